@@ -1,0 +1,27 @@
+"""wengert: automatic differentiation on one computational graph (the Wengert list).
+
+    >>> import wengert as wg
+    >>> f = lambda x1, x2: x1 * x2 + wg.math.sin(x1)
+    >>> wg.grad(f, argnums=(0, 1))(2.0, 3.0)
+    (2.5838531634528574, 2.0)
+
+See README.md and docs/ for the guides.
+"""
+# Load order matters: the graph module loads the primitive registry; the primitives come
+# next; the simplification rules attach to them; the transformations use all of it.
+from .graph.graph import Graph, ShapeDtype
+from .graph.active import options
+from .graph.node import Node
+from .primitives import scalar as _scalar, shape as _shape  # noqa: F401
+from .graph import simplify as _simplify  # noqa: F401
+from .primitives.registry import REGISTRY, Primitive, primitive
+from .primitives.scalar import select
+from . import math
+from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
+from .errors import ConcretizationError
+
+__version__ = "0.1.0"
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
+           "trace", "value", "select", "math", "primitive", "Primitive", "REGISTRY", "Graph",
+           "Node", "ShapeDtype", "options", "ConcretizationError"]

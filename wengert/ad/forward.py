@@ -1,0 +1,66 @@
+"""Forward mode (seed 000's bottom-up sweep; ADDS's BU, `dfuv`).
+
+A tangent flows from the inputs along the nodes that depend on them, in creation order:
+for a node w with arguments u_k,  ẇ = Σ_k ∂w/∂u_k · u̇_k  (edge partials), or the
+primitive's JVP for structural primitives.
+
+The same sweep serves two purposes.  With ``symbolic=True`` the partials are evaluated on
+nodes, so the tangents are new nodes of the graph: a derivative graph that can be
+differentiated again.  With ``symbolic=False`` they are evaluated on the nodes' values and
+the tangents are plain numbers: the fast path when nothing will differentiate the result.
+"""
+from __future__ import annotations
+
+from ..primitives.registry import shape_of
+from ..primitives.shape import broadcast_to
+
+
+def forward(plan, inputs, tangents, outputs, symbolic):
+    """Tangents of `outputs` given tangents of `inputs` (None = zero).
+
+    Args:
+        plan: the nodes between inputs and outputs, in creation order (`Graph.between`).
+        inputs, tangents: the independent nodes and their tangents.
+        outputs: the nodes whose tangents are wanted.
+        symbolic: build graph nodes (True) or compute numbers (False).
+
+    Returns:
+        One tangent per output, None where it is zero.
+    """
+    tan = {}
+    for x, t in zip(inputs, tangents):
+        if t is not None:
+            tan[x.index] = t
+    for node in plan:
+        if node.dtype.kind not in "fc":
+            continue
+        args = node.args
+        ts = [tan.get(a.index) for a in args]
+        if ts.count(None) == len(ts):
+            continue
+        op = node.op
+        if symbolic:
+            xs, ans = args, node
+        else:
+            xs, ans = [a.value for a in args], node.value
+        if op.jvp is not None:
+            t = op.jvp(ts, *xs, ans, **node.params)
+        elif op.partials is None:
+            raise NotImplementedError(f"primitive {op.name!r} has no derivative rule: declare "
+                                      f"one with {op.name}.defpartials or .defjvp")
+        else:
+            t = None
+            for k, tk in enumerate(ts):
+                if tk is None:
+                    continue
+                p = op.partials[k]
+                p = None if p is None else p(*xs, ans, **node.params)
+                if p is None:
+                    continue
+                c = tk if (type(p) is float and p == 1.0) else tk * p
+                t = c if t is None else t + c
+            if t is not None and shape_of(t) != node.shape:
+                t = broadcast_to(t, shape=node.shape)
+        if t is not None:
+            tan[node.index] = t
+    return [tan.get(o.index) for o in outputs]

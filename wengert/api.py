@@ -1,0 +1,600 @@
+"""The public transformations: grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian,
+hvp and trace.
+
+Every transformation works the same way: it makes one input node per array or number it
+differentiates with respect to, calls the function on them (which records the function's
+graph), then runs a sweep of `wengert.ad` over the nodes between inputs and outputs.
+
+* Called on plain numbers, a transformation records into a fresh graph and its sweep
+  computes numbers: eager mode, with Python control flow on values.
+* Called inside another transformation (on that one's traced values), it records into the
+  same graph; its inputs are *copies* of the values it was given, so it differentiates
+  with respect to its own variables only (no perturbation confusion), and its sweep builds
+  graph nodes, so the outer transformation can differentiate the result again.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from . import ad
+from .graph.active import is_recording, recording, current_graph
+from .graph.graph import Graph, ShapeDtype, aval
+from .graph.node import Node
+from .tree import flatten, unflatten
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
+           "trace", "value"]
+
+
+# --------------------------------------------------------------------------------------
+# checking what users pass
+# --------------------------------------------------------------------------------------
+def _check_fun(f, who):
+    if not callable(f):
+        raise TypeError(f"{who} expects a function to differentiate, got "
+                        f"{type(f).__name__} {f!r:.60}")
+
+
+def _check_argnums(argnums, who):
+    """argnums as a tuple of ints, and whether a single int was given."""
+    if isinstance(argnums, (bool, np.bool_)):
+        raise TypeError(f"{who}: argnums must be an int or a tuple of ints, got {argnums!r}")
+    if isinstance(argnums, (int, np.integer)):
+        return (int(argnums),), True
+    if isinstance(argnums, (tuple, list)) and argnums and all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in argnums):
+        if len(set(argnums)) != len(argnums):
+            raise ValueError(f"{who}: argnums {tuple(argnums)} repeats an argument")
+        return tuple(int(a) for a in argnums), False
+    raise TypeError(f"{who}: argnums must be an int or a non-empty tuple of ints, "
+                    f"got {argnums!r}")
+
+
+def _resolve_argnums(argnums, nargs, who):
+    out = []
+    for a in argnums:
+        if not -nargs <= a < nargs:
+            raise ValueError(f"{who}: argnums={a} is out of range: the function was called "
+                             f"with {nargs} positional argument{'s' if nargs != 1 else ''}")
+        out.append(a % nargs)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{who}: argnums {argnums} name the same argument twice")
+    return out
+
+
+def _param_names(f):
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _primal_leaf(x, where, who):
+    """A leaf the user wants derivatives for, as a float or float array (ints are widened)."""
+    if type(x) is float:
+        return x
+    if type(x) is Node:
+        if x.dtype.kind not in "f":
+            raise TypeError(f"{who}: {where} is a traced value of dtype {x.dtype}; "
+                            "derivatives are taken with respect to floating-point values")
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{who}: {where} is a bool ({x!r}); derivatives are taken with respect "
+                        "to floating-point values")
+    if isinstance(x, (int, np.integer)):
+        return float(x)
+    if isinstance(x, np.floating):
+        return float(x) if x.dtype == np.float64 else x
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "f":
+            return x
+        if x.dtype.kind in "iu":
+            return x.astype(np.float64)
+        raise TypeError(f"{who}: {where} is an array of dtype {x.dtype}; derivatives are "
+                        "taken with respect to floating-point values")
+    if isinstance(x, ShapeDtype):
+        return x
+    raise TypeError(f"{who}: {where} is a {type(x).__name__} ({x!r:.40}); differentiable "
+                    "arguments must be floats, NumPy float arrays, or tuples, lists and "
+                    "dicts of them")
+
+
+def _leaf_names(name, n):
+    return [name] if n == 1 else [f"{name}_{i}" for i in range(n)]
+
+
+# --------------------------------------------------------------------------------------
+# recording a call
+# --------------------------------------------------------------------------------------
+class _Call:
+    """A function called on input nodes: the graph, the inputs, what came out."""
+
+    def __init__(self, f, args, kwargs, argnums, who, names):
+        graph = current_graph()
+        self.fresh = graph is None
+        if self.fresh:
+            graph = Graph()
+        self.graph = graph
+        call_args = list(args)
+        self.inputs = []
+        self.in_trees = []
+        for i in argnums:
+            name = names[i] if i < len(names) else f"arg{i}"
+            leaves, tree = flatten(args[i])
+            if not leaves:
+                raise TypeError(f"{who}: argument {name!r} ({args[i]!r:.40}) contains no "
+                                "number to differentiate with respect to")
+            labels = _leaf_names(name, len(leaves))
+            nodes = [self._input(_primal_leaf(x, f"argument {lab!r}", who), lab)
+                     for x, lab in zip(leaves, labels)]
+            self.inputs.extend(nodes)
+            self.in_trees.append(tree)
+            call_args[i] = unflatten(tree, nodes)
+        with recording(graph):
+            self.out = f(*call_args, **kwargs)
+
+    def _input(self, x, name):
+        g = self.graph
+        if type(x) is Node:
+            if x.graph is g:
+                return g.copy(x)
+            if x.value is None:
+                raise ValueError(f"traced value {x.label()} belongs to a finished trace that "
+                                 "has no values: it escaped the function that was traced")
+            x = x.value
+        return g.input(x, name if self.fresh else None)
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether sweeps must build nodes: someone is still recording into the graph."""
+        return is_recording(self.graph)
+
+    def output_nodes(self, out, who):
+        leaves, tree = flatten(out)
+        nodes = []
+        for x in leaves:
+            if type(x) is not Node and not isinstance(x, (int, float, np.number, np.ndarray)):
+                raise TypeError(f"{who}: the function returned a {type(x).__name__} "
+                                f"({x!r:.40}); outputs must be numbers, arrays, or tuples, "
+                                "lists and dicts of them")
+            nodes.append(self.graph.lift(x))
+        return nodes, tree
+
+    def finish(self, x):
+        """What a result looks like to the caller: numbers in eager mode, nodes inside
+        another transformation."""
+        if self.symbolic:
+            return x
+        return x.value if type(x) is Node else x
+
+    def zeros(self, like):
+        """The zero derivative for a node like `like`, in the current mode."""
+        if like.shape == () and like.dtype == np.float64:
+            z = 0.0
+        else:
+            z = np.zeros(like.shape, like.dtype if like.dtype.kind in "fc" else np.float64)
+        return self.graph.const(z) if self.symbolic else z
+
+    def split(self, values):
+        """Split a flat list (one per input leaf) into one pytree per differentiated arg."""
+        out, k = [], 0
+        for tree in self.in_trees:
+            n = tree.num_leaves
+            out.append(unflatten(tree, values[k:k + n]))
+            k += n
+        return out
+
+
+def _as_scalar_output(out, who):
+    if isinstance(out, (tuple, list, dict)):
+        raise TypeError(f"{who} needs a function that returns a scalar, but it returned a "
+                        f"{type(out).__name__}; use wg.jacrev or wg.vjp for several outputs, "
+                        "or has_aux=True to return (value, auxiliary data)")
+    shape = aval(out)[0] if isinstance(out, (Node, int, float, np.number, np.ndarray)) else None
+    if shape is None:
+        raise TypeError(f"{who} needs a function that returns a scalar, but it returned a "
+                        f"{type(out).__name__} ({out!r:.40})")
+    if shape != ():
+        raise TypeError(f"{who} needs a function that returns a scalar, but it returned an "
+                        f"array of shape {shape}; use wg.jacrev or wg.vjp for array outputs")
+    return out
+
+
+def _split_aux(out, has_aux, who):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{who}(has_aux=True) needs a function returning a pair "
+                        f"(output, aux), got {type(out).__name__}")
+    return out[0], out[1]
+
+
+def _finish_tree(call, tree):
+    leaves, d = flatten(tree)
+    return unflatten(d, [call.finish(x) for x in leaves])
+
+
+# --------------------------------------------------------------------------------------
+# reverse mode
+# --------------------------------------------------------------------------------------
+def value_and_grad(f, argnums=0, has_aux=False):
+    """Like `grad`, but the new function returns ``(f(*args), gradient)``.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.value_and_grad(lambda x, y: x * y + wg.math.sin(x), argnums=(0, 1))(2.0, 3.0)
+        (6.909297426825682, (2.5838531634528574, 2.0))
+    """
+    _check_fun(f, "value_and_grad")
+    nums, single = _check_argnums(argnums, "value_and_grad")
+    names = None
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args, **kwargs):
+        nonlocal names
+        if names is None:
+            names = _param_names(f)
+        idx = _resolve_argnums(nums, len(args), "grad")
+        call = _Call(f, args, kwargs, idx, "grad", names)
+        out, aux = _split_aux(call.out, has_aux, "grad")
+        _as_scalar_output(out, "grad")
+        (out_node,), _ = call.output_nodes(out, "grad")
+        symbolic = call.symbolic
+        plan = call.graph.between(call.inputs, [out_node])
+        grads = ad.reverse(plan, call.inputs, [out_node], [1.0], symbolic)
+        grads = [call.zeros(x) if g is None else g for g, x in zip(grads, call.inputs)]
+        per_arg = call.split(grads)
+        result = per_arg[0] if single else tuple(per_arg)
+        value = call.finish(out_node)
+        if has_aux:
+            return (value, _finish_tree(call, aux)), result
+        return value, result
+
+    return value_and_grad_f
+
+
+def grad(f, argnums=0, has_aux=False):
+    """The gradient of a scalar function, by reverse mode.
+
+    Args:
+        f: a function returning a scalar (a float or a 0-d array).
+        argnums: which positional argument(s) to differentiate: an int, or a tuple of ints
+            (then a tuple of gradients is returned).
+        has_aux: f returns ``(value, aux)``; the new function returns ``(gradient, aux)``.
+
+    Returns:
+        A function with f's arguments that returns the gradient, shaped like the argument
+        (a pytree of the same structure).
+
+    Example:
+        >>> import wengert as wg
+        >>> df = wg.grad(lambda x: 3 * x ** 2 + 2 * x + 1)
+        >>> df(1.0)
+        8.0
+        >>> wg.grad(wg.grad(lambda x: 3 * x ** 2 + 2 * x + 1))(1.0)
+        6.0
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def grad_f(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return grad_f
+
+
+def vjp(f, *primals, has_aux=False):
+    """Evaluate f and return its pullback (Zygote's ``pullback``; JAX's ``vjp``).
+
+    Returns ``(out, pullback)`` where ``pullback(cotangent)`` returns a tuple with one
+    cotangent per primal: ``cotangentᵀ · ∂out/∂primal``.  The pullback may be called many
+    times; it reuses the recorded graph.
+
+    Example:
+        >>> import wengert as wg
+        >>> out, back = wg.vjp(lambda x, y: (x * y, x + y), 2.0, 3.0)
+        >>> out
+        (6.0, 5.0)
+        >>> back((1.0, 0.0)), back((0.0, 1.0))
+        ((3.0, 2.0), (1.0, 1.0))
+    """
+    _check_fun(f, "vjp")
+    if not primals:
+        raise TypeError("vjp needs at least one primal argument: wg.vjp(f, x, ...)")
+    call = _Call(f, primals, {}, range(len(primals)), "vjp", _param_names(f))
+    out, aux = _split_aux(call.out, has_aux, "vjp")
+    out_nodes, out_tree = call.output_nodes(out, "vjp")
+    plan = None
+
+    def pullback(cotangent):
+        nonlocal plan
+        cts, ct_tree = flatten(cotangent)
+        if ct_tree != out_tree:
+            raise ValueError(f"pullback: the cotangent has structure {ct_tree}, but the "
+                             f"function's output has structure {out_tree}")
+        for c, o in zip(cts, out_nodes):
+            if aval(c)[0] != o.shape:
+                raise ValueError(f"pullback: a cotangent of shape {aval(c)[0]} was given "
+                                 f"for an output of shape {o.shape}")
+        if plan is None:
+            plan = call.graph.between(call.inputs, out_nodes)
+        symbolic = call.symbolic
+        if not symbolic and any(n.value is None for n in out_nodes):
+            raise ValueError("pullback: the recorded graph has no values (it was traced "
+                             "abstractly) and is no longer being traced")
+        cts = [c if type(c) is Node else _primal_leaf(c, "the cotangent", "pullback")
+               for c in cts]
+        res = ad.reverse(plan, call.inputs, out_nodes, cts, symbolic)
+        res = [call.zeros(x) if r is None else r for r, x in zip(res, call.inputs)]
+        return tuple(call.split(res))
+
+    out = unflatten(out_tree, [call.finish(n) for n in out_nodes])
+    if has_aux:
+        return out, pullback, _finish_tree(call, aux)
+    return out, pullback
+
+
+# --------------------------------------------------------------------------------------
+# forward mode
+# --------------------------------------------------------------------------------------
+def jvp(f, primals, tangents):
+    """Evaluate f and its directional derivative: forward mode.
+
+    Args:
+        f: the function.
+        primals: a tuple (or list) of arguments.
+        tangents: a tuple of the same structure: the direction.
+
+    Returns:
+        ``(f(*primals), ∂f/∂primals · tangents)``.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.jvp(lambda x1, x2: x1 * x2 + wg.math.sin(x1), (2.0, 3.0), (1.0, 0.0))
+        (6.909297426825682, 2.5838531634528574)
+    """
+    _check_fun(f, "jvp")
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp takes primals and tangents as tuples: "
+                        "wg.jvp(f, (x,), (v,)), got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    t_leaves = []
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        pl, pt = flatten(p)
+        tl, tt = flatten(t)
+        if pt != tt:
+            raise ValueError(f"jvp: primal {i} has structure {pt} but its tangent has {tt}")
+        for a, b in zip(pl, tl):
+            if aval(a)[0] != aval(b)[0]:
+                raise ValueError(f"jvp: primal {i} has shape {aval(a)[0]} but its tangent "
+                                 f"has shape {aval(b)[0]}")
+        t_leaves += [b if type(b) is Node else _primal_leaf(b, f"tangent {i}", "jvp")
+                     for b in tl]
+    call = _Call(f, tuple(primals), {}, range(len(primals)), "jvp", _param_names(f))
+    out_nodes, out_tree = call.output_nodes(call.out, "jvp")
+    plan = call.graph.between(call.inputs, out_nodes)
+    tans = ad.forward(plan, call.inputs, t_leaves, out_nodes, call.symbolic)
+    tans = [call.zeros(o) if t is None else t for t, o in zip(tans, out_nodes)]
+    return (unflatten(out_tree, [call.finish(n) for n in out_nodes]),
+            unflatten(out_tree, tans))
+
+
+# --------------------------------------------------------------------------------------
+# Jacobians
+# --------------------------------------------------------------------------------------
+def _basis(node):
+    """Unit directions for a leaf: one per element."""
+    if node.shape == ():
+        yield 1.0
+        return
+    for k in range(node.size):
+        e = np.zeros(node.size, dtype=node.dtype)
+        e[k] = 1.0
+        yield e.reshape(node.shape)
+
+
+def _assemble(call, columns, lead_shape, trail_shape, who):
+    """Stack sweep results (one per basis direction) into an array of shape
+    lead_shape + trail_shape; columns are indexed by the trailing (basis) element."""
+    if lead_shape == () and trail_shape == ():
+        return columns[0]
+    if call.symbolic:
+        raise NotImplementedError(
+            f"{who} of array-valued functions inside another transformation needs the "
+            "array primitives of wengert.numpy (stacking); use scalars, or take this "
+            "Jacobian at the outermost level")
+    cols = [np.asarray(c, dtype=np.float64) for c in columns]
+    return np.stack(cols, axis=-1).reshape(lead_shape + trail_shape)
+
+
+def _jacobian(f, argnums, who, mode):
+    _check_fun(f, who)
+    nums, single = _check_argnums(argnums, who)
+    names = None
+
+    @functools.wraps(f)
+    def jac_f(*args, **kwargs):
+        nonlocal names
+        if names is None:
+            names = _param_names(f)
+        idx = _resolve_argnums(nums, len(args), who)
+        call = _Call(f, args, kwargs, idx, who, names)
+        out_nodes, out_tree = call.output_nodes(call.out, who)
+        plan = call.graph.between(call.inputs, out_nodes)
+        symbolic = call.symbolic
+        n_in, n_out = len(call.inputs), len(out_nodes)
+        # entries[i][j]: the block d out_i / d in_j
+        entries = [[None] * n_in for _ in range(n_out)]
+        if mode == "fwd":
+            for j, x in enumerate(call.inputs):
+                cols = [[] for _ in range(n_out)]
+                for e in _basis(x):
+                    ts = [None] * n_in
+                    ts[j] = e
+                    for i, t in enumerate(ad.forward(plan, call.inputs, ts, out_nodes,
+                                                     symbolic)):
+                        cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
+                for i, o in enumerate(out_nodes):
+                    entries[i][j] = _assemble(call, cols[i], o.shape, x.shape, who)
+        else:
+            for i, o in enumerate(out_nodes):
+                rows = [[] for _ in range(n_in)]
+                for e in _basis(o):
+                    cts = [None] * n_out
+                    cts[i] = e
+                    for j, g in enumerate(ad.reverse(plan, call.inputs, out_nodes, cts,
+                                                     symbolic)):
+                        rows[j].append(call.zeros(call.inputs[j]) if g is None else g)
+                for j, x in enumerate(call.inputs):
+                    if o.shape == () and x.shape == ():
+                        entries[i][j] = rows[j][0]
+                    else:
+                        # rows[j][k] has x's shape; the output element k leads.
+                        block = _assemble(call, rows[j], x.shape, o.shape, who)
+                        nd = len(x.shape)
+                        entries[i][j] = np.moveaxis(
+                            block, list(range(nd, block.ndim)), list(range(len(o.shape))))
+        out_leaves = []
+        for i in range(n_out):
+            per_arg = call.split(entries[i])
+            out_leaves.append(per_arg[0] if single else tuple(per_arg))
+        return unflatten(out_tree, out_leaves)
+
+    return jac_f
+
+
+def jacfwd(f, argnums=0):
+    """The Jacobian of f by forward mode: one forward sweep per input element (ADDS's
+    ``dfu``).  Cheaper than `jacrev` when there are fewer inputs than outputs.
+
+    The result has f's output structure; each of its leaves has the structure of the
+    differentiated argument(s), and the block for an output of shape S and an input of
+    shape T has shape S + T.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.jacfwd(lambda x, y: (x * y, x + y), argnums=(0, 1))(2.0, 3.0)
+        ((3.0, 2.0), (1.0, 1.0))
+    """
+    return _jacobian(f, argnums, "jacfwd", "fwd")
+
+
+def jacrev(f, argnums=0):
+    """The Jacobian of f by reverse mode: one reverse sweep per output element (ADDS's
+    ``dfd``).  Cheaper than `jacfwd` when there are fewer outputs than inputs.  Same result
+    layout as `jacfwd`.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.jacrev(lambda x: (x ** 2, 3 * x))(2.0)
+        (4.0, 3.0)
+    """
+    return _jacobian(f, argnums, "jacrev", "rev")
+
+
+def hessian(f, argnums=0):
+    """The Hessian of a scalar function: forward over reverse, ``jacfwd(jacrev(f))``.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.hessian(lambda x, y: x * x * y, argnums=(0, 1))(1.0, 2.0)
+        ((4.0, 2.0), (2.0, 0.0))
+    """
+    return jacfwd(jacrev(f, argnums), argnums)
+
+
+def hvp(f):
+    """Hessian-vector products without forming the Hessian: ``hvp(f)(x, v) = H(x) v``, by
+    forward mode over reverse mode (the directional derivative of the gradient).  x and v
+    have the same structure; so does the result.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.hvp(lambda x: x ** 3)(2.0, 1.0)
+        12.0
+    """
+    _check_fun(f, "hvp")
+    g = grad(f)
+
+    @functools.wraps(f)
+    def hvp_f(x, v):
+        return jvp(g, (x,), (v,))[1]
+
+    return hvp_f
+
+
+# --------------------------------------------------------------------------------------
+# tracing
+# --------------------------------------------------------------------------------------
+def trace(f, *args, abstract=True):
+    """Record f's computational graph.
+
+    With ``abstract=True`` (the default) the arguments only give shapes and dtypes (an
+    example value or a `wg.ShapeDtype`); the graph holds no numbers, and a Python branch
+    on a traced value raises `ConcretizationError`.  With ``abstract=False`` the graph is
+    recorded eagerly with the given values, following Python control flow.
+
+    The returned `Graph` prints as SSA text and can be called to evaluate it.
+
+    Example:
+        >>> import wengert as wg
+        >>> print(wg.trace(lambda x: 3 * x ** 2 + 2 * x + 1, 1.0))
+        graph(x: f64[]):
+          %2: f64[] = powi(x, n=2)
+          %3: f64[] = mul(3, %2)
+          %4: f64[] = mul(2, x)
+          %5: f64[] = add(%3, %4)
+          %6: f64[] = add(%5, 1)
+          return %6
+    """
+    _check_fun(f, "trace")
+    graph = Graph()
+    leaves, in_tree = flatten(args)
+    names = _param_names(f)
+    labels = []
+    for k, tree in enumerate(in_tree.children):
+        name = names[k] if k < len(names) else f"arg{k}"
+        labels += _leaf_names(name, tree.num_leaves)
+    inputs = []
+    for x, lab in zip(leaves, labels):
+        if type(x) is Node:
+            x = x.value if x.value is not None else ShapeDtype(x.shape, x.dtype)
+        if isinstance(x, (bool, np.bool_)) or not isinstance(
+                x, (int, float, np.number, np.ndarray, ShapeDtype)):
+            raise TypeError(f"trace: argument {lab!r} is a {type(x).__name__} ({x!r:.40}); "
+                            "arguments must be numbers, arrays or wg.ShapeDtype")
+        if isinstance(x, int):
+            x = float(x)        # Python ints are numbers to differentiate, as in grad
+        if abstract and not isinstance(x, ShapeDtype):
+            x = ShapeDtype(*aval(x))
+        inputs.append(graph.input(x, lab))
+    with recording(graph):
+        out = f(*unflatten(in_tree, inputs))
+    out_leaves, out_tree = flatten(out)
+    graph.inputs = inputs
+    graph.outputs = [graph.lift(x) for x in out_leaves]
+    graph.in_tree, graph.out_tree = in_tree, out_tree
+    return graph
+
+
+def value(x):
+    """The concrete value of a traced value (its derivative is dropped); other values are
+    returned unchanged.  Useful for logging inside a differentiated function.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.grad(lambda x: x * wg.value(x))(3.0)    # value(x) is a constant: d/dx = 3
+        3.0
+    """
+    if type(x) is Node:
+        if x.value is None:
+            x._concrete("read with wg.value")
+        return x.value
+    return x

@@ -1,0 +1,76 @@
+"""Which graphs are recording right now, and the one optimisation switch.
+
+Kept apart from graph.py so the primitive registry can ask "which graph is recording?"
+without importing the graph module.
+"""
+import contextlib
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.stack = []          # graphs being recorded into, innermost last
+        self.optimize = True     # interning + simplification, see options()
+
+
+_state = _State()
+
+
+def current_graph():
+    """The graph the innermost tracing records into, or None outside any tracing."""
+    stack = _state.stack
+    return stack[-1] if stack else None
+
+
+def is_recording(graph) -> bool:
+    """Whether some transformation is still recording into `graph`."""
+    return any(g is graph for g in _state.stack)
+
+
+@contextlib.contextmanager
+def recording(graph):
+    """Make `graph` the graph new operations are recorded into, for the block."""
+    _state.stack.append(graph)
+    try:
+        yield graph
+    finally:
+        _state.stack.pop()
+
+
+def optimizing() -> bool:
+    """The current setting of `options(optimize=...)`."""
+    return _state.optimize
+
+
+@contextlib.contextmanager
+def options(*, optimize: bool):
+    """Switch interning (CSE) and construction-time simplification on or off.
+
+    With ``optimize=False`` every operation makes a new node: no constant interning, no
+    common-subexpression elimination, no ``x*1 -> x``, no constant folding.  That is
+    plain AD, the baseline column b of seed 002's Table 2.  A graph keeps the setting it
+    was created with.
+
+    Example:
+        >>> import wengert as wg
+        >>> f = lambda x: wg.math.exp(x) + wg.math.exp(x) * 1.0
+        >>> print(wg.trace(f, 1.0))
+        graph(x: f64[]):
+          %1: f64[] = exp(x)
+          %2: f64[] = add(%1, %1)
+          return %2
+        >>> with wg.options(optimize=False):
+        ...     print(wg.trace(f, 1.0))
+        graph(x: f64[]):
+          %1: f64[] = exp(x)
+          %2: f64[] = exp(x)
+          %4: f64[] = mul(%2, 1.0)
+          %5: f64[] = add(%1, %4)
+          return %5
+    """
+    old = _state.optimize
+    _state.optimize = bool(optimize)
+    try:
+        yield
+    finally:
+        _state.optimize = old

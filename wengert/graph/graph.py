@@ -1,0 +1,368 @@
+"""The computational graph (Wengert list) and how nodes enter it.
+
+Every node is created through `Graph.apply`, which does what seed 002 (ADDS, §3.2) does
+when it meets an operation:
+
+1. constants are interned by value (one node per value, the paper's ``*numlist*``);
+2. the operation is simplified if it can be (``x+0 -> x``, ``x/x -> 1``, constant folding;
+   the rules are in `simplify.py`);
+3. an existing node with the same operation, arguments and parameters is looked up and
+   returned (Algorithm 1, common-subexpression elimination by construction), with the
+   arguments of commutative operations in creation order;
+4. only then is a new node made, its value computed if its arguments have values.
+
+Steps 1-3 are switched off together by ``wg.options(optimize=False)`` (or
+``Graph(optimize=False)``) to count what plain AD would compute.
+
+Mark down (Algorithm 2) and mark up (Algorithm 3) select the nodes the outputs need and the
+nodes that depend on the inputs; every sweep in `wengert.ad` works on their intersection.
+All graph walks are loops over creation order: there is no recursion over graph depth.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
+from ..primitives.registry import NO_PARAMS as _NO_PARAMS
+from .active import options, recording, current_graph, is_recording, optimizing  # noqa: F401
+from .node import Node, _type_str
+
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+
+
+# --------------------------------------------------------------------------------------
+# abstract values
+# --------------------------------------------------------------------------------------
+class ShapeDtype:
+    """An abstract value: a shape and a dtype, no numbers.  Pass one to `wg.trace` (or
+    `wg.compile`) where an example value would do.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.trace(lambda x: 2.0 * x, wg.ShapeDtype(())).outputs[0].value is None
+        True
+    """
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape=(), dtype=np.float64):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+
+    def __repr__(self):
+        return f"ShapeDtype({_type_str(self.shape, self.dtype)})"
+
+
+def aval(value):
+    """(shape, dtype) of a concrete value; fast for Python scalars."""
+    t = type(value)
+    if t is float:
+        return (), F64
+    if t is int:
+        return (), I64
+    if t is bool:
+        return (), BOOL
+    if t is ShapeDtype or t is Node:
+        return value.shape, value.dtype
+    a = np.asarray(value)
+    return a.shape, a.dtype
+
+
+def canonical(value):
+    """Values are kept as Python scalars when they are scalars of float64/bool (fast),
+    NumPy arrays otherwise."""
+    t = type(value)
+    if t is float or t is int or t is bool:
+        return value
+    if t is np.float64:
+        return float(value)
+    if t is np.bool_:
+        return bool(value)
+    if t is np.ndarray and value.ndim == 0 and value.dtype == F64:
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return np.asarray(value)
+    return value
+
+
+def _const_key(value):
+    t = type(value)
+    if t is float:
+        # 0.0 == -0.0 and nan != nan: key floats by their bits so each is one node.
+        return (float, value.hex())
+    if t is int or t is bool:
+        return (t, value)
+    a = np.asarray(value)
+    return (a.dtype.str, a.shape, a.tobytes())
+
+
+def _params_key(params):
+    if not params:
+        return ()
+    try:
+        key = tuple(sorted(params.items()))
+        hash(key)
+        return key
+    except TypeError:           # unhashable parameters: the node is not interned
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# the graph
+# --------------------------------------------------------------------------------------
+class Graph:
+    """A computational graph: nodes in creation order, which is a topological order.
+
+    Attributes:
+        nodes: every node, ``nodes[i].index == i``.
+        inputs, outputs: the nodes a traced function reads and returns (set by `wg.trace`).
+        optimize: whether interning and simplification are on (see `wg.options`).
+
+    A graph returned by `wg.trace` is callable: ``graph(*args)`` evaluates it.  ``str(graph)``
+    prints the part the outputs need as SSA text.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.trace(lambda x, y: x * y + wg.math.sin(x), 2.0, 3.0)
+        >>> print(g)
+        graph(x: f64[], y: f64[]):
+          %2: f64[] = mul(x, y)
+          %3: f64[] = sin(x)
+          %4: f64[] = add(%2, %3)
+          return %4
+        >>> g(2.0, 3.0)
+        6.909297426825682
+    """
+
+    def __init__(self, optimize=None):
+        self.nodes: list[Node] = []
+        self.optimize = optimizing() if optimize is None else bool(optimize)
+        self._table = {}          # (op, params, *arg indices) -> node: Algorithm 1
+        self._consts = {}         # constant key -> node: ADDS's *numlist*
+        self.inputs: list[Node] = []
+        self.outputs: list[Node] = []
+        self.in_tree = None       # pytree structure of the traced function's arguments
+        self.out_tree = None      # ... and of its result
+
+    # --- making nodes ---------------------------------------------------------------------
+    def _new(self, op, args, params, shape, dtype, value, name=None):
+        node = Node(self, len(self.nodes), op, args, params, shape, dtype, value, name)
+        self.nodes.append(node)
+        for a in args:
+            a.users.append(node)
+        return node
+
+    def const(self, value) -> Node:
+        """The node of a constant, one per value (interned)."""
+        value = canonical(value)
+        if not self.optimize:
+            shape, dtype = aval(value)
+            return self._new(_CONST, (), _NO_PARAMS, shape, dtype, value)
+        key = _const_key(value)
+        node = self._consts.get(key)
+        if node is None:
+            shape, dtype = aval(value)
+            node = self._consts[key] = self._new(_CONST, (), _NO_PARAMS, shape, dtype, value)
+        return node
+
+    def input(self, value=None, name=None, shape=None, dtype=None) -> Node:
+        """A new independent variable.  With ``value=None`` it is abstract (shape/dtype only)."""
+        if value is not None and not isinstance(value, ShapeDtype):
+            value = canonical(value)
+            shape, dtype = aval(value)
+        elif value is not None:
+            shape, dtype, value = value.shape, value.dtype, None
+        return self._new(_INPUT, (), _NO_PARAMS, tuple(shape), np.dtype(dtype), value, name)
+
+    def copy(self, node: Node, name=None) -> Node:
+        """A new variable equal to `node` (seed 003's copy ``w := u``): the independent
+        variable of a nested transformation.  Never interned, so the inner derivative is
+        taken with respect to the copy alone: this is what keeps the perturbations of
+        nested derivatives apart."""
+        return self._new(_COPY, (node,), _NO_PARAMS, node.shape, node.dtype, node.value, name)
+
+    def lift(self, x) -> Node:
+        """`x` as a node of this graph: nodes of other (finished) graphs and plain values
+        become constants."""
+        if type(x) is Node:
+            if x.graph is self:
+                return x
+            if x.value is None:
+                raise ValueError(
+                    f"traced value {x.label()} belongs to another trace that has no values; "
+                    "a traced value escaped the function that was being transformed")
+            return self.const(x.value)
+        if isinstance(x, (str, bytes)) or x is None:
+            raise TypeError(f"cannot use {type(x).__name__} {x!r} as a number in a traced "
+                            "computation")
+        return self.const(x)
+
+    def apply(self, op, args, params=None) -> Node:
+        """The node for ``op(*args, **params)``: simplified, found, or made (see module doc)."""
+        if params is None:
+            params = _NO_PARAMS
+        nodes = []
+        all_const = True
+        for a in args:
+            if type(a) is not Node or a.graph is not self:
+                a = self.lift(a)
+            if a.op is not _CONST:
+                all_const = False
+            nodes.append(a)
+        key = None
+        if self.optimize:
+            if op.commutative and nodes[1].index < nodes[0].index:
+                nodes.reverse()
+            if op.simplify is not None:
+                found = op.simplify(self, nodes, params)
+                if found is not None:
+                    return found
+            if all_const and op.foldable:
+                return self.const(op.evaluate([n.value for n in nodes], params))
+            if op.internable:
+                pkey = _params_key(params)
+                if pkey is not None:
+                    key = (op, pkey, *[n.index for n in nodes])
+                    found = self._table.get(key)
+                    if found is not None:
+                        return found
+        values = [n.value for n in nodes]
+        if any(v is None for v in values):
+            shape, dtype = op.abstract_eval(nodes, params)
+            value = None
+        else:
+            value = op.evaluate(values, params)
+            shape, dtype = aval(value)
+        node = self._new(op, tuple(nodes), params, shape, dtype, value)
+        if key is not None:
+            self._table[key] = node
+        return node
+
+    # --- Algorithms 2 and 3 of seed 002 -----------------------------------------------------
+    def mark_down(self, outputs, start=0):
+        """Indices of the nodes the `outputs` need (Algorithm 2), ignoring nodes before
+        `start`.  One pass in reverse creation order."""
+        nodes = self.nodes
+        top = max((o.index for o in outputs), default=-1)
+        marked = bytearray(top + 1)
+        for o in outputs:
+            marked[o.index] = 1
+        for i in range(top, start - 1, -1):
+            if marked[i]:
+                for a in nodes[i].args:
+                    marked[a.index] = 1
+        return {i for i in range(start, top + 1) if marked[i]}
+
+    def mark_up(self, inputs, stop=None):
+        """Indices of the nodes that depend on the `inputs` (Algorithm 3), up to `stop`.
+        One pass in creation order."""
+        nodes = self.nodes
+        stop = len(nodes) - 1 if stop is None else stop
+        start = min((i.index for i in inputs), default=stop + 1)
+        marked = set(i.index for i in inputs)
+        for i in range(start, stop + 1):
+            for a in nodes[i].args:
+                if a.index in marked:
+                    marked.add(i)
+                    break
+        return marked
+
+    def between(self, inputs, outputs) -> list[Node]:
+        """The nodes, in creation order, that depend on `inputs` and that `outputs` need:
+        the nodes that carry a tangent or an adjoint.  The inputs themselves are not
+        included."""
+        if not inputs or not outputs:
+            return []
+        up = self.mark_up(inputs, max(o.index for o in outputs))
+        start = min(i.index for i in inputs)
+        down = self.mark_down([o for o in outputs if o.index in up], start)
+        is_input = {i.index for i in inputs}
+        nodes = self.nodes
+        return [nodes[i] for i in sorted(up & down) if i not in is_input]
+
+    # --- reading the graph ------------------------------------------------------------------
+    def live_nodes(self, outputs=None) -> list[Node]:
+        """The nodes the outputs need, in creation order (all nodes if there are no outputs)."""
+        outputs = self.outputs if outputs is None else outputs
+        if not outputs:
+            return list(self.nodes)
+        return [self.nodes[i] for i in sorted(self.mark_down(outputs))]
+
+    def format(self, outputs=None) -> str:
+        """SSA text of the part of the graph the outputs need (see `Graph`)."""
+        outputs = self.outputs if outputs is None else outputs
+        live = self.live_nodes(outputs)
+        inputs = self.inputs or [n for n in live if n.op is _INPUT]
+        ins = ", ".join(f"{n.label()}: {_type_str(n.shape, n.dtype)}" for n in inputs)
+        lines = [f"graph({ins}):"]
+        given = {n.index for n in inputs}
+        for n in live:
+            if n.index in given or n.op is _CONST:
+                continue
+            if n.op is _INPUT:
+                lines.append(f"  {n.label()}: {_type_str(n.shape, n.dtype)} = input")
+                continue
+            lines.append(f"  {n.label()}: {_type_str(n.shape, n.dtype)} = {_call_text(n)}")
+        outs = ", ".join(_operand_text(o) for o in outputs)
+        lines.append(f"  return {outs}")
+        return "\n".join(lines)
+
+    __str__ = format
+
+    def __repr__(self):
+        return f"<Graph: {len(self.nodes)} nodes, {len(self.inputs)} inputs, " \
+               f"{len(self.outputs)} outputs>"
+
+    # --- evaluating -------------------------------------------------------------------------
+    def evaluate(self, input_values, outputs=None):
+        """Values of `outputs` (default: the graph's outputs) when the graph's inputs take
+        `input_values` (a flat list, one per input node)."""
+        outputs = self.outputs if outputs is None else outputs
+        if len(input_values) != len(self.inputs):
+            raise ValueError(f"the graph has {len(self.inputs)} inputs, got "
+                             f"{len(input_values)} values")
+        values = {}
+        for node, v in zip(self.inputs, input_values):
+            shape, dtype = aval(v)
+            if shape != node.shape:
+                raise ValueError(f"input {node.label()} has shape {node.shape}, "
+                                 f"got a value of shape {shape}")
+            values[node.index] = canonical(v)
+        for node in self.live_nodes(outputs):
+            i = node.index
+            if i in values:
+                continue
+            if node.op is _CONST:
+                values[i] = node.value
+            elif node.op is _INPUT:
+                raise ValueError(f"the outputs need input {node.label()}, which is not one "
+                                 "of the graph's inputs")
+            else:
+                values[i] = node.op.evaluate([values[a.index] for a in node.args],
+                                             node.params)
+        return [values[o.index] for o in outputs]
+
+    def __call__(self, *args):
+        from ..tree import flatten, unflatten
+        leaves, tree = flatten(args)
+        if self.in_tree is not None and tree != self.in_tree:
+            raise ValueError(f"arguments do not match the traced structure: expected "
+                             f"{self.in_tree}, got {tree}")
+        outs = self.evaluate(leaves)
+        return unflatten(self.out_tree, outs) if self.out_tree is not None else outs
+
+
+def _operand_text(n: Node) -> str:
+    if n.op is _CONST:
+        v = n.value
+        return repr(v) if n.shape == () else f"const{_type_str(n.shape, n.dtype)}"
+    return n.label()
+
+
+def _call_text(n: Node) -> str:
+    parts = [_operand_text(a) for a in n.args]
+    parts += [f"{k}={v!r}" for k, v in n.params.items()]
+    return f"{n.op.name}({', '.join(parts)})"
+

@@ -1,0 +1,122 @@
+"""A node of the computational graph, which is also the traced value user code sees.
+
+A node records one operation of the Wengert list: its primitive (`op`), its argument
+nodes (`args`), its parameters, its shape and dtype, its value when it is known (eager
+tracing) and the nodes that use it (`users`, the ADDS paper's ``to`` list).  Python
+operators on nodes build new nodes, so ordinary code written for floats traces itself.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConcretizationError
+
+
+def _type_str(shape, dtype) -> str:
+    short = {"float64": "f64", "float32": "f32", "int64": "i64", "int32": "i32",
+             "bool": "bool", "complex128": "c128"}.get(dtype.name, dtype.name)
+    return f"{short}[{','.join(str(d) for d in shape)}]"
+
+
+class Node:
+    """One operation in the graph; stands for its value in traced code.
+
+    Attributes:
+        graph: the Graph that owns the node.
+        index: creation position in the graph (a topological order).
+        op: the Primitive.
+        args: tuple of argument nodes.
+        params: dict of static parameters (for example ``{"n": 2}`` for ``x**2``).
+        shape, dtype: as in NumPy.
+        value: the concrete value, or None while tracing abstractly.
+        users: nodes that take this node as an argument.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.trace(lambda x: x * x + 1.0, 3.0)
+        >>> out = g.outputs[0]
+        >>> out.op.name, out.shape, out.dtype.name
+        ('add', (), 'float64')
+    """
+
+    __slots__ = ("graph", "index", "op", "args", "params", "shape", "dtype", "value",
+                 "users", "name", "__weakref__")
+
+    # Python must hand mixed expressions like `ndarray * node` to the node.
+    __array_priority__ = 1000
+
+    def __init__(self, graph, index, op, args, params, shape, dtype, value, name=None):
+        self.graph = graph
+        self.index = index
+        self.op = op
+        self.args = args
+        self.params = params
+        self.shape = shape
+        self.dtype = dtype
+        self.value = value
+        self.users = []
+        self.name = name
+
+    # --- what the node is -------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def is_const(self) -> bool:
+        return self.op.name == "const"
+
+    def label(self) -> str:
+        """How the node is named in printed graphs: its variable name, or %index."""
+        return self.name if self.name is not None else f"%{self.index}"
+
+    def __repr__(self) -> str:
+        val = "" if self.value is None else f" = {self.value!r}"
+        return f"<Node {self.label()}: {_type_str(self.shape, self.dtype)} {self.op.name}{val}>"
+
+    def __format__(self, spec):
+        # f"{x:.3f}" in eager code prints the number; an abstract node prints itself.
+        return format(repr(self) if self.value is None else self.value, spec)
+
+    # --- Python's hash is identity: graphs key dicts and sets by node ------------------
+    __hash__ = object.__hash__
+
+    # --- reading the value --------------------------------------------------------------
+    def _concrete(self, what):
+        if self.value is None:
+            raise ConcretizationError(
+                f"the value of traced variable {self.label()} was {what} while tracing "
+                "without values (wg.trace / wg.compile), so Python cannot decide it. "
+                "A value-dependent `if`, `while` or `and`/`or` needs a concrete value: "
+                "write the branch as wg.select(cond, a, b) (or wengert.numpy.where), or "
+                "call the function eagerly with concrete arguments, e.g. wg.grad(f)(x).")
+        return self.value
+
+    def __bool__(self):
+        return bool(self._concrete("used as a truth value"))
+
+    def __int__(self):
+        return int(self._concrete("converted to int"))
+
+    def __index__(self):
+        return int(self._concrete("used as an index"))
+
+    def __float__(self):
+        # float() would return a number cut off from the graph: the derivative through it
+        # would silently become zero.  Make that a decision the user writes down.
+        raise ConcretizationError(
+            f"float() of traced variable {self.label()} would drop its derivative. Use the "
+            "functions of wengert.math (wengert.math.sin, not math.sin) on traced values, "
+            "or wg.value(x) if you really want the number without its derivative.")
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError(f"len() of a scalar traced value {self.label()}")
+        return self.shape[0]
+
+    # Arithmetic and comparison operators (x*y, x**2, 2-x, -x, x<y) are attached in
+    # primitives/scalar.py, next to the primitives they build.

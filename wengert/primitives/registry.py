@@ -1,0 +1,262 @@
+"""The one registry of primitives, and how a primitive is declared.
+
+A primitive is everything wengert knows about one elementary operation: how to evaluate
+it (`impl`, with an optional fast path for Python floats), its printed name, its cost
+class for operation counts, and its derivative.  Scalar and elementwise primitives declare
+only their **partial derivatives**, one expression per argument in terms of the arguments
+and the result ``ans`` (ChainRules' ``@scalar_rule``)::
+
+    sin.defpartials(lambda x, ans: cos(x))
+    div.defpartials(lambda x, y, ans: 1 / y, lambda x, y, ans: -ans / y)
+
+Forward mode, reverse mode (and later elimination and rounding-error estimates) all read
+those edge partials.  Structural primitives (sums, reshapes, matmul, ...) declare a JVP and a
+VJP as linear maps instead (`defjvp`, `defvjp`).
+
+Rules are written with primitives, which work on plain numbers and on traced nodes alike:
+called on numbers a rule computes a number, called on nodes it builds a graph, so every
+derivative can be differentiated again.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.active import current_graph, is_recording  # noqa: F401  (re-exported)
+from ..graph.node import Node
+
+#: Every primitive by name.  Adding a primitive adds one entry here.
+REGISTRY: dict[str, "Primitive"] = {}
+
+NO_PARAMS: dict = {}
+
+#: Cost classes, the columns of seed 002's operation counts.
+COST_CLASSES = ("add", "mul", "div", "call", "pow")
+
+_INEXACT = frozenset("fc")
+
+
+class Primitive:
+    """An elementary operation: evaluation, printed name, cost class and derivative rule.
+
+    Calling a primitive evaluates it on plain values, or records it on traced values.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.math.sin(0.0), wg.math.sin.name, wg.math.sin.cost
+        (0.0, 'sin', 'call')
+    """
+
+    def __init__(self, name, impl, *, fast=None, cost="call", infix=None, commutative=False,
+                 abstract_eval=None, dtype_rule="float", internable=True, foldable=True,
+                 doc=None):
+        if cost is not None and cost not in COST_CLASSES:
+            raise ValueError(f"cost class must be one of {COST_CLASSES} or None, got {cost!r}")
+        self.name = name
+        self.impl = impl
+        self.fast = fast                    # Python-float fast path, NumPy semantics on error
+        self.cost = cost                    # which column of an operation count it adds to
+        self.infix = infix                  # "+" for add: how code emitters print it
+        self.commutative = commutative      # arguments sorted by creation order (ADDS)
+        self.dtype_rule = dtype_rule        # "float", "promote" or "bool" (elementwise)
+        self._abstract_eval = abstract_eval
+        self.internable = internable        # False for inputs and copies: each is new
+        self.foldable = foldable            # evaluated at construction on constants
+        self.partials = None                # tuple: one callable per argument (or None)
+        self.jvp = None                     # jvp(tangents, *args, ans, **params)
+        self.vjp = None                     # vjp(cotangent, *args, ans, **params) -> tuple
+        self.simplify = None                # simplify(graph, args, params) -> node or None
+        self.builtin = False                # declared by wengert itself (not replaceable)
+        self.__doc__ = doc
+
+    def __repr__(self):
+        return f"<primitive {self.name}>"
+
+    # --- use ---------------------------------------------------------------------------------
+    def __call__(self, *args, **params):
+        for a in args:
+            if type(a) is Node:
+                return bind(self, args, params)
+        return self.evaluate(args, params)
+
+    def evaluate(self, values, params=NO_PARAMS):
+        """The value of the operation on concrete values.
+
+        Python floats take the fast path (the `math` module); where it fails (log of a
+        negative, division by zero, overflow) NumPy computes the result instead, so the
+        answer follows NumPy's conventions (nan or inf, with a RuntimeWarning)."""
+        fast = self.fast
+        if fast is not None:
+            for v in values:
+                t = type(v)
+                if t is not float and t is not int and t is not bool:
+                    break
+            else:
+                try:
+                    return fast(*values, **params)
+                except (ValueError, ZeroDivisionError, OverflowError):
+                    pass
+        out = self.impl(*values, **params)
+        t = type(out)
+        if t is np.float64:
+            return float(out)
+        if t is np.bool_:
+            return bool(out)
+        return out
+
+    def abstract_eval(self, args, params):
+        """(shape, dtype) of the result from the arguments' shapes and dtypes."""
+        if self._abstract_eval is not None:
+            return self._abstract_eval(args, params)
+        return elementwise_aval(self, args)
+
+    # --- declaring the derivative ------------------------------------------------------------
+    def defpartials(self, *partials):
+        """Declare the partial derivatives, one callable per argument (``None`` for an
+        argument that carries no derivative).  Each takes the arguments, then the result
+        ``ans``, then the parameters as keywords, and is written with wengert primitives so
+        it builds a graph when traced.  Returns the primitive.
+
+        Example:
+            >>> import wengert as wg, numpy as np
+            >>> softplus = wg.primitive(lambda x: np.logaddexp(0.0, x), name="softplus")
+            >>> softplus.defpartials(lambda x, ans: 1 / (1 + wg.math.exp(-x)))
+            <primitive softplus>
+            >>> round(wg.grad(softplus)(0.0), 6)
+            0.5
+        """
+        self.partials = tuple(partials)
+        return self
+
+    def defjvp(self, jvp):
+        """Declare the JVP as a linear map: ``jvp(tangents, *args, ans, **params)`` returns the
+        tangent of the result; ``tangents`` has one entry per argument, None where zero.
+        Use it for structural (non-elementwise) primitives.  Returns the primitive."""
+        self.jvp = jvp
+        return self
+
+    def defvjp(self, vjp):
+        """Declare the VJP as a linear map: ``vjp(cotangent, *args, ans, **params)`` returns
+        one cotangent per argument (None where zero).  Returns the primitive."""
+        self.vjp = vjp
+        return self
+
+
+def bind(op, args, params):
+    """Record ``op(*args)`` in the graph of its traced arguments.
+
+    Arguments from different graphs happen when a nested transformation closes over a
+    value of an outer one; the innermost graph still recording wins."""
+    graph = None
+    for a in args:
+        if type(a) is Node:
+            if graph is None:
+                graph = a.graph
+            elif a.graph is not graph:
+                graph = _innermost({x.graph for x in args if type(x) is Node}, graph)
+                break
+    return graph.apply(op, args, params)
+
+
+def _innermost(graphs, default):
+    from ..graph.active import _state
+    for g in reversed(_state.stack):
+        if g in graphs:
+            return g
+    return default
+
+
+# --------------------------------------------------------------------------------------
+# shape and dtype rules
+# --------------------------------------------------------------------------------------
+def _weak(n):
+    # Python scalars are "weakly typed", as in NumPy 2 and JAX: 2 * float32 stays float32.
+    return n.op is CONST and type(n.value) in (float, int, bool)
+
+
+def elementwise_aval(op, args):
+    """Broadcast shapes; dtype by the primitive's dtype rule."""
+    shape = args[0].shape
+    for a in args[1:]:
+        if a.shape != shape:
+            try:
+                shape = np.broadcast_shapes(shape, a.shape)
+            except ValueError:
+                shapes = " and ".join(str(x.shape) for x in args)
+                raise ValueError(f"{op.name}: operands of shapes {shapes} cannot be "
+                                 "broadcast together") from None
+    if op.dtype_rule == "bool":
+        return shape, np.dtype(np.bool_)
+    strong = [a.dtype for a in args if not _weak(a)]
+    weak = [a.value for a in args if _weak(a)]
+    dtype = np.result_type(*strong, *weak) if strong else np.result_type(*[a.dtype for a in args])
+    if op.dtype_rule == "float" and dtype.kind not in _INEXACT:
+        dtype = np.dtype(np.float64)
+    return shape, dtype
+
+
+def shape_of(x) -> tuple:
+    """Shape of a node or of a concrete value."""
+    return x.shape if type(x) is Node else np.shape(x)
+
+
+def differentiable(node) -> bool:
+    """Whether a node carries derivatives (floating or complex dtype)."""
+    return node.dtype.kind in _INEXACT
+
+
+# --------------------------------------------------------------------------------------
+# declaring primitives
+# --------------------------------------------------------------------------------------
+def defprimitive(name, impl, **kwargs) -> Primitive:
+    """Create a primitive and enter it in the registry under `name`."""
+    if name in REGISTRY:
+        raise ValueError(f"a primitive named {name!r} exists already")
+    prim = Primitive(name, impl, **kwargs)
+    prim.builtin = True
+    REGISTRY[name] = prim
+    return prim
+
+
+def primitive(fn=None, *, name=None, cost="call", shape=None):
+    """Make a Python function of numbers a new primitive (a user's custom rule).
+
+    The function is evaluated on plain numbers or NumPy arrays; wengert never looks inside.
+    Declare its derivative on the result with `Primitive.defpartials` (elementwise
+    functions: one partial per argument) or `Primitive.defjvp` / `Primitive.defvjp`
+    (structural functions).  `shape`, if given, is ``shape(*arg_shapes) -> result shape``
+    for abstract tracing of non-elementwise functions.  Declaring a name again replaces the
+    earlier declaration, so a notebook cell can be re-run.
+
+    Example:
+        >>> import wengert as wg, numpy as np
+        >>> @wg.primitive
+        ... def logistic(x):
+        ...     return 1 / (1 + np.exp(-x))
+        >>> logistic.defpartials(lambda x, ans: ans * (1 - ans))
+        <primitive logistic>
+        >>> wg.grad(logistic)(0.0)
+        0.25
+        >>> wg.grad(wg.grad(logistic))(0.0)   # the partial is a graph: differentiable again
+        0.0
+    """
+    def make(f):
+        pname = name or getattr(f, "__name__", "primitive")
+        old = REGISTRY.get(pname)
+        if old is not None and old.builtin:
+            raise ValueError(f"{pname!r} names a built-in primitive; choose another name")
+        aeval = None
+        if shape is not None:
+            def aeval(args, params):
+                return tuple(shape(*[a.shape for a in args])), np.dtype(np.float64)
+        prim = Primitive(pname, f, cost=cost, abstract_eval=aeval)
+        REGISTRY[pname] = prim
+        return prim
+    return make if fn is None else make(fn)
+
+
+# The three primitives every graph needs: constants, inputs and copies of variables.
+CONST = defprimitive("const", None, cost=None, internable=False, foldable=False)
+INPUT = defprimitive("input", None, cost=None, internable=False, foldable=False)
+COPY = defprimitive("copy", lambda x: x, cost=None, internable=False, foldable=False,
+                    abstract_eval=lambda args, params: (args[0].shape, args[0].dtype))
+COPY.defpartials(lambda x, ans: 1.0)

@@ -1,0 +1,194 @@
+"""Scalar (elementwise) primitives and their partial derivatives.
+
+Each primitive is declared once: evaluation (NumPy, with a `math` fast path for Python
+floats), cost class, and one partial derivative per argument, written in terms of the
+arguments and the result ``ans``.  The rule table reads like the math:
+
+    d sin(x)/dx = cos(x)         d (x/y)/dy = -ans/y         d tan(x)/dx = 1 + ans**2
+
+Elementwise on arrays too: NumPy broadcasting applies, and the sweeps sum a cotangent back
+to each argument's shape.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ..graph.node import Node
+from .registry import defprimitive, elementwise_aval
+
+_LN10 = math.log(10.0)
+
+
+def _fail(*args, **kwargs):
+    raise ValueError  # send the call to the NumPy implementation
+
+
+def _sign(x):
+    if x > 0:
+        return 1.0
+    if x < 0:
+        return -1.0
+    return x * 0.0          # 0.0 stays 0.0; nan stays nan
+
+
+def _max(x, y):
+    return x if (x >= y or x != x) else y     # nan propagates, as np.maximum
+
+
+def _min(x, y):
+    return x if (x <= y or x != x) else y
+
+
+def _powi(x, n):
+    return x ** n
+
+
+def _powi_np(x, n):
+    x = np.asarray(x)
+    if n < 0 and x.dtype.kind in "iub":
+        x = x.astype(np.float64)            # NumPy refuses negative integer powers of ints
+    return np.power(x, n)
+
+
+def _cotan(x):
+    return 1.0 / math.tan(x)
+
+
+def _select(c, a, b):
+    return a if c else b
+
+
+def _cbrt(x):
+    return math.cbrt(x) if hasattr(math, "cbrt") else _fail()
+
+
+def _scalar(name, impl, fast, cost="call", **kw):
+    return defprimitive(name, impl, fast=fast, cost=cost, **kw)
+
+
+# ---- arithmetic ------------------------------------------------------------------------
+add = _scalar("add", np.add, operator.add, "add", infix="+", commutative=True,
+              dtype_rule="promote")
+sub = _scalar("sub", np.subtract, operator.sub, "add", infix="-", dtype_rule="promote")
+mul = _scalar("mul", np.multiply, operator.mul, "mul", infix="*", commutative=True,
+              dtype_rule="promote")
+div = _scalar("div", np.true_divide, operator.truediv, "div", infix="/")
+neg = _scalar("neg", np.negative, operator.neg, "add", infix="-", dtype_rule="promote")
+powi = _scalar("powi", _powi_np, _powi, "pow", infix="**", dtype_rule="promote",
+               doc="x**n for a fixed integer n (a parameter, not an argument).")
+pow = _scalar("pow", np.power, math.pow, "pow", infix="**",
+              doc="x**y for real x and y: nan where x < 0 and y is not an integer.")
+
+add.defpartials(lambda x, y, ans: 1.0, lambda x, y, ans: 1.0)
+sub.defpartials(lambda x, y, ans: 1.0, lambda x, y, ans: -1.0)
+mul.defpartials(lambda x, y, ans: y, lambda x, y, ans: x)
+div.defpartials(lambda x, y, ans: 1 / y, lambda x, y, ans: -ans / y)
+neg.defpartials(lambda x, ans: -1.0)
+powi.defpartials(lambda x, ans, n: n * powi(x, n=n - 1))
+pow.defpartials(lambda x, y, ans: y * pow(x, y - 1), lambda x, y, ans: log(x) * ans)
+
+# ---- elementary functions ----------------------------------------------------------------
+sqrt = _scalar("sqrt", np.sqrt, math.sqrt)
+cbrt = _scalar("cbrt", np.cbrt, _cbrt)
+exp = _scalar("exp", np.exp, math.exp)
+log = _scalar("log", np.log, math.log)
+log10 = _scalar("log10", np.log10, math.log10)
+sin = _scalar("sin", np.sin, math.sin)
+cos = _scalar("cos", np.cos, math.cos)
+tan = _scalar("tan", np.tan, math.tan)
+cotan = _scalar("cotan", lambda x: 1.0 / np.tan(x), _cotan)
+asin = _scalar("asin", np.arcsin, math.asin)
+acos = _scalar("acos", np.arccos, math.acos)
+atan = _scalar("atan", np.arctan, math.atan)
+atan2 = _scalar("atan2", np.arctan2, math.atan2)
+sinh = _scalar("sinh", np.sinh, math.sinh)
+cosh = _scalar("cosh", np.cosh, math.cosh)
+tanh = _scalar("tanh", np.tanh, math.tanh)
+
+sqrt.defpartials(lambda x, ans: 0.5 / ans)
+cbrt.defpartials(lambda x, ans: 1 / (3 * ans ** 2))
+exp.defpartials(lambda x, ans: ans)
+log.defpartials(lambda x, ans: 1 / x)
+log10.defpartials(lambda x, ans: (1 / _LN10) / x)
+sin.defpartials(lambda x, ans: cos(x))
+cos.defpartials(lambda x, ans: -sin(x))
+tan.defpartials(lambda x, ans: 1 + ans ** 2)
+cotan.defpartials(lambda x, ans: -(1 + ans ** 2))
+asin.defpartials(lambda x, ans: 1 / sqrt(1 - x ** 2))
+acos.defpartials(lambda x, ans: -1 / sqrt(1 - x ** 2))
+atan.defpartials(lambda x, ans: 1 / (1 + x ** 2))
+atan2.defpartials(lambda y, x, ans: x / (x ** 2 + y ** 2),
+                  lambda y, x, ans: -y / (x ** 2 + y ** 2))
+sinh.defpartials(lambda x, ans: cosh(x))
+cosh.defpartials(lambda x, ans: sinh(x))
+tanh.defpartials(lambda x, ans: 1 - ans ** 2)
+
+# ---- piecewise: abs, sign, maximum, minimum, comparisons, select -----------------------------
+abs = _scalar("abs", np.abs, operator.abs, dtype_rule="promote")
+sign = _scalar("sign", np.sign, _sign, dtype_rule="promote")
+maximum = _scalar("maximum", np.maximum, _max, commutative=False, dtype_rule="promote")
+minimum = _scalar("minimum", np.minimum, _min, commutative=False, dtype_rule="promote")
+lt = _scalar("lt", np.less, operator.lt, None, infix="<", dtype_rule="bool")
+le = _scalar("le", np.less_equal, operator.le, None, infix="<=", dtype_rule="bool")
+gt = _scalar("gt", np.greater, operator.gt, None, infix=">", dtype_rule="bool")
+ge = _scalar("ge", np.greater_equal, operator.ge, None, infix=">=", dtype_rule="bool")
+eq = _scalar("eq", np.equal, operator.eq, None, infix="==", dtype_rule="bool")
+ne = _scalar("ne", np.not_equal, operator.ne, None, infix="!=", dtype_rule="bool")
+select = _scalar(
+    "select", np.where, _select, None,
+    abstract_eval=lambda args, params: (elementwise_aval(select, args)[0],
+                                        elementwise_aval(maximum, args[1:])[1]),
+    doc="select(cond, a, b): a where cond holds, else b (elementwise, like numpy.where).")
+
+abs.defpartials(lambda x, ans: sign(x))
+sign.defpartials(lambda x, ans: None)                       # zero almost everywhere
+# At a tie maximum(x, x) passes the whole derivative to its first argument.
+maximum.defpartials(lambda x, y, ans: select(x >= y, 1.0, 0.0),
+                    lambda x, y, ans: select(x >= y, 0.0, 1.0))
+minimum.defpartials(lambda x, y, ans: select(x <= y, 1.0, 0.0),
+                    lambda x, y, ans: select(x <= y, 0.0, 1.0))
+for _cmp in (lt, le, gt, ge, eq, ne):
+    _cmp.defpartials(None, None)
+select.defpartials(None,
+                   lambda c, a, b, ans: select(c, 1.0, 0.0),
+                   lambda c, a, b, ans: select(c, 0.0, 1.0))
+
+
+def power(x, y):
+    """``x ** y``: an integer exponent gives `powi` (exact, any sign of x), any other
+    exponent `pow`.
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.math.power(2.0, 3), wg.grad(lambda x: wg.math.power(x, 3))(2.0)
+        (8.0, 12.0)
+    """
+    if type(y) is not Node and type(y) is not bool:
+        if isinstance(y, (int, np.integer)) or (
+                isinstance(y, (float, np.floating)) and float(y).is_integer()
+                and -2 ** 31 < y < 2 ** 31):
+            return powi(x, n=int(y))
+    return pow(x, y)
+
+
+# ---- Python operators on traced values ----------------------------------------------------
+def _install_operators():
+    ops = {
+        "__add__": lambda a, b: add(a, b), "__radd__": lambda a, b: add(b, a),
+        "__sub__": lambda a, b: sub(a, b), "__rsub__": lambda a, b: sub(b, a),
+        "__mul__": lambda a, b: mul(a, b), "__rmul__": lambda a, b: mul(b, a),
+        "__truediv__": lambda a, b: div(a, b), "__rtruediv__": lambda a, b: div(b, a),
+        "__pow__": lambda a, b: power(a, b), "__rpow__": lambda a, b: power(b, a),
+        "__neg__": lambda a: neg(a), "__pos__": lambda a: a, "__abs__": lambda a: abs(a),
+        "__lt__": lambda a, b: lt(a, b), "__le__": lambda a, b: le(a, b),
+        "__gt__": lambda a, b: gt(a, b), "__ge__": lambda a, b: ge(a, b),
+        "__eq__": lambda a, b: eq(a, b), "__ne__": lambda a, b: ne(a, b),
+    }
+    for name, fn in ops.items():
+        setattr(Node, name, fn)
+
+
+_install_operators()

@@ -1,0 +1,35 @@
+"""Shape primitives the elementwise rules need: broadcasting a value to a shape and summing
+it back.  They are each other's transpose, so each one's VJP is the other."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import defprimitive, shape_of
+
+
+def _sum_to_np(x, shape):
+    x = np.asarray(x)
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and x.shape[lead + i] != 1)
+    return x.sum(axis=axes).reshape(shape) if axes else x.reshape(shape)
+
+
+def _broadcast_to_np(x, shape):
+    return np.broadcast_to(x, shape).copy()    # writable, like every other result
+
+
+def _aval(args, params):
+    return tuple(params["shape"]), args[0].dtype
+
+
+sum_to = defprimitive("sum_to", _sum_to_np, cost="add", abstract_eval=_aval,
+                      doc="sum_to(x, shape=s): sum x over the axes broadcasting added.")
+broadcast_to = defprimitive("broadcast_to", _broadcast_to_np, cost=None, abstract_eval=_aval,
+                            doc="broadcast_to(x, shape=s): x repeated to shape s.")
+
+sum_to.defjvp(lambda ts, x, ans, shape: sum_to(ts[0], shape=shape))
+sum_to.defvjp(lambda g, x, ans, shape: (broadcast_to(g, shape=shape_of(x)),))
+broadcast_to.defjvp(lambda ts, x, ans, shape: broadcast_to(ts[0], shape=shape))
+broadcast_to.defvjp(lambda g, x, ans, shape: (sum_to(g, shape=shape_of(x)),))
+

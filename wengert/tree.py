@@ -1,0 +1,120 @@
+"""Pytrees: nested tuples, lists and dicts whose leaves are numbers, arrays or traced values.
+
+As in JAX, ``None`` is an empty subtree, dicts are flattened in sorted key order, and
+namedtuples keep their type.
+
+Example:
+    >>> from wengert.tree import flatten, unflatten
+    >>> leaves, tree = flatten({"b": (1.0, 2.0), "a": [3.0]})
+    >>> leaves
+    [3.0, 1.0, 2.0]
+    >>> unflatten(tree, [30.0, 10.0, 20.0])
+    {'a': [30.0], 'b': (10.0, 20.0)}
+"""
+from __future__ import annotations
+
+LEAF = "*"
+
+
+class TreeDef:
+    """The structure of a pytree without its leaves."""
+
+    __slots__ = ("kind", "meta", "children")
+
+    def __init__(self, kind, meta, children):
+        self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple"
+        self.meta = meta            # dict keys, or the namedtuple type
+        self.children = children
+
+    def __eq__(self, other):
+        return (isinstance(other, TreeDef) and self.kind == other.kind
+                and self.meta == other.meta and self.children == other.children)
+
+    def __hash__(self):
+        return hash((self.kind, self.children))
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind == LEAF:
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+    def __repr__(self):
+        if self.kind == LEAF:
+            return "*"
+        if self.kind == "none":
+            return "None"
+        inner = [repr(c) for c in self.children]
+        if self.kind == "dict":
+            return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.meta, inner)) + "}"
+        if self.kind == "list":
+            return "[" + ", ".join(inner) + "]"
+        if self.kind == "namedtuple":
+            return f"{self.meta.__name__}(" + ", ".join(inner) + ")"
+        return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+
+
+_LEAF_DEF = TreeDef(LEAF, None, ())
+
+
+def flatten(tree):
+    """(list of leaves, TreeDef) of a pytree."""
+    leaves = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(x, leaves):
+    if x is None:
+        return TreeDef("none", None, ())
+    t = type(x)
+    if t is tuple or t is list:
+        return TreeDef(t.__name__, None, tuple(_flatten(c, leaves) for c in x))
+    if t is dict:
+        keys = sorted(x)
+        return TreeDef("dict", tuple(keys), tuple(_flatten(x[k], leaves) for k in keys))
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return TreeDef("namedtuple", t, tuple(_flatten(c, leaves) for c in x))
+    leaves.append(x)
+    return _LEAF_DEF
+
+
+def unflatten(treedef, leaves):
+    """The pytree of structure `treedef` with the given leaves."""
+    it = iter(leaves)
+    out = _build(treedef, it)
+    if next(it, _END) is not _END:
+        raise ValueError("too many leaves for the tree structure")
+    return out
+
+
+_END = object()
+
+
+def _build(d, it):
+    if d.kind == LEAF:
+        leaf = next(it, _END)
+        if leaf is _END:
+            raise ValueError("too few leaves for the tree structure")
+        return leaf
+    if d.kind == "none":
+        return None
+    children = [_build(c, it) for c in d.children]
+    if d.kind == "tuple":
+        return tuple(children)
+    if d.kind == "list":
+        return children
+    if d.kind == "dict":
+        return dict(zip(d.meta, children))
+    return d.meta(*children)
+
+
+def tree_map(fn, tree, *rest):
+    """Apply fn leaf by leaf to one pytree, or to several of the same structure."""
+    leaves, d = flatten(tree)
+    others = []
+    for r in rest:
+        rl, rd = flatten(r)
+        if rd != d:
+            raise ValueError(f"pytree structures differ: {d} and {rd}")
+        others.append(rl)
+    return unflatten(d, [fn(*xs) for xs in zip(leaves, *others)])
