@@ -541,18 +541,20 @@ def trace(f, *args, abstract=True):
     on a traced value raises `ConcretizationError`.  With ``abstract=False`` the graph is
     recorded eagerly with the given values, following Python control flow.
 
-    The returned `Graph` prints as SSA text and can be called to evaluate it.
+    The returned `Graph` prints as SSA text and can be called to evaluate it.  The copies
+    that nested transformations make of their arguments are inlined
+    (`Graph.inline_copies`): the graph computes exactly what was traced.
 
     Example:
         >>> import wengert as wg
         >>> print(wg.trace(lambda x: 3 * x ** 2 + 2 * x + 1, 1.0))
         graph(x: f64[]):
-          %2: f64[] = powi(x, n=2)
-          %3: f64[] = mul(3, %2)
-          %4: f64[] = mul(2, x)
-          %5: f64[] = add(%3, %4)
-          %6: f64[] = add(%5, 1)
-          return %6
+          %1: f64[] = powi(x, n=2)
+          %3: f64[] = mul(%1, 3)
+          %5: f64[] = mul(x, 2)
+          %6: f64[] = add(%3, %5)
+          %8: f64[] = add(%6, 1)
+          return %8
     """
     _check_fun(f, "trace")
     graph = Graph()
@@ -581,7 +583,7 @@ def trace(f, *args, abstract=True):
     graph.inputs = inputs
     graph.outputs = [graph.lift(x) for x in out_leaves]
     graph.in_tree, graph.out_tree = in_tree, out_tree
-    return graph
+    return graph.inline_copies()
 
 
 def value(x):

@@ -36,7 +36,7 @@ def forward(plan, inputs, tangents, outputs, symbolic):
             continue
         args = node.args
         ts = [tan.get(a.index) for a in args]
-        if ts.count(None) == len(ts):
+        if all(t is None for t in ts):
             continue
         op = node.op
         if symbolic:
@@ -53,8 +53,7 @@ def forward(plan, inputs, tangents, outputs, symbolic):
             for k, tk in enumerate(ts):
                 if tk is None:
                     continue
-                p = op.partials[k]
-                p = None if p is None else p(*xs, ans, **node.params)
+                p = op.partial(k, xs, ans, node.params)
                 if p is None:
                     continue
                 c = tk if (type(p) is float and p == 1.0) else tk * p

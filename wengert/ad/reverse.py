@@ -58,8 +58,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic):
         for k, a in enumerate(args):
             if a.index not in active or a.dtype.kind not in "fc":
                 continue
-            p = op.partials[k]
-            p = None if p is None else p(*xs, ans, **node.params)
+            p = op.partial(k, xs, ans, node.params)
             if p is None:
                 continue
             c = g if (type(p) is float and p == 1.0) else g * p

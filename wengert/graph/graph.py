@@ -315,6 +315,35 @@ class Graph:
         return f"<Graph: {len(self.nodes)} nodes, {len(self.inputs)} inputs, " \
                f"{len(self.outputs)} outputs>"
 
+    # --- passes ----------------------------------------------------------------------------
+    def inline_copies(self) -> "Graph":
+        """A new graph for the same outputs with every copy replaced by the node it copies,
+        rebuilt through `apply` so that nodes which differed only through a copy are
+        interned into one.  Copies matter only while derivatives are being taken (they keep
+        nested perturbations apart); a finished graph is simpler without them."""
+        new = Graph(optimize=self.optimize)
+        new_of = {}
+        for node in self.inputs:
+            v = node.value if node.value is not None else ShapeDtype(node.shape, node.dtype)
+            new_of[node.index] = new.input(v, node.name)
+        for node in self.live_nodes():
+            if node.index in new_of:
+                continue
+            if node.op is _CONST:
+                new_of[node.index] = new.const(node.value)
+            elif node.op is _COPY:
+                new_of[node.index] = new_of[node.args[0].index]
+            elif node.op is _INPUT:
+                raise ValueError(f"the outputs need input {node.label()}, which is not one "
+                                 "of the graph's inputs")
+            else:
+                new_of[node.index] = new.apply(
+                    node.op, [new_of[a.index] for a in node.args], node.params)
+        new.inputs = [new_of[n.index] for n in self.inputs]
+        new.outputs = [new_of[n.index] for n in self.outputs]
+        new.in_tree, new.out_tree = self.in_tree, self.out_tree
+        return new
+
     # --- evaluating -------------------------------------------------------------------------
     def evaluate(self, input_values, outputs=None):
         """Values of `outputs` (default: the graph's outputs) when the graph's inputs take

@@ -103,6 +103,18 @@ class Primitive:
             return bool(out)
         return out
 
+    def partial(self, k, xs, ans, params):
+        """The partial derivative with respect to argument k, on nodes or on values
+        (None where it is structurally zero)."""
+        rule = self.partials[k]
+        if rule is None:
+            return None
+        try:
+            return rule(*xs, ans, **params)
+        except ArithmeticError:
+            # Python floats raise where NumPy gives inf or nan (1/0.0): redo it in NumPy.
+            return rule(*[np.float64(x) for x in xs], np.float64(ans), **params)
+
     def abstract_eval(self, args, params):
         """(shape, dtype) of the result from the arguments' shapes and dtypes."""
         if self._abstract_eval is not None:

@@ -141,7 +141,17 @@ select = _scalar(
     "select", np.where, _select, None,
     abstract_eval=lambda args, params: (elementwise_aval(select, args)[0],
                                         elementwise_aval(maximum, args[1:])[1]),
-    doc="select(cond, a, b): a where cond holds, else b (elementwise, like numpy.where).")
+    doc="""select(cond, a, b): a where cond holds, else b (elementwise, like numpy.where).
+
+    The way to write a piecewise function that can be traced without values: both branches
+    are in the graph, and the derivative flows through the one selected.
+
+    Example:
+        >>> import wengert as wg
+        >>> relu = lambda x: wg.select(x > 0, x, 0.0)
+        >>> wg.grad(relu)(2.0), wg.grad(relu)(-2.0)
+        (1.0, 0.0)
+    """)
 
 abs.defpartials(lambda x, ans: sign(x))
 sign.defpartials(lambda x, ans: None)                       # zero almost everywhere

@@ -1,0 +1,198 @@
+"""Eager reverse mode on a long scalar loop: wengert against autograd, PyTorch and JAX.
+
+What is measured: the wall time of one full gradient call -- trace the function
+eagerly, then run the backward sweep -- for
+
+    for i in range(125):
+        x = sin(x)*1.0001 + 0.1*x*x - cos(x)/3
+
+differentiated with respect to the starting x (x0 = 0.3).  Each iteration is 8
+primitive operations (sin, mul, mul, mul, add, cos, div, sub), so one gradient
+records 1,000 primitives; nothing is compiled or cached between calls.  This is
+the regime where per-operation bookkeeping overhead dominates, not arithmetic.
+
+Peers (autograd, PyTorch eager on 0-d float64 tensors, JAX without jit) are
+optional and skipped if not installed.  Every gradient is first checked against
+wengert's to a relative 1e-10.  Times are the median over repeats of the mean
+time per call, in one process, single-threaded where that is configurable.
+
+Run on demand (this is not part of the test suite):
+
+    pip install -e '.[bench]'
+    python benchmarks/eager_scalar.py [--quick] [--json PATH]
+"""
+
+import os
+
+# Pin thread pools before numpy/torch/jax are imported: their pools size
+# themselves at import, and scalar work only gets noisier with more threads.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+# JAX picks its backend on first use; force CPU so it never probes for GPUs/TPUs.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from importlib.metadata import version
+
+N_ITERS = 125
+N_OPS = 8 * N_ITERS  # primitives per gradient call (see docstring)
+X0 = 0.3
+RTOL = 1e-10
+GOAL = 0.4  # target: wengert time <= GOAL * autograd time
+
+
+def loop(x, sin, cos):
+    """The benchmarked function, written once and shared by every framework."""
+    for _ in range(N_ITERS):
+        x = sin(x) * 1.0001 + 0.1 * x * x - cos(x) / 3
+    return x
+
+
+# Each make_* returns (version, zero-arg callable returning the gradient as a float).
+# The import lives inside so that a missing peer only costs its own row.
+
+def make_wengert():
+    import wengert as wg
+    import wengert.math as wm
+
+    g = wg.grad(lambda x: loop(x, wm.sin, wm.cos))
+    return version("wengert"), lambda: float(g(X0))
+
+
+def make_autograd():
+    import autograd
+    import autograd.numpy as anp
+
+    g = autograd.grad(lambda x: loop(x, anp.sin, anp.cos))
+    return version("autograd"), lambda: float(g(X0))
+
+
+def make_torch():
+    import torch
+
+    torch.set_num_threads(1)
+
+    def grad():
+        # Creating the leaf tensor is part of the call, as input boxing is for the others.
+        x = torch.tensor(X0, dtype=torch.float64, requires_grad=True)
+        y = loop(x, torch.sin, torch.cos)
+        (gx,) = torch.autograd.grad(y, x)
+        return gx.item()
+
+    return torch.__version__, grad
+
+
+def make_jax():
+    import jax
+
+    # Must precede any JAX computation: x64 so results compare at 1e-10, CPU backend.
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platforms", "cpu")
+    import jax.numpy as jnp
+
+    g = jax.grad(lambda x: loop(x, jnp.sin, jnp.cos))  # no jit: eager tracing each call
+    return jax.__version__, lambda: float(g(X0))
+
+
+IMPLS = {
+    "wengert": make_wengert,
+    "autograd": make_autograd,
+    "torch": make_torch,
+    "jax": make_jax,
+}
+
+
+def time_it(fn, repeats, min_time):
+    """Median over `repeats` of the mean seconds per call, each repeat >= min_time."""
+    fn()  # warm-up: first calls pay one-off costs (imports, dispatch caches)
+    t = time.perf_counter()
+    fn()
+    once = time.perf_counter() - t
+    # Size the batch from one call, so slow peers (eager JAX ~0.2-0.4 s) run 1 call
+    # per repeat while fast ones run many and the timer resolution is negligible.
+    calls = max(1, math.ceil(min_time / max(once, 1e-9)))
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - t) / calls)
+    return statistics.median(samples), calls
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
+    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    args = ap.parse_args(argv)
+    repeats, min_time = (3, 0.05) if args.quick else (7, 0.2)
+
+    # Build everything and check gradients before timing anything.
+    results, fns = {}, {}
+    for name, make in IMPLS.items():
+        try:
+            ver, fn = make()
+        except ImportError:
+            if name == "wengert":
+                raise  # the reference itself must be present
+            print(f"{name}: skipped (not installed)")
+            results[name] = {"skipped": "not installed"}
+            continue
+        fns[name] = fn
+        results[name] = {"version": ver, "grad": fn()}
+
+    ref = results["wengert"]["grad"]
+    for name in fns:
+        g = results[name]["grad"]
+        ok = abs(g - ref) <= RTOL * abs(ref)
+        results[name]["grad_agrees"] = ok
+        if not ok:
+            print(f"WARNING: {name} gradient {g!r} differs from wengert's {ref!r} "
+                  f"(rel {abs(g - ref) / abs(ref):.2e} > {RTOL:g})")
+
+    for name, fn in fns.items():
+        sec, calls = time_it(fn, repeats, min_time)
+        results[name].update(ms=sec * 1e3, us_per_op=sec * 1e6 / N_OPS,
+                             calls_per_repeat=calls, repeats=repeats)
+
+    def ratio(name, base):
+        if "ms" not in results[name] or "ms" not in results.get(base, {}):
+            return None
+        return results[name]["ms"] / results[base]["ms"]
+
+    print(f"\neager reverse mode, {N_OPS} scalar primitives per gradient, "
+          f"median of {repeats} repeats (Python {platform.python_version()})")
+    print(f"{'name':<10} {'version':<12} {'ms/grad':>9} {'us/op':>7} "
+          f"{'vs autograd':>12} {'vs wengert':>11}")
+    fmt = lambda r: f"{r:.2f}x" if r is not None else "n/a"
+    for name, r in results.items():
+        if "ms" not in r:
+            print(f"{name:<10} skipped (not installed)")
+            continue
+        r["vs_autograd"], r["vs_wengert"] = ratio(name, "autograd"), ratio(name, "wengert")
+        print(f"{name:<10} {r['version']:<12} {r['ms']:>9.3f} {r['us_per_op']:>7.2f} "
+              f"{fmt(r['vs_autograd']):>12} {fmt(r['vs_wengert']):>11}")
+
+    vs = results["wengert"]["vs_autograd"]
+    met = None if vs is None else vs <= GOAL
+    status = ("unknown (autograd not installed)" if met is None
+              else f"{'met' if met else 'NOT met'} ({vs:.2f}x)")
+    print(f"\ngoal: wengert <= {GOAL}x autograd: {status}")
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"benchmark": "eager_scalar", "n_ops": N_OPS, "x0": X0,
+                       "python": platform.python_version(), "platform": platform.platform(),
+                       "goal": f"wengert <= {GOAL}x autograd", "goal_met": met,
+                       "results": results}, f, indent=2)
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

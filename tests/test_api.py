@@ -1,0 +1,273 @@
+"""The public API: argnums, pytrees, composition to any order, eager control flow, abstract
+tracing errors, custom rules and bad input."""
+import collections
+import math
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.math as wm
+from fd import fd_derivative, fd_gradient, assert_close
+
+
+# ---- argnums and pytrees ---------------------------------------------------------------------
+def f3(x, y, z):
+    return x * wm.sin(y) + z ** 3 * x
+
+
+def test_argnums_int_tuple_and_negative():
+    args = (0.7, -1.2, 0.4)
+    expected = fd_gradient(f3, args)
+    assert_close(wg.grad(f3)(*args), expected[0])
+    assert_close(wg.grad(f3, argnums=2)(*args), expected[2])
+    assert_close(wg.grad(f3, argnums=-1)(*args), expected[2])
+    assert_close(wg.grad(f3, argnums=(2, 0))(*args), (expected[2], expected[0]))
+    assert isinstance(wg.grad(f3, argnums=(1,))(*args), tuple)
+
+
+def test_pytrees_in_and_out():
+    params = {"w": [1.5, -0.5], "b": (0.25,)}
+
+    def loss(p, x):
+        return (p["w"][0] * x + p["w"][1] * x ** 2 + p["b"][0]) ** 2
+
+    g = wg.grad(loss)(params, 2.0)
+    assert set(g) == {"w", "b"} and isinstance(g["w"], list) and isinstance(g["b"], tuple)
+    r = 1.5 * 2 - 0.5 * 4 + 0.25
+    assert_close([g["w"][0], g["w"][1], g["b"][0]], [2 * r * 2, 2 * r * 4, 2 * r])
+
+    Point = collections.namedtuple("Point", "x y")
+    jac = wg.jacfwd(lambda p: {"sum": p.x + p.y, "prod": p.x * p.y})(Point(2.0, 3.0))
+    assert jac["sum"] == Point(1.0, 1.0) and jac["prod"] == Point(3.0, 2.0)
+    jr = wg.jacrev(lambda p: {"sum": p.x + p.y, "prod": p.x * p.y})(Point(2.0, 3.0))
+    assert jr == jac
+
+
+def test_has_aux():
+    g, aux = wg.grad(lambda x: (x ** 2, {"twice": 2 * x}), has_aux=True)(3.0)
+    assert g == 6.0 and aux == {"twice": 6.0}
+    (v, aux), g = wg.value_and_grad(lambda x: (x ** 2, x), has_aux=True)(3.0)
+    assert (v, aux, g) == (9.0, 3.0, 6.0)
+
+
+def test_integers_are_differentiated_as_floats():
+    assert wg.grad(lambda x: x ** 3)(2) == 12.0
+    assert type(wg.grad(lambda x: x ** 3)(2)) is float
+
+
+def test_numpy_scalars_and_zero_gradient():
+    assert wg.grad(lambda x: x * 2.0)(np.float64(1.0)) == 2.0
+    assert wg.grad(lambda x, y: y * 2.0)(1.0, 3.0) == 0.0          # f does not use x
+    assert wg.grad(lambda x: 5.0)(1.0) == 0.0                      # constant function
+    assert wg.grad(lambda x: x)(1.0) == 1.0                        # identity
+
+
+# ---- composition ------------------------------------------------------------------------------
+def test_no_perturbation_confusion():
+    """d/dx [x * d/dy (x*y)] = d/dx [x * x] = 2x, not 3x or x."""
+    f = lambda x: x * wg.grad(lambda y: x * y)(x)
+    for x in (0.5, 2.0, -3.0):
+        assert wg.grad(f)(x) == 2 * x
+        assert wg.jvp(f, (x,), (1.0,))[1] == 2 * x
+        assert wg.trace(wg.grad(f), 1.0)(x) == 2 * x
+
+
+def test_closure_over_outer_value_with_plain_float_argument():
+    # the inner grad is called on a plain float while the outer transformation records
+    f = lambda x: wg.grad(lambda y: x * y * y)(2.0)          # = 4x
+    assert wg.grad(f)(1.5) == 4.0
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
+def test_any_order(order):
+    f = lambda x: wm.exp(2 * x) * wm.sin(x)
+    d = f
+    for _ in range(order):
+        d = wg.grad(d)
+    # closed form: Im((2+i)^k e^{(2+i)x})
+    x = 0.3
+    closed = ((2 + 1j) ** order * np.exp((2 + 1j) * x)).imag
+    assert d(x) == pytest.approx(closed, rel=1e-12)
+
+
+def test_mixed_modes_compose():
+    f = lambda x, y: wm.sin(x * y) + x ** 3 / y
+    x, y = 0.7, 1.3
+    H_ff = wg.jacfwd(wg.jacfwd(f, argnums=(0, 1)), argnums=(0, 1))(x, y)
+    H_fr = wg.jacfwd(wg.jacrev(f, argnums=(0, 1)), argnums=(0, 1))(x, y)
+    H_rf = wg.jacrev(wg.jacfwd(f, argnums=(0, 1)), argnums=(0, 1))(x, y)
+    H_rr = wg.jacrev(wg.jacrev(f, argnums=(0, 1)), argnums=(0, 1))(x, y)
+    H = wg.hessian(f, argnums=(0, 1))(x, y)
+    for other in (H_ff, H_fr, H_rf, H_rr):
+        assert_close(other, H, rtol=1e-13, atol=1e-13)
+    fxx = -y * y * math.sin(x * y) + 6 * x / y
+    fxy = math.cos(x * y) - x * y * math.sin(x * y) - 3 * x ** 2 / y ** 2
+    fyy = -x * x * math.sin(x * y) + 2 * x ** 3 / y ** 3
+    assert_close(H, [[fxx, fxy], [fxy, fyy]], rtol=1e-13)
+
+
+def test_hvp_equals_hessian_times_vector():
+    f = lambda v: v[0] ** 2 * v[1] + wm.exp(v[1] * v[2]) - v[0] * v[2] ** 3
+    x, v = (0.3, -0.4, 0.8), (1.0, 2.0, -0.5)
+    H = np.array(wg.hessian(f)(x))
+    assert_close(wg.hvp(f)(x, v), H @ np.array(v), rtol=1e-13)
+
+
+def test_vjp_pullback_reused_and_jvp_linear():
+    out, back = wg.vjp(lambda x, y: (x * y, wm.exp(x)), 1.0, 2.0)
+    assert out == (2.0, math.e)
+    assert back((1.0, 0.0)) == (2.0, 1.0)
+    assert back((0.0, 1.0)) == (math.e, 0.0)
+    assert back((2.0, 1.0)) == (4.0 + math.e, 2.0)
+    _, t = wg.jvp(lambda x: (x, 2 * x), (1.0,), (3.0,))
+    assert t == (3.0, 6.0)
+
+
+def test_grad_of_pullback():
+    # differentiating through a pullback called on a traced cotangent
+    def f(c):
+        _, back = wg.vjp(lambda x: wm.sin(x) * x, 0.5)
+        return back(c)[0] ** 2
+    d = math.sin(0.5) + 0.5 * math.cos(0.5)
+    assert wg.grad(f)(3.0) == pytest.approx(2 * 3.0 * d * d, rel=1e-14)
+
+
+# ---- eager mode: Python control flow on values --------------------------------------------------
+def test_if_while_for_and_recursion():
+    def piecewise(x):
+        if x > 0:
+            return x ** 2
+        return -3 * x
+
+    def halve_until_small(x):
+        while x > 1.0:
+            x = x / 2
+        return x
+
+    def power_loop(x, n=5):
+        y = 1.0
+        for _ in range(n):
+            y = y * x
+        return y
+
+    def rec(x, n):
+        return x if n == 0 else wm.sin(rec(x, n - 1))
+
+    assert wg.grad(piecewise)(2.0) == 4.0 and wg.grad(piecewise)(-1.0) == -3.0
+    assert wg.grad(halve_until_small)(5.0) == 0.125          # 5/8: three halvings
+    assert wg.grad(power_loop)(1.5) == pytest.approx(5 * 1.5 ** 4)
+    assert wg.grad(lambda x: rec(x, 4))(0.7) == pytest.approx(
+        fd_derivative(lambda x: rec(x, 4), 0.7), rel=1e-8)
+
+
+def test_value_dependent_branch_without_values_is_a_clear_error():
+    def f(x):
+        return x if x > 0 else -x
+    with pytest.raises(wg.ConcretizationError, match=r"wg\.select"):
+        wg.trace(f, 1.0)
+    with pytest.raises(TypeError, match="eagerly"):
+        wg.trace(wg.grad(f), 1.0)
+    # eager: fine
+    assert wg.grad(f)(-2.0) == -1.0
+    # the suggested way out works when traced
+    g = wg.trace(lambda x: wg.select(x > 0, x, -x), 1.0)
+    assert g(-2.0) == 2.0 and g(3.0) == 3.0
+
+
+def test_float_of_traced_value_is_refused_because_it_drops_the_derivative():
+    with pytest.raises(wg.ConcretizationError, match="wengert.math"):
+        wg.grad(lambda x: math.sin(x))(1.0)
+    assert wg.grad(lambda x: x * wg.value(x))(3.0) == 3.0
+    assert f"{wg.trace(lambda x: x, 1.0, abstract=False).outputs[0]:.2f}" == "1.00"
+
+
+# ---- custom rules ---------------------------------------------------------------------------
+def test_custom_primitive_with_partials():
+    @wg.primitive
+    def hypot(x, y):
+        return np.hypot(x, y)
+    hypot.defpartials(lambda x, y, ans: x / ans, lambda x, y, ans: y / ans)
+    assert wg.grad(hypot, argnums=(0, 1))(3.0, 4.0) == (0.6, 0.8)
+    # second order through the declared partials
+    d2 = wg.grad(wg.grad(hypot))(3.0, 4.0)
+    assert d2 == pytest.approx(fd_derivative(lambda x: wg.grad(hypot)(x, 4.0), 3.0), rel=1e-7)
+    assert "hypot" in str(wg.trace(lambda x: hypot(x, 1.0), 2.0))
+
+
+def test_custom_primitive_with_jvp_and_vjp():
+    @wg.primitive(name="cube_sum")
+    def cube_sum(x, y):
+        return x ** 3 + y ** 3
+    cube_sum.defjvp(lambda ts, x, y, ans: sum(3 * v ** 2 * t for v, t in zip((x, y), ts)
+                                              if t is not None))
+    cube_sum.defvjp(lambda g, x, y, ans: (g * 3 * x ** 2, g * 3 * y ** 2))
+    assert wg.grad(cube_sum, argnums=(0, 1))(1.0, 2.0) == (3.0, 12.0)
+    assert wg.jvp(cube_sum, (1.0, 2.0), (1.0, 1.0))[1] == 15.0
+    assert wg.hessian(cube_sum)(2.0, 1.0) == 12.0
+
+
+def test_custom_primitive_without_rule_says_so():
+    nope = wg.primitive(lambda x: x * 2, name="no_rule")
+    with pytest.raises(NotImplementedError, match="no_rule"):
+        wg.grad(nope)(1.0)
+
+
+def test_builtin_primitive_names_are_protected():
+    with pytest.raises(ValueError, match="built-in"):
+        wg.primitive(lambda x: x, name="sin")
+
+
+# ---- bad input ---------------------------------------------------------------------------------
+def test_bad_input_raises_clear_errors():
+    sq = lambda x: x * x
+    with pytest.raises(TypeError, match="str"):
+        wg.grad(sq)("abc")
+    with pytest.raises(TypeError, match="no number"):
+        wg.grad(sq)(None)
+    with pytest.raises(TypeError, match="bool"):
+        wg.grad(sq)(True)
+    with pytest.raises(ValueError, match="out of range"):
+        wg.grad(sq, argnums=1)(1.0)
+    with pytest.raises(TypeError, match="argnums"):
+        wg.grad(sq, argnums="0")
+    with pytest.raises(TypeError, match="argnums"):
+        wg.grad(sq, argnums=1.0)
+    with pytest.raises(ValueError, match="repeats"):
+        wg.grad(sq, argnums=(0, 0))
+    with pytest.raises(TypeError, match="scalar"):
+        wg.grad(lambda x: (x, x))(1.0)
+    with pytest.raises(TypeError, match=r"shape \(3,\)"):
+        wg.grad(lambda x: x * np.ones(3))(1.0)
+    with pytest.raises(TypeError, match="function"):
+        wg.grad(3.0)
+    with pytest.raises(TypeError, match="returned a str"):
+        wg.jacfwd(lambda x: "x")(1.0)
+    with pytest.raises(TypeError, match="tuples"):
+        wg.jvp(sq, 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"shape \(\) but its tangent has shape \(2,\)"):
+        wg.jvp(sq, (1.0,), (np.ones(2),))
+    with pytest.raises(ValueError, match="structure"):
+        wg.vjp(lambda x: (x, x), 1.0)[1](1.0)
+    with pytest.raises(TypeError, match="str"):
+        wg.grad(lambda x: x + "a")(1.0)
+
+
+def test_broadcast_mismatch_names_both_shapes():
+    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
+        wg.trace(lambda x, y: x + y, np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
+        wg.vjp(lambda x: x * np.ones(4), np.ones(3))      # eager: NumPy's message
+
+
+# ---- arrays through the elementwise primitives ----------------------------------------------------
+def test_elementwise_arrays_and_broadcasting_in_reverse_mode():
+    x = np.array([0.5, 1.0, 1.5])
+    out, back = wg.vjp(lambda x, s: wm.sin(x) * s, x, 2.0)
+    np.testing.assert_allclose(out, 2.0 * np.sin(x))
+    gx, gs = back(np.ones(3))
+    np.testing.assert_allclose(gx, 2.0 * np.cos(x))
+    assert gs == pytest.approx(np.sin(x).sum())              # summed back to a scalar
+    J = wg.jacfwd(lambda x: wm.exp(x))(x)
+    np.testing.assert_allclose(J, np.diag(np.exp(x)))
+    np.testing.assert_allclose(wg.jacrev(lambda x: wm.exp(x))(x), np.diag(np.exp(x)))

@@ -1,0 +1,199 @@
+"""The graph: interning (CSE by construction), simplification, the optimisation switch,
+mark down / mark up, printing and evaluation."""
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.math as wm
+from wengert import Graph, ShapeDtype
+
+
+def ops_of(graph):
+    return [n.op.name for n in graph.live_nodes()]
+
+
+def test_exp_built_twice_is_one_node():
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    with_graph = wm.exp(x)
+    assert wm.exp(x) is with_graph
+    assert sum(n.op.name == "exp" for n in g.nodes) == 1
+
+
+def test_constants_are_interned_by_value():
+    g = Graph()
+    assert g.const(2.5) is g.const(2.5)
+    assert g.const(0.0) is not g.const(-0.0)        # different numbers, different nodes
+    assert g.const(float("nan")) is g.const(float("nan"))
+    a = np.array([1.0, 2.0])
+    assert g.const(a) is g.const(a.copy())
+
+
+def test_commutative_arguments_in_creation_order():
+    g = Graph()
+    x, y = g.input(ShapeDtype(), "x"), g.input(ShapeDtype(), "y")
+    assert x + y is y + x
+    assert x * y is y * x
+    assert (x + y).args == (x, y)
+    assert x - y is not y - x
+
+
+def test_seed_002_example_1_builds_table_1():
+    """f := (a+1)*exp(x)+(a-1)/(exp(x)+1): the nodes of Table 1, in the same order."""
+    g = wg.trace(lambda a, x: (a + 1) * wm.exp(x) + (a - 1) / (wm.exp(x) + 1), 1.0, 1.0)
+    consts = [n for n in g.nodes if n.op.name == "const"]
+    assert [c.value for c in consts] == [1]            # one node for the constant 1
+    one = consts[0]
+    a, x = g.inputs
+    ops = [(n.op.name, tuple(n.args)) for n in g.nodes if n.op.name not in ("const", "input")]
+    by_op = {}
+    for n in g.nodes:
+        by_op.setdefault(n.op.name, []).append(n)
+    (e,) = by_op["exp"]
+    (m,) = by_op["mul"]
+    (s,) = by_op["sub"]
+    (d,) = by_op["div"]
+    adds = by_op["add"]
+    # Table 1: V0003 = A+1, V0005 = EXP(X), V0007 = V0003*V0005, V0008 = A-1,
+    # V0009 = 1+V0005 (arguments in creation order), V0010 = V0008/V0009, V0011 = V0007+V0010
+    assert len(ops) == 7 and len(adds) == 3
+    a1, one_e, total = adds
+    assert a1.args == (a, one)
+    assert e.args == (x,)
+    assert m.args == (a1, e)
+    assert s.args == (a, one)
+    assert one_e.args == (one, e)
+    assert d.args == (s, one_e)
+    assert total.args == (m, d) and g.outputs == [total]
+    # creation order is Table 1's: V0003 < V0005 < V0007 < V0008 < V0009 < V0010 < V0011
+    order = [a1, e, m, s, one_e, d, total]
+    assert [n.index for n in order] == sorted(n.index for n in order)
+    # users are the paper's `to` lists
+    assert set(map(id, e.users)) == {id(m), id(one_e)}
+    assert set(map(id, one.users)) == {id(a1), id(s), id(one_e)}
+
+
+@pytest.mark.parametrize("expr, expected", [
+    (lambda x, y: x + 0.0, "x"),
+    (lambda x, y: 0.0 + x, "x"),
+    (lambda x, y: x - 0.0, "x"),
+    (lambda x, y: x * 1.0, "x"),
+    (lambda x, y: 1 * x, "x"),
+    (lambda x, y: x / 1.0, "x"),
+    (lambda x, y: -(-x), "x"),
+    (lambda x, y: x ** 1, "x"),
+])
+def test_simplifications_to_x(expr, expected):
+    g = wg.trace(expr, 2.0, 3.0)
+    assert g.outputs[0] is g.inputs[0]
+
+
+@pytest.mark.parametrize("expr, value", [
+    (lambda x, y: x * 0.0, 0.0),
+    (lambda x, y: 0 * x, 0.0),
+    (lambda x, y: x / x, 1.0),
+    (lambda x, y: x - x, 0.0),
+    (lambda x, y: x ** 0, 1.0),
+    (lambda x, y: (2.0 * 3.0 + wm.exp(0.0)) + 0 * y, 7.0),   # constant folding
+])
+def test_simplifications_to_constants(expr, value):
+    g = wg.trace(expr, 2.0, 3.0)
+    out = g.outputs[0]
+    assert out.op.name == "const" and out.value == value
+
+
+def test_x_plus_negated_y_becomes_subtraction():
+    g = wg.trace(lambda x, y: x + (-y), 2.0, 3.0)
+    assert g.outputs[0].op.name == "sub" and g.outputs[0].args == tuple(g.inputs)
+    g = wg.trace(lambda x, y: (-y) + x, 2.0, 3.0)
+    assert g.outputs[0].op.name == "sub"
+    g = wg.trace(lambda x, y: x - (-y), 2.0, 3.0)
+    assert g.outputs[0].op.name == "add"
+
+
+def test_constant_folding():
+    g = wg.trace(lambda x: x * (wm.sin(0.5) + 2.0), 1.0)
+    assert ops_of(g) == ["input", "const", "mul"]
+
+
+def test_simplification_keeps_shapes():
+    g = Graph()
+    x = g.input(ShapeDtype(()), "x")
+    ones = g.const(np.ones(3))
+    y = x * ones                       # x*1 would lose the shape (3,): no simplification
+    assert y.shape == (3,) and y.op.name == "mul"
+    z = x * np.zeros(3)
+    assert z.op.name == "const" and z.shape == (3,)
+
+
+def test_optimize_switch_turns_interning_and_simplification_off():
+    f = lambda x: wm.exp(x) + wm.exp(x) * 1.0 + 0.0
+    on = wg.trace(f, 1.0)
+    with wg.options(optimize=False):
+        off = wg.trace(f, 1.0)
+        assert not off.optimize
+        assert Graph().optimize is False
+    assert Graph().optimize is True
+    assert ops_of(on) == ["input", "exp", "add"]
+    assert ops_of(off).count("exp") == 2 and "mul" in ops_of(off)
+    assert off(1.7) == on(1.7)
+    # derivatives agree, and plain AD takes more nodes
+    with wg.options(optimize=False):
+        dg_off = wg.trace(wg.grad(f), 1.0)
+    dg_on = wg.trace(wg.grad(f), 1.0)
+    assert dg_off(0.3) == pytest.approx(dg_on(0.3), rel=1e-15)
+    assert len(dg_off.live_nodes()) > len(dg_on.live_nodes())
+
+
+def test_mark_down_and_mark_up():
+    g = Graph()
+    a, x = g.input(ShapeDtype(), "a"), g.input(ShapeDtype(), "x")
+    p = a * 2.0            # parameter only
+    e = wm.exp(x)
+    f = p + e
+    unused = wm.sin(x)
+    down = g.mark_down([f])
+    up = g.mark_up([x])
+    assert unused.index not in down and f.index in down and p.index in down
+    assert p.index not in up and e.index in up and unused.index in up and f.index in up
+    assert [n.index for n in g.between([x], [f])] == [e.index, f.index]
+
+
+def test_graph_prints_as_ssa_and_evaluates():
+    g = wg.trace(lambda x1, x2: x1 * x2 + wm.sin(x1), 2.0, 3.0)
+    text = str(g)
+    assert text.splitlines()[0] == "graph(x1: f64[], x2: f64[]):"
+    assert "mul(x1, x2)" in text and "sin(x1)" in text and text.endswith("return %4")
+    assert g(2.0, 3.0) == 2.0 * 3.0 + np.sin(2.0)
+    with pytest.raises(ValueError, match="structure"):
+        g((2.0, 3.0))
+
+
+def test_printed_derivative_graph_is_readable():
+    g = wg.trace(wg.grad(lambda x: wm.sin(x ** 2)), 1.0)
+    text = str(g)
+    assert "cos" in text and "powi" in text
+    assert g(1.3) == pytest.approx(2 * 1.3 * np.cos(1.3 ** 2), rel=1e-14)
+
+
+def test_no_recursion_over_depth_million_node_chain():
+    c, n = 1.0 + 2e-6, 500_000
+
+    def chain(x):
+        for _ in range(n):
+            x = x * c + 1e-7             # two operations per step: a million nodes
+        return x
+    assert wg.grad(chain)(0.5) == pytest.approx(c ** n, rel=1e-9)
+    assert wg.jvp(chain, (0.5,), (1.0,))[1] == pytest.approx(c ** n, rel=1e-9)
+
+
+def test_deep_chain_second_order_builds_and_sweeps_iteratively():
+    def chain(x):
+        for _ in range(20_000):
+            x = wm.sin(x) * 0.999 + 0.001 * x
+        return x
+    x0 = 0.3
+    d2 = wg.grad(wg.grad(chain))(x0)
+    h = 1e-4
+    fd = (wg.grad(chain)(x0 + h) - wg.grad(chain)(x0 - h)) / (2 * h)
+    assert d2 == pytest.approx(fd, rel=1e-5)
