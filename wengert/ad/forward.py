@@ -32,8 +32,6 @@ def forward(plan, inputs, tangents, outputs, symbolic):
         if t is not None:
             tan[x.index] = t
     for node in plan:
-        if node.dtype.kind not in "fc":
-            continue
         args = node.args
         ts = [tan.get(a.index) for a in args]
         if all(t is None for t in ts):

@@ -39,16 +39,17 @@ def reverse(plan, inputs, outputs, cotangents, symbolic):
             _accumulate(adj, o, ct)
     for node in reversed(plan):
         g = adj.pop(node.index, None)
-        if g is None or node.dtype.kind not in "fc":
+        if g is None:
             continue
         op = node.op
         args = node.args
+        params = node.params
         if symbolic:
             xs, ans = args, node
         else:
             xs, ans = [a.value for a in args], node.value
         if op.vjp is not None:
-            for a, c in zip(args, op.vjp(g, *xs, ans, **node.params)):
+            for a, c in zip(args, op.vjp(g, *xs, ans, **params)):
                 if c is not None and a.index in active:
                     _accumulate(adj, a, c)
             continue
@@ -56,13 +57,15 @@ def reverse(plan, inputs, outputs, cotangents, symbolic):
             raise NotImplementedError(f"primitive {op.name!r} has no derivative rule: declare "
                                       f"one with {op.name}.defpartials or .defvjp")
         for k, a in enumerate(args):
-            if a.index not in active or a.dtype.kind not in "fc":
+            i = a.index
+            if i not in active:
                 continue
-            p = op.partial(k, xs, ans, node.params)
+            p = op.partial(k, xs, ans, params)
             if p is None:
                 continue
             c = g if (type(p) is float and p == 1.0) else g * p
             if a.shape != node.shape:
                 c = sum_to(c, shape=a.shape)
-            _accumulate(adj, a, c)
+            prev = adj.get(i)                    # fan-out: contributions summed here
+            adj[i] = c if prev is None else prev + c
     return [adj.get(x.index) for x in inputs]

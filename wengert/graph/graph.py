@@ -90,8 +90,9 @@ def canonical(value):
 def _const_key(value):
     t = type(value)
     if t is float:
-        # 0.0 == -0.0 and nan != nan: key floats by their bits so each is one node.
-        return (float, value.hex())
+        # A float keys itself, except that 0.0 == -0.0 and nan != nan: those key by their
+        # bits.  Every other kind of value keys as a tuple, so 1 and 1.0 stay apart.
+        return value if (value and value == value) else (float, value.hex())
     if t is int or t is bool:
         return (t, value)
     a = np.asarray(value)
@@ -145,17 +146,20 @@ class Graph:
         self.outputs: list[Node] = []
         self.in_tree = None       # pytree structure of the traced function's arguments
         self.out_tree = None      # ... and of its result
+        self._users = []          # users of each node, derived on demand (users_of)
 
     # --- making nodes ---------------------------------------------------------------------
     def _new(self, op, args, params, shape, dtype, value, name=None):
         node = Node(self, len(self.nodes), op, args, params, shape, dtype, value, name)
         self.nodes.append(node)
-        for a in args:
-            a.users.append(node)
         return node
 
     def const(self, value) -> Node:
         """The node of a constant, one per value (interned)."""
+        if type(value) is float and value and self.optimize:
+            node = self._consts.get(value)      # nonzero, non-nan floats: keyed by themselves
+            if node is not None:
+                return node
         value = canonical(value)
         if not self.optimize:
             shape, dtype = aval(value)
@@ -200,14 +204,19 @@ class Graph:
         return self.const(x)
 
     def apply(self, op, args, params=None) -> Node:
-        """The node for ``op(*args, **params)``: simplified, found, or made (see module doc)."""
-        if params is None:
+        """The node for ``op(*args, **params)``: simplified, found, or made (see module doc).
+
+        This is the hot path of eager tracing, hence the inlined checks."""
+        if not params:
             params = _NO_PARAMS
         nodes = []
         all_const = True
+        consts = self._consts
         for a in args:
             if type(a) is not Node or a.graph is not self:
-                a = self.lift(a)
+                # a float constant seen before is one lookup away (see const())
+                c = consts.get(a) if type(a) is float else None
+                a = self.lift(a) if c is None else c
             if a.op is not _CONST:
                 all_const = False
             nodes.append(a)
@@ -222,23 +231,47 @@ class Graph:
             if all_const and op.foldable:
                 return self.const(op.evaluate([n.value for n in nodes], params))
             if op.internable:
-                pkey = _params_key(params)
-                if pkey is not None:
-                    key = (op, pkey, *[n.index for n in nodes])
+                # keys hold only ints and strings, which the cycle collector need not track
+                if params is _NO_PARAMS:
+                    key = (op.uid, *[n.index for n in nodes])
+                else:
+                    pkey = _params_key(params)
+                    if pkey is not None:
+                        key = (op.uid, pkey, *[n.index for n in nodes])
+                if key is not None:
                     found = self._table.get(key)
                     if found is not None:
                         return found
         values = [n.value for n in nodes]
-        if any(v is None for v in values):
-            shape, dtype = op.abstract_eval(nodes, params)
-            value = None
+        for v in values:
+            if v is None:
+                shape, dtype = op.abstract_eval(nodes, params)
+                value = None
+                break
         else:
             value = op.evaluate(values, params)
-            shape, dtype = aval(value)
-        node = self._new(op, tuple(nodes), params, shape, dtype, value)
+            if type(value) is float:
+                shape, dtype = (), F64
+            else:
+                shape, dtype = aval(value)
+        nodes = tuple(nodes)
+        node = Node(self, len(self.nodes), op, nodes, params, shape, dtype, value)
+        self.nodes.append(node)
         if key is not None:
             self._table[key] = node
         return node
+
+    def users_of(self, node) -> list:
+        """The nodes that take `node` as an argument (the ADDS paper's ``to`` list), in
+        creation order.  Derived from the arguments, brought up to date when asked."""
+        users = self._users
+        nodes = self.nodes
+        for i in range(len(users), len(nodes)):
+            users.append([])
+            for a in nodes[i].args:
+                if a.graph is self:
+                    users[a.index].append(nodes[i])
+        return list(users[node.index])
 
     # --- Algorithms 2 and 3 of seed 002 -----------------------------------------------------
     def mark_down(self, outputs, start=0):
@@ -257,30 +290,43 @@ class Graph:
 
     def mark_up(self, inputs, stop=None):
         """Indices of the nodes that depend on the `inputs` (Algorithm 3), up to `stop`.
-        One pass in creation order."""
+        One pass in creation order.  Dependence is carried by floating-point values only:
+        a comparison's bool result depends on nothing, as far as derivatives go."""
         nodes = self.nodes
         stop = len(nodes) - 1 if stop is None else stop
         start = min((i.index for i in inputs), default=stop + 1)
         marked = set(i.index for i in inputs)
-        for i in range(start, stop + 1):
-            for a in nodes[i].args:
+        for i in range(start + 1, stop + 1):
+            node = nodes[i]
+            for a in node.args:
                 if a.index in marked:
-                    marked.add(i)
+                    if node.dtype.kind in "fc":
+                        marked.add(i)
                     break
         return marked
 
     def between(self, inputs, outputs) -> list[Node]:
         """The nodes, in creation order, that depend on `inputs` and that `outputs` need:
-        the nodes that carry a tangent or an adjoint.  The inputs themselves are not
-        included."""
+        the nodes that carry a tangent or an adjoint (all of floating-point dtype).  The
+        inputs themselves are not included."""
         if not inputs or not outputs:
             return []
-        up = self.mark_up(inputs, max(o.index for o in outputs))
-        start = min(i.index for i in inputs)
-        down = self.mark_down([o for o in outputs if o.index in up], start)
+        top = max(o.index for o in outputs)
+        up = self.mark_up(inputs, top)
+        # mark down (Algorithm 2) within the mark-up set, in one reverse pass
         is_input = {i.index for i in inputs}
+        need = {o.index for o in outputs if o.index in up}
         nodes = self.nodes
-        return [nodes[i] for i in sorted(up & down) if i not in is_input]
+        found = []
+        for i in range(top, min(is_input) - 1, -1):
+            if i in need and i not in is_input:
+                node = nodes[i]
+                found.append(node)
+                for a in node.args:
+                    if a.index in up:
+                        need.add(a.index)
+        found.reverse()
+        return found
 
     # --- reading the graph ------------------------------------------------------------------
     def live_nodes(self, outputs=None) -> list[Node]:

@@ -29,7 +29,8 @@ class Node:
         params: dict of static parameters (for example ``{"n": 2}`` for ``x**2``).
         shape, dtype: as in NumPy.
         value: the concrete value, or None while tracing abstractly.
-        users: nodes that take this node as an argument.
+        users: nodes that take this node as an argument, in creation order (derived from
+            the graph on demand: eager tracing never pays for it).
 
     Example:
         >>> import wengert as wg
@@ -40,7 +41,7 @@ class Node:
     """
 
     __slots__ = ("graph", "index", "op", "args", "params", "shape", "dtype", "value",
-                 "users", "name", "__weakref__")
+                 "name", "__weakref__")
 
     # Python must hand mixed expressions like `ndarray * node` to the node.
     __array_priority__ = 1000
@@ -54,7 +55,6 @@ class Node:
         self.shape = shape
         self.dtype = dtype
         self.value = value
-        self.users = []
         self.name = name
 
     # --- what the node is -------------------------------------------------------------
@@ -65,6 +65,10 @@ class Node:
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def users(self) -> list:
+        return self.graph.users_of(self)
 
     @property
     def is_const(self) -> bool:

@@ -48,6 +48,8 @@ def _filled(graph, op, args, params, v):
 
 def _add(g, args, params):
     x, y = args
+    if x.op not in _INTERESTING and y.op not in _INTERESTING:
+        return None
     if _is(y, 0) and _keeps(x, P.add, args, params):
         return x                                                  # x + 0 -> x
     if _is(x, 0) and _keeps(y, P.add, args, params):
@@ -61,6 +63,8 @@ def _add(g, args, params):
 
 def _sub(g, args, params):
     x, y = args
+    if x is not y and x.op not in _INTERESTING and y.op not in _INTERESTING:
+        return None
     if x is y:
         return _filled(g, P.sub, args, params, 0)                 # x - x -> 0
     if _is(y, 0) and _keeps(x, P.sub, args, params):
@@ -74,6 +78,8 @@ def _sub(g, args, params):
 
 def _mul(g, args, params):
     x, y = args
+    if x.op is not CONST and y.op is not CONST:
+        return None
     for a, b in ((x, y), (y, x)):
         if _is(b, 1) and _keeps(a, P.mul, args, params):
             return a                                              # x * 1 -> x
@@ -86,6 +92,8 @@ def _mul(g, args, params):
 
 def _div(g, args, params):
     x, y = args
+    if x is not y and x.op is not CONST and y.op is not CONST:
+        return None
     if x is y:
         return _filled(g, P.div, args, params, 1)                 # x / x -> 1
     if _is(y, 1) and _keeps(x, P.div, args, params):
@@ -126,6 +134,8 @@ def _select(g, args, params):
 def _same_shape(g, args, params):
     return args[0] if args[0].shape == tuple(params["shape"]) else None   # no-op reshape
 
+
+_INTERESTING = frozenset({CONST, P.neg})    # what the rules of + and - look for
 
 RULES = {
     P.add: _add, P.sub: _sub, P.mul: _mul, P.div: _div, P.neg: _neg, P.powi: _powi,

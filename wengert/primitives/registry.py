@@ -19,6 +19,8 @@ derivative can be differentiated again.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..graph.active import current_graph, is_recording  # noqa: F401  (re-exported)
@@ -33,6 +35,8 @@ NO_PARAMS: dict = {}
 COST_CLASSES = ("add", "mul", "div", "call", "pow")
 
 _INEXACT = frozenset("fc")
+
+_uids = itertools.count()
 
 
 class Primitive:
@@ -52,6 +56,7 @@ class Primitive:
         if cost is not None and cost not in COST_CLASSES:
             raise ValueError(f"cost class must be one of {COST_CLASSES} or None, got {cost!r}")
         self.name = name
+        self.uid = next(_uids)              # identity in intern keys (names can be re-declared)
         self.impl = impl
         self.fast = fast                    # Python-float fast path, NumPy semantics on error
         self.cost = cost                    # which column of an operation count it adds to
@@ -73,10 +78,17 @@ class Primitive:
 
     # --- use ---------------------------------------------------------------------------------
     def __call__(self, *args, **params):
+        graph = None
         for a in args:
             if type(a) is Node:
-                return bind(self, args, params)
-        return self.evaluate(args, params)
+                if graph is None:
+                    graph = a.graph
+                elif a.graph is not graph:
+                    graph = _innermost({x.graph for x in args if type(x) is Node}, graph)
+                    break
+        if graph is None:
+            return self.evaluate(args, params)
+        return graph.apply(self, args, params)
 
     def evaluate(self, values, params=NO_PARAMS):
         """The value of the operation on concrete values.
@@ -153,23 +165,10 @@ class Primitive:
         return self
 
 
-def bind(op, args, params):
-    """Record ``op(*args)`` in the graph of its traced arguments.
-
-    Arguments from different graphs happen when a nested transformation closes over a
-    value of an outer one; the innermost graph still recording wins."""
-    graph = None
-    for a in args:
-        if type(a) is Node:
-            if graph is None:
-                graph = a.graph
-            elif a.graph is not graph:
-                graph = _innermost({x.graph for x in args if type(x) is Node}, graph)
-                break
-    return graph.apply(op, args, params)
-
-
 def _innermost(graphs, default):
+    """Arguments from different graphs happen when a stale node from a finished trace meets
+    a live one: the innermost graph still recording wins (the stale node becomes a
+    constant there)."""
     from ..graph.active import _state
     for g in reversed(_state.stack):
         if g in graphs:

@@ -185,20 +185,34 @@ def power(x, y):
 
 
 # ---- Python operators on traced values ----------------------------------------------------
+def _binary(prim, reflected=False):
+    # Straight to the node's graph when the other operand is a number or a node of the
+    # same graph (the common case); otherwise through the primitive, which picks the graph.
+    if reflected:
+        def method(a, b):
+            if type(b) is not Node:
+                return a.graph.apply(prim, (b, a))
+            return prim(b, a)
+    else:
+        def method(a, b):
+            if type(b) is not Node or b.graph is a.graph:
+                return a.graph.apply(prim, (a, b))
+            return prim(a, b)
+    method.__name__ = prim.name
+    return method
+
+
 def _install_operators():
-    ops = {
-        "__add__": lambda a, b: add(a, b), "__radd__": lambda a, b: add(b, a),
-        "__sub__": lambda a, b: sub(a, b), "__rsub__": lambda a, b: sub(b, a),
-        "__mul__": lambda a, b: mul(a, b), "__rmul__": lambda a, b: mul(b, a),
-        "__truediv__": lambda a, b: div(a, b), "__rtruediv__": lambda a, b: div(b, a),
-        "__pow__": lambda a, b: power(a, b), "__rpow__": lambda a, b: power(b, a),
-        "__neg__": lambda a: neg(a), "__pos__": lambda a: a, "__abs__": lambda a: abs(a),
-        "__lt__": lambda a, b: lt(a, b), "__le__": lambda a, b: le(a, b),
-        "__gt__": lambda a, b: gt(a, b), "__ge__": lambda a, b: ge(a, b),
-        "__eq__": lambda a, b: eq(a, b), "__ne__": lambda a, b: ne(a, b),
-    }
-    for name, fn in ops.items():
-        setattr(Node, name, fn)
+    for name, prim in (("add", add), ("sub", sub), ("mul", mul), ("truediv", div)):
+        setattr(Node, f"__{name}__", _binary(prim))
+        setattr(Node, f"__r{name}__", _binary(prim, reflected=True))
+    for name, prim in (("lt", lt), ("le", le), ("gt", gt), ("ge", ge), ("eq", eq), ("ne", ne)):
+        setattr(Node, f"__{name}__", _binary(prim))
+    Node.__pow__ = lambda a, b: power(a, b)
+    Node.__rpow__ = lambda a, b: power(b, a)
+    Node.__neg__ = lambda a: a.graph.apply(neg, (a,))
+    Node.__pos__ = lambda a: a
+    Node.__abs__ = lambda a: a.graph.apply(abs, (a,))
 
 
 _install_operators()
