@@ -59,5 +59,15 @@ def main(argv=None) -> int:
     return 0
 
 
+def entry() -> int:
+    """Console entry point: `main`, quiet when the reader of a pipe goes away (`| head`)."""
+    try:
+        return main()
+    except BrokenPipeError:
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

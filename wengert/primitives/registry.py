@@ -31,8 +31,10 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 NO_PARAMS: dict = {}
 
-#: Cost classes, the columns of seed 002's operation counts.
-COST_CLASSES = ("add", "mul", "div", "call", "pow")
+#: Cost classes: the columns of seed 002's operation counts (additions and subtractions,
+#: multiplications, divisions, function calls, powers), plus negations and comparisons,
+#: which other tools (CasADi) count apart.  None: free (constants, inputs, copies).
+COST_CLASSES = ("add", "mul", "div", "call", "pow", "neg", "cmp")
 
 _INEXACT = frozenset("fc")
 
@@ -52,7 +54,7 @@ class Primitive:
 
     def __init__(self, name, impl, *, fast=None, cost="call", infix=None, commutative=False,
                  abstract_eval=None, dtype_rule="float", internable=True, foldable=True,
-                 doc=None):
+                 linear=False, doc=None):
         if cost is not None and cost not in COST_CLASSES:
             raise ValueError(f"cost class must be one of {COST_CLASSES} or None, got {cost!r}")
         self.name = name
@@ -66,6 +68,9 @@ class Primitive:
         self._abstract_eval = abstract_eval
         self.internable = internable        # False for inputs and copies: each is new
         self.foldable = foldable            # evaluated at construction on constants
+        self.linear = linear                # linear in its arguments (jointly): add, neg,
+        #                                     sums, reshapes; Taylor mode and elimination
+        #                                     apply such a primitive to each coefficient
         self.partials = None                # tuple: one callable per argument (or None)
         self.jvp = None                     # jvp(tangents, *args, ans, **params)
         self.vjp = None                     # vjp(cotangent, *args, ans, **params) -> tuple
@@ -269,5 +274,6 @@ def primitive(fn=None, *, name=None, cost="call", shape=None):
 CONST = defprimitive("const", None, cost=None, internable=False, foldable=False)
 INPUT = defprimitive("input", None, cost=None, internable=False, foldable=False)
 COPY = defprimitive("copy", lambda x: x, cost=None, internable=False, foldable=False,
+                    linear=True,
                     abstract_eval=lambda args, params: (args[0].shape, args[0].dtype))
 COPY.defpartials(lambda x, ans: 1.0)

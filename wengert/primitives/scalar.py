@@ -71,12 +71,14 @@ def _scalar(name, impl, fast, cost="call", **kw):
 
 # ---- arithmetic ------------------------------------------------------------------------
 add = _scalar("add", np.add, operator.add, "add", infix="+", commutative=True,
-              dtype_rule="promote")
-sub = _scalar("sub", np.subtract, operator.sub, "add", infix="-", dtype_rule="promote")
+              dtype_rule="promote", linear=True)
+sub = _scalar("sub", np.subtract, operator.sub, "add", infix="-", dtype_rule="promote",
+              linear=True)
 mul = _scalar("mul", np.multiply, operator.mul, "mul", infix="*", commutative=True,
               dtype_rule="promote")
 div = _scalar("div", np.true_divide, operator.truediv, "div", infix="/")
-neg = _scalar("neg", np.negative, operator.neg, "add", infix="-", dtype_rule="promote")
+neg = _scalar("neg", np.negative, operator.neg, "neg", infix="-", dtype_rule="promote",
+              linear=True)
 powi = _scalar("powi", _powi_np, _powi, "pow", infix="**", dtype_rule="promote",
                doc="x**n for a fixed integer n (a parameter, not an argument).")
 pow = _scalar("pow", np.power, math.pow, "pow", infix="**",
@@ -131,14 +133,14 @@ abs = _scalar("abs", np.abs, operator.abs, dtype_rule="promote")
 sign = _scalar("sign", np.sign, _sign, dtype_rule="promote")
 maximum = _scalar("maximum", np.maximum, _max, commutative=False, dtype_rule="promote")
 minimum = _scalar("minimum", np.minimum, _min, commutative=False, dtype_rule="promote")
-lt = _scalar("lt", np.less, operator.lt, None, infix="<", dtype_rule="bool")
-le = _scalar("le", np.less_equal, operator.le, None, infix="<=", dtype_rule="bool")
-gt = _scalar("gt", np.greater, operator.gt, None, infix=">", dtype_rule="bool")
-ge = _scalar("ge", np.greater_equal, operator.ge, None, infix=">=", dtype_rule="bool")
-eq = _scalar("eq", np.equal, operator.eq, None, infix="==", dtype_rule="bool")
-ne = _scalar("ne", np.not_equal, operator.ne, None, infix="!=", dtype_rule="bool")
+lt = _scalar("lt", np.less, operator.lt, "cmp", infix="<", dtype_rule="bool")
+le = _scalar("le", np.less_equal, operator.le, "cmp", infix="<=", dtype_rule="bool")
+gt = _scalar("gt", np.greater, operator.gt, "cmp", infix=">", dtype_rule="bool")
+ge = _scalar("ge", np.greater_equal, operator.ge, "cmp", infix=">=", dtype_rule="bool")
+eq = _scalar("eq", np.equal, operator.eq, "cmp", infix="==", dtype_rule="bool")
+ne = _scalar("ne", np.not_equal, operator.ne, "cmp", infix="!=", dtype_rule="bool")
 select = _scalar(
-    "select", np.where, _select, None,
+    "select", np.where, _select, "cmp",
     abstract_eval=lambda args, params: (elementwise_aval(select, args)[0],
                                         elementwise_aval(maximum, args[1:])[1]),
     doc="""select(cond, a, b): a where cond holds, else b (elementwise, like numpy.where).
