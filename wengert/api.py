@@ -24,6 +24,7 @@ from .graph.active import is_recording, recording, current_graph
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .tree import flatten, unflatten
+from . import numpy as wnp
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value"]
@@ -400,18 +401,14 @@ def _basis(node):
         yield e.reshape(node.shape)
 
 
-def _assemble(call, columns, lead_shape, trail_shape, who):
-    """Stack sweep results (one per basis direction) into an array of shape
-    lead_shape + trail_shape; columns are indexed by the trailing (basis) element."""
-    if lead_shape == () and trail_shape == ():
-        return columns[0]
-    if call.symbolic:
-        raise NotImplementedError(
-            f"{who} of array-valued functions inside another transformation needs the "
-            "array primitives of wengert.numpy (stacking); use scalars, or take this "
-            "Jacobian at the outermost level")
-    cols = [np.asarray(c, dtype=np.float64) for c in columns]
-    return np.stack(cols, axis=-1).reshape(lead_shape + trail_shape)
+def _assemble(pieces, out_shape, in_shape, axis):
+    """One Jacobian block of shape out_shape + in_shape from sweep results: forward sweeps
+    give one column (out_shape) per input element, stacked last (axis=-1); reverse sweeps
+    give one row (in_shape) per output element, stacked first (axis=0).  Works on numbers
+    and on traced values alike."""
+    if len(pieces) == 1 and (in_shape == () if axis == -1 else out_shape == ()):
+        return pieces[0]
+    return wnp.reshape(wnp.stack(pieces, axis=axis), out_shape + in_shape)
 
 
 def _jacobian(f, argnums, who, mode):
@@ -442,7 +439,7 @@ def _jacobian(f, argnums, who, mode):
                                                      symbolic)):
                         cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
                 for i, o in enumerate(out_nodes):
-                    entries[i][j] = _assemble(call, cols[i], o.shape, x.shape, who)
+                    entries[i][j] = _assemble(cols[i], o.shape, x.shape, axis=-1)
         else:
             for i, o in enumerate(out_nodes):
                 rows = [[] for _ in range(n_in)]
@@ -453,14 +450,7 @@ def _jacobian(f, argnums, who, mode):
                                                      symbolic)):
                         rows[j].append(call.zeros(call.inputs[j]) if g is None else g)
                 for j, x in enumerate(call.inputs):
-                    if o.shape == () and x.shape == ():
-                        entries[i][j] = rows[j][0]
-                    else:
-                        # rows[j][k] has x's shape; the output element k leads.
-                        block = _assemble(call, rows[j], x.shape, o.shape, who)
-                        nd = len(x.shape)
-                        entries[i][j] = np.moveaxis(
-                            block, list(range(nd, block.ndim)), list(range(len(o.shape))))
+                    entries[i][j] = _assemble(rows[j], o.shape, x.shape, axis=0)
         out_leaves = []
         for i in range(n_out):
             per_arg = call.split(entries[i])

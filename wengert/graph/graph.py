@@ -432,7 +432,11 @@ class Graph:
 def _operand_text(n: Node) -> str:
     if n.op is _CONST:
         v = n.value
-        return repr(v) if n.shape == () else f"const{_type_str(n.shape, n.dtype)}"
+        if n.shape == ():
+            return repr(v)
+        if n.size <= 4:                        # small arrays inline, with their values
+            return np.array2string(np.asarray(v), separator=", ").replace("\n", "")
+        return f"const {_type_str(n.shape, n.dtype)}"
     return n.label()
 
 
