@@ -214,6 +214,8 @@ class Graph:
         consts = self._consts
         for a in args:
             if type(a) is not Node or a.graph is not self:
+                if type(a) is int and self.optimize and _meets_float(args):
+                    a = float(a)          # x + 1 and x + 1.0 are one node (one constant)
                 # a float constant seen before is one lookup away (see const())
                 c = consts.get(a) if type(a) is float else None
                 a = self.lift(a) if c is None else c
@@ -427,6 +429,13 @@ class Graph:
                              f"{self.in_tree}, got {tree}")
         outs = self.evaluate(leaves)
         return unflatten(self.out_tree, outs) if self.out_tree is not None else outs
+
+
+def _meets_float(args) -> bool:
+    for b in args:
+        if type(b) is Node and b.dtype.kind == "f":
+            return True
+    return False
 
 
 def _operand_text(n: Node) -> str:
