@@ -197,3 +197,27 @@ def test_deep_chain_second_order_builds_and_sweeps_iteratively():
     h = 1e-4
     fd = (wg.grad(chain)(x0 + h) - wg.grad(chain)(x0 - h)) / (2 * h)
     assert d2 == pytest.approx(fd, rel=1e-5)
+
+
+def test_truncate_forgets_nodes_and_their_intern_entries():
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    kept = wm.sin(x)
+    size = len(g.nodes)
+    y = wm.exp(x) * 3.5
+    assert x.users                                   # users derived before truncating
+    g.truncate(size)
+    assert len(g.nodes) == size and x.users == [kept]
+    assert wm.exp(x) is not y.args[0] and wm.sin(x) is kept
+    assert g.const(3.5).index == len(g.nodes) - 1    # the constant is made again
+
+
+def test_reverse_reports_intermediate_adjoints():
+    from wengert.ad import reverse
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    v = x * x
+    f = wm.sin(v)
+    adj = {}
+    reverse(g.between([x], [f]), [x], [f], [1.0], True, adjoints=adj)
+    assert adj[f.index] == 1.0 and adj[v.index] is wm.cos(v)
