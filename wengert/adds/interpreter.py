@@ -232,7 +232,7 @@ class Session:
         D.Operator(name, shape, n, self.operators, lambda: self.directional)
 
     def _input(self, name, index=()):
-        sym = Symbol(name, index)
+        sym = Symbol(str(name), index)
         node = self.graph.input(ShapeDtype(), AddsFormat().symbol(sym))
         self.symbols[node.index] = sym
         return node
@@ -310,6 +310,8 @@ class Session:
             return self._call(tree)
         if kind == "neg":
             return T.neg(self.value(c[0]))
+        if kind == "indexed":
+            return T.index(self.value(c[0]), self._indices(c[1]), "the value")
         a, b = self.value(c[0]), self.value(c[1])
         return {"add": T.add, "sub": T.sub, "mul": T.mul, "div": T.div,
                 "pow": T.power}[kind](a, b)

@@ -62,6 +62,8 @@ comment_stmt: COMMENT
     | ref
     | call
     | "(" expr ")"
+    | call index -> indexed
+    | "(" expr ")" index -> indexed
 call: NAME [index] "(" [expr ("," expr)*] ")"
 
 COMMENT.2: /comment\b[^;]*/i
