@@ -185,6 +185,7 @@ class Session:
 
     def _assign(self, ref, expr):
         name, index = ref.children
+        name = str(name)
         value = self.value(expr)
         old = self.variables.get(name)
         if name in self.operators or name in FUNCTIONS or name in SPECIAL:
@@ -221,11 +222,13 @@ class Session:
                             f"{self.operators[name].signature()}")
 
     def _declare_array(self, name, shape):
+        name = str(name)
         self._check_new_name(name, "array")
         self.variables[name] = T.build(shape, lambda i: self._input(name, tuple(
             j + 1 for j in i)))
 
     def _declare_operator(self, name, shape, n):
+        name = str(name)
         self._check_new_name(name, "operator")
         if n < 1:
             raise AddsError(f"operator {name} must take at least one operand")
@@ -327,7 +330,7 @@ class Session:
                                          f"{name}(...)"), name, self._where)
             if not read or index is not None:
                 raise _located(AddsError(f"undefined name {name}"), name, self._where)
-            value = self.variables[name] = T.scalar(self._input(name))
+            value = self.variables[str(name)] = T.scalar(self._input(name))
         if index is None:
             return value
         return T.index(value, self._indices(index), name)
