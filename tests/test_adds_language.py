@@ -207,3 +207,14 @@ def test_in_reads_relative_to_the_including_file(tmp_path):
     s = Session(stdout=io.StringIO())
     s.run_file(str(tmp_path / "sub" / "a.adds"))
     assert set(s.variables) == {"F", "G", "X"}
+
+
+@pytest.mark.parametrize("path", sorted(
+    p for p in os.listdir(os.path.join(os.path.dirname(__file__), "..", "examples"))
+    if p.endswith(".adds")))
+def test_every_example_runs(path, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)                      # an example may write files with out
+    out = io.StringIO()
+    Session(stdout=out).run_file(os.path.join(os.path.dirname(__file__), "..", "examples",
+                                              path))
+    assert out.getvalue()
