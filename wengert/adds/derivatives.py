@@ -153,6 +153,13 @@ def _variables(x):
     return xs
 
 
+def _sweep_setup(f, x):
+    """The variables, the functions, their graph, and the nodes a sweep visits."""
+    xs, fs = _variables(x), flat([f])
+    graph = fs[0].graph
+    return xs, fs, graph, graph.between(xs, fs)
+
+
 def _or_zero(graph, nodes):
     return [graph.const(0.0) if d is None else graph.lift(d) for d in nodes]
 
@@ -177,9 +184,7 @@ def dfuv(f, x, y):
     if y.shape != x.shape:
         raise AddsError(f"dfuv(f, x, y): y must have the type of x, got x of type "
                         f"{type_str(x)} and y of type {type_str(y)}")
-    xs, fs = _variables(x), flat([f])
-    graph = fs[0].graph
-    plan = graph.between(xs, fs)
+    xs, fs, graph, plan = _sweep_setup(f, x)
     ts = forward(plan, xs, _direction(flat([y])), fs, symbolic=True)
     return np.array(_or_zero(graph, ts), dtype=object).reshape(f.shape)
 
@@ -198,17 +203,13 @@ def dfdv(f, x, y):
     if y.shape != f.shape:
         raise AddsError(f"dfdv(f, x, y): y must have the type of f, got f of type "
                         f"{type_str(f)} and y of type {type_str(y)}")
-    xs, fs = _variables(x), flat([f])
-    graph = fs[0].graph
-    plan = graph.between(xs, fs)
+    xs, fs, graph, plan = _sweep_setup(f, x)
     adj = reverse(plan, xs, fs, _direction(flat([y])), symbolic=True)
     return np.array(_or_zero(graph, adj), dtype=object).reshape(x.shape)
 
 
 def _jacobian(f, x, sweep):
-    xs, fs = _variables(x), flat([f])
-    graph = fs[0].graph
-    plan = graph.between(xs, fs)
+    xs, fs, graph, plan = _sweep_setup(f, x)
     one = graph.const(1.0)
     jac = np.empty((len(fs), len(xs)), dtype=object)
     for k in range(len(xs) if sweep is forward else len(fs)):

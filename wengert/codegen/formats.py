@@ -35,9 +35,12 @@ class Format:
 
     power = "**"
     max_expression = 1000
+    brackets = "[]"                 # around an array element's indices
 
     def symbol(self, sym) -> str:
-        raise NotImplementedError
+        if not sym.index:
+            return sym.name
+        return f"{sym.name}{self.brackets[0]}{','.join(map(str, sym.index))}{self.brackets[1]}"
 
     def number(self, value) -> str:
         raise NotImplementedError
@@ -72,11 +75,6 @@ class AddsFormat(Format):
         >>> AddsFormat().statement("F", "X*X"), AddsFormat().comment("hello")
         (['F := X*X;'], ['% hello'])
     """
-
-    def symbol(self, sym) -> str:
-        if not sym.index:
-            return sym.name
-        return f"{sym.name}[{','.join(str(i) for i in sym.index)}]"
 
     def number(self, value) -> str:
         value = _finite(value)
@@ -116,11 +114,7 @@ class FortranFormat(Format):
 
     width = 72                      # nothing past column 72
     body = 72 - 6                   # columns 7..72 hold the statement
-
-    def symbol(self, sym) -> str:
-        if not sym.index:
-            return sym.name
-        return f"{sym.name}({','.join(str(i) for i in sym.index)})"
+    brackets = "()"
 
     def number(self, value) -> str:
         value = _finite(value)
