@@ -97,9 +97,8 @@ def test_partial_indexing_and_indexed_assignment():
 
 def test_implicit_declaration_case_insensitivity_and_constants():
     s, out = run("F := 2*X + 1.5e0*x + 2.5D-1*X + 1; Outcode(X) f;")
-    assert out == "F := X*2+X*1.5+X*0.25+1;\n" or "X" in out
+    assert out == "F := 2*X+X*1.5+X*0.25+1;\n"        # one X; constants in creation order
     assert set(s.variables) == {"F", "X"} and s.variables["F"].shape == ()
-    assert out.isupper() or out == out.upper()
 
 
 def test_derivative_operator_types_of_the_paper():
