@@ -275,6 +275,33 @@ class Graph:
                     users[a.index].append(nodes[i])
         return list(users[node.index])
 
+    def truncate(self, size) -> None:
+        """Forget every node created from position `size` on, as if they had never been
+        made: the intern tables forget them too.  This is how an interactive session undoes
+        a statement that failed half-way (nothing made before `size` may use them, and
+        nothing does: arguments always come before their users).
+
+        Example:
+            >>> import wengert as wg
+            >>> g = wg.Graph()
+            >>> x = g.input(wg.ShapeDtype(), "x")
+            >>> y = wg.math.exp(x)
+            >>> g.truncate(1)
+            >>> len(g.nodes), wg.math.exp(x) is y
+            (1, False)
+        """
+        if size >= len(self.nodes):
+            return
+        del self.nodes[size:]
+        del self._users[size:]
+        for users in self._users:
+            while users and users[-1].index >= size:
+                users.pop()                      # users are kept in creation order
+        self._table = {k: n for k, n in self._table.items() if n.index < size}
+        self._consts = {k: n for k, n in self._consts.items() if n.index < size}
+        self.inputs = [n for n in self.inputs if n.index < size]
+        self.outputs = [n for n in self.outputs if n.index < size]
+
     # --- Algorithms 2 and 3 of seed 002 -----------------------------------------------------
     def mark_down(self, outputs, start=0):
         """Indices of the nodes the `outputs` need (Algorithm 2), ignoring nodes before
