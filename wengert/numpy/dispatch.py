@@ -98,6 +98,16 @@ def array_function(self, func, types, args, kwargs):
     return ours(*args, **kwargs)
 
 
+def _array(self, dtype=None, copy=None):
+    # An object array may hold traced values (ADDS keeps its arrays of scalar nodes that
+    # way); anything else would be the numbers without their derivative.
+    if dtype is not None and _np.dtype(dtype) == object:
+        out = _np.empty((), dtype=object)
+        out[()] = self
+        return out
+    _refuse_array(self)
+
+
 def _refuse_array(self):
     from ..errors import ConcretizationError
     raise ConcretizationError(
@@ -120,7 +130,7 @@ def install():
         "__rmatmul__": lambda a, b: wnp.matmul(b, a),
         "__array_ufunc__": array_ufunc,
         "__array_function__": array_function,
-        "__array__": lambda self, *a, **k: _refuse_array(self),
+        "__array__": _array,
         "sum": lambda x, axis=None, keepdims=False: wnp.sum(x, axis, keepdims),
         "mean": lambda x, axis=None, keepdims=False: wnp.mean(x, axis, keepdims),
         "prod": lambda x, axis=None, keepdims=False: wnp.prod(x, axis, keepdims),
