@@ -213,8 +213,14 @@ def elementwise_aval(op, args):
 
 
 def shape_of(x) -> tuple:
-    """Shape of a node or of a concrete value."""
-    return x.shape if type(x) is Node else np.shape(x)
+    """Shape of a node or of a concrete value (sweeps ask this of every tangent: the common
+    types are answered without a call into NumPy)."""
+    t = type(x)
+    if t is Node or t is np.ndarray:
+        return x.shape
+    if t is float:
+        return ()
+    return np.shape(x)
 
 
 def differentiable(node) -> bool:
