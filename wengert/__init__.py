@@ -18,10 +18,14 @@ from .primitives.registry import REGISTRY, Primitive, primitive
 from .primitives.scalar import select
 from . import math
 from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
+from .jacobians import (jacobian, sparse_jacobian, sparse_hessian, jacobian_graph,
+                        jacobian_costs, format_costs)
 from .errors import ConcretizationError
 
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value", "select", "math", "primitive", "Primitive", "REGISTRY", "Graph",
-           "Node", "ShapeDtype", "options", "ConcretizationError"]
+           "Node", "ShapeDtype", "options", "ConcretizationError",
+           "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
+           "format_costs"]
