@@ -136,8 +136,8 @@ def _layout(call, coords, out_nodes, out_tree, single):
         entry = {(i, j): v for i, j, v in zip(I, J, V)}
         leaves = []
         for a, o in enumerate(out_nodes):
-            blocks = [entry.get((r0[a], c0[b])) for b in range(len(ins))]
-            blocks = [call.zeros(o) if v is None else v for v in blocks]
+            zero = call.zeros(o)
+            blocks = [entry.get((r0[a], c0[b]), zero) for b in range(len(ins))]
             per_arg = call.split(blocks)
             leaves.append(per_arg[0] if single else tuple(per_arg))
         return unflatten(out_tree, leaves)

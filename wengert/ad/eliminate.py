@@ -32,6 +32,8 @@ from __future__ import annotations
 import heapq
 import itertools
 
+from ..codegen.count import count_ops
+from ..graph.node import Node
 from ..primitives.registry import CONST
 from .edges import EdgeGraph, linearize
 
@@ -269,8 +271,13 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     vertex elimination, as ``{(row, column): entry}`` for the entries that are not zero.
 
     With ``symbolic=True`` the entries are nodes of `graph` (or floats): the Jacobian is a
-    graph.  With ``symbolic=False`` they are numbers, computed from the values the graph
-    holds.  `strategy` (a name in `STRATEGIES`) defaults to the cheapest by `choose`.
+    graph.  The strategies the token count (`choose`) puts close to the best are then
+    built for real and the one whose entries need the fewest operations is kept: only
+    the real graph sees what interning and simplification save (a product that already
+    exists, a sign that cancels).  The others stay behind as dead nodes no output needs.
+    With ``symbolic=False`` the entries are numbers, computed from the values the graph
+    holds by the strategy `choose` picks.  `strategy` (a name in `STRATEGIES`) overrides
+    the choice.
 
     Example:
         >>> import wengert as wg
@@ -281,12 +288,56 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     """
     G = linearize(graph, inputs, outputs)
     doms = _dominators(G)           # the structure is the same whatever the labels hold
-    if strategy is None:
-        strategy = choose(G, doms)[0]
+    if strategy is not None:
+        names = [strategy]
+    else:
+        best, est = choose(G, doms)
+        names = [best]
+        if symbolic:
+            bound = NEAR * sum(est[best].values()) + SLACK
+            names += [s for s in est if s != best and sum(est[s].values()) <= bound]
     if not symbolic:
-        G = G.map_labels(_value)
-    H = STRATEGIES[strategy](G, doms)
-    return H.jacobian_entries()
+        return STRATEGIES[names[0]](G.map_labels(_value), doms).jacobian_entries()
+    candidates = [lambda name=name: STRATEGIES[name](G, doms).jacobian_entries()
+                  for name in names]
+    if strategy is None:
+        candidates += _sweeps(graph, inputs, outputs, [s for s in names if s in SWEEPS])
+    found = None
+    for build in candidates:
+        entries = build()
+        cost = sum(count_ops(graph, [v for v in entries.values() if type(v) is Node]).values())
+        if found is None or cost < found[0]:
+            found = (cost, entries)
+    return found[1]
+
+
+#: Which strategies are built for real: those whose token count is within NEAR times
+#: the best one's, plus SLACK operations (interning rarely moves a count further).
+NEAR, SLACK = 1.25, 4
+
+#: Forward and reverse order, carried out direction by direction, are forward and reverse
+#: sweeps.  A sweep multiplies each argument's partial separately where elimination first
+#: adds the partials of a repeated argument (x*x), which interning sometimes rewards
+#: (x*x already exists).  So when those orders are candidates and their sweeps are
+#: small (directions × nodes up to SWEEP_BUDGET), the sweeps are built too: that keeps
+#: elimination from ever costing more than forward or reverse mode.
+SWEEPS = {"forward": "columns", "reverse": "rows"}
+SWEEP_BUDGET = 100_000
+
+
+def _sweeps(graph, inputs, outputs, orders):
+    from .sparse import compressed
+    plan = len(graph.between(inputs, outputs))
+    found = []
+    for order in orders:
+        by = SWEEPS[order]
+        k = len(inputs) if by == "columns" else len(outputs)
+        if k * plan <= SWEEP_BUDGET:
+            def build(by=by, k=k):
+                I, J, V = compressed(graph, inputs, outputs, None, list(range(k)), by, True)
+                return dict(zip(zip(I, J), V))
+            found.append(build)
+    return found
 
 
 def _value(label):

@@ -179,9 +179,9 @@ def _flat(values, leaves, symbolic):
 
 
 def compressed(graph, inputs, outputs, rows, colours, by="columns", symbolic=False):
-    """The Jacobian entries from one sweep per colour, as coordinates (I, J, V): entry
-    (I[k], J[k]) is V[k].  NumPy arrays when numeric; lists, V of graph nodes, when
-    symbolic (zeros left out).
+    """The Jacobian entries from one sweep per colour, as coordinates (I, J, V), row by
+    row: entry (I[k], J[k]) is V[k].  NumPy arrays when numeric; lists, V of graph nodes,
+    when symbolic (zeros left out).
 
     Args:
         rows: the sparsity pattern (`sparsity`), or None for a dense Jacobian (then every
@@ -245,7 +245,9 @@ def compressed(graph, inputs, outputs, rows, colours, by="columns", symbolic=Fal
     if not forward_sweeps:
         I, J = J, I
     if symbolic:
-        return [i for part in I for i in part], [j for part in J for j in part], V
+        found = sorted(zip([i for part in I for i in part], [j for part in J for j in part], V),
+                       key=lambda t: t[:2])
+        return [t[0] for t in found], [t[1] for t in found], [t[2] for t in found]
     cat = (lambda parts, dtype: np.concatenate([np.asarray(p, dtype=dtype) for p in parts])
            if parts else np.zeros(0, dtype))
     I, J, V = cat(I, np.int64), cat(J, np.int64), cat(V, np.float64)
