@@ -30,7 +30,8 @@ from .ad.eliminate import eliminated_entries
 from .ad.sparse import sparsity, color_columns, color_rows, compressed
 from .codegen.count import count_ops
 from .graph.graph import Graph
-from .tree import flatten, unflatten
+from .graph.node import Node
+from .tree import LEAF, flatten, unflatten
 
 __all__ = ["jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph",
            "jacobian_costs", "format_costs"]
@@ -125,11 +126,35 @@ def _recorded(f, argnums, who):
     return decorate
 
 
+def _splitter(call):
+    """call.split, with a fast path for arguments that are a leaf or a flat list or tuple
+    of leaves (a Jacobian row of a function of n scalars has n entries: that is most of
+    the time of a large eager Jacobian)."""
+    trees = call.in_trees
+    if not all(t.kind == LEAF or t.kind in ("list", "tuple")
+               and all(c.kind == LEAF for c in t.children) for t in trees):
+        return call.split
+
+    def split(values):
+        out, k = [], 0
+        for t in trees:
+            if t.kind == LEAF:
+                out.append(values[k])
+                k += 1
+            else:
+                n = len(t.children)
+                out.append(values[k:k + n] if t.kind == "list" else tuple(values[k:k + n]))
+                k += n
+        return out
+    return split
+
+
 def _layout(call, coords, out_nodes, out_tree, single):
     """The Jacobian in `wg.jacfwd`'s layout: f's output structure, each leaf holding the
     differentiated arguments' structure, blocks of shape out.shape + in.shape."""
     I, J, V = coords
     ins = call.inputs
+    split = _splitter(call)
     r0 = np.cumsum([0] + [o.size for o in out_nodes])
     c0 = np.cumsum([0] + [x.size for x in ins])
     if call.symbolic:
@@ -138,7 +163,7 @@ def _layout(call, coords, out_nodes, out_tree, single):
         for a, o in enumerate(out_nodes):
             zero = call.zeros(o)
             blocks = [entry.get((r0[a], c0[b]), zero) for b in range(len(ins))]
-            per_arg = call.split(blocks)
+            per_arg = split(blocks)
             leaves.append(per_arg[0] if single else tuple(per_arg))
         return unflatten(out_tree, leaves)
     dense = np.zeros((r0[-1], c0[-1]))
@@ -152,7 +177,7 @@ def _layout(call, coords, out_nodes, out_tree, single):
             blocks = [dense[r0[a]:r0[a + 1], c0[b]:c0[b + 1]].reshape(o.shape + x.shape)
                       for b, x in enumerate(ins)]
             blocks = [float(v) if v.ndim == 0 else v for v in blocks]
-        per_arg = call.split(blocks)
+        per_arg = split(blocks)
         leaves.append(per_arg[0] if single else tuple(per_arg))
     return unflatten(out_tree, leaves)
 
@@ -297,9 +322,12 @@ def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True):
 
 def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstract=True):
     """Operations of the Jacobian code by each method, side by side: for each mode, the
-    `count_ops` of its `jacobian_graph` (what straight-line code computing the Jacobian,
-    with the function values it needs, would execute), plus ``"total"``.  The key
-    ``"function"`` holds the count of f itself.  `f` may be a `Graph`.
+    `count_ops` of the Jacobian's entries built as graph nodes (what straight-line code
+    computing the Jacobian, with the function values it needs, would execute, the same
+    count as that of its `jacobian_graph`), plus ``"total"``.  The key ``"function"``
+    holds the count of f itself.  f is traced once (abstractly unless
+    ``abstract=False``); `f` may also be a `Graph`, differentiated with respect to all its
+    inputs.
 
     Example (seed 003's function, g a chain of 20 operations):
         >>> import wengert as wg
@@ -320,11 +348,23 @@ def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstr
     """
     for mode in modes:
         _check_mode(mode, "jacobian_costs")
-    base = f if isinstance(f, Graph) else trace(f, *args, abstract=abstract)
-    out = {"function": _with_total(count_ops(base))}
+    if isinstance(f, Graph):
+        g = f.inline_copies()               # build in a copy: f stays as it was
+        inputs = g.inputs
+    else:
+        _check_fun(f, "jacobian_costs")
+        nums, _ = _check_argnums(argnums, "jacobian_costs")
+        g = trace(f, *args, abstract=abstract)
+        sizes = [tree.num_leaves for tree in g.in_tree.children]
+        starts = np.cumsum([0] + sizes)
+        inputs = [g.inputs[k] for i in _resolve_argnums(nums, len(args), "jacobian_costs")
+                  for k in range(starts[i], starts[i + 1])]
+    out = {"function": _with_total(count_ops(g))}
     for mode in modes:
-        g = jacobian_graph(f, *args, argnums=argnums, mode=mode, abstract=abstract)
-        out[mode] = _with_total(count_ops(g))
+        # Every mode builds into the one graph; each counts all the nodes its entries
+        # need, whoever made them, so sharing does not change the counts.
+        _, _, entries = jacobian_coordinates(g, inputs, g.outputs, mode, symbolic=True)
+        out[mode] = _with_total(count_ops(g, [v for v in entries if type(v) is Node]))
     return out
 
 

@@ -31,6 +31,8 @@ class EdgeGraph:
         outputs: F(G), the dependent vertices, in order; they have no out-edges.
         rows, columns: where the rows and columns of the Jacobian come from: for each
             output (input) asked for, its vertex, or None if it is not connected.
+        log: None, or a list that records every copy of variables and elimination done
+            to the graph (see `wengert.ad.eliminate.replay`).
 
     Example:
         >>> from wengert.ad.edges import EdgeGraph
@@ -49,6 +51,7 @@ class EdgeGraph:
         self.outputs: list = []
         self.rows: list = []
         self.columns: list = []
+        self.log = None             # a list: copies and eliminations are recorded there
         self._fresh = 0
 
     # --- building -------------------------------------------------------------------------
@@ -131,7 +134,8 @@ class EdgeGraph:
         return g
 
     def copy(self) -> "EdgeGraph":
-        """A structural copy (the labels themselves are shared, never mutated)."""
+        """A structural copy (the labels themselves are shared, never mutated; the log,
+        if any, too)."""
         return self.map_labels(lambda c: c)
 
     def map_labels(self, fn) -> "EdgeGraph":
@@ -147,6 +151,7 @@ class EdgeGraph:
                 g.preds[v][u] = c
         g.inputs, g.outputs = list(self.inputs), list(self.outputs)
         g.rows, g.columns = list(self.rows), list(self.columns)
+        g.log = self.log
         g._fresh = self._fresh
         return g
 

@@ -10,18 +10,22 @@ vertex is left, the edge x_j -> f_i carries ∂f_i/∂x_j.  The order matters: e
 topological order is forward mode, in reverse topological order reverse mode, and other
 orders can be much cheaper.  Contracting an umbrella is eliminating its interior.
 
-The strategies tried here (all with the Markowitz rule, smallest in-degree × out-degree
-first, for whatever is left after their first step):
+The strategies tried here:
 
 - ``umbrellas``: contract the maximal umbrellas with copied variables (Proposition 4.2),
-- ``closed``: contract the maximal closed umbrellas (Proposition 4.1),
+  then eliminate the rest by the Markowitz rule,
 - ``markowitz``: the Markowitz rule alone,
 - ``forward`` and ``reverse``: topological and reverse topological order.
 
-`choose` counts what each would cost, with labels replaced by cost tokens that record every
-multiplication and addition that is not free (by 1, or of two constants), and picks the
-cheapest.  Because forward and reverse order are among the candidates, elimination never
-costs more than the better of forward and reverse mode (by this count).
+The Markowitz rule here eliminates first the vertex whose elimination needs the fewest
+multiplications that are not free (by 1, or of two constants: the graph simplifies and
+folds those), then the smallest in-degree × out-degree, then the earliest.
+
+`choose` runs each strategy on cost tokens, labels that only record every multiplication
+and addition that is not free, and picks the cheapest; the run leaves a log of what it did
+(copies and eliminations), which `replay` repeats on the real labels.  Because forward and
+reverse order are among the candidates, elimination never costs more than the better of
+forward and reverse mode.
 
 Labels are graph nodes (the Jacobian is then a graph: counted, evaluated, differentiated,
 emitted as code), plain numbers (the fast eager path), or cost tokens: elimination only
@@ -53,6 +57,8 @@ def eliminate_vertex(G: EdgeGraph, j):
         >>> G.edges(), G.label("x", "f")
         ([('x', 'f')], 7.0)
     """
+    if G.log is not None:
+        G.log.append(("eliminate", j))
     preds = G.preds.pop(j)
     succs = G.succs.pop(j)
     del G.rank[j]
@@ -96,7 +102,7 @@ def eliminate(G: EdgeGraph, vertices, order="markowitz"):
     seq = itertools.count()     # keeps heap entries from ever comparing vertices
 
     def entry(v):
-        return (len(G.preds[v]) * len(G.succs[v]), rank[v], next(seq), v)
+        return (_markowitz(G, v), rank[v], next(seq), v)
 
     heap = [entry(v) for v in todo]
     heapq.heapify(heap)
@@ -104,8 +110,8 @@ def eliminate(G: EdgeGraph, vertices, order="markowitz"):
         key, _, _, v = heapq.heappop(heap)
         if v not in todo:
             continue
-        if key != len(G.preds[v]) * len(G.succs[v]):
-            heapq.heappush(heap, entry(v))          # stale: its degrees grew since
+        if key != _markowitz(G, v):
+            heapq.heappush(heap, entry(v))          # stale: it changed since
             continue
         around = list(G.preds[v]) + list(G.succs[v])
         eliminate_vertex(G, v)
@@ -113,6 +119,42 @@ def eliminate(G: EdgeGraph, vertices, order="markowitz"):
         for w in around:
             if w in todo:
                 heapq.heappush(heap, entry(w))      # degrees changed: a fresh key
+
+
+def _markowitz(G, v):
+    """(multiplications that eliminating v costs, in-degree × out-degree)."""
+    pc = pv = sc = sv = 0
+    for c in G.preds[v].values():
+        k = kind(c)
+        pc += k == _CONST
+        pv += k == _VAR
+    for c in G.succs[v].values():
+        k = kind(c)
+        sc += k == _CONST
+        sv += k == _VAR
+    return pv * (sc + sv) + pc * sv, len(G.preds[v]) * len(G.succs[v])
+
+
+def replay(G: EdgeGraph, log) -> EdgeGraph:
+    """A copy of G with the copies and eliminations of `log` (from a strategy run on a
+    graph of the same structure) done again, on G's labels.
+
+    Example:
+        >>> from wengert.ad.edges import EdgeGraph
+        >>> from wengert.ad.eliminate import replay
+        >>> G = EdgeGraph.from_edges([("x", "a", 2.0), ("a", "f", 3.0)])
+        >>> replay(G, [("eliminate", "a")]).label("x", "f")
+        6.0
+    """
+    from .umbrella import copy_variables
+    H = G.copy()
+    H.log = None
+    for what, arg in log:
+        if what == "eliminate":
+            eliminate_vertex(H, arg)
+        else:
+            copy_variables(H, arg, inplace=True)
+    return H
 
 
 # --------------------------------------------------------------------------------------
@@ -142,14 +184,23 @@ class Tally:
 
     def token(self, label):
         """The token of a label: 1, another constant, or a value known only at run time."""
-        if type(label) is float:
-            return self.one if label == 1.0 else self.const
-        if getattr(label, "op", None) is CONST:
-            return self.one if label.shape == () and label.value == 1.0 else self.const
-        return self.var
+        return (self.one, self.const, self.var)[kind(label)]
 
 
 _ONE, _CONST, _VAR = 0, 1, 2
+
+
+def kind(label) -> int:
+    """Whether a label is 1 (_ONE), another constant (_CONST) or known only when the
+    function runs (_VAR).  Plain numbers count as constants."""
+    t = type(label)
+    if t is _Token:
+        return label.kind
+    if t is Node:
+        if label.op is not CONST:
+            return _VAR
+        return _ONE if label.shape == () and label.value == 1.0 else _CONST
+    return _ONE if label == 1.0 else _CONST
 
 
 class _Token:
@@ -191,55 +242,45 @@ class _Token:
 # --------------------------------------------------------------------------------------
 def _umbrellas(G, doms):
     from .umbrella import umbrellas, umbrella_family, contract
-    H, family = umbrella_family(G, umbrellas(G, doms()[1]))
-    H, _ = contract(H, family, check=False)
-    eliminate(H, H.intermediates(), "markowitz")
-    return H
-
-
-def _closed(G, doms):
-    from .umbrella import closed_umbrellas, contract
-    H, _ = contract(G, [u.edges(G) for u in closed_umbrellas(G, *doms())], check=False)
-    eliminate(H, H.intermediates(), "markowitz")
-    return H
+    G, family = umbrella_family(G, umbrellas(G, doms()), inplace=True)
+    contract(G, family, check=False, inplace=True)
+    eliminate(G, G.intermediates(), "markowitz")
 
 
 def _ordered(order):
     def run(G, doms):
-        H = G.copy()
-        eliminate(H, H.intermediates(), order)
-        return H
+        eliminate(G, G.intermediates(), order)
     run.__name__ = order
     return run
 
 
-#: Strategy name -> function(G, dominators) returning G with every intermediate vertex
-#: eliminated.  Listed in order of preference when two cost the same.
+#: Strategy name -> function(G, post_dominators) that eliminates every intermediate vertex
+#: of G, in place.  Listed in order of preference when two cost the same.
 STRATEGIES = {
     "umbrellas": _umbrellas,
-    "closed": _closed,
     "markowitz": _ordered("markowitz"),
     "reverse": _ordered("reverse"),
     "forward": _ordered("forward"),
 }
 
 
-def _dominators(G):
-    """The dominator trees of G, computed once, on first use."""
+def _post_dominators(G):
+    """G's immediate post-dominators, computed once, on first use."""
     memo = []
 
     def doms():
         if not memo:
             from .umbrella import dominator_trees
-            memo.append(dominator_trees(G))
+            memo.append(dominator_trees(G, dominators=False)[1])
         return memo[0]
     return doms
 
 
-def estimate(G: EdgeGraph, strategies=None, doms=None) -> dict:
+def estimate(G: EdgeGraph, strategies=None, doms=None, logs=None) -> dict:
     """The multiplications and additions each strategy would spend accumulating G's
     Jacobian (the partials themselves cost the same for every strategy and are not
-    counted).  Returns ``{strategy: {"mul": m, "add": a}}``.
+    counted).  Returns ``{strategy: {"mul": m, "add": a}}``; `logs`, if a dict, receives
+    each strategy's log for `replay`.
 
     Example:
         >>> import wengert as wg
@@ -247,21 +288,25 @@ def estimate(G: EdgeGraph, strategies=None, doms=None) -> dict:
         >>> from wengert.ad.eliminate import estimate
         >>> g = wg.trace(lambda x, y: wg.math.sin(wg.math.exp(x * y)), 1.0, 2.0)
         >>> est = estimate(linearize(g, g.inputs, g.outputs))
-        >>> est["forward"], est["reverse"], est["closed"]
+        >>> est["forward"], est["reverse"], est["umbrellas"]
         ({'mul': 4, 'add': 0}, {'mul': 3, 'add': 0}, {'mul': 3, 'add': 0})
     """
-    doms = doms or _dominators(G)
+    doms = doms or _post_dominators(G)
     out = {}
     for name in strategies or STRATEGIES:
         tally = Tally()
-        STRATEGIES[name](G.map_labels(tally.token), doms)
+        T = G.map_labels(tally.token)
+        T.log = []
+        STRATEGIES[name](T, doms)
         out[name] = dict(tally.counts)
+        if logs is not None:
+            logs[name] = T.log
     return out
 
 
-def choose(G: EdgeGraph, doms=None):
+def choose(G: EdgeGraph, doms=None, logs=None):
     """(name of the cheapest strategy, the estimates of all of them)."""
-    est = estimate(G, doms=doms)
+    est = estimate(G, doms=doms, logs=logs)
     best = min(est, key=lambda s: sum(est[s].values()))    # first of equals: preference
     return best, est
 
@@ -270,14 +315,14 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     """The Jacobian of `outputs` with respect to `inputs` (scalar nodes of `graph`) by
     vertex elimination, as ``{(row, column): entry}`` for the entries that are not zero.
 
-    With ``symbolic=True`` the entries are nodes of `graph` (or floats): the Jacobian is a
-    graph.  The strategies the token count (`choose`) puts close to the best are then
-    built for real and the one whose entries need the fewest operations is kept: only
-    the real graph sees what interning and simplification save (a product that already
-    exists, a sign that cancels).  The others stay behind as dead nodes no output needs.
-    With ``symbolic=False`` the entries are numbers, computed from the values the graph
-    holds by the strategy `choose` picks.  `strategy` (a name in `STRATEGIES`) overrides
-    the choice.
+    The strategy is the cheapest by `choose` (or `strategy`, a name in `STRATEGIES`),
+    replayed on the real labels.  With ``symbolic=False`` the entries are numbers,
+    computed from the values the graph holds.  With ``symbolic=True`` they are nodes of
+    `graph` (or floats): the Jacobian is a graph.  Then the strategies that the token
+    count puts close to the best are all built for real, and the one whose entries need
+    the fewest operations is kept: only the real graph sees what interning and
+    simplification save (a product that already exists, a sign that cancels).  The others
+    stay behind as dead nodes no output needs.
 
     Example:
         >>> import wengert as wg
@@ -287,18 +332,17 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
         {(0, 0): 3.0, (0, 1): 2.0, (1, 0): -0.4161468365471424}
     """
     G = linearize(graph, inputs, outputs)
-    doms = _dominators(G)           # the structure is the same whatever the labels hold
+    logs = {}
+    best, est = choose(G, logs=logs) if strategy is None else (strategy, None)
     if strategy is not None:
-        names = [strategy]
-    else:
-        best, est = choose(G, doms)
-        names = [best]
-        if symbolic:
-            bound = NEAR * sum(est[best].values()) + SLACK
-            names += [s for s in est if s != best and sum(est[s].values()) <= bound]
+        estimate(G, [strategy], logs=logs)
     if not symbolic:
-        return STRATEGIES[names[0]](G.map_labels(_value), doms).jacobian_entries()
-    candidates = [lambda name=name: STRATEGIES[name](G, doms).jacobian_entries()
+        return replay(G.map_labels(_value), logs[best]).jacobian_entries()
+    names = [best]
+    if est is not None:
+        bound = NEAR * sum(est[best].values()) + SLACK
+        names += [s for s in est if s != best and sum(est[s].values()) <= bound]
+    candidates = [lambda name=name: replay(G, logs[name]).jacobian_entries()
                   for name in names]
     if strategy is None:
         candidates += _sweeps(graph, inputs, outputs, [s for s in names if s in SWEEPS])

@@ -119,10 +119,11 @@ def extended(G: EdgeGraph):
     return D
 
 
-def dominator_trees(G: EdgeGraph):
+def dominator_trees(G: EdgeGraph, dominators=True, post_dominators=True):
     """(idom, ipdom): the immediate dominator of every vertex of G* from S (every path from
     S to v passes idom[v]) and its immediate post-dominator towards T (every path from v
-    to T passes ipdom[v]).  S and T themselves have no entry.
+    to T passes ipdom[v]).  S and T themselves have no entry.  Either tree can be left out
+    (None) when it is not needed.
 
     Example:
         >>> from wengert.ad.edges import EdgeGraph
@@ -134,10 +135,11 @@ def dominator_trees(G: EdgeGraph):
     """
     nx = _networkx()
     D = extended(G)
-    idom = dict(nx.immediate_dominators(D, S))
-    ipdom = dict(nx.immediate_dominators(D.reverse(copy=False), T))
-    idom.pop(S, None)               # older networkx maps the root to itself
-    ipdom.pop(T, None)
+    idom = dict(nx.immediate_dominators(D, S)) if dominators else None
+    ipdom = dict(nx.immediate_dominators(D.reverse(copy=False), T)) if post_dominators else None
+    for tree, root in ((idom, S), (ipdom, T)):
+        if tree is not None:
+            tree.pop(root, None)    # older networkx maps the root to itself
     return idom, ipdom
 
 
@@ -276,10 +278,10 @@ def umbrellas(G: EdgeGraph, ipdom=None) -> list[Umbrella]:
     return found
 
 
-def copy_variables(G: EdgeGraph, edges):
+def copy_variables(G: EdgeGraph, edges, inplace=False):
     """Ḡ: G with every edge e = (u, v) of `edges` replaced by u -> w -> v through a copy
     w := u (Fig. 2 of seed 003): e'' = (u, w) labelled 1.0, e' = (w, v) with e's label.
-    Returns (Ḡ, {e: w}).
+    Returns (Ḡ, {e: w}); Ḡ is G itself, changed, with ``inplace=True``.
 
     Example:
         >>> from wengert.ad.edges import EdgeGraph
@@ -289,7 +291,10 @@ def copy_variables(G: EdgeGraph, edges):
         >>> H.edges(), H.label(w["u", "v"], "v")
         ([('u', ('copy', 1)), (('copy', 1), 'v')], 3.0)
     """
-    H = G.copy()
+    H = G if inplace else G.copy()
+    edges = list(edges)
+    if H.log is not None:
+        H.log.append(("copy", edges))
     made = {}
     for u, v in edges:
         c = H.succs[u][v]
@@ -301,12 +306,12 @@ def copy_variables(G: EdgeGraph, edges):
     return H, made
 
 
-def umbrella_family(G: EdgeGraph, found=None):
+def umbrella_family(G: EdgeGraph, found=None, inplace=False):
     """(Ḡ, family): the graph with the variables of every maximal umbrella copied, and the
     edge sets of those umbrellas in Ḡ, ready for `contract`."""
     if found is None:
         found = umbrellas(G)
-    H, made = copy_variables(G, [e for u in found for e in u.copied])
+    H, made = copy_variables(G, [e for u in found for e in u.copied], inplace)
     family = []
     for u in found:
         inside = set(u.vertices) | {made[e] for e in u.copied}
@@ -317,12 +322,13 @@ def umbrella_family(G: EdgeGraph, found=None):
 # --------------------------------------------------------------------------------------
 # contraction
 # --------------------------------------------------------------------------------------
-def contract(G: EdgeGraph, family, check=True):
+def contract(G: EdgeGraph, family, check=True, inplace=False):
     """Contract each subgraph of `family` (edge lists of edge-disjoint contractible
     subgraphs): its interior vertices (those with in- and out-edges in it) are eliminated,
     which leaves one edge u -> v, labelled with the sum of the path products, for every
     input u and output v of the subgraph joined by a path.  Returns (new graph, Δ) with
-    Δ = edges removed − edges added, summed over the family.
+    Δ = edges removed − edges added, summed over the family.  With ``inplace=True`` the
+    new graph is G itself, changed.
 
     The interior of an umbrella is eliminated in reverse topological order (each vertex
     then has the umbrella's output as its one successor: reverse mode inside it), that of
@@ -338,7 +344,7 @@ def contract(G: EdgeGraph, family, check=True):
         ([('x', 'f')], 30.0, 2)
     """
     from .eliminate import eliminate
-    H = G.copy()
+    H = G if inplace else G.copy()
     seen = set()
     gain = 0
     for edges in family:
