@@ -31,6 +31,7 @@ def check(path: pathlib.Path) -> tuple[int, int]:
             continue
         test = parser.get_doctest(block, globs, f"{path.name}:{line}", str(path), line)
         result = runner.run(test, clear_globs=False)
+        globs = test.globs          # DocTest copies the namespace: carry it on
         failed += result.failed
         tried += result.attempted
     return failed, tried

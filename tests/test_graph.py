@@ -197,3 +197,49 @@ def test_deep_chain_second_order_builds_and_sweeps_iteratively():
     h = 1e-4
     fd = (wg.grad(chain)(x0 + h) - wg.grad(chain)(x0 - h)) / (2 * h)
     assert d2 == pytest.approx(fd, rel=1e-5)
+
+
+def test_truncate_forgets_nodes_and_their_intern_entries():
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    kept = wm.sin(x)
+    size = len(g.nodes)
+    y = wm.exp(x) * 3.5
+    assert x.users                                   # users derived before truncating
+    g.truncate(size)
+    assert len(g.nodes) == size and x.users == [kept]
+    assert wm.exp(x) is not y.args[0] and wm.sin(x) is kept
+    assert g.const(3.5).index == len(g.nodes) - 1    # the constant is made again
+
+
+def test_reverse_reports_intermediate_adjoints():
+    from wengert.ad import reverse
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    v = x * x
+    f = wm.sin(v)
+    adj = {}
+    reverse(g.between([x], [f]), [x], [f], [1.0], True, adjoints=adj)
+    assert adj[f.index] == 1.0 and adj[v.index] is wm.cos(v)
+
+
+def test_a_product_added_to_itself_becomes_twice_the_product():
+    g = Graph()
+    x, y = g.input(ShapeDtype(), "x"), g.input(ShapeDtype(), "y")
+    p = x * y
+    assert p + p is p * 2.0
+    e = wm.exp(x)
+    assert (e + e).op.name == "add"                 # only products: their constants merge
+
+
+def test_constant_factors_merge_and_absorb_negation():
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    assert 3.0 * (x * 5.0) is x * 15.0              # c*(d*z) -> (c*d)*z
+    assert (2.0 * (x * 10.0)) * 0.5 is x * 10.0
+    n = 2.0 * (-x)                                  # c*(-z) -> -(c*z)
+    assert n.op.name == "neg" and n.args[0] is x * 2.0
+    assert (wm.sin(x) + 2.0 * (-x)).op.name == "sub"
+    for v in (0.3, -1.7):
+        assert wg.grad(lambda t: 3.0 * (t * 5.0) + 2.0 * (-t) + (t * t) + (t * t))(v) == \
+            pytest.approx(15.0 - 2.0 + 4 * v)

@@ -13,10 +13,13 @@ from .graph.graph import Graph, ShapeDtype
 from .graph.active import options
 from .graph.node import Node
 from .primitives import scalar as _scalar, shape as _shape  # noqa: F401
+from .primitives import array as _array, linalg as _linalg, nn as _nn  # noqa: F401
 from .graph import simplify as _simplify  # noqa: F401
 from .primitives.registry import REGISTRY, Primitive, primitive
-from .primitives.scalar import select
+from .primitives.scalar import select, stop_gradient
 from . import math
+from . import numpy  # noqa: F401  (also gives traced values their array methods)
+from . import nn  # noqa: F401
 from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
 from .jacobians import (jacobian, sparse_jacobian, sparse_hessian, jacobian_graph,
                         jacobian_costs, format_costs)
@@ -25,7 +28,7 @@ from .errors import ConcretizationError
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
-           "trace", "value", "select", "math", "primitive", "Primitive", "REGISTRY", "Graph",
+           "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
            "Node", "ShapeDtype", "options", "ConcretizationError",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
            "format_costs"]

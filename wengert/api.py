@@ -23,7 +23,9 @@ from . import ad
 from .graph.active import is_recording, recording, current_graph
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
+from .errors import ConcretizationError
 from .tree import flatten, unflatten
+from . import numpy as wnp
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value"]
@@ -208,8 +210,9 @@ def _split_aux(out, has_aux, who):
     if not has_aux:
         return out, None
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        got = "a traced value" if type(out) is Node else f"a {type(out).__name__}"
         raise TypeError(f"{who}(has_aux=True) needs a function returning a pair "
-                        f"(output, aux), got {type(out).__name__}")
+                        f"(output, aux), but it returned {got}")
     return out[0], out[1]
 
 
@@ -221,7 +224,7 @@ def _finish_tree(call, tree):
 # --------------------------------------------------------------------------------------
 # reverse mode
 # --------------------------------------------------------------------------------------
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
     """Like `grad`, but the new function returns ``(f(*args), gradient)``.
 
     Example:
@@ -229,8 +232,9 @@ def value_and_grad(f, argnums=0, has_aux=False):
         >>> wg.value_and_grad(lambda x, y: x * y + wg.math.sin(x), argnums=(0, 1))(2.0, 3.0)
         (6.909297426825682, (2.5838531634528574, 2.0))
     """
-    _check_fun(f, "value_and_grad")
-    nums, single = _check_argnums(argnums, "value_and_grad")
+    who = _who
+    _check_fun(f, who)
+    nums, single = _check_argnums(argnums, who)
     names = None
 
     @functools.wraps(f)
@@ -238,11 +242,11 @@ def value_and_grad(f, argnums=0, has_aux=False):
         nonlocal names
         if names is None:
             names = _param_names(f)
-        idx = _resolve_argnums(nums, len(args), "grad")
-        call = _Call(f, args, kwargs, idx, "grad", names)
-        out, aux = _split_aux(call.out, has_aux, "grad")
-        _as_scalar_output(out, "grad")
-        (out_node,), _ = call.output_nodes(out, "grad")
+        idx = _resolve_argnums(nums, len(args), who)
+        call = _Call(f, args, kwargs, idx, who, names)
+        out, aux = _split_aux(call.out, has_aux, who)
+        _as_scalar_output(out, who)
+        (out_node,), _ = call.output_nodes(out, who)
         symbolic = call.symbolic
         plan = call.graph.between(call.inputs, [out_node])
         grads = ad.reverse(plan, call.inputs, [out_node], [1.0], symbolic)
@@ -278,7 +282,7 @@ def grad(f, argnums=0, has_aux=False):
         >>> wg.grad(wg.grad(lambda x: 3 * x ** 2 + 2 * x + 1))(1.0)
         6.0
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, _who="grad")
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -400,21 +404,18 @@ def _basis(node):
         yield e.reshape(node.shape)
 
 
-def _assemble(call, columns, lead_shape, trail_shape, who):
-    """Stack sweep results (one per basis direction) into an array of shape
-    lead_shape + trail_shape; columns are indexed by the trailing (basis) element."""
-    if lead_shape == () and trail_shape == ():
-        return columns[0]
-    if call.symbolic:
-        raise NotImplementedError(
-            f"{who} of array-valued functions inside another transformation needs the "
-            "array primitives of wengert.numpy (stacking); use scalars, or take this "
-            "Jacobian at the outermost level")
-    cols = [np.asarray(c, dtype=np.float64) for c in columns]
-    return np.stack(cols, axis=-1).reshape(lead_shape + trail_shape)
+def _assemble(pieces, out_shape, in_shape, axis):
+    """One Jacobian block of shape out_shape + in_shape from sweep results: forward sweeps
+    give one column (out_shape) per input element, stacked last (axis=-1); reverse sweeps
+    give one row (in_shape) per output element, stacked first (axis=0).  Works on numbers
+    and on traced values alike."""
+    if len(pieces) == 1 and (in_shape == () if axis == -1 else out_shape == ()):
+        return pieces[0]
+    return wnp.reshape(wnp.stack(pieces, axis=axis), out_shape + in_shape)
 
 
 def _jacobian(f, argnums, who, mode):
+    """jacfwd / jacrev (see them), with `who` naming the caller in error messages."""
     _check_fun(f, who)
     nums, single = _check_argnums(argnums, who)
     names = None
@@ -442,7 +443,7 @@ def _jacobian(f, argnums, who, mode):
                                                      symbolic)):
                         cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
                 for i, o in enumerate(out_nodes):
-                    entries[i][j] = _assemble(call, cols[i], o.shape, x.shape, who)
+                    entries[i][j] = _assemble(cols[i], o.shape, x.shape, axis=-1)
         else:
             for i, o in enumerate(out_nodes):
                 rows = [[] for _ in range(n_in)]
@@ -453,14 +454,7 @@ def _jacobian(f, argnums, who, mode):
                                                      symbolic)):
                         rows[j].append(call.zeros(call.inputs[j]) if g is None else g)
                 for j, x in enumerate(call.inputs):
-                    if o.shape == () and x.shape == ():
-                        entries[i][j] = rows[j][0]
-                    else:
-                        # rows[j][k] has x's shape; the output element k leads.
-                        block = _assemble(call, rows[j], x.shape, o.shape, who)
-                        nd = len(x.shape)
-                        entries[i][j] = np.moveaxis(
-                            block, list(range(nd, block.ndim)), list(range(len(o.shape))))
+                    entries[i][j] = _assemble(rows[j], o.shape, x.shape, axis=0)
         out_leaves = []
         for i in range(n_out):
             per_arg = call.split(entries[i])
@@ -507,7 +501,9 @@ def hessian(f, argnums=0):
         >>> wg.hessian(lambda x, y: x * x * y, argnums=(0, 1))(1.0, 2.0)
         ((4.0, 2.0), (2.0, 0.0))
     """
-    return jacfwd(jacrev(f, argnums), argnums)
+    _check_fun(f, "hessian")
+    _check_argnums(argnums, "hessian")
+    return _jacobian(_jacobian(f, argnums, "hessian", "rev"), argnums, "hessian", "fwd")
 
 
 def hvp(f):
@@ -550,10 +546,10 @@ def trace(f, *args, abstract=True):
         >>> print(wg.trace(lambda x: 3 * x ** 2 + 2 * x + 1, 1.0))
         graph(x: f64[]):
           %1: f64[] = powi(x, n=2)
-          %3: f64[] = mul(%1, 3)
-          %5: f64[] = mul(x, 2)
+          %3: f64[] = mul(%1, 3.0)
+          %5: f64[] = mul(x, 2.0)
           %6: f64[] = add(%3, %5)
-          %8: f64[] = add(%6, 1)
+          %8: f64[] = add(%6, 1.0)
           return %8
     """
     _check_fun(f, "trace")
@@ -583,7 +579,9 @@ def trace(f, *args, abstract=True):
     graph.inputs = inputs
     graph.outputs = [graph.lift(x) for x in out_leaves]
     graph.in_tree, graph.out_tree = in_tree, out_tree
-    return graph.inline_copies()
+    if any(n.op.name == "copy" for n in graph.nodes):
+        return graph.inline_copies()
+    return graph
 
 
 def value(x):
@@ -597,6 +595,8 @@ def value(x):
     """
     if type(x) is Node:
         if x.value is None:
-            x._concrete("read with wg.value")
+            raise ConcretizationError(
+                f"wg.value({x.label()}): the value is not known while tracing without "
+                "values (wg.trace / wg.compile); call the function eagerly instead")
         return x.value
     return x

@@ -1,8 +1,9 @@
 """The `wengert` command.
 
-    wengert demo      the worked example of seed 000, in forward and reverse mode
-
-The ADDS language (`wengert run FILE.adds`, `wengert repl`) comes with its own issue.
+    wengert demo             the worked example of seed 000, in forward and reverse mode
+    wengert run FILE.adds    run a program in the ADDS language (seed 002; docs/adds.md)
+    wengert repl             an interactive ADDS session (prompt `adds> `)
+    wengert                  the session on a terminal; a program read from piped input
 """
 from __future__ import annotations
 
@@ -46,17 +47,70 @@ def demo(out=sys.stdout) -> int:
     return 0
 
 
+ADDS_HELP = """\
+The ADDS language (seed 002; the guide is docs/adds.md).  Statements end with ';',
+'%' starts a comment, names are case-insensitive and printed upper-cased:
+
+  a := e;  a[i,j] := e;         assign (declares a with e's type); 1-based indices
+  array a[2,3], b[4];           declare arrays; an unknown scalar name is an input
+  operator f[2,5](4);           declare an opaque operator of 4 scalar operands
+  + - * / **  vp(u,w) tp(a) vec(e1,...,en)  sqrt cbrt exp log log10 sin cos tan
+  cotan asin acos atan atan2 sinh cosh tanh
+  dfu(f,x) dfd(f,x)             Jacobian by forward / reverse mode
+  dfuv(f,x,y) dfdv(f,x,y)       directional derivative / adjoint (vector-Jacobian)
+  err(f,x,eps)                  Iri's rounding-error estimate of f
+  outcode(x1,...) f1,...;       emit straight-line code for f1,... with inputs x1,...
+  count(x1,...) f1,...;         its operation counts, as a comment
+  on fort; off fort;            FORTRAN 77 fixed form / the input format
+  on echo; off echo;            echo statements to standard error
+  in "file"; out "file"; shut "file"; write "text"; comment text; clear; free;
+
+Examples: wengert run examples/powell.adds
+          echo 'f := x*sin(x); g := dfd(f, x); outcode(x) f, g;' | wengert"""
+
+
+def _run_adds(path=None) -> int:
+    """Run an ADDS program from a file (or standard input); 1 after the first mistake."""
+    from .adds import AddsError, Session
+    session = Session()
+    try:
+        if path is None:
+            session.execute(sys.stdin.read(), "<stdin>")
+        else:
+            session.run_file(path)
+    except AddsError as e:
+        print(e, file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="wengert",
-        description="wengert: automatic differentiation on one computational graph.")
+        description="wengert: automatic differentiation on one computational graph.  "
+                    "With no command: an interactive ADDS session on a terminal, or the "
+                    "ADDS program read from piped standard input.",
+        epilog=ADDS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("demo", help="print seed 000's example derivatives, both modes")
+    run = sub.add_parser("run", help="run an ADDS program (see below)",
+                         description="Run the ADDS program in FILE; stop at the first "
+                                     "mistake with its position (exit status 1).")
+    run.add_argument("file", metavar="FILE.adds", help="the program ('-': standard input)")
+    sub.add_parser("repl", help="an interactive ADDS session (prompt 'adds> ')",
+                   description="An interactive ADDS session: a statement may span lines "
+                               "until its ';'; a mistake is reported and the session goes "
+                               "on.  Line editing and history on a terminal.")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
-    parser.print_help()
-    return 0
+    if args.command == "run":
+        return _run_adds(None if args.file == "-" else args.file)
+    if args.command == "repl" or (args.command is None and sys.stdin.isatty()):
+        from .adds import Session
+        from .adds.repl import repl
+        return repl(Session())
+    return _run_adds()
 
 
 def entry() -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..primitives.registry import shape_of
 from ..primitives.shape import broadcast_to
+from ..primitives.array import zeros_like
 
 
 def forward(plan, inputs, tangents, outputs, symbolic):
@@ -43,6 +44,10 @@ def forward(plan, inputs, tangents, outputs, symbolic):
             xs, ans = [a.value for a in args], node.value
         if op.jvp is not None:
             t = op.jvp(ts, *xs, ans, **node.params)
+        elif op.linear and op.partials is None:
+            # a linear primitive's JVP is the primitive itself, applied to the tangents
+            t = op(*[zeros_like(x) if tk is None else tk for x, tk in zip(xs, ts)],
+                   **node.params)
         elif op.partials is None:
             raise NotImplementedError(f"primitive {op.name!r} has no derivative rule: declare "
                                       f"one with {op.name}.defpartials or .defjvp")

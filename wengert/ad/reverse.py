@@ -19,7 +19,7 @@ def _accumulate(adj, node, contribution):
     adj[i] = contribution if prev is None else prev + contribution
 
 
-def reverse(plan, inputs, outputs, cotangents, symbolic):
+def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
     """Adjoints of `inputs` given cotangents of `outputs` (None = zero).
 
     Args:
@@ -27,6 +27,9 @@ def reverse(plan, inputs, outputs, cotangents, symbolic):
         inputs: the independent nodes.
         outputs, cotangents: the dependent nodes and their cotangents.
         symbolic: build graph nodes (True) or compute numbers (False).
+        adjoints: optional dict that receives the complete adjoint of every plan node
+            (index -> adjoint) as the sweep reaches it: ∂outputs/∂v for intermediate
+            values v, which rounding-error estimates (ADDS's ``err``) need.
 
     Returns:
         One adjoint per input, None where it is zero.
@@ -41,6 +44,8 @@ def reverse(plan, inputs, outputs, cotangents, symbolic):
         g = adj.pop(node.index, None)
         if g is None:
             continue
+        if adjoints is not None:
+            adjoints[node.index] = g
         op = node.op
         args = node.args
         params = node.params

@@ -214,6 +214,8 @@ class Graph:
         consts = self._consts
         for a in args:
             if type(a) is not Node or a.graph is not self:
+                if type(a) is int and self.optimize and _meets_float(args):
+                    a = float(a)          # x + 1 and x + 1.0 are one node (one constant)
                 # a float constant seen before is one lookup away (see const())
                 c = consts.get(a) if type(a) is float else None
                 a = self.lift(a) if c is None else c
@@ -272,6 +274,33 @@ class Graph:
                 if a.graph is self:
                     users[a.index].append(nodes[i])
         return list(users[node.index])
+
+    def truncate(self, size) -> None:
+        """Forget every node created from position `size` on, as if they had never been
+        made: the intern tables forget them too.  This is how an interactive session undoes
+        a statement that failed half-way (nothing made before `size` may use them, and
+        nothing does: arguments always come before their users).
+
+        Example:
+            >>> import wengert as wg
+            >>> g = wg.Graph()
+            >>> x = g.input(wg.ShapeDtype(), "x")
+            >>> y = wg.math.exp(x)
+            >>> g.truncate(1)
+            >>> len(g.nodes), wg.math.exp(x) is y
+            (1, False)
+        """
+        if size >= len(self.nodes):
+            return
+        del self.nodes[size:]
+        del self._users[size:]
+        for users in self._users:
+            while users and users[-1].index >= size:
+                users.pop()                      # users are kept in creation order
+        self._table = {k: n for k, n in self._table.items() if n.index < size}
+        self._consts = {k: n for k, n in self._consts.items() if n.index < size}
+        self.inputs = [n for n in self.inputs if n.index < size]
+        self.outputs = [n for n in self.outputs if n.index < size]
 
     # --- Algorithms 2 and 3 of seed 002 -----------------------------------------------------
     def mark_down(self, outputs, start=0):
@@ -429,10 +458,21 @@ class Graph:
         return unflatten(self.out_tree, outs) if self.out_tree is not None else outs
 
 
+def _meets_float(args) -> bool:
+    for b in args:
+        if type(b) is Node and b.dtype.kind == "f":
+            return True
+    return False
+
+
 def _operand_text(n: Node) -> str:
     if n.op is _CONST:
         v = n.value
-        return repr(v) if n.shape == () else f"const{_type_str(n.shape, n.dtype)}"
+        if n.shape == ():
+            return repr(v)
+        if n.size <= 4:                        # small arrays inline, with their values
+            return np.array2string(np.asarray(v), separator=", ").replace("\n", "")
+        return f"const {_type_str(n.shape, n.dtype)}"
     return n.label()
 
 

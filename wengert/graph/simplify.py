@@ -48,6 +48,8 @@ def _filled(graph, op, args, params, v):
 
 def _add(g, args, params):
     x, y = args
+    if x is y and x.op is P.mul and x.shape == () and x.dtype == np.float64:
+        return g.apply(P.mul, (x, g.const(2.0)))                  # x*y + x*y -> 2*(x*y)
     if x.op not in _INTERESTING and y.op not in _INTERESTING:
         return None
     if _is(y, 0) and _keeps(x, P.add, args, params):
@@ -87,7 +89,20 @@ def _mul(g, args, params):
             return _filled(g, P.mul, args, params, 0)             # x * 0 -> 0
         if _is(b, -1) and _keeps(a, P.mul, args, params):
             return g.apply(P.neg, (a,))                           # x * -1 -> -x
+        if b.op is CONST and _scalar_float(a, b):
+            if a.op is P.neg:
+                return g.apply(P.neg, (g.apply(P.mul, (a.args[0], b)),))  # c*(-z) -> -(c*z)
+            if a.op is P.mul and _scalar_float(*a.args):
+                z, c = a.args if a.args[1].op is CONST else a.args[::-1]
+                if c.op is CONST:                                 # c * (d*z) -> (c*d) * z
+                    return g.apply(P.mul, (z, g.const(float(b.value * c.value))))
     return None
+
+
+def _scalar_float(*nodes) -> bool:
+    """Whether all nodes are float64 scalars: where reassociating constants cannot change a
+    result's shape or dtype."""
+    return all(n.shape == () and n.dtype == np.float64 for n in nodes)
 
 
 def _div(g, args, params):

@@ -129,8 +129,10 @@ class Primitive:
         try:
             return rule(*xs, ans, **params)
         except ArithmeticError:
-            # Python floats raise where NumPy gives inf or nan (1/0.0): redo it in NumPy.
-            return rule(*[np.float64(x) for x in xs], np.float64(ans), **params)
+            # Python floats raise where NumPy gives inf or nan (1/0.0): redo it in NumPy,
+            # and hand back a Python float like every other scalar value.
+            p = rule(*[np.float64(x) for x in xs], np.float64(ans), **params)
+            return float(p) if type(p) is np.float64 else p
 
     def abstract_eval(self, args, params):
         """(shape, dtype) of the result from the arguments' shapes and dtypes."""
@@ -239,9 +241,11 @@ def primitive(fn=None, *, name=None, cost="call", shape=None):
     The function is evaluated on plain numbers or NumPy arrays; wengert never looks inside.
     Declare its derivative on the result with `Primitive.defpartials` (elementwise
     functions: one partial per argument) or `Primitive.defjvp` / `Primitive.defvjp`
-    (structural functions).  `shape`, if given, is ``shape(*arg_shapes) -> result shape``
-    for abstract tracing of non-elementwise functions.  Declaring a name again replaces the
-    earlier declaration, so a notebook cell can be re-run.
+    (structural functions).  Under abstract tracing the result's shape and dtype are found
+    by running the function on stand-ins of the arguments' shapes; `shape`, if given, is
+    ``shape(*arg_shapes) -> result shape`` instead, for functions that cannot run on zeros.
+    Declaring a name again replaces the earlier declaration, so a notebook cell can be
+    re-run (anonymous lambdas each get a name of their own).
 
     Example:
         >>> import wengert as wg, numpy as np
@@ -257,13 +261,18 @@ def primitive(fn=None, *, name=None, cost="call", shape=None):
     """
     def make(f):
         pname = name or getattr(f, "__name__", "primitive")
+        if pname == "<lambda>":            # anonymous: never replace another by accident
+            pname = f"lambda_{next(_uids)}"
         old = REGISTRY.get(pname)
         if old is not None and old.builtin:
             raise ValueError(f"{pname!r} names a built-in primitive; choose another name")
-        aeval = None
         if shape is not None:
             def aeval(args, params):
                 return tuple(shape(*[a.shape for a in args])), np.dtype(np.float64)
+        else:
+            def aeval(args, params):       # run it on zero-strided stand-ins of the shapes
+                from .array import by_example
+                return by_example(prim, args, params)
         prim = Primitive(pname, f, cost=cost, abstract_eval=aeval)
         REGISTRY[pname] = prim
         return prim

@@ -106,6 +106,8 @@ asin = _scalar("asin", np.arcsin, math.asin)
 acos = _scalar("acos", np.arccos, math.acos)
 atan = _scalar("atan", np.arctan, math.atan)
 atan2 = _scalar("atan2", np.arctan2, math.atan2)
+log1p = _scalar("log1p", np.log1p, math.log1p)
+expm1 = _scalar("expm1", np.expm1, math.expm1)
 sinh = _scalar("sinh", np.sinh, math.sinh)
 cosh = _scalar("cosh", np.cosh, math.cosh)
 tanh = _scalar("tanh", np.tanh, math.tanh)
@@ -124,6 +126,8 @@ acos.defpartials(lambda x, ans: -1 / sqrt(1 - x ** 2))
 atan.defpartials(lambda x, ans: 1 / (1 + x ** 2))
 atan2.defpartials(lambda y, x, ans: x / (x ** 2 + y ** 2),
                   lambda y, x, ans: -y / (x ** 2 + y ** 2))
+log1p.defpartials(lambda x, ans: 1 / (1 + x))
+expm1.defpartials(lambda x, ans: ans + 1)
 sinh.defpartials(lambda x, ans: cosh(x))
 cosh.defpartials(lambda x, ans: sinh(x))
 tanh.defpartials(lambda x, ans: 1 - ans ** 2)
@@ -154,6 +158,17 @@ select = _scalar(
         >>> wg.grad(relu)(2.0), wg.grad(relu)(-2.0)
         (1.0, 0.0)
     """)
+
+stop_gradient = _scalar("stop_gradient", lambda x: x, lambda x: x, None, linear=True,
+                        dtype_rule="promote", doc="""stop_gradient(x): x, as a constant for
+    differentiation (its derivative is zero).
+
+    Example:
+        >>> import wengert as wg
+        >>> wg.grad(lambda x: x * wg.stop_gradient(x))(3.0)
+        3.0
+    """)
+stop_gradient.defpartials(lambda x, ans: None)
 
 abs.defpartials(lambda x, ans: sign(x))
 sign.defpartials(lambda x, ans: None)                       # zero almost everywhere

@@ -1,0 +1,69 @@
+"""The `wengert` command: run, repl (driven through a pipe), piped programs, --help."""
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+def wengert(*args, stdin=""):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "wengert", *args], input=stdin, text=True,
+                          capture_output=True, env=env, cwd=ROOT, timeout=60)
+
+
+def test_run_powell_prints_counts_and_fortran():
+    r = wengert("run", "examples/powell.adds")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("C COUNT: ADDITIONS/SUBTRACTIONS 7, MULTIPLICATIONS 10")
+    assert any(line.startswith("      PHP = ") for line in lines)
+    assert all(len(line) <= 72 for line in lines)
+
+
+def test_run_reports_a_mistake_with_position_and_no_traceback(tmp_path):
+    bad = tmp_path / "bad.adds"
+    bad.write_text("array a[2];\nf := a * vec(1, 2, 3);\n")
+    r = wengert("run", str(bad))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"{bad}:2:6: error: *: cannot multiply [2] by [3]")
+    assert r.stderr.splitlines()[-1] == "         ^"
+    r = wengert("run", str(tmp_path / "missing.adds"))
+    assert r.returncode == 1 and "cannot read" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_piped_standard_input_is_a_program():
+    r = wengert(stdin="f := x*sin(x);\ng := dfd(f, x);\noutcode(x) f, g;\n")
+    assert r.returncode == 0
+    assert r.stdout == "V0001 := SIN(X);\nF := X*V0001;\nG := V0001+X*COS(X);\n"
+
+
+def test_repl_through_a_pipe_survives_mistakes_and_keeps_the_graph():
+    session = "\n".join([
+        "f := x*",                 # a statement spanning lines
+        "   exp(x);",
+        "g := f + ;",              # syntax error
+        "g := f + vec(1, 2);",     # type error: nothing changes
+        "h := undefined_op(x);",
+        "g := dfd(f, x); outcode(x) f, g;",
+        "count(x) g;",
+    ]) + "\n"
+    r = wengert("repl", stdin=session)
+    assert r.returncode == 0
+    assert r.stdout == ("V0001 := EXP(X);\nF := X*V0001;\nG := V0001+F;\n"
+                        "% COUNT: ADDITIONS/SUBTRACTIONS 1, MULTIPLICATIONS 1, DIVISIONS 0, "
+                        "FUNCTION CALLS 1, POWERS 0\n")
+    errors = r.stderr.splitlines()
+    assert errors[0].startswith("<stdin>:3:10: error: unexpected ';'")
+    assert any(e.startswith("<stdin>:4:6: error:") for e in errors)
+    assert any("undefined operator UNDEFINED_OP" in e for e in errors)
+    assert "Traceback" not in r.stderr
+
+
+def test_help_documents_the_commands_and_the_language():
+    r = wengert("--help")
+    for word in ("run", "repl", "demo", "outcode", "dfuv", "err(f,x,eps)", "on fort",
+                 "operator", "adds> "):
+        assert word in r.stdout
+    assert wengert("demo").returncode == 0

@@ -1,0 +1,96 @@
+"""Every mistake in an ADDS program gets one clear message with file, line, column and a
+caret, never a Python traceback; a failing statement changes nothing."""
+import io
+
+import pytest
+
+from wengert.adds import AddsError, Session
+
+
+def error(program, filename="prog.adds"):
+    s = Session(stdout=io.StringIO(), stderr=io.StringIO())
+    with pytest.raises(AddsError) as info:
+        s.execute(program, filename)
+    return info.value, s
+
+
+def test_syntax_error_has_file_line_column_and_caret():
+    e, _ = error("f := x;\ng := (x + ;\n")
+    assert (e.filename, e.line, e.column) == ("prog.adds", 2, 11)
+    assert str(e) == ("prog.adds:2:11: error: unexpected ';', expected '(' or '+' or '-' or "
+                      "a name or a number\n    g := (x + ;\n              ^")
+
+
+def test_missing_semicolon_and_bad_character():
+    e, _ = error("f := x")
+    assert "a ';' is missing" in e.message and e.line == 1
+    e, _ = error("f := x $ y;")
+    assert e.message == "unexpected character '$'" and e.column == 8
+
+
+def test_type_error_points_at_the_expression():
+    e, _ = error("array a[2], b[3];\nc := a + b;")
+    assert (e.line, e.column) == (2, 6)
+    assert "[2] and [3]" in e.message
+
+
+@pytest.mark.parametrize("program, message", [
+    ("f := y[1];", "undefined name Y"),
+    ("f := x; outcode(x) g;", "undefined name G"),
+    ("f := x; outcode(q) f;", "undefined name Q"),
+    ("f := foo(x);", "undefined operator FOO (declare it: operator FOO(n);)"),
+    ("x := 1; f := x(2);", "X is a variable, not an operator"),
+    ("operator h(2); f := h + 1;", "H is an operator; apply it to operands"),
+    ("array a[2,3]; f := a[3];", "index 3 of A is out of range 1..2"),
+    ("array a[2,3]; f := a[1,0];", "index 0 of A is out of range 1..3"),
+    ("array a[2]; f := a[1,1];", "A has type [2]: 2 indices are too many"),
+    ("array a[2]; f := a[x];", "an index must be an integer constant"),
+    ("array a[2]; f := a[1.5];", "an index must be an integer constant"),
+    ("operator f[2,5](4); array x[3]; y := f(x);",
+     "operator F[2,5](4) takes 4 scalar operands in all, got 3"),
+    ("operator g(1); y := g(a, b);", "operator G(1) takes 1 scalar operand in all, got 2"),
+    ('in "no-such-file.adds";', 'in: there is no file "no-such-file.adds"'),
+    ('shut "x.txt";', 'shut: "x.txt" is not open for output'),
+    ("on speed;", "on takes ECHO or FORT, got SPEED"),
+    ("f := sin(x, y);", "SIN takes 1 operand, got 2"),
+    ("f := dfu(x);", "DFU takes 2 operands, got 1"),
+    ("f := vec();", "VEC needs at least one operand"),
+    ("f := x*x; g := dfd(f, vec(x, x));", "must be distinct"),
+    ("f := x*x; g := dfd(f, 2);", "cannot differentiate with respect to the constant 2.0"),
+    ("array sin[2];", "SIN is a built-in operator"),
+    ("array a[2]; array a[3];", "A is already a variable of type [2]"),
+    ("array a[0];", "array bounds must be at least 1"),
+    ("f := log(0) + x; outcode(x) f;", "the code would contain the constant -inf"),
+])
+def test_each_mistake_has_one_clear_message(program, message):
+    e, _ = error(program)
+    assert message in e.message
+    assert e.located and "Traceback" not in str(e)
+
+
+def test_a_failing_statement_changes_nothing():
+    s = Session(stdout=io.StringIO())
+    s.execute("array a[2]; f := a*a;")
+    nodes, variables = len(s.graph.nodes), dict(s.variables)
+    with pytest.raises(AddsError):
+        s.execute("g := dfd(exp(a[1]) * f, a) + vec(1, 2, 3);")     # fails after building
+    assert len(s.graph.nodes) == nodes and s.variables == variables
+    with pytest.raises(AddsError):
+        s.execute("operator h[2](1); z := h(f) + dfd(h(f), vec(f));")
+    assert "H" in s.operators and "DH" not in s.operators       # the declaration stays
+    s.execute("g := dfd(f, a); outcode(a) g;")                      # and goes on
+    assert sorted(s.stdout.getvalue().splitlines()) == ["G[1] := A[1]+A[1];",
+                                                        "G[2] := A[2]+A[2];"]
+
+
+def test_error_in_an_included_file_names_that_file(tmp_path):
+    (tmp_path / "inner.adds").write_text("f := 1;\nf := vec(1, 2);\n")
+    e, _ = error(f'in "{tmp_path / "inner.adds"}";')
+    assert e.filename.endswith("inner.adds") and e.line == 2
+
+
+def test_a_file_cannot_include_itself(tmp_path):
+    (tmp_path / "loop.adds").write_text('in "loop.adds";')
+    s = Session(stdout=io.StringIO())
+    with pytest.raises(AddsError, match="already being read"):
+        s.run_file(str(tmp_path / "loop.adds"))

@@ -1,0 +1,219 @@
+"""The ADDS language (seed 002, §2): types and the typing rules of each operator, partial
+indexing, declarations, derivative operators (types, differentiable again), declared
+operators with their d/u/v derivative operators, err, and the statements."""
+import io
+import math
+import os
+
+import numpy as np
+import pytest
+
+from adds_util import code, random_env, run, values
+from wengert.adds import AddsError, Session
+
+
+def types(program, *names):
+    s, _ = run(program)
+    return [s.variables[n.upper()].shape for n in names]
+
+
+def test_contraction_rule_of_the_paper():
+    assert types("array a[2,3,4], b[4,3]; c := a*b;", "c") == [(2, 3, 3)]
+    assert types("array u[3], w[3], m[2,3]; s := u*w; v := m*u; t := 2*m; r := m*3;",
+                 "s", "v", "t", "r") == [(), (2,), (2, 3), (2, 3)]
+
+
+def test_contraction_values():
+    s, _ = run("array m[2,3], u[3]; v := m*u;")
+    env = random_env(s, np.random.default_rng(0))
+    m = np.array([[env[("M", (i, j))] for j in (1, 2, 3)] for i in (1, 2)])
+    u = np.array([env[("U", (j,))] for j in (1, 2, 3)])
+    np.testing.assert_allclose(values(s, "v", env), m @ u)
+
+
+def test_vp_tp_vec_and_matrix_power_types():
+    assert types("array u[3], w[3], a[2,3], m[3,3]; c := vp(u, w); t := tp(a); "
+                 "v := vec(a, a, a); q := m**4; e := vec(1, 2);",
+                 "c", "t", "v", "q", "e") == [(3,), (3, 2), (3, 2, 3), (3, 3), (2,)]
+
+
+def test_vp_values():
+    s, _ = run("u := vec(u1, u2, u3); w := vec(w1, w2, w3); c := vp(u, w);")
+    env = random_env(s, np.random.default_rng(1))
+    u = [env[(f"U{i}", ())] for i in (1, 2, 3)]
+    w = [env[(f"W{i}", ())] for i in (1, 2, 3)]
+    np.testing.assert_allclose(values(s, "c", env), np.cross(u, w))
+
+
+@pytest.mark.parametrize("program, message", [
+    ("array a[2], b[3]; c := a + b;", "+: the operands must have the same type, got [2] and [3]"),
+    ("array a[2], b[3]; c := a - b;", "got [2] and [3]"),
+    ("array a[2,3], b[2]; c := a*b;", "cannot multiply [2,3] by [2]"),
+    ("array a[2], b[2]; c := a/b;", "the divisor must be a scalar, got [2] / [2]"),
+    ("array a[2,3]; c := a**2;", "got [2,3] ** []"),
+    ("array m[2,2]; c := m**x;", "positive integer constant power, got [2,2] ** []"),
+    ("array m[2,2]; c := m**0;", "positive integer constant power"),
+    ("array u[2], w[3]; c := vp(u, w);", "two operands of type [3], got [2] and [3]"),
+    ("array u[3]; c := tp(u);", "needs a matrix (rank 2), got [3]"),
+    ("array a[2], b[3]; c := vec(a, b);", "one type, got [2] and [3]"),
+    ("array a[2], b[3]; c := atan2(a, b);", "one type, got [2] and [3]"),
+    ("array x[2], y[3]; c := dfuv(x*x, x, y);", "x of type [2] and y of type [3]"),
+    ("array x[2], y[3]; c := dfdv(x, x, y);", "f of type [2] and y of type [3]"),
+    ("array a[2]; a := 1;", "A has type [2], the value assigned has type []"),
+    ("array a[2,3]; a[1] := vec(1, 2);", "A[1] has type [3], the value assigned has type [2]"),
+])
+def test_type_errors_name_both_types(program, message):
+    with pytest.raises(AddsError, match=None) as info:
+        run(program)
+    assert message in info.value.message
+
+
+def test_square_matrix_power_values_and_scalar_powers():
+    s, _ = run("array m[2,2]; q := m**5; r := x**(-2); t := x**0.5; u := x**0;")
+    env = random_env(s, np.random.default_rng(2), 0.5, 1.5)
+    m = np.array([[env[("M", (i, j))] for j in (1, 2)] for i in (1, 2)])
+    np.testing.assert_allclose(values(s, "q", env), np.linalg.matrix_power(m, 5))
+    x = env[("X", ())]
+    np.testing.assert_allclose([values(s, n, env) for n in "rtu"], [x ** -2, x ** 0.5, 1])
+    assert [n.op.name for n in s.graph.live_nodes(list(s.variables["T"].reshape(-1)))][-1] \
+        == "pow"
+
+
+def test_partial_indexing_and_indexed_assignment():
+    s, _ = run("""array a[2,3];
+        r := a[2];            % type [3]: a[2,1] .. a[2,3]
+        e := a[2,3];
+        b := a;
+        a[1] := vec(1, 2, 3);
+        a[2,2] := 7;
+    """)
+    assert s.variables["R"].shape == (3,) and s.variables["E"].shape == ()
+    assert s.variables["R"][2] is s.variables["E"][()]
+    assert [n.value for n in s.variables["A"][0]] == [1.0, 2.0, 3.0]
+    assert s.variables["A"][1, 1].value == 7.0
+    assert s.variables["B"][0, 0].op.name == "input"          # b kept the old values
+    assert s.variables["R"][1].op.name == "input"
+
+
+def test_implicit_declaration_case_insensitivity_and_constants():
+    s, out = run("F := 2*X + 1.5e0*x + 2.5D-1*X + 1; Outcode(X) f;")
+    assert out == "F := 2*X+X*1.5+X*0.25+1;\n"        # one X; constants in creation order
+    assert set(s.variables) == {"F", "X"} and s.variables["F"].shape == ()
+
+
+def test_derivative_operator_types_of_the_paper():
+    assert types("array f[2], x[3], y[3], z[2]; f := vec(x*x, x[1]*x[2]); "
+                 "a := dfu(f, x); b := dfd(f, x); c := dfuv(f, x, y); d := dfdv(f, x, z);",
+                 "a", "b", "c", "d") == [(2, 3), (2, 3), (2,), (3,)]
+
+
+def test_dfu_and_dfd_give_the_same_jacobian_and_differentiate_again():
+    s, _ = run("""x := vec(x1, x2);
+        f := vec(x1*sin(x2), exp(x1*x2), x1/x2);
+        ju := dfu(f, x);  jd := dfd(f, x);
+        h := dfd(dfd(f[2], x), x);     % a Hessian: a derivative of a derivative
+        hu := dfu(dfu(f[2], x), x);""")
+    env = random_env(s, np.random.default_rng(3), 0.5, 1.5)
+    np.testing.assert_allclose(values(s, "ju", env), values(s, "jd", env), rtol=1e-13)
+    x1, x2 = env[("X1", ())], env[("X2", ())]
+    e = math.exp(x1 * x2)
+    hess = [[x2 * x2 * e, e + x1 * x2 * e], [e + x1 * x2 * e, x1 * x1 * e]]
+    np.testing.assert_allclose(values(s, "h", env), hess, rtol=1e-12)
+    np.testing.assert_allclose(values(s, "hu", env), hess, rtol=1e-12)
+
+
+def test_err_is_iris_formula():
+    """f = x*y + sin(x): operations v1 = x*y, v2 = sin(x), v3 = v1 + v2 = f, each with
+    df/dv = 1.  err = sqrt((v1^2 + v2^2 + v3^2)/3) * eps."""
+    s, _ = run("f := x*y + sin(x); e := err(f, vec(x, y), eps);")
+    env = {("X", ()): 0.7, ("Y", ()): -1.3, ("EPS", ()): 2.0 ** -52}
+    v1, v2 = 0.7 * -1.3, math.sin(0.7)
+    expected = math.sqrt((v1 ** 2 + v2 ** 2 + (v1 + v2) ** 2) / 3) * 2.0 ** -52
+    assert values(s, "e", env) == pytest.approx(expected, rel=1e-14)
+
+
+def test_err_weights_each_operation_by_its_adjoint():
+    """f = (x*y)*z: v1 = x*y with df/dv1 = z, v2 = f with df/dv2 = 1."""
+    s, _ = run("f := x*y*z; e := err(f, vec(x, y, z), 1);")
+    x, y, z = 1.5, 2.0, -0.5
+    env = {("X", ()): x, ("Y", ()): y, ("Z", ()): z}
+    expected = math.sqrt(((z * x * y) ** 2 + (x * y * z) ** 2) / 3)
+    assert values(s, "e", env) == pytest.approx(expected, rel=1e-14)
+    s, _ = run("array x[2]; e := err(vec(x[1]*x[2], x[1]+x[2]), x, 1);")
+    assert s.variables["E"].shape == (2,)
+
+
+def test_operator_declaration_application_and_indexing():
+    s, _ = run("operator f[2,5](4); array x[3]; y := f(t, x); r := f[1](t, x); "
+               "z := f[2,5](x, t);")
+    assert s.variables["Y"].shape == (2, 5) and s.variables["R"].shape == (5,)
+    assert s.variables["R"][4] is s.variables["Y"][0, 4]
+    assert s.variables["Z"][()].params == {"at": (2, 5)}
+
+
+def test_derived_operators_have_the_papers_types():
+    s, _ = run("""operator h[2](3);
+        x := vec(x1, x2, x3);
+        y := h(x);
+        a := dfu(y, x); b := dfuv(y, x, vec(1, 0, 2)); c := dfdv(y, x, vec(1, 1));""")
+    table = {name: (op.shape, op.n) for name, op in s.operators.items()}
+    assert table == {"H": ((2,), 3), "DH": ((2, 3), 3), "UH": ((2,), 6), "VH": ((3,), 5)}
+    assert s.variables["B"][0].op.name == "UH"
+    # one call of VH per element of h's result, each weighted by its own adjoint
+    c = s.variables["C"][0]
+    assert c.op.name == "add" and {a.op.name for a in c.args} == {"VH"}
+    assert s.variables["A"][1, 2].op.name == "DH"
+    assert s.variables["A"][1, 2].params == {"at": (2, 3)}
+
+
+def test_derived_operators_differentiate_again():
+    s, _ = run("operator g(2); f := g(x, y); h := dfd(dfd(f, vec(x, y)), vec(x, y));")
+    assert {"DG", "DDG"} <= set(s.operators)
+    assert s.operators["DDG"].shape == (2, 2)
+    assert s.variables["H"][0, 1].params == {"at": (1, 2)}
+
+
+def test_statements_io_echo_write_comment_clear_free(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lib.adds").write_text("g := x*x;\n")
+    err = io.StringIO()
+    out = io.StringIO()
+    s = Session(stdout=out, stderr=err)
+    s.execute("""comment this is ignored, even := and (;
+        on echo; in "lib.adds"; off echo;
+        out "code.txt"; outcode(x) g; write "done"; shut "code.txt";
+        write "back";
+        on fort; outcode(x) g; off fort;
+        unused := exp(x) + sin(x);
+    """)
+    assert (tmp_path / "code.txt").read_text() == "G := X*X;\ndone\n"
+    assert out.getvalue() == "back\n      G = X*X\n"
+    assert "g := x*x;" in err.getvalue() and "off echo;" in err.getvalue()
+    before = len(s.graph.nodes)
+    s.variables.pop("UNUSED")
+    s.execute("free;")
+    assert len(s.graph.nodes) < before
+    s.execute("outcode(x) g;")
+    assert out.getvalue().endswith("G := X*X;\n")
+    s.execute("clear; f := 1;")
+    assert set(s.variables) == {"F"} and len(s.graph.nodes) == 1
+
+
+def test_in_reads_relative_to_the_including_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.adds").write_text('in "b.adds"; f := g + 1;')
+    (tmp_path / "sub" / "b.adds").write_text("g := x*x;")
+    s = Session(stdout=io.StringIO())
+    s.run_file(str(tmp_path / "sub" / "a.adds"))
+    assert set(s.variables) == {"F", "G", "X"}
+
+
+@pytest.mark.parametrize("path", sorted(
+    p for p in os.listdir(os.path.join(os.path.dirname(__file__), "..", "examples"))
+    if p.endswith(".adds")))
+def test_every_example_runs(path, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)                      # an example may write files with out
+    out = io.StringIO()
+    Session(stdout=out).run_file(os.path.join(os.path.dirname(__file__), "..", "examples",
+                                              path))
+    assert out.getvalue()

@@ -1,0 +1,269 @@
+"""outcode and count: the structure of the paper's Example 1, emitted programs evaluated
+numerically against finite differences (both formats), Fortran that gfortran compiles,
+the counts of Example 2, and an emitter that neither recurses nor grows without bound."""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import emitted
+from adds_util import code, fd_jacobian, input_keys, outputs, random_env, run, values
+
+EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
+
+
+def test_example_1_has_the_papers_structure():
+    s, _ = run("f := (a+1)*exp(x)+(a-1)/(exp(x)+1);")
+    lines = code(s, "outcode(x)f;").splitlines()
+    # Three temporaries: A+1 and A-1 hoisted (parameters only, used by the x part), EXP(X)
+    # shared (used twice); then F with everything else inlined.
+    assert [re.sub(r"V\d{4}", "V", line) for line in lines] == [
+        "V := A+1;", "V := A-1;", "V := EXP(X);", "F := V*V+V/(1+V);"]
+    names = [line.split(" := ")[0] for line in lines[:3]]
+    assert lines[3] == f"F := {names[0]}*{names[2]}+{names[1]}/(1+{names[2]});"
+
+
+def test_example_1_in_fortran():
+    s, _ = run("f := (a+1)*exp(x)+(a-1)/(exp(x)+1);")
+    text = code(s, "outcode(x)f;", fortran=True)
+    assert all(line.startswith("      ") for line in text.splitlines())
+    assert text.splitlines()[-1].strip().startswith("F = ")
+
+
+def _check_derivatives(program, x, pairs, ranges=None, seed=0, operators=None, points=3):
+    """For `pairs` of (derivative variable, function variable): the emitted code (both
+    formats) of outcode(x) for all of them agrees with the graph and with central
+    differences of the function at random points."""
+    s, _ = run(program)
+    names = sorted({n for pair in pairs for n in pair})
+    rng = np.random.default_rng(seed)
+    for fortran in (False, True):
+        text = code(s, f"outcode({x}) {', '.join(names)};", fortran)
+        for _ in range(points):
+            env = random_env(s, rng, ranges=ranges)
+            got = emitted.run(text, env, fortran, operators)
+            for name in names:
+                np.testing.assert_allclose(outputs(got, s, name), values(s, name, env),
+                                           rtol=1e-12, atol=1e-12)
+            for d, f in pairs:
+                np.testing.assert_allclose(outputs(got, s, d), fd_jacobian(s, f, x, env),
+                                           rtol=1e-5, atol=1e-6)
+    return s
+
+
+def test_example_1_derivatives():
+    _check_derivatives("f := (a+1)*exp(x)+(a-1)/(exp(x)+1); g := dfd(f, x); h := dfu(g, x);",
+                       "x", [("g", "f"), ("h", "g")])
+
+
+def test_powell_gradient_and_php_against_finite_differences():
+    program = (EXAMPLES / "powell.adds").read_text()
+    program = program[:program.index("count")]
+    s = _check_derivatives(program + "h := dfu(g, x);", "x", [("g", "f"), ("h", "g")])
+    rng = np.random.default_rng(1)
+    env = random_env(s, rng)
+    p = np.array([env[k] for k in input_keys(s, "p")])
+    np.testing.assert_allclose(values(s, "php", env), p @ fd_jacobian(s, "g", "x", env) @ p,
+                               rtol=1e-5)
+
+
+def test_all_sixteen_functions_first_and_second_derivatives():
+    program = """
+        x := vec(s, t);
+        f := sqrt(s) + cbrt(s) + exp(s) + log(s) + log10(s) + sin(s) + cos(s) + tan(s)
+             + cotan(s) + asin(t) + acos(t) + atan(s) + atan2(s, t) + sinh(t) + cosh(t)
+             + tanh(s) + s**t + t**3 - 1/s**2 + cbrt(-s);
+        g := dfd(f, x);
+        h := dfu(g, x);
+    """
+    _check_derivatives(program, "x", [("g", "f"), ("h", "g")],
+                       ranges={"S": (0.2, 1.2), "T": (-0.8, 0.8)})
+
+
+def test_arrays_contraction_transpose_vp_and_matrix_power():
+    program = """
+        array a[2,3], m[2,2];
+        x := vec(x1, x2, x3);
+        y := a*x;                      % [2,3]*[3] -> [2]
+        f := y*y + tp(a)[2]*y;         % inner products
+        w := vp(x, vec(1, x1, x3*x3));
+        q := m**3;
+        gf := dfd(f, x);  jw := dfu(w, x);  jq := dfd(q, m);  jy := dfu(y, x);
+    """
+    s = _check_derivatives(program, "x", [("gf", "f"), ("jw", "w"), ("jy", "y")])
+    env = random_env(s, np.random.default_rng(2))
+    a = np.array([[env[("A", (i, j))] for j in (1, 2, 3)] for i in (1, 2)])
+    np.testing.assert_allclose(values(s, "jy", env), a, rtol=1e-13)      # d(Ax)/dx = A
+    m = np.array([[env[("M", (i, j))] for j in (1, 2)] for i in (1, 2)])
+    np.testing.assert_allclose(values(s, "q", env), m @ m @ m, rtol=1e-13)
+    np.testing.assert_allclose(values(s, "jq", env), fd_jacobian(s, "q", "m", env),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_declared_operators_in_emitted_code():
+    """f(t, x) opaque; its derivative operators appear in the code, and with numeric
+    definitions consistent with f the emitted code gives the right numbers."""
+    program = """
+        operator h[2](3);
+        x := vec(x1, x2);
+        y := h(t, x);
+        f := y*y;
+        g := dfd(f, x);
+        gu := dfuv(f, x, vec(1, 2));
+        gv := dfdv(y, x, vec(3, 4));
+    """
+    s, _ = run(program)
+    assert {"H", "DH", "UH", "VH"} <= set(s.operators)
+
+    def h(at, t, a, b):
+        return [t * a * b, math_sin(a) + t * b][at[0] - 1]
+
+    def dh(at, t, a, b):
+        return [[a * b, t * b, t * a], [b, math_cos(a), t]][at[0] - 1][at[1] - 1]
+
+    def uh(at, t, a, b, dt, da, db):
+        return sum(dh(at + (k,), t, a, b) * d for k, d in zip((1, 2, 3), (dt, da, db)))
+
+    def vh(at, t, a, b, w1, w2):
+        return sum(w * dh((i, at[0]), t, a, b) for i, w in zip((1, 2), (w1, w2)))
+
+    ops = {"H": (h, 1), "DH": (dh, 2), "UH": (uh, 1), "VH": (vh, 1)}
+    rng = np.random.default_rng(3)
+    for fortran in (False, True):
+        text = code(s, "outcode(x) f, g, gu, gv;", fortran)
+        assert "UH" in text and "VH" in text and "DH" in text
+        env = random_env(s, rng)
+        t, a, b = env[("T", ())], env[("X1", ())], env[("X2", ())]
+        got = emitted.run(text, env, fortran, ops)
+        y = np.array([h((1,), t, a, b), h((2,), t, a, b)])
+        jac = np.array([[dh((i, k), t, a, b) for k in (2, 3)] for i in (1, 2)])
+        np.testing.assert_allclose(outputs(got, s, "f"), y @ y)
+        np.testing.assert_allclose(outputs(got, s, "g"), 2 * y @ jac)
+        np.testing.assert_allclose(outputs(got, s, "gu"), 2 * y @ jac @ [1, 2])
+        np.testing.assert_allclose(outputs(got, s, "gv"), np.array([3, 4]) @ jac)
+
+
+def math_sin(x):
+    return float(np.sin(x))
+
+
+def math_cos(x):
+    return float(np.cos(x))
+
+
+def test_fortran_lines_stay_within_column_72():
+    s, _ = run("x := vec(a, b, c, d, e); f := (x*x)**3 + exp(x*x) * sin(x*x); "
+               "g := dfd(f, x); h := dfu(g, x);")
+    text = code(s, "outcode(x) f, g, h;", fortran=True)
+    lines = text.splitlines()
+    assert any(line[5] == "&" for line in lines)
+    assert all(len(line) <= 72 for line in lines)
+    env = random_env(s, np.random.default_rng(4))
+    got = emitted.run(text, env, fortran=True)
+    np.testing.assert_allclose(outputs(got, s, "h"), values(s, "h", env), rtol=1e-12)
+
+
+def test_no_integer_division_in_fortran():
+    s, _ = run("f := 1/(2*x) + x/3 + (1/3)*x + 2**(-1)*x; g := dfd(f, x);")
+    text = code(s, "outcode(x) f, g;", fortran=True)
+    env = {("X", ()): 0.7}
+    got = emitted.run(text, env, fortran=True)
+    np.testing.assert_allclose(got[("F", ())], 1 / 1.4 + 0.7 / 3 + 0.7 / 3 + 0.35)
+    np.testing.assert_allclose(got[("G", ())], -1 / (2 * 0.49) + 2 / 3 + 0.5)
+
+
+def test_temporaries_never_look_like_user_names():
+    s, _ = run("v0003 := x*x; f := exp(v0003) + exp(v0003)*v0003;")
+    text = code(s, "outcode(x) f;")
+    assert not re.search(r"\bV\d{4} :=", text)
+    assert re.search(r"\bW\d{4} :=", text)
+
+
+def test_an_output_named_like_an_input_is_assigned_last():
+    s, _ = run("y := x; x := x*x + 1; z := x*y;")
+    text = code(s, "outcode(y) x, z;")
+    got = emitted.run(text, {("X", ()): 2.0})
+    assert got[("X", ())] == 5.0 and got[("Z", ())] == 10.0
+
+
+def test_long_chain_emits_without_recursion_and_bounded_statements():
+    chain = "y := x;\n" + "y := sin(y) + y;\n" * 3000
+    s, _ = run(chain)
+    for fortran in (False, True):
+        text = code(s, "outcode(x) y;", fortran)
+        statements = emitted.statements(text, fortran)
+        assert len(statements) > 3
+        assert max(len(e) for _, e in statements) < 2200
+    got = emitted.run(text, {("X", ()): 0.1}, fortran=True)
+    np.testing.assert_allclose(got[("Y", ())], values(s, "y", {("X", ()): 0.1}), rtol=1e-12)
+
+
+def test_count_prints_a_comment():
+    s, _ = run("f := x*x + sin(x)/y;")
+    assert code(s, "count(x) f;") == ("% COUNT: ADDITIONS/SUBTRACTIONS 1, MULTIPLICATIONS 1, "
+                                      "DIVISIONS 1, FUNCTION CALLS 1, POWERS 0\n")
+    fort = code(s, "count(x) f;", fortran=True).splitlines()
+    assert all(line.startswith("C ") and len(line) <= 72 for line in fort)
+
+
+def test_example_2_counts():
+    """Paper: f in 7 additions + 12 multiplications; f, g, p'Hp in 22 + 34."""
+    program = (EXAMPLES / "powell.adds").read_text()
+    program = program[:program.index("count")]
+    s, _ = run(program)
+    f = code(s, "count(p) f;")
+    assert "ADDITIONS/SUBTRACTIONS 7," in f and "MULTIPLICATIONS 10," in f
+    total = code(s, "count(p) f, g, php;")
+    adds = int(re.search(r"ADDITIONS/SUBTRACTIONS (\d+)", total).group(1))
+    muls = int(re.search(r"MULTIPLICATIONS (\d+)", total).group(1))
+    assert (adds, muls) == (26, 38)
+
+
+# --- gfortran ------------------------------------------------------------------------------
+def _fortran_program(session, body, outputs_):
+    dims = []
+    for name, value in session.variables.items():
+        if value.ndim:
+            dims.append(f"{name}({','.join(map(str, value.shape))})")
+    lines = ["      PROGRAM WGTEST", "      IMPLICIT DOUBLE PRECISION (A-Z)"]
+    lines += [f"      DIMENSION {d}" for d in dims]
+    env = random_env(session, np.random.default_rng(5), 0.3, 0.9)
+    for (name, index), v in sorted(env.items()):
+        ref = f"{name}({','.join(map(str, index))})" if index else name
+        lines.append(f"      {ref} = {v!r}D0")
+    lines += body.splitlines()
+    for name in outputs_:
+        name = name.upper()
+        for i in np.ndindex(*session.variables[name].shape):
+            ref = f"{name}({','.join(str(j + 1) for j in i)})" if i else name
+            lines.append(f"      WRITE(*,'(ES26.17)') {ref}")
+    lines.append("      END")
+    return "\n".join(lines) + "\n", env
+
+
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
+@pytest.mark.parametrize("which", ["powell", "functions"])
+def test_gfortran_compiles_and_runs_the_emitted_code(tmp_path, which):
+    if which == "powell":
+        program = (EXAMPLES / "powell.adds").read_text()
+        program = program[:program.index("count")]
+        x, outs = "p", ["f", "g", "php"]
+    else:
+        program = ("x := vec(s, t); f := sqrt(s)*cbrt(t) + exp(s)*log(t) + log10(s)*sin(t)"
+                   " + cos(s)*tan(t) + cotan(s)*asin(t) + acos(s)*atan(t) + atan2(s, t)"
+                   " + sinh(s)*cosh(t)*tanh(s) + s**t; g := dfd(f, x); h := dfu(g, x);")
+        x, outs = "x", ["f", "g", "h"]
+    s, _ = run(program)
+    body = code(s, f"outcode({x}) {', '.join(outs)};", fortran=True)
+    source, env = _fortran_program(s, body, outs)
+    (tmp_path / "t.f").write_text(source)
+    subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), str(tmp_path / "t.f")],
+                   check=True, capture_output=True, cwd=tmp_path)
+    printed = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
+                             text=True).stdout.split()
+    expected = np.concatenate([values(s, n, env).reshape(-1) for n in outs])
+    np.testing.assert_allclose([float(v) for v in printed], expected, rtol=1e-12)

@@ -1,0 +1,113 @@
+"""wengert.nn against direct loop implementations, and their derivatives against finite
+differences (seed 000's Conv2d, MaxPool2d, ReLU rules)."""
+import numpy
+import pytest
+
+import wengert as wg
+import wengert.nn as nn
+import wengert.numpy as np
+from wengert import REGISTRY
+from wengert.primitives import nn as NN
+from fd import check_grads, assert_close
+from test_numpy import _ops_exercised
+
+rng = numpy.random.default_rng(11)
+
+
+def conv2d_loops(x, w, b, stride, padding):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = numpy.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    ho = (h + 2 * padding - kh) // stride + 1
+    wo = (wd + 2 * padding - kw) // stride + 1
+    y = numpy.zeros((n, o, ho, wo))
+    for i in range(n):
+        for k in range(o):
+            for p in range(ho):
+                for q in range(wo):
+                    win = xp[i, :, p * stride:p * stride + kh, q * stride:q * stride + kw]
+                    y[i, k, p, q] = (win * w[k]).sum() + (b[k] if b is not None else 0.0)
+    return y
+
+
+def max_pool_loops(x, k, s):
+    n, c, h, w = x.shape
+    ho, wo = (h - k) // s + 1, (w - k) // s + 1
+    y = numpy.zeros((n, c, ho, wo))
+    for i in range(n):
+        for j in range(c):
+            for p in range(ho):
+                for q in range(wo):
+                    y[i, j, p, q] = x[i, j, p * s:p * s + k, q * s:q * s + k].max()
+    return y
+
+
+@pytest.mark.parametrize("stride, padding", [(1, 0), (1, 1), (2, 1), (2, 0)])
+def test_conv2d_matches_loops_and_differentiates(stride, padding):
+    x, w, b = rng.normal(size=(2, 3, 6, 5)), rng.normal(size=(4, 3, 3, 2)), rng.normal(size=4)
+    assert_close(nn.conv2d(x, w, b, stride, padding), conv2d_loops(x, w, b, stride, padding),
+                 rtol=1e-12, atol=1e-12)
+    check_grads(lambda x, w, b: nn.conv2d(x, w, b, stride, padding), x, w, b)
+
+
+def test_conv2d_gradients_follow_seed_000():
+    """K̄ = Σ over windows of X ⊗ Ȳ, and B̄(k) = Σ_ij Ȳ(i, j, k)."""
+    x, w, b = rng.normal(size=(1, 2, 4, 4)), rng.normal(size=(3, 2, 2, 2)), rng.normal(size=3)
+    ybar = rng.normal(size=(1, 3, 3, 3))
+    _, back = wg.vjp(lambda x, w, b: nn.conv2d(x, w, b), x, w, b)
+    xbar, wbar, bbar = back(ybar)
+    expect_w = numpy.zeros_like(w)
+    expect_x = numpy.zeros_like(x)
+    for k in range(3):
+        for p in range(3):
+            for q in range(3):
+                expect_w[k] += x[0, :, p:p + 2, q:q + 2] * ybar[0, k, p, q]
+                expect_x[0, :, p:p + 2, q:q + 2] += w[k] * ybar[0, k, p, q]
+    assert_close(wbar, expect_w, rtol=1e-12, atol=1e-12)
+    assert_close(xbar, expect_x, rtol=1e-12, atol=1e-12)
+    assert_close(bbar, ybar.sum(axis=(0, 2, 3)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("k, s", [(2, 2), (3, 1), (2, 1)])
+def test_max_pool_matches_loops_and_routes_to_the_argmax(k, s):
+    x = rng.normal(size=(2, 3, 6, 6))
+    assert_close(nn.max_pool2d(x, k, s), max_pool_loops(x, k, s))
+    check_grads(lambda x: nn.max_pool2d(x, k, s) ** 2, x, order=2)
+    ybar = numpy.ones(nn.max_pool2d(x, k, s).shape)
+    (xbar,) = wg.vjp(lambda x: nn.max_pool2d(x, k, s), x)[1](ybar)
+    if k == s:                       # disjoint windows: exactly one 1 per window
+        assert xbar.sum() == ybar.sum() and set(numpy.unique(xbar)) <= {0.0, 1.0}
+
+
+def test_relu_passes_where_x_nonnegative():
+    x = numpy.array([-1.0, 0.0, 2.0])
+    (g,) = wg.vjp(nn.relu, x)[1](numpy.ones(3))
+    assert g.tolist() == [0.0, 1.0, 1.0]
+    assert nn.relu(x).tolist() == [0.0, 0.0, 2.0]
+
+
+def test_softmax_cross_entropy():
+    logits, labels = rng.normal(size=(5, 4)), numpy.array([0, 3, 1, 1, 2])
+    p = nn.softmax(logits)
+    assert_close(p.sum(axis=1), numpy.ones(5), rtol=1e-14)
+    g = wg.grad(nn.cross_entropy)(logits, labels)
+    onehot = numpy.eye(4)[labels]
+    assert_close(g, (p - onehot) / 5, rtol=1e-12, atol=1e-14)      # the textbook gradient
+    check_grads(lambda z: nn.cross_entropy(z, labels) + nn.log_softmax(z).sum(), logits)
+
+
+def test_small_cnn_second_order():
+    x = rng.normal(size=(2, 1, 5, 5))
+
+    def net(w, v):
+        h = nn.max_pool2d(np.tanh(nn.conv2d(x, w, padding=1)), 2)
+        return np.sum(np.tanh(h.reshape(2, -1) @ v))
+    check_grads(net, rng.normal(size=(2, 1, 3, 3)), rng.normal(size=(8,)))
+
+
+def test_every_nn_primitive_is_exercised():
+    x, w = rng.normal(size=(1, 1, 4, 4)), rng.normal(size=(2, 1, 2, 2))
+    seen = _ops_exercised(lambda x, w: nn.max_pool2d(nn.relu(nn.conv2d(x, w)), 1) ** 2, [x, w])
+    declared = {name for name, p in REGISTRY.items() if p.builtin and any(
+        p is v for v in vars(NN).values())}
+    assert declared <= seen, declared - seen

@@ -1,0 +1,422 @@
+"""The ADDS interpreter: a session that runs statements on one computational graph.
+
+A `Session` holds the graph, the variables (name -> value, an object array of nodes), the
+declared operators, and the I/O state (``out`` files, ``on echo``, ``on fort``).  Every
+statement runs atomically: if it fails, the graph, the variables and the operators are as
+they were before it, so an interactive session can go on.
+
+Names not yet defined that are read as scalars become input nodes (the paper's ``in``
+nodes); arrays are declared by ``array`` or by a first assignment.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import lark
+import numpy as np
+
+from ..codegen.count import count_ops
+from ..codegen.emit import EmitError, Symbol, emit
+from ..codegen.formats import AddsFormat, FortranFormat
+from ..graph.graph import Graph, ShapeDtype
+from ..primitives import scalar as P
+from . import derivatives as D
+from . import types as T
+from .errors import AddsError
+from .parser import parse
+
+#: The sixteen scalar functions of §2.4 ⑧, by ADDS name: (primitive, number of operands).
+FUNCTIONS = {name.upper(): (getattr(P, name), 2 if name == "atan2" else 1) for name in (
+    "sqrt", "cbrt", "exp", "log", "log10", "sin", "cos", "tan", "cotan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh")}
+
+#: The other built-in operators: name -> number of operands (None: one or more).
+SPECIAL = {"VP": 2, "TP": 1, "VEC": None, "DFU": 2, "DFD": 2, "DFUV": 3, "DFDV": 3, "ERR": 3}
+
+_COUNT_NAMES = (("add", "ADDITIONS/SUBTRACTIONS"), ("mul", "MULTIPLICATIONS"),
+                ("div", "DIVISIONS"), ("call", "FUNCTION CALLS"), ("pow", "POWERS"),
+                ("neg", "NEGATIONS"), ("cmp", "COMPARISONS"))
+
+
+class Session:
+    """An ADDS session: run programs with `execute` (text) or `run_file` (a file).
+
+    Output (``outcode``, ``count``, ``write``) goes to `stdout` unless an ``out`` statement
+    redirects it; ``on echo`` echoes statements to `stderr`.
+
+    Example (seed 002's Example 1):
+        >>> s = Session()
+        >>> s.execute("f := (a+1)*exp(x)+(a-1)/(exp(x)+1); outcode(x)f;")
+        V0002 := A+1;
+        V0006 := A-1;
+        V0004 := EXP(X);
+        F := V0002*V0004+V0006/(1+V0004);
+    """
+
+    def __init__(self, stdout=None, stderr=None):
+        self.stdout = stdout if stdout is not None else sys.stdout
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.out = None                 # None: self.stdout (looked up when written to)
+        self.files = {}                 # name of an `out` file -> open file
+        self.echo = False
+        self.fort = False
+        self.directional = False        # set while dfuv/dfdv run (see derivatives.py)
+        self._reading = []              # files being read by `in`, outermost first
+        self.clear()
+
+    def clear(self) -> None:
+        """Empty the graph and forget variables and operators (the ``clear`` statement)."""
+        self.graph = Graph(optimize=True)
+        self.variables = {}             # name -> object array of nodes
+        self.operators = {}             # name -> derivatives.Operator
+        self.symbols = {}               # input node index -> Symbol (its name in code)
+
+    # --- running text -----------------------------------------------------------------------
+    def execute(self, text: str, filename: str = "<input>", directory: str = None) -> None:
+        """Parse `text` and run its statements in order.  The first failing statement
+        raises `AddsError` (with its position) after being undone; those before it stay
+        done.  `directory` is where ``in`` looks for relative file names (default: the
+        current directory)."""
+        statements = parse(text, filename)
+        with np.errstate(all="ignore"):
+            for stmt in statements:
+                self._atomic(stmt, text, filename, directory)
+
+    def run_file(self, path: str) -> None:
+        """Run the program in the file `path` (``in`` statements in it are relative to its
+        directory).
+
+        Example:
+            >>> import tempfile, os
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     p = os.path.join(d, "f.adds")
+            ...     _ = open(p, "w").write("y := x*x; count(x) y;")
+            ...     Session().run_file(p)
+            % COUNT: ADDITIONS/SUBTRACTIONS 0, MULTIPLICATIONS 1, DIVISIONS 0, FUNCTION CALLS 0, POWERS 0
+        """
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise AddsError(f"cannot read {path}: {e.strerror}") from None
+        self._reading.append(os.path.abspath(path))
+        try:
+            self.execute(text, path, os.path.dirname(os.path.abspath(path)))
+        finally:
+            self._reading.pop()
+
+    def _atomic(self, stmt, text, filename, directory):
+        snapshot = (self.graph, len(self.graph.nodes), dict(self.variables),
+                    dict(self.operators), dict(self.symbols))
+        self._where = (filename, text)
+        try:
+            if self.echo:
+                start, end = stmt.meta.start_pos, stmt.meta.end_pos
+                print(text[start:end] + ";", file=self.stderr)
+            self._statement(stmt, directory)
+        except BaseException as e:
+            graph, size, self.variables, self.operators, self.symbols = snapshot
+            self.graph = graph
+            graph.truncate(size)
+            if isinstance(e, AddsError):
+                raise e.at(filename, text, stmt.meta.line, stmt.meta.column)
+            if isinstance(e, Exception) and not isinstance(e, BrokenPipeError):
+                raise AddsError(f"internal error: {type(e).__name__}: {e}").at(
+                    filename, text, stmt.meta.line, stmt.meta.column) from e
+            raise
+
+    def _write(self, lines) -> None:
+        out = self.out if self.out is not None else self.stdout
+        for line in lines:
+            print(line, file=out)
+
+    @property
+    def format(self):
+        """The output format chosen by ``on fort`` / ``off fort``."""
+        return FortranFormat() if self.fort else AddsFormat()
+
+    # --- statements ---------------------------------------------------------------------------
+    def _statement(self, stmt, directory):
+        kind = stmt.data
+        c = stmt.children
+        if kind == "assign":
+            self._assign(c[0], c[1])
+        elif kind == "array_decl":
+            for decl in c:
+                name, dims = decl.children
+                self._declare_array(name, _dims(dims))
+        elif kind == "operator_decl":
+            for decl in c:
+                name, dims, n = decl.children
+                self._declare_operator(name, _dims(dims) if dims else (), int(n))
+        elif kind in ("outcode", "count"):
+            self._outcode(kind, c[0], c[1])
+        elif kind == "clear":
+            self.clear()
+        elif kind == "free":
+            self._free()
+        elif kind == "in_stmt":
+            self._include(_string(c[0]), directory)
+        elif kind == "out_stmt":
+            name = _string(c[0])
+            if name not in self.files:
+                try:
+                    self.files[name] = open(name, "w", encoding="utf-8")
+                except OSError as e:
+                    raise AddsError(f"out: cannot write {name}: {e.strerror}") from None
+            self.out = self.files[name]
+        elif kind == "shut_stmt":
+            name = _string(c[0])
+            f = self.files.pop(name, None)
+            if f is None:
+                raise AddsError(f'shut: "{name}" is not open for output (see out)')
+            f.close()
+            self.out = None
+        elif kind in ("on_stmt", "off_stmt"):
+            what = str(c[0])
+            if what not in ("ECHO", "FORT"):
+                raise _located(AddsError(f"{kind[:-5]} takes ECHO or FORT, got {what}"), c[0],
+                               self._where)
+            setattr(self, what.lower(), kind == "on_stmt")
+        elif kind == "write_stmt":
+            self._write([_string(c[0])])
+        # comment_stmt: nothing to do
+
+    def _assign(self, ref, expr):
+        name, index = ref.children
+        name = str(name)
+        value = self.value(expr)
+        old = self.variables.get(name)
+        if name in self.operators or name in FUNCTIONS or name in SPECIAL:
+            raise AddsError(f"{name} is an operator; it cannot be assigned to")
+        if index is None:
+            if old is not None and old.shape != value.shape:
+                raise _located(AddsError(f"{name} has type {T.type_str(old)}, the value "
+                                         f"assigned has type {T.type_str(value)}"),
+                               expr, self._where)
+            self.variables[name] = value
+            return
+        if old is None:
+            raise AddsError(f"undefined name {name}: declare an array before assigning to "
+                            f"its elements (array {name}[...];)")
+        at = self._indices(index)
+        part = T.index(old, at, name)
+        if part.shape != value.shape:
+            raise _located(AddsError(f"{name}[{','.join(map(str, at))}] has type "
+                                     f"{T.type_str(part)}, the value assigned has type "
+                                     f"{T.type_str(value)}"), expr, self._where)
+        new = old.copy()
+        new[tuple(i - 1 for i in at)] = value[()] if value.ndim == 0 else value
+        self.variables[name] = new
+
+    def _check_new_name(self, name, what):
+        if name in FUNCTIONS or name in SPECIAL:
+            raise AddsError(f"{name} is a built-in operator; choose another name for the "
+                            f"{what}")
+        if name in self.variables:
+            raise AddsError(f"{name} is already a variable of type "
+                            f"{T.type_str(self.variables[name])}")
+        if name in self.operators:
+            raise AddsError(f"{name} is already declared as operator "
+                            f"{self.operators[name].signature()}")
+
+    def _declare_array(self, name, shape):
+        name = str(name)
+        self._check_new_name(name, "array")
+        self.variables[name] = T.build(shape, lambda i: self._input(name, tuple(
+            j + 1 for j in i)))
+
+    def _declare_operator(self, name, shape, n):
+        name = str(name)
+        self._check_new_name(name, "operator")
+        if n < 1:
+            raise AddsError(f"operator {name} must take at least one operand")
+        D.Operator(name, shape, n, self.operators, lambda: self.directional)
+
+    def _input(self, name, index=()):
+        sym = Symbol(str(name), index)
+        node = self.graph.input(ShapeDtype(), AddsFormat().symbol(sym))
+        self.symbols[node.index] = sym
+        return node
+
+    def _outcode(self, kind, inputs, outputs):
+        xs = T.flat([self._variable(r) for r in inputs.children if r is not None])
+        outs = []
+        for r in outputs.children:
+            name, index = r.children
+            at = self._indices(index) if index is not None else ()
+            value = self._variable(r)
+            for i in np.ndindex(*value.shape):
+                outs.append((Symbol(name, at + tuple(j + 1 for j in i)), value[i]))
+        fmt = self.format
+        if kind == "count":
+            tally = count_ops(self.graph, [n for _, n in outs])
+            words = [f"{label} {tally[c]}" for c, label in _COUNT_NAMES
+                     if c in ("add", "mul", "div", "call", "pow") or tally[c]]
+            self._write(fmt.comment("COUNT: " + ", ".join(words)))
+            return
+        try:
+            code = emit(self.graph, xs, outs, fmt, names=self.symbols,
+                        reserved=set(self.variables) | set(self.operators))
+        except EmitError as e:
+            raise AddsError(f"outcode: {e}") from None
+        self._write(code.lines)
+
+    def _free(self):
+        """Rebuild the graph with only the nodes the variables still need."""
+        old = self.graph
+        roots = T.flat(list(self.variables.values()))
+        new = Graph(optimize=True)
+        new_of, symbols = {}, {}
+        for i in sorted(old.mark_down(roots)) if roots else ():
+            node = old.nodes[i]
+            if node.is_const:
+                new_of[i] = new.const(node.value)
+            elif not node.args:
+                new_of[i] = new.input(ShapeDtype(), node.name)
+                if i in self.symbols:
+                    symbols[new_of[i].index] = self.symbols[i]
+            else:
+                new_of[i] = new.apply(node.op, [new_of[a.index] for a in node.args],
+                                      node.params)
+        self.graph, self.symbols = new, symbols
+        self.variables = {name: T.build(v.shape, lambda i, v=v: new_of[v[i].index])
+                          for name, v in self.variables.items()}
+
+    def _include(self, name, directory):
+        path = name if os.path.isabs(name) else os.path.join(directory or os.getcwd(), name)
+        if os.path.abspath(path) in self._reading:
+            raise AddsError(f'in: "{name}" is already being read (a file cannot include '
+                            "itself)")
+        if not os.path.isfile(path):
+            raise AddsError(f'in: there is no file "{name}"'
+                            + (f" in {directory}" if directory else ""))
+        self.run_file(path)
+
+    # --- expressions ----------------------------------------------------------------------------
+    def value(self, tree) -> np.ndarray:
+        """The value of an expression tree: an object array of nodes.  An error inside
+        gets the position of the innermost construct that failed."""
+        try:
+            return self._value(tree)
+        except AddsError as e:
+            raise _located(e, tree, self._where)
+
+    def _value(self, tree):
+        kind, c = tree.data, tree.children
+        if kind == "number":
+            return T.scalar(self.graph.const(_number(c[0])))
+        if kind == "ref":
+            return self._variable(tree, read=True)
+        if kind == "call":
+            return self._call(tree)
+        if kind == "neg":
+            return T.neg(self.value(c[0]))
+        if kind == "indexed":
+            return T.index(self.value(c[0]), self._indices(c[1]), "the value")
+        a, b = self.value(c[0]), self.value(c[1])
+        return {"add": T.add, "sub": T.sub, "mul": T.mul, "div": T.div,
+                "pow": T.power}[kind](a, b)
+
+    def _variable(self, ref, read=False):
+        """The value of a variable reference ``a`` or ``a[i, ...]``.  Reading an unknown
+        scalar name (``read=True``) makes it an input, as ADDS does."""
+        name, index = ref.children
+        value = self.variables.get(name)
+        if value is None:
+            if name in self.operators or name in FUNCTIONS or name in SPECIAL:
+                raise _located(AddsError(f"{name} is an operator; apply it to operands: "
+                                         f"{name}(...)"), name, self._where)
+            if not read or index is not None:
+                raise _located(AddsError(f"undefined name {name}"), name, self._where)
+            value = self.variables[str(name)] = T.scalar(self._input(name))
+        if index is None:
+            return value
+        return T.index(value, self._indices(index), name)
+
+    def _indices(self, index) -> tuple:
+        out = []
+        for e in index.children:
+            n = T.constant_integer(self.value(e))
+            if n is None:
+                raise _located(AddsError("an index must be an integer constant"), e,
+                               self._where)
+            out.append(n)
+        return tuple(out)
+
+    def _call(self, tree):
+        name, index, *args = tree.children
+        args = [a for a in args if a is not None]
+        if name in self.operators:
+            values = [self.value(a) for a in args]
+            result = self.operators[name].apply(T.flat(values))
+        elif name in FUNCTIONS:
+            prim, arity = FUNCTIONS[name]
+            self._arity(name, arity, args)
+            values = [self.value(a) for a in args]
+            if arity == 2 and values[0].shape != values[1].shape:
+                raise AddsError(f"{name}: the operands must have one type, got "
+                                f"{T.type_str(values[0])} and {T.type_str(values[1])}")
+            result = T.elementwise(prim, *values)
+        elif name in SPECIAL:
+            self._arity(name, SPECIAL[name], args)
+            result = self._special(name, args)
+        elif name in self.variables:
+            raise _located(AddsError(f"{name} is a variable, not an operator: index it with "
+                                     f"{name}[...]"), name, self._where)
+        else:
+            raise _located(AddsError(f"undefined operator {name} (declare it: operator "
+                                     f"{name}(n);)"), name, self._where)
+        if index is not None:
+            result = T.index(result, self._indices(index), f"{name}(...)")
+        return result
+
+    @staticmethod
+    def _arity(name, arity, args):
+        if arity is None and not args:
+            raise AddsError(f"{name} needs at least one operand")
+        if arity is not None and len(args) != arity:
+            raise AddsError(f"{name} takes {arity} operand{'s' if arity > 1 else ''}, got "
+                            f"{len(args)}")
+
+    def _special(self, name, args):
+        values = [self.value(a) for a in args]
+        if name == "VP":
+            return T.vp(*values)
+        if name == "TP":
+            return T.tp(*values)
+        if name == "VEC":
+            return T.vec(*values)
+        if name == "ERR":
+            return D.err(*values)
+        if name in ("DFUV", "DFDV"):
+            with D.directional(self):
+                return (D.dfuv if name == "DFUV" else D.dfdv)(*values)
+        return (D.dfu if name == "DFU" else D.dfd)(*values)
+
+
+def _located(error, where, source):
+    """Attach the position of a tree or token to an error (if it has none yet)."""
+    filename, text = source
+    meta = where if isinstance(where, lark.Token) else getattr(where, "meta", None)
+    line = getattr(meta, "line", None)
+    if line is None:
+        return error
+    return error.at(filename, text, line, meta.column)
+
+
+def _dims(tree) -> tuple:
+    dims = tuple(int(t) for t in tree.children)
+    if any(d < 1 for d in dims):
+        raise AddsError(f"array bounds must be at least 1, got [{','.join(map(str, dims))}]")
+    return dims
+
+
+def _string(token) -> str:
+    return str(token)[1:-1]
+
+
+def _number(token) -> float:
+    return float(str(token).upper().replace("D", "E"))
+

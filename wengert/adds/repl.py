@@ -1,0 +1,119 @@
+"""The interactive ADDS session behind ``wengert repl``.
+
+Lines are collected until they end a statement (a ``;`` outside strings and ``%``
+comments), so a statement may span lines; then everything collected runs.  A mistake is
+reported and the session goes on, with the graph as it was before the failing statement.
+On a terminal, readline gives line editing and a history kept in ``~/.wengert_history``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from .errors import AddsError
+
+PROMPT = "adds> "
+MORE = "  ... "
+HISTORY = os.path.join(os.path.expanduser("~"), ".wengert_history")
+
+
+def complete(text: str) -> bool:
+    """Whether `text` ends with a finished statement: a ``;`` outside strings and comments
+    with nothing but blanks and comments after it.
+
+    Example:
+        >>> complete("f := x;"), complete("f := x"), complete('write ";"'), complete("x; % ;")
+        (True, False, False, True)
+    """
+    done, in_string, in_comment = True, False, False
+    for ch in text:
+        if in_comment:
+            in_comment = ch != "\n"
+        elif in_string:
+            in_string = ch != '"'
+        elif ch == '"':
+            in_string, done = True, False
+        elif ch == "%":
+            in_comment = True
+        elif ch == ";":
+            done = True
+        elif not ch.isspace():
+            done = False
+    return done and not in_string
+
+
+def _setup_readline():
+    try:
+        import readline
+    except ImportError:                    # not on every platform; input() still works
+        return None
+    try:
+        readline.read_history_file(HISTORY)
+    except OSError:
+        pass
+    return readline
+
+
+def repl(session, stdin=None, interactive=None) -> int:
+    """Read statements from `stdin` and run them in `session` until end of input.  Prompts
+    are shown on a terminal only, so piped output is just the session's output.  Returns 0.
+
+    Example:
+        >>> import io
+        >>> from wengert.adds import Session
+        >>> s = Session(stderr=sys.stdout)
+        >>> repl(s, io.StringIO("f := x*\\n x;\\nf := vec(x, x);\\ncount(x) f;\\n"))
+        <stdin>:3:6: error: F has type [], the value assigned has type [2]
+            f := vec(x, x);
+                 ^
+        % COUNT: ADDITIONS/SUBTRACTIONS 0, MULTIPLICATIONS 1, DIVISIONS 0, FUNCTION CALLS 0, POWERS 0
+        0
+    """
+    stdin = stdin if stdin is not None else sys.stdin
+    if interactive is None:
+        interactive = stdin.isatty()
+    readline = _setup_readline() if interactive else None
+    buffer, first_line, line_no = "", 1, 0
+    try:
+        while True:
+            prompt = MORE if buffer else PROMPT
+            try:
+                if interactive:
+                    line = input(prompt)
+                else:
+                    line = stdin.readline()
+                    if not line:
+                        raise EOFError
+                    line = line.rstrip("\n")
+            except KeyboardInterrupt:          # Ctrl-C drops the statement being typed
+                print(file=session.stderr)
+                buffer = ""
+                continue
+            except EOFError:
+                if interactive:
+                    print(file=session.stderr)
+                break
+            line_no += 1
+            if not buffer:
+                first_line = line_no
+                if not line.strip():
+                    continue
+            buffer += line + "\n"
+            if not complete(buffer):
+                continue
+            # Blank lines in front keep line numbers in messages those of the session.
+            text, buffer = "\n" * (first_line - 1) + buffer, ""
+            try:
+                session.execute(text, "<stdin>")
+            except AddsError as e:
+                print(e, file=session.stderr)
+        if buffer.strip():
+            print("error: the input ended in the middle of a statement (a ';' is missing?)",
+                  file=session.stderr)
+    finally:
+        if readline is not None:
+            try:
+                readline.write_history_file(HISTORY)
+            except OSError:
+                pass
+    return 0

@@ -1,0 +1,222 @@
+"""ADDS values and the paper's typing rules (seed 002, §2.1 and §2.4).
+
+An ADDS value of type ``[n1,...,nk]`` is a NumPy object array of that shape whose elements
+are scalar graph nodes; a scalar (type ``[]``) is a 0-d object array.  Every array operation
+decomposes into scalar operations on those nodes, as ADDS does, so the graph only ever
+holds scalar nodes and every scalar primitive, rule and simplification applies unchanged.
+
+Each function here checks the paper's rule for its operator and raises `AddsError` naming
+both types when the operands do not fit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..primitives import scalar as P
+from .errors import AddsError
+
+
+def type_str(value_or_shape) -> str:
+    """The paper's notation for a type: ``[]`` for a scalar, ``[2,3]`` for an array.
+
+    Example:
+        >>> type_str((2, 3)), type_str(())
+        ('[2,3]', '[]')
+    """
+    shape = value_or_shape if isinstance(value_or_shape, tuple) else value_or_shape.shape
+    return "[" + ",".join(str(n) for n in shape) + "]"
+
+
+def scalar(node) -> np.ndarray:
+    """A node as an ADDS scalar value (a 0-d object array)."""
+    out = np.empty((), dtype=object)
+    out[()] = node
+    return out
+
+
+def build(shape, element) -> np.ndarray:
+    """The value of type `shape` whose element at each index tuple is ``element(index)``,
+    made in row-major order (so nodes are created in the order the paper lists them).
+
+    Example:
+        >>> build((2, 2), lambda i: i[0] * 10 + i[1]).tolist()
+        [[0, 1], [10, 11]]
+    """
+    out = np.empty(shape, dtype=object)
+    for index in np.ndindex(*shape):
+        out[index] = element(index)
+    return out
+
+
+def elementwise(fn, *values) -> np.ndarray:
+    """``fn`` applied to corresponding elements of values of one type."""
+    return build(values[0].shape, lambda i: fn(*[v[i] for v in values]))
+
+
+def _same_type(what, a, b):
+    if a.shape != b.shape:
+        raise AddsError(f"{what}: the operands must have the same type, got {type_str(a)} "
+                        f"and {type_str(b)}")
+
+
+def add(a, b):
+    """``a + b``: elementwise, on operands of one type."""
+    _same_type("+", a, b)
+    return elementwise(P.add, a, b)
+
+
+def sub(a, b):
+    """``a - b``: elementwise, on operands of one type."""
+    _same_type("-", a, b)
+    return elementwise(P.sub, a, b)
+
+
+def neg(a):
+    """``-a``: elementwise."""
+    return elementwise(P.neg, a)
+
+
+def _dot(terms):
+    """Σ of the products in `terms`, left to right (the order one writes it)."""
+    total = None
+    for x, y in terms:
+        p = P.mul(x, y)
+        total = p if total is None else P.add(total, p)
+    return total
+
+
+def mul(a, b):
+    """``a * b``: a scalar times anything, or the contraction of the last index of `a` with
+    the first index of `b`: types ``[n1..nj, n] * [n, m1..mk] -> [n1..nj, m1..mk]``
+    (two vectors give their inner product, a scalar).
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.Graph()
+        >>> a = build((2, 3, 4), lambda i: g.input(wg.ShapeDtype(), "a"))
+        >>> b = build((4, 3), lambda i: g.input(wg.ShapeDtype(), "b"))
+        >>> type_str(mul(a, b))
+        '[2,3,3]'
+    """
+    if a.ndim == 0:
+        return elementwise(lambda y: P.mul(a[()], y), b)
+    if b.ndim == 0:
+        return elementwise(lambda x: P.mul(x, b[()]), a)
+    n = a.shape[-1]
+    if b.shape[0] != n:
+        raise AddsError(f"*: cannot multiply {type_str(a)} by {type_str(b)}: the last index of "
+                        f"the left operand ranges to {n}, the first of the right to "
+                        f"{b.shape[0]}")
+    lead, trail = a.shape[:-1], b.shape[1:]
+    return build(lead + trail, lambda i: _dot(
+        (a[i[:len(lead)] + (k,)], b[(k,) + i[len(lead):]]) for k in range(n)))
+
+
+def div(a, b):
+    """``a / b``: each element of `a` divided by the scalar `b`."""
+    if b.ndim != 0:
+        raise AddsError(f"/: the divisor must be a scalar, got {type_str(a)} / {type_str(b)}")
+    return elementwise(lambda x: P.div(x, b[()]), a)
+
+
+def _int_power(x, n, times):
+    """x**n for an integer n >= 1 by repeated squaring: ``times`` is the multiplication."""
+    result, square = None, x
+    while True:
+        if n & 1:
+            result = square if result is None else times(result, square)
+        n >>= 1
+        if not n:
+            return result
+        square = times(square, square)
+
+
+def constant_integer(value):
+    """The integer a scalar value stands for, if it is a constant integer, else None."""
+    if value.ndim != 0 or not value[()].is_const:
+        return None
+    v = value[()].value
+    return int(v) if float(v).is_integer() else None
+
+
+def power(a, b):
+    """``a ** b``: a scalar to a scalar power, or a square matrix to a positive integer
+    power.  A constant integer exponent is computed by multiplications (repeated squaring),
+    as ADDS decomposes it; any other exponent is the ``pow`` function.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.Graph()
+        >>> x = scalar(g.input(wg.ShapeDtype(), "x"))
+        >>> [n.op.name for n in g.live_nodes([power(x, scalar(g.const(4.0)))[()]])]
+        ['input', 'mul', 'mul']
+    """
+    n = constant_integer(b)
+    if a.ndim == 0 and b.ndim == 0:
+        x = a[()]
+        if n is None:
+            return scalar(P.pow(x, b[()]))
+        if n == 0:
+            return scalar(x.graph.const(1.0))
+        y = _int_power(x, abs(n), P.mul)
+        return scalar(y if n > 0 else P.div(1.0, y))
+    if a.ndim == 2 and a.shape[0] == a.shape[1] and b.ndim == 0:
+        if n is None or n < 1:
+            raise AddsError(f"**: a matrix can only be raised to a positive integer constant "
+                            f"power, got {type_str(a)} ** {type_str(b)}")
+        return _int_power(a, n, mul)
+    raise AddsError(f"**: defined for a scalar to a scalar power and a square matrix to a "
+                    f"positive integer power, got {type_str(a)} ** {type_str(b)}")
+
+
+def vp(u, w):
+    """``vp(u, w)``: the vector (cross) product of two vectors of type [3]."""
+    if u.shape != (3,) or w.shape != (3,):
+        raise AddsError(f"vp: the vector product needs two operands of type [3], got "
+                        f"{type_str(u)} and {type_str(w)}")
+    def component(i):
+        j, k = (i[0] + 1) % 3, (i[0] + 2) % 3
+        return P.sub(P.mul(u[j], w[k]), P.mul(u[k], w[j]))
+    return build((3,), component)
+
+
+def tp(a):
+    """``tp(a)``: the transpose of a matrix (type [n,m] -> [m,n])."""
+    if a.ndim != 2:
+        raise AddsError(f"tp: the transpose needs a matrix (rank 2), got {type_str(a)}")
+    return a.T.copy()
+
+
+def vec(*values):
+    """``vec(e1, ..., en)``: n operands of one type ``[m..]`` stacked into ``[n, m..]``."""
+    if not values:
+        raise AddsError("vec: needs at least one operand")
+    for v in values[1:]:
+        if v.shape != values[0].shape:
+            raise AddsError(f"vec: the operands must have one type, got "
+                            f"{type_str(values[0])} and {type_str(v)}")
+    out = np.empty((len(values),) + values[0].shape, dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v[()] if v.ndim == 0 else v
+    return out
+
+
+def index(value, indices, what):
+    """``a[i1, ..., ij]`` with 1-based indices: an element (j = rank) or, for j < rank, the
+    sub-array of type ``[n_{j+1}, ..., n_k]`` (partial indexing)."""
+    if len(indices) > value.ndim:
+        raise AddsError(f"{what} has type {type_str(value)}: {len(indices)} indices are "
+                        f"too many")
+    at = []
+    for i, n in zip(indices, value.shape):
+        if not 1 <= i <= n:
+            raise AddsError(f"index {i} of {what} is out of range 1..{n} (its type is "
+                            f"{type_str(value)})")
+        at.append(i - 1)
+    # a copy: a later indexed assignment to the variable must not change this value
+    return value[tuple(at)].copy() if len(at) < value.ndim else scalar(value[tuple(at)])
+
+
+def flat(values) -> list:
+    """The scalar nodes of several values, in order (row-major within each)."""
+    return [n for v in values for n in v.reshape(-1)]

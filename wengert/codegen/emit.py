@@ -1,0 +1,253 @@
+"""Straight-line code from a graph: one emitter, pluggable output formats (seed 002, §3.4).
+
+What to compute, in which order, and under which names is decided once, here; a `Format`
+(see `formats.py`) only spells the result in one language.
+
+The schedule follows ADDS's output part:
+
+1. **mark down** from the outputs (Algorithm 2): only what they need is emitted;
+2. **mark up** from the named inputs (Algorithm 3) splits that into the part that depends
+   on the inputs and the part that depends on parameters alone;
+3. the **parameter part is emitted first** (hoisted: a caller evaluating the code for many
+   inputs can keep it), then the input part, each in creation order;
+4. a node **used once**, by a node of its own part, gets no statement: its expression is
+   **inlined** into its user.  A node used more than once, or used across the parts, is
+   assigned to a temporary named after the node (``V0003`` for node 3).
+
+Rendering is one loop over the nodes in creation order, each node's text built from its
+arguments' texts: there is no recursion over the graph's depth.  An inlined expression that
+would grow past the format's `max_expression` characters is given a temporary instead, so
+no statement grows without bound (Fortran 77 allows 19 continuation lines).
+
+Temporaries are named ``<prefix><index>`` with a prefix that no user name (input, output or
+any name passed as ``reserved``) can be confused with: ``V`` unless a user name looks like
+``V0003``, then ``W``, and so on.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..primitives import scalar as P
+from ..primitives.registry import CONST, INPUT
+
+# Precedence of rendered expressions: what needs parentheses where.
+ADD, MUL, POW, ATOM = 1, 2, 3, 4
+NEG = ADD                     # prefix minus binds like + and - (Fortran, Python, C agree)
+_INFIX = {P.add: ADD, P.sub: ADD, P.mul: MUL, P.div: MUL}
+
+
+class EmitError(ValueError):
+    """The graph cannot be written in the format (e.g. a constant inf or nan)."""
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A user's name for a scalar in emitted code: a variable and its 1-based index
+    (empty for a scalar), e.g. ``Symbol("G", (2,))`` is ``G[2]`` / ``G(2)``.
+
+    Example:
+        >>> Symbol("G", (2,)).base, Symbol("F").index
+        ('G', ())
+    """
+    name: str
+    index: tuple = ()
+
+    @property
+    def base(self) -> str:
+        return self.name
+
+
+@dataclass
+class Statement:
+    """One emitted assignment: `target` (a temporary's name or a user's Symbol), the
+    expression text, and whether the target is a new temporary."""
+    target: object
+    expr: str
+    temporary: bool
+
+
+@dataclass
+class Code:
+    """What the emitter decided: the statements in order, the names of the temporaries,
+    and the nodes of each part.  ``lines`` is the text in the chosen format."""
+    statements: list
+    temporaries: list
+    parameter_part: list
+    input_part: list
+    lines: list
+
+    def __str__(self):
+        return "\n".join(self.lines)
+
+
+def _prefix_for(reserved) -> str:
+    """The first of V, W, T, U, ... (then VV, ...) that no reserved name starts followed
+    by digits only."""
+    names = {str(n).upper() for n in reserved}
+    for length in range(1, 4):
+        for letter in "VWTUZ":
+            prefix = letter * length
+            pattern = re.compile(re.escape(prefix) + r"[0-9]+$")
+            if not any(pattern.match(n) for n in names):
+                return prefix
+    raise EmitError("no free prefix for temporaries")
+
+
+def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
+    """Straight-line code computing `outputs` from `inputs` (see the module doc).
+
+    Args:
+        graph: the Graph.
+        inputs: the nodes the code is a function of (mark up starts there); every other
+            input node of the graph it reads is a parameter.
+        outputs: ``(Symbol, node)`` pairs: what to assign, in this order.
+        fmt: a `Format` instance (`AddsFormat()`, `FortranFormat()`).
+        names: ``{node index: Symbol}`` for the input nodes (default: the node's name).
+        reserved: further user names that temporaries must not look like.
+
+    Example (seed 002's Example 1):
+        >>> import wengert as wg
+        >>> from wengert.codegen.formats import AddsFormat
+        >>> g = wg.Graph()
+        >>> a, x = g.input(wg.ShapeDtype(), "A"), g.input(wg.ShapeDtype(), "X")
+        >>> f = (a + 1.0) * wg.math.exp(x) + (a - 1.0) / (wg.math.exp(x) + 1.0)
+        >>> print(emit(g, [x], [(Symbol("F"), f)], AddsFormat()))
+        V0003 := A+1;
+        V0006 := A-1;
+        V0004 := EXP(X);
+        F := V0003*V0004+V0006/(1+V0004);
+    """
+    names = dict(names or {})
+    out_nodes = [n for _, n in outputs]
+    live = graph.mark_down(out_nodes) if out_nodes else set()
+    top = max(live, default=-1)
+    up = graph.mark_up(list(inputs), top) & live if inputs else set()
+    nodes = graph.nodes
+    order = sorted(live)
+    params = [i for i in order if i not in up]
+    ins = [i for i in order if i in up]
+
+    # Uses of each node: by live nodes and by outputs.  `user` keeps the (last) user node.
+    uses, user = {}, {}
+    for i in order:
+        for a in nodes[i].args:
+            uses[a.index] = uses.get(a.index, 0) + 1
+            user[a.index] = i
+    for node in out_nodes:
+        uses[node.index] = uses.get(node.index, 0) + 1
+        user[node.index] = None
+
+    def symbol_of(node) -> Symbol:
+        return names.get(node.index) or Symbol(node.name or f"IN{node.index}")
+
+    input_bases = {symbol_of(nodes[i]).base for i in order if nodes[i].op is INPUT}
+    prefix = _prefix_for(set(reserved) | input_bases | {s.base for s, _ in outputs})
+    width = max(4, len(str(top)))
+
+    def temp(i) -> str:
+        return f"{prefix}{i:0{width}d}"
+
+    # Outputs by node; those named like an input are assigned last, so that no statement
+    # overwrites a variable that a later statement still reads.
+    outs_of, last = {}, []
+    for sym, node in outputs:
+        if sym.base in input_bases:
+            last.append((sym, node))
+        else:
+            outs_of.setdefault(node.index, []).append(sym)
+    late_nodes = {node.index for _, node in last}
+
+    text = {}                     # node index -> (text, precedence)
+    inlined = set()               # nodes whose text is an expression not yet assigned
+    statements, temporaries = [], []
+
+    def assign(target, expr, temporary):
+        statements.append(Statement(target, expr, temporary))
+
+    def spill(i):
+        """Give node i (inlined so far) a temporary, assigned now."""
+        name = temp(i)
+        assign(name, text[i][0], True)
+        temporaries.append(name)
+        text[i] = (name, ATOM)
+        inlined.discard(i)
+
+    def leaf_text(node):
+        if node.op is CONST:
+            value = node.value
+            s = fmt.number(value)
+            return s, (NEG if s.startswith("-") else ATOM)
+        return fmt.symbol(symbol_of(node)), ATOM
+
+    def operand(i, prec, right=False):
+        s, p = text[i]
+        if p < prec or (right and p == prec) or (prec == POW and p == POW):
+            return f"({s})"
+        return s
+
+    def render(node):
+        """The text of node from its arguments' texts, and its precedence."""
+        op, args = node.op, [a.index for a in node.args]
+        if op in _INFIX:
+            prec = _INFIX[op]
+            return f"{operand(args[0], prec)}{op.infix}{operand(args[1], prec, True)}", prec
+        if op is P.neg:
+            return f"-{operand(args[0], MUL)}", NEG
+        if op is P.powi and fmt.power:
+            n = node.params["n"]
+            exponent = str(n) if n >= 0 else f"({n})"
+            return f"{operand(args[0], POW)}{fmt.power}{exponent}", POW
+        if op is P.pow and fmt.power:
+            return f"{operand(args[0], POW)}{fmt.power}{operand(args[1], POW, True)}", POW
+        call_args = [text[a][0] for a in args]
+        if op is P.powi:
+            call_args.append(str(node.params["n"]))
+        return fmt.call(op.name, call_args, node.params), ATOM
+
+    def bound(node):
+        """Spill the longest inlined arguments while the node's text would be too long."""
+        args = [a.index for a in node.args]
+        while sum(len(text[a][0]) for a in args) > fmt.max_expression:
+            longest = max((a for a in args if a in inlined), key=lambda a: len(text[a][0]),
+                          default=None)
+            if longest is None:
+                return
+            spill(longest)
+
+    for part in (params, ins):
+        tail = []                  # outputs that are leaves: assigned at the end of the part
+        same_part = set(part)
+        for i in part:
+            node = nodes[i]
+            if not node.args:      # constants and inputs are written where they are used
+                text[i] = leaf_text(node)
+                tail.extend((sym, text[i][0]) for sym in outs_of.get(i, ()))
+                continue
+            bound(node)
+            text[i] = render(node)
+            syms = outs_of.get(i, [])
+            single = uses.get(i, 0) == 1
+            if syms and i not in late_nodes:
+                # F := expression; later uses read F, other outputs of the node copy it
+                assign(syms[0], text[i][0], False)
+                text[i] = (fmt.symbol(syms[0]), ATOM)
+                for sym in syms[1:]:
+                    assign(sym, text[i][0], False)
+            elif single and not syms and user.get(i) in same_part and i not in late_nodes:
+                inlined.add(i)                                # used once, in its own part
+            else:
+                spill(i)
+                for sym in syms:
+                    assign(sym, text[i][0], False)
+        for sym, s in tail:
+            assign(sym, s, False)
+    for sym, node in last:
+        assign(sym, text[node.index][0], False)
+
+    lines = []
+    for st in statements:
+        target = st.target if isinstance(st.target, str) else fmt.symbol(st.target)
+        lines.extend(fmt.statement(target, st.expr))
+    return Code(statements, temporaries, [nodes[i] for i in params],
+                [nodes[i] for i in ins], lines)

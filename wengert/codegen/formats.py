@@ -1,0 +1,163 @@
+"""Output formats of the emitter: how one language spells names, numbers, calls,
+assignments and comments.  The emitter (`emit.py`) decides everything else.
+
+A format is a small class with these members (subclass `Format` and override):
+
+* ``symbol(sym)``: a user's variable or array element, e.g. ``G[2]`` or ``G(2)``;
+* ``number(value)``: a constant (raise `EmitError` for one the language cannot write);
+* ``call(name, args, params)``: a function or declared operator applied to argument texts;
+* ``power``: the infix power operator (``"**"``), or None to write powers as calls;
+* ``statement(target, expr)``: the lines assigning an expression to a name;
+* ``comment(text)``: the lines of a comment;
+* ``max_expression``: how long an inlined expression may grow before it gets a temporary.
+
+Two formats exist: `AddsFormat` (the input language: ``F := ...;``) and `FortranFormat`
+(FORTRAN 77 fixed form, what ADDS wrote after ``on fort;``).
+"""
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+
+from .emit import EmitError
+
+
+class Format:
+    """The interface, with the defaults most languages share.
+
+    Example:
+        >>> from wengert.codegen.emit import Symbol
+        >>> f = AddsFormat()
+        >>> f.symbol(Symbol("A", (1, 2))), f.number(0.5), f.call("exp", ["X"], {})
+        ('A[1,2]', '0.5', 'EXP(X)')
+    """
+
+    power = "**"
+    max_expression = 1000
+    brackets = "[]"                 # around an array element's indices
+
+    def symbol(self, sym) -> str:
+        if not sym.index:
+            return sym.name
+        return f"{sym.name}{self.brackets[0]}{','.join(map(str, sym.index))}{self.brackets[1]}"
+
+    def number(self, value) -> str:
+        raise NotImplementedError
+
+    def function(self, name) -> str:
+        """The spelling of a primitive's name (upper case, as ADDS writes it)."""
+        return name.upper()
+
+    def call(self, name, args, params) -> str:
+        return f"{self.function(name)}({','.join(args)})"
+
+    def statement(self, target, expr) -> list:
+        raise NotImplementedError
+
+    def comment(self, text) -> list:
+        raise NotImplementedError
+
+
+def _finite(value):
+    value = float(value)
+    if not math.isfinite(value):
+        raise EmitError(f"the code would contain the constant {value} (a constant "
+                        "expression such as log(0) or 1/0 folded to it)")
+    return value
+
+
+class AddsFormat(Format):
+    """The ADDS input format: ``V0003 := A+1;``, array elements ``G[1]``, ``%`` comments.
+    What it writes reads back as ADDS.
+
+    Example:
+        >>> AddsFormat().statement("F", "X*X"), AddsFormat().comment("hello")
+        (['F := X*X;'], ['% hello'])
+    """
+
+    def number(self, value) -> str:
+        value = _finite(value)
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return repr(value).upper()
+
+    def call(self, name, args, params) -> str:
+        at = params.get("at") if params else None
+        index = f"[{','.join(str(i) for i in at)}]" if at else ""
+        return f"{self.function(name)}{index}({','.join(args)})"
+
+    def statement(self, target, expr) -> list:
+        return [f"{target} := {expr};"]
+
+    def comment(self, text) -> list:
+        return [f"% {line}" for line in text.splitlines()]
+
+
+class FortranFormat(Format):
+    """FORTRAN 77 fixed form: statements from column 7, continuation lines marked by ``&``
+    in column 6, nothing past column 72, comments with ``C`` in column 1.
+
+    Constants that are not integers are written in double precision (``0.5D0``), so none
+    loses digits.  Integer constants are written as integers: every division in the code has
+    a variable on one side at least (a division of two constants is folded when the graph
+    is built), so Fortran's integer division never happens.  Functions Fortran 77 lacks are
+    written with those it has: ``cotan(x)`` as ``(1/TAN(x))``, ``cbrt(x)`` as
+    ``SIGN(ABS(x)**(1D0/3),x)``.  A declared operator ``F[2,3](...)`` becomes a call with
+    its element's indices first, ``F(2,3,...)``.
+
+    Example:
+        >>> print("\\n".join(FortranFormat().statement("F", "X1*X2+" * 14 + "1")))
+              F = X1*X2+X1*X2+X1*X2+X1*X2+X1*X2+X1*X2+X1*X2+X1*X2+X1*X2+X1*X2
+             &+X1*X2+X1*X2+X1*X2+X1*X2+1
+    """
+
+    width = 72                      # nothing past column 72
+    body = 72 - 6                   # columns 7..72 hold the statement
+    brackets = "()"
+
+    def number(self, value) -> str:
+        value = _finite(value)
+        if value.is_integer() and abs(value) < 2 ** 31:
+            return str(int(value))
+        mantissa, _, exponent = repr(value).partition("e")
+        return f"{mantissa}D{int(exponent or 0)}"
+
+    def call(self, name, args, params) -> str:
+        at = params.get("at") if params else None
+        if name == "cotan":
+            return f"(1/TAN({args[0]}))"
+        if name == "cbrt":
+            return f"SIGN(ABS({args[0]})**(1D0/3),{args[0]})"
+        lead = [str(i) for i in at] if at else []
+        return f"{self.function(name)}({','.join(lead + args)})"
+
+    def statement(self, target, expr) -> list:
+        return self._wrap(f"{target} = {expr}")
+
+    def comment(self, text) -> list:
+        return ["C " + part for line in text.splitlines()
+                for part in textwrap.wrap(line, self.width - 2) or [""]]
+
+    # Where a statement is best cut, best first: before + or - (not a sign of an exponent,
+    # as in 1D-5), then before * or / (not inside **), then after a comma.
+    _CUTS = (re.compile(r"(?<=[A-Z0-9)])(?<![0-9.][DE])[-+]"),
+             re.compile(r"(?<=[A-Z0-9)])(?<!\*)[*/](?!\*)"),
+             re.compile(r"(?<=,)"))
+
+    def _wrap(self, text) -> list:
+        """Cut a statement into a first line and continuation lines, at an operator or
+        after a comma where possible (a cut anywhere is legal in fixed form)."""
+        lines, first = [], True
+        while True:
+            if len(text) <= self.body:
+                lines.append(("      " if first else "     &") + text)
+                return lines
+            cut = self.body
+            for pattern in self._CUTS:
+                cuts = [m.start() for m in pattern.finditer(text, 1, self.body + 1)]
+                if cuts:
+                    cut = max(cuts)
+                    break
+            lines.append(("      " if first else "     &") + text[:cut])
+            text, first = text[cut:], False

@@ -1,0 +1,106 @@
+"""Neural-network building blocks (seed 000): conv2d, max_pool2d, relu, softmax,
+log_softmax, cross_entropy.  Images are NCHW, kernels OIHW, as in PyTorch.
+
+Example:
+    >>> import numpy as np
+    >>> import wengert as wg
+    >>> import wengert.nn as nn
+    >>> x = np.random.default_rng(0).normal(size=(2, 1, 6, 6))
+    >>> w = np.ones((3, 1, 3, 3)) / 9
+    >>> nn.max_pool2d(nn.relu(nn.conv2d(x, w, padding=1)), 2).shape
+    (2, 3, 3, 3)
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+from .graph.node import Node
+from .primitives import nn as P
+from . import numpy as wnp
+
+relu = P.relu
+
+
+def _pair_free(v, name):
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2 or v[0] != v[1]:
+            raise NotImplementedError(f"{name}: only square settings are supported, got {v}")
+        v = v[0]
+    return int(v)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0):
+    """2-D convolution (cross-correlation, as in deep-learning libraries).
+
+    Args:
+        x: images, shape (N, C, H, W).
+        weight: kernels, shape (O, C, kh, kw).
+        bias: optional, shape (O,).
+        stride, padding: ints (zero padding on every side).
+
+    Returns:
+        shape (N, O, (H + 2p - kh)//s + 1, (W + 2p - kw)//s + 1).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.conv2d(np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2))).tolist()
+        [[[[4.0, 4.0], [4.0, 4.0]]]]
+    """
+    stride, padding = _pair_free(stride, "conv2d stride"), _pair_free(padding, "conv2d padding")
+    if len(_np.shape(x) if type(x) is not Node else x.shape) != 4:
+        raise ValueError(f"conv2d: expected images of shape (N, C, H, W), got "
+                         f"{wnp.shape(x)}")
+    y = P.conv2d(x, weight, stride=stride, padding=padding)
+    if bias is not None:
+        y = y + wnp.reshape(bias, (1, -1, 1, 1))
+    return y
+
+
+def max_pool2d(x, kernel_size, stride=None):
+    """Max pooling over kernel_size x kernel_size windows (stride defaults to the kernel
+    size); the derivative goes to each window's arg-max.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.max_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
+        [[[[5.0, 7.0], [13.0, 15.0]]]]
+    """
+    k = _pair_free(kernel_size, "max_pool2d kernel_size")
+    s = k if stride is None else _pair_free(stride, "max_pool2d stride")
+    return P.max_pool2d(x, kernel=k, stride=s)
+
+
+def log_softmax(x, axis=-1):
+    """``x - logsumexp(x)`` along an axis.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> round(float(np.exp(nn.log_softmax(np.array([1.0, 2.0]))).sum()), 12)
+        1.0
+    """
+    return x - wnp.logsumexp(x, axis=axis, keepdims=True)
+
+
+def softmax(x, axis=-1):
+    """``exp(x) / sum(exp(x))`` along an axis, computed stably.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.softmax(np.array([0.0, 0.0])).tolist()
+        [0.5, 0.5]
+    """
+    return wnp.exp(log_softmax(x, axis))
+
+
+def cross_entropy(logits, labels):
+    """Mean softmax cross-entropy of integer class labels: ``-mean(log_softmax[i, y_i])``.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> round(float(nn.cross_entropy(np.zeros((2, 4)), np.array([0, 3]))), 6)
+        1.386294
+    """
+    labels = _np.asarray(labels)
+    n = labels.shape[0]
+    picked = log_softmax(logits)[_np.arange(n), labels]
+    return -wnp.mean(picked)

@@ -1,0 +1,294 @@
+"""Structural array primitives: reductions, reshapes, indexing, joining, contractions.
+
+Each declares its derivative as linear maps (never a materialised Jacobian, seed 001):
+a VJP, and a JVP unless the primitive is linear, in which case the JVP is the primitive
+itself applied to the tangents (see `wengert.ad.forward`).  Rules are written with
+primitives, so they evaluate on arrays or build graph nodes alike.
+
+Parameters (axes, shapes, indices) are normalised by `wengert.numpy` before a primitive
+is called: axes are sorted tuples of non-negative ints, shapes are tuples.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import defprimitive, shape_of
+from .shape import broadcast_to, sum_to
+from . import scalar as S
+
+
+def by_example(op, args, params):
+    """(shape, dtype) of a result found by running the implementation on stand-ins of the
+    arguments' shapes: zero-strided views, so no argument memory is allocated."""
+    stand_ins = [a.value if a.value is not None else
+                 np.broadcast_to(np.zeros((), a.dtype), a.shape) for a in args]
+    out = np.asarray(op.impl(*stand_ins, **params))
+    return out.shape, out.dtype
+
+
+def _prim(name, impl, **kw):
+    kw.setdefault("abstract_eval", None)
+    prim = defprimitive(name, impl, **kw)
+    if kw["abstract_eval"] is None:
+        prim._abstract_eval = lambda args, params: by_example(prim, args, params)
+    return prim
+
+
+def ndim_of(x) -> int:
+    return len(shape_of(x))
+
+
+def zeros_like(x):
+    """Zeros shaped like x: a constant node for a node, an array for an array."""
+    from ..graph.node import Node
+    if type(x) is Node:
+        z = 0.0 if x.shape == () else np.zeros(x.shape, x.dtype)
+        return x.graph.const(z)
+    return np.zeros_like(x, dtype=np.result_type(x, np.float64))
+
+
+def _kept_shape(shape, axis):
+    """The shape of a reduction with keepdims=True."""
+    axes = range(len(shape)) if axis is None else axis
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _unreduce(g, x, axis, keepdims):
+    """A reduction's cotangent, reshaped with the reduced axes kept (size 1)."""
+    if not keepdims:
+        g = reshape(g, shape=_kept_shape(shape_of(x), axis))
+    return g
+
+
+# ---- reshaping -----------------------------------------------------------------------------
+reshape = _prim("reshape", lambda x, shape: np.reshape(x, shape), cost=None, linear=True)
+reshape.defvjp(lambda g, x, ans, shape: (reshape(g, shape=shape_of(x)),))
+
+transpose = _prim("transpose", lambda x, axes: np.transpose(x, axes), cost=None, linear=True)
+transpose.defvjp(lambda g, x, ans, axes: (transpose(g, axes=tuple(np.argsort(axes))),))
+
+# ---- reductions ----------------------------------------------------------------------------
+sum = _prim("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+            cost="add", linear=True)
+sum.defvjp(lambda g, x, ans, axis, keepdims: (
+    broadcast_to(_unreduce(g, x, axis, keepdims), shape=shape_of(x)),))
+
+
+def _extremum_vjp(g, x, ans, axis, keepdims):
+    # The cotangent is shared equally among the elements that attain the extremum.
+    hit = S.select(S.eq(x, _unreduce(ans, x, axis, keepdims)), 1.0, 0.0)
+    share = hit / sum(hit, axis=axis, keepdims=True)
+    return (share * _unreduce(g, x, axis, keepdims),)
+
+
+def _extremum_jvp(ts, x, ans, axis, keepdims):
+    hit = S.select(S.eq(x, _unreduce(ans, x, axis, keepdims)), 1.0, 0.0)
+    share = hit / sum(hit, axis=axis, keepdims=True)
+    return sum(share * ts[0], axis=axis, keepdims=keepdims)
+
+
+amax = _prim("amax", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+             cost="cmp")
+amin = _prim("amin", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+             cost="cmp")
+for _p in (amax, amin):
+    _p.defvjp(_extremum_vjp).defjvp(_extremum_jvp)
+
+# prod: d prod / d x_i = prod / x_i.  (At an element exactly 0 this is nan, with NumPy's
+# warning, rather than a silent wrong number.)
+prod = _prim("prod", lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+             cost="mul")
+prod.defvjp(lambda g, x, ans, axis, keepdims: (
+    _unreduce(g * ans, x, axis, keepdims) / x,))
+prod.defjvp(lambda ts, x, ans, axis, keepdims: ans * sum(ts[0] / x, axis=axis,
+                                                         keepdims=keepdims))
+
+cumsum = _prim("cumsum", lambda x, axis: np.cumsum(x, axis=axis), cost="add", linear=True)
+cumsum.defvjp(lambda g, x, ans, axis: (flip(cumsum(flip(g, axes=(axis,)), axis=axis),
+                                            axes=(axis,)),))
+
+# ---- indexing --------------------------------------------------------------------------------
+# An index is kept in a hashable form where it can be (slices become ("slice", a, b, c)), so
+# that x[0] written twice is one node; an index holding arrays is not interned.
+
+
+def encode_index(index):
+    if not isinstance(index, tuple):
+        index = (index,)
+    out = []
+    for i in index:
+        if isinstance(i, slice):
+            out.append(("slice", i.start, i.stop, i.step))
+        elif isinstance(i, (list, np.ndarray)):
+            out.append(np.asarray(i))
+        else:
+            out.append(i)
+    return tuple(out)
+
+
+def decode_index(index):
+    return tuple(slice(*i[1:]) if type(i) is tuple and i and i[0] == "slice" else i
+                 for i in index)
+
+
+def _index_add(g, index, shape):
+    out = np.zeros(shape, dtype=np.result_type(g, np.float64))
+    np.add.at(out, decode_index(index), g)
+    return out
+
+
+getitem = _prim("getitem", lambda x, index: np.asarray(x)[decode_index(index)], cost=None,
+                linear=True)
+index_add = _prim("index_add", _index_add, cost="add", linear=True,
+                  doc="index_add(g, index=i, shape=s): zeros of shape s with g added at i.")
+getitem.defvjp(lambda g, x, ans, index: (index_add(g, index=index, shape=shape_of(x)),))
+index_add.defvjp(lambda g, x, ans, index, shape: (getitem(g, index=index),))
+
+
+def _take_along(x, idx, axis):
+    return np.take_along_axis(x, idx, axis=axis)
+
+
+def _put_along_add(g, idx, axis, shape):
+    out = np.zeros(shape, dtype=np.result_type(g, np.float64))
+    # each index along `axis` appears once per lane (a permutation), so plain put suffices
+    np.put_along_axis(out, idx, g, axis=axis)
+    return out
+
+
+argsort = _prim("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
+                cost="cmp")
+argsort.defpartials(None)
+take_along_axis = _prim("take_along_axis", _take_along, cost=None)
+put_along_axis = _prim("put_along_axis", _put_along_add, cost=None)
+take_along_axis.defjvp(lambda ts, x, idx, ans, axis: take_along_axis(ts[0], idx, axis=axis))
+take_along_axis.defvjp(lambda g, x, idx, ans, axis: (
+    put_along_axis(g, idx, axis=axis, shape=shape_of(x)), None))
+put_along_axis.defjvp(lambda ts, g, idx, ans, axis, shape: put_along_axis(
+    ts[0], idx, axis=axis, shape=shape))
+put_along_axis.defvjp(lambda gg, g, idx, ans, axis, shape: (
+    take_along_axis(gg, idx, axis=axis), None))
+
+# ---- joining and moving ------------------------------------------------------------------------
+
+
+concatenate = _prim("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis), cost=None,
+                    linear=True)
+
+
+@concatenate.defvjp
+def _(g, *xs_and_ans, axis):
+    xs = xs_and_ans[:-1]
+    pieces, start = [], 0
+    for x in xs:
+        n = shape_of(x)[axis]
+        index = (("slice", None, None, None),) * axis + (("slice", start, start + n, None),)
+        pieces.append(getitem(g, index=index))
+        start += n
+    return tuple(pieces)
+
+
+flip = _prim("flip", lambda x, axes: np.flip(x, axis=axes), cost=None, linear=True)
+flip.defvjp(lambda g, x, ans, axes: (flip(g, axes=axes),))
+
+roll = _prim("roll", lambda x, shift, axis: np.roll(x, shift, axis=axis), cost=None,
+             linear=True)
+roll.defvjp(lambda g, x, ans, shift, axis: (roll(g, shift=tuple(-s for s in shift), axis=axis),))
+
+
+def _pad_np(x, pad_width):
+    return np.pad(x, pad_width)
+
+
+pad = _prim("pad", _pad_np, cost=None, linear=True)
+pad.defvjp(lambda g, x, ans, pad_width: (getitem(g, index=tuple(
+    ("slice", lo, lo + n, None) for (lo, hi), n in zip(pad_width, shape_of(x)))),))
+
+tril = _prim("tril", lambda x, k: np.tril(x, k), cost=None, linear=True)
+tril.defvjp(lambda g, x, ans, k: (tril(g, k=k),))
+
+# ---- contractions ------------------------------------------------------------------------------
+
+
+def _matmul_vjp(g, a, b, ans):
+    """Seed 000: Z = XY gives X̄ = Z̄Yᵀ and Ȳ = XᵀZ̄; vectors are promoted to matrices
+    first, and batch dimensions that were broadcast are summed back."""
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    if len(a_shape) == 1 and len(b_shape) == 1:
+        return g * b, g * a
+    a2 = reshape(a, shape=(1,) + a_shape) if len(a_shape) == 1 else a
+    b2 = reshape(b, shape=b_shape + (1,)) if len(b_shape) == 1 else b
+    g2 = g
+    if len(a_shape) == 1:
+        g2 = reshape(g2, shape=shape_of(g2)[:-1] + (1,) + shape_of(g2)[-1:])
+    if len(b_shape) == 1:
+        g2 = reshape(g2, shape=shape_of(g2) + (1,))
+    ga = matmul(g2, swapaxes(b2))
+    gb = matmul(swapaxes(a2), g2)
+    ga = sum_to(ga, shape=shape_of(a2))
+    gb = sum_to(gb, shape=shape_of(b2))
+    return reshape(ga, shape=a_shape), reshape(gb, shape=b_shape)
+
+
+def swapaxes(x, a=-1, b=-2):
+    n = ndim_of(x)
+    axes = list(range(n))
+    axes[a], axes[b] = axes[b], axes[a]
+    return transpose(x, axes=tuple(axes))
+
+
+matmul = _prim("matmul", np.matmul, cost="mul", dtype_rule="promote")
+matmul.defvjp(_matmul_vjp)
+matmul.defjvp(lambda ts, a, b, ans: _sum_nonzero(
+    [None if ts[0] is None else matmul(ts[0], b), None if ts[1] is None else matmul(a, ts[1])]))
+
+
+def _sum_nonzero(terms):
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    return out
+
+
+def _einsum_np(*ops, subscripts):
+    return np.einsum(subscripts, *ops, optimize=len(ops) > 2)
+
+
+einsum = _prim("einsum", _einsum_np, cost="mul")
+
+
+def _einsum_parts(subscripts):
+    ins, out = subscripts.split("->")
+    return ins.split(","), out
+
+
+@einsum.defvjp
+def _(g, *ops_and_ans, subscripts):
+    ops = ops_and_ans[:-1]
+    ins, out = _einsum_parts(subscripts)
+    grads = []
+    for i, (x, s) in enumerate(zip(ops, ins)):
+        if len(set(s)) != len(s):
+            raise NotImplementedError(
+                f"einsum derivative with a repeated index in one operand ({s!r}); write the "
+                "diagonal with indexing first")
+        others = [(o, t) for j, (o, t) in enumerate(zip(ops, ins)) if j != i]
+        present = set(out).union(*[set(t) for _, t in others])
+        kept = "".join(c for c in s if c in present)
+        spec = ",".join([out] + [t for _, t in others]) + "->" + kept
+        gi = einsum(g, *[o for o, _ in others], subscripts=spec)
+        if kept != s:   # indices only this operand had were summed: broadcast them back
+            shape = shape_of(x)
+            gi = reshape(gi, shape=tuple(d if c in present else 1 for c, d in zip(s, shape)))
+            gi = broadcast_to(gi, shape=shape)
+        grads.append(gi)
+    return tuple(grads)
+
+
+@einsum.defjvp
+def _(ts, *ops_and_ans, subscripts):
+    ops = ops_and_ans[:-1]
+    return _sum_nonzero([
+        None if t is None else einsum(*(ops[:i] + (t,) + ops[i + 1:]), subscripts=subscripts)
+        for i, t in enumerate(ts)])

@@ -1,0 +1,163 @@
+"""Linear-algebra primitives (square matrices, with leading batch dimensions) and their
+derivatives as linear maps.
+
+Matrix calculus used below, with A⁻ᵀ = (A⁻¹)ᵀ:
+    inv:      d(A⁻¹) = -A⁻¹ dA A⁻¹               Ā = -A⁻ᵀ B̄ A⁻ᵀ        (B = A⁻¹)
+    det:      d det A = det A · tr(A⁻¹ dA)        Ā = ḡ det A · A⁻ᵀ
+    solve:    x = A⁻¹ b:  dx = A⁻¹(db - dA x)     b̄ = A⁻ᵀ x̄,  Ā = -b̄ xᵀ
+    cholesky: A = LLᵀ:  dL = L Φ(L⁻¹ dA L⁻ᵀ)      Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹)
+              where Φ keeps the lower triangle and halves the diagonal
+    eigh:     A = V diag(w) Vᵀ:  dw = diag(Vᵀ dA V),  dV = V (F ∘ (Vᵀ dA V)),
+              F_ij = 1/(w_j - w_i) off the diagonal, 0 on it
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import defprimitive, shape_of
+from .array import matmul, swapaxes, sum as _sum, tril, reshape
+
+
+def _same(args, params):
+    return args[0].shape, np.result_type(args[0].dtype, np.float64)
+
+
+def _batch_scalar(args, params):
+    return args[0].shape[:-2], np.result_type(args[0].dtype, np.float64)
+
+
+def _solve_aval(args, params):
+    return args[1].shape, np.result_type(args[0].dtype, args[1].dtype, np.float64)
+
+
+def _T(x):
+    return swapaxes(x, -1, -2)
+
+
+def _lin(name, impl, aval, cost="call"):
+    return defprimitive(name, impl, cost=cost, abstract_eval=aval)
+
+
+def _last2(a):
+    n = len(shape_of(a))
+    return (n - 2, n - 1)
+
+
+def _expand2(s):
+    """A batch of scalars as a batch of 1x1 matrices, to scale matrices."""
+    return reshape(s, shape=shape_of(s) + (1, 1))
+
+
+inv = _lin("inv", np.linalg.inv, _same)
+inv.defvjp(lambda g, a, ans: (-matmul(_T(ans), matmul(g, _T(ans))),))
+inv.defjvp(lambda ts, a, ans: -matmul(ans, matmul(ts[0], ans)))
+
+det = _lin("det", np.linalg.det, _batch_scalar)
+det.defvjp(lambda g, a, ans: (_expand2(g * ans) * _T(inv(a)),))
+det.defjvp(lambda ts, a, ans: ans * _sum(_T(inv(a)) * ts[0], axis=_last2(a), keepdims=False))
+
+logabsdet = _lin("logabsdet", lambda a: np.linalg.slogdet(a)[1], _batch_scalar)
+logabsdet.defvjp(lambda g, a, ans: (_expand2(g) * _T(inv(a)),))
+logabsdet.defjvp(lambda ts, a, ans: _sum(_T(inv(a)) * ts[0], axis=_last2(a), keepdims=False))
+signdet = _lin("signdet", lambda a: np.linalg.slogdet(a)[0], _batch_scalar, cost="cmp")
+signdet.defpartials(None)
+
+
+def _solve_np(a, b):
+    return np.linalg.solve(a, b)
+
+
+def _as_matrix(b, a):
+    """A right-hand side that is a vector (one fewer dimension than A) as a column."""
+    return len(shape_of(b)) == len(shape_of(a)) - 1
+
+
+solve = _lin("solve", _solve_np, _solve_aval)
+
+
+@solve.defvjp
+def _(g, a, b, ans):
+    gb = solve(_T(a), g)
+    if _as_matrix(b, a):
+        ga = -matmul(reshape(gb, shape=shape_of(gb) + (1,)),
+                     reshape(ans, shape=shape_of(ans)[:-1] + (1,) + shape_of(ans)[-1:]))
+    else:
+        ga = -matmul(gb, _T(ans))
+    return ga, gb
+
+
+@solve.defjvp
+def _(ts, a, b, ans):
+    rhs = ts[1] if ts[1] is not None else 0.0 * b
+    if ts[0] is not None:
+        if _as_matrix(b, a):
+            ax = reshape(matmul(ts[0], reshape(ans, shape=shape_of(ans) + (1,))),
+                         shape=shape_of(ans))
+        else:
+            ax = matmul(ts[0], ans)
+        rhs = rhs - ax
+    return solve(a, rhs)
+
+
+def _phi(x):
+    n = shape_of(x)[-1]
+    return tril(x, k=0) * (1.0 - 0.5 * np.eye(n))
+
+
+cholesky = _lin("cholesky", np.linalg.cholesky, _same)
+
+
+@cholesky.defvjp
+def _(g, a, ans):
+    L = ans
+    p = _phi(matmul(_T(L), g))
+    # Ā = L⁻ᵀ P L⁻¹, by two triangular solves (written as general solves), symmetrised
+    x = solve(_T(L), _T(solve(_T(L), _T(p))))
+    return (0.5 * (x + _T(x)),)
+
+
+@cholesky.defjvp
+def _(ts, a, ans):
+    L = ans
+    inner = solve(L, _T(solve(L, _T(ts[0]))))        # L⁻¹ dA L⁻ᵀ
+    return matmul(L, _phi(inner))
+
+
+eigvalsh = _lin("eigvalsh", lambda a: np.linalg.eigh(a)[0],
+                lambda args, params: (args[0].shape[:-1], np.result_type(args[0].dtype,
+                                                                         np.float64)))
+eigvecsh = _lin("eigvecsh", lambda a: np.linalg.eigh(a)[1], _same)
+
+
+def _diag_part(m):
+    """The diagonal of a (batch of) matrix as a (batch of) vector."""
+    n = shape_of(m)[-1]
+    return _sum(m * np.eye(n), axis=(len(shape_of(m)) - 1,), keepdims=False)
+
+
+def _F(w):
+    n = shape_of(w)[-1]
+    diff = reshape(w, shape=shape_of(w)[:-1] + (1, n)) - reshape(w, shape=shape_of(w) + (1,))
+    off = 1.0 - np.eye(n)
+    # 1/(w_j - w_i) off the diagonal; the diagonal (0/0) is masked by adding the identity
+    return off / (diff + np.eye(n))
+
+
+eigvalsh.defvjp(lambda g, a, ans: (matmul(eigvecsh(a) * reshape(
+    g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]), _T(eigvecsh(a))),))
+eigvalsh.defjvp(lambda ts, a, ans: _diag_part(matmul(_T(eigvecsh(a)),
+                                                     matmul(ts[0], eigvecsh(a)))))
+
+
+@eigvecsh.defvjp
+def _(g, a, ans):
+    V = ans
+    inner = _F(eigvalsh(a)) * matmul(_T(V), g)
+    x = matmul(V, matmul(inner, _T(V)))
+    return (0.5 * (x + _T(x)),)
+
+
+eigvecsh.defjvp(lambda ts, a, ans: matmul(ans, _F(eigvalsh(a)) * matmul(
+    _T(ans), matmul(ts[0], ans))))
+
+__all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh"]
