@@ -7,6 +7,7 @@ import pytest
 
 import wengert as wg
 import wengert.math as wm
+import wengert.numpy as wnp
 from fd import assert_close
 from wengert.ad.sparse import color_columns, color_rows, compressed, sparsity, transpose
 
@@ -159,3 +160,39 @@ def test_missing_scipy_is_explained(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy.sparse", None)
     with pytest.raises(ImportError, match="wengert\\[sparse\\]"):
         wg.sparse_jacobian(broyden)
+
+
+# ---- wengert.numpy code: structural primitives map elements exactly --------------------------------
+def broyden_array(x):
+    z = wnp.zeros(1)
+    return (3 - 2 * x) * x - wnp.concatenate([z, x[:-1]]) - 2 * wnp.concatenate([x[1:], z]) + 1
+
+
+def test_array_broyden_pattern_through_slices_and_concatenate():
+    x = np.linspace(-1, 1, 40)
+    g = wg.trace(broyden_array, x)
+    rows = sparsity(g, g.inputs, g.outputs)
+    assert rows == [[j for j in (i - 1, i, i + 1) if 0 <= j < 40] for i in range(40)]
+    assert max(color_columns(rows, 40)) + 1 == 3
+    assert_close(wg.sparse_jacobian(broyden_array)(x).toarray(), wg.jacfwd(broyden_array)(x),
+                 rtol=1e-14)
+
+
+def test_array_rosenbrock_hessian_and_matmul_patterns():
+    def rosen(x):
+        a, b = x[::2], x[1::2]
+        return wnp.sum(100 * (b - a ** 2) ** 2 + (1 - a) ** 2)
+    x = np.linspace(-1, 1, 10)
+    H = wg.sparse_hessian(rosen)(x)
+    assert H.nnz == 20
+    assert_close(H.toarray(), wg.hessian(rosen)(x), rtol=1e-13)
+
+    A = np.diag(np.arange(1.0, 6.0)) + np.diag(np.ones(4), 1)     # bidiagonal constant
+    v = np.linspace(0.1, 0.5, 5)
+    g = wg.trace(lambda v: wnp.tanh(A @ v), v)
+    assert sparsity(g, g.inputs, g.outputs) == [[0, 1], [1, 2], [2, 3], [3, 4], [4]]
+    # a primitive the pattern does not know (max) mixes everything: safe, and still right
+    mixed = lambda v: wnp.tanh(A @ v) + wnp.max(v)
+    g = wg.trace(mixed, v)
+    assert sparsity(g, g.inputs, g.outputs) == [[0, 1, 2, 3, 4]] * 5
+    assert_close(wg.sparse_jacobian(mixed)(v).toarray(), wg.jacfwd(mixed)(v), rtol=1e-14)

@@ -21,7 +21,7 @@ import operator
 
 import numpy as np
 
-from ..primitives.shape import broadcast_to, sum_to
+from ..primitives.registry import REGISTRY
 from . import forward, reverse
 
 
@@ -45,14 +45,62 @@ def _shaped(d, shape):
     return np.broadcast_to(np.asarray(d, dtype=object), shape)
 
 
-def _or_to(d, shape):
-    """The dependence sets of sum_to(x, shape): OR over the axes it sums."""
-    d = np.asarray(d, dtype=object)
-    lead = d.ndim - len(shape)
-    for ax in sorted(set(range(lead)) | {lead + i for i, s in enumerate(shape)
-                                        if s == 1 and d.shape[lead + i] != 1}, reverse=True):
-        d = np.bitwise_or.reduce(d, axis=ax, keepdims=ax >= lead)
-    return _shaped(d, shape)
+class _Deps:
+    """The set of input elements a value depends on (the bits of an int), as a number that
+    NumPy can move, sum and multiply: every arithmetic operation unites the sets, and a
+    product with an exact zero is zero.  A structural primitive's own implementation run
+    on arrays of these gives its pattern exactly."""
+    __slots__ = ("bits",)
+
+    def __init__(self, bits):
+        self.bits = bits
+
+    def _join(self, other):
+        return _Deps(self.bits | other.bits) if type(other) is _Deps else self
+
+    def __mul__(self, other):
+        if type(other) is _Deps:
+            return _Deps(self.bits | other.bits)
+        return 0 if other == 0 else self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __truediv__ = __rtruediv__ = _join
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self
+
+    __pos__ = __neg__
+
+
+#: Structural primitives whose implementation only moves, sums and multiplies elements,
+#: so that running it on `_Deps` gives their pattern.  Any other structural primitive is
+#: taken to mix all the elements of its arguments.
+BY_EVALUATION = frozenset({"reshape", "transpose", "sum", "prod", "cumsum", "getitem",
+                           "index_add", "concatenate", "flip", "roll", "pad", "tril",
+                           "matmul", "einsum", "broadcast_to", "sum_to"})
+
+
+def _evaluated(node, dep):
+    """The dependence sets of a structural node from its implementation, or None when the
+    implementation does not take `_Deps`."""
+    args = []
+    for a in node.args:
+        d = dep.get(a.index)
+        if d is not None:
+            args.append(_Deps(d) if a.shape == () else
+                        np.frompyfunc(_Deps, 1, 1)(np.asarray(d, dtype=object)))
+        elif a.value is not None:
+            args.append(a.value)                    # its zeros are known
+        else:
+            args.append(_Deps(0) if a.shape == () else np.full(a.shape, _Deps(0)))
+    try:
+        out = np.asarray(node.op.impl(*args, **node.params), dtype=object)
+    except Exception:                               # anything it cannot do with _Deps
+        return None
+    if out.shape != node.shape:
+        return None
+    bits = np.frompyfunc(lambda e: e.bits if type(e) is _Deps else 0, 1, 1)(out)
+    return int(bits) if node.shape == () else bits
 
 
 def sparsity(graph, inputs, outputs) -> list[list[int]]:
@@ -60,9 +108,11 @@ def sparsity(graph, inputs, outputs) -> list[list[int]]:
     `inputs` (nodes of `graph`; array-valued ones count element by element, in C order):
     for each output element, the sorted input elements it depends on.
 
-    Elementwise primitives depend on the arguments whose partial is declared; broadcasting
-    and ``sum_to`` map elements as they move them; any other structural primitive is taken
-    to mix all elements of its arguments (a safe overestimate).
+    Elementwise primitives depend on the arguments whose partial is declared; the
+    structural primitives of `BY_EVALUATION` (reshapes, indexing, sums, products, matmul,
+    ...) are run on sets of input elements, so they map elements exactly as they move,
+    sum or multiply them; any other structural primitive is taken to mix all elements of
+    its arguments (a safe overestimate).
 
     Example:
         >>> import wengert as wg
@@ -83,15 +133,16 @@ def sparsity(graph, inputs, outputs) -> list[list[int]]:
     for node in graph.between(inputs, outputs):
         op = node.op
         found = [(k, dep[a.index]) for k, a in enumerate(node.args) if a.index in dep]
-        if op is sum_to:
-            d = _or_to(found[0][1], node.shape)
-        elif op is broadcast_to or op.jvp is None and op.partials is not None:
+        d = None
+        if op.jvp is None and op.partials is not None:        # elementwise
             d = 0
             for k, dk in found:
-                if op.jvp is not None or op.partials[k] is not None:
+                if op.partials[k] is not None:
                     d = d | dk
             d = _shaped(d, node.shape)
-        else:
+        elif op.name in BY_EVALUATION and REGISTRY.get(op.name) is op:
+            d = _evaluated(node, dep)
+        if d is None:
             every = functools.reduce(operator.or_,
                                      (_shaped(dk, ()) for _, dk in found), 0)
             d = _shaped(every, node.shape)
