@@ -41,7 +41,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 
@@ -49,6 +48,7 @@ import numpy as np
 
 import wengert as wg
 import wengert.math as wm
+from eager_scalar import time_it        # this directory is on sys.path when run as a script
 
 RNG = np.random.default_rng(20260)
 N_CHAIN = 20
@@ -134,21 +134,15 @@ PROBLEMS = [
 # --------------------------------------------------------------------------------------
 # measuring
 # --------------------------------------------------------------------------------------
-def timed(fn, repeats=5, budget=0.2):
-    """Median seconds per call; a call slower than a second is timed once."""
+def timed(fn, repeats=5):
+    """Median seconds per call (eager_scalar's batching); a call slower than a second is
+    timed once: dense Jacobians at n = 1000 take seconds each."""
     t0 = time.perf_counter()
     fn()
     first = time.perf_counter() - t0
     if first > 1.0:
         return first
-    number = max(1, int(budget / max(first, 1e-7)))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return statistics.median(times)
+    return time_it(fn, repeats, 0.2)[0]
 
 
 def wengert_row(name, fn, n, hessian, quick):

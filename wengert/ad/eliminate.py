@@ -79,8 +79,9 @@ def eliminate_vertex(G: EdgeGraph, j):
 
 def eliminate(G: EdgeGraph, vertices, order="markowitz"):
     """Eliminate `vertices` from G in place, in ``"forward"`` (topological),
-    ``"reverse"`` or ``"markowitz"`` order (smallest in-degree × out-degree first, ties
-    in topological order; the degrees are kept current as fill-in changes them).
+    ``"reverse"`` or ``"markowitz"`` order: first the vertex whose elimination costs the
+    fewest multiplications that are not free, then the smallest in-degree × out-degree,
+    then the earliest; the keys are kept current as eliminations change the neighbours.
 
     Example:
         >>> from wengert.ad.edges import EdgeGraph
@@ -177,10 +178,6 @@ class Tally:
         self.one = _Token(_ONE, self)
         self.const = _Token(_CONST, self)
         self.var = _Token(_VAR, self)
-
-    @property
-    def total(self) -> int:
-        return self.counts["mul"] + self.counts["add"]
 
     def token(self, label):
         """The token of a label: 1, another constant, or a value known only at run time."""
@@ -321,7 +318,8 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     `graph` (or floats): the Jacobian is a graph.  Then the strategies that the token
     count puts close to the best are all built for real, and the one whose entries need
     the fewest operations is kept: only the real graph sees what interning and
-    simplification save (a product that already exists, a sign that cancels).  The others
+    simplification save (a product that already exists, a sign that cancels); forward
+    and reverse order always are, and the sweeps too when they are small.  The others
     stay behind as dead nodes no output needs.
 
     Example:
@@ -333,19 +331,22 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     """
     G = linearize(graph, inputs, outputs)
     logs = {}
-    best, est = choose(G, logs=logs) if strategy is None else (strategy, None)
-    if strategy is not None:
+    if strategy is None:
+        best, est = choose(G, logs=logs)
+    else:
+        best, est = strategy, None
         estimate(G, [strategy], logs=logs)
     if not symbolic:
         return replay(G.map_labels(_value), logs[best]).jacobian_entries()
     names = [best]
     if est is not None:
         bound = NEAR * sum(est[best].values()) + SLACK
-        names += [s for s in est if s != best and sum(est[s].values()) <= bound]
+        names += [s for s in est if s not in names
+                  and (s in SWEEPS or sum(est[s].values()) <= bound)]
     candidates = [lambda name=name: replay(G, logs[name]).jacobian_entries()
                   for name in names]
     if strategy is None:
-        candidates += _sweeps(graph, inputs, outputs, [s for s in names if s in SWEEPS])
+        candidates += _sweeps(graph, inputs, outputs, SWEEPS)
     found = None
     for build in candidates:
         entries = build()
@@ -355,16 +356,18 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     return found[1]
 
 
-#: Which strategies are built for real: those whose token count is within NEAR times
-#: the best one's, plus SLACK operations (interning rarely moves a count further).
+#: Which strategies are built for real: forward and reverse order always (interning can
+#: make either much cheaper than its token count: reverse order on Broyden's function
+#: reuses the function's own 2*x), the others when their token count is within NEAR
+#: times the best one's, plus SLACK operations.
 NEAR, SLACK = 1.25, 4
 
 #: Forward and reverse order, carried out direction by direction, are forward and reverse
 #: sweeps.  A sweep multiplies each argument's partial separately where elimination first
 #: adds the partials of a repeated argument (x*x), which interning sometimes rewards
-#: (x*x already exists).  So when those orders are candidates and their sweeps are
-#: small (directions × nodes up to SWEEP_BUDGET), the sweeps are built too: that keeps
-#: elimination from ever costing more than forward or reverse mode.
+#: (x*x already exists).  So when the sweeps are small (directions × nodes up to
+#: SWEEP_BUDGET) they are built too: elimination then never costs more than forward or
+#: reverse mode.
 SWEEPS = {"forward": "columns", "reverse": "rows"}
 SWEEP_BUDGET = 100_000
 
