@@ -293,11 +293,14 @@ def test_outputs_that_are_inputs_or_feed_other_outputs():
     assert set(entries) == {(0, 0), (1, 0), (1, 1), (2, 0), (2, 1)}
 
 
-def test_jacobian_graph_of_a_graph():
+def test_jacobian_graph_and_costs_of_a_graph():
     g = wg.trace(seed_f, 0.7, 1.3)
     J = wg.jacobian_graph(g)
     assert len(g.outputs) == 2                                   # the given graph is unchanged
     assert_close(J(0.7, 1.3), wg.jacfwd(seed_f, argnums=(0, 1))(0.7, 1.3), rtol=1e-13)
+    n_nodes = len(g.nodes)
+    assert wg.jacobian_costs(g) == wg.jacobian_costs(seed_f, 0.7, 1.3, argnums=(0, 1))
+    assert len(g.nodes) == n_nodes
 
 
 def test_arrays_fall_back_to_sweeps_and_eliminate_says_why():
