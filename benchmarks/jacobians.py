@@ -280,7 +280,7 @@ def main(argv=None):
         t = r["times"]
         cas = r["casadi"] or {}
         jx = r["jax"] or {}
-        ratio = f"{t['fwd'] / t['sparse']:.0f}x" if "fwd" in t else "-"
+        ratio = "-" if "fwd" not in t else f"{t['fwd'] / t['sparse']:.2g}x"
         cells = [r["problem"], _fmt_ms(t.get("fwd")), _fmt_ms(t.get("rev")),
                  _fmt_ms(t.get("eliminate")), _fmt_ms(t.get("sparse")),
                  _fmt_ms(cas.get("time")), _fmt_ms(cas.get("build")),
