@@ -21,10 +21,14 @@ from . import math
 from . import numpy  # noqa: F401  (also gives traced values their array methods)
 from . import nn  # noqa: F401
 from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
+from .jacobians import (jacobian, sparse_jacobian, sparse_hessian, jacobian_graph,
+                        jacobian_costs, format_costs)
 from .errors import ConcretizationError
 
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
-           "Node", "ShapeDtype", "options", "ConcretizationError"]
+           "Node", "ShapeDtype", "options", "ConcretizationError",
+           "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
+           "format_costs"]

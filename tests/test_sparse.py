@@ -1,0 +1,198 @@
+"""Sparse Jacobians and Hessians: the pattern from the graph, greedy colouring, compressed
+sweeps; results equal the dense ones."""
+import sys
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.math as wm
+import wengert.numpy as wnp
+from fd import assert_close
+from wengert.ad.sparse import color_columns, color_rows, compressed, sparsity, transpose
+
+
+def broyden(x):
+    """The Broyden tridiagonal function: a tridiagonal Jacobian."""
+    n = len(x)
+    return [(3 - 2 * x[i]) * x[i] - (x[i - 1] if i else 0) - 2 * (x[i + 1] if i < n - 1 else 0)
+            + 1 for i in range(n)]
+
+
+def rosenbrock(x):
+    """The extended Rosenbrock function: a block-diagonal Hessian."""
+    return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(0, len(x), 2))
+
+
+@pytest.mark.parametrize("n", [3, 10, 50])
+def test_broyden_needs_exactly_three_colours(n):
+    g = wg.trace(broyden, [0.5] * n)
+    rows = sparsity(g, g.inputs, g.outputs)
+    assert rows == [[j for j in (i - 1, i, i + 1) if 0 <= j < n] for i in range(n)]
+    assert max(color_columns(rows, n)) + 1 == 3
+    assert max(color_rows(rows, n)) + 1 == 3
+
+
+def test_broyden_sparse_equals_dense():
+    x = list(np.random.default_rng(0).uniform(-1, 1, 30))
+    dense = np.array(wg.jacfwd(broyden)(x))
+    J = wg.sparse_jacobian(broyden)(x)
+    assert J.format == "csr" and J.nnz == 3 * 30 - 2
+    assert_close(J.toarray(), dense, rtol=1e-14)
+    assert_close(wg.jacobian(broyden, mode="sparse")(x), dense, rtol=1e-14)
+
+
+def test_sparse_hessian_of_extended_rosenbrock():
+    x = list(np.random.default_rng(1).uniform(-1, 1, 10))
+    H = wg.sparse_hessian(rosenbrock)(x)
+    assert H.nnz == 4 * 5
+    assert_close(H.toarray(), np.array(wg.hessian(rosenbrock)(x)), rtol=1e-13)
+    assert_close(wg.jacobian(wg.grad(rosenbrock), mode="sparse")(x), H.toarray(), rtol=1e-13)
+
+
+def test_colourings_never_put_two_overlapping_lines_together():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        m, n = rng.integers(1, 12, 2)
+        rows = [sorted(set(rng.integers(0, n, rng.integers(0, 4)).tolist())) for _ in range(m)]
+        cols = color_columns(rows, n)
+        for r in rows:
+            assert len({cols[j] for j in r}) == len(r)
+        by_row = color_rows(rows, n)
+        for c in transpose(rows, n):
+            assert len({by_row[i] for i in c}) == len(c)
+
+
+def test_a_dense_row_is_compressed_by_rows():
+    f = lambda x: [sum(x)] + [wm.sin(v) for v in x]       # an arrow: dense first row
+    x = [0.1, 0.2, 0.3, 0.4, 0.5]
+    g = wg.trace(f, x)
+    rows = sparsity(g, g.inputs, g.outputs)
+    assert max(color_columns(rows, 5)) + 1 == 5 and max(color_rows(rows, 5)) + 1 == 2
+    assert_close(wg.sparse_jacobian(f)(x).toarray(), np.array(wg.jacfwd(f)(x)))
+
+
+UNARY = [wm.sin, wm.exp, lambda v: v * v, lambda v: -v, wm.tanh]
+BINARY = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a / (1 + b * b)]
+
+
+def random_sparse_function(seed, n, m, steps=10):
+    rng = np.random.default_rng(seed)
+    prog = []
+    for k in range(steps):
+        a, b = rng.integers(n + k, size=2)
+        if rng.random() < 0.5:
+            prog.append((UNARY[rng.integers(len(UNARY))], int(a)))
+        else:
+            prog.append((BINARY[rng.integers(len(BINARY))], int(a), int(b)))
+    outs = rng.integers(0, n + steps, m).tolist()
+
+    def f(x):
+        vals = list(x)
+        for op, *args in prog:
+            vals.append(op(*[vals[a] for a in args]))
+        return [vals[i] for i in outs]
+    return f
+
+
+def test_sparse_equals_dense_and_pattern_covers_the_nonzeros():
+    rng = np.random.default_rng(3)
+    for seed in range(40):
+        n, m = 1 + seed % 6, 1 + seed % 5
+        f = random_sparse_function(seed, n, m)
+        x = list(rng.uniform(-1, 1, n))
+        dense = np.array(wg.jacfwd(f)(x), dtype=float).reshape(m, n)
+        g = wg.trace(f, x)
+        pattern = np.zeros((m, n), bool)
+        for i, r in enumerate(sparsity(g, g.inputs, g.outputs)):
+            pattern[i, r] = True
+        assert not np.any(dense[~pattern])
+        assert_close(wg.sparse_jacobian(f)(x).toarray(), dense, rtol=1e-13, atol=1e-15)
+        assert_close(wg.jacobian_graph(f, x, mode="sparse")(x), dense, rtol=1e-13, atol=1e-15)
+
+
+def test_array_leaves_broadcasting_and_sums():
+    def f(v, w, s):
+        return wm.sin(v) * s + w, v * s           # w is broadcast along the rows of v
+    v = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    w = np.array([1.0, -1.0, 2.0])
+    args = (v, w, 0.7)
+    g = wg.trace(f, *args)
+    rows = sparsity(g, g.inputs, g.outputs)
+    assert rows[4] == [4, 6 + 1, 9]               # out[1, 1]: v[1, 1], w[1] and s
+    for argnums in (0, (0, 1, 2)):
+        expected = wg.jacfwd(f, argnums=argnums)(*args)
+        got = wg.jacobian(f, argnums=argnums, mode="sparse")(*args)
+        for a, b in zip(wg.tree.flatten(got)[0], wg.tree.flatten(expected)[0]):
+            assert_close(a, b, rtol=1e-14)
+    assert wg.sparse_jacobian(f, argnums=(0, 1, 2))(*args).shape == (12, 10)
+
+    # a reverse sweep through broadcasting sums back with sum_to: column sums of v
+    def colsum(v, w):
+        return wg.vjp(lambda a, b: a * b, v, w)[1](np.ones((2, 3)))[1]
+    g = wg.trace(colsum, v, w)
+    assert any(n.op.name == "sum_to" for n in g.nodes)
+    assert sparsity(g, g.inputs, g.outputs) == [[0, 3], [1, 4], [2, 5]]
+    expected = wg.jacfwd(colsum, argnums=(0, 1))(v, w)
+    got = wg.jacobian(colsum, argnums=(0, 1), mode="sparse")(v, w)
+    assert_close(got[0], expected[0]) and assert_close(got[1], expected[1])
+
+
+def test_compressed_by_hand_and_symbolic():
+    g = wg.trace(lambda x, y, z: (x * y, z * z), 1.0, 2.0, 3.0, abstract=False)
+    rows = sparsity(g, g.inputs, g.outputs)
+    I, J, V = compressed(g, g.inputs, g.outputs, rows, color_columns(rows, 3))
+    assert list(zip(I.tolist(), J.tolist(), V.tolist())) == [(0, 0, 2.0), (0, 1, 1.0),
+                                                             (1, 2, 6.0)]
+    Ir, Jr, Vr = compressed(g, g.inputs, g.outputs, rows, color_rows(rows, 3), by="rows")
+    assert (Ir.tolist(), Jr.tolist(), Vr.tolist()) == (I.tolist(), J.tolist(), V.tolist())
+    Is, Js, Vs = compressed(g, g.inputs, g.outputs, rows, color_columns(rows, 3), symbolic=True)
+    assert [v.value for v in Vs] == [2.0, 1.0, 6.0]
+
+
+def test_sparse_jacobian_inside_a_transformation_says_what_to_use():
+    with pytest.raises(NotImplementedError, match="mode='sparse'"):
+        wg.grad(lambda x: wg.sparse_jacobian(lambda y: y * x)(x).sum())(1.0)
+
+
+def test_missing_scipy_is_explained(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    monkeypatch.setitem(sys.modules, "scipy.sparse", None)
+    with pytest.raises(ImportError, match="wengert\\[sparse\\]"):
+        wg.sparse_jacobian(broyden)
+
+
+# ---- wengert.numpy code: structural primitives map elements exactly --------------------------------
+def broyden_array(x):
+    z = wnp.zeros(1)
+    return (3 - 2 * x) * x - wnp.concatenate([z, x[:-1]]) - 2 * wnp.concatenate([x[1:], z]) + 1
+
+
+def test_array_broyden_pattern_through_slices_and_concatenate():
+    x = np.linspace(-1, 1, 40)
+    g = wg.trace(broyden_array, x)
+    rows = sparsity(g, g.inputs, g.outputs)
+    assert rows == [[j for j in (i - 1, i, i + 1) if 0 <= j < 40] for i in range(40)]
+    assert max(color_columns(rows, 40)) + 1 == 3
+    assert_close(wg.sparse_jacobian(broyden_array)(x).toarray(), wg.jacfwd(broyden_array)(x),
+                 rtol=1e-14)
+
+
+def test_array_rosenbrock_hessian_and_matmul_patterns():
+    def rosen(x):
+        a, b = x[::2], x[1::2]
+        return wnp.sum(100 * (b - a ** 2) ** 2 + (1 - a) ** 2)
+    x = np.linspace(-1, 1, 10)
+    H = wg.sparse_hessian(rosen)(x)
+    assert H.nnz == 20
+    assert_close(H.toarray(), wg.hessian(rosen)(x), rtol=1e-13)
+
+    A = np.diag(np.arange(1.0, 6.0)) + np.diag(np.ones(4), 1)     # bidiagonal constant
+    v = np.linspace(0.1, 0.5, 5)
+    g = wg.trace(lambda v: wnp.tanh(A @ v), v)
+    assert sparsity(g, g.inputs, g.outputs) == [[0, 1], [1, 2], [2, 3], [3, 4], [4]]
+    # a primitive the pattern does not know (max) mixes everything: safe, and still right
+    mixed = lambda v: wnp.tanh(A @ v) + wnp.max(v)
+    g = wg.trace(mixed, v)
+    assert sparsity(g, g.inputs, g.outputs) == [[0, 1, 2, 3, 4]] * 5
+    assert_close(wg.sparse_jacobian(mixed)(v).toarray(), wg.jacfwd(mixed)(v), rtol=1e-14)

@@ -1,0 +1,391 @@
+"""Jacobian accumulation by vertex elimination on the edge-partial graph.
+
+Eliminating an intermediate vertex j of the edge-partial graph (`EdgeGraph`) joins each
+predecessor i to each successor k directly:
+
+    c_ki  +=  c_kj · c_ji          (one multiplication, and one addition if i -> k existed)
+
+which keeps every sum of path products (seed 003's formula (1)).  When no intermediate
+vertex is left, the edge x_j -> f_i carries ∂f_i/∂x_j.  The order matters: eliminating in
+topological order is forward mode, in reverse topological order reverse mode, and other
+orders can be much cheaper.  Contracting an umbrella is eliminating its interior.
+
+The strategies tried here:
+
+- ``umbrellas``: contract the maximal umbrellas with copied variables (Proposition 4.2),
+  then eliminate the rest by the Markowitz rule,
+- ``markowitz``: the Markowitz rule alone,
+- ``forward`` and ``reverse``: topological and reverse topological order.
+
+The Markowitz rule here eliminates first the vertex whose elimination needs the fewest
+multiplications that are not free (by 1, or of two constants: the graph simplifies and
+folds those), then the smallest in-degree × out-degree, then the earliest.
+
+`choose` runs each strategy on cost tokens, labels that only record every multiplication
+and addition that is not free, and picks the cheapest; the run leaves a log of what it did
+(copies and eliminations), which `replay` repeats on the real labels.  Because forward and
+reverse order are among the candidates, elimination never costs more than the better of
+forward and reverse mode.
+
+Labels are graph nodes (the Jacobian is then a graph: counted, evaluated, differentiated,
+emitted as code), plain numbers (the fast eager path), or cost tokens: elimination only
+multiplies and adds them.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from ..codegen.count import count_ops
+from ..graph.node import Node
+from ..primitives.registry import CONST
+from .edges import EdgeGraph, linearize
+
+
+# --------------------------------------------------------------------------------------
+# eliminating vertices
+# --------------------------------------------------------------------------------------
+def eliminate_vertex(G: EdgeGraph, j):
+    """Remove intermediate vertex j, joining each predecessor to each successor with the
+    product of the two labels (added to the edge already there, if any).
+
+    Example:
+        >>> from wengert.ad.edges import EdgeGraph
+        >>> from wengert.ad.eliminate import eliminate_vertex
+        >>> G = EdgeGraph.from_edges([("x", "v", 2.0), ("v", "f", 3.0), ("x", "f", 1.0)])
+        >>> eliminate_vertex(G, "v")
+        >>> G.edges(), G.label("x", "f")
+        ([('x', 'f')], 7.0)
+    """
+    if G.log is not None:
+        G.log.append(("eliminate", j))
+    preds = G.preds.pop(j)
+    succs = G.succs.pop(j)
+    del G.rank[j]
+    for i in preds:
+        del G.succs[i][j]
+    for k in succs:
+        del G.preds[k][j]
+    for i, c_ji in preds.items():
+        out = G.succs[i]
+        for k, c_kj in succs.items():
+            c = c_kj * c_ji
+            old = out.get(k)
+            if old is not None:
+                c = old + c
+            out[k] = c
+            G.preds[k][i] = c
+
+
+def eliminate(G: EdgeGraph, vertices, order="markowitz"):
+    """Eliminate `vertices` from G in place, in ``"forward"`` (topological),
+    ``"reverse"`` or ``"markowitz"`` order: first the vertex whose elimination costs the
+    fewest multiplications that are not free, then the smallest in-degree × out-degree,
+    then the earliest; the keys are kept current as eliminations change the neighbours.
+
+    Example:
+        >>> from wengert.ad.edges import EdgeGraph
+        >>> from wengert.ad.eliminate import eliminate
+        >>> G = EdgeGraph.from_edges([("x", "a", 2.0), ("a", "b", 3.0), ("b", "f", 4.0)])
+        >>> eliminate(G, G.intermediates())
+        >>> G.edges(), G.label("x", "f")
+        ([('x', 'f')], 24.0)
+    """
+    rank = G.rank
+    if order in ("forward", "reverse"):
+        for v in sorted(vertices, key=rank.__getitem__, reverse=order == "reverse"):
+            eliminate_vertex(G, v)
+        return
+    if order != "markowitz":
+        raise ValueError(f"elimination order must be 'forward', 'reverse' or 'markowitz', "
+                         f"got {order!r}")
+    todo = set(vertices)
+    seq = itertools.count()     # keeps heap entries from ever comparing vertices
+
+    def entry(v):
+        return (_markowitz(G, v), rank[v], next(seq), v)
+
+    heap = [entry(v) for v in todo]
+    heapq.heapify(heap)
+    while heap:
+        key, _, _, v = heapq.heappop(heap)
+        if v not in todo:
+            continue
+        if key != _markowitz(G, v):
+            heapq.heappush(heap, entry(v))          # stale: it changed since
+            continue
+        around = list(G.preds[v]) + list(G.succs[v])
+        eliminate_vertex(G, v)
+        todo.discard(v)
+        for w in around:
+            if w in todo:
+                heapq.heappush(heap, entry(w))      # degrees changed: a fresh key
+
+
+def _markowitz(G, v):
+    """(multiplications that eliminating v costs, in-degree × out-degree)."""
+    pc = pv = sc = sv = 0
+    for c in G.preds[v].values():
+        k = kind(c)
+        pc += k == _CONST
+        pv += k == _VAR
+    for c in G.succs[v].values():
+        k = kind(c)
+        sc += k == _CONST
+        sv += k == _VAR
+    return pv * (sc + sv) + pc * sv, len(G.preds[v]) * len(G.succs[v])
+
+
+def replay(G: EdgeGraph, log) -> EdgeGraph:
+    """A copy of G with the copies and eliminations of `log` (from a strategy run on a
+    graph of the same structure) done again, on G's labels.
+
+    Example:
+        >>> from wengert.ad.edges import EdgeGraph
+        >>> from wengert.ad.eliminate import replay
+        >>> G = EdgeGraph.from_edges([("x", "a", 2.0), ("a", "f", 3.0)])
+        >>> replay(G, [("eliminate", "a")]).label("x", "f")
+        6.0
+    """
+    from .umbrella import copy_variables
+    H = G.copy()
+    H.log = None
+    for what, arg in log:
+        if what == "eliminate":
+            eliminate_vertex(H, arg)
+        else:
+            copy_variables(H, arg, inplace=True)
+    return H
+
+
+# --------------------------------------------------------------------------------------
+# counting what an elimination costs
+# --------------------------------------------------------------------------------------
+class Tally:
+    """Counts the multiplications and additions of an elimination run on cost tokens.
+
+    Example:
+        >>> from wengert.ad.eliminate import Tally
+        >>> t = Tally()
+        >>> (t.var * t.one, t.const * t.const, t.var * t.const + t.var)[2] is t.var
+        True
+        >>> t.counts
+        {'mul': 1, 'add': 1}
+    """
+
+    def __init__(self):
+        self.counts = {"mul": 0, "add": 0}
+        self.one = _Token(_ONE, self)
+        self.const = _Token(_CONST, self)
+        self.var = _Token(_VAR, self)
+
+    def token(self, label):
+        """The token of a label: 1, another constant, or a value known only at run time."""
+        return (self.one, self.const, self.var)[kind(label)]
+
+
+_ONE, _CONST, _VAR = 0, 1, 2
+
+
+def kind(label) -> int:
+    """Whether a label is 1 (_ONE), another constant (_CONST) or known only when the
+    function runs (_VAR).  Plain numbers count as constants."""
+    t = type(label)
+    if t is _Token:
+        return label.kind
+    if t is Node:
+        if label.op is not CONST:
+            return _VAR
+        return _ONE if label.shape == () and label.value == 1.0 else _CONST
+    return _ONE if label == 1.0 else _CONST
+
+
+class _Token:
+    """A label as far as cost goes: multiplying by 1 and combining constants are free
+    (the graph simplifies and folds them); anything else is one operation.  Plain numbers
+    met on the way (the 1.0 of a copied variable) count as constants."""
+    __slots__ = ("kind", "tally")
+
+    def __init__(self, kind, tally):
+        self.kind = kind
+        self.tally = tally
+
+    def __mul__(self, other):
+        if type(other) is not _Token:
+            other = self.tally.token(other)
+        if self.kind == _ONE:
+            return other
+        if other.kind == _ONE:
+            return self
+        if self.kind != _VAR and other.kind != _VAR:
+            return self.tally.const
+        self.tally.counts["mul"] += 1
+        return self.tally.var
+
+    def __add__(self, other):
+        if type(other) is not _Token:
+            other = self.tally.token(other)
+        if self.kind != _VAR and other.kind != _VAR:
+            return self.tally.const
+        self.tally.counts["add"] += 1
+        return self.tally.var
+
+    __rmul__ = __mul__
+    __radd__ = __add__
+
+
+# --------------------------------------------------------------------------------------
+# strategies
+# --------------------------------------------------------------------------------------
+def _umbrellas(G, doms):
+    from .umbrella import umbrellas, umbrella_family, contract
+    G, family = umbrella_family(G, umbrellas(G, doms()), inplace=True)
+    contract(G, family, check=False, inplace=True)
+    eliminate(G, G.intermediates(), "markowitz")
+
+
+def _ordered(order):
+    def run(G, doms):
+        eliminate(G, G.intermediates(), order)
+    run.__name__ = order
+    return run
+
+
+#: Strategy name -> function(G, post_dominators) that eliminates every intermediate vertex
+#: of G, in place.  Listed in order of preference when two cost the same.
+STRATEGIES = {
+    "umbrellas": _umbrellas,
+    "markowitz": _ordered("markowitz"),
+    "reverse": _ordered("reverse"),
+    "forward": _ordered("forward"),
+}
+
+
+def _post_dominators(G):
+    """G's immediate post-dominators, computed once, on first use."""
+    memo = []
+
+    def doms():
+        if not memo:
+            from .umbrella import dominator_trees
+            memo.append(dominator_trees(G, dominators=False)[1])
+        return memo[0]
+    return doms
+
+
+def estimate(G: EdgeGraph, strategies=None, doms=None, logs=None) -> dict:
+    """The multiplications and additions each strategy would spend accumulating G's
+    Jacobian (the partials themselves cost the same for every strategy and are not
+    counted).  Returns ``{strategy: {"mul": m, "add": a}}``; `logs`, if a dict, receives
+    each strategy's log for `replay`.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.ad.edges import linearize
+        >>> from wengert.ad.eliminate import estimate
+        >>> g = wg.trace(lambda x, y: wg.math.sin(wg.math.exp(x * y)), 1.0, 2.0)
+        >>> est = estimate(linearize(g, g.inputs, g.outputs))
+        >>> est["forward"], est["reverse"], est["umbrellas"]
+        ({'mul': 4, 'add': 0}, {'mul': 3, 'add': 0}, {'mul': 3, 'add': 0})
+    """
+    doms = doms or _post_dominators(G)
+    out = {}
+    for name in strategies or STRATEGIES:
+        tally = Tally()
+        T = G.map_labels(tally.token)
+        T.log = []
+        STRATEGIES[name](T, doms)
+        out[name] = dict(tally.counts)
+        if logs is not None:
+            logs[name] = T.log
+    return out
+
+
+def choose(G: EdgeGraph, doms=None, logs=None):
+    """(name of the cheapest strategy, the estimates of all of them)."""
+    est = estimate(G, doms=doms, logs=logs)
+    best = min(est, key=lambda s: sum(est[s].values()))    # first of equals: preference
+    return best, est
+
+
+def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
+    """The Jacobian of `outputs` with respect to `inputs` (scalar nodes of `graph`) by
+    vertex elimination, as ``{(row, column): entry}`` for the entries that are not zero.
+
+    The strategy is the cheapest by `choose` (or `strategy`, a name in `STRATEGIES`),
+    replayed on the real labels.  With ``symbolic=False`` the entries are numbers,
+    computed from the values the graph holds.  With ``symbolic=True`` they are nodes of
+    `graph` (or floats): the Jacobian is a graph.  Then the strategies that the token
+    count puts close to the best are all built for real, and the one whose entries need
+    the fewest operations is kept: only the real graph sees what interning and
+    simplification save (a product that already exists, a sign that cancels); forward
+    and reverse order always are, and the sweeps too when they are small.  The others
+    stay behind as dead nodes no output needs.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.ad.eliminate import eliminated_entries
+        >>> g = wg.trace(lambda x, y: (x * y, wg.math.sin(x)), 2.0, 3.0, abstract=False)
+        >>> eliminated_entries(g, g.inputs, g.outputs, symbolic=False)
+        {(0, 0): 3.0, (0, 1): 2.0, (1, 0): -0.4161468365471424}
+    """
+    G = linearize(graph, inputs, outputs)
+    logs = {}
+    if strategy is None:
+        best, est = choose(G, logs=logs)
+    else:
+        best, est = strategy, None
+        estimate(G, [strategy], logs=logs)
+    if not symbolic:
+        return replay(G.map_labels(_value), logs[best]).jacobian_entries()
+    names = [best]
+    if est is not None:
+        bound = NEAR * sum(est[best].values()) + SLACK
+        names += [s for s in est if s not in names
+                  and (s in SWEEPS or sum(est[s].values()) <= bound)]
+    candidates = [lambda name=name: replay(G, logs[name]).jacobian_entries()
+                  for name in names]
+    if strategy is None:
+        candidates += _sweeps(graph, inputs, outputs, SWEEPS)
+    found = None
+    for build in candidates:
+        entries = build()
+        cost = sum(count_ops(graph, [v for v in entries.values() if type(v) is Node]).values())
+        if found is None or cost < found[0]:
+            found = (cost, entries)
+    return found[1]
+
+
+#: Which strategies are built for real: forward and reverse order always (interning can
+#: make either much cheaper than its token count: reverse order on Broyden's function
+#: reuses the function's own 2*x), the others when their token count is within NEAR
+#: times the best one's, plus SLACK operations.
+NEAR, SLACK = 1.25, 4
+
+#: Forward and reverse order, carried out direction by direction, are forward and reverse
+#: sweeps.  A sweep multiplies each argument's partial separately where elimination first
+#: adds the partials of a repeated argument (x*x), which interning sometimes rewards
+#: (x*x already exists).  So when the sweeps are small (directions × nodes up to
+#: SWEEP_BUDGET) they are built too: elimination then never costs more than forward or
+#: reverse mode.
+SWEEPS = {"forward": "columns", "reverse": "rows"}
+SWEEP_BUDGET = 100_000
+
+
+def _sweeps(graph, inputs, outputs, orders):
+    from .sparse import compressed
+    plan = len(graph.between(inputs, outputs))
+    found = []
+    for order in orders:
+        by = SWEEPS[order]
+        k = len(inputs) if by == "columns" else len(outputs)
+        if k * plan <= SWEEP_BUDGET:
+            def build(by=by, k=k):
+                I, J, V = compressed(graph, inputs, outputs, None, list(range(k)), by, True)
+                return dict(zip(zip(I, J), V))
+            found.append(build)
+    return found
+
+
+def _value(label):
+    return label if type(label) is float else label.value

@@ -1,0 +1,392 @@
+"""Cheaper Jacobians: one entry point with a choice of method, sparse Jacobians and
+Hessians, the Jacobian as a graph, and what each method costs.
+
+    wg.jacobian(f, mode="auto")      "fwd", "rev", "eliminate", "sparse" or "auto"
+    wg.sparse_jacobian(f)            a scipy.sparse matrix, one sweep per colour
+    wg.sparse_hessian(f)             the same for the Jacobian of the gradient
+    wg.jacobian_graph(f, *args)      the Jacobian as a graph (for counting and code)
+    wg.jacobian_costs(f, *args)      operations of each method, side by side
+
+The methods (see docs/jacobians.md):
+
+- ``fwd``: one forward sweep per input element (as `wg.jacfwd`);
+- ``rev``: one reverse sweep per output element (as `wg.jacrev`);
+- ``eliminate``: vertex elimination on the edge-partial graph after contracting umbrellas
+  (seed 003), the strategy picked by counting (`wengert.ad.eliminate`); scalar graphs only;
+- ``sparse``: the sparsity pattern from the graph, columns or rows grouped by colouring,
+  one sweep per group (`wengert.ad.sparse`);
+- ``auto``: elimination on scalar graphs (it is never costlier than the better of forward
+  and reverse mode by the count), otherwise forward or reverse mode, whichever needs fewer
+  sweeps.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .api import _Call, _check_argnums, _check_fun, _param_names, _resolve_argnums, trace
+from .ad.eliminate import eliminated_entries
+from .ad.sparse import sparsity, color_columns, color_rows, compressed
+from .codegen.count import count_ops
+from .graph.graph import Graph
+from .graph.node import Node
+from .tree import LEAF, flatten, unflatten
+
+__all__ = ["jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph",
+           "jacobian_costs", "format_costs"]
+
+MODES = ("auto", "fwd", "rev", "eliminate", "sparse")
+
+
+def _check_mode(mode, who):
+    if mode not in MODES:
+        raise ValueError(f"{who}: mode must be one of {', '.join(map(repr, MODES))}, "
+                         f"got {mode!r}")
+
+
+# --------------------------------------------------------------------------------------
+# the Jacobian as coordinates, whatever the method
+# --------------------------------------------------------------------------------------
+def _scalar_graph(inputs, outputs) -> bool:
+    if any(n.shape != () for n in list(inputs) + list(outputs)):
+        return False
+    plan = inputs[0].graph.between(inputs, outputs) if inputs else []
+    return all(n.shape == () and n.op.partials is not None for n in plan)
+
+
+def _pick(inputs, outputs):
+    """The method "auto" stands for."""
+    if _scalar_graph(inputs, outputs):
+        return "eliminate"
+    n = sum(x.size for x in inputs)
+    m = sum(o.size for o in outputs)
+    return "fwd" if n <= m else "rev"
+
+
+def jacobian_coordinates(graph, inputs, outputs, mode="auto", symbolic=False):
+    """The Jacobian of `outputs` with respect to `inputs` (nodes of `graph`, array nodes
+    counted element by element) as coordinates (I, J, V) of its nonzero entries, by
+    `mode`.  Symbolic: V holds graph nodes (or floats); numeric: NumPy arrays.  This is the
+    graph-level core of `jacobian`, for front-ends that already have a graph.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.jacobians import jacobian_coordinates
+        >>> g = wg.trace(lambda x, y: (x * y, x + y), 2.0, 3.0, abstract=False)
+        >>> I, J, V = jacobian_coordinates(g, g.inputs, g.outputs, "sparse")
+        >>> V.tolist()
+        [3.0, 2.0, 1.0, 1.0]
+    """
+    _check_mode(mode, "jacobian")
+    if mode == "auto":
+        mode = _pick(inputs, outputs)
+    if mode == "eliminate":
+        entries = eliminated_entries(graph, inputs, outputs, symbolic)
+        I = [i for i, _ in entries]
+        J = [j for _, j in entries]
+        V = list(entries.values())
+        if symbolic:
+            return I, J, V
+        return (np.array(I, dtype=np.int64), np.array(J, dtype=np.int64),
+                np.array(V, dtype=np.float64))
+    n = sum(x.size for x in inputs)
+    m = sum(o.size for o in outputs)
+    if mode == "fwd":
+        return compressed(graph, inputs, outputs, None, list(range(n)), "columns", symbolic)
+    if mode == "rev":
+        return compressed(graph, inputs, outputs, None, list(range(m)), "rows", symbolic)
+    rows = sparsity(graph, inputs, outputs)
+    by_cols, by_rows = color_columns(rows, n), color_rows(rows, n)
+    if max(by_rows, default=-1) < max(by_cols, default=-1):
+        return compressed(graph, inputs, outputs, rows, by_rows, "rows", symbolic)
+    return compressed(graph, inputs, outputs, rows, by_cols, "columns", symbolic)
+
+
+# --------------------------------------------------------------------------------------
+# the public functions
+# --------------------------------------------------------------------------------------
+def _recorded(f, argnums, who):
+    """A function that records f's call as `wg.jacfwd` does and hands the call, its output
+    nodes and output structure to `finish`."""
+    _check_fun(f, who)
+    nums, single = _check_argnums(argnums, who)
+    names = []
+
+    def decorate(finish):
+        @functools.wraps(f)
+        def wrapped(*args, **kwargs):
+            if not names:
+                names.append(_param_names(f))
+            idx = _resolve_argnums(nums, len(args), who)
+            call = _Call(f, args, kwargs, idx, who, names[0])
+            out_nodes, out_tree = call.output_nodes(call.out, who)
+            return finish(call, out_nodes, out_tree, single)
+        return wrapped
+    return decorate
+
+
+def _splitter(call):
+    """call.split, with a fast path for arguments that are a leaf or a flat list or tuple
+    of leaves (a Jacobian row of a function of n scalars has n entries: that is most of
+    the time of a large eager Jacobian)."""
+    trees = call.in_trees
+    if not all(t.kind == LEAF or t.kind in ("list", "tuple")
+               and all(c.kind == LEAF for c in t.children) for t in trees):
+        return call.split
+
+    def split(values):
+        out, k = [], 0
+        for t in trees:
+            if t.kind == LEAF:
+                out.append(values[k])
+                k += 1
+            else:
+                n = len(t.children)
+                out.append(values[k:k + n] if t.kind == "list" else tuple(values[k:k + n]))
+                k += n
+        return out
+    return split
+
+
+def _layout(call, coords, out_nodes, out_tree, single):
+    """The Jacobian in `wg.jacfwd`'s layout: f's output structure, each leaf holding the
+    differentiated arguments' structure, blocks of shape out.shape + in.shape."""
+    I, J, V = coords
+    ins = call.inputs
+    split = _splitter(call)
+    r0 = np.cumsum([0] + [o.size for o in out_nodes])
+    c0 = np.cumsum([0] + [x.size for x in ins])
+    if call.symbolic:
+        entry = {(i, j): v for i, j, v in zip(I, J, V)}
+        leaves = []
+        for a, o in enumerate(out_nodes):
+            zero = call.zeros(o)
+            blocks = [entry.get((r0[a], c0[b]), zero) for b in range(len(ins))]
+            per_arg = split(blocks)
+            leaves.append(per_arg[0] if single else tuple(per_arg))
+        return unflatten(out_tree, leaves)
+    dense = np.zeros((r0[-1], c0[-1]))
+    dense[I, J] = V
+    leaves = []
+    scalar_ins = all(x.shape == () for x in ins)
+    for a, o in enumerate(out_nodes):
+        if o.shape == () and scalar_ins:
+            blocks = dense[r0[a]].tolist()          # a row of floats, quickly
+        else:
+            blocks = [dense[r0[a]:r0[a + 1], c0[b]:c0[b + 1]].reshape(o.shape + x.shape)
+                      for b, x in enumerate(ins)]
+            blocks = [float(v) if v.ndim == 0 else v for v in blocks]
+        per_arg = split(blocks)
+        leaves.append(per_arg[0] if single else tuple(per_arg))
+    return unflatten(out_tree, leaves)
+
+
+def jacobian(f, argnums=0, mode="auto"):
+    """The Jacobian of f, by the method `mode`; same result layout as `wg.jacfwd`.
+
+    Args:
+        f: the function (scalars, NumPy arrays, or pytrees of them, in and out).
+        argnums: the argument(s) to differentiate, as in `wg.jacfwd`.
+        mode: ``"fwd"`` (one forward sweep per input element), ``"rev"`` (one reverse
+            sweep per output element), ``"eliminate"`` (vertex elimination after umbrella
+            contraction, seed 003; scalar graphs only), ``"sparse"`` (one sweep per
+            colour of a column or row colouring of the sparsity pattern), or ``"auto"``
+            (elimination on scalar graphs, where it never costs more than the better of
+            forward and reverse mode; otherwise the mode with fewer sweeps).
+
+    Example (seed 003's function: v1 = x1·x2, v2 = g(v1), f = (x1·v2, x2·v2)):
+        >>> import wengert as wg
+        >>> import wengert.math as wm
+        >>> def f(x1, x2):
+        ...     v2 = wm.exp(wm.sin(x1 * x2))
+        ...     return x1 * v2, x2 * v2
+        >>> J = wg.jacobian(f, argnums=(0, 1), mode="eliminate")(1.0, 2.0)
+        >>> J == wg.jacfwd(f, argnums=(0, 1))(1.0, 2.0)
+        True
+        >>> wg.jacobian(lambda x: x * x, mode="sparse")(3.0)
+        6.0
+    """
+    _check_mode(mode, "jacobian")
+
+    @_recorded(f, argnums, "jacobian")
+    def jac_f(call, out_nodes, out_tree, single):
+        coords = jacobian_coordinates(call.graph, call.inputs, out_nodes, mode,
+                                      call.symbolic)
+        return _layout(call, coords, out_nodes, out_tree, single)
+
+    return jac_f
+
+
+def _scipy_sparse():
+    try:
+        import scipy.sparse
+    except ImportError:
+        raise ImportError("sparse_jacobian and sparse_hessian return scipy.sparse "
+                          "matrices; install SciPy: pip install 'wengert[sparse]' (or "
+                          "use wg.jacobian(f, mode='sparse') for a dense result)") from None
+    return scipy.sparse
+
+
+def sparse_jacobian(f, argnums=0):
+    """The Jacobian of f as a ``scipy.sparse.csr_matrix``: the sparsity pattern is read off
+    the graph, columns (or rows) are grouped by greedy colouring, and one forward (or
+    reverse) sweep per group computes it.  Rows are f's output elements and columns the
+    differentiated input elements, each flattened in pytree and C order.  The matrix
+    stores the structural pattern (an entry that happens to be zero stays stored).
+    Needs SciPy (``pip install 'wengert[sparse]'``).
+
+    Example (the Broyden tridiagonal function: 3 sweeps whatever n is):
+        >>> import wengert as wg
+        >>> def broyden(x):
+        ...     n = len(x)
+        ...     return [(3 - 2 * x[i]) * x[i] - (x[i - 1] if i else 0)
+        ...             - 2 * (x[i + 1] if i < n - 1 else 0) + 1 for i in range(n)]
+        >>> J = wg.sparse_jacobian(broyden)([0.5] * 6)
+        >>> J.shape, J.nnz
+        ((6, 6), 16)
+        >>> J.toarray()[1]
+        array([-1.,  1., -2.,  0.,  0.,  0.])
+    """
+    sp = _scipy_sparse()
+
+    @_recorded(f, argnums, "sparse_jacobian")
+    def sparse_f(call, out_nodes, out_tree, single):
+        if call.symbolic:
+            raise NotImplementedError(
+                "sparse_jacobian returns a SciPy matrix of numbers; inside another "
+                "transformation use wg.jacobian(f, mode='sparse')")
+        I, J, V = jacobian_coordinates(call.graph, call.inputs, out_nodes, "sparse")
+        shape = (sum(o.size for o in out_nodes), sum(x.size for x in call.inputs))
+        return sp.csr_matrix((V, (I, J)), shape=shape)
+
+    return sparse_f
+
+
+def sparse_hessian(f, argnums=0):
+    """The Hessian of a scalar function as a ``scipy.sparse.csr_matrix``: the sparse
+    Jacobian of its gradient, so each colour costs one forward sweep over the gradient's
+    graph (a Hessian-vector product).  Needs SciPy.
+
+    Example (extended Rosenbrock: a block-diagonal Hessian, 2 sweeps whatever n is):
+        >>> import wengert as wg
+        >>> def rosenbrock(x):
+        ...     return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+        ...                for i in range(0, len(x), 2))
+        >>> H = wg.sparse_hessian(rosenbrock)([1.0] * 4)
+        >>> H.toarray()
+        array([[ 802., -400.,    0.,    0.],
+               [-400.,  200.,    0.,    0.],
+               [   0.,    0.,  802., -400.],
+               [   0.,    0., -400.,  200.]])
+    """
+    from .api import grad
+    return sparse_jacobian(grad(f, argnums), argnums)
+
+
+# --------------------------------------------------------------------------------------
+# the Jacobian as a graph, and what it costs
+# --------------------------------------------------------------------------------------
+def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True):
+    """The Jacobian of f at arguments like `args`, as a `Graph` whose outputs are its
+    entries (traced with abstract values unless ``abstract=False``): the derivative code
+    a back-end emits, counts (`count_ops`) or evaluates (call the graph).
+
+    `f` may also be a `Graph` (with inputs and outputs, as `wg.trace` makes): then the
+    result is the dense Jacobian of all its outputs with respect to all its inputs, a
+    tuple of rows; the given graph is not changed.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.jacobian_graph(lambda x, y: x * wg.math.sin(y), 2.0, 3.0, argnums=(0, 1))
+        >>> print(g)
+        graph(x: f64[], y: f64[]):
+          %2: f64[] = sin(y)
+          %3: f64[] = cos(y)
+          %4: f64[] = mul(x, %3)
+          return %2, %4
+        >>> g(2.0, 0.0)
+        (0.0, 2.0)
+    """
+    _check_mode(mode, "jacobian_graph")
+    if not isinstance(f, Graph):
+        return trace(jacobian(f, argnums, mode), *args, abstract=abstract)
+    g = f.inline_copies()
+    I, J, V = jacobian_coordinates(g, g.inputs, g.outputs, mode, symbolic=True)
+    m, n = len(g.outputs), len(g.inputs)
+    entry = {(i, j): v for i, j, v in zip(I, J, V)}
+    g.outputs = [g.lift(entry.get((i, j), 0.0)) for i in range(m) for j in range(n)]
+    g.out_tree = flatten(tuple(tuple(range(n)) for _ in range(m)))[1]
+    return g
+
+
+def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstract=True):
+    """Operations of the Jacobian code by each method, side by side: for each mode, the
+    `count_ops` of the Jacobian's entries built as graph nodes (what straight-line code
+    computing the Jacobian, with the function values it needs, would execute, the same
+    count as that of its `jacobian_graph`), plus ``"total"``.  The key ``"function"``
+    holds the count of f itself.  f is traced once (abstractly unless
+    ``abstract=False``); `f` may also be a `Graph`, differentiated with respect to all its
+    inputs.
+
+    Example (seed 003's function, g a chain of 20 operations):
+        >>> import wengert as wg
+        >>> def f(x1, x2):
+        ...     v = x1 * x2
+        ...     for _ in range(10):
+        ...         v = wg.math.sin(v) * 0.9
+        ...     return x1 * v, x2 * v
+        >>> c = wg.jacobian_costs(f, 1.0, 2.0, argnums=(0, 1))
+        >>> {m: c[m]["total"] for m in c}
+        {'function': 23, 'fwd': 77, 'rev': 77, 'eliminate': 57}
+        >>> print(wg.format_costs(c))
+        mode         add   mul   div  call   pow   neg   cmp  total
+        function       0    13     0    10     0     0     0     23
+        fwd            2    55     0    20     0     0     0     77
+        rev            2    55     0    20     0     0     0     77
+        eliminate      2    35     0    20     0     0     0     57
+    """
+    for mode in modes:
+        _check_mode(mode, "jacobian_costs")
+    if isinstance(f, Graph):
+        g = f.inline_copies()               # build in a copy: f stays as it was
+        inputs = g.inputs
+    else:
+        _check_fun(f, "jacobian_costs")
+        nums, _ = _check_argnums(argnums, "jacobian_costs")
+        g = trace(f, *args, abstract=abstract)
+        sizes = [tree.num_leaves for tree in g.in_tree.children]
+        starts = np.cumsum([0] + sizes)
+        inputs = [g.inputs[k] for i in _resolve_argnums(nums, len(args), "jacobian_costs")
+                  for k in range(starts[i], starts[i + 1])]
+    out = {"function": _with_total(count_ops(g))}
+    for mode in modes:
+        # Every mode builds into the one graph; each counts all the nodes its entries
+        # need, whoever made them, so sharing does not change the counts.
+        _, _, entries = jacobian_coordinates(g, inputs, g.outputs, mode, symbolic=True)
+        out[mode] = _with_total(count_ops(g, [v for v in entries if type(v) is Node]))
+    return out
+
+
+def _with_total(counts):
+    return {**counts, "total": sum(counts.values())}
+
+
+def format_costs(costs) -> str:
+    """`jacobian_costs` as a text table, one row per mode.
+
+    Example:
+        >>> import wengert as wg
+        >>> print(wg.format_costs(wg.jacobian_costs(lambda x: wg.math.sin(x), 1.0)))
+        mode         add   mul   div  call   pow   neg   cmp  total
+        function       0     0     0     1     0     0     0      1
+        fwd            0     0     0     1     0     0     0      1
+        rev            0     0     0     1     0     0     0      1
+        eliminate      0     0     0     1     0     0     0      1
+    """
+    columns = list(next(iter(costs.values())))
+    lines = ["mode      " + "".join(f"{c:>6}" for c in columns[:-1]) + f"{columns[-1]:>7}"]
+    for mode, counts in costs.items():
+        cells = [counts[c] for c in columns]
+        lines.append(f"{mode:<10}" + "".join(f"{v:>6}" for v in cells[:-1]) + f"{cells[-1]:>7}")
+    return "\n".join(lines)
