@@ -198,12 +198,12 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
             n = node.params["n"]
             exponent = str(n) if n >= 0 else f"({n})"
             return f"{operand(args[0], POW)}{fmt.power}{exponent}", POW
-        if op is P.pow and fmt.power:
+        if op is P.pow and fmt.power and fmt.pow_infix:
             return f"{operand(args[0], POW)}{fmt.power}{operand(args[1], POW, True)}", POW
         call_args = [text[a][0] for a in args]
         if op is P.powi:
             call_args.append(str(node.params["n"]))
-        return fmt.call(op.name, call_args, node.params), ATOM
+        return fmt.apply(op, call_args, node.params), ATOM
 
     def bound(node):
         """Spill the longest inlined arguments while the node's text would be too long."""

@@ -34,6 +34,7 @@ class Format:
     """
 
     power = "**"
+    pow_infix = True                # x**y for real y too (False: written as a call)
     max_expression = 1000
     brackets = "[]"                 # around an array element's indices
 
@@ -51,6 +52,11 @@ class Format:
 
     def call(self, name, args, params) -> str:
         return f"{self.function(name)}({','.join(args)})"
+
+    def apply(self, op, args, params) -> str:
+        """The text of primitive `op` applied to argument texts: by default `call` with
+        the primitive's name.  Formats that bind implementations (Python, C) override it."""
+        return self.call(op.name, args, params)
 
     def statement(self, target, expr) -> list:
         raise NotImplementedError
