@@ -22,9 +22,11 @@ from . import numpy  # noqa: F401  (also gives traced values their array methods
 from . import nn  # noqa: F401
 from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
 from .errors import ConcretizationError
+from .staged import compile  # noqa: A001  (wg.compile, as jax.jit: shadows the builtin here only)
+from .codegen.draw import draw
 
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
-           "Node", "ShapeDtype", "options", "ConcretizationError"]
+           "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw"]
