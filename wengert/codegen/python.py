@@ -86,7 +86,7 @@ class PythonFormat(Format):
         >>> from wengert.codegen.emit import emit, Symbol
         >>> g = wg.trace(lambda x: wg.math.sin(x) * x + 1.0, 0.5)
         >>> print(emit(g, g.inputs, [(Symbol("y"), g.outputs[0])], PythonFormat(FLOAT)))
-        y = _math.sin(x)*x+1.0
+        y = x*_math.sin(x)+1.0
     """
 
     power = "**"

@@ -94,8 +94,8 @@ def scalarize(graph, limit=LIMIT):
         graph(x[0]: f64[], x[1]: f64[], x[2]: f64[]):
           %3: f64[] = mul(x[0], x[0])
           %4: f64[] = mul(x[1], x[1])
-          %5: f64[] = add(%3, %4)
-          %6: f64[] = mul(x[2], x[2])
+          %5: f64[] = mul(x[2], x[2])
+          %6: f64[] = add(%3, %4)
           %7: f64[] = add(%5, %6)
           return %7
     """
