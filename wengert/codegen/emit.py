@@ -122,9 +122,15 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
     out_nodes = [n for _, n in outputs]
     live = graph.mark_down(out_nodes) if out_nodes else set()
     top = max(live, default=-1)
-    up = graph.mark_up(list(inputs), top) & live if inputs else set()
     nodes = graph.nodes
     order = sorted(live)
+    # Mark up (Algorithm 3) over every value, comparisons too: `Graph.mark_up` follows
+    # only what carries derivatives, but a bool computed from an input is no parameter.
+    up = {n.index for n in inputs}
+    for i in order:
+        if any(a.index in up for a in nodes[i].args):
+            up.add(i)
+    up &= live
     params = [i for i in order if i not in up]
     ins = [i for i in order if i in up]
 
