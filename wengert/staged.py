@@ -53,11 +53,9 @@ class Entry:
 
 def _leaf(x):
     """A leaf as compiled code receives it: Python ints become floats (as in `trace`), NumPy
-    float64 scalars and 0-d arrays become floats, sequences become arrays."""
+    float64 scalars and 0-d arrays become floats."""
     if type(x) is int:
         return float(x)
-    if isinstance(x, (list, tuple)):
-        return np.asarray(x)
     return canonical(x)
 
 

@@ -22,6 +22,7 @@ Names come from `names.Names`: no user text reaches the source unsanitised.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -152,9 +153,9 @@ class PythonFormat(Format):
 
     def _numpy_call(self, op, args, params):
         if op is A.getitem:
-            return f"{args[0]}[{self._index(params['index'])}]"
+            return f"{_atom(args[0])}[{self._index(params['index'])}]"
         if op is A.matmul:
-            return f"({args[0]} @ {args[1]})"
+            return f"({_atom(args[0])} @ {_atom(args[1])})"
         impl = op.impl
         name = getattr(impl, "__name__", "")
         if name and getattr(np, name, None) is impl:          # a NumPy function itself
@@ -176,6 +177,15 @@ class PythonFormat(Format):
             else:
                 parts.append(self.ns.bind(i, "k"))
         return ", ".join(parts) or "()"
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+def _atom(text) -> str:
+    """An argument's text as an operand of an infix operator or a subscript: the emitter
+    hands call arguments over unparenthesised, and ``a+b @ c`` is not ``(a+b) @ c``."""
+    return text if _NAME.match(text) else f"({text})"
 
 
 class _Evaluate:
@@ -348,6 +358,8 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
     else:
         for leaf, node in zip(leaves, target.inputs):
             symbols[node.index] = Symbol(leaf.name)
+            if leaf.kind is float:      # NumPy's scalars give inf and nan where floats raise
+                body.append(f"{leaf.name} = {fmt._np}.float64({leaf.name})")
     outs = [(Symbol(names.own("r")), o) for o in target.outputs]
     code = emit(target, target.inputs, outs, fmt, names=symbols, reserved=names.taken)
     body.extend(line for st in code.statements for line in fmt.statement(
