@@ -103,11 +103,12 @@ def _sessions(path):
     return runs
 
 
-def count_program(path, out=sys.stdout) -> int:
+def count_program(path, out=None) -> int:
     """Print seed 002's Table 2 for each outcode/count statement of an ADDS program: a =
     the function alone, b = function and derivatives by plain AD (no interning, no
     simplification), c = what wengert emits."""
     from .codegen.count import count_ops, table
+    out = out or sys.stdout
     runs = _sessions(path)
     if runs is None:
         return 1
@@ -128,11 +129,12 @@ def count_program(path, out=sys.stdout) -> int:
     return 0
 
 
-def draw_program(path, output=None, out=sys.stdout) -> int:
+def draw_program(path, output=None, out=None) -> int:
     """Draw the graph of an ADDS program's last outcode/count statement (or of all its
     variables), derivative nodes beside the function's."""
     import os
     from .codegen import draw
+    out = out or sys.stdout
     runs = _sessions(path)
     if runs is None:
         return 1

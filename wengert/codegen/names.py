@@ -44,7 +44,7 @@ class Names:
 
     def user(self, text) -> str:
         # Leading underscores are stripped, so user names never look like the code's own.
-        base = re.sub(r"[^0-9A-Za-z_]+", "_", str(text)).strip("_") or "v"
+        base = re.sub(r"[^0-9A-Za-z_]+", "_", str(text)).strip("_")[:32].rstrip("_") or "v"
         if base[0].isdigit() or base in self.reserved:
             base = "v_" + base
         name, k = base, 0

@@ -7,12 +7,22 @@ flattened result.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .emit import Symbol, emit
 from .formats import AddsFormat, FortranFormat
 from .names import Names
 from .python import Namespace, prologue
+
+
+def _Safe(fmt):
+    """The format, with a user's primitive named by an identifier whatever its name."""
+    class Safe(fmt):
+        def function(self, name):
+            return super().function(re.sub(r"[^0-9A-Za-z_]+", "_", name))
+    return Safe
 
 
 def source_of(entry, language) -> str:
@@ -38,7 +48,7 @@ def source_of(entry, language) -> str:
         else:
             symbols[next(inputs).index] = Symbol(base)
     outs = [(Symbol("Y", (k + 1,)), o) for k, o in enumerate(scalar.graph.outputs)]
-    fmt = FortranFormat() if language == "fortran" else AddsFormat()
+    fmt = (_Safe(FortranFormat) if language == "fortran" else _Safe(AddsFormat))()
     code = emit(scalar.graph, scalar.graph.inputs, outs, fmt, names=symbols,
                 reserved=bases)
     return "\n".join(code.lines) + "\n"
