@@ -27,7 +27,11 @@ import numpy as np
 from .api import _check_fun, _param_names, trace
 from .codegen import python as py
 from .codegen.count import count_ops
-from .codegen.scalarize import LIMIT, scalarize
+from .codegen.scalarize import scalarize
+
+# Rough costs on CPython: an arithmetic operation on floats, and a NumPy call on small
+# arrays plus its cost per element.  They decide between the float and NumPy flavours.
+FLOAT_OP_S, NUMPY_CALL_S, NUMPY_ELEMENT_S = 30e-9, 2e-6, 2e-9
 from .errors import ConcretizationError
 from .graph.active import options
 from .graph.graph import Graph, ShapeDtype, aval, canonical
@@ -172,7 +176,10 @@ class _Dispatcher:
         backend = self.backend
         scalar = None
         if backend != "numpy" and _floating(graph):
-            scalar = scalarize(graph, LIMIT if backend == "python" else 10 ** 6)
+            scalar = (scalarize(graph) if backend == "python" else
+                      scalarize(graph, 10 ** 7, 10 ** 6))
+            if backend == "python" and scalar is not None and not _faster(scalar, graph):
+                scalar = None
         if backend in ("float", "c") and scalar is None:
             raise ValueError(f"compile(backend={backend!r}) needs a graph of float64 scalars "
                              "or of arrays it can write element by element; this one has "
@@ -211,6 +218,13 @@ class _Lazy:
             src = py.function_source(name, self.params, self.graph, py.NUMPY, ns)
             self.function = py.make_function(src, name, ns)
         return self.function(*args)
+
+
+def _faster(scalar, graph) -> bool:
+    """Whether straight-line float code should beat NumPy calls on the arrays."""
+    ops = [n for n in graph.live_nodes() if n.args]
+    numpy_s = len(ops) * NUMPY_CALL_S + sum(n.size for n in ops) * NUMPY_ELEMENT_S
+    return len(scalar.graph.live_nodes()) * FLOAT_OP_S <= numpy_s
 
 
 def _floating(graph) -> bool:

@@ -309,12 +309,29 @@ def output_expr(node, expr, flavour, ns) -> str:
     return expr
 
 
-def array_expr(elements, shape, dtype, ns) -> str:
-    """An array of `shape` built from scalar element expressions (scalarised outputs)."""
+def _scatter(base, index, values):
+    out = base.copy()
+    out.flat[index] = values
+    return out
+
+
+def array_expr(elements, nodes, shape, dtype, ns) -> str:
+    """An array of `shape` built from scalar element expressions (scalarised outputs).
+    Where most elements are constants (the zeros of a sparse Hessian), a constant array
+    is copied and only the others are written into it."""
     np_ = ns.fixed("_np", np)
     dt = ns.bind(dtype, "dtype")
     if not elements:
         return f"{np_}.zeros({shape!r}, {dt})"
+    computed = [k for k, n in enumerate(nodes) if n.op is not CONST]
+    if len(computed) * 2 < len(nodes):
+        base = ns.bind(np.array([n.value if n.op is CONST else 0 for n in nodes],
+                                dtype).reshape(shape), "k")
+        if not computed:
+            return f"{base}.copy()"
+        return (f"{ns.fixed('_scatter', _scatter)}({base}, "
+                f"{ns.bind(np.array(computed, dtype=np.intp), 'k')}, "
+                f"[{', '.join(elements[k] for k in computed)}])")
     arr = f"{np_}.array([{', '.join(elements)}], {dt})"
     return arr if len(shape) == 1 else f"{arr}.reshape({shape!r})"
 
@@ -370,7 +387,8 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
         for shape, dtype in zip(scalar.out_shapes, scalar.out_dtypes):
             n = int(np.prod(shape, dtype=np.int64))
             part = exprs[k:k + n]
-            grouped.append(array_expr(part, shape, dtype, ns) if shape else part[0])
+            grouped.append(array_expr(part, target.outputs[k:k + n], shape, dtype, ns)
+                           if shape else part[0])
             k += n
         exprs = grouped
     body.append(f"return {build_tree(graph.out_tree, exprs, ns)}")

@@ -26,8 +26,10 @@ from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives.registry import CONST, INPUT
 
-#: Above this many array elements in the live graph, arrays stay arrays.
-LIMIT = 2000
+#: Above this many array elements in the live graph, arrays stay arrays ...
+LIMIT = 200_000
+#: ... and above this many scalar nodes, scalarisation gives up.
+MAX_NODES = 20_000
 
 
 class Scalarized:
@@ -82,9 +84,11 @@ _OBJECT_IMPLS = {
 }
 
 
-def scalarize(graph, limit=LIMIT):
-    """The scalar graph of `graph` (a `Scalarized`), or None if it has large arrays or a
-    primitive that cannot be written element by element.
+def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
+    """The scalar graph of `graph` (a `Scalarized`), or None if it has more than `limit`
+    array elements, would have more than `max_nodes` nodes, or has a primitive that cannot
+    be written element by element.  (Many elements may give few nodes: most entries of a
+    Hessian's forward sweeps are zeros, and simplification folds them away.)
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -164,7 +168,7 @@ def scalarize(graph, limit=LIMIT):
             if out is None:
                 return None
             elems[node.index] = out
-            if len(new.nodes) > 4 * limit:
+            if len(new.nodes) > max_nodes:
                 return None
     outputs = []
     for o in graph.outputs:
