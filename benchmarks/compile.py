@@ -37,13 +37,14 @@ import json
 import math
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+from eager_scalar import time_it   # (benchmarks/ is on the path when this file runs)
 
 # Goals of the issue (see the README of this directory).
 TINY = ("powell grad", "powell f+g+pHp", "rosen grad 10")
@@ -382,22 +383,6 @@ def _flat(value):
     return np.ravel(np.asarray(value, dtype=float))
 
 
-def time_it(fn, repeats, min_time):
-    """Median over `repeats` of the mean seconds per call, each repeat >= min_time."""
-    fn()
-    t = time.perf_counter()
-    fn()
-    once = time.perf_counter() - t
-    calls = max(1, math.ceil(min_time / max(once, 1e-9)))
-    samples = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - t) / calls)
-    return statistics.median(samples)
-
-
 def compile_time():
     """Seconds wg.compile takes for the gradient of 125 iterations of the eager benchmark's
     loop body (1,000 primitives; the gradient has about 2,000 operations)."""
@@ -459,7 +444,7 @@ def main(argv=None):
             got = _flat(fn())
             if got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-8, atol=1e-8):
                 print(f"WARNING: {peer} disagrees on {problem}")
-            row[peer] = time_it(fn, repeats, min_time) * 1e6
+            row[peer] = time_it(fn, repeats, min_time)[0] * 1e6
         results[problem] = row
         print(f"\n{problem}  (microseconds per call; ratio = time / wengert's)")
         base = row.get("wengert")
