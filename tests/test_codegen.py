@@ -15,7 +15,6 @@ import wengert as wg
 import wengert.math as wm
 from wengert import cli
 from wengert.codegen import c as C, draw as D
-from wengert.tree import flatten
 import emitted
 from test_compile import SCALAR, same
 from test_seeds import powell, powell_grad, powell_hessian
