@@ -224,7 +224,7 @@ def _faster(scalar, graph) -> bool:
     """Whether straight-line float code should beat NumPy calls on the arrays."""
     ops = [n for n in graph.live_nodes() if n.args]
     numpy_s = len(ops) * NUMPY_CALL_S + sum(n.size for n in ops) * NUMPY_ELEMENT_S
-    return len(scalar.graph.live_nodes()) * FLOAT_OP_S <= numpy_s
+    return sum(1 for n in scalar.graph.live_nodes() if n.args) * FLOAT_OP_S <= numpy_s
 
 
 def _floating(graph) -> bool:

@@ -104,7 +104,24 @@ class CFormat(Format):
 
 def function_source(scalar, name) -> str:
     """C source of a function ``void name(const double *in, double *out)`` computing the
-    outputs of the scalar graph (a `Scalarized`) from its inputs."""
+    outputs of the scalar graph (a `Scalarized`) from its inputs.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.codegen.scalarize import scalarize
+        >>> g = wg.trace(lambda x, y: wg.math.maximum(x, y) * y, 1.0, 2.0)
+        >>> print(function_source(scalarize(g), "wg_f"))
+        /* wengert: 1 outputs from 2 inputs */
+        #include <math.h>
+        <BLANKLINE>
+        static double wg_max(double x, double y) { return (x >= y || x != x) ? x : y; }
+        <BLANKLINE>
+        void wg_f(const double *restrict in, double *restrict out)
+        {
+            out[0] = in[1]*wg_max(in[0],in[1]);
+        }
+        <BLANKLINE>
+    """
     graph = scalar.graph
     fmt = CFormat()
     names = {n.index: Symbol("in", (k,)) for k, n in enumerate(graph.inputs)}
@@ -129,7 +146,18 @@ def function_source(scalar, name) -> str:
 # compiling and loading
 # --------------------------------------------------------------------------------------
 def compiler() -> str:
-    """The C compiler to use: $CC, else cc, gcc or clang on the PATH."""
+    """The C compiler to use: $CC, else cc, gcc or clang on the PATH (`CompilerNotFound`
+    if there is none).
+
+    Example:
+        >>> import os
+        >>> try:
+        ...     found = os.path.isabs(compiler())
+        ... except CompilerNotFound:
+        ...     found = True
+        >>> found
+        True
+    """
     for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if cc and shutil.which(cc):
             return shutil.which(cc)
@@ -145,7 +173,20 @@ _loaded = {}
 
 def load(source, name):
     """Compile C source into a shared library (once per source in a process) and return
-    its function `name`, ready to call with two ctypes double arrays."""
+    its function `name`, ready to call with two ctypes double arrays.
+
+    Example:
+        >>> import ctypes
+        >>> src = "void twice(const double *in, double *out) { out[0] = 2 * in[0]; }"
+        >>> try:
+        ...     fn = load(src, "twice")
+        ... except CompilerNotFound:
+        ...     fn = lambda i, o: o.__setitem__(0, 2 * i[0])
+        >>> out = (ctypes.c_double * 1)()
+        >>> fn((ctypes.c_double * 1)(21.0), out)
+        >>> out[0]
+        42.0
+    """
     global _build_dir
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
     fn = _loaded.get((digest, name))

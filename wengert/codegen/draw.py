@@ -46,7 +46,14 @@ def _label(node) -> str:
 
 def cluster(graph, outputs, prefix, title=None, derived=None, out_names=None) -> list:
     """DOT lines for the part of `graph` that `outputs` need.  `derived`: indices of nodes
-    to draw as derivative nodes (filled); `out_names`: labels of the outputs."""
+    to draw as derivative nodes (filled); `out_names`: labels of the outputs.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.trace(lambda x: x * x, 1.0)
+        >>> cluster(g, g.outputs, "a_", derived={1})[1]
+        '  a_1 [label="×", style="filled", fillcolor="lightblue"];'
+    """
     live = graph.live_nodes(outputs)
     lines = []
     if title is not None:
@@ -75,7 +82,23 @@ def cluster(graph, outputs, prefix, title=None, derived=None, out_names=None) ->
 
 def to_dot(parts) -> str:
     """A DOT digraph of one or more clusters: `parts` are ``(graph, outputs, title,
-    derived, out_names)`` tuples, drawn side by side."""
+    derived, out_names)`` tuples, drawn side by side.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.trace(lambda x: -x, 1.0)
+        >>> print(to_dot([(g, g.outputs, None, None, ["y"])]))
+        digraph wengert {
+          rankdir=BT;
+          node [shape=ellipse, fontname="Helvetica"];
+          g0_0 [label="x", shape="box", style="bold"];
+          g0_1 [label="−"];
+          g0_0 -> g0_1;
+          g0_out0 [label="y", shape=doublecircle];
+          g0_1 -> g0_out0;
+        }
+        <BLANKLINE>
+    """
     lines = ["digraph wengert {", "  rankdir=BT;",
              '  node [shape=ellipse, fontname="Helvetica"];']
     for k, (graph, outputs, title, derived, out_names) in enumerate(parts):
@@ -86,7 +109,13 @@ def to_dot(parts) -> str:
 
 
 def render(dot_text, fmt="svg") -> bytes:
-    """The picture of DOT text, by Graphviz's dot program."""
+    """The picture of DOT text, by Graphviz's dot program (`GraphvizNotFound` without it).
+
+    Example:
+        >>> import shutil
+        >>> shutil.which("dot") is None or render("digraph { a -> b }").startswith(b"<?xml")
+        True
+    """
     dot = shutil.which("dot")
     if dot is None:
         raise GraphvizNotFound(

@@ -219,7 +219,22 @@ def prologue(params, names, ns, miss, indent="    "):
     `params`: one ``(name, spec)`` per positional argument, where spec is ``("static",
     value)`` or ``("tree", treedef, kinds)`` with `kinds` one ``(type, shape, dtype)`` per
     leaf.  Returns ``(lines, leaves)``: the leaves in pytree order, each a `Leaf`.  A
-    failed check returns ``miss(*arguments)``."""
+    failed check returns ``miss(*arguments)``.
+
+    Example:
+        >>> from wengert.tree import flatten
+        >>> tree = flatten((1.0, 2.0))[1]
+        >>> lines, leaves = prologue([("p", ("tree", tree, [(float, (), None)] * 2))],
+        ...                          Names(), Namespace(), "_miss")
+        >>> print("\\n".join(lines))
+            if type(p) is not tuple or len(p) != 2:
+                return _miss(p)
+            p_0, p_1 = p
+            if type(p_0) is not float or type(p_1) is not float:
+                return _miss(p)
+        >>> [leaf.name for leaf in leaves]
+        ['p_0', 'p_1']
+    """
     call_miss = f"return {miss}({', '.join(n for n, _ in params)})"
     lines, leaf_checks, leaves = [], [], []
 
@@ -275,7 +290,13 @@ def prologue(params, names, ns, miss, indent="    "):
 
 
 def build_tree(tree, exprs, ns) -> str:
-    """The expression of a pytree whose leaves are the expressions `exprs` (in order)."""
+    """The expression of a pytree whose leaves are the expressions `exprs` (in order).
+
+    Example:
+        >>> from wengert.tree import flatten
+        >>> build_tree(flatten({"a": (1.0, 2.0), "b": None})[1], ["u", "v"], Namespace())
+        "{'a': (u, v), 'b': None}"
+    """
     exprs = iter(exprs)
 
     def build(t):
@@ -349,6 +370,18 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
         ns: the `Namespace` (shared by all entries of one compiled function).
         scalar: the `Scalarized` version of graph, to compute instead (float flavour).
         fallback: the name of a function to call with the arguments when math raises.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.trace(lambda x: x * x, np.ones(2))
+        >>> print(function_source("square", [("x", ("tree", g.in_tree.children[0],
+        ...       [(np.ndarray, (2,), np.dtype(np.float64))]))], g, NUMPY, Namespace()))
+        def square(x):
+            if type(x) is not _ndarray or x.shape != (2,) or x.dtype is not _dtype0:
+                return _miss(x)
+            _r0 = x*x
+            return _r0
+        <BLANKLINE>
     """
     names = ns.names.fork()                # local variables: fresh for each function
     names.taken.update([fn_name] + [n for n, _ in params])
@@ -406,7 +439,14 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
 
 
 def make_function(source, fn_name, ns):
-    """Execute generated source in the namespace and return the function it defines."""
+    """Execute generated source in the namespace and return the function it defines.
+
+    Example:
+        >>> ns = Namespace()
+        >>> _ = ns.fixed("_np", np)
+        >>> make_function("def f(x):\\n    return _np.sqrt(x)\\n", "f", ns)(4.0)
+        2.0
+    """
     code = compile(source, f"<wengert {fn_name}>", "exec")
     exec(code, ns.globals)
     return ns.globals.pop(fn_name)
