@@ -444,8 +444,8 @@ def make_function(source, fn_name, ns):
     Example:
         >>> ns = Namespace()
         >>> _ = ns.fixed("_np", np)
-        >>> make_function("def f(x):\\n    return _np.sqrt(x)\\n", "f", ns)(4.0)
-        2.0
+        >>> make_function("def f(x):\\n    return x * x\\n", "f", ns)(4.0)
+        16.0
     """
     code = compile(source, f"<wengert {fn_name}>", "exec")
     exec(code, ns.globals)
