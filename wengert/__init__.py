@@ -24,11 +24,13 @@ from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, t
 from .jacobians import (jacobian, sparse_jacobian, sparse_hessian, jacobian_graph,
                         jacobian_costs, format_costs)
 from .errors import ConcretizationError
+from .staged import compile  # noqa: A001  (wg.compile, as jax.jit: shadows the builtin here only)
+from .codegen.draw import draw
 
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
-           "Node", "ShapeDtype", "options", "ConcretizationError",
+           "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
            "format_costs"]

@@ -3,6 +3,8 @@
     wengert demo             the worked example of seed 000, in forward and reverse mode
     wengert run FILE.adds    run a program in the ADDS language (seed 002; docs/adds.md)
     wengert repl             an interactive ADDS session (prompt `adds> `)
+    wengert count FILE.adds  operation counts of its outcode/count statements (Table 2)
+    wengert draw FILE.adds   a picture of its computational graph (Graphviz)
     wengert                  the session on a terminal; a program read from piped input
 """
 from __future__ import annotations
@@ -84,6 +86,76 @@ def _run_adds(path=None) -> int:
     return 0
 
 
+def _sessions(path):
+    """The program run twice, quietly: interning and simplification on (what wengert
+    emits) and off (plain AD).  None after reporting a mistake."""
+    import io
+    from .adds import AddsError, Session
+    runs = []
+    for optimize in (True, False):
+        session = Session(stdout=io.StringIO(), stderr=io.StringIO(), optimize=optimize)
+        try:
+            session.run_file(path)
+        except AddsError as e:
+            print(e, file=sys.stderr)
+            return None
+        runs.append(session)
+    return runs
+
+
+def count_program(path, out=None) -> int:
+    """Print seed 002's Table 2 for each outcode/count statement of an ADDS program: a =
+    the function alone, b = function and derivatives by plain AD (no interning, no
+    simplification), c = what wengert emits."""
+    from .codegen.count import count_ops, table
+    out = out or sys.stdout
+    runs = _sessions(path)
+    if runs is None:
+        return 1
+    emitted, plain = runs
+    if not emitted.requests:
+        print(f"{path}: no outcode or count statement, so nothing to count", file=out)
+        return 0
+    rows = []
+    for (label, graph, outs, derived), (_, pgraph, pouts, _) in zip(emitted.requests,
+                                                                  plain.requests):
+        nodes, pnodes = [n for _, n in outs], [n for _, n in pouts]
+        rows.append((label, count_ops(graph, nodes, derived), count_ops(pgraph, pnodes),
+                     count_ops(graph, nodes)))
+    print("a: the function alone; b: function and derivatives by plain AD (no interning or "
+          "simplification); c: what wengert emits", file=out)
+    for line in table(rows):
+        print(line, file=out)
+    return 0
+
+
+def draw_program(path, output=None, out=None) -> int:
+    """Draw the graph of an ADDS program's last outcode/count statement (or of all its
+    variables), derivative nodes beside the function's."""
+    import os
+    from .codegen import draw
+    out = out or sys.stdout
+    runs = _sessions(path)
+    if runs is None:
+        return 1
+    session = runs[0]
+    if session.requests:
+        _, graph, outs, derived = session.requests[-1]
+    else:
+        graph, derived = session.graph, frozenset(session.derived)
+        outs = [(name, n) for name, v in session.variables.items() for n in v.reshape(-1)]
+    names = [s if isinstance(s, str) else session.format.symbol(s) for s, _ in outs]
+    dot = draw.to_dot([(graph, [n for _, n in outs], None, derived, names)])
+    output = output or os.path.splitext(path)[0] + ".svg"
+    try:
+        draw.Drawing(dot).save(output)
+    except draw.GraphvizNotFound as e:
+        print(f"wengert draw: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {output}", file=out)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="wengert",
@@ -101,7 +173,26 @@ def main(argv=None) -> int:
                    description="An interactive ADDS session: a statement may span lines "
                                "until its ';'; a mistake is reported and the session goes "
                                "on.  Line editing and history on a terminal.")
+    count = sub.add_parser("count", help="operation counts of an ADDS program (Table 2)",
+                           description="Run the ADDS program in FILE with and without "
+                                       "interning and simplification, and print for each "
+                                       "outcode/count statement seed 002's Table 2: a = the "
+                                       "function alone, b = function and derivatives by "
+                                       "plain AD, c = what wengert emits.")
+    count.add_argument("file", metavar="FILE.adds")
+    draw = sub.add_parser("draw", help="draw the graph of an ADDS program (Graphviz)",
+                          description="Draw the computational graph of FILE's last "
+                                      "outcode/count statement (or of all its variables): "
+                                      "operations as nodes, the flow as arrows, nodes made "
+                                      "by derivative operators filled, beside the function.")
+    draw.add_argument("file", metavar="FILE.adds")
+    draw.add_argument("-o", "--output", metavar="OUT",
+                      help="the picture: .svg (default FILE.svg), .png, .pdf or .dot")
     args = parser.parse_args(argv)
+    if args.command == "count":
+        return count_program(args.file)
+    if args.command == "draw":
+        return draw_program(args.file, args.output)
     if args.command == "demo":
         return demo()
     if args.command == "run":

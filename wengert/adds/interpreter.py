@@ -54,7 +54,9 @@ class Session:
         F := V0002*V0004+V0006/(1+V0004);
     """
 
-    def __init__(self, stdout=None, stderr=None):
+    def __init__(self, stdout=None, stderr=None, optimize=True):
+        self.optimize = optimize        # False: plain AD, for column b of `wengert count`
+        self.requests = []              # (label, graph, outputs, derived) per outcode/count
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
         self.out = None                 # None: self.stdout (looked up when written to)
@@ -67,7 +69,8 @@ class Session:
 
     def clear(self) -> None:
         """Empty the graph and forget variables and operators (the ``clear`` statement)."""
-        self.graph = Graph(optimize=True)
+        self.graph = Graph(optimize=self.optimize)
+        self.derived = set()            # nodes made by derivative operators (dfd, err, ...)
         self.variables = {}             # name -> object array of nodes
         self.operators = {}             # name -> derivatives.Operator
         self.symbols = {}               # input node index -> Symbol (its name in code)
@@ -119,6 +122,7 @@ class Session:
             graph, size, self.variables, self.operators, self.symbols = snapshot
             self.graph = graph
             graph.truncate(size)
+            self.derived = {i for i in self.derived if i < size}
             if isinstance(e, AddsError):
                 raise e.at(filename, text, stmt.meta.line, stmt.meta.column)
             if isinstance(e, Exception) and not isinstance(e, BrokenPipeError):
@@ -249,6 +253,9 @@ class Session:
             value = self._variable(r)
             for i in np.ndindex(*value.shape):
                 outs.append((Symbol(name, at + tuple(j + 1 for j in i)), value[i]))
+        label = f"{kind}({','.join(_ref_text(r) for r in inputs.children if r is not None)}) " \
+            + ",".join(_ref_text(r) for r in outputs.children)
+        self.requests.append((label, self.graph, outs, frozenset(self.derived)))
         fmt = self.format
         if kind == "count":
             tally = count_ops(self.graph, [n for _, n in outs])
@@ -267,7 +274,7 @@ class Session:
         """Rebuild the graph with only the nodes the variables still need."""
         old = self.graph
         roots = T.flat(list(self.variables.values()))
-        new = Graph(optimize=True)
+        new = Graph(optimize=self.optimize)
         new_of, symbols = {}, {}
         for i in sorted(old.mark_down(roots)) if roots else ():
             node = old.nodes[i]
@@ -280,6 +287,7 @@ class Session:
             else:
                 new_of[i] = new.apply(node.op, [new_of[a.index] for a in node.args],
                                       node.params)
+        self.derived = {new_of[i].index for i in new_of if i in self.derived}
         self.graph, self.symbols = new, symbols
         self.variables = {name: T.build(v.shape, lambda i, v=v: new_of[v[i].index])
                           for name, v in self.variables.items()}
@@ -382,6 +390,14 @@ class Session:
 
     def _special(self, name, args):
         values = [self.value(a) for a in args]
+        start = len(self.graph.nodes)
+        try:
+            return self._special_values(name, values)
+        finally:
+            if name.startswith("DF") or name == "ERR":   # what they make is derived
+                self.derived.update(range(start, len(self.graph.nodes)))
+
+    def _special_values(self, name, values):
         if name == "VP":
             return T.vp(*values)
         if name == "TP":
@@ -411,6 +427,15 @@ def _dims(tree) -> tuple:
     if any(d < 1 for d in dims):
         raise AddsError(f"array bounds must be at least 1, got [{','.join(map(str, dims))}]")
     return dims
+
+
+def _ref_text(ref) -> str:
+    """A variable reference as written (``G`` or ``G[1]``), for labels."""
+    name, index = ref.children
+    if index is None:
+        return str(name)
+    at = [str(e.children[0]) if e.data == "number" else "..." for e in index.children]
+    return f"{name}[{','.join(at)}]"
 
 
 def _string(token) -> str:

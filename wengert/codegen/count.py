@@ -7,12 +7,15 @@ from collections import Counter
 from ..primitives.registry import COST_CLASSES
 
 
-def count_ops(graph, outputs=None) -> dict:
+def count_ops(graph, outputs=None, derived=None) -> dict:
     """Operations needed to compute `outputs` (default: the graph's outputs), by cost class.
 
     Only the nodes the outputs need are counted (mark down), each once however often it
     is used: that is what straight-line code emitted from the graph computes.  An
     elementwise operation on an array counts once per element.
+
+    With `derived` (indices of the nodes derivative operators made), only the function
+    is counted: the nodes that are not derived and use no derived node (Table 2's a).
 
     Example:
         >>> import wengert as wg
@@ -22,8 +25,49 @@ def count_ops(graph, outputs=None) -> dict:
         {'add': 1, 'mul': 2, 'div': 0, 'call': 1, 'pow': 0, 'neg': 0, 'cmp': 0}
     """
     tally = Counter()
+    tainted = set(derived or ())
     for node in graph.live_nodes(outputs):
+        if derived is not None:
+            if node.index in tainted or any(a.index in tainted for a in node.args):
+                tainted.add(node.index)
+                continue
         cost = node.op.cost
         if cost is not None:
             tally[cost] += max(1, node.size)
     return {c: tally[c] for c in COST_CLASSES}
+
+
+def total(counts) -> int:
+    """All operations of a count.
+
+    Example:
+        >>> total({'add': 2, 'mul': 3, 'div': 0})
+        5
+    """
+    return sum(counts.values())
+
+
+def table(rows) -> list:
+    """Lines of seed 002's Table 2 for ``(label, a, b, c)`` rows of counts (dicts): the
+    totals, their ratios, and each column by kind.
+
+    Example:
+        >>> c = {'add': 2, 'mul': 1}
+        >>> print("\\n".join(table([("f", c, {'add': 4, 'mul': 4}, c)])))
+        statement                      a       b       c     b/a    c/a    c/b
+        f                              3       8       3    2.67   1.00   0.38
+          a: 2 add, 1 mul;  b: 4 add, 4 mul;  c: 2 add, 1 mul
+    """
+    def kinds(cnt):
+        return ", ".join(f"{n} {k}" for k, n in cnt.items() if n) or "none"
+
+    def ratio(x, y):
+        return f"{x / y:6.2f}" if y else "     -"
+
+    lines = [f"{'statement':<26} {'a':>5} {'b':>7} {'c':>7}{'b/a':>8}{'c/a':>7}{'c/b':>7}"]
+    for label, a, b, c in rows:
+        ta, tb, tc = total(a), total(b), total(c)
+        lines.append(f"{label[:26]:<26} {ta:>5} {tb:>7} {tc:>7}  {ratio(tb, ta)} "
+                     f"{ratio(tc, ta)} {ratio(tc, tb)}")
+        lines.append(f"  a: {kinds(a)};  b: {kinds(b)};  c: {kinds(c)}")
+    return lines

@@ -122,9 +122,15 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
     out_nodes = [n for _, n in outputs]
     live = graph.mark_down(out_nodes) if out_nodes else set()
     top = max(live, default=-1)
-    up = graph.mark_up(list(inputs), top) & live if inputs else set()
     nodes = graph.nodes
     order = sorted(live)
+    # Mark up (Algorithm 3) over every value, comparisons too: `Graph.mark_up` follows
+    # only what carries derivatives, but a bool computed from an input is no parameter.
+    up = {n.index for n in inputs}
+    for i in order:
+        if any(a.index in up for a in nodes[i].args):
+            up.add(i)
+    up &= live
     params = [i for i in order if i not in up]
     ins = [i for i in order if i in up]
 
@@ -198,12 +204,12 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
             n = node.params["n"]
             exponent = str(n) if n >= 0 else f"({n})"
             return f"{operand(args[0], POW)}{fmt.power}{exponent}", POW
-        if op is P.pow and fmt.power:
+        if op is P.pow and fmt.power and fmt.pow_infix:
             return f"{operand(args[0], POW)}{fmt.power}{operand(args[1], POW, True)}", POW
         call_args = [text[a][0] for a in args]
         if op is P.powi:
             call_args.append(str(node.params["n"]))
-        return fmt.call(op.name, call_args, node.params), ATOM
+        return fmt.apply(op, call_args, node.params), ATOM
 
     def bound(node):
         """Spill the longest inlined arguments while the node's text would be too long."""

@@ -6,13 +6,17 @@ A format is a small class with these members (subclass `Format` and override):
 * ``symbol(sym)``: a user's variable or array element, e.g. ``G[2]`` or ``G(2)``;
 * ``number(value)``: a constant (raise `EmitError` for one the language cannot write);
 * ``call(name, args, params)``: a function or declared operator applied to argument texts;
+* ``apply(op, args, params)``: a primitive applied to argument texts (default: ``call``
+  with its name; formats that bind implementations override it);
 * ``power``: the infix power operator (``"**"``), or None to write powers as calls;
+  ``pow_infix``: whether ``x**y`` for a real y is written with it too;
 * ``statement(target, expr)``: the lines assigning an expression to a name;
 * ``comment(text)``: the lines of a comment;
 * ``max_expression``: how long an inlined expression may grow before it gets a temporary.
 
-Two formats exist: `AddsFormat` (the input language: ``F := ...;``) and `FortranFormat`
-(FORTRAN 77 fixed form, what ADDS wrote after ``on fort;``).
+Here are `AddsFormat` (the input language: ``F := ...;``) and `FortranFormat` (FORTRAN 77
+fixed form, what ADDS wrote after ``on fort;``); `python.PythonFormat` and `c.CFormat` are
+the formats of `wg.compile`.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ class Format:
     """
 
     power = "**"
+    pow_infix = True                # x**y for real y too (False: written as a call)
     max_expression = 1000
     brackets = "[]"                 # around an array element's indices
 
@@ -51,6 +56,11 @@ class Format:
 
     def call(self, name, args, params) -> str:
         return f"{self.function(name)}({','.join(args)})"
+
+    def apply(self, op, args, params) -> str:
+        """The text of primitive `op` applied to argument texts: by default `call` with
+        the primitive's name.  Formats that bind implementations (Python, C) override it."""
+        return self.call(op.name, args, params)
 
     def statement(self, target, expr) -> list:
         raise NotImplementedError

@@ -133,7 +133,11 @@ def decode_index(index):
 
 def _index_add(g, index, shape):
     out = np.zeros(shape, dtype=np.result_type(g, np.float64))
-    np.add.at(out, decode_index(index), g)
+    index = decode_index(index)
+    if any(isinstance(i, np.ndarray) for i in index):
+        np.add.at(out, index, g)        # an index array may repeat an element
+    else:
+        out[index] += g                 # basic indexing never does, and this is far faster
     return out
 
 

@@ -1,0 +1,274 @@
+"""Back-ends over the one emitter: C compiled with the system compiler, Python, FORTRAN and
+ADDS text of a compiled function; injection attempts; operation counts (Table 2, and
+`wengert count` against the ADDS output); pictures (`wg.draw`, `wengert draw`)."""
+import ast
+import io
+import math
+import os
+import re
+import shutil
+
+import numpy
+import pytest
+
+import wengert as wg
+import wengert.math as wm
+from wengert import cli
+from wengert.codegen import c as C, draw as D
+import emitted
+from test_compile import SCALAR, same
+from test_seeds import powell, powell_grad, powell_hessian
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
+HAVE_CC = any(shutil.which(cc) for cc in (os.environ.get("CC") or "cc", "gcc", "clang"))
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler on this machine")
+rng = numpy.random.default_rng(3)
+
+
+# ---- C ------------------------------------------------------------------------------------------
+@needs_cc
+@pytest.mark.parametrize("kind", ["tuple", "array"])
+def test_c_powell_gradient_and_hessian(kind):
+    x = (3.0, -1.0, 0.0, 1.0) if kind == "tuple" else numpy.array([3.0, -1.0, 0.0, 1.0])
+    g = wg.compile(wg.grad(powell), x, backend="c")
+    H = wg.compile(wg.hessian(powell), x, backend="c")
+    assert "void wg_powell(const double *restrict in, double *restrict out)" in g.source
+    for _ in range(3):
+        xv = rng.uniform(-2, 2, 4)
+        xv = tuple(xv) if kind == "tuple" else xv
+        numpy.testing.assert_allclose(g(xv), powell_grad(xv), rtol=1e-13, atol=1e-11)
+        numpy.testing.assert_allclose(H(xv), powell_hessian(xv), rtol=1e-13, atol=1e-10)
+
+
+@needs_cc
+@pytest.mark.parametrize("name", [c[0] for c in SCALAR])
+def test_c_agrees_with_python_on_the_scalar_examples(name):
+    _, f, args = next(c for c in SCALAR if c[0] == name)
+    nums = tuple(range(len(args)))
+    for fn in (f, wg.grad(f, argnums=nums), wg.hessian(f, argnums=nums)):
+        same(wg.compile(fn, *args, backend="c")(*args), fn(*args), rtol=1e-12)
+
+
+@needs_cc
+def test_c_follows_ieee_like_numpy():
+    c = wg.compile(lambda x: wm.log(x) + wm.sqrt(x) + 1 / x, 1.0, backend="c")
+    assert math.isnan(c(-1.0)) and c(0.0) == math.inf or math.isnan(c(0.0))
+    m = wg.compile(lambda x, y: wm.maximum(x, y) + wm.sign(x), 1.0, 2.0, backend="c")
+    assert math.isnan(m(float("nan"), 1.0)) and m(-0.0, -1.0) == 0.0
+
+
+@needs_cc
+def test_c_source_of_a_python_compiled_function_compiles_and_agrees():
+    c = wg.compile(wg.grad(powell), numpy.ones(4))
+    src = c.code("c")
+    fn = C.load(src, "wg_powell")
+    import ctypes
+    x = rng.uniform(-1, 1, 4)
+    out = (ctypes.c_double * 4)()
+    fn((ctypes.c_double * 4)(*x), out)
+    numpy.testing.assert_allclose(list(out), powell_grad(x), rtol=1e-13)
+
+
+def test_missing_c_compiler_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(C.shutil, "which", lambda name: None)
+    with pytest.raises(C.CompilerNotFound, match="apt-get install gcc"):
+        wg.compile(lambda x: x * x, 1.0, backend="c")
+
+
+def test_c_refuses_what_it_cannot_write():
+    with pytest.raises(ValueError, match="backend='python'"):
+        wg.compile(lambda a: wg.numpy.linalg.det(a), numpy.eye(2), backend="c")
+
+
+# ---- Python, FORTRAN and ADDS text ------------------------------------------------------------
+def test_generated_python_parses_and_names_temporaries_after_nodes():
+    c = wg.compile(wg.grad(powell), (1.0, 2.0, 3.0, 4.0))
+    tree = ast.parse(c.source)
+    assert isinstance(tree.body[0], ast.FunctionDef) and tree.body[0].name == "powell"
+    assert re.search(r"\bV\d{4} = ", c.source)
+    # used once: inlined, so fewer statements than operations
+    statements = [line for line in c.source.splitlines() if " = " in line]
+    assert len(statements) < sum(c.count().values())
+
+
+@pytest.mark.parametrize("language", ["fortran", "adds"])
+def test_fortran_and_adds_text_of_a_compiled_function(language):
+    c = wg.compile(wg.grad(powell), (1.0, 2.0, 3.0, 4.0))
+    text = c.code(language)
+    x = tuple(rng.uniform(-2, 2, 4))
+    env = emitted.run(text, {(f"X_{i}", ()): v for i, v in enumerate(x)},
+                      fortran=language == "fortran")
+    numpy.testing.assert_allclose([env[("Y", (k,))] for k in (1, 2, 3, 4)], powell_grad(x),
+                                  rtol=1e-13)
+    a = wg.compile(wg.grad(lambda x: (x ** 2).sum()), numpy.ones(2)).code(language)
+    assert ("X(2)" if language == "fortran" else "X[2]") in a
+
+
+def test_code_rejects_unknown_languages():
+    with pytest.raises(ValueError, match="language"):
+        wg.compile(lambda x: x, 1.0).code("rust")
+
+
+# ---- injection --------------------------------------------------------------------------------
+def _payload(marker):
+    return (f"x):\n    open({str(marker)!r}, 'w').close()\n    return 0\ndef y(*a, **k"
+            f"); open({str(marker)!r}, 'w') #\" */ ]; {{ }}")
+
+
+@pytest.mark.parametrize("backend", ["python", "numpy",
+                                     pytest.param("c", marks=needs_cc)])
+def test_user_text_cannot_inject_code(tmp_path, backend):
+    marker = tmp_path / "pwned"
+    payload = _payload(marker)
+
+    def f(d, y):
+        return d[payload] * y + evil(y)
+    f.__name__ = payload
+    evil = wg.primitive(lambda x: 3 * x, name=payload + "'")
+    evil.defpartials(lambda x, ans: 3.0)
+
+    args = ({payload: 2.0}, 5.0)
+    if backend == "c":                            # C has no spelling for a custom primitive
+        evil = wm.sin
+        args = ({payload: 2.0}, 5.0)
+    c = wg.compile(f, *args, backend=backend)
+    assert c(*args) == pytest.approx(f(*args))
+    g = wg.compile(wg.grad(f, argnums=1), *args, backend=backend)
+    assert g(*args) == pytest.approx(wg.grad(f, argnums=1)(*args))
+    graph = wg.trace(lambda x: x * 2.0, 1.0)
+    graph.inputs[0].name = payload
+    assert wg.compile(graph, backend=backend)(4.0) == 8.0
+    for text in (c.source, g.source, c.code("adds"), c.code("fortran")):
+        assert not re.search(r"\bopen\s*\(", text.replace(repr(payload), "'...'"))
+    if backend != "c":
+        for text in (c.source, g.source):
+            calls = [n.func.id for n in ast.walk(ast.parse(text))
+                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+            assert "open" not in calls
+    assert not marker.exists()
+    dot = wg.draw(graph).dot
+    assert payload not in dot and 'label="x):\\n' in dot      # quoted, newlines escaped
+
+
+# ---- operation counts ---------------------------------------------------------------------------
+def _run(*argv):
+    out = io.StringIO()
+    import contextlib
+    with contextlib.redirect_stdout(out):
+        status = cli.main(list(argv))
+    return status, out.getvalue()
+
+
+def _kinds(text):
+    return {k: int(n) for n, k in re.findall(r"(\d+) (\w+)", text)}
+
+
+def _ops_in(code):
+    """Operations in emitted ADDS-format code, read off its text: binary + and - are
+    additions, a sign is a negation, then * / ** and function calls."""
+    counts = {"add": 0, "mul": 0, "div": 0, "call": 0, "pow": 0, "neg": 0}
+    for line in code.splitlines():
+        expr = line.split(":=", 1)[1]
+        tokens = re.findall(r"\*\*|[A-Z][A-Z0-9_]*\(|[A-Z0-9_.\[\],]+|[-+*/()]", expr)
+        prev = None
+        for t in tokens:
+            if t in "+-":
+                counts["add" if prev not in (None, "(", "+", "-", "*", "/", "**") else
+                       "neg"] += 1
+            elif t == "*":
+                counts["mul"] += 1
+            elif t == "/":
+                counts["div"] += 1
+            elif t == "**":
+                counts["pow"] += 1
+            elif len(t) > 1 and t.endswith("("):
+                counts["call"] += 1
+            prev = t
+    return {k: v for k, v in counts.items() if v}
+
+
+@pytest.mark.parametrize("example", ["example1.adds", "powell.adds"])
+def test_wengert_count_matches_the_adds_output_and_the_emitted_code(example, tmp_path):
+    path = os.path.join(EXAMPLES, example)
+    status, table = _run("count", path)
+    assert status == 0 and "b/a" in table
+    rows = table.splitlines()
+    outcode = [i for i, r in enumerate(rows) if r.startswith("outcode")][-1]
+    c_kinds = _kinds(rows[outcode + 1].split("c:")[1])
+    # the code the program emits, in the input format, read operation by operation
+    program = open(path).read().replace("on fort;", "")
+    with open(tmp_path / "p.adds", "w") as f:
+        f.write(program)
+    _, out = _run("run", str(tmp_path / "p.adds"))
+    code = "\n".join(line for line in out.splitlines() if ":=" in line)
+    assert _ops_in(code) == c_kinds
+    # and the program's own count statements say the same
+    for line in out.splitlines():
+        if line.startswith("% COUNT"):
+            said = {"add": "ADDITIONS/SUBTRACTIONS", "mul": "MULTIPLICATIONS"}
+            for k, word in said.items():
+                n = int(re.search(word + r" (\d+)", line).group(1))
+                assert n in [_kinds(r.split("c:")[1]).get(k, 0)
+                             for r in rows if r.startswith("  a:")]
+
+
+def test_table_2_columns_for_powell():
+    _, table = _run("count", os.path.join(EXAMPLES, "powell.adds"))
+    row = [r for r in table.splitlines() if r.startswith("count(P) F,G,PHP")][0].split()
+    a, b, c = (int(v) for v in row[2:5])
+    assert a == 17 and c < b                      # interning and simplification pay
+    assert c <= 24 + 42 + 3                       # CasADi's f, g and p'Hp: 69 operations
+
+
+def test_python_count_columns():
+    a = wg.compile(powell, (1.0, 2.0, 3.0, 4.0)).count()
+    vg = wg.compile(wg.value_and_grad(powell), (1.0, 2.0, 3.0, 4.0))
+    b, c = vg.count(plain=True), vg.count()
+    assert sum(a.values()) < sum(c.values()) < sum(b.values())
+
+
+def test_count_without_requests_says_so(tmp_path):
+    p = tmp_path / "f.adds"
+    p.write_text("f := x*x;")
+    status, out = _run("count", str(p))
+    assert status == 0 and "nothing to count" in out
+
+
+# ---- pictures -----------------------------------------------------------------------------------
+def test_draw_writes_dot_with_operations_and_the_derivative_beside():
+    d = wg.draw(lambda x1, x2: x1 * x2 + wm.sin(x1), 2.0, 3.0, derivative=True)
+    assert d.dot.startswith("digraph") and d.dot.count("subgraph cluster_") == 2
+    for label in ('"×"', '"sin"', '"cos"', '"x1"', 'label="gradient"'):
+        assert label in d.dot
+    c = wg.compile(wg.grad(powell), (1.0, 2.0, 3.0, 4.0))
+    assert 'label="^3"' in wg.draw(c).dot
+
+
+def test_draw_saves_dot_without_graphviz_and_says_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr(D.shutil, "which", lambda name: None)
+    d = wg.draw(lambda x: x * x, 1.0)
+    d.save(tmp_path / "g.dot")
+    assert (tmp_path / "g.dot").read_text().startswith("digraph")
+    with pytest.raises(D.GraphvizNotFound, match="apt-get install graphviz"):
+        d.save(tmp_path / "g.svg")
+    assert d._repr_svg_() is None
+    status = cli.main(["draw", os.path.join(EXAMPLES, "example1.adds"), "-o",
+                       str(tmp_path / "e.svg")])
+    assert status == 1
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_draw_renders_svg(tmp_path):
+    wg.draw(lambda x: wm.exp(x) * x, 1.0, path=tmp_path / "g.svg")
+    assert "<svg" in (tmp_path / "g.svg").read_text()
+    status, out = _run("draw", os.path.join(EXAMPLES, "powell.adds"), "-o",
+                       str(tmp_path / "p.svg"))
+    assert status == 0 and "<svg" in (tmp_path / "p.svg").read_text()
+
+
+def test_wengert_draw_writes_dot_text(tmp_path):
+    status, out = _run("draw", os.path.join(EXAMPLES, "example1.adds"), "-o",
+                       str(tmp_path / "e.dot"))
+    text = (tmp_path / "e.dot").read_text()
+    assert status == 0 and '"EXP"' not in text and 'label="exp"' in text and '"F"' in text

@@ -1,0 +1,453 @@
+"""Python source from a graph: the format of the emitter for Python, and the function
+around the emitted statements.
+
+Two flavours of one format:
+
+* ``"float"``: straight-line Python on floats with the `math` module, for scalar graphs
+  (small arrays are scalarised first, see `scalarize.py`).  Nothing runs but the arithmetic
+  itself, which is what makes tiny problems fast.  Where `math` raises and NumPy would
+  give inf or nan (``log(-1)``, ``1/0``, overflow), the call is redone by the NumPy flavour,
+  so results follow NumPy's conventions as eager evaluation does.
+* ``"numpy"``: NumPy calls, for array graphs.  A primitive is spelled by the table below, or
+  as its NumPy function when its implementation is one (``numpy.sin``, ``numpy.where``), or
+  else as a call of its registered implementation bound in the function's namespace: every
+  primitive of the registry, a user's too, has a spelling, and a new primitive needs no
+  entry anywhere.
+
+The generated function takes the traced function's arguments (pytrees as they are),
+checks that they have the traced structure, shapes and dtypes (the guard: anything else
+goes to `_miss`, which retraces), unpacks them, computes, and builds the result's pytree.
+Names come from `names.Names`: no user text reaches the source unsanitised.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from ..graph.graph import F64
+from ..primitives import array as A
+from ..primitives import scalar as S
+from ..primitives.registry import CONST
+from ..tree import LEAF
+from .emit import Symbol, emit
+from .formats import Format
+from .names import Names
+
+FLOAT, NUMPY = "float", "numpy"
+
+_CMP = {S.lt: "<", S.le: "<=", S.gt: ">", S.ge: ">=", S.eq: "==", S.ne: "!="}
+
+
+def _literal(value) -> bool:
+    """Whether repr(value) is a Python literal that evaluates back to an equal value (so it
+    may appear in source): plain numbers, strings, None and tuples of them."""
+    t = type(value)
+    if t is float:
+        return math.isfinite(value)
+    if t in (int, bool, str, type(None)):
+        return True
+    if t is tuple:
+        return all(_literal(v) for v in value)
+    return False
+
+
+class Namespace:
+    """The globals of generated functions and the names under which objects are bound
+    there (one name per object)."""
+
+    def __init__(self, names=None):
+        self.names = names or Names()
+        self.globals = {"__builtins__": __builtins__}
+        self._bound = {}
+
+    def bind(self, obj, stem) -> str:
+        key = id(obj)
+        found = self._bound.get(key)
+        if found is not None and self.globals[found] is obj:
+            return found
+        name = self.names.own(stem)
+        self.globals[name] = obj
+        self._bound[key] = name
+        return name
+
+    def fixed(self, name, obj) -> str:
+        """Bind `obj` under the given name of the code's own (``_np``, ``_miss``)."""
+        self.globals[name] = obj
+        return name
+
+
+class PythonFormat(Format):
+    """Python spelling, `FLOAT` or `NUMPY` flavour (see the module doc).  Constants that
+    are not plain numbers (arrays, inf, nan) are bound in the namespace.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.codegen.emit import emit, Symbol
+        >>> g = wg.trace(lambda x: wg.math.sin(x) * x + 1.0, 0.5)
+        >>> print(emit(g, g.inputs, [(Symbol("y"), g.outputs[0])], PythonFormat(FLOAT)))
+        y = x*_math.sin(x)+1.0
+    """
+
+    power = "**"
+    pow_infix = False              # x**y: Python's ** can return a complex number
+    max_expression = 400           # well inside what Python's parser nests
+
+    def __init__(self, flavour=FLOAT, namespace=None):
+        self.flavour = flavour
+        self.ns = namespace or Namespace()
+        self._np = self.ns.fixed("_np", np)
+        self._math = self.ns.fixed("_math", math)
+
+    def symbol(self, sym) -> str:
+        return sym.name
+
+    def number(self, value) -> str:
+        t = type(value)
+        if t is float:
+            if math.isfinite(value):
+                return repr(value)
+        elif t is bool or t is int:
+            return repr(value)
+        return self.ns.bind(value, "k")
+
+    def statement(self, target, expr) -> list:
+        return [f"{target} = {expr}"]
+
+    def comment(self, text) -> list:
+        return [f"# {line}" for line in text.splitlines()]
+
+    def _kwargs(self, params) -> str:
+        if not params:
+            return ""
+        if not all(type(k) is str and k.isidentifier() for k in params):
+            return f", **{self.ns.bind(dict(params), 'k')}"
+        return "".join(f", {k}={v!r}" if _literal(v) else f", {k}={self.ns.bind(v, 'k')}"
+                       for k, v in params.items())
+
+    def apply(self, op, args, params) -> str:
+        if op in _CMP:
+            return f"({args[0]} {_CMP[op]} {args[1]})"
+        if op is S.stop_gradient:
+            return args[0]
+        if self.flavour == FLOAT:
+            return self._float_call(op, args, params)
+        return self._numpy_call(op, args, params)
+
+    def _float_call(self, op, args, params):
+        if op is S.select:
+            return f"({args[1]} if {args[0]} else {args[2]})"
+        if op is S.abs:
+            return f"abs({args[0]})"
+        if op is S.pow:
+            return f"{self._math}.pow({args[0]}, {args[1]})"
+        fast = op.fast
+        if fast is not None and getattr(math, getattr(fast, "__name__", ""), None) is fast:
+            return f"{self._math}.{fast.__name__}({', '.join(args)})"
+        if fast is not None and not params:
+            fn = fast
+        else:                       # a user's primitive: its evaluation, on floats
+            fn = _Evaluate(op)
+        return f"{self.ns.bind(fn, _stem(op))}({', '.join(args)}{self._kwargs(params)})"
+
+    def _numpy_call(self, op, args, params):
+        if op is A.getitem:
+            return f"{_atom(args[0])}[{self._index(params['index'])}]"
+        if op is A.matmul:
+            return f"({_atom(args[0])} @ {_atom(args[1])})"
+        impl = op.impl
+        name = getattr(impl, "__name__", "")
+        if name and getattr(np, name, None) is impl:          # a NumPy function itself
+            return f"{self._np}.{name}({', '.join(args)}{self._kwargs(params)})"
+        return f"{self.ns.bind(impl, _stem(op))}({', '.join(args)}{self._kwargs(params)})"
+
+    def _index(self, index) -> str:
+        parts = []
+        for i in A.decode_index(index):
+            if type(i) is slice:
+                a, b, c = (("" if v is None else repr(v)) for v in (i.start, i.stop, i.step))
+                parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
+            elif i is None:
+                parts.append("None")
+            elif i is Ellipsis:
+                parts.append("...")
+            elif _literal(i):
+                parts.append(repr(i))
+            else:
+                parts.append(self.ns.bind(i, "k"))
+        return ", ".join(parts) or "()"
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+def _atom(text) -> str:
+    """An argument's text as an operand of an infix operator or a subscript: the emitter
+    hands call arguments over unparenthesised, and ``a+b @ c`` is not ``(a+b) @ c``."""
+    return text if _NAME.match(text) else f"({text})"
+
+
+class _Evaluate:
+    """A primitive's evaluation on plain values, with its keyword parameters."""
+
+    def __init__(self, op):
+        self.op = op
+
+    def __call__(self, *values, **params):
+        return self.op.evaluate(values, params)
+
+
+def _stem(op) -> str:
+    return "".join(c if c.isalnum() else "_" for c in op.name)[:24] or "op"
+
+
+# --------------------------------------------------------------------------------------
+# the function around the statements
+# --------------------------------------------------------------------------------------
+class Leaf:
+    """One array or number of the arguments: its variable name in the code, the type its
+    value has once made canonical, its shape and dtype."""
+
+    def __init__(self, name, kind, shape, dtype):
+        self.name, self.kind, self.shape, self.dtype = name, kind, shape, dtype
+
+
+def prologue(params, names, ns, miss, indent="    "):
+    """Lines that check and unpack the arguments.
+
+    `params`: one ``(name, spec)`` per positional argument, where spec is ``("static",
+    value)`` or ``("tree", treedef, kinds)`` with `kinds` one ``(type, shape, dtype)`` per
+    leaf.  Returns ``(lines, leaves)``: the leaves in pytree order, each a `Leaf`.  A
+    failed check returns ``miss(*arguments)``.
+
+    Example:
+        >>> from wengert.tree import flatten
+        >>> tree = flatten((1.0, 2.0))[1]
+        >>> lines, leaves = prologue([("p", ("tree", tree, [(float, (), None)] * 2))],
+        ...                          Names(), Namespace(), "_miss")
+        >>> print("\\n".join(lines))
+            if type(p) is not tuple or len(p) != 2:
+                return _miss(p)
+            p_0, p_1 = p
+            if type(p_0) is not float or type(p_1) is not float:
+                return _miss(p)
+        >>> [leaf.name for leaf in leaves]
+        ['p_0', 'p_1']
+    """
+    call_miss = f"return {miss}({', '.join(n for n, _ in params)})"
+    lines, leaf_checks, leaves = [], [], []
+
+    def check(conds):
+        if conds:
+            lines.append(f"{indent}if {' or '.join(conds)}:")
+            lines.append(f"{indent}    {call_miss}")
+
+    for name, spec in params:
+        if spec[0] == "static":
+            leaf_checks.append(f"{name} != {ns.bind(spec[1], 'static')}")
+            continue
+        _, tree, kinds = spec
+        kinds = iter(kinds)
+        todo = [(name, tree)]
+        while todo:                   # pytrees nest shallowly; a work list all the same
+            var, t = todo.pop(0)
+            if t.kind == LEAF:
+                kind, shape, dtype = next(kinds)
+                leaves.append(Leaf(var, kind, shape, dtype))
+                if kind is float:
+                    leaf_checks.append(f"type({var}) is not float")
+                elif kind is np.ndarray:
+                    leaf_checks.append(
+                        f"type({var}) is not {ns.fixed('_ndarray', np.ndarray)} or "
+                        f"{var}.shape != {shape!r} or {var}.dtype is not "
+                        f"{ns.bind(dtype, 'dtype')}")
+                else:
+                    leaf_checks.append(f"type({var}) is not {ns.bind(kind, 'type')}")
+                continue
+            if t.kind == "none":
+                leaf_checks.append(f"{var} is not None")
+                continue
+            n = len(t.children)
+            if t.kind == "dict":
+                keys = [repr(k) if type(k) in (str, int) else ns.bind(k, "key")
+                        for k in t.meta]
+                check([f"type({var}) is not dict",
+                       f"{var}.keys() != {ns.bind(frozenset(t.meta), 'keys')}"])
+                subs = [names.user(f"{var}_{k}") for k in t.meta]
+                lines.extend(f"{indent}{s} = {var}[{k}]" for s, k in zip(subs, keys))
+            else:
+                if t.kind == "namedtuple":
+                    check([f"type({var}) is not {ns.bind(t.meta, 'type')}"])
+                else:
+                    check([f"type({var}) is not {t.kind}", f"len({var}) != {n}"])
+                subs = [names.user(f"{var}_{i}") for i in range(n)]
+                if n:
+                    lines.append(f"{indent}{', '.join(subs)}{',' if n == 1 else ''} = {var}")
+            todo[:0] = list(zip(subs, t.children))
+    check(leaf_checks)
+    return lines, leaves
+
+
+def build_tree(tree, exprs, ns) -> str:
+    """The expression of a pytree whose leaves are the expressions `exprs` (in order).
+
+    Example:
+        >>> from wengert.tree import flatten
+        >>> build_tree(flatten({"a": (1.0, 2.0), "b": None})[1], ["u", "v"], Namespace())
+        "{'a': (u, v), 'b': None}"
+    """
+    exprs = iter(exprs)
+
+    def build(t):
+        if t.kind == LEAF:
+            return next(exprs)
+        if t.kind == "none":
+            return "None"
+        parts = [build(c) for c in t.children]    # recursion over the pytree's nesting
+        if t.kind == "dict":
+            return "{" + ", ".join(f"{ns.bind(k, 'key') if type(k) not in (str, int) else repr(k)}: {p}"
+                                   for k, p in zip(t.meta, parts)) + "}"
+        if t.kind == "list":
+            return "[" + ", ".join(parts) + "]"
+        if t.kind == "namedtuple":
+            return f"{ns.bind(t.meta, 'type')}({', '.join(parts)})"
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+    return build(tree)
+
+
+def output_expr(node, expr, flavour, ns) -> str:
+    """What the function returns for one output: Python floats and bools for scalars (as
+    eager evaluation gives), a fresh array for an array constant."""
+    if node.op is CONST and isinstance(node.value, np.ndarray):
+        return f"{expr}.copy()"
+    if flavour == NUMPY and node.shape == ():
+        if node.dtype == F64:
+            return f"float({expr})"
+        if node.dtype.kind == "b":
+            return f"bool({expr})"
+    return expr
+
+
+def _scatter(base, index, values):
+    out = base.copy()
+    out.flat[index] = values
+    return out
+
+
+def array_expr(elements, nodes, shape, dtype, ns) -> str:
+    """An array of `shape` built from scalar element expressions (scalarised outputs).
+    Where most elements are constants (the zeros of a sparse Hessian), a constant array
+    is copied and only the others are written into it."""
+    np_ = ns.fixed("_np", np)
+    dt = ns.bind(dtype, "dtype")
+    if not elements:
+        return f"{np_}.zeros({shape!r}, {dt})"
+    computed = [k for k, n in enumerate(nodes) if n.op is not CONST]
+    if len(computed) * 2 < len(nodes):
+        base = ns.bind(np.array([n.value if n.op is CONST else 0 for n in nodes],
+                                dtype).reshape(shape), "k")
+        if not computed:
+            return f"{base}.copy()"
+        return (f"{ns.fixed('_scatter', _scatter)}({base}, "
+                f"{ns.bind(np.array(computed, dtype=np.intp), 'k')}, "
+                f"[{', '.join(elements[k] for k in computed)}])")
+    arr = f"{np_}.array([{', '.join(elements)}], {dt})"
+    return arr if len(shape) == 1 else f"{arr}.reshape({shape!r})"
+
+
+def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=None,
+                    miss="_miss"):
+    """The source of a Python function computing `graph` (see the module doc).
+
+    Args:
+        fn_name: a safe name for the function (from `Names.user`).
+        params: the arguments, as for `prologue`.
+        graph: the graph to compute; its inputs are the argument leaves in order, its
+            outputs the result's leaves; ``graph.out_tree`` the result's structure.
+        flavour: `FLOAT` or `NUMPY`.
+        ns: the `Namespace` (shared by all entries of one compiled function).
+        scalar: the `Scalarized` version of graph, to compute instead (float flavour).
+        fallback: the name of a function to call with the arguments when math raises.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.trace(lambda x: x * x, np.ones(2))
+        >>> print(function_source("square", [("x", ("tree", g.in_tree.children[0],
+        ...       [(np.ndarray, (2,), np.dtype(np.float64))]))], g, NUMPY, Namespace()))
+        def square(x):
+            if type(x) is not _ndarray or x.shape != (2,) or x.dtype is not _dtype0:
+                return _miss(x)
+            _r0 = x*x
+            return _r0
+        <BLANKLINE>
+    """
+    names = ns.names.fork()                # local variables: fresh for each function
+    names.taken.update([fn_name] + [n for n, _ in params])
+    fmt = PythonFormat(flavour, ns)
+    lines, leaves = prologue(params, names, ns, miss)
+    body = []
+    # the graph that is emitted, and its input names
+    target = scalar.graph if scalar is not None else graph
+    symbols = {}
+    if scalar is not None:
+        inputs = iter(target.inputs)
+        for leaf in leaves:
+            size = int(np.prod(leaf.shape, dtype=np.int64))
+            if leaf.kind is np.ndarray:
+                elems = [names.user(f"{leaf.name}_{k}") for k in range(size)]
+                flat = f"{leaf.name}.tolist()" if len(leaf.shape) == 1 else \
+                    f"{leaf.name}.ravel().tolist()"
+                if elems:
+                    body.append(f"{', '.join(elems)}{',' if size == 1 else ''} = {flat}")
+            else:
+                elems = [leaf.name]
+            for e in elems:
+                symbols[next(inputs).index] = Symbol(e)
+    else:
+        for leaf, node in zip(leaves, target.inputs):
+            symbols[node.index] = Symbol(leaf.name)
+            if leaf.kind is float:      # NumPy's scalars give inf and nan where floats raise
+                body.append(f"{leaf.name} = {fmt._np}.float64({leaf.name})")
+    outs = [(Symbol(names.own("r")), o) for o in target.outputs]
+    code = emit(target, target.inputs, outs, fmt, names=symbols, reserved=names.taken)
+    body.extend(line for st in code.statements for line in fmt.statement(
+        st.target if isinstance(st.target, str) else st.target.name, st.expr))
+    exprs = [output_expr(o, s.name, flavour, ns) for s, o in outs]
+    if scalar is not None:
+        grouped, k = [], 0
+        for shape, dtype in zip(scalar.out_shapes, scalar.out_dtypes):
+            n = int(np.prod(shape, dtype=np.int64))
+            part = exprs[k:k + n]
+            grouped.append(array_expr(part, target.outputs[k:k + n], shape, dtype, ns)
+                           if shape else part[0])
+            k += n
+        exprs = grouped
+    body.append(f"return {build_tree(graph.out_tree, exprs, ns)}")
+    args = ", ".join(n for n, _ in params)
+    src = [f"def {fn_name}({args}):", *lines]
+    if fallback is not None:
+        src.append("    try:")
+        src.extend("        " + line for line in body)
+        src.append("    except (ArithmeticError, ValueError):   # math raised: NumPy gives "
+                   "inf or nan")
+        src.append(f"        return {fallback}({args})")
+    else:
+        src.extend("    " + line for line in body)
+    return "\n".join(src) + "\n"
+
+
+def make_function(source, fn_name, ns):
+    """Execute generated source in the namespace and return the function it defines.
+
+    Example:
+        >>> ns = Namespace()
+        >>> _ = ns.fixed("_np", np)
+        >>> make_function("def f(x):\\n    return x * x\\n", "f", ns)(4.0)
+        16.0
+    """
+    code = compile(source, f"<wengert {fn_name}>", "exec")
+    exec(code, ns.globals)
+    return ns.globals.pop(fn_name)
+

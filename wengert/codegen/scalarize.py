@@ -1,0 +1,178 @@
+"""Scalarisation: a graph of small arrays rewritten as a graph of scalars.
+
+Straight-line code on plain floats is what makes tiny problems fast (a NumPy call costs
+about a microsecond whatever the size of its arrays), and it is what C and FORTRAN are
+written in.  So a graph whose arrays are small is rewritten element by element: every
+array node becomes a NumPy object array of scalar nodes of a new graph, built through
+`Graph.apply`, so interning and simplification run again on the scalars (the VJP of
+``x[i]``, zeros with one entry, adds away to nothing).
+
+* Elementwise primitives apply to each element (with NumPy's broadcasting).
+* Structural primitives (reshape, transpose, indexing, sums, matmul, concatenate, ...) run
+  their own NumPy implementation on the object arrays: NumPy moves the nodes around, and
+  the sums and products it does on them record scalar operations.
+* A primitive that cannot be written so (linear algebra, convolutions, a sort, a max whose
+  comparison would need a value) makes `scalarize` return None: the graph stays an array
+  graph for the NumPy back-end.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConcretizationError
+from ..graph.graph import Graph, ShapeDtype
+from ..graph.node import Node
+from ..primitives import array as A
+from ..primitives import scalar as S
+from ..primitives.registry import CONST, INPUT
+
+#: Above this many array elements in the live graph, arrays stay arrays ...
+LIMIT = 200_000
+#: ... and above this many scalar nodes, scalarisation gives up.
+MAX_NODES = 20_000
+
+
+class Scalarized:
+    """A scalar graph for an array graph: ``graph.inputs`` / ``graph.outputs`` are the
+    elements of the original inputs / outputs in order (each in C order), and
+    ``in_shapes`` / ``out_shapes`` their shapes."""
+
+    def __init__(self, graph, in_shapes, out_shapes, in_dtypes, out_dtypes):
+        self.graph = graph
+        self.in_shapes, self.out_shapes = in_shapes, out_shapes
+        self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
+
+
+def elementwise(op) -> bool:
+    """Whether a primitive acts element by element: declared with partial derivatives and
+    the broadcasting shape rule (the scalar primitives, relu, select), or a user's
+    primitive declared with partials (which the rules of `wg.primitive` make elementwise)."""
+    if op.partials is None or op.jvp is not None or op.vjp is not None:
+        return False
+    return op._abstract_eval is None or op is S.select or not op.builtin
+
+
+def _filled(shape, node):
+    out = np.empty(shape, dtype=object)
+    flat = out.reshape(-1)
+    for k in range(flat.size):          # (np.full would ask the node for an array)
+        flat[k] = node
+    return out
+
+
+def _index_add(new, g, index, shape):
+    out = _filled(shape, new.const(0.0))
+    np.add.at(out, A.decode_index(index), g)
+    return out
+
+
+def _extremum(which):
+    def reduce(new, x, axis, keepdims):
+        pick = np.frompyfunc(which, 2, 1)            # maximum(a, b) nodes, no comparisons
+        axes = tuple(range(x.ndim)) if axis is None else axis
+        for a in sorted(axes, reverse=True):
+            x = pick.reduce(x, axis=a, keepdims=keepdims)
+        return x
+    return reduce
+
+
+#: Structural primitives whose NumPy implementation cannot run on nodes, written for them.
+_OBJECT_IMPLS = {
+    A.index_add: _index_add,
+    A.amax: _extremum(S.maximum),
+    A.amin: _extremum(S.minimum),
+}
+
+
+def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
+    """The scalar graph of `graph` (a `Scalarized`), or None if it has more than `limit`
+    array elements, would have more than `max_nodes` nodes, or has a primitive that cannot
+    be written element by element.  (Many elements may give few nodes: most entries of a
+    Hessian's forward sweeps are zeros, and simplification folds them away.)
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> g = wg.trace(lambda x: (x * x).sum(), np.ones(3))
+        >>> s = scalarize(g)
+        >>> print(s.graph)
+        graph(x[0]: f64[], x[1]: f64[], x[2]: f64[]):
+          %3: f64[] = mul(x[0], x[0])
+          %4: f64[] = mul(x[1], x[1])
+          %5: f64[] = mul(x[2], x[2])
+          %6: f64[] = add(%3, %4)
+          %7: f64[] = add(%5, %6)
+          return %7
+    """
+    live = graph.live_nodes()
+    if sum(n.size for n in live if n.op is not CONST) > limit:
+        return None
+    new = Graph(optimize=graph.optimize)
+    elems = {}                          # node index -> object array of scalar nodes
+    inputs = []
+    for node in graph.inputs:
+        arr = np.empty(node.shape, dtype=object)
+        name = node.label()
+        for i in np.ndindex(*node.shape):
+            label = name if not node.shape else f"{name}[{','.join(map(str, i))}]"
+            arr[i] = new.input(ShapeDtype((), node.dtype), label)
+            inputs.append(arr[i])
+        elems[node.index] = arr
+
+    def const_array(value):
+        a = np.asarray(value)
+        out = np.empty(a.shape, dtype=object)
+        flat = out.reshape(-1)
+        for k, v in enumerate(a.reshape(-1).tolist()):
+            flat[k] = new.const(v)
+        return out
+
+    def as_nodes(result, node):
+        if type(result) is not np.ndarray:            # a single element came back
+            one = np.empty((), dtype=object)
+            one[()] = result
+            result = one
+        result = result.astype(object, copy=False)
+        if result.shape != node.shape:
+            return None
+        flat = result.reshape(-1)
+        for k, v in enumerate(flat):
+            if type(v) is not Node:
+                flat[k] = new.const(v.item() if isinstance(v, np.generic) else v)
+        return result
+
+    with np.errstate(all="ignore"):
+        for node in live:
+            if node.index in elems:
+                continue
+            op = node.op
+            if op is CONST:
+                elems[node.index] = const_array(node.value)
+                continue
+            if op is INPUT:
+                return None                            # an input the graph was not given
+            args = [elems[a.index] for a in node.args]
+            try:
+                if elementwise(op):
+                    params = node.params
+                    fn = np.frompyfunc(lambda *xs: new.apply(op, xs, params), len(args), 1)
+                    out = fn(*args)
+                else:
+                    # constants go in as their values (an index array must stay one)
+                    vals = [a.value if a.op is CONST else e for a, e in zip(node.args, args)]
+                    impl = _OBJECT_IMPLS.get(op)
+                    out = (impl(new, *vals, **node.params) if impl is not None
+                           else op.impl(*vals, **node.params))
+                out = as_nodes(out, node)
+            except (TypeError, ValueError, ConcretizationError, NotImplementedError):
+                return None
+            if out is None:
+                return None
+            elems[node.index] = out
+            if len(new.nodes) > max_nodes:
+                return None
+    outputs = []
+    for o in graph.outputs:
+        outputs.extend(elems[o.index].reshape(-1).tolist())
+    new.inputs, new.outputs = inputs, outputs
+    return Scalarized(new, [n.shape for n in graph.inputs], [o.shape for o in graph.outputs],
+                      [n.dtype for n in graph.inputs], [o.dtype for o in graph.outputs])

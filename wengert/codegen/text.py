@@ -1,0 +1,54 @@
+"""A compiled function's computation in the ADDS text format or FORTRAN 77: the formats
+``outcode`` writes, on the scalar graph the Python and C back-ends use.
+
+Inputs are named after the function's arguments (sanitised, upper case, arrays indexed
+from 1 as ADDS and FORTRAN do); the outputs are the elements ``Y[1], Y[2], ...`` of the
+flattened result.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .emit import Symbol, emit
+from .formats import AddsFormat, FortranFormat
+from .names import Names
+from .python import Namespace, prologue
+
+
+def _Safe(fmt):
+    """The format, with a user's primitive named by an identifier whatever its name."""
+    class Safe(fmt):
+        def function(self, name):
+            return super().function(re.sub(r"[^0-9A-Za-z_]+", "_", name))
+    return Safe
+
+
+def source_of(entry, language) -> str:
+    """The statements of `entry` (a compiled function's entry) in `language`, "adds" or
+    "fortran"."""
+    from .scalarize import scalarize
+    scalar = scalarize(entry.graph, 10 ** 6)
+    if scalar is None:
+        raise ValueError(f"code({language!r}): the graph has arrays or primitives that have "
+                         "no element-by-element form")
+    names = Names()
+    names.taken.add("Y")
+    _, leaves = prologue(entry.params, names, Namespace(names), "_miss")
+    symbols, inputs, bases = {}, iter(scalar.graph.inputs), {"Y"}
+    for leaf in leaves:
+        base = leaf.name.upper()
+        while base in bases:                 # these languages do not tell x from X
+            base += "_"
+        bases.add(base)
+        if leaf.kind is np.ndarray:
+            for i in np.ndindex(*leaf.shape):
+                symbols[next(inputs).index] = Symbol(base, tuple(j + 1 for j in i))
+        else:
+            symbols[next(inputs).index] = Symbol(base)
+    outs = [(Symbol("Y", (k + 1,)), o) for k, o in enumerate(scalar.graph.outputs)]
+    fmt = (_Safe(FortranFormat) if language == "fortran" else _Safe(AddsFormat))()
+    code = emit(scalar.graph, scalar.graph.inputs, outs, fmt, names=symbols,
+                reserved=bases)
+    return "\n".join(code.lines) + "\n"
