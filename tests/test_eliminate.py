@@ -322,3 +322,34 @@ def test_long_chains_need_no_recursion():
 
     J = wg.jacobian(f, argnums=(0, 1), mode="eliminate")(0.3, 0.4)
     assert_close(J, wg.jacfwd(f, argnums=(0, 1))(0.3, 0.4), rtol=1e-12)
+
+
+def test_wengert_count_reports_jacobian_modes_side_by_side(tmp_path, capsys):
+    from wengert.cli import main
+    prog = tmp_path / "seed003.adds"
+    prog.write_text("v := x1*x2; w := v;\n"
+                    + "".join("w := sin(w)*0.9;\n" for _ in range(10))
+                    + "f1 := x1*w; f2 := x2*w; x := vec(x1, x2); f := vec(f1, f2);\n"
+                    + "count(x) f;\n")
+    assert main(["count", "--jacobian", str(prog)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: int(line.split()[-1]) for line in out.splitlines()
+            if line.strip().split()[:1] in (["fwd"], ["rev"], ["eliminate"])}
+    assert set(rows) == {"fwd", "rev", "eliminate"}
+    assert rows["eliminate"] < min(rows["fwd"], rows["rev"])
+
+
+def test_compiled_jacobian_by_elimination_is_cheaper_and_equal():
+    def f(x1, x2):
+        v = x1 * x2
+        for _ in range(10):
+            v = wg.math.sin(v) * 0.9
+        return x1 * v, x2 * v
+    costs = {}
+    for mode in ("fwd", "rev", "eliminate"):
+        c = wg.compile(wg.jacobian(f, argnums=(0, 1), mode=mode), 0.4, 0.7)
+        costs[mode] = sum(c.count().values())
+        np.testing.assert_allclose(np.array(c(0.4, 0.7)),
+                                   np.array(wg.jacfwd(f, argnums=(0, 1))(0.4, 0.7)),
+                                   rtol=1e-13)
+    assert costs["eliminate"] < min(costs["fwd"], costs["rev"])

@@ -103,10 +103,12 @@ def _sessions(path):
     return runs
 
 
-def count_program(path, out=None) -> int:
+def count_program(path, out=None, jacobian=False) -> int:
     """Print seed 002's Table 2 for each outcode/count statement of an ADDS program: a =
     the function alone, b = function and derivatives by plain AD (no interning, no
-    simplification), c = what wengert emits."""
+    simplification), c = what wengert emits.  With `jacobian`, also the operations of the
+    Jacobian of each statement's outputs with respect to its inputs by forward mode,
+    reverse mode and vertex elimination (seed 003), side by side."""
     from .codegen.count import count_ops, table
     out = out or sys.stdout
     runs = _sessions(path)
@@ -117,8 +119,8 @@ def count_program(path, out=None) -> int:
         print(f"{path}: no outcode or count statement, so nothing to count", file=out)
         return 0
     rows = []
-    for (label, graph, outs, derived), (_, pgraph, pouts, _) in zip(emitted.requests,
-                                                                  plain.requests):
+    for (label, graph, outs, derived, _), (_, pgraph, pouts, _, _) in zip(emitted.requests,
+                                                                        plain.requests):
         nodes, pnodes = [n for _, n in outs], [n for _, n in pouts]
         rows.append((label, count_ops(graph, nodes, derived), count_ops(pgraph, pnodes),
                      count_ops(graph, nodes)))
@@ -126,6 +128,16 @@ def count_program(path, out=None) -> int:
           "simplification); c: what wengert emits", file=out)
     for line in table(rows):
         print(line, file=out)
+    if jacobian:
+        from .jacobians import graph_jacobian_costs, format_costs
+        for label, graph, outs, _, xs in emitted.requests:
+            print(f"\nJacobian of {label}: operations by mode", file=out)
+            if not xs:
+                print("  (no inputs named: nothing to differentiate)", file=out)
+                continue
+            costs = graph_jacobian_costs(graph, xs, [n for _, n in outs])
+            for line in format_costs(costs).splitlines():
+                print("  " + line, file=out)
     return 0
 
 
@@ -140,7 +152,7 @@ def draw_program(path, output=None, out=None) -> int:
         return 1
     session = runs[0]
     if session.requests:
-        _, graph, outs, derived = session.requests[-1]
+        _, graph, outs, derived, _ = session.requests[-1]
     else:
         graph, derived = session.graph, frozenset(session.derived)
         outs = [(name, n) for name, v in session.variables.items() for n in v.reshape(-1)]
@@ -180,6 +192,10 @@ def main(argv=None) -> int:
                                        "function alone, b = function and derivatives by "
                                        "plain AD, c = what wengert emits.")
     count.add_argument("file", metavar="FILE.adds")
+    count.add_argument("--jacobian", action="store_true",
+                       help="also the Jacobian of each statement's outputs with respect to "
+                            "its inputs by forward mode, reverse mode and vertex elimination "
+                            "(seed 003), side by side")
     draw = sub.add_parser("draw", help="draw the graph of an ADDS program (Graphviz)",
                           description="Draw the computational graph of FILE's last "
                                       "outcode/count statement (or of all its variables): "
@@ -190,7 +206,7 @@ def main(argv=None) -> int:
                       help="the picture: .svg (default FILE.svg), .png, .pdf or .dot")
     args = parser.parse_args(argv)
     if args.command == "count":
-        return count_program(args.file)
+        return count_program(args.file, jacobian=args.jacobian)
     if args.command == "draw":
         return draw_program(args.file, args.output)
     if args.command == "demo":

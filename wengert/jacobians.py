@@ -359,13 +359,35 @@ def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstr
         starts = np.cumsum([0] + sizes)
         inputs = [g.inputs[k] for i in _resolve_argnums(nums, len(args), "jacobian_costs")
                   for k in range(starts[i], starts[i + 1])]
-    out = {"function": _with_total(count_ops(g))}
-    for mode in modes:
-        # Every mode builds into the one graph; each counts all the nodes its entries
-        # need, whoever made them, so sharing does not change the counts.
-        _, _, entries = jacobian_coordinates(g, inputs, g.outputs, mode, symbolic=True)
-        out[mode] = _with_total(count_ops(g, [v for v in entries if type(v) is Node]))
-    return out
+    return graph_jacobian_costs(g, inputs, g.outputs, modes)
+
+
+def graph_jacobian_costs(graph, inputs, outputs, modes=("fwd", "rev", "eliminate")):
+    """`jacobian_costs` of `outputs` with respect to `inputs`, nodes of `graph` (other
+    inputs count as parameters).  The derivative nodes built to count are removed again,
+    so the graph is left as it was.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.trace(lambda x, y: x * y + wg.math.sin(x), 1.0, 2.0)
+        >>> n = len(g.nodes)
+        >>> graph_jacobian_costs(g, g.inputs[:1], g.outputs)["rev"]["total"]
+        3
+        >>> len(g.nodes) == n
+        True
+    """
+    size = len(graph.nodes)
+    try:
+        out = {"function": _with_total(count_ops(graph, outputs))}
+        for mode in modes:
+            _check_mode(mode, "jacobian_costs")
+            # Every mode builds into the one graph; each counts all the nodes its entries
+            # need, whoever made them, so sharing does not change the counts.
+            _, _, entries = jacobian_coordinates(graph, inputs, outputs, mode, symbolic=True)
+            out[mode] = _with_total(count_ops(graph, [v for v in entries if type(v) is Node]))
+        return out
+    finally:
+        graph.truncate(size)
 
 
 def _with_total(counts):

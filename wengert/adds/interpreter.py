@@ -56,7 +56,8 @@ class Session:
 
     def __init__(self, stdout=None, stderr=None, optimize=True):
         self.optimize = optimize        # False: plain AD, for column b of `wengert count`
-        self.requests = []              # (label, graph, outputs, derived) per outcode/count
+        self.requests = []              # (label, graph, outputs, derived, inputs) per
+        #                                 outcode/count statement
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
         self.out = None                 # None: self.stdout (looked up when written to)
@@ -255,7 +256,7 @@ class Session:
                 outs.append((Symbol(name, at + tuple(j + 1 for j in i)), value[i]))
         label = f"{kind}({','.join(_ref_text(r) for r in inputs.children if r is not None)}) " \
             + ",".join(_ref_text(r) for r in outputs.children)
-        self.requests.append((label, self.graph, outs, frozenset(self.derived)))
+        self.requests.append((label, self.graph, outs, frozenset(self.derived), list(xs)))
         fmt = self.format
         if kind == "count":
             tally = count_ops(self.graph, [n for _, n in outs])
