@@ -5,7 +5,9 @@ import pytest
 
 import wengert as wg
 import wengert.math as wm
+from fd import fd_derivative, fd_gradient, assert_close
 from wengert import Graph, ShapeDtype
+from wengert.graph.passes import optimize, cost
 
 
 def ops_of(graph):
@@ -245,11 +247,22 @@ def test_constant_factors_merge_and_absorb_negation():
             pytest.approx(15.0 - 2.0 + 4 * v)
 
 
+def test_constant_factors_merge_only_when_exact():
+    """c*(d*z) -> (c*d)*z only when the float c*d is the exact product: a merge must not
+    round a constant (0.3333333333333333*3 is not 1.0)."""
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    assert 0.5 * (x * 10.0) is x * 5.0
+    third = 0.3333333333333333 * (x * 3.0)
+    assert sorted(a.op.name for a in third.args) == ["const", "mul"]
+    tiny = 1e-200 * (x * 1e-200)                    # would underflow to 0*x
+    assert sorted(a.op.name for a in tiny.args) == ["const", "mul"]
+    f = lambda t: 0.3333333333333333 * (t * 3.0) + 0.5 * (t * t * 10.0)
+    for v in (0.4, -1.3):
+        assert wg.grad(f)(v) == pytest.approx(fd_derivative(f, v), rel=1e-8)
+
+
 # --- the emitter's pass (wengert/graph/passes.py) ---------------------------------------------
-from fd import fd_derivative, fd_gradient, assert_close   # noqa: E402
-from wengert.graph.passes import optimize, cost             # noqa: E402
-
-
 def scaled(node):
     """(c, z) for a node c*z: the constant and the other argument, in either order."""
     assert node.op.name == "mul"
