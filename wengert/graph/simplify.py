@@ -10,7 +10,10 @@ Rules that hold for real numbers but not in every floating-point corner (``x*0 -
 applies them: wengert differentiates real functions.
 
 Constants are merged only exactly: ``c*(d*z) -> (c*d)*z`` applies when the float ``c*d`` is
-the product itself, so no rule rounds a constant.
+the product itself, so no rule rounds a constant.  A float64 scalar added to itself
+becomes ``2*x`` (bit for bit the same number): scaled terms are what these rules and the
+emitter's pass (`passes.py`) combine, ``10*(2*x) -> 20*x``, where ``10*(x+x)`` stays two
+operations.
 
 Constant folding is not a rule here: `Graph.apply` folds any foldable primitive whose
 arguments are all constants.  Rewrites that need to know how often a node is used, or what
@@ -56,8 +59,8 @@ def _filled(graph, op, args, params, v):
 
 def _add(g, args, params):
     x, y = args
-    if x is y and x.op is P.mul and x.shape == () and x.dtype == np.float64:
-        return g.apply(P.mul, (x, g.const(2.0)))                  # x*y + x*y -> 2*(x*y)
+    if x is y and x.shape == () and x.dtype == np.float64:
+        return g.apply(P.mul, (x, g.const(2.0)))                  # x + x -> 2*x
     if x.op not in _INTERESTING and y.op not in _INTERESTING:
         return None
     if _is(y, 0) and _keeps(x, P.add, args, params):
