@@ -25,15 +25,20 @@ can change):
    When the inner sums ``Σ_k d_kj u_k`` are already computed, up to a constant factor,
    the right side costs far less.  This is the case of ``p·(H p)`` by forward mode over
    reverse mode (seed 002's Example 2): ``H p = Jᵀ(D J p)``, and ``J p`` -- the tangents
-   of the intermediate values -- is at hand, so ``pᵀ H p = (J p)ᵀ D (J p)``.
+   of the intermediate values -- is at hand, so ``pᵀ H p = (J p)ᵀ D (J p)``.  A term
+   ``u_k * b`` whose factor b is one of the ``b_j`` joins in as ``u_k * (1*b)``.  Existing
+   sums are found by the linear combination of non-linear nodes they compute.
 
-Coefficients are exact rationals (`fractions.Fraction`) and a rule applies only where
-every coefficient it writes is exactly a float64, so no rule rounds a constant.  All
-walks are loops over creation order: no recursion over the graph's depth.
+Coefficients are exact rationals (Python ints, Fractions where they are not integers) and
+a rule applies only where every coefficient it writes is exactly a float64, so no rule
+rounds a constant.  All walks are loops over creation order: no recursion over the graph's
+depth; linear combinations have at most `MAX_TERMS` terms, so a round takes time linear
+in the size of the graph.
 
-The pass runs in rounds, each on the previous round's result (what one round exposes the
-next one uses), until the operation count stops falling; the result never costs more
-operations than the input.
+The pass runs in rounds, each on the previous round's result (a round may cost more, as
+when a constant floats into several products; the next one collects it), until nothing
+changes or `MAX_ROUNDS` rounds have run, and returns the cheapest outputs it saw: never
+more operations than the input.
 """
 from __future__ import annotations
 
