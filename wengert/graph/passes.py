@@ -182,6 +182,28 @@ def _linear_parts(n):
     return None
 
 
+def _combine(parts, expand):
+    """The linear combination Σ q*a of `parts` [(a, q)], with an argument a replaced by
+    the combination expand(a) where that is not None; and the arguments so replaced.
+    None if a constant argument is not a finite float64."""
+    form, expanded = {}, []
+    for a, q in parts:
+        if a.op is CONST:
+            v = _const_value(a)
+            if v is None:
+                return None
+            _add_term(form, _ONE, q * v)
+            continue
+        sub = expand(a)
+        if sub is None:
+            _add_term(form, a.index, q)
+        else:
+            for k, c in sub.items():
+                _add_term(form, k, q * c)
+            expanded.append(a.index)
+    return form, expanded
+
+
 def _keyed(terms):
     """A form {index: q} of [(node, q)]."""
     return {n.index: q for n, q in terms}
@@ -317,35 +339,23 @@ class _Round:
         # the arguments it expanded, `absorbed` holds every node inside some tree).
         own, size, inner_of = {}, {}, {}
         absorbed = set()
+
+        def once(a):
+            return own.get(a.index) if uses.get(a.index) == 1 else None
+
         for i in self.live:
             parts = _linear_parts(nodes[i])
-            if parts is None:
+            combined = None if parts is None else _combine(parts, once)
+            if combined is None:
                 continue
-            form, n_ops, inner = {}, 1, []
-            for a, q in parts:
-                if a.op is CONST:
-                    v = _const_value(a)
-                    if v is None:
-                        break
-                    _add_term(form, _ONE, q * v)
-                elif a.index in own and uses.get(a.index) == 1:
-                    for k, c in own[a.index].items():
-                        _add_term(form, k, q * c)
-                    n_ops += size[a.index]
-                    inner.append(a.index)
-                else:
-                    _add_term(form, a.index, q)
-            else:
-                if inner and not all(_exact(q) for q in form.values()):
-                    # a coefficient would need rounding: the arguments stay roots
-                    form, n_ops, inner = {}, 1, []
-                    for a, q in parts:
-                        v = _const_value(a)
-                        _add_term(form, a.index if v is None else _ONE, q if v is None
-                                  else q * v)
-                if len(form) <= MAX_TERMS:
-                    own[i], size[i], inner_of[i] = form, n_ops, inner
-                    absorbed.update(inner)
+            form, inner = combined
+            if inner and not all(_exact(q) for q in form.values()):
+                # a coefficient would need rounding: the arguments stay roots
+                form, inner = _combine(parts, lambda a: None)
+            if len(form) <= MAX_TERMS:
+                own[i], inner_of[i] = form, inner
+                size[i] = 1 + sum(size[k] for k in inner)
+                absorbed.update(inner)
         self.own, self.size, self.inner_of, self.absorbed = own, size, inner_of, absorbed
         self.full = self.table = None          # made when rule 4 first needs them
 
@@ -365,25 +375,9 @@ class _Round:
         nodes, full = self.nodes, {}
         for i in self.live:
             parts = _linear_parts(nodes[i])
-            if parts is None:
-                continue
-            form = {}
-            for a, q in parts:
-                if a.op is CONST:
-                    v = _const_value(a)
-                    if v is None:
-                        break
-                    _add_term(form, _ONE, q * v)
-                    continue
-                sub = full.get(a.index)
-                if sub is None:
-                    _add_term(form, a.index, q)
-                else:
-                    for k, c in sub.items():
-                        _add_term(form, k, q * c)
-            else:
-                if len(form) <= MAX_TERMS:
-                    full[i] = form
+            combined = None if parts is None else _combine(parts, lambda a: full.get(a.index))
+            if combined is not None and len(combined[0]) <= MAX_TERMS:
+                full[i] = combined[0]
         table = {}
         for i, form in full.items():
             if form and i not in self.absorbed:
