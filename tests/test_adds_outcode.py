@@ -156,8 +156,8 @@ def math_cos(x):
 
 
 def test_fortran_lines_stay_within_column_72():
-    s, _ = run("x := vec(a, b, c, d, e); f := (x*x)**3 + exp(x*x) * sin(x*x); "
-               "g := dfd(f, x); h := dfu(g, x);")
+    s, _ = run("x := vec(a, b, c, d, e); f := (x*x)**3 + exp(x*x) * sin(x*x) "
+               "+ cos(x*x)/(1 + x*x); g := dfd(f, x); h := dfu(g, x);")
     text = code(s, "outcode(x) f, g, h;", fortran=True)
     lines = text.splitlines()
     assert any(line[5] == "&" for line in lines)
@@ -211,7 +211,9 @@ def test_count_prints_a_comment():
 
 
 def test_example_2_counts():
-    """Paper: f in 7 additions + 12 multiplications; f, g, p'Hp in 22 + 34."""
+    """Paper: f in 7 additions + 12 multiplications; f, g, p'Hp in 22 + 34, and 18 + 30
+    possible.  wengert: 7 + 10, and 18 + 30 (with one negation): the emitter's pass
+    (wengert/graph/passes.py) transposes p·(Hp) into (Jp)ᵀD(Jp)."""
     program = (EXAMPLES / "powell.adds").read_text()
     program = program[:program.index("count")]
     s, _ = run(program)
@@ -220,7 +222,8 @@ def test_example_2_counts():
     total = code(s, "count(p) f, g, php;")
     adds = int(re.search(r"ADDITIONS/SUBTRACTIONS (\d+)", total).group(1))
     muls = int(re.search(r"MULTIPLICATIONS (\d+)", total).group(1))
-    assert (adds, muls) == (26, 38)
+    assert (adds, muls) == (18, 30)
+    assert "NEGATIONS 1" in total
 
 
 # --- gfortran ------------------------------------------------------------------------------

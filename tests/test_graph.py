@@ -5,7 +5,9 @@ import pytest
 
 import wengert as wg
 import wengert.math as wm
+from fd import fd_derivative, fd_gradient, assert_close
 from wengert import Graph, ShapeDtype
+from wengert.graph.passes import optimize, cost
 
 
 def ops_of(graph):
@@ -134,7 +136,7 @@ def test_optimize_switch_turns_interning_and_simplification_off():
         assert not off.optimize
         assert Graph().optimize is False
     assert Graph().optimize is True
-    assert ops_of(on) == ["input", "exp", "add"]
+    assert ops_of(on) == ["input", "exp", "const", "mul"]        # exp(x)*2
     assert ops_of(off).count("exp") == 2 and "mul" in ops_of(off)
     assert off(1.7) == on(1.7)
     # derivatives agree, and plain AD takes more nodes
@@ -223,13 +225,24 @@ def test_reverse_reports_intermediate_adjoints():
     assert adj[f.index] == 1.0 and adj[v.index] is wm.cos(v)
 
 
-def test_a_product_added_to_itself_becomes_twice_the_product():
+def test_a_value_added_to_itself_becomes_twice_the_value():
+    """x + x -> 2*x for float64 scalars: the same number bit for bit, and a scaled term
+    is what constant merging and the emitter's like-term collection can combine
+    (10*(x+x) takes two operations, 10*(2*x) -> 20*x one)."""
     g = Graph()
     x, y = g.input(ShapeDtype(), "x"), g.input(ShapeDtype(), "y")
     p = x * y
     assert p + p is p * 2.0
     e = wm.exp(x)
-    assert (e + e).op.name == "add"                 # only products: their constants merge
+    assert e + e is e * 2.0
+    assert 10.0 * (e + e) is e * 20.0
+    i = g.input(ShapeDtype((), np.int64), "i")
+    assert (i + i).op.name == "add"                 # integers and arrays keep their add
+    a = g.input(ShapeDtype((3,)), "a")
+    assert (a + a).op.name == "add"
+    for v in (0.7, -2.5):
+        assert wg.grad(lambda t: wm.exp(t) + wm.exp(t))(v) == pytest.approx(2 * np.exp(v))
+        assert wg.grad(lambda t: (t + t) * (t + t))(v) == pytest.approx(8 * v)
 
 
 def test_constant_factors_merge_and_absorb_negation():
@@ -243,3 +256,136 @@ def test_constant_factors_merge_and_absorb_negation():
     for v in (0.3, -1.7):
         assert wg.grad(lambda t: 3.0 * (t * 5.0) + 2.0 * (-t) + (t * t) + (t * t))(v) == \
             pytest.approx(15.0 - 2.0 + 4 * v)
+
+
+def test_constant_factors_merge_only_when_exact():
+    """c*(d*z) -> (c*d)*z only when the float c*d is the exact product: a merge must not
+    round a constant (0.3333333333333333*3 is not 1.0)."""
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    assert 0.5 * (x * 10.0) is x * 5.0
+    third = 0.3333333333333333 * (x * 3.0)
+    assert sorted(a.op.name for a in third.args) == ["const", "mul"]
+    tiny = 1e-200 * (x * 1e-200)                    # would underflow to 0*x
+    assert sorted(a.op.name for a in tiny.args) == ["const", "mul"]
+    f = lambda t: 0.3333333333333333 * (t * 3.0) + 0.5 * (t * t * 10.0)
+    for v in (0.4, -1.3):
+        assert wg.grad(f)(v) == pytest.approx(fd_derivative(f, v), rel=1e-8)
+
+
+# --- the emitter's pass (wengert/graph/passes.py) ---------------------------------------------
+def scaled(node):
+    """(c, z) for a node c*z: the constant and the other argument, in either order."""
+    assert node.op.name == "mul"
+    a, b = node.args
+    return (a.value, b) if a.op.name == "const" else (b.value, a)
+
+
+def rewritten(f, n, seed=0):
+    """A trace of f(n floats) and the pass's rewrite of its outputs, checked to keep every
+    value at random points and never to cost more."""
+    g = wg.trace(f, *[0.5] * n)
+    new = optimize(g, g.outputs)
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        point = list(rng.uniform(-2, 2, n))
+        assert_close(g.evaluate(point, new), g.evaluate(point), rtol=1e-13, atol=1e-13)
+    assert cost(g, new) <= cost(g, g.outputs)
+    return g, new
+
+
+def assert_gradient_rewritten_right(f, n, seed=1):
+    """The pass applied to the gradient graph of f keeps it equal to finite differences."""
+    g, new = rewritten(wg.grad(f, argnums=tuple(range(n))), n, seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        point = list(rng.uniform(-1.5, 1.5, n))
+        assert_close(g.evaluate(point, new), fd_gradient(f, point), rtol=1e-6, atol=1e-7)
+    return g, new
+
+
+def test_pass_floats_constants_out_of_products():
+    g, (f,) = rewritten(lambda x, y: 2.0 * (x * (3.0 * y)), 2)     # 3*y used by a product
+    x, y = g.inputs
+    assert scaled(f)[0] == 6.0 and scaled(f)[1].args == (x, y)
+    assert cost(g, [f]) == 2 < cost(g, g.outputs) == 3
+    g, (f,) = rewritten(lambda x, y, z: z + x * (-y), 3)             # negation: z - x*y
+    assert f.op.name == "sub" and cost(g, [f]) == 2 < cost(g, g.outputs)
+    g, new = rewritten(lambda x, y: x * (3.0 * y) + wm.sin(3.0 * y), 2)   # 3*y stays
+    assert new == g.outputs
+    assert_gradient_rewritten_right(lambda x, y: 2.0 * (x * (3.0 * y)) * wm.sin(x), 2)
+
+
+def test_pass_reassociates_products_to_reuse_one():
+    g, (f,) = rewritten(lambda x, y: x * x + x * (x * y), 2)         # (x*x)*y, x*y dies
+    x, y = g.inputs
+    square = x * x
+    assert cost(g, [f]) == 3 < cost(g, g.outputs) == 4
+    assert any(len(n.args) == 2 and {id(a) for a in n.args} == {id(square), id(y)}
+               for n in g.live_nodes([f]))
+    assert_gradient_rewritten_right(lambda x, y: wm.sin(x * x) + x * (x * y), 2)
+
+
+def test_pass_collects_like_terms_and_common_coefficients():
+    g, (f,) = rewritten(lambda x: x + 2.0 * x, 1)                    # 3*x
+    assert scaled(f) == (3.0, g.inputs[0])
+    g, (f,) = rewritten(lambda x, y: wm.sin(x) * 3.0 - wm.sin(y) * 3.0, 2)   # 3*(s - t)
+    assert scaled(f)[0] == 3.0 and scaled(f)[1].op.name == "sub"
+    assert cost(g, [f]) == 4 < cost(g, g.outputs) == 5
+    g, new = rewritten(lambda x, y: x + 2.0 * y, 2)                  # nothing to gain
+    assert new == g.outputs
+    # 0.1*(x + 0.1*x) would need the coefficient 0.1*1.1 or 1.1, not floats: left alone
+    g, new = rewritten(lambda x: 0.1 * (x + 0.1 * x), 1)
+    assert new == g.outputs
+    assert_gradient_rewritten_right(lambda x, y: wm.exp(x + 2.0 * x - y) * (y - 3.0 * y), 2)
+
+
+def test_pass_transposes_a_dot_product_with_a_linear_map():
+    """p·(Jᵀw) -> (Jp)·w when Jp is at hand: the shape of p·(Hp) by forward over reverse."""
+    def php(x, p1, p2, p3, p4):
+        u1, u2 = p1 + 10.0 * p2, p3 - p4              # J p
+        w1, w2 = wm.sin(x) * u1, wm.exp(x) * u2         # D J p
+        h = [w1, 10.0 * w1, w2, -w2]                    # Jᵀ D J p
+        return p1 * h[0] + p2 * h[1] + p3 * h[2] + p4 * h[3]
+    g, (f,) = rewritten(php, 5)
+    assert cost(g, g.outputs) == 16 and cost(g, [f]) == 10
+    x, p1, p2, p3, p4 = g.inputs
+    assert f.op.name == "add"
+    assert {a.args[0].op.name for a in f.args} == {"add", "sub"}      # u1*w1 + u2*w2
+
+
+def test_pass_on_forward_over_reverse_hessian_quadratic_form():
+    def powell(x1, x2, x3, x4):
+        return (x1 + 10 * x2) ** 2 + 5 * (x3 - x4) ** 2 + (x2 - 2 * x3) ** 4 \
+            + 10 * (x1 - x4) ** 4
+
+    def php(x1, x2, x3, x4, p1, p2, p3, p4):
+        x, p = (x1, x2, x3, x4), (p1, p2, p3, p4)
+        hp = wg.hvp(lambda v: powell(*v))(x, p)
+        return sum(pi * hi for pi, hi in zip(p, hp))
+    g, (f,) = rewritten(php, 8)
+    assert cost(g, [f]) < cost(g, g.outputs)
+    grad = lambda *x: np.array(wg.grad(powell, argnums=(0, 1, 2, 3))(*x))
+    rng, h = np.random.default_rng(3), 1e-6
+    for _ in range(3):
+        x, p = rng.uniform(-1, 1, 4), rng.uniform(-1, 1, 4)
+        fd = p @ (grad(*(x + h * p)) - grad(*(x - h * p))) / (2 * h)
+        assert g.evaluate(list(x) + list(p), [f])[0] == pytest.approx(fd, rel=1e-6)
+
+
+def test_pass_leaves_plain_ad_graphs_alone():
+    with wg.options(optimize=False):
+        g = wg.trace(lambda x: x + 2.0 * x, 1.0)
+    assert optimize(g, g.outputs) == g.outputs
+
+
+def test_pass_does_not_recurse_over_depth():
+    def chain(x):
+        y = x
+        for _ in range(6000):                      # 24,000 nodes, each tree used once
+            y = (y + x * (2.0 * y)) * 0.5 - y
+        return y
+    g = wg.trace(chain, 0.1)
+    new = optimize(g, g.outputs)
+    assert cost(g, new) <= cost(g, g.outputs)
+    assert g.evaluate([0.1], new)[0] == pytest.approx(g.evaluate([0.1])[0], rel=1e-12)

@@ -197,8 +197,8 @@ def dfdv(f, x, y):
         >>> from wengert.adds.types import scalar
         >>> g = wg.Graph()
         >>> x = scalar(g.input(wg.ShapeDtype(), "X"))
-        >>> dfdv(scalar(x[()] * x[()]), x, scalar(g.const(1.0)))[()].op.name
-        'add'
+        >>> dfdv(scalar(x[()] * x[()]), x, scalar(g.const(1.0)))[()].op.name   # X*2
+        'mul'
     """
     if y.shape != f.shape:
         raise AddsError(f"dfdv(f, x, y): y must have the type of f, got f of type "

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..graph.passes import optimize
 from ..primitives.registry import COST_CLASSES
 
 
 def count_ops(graph, outputs=None, derived=None) -> dict:
     """Operations needed to compute `outputs` (default: the graph's outputs), by cost class.
 
-    Only the nodes the outputs need are counted (mark down), each once however often it
-    is used: that is what straight-line code emitted from the graph computes.  An
+    The outputs are first rewritten by the pass the emitter uses (`wengert.graph.passes`),
+    then only the nodes they need are counted (mark down), each once however often it is
+    used: that is what the straight-line code `emit` writes computes.  An
     elementwise operation on an array counts once per element.
 
     With `derived` (indices of the nodes derivative operators made), only the function
@@ -24,6 +26,9 @@ def count_ops(graph, outputs=None, derived=None) -> dict:
         >>> count_ops(g)
         {'add': 1, 'mul': 2, 'div': 0, 'call': 1, 'pow': 0, 'neg': 0, 'cmp': 0}
     """
+    outputs = graph.outputs if outputs is None else outputs
+    if outputs:
+        outputs = optimize(graph, outputs)
     tally = Counter()
     tainted = set(derived or ())
     for node in graph.live_nodes(outputs):

@@ -3,7 +3,10 @@
 What to compute, in which order, and under which names is decided once, here; a `Format`
 (see `formats.py`) only spells the result in one language.
 
-The schedule follows ADDS's output part:
+First the outputs are **rewritten** by the pass of `wengert.graph.passes` (products
+reassociated, linear combinations collected, dot products transposed), which sees the whole
+graph at once, as the construction-time rules cannot; nodes it leaves alone keep their
+numbers.  Then the schedule follows ADDS's output part:
 
 1. **mark down** from the outputs (Algorithm 2): only what they need is emitted;
 2. **mark up** from the named inputs (Algorithm 3) splits that into the part that depends
@@ -28,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..graph.passes import optimize
 from ..primitives import scalar as P
 from ..primitives.registry import CONST, INPUT
 
@@ -119,7 +123,8 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         F := V0003*V0004+V0006/(1+V0004);
     """
     names = dict(names or {})
-    out_nodes = [n for _, n in outputs]
+    out_nodes = optimize(graph, [n for _, n in outputs])
+    outputs = [(sym, node) for (sym, _), node in zip(outputs, out_nodes)]
     live = graph.mark_down(out_nodes) if out_nodes else set()
     top = max(live, default=-1)
     nodes = graph.nodes

@@ -57,8 +57,8 @@ def options(*, optimize: bool):
         >>> print(wg.trace(f, 1.0))
         graph(x: f64[]):
           %1: f64[] = exp(x)
-          %3: f64[] = add(%1, %1)
-          return %3
+          %4: f64[] = mul(%1, 2.0)
+          return %4
         >>> with wg.options(optimize=False):
         ...     print(wg.trace(f, 1.0))
         graph(x: f64[]):

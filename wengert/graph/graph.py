@@ -263,6 +263,19 @@ class Graph:
             self._table[key] = node
         return node
 
+    def _lookup(self, op, args, params=None):
+        """The node `apply` would return for ``op(*args)`` by interning (step 3), if it
+        exists: no rule is tried and no node is made.  Used by the rewriting passes."""
+        nodes = list(args)
+        if op.commutative and nodes[1].index < nodes[0].index:
+            nodes.reverse()
+        if params:
+            pkey = _params_key(params)
+            if pkey is None:
+                return None
+            return self._table.get((op.uid, pkey, *[n.index for n in nodes]))
+        return self._table.get((op.uid, *[n.index for n in nodes]))
+
     def users_of(self, node) -> list:
         """The nodes that take `node` as an argument (the ADDS paper's ``to`` list), in
         creation order.  Derived from the arguments, brought up to date when asked."""

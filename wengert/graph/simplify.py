@@ -9,10 +9,21 @@ Rules that hold for real numbers but not in every floating-point corner (``x*0 -
 ``x/x -> 1`` when x is inf or nan, ``x-x -> 0`` when x is inf) are applied as ADDS
 applies them: wengert differentiates real functions.
 
+Constants are merged only exactly: ``c*(d*z) -> (c*d)*z`` applies when the float ``c*d`` is
+the product itself, so no rule rounds a constant.  A float64 scalar added to itself
+becomes ``2*x`` (bit for bit the same number): scaled terms are what these rules and the
+emitter's pass (`passes.py`) combine, ``10*(2*x) -> 20*x``, where ``10*(x+x)`` stays two
+operations.
+
 Constant folding is not a rule here: `Graph.apply` folds any foldable primitive whose
-arguments are all constants.
+arguments are all constants.  Rewrites that need to know how often a node is used, or what
+is computed elsewhere, are not rules here either: they are the emitter's pass
+(`passes.py`), run on a finished graph.
 """
 from __future__ import annotations
+
+import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -48,8 +59,8 @@ def _filled(graph, op, args, params, v):
 
 def _add(g, args, params):
     x, y = args
-    if x is y and x.op is P.mul and x.shape == () and x.dtype == np.float64:
-        return g.apply(P.mul, (x, g.const(2.0)))                  # x*y + x*y -> 2*(x*y)
+    if x is y and x.shape == () and x.dtype == np.float64:
+        return g.apply(P.mul, (x, g.const(2.0)))                  # x + x -> 2*x
     if x.op not in _INTERESTING and y.op not in _INTERESTING:
         return None
     if _is(y, 0) and _keeps(x, P.add, args, params):
@@ -94,9 +105,19 @@ def _mul(g, args, params):
                 return g.apply(P.neg, (g.apply(P.mul, (a.args[0], b)),))  # c*(-z) -> -(c*z)
             if a.op is P.mul and _scalar_float(*a.args):
                 z, c = a.args if a.args[1].op is CONST else a.args[::-1]
-                if c.op is CONST:                                 # c * (d*z) -> (c*d) * z
-                    return g.apply(P.mul, (z, g.const(float(b.value * c.value))))
+                if c.op is CONST:
+                    cd = b.value * c.value
+                    if _exact_product(b.value, c.value, cd):      # c*(d*z) -> (c*d)*z
+                        return g.apply(P.mul, (z, g.const(float(cd))))
     return None
+
+
+def _exact_product(c, d, cd) -> bool:
+    """Whether the float cd = c*d is the exact product: merging two constants must not
+    round (0.3333333333333333*3 is not 1.0, 1e-200*1e-200 is not 0)."""
+    if not (math.isfinite(c) and math.isfinite(d) and math.isfinite(cd)):
+        return False
+    return Fraction(cd) == Fraction(c) * Fraction(d)
 
 
 def _scalar_float(*nodes) -> bool:
