@@ -58,6 +58,13 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
                 if c is not None and a.index in active:
                     _accumulate(adj, a, c)
             continue
+        if op.vjps is not None:                  # per argument: ask only the active ones
+            for a, vjp in zip(args, op.vjps):
+                if vjp is not None and a.index in active:
+                    c = vjp(g, *xs, ans, **params)
+                    if c is not None:
+                        _accumulate(adj, a, c)
+            continue
         if op.partials is None:
             raise NotImplementedError(f"primitive {op.name!r} has no derivative rule: declare "
                                       f"one with {op.name}.defpartials or .defvjp")

@@ -47,7 +47,8 @@ def elementwise(op) -> bool:
     """Whether a primitive acts element by element: declared with partial derivatives and
     the broadcasting shape rule (the scalar primitives, relu, select), or a user's
     primitive declared with partials (which the rules of `wg.primitive` make elementwise)."""
-    if op.partials is None or op.jvp is not None or op.vjp is not None:
+    if op.partials is None or op.jvp is not None or op.vjp is not None or \
+            op.vjps is not None:
         return False
     return op._abstract_eval is None or op is S.select or not op.builtin
 

@@ -95,6 +95,11 @@ def _const_key(value):
         return value if (value and value == value) else (float, value.hex())
     if t is int or t is bool:
         return (t, value)
+    if t is np.ndarray and value.size > 64:
+        # A large array (a batch of data) is one constant per object: hashing its bytes on
+        # every call would cost more than the sharing saves.  The node keeps the object
+        # alive, so its id is not reused while the graph lives.
+        return ("id", id(value))
     a = np.asarray(value)
     return (a.dtype.str, a.shape, a.tobytes())
 

@@ -214,24 +214,38 @@ tril.defvjp(lambda g, x, ans, k: (tril(g, k=k),))
 # ---- contractions ------------------------------------------------------------------------------
 
 
-def _matmul_vjp(g, a, b, ans):
-    """Seed 000: Z = XY gives X̄ = Z̄Yᵀ and Ȳ = XᵀZ̄; vectors are promoted to matrices
-    first, and batch dimensions that were broadcast are summed back."""
+def _promoted(g, a, b):
+    """matmul's operands and cotangent with vectors promoted to matrices (a (k,) -> (1,k),
+    b (k,) -> (k,1)), so the matrix rules below apply."""
     a_shape, b_shape = shape_of(a), shape_of(b)
-    if len(a_shape) == 1 and len(b_shape) == 1:
-        return g * b, g * a
-    a2 = reshape(a, shape=(1,) + a_shape) if len(a_shape) == 1 else a
-    b2 = reshape(b, shape=b_shape + (1,)) if len(b_shape) == 1 else b
-    g2 = g
     if len(a_shape) == 1:
-        g2 = reshape(g2, shape=shape_of(g2)[:-1] + (1,) + shape_of(g2)[-1:])
+        a = reshape(a, shape=(1,) + a_shape)
+        g = reshape(g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:])
     if len(b_shape) == 1:
-        g2 = reshape(g2, shape=shape_of(g2) + (1,))
-    ga = matmul(g2, swapaxes(b2))
-    gb = matmul(swapaxes(a2), g2)
-    ga = sum_to(ga, shape=shape_of(a2))
-    gb = sum_to(gb, shape=shape_of(b2))
-    return reshape(ga, shape=a_shape), reshape(gb, shape=b_shape)
+        b = reshape(b, shape=b_shape + (1,))
+        g = reshape(g, shape=shape_of(g) + (1,))
+    return g, a, b
+
+
+def _matmul_vjp_a(g, a, b, ans):
+    """Seed 000: Z = XY gives X̄ = Z̄Yᵀ (batch dimensions that were broadcast are summed
+    back)."""
+    if len(shape_of(a)) == 2 and len(shape_of(b)) == 2:
+        return matmul(g, swapaxes(b))
+    if len(shape_of(a)) == 1 and len(shape_of(b)) == 1:
+        return g * b
+    g2, a2, b2 = _promoted(g, a, b)
+    return reshape(sum_to(matmul(g2, swapaxes(b2)), shape=shape_of(a2)), shape=shape_of(a))
+
+
+def _matmul_vjp_b(g, a, b, ans):
+    """Seed 000: Z = XY gives Ȳ = XᵀZ̄."""
+    if len(shape_of(a)) == 2 and len(shape_of(b)) == 2:
+        return matmul(swapaxes(a), g)
+    if len(shape_of(a)) == 1 and len(shape_of(b)) == 1:
+        return g * a
+    g2, a2, b2 = _promoted(g, a, b)
+    return reshape(sum_to(matmul(swapaxes(a2), g2), shape=shape_of(b2)), shape=shape_of(b))
 
 
 def swapaxes(x, a=-1, b=-2):
@@ -242,7 +256,7 @@ def swapaxes(x, a=-1, b=-2):
 
 
 matmul = _prim("matmul", np.matmul, cost="mul", dtype_rule="promote")
-matmul.defvjp(_matmul_vjp)
+matmul.defvjp(_matmul_vjp_a, _matmul_vjp_b)
 matmul.defjvp(lambda ts, a, b, ans: _sum_nonzero(
     [None if ts[0] is None else matmul(ts[0], b), None if ts[1] is None else matmul(a, ts[1])]))
 

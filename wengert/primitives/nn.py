@@ -1,8 +1,9 @@
 """Neural-network primitives of seed 000: 2-D convolution, max pooling, ReLU.
 
 Layouts are PyTorch's: images NCHW, kernels OIHW (out channels, in channels, height,
-width).  Everything is vectorised NumPy: sliding windows (stride tricks) and tensordot for
-the convolution, loops only over the few kernel positions, never over pixels.
+width).  Everything is vectorised NumPy: sliding windows (stride tricks) and one matrix
+product (im2col) for the convolution, loops only over the few kernel positions, never
+over pixels.
 
 Seed 000's rules, for Y = conv(X, K):
     K̄ = Σ over windows of X-window ⊗ Ȳ           (`conv2d_weight_grad`)
@@ -32,14 +33,27 @@ def _windows(xp, kh, kw, s):
 
 
 def _pad(x, p):
-    return np.pad(x, ((0, 0), (0, 0), (p, p), (p, p))) if p else x
+    if not p:
+        return x
+    n, c, h, w = x.shape                  # (np.pad is general and slow: this is one copy)
+    out = np.zeros((n, c, h + 2 * p, w + 2 * p), dtype=x.dtype)
+    out[:, :, p:p + h, p:p + w] = x
+    return out
+
+
+def _im2col(x, kh, kw, s, p):
+    """Every window as a row: (N*Ho*Wo, C*kh*kw), and (N, Ho, Wo)."""
+    win = _windows(_pad(np.asarray(x), p), kh, kw, s)            # (N, C, Ho, Wo, kh, kw)
+    n, c, ho, wo = win.shape[:4]
+    cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, c * kh * kw)
+    return cols, (n, ho, wo)
 
 
 def _conv2d_np(x, w, stride, padding):
-    kh, kw = w.shape[2:]
-    win = _windows(_pad(np.asarray(x), padding), kh, kw, stride)
-    y = np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3]))       # (N, Ho, Wo, O)
-    return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+    o, c, kh, kw = w.shape
+    cols, (n, ho, wo) = _im2col(x, kh, kw, stride, padding)
+    y = cols @ w.reshape(o, c * kh * kw).T                          # one matrix product
+    return np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
 
 
 def _conv2d_input_grad_np(g, w, stride, padding, x_shape):
@@ -56,9 +70,10 @@ def _conv2d_input_grad_np(g, w, stride, padding, x_shape):
 
 
 def _conv2d_weight_grad_np(x, g, stride, padding, w_shape):
-    kh, kw = w_shape[2:]
-    win = _windows(_pad(np.asarray(x), padding), kh, kw, stride)
-    return np.tensordot(g, win, axes=([0, 2, 3], [0, 2, 3]))          # (O, C, kh, kw)
+    o, c, kh, kw = w_shape
+    cols, _ = _im2col(x, kh, kw, stride, padding)
+    gm = np.asarray(g).transpose(0, 2, 3, 1).reshape(-1, o)        # (N*Ho*Wo, O)
+    return (gm.T @ cols).reshape(w_shape)
 
 
 def _conv_aval(args, params):
@@ -91,48 +106,78 @@ def _bilinear_jvp(prim):
     return jvp
 
 
-conv2d.defvjp(lambda g, x, w, ans, stride, padding: (
-    conv2d_input_grad(g, w, stride=stride, padding=padding, x_shape=shape_of(x)),
-    conv2d_weight_grad(x, g, stride=stride, padding=padding, w_shape=shape_of(w))))
-conv2d_input_grad.defvjp(lambda u, g, w, ans, stride, padding, x_shape: (
-    conv2d(u, w, stride=stride, padding=padding),
-    conv2d_weight_grad(u, g, stride=stride, padding=padding, w_shape=shape_of(w))))
-conv2d_weight_grad.defvjp(lambda v, x, g, ans, stride, padding, w_shape: (
-    conv2d_input_grad(g, v, stride=stride, padding=padding, x_shape=shape_of(x)),
-    conv2d(x, v, stride=stride, padding=padding)))
+# One VJP per argument: with data images, only the kernel's cotangent is computed.
+conv2d.defvjp(
+    lambda g, x, w, ans, stride, padding: conv2d_input_grad(
+        g, w, stride=stride, padding=padding, x_shape=shape_of(x)),
+    lambda g, x, w, ans, stride, padding: conv2d_weight_grad(
+        x, g, stride=stride, padding=padding, w_shape=shape_of(w)))
+conv2d_input_grad.defvjp(
+    lambda u, g, w, ans, stride, padding, x_shape: conv2d(u, w, stride=stride,
+                                                          padding=padding),
+    lambda u, g, w, ans, stride, padding, x_shape: conv2d_weight_grad(
+        u, g, stride=stride, padding=padding, w_shape=shape_of(w)))
+conv2d_weight_grad.defvjp(
+    lambda v, x, g, ans, stride, padding, w_shape: conv2d_input_grad(
+        g, v, stride=stride, padding=padding, x_shape=shape_of(x)),
+    lambda v, x, g, ans, stride, padding, w_shape: conv2d(x, v, stride=stride,
+                                                          padding=padding))
 for _p in (conv2d, conv2d_input_grad, conv2d_weight_grad):
     _p.defjvp(_bilinear_jvp(_p))
 
 
 # ---- max pooling -----------------------------------------------------------------------------
-def _argmax_windows(x, k, s):
-    win = _windows(np.asarray(x), k, k, s)
-    return win.reshape(win.shape[:4] + (k * k,)).argmax(axis=-1)     # (N, C, Ho, Wo)
+def _corners(x, k, s):
+    """The k*k strided views x[:, :, i::s, j::s] (cut to the output size): element (p, q)
+    of view (i, j) is position (i, j) of window (p, q).  Reducing over k*k views is much
+    faster than reducing a sliding-window view over its two short trailing axes."""
+    x = np.asarray(x)
+    ho, wo = (x.shape[2] - k) // s + 1, (x.shape[3] - k) // s + 1
+    for i in range(k):
+        for j in range(k):
+            yield i * k + j, (slice(None), slice(None), slice(i, i + s * ho, s),
+                              slice(j, j + s * wo, s))
 
 
 def _max_pool_np(x, kernel, stride):
-    win = _windows(np.asarray(x), kernel, kernel, stride)
-    return win.max(axis=(4, 5))
+    x = np.asarray(x)
+    best = None
+    for _, view in _corners(x, kernel, stride):
+        best = x[view] if best is None else np.maximum(best, x[view])
+    return best
+
+
+def _argmax(x, k, s):
+    """Position (i*k + j) of each window's maximum; the first one wins a tie."""
+    x = np.asarray(x)
+    best = idx = None
+    for pos, view in _corners(x, k, s):
+        v = x[view]
+        if best is None:
+            best, idx = v, np.zeros(v.shape, dtype=np.intp)
+        else:
+            idx = np.where(v > best, pos, idx)         # strict: earlier positions keep ties
+            best = np.maximum(best, v)
+    return idx
 
 
 def _pool_scatter_np(g, x, kernel, stride):
-    """Each window's cotangent goes to the window's arg-max (the first, at a tie)."""
-    idx = _argmax_windows(x, kernel, stride)
+    """Each window's cotangent goes to the window's arg-max."""
+    idx = _argmax(x, kernel, stride)
     out = np.zeros(np.shape(x), np.result_type(g, np.float64))
-    ho, wo = idx.shape[2:]
-    for i in range(kernel):
-        for j in range(kernel):
-            out[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride] += \
-                np.where(idx == i * kernel + j, g, 0.0)
+    for pos, view in _corners(x, kernel, stride):
+        out[view] += np.where(idx == pos, g, 0.0)
     return out
 
 
 def _pool_gather_np(t, x, kernel, stride):
     """The value of t at each window's arg-max of x."""
-    idx = _argmax_windows(x, kernel, stride)
-    win = _windows(np.asarray(t), kernel, kernel, stride)
-    flat = win.reshape(win.shape[:4] + (kernel * kernel,))
-    return np.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
+    idx = _argmax(x, kernel, stride)
+    t = np.asarray(t)
+    out = np.zeros(idx.shape, np.result_type(t, np.float64))
+    for pos, view in _corners(x, kernel, stride):
+        out += np.where(idx == pos, t[view], 0.0)
+    return out
 
 
 def _pool_aval(args, params):
@@ -166,4 +211,6 @@ pool_gather.defjvp(lambda ts, t, x, ans, kernel, stride: pool_gather(
 relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
                     fast=lambda x: x if (x > 0.0 or x != x) else 0.0,     # nan stays nan
                     cost="cmp", dtype_rule="promote")
-relu.defpartials(lambda x, ans: S.select(S.ge(x, 0.0), 1.0, 0.0))   # seed 000: where X ≥ 0
+# seed 000: the cotangent passes where X ≥ 0.  The partial is that mask itself (a bool
+# multiplies as 0 or 1), one comparison instead of a comparison and a select.
+relu.defpartials(lambda x, ans: S.ge(x, 0.0))

@@ -74,6 +74,7 @@ class Primitive:
         self.partials = None                # tuple: one callable per argument (or None)
         self.jvp = None                     # jvp(tangents, *args, ans, **params)
         self.vjp = None                     # vjp(cotangent, *args, ans, **params) -> tuple
+        self.vjps = None                    # or one such function per argument
         self.simplify = None                # simplify(graph, args, params) -> node or None
         self.builtin = False                # declared by wengert itself (not replaceable)
         self.__doc__ = doc
@@ -165,10 +166,20 @@ class Primitive:
         self.jvp = jvp
         return self
 
-    def defvjp(self, vjp):
-        """Declare the VJP as a linear map: ``vjp(cotangent, *args, ans, **params)`` returns
-        one cotangent per argument (None where zero).  Returns the primitive."""
-        self.vjp = vjp
+    def defvjp(self, *vjps):
+        """Declare the VJP as a linear map, in one of two forms (returns the primitive):
+
+        * one function, ``vjp(cotangent, *args, ans, **params)``, returning a tuple with one
+          cotangent per argument (None where zero) — for primitives with a variable number
+          of arguments, or whose cotangents share work;
+        * one function per argument (None for an argument without derivative), each
+          returning that argument's cotangent: only the arguments that need a cotangent
+          are asked (autograd's form), so ``x @ w`` with data ``x`` costs one product.
+        """
+        if len(vjps) == 1:
+            self.vjp, self.vjps = vjps[0], None
+        else:
+            self.vjp, self.vjps = None, tuple(vjps)
         return self
 
 
