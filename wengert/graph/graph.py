@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
-from ..primitives.registry import NO_PARAMS as _NO_PARAMS
+from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
 from .active import options, recording, current_graph, is_recording, optimizing  # noqa: F401
 from .node import Node, _type_str
 
@@ -216,7 +216,12 @@ class Graph:
             if type(a) is not Node or a.graph is not self:
                 # a float constant seen before is one lookup away (see const())
                 c = consts.get(a) if type(a) is float else None
-                a = self.lift(a) if c is None else c
+                if c is None:
+                    overload = _OVERLOADS.get(type(a))
+                    if overload is not None:        # a traced value met a wg.Dual
+                        return overload(op, args, params)
+                    c = self.lift(a)
+                a = c
             if a.op is not _CONST:
                 all_const = False
             nodes.append(a)

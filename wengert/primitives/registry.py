@@ -31,6 +31,11 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 NO_PARAMS: dict = {}
 
+#: Value types that carry out primitives themselves (operator overloading, seed 000's other
+#: implementation style): when an argument of a primitive has such a type, the primitive
+#: returns ``OVERLOADS[type](prim, args, params)``.  `wg.Dual` registers itself here.
+OVERLOADS: dict = {}
+
 #: Cost classes: the columns of seed 002's operation counts (additions and subtractions,
 #: multiplications, divisions, function calls, powers), plus negations and comparisons,
 #: which other tools (CasADi) count apart.  None: free (constants, inputs, copies).
@@ -100,7 +105,8 @@ class Primitive:
 
         Python floats take the fast path (the `math` module); where it fails (log of a
         negative, division by zero, overflow) NumPy computes the result instead, so the
-        answer follows NumPy's conventions (nan or inf, with a RuntimeWarning)."""
+        answer follows NumPy's conventions (nan or inf, with a RuntimeWarning).  A value of a
+        type in `OVERLOADS` (a `wg.Dual`) computes the operation itself."""
         fast = self.fast
         if fast is not None:
             for v in values:
@@ -112,6 +118,10 @@ class Primitive:
                     return fast(*values, **params)
                 except (ValueError, ZeroDivisionError, OverflowError):
                     pass
+        for v in values:            # not on the float fast path: costs eager tracing nothing
+            overload = OVERLOADS.get(type(v))
+            if overload is not None:
+                return overload(self, values, params)
         out = self.impl(*values, **params)
         t = type(out)
         if t is np.float64:
@@ -212,7 +222,10 @@ def elementwise_aval(op, args):
 
 def shape_of(x) -> tuple:
     """Shape of a node or of a concrete value."""
-    return x.shape if type(x) is Node else np.shape(x)
+    t = type(x)
+    if t is Node:
+        return x.shape
+    return () if t is float else np.shape(x)
 
 
 def differentiable(node) -> bool:
