@@ -16,6 +16,7 @@ from .primitives import scalar as _scalar, shape as _shape  # noqa: F401
 from .graph import simplify as _simplify  # noqa: F401
 from .primitives.registry import REGISTRY, Primitive, primitive
 from .primitives.scalar import select
+from .dual import Dual
 from . import math
 from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
 from .errors import ConcretizationError
@@ -24,4 +25,4 @@ __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value", "select", "math", "primitive", "Primitive", "REGISTRY", "Graph",
-           "Node", "ShapeDtype", "options", "ConcretizationError"]
+           "Node", "ShapeDtype", "options", "ConcretizationError", "Dual"]
