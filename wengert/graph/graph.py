@@ -24,6 +24,7 @@ import numpy as np
 
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
 from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
+from ..primitives.registry import shape_of as _shape_of
 from .active import options, recording, current_graph, is_recording, optimizing  # noqa: F401
 from .node import Node, _type_str
 
@@ -398,14 +399,18 @@ class Graph:
     # --- evaluating -------------------------------------------------------------------------
     def evaluate(self, input_values, outputs=None):
         """Values of `outputs` (default: the graph's outputs) when the graph's inputs take
-        `input_values` (a flat list, one per input node)."""
+        `input_values` (a flat list, one per input node).
+
+        Each operation is a call of its primitive, so the inputs may also be traced values
+        (the graph's operations are then recorded into their trace: a graph is a function
+        that transformations can differentiate or expand) or `wg.Dual` numbers."""
         outputs = self.outputs if outputs is None else outputs
         if len(input_values) != len(self.inputs):
             raise ValueError(f"the graph has {len(self.inputs)} inputs, got "
                              f"{len(input_values)} values")
         values = {}
         for node, v in zip(self.inputs, input_values):
-            shape, dtype = aval(v)
+            shape = _shape_of(v)
             if shape != node.shape:
                 raise ValueError(f"input {node.label()} has shape {node.shape}, "
                                  f"got a value of shape {shape}")
@@ -420,8 +425,7 @@ class Graph:
                 raise ValueError(f"the outputs need input {node.label()}, which is not one "
                                  "of the graph's inputs")
             else:
-                values[i] = node.op.evaluate([values[a.index] for a in node.args],
-                                             node.params)
+                values[i] = node.op(*[values[a.index] for a in node.args], **node.params)
         return [values[o.index] for o in outputs]
 
     def __call__(self, *args):
