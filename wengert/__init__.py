@@ -20,9 +20,11 @@ from .dual import Dual
 from . import math
 from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
 from .errors import ConcretizationError
+from .taylor_mode import taylor, derivatives
 
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value", "select", "math", "primitive", "Primitive", "REGISTRY", "Graph",
-           "Node", "ShapeDtype", "options", "ConcretizationError", "Dual"]
+           "Node", "ShapeDtype", "options", "ConcretizationError", "Dual",
+           "taylor", "derivatives"]
