@@ -62,7 +62,8 @@ PIECEWISE = {
     "minimum": (anywhere, anywhere),
 }
 NOT_DIFFERENTIABLE = {"lt", "le", "gt", "ge", "eq", "ne"}   # bool results
-STRUCTURAL = {"const", "input", "copy", "sum_to", "broadcast_to", "powi", "select"}
+STRUCTURAL = {"const", "input", "copy", "sum_to", "broadcast_to", "powi", "select",
+              "part", "place"}          # part, place: tests/test_checkpoint.py
 
 
 def test_every_scalar_primitive_is_checked():

@@ -12,7 +12,7 @@ See README.md and docs/ for the guides.
 from .graph.graph import Graph, ShapeDtype
 from .graph.active import options
 from .graph.node import Node
-from .primitives import scalar as _scalar, shape as _shape  # noqa: F401
+from .primitives import scalar as _scalar, shape as _shape, pack as _pack  # noqa: F401
 from .graph import simplify as _simplify  # noqa: F401
 from .primitives.registry import REGISTRY, Primitive, primitive
 from .primitives.scalar import select
@@ -21,10 +21,11 @@ from . import math
 from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
 from .errors import ConcretizationError
 from .taylor_mode import taylor, derivatives
+from .checkpointing import checkpoint, checkpointed_loop
 
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value", "select", "math", "primitive", "Primitive", "REGISTRY", "Graph",
            "Node", "ShapeDtype", "options", "ConcretizationError", "Dual",
-           "taylor", "derivatives"]
+           "taylor", "derivatives", "checkpoint", "checkpointed_loop"]
