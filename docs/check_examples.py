@@ -31,6 +31,7 @@ def check(path: pathlib.Path) -> tuple[int, int]:
             continue
         test = parser.get_doctest(block, globs, f"{path.name}:{line}", str(path), line)
         result = runner.run(test, clear_globs=False)
+        globs.update(test.globs)        # DocTest ran on a copy: carry its names forward
         failed += result.failed
         tried += result.attempted
     return failed, tried
