@@ -38,11 +38,11 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import argparse
 import json
-import math
 import platform
-import statistics
 import sys
 import time
+
+from eager_scalar import time_it     # one timing discipline for every benchmark
 
 X0 = 0.3
 RTOL = 1e-9
@@ -118,22 +118,12 @@ IMPLS = {
 }
 
 
-def time_it(fn, repeats, min_time):
-    """(first call's seconds, median over repeats of the mean seconds per call)."""
+def first_and_steady(fn, repeats, min_time):
+    """(seconds of the first call, median seconds per call afterwards)."""
     t = time.perf_counter()
     fn()
     first = time.perf_counter() - t
-    t = time.perf_counter()
-    fn()
-    once = time.perf_counter() - t
-    calls = max(1, math.ceil(min_time / max(once, 1e-9)))
-    samples = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - t) / calls)
-    return first, statistics.median(samples)
+    return first, time_it(fn, repeats, min_time)[0]
 
 
 def main(argv=None):
@@ -161,7 +151,7 @@ def main(argv=None):
             print(f"{name}: skipped ({e})")
             results[name] = {"skipped": str(e)}
     for name, fn in fns.items():
-        first, sec = time_it(fn, repeats, min_time)
+        first, sec = first_and_steady(fn, repeats, min_time)
         results[name] = {"value": fn(), "first_call_ms": first * 1e3, "ms": sec * 1e3}
 
     ref = results["wengert taylor"]["value"]

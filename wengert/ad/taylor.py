@@ -44,6 +44,12 @@ def _add(total, term):
     return term if total is None else total + term
 
 
+def _sub(total, term):
+    if term is None:
+        return total
+    return -term if total is None else total - term
+
+
 def _times(c, a):
     """c·a for a number c; None stays None, 1·a is a."""
     if a is None:
@@ -64,17 +70,19 @@ def _const(c, order):
 # --------------------------------------------------------------------------------------
 # series of the elementary functions
 # --------------------------------------------------------------------------------------
+def _cauchy_term(a, b, j, prod=operator.mul, params=None):
+    """Σ_{i=0}^{j} prod(a_i, b_{j-i}): the t^j coefficient of a product."""
+    total = None
+    for i in range(j + 1):
+        total = _add(total, _prod(a[i], b[j - i], prod, params))
+    return total
+
+
 def cauchy(a, b, order, y0, prod=operator.mul, params=None):
     """The series of prod(a(t), b(t)) for a product that is bilinear (mul, and later
-    matmul, dot, einsum, passed as `prod` with its `params`): y_j = Σ_i prod(a_i, b_{j-i}).
-    `y0` is the primal result, already computed."""
-    ys = [y0]
-    for j in range(1, order + 1):
-        total = None
-        for i in range(j + 1):
-            total = _add(total, _prod(a[i], b[j - i], prod, params))
-        ys.append(total)
-    return ys
+    matmul, dot, einsum, passed as `prod` with its `params`).  `y0` is the primal result,
+    already computed."""
+    return [y0] + [_cauchy_term(a, b, j, prod, params) for j in range(1, order + 1)]
 
 
 def _derivative_term(m, x, g):
@@ -90,13 +98,10 @@ def _derivative_term(m, x, g):
 def _solve(m, rhs, y, h):
     """y_{m+1} from y'(t)·h(t) = r(t), given r's t^m coefficient `rhs` and y, h up to m:
     (m+1) y_{m+1} h_0 = rhs − Σ_{i=0}^{m-1} (i+1) y_{i+1} h_{m-i}.  h=None is 1."""
-    if h is not None:
-        for i in range(m):
-            term = _times(i + 1.0, _prod(y[i + 1], h[m - i]))
-            if term is not None:
-                rhs = -term if rhs is None else rhs - term
     if h is None:
         return _times(1.0 / (m + 1), rhs)
+    for i in range(m):
+        rhs = _sub(rhs, _times(i + 1.0, _prod(y[i + 1], h[m - i])))
     return None if rhs is None else rhs / ((m + 1.0) * h[0])
 
 
@@ -133,9 +138,7 @@ def _sqrt(x, y0, order):
 def _power(x, y0, r, order):
     """x^r for a constant r: x·y' = r·y·x'  (needs x_0 ≠ 0)."""
     g = []
-    number = type(r) in (int, float)
-    return ode(x, y0, order, g=g, h=x, grow=lambda m, ys: g.append(
-        _times(r, ys[m]) if number else _prod(r, ys[m])))
+    return ode(x, y0, order, g=g, h=x, grow=lambda m, ys: g.append(_prod(r, ys[m])))
 
 
 def _sin_cos(x, s0, c0, order, sign):
@@ -149,19 +152,12 @@ def _sin_cos(x, s0, c0, order, sign):
 
 
 def _tan_like(x, y0, order, sign, outer=1):
-    """tan (sign=+1), tanh (sign=-1): y' = x'·(1 + sign·y²); cotan: y' = −x'·(1 + y²)
-    (outer=-1)."""
+    """y' = outer·x'·(1 + sign·y²): tan (sign=+1), tanh (sign=-1), cotan (outer=-1)."""
     g = []
 
     def grow(m, ys):
-        total = None                              # coefficient m of y²
-        for i in range(m + 1):
-            total = _add(total, _prod(ys[i], ys[m - i]))
-        if m == 0:
-            total = 1 + sign * total
-        elif total is not None and sign < 0:
-            total = -total
-        g.append(total if outer == 1 or total is None else -total)
+        square = _cauchy_term(ys, ys, m)
+        g.append(_times(outer, 1 + sign * square if m == 0 else _times(sign, square)))
 
     return ode(x, y0, order, g=g, grow=grow)
 
@@ -187,8 +183,7 @@ def _atan2(a, b, ans, order):
     h = [_add(p, q) for p, q in zip(aa, bb)]
     ys = [ans]
     for m in range(order):
-        up, down = _derivative_term(m, a, b), _derivative_term(m, b, a)
-        rhs = up if down is None else (-down if up is None else up - down)
+        rhs = _sub(_derivative_term(m, a, b), _derivative_term(m, b, a))
         ys.append(_solve(m, rhs, ys, h))
     return ys
 
@@ -200,9 +195,7 @@ def _div(a, b, ans, order):
     for j in range(1, order + 1):
         total = a[j]
         for i in range(1, j + 1):
-            term = _prod(b[i], ys[j - i])
-            if term is not None:
-                total = -term if total is None else total - term
+            total = _sub(total, _prod(b[i], ys[j - i]))
         ys.append(None if total is None else total / b0)
     return ys
 
