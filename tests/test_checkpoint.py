@@ -85,6 +85,8 @@ def test_closing_over_a_traced_value_is_an_error():
 def test_results_must_be_floats():
     with pytest.raises(TypeError, match="must return floats"):
         wg.grad(lambda x: wg.checkpoint(lambda y: (y, 3))(x)[0])(1.0)
+    with pytest.raises(TypeError, match="must return a result"):
+        wg.grad(lambda x: x + len(wg.checkpoint(lambda y: ())(x)))(1.0)
 
 
 # ---- the loop helper ---------------------------------------------------------------------------

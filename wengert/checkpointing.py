@@ -70,7 +70,7 @@ class Checkpoint(Primitive):
     def __init__(self, f, in_tree):
         name = getattr(f, "__name__", "f")
         super().__init__(f"checkpoint[{name}]", self._impl, cost="call",
-                         abstract_eval=self._abstract_eval, foldable=False)
+                         abstract_eval=self._abstract_eval)
         self.f = f
         self.in_tree = in_tree
         self.out_tree = None
@@ -87,6 +87,9 @@ class Checkpoint(Primitive):
 
     def _set_layout(self, tree, avals):
         if self.out_tree is None:
+            if not avals:
+                raise TypeError(f"{self.name}: a checkpointed function must return a "
+                                f"result to differentiate, got {tree}")
             self.out_tree = tree
             self.layout, start = [], 0
             for shape, dtype in avals:
@@ -96,7 +99,7 @@ class Checkpoint(Primitive):
                 size = int(np.prod(shape, dtype=np.int64))
                 self.layout.append((start, start + size, tuple(shape)))
                 start += size
-            self.dtype = np.result_type(*[d for _, d in avals]) if avals else np.float64
+            self.dtype = np.result_type(*[d for _, d in avals])
         elif tree != self.out_tree or [s for *_, s in self.layout] != [a[0] for a in avals]:
             raise ValueError(f"{self.name}: the checkpointed function returned {tree} this "
                              f"time and {self.out_tree} before; its results must keep their "
@@ -110,9 +113,8 @@ class Checkpoint(Primitive):
             size = self.layout[-1][1]
             total = None
             for o, (start, _, _) in zip(outs, self.layout):
-                if o is not None:
-                    p = place(o, start=start, size=size)
-                    total = p if total is None else total + p
+                p = place(o, start=start, size=size)
+                total = p if total is None else total + p
             return total
         return np.concatenate([np.ravel(o) for o in outs]).astype(self.dtype)
 
@@ -140,6 +142,7 @@ class Checkpoint(Primitive):
                    for a in args]
             with recording(g):
                 self.call(ins)
+            g.release()
         if len(self.layout) == 1:
             return self.layout[0][2], self.dtype
         return (self.layout[-1][1],), self.dtype
