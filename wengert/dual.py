@@ -87,8 +87,6 @@ class Dual:
         raise TypeError("float() of a Dual would drop its tangent: use d.primal for the "
                         "value, and wengert.math's functions (not the math module's) on Duals")
 
-    __array_priority__ = 1000
-
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or kwargs:
             return NotImplemented
