@@ -65,7 +65,8 @@ PIECEWISE = {
     "relu": (away_from_zero,),
 }
 NOT_DIFFERENTIABLE = {"lt", "le", "gt", "ge", "eq", "ne"}   # bool results
-STRUCTURAL = {"const", "input", "copy", "powi", "select", "stop_gradient"}
+STRUCTURAL = {"const", "input", "copy", "powi", "select", "stop_gradient",
+              "part", "place"}          # part, place: tests/test_checkpoint.py
 
 
 def test_every_scalar_primitive_is_checked():

@@ -12,11 +12,12 @@ See README.md and docs/ for the guides.
 from .graph.graph import Graph, ShapeDtype
 from .graph.active import options
 from .graph.node import Node
-from .primitives import scalar as _scalar, shape as _shape  # noqa: F401
+from .primitives import scalar as _scalar, shape as _shape, pack as _pack  # noqa: F401
 from .primitives import array as _array, linalg as _linalg, nn as _nn  # noqa: F401
 from .graph import simplify as _simplify  # noqa: F401
 from .primitives.registry import REGISTRY, Primitive, primitive
 from .primitives.scalar import select, stop_gradient
+from .dual import Dual
 from . import math
 from . import numpy  # noqa: F401  (also gives traced values their array methods)
 from . import nn  # noqa: F401
@@ -26,6 +27,8 @@ from .jacobians import (jacobian, sparse_jacobian, sparse_hessian, jacobian_grap
 from .errors import ConcretizationError
 from .staged import compile  # noqa: A001  (wg.compile, as jax.jit: shadows the builtin here only)
 from .codegen.draw import draw
+from .taylor_mode import taylor, derivatives
+from .checkpointing import checkpoint, checkpointed_loop
 
 __version__ = "0.1.0"
 
@@ -33,4 +36,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
            "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
-           "format_costs"]
+           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop"]

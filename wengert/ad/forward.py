@@ -16,6 +16,35 @@ from ..primitives.shape import broadcast_to
 from ..primitives.array import zeros_like
 
 
+def tangent(op, ts, xs, ans, params, shape):
+    """The tangent of ``ans = op(*xs, **params)`` (of shape `shape`) given the tangents `ts`
+    of its arguments (None = zero): the primitive's JVP, or Σ_k ∂ans/∂x_k · t_k from its
+    partials.  On values or on nodes alike; None where the tangent is zero.
+
+    One step of forward mode, shared by the sweep below, dual numbers (`wg.Dual`) and the
+    first-order rule of Taylor mode."""
+    if op.jvp is not None:
+        return op.jvp(ts, *xs, ans, **params)
+    if op.linear and op.partials is None:
+        # a linear primitive's JVP is the primitive itself, applied to the tangents
+        return op(*[zeros_like(x) if tk is None else tk for x, tk in zip(xs, ts)], **params)
+    if op.partials is None:
+        raise NotImplementedError(f"primitive {op.name!r} has no derivative rule: declare "
+                                  f"one with {op.name}.defpartials or .defjvp")
+    t = None
+    for k, tk in enumerate(ts):
+        if tk is None:
+            continue
+        p = op.partial(k, xs, ans, params)
+        if p is None:
+            continue
+        c = tk if (type(p) is float and p == 1.0) else tk * p
+        t = c if t is None else t + c
+    if t is not None and shape_of(t) != shape:
+        t = broadcast_to(t, shape=shape)
+    return t
+
+
 def forward(plan, inputs, tangents, outputs, symbolic):
     """Tangents of `outputs` given tangents of `inputs` (None = zero).
 
@@ -37,32 +66,11 @@ def forward(plan, inputs, tangents, outputs, symbolic):
         ts = [tan.get(a.index) for a in args]
         if all(t is None for t in ts):
             continue
-        op = node.op
         if symbolic:
             xs, ans = args, node
         else:
             xs, ans = [a.value for a in args], node.value
-        if op.jvp is not None:
-            t = op.jvp(ts, *xs, ans, **node.params)
-        elif op.linear and op.partials is None:
-            # a linear primitive's JVP is the primitive itself, applied to the tangents
-            t = op(*[zeros_like(x) if tk is None else tk for x, tk in zip(xs, ts)],
-                   **node.params)
-        elif op.partials is None:
-            raise NotImplementedError(f"primitive {op.name!r} has no derivative rule: declare "
-                                      f"one with {op.name}.defpartials or .defjvp")
-        else:
-            t = None
-            for k, tk in enumerate(ts):
-                if tk is None:
-                    continue
-                p = op.partial(k, xs, ans, node.params)
-                if p is None:
-                    continue
-                c = tk if (type(p) is float and p == 1.0) else tk * p
-                t = c if t is None else t + c
-            if t is not None and shape_of(t) != node.shape:
-                t = broadcast_to(t, shape=node.shape)
+        t = tangent(node.op, ts, xs, ans, node.params, node.shape)
         if t is not None:
             tan[node.index] = t
     return [tan.get(o.index) for o in outputs]

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
-from ..primitives.registry import NO_PARAMS as _NO_PARAMS
+from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
+from ..primitives.registry import shape_of as _shape_of
 from .active import options, recording, current_graph, is_recording, optimizing  # noqa: F401
 from .node import Node, _type_str
 
@@ -219,11 +220,16 @@ class Graph:
         consts = self._consts
         for a in args:
             if type(a) is not Node or a.graph is not self:
-                if type(a) is int and self.optimize and _meets_float(args):
+                if type(a) is int and self.optimize and op.elementwise and _meets_float(args):
                     a = float(a)          # x + 1 and x + 1.0 are one node (one constant)
                 # a float constant seen before is one lookup away (see const())
                 c = consts.get(a) if type(a) is float else None
-                a = self.lift(a) if c is None else c
+                if c is None:
+                    overload = _OVERLOADS.get(type(a))
+                    if overload is not None:        # a traced value met a wg.Dual
+                        return overload(op, args, params)
+                    c = self.lift(a)
+                a = c
             if a.op is not _CONST:
                 all_const = False
             nodes.append(a)
@@ -408,6 +414,26 @@ class Graph:
         return f"<Graph: {len(self.nodes)} nodes, {len(self.inputs)} inputs, " \
                f"{len(self.outputs)} outputs>"
 
+    def release(self):
+        """Drop every node.  Nodes and their graph refer to each other, so a graph nobody
+        uses any more waits for Python's cycle collector; a transformation that is done
+        with a graph of its own (a checkpoint's recomputation) releases it to return the
+        memory at once.
+
+        Example:
+            >>> import wengert as wg
+            >>> g = wg.trace(lambda x: x * x, 2.0)
+            >>> g.release()
+            >>> len(g.nodes)
+            0
+        """
+        self.nodes = []
+        self._table = {}
+        self._consts = {}
+        self._users = []
+        self.inputs = []
+        self.outputs = []
+
     # --- passes ----------------------------------------------------------------------------
     def inline_copies(self) -> "Graph":
         """A new graph for the same outputs with every copy replaced by the node it copies,
@@ -440,14 +466,18 @@ class Graph:
     # --- evaluating -------------------------------------------------------------------------
     def evaluate(self, input_values, outputs=None):
         """Values of `outputs` (default: the graph's outputs) when the graph's inputs take
-        `input_values` (a flat list, one per input node)."""
+        `input_values` (a flat list, one per input node).
+
+        Each operation is a call of its primitive, so the inputs may also be traced values
+        (the graph's operations are then recorded into their trace: a graph is a function
+        that transformations can differentiate or expand) or `wg.Dual` numbers."""
         outputs = self.outputs if outputs is None else outputs
         if len(input_values) != len(self.inputs):
             raise ValueError(f"the graph has {len(self.inputs)} inputs, got "
                              f"{len(input_values)} values")
         values = {}
         for node, v in zip(self.inputs, input_values):
-            shape, dtype = aval(v)
+            shape = _shape_of(v)
             if shape != node.shape:
                 raise ValueError(f"input {node.label()} has shape {node.shape}, "
                                  f"got a value of shape {shape}")
@@ -462,8 +492,7 @@ class Graph:
                 raise ValueError(f"the outputs need input {node.label()}, which is not one "
                                  "of the graph's inputs")
             else:
-                values[i] = node.op.evaluate([values[a.index] for a in node.args],
-                                             node.params)
+                values[i] = node.op(*[values[a.index] for a in node.args], **node.params)
         return [values[o.index] for o in outputs]
 
     def __call__(self, *args):

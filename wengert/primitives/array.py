@@ -29,6 +29,7 @@ def by_example(op, args, params):
 def _prim(name, impl, **kw):
     kw.setdefault("abstract_eval", None)
     prim = defprimitive(name, impl, **kw)
+    prim.elementwise = False
     if kw["abstract_eval"] is None:
         prim._abstract_eval = lambda args, params: by_example(prim, args, params)
     return prim

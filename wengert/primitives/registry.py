@@ -31,6 +31,11 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 NO_PARAMS: dict = {}
 
+#: Value types that carry out primitives themselves (operator overloading, seed 000's other
+#: implementation style): when an argument of a primitive has such a type, the primitive
+#: returns ``OVERLOADS[type](prim, args, params)``.  `wg.Dual` registers itself here.
+OVERLOADS: dict = {}
+
 #: Cost classes: the columns of seed 002's operation counts (additions and subtractions,
 #: multiplications, divisions, function calls, powers), plus negations and comparisons,
 #: which other tools (CasADi) count apart.  None: free (constants, inputs, copies).
@@ -77,6 +82,7 @@ class Primitive:
         self.vjps = None                    # or one such function per argument
         self.simplify = None                # simplify(graph, args, params) -> node or None
         self.builtin = False                # declared by wengert itself (not replaceable)
+        self.elementwise = False            # a built-in arithmetic/elementwise function
         self.__doc__ = doc
 
     def __repr__(self):
@@ -101,7 +107,8 @@ class Primitive:
 
         Python floats take the fast path (the `math` module); where it fails (log of a
         negative, division by zero, overflow) NumPy computes the result instead, so the
-        answer follows NumPy's conventions (nan or inf, with a RuntimeWarning)."""
+        answer follows NumPy's conventions (nan or inf, with a RuntimeWarning).  A value of a
+        type in `OVERLOADS` (a `wg.Dual`) computes the operation itself."""
         fast = self.fast
         if fast is not None:
             for v in values:
@@ -113,6 +120,10 @@ class Primitive:
                     return fast(*values, **params)
                 except (ValueError, ZeroDivisionError, OverflowError):
                     pass
+        for v in values:            # not on the float fast path: costs eager tracing nothing
+            overload = OVERLOADS.get(type(v))
+            if overload is not None:
+                return overload(self, values, params)
         out = self.impl(*values, **params)
         t = type(out)
         if t is np.float64:
@@ -248,6 +259,7 @@ def defprimitive(name, impl, **kwargs) -> Primitive:
         raise ValueError(f"a primitive named {name!r} exists already")
     prim = Primitive(name, impl, **kwargs)
     prim.builtin = True
+    prim.elementwise = kwargs.get("abstract_eval") is None
     REGISTRY[name] = prim
     return prim
 

@@ -1,0 +1,166 @@
+"""wg.Dual: seed 000's rule table entry by entry, every other scalar primitive against
+forward mode and finite differences, lifting, NumPy, nesting, and duals meeting traces."""
+import math
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.math as wm
+from wengert import Dual, REGISTRY
+from fd import fd_derivative, assert_close
+
+rng = np.random.default_rng(7)
+POINTS = [(rng.uniform(0.3, 2.0) * rng.choice([-1, 1]), rng.uniform(-2, 2),
+           rng.uniform(0.3, 2.0) * rng.choice([-1, 1]), rng.uniform(-2, 2)) for _ in range(5)]
+
+
+def same(d, primal, tangent):
+    assert isinstance(d, Dual)
+    assert d.primal == pytest.approx(primal, rel=1e-14, abs=1e-15)
+    assert d.tangent == pytest.approx(tangent, rel=1e-14, abs=1e-15)
+
+
+# ---- seed 000's table, one entry at a time ----------------------------------------------
+@pytest.mark.parametrize("u, du, v, dv", POINTS)
+def test_seed_rule_table(u, du, v, dv):
+    U, V = Dual(u, du), Dual(v, dv)
+    same(U + V, u + v, du + dv)                                   # ⟨u+v, u'+v'⟩
+    same(U - V, u - v, du - dv)                                   # ⟨u−v, u'−v'⟩
+    same(U * V, u * v, du * v + u * dv)                           # ⟨uv, u'v+uv'⟩
+    same(U / V, u / v, (du * v - u * dv) / v ** 2)                # ⟨u/v, (u'v−uv')/v²⟩
+    same(wm.sin(U), math.sin(u), du * math.cos(u))                # ⟨sin u, u' cos u⟩
+    same(wm.cos(U), math.cos(u), -du * math.sin(u))               # ⟨cos u, −u' sin u⟩
+    same(wm.exp(U), math.exp(u), du * math.exp(u))                # ⟨exp u, u' exp u⟩
+    a = abs(u)
+    same(wm.log(Dual(a, du)), math.log(a), du / a)                # ⟨log u, u'/u⟩ (u > 0)
+    for k in (2, 3, -1, -2, 5):                                   # ⟨u^k, k u^(k−1) u'⟩
+        same(U ** k, u ** k, k * u ** (k - 1) * du)
+    for k in (0.5, 2.5, -1.5):                                    # real k, u > 0
+        same(Dual(a, du) ** k, a ** k, k * a ** (k - 1) * du)
+    same(abs(U), abs(u), du * math.copysign(1.0, u))              # ⟨|u|, u' sign u⟩ (u ≠ 0)
+
+
+@pytest.mark.parametrize("u, du, v, dv", POINTS[:3])
+def test_general_rule_for_two_arguments(u, du, v, dv):
+    # g(⟨u,u'⟩, ⟨v,v'⟩) = ⟨g(u,v), g_u u' + g_v v'⟩
+    g = wm.atan2(Dual(u, du), Dual(v, dv))
+    r2 = u * u + v * v
+    same(g, math.atan2(u, v), (v / r2) * du + (-u / r2) * dv)
+
+
+def test_constants_lift_to_zero_tangent():
+    U = Dual(1.5, 2.0)
+    same(U + 3, 4.5, 2.0)
+    same(3 - U, 1.5, -2.0)
+    same(2.0 * U, 3.0, 4.0)
+    same(3.0 / U, 2.0, -3.0 / 1.5 ** 2 * 2.0)
+    same(2.0 ** U, 2.0 ** 1.5, math.log(2.0) * 2.0 ** 1.5 * 2.0)
+    same(np.float64(2.0) * U, 3.0, 4.0)
+    assert Dual(2.0).tangent == 0.0
+
+
+# ---- the rest of the core's functions, from the registry --------------------------------
+def sample(name):
+    if name in ("log", "log10", "sqrt", "pow", "log1p"):
+        return float(rng.uniform(0.3, 3.0))
+    if name in ("asin", "acos"):
+        return float(rng.uniform(-0.8, 0.8))
+    if name in ("tan",):
+        return float(rng.uniform(-1.2, 1.2))
+    return float(rng.choice([-1, 1]) * rng.uniform(0.3, 2.0))
+
+
+SCALAR_MODULES = (__import__("wengert.primitives.scalar", fromlist=["_"]),
+                  __import__("wengert.primitives.nn", fromlist=["_"]))
+DIFFERENTIABLE = sorted(name for name, p in REGISTRY.items()
+                        if p.builtin and p.partials is not None and p.dtype_rule != "bool"
+                        and any(p is v for m in SCALAR_MODULES for v in vars(m).values())
+                        and name not in ("copy", "select", "powi", "stop_gradient"))
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_every_scalar_primitive_matches_forward_mode_and_fd(name):
+    prim = REGISTRY[name]
+    nargs = len(prim.partials)
+    for _ in range(3):
+        xs = [sample(name) for _ in range(nargs)]
+        ts = [rng.uniform(-1, 1) for _ in range(nargs)]
+        d = prim(*[Dual(x, t) for x, t in zip(xs, ts)])
+        value, tangent = wg.jvp(lambda *a: prim(*a), tuple(xs), tuple(ts))
+        assert d.primal == value
+        assert_close(d.tangent, tangent, rtol=1e-13, atol=1e-13)
+        line = lambda s: prim(*[x + s * t for x, t in zip(xs, ts)])
+        assert_close(d.tangent, fd_derivative(line, 0.0), rtol=1e-6, atol=1e-6)
+
+
+def test_a_new_primitive_works_on_duals_from_its_partials_alone():
+    @wg.primitive
+    def softsign(x):
+        return x / (1 + np.abs(x))
+    softsign.defpartials(lambda x, ans: 1 / (1 + abs(x)) ** 2)
+    same(softsign(Dual(1.0, 3.0)), 0.5, 3.0 / 4)
+
+
+def test_seed_example_directional_derivatives_in_one_pass():
+    f = lambda x1, x2: x1 * x2 + wm.sin(x1)
+    same(f(Dual(2.0, 1.0), Dual(3.0, 0.0)), 6.909297426825682, 3.0 + math.cos(2.0))
+    same(f(Dual(2.0, 0.0), Dual(3.0, 1.0)), 6.909297426825682, 2.0)
+    # f: R² -> R², along (1, 1): each output's tangent at once
+    g = lambda x, y: (x * y, x / y)
+    a, b = g(Dual(2.0, 1.0), Dual(4.0, 1.0))
+    assert (a.tangent, b.tangent) == (6.0, 1 / 4 - 2 / 16)
+
+
+# ---- ordinary Python -------------------------------------------------------------------------
+def test_comparisons_are_bools_and_control_flow_works():
+    def relu_ish(x):
+        return x * x if x > 0 else -x
+    assert (Dual(1.0) < 2.0) is True and (Dual(1.0) == 1.0) is True
+    same(relu_ish(Dual(3.0, 1.0)), 9.0, 6.0)
+    same(relu_ish(Dual(-3.0, 1.0)), 3.0, -1.0)
+    same(wm.maximum(Dual(1.0, 5.0), 0.5), 1.0, 5.0)
+    same(wm.select(Dual(1.0, 1.0) > 0, Dual(2.0, 7.0), 0.0), 2.0, 7.0)
+    same(wm.sign(Dual(-2.0, 1.0)), -1.0, 0.0)
+
+
+def test_float_of_a_dual_refuses_to_drop_the_tangent():
+    with pytest.raises(TypeError, match="drop its tangent"):
+        math.sin(Dual(1.0, 1.0))
+
+
+# ---- NumPy: array-valued parts and arrays of duals ----------------------------------------------
+def test_array_valued_parts():
+    x = np.linspace(0.1, 2.0, 5)
+    d = wm.exp(wm.sin(Dual(x, np.ones(5))))
+    np.testing.assert_allclose(d.tangent, np.cos(x) * np.exp(np.sin(x)), rtol=1e-14)
+    d = np.sin(Dual(x, 1.0)) * np.arange(5.0) + 1.0           # ufuncs and ndarray operands
+    np.testing.assert_allclose(d.tangent, np.cos(x) * np.arange(5.0), rtol=1e-14)
+    assert d.shape == (5,) and np.shape(d) == (5,)
+
+
+def test_numpy_arrays_of_duals():
+    arr = np.array([Dual(0.5, 1.0), Dual(1.5, 2.0)], dtype=object)
+    for out in (np.sin(arr) * arr, wm.sin(arr) * arr):
+        tangents = [o.tangent for o in out]
+        assert_close(tangents, [1.0 * (np.cos(0.5) * 0.5 + np.sin(0.5)),
+                                2.0 * (np.cos(1.5) * 1.5 + np.sin(1.5))], rtol=1e-14)
+    assert [o.tangent for o in wm.cbrt(arr)] == pytest.approx(
+        [1.0 / (3 * 0.5 ** (2 / 3)), 2.0 / (3 * 1.5 ** (2 / 3))])
+    assert np.sum(arr * arr).tangent == pytest.approx(2 * 0.5 * 1.0 + 2 * 1.5 * 2.0)
+
+
+# ---- nesting and traces -------------------------------------------------------------------------
+def test_nested_duals_give_second_derivatives():
+    x = Dual(Dual(0.7, 1.0), Dual(1.0, 0.0))
+    y = wm.exp(x) * wm.sin(x)
+    assert y.tangent.tangent == pytest.approx(2 * math.exp(0.7) * math.cos(0.7), rel=1e-14)
+
+
+def test_duals_inside_traced_code():
+    # a Dual whose parts are traced values; a traced value meeting a Dual on either side:
+    # the tangent is x + x cos x, its derivative 1 + cos x − x sin x
+    f = lambda x: (x * Dual(x, 1.0) + wm.sin(Dual(x, 1.0)) * x).tangent
+    assert_close(wg.grad(f)(0.4), 1.0 + math.cos(0.4) - 0.4 * math.sin(0.4), rtol=1e-14)
+    graph = wg.trace(lambda x, y: x * y + wm.sin(x), 2.0, 3.0)
+    same(graph(Dual(2.0, 1.0), 3.0), 6.909297426825682, 3.0 + math.cos(2.0))

@@ -1,0 +1,193 @@
+"""Taylor mode: coefficients against sympy series to order 10, derivatives against nested
+jvp to order 4, symbolic expansion (under trace, of a traced graph, inside grad), arrays,
+pytrees, every primitive covered, and the errors."""
+import functools
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import wengert as wg
+import wengert.math as wm
+from wengert import REGISTRY
+from wengert.ad.taylor import RULES
+from fd import assert_close
+
+ORDER = 10
+t = sp.Symbol("t")
+R = sp.Rational
+
+# name -> (wengert function, sympy function, expansion point).  Away from 0 for the
+# elementary functions; compositions at 0, where sympy's series is quick.
+CASES = {
+    "exp": (wm.exp, sp.exp, R(7, 10)),
+    "sin": (wm.sin, sp.sin, R(3, 10)),
+    "cos": (wm.cos, sp.cos, R(-4, 5)),
+    "log": (wm.log, sp.log, R(3, 2)),
+    "rational": (lambda x: (1 + x) / (2 + x * x), lambda x: (1 + x) / (2 + x ** 2), R(2, 5)),
+    "rational_powers": (lambda x: x ** 3 / (1 + x) ** 2 - 1 / x ** 2,
+                        lambda x: x ** 3 / (1 + x) ** 2 - 1 / x ** 2, R(6, 5)),
+    "exp_sin": (lambda x: wm.exp(wm.sin(x)), lambda x: sp.exp(sp.sin(x)), 0),
+    "exp_sin_over": (lambda x: wm.exp(wm.sin(x)) / (1 + x * x),
+                     lambda x: sp.exp(sp.sin(x)) / (1 + x ** 2), 0),
+    "log_cos": (lambda x: wm.log(1 + x * x) * wm.cos(x),
+                lambda x: sp.log(1 + x ** 2) * sp.cos(x), 0),
+    "sqrt_atan": (lambda x: wm.sqrt(1 + x) * wm.atan(x), lambda x: sp.sqrt(1 + x) * sp.atan(x), 0),
+    "tan": (lambda x: wm.tan(x) / (1 + x), lambda x: sp.tan(x) / (1 + x), 0),
+    "asin_acos": (lambda x: wm.asin(x / 2) + wm.acos(x / 3),
+                  lambda x: sp.asin(x / 2) + sp.acos(x / 3), 0),
+    "hyperbolic": (lambda x: wm.tanh(x) * wm.cosh(x) - wm.sinh(x * x),
+                   lambda x: sp.tanh(x) * sp.cosh(x) - sp.sinh(x ** 2), 0),
+    "powers": (lambda x: (1 + x) ** 2.5 * 2.0 ** x, lambda x: (1 + x) ** R(5, 2) * 2 ** x, 0),
+    "cbrt_log10": (lambda x: wm.cbrt(1 + x) + wm.log10(2 + x),
+                   lambda x: sp.cbrt(1 + x) + sp.log(2 + x, 10), 0),
+    "atan2": (lambda x: wm.atan2(1 + x, 2 - x), lambda x: sp.atan2(1 + x, 2 - x), 0),
+    "integer_powers": (lambda x: (1 + x) ** -3 + x ** 4, lambda x: (1 + x) ** -3 + x ** 4, 0),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def sympy_coefficients(name):
+    _, F, x0 = CASES[name]
+    series = sp.series(F(x0 + t), t, 0, ORDER + 1).removeO()
+    return [float(series.coeff(t, j)) for j in range(ORDER + 1)]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_coefficients_against_sympy_to_order_10(name):
+    f, _, x0 = CASES[name]
+    expected = sympy_coefficients(name)
+    got = wg.taylor(f, float(x0), 1.0, order=ORDER)
+    scale = max(1.0, max(abs(c) for c in expected))
+    assert_close(got, expected, rtol=1e-10, atol=1e-11 * scale)
+
+
+def test_several_variables_along_a_direction_against_sympy():
+    f = lambda p: wm.exp(p[0] * p[1]) + wm.sin(p[0]) / (1 + p[1] ** 2)
+    F = lambda x, y: sp.exp(x * y) + sp.sin(x) / (1 + y ** 2)
+    x0, y0, vx, vy = R(1, 2), R(-1, 3), R(1), R(2)
+    series = sp.series(F(x0 + t * vx, y0 + t * vy), t, 0, 7).removeO()
+    expected = [float(series.coeff(t, j)) for j in range(7)]
+    got = wg.taylor(f, (0.5, -1 / 3), (1.0, 2.0), order=6)
+    assert_close(got, expected, rtol=1e-12, atol=1e-12)
+
+
+# ---- against nested forward mode ----------------------------------------------------------
+NESTED = {name: f for name, (f, _, _) in CASES.items()}
+NESTED.update({
+    "cotan": lambda x: wm.cotan(1 + x),
+    "abs_max_min": lambda x: abs(x - 2.0) * wm.maximum(x, 0.1) + wm.minimum(x * x, 3.0),
+    "select": lambda x: wm.select(x > 0, wm.exp(x), x * x),
+    "pow_both": lambda x: (1.5 + x) ** (0.5 + x),
+})
+
+
+def nested_derivatives(f, x, order):
+    out, g = [f(x)], f
+    for _ in range(order):
+        g = (lambda h: lambda y: wg.jvp(h, (y,), (1.0,))[1])(g)
+        out.append(g(x))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_derivatives_agree_with_nested_jvp_to_order_4(name):
+    f = NESTED[name]
+    x = 0.35
+    assert_close(wg.derivatives(f, order=4)(x), nested_derivatives(f, x, 4),
+                 rtol=1e-10, atol=1e-10)
+
+
+def test_order_one_is_the_dual_number():
+    f = lambda x: wm.atan(wm.exp(x) / (1 + x ** 2))
+    y0, y1 = wg.taylor(f, 0.8, 1.0, order=1)
+    d = f(wg.Dual(0.8, 1.0))
+    assert (y0, y1) == pytest.approx((d.primal, d.tangent), rel=1e-15)
+
+
+def test_integer_powers_are_exact_at_zero():
+    assert wg.taylor(lambda x: x ** 3, 0.0, 1.0, order=4) == [0.0, 0.0, 0.0, 1.0, 0.0]
+    assert wg.derivatives(lambda x: x ** 2, order=0)(3.0) == [9.0]
+
+
+# ---- symbolic: graphs in, graphs out ----------------------------------------------------------
+f_sym = CASES["exp_sin_over"][0]
+
+
+def test_expansion_under_trace_is_a_graph_with_the_same_numbers():
+    graph = wg.trace(lambda x, v: wg.taylor(f_sym, x, v, order=5), 0.3, 1.0)
+    assert len(graph.outputs) == 6
+    assert_close(graph(0.3, 1.0), wg.taylor(f_sym, 0.3, 1.0, order=5), rtol=1e-13)
+    assert_close(graph(-0.2, 0.5), wg.taylor(f_sym, -0.2, 0.5, order=5), rtol=1e-13)
+
+
+def test_expansion_of_a_traced_graph():
+    traced = wg.trace(f_sym, 0.3)
+    assert_close(wg.taylor(traced, 0.3, 1.0, order=6), wg.taylor(f_sym, 0.3, 1.0, order=6),
+                 rtol=1e-14)
+    graph = wg.trace(lambda x, v: wg.taylor(traced, x, v, order=3), 0.3, 1.0)
+    assert_close(graph(0.7, 1.0), wg.taylor(f_sym, 0.7, 1.0, order=3), rtol=1e-13)
+
+
+def test_coefficients_are_differentiable():
+    # d/dx of the t³ coefficient is 4·(t⁴ coefficient): both are derivatives/j!
+    c3 = lambda x: wg.taylor(f_sym, x, 1.0, order=3)[3]
+    d = wg.derivatives(f_sym, order=4)(0.3)
+    assert_close(wg.grad(c3)(0.3), d[4] / 6, rtol=1e-12)
+    assert_close(wg.jvp(c3, (0.3,), (1.0,))[1], d[4] / 6, rtol=1e-12)
+    # and inside a jvp, taylor of a traced direction
+    assert_close(wg.grad(lambda v: wg.taylor(wm.exp, 0.0, v, order=3)[3])(2.0), 3 * 4 / 6)
+
+
+# ---- arrays and pytrees ------------------------------------------------------------------------
+def test_elementwise_arrays_match_scalars():
+    xs = np.array([0.1, 0.5, 1.3])
+    got = wg.derivatives(f_sym, order=5)(xs)
+    for k, x in enumerate(xs):
+        assert_close([c[k] for c in got], wg.derivatives(f_sym, order=5)(x), rtol=1e-13)
+
+
+def test_constant_arrays_broadcast_into_the_coefficients():
+    w = np.array([1.0, 2.0, 3.0])
+    got = wg.taylor(lambda x: wm.exp(w * x) + w, 0.0, 1.0, order=3)
+    assert_close(got, [np.exp(0) + w, w, w ** 2 / 2, w ** 3 / 6], rtol=1e-14)
+    got = wg.taylor(lambda x: x + w, 1.0, 1.0, order=2)
+    assert [c.shape for c in got] == [(3,)] * 3
+
+
+def test_pytrees_in_and_out():
+    f = lambda p: {"s": wm.sin(p["a"]) * p["b"], "e": wm.exp(p["b"])}
+    got = wg.taylor(f, {"a": 0.0, "b": 1.0}, {"a": 1.0, "b": 0.0}, order=3)
+    assert [c["s"] for c in got] == pytest.approx([0.0, 1.0, 0.0, -1 / 6])
+    assert [c["e"] for c in got] == pytest.approx([math.e, 0.0, 0.0, 0.0])
+
+
+# ---- coverage and errors ----------------------------------------------------------------------
+def test_every_differentiable_builtin_primitive_has_a_taylor_rule():
+    from wengert.ad.taylor import FIRST_ORDER_ONLY
+    missing = [name for name, p in REGISTRY.items()
+               if p.builtin and (p.partials is not None or p.jvp is not None
+                                 or p.vjp is not None or p.vjps is not None)
+               and p.dtype_rule != "bool" and not p.linear and p not in RULES
+               and p not in FIRST_ORDER_ONLY and any(x is not None for x in (p.partials or [1]))]
+    assert not missing, f"primitives without a Taylor rule: {missing}"
+
+
+def test_a_primitive_without_a_rule_works_at_order_1_and_says_so_above():
+    @wg.primitive
+    def cube(x):
+        return x ** 3
+    cube.defpartials(lambda x, ans: 3 * x ** 2)
+    assert wg.taylor(cube, 2.0, 1.0, order=1) == [8.0, 12.0]
+    with pytest.raises(NotImplementedError, match="'cube' has no Taylor rule"):
+        wg.taylor(cube, 2.0, 1.0, order=2)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="order must be a non-negative integer"):
+        wg.taylor(wm.sin, 1.0, 1.0, order=-1)
+    with pytest.raises(ValueError, match="direction has"):
+        wg.taylor(lambda p: p[0], (1.0, 2.0), 1.0, order=2)
+    with pytest.raises(ValueError, match="shape"):
+        wg.taylor(lambda x: x, np.ones(2), np.ones(3), order=2)

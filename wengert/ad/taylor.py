@@ -1,0 +1,399 @@
+"""Taylor mode: truncated polynomial arithmetic over a graph (seed 000, higher order).
+
+Nested forward mode computes the k-th derivative with rules whose size grows with every
+level of nesting.  Taylor mode instead pushes a whole truncated polynomial
+
+    x(t) = x_0 + x_1 t + x_2 t² + ... + x_k t^k
+
+through the graph: each node gets the coefficients of its own polynomial y(t) = w(x(t)),
+at a cost of O(k²) operations per node, by the classical recurrences (Griewank & Walther,
+*Evaluating Derivatives*, ch. 13).  The coefficients are y_j = y^(j)(0) / j!.
+
+A series is a list ``[y_0, y_1, ..., y_k]``: y_0 is the primal (the node itself, or its
+value), and a coefficient is None where it is zero, so constants and structurally zero
+terms cost nothing.
+
+`RULES` holds one rule per primitive: ``rule(xs, ans, order, **params)`` gets one series
+per argument and the primal result, and returns the result's series.  Rules are written
+with Python operators and wengert primitives, so, as with the partials, one rule computes
+numbers on values and builds graph nodes on nodes (``symbolic=True``): a Taylor expansion
+of a graph is a graph.  Primitives without an entry use their JVP on each coefficient if
+they are `Primitive.linear` (or piecewise linear, like abs), and their JVP at order 1.
+A primitive made for one function (a checkpointed call, see `wengert.checkpointing`)
+brings its own rule as a ``taylor`` method, as such primitives come and go.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+from ..primitives import scalar as P
+from ..primitives import array as A, linalg as L, nn as NN
+from ..primitives.registry import shape_of
+from .forward import tangent
+
+#: primitive -> rule(xs, ans, order, **params) -> series of the result.
+RULES: dict = {}
+
+
+# --------------------------------------------------------------------------------------
+# arithmetic on coefficients (None is zero)
+# --------------------------------------------------------------------------------------
+def _add(total, term):
+    if term is None:
+        return total
+    return term if total is None else total + term
+
+
+def _sub(total, term):
+    if term is None:
+        return total
+    return -term if total is None else total - term
+
+
+def _times(c, a):
+    """c·a for a number c; None stays None, 1·a is a."""
+    if a is None:
+        return None
+    return a if c == 1 else c * a
+
+
+def _prod(a, b, prod=operator.mul, params=None):
+    if a is None or b is None:
+        return None
+    return prod(a, b, **params) if params else prod(a, b)
+
+
+def _const(c, order):
+    return [c] + [None] * order
+
+
+# --------------------------------------------------------------------------------------
+# series of the elementary functions
+# --------------------------------------------------------------------------------------
+def _cauchy_term(a, b, j, prod=operator.mul, params=None):
+    """Σ_{i=0}^{j} prod(a_i, b_{j-i}): the t^j coefficient of a product."""
+    total = None
+    for i in range(j + 1):
+        total = _add(total, _prod(a[i], b[j - i], prod, params))
+    return total
+
+
+def cauchy(a, b, order, y0, prod=operator.mul, params=None):
+    """The series of prod(a(t), b(t)) for a product that is bilinear (mul, and later
+    matmul, dot, einsum, passed as `prod` with its `params`).  `y0` is the primal result,
+    already computed."""
+    return [y0] + [_cauchy_term(a, b, j, prod, params) for j in range(1, order + 1)]
+
+
+def _derivative_term(m, x, g):
+    """The t^m coefficient of x'(t)·g(t): Σ_{i=0}^{m} (i+1) x_{i+1} g_{m-i}.  g=None is 1."""
+    if g is None:
+        return _times(m + 1.0, x[m + 1])
+    total = None
+    for i in range(m + 1):
+        total = _add(total, _times(i + 1.0, _prod(x[i + 1], g[m - i])))
+    return total
+
+
+def _solve(m, rhs, y, h):
+    """y_{m+1} from y'(t)·h(t) = r(t), given r's t^m coefficient `rhs` and y, h up to m:
+    (m+1) y_{m+1} h_0 = rhs − Σ_{i=0}^{m-1} (i+1) y_{i+1} h_{m-i}.  h=None is 1."""
+    if h is None:
+        return _times(1.0 / (m + 1), rhs)
+    for i in range(m):
+        rhs = _sub(rhs, _times(i + 1.0, _prod(y[i + 1], h[m - i])))
+    return None if rhs is None else rhs / ((m + 1.0) * h[0])
+
+
+def ode(x, y0, order, g=None, h=None, grow=None):
+    """The series of y with y'·h = x'·g and y(0) = y0: every unary function here is one
+    such equation (exp: y' = x'·y; log: y'·x = x'; sin: y' = x'·cos; ...).  `g` and `h` are
+    series (None for the constant 1); `grow(m, ys)`, if given, appends their coefficient m
+    once y_m is known, for the functions whose g or h depends on y itself."""
+    ys = [y0]
+    for m in range(order):
+        if grow is not None:
+            grow(m, ys)
+        ys.append(_solve(m, _derivative_term(m, x, g), ys, h))
+    return ys
+
+
+def _exp(x, y0, order):
+    """exp: y' = x'·y."""
+    g = []
+    return ode(x, y0, order, g=g, grow=lambda m, ys: g.append(ys[m]))
+
+
+def _log(x, y0, order, scale=None):
+    """log: y'·x = x' (times `scale` for log10)."""
+    return ode(x, y0, order, g=None if scale is None else _const(scale, order), h=x)
+
+
+def _sqrt(x, y0, order):
+    """sqrt: y'·y = x'/2."""
+    h = []
+    return ode(x, y0, order, g=_const(0.5, order), h=h, grow=lambda m, ys: h.append(ys[m]))
+
+
+def _power(x, y0, r, order):
+    """x^r for a constant r: x·y' = r·y·x'  (needs x_0 ≠ 0)."""
+    g = []
+    return ode(x, y0, order, g=g, h=x, grow=lambda m, ys: g.append(_prod(r, ys[m])))
+
+
+def _sin_cos(x, s0, c0, order, sign):
+    """sin and cos (sign=-1), or sinh and cosh (sign=+1), together: s' = x'·c,
+    c' = sign·x'·s."""
+    s, c = [s0], [c0]
+    for m in range(order):
+        s.append(_solve(m, _derivative_term(m, x, c), s, None))
+        c.append(_times(sign / (m + 1.0), _derivative_term(m, x, s)))
+    return s, c
+
+
+def _tan_like(x, y0, order, sign, outer=1):
+    """y' = outer·x'·(1 + sign·y²): tan (sign=+1), tanh (sign=-1), cotan (outer=-1)."""
+    g = []
+
+    def grow(m, ys):
+        square = _cauchy_term(ys, ys, m)
+        g.append(_times(outer, 1 + sign * square if m == 0 else _times(sign, square)))
+
+    return ode(x, y0, order, g=g, grow=grow)
+
+
+def _asin_like(x, ans, order, sign):
+    """asin (sign=+1), acos (sign=-1): y'·sqrt(1 − x²) = sign·x'."""
+    sq = cauchy(x, x, order, x[0] * x[0])
+    one_minus = [1 - sq[0]] + [None if c is None else -c for c in sq[1:]]
+    h = _sqrt(one_minus, P.sqrt(one_minus[0]), order)
+    return ode(x, ans, order, g=None if sign > 0 else _const(-1.0, order), h=h)
+
+
+def _atan(x, ans, order):
+    """atan: y'·(1 + x²) = x'."""
+    sq = cauchy(x, x, order, x[0] * x[0])
+    return ode(x, ans, order, h=[1 + sq[0]] + sq[1:])
+
+
+def _atan2(a, b, ans, order):
+    """θ = atan2(a, b): θ'·(a² + b²) = b·a' − a·b'."""
+    aa = cauchy(a, a, order, a[0] * a[0])
+    bb = cauchy(b, b, order, b[0] * b[0])
+    h = [_add(p, q) for p, q in zip(aa, bb)]
+    ys = [ans]
+    for m in range(order):
+        rhs = _sub(_derivative_term(m, a, b), _derivative_term(m, b, a))
+        ys.append(_solve(m, rhs, ys, h))
+    return ys
+
+
+def _div(a, b, ans, order):
+    """y = a/b: y_j = (a_j − Σ_{i=1}^{j} b_i y_{j-i}) / b_0."""
+    ys = [ans]
+    b0 = b[0]
+    for j in range(1, order + 1):
+        total = a[j]
+        for i in range(1, j + 1):
+            total = _sub(total, _prod(b[i], ys[j - i]))
+        ys.append(None if total is None else total / b0)
+    return ys
+
+
+def _powi(x, ans, order, n):
+    """x^n for an integer n by repeated squaring of series: exact also at x_0 = 0, where
+    the power recurrence would divide by zero."""
+    if n == 0:
+        return _const(ans, order)
+    m = n if n >= 0 else -n
+    result, base = None, x
+    while True:
+        if m & 1:
+            result = base if result is None else cauchy(result, base, order,
+                                                        result[0] * base[0])
+        m >>= 1
+        if not m:
+            break
+        base = cauchy(base, base, order, base[0] * base[0])
+    if n < 0:
+        return _div(_const(1.0, order), result, ans, order)
+    return [ans] + result[1:]
+
+
+def _pow(x, y, ans, order):
+    """x^y: a power rule for a constant exponent; exp(y·log x) when y varies."""
+    if all(c is None for c in y[1:]):
+        return _power(x, ans, y[0], order)
+    lx = _log(x, P.log(x[0]), order)
+    return _exp(cauchy(y, lx, order, y[0] * lx[0]), ans, order)
+
+
+# --------------------------------------------------------------------------------------
+# the rule table
+# --------------------------------------------------------------------------------------
+def each_coefficient(op):
+    """The rule of a (piecewise) linear primitive: its JVP applied to each coefficient."""
+    def rule(xs, ans, order, **params):
+        primals = [s[0] for s in xs]
+        shape = shape_of(ans)
+        return [ans] + [tangent(op, [s[j] for s in xs], primals, ans, params, shape)
+                        for j in range(1, order + 1)]
+    return rule
+
+
+def bilinear(prod):
+    """The rule of a bilinear primitive (`prod` computes it): the Cauchy product."""
+    def rule(xs, ans, order, **params):
+        return cauchy(xs[0], xs[1], order, ans, prod, params)
+    return rule
+
+
+_LN10 = math.log(10.0)
+
+RULES.update({
+    P.mul: bilinear(operator.mul),        # the operator is mul on nodes, and fast on floats
+    P.div: lambda xs, ans, order: _div(xs[0], xs[1], ans, order),
+    P.powi: lambda xs, ans, order, n: _powi(xs[0], ans, order, n),
+    P.pow: lambda xs, ans, order: _pow(xs[0], xs[1], ans, order),
+    P.exp: lambda xs, ans, order: _exp(xs[0], ans, order),
+    P.log: lambda xs, ans, order: _log(xs[0], ans, order),
+    P.log10: lambda xs, ans, order: _log(xs[0], ans, order, 1 / _LN10),
+    P.sqrt: lambda xs, ans, order: _sqrt(xs[0], ans, order),
+    P.cbrt: lambda xs, ans, order: _power(xs[0], ans, 1 / 3, order),
+    P.sin: lambda xs, ans, order: _sin_cos(xs[0], ans, P.cos(xs[0][0]), order, -1)[0],
+    P.cos: lambda xs, ans, order: _sin_cos(xs[0], P.sin(xs[0][0]), ans, order, -1)[1],
+    P.sinh: lambda xs, ans, order: _sin_cos(xs[0], ans, P.cosh(xs[0][0]), order, 1)[0],
+    P.cosh: lambda xs, ans, order: _sin_cos(xs[0], P.sinh(xs[0][0]), ans, order, 1)[1],
+    P.tan: lambda xs, ans, order: _tan_like(xs[0], ans, order, 1),
+    P.cotan: lambda xs, ans, order: _tan_like(xs[0], ans, order, 1, outer=-1),
+    P.tanh: lambda xs, ans, order: _tan_like(xs[0], ans, order, -1),
+    P.asin: lambda xs, ans, order: _asin_like(xs[0], ans, order, 1),
+    P.acos: lambda xs, ans, order: _asin_like(xs[0], ans, order, -1),
+    P.atan: lambda xs, ans, order: _atan(xs[0], ans, order),
+    P.atan2: lambda xs, ans, order: _atan2(xs[0], xs[1], ans, order),
+})
+# Piecewise linear: exact away from the kinks, where the function is not analytic anyway.
+for _op in (P.abs, P.sign, P.maximum, P.minimum, P.select):
+    RULES[_op] = each_coefficient(_op)
+
+
+# ---- the NumPy layer's primitives ------------------------------------------------------------
+def _expm1(x, y0, order):
+    """expm1: y' = x'·(y + 1)."""
+    g = []
+    return ode(x, y0, order, g=g, grow=lambda m, ys: g.append(ys[m] + 1 if m == 0 else ys[m]))
+
+
+def _inv(a, y0, order):
+    """inv: A·Y = I, so Y_j = -Y_0 Σ_{i=1..j} A_i Y_{j-i}."""
+    ys = [y0]
+    for j in range(1, order + 1):
+        total = None
+        for i in range(1, j + 1):
+            total = _add(total, _prod(a[i], ys[j - i], A.matmul))
+        ys.append(None if total is None else -A.matmul(y0, total))
+    return ys
+
+
+def _solve_series(a, b, y0, order):
+    """solve: A·X = B, so X_j = A_0⁻¹ (B_j - Σ_{i=1..j} A_i X_{j-i})."""
+    a0 = a[0]
+    vector = len(shape_of(b[0])) == len(shape_of(a0)) - 1
+
+    def times(m, x):                         # m @ x, x a vector or a matrix
+        if m is None or x is None:
+            return None
+        if vector:
+            return A.reshape(A.matmul(m, A.reshape(x, shape=shape_of(x) + (1,))),
+                             shape=shape_of(x))
+        return A.matmul(m, x)
+    xs = [y0]
+    for j in range(1, order + 1):
+        rhs = b[j]
+        for i in range(1, j + 1):
+            rhs = _sub(rhs, times(a[i], xs[j - i]))
+        xs.append(None if rhs is None else L.solve(a0, rhs))
+    return xs
+
+
+def _einsum(xs, ans, order, subscripts):
+    if len(xs) != 2:
+        if order <= 1:
+            return each_coefficient(A.einsum)(xs, ans, order, subscripts=subscripts)
+        raise NotImplementedError("Taylor mode above order 1 through an einsum of more than "
+                                  "two operands: write it as a chain of two-operand einsums")
+    return cauchy(xs[0], xs[1], order, ans,
+                  lambda a, b, subscripts: A.einsum(a, b, subscripts=subscripts),
+                  {"subscripts": subscripts})
+
+
+RULES.update({
+    P.log1p: lambda xs, ans, order: ode(xs[0], ans, order,
+                                        h=[1 + xs[0][0]] + list(xs[0][1:])),
+    P.expm1: lambda xs, ans, order: _expm1(xs[0], ans, order),
+    P.stop_gradient: lambda xs, ans, order: _const(ans, order),
+    A.matmul: bilinear(A.matmul),
+    A.einsum: _einsum,
+    NN.conv2d: bilinear(NN.conv2d),
+    NN.conv2d_input_grad: bilinear(NN.conv2d_input_grad),
+    NN.conv2d_weight_grad: bilinear(NN.conv2d_weight_grad),
+    L.inv: lambda xs, ans, order: _inv(xs[0], ans, order),
+    L.solve: lambda xs, ans, order: _solve_series(xs[0], xs[1], ans, order),
+})
+# piecewise linear in their differentiable argument
+for _op in (NN.relu, NN.max_pool2d, NN.pool_scatter, NN.pool_gather, A.amax, A.amin,
+            A.take_along_axis, A.put_along_axis):
+    RULES[_op] = each_coefficient(_op)
+
+#: Differentiable primitives whose Taylor rule is still to be written: first order (their
+#: JVP) works, higher orders raise NotImplementedError naming them.
+FIRST_ORDER_ONLY = frozenset({A.prod, L.det, L.logabsdet, L.cholesky, L.eigvalsh,
+                              L.eigvecsh})
+
+
+def rule_for(op, order):
+    """The Taylor rule of a primitive (see the module docstring)."""
+    rule = RULES.get(op) or getattr(op, "taylor", None)
+    if rule is None:
+        if op.linear:
+            rule = RULES[op] = each_coefficient(op)
+        elif order <= 1:
+            rule = each_coefficient(op)           # first order is the JVP
+        else:
+            raise NotImplementedError(
+                f"primitive {op.name!r} has no Taylor rule, so its derivatives of order "
+                f"{order} are unknown: add one to wengert.ad.taylor.RULES")
+    return rule
+
+
+# --------------------------------------------------------------------------------------
+# the sweep
+# --------------------------------------------------------------------------------------
+def taylor(plan, inputs, series, outputs, order, symbolic):
+    """Taylor coefficients of `outputs` given the series of `inputs`.
+
+    Args:
+        plan: the nodes between inputs and outputs, in creation order (`Graph.between`).
+        inputs: the independent nodes.
+        series: per input, its coefficients ``[x_1, ..., x_order]`` (None = zero).
+        outputs: the nodes whose series are wanted.
+        order: the degree k of the truncated polynomials.
+        symbolic: build graph nodes (True) or compute numbers (False).
+
+    Returns:
+        Per output, its series ``[y_0, ..., y_order]`` (y_0 its primal; None for an
+        output that does not depend on the inputs).
+    """
+    coef = {}
+    for x, s in zip(inputs, series):
+        coef[x.index] = [x if symbolic else x.value, *s]
+    zeros = [None] * order
+    for node in plan:
+        xs = []
+        for a in node.args:
+            s = coef.get(a.index)
+            xs.append(s if s is not None else [a if symbolic else a.value, *zeros])
+        ans = node if symbolic else node.value
+        coef[node.index] = rule_for(node.op, order)(xs, ans, order, **node.params)
+    return [coef.get(o.index) for o in outputs]
