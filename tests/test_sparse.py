@@ -196,3 +196,13 @@ def test_array_rosenbrock_hessian_and_matmul_patterns():
     g = wg.trace(mixed, v)
     assert sparsity(g, g.inputs, g.outputs) == [[0, 1, 2, 3, 4]] * 5
     assert_close(wg.sparse_jacobian(mixed)(v).toarray(), wg.jacfwd(mixed)(v), rtol=1e-14)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev", "sparse", "auto"])
+def test_jacobian_of_arrays_inside_another_transformation(mode):
+    import wengert.numpy as wnp
+    f = lambda x: wnp.sum(wg.jacobian(lambda y: y * y * x[0], mode=mode)(x))
+    x = np.array([1.0, 2.0])
+    expected = wg.grad(lambda x: wnp.sum(wg.jacfwd(lambda y: y * y * x[0])(x)))(x)
+    np.testing.assert_allclose(wg.grad(f)(x), expected, rtol=1e-14)
+    np.testing.assert_allclose(expected, [4 * 1 + 2 * 2, 2 * 1], rtol=1e-14)   # d 2x0(x0+x1)

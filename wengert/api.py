@@ -428,40 +428,45 @@ def _jacobian(f, argnums, who, mode):
         idx = _resolve_argnums(nums, len(args), who)
         call = _Call(f, args, kwargs, idx, who, names)
         out_nodes, out_tree = call.output_nodes(call.out, who)
-        plan = call.graph.between(call.inputs, out_nodes)
-        symbolic = call.symbolic
-        n_in, n_out = len(call.inputs), len(out_nodes)
-        # entries[i][j]: the block d out_i / d in_j
-        entries = [[None] * n_in for _ in range(n_out)]
-        if mode == "fwd":
-            for j, x in enumerate(call.inputs):
-                cols = [[] for _ in range(n_out)]
-                for e in _basis(x):
-                    ts = [None] * n_in
-                    ts[j] = e
-                    for i, t in enumerate(ad.forward(plan, call.inputs, ts, out_nodes,
-                                                     symbolic)):
-                        cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
-                for i, o in enumerate(out_nodes):
-                    entries[i][j] = _assemble(cols[i], o.shape, x.shape, axis=-1)
-        else:
-            for i, o in enumerate(out_nodes):
-                rows = [[] for _ in range(n_in)]
-                for e in _basis(o):
-                    cts = [None] * n_out
-                    cts[i] = e
-                    for j, g in enumerate(ad.reverse(plan, call.inputs, out_nodes, cts,
-                                                     symbolic)):
-                        rows[j].append(call.zeros(call.inputs[j]) if g is None else g)
-                for j, x in enumerate(call.inputs):
-                    entries[i][j] = _assemble(rows[j], o.shape, x.shape, axis=0)
-        out_leaves = []
-        for i in range(n_out):
-            per_arg = call.split(entries[i])
-            out_leaves.append(per_arg[0] if single else tuple(per_arg))
-        return unflatten(out_tree, out_leaves)
+        return jacobian_by_sweeps(call, out_nodes, out_tree, single, mode)
 
     return jac_f
+
+
+def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
+    """The Jacobian of a recorded call by one forward sweep per input element (mode "fwd")
+    or one reverse sweep per output element ("rev"), in `jacfwd`'s layout."""
+    plan = call.graph.between(call.inputs, out_nodes)
+    symbolic = call.symbolic
+    n_in, n_out = len(call.inputs), len(out_nodes)
+    # entries[i][j]: the block d out_i / d in_j
+    entries = [[None] * n_in for _ in range(n_out)]
+    if mode == "fwd":
+        for j, x in enumerate(call.inputs):
+            cols = [[] for _ in range(n_out)]
+            for e in _basis(x):
+                ts = [None] * n_in
+                ts[j] = e
+                for i, t in enumerate(ad.forward(plan, call.inputs, ts, out_nodes, symbolic)):
+                    cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
+            for i, o in enumerate(out_nodes):
+                entries[i][j] = _assemble(cols[i], o.shape, x.shape, axis=-1)
+    else:
+        for i, o in enumerate(out_nodes):
+            rows = [[] for _ in range(n_in)]
+            for e in _basis(o):
+                cts = [None] * n_out
+                cts[i] = e
+                for j, g in enumerate(ad.reverse(plan, call.inputs, out_nodes, cts,
+                                                 symbolic)):
+                    rows[j].append(call.zeros(call.inputs[j]) if g is None else g)
+            for j, x in enumerate(call.inputs):
+                entries[i][j] = _assemble(rows[j], o.shape, x.shape, axis=0)
+    out_leaves = []
+    for i in range(n_out):
+        per_arg = call.split(entries[i])
+        out_leaves.append(per_arg[0] if single else tuple(per_arg))
+    return unflatten(out_tree, out_leaves)
 
 
 def jacfwd(f, argnums=0):

@@ -25,7 +25,8 @@ import functools
 
 import numpy as np
 
-from .api import _Call, _check_argnums, _check_fun, _param_names, _resolve_argnums, trace
+from .api import (_Call, _check_argnums, _check_fun, _param_names, _resolve_argnums, trace,
+                  jacobian_by_sweeps)
 from .ad.eliminate import eliminated_entries
 from .ad.sparse import sparsity, color_columns, color_rows, compressed
 from .codegen.count import count_ops
@@ -211,6 +212,11 @@ def jacobian(f, argnums=0, mode="auto"):
 
     @_recorded(f, argnums, "jacobian")
     def jac_f(call, out_nodes, out_tree, single):
+        if call.symbolic and not _scalar_graph(call.inputs, out_nodes) and mode != "eliminate":
+            # Array blocks inside another transformation: the sweeps assemble them with
+            # stack/reshape (the coordinate form below holds scalar entries only).
+            how = _pick(call.inputs, out_nodes) if mode in ("auto", "sparse") else mode
+            return jacobian_by_sweeps(call, out_nodes, out_tree, single, how)
         coords = jacobian_coordinates(call.graph, call.inputs, out_nodes, mode,
                                       call.symbolic)
         return _layout(call, coords, out_nodes, out_tree, single)
