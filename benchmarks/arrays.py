@@ -30,19 +30,7 @@ Run on demand (this is not part of the test suite):
     python benchmarks/arrays.py [--quick] [--json PATH]
 """
 
-import os
-
-# Pin the thread pools before numpy, torch or jax is imported: each pool sizes itself at
-# import. One thread makes the comparison about the AD systems, not about how each one
-# uses cores. It is also much less noisy on a shared machine.
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-# JAX picks its backend on first use. Force CPU so it never probes for GPUs or TPUs.
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# XLA's CPU backend has its own Eigen thread pool, which the variables above do not
-# reach. These flags make it single-threaded like the others.
-os.environ.setdefault("XLA_FLAGS",
-                      "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
 
 import argparse
 import json

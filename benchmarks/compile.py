@@ -28,9 +28,7 @@ Run on demand (not part of the test suite):
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
 
 import argparse
 import json

@@ -22,14 +22,7 @@ Run on demand (this is not part of the test suite):
     python benchmarks/eager_scalar.py [--quick] [--json PATH]
 """
 
-import os
-
-# Pin thread pools before numpy/torch/jax are imported: their pools size
-# themselves at import, and scalar work only gets noisier with more threads.
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-# JAX picks its backend on first use; force CPU so it never probes for GPUs/TPUs.
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
 
 import argparse
 import json
