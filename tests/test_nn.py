@@ -111,3 +111,15 @@ def test_every_nn_primitive_is_exercised():
     declared = {name for name, p in REGISTRY.items() if p.builtin and any(
         p is v for v in vars(NN).values())}
     assert declared <= seen, declared - seen
+
+
+@pytest.mark.parametrize("side", [4, 5])     # windows tiling the image, and not
+def test_max_pool_tie_goes_to_the_first_maximum(side):
+    k = s = 2
+    x = numpy.zeros((1, 1, side, side))
+    x[0, 0, 0, 0] = x[0, 0, 0, 1] = x[0, 0, 1, 0] = 3.0       # a three-way tie in window 0
+    y = nn.max_pool2d(x, k, s)
+    (xbar,) = wg.vjp(lambda x: nn.max_pool2d(x, k, s), x)[1](numpy.ones(y.shape))
+    assert xbar[0, 0, 0, 0] == 1.0 and xbar[0, 0, 0, 1] == 0.0 and xbar[0, 0, 1, 0] == 0.0
+    # every window's cotangent lands somewhere, exactly once
+    assert xbar.sum() == y.size

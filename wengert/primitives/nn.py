@@ -147,36 +147,45 @@ def _max_pool_np(x, kernel, stride):
     return best
 
 
-def _argmax(x, k, s):
-    """Position (i*k + j) of each window's maximum; the first one wins a tie."""
+def _first_hits(x, y, k, s):
+    """For each corner view, where its element is its window's maximum y and no earlier
+    corner already was (the first maximum wins a tie): seed 000's routing to one arg-max."""
     x = np.asarray(x)
-    best = idx = None
+    taken = None
     for pos, view in _corners(x, k, s):
-        v = x[view]
-        if best is None:
-            best, idx = v, np.zeros(v.shape, dtype=np.intp)
+        hit = x[view] == y
+        if taken is None:
+            taken = hit
         else:
-            idx = np.where(v > best, pos, idx)         # strict: earlier positions keep ties
-            best = np.maximum(best, v)
-    return idx
+            hit &= ~taken
+            taken |= hit
+        yield view, hit
 
 
-def _pool_scatter_np(g, x, kernel, stride):
-    """Each window's cotangent goes to the window's arg-max."""
-    idx = _argmax(x, kernel, stride)
+def _pool_scatter_np(g, x, y, kernel, stride):
+    """Each window's cotangent goes to the window's arg-max (y is the pooled maximum)."""
+    x, g, k = np.asarray(x), np.asarray(g), kernel
+    if stride == k and x.shape[2] == k * y.shape[2] and x.shape[3] == k * y.shape[3]:
+        # Windows that tile the image: compare each window with its maximum by
+        # broadcasting over a (N, C, Ho, k, Wo, k) view.  Exact unless a window holds its maximum twice (then the loop
+        # below picks the first).
+        n, c, ho, wo = np.shape(y)
+        spread = (slice(None), slice(None), slice(None), None, slice(None), None)
+        hit = x.reshape(n, c, ho, k, wo, k) == y[spread]
+        if np.count_nonzero(hit) == y.size:
+            return np.where(hit, g[spread], 0.0).reshape(x.shape)
     out = np.zeros(np.shape(x), np.result_type(g, np.float64))
-    for pos, view in _corners(x, kernel, stride):
-        out[view] += np.where(idx == pos, g, 0.0)
+    for view, hit in _first_hits(x, y, kernel, stride):
+        out[view] += np.where(hit, g, 0.0)
     return out
 
 
-def _pool_gather_np(t, x, kernel, stride):
-    """The value of t at each window's arg-max of x."""
-    idx = _argmax(x, kernel, stride)
+def _pool_gather_np(t, x, y, kernel, stride):
+    """The value of t at each window's arg-max of x (y is the pooled maximum)."""
     t = np.asarray(t)
-    out = np.zeros(idx.shape, np.result_type(t, np.float64))
-    for pos, view in _corners(x, kernel, stride):
-        out += np.where(idx == pos, t[view], 0.0)
+    out = np.zeros(np.shape(y), np.result_type(t, np.float64))
+    for view, hit in _first_hits(x, y, kernel, stride):
+        out += np.where(hit, t[view], 0.0)
     return out
 
 
@@ -190,22 +199,23 @@ max_pool2d = defprimitive("max_pool2d", _max_pool_np, cost="cmp", abstract_eval=
 pool_scatter = defprimitive("pool_scatter", _pool_scatter_np, cost=None,
                             abstract_eval=lambda args, params: (args[1].shape, args[0].dtype))
 pool_gather = defprimitive("pool_gather", _pool_gather_np, cost=None,
-                           abstract_eval=lambda args, params: _pool_aval(args[1:], params))
+                           abstract_eval=lambda args, params: (args[2].shape, args[0].dtype))
 
+# The pooled maximum y = max_pool2d(x) rides along so the routing needs no arg-max search.
 max_pool2d.defvjp(lambda g, x, ans, kernel, stride: (
-    pool_scatter(g, x, kernel=kernel, stride=stride),))
-max_pool2d.defjvp(lambda ts, x, ans, kernel, stride: pool_gather(ts[0], x, kernel=kernel,
+    pool_scatter(g, x, ans, kernel=kernel, stride=stride),))
+max_pool2d.defjvp(lambda ts, x, ans, kernel, stride: pool_gather(ts[0], x, ans, kernel=kernel,
                                                                  stride=stride))
 # scatter and gather are linear in their first argument and each other's transpose; the
-# arg-max positions do not move under small changes of x, so x carries no derivative.
-pool_scatter.defvjp(lambda gg, g, x, ans, kernel, stride: (
-    pool_gather(gg, x, kernel=kernel, stride=stride), None))
-pool_scatter.defjvp(lambda ts, g, x, ans, kernel, stride: pool_scatter(
-    ts[0], x, kernel=kernel, stride=stride) if ts[0] is not None else None)
-pool_gather.defvjp(lambda gg, t, x, ans, kernel, stride: (
-    pool_scatter(gg, x, kernel=kernel, stride=stride), None))
-pool_gather.defjvp(lambda ts, t, x, ans, kernel, stride: pool_gather(
-    ts[0], x, kernel=kernel, stride=stride) if ts[0] is not None else None)
+# arg-max positions do not move under small changes of x, so x and y carry no derivative.
+pool_scatter.defvjp(lambda gg, g, x, y, ans, kernel, stride: (
+    pool_gather(gg, x, y, kernel=kernel, stride=stride), None, None))
+pool_scatter.defjvp(lambda ts, g, x, y, ans, kernel, stride: pool_scatter(
+    ts[0], x, y, kernel=kernel, stride=stride) if ts[0] is not None else None)
+pool_gather.defvjp(lambda gg, t, x, y, ans, kernel, stride: (
+    pool_scatter(gg, x, y, kernel=kernel, stride=stride), None, None))
+pool_gather.defjvp(lambda ts, t, x, y, ans, kernel, stride: pool_gather(
+    ts[0], x, y, kernel=kernel, stride=stride) if ts[0] is not None else None)
 
 # ---- ReLU ------------------------------------------------------------------------------------
 relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
