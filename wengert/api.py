@@ -173,6 +173,12 @@ class _Call:
             return x
         return x.value if type(x) is Node else x
 
+    def done(self):
+        """The call's results are out: an eager graph of its own is released at once (its
+        nodes would otherwise wait for the cycle collector, with their values)."""
+        if self.fresh and not self.symbolic:
+            self.graph.release()
+
     def zeros(self, like):
         """The zero derivative for a node like `like`, in the current mode."""
         if like.shape == () and like.dtype == np.float64:
@@ -255,8 +261,9 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
         result = per_arg[0] if single else tuple(per_arg)
         value = call.finish(out_node)
         if has_aux:
-            return (value, _finish_tree(call, aux)), result
-        return value, result
+            aux = _finish_tree(call, aux)
+        call.done()
+        return ((value, aux), result) if has_aux else (value, result)
 
     return value_and_grad_f
 
@@ -386,8 +393,9 @@ def jvp(f, primals, tangents):
     plan = call.graph.between(call.inputs, out_nodes)
     tans = ad.forward(plan, call.inputs, t_leaves, out_nodes, call.symbolic)
     tans = [call.zeros(o) if t is None else t for t, o in zip(tans, out_nodes)]
-    return (unflatten(out_tree, [call.finish(n) for n in out_nodes]),
-            unflatten(out_tree, tans))
+    out = unflatten(out_tree, [call.finish(n) for n in out_nodes])
+    call.done()
+    return out, unflatten(out_tree, tans)
 
 
 # --------------------------------------------------------------------------------------
@@ -428,7 +436,9 @@ def _jacobian(f, argnums, who, mode):
         idx = _resolve_argnums(nums, len(args), who)
         call = _Call(f, args, kwargs, idx, who, names)
         out_nodes, out_tree = call.output_nodes(call.out, who)
-        return jacobian_by_sweeps(call, out_nodes, out_tree, single, mode)
+        jac = jacobian_by_sweeps(call, out_nodes, out_tree, single, mode)
+        call.done()
+        return jac
 
     return jac_f
 
