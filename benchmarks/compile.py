@@ -422,7 +422,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     repeats, min_time = (3, 0.05) if args.quick else (5, 0.2)
 
-    fns, versions = {}, {}
+    fns = {}
     for peer, make in PEERS.items():
         try:
             fns[peer] = make()

@@ -122,7 +122,6 @@ def test_array_cases_agree_with_eager(name):
     f, args = CASES[name]
     out = f(*args)
     leaves, tree = flatten(out)
-    ct = tree_unflatten = None
     from wengert.tree import unflatten
     ct = unflatten(tree, [rng.normal(size=numpy.shape(o)) for o in leaves])
     vs = tuple(rng.normal(size=numpy.shape(a)) for a in args)

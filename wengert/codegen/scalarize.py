@@ -50,7 +50,7 @@ def elementwise(op) -> bool:
     if op.partials is None or op.jvp is not None or op.vjp is not None or \
             op.vjps is not None:
         return False
-    return op._abstract_eval is None or op is S.select or not op.builtin
+    return op.elementwise or not op.builtin
 
 
 def _filled(shape, node):

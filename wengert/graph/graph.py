@@ -25,7 +25,7 @@ import numpy as np
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
 from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
 from ..primitives.registry import shape_of as _shape_of
-from .active import options, recording, current_graph, is_recording, optimizing  # noqa: F401
+from .active import optimizing
 from .node import Node, _type_str
 
 F64 = np.dtype(np.float64)

@@ -23,7 +23,7 @@ import itertools
 
 import numpy as np
 
-from ..graph.active import current_graph, is_recording  # noqa: F401  (re-exported)
+from ..graph.active import _state as _active
 from ..graph.node import Node
 
 #: Every primitive by name.  Adding a primitive adds one entry here.
@@ -82,7 +82,9 @@ class Primitive:
         self.vjps = None                    # or one such function per argument
         self.simplify = None                # simplify(graph, args, params) -> node or None
         self.builtin = False                # declared by wengert itself (not replaceable)
-        self.elementwise = False            # a built-in arithmetic/elementwise function
+        self.elementwise = False            # a built-in acting element by element with
+        #                                     broadcasting (scalarised by compile; its int
+        #                                     literals meet floats as floats)
         self.__doc__ = doc
 
     def __repr__(self):
@@ -198,8 +200,7 @@ def _innermost(graphs, default):
     """Arguments from different graphs happen when a stale node from a finished trace meets
     a live one: the innermost graph still recording wins (the stale node becomes a
     constant there)."""
-    from ..graph.active import _state
-    for g in reversed(_state.stack):
+    for g in reversed(_active.stack):
         if g in graphs:
             return g
     return default

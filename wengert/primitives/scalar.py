@@ -179,6 +179,7 @@ minimum.defpartials(lambda x, y, ans: select(x <= y, 1.0, 0.0),
                     lambda x, y, ans: select(x <= y, 0.0, 1.0))
 for _cmp in (lt, le, gt, ge, eq, ne):
     _cmp.defpartials(None, None)
+select.elementwise = True                   # (its own shape rule only adds the condition)
 select.defpartials(None,
                    lambda c, a, b, ans: select(c, 1.0, 0.0),
                    lambda c, a, b, ans: select(c, 0.0, 1.0))
