@@ -107,7 +107,13 @@ def test_small_cnn_second_order():
 
 def test_every_nn_primitive_is_exercised():
     x, w = rng.normal(size=(1, 1, 4, 4)), rng.normal(size=(2, 1, 2, 2))
-    seen = _ops_exercised(lambda x, w: nn.max_pool2d(nn.relu(nn.conv2d(x, w)), 1) ** 2, [x, w])
+    labels = numpy.array([0, 2])
+
+    def net(x, w):
+        h = nn.max_pool2d(nn.relu(nn.conv2d(x, w)), 1) ** 2
+        logits = np.reshape(h, (1, -1))[:, :6].reshape(2, 3)
+        return nn.cross_entropy(logits, labels) + np.sum(nn.log_softmax(logits))
+    seen = _ops_exercised(net, [x, w])
     declared = {name for name, p in REGISTRY.items() if p.builtin and any(
         p is v for v in vars(NN).values())}
     assert declared <= seen, declared - seen
@@ -123,3 +129,78 @@ def test_max_pool_tie_goes_to_the_first_maximum(side):
     assert xbar[0, 0, 0, 0] == 1.0 and xbar[0, 0, 0, 1] == 0.0 and xbar[0, 0, 1, 0] == 0.0
     # every window's cotangent lands somewhere, exactly once
     assert xbar.sum() == y.size
+
+
+# ---- the fused primitives: log-softmax, cross-entropy, logsumexp ------------------------------
+LABELS = numpy.array([0, 3, 1, 1, 2])
+# For every primitive with a decomposition: sample differentiable arguments, and a function
+# of them calling the primitive and its decomposition alike (``prim`` is either).
+FUSED = {
+    "logsumexp": [(lambda prim, x, axis=axis, keep=keep: prim(x, axis=axis, keepdims=keep),
+                   (3, 4, 2))
+                  for axis, keep in [((1,), False), ((0, 2), True), (None, False)]],
+    "log_softmax": [(lambda prim, x, axis=axis: prim(x, axis=axis), shape)
+                    for axis, shape in [(1, (5, 4)), (0, (3, 2)), (2, (2, 3, 4))]],
+    "cross_entropy": [(lambda prim, x: prim(x, LABELS), (5, 4))],
+}
+
+
+def _fused_cases():
+    return [(name, i) for name, cases in FUSED.items() for i in range(len(cases))]
+
+
+def test_every_fused_primitive_is_tested():
+    assert {name for name, p in REGISTRY.items() if p.decomposition is not None} == set(FUSED)
+
+
+@pytest.mark.parametrize("name, case", _fused_cases())
+def test_fused_primitive_agrees_with_its_decomposition(name, case):
+    prim = REGISTRY[name]
+    call, shape = FUSED[name][case]
+    x, v = rng.normal(size=shape) * 3, rng.normal(size=shape)
+    fused = lambda x: call(prim, x)
+    plain = lambda x: call(prim.decomposition, x)
+    assert_close(fused(x), plain(x), rtol=1e-13, atol=1e-13)
+    check_grads(fused, x)                           # JVP, VJP, and both to second order
+    # the rules give the decomposition's derivatives, forward and reverse, to second order
+    jvp2 = lambda f: wg.jvp(lambda x: wg.jvp(f, (x,), (v,))[1], (x,), (v,))[1]
+    assert_close(jvp2(fused), jvp2(plain), rtol=1e-12, atol=1e-12)
+    ct = rng.normal(size=numpy.shape(fused(x)))
+    pull = lambda f: (lambda x: wg.vjp(f, x)[1](ct)[0])
+    assert_close(pull(fused)(x), pull(plain)(x), rtol=1e-12, atol=1e-12)
+    assert_close(wg.vjp(pull(fused), x)[1](v)[0], wg.vjp(pull(plain), x)[1](v)[0],
+                 rtol=1e-11, atol=1e-12)
+    # Taylor mode goes through the decomposition: its coefficients are nested jvps / k!
+    series = wg.taylor(fused, x, v, order=3)
+    d = lambda f: (lambda x: wg.jvp(f, (x,), (v,))[1])
+    assert_close(series[3], d(d(d(fused)))(x) / 6, rtol=1e-9, atol=1e-12)
+
+
+def test_cross_entropy_is_one_node_and_its_gradient_the_textbook_one():
+    logits = rng.normal(size=(5, 4))
+    graph = wg.trace(lambda z: nn.cross_entropy(z, LABELS), logits)
+    assert [n.op.name for n in graph.live_nodes() if n.op.name not in ("input", "const")] \
+        == ["cross_entropy"]
+    p = numpy.exp(logits) / numpy.exp(logits).sum(axis=1, keepdims=True)
+    g = wg.grad(nn.cross_entropy)(logits, LABELS)
+    assert_close(g, (p - numpy.eye(4)[LABELS]) / 5, rtol=1e-12, atol=1e-14)
+
+
+def test_cross_entropy_with_traced_labels_compiles():
+    logits = rng.normal(size=(5, 4))
+    loss = lambda z, y: nn.cross_entropy(z, y)
+    fast = wg.compile(wg.grad(loss), logits, LABELS)
+    other = numpy.array([3, 3, 0, 1, 2])
+    assert_close(fast(logits, other), wg.grad(loss)(logits, other), rtol=1e-13, atol=1e-15)
+
+
+def test_cross_entropy_bad_labels_are_named():
+    z = numpy.zeros((3, 4))
+    with pytest.raises(ValueError, match=r"shape \(N, C\).*\(3, 4\).*\(2,\)"):
+        nn.cross_entropy(z, numpy.array([0, 1]))
+    with pytest.raises(TypeError, match="labels must be integers.*float64"):
+        nn.cross_entropy(z, numpy.array([0.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"range\(4\).*from 0 to 4"):
+        nn.cross_entropy(z, numpy.array([0, 1, 4]))
+    with pytest.raises(ValueError, match="axis 2 is out of range.*\\(3, 4\\)"):
+        nn.log_softmax(z, axis=2)

@@ -71,14 +71,19 @@ def max_pool2d(x, kernel_size, stride=None):
 
 
 def log_softmax(x, axis=-1):
-    """``x - logsumexp(x)`` along an axis.
+    """``x - logsumexp(x)`` along an axis, computed stably; one primitive, whose VJP is
+    ``g - softmax * sum(g)``.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> round(float(np.exp(nn.log_softmax(np.array([1.0, 2.0]))).sum()), 12)
         1.0
     """
-    return x - wnp.logsumexp(x, axis=axis, keepdims=True)
+    shape = x.shape if type(x) is Node else _np.shape(x)
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"log_softmax: axis {axis} is out of range for an array of shape "
+                         f"{shape}")
+    return P.log_softmax(x, axis=axis % len(shape))
 
 
 def softmax(x, axis=-1):
@@ -95,12 +100,30 @@ def softmax(x, axis=-1):
 def cross_entropy(logits, labels):
     """Mean softmax cross-entropy of integer class labels: ``-mean(log_softmax[i, y_i])``.
 
+    One primitive (as in PyTorch), whose gradient is ``(softmax - onehot) / N``.
+
+    Args:
+        logits: shape (N, C), unnormalised log-probabilities.
+        labels: N integers in ``range(C)`` (data: never differentiated).
+
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> round(float(nn.cross_entropy(np.zeros((2, 4)), np.array([0, 3]))), 6)
         1.386294
     """
-    labels = _np.asarray(labels)
-    n = labels.shape[0]
-    picked = log_softmax(logits)[_np.arange(n), labels]
-    return -wnp.mean(picked)
+    shape = logits.shape if type(logits) is Node else _np.shape(logits)
+    if type(labels) is Node:
+        lshape, kind, known = labels.shape, labels.dtype.kind, labels.value
+    else:
+        known = labels = _np.asarray(labels)
+        lshape, kind = labels.shape, labels.dtype.kind
+    if len(shape) != 2 or lshape != shape[:1]:
+        raise ValueError(f"cross_entropy: logits must have shape (N, C) and labels shape "
+                         f"(N,), got logits of shape {shape} and labels of shape {lshape}")
+    if kind not in "iu":
+        raise TypeError(f"cross_entropy: labels must be integers (class indices), got "
+                        f"dtype {labels.dtype}")
+    if known is not None and known.size and not (0 <= known.min() and known.max() < shape[1]):
+        raise ValueError(f"cross_entropy: labels must lie in range({shape[1]}) for "
+                         f"{shape[1]} classes, got values from {known.min()} to {known.max()}")
+    return P.cross_entropy(logits, labels)

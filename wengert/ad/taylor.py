@@ -20,7 +20,8 @@ numbers on values and builds graph nodes on nodes (``symbolic=True``): a Taylor 
 of a graph is a graph.  Primitives without an entry use their JVP on each coefficient if
 they are `Primitive.linear` (or piecewise linear, like abs), and their JVP at order 1.
 A primitive made for one function (a checkpointed call, see `wengert.checkpointing`)
-brings its own rule as a ``taylor`` method, as such primitives come and go.
+brings its own rule as a ``taylor`` method, as such primitives come and go; a primitive
+fused for speed (log_softmax) uses the rules of its `Primitive.decomposition`.
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ import operator
 
 from ..primitives import scalar as P
 from ..primitives import array as A, linalg as L, nn as NN
-from ..primitives.registry import shape_of
+from ..graph.graph import Graph, ShapeDtype, aval
+from ..primitives.registry import CONST, shape_of
 from .forward import tangent
 
 #: primitive -> rule(xs, ans, order, **params) -> series of the result.
@@ -237,8 +239,13 @@ def each_coefficient(op):
     def rule(xs, ans, order, **params):
         primals = [s[0] for s in xs]
         shape = shape_of(ans)
-        return [ans] + [tangent(op, [s[j] for s in xs], primals, ans, params, shape)
-                        for j in range(1, order + 1)]
+        out = [ans]
+        for j in range(1, order + 1):
+            ts = [s[j] for s in xs]
+            # a coefficient that is zero in every argument is zero in the result
+            out.append(None if all(t is None for t in ts)
+                       else tangent(op, ts, primals, ans, params, shape))
+        return out
     return rule
 
 
@@ -346,6 +353,33 @@ for _op in (NN.relu, NN.max_pool2d, NN.pool_scatter, NN.pool_gather, A.amax, A.a
             A.take_along_axis, A.put_along_axis):
     RULES[_op] = each_coefficient(_op)
 
+def by_decomposition(op):
+    """The rule of a primitive fused for speed (logsumexp, log_softmax, cross_entropy): the
+    rules of the primitives of its `decomposition`, applied node by node.  The
+    decomposition is traced on stand-ins of the arguments' shapes, then the series are
+    pushed through that small graph in creation order."""
+    def rule(xs, ans, order, **params):
+        sub = Graph()
+        stand_ins = [sub.input(ShapeDtype(*aval(s[0]))) for s in xs]
+        out = sub.lift(op.decomposition(*stand_ins, **params))
+        series = dict(zip((x.index for x in stand_ins), xs))
+        for node in sub.nodes:
+            if node.index in series:
+                continue
+            if node.op is CONST:
+                series[node.index] = _const(node.value, order)
+                continue
+            args = [series[a.index] for a in node.args]
+            primal = node.op(*[s[0] for s in args], **node.params)
+            if all(c is None for s in args for c in s[1:]):      # constant in t (labels)
+                series[node.index] = _const(primal, order)
+            else:
+                series[node.index] = rule_for(node.op, order)(args, primal, order,
+                                                              **node.params)
+        return [ans] + series[out.index][1:]
+    return rule
+
+
 #: Differentiable primitives whose Taylor rule is still to be written: first order (their
 #: JVP) works, higher orders raise NotImplementedError naming them.
 FIRST_ORDER_ONLY = frozenset({A.prod, L.det, L.logabsdet, L.cholesky, L.eigvalsh,
@@ -356,7 +390,9 @@ def rule_for(op, order):
     """The Taylor rule of a primitive (see the module docstring)."""
     rule = RULES.get(op) or getattr(op, "taylor", None)
     if rule is None:
-        if op.linear:
+        if op.decomposition is not None:
+            rule = RULES[op] = by_decomposition(op)
+        elif op.linear:
             rule = RULES[op] = each_coefficient(op)
         elif order <= 1:
             rule = each_coefficient(op)           # first order is the JVP

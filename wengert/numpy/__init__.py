@@ -170,18 +170,9 @@ def std(a, axis=None, ddof=0, keepdims=False):
 
 def logsumexp(a, axis=None, keepdims=False):
     """``log(sum(exp(a)))`` computed stably (as scipy.special.logsumexp); its gradient is
-    the softmax."""
+    the softmax.  One primitive, with its own derivative rules."""
     axes = _norm_axis(axis, len(_shape(a)), "logsumexp")
-    m = amax(a, axis=axes, keepdims=True)
-    if type(a) is Node:
-        m = S.stop_gradient(m)    # it only shifts the exponent: no derivative through it
-    else:
-        m = _np.where(_np.isfinite(m), m, 0.0)
-    out = log(sum(exp(a - m), axis=axes, keepdims=True)) + m
-    if keepdims:
-        return out
-    return reshape(out, tuple(d for i, d in enumerate(_shape(a))
-                              if axes is not None and i not in axes))
+    return A.logsumexp(a, axis=axes, keepdims=bool(keepdims))
 
 
 def cumsum(a, axis=None):

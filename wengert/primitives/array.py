@@ -104,6 +104,39 @@ prod.defvjp(lambda g, x, ans, axis, keepdims: (
 prod.defjvp(lambda ts, x, ans, axis, keepdims: ans * sum(ts[0] / x, axis=axis,
                                                          keepdims=keepdims))
 
+
+# logsumexp is one primitive, not the eight or so of its stable definition below: every
+# classifier's loss calls it, so its node count is paid on every training step.
+def _logsumexp_np(x, axis, keepdims):
+    x = np.asarray(x)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)             # all -inf (or an inf): no shift
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else out.reshape(_reduced_shape(x.shape, axis))
+
+
+def _reduced_shape(shape, axis):
+    return () if axis is None else tuple(d for i, d in enumerate(shape) if i not in axis)
+
+
+def _softmax_of(x, lse, axis, keepdims):
+    """exp(x - logsumexp(x)): the derivative of logsumexp."""
+    return S.exp(x - _unreduce(lse, x, axis, keepdims))
+
+
+def _logsumexp_decomposition(x, axis, keepdims):
+    m = S.stop_gradient(amax(x, axis=axis, keepdims=True))
+    out = S.log(sum(S.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else reshape(out, shape=_reduced_shape(shape_of(x), axis))
+
+
+logsumexp = _prim("logsumexp", _logsumexp_np, cost="call")
+logsumexp.decomposition = _logsumexp_decomposition
+logsumexp.defvjp(lambda g, x, ans, axis, keepdims: (
+    _unreduce(g, x, axis, keepdims) * _softmax_of(x, ans, axis, keepdims),))
+logsumexp.defjvp(lambda ts, x, ans, axis, keepdims: sum(
+    ts[0] * _softmax_of(x, ans, axis, keepdims), axis=axis, keepdims=keepdims))
+
 cumsum = _prim("cumsum", lambda x, axis: np.cumsum(x, axis=axis), cost="add", linear=True)
 cumsum.defvjp(lambda g, x, ans, axis: (flip(cumsum(flip(g, axes=(axis,)), axis=axis),
                                             axes=(axis,)),))

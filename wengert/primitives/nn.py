@@ -1,4 +1,5 @@
-"""Neural-network primitives of seed 000: 2-D convolution, max pooling, ReLU.
+"""Neural-network primitives of seed 000: 2-D convolution, max pooling, ReLU, and the
+fused log-softmax and softmax cross-entropy.
 
 Layouts are PyTorch's: images NCHW, kernels OIHW (out channels, in channels, height,
 width).  Everything is vectorised NumPy: sliding windows (stride tricks) and one matrix
@@ -20,7 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .registry import defprimitive, shape_of
-from . import scalar as S
+from . import array as A, scalar as S
 
 
 def _out_size(n, k, s, p):
@@ -224,3 +225,61 @@ relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
 # seed 000: the cotangent passes where X ≥ 0.  The partial is that mask itself (a bool
 # multiplies as 0 or 1), one comparison instead of a comparison and a select.
 relu.defpartials(lambda x, ans: S.ge(x, 0.0))
+
+# ---- log-softmax and cross-entropy ----------------------------------------------------------
+# Fused, as PyTorch fuses them: a classifier's loss is one or two nodes rather than the
+# dozen of its definition (`decomposition`), and its gradient is the textbook
+# (softmax - onehot) / N instead of a sweep back through max, exp, sum, log and indexing.
+def _log_softmax_np(x, axis):
+    return x - A._logsumexp_np(x, (axis,), True)
+
+
+def _log_softmax_decomposition(x, axis):
+    return x - A.logsumexp(x, axis=(axis,), keepdims=True)
+
+
+log_softmax = defprimitive("log_softmax", _log_softmax_np, cost="call",
+                           abstract_eval=lambda args, params: (args[0].shape, args[0].dtype))
+log_softmax.decomposition = _log_softmax_decomposition
+# d log_softmax = dx - sum(softmax * dx): with softmax = exp(ans), both maps are linear.
+log_softmax.defvjp(lambda g, x, ans, axis: (
+    g - S.exp(ans) * A.sum(g, axis=(axis,), keepdims=True),))
+log_softmax.defjvp(lambda ts, x, ans, axis: ts[0] - A.sum(
+    S.exp(ans) * ts[0], axis=(axis,), keepdims=True))
+
+
+def _cross_entropy_np(logits, labels):
+    logits = np.asarray(logits)
+    n = logits.shape[0]
+    picked = logits[np.arange(n), labels]
+    return float(np.mean(A._logsumexp_np(logits, (1,), False) - picked))
+
+
+def _onehot(labels, classes):
+    """1.0 where column j is row i's label, else 0.0: an (N, C) array or node."""
+    column = A.reshape(labels, shape=(shape_of(labels)[0], 1))
+    return S.select(S.eq(column, np.arange(classes)), 1.0, 0.0)
+
+
+def _cross_entropy_decomposition(logits, labels):
+    picked = A.sum(log_softmax(logits, axis=1) * _onehot(labels, shape_of(logits)[1]),
+                   axis=None, keepdims=False)
+    return -picked / shape_of(logits)[0]
+
+
+def _softmax_minus_onehot(logits, labels):
+    """N times the gradient of the mean cross-entropy with respect to the logits."""
+    n, c = shape_of(logits)
+    return S.exp(log_softmax(logits, axis=1)) - _onehot(labels, c)
+
+
+# (wengert.nn.cross_entropy checks the shapes and labels before it gets here)
+cross_entropy = defprimitive("cross_entropy", _cross_entropy_np, cost="call",
+                             abstract_eval=lambda args, params: ((), args[0].dtype))
+cross_entropy.decomposition = _cross_entropy_decomposition
+cross_entropy.defvjp(
+    lambda g, logits, labels, ans: _softmax_minus_onehot(logits, labels) * (
+        g / shape_of(logits)[0]),
+    None)                                                 # labels are data
+cross_entropy.defjvp(lambda ts, logits, labels, ans: A.sum(
+    _softmax_minus_onehot(logits, labels) * ts[0], axis=None, keepdims=False) / shape_of(logits)[0])

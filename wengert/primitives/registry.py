@@ -81,6 +81,10 @@ class Primitive:
         self.vjp = None                     # vjp(cotangent, *args, ans, **params) -> tuple
         self.vjps = None                    # or one such function per argument
         self.simplify = None                # simplify(graph, args, params) -> node or None
+        self.decomposition = None           # the same function written with other
+        #                                     primitives, for a primitive fused for speed:
+        #                                     the reference its rules are tested against,
+        #                                     and Taylor mode's route where it has no rule
         self.builtin = False                # declared by wengert itself (not replaceable)
         self.elementwise = False            # a built-in acting element by element with
         #                                     broadcasting (scalarised by compile; its int
