@@ -173,6 +173,14 @@ class _Call:
             return x
         return x.value if type(x) is Node else x
 
+    def drop_unread(self, plan, outputs, aux):
+        """Before an eager reverse sweep: let go of the intermediate values it will not
+        read (see `wengert.ad.reverse.drop_unread`).  Nothing is dropped from a graph that
+        is still being recorded into, or that belongs to an enclosing transformation."""
+        if self.fresh and not self.symbolic:
+            keep = list(outputs) + [x for x in flatten(aux)[0] if type(x) is Node]
+            ad.drop_unread(self.graph, plan, self.inputs, keep)
+
     def done(self):
         """The call's results are out: an eager graph of its own is released at once (its
         nodes would otherwise wait for the cycle collector, with their values)."""
@@ -255,6 +263,7 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
         (out_node,), _ = call.output_nodes(out, who)
         symbolic = call.symbolic
         plan = call.graph.between(call.inputs, [out_node])
+        call.drop_unread(plan, [out_node], aux)
         grads = ad.reverse(plan, call.inputs, [out_node], [1.0], symbolic)
         grads = [call.zeros(x) if g is None else g for g, x in zip(grads, call.inputs)]
         per_arg = call.split(grads)
@@ -321,6 +330,9 @@ def vjp(f, *primals, has_aux=False):
     out, aux = _split_aux(call.out, has_aux, "vjp")
     out_nodes, out_tree = call.output_nodes(out, "vjp")
     plan = None
+    if not call.symbolic:
+        plan = call.graph.between(call.inputs, out_nodes)
+        call.drop_unread(plan, out_nodes, aux)
 
     def pullback(cotangent):
         nonlocal plan

@@ -1,5 +1,5 @@
 """Neural-network building blocks (seed 000): conv2d, max_pool2d, relu, softmax,
-log_softmax, cross_entropy.  Images are NCHW, kernels OIHW, as in PyTorch.
+log_softmax, one_hot, cross_entropy.  Images are NCHW, kernels OIHW, as in PyTorch.
 
 Example:
     >>> import numpy as np
@@ -70,6 +70,14 @@ def max_pool2d(x, kernel_size, stride=None):
     return P.max_pool2d(x, kernel=k, stride=s)
 
 
+def _one_axis(x, axis, who):
+    ndim = len(x.shape if type(x) is Node else _np.shape(x))
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{who}: axis {axis} is out of range for an array of shape "
+                         f"{wnp.shape(x)}")
+    return axis % ndim
+
+
 def log_softmax(x, axis=-1):
     """``x - logsumexp(x)`` along an axis, computed stably; one primitive, whose VJP is
     ``g - softmax * sum(g)``.
@@ -79,22 +87,50 @@ def log_softmax(x, axis=-1):
         >>> round(float(np.exp(nn.log_softmax(np.array([1.0, 2.0]))).sum()), 12)
         1.0
     """
-    shape = x.shape if type(x) is Node else _np.shape(x)
-    if not -len(shape) <= axis < len(shape):
-        raise ValueError(f"log_softmax: axis {axis} is out of range for an array of shape "
-                         f"{shape}")
-    return P.log_softmax(x, axis=axis % len(shape))
+    return P.log_softmax(x, axis=_one_axis(x, axis, "log_softmax"))
 
 
 def softmax(x, axis=-1):
-    """``exp(x) / sum(exp(x))`` along an axis, computed stably.
+    """``exp(x) / sum(exp(x))`` along an axis, computed stably; one primitive, whose VJP
+    is ``s * (g - sum(s * g))``.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> nn.softmax(np.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
-    return wnp.exp(log_softmax(x, axis))
+    return P.softmax(x, axis=_one_axis(x, axis, "softmax"))
+
+
+def one_hot(labels, classes):
+    """Integer labels as rows of 0.0 and 1.0: ``one_hot(y, C)[..., j] == (y == j)``.
+    Labels are data, so nothing flows back through them.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.one_hot(np.array([2, 0]), 3).tolist()
+        [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    labels = _check_labels(labels, int(classes), "one_hot")
+    return P.one_hot(labels, classes=int(classes))
+
+
+def _check_labels(labels, classes, who):
+    """Integer labels, all in range(classes) where their values are known."""
+    if type(labels) is Node:
+        kind, known = labels.dtype.kind, labels.value
+    else:
+        known = labels = _np.asarray(labels)
+        kind = labels.dtype.kind
+    if kind not in "iu":
+        raise TypeError(f"{who}: labels must be integers (class indices), got "
+                        f"dtype {labels.dtype}")
+    if known is not None and known.size:
+        low, high = _np.minimum.reduce(known, axis=None), _np.maximum.reduce(known, axis=None)
+        if low < 0 or high >= classes:
+            raise ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
+                             f"classes, got values from {low} to {high}")
+    return labels
 
 
 def cross_entropy(logits, labels):
@@ -112,18 +148,8 @@ def cross_entropy(logits, labels):
         1.386294
     """
     shape = logits.shape if type(logits) is Node else _np.shape(logits)
-    if type(labels) is Node:
-        lshape, kind, known = labels.shape, labels.dtype.kind, labels.value
-    else:
-        known = labels = _np.asarray(labels)
-        lshape, kind = labels.shape, labels.dtype.kind
+    lshape = labels.shape if type(labels) is Node else _np.shape(labels)
     if len(shape) != 2 or lshape != shape[:1]:
         raise ValueError(f"cross_entropy: logits must have shape (N, C) and labels shape "
                          f"(N,), got logits of shape {shape} and labels of shape {lshape}")
-    if kind not in "iu":
-        raise TypeError(f"cross_entropy: labels must be integers (class indices), got "
-                        f"dtype {labels.dtype}")
-    if known is not None and known.size and not (0 <= known.min() and known.max() < shape[1]):
-        raise ValueError(f"cross_entropy: labels must lie in range({shape[1]}) for "
-                         f"{shape[1]} classes, got values from {known.min()} to {known.max()}")
-    return P.cross_entropy(logits, labels)
+    return P.cross_entropy(logits, _check_labels(labels, shape[1], "cross_entropy"))

@@ -107,11 +107,20 @@ prod.defjvp(lambda ts, x, ans, axis, keepdims: ans * sum(ts[0] / x, axis=axis,
 
 # logsumexp is one primitive, not the eight or so of its stable definition below: every
 # classifier's loss calls it, so its node count is paid on every training step.
+def _finite_max(x, axis):
+    """The maximum over `axis` (kept), 0 where it is not finite: the shift that keeps
+    exp(x - shift) from overflowing (an all -inf row gets no shift)."""
+    m = x.max(axis=axis, keepdims=True)
+    if not np.isfinite(m).all():
+        m = np.where(np.isfinite(m), m, 0.0)
+    return m
+
+
 def _logsumexp_np(x, axis, keepdims):
     x = np.asarray(x)
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)             # all -inf (or an inf): no shift
-    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    m = _finite_max(x, axis)
+    out = np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+    out += m
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axis))
 
 

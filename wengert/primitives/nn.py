@@ -226,60 +226,85 @@ relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
 # multiplies as 0 or 1), one comparison instead of a comparison and a select.
 relu.defpartials(lambda x, ans: S.ge(x, 0.0))
 
-# ---- log-softmax and cross-entropy ----------------------------------------------------------
-# Fused, as PyTorch fuses them: a classifier's loss is one or two nodes rather than the
-# dozen of its definition (`decomposition`), and its gradient is the textbook
-# (softmax - onehot) / N instead of a sweep back through max, exp, sum, log and indexing.
+# ---- softmax, log-softmax, one-hot and cross-entropy -------------------------------------------
+# Fused, as PyTorch fuses them: a classifier's loss is one node rather than the dozen of
+# its definition (each primitive keeps that definition as its `decomposition`), and its
+# gradient is the textbook (softmax - onehot) / N, one exponential, instead of a sweep
+# back through max, exp, sum, log and indexing.
 def _log_softmax_np(x, axis):
     return x - A._logsumexp_np(x, (axis,), True)
 
 
-def _log_softmax_decomposition(x, axis):
-    return x - A.logsumexp(x, axis=(axis,), keepdims=True)
+def _softmax_np(x, axis):
+    x = np.asarray(x)
+    e = np.exp(x - A._finite_max(x, (axis,)))
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+def _same_aval(args, params):
+    return args[0].shape, args[0].dtype
 
 
 log_softmax = defprimitive("log_softmax", _log_softmax_np, cost="call",
-                           abstract_eval=lambda args, params: (args[0].shape, args[0].dtype))
-log_softmax.decomposition = _log_softmax_decomposition
-# d log_softmax = dx - sum(softmax * dx): with softmax = exp(ans), both maps are linear.
+                           abstract_eval=_same_aval)
+log_softmax.decomposition = lambda x, axis: x - A.logsumexp(x, axis=(axis,), keepdims=True)
+# d log_softmax = dx - sum(softmax * dx): both maps are linear in g (or t).
 log_softmax.defvjp(lambda g, x, ans, axis: (
     g - S.exp(ans) * A.sum(g, axis=(axis,), keepdims=True),))
 log_softmax.defjvp(lambda ts, x, ans, axis: ts[0] - A.sum(
     S.exp(ans) * ts[0], axis=(axis,), keepdims=True))
+
+softmax = defprimitive("softmax", _softmax_np, cost="call", abstract_eval=_same_aval)
+softmax.decomposition = lambda x, axis: S.exp(log_softmax(x, axis=axis))
+# d softmax = s * (dx - sum(s * dx)): the Jacobian diag(s) - s sᵀ is symmetric, so the
+# VJP is the same map.
+softmax.defvjp(lambda g, x, ans, axis: (
+    ans * (g - A.sum(ans * g, axis=(axis,), keepdims=True)),))
+softmax.defjvp(lambda ts, x, ans, axis: ans * (
+    ts[0] - A.sum(ans * ts[0], axis=(axis,), keepdims=True)))
+
+
+def _one_hot_np(labels, classes):
+    labels = np.asarray(labels)
+    out = np.zeros(labels.shape + (classes,))
+    np.put_along_axis(out, labels[..., None], 1.0, axis=-1)
+    return out
+
+
+# Integer labels in, constant floats out: nothing to differentiate.
+one_hot = defprimitive("one_hot", _one_hot_np, cost=None,
+                       abstract_eval=lambda args, params: (
+                           args[0].shape + (params["classes"],), np.dtype(np.float64)))
 
 
 def _cross_entropy_np(logits, labels):
     logits = np.asarray(logits)
     n = logits.shape[0]
     picked = logits[np.arange(n), labels]
-    return float(np.mean(A._logsumexp_np(logits, (1,), False) - picked))
-
-
-def _onehot(labels, classes):
-    """1.0 where column j is row i's label, else 0.0: an (N, C) array or node."""
-    column = A.reshape(labels, shape=(shape_of(labels)[0], 1))
-    return S.select(S.eq(column, np.arange(classes)), 1.0, 0.0)
+    return float((A._logsumexp_np(logits, (1,), False) - picked).sum() / n)
 
 
 def _cross_entropy_decomposition(logits, labels):
-    picked = A.sum(log_softmax(logits, axis=1) * _onehot(labels, shape_of(logits)[1]),
-                   axis=None, keepdims=False)
-    return -picked / shape_of(logits)[0]
-
-
-def _softmax_minus_onehot(logits, labels):
-    """N times the gradient of the mean cross-entropy with respect to the logits."""
     n, c = shape_of(logits)
-    return S.exp(log_softmax(logits, axis=1)) - _onehot(labels, c)
+    picked = A.sum(log_softmax(logits, axis=1) * one_hot(labels, classes=c),
+                   axis=None, keepdims=False)
+    return -picked / n
 
 
-# (wengert.nn.cross_entropy checks the shapes and labels before it gets here)
+def _softmax_minus_one_hot(logits, labels):
+    """N times the gradient of the mean cross-entropy with respect to the logits."""
+    return softmax(logits, axis=1) - one_hot(labels, classes=shape_of(logits)[1])
+
+
+# (wengert.nn.cross_entropy checks the shapes and labels before they get here)
 cross_entropy = defprimitive("cross_entropy", _cross_entropy_np, cost="call",
                              abstract_eval=lambda args, params: ((), args[0].dtype))
 cross_entropy.decomposition = _cross_entropy_decomposition
 cross_entropy.defvjp(
-    lambda g, logits, labels, ans: _softmax_minus_onehot(logits, labels) * (
+    lambda g, logits, labels, ans: _softmax_minus_one_hot(logits, labels) * (
         g / shape_of(logits)[0]),
     None)                                                 # labels are data
 cross_entropy.defjvp(lambda ts, logits, labels, ans: A.sum(
-    _softmax_minus_onehot(logits, labels) * ts[0], axis=None, keepdims=False) / shape_of(logits)[0])
+    _softmax_minus_one_hot(logits, labels) * ts[0], axis=None, keepdims=False)
+    / shape_of(logits)[0])
