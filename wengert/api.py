@@ -77,9 +77,10 @@ def _param_names(f):
 
 def _primal_leaf(x, where, who):
     """A leaf the user wants derivatives for, as a float or float array (ints are widened)."""
-    if type(x) is float:
+    t = type(x)
+    if t is float or (t is np.ndarray and x.dtype.kind == "f"):
         return x
-    if type(x) is Node:
+    if t is Node:
         if x.dtype.kind not in "f":
             raise TypeError(f"{who}: {where} is a traced value of dtype {x.dtype}; "
                             "derivatives are taken with respect to floating-point values")
@@ -179,7 +180,7 @@ class _Call:
         is still being recorded into, or that belongs to an enclosing transformation."""
         if self.fresh and not self.symbolic:
             keep = list(outputs) + [x for x in flatten(aux)[0] if type(x) is Node]
-            ad.drop_unread(self.graph, plan, self.inputs, keep)
+            ad.drop_unread(plan, self.inputs, keep)
 
     def done(self):
         """The call's results are out: an eager graph of its own is released at once (its

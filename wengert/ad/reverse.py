@@ -13,9 +13,6 @@ from __future__ import annotations
 import dis
 import inspect
 
-import numpy as np
-
-from ..primitives.registry import CONST, INPUT
 from ..primitives.shape import sum_to
 
 
@@ -71,16 +68,21 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
                     if c is not None:
                         _accumulate(adj, a, c)
             continue
-        if op.partials is None:
+        partials = op.partials
+        if partials is None:
             raise NotImplementedError(f"primitive {op.name!r} has no derivative rule: declare "
                                       f"one with {op.name}.defpartials or .defvjp")
-        for k, a in enumerate(args):
+        k = -1
+        for a in args:
+            k += 1
             i = a.index
-            if i not in active:
+            p = partials[k]
+            if p is None or i not in active:
                 continue
-            p = op.partial(k, xs, ans, params)
-            if p is None:
-                continue
+            if type(p) is not float:             # (a float is a constant partial: add's 1.0)
+                p = op.partial(k, xs, ans, params)
+                if p is None:
+                    continue
             c = g if (type(p) is float and p == 1.0) else g * p
             if a.shape != node.shape:
                 c = sum_to(c, shape=a.shape)
@@ -121,6 +123,34 @@ def _reads(rule, nparams):
     return reads
 
 
+_NEEDS: dict = {}
+
+
+def _needs(op, mask):
+    """(positions of the arguments read, whether the result is read) by the rules the
+    sweep calls for `op` when `mask` tells which of its arguments receive an adjoint."""
+    found = _NEEDS.get((op, mask))
+    if found is not None:
+        return found
+    n = len(mask)
+    if op.vjp is not None:
+        rules, skip = [op.vjp], 1                        # vjp(g, *args, ans)
+    elif op.vjps is not None:
+        rules, skip = [r for r, m in zip(op.vjps, mask) if r is not None and m], 1
+    elif op.partials is not None:
+        rules, skip = [r for r, m in zip(op.partials, mask) if r is not None and m], 0
+    else:
+        rules, skip = [], 0                              # the sweep will say what is missing
+    read = [False] * (n + 1)
+    for rule in rules:
+        if type(rule) is float:                          # a constant partial reads nothing
+            continue
+        reads = _reads(rule, skip + n + 1) or (True,) * (skip + n + 1)
+        read = [r or q for r, q in zip(read, reads[skip:])]
+    found = _NEEDS[(op, mask)] = (tuple(k for k in range(n) if read[k]), read[n])
+    return found
+
+
 def values_read(plan, inputs):
     """The indices of the nodes whose values a numeric `reverse` over `plan` reads: the
     arguments and results its rules load (only the rules of arguments that receive an
@@ -129,38 +159,23 @@ def values_read(plan, inputs):
     active.update(x.index for x in inputs)
     need = set()
     for node in plan:
-        op, args = node.op, node.args
-        if op.vjp is not None:
-            rules, skip = (op.vjp,), 1                   # vjp(g, *args, ans)
-        elif op.vjps is not None:
-            rules, skip = [r for a, r in zip(args, op.vjps)
-                           if r is not None and a.index in active], 1
-        elif op.partials is not None:
-            rules, skip = [r for a, r in zip(args, op.partials)
-                           if r is not None and a.index in active], 0   # partial(*args, ans)
-        else:
-            continue                                     # the sweep will say what is missing
-        for rule in rules:
-            reads = _reads(rule, skip + len(args) + 1)
-            if reads is None:
-                reads = (True,) * (skip + len(args) + 1)
-            for a, read in zip(args, reads[skip:]):
-                if read:
-                    need.add(a.index)
-            if reads[-1]:
-                need.add(node.index)
+        args = node.args
+        positions, result = _needs(node.op, tuple([a.index in active for a in args]))
+        for k in positions:
+            need.add(args[k].index)
+        if result:
+            need.add(node.index)
     return need
 
 
-def drop_unread(graph, plan, inputs, keep):
-    """Forget (set to None) the values of intermediate nodes that neither a numeric sweep
-    over `plan` nor the caller (`keep`: outputs, auxiliary results) will read.  Constants
-    and inputs are the caller's own arrays and stay.  For eager transformations only: a
-    node without a value cannot be evaluated again, and a rule reading a dropped value
-    would fail loudly (None), never compute with a wrong one."""
+def drop_unread(plan, inputs, keep):
+    """Forget (set to None) the values of the intermediate nodes of `plan` that neither a
+    numeric sweep over it nor the caller (`keep`: outputs, auxiliary results) will read.
+    For eager transformations only: a node without a value cannot be evaluated again,
+    and a rule reading a dropped value would fail loudly (None), never compute with a
+    wrong one."""
     need = values_read(plan, inputs)
     need.update(n.index for n in keep)
-    for node in graph.nodes:
-        if node.index not in need and type(node.value) is np.ndarray \
-                and node.op is not CONST and node.op is not INPUT:
+    for node in plan:
+        if node.index not in need:
             node.value = None

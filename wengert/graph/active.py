@@ -24,7 +24,10 @@ def current_graph():
 
 def is_recording(graph) -> bool:
     """Whether some transformation is still recording into `graph`."""
-    return any(g is graph for g in _state.stack)
+    for g in _state.stack:
+        if g is graph:
+            return True
+    return False
 
 
 @contextlib.contextmanager

@@ -59,6 +59,8 @@ class ShapeDtype:
 def aval(value):
     """(shape, dtype) of a concrete value; fast for Python scalars."""
     t = type(value)
+    if t is np.ndarray:
+        return value.shape, value.dtype
     if t is float:
         return (), F64
     if t is int:
@@ -77,12 +79,12 @@ def canonical(value):
     t = type(value)
     if t is float or t is int or t is bool:
         return value
+    if t is np.ndarray:
+        return float(value) if value.ndim == 0 and value.dtype == F64 else value
     if t is np.float64:
         return float(value)
     if t is np.bool_:
         return bool(value)
-    if t is np.ndarray and value.ndim == 0 and value.dtype == F64:
-        return float(value)
     if isinstance(value, (list, tuple)):
         return np.asarray(value)
     return value
@@ -179,6 +181,8 @@ class Graph:
 
     def input(self, value=None, name=None, shape=None, dtype=None) -> Node:
         """A new independent variable.  With ``value=None`` it is abstract (shape/dtype only)."""
+        if type(value) is np.ndarray and value.ndim:       # the common case: an array
+            return self._new(_INPUT, (), _NO_PARAMS, value.shape, value.dtype, value, name)
         if value is not None and not isinstance(value, ShapeDtype):
             value = canonical(value)
             shape, dtype = aval(value)
@@ -246,7 +250,9 @@ class Graph:
             if op.internable:
                 # keys hold only ints and strings, which the cycle collector need not track
                 if params is _NO_PARAMS:
-                    key = (op.uid, *[n.index for n in nodes])
+                    key = (op.uid, *[n.index for n in nodes]) if len(nodes) > 2 else \
+                        (op.uid, nodes[0].index, nodes[1].index) if len(nodes) == 2 else \
+                        (op.uid, nodes[0].index)
                 else:
                     pkey = _params_key(params)
                     if pkey is not None:
@@ -267,8 +273,7 @@ class Graph:
                 shape, dtype = (), F64
             else:
                 shape, dtype = aval(value)
-        nodes = tuple(nodes)
-        node = Node(self, len(self.nodes), op, nodes, params, shape, dtype, value)
+        node = Node(self, len(self.nodes), op, tuple(nodes), params, shape, dtype, value)
         self.nodes.append(node)
         if key is not None:
             self._table[key] = node
@@ -347,14 +352,24 @@ class Graph:
         a comparison's bool result depends on nothing, as far as derivatives go."""
         nodes = self.nodes
         stop = len(nodes) - 1 if stop is None else stop
-        start = min((i.index for i in inputs), default=stop + 1)
-        marked = set(i.index for i in inputs)
+        marked = self._marked_up(inputs, stop)
+        return {i for i in range(len(marked)) if marked[i]}
+
+    def _marked_up(self, inputs, stop):
+        """mark_up as a bytearray over indices 0..stop (1 = depends on the inputs)."""
+        nodes = self.nodes
+        marked = bytearray(stop + 1)
+        start = stop + 1
+        for x in inputs:
+            if x.index <= stop:
+                marked[x.index] = 1
+                start = min(start, x.index)
         for i in range(start + 1, stop + 1):
             node = nodes[i]
             for a in node.args:
-                if a.index in marked:
+                if marked[a.index]:
                     if node.dtype.kind in "fc":
-                        marked.add(i)
+                        marked[i] = 1
                     break
         return marked
 
@@ -365,19 +380,26 @@ class Graph:
         if not inputs or not outputs:
             return []
         top = max(o.index for o in outputs)
-        up = self.mark_up(inputs, top)
-        # mark down (Algorithm 2) within the mark-up set, in one reverse pass
-        is_input = {i.index for i in inputs}
-        need = {o.index for o in outputs if o.index in up}
+        up = self._marked_up(inputs, top)
+        # mark down (Algorithm 2) within the mark-up set, in one reverse pass: need[i] = 2
+        # for a node the outputs need, and inputs are where the walk stops
+        need = bytearray(top + 1)
+        for o in outputs:
+            if up[o.index]:
+                need[o.index] = 1
+        for x in inputs:
+            if x.index <= top:
+                need[x.index] = 0
+                up[x.index] = 0
         nodes = self.nodes
         found = []
-        for i in range(top, min(is_input) - 1, -1):
-            if i in need and i not in is_input:
+        for i in range(top, min(x.index for x in inputs) - 1, -1):
+            if need[i]:
                 node = nodes[i]
                 found.append(node)
                 for a in node.args:
-                    if a.index in up:
-                        need.add(a.index)
+                    if up[a.index]:
+                        need[a.index] = 1
         found.reverse()
         return found
 

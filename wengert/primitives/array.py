@@ -65,7 +65,11 @@ def _unreduce(g, x, axis, keepdims):
 reshape = _prim("reshape", lambda x, shape: np.reshape(x, shape), cost=None, linear=True)
 reshape.defvjp(lambda g, x, ans, shape: (reshape(g, shape=shape_of(x)),))
 
-transpose = _prim("transpose", lambda x, axes: np.transpose(x, axes), cost=None, linear=True)
+def _transpose_np(x, axes):
+    return x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes)
+
+
+transpose = _prim("transpose", _transpose_np, cost=None, linear=True)
 transpose.defvjp(lambda g, x, ans, axes: (transpose(g, axes=tuple(np.argsort(axes))),))
 
 # ---- reductions ----------------------------------------------------------------------------
@@ -293,6 +297,8 @@ def _matmul_vjp_b(g, a, b, ans):
 
 def swapaxes(x, a=-1, b=-2):
     n = ndim_of(x)
+    if n == 2:
+        return transpose(x, axes=(1, 0))
     axes = list(range(n))
     axes[a], axes[b] = axes[b], axes[a]
     return transpose(x, axes=tuple(axes))

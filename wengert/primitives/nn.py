@@ -268,9 +268,9 @@ softmax.defjvp(lambda ts, x, ans, axis: ans * (
 
 def _one_hot_np(labels, classes):
     labels = np.asarray(labels)
-    out = np.zeros(labels.shape + (classes,))
-    np.put_along_axis(out, labels[..., None], 1.0, axis=-1)
-    return out
+    out = np.zeros((labels.size, classes))
+    out[np.arange(labels.size), labels.ravel()] = 1.0
+    return out.reshape(labels.shape + (classes,))
 
 
 # Integer labels in, constant floats out: nothing to differentiate.

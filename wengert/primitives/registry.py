@@ -104,9 +104,17 @@ class Primitive:
                 elif a.graph is not graph:
                     graph = _innermost({x.graph for x in args if type(x) is Node}, graph)
                     break
-        if graph is None:
-            return self.evaluate(args, params)
-        return graph.apply(self, args, params)
+        if graph is not None:
+            return graph.apply(self, args, params)
+        if self.fast is None:                   # arrays: the common case, inlined
+            for v in args:
+                if type(v) in OVERLOADS:
+                    return OVERLOADS[type(v)](self, args, params)
+            out = self.impl(*args, **params)
+            if type(out) is np.ndarray:
+                return out
+            return _canonical_scalar(out)
+        return self.evaluate(args, params)
 
     def evaluate(self, values, params=NO_PARAMS):
         """The value of the operation on concrete values.
@@ -127,23 +135,19 @@ class Primitive:
                 except (ValueError, ZeroDivisionError, OverflowError):
                     pass
         for v in values:            # not on the float fast path: costs eager tracing nothing
-            overload = OVERLOADS.get(type(v))
-            if overload is not None:
-                return overload(self, values, params)
+            if type(v) in OVERLOADS:
+                return OVERLOADS[type(v)](self, values, params)
         out = self.impl(*values, **params)
-        t = type(out)
-        if t is np.float64:
-            return float(out)
-        if t is np.bool_:
-            return bool(out)
-        return out
+        if type(out) is np.ndarray:
+            return out
+        return _canonical_scalar(out)
 
     def partial(self, k, xs, ans, params):
         """The partial derivative with respect to argument k, on nodes or on values
         (None where it is structurally zero)."""
         rule = self.partials[k]
-        if rule is None:
-            return None
+        if rule is None or type(rule) is float:
+            return rule
         try:
             return rule(*xs, ans, **params)
         except ArithmeticError:
@@ -161,7 +165,8 @@ class Primitive:
     # --- declaring the derivative ------------------------------------------------------------
     def defpartials(self, *partials):
         """Declare the partial derivatives, one callable per argument (``None`` for an
-        argument that carries no derivative).  Each takes the arguments, then the result
+        argument that carries no derivative, a float for a constant one: ``1.0`` for
+        each argument of ``add``).  Each callable takes the arguments, then the result
         ``ans``, then the parameters as keywords, and is written with wengert primitives so
         it builds a graph when traced.  Returns the primitive.
 
@@ -173,7 +178,8 @@ class Primitive:
             >>> round(wg.grad(softplus)(0.0), 6)
             0.5
         """
-        self.partials = tuple(partials)
+        self.partials = tuple(float(p) if isinstance(p, (int, float)) else p
+                              for p in partials)
         return self
 
     def defjvp(self, jvp):
@@ -198,6 +204,16 @@ class Primitive:
         else:
             self.vjp, self.vjps = None, tuple(vjps)
         return self
+
+
+def _canonical_scalar(out):
+    """NumPy scalars of float64 and bool become Python's, which the fast paths take."""
+    t = type(out)
+    if t is np.float64:
+        return float(out)
+    if t is np.bool_:
+        return bool(out)
+    return out
 
 
 def _innermost(graphs, default):
@@ -319,4 +335,4 @@ INPUT = defprimitive("input", None, cost=None, internable=False, foldable=False)
 COPY = defprimitive("copy", lambda x: x, cost=None, internable=False, foldable=False,
                     linear=True,
                     abstract_eval=lambda args, params: (args[0].shape, args[0].dtype))
-COPY.defpartials(lambda x, ans: 1.0)
+COPY.defpartials(1.0)

@@ -84,11 +84,11 @@ powi = _scalar("powi", _powi_np, _powi, "pow", infix="**", dtype_rule="promote",
 pow = _scalar("pow", np.power, math.pow, "pow", infix="**",
               doc="x**y for real x and y: nan where x < 0 and y is not an integer.")
 
-add.defpartials(lambda x, y, ans: 1.0, lambda x, y, ans: 1.0)
-sub.defpartials(lambda x, y, ans: 1.0, lambda x, y, ans: -1.0)
+add.defpartials(1.0, 1.0)
+sub.defpartials(1.0, -1.0)
 mul.defpartials(lambda x, y, ans: y, lambda x, y, ans: x)
 div.defpartials(lambda x, y, ans: 1 / y, lambda x, y, ans: -ans / y)
-neg.defpartials(lambda x, ans: -1.0)
+neg.defpartials(-1.0)
 powi.defpartials(lambda x, ans, n: n * powi(x, n=n - 1))
 pow.defpartials(lambda x, y, ans: y * pow(x, y - 1), lambda x, y, ans: log(x) * ans)
 
