@@ -24,7 +24,7 @@ import numpy as np
 
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
 from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
-from ..primitives.registry import shape_of as _shape_of
+from ..primitives.registry import shape_of as _shape_of, _canonical_scalar
 from .active import optimizing
 from .node import Node, _type_str
 
@@ -268,8 +268,17 @@ class Graph:
                 value = None
                 break
         else:
-            value = op.evaluate(values, params)
-            if type(value) is float:
+            if values and type(values[0]) is np.ndarray:
+                # Array values straight to the implementation: node values are never
+                # floats for the fast path, nor wg.Duals (those are caught above).
+                value = op.impl(*values, **params)
+                if type(value) is not np.ndarray:
+                    value = _canonical_scalar(value)
+            else:
+                value = op.evaluate(values, params)
+            if type(value) is np.ndarray:
+                shape, dtype = value.shape, value.dtype
+            elif type(value) is float:
                 shape, dtype = (), F64
             else:
                 shape, dtype = aval(value)

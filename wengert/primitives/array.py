@@ -111,10 +111,12 @@ prod.defjvp(lambda ts, x, ans, axis, keepdims: ans * sum(ts[0] / x, axis=axis,
 
 # logsumexp is one primitive, not the eight or so of its stable definition below: every
 # classifier's loss calls it, so its node count is paid on every training step.
+# (np.maximum.reduce and np.add.reduce rather than x.max() and x.sum(): the methods go
+# through Python wrappers that cost as much as the work on a classifier's logits)
 def _finite_max(x, axis):
     """The maximum over `axis` (kept), 0 where it is not finite: the shift that keeps
     exp(x - shift) from overflowing (an all -inf row gets no shift)."""
-    m = x.max(axis=axis, keepdims=True)
+    m = np.maximum.reduce(x, axis=axis, keepdims=True)
     if not np.isfinite(m).all():
         m = np.where(np.isfinite(m), m, 0.0)
     return m
@@ -123,7 +125,7 @@ def _finite_max(x, axis):
 def _logsumexp_np(x, axis, keepdims):
     x = np.asarray(x)
     m = _finite_max(x, axis)
-    out = np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+    out = np.log(np.add.reduce(np.exp(x - m), axis=axis, keepdims=True))
     out += m
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axis))
 

@@ -6,11 +6,13 @@ import numpy as np
 
 from .registry import defprimitive, shape_of
 
+_F64 = np.dtype(np.float64)
+
 
 def _sum_to_np(x, shape):
     x = np.asarray(x)
-    if len(shape) == 1 and x.ndim == 2 and x.shape[1] == shape[0]:
-        return x.sum(axis=0)                       # a bias of a dense layer: the common case
+    if len(shape) == 1 and x.ndim == 2 and x.shape[1] == shape[0] and x.dtype == _F64:
+        return np.add.reduce(x, axis=0)            # a dense layer's bias: the common case
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(shape) if d == 1 and x.shape[lead + i] != 1)
