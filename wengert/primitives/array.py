@@ -117,8 +117,9 @@ def _finite_max(x, axis):
     """The maximum over `axis` (kept), 0 where it is not finite: the shift that keeps
     exp(x - shift) from overflowing (an all -inf row gets no shift)."""
     m = np.maximum.reduce(x, axis=axis, keepdims=True)
-    if not np.isfinite(m).all():
-        m = np.where(np.isfinite(m), m, 0.0)
+    finite = np.isfinite(m)
+    if not np.logical_and.reduce(finite, axis=None):
+        m = np.where(finite, m, 0.0)
     return m
 
 

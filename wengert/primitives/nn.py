@@ -256,14 +256,16 @@ log_softmax.defvjp(lambda g, x, ans, axis: (
 log_softmax.defjvp(lambda ts, x, ans, axis: ts[0] - A.sum(
     S.exp(ans) * ts[0], axis=(axis,), keepdims=True))
 
+def _softmax_vjp(v, s, axis):
+    """The softmax s's derivative applied to v: s * (v - sum(s * v)).  Its Jacobian
+    diag(s) - s sᵀ is symmetric, so this is the JVP and the VJP alike."""
+    return s * (v - A.sum(s * v, axis=(axis,), keepdims=True))
+
+
 softmax = defprimitive("softmax", _softmax_np, cost="call", abstract_eval=_same_aval)
 softmax.decomposition = lambda x, axis: S.exp(log_softmax(x, axis=axis))
-# d softmax = s * (dx - sum(s * dx)): the Jacobian diag(s) - s sᵀ is symmetric, so the
-# VJP is the same map.
-softmax.defvjp(lambda g, x, ans, axis: (
-    ans * (g - A.sum(ans * g, axis=(axis,), keepdims=True)),))
-softmax.defjvp(lambda ts, x, ans, axis: ans * (
-    ts[0] - A.sum(ans * ts[0], axis=(axis,), keepdims=True)))
+softmax.defvjp(lambda g, x, ans, axis: (_softmax_vjp(g, ans, axis),))
+softmax.defjvp(lambda ts, x, ans, axis: _softmax_vjp(ts[0], ans, axis))
 
 
 def _one_hot_np(labels, classes):
@@ -282,8 +284,12 @@ one_hot = defprimitive("one_hot", _one_hot_np, cost=None,
 def _cross_entropy_np(logits, labels):
     logits = np.asarray(logits)
     n = logits.shape[0]
-    picked = np.add.reduce(logits[np.arange(n), labels])
-    return float((np.add.reduce(A._logsumexp_np(logits, (1,), False)) - picked) / n)
+    # mean(lse - picked), with lse = m + log(sum(exp(logits - m))) summed term by term
+    m = A._finite_max(logits, (1,))
+    log_sums = np.log(np.add.reduce(np.exp(logits - m), axis=1))
+    total = np.add.reduce(log_sums) + np.add.reduce(m, axis=None) \
+        - np.add.reduce(logits[np.arange(n), labels])
+    return float(total / n)
 
 
 def _cross_entropy_decomposition(logits, labels):
@@ -293,19 +299,32 @@ def _cross_entropy_decomposition(logits, labels):
     return -picked / n
 
 
-def _softmax_minus_one_hot(logits, labels):
-    """N times the gradient of the mean cross-entropy with respect to the logits."""
-    return softmax(logits, axis=1) - one_hot(labels, classes=shape_of(logits)[1])
+def _cross_entropy_grad_np(logits, labels):
+    p = _softmax_np(logits, 1)                  # a fresh array: finished in place
+    n = p.shape[0]
+    p[np.arange(n), labels] -= 1.0
+    p /= n
+    return p
 
+
+# d cross_entropy / d logits = (softmax - onehot) / N, itself a primitive so the gradient
+# costs one softmax and no (N, C) one-hot array; it is differentiated through softmax.
+cross_entropy_grad = defprimitive("cross_entropy_grad", _cross_entropy_grad_np, cost="call",
+                                  abstract_eval=_same_aval)
+cross_entropy_grad.decomposition = lambda logits, labels: (
+    softmax(logits, axis=1) - one_hot(labels, classes=shape_of(logits)[1])) / shape_of(logits)[0]
+cross_entropy_grad.defvjp(
+    lambda g, logits, labels, ans: _softmax_vjp(g, softmax(logits, axis=1), 1)
+    / shape_of(logits)[0],
+    None)
+cross_entropy_grad.defjvp(lambda ts, logits, labels, ans: _softmax_vjp(
+    ts[0], softmax(logits, axis=1), 1) / shape_of(logits)[0])
 
 # (wengert.nn.cross_entropy checks the shapes and labels before they get here)
 cross_entropy = defprimitive("cross_entropy", _cross_entropy_np, cost="call",
                              abstract_eval=lambda args, params: ((), args[0].dtype))
 cross_entropy.decomposition = _cross_entropy_decomposition
-cross_entropy.defvjp(
-    lambda g, logits, labels, ans: _softmax_minus_one_hot(logits, labels) * (
-        g / shape_of(logits)[0]),
-    None)                                                 # labels are data
+cross_entropy.defvjp(lambda g, logits, labels, ans: cross_entropy_grad(logits, labels) * g,
+                     None)                                # labels are data
 cross_entropy.defjvp(lambda ts, logits, labels, ans: A.sum(
-    _softmax_minus_one_hot(logits, labels) * ts[0], axis=None, keepdims=False)
-    / shape_of(logits)[0])
+    cross_entropy_grad(logits, labels) * ts[0], axis=None, keepdims=False))
