@@ -19,12 +19,13 @@ LEAF = "*"
 class TreeDef:
     """The structure of a pytree without its leaves."""
 
-    __slots__ = ("kind", "meta", "children")
+    __slots__ = ("kind", "meta", "children", "_num_leaves")
 
     def __init__(self, kind, meta, children):
         self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple"
         self.meta = meta            # dict keys, or the namedtuple type
         self.children = children
+        self._num_leaves = None
 
     def __eq__(self, other):
         return (isinstance(other, TreeDef) and self.kind == other.kind
@@ -35,9 +36,11 @@ class TreeDef:
 
     @property
     def num_leaves(self) -> int:
-        if self.kind == LEAF:
-            return 1
-        return sum(c.num_leaves for c in self.children)
+        n = self._num_leaves
+        if n is None:
+            n = self._num_leaves = 1 if self.kind == LEAF else sum(
+                c.num_leaves for c in self.children)
+        return n
 
     def __repr__(self):
         if self.kind == LEAF:
@@ -55,6 +58,7 @@ class TreeDef:
 
 
 _LEAF_DEF = TreeDef(LEAF, None, ())
+_CONTAINERS = frozenset({tuple, list, dict})
 
 
 def flatten(tree):
@@ -68,7 +72,14 @@ def _flatten(x, leaves):
         return TreeDef("none", None, ())
     t = type(x)
     if t is tuple or t is list:
-        return TreeDef(t.__name__, None, tuple(_flatten(c, leaves) for c in x))
+        children = []
+        for c in x:                 # (leaves inline: a list of arrays is the common tree)
+            if c is None or type(c) in _CONTAINERS or isinstance(c, tuple):
+                children.append(_flatten(c, leaves))
+            else:
+                leaves.append(c)
+                children.append(_LEAF_DEF)
+        return TreeDef(t.__name__, None, tuple(children))
     if t is dict:
         keys = sorted(x)
         return TreeDef("dict", tuple(keys), tuple(_flatten(x[k], leaves) for k in keys))
@@ -98,7 +109,15 @@ def _build(d, it):
         return leaf
     if d.kind == "none":
         return None
-    children = [_build(c, it) for c in d.children]
+    children = []
+    for c in d.children:
+        if c is _LEAF_DEF:
+            leaf = next(it, _END)
+            if leaf is _END:
+                raise ValueError("too few leaves for the tree structure")
+            children.append(leaf)
+        else:
+            children.append(_build(c, it))
     if d.kind == "tuple":
         return tuple(children)
     if d.kind == "list":

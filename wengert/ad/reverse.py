@@ -16,6 +16,16 @@ import inspect
 from ..primitives.shape import sum_to
 
 
+def _indices(plan, inputs):
+    """The indices of the nodes that carry an adjoint: the plan and the inputs."""
+    active = set()
+    for n in plan:
+        active.add(n.index)
+    for x in inputs:
+        active.add(x.index)
+    return active
+
+
 def _accumulate(adj, node, contribution):
     i = node.index
     prev = adj.get(i)
@@ -37,8 +47,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
     Returns:
         One adjoint per input, None where it is zero.
     """
-    active = {n.index for n in plan}
-    active.update(x.index for x in inputs)
+    active = _indices(plan, inputs)
     adj = {}
     for o, ct in zip(outputs, cotangents):
         if ct is not None and o.index in active:
@@ -55,7 +64,9 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
         if symbolic:
             xs, ans = args, node
         else:
-            xs, ans = [a.value for a in args], node.value
+            xs = [a.value for a in args] if len(args) > 2 else \
+                [args[0].value, args[1].value] if len(args) == 2 else [args[0].value]
+            ans = node.value
         if op.vjp is not None:
             for a, c in zip(args, op.vjp(g, *xs, ans, **params)):
                 if c is not None and a.index in active:
@@ -155,12 +166,17 @@ def values_read(plan, inputs):
     """The indices of the nodes whose values a numeric `reverse` over `plan` reads: the
     arguments and results its rules load (only the rules of arguments that receive an
     adjoint are asked, as in the sweep)."""
-    active = {n.index for n in plan}
-    active.update(x.index for x in inputs)
+    active = _indices(plan, inputs)
     need = set()
     for node in plan:
         args = node.args
-        positions, result = _needs(node.op, tuple([a.index in active for a in args]))
+        if len(args) == 1:
+            mask = (args[0].index in active,)
+        elif len(args) == 2:
+            mask = (args[0].index in active, args[1].index in active)
+        else:
+            mask = tuple([a.index in active for a in args])
+        positions, result = _needs(node.op, mask)
         for k in positions:
             need.add(args[k].index)
         if result:

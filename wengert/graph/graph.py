@@ -220,6 +220,7 @@ class Graph:
         if not params:
             params = _NO_PARAMS
         nodes = []
+        values = []
         all_const = True
         consts = self._consts
         for a in args:
@@ -237,16 +238,18 @@ class Graph:
             if a.op is not _CONST:
                 all_const = False
             nodes.append(a)
+            values.append(a.value)
         key = None
         if self.optimize:
             if op.commutative and nodes[1].index < nodes[0].index:
                 nodes.reverse()
+                values.reverse()
             if op.simplify is not None:
                 found = op.simplify(self, nodes, params)
                 if found is not None:
                     return found
             if all_const and op.foldable:
-                return self.const(op.evaluate([n.value for n in nodes], params))
+                return self.const(op.evaluate(values, params))
             if op.internable:
                 # keys hold only ints and strings, which the cycle collector need not track
                 if params is _NO_PARAMS:
@@ -261,7 +264,6 @@ class Graph:
                     found = self._table.get(key)
                     if found is not None:
                         return found
-        values = [n.value for n in nodes]
         for v in values:
             if v is None:
                 shape, dtype = op.abstract_eval(nodes, params)
@@ -402,7 +404,11 @@ class Graph:
                 up[x.index] = 0
         nodes = self.nodes
         found = []
-        for i in range(top, min(x.index for x in inputs) - 1, -1):
+        first = top
+        for x in inputs:
+            if x.index < first:
+                first = x.index
+        for i in range(top, first - 1, -1):
             if need[i]:
                 node = nodes[i]
                 found.append(node)
