@@ -72,12 +72,17 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
                 if c is not None and a.index in active:
                     _accumulate(adj, a, c)
             continue
-        if op.vjps is not None:                  # per argument: ask only the active ones
-            for a, vjp in zip(args, op.vjps):
+        vjps = op.vjps
+        if vjps is not None:                     # per argument: ask only the active ones
+            k = -1
+            for a in args:
+                k += 1
+                vjp = vjps[k]
                 if vjp is not None and a.index in active:
                     c = vjp(g, *xs, ans, **params)
                     if c is not None:
-                        _accumulate(adj, a, c)
+                        prev = adj.get(a.index)  # (fan-out, as in _accumulate)
+                        adj[a.index] = c if prev is None else prev + c
             continue
         partials = op.partials
         if partials is None:

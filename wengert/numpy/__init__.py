@@ -390,9 +390,10 @@ def pad(array, pad_width, mode="constant", constant_values=0):
 # ---- contractions --------------------------------------------------------------------------
 def matmul(a, b):
     """NumPy's ``matmul`` (``a @ b``), differentiable; seed 000's rule X̄ = Z̄Yᵀ, Ȳ = XᵀZ̄."""
-    if not _traced(a, b):
+    if type(a) is not Node and type(b) is not Node and not _traced(a, b):
         return _np.matmul(a, b)
-    sa, sb = tuple(_shape(a)), tuple(_shape(b))
+    sa = a.shape if type(a) is Node else _np.shape(a)
+    sb = b.shape if type(b) is Node else _np.shape(b)
     if not sa or not sb:
         raise ValueError(f"matmul: operands must have at least one dimension, got shapes "
                          f"{sa} and {sb}")

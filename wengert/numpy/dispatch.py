@@ -126,7 +126,7 @@ def install():
     methods = {
         "__getitem__": _getitem,
         "__iter__": _iter,
-        "__matmul__": lambda a, b: wnp.matmul(a, b),
+        "__matmul__": wnp.matmul,
         "__rmatmul__": lambda a, b: wnp.matmul(b, a),
         "__array_ufunc__": array_ufunc,
         "__array_function__": array_function,

@@ -280,9 +280,10 @@ def _promoted(g, a, b):
 def _matmul_vjp_a(g, a, b, ans):
     """Seed 000: Z = XY gives X̄ = Z̄Yᵀ (batch dimensions that were broadcast are summed
     back)."""
-    if len(shape_of(a)) == 2 and len(shape_of(b)) == 2:
-        return matmul(g, swapaxes(b))
-    if len(shape_of(a)) == 1 and len(shape_of(b)) == 1:
+    na, nb = a.ndim, b.ndim                 # (arrays or nodes: matmul has no scalars)
+    if na == 2 and nb == 2:
+        return matmul(g, transpose(b, axes=(1, 0)))
+    if na == 1 and nb == 1:
         return g * b
     g2, a2, b2 = _promoted(g, a, b)
     return reshape(sum_to(matmul(g2, swapaxes(b2)), shape=shape_of(a2)), shape=shape_of(a))
@@ -290,9 +291,10 @@ def _matmul_vjp_a(g, a, b, ans):
 
 def _matmul_vjp_b(g, a, b, ans):
     """Seed 000: Z = XY gives Ȳ = XᵀZ̄."""
-    if len(shape_of(a)) == 2 and len(shape_of(b)) == 2:
-        return matmul(swapaxes(a), g)
-    if len(shape_of(a)) == 1 and len(shape_of(b)) == 1:
+    na, nb = a.ndim, b.ndim
+    if na == 2 and nb == 2:
+        return matmul(transpose(a, axes=(1, 0)), g)
+    if na == 1 and nb == 1:
         return g * a
     g2, a2, b2 = _promoted(g, a, b)
     return reshape(sum_to(matmul(swapaxes(a2), g2), shape=shape_of(b2)), shape=shape_of(b))
