@@ -216,3 +216,18 @@ def test_one_hot():
     assert_close(nn.one_hot(LABELS, 4), numpy.eye(4)[LABELS], rtol=0, atol=0)
     graph = wg.trace(lambda y: nn.one_hot(y, 4), LABELS)
     assert_close(graph(LABELS[::-1]), numpy.eye(4)[LABELS[::-1]], rtol=0, atol=0)
+
+
+def test_cross_entropy_gradient_reuses_the_forward_softmax_and_only_that():
+    from wengert.primitives.nn import _saved_softmax, cross_entropy_grad
+    logits = rng.normal(size=(5, 4))
+    fresh = cross_entropy_grad(logits, LABELS)             # nothing saved: recomputed
+    nn.cross_entropy(logits, LABELS)
+    assert _saved_softmax.softmax is not None
+    assert_close(cross_entropy_grad(logits, LABELS), fresh, rtol=1e-15, atol=0)
+    assert _saved_softmax.softmax is None                  # taken over, not shared
+    nn.cross_entropy(logits, LABELS)
+    other = logits.copy()                                  # equal values, other array
+    assert_close(cross_entropy_grad(other, LABELS), fresh, rtol=1e-15, atol=0)
+    del logits, other
+    assert _saved_softmax.softmax is None                  # forgotten with its logits

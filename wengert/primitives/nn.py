@@ -17,6 +17,8 @@ argument, so their derivatives are each other: second derivatives come for free.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -286,10 +288,44 @@ def _cross_entropy_np(logits, labels):
     n = logits.shape[0]
     # mean(lse - picked), with lse = m + log(sum(exp(logits - m))) summed term by term
     m = A._finite_max(logits, (1,))
-    log_sums = np.log(np.add.reduce(np.exp(logits - m), axis=1))
-    total = np.add.reduce(log_sums) + np.add.reduce(m, axis=None) \
+    e = np.exp(logits - m)
+    sums = np.add.reduce(e, axis=1, keepdims=True)
+    total = np.add.reduce(np.log(sums), axis=None) + np.add.reduce(m, axis=None) \
         - np.add.reduce(logits[np.arange(n), labels])
+    e /= sums
+    _saved_softmax.keep(logits, e)              # for the gradient that usually follows
     return float(total / n)
+
+
+class _SavedSoftmax:
+    """The softmax the last cross-entropy computed, for its gradient: as PyTorch's fused
+    loss saves it, so a training step takes one exponential of the logits, not two.
+
+    One slot, keyed by the identity of the logits array (node values are never changed in
+    place). The gradient takes the array over (it finishes it in place); asked about other
+    logits, it finds nothing and recomputes. The slot forgets the softmax when the logits
+    array is freed, so it never outlives the step."""
+
+    def __init__(self):
+        self.ref, self.softmax = None, None
+
+    def keep(self, logits, softmax):
+        self.ref = weakref.ref(logits, self._forget)
+        self.softmax = softmax
+
+    def take(self, logits):
+        ref, softmax = self.ref, self.softmax
+        if ref is None or ref() is not logits:
+            return None
+        self.ref = self.softmax = None
+        return softmax
+
+    def _forget(self, ref):
+        if self.ref is ref:
+            self.ref = self.softmax = None
+
+
+_saved_softmax = _SavedSoftmax()
 
 
 def _cross_entropy_decomposition(logits, labels):
@@ -300,7 +336,9 @@ def _cross_entropy_decomposition(logits, labels):
 
 
 def _cross_entropy_grad_np(logits, labels):
-    p = _softmax_np(logits, 1)                  # a fresh array: finished in place
+    p = _saved_softmax.take(logits)
+    if p is None:
+        p = _softmax_np(logits, 1)              # a fresh array: finished in place
     n = p.shape[0]
     p[np.arange(n), labels] -= 1.0
     p /= n
