@@ -271,3 +271,43 @@ def test_elementwise_arrays_and_broadcasting_in_reverse_mode():
     J = wg.jacfwd(lambda x: wm.exp(x))(x)
     np.testing.assert_allclose(J, np.diag(np.exp(x)))
     np.testing.assert_allclose(wg.jacrev(lambda x: wm.exp(x))(x), np.diag(np.exp(x)))
+
+
+# ---- what an eager reverse sweep keeps -------------------------------------------------------
+def test_an_eager_gradient_keeps_only_the_values_its_sweep_reads():
+    from wengert.ad.reverse import values_read
+    x, w, b = np.ones((3, 4)), np.full((4, 2), 0.1), np.zeros(2)
+    graph = wg.trace(lambda w, b: wg.numpy.sum(wg.numpy.tanh(x @ w + b)), w, b)
+    plan = graph.between(graph.inputs, graph.outputs)
+    kept = {graph.nodes[i].op.name for i in values_read(plan, graph.inputs)}
+    # tanh's partial reads its result, the matmul's VJP for w reads x; nothing reads the
+    # matmul's result or the pre-activation, and sum's VJP reads only a shape... of tanh
+    assert "tanh" in kept and "const" in kept
+    assert "matmul" not in kept and "add" not in kept
+
+
+def test_dropped_values_never_change_a_result():
+    x = np.linspace(-1, 1, 12).reshape(3, 4)
+    f = lambda w, b: wg.numpy.sum(wg.numpy.tanh(x @ w + b) ** 2)
+    w, b = np.full((4, 2), 0.3), np.array([0.1, -0.2])
+    out, back = wg.vjp(f, w, b)
+    first = back(1.0)
+    assert_close(back(1.0)[0], first[0], rtol=0, atol=0)        # the pullback again
+    assert_close(first[0], wg.grad(f)(w, b), rtol=1e-15, atol=0)
+    # aux values survive, even when the sweep does not read them
+    (val, pre), g = wg.value_and_grad(lambda w: (f(w, b), x @ w + b), has_aux=True)(w)
+    assert_close(pre, x @ w + b, rtol=1e-15, atol=0)
+
+
+def test_a_traced_value_that_escaped_a_finished_gradient_says_so():
+    leaked = []
+
+    def f(w):
+        h = w * 2.0
+        leaked.append(h)                     # tanh's sweep never reads h: it is let go
+        return wg.numpy.sum(wg.numpy.tanh(h))
+    wg.grad(f)(np.ones(3))
+    with pytest.raises(ValueError, match="escaped.*has_aux=True"):
+        wg.grad(lambda v: wg.numpy.sum(v * leaked[0]))(np.ones(3))
+    with pytest.raises(ValueError, match="escaped a finished gradient.*has_aux=True"):
+        wg.value(leaked[0])

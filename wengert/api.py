@@ -629,6 +629,10 @@ def value(x):
     """
     if type(x) is Node:
         if x.value is None:
+            hint = x.graph.released_hint()
+            if hint:
+                raise ValueError(f"wg.value({x.label()}): this traced value escaped a "
+                                 f"finished gradient without its value{hint}")
             raise ConcretizationError(
                 f"wg.value({x.label()}): the value is not known while tracing without "
                 "values (wg.trace / wg.compile); call the function eagerly instead")

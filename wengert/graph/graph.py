@@ -206,7 +206,8 @@ class Graph:
             if x.value is None:
                 raise ValueError(
                     f"traced value {x.label()} belongs to another trace that has no values; "
-                    "a traced value escaped the function that was being transformed")
+                    "a traced value escaped the function that was being transformed"
+                    + x.graph.released_hint())
             return self.const(x.value)
         if isinstance(x, (str, bytes)) or x is None:
             raise TypeError(f"cannot use {type(x).__name__} {x!r} as a number in a traced "
@@ -450,6 +451,15 @@ class Graph:
     def __repr__(self):
         return f"<Graph: {len(self.nodes)} nodes, {len(self.inputs)} inputs, " \
                f"{len(self.outputs)} outputs>"
+
+    def released_hint(self) -> str:
+        """What to add to an error about a node without a value when its graph is a
+        finished eager transformation's: such a graph let go of the values its sweep did
+        not need (see `wengert.ad.reverse.drop_unread`)."""
+        if self.nodes:
+            return ""
+        return (" (a finished gradient keeps only the values it needs; return an "
+                "intermediate as auxiliary output, has_aux=True, to keep it)")
 
     def release(self):
         """Drop every node.  Nodes and their graph refer to each other, so a graph nobody
