@@ -223,11 +223,29 @@ def test_cross_entropy_gradient_reuses_the_forward_softmax_and_only_that():
     logits = rng.normal(size=(5, 4))
     fresh = cross_entropy_grad(logits, LABELS)             # nothing saved: recomputed
     nn.cross_entropy(logits, LABELS)
-    assert _saved_softmax.softmax is not None
+    assert _saved_softmax.entry is not None
     assert_close(cross_entropy_grad(logits, LABELS), fresh, rtol=1e-15, atol=0)
-    assert _saved_softmax.softmax is None                  # taken over, not shared
+    assert _saved_softmax.entry is None                  # taken over, not shared
     nn.cross_entropy(logits, LABELS)
     other = logits.copy()                                  # equal values, other array
     assert_close(cross_entropy_grad(other, LABELS), fresh, rtol=1e-15, atol=0)
     del logits, other
-    assert _saved_softmax.softmax is None                  # forgotten with its logits
+    assert _saved_softmax.entry is None                  # forgotten with its logits
+
+
+def test_cross_entropy_gradients_in_threads_keep_their_own_softmax():
+    import threading
+    cases = [rng.normal(size=(5, 4)) for _ in range(2)]
+    expect = [wg.grad(nn.cross_entropy)(z, LABELS) for z in cases]
+    wrong = []
+
+    def work(k):
+        for _ in range(200):
+            if not numpy.array_equal(wg.grad(nn.cross_entropy)(cases[k], LABELS), expect[k]):
+                wrong.append(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong

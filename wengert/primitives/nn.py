@@ -17,6 +17,7 @@ argument, so their derivatives are each other: second derivatives come for free.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -297,32 +298,31 @@ def _cross_entropy_np(logits, labels):
     return float(total / n)
 
 
-class _SavedSoftmax:
+class _SavedSoftmax(threading.local):
     """The softmax the last cross-entropy computed, for its gradient: as PyTorch's fused
     loss saves it, so a training step takes one exponential of the logits, not two.
 
-    One slot, keyed by the identity of the logits array (node values are never changed in
-    place). The gradient takes the array over (it finishes it in place); asked about other
-    logits, it finds nothing and recomputes. The slot forgets the softmax when the logits
-    array is freed, so it never outlives the step."""
+    One slot per thread, keyed by the identity of the logits array (node values are never
+    changed in place). The gradient takes the array over (it finishes it in place); asked
+    about other logits, it finds nothing and recomputes. The slot forgets the softmax when
+    the logits array is freed, so it does not outlive the step."""
 
-    def __init__(self):
-        self.ref, self.softmax = None, None
+    entry = None                                # (weak reference to the logits, softmax)
 
     def keep(self, logits, softmax):
-        self.ref = weakref.ref(logits, self._forget)
-        self.softmax = softmax
+        self.entry = (weakref.ref(logits, self._forget), softmax)
 
     def take(self, logits):
-        ref, softmax = self.ref, self.softmax
-        if ref is None or ref() is not logits:
+        entry = self.entry
+        if entry is None or entry[0]() is not logits:
             return None
-        self.ref = self.softmax = None
-        return softmax
+        self.entry = None
+        return entry[1]
 
     def _forget(self, ref):
-        if self.ref is ref:
-            self.ref = self.softmax = None
+        entry = self.entry
+        if entry is not None and entry[0] is ref:
+            self.entry = None
 
 
 _saved_softmax = _SavedSoftmax()
