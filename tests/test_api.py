@@ -311,3 +311,15 @@ def test_a_traced_value_that_escaped_a_finished_gradient_says_so():
         wg.grad(lambda v: wg.numpy.sum(v * leaked[0]))(np.ones(3))
     with pytest.raises(ValueError, match="escaped a finished gradient.*has_aux=True"):
         wg.value(leaked[0])
+
+
+def test_a_rule_declared_again_is_asked_again_what_it_reads():
+    @wg.primitive
+    def twice(x):
+        return 2.0 * x
+    twice.defvjp(lambda g, x, ans: (2.0 * g,))             # reads neither x nor ans
+    f = lambda x: wg.numpy.sum(twice(wg.numpy.sin(x)))
+    x = np.array([0.1, 0.2])
+    assert_close(wg.grad(f)(x), 2.0 * np.cos(x), rtol=1e-15, atol=0)
+    twice.defvjp(lambda g, x, ans: (g * ans / x,))         # now it reads both
+    assert_close(wg.grad(f)(x), 2.0 * np.cos(x), rtol=1e-14, atol=0)

@@ -139,13 +139,16 @@ def _reads(rule, nparams):
     return reads
 
 
-_NEEDS: dict = {}
-
-
 def _needs(op, mask):
     """(positions of the arguments read, whether the result is read) by the rules the
-    sweep calls for `op` when `mask` tells which of its arguments receive an adjoint."""
-    found = _NEEDS.get((op, mask))
+    sweep calls for `op` when `mask` tells which of its arguments receive an adjoint.
+    Remembered on the primitive (so it goes with it), until its rules are declared
+    again."""
+    declared = (op.vjp, op.vjps, op.partials)
+    cache = op.__dict__.get("_sweep_reads")
+    if cache is None or cache[0] != declared:
+        cache = op._sweep_reads = (declared, {})
+    found = cache[1].get(mask)
     if found is not None:
         return found
     n = len(mask)
@@ -163,7 +166,7 @@ def _needs(op, mask):
             continue
         reads = _reads(rule, skip + n + 1) or (True,) * (skip + n + 1)
         read = [r or q for r, q in zip(read, reads[skip:])]
-    found = _NEEDS[(op, mask)] = (tuple(k for k in range(n) if read[k]), read[n])
+    found = cache[1][mask] = (tuple(k for k in range(n) if read[k]), read[n])
     return found
 
 
