@@ -106,14 +106,6 @@ class Primitive:
                     break
         if graph is not None:
             return graph.apply(self, args, params)
-        if self.fast is None:                   # arrays: the common case, inlined
-            for v in args:
-                if type(v) in OVERLOADS:
-                    return OVERLOADS[type(v)](self, args, params)
-            out = self.impl(*args, **params)
-            if type(out) is np.ndarray:
-                return out
-            return _canonical_scalar(out)
         return self.evaluate(args, params)
 
     def evaluate(self, values, params=NO_PARAMS):
