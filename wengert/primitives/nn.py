@@ -259,6 +259,7 @@ log_softmax.defvjp(lambda g, x, ans, axis: (
 log_softmax.defjvp(lambda ts, x, ans, axis: ts[0] - A.sum(
     S.exp(ans) * ts[0], axis=(axis,), keepdims=True))
 
+
 def _softmax_vjp(v, s, axis):
     """The softmax s's derivative applied to v: s * (v - sum(s * v)).  Its Jacobian
     diag(s) - s sᵀ is symmetric, so this is the JVP and the VJP alike."""
