@@ -323,3 +323,32 @@ def test_a_rule_declared_again_is_asked_again_what_it_reads():
     assert_close(wg.grad(f)(x), 2.0 * np.cos(x), rtol=1e-15, atol=0)
     twice.defvjp(lambda g, x, ans: (g * ans / x,))         # now it reads both
     assert_close(wg.grad(f)(x), 2.0 * np.cos(x), rtol=1e-14, atol=0)
+
+
+def test_dropping_unread_values_lowers_the_peak_memory_of_an_eager_gradient():
+    import tracemalloc
+    import wengert.api as api
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 100))
+    params = [rng.normal(size=(100, 100)) * 0.1, np.zeros(100)] * 3
+
+    def loss(ps):
+        h = x
+        for i in range(0, len(ps), 2):
+            h = wg.numpy.tanh(h @ ps[i] + ps[i + 1])
+        return wg.numpy.sum(h * h)
+
+    def peak():
+        tracemalloc.start()
+        wg.grad(loss)(params)
+        out = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return out
+    with_drop = peak()
+    real = api.ad.drop_unread
+    api.ad.drop_unread = lambda *a, **k: None
+    try:
+        without = peak()
+    finally:
+        api.ad.drop_unread = real
+    assert with_drop < 0.85 * without, (with_drop, without)
