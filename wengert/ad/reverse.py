@@ -64,33 +64,28 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
         if symbolic:
             xs, ans = args, node
         else:
-            xs = [a.value for a in args] if len(args) > 2 else \
-                [args[0].value, args[1].value] if len(args) == 2 else [args[0].value]
+            # (no comprehension for the usual one or two arguments: Python 3.11 makes
+            # each one a function call, and this runs once per node)
+            xs = [args[0].value] if len(args) == 1 else [args[0].value, args[1].value] \
+                if len(args) == 2 else [a.value for a in args]
             ans = node.value
         if op.vjp is not None:
             for a, c in zip(args, op.vjp(g, *xs, ans, **params)):
                 if c is not None and a.index in active:
                     _accumulate(adj, a, c)
             continue
-        vjps = op.vjps
-        if vjps is not None:                     # per argument: ask only the active ones
-            k = -1
-            for a in args:
-                k += 1
-                vjp = vjps[k]
+        if op.vjps is not None:                  # per argument: ask only the active ones
+            for a, vjp in zip(args, op.vjps):
                 if vjp is not None and a.index in active:
                     c = vjp(g, *xs, ans, **params)
                     if c is not None:
-                        prev = adj.get(a.index)  # (fan-out, as in _accumulate)
-                        adj[a.index] = c if prev is None else prev + c
+                        _accumulate(adj, a, c)
             continue
         partials = op.partials
         if partials is None:
             raise NotImplementedError(f"primitive {op.name!r} has no derivative rule: declare "
                                       f"one with {op.name}.defpartials or .defvjp")
-        k = -1
-        for a in args:
-            k += 1
+        for k, a in enumerate(args):
             i = a.index
             p = partials[k]
             if p is None or i not in active:
@@ -102,8 +97,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
             c = g if (type(p) is float and p == 1.0) else g * p
             if a.shape != node.shape:
                 c = sum_to(c, shape=a.shape)
-            prev = adj.get(i)                    # fan-out: contributions summed here
-            adj[i] = c if prev is None else prev + c
+            _accumulate(adj, a, c)
     return [adj.get(x.index) for x in inputs]
 
 
@@ -178,7 +172,7 @@ def values_read(plan, inputs):
     need = set()
     for node in plan:
         args = node.args
-        if len(args) == 1:
+        if len(args) == 1:                       # (as in reverse: no comprehension)
             mask = (args[0].index in active,)
         elif len(args) == 2:
             mask = (args[0].index in active, args[1].index in active)

@@ -393,8 +393,8 @@ class Graph:
             return []
         top = max(o.index for o in outputs)
         up = self._marked_up(inputs, top)
-        # mark down (Algorithm 2) within the mark-up set, in one reverse pass: need[i] = 2
-        # for a node the outputs need, and inputs are where the walk stops
+        # mark down (Algorithm 2) within the mark-up set, in one reverse pass: need[i] = 1
+        # for a node the outputs need; inputs are where the walk stops
         need = bytearray(top + 1)
         for o in outputs:
             if up[o.index]:
