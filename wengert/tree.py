@@ -101,23 +101,20 @@ def unflatten(treedef, leaves):
 _END = object()
 
 
+def _next_leaf(it):
+    leaf = next(it, _END)
+    if leaf is _END:
+        raise ValueError("too few leaves for the tree structure")
+    return leaf
+
+
 def _build(d, it):
     if d.kind == LEAF:
-        leaf = next(it, _END)
-        if leaf is _END:
-            raise ValueError("too few leaves for the tree structure")
-        return leaf
+        return _next_leaf(it)
     if d.kind == "none":
         return None
-    children = []
-    for c in d.children:
-        if c is _LEAF_DEF:
-            leaf = next(it, _END)
-            if leaf is _END:
-                raise ValueError("too few leaves for the tree structure")
-            children.append(leaf)
-        else:
-            children.append(_build(c, it))
+    children = [_next_leaf(it) if c is _LEAF_DEF else _build(c, it)   # (leaves inline)
+                for c in d.children]
     if d.kind == "tuple":
         return tuple(children)
     if d.kind == "list":
