@@ -123,10 +123,18 @@ def _finite_max(x, axis):
     return m
 
 
+def _shifted_exp(x, axis):
+    """(m, exp(x - m), its sum over `axis`), all with the axes kept, m the finite maximum:
+    the pieces of logsumexp (m + log(sum)) and of softmax (exp / sum), without overflow."""
+    m = _finite_max(x, axis)
+    e = np.exp(x - m)
+    return m, e, np.add.reduce(e, axis=axis, keepdims=True)
+
+
 def _logsumexp_np(x, axis, keepdims):
     x = np.asarray(x)
-    m = _finite_max(x, axis)
-    out = np.log(np.add.reduce(np.exp(x - m), axis=axis, keepdims=True))
+    m, _, sums = _shifted_exp(x, axis)
+    out = np.log(sums)
     out += m
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axis))
 

@@ -240,9 +240,8 @@ def _log_softmax_np(x, axis):
 
 
 def _softmax_np(x, axis):
-    x = np.asarray(x)
-    e = np.exp(x - A._finite_max(x, (axis,)))
-    e /= np.add.reduce(e, axis=axis, keepdims=True)
+    _, e, sums = A._shifted_exp(np.asarray(x), (axis,))
+    e /= sums
     return e
 
 
@@ -289,9 +288,7 @@ def _cross_entropy_np(logits, labels):
     logits = np.asarray(logits)
     n = logits.shape[0]
     # mean(lse - picked), with lse = m + log(sum(exp(logits - m))) summed term by term
-    m = A._finite_max(logits, (1,))
-    e = np.exp(logits - m)
-    sums = np.add.reduce(e, axis=1, keepdims=True)
+    m, e, sums = A._shifted_exp(logits, (1,))
     total = np.add.reduce(np.log(sums), axis=None) + np.add.reduce(m, axis=None) \
         - np.add.reduce(logits[np.arange(n), labels])
     e /= sums
