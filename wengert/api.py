@@ -20,7 +20,7 @@ import inspect
 import numpy as np
 
 from . import ad
-from .graph.active import is_recording, recording, current_graph, _state as _active
+from .graph.active import is_recording, recording, current_graph
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .errors import ConcretizationError
@@ -75,13 +75,11 @@ def _param_names(f):
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def _primal_leaf(x, label, who):
-    """A leaf the user wants derivatives for, as a float or float array (ints are widened).
-    `label` names it in errors (an argument's name, or a description in parentheses)."""
+def _primal_leaf(x, where, who):
+    """A leaf the user wants derivatives for, as a float or float array (ints are widened)."""
     t = type(x)
     if t is float or (t is np.ndarray and x.dtype.kind == "f"):
         return x
-    where = label[1:-1] if label.startswith("(") else f"argument {label!r}"
     if t is Node:
         if x.dtype.kind not in "f":
             raise TypeError(f"{who}: {where} is a traced value of dtype {x.dtype}; "
@@ -134,17 +132,13 @@ class _Call:
                 raise TypeError(f"{who}: argument {name!r} ({args[i]!r:.40}) contains no "
                                 "number to differentiate with respect to")
             labels = _leaf_names(name, len(leaves))
-            nodes = [self._input(_primal_leaf(x, lab, who), lab)
+            nodes = [self._input(_primal_leaf(x, f"argument {lab!r}", who), lab)
                      for x, lab in zip(leaves, labels)]
             self.inputs.extend(nodes)
             self.in_trees.append(tree)
             call_args[i] = unflatten(tree, nodes)
-        stack = _active.stack                   # (what `recording` does, without a generator)
-        stack.append(graph)
-        try:
+        with recording(graph):
             self.out = f(*call_args, **kwargs)
-        finally:
-            stack.pop()
 
     def _input(self, x, name):
         g = self.graph
@@ -357,7 +351,7 @@ def vjp(f, *primals, has_aux=False):
         if not symbolic and any(n.value is None for n in out_nodes):
             raise ValueError("pullback: the recorded graph has no values (it was traced "
                              "abstractly) and is no longer being traced")
-        cts = [c if type(c) is Node else _primal_leaf(c, "(the cotangent)", "pullback")
+        cts = [c if type(c) is Node else _primal_leaf(c, "the cotangent", "pullback")
                for c in cts]
         res = ad.reverse(plan, call.inputs, out_nodes, cts, symbolic)
         res = [call.zeros(x) if r is None else r for r, x in zip(res, call.inputs)]
@@ -405,7 +399,7 @@ def jvp(f, primals, tangents):
             if aval(a)[0] != aval(b)[0]:
                 raise ValueError(f"jvp: primal {i} has shape {aval(a)[0]} but its tangent "
                                  f"has shape {aval(b)[0]}")
-        t_leaves += [b if type(b) is Node else _primal_leaf(b, f"(tangent {i})", "jvp")
+        t_leaves += [b if type(b) is Node else _primal_leaf(b, f"tangent {i}", "jvp")
                      for b in tl]
     call = _Call(f, tuple(primals), {}, range(len(primals)), "jvp", _param_names(f))
     out_nodes, out_tree = call.output_nodes(call.out, "jvp")

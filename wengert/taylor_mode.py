@@ -116,7 +116,7 @@ def taylor(f, x, v, order):
         if aval(a)[0] != aval(b)[0]:
             raise ValueError(f"taylor: a leaf of the point has shape {aval(a)[0]} but its "
                              f"direction has shape {aval(b)[0]}")
-        b = b if type(b) is Node else _primal_leaf(b, "(the direction)", "taylor")
+        b = b if type(b) is Node else _primal_leaf(b, "the direction", "taylor")
         series.append([b] + [None] * (order - 1) if order else [])
     coefficients, out_tree = expand(f, (x,), series, order)
     return [unflatten(out_tree, row) for row in coefficients]
