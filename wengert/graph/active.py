@@ -30,14 +30,24 @@ def is_recording(graph) -> bool:
     return False
 
 
-@contextlib.contextmanager
-def recording(graph):
-    """Make `graph` the graph new operations are recorded into, for the block."""
-    _state.stack.append(graph)
-    try:
-        yield graph
-    finally:
+class recording:
+    """Make `graph` the graph new operations are recorded into, for the block.
+
+    A class rather than a generator-based context manager: every eager gradient enters
+    one, and this costs a third as much."""
+
+    __slots__ = ("graph",)
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def __enter__(self):
+        _state.stack.append(self.graph)
+        return self.graph
+
+    def __exit__(self, *exc):
         _state.stack.pop()
+        return False
 
 
 def optimizing() -> bool:
