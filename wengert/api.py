@@ -24,7 +24,7 @@ from .graph.active import is_recording, recording, current_graph
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .errors import ConcretizationError
-from .tree import flatten, unflatten
+from .tree import flatten, unflatten, _LEAF_DEF as _LEAF
 from . import numpy as wnp
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
@@ -106,8 +106,18 @@ def _primal_leaf(x, where, who):
                     "dicts of them")
 
 
+_LEAF_NAMES: dict = {}
+
+
 def _leaf_names(name, n):
-    return [name] if n == 1 else [f"{name}_{i}" for i in range(n)]
+    """The labels of an argument's n leaves: ``x``, or ``x_0, x_1, ...``.  Remembered:
+    every eager gradient names its inputs."""
+    names = _LEAF_NAMES.get((name, n))
+    if names is None:
+        names = [name] if n == 1 else [f"{name}_{i}" for i in range(n)]
+        if len(_LEAF_NAMES) < 4096:          # (argument names are few; bound it anyway)
+            _LEAF_NAMES[name, n] = names
+    return names
 
 
 # --------------------------------------------------------------------------------------
@@ -131,17 +141,20 @@ class _Call:
             if not leaves:
                 raise TypeError(f"{who}: argument {name!r} ({args[i]!r:.40}) contains no "
                                 "number to differentiate with respect to")
-            labels = _leaf_names(name, len(leaves))
-            nodes = [self._input(_primal_leaf(x, f"argument {lab!r}", who), lab)
-                     for x, lab in zip(leaves, labels)]
+            nodes = []
+            for x, lab in zip(leaves, _leaf_names(name, len(leaves))):
+                nodes.append(self._input(x, lab, who))
             self.inputs.extend(nodes)
             self.in_trees.append(tree)
             call_args[i] = unflatten(tree, nodes)
         with recording(graph):
             self.out = f(*call_args, **kwargs)
 
-    def _input(self, x, name):
+    def _input(self, x, name, who):
         g = self.graph
+        if type(x) is np.ndarray and x.dtype.kind == "f":        # the common case
+            return g.input(x, name if self.fresh else None)
+        x = _primal_leaf(x, f"argument {name!r}", who)
         if type(x) is Node:
             if x.graph is g:
                 return g.copy(x)
@@ -157,6 +170,8 @@ class _Call:
         return is_recording(self.graph)
 
     def output_nodes(self, out, who):
+        if type(out) is Node and out.graph is self.graph:        # one traced output
+            return [out], _LEAF
         leaves, tree = flatten(out)
         nodes = []
         for x in leaves:
@@ -174,13 +189,14 @@ class _Call:
             return x
         return x.value if type(x) is Node else x
 
-    def drop_unread(self, plan, outputs, aux):
+    def drop_unread(self, plan, outputs, aux, active=None):
         """Before an eager reverse sweep: let go of the intermediate values it will not
         read (see `wengert.ad.reverse.drop_unread`).  Nothing is dropped from a graph that
         is still being recorded into, or that belongs to an enclosing transformation."""
         if self.fresh and not self.symbolic:
-            keep = list(outputs) + [x for x in flatten(aux)[0] if type(x) is Node]
-            ad.drop_unread(plan, self.inputs, keep)
+            keep = outputs if aux is None else \
+                list(outputs) + [x for x in flatten(aux)[0] if type(x) is Node]
+            ad.drop_unread(plan, self.inputs, keep, active)
 
     def done(self):
         """The call's results are out: an eager graph of its own is released at once (its
@@ -264,8 +280,9 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
         (out_node,), _ = call.output_nodes(out, who)
         symbolic = call.symbolic
         plan = call.graph.between(call.inputs, [out_node])
-        call.drop_unread(plan, [out_node], aux)
-        grads = ad.reverse(plan, call.inputs, [out_node], [1.0], symbolic)
+        active = ad.active_indices(plan, call.inputs)
+        call.drop_unread(plan, [out_node], aux, active)
+        grads = ad.reverse(plan, call.inputs, [out_node], [1.0], symbolic, active=active)
         grads = [call.zeros(x) if g is None else g for g, x in zip(grads, call.inputs)]
         per_arg = call.split(grads)
         result = per_arg[0] if single else tuple(per_arg)

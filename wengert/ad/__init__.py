@@ -1,6 +1,6 @@
 """Differentiation as graph-to-graph transformations: forward (tangents) and reverse
 (adjoints) sweeps over a graph."""
 from .forward import forward
-from .reverse import reverse, drop_unread
+from .reverse import reverse, drop_unread, active_indices
 
-__all__ = ["forward", "reverse", "drop_unread"]
+__all__ = ["forward", "reverse", "drop_unread", "active_indices"]

@@ -16,7 +16,7 @@ import inspect
 from ..primitives.shape import sum_to
 
 
-def _indices(plan, inputs):
+def active_indices(plan, inputs):
     """The indices of the nodes that carry an adjoint: the plan and the inputs."""
     active = set()
     for n in plan:
@@ -32,7 +32,7 @@ def _accumulate(adj, node, contribution):
     adj[i] = contribution if prev is None else prev + contribution
 
 
-def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
+def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=None):
     """Adjoints of `inputs` given cotangents of `outputs` (None = zero).
 
     Args:
@@ -43,11 +43,13 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None):
         adjoints: optional dict that receives the complete adjoint of every plan node
             (index -> adjoint) as the sweep reaches it: ∂outputs/∂v for intermediate
             values v, which rounding-error estimates (ADDS's ``err``) need.
+        active: `active_indices(plan, inputs)`, if the caller has it already.
 
     Returns:
         One adjoint per input, None where it is zero.
     """
-    active = _indices(plan, inputs)
+    if active is None:
+        active = active_indices(plan, inputs)
     adj = {}
     for o, ct in zip(outputs, cotangents):
         if ct is not None and o.index in active:
@@ -138,13 +140,14 @@ def _needs(op, mask):
     sweep calls for `op` when `mask` tells which of its arguments receive an adjoint.
     Remembered on the primitive (so it goes with it), until its rules are declared
     again."""
-    declared = (op.vjp, op.vjps, op.partials)
     cache = op.__dict__.get("_sweep_reads")
-    if cache is None or cache[0] != declared:
-        cache = op._sweep_reads = (declared, {})
-    found = cache[1].get(mask)
-    if found is not None:
-        return found
+    if cache is not None and cache[0] is op.vjp and cache[1] is op.vjps \
+            and cache[2] is op.partials:
+        found = cache[3].get(mask)
+        if found is not None:
+            return found
+    else:
+        cache = op._sweep_reads = (op.vjp, op.vjps, op.partials, {})
     n = len(mask)
     if op.vjp is not None:
         rules, skip = [op.vjp], 1                        # vjp(g, *args, ans)
@@ -160,15 +163,16 @@ def _needs(op, mask):
             continue
         reads = _reads(rule, skip + n + 1) or (True,) * (skip + n + 1)
         read = [r or q for r, q in zip(read, reads[skip:])]
-    found = cache[1][mask] = (tuple(k for k in range(n) if read[k]), read[n])
+    found = cache[3][mask] = (tuple(k for k in range(n) if read[k]), read[n])
     return found
 
 
-def values_read(plan, inputs):
+def values_read(plan, inputs, active=None):
     """The indices of the nodes whose values a numeric `reverse` over `plan` reads: the
     arguments and results its rules load (only the rules of arguments that receive an
     adjoint are asked, as in the sweep)."""
-    active = _indices(plan, inputs)
+    if active is None:
+        active = active_indices(plan, inputs)
     need = set()
     for node in plan:
         args = node.args
@@ -186,14 +190,15 @@ def values_read(plan, inputs):
     return need
 
 
-def drop_unread(plan, inputs, keep):
+def drop_unread(plan, inputs, keep, active=None):
     """Forget (set to None) the values of the intermediate nodes of `plan` that neither a
     numeric sweep over it nor the caller (`keep`: outputs, auxiliary results) will read.
     For eager transformations only: a node without a value cannot be evaluated again,
     and a rule reading a dropped value would fail loudly (None), never compute with a
     wrong one."""
-    need = values_read(plan, inputs)
-    need.update(n.index for n in keep)
+    need = values_read(plan, inputs, active)
+    for n in keep:
+        need.add(n.index)
     for node in plan:
         if node.index not in need:
             node.value = None

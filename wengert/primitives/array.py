@@ -285,12 +285,18 @@ def _promoted(g, a, b):
     return g, a, b
 
 
+def _matrix_t(x):
+    """The transpose of a matrix: a view of an array (the eager sweep's case, where the
+    primitive call would cost as much as the product of a small layer), a node otherwise."""
+    return x.T if type(x) is np.ndarray else transpose(x, axes=(1, 0))
+
+
 def _matmul_vjp_a(g, a, b, ans):
     """Seed 000: Z = XY gives X̄ = Z̄Yᵀ (batch dimensions that were broadcast are summed
     back)."""
     na, nb = a.ndim, b.ndim                 # (arrays or nodes: matmul has no scalars)
     if na == 2 and nb == 2:
-        return matmul(g, transpose(b, axes=(1, 0)))
+        return matmul(g, _matrix_t(b))
     if na == 1 and nb == 1:
         return g * b
     g2, a2, b2 = _promoted(g, a, b)
@@ -301,7 +307,7 @@ def _matmul_vjp_b(g, a, b, ans):
     """Seed 000: Z = XY gives Ȳ = XᵀZ̄."""
     na, nb = a.ndim, b.ndim
     if na == 2 and nb == 2:
-        return matmul(transpose(a, axes=(1, 0)), g)
+        return matmul(_matrix_t(a), g)
     if na == 1 and nb == 1:
         return g * a
     g2, a2, b2 = _promoted(g, a, b)

@@ -97,15 +97,22 @@ class Primitive:
     # --- use ---------------------------------------------------------------------------------
     def __call__(self, *args, **params):
         graph = None
+        arrays = True                       # only NumPy arrays: straight to the implementation
         for a in args:
-            if type(a) is Node:
+            t = type(a)
+            if t is Node:
                 if graph is None:
                     graph = a.graph
                 elif a.graph is not graph:
                     graph = _innermost({x.graph for x in args if type(x) is Node}, graph)
                     break
+            elif t is not np.ndarray:
+                arrays = False
         if graph is not None:
             return graph.apply(self, args, params)
+        if arrays and args:                 # (an eager sweep's rules call primitives so)
+            out = self.impl(*args, **params)
+            return out if type(out) is np.ndarray else _canonical_scalar(out)
         return self.evaluate(args, params)
 
     def evaluate(self, values, params=NO_PARAMS):
