@@ -189,14 +189,18 @@ class _Call:
             return x
         return x.value if type(x) is Node else x
 
-    def drop_unread(self, plan, outputs, aux, active=None):
-        """Before an eager reverse sweep: let go of the intermediate values it will not
-        read (see `wengert.ad.reverse.drop_unread`).  Nothing is dropped from a graph that
-        is still being recorded into, or that belongs to an enclosing transformation."""
+    def reverse_plan(self, outputs, aux):
+        """(plan, active set) for reverse sweeps from `outputs` back to the inputs.
+
+        Before an eager sweep, the intermediate values it will not read are let go (see
+        `wengert.ad.reverse.drop_unread`).  Nothing is dropped from a graph that is still
+        being recorded into, or that belongs to an enclosing transformation."""
         if self.fresh and not self.symbolic:
             keep = outputs if aux is None else \
                 list(outputs) + [x for x in flatten(aux)[0] if type(x) is Node]
-            ad.drop_unread(plan, self.inputs, keep, active)
+            return ad.eager_plan(self.graph, self.inputs, outputs, keep)
+        plan = self.graph.between(self.inputs, outputs)
+        return plan, ad.active_indices(plan, self.inputs)
 
     def done(self):
         """The call's results are out: an eager graph of its own is released at once (its
@@ -279,9 +283,7 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
         _as_scalar_output(out, who)
         (out_node,), _ = call.output_nodes(out, who)
         symbolic = call.symbolic
-        plan = call.graph.between(call.inputs, [out_node])
-        active = ad.active_indices(plan, call.inputs)
-        call.drop_unread(plan, [out_node], aux, active)
+        plan, active = call.reverse_plan([out_node], aux)
         grads = ad.reverse(plan, call.inputs, [out_node], [1.0], symbolic, active=active)
         grads = [call.zeros(x) if g is None else g for g, x in zip(grads, call.inputs)]
         per_arg = call.split(grads)
@@ -347,13 +349,12 @@ def vjp(f, *primals, has_aux=False):
     call = _Call(f, primals, {}, range(len(primals)), "vjp", _param_names(f))
     out, aux = _split_aux(call.out, has_aux, "vjp")
     out_nodes, out_tree = call.output_nodes(out, "vjp")
-    plan = None
+    plan = active = None
     if not call.symbolic:
-        plan = call.graph.between(call.inputs, out_nodes)
-        call.drop_unread(plan, out_nodes, aux)
+        plan, active = call.reverse_plan(out_nodes, aux)
 
     def pullback(cotangent):
-        nonlocal plan
+        nonlocal plan, active
         cts, ct_tree = flatten(cotangent)
         if ct_tree != out_tree:
             raise ValueError(f"pullback: the cotangent has structure {ct_tree}, but the "
@@ -363,14 +364,14 @@ def vjp(f, *primals, has_aux=False):
                 raise ValueError(f"pullback: a cotangent of shape {aval(c)[0]} was given "
                                  f"for an output of shape {o.shape}")
         if plan is None:
-            plan = call.graph.between(call.inputs, out_nodes)
+            plan, active = call.reverse_plan(out_nodes, None)
         symbolic = call.symbolic
         if not symbolic and any(n.value is None for n in out_nodes):
             raise ValueError("pullback: the recorded graph has no values (it was traced "
                              "abstractly) and is no longer being traced")
         cts = [c if type(c) is Node else _primal_leaf(c, "the cotangent", "pullback")
                for c in cts]
-        res = ad.reverse(plan, call.inputs, out_nodes, cts, symbolic)
+        res = ad.reverse(plan, call.inputs, out_nodes, cts, symbolic, active=active)
         res = [call.zeros(x) if r is None else r for r, x in zip(res, call.inputs)]
         return tuple(call.split(res))
 

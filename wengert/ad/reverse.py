@@ -17,12 +17,19 @@ from ..primitives.shape import sum_to
 
 
 def active_indices(plan, inputs):
-    """The indices of the nodes that carry an adjoint: the plan and the inputs."""
-    active = set()
-    for n in plan:
-        active.add(n.index)
+    """Which nodes carry an adjoint, the plan and the inputs: ``active[node.index]`` is 1
+    for them (a bytearray over indices up to the last of them)."""
+    top = -1
     for x in inputs:
-        active.add(x.index)
+        if x.index > top:
+            top = x.index
+    if plan and plan[-1].index > top:
+        top = plan[-1].index
+    active = bytearray(top + 1)
+    for n in plan:
+        active[n.index] = 1
+    for x in inputs:
+        active[x.index] = 1
     return active
 
 
@@ -52,7 +59,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
         active = active_indices(plan, inputs)
     adj = {}
     for o, ct in zip(outputs, cotangents):
-        if ct is not None and o.index in active:
+        if ct is not None and o.index < len(active) and active[o.index]:
             _accumulate(adj, o, ct)
     for node in reversed(plan):
         g = adj.pop(node.index, None)
@@ -73,12 +80,12 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
             ans = node.value
         if op.vjp is not None:
             for a, c in zip(args, op.vjp(g, *xs, ans, **params)):
-                if c is not None and a.index in active:
+                if c is not None and active[a.index]:
                     _accumulate(adj, a, c)
             continue
         if op.vjps is not None:                  # per argument: ask only the active ones
             for a, vjp in zip(args, op.vjps):
-                if vjp is not None and a.index in active:
+                if vjp is not None and active[a.index]:
                     c = vjp(g, *xs, ans, **params)
                     if c is not None:
                         _accumulate(adj, a, c)
@@ -90,7 +97,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
         for k, a in enumerate(args):
             i = a.index
             p = partials[k]
-            if p is None or i not in active:
+            if p is None or not active[i]:
                 continue
             if type(p) is not float:             # (a float is a constant partial: add's 1.0)
                 p = op.partial(k, xs, ans, params)
@@ -176,18 +183,21 @@ def values_read(plan, inputs, active=None):
     need = set()
     for node in plan:
         args = node.args
-        if len(args) == 1:                       # (as in reverse: no comprehension)
-            mask = (args[0].index in active,)
-        elif len(args) == 2:
-            mask = (args[0].index in active, args[1].index in active)
-        else:
-            mask = tuple([a.index in active for a in args])
-        positions, result = _needs(node.op, mask)
+        positions, result = _needs(node.op, _mask(args, active))
         for k in positions:
             need.add(args[k].index)
         if result:
             need.add(node.index)
     return need
+
+
+def _mask(args, active):
+    """Which of a node's arguments are active, as a tuple of 0/1 (a cache key)."""
+    if len(args) == 1:                           # (as in reverse: no comprehension)
+        return (active[args[0].index],)
+    if len(args) == 2:
+        return (active[args[0].index], active[args[1].index])
+    return tuple([active[a.index] for a in args])
 
 
 def drop_unread(plan, inputs, keep, active=None):
@@ -202,3 +212,50 @@ def drop_unread(plan, inputs, keep, active=None):
     for node in plan:
         if node.index not in need:
             node.value = None
+
+
+def eager_plan(graph, inputs, outputs, keep):
+    """`Graph.between` and `drop_unread` in one pass, for an eager gradient over a graph of
+    its own, whose inputs are its first nodes: the plan and its active set, for `reverse`.
+
+    The plan may hold a few nodes that depend on the inputs but that the outputs do not
+    need: they never receive an adjoint, so the sweep skips them, and the values their
+    rules would read are kept (the caller's graph is released after the sweep anyway)."""
+    first = len(inputs)
+    if any(x.index != k for k, x in enumerate(inputs)):     # not a graph of its own
+        plan = graph.between(inputs, outputs)
+        active = active_indices(plan, inputs)
+        drop_unread(plan, inputs, keep, active)
+        return plan, active
+    nodes = graph.nodes
+    top = -1
+    for o in outputs:
+        if o.index > top:
+            top = o.index
+    active = bytearray(top + 1 if top >= first else first)
+    need = bytearray(len(active))
+    for x in inputs:
+        active[x.index] = 1
+    plan = []
+    for i in range(first, top + 1):
+        node = nodes[i]
+        args = node.args
+        if not args:
+            continue
+        mask = _mask(args, active)
+        if 1 not in mask or node.dtype.kind not in "fc":
+            continue                     # (as in mark-up: bools and ints carry no adjoint)
+        active[i] = 1
+        plan.append(node)
+        positions, result = _needs(node.op, mask)
+        for k in positions:
+            need[args[k].index] = 1
+        if result:
+            need[i] = 1
+    for n in keep:
+        if n.index < len(need):
+            need[n.index] = 1
+    for node in plan:
+        if not need[node.index]:
+            node.value = None
+    return plan, active
