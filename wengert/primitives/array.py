@@ -116,27 +116,30 @@ prod.defjvp(lambda ts, x, ans, axis, keepdims: ans * sum(ts[0] / x, axis=axis,
 # (np.maximum.reduce and np.add.reduce rather than x.max() and x.sum(): the methods go
 # through Python wrappers that cost as much as the work on a classifier's logits)
 def _finite_max(x, axis):
-    """The maximum over `axis` (kept), 0 where it is not finite: the shift that keeps
-    exp(x - shift) from overflowing (an all -inf row gets no shift)."""
+    """(m, the sum of m): m the maximum over `axis` (kept), 0 where it is not finite, the
+    shift that keeps exp(x - m) from overflowing (an all -inf row gets no shift)."""
     m = np.maximum.reduce(x, axis=axis, keepdims=True)
     # One reduction tells whether every maximum is finite: their sum is (a sum of finite
     # values that overflows only sends us down the exact path below, which changes nothing).
-    if not math.isfinite(np.add.reduce(m, axis=None)):
+    total = np.add.reduce(m, axis=None)
+    if not math.isfinite(total):
         m = np.where(np.isfinite(m), m, 0.0)
-    return m
+        total = np.add.reduce(m, axis=None)
+    return m, total
 
 
-def _shifted_exp(x, axis):
-    """(m, exp(x - m), its sum over `axis`), all with the axes kept, m the finite maximum:
-    the pieces of logsumexp (m + log(sum)) and of softmax (exp / sum), without overflow."""
-    m = _finite_max(x, axis)
-    e = np.exp(x - m)
-    return m, e, np.add.reduce(e, axis=axis, keepdims=True)
+def _shifted_exp(x, m, axis):
+    """(exp(x - m), its sum over `axis`, kept): with m from `_finite_max`, the pieces of
+    logsumexp (m + log(sum)) and of softmax (exp / sum), without overflow."""
+    e = np.subtract(x, m)
+    np.exp(e, out=e)
+    return e, np.add.reduce(e, axis=axis, keepdims=True)
 
 
 def _logsumexp_np(x, axis, keepdims):
     x = np.asarray(x)
-    m, _, sums = _shifted_exp(x, axis)
+    m, _ = _finite_max(x, axis)
+    _, sums = _shifted_exp(x, m, axis)
     out = np.log(sums)
     out += m
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axis))

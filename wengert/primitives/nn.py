@@ -240,7 +240,8 @@ def _log_softmax_np(x, axis):
 
 
 def _softmax_np(x, axis):
-    _, e, sums = A._shifted_exp(np.asarray(x), (axis,))
+    x = np.asarray(x)
+    e, sums = A._shifted_exp(x, A._finite_max(x, (axis,))[0], (axis,))
     e /= sums
     return e
 
@@ -284,13 +285,30 @@ one_hot = defprimitive("one_hot", _one_hot_np, cost=None,
                            args[0].shape + (params["classes"],), np.dtype(np.float64)))
 
 
+_ROWS: dict = {}
+
+
+def _rows(n):
+    """np.arange(n), made once per batch size (read-only): the row index of every
+    cross-entropy and its gradient, which on a classifier's logits costs as much as the
+    arithmetic."""
+    rows = _ROWS.get(n)
+    if rows is None:
+        rows = np.arange(n)
+        rows.flags.writeable = False
+        if len(_ROWS) < 64:
+            _ROWS[n] = rows
+    return rows
+
+
 def _cross_entropy_np(logits, labels):
     logits = np.asarray(logits)
     n = logits.shape[0]
     # mean(lse - picked), with lse = m + log(sum(exp(logits - m))) summed term by term
-    m, e, sums = A._shifted_exp(logits, (1,))
-    total = np.add.reduce(np.log(sums), axis=None) + np.add.reduce(m, axis=None) \
-        - np.add.reduce(logits[np.arange(n), labels])
+    m, m_total = A._finite_max(logits, (1,))
+    e, sums = A._shifted_exp(logits, m, (1,))
+    total = np.add.reduce(np.log(sums), axis=None) + m_total \
+        - np.add.reduce(logits[_rows(n), labels])
     e /= sums
     _saved_softmax.keep(logits, e)              # for the gradient that usually follows
     return float(total / n)
@@ -338,7 +356,7 @@ def _cross_entropy_grad_np(logits, labels):
     if p is None:
         p = _softmax_np(logits, 1)              # a fresh array: finished in place
     n = p.shape[0]
-    p[np.arange(n), labels] -= 1.0
+    p[_rows(n), labels] -= 1.0
     p /= n
     return p
 
