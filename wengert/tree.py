@@ -19,13 +19,14 @@ LEAF = "*"
 class TreeDef:
     """The structure of a pytree without its leaves."""
 
-    __slots__ = ("kind", "meta", "children", "_num_leaves")
+    __slots__ = ("kind", "meta", "children", "_num_leaves", "flat")
 
-    def __init__(self, kind, meta, children):
+    def __init__(self, kind, meta, children, flat=False):
         self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple"
         self.meta = meta            # dict keys, or the namedtuple type
         self.children = children
         self._num_leaves = None
+        self.flat = flat            # a tuple or list of leaves only (the common tree)
 
     def __eq__(self, other):
         return (isinstance(other, TreeDef) and self.kind == other.kind
@@ -73,13 +74,15 @@ def _flatten(x, leaves):
     t = type(x)
     if t is tuple or t is list:
         children = []
+        flat = True
         for c in x:                 # (leaves inline: a list of arrays is the common tree)
             if c is None or type(c) in _CONTAINERS or isinstance(c, tuple):
                 children.append(_flatten(c, leaves))
+                flat = False
             else:
                 leaves.append(c)
                 children.append(_LEAF_DEF)
-        return TreeDef(t.__name__, None, tuple(children))
+        return TreeDef(t.__name__, None, tuple(children), flat)
     if t is dict:
         keys = sorted(x)
         return TreeDef("dict", tuple(keys), tuple(_flatten(x[k], leaves) for k in keys))
@@ -91,6 +94,13 @@ def _flatten(x, leaves):
 
 def unflatten(treedef, leaves):
     """The pytree of structure `treedef` with the given leaves."""
+    if treedef.flat:                        # a list or tuple of leaves: no walk
+        leaves = list(leaves)
+        n = len(treedef.children)
+        if len(leaves) != n:
+            raise ValueError(f"too {'many' if len(leaves) > n else 'few'} leaves for the "
+                             "tree structure")
+        return leaves if treedef.kind == "list" else tuple(leaves)
     it = iter(leaves)
     out = _build(treedef, it)
     if next(it, _END) is not _END:

@@ -400,6 +400,8 @@ def matmul(a, b):
     if sa[-1] != (sb[0] if len(sb) == 1 else sb[-2]):
         raise ValueError(f"matmul: shapes {sa} and {sb} do not align "
                          f"({sa[-1]} != {sb[0] if len(sb) == 1 else sb[-2]})")
+    if type(a) is Node and type(b) is Node and a.graph is b.graph:
+        return a.graph.apply(A.matmul, (a, b))      # (the layers of a network: no search)
     return A.matmul(a, b)
 
 

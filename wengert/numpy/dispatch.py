@@ -67,15 +67,15 @@ _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "amax", "minimum": "amin
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method == "__call__" and not kwargs:         # `array @ x`, numpy.sin(x): the usual
+        fn = _UFUNCS.get(ufunc)
+        if fn is not None:
+            return fn(*inputs)
     import wengert.numpy as wnp
     if kwargs.get("out") is not None:
         raise NotImplementedError(f"numpy.{ufunc.__name__}(..., out=...) cannot write a "
                                   "traced value into an array")
-    if method == "__call__":
-        fn = _UFUNCS.get(ufunc)
-        if fn is not None and not kwargs:
-            return fn(*inputs)
-    elif method == "reduce" and ufunc.__name__ in _REDUCE and len(inputs) == 1:
+    if method == "reduce" and ufunc.__name__ in _REDUCE and len(inputs) == 1:
         axis = kwargs.pop("axis", 0)
         keepdims = kwargs.pop("keepdims", False)
         if not kwargs:
