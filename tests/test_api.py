@@ -395,3 +395,15 @@ def test_eager_plan_falls_back_when_the_inputs_are_not_the_first_nodes():
     plan, active = eager_plan(graph, [x], [out], [out])
     (g,) = wg.ad.reverse(plan, [x], [out], [1.0], False, active=active)
     np.testing.assert_allclose(g, np.cos([0.5, 1.0, 2.0]) * np.arange(3.0))
+
+
+def test_pytrees_round_trip_and_refuse_the_wrong_number_of_leaves():
+    from wengert.tree import flatten, unflatten
+    for tree in ([1.0, 2.0, 3.0], (1.0, 2.0), [1.0, (2.0, [3.0])], {"b": [1.0], "a": 2.0}):
+        leaves, d = flatten(tree)
+        assert unflatten(d, leaves) == tree
+        with pytest.raises(ValueError, match="too many leaves"):
+            unflatten(d, leaves + [0.0])
+        with pytest.raises(ValueError, match="too few leaves"):
+            unflatten(d, leaves[:-1])
+    assert flatten([1.0, 2.0])[1].flat and not flatten([1.0, [2.0]])[1].flat
