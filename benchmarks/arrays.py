@@ -27,7 +27,7 @@ per call. Everything runs in one process, single-threaded wherever that can be s
 Run on demand (this is not part of the test suite):
 
     pip install -e '.[bench]'
-    python benchmarks/arrays.py [--quick] [--tiny] [--json PATH]
+    python benchmarks/arrays.py [--quick] [--tiny] [--keep-memory] [--json PATH]
 """
 
 import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
@@ -316,22 +316,52 @@ def calibrate(fn, min_time):
     return max(1, math.ceil(min_time / max(once, 1e-9)))
 
 
+def page_faults():
+    """Minor page faults of this process so far (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:                               # not on Unix
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def keep_memory():
+    """Ask glibc's allocator to keep freed memory instead of returning it to the OS after
+    every gradient (what MALLOC_TRIM_THRESHOLD_ and MALLOC_MMAP_THRESHOLD_ do). Returns
+    whether it could. See README.md: it removes hundreds of page faults per gradient."""
+    import ctypes
+    import ctypes.util
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):      # not glibc
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    return bool(mallopt(M_MMAP_THRESHOLD, 64 << 20) and mallopt(M_TRIM_THRESHOLD, 256 << 20))
+
+
 def time_all(fns, repeats, min_time):
-    """Median seconds per call for each implementation.
+    """Median seconds per call and minor page faults per call, for each implementation.
 
     Repeats are interleaved: repeat r runs every implementation once before repeat
     r+1. A slow patch of machine load then hits all implementations about equally, and
     the ratios, which are what we report, stay meaningful."""
     calls = {name: calibrate(fn, min_time) for name, fn in fns.items()}
     samples = {name: [] for name in fns}
+    faults = dict.fromkeys(fns, 0)
     for _ in range(repeats):
         for name, fn in fns.items():
             n = calls[name]
+            f0 = page_faults()
             t = time.perf_counter()
             for _ in range(n):
                 fn()
             samples[name].append((time.perf_counter() - t) / n)
-    return {name: (statistics.median(s), calls[name]) for name, s in samples.items()}
+            faults[name] = None if f0 is None else faults[name] + page_faults() - f0
+    return {name: (statistics.median(s), calls[name],
+                   None if faults[name] is None else faults[name] / (calls[name] * repeats))
+            for name, s in samples.items()}
 
 
 def check(results, outs):
@@ -369,8 +399,9 @@ def run_workload(work, repeats, min_time, check_goals=True):
         results[name] = {"version": ver}
     check(results, outs)
 
-    for name, (sec, calls) in time_all(fns, repeats, min_time).items():
-        results[name].update(ms=sec * 1e3, calls_per_repeat=calls, repeats=repeats)
+    for name, (sec, calls, faults) in time_all(fns, repeats, min_time).items():
+        results[name].update(ms=sec * 1e3, calls_per_repeat=calls, repeats=repeats,
+                             page_faults_per_grad=faults)
 
     def ratio(name, base):
         if "ms" not in results[name] or "ms" not in results.get(base, {}):
@@ -378,15 +409,17 @@ def run_workload(work, repeats, min_time, check_goals=True):
         return results[name]["ms"] / results[base]["ms"]
 
     print(f"\n{describe(work)}, float64, median of {repeats} repeats")
-    print(f"{'name':<11} {'version':<12} {'ms/grad':>9} {'vs wengert':>11} {'vs numpy-hand':>14}")
+    print(f"{'name':<11} {'version':<12} {'ms/grad':>9} {'vs wengert':>11} {'vs numpy-hand':>14}"
+          f" {'faults/grad':>12}")
     fmt = lambda r: f"{r:.2f}x" if r is not None else "n/a"
     for name, r in results.items():
         if "ms" not in r:
             print(f"{name:<11} skipped (not installed)")
             continue
         r["vs_wengert"], r["vs_numpy_hand"] = ratio(name, "wengert"), ratio(name, "numpy-hand")
+        pf = r["page_faults_per_grad"]
         print(f"{name:<11} {r['version']:<12} {r['ms']:>9.3f} {fmt(r['vs_wengert']):>11} "
-              f"{fmt(r['vs_numpy_hand']):>14}")
+              f"{fmt(r['vs_numpy_hand']):>14} {'n/a' if pf is None else f'{pf:.0f}':>12}")
 
     goals = []
     for label, base, limit, strict in (GOALS[work] if check_goals else ()):
@@ -408,19 +441,26 @@ def main(argv=None):
                     help="tiny arrays (MLP 8-8-8-10 with a batch of 4, CNN with a batch of 2): "
                          "what is left is each framework's fixed cost per gradient; the "
                          "goals, set for the full sizes, are not checked")
+    ap.add_argument("--keep-memory", action="store_true",
+                    help="make glibc keep freed memory (mallopt), so that gradients do not "
+                         "page-fault; see benchmarks/README.md")
     args = ap.parse_args(argv)
     repeats, min_time = (3, 0.05) if args.quick else (9, 0.2)
+    if args.keep_memory and not keep_memory():
+        print("--keep-memory: not glibc, nothing changed")
     if args.tiny:
         global MLP_SIZES, MLP_BATCH, CNN_BATCH
         MLP_SIZES, MLP_BATCH, CNN_BATCH = (8, 8, 8, 10), 4, 2
 
-    print(f"Python {platform.python_version()}, single-threaded")
+    print(f"Python {platform.python_version()}, single-threaded"
+          + (", glibc keeps freed memory" if args.keep_memory else ""))
     report = {work: run_workload(work, repeats, min_time, not args.tiny) for work in WORKLOADS}
 
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "arrays", "python": platform.python_version(),
                        "platform": platform.platform(), "rtol": RTOL,
+                       "keep_memory": args.keep_memory,
                        "workloads": report}, f, indent=2)
         print(f"wrote {args.json}")
 

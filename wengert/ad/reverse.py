@@ -35,7 +35,7 @@ def active_indices(plan, inputs):
 
 def _accumulate(adj, node, contribution):
     i = node.index
-    prev = adj.get(i)
+    prev = adj[i]
     adj[i] = contribution if prev is None else prev + contribution
 
 
@@ -57,14 +57,15 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
     """
     if active is None:
         active = active_indices(plan, inputs)
-    adj = {}
+    adj = [None] * len(active)                   # adjoints by node index, None = zero
     for o, ct in zip(outputs, cotangents):
         if ct is not None and o.index < len(active) and active[o.index]:
             _accumulate(adj, o, ct)
     for node in reversed(plan):
-        g = adj.pop(node.index, None)
+        g = adj[node.index]
         if g is None:
             continue
+        adj[node.index] = None                   # (let it go as soon as it is used)
         if adjoints is not None:
             adjoints[node.index] = g
         op = node.op
@@ -107,7 +108,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
             if a.shape != node.shape:
                 c = sum_to(c, shape=a.shape)
             _accumulate(adj, a, c)
-    return [adj.get(x.index) for x in inputs]
+    return [adj[x.index] for x in inputs]
 
 
 # --------------------------------------------------------------------------------------
