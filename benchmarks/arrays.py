@@ -342,7 +342,8 @@ def keep_memory():
 
 
 def time_all(fns, repeats, min_time):
-    """Median seconds per call and minor page faults per call, for each implementation.
+    """Per implementation: the seconds per call of every repeat, the calls per repeat, and
+    the minor page faults per call.
 
     Repeats are interleaved: repeat r runs every implementation once before repeat
     r+1. A slow patch of machine load then hits all implementations about equally, and
@@ -359,7 +360,7 @@ def time_all(fns, repeats, min_time):
                 fn()
             samples[name].append((time.perf_counter() - t) / n)
             faults[name] = None if f0 is None else faults[name] + page_faults() - f0
-    return {name: (statistics.median(s), calls[name],
+    return {name: (s, calls[name],
                    None if faults[name] is None else faults[name] / (calls[name] * repeats))
             for name, s in samples.items()}
 
@@ -399,14 +400,18 @@ def run_workload(work, repeats, min_time, check_goals=True):
         results[name] = {"version": ver}
     check(results, outs)
 
-    for name, (sec, calls, faults) in time_all(fns, repeats, min_time).items():
-        results[name].update(ms=sec * 1e3, calls_per_repeat=calls, repeats=repeats,
-                             page_faults_per_grad=faults)
+    times = {}
+    for name, (secs, calls, faults) in time_all(fns, repeats, min_time).items():
+        times[name] = secs
+        results[name].update(ms=statistics.median(secs) * 1e3, calls_per_repeat=calls,
+                             repeats=repeats, page_faults_per_grad=faults)
 
     def ratio(name, base):
-        if "ms" not in results[name] or "ms" not in results.get(base, {}):
+        """The median over repeats of the time ratio within each repeat: the two ran
+        moments apart, so a change in machine load cancels out of each ratio."""
+        if name not in times or base not in times:
             return None
-        return results[name]["ms"] / results[base]["ms"]
+        return statistics.median(a / b for a, b in zip(times[name], times[base]))
 
     print(f"\n{describe(work)}, float64, median of {repeats} repeats")
     print(f"{'name':<11} {'version':<12} {'ms/grad':>9} {'vs wengert':>11} {'vs numpy-hand':>14}"

@@ -271,16 +271,20 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
     _check_fun(f, who)
     nums, single = _check_argnums(argnums, who)
     names = None
+    resolved = {}                        # number of arguments -> argnums made positive
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
         nonlocal names
         if names is None:
             names = _param_names(f)
-        idx = _resolve_argnums(nums, len(args), who)
+        idx = resolved.get(len(args))
+        if idx is None:
+            idx = resolved[len(args)] = _resolve_argnums(nums, len(args), who)
         call = _Call(f, args, kwargs, idx, who, names)
         out, aux = _split_aux(call.out, has_aux, who)
-        _as_scalar_output(out, who)
+        if type(out) is not Node or out.shape != ():
+            _as_scalar_output(out, who)
         (out_node,), _ = call.output_nodes(out, who)
         symbolic = call.symbolic
         plan, active = call.reverse_plan([out_node], aux)
