@@ -114,7 +114,7 @@ def _leaf_names(name, n):
     every eager gradient names its inputs."""
     names = _LEAF_NAMES.get((name, n))
     if names is None:
-        names = [name] if n == 1 else [f"{name}_{i}" for i in range(n)]
+        names = (name,) if n == 1 else tuple(f"{name}_{i}" for i in range(n))
         if len(_LEAF_NAMES) < 4096:          # (argument names are few; bound it anyway)
             _LEAF_NAMES[name, n] = names
     return names
