@@ -206,7 +206,7 @@ def test_cross_entropy_bad_labels_are_named():
         nn.cross_entropy(z, numpy.array([0.0, 1.0, 2.0]))
     with pytest.raises(ValueError, match=r"range\(4\).*from 0 to 4"):
         nn.cross_entropy(z, numpy.array([0, 1, 4]))
-    with pytest.raises(ValueError, match="axis 2 is out of range.*\\(3, 4\\)"):
+    with pytest.raises(numpy.exceptions.AxisError, match="log_softmax: axis 2 .*dimension 2"):
         nn.log_softmax(z, axis=2)
     with pytest.raises(ValueError, match=r"one_hot: labels must lie in range\(3\).*-1 to 1"):
         nn.one_hot(numpy.array([0, -1, 1]), 3)

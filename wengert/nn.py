@@ -71,11 +71,8 @@ def max_pool2d(x, kernel_size, stride=None):
 
 
 def _one_axis(x, axis, who):
-    ndim = len(x.shape if type(x) is Node else _np.shape(x))
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{who}: axis {axis} is out of range for an array of shape "
-                         f"{wnp.shape(x)}")
-    return axis % ndim
+    """`axis` of x made non-negative; NumPy's AxisError (a ValueError) if out of range."""
+    return wnp._one_axis(axis, len(x.shape if type(x) is Node else _np.shape(x)), who)
 
 
 def log_softmax(x, axis=-1):
