@@ -13,6 +13,8 @@ from __future__ import annotations
 import dis
 import inspect
 
+import numpy as np
+
 from ..primitives.shape import sum_to
 
 
@@ -105,8 +107,9 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                 if p is None:
                     continue
             c = g if (type(p) is float and p == 1.0) else g * p
-            if a.shape != node.shape:
-                c = sum_to(c, shape=a.shape)
+            if a.shape != node.shape:            # (array to array: no dispatch needed)
+                c = sum_to.impl(c, a.shape) if a.shape and type(c) is np.ndarray else \
+                    sum_to(c, shape=a.shape)
             _accumulate(adj, a, c)
     return [adj[x.index] for x in inputs]
 
