@@ -31,6 +31,7 @@ Run on demand (this is not part of the test suite):
 """
 
 import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
+from timing import fmt_ratio, keep_memory, paired_ratio, time_interleaved  # (this directory)
 
 import argparse
 import json
@@ -38,7 +39,6 @@ import math
 import platform
 import statistics
 import sys
-import time
 from importlib.metadata import version
 
 import numpy
@@ -305,66 +305,6 @@ IMPLS = {
 }
 
 
-# ---- timing ---------------------------------------------------------------------------------
-
-def calibrate(fn, min_time):
-    """Warm up, then choose how many calls make one repeat last at least min_time."""
-    fn()  # warm-up: the first calls pay one-off costs (allocator, dispatch caches)
-    t = time.perf_counter()
-    fn()
-    once = time.perf_counter() - t
-    return max(1, math.ceil(min_time / max(once, 1e-9)))
-
-
-def page_faults():
-    """Minor page faults of this process so far (None where the OS does not say)."""
-    try:
-        import resource
-    except ImportError:                               # not on Unix
-        return None
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-def keep_memory():
-    """Ask glibc's allocator to keep freed memory instead of returning it to the OS after
-    every gradient (what MALLOC_TRIM_THRESHOLD_ and MALLOC_MMAP_THRESHOLD_ do). Returns
-    whether it could. See README.md: it removes hundreds of page faults per gradient."""
-    import ctypes
-    import ctypes.util
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError, TypeError):      # not glibc
-        return False
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    return bool(mallopt(M_MMAP_THRESHOLD, 64 << 20) and mallopt(M_TRIM_THRESHOLD, 256 << 20))
-
-
-def time_all(fns, repeats, min_time):
-    """Per implementation: the seconds per call of every repeat, the calls per repeat, and
-    the minor page faults per call.
-
-    Repeats are interleaved: repeat r runs every implementation once before repeat
-    r+1. A slow patch of machine load then hits all implementations about equally, and
-    the ratios, which are what we report, stay meaningful."""
-    calls = {name: calibrate(fn, min_time) for name, fn in fns.items()}
-    samples = {name: [] for name in fns}
-    faults = dict.fromkeys(fns, 0)
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            n = calls[name]
-            f0 = page_faults()
-            t = time.perf_counter()
-            for _ in range(n):
-                fn()
-            samples[name].append((time.perf_counter() - t) / n)
-            faults[name] = None if f0 is None else faults[name] + page_faults() - f0
-    return {name: (s, calls[name],
-                   None if faults[name] is None else faults[name] / (calls[name] * repeats))
-            for name, s in samples.items()}
-
-
 def check(results, outs):
     """Compare every gradient with wengert's, parameter by parameter (normwise)."""
     ref = outs["wengert"]
@@ -401,30 +341,27 @@ def run_workload(work, repeats, min_time, check_goals=True):
     check(results, outs)
 
     times = {}
-    for name, (secs, calls, faults) in time_all(fns, repeats, min_time).items():
+    for name, (secs, calls, faults) in time_interleaved(fns, repeats, min_time).items():
         times[name] = secs
         results[name].update(ms=statistics.median(secs) * 1e3, calls_per_repeat=calls,
                              repeats=repeats, page_faults_per_grad=faults)
 
     def ratio(name, base):
-        """The median over repeats of the time ratio within each repeat: the two ran
-        moments apart, so a change in machine load cancels out of each ratio."""
         if name not in times or base not in times:
             return None
-        return statistics.median(a / b for a, b in zip(times[name], times[base]))
+        return paired_ratio(times[name], times[base])
 
     print(f"\n{describe(work)}, float64, median of {repeats} repeats")
     print(f"{'name':<11} {'version':<12} {'ms/grad':>9} {'vs wengert':>11} {'vs numpy-hand':>14}"
           f" {'faults/grad':>12}")
-    fmt = lambda r: f"{r:.2f}x" if r is not None else "n/a"
     for name, r in results.items():
         if "ms" not in r:
             print(f"{name:<11} skipped (not installed)")
             continue
         r["vs_wengert"], r["vs_numpy_hand"] = ratio(name, "wengert"), ratio(name, "numpy-hand")
         pf = r["page_faults_per_grad"]
-        print(f"{name:<11} {r['version']:<12} {r['ms']:>9.3f} {fmt(r['vs_wengert']):>11} "
-              f"{fmt(r['vs_numpy_hand']):>14} {'n/a' if pf is None else f'{pf:.0f}':>12}")
+        print(f"{name:<11} {r['version']:<12} {r['ms']:>9.3f} {fmt_ratio(r['vs_wengert']):>11} "
+              f"{fmt_ratio(r['vs_numpy_hand']):>14} {'n/a' if pf is None else f'{pf:.0f}':>12}")
 
     goals = []
     for label, base, limit, strict in (GOALS[work] if check_goals else ()):

@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from eager_scalar import time_it   # (benchmarks/ is on the path when this file runs)
+from timing import time_it   # (benchmarks/ is on the path when this file runs)
 
 # Goals of the issue (see the README of this directory).
 TINY = ("powell grad", "powell f+g+pHp", "rosen grad 10")

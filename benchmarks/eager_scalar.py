@@ -14,7 +14,9 @@ the regime where per-operation bookkeeping overhead dominates, not arithmetic.
 Peers (autograd, PyTorch eager on 0-d float64 tensors, JAX without jit) are
 optional and skipped if not installed.  Every gradient is first checked against
 wengert's to a relative 1e-10.  Times are the median over repeats of the mean
-time per call, in one process, single-threaded where that is configurable.
+time per call, in one process, single-threaded where that is configurable; repeats
+are interleaved across the implementations, and a ratio is the median of the ratios
+within each repeat.
 
 Run on demand (this is not part of the test suite):
 
@@ -23,14 +25,13 @@ Run on demand (this is not part of the test suite):
 """
 
 import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
+from timing import fmt_ratio, paired_ratio, time_interleaved  # (this directory)
 
 import argparse
 import json
-import math
 import platform
 import statistics
 import sys
-import time
 from importlib.metadata import version
 
 N_ITERS = 125
@@ -101,24 +102,6 @@ IMPLS = {
 }
 
 
-def time_it(fn, repeats, min_time):
-    """Median over `repeats` of the mean seconds per call, each repeat >= min_time."""
-    fn()  # warm-up: first calls pay one-off costs (imports, dispatch caches)
-    t = time.perf_counter()
-    fn()
-    once = time.perf_counter() - t
-    # Size the batch from one call, so slow peers (eager JAX ~0.2-0.4 s) run 1 call
-    # per repeat while fast ones run many and the timer resolution is negligible.
-    calls = max(1, math.ceil(min_time / max(once, 1e-9)))
-    samples = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - t) / calls)
-    return statistics.median(samples), calls
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
@@ -149,28 +132,29 @@ def main(argv=None):
             print(f"WARNING: {name} gradient {g!r} differs from wengert's {ref!r} "
                   f"(rel {abs(g - ref) / abs(ref):.2e} > {RTOL:g})")
 
-    for name, fn in fns.items():
-        sec, calls = time_it(fn, repeats, min_time)
+    times = {}
+    for name, (secs, calls, _) in time_interleaved(fns, repeats, min_time).items():
+        times[name] = secs
+        sec = statistics.median(secs)
         results[name].update(ms=sec * 1e3, us_per_op=sec * 1e6 / N_OPS,
                              calls_per_repeat=calls, repeats=repeats)
 
     def ratio(name, base):
-        if "ms" not in results[name] or "ms" not in results.get(base, {}):
+        if name not in times or base not in times:
             return None
-        return results[name]["ms"] / results[base]["ms"]
+        return paired_ratio(times[name], times[base])
 
     print(f"\neager reverse mode, {N_OPS} scalar primitives per gradient, "
           f"median of {repeats} repeats (Python {platform.python_version()})")
     print(f"{'name':<10} {'version':<12} {'ms/grad':>9} {'us/op':>7} "
           f"{'vs autograd':>12} {'vs wengert':>11}")
-    fmt = lambda r: f"{r:.2f}x" if r is not None else "n/a"
     for name, r in results.items():
         if "ms" not in r:
             print(f"{name:<10} skipped (not installed)")
             continue
         r["vs_autograd"], r["vs_wengert"] = ratio(name, "autograd"), ratio(name, "wengert")
         print(f"{name:<10} {r['version']:<12} {r['ms']:>9.3f} {r['us_per_op']:>7.2f} "
-              f"{fmt(r['vs_autograd']):>12} {fmt(r['vs_wengert']):>11}")
+              f"{fmt_ratio(r['vs_autograd']):>12} {fmt_ratio(r['vs_wengert']):>11}")
 
     vs = results["wengert"]["vs_autograd"]
     met = None if vs is None else vs <= GOAL

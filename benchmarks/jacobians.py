@@ -44,7 +44,7 @@ import numpy as np
 
 import wengert as wg
 import wengert.math as wm
-from eager_scalar import time_it        # this directory is on sys.path when run as a script
+from timing import time_it        # this directory is on sys.path when run as a script
 
 RNG = np.random.default_rng(20260)
 N_CHAIN = 20

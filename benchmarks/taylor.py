@@ -38,7 +38,7 @@ import platform
 import sys
 import time
 
-from eager_scalar import time_it     # one timing discipline for every benchmark
+from timing import time_it     # one timing discipline for every benchmark
 
 X0 = 0.3
 RTOL = 1e-9

@@ -1,0 +1,94 @@
+"""One timing discipline for every benchmark: warm up, size the batch of calls so a repeat
+lasts long enough for the clock, take the median over repeats, and compare two
+implementations by the ratio within each repeat.
+
+Also the two things a run's allocator state needs: the page faults it took, and a way to
+keep glibc from returning freed memory to the OS after every call (see README.md).
+"""
+import math
+import statistics
+import time
+
+
+def calibrate(fn, min_time):
+    """Warm up, then choose how many calls make one repeat last at least min_time.
+
+    The batch is sized from one call, so a slow peer (eager JAX, ~0.3 s a gradient) runs
+    one call per repeat while a fast one runs many and the timer's resolution is
+    negligible."""
+    fn()  # warm-up: the first calls pay one-off costs (imports, allocator, dispatch caches)
+    t = time.perf_counter()
+    fn()
+    once = time.perf_counter() - t
+    return max(1, math.ceil(min_time / max(once, 1e-9)))
+
+
+def time_it(fn, repeats, min_time):
+    """(median over `repeats` of the mean seconds per call, calls per repeat)."""
+    calls = calibrate(fn, min_time)
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - t) / calls)
+    return statistics.median(samples), calls
+
+
+def time_interleaved(fns, repeats, min_time):
+    """Per implementation (a dict name -> zero-argument call): the seconds per call of
+    every repeat, the calls per repeat, and the minor page faults per call (None where
+    the OS does not count them).
+
+    Repeats are interleaved: repeat r runs every implementation once before repeat
+    r+1. A slow patch of machine load then hits all implementations about equally, and
+    `paired_ratio` cancels it out."""
+    calls = {name: calibrate(fn, min_time) for name, fn in fns.items()}
+    samples = {name: [] for name in fns}
+    faults = dict.fromkeys(fns, 0)
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            n = calls[name]
+            f0 = page_faults()
+            t = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.perf_counter() - t) / n)
+            faults[name] = None if f0 is None else faults[name] + page_faults() - f0
+    return {name: (s, calls[name],
+                   None if faults[name] is None else faults[name] / (calls[name] * repeats))
+            for name, s in samples.items()}
+
+
+def paired_ratio(times, base):
+    """The median over repeats of times[r] / base[r]: the two ran moments apart in each
+    repeat, so a change of machine load cancels out of each ratio."""
+    return statistics.median(a / b for a, b in zip(times, base))
+
+
+def fmt_ratio(r):
+    """A ratio for a table: ``1.23x``, or ``n/a`` where there is none."""
+    return f"{r:.2f}x" if r is not None else "n/a"
+
+
+def page_faults():
+    """Minor page faults of this process so far (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:                               # not on Unix
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def keep_memory():
+    """Ask glibc's allocator to keep freed memory instead of returning it to the OS after
+    every call (what MALLOC_TRIM_THRESHOLD_ and MALLOC_MMAP_THRESHOLD_ do). Returns
+    whether it could. See README.md: it removes hundreds of page faults per gradient."""
+    import ctypes
+    import ctypes.util
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c")).mallopt
+    except (OSError, AttributeError, TypeError):      # not glibc
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    return bool(mallopt(M_MMAP_THRESHOLD, 64 << 20) and mallopt(M_TRIM_THRESHOLD, 256 << 20))
