@@ -145,7 +145,7 @@ def cross_entropy(logits, labels):
         1.386294
     """
     shape = logits.shape if type(logits) is Node else _np.shape(logits)
-    lshape = labels.shape if type(labels) is Node else _np.shape(labels)
+    lshape = labels.shape if type(labels) in (Node, _np.ndarray) else _np.shape(labels)
     if len(shape) != 2 or lshape != shape[:1]:
         raise ValueError(f"cross_entropy: logits must have shape (N, C) and labels shape "
                          f"(N,), got logits of shape {shape} and labels of shape {lshape}")

@@ -392,16 +392,17 @@ def matmul(a, b):
     """NumPy's ``matmul`` (``a @ b``), differentiable; seed 000's rule X̄ = Z̄Yᵀ, Ȳ = XᵀZ̄."""
     if type(a) is not Node and type(b) is not Node and not _traced(a, b):
         return _np.matmul(a, b)
-    sa = a.shape if type(a) is Node else _np.shape(a)
-    sb = b.shape if type(b) is Node else _np.shape(b)
+    sa = a.shape if type(a) is Node or type(a) is _np.ndarray else _np.shape(a)
+    sb = b.shape if type(b) is Node or type(b) is _np.ndarray else _np.shape(b)
     if not sa or not sb:
         raise ValueError(f"matmul: operands must have at least one dimension, got shapes "
                          f"{sa} and {sb}")
     if sa[-1] != (sb[0] if len(sb) == 1 else sb[-2]):
         raise ValueError(f"matmul: shapes {sa} and {sb} do not align "
                          f"({sa[-1]} != {sb[0] if len(sb) == 1 else sb[-2]})")
-    if type(a) is Node and type(b) is Node and a.graph is b.graph:
-        return a.graph.apply(A.matmul, (a, b))      # (the layers of a network: no search)
+    # the layers of a network, data or nodes into nodes of one graph: no graph search
+    if type(b) is Node and (type(a) is _np.ndarray or type(a) is Node and a.graph is b.graph):
+        return b.graph.apply(A.matmul, (a, b))
     return A.matmul(a, b)
 
 

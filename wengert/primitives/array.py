@@ -291,18 +291,17 @@ def _promoted(g, a, b):
     return g, a, b
 
 
-def _matrix_t(x):
-    """The transpose of a matrix: a view of an array (the eager sweep's case, where the
-    primitive call would cost as much as the product of a small layer), a node otherwise."""
-    return x.T if type(x) is np.ndarray else transpose(x, axes=(1, 0))
-
-
+# (An eager sweep hands these rules arrays: then the product is NumPy's, with the transpose
+# a view, since for a small layer dispatching through primitives costs as much as the
+# product.  Traced values build the same product as nodes.)
 def _matmul_vjp_a(g, a, b, ans):
     """Seed 000: Z = XY gives X̄ = Z̄Yᵀ (batch dimensions that were broadcast are summed
     back)."""
     na, nb = a.ndim, b.ndim                 # (arrays or nodes: matmul has no scalars)
     if na == 2 and nb == 2:
-        return matmul(g, _matrix_t(b))
+        if type(g) is np.ndarray and type(b) is np.ndarray:
+            return np.matmul(g, b.T)
+        return matmul(g, transpose(b, axes=(1, 0)))
     if na == 1 and nb == 1:
         return g * b
     g2, a2, b2 = _promoted(g, a, b)
@@ -313,7 +312,9 @@ def _matmul_vjp_b(g, a, b, ans):
     """Seed 000: Z = XY gives Ȳ = XᵀZ̄."""
     na, nb = a.ndim, b.ndim
     if na == 2 and nb == 2:
-        return matmul(_matrix_t(a), g)
+        if type(g) is np.ndarray and type(a) is np.ndarray:
+            return np.matmul(a.T, g)
+        return matmul(transpose(a, axes=(1, 0)), g)
     if na == 1 and nb == 1:
         return g * a
     g2, a2, b2 = _promoted(g, a, b)
