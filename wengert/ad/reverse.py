@@ -226,7 +226,11 @@ def eager_plan(graph, inputs, outputs, keep):
     need: they never receive an adjoint, so the sweep skips them, and the values their
     rules would read are kept (the caller's graph is released after the sweep anyway)."""
     first = len(inputs)
-    if any(x.index != k for k, x in enumerate(inputs)):     # not a graph of its own
+    last = -1
+    for x in inputs:
+        if x.index > last:
+            last = x.index
+    if last != first - 1:           # (distinct indices: the inputs are not nodes 0..first-1)
         plan = graph.between(inputs, outputs)
         active = active_indices(plan, inputs)
         drop_unread(plan, inputs, keep, active)
