@@ -346,11 +346,6 @@ def run_workload(work, repeats, min_time, check_goals=True):
         results[name].update(ms=statistics.median(secs) * 1e3, calls_per_repeat=calls,
                              repeats=repeats, page_faults_per_grad=faults)
 
-    def ratio(name, base):
-        if name not in times or base not in times:
-            return None
-        return paired_ratio(times[name], times[base])
-
     print(f"\n{describe(work)}, float64, median of {repeats} repeats")
     print(f"{'name':<11} {'version':<12} {'ms/grad':>9} {'vs wengert':>11} {'vs numpy-hand':>14}"
           f" {'faults/grad':>12}")
@@ -358,15 +353,15 @@ def run_workload(work, repeats, min_time, check_goals=True):
         if "ms" not in r:
             print(f"{name:<11} skipped (not installed)")
             continue
-        r["vs_wengert"], r["vs_numpy_hand"] = ratio(name, "wengert"), ratio(name, "numpy-hand")
+        r["vs_wengert"] = paired_ratio(times, name, "wengert")
+        r["vs_numpy_hand"] = paired_ratio(times, name, "numpy-hand")
         pf = r["page_faults_per_grad"]
         print(f"{name:<11} {r['version']:<12} {r['ms']:>9.3f} {fmt_ratio(r['vs_wengert']):>11} "
               f"{fmt_ratio(r['vs_numpy_hand']):>14} {'n/a' if pf is None else f'{pf:.0f}':>12}")
 
     goals = []
     for label, base, limit, strict in (GOALS[work] if check_goals else ()):
-        # ratio(wengert, base) = wengert time / base time
-        vs = ratio("wengert", base)
+        vs = paired_ratio(times, "wengert", base)     # wengert time / base time
         met = None if vs is None else (vs < limit if strict else vs <= limit)
         status = (f"unknown ({base} not installed)" if met is None
                   else f"{'met' if met else 'NOT met'} ({vs:.3f}x {base})")

@@ -60,10 +60,14 @@ def time_interleaved(fns, repeats, min_time):
             for name, s in samples.items()}
 
 
-def paired_ratio(times, base):
-    """The median over repeats of times[r] / base[r]: the two ran moments apart in each
-    repeat, so a change of machine load cancels out of each ratio."""
-    return statistics.median(a / b for a, b in zip(times, base))
+def paired_ratio(times, name, base):
+    """How long `name` took against `base`, from `time_interleaved`'s repeat times (a dict
+    name -> seconds per repeat): the median over repeats of the ratio within each repeat.
+    The two ran moments apart, so a change of machine load cancels out of each ratio.
+    None if either did not run."""
+    if name not in times or base not in times:
+        return None
+    return statistics.median(a / b for a, b in zip(times[name], times[base]))
 
 
 def fmt_ratio(r):
