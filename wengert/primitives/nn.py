@@ -374,6 +374,7 @@ cross_entropy_grad.defvjp(
 cross_entropy_grad.defjvp(lambda ts, logits, labels, ans: _softmax_vjp(
     ts[0], softmax(logits, axis=1), 1) / shape_of(logits)[0])
 
+
 def _times(x, g):
     """x * g, except for the cotangent 1.0 that an eager gradient seeds its loss with: a
     pass over x that would change nothing."""
