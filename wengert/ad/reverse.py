@@ -151,14 +151,13 @@ def _needs(op, mask):
     sweep calls for `op` when `mask` tells which of its arguments receive an adjoint.
     Remembered on the primitive (so it goes with it), until its rules are declared
     again."""
-    cache = op.__dict__.get("_sweep_reads")
-    if cache is not None and cache[0] is op.vjp and cache[1] is op.vjps \
-            and cache[2] is op.partials:
+    cache = op.sweep_reads
+    if cache[0] is op.vjp and cache[1] is op.vjps and cache[2] is op.partials:
         found = cache[3].get(mask)
         if found is not None:
             return found
     else:
-        cache = op._sweep_reads = (op.vjp, op.vjps, op.partials, {})
+        cache = op.sweep_reads = (op.vjp, op.vjps, op.partials, {})
     n = len(mask)
     if op.vjp is not None:
         rules, skip = [op.vjp], 1                        # vjp(g, *args, ans)
@@ -250,7 +249,10 @@ def eager_plan(graph, inputs, outputs, keep):
         args = node.args
         if not args:
             continue
-        mask = _mask(args, active)
+        if len(args) == 2:               # (the usual case, as in _mask: no call)
+            mask = (active[args[0].index], active[args[1].index])
+        else:
+            mask = _mask(args, active)
         if 1 not in mask or node.dtype.kind not in "fc":
             continue                     # (as in mark-up: bools and ints carry no adjoint)
         active[i] = 1

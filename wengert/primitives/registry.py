@@ -80,6 +80,8 @@ class Primitive:
         self.jvp = None                     # jvp(tangents, *args, ans, **params)
         self.vjp = None                     # vjp(cotangent, *args, ans, **params) -> tuple
         self.vjps = None                    # or one such function per argument
+        self.sweep_reads = (None, None, None, {})   # what the rules read, by active-argument
+        #                                     mask: wengert.ad.reverse._needs fills it in
         self.simplify = None                # simplify(graph, args, params) -> node or None
         self.decomposition = None           # the same function written with other
         #                                     primitives, for a primitive fused for speed:
