@@ -212,6 +212,24 @@ def test_cross_entropy_bad_labels_are_named():
         nn.one_hot(numpy.array([0, -1, 1]), 3)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint64"])
+@pytest.mark.parametrize("classes", [4, 200, 40000])
+def test_labels_out_of_range_are_caught_for_every_integer_dtype(dtype, classes):
+    # The check reads signed labels as unsigned in one pass; a negative label must still
+    # fail when the class count is beyond what the unsigned trick can tell apart.
+    top = min(classes - 1, numpy.iinfo(dtype).max)
+    nn._check_labels(numpy.array([0, top], dtype=dtype), classes, "t")      # in range
+    bad = [numpy.array([0, classes], dtype="int64")]
+    if numpy.iinfo(dtype).min < 0:
+        bad.append(numpy.array([top, -1], dtype=dtype))
+    if classes <= numpy.iinfo(dtype).max:
+        bad.append(numpy.array([0, classes], dtype=dtype))
+    for labels in bad:
+        with pytest.raises(ValueError, match=rf"range\({classes}\).*from {labels.min()} to "
+                                             rf"{labels.max()}"):
+            nn._check_labels(labels, classes, "t")
+
+
 def test_one_hot():
     assert_close(nn.one_hot(LABELS, 4), numpy.eye(4)[LABELS], rtol=0, atol=0)
     graph = wg.trace(lambda y: nn.one_hot(y, 4), LABELS)

@@ -123,11 +123,24 @@ def _check_labels(labels, classes, who):
         raise TypeError(f"{who}: labels must be integers (class indices), got "
                         f"dtype {labels.dtype}")
     if known is not None and known.size:
-        low, high = _np.minimum.reduce(known, axis=None), _np.maximum.reduce(known, axis=None)
-        if low < 0 or high >= classes:
+        size = known.dtype.itemsize
+        if kind == "u":
+            bad = _np.maximum.reduce(known, axis=None) >= classes
+        elif classes <= 1 << (8 * size - 1):
+            # One pass, not two (every training step checks its labels): read as unsigned
+            # integers, a negative label is at least 2**(bits-1), above every class index.
+            bad = _np.maximum.reduce(known.view(_UNSIGNED[size]), axis=None) >= classes
+        else:
+            bad = _np.minimum.reduce(known, axis=None) < 0 \
+                or _np.maximum.reduce(known, axis=None) >= classes
+        if bad:
+            low, high = _np.minimum.reduce(known, axis=None), _np.maximum.reduce(known, axis=None)
             raise ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
                              f"classes, got values from {low} to {high}")
     return labels
+
+
+_UNSIGNED = {1: _np.uint8, 2: _np.uint16, 4: _np.uint32, 8: _np.uint64}
 
 
 def cross_entropy(logits, labels):
