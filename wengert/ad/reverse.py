@@ -249,10 +249,7 @@ def eager_plan(graph, inputs, outputs, keep):
         args = node.args
         if not args:
             continue
-        if len(args) == 2:               # (the usual case, as in _mask: no call)
-            mask = (active[args[0].index], active[args[1].index])
-        else:
-            mask = _mask(args, active)
+        mask = _mask(args, active)
         if 1 not in mask or node.dtype.kind not in "fc":
             continue                     # (as in mark-up: bools and ints carry no adjoint)
         active[i] = 1
