@@ -86,21 +86,18 @@ def _run_adds(path=None) -> int:
     return 0
 
 
-def _sessions(path):
-    """The program run twice, quietly: interning and simplification on (what wengert
-    emits) and off (plain AD).  None after reporting a mistake."""
+def _quiet_session(path, optimize):
+    """The program run quietly, with interning and simplification on (what wengert emits)
+    or off (plain AD).  None after reporting a mistake."""
     import io
     from .adds import AddsError, Session
-    runs = []
-    for optimize in (True, False):
-        session = Session(stdout=io.StringIO(), stderr=io.StringIO(), optimize=optimize)
-        try:
-            session.run_file(path)
-        except AddsError as e:
-            print(e, file=sys.stderr)
-            return None
-        runs.append(session)
-    return runs
+    session = Session(stdout=io.StringIO(), stderr=io.StringIO(), optimize=optimize)
+    try:
+        session.run_file(path)
+    except AddsError as e:
+        print(e, file=sys.stderr)
+        return None
+    return session
 
 
 def count_program(path, out=None, jacobian=False) -> int:
@@ -111,10 +108,10 @@ def count_program(path, out=None, jacobian=False) -> int:
     reverse mode and vertex elimination (seed 003), side by side."""
     from .codegen.count import count_ops, table
     out = out or sys.stdout
-    runs = _sessions(path)
-    if runs is None:
+    emitted = _quiet_session(path, True)
+    plain = None if emitted is None else _quiet_session(path, False)
+    if plain is None:
         return 1
-    emitted, plain = runs
     if not emitted.requests:
         print(f"{path}: no outcode or count statement, so nothing to count", file=out)
         return 0
@@ -147,10 +144,9 @@ def draw_program(path, output=None, out=None) -> int:
     import os
     from .codegen import draw
     out = out or sys.stdout
-    runs = _sessions(path)
-    if runs is None:
+    session = _quiet_session(path, True)    # (what wengert emits is what is drawn)
+    if session is None:
         return 1
-    session = runs[0]
     if session.requests:
         _, graph, outs, derived, _ = session.requests[-1]
     else:
