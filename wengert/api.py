@@ -220,6 +220,10 @@ class _Call:
         """Split a flat list (one per input leaf) into one pytree per differentiated arg."""
         out, k = [], 0
         for tree in self.in_trees:
+            if tree is _LEAF:            # (one number: a Jacobian's row has one per input)
+                out.append(values[k])
+                k += 1
+                continue
             n = tree.num_leaves
             out.append(unflatten(tree, values[k:k + n]))
             k += n
@@ -457,23 +461,35 @@ def _assemble(pieces, out_shape, in_shape, axis):
     return wnp.reshape(wnp.stack(pieces, axis=axis), out_shape + in_shape)
 
 
-def _jacobian(f, argnums, who, mode):
-    """jacfwd / jacrev (see them), with `who` naming the caller in error messages."""
+def _recorded(f, argnums, who):
+    """The front every Jacobian function shares, as a decorator for
+    ``finish(call, out_nodes, out_tree, single)``: the new function records f's call, hands
+    it to `finish`, and releases an eager graph of its own once finish has the result."""
     _check_fun(f, who)
     nums, single = _check_argnums(argnums, who)
     names = None
 
-    @functools.wraps(f)
-    def jac_f(*args, **kwargs):
-        nonlocal names
-        if names is None:
-            names = _param_names(f)
-        idx = _resolve_argnums(nums, len(args), who)
-        call = _Call(f, args, kwargs, idx, who, names)
-        out_nodes, out_tree = call.output_nodes(call.out, who)
-        jac = jacobian_by_sweeps(call, out_nodes, out_tree, single, mode)
-        call.done()
-        return jac
+    def decorate(finish):
+        @functools.wraps(f)
+        def wrapped(*args, **kwargs):
+            nonlocal names
+            if names is None:
+                names = _param_names(f)
+            idx = _resolve_argnums(nums, len(args), who)
+            call = _Call(f, args, kwargs, idx, who, names)
+            out_nodes, out_tree = call.output_nodes(call.out, who)
+            result = finish(call, out_nodes, out_tree, single)
+            call.done()
+            return result
+        return wrapped
+    return decorate
+
+
+def _jacobian(f, argnums, who, mode):
+    """jacfwd / jacrev (see them), with `who` naming the caller in error messages."""
+    @_recorded(f, argnums, who)
+    def jac_f(call, out_nodes, out_tree, single):
+        return jacobian_by_sweeps(call, out_nodes, out_tree, single, mode)
 
     return jac_f
 

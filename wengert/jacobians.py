@@ -21,18 +21,16 @@ The methods (see docs/jacobians.md):
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from .api import (_Call, _check_argnums, _check_fun, _param_names, _resolve_argnums, trace,
+from .api import (_check_argnums, _check_fun, _recorded, _resolve_argnums, trace,
                   jacobian_by_sweeps)
 from .ad.eliminate import eliminated_entries
 from .ad.sparse import sparsity, color_columns, color_rows, compressed
 from .codegen.count import count_ops
 from .graph.graph import Graph
 from .graph.node import Node
-from .tree import LEAF, flatten, unflatten
+from .tree import flatten, unflatten
 
 __all__ = ["jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph",
            "jacobian_costs", "format_costs"]
@@ -107,55 +105,12 @@ def jacobian_coordinates(graph, inputs, outputs, mode="auto", symbolic=False):
 # --------------------------------------------------------------------------------------
 # the public functions
 # --------------------------------------------------------------------------------------
-def _recorded(f, argnums, who):
-    """A function that records f's call as `wg.jacfwd` does and hands the call, its output
-    nodes and output structure to `finish`."""
-    _check_fun(f, who)
-    nums, single = _check_argnums(argnums, who)
-    names = []
-
-    def decorate(finish):
-        @functools.wraps(f)
-        def wrapped(*args, **kwargs):
-            if not names:
-                names.append(_param_names(f))
-            idx = _resolve_argnums(nums, len(args), who)
-            call = _Call(f, args, kwargs, idx, who, names[0])
-            out_nodes, out_tree = call.output_nodes(call.out, who)
-            return finish(call, out_nodes, out_tree, single)
-        return wrapped
-    return decorate
-
-
-def _splitter(call):
-    """call.split, with a fast path for arguments that are a leaf or a flat list or tuple
-    of leaves (a Jacobian row of a function of n scalars has n entries: that is most of
-    the time of a large eager Jacobian)."""
-    trees = call.in_trees
-    if not all(t.kind == LEAF or t.kind in ("list", "tuple")
-               and all(c.kind == LEAF for c in t.children) for t in trees):
-        return call.split
-
-    def split(values):
-        out, k = [], 0
-        for t in trees:
-            if t.kind == LEAF:
-                out.append(values[k])
-                k += 1
-            else:
-                n = len(t.children)
-                out.append(values[k:k + n] if t.kind == "list" else tuple(values[k:k + n]))
-                k += n
-        return out
-    return split
-
-
 def _layout(call, coords, out_nodes, out_tree, single):
     """The Jacobian in `wg.jacfwd`'s layout: f's output structure, each leaf holding the
     differentiated arguments' structure, blocks of shape out.shape + in.shape."""
     I, J, V = coords
     ins = call.inputs
-    split = _splitter(call)
+    split = call.split
     r0 = np.cumsum([0] + [o.size for o in out_nodes])
     c0 = np.cumsum([0] + [x.size for x in ins])
     if call.symbolic:
