@@ -129,13 +129,9 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
     top = max(live, default=-1)
     nodes = graph.nodes
     order = sorted(live)
-    # Mark up (Algorithm 3) over every value, comparisons too: `Graph.mark_up` follows
-    # only what carries derivatives, but a bool computed from an input is no parameter.
-    up = {n.index for n in inputs}
-    for i in order:
-        if any(a.index in up for a in nodes[i].args):
-            up.add(i)
-    up &= live
+    # (every value carries dependence here, comparisons too: a bool computed from an
+    # input is no parameter)
+    up = graph.mark_up(list(inputs), top, floats_only=False) & live if inputs else set()
     params = [i for i in order if i not in up]
     ins = [i for i in order if i in up]
 

@@ -358,16 +358,18 @@ class Graph:
                     marked[a.index] = 1
         return {i for i in range(start, top + 1) if marked[i]}
 
-    def mark_up(self, inputs, stop=None):
+    def mark_up(self, inputs, stop=None, floats_only=True):
         """Indices of the nodes that depend on the `inputs` (Algorithm 3), up to `stop`.
         One pass in creation order.  Dependence is carried by floating-point values only:
-        a comparison's bool result depends on nothing, as far as derivatives go."""
+        a comparison's bool result depends on nothing, as far as derivatives go.  With
+        ``floats_only=False`` it is carried by every value (what the emitter asks: a bool
+        computed from an input is no parameter)."""
         nodes = self.nodes
         stop = len(nodes) - 1 if stop is None else stop
-        marked = self._marked_up(inputs, stop)
+        marked = self._marked_up(inputs, stop, floats_only)
         return {i for i in range(len(marked)) if marked[i]}
 
-    def _marked_up(self, inputs, stop):
+    def _marked_up(self, inputs, stop, floats_only=True):
         """mark_up as a bytearray over indices 0..stop (1 = depends on the inputs)."""
         nodes = self.nodes
         marked = bytearray(stop + 1)
@@ -380,7 +382,7 @@ class Graph:
             node = nodes[i]
             for a in node.args:
                 if marked[a.index]:
-                    if node.dtype.kind in "fc":
+                    if not floats_only or node.dtype.kind in "fc":
                         marked[i] = 1
                     break
         return marked
