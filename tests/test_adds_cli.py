@@ -67,3 +67,16 @@ def test_help_documents_the_commands_and_the_language():
                  "operator", "adds> "):
         assert word in r.stdout
     assert wengert("demo").returncode == 0
+
+
+def test_only_count_and_draw_sessions_keep_their_requests():
+    # An interactive session must not hold every outcode statement's graph alive.
+    import io
+    from wengert.adds import Session
+    program = "f := x*x; outcode(x)f; clear; g := y+1; outcode(y)g;"
+    plain = Session(stdout=io.StringIO())
+    plain.execute(program)
+    assert plain.requests is None
+    kept = Session(stdout=io.StringIO(), keep_requests=True)
+    kept.execute(program)
+    assert [label for label, *_ in kept.requests] == ["outcode(X) F", "outcode(Y) G"]

@@ -91,7 +91,8 @@ def _quiet_session(path, optimize):
     or off (plain AD).  None after reporting a mistake."""
     import io
     from .adds import AddsError, Session
-    session = Session(stdout=io.StringIO(), stderr=io.StringIO(), optimize=optimize)
+    session = Session(stdout=io.StringIO(), stderr=io.StringIO(), optimize=optimize,
+                      keep_requests=True)
     try:
         session.run_file(path)
     except AddsError as e:

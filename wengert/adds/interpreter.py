@@ -43,7 +43,9 @@ class Session:
     """An ADDS session: run programs with `execute` (text) or `run_file` (a file).
 
     Output (``outcode``, ``count``, ``write``) goes to `stdout` unless an ``out`` statement
-    redirects it; ``on echo`` echoes statements to `stderr`.
+    redirects it; ``on echo`` echoes statements to `stderr`.  With ``keep_requests=True``
+    the session keeps each ``outcode``/``count`` statement's graph and outputs in
+    `requests` (what ``wengert count`` and ``wengert draw`` read).
 
     Example (seed 002's Example 1):
         >>> s = Session()
@@ -54,10 +56,12 @@ class Session:
         F := V0002*V0004+V0006/(1+V0004);
     """
 
-    def __init__(self, stdout=None, stderr=None, optimize=True):
+    def __init__(self, stdout=None, stderr=None, optimize=True, keep_requests=False):
         self.optimize = optimize        # False: plain AD, for column b of `wengert count`
-        self.requests = []              # (label, graph, outputs, derived, inputs) per
-        #                                 outcode/count statement
+        # (label, graph, outputs, derived, inputs) per outcode/count statement, for
+        # `wengert count` and `draw`; other sessions keep none (they would hold every graph
+        # of a long interactive session alive)
+        self.requests = [] if keep_requests else None
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
         self.out = None                 # None: self.stdout (looked up when written to)
@@ -254,9 +258,10 @@ class Session:
             value = self._variable(r)
             for i in np.ndindex(*value.shape):
                 outs.append((Symbol(name, at + tuple(j + 1 for j in i)), value[i]))
-        label = f"{kind}({','.join(_ref_text(r) for r in inputs.children if r is not None)}) " \
-            + ",".join(_ref_text(r) for r in outputs.children)
-        self.requests.append((label, self.graph, outs, frozenset(self.derived), list(xs)))
+        if self.requests is not None:
+            ins = ",".join(_ref_text(r) for r in inputs.children if r is not None)
+            label = f"{kind}({ins}) " + ",".join(_ref_text(r) for r in outputs.children)
+            self.requests.append((label, self.graph, outs, frozenset(self.derived), list(xs)))
         fmt = self.format
         if kind == "count":
             tally = count_ops(self.graph, [n for _, n in outs])
