@@ -7,7 +7,7 @@ operators on nodes build new nodes, so ordinary code written for floats traces i
 """
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from ..errors import ConcretizationError
 
@@ -64,7 +64,8 @@ class Node:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        # (math.prod, not NumPy's: sweeps and seedings ask this of every scalar node)
+        return math.prod(self.shape)
 
     @property
     def users(self) -> list:
