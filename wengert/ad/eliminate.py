@@ -59,13 +59,8 @@ def eliminate_vertex(G: EdgeGraph, j):
     """
     if G.log is not None:
         G.log.append(("eliminate", j))
-    preds = G.preds.pop(j)
-    succs = G.succs.pop(j)
-    del G.rank[j]
-    for i in preds:
-        del G.succs[i][j]
-    for k in succs:
-        del G.preds[k][j]
+    preds, succs = G.preds[j], G.succs[j]
+    G.remove_vertex(j)
     for i, c_ji in preds.items():
         out = G.succs[i]
         for k, c_kj in succs.items():
