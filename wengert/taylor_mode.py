@@ -78,8 +78,7 @@ def expand(f, primals, series, order, who="taylor"):
                      else np.broadcast_to(c, o.shape).copy())
             row.append(c)
         coefficients.append(row)
-    if not symbolic:
-        call.graph.release()        # numbers out: the recorded graph is done with
+    call.done()                     # numbers out: an eager graph is done with
     return coefficients, out_tree
 
 
