@@ -140,17 +140,16 @@ def _corners(x, k, s):
     of view (i, j) is position (i, j) of window (p, q).  Reducing over k*k views is much
     faster than reducing a sliding-window view over its two short trailing axes."""
     x = np.asarray(x)
-    ho, wo = (x.shape[2] - k) // s + 1, (x.shape[3] - k) // s + 1
+    ho, wo = _out_size(x.shape[2], k, s, 0), _out_size(x.shape[3], k, s, 0)
     for i in range(k):
         for j in range(k):
-            yield i * k + j, (slice(None), slice(None), slice(i, i + s * ho, s),
-                              slice(j, j + s * wo, s))
+            yield (slice(None), slice(None), slice(i, i + s * ho, s), slice(j, j + s * wo, s))
 
 
 def _max_pool_np(x, kernel, stride):
     x = np.asarray(x)
     best = None
-    for _, view in _corners(x, kernel, stride):
+    for view in _corners(x, kernel, stride):
         best = x[view] if best is None else np.maximum(best, x[view])
     return best
 
@@ -160,7 +159,7 @@ def _first_hits(x, y, k, s):
     corner already was (the first maximum wins a tie): seed 000's routing to one arg-max."""
     x = np.asarray(x)
     free = None                                   # windows whose maximum is still unplaced
-    for pos, view in _corners(x, k, s):
+    for view in _corners(x, k, s):
         hit = np.equal(x[view], y)
         if free is None:
             free = ~hit
@@ -173,13 +172,12 @@ def _first_hits(x, y, k, s):
 def _pool_scatter_np(g, x, y, kernel, stride):
     """Each window's cotangent goes to the window's arg-max (y is the pooled maximum)."""
     x, g = np.asarray(x), np.asarray(g)
+    out = np.zeros(x.shape, np.result_type(g, np.float64))
     if stride == kernel:
         # Windows do not overlap: every position gets its value once, by corner views.
-        out = np.zeros(x.shape, np.result_type(g, np.float64))
         for view, hit in _first_hits(x, y, kernel, stride):
             np.multiply(hit, g, out=out[view])
         return out
-    out = np.zeros(np.shape(x), np.result_type(g, np.float64))
     for view, hit in _first_hits(x, y, kernel, stride):
         out[view] += np.where(hit, g, 0.0)
     return out
