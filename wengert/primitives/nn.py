@@ -365,12 +365,18 @@ cross_entropy_grad = defprimitive("cross_entropy_grad", _cross_entropy_grad_np, 
                                   abstract_eval=_same_aval)
 cross_entropy_grad.decomposition = lambda logits, labels: (
     softmax(logits, axis=1) - one_hot(labels, classes=shape_of(logits)[1])) / shape_of(logits)[0]
+
+
+def _cross_entropy_grad_linear(v, logits):
+    """The derivative of cross_entropy_grad applied to v: its Jacobian is the softmax's
+    divided by N, symmetric, so it serves the JVP and the VJP alike."""
+    return _softmax_vjp(v, softmax(logits, axis=1), 1) / shape_of(logits)[0]
+
+
 cross_entropy_grad.defvjp(
-    lambda g, logits, labels, ans: _softmax_vjp(g, softmax(logits, axis=1), 1)
-    / shape_of(logits)[0],
-    None)
-cross_entropy_grad.defjvp(lambda ts, logits, labels, ans: _softmax_vjp(
-    ts[0], softmax(logits, axis=1), 1) / shape_of(logits)[0])
+    lambda g, logits, labels, ans: _cross_entropy_grad_linear(g, logits), None)
+cross_entropy_grad.defjvp(
+    lambda ts, logits, labels, ans: _cross_entropy_grad_linear(ts[0], logits))
 
 
 def _times(x, g):
