@@ -27,7 +27,7 @@ from .api import (_check_argnums, _check_fun, _recorded, _resolve_argnums, trace
                   jacobian_by_sweeps)
 from .ad.eliminate import eliminated_entries
 from .ad.sparse import sparsity, color_columns, color_rows, compressed
-from .codegen.count import count_ops
+from .codegen.count import count_ops, total
 from .graph.graph import Graph
 from .graph.node import Node
 from .tree import flatten, unflatten
@@ -352,7 +352,7 @@ def graph_jacobian_costs(graph, inputs, outputs, modes=("fwd", "rev", "eliminate
 
 
 def _with_total(counts):
-    return {**counts, "total": sum(counts.values())}
+    return {**counts, "total": total(counts)}
 
 
 def format_costs(costs) -> str:
