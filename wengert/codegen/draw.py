@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 from ..primitives.registry import CONST, INPUT
 from ..primitives import scalar as S
@@ -122,6 +121,7 @@ def render(dot_text, fmt="svg") -> bytes:
             "drawing needs Graphviz's dot program, which is not installed (Debian/Ubuntu: "
             "apt-get install graphviz; macOS: brew install graphviz; conda install "
             "graphviz).  The DOT text itself needs nothing: save it to a .dot file.")
+    import subprocess       # (here, not at the top: `import wengert` should not pay for it)
     result = subprocess.run([dot, f"-T{fmt}"], input=dot_text.encode(), capture_output=True)
     if result.returncode != 0:
         raise RuntimeError(f"dot failed: {result.stderr.decode(errors='replace')[-1000:]}")
