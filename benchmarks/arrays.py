@@ -19,6 +19,8 @@ Implementations:
               followed by block_until_ready
   numpy-hand  the forward pass and a backward pass written by hand in NumPy. This is the
               "AD adds nothing" baseline.
+  py-tape     (MLP only) the leanest eager tape of closures in plain Python, specialised
+              to this network: the floor for any AD that records in Python.
 
 The peers are optional. One that is not installed is skipped. Before timing, every
 gradient is checked against wengert's. Times are the median over repeats of the mean time
@@ -296,12 +298,95 @@ def make_numpy(work, data):
     return numpy.__version__, lambda: fn(params, x, y), list
 
 
+class _TapeValue:
+    """A value on `make_py_tape`'s tape: what it is, what it came from, and one pullback
+    per argument (None: the cotangent passes through unchanged, summed to the shape)."""
+    __slots__ = ("value", "args", "pullbacks")
+    __array_ufunc__ = None          # so that ndarray @ value calls our __rmatmul__
+
+    def __init__(self, value, args=(), pullbacks=None):
+        self.value, self.args, self.pullbacks = value, args, pullbacks
+
+
+def make_py_tape(work, data):
+    """The least an eager AD written in Python can cost on the MLP: a tape of closures,
+    as autograd keeps, specialised to the three operations and the loss of this one
+    network, with no graph, no checks and no pytrees. It is not a peer but a floor: the
+    distance from wengert to this row is the price of wengert's design, and the distance
+    from this row to numpy-hand is what recording in Python costs at all."""
+    if work != "mlp":
+        return None                 # (written for the MLP only)
+    tape = []
+
+    def unwrap(a):
+        return a.value if type(a) is _TapeValue else a
+
+    def record(value, args, pullbacks=None):
+        t = _TapeValue(value, args, pullbacks)
+        tape.append(t)
+        return t
+
+    def matmul(a, b):
+        av, bv = unwrap(a), unwrap(b)
+        return record(av @ bv, (a, b), (lambda g: g @ bv.T, lambda g: av.T @ g))
+
+    def add(a, b):
+        return record(unwrap(a) + unwrap(b), (a, b))
+
+    def tanh(a):
+        r = numpy.tanh(a.value)
+        return record(r, (a,), (lambda g: g * (1.0 - r * r),))
+
+    _TapeValue.__matmul__, _TapeValue.__rmatmul__ = matmul, lambda a, b: matmul(b, a)
+    _TapeValue.__add__ = add
+
+    def cross_entropy(logits, y):
+        z = logits.value
+        m = z.max(axis=1, keepdims=True)
+        e = numpy.exp(z - m)
+        s = e.sum(axis=1, keepdims=True)
+        rows = numpy.arange(len(y))
+        loss = (numpy.log(s).sum() + m.sum() - z[rows, y].sum()) / len(y)
+
+        def pullback(g):
+            p = e / s
+            p[rows, y] -= 1.0
+            return p * (g / len(y))
+        return record(loss, (logits,), (pullback,))
+
+    def grad(params, x, y):
+        tape.clear()
+        leaves = [_TapeValue(p) for p in params]        # (not on the tape: no rule)
+        out = cross_entropy(mlp_logits(leaves, x, tanh), y)
+        adjoint = {id(out): 1.0}
+        for t in reversed(tape):
+            g = adjoint.pop(id(t), None)
+            if g is None:
+                continue
+            for k, a in enumerate(t.args):
+                if type(a) is not _TapeValue:
+                    continue            # data
+                if t.pullbacks is None:  # add: sum the cotangent back over broadcasting
+                    c = g if a.value.shape == g.shape else g.sum(axis=0)
+                else:
+                    c = t.pullbacks[k](g)
+                prev = adjoint.get(id(a))
+                adjoint[id(a)] = c if prev is None else prev + c
+        grads = [adjoint[id(p)] for p in leaves]
+        tape.clear()
+        return grads
+
+    params, x, y = data
+    return "-", lambda: grad(params, x, y), list
+
+
 IMPLS = {
     "wengert": make_wengert,
     "autograd": make_autograd,
     "torch": make_torch,
     "jax-jit": make_jax,
     "numpy-hand": make_numpy,
+    "py-tape": make_py_tape,
 }
 
 
@@ -329,12 +414,16 @@ def run_workload(work, repeats, min_time, check_goals=True):
     results, fns, outs = {}, {}, {}
     for name, make in IMPLS.items():
         try:
-            ver, fn, to_numpy = make(work, data)
+            made = make(work, data)
         except ImportError:
             if name == "wengert":
                 raise  # the reference itself must be present
             results[name] = {"skipped": "not installed"}
             continue
+        if made is None:
+            results[name] = {"skipped": f"not written for the {work.upper()}"}
+            continue
+        ver, fn, to_numpy = made
         fns[name] = fn
         outs[name] = to_numpy(fn())  # the first call also compiles jax-jit
         results[name] = {"version": ver}
@@ -351,7 +440,7 @@ def run_workload(work, repeats, min_time, check_goals=True):
           f" {'faults/grad':>12}")
     for name, r in results.items():
         if "ms" not in r:
-            print(f"{name:<11} skipped (not installed)")
+            print(f"{name:<11} skipped ({r['skipped']})")
             continue
         r["vs_wengert"] = paired_ratio(times, name, "wengert")
         r["vs_numpy_hand"] = paired_ratio(times, name, "numpy-hand")
