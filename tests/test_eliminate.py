@@ -234,6 +234,26 @@ def test_eliminate_matches_finite_differences():
             assert_close(J[i], fd, rtol=1e-5, atol=1e-6)
 
 
+def test_markowitz_order_is_the_cheapest_vertex_at_every_step():
+    """The heap keeps keys current as neighbours change: its order must be the plain
+    definition, recomputing every remaining vertex's key before each step."""
+    from wengert.ad.eliminate import _markowitz, eliminate_vertex
+    for seed, n, m in CASES[:40]:
+        g = wg.trace(random_function(seed, n, m, steps=30), *([0.5] * n))
+        G = linearize(g, g.inputs, g.outputs)
+        H = G.copy()
+        H.log = []
+        eliminate(H, H.intermediates())
+        expected, todo, ref = [], set(G.intermediates()), G.copy()
+        while todo:
+            v = min(todo, key=lambda v: (_markowitz(ref, v), ref.rank[v]))
+            expected.append(("eliminate", v))
+            eliminate_vertex(ref, v)
+            todo.discard(v)
+        assert H.log == expected
+        assert set(H.edges()) == set(ref.edges())
+
+
 def test_elimination_never_costs_more_than_forward_or_reverse():
     rng = np.random.default_rng(3)
     for seed, n, m in CASES[:30]:

@@ -94,27 +94,29 @@ def eliminate(G: EdgeGraph, vertices, order="markowitz"):
     if order != "markowitz":
         raise ValueError(f"elimination order must be 'forward', 'reverse' or 'markowitz', "
                          f"got {order!r}")
-    todo = set(vertices)
-    seq = itertools.count()     # keeps heap entries from ever comparing vertices
+    # A heap of (key, rank, sequence number, vertex). Eliminating v changes the keys of its
+    # neighbours only, and each of them gets a fresh entry then; `latest` holds the
+    # sequence number of each vertex's current entry, so the superseded ones are dropped
+    # as they come up (the sequence numbers also keep entries from comparing vertices).
+    seq = itertools.count()
+    latest = {}
 
     def entry(v):
-        return (_markowitz(G, v), rank[v], next(seq), v)
+        n = latest[v] = next(seq)
+        return (_markowitz(G, v), rank[v], n, v)
 
-    heap = [entry(v) for v in todo]
+    heap = [entry(v) for v in vertices]
     heapq.heapify(heap)
     while heap:
-        key, _, _, v = heapq.heappop(heap)
-        if v not in todo:
-            continue
-        if key != _markowitz(G, v):
-            heapq.heappush(heap, entry(v))          # stale: it changed since
-            continue
+        _, _, n, v = heapq.heappop(heap)
+        if latest.get(v) != n:
+            continue                                # superseded, or eliminated already
+        del latest[v]
         around = list(G.preds[v]) + list(G.succs[v])
         eliminate_vertex(G, v)
-        todo.discard(v)
         for w in around:
-            if w in todo:
-                heapq.heappush(heap, entry(w))      # degrees changed: a fresh key
+            if w in latest:
+                heapq.heappush(heap, entry(w))      # its degrees changed: a fresh key
 
 
 def _markowitz(G, v):
