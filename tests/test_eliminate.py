@@ -254,6 +254,26 @@ def test_markowitz_order_is_the_cheapest_vertex_at_every_step():
         assert set(H.edges()) == set(ref.edges())
 
 
+def test_eliminated_entries_with_each_named_strategy():
+    from wengert.ad.eliminate import STRATEGIES
+    rng = np.random.default_rng(4)
+    for seed, n, m in CASES[:15]:
+        f = random_function(seed, n, m)
+        x = tuple(rng.uniform(-1, 1, n))
+        expected = np.array(wg.jacfwd(f, argnums=tuple(range(n)))(*x)).reshape(m, n)
+        g = wg.trace(f, *x, abstract=False)
+        for name in STRATEGIES:
+            numeric = eliminated_entries(g, g.inputs, g.outputs, symbolic=False, strategy=name)
+            symbolic = eliminated_entries(g, g.inputs, g.outputs, strategy=name)
+            for entries in (numeric, {k: wg.value(v) for k, v in symbolic.items()}):
+                got = np.zeros((m, n))
+                for (i, j), v in entries.items():
+                    got[i, j] = v
+                assert_close(got, expected, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="unknown elimination strategy 'nope'.*markowitz"):
+        eliminated_entries(g, g.inputs, g.outputs, strategy="nope")
+
+
 def test_elimination_never_costs_more_than_forward_or_reverse():
     rng = np.random.default_rng(3)
     for seed, n, m in CASES[:30]:

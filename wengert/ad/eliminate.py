@@ -285,6 +285,10 @@ def estimate(G: EdgeGraph, strategies=None, doms=None, logs=None) -> dict:
         >>> est["forward"], est["reverse"], est["umbrellas"]
         ({'mul': 4, 'add': 0}, {'mul': 3, 'add': 0}, {'mul': 3, 'add': 0})
     """
+    for name in strategies or ():
+        if name not in STRATEGIES:
+            raise ValueError(f"unknown elimination strategy {name!r}; the strategies are "
+                             f"{', '.join(STRATEGIES)}")
     doms = doms or _post_dominators(G)
     out = {}
     for name in strategies or STRATEGIES:
@@ -309,8 +313,8 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     """The Jacobian of `outputs` with respect to `inputs` (scalar nodes of `graph`) by
     vertex elimination, as ``{(row, column): entry}`` for the entries that are not zero.
 
-    The strategy is the cheapest by `choose` (or `strategy`, a name in `STRATEGIES`),
-    replayed on the real labels.  With ``symbolic=False`` the entries are numbers,
+    The strategy is the cheapest by `choose` (or `strategy`, a name in `STRATEGIES`,
+    used as it is), replayed on the real labels.  With ``symbolic=False`` the entries are numbers,
     computed from the values the graph holds.  With ``symbolic=True`` they are nodes of
     `graph` (or floats): the Jacobian is a graph.  Then the strategies that the token
     count puts close to the best are all built for real, and the one whose entries need
