@@ -27,7 +27,7 @@ import numpy as np
 from .api import _check_fun, _param_names, trace
 from .codegen import python as py
 from .codegen.count import count_ops
-from .codegen.scalarize import scalarize
+from .codegen.scalarize import not_float, scalarize
 
 # Rough costs on CPython: an arithmetic operation on floats, and a NumPy call on small
 # arrays plus its cost per element.  They decide between the float and NumPy flavours.
@@ -175,7 +175,7 @@ class _Dispatcher:
         params = list(zip(self.arg_names, specs))
         backend = self.backend
         scalar = None
-        if backend != "numpy" and _floating(graph):
+        if backend != "numpy" and not_float(graph.live_nodes()) is None:
             scalar = (scalarize(graph) if backend == "python" else
                       scalarize(graph, 10 ** 7, 10 ** 6))
             if backend == "python" and scalar is not None and not _faster(scalar, graph):
@@ -227,16 +227,10 @@ def _faster(scalar, graph) -> bool:
     return sum(1 for n in scalar.graph.live_nodes() if n.args) * FLOAT_OP_S <= numpy_s
 
 
-def _floating(graph) -> bool:
-    """Whether every value is a float64 or a bool: the values Python floats and C doubles
-    represent exactly as NumPy does."""
-    return all(n.dtype == np.float64 or n.dtype.kind == "b" for n in graph.live_nodes())
-
-
 def _why_not_scalar(graph) -> str:
-    for n in graph.live_nodes():
-        if not (n.dtype == np.float64 or n.dtype.kind == "b"):
-            return f"a value of dtype {n.dtype}"
+    odd = not_float(graph.live_nodes())
+    if odd is not None:
+        return f"a value of dtype {odd.dtype}"
     return "large arrays or a primitive that has no element-by-element form"
 
 

@@ -222,10 +222,9 @@ def source_of(d, entry) -> str:
     """The C source of a compiled function's current entry."""
     if entry.flavour == "c":
         return entry.source
-    from .scalarize import scalarize
+    from .scalarize import not_float, scalarize
     scalar = scalarize(entry.graph, 10 ** 6)
-    if scalar is None or not all(n.dtype == np.float64 or n.dtype.kind == "b"
-                                 for n in scalar.graph.nodes):
+    if scalar is None or not_float(scalar.graph.nodes) is not None:
         raise ValueError("code('c'): C is written for graphs of float64 scalars or small "
                          "arrays; this graph has other values or primitives")
     return function_source(scalar, c_name(d.fn_name))

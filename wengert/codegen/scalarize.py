@@ -43,6 +43,16 @@ class Scalarized:
         self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
 
 
+def not_float(nodes):
+    """The first of `nodes` whose dtype is neither float64 nor bool (None if there is
+    none): float code (Python floats, C doubles) represents exactly those two as NumPy
+    does."""
+    for n in nodes:
+        if not (n.dtype == np.float64 or n.dtype.kind == "b"):
+            return n
+    return None
+
+
 def elementwise(op) -> bool:
     """Whether a primitive acts element by element: declared with partial derivatives and
     the broadcasting shape rule (the scalar primitives, relu, select), or a user's
