@@ -166,10 +166,13 @@ def test_pytrees_in_and_out():
 # ---- coverage and errors ----------------------------------------------------------------------
 def test_every_differentiable_builtin_primitive_has_a_taylor_rule():
     from wengert.ad.taylor import FIRST_ORDER_ONLY
+    # (a fused primitive's rule comes from its decomposition, made when first asked for,
+    # so whether it is in RULES yet depends on which tests ran before)
     missing = [name for name, p in REGISTRY.items()
                if p.builtin and (p.partials is not None or p.jvp is not None
                                  or p.vjp is not None or p.vjps is not None)
                and p.dtype_rule != "bool" and not p.linear and p not in RULES
+               and p.decomposition is None
                and p not in FIRST_ORDER_ONLY and any(x is not None for x in (p.partials or [1]))]
     assert not missing, f"primitives without a Taylor rule: {missing}"
 
