@@ -109,6 +109,23 @@ def _primal_leaf(x, where, who):
 _LEAF_NAMES: dict = {}
 
 
+def direction_leaves(point, direction, name, noun, who):
+    """The leaves of `direction` (a tangent at `point`, called `name` in messages), as
+    floats and float arrays, after checking that it has the point's structure and shapes.
+    Forward mode and Taylor mode take their directions so."""
+    p_leaves, p_tree = flatten(point)
+    d_leaves, d_tree = flatten(direction)
+    if p_tree != d_tree:
+        raise ValueError(f"{who}: {name} has structure {p_tree} but its {noun} has {d_tree}")
+    out = []
+    for a, b in zip(p_leaves, d_leaves):
+        if aval(a)[0] != aval(b)[0]:
+            raise ValueError(f"{who}: {name} has shape {aval(a)[0]} but its {noun} has "
+                             f"shape {aval(b)[0]}")
+        out.append(b if type(b) is Node else _primal_leaf(b, f"the {noun} of {name}", who))
+    return out
+
+
 def _leaf_names(name, n):
     """The labels of an argument's n leaves: ``x``, or ``x_0, x_1, ...``.  Remembered:
     every eager gradient names its inputs."""
@@ -417,16 +434,7 @@ def jvp(f, primals, tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     t_leaves = []
     for i, (p, t) in enumerate(zip(primals, tangents)):
-        pl, pt = flatten(p)
-        tl, tt = flatten(t)
-        if pt != tt:
-            raise ValueError(f"jvp: primal {i} has structure {pt} but its tangent has {tt}")
-        for a, b in zip(pl, tl):
-            if aval(a)[0] != aval(b)[0]:
-                raise ValueError(f"jvp: primal {i} has shape {aval(a)[0]} but its tangent "
-                                 f"has shape {aval(b)[0]}")
-        t_leaves += [b if type(b) is Node else _primal_leaf(b, f"tangent {i}", "jvp")
-                     for b in tl]
+        t_leaves += direction_leaves(p, t, f"primal {i}", "tangent", "jvp")
     call = _Call(f, tuple(primals), {}, range(len(primals)), "jvp", _param_names(f))
     out_nodes, out_tree = call.output_nodes(call.out, "jvp")
     plan = call.graph.between(call.inputs, out_nodes)

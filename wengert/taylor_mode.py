@@ -24,12 +24,11 @@ import math
 import numpy as np
 
 from .ad.taylor import taylor as _sweep
-from .api import _Call, _check_fun, _param_names, _primal_leaf
+from .api import _Call, _check_fun, _param_names, direction_leaves
 from .graph.graph import aval
-from .graph.node import Node
 from .primitives.registry import shape_of
 from .primitives.shape import broadcast_to
-from .tree import flatten, tree_map, unflatten
+from .tree import tree_map, unflatten
 
 __all__ = ["taylor", "derivatives"]
 
@@ -105,18 +104,8 @@ def taylor(f, x, v, order):
     """
     _check_fun(f, "taylor")
     order = _check_order(order, "taylor")
-    x_leaves, x_tree = flatten(x)
-    v_leaves, v_tree = flatten(v)
-    if v_tree != x_tree:
-        raise ValueError(f"taylor: the point has structure {x_tree} but the direction has "
-                         f"{v_tree}")
-    series = []
-    for a, b in zip(x_leaves, v_leaves):
-        if aval(a)[0] != aval(b)[0]:
-            raise ValueError(f"taylor: a leaf of the point has shape {aval(a)[0]} but its "
-                             f"direction has shape {aval(b)[0]}")
-        b = b if type(b) is Node else _primal_leaf(b, "the direction", "taylor")
-        series.append([b] + [None] * (order - 1) if order else [])
+    series = [[b] + [None] * (order - 1) if order else []
+              for b in direction_leaves(x, v, "the point", "direction", "taylor")]
     coefficients, out_tree = expand(f, (x,), series, order)
     return [unflatten(out_tree, row) for row in coefficients]
 
