@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import builtins
+import math as _math
 
 import numpy as _np
 
@@ -147,7 +148,7 @@ def mean(a, axis=None, keepdims=False):
     if type(a) is not Node:
         return _np.mean(a, axis=axis, keepdims=keepdims)
     axes = _norm_axis(axis, a.ndim, "mean")
-    n = a.size if axes is None else int(_np.prod([a.shape[i] for i in axes]))
+    n = a.size if axes is None else _math.prod([a.shape[i] for i in axes])
     return sum(a, axis=axes, keepdims=keepdims) / n
 
 
@@ -156,7 +157,7 @@ def var(a, axis=None, ddof=0, keepdims=False):
     if type(a) is not Node:
         return _np.var(a, axis=axis, ddof=ddof, keepdims=keepdims)
     axes = _norm_axis(axis, a.ndim, "var")
-    n = a.size if axes is None else int(_np.prod([a.shape[i] for i in axes]))
+    n = a.size if axes is None else _math.prod([a.shape[i] for i in axes])
     d = a - mean(a, axis=axes, keepdims=True)
     return sum(d * d, axis=axes, keepdims=keepdims) / (n - ddof)
 
@@ -573,7 +574,7 @@ def ndim(a):
 
 
 def size(a):
-    return int(_np.prod(_shape(a)))
+    return _math.prod(_shape(a))
 
 
 from . import linalg  # noqa: E402
