@@ -98,6 +98,13 @@ CASES = {
                 [r(2, 3, 3) + 3 * numpy.eye(3)]),
     "solve vec": (lambda a, b: np.linalg.solve(a, b), [r(3, 3) + 3 * numpy.eye(3), r(3)]),
     "solve mat": (lambda a, b: np.linalg.solve(a, b), [r(3, 3) + 3 * numpy.eye(3), r(3, 2)]),
+    # batch dimensions broadcast, and each cotangent is summed back to its argument's shape
+    "solve batched vec": (lambda a, b: np.linalg.solve(a, b),
+                          [r(2, 3, 3) + 3 * numpy.eye(3), r(3)]),
+    "solve broadcast b": (lambda a, b: np.linalg.solve(a, b),
+                          [r(3, 3) + 3 * numpy.eye(3), r(2, 3, 1)]),
+    "solve broadcast both": (lambda a, b: np.linalg.solve(a, b),
+                             [r(2, 1, 3, 3) + 3 * numpy.eye(3), r(4, 3, 2)]),
     "cholesky": (lambda a: np.linalg.cholesky(a @ a.T + 3 * numpy.eye(3)), [r(3, 3)]),
     "norm": (lambda x, m: np.linalg.norm(x) + np.linalg.norm(x, 1) + np.linalg.norm(x, 3)
              + np.linalg.norm(x, np.inf) + np.linalg.norm(m, "fro") + np.linalg.norm(m, 1)
@@ -198,6 +205,9 @@ def test_shape_errors_name_both_shapes():
         wg.trace(lambda x, y: x + y, r(2, 3), r(4))
     with pytest.raises(numpy.exceptions.AxisError, match="axis 2"):
         wg.grad(lambda x: np.sum(x, axis=2))(r(3, 4))
+    # solve reads a 2-D b as matrices, as NumPy 2 does, even against a batch of A
+    with pytest.raises(ValueError, match=r"solve: a of shape \(2, 3, 3\) and b of shape \(2, 3\)"):
+        wg.grad(lambda a: np.sum(np.linalg.solve(a, numpy.ones((2, 3)))))(r(2, 3, 3))
 
 
 def test_abstract_tracing_of_array_code():

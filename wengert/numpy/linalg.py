@@ -59,7 +59,14 @@ def solve(a, b):
         return _np.linalg.solve(a, b)
     _square(a, "solve")
     sa, sb = _shape(a), _shape(b)
-    if not (sb[-1:] == sa[-1:] and len(sb) == len(sa) - 1) and sb[-2:-1] != sa[-1:]:
+    # b is one vector if it is 1-D, else a stack of matrices (NumPy 2's reading)
+    fits = sb == sa[-1:] if len(sb) == 1 else len(sb) >= 2 and sb[-2] == sa[-1]
+    if fits and len(sb) > 1:
+        try:
+            _np.broadcast_shapes(sa[:-2], sb[:-2])
+        except ValueError:
+            fits = False
+    if not fits:
         raise ValueError(f"solve: a of shape {sa} and b of shape {sb} do not match")
     return L.solve(a, b)
 

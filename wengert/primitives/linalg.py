@@ -16,6 +16,7 @@ import numpy as np
 
 from .registry import defprimitive, shape_of
 from .array import matmul, swapaxes, sum as _sum, tril, reshape
+from .shape import sum_to
 
 
 def _same(args, params):
@@ -27,7 +28,9 @@ def _batch_scalar(args, params):
 
 
 def _solve_aval(args, params):
-    return args[1].shape, np.result_type(args[0].dtype, args[1].dtype, np.float64)
+    a, b = args[0].shape, args[1].shape
+    shape = a[:-1] if len(b) == 1 else np.broadcast_shapes(a[:-2], b[:-2]) + b[-2:]
+    return shape, np.result_type(args[0].dtype, args[1].dtype, np.float64)
 
 
 def _T(x):
@@ -67,36 +70,43 @@ def _solve_np(a, b):
     return np.linalg.solve(a, b)
 
 
-def _as_matrix(b, a):
-    """A right-hand side that is a vector (one fewer dimension than A) as a column."""
-    return len(shape_of(b)) == len(shape_of(a)) - 1
+def _vector(b):
+    """Whether solve reads b as one vector, not as matrices: as NumPy 2 does, only when b
+    is 1-D. Its rules then work on the vector as a column."""
+    return len(shape_of(b)) == 1
+
+
+def _col(v):
+    return reshape(v, shape=shape_of(v) + (1,))
+
+
+def _uncol(x):
+    return reshape(x, shape=shape_of(x)[:-1])
 
 
 solve = _lin("solve", _solve_np, _solve_aval)
 
 
+# Batch dimensions broadcast between A and b, so each cotangent is summed back to its own
+# argument's shape.
 @solve.defvjp
 def _(g, a, b, ans):
-    gb = solve(_T(a), g)
-    if _as_matrix(b, a):
-        ga = -matmul(reshape(gb, shape=shape_of(gb) + (1,)),
-                     reshape(ans, shape=shape_of(ans)[:-1] + (1,) + shape_of(ans)[-1:]))
+    if _vector(b):
+        gb = _uncol(solve(_T(a), _col(g)))
+        ga = -matmul(_col(gb), reshape(ans, shape=shape_of(ans)[:-1] + (1,) + shape_of(ans)[-1:]))
     else:
+        gb = solve(_T(a), g)
         ga = -matmul(gb, _T(ans))
-    return ga, gb
+    return sum_to(ga, shape=shape_of(a)), sum_to(gb, shape=shape_of(b))
 
 
 @solve.defjvp
 def _(ts, a, b, ans):
-    rhs = ts[1] if ts[1] is not None else 0.0 * b
+    rhs = ts[1]
     if ts[0] is not None:
-        if _as_matrix(b, a):
-            ax = reshape(matmul(ts[0], reshape(ans, shape=shape_of(ans) + (1,))),
-                         shape=shape_of(ans))
-        else:
-            ax = matmul(ts[0], ans)
-        rhs = rhs - ax
-    return solve(a, rhs)
+        ax = _uncol(matmul(ts[0], _col(ans))) if _vector(b) else matmul(ts[0], ans)
+        rhs = -ax if rhs is None else rhs - ax
+    return _uncol(solve(a, _col(rhs))) if _vector(b) else solve(a, rhs)
 
 
 def _phi(x):
