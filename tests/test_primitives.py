@@ -133,6 +133,32 @@ def test_real_power_of_a_negative_base_is_nan_as_numpy():
         assert math.isnan(np.power(-8.0, 1 / 3))
 
 
+def test_power_of_a_zero_base_has_zero_derivative_in_the_exponent():
+    # 0**y = 0 for every y > 0: every derivative in y is 0 there (the formula x**y log x
+    # would give 0 * -inf = nan), in every mode, as JAX and autograd give
+    import wengert.numpy as wnp
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)        # no log(0) on the way
+        for y in (0.5, 2.0, 3.5):
+            f = lambda y: 0.0 ** y + 2.0 ** y
+            expected = [2.0 ** y * math.log(2.0) ** k for k in (1, 2)]
+            assert_close(fd_gradient(f, (y,))[0], expected[0], rtol=1e-6)
+            assert_close(wg.grad(f)(y), expected[0], rtol=1e-12)
+            assert_close(wg.jvp(f, (y,), (1.0,))[1], expected[0], rtol=1e-12)
+            assert_close(wg.grad(wg.grad(f))(y), expected[1], rtol=1e-12)
+            assert_close(wg.compile(wg.grad(f), y)(y), expected[0], rtol=1e-12)
+            assert_close(wg.taylor(f, y, 1.0, order=2)[2], expected[1] / 2, rtol=1e-12)
+        g = wg.grad(lambda v: wnp.sum(v ** (v + 1.5)))(np.array([0.0, 2.0]))
+        assert g[0] == 0.0 and np.isfinite(g[1])
+
+
+def test_adds_keeps_the_plain_formula_for_a_power_in_its_exponent():
+    # ADDS's language has no conditional: its derivative code is x**y log x as written
+    from adds_util import run
+    _, out = run("f := x**y; g := dfd(f, vec(x,y)); outcode(x,y) g;")
+    assert "G[2] := X**Y*LOG(X);" in out
+
+
 def test_select_routes_derivatives():
     f = lambda x, y: wg.select(x < y, x * x, 3 * y)
     assert wg.grad(f, argnums=(0, 1))(1.0, 2.0) == (2.0, 0.0)

@@ -227,7 +227,7 @@ def _pow(x, y, ans, order):
     """x^y: a power rule for a constant exponent; exp(y·log x) when y varies."""
     if all(c is None for c in y[1:]):
         return _power(x, ans, y[0], order)
-    lx = _log(x, P.log(x[0]), order)
+    lx = _log(x, P.pow_log(x[0]), order)
     return _exp(cauchy(y, lx, order, y[0] * lx[0]), ans, order)
 
 

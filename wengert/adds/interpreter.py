@@ -74,7 +74,7 @@ class Session:
 
     def clear(self) -> None:
         """Empty the graph and forget variables and operators (the ``clear`` statement)."""
-        self.graph = Graph(optimize=self.optimize)
+        self.graph = Graph(optimize=self.optimize, straight_line=True)
         self.derived = set()            # nodes made by derivative operators (dfd, err, ...)
         self.variables = {}             # name -> object array of nodes
         self.operators = {}             # name -> derivatives.Operator
@@ -280,7 +280,7 @@ class Session:
         """Rebuild the graph with only the nodes the variables still need."""
         old = self.graph
         roots = T.flat(list(self.variables.values()))
-        new = Graph(optimize=self.optimize)
+        new = Graph(optimize=self.optimize, straight_line=True)
         new_of, symbols = {}, {}
         for i in sorted(old.mark_down(roots)) if roots else ():
             node = old.nodes[i]

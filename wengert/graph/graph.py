@@ -128,6 +128,9 @@ class Graph:
         nodes: every node, ``nodes[i].index == i``.
         inputs, outputs: the nodes a traced function reads and returns (set by `wg.trace`).
         optimize: whether interning and simplification are on (see `wg.options`).
+        straight_line: derivative rules must not build conditionals (`select`) in it:
+            ADDS's language and FORTRAN 77, which its programs are emitted in, have no
+            conditional expression.  A rule then uses its plain formula (see `pow`).
 
     A graph returned by `wg.trace` is callable: ``graph(*args)`` evaluates it.  ``str(graph)``
     prints the part the outputs need as SSA text.
@@ -145,9 +148,10 @@ class Graph:
         6.909297426825682
     """
 
-    def __init__(self, optimize=None):
+    def __init__(self, optimize=None, straight_line=False):
         self.nodes: list[Node] = []
         self.optimize = optimizing() if optimize is None else bool(optimize)
+        self.straight_line = straight_line
         self._table = {}          # (op, params, *arg indices) -> node: Algorithm 1
         self._consts = {}         # constant key -> node: ADDS's *numlist*
         self.inputs: list[Node] = []
@@ -489,7 +493,7 @@ class Graph:
         rebuilt through `apply` so that nodes which differed only through a copy are
         interned into one.  Copies matter only while derivatives are being taken (they keep
         nested perturbations apart); a finished graph is simpler without them."""
-        new = Graph(optimize=self.optimize)
+        new = Graph(optimize=self.optimize, straight_line=self.straight_line)
         new_of = {}
         for node in self.inputs:
             v = node.value if node.value is not None else ShapeDtype(node.shape, node.dtype)

@@ -90,7 +90,19 @@ mul.defpartials(lambda x, y, ans: y, lambda x, y, ans: x)
 div.defpartials(lambda x, y, ans: 1 / y, lambda x, y, ans: -ans / y)
 neg.defpartials(-1.0)
 powi.defpartials(lambda x, ans, n: n * powi(x, n=n - 1))
-pow.defpartials(lambda x, y, ans: y * pow(x, y - 1), lambda x, y, ans: log(x) * ans)
+
+
+def pow_log(x):
+    """log x, as the derivative of x**y in y uses it (x**y log x).  At x = 0 the product
+    would be 0 · -inf = nan, yet 0**y = 0 for every y > 0, so its derivative there is 0:
+    log reads 1 in place of 0 (as in JAX and autograd).  A straight-line graph (ADDS) has
+    no conditional to write that with and keeps the plain log."""
+    if type(x) is Node and x.graph.straight_line:
+        return log(x)
+    return log(select(eq(x, 0.0), 1.0, x))
+
+
+pow.defpartials(lambda x, y, ans: y * pow(x, y - 1), lambda x, y, ans: pow_log(x) * ans)
 
 # ---- elementary functions ----------------------------------------------------------------
 sqrt = _scalar("sqrt", np.sqrt, math.sqrt)
