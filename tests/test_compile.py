@@ -238,6 +238,27 @@ def test_compile_a_graph():
     assert c(2.0, 5.0) == 11.0
 
 
+def test_a_compiled_graph_refuses_other_shapes_clearly():
+    c = wg.compile(wg.trace(lambda x: x * x * x, numpy.ones(2)))
+    assert list(c(numpy.full(2, 2.0))) == [8.0, 8.0]
+    for other in (numpy.ones(3), 1.0):
+        with pytest.raises(ValueError, match=r"traced with \(float64\[2\]\), got"):
+            c(other)
+
+
+def test_a_trace_inside_a_transformation_refuses_a_closed_over_traced_value():
+    # as a constant of the inner trace, `a` would lose its derivative: the result would be
+    # a silent 0 where 4.0 is right
+    for inner in (lambda a: wg.compile(lambda x: a * x * x, 1.0)(2.0),
+                  lambda a: wg.trace(lambda x: a * x * x, 1.0)(2.0),
+                  lambda a: wg.jacobian_graph(lambda y: a * y ** 3, 2.0)(2.0)):
+        with pytest.raises(ValueError, match="enclosing transformation.*as an argument"):
+            wg.grad(inner)(3.0)
+    # passed as an argument it differentiates; a constant may still be closed over
+    assert wg.grad(lambda a: wg.compile(lambda a, x: a * x * x)(a, 2.0))(3.0) == 4.0
+    assert wg.grad(lambda a: wg.trace(lambda x: 2.0 * x, 1.0)(a))(3.0) == 2.0
+
+
 def test_count_and_plain_count():
     c = wg.compile(wg.value_and_grad(lambda x: wm.exp(x) * wm.exp(x) + wm.exp(x)), 1.0)
     counts = c.count()

@@ -158,6 +158,13 @@ class _Dispatcher:
 
     def trace(self, canon, optimize=True):
         if isinstance(self.f, Graph):
+            got = [aval(x) for x in flatten(canon)[0]]
+            want = [(n.shape, n.dtype) for n in self.f.inputs]
+            if got != want:
+                show = lambda avals: ", ".join(f"{d}{list(s)}" for s, d in avals)
+                raise ValueError(f"a compiled graph runs on the shapes and dtypes it was "
+                                 f"traced with ({show(want)}), got ({show(got)}); trace "
+                                 "the function again, or compile the function itself")
             return self.f
         dyn = [_abstract(x) for x in self.dynamic(canon)]
         with options(optimize=optimize):

@@ -25,7 +25,7 @@ import numpy as np
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
 from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
 from ..primitives.registry import shape_of as _shape_of, _canonical_scalar
-from .active import optimizing
+from .active import is_recording, optimizing
 from .node import Node, _type_str
 
 F64 = np.dtype(np.float64)
@@ -207,6 +207,14 @@ class Graph:
         if type(x) is Node:
             if x.graph is self:
                 return x
+            if x.op is not _CONST and is_recording(x.graph):
+                # An enclosing transformation's value: as a constant here its derivative
+                # would silently be lost.
+                raise ValueError(
+                    f"traced value {x.label()} of an enclosing transformation is used in a "
+                    "separate trace (wg.trace, wg.compile, wg.jacobian_graph ...), where it "
+                    "would be a constant and its derivative would be lost; pass it to the "
+                    "traced function as an argument instead of closing over it")
             if x.value is None:
                 raise ValueError(
                     f"traced value {x.label()} belongs to another trace that has no values; "
