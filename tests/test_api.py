@@ -407,3 +407,42 @@ def test_pytrees_round_trip_and_refuse_the_wrong_number_of_leaves():
         with pytest.raises(ValueError, match="too few leaves"):
             unflatten(d, leaves[:-1])
     assert flatten([1.0, 2.0])[1].flat and not flatten([1.0, [2.0]])[1].flat
+
+
+def test_gradients_come_back_in_the_dtype_of_their_argument():
+    import wengert.numpy as wnp
+    x32 = np.linspace(0.5, 1.5, 4).astype(np.float32)
+    losses = [lambda x: wnp.sum(x * x), lambda x: x[0] * 2, lambda x: wnp.mean(x),
+              lambda x: wnp.max(x), lambda x: wnp.logsumexp(x),
+              lambda x: wnp.sum(wnp.linalg.inv(wnp.reshape(x, (2, 2)) + 2 * np.eye(2)))]
+    for k, f in enumerate(losses):
+        g = wg.grad(f)(x32)
+        assert g.dtype == np.float32
+        assert_close(g, wg.grad(f)(x32.astype(np.float64)), rtol=1e-5)
+        assert wg.vjp(f, x32)[1](np.float32(1.0))[0].dtype == np.float32
+        if k < 3:     # compiled code keeps the precision its graph computes in
+            assert wg.compile(wg.grad(f), x32)(x32).dtype == np.float32
+    assert type(wg.grad(lambda x: x * x)(np.float32(2.0))) is np.float32
+    assert type(wg.grad(lambda x: x * x)(2.0)) is float
+
+
+def test_grad_refuses_bool_and_complex_results_and_complex_constants():
+    with pytest.raises(TypeError, match="real-valued result, but it returned a bool"):
+        wg.grad(lambda x: x > 0)(1.0)
+    with pytest.raises(TypeError, match="complex numbers are not supported"):
+        wg.grad(lambda x: 1j * x)(1.0)
+    import wengert.numpy as wnp
+    with pytest.raises(TypeError, match="complex numbers are not supported"):
+        wg.grad(lambda x: wnp.abs(x * (3 + 4j)))(1.0)     # was a silent (-1.4+4.8j)
+
+
+def test_a_pullback_outliving_its_transformation_says_so():
+    store = {}
+
+    def f(x):
+        out, back = wg.vjp(lambda y: y * x, 2.0)
+        store["back"] = back
+        return out
+    assert wg.grad(f)(3.0) == 2.0
+    with pytest.raises(ValueError, match="transformation that has finished"):
+        store["back"](1.0)

@@ -225,6 +225,21 @@ class _Call:
         if self.fresh and not self.symbolic:
             self.graph.release()
 
+    def cotangents(self, values):
+        """The derivatives a sweep found for the inputs as the caller gets them: zeros
+        where it found none, and in each input's own float dtype (a float32 argument gets
+        a float32 gradient, as in JAX), though the sweep may have promoted them."""
+        out = []
+        for v, x in zip(values, self.inputs):
+            if v is None:
+                v = self.zeros(x)
+            elif type(v) is not Node and x.dtype.kind == "f" and x.dtype != np.float64 \
+                    and np.result_type(v) != x.dtype:
+                v = np.asarray(v).astype(x.dtype)[()] if x.shape == () else \
+                    np.asarray(v, dtype=x.dtype)
+            out.append(v)
+        return out
+
     def zeros(self, like):
         """The zero derivative for a node like `like`, in the current mode."""
         if like.shape == () and like.dtype == np.float64:
@@ -259,6 +274,10 @@ def _as_scalar_output(out, who):
     if shape != ():
         raise TypeError(f"{who} needs a function that returns a scalar, but it returned an "
                         f"array of shape {shape}; use wg.jacrev or wg.vjp for array outputs")
+    dtype = aval(out)[1]
+    if dtype.kind in "bc":
+        raise TypeError(f"{who} needs a function with a real-valued result, but it returned "
+                        f"a {dtype} value")
     return out
 
 
@@ -304,13 +323,16 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
             idx = resolved[len(args)] = _resolve_argnums(nums, len(args), who)
         call = _Call(f, args, kwargs, idx, who, names)
         out, aux = _split_aux(call.out, has_aux, who)
-        if type(out) is not Node or out.shape != ():
+        if type(out) is not Node or out.shape != () or out.dtype.kind != "f":
             _as_scalar_output(out, who)
         (out_node,), _ = call.output_nodes(out, who)
         symbolic = call.symbolic
         plan, active = call.reverse_plan([out_node], aux)
-        grads = ad.reverse(plan, call.inputs, [out_node], [1.0], symbolic, active=active)
-        grads = [call.zeros(x) if g is None else g for g, x in zip(grads, call.inputs)]
+        # the seed in the output's precision: a float32 loss sweeps in float32
+        seed = 1.0 if out_node.dtype == np.float64 or out_node.dtype.kind != "f" else \
+            out_node.dtype.type(1.0)
+        grads = ad.reverse(plan, call.inputs, [out_node], [seed], symbolic, active=active)
+        grads = call.cotangents(grads)
         per_arg = call.split(grads)
         result = per_arg[0] if single else tuple(per_arg)
         value = call.finish(out_node)
@@ -388,6 +410,10 @@ def vjp(f, *primals, has_aux=False):
             if aval(c)[0] != o.shape:
                 raise ValueError(f"pullback: a cotangent of shape {aval(c)[0]} was given "
                                  f"for an output of shape {o.shape}")
+        if not call.graph.nodes:        # released by the transformation it was made in
+            raise ValueError("pullback: it was made inside a transformation that has "
+                             "finished, and its graph is gone; call it before that "
+                             "transformation returns, or return what you need from it")
         if plan is None:
             plan, active = call.reverse_plan(out_nodes, None)
         symbolic = call.symbolic
@@ -397,7 +423,7 @@ def vjp(f, *primals, has_aux=False):
         cts = [c if type(c) is Node else _primal_leaf(c, "the cotangent", "pullback")
                for c in cts]
         res = ad.reverse(plan, call.inputs, out_nodes, cts, symbolic, active=active)
-        res = [call.zeros(x) if r is None else r for r, x in zip(res, call.inputs)]
+        res = call.cotangents(res)
         return tuple(call.split(res))
 
     out = unflatten(out_tree, [call.finish(n) for n in out_nodes])

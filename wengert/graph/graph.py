@@ -224,6 +224,11 @@ class Graph:
         if isinstance(x, (str, bytes)) or x is None:
             raise TypeError(f"cannot use {type(x).__name__} {x!r} as a number in a traced "
                             "computation")
+        if isinstance(x, (complex, np.complexfloating)) or \
+                isinstance(x, np.ndarray) and x.dtype.kind == "c":
+            # the rules are written for real numbers (abs's partial is sign(x), not x̄/|x|)
+            raise TypeError(f"complex numbers are not supported in traced computations "
+                            f"(got {x!r:.40}): the derivative rules are for real values")
         return self.const(x)
 
     def apply(self, op, args, params=None) -> Node:

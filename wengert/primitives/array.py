@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .registry import defprimitive, shape_of
+from .registry import defprimitive, float_dtype, shape_of
 from .shape import broadcast_to, sum_to
 from . import scalar as S
 
@@ -47,7 +47,7 @@ def zeros_like(x):
     if type(x) is Node:
         z = 0.0 if x.shape == () else np.zeros(x.shape, x.dtype)
         return x.graph.const(z)
-    return np.zeros_like(x, dtype=np.result_type(x, np.float64))
+    return np.zeros_like(x, dtype=float_dtype(x))
 
 
 def _kept_shape(shape, axis):
@@ -196,7 +196,7 @@ def decode_index(index):
 
 
 def _index_add(g, index, shape):
-    out = np.zeros(shape, dtype=np.result_type(g, np.float64))
+    out = np.zeros(shape, dtype=float_dtype(g))
     index = decode_index(index)
     if any(isinstance(i, np.ndarray) for i in index):
         np.add.at(out, index, g)        # an index array may repeat an element
@@ -218,7 +218,7 @@ def _take_along(x, idx, axis):
 
 
 def _put_along_add(g, idx, axis, shape):
-    out = np.zeros(shape, dtype=np.result_type(g, np.float64))
+    out = np.zeros(shape, dtype=float_dtype(g))
     # each index along `axis` appears once per lane (a permutation), so plain put suffices
     np.put_along_axis(out, idx, g, axis=axis)
     return out

@@ -14,23 +14,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import defprimitive, shape_of
+from .registry import defprimitive, float_dtype, shape_of
 from .array import matmul, swapaxes, sum as _sum, tril, reshape
 from .shape import sum_to
 
 
 def _same(args, params):
-    return args[0].shape, np.result_type(args[0].dtype, np.float64)
+    return args[0].shape, float_dtype(args[0].dtype)
 
 
 def _batch_scalar(args, params):
-    return args[0].shape[:-2], np.result_type(args[0].dtype, np.float64)
+    return args[0].shape[:-2], float_dtype(args[0].dtype)
 
 
 def _solve_aval(args, params):
     a, b = args[0].shape, args[1].shape
     shape = a[:-1] if len(b) == 1 else np.broadcast_shapes(a[:-2], b[:-2]) + b[-2:]
-    return shape, np.result_type(args[0].dtype, args[1].dtype, np.float64)
+    return shape, float_dtype(args[0].dtype, args[1].dtype)
 
 
 def _T(x):

@@ -23,7 +23,7 @@ import weakref
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .registry import defprimitive, shape_of
+from .registry import defprimitive, float_dtype, shape_of
 from . import array as A, scalar as S
 
 
@@ -172,7 +172,7 @@ def _first_hits(x, y, k, s):
 def _pool_scatter_np(g, x, y, kernel, stride):
     """Each window's cotangent goes to the window's arg-max (y is the pooled maximum)."""
     x, g = np.asarray(x), np.asarray(g)
-    out = np.zeros(x.shape, np.result_type(g, np.float64))
+    out = np.zeros(x.shape, float_dtype(g))
     if stride == kernel:
         # Windows do not overlap: every position gets its value once, by corner views.
         for view, hit in _first_hits(x, y, kernel, stride):
@@ -186,7 +186,7 @@ def _pool_scatter_np(g, x, y, kernel, stride):
 def _pool_gather_np(t, x, y, kernel, stride):
     """The value of t at each window's arg-max of x (y is the pooled maximum)."""
     t = np.asarray(t)
-    out = np.zeros(np.shape(y), np.result_type(t, np.float64))
+    out = np.zeros(np.shape(y), float_dtype(t))
     for view, hit in _first_hits(x, y, kernel, stride):
         out += np.where(hit, t[view], 0.0)
     return out

@@ -256,6 +256,18 @@ def elementwise_aval(op, args):
     return shape, dtype
 
 
+def float_dtype(*xs):
+    """The dtype of a float result computed from `xs` (arrays, scalars or dtypes): their
+    own if floating (a float32 stays float32), float64 for ints and bools.
+
+    Example:
+        >>> import numpy as np
+        >>> float_dtype(np.ones(2, np.float32)), float_dtype(np.dtype(int)), float_dtype(2.0)
+        (dtype('float32'), dtype('float64'), dtype('float64'))
+    """
+    return np.result_type(*xs, 1.0)        # (a Python float is weak: it promotes ints only)
+
+
 def shape_of(x) -> tuple:
     """Shape of a node or of a concrete value (sweeps ask this of every tangent: the common
     types are answered without a call into NumPy)."""
