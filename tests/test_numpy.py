@@ -112,9 +112,11 @@ CASES = {
              + np.linalg.norm(m, axis=0).sum(), [r(4), r(3, 3)]),
     "eigh": (lambda a: (np.linalg.eigh(a + a.T)[0],
                         np.linalg.eigh(a + a.T)[1] ** 2), [r(3, 3)]),
+    "eigh upper": (lambda a: (np.linalg.eigvalsh(a + a.T, UPLO="U"),
+                              np.linalg.eigh(a + a.T, UPLO="U")[1] ** 2), [r(3, 3)]),
 }
 SMOOTH_SECOND_ORDER_SKIP = {"max", "min", "where", "clip", "maximum minimum", "sort",
-                            "norm", "eigh"}
+                            "norm", "eigh", "eigh upper"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -196,6 +198,15 @@ def test_unsupported_functions_raise_a_clear_error():
     with pytest.raises(wg.ConcretizationError, match="NumPy array"):
         wg.grad(lambda x: numpy.asarray(x).sum())(x)
     assert np.unique(numpy.array([2, 1, 2])).tolist() == [1, 2]    # plain arrays: NumPy's
+
+
+def test_eigh_reads_the_triangle_uplo_names():
+    m = r(3, 3)                                    # not symmetric: the triangles differ
+    for uplo in ("L", "U"):
+        vals, _ = wg.vjp(lambda a: np.linalg.eigvalsh(a, UPLO=uplo), m)
+        assert_close(vals, numpy.linalg.eigvalsh(m, UPLO=uplo), rtol=1e-12)
+        (w, v), _ = wg.vjp(lambda a: np.linalg.eigh(a, UPLO=uplo), m)
+        assert_close(w, numpy.linalg.eigh(m, UPLO=uplo)[0], rtol=1e-12)
 
 
 def test_shape_errors_name_both_shapes():

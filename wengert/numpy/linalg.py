@@ -17,7 +17,7 @@ import numpy as _np
 
 from ..graph.node import Node
 from ..primitives import linalg as L
-from . import _traced, _shape, sqrt, sum, abs, amax, amin, moveaxis, reshape
+from . import _traced, _shape, sqrt, sum, abs, amax, amin, moveaxis, reshape, swapaxes
 from .dispatch import unsupported as _unsupported
 
 LinAlgError = _np.linalg.LinAlgError
@@ -84,7 +84,7 @@ def eigh(a, UPLO="L"):
     assumes distinct eigenvalues (it divides by their differences)."""
     if type(a) is not Node:
         return _np.linalg.eigh(a, UPLO)
-    _square(a, "eigh")
+    a = _lower(a, UPLO, "eigh")
     return L.eigvalsh(a), L.eigvecsh(a)
 
 
@@ -92,8 +92,16 @@ def eigvalsh(a, UPLO="L"):
     """Eigenvalues (ascending) of a symmetric matrix."""
     if type(a) is not Node:
         return _np.linalg.eigvalsh(a, UPLO)
-    _square(a, "eigvalsh")
-    return L.eigvalsh(a)
+    return L.eigvalsh(_lower(a, UPLO, "eigvalsh"))
+
+
+def _lower(a, UPLO, who):
+    """The matrix whose lower triangle holds the triangle `UPLO` names, which is what the
+    primitives read: the upper triangle of A is the lower one of Aᵀ."""
+    _square(a, who)
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{who}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return a if UPLO == "L" else swapaxes(a, -1, -2)
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
