@@ -446,3 +446,12 @@ def test_a_pullback_outliving_its_transformation_says_so():
     assert wg.grad(f)(3.0) == 2.0
     with pytest.raises(ValueError, match="transformation that has finished"):
         store["back"](1.0)
+
+
+def test_jacobians_of_empty_arrays_are_empty_blocks():
+    import wengert.numpy as wnp
+    for jac in (wg.jacfwd, wg.jacrev):
+        assert jac(lambda x: x * 2)(np.zeros(0)).shape == (0, 0)
+        assert jac(lambda x: x[:0])(np.ones(2)).shape == (0, 2)
+        assert jac(lambda x: (x[:0], x * 3))(np.ones(2))[1].tolist() == [[3, 0], [0, 3]]
+    assert wg.hessian(lambda x: wnp.sum(x * x))(np.zeros(0)).shape == (0, 0)

@@ -490,6 +490,8 @@ def _assemble(pieces, out_shape, in_shape, axis):
     give one column (out_shape) per input element, stacked last (axis=-1); reverse sweeps
     give one row (in_shape) per output element, stacked first (axis=0).  Works on numbers
     and on traced values alike."""
+    if not pieces:                  # no element to sweep along: an empty block
+        return np.zeros(out_shape + in_shape)
     if len(pieces) == 1 and (in_shape == () if axis == -1 else out_shape == ()):
         return pieces[0]
     return wnp.reshape(wnp.stack(pieces, axis=axis), out_shape + in_shape)
