@@ -209,6 +209,11 @@ def test_eigh_reads_the_triangle_uplo_names():
         assert_close(w, numpy.linalg.eigh(m, UPLO=uplo)[0], rtol=1e-12)
 
 
+def test_printed_derivative_graphs_show_plain_parameters():
+    text = str(wg.trace(wg.grad(lambda x: np.sum(np.sin(x) @ x.T)), r(2, 3)))
+    assert "axes=(1, 0)" in text and "np." not in text
+
+
 def test_shape_errors_name_both_shapes():
     with pytest.raises(ValueError, match=r"\(3, 4\).*\(5,\)|\(3,4\).*\(5,\)"):
         wg.grad(lambda x: np.sum(x @ numpy.ones(5)))(r(3, 4))

@@ -72,7 +72,7 @@ def _transpose_np(x, axes):
 
 
 transpose = _prim("transpose", _transpose_np, cost=None, linear=True)
-transpose.defvjp(lambda g, x, ans, axes: (transpose(g, axes=tuple(np.argsort(axes))),))
+transpose.defvjp(lambda g, x, ans, axes: (transpose(g, axes=tuple(np.argsort(axes).tolist())),))
 
 # ---- reductions ----------------------------------------------------------------------------
 sum = _prim("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
