@@ -43,6 +43,13 @@ CASES = {
     "max": (lambda x: np.max(x, axis=-1) + x.max(), [r(3, 5)]),
     "min": (lambda x: np.min(x, axis=0, keepdims=True) * 2, [r(4, 3)]),
     "var std": (lambda x: np.var(x, axis=1) + np.std(x, axis=0, ddof=1), [r(4, 4)]),
+    "numpy's argument order": (
+        lambda x: np.sum(x, 0, numpy.float64) + x.mean(0, numpy.float64)
+        + x.var(0, numpy.float64, None, 1) + np.std(x, 0, correction=1)
+        + x.prod(1, None, None, False, 2.0).sum() + np.max(x, 1, None, False, 0.5).sum()
+        + np.sum(x, where=x > 0, initial=1.0) + np.mean(x, where=x < 0), [pos(3, 4) - 1]),
+    "argmax argmin astype": (lambda x: x * (np.argmax(x, axis=1)[:, None] == numpy.arange(4))
+                             + x.argmin() + x * x.astype(int), [r(3, 4) * 3]),
     "logsumexp": (lambda x: np.logsumexp(x, axis=-1) + np.logsumexp(x), [r(3, 4)]),
     "cumsum": (lambda x: np.cumsum(x, axis=-1) ** 2 + np.cumsum(x)[-1], [r(3, 4)]),
     # contractions
@@ -62,10 +69,15 @@ CASES = {
     "einsum ellipsis": (lambda a, b: np.einsum("...ij,...jk->...ik", a, b),
                         [r(2, 3, 4), r(4, 2)]),
     "einsum sum-out": (lambda a, b: np.einsum("ij,k->i", a, b), [r(3, 4), r(2)]),
+    "einsum repeated index": (lambda v, w: np.einsum("ii,ij->j", v, w)
+                              + np.einsum("ij,jj->i", w.T, v).sum(), [r(3, 3), r(3, 2)]),
     "outer inner": (lambda a, b: np.outer(a, b).sum(axis=0) * np.inner(a, a), [r(3), r(4)]),
     "trace diag": (lambda a, v: np.trace(a) * np.diag(a) + np.diag(v, 1)[:-1, 1:].sum(0)
                    + np.diag(v)[0], [r(3, 3), r(3)]),
     # shapes
+    "reshape order F": (lambda x: np.reshape(x, (3, 4), order="F")
+                        * np.ravel(x, "F").reshape(3, 4) + x.reshape(3, 4, order="F"),
+                        [r(4, 3)]),
     "reshape ravel": (lambda x: np.reshape(x, (4, -1)) * np.ravel(x).reshape(4, 3), [r(2, 6)]),
     "transpose": (lambda x: np.transpose(x, (2, 0, 1)) + x.T.transpose(0, 2, 1), [r(2, 3, 4)]),
     "swapaxes moveaxis": (lambda x: np.swapaxes(x, 0, -1) * np.moveaxis(x, 0, -1),
@@ -116,7 +128,8 @@ CASES = {
                               np.linalg.eigh(a + a.T, UPLO="U")[1] ** 2), [r(3, 3)]),
 }
 SMOOTH_SECOND_ORDER_SKIP = {"max", "min", "where", "clip", "maximum minimum", "sort",
-                            "norm", "eigh", "eigh upper"}
+                            "norm", "eigh", "eigh upper", "numpy's argument order",
+                            "argmax argmin astype"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -267,3 +280,178 @@ def test_every_array_primitive_is_exercised_by_these_cases():
     declared = {name for name, p in REGISTRY.items() if p.builtin and any(
         p is v for m in (A, L, SH) for v in vars(m).values())}
     assert declared <= seen, f"array primitives no test exercises: {declared - seen}"
+
+
+# ---- NumPy's signatures and behaviour (bug bash) ------------------------------------------------
+def test_reductions_take_numpys_arguments_in_numpys_order():
+    # a positional dtype was taken for keepdims: (1, 3) where NumPy gives (3,)
+    x = r(2, 3)
+    for f in (lambda v: v.sum(0, numpy.float64), lambda v: numpy.sum(v, 0, numpy.float64),
+              lambda v: v.mean(0, numpy.float64), lambda v: np.sum(v, 0, float),
+              lambda v: v.var(0, numpy.float64), lambda v: v.std(0, numpy.float64, None, 1),
+              lambda v: v.max(0, None, True), lambda v: numpy.cumsum(v, 1, numpy.float64),
+              lambda v: v.prod(1, numpy.float64, None, True)):
+        value = wg.vjp(f, x)[0]
+        assert value.shape == f(x).shape
+        assert_close(value, f(x), rtol=1e-13)
+    # a float dtype is a differentiable cast: float32 in, the cotangent back in float64
+    g = wg.grad(lambda v: np.sum(v, dtype=numpy.float32) * 2)(x)
+    assert g.dtype == numpy.float64
+    assert_close(g, numpy.full((2, 3), 2.0))
+    (value, back) = wg.vjp(lambda v: v.mean(0, numpy.float32), x)
+    assert value.dtype == numpy.float32
+    with pytest.raises(ValueError, match="ddof and correction"):
+        wg.grad(lambda v: np.var(v, ddof=1, correction=1))(x)
+    with pytest.raises(ValueError, match="initial"):
+        wg.grad(lambda v: np.max(v, where=v > 0))(x)
+
+
+@pytest.mark.parametrize("call", [
+    "sum(x, out=numpy.empty(()))", "x.mean(out=numpy.empty(()))", "np.cumsum(x, 0, None, o)",
+    "np.clip(x, 0, 1, o)", "np.dot(x, x.T, o)", "np.round(x, 1, o)",
+    "np.matmul(x, x.T, out=o)", "numpy.add(x, 1, out=o)", "np.einsum('ij->i', x, out=o)"])
+def test_out_on_traced_values_names_the_function_and_argument(call):
+    o = numpy.empty((2, 3))
+    ns = {"np": np, "numpy": numpy, "o": o, "sum": numpy.sum}
+    with pytest.raises(NotImplementedError, match=r"out=\.\.\."):
+        wg.grad(lambda x: np.sum(eval(call, ns, {"x": x})))(r(2, 3))
+
+
+class _Names(dict):
+    """The names of a module, for eval."""
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def __missing__(self, name):
+        try:
+            return getattr(self.module, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+
+def test_plain_arrays_get_numpys_functions_with_every_argument():
+    x = numpy.arange(6.0).reshape(2, 3) + 1
+    m = x > 2
+    calls = [
+        "pad(numpy.arange(3.), 1, mode='reflect')",
+        "reshape(x, (3, 2), order='F')", "reshape(x, shape=(3, 2))",
+        "sum(x, dtype=numpy.float32, initial=1.0, where=m)",
+        "max(x, initial=10.0, where=m)", "mean(x, dtype=numpy.float32)",
+        "std(x, correction=1)", "cumsum(x, dtype=numpy.float32)",
+        "concatenate([x, x], dtype=numpy.float32)",
+        "stack([x, x], dtype=numpy.float32)", "clip(x, min=1, max=4)",
+        "sort(x, kind='stable')", "argsort(x, kind='stable')",
+        "array(x, copy=True, ndmin=3)", "einsum('ij,kj', x, x, optimize=True)",
+        "zeros_like(x, shape=(4,))", "trace(x, dtype=numpy.float32)",
+        "size(x, 1)", "add.reduce(x)", "maximum.accumulate(x, axis=1)",
+        "add.outer(x[0], x[0])", "reciprocal(numpy.array([1, 2]))",
+        "var(x, 1, None, None, 1)", "argmax(x, axis=0)",
+        "round(x / 7, 2)", "logical_and(x, m)", "invert(m)",
+        "floor_divide(x, 2)", "asarray([1, 2], dtype=numpy.float32)",
+    ]
+    for expr in calls:
+        ours = eval(expr, {"numpy": numpy, "x": x, "m": m}, _Names(np))
+        theirs = eval(expr, {"numpy": numpy, "x": x, "m": m}, _Names(numpy))
+        assert type(ours) is type(theirs), expr
+        assert numpy.asarray(ours).dtype == numpy.asarray(theirs).dtype, expr
+        numpy.testing.assert_array_equal(ours, theirs, err_msg=expr)
+    # SciPy's answer for an empty reduction: log(0)
+    assert numpy.all(np.logsumexp(numpy.zeros((0, 3)), axis=0) == -numpy.inf)
+
+
+def test_ufunc_methods_on_traced_values():
+    x = r(3, 4)
+    check_grads(lambda x: np.add.reduce(x) + np.maximum.reduce(x, axis=1).sum()
+                + np.multiply.reduce(x + 3, axis=None) + np.add.accumulate(x)[-1], x, order=1)
+    g = wg.grad(lambda x: np.add.reduce(x, axis=1).sum())(x)
+    assert_close(g, numpy.ones((3, 4)))
+    with pytest.raises(NotImplementedError, match=r"numpy\.maximum\.accumulate"):
+        wg.grad(lambda x: np.maximum.accumulate(x).sum())(x)
+
+
+def test_traced_values_have_the_array_methods():
+    x = r(3, 4)
+
+    def f(x):
+        assert x.argmax() == numpy.argmax(wg.value(x)) and x.argmin(axis=0).shape == (4,)
+        assert bool(x.any()) and bool((x > -10).all()) and not bool((x > 10).any())
+        assert len(x.nonzero()) == 2 and x.ndim == 2 and x.size == 12
+        assert x.real is x and x.conj() is x and not numpy.any(x.imag)
+        assert x.astype(int).dtype == numpy.int64 and x.astype(numpy.float32).dtype.itemsize == 4
+        assert x.mT.shape == (4, 3) and x.nbytes == 96
+        return (x.round(1) + x).sum()
+    assert_close(wg.grad(f)(x), numpy.ones((3, 4)))
+    for method in ("item", "tolist"):
+        with pytest.raises(wg.ConcretizationError, match=rf"x\.{method}\(\) of traced"):
+            wg.grad(lambda x: getattr(x, method)())(x)
+    with pytest.raises(NotImplementedError, match=r"sort.*in place.*wengert\.numpy\.sort"):
+        wg.grad(lambda x: x.sort())(x)
+    with pytest.raises(NotImplementedError, match=r"numpy\.ndarray\.cumprod"):
+        wg.grad(lambda x: x.cumprod().sum())(x)
+
+
+@pytest.mark.parametrize("op,name", [
+    (lambda x: x // 2, "floor_divide"), (lambda x: 2 // x, "floor_divide"),
+    (lambda x: x % 2, "remainder"), (lambda x: divmod(x, 2.0)[0], "divmod"),
+    (lambda x: (x > 0).astype(int) & 1, "bitwise_and")])
+def test_operators_without_a_rule_name_the_numpy_function(op, name):
+    with pytest.raises(NotImplementedError, match=rf"numpy\.{name} is not supported"):
+        wg.grad(lambda x: np.sum(op(x)))(r(3))
+
+
+def test_boolean_operators_on_traced_comparisons_eager_and_staged():
+    x = numpy.array([-1.5, 0.5, 2.0, 0.2])
+
+    def f(x):
+        inside = (x > 0) & (x < 1)
+        keep = ~inside | ((x > 1) ^ (x > 0))
+        return np.sum(np.where(keep, x, 3 * x))
+    expected = numpy.where(~((x > 0) & (x < 1)) | ((x > 1) ^ (x > 0)), 1.0, 3.0)
+    assert_close(wg.grad(f)(x), expected)
+    staged = wg.trace(wg.grad(f), wg.ShapeDtype((4,)))         # no values: recorded
+    assert_close(staged(x), expected)
+    with pytest.raises(TypeError, match="bitwise_and"):
+        wg.grad(lambda x: np.sum(x & x))(x)
+
+
+def test_astype_between_floats_is_differentiable():
+    x = r(4)
+    g = wg.grad(lambda v: np.sum(v.astype(numpy.float32) ** 2))(x)
+    assert g.dtype == numpy.float64
+    assert_close(g, 2 * x.astype(numpy.float32), rtol=1e-6)
+    _, t = wg.jvp(lambda v: v.astype(numpy.float32) * 3, (x,), (numpy.ones(4),))
+    assert t.dtype == numpy.float32 and numpy.all(t == 3)
+    assert wg.grad(lambda v: np.sum(v * v.astype(bool)))(x).tolist() == \
+        (x != 0).astype(float).tolist()
+
+
+def test_assigning_a_traced_value_into_an_array_refuses_clearly():
+    def f(v):
+        a = numpy.zeros(3)
+        a[0] = v[0]
+        return np.sum(a)
+    for run in (lambda: wg.grad(f)(numpy.ones(3)), lambda: wg.trace(f, numpy.ones(3))):
+        with pytest.raises(wg.ConcretizationError, match="converted to a plain NumPy array"):
+            run()
+
+
+def test_einsum_needs_a_derivative_only_of_traced_operands_and_matches_numpys_errors():
+    A_ = r(3, 3)
+    g = wg.grad(lambda v: np.sum(np.einsum("ij,jj->i", v, numpy.eye(3) * 2)))(A_)
+    assert_close(g, numpy.full((3, 3), 2.0))
+    with pytest.raises(ValueError, match="no '...' ellipsis"):
+        numpy.einsum("...i->i", numpy.ones((2, 3, 4)))          # NumPy's
+    with pytest.raises(ValueError, match="no '...' ellipsis"):
+        wg.grad(lambda v: np.sum(np.einsum("...i->i", v)))(numpy.ones((2, 3, 4)))
+    assert_close(wg.grad(lambda v: np.sum(np.einsum("...i->i", v)))(r(4)), numpy.ones(4))
+
+
+def test_float32_stays_float32():
+    x = numpy.ones(2, numpy.float32)
+    assert wg.vjp(lambda v: np.pad(v, 1, constant_values=2.0), x)[0].dtype == numpy.float32
+    assert np.pad(x, 1, constant_values=2.0).dtype == numpy.float32
+    assert wg.vjp(lambda v: np.diag(v), x)[0].dtype == numpy.float32
+    assert wg.vjp(lambda v: np.array([v[0], v[1]], dtype=numpy.float32), r(2))[0].dtype == \
+        numpy.float32
+    assert wg.vjp(lambda v: np.pad(v, 1, constant_values=2.0), x)[0].tolist() == [2, 1, 1, 2]

@@ -63,6 +63,7 @@ PIECEWISE = {
     "maximum": (anywhere, anywhere),
     "minimum": (anywhere, anywhere),
     "relu": (away_from_zero,),
+    "round": (away_from_zero,),     # (uniform samples: never on a jump at a half-integer)
 }
 NOT_DIFFERENTIABLE = {"lt", "le", "gt", "ge", "eq", "ne"}   # bool results
 STRUCTURAL = {"const", "input", "copy", "powi", "select", "stop_gradient",

@@ -45,9 +45,21 @@ class recording:
         _state.stack.append(self.graph)
         return self.graph
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         _state.stack.pop()
+        if exc_type is ValueError:
+            _array_element_error(exc)
         return False
+
+
+def _array_element_error(exc):
+    """NumPy's ``array[i] = x`` asks a traced x for float(x), which refuses; but since a
+    traced value can be indexed, NumPy takes it for a sequence and replaces that error with
+    "setting an array element with a sequence."  Raise instead the error numpy.asarray(x)
+    gets, which says what happened."""
+    node = getattr(exc.__cause__, "node", None)
+    if node is not None and str(exc).startswith("setting an array element"):
+        raise node._to_array_error() from None
 
 
 def optimizing() -> bool:

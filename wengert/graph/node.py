@@ -111,12 +111,26 @@ class Node:
         return int(self._concrete("used as an index"))
 
     def __float__(self):
-        # float() would return a number cut off from the graph: the derivative through it
-        # would silently become zero.  Make that a decision the user writes down.
-        raise ConcretizationError(
-            f"float() of traced variable {self.label()} would drop its derivative. Use the "
+        raise self._cut_off("float()")
+
+    def _cut_off(self, what):
+        # float() (or x.item()) would return a number cut off from the graph: the derivative
+        # through it would silently become zero.  Make that a decision the user writes down.
+        err = ConcretizationError(
+            f"{what} of traced variable {self.label()} would drop its derivative. Use the "
             "functions of wengert.math (wengert.math.sin, not math.sin) on traced values, "
             "or wg.value(x) if you really want the number without its derivative.")
+        err.node = self         # (see graph.active.recording, which may need it)
+        return err
+
+    def _to_array_error(self):
+        """The error for a conversion to a plain NumPy array (numpy.asarray(x), or
+        ``array[i] = x``), which would drop the derivative."""
+        return ConcretizationError(
+            f"traced value {self.label()} was converted to a plain NumPy array, which would "
+            "drop its derivative. Use the functions of wengert.numpy on traced values (or "
+            "NumPy's own functions, which dispatch to them), or wg.value(x) for the number "
+            "itself.")
 
     def __len__(self):
         if not self.shape:

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import builtins
+import functools
 import math as _math
 
 import numpy as _np
@@ -70,53 +71,222 @@ def _one_axis(axis, ndim, name):
     return _norm_axis(axis, ndim, name)[0]
 
 
+# ---- NumPy's functions for plain values, ours for traced ones --------------------------------
+_NoValue = _np._NoValue      # NumPy's "argument not given", in the signatures below as in its
+
+
+def _numpy_unless_traced(npfn, *, any_argument=False):
+    """Decorator for a function written for traced values with `npfn`'s signature: a call
+    without traced arguments goes to NumPy's `npfn` with the caller's arguments unchanged,
+    so on plain values wengert.numpy *is* NumPy (every argument, result dtype and error).
+
+    Only the first argument is looked at, with a type test (the hot path), unless
+    `any_argument` (functions of several arrays: clip, concatenate, einsum, ...)."""
+    def decorate(fn):
+        if any_argument:
+            def wrapper(*args, **kwargs):
+                if _traced(*args, *kwargs.values()):
+                    return fn(*args, **kwargs)
+                return npfn(*args, **kwargs)
+        else:
+            def wrapper(*args, **kwargs):
+                if type(args[0]) is Node if args else _traced(*kwargs.values()):
+                    return fn(*args, **kwargs)
+                return npfn(*args, **kwargs)
+        return functools.wraps(fn)(wrapper)
+    return decorate
+
+
+def _refuse(fname, **given):
+    """NotImplementedError naming the first argument in `given` (name -> whether the caller
+    set it) that wengert cannot honour on traced values: never silently ignored."""
+    for arg, is_set in given.items():
+        if is_set:
+            why = ("a traced value cannot be written into an array; use the result instead"
+                   if arg == "out" else "wengert.numpy has no rule for this argument")
+            raise NotImplementedError(f"numpy.{fname}(..., {arg}=...) is not supported on "
+                                      f"traced values: {why}")
+
+
+def astype(x, dtype):
+    """`x` cast to `dtype`, as ``x.astype(dtype)``: differentiable between floating dtypes
+    (the cotangent is cast back); to an integer or bool dtype a value without derivative,
+    like a comparison's."""
+    if type(x) is not Node:
+        return _np.asarray(x).astype(dtype)
+    dtype = _np.dtype(dtype)
+    if dtype == x.dtype:
+        return x
+    if dtype.kind not in "fc":
+        x = S.stop_gradient(x)
+    return A.astype(x, dtype=dtype)
+
+
+def _cast(x, dtype, casting, fname):
+    """`x` cast to `dtype` under NumPy's `casting` rule (NumPy's TypeError if it forbids)."""
+    if not _np.can_cast(_dtype(x), dtype, casting):
+        raise TypeError(f"{fname}: cannot cast from {_dtype(x)} to {_np.dtype(dtype)} "
+                        f"according to the rule {casting!r}")
+    return astype(x, dtype)
+
+
+def _float_cast(fname, a, dtype):
+    """`a` in the floating `dtype` a mean or variance is computed in."""
+    if dtype is None:
+        return a
+    if _np.dtype(dtype).kind not in "fc":
+        raise NotImplementedError(f"numpy.{fname}(..., dtype={_np.dtype(dtype)}) is not "
+                                  "supported on traced values: only floating dtypes")
+    return astype(a, dtype)
+
+
+def _dtype(x):
+    return x.dtype if type(x) is Node else _np.result_type(x)
+
+
+def _stand_in(a):
+    """A plain array of `a`'s shape and dtype (a zero-strided view: no memory), for the
+    functions where only those matter (zeros_like, shape, size, ...)."""
+    return _np.broadcast_to(_np.zeros((), a.dtype), a.shape) if type(a) is Node else a
+
+
+def _about_shape(npfn):
+    """NumPy's `npfn`, for which a traced first argument is only a shape and a dtype."""
+    @functools.wraps(npfn)
+    def wrapper(a, *args, **kwargs):
+        return npfn(_stand_in(a), *args, **kwargs)
+    return wrapper
+
+
 # ---- elementwise: the scalar primitives as ufuncs ------------------------------------------
-add, subtract, multiply = S.add, S.sub, S.mul
-divide = true_divide = S.div
-negative = S.neg
-sqrt, cbrt, exp, log, log10, log1p, expm1 = S.sqrt, S.cbrt, S.exp, S.log, S.log10, \
-    S.log1p, S.expm1
-sin, cos, tan = S.sin, S.cos, S.tan
-arcsin, arccos, arctan, arctan2 = S.asin, S.acos, S.atan, S.atan2
-sinh, cosh, tanh = S.sinh, S.cosh, S.tanh
-abs = absolute = fabs = S.abs
-sign = S.sign
-maximum, minimum = S.maximum, S.minimum
-less, less_equal, greater, greater_equal, equal, not_equal = S.lt, S.le, S.gt, S.ge, S.eq, S.ne
+class _Ufunc:
+    """One of NumPy's ufuncs in wengert.numpy: on traced values it records its primitive;
+    on plain values it *is* NumPy's ufunc, keywords and methods (``reduce``, ``accumulate``,
+    ``outer``, ``at``, ...) included.  Those methods and keywords on traced values go
+    through NumPy's protocol to `wengert.numpy.dispatch`: ``add.reduce`` is `sum`,
+    ``maximum.reduce`` is `max`, ``add.accumulate`` is `cumsum`, and the others raise
+    `NotImplementedError` naming themselves.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.add.reduce(wnp.arange(4.0)), wnp.maximum.accumulate(wnp.array([1, 3, 2]))
+        (np.float64(6.0), array([1, 3, 3]))
+        >>> wg.grad(lambda x: wnp.add.reduce(wnp.sin(x)))(wnp.zeros(2))
+        array([1., 1.])
+    """
+
+    def __init__(self, npufunc, traced=None):
+        self.numpy = npufunc            # NumPy's ufunc
+        self.traced = traced            # the function for traced values (None: refused)
+        self.__name__ = npufunc.__name__
+        self.__doc__ = f"NumPy's ``{npufunc.__name__}``" + (
+            ", differentiable." if traced is not None else " (not on traced values).")
+
+    def __call__(self, *args, **kwargs):
+        if not kwargs and self.traced is not None:
+            for x in args:
+                if type(x) is Node:
+                    return self.traced(*args)
+        # NumPy's, which hands traced values (with keywords) to wengert.numpy.dispatch
+        return self.numpy(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.numpy, name)
+
+    def __repr__(self):
+        return f"<wengert.numpy ufunc {self.__name__!r}>"
+
+
+add, subtract, multiply = _Ufunc(_np.add, S.add), _Ufunc(_np.subtract, S.sub), \
+    _Ufunc(_np.multiply, S.mul)
+divide = true_divide = _Ufunc(_np.divide, S.div)
+negative = _Ufunc(_np.negative, S.neg)
+positive = _Ufunc(_np.positive, lambda x: x)
+sqrt, cbrt, exp, log, log10, log1p, expm1 = (
+    _Ufunc(_np.sqrt, S.sqrt), _Ufunc(_np.cbrt, S.cbrt), _Ufunc(_np.exp, S.exp),
+    _Ufunc(_np.log, S.log), _Ufunc(_np.log10, S.log10), _Ufunc(_np.log1p, S.log1p),
+    _Ufunc(_np.expm1, S.expm1))
+sin, cos, tan = _Ufunc(_np.sin, S.sin), _Ufunc(_np.cos, S.cos), _Ufunc(_np.tan, S.tan)
+arcsin, arccos, arctan, arctan2 = (_Ufunc(_np.arcsin, S.asin), _Ufunc(_np.arccos, S.acos),
+                                   _Ufunc(_np.arctan, S.atan), _Ufunc(_np.arctan2, S.atan2))
+sinh, cosh, tanh = _Ufunc(_np.sinh, S.sinh), _Ufunc(_np.cosh, S.cosh), _Ufunc(_np.tanh, S.tanh)
+abs = absolute = _Ufunc(_np.absolute, S.abs)
+fabs = _Ufunc(_np.fabs, S.abs)
+sign = _Ufunc(_np.sign, S.sign)
+maximum, minimum = _Ufunc(_np.maximum, S.maximum), _Ufunc(_np.minimum, S.minimum)
+less, less_equal, greater, greater_equal, equal, not_equal = (
+    _Ufunc(_np.less, S.lt), _Ufunc(_np.less_equal, S.le), _Ufunc(_np.greater, S.gt),
+    _Ufunc(_np.greater_equal, S.ge), _Ufunc(_np.equal, S.eq), _Ufunc(_np.not_equal, S.ne))
+power = _Ufunc(_np.power, S.power)
+square = _Ufunc(_np.square, lambda x: S.power(x, 2))
+reciprocal = _Ufunc(_np.reciprocal, lambda x: S.div(1.0, x))
+isfinite = _Ufunc(_np.isfinite, lambda x: S.lt(S.abs(x), inf))
+rint = _Ufunc(_np.rint, lambda x: S.round(x, decimals=0))
 stop_gradient = S.stop_gradient
 
 
-def power(x, y):
-    """``x ** y`` elementwise (integer exponents exactly, any sign of x)."""
-    return S.power(x, y)
+def _bool_only(npufunc, on_bools):
+    """A logical ufunc on traced values: written with comparisons for bools (a value without
+    derivative); integers' bitwise form is not supported, and floats are NumPy's TypeError."""
+    def traced(*xs):
+        kinds = {_dtype(x).kind for x in xs}
+        if kinds <= {"b"}:
+            return on_bools(*xs)
+        if kinds & {"f", "c"}:
+            raise TypeError(f"ufunc {npufunc.__name__!r} not supported for floating inputs")
+        raise NotImplementedError(f"numpy.{npufunc.__name__} is not supported on traced "
+                                  "integer values")
+    return _Ufunc(npufunc, traced)
 
 
-def square(x):
-    """``x ** 2`` elementwise."""
-    return S.power(x, 2)
+# On bools, and is the minimum, or the maximum, xor inequality, not equality with False.
+bitwise_and = _bool_only(_np.bitwise_and, S.minimum)
+bitwise_or = _bool_only(_np.bitwise_or, S.maximum)
+bitwise_xor = _bool_only(_np.bitwise_xor, S.ne)
+invert = bitwise_not = _bool_only(_np.invert, lambda x: S.eq(x, False))
 
 
-def reciprocal(x):
-    """``1 / x`` elementwise."""
-    return S.div(1.0, x)
+def _truth(x):
+    return x if _dtype(x).kind == "b" else S.ne(x, 0)
 
 
-def where(condition, x=None, y=None):
+logical_and = _Ufunc(_np.logical_and, lambda x, y: S.minimum(_truth(x), _truth(y)))
+logical_or = _Ufunc(_np.logical_or, lambda x, y: S.maximum(_truth(x), _truth(y)))
+logical_xor = _Ufunc(_np.logical_xor, lambda x, y: S.ne(_truth(x), _truth(y)))
+logical_not = _Ufunc(_np.logical_not, lambda x: S.eq(_truth(x), False))
+
+
+def round(a, decimals=0, out=None):
+    """NumPy's ``round`` (half to even); its derivative is zero."""
+    if type(a) is not Node:
+        return _np.round(a, decimals, out)
+    _refuse("round", out=out is not None)
+    return S.round(a, decimals=int(decimals))
+
+
+around = round
+
+
+@_numpy_unless_traced(_np.where, any_argument=True)
+def where(condition, x=None, y=None, /):
     """``x`` where ``condition`` holds, else ``y`` (elementwise); the derivative flows
-    through the branch selected.  With one argument, NumPy's index form (not traced)."""
+    through the branch selected.  With one argument, NumPy's index form (on the value)."""
     if x is None and y is None:
         return _np.where(_value_of(condition))
     return S.select(condition, x, y)
 
 
-def clip(a, a_min=None, a_max=None):
+@_numpy_unless_traced(_np.clip, any_argument=True)
+def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoValue,
+         **kwargs):
     """``a`` limited to ``[a_min, a_max]``; the derivative is 1 inside, 0 where clipped."""
-    if not _traced(a, a_min, a_max):
-        return _np.clip(a, a_min, a_max)
-    if a_min is not None:
-        a = S.maximum(a, a_min)
-    if a_max is not None:
-        a = S.minimum(a, a_max)
+    _refuse("clip", out=out is not None, **{k: True for k in kwargs})
+    lo = min if a_min is _NoValue else a_min
+    hi = max if a_max is _NoValue else a_max
+    if lo is not _NoValue and lo is not None:
+        a = S.maximum(a, lo)
+    if hi is not _NoValue and hi is not None:
+        a = S.minimum(a, hi)
     return a
 
 
@@ -127,86 +297,192 @@ def _value_of(x):
 
 
 # ---- reductions ----------------------------------------------------------------------------
-def _reduction(prim, npfn):
-    def reduce(a, axis=None, keepdims=False):
-        if type(a) is not Node:
-            return npfn(a, axis=axis, keepdims=keepdims)
-        return prim(a, axis=_norm_axis(axis, a.ndim, prim.name), keepdims=bool(keepdims))
-    reduce.__name__ = npfn.__name__
-    reduce.__doc__ = f"NumPy's ``{npfn.__name__}``, differentiable."
-    return reduce
+# What `where=` and `initial=` mean for each reduction: the value masked-out elements take
+# (None: no identity, NumPy then wants `initial`), and how `initial` joins the result.
+_JOIN = {A.sum: (0.0, S.add), A.prod: (1.0, S.mul), A.amax: (None, S.maximum),
+         A.amin: (None, S.minimum)}
 
 
-sum = _reduction(A.sum, _np.sum)
-prod = _reduction(A.prod, _np.prod)
-max = amax = _reduction(A.amax, _np.max)
-min = amin = _reduction(A.amin, _np.min)
+def _reduce(fname, prim, a, axis, dtype, out, keepdims, initial, where):
+    """NumPy's reduction `fname` of a traced `a` by primitive `prim`."""
+    if dtype is not None or out is not None or initial is not _NoValue or where is not True:
+        _refuse(fname, out=out is not None)
+        if dtype is not None:
+            a = astype(a, dtype)            # NumPy reduces in the dtype asked for
+        fill, join = _JOIN[prim]
+        if where is not True:
+            if fill is None:
+                if initial is _NoValue:
+                    raise ValueError(f"reduction operation {fname!r} does not have an "
+                                     "identity, so to use a where mask one has to specify "
+                                     "'initial'")
+                fill = initial
+            a = S.select(where, a, fill)
+    out = prim(a, axis=_norm_axis(axis, a.ndim, fname), keepdims=bool(keepdims))
+    return out if initial is _NoValue else join(out, initial)
 
 
-def mean(a, axis=None, keepdims=False):
+@_numpy_unless_traced(_np.sum)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    """NumPy's ``sum``, differentiable."""
+    return _reduce("sum", A.sum, a, axis, dtype, out, keepdims, initial, where)
+
+
+@_numpy_unless_traced(_np.prod)
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    """NumPy's ``prod``, differentiable."""
+    return _reduce("prod", A.prod, a, axis, dtype, out, keepdims, initial, where)
+
+
+@_numpy_unless_traced(_np.max)
+def max(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    """NumPy's ``max``, differentiable (the derivative is shared among tied elements)."""
+    return _reduce("max", A.amax, a, axis, None, out, keepdims, initial, where)
+
+
+@_numpy_unless_traced(_np.min)
+def min(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    """NumPy's ``min``, differentiable (the derivative is shared among tied elements)."""
+    return _reduce("min", A.amin, a, axis, None, out, keepdims, initial, where)
+
+
+amax, amin = max, min
+
+
+def _count(a, axes, keepdims, where):
+    """How many elements a mean over `axes` divides by."""
+    if where is True:
+        return a.size if axes is None else _math.prod([a.shape[i] for i in axes])
+    return sum(broadcast_to(S.select(where, 1.0, 0.0), a.shape), axes, keepdims=keepdims)
+
+
+@_numpy_unless_traced(_np.mean)
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``mean``, differentiable."""
-    if type(a) is not Node:
-        return _np.mean(a, axis=axis, keepdims=keepdims)
+    _refuse("mean", out=out is not None)
+    a = _float_cast("mean", a, dtype)
     axes = _norm_axis(axis, a.ndim, "mean")
-    n = a.size if axes is None else _math.prod([a.shape[i] for i in axes])
-    return sum(a, axis=axes, keepdims=keepdims) / n
+    return sum(a, axes, keepdims=keepdims, where=where) / _count(a, axes, keepdims, where)
 
 
-def var(a, axis=None, ddof=0, keepdims=False):
-    """NumPy's ``var``, differentiable."""
-    if type(a) is not Node:
-        return _np.var(a, axis=axis, ddof=ddof, keepdims=keepdims)
+_mean = mean            # (var and std have an argument called mean)
+
+
+def _ddof(ddof, correction):
+    if correction is _NoValue:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+@_numpy_unless_traced(_np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+        mean=_NoValue, correction=_NoValue):
+    """NumPy's ``var``, differentiable (``ddof`` or ``correction``, a given ``mean``)."""
+    _refuse("var", out=out is not None)
+    ddof = _ddof(ddof, correction)
+    a = _float_cast("var", a, dtype)
     axes = _norm_axis(axis, a.ndim, "var")
-    n = a.size if axes is None else _math.prod([a.shape[i] for i in axes])
-    d = a - mean(a, axis=axes, keepdims=True)
-    return sum(d * d, axis=axes, keepdims=keepdims) / (n - ddof)
+    d = a - (_mean(a, axes, keepdims=True, where=where) if mean is _NoValue else mean)
+    return (sum(d * d, axes, keepdims=keepdims, where=where)
+            / (_count(a, axes, keepdims, where) - ddof))
 
 
-def std(a, axis=None, ddof=0, keepdims=False):
+@_numpy_unless_traced(_np.std)
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+        mean=_NoValue, correction=_NoValue):
     """NumPy's ``std``, differentiable."""
-    if type(a) is not Node:
-        return _np.std(a, axis=axis, ddof=ddof, keepdims=keepdims)
-    return sqrt(var(a, axis=axis, ddof=ddof, keepdims=keepdims))
+    _refuse("std", out=out is not None)
+    return sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                    correction=correction))
 
 
-def logsumexp(a, axis=None, keepdims=False):
-    """``log(sum(exp(a)))`` computed stably (as scipy.special.logsumexp); its gradient is
-    the softmax.  One primitive, with its own derivative rules."""
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """``log(sum(exp(a)))`` computed stably (as scipy.special.logsumexp, whose argument
+    order this keeps); its gradient is the softmax.  One primitive, with its own derivative
+    rules."""
+    if b is not None or return_sign:
+        raise NotImplementedError("wengert.numpy.logsumexp: the arguments b and return_sign "
+                                  "are not supported (scipy.special.logsumexp has them)")
     axes = _norm_axis(axis, len(_shape(a)), "logsumexp")
     return A.logsumexp(a, axis=axes, keepdims=bool(keepdims))
 
 
-def cumsum(a, axis=None):
+@_numpy_unless_traced(_np.cumsum)
+def cumsum(a, axis=None, dtype=None, out=None):
     """NumPy's ``cumsum``, differentiable (over the flattened array when axis is None)."""
-    if type(a) is not Node:
-        return _np.cumsum(a, axis=axis)
+    _refuse("cumsum", out=out is not None)
+    if dtype is not None:
+        a = astype(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
     return A.cumsum(a, axis=_one_axis(axis, a.ndim, "cumsum"))
 
 
+@_numpy_unless_traced(_np.argmax)
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    """NumPy's ``argmax``: integers, no derivative (a value like a comparison's)."""
+    _refuse("argmax", out=out is not None)
+    return A.argmax(a, axis=None if axis is None else _one_axis(axis, a.ndim, "argmax"),
+                    keepdims=bool(keepdims))
+
+
+@_numpy_unless_traced(_np.argmin)
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    """NumPy's ``argmin``: integers, no derivative (a value like a comparison's)."""
+    _refuse("argmin", out=out is not None)
+    return A.argmin(a, axis=None if axis is None else _one_axis(axis, a.ndim, "argmin"),
+                    keepdims=bool(keepdims))
+
+
+@_numpy_unless_traced(_np.all)
+def all(a, axis=None, out=None, keepdims=False, *, where=True):
+    """NumPy's ``all``: a bool without derivative (the minimum of the truth values)."""
+    _refuse("all", out=out is not None, where=where is not True)
+    return min(_truth(a), axis, keepdims=keepdims)
+
+
+@_numpy_unless_traced(_np.any)
+def any(a, axis=None, out=None, keepdims=False, *, where=True):
+    """NumPy's ``any``: a bool without derivative (the maximum of the truth values)."""
+    _refuse("any", out=out is not None, where=where is not True)
+    return max(_truth(a), axis, keepdims=keepdims)
+
+
+@_numpy_unless_traced(_np.nonzero)
+def nonzero(a):
+    """NumPy's ``nonzero`` of the value (index arrays, which depend on it: like indexing
+    with a traced mask, not possible while tracing without values)."""
+    return _np.nonzero(a._concrete("used by nonzero()"))
+
+
 # ---- shapes --------------------------------------------------------------------------------
-def reshape(a, newshape, order="C"):
-    """NumPy's ``reshape`` (C order), differentiable; one dimension may be -1."""
+@_numpy_unless_traced(_np.reshape)
+def reshape(a, /, shape, order="C", *, copy=None):
+    """NumPy's ``reshape`` (order 'C' or 'F'), differentiable; one dimension may be -1.
+    (A traced value is never a view, so ``copy`` changes nothing.)"""
+    if order == "F":                        # Fortran order is C order of the transposes
+        s = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+        return transpose(reshape(transpose(a), s[::-1]))
     if order != "C":
-        raise NotImplementedError("wengert.numpy.reshape supports order='C' only")
-    if type(a) is not Node:
-        return _np.reshape(a, newshape)
-    if isinstance(newshape, (int, _np.integer)):
-        newshape = (newshape,)
-    shape = _np.empty(a.shape, dtype=_np.bool_).reshape(newshape).shape   # resolves -1
+        raise NotImplementedError(f"numpy.reshape(..., order={order!r}) is not supported on "
+                                  "traced values (only 'C' and 'F')")
+    if isinstance(shape, (int, _np.integer)):
+        shape = (shape,)
+    shape = _np.empty(a.shape, dtype=_np.bool_).reshape(shape).shape   # resolves -1
     return A.reshape(a, shape=tuple(shape))
 
 
-def ravel(a):
-    """NumPy's ``ravel``, differentiable."""
-    return reshape(a, -1) if type(a) is Node else _np.ravel(a)
+@_numpy_unless_traced(_np.ravel)
+def ravel(a, order="C"):
+    """NumPy's ``ravel`` (order 'C' or 'F'), differentiable."""
+    return reshape(a, -1, order)
 
 
+@_numpy_unless_traced(_np.transpose)
 def transpose(a, axes=None):
     """NumPy's ``transpose``, differentiable."""
-    if type(a) is not Node:
-        return _np.transpose(a, axes)
     n = a.ndim
     axes = tuple(reversed(range(n))) if axes is None else tuple(int(x) % n for x in axes)
     if sorted(axes) != list(range(n)):
@@ -214,20 +490,18 @@ def transpose(a, axes=None):
     return A.transpose(a, axes=axes)
 
 
+@_numpy_unless_traced(_np.swapaxes)
 def swapaxes(a, axis1, axis2):
     """NumPy's ``swapaxes``, differentiable."""
-    if type(a) is not Node:
-        return _np.swapaxes(a, axis1, axis2)
     axes = list(range(a.ndim))
     i, j = _one_axis(axis1, a.ndim, "swapaxes"), _one_axis(axis2, a.ndim, "swapaxes")
     axes[i], axes[j] = axes[j], axes[i]
     return A.transpose(a, axes=tuple(axes))
 
 
+@_numpy_unless_traced(_np.moveaxis)
 def moveaxis(a, source, destination):
     """NumPy's ``moveaxis``, differentiable."""
-    if type(a) is not Node:
-        return _np.moveaxis(a, source, destination)
     src, dst = _norm_list(source, a.ndim), _norm_list(destination, a.ndim)
     if len(src) != len(dst):
         raise ValueError("moveaxis: source and destination need the same number of axes")
@@ -242,45 +516,49 @@ def _norm_list(axes, ndim):
     return [int(x) % ndim for x in axes]
 
 
+@_numpy_unless_traced(_np.squeeze)
 def squeeze(a, axis=None):
     """NumPy's ``squeeze``, differentiable."""
-    if type(a) is not Node:
-        return _np.squeeze(a, axis)
-    return A.reshape(a, shape=_np.squeeze(_np.empty(a.shape, _np.bool_), axis).shape)
+    return A.reshape(a, shape=_np.squeeze(_stand_in(a), axis).shape)
 
 
+@_numpy_unless_traced(_np.expand_dims)
 def expand_dims(a, axis):
     """NumPy's ``expand_dims``, differentiable."""
-    if type(a) is not Node:
-        return _np.expand_dims(a, axis)
-    return A.reshape(a, shape=_np.expand_dims(_np.empty(a.shape, _np.bool_), axis).shape)
+    return A.reshape(a, shape=_np.expand_dims(_stand_in(a), axis).shape)
 
 
-def broadcast_to(a, shape):
+@_numpy_unless_traced(_np.broadcast_to)
+def broadcast_to(array, shape, subok=False):
     """NumPy's ``broadcast_to`` (returning a new array), differentiable."""
-    if type(a) is not Node:
-        return _np.broadcast_to(a, shape)
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
-    _np.broadcast_shapes(a.shape, shape)     # NumPy's error if it cannot
-    return SH.broadcast_to(a, shape=shape)
+    _np.broadcast_shapes(array.shape, shape)     # NumPy's error if it cannot
+    return SH.broadcast_to(array, shape=shape)
 
 
-def concatenate(arrays, axis=0):
-    """NumPy's ``concatenate``, differentiable."""
+def _joined(fname, arrays, out, dtype, casting):
+    """The arrays of a concatenate or stack, cast to `dtype` as NumPy would."""
+    _refuse(fname, out=out is not None)
     arrays = list(arrays)
-    if not _traced(*arrays):
-        return _np.concatenate(arrays, axis=axis)
+    if dtype is not None:
+        arrays = [_cast(x, dtype, casting, fname) for x in arrays]
+    return arrays
+
+
+@_numpy_unless_traced(_np.concatenate, any_argument=True)
+def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """NumPy's ``concatenate``, differentiable."""
+    arrays = _joined("concatenate", arrays, out, dtype, casting)
     if axis is None:
         return concatenate([ravel(x) for x in arrays], axis=0)
     nd = len(_shape(arrays[0]))
     return A.concatenate(*arrays, axis=_one_axis(axis, nd, "concatenate"))
 
 
-def stack(arrays, axis=0):
+@_numpy_unless_traced(_np.stack, any_argument=True)
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """NumPy's ``stack``, differentiable."""
-    arrays = list(arrays)
-    if not _traced(*arrays):
-        return _np.stack(arrays, axis=axis)
+    arrays = _joined("stack", arrays, out, dtype, casting)
     shapes = {tuple(_shape(x)) for x in arrays}
     if len(shapes) != 1:
         raise ValueError(f"stack: all arrays must have the same shape, got "
@@ -290,32 +568,46 @@ def stack(arrays, axis=0):
     return concatenate([expand_dims(x, ax) for x in arrays], axis=ax)
 
 
-def hstack(arrays):
+@_numpy_unless_traced(_np.hstack, any_argument=True)
+def hstack(tup, *, dtype=None, casting="same_kind"):
     """NumPy's ``hstack``, differentiable."""
-    arrays = [atleast_1d(x) for x in arrays]
-    return concatenate(arrays, axis=0 if len(_shape(arrays[0])) == 1 else 1)
+    arrays = [atleast_1d(x) for x in tup]
+    return concatenate(arrays, axis=0 if len(_shape(arrays[0])) == 1 else 1, dtype=dtype,
+                       casting=casting)
 
 
-def vstack(arrays):
+@_numpy_unless_traced(_np.vstack, any_argument=True)
+def vstack(tup, *, dtype=None, casting="same_kind"):
     """NumPy's ``vstack``, differentiable."""
-    return concatenate([atleast_2d(x) for x in arrays], axis=0)
+    return concatenate([atleast_2d(x) for x in tup], axis=0, dtype=dtype, casting=casting)
 
 
-def atleast_1d(a):
-    return reshape(a, (1,)) if len(_shape(a)) == 0 else a
+def _each(fn, arys):
+    """NumPy's convention for atleast_*: one array for one argument, else a tuple."""
+    out = tuple(fn(a) for a in arys)
+    return out[0] if len(out) == 1 else out
 
 
-def atleast_2d(a):
-    a = atleast_1d(a)
-    return reshape(a, (1,) + tuple(_shape(a))) if len(_shape(a)) == 1 else a
+@_numpy_unless_traced(_np.atleast_1d, any_argument=True)
+def atleast_1d(*arys):
+    """NumPy's ``atleast_1d``, differentiable."""
+    return _each(lambda a: reshape(a, (1,)) if len(_shape(a)) == 0 else a, arys)
 
 
-def split(a, indices_or_sections, axis=0):
+@_numpy_unless_traced(_np.atleast_2d, any_argument=True)
+def atleast_2d(*arys):
+    """NumPy's ``atleast_2d``, differentiable."""
+    def one(a):
+        a = atleast_1d(a)
+        return reshape(a, (1,) + tuple(_shape(a))) if len(_shape(a)) == 1 else a
+    return _each(one, arys)
+
+
+@_numpy_unless_traced(_np.split)
+def split(ary, indices_or_sections, axis=0):
     """NumPy's ``split``, differentiable: a list of pieces."""
-    if type(a) is not Node:
-        return _np.split(a, indices_or_sections, axis=axis)
-    ax = _one_axis(axis, a.ndim, "split")
-    n = a.shape[ax]
+    ax = _one_axis(axis, ary.ndim, "split")
+    n = ary.shape[ax]
     if isinstance(indices_or_sections, (int, _np.integer)):
         if n % indices_or_sections:
             raise ValueError(f"split: an axis of length {n} does not divide into "
@@ -325,21 +617,19 @@ def split(a, indices_or_sections, axis=0):
     else:
         bounds = [0] + [int(i) for i in indices_or_sections] + [n]
     pre = (slice(None),) * ax
-    return [a[pre + (slice(lo, hi),)] for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return [ary[pre + (slice(lo, hi),)] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
-def flip(a, axis=None):
+@_numpy_unless_traced(_np.flip)
+def flip(m, axis=None):
     """NumPy's ``flip``, differentiable."""
-    if type(a) is not Node:
-        return _np.flip(a, axis)
-    axes = tuple(range(a.ndim)) if axis is None else _norm_axis(axis, a.ndim, "flip")
-    return A.flip(a, axes=axes)
+    axes = tuple(range(m.ndim)) if axis is None else _norm_axis(axis, m.ndim, "flip")
+    return A.flip(m, axes=axes)
 
 
+@_numpy_unless_traced(_np.roll)
 def roll(a, shift, axis=None):
     """NumPy's ``roll``, differentiable."""
-    if type(a) is not Node:
-        return _np.roll(a, shift, axis)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), a.shape)
     axes = (axis,) if isinstance(axis, (int, _np.integer)) else tuple(axis)
@@ -348,10 +638,10 @@ def roll(a, shift, axis=None):
                   axis=tuple(int(x) % a.ndim for x in axes))
 
 
-def tile(a, reps):
+@_numpy_unless_traced(_np.tile)
+def tile(A, reps):
     """NumPy's ``tile``, differentiable."""
-    if type(a) is not Node:
-        return _np.tile(a, reps)
+    a = A                                   # (NumPy's name; the primitives are not used here)
     reps = (reps,) if isinstance(reps, (int, _np.integer)) else tuple(reps)
     nd = builtins.max(len(reps), a.ndim)
     shape = (1,) * (nd - a.ndim) + a.shape
@@ -362,10 +652,9 @@ def tile(a, reps):
     return reshape(x, tuple(r * d for r, d in zip(reps, shape)))
 
 
+@_numpy_unless_traced(_np.repeat)
 def repeat(a, repeats, axis=None):
     """NumPy's ``repeat``, differentiable."""
-    if type(a) is not Node:
-        return _np.repeat(a, repeats, axis)
     if axis is None:
         a, axis = ravel(a), 0
     ax = _one_axis(axis, a.ndim, "repeat")
@@ -373,26 +662,32 @@ def repeat(a, repeats, axis=None):
     return a[(slice(None),) * ax + (idx,)]
 
 
-def pad(array, pad_width, mode="constant", constant_values=0):
-    """NumPy's ``pad`` in mode 'constant', differentiable in the array."""
-    if type(array) is not Node:
-        return _np.pad(array, pad_width, mode=mode, constant_values=constant_values)
+@_numpy_unless_traced(_np.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    """NumPy's ``pad``, differentiable in the array in mode 'constant' (any other mode is
+    NumPy's, for plain arrays)."""
     if mode != "constant":
-        raise NotImplementedError(f"wengert.numpy.pad: mode {mode!r} is not supported on "
-                                  "traced values (only 'constant')")
+        raise NotImplementedError(f"numpy.pad: mode {mode!r} is not supported on traced "
+                                  "values (only 'constant')")
+    constant_values = kwargs.pop("constant_values", 0)
+    _refuse("pad", **{k: True for k in kwargs})
     widths = tuple((int(lo), int(hi)) for lo, hi in
                    _np.broadcast_to(_np.asarray(pad_width), (array.ndim, 2)))
     out = A.pad(array, pad_width=widths)
-    if constant_values != 0:
-        out = out + _np.pad(_np.zeros(array.shape), widths, constant_values=constant_values)
+    if _np.any(_np.asarray(constant_values) != 0):
+        # the border: the constants around zeros of the array's dtype (float32 stays so)
+        out = out + _np.pad(_np.zeros(array.shape, array.dtype), widths,
+                            constant_values=constant_values)
     return out
 
 
 # ---- contractions --------------------------------------------------------------------------
-def matmul(a, b):
+def matmul(a, b, /, **kwargs):
     """NumPy's ``matmul`` (``a @ b``), differentiable; seed 000's rule X̄ = Z̄Yᵀ, Ȳ = XᵀZ̄."""
     if type(a) is not Node and type(b) is not Node and not _traced(a, b):
-        return _np.matmul(a, b)
+        return _np.matmul(a, b, **kwargs)
+    if kwargs:
+        _refuse("matmul", **{k: True for k in kwargs})
     sa = a.shape if type(a) is Node or type(a) is _np.ndarray else _np.shape(a)
     sb = b.shape if type(b) is Node or type(b) is _np.ndarray else _np.shape(b)
     if not sa or not sb:
@@ -407,10 +702,10 @@ def matmul(a, b):
     return A.matmul(a, b)
 
 
-def dot(a, b):
+@_numpy_unless_traced(_np.dot, any_argument=True)
+def dot(a, b, out=None):
     """NumPy's ``dot``, differentiable."""
-    if not _traced(a, b):
-        return _np.dot(a, b)
+    _refuse("dot", out=out is not None)
     na, nb = len(_shape(a)), len(_shape(b))
     if na == 0 or nb == 0:
         return multiply(a, b)
@@ -422,10 +717,9 @@ def dot(a, b):
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+@_numpy_unless_traced(_np.tensordot, any_argument=True)
 def tensordot(a, b, axes=2):
     """NumPy's ``tensordot``, differentiable (as an einsum)."""
-    if not _traced(a, b):
-        return _np.tensordot(a, b, axes)
     na, nb = len(_shape(a)), len(_shape(b))
     if isinstance(axes, (int, _np.integer)):
         ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
@@ -443,10 +737,19 @@ def tensordot(a, b, axes=2):
     return A.einsum(a, b, subscripts=f"{''.join(sa)},{''.join(sb)}->{''.join(out)}")
 
 
-def einsum(subscripts, *operands):
-    """NumPy's ``einsum``, differentiable (explicit or implicit output, ``...`` allowed)."""
-    if not _traced(*operands):
-        return _np.einsum(subscripts, *operands)
+@_numpy_unless_traced(_np.einsum, any_argument=True)
+def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
+           optimize=False):
+    """NumPy's ``einsum``, differentiable (explicit or implicit output, ``...`` allowed).
+    ``optimize`` (the order of the contractions) and ``order`` (memory layout) change
+    nothing on traced values."""
+    _refuse("einsum", out=out is not None)
+    if not isinstance(subscripts, str):
+        raise NotImplementedError("numpy.einsum's interleaved form (operand, sublist, ...) "
+                                  "is not supported on traced values: write the subscripts "
+                                  "as a string")
+    if dtype is not None:
+        operands = [_cast(o, dtype, casting, "einsum") for o in operands]
     subscripts = subscripts.replace(" ", "")
     ins, arrow, out = subscripts.partition("->")
     ins = ins.split(",")
@@ -460,6 +763,10 @@ def einsum(subscripts, *operands):
         ell = "".join(spare[:builtins.max(ranks)])
         ins = [s.replace("...", ell[len(ell) - (len(_shape(o)) - (len(s) - 3)):])
                if "..." in s else s for s, o in zip(ins, operands)]
+        if arrow and ell and "..." not in out:
+            raise ValueError("output has more dimensions than subscripts given in einstein "
+                             "sum, but no '...' ellipsis provided to broadcast the extra "
+                             "dimensions.")
         out = out.replace("...", ell)
     if not arrow:
         counts = {}
@@ -470,43 +777,39 @@ def einsum(subscripts, *operands):
     return A.einsum(*operands, subscripts=",".join(ins) + "->" + out)
 
 
-def outer(a, b):
+@_numpy_unless_traced(_np.outer, any_argument=True)
+def outer(a, b, out=None):
     """NumPy's ``outer``, differentiable."""
-    if not _traced(a, b):
-        return _np.outer(a, b)
+    _refuse("outer", out=out is not None)
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
-def inner(a, b):
+@_numpy_unless_traced(_np.inner, any_argument=True)
+def inner(a, b, /):
     """NumPy's ``inner``, differentiable."""
-    if not _traced(a, b):
-        return _np.inner(a, b)
     if len(_shape(a)) == 0 or len(_shape(b)) == 0:
         return multiply(a, b)
     return tensordot(a, b, axes=([-1], [-1]))
 
 
+@_numpy_unless_traced(_np.diagonal)
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """NumPy's ``diagonal``, differentiable (the diagonal becomes the last axis)."""
-    if type(a) is not Node:
-        return _np.diagonal(a, offset, axis1, axis2)
     x = moveaxis(a, (axis1, axis2), (-2, -1))
     n, m = x.shape[-2:]
     i = _np.arange(builtins.max(0, -offset), builtins.min(n, m - offset))
     return x[(Ellipsis, i, i + offset)]
 
 
-def trace(a, offset=0, axis1=0, axis2=1):
+@_numpy_unless_traced(_np.trace)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """NumPy's ``trace``, differentiable."""
-    if type(a) is not Node:
-        return _np.trace(a, offset, axis1, axis2)
-    return sum(diagonal(a, offset, axis1, axis2), axis=-1)
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
+@_numpy_unless_traced(_np.diag)
 def diag(v, k=0):
     """NumPy's ``diag``, differentiable: a vector's diagonal matrix, or a matrix's diagonal."""
-    if type(v) is not Node:
-        return _np.diag(v, k)
     if v.ndim == 2:
         return diagonal(v, k)
     if v.ndim != 1:
@@ -517,64 +820,66 @@ def diag(v, k=0):
     return A.index_add(v, index=A.encode_index((rows, cols)), shape=(n, n))
 
 
-def sort(a, axis=-1):
+def _sort_args(fname, order):
+    # any kind sorts to the same values, and wengert's argsort is stable
+    _refuse(fname, order=order is not None)
+
+
+@_numpy_unless_traced(_np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """NumPy's ``sort``, differentiable (the derivative follows the permutation)."""
-    if type(a) is not Node:
-        return _np.sort(a, axis)
+    _sort_args("sort", order)
     if axis is None:
         a, axis = ravel(a), 0
     ax = _one_axis(axis, a.ndim, "sort")
     return A.take_along_axis(a, A.argsort(a, axis=ax), axis=ax)
 
 
-def argsort(a, axis=-1):
-    """NumPy's ``argsort`` (integers: no derivative)."""
-    if type(a) is not Node:
-        return _np.argsort(a, axis)
+@_numpy_unless_traced(_np.argsort)
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """NumPy's ``argsort`` (integers: no derivative; stable whatever the ``kind``)."""
+    _sort_args("argsort", order)
+    if axis is None:
+        a, axis = ravel(a), 0
     return A.argsort(a, axis=_one_axis(axis, a.ndim, "argsort"))
 
 
 # ---- creation: NumPy's, also for traced arguments where only the shape matters ---------------
-def zeros_like(a, dtype=None):
-    return _np.zeros(_shape(a), dtype or (a.dtype if type(a) is Node else _np.asarray(a).dtype))
+zeros_like = _about_shape(_np.zeros_like)
+ones_like = _about_shape(_np.ones_like)
+empty_like = _about_shape(_np.empty_like)
+full_like = _about_shape(_np.full_like)
+shape = _about_shape(_np.shape)
+ndim = _about_shape(_np.ndim)
+size = _about_shape(_np.size)
 
 
-def ones_like(a, dtype=None):
-    return _np.ones(_shape(a), dtype or (a.dtype if type(a) is Node else _np.asarray(a).dtype))
+def _array_of(obj, dtype, ndmin):
+    """The traced value NumPy's ``array(obj, dtype, ndmin=ndmin)`` stands for: nested
+    lists are stacked (differentiably)."""
+    out = obj if type(obj) is Node else stack([_array_of(x, None, 0) for x in obj]) \
+        if type(obj) in (list, tuple) else _np.asarray(obj)
+    if dtype is not None:
+        out = astype(out, dtype)
+    if ndmin > len(_shape(out)):
+        out = reshape(out, (1,) * (ndmin - len(_shape(out))) + tuple(_shape(out)))
+    return out
 
 
-def full_like(a, fill_value, dtype=None):
-    return _np.full(_shape(a), fill_value,
-                    dtype or (a.dtype if type(a) is Node else _np.asarray(a).dtype))
+@_numpy_unless_traced(_np.array, any_argument=True)
+def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0,
+          like=None):
+    """NumPy's ``array``; nested lists holding traced values are stacked (differentiably).
+    (A traced value has no memory layout: ``copy`` and ``order`` change nothing.)"""
+    _refuse("array", ndmax=ndmax != 0, like=like is not None)
+    return _array_of(object, dtype, ndmin)
 
 
-def array(obj, dtype=None):
-    """NumPy's ``array``; nested lists holding traced values are stacked (differentiably)."""
-    if not _traced(obj):
-        return _np.array(obj, dtype=dtype)
-    if type(obj) is Node:
-        return obj
-    return stack([array(x) for x in obj])
-
-
-asarray = array
-
-
-def isfinite(x):
-    """NumPy's ``isfinite`` (bools: no derivative)."""
-    return S.lt(S.abs(x), inf) if type(x) is Node else _np.isfinite(x)
-
-
-def shape(a):
-    return _shape(a)
-
-
-def ndim(a):
-    return len(_shape(a))
-
-
-def size(a):
-    return _math.prod(_shape(a))
+@_numpy_unless_traced(_np.asarray, any_argument=True)
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """NumPy's ``asarray``; nested lists holding traced values are stacked (differentiably)."""
+    _refuse("asarray", like=like is not None)
+    return _array_of(a, dtype, 0)
 
 
 from . import linalg  # noqa: E402
@@ -590,7 +895,9 @@ def __getattr__(name):
         attr = getattr(_np, name)
     except AttributeError:
         raise AttributeError(f"module 'wengert.numpy' has no attribute {name!r}") from None
-    if callable(attr) and not isinstance(attr, type):
+    if isinstance(attr, _np.ufunc):
+        attr = _Ufunc(attr)     # NumPy's; on traced values its protocol refuses by name
+    elif callable(attr) and not isinstance(attr, type):
         attr = _unsupported(f"numpy.{name}", attr)
     globals()[name] = attr
     return attr

@@ -52,18 +52,19 @@ def _iter(x):
 
 # ---- NumPy's protocols --------------------------------------------------------------------------
 def _ufuncs():
+    """NumPy's ufunc -> the function recording it on traced values, from wengert.numpy's."""
     import wengert.numpy as wnp
-    table = {}
-    for uf in ("add subtract multiply divide true_divide negative power sqrt cbrt exp log "
-               "log10 log1p expm1 sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh "
-               "absolute fabs sign maximum minimum less less_equal greater greater_equal "
-               "equal not_equal square reciprocal isfinite matmul").split():
-        table[getattr(_np, uf)] = getattr(wnp, uf)
-    table[_np.positive] = lambda x: x
+    table = {u.numpy: u.traced for u in vars(wnp).values()
+             if isinstance(u, wnp._Ufunc) and u.traced is not None}
+    table[_np.matmul] = wnp.matmul
     return table
 
 
-_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "amax", "minimum": "amin"}
+# ufunc methods that are wengert.numpy functions on traced values (with the method's default
+# axis 0, not the function's None)
+_METHODS = {("add", "reduce"): "sum", ("multiply", "reduce"): "prod",
+            ("maximum", "reduce"): "max", ("minimum", "reduce"): "min",
+            ("add", "accumulate"): "cumsum"}
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -72,18 +73,18 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         if fn is not None:
             return fn(*inputs)
     import wengert.numpy as wnp
-    if kwargs.get("out") is not None:
-        raise NotImplementedError(f"numpy.{ufunc.__name__}(..., out=...) cannot write a "
-                                  "traced value into an array")
-    if method == "reduce" and ufunc.__name__ in _REDUCE and len(inputs) == 1:
-        axis = kwargs.pop("axis", 0)
-        keepdims = kwargs.pop("keepdims", False)
-        if not kwargs:
-            return getattr(wnp, _REDUCE[ufunc.__name__])(inputs[0], axis=axis,
-                                                          keepdims=keepdims)
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    if kwargs.get("out") is not None:
+        raise NotImplementedError(f"numpy.{name}(..., out=...) cannot write a traced value "
+                                  "into an array")
+    ours = _METHODS.get((ufunc.__name__, method))
+    if ours is not None and len(inputs) == 1:
+        kwargs.pop("out", None)
+        kwargs.setdefault("axis", 0)
+        return getattr(wnp, ours)(inputs[0], **kwargs)
     raise NotImplementedError(f"numpy.{name} is not supported on traced values: wengert has "
-                              "no derivative rule for it (or for these keyword arguments)")
+                              "no derivative rule for it"
+                              + (f" with the arguments {sorted(kwargs)}" if kwargs else ""))
 
 
 def array_function(self, func, types, args, kwargs):
@@ -109,18 +110,54 @@ def _array(self, dtype=None, copy=None):
 
 
 def _refuse_array(self):
-    from ..errors import ConcretizationError
-    raise ConcretizationError(
-        f"traced value {self.label()} was converted to a plain NumPy array, which would drop "
-        "its derivative. Use the functions of wengert.numpy on traced values (or NumPy's own "
-        "functions, which dispatch to them), or wg.value(x) for the number itself.")
+    raise self._to_array_error()
 
 
 _UFUNCS = {}
 
 
+def _refuse_method(name, advice=""):
+    def method(x, *args, **kwargs):
+        raise NotImplementedError(f"numpy.ndarray.{name} is not supported on traced values"
+                                  + (advice or ": wengert has no derivative rule for it"))
+    method.__name__ = name
+    return method
+
+
+def _item(x, *args):
+    raise x._cut_off("x.item()")
+
+
+def _tolist(x):
+    raise x._cut_off("x.tolist()")
+
+
+def _real_only(name, fn):
+    def method(x):
+        if x.dtype.kind == "c":
+            raise NotImplementedError(f"numpy.ndarray.{name} is not supported on complex "
+                                      "traced values")
+        return fn(x)
+    return method
+
+
+def _astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    # (order, subok and copy are about memory, which a traced value does not have)
+    import wengert.numpy as wnp
+    return wnp._cast(x, dtype, casting, "ndarray.astype")
+
+
+def _numpy_ufunc(name):
+    # NumPy's own, so that its protocol sends a traced value to array_ufunc (which refuses
+    # the ufuncs wengert has no rule for, by name)
+    ufunc = getattr(_np, name)
+    return lambda a, b: ufunc(a, b)
+
+
 def install():
-    """Attach the array methods and protocols to Node."""
+    """Attach the array methods, operators and protocols to Node.  The methods are the
+    functions of wengert.numpy, which take NumPy's arguments in NumPy's order; an ndarray
+    method wengert has no rule for raises NotImplementedError naming it."""
     import wengert.numpy as wnp
     _UFUNCS.update(_ufuncs())
     methods = {
@@ -131,26 +168,49 @@ def install():
         "__array_ufunc__": array_ufunc,
         "__array_function__": array_function,
         "__array__": _array,
-        "sum": lambda x, axis=None, keepdims=False: wnp.sum(x, axis, keepdims),
-        "mean": lambda x, axis=None, keepdims=False: wnp.mean(x, axis, keepdims),
-        "prod": lambda x, axis=None, keepdims=False: wnp.prod(x, axis, keepdims),
-        "max": lambda x, axis=None, keepdims=False: wnp.amax(x, axis, keepdims),
-        "min": lambda x, axis=None, keepdims=False: wnp.amin(x, axis, keepdims),
-        "var": lambda x, axis=None, ddof=0, keepdims=False: wnp.var(x, axis, ddof, keepdims),
-        "std": lambda x, axis=None, ddof=0, keepdims=False: wnp.std(x, axis, ddof, keepdims),
-        "cumsum": lambda x, axis=None: wnp.cumsum(x, axis),
-        "reshape": lambda x, *shape: wnp.reshape(
-            x, shape[0] if len(shape) == 1 else shape),
+        # on bools: values without derivative, like comparisons (integers: not supported)
+        "__invert__": lambda a: wnp.invert(a),
+        "__and__": lambda a, b: wnp.bitwise_and(a, b),
+        "__rand__": lambda a, b: wnp.bitwise_and(b, a),
+        "__or__": lambda a, b: wnp.bitwise_or(a, b),
+        "__ror__": lambda a, b: wnp.bitwise_or(b, a),
+        "__xor__": lambda a, b: wnp.bitwise_xor(a, b),
+        "__rxor__": lambda a, b: wnp.bitwise_xor(b, a),
+        "__round__": lambda x, ndigits=None: wnp.round(x, ndigits or 0),
+        "reshape": lambda x, *shape, order="C", copy=None: wnp.reshape(
+            x, shape[0] if len(shape) == 1 else shape, order),
         "transpose": lambda x, *axes: wnp.transpose(
             x, (axes[0] if len(axes) == 1 else axes) or None),
-        "swapaxes": lambda x, a, b: wnp.swapaxes(x, a, b),
-        "ravel": lambda x: wnp.ravel(x),
-        "flatten": lambda x: wnp.ravel(x),
-        "squeeze": lambda x, axis=None: wnp.squeeze(x, axis),
-        "dot": lambda x, y: wnp.dot(x, y),
-        "clip": lambda x, a_min=None, a_max=None: wnp.clip(x, a_min, a_max),
-        "copy": lambda x: x,
+        "flatten": wnp.ravel,
+        "copy": lambda x, order="C": x,
+        "astype": _astype,
+        "item": _item,
+        "tolist": _tolist,
+        "conj": _real_only("conj", lambda x: x),
+        "conjugate": _real_only("conjugate", lambda x: x),
+        "sort": _refuse_method("sort", ": it sorts in place, which a traced value cannot "
+                               "be; write x = wengert.numpy.sort(x)"),
         "T": property(lambda x: wnp.transpose(x)),
+        "mT": property(lambda x: wnp.swapaxes(x, -1, -2)),
+        "real": property(_real_only("real", lambda x: x)),
+        "imag": property(_real_only("imag", lambda x: _np.zeros(x.shape, x.dtype))),
+        "itemsize": property(lambda x: x.dtype.itemsize),
+        "nbytes": property(lambda x: x.size * x.dtype.itemsize),
     }
+    # the methods that are wengert.numpy's functions of the same name and arguments
+    for name in ("sum mean prod max min var std cumsum argmax argmin all any clip round "
+                 "repeat diagonal trace argsort nonzero dot swapaxes squeeze ravel").split():
+        methods[name] = getattr(wnp, name)
+    # Python operators wengert has no rule for: NumPy's ufuncs, which refuse by name
+    for op, ufunc in (("floordiv", "floor_divide"), ("mod", "remainder"),
+                      ("divmod", "divmod"), ("lshift", "left_shift"),
+                      ("rshift", "right_shift")):
+        methods[f"__{op}__"] = _numpy_ufunc(ufunc)
+        methods[f"__r{op}__"] = (lambda f: lambda a, b: f(b, a))(_numpy_ufunc(ufunc))
     for name, fn in methods.items():
         setattr(Node, name, fn)
+    # every other method of an ndarray: a clear error rather than an AttributeError
+    for name in dir(_np.ndarray):
+        if not name.startswith("_") and not hasattr(Node, name) and \
+                callable(getattr(_np.ndarray, name)):
+            setattr(Node, name, _refuse_method(name))

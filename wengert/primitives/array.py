@@ -74,6 +74,24 @@ def _transpose_np(x, axes):
 transpose = _prim("transpose", _transpose_np, cost=None, linear=True)
 transpose.defvjp(lambda g, x, ans, axes: (transpose(g, axes=tuple(np.argsort(axes).tolist())),))
 
+
+def _astype_np(x, dtype):
+    out = np.asarray(x).astype(dtype)
+    return out[()] if out.ndim == 0 else out       # a scalar, as other reductions give
+
+
+def dtype_of(x):
+    """The dtype of a node or a concrete value."""
+    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+
+
+# A cast between floating dtypes is differentiable (the cotangent is cast back); a cast to
+# any other dtype is a value without derivative, which wengert.numpy.astype arranges by
+# casting a stop_gradient of the value.
+astype = _prim("astype", _astype_np, cost=None, linear=True,
+               abstract_eval=lambda args, params: (args[0].shape, np.dtype(params["dtype"])))
+astype.defvjp(lambda g, x, ans, dtype: (astype(g, dtype=dtype_of(x)),))
+
 # ---- reductions ----------------------------------------------------------------------------
 sum = _prim("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
             cost="add", linear=True)
@@ -118,7 +136,8 @@ prod.defjvp(lambda ts, x, ans, axis, keepdims: ans * sum(ts[0] / x, axis=axis,
 def _finite_max(x, axis):
     """(m, the sum of m): m the maximum over `axis` (kept), 0 where it is not finite, the
     shift that keeps exp(x - m) from overflowing (an all -inf row gets no shift)."""
-    m = np.maximum.reduce(x, axis=axis, keepdims=True)
+    # (initial -inf: an empty reduction is log(0) = -inf, as scipy's logsumexp gives)
+    m = np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
     # One reduction tells whether every maximum is finite: their sum is (a sum of finite
     # values that overflows only sends us down the exact path below, which changes nothing).
     total = np.add.reduce(m, axis=None)
@@ -140,7 +159,8 @@ def _logsumexp_np(x, axis, keepdims):
     x = np.asarray(x)
     m, _ = _finite_max(x, axis)
     _, sums = _shifted_exp(x, m, axis)
-    out = np.log(sums)
+    with np.errstate(divide="ignore"):      # an all -inf or empty row: log(0) = -inf
+        out = np.log(sums)
     out += m
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axis))
 
@@ -166,6 +186,15 @@ logsumexp.defvjp(lambda g, x, ans, axis, keepdims: (
     _unreduce(g, x, axis, keepdims) * _softmax_of(x, ans, axis, keepdims),))
 logsumexp.defjvp(lambda ts, x, ans, axis, keepdims: sum(
     ts[0] * _softmax_of(x, ans, axis, keepdims), axis=axis, keepdims=keepdims))
+
+# argmax, argmin: integers, no derivative (recorded like a comparison, so they trace
+# without values too)
+argmax = _prim("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims),
+               cost="cmp")
+argmin = _prim("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims),
+               cost="cmp")
+argmax.defpartials(None)
+argmin.defpartials(None)
 
 cumsum = _prim("cumsum", lambda x, axis: np.cumsum(x, axis=axis), cost="add", linear=True)
 cumsum.defvjp(lambda g, x, ans, axis: (flip(cumsum(flip(g, axes=(axis,)), axis=axis),
@@ -362,21 +391,41 @@ def _(g, *ops_and_ans, subscripts):
     ins, out = _einsum_parts(subscripts)
     grads = []
     for i, (x, s) in enumerate(zip(ops, ins)):
-        if len(set(s)) != len(s):
-            raise NotImplementedError(
-                f"einsum derivative with a repeated index in one operand ({s!r}); write the "
-                "diagonal with indexing first")
         others = [(o, t) for j, (o, t) in enumerate(zip(ops, ins)) if j != i]
         present = set(out).union(*[set(t) for _, t in others])
-        kept = "".join(c for c in s if c in present)
+        once = "".join(dict.fromkeys(s))        # s with each index once ("jj" -> "j")
+        kept = "".join(c for c in once if c in present)
         spec = ",".join([out] + [t for _, t in others]) + "->" + kept
         gi = einsum(g, *[o for o, _ in others], subscripts=spec)
-        if kept != s:   # indices only this operand had were summed: broadcast them back
-            shape = shape_of(x)
-            gi = reshape(gi, shape=tuple(d if c in present else 1 for c, d in zip(s, shape)))
-            gi = broadcast_to(gi, shape=shape)
+        sizes = dict(zip(s, shape_of(x)))
+        if kept != once:   # indices only this operand had were summed: broadcast them back
+            gi = reshape(gi, shape=tuple(sizes[c] if c in present else 1 for c in once))
+            gi = broadcast_to(gi, shape=tuple(sizes[c] for c in once))
+        if once != s:
+            gi = _on_diagonals(gi, once, s, sizes, subscripts)
         grads.append(gi)
     return tuple(grads)
+
+
+def _on_diagonals(g, once, s, sizes, subscripts):
+    """A cotangent `g` (indices `once`) of an operand whose subscripts `s` repeat an index
+    ("jj"): g on the diagonals where the repeated indices agree, zero elsewhere.  An einsum
+    with identity matrices, each tying a fresh index to the repeated one."""
+    spare = iter(c for c in _LETTERS if c not in subscripts)
+    seen, target, eyes, specs = set(), "", [], []
+    for c in s:
+        if c in seen:
+            fresh = next(spare)
+            eyes.append(np.eye(sizes[c], dtype=float_dtype(g)))
+            specs.append(c + fresh)
+            target += fresh
+        else:
+            seen.add(c)
+            target += c
+    return einsum(g, *eyes, subscripts=",".join([once] + specs) + "->" + target)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 @einsum.defjvp

@@ -265,7 +265,9 @@ def float_dtype(*xs):
         >>> float_dtype(np.ones(2, np.float32)), float_dtype(np.dtype(int)), float_dtype(2.0)
         (dtype('float32'), dtype('float64'), dtype('float64'))
     """
-    return np.result_type(*xs, 1.0)        # (a Python float is weak: it promotes ints only)
+    # (dtypes, not the values: a traced value would ask NumPy's dispatch; and a Python
+    # float is weak, so 1.0 promotes ints and bools only)
+    return np.result_type(*[getattr(x, "dtype", x) for x in xs], 1.0)
 
 
 def shape_of(x) -> tuple:

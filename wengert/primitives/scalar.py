@@ -182,8 +182,13 @@ stop_gradient = _scalar("stop_gradient", lambda x: x, lambda x: x, None, linear=
     """)
 stop_gradient.defpartials(lambda x, ans: None)
 
+# (no float fast path: Python's round(x, n) rounds the decimal value, NumPy's x * 10**n)
+round = _scalar("round", lambda x, decimals=0: np.round(x, decimals), None,
+                dtype_rule="promote", doc="round(x, decimals=n): NumPy's round (half to even).")
+
 abs.defpartials(lambda x, ans: sign(x))
 sign.defpartials(lambda x, ans: None)                       # zero almost everywhere
+round.defpartials(None)                                    # zero almost everywhere
 # At a tie maximum(x, x) passes the whole derivative to its first argument.
 maximum.defpartials(lambda x, y, ans: select(x >= y, 1.0, 0.0),
                     lambda x, y, ans: select(x >= y, 0.0, 1.0))
