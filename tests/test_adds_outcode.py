@@ -12,6 +12,7 @@ import pytest
 
 import emitted
 from adds_util import code, fd_jacobian, input_keys, outputs, random_env, run, values
+from wengert.codegen.formats import FortranFormat
 
 EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
@@ -270,3 +271,23 @@ def test_gfortran_compiles_and_runs_the_emitted_code(tmp_path, which):
                              text=True).stdout.split()
     expected = np.concatenate([values(s, n, env).reshape(-1) for n in outs])
     np.testing.assert_allclose([float(v) for v in printed], expected, rtol=1e-12)
+
+
+def test_fortran_cuts_never_pass_column_72():
+    # A cut after a comma may not put the comma in column 73 (compilers drop it).
+    s, _ = run("operator q(40); f := q(" + ",".join(["x"] * 40) + ");")
+    assert max(map(len, code(s, "outcode() f;", fortran=True).splitlines())) <= 72
+    fmt = FortranFormat()
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        names = ["X", "AB", "X12", "F(1,2)", "2D0", "1.5D-3"]
+        terms = []
+        for _ in range(int(rng.integers(1, 12))):
+            args = rng.choice(names, size=int(rng.integers(1, 30)))
+            terms.append(f"Q{int(rng.integers(0, 100))}({','.join(args)})")
+        expr = "".join(str(rng.choice(["+", "-", "*", "/", "**"])) + t for t in terms)[1:]
+        lines = fmt.statement("F", expr)
+        assert max(map(len, lines)) <= 72
+        assert lines[0].startswith("      ") and all(line.startswith("     &")
+                                                     for line in lines[1:])
+        assert lines[0][6:] + "".join(line[6:] for line in lines[1:]) == f"F = {expr}"

@@ -165,7 +165,10 @@ class FortranFormat(Format):
                 return lines
             cut = self.body
             for pattern in self._CUTS:
-                cuts = [m.start() for m in pattern.finditer(text, 1, self.body + 1)]
+                # text[:cut] must fit: a cut before an operator may sit at self.body,
+                # but the zero-width match after a comma can land one further.
+                cuts = [m.start() for m in pattern.finditer(text, 1, self.body + 1)
+                        if m.start() <= self.body]
                 if cuts:
                     cut = max(cuts)
                     break
