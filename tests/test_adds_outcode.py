@@ -291,3 +291,20 @@ def test_fortran_cuts_never_pass_column_72():
         assert lines[0].startswith("      ") and all(line.startswith("     &")
                                                      for line in lines[1:])
         assert lines[0][6:] + "".join(line[6:] for line in lines[1:]) == f"F = {expr}"
+
+
+@pytest.mark.parametrize("program, outs", [
+    ("t := x; x := y; y := t;", ["x", "y"]),
+    ("array a[2]; b := vec(a[2], a[1]); a := b;", ["a"]),
+    ("c := vec(p, q, r); p := c[3]; q := c[1]+c[2]; r := c[1];", ["p", "q", "r"]),
+    ("array a[5]; a := vec(a[4], a[1], a[5], a[3], a[2]); b := a[1]*a[1];", ["a", "b"]),
+])
+def test_copies_between_inputs_keep_the_old_values(program, outs):
+    # Plain copies whose outputs are named like inputs (a swap): executed in order, the
+    # statements must not read an input that an earlier one has overwritten.
+    s, _ = run(program)
+    env = random_env(s, np.random.default_rng(7))
+    for fortran in (False, True):
+        got = emitted.run(code(s, f"outcode() {', '.join(outs)};", fortran), env, fortran)
+        for name in outs:
+            np.testing.assert_array_equal(outputs(got, s, name), values(s, name, env))

@@ -249,6 +249,12 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
                     assign(sym, text[i][0], False)
         for sym, s in tail:
             assign(sym, s, False)
+    # A late output may overwrite an input that a later one still reads, as in a swap
+    # (X := Y; Y := X): such an input is copied to a temporary before the first of them.
+    targets = [fmt.symbol(sym) for sym, _ in last]
+    for k, (sym, node) in enumerate(last):
+        if node.op is INPUT and text[node.index][0] in targets[:k]:
+            spill(node.index)
     for sym, node in last:
         assign(sym, text[node.index][0], False)
 
