@@ -249,6 +249,18 @@ def _fortran_program(session, body, outputs_):
     return "\n".join(lines) + "\n", env
 
 
+def _check_with_gfortran(tmp_path, session, body, outs):
+    """Compile and run the emitted `body` with gfortran; compare with the graph."""
+    source, env = _fortran_program(session, body, outs)
+    (tmp_path / "t.f").write_text(source)
+    subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), str(tmp_path / "t.f")],
+                   check=True, capture_output=True, cwd=tmp_path)
+    printed = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
+                             text=True).stdout.split()
+    expected = np.concatenate([values(session, n, env).reshape(-1) for n in outs])
+    np.testing.assert_allclose([float(v) for v in printed], expected, rtol=1e-12)
+
+
 @pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
 @pytest.mark.parametrize("which", ["powell", "functions"])
 def test_gfortran_compiles_and_runs_the_emitted_code(tmp_path, which):
@@ -263,14 +275,7 @@ def test_gfortran_compiles_and_runs_the_emitted_code(tmp_path, which):
         x, outs = "x", ["f", "g", "h"]
     s, _ = run(program)
     body = code(s, f"outcode({x}) {', '.join(outs)};", fortran=True)
-    source, env = _fortran_program(s, body, outs)
-    (tmp_path / "t.f").write_text(source)
-    subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), str(tmp_path / "t.f")],
-                   check=True, capture_output=True, cwd=tmp_path)
-    printed = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
-                             text=True).stdout.split()
-    expected = np.concatenate([values(s, n, env).reshape(-1) for n in outs])
-    np.testing.assert_allclose([float(v) for v in printed], expected, rtol=1e-12)
+    _check_with_gfortran(tmp_path, s, body, outs)
 
 
 def test_fortran_cuts_never_pass_column_72():
@@ -308,3 +313,18 @@ def test_copies_between_inputs_keep_the_old_values(program, outs):
         got = emitted.run(code(s, f"outcode() {', '.join(outs)};", fortran), env, fortran)
         for name in outs:
             np.testing.assert_array_equal(outputs(got, s, name), values(s, name, env))
+
+
+def test_fortran_call_arguments_are_never_integers(tmp_path):
+    # Fortran does not convert arguments: Q(X,2) hands an INTEGER to a DOUBLE PRECISION
+    # dummy, and gfortran rejects ATAN2(X,1).  Element indices stay integers.
+    s, _ = run("operator q(2); operator h[2](3); f := q(x, 2) + atan2(x, 1) + atan2(-2, x);"
+               " g := h[2](x, 0, 1);")
+    text = code(s, "outcode(x) f, g;", fortran=True)
+    assert "Q(X,2D0)" in text and "ATAN2(X,1D0)" in text and "ATAN2(-2D0,X)" in text
+    assert "H(2,X,0D0,1D0)" in text
+    if shutil.which("gfortran") is None:
+        return
+    s, _ = run("f := atan2(x, 1) + atan2(2, x) + x**2 + 1/x;")
+    body = code(s, "outcode(x) f;", fortran=True)
+    _check_with_gfortran(tmp_path, s, body, ["f"])
