@@ -328,3 +328,20 @@ def test_fortran_call_arguments_are_never_integers(tmp_path):
     s, _ = run("f := atan2(x, 1) + atan2(2, x) + x**2 + 1/x;")
     body = code(s, "outcode(x) f;", fortran=True)
     _check_with_gfortran(tmp_path, s, body, ["f"])
+
+
+def test_fortran_renames_variables_named_like_intrinsics():
+    # A variable ABS would hide the intrinsic ABS that cbrt is written with.
+    s, _ = run("abs := x*x; abs1 := 2*x; array sign[2]; f := cbrt(abs) + abs1 + sign[1];")
+    text = code(s, "outcode(x) f, abs;", fortran=True)
+    assert text.splitlines()[0] == "C ABS IS WRITTEN ABS2 (ABS IS RESERVED)"
+    assert text.splitlines()[1] == "C SIGN IS WRITTEN SIGN1 (SIGN IS RESERVED)"
+    env = random_env(s, np.random.default_rng(3))
+    env = {("SIGN1" if name == "SIGN" else name, i): v for (name, i), v in env.items()}
+    got = emitted.run(text, env, fortran=True)
+    assert ("ABS", ()) not in got
+    np.testing.assert_allclose(got[("ABS2", ())], got[("X", ())] ** 2)
+    np.testing.assert_allclose(got[("F", ())], np.cbrt(got[("X", ())] ** 2)
+                               + 2 * got[("X", ())] + got[("SIGN1", (1,))])
+    assert code(s, "outcode(x) abs1;", fortran=True) == "      ABS1 = X*2\n"  # names in use
+    assert code(s, "outcode(x) abs;") == "ABS := X*X;\n"             # ADDS keeps them

@@ -41,6 +41,7 @@ class Format:
     pow_infix = True                # x**y for real y too (False: written as a call)
     max_expression = 1000
     brackets = "[]"                 # around an array element's indices
+    reserved = frozenset()          # names the format's code uses: user names are renamed
 
     def symbol(self, sym) -> str:
         if not sym.index:
@@ -128,6 +129,9 @@ class FortranFormat(Format):
     body = 72 - 6                   # columns 7..72 hold the statement
     brackets = "()"
     _INTEGER = re.compile(r"-?[0-9]+")
+    # The intrinsics the code calls: a user's variable of that name would shadow one.
+    reserved = frozenset("ABS SIGN SQRT EXP LOG LOG10 SIN COS TAN ASIN ACOS ATAN ATAN2 SINH "
+                         "COSH TANH".split())
 
     def number(self, value) -> str:
         value = _finite(value)
