@@ -24,7 +24,8 @@ no statement grows without bound (Fortran 77 allows 19 continuation lines).
 
 Temporaries are named ``<prefix><index>`` with a prefix that no user name (input, output or
 any name passed as ``reserved``) can be confused with: ``V`` unless a user name looks like
-``V0003``, then ``W``, and so on.
+``V0003``, then ``W``, and so on.  A user name the format reserves (`Format.reserved`:
+FORTRAN's intrinsics) is written with a digit appended, and a comment says so.
 """
 from __future__ import annotations
 
