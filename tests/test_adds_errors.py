@@ -61,6 +61,10 @@ def test_type_error_points_at_the_expression():
     ("array a[2]; array a[3];", "A is already a variable of type [2]"),
     ("array a[0];", "array bounds must be at least 1"),
     ("f := log(0) + x; outcode(x) f;", "the code would contain the constant -inf"),
+    # constants fold before x/x -> 1 and x*0 -> 0 could turn nan into 1 or 0
+    ("f := (0/0) + x; outcode(x) f;", "the code would contain the constant nan"),
+    ("f := x*(0/0); outcode(x) f;", "the code would contain the constant nan"),
+    ("f := x + 0*(1/0); outcode(x) f;", "the code would contain the constant nan"),
 ])
 def test_each_mistake_has_one_clear_message(program, message):
     e, _ = error(program)
