@@ -80,3 +80,15 @@ def test_only_count_and_draw_sessions_keep_their_requests():
     kept = Session(stdout=io.StringIO(), keep_requests=True)
     kept.execute(program)
     assert [label for label, *_ in kept.requests] == ["outcode(X) F", "outcode(Y) G"]
+
+
+def test_a_file_that_is_not_utf8_gets_a_located_error(tmp_path):
+    bad = tmp_path / "nonutf.adds"
+    bad.write_bytes(b"f := x\xff;\n")
+    (tmp_path / "outer.adds").write_text(f'in "{bad}";\n')
+    for args in (["run", str(bad)], ["count", str(bad)],
+                 ["draw", "-o", str(tmp_path / "p.svg"), str(bad)],
+                 ["run", str(tmp_path / "outer.adds")]):
+        r = wengert(*args)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith(f"{bad}:1:7: error: byte 0xFF is not UTF-8 text"), r.stderr

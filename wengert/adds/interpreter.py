@@ -104,7 +104,9 @@ class Session:
             % COUNT: ADDITIONS/SUBTRACTIONS 0, MULTIPLICATIONS 1, DIVISIONS 0, FUNCTION CALLS 0, POWERS 0
         """
         try:
-            with open(path, encoding="utf-8") as f:
+            # as standard input is read: a byte that is not UTF-8 becomes a lone surrogate,
+            # which the parser reports where it stands
+            with open(path, encoding="utf-8", errors="surrogateescape") as f:
                 text = f.read()
         except OSError as e:
             raise AddsError(f"cannot read {path}: {e.strerror}") from None
