@@ -92,3 +92,17 @@ def test_a_file_that_is_not_utf8_gets_a_located_error(tmp_path):
         r = wengert(*args)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert r.stderr.startswith(f"{bad}:1:7: error: byte 0xFF is not UTF-8 text"), r.stderr
+
+
+def test_draw_reports_what_dot_and_the_file_system_refuse(tmp_path, monkeypatch, capsys):
+    from wengert.cli import draw_program
+    fake = tmp_path / "dot"          # a dot that knows no format, whether Graphviz is here
+    fake.write_text("#!/bin/sh\necho 'Format: \"xyz\" not recognized.' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    program = str(ROOT / "examples" / "powell.adds")
+    assert draw_program(program, str(tmp_path / "p.xyz")) == 1
+    assert capsys.readouterr().err == 'wengert draw: dot failed: Format: "xyz" not recognized.\n'
+    assert draw_program(program, str(tmp_path / "no-such-dir" / "p.dot")) == 1
+    assert capsys.readouterr().err == (f"wengert draw: cannot write {tmp_path}/no-such-dir/p.dot:"
+                                       " No such file or directory\n")
