@@ -235,6 +235,7 @@ class Session:
     def _declare_array(self, name, shape):
         name = str(name)
         self._check_new_name(name, "array")
+        T.check_size(shape, f"array {name}")
         self.variables[name] = T.build(shape, lambda i: self._input(name, tuple(
             j + 1 for j in i)))
 
