@@ -62,6 +62,7 @@ class Session:
         # `wengert count` and `draw`; other sessions keep none (they would hold every graph
         # of a long interactive session alive)
         self.requests = [] if keep_requests else None
+        self._done = {}                 # id(subexpression) -> its value, see `value`
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
         self.out = None                 # None: self.stdout (looked up when written to)
@@ -314,11 +315,24 @@ class Session:
     # --- expressions ----------------------------------------------------------------------------
     def value(self, tree) -> np.ndarray:
         """The value of an expression tree: an object array of nodes.  An error inside
-        gets the position of the innermost construct that failed."""
+        gets the position of the innermost construct that failed.
+
+        There is no recursion over the depth of the expression: its subexpressions are
+        evaluated innermost first, in the order a recursive walk would take (so inputs and
+        nodes are made in the same order), and each construct's ``self.value(operand)``
+        then only takes the operand's value from `_done`."""
+        if id(tree) in self._done:
+            return self._done.pop(id(tree))
         try:
-            return self._value(tree)
-        except AddsError as e:
-            raise _located(e, tree, self._where)
+            for t in _innermost_first(tree):
+                try:
+                    self._done[id(t)] = self._value(t)
+                except AddsError as e:
+                    raise _located(e, t, self._where)
+            return self._done.pop(id(tree))
+        except BaseException:
+            self._done.clear()
+            raise
 
     def _value(self, tree):
         kind, c = tree.data, tree.children
@@ -419,6 +433,29 @@ class Session:
             with D.directional(self):
                 return (D.dfuv if name == "DFUV" else D.dfdv)(*values)
         return (D.dfu if name == "DFU" else D.dfd)(*values)
+
+
+_EXPRESSIONS = frozenset({"number", "ref", "call", "neg", "indexed", "add", "sub", "mul",
+                          "div", "pow"})
+
+
+def _innermost_first(tree) -> list:
+    """The expression subtrees of `tree` (itself last), each after its operands, in the
+    order `Session._value` evaluates them: a call's operands before its index.  By an
+    explicit stack, so the depth of the expression does not matter."""
+    out, stack = [], [(tree, False)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            out.append(t)
+            continue
+        if t.data in _EXPRESSIONS:
+            stack.append((t, True))
+        children = t.children
+        if t.data == "call":                # NAME, index, operands...
+            children = children[2:] + children[1:2]
+        stack.extend((c, False) for c in reversed(children) if isinstance(c, lark.Tree))
+    return out
 
 
 def _located(error, where, source):
