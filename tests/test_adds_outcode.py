@@ -1,7 +1,6 @@
 """outcode and count: the structure of the paper's Example 1, emitted programs evaluated
 numerically against finite differences (both formats), Fortran that gfortran compiles,
 the counts of Example 2, and an emitter that neither recurses nor grows without bound."""
-import os
 import pathlib
 import re
 import shutil
