@@ -106,3 +106,10 @@ def test_draw_reports_what_dot_and_the_file_system_refuse(tmp_path, monkeypatch,
     assert draw_program(program, str(tmp_path / "no-such-dir" / "p.dot")) == 1
     assert capsys.readouterr().err == (f"wengert draw: cannot write {tmp_path}/no-such-dir/p.dot:"
                                        " No such file or directory\n")
+
+
+def test_repl_runs_the_statements_after_a_failing_one_on_its_line():
+    r = wengert("repl", stdin='a := 1; b := vec(1,2)+1; c := 3; outcode() c;\n'
+                              'comment say "hi;\ncomment this is 50% done;\noutcode() a;\n')
+    assert r.returncode == 0 and r.stdout == "C := 3;\nA := 1;\n"
+    assert r.stderr.startswith("<stdin>:1:14: error: +:") and len(r.stderr.splitlines()) == 3

@@ -82,15 +82,22 @@ class Session:
         self.symbols = {}               # input node index -> Symbol (its name in code)
 
     # --- running text -----------------------------------------------------------------------
-    def execute(self, text: str, filename: str = "<input>", directory: str = None) -> None:
+    def execute(self, text: str, filename: str = "<input>", directory: str = None,
+                on_error=None) -> None:
         """Parse `text` and run its statements in order.  The first failing statement
         raises `AddsError` (with its position) after being undone; those before it stay
-        done.  `directory` is where ``in`` looks for relative file names (default: the
-        current directory)."""
+        done.  With `on_error` (the REPL), a failing statement's error is passed to it
+        instead and the statements after it still run.  `directory` is where ``in`` looks
+        for relative file names (default: the current directory)."""
         statements = parse(text, filename)
         with np.errstate(all="ignore"):
             for stmt in statements:
-                self._atomic(stmt, text, filename, directory)
+                try:
+                    self._atomic(stmt, text, filename, directory)
+                except AddsError as e:
+                    if on_error is None:
+                        raise
+                    on_error(e)
 
     def run_file(self, path: str) -> None:
         """Run the program in the file `path` (``in`` statements in it are relative to its
