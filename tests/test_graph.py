@@ -396,6 +396,7 @@ def test_constants_fold_before_the_rules():
     # 0/0 is nan and inf*0 is nan: x/x -> 1 and x*0 -> 0 are for unknowns only.
     g = wg.Graph()
     zero, inf = g.const(0.0), g.const(float("inf"))
-    assert np.isnan(g.apply(P.div, (zero, zero)).value)
-    assert np.isnan(g.apply(P.mul, (inf, zero)).value)
-    assert np.isnan(g.apply(P.sub, (inf, inf)).value)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(g.apply(P.div, (zero, zero)).value)
+        assert np.isnan(g.apply(P.mul, (inf, zero)).value)
+        assert np.isnan(g.apply(P.sub, (inf, inf)).value)
