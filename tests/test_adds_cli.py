@@ -80,3 +80,36 @@ def test_only_count_and_draw_sessions_keep_their_requests():
     kept = Session(stdout=io.StringIO(), keep_requests=True)
     kept.execute(program)
     assert [label for label, *_ in kept.requests] == ["outcode(X) F", "outcode(Y) G"]
+
+
+def test_a_file_that_is_not_utf8_gets_a_located_error(tmp_path):
+    bad = tmp_path / "nonutf.adds"
+    bad.write_bytes(b"f := x\xff;\n")
+    (tmp_path / "outer.adds").write_text(f'in "{bad}";\n')
+    for args in (["run", str(bad)], ["count", str(bad)],
+                 ["draw", "-o", str(tmp_path / "p.svg"), str(bad)],
+                 ["run", str(tmp_path / "outer.adds")]):
+        r = wengert(*args)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith(f"{bad}:1:7: error: byte 0xFF is not UTF-8 text"), r.stderr
+
+
+def test_draw_reports_what_dot_and_the_file_system_refuse(tmp_path, monkeypatch, capsys):
+    from wengert.cli import draw_program
+    fake = tmp_path / "dot"          # a dot that knows no format, whether Graphviz is here
+    fake.write_text("#!/bin/sh\necho 'Format: \"xyz\" not recognized.' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    program = str(ROOT / "examples" / "powell.adds")
+    assert draw_program(program, str(tmp_path / "p.xyz")) == 1
+    assert capsys.readouterr().err == 'wengert draw: dot failed: Format: "xyz" not recognized.\n'
+    assert draw_program(program, str(tmp_path / "no-such-dir" / "p.dot")) == 1
+    assert capsys.readouterr().err == (f"wengert draw: cannot write {tmp_path}/no-such-dir/p.dot:"
+                                       " No such file or directory\n")
+
+
+def test_repl_runs_the_statements_after_a_failing_one_on_its_line():
+    r = wengert("repl", stdin='a := 1; b := vec(1,2)+1; c := 3; outcode() c;\n'
+                              'comment say "hi;\ncomment this is 50% done;\noutcode() a;\n')
+    assert r.returncode == 0 and r.stdout == "C := 3;\nA := 1;\n"
+    assert r.stderr.startswith("<stdin>:1:14: error: +:") and len(r.stderr.splitlines()) == 3

@@ -60,7 +60,14 @@ def test_type_error_points_at_the_expression():
     ("array sin[2];", "SIN is a built-in operator"),
     ("array a[2]; array a[3];", "A is already a variable of type [2]"),
     ("array a[0];", "array bounds must be at least 1"),
+    ("array a[99999999999];", "array A is too large (99999999999 elements; at most 1000000)"),
+    ("array a[100000]; f := dfd(a, a);", "the Jacobian, of type [100000,100000], is too large"),
+    ("operator h[9999,9999](1); f := h(x);", "a value of type [9999,9999] is too large"),
     ("f := log(0) + x; outcode(x) f;", "the code would contain the constant -inf"),
+    # constants fold before x/x -> 1 and x*0 -> 0 could turn nan into 1 or 0
+    ("f := (0/0) + x; outcode(x) f;", "the code would contain the constant nan"),
+    ("f := x*(0/0); outcode(x) f;", "the code would contain the constant nan"),
+    ("f := x + 0*(1/0); outcode(x) f;", "the code would contain the constant nan"),
 ])
 def test_each_mistake_has_one_clear_message(program, message):
     e, _ = error(program)

@@ -218,3 +218,35 @@ def test_every_example_runs(path, monkeypatch, tmp_path):
     Session(stdout=out).run_file(os.path.join(os.path.dirname(__file__), "..", "examples",
                                               path))
     assert out.getvalue()
+
+
+def _iterate(f, n, x):
+    for _ in range(n):
+        x = f(x)
+    return x
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ("+".join(f"x{i}" for i in range(600)), sum(range(600))),
+    ("sin(" * 2000 + "x" + ")" * 2000, _iterate(math.sin, 2000, 0.5)),
+    ("-" * 5000 + "x", 0.5),
+    ("-" * 5001 + "x", -0.5),
+    ("x**" * 3000 + "x", _iterate(lambda y: 0.5 ** y, 3000, 0.5)),
+    ("(" * 20000 + "x" + ")" * 20000 + "*a[" + "(" * 3000 + "2" + ")" * 3000 + "]", 1.0),
+])
+def test_deep_expressions_need_no_recursion(expr, expected):
+    # The interpreter walks expression trees with an explicit stack, not Python's.
+    s, _ = run(f"array a[2]; f := {expr};")
+    env = {("X", ()): 0.5, ("A", (1,)): 1.0, ("A", (2,)): 2.0}
+    env.update({(f"X{i}", ()): float(i) for i in range(600)})
+    assert values(s, "f", env) == pytest.approx(expected, rel=1e-12)
+    assert code(s, "outcode() f;")
+    assert code(s, "outcode() f;", fortran=True)
+
+
+def test_deep_expression_errors_point_at_the_innermost_mistake():
+    program = "f := " + "sin(" * 3000 + "vec(1,2)+1" + ")" * 3000 + ";"
+    with pytest.raises(AddsError) as info:
+        run(program)
+    assert info.value.column == len("f := " + "sin(" * 3000) + 1
+    assert "[2] and []" in info.value.message

@@ -1,7 +1,6 @@
 """outcode and count: the structure of the paper's Example 1, emitted programs evaluated
 numerically against finite differences (both formats), Fortran that gfortran compiles,
 the counts of Example 2, and an emitter that neither recurses nor grows without bound."""
-import os
 import pathlib
 import re
 import shutil
@@ -12,6 +11,7 @@ import pytest
 
 import emitted
 from adds_util import code, fd_jacobian, input_keys, outputs, random_env, run, values
+from wengert.codegen.formats import FortranFormat
 
 EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
@@ -248,6 +248,18 @@ def _fortran_program(session, body, outputs_):
     return "\n".join(lines) + "\n", env
 
 
+def _check_with_gfortran(tmp_path, session, body, outs):
+    """Compile and run the emitted `body` with gfortran; compare with the graph."""
+    source, env = _fortran_program(session, body, outs)
+    (tmp_path / "t.f").write_text(source)
+    subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), str(tmp_path / "t.f")],
+                   check=True, capture_output=True, cwd=tmp_path)
+    printed = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
+                             text=True).stdout.split()
+    expected = np.concatenate([values(session, n, env).reshape(-1) for n in outs])
+    np.testing.assert_allclose([float(v) for v in printed], expected, rtol=1e-12)
+
+
 @pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
 @pytest.mark.parametrize("which", ["powell", "functions"])
 def test_gfortran_compiles_and_runs_the_emitted_code(tmp_path, which):
@@ -262,11 +274,73 @@ def test_gfortran_compiles_and_runs_the_emitted_code(tmp_path, which):
         x, outs = "x", ["f", "g", "h"]
     s, _ = run(program)
     body = code(s, f"outcode({x}) {', '.join(outs)};", fortran=True)
-    source, env = _fortran_program(s, body, outs)
-    (tmp_path / "t.f").write_text(source)
-    subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), str(tmp_path / "t.f")],
-                   check=True, capture_output=True, cwd=tmp_path)
-    printed = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
-                             text=True).stdout.split()
-    expected = np.concatenate([values(s, n, env).reshape(-1) for n in outs])
-    np.testing.assert_allclose([float(v) for v in printed], expected, rtol=1e-12)
+    _check_with_gfortran(tmp_path, s, body, outs)
+
+
+def test_fortran_cuts_never_pass_column_72():
+    # A cut after a comma may not put the comma in column 73 (compilers drop it).
+    s, _ = run("operator q(40); f := q(" + ",".join(["x"] * 40) + ");")
+    assert max(map(len, code(s, "outcode() f;", fortran=True).splitlines())) <= 72
+    fmt = FortranFormat()
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        names = ["X", "AB", "X12", "F(1,2)", "2D0", "1.5D-3"]
+        terms = []
+        for _ in range(int(rng.integers(1, 12))):
+            args = rng.choice(names, size=int(rng.integers(1, 30)))
+            terms.append(f"Q{int(rng.integers(0, 100))}({','.join(args)})")
+        expr = "".join(str(rng.choice(["+", "-", "*", "/", "**"])) + t for t in terms)[1:]
+        lines = fmt.statement("F", expr)
+        assert max(map(len, lines)) <= 72
+        assert lines[0].startswith("      ") and all(line.startswith("     &")
+                                                     for line in lines[1:])
+        assert lines[0][6:] + "".join(line[6:] for line in lines[1:]) == f"F = {expr}"
+
+
+@pytest.mark.parametrize("program, outs", [
+    ("t := x; x := y; y := t;", ["x", "y"]),
+    ("array a[2]; b := vec(a[2], a[1]); a := b;", ["a"]),
+    ("c := vec(p, q, r); p := c[3]; q := c[1]+c[2]; r := c[1];", ["p", "q", "r"]),
+    ("array a[5]; a := vec(a[4], a[1], a[5], a[3], a[2]); b := a[1]*a[1];", ["a", "b"]),
+])
+def test_copies_between_inputs_keep_the_old_values(program, outs):
+    # Plain copies whose outputs are named like inputs (a swap): executed in order, the
+    # statements must not read an input that an earlier one has overwritten.
+    s, _ = run(program)
+    env = random_env(s, np.random.default_rng(7))
+    for fortran in (False, True):
+        got = emitted.run(code(s, f"outcode() {', '.join(outs)};", fortran), env, fortran)
+        for name in outs:
+            np.testing.assert_array_equal(outputs(got, s, name), values(s, name, env))
+
+
+def test_fortran_call_arguments_are_never_integers(tmp_path):
+    # Fortran does not convert arguments: Q(X,2) hands an INTEGER to a DOUBLE PRECISION
+    # dummy, and gfortran rejects ATAN2(X,1).  Element indices stay integers.
+    s, _ = run("operator q(2); operator h[2](3); f := q(x, 2) + atan2(x, 1) + atan2(-2, x);"
+               " g := h[2](x, 0, 1);")
+    text = code(s, "outcode(x) f, g;", fortran=True)
+    assert "Q(X,2D0)" in text and "ATAN2(X,1D0)" in text and "ATAN2(-2D0,X)" in text
+    assert "H(2,X,0D0,1D0)" in text
+    if shutil.which("gfortran") is None:
+        return
+    s, _ = run("f := atan2(x, 1) + atan2(2, x) + x**2 + 1/x;")
+    body = code(s, "outcode(x) f;", fortran=True)
+    _check_with_gfortran(tmp_path, s, body, ["f"])
+
+
+def test_fortran_renames_variables_named_like_intrinsics():
+    # A variable ABS would hide the intrinsic ABS that cbrt is written with.
+    s, _ = run("abs := x*x; abs1 := 2*x; array sign[2]; f := cbrt(abs) + abs1 + sign[1];")
+    text = code(s, "outcode(x) f, abs;", fortran=True)
+    assert text.splitlines()[0] == "C ABS IS WRITTEN ABS2 (ABS IS RESERVED)"
+    assert text.splitlines()[1] == "C SIGN IS WRITTEN SIGN1 (SIGN IS RESERVED)"
+    env = random_env(s, np.random.default_rng(3))
+    env = {("SIGN1" if name == "SIGN" else name, i): v for (name, i), v in env.items()}
+    got = emitted.run(text, env, fortran=True)
+    assert ("ABS", ()) not in got
+    np.testing.assert_allclose(got[("ABS2", ())], got[("X", ())] ** 2)
+    np.testing.assert_allclose(got[("F", ())], np.cbrt(got[("X", ())] ** 2)
+                               + 2 * got[("X", ())] + got[("SIGN1", (1,))])
+    assert code(s, "outcode(x) abs1;", fortran=True) == "      ABS1 = X*2\n"  # names in use
+    assert code(s, "outcode(x) abs;") == "ABS := X*X;\n"             # ADDS keeps them

@@ -8,6 +8,7 @@ import wengert.math as wm
 from fd import fd_derivative, fd_gradient, assert_close
 from wengert import Graph, ShapeDtype
 from wengert.graph.passes import optimize, cost
+from wengert.primitives import scalar as P
 
 
 def ops_of(graph):
@@ -389,3 +390,13 @@ def test_pass_does_not_recurse_over_depth():
     new = optimize(g, g.outputs)
     assert cost(g, new) <= cost(g, g.outputs)
     assert g.evaluate([0.1], new)[0] == pytest.approx(g.evaluate([0.1])[0], rel=1e-12)
+
+
+def test_constants_fold_before_the_rules():
+    # 0/0 is nan and inf*0 is nan: x/x -> 1 and x*0 -> 0 are for unknowns only.
+    g = wg.Graph()
+    zero, inf = g.const(0.0), g.const(float("inf"))
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(g.apply(P.div, (zero, zero)).value)
+        assert np.isnan(g.apply(P.mul, (inf, zero)).value)
+        assert np.isnan(g.apply(P.sub, (inf, inf)).value)

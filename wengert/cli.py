@@ -158,8 +158,11 @@ def draw_program(path, output=None, out=None) -> int:
     output = output or os.path.splitext(path)[0] + ".svg"
     try:
         draw.Drawing(dot).save(output)
-    except draw.GraphvizNotFound as e:
+    except draw.DrawError as e:             # no dot, or a format it does not know
         print(f"wengert draw: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"wengert draw: cannot write {output}: {e.strerror}", file=sys.stderr)
         return 1
     print(f"wrote {output}", file=out)
     return 0

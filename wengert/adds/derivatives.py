@@ -39,7 +39,7 @@ from ..graph.graph import F64
 from ..primitives import scalar as P
 from ..primitives.registry import Primitive
 from .errors import AddsError
-from .types import build, flat, type_str
+from .types import build, check_size, flat, type_str
 
 
 # --------------------------------------------------------------------------------------
@@ -209,6 +209,7 @@ def dfdv(f, x, y):
 
 
 def _jacobian(f, x, sweep):
+    check_size(f.shape + x.shape, f"the Jacobian, of type {type_str(f.shape + x.shape)},")
     xs, fs, graph, plan = _sweep_setup(f, x)
     one = graph.const(1.0)
     jac = np.empty((len(fs), len(xs)), dtype=object)

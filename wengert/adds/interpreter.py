@@ -62,6 +62,7 @@ class Session:
         # `wengert count` and `draw`; other sessions keep none (they would hold every graph
         # of a long interactive session alive)
         self.requests = [] if keep_requests else None
+        self._done = {}                 # id(subexpression) -> its value, see `value`
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
         self.out = None                 # None: self.stdout (looked up when written to)
@@ -81,15 +82,22 @@ class Session:
         self.symbols = {}               # input node index -> Symbol (its name in code)
 
     # --- running text -----------------------------------------------------------------------
-    def execute(self, text: str, filename: str = "<input>", directory: str = None) -> None:
+    def execute(self, text: str, filename: str = "<input>", directory: str = None,
+                on_error=None) -> None:
         """Parse `text` and run its statements in order.  The first failing statement
         raises `AddsError` (with its position) after being undone; those before it stay
-        done.  `directory` is where ``in`` looks for relative file names (default: the
-        current directory)."""
+        done.  With `on_error` (the REPL), a failing statement's error is passed to it
+        instead and the statements after it still run.  `directory` is where ``in`` looks
+        for relative file names (default: the current directory)."""
         statements = parse(text, filename)
         with np.errstate(all="ignore"):
             for stmt in statements:
-                self._atomic(stmt, text, filename, directory)
+                try:
+                    self._atomic(stmt, text, filename, directory)
+                except AddsError as e:
+                    if on_error is None:
+                        raise
+                    on_error(e)
 
     def run_file(self, path: str) -> None:
         """Run the program in the file `path` (``in`` statements in it are relative to its
@@ -104,7 +112,9 @@ class Session:
             % COUNT: ADDITIONS/SUBTRACTIONS 0, MULTIPLICATIONS 1, DIVISIONS 0, FUNCTION CALLS 0, POWERS 0
         """
         try:
-            with open(path, encoding="utf-8") as f:
+            # as standard input is read: a byte that is not UTF-8 becomes a lone surrogate,
+            # which the parser reports where it stands
+            with open(path, encoding="utf-8", errors="surrogateescape") as f:
                 text = f.read()
         except OSError as e:
             raise AddsError(f"cannot read {path}: {e.strerror}") from None
@@ -233,6 +243,7 @@ class Session:
     def _declare_array(self, name, shape):
         name = str(name)
         self._check_new_name(name, "array")
+        T.check_size(shape, f"array {name}")
         self.variables[name] = T.build(shape, lambda i: self._input(name, tuple(
             j + 1 for j in i)))
 
@@ -311,11 +322,24 @@ class Session:
     # --- expressions ----------------------------------------------------------------------------
     def value(self, tree) -> np.ndarray:
         """The value of an expression tree: an object array of nodes.  An error inside
-        gets the position of the innermost construct that failed."""
+        gets the position of the innermost construct that failed.
+
+        There is no recursion over the depth of the expression: its subexpressions are
+        evaluated innermost first, in the order a recursive walk would take (so inputs and
+        nodes are made in the same order), and each construct's ``self.value(operand)``
+        then only takes the operand's value from `_done`."""
+        if id(tree) in self._done:
+            return self._done.pop(id(tree))
         try:
-            return self._value(tree)
-        except AddsError as e:
-            raise _located(e, tree, self._where)
+            for t in _innermost_first(tree):
+                try:
+                    self._done[id(t)] = self._value(t)
+                except AddsError as e:
+                    raise _located(e, t, self._where)
+            return self._done.pop(id(tree))
+        except BaseException:
+            self._done.clear()
+            raise
 
     def _value(self, tree):
         kind, c = tree.data, tree.children
@@ -416,6 +440,29 @@ class Session:
             with D.directional(self):
                 return (D.dfuv if name == "DFUV" else D.dfdv)(*values)
         return (D.dfu if name == "DFU" else D.dfd)(*values)
+
+
+_EXPRESSIONS = frozenset({"number", "ref", "call", "neg", "indexed", "add", "sub", "mul",
+                          "div", "pow"})
+
+
+def _innermost_first(tree) -> list:
+    """The expression subtrees of `tree` (itself last), each after its operands, in the
+    order `Session._value` evaluates them: a call's operands before its index.  By an
+    explicit stack, so the depth of the expression does not matter."""
+    out, stack = [], [(tree, False)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            out.append(t)
+            continue
+        if t.data in _EXPRESSIONS:
+            stack.append((t, True))
+        children = t.children
+        if t.data == "call":                # NAME, index, operands...
+            children = children[2:] + children[1:2]
+        stack.extend((c, False) for c in reversed(children) if isinstance(c, lark.Tree))
+    return out
 
 
 def _located(error, where, source):

@@ -126,7 +126,11 @@ def _describe(token) -> str:
 
 def _syntax_error(e, text, filename) -> AddsError:
     if isinstance(e, lark.exceptions.UnexpectedCharacters):
-        msg = f"unexpected character {text[e.pos_in_stream]!r}"
+        char = text[e.pos_in_stream]
+        if "\udc80" <= char <= "\udcff":          # an undecodable byte (surrogateescape)
+            msg = f"byte 0x{ord(char) - 0xdc00:02X} is not UTF-8 text"
+        else:
+            msg = f"unexpected character {char!r}"
     else:
         token = getattr(e, "token", None)
         expected = sorted({_READABLE.get(t, repr(t.lower()) if t.isalpha() else t)

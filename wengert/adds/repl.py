@@ -8,6 +8,7 @@ On a terminal, readline gives line editing and a history kept in ``~/.wengert_hi
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from .errors import AddsError
@@ -17,29 +18,41 @@ MORE = "  ... "
 HISTORY = os.path.join(os.path.expanduser("~"), ".wengert_history")
 
 
+_COMMENT_STATEMENT = re.compile(r"comment\b", re.IGNORECASE)
+
+
 def complete(text: str) -> bool:
     """Whether `text` ends with a finished statement: a ``;`` outside strings and comments
-    with nothing but blanks and comments after it.
+    with nothing but blanks and comments after it.  A ``comment`` statement runs to the
+    next ``;`` whatever it holds (``"`` and ``%`` too), as the grammar reads it.
 
     Example:
         >>> complete("f := x;"), complete("f := x"), complete('write ";"'), complete("x; % ;")
         (True, False, False, True)
+        >>> complete('comment say "hi;'), complete("comment 50% done;")
+        (True, True)
     """
-    done, in_string, in_comment = True, False, False
-    for ch in text:
+    done, in_string, in_comment, in_statement_comment = True, False, False, False
+    start = True                          # at the start of a statement
+    for i, ch in enumerate(text):
         if in_comment:
             in_comment = ch != "\n"
         elif in_string:
             in_string = ch != '"'
+        elif in_statement_comment:
+            if ch == ";":
+                in_statement_comment, done, start = False, True, True
+        elif start and _COMMENT_STATEMENT.match(text, i):
+            in_statement_comment, done, start = True, False, False
         elif ch == '"':
-            in_string, done = True, False
+            in_string, done, start = True, False, False
         elif ch == "%":
             in_comment = True
         elif ch == ";":
-            done = True
+            done, start = True, True
         elif not ch.isspace():
-            done = False
-    return done and not in_string
+            done, start = False, False
+    return done and not in_string and not in_statement_comment
 
 
 def _setup_readline():
@@ -103,10 +116,12 @@ def repl(session, stdin=None, interactive=None) -> int:
                 continue
             # Blank lines in front keep line numbers in messages those of the session.
             text, buffer = "\n" * (first_line - 1) + buffer, ""
-            try:
-                session.execute(text, "<stdin>")
-            except AddsError as e:
-                print(e, file=session.stderr)
+            def report(error):
+                print(error, file=session.stderr)
+            try:      # only a failing statement is lost, not the others on its line
+                session.execute(text, "<stdin>", on_error=report)
+            except AddsError as e:             # a syntax error: nothing of it ran
+                report(e)
         if buffer.strip():
             print("error: the input ended in the middle of a statement (a ';' is missing?)",
                   file=session.stderr)

@@ -10,6 +10,8 @@ both types when the operands do not fit.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..primitives import scalar as P
@@ -27,6 +29,25 @@ def type_str(value_or_shape) -> str:
     return "[" + ",".join(str(n) for n in shape) + "]"
 
 
+#: The most elements one value may have: each is a node of the graph (a few hundred bytes),
+#: so a million take some hundreds of megabytes; more is a typo rather than a program.
+MAX_ELEMENTS = 10 ** 6
+
+
+def check_size(shape, what):
+    """Raise `AddsError` if a value of type `shape` would be too large (`MAX_ELEMENTS`).
+
+    Example:
+        >>> check_size((2000, 1000), "A")
+        Traceback (most recent call last):
+        ...
+        wengert.adds.errors.AddsError: error: A is too large (2000000 elements; at most 1000000)
+    """
+    n = math.prod(shape)
+    if n > MAX_ELEMENTS:
+        raise AddsError(f"{what} is too large ({n} elements; at most {MAX_ELEMENTS})")
+
+
 def scalar(node) -> np.ndarray:
     """A node as an ADDS scalar value (a 0-d object array)."""
     out = np.empty((), dtype=object)
@@ -42,6 +63,7 @@ def build(shape, element) -> np.ndarray:
         >>> build((2, 2), lambda i: i[0] * 10 + i[1]).tolist()
         [[0, 1], [10, 11]]
     """
+    check_size(shape, f"a value of type {type_str(shape)}")
     out = np.empty(shape, dtype=object)
     for index in np.ndindex(*shape):
         out[index] = element(index)

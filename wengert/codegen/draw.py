@@ -3,7 +3,8 @@ DOT language: one box per operation, labelled with the operation; one arrow per 
 from the value to the operation that uses it; inputs and outputs marked.
 
 The DOT text is written here (no library needed).  Turning it into SVG or PNG needs
-Graphviz's ``dot`` program; `GraphvizNotFound` says how to get it.
+Graphviz's ``dot`` program; `GraphvizNotFound` says how to get it, and `DrawError` what
+else went wrong.
 """
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ _SYMBOLS = {S.add: "+", S.sub: "−", S.mul: "×", S.div: "/", S.neg: "−", S.l
             S.le: "≤", S.gt: ">", S.ge: "≥", S.eq: "=", S.ne: "≠"}
 
 
-class GraphvizNotFound(RuntimeError):
+class DrawError(RuntimeError):
+    """Graphviz could not make the picture (e.g. a format dot does not know)."""
+
+
+class GraphvizNotFound(DrawError):
     """Graphviz's dot program is not installed."""
 
 
@@ -124,7 +129,8 @@ def render(dot_text, fmt="svg") -> bytes:
     import subprocess       # (here, not at the top: `import wengert` should not pay for it)
     result = subprocess.run([dot, f"-T{fmt}"], input=dot_text.encode(), capture_output=True)
     if result.returncode != 0:
-        raise RuntimeError(f"dot failed: {result.stderr.decode(errors='replace')[-1000:]}")
+        message = " ".join(result.stderr.decode(errors="replace").split())   # one line
+        raise DrawError(f"dot failed: {message[-1000:]}")
     return result.stdout
 
 

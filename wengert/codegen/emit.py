@@ -24,7 +24,8 @@ no statement grows without bound (Fortran 77 allows 19 continuation lines).
 
 Temporaries are named ``<prefix><index>`` with a prefix that no user name (input, output or
 any name passed as ``reserved``) can be confused with: ``V`` unless a user name looks like
-``V0003``, then ``W``, and so on.
+``V0003``, then ``W``, and so on.  A user name the format reserves (`Format.reserved`:
+FORTRAN's intrinsics) is written with a digit appended, and a comment says so.
 """
 from __future__ import annotations
 
@@ -145,9 +146,29 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         uses[node.index] = uses.get(node.index, 0) + 1
         user[node.index] = None
 
-    def symbol_of(node) -> Symbol:
+    def user_symbol(node) -> Symbol:
         return names.get(node.index) or Symbol(node.name or f"IN{node.index}")
 
+    # A user name that the format's own code uses (FORTRAN's ABS in cbrt) would shadow it:
+    # it is renamed (ABS1, the first free one), and a comment says so.
+    used = ({s.base for s, _ in outputs}
+            | {user_symbol(nodes[i]).base for i in order if nodes[i].op is INPUT})
+    taken = {str(n).upper() for n in reserved} | used
+    renamed = {}
+    for base in sorted(b for b in used if b.upper() in fmt.reserved):
+        k = 1
+        while f"{base}{k}".upper() in taken | fmt.reserved:
+            k += 1
+        renamed[base] = f"{base}{k}"
+        taken.add(renamed[base])
+
+    def rename(sym) -> Symbol:
+        return Symbol(renamed[sym.base], sym.index) if sym.base in renamed else sym
+
+    def symbol_of(node) -> Symbol:
+        return rename(user_symbol(node))
+
+    outputs = [(rename(sym), node) for sym, node in outputs]
     input_bases = {symbol_of(nodes[i]).base for i in order if nodes[i].op is INPUT}
     prefix = _prefix_for(set(reserved) | input_bases | {s.base for s, _ in outputs})
     width = max(4, len(str(top)))
@@ -249,10 +270,18 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
                     assign(sym, text[i][0], False)
         for sym, s in tail:
             assign(sym, s, False)
+    # A late output may overwrite an input that a later one still reads, as in a swap
+    # (X := Y; Y := X): such an input is copied to a temporary before the first of them.
+    targets = [fmt.symbol(sym) for sym, _ in last]
+    for k, (sym, node) in enumerate(last):
+        if node.op is INPUT and text[node.index][0] in targets[:k]:
+            spill(node.index)
     for sym, node in last:
         assign(sym, text[node.index][0], False)
 
     lines = []
+    for base, new in renamed.items():
+        lines.extend(fmt.comment(f"{base} IS WRITTEN {new} ({base} IS RESERVED)"))
     for st in statements:
         target = st.target if isinstance(st.target, str) else fmt.symbol(st.target)
         lines.extend(fmt.statement(target, st.expr))

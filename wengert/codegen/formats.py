@@ -41,6 +41,7 @@ class Format:
     pow_infix = True                # x**y for real y too (False: written as a call)
     max_expression = 1000
     brackets = "[]"                 # around an array element's indices
+    reserved = frozenset()          # names the format's code uses: user names are renamed
 
     def symbol(self, sym) -> str:
         if not sym.index:
@@ -109,9 +110,11 @@ class FortranFormat(Format):
     in column 6, nothing past column 72, comments with ``C`` in column 1.
 
     Constants that are not integers are written in double precision (``0.5D0``), so none
-    loses digits.  Integer constants are written as integers: every division in the code has
-    a variable on one side at least (a division of two constants is folded when the graph
-    is built), so Fortran's integer division never happens.  Functions Fortran 77 lacks are
+    loses digits.  Integer constants in arithmetic are written as integers: every division
+    in the code has a variable on one side at least (a division of two constants is folded
+    when the graph is built), so Fortran's integer division never happens.  As arguments of
+    a call they are written in double precision (``ATAN2(X,1D0)``), since Fortran does not
+    convert arguments.  Functions Fortran 77 lacks are
     written with those it has: ``cotan(x)`` as ``(1/TAN(x))``, ``cbrt(x)`` as
     ``SIGN(ABS(x)**(1D0/3),x)``.  A declared operator ``F[2,3](...)`` becomes a call with
     its element's indices first, ``F(2,3,...)``.
@@ -125,6 +128,10 @@ class FortranFormat(Format):
     width = 72                      # nothing past column 72
     body = 72 - 6                   # columns 7..72 hold the statement
     brackets = "()"
+    _INTEGER = re.compile(r"-?[0-9]+")
+    # The intrinsics the code calls: a user's variable of that name would shadow one.
+    reserved = frozenset("ABS SIGN SQRT EXP LOG LOG10 SIN COS TAN ASIN ACOS ATAN ATAN2 SINH "
+                         "COSH TANH".split())
 
     def number(self, value) -> str:
         value = _finite(value)
@@ -135,6 +142,10 @@ class FortranFormat(Format):
 
     def call(self, name, args, params) -> str:
         at = params.get("at") if params else None
+        # Fortran passes an argument as it is: an integer constant where DOUBLE PRECISION
+        # is expected is read as garbage (a declared operator) or rejected (ATAN2), so
+        # constant arguments are written as reals; an element's indices stay integers.
+        args = [a + "D0" if self._INTEGER.fullmatch(a) else a for a in args]
         if name == "cotan":
             return f"(1/TAN({args[0]}))"
         if name == "cbrt":
@@ -165,7 +176,10 @@ class FortranFormat(Format):
                 return lines
             cut = self.body
             for pattern in self._CUTS:
-                cuts = [m.start() for m in pattern.finditer(text, 1, self.body + 1)]
+                # text[:cut] must fit: a cut before an operator may sit at self.body,
+                # but the zero-width match after a comma can land one further.
+                cuts = [m.start() for m in pattern.finditer(text, 1, self.body + 1)
+                        if m.start() <= self.body]
                 if cuts:
                     cut = max(cuts)
                     break

@@ -4,8 +4,9 @@ Every node is created through `Graph.apply`, which does what seed 002 (ADDS, §3
 when it meets an operation:
 
 1. constants are interned by value (one node per value, the paper's ``*numlist*``);
-2. the operation is simplified if it can be (``x+0 -> x``, ``x/x -> 1``, constant folding;
-   the rules are in `simplify.py`);
+2. an operation on constants only is folded into a constant (IEEE arithmetic: ``0/0`` is
+   nan); any other is simplified if it can be (``x+0 -> x``, ``x/x -> 1``; the rules are
+   in `simplify.py`);
 3. an existing node with the same operation, arguments and parameters is looked up and
    returned (Algorithm 1, common-subexpression elimination by construction), with the
    arguments of commutative operations in creation order;
@@ -262,12 +263,15 @@ class Graph:
             if op.commutative and nodes[1].index < nodes[0].index:
                 nodes.reverse()
                 values.reverse()
+            # Constants fold before any rule: the rules hold for real numbers, not in
+            # IEEE's corners (x/x -> 1 would make 0/0 one, x*0 -> 0 would make inf*0 zero),
+            # and a constant is no unknown number that a rule must guess about.
+            if all_const and op.foldable:
+                return self.const(op.evaluate(values, params))
             if op.simplify is not None:
                 found = op.simplify(self, nodes, params)
                 if found is not None:
                     return found
-            if all_const and op.foldable:
-                return self.const(op.evaluate(values, params))
             if op.internable:
                 # keys hold only ints and strings, which the cycle collector need not track
                 if params is _NO_PARAMS:

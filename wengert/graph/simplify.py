@@ -16,7 +16,8 @@ emitter's pass (`passes.py`) combine, ``10*(2*x) -> 20*x``, where ``10*(x+x)`` s
 operations.
 
 Constant folding is not a rule here: `Graph.apply` folds any foldable primitive whose
-arguments are all constants.  Rewrites that need to know how often a node is used, or what
+arguments are all constants, before it asks a rule, so a rule always has an operand that
+is not a constant (``0/0`` folds to nan; ``x/x -> 1`` never sees it).  Rewrites that need to know how often a node is used, or what
 is computed elsewhere, are not rules here either: they are the emitter's pass
 (`passes.py`), run on a finished graph.
 """
@@ -134,7 +135,7 @@ def _div(g, args, params):
         return _filled(g, P.div, args, params, 1)                 # x / x -> 1
     if _is(y, 1) and _keeps(x, P.div, args, params):
         return x                                                  # x / 1 -> x
-    if _is(x, 0) and not _is(y, 0):
+    if _is(x, 0):
         return _filled(g, P.div, args, params, 0)                 # 0 / y -> 0
     return None
 
