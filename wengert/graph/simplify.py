@@ -17,9 +17,9 @@ operations.
 
 Constant folding is not a rule here: `Graph.apply` folds any foldable primitive whose
 arguments are all constants, before it asks a rule, so a rule always has an operand that
-is not a constant (``0/0`` folds to nan; ``x/x -> 1`` never sees it).  Rewrites that need to know how often a node is used, or what
-is computed elsewhere, are not rules here either: they are the emitter's pass
-(`passes.py`), run on a finished graph.
+is not a constant (``0/0`` folds to nan; ``x/x -> 1`` never sees it).  Rewrites that need
+to know how often a node is used, or what is computed elsewhere, are not rules here
+either: they are the emitter's pass (`passes.py`), run on a finished graph.
 """
 from __future__ import annotations
 
