@@ -21,7 +21,7 @@ import numpy as np
 
 from . import ad
 from .graph.active import is_recording, recording, current_graph
-from .graph.graph import Graph, ShapeDtype, aval
+from .graph.graph import F64, Graph, ShapeDtype, aval
 from .graph.node import Node
 from .errors import ConcretizationError
 from .tree import flatten, unflatten, _LEAF_DEF as _LEAF
@@ -233,7 +233,7 @@ class _Call:
         for v, x in zip(values, self.inputs):
             if v is None:
                 v = self.zeros(x)
-            elif type(v) is not Node and x.dtype.kind == "f" and x.dtype != np.float64 \
+            elif x.dtype is not F64 and type(v) is not Node and x.dtype.kind == "f" \
                     and np.result_type(v) != x.dtype:
                 v = np.asarray(v).astype(x.dtype)[()] if x.shape == () else \
                     np.asarray(v, dtype=x.dtype)
@@ -329,7 +329,7 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
         symbolic = call.symbolic
         plan, active = call.reverse_plan([out_node], aux)
         # the seed in the output's precision: a float32 loss sweeps in float32
-        seed = 1.0 if out_node.dtype == np.float64 or out_node.dtype.kind != "f" else \
+        seed = 1.0 if out_node.dtype is F64 or out_node.dtype.kind != "f" else \
             out_node.dtype.type(1.0)
         grads = ad.reverse(plan, call.inputs, [out_node], [seed], symbolic, active=active)
         grads = call.cotangents(grads)
