@@ -124,8 +124,8 @@ def astype(x, dtype):
 
 def _cast(x, dtype, casting, fname):
     """`x` cast to `dtype` under NumPy's `casting` rule (NumPy's TypeError if it forbids)."""
-    if not _np.can_cast(_dtype(x), dtype, casting):
-        raise TypeError(f"{fname}: cannot cast from {_dtype(x)} to {_np.dtype(dtype)} "
+    if not _np.can_cast(A.dtype_of(x), dtype, casting):
+        raise TypeError(f"{fname}: cannot cast from {A.dtype_of(x)} to {_np.dtype(dtype)} "
                         f"according to the rule {casting!r}")
     return astype(x, dtype)
 
@@ -138,10 +138,6 @@ def _float_cast(fname, a, dtype):
         raise NotImplementedError(f"numpy.{fname}(..., dtype={_np.dtype(dtype)}) is not "
                                   "supported on traced values: only floating dtypes")
     return astype(a, dtype)
-
-
-def _dtype(x):
-    return x.dtype if type(x) is Node else _np.result_type(x)
 
 
 def _stand_in(a):
@@ -229,7 +225,7 @@ def _bool_only(npufunc, on_bools):
     """A logical ufunc on traced values: written with comparisons for bools (a value without
     derivative); integers' bitwise form is not supported, and floats are NumPy's TypeError."""
     def traced(*xs):
-        kinds = {_dtype(x).kind for x in xs}
+        kinds = {A.dtype_of(x).kind for x in xs}
         if kinds <= {"b"}:
             return on_bools(*xs)
         if kinds & {"f", "c"}:
@@ -247,7 +243,7 @@ invert = bitwise_not = _bool_only(_np.invert, lambda x: S.eq(x, False))
 
 
 def _truth(x):
-    return x if _dtype(x).kind == "b" else S.ne(x, 0)
+    return x if A.dtype_of(x).kind == "b" else S.ne(x, 0)
 
 
 logical_and = _Ufunc(_np.logical_and, lambda x, y: S.minimum(_truth(x), _truth(y)))
