@@ -106,9 +106,6 @@ def _primal_leaf(x, where, who):
                     "dicts of them")
 
 
-_LEAF_NAMES: dict = {}
-
-
 def direction_leaves(point, direction, name, noun, who):
     """The leaves of `direction` (a tangent at `point`, called `name` in messages), as
     floats and float arrays, after checking that it has the point's structure and shapes.
@@ -124,6 +121,9 @@ def direction_leaves(point, direction, name, noun, who):
                              f"shape {aval(b)[0]}")
         out.append(b if type(b) is Node else _primal_leaf(b, f"the {noun} of {name}", who))
     return out
+
+
+_LEAF_NAMES: dict = {}
 
 
 def _leaf_names(name, n):
