@@ -32,8 +32,8 @@ def complete(text: str) -> bool:
         >>> complete('comment say "hi;'), complete("comment 50% done;")
         (True, True)
     """
+    # done: nothing but blanks and comments since the last ";", i.e. at a statement's start
     done, in_string, in_comment, in_statement_comment = True, False, False, False
-    start = True                          # at the start of a statement
     for i, ch in enumerate(text):
         if in_comment:
             in_comment = ch != "\n"
@@ -41,17 +41,17 @@ def complete(text: str) -> bool:
             in_string = ch != '"'
         elif in_statement_comment:
             if ch == ";":
-                in_statement_comment, done, start = False, True, True
-        elif start and _COMMENT_STATEMENT.match(text, i):
-            in_statement_comment, done, start = True, False, False
+                in_statement_comment, done = False, True
+        elif done and _COMMENT_STATEMENT.match(text, i):
+            in_statement_comment, done = True, False
         elif ch == '"':
-            in_string, done, start = True, False, False
+            in_string, done = True, False
         elif ch == "%":
             in_comment = True
         elif ch == ";":
-            done, start = True, True
+            done = True
         elif not ch.isspace():
-            done, start = False, False
+            done = False
     return done and not in_string and not in_statement_comment
 
 
