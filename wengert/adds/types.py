@@ -34,8 +34,9 @@ def type_str(value_or_shape) -> str:
 MAX_ELEMENTS = 10 ** 6
 
 
-def check_size(shape, what):
-    """Raise `AddsError` if a value of type `shape` would be too large (`MAX_ELEMENTS`).
+def check_size(shape, what=None):
+    """Raise `AddsError` if a value of type `shape` would be too large (`MAX_ELEMENTS`);
+    `what` names it in the message (by default, "a value of type ...").
 
     Example:
         >>> check_size((2000, 1000), "A")
@@ -45,6 +46,7 @@ def check_size(shape, what):
     """
     n = math.prod(shape)
     if n > MAX_ELEMENTS:
+        what = what or f"a value of type {type_str(shape)}"     # (formatted only if needed)
         raise AddsError(f"{what} is too large ({n} elements; at most {MAX_ELEMENTS})")
 
 
@@ -63,7 +65,7 @@ def build(shape, element) -> np.ndarray:
         >>> build((2, 2), lambda i: i[0] * 10 + i[1]).tolist()
         [[0, 1], [10, 11]]
     """
-    check_size(shape, f"a value of type {type_str(shape)}")
+    check_size(shape)
     out = np.empty(shape, dtype=object)
     for index in np.ndindex(*shape):
         out[index] = element(index)
