@@ -151,13 +151,13 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
 
     # A user name that the format's own code uses (FORTRAN's ABS in cbrt) would shadow it:
     # it is renamed (ABS1, the first free one), and a comment says so.
-    used = ({s.base for s, _ in outputs}
-            | {user_symbol(nodes[i]).base for i in order if nodes[i].op is INPUT})
-    taken = {str(n).upper() for n in reserved} | used
+    user_inputs = {user_symbol(nodes[i]).base for i in order if nodes[i].op is INPUT}
+    used = {s.base for s, _ in outputs} | user_inputs
+    taken = {str(n).upper() for n in reserved} | used | fmt.reserved
     renamed = {}
     for base in sorted(b for b in used if b.upper() in fmt.reserved):
         k = 1
-        while f"{base}{k}".upper() in taken | fmt.reserved:
+        while f"{base}{k}".upper() in taken:
             k += 1
         renamed[base] = f"{base}{k}"
         taken.add(renamed[base])
@@ -169,7 +169,7 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         return rename(user_symbol(node))
 
     outputs = [(rename(sym), node) for sym, node in outputs]
-    input_bases = {symbol_of(nodes[i]).base for i in order if nodes[i].op is INPUT}
+    input_bases = {renamed.get(b, b) for b in user_inputs}
     prefix = _prefix_for(set(reserved) | input_bases | {s.base for s, _ in outputs})
     width = max(4, len(str(top)))
 
