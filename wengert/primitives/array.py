@@ -351,10 +351,7 @@ def _matmul_vjp_b(g, a, b, ans):
 
 
 def swapaxes(x, a=-1, b=-2):
-    n = ndim_of(x)
-    if n == 2:
-        return transpose(x, axes=(1, 0))
-    axes = list(range(n))
+    axes = list(range(ndim_of(x)))
     axes[a], axes[b] = axes[b], axes[a]
     return transpose(x, axes=tuple(axes))
 
