@@ -25,6 +25,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math as _math
+import string as _string
 
 import numpy as _np
 
@@ -710,9 +711,6 @@ def dot(a, b, out=None):
     return tensordot(a, b, axes=([na - 1], [builtins.max(nb - 2, 0)]))
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
 @_numpy_unless_traced(_np.tensordot, any_argument=True)
 def tensordot(a, b, axes=2):
     """NumPy's ``tensordot``, differentiable (as an einsum)."""
@@ -724,8 +722,8 @@ def tensordot(a, b, axes=2):
         ax_a = [ax_a] if isinstance(ax_a, (int, _np.integer)) else list(ax_a)
         ax_b = [ax_b] if isinstance(ax_b, (int, _np.integer)) else list(ax_b)
         ax_a, ax_b = [x % na for x in ax_a], [x % nb for x in ax_b]
-    sa = list(_LETTERS[:na])
-    sb = list(_LETTERS[na:na + nb])
+    sa = list(_string.ascii_letters[:na])
+    sb = list(_string.ascii_letters[na:na + nb])
     for i, j in zip(ax_a, ax_b):
         sb[j] = sa[i]
     out = [c for i, c in enumerate(sa) if i not in ax_a] + \
@@ -754,7 +752,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     ell = ""
     if "..." in subscripts:
         # spell the broadcast dimensions with unused letters, right-aligned as NumPy does
-        spare = [c for c in _LETTERS if c not in subscripts]
+        spare = [c for c in _string.ascii_letters if c not in subscripts]
         ranks = [len(_shape(o)) - (len(s) - 3) for s, o in zip(ins, operands) if "..." in s]
         ell = "".join(spare[:builtins.max(ranks)])
         ins = [s.replace("...", ell[len(ell) - (len(_shape(o)) - (len(s) - 3)):])

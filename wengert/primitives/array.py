@@ -11,6 +11,7 @@ is called: axes are sorted tuples of non-negative ints, shapes are tuples.
 from __future__ import annotations
 
 import math
+import string
 
 import numpy as np
 
@@ -408,7 +409,7 @@ def _on_diagonals(g, once, s, sizes, subscripts):
     """A cotangent `g` (indices `once`) of an operand whose subscripts `s` repeat an index
     ("jj"): g on the diagonals where the repeated indices agree, zero elsewhere.  An einsum
     with identity matrices, each tying a fresh index to the repeated one."""
-    spare = iter(c for c in _LETTERS if c not in subscripts)
+    spare = iter(c for c in string.ascii_letters if c not in subscripts)
     seen, target, eyes, specs = set(), "", [], []
     for c in s:
         if c in seen:
@@ -420,9 +421,6 @@ def _on_diagonals(g, once, s, sizes, subscripts):
             seen.add(c)
             target += c
     return einsum(g, *eyes, subscripts=",".join([once] + specs) + "->" + target)
-
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 @einsum.defjvp
