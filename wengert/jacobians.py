@@ -305,7 +305,7 @@ def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstr
         function       0    13     0    10     0     0     0     23
         fwd            2    55     0    20     0     0     0     77
         rev            2    55     0    20     0     0     0     77
-        eliminate      2    36     0    20     0     0     0     58
+        eliminate      1    37     0    20     0     0     0     58
     """
     for mode in modes:
         _check_mode(mode, "jacobian_costs")

@@ -315,15 +315,41 @@ class Graph:
     def _lookup(self, op, args, params=None):
         """The node `apply` would return for ``op(*args)`` by interning (step 3), if it
         exists: no rule is tried and no node is made.  Used by the rewriting passes."""
-        nodes = list(args)
-        if op.commutative and nodes[1].index < nodes[0].index:
-            nodes.reverse()
-        if params:
-            pkey = _params_key(params)
-            if pkey is None:
-                return None
-            return self._table.get((op.uid, pkey, *[n.index for n in nodes]))
-        return self._table.get((op.uid, *[n.index for n in nodes]))
+        key = _intern_key(op, args, params)
+        return None if key is None else self._table.get(key)
+
+    def remake(self, node, args) -> Node:
+        """`node`'s operation on `args` (nodes of this graph) exactly as it is: an equal
+        node found by interning, or a new one with `node`'s shape, dtype, value and name.
+        No rule is tried, so the copy has `node`'s structure; this is how the emitter's
+        pass (`passes.py`) copies part of a graph and brings its result back.
+
+        Example:
+            >>> import wengert as wg
+            >>> g, h = wg.Graph(), wg.Graph()
+            >>> y = wg.math.exp(g.input(wg.ShapeDtype(), "x"))
+            >>> x2 = h.remake(y.args[0], [])
+            >>> print(h.format([h.remake(y, [x2])]))
+            graph(x: f64[]):
+              %1: f64[] = exp(x)
+              return %1
+        """
+        op = node.op
+        if op is _CONST:
+            return self.const(node.value)
+        if op is _INPUT or op is _COPY:           # never interned: each is a variable
+            return self._new(op, tuple(args), _NO_PARAMS, node.shape, node.dtype,
+                             node.value, node.name)
+        key = _intern_key(op, args, node.params) if self.optimize and op.internable \
+            else None
+        if key is not None:
+            found = self._table.get(key)
+            if found is not None:
+                return found
+        made = self._new(op, tuple(args), node.params, node.shape, node.dtype, node.value)
+        if key is not None:
+            self._table[key] = made
+        return made
 
     def users_of(self, node) -> list:
         """The nodes that take `node` as an argument (the ADDS paper's ``to`` list), in
@@ -573,6 +599,18 @@ class Graph:
                              f"{self.in_tree}, got {tree}")
         outs = self.evaluate(leaves)
         return unflatten(self.out_tree, outs) if self.out_tree is not None else outs
+
+
+def _intern_key(op, args, params):
+    """The key `apply` interns ``op(*args)`` under (commutative arguments in creation
+    order); None if the parameters are not hashable."""
+    indices = [n.index for n in args]
+    if op.commutative and indices[1] < indices[0]:
+        indices.reverse()
+    if params:
+        pkey = _params_key(params)
+        return None if pkey is None else (op.uid, pkey, *indices)
+    return (op.uid, *indices)
 
 
 def _meets_float(args) -> bool:

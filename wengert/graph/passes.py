@@ -4,8 +4,10 @@ The construction-time rules (`simplify.py`) see one operation at a time, when it
 they cannot know how often a node will be used, nor what is computed later.  This pass
 sees the whole part of the graph that some outputs need, with the number of uses of every
 node, and rewrites it through `Graph.apply` (so the construction rules, interning and
-constant folding apply to everything it makes).  It appends to the same graph and returns
-the new output nodes: a node the pass does not change keeps its number (and so its name
+constant folding apply to everything it makes).  It rewrites a copy of that part alone,
+so its result depends on nothing else in the graph (not on what other statements or
+earlier passes left there), then appends what it made to the same graph and returns the
+new output nodes: a node the pass does not change keeps its number (and so its name
 ``V0003`` in emitted code); the old nodes stay, unused.
 
 The rules, all exact for real numbers, all on float64 scalars only (so no shape or dtype
@@ -49,6 +51,7 @@ import numpy as np
 
 from ..primitives import scalar as P
 from ..primitives.registry import CONST, COPY
+from .graph import Graph
 
 MAX_TERMS = 16          # a linear combination with more terms is left as it is
 MAX_ROUNDS = 6
@@ -78,23 +81,40 @@ def optimize(graph, outputs) -> list:
         >>> print(g.format(optimize(g, [f])))     # 3*(x*y) + 2*(x*y): like terms
         graph(x: f64[], y: f64[]):
           %5: f64[] = mul(x, y)
-          %11: f64[] = mul(%5, 5.0)
-          return %11
+          %10: f64[] = mul(%5, 5.0)
+          return %10
     """
     outputs = list(outputs)
     if not graph.optimize or not outputs:
         return outputs
-    best, best_cost = outputs, cost(graph, outputs)
-    current = outputs
+    # The rounds run on a copy of the part the outputs need.  In `graph` itself, interning
+    # would find nodes that other statements, or earlier calls, left there, and their
+    # creation order would differ: the result (and so a count) would depend on what ran
+    # before, and a count could disagree with the code emitted after it.
+    scratch = Graph(optimize=True, straight_line=graph.straight_line)
+    back = {}                             # scratch node index -> node of `graph`
+    copy_of = {}
+    for i in sorted(graph.mark_down(outputs)):
+        node = graph.nodes[i]
+        made = scratch.remake(node, [copy_of[a.index] for a in node.args])
+        copy_of[i] = made
+        back[made.index] = node
+    start = [copy_of[o.index] for o in outputs]
+    best, best_cost = start, cost(scratch, start)
+    current = start
     for _ in range(MAX_ROUNDS):
-        new = _Round(graph, current).run()
+        new = _Round(scratch, current).run()
         if all(a is b for a, b in zip(new, current)):
             break                         # a fixed point
         current = new                     # a round may cost more: the next collects it
-        c = cost(graph, new)
+        c = cost(scratch, new)
         if c <= best_cost:
             best, best_cost = new, c
-    return best
+    for i in sorted(scratch.mark_down(best)):    # what the rounds made, into `graph`
+        if i not in back:
+            node = scratch.nodes[i]
+            back[i] = graph.remake(node, [back[a.index] for a in node.args])
+    return [back[o.index] for o in best]
 
 
 def cost(graph, outputs) -> int:
