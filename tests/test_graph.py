@@ -392,6 +392,27 @@ def test_pass_does_not_recurse_over_depth():
     assert g.evaluate([0.1], new)[0] == pytest.approx(g.evaluate([0.1])[0], rel=1e-12)
 
 
+def test_pass_stops_after_two_rounds_that_gain_nothing(monkeypatch):
+    """0.999*(0.999*z) cannot merge (0.999**2 is no float): each round would only move the
+    constants one product up the chain, at the cost of a walk over all of it."""
+    from wengert.graph import passes
+    rounds = []
+    run = passes._Round.run
+    monkeypatch.setattr(passes._Round, "run", lambda self: rounds.append(1) or run(self))
+
+    def chain(x):
+        for _ in range(50):
+            x = wm.sin(x) * 0.999 + 0.001
+        return x
+    g = wg.trace(wg.grad(chain), 0.3)
+    new = optimize(g, g.outputs)
+    assert len(rounds) == 2 and cost(g, new) == cost(g, g.outputs)
+    assert g.evaluate([0.3], new)[0] == pytest.approx(g.evaluate([0.3])[0], rel=1e-12)
+    rounds.clear()                      # a round that gains is followed by more
+    rewritten(lambda x, y: 2.0 * (x * (3.0 * y)), 2)
+    assert 2 <= len(rounds) <= passes.MAX_ROUNDS
+
+
 def test_constants_fold_before_the_rules():
     # 0/0 is nan and inf*0 is nan: x/x -> 1 and x*0 -> 0 are for unknowns only.
     g = wg.Graph()

@@ -39,8 +39,8 @@ in the size of the graph.
 
 The pass runs in rounds, each on the previous round's result (a round may cost more, as
 when a constant floats into several products; the next one collects it), until nothing
-changes or `MAX_ROUNDS` rounds have run, and returns the cheapest outputs it saw: never
-more operations than the input.
+changes, two rounds in a row find nothing cheaper, or `MAX_ROUNDS` rounds have run, and
+returns the cheapest outputs it saw: never more operations than the input.
 """
 from __future__ import annotations
 
@@ -102,14 +102,20 @@ def optimize(graph, outputs) -> list:
     start = [copy_of[o.index] for o in outputs]
     best, best_cost = start, cost(scratch, start)
     current = start
+    stale = 0                             # rounds in a row that found nothing cheaper
     for _ in range(MAX_ROUNDS):
         new = _Round(scratch, current).run()
         if all(a is b for a, b in zip(new, current)):
             break                         # a fixed point
         current = new                     # a round may cost more: the next collects it
         c = cost(scratch, new)
+        stale = 0 if c < best_cost else stale + 1
         if c <= best_cost:
             best, best_cost = new, c
+        if stale == 2:
+            # Two rounds gained nothing: what they do is move constants that cannot merge
+            # (0.999*(0.999*z) rounds) one product up per round, all the way along a chain.
+            break
     for i in sorted(scratch.mark_down(best)):    # what the rounds made, into `graph`
         if i not in back:
             node = scratch.nodes[i]
