@@ -233,10 +233,13 @@ class _Call:
         for v, x in zip(values, self.inputs):
             if v is None:
                 v = self.zeros(x)
-            elif x.dtype is not F64 and type(v) is not Node and x.dtype.kind == "f" \
-                    and np.result_type(v) != x.dtype:
-                v = np.asarray(v).astype(x.dtype)[()] if x.shape == () else \
-                    np.asarray(v, dtype=x.dtype)
+            elif x.dtype is not F64 and x.dtype.kind == "f":
+                if type(v) is Node:             # traced: compile(grad(f)) is grad(f)
+                    if v.dtype != x.dtype:
+                        v = wnp.astype(v, x.dtype)
+                elif np.result_type(v) != x.dtype:
+                    v = np.asarray(v).astype(x.dtype)[()] if x.shape == () else \
+                        np.asarray(v, dtype=x.dtype)
             out.append(v)
         return out
 
