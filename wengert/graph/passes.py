@@ -44,6 +44,7 @@ returns the cheapest outputs it saw: never more operations than the input.
 """
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -55,6 +56,7 @@ from .graph import Graph
 
 MAX_TERMS = 16          # a linear combination with more terms is left as it is
 MAX_ROUNDS = 6
+_TWO_53 = 1 << 53
 _ONE = -1               # the key of the constant term of a linear combination
 _F64 = np.dtype(np.float64)
 
@@ -150,17 +152,34 @@ def _const_value(n):
     (the common case, and fast), else a Fraction; None for anything else."""
     if n.op is CONST and _scalar(n) and math.isfinite(n.value):
         v = n.value
-        return int(v) if v.is_integer() else Fraction(v)
+        return int(v) if v.is_integer() else _fraction(v)
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _fraction(v):
+    """Fraction(v) for a float v: a graph has few distinct constants, used again and
+    again, and making a Fraction costs more than the rules that use it."""
+    return Fraction(v)
 
 
 def _exact(q) -> bool:
     """Whether the rational q (int or Fraction) is exactly a finite float64."""
+    if type(q) is int:
+        if -_TWO_53 <= q <= _TWO_53:            # the common case: a small integer
+            return True
+        try:
+            return float(q) == q                # Python compares these exactly
+        except OverflowError:
+            return False
+    n, d = q.numerator, q.denominator
+    if d & (d - 1):
+        return False                            # not a power of two: no binary fraction
     try:
-        f = float(q)
+        f = n / d                               # correctly rounded
     except OverflowError:
         return False
-    return math.isfinite(f) and f == q          # Python compares these exactly
+    return math.isfinite(f) and f.as_integer_ratio() == (n, d)   # both in lowest terms
 
 
 def _ratio(a, b):
