@@ -222,6 +222,56 @@ def test_eigh_reads_the_triangle_uplo_names():
         assert_close(w, numpy.linalg.eigh(m, UPLO=uplo)[0], rtol=1e-12)
 
 
+# the linear-algebra functions, each with a loss of its outputs for its gradient
+LINALG = {
+    "inv": lambda a: np.linalg.inv(a),
+    "det": lambda a: np.linalg.det(a),
+    "slogdet": lambda a: np.linalg.slogdet(a),
+    "solve": lambda a: np.linalg.solve(a, a[..., 0]),
+    "cholesky": lambda a: np.linalg.cholesky(a),
+    "eigvalsh": lambda a: np.linalg.eigvalsh(a),
+    "eigh": lambda a: np.linalg.eigh(a),
+    "norm 2": lambda a: np.linalg.norm(a, 2),
+}
+
+
+def _linalg_loss(name):
+    f = LINALG[name]
+    return lambda a: sum(np.sum(out) for out in wg.tree.flatten(f(a))[0])
+
+
+def _spd(n, dtype=numpy.float64):
+    m = r(n, n)
+    return (m @ m.T + n * numpy.eye(n)).astype(dtype)
+
+
+def _dtype_mismatches(graph, *args):
+    """The nodes whose recorded dtype is not the dtype of the value they compute."""
+    values = graph.evaluate(list(args), outputs=graph.nodes)
+    return [(n.label(), n.op.name, n.dtype, numpy.asarray(v).dtype)
+            for n, v in zip(graph.nodes, values) if n.dtype != numpy.asarray(v).dtype]
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_linalg_records_the_dtype_it_computes(name, dtype):
+    # eigvalsh's rule said float64 for every input: a float32 matrix's eigenvalues were
+    # recorded as f64 although NumPy computes float32
+    a = _spd(3, dtype)
+    f, loss = LINALG[name], _linalg_loss(name)
+    numpys = [numpy.asarray(o).dtype for o in wg.tree.flatten(f(a))[0]]
+    abstract = wg.trace(f, wg.ShapeDtype(a.shape, dtype))
+    assert [o.dtype for o in abstract.outputs] == numpys
+    for graph in (abstract, wg.trace(f, a, abstract=False),
+                  wg.trace(wg.grad(loss), wg.ShapeDtype(a.shape, dtype)),
+                  wg.trace(wg.grad(loss), a, abstract=False)):
+        assert _dtype_mismatches(graph, a) == []
+    compiled = wg.compile(f, a)
+    assert [numpy.asarray(o).dtype for o in wg.tree.flatten(compiled(a))[0]] == numpys
+    assert [o.dtype for o in compiled.graph.outputs] == numpys
+    assert wg.grad(loss)(a).dtype == dtype
+
+
 def test_printed_derivative_graphs_show_plain_parameters():
     text = str(wg.trace(wg.grad(lambda x: np.sum(np.sin(x) @ x.T)), r(2, 3)))
     assert "axes=(1, 0)" in text and "np." not in text

@@ -133,9 +133,11 @@ def _(ts, a, ans):
     return matmul(L, _phi(inner))
 
 
-eigvalsh = _lin("eigvalsh", lambda a: np.linalg.eigh(a)[0],
-                lambda args, params: (args[0].shape[:-1], np.result_type(args[0].dtype,
-                                                                         np.float64)))
+def _eigvals_aval(args, params):
+    return args[0].shape[:-1], float_dtype(args[0].dtype)
+
+
+eigvalsh = _lin("eigvalsh", lambda a: np.linalg.eigh(a)[0], _eigvals_aval)
 eigvecsh = _lin("eigvecsh", lambda a: np.linalg.eigh(a)[1], _same)
 
 
