@@ -6,7 +6,7 @@ import pytest
 import wengert as wg
 import wengert.numpy as np
 from wengert import REGISTRY
-from wengert.primitives import array as A, linalg as L, nn as NN, shape as SH
+from wengert.primitives import array as A, linalg as L, shape as SH
 from fd import check_grads, assert_close
 
 rng = numpy.random.default_rng(7)
