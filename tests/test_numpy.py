@@ -270,6 +270,12 @@ def test_linalg_records_the_dtype_it_computes(name, dtype):
     assert [numpy.asarray(o).dtype for o in wg.tree.flatten(compiled(a))[0]] == numpys
     assert [o.dtype for o in compiled.graph.outputs] == numpys
     assert wg.grad(loss)(a).dtype == dtype
+    # the rules keep the dtype too (their masks promoted float32 derivatives to float64,
+    # which an eager gradient casts back but a traced or compiled one did not)
+    assert wg.trace(wg.grad(loss), wg.ShapeDtype(a.shape, dtype)).outputs[0].dtype == dtype
+    assert wg.compile(wg.grad(loss), a)(a).dtype == dtype
+    tangents = wg.jvp(f, (a,), (numpy.eye(3, dtype=dtype),))[1]
+    assert [numpy.asarray(t).dtype for t in wg.tree.flatten(tangents)[0]] == numpys
 
 
 def test_printed_derivative_graphs_show_plain_parameters():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import defprimitive, float_dtype, shape_of
-from .array import matmul, swapaxes, sum as _sum, tril, reshape
+from .array import matmul, swapaxes, sum as _sum, tril, reshape, dtype_of
 from .shape import sum_to
 
 
@@ -109,9 +109,16 @@ def _(ts, a, b, ans):
     return _uncol(solve(a, _col(rhs))) if _vector(b) else solve(a, rhs)
 
 
+def _eye(n, like):
+    """The identity in `like`'s dtype: the rules' masks must not promote a float32
+    derivative to float64 (an eager gradient is cast back to its argument's dtype, a traced
+    one is not)."""
+    return np.eye(n, dtype=dtype_of(like))
+
+
 def _phi(x):
     n = shape_of(x)[-1]
-    return tril(x, k=0) * (1.0 - 0.5 * np.eye(n))
+    return tril(x, k=0) * (1.0 - 0.5 * _eye(n, x))
 
 
 cholesky = _lin("cholesky", np.linalg.cholesky, _same)
@@ -144,15 +151,15 @@ eigvecsh = _lin("eigvecsh", lambda a: np.linalg.eigh(a)[1], _same)
 def _diag_part(m):
     """The diagonal of a (batch of) matrix as a (batch of) vector."""
     n = shape_of(m)[-1]
-    return _sum(m * np.eye(n), axis=(len(shape_of(m)) - 1,), keepdims=False)
+    return _sum(m * _eye(n, m), axis=(len(shape_of(m)) - 1,), keepdims=False)
 
 
 def _F(w):
     n = shape_of(w)[-1]
     diff = reshape(w, shape=shape_of(w)[:-1] + (1, n)) - reshape(w, shape=shape_of(w) + (1,))
-    off = 1.0 - np.eye(n)
+    eye = _eye(n, w)
     # 1/(w_j - w_i) off the diagonal; the diagonal (0/0) is masked by adding the identity
-    return off / (diff + np.eye(n))
+    return (1.0 - eye) / (diff + eye)
 
 
 eigvalsh.defvjp(lambda g, a, ans: (matmul(eigvecsh(a) * reshape(
