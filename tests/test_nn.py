@@ -230,6 +230,30 @@ def test_labels_out_of_range_are_caught_for_every_integer_dtype(dtype, classes):
             nn._check_labels(labels, classes, "t")
 
 
+@pytest.mark.parametrize("dtype", [">i4", "<i2", ">i8", ">u2"])
+def test_labels_in_either_byte_order(dtype):
+    # The range check read '>i4' labels as native unsigned integers: valid big-endian
+    # labels were refused as out of range
+    labels = LABELS.astype(dtype)
+    assert labels.dtype.str == dtype
+    assert_close(nn.one_hot(labels, 4), numpy.eye(4)[LABELS], rtol=0, atol=0)
+    assert_close(wg.trace(lambda y: nn.one_hot(y, 4), labels, abstract=False)(labels),
+                 numpy.eye(4)[LABELS], rtol=0, atol=0)
+    logits = rng.normal(size=(5, 4))
+    assert nn.cross_entropy(logits, labels) == nn.cross_entropy(logits, LABELS)
+    assert_close(wg.grad(nn.cross_entropy)(logits, labels),
+                 wg.grad(nn.cross_entropy)(logits, LABELS), rtol=0, atol=0)
+    bad = [numpy.array([0, 4, 1], dtype=dtype), numpy.array([0, 300, 1], dtype=dtype)]
+    if dtype[1] == "i":
+        bad.append(numpy.array([0, -1, 3], dtype=dtype))
+    for labels in bad:
+        for call in (lambda: nn.one_hot(labels, 4), lambda: nn.cross_entropy(
+                numpy.zeros((3, 4)), labels)):
+            with pytest.raises(ValueError, match=rf"range\(4\).*from {labels.min()} to "
+                                                 rf"{labels.max()}"):
+                call()
+
+
 def test_one_hot():
     assert_close(nn.one_hot(LABELS, 4), numpy.eye(4)[LABELS], rtol=0, atol=0)
     graph = wg.trace(lambda y: nn.one_hot(y, 4), LABELS)
