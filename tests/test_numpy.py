@@ -126,10 +126,29 @@ CASES = {
                         np.linalg.eigh(a + a.T)[1] ** 2), [r(3, 3)]),
     "eigh upper": (lambda a: (np.linalg.eigvalsh(a + a.T, UPLO="U"),
                               np.linalg.eigh(a + a.T, UPLO="U")[1] ** 2), [r(3, 3)]),
+    # NumPy's other arguments: cholesky's upper, norm's orders and axes, named results
+    "cholesky upper": (lambda a: np.linalg.cholesky(a @ a.T + 3 * numpy.eye(3), upper=True)
+                       - np.linalg.cholesky(a @ a.T + 3 * numpy.eye(3)).T, [r(3, 3)]),
+    "cholesky upper batch": (lambda a: np.linalg.cholesky(
+        np.swapaxes(a, -1, -2) @ a + numpy.eye(3), upper=True), [r(2, 4, 3)]),
+    "norm vector orders": (lambda x: (
+        np.linalg.norm(x, -1, axis=1) + np.linalg.norm(x, 0.5, axis=-1)
+        + np.linalg.norm(x, -2.5, 1) + np.linalg.norm(x, numpy.int64(3), -1)
+        + np.linalg.norm(x, 0, 1) + np.linalg.norm(x, 2, axis=-1),
+        np.linalg.norm(x, 4, axis=0, keepdims=True)), [r(3, 4)]),
+    "norm matrix orders": (lambda m, t: np.linalg.norm(m, -1) + np.linalg.norm(m, -np.inf)
+                           + np.linalg.norm(m, "f") + np.linalg.norm(t, 2, axis=(2, 0))
+                           + np.linalg.norm(t, 1, (-1, 0), True)[0, :, 0]
+                           + np.linalg.norm(t, -np.inf, axis=(0, -1))
+                           + np.linalg.norm(t, axis=(0, 1)).sum(), [r(3, 3), r(2, 3, 4)]),
+    "linalg of lists of traced values": (lambda x, y: np.linalg.inv([[x + 3, y], [y, 2.0]])
+                                         * np.linalg.det([[x, 1.0], [y, 2.0]]), [pos(), pos()]),
+    "named results": (lambda a: np.linalg.slogdet(a).logabsdet * np.linalg.slogdet(a).sign
+                      + np.linalg.eigh(a + a.T).eigenvalues.sum(), [r(3, 3) + 3 * numpy.eye(3)]),
 }
 SMOOTH_SECOND_ORDER_SKIP = {"max", "min", "where", "clip", "maximum minimum", "sort",
                             "norm", "eigh", "eigh upper", "numpy's argument order",
-                            "argmax argmin astype"}
+                            "argmax argmin astype", "norm matrix orders"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -142,7 +161,7 @@ def test_first_and_second_order(name):
 def test_piecewise_second_order_where_defined():
     # max/min/sort/where are piecewise linear or smooth within a piece: second order holds
     # away from the switching points, which random inputs avoid
-    for name in ("max", "where", "sort", "eigh", "norm"):
+    for name in ("max", "where", "sort", "eigh", "eigh upper", "norm", "norm matrix orders"):
         f, args = CASES[name]
         check_grads(f, *args, order=2, rtol=1e-4, atol=1e-5)
 
@@ -276,6 +295,92 @@ def test_linalg_records_the_dtype_it_computes(name, dtype):
     assert wg.compile(wg.grad(loss), a)(a).dtype == dtype
     tangents = wg.jvp(f, (a,), (numpy.eye(3, dtype=dtype),))[1]
     assert [numpy.asarray(t).dtype for t in wg.tree.flatten(tangents)[0]] == numpys
+
+
+def test_linalg_functions_have_numpys_signatures():
+    import inspect
+    for name in ("inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "norm"):
+        assert inspect.signature(getattr(np.linalg, name)) == \
+            inspect.signature(getattr(numpy.linalg, name)), name
+
+
+def _linalg_calls():
+    """Calls of the linear-algebra functions with every argument NumPy has, some of them
+    errors: (expression, arguments)."""
+    args = {"a": _spd(3), "m": r(3, 3), "v": r(4), "t": r(2, 3, 4), "b": r(3)}
+    calls = ["cholesky(a)", "cholesky(a, upper=True)", "cholesky(a, upper=False)",
+             "eigh(a)", "eigh(m, 'U')", "eigh(m, UPLO='u')", "eigvalsh(m, 'l')",
+             "eigvalsh(m, UPLO='U')", "eigh(m, 'X')", "inv(a)", "det(a)", "slogdet(a)",
+             "solve(a, b)", "solve(a, a)", "norm(m, axis=[0, 1])", "norm(m, 1, (1, 1))",
+             "norm(m, 1, axis=(0, 5))", "norm(t, 2, (0, 1, 2))", "norm(m, 2, 1.0)"]
+    for x, axes in (("v", [None, 0, -1]), ("m", [None, (0, 1), (1, 0), (-1, 0), 1]),
+                    ("t", [None, (2, 0), -1])):
+        for axis in axes:
+            for ord in (None, "'fro'", "'f'", "'nuc'", "inf", "-inf", 0, 1, -1, 2, -2, 0.5,
+                        3, -2.5):
+                for keepdims in (False, True):
+                    calls.append(f"norm({x}, {ord}, {axis}, {keepdims})")
+    return calls, args
+
+
+def _outcome(call, names, args, traced=False):
+    """The result of the call with `names` (a module's), or the exception it raises; with
+    `traced`, the arguments are traced values."""
+    run = lambda *xs: eval(call, {"inf": numpy.inf}, {**dict(zip(sorted(args), xs)), **names})
+    xs = [args[n] for n in sorted(args)]
+    try:
+        return wg.vjp(run, *xs)[0] if traced else run(*xs)
+    except Exception as e:                        # (NumPy's errors are part of its behaviour)
+        return e
+
+
+def test_linalg_on_plain_arrays_is_numpy_with_every_argument():
+    calls, args = _linalg_calls()
+    ours, theirs = vars(np.linalg), vars(numpy.linalg)
+    for call in calls:
+        got, want = _outcome(call, ours, args), _outcome(call, theirs, args)
+        assert type(got) is type(want), call
+        if isinstance(want, Exception):
+            assert str(got) == str(want), call
+            continue
+        for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
+            assert type(g) is type(w) and g.dtype == w.dtype, call
+            numpy.testing.assert_array_equal(g, w, err_msg=call)
+
+
+def test_linalg_on_traced_values_takes_every_argument():
+    # (cholesky's upper was a TypeError, an axis out of range was taken modulo the number of
+    # dimensions, lowercase UPLO and norm's 'f', -1 and -inf orders were refused, and
+    # eigh and slogdet gave plain tuples)
+    calls, args = _linalg_calls()
+    for call in calls:
+        want = _outcome(call, vars(numpy.linalg), args)
+        got = _outcome(call, vars(np.linalg), args, traced=True)
+        if isinstance(got, NotImplementedError):   # only the singular-value matrix norms
+            assert "'nuc'" in call or ", -2, " in call, call
+            assert str(got).startswith("numpy.linalg.norm(..., ord="), call
+            continue
+        if isinstance(want, (Exception, tuple)):     # NumPy's error, or its named tuple
+            assert type(got) is type(want), call
+        if isinstance(want, Exception):
+            continue
+        for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
+            assert numpy.shape(g) == numpy.shape(w), call
+            assert_close(g, w, rtol=1e-12, atol=1e-12)
+    # NumPy's own functions reach these through its dispatch, with every argument
+    spd = args["a"]
+    upper = wg.vjp(lambda a: numpy.linalg.cholesky(a, upper=True), spd)[0]
+    assert_close(upper, numpy.linalg.cholesky(spd, upper=True), rtol=1e-13, atol=1e-13)
+    assert_close(wg.grad(lambda a: numpy.linalg.norm(a, -numpy.inf, keepdims=True).sum())(spd),
+                 wg.grad(lambda a: np.linalg.norm(a, -np.inf))(spd), rtol=0, atol=0)
+
+
+def test_linalg_arguments_without_a_rule_are_named_on_traced_values():
+    m = r(3, 3)
+    for ord in ("nuc", -2):
+        with pytest.raises(NotImplementedError, match=rf"numpy\.linalg\.norm\(\.\.\., "
+                                                      rf"ord={ord!r}\) is not supported"):
+            wg.grad(lambda m: np.linalg.norm(m, ord))(m)
 
 
 def test_printed_derivative_graphs_show_plain_parameters():

@@ -144,8 +144,11 @@ def _eigvals_aval(args, params):
     return args[0].shape[:-1], float_dtype(args[0].dtype)
 
 
-eigvalsh = _lin("eigvalsh", lambda a: np.linalg.eigh(a)[0], _eigvals_aval)
-eigvecsh = _lin("eigvecsh", lambda a: np.linalg.eigh(a)[1], _same)
+# The triangle read is a parameter, UPLO="U" (absent for "L"), as in NumPy: the upper
+# triangle of A is the lower one of Aᵀ, but LAPACK's eigenvectors of the two can differ in
+# sign.  The derivatives are the symmetric ones, whichever triangle is read.
+eigvalsh = _lin("eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO), _eigvals_aval)
+eigvecsh = _lin("eigvecsh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], _same)
 
 
 def _diag_part(m):
@@ -162,21 +165,21 @@ def _F(w):
     return (1.0 - eye) / (diff + eye)
 
 
-eigvalsh.defvjp(lambda g, a, ans: (matmul(eigvecsh(a) * reshape(
-    g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]), _T(eigvecsh(a))),))
-eigvalsh.defjvp(lambda ts, a, ans: _diag_part(matmul(_T(eigvecsh(a)),
-                                                     matmul(ts[0], eigvecsh(a)))))
+eigvalsh.defvjp(lambda g, a, ans, **tri: (matmul(eigvecsh(a, **tri) * reshape(
+    g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]), _T(eigvecsh(a, **tri))),))
+eigvalsh.defjvp(lambda ts, a, ans, **tri: _diag_part(matmul(_T(eigvecsh(a, **tri)),
+                                                            matmul(ts[0], eigvecsh(a, **tri)))))
 
 
 @eigvecsh.defvjp
-def _(g, a, ans):
+def _(g, a, ans, **tri):
     V = ans
-    inner = _F(eigvalsh(a)) * matmul(_T(V), g)
+    inner = _F(eigvalsh(a, **tri)) * matmul(_T(V), g)
     x = matmul(V, matmul(inner, _T(V)))
     return (0.5 * (x + _T(x)),)
 
 
-eigvecsh.defjvp(lambda ts, a, ans: matmul(ans, _F(eigvalsh(a)) * matmul(
+eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * matmul(
     _T(ans), matmul(ts[0], ans))))
 
 __all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh"]
