@@ -383,6 +383,25 @@ def test_linalg_arguments_without_a_rule_are_named_on_traced_values():
             wg.grad(lambda m: np.linalg.norm(m, ord))(m)
 
 
+@pytest.mark.parametrize("name", ["cholesky", "cholesky upper", "eigh", "eigh upper",
+                                  "eigvalsh"])
+def test_symmetric_derivatives_are_one_linear_map_for_every_tangent(name):
+    # cholesky's and eigh's VJPs give the symmetric derivative, but their JVPs read a
+    # tangent's asymmetric part too: wg.jvp disagreed with wg.vjp off symmetric tangents
+    f = {"cholesky": lambda a: np.linalg.cholesky(a),
+         "cholesky upper": lambda a: np.linalg.cholesky(a, upper=True),
+         "eigh": lambda a: np.linalg.eigh(a).eigenvectors,
+         "eigh upper": lambda a: np.linalg.eigh(a, "U").eigenvectors,
+         "eigvalsh": lambda a: np.linalg.eigvalsh(a)}[name]
+    a, v = _spd(3), r(3, 3)                        # v is not symmetric
+    _, t = wg.jvp(f, (a,), (v,))
+    assert_close(t, wg.jvp(f, (a,), ((v + v.T) / 2,))[1], rtol=1e-12, atol=1e-12)
+    ct = r(*numpy.shape(t))
+    (g,) = wg.vjp(f, a)[1](ct)
+    assert_close(g, g.T, rtol=1e-12, atol=1e-12)
+    assert_close(numpy.sum(ct * t), numpy.sum(g * v), rtol=1e-10, atol=1e-12)
+
+
 def test_printed_derivative_graphs_show_plain_parameters():
     text = str(wg.trace(wg.grad(lambda x: np.sum(np.sin(x) @ x.T)), r(2, 3)))
     assert "axes=(1, 0)" in text and "np." not in text

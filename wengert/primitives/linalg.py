@@ -37,6 +37,10 @@ def _T(x):
     return swapaxes(x, -1, -2)
 
 
+def _sym(x):
+    return 0.5 * (x + _T(x))
+
+
 def _lin(name, impl, aval, cost="call"):
     return defprimitive(name, impl, cost=cost, abstract_eval=aval)
 
@@ -130,13 +134,16 @@ def _(g, a, ans):
     p = _phi(matmul(_T(L), g))
     # Ā = L⁻ᵀ P L⁻¹, by two triangular solves (written as general solves), symmetrised
     x = solve(_T(L), _T(solve(_T(L), _T(p))))
-    return (0.5 * (x + _T(x)),)
+    return (_sym(x),)
 
 
+# cholesky and eigh read one triangle, but their derivatives are the symmetric ones (the
+# VJPs give symmetric cotangents): a JVP reads the tangent's symmetric part, so that it is
+# the VJP's transpose for every tangent, not only for symmetric ones.
 @cholesky.defjvp
 def _(ts, a, ans):
     L = ans
-    inner = solve(L, _T(solve(L, _T(ts[0]))))        # L⁻¹ dA L⁻ᵀ
+    inner = solve(L, _T(solve(L, _T(_sym(ts[0])))))        # L⁻¹ dA L⁻ᵀ
     return matmul(L, _phi(inner))
 
 
@@ -176,10 +183,11 @@ def _(g, a, ans, **tri):
     V = ans
     inner = _F(eigvalsh(a, **tri)) * matmul(_T(V), g)
     x = matmul(V, matmul(inner, _T(V)))
-    return (0.5 * (x + _T(x)),)
+    return (_sym(x),)
 
 
+# (eigvalsh's JVP, diag(Vᵀ dA V), reads only dA's symmetric part by itself)
 eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * matmul(
-    _T(ans), matmul(ts[0], ans))))
+    _T(ans), matmul(_sym(ts[0]), ans))))
 
 __all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh"]
