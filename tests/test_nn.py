@@ -146,6 +146,13 @@ FUSED = {
                 for axis, shape in [(1, (5, 4)), (0, (3, 2))]],
     "cross_entropy": [(lambda prim, x: prim(x, LABELS), (5, 4))],
     "cross_entropy_grad": [(lambda prim, x: prim(x, LABELS), (5, 4))],
+    # a = x[0] and b = x[1]: both differentiated (b > 0 where the sum must be positive)
+    "logsumexp_scaled": [
+        (lambda prim, x: prim(x[0], x[1], axis=(1,), keepdims=False, signed=True), (2, 3, 4)),
+        (lambda prim, x: prim(x[0], x[1] * x[1] + 0.1, axis=(0, 2), keepdims=True,
+                              signed=False), (2, 3, 2, 4)),
+        (lambda prim, x: prim(x[0, :, :1], x[1, :1], axis=None, keepdims=False, signed=True),
+         (2, 3, 4))],
 }
 
 

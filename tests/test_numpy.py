@@ -51,6 +51,16 @@ CASES = {
     "argmax argmin astype": (lambda x: x * (np.argmax(x, axis=1)[:, None] == numpy.arange(4))
                              + x.argmin() + x * x.astype(int), [r(3, 4) * 3]),
     "logsumexp": (lambda x: np.logsumexp(x, axis=-1) + np.logsumexp(x), [r(3, 4)]),
+    # SciPy's scale factors b, broadcasting both ways; zero factors; the sign
+    "logsumexp b": (lambda a, b: np.logsumexp(a, b=b) + np.logsumexp(a, -1, b[0], True).sum(),
+                    [r(3, 4), pos(3, 4)]),
+    "logsumexp b broadcast": (lambda a, b: np.logsumexp(a, -2, b, return_sign=True)[0],
+                              [r(3, 1), r(2, 3, 4)]),
+    "logsumexp b zeros": (lambda a, b: np.logsumexp(
+        a, (0, -1), b * numpy.array([1.0, 0.0])[:, None, None], True), [r(2, 3, 4), pos(2, 1, 4)]),
+    "logsumexp return_sign": (lambda a, b: np.logsumexp(a, 0, b, return_sign=True)[0]
+                              * np.logsumexp(a, 0, b, return_sign=True)[1]
+                              + np.logsumexp(a, return_sign=True)[0], [r(3, 2), r(3, 2)]),
     "cumsum": (lambda x: np.cumsum(x, axis=-1) ** 2 + np.cumsum(x)[-1], [r(3, 4)]),
     # contractions
     "matmul 2d": (lambda a, b: a @ b, [r(3, 4), r(4, 2)]),
@@ -484,6 +494,65 @@ def test_reductions_take_numpys_arguments_in_numpys_order():
         wg.grad(lambda v: np.var(v, ddof=1, correction=1))(x)
     with pytest.raises(ValueError, match="initial"):
         wg.grad(lambda v: np.max(v, where=v > 0))(x)
+
+
+def _scipy_logsumexp_calls():
+    a, b = r(3, 4), r(3, 4)
+    a[0, 1], b[0, 1] = numpy.inf, 0.0                  # a factor 0 masks an inf ...
+    a[1, 2], b[1, 2] = numpy.nan, 0.0                  # ... and a nan
+    b[2] = -numpy.abs(b[2])                            # a negative sum: nan without the sign
+    pairs = [(a, None), (a, b), (r(2, 3, 4), pos(2, 1, 4)), (r(3, 1), r(2, 3, 4)),
+             (numpy.array([0.0, 1000.0]), numpy.array([1.0, 0.0])),
+             (numpy.array([1.0, 1.0]), numpy.array([1.0, -1.0])),       # the sum is 0
+             (numpy.full(3, -numpy.inf), None), (r(4).astype(numpy.float32), 2)]
+    for a, b in pairs:
+        for axis in (None, 0, -1, (0, -1)):
+            if axis not in (None, 0, -1) and numpy.ndim(a) < 2:
+                continue
+            for keepdims in (False, True):
+                for sign in (False, True):
+                    yield a, dict(axis=axis, b=b, keepdims=keepdims, return_sign=sign)
+
+
+def test_logsumexp_is_scipys_with_every_argument_on_plain_and_traced_values():
+    special = pytest.importorskip("scipy.special")
+    for a, kw in _scipy_logsumexp_calls():
+        want = special.logsumexp(a, **kw)
+        for got in (np.logsumexp(a, **kw),
+                    wg.vjp(lambda a, b: np.logsumexp(a, **{**kw, "b": b}), a, kw["b"])[0]
+                    if kw["b"] is not None else
+                    wg.vjp(lambda a: np.logsumexp(a, **kw), a)[0]):
+            for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
+                assert numpy.shape(g) == numpy.shape(w) and \
+                    numpy.asarray(g).dtype == numpy.asarray(w).dtype, kw
+                numpy.testing.assert_allclose(g, w, rtol=1e-6 if w.dtype == numpy.float32
+                                              else 1e-12, err_msg=str(kw))
+    # plain arrays give SciPy's types: a scalar for a full reduction, integers as float64
+    assert type(np.logsumexp(numpy.array([1, 2]))) is type(special.logsumexp([1, 2]))
+    assert np.logsumexp([1, 2]) == pytest.approx(special.logsumexp([1, 2]), rel=1e-14)
+    # (an empty sum is 0: its sign is 0, where SciPy 1.17 says -1)
+    assert np.logsumexp(numpy.zeros((0, 2)), axis=0, return_sign=True)[1].tolist() == [0, 0]
+
+
+def test_logsumexp_derivatives_where_b_is_zero_or_the_sum_negative():
+    a, b = numpy.array([0.0, numpy.inf, 1.0, 2.0]), numpy.array([1.0, 0.0, 2.0, 0.0])
+    ga, gb = wg.grad(lambda a, b: np.logsumexp(a, b=b), argnums=(0, 1))(a, b)
+    s = 1 + 2 * numpy.e
+    # a term with factor 0 is left out: no derivative in its a (even an inf one), and its
+    # b's is exp(a) / sum, as for any other (inf where a is inf)
+    assert_close(ga, [1 / s, 0.0, 2 * numpy.e / s, 0.0], rtol=1e-14)
+    assert_close(gb[[0, 2, 3]], numpy.exp(a[[0, 2, 3]]) / s, rtol=1e-14)
+    assert gb[1] == numpy.inf
+    # a negative sum: nan, and so its derivatives; with the sign, log|sum| and its own
+    a, b = numpy.array([0.0, 1.0]), numpy.array([1.0, -1.0])
+    f = lambda a, b: np.logsumexp(a, b=b)
+    assert numpy.isnan(f(a, b))
+    assert all(numpy.isnan(g).all() for g in wg.grad(f, argnums=(0, 1))(a, b))
+    signed = lambda a, b: np.logsumexp(a, b=b, return_sign=True)[0]
+    assert_close(wg.grad(signed, argnums=(0, 1))(a, b),
+                 (b * numpy.exp(a) / (1 - numpy.e), numpy.exp(a) / (1 - numpy.e)), rtol=1e-14)
+    # the sign has no derivative
+    assert numpy.all(wg.grad(lambda b: np.logsumexp(a, b=b, return_sign=True)[1])(b) == 0)
 
 
 @pytest.mark.parametrize("call", [
