@@ -146,6 +146,13 @@ FUSED = {
                 for axis, shape in [(1, (5, 4)), (0, (3, 2))]],
     "cross_entropy": [(lambda prim, x: prim(x, LABELS), (5, 4))],
     "cross_entropy_grad": [(lambda prim, x: prim(x, LABELS), (5, 4))],
+    # a = x[0] and b = x[1]: both differentiated (b > 0 where the sum must be positive)
+    "logsumexp_scaled": [
+        (lambda prim, x: prim(x[0], x[1], axis=(1,), keepdims=False, signed=True), (2, 3, 4)),
+        (lambda prim, x: prim(x[0], x[1] * x[1] + 0.1, axis=(0, 2), keepdims=True,
+                              signed=False), (2, 3, 2, 4)),
+        (lambda prim, x: prim(x[0, :, :1], x[1, :1], axis=None, keepdims=False, signed=True),
+         (2, 3, 4))],
 }
 
 
@@ -228,6 +235,30 @@ def test_labels_out_of_range_are_caught_for_every_integer_dtype(dtype, classes):
         with pytest.raises(ValueError, match=rf"range\({classes}\).*from {labels.min()} to "
                                              rf"{labels.max()}"):
             nn._check_labels(labels, classes, "t")
+
+
+@pytest.mark.parametrize("dtype", [">i4", "<i2", ">i8", ">u2"])
+def test_labels_in_either_byte_order(dtype):
+    # The range check read '>i4' labels as native unsigned integers: valid big-endian
+    # labels were refused as out of range
+    labels = LABELS.astype(dtype)
+    assert labels.dtype.str == dtype
+    assert_close(nn.one_hot(labels, 4), numpy.eye(4)[LABELS], rtol=0, atol=0)
+    assert_close(wg.trace(lambda y: nn.one_hot(y, 4), labels, abstract=False)(labels),
+                 numpy.eye(4)[LABELS], rtol=0, atol=0)
+    logits = rng.normal(size=(5, 4))
+    assert nn.cross_entropy(logits, labels) == nn.cross_entropy(logits, LABELS)
+    assert_close(wg.grad(nn.cross_entropy)(logits, labels),
+                 wg.grad(nn.cross_entropy)(logits, LABELS), rtol=0, atol=0)
+    bad = [numpy.array([0, 4, 1], dtype=dtype), numpy.array([0, 300, 1], dtype=dtype)]
+    if dtype[1] == "i":
+        bad.append(numpy.array([0, -1, 3], dtype=dtype))
+    for labels in bad:
+        for call in (lambda: nn.one_hot(labels, 4), lambda: nn.cross_entropy(
+                numpy.zeros((3, 4)), labels)):
+            with pytest.raises(ValueError, match=rf"range\(4\).*from {labels.min()} to "
+                                                 rf"{labels.max()}"):
+                call()
 
 
 def test_one_hot():

@@ -6,7 +6,7 @@ import pytest
 import wengert as wg
 import wengert.numpy as np
 from wengert import REGISTRY
-from wengert.primitives import array as A, linalg as L, nn as NN, shape as SH
+from wengert.primitives import array as A, linalg as L, shape as SH
 from fd import check_grads, assert_close
 
 rng = numpy.random.default_rng(7)
@@ -51,6 +51,16 @@ CASES = {
     "argmax argmin astype": (lambda x: x * (np.argmax(x, axis=1)[:, None] == numpy.arange(4))
                              + x.argmin() + x * x.astype(int), [r(3, 4) * 3]),
     "logsumexp": (lambda x: np.logsumexp(x, axis=-1) + np.logsumexp(x), [r(3, 4)]),
+    # SciPy's scale factors b, broadcasting both ways; zero factors; the sign
+    "logsumexp b": (lambda a, b: np.logsumexp(a, b=b) + np.logsumexp(a, -1, b[0], True).sum(),
+                    [r(3, 4), pos(3, 4)]),
+    "logsumexp b broadcast": (lambda a, b: np.logsumexp(a, -2, b, return_sign=True)[0],
+                              [r(3, 1), r(2, 3, 4)]),
+    "logsumexp b zeros": (lambda a, b: np.logsumexp(
+        a, (0, -1), b * numpy.array([1.0, 0.0])[:, None, None], True), [r(2, 3, 4), pos(2, 1, 4)]),
+    "logsumexp return_sign": (lambda a, b: np.logsumexp(a, 0, b, return_sign=True)[0]
+                              * np.logsumexp(a, 0, b, return_sign=True)[1]
+                              + np.logsumexp(a, return_sign=True)[0], [r(3, 2), r(3, 2)]),
     "cumsum": (lambda x: np.cumsum(x, axis=-1) ** 2 + np.cumsum(x)[-1], [r(3, 4)]),
     # contractions
     "matmul 2d": (lambda a, b: a @ b, [r(3, 4), r(4, 2)]),
@@ -126,10 +136,29 @@ CASES = {
                         np.linalg.eigh(a + a.T)[1] ** 2), [r(3, 3)]),
     "eigh upper": (lambda a: (np.linalg.eigvalsh(a + a.T, UPLO="U"),
                               np.linalg.eigh(a + a.T, UPLO="U")[1] ** 2), [r(3, 3)]),
+    # NumPy's other arguments: cholesky's upper, norm's orders and axes, named results
+    "cholesky upper": (lambda a: np.linalg.cholesky(a @ a.T + 3 * numpy.eye(3), upper=True)
+                       - np.linalg.cholesky(a @ a.T + 3 * numpy.eye(3)).T, [r(3, 3)]),
+    "cholesky upper batch": (lambda a: np.linalg.cholesky(
+        np.swapaxes(a, -1, -2) @ a + numpy.eye(3), upper=True), [r(2, 4, 3)]),
+    "norm vector orders": (lambda x: (
+        np.linalg.norm(x, -1, axis=1) + np.linalg.norm(x, 0.5, axis=-1)
+        + np.linalg.norm(x, -2.5, 1) + np.linalg.norm(x, numpy.int64(3), -1)
+        + np.linalg.norm(x, 0, 1) + np.linalg.norm(x, 2, axis=-1),
+        np.linalg.norm(x, 4, axis=0, keepdims=True)), [r(3, 4)]),
+    "norm matrix orders": (lambda m, t: np.linalg.norm(m, -1) + np.linalg.norm(m, -np.inf)
+                           + np.linalg.norm(m, "f") + np.linalg.norm(t, 2, axis=(2, 0))
+                           + np.linalg.norm(t, 1, (-1, 0), True)[0, :, 0]
+                           + np.linalg.norm(t, -np.inf, axis=(0, -1))
+                           + np.linalg.norm(t, axis=(0, 1)).sum(), [r(3, 3), r(2, 3, 4)]),
+    "linalg of lists of traced values": (lambda x, y: np.linalg.inv([[x + 3, y], [y, 2.0]])
+                                         * np.linalg.det([[x, 1.0], [y, 2.0]]), [pos(), pos()]),
+    "named results": (lambda a: np.linalg.slogdet(a).logabsdet * np.linalg.slogdet(a).sign
+                      + np.linalg.eigh(a + a.T).eigenvalues.sum(), [r(3, 3) + 3 * numpy.eye(3)]),
 }
 SMOOTH_SECOND_ORDER_SKIP = {"max", "min", "where", "clip", "maximum minimum", "sort",
                             "norm", "eigh", "eigh upper", "numpy's argument order",
-                            "argmax argmin astype"}
+                            "argmax argmin astype", "norm matrix orders"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -142,7 +171,7 @@ def test_first_and_second_order(name):
 def test_piecewise_second_order_where_defined():
     # max/min/sort/where are piecewise linear or smooth within a piece: second order holds
     # away from the switching points, which random inputs avoid
-    for name in ("max", "where", "sort", "eigh", "norm"):
+    for name in ("max", "where", "sort", "eigh", "eigh upper", "norm", "norm matrix orders"):
         f, args = CASES[name]
         check_grads(f, *args, order=2, rtol=1e-4, atol=1e-5)
 
@@ -220,6 +249,167 @@ def test_eigh_reads_the_triangle_uplo_names():
         assert_close(vals, numpy.linalg.eigvalsh(m, UPLO=uplo), rtol=1e-12)
         (w, v), _ = wg.vjp(lambda a: np.linalg.eigh(a, UPLO=uplo), m)
         assert_close(w, numpy.linalg.eigh(m, UPLO=uplo)[0], rtol=1e-12)
+
+
+# the linear-algebra functions, each with a loss of its outputs for its gradient
+LINALG = {
+    "inv": lambda a: np.linalg.inv(a),
+    "det": lambda a: np.linalg.det(a),
+    "slogdet": lambda a: np.linalg.slogdet(a),
+    "solve": lambda a: np.linalg.solve(a, a[..., 0]),
+    "cholesky": lambda a: np.linalg.cholesky(a),
+    "eigvalsh": lambda a: np.linalg.eigvalsh(a),
+    "eigh": lambda a: np.linalg.eigh(a),
+    "norm 2": lambda a: np.linalg.norm(a, 2),
+}
+
+
+def _linalg_loss(name):
+    f = LINALG[name]
+    return lambda a: sum(np.sum(out) for out in wg.tree.flatten(f(a))[0])
+
+
+def _spd(n, dtype=numpy.float64):
+    m = r(n, n)
+    return (m @ m.T + n * numpy.eye(n)).astype(dtype)
+
+
+def _dtype_mismatches(graph, *args):
+    """The nodes whose recorded dtype is not the dtype of the value they compute."""
+    values = graph.evaluate(list(args), outputs=graph.nodes)
+    return [(n.label(), n.op.name, n.dtype, numpy.asarray(v).dtype)
+            for n, v in zip(graph.nodes, values) if n.dtype != numpy.asarray(v).dtype]
+
+
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float64])
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_linalg_records_the_dtype_it_computes(name, dtype):
+    # eigvalsh's rule said float64 for every input: a float32 matrix's eigenvalues were
+    # recorded as f64 although NumPy computes float32
+    a = _spd(3, dtype)
+    f, loss = LINALG[name], _linalg_loss(name)
+    numpys = [numpy.asarray(o).dtype for o in wg.tree.flatten(f(a))[0]]
+    abstract = wg.trace(f, wg.ShapeDtype(a.shape, dtype))
+    assert [o.dtype for o in abstract.outputs] == numpys
+    for graph in (abstract, wg.trace(f, a, abstract=False),
+                  wg.trace(wg.grad(loss), wg.ShapeDtype(a.shape, dtype)),
+                  wg.trace(wg.grad(loss), a, abstract=False)):
+        assert _dtype_mismatches(graph, a) == []
+    compiled = wg.compile(f, a)
+    assert [numpy.asarray(o).dtype for o in wg.tree.flatten(compiled(a))[0]] == numpys
+    assert [o.dtype for o in compiled.graph.outputs] == numpys
+    assert wg.grad(loss)(a).dtype == dtype
+    # the rules keep the dtype too (their masks promoted float32 derivatives to float64,
+    # which an eager gradient casts back but a traced or compiled one did not)
+    assert wg.trace(wg.grad(loss), wg.ShapeDtype(a.shape, dtype)).outputs[0].dtype == dtype
+    assert wg.compile(wg.grad(loss), a)(a).dtype == dtype
+    tangents = wg.jvp(f, (a,), (numpy.eye(3, dtype=dtype),))[1]
+    assert [numpy.asarray(t).dtype for t in wg.tree.flatten(tangents)[0]] == numpys
+
+
+def test_linalg_functions_have_numpys_signatures():
+    import inspect
+    for name in ("inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "norm"):
+        assert inspect.signature(getattr(np.linalg, name)) == \
+            inspect.signature(getattr(numpy.linalg, name)), name
+
+
+def _linalg_calls():
+    """Calls of the linear-algebra functions with every argument NumPy has, some of them
+    errors: (expression, arguments)."""
+    args = {"a": _spd(3), "m": r(3, 3), "v": r(4), "t": r(2, 3, 4), "b": r(3)}
+    calls = ["cholesky(a)", "cholesky(a, upper=True)", "cholesky(a, upper=False)",
+             "eigh(a)", "eigh(m, 'U')", "eigh(m, UPLO='u')", "eigvalsh(m, 'l')",
+             "eigvalsh(m, UPLO='U')", "eigh(m, 'X')", "inv(a)", "det(a)", "slogdet(a)",
+             "solve(a, b)", "solve(a, a)", "norm(m, axis=[0, 1])", "norm(m, 1, (1, 1))",
+             "norm(m, 1, axis=(0, 5))", "norm(t, 2, (0, 1, 2))", "norm(m, 2, 1.0)"]
+    for x, axes in (("v", [None, 0, -1]), ("m", [None, (0, 1), (1, 0), (-1, 0), 1]),
+                    ("t", [None, (2, 0), -1])):
+        for axis in axes:
+            for ord in (None, "'fro'", "'f'", "'nuc'", "inf", "-inf", 0, 1, -1, 2, -2, 0.5,
+                        3, -2.5):
+                for keepdims in (False, True):
+                    calls.append(f"norm({x}, {ord}, {axis}, {keepdims})")
+    return calls, args
+
+
+def _outcome(call, names, args, traced=False):
+    """The result of the call with `names` (a module's), or the exception it raises; with
+    `traced`, the arguments are traced values."""
+    run = lambda *xs: eval(call, {"inf": numpy.inf}, {**dict(zip(sorted(args), xs)), **names})
+    xs = [args[n] for n in sorted(args)]
+    try:
+        return wg.vjp(run, *xs)[0] if traced else run(*xs)
+    except Exception as e:                        # (NumPy's errors are part of its behaviour)
+        return e
+
+
+def test_linalg_on_plain_arrays_is_numpy_with_every_argument():
+    calls, args = _linalg_calls()
+    ours, theirs = vars(np.linalg), vars(numpy.linalg)
+    for call in calls:
+        got, want = _outcome(call, ours, args), _outcome(call, theirs, args)
+        assert type(got) is type(want), call
+        if isinstance(want, Exception):
+            assert str(got) == str(want), call
+            continue
+        for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
+            assert type(g) is type(w) and g.dtype == w.dtype, call
+            numpy.testing.assert_array_equal(g, w, err_msg=call)
+
+
+def test_linalg_on_traced_values_takes_every_argument():
+    # (cholesky's upper was a TypeError, an axis out of range was taken modulo the number of
+    # dimensions, lowercase UPLO and norm's 'f', -1 and -inf orders were refused, and
+    # eigh and slogdet gave plain tuples)
+    calls, args = _linalg_calls()
+    for call in calls:
+        want = _outcome(call, vars(numpy.linalg), args)
+        got = _outcome(call, vars(np.linalg), args, traced=True)
+        if isinstance(got, NotImplementedError):   # only the singular-value matrix norms
+            assert "'nuc'" in call or ", -2, " in call, call
+            assert str(got).startswith("numpy.linalg.norm(..., ord="), call
+            continue
+        if isinstance(want, (Exception, tuple)):     # NumPy's error, or its named tuple
+            assert type(got) is type(want), call
+        if isinstance(want, Exception):
+            continue
+        for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
+            assert numpy.shape(g) == numpy.shape(w), call
+            assert_close(g, w, rtol=1e-12, atol=1e-12)
+    # NumPy's own functions reach these through its dispatch, with every argument
+    spd = args["a"]
+    upper = wg.vjp(lambda a: numpy.linalg.cholesky(a, upper=True), spd)[0]
+    assert_close(upper, numpy.linalg.cholesky(spd, upper=True), rtol=1e-13, atol=1e-13)
+    assert_close(wg.grad(lambda a: numpy.linalg.norm(a, -numpy.inf, keepdims=True).sum())(spd),
+                 wg.grad(lambda a: np.linalg.norm(a, -np.inf))(spd), rtol=0, atol=0)
+
+
+def test_linalg_arguments_without_a_rule_are_named_on_traced_values():
+    m = r(3, 3)
+    for ord in ("nuc", -2):
+        with pytest.raises(NotImplementedError, match=rf"numpy\.linalg\.norm\(\.\.\., "
+                                                      rf"ord={ord!r}\) is not supported"):
+            wg.grad(lambda m: np.linalg.norm(m, ord))(m)
+
+
+@pytest.mark.parametrize("name", ["cholesky", "cholesky upper", "eigh", "eigh upper",
+                                  "eigvalsh"])
+def test_symmetric_derivatives_are_one_linear_map_for_every_tangent(name):
+    # cholesky's and eigh's VJPs give the symmetric derivative, but their JVPs read a
+    # tangent's asymmetric part too: wg.jvp disagreed with wg.vjp off symmetric tangents
+    f = {"cholesky": lambda a: np.linalg.cholesky(a),
+         "cholesky upper": lambda a: np.linalg.cholesky(a, upper=True),
+         "eigh": lambda a: np.linalg.eigh(a).eigenvectors,
+         "eigh upper": lambda a: np.linalg.eigh(a, "U").eigenvectors,
+         "eigvalsh": lambda a: np.linalg.eigvalsh(a)}[name]
+    a, v = _spd(3), r(3, 3)                        # v is not symmetric
+    _, t = wg.jvp(f, (a,), (v,))
+    assert_close(t, wg.jvp(f, (a,), ((v + v.T) / 2,))[1], rtol=1e-12, atol=1e-12)
+    ct = r(*numpy.shape(t))
+    (g,) = wg.vjp(f, a)[1](ct)
+    assert_close(g, g.T, rtol=1e-12, atol=1e-12)
+    assert_close(numpy.sum(ct * t), numpy.sum(g * v), rtol=1e-10, atol=1e-12)
 
 
 def test_printed_derivative_graphs_show_plain_parameters():
@@ -304,6 +494,65 @@ def test_reductions_take_numpys_arguments_in_numpys_order():
         wg.grad(lambda v: np.var(v, ddof=1, correction=1))(x)
     with pytest.raises(ValueError, match="initial"):
         wg.grad(lambda v: np.max(v, where=v > 0))(x)
+
+
+def _scipy_logsumexp_calls():
+    a, b = r(3, 4), r(3, 4)
+    a[0, 1], b[0, 1] = numpy.inf, 0.0                  # a factor 0 masks an inf ...
+    a[1, 2], b[1, 2] = numpy.nan, 0.0                  # ... and a nan
+    b[2] = -numpy.abs(b[2])                            # a negative sum: nan without the sign
+    pairs = [(a, None), (a, b), (r(2, 3, 4), pos(2, 1, 4)), (r(3, 1), r(2, 3, 4)),
+             (numpy.array([0.0, 1000.0]), numpy.array([1.0, 0.0])),
+             (numpy.array([1.0, 1.0]), numpy.array([1.0, -1.0])),       # the sum is 0
+             (numpy.full(3, -numpy.inf), None), (r(4).astype(numpy.float32), 2)]
+    for a, b in pairs:
+        for axis in (None, 0, -1, (0, -1)):
+            if axis not in (None, 0, -1) and numpy.ndim(a) < 2:
+                continue
+            for keepdims in (False, True):
+                for sign in (False, True):
+                    yield a, dict(axis=axis, b=b, keepdims=keepdims, return_sign=sign)
+
+
+def test_logsumexp_is_scipys_with_every_argument_on_plain_and_traced_values():
+    special = pytest.importorskip("scipy.special")
+    for a, kw in _scipy_logsumexp_calls():
+        want = special.logsumexp(a, **kw)
+        for got in (np.logsumexp(a, **kw),
+                    wg.vjp(lambda a, b: np.logsumexp(a, **{**kw, "b": b}), a, kw["b"])[0]
+                    if kw["b"] is not None else
+                    wg.vjp(lambda a: np.logsumexp(a, **kw), a)[0]):
+            for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
+                assert numpy.shape(g) == numpy.shape(w) and \
+                    numpy.asarray(g).dtype == numpy.asarray(w).dtype, kw
+                numpy.testing.assert_allclose(g, w, rtol=1e-6 if w.dtype == numpy.float32
+                                              else 1e-12, err_msg=str(kw))
+    # plain arrays give SciPy's types: a scalar for a full reduction, integers as float64
+    assert type(np.logsumexp(numpy.array([1, 2]))) is type(special.logsumexp([1, 2]))
+    assert np.logsumexp([1, 2]) == pytest.approx(special.logsumexp([1, 2]), rel=1e-14)
+    # (an empty sum is 0: its sign is 0, where SciPy 1.17 says -1)
+    assert np.logsumexp(numpy.zeros((0, 2)), axis=0, return_sign=True)[1].tolist() == [0, 0]
+
+
+def test_logsumexp_derivatives_where_b_is_zero_or_the_sum_negative():
+    a, b = numpy.array([0.0, numpy.inf, 1.0, 2.0]), numpy.array([1.0, 0.0, 2.0, 0.0])
+    ga, gb = wg.grad(lambda a, b: np.logsumexp(a, b=b), argnums=(0, 1))(a, b)
+    s = 1 + 2 * numpy.e
+    # a term with factor 0 is left out: no derivative in its a (even an inf one), and its
+    # b's is exp(a) / sum, as for any other (inf where a is inf)
+    assert_close(ga, [1 / s, 0.0, 2 * numpy.e / s, 0.0], rtol=1e-14)
+    assert_close(gb[[0, 2, 3]], numpy.exp(a[[0, 2, 3]]) / s, rtol=1e-14)
+    assert gb[1] == numpy.inf
+    # a negative sum: nan, and so its derivatives; with the sign, log|sum| and its own
+    a, b = numpy.array([0.0, 1.0]), numpy.array([1.0, -1.0])
+    f = lambda a, b: np.logsumexp(a, b=b)
+    assert numpy.isnan(f(a, b))
+    assert all(numpy.isnan(g).all() for g in wg.grad(f, argnums=(0, 1))(a, b))
+    signed = lambda a, b: np.logsumexp(a, b=b, return_sign=True)[0]
+    assert_close(wg.grad(signed, argnums=(0, 1))(a, b),
+                 (b * numpy.exp(a) / (1 - numpy.e), numpy.exp(a) / (1 - numpy.e)), rtol=1e-14)
+    # the sign has no derivative
+    assert numpy.all(wg.grad(lambda b: np.logsumexp(a, b=b, return_sign=True)[1])(b) == 0)
 
 
 @pytest.mark.parametrize("call", [

@@ -177,6 +177,16 @@ def test_every_differentiable_builtin_primitive_has_a_taylor_rule():
     assert not missing, f"primitives without a Taylor rule: {missing}"
 
 
+def test_a_value_without_derivative_has_a_constant_series():
+    # slogdet's sign has no derivative, and at order 2 Taylor mode asked for its rule
+    import wengert.numpy as wnp
+    m, v = np.diag([2.0, -3.0]), np.arange(4.0).reshape(2, 2)
+    got = wg.taylor(lambda m: wnp.linalg.slogdet(m)[0] * m, m, v, order=3)
+    assert_close(got[0], -m, rtol=0, atol=0)
+    assert_close(got[1], -v, rtol=0, atol=0)
+    assert not np.any(got[2]) and not np.any(got[3])
+
+
 def test_a_primitive_without_a_rule_works_at_order_1_and_says_so_above():
     @wg.primitive
     def cube(x):

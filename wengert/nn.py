@@ -129,7 +129,9 @@ def _check_labels(labels, classes, who):
         elif classes <= 1 << (8 * size - 1):
             # One pass, not two (every training step checks its labels): read as unsigned
             # integers, a negative label is at least 2**(bits-1), above every class index.
-            bad = _np.maximum.reduce(known.view(_UNSIGNED[size]), axis=None) >= classes
+            # (The unsigned type of the same size and byte order: '>i4' is read as '>u4'.)
+            unsigned = known.view(known.dtype.str.replace("i", "u", 1))
+            bad = _np.maximum.reduce(unsigned, axis=None) >= classes
         else:
             bad = _np.minimum.reduce(known, axis=None) < 0 \
                 or _np.maximum.reduce(known, axis=None) >= classes
@@ -138,9 +140,6 @@ def _check_labels(labels, classes, who):
             raise ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
                              f"classes, got values from {low} to {high}")
     return labels
-
-
-_UNSIGNED = {1: _np.uint8, 2: _np.uint16, 4: _np.uint32, 8: _np.uint64}
 
 
 def cross_entropy(logits, labels):

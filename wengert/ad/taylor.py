@@ -386,6 +386,10 @@ FIRST_ORDER_ONLY = frozenset({A.prod, L.det, L.logabsdet, L.cholesky, L.eigvalsh
                               L.eigvecsh})
 
 
+def _constant_series(xs, ans, order, **params):
+    return _const(ans, order)
+
+
 def rule_for(op, order):
     """The Taylor rule of a primitive (see the module docstring)."""
     rule = RULES.get(op) or getattr(op, "taylor", None)
@@ -394,6 +398,8 @@ def rule_for(op, order):
             rule = RULES[op] = by_decomposition(op)
         elif op.linear:
             rule = RULES[op] = each_coefficient(op)
+        elif op.partials is not None and all(p is None for p in op.partials):
+            rule = RULES[op] = _constant_series   # no derivative: a sign, an arg-max
         elif order <= 1:
             rule = each_coefficient(op)           # first order is the JVP
         else:

@@ -396,14 +396,49 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
-    """``log(sum(exp(a)))`` computed stably (as scipy.special.logsumexp, whose argument
-    order this keeps); its gradient is the softmax.  One primitive, with its own derivative
-    rules."""
-    if b is not None or return_sign:
-        raise NotImplementedError("wengert.numpy.logsumexp: the arguments b and return_sign "
-                                  "are not supported (scipy.special.logsumexp has them)")
-    axes = _norm_axis(axis, len(_shape(a)), "logsumexp")
-    return A.logsumexp(a, axis=axes, keepdims=bool(keepdims))
+    """``log(sum(b * exp(a)))`` over `axis`, computed stably: scipy.special.logsumexp, with
+    its arguments and conventions.  `b` (scale factors, 1 if None) broadcasts against `a`;
+    a factor 0 leaves its term out, whatever `a` holds there.  A negative sum gives nan,
+    unless ``return_sign``, which gives ``(log|sum|, sign)`` with the sign -1, 0 or 1
+    (without derivative).  Differentiable in `a` and `b`; without `b` the gradient is the
+    softmax.  (Without `b` one primitive, with its own rules; with `b` another.)
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> value, sign = np.logsumexp([1.0, 2.0], b=[1.0, -1.0], return_sign=True)
+        >>> print(f"{value:.6f}", sign)
+        1.541325 -1.0
+        >>> wg.grad(lambda b: np.logsumexp(numpy.zeros(2), b=b))(numpy.array([1.0, 3.0]))
+        array([0.25, 0.25])
+    """
+    if _traced(a, b):
+        a = asarray(a)
+        b = None if b is None else asarray(b) if type(b) in (list, tuple) else b
+    else:
+        a = _np.asarray(a)
+        b = b if b is None or isinstance(b, (int, float)) else _np.asarray(b)
+    if A.dtype_of(a).kind not in "fc":
+        a = astype(a, _np.float64)          # (SciPy's answer for integers: float64)
+    if b is None:
+        axes = _norm_axis(axis, len(_shape(a)), "logsumexp")
+        out = A.logsumexp(a, axis=axes, keepdims=bool(keepdims))
+        sign = A.logsumexp_sign(a, 1.0, axis=axes, keepdims=bool(keepdims)) \
+            if return_sign else None
+    else:
+        try:
+            full = _np.broadcast_shapes(_shape(a), _shape(b))
+        except ValueError:
+            raise ValueError(f"logsumexp: a of shape {_shape(a)} and b of shape {_shape(b)} "
+                             "cannot be broadcast together") from None
+        axes = _norm_axis(axis, len(full), "logsumexp")
+        out = A.logsumexp_scaled(a, b, axis=axes, keepdims=bool(keepdims),
+                                 signed=bool(return_sign))
+        sign = A.logsumexp_sign(a, b, axis=axes, keepdims=bool(keepdims)) \
+            if return_sign else None
+    if type(out) is _np.ndarray and out.ndim == 0:
+        out = out[()]                       # a scalar, as SciPy gives
+        sign = None if sign is None else sign[()]
+    return (out, sign) if return_sign else out
 
 
 @_numpy_unless_traced(_np.cumsum)

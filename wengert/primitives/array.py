@@ -188,6 +188,102 @@ logsumexp.defvjp(lambda g, x, ans, axis, keepdims: (
 logsumexp.defjvp(lambda ts, x, ans, axis, keepdims: sum(
     ts[0] * _softmax_of(x, ans, axis, keepdims), axis=axis, keepdims=keepdims))
 
+
+# logsumexp with scale factors b, as SciPy's logsumexp(a, b=b): log|sum(b * exp(a))| over
+# `axis` of a and b broadcast together, and the sum's sign.  SciPy's conventions: a zero
+# factor leaves its term out, whatever a holds there (an inf or a nan too), so b can mask
+# elements; without the sign (signed=False) a negative sum gives nan, and a zero sum -inf,
+# silently.  The derivatives are w = exp(a) / sum = sign · exp(a - log|sum|) for b, and
+# b·w for a.
+def _scaled_sum(a, b, axis):
+    """(m, s): the shift m, the largest a where b is not 0 over `axis` (kept; 0 where that is
+    not finite), and s = sum(b * exp(a - m)) over `axis` (kept)."""
+    dtype = np.result_type(a, b, 1.0)
+    b = np.asarray(b, dtype)
+    a = np.where(b != 0, np.asarray(a, dtype), -np.inf)
+    m = np.maximum.reduce(a, axis=axis, keepdims=True, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):      # inf - inf: nan, as in SciPy
+        s = np.add.reduce(b * np.exp(a - m), axis=axis, keepdims=True)
+    return m, s
+
+
+def _logsumexp_scaled_np(a, b, axis, keepdims, signed):
+    m, s = _scaled_sum(a, b, axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(np.abs(s) if signed else s) + m
+    return out if keepdims else out.reshape(_reduced_shape(out.shape, axis))
+
+
+def _logsumexp_sign_np(a, b, axis, keepdims):
+    _, s = _scaled_sum(a, b, axis)
+    out = np.sign(s)
+    return out if keepdims else out.reshape(_reduced_shape(out.shape, axis))
+
+
+def _logsumexp_scaled_decomposition(a, b, axis, keepdims, signed):
+    # the shift is a constant, made of constants (Taylor mode has no rules for comparisons)
+    m = amax(S.select(S.ne(S.stop_gradient(b), 0.0), S.stop_gradient(a), -np.inf),
+             axis=axis, keepdims=True)
+    m = S.select(S.lt(S.abs(m), np.inf), m, 0.0)
+    s = sum(b * S.exp(a - m), axis=axis, keepdims=True)
+    out = S.log(S.abs(s) if signed else s) + m
+    full = np.broadcast_shapes(shape_of(a), shape_of(b))
+    return out if keepdims else reshape(out, shape=_reduced_shape(full, axis))
+
+
+def _scaled_weights(a, b, ans, axis, keepdims, signed):
+    """(w = exp(a) / sum, the shape of a and b broadcast together)."""
+    full = np.broadcast_shapes(shape_of(a), shape_of(b))
+    if not keepdims:
+        ans = reshape(ans, shape=_kept_shape(full, axis))
+    w = S.exp(a - ans)                          # (nan where an unsigned sum is negative)
+    if signed:
+        w = w * logsumexp_sign(a, b, axis=axis, keepdims=True)
+    return w, full
+
+
+def _for_a(w, b):
+    """w where a's term counts; where b is 0 the term is left out, so a's derivative b·w is
+    0 even where w is inf or nan (a is inf there, or exp(a) overflows)."""
+    return S.select(S.eq(b, 0.0), S.select(S.lt(S.abs(w), np.inf), w, 0.0), w)
+
+
+def _summed_to(x, full, shape):
+    """x (broadcasting against the shape `full`) summed back to `shape`."""
+    if shape_of(x) != full:
+        x = broadcast_to(x, shape=full)
+    return x if full == tuple(shape) else sum_to(x, shape=tuple(shape))
+
+
+def _scaled_vjp_a(g, a, b, ans, axis, keepdims, signed):
+    w, full = _scaled_weights(a, b, ans, axis, keepdims, signed)
+    g = g if keepdims else reshape(g, shape=_kept_shape(full, axis))
+    return _summed_to(g * b * _for_a(w, b), full, shape_of(a))
+
+
+def _scaled_vjp_b(g, a, b, ans, axis, keepdims, signed):
+    w, full = _scaled_weights(a, b, ans, axis, keepdims, signed)
+    g = g if keepdims else reshape(g, shape=_kept_shape(full, axis))
+    return _summed_to(g * w, full, shape_of(b))
+
+
+def _scaled_jvp(ts, a, b, ans, axis, keepdims, signed):
+    w, full = _scaled_weights(a, b, ans, axis, keepdims, signed)
+    t = None if ts[0] is None else b * _for_a(w, b) * ts[0]
+    if ts[1] is not None:
+        t = w * ts[1] if t is None else t + w * ts[1]
+    return sum(_summed_to(t, full, full), axis=axis, keepdims=keepdims)
+
+
+logsumexp_scaled = _prim("logsumexp_scaled", _logsumexp_scaled_np, cost="call")
+logsumexp_scaled.decomposition = _logsumexp_scaled_decomposition
+logsumexp_scaled.defvjp(_scaled_vjp_a, _scaled_vjp_b)
+logsumexp_scaled.defjvp(_scaled_jvp)
+# the sum's sign: -1, 0 or 1 (nan for a nan sum), without derivative
+logsumexp_sign = _prim("logsumexp_sign", _logsumexp_sign_np, cost="cmp")
+logsumexp_sign.defpartials(None, None)
+
 # argmax, argmin: integers, no derivative (recorded like a comparison, so they trace
 # without values too)
 argmax = _prim("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims),

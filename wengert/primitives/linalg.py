@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import defprimitive, float_dtype, shape_of
-from .array import matmul, swapaxes, sum as _sum, tril, reshape
+from .array import matmul, swapaxes, sum as _sum, tril, reshape, dtype_of
 from .shape import sum_to
 
 
@@ -35,6 +35,10 @@ def _solve_aval(args, params):
 
 def _T(x):
     return swapaxes(x, -1, -2)
+
+
+def _sym(x):
+    return 0.5 * (x + _T(x))
 
 
 def _lin(name, impl, aval, cost="call"):
@@ -109,9 +113,16 @@ def _(ts, a, b, ans):
     return _uncol(solve(a, _col(rhs))) if _vector(b) else solve(a, rhs)
 
 
+def _eye(n, like):
+    """The identity in `like`'s dtype: the rules' masks must not promote a float32
+    derivative to float64 (an eager gradient is cast back to its argument's dtype, a traced
+    one is not)."""
+    return np.eye(n, dtype=dtype_of(like))
+
+
 def _phi(x):
     n = shape_of(x)[-1]
-    return tril(x, k=0) * (1.0 - 0.5 * np.eye(n))
+    return tril(x, k=0) * (1.0 - 0.5 * _eye(n, x))
 
 
 cholesky = _lin("cholesky", np.linalg.cholesky, _same)
@@ -123,51 +134,60 @@ def _(g, a, ans):
     p = _phi(matmul(_T(L), g))
     # Ā = L⁻ᵀ P L⁻¹, by two triangular solves (written as general solves), symmetrised
     x = solve(_T(L), _T(solve(_T(L), _T(p))))
-    return (0.5 * (x + _T(x)),)
+    return (_sym(x),)
 
 
+# cholesky and eigh read one triangle, but their derivatives are the symmetric ones (the
+# VJPs give symmetric cotangents): a JVP reads the tangent's symmetric part, so that it is
+# the VJP's transpose for every tangent, not only for symmetric ones.
 @cholesky.defjvp
 def _(ts, a, ans):
     L = ans
-    inner = solve(L, _T(solve(L, _T(ts[0]))))        # L⁻¹ dA L⁻ᵀ
+    inner = solve(L, _T(solve(L, _T(_sym(ts[0])))))        # L⁻¹ dA L⁻ᵀ
     return matmul(L, _phi(inner))
 
 
-eigvalsh = _lin("eigvalsh", lambda a: np.linalg.eigh(a)[0],
-                lambda args, params: (args[0].shape[:-1], np.result_type(args[0].dtype,
-                                                                         np.float64)))
-eigvecsh = _lin("eigvecsh", lambda a: np.linalg.eigh(a)[1], _same)
+def _eigvals_aval(args, params):
+    return args[0].shape[:-1], float_dtype(args[0].dtype)
+
+
+# The triangle read is a parameter, UPLO="U" (absent for "L"), as in NumPy: the upper
+# triangle of A is the lower one of Aᵀ, but LAPACK's eigenvectors of the two can differ in
+# sign.  The derivatives are the symmetric ones, whichever triangle is read.
+eigvalsh = _lin("eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO), _eigvals_aval)
+eigvecsh = _lin("eigvecsh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], _same)
 
 
 def _diag_part(m):
     """The diagonal of a (batch of) matrix as a (batch of) vector."""
     n = shape_of(m)[-1]
-    return _sum(m * np.eye(n), axis=(len(shape_of(m)) - 1,), keepdims=False)
+    return _sum(m * _eye(n, m), axis=(len(shape_of(m)) - 1,), keepdims=False)
 
 
 def _F(w):
     n = shape_of(w)[-1]
     diff = reshape(w, shape=shape_of(w)[:-1] + (1, n)) - reshape(w, shape=shape_of(w) + (1,))
-    off = 1.0 - np.eye(n)
+    eye = _eye(n, w)
     # 1/(w_j - w_i) off the diagonal; the diagonal (0/0) is masked by adding the identity
-    return off / (diff + np.eye(n))
+    return (1.0 - eye) / (diff + eye)
 
 
-eigvalsh.defvjp(lambda g, a, ans: (matmul(eigvecsh(a) * reshape(
-    g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]), _T(eigvecsh(a))),))
-eigvalsh.defjvp(lambda ts, a, ans: _diag_part(matmul(_T(eigvecsh(a)),
-                                                     matmul(ts[0], eigvecsh(a)))))
+eigvalsh.defvjp(lambda g, a, ans, **tri: (matmul(eigvecsh(a, **tri) * reshape(
+    g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]), _T(eigvecsh(a, **tri))),))
+eigvalsh.defjvp(lambda ts, a, ans, **tri: _diag_part(matmul(_T(eigvecsh(a, **tri)),
+                                                            matmul(ts[0], eigvecsh(a, **tri)))))
 
 
 @eigvecsh.defvjp
-def _(g, a, ans):
+def _(g, a, ans, **tri):
     V = ans
-    inner = _F(eigvalsh(a)) * matmul(_T(V), g)
+    inner = _F(eigvalsh(a, **tri)) * matmul(_T(V), g)
     x = matmul(V, matmul(inner, _T(V)))
-    return (0.5 * (x + _T(x)),)
+    return (_sym(x),)
 
 
-eigvecsh.defjvp(lambda ts, a, ans: matmul(ans, _F(eigvalsh(a)) * matmul(
-    _T(ans), matmul(ts[0], ans))))
+# (eigvalsh's JVP, diag(Vᵀ dA V), reads only dA's symmetric part by itself)
+eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * matmul(
+    _T(ans), matmul(_sym(ts[0]), ans))))
 
 __all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh"]
