@@ -129,9 +129,7 @@ def _check_labels(labels, classes, who):
         elif classes <= 1 << (8 * size - 1):
             # One pass, not two (every training step checks its labels): read as unsigned
             # integers, a negative label is at least 2**(bits-1), above every class index.
-            # (The unsigned type of the same size and byte order: '>i4' is read as '>u4'.)
-            unsigned = known.view(known.dtype.str.replace("i", "u", 1))
-            bad = _np.maximum.reduce(unsigned, axis=None) >= classes
+            bad = _np.maximum.reduce(known.view(_unsigned(known.dtype)), axis=None) >= classes
         else:
             bad = _np.minimum.reduce(known, axis=None) < 0 \
                 or _np.maximum.reduce(known, axis=None) >= classes
@@ -140,6 +138,18 @@ def _check_labels(labels, classes, who):
             raise ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
                              f"classes, got values from {low} to {high}")
     return labels
+
+
+_UNSIGNED: dict = {}
+
+
+def _unsigned(dtype):
+    """The unsigned type of a signed integer dtype's size and byte order ('>i4' -> '>u4'),
+    remembered: every training step checks its labels, and dtype.str is slow."""
+    found = _UNSIGNED.get(dtype)
+    if found is None:
+        found = _UNSIGNED[dtype] = _np.dtype(dtype.str.replace("i", "u", 1))
+    return found
 
 
 def cross_entropy(logits, labels):
