@@ -455,3 +455,33 @@ def test_jacobians_of_empty_arrays_are_empty_blocks():
         assert jac(lambda x: x[:0])(np.ones(2)).shape == (0, 2)
         assert jac(lambda x: (x[:0], x * 3))(np.ones(2))[1].tolist() == [[3, 0], [0, 3]]
     assert wg.hessian(lambda x: wnp.sum(x * x))(np.zeros(0)).shape == (0, 0)
+
+
+def test_dicts_with_keys_of_mixed_types_flatten_in_one_order_and_differentiate():
+    from wengert.tree import flatten, unflatten
+    rng = np.random.default_rng(4)
+    a, b, c = rng.uniform(0.5, 1.5, 3)
+    p = {"a": a, 1: b, (2, "z"): c, None: [a]}
+    leaves, tree = flatten(p)
+    assert unflatten(tree, leaves) == p
+    # insertion order does not matter: the same keys give the same structure and order
+    q = dict(reversed(list(p.items())))
+    assert flatten(q) == (leaves, tree)
+    assert list(unflatten(tree, leaves)) == [1, None, "a", (2, "z")]
+
+    def f(p):
+        return p["a"] * wm.sin(p[1]) + p[(2, "z")] ** 2 * p[None][0]
+    g = wg.grad(f)(p)
+    assert set(g) == set(p) and isinstance(g[None], list)
+    keys = [1, "a", (2, "z")]
+    num = fd_gradient(lambda u, v, w: f({"a": v, 1: u, (2, "z"): w, None: [v]}),
+                      [p[k] for k in keys])
+    assert_close([g[1], g["a"] + g[None][0], g[(2, "z")]], num)
+    # a Jacobian of a mixed-key dict output by a mixed-key dict input, both ways
+    h = lambda p: {0: p["a"] * p[1], "s": p[(2, "z")] + p[None][0]}
+    jf, jr = wg.jacfwd(h)(p), wg.jacrev(h)(p)
+    assert jf == jr and jf[0]["a"] == p[1] and jf["s"][None] == [1.0]
+    out, back = wg.vjp(h, p)
+    (ct,) = back({"s": 1.0, 0: 2.0})
+    assert_close([ct["a"], ct[1], ct[(2, "z")], ct[None][0]], [2 * p[1], 2 * p["a"], 1, 1])
+    assert wg.compile(wg.grad(f), p)(q) == g

@@ -1,7 +1,10 @@
 """Pytrees: nested tuples, lists and dicts whose leaves are numbers, arrays or traced values.
 
 As in JAX, ``None`` is an empty subtree, dicts are flattened in sorted key order, and
-namedtuples keep their type.
+namedtuples keep their type.  Keys that do not compare with each other (``{1: x, "a": y}``)
+are ordered by kind first (numbers, then other types by type name), then by value within a
+kind, or by ``repr`` where even those do not compare (`dict_keys`).  The order never
+depends on insertion order, so two dicts with the same keys flatten alike.
 
 Example:
     >>> from wengert.tree import flatten, unflatten
@@ -12,6 +15,8 @@ Example:
     {'a': [30.0], 'b': (10.0, 20.0)}
 """
 from __future__ import annotations
+
+import numpy as np
 
 LEAF = "*"
 
@@ -84,12 +89,48 @@ def _flatten(x, leaves):
                 children.append(_LEAF_DEF)
         return TreeDef(t.__name__, None, tuple(children), flat)
     if t is dict:
-        keys = sorted(x)
+        keys = dict_keys(x)
         return TreeDef("dict", tuple(keys), tuple(_flatten(x[k], leaves) for k in keys))
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return TreeDef("namedtuple", t, tuple(_flatten(c, leaves) for c in x))
     leaves.append(x)
     return _LEAF_DEF
+
+
+def dict_keys(d) -> list:
+    """The keys of dict `d` in the order pytrees flatten it: sorted, and where the keys do
+    not all compare with each other (``{1: x, "a": y}``), grouped by kind (numbers first,
+    then other types by type name), each group sorted by value, or by ``repr`` where its
+    values do not compare either.  Insertion order never matters.
+
+    Example:
+        >>> dict_keys({"b": 1, 2: 2, "a": 3, 1.5: 4, None: 5})
+        [1.5, 2, None, 'a', 'b']
+    """
+    try:
+        return sorted(d)
+    except TypeError:
+        pass
+    groups = {}
+    for k in d:
+        groups.setdefault(_key_kind(k), []).append(k)
+    keys = []
+    for kind in sorted(groups):
+        group = groups[kind]
+        try:
+            keys.extend(sorted(group))
+        except TypeError:
+            keys.extend(sorted(group, key=repr))
+    return keys
+
+
+def _key_kind(k):
+    """The group of a dict key in `dict_keys`: numbers together (1 < 1.5 < 2 whatever
+    their types), anything else by its type's name."""
+    if isinstance(k, (int, float, np.integer, np.floating)):
+        return (0, "")
+    t = type(k)
+    return (1, f"{t.__module__}.{t.__qualname__}")
 
 
 def unflatten(treedef, leaves):
