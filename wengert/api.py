@@ -241,11 +241,27 @@ class _Call:
         return out
 
     def zeros(self, like):
-        """The zero derivative for a node like `like`, in the current mode."""
-        if like.shape == () and like.dtype == np.float64:
+        """The zero derivative for a node like `like`, in the current mode (float64 for an
+        int or bool node)."""
+        if like.shape == () and (like.dtype == np.float64 or like.dtype.kind not in "fc"):
             z = 0.0
         else:
             z = np.zeros(like.shape, like.dtype if like.dtype.kind in "fc" else np.float64)
+        return self.graph.const(z) if self.symbolic else z
+
+    def zero_block(self, out, x):
+        """The Jacobian block of an int or bool output `out` with respect to input `x`:
+        such an output is piecewise constant, so its derivative is zero wherever it
+        exists.  Zeros of shape out.shape + x.shape in x's float dtype (as a gradient with
+        respect to x has), whichever mode asks, so jacfwd and jacrev agree."""
+        shape = out.shape + x.shape
+        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        if shape == () and dtype == np.float64:
+            z = 0.0
+        else:
+            z = np.zeros(shape, dtype)
+            if shape == ():
+                z = z[()]                       # a NumPy scalar, as a number comes back
         return self.graph.const(z) if self.symbolic else z
 
     def split(self, values):
@@ -538,6 +554,14 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
     n_in, n_out = len(call.inputs), len(out_nodes)
     # entries[i][j]: the block d out_i / d in_j
     entries = [[None] * n_in for _ in range(n_out)]
+    # an int or bool output is piecewise constant: its blocks are zeros, the same in
+    # both modes (the sweeps would give zeros of the output's or the input's shape)
+    swept = []
+    for i, o in enumerate(out_nodes):
+        if o.dtype.kind in "fc":
+            swept.append(i)
+        else:
+            entries[i] = [call.zero_block(o, x) for x in call.inputs]
     if mode == "fwd":
         for j, x in enumerate(call.inputs):
             cols = [[] for _ in range(n_out)]
@@ -546,10 +570,12 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
                 ts[j] = e
                 for i, t in enumerate(ad.forward(plan, call.inputs, ts, out_nodes, symbolic)):
                     cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
-            for i, o in enumerate(out_nodes):
+            for i in swept:
+                o = out_nodes[i]
                 entries[i][j] = _assemble(cols[i], o.shape, x.shape, axis=-1)
     else:
-        for i, o in enumerate(out_nodes):
+        for i in swept:
+            o = out_nodes[i]
             rows = [[] for _ in range(n_in)]
             for e in _basis(o):
                 cts = [None] * n_out
@@ -572,7 +598,8 @@ def jacfwd(f, argnums=0):
 
     The result has f's output structure; each of its leaves has the structure of the
     differentiated argument(s), and the block for an output of shape S and an input of
-    shape T has shape S + T.
+    shape T has shape S + T.  An int or bool output is piecewise constant: its block is
+    zeros in the input's float dtype, as `jacrev` gives too.
 
     Example:
         >>> import wengert as wg
@@ -591,6 +618,8 @@ def jacrev(f, argnums=0):
         >>> import wengert as wg
         >>> wg.jacrev(lambda x: (x ** 2, 3 * x))(2.0)
         (4.0, 3.0)
+        >>> wg.jacrev(lambda x: (x ** 2, x > 1.0))(2.0)     # a bool output: a zero block
+        (4.0, 0.0)
     """
     return _jacobian(f, argnums, "jacrev", "rev")
 
