@@ -291,3 +291,46 @@ def test_bad_arguments():
         c(1.0, 2.0)
     with pytest.raises(ValueError, match="backend='python'"):
         wg.compile(lambda a: np.linalg.inv(a), numpy.eye(2), backend="float")
+
+
+def test_an_aux_that_holds_strings_none_and_flags_is_returned_as_eager_gives_it():
+    import shutil
+    backends = ["python", "numpy", "float"]
+    if any(shutil.which(cc) for cc in ("cc", "gcc", "clang")):
+        backends.append("c")
+    marker = object()
+
+    def loss(x, y):
+        value = x * x * y + wm.sin(y)
+        return value, {"name": "sq", "none": None, "ok": True, "step": 1, "obj": marker,
+                       "twice": 2 * x, "tags": ("a", b"b")}
+    g = wg.grad(loss, argnums=(0, 1), has_aux=True)
+    for backend in backends:
+        c = wg.compile(g, 0.5, 1.5, backend=backend)
+        for x, y in rng.uniform(-2.0, 2.0, (3, 2)):
+            (dx, dy), aux = c(x, y)
+            (ex, ey), eaux = g(x, y)
+            assert aux == eaux and aux["obj"] is marker and type(aux["ok"]) is bool
+            assert type(aux["step"]) is int and aux["twice"] == 2 * x
+            num = [(loss(x + 1e-6, y)[0] - loss(x - 1e-6, y)[0]) / 2e-6,
+                   (loss(x, y + 1e-6)[0] - loss(x, y - 1e-6)[0]) / 2e-6]
+            assert_close((dx, dy), num)
+            assert_close((dx, dy), (ex, ey), rtol=1e-12)
+    assert wg.trace(lambda x: (x, "s"), 1.0)(2.0) == (2.0, "s")
+    # a constant array is still computed by the code: a fresh copy on every call
+    c = wg.compile(lambda x: (x, numpy.array([1.0, 2.0]), "s"), 1.0, backend="numpy")
+    c(1.0)[1][0] = 5.0
+    assert c(1.0)[1][0] == 1.0
+
+
+def test_text_or_objects_made_from_traced_values_are_refused_clearly():
+    # at trace time a traced value has no value: its text would be garbage, frozen
+    with pytest.raises(wg.ConcretizationError, match="made from a traced value"):
+        wg.compile(wg.grad(lambda x: (x * x, f"loss={x * x}"), has_aux=True), 1.0)
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+    with pytest.raises(TypeError, match="Box holding a traced value.*'v'"):
+        wg.compile(lambda x: (x, Box([1.0, x])), 1.0)
+    assert wg.grad(lambda x: (x * x, f"loss={x * x}"), has_aux=True)(3.0) == (6.0, "loss=9.0")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from .graph.active import is_recording, recording, current_graph
 from .graph.graph import F64, Graph, ShapeDtype, aval
 from .graph.node import Node
 from .errors import ConcretizationError
-from .tree import flatten, unflatten, _LEAF_DEF as _LEAF
+from .tree import flatten, hold_constants, unflatten, _LEAF_DEF as _LEAF
 from . import numpy as wnp
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
@@ -668,7 +669,9 @@ def trace(f, *args, abstract=True):
     on a traced value raises `ConcretizationError`.  With ``abstract=False`` the graph is
     recorded eagerly with the given values, following Python control flow.
 
-    The returned `Graph` prints as SSA text and can be called to evaluate it.  The copies
+    The returned `Graph` prints as SSA text and can be called to evaluate it.  Output
+    leaves that are not numbers or arrays (strings, objects) are held in its ``out_tree``
+    as f returned them, and returned again when it is called.  The copies
     that nested transformations make of their arguments are inlined
     (`Graph.inline_copies`): the graph computes exactly what was traced.
 
@@ -707,12 +710,60 @@ def trace(f, *args, abstract=True):
     with recording(graph):
         out = f(*unflatten(in_tree, inputs))
     out_leaves, out_tree = flatten(out)
+    out_leaves, out_tree = hold_constants(out_tree, out_leaves, _held_constant)
     graph.inputs = inputs
     graph.outputs = [graph.lift(x) for x in out_leaves]
     graph.in_tree, graph.out_tree = in_tree, out_tree
     if any(n.op.name == "copy" for n in graph.nodes):
         return graph.inline_copies()
     return graph
+
+
+_TRACED_TEXT = re.compile(r"<Node \S+: \w+\[[^\]]*\] \w+")
+
+
+def _held_constant(x) -> bool:
+    """Whether an output leaf of a trace is held in its structure as a constant rather
+    than computed by the graph: a leaf that is no number or array (a string, None-like
+    flags, any object) is, as the value the function returned while it was traced.  A
+    string or object made from a traced value would be garbage as such a constant: it is
+    refused."""
+    t = type(x)
+    if t is Node or t is float or t is int or t is bool:
+        return False
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype.kind in "biufc":
+            return False
+    elif isinstance(x, (int, float, complex)):
+        return False                # (complex: refused with its own message by lift)
+    if isinstance(x, str) and _TRACED_TEXT.search(x):
+        raise ConcretizationError(
+            f"the function returned the str {x!r:.60}, made from a traced value: while "
+            "tracing (wg.trace / wg.compile) a traced value has no value to show, and the "
+            "text would be returned as it was at trace time. Return the value itself "
+            "and format it after the call")
+    held = _traced_inside(x)
+    if held is not None:
+        raise TypeError(
+            f"the function returned a {type(x).__name__} holding a traced value "
+            f"({held}): only tuples, lists, dicts and namedtuples are looked into, so it "
+            "would be returned as it was at trace time. Return the value in a tuple, "
+            "list or dict instead")
+    return True
+
+
+def _traced_inside(x):
+    """Where an object's attributes hold a traced value (one level down, and one more into
+    lists, tuples and dicts there), or None."""
+    try:
+        attrs = vars(x)
+    except TypeError:
+        return None
+    for name, v in list(attrs.items())[:1000]:
+        vs = list(v.values()) if type(v) is dict else v if type(v) in (list, tuple) else (v,)
+        if any(type(e) is Node for e in vs[:1000]):
+            return f"attribute {name!r}"
+    return None
 
 
 def value(x):

@@ -36,7 +36,8 @@ from .errors import ConcretizationError
 from .graph.active import options
 from .graph.graph import Graph, ShapeDtype, aval, canonical
 from .graph.node import Node
-from .tree import flatten, unflatten
+from .primitives.registry import CONST
+from .tree import flatten, hold_constants, unflatten
 
 BACKENDS = ("python", "numpy", "float", "c")
 
@@ -177,6 +178,8 @@ class _Dispatcher:
 
     def build(self, key, canon, specs):
         graph = self.trace(canon)
+        if not isinstance(self.f, Graph):
+            _hold_constant_outputs(graph)
         if self.arg_names is None:
             self.arg_names = self.param_names(len(canon))
         params = list(zip(self.arg_names, specs))
@@ -227,6 +230,19 @@ class _Lazy:
         return self.function(*args)
 
 
+def _hold_constant_outputs(graph):
+    """Hold the graph's constant int scalar outputs (an aux's step count, say) in its
+    result's structure, as a trace holds strings: a constant needs no code, and float
+    code (Python floats, C doubles) has no ints.  (Not when all outputs are: a graph
+    without outputs reads as all of its nodes.)"""
+    outs = graph.outputs
+    held = [o.op is CONST and o.shape == () and not_float([o]) is not None for o in outs]
+    if any(held) and not all(held):
+        values = [o.value if h else o for o, h in zip(outs, held)]
+        graph.outputs, graph.out_tree = hold_constants(graph.out_tree, values,
+                                                       lambda v: type(v) is not Node)
+
+
 def _faster(scalar, graph) -> bool:
     """Whether straight-line float code should beat NumPy calls on the arrays."""
     ops = [n for n in graph.live_nodes() if n.args]
@@ -272,7 +288,10 @@ def compile(f, *example_args, static_argnums=(), backend="python"):
         cache keyed by them).  It has attributes ``source`` (the generated code), ``graph``
         (the optimised graph), ``count()`` (operations by kind; ``count(plain=True)``
         counts plain AD, with interning and simplification off) and ``code(language)``
-        (the same computation as "python", "c", "fortran" or "adds" text).
+        (the same computation as "python", "c", "fortran" or "adds" text).  Leaves of
+        the result that are not numbers or arrays (a string or an object in an aux) are
+        returned as f returned them at trace time; text made from a traced value is
+        refused (`ConcretizationError`).
 
     A Python ``if`` on a traced value cannot be compiled (`ConcretizationError`): write
     it with ``wg.select`` / ``wengert.numpy.where``, or make the argument static.

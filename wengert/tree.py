@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 LEAF = "*"
+HELD = "held"
 
 
 class TreeDef:
@@ -27,15 +28,19 @@ class TreeDef:
     __slots__ = ("kind", "meta", "children", "_num_leaves", "flat")
 
     def __init__(self, kind, meta, children, flat=False):
-        self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple"
-        self.meta = meta            # dict keys, or the namedtuple type
+        self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple",
+        #                             or HELD (a value held in the structure, no leaf)
+        self.meta = meta            # dict keys, the namedtuple type, or HELD's value
         self.children = children
         self._num_leaves = None
         self.flat = flat            # a tuple or list of leaves only (the common tree)
 
     def __eq__(self, other):
-        return (isinstance(other, TreeDef) and self.kind == other.kind
-                and self.meta == other.meta and self.children == other.children)
+        if not (isinstance(other, TreeDef) and self.kind == other.kind):
+            return False
+        if self.kind == HELD:
+            return _same_value(self.meta, other.meta)
+        return self.meta == other.meta and self.children == other.children
 
     def __hash__(self):
         return hash((self.kind, self.children))
@@ -53,6 +58,8 @@ class TreeDef:
             return "*"
         if self.kind == "none":
             return "None"
+        if self.kind == HELD:
+            return f"{self.meta!r:.40}"
         inner = [repr(c) for c in self.children]
         if self.kind == "dict":
             return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.meta, inner)) + "}"
@@ -164,6 +171,8 @@ def _build(d, it):
         return _next_leaf(it)
     if d.kind == "none":
         return None
+    if d.kind == HELD:
+        return d.meta
     children = [_next_leaf(it) if c is _LEAF_DEF else _build(c, it)   # (leaves inline)
                 for c in d.children]
     if d.kind == "tuple":
@@ -173,6 +182,52 @@ def _build(d, it):
     if d.kind == "dict":
         return dict(zip(d.meta, children))
     return d.meta(*children)
+
+
+def hold_constants(treedef, leaves, is_constant):
+    """``(kept leaves, tree)``: the leaves for which ``is_constant(leaf)`` is false, and
+    `treedef` with the others held in it as constants (`HELD` nodes, no leaves), so that
+    ``unflatten(tree, kept)`` builds the original pytree again.  A staged function returns
+    so what is not a number (a string, an object) as it was when it was traced.
+
+    Example:
+        >>> leaves, tree = flatten((1.0, {"name": "sq", "x": 2.0}))
+        >>> kept, held = hold_constants(tree, leaves, lambda v: isinstance(v, str))
+        >>> kept, held
+        ([1.0, 2.0], (*, {'name': 'sq', 'x': *}))
+        >>> unflatten(held, [10.0, 20.0])
+        (10.0, {'name': 'sq', 'x': 20.0})
+    """
+    if not any(is_constant(x) for x in leaves):
+        return list(leaves), treedef
+    it = iter(leaves)
+    kept = []
+
+    def hold(d):                    # (recursion over the pytree's nesting, as flatten's)
+        if d.kind == LEAF:
+            x = next(it)
+            if is_constant(x):
+                return TreeDef(HELD, x, ())
+            kept.append(x)
+            return d
+        if not d.children:
+            return d
+        return TreeDef(d.kind, d.meta, tuple(hold(c) for c in d.children))
+
+    return kept, hold(treedef)
+
+
+def _same_value(a, b) -> bool:
+    """Whether two held constants are the same: identical, or equal values of one type
+    (an `==` that does not give a plain truth value counts as different)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 def tree_map(fn, tree, *rest):

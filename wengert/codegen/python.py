@@ -30,7 +30,7 @@ from ..graph.graph import F64
 from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives.registry import CONST
-from ..tree import LEAF
+from ..tree import HELD, LEAF
 from .emit import Symbol, emit
 from .formats import Format
 from .names import Names
@@ -304,6 +304,8 @@ def build_tree(tree, exprs, ns) -> str:
             return next(exprs)
         if t.kind == "none":
             return "None"
+        if t.kind == HELD:          # a value that is no number, as it was at trace time
+            return repr(t.meta) if _literal(t.meta) else ns.bind(t.meta, "const")
         parts = [build(c) for c in t.children]    # recursion over the pytree's nesting
         if t.kind == "dict":
             return "{" + ", ".join(f"{ns.bind(k, 'key') if type(k) not in (str, int) else repr(k)}: {p}"
