@@ -458,3 +458,73 @@ def test_jacobians_of_empty_arrays_are_empty_blocks():
         assert jac(lambda x: x[:0])(np.ones(2)).shape == (0, 2)
         assert jac(lambda x: (x[:0], x * 3))(np.ones(2))[1].tolist() == [[3, 0], [0, 3]]
     assert wg.hessian(lambda x: wnp.sum(x * x))(np.zeros(0)).shape == (0, 0)
+
+
+def test_dicts_with_keys_of_mixed_types_flatten_in_one_order_and_differentiate():
+    from wengert.tree import flatten, unflatten
+    rng = np.random.default_rng(4)
+    a, b, c = rng.uniform(0.5, 1.5, 3)
+    p = {"a": a, 1: b, (2, "z"): c, None: [a]}
+    leaves, tree = flatten(p)
+    assert unflatten(tree, leaves) == p
+    # insertion order does not matter: the same keys give the same structure and order
+    q = dict(reversed(list(p.items())))
+    assert flatten(q) == (leaves, tree)
+    assert list(unflatten(tree, leaves)) == [1, None, "a", (2, "z")]
+
+    def f(p):
+        return p["a"] * wm.sin(p[1]) + p[(2, "z")] ** 2 * p[None][0]
+    g = wg.grad(f)(p)
+    assert set(g) == set(p) and isinstance(g[None], list)
+    keys = [1, "a", (2, "z")]
+    num = fd_gradient(lambda u, v, w: f({"a": v, 1: u, (2, "z"): w, None: [v]}),
+                      [p[k] for k in keys])
+    assert_close([g[1], g["a"] + g[None][0], g[(2, "z")]], num)
+    # a Jacobian of a mixed-key dict output by a mixed-key dict input, both ways
+    h = lambda p: {0: p["a"] * p[1], "s": p[(2, "z")] + p[None][0]}
+    jf, jr = wg.jacfwd(h)(p), wg.jacrev(h)(p)
+    assert jf == jr and jf[0]["a"] == p[1] and jf["s"][None] == [1.0]
+    out, back = wg.vjp(h, p)
+    (ct,) = back({"s": 1.0, 0: 2.0})
+    assert_close([ct["a"], ct[1], ct[(2, "z")], ct[None][0]], [2 * p[1], 2 * p["a"], 1, 1])
+    assert wg.compile(wg.grad(f), p)(q) == g
+
+
+def test_jacobian_blocks_of_int_and_bool_outputs_agree_in_both_modes():
+    # an int or bool output is piecewise constant: every mode gives zeros of shape
+    # out.shape + in.shape in the input's float dtype (a Python float for a float64 scalar)
+    import wengert.numpy as wnp
+
+    def f(x):
+        return {"n": wnp.sum(x > 1.0), "big": x > 1.0, "i": wnp.astype(x, np.int32),
+                "y": (x * x, 3, np.arange(3)), "first": x[0] > 0.5}
+    rng = np.random.default_rng(7)
+    for dtype in (np.float64, np.float32):
+        x = rng.uniform(0.5, 1.5, 2).astype(dtype)
+        jf, jr = wg.jacfwd(f)(x), wg.jacrev(f)(x)
+        jc = wg.compile(wg.jacfwd(f), x)(x), wg.compile(wg.jacrev(f), x)(x)
+        for k, shape in [("n", (2,)), ("big", (2, 2)), ("i", (2, 2)), ("first", (2,))]:
+            for j in (jf, jr) + jc:
+                assert j[k].shape == shape and j[k].dtype == dtype and not j[k].any()
+        for j in (jr,) + jc:
+            assert j["y"][1].dtype == jf["y"][1].dtype and j["y"][2].dtype == dtype
+            assert j["y"][2].shape == (3, 2) and not j["y"][2].any()
+            assert_close(j["y"][0], jf["y"][0])
+        eps = 1e-6
+        fd = [(f(x + eps * e)["y"][0] - f(x - eps * e)["y"][0]) / (2 * eps)
+              for e in np.eye(2)]
+        assert_close(jf["y"][0], np.stack(fd, axis=-1), rtol=1e-3)
+    # scalars, pytrees of arguments, and inside another transformation
+    g = lambda a, b: (a > b, a * b, 3, True)
+    for jac in (wg.jacfwd, wg.jacrev):
+        J = jac(g, argnums=(0, 1))(1.0, 2.0)
+        assert J == ((0.0, 0.0), (2.0, 1.0), (0.0, 0.0), (0.0, 0.0))
+        assert all(type(v) is float for row in J for v in row)
+        J32 = jac(lambda x: x > 1)(np.float32(2.0))
+        assert type(J32) is np.float32 and J32 == 0
+        assert jac(lambda p: {"c": p["a"] > p["b"]})({"a": 1.0, "b": 2.0}) == \
+            {"c": {"a": 0.0, "b": 0.0}}
+        assert wg.hessian(lambda x: wnp.sum(x > 1.0) + 0.0 * x[0])(np.ones(2)).shape == (2, 2)
+    for mode in ("fwd", "rev", "eliminate", "sparse", "auto"):
+        assert wg.jacobian(g, argnums=(0, 1), mode=mode)(1.0, 2.0) == \
+            wg.jacfwd(g, argnums=(0, 1))(1.0, 2.0)

@@ -291,3 +291,167 @@ def test_bad_arguments():
         c(1.0, 2.0)
     with pytest.raises(ValueError, match="backend='python'"):
         wg.compile(lambda a: np.linalg.inv(a), numpy.eye(2), backend="float")
+
+
+def test_an_aux_that_holds_strings_none_and_flags_is_returned_as_eager_gives_it():
+    import shutil
+    backends = ["python", "numpy", "float"]
+    if any(shutil.which(cc) for cc in ("cc", "gcc", "clang")):
+        backends.append("c")
+    marker = object()
+
+    def loss(x, y):
+        value = x * x * y + wm.sin(y)
+        return value, {"name": "sq", "none": None, "ok": True, "step": 1, "obj": marker,
+                       "twice": 2 * x, "tags": ("a", b"b")}
+    g = wg.grad(loss, argnums=(0, 1), has_aux=True)
+    for backend in backends:
+        c = wg.compile(g, 0.5, 1.5, backend=backend)
+        for x, y in rng.uniform(-2.0, 2.0, (3, 2)):
+            (dx, dy), aux = c(x, y)
+            (ex, ey), eaux = g(x, y)
+            assert aux == eaux and aux["obj"] is marker and type(aux["ok"]) is bool
+            assert type(aux["step"]) is int and aux["twice"] == 2 * x
+            num = [(loss(x + 1e-6, y)[0] - loss(x - 1e-6, y)[0]) / 2e-6,
+                   (loss(x, y + 1e-6)[0] - loss(x, y - 1e-6)[0]) / 2e-6]
+            assert_close((dx, dy), num)
+            assert_close((dx, dy), (ex, ey), rtol=1e-12)
+    assert wg.trace(lambda x: (x, "s"), 1.0)(2.0) == (2.0, "s")
+    # a constant array is still computed by the code: a fresh copy on every call
+    c = wg.compile(lambda x: (x, numpy.array([1.0, 2.0]), "s"), 1.0, backend="numpy")
+    c(1.0)[1][0] = 5.0
+    assert c(1.0)[1][0] == 1.0
+
+
+def test_text_or_objects_made_from_traced_values_are_refused_clearly():
+    # at trace time a traced value has no value: its text would be garbage, frozen
+    with pytest.raises(wg.ConcretizationError, match="made from a traced value"):
+        wg.compile(wg.grad(lambda x: (x * x, f"loss={x * x}"), has_aux=True), 1.0)
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+    with pytest.raises(TypeError, match="Box holding a traced value.*'v'"):
+        wg.compile(lambda x: (x, Box([1.0, x])), 1.0)
+    assert wg.grad(lambda x: (x * x, f"loss={x * x}"), has_aux=True)(3.0) == (6.0, "loss=9.0")
+
+
+def _count_misses(c):
+    """Count the calls of a compiled function that leave its generated code for the slow
+    path (`_miss`), to see that a call form runs the code directly."""
+    ns = c.__globals__
+    miss, calls = ns["_miss"], []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return miss(*args, **kwargs)
+    ns["_miss"] = counting
+    return calls
+
+
+def test_keyword_arguments_and_defaults_behave_as_in_a_call_of_f():
+    import inspect
+
+    def f(x, y=2.0, *, scale=3.0, mode="sin"):
+        return (wm.sin(x) if mode == "sin" else wm.cos(x)) * y * scale
+    c = wg.compile(f, 0.5, static_argnames="mode")   # examples bind as a call: y, scale
+    # and mode take their defaults
+    assert str(inspect.signature(c)) == str(inspect.signature(f))
+    misses = _count_misses(c)
+    for x, y, s in rng.uniform(-2.0, 2.0, (3, 3)):
+        assert c(x) == pytest.approx(f(x))
+        assert c(x, y) == pytest.approx(f(x, y))
+        assert c(x=x, scale=s) == pytest.approx(f(x, scale=s))
+        assert c(x, scale=s, y=y) == pytest.approx(f(x, y, scale=s))
+        assert c(y=y, x=x, mode="cos") == pytest.approx(f(x, y, mode="cos"))
+    assert len(c.cache) <= 5
+    # the defaults run the code for them directly, with no trip through the slow path
+    misses.clear()
+    for x in rng.uniform(-2.0, 2.0, 5).tolist():
+        assert c(x) == pytest.approx(f(x))
+    assert len(misses) <= 1
+    misses.clear()
+    for x in rng.uniform(-2.0, 2.0, 5).tolist():
+        assert c(x, scale=1.5) == pytest.approx(f(x, scale=1.5))
+    assert len(misses) <= 1
+    # a parameter left out is f's default, a constant of the trace
+    assert "6.0" in wg.compile(f, 0.5).source
+    # derivatives through keywords, against central differences
+    g = wg.compile(wg.grad(f, argnums=(0, 1)), 0.5, 1.0)
+    for x, y in rng.uniform(-2.0, 2.0, (3, 2)):
+        num = [(f(x + 1e-6, y, scale=1.5) - f(x - 1e-6, y, scale=1.5)) / 2e-6,
+               (f(x, y + 1e-6, scale=1.5) - f(x, y - 1e-6, scale=1.5)) / 2e-6]
+        assert_close(g(x, y, scale=1.5), num)
+        assert_close(g(x, y=y, scale=1.5), num)
+    assert wg.grad(lambda s: c(0.5, scale=s))(2.0) == pytest.approx(f(0.5) / 3.0)
+    # what f refuses, the compiled function refuses with Python's own message
+    for bad, msg in [(lambda: c(), "missing 1 required positional argument: 'x'"),
+                     (lambda: c(1.0, z=2.0), "unexpected keyword argument 'z'"),
+                     (lambda: c(1.0, x=2.0), "multiple values for argument 'x'"),
+                     (lambda: c(1.0, 2.0, 3.0), "positional arguments but 3 were given")]:
+        with pytest.raises(TypeError, match=msg):
+            bad()
+    with pytest.raises(TypeError, match="example arguments: missing a required argument: 'y'"):
+        wg.compile(lambda x, y: x * y, 1.0)
+
+
+def test_static_argnames_and_settings_given_by_keyword():
+    def f(x, n=2, *, mode="sin"):
+        y = x
+        for _ in range(n):
+            y = wm.sin(y) if mode == "sin" else y * x
+        return y
+    c = wg.compile(f, 0.5, static_argnames=("n", "mode"))
+    assert c(0.5) == f(0.5) and c(0.5, 3, mode="mul") == pytest.approx(f(0.5, 3, mode="mul"))
+    assert c(0.5, n=1) == f(0.5, n=1) and len(c.cache) == 3
+    assert wg.compile(f, 0.5, static_argnums=1)(0.5, 3) == f(0.5, 3)
+    # a str given for a traced parameter names the parameter and the way out
+    with pytest.raises(TypeError, match=r"argument 'mode' is a str.*static_argnames=\('mode',\)"):
+        wg.compile(f, 0.5)(0.5, mode="mul")
+    with pytest.raises(TypeError, match=r"argument 'p' holds a str.*static_argnums=\(0,\)"):
+        wg.compile(lambda p: p["a"], {"a": 1.0, "b": "s"})
+    with pytest.raises(ValueError, match="static_argnames names 'm', which is not"):
+        wg.compile(f, 0.5, static_argnames="m")
+    with pytest.raises(ValueError, match="static_argnums=2 is out of range"):
+        wg.compile(f, 0.5, static_argnums=2)
+
+
+def test_var_positional_unusual_names_and_var_keyword():
+    cv = wg.compile(lambda *xs: xs[0] * xs[-1], 1.0, 2.0)
+    assert (cv(1.0, 3.0), cv(1.0, 2.0, 4.0), cv(2.0)) == (3.0, 4.0, 4.0)
+    assert len(cv.cache) == 3
+    # names generated code must not use (a builtin, a leading underscore) still bind
+    def u(input, _scale=2.0, *, max=1.0):
+        return input * _scale + max
+    cu = wg.compile(u, 1.0)
+    assert cu(1.0) == 3.0 and cu(1.0, _scale=3.0) == 4.0 and cu(input=2.0, max=0.0) == 4.0
+    assert cu(1.0, 4.0, max=5.0) == 9.0 and wg.grad(cu)(1.0, _scale=3.0) == 3.0
+    with pytest.raises(TypeError, match="unexpected keyword argument 'scale'"):
+        cu(1.0, scale=3.0)
+    assert wg.compile(u, 1.0, backend="c")(2.0, max=1.0) == 5.0
+
+    def po(x, /, y=1.0):
+        return x + y
+    assert wg.compile(po, 1.0)(1.0, y=2.0) == 3.0
+    with pytest.raises(TypeError, match="positional-only"):
+        wg.compile(po, 1.0)(x=1.0)
+
+    def wk(x, **options):
+        return x * 2
+    cw = wg.compile(wk, 1.0)
+    assert cw(3.0) == 6.0
+    with pytest.raises(TypeError, match=r"\*\*options was given 'a'.*parameters of f"):
+        cw(1.0, a=3.0)
+    # a NumPy function: its keyword-only parameters keep their defaults (not passed)
+    assert wg.compile(numpy.sin, 1.0)(2.0) == pytest.approx(math.sin(2.0))
+    # a wrapper passing (*args, **kwargs) on binds as what it wraps; one with parameters
+    # of its own (hvp's x, v) binds as itself
+    import functools
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+        return wrapper
+    assert wg.compile(logged(u), 1.0)(1.0, max=2.0) == 4.0
+    assert wg.compile(wg.hvp(lambda x: x ** 3), 2.0, 1.0)(2.0, 1.0) == 12.0

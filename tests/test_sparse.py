@@ -206,3 +206,16 @@ def test_jacobian_of_arrays_inside_another_transformation(mode):
     expected = wg.grad(lambda x: wnp.sum(wg.jacfwd(lambda y: y * y * x[0])(x)))(x)
     np.testing.assert_allclose(wg.grad(f)(x), expected, rtol=1e-14)
     np.testing.assert_allclose(expected, [4 * 1 + 2 * 2, 2 * 1], rtol=1e-14)   # d 2x0(x0+x1)
+
+
+def test_outputs_that_do_not_depend_on_the_inputs_keep_their_rows():
+    # an output array independent of the inputs has one (empty) row per element: it was
+    # counted as one row, and every row after it was shifted onto the wrong output
+    x = np.array([0.7, 1.3])
+    for f in (lambda x: (np.array([1.0, 2.0]), x * x),
+              lambda x: (x > 1.0, x * x, wnp.astype(x, np.int32), x[0] * x)):
+        g = wg.trace(f, x)
+        assert len(sparsity(g, g.inputs, g.outputs)) == sum(o.size for o in g.outputs)
+        for got, want in zip(wg.jacobian(f, mode="sparse")(x), wg.jacfwd(f)(x)):
+            assert got.shape == want.shape
+            assert_close(got, want)

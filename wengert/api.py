@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from .graph.active import is_recording, recording, current_graph
 from .graph.graph import F64, Graph, ShapeDtype, aval
 from .graph.node import Node
 from .errors import ConcretizationError
-from .tree import flatten, unflatten, _LEAF_DEF as _LEAF
+from .tree import flatten, hold_constants, unflatten, _LEAF_DEF as _LEAF
 from . import numpy as wnp
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
@@ -244,11 +245,27 @@ class _Call:
         return out
 
     def zeros(self, like):
-        """The zero derivative for a node like `like`, in the current mode."""
-        if like.shape == () and like.dtype == np.float64:
+        """The zero derivative for a node like `like`, in the current mode (float64 for an
+        int or bool node)."""
+        if like.shape == () and (like.dtype == np.float64 or like.dtype.kind not in "fc"):
             z = 0.0
         else:
             z = np.zeros(like.shape, like.dtype if like.dtype.kind in "fc" else np.float64)
+        return self.graph.const(z) if self.symbolic else z
+
+    def zero_block(self, out, x):
+        """The Jacobian block of an int or bool output `out` with respect to input `x`:
+        such an output is piecewise constant, so its derivative is zero wherever it
+        exists.  Zeros of shape out.shape + x.shape in x's float dtype (as a gradient with
+        respect to x has), whichever mode asks, so jacfwd and jacrev agree."""
+        shape = out.shape + x.shape
+        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        if shape == () and dtype == np.float64:
+            z = 0.0
+        else:
+            z = np.zeros(shape, dtype)
+            if shape == ():
+                z = z[()]                       # a NumPy scalar, as a number comes back
         return self.graph.const(z) if self.symbolic else z
 
     def split(self, values):
@@ -541,6 +558,14 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
     n_in, n_out = len(call.inputs), len(out_nodes)
     # entries[i][j]: the block d out_i / d in_j
     entries = [[None] * n_in for _ in range(n_out)]
+    # an int or bool output is piecewise constant: its blocks are zeros, the same in
+    # both modes (the sweeps would give zeros of the output's or the input's shape)
+    swept = []
+    for i, o in enumerate(out_nodes):
+        if o.dtype.kind in "fc":
+            swept.append(i)
+        else:
+            entries[i] = [call.zero_block(o, x) for x in call.inputs]
     if mode == "fwd":
         for j, x in enumerate(call.inputs):
             cols = [[] for _ in range(n_out)]
@@ -549,10 +574,12 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
                 ts[j] = e
                 for i, t in enumerate(ad.forward(plan, call.inputs, ts, out_nodes, symbolic)):
                     cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
-            for i, o in enumerate(out_nodes):
+            for i in swept:
+                o = out_nodes[i]
                 entries[i][j] = _assemble(cols[i], o.shape, x.shape, axis=-1)
     else:
-        for i, o in enumerate(out_nodes):
+        for i in swept:
+            o = out_nodes[i]
             rows = [[] for _ in range(n_in)]
             for e in _basis(o):
                 cts = [None] * n_out
@@ -575,7 +602,8 @@ def jacfwd(f, argnums=0):
 
     The result has f's output structure; each of its leaves has the structure of the
     differentiated argument(s), and the block for an output of shape S and an input of
-    shape T has shape S + T.
+    shape T has shape S + T.  An int or bool output is piecewise constant: its block is
+    zeros in the input's float dtype, as `jacrev` gives too.
 
     Example:
         >>> import wengert as wg
@@ -594,6 +622,8 @@ def jacrev(f, argnums=0):
         >>> import wengert as wg
         >>> wg.jacrev(lambda x: (x ** 2, 3 * x))(2.0)
         (4.0, 3.0)
+        >>> wg.jacrev(lambda x: (x ** 2, x > 1.0))(2.0)     # a bool output: a zero block
+        (4.0, 0.0)
     """
     return _jacobian(f, argnums, "jacrev", "rev")
 
@@ -642,7 +672,9 @@ def trace(f, *args, abstract=True):
     on a traced value raises `ConcretizationError`.  With ``abstract=False`` the graph is
     recorded eagerly with the given values, following Python control flow.
 
-    The returned `Graph` prints as SSA text and can be called to evaluate it.  The copies
+    The returned `Graph` prints as SSA text and can be called to evaluate it.  Output
+    leaves that are not numbers or arrays (strings, objects) are held in its ``out_tree``
+    as f returned them, and returned again when it is called.  The copies
     that nested transformations make of their arguments are inlined
     (`Graph.inline_copies`): the graph computes exactly what was traced.
 
@@ -681,12 +713,60 @@ def trace(f, *args, abstract=True):
     with recording(graph):
         out = f(*unflatten(in_tree, inputs))
     out_leaves, out_tree = flatten(out)
+    out_leaves, out_tree = hold_constants(out_tree, out_leaves, _held_constant)
     graph.inputs = inputs
     graph.outputs = [graph.lift(x) for x in out_leaves]
     graph.in_tree, graph.out_tree = in_tree, out_tree
     if any(n.op.name == "copy" for n in graph.nodes):
         return graph.inline_copies()
     return graph
+
+
+_TRACED_TEXT = re.compile(r"<Node \S+: \w+\[[^\]]*\] \w+")
+
+
+def _held_constant(x) -> bool:
+    """Whether an output leaf of a trace is held in its structure as a constant rather
+    than computed by the graph: a leaf that is no number or array (a string, None-like
+    flags, any object) is, as the value the function returned while it was traced.  A
+    string or object made from a traced value would be garbage as such a constant: it is
+    refused."""
+    t = type(x)
+    if t is Node or t is float or t is int or t is bool:
+        return False
+    if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype.kind in "biufc":
+            return False
+    elif isinstance(x, (int, float, complex)):
+        return False                # (complex: refused with its own message by lift)
+    if isinstance(x, str) and _TRACED_TEXT.search(x):
+        raise ConcretizationError(
+            f"the function returned the str {x!r:.60}, made from a traced value: while "
+            "tracing (wg.trace / wg.compile) a traced value has no value to show, and the "
+            "text would be returned as it was at trace time. Return the value itself "
+            "and format it after the call")
+    held = _traced_inside(x)
+    if held is not None:
+        raise TypeError(
+            f"the function returned a {type(x).__name__} holding a traced value "
+            f"({held}): only tuples, lists, dicts and namedtuples are looked into, so it "
+            "would be returned as it was at trace time. Return the value in a tuple, "
+            "list or dict instead")
+    return True
+
+
+def _traced_inside(x):
+    """Where an object's attributes hold a traced value (one level down, and one more into
+    lists, tuples and dicts there), or None."""
+    try:
+        attrs = vars(x)
+    except TypeError:
+        return None
+    for name, v in list(attrs.items())[:1000]:
+        vs = list(v.values()) if type(v) is dict else v if type(v) in (list, tuple) else (v,)
+        if any(type(e) is Node for e in vs[:1000]):
+            return f"attribute {name!r}"
+    return None
 
 
 def value(x):

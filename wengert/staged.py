@@ -24,7 +24,7 @@ import types
 
 import numpy as np
 
-from .api import _check_fun, _param_names, trace
+from .api import _check_fun, trace
 from .codegen import python as py
 from .codegen.count import count_ops
 from .codegen.scalarize import not_float, scalarize
@@ -36,7 +36,8 @@ from .errors import ConcretizationError
 from .graph.active import options
 from .graph.graph import Graph, ShapeDtype, aval, canonical
 from .graph.node import Node
-from .tree import flatten, unflatten
+from .primitives.registry import CONST
+from .tree import LEAF, flatten, hold_constants, unflatten
 
 BACKENDS = ("python", "numpy", "float", "c")
 
@@ -68,95 +69,324 @@ def _kind(x):
     return (type(x), shape, dtype)
 
 
+class _Params:
+    """f's parameters as a compiled function takes them.
+
+    A call is bound to f's signature as Python binds it (keywords, defaults), then laid
+    out in *slots*: one per positional argument, named parameters first and then the
+    elements of ``*args``, keyed ``("pos", i)``; then one per keyword-only parameter, keyed
+    ``("kw", name)``.  Static arguments are slots, the cache key is made of slots, and the
+    generated code checks slots.  A parameter the call leaves out is *defaulted*: f is
+    called without it, so f's default is a constant of the trace, and the code checks
+    that it gets that very object.  Extra keywords for a ``**kwargs`` parameter are
+    refused: their names would have to be part of every signature.
+
+    The generated code mirrors f's signature, so a call by keyword or with defaults runs
+    it directly (the defaults are set on the function object).  Where a parameter that
+    can be passed by keyword has a name generated code must not use (``_x``, ``input``,
+    which could shadow the code's own names and builtins), a small binder with f's own
+    names calls the generated code instead: one more call, for such functions only."""
+
+    def __init__(self, f, ns, fn_name):
+        P = inspect.Parameter
+        if isinstance(f, Graph):
+            n = len(f.in_tree.children) if f.in_tree is not None else 0
+            sig = inspect.Signature([P(f"arg{i}", P.POSITIONAL_OR_KEYWORD) for i in range(n)])
+        else:
+            sig = _signature(f)
+        self.sig, self.fn_name = sig, fn_name
+        params = list(sig.parameters.values())
+        self.positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY,
+                                                          P.POSITIONAL_OR_KEYWORD)]
+        self.kwonly = [p for p in params if p.kind == P.KEYWORD_ONLY]
+        self.varargs = next((p for p in params if p.kind == P.VAR_POSITIONAL), None)
+        self.varkw = next((p for p in params if p.kind == P.VAR_KEYWORD), None)
+        # the names of f's parameters in generated code
+        self.safe = {p.name: ns.names.user(p.name) for p in params}
+        self.direct = all(self.safe[p.name] == p.name for p in params
+                          if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY))
+
+    @property
+    def takes_nothing(self) -> bool:
+        return not self.sig.parameters
+
+    def describe(self) -> str:
+        return f"{self.fn_name}{self.sig}"
+
+    # --- calls -----------------------------------------------------------------------------
+    def bind(self, args, kwargs, what="arguments"):
+        """(layout, values, defaulted) of a call: the slots' keys, their values (f's
+        defaults where the call leaves a parameter out), and the set of those slots.  A
+        parameter given f's default object itself counts as left out: that is what the
+        generated code passes on to the slow path, and what f makes of it."""
+        try:
+            bound = self.sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.fn_name}(): {what}: {e}") from None
+        bound.apply_defaults()
+        got = bound.arguments
+        values = [got[p.name] for p in self.positional]
+        defaulted = {("pos", i) for i, p in enumerate(self.positional)
+                     if got[p.name] is p.default}
+        if self.varargs is not None:
+            values.extend(got[self.varargs.name])
+        layout = [("pos", i) for i in range(len(values))]
+        for p in self.kwonly:
+            layout.append(("kw", p.name))
+            values.append(got[p.name])
+            if got[p.name] is p.default:
+                defaulted.add(("kw", p.name))
+        if self.varkw is not None and got[self.varkw.name]:
+            extra = ", ".join(map(repr, got[self.varkw.name]))
+            raise TypeError(f"{self.fn_name}(): a compiled function takes only the "
+                            f"parameters f names, but its **{self.varkw.name} was given "
+                            f"{extra}: make them parameters of f, or bind them first "
+                            "(functools.partial)")
+        return tuple(layout), values, frozenset(defaulted)
+
+    def call(self, f, layout, values, defaulted):
+        """f called with the slots' values, leaving out the defaulted ones (those before a
+        positional argument that is given are passed, as their default objects)."""
+        last = max((k for k, slot in enumerate(layout)
+                    if slot[0] == "pos" and slot not in defaulted), default=-1)
+        pos = [v for (kind, _), v in zip(layout[:last + 1], values) if kind == "pos"]
+        kw = {name: v for (kind, name), v in zip(layout, values)
+              if kind == "kw" and (kind, name) not in defaulted}
+        return f(*pos, **kw)
+
+    def label(self, slot) -> str:
+        """The name of a slot: its parameter's, or ``arg{i}`` for an element of *args."""
+        kind, i = slot
+        if kind == "kw":
+            return i
+        return self.positional[i].name if i < len(self.positional) else f"arg{i}"
+
+    # --- static arguments ------------------------------------------------------------------
+    def static_slots(self, static_argnums, static_argnames, npositional):
+        """The slots static_argnums and static_argnames name.  `npositional` is the
+        number of positional example arguments, if any (a negative position counts from
+        the end of the positional parameters, or of those arguments given *args)."""
+        if isinstance(static_argnums, (int, np.integer)) and not isinstance(
+                static_argnums, bool):
+            static_argnums = (static_argnums,)
+        try:
+            nums = tuple(int(i) for i in static_argnums)
+        except TypeError:
+            raise TypeError(f"compile: static_argnums must be an int or a tuple of ints, "
+                            f"got {static_argnums!r}") from None
+        n = len(self.positional) if self.varargs is None else npositional
+        slots = set()
+        for i in nums:
+            if n is None:
+                if i < 0:
+                    raise ValueError(f"compile: static_argnums={i} counts from the end, "
+                                     f"but {self.describe()} takes any number of "
+                                     "positional arguments: give example arguments, or "
+                                     "count from the start")
+            elif not -n <= i < n:
+                raise ValueError(f"compile: static_argnums={i} is out of range for "
+                                 f"{self.describe()}, which has {n} positional "
+                                 f"argument{'s' if n != 1 else ''}")
+            slots.add(("pos", i % n if n else i))
+        if isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        try:
+            names = tuple(static_argnames)
+        except TypeError:
+            raise TypeError(f"compile: static_argnames must be a str or a tuple of str, "
+                            f"got {static_argnames!r}") from None
+        positional = [p.name for p in self.positional]
+        kwonly = [p.name for p in self.kwonly]
+        for name in names:
+            if name in positional:
+                slots.add(("pos", positional.index(name)))
+            elif name in kwonly:
+                slots.add(("kw", name))
+            else:
+                raise ValueError(f"compile: static_argnames names {name!r}, which is not a "
+                                 f"named parameter of {self.describe()}")
+        return frozenset(slots)
+
+    def static_hint(self, slot) -> str:
+        kind, i = slot
+        if kind == "kw":
+            return f"static_argnames=({i!r},)"
+        if i < len(self.positional):
+            return f"static_argnums=({i},) or static_argnames=({self.positional[i].name!r},)"
+        return f"static_argnums=({i},)"
+
+    # --- the generated function's head -----------------------------------------------------
+    def form(self, layout, names):
+        """The `CallForm` of an entry for `layout` (its *args elements get names from
+        `names`), and the local names of its slots."""
+        safe = self.safe
+        slot_names = [safe[p.name] for p in self.positional]
+        head, forward, miss = list(slot_names), list(slot_names), list(slot_names)
+        if any(p.kind == p.POSITIONAL_ONLY for p in self.positional):
+            k = max(i for i, p in enumerate(self.positional) if p.kind == p.POSITIONAL_ONLY)
+            head.insert(k + 1, "/")
+        varargs = None
+        if self.varargs is not None:
+            pack = safe[self.varargs.name]
+            head.append("*" + pack)
+            forward.append("*" + pack)
+            miss.append("*" + pack)
+            elements = [names.user(self.label(("pos", i)))
+                        for i in range(len(self.positional), len(layout) - len(self.kwonly))]
+            varargs = (pack, elements)
+            slot_names += elements
+        elif self.kwonly:
+            head.append("*")
+        for p in self.kwonly:
+            name = safe[p.name]
+            head.append(name)
+            forward.append(f"{name}={name}")
+            miss.append(f"{p.name}={name}")
+            slot_names.append(name)
+        varkw = None
+        if self.varkw is not None:
+            varkw = safe[self.varkw.name]
+            for text in (head, forward, miss):
+                text.append("**" + varkw)
+        form = py.CallForm(", ".join(head), ", ".join(forward), ", ".join(miss),
+                           varargs, varkw)
+        return form, slot_names
+
+    def defaults(self, generated_names):
+        """(__defaults__, __kwdefaults__) of the public function: f's defaults, the very
+        objects (the code checks a defaulted slot by identity).  Keyword-only ones under
+        the generated code's names, or f's own (for a binder)."""
+        pos = tuple(p.default for p in self.positional if p.default is not p.empty)
+        kw = {self.safe[p.name] if generated_names else p.name: p.default
+              for p in self.kwonly if p.default is not p.empty}
+        return pos or None, kw or None
+
+
+def _signature(f):
+    """The signature calls of f bind to.  A wrapper that passes ``(*args, **kwargs)`` on
+    (``wg.grad(f)``, most decorators) takes the parameters of the function it wraps; one
+    with parameters of its own (``wg.hvp(f)`` takes ``x, v``) takes those.  A builtin
+    without a signature takes positional arguments."""
+    P = inspect.Parameter
+    try:
+        own = inspect.signature(f, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return inspect.Signature([P("args", P.VAR_POSITIONAL)])
+    if [p.kind for p in own.parameters.values()] != [P.VAR_POSITIONAL, P.VAR_KEYWORD]:
+        return own
+    try:
+        return inspect.signature(f)
+    except (TypeError, ValueError):
+        return own
+
+
 class _Dispatcher:
     """The slow path of a compiled function: signatures, the cache, tracing, code swaps."""
 
-    def __init__(self, f, static, backend, name):
+    def __init__(self, f, backend, name):
         self.f = f
-        self.static = static
+        self.static = frozenset()
         self.backend = backend
         self.ns = py.Namespace()
         self.fn_name = self.ns.names.user(name)
-        self.arg_names = None
+        self.params = _Params(f, self.ns, self.fn_name)
         self.cache = {}
-        self.function = None
+        self.function = None        # the public function
+        self.target = None          # the function whose code entries swap in
         self.ns.fixed("_miss", self.miss)
         self._local = threading.local()
 
     # --- signatures ------------------------------------------------------------------------
-    def signature(self, args):
-        """(key, canonical args, prologue specs) of a call."""
-        key, canon, specs = [], list(args), []
-        for i, a in enumerate(args):
-            if i in self.static:
+    def signature(self, layout, values, defaulted):
+        """(key, canonical values, prologue specs) of a call laid out in slots."""
+        key, canon, specs = [], list(values), []
+        for k, (slot, a) in enumerate(zip(layout, values)):
+            if slot in defaulted:
+                key.append((slot, "default"))
+                specs.append(("default", a))
+                continue
+            if slot in self.static:
                 try:
                     hash(a)
                 except TypeError:
-                    raise TypeError(f"compile: static argument {i} ({type(a).__name__}) must "
-                                    "be hashable: it is part of the cache key") from None
-                key.append(("static", type(a), a))
+                    raise TypeError(f"compile: static argument {self.params.label(slot)!r} "
+                                    f"({type(a).__name__}) must be hashable: it is part of "
+                                    "the cache key") from None
+                key.append((slot, "static", type(a), a))
                 specs.append(("static", a))
                 continue
             leaves, tree = flatten(a)
             leaves = [_leaf(x) for x in leaves]
+            for x in leaves:
+                if not _traceable(x):
+                    raise TypeError(
+                        f"{self.fn_name}(): argument {self.params.label(slot)!r} "
+                        f"{'is' if tree.kind == LEAF else 'holds'} a {type(x).__name__} "
+                        f"({x!r:.40}); compiled code takes numbers, arrays and pytrees of "
+                        "them. If it is a setting, mark it static: wg.compile(f, ..., "
+                        f"{self.params.static_hint(slot)})")
             kinds = tuple(_kind(x) for x in leaves)
-            key.append((tree, kinds))
-            canon[i] = unflatten(tree, leaves)
+            key.append((slot, tree, kinds))
+            canon[k] = unflatten(tree, leaves)
             specs.append(("tree", tree, kinds))
         return tuple(key), canon, specs
 
     # --- the slow path ---------------------------------------------------------------------
-    def miss(self, *args):
+    def miss(self, *args, **kwargs):
         """Called by the generated guard when the arguments differ from the traced ones."""
-        if _traced(args):
+        if _traced((args, kwargs)):
             # inside another transformation: trace through f itself, so it differentiates
-            return self.f(*args)
-        if len(args) != len(self.arg_names or args):
-            raise TypeError(f"{self.fn_name}() was compiled for {len(self.arg_names)} "
-                            f"arguments, got {len(args)}")
-        key, canon, specs = self.signature(args)
+            return self.f(*args, **kwargs)
+        layout, values, defaulted = self.params.bind(args, kwargs)
+        key, canon, specs = self.signature(layout, values, defaulted)
         entry = self.cache.get(key)
         if entry is None:
-            entry = self.cache[key] = self.build(key, canon, specs)
+            entry = self.cache[key] = self.build(key, layout, canon, specs)
         self.use(entry)
         if getattr(self._local, "retry", False):
             raise AssertionError("compile: the guard of the generated code rejects the "
                                  "arguments it was generated for (a bug in wengert)")
         self._local.retry = True
         try:
-            return entry.function(*canon)
+            return self.run(entry, canon)
         finally:
             self._local.retry = False
 
+    def run(self, entry, canon):
+        """The entry's code called with the canonical values of its slots."""
+        pos = [v for (kind, _), v in zip(entry.layout, canon) if kind == "pos"]
+        kw = {self.params.safe[name]: v
+              for (kind, name), v in zip(entry.layout, canon) if kind == "kw"}
+        return entry.function(*pos, **kw)
+
     def use(self, entry):
         """Make `entry` the code the compiled function runs."""
+        self.target.__code__ = entry.function.__code__
         fn = self.function
-        fn.__code__ = entry.function.__code__
         fn.source, fn.graph = entry.source, entry.graph
         fn.entry = entry
 
     # --- tracing and code generation ---------------------------------------------------------
-    def dynamic(self, canon):
-        return [a for i, a in enumerate(canon) if i not in self.static]
-
-    def traced_function(self, canon):
-        """f as a function of its dynamic arguments only (static ones baked in), keeping
-        f's parameter names for the graph's inputs."""
-        f, static, n = self.f, self.static, len(canon)
-        fixed = {i: canon[i] for i in static}
+    def traced_function(self, layout, canon, specs):
+        """f as a function of its dynamic arguments only (static ones baked in, defaulted
+        ones left out), keeping f's parameter names for the graph's inputs."""
+        f, params = self.f, self.params
+        dynamic = [k for k, spec in enumerate(specs) if spec[0] == "tree"]
+        fixed = {k: canon[k] for k, spec in enumerate(specs) if spec[0] != "tree"}
+        defaulted = {slot for slot, spec in zip(layout, specs) if spec[0] == "default"}
+        n = len(layout)
 
         def dynamic_f(*dyn):
             it = iter(dyn)
-            return f(*[fixed[i] if i in fixed else next(it) for i in range(n)])
+            values = [fixed[k] if k in fixed else next(it) for k in range(n)]
+            return params.call(f, layout, values, defaulted)
 
-        names = _param_names(f)
-        names = [names[i] if i < len(names) else f"arg{i}" for i in range(n)]
         dynamic_f.__signature__ = inspect.Signature(
-            [inspect.Parameter(names[i], inspect.Parameter.POSITIONAL_ONLY)
-             for i in range(n) if i not in static])
+            [inspect.Parameter(params.label(layout[k]), inspect.Parameter.POSITIONAL_ONLY)
+             for k in dynamic])
         return dynamic_f
 
-    def trace(self, canon, optimize=True):
+    def trace(self, layout, canon, specs, optimize=True):
         if isinstance(self.f, Graph):
             got = [aval(x) for x in flatten(canon)[0]]
             want = [(n.shape, n.dtype) for n in self.f.inputs]
@@ -166,20 +396,24 @@ class _Dispatcher:
                                  f"traced with ({show(want)}), got ({show(got)}); trace "
                                  "the function again, or compile the function itself")
             return self.f
-        dyn = [_abstract(x) for x in self.dynamic(canon)]
+        dyn = [_abstract(x) for x, spec in zip(canon, specs) if spec[0] == "tree"]
         with options(optimize=optimize):
             try:
-                return trace(self.traced_function(canon), *dyn)
+                return trace(self.traced_function(layout, canon, specs), *dyn)
             except ConcretizationError as e:
                 raise ConcretizationError(
                     f"{e} If the branch is on an argument that is a setting rather than "
-                    "data, mark it static: wg.compile(f, ..., static_argnums=(i,)).") from None
+                    "data, mark it static: wg.compile(f, ..., static_argnums=(i,)) or "
+                    "static_argnames=('name',).") from None
 
-    def build(self, key, canon, specs):
-        graph = self.trace(canon)
-        if self.arg_names is None:
-            self.arg_names = self.param_names(len(canon))
-        params = list(zip(self.arg_names, specs))
+    def build(self, key, layout, canon, specs):
+        graph = self.trace(layout, canon, specs)
+        if not isinstance(self.f, Graph):
+            _hold_constant_outputs(graph)
+        names = self.ns.names.fork()
+        names.taken.update([self.fn_name, *self.params.safe.values()])
+        form, slot_names = self.params.form(layout, names)
+        params = list(zip(slot_names, specs))
         backend = self.backend
         scalar = None
         if backend != "numpy" and not_float(graph.live_nodes()) is None:
@@ -193,38 +427,50 @@ class _Dispatcher:
                              f"{_why_not_scalar(graph)}: use backend='python'")
         if backend == "c":
             from .codegen import c
-            return c.entry(self, key, graph, scalar, params)
-        flavour = py.FLOAT if scalar is not None else py.NUMPY
-        fallback = None
-        if flavour == py.FLOAT:
-            fallback = self.ns.bind(_Lazy(self, graph, params), "numpy_version")
-        source = py.function_source(self.fn_name, params, graph, flavour, self.ns, scalar,
-                                    fallback)
-        function = py.make_function(source, self.fn_name, self.ns)
-        emitted = scalar.graph if scalar is not None else graph
-        return Entry(key, graph, emitted, flavour, source, function, params)
-
-    def param_names(self, n):
-        names = [] if isinstance(self.f, Graph) else _param_names(self.f)
-        return [self.ns.names.user(names[i] if i < len(names) else f"arg{i}")
-                for i in range(n)]
+            entry = c.entry(self, key, graph, scalar, params, form)
+        else:
+            flavour = py.FLOAT if scalar is not None else py.NUMPY
+            fallback = None
+            if flavour == py.FLOAT:
+                fallback = self.ns.bind(_Lazy(self, graph, params, form), "numpy_version")
+            source = py.function_source(self.fn_name, params, graph, flavour, self.ns,
+                                        scalar, fallback, form=form)
+            function = py.make_function(source, self.fn_name, self.ns)
+            emitted = scalar.graph if scalar is not None else graph
+            entry = Entry(key, graph, emitted, flavour, source, function, params)
+        entry.layout, entry.form = layout, form
+        return entry
 
 
 class _Lazy:
     """The NumPy flavour of an entry, built the first time the float flavour needs it."""
 
-    def __init__(self, dispatcher, graph, params):
-        self.d, self.graph, self.params = dispatcher, graph, params
+    def __init__(self, dispatcher, graph, params, form):
+        self.d, self.graph, self.params, self.form = dispatcher, graph, params, form
         self.function = None
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         if self.function is None:
             ns = py.Namespace()
             ns.fixed("_miss", self.d.miss)
             name = ns.names.user(self.d.fn_name)
-            src = py.function_source(name, self.params, self.graph, py.NUMPY, ns)
+            src = py.function_source(name, self.params, self.graph, py.NUMPY, ns,
+                                     form=self.form)
             self.function = py.make_function(src, name, ns)
-        return self.function(*args)
+        return self.function(*args, **kwargs)
+
+
+def _hold_constant_outputs(graph):
+    """Hold the graph's constant int scalar outputs (an aux's step count, say) in its
+    result's structure, as a trace holds strings: a constant needs no code, and float
+    code (Python floats, C doubles) has no ints.  (Not when all outputs are: a graph
+    without outputs reads as all of its nodes.)"""
+    outs = graph.outputs
+    held = [o.op is CONST and o.shape == () and not_float([o]) is not None for o in outs]
+    if any(held) and not all(held):
+        values = [o.value if h else o for o, h in zip(outs, held)]
+        graph.outputs, graph.out_tree = hold_constants(graph.out_tree, values,
+                                                       lambda v: type(v) is not Node)
 
 
 def _faster(scalar, graph) -> bool:
@@ -241,6 +487,17 @@ def _why_not_scalar(graph) -> str:
     return "large arrays or a primitive that has no element-by-element form"
 
 
+def _traceable(x) -> bool:
+    """Whether compiled code can take a (canonical) leaf as data: a number or an array of
+    numbers (or an abstract value)."""
+    t = type(x)
+    if t is float or t is bool or t is int:
+        return True
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype.kind in "biuf"
+    return isinstance(x, (ShapeDtype, int, float))
+
+
 def _abstract(x):
     leaves, tree = flatten(x)
     return unflatten(tree, [ShapeDtype(*aval(v)) for v in leaves])
@@ -251,28 +508,35 @@ def _traced(args) -> bool:
     return any(type(v) is Node for v in leaves)
 
 
-def compile(f, *example_args, static_argnums=(), backend="python"):
+def compile(f, *example_args, static_argnums=(), static_argnames=(), backend="python"):
     """Compile f: trace it once per argument signature, optimise its graph, generate code.
 
     Args:
         f: a function of numbers, arrays and pytrees of them; any transformation of one
             (``wg.grad(f)``, ``wg.hessian(f)``); or a `Graph` (from `wg.trace`).
         *example_args: arguments of the shapes and dtypes to compile for (their values are
-            not used).  With none, f is compiled at its first call.
+            not used), bound to f's parameters as a call is: parameters they leave out
+            take f's defaults.  With none, f is compiled at its first call.
         static_argnums: positions of arguments that are settings rather than data (ints,
             strings, flags): their values are baked into the code, and a call with other
             values compiles again.  They must be hashable.
+        static_argnames: the same, by parameter name (keyword-only parameters too).
         backend: ``"python"`` (default) writes straight-line Python on floats when the
             graph is small and of float64 scalars or small arrays, and NumPy code
             otherwise; ``"float"`` / ``"numpy"`` ask for one of the two; ``"c"`` compiles
             a scalar graph with the system's C compiler (see `wengert.codegen.c`).
 
     Returns:
-        A function with f's arguments.  Calls with other shapes or dtypes compile again (a
-        cache keyed by them).  It has attributes ``source`` (the generated code), ``graph``
+        A function with f's signature: arguments by position or keyword, and f's defaults
+        for those left out (a default is a constant of the trace, like a static value).
+        A ``**kwargs`` parameter takes no extra names.  Calls with other shapes or dtypes
+        compile again (a cache keyed by them).  It has attributes ``source`` (the generated code), ``graph``
         (the optimised graph), ``count()`` (operations by kind; ``count(plain=True)``
         counts plain AD, with interning and simplification off) and ``code(language)``
-        (the same computation as "python", "c", "fortran" or "adds" text).
+        (the same computation as "python", "c", "fortran" or "adds" text).  Leaves of
+        the result that are not numbers or arrays (a string or an object in an aux) are
+        returned as f returned them at trace time; text made from a traced value is
+        refused (`ConcretizationError`).
 
     A Python ``if`` on a traced value cannot be compiled (`ConcretizationError`): write
     it with ``wg.select`` / ``wengert.numpy.where``, or make the argument static.
@@ -297,27 +561,39 @@ def compile(f, *example_args, static_argnums=(), backend="python"):
         <BLANKLINE>
         >>> df.count()
         {'add': 1, 'mul': 0, 'div': 0, 'call': 1, 'pow': 0, 'neg': 0, 'cmp': 0}
+        >>> def g(x, n=2, *, mode="sin"):
+        ...     return wg.math.sin(x) ** n if mode == "sin" else x ** n
+        >>> cg = wg.compile(g, 1.0, static_argnames="mode")
+        >>> cg(2.0) == g(2.0), cg(x=2.0, n=3.0, mode="pow")
+        (True, 8.0)
     """
     if backend not in BACKENDS:
         raise ValueError(f"compile: backend must be one of {BACKENDS}, got {backend!r}")
     if isinstance(f, Graph):
         return _compile_graph(f, backend)
     _check_fun(f, "compile")
-    static = _static_argnums(static_argnums, len(example_args) if example_args else None)
     name = getattr(f, "__name__", None) or "compiled"
     if name == "<lambda>":
         name = "compiled"
-    d = _Dispatcher(f, static, backend, name)
-    _start(d, f, example_args if example_args or not _param_names(f) else None)
+    d = _Dispatcher(f, backend, name)
+    d.static = d.params.static_slots(static_argnums, static_argnames,
+                                     len(example_args) if example_args else None)
+    _start(d, f, example_args if example_args or d.params.takes_nothing else None)
     return d.function
 
 
 def _start(d, f, examples):
-    """Make the public function (its own function object: entries' code is swapped into
-    it), compiled for the examples if there are any."""
-    src = f"def {d.fn_name}(*args):\n    return _miss(*args)\n"
-    fn = d.function = types.FunctionType(py.make_function(src, d.fn_name, d.ns).__code__,
-                                         d.ns.globals, d.fn_name)
+    """Make the public function, compiled for the examples if there are any.  Entries'
+    code is swapped into a function object of its own: the public function, or the one
+    its binder calls (see `_Params`)."""
+    params = d.params
+    form, _ = params.form((), d.ns.names.fork())
+    src = f"def {d.fn_name}({form.head}):\n    return _miss({form.miss_call})\n"
+    target = d.target = types.FunctionType(py.make_function(src, d.fn_name, d.ns).__code__,
+                                           d.ns.globals, d.fn_name)
+    fn = target if params.direct else _binder(d, target)
+    fn.__defaults__, fn.__kwdefaults__ = params.defaults(params.direct)
+    d.function = fn
     fn.__doc__ = getattr(f, "__doc__", None)
     fn.__wrapped__ = f
     fn.source, fn.graph, fn.entry = None, None, None
@@ -325,9 +601,33 @@ def _start(d, f, examples):
     fn.code = lambda language="python": _code(d, language)
     fn.cache = d.cache
     if examples is not None:
-        d.arg_names = d.param_names(len(examples))
-        key, canon, specs = d.signature(examples)
-        d.use(d.cache.setdefault(key, d.build(key, canon, specs)))
+        layout, values, defaulted = params.bind(examples, {}, "example arguments")
+        key, canon, specs = d.signature(layout, values, defaulted)
+        d.use(d.cache.setdefault(key, d.build(key, layout, canon, specs)))
+
+
+def _binder(d, target):
+    """The public function of an f whose parameter names generated code cannot use: f's
+    own parameters, passed on to `target` under the generated code's names."""
+    params = d.params
+    real = set(params.sig.parameters)
+    inner = d.ns.names.own("entry")
+    while inner in real:                # (own names start with _, and so may f's)
+        inner = d.ns.names.own("entry")
+    d.ns.fixed(inner, target)
+    text = str(params.sig.replace(return_annotation=inspect.Signature.empty,
+                                  parameters=[p.replace(default=p.empty,
+                                                        annotation=p.empty)
+                                              for p in params.sig.parameters.values()]))
+    head = text[1:-1]
+    args = [p.name for p in params.positional]
+    if params.varargs is not None:
+        args.append("*" + params.varargs.name)
+    args += [f"{params.safe[p.name]}={p.name}" for p in params.kwonly]
+    if params.varkw is not None:
+        args.append("**" + params.varkw.name)
+    src = f"def {d.fn_name}({head}):\n    return {inner}({', '.join(args)})\n"
+    return py.make_function(src, d.fn_name, d.ns)
 
 
 def _current(d):
@@ -346,9 +646,10 @@ def _count(d, plain):
         return count_ops(entry.emitted)
     if isinstance(d.f, Graph):
         raise ValueError("count(plain=True) needs the function, not a graph")
-    canon = [spec[1] if spec[0] == "static" else unflatten(
-        spec[1], [ShapeDtype(s, t) for _, s, t in spec[2]]) for _, spec in entry.params]
-    return count_ops(d.trace(canon, optimize=False))
+    specs = [spec for _, spec in entry.params]
+    canon = [spec[1] if spec[0] != "tree" else unflatten(
+        spec[1], [ShapeDtype(s, t) for _, s, t in spec[2]]) for spec in specs]
+    return count_ops(d.trace(entry.layout, canon, specs, optimize=False))
 
 
 def _code(d, language):
@@ -364,30 +665,13 @@ def _code(d, language):
                      f"{language!r}")
 
 
-def _static_argnums(static_argnums, nargs):
-    if isinstance(static_argnums, int) and not isinstance(static_argnums, bool):
-        static_argnums = (static_argnums,)
-    try:
-        nums = tuple(int(i) for i in static_argnums)
-    except TypeError:
-        raise TypeError(f"compile: static_argnums must be an int or a tuple of ints, got "
-                        f"{static_argnums!r}") from None
-    if nargs is not None:
-        for i in nums:
-            if not -nargs <= i < nargs:
-                raise ValueError(f"compile: static_argnums={i} is out of range for "
-                                 f"{nargs} example arguments")
-        nums = tuple(i % nargs for i in nums)
-    return frozenset(nums)
-
-
 def _compile_graph(graph, backend):
     """A graph (from wg.trace) compiled to a function of its inputs, for its shapes."""
     if graph.in_tree is None:
         raise ValueError("compile: the graph has no argument structure; make it with "
                          "wg.trace")
     examples = unflatten(graph.in_tree, [_example(n) for n in graph.inputs])
-    d = _Dispatcher(graph, frozenset(), backend, "graph")
+    d = _Dispatcher(graph, backend, "graph")
     _start(d, graph, list(examples))
     return d.function
 

@@ -1,7 +1,10 @@
 """Pytrees: nested tuples, lists and dicts whose leaves are numbers, arrays or traced values.
 
 As in JAX, ``None`` is an empty subtree, dicts are flattened in sorted key order, and
-namedtuples keep their type.
+namedtuples keep their type.  Keys that do not compare with each other (``{1: x, "a": y}``)
+are ordered by kind first (numbers, then other types by type name), then by value within a
+kind, or by ``repr`` where even those do not compare (`dict_keys`).  The order never
+depends on insertion order, so two dicts with the same keys flatten alike.
 
 Example:
     >>> from wengert.tree import flatten, unflatten
@@ -13,7 +16,10 @@ Example:
 """
 from __future__ import annotations
 
+import numpy as np
+
 LEAF = "*"
+HELD = "held"
 
 
 class TreeDef:
@@ -22,15 +28,19 @@ class TreeDef:
     __slots__ = ("kind", "meta", "children", "_num_leaves", "flat")
 
     def __init__(self, kind, meta, children, flat=False):
-        self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple"
-        self.meta = meta            # dict keys, or the namedtuple type
+        self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple",
+        #                             or HELD (a value held in the structure, no leaf)
+        self.meta = meta            # dict keys, the namedtuple type, or HELD's value
         self.children = children
         self._num_leaves = None
         self.flat = flat            # a tuple or list of leaves only (the common tree)
 
     def __eq__(self, other):
-        return (isinstance(other, TreeDef) and self.kind == other.kind
-                and self.meta == other.meta and self.children == other.children)
+        if not (isinstance(other, TreeDef) and self.kind == other.kind):
+            return False
+        if self.kind == HELD:
+            return _same_value(self.meta, other.meta)
+        return self.meta == other.meta and self.children == other.children
 
     def __hash__(self):
         return hash((self.kind, self.children))
@@ -48,6 +58,8 @@ class TreeDef:
             return "*"
         if self.kind == "none":
             return "None"
+        if self.kind == HELD:
+            return f"{self.meta!r:.40}"
         inner = [repr(c) for c in self.children]
         if self.kind == "dict":
             return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.meta, inner)) + "}"
@@ -84,12 +96,48 @@ def _flatten(x, leaves):
                 children.append(_LEAF_DEF)
         return TreeDef(t.__name__, None, tuple(children), flat)
     if t is dict:
-        keys = sorted(x)
+        keys = dict_keys(x)
         return TreeDef("dict", tuple(keys), tuple(_flatten(x[k], leaves) for k in keys))
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return TreeDef("namedtuple", t, tuple(_flatten(c, leaves) for c in x))
     leaves.append(x)
     return _LEAF_DEF
+
+
+def dict_keys(d) -> list:
+    """The keys of dict `d` in the order pytrees flatten it: sorted, and where the keys do
+    not all compare with each other (``{1: x, "a": y}``), grouped by kind (numbers first,
+    then other types by type name), each group sorted by value, or by ``repr`` where its
+    values do not compare either.  Insertion order never matters.
+
+    Example:
+        >>> dict_keys({"b": 1, 2: 2, "a": 3, 1.5: 4, None: 5})
+        [1.5, 2, None, 'a', 'b']
+    """
+    try:
+        return sorted(d)
+    except TypeError:
+        pass
+    groups = {}
+    for k in d:
+        groups.setdefault(_key_kind(k), []).append(k)
+    keys = []
+    for kind in sorted(groups):
+        group = groups[kind]
+        try:
+            keys.extend(sorted(group))
+        except TypeError:
+            keys.extend(sorted(group, key=repr))
+    return keys
+
+
+def _key_kind(k):
+    """The group of a dict key in `dict_keys`: numbers together (1 < 1.5 < 2 whatever
+    their types), anything else by its type's name."""
+    if isinstance(k, (int, float, np.integer, np.floating)):
+        return (0, "")
+    t = type(k)
+    return (1, f"{t.__module__}.{t.__qualname__}")
 
 
 def unflatten(treedef, leaves):
@@ -123,6 +171,8 @@ def _build(d, it):
         return _next_leaf(it)
     if d.kind == "none":
         return None
+    if d.kind == HELD:
+        return d.meta
     children = [_next_leaf(it) if c is _LEAF_DEF else _build(c, it)   # (leaves inline)
                 for c in d.children]
     if d.kind == "tuple":
@@ -132,6 +182,52 @@ def _build(d, it):
     if d.kind == "dict":
         return dict(zip(d.meta, children))
     return d.meta(*children)
+
+
+def hold_constants(treedef, leaves, is_constant):
+    """``(kept leaves, tree)``: the leaves for which ``is_constant(leaf)`` is false, and
+    `treedef` with the others held in it as constants (`HELD` nodes, no leaves), so that
+    ``unflatten(tree, kept)`` builds the original pytree again.  A staged function returns
+    so what is not a number (a string, an object) as it was when it was traced.
+
+    Example:
+        >>> leaves, tree = flatten((1.0, {"name": "sq", "x": 2.0}))
+        >>> kept, held = hold_constants(tree, leaves, lambda v: isinstance(v, str))
+        >>> kept, held
+        ([1.0, 2.0], (*, {'name': 'sq', 'x': *}))
+        >>> unflatten(held, [10.0, 20.0])
+        (10.0, {'name': 'sq', 'x': 20.0})
+    """
+    if not any(is_constant(x) for x in leaves):
+        return list(leaves), treedef
+    it = iter(leaves)
+    kept = []
+
+    def hold(d):                    # (recursion over the pytree's nesting, as flatten's)
+        if d.kind == LEAF:
+            x = next(it)
+            if is_constant(x):
+                return TreeDef(HELD, x, ())
+            kept.append(x)
+            return d
+        if not d.children:
+            return d
+        return TreeDef(d.kind, d.meta, tuple(hold(c) for c in d.children))
+
+    return kept, hold(treedef)
+
+
+def _same_value(a, b) -> bool:
+    """Whether two held constants are the same: identical, or equal values of one type
+    (an `==` that does not give a plain truth value counts as different)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 def tree_map(fn, tree, *rest):

@@ -149,7 +149,10 @@ def sparsity(graph, inputs, outputs) -> list[list[int]]:
         dep[node.index] = d
     rows = []
     for o in outputs:
-        d = dep.get(o.index, 0)
+        d = dep.get(o.index)
+        if d is None:               # independent of the inputs: a row of no entries for
+            rows.extend([] for _ in range(o.size))      # each of its elements
+            continue
         for b in (np.ravel(d) if o.shape != () else (d,)):
             rows.append(_bits(int(b)))
     return rows

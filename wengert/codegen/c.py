@@ -230,8 +230,9 @@ def source_of(d, entry) -> str:
     return function_source(scalar, c_name(d.fn_name))
 
 
-def entry(d, key, graph, scalar, params):
-    """An entry of a compiled function (see `wengert.staged`) that runs C."""
+def entry(d, key, graph, scalar, params, form=None):
+    """An entry of a compiled function (see `wengert.staged`) that runs C; `form` is the
+    `CallForm` of its Python glue, where it takes more than positional parameters."""
     from ..staged import Entry
     name = c_name(d.fn_name)
     source = function_source(scalar, name)
@@ -243,7 +244,7 @@ def entry(d, key, graph, scalar, params):
     call = ns.bind(cfn, "cfunction")
     names = ns.names.fork()
     names.taken.update([d.fn_name] + [n for n, _ in params])
-    lines, leaves = py.prologue(params, names, ns, "_miss")
+    lines, leaves = py.prologue(params, names, ns, "_miss", form=form)
     pieces, scalars = [], []                 # runs of scalars become list displays
     for leaf in leaves + [None]:
         if leaf is not None and leaf.kind is not np.ndarray:
@@ -271,7 +272,8 @@ def entry(d, key, graph, scalar, params):
             exprs.append(f"bool({vals}[{k}])" if dtype.kind == "b" else f"{vals}[{k}]")
         k += n
     body.append(f"return {py.build_tree(graph.out_tree, exprs, ns)}")
-    glue = "\n".join([f"def {d.fn_name}({', '.join(n for n, _ in params)}):", *lines,
+    head = form.head if form is not None else ", ".join(n for n, _ in params)
+    glue = "\n".join([f"def {d.fn_name}({head}):", *lines,
                       *("    " + b for b in body)]) + "\n"
     function = py.make_function(glue, d.fn_name, ns)
     e = Entry(key, graph, scalar.graph, "c", source, function, params)

@@ -30,7 +30,7 @@ from ..graph.graph import F64
 from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives.registry import CONST
-from ..tree import LEAF
+from ..tree import HELD, LEAF
 from .emit import Symbol, emit
 from .formats import Format
 from .names import Names
@@ -205,6 +205,22 @@ def _stem(op) -> str:
 # --------------------------------------------------------------------------------------
 # the function around the statements
 # --------------------------------------------------------------------------------------
+class CallForm:
+    """How a generated function takes its arguments, when they are more than positional
+    parameters (`wengert.staged` mirrors the compiled function's signature).
+
+    ``head`` is the text between the parentheses of its ``def``; ``forward`` passes all
+    of them on to a function with the same head (``x, *args, k=k``), ``miss_call`` to
+    the slow path, which binds them to the user's own parameter names.  ``varargs`` is
+    ``(pack, element names)`` for a ``*args`` parameter: the prologue checks its length
+    and unpacks it into the element names, which name slots of `params` as any parameter
+    does.  ``varkw`` is the name of a ``**kwargs`` parameter, which must be empty."""
+
+    def __init__(self, head, forward, miss_call, varargs=None, varkw=None):
+        self.head, self.forward, self.miss_call = head, forward, miss_call
+        self.varargs, self.varkw = varargs, varkw
+
+
 class Leaf:
     """One array or number of the arguments: its variable name in the code, the type its
     value has once made canonical, its shape and dtype."""
@@ -213,13 +229,14 @@ class Leaf:
         self.name, self.kind, self.shape, self.dtype = name, kind, shape, dtype
 
 
-def prologue(params, names, ns, miss, indent="    "):
+def prologue(params, names, ns, miss, indent="    ", form=None):
     """Lines that check and unpack the arguments.
 
     `params`: one ``(name, spec)`` per positional argument, where spec is ``("static",
-    value)`` or ``("tree", treedef, kinds)`` with `kinds` one ``(type, shape, dtype)`` per
-    leaf.  Returns ``(lines, leaves)``: the leaves in pytree order, each a `Leaf`.  A
-    failed check returns ``miss(*arguments)``.
+    value)``, ``("default", value)`` (the very object: a parameter left at its default)
+    or ``("tree", treedef, kinds)`` with `kinds` one ``(type, shape, dtype)`` per leaf.  Returns ``(lines, leaves)``: the leaves in pytree order, each a `Leaf`.  A
+    failed check returns ``miss(*arguments)``, or ``miss(form.miss_call)`` where a
+    `CallForm` says how the function takes its arguments (then `params` name its slots).
 
     Example:
         >>> from wengert.tree import flatten
@@ -235,7 +252,8 @@ def prologue(params, names, ns, miss, indent="    "):
         >>> [leaf.name for leaf in leaves]
         ['p_0', 'p_1']
     """
-    call_miss = f"return {miss}({', '.join(n for n, _ in params)})"
+    args = form.miss_call if form is not None else ", ".join(n for n, _ in params)
+    call_miss = f"return {miss}({args})"
     lines, leaf_checks, leaves = [], [], []
 
     def check(conds):
@@ -243,9 +261,20 @@ def prologue(params, names, ns, miss, indent="    "):
             lines.append(f"{indent}if {' or '.join(conds)}:")
             lines.append(f"{indent}    {call_miss}")
 
+    if form is not None and form.varargs is not None:
+        pack, elements = form.varargs
+        n = len(elements)
+        check([f"len({pack}) != {n}" if n else pack])
+        if n:
+            lines.append(f"{indent}{', '.join(elements)}{',' if n == 1 else ''} = {pack}")
+    if form is not None and form.varkw is not None:
+        check([form.varkw])
     for name, spec in params:
         if spec[0] == "static":
             leaf_checks.append(f"{name} != {ns.bind(spec[1], 'static')}")
+            continue
+        if spec[0] == "default":
+            leaf_checks.append(f"{name} is not {ns.bind(spec[1], 'default')}")
             continue
         _, tree, kinds = spec
         kinds = iter(kinds)
@@ -304,6 +333,8 @@ def build_tree(tree, exprs, ns) -> str:
             return next(exprs)
         if t.kind == "none":
             return "None"
+        if t.kind == HELD:          # a value that is no number, as it was at trace time
+            return repr(t.meta) if _literal(t.meta) else ns.bind(t.meta, "const")
         parts = [build(c) for c in t.children]    # recursion over the pytree's nesting
         if t.kind == "dict":
             return "{" + ", ".join(f"{ns.bind(k, 'key') if type(k) not in (str, int) else repr(k)}: {p}"
@@ -358,7 +389,7 @@ def array_expr(elements, nodes, shape, dtype, ns) -> str:
 
 
 def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=None,
-                    miss="_miss"):
+                    miss="_miss", form=None):
     """The source of a Python function computing `graph` (see the module doc).
 
     Args:
@@ -370,6 +401,7 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
         ns: the `Namespace` (shared by all entries of one compiled function).
         scalar: the `Scalarized` version of graph, to compute instead (float flavour).
         fallback: the name of a function to call with the arguments when math raises.
+        form: a `CallForm`, where the function takes more than positional parameters.
 
     Example:
         >>> import wengert as wg
@@ -386,7 +418,7 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
     names = ns.names.fork()                # local variables: fresh for each function
     names.taken.update([fn_name] + [n for n, _ in params])
     fmt = PythonFormat(flavour, ns)
-    lines, leaves = prologue(params, names, ns, miss)
+    lines, leaves = prologue(params, names, ns, miss, form=form)
     body = []
     # the graph that is emitted, and its input names
     target = scalar.graph if scalar is not None else graph
@@ -425,14 +457,16 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
             k += n
         exprs = grouped
     body.append(f"return {build_tree(graph.out_tree, exprs, ns)}")
-    args = ", ".join(n for n, _ in params)
-    src = [f"def {fn_name}({args}):", *lines]
+    head = forward = ", ".join(n for n, _ in params)
+    if form is not None:
+        head, forward = form.head, form.forward
+    src = [f"def {fn_name}({head}):", *lines]
     if fallback is not None:
         src.append("    try:")
         src.extend("        " + line for line in body)
         src.append("    except (ArithmeticError, ValueError):   # math raised: NumPy gives "
                    "inf or nan")
-        src.append(f"        return {fallback}({args})")
+        src.append(f"        return {fallback}({forward})")
     else:
         src.extend("    " + line for line in body)
     return "\n".join(src) + "\n"
