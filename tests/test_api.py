@@ -429,6 +429,28 @@ def test_gradients_come_back_in_the_dtype_of_their_argument():
     assert type(wg.grad(lambda x: x * x)(2.0)) is float
 
 
+def test_jacobian_blocks_come_back_in_the_promoted_float_dtype():
+    """A float32 function of float32 arguments has float32 Jacobians in every mode (the
+    sweeps promote through rules' float64 constants); mixed precisions promote, the same
+    in forward and reverse mode."""
+    import wengert.numpy as wnp
+    x32 = np.linspace(-1, 1, 3).astype(np.float32)
+    f = lambda x: wnp.maximum(x, 0.2) * wnp.tanh(x)
+    want = wg.jacfwd(f)(x32.astype(np.float64))
+    jacs = [wg.jacfwd, wg.jacrev] + [
+        (lambda m: lambda g: wg.jacobian(g, mode=m))(m) for m in ("fwd", "rev", "sparse")]
+    for jac in jacs:
+        for J in (jac(f)(x32), wg.compile(jac(f), x32)(x32)):
+            assert J.dtype == np.float32
+            assert_close(J, want, rtol=1e-5, atol=1e-6)
+    s = lambda x: wnp.sum(wnp.maximum(x, 0.2) ** 3)
+    assert wg.hessian(s)(x32).dtype == np.float32
+    assert type(wg.jacrev(lambda x: x * x)(np.float32(2.0))) is np.float32
+    assert type(wg.jacfwd(lambda x: x * x)(2.0)) is float
+    up = lambda x: wnp.astype(x, np.float64) * 2.0             # float32 in, float64 out
+    assert wg.jacfwd(up)(x32).dtype == wg.jacrev(up)(x32).dtype == np.float64
+
+
 def test_grad_refuses_bool_and_complex_results_and_complex_constants():
     with pytest.raises(TypeError, match="real-valued result, but it returned a bool"):
         wg.grad(lambda x: x > 0)(1.0)

@@ -268,6 +268,20 @@ class _Call:
                 z = z[()]                       # a NumPy scalar, as a number comes back
         return self.graph.const(z) if self.symbolic else z
 
+    def jacobian_block(self, block, out, x):
+        """A Jacobian block d out / d x in the dtype both modes give it: out's and x's
+        float dtypes promoted together (a float32 function of float32 arguments has
+        float32 blocks, though a rule's float64 constants promoted the sweep), x's for an
+        int or bool out.  A scalar block is a float for float64, else a NumPy scalar."""
+        dtype = np.result_type(out.dtype, x.dtype) if out.dtype.kind == "f" else x.dtype
+        if type(block) is Node:
+            return block if block.dtype == dtype else wnp.astype(block, dtype)
+        if np.result_type(block) == dtype:
+            return block
+        if np.ndim(block):
+            return np.asarray(block, dtype)
+        return float(block) if dtype == F64 else dtype.type(block)
+
     def split(self, values):
         """Split a flat list (one per input leaf) into one pytree per differentiated arg."""
         out, k = [], 0
@@ -576,7 +590,8 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
                     cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
             for i in swept:
                 o = out_nodes[i]
-                entries[i][j] = _assemble(cols[i], o.shape, x.shape, axis=-1)
+                entries[i][j] = call.jacobian_block(
+                    _assemble(cols[i], o.shape, x.shape, axis=-1), o, x)
     else:
         for i in swept:
             o = out_nodes[i]
@@ -588,7 +603,8 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
                                                  symbolic)):
                     rows[j].append(call.zeros(call.inputs[j]) if g is None else g)
             for j, x in enumerate(call.inputs):
-                entries[i][j] = _assemble(rows[j], o.shape, x.shape, axis=0)
+                entries[i][j] = call.jacobian_block(
+                    _assemble(rows[j], o.shape, x.shape, axis=0), o, x)
     out_leaves = []
     for i in range(n_out):
         per_arg = call.split(entries[i])

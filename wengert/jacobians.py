@@ -118,21 +118,23 @@ def _layout(call, coords, out_nodes, out_tree, single):
         leaves = []
         for a, o in enumerate(out_nodes):
             zero = call.zeros(o)
-            blocks = [entry.get((r0[a], c0[b]), zero) for b in range(len(ins))]
+            blocks = [call.jacobian_block(entry.get((r0[a], c0[b]), zero), o, x)
+                      for b, x in enumerate(ins)]
             per_arg = split(blocks)
             leaves.append(per_arg[0] if single else tuple(per_arg))
         return unflatten(out_tree, leaves)
     dense = np.zeros((r0[-1], c0[-1]))
     dense[I, J] = V
     leaves = []
-    scalar_ins = all(x.shape == () for x in ins)
+    plain = all(x.shape == () and x.dtype == np.float64 for x in ins)
     for a, o in enumerate(out_nodes):
-        if o.shape == () and scalar_ins:
+        if o.shape == () and o.dtype == np.float64 and plain:
             blocks = dense[r0[a]].tolist()          # a row of floats, quickly
         else:
-            blocks = [dense[r0[a]:r0[a + 1], c0[b]:c0[b + 1]].reshape(o.shape + x.shape)
-                      for b, x in enumerate(ins)]
-            blocks = [float(v) if v.ndim == 0 else v for v in blocks]
+            blocks = [call.jacobian_block(dense[r0[a]:r0[a + 1], c0[b]:c0[b + 1]].reshape(
+                o.shape + x.shape), o, x) for b, x in enumerate(ins)]
+            blocks = [float(v) if type(v) is np.ndarray and v.ndim == 0 else v
+                      for v in blocks]
         per_arg = split(blocks)
         leaves.append(per_arg[0] if single else tuple(per_arg))
     return unflatten(out_tree, leaves)
