@@ -429,6 +429,13 @@ def test_gradients_come_back_in_the_dtype_of_their_argument():
     assert type(wg.grad(lambda x: x * x)(2.0)) is float
 
 
+def test_hvp_reports_its_own_parameters():
+    import inspect
+    h = wg.hvp(lambda y: y ** 3)
+    assert list(inspect.signature(h).parameters) == ["x", "v"]
+    assert h(2.0, 1.0) == 12.0 and wg.compile(h, 2.0, 1.0)(2.0, 1.0) == 12.0
+
+
 def test_jacobian_blocks_come_back_in_the_promoted_float_dtype():
     """A float32 function of float32 arguments has float32 Jacobians in every mode (the
     sweeps promote through rules' float64 constants); mixed precisions promote, the same

@@ -674,6 +674,8 @@ def hvp(f):
     def hvp_f(x, v):
         return jvp(g, (x,), (v,))[1]
 
+    # (f's name and doc, but its own parameters: wraps would make signature() say f's)
+    hvp_f.__signature__ = inspect.signature(hvp_f, follow_wrapped=False)
     return hvp_f
 
 
