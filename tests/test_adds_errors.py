@@ -58,6 +58,11 @@ def test_type_error_points_at_the_expression():
     ("f := x*x; g := dfd(f, vec(x, x));", "must be distinct"),
     ("f := x*x; g := dfd(f, 2);", "cannot differentiate with respect to the constant 2.0"),
     ("array sin[2];", "SIN is a built-in operator"),
+    # DH is what differentiating H declared: not a name for a variable any more
+    ("operator h(1); g := dfd(h(x), x); dh := g;", "DH is an operator DH[1](1) (the D "
+     "operator of H, declared by differentiating it); it cannot be assigned to"),
+    ("operator h(1); g := dfd(h(x), x); array dh[2];", "DH is already declared: it is the "
+     "operator DH[1](1) (the D operator of H"),
     ("array a[2]; array a[3];", "A is already a variable of type [2]"),
     ("array a[0];", "array bounds must be at least 1"),
     ("array a[99999999999];", "array A is too large (99999999999 elements; at most 1000000)"),

@@ -174,6 +174,27 @@ def test_derived_operators_differentiate_again():
     assert s.variables["H"][0, 1].params == {"at": (1, 2)}
 
 
+def test_derived_operators_never_take_a_name_in_use():
+    # P's V operator would be VP, the vector product: it is VP1, and vp still works.
+    s, _ = run("operator p(1); g := dfdv(p(x), x, 1); w := vp(vec(x, 1, 2), vec(1, 2, 3));")
+    assert s.variables["G"][()].op.name == "VP1"
+    assert s.operators["VP1"].origin == (s.operators["P"], "V") and "VP" not in s.operators
+    assert s.variables["W"].shape == (3,)
+    # DH is a variable (declared before, or being assigned): H's D operator is DH1.
+    for program, dh in (("dh := 2*x; g := dfd(h(x), x);", "mul"),
+                        ("dh := dfd(h(x), x); g := dh;", "DH1")):
+        s, _ = run("operator h(1); " + program)
+        assert s.variables["G"][()].op.name == "DH1"
+        assert s.variables["DH"][()].op.name == dh and "DH" not in s.operators
+    # A user's own DH is not taken for H's derivative, even with the type it would have.
+    s, _ = run("operator h(1), dh[1](1); g := dfu(h(x), x); k := dh(x);")
+    assert s.variables["G"][()].op.name == "DH1" and s.variables["K"][0].op.name == "DH"
+    assert s.operators["DH"].origin is None
+    # Second derivatives too: DH1's own D operator is DDH1.
+    s, _ = run("operator h(1); dh := 1; g := dfd(dfd(h(x), x), x);")
+    assert s.variables["G"][()].op.name == "DDH1"
+
+
 def test_statements_io_echo_write_comment_clear_free(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lib.adds").write_text("g := x*x;\n")

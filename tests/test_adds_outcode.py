@@ -411,3 +411,38 @@ def test_operators_named_like_intrinsics_are_renamed_in_fortran(tmp_path):
     printed = _compile_and_run(tmp_path, source)
     want = expected(env[("X", ())], env[("Y", ())])
     np.testing.assert_allclose(printed, [want["F"], *want["G"]], rtol=1e-12)
+
+
+def test_derived_operator_and_variable_of_one_name(tmp_path):
+    # The user's DH and H's D operator: the operator is DH1 (a comment says so), so the
+    # code reads the variable DH and calls DH1, in both formats and in gfortran.
+    s, _ = run("operator h(1); dh := x*x; f := h(x)*dh; g := dfd(f, x);")
+    h, dh1 = (lambda at, a: a ** 3), (lambda at, a: 3 * a * a)     # H and its derivative
+    ops = {"H": (h, 0), "DH1": (dh1, 1)}
+    x = 0.6
+    want = {"F": x ** 5, "G": 3 * x ** 2 * x ** 2 + x ** 3 * 2 * x}
+    for fortran in (False, True):
+        text = code(s, "outcode(x) f, g, dh;", fortran)
+        assert text.splitlines()[0].endswith("DH1 IS THE D OPERATOR OF H (DH IS TAKEN)")
+        assert ("DH1(1,X)" if fortran else "DH1[1](X)") in text
+        got = emitted.run(text, {("X", ()): x}, fortran, ops)
+        assert got[("DH", ())] == pytest.approx(x * x)
+        assert got[("F", ())] == pytest.approx(want["F"])
+        assert got[("G", ())] == pytest.approx(want["G"])
+    if shutil.which("gfortran") is None:
+        return
+    source, env = _fortran_program(s, text, ["f", "g", "dh"])
+    functions = """
+        DOUBLE PRECISION FUNCTION H(A)
+        DOUBLE PRECISION A
+        H = A**3
+        END
+        DOUBLE PRECISION FUNCTION DH1(I, A)
+        INTEGER I
+        DOUBLE PRECISION A
+        DH1 = 3*A*A
+        END"""
+    source += "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+    x = env[("X", ())]
+    np.testing.assert_allclose(_compile_and_run(tmp_path, source),
+                               [x ** 5, 5 * x ** 4, x * x], rtol=1e-12)

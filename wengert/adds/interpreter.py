@@ -70,6 +70,7 @@ class Session:
         self.echo = False
         self.fort = False
         self.directional = False        # set while dfuv/dfdv run (see derivatives.py)
+        self._target = None             # the name an assignment running assigns to
         self._reading = []              # files being read by `in`, outermost first
         self.clear()
 
@@ -205,9 +206,16 @@ class Session:
     def _assign(self, ref, expr):
         name, index = ref.children
         name = str(name)
-        value = self.value(expr)
+        self._target = name     # (no operator that differentiating declares takes it)
+        try:
+            value = self.value(expr)
+        finally:
+            self._target = None
         old = self.variables.get(name)
-        if name in self.operators or name in FUNCTIONS or name in SPECIAL:
+        if name in self.operators:
+            raise AddsError(f"{name} is an {self.operators[name].describe()}; it cannot be "
+                            "assigned to")
+        if name in FUNCTIONS or name in SPECIAL:
             raise AddsError(f"{name} is an operator; it cannot be assigned to")
         if index is None:
             if old is not None and old.shape != value.shape:
@@ -237,8 +245,8 @@ class Session:
             raise AddsError(f"{name} is already a variable of type "
                             f"{T.type_str(self.variables[name])}")
         if name in self.operators:
-            raise AddsError(f"{name} is already declared as operator "
-                            f"{self.operators[name].signature()}")
+            raise AddsError(f"{name} is already declared: it is the "
+                            f"{self.operators[name].describe()}")
 
     def _declare_array(self, name, shape):
         name = str(name)
@@ -252,7 +260,14 @@ class Session:
         self._check_new_name(name, "operator")
         if n < 1:
             raise AddsError(f"operator {name} must take at least one operand")
-        D.Operator(name, shape, n, self.operators, lambda: self.directional)
+        D.Operator(name, shape, n, self.operators, lambda: self.directional,
+                   self._name_taken)
+
+    def _name_taken(self, name) -> bool:
+        """Whether a name not among the operators is in use: a variable, a built-in, or
+        the variable the statement running assigns to."""
+        return (name in self.variables or name in FUNCTIONS or name in SPECIAL
+                or name == self._target)
 
     def _input(self, name, index=()):
         sym = Symbol(str(name), index)
@@ -285,7 +300,20 @@ class Session:
                         reserved=set(self.variables) | set(self.operators))
         except EmitError as e:
             raise AddsError(f"outcode: {e}") from None
-        self._write(code.lines)
+        self._write(self._derived_notes(code, fmt) + code.lines)
+
+    def _derived_notes(self, code, fmt) -> list:
+        """Comments naming the derivative operators in `code` that could not have their
+        usual names (DH taken by a variable, say, so H's is DH1)."""
+        called = {n.op for n in code.parameter_part + code.input_part}
+        lines = []
+        for op in self.operators.values():
+            if op.origin is not None and op.primitive in called:
+                base, prefix = op.origin
+                if op.name != prefix + base.name:
+                    lines += fmt.comment(f"{op.name} IS THE {prefix} OPERATOR OF {base.name} "
+                                         f"({prefix}{base.name} IS TAKEN)")
+        return lines
 
     def _free(self):
         """Rebuild the graph with only the nodes the variables still need."""
