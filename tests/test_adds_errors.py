@@ -106,3 +106,18 @@ def test_a_file_cannot_include_itself(tmp_path):
     s = Session(stdout=io.StringIO())
     with pytest.raises(AddsError, match="already being read"):
         s.run_file(str(tmp_path / "loop.adds"))
+
+
+def test_a_failing_include_is_undone_whole(tmp_path):
+    # Statements of an included file that ran are undone with the `in` statement when a
+    # later one of them fails, as any failing statement's effects are.
+    (tmp_path / "lib.adds").write_text("a := x*x;\narray b[2];\nc := a + b;\n")
+    s = Session(stdout=io.StringIO())
+    s.execute("f := y;")
+    nodes, variables = len(s.graph.nodes), dict(s.variables)
+    with pytest.raises(AddsError) as info:
+        s.execute(f'in "{tmp_path / "lib.adds"}";')
+    assert info.value.filename.endswith("lib.adds") and info.value.line == 3
+    assert len(s.graph.nodes) == nodes and s.variables == variables
+    assert set(s.symbols) == {n.index for n in s.graph.nodes if not n.args and
+                              not n.is_const}

@@ -3,7 +3,9 @@
 A `Session` holds the graph, the variables (name -> value, an object array of nodes), the
 declared operators, and the I/O state (``out`` files, ``on echo``, ``on fort``).  Every
 statement runs atomically: if it fails, the graph, the variables and the operators are as
-they were before it, so an interactive session can go on.
+they were before it, so an interactive session can go on.  (The dictionaries journal
+what a statement changes, so that it can be undone: copying them before each statement
+made a long program's run time grow with the square of its length.)
 
 Names not yet defined that are read as scalars become input nodes (the paper's ``in``
 nodes); arrays are declared by ``array`` or by a first assignment.
@@ -72,15 +74,17 @@ class Session:
         self.directional = False        # set while dfuv/dfdv run (see derivatives.py)
         self._target = None             # the name an assignment running assigns to
         self._reading = []              # files being read by `in`, outermost first
+        self._undo = []                 # how to undo the running statement's changes
+        self._running = 0               # statements running (more than one: `in`)
         self.clear()
 
     def clear(self) -> None:
         """Empty the graph and forget variables and operators (the ``clear`` statement)."""
         self.graph = Graph(optimize=self.optimize, straight_line=True)
         self.derived = set()            # nodes made by derivative operators (dfd, err, ...)
-        self.variables = {}             # name -> object array of nodes
-        self.operators = {}             # name -> derivatives.Operator
-        self.symbols = {}               # input node index -> Symbol (its name in code)
+        self.variables = _Journaled(self._undo)   # name -> object array of nodes
+        self.operators = _Journaled(self._undo)   # name -> derivatives.Operator
+        self.symbols = _Journaled(self._undo)     # input node index -> Symbol (its name)
 
     # --- running text -----------------------------------------------------------------------
     def execute(self, text: str, filename: str = "<input>", directory: str = None,
@@ -126,15 +130,24 @@ class Session:
             self._reading.pop()
 
     def _atomic(self, stmt, text, filename, directory):
-        snapshot = (self.graph, len(self.graph.nodes), dict(self.variables),
-                    dict(self.operators), dict(self.symbols))
+        undo = self._undo
+        mark = len(undo)                # (a statement of a file read by `in` runs inside
+        snapshot = (self.graph, len(self.graph.nodes), self.variables, self.operators,
+                    self.symbols)       # the `in` statement, which may yet fail)
         self._where = (filename, text)
+        self._running += 1
         try:
             if self.echo:
                 start, end = stmt.meta.start_pos, stmt.meta.end_pos
                 print(text[start:end] + ";", file=self.stderr)
             self._statement(stmt, directory)
         except BaseException as e:
+            while len(undo) > mark:
+                table, key, old = undo.pop()
+                if old is _ABSENT:
+                    dict.pop(table, key, None)
+                else:
+                    dict.__setitem__(table, key, old)
             graph, size, self.variables, self.operators, self.symbols = snapshot
             self.graph = graph
             graph.truncate(size)
@@ -145,6 +158,10 @@ class Session:
                 raise AddsError(f"internal error: {type(e).__name__}: {e}").at(
                     filename, text, stmt.meta.line, stmt.meta.column) from e
             raise
+        finally:
+            self._running -= 1
+        if not self._running:
+            undo.clear()
 
     def _write(self, lines) -> None:
         out = self.out if self.out is not None else self.stdout
@@ -320,7 +337,7 @@ class Session:
         old = self.graph
         roots = T.flat(list(self.variables.values()))
         new = Graph(optimize=self.optimize, straight_line=True)
-        new_of, symbols = {}, {}
+        new_of, symbols = {}, _Journaled(self._undo)
         for i in sorted(old.mark_down(roots)) if roots else ():
             node = old.nodes[i]
             if node.is_const:
@@ -334,8 +351,9 @@ class Session:
                                       node.params)
         self.derived = {new_of[i].index for i in new_of if i in self.derived}
         self.graph, self.symbols = new, symbols
-        self.variables = {name: T.build(v.shape, lambda i, v=v: new_of[v[i].index])
-                          for name, v in self.variables.items()}
+        self.variables = _Journaled(self._undo, {
+            name: T.build(v.shape, lambda i, v=v: new_of[v[i].index])
+            for name, v in self.variables.items()})
 
     def _include(self, name, directory):
         path = name if os.path.isabs(name) else os.path.join(directory or os.getcwd(), name)
@@ -501,6 +519,28 @@ def _located(error, where, source):
     if line is None:
         return error
     return error.at(filename, text, line, meta.column)
+
+
+_ABSENT = object()
+
+
+class _Journaled(dict):
+    """A dictionary that notes, in the list `log`, how to undo each change made to it by
+    item assignment or deletion (what a statement does to the session's tables)."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, log, *args):
+        super().__init__(*args)
+        self.log = log
+
+    def __setitem__(self, key, value):
+        self.log.append((self, key, self.get(key, _ABSENT)))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        self.log.append((self, key, self[key]))
+        super().__delitem__(key)
 
 
 def _dims(tree) -> tuple:
