@@ -2,8 +2,10 @@
 caret, never a Python traceback; a failing statement changes nothing."""
 import io
 
+import numpy as np
 import pytest
 
+from adds_util import lark_shapes, our_shapes, random_program, without_inner_ends
 from wengert.adds import AddsError, Session
 
 
@@ -106,6 +108,37 @@ def test_a_file_cannot_include_itself(tmp_path):
     s = Session(stdout=io.StringIO())
     with pytest.raises(AddsError, match="already being read"):
         s.run_file(str(tmp_path / "loop.adds"))
+
+
+def test_syntax_errors_are_lark_s_with_positions_in_the_whole_text():
+    # Statement by statement, a syntax error is still reported as lark reports it for the
+    # whole text: same message, file, line, column and caret (and a program a change
+    # leaves valid still parses as lark parses it).
+    rng = np.random.default_rng(1)
+    damage = [";", "(", ")", "[", "]", ",", '"', "$", ":=", "**", "%", "\n", "comment ",
+              "array ", "1.5.2", "\udc80", ""]
+    errors = 0
+    for _ in range(400):
+        text = random_program(rng, statements=6)
+        at = int(rng.integers(0, len(text) + 1))
+        cut = int(rng.integers(0, 3))
+        text = text[:at] + str(rng.choice(damage)) + text[at + cut:]
+        want, got = lark_shapes(text), our_shapes(text)
+        if isinstance(want, tuple):
+            errors += 1
+            assert got == want, text
+        else:
+            assert without_inner_ends(got) == without_inner_ends(want), text
+    assert errors > 200
+
+
+def test_a_syntax_error_anywhere_means_nothing_runs():
+    out = io.StringIO()
+    s = Session(stdout=out, stderr=io.StringIO())
+    with pytest.raises(AddsError) as info:
+        s.execute('write "first"; f := x;\n' * 3 + "g := (x + ;\n", "p.adds")
+    assert (info.value.line, info.value.column) == (4, 11)
+    assert out.getvalue() == "" and "F" not in s.variables
 
 
 def test_a_failing_include_is_undone_whole(tmp_path):

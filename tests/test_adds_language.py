@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from adds_util import code, random_env, run, values
+from adds_util import (code, lark_shapes, our_shapes, random_env, random_program, run, values,
+                        without_inner_ends)
 from wengert.adds import AddsError, Session
 
 
@@ -271,3 +272,42 @@ def test_deep_expression_errors_point_at_the_innermost_mistake():
         run(program)
     assert info.value.column == len("f := " + "sin(" * 3000) + 1
     assert "[2] and []" in info.value.message
+
+
+def test_the_parser_agrees_with_lark_on_every_statement():
+    # Statements are parsed one by one, and an assignment of a form seen before is made
+    # from that form's tree: the trees and positions must be those lark gives the whole
+    # text, the first time and again (from the forms), and with other names and numbers.
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        text = random_program(rng)
+        want = without_inner_ends(lark_shapes(text))
+        assert not isinstance(want, tuple), want            # (valid programs only)
+        got = our_shapes(text)
+        assert without_inner_ends(got) == want
+        assert our_shapes(text) == got
+        renamed = text.replace("y1", "zz9").replace("2.5", "7.25")
+        assert without_inner_ends(our_shapes(renamed)) == without_inner_ends(
+            lark_shapes(renamed))
+
+
+def test_lark_parses_each_form_of_statement_once():
+    # A long program of a few forms: lark reads the first statement of each form, the
+    # rest are made from its tree (lark used to read all of the text).
+    import lark
+    read = []
+    parse = lark.Lark.parse
+
+    def spy(self, text, *args, **kwargs):
+        read.append(len(text))
+        return parse(self, text, *args, **kwargs)
+    program = "x0 := y;\n" + "".join(f"x{i} := x{i - 1}*2 + sin(x{i - 1});\n"
+                                     for i in range(1, 3000))
+    lark.Lark.parse = spy
+    try:
+        s, _ = run(program)
+    finally:
+        lark.Lark.parse = parse
+    assert sum(read) < len(program) / 100
+    assert s.variables["X2999"][()].args[0].op.name == "mul"
+

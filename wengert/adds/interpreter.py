@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import sys
 
-import lark
 import numpy as np
 
 from ..codegen.count import count_ops
@@ -26,7 +25,7 @@ from ..primitives import scalar as P
 from . import derivatives as D
 from . import types as T
 from .errors import AddsError
-from .parser import parse
+from .parser import Tree, build, position, statements
 
 #: The sixteen scalar functions of §2.4 ⑧, by ADDS name: (primitive, number of operands).
 FUNCTIONS = {name.upper(): (getattr(P, name), 2 if name == "atan2" else 1) for name in (
@@ -94,9 +93,11 @@ class Session:
         done.  With `on_error` (the REPL), a failing statement's error is passed to it
         instead and the statements after it still run.  `directory` is where ``in`` looks
         for relative file names (default: the current directory)."""
-        statements = parse(text, filename)
+        pending = statements(text, filename)          # all of it checked first
         with np.errstate(all="ignore"):
-            for stmt in statements:
+            for k, item in enumerate(pending):
+                pending[k] = None               # (its tree lives while it runs)
+                stmt = build(item)
                 try:
                     self._atomic(stmt, text, filename, directory)
                 except AddsError as e:
@@ -138,8 +139,7 @@ class Session:
         self._running += 1
         try:
             if self.echo:
-                start, end = stmt.meta.start_pos, stmt.meta.end_pos
-                print(text[start:end] + ";", file=self.stderr)
+                print(text[stmt.pos:stmt.end] + ";", file=self.stderr)
             self._statement(stmt, directory)
         except BaseException as e:
             while len(undo) > mark:
@@ -153,10 +153,10 @@ class Session:
             graph.truncate(size)
             self.derived = {i for i in self.derived if i < size}
             if isinstance(e, AddsError):
-                raise e.at(filename, text, stmt.meta.line, stmt.meta.column)
+                raise _located(e, stmt, (filename, text))
             if isinstance(e, Exception) and not isinstance(e, BrokenPipeError):
-                raise AddsError(f"internal error: {type(e).__name__}: {e}").at(
-                    filename, text, stmt.meta.line, stmt.meta.column) from e
+                raise _located(AddsError(f"internal error: {type(e).__name__}: {e}"), stmt,
+                               (filename, text)) from e
             raise
         finally:
             self._running -= 1
@@ -507,18 +507,17 @@ def _innermost_first(tree) -> list:
         children = t.children
         if t.data == "call":                # NAME, index, operands...
             children = children[2:] + children[1:2]
-        stack.extend((c, False) for c in reversed(children) if isinstance(c, lark.Tree))
+        stack.extend((c, False) for c in reversed(children) if type(c) is Tree)
     return out
 
 
 def _located(error, where, source):
     """Attach the position of a tree or token to an error (if it has none yet)."""
-    filename, text = source
-    meta = where if isinstance(where, lark.Token) else getattr(where, "meta", None)
-    line = getattr(meta, "line", None)
-    if line is None:
+    pos = getattr(where, "pos", None)
+    if error.located or pos is None:
         return error
-    return error.at(filename, text, line, meta.column)
+    filename, text = source
+    return error.at(filename, text, *position(text, pos))
 
 
 _ABSENT = object()
