@@ -311,3 +311,14 @@ def test_lark_parses_each_form_of_statement_once():
     assert sum(read) < len(program) / 100
     assert s.variables["X2999"][()].args[0].op.name == "mul"
 
+
+def test_a_hundred_thousand_statements_and_ten_thousand_terms():
+    # Neither the parser nor the interpreter recurses over the program or an expression.
+    s, _ = run("y := x;\n" + "y := cos(y);\n" * 100000
+               + "f := " + " + ".join(f"y*{i}" for i in range(10000)) + ";\n")
+    assert len(s.graph.nodes) > 120000
+    want = 0.25
+    for _ in range(100000):
+        want = math.cos(want)
+    assert values(s, "f", {("X", ()): 0.25}) == pytest.approx(want * sum(range(10000)),
+                                                               rel=1e-9)

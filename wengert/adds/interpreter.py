@@ -374,8 +374,9 @@ class Session:
         evaluated innermost first, in the order a recursive walk would take (so inputs and
         nodes are made in the same order), and each construct's ``self.value(operand)``
         then only takes the operand's value from `_done`."""
-        if id(tree) in self._done:
-            return self._done.pop(id(tree))
+        done = self._done.pop(id(tree), _ABSENT)
+        if done is not _ABSENT:
+            return done
         try:
             for t in _innermost_first(tree):
                 try:
@@ -399,9 +400,7 @@ class Session:
             return T.neg(self.value(c[0]))
         if kind == "indexed":
             return T.index(self.value(c[0]), self._indices(c[1]), "the value")
-        a, b = self.value(c[0]), self.value(c[1])
-        return {"add": T.add, "sub": T.sub, "mul": T.mul, "div": T.div,
-                "pow": T.power}[kind](a, b)
+        return _BINARY[kind](self.value(c[0]), self.value(c[1]))
 
     def _variable(self, ref, read=False):
         """The value of a variable reference ``a`` or ``a[i, ...]``.  Reading an unknown
@@ -488,26 +487,29 @@ class Session:
         return (D.dfu if name == "DFU" else D.dfd)(*values)
 
 
-_EXPRESSIONS = frozenset({"number", "ref", "call", "neg", "indexed", "add", "sub", "mul",
-                          "div", "pow"})
+_BINARY = {"add": T.add, "sub": T.sub, "mul": T.mul, "div": T.div, "pow": T.power}
+
+_EXPRESSIONS = frozenset({"number", "ref", "call", "neg", "indexed", *_BINARY})
 
 
 def _innermost_first(tree) -> list:
     """The expression subtrees of `tree` (itself last), each after its operands, in the
     order `Session._value` evaluates them: a call's operands before its index.  By an
-    explicit stack, so the depth of the expression does not matter."""
-    out, stack = [], [(tree, False)]
+    explicit stack, so the depth of the expression does not matter: the walk visits each
+    tree before its operands, the last operand first, and the reverse of that order is
+    the one wanted."""
+    out, stack = [], [tree]
     while stack:
-        t, expanded = stack.pop()
-        if expanded:
+        t = stack.pop()
+        data, children = t.data, t.children
+        if data in _EXPRESSIONS:
             out.append(t)
-            continue
-        if t.data in _EXPRESSIONS:
-            stack.append((t, True))
-        children = t.children
-        if t.data == "call":                # NAME, index, operands...
+        if data == "call":                  # NAME, index, operands...
             children = children[2:] + children[1:2]
-        stack.extend((c, False) for c in reversed(children) if type(c) is Tree)
+        for c in children:
+            if type(c) is Tree:
+                stack.append(c)
+    out.reverse()
     return out
 
 
