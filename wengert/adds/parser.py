@@ -193,11 +193,13 @@ def statements(text: str, filename: str = "<input>") -> list:
                 out.append((template, values, positions))
                 continue
             tree = _lark(text, positions[0], stop + 1, filename)[0]
-            if len(kinds) <= _LONGEST_FORM:
-                if len(_TEMPLATES) >= _MAX_TEMPLATES:
-                    _TEMPLATES.clear()
-                _TEMPLATES[kinds] = _Template(tree, positions)
-            out.append(tree)
+            if len(kinds) > _LONGEST_FORM:
+                out.append(tree)
+                continue
+            if len(_TEMPLATES) >= _MAX_TEMPLATES:
+                _TEMPLATES.clear()
+            template = _TEMPLATES[kinds] = _Template(tree, positions)
+            out.append((template, values, positions))   # (smaller than the tree)
             continue
         out.extend(_lark(text, positions[0], len(text) if stop is None else stop + 1,
                          filename))
@@ -314,9 +316,10 @@ class _Template:
     """The tree of every assignment of one form, from lark's tree of one of them: the
     steps that rebuild it, children before their parent, with token indices in place of
     tokens and positions.  `make` takes the statement's token texts and offsets and
-    rebuilds its tree: by running the steps once, and from then on by a Python function
-    written for the form (unless it would nest more deeply than Python's parser allows):
-    so a form seen twice costs no compilation, one seen often is made fast."""
+    rebuilds its tree: by running the steps for the first statement of the form, and from
+    the second on by a Python function written for the form (unless it would nest more
+    deeply than Python's parser allows): so a form seen once costs no compilation, one
+    seen often is made fast."""
 
     _DEEPEST = 40             # nesting of a generated function's one expression
 
@@ -339,8 +342,12 @@ class _Template:
         self.steps = steps
 
     def make(self, values, positions) -> Tree:
-        self.make = self._function() or self._run     # from the next statement on
+        self.make = self._second
         return self._run(values, positions)
+
+    def _second(self, values, positions) -> Tree:
+        self.make = self._function() or self._run
+        return self.make(values, positions)
 
     def _run(self, values, positions) -> Tree:
         stack = []
