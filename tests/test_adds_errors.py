@@ -154,3 +154,20 @@ def test_a_failing_include_is_undone_whole(tmp_path):
     assert len(s.graph.nodes) == nodes and s.variables == variables
     assert set(s.symbols) == {n.index for n in s.graph.nodes if not n.args and
                               not n.is_const}
+
+
+@pytest.mark.parametrize("program, column, message", [
+    ("operator h(1), sin(2);", 16, "SIN is a built-in operator; choose another name for the "
+     "operator"),
+    ("operator h(1),\n  dfu[2](1);", 3, "DFU is a built-in operator"),
+    ("array a[2], vec[3];", 13, "VEC is a built-in operator; choose another name for the "
+     "array"),
+    ("array a[2]; operator g(1), a(2);", 28, "A is already a variable of type [2]"),
+    ("operator g(0);", 10, "operator G must take at least one operand"),
+])
+def test_a_wrong_declaration_is_pointed_at(program, column, message):
+    # An operator may not be named like one of ADDS's own (SIN, SQRT, VP, DFU, ...); the
+    # caret points at the declaration that is wrong, not at the statement's start.
+    e, s = error(program)
+    assert e.column == column and message in e.message
+    assert "SIN" not in s.operators and "H" not in s.operators

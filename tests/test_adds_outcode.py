@@ -446,3 +446,28 @@ def test_derived_operator_and_variable_of_one_name(tmp_path):
     x = env[("X", ())]
     np.testing.assert_allclose(_compile_and_run(tmp_path, source),
                                [x ** 5, 5 * x ** 4, x * x], rtol=1e-12)
+
+
+def test_fortran_statement_words_are_names_like_any_other(tmp_path):
+    # Fortran reserves no words: variables and operators named IF, DO, END, DATA, CALL
+    # are written as they are (only intrinsic functions are renamed) and gfortran reads
+    # them as names.
+    s, _ = run("operator if(1), end(2); do := x*x; data := do + 1; call := if(do)*end(do, x);")
+    text = code(s, "outcode(x) do, data, call;", fortran=True)
+    assert "C " not in text and "CALL = IF(DO)*END(DO,X)" in text
+    if shutil.which("gfortran") is None:
+        return
+    source, env = _fortran_program(s, text, ["do", "data", "call"])
+    functions = """
+        DOUBLE PRECISION FUNCTION IF(A)
+        DOUBLE PRECISION A
+        IF = A+3
+        END
+        DOUBLE PRECISION FUNCTION END(A, B)
+        DOUBLE PRECISION A, B
+        END = A*B
+        END"""
+    source += "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+    x = env[("X", ())]
+    np.testing.assert_allclose(_compile_and_run(tmp_path, source),
+                               [x * x, x * x + 1, (x * x + 3) * (x * x * x)], rtol=1e-12)

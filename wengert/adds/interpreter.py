@@ -182,11 +182,17 @@ class Session:
         elif kind == "array_decl":
             for decl in c:
                 name, dims = decl.children
-                self._declare_array(name, _dims(dims))
+                try:
+                    self._declare_array(name, _dims(dims))
+                except AddsError as e:          # (at the declaration that is wrong)
+                    raise _located(e, decl, self._where)
         elif kind == "operator_decl":
             for decl in c:
                 name, dims, n = decl.children
-                self._declare_operator(name, _dims(dims) if dims else (), int(n))
+                try:
+                    self._declare_operator(name, _dims(dims) if dims else (), int(n))
+                except AddsError as e:
+                    raise _located(e, decl, self._where)
         elif kind in ("outcode", "count"):
             self._outcode(kind, c[0], c[1])
         elif kind == "clear":
