@@ -177,7 +177,8 @@ def random_program(rng, statements=12):
         kind = rng.choice(kinds)
         if kind == "assign":
             index = f"[{expr(3)}]" if rng.random() < 0.2 else ""
-            s = f"{rng.choice(names[:3])}{index}{blank()}:={blank()}{expr()}"
+            target = rng.choice(["x", "y1", "A_b", "input", "commentary", "Counts", "Dh"])
+            s = f"{target}{index}{blank()}:={blank()}{expr()}"
         elif kind in ("array", "operator"):
             decl = [f"{rng.choice(names)}[2,{int(rng.integers(1, 9))}]" + (
                 "(3)" if kind == "operator" else "") for _ in range(int(rng.integers(1, 3)))]
