@@ -104,7 +104,10 @@ class _Expr:
         if kind != "name":
             raise SyntaxError(f"unexpected {value!r}")
         nxt = self.peek()
-        if nxt == ("op", "(") and value in FUNCTIONS:
+        # Fortran calls its intrinsic whatever the program declares; ADDS has no ABS or
+        # SIGN, so there a declared operator of that name is the one called.
+        if nxt == ("op", "(") and value in FUNCTIONS and (
+                self.fortran or value not in self.operators):
             self.take()
             return float(FUNCTIONS[value](*self.args(")")))
         if value in self.operators:                   # a declared operator

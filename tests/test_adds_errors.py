@@ -2,8 +2,10 @@
 caret, never a Python traceback; a failing statement changes nothing."""
 import io
 
+import numpy as np
 import pytest
 
+from adds_util import lark_shapes, our_shapes, random_program, without_inner_ends
 from wengert.adds import AddsError, Session
 
 
@@ -58,6 +60,11 @@ def test_type_error_points_at_the_expression():
     ("f := x*x; g := dfd(f, vec(x, x));", "must be distinct"),
     ("f := x*x; g := dfd(f, 2);", "cannot differentiate with respect to the constant 2.0"),
     ("array sin[2];", "SIN is a built-in operator"),
+    # DH is what differentiating H declared: not a name for a variable any more
+    ("operator h(1); g := dfd(h(x), x); dh := g;", "DH is an operator DH[1](1) (the D "
+     "operator of H, declared by differentiating it); it cannot be assigned to"),
+    ("operator h(1); g := dfd(h(x), x); array dh[2];", "DH is already declared: it is the "
+     "operator DH[1](1) (the D operator of H"),
     ("array a[2]; array a[3];", "A is already a variable of type [2]"),
     ("array a[0];", "array bounds must be at least 1"),
     ("array a[99999999999];", "array A is too large (99999999999 elements; at most 1000000)"),
@@ -101,3 +108,66 @@ def test_a_file_cannot_include_itself(tmp_path):
     s = Session(stdout=io.StringIO())
     with pytest.raises(AddsError, match="already being read"):
         s.run_file(str(tmp_path / "loop.adds"))
+
+
+def test_syntax_errors_are_lark_s_with_positions_in_the_whole_text():
+    # Statement by statement, a syntax error is still reported as lark reports it for the
+    # whole text: same message, file, line, column and caret (and a program a change
+    # leaves valid still parses as lark parses it).
+    rng = np.random.default_rng(1)
+    damage = [";", "(", ")", "[", "]", ",", '"', "$", ":=", "**", "%", "\n", "comment ",
+              "array ", "1.5.2", "\udc80", ""]
+    errors = 0
+    for _ in range(400):
+        text = random_program(rng, statements=6)
+        at = int(rng.integers(0, len(text) + 1))
+        cut = int(rng.integers(0, 3))
+        text = text[:at] + str(rng.choice(damage)) + text[at + cut:]
+        want, got = lark_shapes(text), our_shapes(text)
+        if isinstance(want, tuple):
+            errors += 1
+            assert got == want, text
+        else:
+            assert without_inner_ends(got) == without_inner_ends(want), text
+    assert errors > 200
+
+
+def test_a_syntax_error_anywhere_means_nothing_runs():
+    out = io.StringIO()
+    s = Session(stdout=out, stderr=io.StringIO())
+    with pytest.raises(AddsError) as info:
+        s.execute('write "first"; f := x;\n' * 3 + "g := (x + ;\n", "p.adds")
+    assert (info.value.line, info.value.column) == (4, 11)
+    assert out.getvalue() == "" and "F" not in s.variables
+
+
+def test_a_failing_include_is_undone_whole(tmp_path):
+    # Statements of an included file that ran are undone with the `in` statement when a
+    # later one of them fails, as any failing statement's effects are.
+    (tmp_path / "lib.adds").write_text("a := x*x;\narray b[2];\nc := a + b;\n")
+    s = Session(stdout=io.StringIO())
+    s.execute("f := y;")
+    nodes, variables = len(s.graph.nodes), dict(s.variables)
+    with pytest.raises(AddsError) as info:
+        s.execute(f'in "{tmp_path / "lib.adds"}";')
+    assert info.value.filename.endswith("lib.adds") and info.value.line == 3
+    assert len(s.graph.nodes) == nodes and s.variables == variables
+    assert set(s.symbols) == {n.index for n in s.graph.nodes if not n.args and
+                              not n.is_const}
+
+
+@pytest.mark.parametrize("program, column, message", [
+    ("operator h(1), sin(2);", 16, "SIN is a built-in operator; choose another name for the "
+     "operator"),
+    ("operator h(1),\n  dfu[2](1);", 3, "DFU is a built-in operator"),
+    ("array a[2], vec[3];", 13, "VEC is a built-in operator; choose another name for the "
+     "array"),
+    ("array a[2]; operator g(1), a(2);", 28, "A is already a variable of type [2]"),
+    ("operator g(0);", 10, "operator G must take at least one operand"),
+])
+def test_a_wrong_declaration_is_pointed_at(program, column, message):
+    # An operator may not be named like one of ADDS's own (SIN, SQRT, VP, DFU, ...); the
+    # caret points at the declaration that is wrong, not at the statement's start.
+    e, s = error(program)
+    assert e.column == column and message in e.message
+    assert "SIN" not in s.operators and "H" not in s.operators

@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from adds_util import code, random_env, run, values
+from adds_util import (code, lark_shapes, our_shapes, random_env, random_program, run, values,
+                        without_inner_ends)
 from wengert.adds import AddsError, Session
 
 
@@ -174,6 +175,27 @@ def test_derived_operators_differentiate_again():
     assert s.variables["H"][0, 1].params == {"at": (1, 2)}
 
 
+def test_derived_operators_never_take_a_name_in_use():
+    # P's V operator would be VP, the vector product: it is VP1, and vp still works.
+    s, _ = run("operator p(1); g := dfdv(p(x), x, 1); w := vp(vec(x, 1, 2), vec(1, 2, 3));")
+    assert s.variables["G"][()].op.name == "VP1"
+    assert s.operators["VP1"].origin == (s.operators["P"], "V") and "VP" not in s.operators
+    assert s.variables["W"].shape == (3,)
+    # DH is a variable (declared before, or being assigned): H's D operator is DH1.
+    for program, dh in (("dh := 2*x; g := dfd(h(x), x);", "mul"),
+                        ("dh := dfd(h(x), x); g := dh;", "DH1")):
+        s, _ = run("operator h(1); " + program)
+        assert s.variables["G"][()].op.name == "DH1"
+        assert s.variables["DH"][()].op.name == dh and "DH" not in s.operators
+    # A user's own DH is not taken for H's derivative, even with the type it would have.
+    s, _ = run("operator h(1), dh[1](1); g := dfu(h(x), x); k := dh(x);")
+    assert s.variables["G"][()].op.name == "DH1" and s.variables["K"][0].op.name == "DH"
+    assert s.operators["DH"].origin is None
+    # Second derivatives too: DH1's own D operator is DDH1.
+    s, _ = run("operator h(1); dh := 1; g := dfd(dfd(h(x), x), x);")
+    assert s.variables["G"][()].op.name == "DDH1"
+
+
 def test_statements_io_echo_write_comment_clear_free(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lib.adds").write_text("g := x*x;\n")
@@ -250,3 +272,53 @@ def test_deep_expression_errors_point_at_the_innermost_mistake():
         run(program)
     assert info.value.column == len("f := " + "sin(" * 3000) + 1
     assert "[2] and []" in info.value.message
+
+
+def test_the_parser_agrees_with_lark_on_every_statement():
+    # Statements are parsed one by one, and an assignment of a form seen before is made
+    # from that form's tree: the trees and positions must be those lark gives the whole
+    # text, the first time and again (from the forms), and with other names and numbers.
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        text = random_program(rng)
+        want = without_inner_ends(lark_shapes(text))
+        assert not isinstance(want, tuple), want            # (valid programs only)
+        got = our_shapes(text)
+        assert without_inner_ends(got) == want
+        assert our_shapes(text) == got
+        renamed = text.replace("y1", "zz9").replace("2.5", "7.25")
+        assert without_inner_ends(our_shapes(renamed)) == without_inner_ends(
+            lark_shapes(renamed))
+
+
+def test_lark_parses_each_form_of_statement_once():
+    # A long program of a few forms: lark reads the first statement of each form, the
+    # rest are made from its tree (lark used to read all of the text).
+    import lark
+    read = []
+    parse = lark.Lark.parse
+
+    def spy(self, text, *args, **kwargs):
+        read.append(len(text))
+        return parse(self, text, *args, **kwargs)
+    program = "x0 := y;\n" + "".join(f"x{i} := x{i - 1}*2 + sin(x{i - 1});\n"
+                                     for i in range(1, 3000))
+    lark.Lark.parse = spy
+    try:
+        s, _ = run(program)
+    finally:
+        lark.Lark.parse = parse
+    assert sum(read) < len(program) / 100
+    assert s.variables["X2999"][()].args[0].op.name == "mul"
+
+
+def test_a_hundred_thousand_statements_and_ten_thousand_terms():
+    # Neither the parser nor the interpreter recurses over the program or an expression.
+    s, _ = run("y := x;\n" + "y := cos(y);\n" * 100000
+               + "f := " + " + ".join(f"y*{i}" for i in range(10000)) + ";\n")
+    assert len(s.graph.nodes) > 120000
+    want = 0.25
+    for _ in range(100000):
+        want = math.cos(want)
+    assert values(s, "f", {("X", ()): 0.25}) == pytest.approx(want * sum(range(10000)),
+                                                               rel=1e-9)

@@ -248,16 +248,21 @@ def _fortran_program(session, body, outputs_):
     return "\n".join(lines) + "\n", env
 
 
-def _check_with_gfortran(tmp_path, session, body, outs):
-    """Compile and run the emitted `body` with gfortran; compare with the graph."""
-    source, env = _fortran_program(session, body, outs)
+def _compile_and_run(tmp_path, source):
+    """The numbers a Fortran program prints, compiled with gfortran."""
     (tmp_path / "t.f").write_text(source)
     subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), str(tmp_path / "t.f")],
                    check=True, capture_output=True, cwd=tmp_path)
     printed = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
                              text=True).stdout.split()
+    return [float(v) for v in printed]
+
+
+def _check_with_gfortran(tmp_path, session, body, outs):
+    """Compile and run the emitted `body` with gfortran; compare with the graph."""
+    source, env = _fortran_program(session, body, outs)
     expected = np.concatenate([values(session, n, env).reshape(-1) for n in outs])
-    np.testing.assert_allclose([float(v) for v in printed], expected, rtol=1e-12)
+    np.testing.assert_allclose(_compile_and_run(tmp_path, source), expected, rtol=1e-12)
 
 
 @pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
@@ -344,3 +349,125 @@ def test_fortran_renames_variables_named_like_intrinsics():
                                + 2 * got[("X", ())] + got[("SIGN1", (1,))])
     assert code(s, "outcode(x) abs1;", fortran=True) == "      ABS1 = X*2\n"  # names in use
     assert code(s, "outcode(x) abs;") == "ABS := X*X;\n"             # ADDS keeps them
+
+
+def test_operators_named_like_intrinsics_are_renamed_in_fortran(tmp_path):
+    # ABS and MAX are declared operators here, and DABS is made by differentiating ABS:
+    # in Fortran a call ABS(X) (or DABS, MAX) reaches the intrinsic, whatever the program
+    # defines, and cbrt's code calls the intrinsic ABS too.
+    s, _ = run("operator abs(1), max(2); f := abs(x)*max(x, y) + cbrt(x); "
+               "g := dfd(f, vec(x, y));")
+    text = code(s, "outcode(x, y) f, g;", fortran=True)
+    lines = text.splitlines()
+    assert lines[:3] == ["C OPERATOR ABS IS WRITTEN ABS1 (ABS IS RESERVED)",
+                         "C OPERATOR MAX IS WRITTEN MAX2 (MAX IS RESERVED)",   # MAX1 is one
+                         "C OPERATOR DABS IS WRITTEN DABS1 (DABS IS RESERVED)"]
+    assert "SIGN(ABS(X)**(1D0/3),X)" in text and "ABS1(X)" in text
+    assert "DMAX(1,X,Y)" in text                      # no intrinsic: written as it is
+
+    def expected(x, y):
+        a, m = x * x + 1, x * y + x           # ABS(a) = a**2+1, MAX(a, b) = a*b+a
+        return {"F": a * m + np.cbrt(x),
+                "G": [2 * x * m + a * (y + 1) + 1 / (3 * np.cbrt(x) ** 2), a * x]}
+
+    ops = {"ABS1": (lambda at, a: a * a + 1, 0), "MAX2": (lambda at, a, b: a * b + a, 0),
+           "DABS1": (lambda at, a: 2 * a, 1),
+           "DMAX": (lambda at, a, b: [b + 1, a][at[0] - 1], 1)}
+    env = {("X", ()): 0.7, ("Y", ()): -1.3}
+    got = emitted.run(text, env, True, ops)
+    want = expected(0.7, -1.3)
+    np.testing.assert_allclose(got[("F", ())], want["F"], rtol=1e-13)
+    np.testing.assert_allclose([got[("G", (1,))], got[("G", (2,))]], want["G"], rtol=1e-13)
+    # The ADDS format has no ABS or MAX: there the names stay.
+    adds = code(s, "outcode(x, y) f, g;")
+    assert "ABS(X)" in adds and "DABS[1](X)" in adds and "%" not in adds
+    got = emitted.run(adds, env, False, {"ABS": ops["ABS1"], "MAX": ops["MAX2"],
+                                         "DABS": ops["DABS1"], "DMAX": ops["DMAX"]})
+    np.testing.assert_allclose(got[("F", ())], want["F"], rtol=1e-13)
+    if shutil.which("gfortran") is None:
+        return
+    source, env = _fortran_program(s, text, ["f", "g"])
+    functions = """
+        DOUBLE PRECISION FUNCTION ABS1(A)
+        DOUBLE PRECISION A
+        ABS1 = A*A+1
+        END
+        DOUBLE PRECISION FUNCTION MAX2(A, B)
+        DOUBLE PRECISION A, B
+        MAX2 = A*B+A
+        END
+        DOUBLE PRECISION FUNCTION DABS1(I, A)
+        INTEGER I
+        DOUBLE PRECISION A
+        DABS1 = 2*A
+        END
+        DOUBLE PRECISION FUNCTION DMAX(I, A, B)
+        INTEGER I
+        DOUBLE PRECISION A, B
+        DMAX = A
+        IF (I .EQ. 1) DMAX = B+1
+        END"""
+    source += "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+    printed = _compile_and_run(tmp_path, source)
+    want = expected(env[("X", ())], env[("Y", ())])
+    np.testing.assert_allclose(printed, [want["F"], *want["G"]], rtol=1e-12)
+
+
+def test_derived_operator_and_variable_of_one_name(tmp_path):
+    # The user's DH and H's D operator: the operator is DH1 (a comment says so), so the
+    # code reads the variable DH and calls DH1, in both formats and in gfortran.
+    s, _ = run("operator h(1); dh := x*x; f := h(x)*dh; g := dfd(f, x);")
+    h, dh1 = (lambda at, a: a ** 3), (lambda at, a: 3 * a * a)     # H and its derivative
+    ops = {"H": (h, 0), "DH1": (dh1, 1)}
+    x = 0.6
+    want = {"F": x ** 5, "G": 3 * x ** 2 * x ** 2 + x ** 3 * 2 * x}
+    for fortran in (False, True):
+        text = code(s, "outcode(x) f, g, dh;", fortran)
+        assert text.splitlines()[0].endswith("DH1 IS THE D OPERATOR OF H (DH IS TAKEN)")
+        assert ("DH1(1,X)" if fortran else "DH1[1](X)") in text
+        got = emitted.run(text, {("X", ()): x}, fortran, ops)
+        assert got[("DH", ())] == pytest.approx(x * x)
+        assert got[("F", ())] == pytest.approx(want["F"])
+        assert got[("G", ())] == pytest.approx(want["G"])
+    if shutil.which("gfortran") is None:
+        return
+    source, env = _fortran_program(s, text, ["f", "g", "dh"])
+    functions = """
+        DOUBLE PRECISION FUNCTION H(A)
+        DOUBLE PRECISION A
+        H = A**3
+        END
+        DOUBLE PRECISION FUNCTION DH1(I, A)
+        INTEGER I
+        DOUBLE PRECISION A
+        DH1 = 3*A*A
+        END"""
+    source += "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+    x = env[("X", ())]
+    np.testing.assert_allclose(_compile_and_run(tmp_path, source),
+                               [x ** 5, 5 * x ** 4, x * x], rtol=1e-12)
+
+
+def test_fortran_statement_words_are_names_like_any_other(tmp_path):
+    # Fortran reserves no words: variables and operators named IF, DO, END, DATA, CALL
+    # are written as they are (only intrinsic functions are renamed) and gfortran reads
+    # them as names.
+    s, _ = run("operator if(1), end(2); do := x*x; data := do + 1; call := if(do)*end(do, x);")
+    text = code(s, "outcode(x) do, data, call;", fortran=True)
+    assert "C " not in text and "CALL = IF(DO)*END(DO,X)" in text
+    if shutil.which("gfortran") is None:
+        return
+    source, env = _fortran_program(s, text, ["do", "data", "call"])
+    functions = """
+        DOUBLE PRECISION FUNCTION IF(A)
+        DOUBLE PRECISION A
+        IF = A+3
+        END
+        DOUBLE PRECISION FUNCTION END(A, B)
+        DOUBLE PRECISION A, B
+        END = A*B
+        END"""
+    source += "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+    x = env[("X", ())]
+    np.testing.assert_allclose(_compile_and_run(tmp_path, source),
+                               [x * x, x * x + 1, (x * x + 3) * (x * x * x)], rtol=1e-12)

@@ -105,6 +105,26 @@ def test_fortran_and_adds_text_of_a_compiled_function(language):
     assert ("X(2)" if language == "fortran" else "X[2]") in a
 
 
+@pytest.mark.parametrize("language, names", [
+    ("fortran", {"X": "X1", "max": "MAX2", "Max": "MAX3"}),   # MAX1 is an intrinsic too
+    ("adds", {"X": "X1", "max": "MAX", "Max": "MAX1"})])
+def test_text_gives_custom_primitives_names_of_their_own(language, names):
+    # A primitive named like an argument (X), like a FORTRAN intrinsic (a call of MAX would
+    # reach the intrinsic), or like another but for case: each is called by a name of its
+    # own, and a comment says which.
+    twice = wg.primitive(lambda v: 2 * v, name="x").defpartials(lambda v, ans: 2.0)
+    thrice = wg.primitive(lambda v: 3 * v, name="max").defpartials(lambda v, ans: 3.0)
+    square = wg.primitive(lambda v: v * v, name="Max").defpartials(lambda v, ans: 2 * v)
+    text = wg.compile(lambda x, y: twice(x) + thrice(y) * square(x), 1.0, 2.0).code(language)
+    for name, written in names.items():
+        if written != name.upper():
+            assert f"OPERATOR {name.upper()} IS WRITTEN {written} (" in text
+    ops = {names["X"]: (lambda at, v: 2 * v, 0), names["max"]: (lambda at, v: 3 * v, 0),
+           names["Max"]: (lambda at, v: v * v, 0)}
+    env = emitted.run(text, {("X", ()): 1.5, ("Y_", ()): -2.0}, language == "fortran", ops)
+    assert env[("Y", (1,))] == pytest.approx(2 * 1.5 + 3 * -2.0 * 1.5 ** 2)
+
+
 def test_code_rejects_unknown_languages():
     with pytest.raises(ValueError, match="language"):
         wg.compile(lambda x: x, 1.0).code("rust")

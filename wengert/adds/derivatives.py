@@ -25,7 +25,11 @@ dfdv                   ``v`` + f   [n]                     the n operands, m wei
 ====================  ==========  ======================  =======================
 
 (m is the number of elements of f's result.)  They are operators too, so they can be
-differentiated in turn (``ddf``, ``vdf``, ...).
+differentiated in turn (``ddf``, ``vdf``, ...).  A derivative operator belongs to the
+operator it was made from: where its name is taken already (by a variable, an operator of
+the user's, a built-in: ``vp`` is the vector product, not the ``v`` operator of ``p``), it
+gets the first free name with a digit appended (``dh1``), and no operator the user
+declared is ever taken for one.
 """
 from __future__ import annotations
 
@@ -50,7 +54,10 @@ class Operator:
 
     `table` is the session's dictionary of operators, where derived operators are
     declared; `directional` says whether the sweep in progress is a ``dfuv``/``dfdv`` (use
-    the ``u``/``v`` operators) or a ``dfu``/``dfd`` (use the partials, the ``d`` operator).
+    the ``u``/``v`` operators) or a ``dfu``/``dfd`` (use the partials, the ``d`` operator);
+    `taken(name)` says whether a name that is no operator is in use otherwise (a variable,
+    a built-in), so that no derived operator is given it.  A derived operator's `origin`
+    is ``(operator, prefix)``: what it is the derivative operator of.
 
     Example:
         >>> import wengert as wg
@@ -65,11 +72,14 @@ class Operator:
         ({'at': (1, 3)}, ['DH', 'H'])
     """
 
-    def __init__(self, name, shape, n, table, directional):
+    def __init__(self, name, shape, n, table, directional, taken=None, origin=None):
         self.name, self.shape, self.n = name, tuple(shape), int(n)
         self.size = int(np.prod(self.shape, dtype=np.int64))
         self.table = table
         self.directional = directional
+        self.taken = taken if taken is not None else (lambda name: False)
+        self.origin = origin
+        self._derived = {}              # prefix -> the derived operator made for it
         self.primitive = Primitive(
             name, lambda *args, at: math.nan, cost="call", foldable=False,
             abstract_eval=lambda args, params: ((), F64),
@@ -91,16 +101,28 @@ class Operator:
         return build(self.shape, lambda i: self.primitive(
             *operands, at=tuple(j + 1 for j in i)))
 
+    def describe(self) -> str:
+        """The operator for a message: its signature, and where a derived one comes from."""
+        if self.origin is None:
+            return f"operator {self.signature()}"
+        base, prefix = self.origin
+        return (f"operator {self.signature()} (the {prefix} operator of {base.name}, "
+                "declared by differentiating it)")
+
     def derived(self, prefix, shape, n) -> "Operator":
-        """The operator ``prefix + name``, declared now if it is not yet."""
-        name = prefix + self.name
-        op = self.table.get(name)
-        if op is None:
-            return Operator(name, shape, n, self.table, self.directional)
-        if not isinstance(op, Operator) or op.shape != tuple(shape) or op.n != n:
-            have = op.signature() if isinstance(op, Operator) else "a variable"
-            raise AddsError(f"differentiating {self.signature()} declares the operator "
-                            f"{name}{type_str(tuple(shape))}({n}), but {name} is {have}")
+        """The derivative operator `prefix` (D, U or V) of this one, declared now if it is
+        not yet: named ``prefix + name``, or, if that name is taken, the first free one
+        with a digit appended."""
+        op = self._derived.get(prefix)
+        if op is not None and self.table.get(op.name) is op:   # (not undone since)
+            return op
+        name, k = prefix + self.name, 0
+        while name in self.table or self.taken(name):
+            k += 1
+            name = f"{prefix}{self.name}{k}"
+        op = Operator(name, shape, n, self.table, self.directional, self.taken,
+                      origin=(self, prefix))
+        self._derived[prefix] = op
         return op
 
     # --- derivative rules, in the form the sweeps of wengert.ad ask for -------------------

@@ -3,7 +3,9 @@
 A `Session` holds the graph, the variables (name -> value, an object array of nodes), the
 declared operators, and the I/O state (``out`` files, ``on echo``, ``on fort``).  Every
 statement runs atomically: if it fails, the graph, the variables and the operators are as
-they were before it, so an interactive session can go on.
+they were before it, so an interactive session can go on.  (The dictionaries journal
+what a statement changes, so that it can be undone: copying them before each statement
+made a long program's run time grow with the square of its length.)
 
 Names not yet defined that are read as scalars become input nodes (the paper's ``in``
 nodes); arrays are declared by ``array`` or by a first assignment.
@@ -13,7 +15,6 @@ from __future__ import annotations
 import os
 import sys
 
-import lark
 import numpy as np
 
 from ..codegen.count import count_ops
@@ -24,7 +25,7 @@ from ..primitives import scalar as P
 from . import derivatives as D
 from . import types as T
 from .errors import AddsError
-from .parser import parse
+from .parser import Tree, build, position, statements
 
 #: The sixteen scalar functions of §2.4 ⑧, by ADDS name: (primitive, number of operands).
 FUNCTIONS = {name.upper(): (getattr(P, name), 2 if name == "atan2" else 1) for name in (
@@ -70,16 +71,19 @@ class Session:
         self.echo = False
         self.fort = False
         self.directional = False        # set while dfuv/dfdv run (see derivatives.py)
+        self._target = None             # the name an assignment running assigns to
         self._reading = []              # files being read by `in`, outermost first
+        self._undo = []                 # how to undo the running statement's changes
+        self._running = 0               # statements running (more than one: `in`)
         self.clear()
 
     def clear(self) -> None:
         """Empty the graph and forget variables and operators (the ``clear`` statement)."""
         self.graph = Graph(optimize=self.optimize, straight_line=True)
         self.derived = set()            # nodes made by derivative operators (dfd, err, ...)
-        self.variables = {}             # name -> object array of nodes
-        self.operators = {}             # name -> derivatives.Operator
-        self.symbols = {}               # input node index -> Symbol (its name in code)
+        self.variables = _Journaled(self._undo)   # name -> object array of nodes
+        self.operators = _Journaled(self._undo)   # name -> derivatives.Operator
+        self.symbols = _Journaled(self._undo)     # input node index -> Symbol (its name)
 
     # --- running text -----------------------------------------------------------------------
     def execute(self, text: str, filename: str = "<input>", directory: str = None,
@@ -89,9 +93,11 @@ class Session:
         done.  With `on_error` (the REPL), a failing statement's error is passed to it
         instead and the statements after it still run.  `directory` is where ``in`` looks
         for relative file names (default: the current directory)."""
-        statements = parse(text, filename)
+        pending = statements(text, filename)          # all of it checked first
         with np.errstate(all="ignore"):
-            for stmt in statements:
+            for k, item in enumerate(pending):
+                pending[k] = None               # (its tree lives while it runs)
+                stmt = build(item)
                 try:
                     self._atomic(stmt, text, filename, directory)
                 except AddsError as e:
@@ -125,25 +131,37 @@ class Session:
             self._reading.pop()
 
     def _atomic(self, stmt, text, filename, directory):
-        snapshot = (self.graph, len(self.graph.nodes), dict(self.variables),
-                    dict(self.operators), dict(self.symbols))
+        undo = self._undo
+        mark = len(undo)                # (a statement of a file read by `in` runs inside
+        snapshot = (self.graph, len(self.graph.nodes), self.variables, self.operators,
+                    self.symbols)       # the `in` statement, which may yet fail)
         self._where = (filename, text)
+        self._running += 1
         try:
             if self.echo:
-                start, end = stmt.meta.start_pos, stmt.meta.end_pos
-                print(text[start:end] + ";", file=self.stderr)
+                print(text[stmt.pos:stmt.end] + ";", file=self.stderr)
             self._statement(stmt, directory)
         except BaseException as e:
+            while len(undo) > mark:
+                table, key, old = undo.pop()
+                if old is _ABSENT:
+                    dict.pop(table, key, None)
+                else:
+                    dict.__setitem__(table, key, old)
             graph, size, self.variables, self.operators, self.symbols = snapshot
             self.graph = graph
             graph.truncate(size)
             self.derived = {i for i in self.derived if i < size}
             if isinstance(e, AddsError):
-                raise e.at(filename, text, stmt.meta.line, stmt.meta.column)
+                raise _located(e, stmt, (filename, text))
             if isinstance(e, Exception) and not isinstance(e, BrokenPipeError):
-                raise AddsError(f"internal error: {type(e).__name__}: {e}").at(
-                    filename, text, stmt.meta.line, stmt.meta.column) from e
+                raise _located(AddsError(f"internal error: {type(e).__name__}: {e}"), stmt,
+                               (filename, text)) from e
             raise
+        finally:
+            self._running -= 1
+        if not self._running:
+            undo.clear()
 
     def _write(self, lines) -> None:
         out = self.out if self.out is not None else self.stdout
@@ -164,11 +182,17 @@ class Session:
         elif kind == "array_decl":
             for decl in c:
                 name, dims = decl.children
-                self._declare_array(name, _dims(dims))
+                try:
+                    self._declare_array(name, _dims(dims))
+                except AddsError as e:          # (at the declaration that is wrong)
+                    raise _located(e, decl, self._where)
         elif kind == "operator_decl":
             for decl in c:
                 name, dims, n = decl.children
-                self._declare_operator(name, _dims(dims) if dims else (), int(n))
+                try:
+                    self._declare_operator(name, _dims(dims) if dims else (), int(n))
+                except AddsError as e:
+                    raise _located(e, decl, self._where)
         elif kind in ("outcode", "count"):
             self._outcode(kind, c[0], c[1])
         elif kind == "clear":
@@ -205,9 +229,16 @@ class Session:
     def _assign(self, ref, expr):
         name, index = ref.children
         name = str(name)
-        value = self.value(expr)
+        self._target = name     # (no operator that differentiating declares takes it)
+        try:
+            value = self.value(expr)
+        finally:
+            self._target = None
         old = self.variables.get(name)
-        if name in self.operators or name in FUNCTIONS or name in SPECIAL:
+        if name in self.operators:
+            raise AddsError(f"{name} is an {self.operators[name].describe()}; it cannot be "
+                            "assigned to")
+        if name in FUNCTIONS or name in SPECIAL:
             raise AddsError(f"{name} is an operator; it cannot be assigned to")
         if index is None:
             if old is not None and old.shape != value.shape:
@@ -237,8 +268,8 @@ class Session:
             raise AddsError(f"{name} is already a variable of type "
                             f"{T.type_str(self.variables[name])}")
         if name in self.operators:
-            raise AddsError(f"{name} is already declared as operator "
-                            f"{self.operators[name].signature()}")
+            raise AddsError(f"{name} is already declared: it is the "
+                            f"{self.operators[name].describe()}")
 
     def _declare_array(self, name, shape):
         name = str(name)
@@ -252,7 +283,14 @@ class Session:
         self._check_new_name(name, "operator")
         if n < 1:
             raise AddsError(f"operator {name} must take at least one operand")
-        D.Operator(name, shape, n, self.operators, lambda: self.directional)
+        D.Operator(name, shape, n, self.operators, lambda: self.directional,
+                   self._name_taken)
+
+    def _name_taken(self, name) -> bool:
+        """Whether a name not among the operators is in use: a variable, a built-in, or
+        the variable the statement running assigns to."""
+        return (name in self.variables or name in FUNCTIONS or name in SPECIAL
+                or name == self._target)
 
     def _input(self, name, index=()):
         sym = Symbol(str(name), index)
@@ -285,14 +323,27 @@ class Session:
                         reserved=set(self.variables) | set(self.operators))
         except EmitError as e:
             raise AddsError(f"outcode: {e}") from None
-        self._write(code.lines)
+        self._write(self._derived_notes(code, fmt) + code.lines)
+
+    def _derived_notes(self, code, fmt) -> list:
+        """Comments naming the derivative operators in `code` that could not have their
+        usual names (DH taken by a variable, say, so H's is DH1)."""
+        called = {n.op for n in code.parameter_part + code.input_part}
+        lines = []
+        for op in self.operators.values():
+            if op.origin is not None and op.primitive in called:
+                base, prefix = op.origin
+                if op.name != prefix + base.name:
+                    lines += fmt.comment(f"{op.name} IS THE {prefix} OPERATOR OF {base.name} "
+                                         f"({prefix}{base.name} IS TAKEN)")
+        return lines
 
     def _free(self):
         """Rebuild the graph with only the nodes the variables still need."""
         old = self.graph
         roots = T.flat(list(self.variables.values()))
         new = Graph(optimize=self.optimize, straight_line=True)
-        new_of, symbols = {}, {}
+        new_of, symbols = {}, _Journaled(self._undo)
         for i in sorted(old.mark_down(roots)) if roots else ():
             node = old.nodes[i]
             if node.is_const:
@@ -306,8 +357,9 @@ class Session:
                                       node.params)
         self.derived = {new_of[i].index for i in new_of if i in self.derived}
         self.graph, self.symbols = new, symbols
-        self.variables = {name: T.build(v.shape, lambda i, v=v: new_of[v[i].index])
-                          for name, v in self.variables.items()}
+        self.variables = _Journaled(self._undo, {
+            name: T.build(v.shape, lambda i, v=v: new_of[v[i].index])
+            for name, v in self.variables.items()})
 
     def _include(self, name, directory):
         path = name if os.path.isabs(name) else os.path.join(directory or os.getcwd(), name)
@@ -328,8 +380,9 @@ class Session:
         evaluated innermost first, in the order a recursive walk would take (so inputs and
         nodes are made in the same order), and each construct's ``self.value(operand)``
         then only takes the operand's value from `_done`."""
-        if id(tree) in self._done:
-            return self._done.pop(id(tree))
+        done = self._done.pop(id(tree), _ABSENT)
+        if done is not _ABSENT:
+            return done
         try:
             for t in _innermost_first(tree):
                 try:
@@ -353,9 +406,7 @@ class Session:
             return T.neg(self.value(c[0]))
         if kind == "indexed":
             return T.index(self.value(c[0]), self._indices(c[1]), "the value")
-        a, b = self.value(c[0]), self.value(c[1])
-        return {"add": T.add, "sub": T.sub, "mul": T.mul, "div": T.div,
-                "pow": T.power}[kind](a, b)
+        return _BINARY[kind](self.value(c[0]), self.value(c[1]))
 
     def _variable(self, ref, read=False):
         """The value of a variable reference ``a`` or ``a[i, ...]``.  Reading an unknown
@@ -442,37 +493,61 @@ class Session:
         return (D.dfu if name == "DFU" else D.dfd)(*values)
 
 
-_EXPRESSIONS = frozenset({"number", "ref", "call", "neg", "indexed", "add", "sub", "mul",
-                          "div", "pow"})
+_BINARY = {"add": T.add, "sub": T.sub, "mul": T.mul, "div": T.div, "pow": T.power}
+
+_EXPRESSIONS = frozenset({"number", "ref", "call", "neg", "indexed", *_BINARY})
 
 
 def _innermost_first(tree) -> list:
     """The expression subtrees of `tree` (itself last), each after its operands, in the
     order `Session._value` evaluates them: a call's operands before its index.  By an
-    explicit stack, so the depth of the expression does not matter."""
-    out, stack = [], [(tree, False)]
+    explicit stack, so the depth of the expression does not matter: the walk visits each
+    tree before its operands, the last operand first, and the reverse of that order is
+    the one wanted."""
+    out, stack = [], [tree]
     while stack:
-        t, expanded = stack.pop()
-        if expanded:
+        t = stack.pop()
+        data, children = t.data, t.children
+        if data in _EXPRESSIONS:
             out.append(t)
-            continue
-        if t.data in _EXPRESSIONS:
-            stack.append((t, True))
-        children = t.children
-        if t.data == "call":                # NAME, index, operands...
+        if data == "call":                  # NAME, index, operands...
             children = children[2:] + children[1:2]
-        stack.extend((c, False) for c in reversed(children) if isinstance(c, lark.Tree))
+        for c in children:
+            if type(c) is Tree:
+                stack.append(c)
+    out.reverse()
     return out
 
 
 def _located(error, where, source):
     """Attach the position of a tree or token to an error (if it has none yet)."""
-    filename, text = source
-    meta = where if isinstance(where, lark.Token) else getattr(where, "meta", None)
-    line = getattr(meta, "line", None)
-    if line is None:
+    pos = getattr(where, "pos", None)
+    if error.located or pos is None:
         return error
-    return error.at(filename, text, line, meta.column)
+    filename, text = source
+    return error.at(filename, text, *position(text, pos))
+
+
+_ABSENT = object()
+
+
+class _Journaled(dict):
+    """A dictionary that notes, in the list `log`, how to undo each change made to it by
+    item assignment or deletion (what a statement does to the session's tables)."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, log, *args):
+        super().__init__(*args)
+        self.log = log
+
+    def __setitem__(self, key, value):
+        self.log.append((self, key, self.get(key, _ABSENT)))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        self.log.append((self, key, self[key]))
+        super().__delitem__(key)
 
 
 def _dims(tree) -> tuple:

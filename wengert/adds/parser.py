@@ -1,20 +1,46 @@
 """The grammar of the ADDS language (seed 002, §2) and its parser.
 
-Lark's LALR parser reads a whole input into a list of statements, each a `lark.Tree` whose
-``meta`` holds its position; the interpreter walks those trees.  Keywords and names are
-case-insensitive (names are upper-cased here, as ADDS upper-cases its input); the text of
-strings is kept as written, since it may be a file name.
+The grammar below, read by lark's LALR parser, is the language's definition.  A program
+is parsed statement by statement, into `Tree`\\ s of `Token`\\ s that the interpreter
+walks; each knows where it starts in the text (`pos`), so an error can name its file,
+line and column.  Keywords and names are case-insensitive (names are upper-cased here, as
+ADDS upper-cases its input); the text of strings is kept as written, since it may be a
+file name.
 
 Precedence, loosest first: ``+ -``, then ``* /``, then unary minus, then ``**`` (right
 associative, so ``-x**2`` is ``-(x**2)`` and ``a**b**c`` is ``a**(b**c)``, as in Fortran).
+
+Why statement by statement, and what is remembered.  Lark spends some microseconds on
+every token, so a program of 100,000 statements took it half a minute; but programs that
+long are written by programs, and their statements repeat a few forms (``x1 := x0*2 +
+sin(x0);`` with other names and numbers).  So a fast scanner (`_scan`, one regular
+expression) cuts the text into statements and tokens, and an assignment is parsed by lark
+only the first time its *form* (the kinds of its tokens: name, number, ``*``, ...) is seen:
+an LALR parse depends on nothing else, so lark's tree for that statement, with its names,
+numbers and positions taken out, is a `_Template` that gives the tree of every later
+statement of the same form.  Every other statement (declarations, ``outcode``, ...) and
+every statement with a mistake in it is parsed by lark itself, so messages are lark's.
+
+The whole text is checked before anything runs (`statements`), so a syntax error anywhere
+means that nothing ran; a statement's tree is made when it is about to run (`build`), so a
+long program never holds all of its trees at once.
 """
 from __future__ import annotations
 
 import functools
+import re
 
 import lark
 
 from .errors import AddsError
+
+# Terminals the scanner below matches too: one spelling for both.
+_NAME = r"[A-Za-z][A-Za-z0-9_]*"
+_NUMBER = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eEdD][+-]?[0-9]+)?"
+_STRING = r'"[^"\n]*"'
+_COMMENT = r"comment\b[^;]*"
+_BLANK = r"[ \t\f\r\n]"
+_REMARK = r"%[^\n]*"
 
 GRAMMAR = r"""
 start: (_stmt? ";")*
@@ -66,15 +92,20 @@ comment_stmt: COMMENT
     | "(" expr ")" index -> indexed
 call: NAME [index] "(" [expr ("," expr)*] ")"
 
-COMMENT.2: /comment\b[^;]*/i
-NAME: /[A-Za-z][A-Za-z0-9_]*/
+COMMENT.2: /%(comment)s/i
+NAME: /%(name)s/
 INT: /[0-9]+/
-NUMBER.0: /([0-9]+\.?[0-9]*|\.[0-9]+)([eEdD][+-]?[0-9]+)?/
-STRING: /"[^"\n]*"/
+NUMBER.0: /%(number)s/
+STRING: /%(string)s/
 
-%ignore /[ \t\f\r\n]+/
-%ignore /%[^\n]*/
-"""
+%%ignore /%(blank)s+/
+%%ignore /%(remark)s/
+""" % {"comment": _COMMENT, "name": _NAME, "number": _NUMBER, "string": _STRING,
+       "blank": _BLANK, "remark": _REMARK}
+
+#: The words that begin a statement (``array``, ``outcode``, ...), upper-cased: at a
+#: statement's start such a name is the keyword, elsewhere a name.
+KEYWORDS = frozenset(w.upper() for w in re.findall(r'"(\w+)"i', GRAMMAR))
 
 # How the parser's token names read in an error message.
 _READABLE = {
@@ -85,6 +116,45 @@ _READABLE = {
 }
 
 
+class Tree:
+    """A construct of a statement: `data` names it (``"assign"``, ``"add"``, ``"ref"``,
+    ...; the grammar's rule or alias), `children` are its parts in order (trees, tokens,
+    and None for an optional part left out), `pos` is where its first character is in the
+    text; a statement also has `end`, just past its last character (its ``;`` excluded).
+    """
+
+    __slots__ = ("data", "children", "pos", "end")
+
+    def __init__(self, data, children, pos, end=None):
+        self.data, self.children, self.pos, self.end = data, children, pos, end
+
+    def __repr__(self):
+        return f"Tree({self.data!r}, {self.children!r})"
+
+
+class Token(str):
+    """A name (upper-cased), number, integer, string or comment of the text: the string,
+    with its `type` (``"NAME"``, ``"NUMBER"``, ...) and `pos` (where it starts)."""
+
+    def __new__(cls, type_, value, pos):
+        token = str.__new__(cls, value)
+        token.type, token.pos = type_, pos
+        return token
+
+    def __repr__(self):
+        return f"Token({self.type!r}, {str(self)!r})"
+
+
+def position(text: str, pos: int) -> tuple:
+    """(line, column) of offset `pos` of `text`, both from 1, as lark counts them.
+
+    Example:
+        >>> position("f := x;\\ng := y;", 13)
+        (2, 6)
+    """
+    return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+
+
 @functools.lru_cache(maxsize=None)
 def _parser():
     return lark.Lark(GRAMMAR, parser="lalr", propagate_positions=True,
@@ -92,41 +162,254 @@ def _parser():
 
 
 def parse(text: str, filename: str = "<input>") -> list:
-    """The statements of an ADDS program, as lark trees.  Names are upper-cased.
+    """The statements of an ADDS program, as `Tree`\\ s.  Names are upper-cased.
 
     Example:
-        >>> [str(s.data) for s in parse("array x[2]; f := x*x; outcode(x) f;")]
+        >>> [s.data for s in parse("array x[2]; f := x*x; outcode(x) f;")]
         ['array_decl', 'assign', 'outcode']
         >>> parse("f := (a+1;", "f.adds")
         Traceback (most recent call last):
         ...
         wengert.adds.errors.AddsError: f.adds:1:10: error: unexpected ';', expected ...
     """
+    return [build(s) for s in statements(text, filename)]
+
+
+def statements(text: str, filename: str = "<input>") -> list:
+    """The statements of a program, syntax checked but not yet made into trees: give
+    each to `build` (in order, as each is about to run).  Raises `AddsError` at the first
+    syntax error."""
+    out = []
+    for kinds, values, positions, stop in _scan(text):
+        if kinds[0] == "comment":
+            if stop is not None:
+                pos = positions[0]
+                out.append(Tree("comment_stmt", [Token("COMMENT", values[0], pos)], pos,
+                                pos + len(values[0])))
+                continue
+        elif kinds[0] == "N" and values[0].upper() not in KEYWORDS and stop is not None:
+            template = _TEMPLATES.get(kinds)
+            if template is not None:
+                out.append((template, values, positions))
+                continue
+            tree = _lark(text, positions[0], stop + 1, filename)[0]
+            if len(kinds) > _LONGEST_FORM:
+                out.append(tree)
+                continue
+            if len(_TEMPLATES) >= _MAX_TEMPLATES:
+                _TEMPLATES.clear()
+            template = _TEMPLATES[kinds] = _Template(tree, positions)
+            out.append((template, values, positions))   # (smaller than the tree)
+            continue
+        out.extend(_lark(text, positions[0], len(text) if stop is None else stop + 1,
+                         filename))
+    return out
+
+
+def build(statement) -> Tree:
+    """The tree of one of the `statements`."""
+    if type(statement) is Tree:
+        return statement
+    template, values, positions = statement
+    return template.make(values, positions)
+
+
+# --------------------------------------------------------------------------------------
+# the scanner
+# --------------------------------------------------------------------------------------
+# One token after blanks: a remark (1), name (2), number (3), operator (4), ';' (5),
+# string (6), or any other character but a blank (7), which only lark can explain.  (So
+# every character is in a match but blanks at the end, which finditer may skip.)
+_TOKEN = re.compile(rf"{_BLANK}*(?:({_REMARK})|({_NAME})|({_NUMBER})|(:=|\*\*|[-+*/()\[\],])"
+                    rf"|(;)|({_STRING})|([^ \t\f\r\n]))")
+_COMMENT_STATEMENT = re.compile(_COMMENT, re.IGNORECASE)
+
+
+def _scan(text):
+    """The statements of `text` as ``(kinds, values, positions, stop)``: the kinds of
+    their tokens (``"N"`` a name, ``"#"`` a number, ``'"'`` a string, ``"?"`` a character
+    no token starts with, an operator itself; a comment statement is one token of kind
+    ``"comment"``), the tokens' texts and offsets, and the offset of the ``;`` that ends
+    the statement (None: the text ends first).  Strings and remarks (``%``) are skipped
+    over as lark's lexer does, so a ``;`` in them ends nothing."""
+    out = []
+    kinds, values, positions = [], [], []
+    kind_of = (None, None, "N", "#", None, None, '"', "?")
+    pos = 0
+    while pos is not None:
+        resume, pos = pos, None
+        for m in _TOKEN.finditer(text, resume):
+            g = m.lastindex
+            if g == 5:                                  # ';'
+                if kinds:       # (tuples of strings and ints: the collector skips them)
+                    out.append((tuple(kinds), tuple(values), tuple(positions), m.start(5)))
+                    kinds, values, positions = [], [], []
+                continue
+            if g == 1:                                  # a remark
+                continue
+            value = m.group(g)
+            if g == 4:
+                kinds.append(value)
+            else:
+                if g == 2 and not kinds and value[0] in "cC":
+                    start = m.start(2)
+                    comment = _COMMENT_STATEMENT.match(text, start)
+                    if comment is not None:     # it runs to the next ';', whatever it holds
+                        stop = text.find(";", start)
+                        out.append((("comment",), (comment.group(),), (start,),
+                                    None if stop < 0 else stop))
+                        pos = None if stop < 0 else stop + 1
+                        break
+                kinds.append(kind_of[g])
+            values.append(value)
+            positions.append(m.start(g))
+    if kinds:
+        out.append((tuple(kinds), tuple(values), tuple(positions), None))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# lark, and templates of its trees
+# --------------------------------------------------------------------------------------
+def _lark(text, start, stop, filename) -> list:
+    """The statements in ``text[start:stop]``, parsed by lark, as `Tree`\\ s."""
+    piece = text[start:stop]
     try:
-        tree = _parser().parse(text)
+        tree = _parser().parse(piece)
     except lark.exceptions.UnexpectedInput as e:
-        raise _syntax_error(e, text, filename) from None
-    for stmt in tree.children:
-        for node in stmt.iter_subtrees():
-            node.children = [_upper(c) for c in node.children]
-    return tree.children
+        raise _syntax_error(e, text, start, filename) from None
+    return [_convert(stmt, start) for stmt in tree.children]
 
 
-def _upper(child):
-    if isinstance(child, lark.Token) and child.type == "NAME":
-        return child.update(value=child.value.upper())
-    return child
+def _convert(root, offset) -> Tree:
+    """A lark tree as a `Tree` (names upper-cased, offsets into the whole text), without
+    recursion over its depth."""
+    done = {}
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in node.children if isinstance(c, lark.Tree))
+            continue
+        children = []
+        for c in node.children:
+            if isinstance(c, lark.Tree):
+                children.append(done.pop(id(c)))
+            elif isinstance(c, lark.Token):
+                value = c.value.upper() if c.type == "NAME" else c.value
+                children.append(Token(c.type, value, c.start_pos + offset))
+            else:
+                children.append(c)
+        meta = node.meta
+        done[id(node)] = Tree(str(node.data), children, meta.start_pos + offset,
+                              meta.end_pos + offset)
+    return done.pop(id(root))
 
 
+_TEMPLATES = {}               # kinds of an assignment's tokens -> its _Template
+_MAX_TEMPLATES = 1000         # (a program of many forms: start again rather than grow)
+_LONGEST_FORM = 200           # tokens: a longer statement is seldom repeated
+
+
+class _Template:
+    """The tree of every assignment of one form, from lark's tree of one of them: the
+    steps that rebuild it, children before their parent, with token indices in place of
+    tokens and positions.  `make` takes the statement's token texts and offsets and
+    rebuilds its tree: by running the steps for the first statement of the form, and from
+    the second on by a Python function written for the form (unless it would nest more
+    deeply than Python's parser allows): so a form seen once costs no compilation, one
+    seen often is made fast."""
+
+    _DEEPEST = 40             # nesting of a generated function's one expression
+
+    def __init__(self, tree, positions):
+        first = {p: i for i, p in enumerate(positions)}      # offset -> token index
+        steps = []                # ("token", type, index), None, ("tree", data, n, index)
+        stack = [(tree, False)]
+        while stack:
+            node, ready = stack.pop()
+            if type(node) is Tree:
+                if ready:
+                    steps.append(("tree", node.data, len(node.children), first[node.pos]))
+                else:
+                    stack.append((node, True))
+                    stack.extend((c, False) for c in reversed(node.children))
+            elif node is None:
+                steps.append(None)
+            else:
+                steps.append(("token", node.type, first[node.pos]))
+        self.steps = steps
+
+    def make(self, values, positions) -> Tree:
+        self.make = self._second
+        return self._run(values, positions)
+
+    def _second(self, values, positions) -> Tree:
+        self.make = self._function() or self._run
+        return self.make(values, positions)
+
+    def _run(self, values, positions) -> Tree:
+        stack = []
+        push = stack.append
+        for step in self.steps:
+            if step is None:
+                push(None)
+            elif step[0] == "token":
+                _, kind, i = step
+                value = values[i]
+                push(Token(kind, value.upper() if kind == "NAME" else value, positions[i]))
+            else:
+                _, data, n, i = step
+                children = stack[len(stack) - n:]
+                del stack[len(stack) - n:]
+                push(Tree(data, children, positions[i]))
+        tree = stack.pop()
+        tree.end = positions[-1] + len(values[-1])
+        return tree
+
+    def _function(self):
+        """`_run` written out as one expression for this form (about three times
+        faster), or None if it would nest too deeply.  It holds only the grammar's rule
+        names and token indices, never text of the program."""
+        stack = []                              # (source, depth)
+        for step in self.steps:
+            if step is None:
+                stack.append(("None", 0))
+            elif step[0] == "token":
+                _, kind, i = step
+                value = f"v[{i}].upper()" if kind == "NAME" else f"v[{i}]"
+                stack.append((f"K({kind!r}, {value}, p[{i}])", 1))
+            else:
+                _, data, n, i = step
+                parts = stack[len(stack) - n:]
+                del stack[len(stack) - n:]
+                depth = 1 + max((d for _, d in parts), default=0)
+                if depth > self._DEEPEST:
+                    return None
+                stack.append((f"T({data!r}, [{', '.join(c for c, _ in parts)}], p[{i}])",
+                              depth))
+        source = (f"def make(v, p):\n    tree = {stack[0][0]}\n"
+                  "    tree.end = p[-1] + len(v[-1])\n    return tree\n")
+        namespace = {"T": Tree, "K": Token}
+        exec(compile(source, "<adds statement form>", "exec"), namespace)
+        return namespace["make"]
+
+
+# --------------------------------------------------------------------------------------
+# syntax errors
+# --------------------------------------------------------------------------------------
 def _describe(token) -> str:
     if token.type == "$END":
         return "end of input"
     return repr(str(token))
 
 
-def _syntax_error(e, text, filename) -> AddsError:
+def _syntax_error(e, text, offset, filename) -> AddsError:
+    """`AddsError` for lark's error in the piece of `text` from `offset` on."""
     if isinstance(e, lark.exceptions.UnexpectedCharacters):
-        char = text[e.pos_in_stream]
+        pos = offset + e.pos_in_stream
+        char = text[pos]
         if "\udc80" <= char <= "\udcff":          # an undecodable byte (surrogateescape)
             msg = f"byte 0x{ord(char) - 0xdc00:02X} is not UTF-8 text"
         else:
@@ -137,13 +420,13 @@ def _syntax_error(e, text, filename) -> AddsError:
                            for t in getattr(e, "expected", ()) or ()})
         if token is None or token.type == "$END":
             msg = "the input ends in the middle of a statement (a ';' is missing?)"
-            line, column = _end_position(text)
-            return AddsError(msg).at(filename, text, line, column)
+            return AddsError(msg).at(filename, text, *_end_position(text))
         msg = f"unexpected {_describe(token)}"
         if expected:
             msg += ", expected " + " or ".join(expected[:6]) + (" ..." if len(expected) > 6
                                                                  else "")
-    return AddsError(msg).at(filename, text, e.line, e.column)
+        pos = offset + token.start_pos
+    return AddsError(msg).at(filename, text, *position(text, pos))
 
 
 def _end_position(text):

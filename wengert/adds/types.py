@@ -65,6 +65,8 @@ def build(shape, element) -> np.ndarray:
         >>> build((2, 2), lambda i: i[0] * 10 + i[1]).tolist()
         [[0, 1], [10, 11]]
     """
+    if not shape:                       # a scalar (most values of most programs)
+        return scalar(element(()))
     check_size(shape)
     out = np.empty(shape, dtype=object)
     for index in np.ndindex(*shape):
@@ -74,6 +76,8 @@ def build(shape, element) -> np.ndarray:
 
 def elementwise(fn, *values) -> np.ndarray:
     """``fn`` applied to corresponding elements of values of one type."""
+    if not values[0].shape:
+        return scalar(fn(*[v[()] for v in values]))
     return build(values[0].shape, lambda i: fn(*[v[i] for v in values]))
 
 

@@ -25,7 +25,9 @@ no statement grows without bound (Fortran 77 allows 19 continuation lines).
 Temporaries are named ``<prefix><index>`` with a prefix that no user name (input, output or
 any name passed as ``reserved``) can be confused with: ``V`` unless a user name looks like
 ``V0003``, then ``W``, and so on.  A user name the format reserves (`Format.reserved`:
-FORTRAN's intrinsics) is written with a digit appended, and a comment says so.
+FORTRAN's intrinsics) is written with a digit appended, and a comment says so; so is a
+declared operator named like a function of the language (`Format.reserved_functions`: a
+call of ABS reaches FORTRAN's intrinsic), like a variable, or like another operator.
 """
 from __future__ import annotations
 
@@ -99,6 +101,19 @@ def _prefix_for(reserved) -> str:
     raise EmitError("no free prefix for temporaries")
 
 
+def _user_functions(fmt, ops) -> dict:
+    """{primitive: name} of the primitives among `ops` that are not wengert's own (declared
+    operators, custom primitives), in order of first appearance, if the format writes
+    them as calls of their names."""
+    if not fmt.calls_by_name:
+        return {}
+    out = {}
+    for op in ops:
+        if not op.builtin and op not in out:
+            out[op] = fmt.function(op.name)
+    return out
+
+
 def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
     """Straight-line code computing `outputs` from `inputs` (see the module doc).
 
@@ -150,17 +165,37 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         return names.get(node.index) or Symbol(node.name or f"IN{node.index}")
 
     # A user name that the format's own code uses (FORTRAN's ABS in cbrt) would shadow it:
-    # it is renamed (ABS1, the first free one), and a comment says so.
+    # it is renamed (ABS1, the first free one), and a comment says so.  So is a user's
+    # function (a declared operator) named like one of the language's own (a call of ABS
+    # reaches FORTRAN's intrinsic), like a variable of the code, or like another function.
     user_inputs = {user_symbol(nodes[i]).base for i in order if nodes[i].op is INPUT}
     used = {s.base for s, _ in outputs} | user_inputs
-    taken = {str(n).upper() for n in reserved} | used | fmt.reserved
-    renamed = {}
-    for base in sorted(b for b in used if b.upper() in fmt.reserved):
+    functions = _user_functions(fmt, [nodes[i].op for i in order])
+    taken = ({str(n).upper() for n in reserved} | {b.upper() for b in used} | fmt.reserved
+             | fmt.reserved_functions | {f.upper() for f in functions.values()})
+    renamed, notes = {}, []
+
+    def fresh(base) -> str:
         k = 1
         while f"{base}{k}".upper() in taken:
             k += 1
-        renamed[base] = f"{base}{k}"
-        taken.add(renamed[base])
+        taken.add(f"{base}{k}".upper())
+        return f"{base}{k}"
+
+    for base in sorted(b for b in used if b.upper() in fmt.reserved):
+        renamed[base] = fresh(base)
+        notes.append(f"{base} IS WRITTEN {renamed[base]} ({base} IS RESERVED)")
+    variables = {renamed.get(b, b).upper() for b in used}
+    seen = set()
+    for op, name in functions.items():
+        key = name.upper()
+        why = ("IS RESERVED" if key in fmt.reserved_functions else
+               "IS ALSO A VARIABLE" if key in variables else
+               "NAMES ANOTHER OPERATOR TOO" if key in seen else None)
+        seen.add(key)
+        if why is not None:
+            functions[op] = fresh(name)
+            notes.append(f"OPERATOR {name} IS WRITTEN {functions[op]} ({name} {why})")
 
     def rename(sym) -> Symbol:
         return Symbol(renamed[sym.base], sym.index) if sym.base in renamed else sym
@@ -170,7 +205,8 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
 
     outputs = [(rename(sym), node) for sym, node in outputs]
     input_bases = {renamed.get(b, b) for b in user_inputs}
-    prefix = _prefix_for(set(reserved) | input_bases | {s.base for s, _ in outputs})
+    prefix = _prefix_for(set(reserved) | input_bases | {s.base for s, _ in outputs}
+                         | set(functions.values()))
     width = max(4, len(str(top)))
 
     def temp(i) -> str:
@@ -231,6 +267,8 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         call_args = [text[a][0] for a in args]
         if op is P.powi:
             call_args.append(str(node.params["n"]))
+        if op in functions:
+            return fmt.call(functions[op], call_args, node.params), ATOM
         return fmt.apply(op, call_args, node.params), ATOM
 
     def bound(node):
@@ -280,8 +318,8 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         assign(sym, text[node.index][0], False)
 
     lines = []
-    for base, new in renamed.items():
-        lines.extend(fmt.comment(f"{base} IS WRITTEN {new} ({base} IS RESERVED)"))
+    for note in notes:
+        lines.extend(fmt.comment(note))
     for st in statements:
         target = st.target if isinstance(st.target, str) else fmt.symbol(st.target)
         lines.extend(fmt.statement(target, st.expr))

@@ -8,6 +8,11 @@ A format is a small class with these members (subclass `Format` and override):
 * ``call(name, args, params)``: a function or declared operator applied to argument texts;
 * ``apply(op, args, params)``: a primitive applied to argument texts (default: ``call``
   with its name; formats that bind implementations override it);
+* ``reserved``: names a user's variable may not be written with (the functions the
+  format's own code calls); ``calls_by_name``: whether a primitive that is not wengert's
+  own (a declared operator) is written as a call of its name, and then
+  ``reserved_functions``: the names such a call may not use, since it would reach the
+  language's own function (the emitter renames both kinds);
 * ``power``: the infix power operator (``"**"``), or None to write powers as calls;
   ``pow_infix``: whether ``x**y`` for a real y is written with it too;
 * ``statement(target, expr)``: the lines assigning an expression to a name;
@@ -24,6 +29,7 @@ import math
 import re
 import textwrap
 
+from ..primitives import scalar as P
 from .emit import EmitError
 
 
@@ -42,6 +48,8 @@ class Format:
     max_expression = 1000
     brackets = "[]"                 # around an array element's indices
     reserved = frozenset()          # names the format's code uses: user names are renamed
+    calls_by_name = False           # a user's primitive is written as a call of its name
+    reserved_functions = frozenset()    # names such a call may not have
 
     def symbol(self, sym) -> str:
         if not sym.index:
@@ -70,6 +78,46 @@ class Format:
         raise NotImplementedError
 
 
+#: The built-in operators of the ADDS language (seed 002, §2.4): a declared operator
+#: written with one of these names would read back as the built-in.
+ADDS_BUILTINS = frozenset("SQRT CBRT EXP LOG LOG10 SIN COS TAN COTAN ASIN ACOS ATAN ATAN2 "
+                          "SINH COSH TANH VP TP VEC DFU DFD DFUV DFDV ERR".split())
+
+#: The intrinsic functions of FORTRAN 77 and of gfortran (Fortran 2018 and GNU extensions,
+#: as gfortran 12 with -std=legacy knows them: its -Wintrinsic-shadow warns for each).  A
+#: call of a function named like one of them reaches the intrinsic unless the function is
+#: declared EXTERNAL, which code meant to be pasted into a program cannot do; so a
+#: declared operator with such a name is written with another.
+FORTRAN_INTRINSICS = frozenset("""
+    ABS ACCESS ACHAR ACOS ACOSD ACOSH ADJUSTL ADJUSTR AIMAG AINT ALGAMA ALL ALLOCATED ALOG
+    ALOG10 AMAX0 AMAX1 AMIN0 AMIN1 AMOD AND ANINT ANY ASIN ASIND ASINH ASSOCIATED ATAN
+    ATAN2 ATAN2D ATAND ATANH BESJ0 BESJ1 BESJN BESSEL_J0 BESSEL_J1 BESSEL_JN BESSEL_Y0
+    BESSEL_Y1 BESSEL_YN BESY0 BESY1 BESYN BGE BGT BIT_SIZE BLE BLT BTEST CABS CCOS CCOTAN
+    CDABS CDCOS CDEXP CDLOG CDSIN CDSQRT CEILING CEXP CHAR CHDIR CHMOD CLOG CMPLX
+    COMMAND_ARGUMENT_COUNT COMPLEX CONJG COS COSD COSH COTAN COTAND COUNT CSHIFT CSIN CSQRT
+    CTIME DABS DACOS DACOSD DACOSH DASIN DASIND DASINH DATAN DATAN2 DATAN2D DATAND DATANH
+    DBESJ0 DBESJ1 DBESJN DBESY0 DBESY1 DBESYN DBLE DCMPLX DCONJG DCOS DCOSD DCOSH DCOTAN
+    DCOTAND DDIM DERF DERFC DEXP DFLOAT DGAMMA DIGITS DIM DIMAG DINT DLGAMA DLOG DLOG10
+    DMAX1 DMIN1 DMOD DNINT DOT_PRODUCT DPROD DREAL DSHIFTL DSHIFTR DSIGN DSIN DSIND DSINH
+    DSQRT DTAN DTAND DTANH DTIME EOSHIFT EPSILON ERF ERFC ERFC_SCALED ETIME EXP EXPONENT
+    EXTENDS_TYPE_OF FDATE FGET FGETC FINDLOC FLOAT FLOOR FNUM FPUT FPUTC FRACTION FSTAT
+    FTELL GAMMA GETCWD GETGID GETPID GETUID HOSTNM HUGE HYPOT IABS IACHAR IALL IAND IANY
+    IARGC IBCLR IBITS IBSET ICHAR IDIM IDINT IDNINT IEOR IERRNO IFIX IMAG IMAGE_INDEX
+    IMAGPART INDEX INT INT2 INT8 IOR IPARITY IRAND IS_CONTIGUOUS IS_IOSTAT_END
+    IS_IOSTAT_EOR ISATTY ISHFT ISHFTC ISIGN ISNAN KILL KIND LBOUND LCOBOUND LEADZ LEN
+    LEN_TRIM LGAMMA LGE LGT LINK LLE LLT LNBLNK LOC LOG LOG10 LOG_GAMMA LOGICAL LONG LSHIFT
+    LSTAT MALLOC MASKL MASKR MATMUL MAX MAX0 MAX1 MAXEXPONENT MAXLOC MAXVAL MCLOCK MCLOCK8
+    MERGE MERGE_BITS MIN MIN0 MIN1 MINEXPONENT MINLOC MINVAL MOD MODULO NEAREST NEW_LINE
+    NINT NORM2 NOT NULL NUM_IMAGES OR PACK PARITY POPCNT POPPAR PRECISION PRESENT PRODUCT
+    RADIX RAN RAND RANGE RANK REAL REALPART RENAME REPEAT RESHAPE RRSPACING RSHIFT
+    SAME_TYPE_AS SCALE SCAN SECNDS SECOND SELECTED_CHAR_KIND SELECTED_INT_KIND
+    SELECTED_REAL_KIND SET_EXPONENT SHAPE SHIFTA SHIFTL SHIFTR SHORT SIGN SIGNAL SIN SIND
+    SINH SIZE SIZEOF SNGL SPACING SPREAD SQRT STAT STORAGE_SIZE SUM SYMLNK SYSTEM TAN TAND
+    TANH TEAM_NUMBER THIS_IMAGE TIME TIME8 TINY TRAILZ TRANSFER TRANSPOSE TRIM TTYNAM
+    UBOUND UCOBOUND UMASK UNLINK UNPACK VERIFY XOR ZABS ZCOS ZEXP ZLOG ZSIN ZSQRT
+""".split())
+
+
 def _finite(value):
     value = float(value)
     if not math.isfinite(value):
@@ -82,10 +130,16 @@ class AddsFormat(Format):
     """The ADDS input format: ``V0003 := A+1;``, array elements ``G[1]``, ``%`` comments.
     What it writes reads back as ADDS.
 
+    A declared operator is written as a call of its name, which may not be the name of
+    one of the language's built-in operators.
+
     Example:
         >>> AddsFormat().statement("F", "X*X"), AddsFormat().comment("hello")
         (['F := X*X;'], ['% hello'])
     """
+
+    calls_by_name = True
+    reserved_functions = ADDS_BUILTINS
 
     def number(self, value) -> str:
         value = _finite(value)
@@ -117,7 +171,8 @@ class FortranFormat(Format):
     convert arguments.  Functions Fortran 77 lacks are
     written with those it has: ``cotan(x)`` as ``(1/TAN(x))``, ``cbrt(x)`` as
     ``SIGN(ABS(x)**(1D0/3),x)``.  A declared operator ``F[2,3](...)`` becomes a call with
-    its element's indices first, ``F(2,3,...)``.
+    its element's indices first, ``F(2,3,...)``; it may not be named like an intrinsic
+    function (`FORTRAN_INTRINSICS`), whose name the call would reach instead.
 
     Example:
         >>> print("\\n".join(FortranFormat().statement("F", "X1*X2+" * 14 + "1")))
@@ -132,6 +187,8 @@ class FortranFormat(Format):
     # The intrinsics the code calls: a user's variable of that name would shadow one.
     reserved = frozenset("ABS SIGN SQRT EXP LOG LOG10 SIN COS TAN ASIN ACOS ATAN ATAN2 SINH "
                          "COSH TANH".split())
+    calls_by_name = True
+    reserved_functions = FORTRAN_INTRINSICS
 
     def number(self, value) -> str:
         value = _finite(value)
@@ -140,18 +197,25 @@ class FortranFormat(Format):
         mantissa, _, exponent = repr(value).partition("e")
         return f"{mantissa}D{int(exponent or 0)}"
 
-    def call(self, name, args, params) -> str:
-        at = params.get("at") if params else None
+    def _real(self, args):
         # Fortran passes an argument as it is: an integer constant where DOUBLE PRECISION
         # is expected is read as garbage (a declared operator) or rejected (ATAN2), so
         # constant arguments are written as reals; an element's indices stay integers.
-        args = [a + "D0" if self._INTEGER.fullmatch(a) else a for a in args]
-        if name == "cotan":
-            return f"(1/TAN({args[0]}))"
-        if name == "cbrt":
-            return f"SIGN(ABS({args[0]})**(1D0/3),{args[0]})"
+        return [a + "D0" if self._INTEGER.fullmatch(a) else a for a in args]
+
+    def apply(self, op, args, params) -> str:
+        # (by the primitive, not its name: a user's function may be called cbrt)
+        if op is P.cotan:
+            return f"(1/TAN({self._real(args)[0]}))"
+        if op is P.cbrt:
+            x = self._real(args)[0]
+            return f"SIGN(ABS({x})**(1D0/3),{x})"
+        return self.call(op.name, args, params)
+
+    def call(self, name, args, params) -> str:
+        at = params.get("at") if params else None
         lead = [str(i) for i in at] if at else []
-        return f"{self.function(name)}({','.join(lead + args)})"
+        return f"{self.function(name)}({','.join(lead + self._real(args))})"
 
     def statement(self, target, expr) -> list:
         return self._wrap(f"{target} = {expr}")
