@@ -315,13 +315,8 @@ _LONGEST_FORM = 200           # tokens: a longer statement is seldom repeated
 class _Template:
     """The tree of every assignment of one form, from lark's tree of one of them: the
     steps that rebuild it, children before their parent, with token indices in place of
-    tokens and positions.  `make` takes the statement's token texts and offsets and
-    rebuilds its tree: by running the steps for the first statement of the form, and from
-    the second on by a Python function written for the form (unless it would nest more
-    deeply than Python's parser allows): so a form seen once costs no compilation, one
-    seen often is made fast."""
-
-    _DEEPEST = 40             # nesting of a generated function's one expression
+    tokens and positions.  `make` takes a statement's token texts and offsets and runs
+    the steps."""
 
     def __init__(self, tree, positions):
         first = {p: i for i, p in enumerate(positions)}      # offset -> token index
@@ -342,14 +337,6 @@ class _Template:
         self.steps = steps
 
     def make(self, values, positions) -> Tree:
-        self.make = self._second
-        return self._run(values, positions)
-
-    def _second(self, values, positions) -> Tree:
-        self.make = self._function() or self._run
-        return self.make(values, positions)
-
-    def _run(self, values, positions) -> Tree:
         stack = []
         push = stack.append
         for step in self.steps:
@@ -367,33 +354,6 @@ class _Template:
         tree = stack.pop()
         tree.end = positions[-1] + len(values[-1])
         return tree
-
-    def _function(self):
-        """`_run` written out as one expression for this form (about three times
-        faster), or None if it would nest too deeply.  It holds only the grammar's rule
-        names and token indices, never text of the program."""
-        stack = []                              # (source, depth)
-        for step in self.steps:
-            if step is None:
-                stack.append(("None", 0))
-            elif step[0] == "token":
-                _, kind, i = step
-                value = f"v[{i}].upper()" if kind == "NAME" else f"v[{i}]"
-                stack.append((f"K({kind!r}, {value}, p[{i}])", 1))
-            else:
-                _, data, n, i = step
-                parts = stack[len(stack) - n:]
-                del stack[len(stack) - n:]
-                depth = 1 + max((d for _, d in parts), default=0)
-                if depth > self._DEEPEST:
-                    return None
-                stack.append((f"T({data!r}, [{', '.join(c for c, _ in parts)}], p[{i}])",
-                              depth))
-        source = (f"def make(v, p):\n    tree = {stack[0][0]}\n"
-                  "    tree.end = p[-1] + len(v[-1])\n    return tree\n")
-        namespace = {"T": Tree, "K": Token}
-        exec(compile(source, "<adds statement form>", "exec"), namespace)
-        return namespace["make"]
 
 
 # --------------------------------------------------------------------------------------
