@@ -319,6 +319,17 @@ def test_copies_between_inputs_keep_the_old_values(program, outs):
             np.testing.assert_array_equal(outputs(got, s, name), values(s, name, env))
 
 
+def test_an_input_output_as_itself_is_not_assigned():
+    s, _ = run("f := x*2; y := x;")
+    for fortran in (False, True):
+        text = code(s, "outcode(x) x, f, y;", fortran)
+        assert not re.search(r"^\s*X (:)?= X;?$", text, re.M), text
+        env = random_env(s, np.random.default_rng(1))
+        got = emitted.run(text, env, fortran)
+        for name in ("x", "f", "y"):
+            np.testing.assert_array_equal(outputs(got, s, name), values(s, name, env))
+
+
 def test_fortran_call_arguments_are_never_integers(tmp_path):
     # Fortran does not convert arguments: Q(X,2) hands an INTEGER to a DOUBLE PRECISION
     # dummy, and gfortran rejects ATAN2(X,1).  Element indices stay integers.

@@ -315,7 +315,8 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         if node.op is INPUT and text[node.index][0] in targets[:k]:
             spill(node.index)
     for sym, node in last:
-        assign(sym, text[node.index][0], False)
+        if text[node.index][0] != fmt.symbol(sym):        # (X := X would change nothing)
+            assign(sym, text[node.index][0], False)
 
     lines = []
     for note in notes:
