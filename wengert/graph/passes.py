@@ -94,13 +94,8 @@ def optimize(graph, outputs) -> list:
     # creation order would differ: the result (and so a count) would depend on what ran
     # before, and a count could disagree with the code emitted after it.
     scratch = Graph(optimize=True, straight_line=graph.straight_line)
-    back = {}                             # scratch node index -> node of `graph`
-    copy_of = {}
-    for i in sorted(graph.mark_down(outputs)):
-        node = graph.nodes[i]
-        made = scratch.remake(node, [copy_of[a.index] for a in node.args])
-        copy_of[i] = made
-        back[made.index] = node
+    copy_of = _carry(graph, outputs, scratch, {})
+    back = {n.index: graph.nodes[i] for i, n in copy_of.items()}    # scratch -> `graph`
     start = [copy_of[o.index] for o in outputs]
     best, best_cost = start, cost(scratch, start)
     current = start
@@ -118,11 +113,19 @@ def optimize(graph, outputs) -> list:
             # Two rounds gained nothing: what they do is move constants that cannot merge
             # (0.999*(0.999*z) rounds) one product up per round, all the way along a chain.
             break
-    for i in sorted(scratch.mark_down(best)):    # what the rounds made, into `graph`
-        if i not in back:
-            node = scratch.nodes[i]
-            back[i] = graph.remake(node, [back[a.index] for a in node.args])
+    _carry(scratch, best, graph, back)            # what the rounds made, into `graph`
     return [back[o.index] for o in best]
+
+
+def _carry(source, outputs, target, image) -> dict:
+    """Copy into `target` (by `Graph.remake`) the nodes of `source` that `outputs` need
+    and `image` (source index -> node of target) does not hold yet; returns `image`, which
+    then holds them all."""
+    for i in sorted(source.mark_down(outputs)):
+        if i not in image:
+            node = source.nodes[i]
+            image[i] = target.remake(node, [image[a.index] for a in node.args])
+    return image
 
 
 def cost(graph, outputs) -> int:
