@@ -346,15 +346,9 @@ class Session:
         new_of, symbols = {}, _Journaled(self._undo)
         for i in sorted(old.mark_down(roots)) if roots else ():
             node = old.nodes[i]
-            if node.is_const:
-                new_of[i] = new.const(node.value)
-            elif not node.args:
-                new_of[i] = new.input(ShapeDtype(), node.name)
-                if i in self.symbols:
-                    symbols[new_of[i].index] = self.symbols[i]
-            else:
-                new_of[i] = new.apply(node.op, [new_of[a.index] for a in node.args],
-                                      node.params)
+            new_of[i] = new.remake(node, [new_of[a.index] for a in node.args])
+            if i in self.symbols:
+                symbols[new_of[i].index] = self.symbols[i]
         self.derived = {new_of[i].index for i in new_of if i in self.derived}
         self.graph, self.symbols = new, symbols
         self.variables = _Journaled(self._undo, {
