@@ -222,7 +222,8 @@ def build(statement) -> Tree:
 # every character is in a match but blanks at the end, which finditer may skip.)
 _TOKEN = re.compile(rf"{_BLANK}*(?:({_REMARK})|({_NAME})|({_NUMBER})|(:=|\*\*|[-+*/()\[\],])"
                     rf"|(;)|({_STRING})|([^ \t\f\r\n]))")
-_COMMENT_STATEMENT = re.compile(_COMMENT, re.IGNORECASE)
+#: A ``comment`` statement, which runs to the next ``;`` whatever it holds (the REPL asks too).
+COMMENT_STATEMENT = re.compile(_COMMENT, re.IGNORECASE)
 
 
 def _scan(text):
@@ -253,7 +254,7 @@ def _scan(text):
             else:
                 if g == 2 and not kinds and value[0] in "cC":
                     start = m.start(2)
-                    comment = _COMMENT_STATEMENT.match(text, start)
+                    comment = COMMENT_STATEMENT.match(text, start)
                     if comment is not None:     # it runs to the next ';', whatever it holds
                         stop = text.find(";", start)
                         out.append((("comment",), (comment.group(),), (start,),

@@ -8,17 +8,14 @@ On a terminal, readline gives line editing and a history kept in ``~/.wengert_hi
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from .errors import AddsError
+from .parser import COMMENT_STATEMENT
 
 PROMPT = "adds> "
 MORE = "  ... "
 HISTORY = os.path.join(os.path.expanduser("~"), ".wengert_history")
-
-
-_COMMENT_STATEMENT = re.compile(r"comment\b", re.IGNORECASE)
 
 
 def complete(text: str) -> bool:
@@ -42,7 +39,7 @@ def complete(text: str) -> bool:
         elif in_statement_comment:
             if ch == ";":
                 in_statement_comment, done = False, True
-        elif done and _COMMENT_STATEMENT.match(text, i):
+        elif done and COMMENT_STATEMENT.match(text, i):
             in_statement_comment, done = True, False
         elif ch == '"':
             in_string, done = True, False
