@@ -381,17 +381,10 @@ def _syntax_error(e, text, offset, filename) -> AddsError:
                            for t in getattr(e, "expected", ()) or ()})
         if token is None or token.type == "$END":
             msg = "the input ends in the middle of a statement (a ';' is missing?)"
-            return AddsError(msg).at(filename, text, *_end_position(text))
+            return AddsError(msg).at(filename, text, *position(text, len(text.rstrip())))
         msg = f"unexpected {_describe(token)}"
         if expected:
             msg += ", expected " + " or ".join(expected[:6]) + (" ..." if len(expected) > 6
                                                                  else "")
         pos = offset + token.start_pos
     return AddsError(msg).at(filename, text, *position(text, pos))
-
-
-def _end_position(text):
-    stripped = text.rstrip()
-    line = stripped.count("\n") + 1
-    column = len(stripped) - (stripped.rfind("\n") + 1) + 1
-    return line, column
