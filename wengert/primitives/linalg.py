@@ -172,10 +172,17 @@ def _F(w):
     return (1.0 - eye) / (diff + eye)
 
 
-eigvalsh.defvjp(lambda g, a, ans, **tri: (matmul(eigvecsh(a, **tri) * reshape(
-    g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]), _T(eigvecsh(a, **tri))),))
-eigvalsh.defjvp(lambda ts, a, ans, **tri: _diag_part(matmul(_T(eigvecsh(a, **tri)),
-                                                            matmul(ts[0], eigvecsh(a, **tri)))))
+# (the eigenvectors once per rule: on arrays each eigvecsh is an eigh of its own)
+@eigvalsh.defvjp
+def _(g, a, ans, **tri):
+    V = eigvecsh(a, **tri)
+    return (matmul(V * reshape(g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]), _T(V)),)
+
+
+@eigvalsh.defjvp
+def _(ts, a, ans, **tri):
+    V = eigvecsh(a, **tri)
+    return _diag_part(matmul(_T(V), matmul(ts[0], V)))
 
 
 @eigvecsh.defvjp
