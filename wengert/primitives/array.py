@@ -198,11 +198,10 @@ logsumexp.defjvp(lambda ts, x, ans, axis, keepdims: sum(
 def _scaled_sum(a, b, axis):
     """(m, s): the shift m, the largest a where b is not 0 over `axis` (kept; 0 where that is
     not finite), and s = sum(b * exp(a - m)) over `axis` (kept)."""
-    dtype = np.result_type(a, b, 1.0)
+    dtype = float_dtype(a, b)
     b = np.asarray(b, dtype)
     a = np.where(b != 0, np.asarray(a, dtype), -np.inf)
-    m = np.maximum.reduce(a, axis=axis, keepdims=True, initial=-np.inf)
-    m = np.where(np.isfinite(m), m, 0.0)
+    m, _ = _finite_max(a, axis)
     with np.errstate(over="ignore", invalid="ignore"):      # inf - inf: nan, as in SciPy
         s = np.add.reduce(b * np.exp(a - m), axis=axis, keepdims=True)
     return m, s
