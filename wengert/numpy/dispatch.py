@@ -79,7 +79,6 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                                   "into an array")
     ours = _METHODS.get((ufunc.__name__, method))
     if ours is not None and len(inputs) == 1:
-        kwargs.pop("out", None)
         kwargs.setdefault("axis", 0)
         return getattr(wnp, ours)(inputs[0], **kwargs)
     raise NotImplementedError(f"numpy.{name} is not supported on traced values: wengert has "
