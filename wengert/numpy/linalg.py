@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as _np
 
 from ..primitives import linalg as L
-from . import (_norm_axis, _numpy_unless_traced, _shape, asarray, sqrt, sum, abs, amax,
-               amin, moveaxis, reshape, swapaxes)
+from . import (_norm_axis, _one_axis, _numpy_unless_traced, _shape, asarray, sqrt, sum,
+               abs, amax, amin, moveaxis, reshape, swapaxes)
 from .dispatch import unsupported as _unsupported
 
 LinAlgError = _np.linalg.LinAlgError
@@ -197,7 +197,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if len(axis) == 1:
         return _vector_norm(x, ord, _norm_axis(axis, nd, "norm"), keepdims)
     if len(axis) == 2:
-        r, c = (_norm_axis(a, nd, "norm")[0] for a in axis)
+        r, c = (_one_axis(a, nd, "norm") for a in axis)
         if r == c:
             raise ValueError("Duplicate axes given.")
         return _matrix_norm(x, ord, r, c, keepdims)
