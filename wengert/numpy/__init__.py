@@ -253,10 +253,9 @@ logical_xor = _Ufunc(_np.logical_xor, lambda x, y: S.ne(_truth(x), _truth(y)))
 logical_not = _Ufunc(_np.logical_not, lambda x: S.eq(_truth(x), False))
 
 
+@_numpy_unless_traced(_np.round)
 def round(a, decimals=0, out=None):
     """NumPy's ``round`` (half to even); its derivative is zero."""
-    if type(a) is not Node:
-        return _np.round(a, decimals, out)
     _refuse("round", out=out is not None)
     return S.round(a, decimals=int(decimals))
 
@@ -728,7 +727,8 @@ def matmul(a, b, /, **kwargs):
     if sa[-1] != (sb[0] if len(sb) == 1 else sb[-2]):
         raise ValueError(f"matmul: shapes {sa} and {sb} do not align "
                          f"({sa[-1]} != {sb[0] if len(sb) == 1 else sb[-2]})")
-    # the layers of a network, data or nodes into nodes of one graph: no graph search
+    # (the usual case, a network's layer: the graph Primitive.__call__ would find, without
+    # its call and its loop over the arguments, on the hot path of every eager gradient)
     if type(b) is Node and (type(a) is _np.ndarray or type(a) is Node and a.graph is b.graph):
         return b.graph.apply(A.matmul, (a, b))
     return A.matmul(a, b)
