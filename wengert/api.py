@@ -235,12 +235,7 @@ class _Call:
             if v is None:
                 v = self.zeros(x)
             elif x.dtype is not F64 and x.dtype.kind == "f":
-                if type(v) is Node:             # traced: compile(grad(f)) is grad(f)
-                    if v.dtype != x.dtype:
-                        v = wnp.astype(v, x.dtype)
-                elif np.result_type(v) != x.dtype:
-                    v = np.asarray(v).astype(x.dtype)[()] if x.shape == () else \
-                        np.asarray(v, dtype=x.dtype)
+                v = _in_dtype(v, x.dtype)       # (traced too: compile(grad(f)) is grad(f))
             out.append(v)
         return out
 
@@ -258,15 +253,8 @@ class _Call:
         such an output is piecewise constant, so its derivative is zero wherever it
         exists.  Zeros of shape out.shape + x.shape in x's float dtype (as a gradient with
         respect to x has), whichever mode asks, so jacfwd and jacrev agree."""
-        shape = out.shape + x.shape
-        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
-        if shape == () and dtype == np.float64:
-            z = 0.0
-        else:
-            z = np.zeros(shape, dtype)
-            if shape == ():
-                z = z[()]                       # a NumPy scalar, as a number comes back
-        return self.graph.const(z) if self.symbolic else z
+        return self.jacobian_block(self.zeros(ShapeDtype(out.shape + x.shape, x.dtype)),
+                                   out, x)
 
     def jacobian_block(self, block, out, x):
         """A Jacobian block d out / d x in the dtype both modes give it: out's and x's
@@ -274,13 +262,10 @@ class _Call:
         float32 blocks, though a rule's float64 constants promoted the sweep), x's for an
         int or bool out.  A scalar block is a float for float64, else a NumPy scalar."""
         dtype = np.result_type(out.dtype, x.dtype) if out.dtype.kind == "f" else x.dtype
-        if type(block) is Node:
-            return block if block.dtype == dtype else wnp.astype(block, dtype)
-        if np.result_type(block) == dtype:
-            return block
-        if np.ndim(block):
-            return np.asarray(block, dtype)
-        return float(block) if dtype == F64 else dtype.type(block)
+        block = _in_dtype(block, dtype)
+        if type(block) is np.ndarray and block.ndim == 0:
+            return float(block) if dtype == F64 else block[()]
+        return block
 
     def split(self, values):
         """Split a flat list (one per input leaf) into one pytree per differentiated arg."""
@@ -294,6 +279,18 @@ class _Call:
             out.append(unflatten(tree, values[k:k + n]))
             k += n
         return out
+
+
+def _in_dtype(v, dtype):
+    """A derivative (a node, an array or a number) in the float dtype `dtype`, cast where
+    it is not: a number a float for float64, else a NumPy scalar."""
+    if type(v) is Node:
+        return v if v.dtype == dtype else wnp.astype(v, dtype)
+    if np.result_type(v) == dtype:
+        return v
+    if np.ndim(v):
+        return np.asarray(v, dtype)
+    return float(v) if dtype == F64 else dtype.type(v)
 
 
 def _as_scalar_output(out, who):

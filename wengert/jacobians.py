@@ -133,8 +133,6 @@ def _layout(call, coords, out_nodes, out_tree, single):
         else:
             blocks = [call.jacobian_block(dense[r0[a]:r0[a + 1], c0[b]:c0[b + 1]].reshape(
                 o.shape + x.shape), o, x) for b, x in enumerate(ins)]
-            blocks = [float(v) if type(v) is np.ndarray and v.ndim == 0 else v
-                      for v in blocks]
         per_arg = split(blocks)
         leaves.append(per_arg[0] if single else tuple(per_arg))
     return unflatten(out_tree, leaves)
