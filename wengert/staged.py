@@ -252,13 +252,12 @@ class _Params:
                            varargs, varkw)
         return form, slot_names
 
-    def defaults(self, generated_names):
+    def defaults(self):
         """(__defaults__, __kwdefaults__) of the public function: f's defaults, the very
-        objects (the code checks a defaulted slot by identity).  Keyword-only ones under
-        the generated code's names, or f's own (for a binder)."""
+        objects (the code checks a defaulted slot by identity), keyword-only ones under
+        f's names (the generated code's too, where it is called directly: `direct`)."""
         pos = tuple(p.default for p in self.positional if p.default is not p.empty)
-        kw = {self.safe[p.name] if generated_names else p.name: p.default
-              for p in self.kwonly if p.default is not p.empty}
+        kw = {p.name: p.default for p in self.kwonly if p.default is not p.empty}
         return pos or None, kw or None
 
 
@@ -592,7 +591,7 @@ def _start(d, f, examples):
     target = d.target = types.FunctionType(py.make_function(src, d.fn_name, d.ns).__code__,
                                            d.ns.globals, d.fn_name)
     fn = target if params.direct else _binder(d, target)
-    fn.__defaults__, fn.__kwdefaults__ = params.defaults(params.direct)
+    fn.__defaults__, fn.__kwdefaults__ = params.defaults()
     d.function = fn
     fn.__doc__ = getattr(f, "__doc__", None)
     fn.__wrapped__ = f
