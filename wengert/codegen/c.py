@@ -230,9 +230,9 @@ def source_of(d, entry) -> str:
     return function_source(scalar, c_name(d.fn_name))
 
 
-def entry(d, key, graph, scalar, params, form=None):
+def entry(d, key, graph, scalar, params, form):
     """An entry of a compiled function (see `wengert.staged`) that runs C; `form` is the
-    `CallForm` of its Python glue, where it takes more than positional parameters."""
+    `CallForm` of its Python glue (its head mirrors the compiled function's signature)."""
     from ..staged import Entry
     name = c_name(d.fn_name)
     source = function_source(scalar, name)
@@ -272,8 +272,7 @@ def entry(d, key, graph, scalar, params, form=None):
             exprs.append(f"bool({vals}[{k}])" if dtype.kind == "b" else f"{vals}[{k}]")
         k += n
     body.append(f"return {py.build_tree(graph.out_tree, exprs, ns)}")
-    head = form.head if form is not None else ", ".join(n for n, _ in params)
-    glue = "\n".join([f"def {d.fn_name}({head}):", *lines,
+    glue = "\n".join([f"def {d.fn_name}({form.head}):", *lines,
                       *("    " + b for b in body)]) + "\n"
     function = py.make_function(glue, d.fn_name, ns)
     e = Entry(key, graph, scalar.graph, "c", source, function, params)
