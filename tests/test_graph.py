@@ -148,6 +148,36 @@ def test_optimize_switch_turns_interning_and_simplification_off():
     assert len(dg_off.live_nodes()) > len(dg_on.live_nodes())
 
 
+
+def test_an_eager_gradient_records_op_by_op_and_nested_ones_optimize():
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return np.exp(x)
+    p = wg.primitive(counted, name="counted_exp")
+    p.defpartials(lambda x, ans: p(x))
+    f = lambda x: p(x) + p(x) * 1.0 + x * 0.0
+
+    # first order, eager: evaluated as NumPy would, each operation once in its turn (no
+    # interning, no x*1 -> x, no x*0 -> 0), so the value is NumPy's even at infinity
+    value, grad = wg.value_and_grad(f)(0.5)
+    assert value == 2 * np.exp(0.5) and grad == pytest.approx(2 * np.exp(0.5), rel=1e-15)
+    assert len(calls) == 2 + 2                  # two in the forward pass, two partials
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(wg.value_and_grad(f)(np.inf)[0])        # inf*0.0 is nan
+        assert np.isnan(np.exp(np.inf) + np.exp(np.inf) * 1.0 + np.inf * 0.0)
+
+    # nested: the inner gradient's graph interns and simplifies as wg.options says, so
+    # p(x) written twice is evaluated once; with optimize=False it is evaluated twice
+    del calls[:]
+    assert wg.grad(wg.grad(f))(0.5) == pytest.approx(2 * np.exp(0.5), rel=1e-15)
+    optimized = len(calls)
+    del calls[:]
+    with wg.options(optimize=False):
+        assert wg.grad(wg.grad(f))(0.5) == pytest.approx(2 * np.exp(0.5), rel=1e-15)
+    assert optimized < len(calls)
+
 def test_mark_down_and_mark_up():
     g = Graph()
     a, x = g.input(ShapeDtype(), "a"), g.input(ShapeDtype(), "x")

@@ -21,7 +21,7 @@ import re
 import numpy as np
 
 from . import ad
-from .graph.active import is_recording, recording, current_graph
+from .graph.active import is_recording, recording, current_graph, optimizing
 from .graph.graph import F64, Graph, ShapeDtype, aval
 from .graph.node import Node
 from .errors import ConcretizationError
@@ -148,7 +148,14 @@ class _Call:
         graph = current_graph()
         self.fresh = graph is None
         if self.fresh:
-            graph = Graph()
+            # An eager call's graph is swept once, numerically, and released: interning and
+            # simplification would only cost time, so it records op by op, as NumPy
+            # computes.  A nested transformation that records into it switches them on
+            # (as wg.options says), since the derivative nodes it adds are swept again.
+            graph = Graph(optimize=False)
+            graph.nested_optimize = optimizing()
+        else:
+            graph.optimize = graph.nested_optimize
         self.graph = graph
         call_args = list(args)
         self.inputs = []

@@ -74,7 +74,9 @@ def options(*, optimize: bool):
     With ``optimize=False`` every operation makes a new node: no constant interning, no
     common-subexpression elimination, no ``x*1 -> x``, no constant folding.  That is
     plain AD, the baseline column b of seed 002's Table 2.  A graph keeps the setting it
-    was created with.
+    was created with.  (An eager first-order call, ``wg.grad(f)(x)``, records op by op
+    whatever the setting, as NumPy computes: its graph is swept once and released.  The
+    setting applies to what a nested transformation adds to it.)
 
     Example:
         >>> import wengert as wg

@@ -152,6 +152,8 @@ class Graph:
     def __init__(self, optimize=None, straight_line=False):
         self.nodes: list[Node] = []
         self.optimize = optimizing() if optimize is None else bool(optimize)
+        self.nested_optimize = self.optimize    # the setting once a transformation nests
+        #                                         in it (an eager call's graph: api._Call)
         self.straight_line = straight_line
         self._table = {}          # (op, params, *arg indices) -> node: Algorithm 1
         self._consts = {}         # constant key -> node: ADDS's *numlist*
