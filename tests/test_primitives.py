@@ -202,3 +202,20 @@ def test_primitives_accept_numpy_arrays_elementwise():
     x = np.array([0.1, 0.5, 1.2])
     np.testing.assert_allclose(wg.math.sin(x), np.sin(x))
     np.testing.assert_allclose(wg.math.atan2(x, 2.0), np.arctan2(x, 2.0))
+
+
+def test_a_partial_rule_may_return_none_and_its_own_errors_surface():
+    # A rule returning None says "zero here"; a TypeError raised inside a rule is the
+    # rule's own and must not be taken for that (the sweep multiplies the cotangent by
+    # the rule's result in one expression, so it sees both as TypeErrors first).
+    gated = wg.primitive(lambda x, on: x * on, name="gated")
+    gated.defpartials(lambda x, on, ans: on if on else None, None)
+    f = lambda x: gated(x, 0.0) + gated(x, 2.0) * x
+    x = np.array([0.5, -1.5])
+    g = wg.grad(lambda x: wg.numpy.sum(f(x)))(x)
+    assert_close(g, fd_gradient(lambda *x: np.sum(np.array(x) * 2.0 * np.array(x)), x))
+
+    broken = wg.primitive(lambda x: 2 * x, name="broken")
+    broken.defpartials(lambda x, ans: x + "oops")
+    with pytest.raises(TypeError, match="did not contain a loop"):
+        wg.grad(lambda x: wg.numpy.sum(broken(x)))(x)

@@ -102,11 +102,12 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
             p = partials[k]
             if p is None or not active[i]:
                 continue
-            if type(p) is not float:             # (a float is a constant partial: add's 1.0)
-                p = op.partial(k, xs, ans, params)
-                if p is None:
+            if type(p) is float:                 # a constant partial: add's 1.0
+                c = g if p == 1.0 else g * p
+            else:
+                c = op.scaled_partial(k, g, xs, ans, params)
+                if c is None:
                     continue
-            c = g if (type(p) is float and p == 1.0) else g * p
             if a.shape != node.shape:            # (array to array: no dispatch needed)
                 c = sum_to.impl(c, a.shape) if a.shape and type(c) is np.ndarray else \
                     sum_to(c, shape=a.shape)
