@@ -194,6 +194,44 @@ def test_static_arguments_are_baked_in_and_retraced():
         c(0.5, [1], "sin")
 
 
+def test_static_values_match_by_type_as_well_as_value():
+    # True == 1 == 1.0, but code traced for one must not serve the others
+    traces = []
+
+    def f(x, n):
+        traces.append(n)                           # runs at trace time only
+        return x * 2 if n is True else x * 3 if type(n) is int else x * 4
+    c = wg.compile(f, 1.0, True, static_argnums=1)
+    assert [c(1.0, True), c(1.0, 1), c(1.0, 1.0), c(1.0, True), c(1.0, 1)] == [2, 3, 4, 2, 3]
+    assert len(c.cache) == 3 and len(traces) == 3
+    big = int("1000")                              # equal to the example, not the same object
+    c(1.0, 1000)
+    assert c(1.0, big) == 3.0 and len(traces) == 4
+    # NumPy scalars by their own type, tuples by their elements' types too
+    itemsize = wg.compile(lambda x, s: x * numpy.asarray(s).dtype.itemsize, 1.0,
+                          numpy.float32(1), static_argnums=1)
+    assert itemsize(1.0, numpy.float32(1)) == 4.0 and itemsize(1.0, numpy.float64(1)) == 8.0
+    t = wg.compile(lambda x, s: x * 2 if s[0] is True else x * 3, 1.0, (True, "a"),
+                   static_argnums=1)
+    assert t(1.0, (True, "a")) == 2.0 and t(1.0, (1, "a")) == 3.0 and len(t.cache) == 2
+    assert t(1.0, (True, "a")) == 2.0 and len(t.cache) == 2
+    with pytest.raises(TypeError, match="static argument 's' .tuple. must be hashable"):
+        t(1.0, (True, ["a"]))
+
+
+def test_a_nan_static_value_matches_any_nan_of_its_type():
+    traces = []
+
+    def f(x, s):
+        traces.append(s)
+        return x + 1.0
+    c = wg.compile(f, static_argnums=1)
+    assert c(1.0, math.nan) == c(1.0, float("nan")) == c(1.0, (math.nan, 1.0)[0]) == 2.0
+    assert len(traces) == 1
+    c(1.0, numpy.float32("nan")), c(1.0, (float("nan"),)), c(1.0, (float("nan"),))
+    assert len(traces) == 3 and len(c.cache) == 3
+
+
 def test_value_dependent_branch_names_a_way_out():
     def f(x):
         return x if x > 0 else -x

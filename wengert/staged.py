@@ -311,7 +311,7 @@ class _Dispatcher:
                     raise TypeError(f"compile: static argument {self.params.label(slot)!r} "
                                     f"({type(a).__name__}) must be hashable: it is part of "
                                     "the cache key") from None
-                key.append((slot, "static", type(a), a))
+                key.append((slot, "static", py.static_key(a)))
                 specs.append(("static", a))
                 continue
             leaves, tree = flatten(a)
@@ -518,7 +518,8 @@ def compile(f, *example_args, static_argnums=(), static_argnames=(), backend="py
             take f's defaults.  With none, f is compiled at its first call.
         static_argnums: positions of arguments that are settings rather than data (ints,
             strings, flags): their values are baked into the code, and a call with other
-            values compiles again.  They must be hashable.
+            values compiles again.  They must be hashable; they match by type as well as
+            value (``True``, ``1`` and ``1.0`` compile apart; any nan matches a nan).
         static_argnames: the same, by parameter name (keyword-only parameters too).
         backend: ``"python"`` (default) writes straight-line Python on floats when the
             graph is small and of float64 scalars or small arrays, and NumPy code
