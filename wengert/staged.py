@@ -13,8 +13,10 @@ work at run time.  The steps, each a small graph-to-graph or graph-to-text step:
    single-use temporaries inlined, in Python (`codegen.python`) or C (`codegen.c`);
 4. **dispatch**: the function returned *is* the generated code.  Its first lines check
    that the arguments have the traced structure, shapes and dtypes; anything else goes to
-   the slow path, which finds (or traces) the entry for the new signature and puts that
-   entry's code in place.  So a call costs the generated code and nothing more.
+   the entry used before it (whose guard checks in turn) and then to the slow path, which
+   finds (or traces) the entry for the new signature and puts that entry's code in place.
+   So a call costs the generated code and nothing more, even when calls alternate
+   between two signatures.
 """
 from __future__ import annotations
 
@@ -293,6 +295,7 @@ class _Dispatcher:
         self.function = None        # the public function
         self.target = None          # the function whose code entries swap in
         self.ns.fixed("_miss", self.miss)
+        self.ns.fixed("_next", self.miss)       # see `use`
         self._local = threading.local()
 
     # --- signatures ------------------------------------------------------------------------
@@ -311,7 +314,7 @@ class _Dispatcher:
                     raise TypeError(f"compile: static argument {self.params.label(slot)!r} "
                                     f"({type(a).__name__}) must be hashable: it is part of "
                                     "the cache key") from None
-                key.append((slot, "static", type(a), a))
+                key.append((slot, "static", py.static_key(a)))
                 specs.append(("static", a))
                 continue
             leaves, tree = flatten(a)
@@ -359,8 +362,21 @@ class _Dispatcher:
         return entry.function(*pos, **kw)
 
     def use(self, entry):
-        """Make `entry` the code the compiled function runs."""
-        self.target.__code__ = entry.function.__code__
+        """Make `entry` the code the compiled function runs, and the entry it ran until now
+        the one tried second: where the guard of `entry` fails it calls `_next`, that
+        entry's own function, whose guard's misses go to the slow path.  So calls that
+        alternate between two signatures (two shapes, two static values) swap no code,
+        and a call of the second costs one more guard, not a pass through the slow path
+        (about 17 us).  Any state halfway through a swap is still right: every entry's
+        code checks its own arguments."""
+        before = self.function.entry
+        if entry is before:
+            return
+        self.target.__code__ = entry.code
+        # The guard passes the arguments on as the slow path takes them (`miss_call`);
+        # an entry's function takes them so unless a keyword-only parameter was renamed.
+        chain = before is not None and entry.form.miss_call == entry.form.forward
+        self.ns.globals["_next"] = before.function if chain else self.miss
         fn = self.function
         fn.source, fn.graph = entry.source, entry.graph
         fn.entry = entry
@@ -438,7 +454,16 @@ class _Dispatcher:
             emitted = scalar.graph if scalar is not None else graph
             entry = Entry(key, graph, emitted, flavour, source, function, params)
         entry.layout, entry.form = layout, form
+        entry.code = _trying_next(entry.function.__code__)     # what `use` swaps in
         return entry
+
+
+def _trying_next(code):
+    """An entry's code with its guard's calls of the slow path (``_miss``) made calls of
+    ``_next``: the same code, only the global it looks up on a miss differs, so nothing
+    is generated or compiled again."""
+    return code.replace(co_names=tuple("_next" if name == "_miss" else name
+                                       for name in code.co_names))
 
 
 class _Lazy:
@@ -518,7 +543,8 @@ def compile(f, *example_args, static_argnums=(), static_argnames=(), backend="py
             take f's defaults.  With none, f is compiled at its first call.
         static_argnums: positions of arguments that are settings rather than data (ints,
             strings, flags): their values are baked into the code, and a call with other
-            values compiles again.  They must be hashable.
+            values compiles again.  They must be hashable; they match by type as well as
+            value (``True``, ``1`` and ``1.0`` compile apart; any nan matches a nan).
         static_argnames: the same, by parameter name (keyword-only parameters too).
         backend: ``"python"`` (default) writes straight-line Python on floats when the
             graph is small and of float64 scalars or small arrays, and NumPy code

@@ -221,6 +221,41 @@ class CallForm:
         self.varargs, self.varkw = varargs, varkw
 
 
+def static_key(value):
+    """What a static value is matched by, in the cache key and in the guard alike: its type
+    and its value, and for a tuple its elements' too.  Equality alone is too weak:
+    ``True == 1 == 1.0``, yet code traced for one can be wrong for another (``n is True``,
+    ``type(n)(...)``, a float's dtype).  A nan matches any nan of its type: by ``==`` it
+    would match nothing, not even itself, and compile again on every call."""
+    if isinstance(value, tuple):
+        return (type(value), tuple(static_key(v) for v in value))
+    if _nan(value):
+        return (type(value), "nan")
+    return (type(value), value)
+
+
+def _nan(value) -> bool:
+    return isinstance(value, (float, np.floating)) and value != value
+
+
+_PLAIN_TYPES = {int: "int", float: "float", str: "str"}
+
+
+def _static_test(var, value, ns) -> str:
+    """The guard's test that `var` is not the static value the code was traced for: true
+    exactly where `static_key` differs.  It asks ``is`` first, because a setting usually is
+    the very object it was (flags, None, small ints, names in the source), and then the
+    code is as fast as a single comparison."""
+    if value is None or type(value) is bool:      # singletons: identity is the key
+        return f"{var} is not {value!r}"
+    k = ns.bind(value, "static")
+    if isinstance(value, tuple) or _nan(value):
+        key = ns.bind(static_key(value), "key")
+        return f"({var} is not {k} and {ns.fixed('_static_key', static_key)}({var}) != {key})"
+    t = _PLAIN_TYPES.get(type(value)) or ns.bind(type(value), "type")
+    return f"({var} is not {k} and (type({var}) is not {t} or {var} != {k}))"
+
+
 class Leaf:
     """One array or number of the arguments: its variable name in the code, the type its
     value has once made canonical, its shape and dtype."""
@@ -233,7 +268,7 @@ def prologue(params, names, ns, miss, indent="    ", form=None):
     """Lines that check and unpack the arguments.
 
     `params`: one ``(name, spec)`` per positional argument, where spec is ``("static",
-    value)``, ``("default", value)`` (the very object: a parameter left at its default)
+    value)`` (matched as `static_key` says), ``("default", value)`` (the very object: a parameter left at its default)
     or ``("tree", treedef, kinds)`` with `kinds` one ``(type, shape, dtype)`` per leaf.  Returns ``(lines, leaves)``: the leaves in pytree order, each a `Leaf`.  A
     failed check returns ``miss(*arguments)``, or ``miss(form.miss_call)`` where a
     `CallForm` says how the function takes its arguments (then `params` name its slots).
@@ -271,7 +306,7 @@ def prologue(params, names, ns, miss, indent="    ", form=None):
         check([form.varkw])
     for name, spec in params:
         if spec[0] == "static":
-            leaf_checks.append(f"{name} != {ns.bind(spec[1], 'static')}")
+            leaf_checks.append(_static_test(name, spec[1], ns))
             continue
         if spec[0] == "default":
             leaf_checks.append(f"{name} is not {ns.bind(spec[1], 'default')}")
