@@ -268,9 +268,10 @@ def prologue(params, names, ns, miss, indent="    ", form=None):
     """Lines that check and unpack the arguments.
 
     `params`: one ``(name, spec)`` per positional argument, where spec is ``("static",
-    value)`` (matched as `static_key` says), ``("default", value)`` (the very object: a parameter left at its default)
-    or ``("tree", treedef, kinds)`` with `kinds` one ``(type, shape, dtype)`` per leaf.  Returns ``(lines, leaves)``: the leaves in pytree order, each a `Leaf`.  A
-    failed check returns ``miss(*arguments)``, or ``miss(form.miss_call)`` where a
+    value)`` (matched as `static_key` says), ``("default", value)`` (the very object: a
+    parameter left at its default) or ``("tree", treedef, kinds)`` with `kinds` one
+    ``(type, shape, dtype)`` per leaf.  Returns ``(lines, leaves)``: the leaves in pytree
+    order, each a `Leaf`.  A failed check returns ``miss(*arguments)``, or ``miss(form.miss_call)`` where a
     `CallForm` says how the function takes its arguments (then `params` name its slots).
 
     Example:
