@@ -704,3 +704,9 @@ def test_float32_stays_float32():
     assert wg.vjp(lambda v: np.array([v[0], v[1]], dtype=numpy.float32), r(2))[0].dtype == \
         numpy.float32
     assert wg.vjp(lambda v: np.pad(v, 1, constant_values=2.0), x)[0].tolist() == [2, 1, 1, 2]
+    # max's and min's rules made their share of a tie float64, so a float32 JVP was float64
+    m = numpy.arange(6, dtype=numpy.float32).reshape(2, 3)
+    for f in (lambda v: np.max(v, axis=0), lambda v: np.min(v, axis=1, keepdims=True)):
+        assert wg.jvp(f, (m,), (m,))[1].dtype == numpy.float32
+        assert wg.trace(lambda v: wg.jvp(f, (v,), (v,))[1],
+                        wg.ShapeDtype(m.shape, numpy.float32)).outputs[0].dtype == numpy.float32
