@@ -419,6 +419,13 @@ def test_linalg_on_traced_values_takes_every_argument():
     assert_close(upper, numpy.linalg.cholesky(spd, upper=True), rtol=1e-13, atol=1e-13)
     assert_close(wg.grad(lambda a: numpy.linalg.norm(a, -numpy.inf, keepdims=True).sum())(spd),
                  wg.grad(lambda a: np.linalg.norm(a, -np.inf))(spd), rtol=0, atol=0)
+    m = args["t"]
+    assert_close(wg.grad(lambda a: numpy.linalg.svdvals(a).sum()
+                         + numpy.linalg.norm(a[0], "nuc"))(m),
+                 wg.grad(lambda a: np.linalg.svd(a, compute_uv=False).sum()
+                         + np.linalg.norm(a[0], "nuc"))(m), rtol=0, atol=0)
+    usv = wg.vjp(lambda a: numpy.linalg.svd(a, False), m)[0]
+    assert type(usv) is type(numpy.linalg.svd(m))
 
 
 def test_linalg_arguments_without_a_rule_are_named_on_traced_values():

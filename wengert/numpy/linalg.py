@@ -183,16 +183,16 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """The singular value decomposition A = U diag(S) Vh, as NumPy's named tuple
     (U, S, Vh), the singular values S descending; only S with ``compute_uv=False``.
 
-    S is differentiable for every shape.  U and Vh are too with ``full_matrices=False``
-    (or for square matrices), if the singular values are distinct and nonzero: their
-    derivatives divide by the differences s_j² - s_i² (and, for a non-square matrix, by
-    the singular values), so where those vanish they are inf or nan, with NumPy's
-    divide-by-zero warning.  (U and Vh are only defined up to the sign of each pair of
-    singular vectors, so differentiate functions that do not depend on it, such as
-    U diag(S) Vh.)  With ``full_matrices=True`` the extra columns of U (or rows of Vh) of a
-    non-square matrix are any basis of the complement and have no derivative: a derivative
-    through them raises NotImplementedError.  With ``hermitian=True`` A is read as
-    symmetric, as NumPy reads it, and the derivative is the symmetric one.
+    S is differentiable for every shape, and so are U and Vh if the singular values are
+    distinct and nonzero: their derivatives divide by the differences s_j² - s_i² (and,
+    for a non-square matrix, by the singular values), so where those vanish they are inf
+    or nan, with NumPy's divide-by-zero warning.  (U and Vh are only defined up to the sign
+    of each pair of singular vectors, so differentiate functions that do not depend on it,
+    such as U diag(S) Vh.)  With ``full_matrices=True`` the extra columns of a tall
+    matrix's U (rows of a wide one's Vh) are any basis of the complement and have no
+    derivative: a derivative through them raises NotImplementedError, which says to use
+    ``full_matrices=False``.  With ``hermitian=True`` A is read as symmetric, as NumPy
+    reads it, and the derivative is the symmetric one.
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -300,9 +300,9 @@ def _matrix_norm(x, ord, r, c, keepdims):
         out = pick(sum(abs(x), axis=inner, keepdims=True), axis=outer, keepdims=True)
     elif ord in (2, -2, "nuc"):
         # the largest or smallest singular value or their sum, as NumPy computes them (the
-        # derivative of a tie between largest or smallest ones is shared among them)
-        # (a matrix already in the last two axes is not moved: then svd(x)'s own nodes, and
-        # their rules, are the norm's)
+        # derivative of a tie between largest or smallest ones is shared among them); a
+        # matrix already in the last two axes is not moved, so that svd(x)'s own nodes,
+        # and their rules, are the norm's
         s = L.svdvals(x if (r, c) == (x.ndim - 2, x.ndim - 1) else
                       moveaxis(x, (r, c), (-2, -1)))
         out = {2: amax, -2: amin, "nuc": sum}[ord](s, axis=-1)
