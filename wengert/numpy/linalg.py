@@ -1,7 +1,7 @@
 """wengert.numpy.linalg: NumPy's linear algebra, differentiable.
 
-inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh) take traced values; the rest
-is NumPy's (and refuses traced values by name).
+inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals) take traced
+values; the rest is NumPy's (and refuses traced values by name).
 
 Example:
     >>> import wengert as wg
@@ -26,6 +26,7 @@ LinAlgError = _np.linalg.LinAlgError
 # results take the same types (plain tuples under NumPy 1)
 _EighResult = type(_np.linalg.eigh(_np.eye(1)))
 _SlogdetResult = type(_np.linalg.slogdet(_np.eye(1)))
+_SVDResult = type(_np.linalg.svd(_np.eye(1)))
 
 
 def _named(kind, *values):
@@ -165,6 +166,69 @@ def _triangle(a, UPLO, who):
     return a, ({} if uplo == "L" else {"UPLO": "U"})
 
 
+def _svd_input(a, hermitian):
+    """`a` as a traced matrix (or stack of them), with NumPy's errors."""
+    a = asarray(a)
+    s = a.shape
+    if len(s) < 2:
+        raise LinAlgError(f"{len(s)}-dimensional array given. Array must be at least "
+                          "two-dimensional")
+    if hermitian and s[-1] != s[-2]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    return a, ({"hermitian": True} if hermitian else {})
+
+
+@_numpy_unless_traced(_np.linalg.svd, any_argument=True)
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """The singular value decomposition A = U diag(S) Vh, as NumPy's named tuple
+    (U, S, Vh), the singular values S descending; only S with ``compute_uv=False``.
+
+    S is differentiable for every shape, and so are U and Vh if the singular values are
+    distinct and nonzero: their derivatives divide by the differences s_j² - s_i² (and,
+    for a non-square matrix, by the singular values), so where those vanish they are inf
+    or nan, with NumPy's divide-by-zero warning.  (U and Vh are only defined up to the sign
+    of each pair of singular vectors, so differentiate functions that do not depend on it,
+    such as U diag(S) Vh.)  With ``full_matrices=True`` the extra columns of a tall
+    matrix's U (rows of a wide one's Vh) are any basis of the complement and have no
+    derivative: a derivative through them raises NotImplementedError, which says to use
+    ``full_matrices=False``.  With ``hermitian=True`` A is read as symmetric, as NumPy
+    reads it, and the derivative is the symmetric one.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.array([[3.0, 0.0], [0.0, -2.0], [0.0, 0.0]])
+        >>> np.linalg.svd(a, compute_uv=False).round(6).tolist()
+        [3.0, 2.0]
+        >>> nuclear_norm = lambda a: np.linalg.svd(a, compute_uv=False).sum()
+        >>> wg.grad(nuclear_norm)(a).round(6).tolist()           # U Vᵀ
+        [[1.0, 0.0], [0.0, -1.0], [0.0, 0.0]]
+        >>> u, s, vh = wg.vjp(lambda a: np.linalg.svd(a, full_matrices=False), a)[0]
+        >>> u.shape, s.shape, vh.shape
+        ((3, 2), (2,), (2, 2))
+    """
+    a, h = _svd_input(a, hermitian)
+    if not compute_uv:
+        return L.svdvals(a, **h)
+    m, n = a.shape[-2:]
+    # (a square matrix's factors are the same either way: one spelling, one node)
+    full = bool(full_matrices) and m != n
+    return _named(_SVDResult, L.svd_u(a, full_matrices=full, **h), L.svdvals(a, **h),
+                  L.svd_vh(a, full_matrices=full, **h))
+
+
+if hasattr(_np.linalg, "svdvals"):              # NumPy 2
+    @_numpy_unless_traced(_np.linalg.svdvals, any_argument=True)
+    def svdvals(x, /):
+        """The singular values, descending: ``svd(x, compute_uv=False)``.
+
+        Example:
+            >>> import numpy, wengert as wg, wengert.numpy as np
+            >>> wg.grad(lambda x: np.linalg.svdvals(x)[0])(numpy.diag([1.0, 2.0])).tolist()
+            [[0.0, 0.0], [0.0, 1.0]]
+        """
+        return L.svdvals(_svd_input(x, False)[0])
+
+
 def _no_rule(ord, what):
     return NotImplementedError(
         f"numpy.linalg.norm(..., ord={ord!r}) is not supported on traced values for {what}: "
@@ -175,8 +239,8 @@ def _no_rule(ord, what):
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector and matrix norms, with NumPy's orders: for vectors None/2, inf, -inf, 0 (the
     count of nonzeros, no derivative) and any other real p; for matrices None/'fro'/'f', 1,
-    -1, inf, -inf and 2 (the largest singular value).  (Matrix orders -2 and 'nuc' raise
-    NotImplementedError on traced values.)
+    -1, inf, -inf, 2 and -2 (the largest and smallest singular value) and 'nuc' (the sum of
+    the singular values).
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -234,14 +298,16 @@ def _matrix_norm(x, ord, r, c, keepdims):
         inner, outer = (r, c) if ord in (1, -1) else (c, r)
         pick = amax if ord > 0 else amin
         out = pick(sum(abs(x), axis=inner, keepdims=True), axis=outer, keepdims=True)
-    elif ord == 2:
-        m = moveaxis(x, (r, c), (-2, -1))
-        # the largest singular value: the square root of mᵀm's largest eigenvalue
-        out = sqrt(L.eigvalsh(m.swapaxes(-1, -2) @ m)[..., -1])
+    elif ord in (2, -2, "nuc"):
+        # the largest or smallest singular value or their sum, as NumPy computes them (the
+        # derivative of a tie between largest or smallest ones is shared among them); a
+        # matrix already in the last two axes is not moved, so that svd(x)'s own nodes,
+        # and their rules, are the norm's
+        s = L.svdvals(x if (r, c) == (x.ndim - 2, x.ndim - 1) else
+                      moveaxis(x, (r, c), (-2, -1)))
+        out = {2: amax, -2: amin, "nuc": sum}[ord](s, axis=-1)
         if not keepdims:
             return out
-    elif ord in (-2, "nuc"):
-        raise _no_rule(ord, "matrices (it needs singular values wengert has no rule for)")
     else:
         raise ValueError("Invalid norm order for matrices.")
     if keepdims:

@@ -100,17 +100,21 @@ sum.defvjp(lambda g, x, ans, axis, keepdims: (
     broadcast_to(_unreduce(g, x, axis, keepdims), shape=shape_of(x)),))
 
 
+def _extremum_share(x, ans, axis, keepdims):
+    """The derivative is shared equally among the elements that attain the extremum: each
+    one's share, in x's dtype (Python floats 1.0 and 0.0 would make a float32 derivative
+    float64)."""
+    one = dtype_of(x).type(1)
+    hit = S.select(S.eq(x, _unreduce(ans, x, axis, keepdims)), one, one - one)
+    return hit / sum(hit, axis=axis, keepdims=True)
+
+
 def _extremum_vjp(g, x, ans, axis, keepdims):
-    # The cotangent is shared equally among the elements that attain the extremum.
-    hit = S.select(S.eq(x, _unreduce(ans, x, axis, keepdims)), 1.0, 0.0)
-    share = hit / sum(hit, axis=axis, keepdims=True)
-    return (share * _unreduce(g, x, axis, keepdims),)
+    return (_extremum_share(x, ans, axis, keepdims) * _unreduce(g, x, axis, keepdims),)
 
 
 def _extremum_jvp(ts, x, ans, axis, keepdims):
-    hit = S.select(S.eq(x, _unreduce(ans, x, axis, keepdims)), 1.0, 0.0)
-    share = hit / sum(hit, axis=axis, keepdims=True)
-    return sum(share * ts[0], axis=axis, keepdims=keepdims)
+    return sum(_extremum_share(x, ans, axis, keepdims) * ts[0], axis=axis, keepdims=keepdims)
 
 
 amax = _prim("amax", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),

@@ -9,6 +9,15 @@ Matrix calculus used below, with A⁻ᵀ = (A⁻¹)ᵀ:
               where Φ keeps the lower triangle and halves the diagonal
     eigh:     A = V diag(w) Vᵀ:  dw = diag(Vᵀ dA V),  dV = V (F ∘ (Vᵀ dA V)),
               F_ij = 1/(w_j - w_i) off the diagonal, 0 on it
+    svd:      A = U S Vᵀ (m×n, thin: U m×k, S = diag(s) k×k, V n×k, k = min(m, n)),
+              with dP = Uᵀ dA V and F_ij = 1/(s_j² - s_i²) off the diagonal, 0 on it:
+              ds = diag(dP)                                            s̄ -> Ā = U diag(s̄) Vᵀ
+              dU = U (F ∘ (dP S + S dPt)) + (I - UUᵀ) dA V S⁻¹
+                                  Ū -> Ā = U (F ∘ (UᵀŪ - ŪᵀU)) S Vᵀ + (I - UUᵀ) Ū S⁻¹ Vᵀ
+              dV = V (F ∘ (S dP + dPt S)) + (I - VVᵀ) dAᵀ U S⁻¹
+                                  V̄ -> Ā = U S (F ∘ (VᵀV̄ - V̄ᵀV)) Vᵀ + U S⁻¹ V̄ᵀ (I - VVᵀ)
+              (the (I - UUᵀ) terms vanish unless m > k, the (I - VVᵀ) ones unless n > k;
+              J. Townsend, "Differentiating the singular value decomposition", 2016)
 """
 from __future__ import annotations
 
@@ -197,4 +206,158 @@ def _(g, a, ans, **tri):
 eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * matmul(
     _T(ans), matmul(_sym(ts[0]), ans))))
 
-__all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh"]
+
+# ---- singular values and vectors ------------------------------------------------------------
+# Three primitives, as eigh is two: svdvals(a) gives s, svd_u(a) U and svd_vh(a) Vh, each
+# from a call of numpy.linalg.svd (LAPACK is deterministic, so the U and Vh of one matrix
+# agree in sign).  full_matrices is a parameter of svd_u and svd_vh (a square matrix's
+# factors are the same either way, and wengert.numpy passes False for it, so that a rule's
+# factors are the user's nodes); hermitian=True is one of all three (absent
+# when False), and then A is read as symmetric, as NumPy reads it (through eigh, from its
+# lower triangle), and the derivatives are the symmetric ones, as eigh's are.
+def _svd_np(a, part, full_matrices=False, hermitian=False):
+    return np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)[part]
+
+
+def _svd_shape(args, params):
+    """(batch shape, m, n, k) of svd's argument."""
+    s = args[0].shape
+    return s[:-2], s[-2], s[-1], min(s[-2], s[-1])
+
+
+def _svdvals_aval(args, params):
+    batch, m, n, k = _svd_shape(args, params)
+    return batch + (k,), float_dtype(args[0].dtype)
+
+
+def _svd_u_aval(args, params):
+    batch, m, n, k = _svd_shape(args, params)
+    return batch + (m, m if params["full_matrices"] else k), float_dtype(args[0].dtype)
+
+
+def _svd_vh_aval(args, params):
+    batch, m, n, k = _svd_shape(args, params)
+    return batch + (n if params["full_matrices"] else k, n), float_dtype(args[0].dtype)
+
+
+svdvals = _lin("svdvals", lambda a, hermitian=False: np.linalg.svd(
+    a, compute_uv=False, hermitian=hermitian), _svdvals_aval)
+svd_u = _lin("svd_u", lambda a, full_matrices, **h: _svd_np(a, 0, full_matrices, **h),
+             _svd_u_aval)
+svd_vh = _lin("svd_vh", lambda a, full_matrices, **h: _svd_np(a, 2, full_matrices, **h),
+              _svd_vh_aval)
+
+
+def _mk(a):
+    s = shape_of(a)
+    return s[-2], s[-1], min(s[-2], s[-1])
+
+
+def _no_extra_vectors(a, full_matrices, which):
+    """Refuse the derivative of full_matrices' extra columns of U (m > n) or rows of Vh
+    (n > m): any orthonormal basis of the complement would do, LAPACK picks one, and its
+    derivative is not defined."""
+    m, n, k = _mk(a)
+    if full_matrices and (m if which == "U" else n) > k:
+        raise NotImplementedError(
+            f"the derivative of svd(..., full_matrices=True)'s {which} for a {m}×{n} matrix "
+            f"is not defined (its extra {'columns' if which == 'U' else 'rows'} are any "
+            "basis of the complement): use full_matrices=False, whose factors have one")
+
+
+# A rule needs the other factor of the same decomposition, thin: svd_u(a, False) for
+# svd_vh(a, full_matrices=True)'s rules too.  LAPACK computes full factors as the thin ones
+# with columns (rows of Vh) added, so their signs agree (a test checks it).
+def _thin_u(a, h):
+    return svd_u(a, full_matrices=False, **h)
+
+
+def _thin_v(a, h):
+    """V, not Vh."""
+    return _T(svd_vh(a, full_matrices=False, **h))
+
+
+def _row(s):
+    """A batch of vectors as a batch of 1×k rows: x * _row(s) is x S (columns scaled)."""
+    return reshape(s, shape=shape_of(s)[:-1] + (1,) + shape_of(s)[-1:])
+
+
+def _column(s):
+    """A batch of vectors as a batch of k×1 columns: _column(s) * x is S x (rows scaled)."""
+    return reshape(s, shape=shape_of(s) + (1,))
+
+
+def _symmetric_in(dA, h):
+    return _sym(dA) if h else dA
+
+
+def _symmetric_out(Abar, h):
+    return (_sym(Abar) if h else Abar,)
+
+
+@svdvals.defvjp
+def _(g, a, ans, **h):
+    U, V = _thin_u(a, h), _thin_v(a, h)
+    return _symmetric_out(matmul(U * _row(g), _T(V)), h)
+
+
+@svdvals.defjvp
+def _(ts, a, ans, **h):
+    U, V = _thin_u(a, h), _thin_v(a, h)
+    # diag(Uᵀ dA V)_k = Σ_i U_ik (dA V)_ik, without forming the k×k product
+    return _sum(U * matmul(_symmetric_in(ts[0], h), V), axis=(len(shape_of(a)) - 2,),
+                keepdims=False)
+
+
+@svd_u.defjvp
+def _(ts, a, ans, full_matrices, **h):
+    _no_extra_vectors(a, full_matrices, "U")
+    U, s, V = ans, svdvals(a, **h), _thin_v(a, h)
+    dAV = matmul(_symmetric_in(ts[0], h), V)
+    dP = matmul(_T(U), dAV)
+    dU = matmul(U, _F(s * s) * (dP * _row(s) + _column(s) * _T(dP)))
+    m, n, k = _mk(a)
+    if m > k:
+        dU = dU + (dAV - matmul(U, dP)) / _row(s)
+    return dU
+
+
+@svd_u.defvjp
+def _(g, a, ans, full_matrices, **h):
+    _no_extra_vectors(a, full_matrices, "U")
+    U, s, V = ans, svdvals(a, **h), _thin_v(a, h)
+    X = matmul(_T(U), g)
+    inner = matmul(U, _F(s * s) * (X - _T(X)) * _row(s))
+    m, n, k = _mk(a)
+    if m > k:
+        inner = inner + (g - matmul(U, X)) / _row(s)
+    return _symmetric_out(matmul(inner, _T(V)), h)
+
+
+@svd_vh.defjvp
+def _(ts, a, ans, full_matrices, **h):
+    _no_extra_vectors(a, full_matrices, "Vh")
+    U, s, V = _thin_u(a, h), svdvals(a, **h), _T(ans)
+    dAtU = matmul(_T(_symmetric_in(ts[0], h)), U)
+    dPt = matmul(_T(V), dAtU)
+    dV = matmul(V, _F(s * s) * (_column(s) * _T(dPt) + dPt * _row(s)))
+    m, n, k = _mk(a)
+    if n > k:
+        dV = dV + (dAtU - matmul(V, dPt)) / _row(s)
+    return _T(dV)
+
+
+@svd_vh.defvjp
+def _(g, a, ans, full_matrices, **h):
+    _no_extra_vectors(a, full_matrices, "Vh")
+    U, s, Vh = _thin_u(a, h), svdvals(a, **h), ans
+    Y = matmul(Vh, _T(g))                       # VᵀV̄, with V̄ = ḡᵀ
+    inner = matmul(_column(s) * (_F(s * s) * (Y - _T(Y))), Vh)
+    m, n, k = _mk(a)
+    if n > k:
+        inner = inner + (g - matmul(_T(Y), Vh)) / _column(s)
+    return _symmetric_out(matmul(U, inner), h)
+
+
+__all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh",
+           "svdvals", "svd_u", "svd_vh"]
