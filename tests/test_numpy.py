@@ -151,6 +151,31 @@ CASES = {
                            + np.linalg.norm(t, 1, (-1, 0), True)[0, :, 0]
                            + np.linalg.norm(t, -np.inf, axis=(0, -1))
                            + np.linalg.norm(t, axis=(0, 1)).sum(), [r(3, 3), r(2, 3, 4)]),
+    # numpy.linalg's functions built from the differentiable ones
+    "matrix_power": (lambda a, t: (np.linalg.matrix_power(a, 3), np.linalg.matrix_power(a, -2),
+                                   np.linalg.matrix_power(a, 1), np.linalg.matrix_power(t, 2),
+                                   np.linalg.matrix_power(a, 0)),
+                     [r(3, 3) + 3 * numpy.eye(3), r(2, 3, 3)]),
+    "multi_dot": (lambda v, m, n, w: (np.linalg.multi_dot([v, m, n, w]),
+                                      np.linalg.multi_dot([m, n, w]),
+                                      np.linalg.multi_dot([v, m, n]),
+                                      np.linalg.multi_dot([m.T, m, n, n.T]),
+                                      np.linalg.multi_dot([m, n])),
+                  [r(3), r(3, 4), r(4, 2), r(2)]),
+    "linalg array api": (lambda x, y, t: (
+        np.linalg.matmul(x, y), np.linalg.outer(x[0], y[:, 1]), np.linalg.tensordot(x, x),
+        np.linalg.tensordot(t, x, axes=([1, 2], [0, 1])), np.linalg.diagonal(t, offset=1),
+        np.linalg.trace(t), np.linalg.vecdot(t, x), np.linalg.vecdot(x, t, axis=-2),
+        np.linalg.matrix_transpose(t)), [r(3, 4), r(4, 2), r(2, 3, 4)]),
+    "vector_norm matrix_norm cond": (lambda x, t, m: (
+        np.linalg.vector_norm(x), np.linalg.vector_norm(t, axis=(0, 2), keepdims=True),
+        np.linalg.vector_norm(x, ord=3, axis=-1), np.linalg.matrix_norm(t),
+        np.linalg.matrix_norm(t, ord="nuc", keepdims=True), np.linalg.cond(m),
+        np.linalg.cond(t), np.linalg.cond(m, -2), np.linalg.cond(m, "fro")),
+        [r(3, 4), r(2, 3, 4), r(3, 3) + 3 * numpy.eye(3)]),
+    "pinv": (lambda tall, wide: (np.linalg.pinv(tall), np.linalg.pinv(wide),
+                                 np.linalg.pinv(numpy.ones((2, 1, 1)) * tall[:3, :1])),
+             [r(5, 3), r(2, 4)]),
     # singular values of every shape; U and Vh through functions their signs do not change
     "svdvals": (lambda sq, tall, wide, batch: (
         np.linalg.svd(sq, compute_uv=False), np.linalg.svd(tall, compute_uv=False),
@@ -345,7 +370,9 @@ def test_linalg_records_the_dtype_it_computes(name, dtype):
 def test_linalg_functions_have_numpys_signatures():
     import inspect
     for name in ("inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "norm",
-                 "svd", "svdvals"):
+                 "svd", "svdvals", "matrix_power", "multi_dot", "matrix_transpose", "matmul",
+                 "outer", "tensordot", "diagonal", "trace", "vecdot", "vector_norm",
+                 "matrix_norm", "cond", "matrix_rank", "pinv", "lstsq"):
         assert inspect.signature(getattr(np.linalg, name)) == \
             inspect.signature(getattr(numpy.linalg, name)), name
 
@@ -362,7 +389,27 @@ def _linalg_calls():
              "svd(m)", "svd(t)", "svd(t, False)", "svd(t, True, False)", "svd(a, 0, 1, 1)",
              "svd(t[0].T, full_matrices=False, compute_uv=True)", "svd(a, hermitian=True)",
              "svd(m, compute_uv=False, hermitian=True)", "svd(t, hermitian=True)", "svd(v)",
-             "svdvals(t)", "svdvals(m)", "svdvals(v)"]
+             "svdvals(t)", "svdvals(m)", "svdvals(v)",
+             "matrix_power(m, 3)", "matrix_power(a, -1)", "matrix_power(m, 0)",
+             "matrix_power(m, numpy.int64(2))", "matrix_power(m, 1.5)", "matrix_power(v, 2)",
+             "matrix_power(t, 2)", "matrix_power(numpy.zeros((2, 2)), -1)",
+             "multi_dot([v[:3], m, a, b])", "multi_dot([m, a, m])", "multi_dot([m])",
+             "multi_dot([m, t])", "multi_dot([m, t, m])", "multi_dot([v, m, a])",
+             "matrix_transpose(t)", "matrix_transpose(v)", "matmul(m, b)", "matmul(v, m)",
+             "outer(v, b)", "outer(m, b)", "tensordot(m, a, axes=1)", "tensordot(t, t, axes=3)",
+             "diagonal(t)", "diagonal(t, offset=-1)", "trace(t, offset=1)", "trace(m)",
+             "vecdot(m, b)", "vecdot(t, v)", "vecdot(m, v)", "vecdot(t, m.T, axis=-2)",
+             "vector_norm(t)", "vector_norm(t, axis=(2, 0), ord=1)",
+             "vector_norm(t, axis=1, keepdims=True, ord=inf)", "vector_norm(m, axis=(0, 0))",
+             "matrix_norm(t)", "matrix_norm(m, ord=2)", "matrix_norm(t, keepdims=True, ord=-1)",
+             "matrix_norm(v)", "cond(m)", "cond(t)", "cond(a, 1)", "cond(a, -inf)",
+             "cond(t, 'fro')", "cond(v)", "matrix_rank(m)", "matrix_rank(t)",
+             "matrix_rank(a, 0.5)", "matrix_rank(a, hermitian=True)", "matrix_rank(v)",
+             "matrix_rank(t, rtol=0.9)", "pinv(m)", "pinv(t)", "pinv(t, 0.5)",
+             "pinv(a, hermitian=True)", "pinv(m, rtol=0.5)", "pinv(m, 0.1, rtol=0.1)",
+             "pinv(v)", "lstsq(t[0].T, v)", "lstsq(t[0], b[:2])", "lstsq(m, b)",
+             "lstsq(m, m)", "lstsq(t[0].T, t[0].T)", "lstsq(t[0].T, v, rcond=0.5)",
+             "lstsq(m, v)", "lstsq(v, v)"]
     for x, axes in (("v", [None, 0, -1]), ("m", [None, (0, 1), (1, 0), (-1, 0), 1]),
                     ("t", [None, (2, 0), -1])):
         for axis in axes:
@@ -376,7 +423,8 @@ def _linalg_calls():
 def _outcome(call, names, args, traced=False):
     """The result of the call with `names` (a module's), or the exception it raises; with
     `traced`, the arguments are traced values."""
-    run = lambda *xs: eval(call, {"inf": numpy.inf}, {**dict(zip(sorted(args), xs)), **names})
+    run = lambda *xs: eval(call, {"inf": numpy.inf, "numpy": numpy},
+                           {**dict(zip(sorted(args), xs)), **names})
     xs = [args[n] for n in sorted(args)]
     try:
         return wg.vjp(run, *xs)[0] if traced else run(*xs)
@@ -394,7 +442,7 @@ def test_linalg_on_plain_arrays_is_numpy_with_every_argument():
             assert str(got) == str(want), call
             continue
         for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
-            assert type(g) is type(w) and g.dtype == w.dtype, call
+            assert type(g) is type(w) and numpy.result_type(g) == numpy.result_type(w), call
             numpy.testing.assert_array_equal(g, w, err_msg=call)
 
 
@@ -546,6 +594,33 @@ def test_svd_of_full_matrices_differentiates_the_factor_without_extra_vectors():
         assert_close(full.Vh[..., :k, :], thin.Vh, rtol=0, atol=1e-12)
         ok = "Vh" if shape[-2] > shape[-1] else "U"
         check_grads(lambda a: getattr(np.linalg.svd(a), ok) ** 2, a)
+
+
+def test_linalg_functions_built_from_others():
+    # multi_dot multiplies in the cheapest order: (AB)C here costs 10*100*5 + 10*5*50, where
+    # A(BC) would cost 100*5*50 + 10*100*50
+    A, B, C = r(10, 100), r(100, 5), r(5, 50)
+    g = wg.trace(lambda A, B, C: np.linalg.multi_dot([A, B, C]), A, B, C)
+    first = [n for n in g.nodes if n.op.name == "matmul"][0]
+    assert [x.shape for x in first.args] == [(10, 100), (100, 5)]
+    assert_close(g(A, B, C), numpy.linalg.multi_dot([A, B, C]), rtol=1e-12)
+    # matrix_power(a, 0) is the identity: a constant, its derivative zero
+    a = r(3, 3)
+    assert_close(wg.grad(lambda a: np.linalg.matrix_power(a, 0).sum())(a), numpy.zeros((3, 3)))
+    # pinv of a full-rank matrix is (AᵀA)⁻¹Aᵀ: so are its derivatives
+    t = r(5, 3)
+    ct = r(3, 5)
+    assert_close(wg.vjp(np.linalg.pinv, t)[1](ct)[0],
+                 wg.vjp(lambda t: np.linalg.inv(t.T @ t) @ t.T, t)[1](ct)[0], rtol=1e-9)
+    # lstsq, eagerly (its residuals exist or not by the rank's value: without values, as
+    # in wg.trace, it cannot tell)
+    check_grads(lambda tall, wide, b: (
+        np.linalg.lstsq(tall, b)[0], np.linalg.lstsq(tall, b)[1],
+        np.linalg.lstsq(wide, b[:2])[0], np.linalg.lstsq(tall, numpy.ones((5, 2)) * b[:, None])[1]),
+        t, r(2, 4), r(5))
+    with pytest.raises(wg.ConcretizationError):
+        wg.trace(lambda a: np.linalg.lstsq(a, numpy.ones(5))[0], t)
+    assert wg.trace(lambda a: np.linalg.matrix_rank(a), t)(t) == 3        # traced: a node
 
 
 def test_svd_errors_are_clear():

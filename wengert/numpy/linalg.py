@@ -1,7 +1,9 @@
 """wengert.numpy.linalg: NumPy's linear algebra, differentiable.
 
-inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals) take traced
-values; the rest is NumPy's (and refuses traced values by name).
+inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals), and the
+functions written with them (matrix_power, multi_dot, pinv, lstsq, cond, matrix_rank, the
+array API's vector_norm, matrix_norm, vecdot, ...) take traced values; the rest is
+NumPy's (and refuses traced values by name).
 
 Example:
     >>> import wengert as wg
@@ -15,9 +17,14 @@ from __future__ import annotations
 
 import numpy as _np
 
+import operator
+
 from ..primitives import linalg as L
-from . import (_norm_axis, _one_axis, _numpy_unless_traced, _shape, asarray, sqrt, sum,
-               abs, amax, amin, moveaxis, reshape, swapaxes)
+from ..primitives.registry import float_dtype
+from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
+               sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
+               tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
+               zeros_like)
 from .dispatch import unsupported as _unsupported
 
 LinAlgError = _np.linalg.LinAlgError
@@ -37,11 +44,16 @@ def _named(kind, *values):
 # NumPy unchanged (every argument, result and error is NumPy's); with one, a list holding
 # traced values is stacked first, as numpy.asarray would.
 def _matrix(a, who):
-    """`a` as a traced square matrix (or stack of them)."""
+    """`a` as a traced square matrix (or stack of them), with NumPy's errors (LinAlgError
+    is a ValueError)."""
     a = asarray(a)
     s = a.shape
-    if len(s) < 2 or s[-1] != s[-2]:
-        raise ValueError(f"{who}: expected a square matrix (or a stack of them), got shape {s}")
+    if len(s) < 2:
+        raise LinAlgError(f"{len(s)}-dimensional array given. Array must be at least "
+                          "two-dimensional")
+    if s[-1] != s[-2]:
+        raise LinAlgError(f"Last 2 dimensions of the array must be square (the shape of "
+                          f"{who}'s argument is {s})")
     return a
 
 
@@ -313,6 +325,364 @@ def _matrix_norm(x, ord, r, c, keepdims):
     if keepdims:
         return reshape(out, tuple(1 if i in (r, c) else d for i, d in enumerate(x.shape)))
     return reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in (r, c)))
+
+
+# ---- built from the above ----------------------------------------------------------------
+# (functions written with differentiable ones: their derivatives, to any order, come free)
+@_numpy_unless_traced(_np.linalg.matrix_power, any_argument=True)
+def matrix_power(a, n):
+    """A square matrix to the integer power n, by repeated squaring; n < 0 is a power of
+    the inverse, n = 0 the identity (no derivative).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.array([[1.0, 1.0], [0.0, 2.0]])
+        >>> np.linalg.matrix_power(a, 3).tolist()
+        [[1.0, 7.0], [0.0, 8.0]]
+        >>> wg.grad(lambda a: np.linalg.matrix_power(a, 2).sum())(a).tolist()  # JAᵀ + AᵀJ
+        [[3.0, 3.0], [5.0, 5.0]]
+    """
+    a = _matrix(a, "matrix_power")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError("exponent must be an integer") from None
+    if n == 0:
+        # the identity in a's shape and dtype (a float matrix stays float), a constant
+        return zeros_like(a) + _np.eye(a.shape[-1], dtype=a.dtype)
+    if n < 0:
+        a, n = inv(a), -n
+    out, square = None, a
+    while True:                     # the binary digits of n, lowest first
+        if n & 1:
+            out = square if out is None else _matmul(out, square)
+        n >>= 1
+        if not n:
+            return out
+        square = _matmul(square, square)
+
+
+@_numpy_unless_traced(_np.linalg.multi_dot, any_argument=True)
+def multi_dot(arrays, *, out=None):
+    """The product of two or more matrices in the order of fewest multiplications (as
+    NumPy picks it); the first may be a 1-D row and the last a 1-D column.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> v, m = numpy.ones(2), numpy.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> float(np.linalg.multi_dot([v, m, v]))
+        10.0
+        >>> wg.grad(lambda m: np.linalg.multi_dot([v, m, m, v]))(m).tolist()  # vvᵀmᵀ + mᵀvvᵀ
+        [[7.0, 11.0], [9.0, 13.0]]
+    """
+    _refuse("linalg.multi_dot", out=out is not None)
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if len(arrays) == 2:
+        return _dot(*arrays)                # (as NumPy: no order to choose, no checks)
+    arrays = [asarray(a) for a in arrays]
+    row, column = arrays[0].ndim == 1, arrays[-1].ndim == 1
+    if row:
+        arrays[0] = reshape(arrays[0], (1, -1))
+    if column:
+        arrays[-1] = reshape(arrays[-1], (-1, 1))
+    for a in arrays:
+        if a.ndim != 2:
+            raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be "
+                              "two-dimensional")
+    out = _chain(arrays, _chain_order([a.shape[0] for a in arrays] + [arrays[-1].shape[1]]),
+                 0, len(arrays) - 1)
+    if row and column:
+        return reshape(out, ())
+    return reshape(out, (-1,)) if row or column else out
+
+
+def _chain_order(dims):
+    """split[i][j]: where the cheapest product of matrices i..j splits (the textbook
+    dynamic program over chain lengths; matrix k is dims[k] x dims[k+1])."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(arrays, split, i, j):
+    """The product of arrays[i..j] as `split` orders it, with an explicit stack (a chain
+    of any length, no recursion)."""
+    results = {}
+    todo = [(i, j, False)]
+    while todo:
+        lo, hi, ready = todo.pop()
+        if lo == hi:
+            results[lo, hi] = arrays[lo]
+        elif ready:
+            k = split[lo][hi]
+            results[lo, hi] = _matmul(results.pop((lo, k)), results.pop((k + 1, hi)))
+        else:
+            k = split[lo][hi]
+            todo += [(lo, hi, True), (lo, k, False), (k + 1, hi, False)]
+    return results[i, j]
+
+
+@_numpy_unless_traced(_np.linalg.matrix_transpose, any_argument=True)
+def matrix_transpose(x, /):
+    """The last two axes swapped.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> np.linalg.matrix_transpose(numpy.zeros((4, 2, 3))).shape
+        (4, 3, 2)
+    """
+    x = asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"Input array must be at least 2-dimensional, but it is {x.ndim}")
+    return swapaxes(x, -1, -2)
+
+
+@_numpy_unless_traced(_np.linalg.matmul, any_argument=True)
+def matmul(x1, x2, /):
+    """``x1 @ x2`` (the array API's name in numpy.linalg).
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> np.linalg.matmul(numpy.eye(2), numpy.ones(2)).tolist()
+        [1.0, 1.0]
+    """
+    return _matmul(asarray(x1), asarray(x2))
+
+
+@_numpy_unless_traced(_np.linalg.outer, any_argument=True)
+def outer(x1, x2, /):
+    """The outer product of two 1-D arrays (the array API's: other shapes are refused).
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> np.linalg.outer(numpy.ones(2), numpy.arange(3.0)).tolist()
+        [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]
+    """
+    x1, x2 = asarray(x1), asarray(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={x1.ndim} and x2.ndim={x2.ndim}.")
+    return reshape(x1, (-1, 1)) * reshape(x2, (1, -1))
+
+
+@_numpy_unless_traced(_np.linalg.tensordot, any_argument=True)
+def tensordot(x1, x2, /, *, axes=2):
+    """`numpy.tensordot` (the array API's name in numpy.linalg).
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> float(np.linalg.tensordot(numpy.ones((2, 3)), numpy.ones((2, 3))))
+        6.0
+    """
+    return _tensordot(x1, x2, axes)
+
+
+@_numpy_unless_traced(_np.linalg.diagonal, any_argument=True)
+def diagonal(x, /, *, offset=0):
+    """The diagonals of the matrices in the last two axes.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> np.linalg.diagonal(numpy.arange(8.0).reshape(2, 2, 2)).tolist()
+        [[0.0, 3.0], [4.0, 7.0]]
+    """
+    return _diagonal(asarray(x), offset, -2, -1)
+
+
+@_numpy_unless_traced(_np.linalg.trace, any_argument=True)
+def trace(x, /, *, offset=0, dtype=None):
+    """The traces of the matrices in the last two axes (numpy.trace takes the first two).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> wg.grad(lambda x: np.linalg.trace(x).sum())(numpy.ones((2, 2, 2)))[0].tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+
+@_numpy_unless_traced(_np.linalg.vecdot, any_argument=True)
+def vecdot(x1, x2, /, *, axis=-1):
+    """The dot products of the vectors along `axis`, the rest broadcast (real arrays:
+    no conjugate).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.linalg.vecdot(numpy.ones((2, 3)), numpy.arange(3.0)).tolist()
+        [3.0, 3.0]
+        >>> wg.grad(lambda v: np.linalg.vecdot(v, v))(numpy.array([1.0, 2.0])).tolist()
+        [2.0, 4.0]
+    """
+    x1, x2 = asarray(x1), asarray(x2)
+    # each operand's own axis (as NumPy's gufunc reads it) moved last, the rest broadcast
+    x1, x2 = (moveaxis(x, _one_axis(axis, x.ndim, "vecdot"), -1) for x in (x1, x2))
+    if x1.shape[-1] != x2.shape[-1]:
+        raise ValueError(f"vecdot: x1 of shape {x1.shape} and x2 of shape {x2.shape} (axis "
+                         f"{axis} moved last) differ in length along it")
+    return sum(x1 * x2, axis=-1)
+
+
+@_numpy_unless_traced(_np.linalg.vector_norm, any_argument=True)
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """The vector norm over `axis` (all axes, flattened, by default; a tuple of axes is
+    one vector), with `norm`'s vector orders.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> g = wg.grad(lambda x: np.linalg.vector_norm(x))(numpy.array([[3.0], [4.0]]))
+        >>> g.round(6).tolist()
+        [[0.6], [0.8]]
+    """
+    x = asarray(x)
+    nd = x.ndim
+    axes = tuple(range(nd)) if axis is None else _norm_axis(axis, nd, "vector_norm")
+    # the axes moved to the end and merged into one: a vector norm over one axis
+    rest = [i for i in range(nd) if i not in axes]
+    v = reshape(moveaxis(x, axes, tuple(range(nd - len(axes), nd))),
+                tuple(x.shape[i] for i in rest) + (-1,))
+    out = _vector_norm(v, ord, (v.ndim - 1,), False)
+    if keepdims:
+        out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return out
+
+
+@_numpy_unless_traced(_np.linalg.matrix_norm, any_argument=True)
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """`norm` of the matrices in the last two axes, with its matrix orders.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> float(np.linalg.matrix_norm(numpy.diag([3.0, -4.0]), ord="nuc"))
+        7.0
+    """
+    return norm(asarray(x), ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+@_numpy_unless_traced(_np.linalg.cond, any_argument=True)
+def cond(x, p=None):
+    """The condition number in the norm `p`: for None, 2 and -2 the ratio of extreme
+    singular values, else ``norm(x, p) * norm(inv(x), p)``.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> float(np.linalg.cond(numpy.diag([1.0, 4.0])))
+        4.0
+        >>> wg.grad(lambda d: np.linalg.cond(np.diag(d)))(numpy.array([1.0, 4.0])).tolist()
+        [-4.0, 1.0]
+    """
+    x = asarray(x)
+    if x.ndim < 2:
+        raise LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least "
+                          "two-dimensional")
+    if p is None or p == 2 or p == -2:
+        s = L.svdvals(x)
+        big, small = s[..., 0], s[..., -1]
+        return small / big if p == -2 else big / small
+    x = _matrix(x, "cond")
+    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+
+
+@_numpy_unless_traced(_np.linalg.matrix_rank, any_argument=True)
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """The number of singular values above the tolerance (NumPy's defaults); an integer,
+    so no derivative.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> int(np.linalg.matrix_rank(numpy.ones((3, 3))))
+        1
+    """
+    A = asarray(A)
+    if A.ndim < 2:                  # NumPy's answer for a vector or a number
+        return int(sum((A != 0).astype(_np.int64), axis=None) > 0)
+    s = L.svdvals(A, **({"hermitian": True} if hermitian else {}))
+    big = amax(s, axis=-1, keepdims=True)
+    if tol is None:
+        if rtol is None:
+            rtol = max(A.shape[-2:]) * _np.finfo(s.dtype).eps
+        tol = big * asarray(rtol)[..., None] if _np.ndim(rtol) else big * rtol
+    else:
+        tol = asarray(tol)[..., None] if _np.ndim(tol) else tol
+    return sum((s > tol).astype(_np.int64), axis=-1)
+
+
+@_numpy_unless_traced(_np.linalg.pinv, any_argument=True)
+def pinv(a, rcond=None, hermitian=False, *, rtol=_np._NoValue):
+    """The Moore-Penrose pseudo-inverse V diag(1/s) Uᵀ, singular values below the cutoff
+    (NumPy's: ``rcond`` or ``rtol`` times the largest) taken as zero.  Differentiable
+    where the rank does not change, with distinct singular values (svd's rules).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.array([[2.0, 0.0], [0.0, 4.0], [0.0, 0.0]])
+        >>> np.linalg.pinv(a).tolist()
+        [[0.5, 0.0, 0.0], [0.0, 0.25, 0.0]]
+        >>> wg.grad(lambda a: np.linalg.pinv(a)[0, 0])(a).round(6).tolist()
+        [[-0.25, 0.0], [0.0, 0.0], [0.0, 0.0]]
+    """
+    a = asarray(a)
+    if a.ndim < 2:
+        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
+                          "two-dimensional")
+    if rcond is None:
+        rcond = max(a.shape[-2:]) * _np.finfo(float_dtype(a.dtype)).eps \
+            if rtol is _np._NoValue or rtol is None else rtol
+    elif rtol is not _np._NoValue:
+        raise ValueError("`rtol` and `rcond` can't be both set.")
+    u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
+    cutoff = asarray(rcond)[..., None] * amax(s, axis=-1, keepdims=True)
+    keep = s > cutoff
+    # 1/s where kept, 0 elsewhere (the where's other branch never divides by a zero)
+    inverse = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
+    return _matmul(swapaxes(vh, -1, -2) * inverse[..., None, :], swapaxes(u, -1, -2))
+
+
+@_numpy_unless_traced(_np.linalg.lstsq, any_argument=True)
+def lstsq(a, b, rcond=None):
+    """The least-squares solution x of a x ≈ b, as NumPy's tuple (x, residuals, rank, s):
+    x = pinv(a) b, differentiable where a's rank does not change; the residuals (sums of
+    squared residuals of each column, empty unless a has full column rank and more rows
+    than columns) are differentiable too.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a, b = numpy.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), numpy.array([1.0, 2.0, 4.0])
+        >>> x, res, rank, s = np.linalg.lstsq(a, b)
+        >>> x.round(6).tolist(), int(rank)
+        ([1.333333, 2.333333], 2)
+        >>> wg.grad(lambda b: np.linalg.lstsq(a, b)[0].sum())(b).round(6).tolist()
+        [0.333333, 0.333333, 0.666667]
+    """
+    a, b = asarray(a), asarray(b)
+    if a.ndim != 2:
+        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+    m, n = a.shape
+    if b.ndim not in (1, 2) or b.shape[0] != m:
+        raise LinAlgError("Incompatible dimensions")
+    s = L.svdvals(a)
+    eps = _np.finfo(s.dtype).eps
+    rcond = eps * max(m, n) if rcond is None else rcond
+    # NumPy (LAPACK gelsd) takes singular values below rcond times the largest as zero;
+    # a negative rcond means machine precision
+    x = _matmul(pinv(a, rcond=eps if rcond < 0 else rcond), b)
+    rank = matrix_rank(a, tol=None, rtol=eps if rcond < 0 else rcond)
+    if int(rank) == n and m > n:       # (the residuals' shape depends on the rank's value)
+        r = _matmul(a, x) - b
+        residuals = sum(r * r, axis=0)
+        residuals = reshape(residuals, (1,)) if b.ndim == 1 else residuals
+    else:
+        residuals = _np.empty((0,), dtype=s.dtype)
+    return x, residuals, rank, s
 
 
 def __getattr__(name):
