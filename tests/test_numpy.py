@@ -667,6 +667,38 @@ def test_svd_records_one_node_per_factor_and_rules_share_them():
     assert "svd_u(a, full_matrices=False)" in str(wg.trace(f, r(3, 3)))
 
 
+def test_an_eager_gradient_factorizes_each_matrix_once(monkeypatch):
+    import gc
+    calls = []
+    svd, eigh = numpy.linalg.svd, numpy.linalg.eigh
+    monkeypatch.setattr(numpy.linalg, "svd", lambda a, *args, **kw: (
+        calls.append(("svd", kw.get("compute_uv", True))), svd(a, *args, **kw))[1])
+    monkeypatch.setattr(numpy.linalg, "eigh", lambda a, *args: (
+        calls.append(("eigh", True)), eigh(a, *args))[1])
+
+    def f(a):
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        w, v = np.linalg.eigh(a.T @ a)
+        return np.sum(s) + np.sum(u[:, 0] ** 4) + np.sum(vh[0] ** 4) + np.sum(v[:, -1] ** 4) + w[0]
+
+    a = r(5, 3)
+    g = wg.grad(f)(a)
+    # one SVD and one eigh with vectors (the forward pass and every rule share them); the
+    # singular values and eigenvalues alone are computed as NumPy's svdvals/eigvalsh do
+    assert calls.count(("svd", True)) == 1 and calls.count(("eigh", True)) == 1
+    # the factors of a.T @ a went with it when the call ended; a's own stay with a
+    assert [k for k, _ in L._factorizations.entries] == ["svd"]
+    check_grads(f, a, order=1)
+    # an array changed in place is factorized again: the gradient is the new one
+    b = r(5, 3)
+    a[...] = b
+    assert_close(wg.grad(f)(a), wg.grad(f)(b.copy()), rtol=1e-12)
+    assert not numpy.allclose(wg.grad(f)(a), g)
+    del a
+    gc.collect()                    # (check_grads's pullbacks still held it, in cycles)
+    assert not L._factorizations.entries
+
+
 def test_printed_derivative_graphs_show_plain_parameters():
     text = str(wg.trace(wg.grad(lambda x: np.sum(np.sin(x) @ x.T)), r(2, 3)))
     assert "axes=(1, 0)" in text and "np." not in text

@@ -21,6 +21,9 @@ Matrix calculus used below, with A⁻ᵀ = (A⁻¹)ᵀ:
 """
 from __future__ import annotations
 
+import threading
+import weakref
+
 import numpy as np
 
 from .registry import defprimitive, float_dtype, shape_of
@@ -160,11 +163,52 @@ def _eigvals_aval(args, params):
     return args[0].shape[:-1], float_dtype(args[0].dtype)
 
 
+class _Factorizations(threading.local):
+    """The last factorization of each kind (eigh with its UPLO, svd with its parameters),
+    kept for the primitives that share it.  eigh's eigenvectors and svd's U and Vh are
+    primitives of their own (a node each), yet one LAPACK call gives them all, and an eager
+    gradient asks for them again and again: the forward pass, then most rules (svdvals's
+    VJP needs U and V).  Without this, an eager gradient through U, S and Vh ran nine SVDs.
+
+    An entry is found only for the same array object with the same contents: a copy is kept
+    and compared (O(n²) against the factorization's O(n³)), so an array changed in place
+    between calls is factorized again, and a result never depends on what was asked before
+    (it is what the call would compute).  An entry goes when its array is freed (an eager
+    gradient's intermediate matrix: when the call ends), or when another matrix is
+    factorized the same way.  One set per thread."""
+
+    def __init__(self):
+        self.entries = {}               # (kind, params) -> (weakref to a, copy of a, factors)
+
+    def of(self, kind, factorize, a, *params):
+        """factorize(a, *params), computed once per matrix (see the class)."""
+        key = (kind, params)
+        entry = self.entries.get(key)
+        if entry is not None and entry[0]() is a and np.array_equal(entry[1], a):
+            return entry[2]
+        factors = factorize(a, *params)
+        if type(a) is np.ndarray:
+            self.entries[key] = (weakref.ref(a, lambda ref: self._forget(key, ref)),
+                                 a.copy(), factors)
+        return factors
+
+    def _forget(self, key, ref):
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] is ref:
+            del self.entries[key]
+
+
+_factorizations = _Factorizations()
+
+
 # The triangle read is a parameter, UPLO="U" (absent for "L"), as in NumPy: the upper
 # triangle of A is the lower one of Aᵀ, but LAPACK's eigenvectors of the two can differ in
-# sign.  The derivatives are the symmetric ones, whichever triangle is read.
+# sign.  The derivatives are the symmetric ones, whichever triangle is read.  (eigvalsh
+# computes the eigenvalues alone, as numpy.linalg.eigvalsh does, never eigh's: its value
+# is NumPy's whatever was computed before.)
 eigvalsh = _lin("eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO), _eigvals_aval)
-eigvecsh = _lin("eigvecsh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], _same)
+eigvecsh = _lin("eigvecsh", lambda a, UPLO="L": _factorizations.of(
+    "eigh", np.linalg.eigh, a, UPLO)[1], _same)
 
 
 def _diag_part(m):
@@ -208,15 +252,19 @@ eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * m
 
 
 # ---- singular values and vectors ------------------------------------------------------------
-# Three primitives, as eigh is two: svdvals(a) gives s, svd_u(a) U and svd_vh(a) Vh, each
-# from a call of numpy.linalg.svd (LAPACK is deterministic, so the U and Vh of one matrix
-# agree in sign).  full_matrices is a parameter of svd_u and svd_vh (a square matrix's
+# Three primitives, as eigh is two: svdvals(a) gives s (numpy.linalg.svd's values alone),
+# svd_u(a) U and svd_vh(a) Vh, from one call of numpy.linalg.svd (`_factorizations`; LAPACK
+# is deterministic, so the U and Vh of one matrix agree in sign).  full_matrices is a parameter of svd_u and svd_vh (a square matrix's
 # factors are the same either way, and wengert.numpy passes False for it, so that a rule's
 # factors are the user's nodes); hermitian=True is one of all three (absent
 # when False), and then A is read as symmetric, as NumPy reads it (through eigh, from its
 # lower triangle), and the derivatives are the symmetric ones, as eigh's are.
 def _svd_np(a, part, full_matrices=False, hermitian=False):
-    return np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)[part]
+    return _factorizations.of("svd", _svd_all, a, full_matrices, hermitian)[part]
+
+
+def _svd_all(a, full_matrices, hermitian):
+    return np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)
 
 
 def _svd_shape(args, params):
