@@ -195,10 +195,10 @@ class Graph:
             node = self._consts.get(value)      # nonzero, non-nan floats: keyed by themselves
             if node is not None:
                 return node
-        if weak is None and (type(value) is np.float64 or type(value) is np.ndarray
-                             and value.shape == () and value.dtype == F64):
-            weak = False
-        value = canonical(value)
+        made = canonical(value)
+        if weak is None and type(made) is float and type(value) is not float:
+            weak = False        # np.float64 or a 0-d float64 array: strong, as in NumPy 2
+        value = made
         strong = weak is False and type(value) in (float, int, bool)
         if not self.optimize:
             node = self._new(_CONST, (), _NO_PARAMS, *aval(value), value)
@@ -343,8 +343,11 @@ class Graph:
             if type(value) is np.ndarray:
                 shape, dtype = value.shape, value.dtype
                 if dtype is not F64 and op.elementwise:
-                    value = _strongly_typed(op, nodes, values, params, value)
-                    shape, dtype = aval(value)
+                    for v in values:        # (inlined: float32 array code asks every time)
+                        if type(v) is float or type(v) is int:
+                            value = _strongly_typed(op, nodes, values, params, value)
+                            shape, dtype = aval(value)
+                            break
             elif type(value) is float:
                 shape, dtype = (), F64
             else:
