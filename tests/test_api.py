@@ -557,3 +557,23 @@ def test_jacobian_blocks_of_int_and_bool_outputs_agree_in_both_modes():
     for mode in ("fwd", "rev", "eliminate", "sparse", "auto"):
         assert wg.jacobian(g, argnums=(0, 1), mode=mode)(1.0, 2.0) == \
             wg.jacfwd(g, argnums=(0, 1))(1.0, 2.0)
+
+
+# ---- weak typing of Python numbers -------------------------------------------------------------
+def test_python_float_arguments_are_weak_in_every_transformation():
+    x32 = np.linspace(0.5, 1.5, 3, dtype=np.float32)
+
+    def f(x, s):
+        return np.sum((x * s + 1.0) * s)
+    v, (gx, gs) = wg.value_and_grad(f, argnums=(0, 1))(x32, 2.0)
+    assert v.dtype == gx.dtype == np.float32
+    assert np.result_type(gs) == np.float32      # the sweep's dtype, as eager gives it
+    jac = wg.jacobian_graph(f, x32, 2.0, argnums=1, mode="rev")
+    assert jac.outputs[0].dtype == np.result_type(wg.jacrev(f, argnums=1)(x32, 2.0))
+    hess = wg.hessian(f, argnums=1)
+    assert wg.trace(hess, x32, 2.0).outputs[0].dtype == np.result_type(hess(x32, 2.0))
+    assert_close(gs, fd_derivative(lambda s: f(x32.astype(float), s), 2.0), rtol=1e-5)
+    assert_close(wg.hessian(f, argnums=1)(x32, 2.0), 2 * np.sum(x32), rtol=1e-6)
+    # a NumPy float64 is strong, in eager tracing as in NumPy 2
+    v64, (_, gs64) = wg.value_and_grad(f, argnums=(0, 1))(x32, np.float64(2.0))
+    assert type(v64) is float and type(gs64) is float

@@ -178,7 +178,10 @@ def test_retrace_on_new_shape_dtype_and_structure():
 def test_ints_and_numpy_scalars_are_floats():
     c = wg.compile(wg.grad(lambda x: x ** 3), 1.0)
     assert c(2) == 12.0 and type(c(2)) is float
-    assert c(numpy.float64(2.0)) == 12.0 and len(c.cache) == 1
+    # a NumPy float64 is strongly typed where a Python float is weak (NumPy 2): it gets an
+    # entry of its own, which still returns a Python float
+    assert c(numpy.float64(2.0)) == 12.0 and type(c(numpy.float64(2.0))) is float
+    assert len(c.cache) == 2
 
 
 def test_static_arguments_are_baked_in_and_retraced():
@@ -429,8 +432,8 @@ def test_keyword_arguments_and_defaults_behave_as_in_a_call_of_f():
     # and mode take their defaults
     assert str(inspect.signature(c)) == str(inspect.signature(f))
     misses = _count_misses(c)
-    for x, y, s in rng.uniform(-2.0, 2.0, (3, 3)):
-        assert c(x) == pytest.approx(f(x))
+    for x, y, s in rng.uniform(-2.0, 2.0, (3, 3)).tolist():   # (NumPy's float64 scalars
+        assert c(x) == pytest.approx(f(x))                  # would be entries of their own)
         assert c(x, y) == pytest.approx(f(x, y))
         assert c(x=x, scale=s) == pytest.approx(f(x, scale=s))
         assert c(x, scale=s, y=y) == pytest.approx(f(x, y, scale=s))
@@ -526,3 +529,79 @@ def test_var_positional_unusual_names_and_var_keyword():
         return wrapper
     assert wg.compile(logged(u), 1.0)(1.0, max=2.0) == 4.0
     assert wg.compile(wg.hvp(lambda x: x ** 3), 2.0, 1.0)(2.0, 1.0) == 12.0
+
+
+# --------------------------------------------------------------------------------------
+# weak typing: a Python number argument gives way to the array's dtype (NumPy 2, JAX)
+# --------------------------------------------------------------------------------------
+X32 = numpy.linspace(0.5, 1.5, 3, dtype=numpy.float32)
+XI = numpy.arange(1, 4)
+
+WEAK_CASES = {
+    "float32 * Python float": (lambda x, s: x * s, X32, 2.5),
+    "float32 * Python int": (lambda x, s: x * s, X32, 3),
+    "int * Python float": (lambda x, s: x * s, XI, 2.5),
+    "chain": (lambda x, s: (x * s + 1.0) * s, X32, 2.5),
+    "2 * s stays weak": (lambda x, s: x - wm.sin(2 * s) / s, X32, 2.5),
+    "reduction": (lambda x, s: np.sum(x * s) + s, X32, 2.5),
+    "comparison": (lambda x, s: np.where(x < s, x, s), X32, 1.0),
+    "NumPy float64 is strong": (lambda x, s: x * s, X32, numpy.float64(2.5)),
+}
+
+
+def _dtype(v):
+    return numpy.result_type(v)
+
+
+@pytest.mark.parametrize("name", WEAK_CASES)
+def test_python_number_arguments_are_weak_in_traces_and_compiled_code(name):
+    f, x, s = WEAK_CASES[name]
+    eager = f(x, s)
+    want = numpy.result_type(eager)
+    assert wg.trace(f, x, s).outputs[0].dtype == want
+    assert _dtype(wg.trace(f, x, s)(x, s)) == want
+    for backend in ("python", "numpy"):
+        got = wg.compile(f, x, s, backend=backend)(x, s)
+        assert _dtype(got) == want, backend
+        assert_close(got, eager, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["float32 * Python float", "chain", "2 * s stays weak",
+                                  "reduction", "NumPy float64 is strong"])
+def test_gradients_of_weakly_typed_functions_agree_and_are_right(name):
+    f, x, s = WEAK_CASES[name]
+
+    def loss(x, s):
+        return np.sum(f(x, s) ** 2)
+    g = wg.grad(loss, argnums=(0, 1))
+    gx, gs = g(x, s)
+    compiled = wg.compile(g, x, s)(x, s)
+    traced = wg.trace(g, x, s)
+    for got in (compiled, traced(x, s)):
+        assert [_dtype(v) for v in got] == [_dtype(gx), _dtype(gs)]
+        assert_close(got[0], gx, rtol=1e-6)
+        assert_close(got[1], gs, rtol=1e-6)
+    assert [n.dtype for n in traced.outputs] == [_dtype(gx), _dtype(gs)]
+    assert gx.dtype == numpy.float32            # a gradient has its argument's dtype
+    # central differences in float64, around the float32 point
+    x64, h = x.astype(numpy.float64), 1e-6
+    fd_s = (loss(x64, float(s) + h) - loss(x64, float(s) - h)) / (2 * h)
+    assert_close(gs, fd_s, rtol=1e-4, atol=1e-4)
+    v = rng.normal(size=x.shape)
+    fd_x = (loss(x64 + h * v, float(s)) - loss(x64 - h * v, float(s))) / (2 * h)
+    assert_close(numpy.dot(gx, v), fd_x, rtol=1e-4, atol=1e-4)
+
+
+def test_a_python_float_and_a_numpy_float64_compile_apart():
+    f = wg.compile(lambda x, s: x * s)
+    assert f(X32, 2.0).dtype == numpy.float32
+    assert f(X32, numpy.float64(2.0)).dtype == numpy.float64
+    assert f(X32, numpy.array(2.0)).dtype == numpy.float64     # a 0-d array is strong too
+    assert f(X32, 2.0).dtype == numpy.float32 and len(f.cache) == 2
+
+
+def test_a_numpy_float64_constant_is_strong_in_compiled_code():
+    f = lambda x: x * numpy.float64(2.0) + 1.0
+    assert wg.compile(f, X32)(X32).dtype == f(X32).dtype == numpy.float64
+    g = lambda x: x * 2.0
+    assert wg.compile(g, X32)(X32).dtype == numpy.float32

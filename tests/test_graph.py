@@ -451,3 +451,54 @@ def test_constants_fold_before_the_rules():
         assert np.isnan(g.apply(P.div, (zero, zero)).value)
         assert np.isnan(g.apply(P.mul, (inf, zero)).value)
         assert np.isnan(g.apply(P.sub, (inf, inf)).value)
+
+
+# ---- weak typing -------------------------------------------------------------------------
+def test_weak_nodes_are_python_numbers_and_elementwise_results_of_them():
+    from wengert.primitives.registry import is_weak
+    g = Graph()
+    x32 = g.input(ShapeDtype((3,), np.float32), "x")
+    s = g.input(2.0, "s")                          # a Python number: weak
+    t = g.input(np.float64(2.0), "t")              # a NumPy scalar: strong, as in NumPy 2
+    u = g.input(ShapeDtype((), weak=True), "u")
+    assert [is_weak(n) for n in (x32, s, t, u)] == [False, True, False, True]
+    assert is_weak(2 * wm.sin(s) + u) and not is_weak(s * t)
+    assert not is_weak(s < u)                      # a comparison's bool is strong
+    assert (x32 * (2 * s)).dtype == np.float32 and (x32 * t).dtype == np.float64
+    assert is_weak(g.const(2.0)) and not is_weak(g.const(np.float64(2.0)))
+    assert g.const(2.0) is not g.const(np.float64(2.0))     # interned apart
+
+
+def test_a_long_chain_of_weak_scalars_needs_no_recursion():
+    g = Graph()
+    y = s = g.input(ShapeDtype((), weak=True))
+    for _ in range(20000):
+        y = wm.sin(y) * 0.5
+    assert (g.input(ShapeDtype((2,), np.float32)) * y).dtype == np.float32
+    assert (s * 2.0).dtype == np.float64
+
+
+def test_eager_values_follow_strong_float64_scalars():
+    # Every float64 scalar value is a Python float, which NumPy takes for weak: eager
+    # tracing must still type np.float64 arguments, constants and float64 reductions as
+    # strong, as NumPy and abstract traces do.
+    x32, x64 = np.ones(3, np.float32), np.ones(3)
+    cases = [(lambda x, s: x * s, (x32, np.float64(2.0))),
+             (lambda x, y: x * np.sum(y), (x32, x64)),
+             (lambda x: x * np.float64(2.0) + 1.0, (x32,)),
+             (lambda x, s: x * (s * 2.0), (x32, 2.0))]
+    for f, args in cases:
+        want = np.result_type(f(*args))
+        eager = wg.trace(f, *args, abstract=False)
+        assert eager.outputs[0].value.dtype == want
+        assert wg.trace(f, *args).outputs[0].dtype == want
+        assert np.result_type(eager(*args)) == want
+
+
+def test_evaluating_a_graph_keeps_its_dtypes():
+    x32 = np.ones(3, np.float32)
+    strong = wg.trace(lambda x, s: x * s, x32, np.float64(2.0))
+    weak = wg.trace(lambda x, s: x * s, x32, 2.0)
+    assert strong.outputs[0].dtype == strong(x32, 2.0).dtype == np.float64
+    assert weak.outputs[0].dtype == weak(x32, 2.0).dtype == np.float32
+    assert wg.trace(weak, x32, 2.0).outputs[0].dtype == np.float32   # traced again

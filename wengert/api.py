@@ -22,7 +22,8 @@ import numpy as np
 
 from . import ad
 from .graph.active import is_recording, recording, current_graph, optimizing
-from .graph.graph import F64, Graph, ShapeDtype, aval
+from .graph.graph import F64, Graph, ShapeDtype, aval, shape_dtype
+from .primitives.registry import is_weak
 from .graph.node import Node
 from .errors import ConcretizationError
 from .tree import flatten, hold_constants, unflatten, _LEAF_DEF as _LEAF
@@ -179,6 +180,7 @@ class _Call:
         g = self.graph
         if type(x) is np.ndarray and x.dtype.kind == "f":        # the common case
             return g.input(x, name if self.fresh else None)
+        weak = type(x) in (float, int)      # (np.float64(2.0) is strong, as in NumPy 2)
         x = _primal_leaf(x, f"argument {name!r}", who)
         if type(x) is Node:
             if x.graph is g:
@@ -186,8 +188,9 @@ class _Call:
             if x.value is None:
                 raise ValueError(f"traced value {x.label()} belongs to a finished trace that "
                                  "has no values: it escaped the function that was traced")
+            weak = is_weak(x)
             x = x.value
-        return g.input(x, name if self.fresh else None)
+        return g.input(x, name if self.fresh else None, weak=weak)
 
     @property
     def symbolic(self) -> bool:
@@ -729,8 +732,8 @@ def trace(f, *args, abstract=True):
                             "arguments must be numbers, arrays or wg.ShapeDtype")
         if isinstance(x, int):
             x = float(x)        # Python ints are numbers to differentiate, as in grad
-        if abstract and not isinstance(x, ShapeDtype):
-            x = ShapeDtype(*aval(x))
+        if abstract:
+            x = shape_dtype(x)  # (a Python number stays weakly typed: see ShapeDtype)
         inputs.append(graph.input(x, lab))
     with recording(graph):
         out = f(*unflatten(in_tree, inputs))

@@ -36,7 +36,7 @@ from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .primitives.pack import part, place
-from .primitives.registry import Primitive
+from .primitives.registry import Primitive, is_weak
 from .tree import flatten, unflatten
 
 __all__ = ["checkpoint", "checkpointed_loop"]
@@ -138,8 +138,8 @@ class Checkpoint(Primitive):
     def _abstract_eval(self, args, params):
         if self.layout is None:     # trace f once on shapes alone to learn its results
             g = Graph()
-            ins = [g.input(a.value if a.value is not None else ShapeDtype(a.shape, a.dtype))
-                   for a in args]
+            ins = [g.input(a.value if a.value is not None else ShapeDtype(a.shape, a.dtype),
+                           weak=is_weak(a)) for a in args]
             with recording(g):
                 self.call(ins)
             g.release()

@@ -36,7 +36,7 @@ from .codegen.scalarize import not_float, scalarize
 FLOAT_OP_S, NUMPY_CALL_S, NUMPY_ELEMENT_S = 30e-9, 2e-6, 2e-9
 from .errors import ConcretizationError
 from .graph.active import options
-from .graph.graph import Graph, ShapeDtype, aval, canonical
+from .graph.graph import Graph, ShapeDtype, aval, canonical, shape_dtype
 from .graph.node import Node
 from .primitives.registry import CONST
 from .tree import LEAF, flatten, hold_constants, unflatten
@@ -59,10 +59,16 @@ class Entry:
 
 
 def _leaf(x):
-    """A leaf as compiled code receives it: Python ints become floats (as in `trace`), NumPy
-    float64 scalars and 0-d arrays become floats."""
-    if type(x) is int:
+    """A leaf as compiled code receives it: Python ints become floats (as in `trace`).  A
+    NumPy float64 scalar stays one, and a 0-d float64 array becomes one: those are strongly
+    typed where a Python float is weak (NumPy 2), so they trace and dispatch apart."""
+    t = type(x)
+    if t is int:
         return float(x)
+    if t is np.float64:
+        return x
+    if t is np.ndarray and x.shape == () and x.dtype == np.float64:
+        return x[()]
     return canonical(x)
 
 
@@ -524,7 +530,7 @@ def _traceable(x) -> bool:
 
 def _abstract(x):
     leaves, tree = flatten(x)
-    return unflatten(tree, [ShapeDtype(*aval(v)) for v in leaves])
+    return unflatten(tree, [shape_dtype(v) for v in leaves])
 
 
 def _traced(args) -> bool:
@@ -673,7 +679,8 @@ def _count(d, plain):
         raise ValueError("count(plain=True) needs the function, not a graph")
     specs = [spec for _, spec in entry.params]
     canon = [spec[1] if spec[0] != "tree" else unflatten(
-        spec[1], [ShapeDtype(s, t) for _, s, t in spec[2]]) for spec in specs]
+        spec[1], [ShapeDtype(s, t, weak=k is float) for k, s, t in spec[2]])
+        for spec in specs]
     return count_ops(d.trace(entry.layout, canon, specs, optimize=False))
 
 

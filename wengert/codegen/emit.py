@@ -244,15 +244,19 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
             return s, (NEG if s.startswith("-") else ATOM)
         return fmt.symbol(symbol_of(node)), ATOM
 
-    def operand(i, prec, right=False):
-        s, p = text[i]
+    def operand(arg, prec, right=False):
+        s, p = arg
         if p < prec or (right and p == prec) or (prec == POW and p == POW):
             return f"({s})"
         return s
 
     def render(node):
         """The text of node from its arguments' texts, and its precedence."""
-        op, args = node.op, [a.index for a in node.args]
+        op, args = node.op, []
+        for a in node.args:
+            s, p = text[a.index]
+            cast = fmt.cast(node, a)     # (for this use only: see Format.cast)
+            args.append((f"{cast}({s})", ATOM) if cast is not None else (s, p))
         if op in _INFIX:
             prec = _INFIX[op]
             return f"{operand(args[0], prec)}{op.infix}{operand(args[1], prec, True)}", prec
@@ -264,7 +268,7 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
             return f"{operand(args[0], POW)}{fmt.power}{exponent}", POW
         if op is P.pow and fmt.power and fmt.pow_infix:
             return f"{operand(args[0], POW)}{fmt.power}{operand(args[1], POW, True)}", POW
-        call_args = [text[a][0] for a in args]
+        call_args = [s for s, _ in args]
         if op is P.powi:
             call_args.append(str(node.params["n"]))
         if op in functions:

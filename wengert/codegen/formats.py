@@ -15,6 +15,8 @@ A format is a small class with these members (subclass `Format` and override):
   language's own function (the emitter renames both kinds);
 * ``power``: the infix power operator (``"**"``), or None to write powers as calls;
   ``pow_infix``: whether ``x**y`` for a real y is written with it too;
+* ``cast(node, arg)``: a function to wrap the text of argument `arg` of `node` in, or None
+  (Python's NumPy code keeps a weakly typed scalar weak so);
 * ``statement(target, expr)``: the lines assigning an expression to a name;
 * ``comment(text)``: the lines of a comment;
 * ``max_expression``: how long an inlined expression may grow before it gets a temporary.
@@ -70,6 +72,12 @@ class Format:
         """The text of primitive `op` applied to argument texts: by default `call` with
         the primitive's name.  Formats that bind implementations (Python, C) override it."""
         return self.call(op.name, args, params)
+
+    def cast(self, node, arg):
+        """The name of a function that the text of argument `arg` is wrapped in where
+        `node` uses it (None: none), for a language whose own typing would differ from the
+        graph's.  Scalar languages have one float type: nothing to do."""
+        return None
 
     def statement(self, target, expr) -> list:
         raise NotImplementedError

@@ -29,7 +29,7 @@ import numpy as np
 from ..graph.graph import F64
 from ..primitives import array as A
 from ..primitives import scalar as S
-from ..primitives.registry import CONST
+from ..primitives.registry import CONST, is_weak
 from ..tree import HELD, LEAF
 from .emit import Symbol, emit
 from .formats import Format
@@ -112,6 +112,23 @@ class PythonFormat(Format):
             return repr(value)
         return self.ns.bind(value, "k")
 
+    def cast(self, node, arg):
+        # NumPy code types a scalar by its Python type: a Python number is weak, a NumPy
+        # scalar strong (NumPy 2).  The code's scalars are NumPy's (arguments are made
+        # np.float64, NumPy functions return its scalars), its literals Python's; where
+        # that differs from the graph and shows in the result's dtype (a float64 scalar
+        # meeting float32), the operand is cast to what the graph says.
+        if self.flavour != NUMPY or arg.shape or not node.op.elementwise:
+            return None
+        if arg.op is CONST:         # a literal: weak, unless the graph's is strong
+            if type(arg.value) is float and not is_weak(arg) and \
+                    any(b.dtype != arg.dtype for b in node.args):
+                return f"{self._np}.float64"
+            return None
+        if arg.dtype != node.dtype and is_weak(arg) and not is_weak(node):
+            return _PYTHON_TYPE.get(arg.dtype.kind)
+        return None
+
     def statement(self, target, expr) -> list:
         return [f"{target} = {expr}"]
 
@@ -178,6 +195,8 @@ class PythonFormat(Format):
                 parts.append(self.ns.bind(i, "k"))
         return ", ".join(parts) or "()"
 
+
+_PYTHON_TYPE = {"f": "float", "i": "int"}
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -471,6 +490,8 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
                     body.append(f"{', '.join(elems)}{',' if size == 1 else ''} = {flat}")
             else:
                 elems = [leaf.name]
+                if leaf.kind is np.float64:     # float code takes Python floats
+                    body.append(f"{leaf.name} = float({leaf.name})")
             for e in elems:
                 symbols[next(inputs).index] = Symbol(e)
     else:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
 from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
-from ..primitives.registry import shape_of as _shape_of, _canonical_scalar
+from ..primitives.registry import shape_of as _shape_of, _canonical_scalar, is_weak
 from .active import is_recording, optimizing
 from .node import Node, _type_str
 
@@ -39,22 +39,41 @@ BOOL = np.dtype(np.bool_)
 # --------------------------------------------------------------------------------------
 class ShapeDtype:
     """An abstract value: a shape and a dtype, no numbers.  Pass one to `wg.trace` (or
-    `wg.compile`) where an example value would do.
+    `wg.compile`) where an example value would do.  ``weak=True`` stands for a Python
+    number, whose dtype gives way to the other operand's (NumPy 2's and JAX's rule, see
+    `wengert.primitives.registry.is_weak`); an example value that is a Python number
+    stands for one of those.
 
     Example:
-        >>> import wengert as wg
+        >>> import numpy as np, wengert as wg
         >>> wg.trace(lambda x: 2.0 * x, wg.ShapeDtype(())).outputs[0].value is None
         True
+        >>> x32 = wg.ShapeDtype((3,), np.float32)
+        >>> for s in (wg.ShapeDtype(()), wg.ShapeDtype((), weak=True)):
+        ...     print(wg.trace(lambda x, s: x * s, x32, s).outputs[0].dtype)
+        float64
+        float32
     """
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "weak")
 
-    def __init__(self, shape=(), dtype=np.float64):
+    def __init__(self, shape=(), dtype=np.float64, weak=False):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
+        self.weak = bool(weak)
 
     def __repr__(self):
-        return f"ShapeDtype({_type_str(self.shape, self.dtype)})"
+        weak = ", weak" if self.weak else ""
+        return f"ShapeDtype({_type_str(self.shape, self.dtype)}{weak})"
+
+
+def shape_dtype(value) -> ShapeDtype:
+    """The abstract value of a concrete one (or of a node): weak for a Python number."""
+    if type(value) is Node:
+        return ShapeDtype(value.shape, value.dtype, is_weak(value))
+    if type(value) is ShapeDtype:
+        return value
+    return ShapeDtype(*aval(value), weak=type(value) in (float, int, bool))
 
 
 def aval(value):
@@ -169,33 +188,52 @@ class Graph:
         self.nodes.append(node)
         return node
 
-    def const(self, value) -> Node:
-        """The node of a constant, one per value (interned)."""
-        if type(value) is float and value and self.optimize:
+    def const(self, value, weak=None) -> Node:
+        """The node of a constant, one per value (interned).  A Python number is weakly
+        typed (see `is_weak`); a NumPy float64 scalar or 0-d array is strong, as in NumPy
+        2, though its value is kept as a Python float like every float64 scalar's.
+        ``weak=False`` makes a Python number strong (a value computed from strong ones)."""
+        if type(value) is float and value and self.optimize and weak is not False:
             node = self._consts.get(value)      # nonzero, non-nan floats: keyed by themselves
             if node is not None:
                 return node
-        value = canonical(value)
+        made = canonical(value)
+        if weak is None and type(made) is float and type(value) is not float:
+            weak = False        # np.float64 or a 0-d float64 array: strong, as in NumPy 2
+        value = made
+        strong = weak is False and type(value) in (float, int, bool)
         if not self.optimize:
-            shape, dtype = aval(value)
-            return self._new(_CONST, (), _NO_PARAMS, shape, dtype, value)
-        key = _const_key(value)
-        node = self._consts.get(key)
-        if node is None:
-            shape, dtype = aval(value)
-            node = self._consts[key] = self._new(_CONST, (), _NO_PARAMS, shape, dtype, value)
+            node = self._new(_CONST, (), _NO_PARAMS, *aval(value), value)
+        else:
+            key = _const_key(value)
+            if strong:
+                key = ("strong", key)           # apart from the weak Python number
+            node = self._consts.get(key)
+            if node is None:
+                node = self._consts[key] = self._new(_CONST, (), _NO_PARAMS, *aval(value),
+                                                     value)
+        if strong:
+            node.weak = False
         return node
 
-    def input(self, value=None, name=None, shape=None, dtype=None) -> Node:
-        """A new independent variable.  With ``value=None`` it is abstract (shape/dtype only)."""
+    def input(self, value=None, name=None, shape=None, dtype=None, weak=None) -> Node:
+        """A new independent variable.  With ``value=None`` it is abstract (shape/dtype only).
+        It is weakly typed (see `is_weak`) if `weak` says so, or else if `value` is a Python
+        number or a weak `ShapeDtype`."""
         if type(value) is np.ndarray and value.ndim:       # the common case: an array
             return self._new(_INPUT, (), _NO_PARAMS, value.shape, value.dtype, value, name)
         if value is not None and not isinstance(value, ShapeDtype):
+            if weak is None:
+                weak = type(value) in (float, int, bool)
             value = canonical(value)
             shape, dtype = aval(value)
         elif value is not None:
+            if weak is None:
+                weak = value.weak
             shape, dtype, value = value.shape, value.dtype, None
-        return self._new(_INPUT, (), _NO_PARAMS, tuple(shape), np.dtype(dtype), value, name)
+        node = self._new(_INPUT, (), _NO_PARAMS, tuple(shape), np.dtype(dtype), value, name)
+        node.weak = bool(weak) and not node.shape
+        return node
 
     def copy(self, node: Node, name=None) -> Node:
         """A new variable equal to `node` (seed 003's copy ``w := u``): the independent
@@ -269,7 +307,9 @@ class Graph:
             # IEEE's corners (x/x -> 1 would make 0/0 one, x*0 -> 0 would make inf*0 zero),
             # and a constant is no unknown number that a rule must guess about.
             if all_const and op.foldable:
-                return self.const(op.evaluate(values, params))
+                value = op.evaluate(values, params)
+                return self.const(value, None if type(value) is np.ndarray else
+                                  _weak_result(op, nodes))
             if op.simplify is not None:
                 found = op.simplify(self, nodes, params)
                 if found is not None:
@@ -304,10 +344,19 @@ class Graph:
                 value = op.evaluate(values, params)
             if type(value) is np.ndarray:
                 shape, dtype = value.shape, value.dtype
+                if dtype is not F64 and op.elementwise:
+                    for v in values:        # (inlined: float32 array code asks every time)
+                        if type(v) is float or type(v) is int:
+                            value = _strongly_typed(op, nodes, values, params, value)
+                            shape, dtype = aval(value)
+                            break
             elif type(value) is float:
                 shape, dtype = (), F64
             else:
                 shape, dtype = aval(value)
+                if op.elementwise:
+                    value = _strongly_typed(op, nodes, values, params, value)
+                    shape, dtype = aval(value)
         node = Node(self, len(self.nodes), op, tuple(nodes), params, shape, dtype, value)
         self.nodes.append(node)
         if key is not None:
@@ -338,10 +387,13 @@ class Graph:
         """
         op = node.op
         if op is _CONST:
-            return self.const(node.value)
+            return self.const(node.value, is_weak(node))
         if op is _INPUT or op is _COPY:           # never interned: each is a variable
-            return self._new(op, tuple(args), _NO_PARAMS, node.shape, node.dtype,
+            made = self._new(op, tuple(args), _NO_PARAMS, node.shape, node.dtype,
                              node.value, node.name)
+            if op is _INPUT:
+                made.weak = is_weak(node)
+            return made
         key = _intern_key(op, args, node.params) if self.optimize and op.internable \
             else None
         if key is not None:
@@ -542,12 +594,12 @@ class Graph:
         new_of = {}
         for node in self.inputs:
             v = node.value if node.value is not None else ShapeDtype(node.shape, node.dtype)
-            new_of[node.index] = new.input(v, node.name)
+            new_of[node.index] = new.input(v, node.name, weak=is_weak(node))
         for node in self.live_nodes():
             if node.index in new_of:
                 continue
             if node.op is _CONST:
-                new_of[node.index] = new.const(node.value)
+                new_of[node.index] = new.const(node.value, is_weak(node))
             elif node.op is _COPY:
                 new_of[node.index] = new_of[node.args[0].index]
             elif node.op is _INPUT:
@@ -590,7 +642,11 @@ class Graph:
                 raise ValueError(f"the outputs need input {node.label()}, which is not one "
                                  "of the graph's inputs")
             else:
-                values[i] = node.op(*[values[a.index] for a in node.args], **node.params)
+                args = [values[a.index] for a in node.args]
+                v = values[i] = node.op(*args, **node.params)
+                if type(v) is np.ndarray and v.dtype != node.dtype:
+                    # (float64 scalar values are Python floats, which NumPy takes as weak)
+                    values[i] = _strongly_typed(node.op, node.args, args, node.params, v)
         return [values[o.index] for o in outputs]
 
     def __call__(self, *args):
@@ -613,6 +669,33 @@ def _intern_key(op, args, params):
         pkey = _params_key(params)
         return None if pkey is None else (op.uid, pkey, *indices)
     return (op.uid, *indices)
+
+
+def _weak_result(op, nodes) -> bool:
+    """Whether ``op(*nodes)`` is weakly typed (see `is_weak`)."""
+    return op.elementwise and op.dtype_rule != "bool" and all(is_weak(n) for n in nodes)
+
+
+def _strongly_typed(op, nodes, values, params, value):
+    """`value` (of ``op(*nodes)``), computed again where NumPy took a strong scalar for a
+    weak one.  Every float64 scalar value is a Python float (the fast paths take those),
+    and NumPy 2 promotes Python numbers weakly; so ``float32 array * np.float64(2.0)``
+    would come out float32 where NumPy (and an abstract trace) make it float64.  A result
+    of dtype float64 or int64 is what strong operands give too: those are not asked."""
+    dtype = value.dtype if isinstance(value, (np.ndarray, np.generic)) else None
+    if dtype is None or dtype is F64 or dtype is I64 or dtype is BOOL:
+        return value
+    strong = None
+    for k, (n, v) in enumerate(zip(nodes, values)):
+        t = type(v)
+        if (t is float or t is int) and not is_weak(n):
+            if strong is None:
+                strong = list(values)
+            strong[k] = np.float64(v) if t is float else np.int64(v)
+    if strong is None:
+        return value
+    value = op.impl(*strong, **params)
+    return value if type(value) is np.ndarray else _canonical_scalar(value)
 
 
 def _meets_float(args) -> bool:

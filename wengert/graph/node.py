@@ -31,6 +31,9 @@ class Node:
         value: the concrete value, or None while tracing abstractly.
         users: nodes that take this node as an argument, in creation order (derived from
             the graph on demand: eager tracing never pays for it).
+        weak: whether the node is weakly typed, as a Python scalar is (see
+            `wengert.primitives.registry.is_weak`, which reads it).  Unset until someone
+            asks: eager tracing never pays for it.
 
     Example:
         >>> import wengert as wg
@@ -41,7 +44,7 @@ class Node:
     """
 
     __slots__ = ("graph", "index", "op", "args", "params", "shape", "dtype", "value",
-                 "name", "__weakref__")
+                 "name", "weak", "__weakref__")
 
     # Python must hand mixed expressions like `ndarray * node` to the node.
     __array_priority__ = 1000

@@ -243,10 +243,47 @@ def _innermost(graphs, default):
 # --------------------------------------------------------------------------------------
 # shape and dtype rules
 # --------------------------------------------------------------------------------------
-def _weak(n):
-    # Python scalars are "weakly typed", as in NumPy 2 and JAX: 2 * float32 stays float32.
-    return n.op is CONST and type(n.value) in (float, int, bool)
+def is_weak(node) -> bool:
+    """Whether a node is *weakly typed*, as Python scalars are in NumPy 2 and JAX: its dtype
+    gives way to the other operand's, so ``float32 array * s`` stays float32.  Weak are
+    constants that are Python numbers, inputs made from Python numbers (`Graph.input`: a
+    NumPy scalar such as ``np.float64(2.0)`` is strong, as in NumPy 2), and the results of
+    elementwise primitives whose arguments are all weak (``2 * s`` is as weak as ``s``).
 
+    Worked out from the graph when first asked and kept in the node's ``weak`` slot:
+    dtypes are derived from weakness only where they are derived abstractly, so eager
+    tracing of arrays never asks."""
+    try:
+        return node.weak
+    except AttributeError:
+        pass
+    todo = [node]           # a loop, not recursion: a chain of weak scalars may be long
+    while todo:
+        n = todo[-1]
+        if hasattr(n, "weak"):
+            todo.pop()
+            continue
+        op = n.op
+        if op is CONST:
+            n.weak = type(n.value) in _PYTHON_SCALARS
+        elif n.shape or op is INPUT or (op is not COPY and (
+                not op.elementwise or op.dtype_rule == "bool")):
+            n.weak = False  # (an input is weak only if Graph.input said so)
+        else:
+            unknown = [a for a in n.args if not hasattr(a, "weak")]
+            if unknown:
+                todo.extend(unknown)
+                continue
+            n.weak = all(a.weak for a in n.args)
+        todo.pop()
+    return node.weak
+
+
+_PYTHON_SCALARS = (float, int, bool)
+
+# What NumPy's promotion is shown in place of a weak operand: a Python number of its kind
+# (its value does not matter, and an abstract one has none).
+_WEAK_STAND_IN = {"f": 0.0, "i": 0, "b": False}
 
 _F64 = np.dtype(np.float64)
 
@@ -270,9 +307,12 @@ def elementwise_aval(op, args):
                                  "broadcast together") from None
     if op.dtype_rule == "bool":
         return shape, np.dtype(np.bool_)
-    strong = [a.dtype for a in args if not _weak(a)]
-    weak = [a.value for a in args if _weak(a)]
-    dtype = np.result_type(*strong, *weak) if strong else np.result_type(*[a.dtype for a in args])
+    weak = [is_weak(a) for a in args]
+    if all(weak):
+        dtype = np.result_type(*[a.dtype for a in args])
+    else:
+        dtype = np.result_type(*[_WEAK_STAND_IN.get(a.dtype.kind, a.dtype) if w else a.dtype
+                                 for a, w in zip(args, weak)])
     if op.dtype_rule == "float" and dtype.kind not in _INEXACT:
         dtype = np.dtype(np.float64)
     return shape, dtype
