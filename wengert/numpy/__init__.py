@@ -1054,8 +1054,11 @@ def gradient(f, *varargs, axis=None, edge_order=1):
             raise NotImplementedError("numpy.gradient(..., edge_order=2) is not supported on "
                                       "traced values: only edge_order=1")
         raise ValueError("'edge_order' greater than 2 not supported")
-    axes = tuple(range(f.ndim)) if axis is None else \
-        tuple(_norm_list(axis, f.ndim)) if _norm_axis(axis, f.ndim, "gradient") else ()
+    if axis is None:
+        axes = tuple(range(f.ndim))
+    else:
+        _norm_axis(axis, f.ndim, "gradient")            # (NumPy's AxisError)
+        axes = tuple(_norm_list(axis, f.ndim))          # in the order given, as NumPy's
     if f.dtype.kind in "iub":
         f = astype(f, _np.float64)
     outs = []
