@@ -332,3 +332,17 @@ def test_wengert_draw_writes_dot_text(tmp_path):
                        str(tmp_path / "e.dot"))
     text = (tmp_path / "e.dot").read_text()
     assert status == 0 and '"EXP"' not in text and 'label="exp"' in text and '"F"' in text
+
+
+@needs_cc
+def test_c_computes_numpys_other_functions_as_numpy_does():
+    import wengert.numpy as wnp
+    f = lambda x, y: (wnp.remainder(x, y), wnp.fmod(x, y), wnp.logaddexp(x, y),
+                      wnp.logaddexp2(x, y), wnp.hypot(x, y), wnp.arcsinh(x), wnp.exp2(x))
+    c = wg.compile(f, 1.0, 2.0, backend="c")
+    for x, y in ((-3.0, 2.0), (3.0, -2.0), (-4.0, 2.0), (2.5, 2.5), (-1e3, 7.0), (0.3, -1e-3)):
+        want = [numpy.remainder(x, y), numpy.fmod(x, y), numpy.logaddexp(x, y),
+                numpy.logaddexp2(x, y), numpy.hypot(x, y), numpy.arcsinh(x), numpy.exp2(x)]
+        got = c(x, y)
+        numpy.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+        assert [math.copysign(1, v) for v in got[:2]] == [math.copysign(1, v) for v in want[:2]]

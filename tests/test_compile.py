@@ -48,6 +48,9 @@ SCALAR = [
      + wm.acos(x / 3) + wm.atan(y) + x ** y + np.expm1(x) + np.log1p(y), (0.8, 1.3)),
     ("piecewise", lambda x, y: wg.select(x > y, x * y, x - y) + abs(x) + wm.sign(y)
      + np.maximum(x, y) * np.minimum(x, 2.0) + wg.nn.relu(x - y), (0.8, 1.3)),
+    ("numpy's other functions", lambda x, y: np.arcsinh(x) * np.arccosh(y + 1) + np.arctanh(x / 2)
+     + np.exp2(x) * np.log2(y) + np.hypot(x, y) * np.logaddexp(x, y) + np.logaddexp2(y, x)
+     + np.remainder(3 * x, y) * np.fmod(-3 * x, y) + np.sinc(x) + np.fmax(x, y), (0.8, 1.3)),
 ]
 
 

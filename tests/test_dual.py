@@ -62,9 +62,11 @@ def test_constants_lift_to_zero_tangent():
 
 # ---- the rest of the core's functions, from the registry --------------------------------
 def sample(name):
-    if name in ("log", "log10", "sqrt", "pow", "log1p"):
+    if name in ("log", "log10", "sqrt", "pow", "log1p", "log2"):
         return float(rng.uniform(0.3, 3.0))
-    if name in ("asin", "acos"):
+    if name == "acosh":
+        return float(rng.uniform(1.2, 3.0))
+    if name in ("asin", "acos", "atanh"):
         return float(rng.uniform(-0.8, 0.8))
     if name in ("tan",):
         return float(rng.uniform(-1.2, 1.2))

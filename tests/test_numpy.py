@@ -200,6 +200,54 @@ CASES = {
                                          * np.linalg.det([[x, 1.0], [y, 2.0]]), [pos(), pos()]),
     "named results": (lambda a: np.linalg.slogdet(a).logabsdet * np.linalg.slogdet(a).sign
                       + np.linalg.eigh(a + a.T).eigenvalues.sum(), [r(3, 3) + 3 * numpy.eye(3)]),
+    # NumPy's other elementwise functions (as autograd has them), broadcasting
+    "inverse hyperbolic exp2 log2": (lambda x, p, u: np.arcsinh(x) + np.arccosh(p) * np.arctanh(u)
+                                     + np.exp2(x) - np.log2(p), [r(3, 4), 1.2 + pos(4), r(3, 1) / 3]),
+    "degrees radians sinc": (lambda x: np.deg2rad(x) * np.rad2deg(x) + np.radians(x)
+                             + np.degrees(x) + np.sinc(x), [r(2, 3)]),
+    "hypot logaddexp": (lambda x, y: np.hypot(x, y) + np.logaddexp(x, y)
+                        * np.logaddexp2(y, 2 * x), [r(3, 4), r(4)]),
+    "fmax fmin": (lambda x, y: np.fmax(x, y) * np.fmin(y, x), [r(3, 1), r(4)]),
+    "remainder fmod": (lambda x, y: np.remainder(3 * x, y) + np.fmod(3 * x, y) * np.mod(x, 1.5)
+                       + x % y, [r(3, 4), r(4) + 3]),
+    "nan_to_num real imag angle": (lambda x: np.nan_to_num(x) * np.real(x) + np.conjugate(x)
+                                   + np.imag(x) + np.angle(x) + np.real_if_close(x), [r(3)]),
+    # NumPy's other structural functions
+    "diff": (lambda x, y: np.diff(x).sum(1) + np.diff(x, 2, 0, prepend=1.0, append=y[:1]).sum(1),
+             [r(3, 4), r(3)[:, None] * numpy.ones(4)]),
+    "gradient": (lambda x: np.gradient(x)[0] * np.gradient(x, 2.0, axis=-1)
+                 + np.gradient(x, [0.0, 1.0, 3.0], [0, 1, 2, 4])[1]
+                 + np.gradient(x, numpy.arange(4.0), axis=1), [r(3, 4)]),
+    "tril triu": (lambda x, v: np.tril(x, -1) + np.triu(x, 1) * 2 + np.tril(v) * np.triu(v, -1),
+                  [r(2, 3, 3), r(3)]),
+    "rot90 fliplr flipud": (lambda x, t: np.rot90(x).T + np.rot90(x, 2) + np.rot90(x, -1, (1, 0)).T
+                            + np.fliplr(x) * np.flipud(x) + np.rot90(t, 3, (2, 0)).sum((0, 2))[:, None],
+                            [r(3, 4), r(2, 3, 4)]),
+    "atleast_3d rollaxis": (lambda t, v: np.atleast_3d(v) * np.rollaxis(t, 2, 1)[:1, :, :1]
+                            + np.atleast_3d(t[0]) + np.rollaxis(t, -1)[0, 0, 0]
+                            + np.atleast_3d(t[0, 0, 0]), [r(2, 3, 4), r(4)]),
+    "array_split hsplit vsplit dsplit": (lambda t: np.array_split(t, 3, axis=-1)[0]
+                                         * np.dsplit(t, 2)[1] + np.array_split(t, [1, 3], 2)[1][..., :1]
+                                         + np.vsplit(t, 2)[1][..., :2] + np.hsplit(t, [2])[1][..., 2:],
+                                         [r(2, 3, 4)]),
+    "kron": (lambda a, b: np.kron(a, b) + np.kron(b, a).T, [r(2, 3), r(3, 2)]),
+    "kron vector": (lambda a, b: np.kron(a, b), [r(2, 3), r(3)]),
+    "cross": (lambda a, b, c: np.cross(a, b) + np.cross(c, a, axisa=0, axisc=0).T
+              + np.cross(a, b, axis=-1), [r(2, 3), r(3), r(3, 2)]),
+    "partition": (lambda x: np.partition(x, 1, axis=0) * np.partition(x, (0, 2))
+                  + np.partition(x, -1, axis=None)[:4], [r(3, 4)]),
+    "linspace": (lambda a, b: np.linspace(a, b, 5)[1:] @ np.linspace(b, a, 4, endpoint=False,
+                                                                      axis=-1)
+                 + np.linspace(a, 2.0, 3, retstep=True)[1], [r(4), r()]),
+    # NumPy's array-likes: lists holding traced values where NumPy reads an array
+    "array-likes": (lambda x, w: np.sum([x[0], x[1]]) + np.mean([x[0], 2 * x[1]])
+                    * np.max([x[2], x[0]]) + np.exp([x[0], x[1]]) + np.add([x[1], x[2]], 1.0)
+                    + np.dot([x[0], x[1]], w) + np.where(x[:2] > 0, [x[2], x[1]], 0.0)
+                    + np.concatenate([[x[0]], x[1:2]]) + np.linalg.norm([x[0], x[1]])
+                    + np.cumsum((x[2], x[0])) + np.diff([x[0], x[1], x[2]])
+                    + np.matmul([x[1], x[0]], numpy.eye(2)) + np.kron([x[0], 1.0], [1.0])
+                    + np.hypot([x[0], x[1]], x[2]) + np.linspace([x[0], x[1]], 3.0, 4)[1],
+                    [r(3), r(2, 2)]),
 }
 def _svd_invariants(usv):
     """Functions of svd's factors that do not depend on the sign of a pair of singular
@@ -212,6 +260,7 @@ def _svd_invariants(usv):
 
 
 SMOOTH_SECOND_ORDER_SKIP = {"max", "min", "where", "clip", "maximum minimum", "sort",
+                            "fmax fmin", "partition", "array-likes",
                             "norm", "eigh", "eigh upper", "numpy's argument order",
                             "argmax argmin astype", "norm matrix orders"}
 
@@ -931,7 +980,7 @@ def test_traced_values_have_the_array_methods():
 
 @pytest.mark.parametrize("op,name", [
     (lambda x: x // 2, "floor_divide"), (lambda x: 2 // x, "floor_divide"),
-    (lambda x: x % 2, "remainder"), (lambda x: divmod(x, 2.0)[0], "divmod"),
+    (lambda x: divmod(x, 2.0)[0], "divmod"),
     (lambda x: (x > 0).astype(int) & 1, "bitwise_and")])
 def test_operators_without_a_rule_name_the_numpy_function(op, name):
     with pytest.raises(NotImplementedError, match=rf"numpy\.{name} is not supported"):
@@ -999,3 +1048,153 @@ def test_float32_stays_float32():
         assert wg.jvp(f, (m,), (m,))[1].dtype == numpy.float32
         assert wg.trace(lambda v: wg.jvp(f, (v,), (v,))[1],
                         wg.ShapeDtype(m.shape, numpy.float32)).outputs[0].dtype == numpy.float32
+
+
+# ---- NumPy's other functions: NumPy's values and dtypes, derivatives where NumPy is special ----
+def _more_calls(x, y, p, u):
+    """Calls of the functions added for autograd's coverage, as (name, function, args)."""
+    return [
+        ("arcsinh", np.arcsinh, (x,)), ("arccosh", np.arccosh, (p,)),
+        ("arctanh", np.arctanh, (u,)), ("exp2", np.exp2, (x,)), ("log2", np.log2, (p,)),
+        ("deg2rad", np.deg2rad, (x,)), ("rad2deg", np.rad2deg, (x,)),
+        ("radians", np.radians, (x,)), ("degrees", np.degrees, (x,)),
+        ("sinc", np.sinc, (x,)), ("hypot", np.hypot, (x, y)),
+        ("logaddexp", np.logaddexp, (x, y)), ("logaddexp2", np.logaddexp2, (x, y)),
+        ("fmax", np.fmax, (x, y)), ("fmin", np.fmin, (x, y)),
+        ("remainder", np.remainder, (3 * x, y)), ("fmod", np.fmod, (3 * x, y)),
+        ("nan_to_num", np.nan_to_num, (x,)), ("real", np.real, (x,)), ("imag", np.imag, (x,)),
+        ("conjugate", np.conjugate, (x,)), ("angle", np.angle, (x,)),
+        ("angle deg", lambda v: np.angle(v, deg=True), (x,)),
+        ("real_if_close", np.real_if_close, (x,)),
+        ("diff", lambda v: np.diff(v, 2, axis=0, prepend=1.0, append=v[:1]), (x,)),
+        ("gradient", lambda v: np.gradient(v, 0.5, [0, 1, 3, 4.5]), (x,)),
+        ("gradient axis", lambda v: np.gradient(v, axis=-2), (x,)),
+        ("tril", lambda v: np.tril(v, 1), (x,)), ("triu", lambda v: np.triu(v, -1), (x,)),
+        ("rot90", lambda v: np.rot90(v, 3, (1, 0)), (x,)), ("fliplr", np.fliplr, (x,)),
+        ("flipud", np.flipud, (x,)), ("atleast_3d", np.atleast_3d, (y,)),
+        ("rollaxis", lambda v: np.rollaxis(v, -1), (x,)),
+        ("array_split", lambda v: np.array_split(v, 3, axis=1), (x,)),
+        ("hsplit", lambda v: np.hsplit(v, 2), (x,)), ("vsplit", lambda v: np.vsplit(v, [1]), (x,)),
+        ("dsplit", lambda v: np.dsplit(v[None], [1, 3]), (x,)),
+        ("kron", np.kron, (x, y)), ("cross", np.cross, (x[:, :3], y[1:])),
+        ("partition", lambda v: np.partition(v, (0, 2), axis=-1), (x,)),
+        ("argpartition", lambda v: np.argpartition(v, 1, axis=0), (x,)),
+        ("linspace", lambda a, b: np.linspace(a, b, 7, axis=-1), (x, y)),
+        ("linspace retstep", lambda a, b: np.linspace(a, b, 4, endpoint=False, retstep=True),
+         (x[0], y)),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [numpy.float64, numpy.float32])
+def test_more_functions_give_numpys_values_and_dtypes(dtype):
+    x, y = r(3, 4).astype(dtype), r(4).astype(dtype)
+    p, u = pos(3, 4).astype(dtype) + 1, (r(3, 4) / 4).astype(dtype)
+    for name, f, args in _more_calls(x, y, p, u):
+        want = f(*args)
+        got = wg.vjp(f, *args)[0]
+        for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
+            assert numpy.asarray(g).dtype == numpy.asarray(w).dtype, name
+            numpy.testing.assert_array_equal(g, w, err_msg=name)
+    # the same through NumPy's own functions (dispatch), ufuncs and operators
+    assert_close(wg.vjp(lambda v: numpy.arcsinh(v) + numpy.logaddexp(v, y) + v % 1.5
+                        + numpy.sinc(v) + numpy.tril(v), x)[0],
+                 numpy.arcsinh(x) + numpy.logaddexp(x, y) + x % 1.5 + numpy.sinc(x)
+                 + numpy.tril(x), rtol=0, atol=0)
+
+
+def test_sinc_at_zero_is_the_series_to_fourth_order():
+    d = [np.sinc]
+    for _ in range(4):
+        d.append(wg.grad(d[-1]))
+    assert [f(0.0) for f in d] == pytest.approx(
+        [1.0, 0.0, -numpy.pi ** 2 / 3, 0.0, numpy.pi ** 4 / 5], rel=1e-12, abs=1e-12)
+    assert wg.taylor(np.sinc, 0.0, 1.0, order=4) == pytest.approx(
+        [1.0, 0.0, -numpy.pi ** 2 / 6, 0.0, numpy.pi ** 4 / 120], rel=1e-12, abs=1e-12)
+    assert numpy.all(numpy.isfinite(wg.grad(lambda v: np.sum(np.sinc(v)))(numpy.zeros(3))))
+
+
+def test_hypot_and_logaddexp_derivatives_without_overflow():
+    with numpy.errstate(over="raise", divide="raise", invalid="raise"):
+        g = wg.grad(np.hypot, argnums=(0, 1))
+        assert g(3e300, 4e300) == pytest.approx((0.6, 0.8), rel=1e-14)
+        assert g(0.0, 0.0) == (0.0, 0.0)                     # hypot(x, 0) = |x|, as abs
+        g = wg.grad(np.logaddexp, argnums=(0, 1))
+        assert g(1000.0, 0.0) == (1.0, 0.0) and g(5.0, 5.0) == pytest.approx((0.5, 0.5))
+        assert wg.grad(np.logaddexp2, argnums=(0, 1))(7.0, 7.0) == pytest.approx((0.5, 0.5))
+        assert np.arcsinh(1e300) == numpy.arcsinh(1e300)
+        assert wg.grad(np.arcsinh)(1e300) == pytest.approx(1e-300, rel=1e-14)
+
+
+def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():
+    x = numpy.array([1.0, numpy.nan, 2.0, numpy.nan])
+    y = numpy.array([0.0, 3.0, numpy.nan, numpy.nan])
+    for f in (np.fmax, np.fmin):
+        gx, gy = wg.grad(lambda a, b: np.sum(f(a, b)), argnums=(0, 1))(x, y)
+        # the argument that is not nan gets the derivative (x if both are nan, as NumPy)
+        assert gx.tolist() == [float(f is np.fmax), 0.0, 1.0, 1.0]
+        assert gy.tolist() == [float(f is np.fmin), 1.0, 0.0, 0.0]
+    v = numpy.array([1.5, numpy.nan, numpy.inf, -numpy.inf])
+    assert wg.grad(lambda v: np.sum(np.nan_to_num(v, nan=1.0, posinf=9.0)))(v).tolist() == \
+        [1.0, 0.0, 0.0, 0.0]
+    assert wg.vjp(lambda v: np.nan_to_num(v, posinf=9.0), v)[0].tolist() == \
+        numpy.nan_to_num(v, posinf=9.0).tolist()
+    a, b = r(50) * 10, r(50)
+    for f, n in ((np.remainder, numpy.floor), (np.fmod, numpy.trunc)):
+        ga, gb = wg.grad(lambda a, b: np.sum(f(a, b)), argnums=(0, 1))(a, b)
+        assert ga.tolist() == [1.0] * 50 and gb.tolist() == (-n(a / b)).tolist()
+
+
+def test_cross_of_two_vectors_warns_as_numpy_2_does():
+    a, b = r(2), r(3, 2)
+    with pytest.warns(DeprecationWarning, match="2-dimensional vectors"):
+        want = numpy.cross(a, b)
+    with pytest.warns(DeprecationWarning, match="2-dimensional vectors"):
+        got = wg.vjp(np.cross, a, b)[0]
+    assert_close(got, want, rtol=0, atol=0)
+    c = r(3)
+    with pytest.warns(DeprecationWarning):
+        check_grads(lambda a, b: np.cross(a, b) + np.cross(b, c).sum(-1), a, b)
+
+
+@pytest.mark.parametrize("call, error", [
+    ("np.diff(x, -1)", "order must be non-negative"), ("np.fliplr(x[0])", "Input must be >= 2-d"),
+    ("np.rot90(x, 1, (0, 0))", "Axes must be different"), ("np.rot90(x, 1, (0, 3))", "out of range"),
+    ("np.cross(x, x)", "incompatible dimensions"), ("np.array_split(x, 0)", "larger than 0"),
+    ("np.split(x, 3, axis=1)", "equal division"), ("np.vsplit(x[0], 2)", "2 or more dimensions"),
+    ("np.gradient(x[:1], axis=0)", "too small"), ("np.rollaxis(x, 0, 5)", "'start' arg"),
+    ("np.partition(x, 9)", "out of bounds")])
+def test_more_functions_raise_numpys_errors_on_traced_values(call, error):
+    x = r(2, 4)
+    for v in (x, None):                                    # NumPy's, then wengert's
+        run = (lambda: eval(call, {"np": numpy, "x": x})) if v is not None else \
+            (lambda: wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t})))(x))
+        with pytest.raises((ValueError, numpy.exceptions.AxisError), match=error):
+            run()
+    with pytest.raises(NotImplementedError, match=r"edge_order=2"):
+        wg.grad(lambda t: np.sum(np.gradient(t, edge_order=2)))(x)
+
+
+def test_array_likes_holding_traced_values_are_arrays():
+    t, w = r(3), r(2, 2)
+    c = numpy.array([True, False])
+    calls = {
+        "sum": lambda t: np.sum([t[0], t[1]]), "mean": lambda t: np.mean([t[0], t[1]]),
+        "max": lambda t: np.max([t[0], t[2]]), "exp": lambda t: np.exp([t[0], t[1]]),
+        "add": lambda t: np.add([t[0], t[1]], 1.0), "dot": lambda t: np.dot([t[0], t[1]], w),
+        "where": lambda t: np.where(c, [t[0], t[1]], 0.0),
+        "ufunc second": lambda t: np.multiply(t[:2], [t[2], 2.0]),
+        "matmul": lambda t: np.matmul(w, (t[0], t[2])),
+        "nested": lambda t: np.sum([[t[0], 1.0], [t[1], t[2]]], axis=0),
+        "keyword": lambda t: np.sum(a=[t[0], t[1]]),
+        "astype": lambda t: np.astype([t[0], t[1]], numpy.float64),
+        "zeros_like": lambda t: np.zeros_like([t[0], t[1]]) + t[0],
+        "concatenate": lambda t: np.concatenate([[t[0], t[1]], t]),
+        "stack": lambda t: np.stack([t[:2], [t[2], t[0]]]),
+        "linalg": lambda t: np.linalg.det([[t[0], t[1]], [t[2], 1.0]]),
+    }
+    for name, f in calls.items():
+        plain = f(t)
+        assert_close(wg.vjp(f, t)[0], plain, rtol=0, atol=0)
+        check_grads(f, t, order=1)
+    # the eager graph is the stacking and the function: no conversion through NumPy
+    assert "stack" not in str(wg.trace(lambda t: np.exp(t), t))

@@ -55,6 +55,14 @@ SMOOTH = {
     "sinh": (anywhere,),
     "cosh": (anywhere,),
     "tanh": (anywhere,),
+    "asinh": (anywhere,),
+    "acosh": (lambda: rng.uniform(1.2, 3.0),),
+    "atanh": (inside_unit,),
+    "exp2": (anywhere,),
+    "log2": (positive,),
+    "hypot": (anywhere, away_from_zero),
+    "logaddexp": (anywhere, anywhere),
+    "logaddexp2": (anywhere, anywhere),
 }
 # piecewise: first order only, at points away from the kink
 PIECEWISE = {
@@ -64,6 +72,8 @@ PIECEWISE = {
     "minimum": (anywhere, anywhere),
     "relu": (away_from_zero,),
     "round": (away_from_zero,),     # (uniform samples: never on a jump at a half-integer)
+    "remainder": (anywhere, away_from_zero),      # (nor on a jump of x/y at an integer)
+    "fmod": (anywhere, away_from_zero),
 }
 NOT_DIFFERENTIABLE = {"lt", "le", "gt", "ge", "eq", "ne"}   # bool results
 STRUCTURAL = {"const", "input", "copy", "powi", "select", "stop_gradient",

@@ -10,6 +10,7 @@ import sympy as sp
 
 import wengert as wg
 import wengert.math as wm
+from wengert.primitives import scalar as P
 from wengert import REGISTRY
 from wengert.ad.taylor import RULES
 from fd import assert_close
@@ -44,6 +45,16 @@ CASES = {
                    lambda x: sp.cbrt(1 + x) + sp.log(2 + x, 10), 0),
     "atan2": (lambda x: wm.atan2(1 + x, 2 - x), lambda x: sp.atan2(1 + x, 2 - x), 0),
     "integer_powers": (lambda x: (1 + x) ** -3 + x ** 4, lambda x: (1 + x) ** -3 + x ** 4, 0),
+    # NumPy's other elementwise functions (wengert.numpy's arcsinh, hypot, logaddexp, ...)
+    "inverse_hyperbolic": (lambda x: P.asinh(x) + P.acosh(2 + x) * P.atanh(x / 2),
+                           lambda x: sp.asinh(x) + sp.acosh(2 + x) * sp.atanh(x / 2), 0),
+    "exp2_log2": (lambda x: P.exp2(x) * P.log2(2 + x), lambda x: 2 ** x * sp.log(2 + x, 2), 0),
+    "hypot": (lambda x: P.hypot(1 + x, 2 - x), lambda x: sp.sqrt((1 + x) ** 2 + (2 - x) ** 2),
+              0),
+    # (at a tie; sympy's series of an asymmetric one takes minutes)
+    "logaddexp": (lambda x: P.logaddexp(x, -x), lambda x: sp.log(sp.exp(x) + sp.exp(-x)), 0),
+    "logaddexp2": (lambda x: P.logaddexp2(2 * x, -x),
+                   lambda x: sp.log(2 ** (2 * x) + 2 ** (-x), 2), 0),
 }
 
 

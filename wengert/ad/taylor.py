@@ -285,6 +285,58 @@ for _op in (P.abs, P.sign, P.maximum, P.minimum, P.select):
     RULES[_op] = each_coefficient(_op)
 
 
+# ---- NumPy's other elementwise functions ----------------------------------------------------
+_LN2 = math.log(2.0)
+
+
+def _asinh_like(x, ans, order, sign):
+    """asinh (sign=+1), acosh (sign=-1): y'·sqrt(x² + sign) = x'."""
+    sq = cauchy(x, x, order, x[0] * x[0])
+    h = _sqrt([sq[0] + sign] + sq[1:], P.sqrt(sq[0] + sign), order)
+    return ode(x, ans, order, h=h)
+
+
+def _atanh(x, ans, order):
+    """atanh: y'·(1 − x²) = x'."""
+    sq = cauchy(x, x, order, x[0] * x[0])
+    return ode(x, ans, order, h=[1 - sq[0]] + [None if c is None else -c for c in sq[1:]])
+
+
+def _logaddexp(a, b, ans, order):
+    """log(e^a + e^b) = m + log(e^(a−m) + e^(b−m)) for the larger primal m: no overflow."""
+    m = P.maximum(a[0], b[0])
+    ea = _exp([a[0] - m] + a[1:], P.exp(a[0] - m), order)
+    eb = _exp([b[0] - m] + b[1:], P.exp(b[0] - m), order)
+    return [ans] + _log([_add(p, q) for p, q in zip(ea, eb)], ans - m, order)[1:]
+
+
+def _scaled(c, x):
+    return [None if v is None else c * v for v in x]
+
+
+def _hypot(a, b, ans, order):
+    """y² = a² + b², so y'·y = (a² + b²)'/2 (the squares' own primal is not needed)."""
+    s = [None] + [_add(p, q) for p, q in zip(cauchy(a, a, order, None)[1:],
+                                              cauchy(b, b, order, None)[1:])]
+    return _sqrt(s, ans, order)
+
+
+RULES.update({
+    P.asinh: lambda xs, ans, order: _asinh_like(xs[0], ans, order, 1),
+    P.acosh: lambda xs, ans, order: _asinh_like(xs[0], ans, order, -1),
+    P.atanh: lambda xs, ans, order: _atanh(xs[0], ans, order),
+    P.exp2: lambda xs, ans, order: _exp(_scaled(_LN2, xs[0]), ans, order),
+    P.log2: lambda xs, ans, order: _log(xs[0], ans, order, 1 / _LN2),
+    P.hypot: lambda xs, ans, order: _hypot(xs[0], xs[1], ans, order),
+    P.logaddexp: lambda xs, ans, order: _logaddexp(xs[0], xs[1], ans, order),
+    # log2(2^a + 2^b) = logaddexp(a ln2, b ln2) / ln2
+    P.logaddexp2: lambda xs, ans, order: [ans] + _scaled(1 / _LN2, _logaddexp(
+        _scaled(_LN2, xs[0]), _scaled(_LN2, xs[1]), ans * _LN2, order)[1:]),
+})
+# x − n·y with n piecewise constant: linear between the jumps
+for _op in (P.remainder, P.fmod):
+    RULES[_op] = each_coefficient(_op)
+
 # ---- the NumPy layer's primitives ------------------------------------------------------------
 def _expm1(x, y0, order):
     """expm1: y' = x'·(y + 1)."""

@@ -42,20 +42,47 @@ _FUNCTIONS = {S.sqrt: "sqrt", S.cbrt: "cbrt", S.exp: "exp", S.log: "log", S.log1
               S.atan: "atan", S.atan2: "atan2", S.log1p: "log1p", S.expm1: "expm1",
               S.sinh: "sinh", S.cosh: "cosh", S.tanh: "tanh", S.pow: "pow", S.powi: "pow",
               S.abs: "fabs", S.sign: "wg_sign", S.maximum: "wg_max", S.minimum: "wg_min",
-              relu: "wg_relu"}
+              S.asinh: "asinh", S.acosh: "acosh", S.atanh: "atanh", S.exp2: "exp2",
+              S.log2: "log2", S.hypot: "hypot", S.fmod: "fmod", S.remainder: "wg_remainder",
+              S.logaddexp: "wg_logaddexp", S.logaddexp2: "wg_logaddexp2", relu: "wg_relu"}
 _TEMPLATES = {S.cotan: "(1.0/tan({0}))", S.select: "({0} ? {1} : {2})",
               S.stop_gradient: "{0}", S.lt: "({0} < {1})", S.le: "({0} <= {1})",
               S.gt: "({0} > {1})", S.ge: "({0} >= {1})", S.eq: "({0} == {1})",
               S.ne: "({0} != {1})"}
 
 # NumPy's conventions where C's functions differ: sign keeps 0 and nan, maximum and
-# minimum propagate nan (fmax would drop it).
-HELPERS = """\
-static double wg_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x * 0.0; }
-static double wg_max(double x, double y) { return (x >= y || x != x) ? x : y; }
-static double wg_min(double x, double y) { return (x <= y || x != x) ? x : y; }
-static double wg_relu(double x) { return (x > 0.0 || x != x) ? x : 0.0; }
-"""
+# minimum propagate nan (fmax would drop it), remainder takes the sign of y (fmod: of x);
+# and NumPy's functions C lacks, computed as NumPy computes them.
+HELPERS = {
+    "wg_sign": "static double wg_sign(double x) "
+               "{ return x > 0 ? 1.0 : x < 0 ? -1.0 : x * 0.0; }",
+    "wg_max": "static double wg_max(double x, double y) { return (x >= y || x != x) ? x : y; }",
+    "wg_min": "static double wg_min(double x, double y) { return (x <= y || x != x) ? x : y; }",
+    "wg_relu": "static double wg_relu(double x) { return (x > 0.0 || x != x) ? x : 0.0; }",
+    "wg_remainder": """\
+static double wg_remainder(double x, double y)
+{
+    double m = fmod(x, y);
+    if (y == 0.0 || m != m) return m;
+    if (m == 0.0) return copysign(0.0, y);
+    return (m < 0) != (y < 0) ? m + y : m;
+}""",
+    "wg_logaddexp": """\
+static double wg_logaddexp(double x, double y)
+{
+    double d = x - y;
+    if (x == y) return x + 0.693147180559945309417232121458;
+    return d > 0 ? x + log1p(exp(-d)) : d <= 0 ? y + log1p(exp(d)) : d;
+}""",
+    "wg_logaddexp2": """\
+static double wg_logaddexp2(double x, double y)
+{
+    double d = x - y;
+    if (x == y) return x + 1.0;
+    return d > 0 ? x + log1p(exp2(-d)) * 1.442695040888963407359924681002
+         : d <= 0 ? y + log1p(exp2(d)) * 1.442695040888963407359924681002 : d;
+}""",
+}
 
 
 class CFormat(Format):
@@ -89,6 +116,8 @@ class CFormat(Format):
     def apply(self, op, args, params) -> str:
         if op in _TEMPLATES:
             return _TEMPLATES[op].format(*args)
+        if op is S.round and not params.get("decimals"):
+            return f"nearbyint({args[0]})"      # half to even, as NumPy's round
         name = _FUNCTIONS.get(op)
         if name is None:
             raise EmitError(f"the C back-end has no spelling for primitive {op.name!r}: it "
@@ -133,8 +162,7 @@ def function_source(scalar, name) -> str:
             body.append(f"    const double {st.target} = {st.expr};")
         else:
             body.extend("    " + line for line in fmt.statement(fmt.symbol(st.target), st.expr))
-    helpers = [h for h in HELPERS.splitlines() if any(
-        h.split("(")[0].split()[-1] + "(" in line for line in body)]
+    helpers = [h for name, h in HELPERS.items() if any(name + "(" in line for line in body)]
     return "\n".join([
         f"/* wengert: {len(graph.outputs)} outputs from {len(graph.inputs)} inputs */",
         "#include <math.h>", "", *(helpers + [""] if helpers else []),

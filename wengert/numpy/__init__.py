@@ -25,6 +25,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math as _math
+import operator
 import string as _string
 
 import numpy as _np
@@ -76,23 +77,58 @@ def _one_axis(axis, ndim, name):
 _NoValue = _np._NoValue      # NumPy's "argument not given", in the signatures below as in its
 
 
-def _numpy_unless_traced(npfn, *, any_argument=False):
+def _arrays(args):
+    """`args` with each list or tuple that holds traced values made one traced array, as
+    NumPy reads an array-like (``wengert.numpy.asarray`` stacks it, differentiably): the
+    one place where wengert.numpy's functions and ufuncs take ``[x, y]`` for an array."""
+    for a in args:
+        if type(a) is list or type(a) is tuple:
+            break
+    else:
+        return args
+    return tuple(asarray(a) if (type(a) is list or type(a) is tuple) and _traced(a) else a
+                 for a in args)
+
+
+def _keyword_arrays(kwargs):
+    return dict(zip(kwargs, _arrays(tuple(kwargs.values())))) if kwargs else kwargs
+
+
+def _numpy_unless_traced(npfn, *, any_argument=False, array_likes="all"):
     """Decorator for a function written for traced values with `npfn`'s signature: a call
     without traced arguments goes to NumPy's `npfn` with the caller's arguments unchanged,
     so on plain values wengert.numpy *is* NumPy (every argument, result dtype and error).
 
     Only the first argument is looked at, with a type test (the hot path), unless
-    `any_argument` (functions of several arrays: clip, concatenate, einsum, ...)."""
+    `any_argument` (functions of several arrays: clip, concatenate, einsum, ...).
+
+    A list or tuple holding traced values, where NumPy would read an array, becomes one
+    traced array (`_arrays`) before `fn` sees it: the first argument, or with
+    `any_argument` every argument (`array_likes="all"`), the items of the first, a
+    sequence of arrays (``"items"``: concatenate, stack), or none (``"none"``: array and
+    asarray, which do the stacking)."""
     def decorate(fn):
         if any_argument:
             def wrapper(*args, **kwargs):
                 if _traced(*args, *kwargs.values()):
+                    if array_likes == "items":
+                        args = (_arrays(args[0]),) + _arrays(args[1:]) if args else args
+                    elif array_likes == "all":
+                        args = _arrays(args)
+                    if array_likes != "none":
+                        kwargs = _keyword_arrays(kwargs)
                     return fn(*args, **kwargs)
                 return npfn(*args, **kwargs)
         else:
             def wrapper(*args, **kwargs):
-                if type(args[0]) is Node if args else _traced(*kwargs.values()):
-                    return fn(*args, **kwargs)
+                if args:
+                    a = args[0]
+                    if type(a) is Node:
+                        return fn(*args, **kwargs)
+                    if (type(a) is list or type(a) is tuple) and _traced(a):
+                        return fn(asarray(a), *args[1:], **kwargs)
+                elif _traced(*kwargs.values()):
+                    return fn(**_keyword_arrays(kwargs))
                 return npfn(*args, **kwargs)
         return functools.wraps(fn)(wrapper)
     return decorate
@@ -114,7 +150,9 @@ def astype(x, dtype):
     (the cotangent is cast back); to an integer or bool dtype a value without derivative,
     like a comparison's."""
     if type(x) is not Node:
-        return _np.asarray(x).astype(dtype)
+        if not ((type(x) is list or type(x) is tuple) and _traced(x)):
+            return _np.asarray(x).astype(dtype)
+        x = asarray(x)
     dtype = _np.dtype(dtype)
     if dtype == x.dtype:
         return x
@@ -144,6 +182,8 @@ def _float_cast(fname, a, dtype):
 def _stand_in(a):
     """A plain array of `a`'s shape and dtype (a zero-strided view: no memory), for the
     functions where only those matter (zeros_like, shape, size, ...)."""
+    if (type(a) is list or type(a) is tuple) and _traced(a):
+        a = asarray(a)
     return _np.broadcast_to(_np.zeros((), a.dtype), a.shape) if type(a) is Node else a
 
 
@@ -182,8 +222,11 @@ class _Ufunc:
     def __call__(self, *args, **kwargs):
         if not kwargs and self.traced is not None:
             for x in args:
-                if type(x) is Node:
-                    return self.traced(*args)
+                t = type(x)
+                if t is Node:
+                    return self.traced(x) if len(args) == 1 else self.traced(*_arrays(args))
+                if (t is list or t is tuple) and _traced(x):    # [x, y] for an array
+                    return self.traced(*_arrays(args))
         # NumPy's, which hands traced values (with keywords) to wengert.numpy.dispatch
         return self.numpy(*args, **kwargs)
 
@@ -220,6 +263,50 @@ reciprocal = _Ufunc(_np.reciprocal, lambda x: S.div(1.0, x))
 isfinite = _Ufunc(_np.isfinite, lambda x: S.lt(S.abs(x), inf))
 rint = _Ufunc(_np.rint, lambda x: S.round(x, decimals=0))
 stop_gradient = S.stop_gradient
+arcsinh, arccosh, arctanh = (_Ufunc(_np.arcsinh, S.asinh), _Ufunc(_np.arccosh, S.acosh),
+                             _Ufunc(_np.arctanh, S.atanh))
+exp2, log2 = _Ufunc(_np.exp2, S.exp2), _Ufunc(_np.log2, S.log2)
+hypot = _Ufunc(_np.hypot, S.hypot)
+logaddexp, logaddexp2 = _Ufunc(_np.logaddexp, S.logaddexp), _Ufunc(_np.logaddexp2, S.logaddexp2)
+remainder = mod = _Ufunc(_np.remainder, S.remainder)
+fmod = _Ufunc(_np.fmod, S.fmod)
+
+
+def _angle_factor(x, numerator, denominator):
+    """x · (numerator/denominator), the constant in x's own precision as NumPy has it (a
+    float32 array is scaled by float32(180)/float32(pi), not by float32(180/pi))."""
+    dt = A.dtype_of(x)
+    if dt.kind == "f" and dt != _np.float64:
+        return S.mul(x, dt.type(numerator) / dt.type(denominator))
+    return S.mul(x, numerator / denominator)
+
+
+deg2rad = radians = _Ufunc(_np.deg2rad, lambda x: _angle_factor(x, pi, 180.0))
+rad2deg = degrees = _Ufunc(_np.rad2deg, lambda x: _angle_factor(x, 180.0, pi))
+
+
+def _fmax_like(npufunc, compare):
+    """fmax, fmin: the larger (smaller) of x and y, the one that is not nan if only one is
+    (NumPy's rule: x where x compares so or y is nan); the derivative goes to the argument
+    chosen."""
+    def traced(x, y):
+        return S.select(S.maximum(compare(x, y), S.ne(y, y)), x, y)
+    return _Ufunc(npufunc, traced)
+
+
+fmax, fmin = _fmax_like(_np.fmax, S.ge), _fmax_like(_np.fmin, S.le)
+
+
+def _real_identity(name):
+    def traced(x):
+        if A.dtype_of(x).kind == "c":
+            raise NotImplementedError(f"numpy.{name} is not supported on complex traced "
+                                      "values")
+        return x
+    return traced
+
+
+conjugate = conj = _Ufunc(_np.conjugate, _real_identity("conjugate"))
 
 
 def _bool_only(npufunc, on_bools):
@@ -284,6 +371,62 @@ def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoVa
     if hi is not _NoValue and hi is not None:
         a = S.minimum(a, hi)
     return a
+
+
+@_numpy_unless_traced(_np.sinc)
+def sinc(x):
+    """NumPy's ``sinc``, sin(πx)/(πx) and 1 at 0, differentiable.  At exactly 0 the value
+    and the derivatives come from the series 1 − (πx)²/6 + (πx)⁴/120, right to the fifth
+    order there (the quotient, which is 0/0 there, is computed at 1 instead)."""
+    zero = S.eq(x, 0)
+    y = S.mul(pi, S.select(zero, 1.0, x))
+    z = S.mul(pi, x)
+    z2 = S.mul(z, z)
+    return S.select(zero, 1.0 - z2 / 6.0 + S.mul(z2, z2) / 120.0, S.div(S.sin(y), y))
+
+
+@_numpy_unless_traced(_np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NumPy's ``nan_to_num``: nan, inf and -inf replaced by numbers (by default 0 and the
+    largest finite numbers of x's dtype).  The derivative is 1 where x is finite, 0 where
+    a value was replaced.  (A traced value has no memory: ``copy`` changes nothing.)"""
+    dt = A.dtype_of(x)
+    if dt.kind == "c":
+        raise NotImplementedError("numpy.nan_to_num is not supported on complex traced values")
+    if dt.kind != "f":
+        return x                            # integers and bools hold no nan or inf
+    big = _np.finfo(dt)
+    hi = big.max if posinf is None else dt.type(posinf)
+    lo = big.min if neginf is None else dt.type(neginf)
+    replacement = S.select(S.ne(x, x), dt.type(nan), S.select(S.gt(x, 0), hi, lo))
+    return S.select(isfinite(x), x, replacement)
+
+
+@_numpy_unless_traced(_np.real)
+def real(val):
+    """NumPy's ``real``: a traced value is real, so itself."""
+    return val.real
+
+
+@_numpy_unless_traced(_np.imag)
+def imag(val):
+    """NumPy's ``imag``: a traced value is real, so zeros (a constant)."""
+    return val.imag
+
+
+@_numpy_unless_traced(_np.angle)
+def angle(z, deg=False):
+    """NumPy's ``angle`` of a real traced value: 0 or π (180 with ``deg``) by its sign,
+    with derivative zero."""
+    _real_identity("angle")(z)
+    out = S.stop_gradient(S.atan2(0.0, z))
+    return S.mul(out, 180 / pi) if deg else out     # (NumPy's a *= 180/pi)
+
+
+@_numpy_unless_traced(_np.real_if_close)
+def real_if_close(a, tol=100):
+    """NumPy's ``real_if_close``: a traced value is real, so itself."""
+    return _real_identity("real_if_close")(a)
 
 
 def _value_of(x):
@@ -576,7 +719,7 @@ def _joined(fname, arrays, out, dtype, casting):
     return arrays
 
 
-@_numpy_unless_traced(_np.concatenate, any_argument=True)
+@_numpy_unless_traced(_np.concatenate, any_argument=True, array_likes="items")
 def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """NumPy's ``concatenate``, differentiable."""
     arrays = _joined("concatenate", arrays, out, dtype, casting)
@@ -586,7 +729,7 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
     return A.concatenate(*arrays, axis=_one_axis(axis, nd, "concatenate"))
 
 
-@_numpy_unless_traced(_np.stack, any_argument=True)
+@_numpy_unless_traced(_np.stack, any_argument=True, array_likes="items")
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """NumPy's ``stack``, differentiable."""
     arrays = _joined("stack", arrays, out, dtype, casting)
@@ -599,7 +742,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return concatenate([expand_dims(x, ax) for x in arrays], axis=ax)
 
 
-@_numpy_unless_traced(_np.hstack, any_argument=True)
+@_numpy_unless_traced(_np.hstack, any_argument=True, array_likes="items")
 def hstack(tup, *, dtype=None, casting="same_kind"):
     """NumPy's ``hstack``, differentiable."""
     arrays = [atleast_1d(x) for x in tup]
@@ -607,7 +750,7 @@ def hstack(tup, *, dtype=None, casting="same_kind"):
                        casting=casting)
 
 
-@_numpy_unless_traced(_np.vstack, any_argument=True)
+@_numpy_unless_traced(_np.vstack, any_argument=True, array_likes="items")
 def vstack(tup, *, dtype=None, casting="same_kind"):
     """NumPy's ``vstack``, differentiable."""
     return concatenate([atleast_2d(x) for x in tup], axis=0, dtype=dtype, casting=casting)
@@ -634,21 +777,68 @@ def atleast_2d(*arys):
     return _each(one, arys)
 
 
+@_numpy_unless_traced(_np.atleast_3d, any_argument=True)
+def atleast_3d(*arys):
+    """NumPy's ``atleast_3d``, differentiable: (N,) becomes (1, N, 1), (M, N) (M, N, 1)."""
+    def one(a):
+        s = tuple(_shape(a))
+        shape = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}.get(len(s), s)
+        return reshape(a, shape) if shape != s else a
+    return _each(one, arys)
+
+
+def _pieces(ary, bounds, ax):
+    """The slices of `ary` between consecutive `bounds` along axis `ax` (Python's slicing
+    rules for bounds out of range, as NumPy's split)."""
+    pre = (slice(None),) * ax
+    return [ary[pre + (slice(lo, hi),)] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+@_numpy_unless_traced(_np.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    """NumPy's ``array_split``, differentiable: a list of pieces; n sections of an axis of
+    length l are l//n + 1 long for the first l % n, l//n for the rest."""
+    ax = _one_axis(axis, ary.ndim, "array_split")
+    n = ary.shape[ax]
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        each, extras = divmod(n, sections)
+        sizes = [each + 1] * extras + [each] * (sections - extras)
+        bounds = [0] + [int(b) for b in _np.cumsum(sizes)]
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    return _pieces(ary, bounds, ax)
+
+
 @_numpy_unless_traced(_np.split)
 def split(ary, indices_or_sections, axis=0):
     """NumPy's ``split``, differentiable: a list of pieces."""
-    ax = _one_axis(axis, ary.ndim, "split")
-    n = ary.shape[ax]
     if isinstance(indices_or_sections, (int, _np.integer)):
+        n = ary.shape[_one_axis(axis, ary.ndim, "split")]
         if n % indices_or_sections:
-            raise ValueError(f"split: an axis of length {n} does not divide into "
-                             f"{indices_or_sections} equal sections")
-        step = n // indices_or_sections
-        bounds = list(range(0, n + 1, step))
-    else:
-        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
-    pre = (slice(None),) * ax
-    return [ary[pre + (slice(lo, hi),)] for lo, hi in zip(bounds[:-1], bounds[1:])]
+            raise ValueError("array split does not result in an equal division")
+    return array_split(ary, indices_or_sections, axis)
+
+
+def _split_along(fname, axis, least):
+    """hsplit, vsplit, dsplit: split along `axis` (axis(ndim) for hsplit) of an array of
+    at least `least` dimensions."""
+    npfn = getattr(_np, fname)
+
+    def fn(ary, indices_or_sections):
+        if ary.ndim < least:
+            raise ValueError(f"{fname} only works on arrays of {least} or more dimensions")
+        return split(ary, indices_or_sections, axis(ary.ndim))
+    fn.__name__ = fname
+    fn.__doc__ = f"NumPy's ``{fname}``, differentiable: a list of pieces."
+    return _numpy_unless_traced(npfn)(fn)
+
+
+hsplit = _split_along("hsplit", lambda nd: 1 if nd > 1 else 0, 1)
+vsplit = _split_along("vsplit", lambda nd: 0, 2)
+dsplit = _split_along("dsplit", lambda nd: 2, 3)
 
 
 @_numpy_unless_traced(_np.flip)
@@ -656,6 +846,63 @@ def flip(m, axis=None):
     """NumPy's ``flip``, differentiable."""
     axes = tuple(range(m.ndim)) if axis is None else _norm_axis(axis, m.ndim, "flip")
     return A.flip(m, axes=axes)
+
+
+@_numpy_unless_traced(_np.fliplr)
+def fliplr(m):
+    """NumPy's ``fliplr`` (the second axis reversed), differentiable."""
+    if m.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return A.flip(m, axes=(1,))
+
+
+@_numpy_unless_traced(_np.flipud)
+def flipud(m):
+    """NumPy's ``flipud`` (the first axis reversed), differentiable."""
+    if m.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return A.flip(m, axes=(0,))
+
+
+@_numpy_unless_traced(_np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    """NumPy's ``rot90``, differentiable: k quarter turns from the first of `axes` towards
+    the second (flips and a transpose, as NumPy does it)."""
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    nd = m.ndim
+    if axes[0] == axes[1] or builtins.abs(axes[0] - axes[1]) == nd:
+        raise ValueError("Axes must be different.")
+    if not builtins.all(-nd <= a < nd for a in axes):
+        raise ValueError(f"Axes={axes} out of range for array of ndim={nd}.")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, axes[0]), axes[1])
+    order = list(range(nd))
+    order[axes[0]], order[axes[1]] = order[axes[1]], order[axes[0]]
+    if k == 1:
+        return transpose(flip(m, axes[1]), order)
+    return flip(transpose(m, order), axes[1])
+
+
+@_numpy_unless_traced(_np.rollaxis)
+def rollaxis(a, axis, start=0):
+    """NumPy's ``rollaxis`` (`moveaxis` is the newer spelling), differentiable."""
+    n = a.ndim
+    axis = _one_axis(axis, n, "rollaxis")
+    if start < 0:
+        start += n
+    if not 0 <= start < n + 1:
+        raise _np.exceptions.AxisError(f"'start' arg requires {-n} <= start < {n + 1}, but "
+                                       f"{start} was passed in")
+    if axis < start:
+        start -= 1
+    order = [i for i in range(n) if i != axis]
+    order.insert(start, axis)
+    return A.transpose(a, axes=tuple(order)) if order != list(range(n)) else a
 
 
 @_numpy_unless_traced(_np.roll)
@@ -712,6 +959,188 @@ def pad(array, pad_width, mode="constant", **kwargs):
     return out
 
 
+@_numpy_unless_traced(_np.tril)
+def tril(m, k=0):
+    """NumPy's ``tril`` (zeros above the k-th diagonal of the last two axes; a vector is
+    first repeated into a square matrix), differentiable."""
+    if m.ndim == 1:
+        m = broadcast_to(m, m.shape * 2)
+    return A.tril(m, k=int(k))
+
+
+@_numpy_unless_traced(_np.triu)
+def triu(m, k=0):
+    """NumPy's ``triu`` (zeros below the k-th diagonal), differentiable: the lower
+    triangle of the transpose, transposed back."""
+    if m.ndim == 1:
+        m = broadcast_to(m, m.shape * 2)
+    return swapaxes(A.tril(swapaxes(m, -1, -2), k=-int(k)), -1, -2)
+
+
+def _broadcast_edge(x, shape, ax):
+    """diff's prepend/append: a scalar repeated to `shape` with length 1 along `ax`."""
+    x = asarray(x) if type(x) is not Node else x
+    if len(_shape(x)) == 0:
+        edge = list(shape)
+        edge[ax] = 1
+        x = broadcast_to(x, tuple(edge))
+    return x
+
+
+@_numpy_unless_traced(_np.diff, any_argument=True)
+def diff(a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
+    """NumPy's ``diff``, differentiable: the n-th differences along `axis`, after joining
+    `prepend` and `append` (scalars are repeated to one slice)."""
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    a = asarray(a)
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    ax = _one_axis(axis, a.ndim, "diff")
+    parts = [a]
+    if prepend is not _NoValue:
+        parts.insert(0, _broadcast_edge(prepend, a.shape, ax))
+    if append is not _NoValue:
+        parts.append(_broadcast_edge(append, a.shape, ax))
+    if len(parts) > 1:
+        a = concatenate(parts, ax)
+    later = (slice(None),) * ax + (slice(1, None),)
+    earlier = (slice(None),) * ax + (slice(None, -1),)
+    step = S.ne if a.dtype == _np.bool_ else S.sub
+    for _ in range(n):
+        a = step(a[later], a[earlier])
+    return a
+
+
+def _spacings(f, varargs, axes):
+    """gradient's spacing of each axis as NumPy holds it: a number, or the differences of
+    coordinates (one number if they are uniform)."""
+    if not varargs:
+        return [1.0] * len(axes)
+    if len(varargs) == 1 and _np.ndim(varargs[0]) == 0:
+        return list(varargs) * len(axes)
+    if len(varargs) != len(axes):
+        raise TypeError("invalid number of arguments")
+    out = []
+    for d, ax in zip(varargs, axes):
+        if _traced(d):
+            raise NotImplementedError("numpy.gradient with traced spacings is not supported: "
+                                      "only the values of f carry a derivative")
+        if _np.ndim(d) == 0:
+            out.append(d)
+            continue
+        d = _np.asarray(d)
+        if d.ndim != 1:
+            raise ValueError("distances must be either scalars or 1d")
+        if len(d) != f.shape[ax]:
+            raise ValueError("when 1d, distances must match the length of the corresponding "
+                             "dimension")
+        if d.dtype.kind in "iub":
+            d = d.astype(_np.float64)
+        dd = _np.diff(d)
+        out.append(dd[0] if (dd == dd[0]).all() else dd)
+    return out
+
+
+@_numpy_unless_traced(_np.gradient)
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """NumPy's ``gradient`` with ``edge_order=1``, differentiable in f: central differences
+    inside, one-sided ones at the edges; spacings as NumPy takes them (one number, one per
+    axis, or coordinates).  One array for one axis, else a tuple."""
+    if edge_order != 1:
+        if edge_order == 2:
+            raise NotImplementedError("numpy.gradient(..., edge_order=2) is not supported on "
+                                      "traced values: only edge_order=1")
+        raise ValueError("'edge_order' greater than 2 not supported")
+    if axis is None:
+        axes = tuple(range(f.ndim))
+    else:
+        _norm_axis(axis, f.ndim, "gradient")            # (NumPy's AxisError)
+        axes = tuple(_norm_list(axis, f.ndim))          # in the order given, as NumPy's
+    if f.dtype.kind in "iub":
+        f = astype(f, _np.float64)
+    outs = []
+    for ax, dx in zip(axes, _spacings(f, varargs, axes)):
+        n = f.shape[ax]
+        if n < 2:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                             "least (edge_order + 1) elements are required.")
+        at = lambda lo, hi: f[(slice(None),) * ax + (slice(lo, hi),)]
+        uniform = _np.ndim(dx) == 0
+        if uniform:
+            inner = (at(2, None) - at(None, -2)) / (2.0 * dx)
+            first, last = dx, dx
+        else:
+            d1, d2 = dx[:-1], dx[1:]
+            along = (-1,) + (1,) * (f.ndim - ax - 1)
+            a = (-d2 / (d1 * (d1 + d2))).reshape(along)
+            b = ((d2 - d1) / (d1 * d2)).reshape(along)
+            c = (d1 / (d2 * (d1 + d2))).reshape(along)
+            inner = a * at(None, -2) + b * at(1, -1) + c * at(2, None)
+            first, last = dx[0], dx[-1]
+        pieces = [(at(1, 2) - at(0, 1)) / first, inner, (at(n - 1, n) - at(n - 2, n - 1)) / last]
+        outs.append(astype(concatenate([p for p in pieces if p.shape[ax]], ax), f.dtype))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+@_numpy_unless_traced(_np.kron, any_argument=True)
+def kron(a, b):
+    """NumPy's ``kron`` (the Kronecker product), differentiable: the two arrays with
+    interleaved axes of length 1, multiplied, and the pairs of axes merged."""
+    a, b = asarray(a), asarray(b)
+    na, nb = len(_shape(a)), len(_shape(b))
+    if na == 0 or nb == 0:
+        return multiply(a, b)
+    nd = builtins.max(na, nb)
+    sa = (1,) * (nd - na) + tuple(_shape(a))
+    sb = (1,) * (nd - nb) + tuple(_shape(b))
+    out = multiply(reshape(a, tuple(v for d in sa for v in (d, 1))),
+                   reshape(b, tuple(v for d in sb for v in (1, d))))
+    return reshape(out, tuple(x * y for x, y in zip(sa, sb)))
+
+
+@_numpy_unless_traced(_np.cross, any_argument=True)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """NumPy's ``cross``, differentiable: of 3-vectors (a 2-vector's third component is
+    0), and of two 2-vectors the z component; vectors along `axisa` and `axisb`, the
+    result's along `axisc` (`axis` sets all three)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = asarray(a), asarray(b)
+    if len(_shape(a)) < 1 or len(_shape(b)) < 1:
+        raise ValueError("At least one array has zero dimension")
+    a = moveaxis(a, _one_axis(axisa, a.ndim, "cross"), -1)
+    b = moveaxis(b, _one_axis(axisb, b.ndim, "cross"), -1)
+    na, nb = a.shape[-1], b.shape[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n"
+                         "(dimension must be 2 or 3)")
+    if na == 2 or nb == 2:
+        import warnings
+        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+                      "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+                      DeprecationWarning, stacklevel=3)
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    z = a0 * b1 - a1 * b0
+    if na == 2 and nb == 2:
+        return z
+    # (the missing third component is 0: NumPy leaves its products out)
+    if na == 3 and nb == 3:
+        a2, b2 = a[..., 2], b[..., 2]
+        x, y = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2
+    elif na == 2:
+        b2 = b[..., 2]
+        x, y = a1 * b2, -(a0 * b2)
+    else:
+        a2 = a[..., 2]
+        x, y = -(a2 * b1), a2 * b0
+    shape = _np.broadcast_shapes(_shape(x), _shape(y), _shape(z))
+    out = stack([broadcast_to(c, shape) if _shape(c) != shape else c for c in (x, y, z)], -1)
+    return moveaxis(out, -1, _one_axis(axisc, len(shape) + 1, "cross"))
+
+
 # ---- contractions --------------------------------------------------------------------------
 def matmul(a, b, /, **kwargs):
     """NumPy's ``matmul`` (``a @ b``), differentiable; seed 000's rule X̄ = Z̄Yᵀ, Ȳ = XᵀZ̄."""
@@ -719,6 +1148,7 @@ def matmul(a, b, /, **kwargs):
         return _np.matmul(a, b, **kwargs)
     if kwargs:
         _refuse("matmul", **{k: True for k in kwargs})
+    a, b = _arrays((a, b))
     sa = a.shape if type(a) is Node or type(a) is _np.ndarray else _np.shape(a)
     sb = b.shape if type(b) is Node or type(b) is _np.ndarray else _np.shape(b)
     if not sa or not sb:
@@ -864,6 +1294,32 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return A.take_along_axis(a, A.argsort(a, axis=ax), axis=ax)
 
 
+@_numpy_unless_traced(_np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """NumPy's ``partition``, differentiable: the same arrangement as NumPy's (the k-th
+    element in its sorted place, no larger ones before it, no smaller after), and the
+    derivative follows it, as sort's does."""
+    _sort_args("partition", order)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _one_axis(axis, a.ndim, "partition")
+    return A.take_along_axis(a, _argpartition(a, kth, ax), axis=ax)
+
+
+def _argpartition(a, kth, ax):
+    kth = int(kth) if _np.ndim(kth) == 0 else tuple(int(k) for k in _np.ravel(kth))
+    return A.argpartition(a, kth=kth, axis=ax)
+
+
+@_numpy_unless_traced(_np.argpartition)
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """NumPy's ``argpartition`` (integers: no derivative)."""
+    _sort_args("argpartition", order)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _argpartition(a, kth, _one_axis(axis, a.ndim, "argpartition"))
+
+
 @_numpy_unless_traced(_np.argsort)
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """NumPy's ``argsort`` (integers: no derivative; stable whatever the ``kind``)."""
@@ -874,6 +1330,41 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 
 # ---- creation: NumPy's, also for traced arguments where only the shape matters ---------------
+@_numpy_unless_traced(_np.linspace, any_argument=True)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """NumPy's ``linspace``, differentiable in `start` and `stop` (arrays broadcast, the
+    samples run along `axis`), computed as NumPy does: start + i·step, the last sample
+    `stop` itself."""
+    _refuse("linspace", device=device is not None and device != "cpu")
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    if dtype is not None and _np.dtype(dtype).kind not in "fc":
+        raise NotImplementedError(f"numpy.linspace(..., dtype={_np.dtype(dtype)}) is not "
+                                  "supported on traced values: only floating dtypes")
+    start, stop = _arrays((start, stop))
+    dt = A.float_dtype(start, stop)             # (a Python float is weak: float32 stays)
+    start, stop = astype(start, dt), astype(stop, dt)
+    delta = stop - start
+    div = num - 1 if endpoint else num
+    i = _np.arange(num, dtype=dt).reshape((-1,) + (1,) * len(_shape(delta)))
+    if div > 0:
+        step = delta / div
+        y = i * step + start
+        if endpoint and num > 1:                # the last sample is stop itself
+            last = broadcast_to(stop, _shape(y)[1:])
+            y = concatenate([y[:-1], expand_dims(last, 0)], 0)
+    else:
+        step = nan                              # (no step between fewer than two samples)
+        y = i * delta + start
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = astype(y, dtype)
+    return (y, step) if retstep else y
+
+
 zeros_like = _about_shape(_np.zeros_like)
 ones_like = _about_shape(_np.ones_like)
 empty_like = _about_shape(_np.empty_like)
@@ -895,7 +1386,7 @@ def _array_of(obj, dtype, ndmin):
     return out
 
 
-@_numpy_unless_traced(_np.array, any_argument=True)
+@_numpy_unless_traced(_np.array, any_argument=True, array_likes="none")
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0,
           like=None):
     """NumPy's ``array``; nested lists holding traced values are stacked (differentiably).
@@ -904,7 +1395,7 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndm
     return _array_of(object, dtype, ndmin)
 
 
-@_numpy_unless_traced(_np.asarray, any_argument=True)
+@_numpy_unless_traced(_np.asarray, any_argument=True, array_likes="none")
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     """NumPy's ``asarray``; nested lists holding traced values are stacked (differentiably)."""
     _refuse("asarray", like=like is not None)

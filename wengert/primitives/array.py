@@ -356,6 +356,10 @@ def _put_along_add(g, idx, axis, shape):
 argsort = _prim("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
                 cost="cmp")
 argsort.defpartials(None)
+# (the positions NumPy's partition puts each element at: its algorithm, so the same order)
+argpartition = _prim("argpartition",
+                     lambda x, kth, axis: np.argpartition(x, kth, axis=axis), cost="cmp")
+argpartition.defpartials(None)
 take_along_axis = _prim("take_along_axis", _take_along, cost=None)
 put_along_axis = _prim("put_along_axis", _put_along_add, cost=None)
 take_along_axis.defjvp(lambda ts, x, idx, ans, axis: take_along_axis(ts[0], idx, axis=axis))

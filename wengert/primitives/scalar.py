@@ -144,6 +144,55 @@ sinh.defpartials(lambda x, ans: cosh(x))
 cosh.defpartials(lambda x, ans: sinh(x))
 tanh.defpartials(lambda x, ans: 1 - ans ** 2)
 
+# ---- NumPy's other elementwise functions (wengert.numpy's arcsinh, hypot, logaddexp, ...) ---
+# Primitives where a composition would lose accuracy, overflow, or differ from NumPy's value
+# (exp2 as pow(2, x) and log2 as log(x)/ln 2 are an ulp off NumPy's now and then); without a
+# `math` fast path where Python's function is not NumPy's (math.hypot is more exact).
+_LN2 = math.log(2.0)
+
+asinh = _scalar("asinh", np.arcsinh, math.asinh)
+acosh = _scalar("acosh", np.arccosh, math.acosh)
+atanh = _scalar("atanh", np.arctanh, math.atanh)
+exp2 = _scalar("exp2", np.exp2, getattr(math, "exp2", None))     # (math.exp2: Python 3.11)
+log2 = _scalar("log2", np.log2, math.log2)
+hypot = _scalar("hypot", np.hypot, None, doc="hypot(x, y): sqrt(x² + y²) without overflow.")
+logaddexp = _scalar("logaddexp", np.logaddexp, None,
+                    doc="logaddexp(x, y): log(exp(x) + exp(y)) without overflow.")
+logaddexp2 = _scalar("logaddexp2", np.logaddexp2, None,
+                     doc="logaddexp2(x, y): log2(2**x + 2**y) without overflow.")
+remainder = _scalar("remainder", np.remainder, operator.mod, dtype_rule="promote",
+                    doc="remainder(x, y): x - floor(x/y)·y, the sign of y (Python's %).")
+fmod = _scalar("fmod", np.fmod, math.fmod, dtype_rule="promote",
+               doc="fmod(x, y): x - trunc(x/y)·y, the sign of x (C's fmod).")
+
+asinh.defpartials(lambda x, ans: 1 / hypot(x, 1.0))         # 1/sqrt(x² + 1), no overflow
+acosh.defpartials(lambda x, ans: 1 / sqrt(x * x - 1))
+atanh.defpartials(lambda x, ans: 1 / (1 - x * x))
+exp2.defpartials(lambda x, ans: _LN2 * ans)
+log2.defpartials(lambda x, ans: (1 / _LN2) / x)
+
+
+def _hypot_partial(x, ans):
+    # x/ans; at x = y = 0 (ans = 0) the subgradient 0, as abs has (hypot(x, 0) = |x|)
+    return x / select(eq(ans, 0.0), 1.0, ans)
+
+
+hypot.defpartials(lambda x, y, ans: _hypot_partial(x, ans),
+                  lambda x, y, ans: _hypot_partial(y, ans))
+# softmax of (x, y): never more than 1, so no overflow; 1/2 each at a tie
+logaddexp.defpartials(lambda x, y, ans: exp(x - ans), lambda x, y, ans: exp(y - ans))
+logaddexp2.defpartials(lambda x, y, ans: exp2(x - ans), lambda x, y, ans: exp2(y - ans))
+
+
+def _quotient(x, y, ans):
+    # both are x - n·y for an integer n (floored or truncated x/y): n read back from the
+    # result, rounded, so the partial in y is exact and itself has derivative zero
+    return -round((x - ans) / y, decimals=0)
+
+
+remainder.defpartials(1.0, _quotient)
+fmod.defpartials(1.0, _quotient)
+
 # ---- piecewise: abs, sign, maximum, minimum, comparisons, select -----------------------------
 abs = _scalar("abs", np.abs, operator.abs, dtype_rule="promote")
 sign = _scalar("sign", np.sign, _sign, dtype_rule="promote")
