@@ -362,7 +362,7 @@ def matrix_power(a, n):
         square = _matmul(square, square)
 
 
-@_numpy_unless_traced(_np.linalg.multi_dot, any_argument=True)
+@_numpy_unless_traced(_np.linalg.multi_dot, any_argument=True, array_likes="items")
 def multi_dot(arrays, *, out=None):
     """The product of two or more matrices in the order of fewest multiplications (as
     NumPy picks it); the first may be a 1-D row and the last a 1-D column.
