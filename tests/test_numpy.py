@@ -670,6 +670,9 @@ def test_linalg_functions_built_from_others():
     with pytest.raises(wg.ConcretizationError):
         wg.trace(lambda a: np.linalg.lstsq(a, numpy.ones(5))[0], t)
     assert wg.trace(lambda a: np.linalg.matrix_rank(a), t)(t) == 3        # traced: a node
+    # NumPy 2's top-level vecdot and matrix_transpose are linalg's, by NumPy's dispatch too
+    for ns in (np, numpy):
+        check_grads(lambda t: (ns.vecdot(t, t), ns.matrix_transpose(t)), t)
 
 
 def test_svd_errors_are_clear():

@@ -1405,6 +1405,10 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
 from . import linalg  # noqa: E402
 from .dispatch import install as _install, unsupported as _unsupported  # noqa: E402
 
+if hasattr(_np, "vecdot"):      # NumPy 2's top-level names for two of linalg's functions
+    vecdot = _Ufunc(_np.vecdot, linalg.vecdot)          # (a gufunc: axis= goes to NumPy's)
+    matrix_transpose = linalg.matrix_transpose
+
 _install()
 
 
