@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..primitives import scalar as P
+from ..primitives.registry import power_by_squaring
 from .errors import AddsError
 
 
@@ -147,18 +148,6 @@ def div(a, b):
     return elementwise(lambda x: P.div(x, b[()]), a)
 
 
-def _int_power(x, n, times):
-    """x**n for an integer n >= 1 by repeated squaring: ``times`` is the multiplication."""
-    result, square = None, x
-    while True:
-        if n & 1:
-            result = square if result is None else times(result, square)
-        n >>= 1
-        if not n:
-            return result
-        square = times(square, square)
-
-
 def constant_integer(value):
     """The integer a scalar value stands for, if it is a constant integer, else None."""
     if value.ndim != 0 or not value[()].is_const:
@@ -186,13 +175,13 @@ def power(a, b):
             return scalar(P.pow(x, b[()]))
         if n == 0:
             return scalar(x.graph.const(1.0))
-        y = _int_power(x, abs(n), P.mul)
+        y = power_by_squaring(x, abs(n), P.mul)
         return scalar(y if n > 0 else P.div(1.0, y))
     if a.ndim == 2 and a.shape[0] == a.shape[1] and b.ndim == 0:
         if n is None or n < 1:
             raise AddsError(f"**: a matrix can only be raised to a positive integer constant "
                             f"power, got {type_str(a)} ** {type_str(b)}")
-        return _int_power(a, n, mul)
+        return power_by_squaring(a, n, mul)
     raise AddsError(f"**: defined for a scalar to a scalar power and a square matrix to a "
                     f"positive integer power, got {type_str(a)} ** {type_str(b)}")
 

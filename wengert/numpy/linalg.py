@@ -20,7 +20,7 @@ import numpy as _np
 import operator
 
 from ..primitives import linalg as L
-from ..primitives.registry import float_dtype
+from ..primitives.registry import float_dtype, power_by_squaring
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
@@ -352,14 +352,7 @@ def matrix_power(a, n):
         return zeros_like(a) + _np.eye(a.shape[-1], dtype=a.dtype)
     if n < 0:
         a, n = inv(a), -n
-    out, square = None, a
-    while True:                     # the binary digits of n, lowest first
-        if n & 1:
-            out = square if out is None else _matmul(out, square)
-        n >>= 1
-        if not n:
-            return out
-        square = _matmul(square, square)
+    return power_by_squaring(a, n, _matmul)
 
 
 @_numpy_unless_traced(_np.linalg.multi_dot, any_argument=True, array_likes="items")
