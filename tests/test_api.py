@@ -574,6 +574,11 @@ def test_python_float_arguments_are_weak_in_every_transformation():
     assert wg.trace(hess, x32, 2.0).outputs[0].dtype == np.result_type(hess(x32, 2.0))
     assert_close(gs, fd_derivative(lambda s: f(x32.astype(float), s), 2.0), rtol=1e-5)
     assert_close(wg.hessian(f, argnums=1)(x32, 2.0), 2 * np.sum(x32), rtol=1e-6)
+    # Jacobians with respect to a Python number take the output's dtype, as grad does
+    g = lambda s: x32 * s
+    for jac in (wg.jacrev, wg.jacfwd, lambda g: wg.jacobian(g, mode="rev")):
+        assert jac(g)(2.0).dtype == np.float32
+    assert np.result_type(hess(x32, 2.0)) == np.float32
     # a NumPy float64 is strong, in eager tracing as in NumPy 2
     v64, (_, gs64) = wg.value_and_grad(f, argnums=(0, 1))(x32, np.float64(2.0))
     assert type(v64) is float and type(gs64) is float

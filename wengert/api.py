@@ -270,8 +270,15 @@ class _Call:
         """A Jacobian block d out / d x in the dtype both modes give it: out's and x's
         float dtypes promoted together (a float32 function of float32 arguments has
         float32 blocks, though a rule's float64 constants promoted the sweep), x's for an
-        int or bool out.  A scalar block is a float for float64, else a NumPy scalar."""
-        dtype = np.result_type(out.dtype, x.dtype) if out.dtype.kind == "f" else x.dtype
+        int or bool out; out's alone for an x that is a Python number, which gives way in
+        the function's own promotion (weakly typed, as `grad` and JAX have it).  A scalar
+        block is a float for float64, else a NumPy scalar."""
+        if out.dtype.kind != "f":
+            dtype = x.dtype
+        elif is_weak(x):
+            dtype = out.dtype
+        else:
+            dtype = np.result_type(out.dtype, x.dtype)
         block = _in_dtype(block, dtype)
         if type(block) is np.ndarray and block.ndim == 0:
             return float(block) if dtype == F64 else block[()]
