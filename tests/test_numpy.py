@@ -151,6 +151,11 @@ CASES = {
                            + np.linalg.norm(t, 1, (-1, 0), True)[0, :, 0]
                            + np.linalg.norm(t, -np.inf, axis=(0, -1))
                            + np.linalg.norm(t, axis=(0, 1)).sum(), [r(3, 3), r(2, 3, 4)]),
+    # QR of square, tall and batched matrices, every mode with a derivative
+    "qr": (lambda sq, tall, batch: (
+        np.linalg.qr(sq).Q, np.linalg.qr(sq).R, np.linalg.qr(tall).Q, np.linalg.qr(tall, "r"),
+        np.linalg.qr(batch).Q, np.linalg.qr(batch, mode="r"), np.linalg.qr(sq, "complete").Q),
+        [r(3, 3), r(5, 3), r(2, 4, 2)]),
     # numpy.linalg's functions built from the differentiable ones
     "matrix_power": (lambda a, t: (np.linalg.matrix_power(a, 3), np.linalg.matrix_power(a, -2),
                                    np.linalg.matrix_power(a, 1), np.linalg.matrix_power(t, 2),
@@ -419,7 +424,7 @@ def test_linalg_records_the_dtype_it_computes(name, dtype):
 def test_linalg_functions_have_numpys_signatures():
     import inspect
     for name in ("inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "norm",
-                 "svd", "svdvals", "matrix_power", "multi_dot", "matrix_transpose", "matmul",
+                 "svd", "svdvals", "qr", "matrix_power", "multi_dot", "matrix_transpose", "matmul",
                  "outer", "tensordot", "diagonal", "trace", "vecdot", "vector_norm",
                  "matrix_norm", "cond", "matrix_rank", "pinv", "lstsq"):
         assert inspect.signature(getattr(np.linalg, name)) == \
@@ -439,6 +444,8 @@ def _linalg_calls():
              "svd(t[0].T, full_matrices=False, compute_uv=True)", "svd(a, hermitian=True)",
              "svd(m, compute_uv=False, hermitian=True)", "svd(t, hermitian=True)", "svd(v)",
              "svdvals(t)", "svdvals(m)", "svdvals(v)",
+             "qr(m)", "qr(m, 'complete')", "qr(t)", "qr(t, 'r')", "qr(t[0])", "qr(v)",
+             "qr(t[0].T, mode='complete')", "qr(t[0], 'r')", "qr(m, 'xyz')",
              "matrix_power(m, 3)", "matrix_power(a, -1)", "matrix_power(m, 0)",
              "matrix_power(m, numpy.int64(2))", "matrix_power(m, 1.5)", "matrix_power(v, 2)",
              "matrix_power(t, 2)", "matrix_power(numpy.zeros((2, 2)), -1)",
@@ -673,6 +680,30 @@ def test_linalg_functions_built_from_others():
     # NumPy 2's top-level vecdot and matrix_transpose are linalg's, by NumPy's dispatch too
     for ns in (np, numpy):
         check_grads(lambda t: (ns.vecdot(t, t), ns.matrix_transpose(t)), t)
+
+
+def test_qr_closed_forms_errors_and_one_factorization(monkeypatch):
+    a, w = r(5, 3), r(5, 3)
+    # QR = A, so the derivative of <W, QR> is W; QᵀQ = I, so that of |Q|² is zero
+    assert_close(wg.grad(lambda a: np.sum(w * (np.linalg.qr(a).Q @ np.linalg.qr(a).R)))(a), w,
+                 rtol=1e-10, atol=1e-12)
+    assert_close(wg.grad(lambda a: np.sum(np.linalg.qr(a).Q ** 2))(a), numpy.zeros((5, 3)),
+                 atol=1e-12)
+    calls = []
+    qr = numpy.linalg.qr
+    monkeypatch.setattr(numpy.linalg, "qr", lambda a, *args, **kw: (
+        calls.append(1), qr(a, *args, **kw))[1])
+    L._factorizations.entries.clear()               # (a's QR is kept from the above)
+    wg.grad(lambda a: np.sum(np.linalg.qr(a).Q * np.linalg.qr(a).R[0, 0]))(a)
+    assert len(calls) == 1                          # forward pass and rules share it
+    monkeypatch.undo()
+    with pytest.raises(NotImplementedError, match="wide 3×5 matrix"):
+        wg.grad(lambda a: np.sum(np.linalg.qr(a).R))(a.T)
+    with pytest.raises(NotImplementedError, match="use mode='reduced'"):
+        wg.grad(lambda a: np.sum(np.linalg.qr(a, "complete").Q))(a)
+    with pytest.raises(NotImplementedError, match="mode='raw'"):
+        wg.grad(lambda a: np.sum(np.linalg.qr(a, "raw")[0]))(a)
+    assert type(wg.vjp(lambda a: numpy.linalg.qr(a), a)[0]) is type(numpy.linalg.qr(a))
 
 
 def test_svd_errors_are_clear():

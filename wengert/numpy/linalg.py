@@ -1,6 +1,6 @@
 """wengert.numpy.linalg: NumPy's linear algebra, differentiable.
 
-inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals), and the
+inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals), qr, and the
 functions written with them (matrix_power, multi_dot, pinv, lstsq, cond, matrix_rank, the
 array API's vector_norm, matrix_norm, vecdot, ...) take traced values; the rest is
 NumPy's (and refuses traced values by name).
@@ -34,6 +34,7 @@ LinAlgError = _np.linalg.LinAlgError
 _EighResult = type(_np.linalg.eigh(_np.eye(1)))
 _SlogdetResult = type(_np.linalg.slogdet(_np.eye(1)))
 _SVDResult = type(_np.linalg.svd(_np.eye(1)))
+_QRResult = type(_np.linalg.qr(_np.eye(1)))
 
 
 def _named(kind, *values):
@@ -226,6 +227,43 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     full = bool(full_matrices) and m != n
     return _named(_SVDResult, L.svd_u(a, full_matrices=full, **h), L.svdvals(a, **h),
                   L.svd_vh(a, full_matrices=full, **h))
+
+
+@_numpy_unless_traced(_np.linalg.qr, any_argument=True)
+def qr(a, mode="reduced"):
+    """The QR decomposition A = QR, Q with orthonormal columns and R upper triangular, as
+    NumPy's named tuple (Q, R); only R with ``mode='r'``.  Differentiable for a matrix
+    with at least as many rows as columns (and full column rank: the derivative solves
+    with R), in mode 'reduced' or 'r', or 'complete' for a square one; a derivative
+    anywhere else raises NotImplementedError saying what to use.  Modes 'raw' and
+    'economic' are refused on traced values.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.array([[3.0, 1.0], [4.0, 2.0], [0.0, 2.0]])
+        >>> q, r = np.linalg.qr(a)
+        >>> bool(numpy.allclose(q @ r, a)), float(abs(r[0, 0]))
+        (True, 5.0)
+        >>> g = wg.grad(lambda a: np.abs(np.linalg.qr(a, mode="r")[0, 0]))(a)  # |r₀₀| = |a₀|
+        >>> (g.round(6) + 0.0).tolist()
+        [[0.6, 0.0], [0.8, 0.0], [0.0, 0.0]]
+    """
+    a = asarray(a)
+    if a.ndim < 2:
+        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
+                          "two-dimensional")
+    if mode in ("raw", "economic"):
+        raise NotImplementedError(f"numpy.linalg.qr(..., mode={mode!r}) is not supported on "
+                                  "traced values: use mode='reduced', 'complete' or 'r'")
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    m, n = a.shape[-2:]
+    # (a square matrix's factors are the same in both modes: one spelling, one node)
+    complete = mode == "complete" and m != n
+    r = L.qr_r(a, complete=complete)
+    if mode == "r":
+        return r
+    return _named(_QRResult, L.qr_q(a, complete=complete), r)
 
 
 if hasattr(_np.linalg, "svdvals"):              # NumPy 2

@@ -407,5 +407,104 @@ def _(g, a, ans, full_matrices, **h):
     return _symmetric_out(matmul(U, inner), h)
 
 
+# ---- QR ------------------------------------------------------------------------------------
+# A = QR, Q with orthonormal columns, R upper triangular: two primitives, qr_q(a) and
+# qr_r(a), from one call of numpy.linalg.qr (`_factorizations`).  `complete` is a parameter
+# of both (mode='complete'; wengert.numpy passes False for a square matrix, whose factors
+# are the same either way).  The derivatives, for m >= n (a tall or square A of full column
+# rank), with X = Qᵀ dA R⁻¹ and Ω = tril(X, -1) - tril(X, -1)ᵀ (so Qᵀ dQ = Ω, skew):
+#     dR = (X - Ω) R          dQ = Q (Ω - X) + dA R⁻¹
+#     Ā = (Q̄ + Q copyltu(M)) R⁻ᵀ,  M = R R̄ᵀ - Q̄ᵀ Q,  copyltu(M) = tril(M) + tril(M, -1)ᵀ
+# (the reverse form as in H.-J. Liao et al., "Differentiable programming tensor networks",
+# 2019, and in PyTorch).
+def _qr_all(a, complete):
+    return np.linalg.qr(a, mode="complete" if complete else "reduced")
+
+
+def _qr_shapes(args, params):
+    s = args[0].shape
+    m, n = s[-2], s[-1]
+    k = m if params["complete"] else min(m, n)
+    return s[:-2], m, n, k
+
+
+def _qr_q_aval(args, params):
+    batch, m, n, k = _qr_shapes(args, params)
+    return batch + (m, k), float_dtype(args[0].dtype)
+
+
+def _qr_r_aval(args, params):
+    batch, m, n, k = _qr_shapes(args, params)
+    return batch + (k, n), float_dtype(args[0].dtype)
+
+
+qr_q = _lin("qr_q", lambda a, complete: _factorizations.of("qr", _qr_all, a, complete)[0],
+            _qr_q_aval)
+qr_r = _lin("qr_r", lambda a, complete: _factorizations.of("qr", _qr_all, a, complete)[1],
+            _qr_r_aval)
+
+
+def _qr_differentiable(a, complete):
+    m, n, k = _mk(a)
+    if n > m:
+        raise NotImplementedError(
+            f"the derivative of qr of a wide {m}×{n} matrix (fewer rows than columns) is not "
+            "implemented: differentiate the qr of its first m columns, or of its transpose")
+    if complete and m > n:
+        raise NotImplementedError(
+            f"the derivative of qr(..., mode='complete') of a {m}×{n} matrix is not defined "
+            "(Q's extra columns are any basis of the complement): use mode='reduced'")
+
+
+def _right_rinv(B, R):
+    """B R⁻¹, by a solve with Rᵀ (no inverse formed)."""
+    return _T(solve(_T(R), _T(B)))
+
+
+def _right_rinvT(B, R):
+    """B R⁻ᵀ."""
+    return _T(solve(R, _T(B)))
+
+
+def _qr_X(dA, Q, R):
+    """(dA R⁻¹, X = Qᵀ dA R⁻¹, Ω)."""
+    dAR = _right_rinv(dA, R)
+    X = matmul(_T(Q), dAR)
+    low = tril(X, k=-1)
+    return dAR, X, low - _T(low)
+
+
+def _copyltu(M):
+    return tril(M, k=0) + _T(tril(M, k=-1))
+
+
+@qr_q.defjvp
+def _(ts, a, ans, complete):
+    _qr_differentiable(a, complete)
+    dAR, X, omega = _qr_X(ts[0], ans, qr_r(a, complete=complete))
+    return matmul(ans, omega - X) + dAR
+
+
+@qr_r.defjvp
+def _(ts, a, ans, complete):
+    _qr_differentiable(a, complete)
+    dAR, X, omega = _qr_X(ts[0], qr_q(a, complete=complete), ans)
+    return matmul(X - omega, ans)
+
+
+@qr_q.defvjp
+def _(g, a, ans, complete):
+    _qr_differentiable(a, complete)
+    Q, R = ans, qr_r(a, complete=complete)
+    return (_right_rinvT(g + matmul(Q, _copyltu(-matmul(_T(g), Q))), R),)
+
+
+@qr_r.defvjp
+def _(g, a, ans, complete):
+    _qr_differentiable(a, complete)
+    Q, R = qr_q(a, complete=complete), ans
+    return (_right_rinvT(matmul(Q, _copyltu(matmul(R, _T(g)))), R),)
+
+
 __all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh",
-           "svdvals", "svd_u", "svd_vh"]
+           "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
