@@ -452,8 +452,9 @@ def _qr_differentiable(a, complete):
             "implemented: differentiate the qr of its first m columns, or of its transpose")
     if complete and m > n:
         raise NotImplementedError(
-            f"the derivative of qr(..., mode='complete') of a {m}×{n} matrix is not defined "
-            "(Q's extra columns are any basis of the complement): use mode='reduced'")
+            f"qr(..., mode='complete') of a {m}×{n} matrix is not differentiated (Q's extra "
+            "columns are any basis of the complement and have no derivative; R is the "
+            "reduced R above rows of zeros): use mode='reduced'")
 
 
 def _right_rinv(B, R):
