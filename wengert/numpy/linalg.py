@@ -232,11 +232,11 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 @_numpy_unless_traced(_np.linalg.qr, any_argument=True)
 def qr(a, mode="reduced"):
     """The QR decomposition A = QR, Q with orthonormal columns and R upper triangular, as
-    NumPy's named tuple (Q, R); only R with ``mode='r'``.  Differentiable for a matrix
-    with at least as many rows as columns (and full column rank: the derivative solves
-    with R), in mode 'reduced' or 'r', or 'complete' for a square one; a derivative
-    anywhere else raises NotImplementedError saying what to use.  Modes 'raw' and
-    'economic' are refused on traced values.
+    NumPy's named tuple (Q, R); only R with ``mode='r'``.  Differentiable where the first
+    min(m, n) columns are linearly independent (the derivative solves with R's leading
+    square block), in modes 'reduced' and 'r', and in mode 'complete' unless A is tall (its Q's extra columns have
+    no derivative: that raises NotImplementedError saying to use 'reduced').  Modes 'raw'
+    and 'economic' are refused on traced values.
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np

@@ -27,7 +27,8 @@ import weakref
 import numpy as np
 
 from .registry import defprimitive, float_dtype, shape_of
-from .array import matmul, swapaxes, sum as _sum, tril, reshape, dtype_of
+from .array import (matmul, swapaxes, sum as _sum, tril, reshape, dtype_of, getitem,
+                    concatenate)
 from .shape import sum_to
 
 
@@ -412,8 +413,8 @@ def _(g, a, ans, full_matrices, **h):
 # qr_r(a), from one call of numpy.linalg.qr (`_factorizations`).  `complete` is a parameter
 # of both (mode='complete'; wengert.numpy passes False for a square matrix, whose factors
 # are the same either way).  The derivatives, for m >= n (a tall or square A of full column
-# rank), with X = Qᵀ dA R⁻¹ and Ω = tril(X, -1) - tril(X, -1)ᵀ (so Qᵀ dQ = Ω, skew):
-#     dR = (X - Ω) R          dQ = Q (Ω - X) + dA R⁻¹
+# rank), with P = Qᵀ dA R⁻¹ and Ω = tril(P, -1) - tril(P, -1)ᵀ (so Qᵀ dQ = Ω, skew):
+#     dR = (P - Ω) R          dQ = Q (Ω - P) + dA R⁻¹
 #     Ā = (Q̄ + Q copyltu(M)) R⁻ᵀ,  M = R R̄ᵀ - Q̄ᵀ Q,  copyltu(M) = tril(M) + tril(M, -1)ᵀ
 # (the reverse form as in H.-J. Liao et al., "Differentiable programming tensor networks",
 # 2019, and in PyTorch).
@@ -446,10 +447,6 @@ qr_r = _lin("qr_r", lambda a, complete: _factorizations.of("qr", _qr_all, a, com
 
 def _qr_differentiable(a, complete):
     m, n, k = _mk(a)
-    if n > m:
-        raise NotImplementedError(
-            f"the derivative of qr of a wide {m}×{n} matrix (fewer rows than columns) is not "
-            "implemented: differentiate the qr of its first m columns, or of its transpose")
     if complete and m > n:
         raise NotImplementedError(
             f"qr(..., mode='complete') of a {m}×{n} matrix is not differentiated (Q's extra "
@@ -467,44 +464,84 @@ def _right_rinvT(B, R):
     return _T(solve(R, _T(B)))
 
 
-def _qr_X(dA, Q, R):
-    """(dA R⁻¹, X = Qᵀ dA R⁻¹, Ω)."""
-    dAR = _right_rinv(dA, R)
-    X = matmul(_T(Q), dAR)
-    low = tril(X, k=-1)
-    return dAR, X, low - _T(low)
-
-
 def _copyltu(M):
     return tril(M, k=0) + _T(tril(M, k=-1))
+
+
+def _columns(x, lo, hi):
+    return getitem(x, index=(Ellipsis, ("slice", lo, hi, None)))
+
+
+# A wide A (m < n) is [X | Y] with X its first m columns: Q R₁ = X is X's own QR, and
+# R = [R₁ | QᵀY].  So Q and R₁ follow X by the square formulas, and R₂ = QᵀY by the product
+# rule.  `_left` gives (X, R₁), or (A, R) when A is not wide.
+def _left(a, R):
+    m, n, k = _mk(a)
+    return (_columns(a, 0, m), _columns(R, 0, m)) if n > m else (a, R)
+
+
+def _qr_tangents(dA, a, Q, R):
+    """(dQ, dR) for a tangent dA."""
+    m, n, k = _mk(a)
+    X, R1 = _left(a, R)
+    dX = _columns(dA, 0, m) if n > m else dA
+    dXR = _right_rinv(dX, R1)
+    P = matmul(_T(Q), dXR)                      # Qᵀ dX R₁⁻¹
+    low = tril(P, k=-1)
+    omega = low - _T(low)                       # Qᵀ dQ, skew
+    dQ = matmul(Q, omega - P) + dXR
+    dR = matmul(P - omega, R1)
+    if n > m:
+        Y, dY = _columns(a, m, n), _columns(dA, m, n)
+        dR = concatenate(dR, matmul(_T(dQ), Y) + matmul(_T(Q), dY), axis=len(shape_of(a)) - 1)
+    return dQ, dR
+
+
+def _qr_cotangent(Qbar, Rbar, a, Q, R):
+    """Ā for cotangents Q̄ and R̄ (None where zero)."""
+    m, n, k = _mk(a)
+    X, R1 = _left(a, R)
+    Ybar = None
+    if n > m and Rbar is not None:              # R₂ = QᵀY: Ȳ = Q R̄₂, and Q̄ gains Y R̄₂ᵀ
+        Rbar2, Rbar = _columns(Rbar, m, n), _columns(Rbar, 0, m)
+        Ybar = matmul(Q, Rbar2)
+        QY = matmul(_columns(a, m, n), _T(Rbar2))
+        Qbar = QY if Qbar is None else Qbar + QY
+    M = None if Rbar is None else matmul(R1, _T(Rbar))
+    if Qbar is not None:
+        QbQ = matmul(_T(Qbar), Q)
+        M = -QbQ if M is None else M - QbQ
+    inner = matmul(Q, _copyltu(M))
+    Xbar = _right_rinvT(inner if Qbar is None else Qbar + inner, R1)
+    if n > m:
+        if Ybar is None:                        # (Q does not depend on Y)
+            Ybar = np.zeros(shape_of(a)[:-1] + (n - m,), dtype=dtype_of(Xbar))
+        return concatenate(Xbar, Ybar, axis=len(shape_of(a)) - 1)
+    return Xbar
 
 
 @qr_q.defjvp
 def _(ts, a, ans, complete):
     _qr_differentiable(a, complete)
-    dAR, X, omega = _qr_X(ts[0], ans, qr_r(a, complete=complete))
-    return matmul(ans, omega - X) + dAR
+    return _qr_tangents(ts[0], a, ans, qr_r(a, complete=complete))[0]
 
 
 @qr_r.defjvp
 def _(ts, a, ans, complete):
     _qr_differentiable(a, complete)
-    dAR, X, omega = _qr_X(ts[0], qr_q(a, complete=complete), ans)
-    return matmul(X - omega, ans)
+    return _qr_tangents(ts[0], a, qr_q(a, complete=complete), ans)[1]
 
 
 @qr_q.defvjp
 def _(g, a, ans, complete):
     _qr_differentiable(a, complete)
-    Q, R = ans, qr_r(a, complete=complete)
-    return (_right_rinvT(g + matmul(Q, _copyltu(-matmul(_T(g), Q))), R),)
+    return (_qr_cotangent(g, None, a, ans, qr_r(a, complete=complete)),)
 
 
 @qr_r.defvjp
 def _(g, a, ans, complete):
     _qr_differentiable(a, complete)
-    Q, R = qr_q(a, complete=complete), ans
-    return (_right_rinvT(matmul(Q, _copyltu(matmul(R, _T(g)))), R),)
+    return (_qr_cotangent(None, g, a, qr_q(a, complete=complete), ans),)
 
 
 __all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh",
