@@ -707,6 +707,27 @@ def test_qr_closed_forms_errors_and_one_factorization(monkeypatch):
     assert type(wg.vjp(lambda a: numpy.linalg.qr(a), a)[0]) is type(numpy.linalg.qr(a))
 
 
+def test_det_has_its_derivative_at_singular_matrices():
+    # the cofactor matrix, by minors: det's gradient everywhere (inv raises at these)
+    def minors(a):
+        n = a.shape[-1]
+        return numpy.array([[(-1) ** (i + j) * numpy.linalg.det(
+            numpy.delete(numpy.delete(a, i, 0), j, 1)) for j in range(n)] for i in range(n)])
+    rank2 = numpy.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    for a in (rank2, numpy.diag([1.0, 0.0, 0.0]), numpy.zeros((3, 3)), r(3, 3)):
+        assert_close(wg.grad(np.linalg.det)(a), minors(a), rtol=1e-12, atol=1e-12)
+    batch = numpy.stack([rank2, r(3, 3)])
+    g = wg.grad(lambda a: np.sum(np.linalg.det(a)))(batch)
+    assert_close(g, numpy.stack([minors(b) for b in batch]), rtol=1e-12, atol=1e-12)
+    # along a direction, against central differences of NumPy's det
+    v, h = r(3, 3), 1e-6
+    fd = (numpy.linalg.det(rank2 + h * v) - numpy.linalg.det(rank2 - h * v)) / (2 * h)
+    assert_close(numpy.sum(wg.grad(np.linalg.det)(rank2) * v), fd, rtol=1e-6)
+    assert_close(wg.jvp(np.linalg.det, (rank2,), (v,))[1], fd, rtol=1e-6)
+    with pytest.raises(numpy.linalg.LinAlgError):          # second order needs inv
+        wg.hessian(np.linalg.det)(rank2)
+
+
 def test_svd_errors_are_clear():
     tall = r(4, 2)
     with pytest.raises(NotImplementedError, match=r"full_matrices=True\)'s U for a 4×2 matrix "

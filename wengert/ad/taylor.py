@@ -434,7 +434,7 @@ def by_decomposition(op):
 
 #: Differentiable primitives whose Taylor rule is still to be written: first order (their
 #: JVP) works, higher orders raise NotImplementedError naming them.
-FIRST_ORDER_ONLY = frozenset({A.prod, L.det, L.logabsdet, L.cholesky, L.eigvalsh,
+FIRST_ORDER_ONLY = frozenset({A.prod, L.det, L.cofactor, L.logabsdet, L.cholesky, L.eigvalsh,
                               L.eigvecsh, L.svdvals, L.svd_u, L.svd_vh, L.qr_q, L.qr_r})
 
 

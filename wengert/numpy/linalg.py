@@ -72,12 +72,15 @@ def inv(a):
 
 @_numpy_unless_traced(_np.linalg.det, any_argument=True)
 def det(a):
-    """The determinant; derivative d det A = det A · tr(A⁻¹ dA).
+    """The determinant; derivative d det A = tr(Cᵀ dA), C the cofactor matrix (det A · A⁻ᵀ
+    where A is invertible), which exists at singular matrices too.
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
         >>> wg.grad(lambda a: np.linalg.det(a))(numpy.eye(2) * 2).tolist()
         [[2.0, 0.0], [0.0, 2.0]]
+        >>> wg.grad(lambda a: np.linalg.det(a))(numpy.diag([3.0, 0.0])).tolist()  # singular
+        [[0.0, 0.0], [0.0, 3.0]]
     """
     return L.det(_matrix(a, "det"))
 

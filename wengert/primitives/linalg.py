@@ -72,9 +72,38 @@ inv = _lin("inv", np.linalg.inv, _same)
 inv.defvjp(lambda g, a, ans: (-matmul(_T(ans), matmul(g, _T(ans))),))
 inv.defjvp(lambda ts, a, ans: -matmul(ans, matmul(ts[0], ans)))
 
+def _cofactor_np(a):
+    """The cofactor matrix det(A) A⁻ᵀ, which det's derivative is, also where A is
+    singular: there from the SVD A = U S Vᵀ, whose cofactor matrix is
+    det(U) det(V) U diag(∏_{j≠i} s_j) Vᵀ (the products leave out one singular value each,
+    so a single zero one leaves one term)."""
+    try:
+        return np.linalg.det(a)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)
+    except np.linalg.LinAlgError:
+        pass
+    u, s, vh = np.linalg.svd(a)
+    ones = np.ones(s.shape[:-1] + (1,), s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    scale = (np.linalg.det(u) * np.linalg.det(vh))[..., None, None]
+    return scale * np.matmul(u * (before * after)[..., None, :], vh)
+
+
+# det's derivative is the cofactor matrix, a primitive of its own so that it exists at a
+# singular matrix too (as in PyTorch; det(A) A⁻ᵀ would raise there).  Its own derivative,
+# d(det A · A⁻ᵀ) = tr(A⁻¹dA) C - C dAᵀ A⁻ᵀ, is written with inv: second derivatives of det
+# need a nonsingular matrix.
+cofactor = _lin("cofactor", _cofactor_np, _same)
+cofactor.defjvp(lambda ts, a, ans: _expand2(_sum(_T(inv(a)) * ts[0], axis=_last2(a),
+                                                 keepdims=False)) * ans
+                - matmul(ans, matmul(_T(ts[0]), _T(inv(a)))))
+cofactor.defvjp(lambda g, a, ans: (
+    _expand2(_sum(g * ans, axis=_last2(a), keepdims=False)) * _T(inv(a))
+    - matmul(_T(inv(a)), matmul(_T(g), ans)),))
+
 det = _lin("det", np.linalg.det, _batch_scalar)
-det.defvjp(lambda g, a, ans: (_expand2(g * ans) * _T(inv(a)),))
-det.defjvp(lambda ts, a, ans: ans * _sum(_T(inv(a)) * ts[0], axis=_last2(a), keepdims=False))
+det.defvjp(lambda g, a, ans: (_expand2(g) * cofactor(a),))
+det.defjvp(lambda ts, a, ans: _sum(cofactor(a) * ts[0], axis=_last2(a), keepdims=False))
 
 logabsdet = _lin("logabsdet", lambda a: np.linalg.slogdet(a)[1], _batch_scalar)
 logabsdet.defvjp(lambda g, a, ans: (_expand2(g) * _T(inv(a)),))
@@ -544,5 +573,5 @@ def _(g, a, ans, complete):
     return (_qr_cotangent(None, g, a, qr_q(a, complete=complete), ans),)
 
 
-__all__ = ["inv", "det", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh",
+__all__ = ["inv", "det", "cofactor", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh",
            "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
