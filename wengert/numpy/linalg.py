@@ -673,12 +673,17 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_np._NoValue):
             if rtol is _np._NoValue or rtol is None else rtol
     elif rtol is not _np._NoValue:
         raise ValueError("`rtol` and `rcond` can't be both set.")
-    u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
-    cutoff = asarray(rcond)[..., None] * amax(s, axis=-1, keepdims=True)
-    keep = s > cutoff
+    return _pinv_of(svd(a, full_matrices=False, hermitian=hermitian), rcond)[0]
+
+
+def _pinv_of(usv, rcond):
+    """(the pseudo-inverse from a thin svd, which singular values it kept: those above
+    rcond times the largest)."""
+    u, s, vh = usv
+    keep = s > asarray(rcond)[..., None] * amax(s, axis=-1, keepdims=True)
     # 1/s where kept, 0 elsewhere (the where's other branch never divides by a zero)
     inverse = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
-    return _matmul(swapaxes(vh, -1, -2) * inverse[..., None, :], swapaxes(u, -1, -2))
+    return _matmul(swapaxes(vh, -1, -2) * inverse[..., None, :], swapaxes(u, -1, -2)), keep
 
 
 @_numpy_unless_traced(_np.linalg.lstsq, any_argument=True)
@@ -703,13 +708,15 @@ def lstsq(a, b, rcond=None):
     m, n = a.shape
     if b.ndim not in (1, 2) or b.shape[0] != m:
         raise LinAlgError("Incompatible dimensions")
-    s = L.svdvals(a)
+    usv = svd(a, full_matrices=False)
+    s = usv[1]
     eps = _np.finfo(s.dtype).eps
     rcond = eps * max(m, n) if rcond is None else rcond
     # NumPy (LAPACK gelsd) takes singular values below rcond times the largest as zero;
-    # a negative rcond means machine precision
-    x = _matmul(pinv(a, rcond=eps if rcond < 0 else rcond), b)
-    rank = matrix_rank(a, tol=None, rtol=eps if rcond < 0 else rcond)
+    # a negative rcond means machine precision.  One svd gives x, the rank and s.
+    inverse, keep = _pinv_of(usv, eps if rcond < 0 else rcond)
+    x = _matmul(inverse, b)
+    rank = sum(keep.astype(_np.int64), axis=-1)
     if int(rank) == n and m > n:       # (the residuals' shape depends on the rank's value)
         r = _matmul(a, x) - b
         residuals = sum(r * r, axis=0)

@@ -94,12 +94,21 @@ def _cofactor_np(a):
 # d(det A · A⁻ᵀ) = tr(A⁻¹dA) C - C dAᵀ A⁻ᵀ, is written with inv: second derivatives of det
 # need a nonsingular matrix.
 cofactor = _lin("cofactor", _cofactor_np, _same)
-cofactor.defjvp(lambda ts, a, ans: _expand2(_sum(_T(inv(a)) * ts[0], axis=_last2(a),
-                                                 keepdims=False)) * ans
-                - matmul(ans, matmul(_T(ts[0]), _T(inv(a)))))
-cofactor.defvjp(lambda g, a, ans: (
-    _expand2(_sum(g * ans, axis=_last2(a), keepdims=False)) * _T(inv(a))
-    - matmul(_T(inv(a)), matmul(_T(g), ans)),))
+
+
+@cofactor.defjvp
+def _(ts, a, ans):
+    inverse_t = _T(inv(a))
+    return _expand2(_sum(inverse_t * ts[0], axis=_last2(a), keepdims=False)) * ans \
+        - matmul(ans, matmul(_T(ts[0]), inverse_t))
+
+
+@cofactor.defvjp
+def _(g, a, ans):
+    inverse_t = _T(inv(a))
+    return (_expand2(_sum(g * ans, axis=_last2(a), keepdims=False)) * inverse_t
+            - matmul(inverse_t, matmul(_T(g), ans)),)
+
 
 det = _lin("det", np.linalg.det, _batch_scalar)
 det.defvjp(lambda g, a, ans: (_expand2(g) * cofactor(a),))
@@ -284,11 +293,12 @@ eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * m
 # ---- singular values and vectors ------------------------------------------------------------
 # Three primitives, as eigh is two: svdvals(a) gives s (numpy.linalg.svd's values alone),
 # svd_u(a) U and svd_vh(a) Vh, from one call of numpy.linalg.svd (`_factorizations`; LAPACK
-# is deterministic, so the U and Vh of one matrix agree in sign).  full_matrices is a parameter of svd_u and svd_vh (a square matrix's
-# factors are the same either way, and wengert.numpy passes False for it, so that a rule's
-# factors are the user's nodes); hermitian=True is one of all three (absent
-# when False), and then A is read as symmetric, as NumPy reads it (through eigh, from its
-# lower triangle), and the derivatives are the symmetric ones, as eigh's are.
+# is deterministic, so the U and Vh of one matrix agree in sign).  full_matrices is a
+# parameter of svd_u and svd_vh (a square matrix's factors are the same either way, and
+# wengert.numpy passes False for it, so that a rule's factors are the user's nodes);
+# hermitian=True is one of all three (absent when False), and then A is read as symmetric,
+# as NumPy reads it (through eigh, from its lower triangle), and the derivatives are the
+# symmetric ones, as eigh's are.
 def _svd_np(a, part, full_matrices=False, hermitian=False):
     return _factorizations.of("svd", _svd_all, a, full_matrices, hermitian)[part]
 
@@ -452,10 +462,8 @@ def _qr_all(a, complete):
 
 
 def _qr_shapes(args, params):
-    s = args[0].shape
-    m, n = s[-2], s[-1]
-    k = m if params["complete"] else min(m, n)
-    return s[:-2], m, n, k
+    batch, m, n, k = _svd_shape(args, params)
+    return batch, m, n, m if params["complete"] else k
 
 
 def _qr_q_aval(args, params):
