@@ -26,6 +26,7 @@ import numpy as np
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
 from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
 from ..primitives.registry import shape_of as _shape_of, _canonical_scalar, is_weak
+from ..primitives.registry import weak_result, _PYTHON_SCALARS
 from .active import is_recording, optimizing
 from .node import Node, _type_str
 
@@ -68,12 +69,10 @@ class ShapeDtype:
 
 
 def shape_dtype(value) -> ShapeDtype:
-    """The abstract value of a concrete one (or of a node): weak for a Python number."""
-    if type(value) is Node:
-        return ShapeDtype(value.shape, value.dtype, is_weak(value))
+    """The abstract value of a concrete one: weak for a Python number."""
     if type(value) is ShapeDtype:
         return value
-    return ShapeDtype(*aval(value), weak=type(value) in (float, int, bool))
+    return ShapeDtype(*aval(value), weak=type(value) in _PYTHON_SCALARS)
 
 
 def aval(value):
@@ -201,7 +200,7 @@ class Graph:
         if weak is None and type(made) is float and type(value) is not float:
             weak = False        # np.float64 or a 0-d float64 array: strong, as in NumPy 2
         value = made
-        strong = weak is False and type(value) in (float, int, bool)
+        strong = weak is False and type(value) in _PYTHON_SCALARS
         if not self.optimize:
             node = self._new(_CONST, (), _NO_PARAMS, *aval(value), value)
         else:
@@ -224,7 +223,7 @@ class Graph:
             return self._new(_INPUT, (), _NO_PARAMS, value.shape, value.dtype, value, name)
         if value is not None and not isinstance(value, ShapeDtype):
             if weak is None:
-                weak = type(value) in (float, int, bool)
+                weak = type(value) in _PYTHON_SCALARS
             value = canonical(value)
             shape, dtype = aval(value)
         elif value is not None:
@@ -309,7 +308,7 @@ class Graph:
             if all_const and op.foldable:
                 value = op.evaluate(values, params)
                 return self.const(value, None if type(value) is np.ndarray else
-                                  _weak_result(op, nodes))
+                                  weak_result(op, nodes))
             if op.simplify is not None:
                 found = op.simplify(self, nodes, params)
                 if found is not None:
@@ -353,10 +352,9 @@ class Graph:
             elif type(value) is float:
                 shape, dtype = (), F64
             else:
-                shape, dtype = aval(value)
-                if op.elementwise:
+                if op.elementwise and isinstance(value, np.generic):   # (a float32 scalar)
                     value = _strongly_typed(op, nodes, values, params, value)
-                    shape, dtype = aval(value)
+                shape, dtype = aval(value)
         node = Node(self, len(self.nodes), op, tuple(nodes), params, shape, dtype, value)
         self.nodes.append(node)
         if key is not None:
@@ -669,11 +667,6 @@ def _intern_key(op, args, params):
         pkey = _params_key(params)
         return None if pkey is None else (op.uid, pkey, *indices)
     return (op.uid, *indices)
-
-
-def _weak_result(op, nodes) -> bool:
-    """Whether ``op(*nodes)`` is weakly typed (see `is_weak`)."""
-    return op.elementwise and op.dtype_rule != "bool" and all(is_weak(n) for n in nodes)
 
 
 def _strongly_typed(op, nodes, values, params, value):

@@ -266,8 +266,7 @@ def is_weak(node) -> bool:
         op = n.op
         if op is CONST:
             n.weak = type(n.value) in _PYTHON_SCALARS
-        elif n.shape or op is INPUT or (op is not COPY and (
-                not op.elementwise or op.dtype_rule == "bool")):
+        elif n.shape or op is INPUT or (op is not COPY and not _keeps_weakness(op)):
             n.weak = False  # (an input is weak only if Graph.input said so)
         else:
             unknown = [a for a in n.args if not hasattr(a, "weak")]
@@ -277,6 +276,16 @@ def is_weak(node) -> bool:
             n.weak = all(a.weak for a in n.args)
         todo.pop()
     return node.weak
+
+
+def _keeps_weakness(op) -> bool:
+    return op.elementwise and op.dtype_rule != "bool"
+
+
+def weak_result(op, args) -> bool:
+    """Whether ``op(*args)`` (nodes) is weakly typed, before any node for it exists (a
+    constant folded from them): `is_weak`'s rule."""
+    return _keeps_weakness(op) and all(is_weak(a) for a in args)
 
 
 _PYTHON_SCALARS = (float, int, bool)
