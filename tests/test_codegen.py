@@ -50,6 +50,21 @@ def test_c_agrees_with_python_on_the_scalar_examples(name):
 
 
 @needs_cc
+def test_c_functions_named_like_the_helpers_compile():
+    # the C function is "wg_" + its name: remainder and sign clashed with the helpers
+    # wg_remainder and wg_sign ("conflicting types")
+    import wengert.numpy as wnp
+
+    def remainder(x, y):
+        return wnp.remainder(x, y) * 2.0
+
+    def sign(x):
+        return wnp.sign(x) * 2.0 + x
+    assert wg.compile(remainder, 5.0, 3.0, backend="c")(-5.0, 3.0) == 2.0 * (-5.0 % 3.0)
+    assert wg.compile(sign, 2.0, backend="c")(-3.0) == -5.0
+
+
+@needs_cc
 def test_c_follows_ieee_like_numpy():
     c = wg.compile(lambda x: wm.log(x) + wm.sqrt(x) + 1 / x, 1.0, backend="c")
     assert math.isnan(c(-1.0)) and c(0.0) == math.inf or math.isnan(c(0.0))

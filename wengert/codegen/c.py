@@ -243,7 +243,12 @@ def load(source, name):
 # the compiled function's entry
 # --------------------------------------------------------------------------------------
 def c_name(fn_name) -> str:
-    return "wg_" + Names(C_RESERVED).user(fn_name)
+    # "wg_" and the function's name, which must then not be one of the helpers' (a
+    # function named remainder or sign would clash with wg_remainder or wg_sign)
+    return "wg_" + Names(C_RESERVED | _HELPER_STEMS).user(fn_name)
+
+
+_HELPER_STEMS = frozenset(name[len("wg_"):] for name in HELPERS)
 
 
 def source_of(d, entry) -> str:

@@ -26,9 +26,7 @@ C_RESERVED = frozenset("""auto break case char const continue default do double 
     static struct switch typedef union unsigned void volatile while main in out wg_max wg_min
     wg_sign wg_relu bool true false NAN INFINITY""".split()) | frozenset(
     "sqrt cbrt exp log log10 log1p expm1 sin cos tan asin acos atan atan2 sinh cosh tanh "
-    "fabs pow fmax fmin asinh acosh atanh exp2 log2 hypot fmod copysign nearbyint "
-    "wg_remainder "
-    "wg_logaddexp wg_logaddexp2".split())
+    "fabs pow fmax fmin".split())
 
 PYTHON_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(
     dir(builtins))
