@@ -1246,6 +1246,8 @@ def test_array_likes_holding_traced_values_are_arrays():
         "zeros_like": lambda t: np.zeros_like([t[0], t[1]]) + t[0],
         "concatenate": lambda t: np.concatenate([[t[0], t[1]], t]),
         "stack": lambda t: np.stack([t[:2], [t[2], t[0]]]),
+        # a sequence of arrays by keyword is read item by item too (it was stacked whole)
+        "sequence keyword": lambda t: np.hstack(tup=[t[:2], t]),
         "linalg": lambda t: np.linalg.det([[t[0], t[1]], [t[2], 1.0]]),
     }
     for name, f in calls.items():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import math as _math
 import operator
 import string as _string
@@ -77,17 +78,21 @@ def _one_axis(axis, ndim, name):
 _NoValue = _np._NoValue      # NumPy's "argument not given", in the signatures below as in its
 
 
-def _arrays(args):
-    """`args` with each list or tuple that holds traced values made one traced array, as
+def _array_like(a):
+    """`a`, or one traced array if it is a list or tuple that holds traced values, as
     NumPy reads an array-like (``wengert.numpy.asarray`` stacks it, differentiably): the
     one place where wengert.numpy's functions and ufuncs take ``[x, y]`` for an array."""
+    return asarray(a) if (type(a) is list or type(a) is tuple) and _traced(a) else a
+
+
+def _arrays(args):
+    """`args` with each made `_array_like`."""
     for a in args:
         if type(a) is list or type(a) is tuple:
             break
     else:
         return args
-    return tuple(asarray(a) if (type(a) is list or type(a) is tuple) and _traced(a) else a
-                 for a in args)
+    return tuple(_array_like(a) for a in args)
 
 
 def _keyword_arrays(kwargs):
@@ -108,15 +113,17 @@ def _numpy_unless_traced(npfn, *, any_argument=False, array_likes="all"):
     sequence of arrays (``"items"``: concatenate, stack), or none (``"none"``: array and
     asarray, which do the stacking)."""
     def decorate(fn):
+        # (the sequence of arrays, for "items": fn's first parameter, by position or name)
+        sequence = next(iter(inspect.signature(fn).parameters), None)
         if any_argument:
             def wrapper(*args, **kwargs):
                 if _traced(*args, *kwargs.values()):
                     if array_likes == "items":
                         args = (_arrays(args[0]),) + _arrays(args[1:]) if args else args
+                        kwargs = {k: _arrays(v) if k == sequence else _array_like(v)
+                                  for k, v in kwargs.items()}
                     elif array_likes == "all":
-                        args = _arrays(args)
-                    if array_likes != "none":
-                        kwargs = _keyword_arrays(kwargs)
+                        args, kwargs = _arrays(args), _keyword_arrays(kwargs)
                     return fn(*args, **kwargs)
                 return npfn(*args, **kwargs)
         else:
@@ -125,8 +132,10 @@ def _numpy_unless_traced(npfn, *, any_argument=False, array_likes="all"):
                     a = args[0]
                     if type(a) is Node:
                         return fn(*args, **kwargs)
-                    if (type(a) is list or type(a) is tuple) and _traced(a):
-                        return fn(asarray(a), *args[1:], **kwargs)
+                    if type(a) is list or type(a) is tuple:
+                        a = _array_like(a)
+                        if type(a) is Node:
+                            return fn(a, *args[1:], **kwargs)
                 elif _traced(*kwargs.values()):
                     return fn(**_keyword_arrays(kwargs))
                 return npfn(*args, **kwargs)
@@ -149,10 +158,9 @@ def astype(x, dtype):
     """`x` cast to `dtype`, as ``x.astype(dtype)``: differentiable between floating dtypes
     (the cotangent is cast back); to an integer or bool dtype a value without derivative,
     like a comparison's."""
+    x = _array_like(x)
     if type(x) is not Node:
-        if not ((type(x) is list or type(x) is tuple) and _traced(x)):
-            return _np.asarray(x).astype(dtype)
-        x = asarray(x)
+        return _np.asarray(x).astype(dtype)
     dtype = _np.dtype(dtype)
     if dtype == x.dtype:
         return x
@@ -182,8 +190,7 @@ def _float_cast(fname, a, dtype):
 def _stand_in(a):
     """A plain array of `a`'s shape and dtype (a zero-strided view: no memory), for the
     functions where only those matter (zeros_like, shape, size, ...)."""
-    if (type(a) is list or type(a) is tuple) and _traced(a):
-        a = asarray(a)
+    a = _array_like(a)
     return _np.broadcast_to(_np.zeros((), a.dtype), a.shape) if type(a) is Node else a
 
 
@@ -297,16 +304,16 @@ def _fmax_like(npufunc, compare):
 fmax, fmin = _fmax_like(_np.fmax, S.ge), _fmax_like(_np.fmin, S.le)
 
 
-def _real_identity(name):
-    def traced(x):
-        if A.dtype_of(x).kind == "c":
-            raise NotImplementedError(f"numpy.{name} is not supported on complex traced "
-                                      "values")
-        return x
-    return traced
+def _real(qualname, x):
+    """`x`, a real traced value (or array): NumPy's `qualname` ("angle", "ndarray.conj")
+    refuses a complex one by name, since the rules are for real numbers."""
+    if A.dtype_of(x).kind == "c":
+        raise NotImplementedError(f"numpy.{qualname} is not supported on complex traced "
+                                  "values")
+    return x
 
 
-conjugate = conj = _Ufunc(_np.conjugate, _real_identity("conjugate"))
+conjugate = conj = _Ufunc(_np.conjugate, lambda x: _real("conjugate", x))
 
 
 def _bool_only(npufunc, on_bools):
@@ -390,9 +397,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NumPy's ``nan_to_num``: nan, inf and -inf replaced by numbers (by default 0 and the
     largest finite numbers of x's dtype).  The derivative is 1 where x is finite, 0 where
     a value was replaced.  (A traced value has no memory: ``copy`` changes nothing.)"""
-    dt = A.dtype_of(x)
-    if dt.kind == "c":
-        raise NotImplementedError("numpy.nan_to_num is not supported on complex traced values")
+    dt = A.dtype_of(_real("nan_to_num", x))
     if dt.kind != "f":
         return x                            # integers and bools hold no nan or inf
     big = _np.finfo(dt)
@@ -418,15 +423,14 @@ def imag(val):
 def angle(z, deg=False):
     """NumPy's ``angle`` of a real traced value: 0 or π (180 with ``deg``) by its sign,
     with derivative zero."""
-    _real_identity("angle")(z)
-    out = S.stop_gradient(S.atan2(0.0, z))
+    out = S.stop_gradient(S.atan2(0.0, _real("angle", z)))
     return S.mul(out, 180 / pi) if deg else out     # (NumPy's a *= 180/pi)
 
 
 @_numpy_unless_traced(_np.real_if_close)
 def real_if_close(a, tol=100):
     """NumPy's ``real_if_close``: a traced value is real, so itself."""
-    return _real_identity("real_if_close")(a)
+    return _real("real_if_close", a)
 
 
 def _value_of(x):
@@ -1343,7 +1347,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if dtype is not None and _np.dtype(dtype).kind not in "fc":
         raise NotImplementedError(f"numpy.linspace(..., dtype={_np.dtype(dtype)}) is not "
                                   "supported on traced values: only floating dtypes")
-    start, stop = _arrays((start, stop))
     dt = A.float_dtype(start, stop)             # (a Python float is weak: float32 stays)
     start, stop = astype(start, dt), astype(stop, dt)
     delta = stop - start

@@ -131,15 +131,6 @@ def _tolist(x):
     raise x._cut_off("x.tolist()")
 
 
-def _real_only(name, fn):
-    def method(x):
-        if x.dtype.kind == "c":
-            raise NotImplementedError(f"numpy.ndarray.{name} is not supported on complex "
-                                      "traced values")
-        return fn(x)
-    return method
-
-
 def _astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True):
     # (order, subok and copy are about memory, which a traced value does not have)
     import wengert.numpy as wnp
@@ -158,6 +149,7 @@ def install():
     functions of wengert.numpy, which take NumPy's arguments in NumPy's order; an ndarray
     method wengert has no rule for raises NotImplementedError naming it."""
     import wengert.numpy as wnp
+    from . import _real
     _UFUNCS.update(_ufuncs())
     methods = {
         "__getitem__": _getitem,
@@ -185,14 +177,14 @@ def install():
         "astype": _astype,
         "item": _item,
         "tolist": _tolist,
-        "conj": _real_only("conj", lambda x: x),
-        "conjugate": _real_only("conjugate", lambda x: x),
+        "conj": lambda x: _real("ndarray.conj", x),
+        "conjugate": lambda x: _real("ndarray.conjugate", x),
         "sort": _refuse_method("sort", ": it sorts in place, which a traced value cannot "
                                "be; write x = wengert.numpy.sort(x)"),
         "T": property(lambda x: wnp.transpose(x)),
         "mT": property(lambda x: wnp.swapaxes(x, -1, -2)),
-        "real": property(_real_only("real", lambda x: x)),
-        "imag": property(_real_only("imag", lambda x: _np.zeros(x.shape, x.dtype))),
+        "real": property(lambda x: _real("ndarray.real", x)),
+        "imag": property(lambda x: _np.zeros(x.shape, _real("ndarray.imag", x).dtype)),
         "itemsize": property(lambda x: x.dtype.itemsize),
         "nbytes": property(lambda x: x.size * x.dtype.itemsize),
     }
