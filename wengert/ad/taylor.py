@@ -286,7 +286,7 @@ for _op in (P.abs, P.sign, P.maximum, P.minimum, P.select):
 
 
 # ---- NumPy's other elementwise functions ----------------------------------------------------
-_LN2 = math.log(2.0)
+_LN2 = P._LN2
 
 
 def _asinh_like(x, ans, order, sign):
@@ -311,7 +311,7 @@ def _logaddexp(a, b, ans, order):
 
 
 def _scaled(c, x):
-    return [None if v is None else c * v for v in x]
+    return [_times(c, v) for v in x]
 
 
 def _hypot(a, b, ans, order):
