@@ -248,6 +248,12 @@ def _fortran_program(session, body, outputs_):
     return "\n".join(lines) + "\n", env
 
 
+def _with_functions(source, functions):
+    """A program's source followed by external functions (text indented any way), in
+    fixed form."""
+    return source + "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+
+
 def _compile_and_run(tmp_path, source):
     """The numbers a Fortran program prints, compiled with gfortran."""
     (tmp_path / "t.f").write_text(source)
@@ -418,7 +424,7 @@ def test_operators_named_like_intrinsics_are_renamed_in_fortran(tmp_path):
         DMAX = A
         IF (I .EQ. 1) DMAX = B+1
         END"""
-    source += "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+    source = _with_functions(source, functions)
     printed = _compile_and_run(tmp_path, source)
     want = expected(env[("X", ())], env[("Y", ())])
     np.testing.assert_allclose(printed, [want["F"], *want["G"]], rtol=1e-12)
@@ -453,7 +459,7 @@ def test_derived_operator_and_variable_of_one_name(tmp_path):
         DOUBLE PRECISION A
         DH1 = 3*A*A
         END"""
-    source += "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+    source = _with_functions(source, functions)
     x = env[("X", ())]
     np.testing.assert_allclose(_compile_and_run(tmp_path, source),
                                [x ** 5, 5 * x ** 4, x * x], rtol=1e-12)
@@ -478,7 +484,7 @@ def test_fortran_statement_words_are_names_like_any_other(tmp_path):
         DOUBLE PRECISION A, B
         END = A*B
         END"""
-    source += "".join(f"      {line.strip()}\n" for line in functions.strip().splitlines())
+    source = _with_functions(source, functions)
     x = env[("X", ())]
     np.testing.assert_allclose(_compile_and_run(tmp_path, source),
                                [x * x, x * x + 1, (x * x + 3) * (x * x * x)], rtol=1e-12)
