@@ -12,6 +12,9 @@ bias. Everything is float64. There are two workloads:
 
 Implementations:
   wengert     wg.grad of a loss written with wengert.numpy and wengert.nn (eager)
+  wengert-jit wg.compile(wg.grad(loss)), compiled once before timing: the same gradient
+              traced once, optimised and run as generated NumPy code (the goals are
+              about eager wengert; this row shows what compiling adds)
   autograd    autograd.grad with autograd.numpy. Autograd has no conv primitive, so the
               CNN's conv is im2col + matmul and its pool is reshape + max.
   torch       PyTorch eager, torch.autograd.grad, torch.nn.functional for the CNN
@@ -124,7 +127,7 @@ def mlp_logits(params, x, tanh):
 # converted to each framework's array type once, outside the timed call, as they would
 # be in a training loop.
 
-def make_wengert(work, data):
+def make_wengert(work, data, compiled=False):
     import wengert as wg
     import wengert.nn as nn
     import wengert.numpy as np
@@ -139,7 +142,13 @@ def make_wengert(work, data):
 
     g = wg.grad({"mlp": mlp_loss, "cnn": cnn_loss}[work])
     params, x, y = data
+    if compiled:
+        g = wg.compile(g, params, x, y)
     return version("wengert"), lambda: g(params, x, y), lambda out: [numpy.asarray(a) for a in out]
+
+
+def make_wengert_jit(work, data):
+    return make_wengert(work, data, compiled=True)
 
 
 def make_autograd(work, data):
@@ -382,6 +391,7 @@ def make_py_tape(work, data):
 
 IMPLS = {
     "wengert": make_wengert,
+    "wengert-jit": make_wengert_jit,
     "autograd": make_autograd,
     "torch": make_torch,
     "jax-jit": make_jax,
@@ -436,16 +446,16 @@ def run_workload(work, repeats, min_time, check_goals=True):
                              repeats=repeats, page_faults_per_grad=faults)
 
     print(f"\n{describe(work)}, float64, median of {repeats} repeats")
-    print(f"{'name':<11} {'version':<12} {'ms/grad':>9} {'vs wengert':>11} {'vs numpy-hand':>14}"
+    print(f"{'name':<12} {'version':<12} {'ms/grad':>9} {'vs wengert':>11} {'vs numpy-hand':>14}"
           f" {'faults/grad':>12}")
     for name, r in results.items():
         if "ms" not in r:
-            print(f"{name:<11} skipped ({r['skipped']})")
+            print(f"{name:<12} skipped ({r['skipped']})")
             continue
         r["vs_wengert"] = paired_ratio(times, name, "wengert")
         r["vs_numpy_hand"] = paired_ratio(times, name, "numpy-hand")
         pf = r["page_faults_per_grad"]
-        print(f"{name:<11} {r['version']:<12} {r['ms']:>9.3f} {fmt_ratio(r['vs_wengert']):>11} "
+        print(f"{name:<12} {r['version']:<12} {r['ms']:>9.3f} {fmt_ratio(r['vs_wengert']):>11} "
               f"{fmt_ratio(r['vs_numpy_hand']):>14} {'n/a' if pf is None else f'{pf:.0f}':>12}")
 
     goals = []
