@@ -223,7 +223,9 @@ CASES = {
              [r(3, 4), r(3)[:, None] * numpy.ones(4)]),
     "gradient": (lambda x: np.gradient(x)[0] * np.gradient(x, 2.0, axis=-1)
                  + np.gradient(x, [0.0, 1.0, 3.0], [0, 1, 2, 4])[1]
-                 + np.gradient(x, numpy.arange(4.0), axis=1), [r(3, 4)]),
+                 + np.gradient(x, numpy.arange(4.0), axis=1)
+                 + np.gradient(x, 0.5, [0, 1, 3, 4.5], edge_order=2)[1]
+                 + np.gradient(x, axis=0, edge_order=2), [r(3, 4)]),
     "tril triu": (lambda x, v: np.tril(x, -1) + np.triu(x, 1) * 2 + np.tril(v) * np.triu(v, -1),
                   [r(2, 3, 3), r(3)]),
     "rot90 fliplr flipud": (lambda x, t: np.rot90(x).T + np.rot90(x, 2) + np.rot90(x, -1, (1, 0)).T
@@ -1125,6 +1127,10 @@ def _more_calls(x, y, p, u):
         ("diff", lambda v: np.diff(v, 2, axis=0, prepend=1.0, append=v[:1]), (x,)),
         ("gradient", lambda v: np.gradient(v, 0.5, [0, 1, 3, 4.5]), (x,)),
         ("gradient axis", lambda v: np.gradient(v, axis=-2), (x,)),
+        ("gradient edge_order=2", lambda v: np.gradient(v, 0.5, [0, 1, 3, 4.5], edge_order=2),
+         (x,)),
+        ("gradient edge_order=2 axis", lambda v: np.gradient(v, [0, 0.5, 2], axis=0,
+                                                               edge_order=2), (x,)),
         ("tril", lambda v: np.tril(v, 1), (x,)), ("triu", lambda v: np.triu(v, -1), (x,)),
         ("rot90", lambda v: np.rot90(v, 3, (1, 0)), (x,)), ("fliplr", np.fliplr, (x,)),
         ("flipud", np.flipud, (x,)), ("atleast_3d", np.atleast_3d, (y,)),
@@ -1226,8 +1232,11 @@ def test_more_functions_raise_numpys_errors_on_traced_values(call, error):
             (lambda: wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t})))(x))
         with pytest.raises((ValueError, numpy.exceptions.AxisError), match=error):
             run()
-    with pytest.raises(NotImplementedError, match=r"edge_order=2"):
-        wg.grad(lambda t: np.sum(np.gradient(t, edge_order=2)))(x)
+    for call, error in (("np.gradient(x, axis=0, edge_order=2)", "too small"),
+                        ("np.gradient(x, edge_order=3)", "greater than 2")):
+        for ns in (numpy, np):
+            with pytest.raises(ValueError, match=error):
+                wg.grad(lambda t: ns.sum(eval(call, {"np": ns, "x": t})))(x)
 
 
 def test_array_likes_holding_traced_values_are_arrays():

@@ -1050,13 +1050,12 @@ def _spacings(f, varargs, axes):
 
 @_numpy_unless_traced(_np.gradient)
 def gradient(f, *varargs, axis=None, edge_order=1):
-    """NumPy's ``gradient`` with ``edge_order=1``, differentiable in f: central differences
-    inside, one-sided ones at the edges; spacings as NumPy takes them (one number, one per
-    axis, or coordinates).  One array for one axis, else a tuple."""
-    if edge_order != 1:
-        if edge_order == 2:
-            raise NotImplementedError("numpy.gradient(..., edge_order=2) is not supported on "
-                                      "traced values: only edge_order=1")
+    """NumPy's ``gradient``, differentiable in f: central differences inside, one-sided
+    ones of first (``edge_order=1``) or second order (``edge_order=2``) at the edges;
+    spacings as NumPy takes them (one number, one per axis, or coordinates).  One array
+    for one axis, else a tuple.  The result is linear in f, so its derivative is the same
+    differences of f's tangent."""
+    if edge_order not in (1, 2):
         raise ValueError("'edge_order' greater than 2 not supported")
     if axis is None:
         axes = tuple(range(f.ndim))
@@ -1068,14 +1067,13 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     outs = []
     for ax, dx in zip(axes, _spacings(f, varargs, axes)):
         n = f.shape[ax]
-        if n < 2:
+        if n < edge_order + 1:
             raise ValueError("Shape of array too small to calculate a numerical gradient, at "
                              "least (edge_order + 1) elements are required.")
         at = lambda lo, hi: f[(slice(None),) * ax + (slice(lo, hi),)]
         uniform = _np.ndim(dx) == 0
         if uniform:
             inner = (at(2, None) - at(None, -2)) / (2.0 * dx)
-            first, last = dx, dx
         else:
             d1, d2 = dx[:-1], dx[1:]
             along = (-1,) + (1,) * (f.ndim - ax - 1)
@@ -1083,8 +1081,25 @@ def gradient(f, *varargs, axis=None, edge_order=1):
             b = ((d2 - d1) / (d1 * d2)).reshape(along)
             c = (d1 / (d2 * (d1 + d2))).reshape(along)
             inner = a * at(None, -2) + b * at(1, -1) + c * at(2, None)
-            first, last = dx[0], dx[-1]
-        pieces = [(at(1, 2) - at(0, 1)) / first, inner, (at(n - 1, n) - at(n - 2, n - 1)) / last]
+        if edge_order == 1:
+            first, last = (dx, dx) if uniform else (dx[0], dx[-1])
+            head = (at(1, 2) - at(0, 1)) / first
+            tail = (at(n - 1, n) - at(n - 2, n - 1)) / last
+        else:
+            # the parabola through the first (last) three points, differentiated at the end
+            # point, with NumPy's coefficients
+            if uniform:
+                lead, back = (-1.5 / dx, 2.0 / dx, -0.5 / dx), (0.5 / dx, -2.0 / dx, 1.5 / dx)
+            else:
+                h1, h2 = dx[0], dx[1]
+                lead = (-(2.0 * h1 + h2) / (h1 * (h1 + h2)), (h1 + h2) / (h1 * h2),
+                        -h1 / (h2 * (h1 + h2)))
+                h1, h2 = dx[-2], dx[-1]
+                back = (h2 / (h1 * (h1 + h2)), -(h2 + h1) / (h1 * h2),
+                        (2.0 * h2 + h1) / (h2 * (h1 + h2)))
+            head = lead[0] * at(0, 1) + lead[1] * at(1, 2) + lead[2] * at(2, 3)
+            tail = back[0] * at(n - 3, n - 2) + back[1] * at(n - 2, n - 1) + back[2] * at(n - 1, n)
+        pieces = [head, inner, tail]
         outs.append(astype(concatenate([p for p in pieces if p.shape[ax]], ax), f.dtype))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
