@@ -165,18 +165,25 @@ def _tan_like(x, y0, order, sign, outer=1):
     return ode(x, y0, order, g=g, grow=grow)
 
 
+def _shifted_square(x, order, shift, sign):
+    """The series of shift + sign·x² (sign ±1): the 1 ± x² of the inverse trigonometric and
+    hyperbolic functions' differential equations."""
+    sq = cauchy(x, x, order, x[0] * x[0])
+    if sign > 0:
+        return [shift + sq[0]] + sq[1:]
+    return [shift - sq[0]] + [None if c is None else -c for c in sq[1:]]
+
+
 def _asin_like(x, ans, order, sign):
     """asin (sign=+1), acos (sign=-1): y'·sqrt(1 − x²) = sign·x'."""
-    sq = cauchy(x, x, order, x[0] * x[0])
-    one_minus = [1 - sq[0]] + [None if c is None else -c for c in sq[1:]]
+    one_minus = _shifted_square(x, order, 1, -1)
     h = _sqrt(one_minus, P.sqrt(one_minus[0]), order)
     return ode(x, ans, order, g=None if sign > 0 else _const(-1.0, order), h=h)
 
 
 def _atan(x, ans, order):
     """atan: y'·(1 + x²) = x'."""
-    sq = cauchy(x, x, order, x[0] * x[0])
-    return ode(x, ans, order, h=[1 + sq[0]] + sq[1:])
+    return ode(x, ans, order, h=_shifted_square(x, order, 1, 1))
 
 
 def _atan2(a, b, ans, order):
@@ -291,15 +298,14 @@ _LN2 = P._LN2
 
 def _asinh_like(x, ans, order, sign):
     """asinh (sign=+1), acosh (sign=-1): y'·sqrt(x² + sign) = x'."""
-    sq = cauchy(x, x, order, x[0] * x[0])
-    h = _sqrt([sq[0] + sign] + sq[1:], P.sqrt(sq[0] + sign), order)
+    square = _shifted_square(x, order, sign, 1)
+    h = _sqrt(square, P.sqrt(square[0]), order)
     return ode(x, ans, order, h=h)
 
 
 def _atanh(x, ans, order):
     """atanh: y'·(1 − x²) = x'."""
-    sq = cauchy(x, x, order, x[0] * x[0])
-    return ode(x, ans, order, h=[1 - sq[0]] + [None if c is None else -c for c in sq[1:]])
+    return ode(x, ans, order, h=_shifted_square(x, order, 1, -1))
 
 
 def _logaddexp(a, b, ans, order):
