@@ -140,6 +140,31 @@ def test_text_gives_custom_primitives_names_of_their_own(language, names):
     assert env[("Y", (1,))] == pytest.approx(2 * 1.5 + 3 * -2.0 * 1.5 ** 2)
 
 
+def _rounding(x):
+    import wengert.numpy as wnp
+    return wnp.floor(x) * 3 + wnp.ceil(x) * 5 + wnp.trunc(x) * 7
+
+
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
+def test_fortran_floor_ceil_trunc_stay_double_precision(tmp_path):
+    # FORTRAN's FLOOR and CEILING are INTEGER, wrong past 2**31: the text must not use them
+    import subprocess
+    xs = [-2.5, -2.0, -0.5, 0.0, 0.5, 2.0, 2.5, 3e9 + 0.5, -3e9 - 0.5, 1e300]
+    text = wg.compile(_rounding, 1.0).code("fortran")
+    assert "FLOOR" not in text and "CEILING" not in text
+    lines = ["      PROGRAM T", "      DOUBLE PRECISION X, Y(1)", "      INTEGER I",
+             "      DOUBLE PRECISION XS(%d)" % len(xs)]
+    lines += [f"      XS({i + 1}) = {x:.17e}".replace("e", "D") for i, x in enumerate(xs)]
+    lines += [f"      DO 10 I = 1, {len(xs)}", "      X = XS(I)"] + text.splitlines()
+    lines += ["      WRITE(*,'(ES30.17E3)') Y(1)", "   10 CONTINUE", "      END"]
+    (tmp_path / "t.f").write_text("\n".join(lines) + "\n")
+    subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), "t.f"], check=True,
+                   capture_output=True, cwd=tmp_path)
+    out = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True, text=True)
+    want = [float(numpy.floor(x) * 3 + numpy.ceil(x) * 5 + numpy.trunc(x) * 7) for x in xs]
+    assert [float(v) for v in out.stdout.split()] == want
+
+
 def test_code_rejects_unknown_languages():
     with pytest.raises(ValueError, match="language"):
         wg.compile(lambda x: x, 1.0).code("rust")

@@ -72,6 +72,9 @@ PIECEWISE = {
     "minimum": (anywhere, anywhere),
     "relu": (away_from_zero,),
     "round": (away_from_zero,),     # (uniform samples: never on a jump at a half-integer)
+    "floor": (anywhere,),           # (nor at an integer)
+    "ceil": (anywhere,),
+    "trunc": (anywhere,),
     "remainder": (anywhere, away_from_zero),      # (nor on a jump of x/y at an integer)
     "fmod": (anywhere, away_from_zero),
 }

@@ -44,7 +44,8 @@ _FUNCTIONS = {S.sqrt: "sqrt", S.cbrt: "cbrt", S.exp: "exp", S.log: "log", S.log1
               S.abs: "fabs", S.sign: "wg_sign", S.maximum: "wg_max", S.minimum: "wg_min",
               S.asinh: "asinh", S.acosh: "acosh", S.atanh: "atanh", S.exp2: "exp2",
               S.log2: "log2", S.hypot: "hypot", S.fmod: "fmod", S.remainder: "wg_remainder",
-              S.logaddexp: "wg_logaddexp", S.logaddexp2: "wg_logaddexp2", relu: "wg_relu"}
+              S.logaddexp: "wg_logaddexp", S.logaddexp2: "wg_logaddexp2", relu: "wg_relu",
+              S.floor: "floor", S.ceil: "ceil", S.trunc: "trunc"}
 _TEMPLATES = {S.cotan: "(1.0/tan({0}))", S.select: "({0} ? {1} : {2})",
               S.stop_gradient: "{0}", S.lt: "({0} < {1})", S.le: "({0} <= {1})",
               S.gt: "({0} > {1})", S.ge: "({0} >= {1})", S.eq: "({0} == {1})",

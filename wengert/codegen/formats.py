@@ -218,6 +218,15 @@ class FortranFormat(Format):
         if op is P.cbrt:
             x = self._real(args)[0]
             return f"SIGN(ABS({x})**(1D0/3),{x})"
+        if op in (P.trunc, P.floor, P.ceil):
+            # FLOOR and CEILING are INTEGER (wrong past 2**31); AINT truncates in DOUBLE
+            # PRECISION, and floor and ceil step one from it where it rounded the other way
+            x = self._real(args)[0]
+            if op is P.trunc:
+                return f"AINT({x})"
+            if op is P.floor:
+                return f"(AINT({x})-MERGE(1D0,0D0,{x}.LT.AINT({x})))"
+            return f"(AINT({x})+MERGE(1D0,0D0,{x}.GT.AINT({x})))"
         return self.call(op.name, args, params)
 
     def call(self, name, args, params) -> str:

@@ -28,6 +28,7 @@ import inspect
 import math as _math
 import operator
 import string as _string
+import sys as _sys
 
 import numpy as _np
 
@@ -37,6 +38,8 @@ from ..primitives import scalar as S
 from ..primitives import shape as SH
 
 random = _np.random
+# and a submodule, so that ``import wengert.numpy.random as npr`` works, as autograd's does
+_sys.modules[__name__ + ".random"] = random
 newaxis = None
 pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
 ndarray = _np.ndarray
@@ -268,7 +271,19 @@ power = _Ufunc(_np.power, S.power)
 square = _Ufunc(_np.square, lambda x: S.power(x, 2))
 reciprocal = _Ufunc(_np.reciprocal, lambda x: S.div(1.0, x))
 isfinite = _Ufunc(_np.isfinite, lambda x: S.lt(S.abs(x), inf))
-rint = _Ufunc(_np.rint, lambda x: S.round(x, decimals=0))
+
+
+def _rint(x):
+    # NumPy's rint of an integer or bool array is a float array (float16 for bools)
+    kind = A.dtype_of(x).kind
+    if kind in "iub":
+        x = astype(x, _np.rint(_np.zeros((), A.dtype_of(x))).dtype)
+    return S.round(x, decimals=0)
+
+
+rint = _Ufunc(_np.rint, _rint)
+floor, ceil, trunc = _Ufunc(_np.floor, S.floor), _Ufunc(_np.ceil, S.ceil), \
+    _Ufunc(_np.trunc, S.trunc)
 stop_gradient = S.stop_gradient
 arcsinh, arccosh, arctanh = (_Ufunc(_np.arcsinh, S.asinh), _Ufunc(_np.arccosh, S.acosh),
                              _Ufunc(_np.arctanh, S.atanh))
@@ -355,6 +370,13 @@ def round(a, decimals=0, out=None):
 
 
 around = round
+
+
+@_numpy_unless_traced(_np.fix)
+def fix(x, out=None):
+    """NumPy's ``fix`` (rounding towards zero, as `trunc`); its derivative is zero."""
+    _refuse("fix", out=out is not None)
+    return S.trunc(x)
 
 
 @_numpy_unless_traced(_np.where, any_argument=True)
@@ -1386,7 +1408,43 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 zeros_like = _about_shape(_np.zeros_like)
 ones_like = _about_shape(_np.ones_like)
 empty_like = _about_shape(_np.empty_like)
-full_like = _about_shape(_np.full_like)
+
+
+@_numpy_unless_traced(_np.full, any_argument=True, array_likes="none")
+def full(shape, fill_value, dtype=None, order="C", **kwargs):
+    """NumPy's ``full``: a traced fill value (a number, or an array that broadcasts to
+    `shape`) is repeated, and its derivative is the sum of the result's."""
+    _refuse("full", **{k: True for k, v in kwargs.items() if v is not None})
+    fill = asarray(fill_value)
+    shape = (int(shape),) if _np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+    return broadcast_to(astype(fill, A.dtype_of(fill) if dtype is None else dtype), shape)
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kwargs):
+    """NumPy's ``full_like``: `a` gives only a shape and a dtype; a traced fill value is
+    repeated, as by `full`."""
+    like = _stand_in(a)
+    if not _traced(fill_value):
+        return _np.full_like(like, fill_value, dtype, order, subok, shape, **kwargs)
+    return full(like.shape if shape is None else shape, fill_value,
+                like.dtype if dtype is None else dtype, **kwargs)
+
+
+@_numpy_unless_traced(_np.select, any_argument=True, array_likes="none")
+def select(condlist, choicelist, default=0):
+    """NumPy's ``select``: from the first choice whose condition holds, else `default`,
+    elementwise; the derivative flows through the choice selected (`where` nested)."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not len(condlist):
+        raise ValueError("select with an empty condition list is not possible")
+    for i, c in enumerate(condlist):
+        if A.dtype_of(asarray(c)) != _np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    result = default
+    for c, v in zip(reversed(condlist), reversed(choicelist)):
+        result = where(c, v, result)
+    return result
 shape = _about_shape(_np.shape)
 ndim = _about_shape(_np.ndim)
 size = _about_shape(_np.size)

@@ -234,10 +234,19 @@ stop_gradient.defpartials(lambda x, ans: None)
 # (no float fast path: Python's round(x, n) rounds the decimal value, NumPy's x * 10**n)
 round = _scalar("round", lambda x, decimals=0: np.round(x, decimals), None,
                 dtype_rule="promote", doc="round(x, decimals=n): NumPy's round (half to even).")
+# (no float fast path either: math.floor returns an int, NumPy's floor of a float a float,
+# and of an int or bool array that same dtype)
+floor = _scalar("floor", np.floor, None, dtype_rule="promote",
+                doc="floor(x): the largest integer <= x, in x's dtype (NumPy's).")
+ceil = _scalar("ceil", np.ceil, None, dtype_rule="promote",
+               doc="ceil(x): the smallest integer >= x, in x's dtype (NumPy's).")
+trunc = _scalar("trunc", np.trunc, None, dtype_rule="promote",
+                doc="trunc(x): x rounded towards zero, in x's dtype (NumPy's trunc and fix).")
 
 abs.defpartials(lambda x, ans: sign(x))
 sign.defpartials(lambda x, ans: None)                       # zero almost everywhere
-round.defpartials(None)                                    # zero almost everywhere
+for _step in (round, floor, ceil, trunc):
+    _step.defpartials(None)                                # zero almost everywhere
 # At a tie maximum(x, x) passes the whole derivative to its first argument.
 maximum.defpartials(lambda x, y, ans: select(x >= y, 1.0, 0.0),
                     lambda x, y, ans: select(x >= y, 0.0, 1.0))
