@@ -218,6 +218,67 @@ def test_builtin_primitive_names_are_protected():
         wg.primitive(lambda x: x, name="sin")
 
 
+def test_a_function_named_like_a_builtin_becomes_a_primitive_of_its_own():
+    # autograd code redefines logsumexp with its own gradient; an explicit name stays refused
+    @wg.primitive
+    def logsumexp(x):
+        return np.log(np.sum(np.exp(x)))
+    logsumexp.defvjp(lambda g, x, ans: g * np.exp(x - ans))
+    assert logsumexp.name == "logsumexp_user" and wg.REGISTRY["logsumexp"] is not logsumexp
+    x = np.array([0.5, -1.0, 2.0])
+    assert_close(wg.grad(logsumexp)(x), np.exp(x) / np.exp(x).sum(), rtol=1e-15)
+    assert "logsumexp_user(x)" in str(wg.trace(lambda x: logsumexp(x), x))
+
+
+def test_a_custom_vjp_of_the_wrong_shape_is_an_error_not_a_wrong_gradient():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    sumsq = wg.primitive(lambda v: float(np.sum(v ** 2)), name="sumsq_checked")
+    sumsq.defvjp(lambda g, v, ans: 2 * g * v)          # a bare cotangent: one argument
+    for d in (wg.grad(sumsq)(x), wg.jacrev(sumsq)(x), wg.vjp(sumsq, x)[1](1.0)[0],
+              wg.grad(lambda v: sumsq(v) + np.sum(v))(x) - 1):
+        assert_close(d, 2 * x, rtol=0, atol=0)         # (was its first row, or broadcast)
+    assert_close(wg.hessian(sumsq)(x), 2 * np.eye(4).reshape(2, 2, 2, 2), rtol=0, atol=0)
+    sumsq.defvjp(lambda g, v, ans: (2 * g,))           # the v forgotten
+    with pytest.raises(ValueError, match=r"'sumsq_checked' returned a cotangent of shape "
+                                         r"\(\) for argument 0, which has shape \(2, 2\)"):
+        wg.grad(sumsq)(x)
+    dot = wg.primitive(lambda a, b: float(a @ b), name="dot_checked")
+    dot.defvjp(lambda g, a, b, ans: g * b[0], lambda g, a, b, ans: g * a)   # per argument
+    with pytest.raises(ValueError, match=r"shape \(\) for argument 0, which has shape \(3,\)"):
+        wg.grad(dot)(np.ones(3), np.arange(3.0))
+    dot.defvjp(lambda g, a, b, ans: g * b)             # one function, two arguments
+    with pytest.raises(TypeError, match="not a tuple of 2 cotangents"):
+        wg.grad(dot)(np.ones(3), np.arange(3.0))
+    dot.defvjp(lambda g, a, b, ans: (g * b,))
+    with pytest.raises(ValueError, match="1 cotangents for its 2 arguments"):
+        wg.grad(dot)(np.ones(3), np.arange(3.0))
+    twice = wg.primitive(lambda v: 2 * v, name="twice_checked")
+    twice.defjvp(lambda ts, v, ans: 2 * ts[0][0])
+    for call in (lambda: wg.jvp(twice, (np.ones(3),), (np.ones(3),)),
+                 lambda: wg.jacfwd(twice)(np.ones(3))):
+        with pytest.raises(ValueError, match=r"tangent of shape \(\), but its result has "
+                                             r"shape \(3,\)"):
+            call()
+
+
+def test_grad_takes_an_output_of_size_one_as_autograd_and_pytorch_do():
+    x = np.array([3.0])
+    assert_close(wg.grad(lambda v: v ** 3)(x), 3 * x ** 2, rtol=1e-15)
+    value, g = wg.value_and_grad(lambda v: np.sum(v ** 2, keepdims=True)[None])(np.ones(2))
+    assert value.shape == (1, 1) and g.tolist() == [2.0, 2.0]
+    assert_close(wg.grad(wg.grad(lambda v: (v ** 3)[0]))(x), 6 * x, rtol=1e-15)
+    assert wg.grad(lambda v: v ** 2)(x.astype(np.float32)).dtype == np.float32
+    assert_close(wg.compile(wg.grad(lambda v: v ** 3), x)(x), 3 * x ** 2, rtol=1e-15)
+    with pytest.raises(TypeError, match=r"shape \(2,\); use wg.jacrev"):
+        wg.grad(lambda v: v ** 2)(np.ones(2))
+
+
+def test_numpy_random_imports_as_a_submodule():
+    import importlib
+    npr = importlib.import_module("wengert.numpy.random")
+    assert npr is np.random and npr.default_rng(0).normal() == np.random.default_rng(0).normal()
+
+
 # ---- bad input ---------------------------------------------------------------------------------
 def test_bad_input_raises_clear_errors():
     sq = lambda x: x * x

@@ -15,6 +15,7 @@ graph), then runs a sweep of `wengert.ad` over the nodes between inputs and outp
 from __future__ import annotations
 
 import functools
+import math
 import inspect
 import re
 
@@ -319,7 +320,7 @@ def _as_scalar_output(out, who):
     if shape is None:
         raise TypeError(f"{who} needs a function that returns a scalar, but it returned a "
                         f"{type(out).__name__} ({out!r:.40})")
-    if shape != ():
+    if shape != () and math.prod(shape) != 1:       # (size 1 is a scalar, as in autograd)
         raise TypeError(f"{who} needs a function that returns a scalar, but it returned an "
                         f"array of shape {shape}; use wg.jacrev or wg.vjp for array outputs")
     dtype = aval(out)[1]
@@ -379,6 +380,8 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
         # the seed in the output's precision: a float32 loss sweeps in float32
         seed = 1.0 if out_node.dtype is F64 or out_node.dtype.kind != "f" else \
             out_node.dtype.type(1.0)
+        if out_node.shape != ():                    # an array of size 1
+            seed = np.ones(out_node.shape, type(seed))
         grads = ad.reverse(plan, call.inputs, [out_node], [seed], symbolic, active=active)
         grads = call.cotangents(grads)
         per_arg = call.split(grads)
@@ -396,7 +399,7 @@ def grad(f, argnums=0, has_aux=False):
     """The gradient of a scalar function, by reverse mode.
 
     Args:
-        f: a function returning a scalar (a float or a 0-d array).
+        f: a function returning a scalar (a float, or an array of size 1 as in autograd).
         argnums: which positional argument(s) to differentiate: an int, or a tuple of ints
             (then a tuple of gradients is returned).
         has_aux: f returns ``(value, aux)``; the new function returns ``(gradient, aux)``.

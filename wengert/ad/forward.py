@@ -11,7 +11,7 @@ the tangents are plain numbers: the fast path when nothing will differentiate th
 """
 from __future__ import annotations
 
-from ..primitives.registry import shape_of
+from ..primitives.registry import check_rule_shape, shape_of
 from ..primitives.shape import broadcast_to
 from ..primitives.array import zeros_like
 
@@ -24,7 +24,10 @@ def tangent(op, ts, xs, ans, params, shape):
     One step of forward mode, shared by the sweep below, dual numbers (`wg.Dual`) and the
     first-order rule of Taylor mode."""
     if op.jvp is not None:
-        return op.jvp(ts, *xs, ans, **params)
+        t = op.jvp(ts, *xs, ans, **params)
+        if t is not None and not op.builtin:
+            check_rule_shape(op, t, shape)          # (a user's rule: checked as it runs)
+        return t
     if op.linear and op.partials is None:
         # a linear primitive's JVP is the primitive itself, applied to the tangents
         return op(*[zeros_like(x) if tk is None else tk for x, tk in zip(xs, ts)], **params)

@@ -15,6 +15,7 @@ import inspect
 
 import numpy as np
 
+from ..primitives.registry import check_rule_shape, user_cotangents
 from ..primitives.shape import sum_to
 
 
@@ -82,15 +83,20 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                 if len(args) == 2 else [a.value for a in args]
             ans = node.value
         if op.vjp is not None:
-            for a, c in zip(args, op.vjp(g, *xs, ans, **params)):
+            cts = op.vjp(g, *xs, ans, **params)
+            if not op.builtin:
+                cts = user_cotangents(op, args, cts)
+            for a, c in zip(args, cts):
                 if c is not None and active[a.index]:
                     _accumulate(adj, a, c)
             continue
         if op.vjps is not None:                  # per argument: ask only the active ones
-            for a, vjp in zip(args, op.vjps):
+            for k, (a, vjp) in enumerate(zip(args, op.vjps)):
                 if vjp is not None and active[a.index]:
                     c = vjp(g, *xs, ans, **params)
                     if c is not None:
+                        if not op.builtin:
+                            check_rule_shape(op, c, a.shape, k)
                         _accumulate(adj, a, c)
             continue
         partials = op.partials

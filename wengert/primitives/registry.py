@@ -371,6 +371,58 @@ def shape_of(x) -> tuple:
     return np.shape(x)
 
 
+# A built-in rule is tested; a user's rule (wg.primitive) is checked as it runs, since a
+# (co)tangent of the wrong shape would otherwise broadcast, or be indexed, into a
+# derivative that is silently wrong.
+def user_cotangents(op, args, cts):
+    """The cotangents a user primitive's one-function VJP returned, as a tuple, checked: one
+    per argument, each of its argument's shape.  A bare cotangent is taken for the only
+    argument of a one-argument primitive, as autograd's rules return it.
+
+    Example:
+        >>> import wengert as wg, numpy as np
+        >>> sumsq = wg.primitive(lambda x: np.sum(x ** 2), name="sumsq")
+        >>> sumsq = sumsq.defvjp(lambda g, x, ans: 2 * g * x)     # (x̄,) or a bare x̄
+        >>> wg.grad(sumsq)(np.array([[1.0, 2.0], [3.0, 4.0]])).tolist()
+        [[2.0, 4.0], [6.0, 8.0]]
+    """
+    if not isinstance(cts, (tuple, list)):
+        if len(args) != 1:
+            raise TypeError(f"the VJP of primitive {op.name!r} returned a "
+                            f"{type(cts).__name__}, not a tuple of {len(args)} cotangents (one "
+                            "per argument, None where zero)")
+        cts = (cts,)
+    if len(cts) != len(args):
+        raise ValueError(f"the VJP of primitive {op.name!r} returned {len(cts)} cotangents "
+                         f"for its {len(args)} arguments (one per argument, None where zero)")
+    for k, (a, c) in enumerate(zip(args, cts)):
+        if c is not None:
+            check_rule_shape(op, c, a.shape, k)
+    return cts
+
+
+def check_rule_shape(op, value, shape, position=None):
+    """A user primitive's JVP must give a tangent of the result's shape, and its VJP a
+    cotangent of each argument's shape (`position`: which argument).
+
+    Example:
+        >>> import wengert as wg, numpy as np
+        >>> p = wg.primitive(lambda x: np.sum(x ** 2), name="sumsq_bad")
+        >>> p = p.defvjp(lambda g, x, ans: (2 * g,))          # forgot the x
+        >>> wg.grad(p)(np.ones(3))
+        Traceback (most recent call last):
+        ...
+        ValueError: the VJP of primitive 'sumsq_bad' returned a cotangent of shape () for argument 0, which has shape (3,)
+    """
+    got = tuple(shape_of(value))
+    if got != tuple(shape):
+        if position is None:
+            raise ValueError(f"the JVP of primitive {op.name!r} returned a tangent of shape "
+                             f"{got}, but its result has shape {tuple(shape)}")
+        raise ValueError(f"the VJP of primitive {op.name!r} returned a cotangent of shape "
+                         f"{got} for argument {position}, which has shape {tuple(shape)}")
+
+
 def differentiable(node) -> bool:
     """Whether a node carries derivatives (floating or complex dtype)."""
     return node.dtype.kind in _INEXACT
@@ -400,7 +452,9 @@ def primitive(fn=None, *, name=None, cost="call", shape=None):
     by running the function on stand-ins of the arguments' shapes; `shape`, if given, is
     ``shape(*arg_shapes) -> result shape`` instead, for functions that cannot run on zeros.
     Declaring a name again replaces the earlier declaration, so a notebook cell can be
-    re-run (anonymous lambdas each get a name of their own).
+    re-run (anonymous lambdas each get a name of their own).  Built-in names are refused
+    as `name`; a function that has one (``def logsumexp``) is registered as
+    ``logsumexp_user``.
 
     Example:
         >>> import wengert as wg, numpy as np
@@ -420,7 +474,12 @@ def primitive(fn=None, *, name=None, cost="call", shape=None):
             pname = f"lambda_{next(_uids)}"
         old = REGISTRY.get(pname)
         if old is not None and old.builtin:
-            raise ValueError(f"{pname!r} names a built-in primitive; choose another name")
+            if name is not None:
+                raise ValueError(f"{pname!r} names a built-in primitive; choose another name")
+            # a function named like a built-in (autograd code redefining logsumexp with
+            # its own gradient): registered beside it, under a name of its own that a
+            # re-run cell replaces
+            pname = f"{pname}_user"
         if shape is not None:
             def aeval(args, params):
                 return tuple(shape(*[a.shape for a in args])), np.dtype(np.float64)
