@@ -282,6 +282,42 @@ def test_cross_entropy_gradient_reuses_the_forward_softmax_and_only_that():
     assert _saved_softmax.entry is None                  # forgotten with its logits
 
 
+def test_conv2d_weight_gradient_reuses_the_columns_of_a_recorded_forward_pass():
+    from wengert.primitives.nn import _saved_columns
+    x, w = rng.normal(size=(3, 2, 6, 5)), rng.normal(size=(4, 2, 3, 3))
+    g = rng.normal(size=(3, 4, 3, 3))
+    fresh = NN.conv2d_weight_grad(x, g, stride=2, padding=1, w_shape=w.shape)
+    NN.conv2d(x, w, stride=2, padding=1)                   # not recording: nothing kept
+    assert _saved_columns.entry is None
+    out, back = wg.vjp(lambda w: nn.conv2d(x, w, stride=2, padding=1), w)   # recorded
+    assert _saved_columns.entry is not None
+    g1 = rng.normal(size=(3, 4, 6, 5))                    # (stride 1)
+    assert NN.conv2d_weight_grad(x, g1, stride=1, padding=1, w_shape=w.shape).shape == \
+        w.shape
+    assert _saved_columns.entry is not None                # other parameters: not taken
+    assert_close(back(g)[0], fresh, rtol=0, atol=0)
+    assert _saved_columns.entry is None                    # taken over by the pullback
+    assert_close(back(g)[0], fresh, rtol=0, atol=0)        # (and recomputed after that)
+    assert_close(wg.grad(lambda w: np.sum(nn.conv2d(x, w, stride=2, padding=1) * g))(w),
+                 fresh, rtol=1e-14)
+
+
+def test_pool_scatter_meets_a_cotangent_of_another_layout():
+    # conv2d's result is (O, N, H, W) in memory: the scatter works in that layout, and a
+    # cotangent in C order gives the same values as everything in C order
+    x = rng.normal(size=(6, 5, 8, 8)).transpose(1, 0, 2, 3)
+    y = NN._max_pool_np(x, 2, 2)
+    g = rng.normal(size=y.shape)
+    want = NN._pool_scatter_np(g, numpy.ascontiguousarray(x), numpy.ascontiguousarray(y), 2, 2)
+    got = NN._pool_scatter_np(g, x, y, 2, 2)
+    assert_close(got, want, rtol=0, atol=0)
+    assert got.strides == numpy.zeros_like(x).strides
+    t = rng.normal(size=x.shape)
+    assert_close(NN._pool_gather_np(t, x, y, 2, 2),
+                 NN._pool_gather_np(t, numpy.ascontiguousarray(x), numpy.ascontiguousarray(y),
+                                    2, 2), rtol=0, atol=0)
+
+
 def test_cross_entropy_gradients_in_threads_keep_their_own_softmax():
     import threading
     cases = [rng.normal(size=(5, 4)) for _ in range(2)]

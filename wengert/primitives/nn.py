@@ -23,8 +23,50 @@ import weakref
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..graph.active import current_graph
 from .registry import defprimitive, float_dtype, shape_of
 from . import array as A, scalar as S
+
+
+# ---- what a forward pass saves for its gradient -------------------------------------------------
+class _Saved(threading.local):
+    """One array a primitive's forward pass computed that the gradient rule after it would
+    compute again, kept for that rule: as PyTorch's fused loss saves its softmax and its
+    convolution once saved its unfolded input.
+
+    One slot per thread, keyed by the identity of the input array it was computed from
+    (node values are never changed in place) and by the parameters that shaped it. The
+    rule takes it over; asked about another array, it finds nothing and recomputes. The
+    slot forgets when that input is freed, so it does not outlive the step.
+
+    Example:
+        >>> import numpy as np
+        >>> slot, x = _Saved(), np.ones(3)
+        >>> slot.keep(x, "computed from x", key=2)
+        >>> slot.take(x, key=3), slot.take(x, key=2), slot.take(x, key=2)
+        (None, 'computed from x', None)
+    """
+
+    entry = None                        # (weak reference to the input, key, saved array)
+
+    def keep(self, source, saved, key=None):
+        self.entry = (weakref.ref(source, self._forget), key, saved)
+
+    def take(self, source, key=None):
+        entry = self.entry
+        if entry is None or entry[0]() is not source or entry[1] != key:
+            return None
+        self.entry = None
+        return entry[2]
+
+    def _forget(self, ref):
+        entry = self.entry
+        if entry is not None and entry[0] is ref:
+            self.entry = None
+
+
+_saved_softmax = _Saved()           # cross_entropy's softmax, for cross_entropy_grad
+_saved_columns = _Saved()           # conv2d's im2col columns, for conv2d_weight_grad
 
 
 def _out_size(n, k, s, p):
@@ -59,6 +101,8 @@ def _conv2d_np(x, w, stride, padding):
     o, c, kh, kw = w.shape
     cols, (n, ho, wo) = _im2col(x, kh, kw, stride, padding)
     y = w.reshape(o, c * kh * kw) @ cols                           # one matrix product
+    if current_graph() is not None:     # recording: the weight's gradient will want them
+        _saved_columns.keep(x, cols, (kh, kw, stride, padding))
     # (O, N, Ho, Wo) in memory, seen as NCHW: no copy, and the weight gradient below
     # gets its cotangent in the layout it wants
     return y.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
@@ -79,7 +123,9 @@ def _conv2d_input_grad_np(g, w, stride, padding, x_shape):
 
 def _conv2d_weight_grad_np(x, g, stride, padding, w_shape):
     o, c, kh, kw = w_shape
-    cols, _ = _im2col(x, kh, kw, stride, padding)
+    cols = _saved_columns.take(x, (kh, kw, stride, padding))
+    if cols is None:
+        cols, _ = _im2col(x, kh, kw, stride, padding)
     gm = np.asarray(g).transpose(1, 0, 2, 3).reshape(o, -1)        # (O, N*Ho*Wo)
     return (gm @ cols.T).reshape(w_shape)
 
@@ -169,10 +215,23 @@ def _first_hits(x, y, k, s):
         yield view, hit
 
 
+def _in_layout_of(a, ref):
+    """`a` (of `ref`'s shape) with `ref`'s memory layout: an elementwise loop over views of
+    both then walks them in step.  (conv2d's result is (O, N, H, W) in memory seen as NCHW;
+    a cotangent arriving in C order would meet it crosswise, ~1.6x slower on the benchmark's
+    CNN, and pass that layout on to every rule below.)"""
+    if a.strides == ref.strides or a.flags.c_contiguous and ref.flags.c_contiguous:
+        return a
+    out = np.empty_like(ref, dtype=a.dtype)
+    np.copyto(out, a)
+    return out
+
+
 def _pool_scatter_np(g, x, y, kernel, stride):
     """Each window's cotangent goes to the window's arg-max (y is the pooled maximum)."""
-    x, g = np.asarray(x), np.asarray(g)
-    out = np.zeros(x.shape, float_dtype(g))
+    x, y = np.asarray(x), np.asarray(y)
+    g = _in_layout_of(np.asarray(g), y)
+    out = np.zeros_like(x, dtype=float_dtype(g))            # (in x's layout)
     if stride == kernel:
         # Windows do not overlap: every position gets its value once, by corner views.
         for view, hit in _first_hits(x, y, kernel, stride):
@@ -185,8 +244,9 @@ def _pool_scatter_np(g, x, y, kernel, stride):
 
 def _pool_gather_np(t, x, y, kernel, stride):
     """The value of t at each window's arg-max of x (y is the pooled maximum)."""
-    t = np.asarray(t)
-    out = np.zeros(np.shape(y), float_dtype(t))
+    x, y = np.asarray(x), np.asarray(y)
+    t = _in_layout_of(np.asarray(t), x)
+    out = np.zeros_like(y, dtype=float_dtype(t))            # (in y's layout)
     for view, hit in _first_hits(x, y, kernel, stride):
         out += np.where(hit, t[view], 0.0)
     return out
@@ -312,34 +372,6 @@ def _cross_entropy_np(logits, labels):
     return float(total / n)
 
 
-class _SavedSoftmax(threading.local):
-    """The softmax the last cross-entropy computed, for its gradient: as PyTorch's fused
-    loss saves it, so a training step takes one exponential of the logits, not two.
-
-    One slot per thread, keyed by the identity of the logits array (node values are never
-    changed in place). The gradient takes the array over (it finishes it in place); asked
-    about other logits, it finds nothing and recomputes. The slot forgets the softmax when
-    the logits array is freed, so it does not outlive the step."""
-
-    entry = None                                # (weak reference to the logits, softmax)
-
-    def keep(self, logits, softmax):
-        self.entry = (weakref.ref(logits, self._forget), softmax)
-
-    def take(self, logits):
-        entry = self.entry
-        if entry is None or entry[0]() is not logits:
-            return None
-        self.entry = None
-        return entry[1]
-
-    def _forget(self, ref):
-        entry = self.entry
-        if entry is not None and entry[0] is ref:
-            self.entry = None
-
-
-_saved_softmax = _SavedSoftmax()
 
 
 def _cross_entropy_decomposition(logits, labels):
