@@ -29,7 +29,7 @@ import math
 import operator
 
 from ..primitives import scalar as P
-from ..primitives import array as A, linalg as L, nn as NN
+from ..primitives import array as A, linalg as L, nn as NN, special as SP
 from ..graph.graph import Graph, ShapeDtype, aval
 from ..primitives.registry import CONST, shape_of
 from .forward import tangent
@@ -342,6 +342,119 @@ RULES.update({
 # x − n·y with n piecewise constant: linear between the jumps
 for _op in (P.remainder, P.fmod):
     RULES[_op] = each_coefficient(_op)
+
+# ---- SciPy's special functions (wengert.scipy) ------------------------------------------------
+def _compose(x, y0, derivatives, order):
+    """The series of f(x(t)) from f's derivatives at x_0 (``derivatives(i)`` is f⁽ⁱ⁾(x_0)):
+    Σ_i f⁽ⁱ⁾(x_0)/i! · (x(t) − x_0)^i, for the functions whose derivatives are all known
+    in closed form (gammaln, digamma and polygamma: polygammas of higher order)."""
+    d = [None] + list(x[1:])
+    ys = [y0] + [None] * order
+    power, factorial = d, 1.0
+    for i in range(1, order + 1):
+        factorial *= i
+        if all(c is None for c in power):
+            break
+        c = derivatives(i)
+        ys = [ys[0]] + [_add(y, _prod(c, _times(1 / factorial, p)))
+                        for y, p in zip(ys[1:], power[1:])]
+        power = cauchy(power, d, order, None)
+    return ys
+
+
+def _exp_term(m, s, e):
+    """The t^m coefficient (m >= 1) of e = exp(s(t)), from e' = s'·e:
+    e_m = Σ_{k=1}^{m} k s_k e_{m-k} / m."""
+    total = None
+    for k in range(1, m + 1):
+        total = _add(total, _times(float(k), _prod(s[k], e[m - k])))
+    return _times(1.0 / m, total)
+
+
+def _exp_ode(x, y0, order, scale, exponent):
+    """y' = x'·scale·exp(s), where s_m = ``exponent(m, ys)`` may read y up to y_m
+    (erfinv: s = y²; log_ndtr: s = −x²/2 − y)."""
+    s, e, g = [], [], []
+
+    def grow(m, ys):
+        s.append(exponent(m, ys))
+        e.append(P.exp(s[0]) if m == 0 else _exp_term(m, s, e))
+        g.append(_times(scale, e[m]))
+    return ode(x, y0, order, g=g, grow=grow)
+
+
+def _polygammas(x0, n):
+    """ψ⁽ⁿ⁺ⁱ⁻¹⁾(x_0) as a function of i: the derivatives of ψ⁽ⁿ⁻¹⁾ (n = 0: of gammaln)."""
+    return lambda i: SP.digamma(x0) if n + i == 1 else SP.polygamma(x0, n=n + i - 1)
+
+
+def _gamma(x, ans, order):
+    """Γ: y' = x'·y·ψ(x)."""
+    psi = _compose(x, SP.digamma(x[0]), _polygammas(x[0], 1), order)
+    g = []
+    return ode(x, ans, order, g=g, grow=lambda m, ys: g.append(_cauchy_term(ys, psi, m)))
+
+
+def _expit(x, ans, order):
+    """expit: y' = x'·y·(1 − y), with y(1 − y) = y·expit(−x) at order 0 (no cancellation)."""
+    g = []
+
+    def grow(m, ys):
+        g.append(ans * SP.expit(-x[0]) if m == 0
+                 else _sub(ys[m], _cauchy_term(ys, ys, m)))
+    return ode(x, ans, order, g=g, grow=grow)
+
+
+def _logit(x, ans, order):
+    """logit: y'·x·(1 − x) = x'."""
+    square = cauchy(x, x, order, None)
+    h = [x[0] * (1 - x[0])] + [_sub(c, q) for c, q in zip(x[1:], square[1:])]
+    return ode(x, ans, order, h=h)
+
+
+def _erf_like(x, ans, order, scale, half=False):
+    """erf, erfc (scale ∓2/√π), ndtr (1/√(2π), half): y' = x'·scale·exp(−x²), or
+    exp(−x²/2) for ndtr."""
+    minus_square = _shifted_square(x, order, 0, -1)
+    if half:
+        minus_square = _scaled(0.5, minus_square)
+    e = _exp(minus_square, P.exp(minus_square[0]), order)
+    return ode(x, ans, order, g=_scaled(scale, e))
+
+
+def _log_ndtr(x, ans, order):
+    """log Φ: y' = x'·exp(−x²/2 − y)/√(2π) (no underflow of Φ for x << 0)."""
+    square = cauchy(x, x, order, x[0] * x[0])
+    return _exp_ode(x, ans, order, SP._INV_SQRT_2PI,
+                    lambda m, ys: _sub(_times(-0.5, square[m]), ys[m]))
+
+
+def _xlogy(x, y, ans, order, log1p=False):
+    """x·log(y), x·log1p(y): the product of x's series and the logarithm's."""
+    if log1p:
+        logs = ode(y, P.log1p(y[0]), order, h=[1 + y[0]] + list(y[1:]))
+    else:
+        logs = _log(y, P.log(y[0]), order)
+    return [ans] + cauchy(x, logs, order, None)[1:]
+
+
+RULES.update({
+    SP.erf: lambda xs, ans, order: _erf_like(xs[0], ans, order, SP._TWO_OVER_SQRT_PI),
+    SP.erfc: lambda xs, ans, order: _erf_like(xs[0], ans, order, -SP._TWO_OVER_SQRT_PI),
+    SP.ndtr: lambda xs, ans, order: _erf_like(xs[0], ans, order, SP._INV_SQRT_2PI, True),
+    SP.log_ndtr: lambda xs, ans, order: _log_ndtr(xs[0], ans, order),
+    SP.erfinv: lambda xs, ans, order: _exp_ode(
+        xs[0], ans, order, SP._SQRT_PI_OVER_TWO, lambda m, ys: _cauchy_term(ys, ys, m)),
+    SP.gammaln: lambda xs, ans, order: _compose(xs[0], ans, _polygammas(xs[0][0], 0), order),
+    SP.digamma: lambda xs, ans, order: _compose(xs[0], ans, _polygammas(xs[0][0], 1), order),
+    SP.polygamma: lambda xs, ans, order, n: _compose(xs[0], ans,
+                                                     _polygammas(xs[0][0], n + 1), order),
+    SP.gamma: lambda xs, ans, order: _gamma(xs[0], ans, order),
+    SP.expit: lambda xs, ans, order: _expit(xs[0], ans, order),
+    SP.logit: lambda xs, ans, order: _logit(xs[0], ans, order),
+    SP.xlogy: lambda xs, ans, order: _xlogy(xs[0], xs[1], ans, order),
+    SP.xlog1py: lambda xs, ans, order: _xlogy(xs[0], xs[1], ans, order, log1p=True),
+})
 
 # ---- the NumPy layer's primitives ------------------------------------------------------------
 def _expm1(x, y0, order):

@@ -25,7 +25,7 @@ import tempfile
 
 import numpy as np
 
-from ..primitives import scalar as S
+from ..primitives import scalar as S, special as SP
 from ..primitives.nn import relu
 from .emit import EmitError, Symbol, emit
 from .formats import Format
@@ -45,7 +45,10 @@ _FUNCTIONS = {S.sqrt: "sqrt", S.cbrt: "cbrt", S.exp: "exp", S.log: "log", S.log1
               S.asinh: "asinh", S.acosh: "acosh", S.atanh: "atanh", S.exp2: "exp2",
               S.log2: "log2", S.hypot: "hypot", S.fmod: "fmod", S.remainder: "wg_remainder",
               S.logaddexp: "wg_logaddexp", S.logaddexp2: "wg_logaddexp2", relu: "wg_relu",
-              S.floor: "floor", S.ceil: "ceil", S.trunc: "trunc"}
+              S.floor: "floor", S.ceil: "ceil", S.trunc: "trunc",
+              SP.erf: "erf", SP.erfc: "erfc", SP.gammaln: "lgamma", SP.gamma: "tgamma",
+              SP.expit: "wg_expit", SP.logit: "wg_logit", SP.ndtr: "wg_ndtr",
+              SP.xlogy: "wg_xlogy", SP.xlog1py: "wg_xlog1py"}
 _TEMPLATES = {S.cotan: "(1.0/tan({0}))", S.select: "({0} ? {1} : {2})",
               S.stop_gradient: "{0}", S.lt: "({0} < {1})", S.le: "({0} <= {1})",
               S.gt: "({0} > {1})", S.ge: "({0} >= {1})", S.eq: "({0} == {1})",
@@ -75,6 +78,17 @@ static double wg_logaddexp(double x, double y)
     if (x == y) return x + 0.693147180559945309417232121458;
     return d > 0 ? x + log1p(exp(-d)) : d <= 0 ? y + log1p(exp(d)) : d;
 }""",
+    # SciPy's special functions that <math.h> can write (digamma, polygamma, erfinv and
+    # log_ndtr it cannot: apply refuses them by name)
+    "wg_expit": "static double wg_expit(double x) "
+                "{ return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }",
+    "wg_logit": "static double wg_logit(double p) { return log(p / (1.0 - p)); }",
+    "wg_ndtr": "static double wg_ndtr(double x) "
+               "{ return 0.5 * erfc(-x * 0.707106781186547524400844362105); }",
+    "wg_xlogy": "static double wg_xlogy(double x, double y) "
+                "{ return (x == 0.0 && y == y) ? 0.0 : x * log(y); }",
+    "wg_xlog1py": "static double wg_xlog1py(double x, double y) "
+                  "{ return (x == 0.0 && y == y) ? 0.0 : x * log1p(y); }",
     "wg_logaddexp2": """\
 static double wg_logaddexp2(double x, double y)
 {
@@ -120,6 +134,10 @@ class CFormat(Format):
         if op is S.round and not params.get("decimals"):
             return f"nearbyint({args[0]})"      # half to even, as NumPy's round
         name = _FUNCTIONS.get(op)
+        if name is None and getattr(SP, op.name, None) is op:
+            raise EmitError(f"the C back-end has no spelling for SciPy's {op.name!r}: "
+                            "<math.h> has no such function; compile with the Python "
+                            "back-end (wg.compile without backend='c')")
         if name is None:
             raise EmitError(f"the C back-end has no spelling for primitive {op.name!r}: it "
                             "writes scalar arithmetic and the functions of <math.h>")

@@ -31,7 +31,7 @@ import math
 import re
 import textwrap
 
-from ..primitives import scalar as P
+from ..primitives import scalar as P, special as SP
 from .emit import EmitError
 
 
@@ -227,6 +227,11 @@ class FortranFormat(Format):
             if op is P.floor:
                 return f"(AINT({x})-MERGE(1D0,0D0,{x}.LT.AINT({x})))"
             return f"(AINT({x})+MERGE(1D0,0D0,{x}.GT.AINT({x})))"
+        if op is SP.gammaln:            # (Fortran 2008's name; ERF, ERFC, GAMMA are as ours)
+            return f"LOG_GAMMA({self._real(args)[0]})"
+        if op is SP.polygamma:
+            raise EmitError("FORTRAN has no polygamma, and a call would lose its order n: "
+                            "emit code for the graph without it")
         return self.call(op.name, args, params)
 
     def call(self, name, args, params) -> str:

@@ -1,0 +1,409 @@
+"""wengert.scipy: SciPy's special functions and distributions, differentiable.
+
+Values equal SciPy's on plain and on traced arguments; every function's derivatives
+against central finite differences (second order too), closed forms, dtypes, compile
+against eager, Taylor rules against sympy, and the errors (SciPy missing included)."""
+import functools
+import importlib
+import math
+import sys
+
+import numpy as np
+import pytest
+import scipy.special as sc
+import scipy.stats as st
+import sympy as sp
+
+import wengert as wg
+from wengert.codegen.emit import EmitError
+from wengert.primitives import special as P
+from wengert.scipy import special, stats
+from fd import assert_close, check_grads, fd_derivative
+
+rng = np.random.default_rng(20260412)
+
+
+def uniform(lo, hi, n=5):
+    return rng.uniform(lo, hi, size=n)
+
+
+# name -> (wengert function, SciPy function, sampler per argument): the unary and binary
+# special functions, each at points inside its domain and away from poles
+SPECIAL = {
+    "erf": (special.erf, sc.erf, (lambda: uniform(-2, 2),)),
+    "erfc": (special.erfc, sc.erfc, (lambda: uniform(-2, 2),)),
+    "erfinv": (special.erfinv, sc.erfinv, (lambda: uniform(-0.9, 0.9),)),
+    "gammaln": (special.gammaln, sc.gammaln, (lambda: uniform(0.3, 6),)),
+    "gammaln_negative": (special.gammaln, sc.gammaln, (lambda: uniform(-2.9, -2.1),)),
+    "digamma": (special.digamma, sc.digamma, (lambda: uniform(0.3, 6),)),
+    "psi": (special.psi, sc.psi, (lambda: uniform(0.3, 6),)),
+    "polygamma1": (functools.partial(special.polygamma, 1),
+                   functools.partial(sc.polygamma, 1), (lambda: uniform(0.3, 6),)),
+    "polygamma3": (functools.partial(special.polygamma, 3),
+                   functools.partial(sc.polygamma, 3), (lambda: uniform(0.5, 6),)),
+    "gamma": (special.gamma, sc.gamma, (lambda: uniform(0.3, 4),)),
+    "rgamma": (special.rgamma, sc.rgamma, (lambda: uniform(0.3, 4),)),
+    "expit": (special.expit, sc.expit, (lambda: uniform(-5, 5),)),
+    "logit": (special.logit, sc.logit, (lambda: uniform(0.05, 0.95),)),
+    "ndtr": (special.ndtr, sc.ndtr, (lambda: uniform(-3, 3),)),
+    "log_ndtr": (special.log_ndtr, sc.log_ndtr, (lambda: uniform(-8, 3),)),
+    "xlogy": (special.xlogy, sc.xlogy, (lambda: uniform(-2, 2), lambda: uniform(0.2, 3))),
+    "xlog1py": (special.xlog1py, sc.xlog1py,
+                (lambda: uniform(-2, 2), lambda: uniform(-0.8, 3))),
+    "betaln": (special.betaln, sc.betaln, (lambda: uniform(0.3, 5), lambda: uniform(0.3, 5))),
+    "beta": (special.beta, sc.beta, (lambda: uniform(0.3, 5), lambda: uniform(0.3, 5))),
+    "multigammaln3": (lambda a: special.multigammaln(a, 3), lambda a: sc.multigammaln(a, 3),
+                      (lambda: np.float64(uniform(1.5, 5, 1)[0]),)),
+}
+PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma", "psi",
+              "polygamma1", "polygamma3", "gamma", "expit", "logit", "ndtr", "log_ndtr",
+              "xlogy", "xlog1py"}
+
+
+def _args(name):
+    return [s() for s in SPECIAL[name][2]]
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL))
+def test_special_values_equal_scipys_plain_and_traced(name):
+    f, ref, _ = SPECIAL[name]
+    args = _args(name)
+    expected = ref(*args)
+    plain = f(*args)
+    assert type(plain) is type(expected)
+    np.testing.assert_array_equal(plain, expected)
+    traced = wg.trace(f, *args)
+    exact = name in PRIMITIVES        # the primitives are SciPy's ufuncs themselves
+    for got in (traced(*args), wg.value_and_grad(lambda *a: np.sum(f(*a)))(*args)[0]):
+        if exact:
+            np.testing.assert_array_equal(np.sum(got) if np.ndim(got) == 0 else got,
+                                          np.sum(expected) if np.ndim(got) == 0 else expected)
+        else:
+            assert_close(np.sum(got), np.sum(expected), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL))
+def test_special_derivatives_against_finite_differences_to_second_order(name):
+    f = SPECIAL[name][0]
+    check_grads(f, *_args(name), order=2, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["erf", "gammaln", "expit", "log_ndtr", "xlogy", "polygamma1"])
+def test_special_third_derivative_is_differentiable_again(name):
+    f = SPECIAL[name][0]
+    x = [np.float64(a[0]) for a in _args(name)]
+    d2 = wg.grad(wg.grad(lambda *a: f(*a)))
+    d3 = wg.grad(lambda *a: d2(*a))
+    h = 1e-5
+    expected = (d2(x[0] + h, *x[1:]) - d2(x[0] - h, *x[1:])) / (2 * h)
+    assert_close(d3(*x), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_closed_forms():
+    euler = 0.5772156649015329
+    assert wg.grad(special.erf)(0.0) == pytest.approx(2 / math.sqrt(math.pi), rel=1e-15)
+    assert wg.grad(special.erfinv)(0.0) == pytest.approx(math.sqrt(math.pi) / 2, rel=1e-15)
+    for n in range(1, 8):                     # ψ(n) = -γ + H(n-1)
+        harmonic = sum(1 / k for k in range(1, n))
+        assert wg.grad(special.gammaln)(float(n)) == pytest.approx(-euler + harmonic, rel=1e-14)
+    assert wg.grad(wg.grad(special.gammaln))(1.0) == pytest.approx(math.pi ** 2 / 6, rel=1e-14)
+    assert wg.grad(special.gamma)(1.0) == pytest.approx(-euler, rel=1e-14)
+    assert wg.grad(special.expit)(0.0) == 0.25
+    assert wg.grad(special.logit)(0.5) == 4.0
+    # d/dx norm.logpdf = -(x - μ)/σ², d/dμ = (x - μ)/σ², d/dσ = -1/σ + (x - μ)²/σ³
+    x, mu, s = 1.3, -0.4, 0.7
+    got = wg.grad(stats.norm.logpdf, argnums=(0, 1, 2))(x, mu, s)
+    assert_close(got, [-(x - mu) / s ** 2, (x - mu) / s ** 2, -1 / s + (x - mu) ** 2 / s ** 3],
+                 rtol=1e-14, atol=0)
+    assert wg.grad(stats.norm.cdf)(0.0) == pytest.approx(1 / math.sqrt(2 * math.pi), rel=1e-15)
+
+
+def test_no_overflow_or_cancellation_in_the_tails():
+    assert wg.grad(special.expit)(800.0) == 0.0 and wg.grad(special.expit)(-800.0) == 0.0
+    assert wg.grad(special.expit)(40.0) == pytest.approx(math.exp(-40.0), rel=1e-12)
+    # d log Φ(x) = φ(x)/Φ(x), about -x for x << 0; exp(-x²/2 - log Φ) loses the last
+    # digits of x²/2 in the difference: about 1e-16·x² relative
+    import mpmath
+    for x in (-40.0, -1e3, -1e5):
+        with mpmath.workdps(50):
+            exact = float(mpmath.npdf(x) / mpmath.ncdf(x))
+        assert wg.grad(special.log_ndtr)(x) == pytest.approx(exact, rel=1e-13 + 1e-15 * x * x)
+    assert wg.grad(special.log_ndtr)(40.0) == 0.0
+    assert wg.grad(stats.norm.logcdf)(-50.0) == pytest.approx(50.02, abs=1e-3)
+
+
+def test_xlogy_at_zero():
+    assert special.xlogy(0.0, 0.0) == 0.0
+    assert wg.grad(special.xlogy, argnums=1)(0.0, 0.0) == 0.0
+    assert wg.grad(special.xlog1py, argnums=1)(0.0, -1.0) == 0.0
+    assert wg.grad(wg.grad(special.xlogy, argnums=1), argnums=1)(0.0, 0.0) == 0.0
+    assert wg.grad(special.xlogy, argnums=(0, 1))(2.0, 4.0) == (math.log(4.0), 0.5)
+
+
+@pytest.mark.parametrize("name", sorted(PRIMITIVES - {"polygamma1", "polygamma3"}))
+def test_float32_is_kept_as_scipy_keeps_it(name):
+    f, ref, _ = SPECIAL[name]
+    args = [a.astype(np.float32) for a in _args(name)]
+    assert ref(*args).dtype == np.float32
+    assert wg.trace(f, *args).outputs[0].dtype == np.float32
+    assert f(*[wg.Graph().input(a) for a in args]).value.dtype == np.float32
+    g = wg.grad(lambda *a: np.sum(f(*a)))(*args)
+    assert g.dtype == np.float32
+
+
+def test_polygamma_order_checks():
+    x = wg.Graph().input(1.0)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        special.polygamma(-1, x)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        special.polygamma(np.array([1, 2]), x)
+    assert wg.grad(lambda x: special.polygamma(0, x))(1.0) == pytest.approx(math.pi ** 2 / 6)
+    with pytest.raises(TypeError, match="order n"):
+        special.polygamma(x, 1.0)
+
+
+# ---- logsumexp, softmax -----------------------------------------------------------------
+def test_logsumexp_has_scipys_signature():
+    a = rng.normal(size=(3, 4))
+    b = rng.uniform(-1, 1, size=(3, 4))
+    for kw in ({}, {"axis": 1}, {"axis": 0, "keepdims": True}, {"b": b, "axis": 1},
+               {"b": b, "return_sign": True}):
+        expected = sc.logsumexp(a, **kw)
+        plain = special.logsumexp(a, **kw)
+        traced = wg.trace(lambda a: special.logsumexp(a, **kw), a)(a)
+        assert_close(plain, expected, rtol=0, atol=0)
+        assert_close(traced, expected, rtol=1e-14, atol=1e-14)
+    check_grads(lambda a, b: special.logsumexp(a, axis=1, b=b), a, np.abs(b) + 0.1)
+    assert_close(wg.grad(special.logsumexp)(a), sc.softmax(a), rtol=1e-14, atol=1e-15)
+
+
+def test_softmax_and_log_softmax_over_scipys_axes():
+    x = rng.normal(size=(2, 3))
+    for axis in (None, 0, 1):
+        for f, ref in ((special.softmax, sc.softmax), (special.log_softmax, sc.log_softmax)):
+            assert_close(wg.trace(lambda x: f(x, axis=axis), x)(x), ref(x, axis=axis),
+                         rtol=1e-14, atol=1e-14)
+            check_grads(lambda x: f(x, axis=axis), x)
+
+
+# ---- distributions -----------------------------------------------------------------------
+def _spd(n):
+    a = rng.normal(size=(n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+# name -> (method name, distribution, argument values): every float argument is checked
+DISTRIBUTIONS = {
+    "norm.logpdf": ("logpdf", "norm", lambda: (uniform(-2, 2), uniform(-1, 1), uniform(0.5, 2))),
+    "norm.pdf": ("pdf", "norm", lambda: (uniform(-2, 2), uniform(-1, 1), uniform(0.5, 2))),
+    "norm.cdf": ("cdf", "norm", lambda: (uniform(-2, 2), uniform(-1, 1), uniform(0.5, 2))),
+    "norm.logcdf": ("logcdf", "norm", lambda: (uniform(-6, 2), uniform(-1, 1), uniform(0.5, 2))),
+    "norm.sf": ("sf", "norm", lambda: (uniform(-2, 2), uniform(-1, 1), uniform(0.5, 2))),
+    "norm.logsf": ("logsf", "norm", lambda: (uniform(-2, 6), uniform(-1, 1), uniform(0.5, 2))),
+    "t.logpdf": ("logpdf", "t", lambda: (uniform(-3, 3), uniform(1, 8), uniform(-1, 1),
+                                         uniform(0.5, 2))),
+    "t.pdf": ("pdf", "t", lambda: (uniform(-3, 3), uniform(1, 8), uniform(-1, 1),
+                                   uniform(0.5, 2))),
+    "gamma.logpdf": ("logpdf", "gamma", lambda: (uniform(1.5, 4), uniform(0.5, 4),
+                                                 uniform(-1, 1), uniform(0.5, 2))),
+    "gamma.pdf": ("pdf", "gamma", lambda: (uniform(1.5, 4), uniform(0.5, 4), uniform(-1, 1),
+                                           uniform(0.5, 2))),
+    "beta.logpdf": ("logpdf", "beta", lambda: (uniform(0.2, 0.8), uniform(0.5, 4),
+                                               uniform(0.5, 4))),
+    "beta.pdf": ("pdf", "beta", lambda: (uniform(0.2, 0.8), uniform(0.5, 4), uniform(0.5, 4))),
+    "mvn.logpdf": ("logpdf", "multivariate_normal",
+                   lambda: (rng.normal(size=(4, 3)), rng.normal(size=3), _spd(3))),
+    "mvn.pdf": ("pdf", "multivariate_normal",
+                lambda: (rng.normal(size=(4, 3)), rng.normal(size=3), _spd(3))),
+    "mvn.entropy": ("entropy", "multivariate_normal", lambda: (rng.normal(size=3), _spd(3))),
+    "dirichlet.logpdf": ("logpdf", "dirichlet",
+                         lambda: (rng.dirichlet(np.ones(3), size=4).T, uniform(0.5, 3, 3))),
+}
+
+
+def _distribution(name):
+    method, dist, sample = DISTRIBUTIONS[name]
+    return getattr(getattr(stats, dist), method), getattr(getattr(st, dist), method), sample()
+
+
+@pytest.mark.parametrize("name", sorted(DISTRIBUTIONS))
+def test_distribution_values_equal_scipys_plain_and_traced(name):
+    f, ref, args = _distribution(name)
+    expected = ref(*args)
+    np.testing.assert_array_equal(f(*args), expected)
+    assert_close(wg.trace(f, *args)(*args), expected, rtol=1e-12, atol=1e-14)
+    eager = f(*[wg.Graph().input(a) for a in args]).value
+    assert_close(eager, expected, rtol=1e-12, atol=1e-14)
+
+
+def _symmetric(f, k):
+    # cov is symmetric: differentiate along symmetric directions (as SciPy reads it)
+    return lambda *a: f(*a[:k], (a[k] + a[k].T) / 2, *a[k + 1:])
+
+
+@pytest.mark.parametrize("name", sorted(DISTRIBUTIONS))
+def test_distribution_derivatives_in_every_argument_to_second_order(name):
+    f, _, args = _distribution(name)
+    if name.startswith("mvn"):
+        f = _symmetric(f, len(args) - 1)
+    if name == "dirichlet.logpdf":           # x stays on the simplex: vary the k - 1 first
+        g = f
+        f = lambda x, alpha: g(x[:-1], alpha)
+    check_grads(f, *args, order=2, rtol=1e-5, atol=1e-6)
+
+
+def test_distribution_keywords_and_defaults():
+    x = uniform(-2, 2)
+    for f, ref in ((stats.norm.logpdf, st.norm.logpdf), (stats.norm.cdf, st.norm.cdf)):
+        assert_close(wg.trace(lambda x: f(x, scale=2.0, loc=0.5), x)(x),
+                     ref(x, scale=2.0, loc=0.5), rtol=1e-13, atol=0)
+        assert_close(wg.trace(f, x)(x), ref(x), rtol=1e-13, atol=0)
+    assert_close(wg.trace(lambda x: stats.t.logpdf(x, df=3.0, scale=2.0), x)(x),
+                 st.t.logpdf(x, df=3.0, scale=2.0), rtol=1e-13, atol=0)
+
+
+def test_outside_the_support_is_minus_inf_with_finite_derivatives():
+    x = np.array([-1.0, 2.0])
+    got = wg.trace(lambda x: stats.gamma.logpdf(x, 2.0), x)(x)
+    np.testing.assert_array_equal(got, st.gamma.logpdf(x, 2.0))
+    assert np.all(np.isfinite(wg.grad(lambda a: stats.gamma.logpdf(x, a)[1])(2.0)))
+    y = np.array([-0.5, 0.3, 1.5])
+    np.testing.assert_array_equal(wg.trace(lambda y: stats.beta.logpdf(y, 2.0, 3.0), y)(y),
+                                  st.beta.logpdf(y, 2.0, 3.0))
+    assert np.all(np.isfinite(wg.grad(lambda a: np.sum(stats.beta.logpdf(y[1:2], a, 3.0)))(2.0)))
+
+
+def test_poisson_in_mu():
+    k = np.array([0, 1, 3, 7, -1])
+    mu = 2.5
+    for f, ref in ((stats.poisson.logpmf, st.poisson.logpmf), (stats.poisson.pmf, st.poisson.pmf)):
+        np.testing.assert_array_equal(f(k, mu), ref(k, mu))
+        assert_close(wg.trace(lambda m: f(k, m), mu)(mu), ref(k, mu), rtol=1e-13, atol=1e-15)
+    g = wg.grad(lambda m: np.sum(stats.poisson.logpmf(k[:4], m)))(mu)
+    assert g == pytest.approx(np.sum(k[:4]) / mu - 4, rel=1e-14)
+    check_grads(lambda m: stats.poisson.logpmf(k[:4], m), np.array(mu))
+
+
+def test_multivariate_normal_argument_forms():
+    mvn, ref = stats.multivariate_normal, st.multivariate_normal
+    cases = [(0.3, None, 1.0), (np.array([0.3, -1.0]), 0.5, 2.0),
+             (np.array([0.3, -1.0]), np.zeros(2), np.array([1.0, 3.0])),
+             (rng.normal(size=(2, 5, 2)), np.ones(2), _spd(2))]
+    for x, mean, cov in cases:
+        expected = ref.logpdf(x, mean, cov)
+        got = wg.trace(lambda x: mvn.logpdf(x, mean, cov), x)(x)
+        assert np.shape(got) == np.shape(expected)
+        assert_close(got, expected, rtol=1e-12, atol=1e-14)
+    x, mean, cov = rng.normal(size=3), rng.normal(size=3), _spd(3)
+    expected = -np.linalg.solve(cov, x - mean)
+    assert_close(wg.grad(mvn.logpdf)(x, mean, cov), expected, rtol=1e-12, atol=1e-14)
+    with pytest.raises(NotImplementedError, match="allow_singular"):
+        wg.grad(lambda x: mvn.logpdf(x, mean, cov, allow_singular=True))(x)
+
+
+def test_dirichlet_with_k_minus_one_components():
+    x, alpha = np.array([0.2, 0.3]), np.array([1.5, 2.0, 3.0])
+    assert_close(wg.trace(lambda a: stats.dirichlet.logpdf(x, a), alpha)(alpha),
+                 st.dirichlet.logpdf(x, alpha), rtol=1e-13, atol=0)
+
+
+# ---- staged ------------------------------------------------------------------------------
+def test_compile_agrees_with_eager():
+    def loss(x, mu, s):
+        return (np.sum(stats.norm.logpdf(x, mu, s)) + np.sum(stats.t.logpdf(x, 3.0, mu, s))
+                + np.sum(special.gammaln(s * x * x + 1)) + np.sum(special.expit(x))
+                + np.sum(special.erf(x) * special.log_ndtr(x)) + special.logsumexp(x)
+                + np.sum(special.polygamma(2, s + x * x)))
+    args = (uniform(-2, 2), 0.3, 1.4)
+    for f in (loss, wg.grad(loss, argnums=(0, 1, 2))):
+        compiled = wg.compile(f, *args)
+        other = (uniform(-2, 2), -0.2, 0.8)
+        for a in (args, other):
+            for got, expected in zip(wg.tree.flatten(compiled(*a))[0],
+                                     wg.tree.flatten(f(*a))[0]):
+                assert_close(got, expected, rtol=1e-13, atol=1e-13)
+    mvn = lambda x, c: stats.multivariate_normal.logpdf(x, np.zeros(2), c)
+    x, c = rng.normal(size=(3, 2)), _spd(2)
+    assert_close(wg.compile(wg.grad(lambda x, c: np.sum(mvn(x, c)), argnums=1), x, c)(x, c),
+                 wg.grad(lambda x, c: np.sum(mvn(x, c)), argnums=1)(x, c), rtol=1e-13, atol=1e-14)
+
+
+def test_c_backend_writes_what_math_h_has_and_refuses_the_rest():
+    f = lambda x, y: (special.erf(x) + special.erfc(y) + special.gammaln(y) + special.gamma(y)
+                      + special.expit(x) * special.logit(y / 3) + special.ndtr(x)
+                      + special.xlogy(x, y) + special.xlog1py(y, x))
+    try:
+        c = wg.compile(f, 0.3, 0.7, backend="c")
+    except wg.staged.CompilerNotFound if hasattr(wg, "staged") else OSError:
+        pytest.skip("no C compiler")
+    for a in ((0.3, 0.7), (-30.0, 2.5), (0.0, 1.2)):
+        assert_close(c(*a), f(*a), rtol=1e-13, atol=1e-13)
+    for g in (special.digamma, special.erfinv, special.log_ndtr):
+        with pytest.raises(EmitError, match=f"SciPy's '{g.__name__}'"):
+            wg.compile(g, 0.3, backend="c")
+    with pytest.raises(EmitError, match="polygamma"):
+        wg.compile(lambda x: special.polygamma(2, x), 0.5).code("fortran")
+    text = wg.compile(lambda x: special.gammaln(x) + special.erf(x), 0.5).code("fortran")
+    assert "LOG_GAMMA(" in text and "ERF(" in text
+
+
+# ---- Taylor mode ---------------------------------------------------------------------------
+t = sp.Symbol("t")
+R = sp.Rational
+TAYLOR = {
+    "erf": (P.erf, sp.erf, R(3, 10)),
+    "erfc": (P.erfc, sp.erfc, R(-1, 2)),
+    "erfinv": (P.erfinv, sp.erfinv, R(3, 10)),
+    "ndtr": (P.ndtr, lambda x: (1 + sp.erf(x / sp.sqrt(2))) / 2, R(2, 5)),
+    "log_ndtr": (P.log_ndtr, lambda x: sp.log((1 + sp.erf(x / sp.sqrt(2))) / 2), R(-1, 2)),
+    "gammaln": (P.gammaln, sp.loggamma, R(13, 10)),
+    "digamma": (P.digamma, sp.digamma, R(13, 10)),
+    "polygamma2": (lambda x: P.polygamma(x, n=2), lambda x: sp.polygamma(2, x), R(13, 10)),
+    "gamma": (P.gamma, sp.gamma, R(13, 10)),
+    "expit": (P.expit, lambda x: 1 / (1 + sp.exp(-x)), R(7, 10)),
+    "logit": (P.logit, lambda x: sp.log(x / (1 - x)), R(3, 10)),
+    "xlogy": (lambda x: P.xlogy(1 + x, 2 - x), lambda x: (1 + x) * sp.log(2 - x), R(1, 5)),
+    "xlog1py": (lambda x: P.xlog1py(1 + x, 2 - x), lambda x: (1 + x) * sp.log(3 - x), R(1, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TAYLOR))
+def test_taylor_coefficients_against_sympy_to_order_8(name):
+    f, F, x0 = TAYLOR[name]
+    series = sp.series(F(x0 + t), t, 0, 9).removeO()
+    expected = [float(sp.N(series.coeff(t, j), 30)) for j in range(9)]
+    got = wg.taylor(f, float(x0), 1.0, order=8)
+    scale = max(1.0, max(abs(c) for c in expected))
+    assert_close(got, expected, rtol=1e-12, atol=1e-13 * scale)
+
+
+def test_taylor_of_a_distribution_agrees_with_nested_derivatives():
+    f = lambda x: stats.norm.logcdf(x, 0.2, 1.5) + stats.t.logpdf(x, 4.0)
+    got = wg.derivatives(f, order=3)(0.4)
+    d1 = wg.grad(f)
+    d2 = wg.grad(d1)
+    assert_close(got[:3], [f(0.4), d1(0.4), d2(0.4)], rtol=1e-13, atol=1e-14)
+    assert_close(got[3], fd_derivative(d2, 0.4, 1e-5), rtol=1e-6, atol=1e-7)
+
+
+# ---- errors ----------------------------------------------------------------------------------
+def test_functions_without_rules_are_scipys_on_plain_values_and_refused_on_traced():
+    assert special.jv(1, 0.3) == sc.jv(1, 0.3)
+    with pytest.raises(NotImplementedError, match="scipy.special.jv"):
+        wg.grad(lambda x: special.jv(1, x))(0.3)
+    assert stats.norm.ppf(0.975) == st.norm.ppf(0.975)
+    with pytest.raises(NotImplementedError, match="scipy.stats.norm.ppf"):
+        wg.grad(stats.norm.ppf)(0.3)
+    with pytest.raises(AttributeError):
+        special.not_a_function
+
+
+def test_import_without_scipy_says_how_to_install(monkeypatch):
+    for name in list(sys.modules):
+        if name == "scipy" or name.startswith(("scipy.", "wengert.scipy")):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "scipy", None)        # import scipy raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'wengert\[scipy\]'"):
+        importlib.import_module("wengert.scipy")
+    with pytest.raises(ImportError, match=r"pip install 'wengert\[scipy\]'"):
+        P._scipy("erf")(0.5)          # a primitive's first evaluation asks for SciPy too

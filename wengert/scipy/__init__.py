@@ -1,0 +1,24 @@
+"""SciPy's differentiable functions, as `autograd.scipy` has them: `wengert.scipy.special`
+(erf, gammaln, digamma, expit, logsumexp, ...) and `wengert.scipy.stats` (norm, t,
+multivariate_normal, gamma, beta, poisson, dirichlet).
+
+A front-end only: on plain values each function *is* SciPy's (the same call, the same
+result); on traced values it records wengert's primitives (`wengert.primitives.special`)
+or compositions of `wengert.numpy`, differentiable to any order.  SciPy is an optional
+dependency: ``pip install 'wengert[scipy]'``.
+
+Example:
+    >>> import wengert as wg
+    >>> from wengert.scipy import special, stats
+    >>> wg.grad(lambda x: stats.norm.logpdf(x, loc=1.0, scale=2.0))(3.0)    # -(x-μ)/σ²
+    -0.5
+    >>> round(wg.grad(special.gammaln)(1.0), 6)                                # -γ
+    -0.577216
+"""
+from ..primitives.special import scipy_special as _scipy_special
+
+_scipy_special()        # the ImportError that says how to install SciPy, if it is missing
+
+from . import special, stats  # noqa: E402
+
+__all__ = ["special", "stats"]

@@ -1,0 +1,261 @@
+"""SciPy's `scipy.special`, differentiable: use it as `autograd.scipy.special`.
+
+On plain values each function calls SciPy's own (same arguments, same result, same
+dtype); on traced values it records a primitive of `wengert.primitives.special` (or a
+composition of them), whose derivatives are written with primitives too, so they can be
+differentiated again.  Names SciPy has and this module does not (Bessel functions,
+incomplete gamma, ...) are SciPy's on plain values and raise
+NotImplementedError, naming themselves, on traced values.
+
+Example:
+    >>> import wengert as wg
+    >>> from wengert.scipy import special
+    >>> special.expit(0.0), wg.grad(special.expit)(0.0)
+    (np.float64(0.5), 0.25)
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as _np
+import scipy.special as _sc
+
+from .. import numpy as _wnp
+from ..graph.node import Node as _Node
+from ..numpy.dispatch import unsupported as _unsupported
+from ..primitives import special as _P
+
+__all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
+           "rgamma", "beta", "betaln", "multigammaln", "expit", "logit", "ndtr", "log_ndtr",
+           "xlogy", "xlog1py", "logsumexp", "softmax", "log_softmax"]
+
+
+def _traced(*xs) -> bool:
+    return _wnp._traced(*xs)
+
+
+def _scipy_unless_traced(scipy_fn):
+    """`fn` on traced arguments (lists holding traced values made one traced array);
+    SciPy's `scipy_fn`, called as the caller called it, otherwise."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if _traced(*args, *kwargs.values()):
+                return fn(*_wnp._arrays(args), **kwargs)
+            return scipy_fn(*args, **kwargs)
+        return wrapper
+    return decorate
+
+
+def _ufunc(prim, scipy_fn, example):
+    """SciPy's ufunc on plain values, the primitive on traced ones."""
+    def fn(*args):
+        if _traced(*args):
+            return prim(*_wnp._arrays(args))
+        return scipy_fn(*args)
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = f"""{prim.__doc__}
+
+    SciPy's ``scipy.special.{scipy_fn.__name__}`` on plain values; differentiable on
+    traced values (positional arguments only, as ufunc keywords do not apply).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+{example}
+    """
+    return fn
+
+
+erf = _ufunc(_P.erf, _sc.erf, """\
+        >>> round(wg.grad(special.erf)(0.0), 6)          # 2/√π
+        1.128379""")
+erfc = _ufunc(_P.erfc, _sc.erfc, """\
+        >>> round(wg.grad(special.erfc)(0.0), 6)         # -2/√π
+        -1.128379""")
+erfinv = _ufunc(_P.erfinv, _sc.erfinv, """\
+        >>> round(wg.grad(special.erfinv)(0.0), 6)       # √π/2
+        0.886227""")
+gammaln = _ufunc(_P.gammaln, _sc.gammaln, """\
+        >>> round(wg.grad(special.gammaln)(4.0), 6)      # ψ(4) = -γ + 1 + 1/2 + 1/3
+        1.256118""")
+digamma = _ufunc(_P.digamma, _sc.psi, """\
+        >>> round(wg.grad(special.digamma)(1.0), 6)      # ψ'(1) = π²/6
+        1.644934""")
+psi = digamma
+gamma = _ufunc(_P.gamma, _sc.gamma, """\
+        >>> round(wg.grad(special.gamma)(1.0), 6)        # Γ'(1) = -γ
+        -0.577216""")
+expit = _ufunc(_P.expit, _sc.expit, """\
+        >>> wg.grad(special.expit)(0.0), wg.grad(special.expit)(1000.0)
+        (0.25, 0.0)""")
+logit = _ufunc(_P.logit, _sc.logit, """\
+        >>> wg.grad(special.logit)(0.5)                  # 1/(p(1-p))
+        4.0""")
+ndtr = _ufunc(_P.ndtr, _sc.ndtr, """\
+        >>> round(wg.grad(special.ndtr)(0.0), 6)         # 1/√(2π)
+        0.398942""")
+log_ndtr = _ufunc(_P.log_ndtr, _sc.log_ndtr, """\
+        >>> round(wg.grad(special.log_ndtr)(-50.0), 4)   # about -x for x << 0
+        50.02""")
+xlogy = _ufunc(_P.xlogy, _sc.xlogy, """\
+        >>> g = wg.grad(special.xlogy, argnums=(0, 1))
+        >>> g(0.0, 2.0) == (special.xlogy(1.0, 2.0), 0.0)    # (log y, x/y)
+        True""")
+xlog1py = _ufunc(_P.xlog1py, _sc.xlog1py, """\
+        >>> wg.grad(special.xlog1py, argnums=(0, 1))(2.0, 0.0)
+        (0.0, 2.0)""")
+
+
+def polygamma(n, x):
+    """ψ⁽ⁿ⁾(x), the n-th derivative of the digamma function (SciPy's ``polygamma``).
+
+    `n` is a fixed non-negative integer (not differentiated); the derivative in `x` is
+    ``polygamma(n + 1, x)``.  On traced float32 values the result stays float32 (SciPy's
+    own gives float64).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> round(float(special.polygamma(1, 1.0)), 6), round(wg.grad(lambda x: special.polygamma(1, x))(1.0), 6)
+        (1.644934, -2.404114)
+    """
+    if not _traced(x):
+        if _traced(n):
+            raise TypeError("polygamma: the order n is not differentiable; pass an integer")
+        return _sc.polygamma(n, x)
+    if type(n) is _Node:
+        n = n._concrete("used as the order of polygamma")
+    orders = _np.unique(_np.asarray(n))
+    if orders.size != 1 or orders[0] != int(orders[0]) or orders[0] < 0:
+        raise ValueError("polygamma on traced values takes one non-negative integer order "
+                         f"n, got {n!r}")
+    n = int(orders[0])
+    x = _wnp._array_like(x)
+    return _P.digamma(x) if n == 0 else _P.polygamma(x, n=n)
+
+
+@_scipy_unless_traced(_sc.rgamma)
+def rgamma(x):
+    """1/Γ(x) (SciPy's ``rgamma``; differentiable where Γ is finite).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> round(wg.grad(special.rgamma)(1.0), 6)    # γ
+        0.577216
+    """
+    return 1 / _P.gamma(x)
+
+
+@_scipy_unless_traced(_sc.betaln)
+def betaln(a, b):
+    """log|B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b) (SciPy's ``betaln``).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> round(float(special.betaln(2.0, 3.0)), 6), round(wg.grad(special.betaln)(1.0, 1.0), 6)
+        (-2.484907, -1.0)
+    """
+    return _P.gammaln(a) + _P.gammaln(b) - _P.gammaln(a + b)
+
+
+@_scipy_unless_traced(_sc.beta)
+def beta(a, b):
+    """B(a, b) = Γ(a)Γ(b)/Γ(a + b) for positive a, b (SciPy's ``beta``), as
+    exp(betaln(a, b)), so no Γ overflows.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> round(wg.grad(special.beta)(1.0, 1.0), 6)   # d/da 1/a at a = 1
+        -1.0
+    """
+    return _wnp.exp(betaln(a, b))
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension d (an integer constant):
+    d(d-1)/4 log π + Σ_{j=1..d} gammaln(a - (j-1)/2) (SciPy's ``multigammaln``).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> float(special.multigammaln(2.0, 1)) == float(special.gammaln(2.0))
+        True
+    """
+    if not _traced(a, d):
+        return _sc.multigammaln(a, d)
+    if type(d) is _Node:
+        raise TypeError("multigammaln: the dimension d is an integer, not differentiable")
+    d = int(d)
+    total = d * (d - 1) / 4 * _np.log(_np.pi)
+    for j in range(d):
+        total = total + _P.gammaln(a - j / 2)
+    return total
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """``log(sum(b * exp(a)))`` over `axis`, without overflow: SciPy's ``logsumexp``
+    (every argument, `b` and `return_sign` included), differentiable in `a` and `b`.
+    The same function as `wengert.numpy.logsumexp` on traced values.
+
+    Example:
+        >>> import wengert as wg, numpy as np
+        >>> from wengert.scipy import special
+        >>> wg.grad(special.logsumexp)(np.zeros(4))        # the softmax
+        array([0.25, 0.25, 0.25, 0.25])
+    """
+    if not _traced(a, b):
+        return _sc.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    return _wnp.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+
+
+def _over_axis(fn, x, axis):
+    # SciPy's axis=None is every element at once: the flat array, shaped back
+    x = _wnp.asarray(x)
+    if axis is None:
+        return _wnp.reshape(fn(_wnp.reshape(x, -1), axis=-1), x.shape)
+    if isinstance(axis, tuple):
+        raise NotImplementedError("softmax and log_softmax on traced values take one axis "
+                                  "or None, not a tuple of axes")
+    return fn(x, axis=axis)
+
+
+def softmax(x, axis=None):
+    """exp(x) / sum(exp(x)) over `axis` (None: all elements), SciPy's ``softmax``.
+
+    Example:
+        >>> import wengert as wg, numpy as np
+        >>> from wengert.scipy import special
+        >>> special.softmax(np.zeros(2)).tolist()
+        [0.5, 0.5]
+    """
+    if not _traced(x):
+        return _sc.softmax(x, axis=axis)
+    from .. import nn
+    return _over_axis(nn.softmax, x, axis)
+
+
+def log_softmax(x, axis=None):
+    """x - logsumexp(x) over `axis` (None: all elements), SciPy's ``log_softmax``.
+
+    Example:
+        >>> import wengert as wg, numpy as np
+        >>> from wengert.scipy import special
+        >>> wg.grad(lambda x: special.log_softmax(x)[0])(np.zeros(2)).tolist()
+        [0.5, -0.5]
+    """
+    if not _traced(x):
+        return _sc.log_softmax(x, axis=axis)
+    from .. import nn
+    return _over_axis(nn.log_softmax, x, axis)
+
+
+def __getattr__(name):
+    # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
+    fn = getattr(_sc, name, None) if not name.startswith("_") else None
+    if callable(fn):
+        return _unsupported(f"scipy.special.{name}", fn)
+    raise AttributeError(f"module 'wengert.scipy.special' has no attribute {name!r}")
