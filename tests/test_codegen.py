@@ -142,14 +142,17 @@ def test_text_gives_custom_primitives_names_of_their_own(language, names):
 
 def _rounding(x):
     import wengert.numpy as wnp
-    return wnp.floor(x) * 3 + wnp.ceil(x) * 5 + wnp.trunc(x) * 7
+    return wnp.floor(x) * 3 + wnp.ceil(x) * 5 + wnp.trunc(x) * 7 + wnp.round(x) * 11 \
+        + wnp.round(x, 1) * 13 + wnp.round(x, -1) * 17
 
 
 @pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
-def test_fortran_floor_ceil_trunc_stay_double_precision(tmp_path):
-    # FORTRAN's FLOOR and CEILING are INTEGER, wrong past 2**31: the text must not use them
+def test_fortran_rounding_is_numpys(tmp_path):
+    # FORTRAN's FLOOR and CEILING are INTEGER, wrong past 2**31, and its ANINT rounds halves
+    # away from zero where NumPy rounds them to even: the text must be NumPy's all the same
     import subprocess
-    xs = [-2.5, -2.0, -0.5, 0.0, 0.5, 2.0, 2.5, 3e9 + 0.5, -3e9 - 0.5, 1e300]
+    xs = [-2.5, -2.0, -0.5, 0.0, 0.5, 1.5, 2.0, 2.5, 0.25, 0.35, -0.45, 15.0, 25.0, 3e9 + 0.5,
+          -3e9 - 0.5, 1e300]
     text = wg.compile(_rounding, 1.0).code("fortran")
     assert "FLOOR" not in text and "CEILING" not in text
     lines = ["      PROGRAM T", "      DOUBLE PRECISION X, Y(1)", "      INTEGER I",
@@ -161,7 +164,7 @@ def test_fortran_floor_ceil_trunc_stay_double_precision(tmp_path):
     subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), "t.f"], check=True,
                    capture_output=True, cwd=tmp_path)
     out = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True, text=True)
-    want = [float(numpy.floor(x) * 3 + numpy.ceil(x) * 5 + numpy.trunc(x) * 7) for x in xs]
+    want = [float(_rounding(numpy.float64(x))) for x in xs]
     assert [float(v) for v in out.stdout.split()] == want
 
 

@@ -71,7 +71,16 @@ class Format:
     def apply(self, op, args, params) -> str:
         """The text of primitive `op` applied to argument texts: by default `call` with
         the primitive's name.  Formats that bind implementations (Python, C) override it."""
+        if op is P.round and params.get("decimals"):
+            return self.round_decimals(args[0], params["decimals"])
         return self.call(op.name, args, params)
+
+    def round_decimals(self, x, decimals) -> str:
+        """NumPy's ``round(x, decimals)`` as this format writes it: x scaled by 10**decimals,
+        rounded to an integer, and scaled back (a call cannot carry the parameter)."""
+        scale = self.number(10.0 ** abs(decimals))
+        up, down = ("*", "/") if decimals > 0 else ("/", "*")
+        return f"({self.apply(P.round, [f'({x}){up}{scale}'], {})}{down}{scale})"
 
     def cast(self, node, arg):
         """The name of a function that the text of argument `arg` is wrapped in where
@@ -218,6 +227,12 @@ class FortranFormat(Format):
         if op is P.cbrt:
             x = self._real(args)[0]
             return f"SIGN(ABS({x})**(1D0/3),{x})"
+        if op is P.round:
+            if params.get("decimals"):
+                return self.round_decimals(args[0], params["decimals"])
+            # NumPy rounds halves to even, ANINT away from zero: the even neighbour there
+            x = self._real(args)[0]
+            return f"MERGE(2*ANINT(({x})/2),ANINT({x}),ABS(({x})-AINT({x})).EQ.0.5D0)"
         if op in (P.trunc, P.floor, P.ceil):
             # FLOOR and CEILING are INTEGER (wrong past 2**31); AINT truncates in DOUBLE
             # PRECISION, and floor and ceil step one from it where it rounded the other way
