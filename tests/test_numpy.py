@@ -357,6 +357,22 @@ def test_unsupported_functions_raise_a_clear_error():
     assert np.unique(numpy.array([2, 1, 2])).tolist() == [1, 2]    # plain arrays: NumPy's
 
 
+def test_integer_and_bool_traced_arrays_read_by_numpy_are_their_values():
+    # an index or a mask has no derivative to lose, so NumPy may read it (autograd's fluid
+    # simulation indexes a plain array with floor(x).astype(int)); a float one is refused
+    f = r(6)
+    x = numpy.array([0.5, 2.7, 4.2])
+    def loss(x):
+        i = np.floor(x).astype(int)
+        return np.sum(f[i] * x + f[:3][numpy.asarray(x > 1.0)].sum() * x)
+    want = f[numpy.floor(x).astype(int)] + f[:3][x > 1.0].sum()
+    assert_close(wg.grad(loss)(x), want, rtol=1e-15)
+    with pytest.raises(wg.ConcretizationError, match="NumPy array"):
+        wg.grad(lambda x: numpy.asarray(x * 2).sum())(x)
+    with pytest.raises(wg.ConcretizationError, match="read as a NumPy array"):
+        wg.trace(lambda x: np.sum(f[np.floor(x).astype(int)] * x), x)
+
+
 def test_eigh_reads_the_triangle_uplo_names():
     m = r(3, 3)                                    # not symmetric: the triangles differ
     for uplo in ("L", "U"):

@@ -105,6 +105,10 @@ def _array(self, dtype=None, copy=None):
         out = _np.empty((), dtype=object)
         out[()] = self
         return out
+    if self.dtype.kind in "iub":
+        # An integer or bool array has no derivative to lose: an index or a mask that
+        # NumPy reads (``plain[np.floor(x).astype(int)]``) is its value, as in indexing.
+        return _np.asarray(self._concrete("read as a NumPy array"), dtype=dtype)
     _refuse_array(self)
 
 
