@@ -85,11 +85,13 @@ STRUCTURAL = {"const", "input", "copy", "powi", "select", "stop_gradient",
 
 def test_every_scalar_primitive_is_checked():
     # (array primitives are covered by test_numpy.py and test_nn.py)
-    from wengert.primitives import scalar, registry
-    modules = (scalar, registry)
+    from wengert.primitives import scalar, registry, special
+    from test_scipy import SPECIAL          # SciPy's functions: derivatives checked there
+    modules = (scalar, registry, special)
     declared = {name for name, p in REGISTRY.items() if p.builtin and any(
         p is v for m in modules for v in vars(m).values())}
-    covered = set(SMOOTH) | set(PIECEWISE) | NOT_DIFFERENTIABLE | STRUCTURAL
+    covered = set(SMOOTH) | set(PIECEWISE) | NOT_DIFFERENTIABLE | STRUCTURAL | \
+        {name.rstrip("0123456789") for name in SPECIAL}
     assert declared <= covered, f"primitives without a derivative test: {declared - covered}"
 
 
