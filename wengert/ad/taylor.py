@@ -343,6 +343,11 @@ RULES.update({
 for _op in (P.remainder, P.fmod):
     RULES[_op] = each_coefficient(_op)
 
+def _log1p(x, y0, order):
+    """log1p: y'·(1 + x) = x'."""
+    return ode(x, y0, order, h=[1 + x[0]] + list(x[1:]))
+
+
 # ---- SciPy's special functions (wengert.scipy) ------------------------------------------------
 def _compose(x, y0, derivatives, order):
     """The series of f(x(t)) from f's derivatives at x_0 (``derivatives(i)`` is f⁽ⁱ⁾(x_0)):
@@ -432,7 +437,7 @@ def _log_ndtr(x, ans, order):
 def _xlogy(x, y, ans, order, log1p=False):
     """x·log(y), x·log1p(y): the product of x's series and the logarithm's."""
     if log1p:
-        logs = ode(y, P.log1p(y[0]), order, h=[1 + y[0]] + list(y[1:]))
+        logs = _log1p(y, P.log1p(y[0]), order)
     else:
         logs = _log(y, P.log(y[0]), order)
     return [ans] + cauchy(x, logs, order, None)[1:]
@@ -507,8 +512,7 @@ def _einsum(xs, ans, order, subscripts):
 
 
 RULES.update({
-    P.log1p: lambda xs, ans, order: ode(xs[0], ans, order,
-                                        h=[1 + xs[0][0]] + list(xs[0][1:])),
+    P.log1p: lambda xs, ans, order: _log1p(xs[0], ans, order),
     P.expm1: lambda xs, ans, order: _expm1(xs[0], ans, order),
     P.stop_gradient: lambda xs, ans, order: _const(ans, order),
     A.matmul: bilinear(A.matmul),
