@@ -171,4 +171,7 @@ def cross_entropy(logits, labels):
     if len(shape) != 2 or lshape != shape[:1]:
         raise ValueError(f"cross_entropy: logits must have shape (N, C) and labels shape "
                          f"(N,), got logits of shape {shape} and labels of shape {lshape}")
-    return P.cross_entropy(logits, _check_labels(labels, shape[1], "cross_entropy"))
+    labels = _check_labels(labels, shape[1], "cross_entropy")
+    if type(logits) is Node:              # (an eager gradient's loss: straight to the graph)
+        return logits.graph.apply(P.cross_entropy, (logits, labels))
+    return P.cross_entropy(logits, labels)

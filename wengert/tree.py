@@ -32,7 +32,7 @@ class TreeDef:
         #                             or HELD (a value held in the structure, no leaf)
         self.meta = meta            # dict keys, the namedtuple type, or HELD's value
         self.children = children
-        self._num_leaves = None
+        self._num_leaves = len(children) if flat else None
         self.flat = flat            # a tuple or list of leaves only (the common tree)
 
     def __eq__(self, other):

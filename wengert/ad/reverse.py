@@ -111,9 +111,12 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
             if type(p) is float:                 # a constant partial: add's 1.0
                 c = g if p == 1.0 else g * p
             else:
-                c = op.scaled_partial(k, g, xs, ans, params)
-                if c is None:
-                    continue
+                try:
+                    c = g * p(*xs, ans, **params)     # (scaled_partial's usual case, inline)
+                except (ArithmeticError, TypeError):  # (a float's 1/0, a None partial)
+                    c = op.scaled_partial(k, g, xs, ans, params)
+                    if c is None:
+                        continue
             if a.shape != node.shape:            # (array to array: no dispatch needed)
                 c = sum_to.impl(c, a.shape) if a.shape and type(c) is np.ndarray else \
                     sum_to(c, shape=a.shape)

@@ -287,6 +287,12 @@ class Graph:
                     a = float(a)          # x + 1 and x + 1.0 are one node (one constant)
                 # a float constant seen before is one lookup away (see const())
                 c = consts.get(a) if type(a) is float else None
+                if c is None and type(a) is np.ndarray and not self.optimize and a.ndim \
+                        and a.dtype.kind in "biuf":
+                    # an eager call's data (x of x @ w, a classifier's labels): lift's
+                    # checks and canonical form are for other values
+                    c = Node(self, len(self.nodes), _CONST, (), _NO_PARAMS, a.shape, a.dtype, a)
+                    self.nodes.append(c)
                 if c is None:
                     overload = _OVERLOADS.get(type(a))
                     if overload is not None:        # a traced value met a wg.Dual

@@ -36,6 +36,7 @@ from ..graph.node import Node
 from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives import shape as SH
+from ..primitives.registry import Primitive as _Primitive
 
 random = _np.random
 # and a submodule, so that ``import wengert.numpy.random as npr`` works, as autograd's does
@@ -225,6 +226,7 @@ class _Ufunc:
     def __init__(self, npufunc, traced=None):
         self.numpy = npufunc            # NumPy's ufunc
         self.traced = traced            # the function for traced values (None: refused)
+        self.unary_primitive = isinstance(traced, _Primitive) and npufunc.nin == 1
         self.__name__ = npufunc.__name__
         self.__doc__ = f"NumPy's ``{npufunc.__name__}``" + (
             ", differentiable." if traced is not None else " (not on traced values).")
@@ -234,7 +236,11 @@ class _Ufunc:
             for x in args:
                 t = type(x)
                 if t is Node:
-                    return self.traced(x) if len(args) == 1 else self.traced(*_arrays(args))
+                    if len(args) > 1:
+                        return self.traced(*_arrays(args))
+                    # (np.tanh(h) in an eager gradient: the graph Primitive.__call__ finds)
+                    return x.graph.apply(self.traced, args) if self.unary_primitive else \
+                        self.traced(x)
                 if (t is list or t is tuple) and _traced(x):    # [x, y] for an array
                     return self.traced(*_arrays(args))
         # NumPy's, which hands traced values (with keywords) to wengert.numpy.dispatch
@@ -1185,6 +1191,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 # ---- contractions --------------------------------------------------------------------------
 def matmul(a, b, /, **kwargs):
     """NumPy's ``matmul`` (``a @ b``), differentiable; seed 000's rule X̄ = Z̄Yᵀ, Ȳ = XᵀZ̄."""
+    if type(a) is Node and type(b) is Node and a.graph is b.graph and not kwargs \
+            and len(a.shape) == 2 and len(b.shape) == 2 and a.shape[1] == b.shape[0]:
+        return a.graph.apply(A.matmul, (a, b))          # (a layer of a network: the usual)
     if type(a) is not Node and type(b) is not Node and not _traced(a, b):
         return _np.matmul(a, b, **kwargs)
     if kwargs:
