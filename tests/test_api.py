@@ -495,6 +495,10 @@ def test_hvp_reports_its_own_parameters():
     h = wg.hvp(lambda y: y ** 3)
     assert list(inspect.signature(h).parameters) == ["x", "v"]
     assert h(2.0, 1.0) == 12.0 and wg.compile(h, 2.0, 1.0)(2.0, 1.0) == 12.0
+    # and its errors name hvp, x and v (they came from the jvp inside it)
+    with pytest.raises(ValueError, match=r"^hvp: x has shape \(3,\) but its direction v "
+                                         r"has shape \(2,\)"):
+        wg.hvp(lambda y: np.sum(y ** 3))(np.ones(3), np.ones(2))
 
 
 def test_jacobian_blocks_come_back_in_the_promoted_float_dtype():

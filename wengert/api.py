@@ -509,10 +509,16 @@ def jvp(f, primals, tangents):
                         f"{type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    return _jvp(f, primals, tangents, "jvp")
+
+
+def _jvp(f, primals, tangents, who, names=None):
+    """`jvp` for `who` (jvp, hvp), whose errors call the primals and tangents `names`."""
     t_leaves = []
     for i, (p, t) in enumerate(zip(primals, tangents)):
-        t_leaves += direction_leaves(p, t, f"primal {i}", "tangent", "jvp")
-    call = _Call(f, tuple(primals), {}, range(len(primals)), "jvp", _param_names(f))
+        primal, tangent = names or (f"primal {i}", "tangent")
+        t_leaves += direction_leaves(p, t, primal, tangent, who)
+    call = _Call(f, tuple(primals), {}, range(len(primals)), who, _param_names(f))
     out_nodes, out_tree = call.output_nodes(call.out, "jvp")
     plan = call.graph.between(call.inputs, out_nodes)
     tans = ad.forward(plan, call.inputs, t_leaves, out_nodes, call.symbolic)
@@ -689,7 +695,7 @@ def hvp(f):
 
     @functools.wraps(f)
     def hvp_f(x, v):
-        return jvp(g, (x,), (v,))[1]
+        return _jvp(g, (x,), (v,), "hvp", ("x", "direction v"))[1]
 
     # (f's name and doc, but its own parameters: wraps would make signature() say f's)
     hvp_f.__signature__ = inspect.signature(hvp_f, follow_wrapped=False)
