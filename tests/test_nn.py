@@ -261,6 +261,22 @@ def test_labels_in_either_byte_order(dtype):
                 call()
 
 
+@pytest.mark.parametrize("call, error", [
+    (lambda x: nn.max_pool2d(x, 4), r"a 4x4 window does not fit in images of shape \(1, 2, 3, 4\)"),
+    (lambda x: nn.max_pool2d(x[0], 2), r"images of shape \(N, C, H, W\), got \(2, 3, 4\)"),
+    (lambda x: nn.max_pool2d(x, 2, 0), "must be >= 1"),
+    (lambda x: nn.conv2d(x, numpy.ones((3, 1, 2, 2))),
+     r"kernels of shape \(O, 2, kh, kw\) for images of shape \(1, 2, 3, 4\), got \(3, 1, 2, 2\)"),
+    (lambda x: nn.conv2d(x, numpy.ones((3, 2, 5, 5))), r"larger than images .* padding 0"),
+    (lambda x: nn.conv2d(x, numpy.ones((3, 2, 2, 2)), stride=0), "stride must be >= 1")])
+def test_conv_and_pool_shape_errors_name_the_shapes(call, error):
+    # (a pool window larger than the image gave an empty result and a zero gradient)
+    x = rng.normal(size=(1, 2, 3, 4))
+    for run in (lambda: call(x), lambda: wg.grad(lambda t: np.sum(call(t)))(x)):
+        with pytest.raises(ValueError, match=error):
+            run()
+
+
 def test_one_hot():
     assert_close(nn.one_hot(LABELS, 4), numpy.eye(4)[LABELS], rtol=0, atol=0)
     graph = wg.trace(lambda y: nn.one_hot(y, 4), LABELS)

@@ -47,9 +47,18 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
         [[[[4.0, 4.0], [4.0, 4.0]]]]
     """
     stride, padding = _pair_free(stride, "conv2d stride"), _pair_free(padding, "conv2d padding")
-    if len(_np.shape(x) if type(x) is not Node else x.shape) != 4:
-        raise ValueError(f"conv2d: expected images of shape (N, C, H, W), got "
-                         f"{wnp.shape(x)}")
+    xs, ws = _shape(x), _shape(weight)
+    if len(xs) != 4:
+        raise ValueError(f"conv2d: expected images of shape (N, C, H, W), got {xs}")
+    if len(ws) != 4 or ws[1] != xs[1]:
+        raise ValueError(f"conv2d: expected kernels of shape (O, {xs[1]}, kh, kw) for images of "
+                         f"shape {xs}, got {ws}")
+    if stride < 1 or padding < 0:
+        raise ValueError(f"conv2d: stride must be >= 1 and padding >= 0, got stride {stride} "
+                         f"and padding {padding}")
+    if ws[2] > xs[2] + 2 * padding or ws[3] > xs[3] + 2 * padding:
+        raise ValueError(f"conv2d: kernels of shape {ws} are larger than images of shape {xs} "
+                         f"with padding {padding}")
     y = P.conv2d(x, weight, stride=stride, padding=padding)
     if bias is not None:
         y = y + wnp.reshape(bias, (1, -1, 1, 1))
@@ -67,7 +76,18 @@ def max_pool2d(x, kernel_size, stride=None):
     """
     k = _pair_free(kernel_size, "max_pool2d kernel_size")
     s = k if stride is None else _pair_free(stride, "max_pool2d stride")
+    xs = _shape(x)
+    if len(xs) != 4:
+        raise ValueError(f"max_pool2d: expected images of shape (N, C, H, W), got {xs}")
+    if k < 1 or s < 1:
+        raise ValueError(f"max_pool2d: kernel_size and stride must be >= 1, got {k} and {s}")
+    if k > xs[2] or k > xs[3]:
+        raise ValueError(f"max_pool2d: a {k}x{k} window does not fit in images of shape {xs}")
     return P.max_pool2d(x, kernel=k, stride=s)
+
+
+def _shape(x):
+    return tuple(x.shape) if type(x) is Node else _np.shape(x)
 
 
 def _one_axis(x, axis, who):
