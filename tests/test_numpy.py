@@ -226,6 +226,10 @@ CASES = {
                  + np.gradient(x, numpy.arange(4.0), axis=1)
                  + np.gradient(x, 0.5, [0, 1, 3, 4.5], edge_order=2)[1]
                  + np.gradient(x, axis=0, edge_order=2), [r(3, 4)]),
+    "pad modes take": (lambda x: np.pad(x, ((1, 4), (2, 0)), mode="reflect")[:5, :3]
+                       * np.pad(x, 1, mode="edge")[:5, 1:4] + np.pad(x, 2, mode="wrap")[:5, :3]
+                       + np.pad(x, (0, 2), mode="symmetric")[:5, 2:]
+                       * np.take(x, [2, 0, 0], axis=1)[:1], [r(3, 3)]),
     "full full_like select": (lambda x: np.full((2, 3), x[1]) * np.full_like(x, x[0] ** 2)
                               + np.select([x < 0, x > 0.5], [x ** 3, np.sin(x)], x * 3),
                               [r(3)]),
@@ -1152,6 +1156,14 @@ def _more_calls(x, y, p, u):
                                                                edge_order=2), (x,)),
         ("tril", lambda v: np.tril(v, 1), (x,)), ("triu", lambda v: np.triu(v, -1), (x,)),
         ("full", lambda v: np.full((2, 3, 4), v[0]), (x,)),
+        ("pad edge", lambda v: np.pad(v, ((1, 2), (3, 0)), mode="edge"), (x,)),
+        ("pad reflect", lambda v: np.pad(v, 5, mode="reflect"), (x,)),
+        ("pad symmetric", lambda v: np.pad(v, (0, 6), mode="symmetric"), (x,)),
+        ("pad wrap", lambda v: np.pad(v, 2, mode="wrap"), (x,)),
+        ("take", lambda v: np.take(v, [[0, -1], [5, 3]]), (x,)),
+        ("take axis", lambda v: np.take(v, [3, 0, 0], axis=1), (x,)),
+        ("take wrap clip", lambda v: np.take(v, [7, -5], axis=0, mode="wrap")
+         + np.take(v, [9, -2], axis=0, mode="clip"), (x,)),
         ("full dtype", lambda v: np.full(4, v[1, 2], dtype=numpy.float32), (x,)),
         ("full_like", lambda v: np.full_like(v, v[1, 2]), (x,)),
         ("select", lambda v, w: np.select([v < 0, v > 0.5], [v * 2, w], default=v), (x, y)),

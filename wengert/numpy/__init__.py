@@ -972,17 +972,51 @@ def repeat(a, repeats, axis=None):
     return a[(slice(None),) * ax + (idx,)]
 
 
+@_numpy_unless_traced(_np.take)
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """NumPy's ``take`` (elements at integer `indices` along `axis`, of the flattened array
+    without one), differentiable in `a`: integer-array indexing."""
+    _refuse("take", out=out is not None)
+    indices = _np.asarray(indices._concrete("used as indices") if type(indices) is Node
+                          else indices)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _one_axis(axis, a.ndim, "take")
+    n = a.shape[ax]
+    if mode == "wrap":
+        indices = _np.mod(indices, n)
+    elif mode == "clip":
+        indices = _np.clip(indices, 0, n - 1)
+    elif mode != "raise":
+        raise ValueError("clipmode must be one of 'clip', 'raise', or 'wrap'")
+    return a[(slice(None),) * ax + (indices,)]
+
+
 @_numpy_unless_traced(_np.pad)
 def pad(array, pad_width, mode="constant", **kwargs):
-    """NumPy's ``pad``, differentiable in the array in mode 'constant' (any other mode is
-    NumPy's, for plain arrays)."""
-    if mode != "constant":
-        raise NotImplementedError(f"numpy.pad: mode {mode!r} is not supported on traced "
-                                  "values (only 'constant')")
-    constant_values = kwargs.pop("constant_values", 0)
-    _refuse("pad", **{k: True for k in kwargs})
+    """NumPy's ``pad``, differentiable in the array, in the modes 'constant', and 'edge',
+    'reflect', 'symmetric' and 'wrap', which copy the array's own values: those are
+    indexing, whose derivative adds each copy's cotangent back to the value copied (the
+    statistics modes are NumPy's, for plain arrays)."""
     widths = tuple((int(lo), int(hi)) for lo, hi in
                    _np.broadcast_to(_np.asarray(pad_width), (array.ndim, 2)))
+    if mode in ("edge", "reflect", "symmetric", "wrap"):
+        if kwargs.pop("reflect_type", "even") != "even":
+            raise NotImplementedError("numpy.pad: reflect_type='odd' is not supported on "
+                                      "traced values")
+        _refuse("pad", **{k: True for k in kwargs})
+        out = array
+        for ax, (lo, hi) in enumerate(widths):
+            if lo or hi:        # where each padded position copies from: NumPy's own padding
+                idx = _np.pad(_np.arange(array.shape[ax]), (lo, hi), mode=mode)
+                out = out[(slice(None),) * ax + (idx,)]
+        return out
+    if mode != "constant":
+        raise NotImplementedError(f"numpy.pad: mode {mode!r} is not supported on traced "
+                                  "values (only 'constant', 'edge', 'reflect', 'symmetric' "
+                                  "and 'wrap')")
+    constant_values = kwargs.pop("constant_values", 0)
+    _refuse("pad", **{k: True for k in kwargs})
     out = A.pad(array, pad_width=widths)
     if _np.any(_np.asarray(constant_values) != 0):
         # the border: the constants around zeros of the array's dtype (float32 stays so)
