@@ -245,6 +245,10 @@ CASES = {
                                          * np.dsplit(t, 2)[1] + np.array_split(t, [1, 3], 2)[1][..., :1]
                                          + np.vsplit(t, 2)[1][..., :2] + np.hsplit(t, [2])[1][..., 2:],
                                          [r(2, 3, 4)]),
+    "copysign heaviside float_power ldexp": (
+        lambda x, y, p: np.copysign(x, y) * np.heaviside(np.round(x), y) + np.float_power(p, x)
+        + np.ldexp(x, [[1], [-2], [3]]) + np.isnan(x) * x + np.isinf(y) + np.signbit(x) * y,
+        [r(3, 4), r(4), pos(3, 4)]),
     "kron": (lambda a, b: np.kron(a, b) + np.kron(b, a).T, [r(2, 3), r(3, 2)]),
     "kron vector": (lambda a, b: np.kron(a, b), [r(2, 3), r(3)]),
     "cross": (lambda a, b, c: np.cross(a, b) + np.cross(c, a, axisa=0, axisc=0).T
@@ -1175,6 +1179,13 @@ def _more_calls(x, y, p, u):
         ("array_split", lambda v: np.array_split(v, 3, axis=1), (x,)),
         ("hsplit", lambda v: np.hsplit(v, 2), (x,)), ("vsplit", lambda v: np.vsplit(v, [1]), (x,)),
         ("dsplit", lambda v: np.dsplit(v[None], [1, 3]), (x,)),
+        ("isnan isinf signbit", lambda v: (np.isnan(v / v), np.isinf(1 / v), np.signbit(v),
+                                           np.signbit(v * 0), np.isnan(v > 0)), (x,)),
+        ("copysign", np.copysign, (x, y)), ("copysign weak", lambda v: np.copysign(v, -1.0), (x,)),
+        ("heaviside", lambda v, w: np.heaviside(np.round(v), w), (x, y)),
+        ("heaviside weak", lambda v: np.heaviside(np.round(v), 0.5), (x,)),
+        ("float_power", np.float_power, (p, x)), ("float_power 2", lambda v: np.float_power(v, 2), (x,)),
+        ("ldexp", lambda v: np.ldexp(v, numpy.array([[1], [-3], [70]])), (x,)),
         ("kron", np.kron, (x, y)), ("cross", np.cross, (x[:, :3], y[1:])),
         ("partition", lambda v: np.partition(v, (0, 2), axis=-1), (x,)),
         ("argpartition", lambda v: np.argpartition(v, 1, axis=0), (x,)),
@@ -1222,6 +1233,33 @@ def test_hypot_and_logaddexp_derivatives_without_overflow():
         assert wg.grad(np.logaddexp2, argnums=(0, 1))(7.0, 7.0) == pytest.approx((0.5, 0.5))
         assert np.arcsinh(1e300) == numpy.arcsinh(1e300)
         assert wg.grad(np.arcsinh)(1e300) == pytest.approx(1e-300, rel=1e-14)
+
+
+def test_sign_and_classification_functions_follow_numpy_and_their_derivatives():
+    x = numpy.array([-1.5, -0.0, 0.0, 2.0, numpy.nan, numpy.inf, -numpy.inf])
+    y = numpy.array([1.0, -1.0, -2.0, 0.5, 3.0, -1.0, 1.0])
+    for v in (x, x.astype(numpy.float32), numpy.arange(-3, 4)):
+        for name in ("isnan", "isinf", "signbit"):
+            mine, theirs = getattr(np, name), getattr(numpy, name)
+            for got in (wg.trace(mine, v)(v), wg.compile(mine, v)(v), wg.trace(theirs, v)(v)):
+                assert got.dtype == bool and got.tolist() == theirs(v).tolist(), (name, v)
+        for name in ("copysign", "heaviside"):
+            want = getattr(numpy, name)(v, y)
+            got = wg.compile(getattr(np, name), v, y)(v, y)
+            assert got.dtype == want.dtype and numpy.array_equal(got, want, equal_nan=True)
+            assert numpy.array_equal(numpy.signbit(got), numpy.signbit(want)), name
+    x, y = x[:4], y[:4]
+    gx, gy = wg.grad(lambda a, b: np.sum(np.copysign(a, b)), argnums=(0, 1))(x, y)
+    assert gx.tolist() == [-1.0, 0.0, 0.0, 1.0] and gy.tolist() == [0.0] * 4
+    gx, gh = wg.grad(lambda a, b: np.sum(np.heaviside(a, b)), argnums=(0, 1))(x, y)
+    assert gx.tolist() == [0.0] * 4 and gh.tolist() == [0.0, 1.0, 1.0, 0.0]
+    assert wg.grad(lambda a: np.sum(np.ldexp(a, numpy.arange(4) - 1)))(x).tolist() == \
+        [0.5, 1.0, 2.0, 4.0]
+    g = wg.grad(lambda a: np.sum(np.float_power(a, 3)))(numpy.float32([2.0]))
+    assert g.dtype == numpy.float32 and g.tolist() == [12.0]
+    for ns in (numpy, np):                          # ldexp takes integer exponents only
+        with pytest.raises(TypeError, match="ldexp"):
+            wg.grad(lambda a: ns.sum(ns.ldexp(a, numpy.array([1.5]))))(x)
 
 
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():

@@ -324,6 +324,76 @@ def _fmax_like(npufunc, compare):
 
 fmax, fmin = _fmax_like(_np.fmax, S.ge), _fmax_like(_np.fmin, S.le)
 
+# ---- classification and sign: bools without derivative, and the functions built on them ----
+isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
+isinf = _Ufunc(_np.isinf, lambda x: S.eq(S.abs(x), inf))
+
+
+def _signbit(x):
+    # atan2(x, -1) is -π for -0.0 and below zero exactly where x's sign bit is set (the
+    # sign of a nan is not read: False, where NumPy reads the bit of a -nan)
+    if A.dtype_of(x).kind in "iub":
+        return S.lt(x, 0)
+    return S.lt(S.atan2(x, -1.0), 0)
+
+
+signbit = _Ufunc(_np.signbit, _signbit)
+
+
+def _float_result(*xs):
+    """The float dtype NumPy gives a float ufunc of `xs`: their promotion, a weak traced
+    value (a Python number's) giving way as a Python number does; float64 for integers."""
+    from ..primitives.registry import is_weak, _WEAK_STAND_IN
+    return _np.result_type(*[_WEAK_STAND_IN[x.dtype.kind] if type(x) is Node and is_weak(x)
+                             else A.dtype_of(x) if type(x) is Node else x for x in xs], 1.0)
+
+
+def _copysign(x, y):
+    # |x| with y's sign: the derivative in x is sign(x)·(±1), through abs; none in y
+    dt = _float_result(x, y)
+    x = S.abs(astype(x, dt) if A.dtype_of(x) != dt else x)
+    return S.select(_signbit(y), S.neg(x), x)
+
+
+copysign = _Ufunc(_np.copysign, _copysign)
+
+
+def _heaviside(x, h):
+    # 0 below zero, h at zero, 1 above, nan for nan (no derivative in x; 1 in h at zero)
+    dt = _float_result(x, h)
+    step = S.select(S.gt(x, 0), 1.0, S.select(S.lt(x, 0), 0.0, S.stop_gradient(x)))
+    out = S.select(S.eq(x, 0), h, step)
+    return astype(out, dt) if A.dtype_of(out) != dt else out
+
+
+heaviside = _Ufunc(_np.heaviside, _heaviside)
+
+
+def _float_power(x, y):
+    # NumPy computes it in float64 (complex128 for complex arguments) whatever the inputs
+    x, y = astype(x, _np.float64), astype(y, _np.float64) if _traced(y) else _np.float64(y) \
+        if type(y) in (int, float, bool) else _np.asarray(y, _np.float64)
+    return S.power(x, y)
+
+
+float_power = _Ufunc(_np.float_power, _float_power)
+
+
+def _ldexp(x, n):
+    # x·2**n, exact; n is an integer without derivative
+    n = n if _traced(n) else _np.asarray(n)
+    if A.dtype_of(n).kind not in "iub":
+        raise TypeError("ufunc 'ldexp' not supported for the input types, and the inputs "
+                        "could not be safely coerced to any supported types according to "
+                        "the casting rule ''safe''")
+    dt = _float_result(x)
+    x = astype(x, dt) if A.dtype_of(x) != dt else x
+    two_n = S.exp2(astype(n, dt)) if _traced(n) else _np.ldexp(_np.ones((), dt), n)
+    return S.mul(x, two_n)
+
+
+ldexp = _Ufunc(_np.ldexp, _ldexp)
+
 
 def _real(qualname, x):
     """`x`, a real traced value (or array): NumPy's `qualname` ("angle", "ndarray.conj")
