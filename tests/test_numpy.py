@@ -1186,6 +1186,14 @@ def _more_calls(x, y, p, u):
         ("heaviside weak", lambda v: np.heaviside(np.round(v), 0.5), (x,)),
         ("float_power", np.float_power, (p, x)), ("float_power 2", lambda v: np.float_power(v, 2), (x,)),
         ("ldexp", lambda v: np.ldexp(v, numpy.array([[1], [-3], [70]])), (x,)),
+        ("isclose", lambda v, w: np.isclose(v, v + w * 1e-6), (x, y)),
+        ("isclose equal_nan", lambda v: np.isclose(np.where(v > 0, v, numpy.nan), np.round(v, 1),
+                                                                0.1, 0.5, True), (x,)),
+        ("allclose array_equal", lambda v, w: (np.allclose(v, v + 1e-9), np.allclose(v, w),
+                                               np.array_equal(v, v), np.array_equal(v, w)), (x, y)),
+        ("count_nonzero flatnonzero argwhere", lambda v: (
+            np.count_nonzero(np.round(v)), np.count_nonzero(np.round(v), axis=0, keepdims=True),
+            np.flatnonzero(np.round(v)), np.argwhere(np.round(v))), (x,)),
         ("kron", np.kron, (x, y)), ("cross", np.cross, (x[:, :3], y[1:])),
         ("partition", lambda v: np.partition(v, (0, 2), axis=-1), (x,)),
         ("argpartition", lambda v: np.argpartition(v, 1, axis=0), (x,)),
@@ -1260,6 +1268,26 @@ def test_sign_and_classification_functions_follow_numpy_and_their_derivatives():
     for ns in (numpy, np):                          # ldexp takes integer exponents only
         with pytest.raises(TypeError, match="ldexp"):
             wg.grad(lambda a: ns.sum(ns.ldexp(a, numpy.array([1.5]))))(x)
+
+
+def test_functions_of_values_need_values_and_isclose_is_elementwise():
+    x, y = r(3, 4), r(4)
+    for call in ("np.allclose(t, y)", "np.array_equal(t, y)", "np.count_nonzero(t)",
+                 "np.flatnonzero(t)", "np.argwhere(t)", "numpy.argwhere(t)"):
+        f = lambda t: eval(call, {"np": np, "numpy": numpy, "y": y, "t": t})
+        assert numpy.array_equal(wg.vjp(f, x)[0], eval(call, {"np": numpy, "numpy": numpy, "y": y,
+                                                                    "t": x}))
+        with pytest.raises(wg.ConcretizationError, match=call.split("(")[0].split(".")[1]):
+            wg.trace(f, x)
+    # isclose needs no value: it is recorded, and selects the branch of a derivative
+    z = numpy.array([1.0, numpy.nan, numpy.inf, -numpy.inf, 2.0, 1e-9])
+    w = numpy.array([1.0 + 1e-7, numpy.nan, numpy.inf, numpy.inf, numpy.nan, 0.0])
+    with numpy.errstate(all="raise"):
+        for kw in ({}, {"equal_nan": True}, {"rtol": 0.0, "atol": 0.0}):
+            assert wg.compile(lambda a, b: np.isclose(a, b, **kw), z, w)(z, w).tolist() == \
+                numpy.isclose(z, w, **kw).tolist()
+    g = wg.grad(lambda a: np.sum(np.where(np.isclose(a, 1.0, atol=0.5), a ** 2, a)))(x[0])
+    assert g.tolist() == numpy.where(numpy.isclose(x[0], 1.0, atol=0.5), 2 * x[0], 1.0).tolist()
 
 
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():

@@ -733,6 +733,54 @@ def nonzero(a):
     return _np.nonzero(a._concrete("used by nonzero()"))
 
 
+@_numpy_unless_traced(_np.isclose, any_argument=True)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """NumPy's ``isclose``, elementwise on traced values as NumPy computes it
+    (|a − b| <= atol + rtol·|b| where b is finite, or a == b): bools, no derivative."""
+    def prepared(v):
+        if type(v) is Node or isinstance(v, (int, float, complex)):
+            return v
+        return _np.asanyarray(v)
+    x, y = prepared(a), prepared(b)
+    dt = getattr(y, "dtype", None)
+    if dt is not None and dt.kind != "m":
+        dt = _float_result(y)
+        y = astype(y, dt) if A.dtype_of(y) != dt else y
+    elif isinstance(y, int):
+        y = float(y)
+    # (inf − inf is left out rather than computed under NumPy's errstate, which a
+    # compiled function would not have: where either is not finite only x == y counts)
+    finite = logical_and(isfinite(x), isfinite(y))
+    xf, yf = where(finite, x, 0), where(finite, y, 0)
+    result = logical_or(logical_and(less_equal(abs(xf - yf), atol + rtol * abs(yf)), finite),
+                        equal(x, y))
+    if equal_nan:
+        result = logical_or(result, logical_and(isnan(x), isnan(y)))
+    return result
+
+
+def _on_values(npfn):
+    """NumPy's `npfn` of the values of traced arguments: for functions whose results
+    (bools, counts, indices) have no derivative and depend on the values, so that, like
+    indexing with a traced mask, they are not possible while tracing without values."""
+    what = f"read by {npfn.__name__}()"
+
+    def fn(*args, **kwargs):
+        value = lambda v: v._concrete(what) if type(v) is Node else v
+        return npfn(*[value(v) for v in args], **{k: value(v) for k, v in kwargs.items()})
+    fn.__name__ = fn.__qualname__ = npfn.__name__
+    fn.__doc__ = (f"NumPy's ``{npfn.__name__}`` of the values (no derivative; not while "
+                  "tracing without values).")
+    return _numpy_unless_traced(npfn, any_argument=True)(fn)
+
+
+allclose = _on_values(_np.allclose)
+array_equal = _on_values(_np.array_equal)
+count_nonzero = _on_values(_np.count_nonzero)
+flatnonzero = _on_values(_np.flatnonzero)
+argwhere = _on_values(_np.argwhere)
+
+
 # ---- shapes --------------------------------------------------------------------------------
 @_numpy_unless_traced(_np.reshape)
 def reshape(a, /, shape, order="C", *, copy=None):
