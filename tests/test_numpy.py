@@ -1,5 +1,7 @@
 """wengert.numpy: every function's JVP and VJP against central differences on random
 inputs of several shapes (broadcasting, negative axes), second order for smooth ones."""
+import warnings
+
 import numpy
 import pytest
 
@@ -249,6 +251,22 @@ CASES = {
         lambda x, y, p: np.copysign(x, y) * np.heaviside(np.round(x), y) + np.float_power(p, x)
         + np.ldexp(x, [[1], [-2], [3]]) + np.isnan(x) * x + np.isinf(y) + np.signbit(x) * y,
         [r(3, 4), r(4), pos(3, 4)]),
+    "nansum nanmean nanmax nanmin ptp": (
+        lambda x: np.nansum(x, 1) * np.nanmean(x, 0)[:3] + np.nanmax(x, 0)[1:] * np.nanmin(x)
+        + np.ptp(x, 1) + np.ptp(x) * np.nansum(x, keepdims=True)[0], [r(3, 4)]),
+    "average": (lambda a, w: np.average(a, 1, w) + np.average(a, weights=a * a)
+                + np.average(a, 0, returned=True)[0][:3] * np.average(a, (1, 0), w[None] * a,
+                                                                      returned=True)[1], [r(3, 4), pos(4)]),
+    "median quantile percentile": (
+        lambda x: np.median(x, 0)[:3] + np.median(x, 1) * np.median(x)
+        + np.quantile(x, 0.3, axis=1) + np.quantile(x, [0.2, 0.9], 0)[1, 1:]
+        + np.percentile(x, 35.0, 1, keepdims=True)[:, 0], [r(3, 4)]),
+    "trapezoid": (lambda y, x: np.trapezoid(y) + np.trapezoid(y, x, axis=0)[:3]
+                  + np.trapezoid(y, y * x[:, None], axis=0)[1:], [r(3, 4), r(3)]),
+    "take_along_axis meshgrid polyval": (
+        lambda x, p: np.take_along_axis(x, numpy.array([[2, 0, 1, 1]]), 0)
+        + np.meshgrid(x[0], x[1, :3])[0] + np.meshgrid(p, x[2], indexing="ij", sparse=True)[1]
+        * np.polyval(p, x) + np.polyval(x[0], x[1]), [r(3, 4), r(3)]),
     "kron": (lambda a, b: np.kron(a, b) + np.kron(b, a).T, [r(2, 3), r(3, 2)]),
     "kron vector": (lambda a, b: np.kron(a, b), [r(2, 3), r(3)]),
     "cross": (lambda a, b, c: np.cross(a, b) + np.cross(c, a, axisa=0, axisc=0).T
@@ -1194,6 +1212,35 @@ def _more_calls(x, y, p, u):
         ("count_nonzero flatnonzero argwhere", lambda v: (
             np.count_nonzero(np.round(v)), np.count_nonzero(np.round(v), axis=0, keepdims=True),
             np.flatnonzero(np.round(v)), np.argwhere(np.round(v))), (x,)),
+        ("nansum", lambda v: np.nansum(np.where(v < 0, numpy.nan, v)), (x,)),
+        ("nansum axis", lambda v: np.nansum(np.where(v > 0.5, numpy.nan, v), 1), (x,)),
+        ("nanmean", lambda v: np.nanmean(np.where(v > 0.5, numpy.nan, v), 0), (x,)),
+        ("nanmax nanmin", lambda v: (np.nanmax(np.where(v > 0.5, numpy.nan, v), 1),
+                                     np.nanmin(np.where(v > 0.5, numpy.nan, v))), (x,)),
+        ("ptp", lambda v: np.ptp(v, 1, keepdims=True), (x,)), ("average", np.average, (x,)),
+        ("average weights", lambda v, w: np.average(v, 1, w, returned=True), (x, y)),
+        ("average weights all", lambda v: np.average(v, weights=np.abs(v)), (x,)),
+        ("average weights axes", lambda v: np.average(v, (1, 0), np.abs(v.T), keepdims=True), (x,)),
+        ("median", np.median, (x,)), ("median axis", lambda v: np.median(v, 0), (x,)),
+        ("median axis odd", lambda v: np.median(v, 1, keepdims=True), (x,)),
+        ("median nan", lambda v: np.median(np.where(v > 1, numpy.nan, v), 1), (x,)),
+        ("quantile", lambda v: np.quantile(v, 0.3), (x,)),
+        ("quantile array", lambda v: np.quantile(v, [0.1, 0.5, 1.0], axis=1), (x,)),
+        ("quantile strong", lambda v: np.quantile(v, numpy.float32(0.25), 0), (x,)),
+        ("quantile integers", lambda v: np.quantile(v, numpy.array([0, 1])), (x,)),
+        ("percentile", lambda v: np.percentile(v, 37, axis=0, keepdims=True), (x,)),
+        ("percentile array", lambda v: np.percentile(v, numpy.array([0, 99.0]), (0, 1)), (x,)),
+        ("trapezoid", np.trapezoid, (x,)), ("trapezoid x", lambda v, w: np.trapezoid(v, w), (x, y)),
+        ("trapezoid dx", lambda v: np.trapezoid(v, dx=0.3, axis=0), (x,)),
+        ("trapezoid 2-d x", lambda v: np.trapezoid(v, v ** 2, axis=0), (x,)),
+        ("take_along_axis", lambda v: np.take_along_axis(v, numpy.argsort(v, 1), 1), (x,)),
+        ("take_along_axis broadcast", lambda v: np.take_along_axis(v, numpy.array([[0], [-2]]), 0), (x,)),
+        ("take_along_axis None", lambda v: np.take_along_axis(v, numpy.array([3, -1]), None), (x,)),
+        ("meshgrid", lambda v: np.meshgrid(v[0], v[1, :2]), (x,)),
+        ("meshgrid ij sparse", lambda v, w: np.meshgrid(v[0], w[:2], v[2], indexing="ij",
+                                                        sparse=True), (x, y)),
+        ("polyval", lambda v: np.polyval(v[0], v), (x,)),
+        ("polyval plain p", lambda v: np.polyval([1.0, 2.0, -1.0], v), (x,)),
         ("kron", np.kron, (x, y)), ("cross", np.cross, (x[:, :3], y[1:])),
         ("partition", lambda v: np.partition(v, (0, 2), axis=-1), (x,)),
         ("argpartition", lambda v: np.argpartition(v, 1, axis=0), (x,)),
@@ -1290,6 +1337,41 @@ def test_functions_of_values_need_values_and_isclose_is_elementwise():
     assert g.tolist() == numpy.where(numpy.isclose(x[0], 1.0, atol=0.5), 2 * x[0], 1.0).tolist()
 
 
+def test_statistics_derivatives_in_closed_form():
+    v = numpy.array([3.0, 1.0, 4.0, 1.5, 9.0])
+    assert wg.grad(np.median)(v).tolist() == [1.0, 0, 0, 0, 0]          # the middle element
+    assert wg.grad(np.median)(v[:4]).tolist() == [0.5, 0, 0, 0.5]       # the two middle ones
+    # quantile 'linear': q(n-1) = 0.3·4 = 1.2 between the sorted 1.5 and 3.0
+    assert wg.grad(lambda v: np.quantile(v, 0.3))(v) == pytest.approx([0.2, 0, 0, 0.8, 0])
+    a, w = r(5), pos(5)
+    ga, gw = wg.grad(lambda a, w: np.average(a, weights=w), argnums=(0, 1))(a, w)
+    avg = numpy.average(a, weights=w)
+    assert_close(ga, w / w.sum(), rtol=1e-15)
+    assert_close(gw, (a - avg) / w.sum(), rtol=1e-12)
+    # NaNs are ignored and get no derivative, also in an all-NaN slice
+    x = numpy.array([[1.0, numpy.nan, 3.0], [numpy.nan] * 3])
+    for f, want in ((np.nansum, [[1, 0, 1], [0, 0, 0]]), (np.nanmax, [[0, 0, 1], [0, 0, 0]]),
+                    (np.nanmean, [[0.5, 0, 0.5], [0, 0, 0]]), (np.nanmin, [[1, 0, 0], [0, 0, 0]])):
+        with numpy.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            g = wg.grad(lambda t: np.sum(np.nan_to_num(f(t, 1))))(x)
+        assert g.tolist() == want, f
+    for f, message in ((np.nanmean, "Mean of empty slice"), (np.nanmax, "All-NaN slice")):
+        with pytest.warns(RuntimeWarning, match=message):
+            assert numpy.isnan(wg.vjp(lambda t: f(t, 1), x)[0][1])
+    # a ptp of a constant has derivative zero (the max and min cancel, shared among ties)
+    assert wg.grad(np.ptp)(numpy.ones(3)).tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
+        wg.grad(lambda a: np.average(a, weights=numpy.array([1.0, -1.0])))(numpy.ones(2))
+    for ns in (numpy, np):
+        with pytest.raises(TypeError, match="Axis must be specified"):
+            wg.grad(lambda t: ns.sum(ns.average(t, weights=t[0])))(r(2, 3))
+        with pytest.raises(ValueError, match="'bogus' is not a valid method"):
+            wg.grad(lambda t: ns.sum(ns.quantile(t, 0.5, method="bogus")))(r(3))
+    with pytest.raises(NotImplementedError, match="method='lower'"):
+        wg.grad(lambda t: np.quantile(t, 0.5, method="lower"))(r(3))
+
+
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():
     x = numpy.array([1.0, numpy.nan, 2.0, numpy.nan])
     y = numpy.array([0.0, 3.0, numpy.nan, numpy.nan])
@@ -1345,12 +1427,18 @@ def test_cross_of_two_vectors_warns_as_numpy_2_does():
     ("np.cross(x, x)", "incompatible dimensions"), ("np.array_split(x, 0)", "larger than 0"),
     ("np.split(x, 3, axis=1)", "equal division"), ("np.vsplit(x[0], 2)", "2 or more dimensions"),
     ("np.gradient(x[:1], axis=0)", "too small"), ("np.rollaxis(x, 0, 5)", "'start' arg"),
-    ("np.partition(x, 9)", "out of bounds")])
+    ("np.partition(x, 9)", "out of bounds"),
+    ("np.quantile(x, 1.5)", "Quantiles must be in the range"),
+    ("np.percentile(x, [-1, 50])", "Percentiles must be in the range"),
+    ("np.average(x, 1, weights=x[0, :3])", "Shape of weights must be consistent"),
+    ("np.meshgrid(x[0], x[1], indexing='xx')", "Valid values for `indexing`"),
+    ("np.take_along_axis(x, numpy.zeros(2, int), 1)", "same number of dimensions"),
+    ("np.nanmax(x, 2)", "out of bounds")])
 def test_more_functions_raise_numpys_errors_on_traced_values(call, error):
     x = r(2, 4)
     for v in (x, None):                                    # NumPy's, then wengert's
-        run = (lambda: eval(call, {"np": numpy, "x": x})) if v is not None else \
-            (lambda: wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t})))(x))
+        run = (lambda: eval(call, {"np": numpy, "x": x, "numpy": numpy})) if v is not None else \
+            (lambda: wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t, "numpy": numpy})))(x))
         with pytest.raises((ValueError, numpy.exceptions.AxisError), match=error):
             run()
     for call, error in (("np.gradient(x, axis=0, edge_order=2)", "too small"),

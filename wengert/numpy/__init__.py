@@ -781,6 +781,298 @@ flatnonzero = _on_values(_np.flatnonzero)
 argwhere = _on_values(_np.argwhere)
 
 
+# ---- NaN-ignoring reductions and statistics ---------------------------------------------------
+def _warn(message, *conditions):
+    """NumPy's RuntimeWarning `message` if any of the traced bools `conditions` holds, when
+    their values are known (not while tracing without values)."""
+    import warnings
+    for c in conditions:
+        value = c.value if type(c) is Node else c
+        if value is not None and _np.any(value):
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+            return
+
+
+@_numpy_unless_traced(_np.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    """NumPy's ``nansum``: the sum with NaNs counted as zero, which get no derivative."""
+    if A.dtype_of(a).kind in "fc":
+        a = S.select(S.ne(a, a), 0.0, a)
+    return sum(a, axis, dtype, out, keepdims, initial, where)
+
+
+@_numpy_unless_traced(_np.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    """NumPy's ``nanmean``: the mean of the elements that are not NaN (which get no
+    derivative); an all-NaN slice is nan, with NumPy's RuntimeWarning."""
+    _refuse("nanmean", out=out is not None, where=where is not True)
+    if A.dtype_of(a).kind not in "fc":
+        return mean(a, axis, dtype, keepdims=keepdims)
+    a = _float_cast("nanmean", a, dtype)
+    axes = _norm_axis(axis, a.ndim, "nanmean")
+    keep = S.eq(a, a)
+    count = sum(astype(keep, A.dtype_of(a)), axes, keepdims=keepdims)
+    # (an all-NaN slice is nan without a division by its count 0, whose derivative would
+    # send nan to the NaNs)
+    empty = S.eq(count, 0)
+    total = sum(S.select(keep, a, 0.0), axes, keepdims=keepdims)
+    out = S.select(empty, nan, total / S.select(empty, 1.0, count))
+    _warn("Mean of empty slice", empty)
+    return out
+
+
+def _nan_extremum(fname, reduce, fill):
+    npfn = getattr(_np, fname)
+
+    def fn(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+        _refuse(fname, out=out is not None, initial=initial is not _NoValue,
+                where=where is not True)
+        if A.dtype_of(a).kind not in "fc":
+            return reduce(a, axis, keepdims=keepdims)
+        nan_ = S.ne(a, a)
+        all_nan = all(nan_, axis, keepdims=keepdims)
+        out = S.select(all_nan, nan, reduce(S.select(nan_, fill, a), axis, keepdims=keepdims))
+        _warn("All-NaN slice encountered", all_nan)
+        return out
+    fn.__name__ = fn.__qualname__ = fname
+    fn.__doc__ = (f"NumPy's ``{fname}``: NaNs are ignored (they get no derivative), an all-NaN "
+                  "slice is nan with NumPy's RuntimeWarning; ties share the derivative.")
+    return _numpy_unless_traced(npfn)(fn)
+
+
+nanmax = _nan_extremum("nanmax", lambda a, axis, keepdims: max(a, axis, keepdims=keepdims),
+                       -inf)
+nanmin = _nan_extremum("nanmin", lambda a, axis, keepdims: min(a, axis, keepdims=keepdims),
+                       inf)
+
+
+@_numpy_unless_traced(_np.ptp)
+def ptp(a, axis=None, out=None, keepdims=False):
+    """NumPy's ``ptp`` (max − min), differentiable."""
+    _refuse("ptp", out=out is not None)
+    return max(a, axis, keepdims=keepdims) - min(a, axis, keepdims=keepdims)
+
+
+@_numpy_unless_traced(_np.average, any_argument=True)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """NumPy's ``average``, differentiable in `a` and in `weights` (sum(a·w)/sum(w));
+    with ``returned`` also the sum of the weights."""
+    a = asarray(a)
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        scl = _np.asarray(a.size / builtins.max(_math.prod(_shape(avg)), 1),
+                          A.dtype_of(avg))[()]
+    else:
+        w = asarray(weights)
+        dt = _np.result_type(A.dtype_of(a), A.dtype_of(w), *(
+            ["f8"] if A.dtype_of(a).kind in "iub" else []))
+        if _shape(a) != _shape(w):
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            axes = _norm_axis(axis, a.ndim, "average")
+            axes = tuple(_norm_list(axis, a.ndim))
+            if tuple(_shape(w)) != tuple(a.shape[i] for i in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
+            # weights along `axis` (in the order given), broadcast over the other axes
+            order = sorted(range(len(axes)), key=lambda i: axes[i])
+            w = transpose(w, order) if order != list(range(len(axes))) else w
+            w = reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(a.shape)))
+            w = broadcast_to(w, a.shape)
+        scl = sum(astype(w, dt), axis, keepdims=keepdims)
+        _warn_zero = S.eq(scl, 0)
+        value = _warn_zero.value if type(_warn_zero) is Node else _warn_zero
+        if value is not None and _np.any(value):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        avg = sum(astype(a, dt) * astype(w, dt), axis, keepdims=keepdims) / scl
+    if returned:
+        if _shape(scl) != _shape(avg):
+            scl = broadcast_to(scl, _shape(avg))
+        return avg, scl
+    return avg
+
+
+@_numpy_unless_traced(_np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's ``median``, differentiable: the middle of the sorted values (the mean of the
+    two middle ones for an even count), so the derivative goes to those; nan if the slice
+    holds a NaN."""
+    _refuse("median", out=out is not None)
+    return _quantile("median", a, 0.5, axis, keepdims)
+
+
+def _along_last(a, axis, fname):
+    """`a` with the axes `axis` (None: all) merged into a last one, and the shape a keepdims
+    result has."""
+    axes = tuple(range(a.ndim)) if axis is None else _norm_axis(axis, a.ndim, fname)
+    others = [i for i in range(a.ndim) if i not in axes]
+    kept = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
+    x = transpose(a, others + list(axes)) if others + list(axes) != list(range(a.ndim)) else a
+    return reshape(x, tuple(a.shape[i] for i in others) + (-1,)), kept
+
+
+_QUANTILE_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                     "interpolated_inverted_cdf", "hazen", "weibull", "linear",
+                     "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint",
+                     "nearest")
+
+
+def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
+    """The q-th quantiles of `a` by NumPy's method 'linear': the sorted values at
+    floor(q(n−1)) and the next, interpolated as NumPy does; a slice holding a NaN gives nan."""
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: "
+                         f"{', '.join(_QUANTILE_METHODS)}")
+    if method != "linear":
+        raise NotImplementedError(f"numpy.{fname}(..., method={method!r}) is not supported "
+                                  "on traced values (only 'linear')")
+    if _traced(q):
+        raise NotImplementedError(f"numpy.{fname} with traced q is not supported: only the "
+                                  "array carries a derivative")
+    a = asarray(a)
+    if A.dtype_of(a).kind in "iub":
+        a = astype(a, _np.float64)
+    x, kept = _along_last(a, axis, fname)
+    n = x.shape[-1]
+    if fname == "median":
+        s = sort(x, axis=-1)
+        lo, hi = (n - 1) // 2, n // 2
+        out = s[..., lo] if lo == hi else (s[..., lo] + s[..., hi]) / 2
+        qshape = ()
+    else:
+        # NumPy's positions and weights, from the plain q: (n − 1)·q, its floor and the
+        # next index (the last for q = 1), and the fraction between (a Python float, weak,
+        # for a Python number q)
+        qa = _np.asanyarray(q)
+        virtual = _np.asanyarray((n - 1) * qa)
+        s = sort(x, axis=-1)
+        qshape = qa.shape
+        if virtual.dtype.kind in "iu":
+            out = moveaxis(s[..., virtual.ravel()], -1, 0)
+        else:
+            prev = _np.floor(virtual)
+            gamma = _np.asanyarray(virtual - prev, dtype=virtual.dtype)
+            nxt = prev + 1
+            above, below = virtual >= n - 1, virtual < 0
+            prev, nxt = _np.where(above, -1, _np.where(below, 0, prev)), \
+                _np.where(above, -1, _np.where(below, 0, nxt))
+            lo = moveaxis(s[..., prev.astype(_np.intp).ravel()], -1, 0)
+            hi = moveaxis(s[..., nxt.astype(_np.intp).ravel()], -1, 0)
+            t = float(gamma) if weak else gamma.reshape((-1,) + (1,) * (x.ndim - 1))
+            d = hi - lo
+            out = where(_np.asarray(t) >= 0.5, hi - d * (1 - t), lo + d * t)
+        out = reshape(out, qshape + tuple(x.shape[:-1]))
+    if n and A.dtype_of(a).kind in "fc":
+        has_nan = S.ne(s[..., -1], s[..., -1])
+        out = S.select(has_nan, nan, out)
+    if keepdims:
+        out = reshape(out, tuple(qshape) + kept)
+    return out
+
+
+@_numpy_unless_traced(_np.quantile)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    """NumPy's ``quantile`` by its default method 'linear', differentiable in `a`: the
+    derivative goes to the two sorted values interpolated."""
+    _refuse("quantile", out=out is not None, weights=weights is not None,
+            interpolation=interpolation is not None)
+    if not _np.all((_np.asarray(q) >= 0) & (_np.asarray(q) <= 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    return _quantile("quantile", a, q, axis, keepdims, method, type(q) in (int, float))
+
+
+@_numpy_unless_traced(_np.percentile)
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    """NumPy's ``percentile`` (``quantile`` of q/100), differentiable in `a`."""
+    _refuse("percentile", out=out is not None, weights=weights is not None,
+            interpolation=interpolation is not None)
+    weak = type(q) in (int, float)
+    q = _np.true_divide(q, 100)
+    if not _np.all((q >= 0) & (q <= 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return _quantile("percentile", a, q, axis, keepdims, method, weak)
+
+
+@_numpy_unless_traced(_np.trapezoid, any_argument=True)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """NumPy's ``trapezoid`` (the trapezoidal rule along `axis`), differentiable in `y` and
+    in the sample points `x` or spacing `dx`."""
+    y = asarray(y)
+    ax = _one_axis(axis, y.ndim, "trapezoid")
+    if x is None:
+        d = dx
+    else:
+        x = asarray(x)
+        if len(_shape(x)) == 1:
+            d = diff(x)
+            d = reshape(d, tuple(-1 if i == ax else 1 for i in range(y.ndim)))
+        else:
+            d = diff(x, axis=ax)
+    later = (slice(None),) * ax + (slice(1, None),)
+    earlier = (slice(None),) * ax + (slice(None, -1),)
+    return sum(d * (y[later] + y[earlier]) / 2.0, ax)
+
+
+@_numpy_unless_traced(_np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    """NumPy's ``take_along_axis``, differentiable in `arr` (integer `indices`)."""
+    if type(indices) is Node and indices.value is None and axis is not None \
+            and indices.shape == arr.shape and indices.dtype.kind in "iu":
+        # (traced without values, as an argsort's: recorded, in range as argsort's are)
+        return A.take_along_axis(arr, indices, axis=_one_axis(axis, arr.ndim,
+                                                               "take_along_axis"))
+    indices = _np.asarray(indices._concrete("used as indices") if type(indices) is Node
+                          else indices)
+    if indices.dtype.kind not in "iu":
+        raise IndexError("`indices` must be an integer array")
+    if axis is None:
+        if indices.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        arr, axis = ravel(arr), 0
+    if indices.ndim != arr.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    ax = _one_axis(axis, arr.ndim, "take_along_axis")
+    shape = list(_np.broadcast_shapes(tuple(arr.shape[:ax]) + (1,) + tuple(arr.shape[ax + 1:]),
+                                      indices.shape))
+    indices = _np.broadcast_to(_np.where(indices < 0, indices + arr.shape[ax], indices),
+                               tuple(shape))
+    base = list(shape)
+    base[ax] = arr.shape[ax]
+    arr = broadcast_to(arr, tuple(base)) if tuple(base) != arr.shape else arr
+    return A.take_along_axis(arr, _np.ascontiguousarray(indices), axis=ax)
+
+
+@_numpy_unless_traced(_np.meshgrid, any_argument=True)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """NumPy's ``meshgrid`` ('xy' or 'ij' indexing, sparse or not), differentiable: each
+    coordinate vector repeated (a traced value has no memory: ``copy`` changes nothing)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    nd = len(xi)
+    shapes = [(1,) * i + (-1,) + (1,) * (nd - i - 1) for i in range(nd)]
+    if indexing == "xy" and nd > 1:
+        shapes[0] = (1, -1) + (1,) * (nd - 2)
+        shapes[1] = (-1, 1) + (1,) * (nd - 2)
+    out = [reshape(asarray(x), s) for x, s in zip(xi, shapes)]
+    if not sparse:
+        full = _np.broadcast_shapes(*[_shape(x) for x in out])
+        out = [broadcast_to(x, full) for x in out]
+    return tuple(out)
+
+
+@_numpy_unless_traced(_np.polyval, any_argument=True)
+def polyval(p, x):
+    """NumPy's ``polyval`` (Horner's rule, as NumPy computes it), differentiable in the
+    coefficients and in x."""
+    p, x = asarray(p), asarray(x)
+    y = _np.zeros(_shape(x), A.dtype_of(x))
+    for i in range(_shape(p)[0]):           # (one step per coefficient, as NumPy's)
+        y = y * x + p[i]
+    return y
+
+
 # ---- shapes --------------------------------------------------------------------------------
 @_numpy_unless_traced(_np.reshape)
 def reshape(a, /, shape, order="C", *, copy=None):
