@@ -1,6 +1,7 @@
 """wengert.numpy: every function's JVP and VJP against central differences on random
 inputs of several shapes (broadcasting, negative axes), second order for smooth ones."""
 import warnings
+from builtins import sum as builtins_sum
 
 import numpy
 import pytest
@@ -267,6 +268,9 @@ CASES = {
         lambda x, p: np.take_along_axis(x, numpy.array([[2, 0, 1, 1]]), 0)
         + np.meshgrid(x[0], x[1, :3])[0] + np.meshgrid(p, x[2], indexing="ij", sparse=True)[1]
         * np.polyval(p, x) + np.polyval(x[0], x[1]), [r(3, 4), r(3)]),
+    "cumprod": (lambda x, z: np.cumprod(x, 1) * np.cumprod(z)[:4] + np.cumprod(x, axis=0)
+                + numpy.multiply.accumulate(x, axis=1),
+                [r(3, 4), numpy.array([1.5, 0.0, -2.0, 0.0, 0.7, 3.0, -1.1])]),
     "kron": (lambda a, b: np.kron(a, b) + np.kron(b, a).T, [r(2, 3), r(3, 2)]),
     "kron vector": (lambda a, b: np.kron(a, b), [r(2, 3), r(3)]),
     "cross": (lambda a, b, c: np.cross(a, b) + np.cross(c, a, axisa=0, axisc=0).T
@@ -1241,6 +1245,8 @@ def _more_calls(x, y, p, u):
                                                         sparse=True), (x, y)),
         ("polyval", lambda v: np.polyval(v[0], v), (x,)),
         ("polyval plain p", lambda v: np.polyval([1.0, 2.0, -1.0], v), (x,)),
+        ("cumprod", np.cumprod, (x,)), ("cumprod axis", lambda v: np.cumprod(v, 0), (x,)),
+        ("cumprod dtype", lambda v: np.cumprod(v, -1, dtype=numpy.float64), (x,)),
         ("kron", np.kron, (x, y)), ("cross", np.cross, (x[:, :3], y[1:])),
         ("partition", lambda v: np.partition(v, (0, 2), axis=-1), (x,)),
         ("argpartition", lambda v: np.argpartition(v, 1, axis=0), (x,)),
@@ -1370,6 +1376,22 @@ def test_statistics_derivatives_in_closed_form():
             wg.grad(lambda t: ns.sum(ns.quantile(t, 0.5, method="bogus")))(r(3))
     with pytest.raises(NotImplementedError, match="method='lower'"):
         wg.grad(lambda t: np.quantile(t, 0.5, method="lower"))(r(3))
+
+
+def test_cumprod_derivatives_are_exact_at_zeros():
+    x = numpy.array([2.0, 0.0, 3.0, 0.0, 1.5, -1.0])
+    n = len(x)
+    # d/dx_j Σ_i Π_{k<=i} x_k = Σ_{i>=j} Π_{k<=i, k≠j} x_k, by brute force
+    want = [builtins_sum(numpy.prod(numpy.delete(x[:i + 1], j)) for i in range(j, n))
+            for j in range(n)]
+    g = wg.grad(lambda t: np.sum(np.cumprod(t)))(x)
+    assert g.tolist() == want and not numpy.isnan(g).any()
+    jf, jr = wg.jacfwd(np.cumprod)(x), wg.jacrev(np.cumprod)(x)
+    assert numpy.array_equal(jf, jr) and jf[2].tolist() == [0, 6.0, 0, 0, 0, 0]
+    h = wg.hessian(lambda t: np.sum(np.cumprod(t)))(x[:5])
+    assert h[1, 3] == 2 * 3 + 2 * 3 * 1.5 and h[0, 1] == 1 + 3 and h[4, 4] == 0
+    with numpy.errstate(all="raise"):
+        wg.grad(lambda t: np.sum(np.cumprod(t, axis=None)))(numpy.zeros((2, 3)))
 
 
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():

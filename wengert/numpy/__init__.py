@@ -212,7 +212,8 @@ class _Ufunc:
     on plain values it *is* NumPy's ufunc, keywords and methods (``reduce``, ``accumulate``,
     ``outer``, ``at``, ...) included.  Those methods and keywords on traced values go
     through NumPy's protocol to `wengert.numpy.dispatch`: ``add.reduce`` is `sum`,
-    ``maximum.reduce`` is `max`, ``add.accumulate`` is `cumsum`, and the others raise
+    ``maximum.reduce`` is `max`, ``add.accumulate`` is `cumsum` (``multiply.accumulate``
+    `cumprod`), and the others raise
     `NotImplementedError` naming themselves.
 
     Example:
@@ -694,6 +695,19 @@ def cumsum(a, axis=None, dtype=None, out=None):
     if axis is None:
         a, axis = ravel(a), 0
     return A.cumsum(a, axis=_one_axis(axis, a.ndim, "cumsum"))
+
+
+@_numpy_unless_traced(_np.cumprod)
+def cumprod(a, axis=None, dtype=None, out=None):
+    """NumPy's ``cumprod``, differentiable, and exactly so where the array holds zeros: the
+    derivatives are written without dividing by x (a scan of products, see
+    `wengert.primitives.array.cumprod`)."""
+    _refuse("cumprod", out=out is not None)
+    if dtype is not None:
+        a = astype(a, dtype)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return A.cumprod(a, axis=_one_axis(axis, a.ndim, "cumprod"))
 
 
 @_numpy_unless_traced(_np.argmax)
