@@ -271,6 +271,17 @@ CASES = {
     "cumprod": (lambda x, z: np.cumprod(x, 1) * np.cumprod(z)[:4] + np.cumprod(x, axis=0)
                 + numpy.multiply.accumulate(x, axis=1),
                 [r(3, 4), numpy.array([1.5, 0.0, -2.0, 0.0, 0.7, 3.0, -1.1])]),
+    "cov corrcoef": (lambda x, y: np.cov(x) + np.cov(x, rowvar=False, bias=True)[:3, :3]
+                     + np.cov(x[0], y, ddof=0)[0, 1] * np.corrcoef(x) + np.corrcoef(x.T, rowvar=False)
+                     + np.corrcoef(x[1], y)[0, 1], [r(3, 4), r(4)]),
+    "vander convolve correlate": (
+        lambda x, v: np.vander(x, 4) @ np.vander(v, 4, increasing=True).T
+        + np.convolve(x, v, "same")[:, None] + np.correlate(x, v, "full")[1:-1, None]
+        + np.convolve(v, x, "valid") * np.correlate(v[:2], x, "same")[:3, None], [r(3), r(3)]),
+    "interp": (lambda x, fp: np.interp(x, [-2.0, -0.5, 0.1, 1.0, 1.5], fp)
+               + np.interp(x * 3, [-1.0, 0.0, 2.0], fp[:3], left=fp[3], right=-fp[4])
+               + np.interp(x, [0.5, 1.5, 2.0], fp[2:], period=1.3),
+               [numpy.array([-3.0, -1.0, 0.05, 0.3, 1.2, 1.75, 2.5]), r(5)]),
     "kron": (lambda a, b: np.kron(a, b) + np.kron(b, a).T, [r(2, 3), r(3, 2)]),
     "kron vector": (lambda a, b: np.kron(a, b), [r(2, 3), r(3)]),
     "cross": (lambda a, b, c: np.cross(a, b) + np.cross(c, a, axisa=0, axisc=0).T
@@ -1247,6 +1258,20 @@ def _more_calls(x, y, p, u):
         ("polyval plain p", lambda v: np.polyval([1.0, 2.0, -1.0], v), (x,)),
         ("cumprod", np.cumprod, (x,)), ("cumprod axis", lambda v: np.cumprod(v, 0), (x,)),
         ("cumprod dtype", lambda v: np.cumprod(v, -1, dtype=numpy.float64), (x,)),
+        ("cov", np.cov, (x,)), ("cov rowvar", lambda v: np.cov(v, rowvar=False), (x,)),
+        ("cov y bias", lambda v, w: np.cov(v, w, bias=True), (x, y)),
+        ("cov ddof vector", lambda v: np.cov(v[0], ddof=2), (x,)),
+        ("corrcoef", np.corrcoef, (x,)), ("corrcoef y", lambda v, w: np.corrcoef(v[0], w), (x, y)),
+        ("corrcoef rowvar", lambda v: np.corrcoef(v, rowvar=False), (x,)),
+        ("vander", lambda v: np.vander(v[0]), (x,)),
+        ("vander N increasing", lambda v: np.vander(v[0], 6, increasing=True), (x,)),
+        ("vander N=1", lambda v: np.vander(v[0], 1), (x,)),
+        ("interp", lambda v: np.interp(v, [-1.0, -0.2, 0.3, 0.3, 1.0, 2.0], numpy.arange(6.0)), (x,)),
+        ("interp fp", lambda v, w: np.interp(v * 2, [-1.0, -0.2, 0.3, 1.0], w), (x, y)),
+        ("interp left right", lambda v, w: np.interp(v, [-0.5, 0.5], w[:2], -5, w[3]), (x, y)),
+        ("interp period", lambda v: np.interp(v * 5, [-1.0, -0.2, 0.3, 1.0], [1.0, 3, 2, 0], period=2.5),
+         (x,)),
+        ("interp one point", lambda v: np.interp(v, [0.5], v[0, :1]), (x,)),
         ("kron", np.kron, (x, y)), ("cross", np.cross, (x[:, :3], y[1:])),
         ("partition", lambda v: np.partition(v, (0, 2), axis=-1), (x,)),
         ("argpartition", lambda v: np.argpartition(v, 1, axis=0), (x,)),
@@ -1394,6 +1419,41 @@ def test_cumprod_derivatives_are_exact_at_zeros():
         wg.grad(lambda t: np.sum(np.cumprod(t, axis=None)))(numpy.zeros((2, 3)))
 
 
+def test_convolve_correlate_and_interp_follow_numpy():
+    for n in range(1, 9):
+        for m in range(1, 9):
+            a, v = r(n), r(m)
+            for mode in ("full", "same", "valid"):
+                for mine, theirs in ((np.convolve, numpy.convolve), (np.correlate, numpy.correlate)):
+                    f = lambda a, v: mine(a, v, mode)
+                    # (one dot product per output, summed in matmul's order, not dot's)
+                    assert_close(wg.compile(f, a, v)(a, v), theirs(a, v, mode), rtol=1e-13,
+                                 atol=1e-14)
+                    a32, v32 = a.astype(numpy.float32), v.astype(numpy.float32)
+                    got, want = wg.vjp(f, a32, v32)[0], theirs(a32, v32, mode)
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    assert_close(got, want, rtol=1e-5, atol=1e-6)
+    # interp: the slope in x, the two neighbours' weights in fp; flat beyond the ends
+    xp, fp = numpy.array([0.0, 1.0, 3.0]), numpy.array([1.0, 5.0, -1.0])
+    x = numpy.array([-1.0, 0.25, 2.0, 3.0, 4.0, numpy.nan])
+    gx, gfp = wg.grad(lambda x, fp: np.nansum(np.interp(x, xp, fp)), argnums=(0, 1))(x, fp)
+    assert gx.tolist() == [0.0, 4.0, -3.0, 0.0, 0.0, 0.0]
+    assert gfp.tolist() == [0.75 + 1, 0.25 + 0.5, 0.5 + 1 + 1]
+    f = wg.compile(lambda x, fp: np.interp(x, xp, fp, left=-7.0), x, fp)   # no value needed
+    assert numpy.array_equal(f(x, fp), numpy.interp(x, xp, fp, left=-7.0), equal_nan=True)
+    # cov's derivative: d Σ cov(x)_ij / dx = 0 for centred sums; d var = 2(x - mean)/(n - 1)
+    v = r(5)
+    assert_close(wg.grad(lambda v: np.cov(v))(v), 2 * (v - v.mean()) / 4, rtol=1e-13)
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        wg.vjp(lambda v: np.cov(v, ddof=5), v)
+    # an index repeated in a lane adds its cotangents
+    g = wg.grad(lambda t: np.sum(np.take_along_axis(t, numpy.array([[0, 0, 2]]), 1)))(r(2, 3))
+    assert g.tolist() == [[2.0, 0.0, 1.0]] * 2
+    for call in ("np.interp(x, [0.0, 1.0], x)", "np.vander(x, -1)"):
+        with pytest.raises(ValueError):
+            wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t})))(r(3))
+
+
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():
     x = numpy.array([1.0, numpy.nan, 2.0, numpy.nan])
     y = numpy.array([0.0, 3.0, numpy.nan, numpy.nan])
@@ -1455,7 +1515,13 @@ def test_cross_of_two_vectors_warns_as_numpy_2_does():
     ("np.average(x, 1, weights=x[0, :3])", "Shape of weights must be consistent"),
     ("np.meshgrid(x[0], x[1], indexing='xx')", "Valid values for `indexing`"),
     ("np.take_along_axis(x, numpy.zeros(2, int), 1)", "same number of dimensions"),
-    ("np.nanmax(x, 2)", "out of bounds")])
+    ("np.nanmax(x, 2)", "out of bounds"),
+    ("np.convolve(x[0], x[1, :0])", "v cannot be empty"),
+    ("np.correlate(x[0], x[1], 'bogus')", "mode must be one of"),
+    ("np.correlate(x, x[0])", "object too deep"), ("np.vander(x)", "one-dimensional"),
+    ("np.interp(x[0], [1.0, 2.0], x[1])", "same length"),
+    ("np.interp(x[0], [1.0], x[1, :1], period=0)", "non-zero"),
+    ("np.cov(x[None])", "more than 2 dimensions")])
 def test_more_functions_raise_numpys_errors_on_traced_values(call, error):
     x = r(2, 4)
     for v in (x, None):                                    # NumPy's, then wengert's

@@ -1087,6 +1087,198 @@ def polyval(p, x):
     return y
 
 
+@_numpy_unless_traced(_np.cov, any_argument=True)
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    """NumPy's ``cov``, differentiable: the centred rows (or columns, ``rowvar=False``)
+    times their transpose, over N − ddof (``bias``: N)."""
+    _refuse("cov", fweights=fweights is not None, aweights=aweights is not None)
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    m = asarray(m)
+    if len(_shape(m)) > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if dtype is None:
+        dtype = _np.result_type(A.dtype_of(m), *([] if y is None else [A.dtype_of(asarray(y))]),
+                                _np.float64)
+    X = _array_of(m, dtype, 2)
+    if not rowvar and X.shape[0] != 1:
+        X = transpose(X)
+    if y is not None:
+        y = asarray(y)
+        if len(_shape(y)) > 2:
+            raise ValueError("y has more than 2 dimensions")
+        y = _array_of(y, dtype, 2)
+        if not rowvar and y.shape[0] != 1:
+            y = transpose(y)
+        X = concatenate((X, y), axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    fact = X.shape[1] - ddof
+    if fact <= 0:
+        import warnings
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        fact = 0.0
+    X = X - mean(X, axis=1, keepdims=True)
+    with _np.errstate(divide="ignore"):
+        c = dot(X, transpose(X)) * _np.true_divide(1, fact)
+    return squeeze(c)
+
+
+@_numpy_unless_traced(_np.corrcoef, any_argument=True)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    """NumPy's ``corrcoef``, differentiable: ``cov`` scaled by the standard deviations on
+    its diagonal, clipped to [-1, 1] as NumPy does."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if len(_shape(c)) == 0:
+        return c / c
+    stddev = sqrt(diagonal(c))
+    c = c / stddev[:, None]
+    c = c / stddev[None, :]
+    return clip(c, -1, 1)
+
+
+@_numpy_unless_traced(_np.vander)
+def vander(x, N=None, increasing=False):
+    """NumPy's ``vander``: the powers of x as NumPy computes them (a cumulative product),
+    differentiable."""
+    if x.ndim != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
+    n = x.shape[0]
+    N = n if N is None else operator.index(N)
+    dt = _np.promote_types(x.dtype, int)
+    x = astype(x, dt)
+    if N < 0:
+        raise ValueError("negative dimensions are not allowed")
+    ones = _np.ones((n, builtins.min(N, 1)), dt)
+    if N <= 1:
+        return ones                         # (no power of x: constants)
+    v = concatenate([ones, cumprod(broadcast_to(x[:, None], (n, N - 1)), axis=1)], axis=1)
+    return v if increasing else flip(v, 1)
+
+
+_CORRELATE_MODES = ("valid", "same", "full")
+
+
+def _correlate_full(fname, a, v, mode):
+    """c_k = Σ_j a_{k+j} v_j (a zero outside its range) over the offsets `mode` keeps, as
+    NumPy's correlate: a windows of the zero-padded a times v."""
+    if isinstance(mode, int) and 0 <= mode < 3:
+        mode = _CORRELATE_MODES[mode]
+    if mode not in _CORRELATE_MODES:
+        raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
+    if len(_shape(a)) > 1 or len(_shape(v)) > 1:
+        raise ValueError("object too deep for desired array")
+    n, m = _shape(a)[0], _shape(v)[0]
+    if n == 0:
+        raise ValueError("a cannot be empty")
+    if m == 0:
+        raise ValueError("v cannot be empty")
+    dt = _np.result_type(A.dtype_of(a), A.dtype_of(v))
+    a, v = astype(a, dt), astype(v, dt)
+    if mode == "full":
+        start, length = 0, n + m - 1
+    elif mode == "valid":
+        start, length = builtins.min(n, m) - 1, builtins.abs(n - m) + 1
+    else:
+        start = (m - 1) // 2 if n >= m else builtins.min(n, m) // 2
+        length = builtins.max(n, m)
+    padded = pad(a, (m - 1, m - 1))
+    windows = padded[_np.arange(start, start + length)[:, None] + _np.arange(m)]
+    return matmul(windows, v)
+
+
+@_numpy_unless_traced(_np.correlate, any_argument=True)
+def correlate(a, v, mode="valid"):
+    """NumPy's ``correlate`` of 1-D arrays (modes 'valid', 'same', 'full'), differentiable
+    in both."""
+    a, v = atleast_1d(asarray(a)), atleast_1d(asarray(v))
+    if len(_shape(a)) == 1 and len(_shape(v)) == 1 and 0 < _shape(a)[0] < _shape(v)[0] \
+            and mode not in ("same", 1):
+        # (NumPy correlates the longer with the shorter and reverses: the same sums, in
+        # NumPy's order)
+        return flip(_correlate_full("correlate", v, a, mode), 0)
+    return _correlate_full("correlate", a, v, mode)
+
+
+@_numpy_unless_traced(_np.convolve, any_argument=True)
+def convolve(a, v, mode="full"):
+    """NumPy's ``convolve`` of 1-D arrays (modes 'full', 'same', 'valid'), differentiable
+    in both: the correlation with v reversed (the longer array first, as NumPy)."""
+    a, v = atleast_1d(asarray(a)), atleast_1d(asarray(v))
+    if _shape(v)[0] > _shape(a)[0]:
+        a, v = v, a
+    if _shape(a)[0] == 0:
+        raise ValueError("a cannot be empty")
+    if _shape(v)[0] == 0:
+        raise ValueError("v cannot be empty")
+    return _correlate_full("convolve", a, flip(v, 0), mode)
+
+
+@_numpy_unless_traced(_np.interp, any_argument=True)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """NumPy's ``interp`` (piecewise linear, float64), differentiable in `x` (the slope)
+    and in `fp` (the weights of the two neighbours); `xp` is data.  The interval of each x
+    is found by comparisons, so no value is needed (it works under ``wg.compile``)."""
+    if _traced(xp) or _traced(period):
+        raise NotImplementedError("numpy.interp with traced xp or period is not supported: "
+                                  "only x, fp, left and right carry a derivative")
+    xp = _np.asarray(xp, _np.float64)
+    fp = asarray(fp)
+    if A.dtype_of(fp).kind == "c":
+        raise NotImplementedError("numpy.interp of complex fp is not supported on traced "
+                                  "values")
+    fp = astype(fp, _np.float64)
+    x = astype(asarray(x), _np.float64)
+    if xp.ndim != 1 or len(_shape(fp)) != 1:
+        raise ValueError("Data points must be 1D sequences")
+    if xp.shape[0] != _shape(fp)[0]:
+        raise ValueError("fp and xp are not of the same length")
+    if xp.shape[0] == 0:
+        raise ValueError("array of sample points is empty")
+    if period is not None:
+        if period == 0:
+            raise ValueError("period must be a non-zero value")
+        period = builtins.abs(period)
+        left = right = None
+        x = remainder(x, period)
+        xp = xp % period
+        order = _np.argsort(xp)
+        xp, fp = xp[order], fp[order]
+        xp = _np.concatenate((xp[-1:] - period, xp, xp[0:1] + period))
+        fp = concatenate((fp[-1:], fp, fp[0:1]))
+    n = xp.shape[0]
+    first, last = fp[0], fp[n - 1]
+    left = first if left is None else left
+    right = last if right is None else right
+    with _np.errstate(all="ignore"):
+        if n == 1:
+            return where(isnan(x), x, where(x < xp[0], left, where(x > xp[0], right, first)))
+        # the arithmetic on x within [xp_0, xp_-1] only (outside, and for nan, the result
+        # is chosen below: an inf or nan there would make the derivatives nan)
+        inside = logical_and(x >= xp[0], x <= xp[-1])
+        x_in = where(inside, x, xp[0])
+        # the interval [xp_j, xp_j+1) holding x: j + 1 points are <= x
+        j = sum(S.le(xp, expand_dims(x_in, -1)), -1) - 1
+        j = S.minimum(S.maximum(j, 0), n - 2)
+        shape = _shape(j)
+        j = reshape(j, (-1,))
+        at = lambda table, k: reshape(A.take_along_axis(table, k, axis=0), shape)
+        xj, xj1 = at(xp, j), at(xp, j + 1)
+        fj, fj1 = at(fp, j), at(fp, j + 1)
+        slope = (fj1 - fj) / (xj1 - xj)
+        res = slope * (x_in - xj) + fj
+        # NumPy's fallbacks where that is nan (infinite values): from the right end, and
+        # the common value of a flat interval
+        alt = slope * (x_in - xj1) + fj1
+        alt = where(logical_and(isnan(alt), equal(fj, fj1)), fj, alt)
+        res = where(isnan(res), alt, res)
+        res = where(equal(x_in, xj), fj, res)
+        res = where(equal(x, xp[-1]), last, res)
+        res = where(x < xp[0], left, where(x > xp[-1], right, res))
+        return where(isnan(x), x, res)
+
+
 # ---- shapes --------------------------------------------------------------------------------
 @_numpy_unless_traced(_np.reshape)
 def reshape(a, /, shape, order="C", *, copy=None):

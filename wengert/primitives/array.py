@@ -386,8 +386,17 @@ def _take_along(x, idx, axis):
 
 def _put_along_add(g, idx, axis, shape):
     out = np.zeros(shape, dtype=float_dtype(g))
-    # each index along `axis` appears once per lane (a permutation), so plain put suffices
     np.put_along_axis(out, idx, g, axis=axis)
+    # a permutation (sort's, partition's) puts each element once, so plain put suffices;
+    # an index repeated in a lane (numpy.take_along_axis's, interp's) must add
+    hits = np.zeros(shape, dtype=bool)
+    np.put_along_axis(hits, idx, True, axis=axis)
+    if np.count_nonzero(hits) != np.size(g):
+        out[...] = 0
+        g = np.broadcast_to(g, np.broadcast_shapes(np.shape(g), np.shape(idx)))
+        grid = list(np.indices(g.shape, sparse=True))
+        grid[axis] = np.broadcast_to(idx, g.shape)
+        np.add.at(out, tuple(grid), g)
     return out
 
 
