@@ -1,5 +1,8 @@
 """wengert.numpy: every function's JVP and VJP against central differences on random
 inputs of several shapes (broadcasting, negative axes), second order for smooth ones."""
+import warnings
+from builtins import sum as builtins_sum
+
 import numpy
 import pytest
 
@@ -245,6 +248,40 @@ CASES = {
                                          * np.dsplit(t, 2)[1] + np.array_split(t, [1, 3], 2)[1][..., :1]
                                          + np.vsplit(t, 2)[1][..., :2] + np.hsplit(t, [2])[1][..., 2:],
                                          [r(2, 3, 4)]),
+    "copysign heaviside float_power ldexp": (
+        lambda x, y, p: np.copysign(x, y) * np.heaviside(np.round(x), y) + np.float_power(p, x)
+        + np.ldexp(x, [[1], [-2], [3]]) + np.isnan(x) * x + np.isinf(y) + np.signbit(x) * y,
+        [r(3, 4), r(4), pos(3, 4)]),
+    "nansum nanmean nanmax nanmin ptp": (
+        lambda x: np.nansum(x, 1) * np.nanmean(x, 0)[:3] + np.nanmax(x, 0)[1:] * np.nanmin(x)
+        + np.ptp(x, 1) + np.ptp(x) * np.nansum(x, keepdims=True)[0], [r(3, 4)]),
+    "average": (lambda a, w: np.average(a, 1, w) + np.average(a, weights=a * a)
+                + np.average(a, 0, returned=True)[0][:3] * np.average(a, (1, 0), w[None] * a,
+                                                                      returned=True)[1], [r(3, 4), pos(4)]),
+    "median quantile percentile": (
+        lambda x: np.median(x, 0)[:3] + np.median(x, 1) * np.median(x)
+        + np.quantile(x, 0.3, axis=1) + np.quantile(x, [0.2, 0.9], 0)[1, 1:]
+        + np.percentile(x, 35.0, 1, keepdims=True)[:, 0], [r(3, 4)]),
+    "trapezoid": (lambda y, x: np.trapezoid(y) + np.trapezoid(y, x, axis=0)[:3]
+                  + np.trapezoid(y, y * x[:, None], axis=0)[1:], [r(3, 4), r(3)]),
+    "take_along_axis meshgrid polyval": (
+        lambda x, p: np.take_along_axis(x, numpy.array([[2, 0, 1, 1]]), 0)
+        + np.meshgrid(x[0], x[1, :3])[0] + np.meshgrid(p, x[2], indexing="ij", sparse=True)[1]
+        * np.polyval(p, x) + np.polyval(x[0], x[1]), [r(3, 4), r(3)]),
+    "cumprod": (lambda x, z: np.cumprod(x, 1) * np.cumprod(z)[:4] + np.cumprod(x, axis=0)
+                + numpy.multiply.accumulate(x, axis=1),
+                [r(3, 4), numpy.array([1.5, 0.0, -2.0, 0.0, 0.7, 3.0, -1.1])]),
+    "cov corrcoef": (lambda x, y: np.cov(x) + np.cov(x, rowvar=False, bias=True)[:3, :3]
+                     + np.cov(x[0], y, ddof=0)[0, 1] * np.corrcoef(x) + np.corrcoef(x.T, rowvar=False)
+                     + np.corrcoef(x[1], y)[0, 1], [r(3, 4), r(4)]),
+    "vander convolve correlate": (
+        lambda x, v: np.vander(x, 4) @ np.vander(v, 4, increasing=True).T
+        + np.convolve(x, v, "same")[:, None] + np.correlate(x, v, "full")[1:-1, None]
+        + np.convolve(v, x, "valid") * np.correlate(v[:2], x, "same")[:3, None], [r(3), r(3)]),
+    "interp": (lambda x, fp: np.interp(x, [-2.0, -0.5, 0.1, 1.0, 1.5], fp)
+               + np.interp(x * 3, [-1.0, 0.0, 2.0], fp[:3], left=fp[3], right=-fp[4])
+               + np.interp(x, [0.5, 1.5, 2.0], fp[2:], period=1.3),
+               [numpy.array([-3.0, -1.0, 0.05, 0.3, 1.2, 1.75, 2.5]), r(5)]),
     "kron": (lambda a, b: np.kron(a, b) + np.kron(b, a).T, [r(2, 3), r(3, 2)]),
     "kron vector": (lambda a, b: np.kron(a, b), [r(2, 3), r(3)]),
     "cross": (lambda a, b, c: np.cross(a, b) + np.cross(c, a, axisa=0, axisc=0).T
@@ -352,8 +389,8 @@ def test_unsupported_functions_raise_a_clear_error():
         wg.grad(lambda x: np.unique(x).sum())(x)
     with pytest.raises(NotImplementedError, match=r"numpy\.fft\.fft"):
         wg.grad(lambda x: numpy.fft.fft(x).real.sum())(x)
-    with pytest.raises(NotImplementedError, match=r"numpy\.median"):
-        wg.grad(lambda x: numpy.median(x))(x)
+    with pytest.raises(NotImplementedError, match=r"numpy\.nanmedian"):
+        wg.grad(lambda x: numpy.nanmedian(x))(x)
     with pytest.raises(NotImplementedError, match="not supported"):
         wg.grad(lambda x: numpy.spacing(x).sum())(x)
     with pytest.raises(wg.ConcretizationError, match="NumPy array"):
@@ -1175,6 +1212,66 @@ def _more_calls(x, y, p, u):
         ("array_split", lambda v: np.array_split(v, 3, axis=1), (x,)),
         ("hsplit", lambda v: np.hsplit(v, 2), (x,)), ("vsplit", lambda v: np.vsplit(v, [1]), (x,)),
         ("dsplit", lambda v: np.dsplit(v[None], [1, 3]), (x,)),
+        ("isnan isinf signbit", lambda v: (np.isnan(v / v), np.isinf(1 / v), np.signbit(v),
+                                           np.signbit(v * 0), np.isnan(v > 0)), (x,)),
+        ("copysign", np.copysign, (x, y)), ("copysign weak", lambda v: np.copysign(v, -1.0), (x,)),
+        ("heaviside", lambda v, w: np.heaviside(np.round(v), w), (x, y)),
+        ("heaviside weak", lambda v: np.heaviside(np.round(v), 0.5), (x,)),
+        ("float_power", np.float_power, (p, x)), ("float_power 2", lambda v: np.float_power(v, 2), (x,)),
+        ("ldexp", lambda v: np.ldexp(v, numpy.array([[1], [-3], [70]])), (x,)),
+        ("isclose", lambda v, w: np.isclose(v, v + w * 1e-6), (x, y)),
+        ("isclose equal_nan", lambda v: np.isclose(np.where(v > 0, v, numpy.nan), np.round(v, 1),
+                                                                0.1, 0.5, True), (x,)),
+        ("allclose array_equal", lambda v, w: (np.allclose(v, v + 1e-9), np.allclose(v, w),
+                                               np.array_equal(v, v), np.array_equal(v, w)), (x, y)),
+        ("count_nonzero flatnonzero argwhere", lambda v: (
+            np.count_nonzero(np.round(v)), np.count_nonzero(np.round(v), axis=0, keepdims=True),
+            np.flatnonzero(np.round(v)), np.argwhere(np.round(v))), (x,)),
+        ("nansum", lambda v: np.nansum(np.where(v < 0, numpy.nan, v)), (x,)),
+        ("nansum axis", lambda v: np.nansum(np.where(v > 0.5, numpy.nan, v), 1), (x,)),
+        ("nanmean", lambda v: np.nanmean(np.where(v > 0.5, numpy.nan, v), 0), (x,)),
+        ("nanmax nanmin", lambda v: (np.nanmax(np.where(v > 0.5, numpy.nan, v), 1),
+                                     np.nanmin(np.where(v > 0.5, numpy.nan, v))), (x,)),
+        ("ptp", lambda v: np.ptp(v, 1, keepdims=True), (x,)), ("average", np.average, (x,)),
+        ("average weights", lambda v, w: np.average(v, 1, w, returned=True), (x, y)),
+        ("average weights all", lambda v: np.average(v, weights=np.abs(v)), (x,)),
+        ("average weights axes", lambda v: np.average(v, (1, 0), np.abs(v.T), keepdims=True), (x,)),
+        ("median", np.median, (x,)), ("median axis", lambda v: np.median(v, 0), (x,)),
+        ("median axis odd", lambda v: np.median(v, 1, keepdims=True), (x,)),
+        ("median nan", lambda v: np.median(np.where(v > 1, numpy.nan, v), 1), (x,)),
+        ("quantile", lambda v: np.quantile(v, 0.3), (x,)),
+        ("quantile array", lambda v: np.quantile(v, [0.1, 0.5, 1.0], axis=1), (x,)),
+        ("quantile strong", lambda v: np.quantile(v, numpy.float32(0.25), 0), (x,)),
+        ("quantile integers", lambda v: np.quantile(v, numpy.array([0, 1])), (x,)),
+        ("percentile", lambda v: np.percentile(v, 37, axis=0, keepdims=True), (x,)),
+        ("percentile array", lambda v: np.percentile(v, numpy.array([0, 99.0]), (0, 1)), (x,)),
+        ("trapezoid", np.trapezoid, (x,)), ("trapezoid x", lambda v, w: np.trapezoid(v, w), (x, y)),
+        ("trapezoid dx", lambda v: np.trapezoid(v, dx=0.3, axis=0), (x,)),
+        ("trapezoid 2-d x", lambda v: np.trapezoid(v, v ** 2, axis=0), (x,)),
+        ("take_along_axis", lambda v: np.take_along_axis(v, numpy.argsort(v, 1), 1), (x,)),
+        ("take_along_axis broadcast", lambda v: np.take_along_axis(v, numpy.array([[0], [-2]]), 0), (x,)),
+        ("take_along_axis None", lambda v: np.take_along_axis(v, numpy.array([3, -1]), None), (x,)),
+        ("meshgrid", lambda v: np.meshgrid(v[0], v[1, :2]), (x,)),
+        ("meshgrid ij sparse", lambda v, w: np.meshgrid(v[0], w[:2], v[2], indexing="ij",
+                                                        sparse=True), (x, y)),
+        ("polyval", lambda v: np.polyval(v[0], v), (x,)),
+        ("polyval plain p", lambda v: np.polyval([1.0, 2.0, -1.0], v), (x,)),
+        ("cumprod", np.cumprod, (x,)), ("cumprod axis", lambda v: np.cumprod(v, 0), (x,)),
+        ("cumprod dtype", lambda v: np.cumprod(v, -1, dtype=numpy.float64), (x,)),
+        ("cov", np.cov, (x,)), ("cov rowvar", lambda v: np.cov(v, rowvar=False), (x,)),
+        ("cov y bias", lambda v, w: np.cov(v, w, bias=True), (x, y)),
+        ("cov ddof vector", lambda v: np.cov(v[0], ddof=2), (x,)),
+        ("corrcoef", np.corrcoef, (x,)), ("corrcoef y", lambda v, w: np.corrcoef(v[0], w), (x, y)),
+        ("corrcoef rowvar", lambda v: np.corrcoef(v, rowvar=False), (x,)),
+        ("vander", lambda v: np.vander(v[0]), (x,)),
+        ("vander N increasing", lambda v: np.vander(v[0], 6, increasing=True), (x,)),
+        ("vander N=1", lambda v: np.vander(v[0], 1), (x,)),
+        ("interp", lambda v: np.interp(v, [-1.0, -0.2, 0.3, 0.3, 1.0, 2.0], numpy.arange(6.0)), (x,)),
+        ("interp fp", lambda v, w: np.interp(v * 2, [-1.0, -0.2, 0.3, 1.0], w), (x, y)),
+        ("interp left right", lambda v, w: np.interp(v, [-0.5, 0.5], w[:2], -5, w[3]), (x, y)),
+        ("interp period", lambda v: np.interp(v * 5, [-1.0, -0.2, 0.3, 1.0], [1.0, 3, 2, 0], period=2.5),
+         (x,)),
+        ("interp one point", lambda v: np.interp(v, [0.5], v[0, :1]), (x,)),
         ("kron", np.kron, (x, y)), ("cross", np.cross, (x[:, :3], y[1:])),
         ("partition", lambda v: np.partition(v, (0, 2), axis=-1), (x,)),
         ("argpartition", lambda v: np.argpartition(v, 1, axis=0), (x,)),
@@ -1222,6 +1319,139 @@ def test_hypot_and_logaddexp_derivatives_without_overflow():
         assert wg.grad(np.logaddexp2, argnums=(0, 1))(7.0, 7.0) == pytest.approx((0.5, 0.5))
         assert np.arcsinh(1e300) == numpy.arcsinh(1e300)
         assert wg.grad(np.arcsinh)(1e300) == pytest.approx(1e-300, rel=1e-14)
+
+
+def test_sign_and_classification_functions_follow_numpy_and_their_derivatives():
+    x = numpy.array([-1.5, -0.0, 0.0, 2.0, numpy.nan, numpy.inf, -numpy.inf])
+    y = numpy.array([1.0, -1.0, -2.0, 0.5, 3.0, -1.0, 1.0])
+    for v in (x, x.astype(numpy.float32), numpy.arange(-3, 4)):
+        for name in ("isnan", "isinf", "signbit"):
+            mine, theirs = getattr(np, name), getattr(numpy, name)
+            for got in (wg.trace(mine, v)(v), wg.compile(mine, v)(v), wg.trace(theirs, v)(v)):
+                assert got.dtype == bool and got.tolist() == theirs(v).tolist(), (name, v)
+        for name in ("copysign", "heaviside"):
+            want = getattr(numpy, name)(v, y)
+            got = wg.compile(getattr(np, name), v, y)(v, y)
+            assert got.dtype == want.dtype and numpy.array_equal(got, want, equal_nan=True)
+            assert numpy.array_equal(numpy.signbit(got), numpy.signbit(want)), name
+    x, y = x[:4], y[:4]
+    gx, gy = wg.grad(lambda a, b: np.sum(np.copysign(a, b)), argnums=(0, 1))(x, y)
+    assert gx.tolist() == [-1.0, 0.0, 0.0, 1.0] and gy.tolist() == [0.0] * 4
+    gx, gh = wg.grad(lambda a, b: np.sum(np.heaviside(a, b)), argnums=(0, 1))(x, y)
+    assert gx.tolist() == [0.0] * 4 and gh.tolist() == [0.0, 1.0, 1.0, 0.0]
+    assert wg.grad(lambda a: np.sum(np.ldexp(a, numpy.arange(4) - 1)))(x).tolist() == \
+        [0.5, 1.0, 2.0, 4.0]
+    g = wg.grad(lambda a: np.sum(np.float_power(a, 3)))(numpy.float32([2.0]))
+    assert g.dtype == numpy.float32 and g.tolist() == [12.0]
+    for ns in (numpy, np):                          # ldexp takes integer exponents only
+        with pytest.raises(TypeError, match="ldexp"):
+            wg.grad(lambda a: ns.sum(ns.ldexp(a, numpy.array([1.5]))))(x)
+
+
+def test_functions_of_values_need_values_and_isclose_is_elementwise():
+    x, y = r(3, 4), r(4)
+    for call in ("np.allclose(t, y)", "np.array_equal(t, y)", "np.count_nonzero(t)",
+                 "np.flatnonzero(t)", "np.argwhere(t)", "numpy.argwhere(t)"):
+        f = lambda t: eval(call, {"np": np, "numpy": numpy, "y": y, "t": t})
+        assert numpy.array_equal(wg.vjp(f, x)[0], eval(call, {"np": numpy, "numpy": numpy, "y": y,
+                                                                    "t": x}))
+        with pytest.raises(wg.ConcretizationError, match=call.split("(")[0].split(".")[1]):
+            wg.trace(f, x)
+    # isclose needs no value: it is recorded, and selects the branch of a derivative
+    z = numpy.array([1.0, numpy.nan, numpy.inf, -numpy.inf, 2.0, 1e-9])
+    w = numpy.array([1.0 + 1e-7, numpy.nan, numpy.inf, numpy.inf, numpy.nan, 0.0])
+    with numpy.errstate(all="raise"):
+        for kw in ({}, {"equal_nan": True}, {"rtol": 0.0, "atol": 0.0}):
+            assert wg.compile(lambda a, b: np.isclose(a, b, **kw), z, w)(z, w).tolist() == \
+                numpy.isclose(z, w, **kw).tolist()
+    g = wg.grad(lambda a: np.sum(np.where(np.isclose(a, 1.0, atol=0.5), a ** 2, a)))(x[0])
+    assert g.tolist() == numpy.where(numpy.isclose(x[0], 1.0, atol=0.5), 2 * x[0], 1.0).tolist()
+
+
+def test_statistics_derivatives_in_closed_form():
+    v = numpy.array([3.0, 1.0, 4.0, 1.5, 9.0])
+    assert wg.grad(np.median)(v).tolist() == [1.0, 0, 0, 0, 0]          # the middle element
+    assert wg.grad(np.median)(v[:4]).tolist() == [0.5, 0, 0, 0.5]       # the two middle ones
+    # quantile 'linear': q(n-1) = 0.3·4 = 1.2 between the sorted 1.5 and 3.0
+    assert wg.grad(lambda v: np.quantile(v, 0.3))(v) == pytest.approx([0.2, 0, 0, 0.8, 0])
+    a, w = r(5), pos(5)
+    ga, gw = wg.grad(lambda a, w: np.average(a, weights=w), argnums=(0, 1))(a, w)
+    avg = numpy.average(a, weights=w)
+    assert_close(ga, w / w.sum(), rtol=1e-15)
+    assert_close(gw, (a - avg) / w.sum(), rtol=1e-12)
+    # NaNs are ignored and get no derivative, also in an all-NaN slice
+    x = numpy.array([[1.0, numpy.nan, 3.0], [numpy.nan] * 3])
+    for f, want in ((np.nansum, [[1, 0, 1], [0, 0, 0]]), (np.nanmax, [[0, 0, 1], [0, 0, 0]]),
+                    (np.nanmean, [[0.5, 0, 0.5], [0, 0, 0]]), (np.nanmin, [[1, 0, 0], [0, 0, 0]])):
+        with numpy.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            g = wg.grad(lambda t: np.sum(np.nan_to_num(f(t, 1))))(x)
+        assert g.tolist() == want, f
+    for f, message in ((np.nanmean, "Mean of empty slice"), (np.nanmax, "All-NaN slice")):
+        with pytest.warns(RuntimeWarning, match=message):
+            assert numpy.isnan(wg.vjp(lambda t: f(t, 1), x)[0][1])
+    # a ptp of a constant has derivative zero (the max and min cancel, shared among ties)
+    assert wg.grad(np.ptp)(numpy.ones(3)).tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
+        wg.grad(lambda a: np.average(a, weights=numpy.array([1.0, -1.0])))(numpy.ones(2))
+    for ns in (numpy, np):
+        with pytest.raises(TypeError, match="Axis must be specified"):
+            wg.grad(lambda t: ns.sum(ns.average(t, weights=t[0])))(r(2, 3))
+        with pytest.raises(ValueError, match="'bogus' is not a valid method"):
+            wg.grad(lambda t: ns.sum(ns.quantile(t, 0.5, method="bogus")))(r(3))
+    with pytest.raises(NotImplementedError, match="method='lower'"):
+        wg.grad(lambda t: np.quantile(t, 0.5, method="lower"))(r(3))
+
+
+def test_cumprod_derivatives_are_exact_at_zeros():
+    x = numpy.array([2.0, 0.0, 3.0, 0.0, 1.5, -1.0])
+    n = len(x)
+    # d/dx_j Σ_i Π_{k<=i} x_k = Σ_{i>=j} Π_{k<=i, k≠j} x_k, by brute force
+    want = [builtins_sum(numpy.prod(numpy.delete(x[:i + 1], j)) for i in range(j, n))
+            for j in range(n)]
+    g = wg.grad(lambda t: np.sum(np.cumprod(t)))(x)
+    assert g.tolist() == want and not numpy.isnan(g).any()
+    jf, jr = wg.jacfwd(np.cumprod)(x), wg.jacrev(np.cumprod)(x)
+    assert numpy.array_equal(jf, jr) and jf[2].tolist() == [0, 6.0, 0, 0, 0, 0]
+    h = wg.hessian(lambda t: np.sum(np.cumprod(t)))(x[:5])
+    assert h[1, 3] == 2 * 3 + 2 * 3 * 1.5 and h[0, 1] == 1 + 3 and h[4, 4] == 0
+    with numpy.errstate(all="raise"):
+        wg.grad(lambda t: np.sum(np.cumprod(t, axis=None)))(numpy.zeros((2, 3)))
+
+
+def test_convolve_correlate_and_interp_follow_numpy():
+    for n in range(1, 9):
+        for m in range(1, 9):
+            a, v = r(n), r(m)
+            for mode in ("full", "same", "valid"):
+                for mine, theirs in ((np.convolve, numpy.convolve), (np.correlate, numpy.correlate)):
+                    f = lambda a, v: mine(a, v, mode)
+                    # (one dot product per output, summed in matmul's order, not dot's)
+                    assert_close(wg.compile(f, a, v)(a, v), theirs(a, v, mode), rtol=1e-13,
+                                 atol=1e-14)
+                    a32, v32 = a.astype(numpy.float32), v.astype(numpy.float32)
+                    got, want = wg.vjp(f, a32, v32)[0], theirs(a32, v32, mode)
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    assert_close(got, want, rtol=1e-5, atol=1e-6)
+    # interp: the slope in x, the two neighbours' weights in fp; flat beyond the ends
+    xp, fp = numpy.array([0.0, 1.0, 3.0]), numpy.array([1.0, 5.0, -1.0])
+    x = numpy.array([-1.0, 0.25, 2.0, 3.0, 4.0, numpy.nan])
+    gx, gfp = wg.grad(lambda x, fp: np.nansum(np.interp(x, xp, fp)), argnums=(0, 1))(x, fp)
+    assert gx.tolist() == [0.0, 4.0, -3.0, 0.0, 0.0, 0.0]
+    assert gfp.tolist() == [0.75 + 1, 0.25 + 0.5, 0.5 + 1 + 1]
+    f = wg.compile(lambda x, fp: np.interp(x, xp, fp, left=-7.0), x, fp)   # no value needed
+    assert numpy.array_equal(f(x, fp), numpy.interp(x, xp, fp, left=-7.0), equal_nan=True)
+    # cov's derivative: d Σ cov(x)_ij / dx = 0 for centred sums; d var = 2(x - mean)/(n - 1)
+    v = r(5)
+    assert_close(wg.grad(lambda v: np.cov(v))(v), 2 * (v - v.mean()) / 4, rtol=1e-13)
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        wg.vjp(lambda v: np.cov(v, ddof=5), v)
+    # an index repeated in a lane adds its cotangents
+    g = wg.grad(lambda t: np.sum(np.take_along_axis(t, numpy.array([[0, 0, 2]]), 1)))(r(2, 3))
+    assert g.tolist() == [[2.0, 0.0, 1.0]] * 2
+    for call in ("np.interp(x, [0.0, 1.0], x)", "np.vander(x, -1)"):
+        with pytest.raises(ValueError):
+            wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t})))(r(3))
 
 
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():
@@ -1279,12 +1509,24 @@ def test_cross_of_two_vectors_warns_as_numpy_2_does():
     ("np.cross(x, x)", "incompatible dimensions"), ("np.array_split(x, 0)", "larger than 0"),
     ("np.split(x, 3, axis=1)", "equal division"), ("np.vsplit(x[0], 2)", "2 or more dimensions"),
     ("np.gradient(x[:1], axis=0)", "too small"), ("np.rollaxis(x, 0, 5)", "'start' arg"),
-    ("np.partition(x, 9)", "out of bounds")])
+    ("np.partition(x, 9)", "out of bounds"),
+    ("np.quantile(x, 1.5)", "Quantiles must be in the range"),
+    ("np.percentile(x, [-1, 50])", "Percentiles must be in the range"),
+    ("np.average(x, 1, weights=x[0, :3])", "Shape of weights must be consistent"),
+    ("np.meshgrid(x[0], x[1], indexing='xx')", "Valid values for `indexing`"),
+    ("np.take_along_axis(x, numpy.zeros(2, int), 1)", "same number of dimensions"),
+    ("np.nanmax(x, 2)", "out of bounds"),
+    ("np.convolve(x[0], x[1, :0])", "v cannot be empty"),
+    ("np.correlate(x[0], x[1], 'bogus')", "mode must be one of"),
+    ("np.correlate(x, x[0])", "object too deep"), ("np.vander(x)", "one-dimensional"),
+    ("np.interp(x[0], [1.0, 2.0], x[1])", "same length"),
+    ("np.interp(x[0], [1.0], x[1, :1], period=0)", "non-zero"),
+    ("np.cov(x[None])", "more than 2 dimensions")])
 def test_more_functions_raise_numpys_errors_on_traced_values(call, error):
     x = r(2, 4)
     for v in (x, None):                                    # NumPy's, then wengert's
-        run = (lambda: eval(call, {"np": numpy, "x": x})) if v is not None else \
-            (lambda: wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t})))(x))
+        run = (lambda: eval(call, {"np": numpy, "x": x, "numpy": numpy})) if v is not None else \
+            (lambda: wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t, "numpy": numpy})))(x))
         with pytest.raises((ValueError, numpy.exceptions.AxisError), match=error):
             run()
     for call, error in (("np.gradient(x, axis=0, edge_order=2)", "too small"),

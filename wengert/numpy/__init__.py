@@ -212,7 +212,8 @@ class _Ufunc:
     on plain values it *is* NumPy's ufunc, keywords and methods (``reduce``, ``accumulate``,
     ``outer``, ``at``, ...) included.  Those methods and keywords on traced values go
     through NumPy's protocol to `wengert.numpy.dispatch`: ``add.reduce`` is `sum`,
-    ``maximum.reduce`` is `max`, ``add.accumulate`` is `cumsum`, and the others raise
+    ``maximum.reduce`` is `max`, ``add.accumulate`` is `cumsum` (``multiply.accumulate``
+    `cumprod`), and the others raise
     `NotImplementedError` naming themselves.
 
     Example:
@@ -323,6 +324,76 @@ def _fmax_like(npufunc, compare):
 
 
 fmax, fmin = _fmax_like(_np.fmax, S.ge), _fmax_like(_np.fmin, S.le)
+
+# ---- classification and sign: bools without derivative, and the functions built on them ----
+isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
+isinf = _Ufunc(_np.isinf, lambda x: S.eq(S.abs(x), inf))
+
+
+def _signbit(x):
+    # atan2(x, -1) is -π for -0.0 and below zero exactly where x's sign bit is set (the
+    # sign of a nan is not read: False, where NumPy reads the bit of a -nan)
+    if A.dtype_of(x).kind in "iub":
+        return S.lt(x, 0)
+    return S.lt(S.atan2(x, -1.0), 0)
+
+
+signbit = _Ufunc(_np.signbit, _signbit)
+
+
+def _float_result(*xs):
+    """The float dtype NumPy gives a float ufunc of `xs`: their promotion, a weak traced
+    value (a Python number's) giving way as a Python number does; float64 for integers."""
+    from ..primitives.registry import is_weak, _WEAK_STAND_IN
+    return _np.result_type(*[_WEAK_STAND_IN[x.dtype.kind] if type(x) is Node and is_weak(x)
+                             else A.dtype_of(x) if type(x) is Node else x for x in xs], 1.0)
+
+
+def _copysign(x, y):
+    # |x| with y's sign: the derivative in x is sign(x)·(±1), through abs; none in y
+    dt = _float_result(x, y)
+    x = S.abs(astype(x, dt) if A.dtype_of(x) != dt else x)
+    return S.select(_signbit(y), S.neg(x), x)
+
+
+copysign = _Ufunc(_np.copysign, _copysign)
+
+
+def _heaviside(x, h):
+    # 0 below zero, h at zero, 1 above, nan for nan (no derivative in x; 1 in h at zero)
+    dt = _float_result(x, h)
+    step = S.select(S.gt(x, 0), 1.0, S.select(S.lt(x, 0), 0.0, S.stop_gradient(x)))
+    out = S.select(S.eq(x, 0), h, step)
+    return astype(out, dt) if A.dtype_of(out) != dt else out
+
+
+heaviside = _Ufunc(_np.heaviside, _heaviside)
+
+
+def _float_power(x, y):
+    # NumPy computes it in float64 (complex128 for complex arguments) whatever the inputs
+    x, y = astype(x, _np.float64), astype(y, _np.float64) if _traced(y) else _np.float64(y) \
+        if type(y) in (int, float, bool) else _np.asarray(y, _np.float64)
+    return S.power(x, y)
+
+
+float_power = _Ufunc(_np.float_power, _float_power)
+
+
+def _ldexp(x, n):
+    # x·2**n, exact; n is an integer without derivative
+    n = n if _traced(n) else _np.asarray(n)
+    if A.dtype_of(n).kind not in "iub":
+        raise TypeError("ufunc 'ldexp' not supported for the input types, and the inputs "
+                        "could not be safely coerced to any supported types according to "
+                        "the casting rule ''safe''")
+    dt = _float_result(x)
+    x = astype(x, dt) if A.dtype_of(x) != dt else x
+    two_n = S.exp2(astype(n, dt)) if _traced(n) else _np.ldexp(_np.ones((), dt), n)
+    return S.mul(x, two_n)
+
+
+ldexp = _Ufunc(_np.ldexp, _ldexp)
 
 
 def _real(qualname, x):
@@ -626,6 +697,19 @@ def cumsum(a, axis=None, dtype=None, out=None):
     return A.cumsum(a, axis=_one_axis(axis, a.ndim, "cumsum"))
 
 
+@_numpy_unless_traced(_np.cumprod)
+def cumprod(a, axis=None, dtype=None, out=None):
+    """NumPy's ``cumprod``, differentiable, and exactly so where the array holds zeros: the
+    derivatives are written without dividing by x (a scan of products, see
+    `wengert.primitives.array.cumprod`)."""
+    _refuse("cumprod", out=out is not None)
+    if dtype is not None:
+        a = astype(a, dtype)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return A.cumprod(a, axis=_one_axis(axis, a.ndim, "cumprod"))
+
+
 @_numpy_unless_traced(_np.argmax)
 def argmax(a, axis=None, out=None, *, keepdims=False):
     """NumPy's ``argmax``: integers, no derivative (a value like a comparison's)."""
@@ -661,6 +745,538 @@ def nonzero(a):
     """NumPy's ``nonzero`` of the value (index arrays, which depend on it: like indexing
     with a traced mask, not possible while tracing without values)."""
     return _np.nonzero(a._concrete("used by nonzero()"))
+
+
+@_numpy_unless_traced(_np.isclose, any_argument=True)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """NumPy's ``isclose``, elementwise on traced values as NumPy computes it
+    (|a − b| <= atol + rtol·|b| where b is finite, or a == b): bools, no derivative."""
+    def prepared(v):
+        if type(v) is Node or isinstance(v, (int, float, complex)):
+            return v
+        return _np.asanyarray(v)
+    x, y = prepared(a), prepared(b)
+    dt = getattr(y, "dtype", None)
+    if dt is not None and dt.kind != "m":
+        dt = _float_result(y)
+        y = astype(y, dt) if A.dtype_of(y) != dt else y
+    elif isinstance(y, int):
+        y = float(y)
+    # (inf − inf is left out rather than computed under NumPy's errstate, which a
+    # compiled function would not have: where either is not finite only x == y counts)
+    finite = logical_and(isfinite(x), isfinite(y))
+    xf, yf = where(finite, x, 0), where(finite, y, 0)
+    result = logical_or(logical_and(less_equal(abs(xf - yf), atol + rtol * abs(yf)), finite),
+                        equal(x, y))
+    if equal_nan:
+        result = logical_or(result, logical_and(isnan(x), isnan(y)))
+    return result
+
+
+def _on_values(npfn):
+    """NumPy's `npfn` of the values of traced arguments: for functions whose results
+    (bools, counts, indices) have no derivative and depend on the values, so that, like
+    indexing with a traced mask, they are not possible while tracing without values."""
+    what = f"read by {npfn.__name__}()"
+
+    def fn(*args, **kwargs):
+        value = lambda v: v._concrete(what) if type(v) is Node else v
+        return npfn(*[value(v) for v in args], **{k: value(v) for k, v in kwargs.items()})
+    fn.__name__ = fn.__qualname__ = npfn.__name__
+    fn.__doc__ = (f"NumPy's ``{npfn.__name__}`` of the values (no derivative; not while "
+                  "tracing without values).")
+    return _numpy_unless_traced(npfn, any_argument=True)(fn)
+
+
+allclose = _on_values(_np.allclose)
+array_equal = _on_values(_np.array_equal)
+count_nonzero = _on_values(_np.count_nonzero)
+flatnonzero = _on_values(_np.flatnonzero)
+argwhere = _on_values(_np.argwhere)
+
+
+# ---- NaN-ignoring reductions and statistics ---------------------------------------------------
+def _warn(message, *conditions):
+    """NumPy's RuntimeWarning `message` if any of the traced bools `conditions` holds, when
+    their values are known (not while tracing without values)."""
+    import warnings
+    for c in conditions:
+        value = c.value if type(c) is Node else c
+        if value is not None and _np.any(value):
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+            return
+
+
+@_numpy_unless_traced(_np.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    """NumPy's ``nansum``: the sum with NaNs counted as zero, which get no derivative."""
+    if A.dtype_of(a).kind in "fc":
+        a = S.select(S.ne(a, a), 0.0, a)
+    return sum(a, axis, dtype, out, keepdims, initial, where)
+
+
+@_numpy_unless_traced(_np.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    """NumPy's ``nanmean``: the mean of the elements that are not NaN (which get no
+    derivative); an all-NaN slice is nan, with NumPy's RuntimeWarning."""
+    _refuse("nanmean", out=out is not None, where=where is not True)
+    if A.dtype_of(a).kind not in "fc":
+        return mean(a, axis, dtype, keepdims=keepdims)
+    a = _float_cast("nanmean", a, dtype)
+    axes = _norm_axis(axis, a.ndim, "nanmean")
+    keep = S.eq(a, a)
+    count = sum(astype(keep, A.dtype_of(a)), axes, keepdims=keepdims)
+    # (an all-NaN slice is nan without a division by its count 0, whose derivative would
+    # send nan to the NaNs)
+    empty = S.eq(count, 0)
+    total = sum(S.select(keep, a, 0.0), axes, keepdims=keepdims)
+    out = S.select(empty, nan, total / S.select(empty, 1.0, count))
+    _warn("Mean of empty slice", empty)
+    return out
+
+
+def _nan_extremum(fname, reduce, fill):
+    npfn = getattr(_np, fname)
+
+    def fn(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+        _refuse(fname, out=out is not None, initial=initial is not _NoValue,
+                where=where is not True)
+        if A.dtype_of(a).kind not in "fc":
+            return reduce(a, axis, keepdims=keepdims)
+        nan_ = S.ne(a, a)
+        all_nan = all(nan_, axis, keepdims=keepdims)
+        out = S.select(all_nan, nan, reduce(S.select(nan_, fill, a), axis, keepdims=keepdims))
+        _warn("All-NaN slice encountered", all_nan)
+        return out
+    fn.__name__ = fn.__qualname__ = fname
+    fn.__doc__ = (f"NumPy's ``{fname}``: NaNs are ignored (they get no derivative), an all-NaN "
+                  "slice is nan with NumPy's RuntimeWarning; ties share the derivative.")
+    return _numpy_unless_traced(npfn)(fn)
+
+
+nanmax = _nan_extremum("nanmax", lambda a, axis, keepdims: max(a, axis, keepdims=keepdims),
+                       -inf)
+nanmin = _nan_extremum("nanmin", lambda a, axis, keepdims: min(a, axis, keepdims=keepdims),
+                       inf)
+
+
+@_numpy_unless_traced(_np.ptp)
+def ptp(a, axis=None, out=None, keepdims=False):
+    """NumPy's ``ptp`` (max − min), differentiable."""
+    _refuse("ptp", out=out is not None)
+    return max(a, axis, keepdims=keepdims) - min(a, axis, keepdims=keepdims)
+
+
+@_numpy_unless_traced(_np.average, any_argument=True)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """NumPy's ``average``, differentiable in `a` and in `weights` (sum(a·w)/sum(w));
+    with ``returned`` also the sum of the weights."""
+    a = asarray(a)
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        scl = _np.asarray(a.size / builtins.max(_math.prod(_shape(avg)), 1),
+                          A.dtype_of(avg))[()]
+    else:
+        w = asarray(weights)
+        dt = _np.result_type(A.dtype_of(a), A.dtype_of(w), *(
+            ["f8"] if A.dtype_of(a).kind in "iub" else []))
+        if _shape(a) != _shape(w):
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            axes = _norm_axis(axis, a.ndim, "average")
+            axes = tuple(_norm_list(axis, a.ndim))
+            if tuple(_shape(w)) != tuple(a.shape[i] for i in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
+            # weights along `axis` (in the order given), broadcast over the other axes
+            order = sorted(range(len(axes)), key=lambda i: axes[i])
+            w = transpose(w, order) if order != list(range(len(axes))) else w
+            w = reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(a.shape)))
+            w = broadcast_to(w, a.shape)
+        scl = sum(astype(w, dt), axis, keepdims=keepdims)
+        _warn_zero = S.eq(scl, 0)
+        value = _warn_zero.value if type(_warn_zero) is Node else _warn_zero
+        if value is not None and _np.any(value):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        avg = sum(astype(a, dt) * astype(w, dt), axis, keepdims=keepdims) / scl
+    if returned:
+        if _shape(scl) != _shape(avg):
+            scl = broadcast_to(scl, _shape(avg))
+        return avg, scl
+    return avg
+
+
+@_numpy_unless_traced(_np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's ``median``, differentiable: the middle of the sorted values (the mean of the
+    two middle ones for an even count), so the derivative goes to those; nan if the slice
+    holds a NaN."""
+    _refuse("median", out=out is not None)
+    return _quantile("median", a, 0.5, axis, keepdims)
+
+
+def _along_last(a, axis, fname):
+    """`a` with the axes `axis` (None: all) merged into a last one, and the shape a keepdims
+    result has."""
+    axes = tuple(range(a.ndim)) if axis is None else _norm_axis(axis, a.ndim, fname)
+    others = [i for i in range(a.ndim) if i not in axes]
+    kept = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
+    x = transpose(a, others + list(axes)) if others + list(axes) != list(range(a.ndim)) else a
+    return reshape(x, tuple(a.shape[i] for i in others) + (-1,)), kept
+
+
+_QUANTILE_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                     "interpolated_inverted_cdf", "hazen", "weibull", "linear",
+                     "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint",
+                     "nearest")
+
+
+def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
+    """The q-th quantiles of `a` by NumPy's method 'linear': the sorted values at
+    floor(q(n−1)) and the next, interpolated as NumPy does; a slice holding a NaN gives nan."""
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: "
+                         f"{', '.join(_QUANTILE_METHODS)}")
+    if method != "linear":
+        raise NotImplementedError(f"numpy.{fname}(..., method={method!r}) is not supported "
+                                  "on traced values (only 'linear')")
+    if _traced(q):
+        raise NotImplementedError(f"numpy.{fname} with traced q is not supported: only the "
+                                  "array carries a derivative")
+    a = asarray(a)
+    if A.dtype_of(a).kind in "iub":
+        a = astype(a, _np.float64)
+    x, kept = _along_last(a, axis, fname)
+    n = x.shape[-1]
+    if fname == "median":
+        s = sort(x, axis=-1)
+        lo, hi = (n - 1) // 2, n // 2
+        out = s[..., lo] if lo == hi else (s[..., lo] + s[..., hi]) / 2
+        qshape = ()
+    else:
+        # NumPy's positions and weights, from the plain q: (n − 1)·q, its floor and the
+        # next index (the last for q = 1), and the fraction between (a Python float, weak,
+        # for a Python number q)
+        qa = _np.asanyarray(q)
+        virtual = _np.asanyarray((n - 1) * qa)
+        s = sort(x, axis=-1)
+        qshape = qa.shape
+        if virtual.dtype.kind in "iu":
+            out = moveaxis(s[..., virtual.ravel()], -1, 0)
+        else:
+            prev = _np.floor(virtual)
+            gamma = _np.asanyarray(virtual - prev, dtype=virtual.dtype)
+            nxt = prev + 1
+            above, below = virtual >= n - 1, virtual < 0
+            prev, nxt = _np.where(above, -1, _np.where(below, 0, prev)), \
+                _np.where(above, -1, _np.where(below, 0, nxt))
+            lo = moveaxis(s[..., prev.astype(_np.intp).ravel()], -1, 0)
+            hi = moveaxis(s[..., nxt.astype(_np.intp).ravel()], -1, 0)
+            t = float(gamma) if weak else gamma.reshape((-1,) + (1,) * (x.ndim - 1))
+            d = hi - lo
+            out = where(_np.asarray(t) >= 0.5, hi - d * (1 - t), lo + d * t)
+        out = reshape(out, qshape + tuple(x.shape[:-1]))
+    if n and A.dtype_of(a).kind in "fc":
+        has_nan = S.ne(s[..., -1], s[..., -1])
+        out = S.select(has_nan, nan, out)
+    if keepdims:
+        out = reshape(out, tuple(qshape) + kept)
+    return out
+
+
+@_numpy_unless_traced(_np.quantile)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    """NumPy's ``quantile`` by its default method 'linear', differentiable in `a`: the
+    derivative goes to the two sorted values interpolated."""
+    _refuse("quantile", out=out is not None, weights=weights is not None,
+            interpolation=interpolation is not None)
+    if not _np.all((_np.asarray(q) >= 0) & (_np.asarray(q) <= 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    return _quantile("quantile", a, q, axis, keepdims, method, type(q) in (int, float))
+
+
+@_numpy_unless_traced(_np.percentile)
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    """NumPy's ``percentile`` (``quantile`` of q/100), differentiable in `a`."""
+    _refuse("percentile", out=out is not None, weights=weights is not None,
+            interpolation=interpolation is not None)
+    weak = type(q) in (int, float)
+    q = _np.true_divide(q, 100)
+    if not _np.all((q >= 0) & (q <= 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return _quantile("percentile", a, q, axis, keepdims, method, weak)
+
+
+@_numpy_unless_traced(_np.trapezoid, any_argument=True)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """NumPy's ``trapezoid`` (the trapezoidal rule along `axis`), differentiable in `y` and
+    in the sample points `x` or spacing `dx`."""
+    y = asarray(y)
+    ax = _one_axis(axis, y.ndim, "trapezoid")
+    if x is None:
+        d = dx
+    else:
+        x = asarray(x)
+        if len(_shape(x)) == 1:
+            d = diff(x)
+            d = reshape(d, tuple(-1 if i == ax else 1 for i in range(y.ndim)))
+        else:
+            d = diff(x, axis=ax)
+    later = (slice(None),) * ax + (slice(1, None),)
+    earlier = (slice(None),) * ax + (slice(None, -1),)
+    return sum(d * (y[later] + y[earlier]) / 2.0, ax)
+
+
+@_numpy_unless_traced(_np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    """NumPy's ``take_along_axis``, differentiable in `arr` (integer `indices`)."""
+    if type(indices) is Node and indices.value is None and axis is not None \
+            and indices.shape == arr.shape and indices.dtype.kind in "iu":
+        # (traced without values, as an argsort's: recorded, in range as argsort's are)
+        return A.take_along_axis(arr, indices, axis=_one_axis(axis, arr.ndim,
+                                                               "take_along_axis"))
+    indices = _np.asarray(indices._concrete("used as indices") if type(indices) is Node
+                          else indices)
+    if indices.dtype.kind not in "iu":
+        raise IndexError("`indices` must be an integer array")
+    if axis is None:
+        if indices.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        arr, axis = ravel(arr), 0
+    if indices.ndim != arr.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    ax = _one_axis(axis, arr.ndim, "take_along_axis")
+    shape = list(_np.broadcast_shapes(tuple(arr.shape[:ax]) + (1,) + tuple(arr.shape[ax + 1:]),
+                                      indices.shape))
+    indices = _np.broadcast_to(_np.where(indices < 0, indices + arr.shape[ax], indices),
+                               tuple(shape))
+    base = list(shape)
+    base[ax] = arr.shape[ax]
+    arr = broadcast_to(arr, tuple(base)) if tuple(base) != arr.shape else arr
+    return A.take_along_axis(arr, _np.ascontiguousarray(indices), axis=ax)
+
+
+@_numpy_unless_traced(_np.meshgrid, any_argument=True)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """NumPy's ``meshgrid`` ('xy' or 'ij' indexing, sparse or not), differentiable: each
+    coordinate vector repeated (a traced value has no memory: ``copy`` changes nothing)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    nd = len(xi)
+    shapes = [(1,) * i + (-1,) + (1,) * (nd - i - 1) for i in range(nd)]
+    if indexing == "xy" and nd > 1:
+        shapes[0] = (1, -1) + (1,) * (nd - 2)
+        shapes[1] = (-1, 1) + (1,) * (nd - 2)
+    out = [reshape(asarray(x), s) for x, s in zip(xi, shapes)]
+    if not sparse:
+        full = _np.broadcast_shapes(*[_shape(x) for x in out])
+        out = [broadcast_to(x, full) for x in out]
+    return tuple(out)
+
+
+@_numpy_unless_traced(_np.polyval, any_argument=True)
+def polyval(p, x):
+    """NumPy's ``polyval`` (Horner's rule, as NumPy computes it), differentiable in the
+    coefficients and in x."""
+    p, x = asarray(p), asarray(x)
+    y = _np.zeros(_shape(x), A.dtype_of(x))
+    for i in range(_shape(p)[0]):           # (one step per coefficient, as NumPy's)
+        y = y * x + p[i]
+    return y
+
+
+@_numpy_unless_traced(_np.cov, any_argument=True)
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    """NumPy's ``cov``, differentiable: the centred rows (or columns, ``rowvar=False``)
+    times their transpose, over N − ddof (``bias``: N)."""
+    _refuse("cov", fweights=fweights is not None, aweights=aweights is not None)
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    m = asarray(m)
+    if len(_shape(m)) > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if dtype is None:
+        dtype = _np.result_type(A.dtype_of(m), *([] if y is None else [A.dtype_of(asarray(y))]),
+                                _np.float64)
+    X = _array_of(m, dtype, 2)
+    if not rowvar and X.shape[0] != 1:
+        X = transpose(X)
+    if y is not None:
+        y = asarray(y)
+        if len(_shape(y)) > 2:
+            raise ValueError("y has more than 2 dimensions")
+        y = _array_of(y, dtype, 2)
+        if not rowvar and y.shape[0] != 1:
+            y = transpose(y)
+        X = concatenate((X, y), axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    fact = X.shape[1] - ddof
+    if fact <= 0:
+        import warnings
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        fact = 0.0
+    X = X - mean(X, axis=1, keepdims=True)
+    with _np.errstate(divide="ignore"):
+        c = dot(X, transpose(X)) * _np.true_divide(1, fact)
+    return squeeze(c)
+
+
+@_numpy_unless_traced(_np.corrcoef, any_argument=True)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    """NumPy's ``corrcoef``, differentiable: ``cov`` scaled by the standard deviations on
+    its diagonal, clipped to [-1, 1] as NumPy does."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if len(_shape(c)) == 0:
+        return c / c
+    stddev = sqrt(diagonal(c))
+    c = c / stddev[:, None]
+    c = c / stddev[None, :]
+    return clip(c, -1, 1)
+
+
+@_numpy_unless_traced(_np.vander)
+def vander(x, N=None, increasing=False):
+    """NumPy's ``vander``: the powers of x as NumPy computes them (a cumulative product),
+    differentiable."""
+    if x.ndim != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
+    n = x.shape[0]
+    N = n if N is None else operator.index(N)
+    dt = _np.promote_types(x.dtype, int)
+    x = astype(x, dt)
+    if N < 0:
+        raise ValueError("negative dimensions are not allowed")
+    ones = _np.ones((n, builtins.min(N, 1)), dt)
+    if N <= 1:
+        return ones                         # (no power of x: constants)
+    v = concatenate([ones, cumprod(broadcast_to(x[:, None], (n, N - 1)), axis=1)], axis=1)
+    return v if increasing else flip(v, 1)
+
+
+_CORRELATE_MODES = ("valid", "same", "full")
+
+
+def _correlate_full(fname, a, v, mode):
+    """c_k = Σ_j a_{k+j} v_j (a zero outside its range) over the offsets `mode` keeps, as
+    NumPy's correlate: a windows of the zero-padded a times v."""
+    if isinstance(mode, int) and 0 <= mode < 3:
+        mode = _CORRELATE_MODES[mode]
+    if mode not in _CORRELATE_MODES:
+        raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
+    if len(_shape(a)) > 1 or len(_shape(v)) > 1:
+        raise ValueError("object too deep for desired array")
+    n, m = _shape(a)[0], _shape(v)[0]
+    if n == 0:
+        raise ValueError("a cannot be empty")
+    if m == 0:
+        raise ValueError("v cannot be empty")
+    dt = _np.result_type(A.dtype_of(a), A.dtype_of(v))
+    a, v = astype(a, dt), astype(v, dt)
+    if mode == "full":
+        start, length = 0, n + m - 1
+    elif mode == "valid":
+        start, length = builtins.min(n, m) - 1, builtins.abs(n - m) + 1
+    else:
+        start = (m - 1) // 2 if n >= m else builtins.min(n, m) // 2
+        length = builtins.max(n, m)
+    padded = pad(a, (m - 1, m - 1))
+    windows = padded[_np.arange(start, start + length)[:, None] + _np.arange(m)]
+    return matmul(windows, v)
+
+
+@_numpy_unless_traced(_np.correlate, any_argument=True)
+def correlate(a, v, mode="valid"):
+    """NumPy's ``correlate`` of 1-D arrays (modes 'valid', 'same', 'full'), differentiable
+    in both."""
+    a, v = atleast_1d(asarray(a)), atleast_1d(asarray(v))
+    if len(_shape(a)) == 1 and len(_shape(v)) == 1 and 0 < _shape(a)[0] < _shape(v)[0] \
+            and mode not in ("same", 1):
+        # (NumPy correlates the longer with the shorter and reverses: the same sums, in
+        # NumPy's order)
+        return flip(_correlate_full("correlate", v, a, mode), 0)
+    return _correlate_full("correlate", a, v, mode)
+
+
+@_numpy_unless_traced(_np.convolve, any_argument=True)
+def convolve(a, v, mode="full"):
+    """NumPy's ``convolve`` of 1-D arrays (modes 'full', 'same', 'valid'), differentiable
+    in both: the correlation with v reversed (the longer array first, as NumPy)."""
+    a, v = atleast_1d(asarray(a)), atleast_1d(asarray(v))
+    if _shape(v)[0] > _shape(a)[0]:
+        a, v = v, a
+    if _shape(a)[0] == 0:
+        raise ValueError("a cannot be empty")
+    if _shape(v)[0] == 0:
+        raise ValueError("v cannot be empty")
+    return _correlate_full("convolve", a, flip(v, 0), mode)
+
+
+@_numpy_unless_traced(_np.interp, any_argument=True)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """NumPy's ``interp`` (piecewise linear, float64), differentiable in `x` (the slope)
+    and in `fp` (the weights of the two neighbours); `xp` is data.  The interval of each x
+    is found by comparisons, so no value is needed (it works under ``wg.compile``)."""
+    if _traced(xp) or _traced(period):
+        raise NotImplementedError("numpy.interp with traced xp or period is not supported: "
+                                  "only x, fp, left and right carry a derivative")
+    xp = _np.asarray(xp, _np.float64)
+    fp = asarray(fp)
+    if A.dtype_of(fp).kind == "c":
+        raise NotImplementedError("numpy.interp of complex fp is not supported on traced "
+                                  "values")
+    fp = astype(fp, _np.float64)
+    x = astype(asarray(x), _np.float64)
+    if xp.ndim != 1 or len(_shape(fp)) != 1:
+        raise ValueError("Data points must be 1D sequences")
+    if xp.shape[0] != _shape(fp)[0]:
+        raise ValueError("fp and xp are not of the same length")
+    if xp.shape[0] == 0:
+        raise ValueError("array of sample points is empty")
+    if period is not None:
+        if period == 0:
+            raise ValueError("period must be a non-zero value")
+        period = builtins.abs(period)
+        left = right = None
+        x = remainder(x, period)
+        xp = xp % period
+        order = _np.argsort(xp)
+        xp, fp = xp[order], fp[order]
+        xp = _np.concatenate((xp[-1:] - period, xp, xp[0:1] + period))
+        fp = concatenate((fp[-1:], fp, fp[0:1]))
+    n = xp.shape[0]
+    first, last = fp[0], fp[n - 1]
+    left = first if left is None else left
+    right = last if right is None else right
+    with _np.errstate(all="ignore"):
+        if n == 1:
+            return where(isnan(x), x, where(x < xp[0], left, where(x > xp[0], right, first)))
+        # the arithmetic on x within [xp_0, xp_-1] only (outside, and for nan, the result
+        # is chosen below: an inf or nan there would make the derivatives nan)
+        inside = logical_and(x >= xp[0], x <= xp[-1])
+        x_in = where(inside, x, xp[0])
+        # the interval [xp_j, xp_j+1) holding x: j + 1 points are <= x
+        j = sum(S.le(xp, expand_dims(x_in, -1)), -1) - 1
+        j = S.minimum(S.maximum(j, 0), n - 2)
+        shape = _shape(j)
+        j = reshape(j, (-1,))
+        at = lambda table, k: reshape(A.take_along_axis(table, k, axis=0), shape)
+        xj, xj1 = at(xp, j), at(xp, j + 1)
+        fj, fj1 = at(fp, j), at(fp, j + 1)
+        slope = (fj1 - fj) / (xj1 - xj)
+        res = slope * (x_in - xj) + fj
+        # NumPy's fallbacks where that is nan (infinite values): from the right end, and
+        # the common value of a flat interval
+        alt = slope * (x_in - xj1) + fj1
+        alt = where(logical_and(isnan(alt), equal(fj, fj1)), fj, alt)
+        res = where(isnan(res), alt, res)
+        res = where(equal(x_in, xj), fj, res)
+        res = where(equal(x, xp[-1]), last, res)
+        res = where(x < xp[0], left, where(x > xp[-1], right, res))
+        return where(isnan(x), x, res)
 
 
 # ---- shapes --------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def _ufuncs():
 # axis 0, not the function's None)
 _METHODS = {("add", "reduce"): "sum", ("multiply", "reduce"): "prod",
             ("maximum", "reduce"): "max", ("minimum", "reduce"): "min",
-            ("add", "accumulate"): "cumsum"}
+            ("add", "accumulate"): "cumsum", ("multiply", "accumulate"): "cumprod"}
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):

@@ -300,6 +300,44 @@ cumsum = _prim("cumsum", lambda x, axis: np.cumsum(x, axis=axis), cost="add", li
 cumsum.defvjp(lambda g, x, ans, axis: (flip(cumsum(flip(g, axes=(axis,)), axis=axis),
                                             axes=(axis,)),))
 
+
+
+def _slice_along(x, axis, start, stop):
+    return getitem(x, index=(("slice", None, None, None),) * axis + (("slice", start, stop, None),))
+
+
+def _after(x, axis, first):
+    """x moved one place along `axis`, `first` in front: the i-th element is x_{i-1}."""
+    shape = list(shape_of(x))
+    shape[axis] = 1
+    return concatenate(np.full(shape, first, dtype_of(x)), _slice_along(x, axis, None, -1),
+                       axis=axis)
+
+
+def _linear_scan(a, b, axis):
+    """h with h_i = a_i h_{i-1} + b_i along `axis` (h_{-1} = 0), by recursive doubling:
+    log2(n) steps of whole-array products and sums, and no division, so a zero in `a` stays
+    an exact zero (cumprod's derivatives, where dividing by x would give nan)."""
+    n, d = shape_of(b)[axis], 1
+    while d < n:
+        head = _slice_along(b, axis, None, d)
+        b = concatenate(head, _slice_along(b, axis, d, None) + _slice_along(a, axis, d, None)
+                        * _slice_along(b, axis, None, -d), axis=axis)
+        if 2 * d < n:
+            a = concatenate(_slice_along(a, axis, None, d), _slice_along(a, axis, d, None)
+                            * _slice_along(a, axis, None, -d), axis=axis)
+        d *= 2
+    return b
+
+
+cumprod = _prim("cumprod", lambda x, axis: np.cumprod(x, axis=axis), cost="mul")
+# y_i = x_i y_{i-1}: the tangent follows the same recurrence, dy_i = x_i dy_{i-1} + y_{i-1} dx_i,
+# and the cotangent its transpose, r_j = g_j + x_{j+1} r_{j+1}, with x̄_j = y_{j-1} r_j
+cumprod.defjvp(lambda ts, x, ans, axis: _linear_scan(x, ts[0] * _after(ans, axis, 1),
+                                                     axis))
+cumprod.defvjp(lambda g, x, ans, axis: (_after(ans, axis, 1) * flip(_linear_scan(
+    _after(flip(x, axes=(axis,)), axis, 0), flip(g, axes=(axis,)), axis), axes=(axis,)),))
+
 # ---- indexing --------------------------------------------------------------------------------
 # An index is kept in a hashable form where it can be (slices become ("slice", a, b, c)), so
 # that x[0] written twice is one node; an index holding arrays is not interned.
@@ -348,8 +386,17 @@ def _take_along(x, idx, axis):
 
 def _put_along_add(g, idx, axis, shape):
     out = np.zeros(shape, dtype=float_dtype(g))
-    # each index along `axis` appears once per lane (a permutation), so plain put suffices
     np.put_along_axis(out, idx, g, axis=axis)
+    # a permutation (sort's, partition's) puts each element once, so plain put suffices;
+    # an index repeated in a lane (numpy.take_along_axis's, interp's) must add
+    hits = np.zeros(shape, dtype=bool)
+    np.put_along_axis(hits, idx, True, axis=axis)
+    if np.count_nonzero(hits) != np.size(g):
+        out[...] = 0
+        g = np.broadcast_to(g, np.broadcast_shapes(np.shape(g), np.shape(idx)))
+        grid = list(np.indices(g.shape, sparse=True))
+        grid[axis] = np.broadcast_to(idx, g.shape)
+        np.add.at(out, tuple(grid), g)
     return out
 
 
