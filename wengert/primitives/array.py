@@ -301,7 +301,6 @@ cumsum.defvjp(lambda g, x, ans, axis: (flip(cumsum(flip(g, axes=(axis,)), axis=a
                                             axes=(axis,)),))
 
 
-
 def _slice_along(x, axis, start, stop):
     return getitem(x, index=(("slice", None, None, None),) * axis + (("slice", start, stop, None),))
 
