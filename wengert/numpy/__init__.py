@@ -686,15 +686,20 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     return (out, sign) if return_sign else out
 
 
-@_numpy_unless_traced(_np.cumsum)
-def cumsum(a, axis=None, dtype=None, out=None):
-    """NumPy's ``cumsum``, differentiable (over the flattened array when axis is None)."""
-    _refuse("cumsum", out=out is not None)
+def _accumulated(prim, name, a, axis, dtype, out):
+    """cumsum and cumprod: over the flattened array when axis is None."""
+    _refuse(name, out=out is not None)
     if dtype is not None:
         a = astype(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
-    return A.cumsum(a, axis=_one_axis(axis, a.ndim, "cumsum"))
+    return prim(a, axis=_one_axis(axis, a.ndim, name))
+
+
+@_numpy_unless_traced(_np.cumsum)
+def cumsum(a, axis=None, dtype=None, out=None):
+    """NumPy's ``cumsum``, differentiable (over the flattened array when axis is None)."""
+    return _accumulated(A.cumsum, "cumsum", a, axis, dtype, out)
 
 
 @_numpy_unless_traced(_np.cumprod)
@@ -702,12 +707,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
     """NumPy's ``cumprod``, differentiable, and exactly so where the array holds zeros: the
     derivatives are written without dividing by x (a scan of products, see
     `wengert.primitives.array.cumprod`)."""
-    _refuse("cumprod", out=out is not None)
-    if dtype is not None:
-        a = astype(a, dtype)
-    if axis is None:
-        a, axis = ravel(a), 0
-    return A.cumprod(a, axis=_one_axis(axis, a.ndim, "cumprod"))
+    return _accumulated(A.cumprod, "cumprod", a, axis, dtype, out)
 
 
 @_numpy_unless_traced(_np.argmax)
