@@ -625,6 +625,19 @@ def test_jacobian_blocks_of_int_and_bool_outputs_agree_in_both_modes():
 
 
 # ---- weak typing of Python numbers -------------------------------------------------------------
+def test_a_traced_graph_evaluates_strong_float64_scalars_as_numpy_does():
+    # a float32 scalar plus a NumPy float64 scalar is float64; the graph said so, but its
+    # evaluation saw the float64 as a Python float (weak) and gave float32
+    v = np.ones(2, np.float32)
+    for f in (lambda t: np.zeros(()) + t[0], lambda t: np.float64(0.5) * t[1],
+              lambda t: t[0] * 2.0, lambda t: t[0] * t[1]):
+        want = np.asarray(f(v)).dtype
+        graph = wg.trace(f, v)
+        assert graph.outputs[0].dtype == want
+        assert np.asarray(graph(v)).dtype == want
+        assert np.asarray(wg.compile(f, v)(v)).dtype == want
+
+
 def test_python_float_arguments_are_weak_in_every_transformation():
     x32 = np.linspace(0.5, 1.5, 3, dtype=np.float32)
 

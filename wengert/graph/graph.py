@@ -648,8 +648,9 @@ class Graph:
             else:
                 args = [values[a.index] for a in node.args]
                 v = values[i] = node.op(*args, **node.params)
-                if type(v) is np.ndarray and v.dtype != node.dtype:
-                    # (float64 scalar values are Python floats, which NumPy takes as weak)
+                if isinstance(v, (np.ndarray, np.generic)) and v.dtype != node.dtype:
+                    # (float64 scalar values are Python floats, which NumPy takes as weak;
+                    # a float32 scalar plus one of them stays a float32 scalar)
                     values[i] = _strongly_typed(node.op, node.args, args, node.params, v)
         return [values[o.index] for o in outputs]
 
