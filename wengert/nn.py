@@ -47,7 +47,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
         [[[[4.0, 4.0], [4.0, 4.0]]]]
     """
     stride, padding = _pair_free(stride, "conv2d stride"), _pair_free(padding, "conv2d padding")
-    xs, ws = _shape(x), _shape(weight)
+    xs, ws = wnp._shape(x), wnp._shape(weight)
     if len(xs) != 4:
         raise ValueError(f"conv2d: expected images of shape (N, C, H, W), got {xs}")
     if len(ws) != 4 or ws[1] != xs[1]:
@@ -76,7 +76,7 @@ def max_pool2d(x, kernel_size, stride=None):
     """
     k = _pair_free(kernel_size, "max_pool2d kernel_size")
     s = k if stride is None else _pair_free(stride, "max_pool2d stride")
-    xs = _shape(x)
+    xs = wnp._shape(x)
     if len(xs) != 4:
         raise ValueError(f"max_pool2d: expected images of shape (N, C, H, W), got {xs}")
     if k < 1 or s < 1:
@@ -86,13 +86,9 @@ def max_pool2d(x, kernel_size, stride=None):
     return P.max_pool2d(x, kernel=k, stride=s)
 
 
-def _shape(x):
-    return tuple(x.shape) if type(x) is Node else _np.shape(x)
-
-
 def _one_axis(x, axis, who):
     """`axis` of x made non-negative; NumPy's AxisError (a ValueError) if out of range."""
-    return wnp._one_axis(axis, len(x.shape if type(x) is Node else _np.shape(x)), who)
+    return wnp._one_axis(axis, len(wnp._shape(x)), who)
 
 
 def log_softmax(x, axis=-1):
@@ -186,7 +182,7 @@ def cross_entropy(logits, labels):
         >>> round(float(nn.cross_entropy(np.zeros((2, 4)), np.array([0, 3]))), 6)
         1.386294
     """
-    shape = logits.shape if type(logits) is Node else _np.shape(logits)
+    shape = wnp._shape(logits)
     lshape = labels.shape if type(labels) in (Node, _np.ndarray) else _np.shape(labels)
     if len(shape) != 2 or lshape != shape[:1]:
         raise ValueError(f"cross_entropy: logits must have shape (N, C) and labels shape "

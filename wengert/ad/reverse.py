@@ -111,12 +111,15 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
             if type(p) is float:                 # a constant partial: add's 1.0
                 c = g if p == 1.0 else g * p
             else:
+                # One expression: the rule's result is a temporary that NumPy reuses for the
+                # product (temporary elision), as in hand-written ``g * (1 - a * a)``.
                 try:
-                    c = g * p(*xs, ans, **params)     # (scaled_partial's usual case, inline)
+                    c = g * p(*xs, ans, **params)
                 except (ArithmeticError, TypeError):  # (a float's 1/0, a None partial)
-                    c = op.scaled_partial(k, g, xs, ans, params)
-                    if c is None:
+                    p = op.partial(k, xs, ans, params)    # (which redoes 1/0 in NumPy)
+                    if p is None:
                         continue
+                    c = g * p
             if a.shape != node.shape:            # (array to array: no dispatch needed)
                 c = sum_to.impl(c, a.shape) if a.shape and type(c) is np.ndarray else \
                     sum_to(c, shape=a.shape)

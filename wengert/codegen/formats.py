@@ -227,9 +227,7 @@ class FortranFormat(Format):
         if op is P.cbrt:
             x = self._real(args)[0]
             return f"SIGN(ABS({x})**(1D0/3),{x})"
-        if op is P.round:
-            if params.get("decimals"):
-                return self.round_decimals(args[0], params["decimals"])
+        if op is P.round and not params.get("decimals"):    # (decimals: Format.apply)
             # NumPy rounds halves to even, ANINT away from zero: the even neighbour there
             x = self._real(args)[0]
             return f"MERGE(2*ANINT(({x})/2),ANINT({x}),ABS(({x})-AINT({x})).EQ.0.5D0)"
@@ -247,7 +245,7 @@ class FortranFormat(Format):
         if op is SP.polygamma:
             raise EmitError("FORTRAN has no polygamma, and a call would lose its order n: "
                             "emit code for the graph without it")
-        return self.call(op.name, args, params)
+        return super().apply(op, args, params)
 
     def call(self, name, args, params) -> str:
         at = params.get("at") if params else None

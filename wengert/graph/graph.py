@@ -291,8 +291,7 @@ class Graph:
                         and a.dtype.kind in "biuf":
                     # an eager call's data (x of x @ w, a classifier's labels): lift's
                     # checks and canonical form are for other values
-                    c = Node(self, len(self.nodes), _CONST, (), _NO_PARAMS, a.shape, a.dtype, a)
-                    self.nodes.append(c)
+                    c = self._new(_CONST, (), _NO_PARAMS, a.shape, a.dtype, a)
                 if c is None:
                     overload = _OVERLOADS.get(type(a))
                     if overload is not None:        # a traced value met a wg.Dual

@@ -157,19 +157,6 @@ class Primitive:
             p = rule(*[np.float64(x) for x in xs], np.float64(ans), **params)
             return float(p) if type(p) is np.float64 else p
 
-    def scaled_partial(self, k, g, xs, ans, params):
-        """``g`` times the partial derivative with respect to argument k (None where the
-        rule says it is zero): a reverse sweep's contribution to that argument."""
-        try:
-            # One expression: the rule's result is a temporary that NumPy reuses for the
-            # product (temporary elision), as it does in hand-written backward code like
-            # ``g * (1 - a * a)``; a separate ``p = ...; g * p`` costs an array per node.
-            return g * self.partial(k, xs, ans, params)
-        except TypeError:
-            if self.partial(k, xs, ans, params) is None:
-                return None
-            raise
-
     def abstract_eval(self, args, params):
         """(shape, dtype) of the result from the arguments' shapes and dtypes."""
         if self._abstract_eval is not None:
