@@ -117,8 +117,10 @@ def _numpy_unless_traced(npfn, *, any_argument=False, array_likes="all"):
     sequence of arrays (``"items"``: concatenate, stack), or none (``"none"``: array and
     asarray, which do the stacking)."""
     def decorate(fn):
-        # (the sequence of arrays, for "items": fn's first parameter, by position or name)
-        sequence = next(iter(inspect.signature(fn).parameters), None)
+        # (the sequence of arrays, for "items": fn's first parameter, by position or name;
+        # asked only then: a signature costs ~20 us, and a hundred functions are decorated)
+        sequence = next(iter(inspect.signature(fn).parameters), None) \
+            if array_likes == "items" else None
         if any_argument:
             def wrapper(*args, **kwargs):
                 if _traced(*args, *kwargs.values()):
@@ -532,9 +534,9 @@ def real_if_close(a, tol=100):
     return _real("real_if_close", a)
 
 
-def _value_of(x):
+def _value_of(x, what="used as an index"):
     if type(x) is Node:
-        return x._concrete("used as an index")
+        return x._concrete(what)
     return x
 
 
@@ -796,15 +798,22 @@ argwhere = _on_values(_np.argwhere)
 
 
 # ---- NaN-ignoring reductions and statistics ---------------------------------------------------
-def _warn(message, *conditions):
-    """NumPy's RuntimeWarning `message` if any of the traced bools `conditions` holds, when
-    their values are known (not while tracing without values)."""
-    import warnings
+def _holds(*conditions) -> bool:
+    """Whether any of the traced bools `conditions` holds somewhere, where their values are
+    known (never while tracing without values)."""
     for c in conditions:
         value = c.value if type(c) is Node else c
         if value is not None and _np.any(value):
-            warnings.warn(message, RuntimeWarning, stacklevel=4)
-            return
+            return True
+    return False
+
+
+def _warn(message, *conditions):
+    """NumPy's RuntimeWarning `message` if any of the traced bools `conditions` holds (see
+    `_holds`)."""
+    import warnings
+    if _holds(*conditions):
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
 @_numpy_unless_traced(_np.nansum)
@@ -854,10 +863,8 @@ def _nan_extremum(fname, reduce, fill):
     return _numpy_unless_traced(npfn)(fn)
 
 
-nanmax = _nan_extremum("nanmax", lambda a, axis, keepdims: max(a, axis, keepdims=keepdims),
-                       -inf)
-nanmin = _nan_extremum("nanmin", lambda a, axis, keepdims: min(a, axis, keepdims=keepdims),
-                       inf)
+nanmax = _nan_extremum("nanmax", max, -inf)       # (this module's max and min)
+nanmin = _nan_extremum("nanmin", min, inf)
 
 
 @_numpy_unless_traced(_np.ptp)
@@ -883,7 +890,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         if _shape(a) != _shape(w):
             if axis is None:
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
-            axes = _norm_axis(axis, a.ndim, "average")
+            _norm_axis(axis, a.ndim, "average")            # (NumPy's AxisError)
             axes = tuple(_norm_list(axis, a.ndim))
             if tuple(_shape(w)) != tuple(a.shape[i] for i in axes):
                 raise ValueError("Shape of weights must be consistent with shape of a along "
@@ -894,9 +901,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             w = reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(a.shape)))
             w = broadcast_to(w, a.shape)
         scl = sum(astype(w, dt), axis, keepdims=keepdims)
-        _warn_zero = S.eq(scl, 0)
-        value = _warn_zero.value if type(_warn_zero) is Node else _warn_zero
-        if value is not None and _np.any(value):
+        if _holds(S.eq(scl, 0)):
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
         avg = sum(astype(a, dt) * astype(w, dt), axis, keepdims=keepdims) / scl
     if returned:
@@ -948,8 +953,8 @@ def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
         a = astype(a, _np.float64)
     x, kept = _along_last(a, axis, fname)
     n = x.shape[-1]
+    s = sort(x, axis=-1)
     if fname == "median":
-        s = sort(x, axis=-1)
         lo, hi = (n - 1) // 2, n // 2
         out = s[..., lo] if lo == hi else (s[..., lo] + s[..., hi]) / 2
         qshape = ()
@@ -959,7 +964,6 @@ def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
         # for a Python number q)
         qa = _np.asanyarray(q)
         virtual = _np.asanyarray((n - 1) * qa)
-        s = sort(x, axis=-1)
         qshape = qa.shape
         if virtual.dtype.kind in "iu":
             out = moveaxis(s[..., virtual.ravel()], -1, 0)
@@ -1037,8 +1041,7 @@ def take_along_axis(arr, indices, axis=-1):
         # (traced without values, as an argsort's: recorded, in range as argsort's are)
         return A.take_along_axis(arr, indices, axis=_one_axis(axis, arr.ndim,
                                                                "take_along_axis"))
-    indices = _np.asarray(indices._concrete("used as indices") if type(indices) is Node
-                          else indices)
+    indices = _np.asarray(_value_of(indices, "used as indices"))
     if indices.dtype.kind not in "iu":
         raise IndexError("`indices` must be an integer array")
     if axis is None:
@@ -1160,7 +1163,7 @@ def vander(x, N=None, increasing=False):
 _CORRELATE_MODES = ("valid", "same", "full")
 
 
-def _correlate_full(fname, a, v, mode):
+def _correlate_full(a, v, mode):
     """c_k = Σ_j a_{k+j} v_j (a zero outside its range) over the offsets `mode` keeps, as
     NumPy's correlate: a windows of the zero-padded a times v."""
     if isinstance(mode, int) and 0 <= mode < 3:
@@ -1197,8 +1200,8 @@ def correlate(a, v, mode="valid"):
             and mode not in ("same", 1):
         # (NumPy correlates the longer with the shorter and reverses: the same sums, in
         # NumPy's order)
-        return flip(_correlate_full("correlate", v, a, mode), 0)
-    return _correlate_full("correlate", a, v, mode)
+        return flip(_correlate_full(v, a, mode), 0)
+    return _correlate_full(a, v, mode)
 
 
 @_numpy_unless_traced(_np.convolve, any_argument=True)
@@ -1212,7 +1215,7 @@ def convolve(a, v, mode="full"):
         raise ValueError("a cannot be empty")
     if _shape(v)[0] == 0:
         raise ValueError("v cannot be empty")
-    return _correlate_full("convolve", a, flip(v, 0), mode)
+    return _correlate_full(a, flip(v, 0), mode)
 
 
 @_numpy_unless_traced(_np.interp, any_argument=True)
@@ -1548,9 +1551,7 @@ def rollaxis(a, axis, start=0):
                                        f"{start} was passed in")
     if axis < start:
         start -= 1
-    order = [i for i in range(n) if i != axis]
-    order.insert(start, axis)
-    return A.transpose(a, axes=tuple(order)) if order != list(range(n)) else a
+    return moveaxis(a, axis, start) if axis != start else a
 
 
 @_numpy_unless_traced(_np.roll)
@@ -1593,8 +1594,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     """NumPy's ``take`` (elements at integer `indices` along `axis`, of the flattened array
     without one), differentiable in `a`: integer-array indexing."""
     _refuse("take", out=out is not None)
-    indices = _np.asarray(indices._concrete("used as indices") if type(indices) is Node
-                          else indices)
+    indices = _np.asarray(_value_of(indices, "used as indices"))
     if axis is None:
         a, axis = ravel(a), 0
     ax = _one_axis(axis, a.ndim, "take")
@@ -1841,9 +1841,12 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 # ---- contractions --------------------------------------------------------------------------
 def matmul(a, b, /, **kwargs):
     """NumPy's ``matmul`` (``a @ b``), differentiable; seed 000's rule X̄ = Z̄Yᵀ, Ȳ = XᵀZ̄."""
-    if type(a) is Node and type(b) is Node and a.graph is b.graph and not kwargs \
-            and len(a.shape) == 2 and len(b.shape) == 2 and a.shape[1] == b.shape[0]:
-        return a.graph.apply(A.matmul, (a, b))          # (a layer of a network: the usual)
+    if type(b) is Node and not kwargs and \
+            (type(a) is _np.ndarray or type(a) is Node and a.graph is b.graph) and \
+            len(a.shape) == 2 and len(b.shape) == 2 and a.shape[1] == b.shape[0]:
+        # (a network's layer, the usual case: the graph Primitive.__call__ would find,
+        # without its loop over the arguments, on the hot path of every eager gradient)
+        return b.graph.apply(A.matmul, (a, b))
     if type(a) is not Node and type(b) is not Node and not _traced(a, b):
         return _np.matmul(a, b, **kwargs)
     if kwargs:
@@ -1857,10 +1860,6 @@ def matmul(a, b, /, **kwargs):
     if sa[-1] != (sb[0] if len(sb) == 1 else sb[-2]):
         raise ValueError(f"matmul: shapes {sa} and {sb} do not align "
                          f"({sa[-1]} != {sb[0] if len(sb) == 1 else sb[-2]})")
-    # (the usual case, a network's layer: the graph Primitive.__call__ would find, without
-    # its call and its loop over the arguments, on the hot path of every eager gradient)
-    if type(b) is Node and (type(a) is _np.ndarray or type(a) is Node and a.graph is b.graph):
-        return b.graph.apply(A.matmul, (a, b))
     return A.matmul(a, b)
 
 
