@@ -367,15 +367,6 @@ def _compose(x, y0, derivatives, order):
     return ys
 
 
-def _exp_term(m, s, e):
-    """The t^m coefficient (m >= 1) of e = exp(s(t)), from e' = s'·e:
-    e_m = Σ_{k=1}^{m} k s_k e_{m-k} / m."""
-    total = None
-    for k in range(1, m + 1):
-        total = _add(total, _times(float(k), _prod(s[k], e[m - k])))
-    return _times(1.0 / m, total)
-
-
 def _exp_ode(x, y0, order, scale, exponent):
     """y' = x'·scale·exp(s), where s_m = ``exponent(m, ys)`` may read y up to y_m
     (erfinv: s = y²; log_ndtr: s = −x²/2 − y)."""
@@ -383,7 +374,9 @@ def _exp_ode(x, y0, order, scale, exponent):
 
     def grow(m, ys):
         s.append(exponent(m, ys))
-        e.append(P.exp(s[0]) if m == 0 else _exp_term(m, s, e))
+        # (e = exp(s): e' = s'·e, the equation `ode` solves, one coefficient at a time)
+        e.append(P.exp(s[0]) if m == 0 else _solve(m - 1, _derivative_term(m - 1, s, e), e,
+                                                     None))
         g.append(_times(scale, e[m]))
     return ode(x, y0, order, g=g, grow=grow)
 

@@ -19,6 +19,15 @@ from ..primitives.special import scipy_special as _scipy_special
 
 _scipy_special()        # the ImportError that says how to install SciPy, if it is missing
 
-from . import special, stats  # noqa: E402
+from . import special  # noqa: E402
 
 __all__ = ["special", "stats"]
+
+
+def __getattr__(name):
+    # stats on first use: scipy.stats takes ~0.9 s to import, which code that needs only
+    # the special functions should not pay
+    if name == "stats":
+        import importlib
+        return importlib.import_module(__name__ + ".stats")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
