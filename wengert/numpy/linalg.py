@@ -44,14 +44,20 @@ def _named(kind, *values):
 # Every function below has NumPy's signature.  Without a traced argument the call goes to
 # NumPy unchanged (every argument, result and error is NumPy's); with one, a list holding
 # traced values is stacked first, as numpy.asarray would.
-def _matrix(a, who):
-    """`a` as a traced square matrix (or stack of them), with NumPy's errors (LinAlgError
-    is a ValueError)."""
+def _at_least_2d(a):
+    """`a` as a traced matrix (or stack of them), with NumPy's error for fewer axes
+    (LinAlgError is a ValueError)."""
     a = asarray(a)
-    s = a.shape
-    if len(s) < 2:
-        raise LinAlgError(f"{len(s)}-dimensional array given. Array must be at least "
+    if a.ndim < 2:
+        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
                           "two-dimensional")
+    return a
+
+
+def _matrix(a, who):
+    """`a` as a traced square matrix (or stack of them), with NumPy's errors."""
+    a = _at_least_2d(a)
+    s = a.shape
     if s[-1] != s[-2]:
         raise LinAlgError(f"Last 2 dimensions of the array must be square (the shape of "
                           f"{who}'s argument is {s})")
@@ -184,11 +190,8 @@ def _triangle(a, UPLO, who):
 
 def _svd_input(a, hermitian):
     """`a` as a traced matrix (or stack of them), with NumPy's errors."""
-    a = asarray(a)
+    a = _at_least_2d(a)
     s = a.shape
-    if len(s) < 2:
-        raise LinAlgError(f"{len(s)}-dimensional array given. Array must be at least "
-                          "two-dimensional")
     if hermitian and s[-1] != s[-2]:
         raise LinAlgError("Last 2 dimensions of the array must be square")
     return a, ({"hermitian": True} if hermitian else {})
@@ -251,10 +254,7 @@ def qr(a, mode="reduced"):
         >>> (g.round(6) + 0.0).tolist()
         [[0.6, 0.0], [0.8, 0.0], [0.0, 0.0]]
     """
-    a = asarray(a)
-    if a.ndim < 2:
-        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
-                          "two-dimensional")
+    a = _at_least_2d(a)
     if mode in ("raw", "economic"):
         raise NotImplementedError(f"numpy.linalg.qr(..., mode={mode!r}) is not supported on "
                                   "traced values: use mode='reduced', 'complete' or 'r'")
@@ -614,10 +614,7 @@ def cond(x, p=None):
         >>> wg.grad(lambda d: np.linalg.cond(np.diag(d)))(numpy.array([1.0, 4.0])).tolist()
         [-4.0, 1.0]
     """
-    x = asarray(x)
-    if x.ndim < 2:
-        raise LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least "
-                          "two-dimensional")
+    x = _at_least_2d(x)
     if p is None or p == 2 or p == -2:
         s = L.svdvals(x)
         big, small = s[..., 0], s[..., -1]
@@ -639,7 +636,8 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     A = asarray(A)
     if A.ndim < 2:                  # NumPy's answer for a vector or a number
         return int(sum((A != 0).astype(_np.int64), axis=None) > 0)
-    s = L.svdvals(A, **({"hermitian": True} if hermitian else {}))
+    A, h = _svd_input(A, hermitian)
+    s = L.svdvals(A, **h)
     big = amax(s, axis=-1, keepdims=True)
     if tol is None:
         if rtol is None:
@@ -664,10 +662,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_np._NoValue):
         >>> wg.grad(lambda a: np.linalg.pinv(a)[0, 0])(a).round(6).tolist()
         [[-0.25, 0.0], [0.0, 0.0], [0.0, 0.0]]
     """
-    a = asarray(a)
-    if a.ndim < 2:
-        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
-                          "two-dimensional")
+    a = _at_least_2d(a)
     if rcond is None:
         rcond = max(a.shape[-2:]) * _np.finfo(float_dtype(a.dtype)).eps \
             if rtol is _np._NoValue or rtol is None else rtol

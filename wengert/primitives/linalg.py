@@ -203,11 +203,12 @@ def _eigvals_aval(args, params):
 
 
 class _Factorizations(threading.local):
-    """The last factorization of each kind (eigh with its UPLO, svd with its parameters),
-    kept for the primitives that share it.  eigh's eigenvectors and svd's U and Vh are
-    primitives of their own (a node each), yet one LAPACK call gives them all, and an eager
-    gradient asks for them again and again: the forward pass, then most rules (svdvals's
-    VJP needs U and V).  Without this, an eager gradient through U, S and Vh ran nine SVDs.
+    """The last factorization of each kind (eigh with its UPLO, svd with its parameters,
+    and the values alone), kept for the primitives that share it.  eigh's eigenvectors and
+    svd's U and Vh are primitives of their own (a node each), yet one LAPACK call gives them
+    all, and an eager gradient asks for them again and again: the forward pass, then most
+    rules (svdvals's VJP needs U and V; U's and Vh's rules need the values).  Without this,
+    an eager gradient through U, S and Vh ran nine SVDs.
 
     An entry is found only for the same array object with the same contents: a copy is kept
     and compared (O(n²) against the factorization's O(n³)), so an array changed in place
@@ -245,7 +246,8 @@ _factorizations = _Factorizations()
 # sign.  The derivatives are the symmetric ones, whichever triangle is read.  (eigvalsh
 # computes the eigenvalues alone, as numpy.linalg.eigvalsh does, never eigh's: its value
 # is NumPy's whatever was computed before.)
-eigvalsh = _lin("eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO), _eigvals_aval)
+eigvalsh = _lin("eigvalsh", lambda a, UPLO="L": _factorizations.of(
+    "eigvalsh", np.linalg.eigvalsh, a, UPLO), _eigvals_aval)
 eigvecsh = _lin("eigvecsh", lambda a, UPLO="L": _factorizations.of(
     "eigh", np.linalg.eigh, a, UPLO)[1], _same)
 
@@ -307,6 +309,10 @@ def _svd_all(a, full_matrices, hermitian):
     return np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)
 
 
+def _svd_values(a, hermitian):
+    return np.linalg.svd(a, compute_uv=False, hermitian=hermitian)
+
+
 def _svd_shape(args, params):
     """(batch shape, m, n, k) of svd's argument."""
     s = args[0].shape
@@ -328,8 +334,8 @@ def _svd_vh_aval(args, params):
     return batch + (n if params["full_matrices"] else k, n), float_dtype(args[0].dtype)
 
 
-svdvals = _lin("svdvals", lambda a, hermitian=False: np.linalg.svd(
-    a, compute_uv=False, hermitian=hermitian), _svdvals_aval)
+svdvals = _lin("svdvals", lambda a, hermitian=False: _factorizations.of(
+    "svdvals", _svd_values, a, hermitian), _svdvals_aval)
 svd_u = _lin("svd_u", lambda a, full_matrices, **h: _svd_np(a, 0, full_matrices, **h),
              _svd_u_aval)
 svd_vh = _lin("svd_vh", lambda a, full_matrices, **h: _svd_np(a, 2, full_matrices, **h),
