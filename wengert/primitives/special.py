@@ -37,28 +37,34 @@ def scipy_special():
     return scipy.special
 
 
-def _scipy(name, cast=False):
-    """The evaluation of a primitive: SciPy's function `name`, looked up on first use.
-    `cast`: give the argument's float dtype (polygamma gives float64 for float32)."""
+def _scipy(name):
+    """The evaluation of a primitive: SciPy's function `name`, looked up on first use."""
     found = []
 
     def impl(*args, **params):
         if not found:
             found.append(getattr(scipy_special(), name))
-        if name == "polygamma":
-            out = found[0](params["n"], args[0])
-        else:
-            out = found[0](*args, **params)
-        if cast:
-            out = np.asarray(out, dtype=np.result_type(getattr(args[0], "dtype", 1.0), 1.0))
-            return out if out.ndim else out[()]
-        return out
+        return found[0](*args, **params)
     impl.__name__ = name
     return impl
 
 
-def _special(name, doc, scipy_name=None, cast=False):
-    return defprimitive(name, _scipy(scipy_name or name, cast), fast=None, cost="call",
+_scipy_polygamma = _scipy("polygamma")
+
+
+def _polygamma_np(x, n):
+    """SciPy's polygamma(n, x), with n a parameter, in x's float dtype (SciPy's gives
+    float64 for float32)."""
+    out = np.asarray(_scipy_polygamma(n, x),
+                     dtype=np.result_type(getattr(x, "dtype", 1.0), 1.0))
+    return out if out.ndim else out[()]
+
+
+_polygamma_np.__name__ = "polygamma"
+
+
+def _special(name, doc, scipy_name=None, impl=None):
+    return defprimitive(name, impl or _scipy(scipy_name or name), fast=None, cost="call",
                         doc=doc)
 
 
@@ -73,7 +79,7 @@ gammaln = _special("gammaln", "gammaln(x): log|Γ(x)| (scipy.special.gammaln).")
 digamma = _special("digamma", "digamma(x): ψ(x) = d/dx log Γ(x) (scipy.special.psi).",
                    scipy_name="psi")
 polygamma = _special("polygamma", "polygamma(x, n=n): ψ⁽ⁿ⁾(x), the n-th derivative of "
-                     "digamma, for a fixed integer n >= 0 (a parameter).", cast=True)
+                     "digamma, for a fixed integer n >= 0 (a parameter).", impl=_polygamma_np)
 gamma = _special("gamma", "gamma(x): Γ(x) (scipy.special.gamma).")
 expit = _special("expit", "expit(x): the logistic sigmoid 1/(1 + exp(-x)), no overflow.")
 logit = _special("logit", "logit(p): log(p/(1 - p)), expit's inverse.")

@@ -21,6 +21,7 @@ import numpy as _np
 import scipy.special as _sc
 
 from .. import numpy as _wnp
+from ..numpy import _traced
 from ..graph.node import Node as _Node
 from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import special as _P
@@ -28,10 +29,6 @@ from ..primitives import special as _P
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
            "rgamma", "beta", "betaln", "multigammaln", "expit", "logit", "ndtr", "log_ndtr",
            "xlogy", "xlog1py", "logsumexp", "softmax", "log_softmax"]
-
-
-def _traced(*xs) -> bool:
-    return _wnp._traced(*xs)
 
 
 def _scipy_unless_traced(scipy_fn):

@@ -57,7 +57,7 @@ class _Distribution:
         return getattr(_st, self.name)
 
     def __getattr__(self, name):
-        fn = getattr(getattr(_st, self.name), name) if not name.startswith("_") else None
+        fn = getattr(self.scipy, name) if not name.startswith("_") else None
         if callable(fn):
             return _unsupported(f"scipy.stats.{self.name}.{name}", fn)
         raise AttributeError(f"wengert.scipy.stats.{self.name} has no attribute {name!r}")
@@ -66,11 +66,20 @@ class _Distribution:
         return f"<wengert.scipy.stats.{self.name}>"
 
 
+class _Density(_Distribution):
+    """A distribution with a density: its ``pdf`` is ``exp(logpdf)``, with logpdf's
+    arguments."""
+
+    @_method
+    def pdf(self, *args, **kwargs):
+        return wnp.exp(self.logpdf(*args, **kwargs))
+
+
 def _standardize(x, loc, scale):
     return (x - loc) / scale
 
 
-class _Norm(_Distribution):
+class _Norm(_Density):
     """The normal distribution N(loc, scale²): ``pdf logpdf cdf logcdf sf logsf``.
 
     Example:
@@ -86,10 +95,6 @@ class _Norm(_Distribution):
     def logpdf(self, x, loc=0, scale=1):
         z = _standardize(x, loc, scale)
         return -0.5 * (z * z) - wnp.log(scale) - _LOG_SQRT_2PI
-
-    @_method
-    def pdf(self, x, loc=0, scale=1):
-        return wnp.exp(self.logpdf(x, loc, scale))
 
     @_method
     def cdf(self, x, loc=0, scale=1):
@@ -108,7 +113,7 @@ class _Norm(_Distribution):
         return P.log_ndtr(-_standardize(x, loc, scale))
 
 
-class _T(_Distribution):
+class _T(_Density):
     """Student's t distribution with `df` degrees of freedom: ``pdf logpdf``.
 
     Example:
@@ -127,16 +132,12 @@ class _T(_Distribution):
         return (P.gammaln(half) - P.gammaln(df / 2) - 0.5 * wnp.log(df * math.pi)
                 - wnp.log(scale) - half * wnp.log1p(z * z / df))
 
-    @_method
-    def pdf(self, x, df, loc=0, scale=1):
-        return wnp.exp(self.logpdf(x, df, loc, scale))
-
 
 def _on_support(inside, value, fill=-math.inf):
     return wnp.where(inside, value, fill)
 
 
-class _Gamma(_Distribution):
+class _Gamma(_Density):
     """The gamma distribution with shape `a`: ``pdf logpdf`` (0 and -inf for x < loc).
 
     Example:
@@ -155,12 +156,8 @@ class _Gamma(_Distribution):
         y = wnp.where(inside, y, 1.0)            # the unused branch stays in the domain
         return _on_support(inside, P.xlogy(a - 1, y) - y - P.gammaln(a) - wnp.log(scale))
 
-    @_method
-    def pdf(self, x, a, loc=0, scale=1):
-        return wnp.exp(self.logpdf(x, a, loc, scale))
 
-
-class _Beta(_Distribution):
+class _Beta(_Density):
     """The beta distribution on [loc, loc + scale]: ``pdf logpdf``.
 
     Example:
@@ -179,10 +176,6 @@ class _Beta(_Distribution):
         y = wnp.where(inside, y, 0.5)
         return _on_support(inside, P.xlog1py(b - 1, -y) + P.xlogy(a - 1, y)
                            - _special.betaln(a, b) - wnp.log(scale))
-
-    @_method
-    def pdf(self, x, a, b, loc=0, scale=1):
-        return wnp.exp(self.logpdf(x, a, b, loc, scale))
 
 
 class _Poisson(_Distribution):
@@ -210,7 +203,7 @@ class _Poisson(_Distribution):
         return wnp.exp(self.logpmf(k, mu, loc))
 
 
-class _Dirichlet(_Distribution):
+class _Dirichlet(_Density):
     """The Dirichlet distribution: ``pdf logpdf``.  As SciPy: the components of `x` are
     along its first axis (shape (k,) or (k, n)), and with k - 1 of them the last is
     1 minus their sum.  (SciPy's checks that x lies on the simplex are not made on traced
@@ -241,12 +234,8 @@ class _Dirichlet(_Distribution):
         a = wnp.reshape(alpha - 1, alpha.shape + (1,) * (x.ndim - 1))
         return wnp.sum(P.xlogy(a, x), axis=0) - lnb
 
-    @_method
-    def pdf(self, x, alpha):
-        return wnp.exp(self.logpdf(x, alpha))
 
-
-class _MultivariateNormal(_Distribution):
+class _MultivariateNormal(_Density):
     """The multivariate normal distribution N(mean, cov): ``pdf logpdf entropy``, with
     SciPy's conventions for the arguments (points along the last axis of x; cov a matrix,
     a vector of variances or one variance; mean 0 if None).  On traced values it is
@@ -302,10 +291,6 @@ class _MultivariateNormal(_Distribution):
         logdet = wnp.linalg.slogdet(cov)[1]
         out = -0.5 * (dim * _LOG_2PI + logdet + maha)
         return wnp.squeeze(wnp.reshape(out, batch))      # (SciPy squeezes too)
-
-    @_method
-    def pdf(self, x, mean=None, cov=1, allow_singular=False):
-        return wnp.exp(self.logpdf(x, mean, cov, allow_singular))
 
     @_method
     def entropy(self, mean=None, cov=1):
