@@ -60,3 +60,44 @@ def check_grads(f, *args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
         pull = lambda *a: wg.vjp(f, *a)[1](ct)
         check_grads(pull, *args, order=1, eps=eps, rtol=rtol * 10, atol=atol * 10,
                     seed=seed + 1)
+
+
+def check_complex_grads(f, *args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
+    """`check_grads` for functions of complex (or complex and real) arrays, in the
+    convention of JAX and autograd (docs/complex.md): the JVP along a random direction
+    (complex for a complex argument) against central differences, and the VJP by the
+    test Re <ct, J v> = Re <Jᵀct, v>, products without conjugates, for a random cotangent
+    (complex for a complex output, real for a real one).  The gradients must have their
+    arguments' dtypes.  Second order: the same for the map args -> Jᵀct."""
+    import wengert as wg
+    from wengert.tree import flatten, unflatten
+
+    rng = np.random.default_rng(seed)
+
+    def direction(a):
+        d = rng.normal(size=np.shape(a))
+        return d + 1j * rng.normal(size=np.shape(a)) if np.iscomplexobj(a) else d
+
+    def flat(tree):
+        leaves, _ = flatten(tree)
+        return np.concatenate([np.ravel(np.asarray(x, dtype=complex)) for x in leaves])
+
+    args = tuple(np.asarray(a) * 1.0 for a in args)        # (ints to floats)
+    vs = tuple(direction(a) for a in args)
+    plus = flat(f(*[a + eps * v for a, v in zip(args, vs)]))
+    minus = flat(f(*[a - eps * v for a, v in zip(args, vs)]))
+    out, t = wg.jvp(f, args, vs)
+    np.testing.assert_allclose(flat(t), (plus - minus) / (2 * eps), rtol=rtol, atol=atol)
+    out, back = wg.vjp(f, *args)
+    out_leaves, out_tree = flatten(out)
+    ct = unflatten(out_tree, [direction(o) for o in out_leaves])
+    grads = back(ct)
+    for g, a in zip(grads, args):
+        assert np.result_type(g) == a.dtype, (np.result_type(g), a.dtype)
+    lhs = sum(np.sum(np.asarray(g) * v) for g, v in zip(grads, vs)).real
+    rhs = np.sum(flat(ct) * flat(t)).real
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-9, atol=1e-9)
+    if order >= 2:
+        pull = lambda *a: wg.vjp(f, *a)[1](ct)
+        check_complex_grads(pull, *args, order=1, eps=eps, rtol=rtol * 10, atol=atol * 10,
+                            seed=seed + 1)

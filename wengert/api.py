@@ -81,10 +81,10 @@ def _param_names(f):
 def _primal_leaf(x, where, who):
     """A leaf the user wants derivatives for, as a float or float array (ints are widened)."""
     t = type(x)
-    if t is float or (t is np.ndarray and x.dtype.kind == "f"):
+    if t is float or (t is np.ndarray and x.dtype.kind in "fc"):
         return x
     if t is Node:
-        if x.dtype.kind not in "f":
+        if x.dtype.kind not in "fc":
             raise TypeError(f"{who}: {where} is a traced value of dtype {x.dtype}; "
                             "derivatives are taken with respect to floating-point values")
         return x
@@ -95,8 +95,10 @@ def _primal_leaf(x, where, who):
         return float(x)
     if isinstance(x, np.floating):
         return float(x) if x.dtype == np.float64 else x
+    if isinstance(x, (complex, np.complexfloating)):
+        return x
     if isinstance(x, np.ndarray):
-        if x.dtype.kind == "f":
+        if x.dtype.kind in "fc":
             return x
         if x.dtype.kind in "iu":
             return x.astype(np.float64)
@@ -105,8 +107,8 @@ def _primal_leaf(x, where, who):
     if isinstance(x, ShapeDtype):
         return x
     raise TypeError(f"{who}: {where} is a {type(x).__name__} ({x!r:.40}); differentiable "
-                    "arguments must be floats, NumPy float arrays, or tuples, lists and "
-                    "dicts of them")
+                    "arguments must be floats or complex numbers, NumPy float or complex "
+                    "arrays, or tuples, lists and dicts of them")
 
 
 def direction_leaves(point, direction, name, noun, who):
@@ -245,7 +247,8 @@ class _Call:
         for v, x in zip(values, self.inputs):
             if v is None:
                 v = self.zeros(x)
-            elif x.dtype is not F64 and x.dtype.kind == "f":
+            elif x.dtype is not F64 and x.dtype.kind in "fc":
+                # (a complex input's may have come out real: Re(z) reads no imaginary part)
                 v = _in_dtype(v, x.dtype)       # (traced too: compile(grad(f)) is grad(f))
             out.append(v)
         return out
@@ -308,7 +311,9 @@ def _in_dtype(v, dtype):
         return v
     if np.ndim(v):
         return np.asarray(v, dtype)
-    return float(v) if dtype == F64 else dtype.type(v)
+    if dtype == F64:
+        return float(v)
+    return complex(v) if dtype == np.complex128 else dtype.type(v)
 
 
 def _as_scalar_output(out, who):
@@ -324,7 +329,11 @@ def _as_scalar_output(out, who):
         raise TypeError(f"{who} needs a function that returns a scalar, but it returned an "
                         f"array of shape {shape}; use wg.jacrev or wg.vjp for array outputs")
     dtype = aval(out)[1]
-    if dtype.kind in "bc":
+    if dtype.kind == "c":
+        raise TypeError(f"{who} needs a function with a real-valued result, but it returned "
+                        f"a {dtype} value: differentiate its real part, imaginary part or "
+                        "absolute value (np.real, np.imag, np.abs), or use wg.vjp")
+    if dtype.kind == "b":
         raise TypeError(f"{who} needs a function with a real-valued result, but it returned "
                         f"a {dtype} value")
     return out
@@ -571,11 +580,25 @@ def _recorded(f, argnums, who):
             idx = _resolve_argnums(nums, len(args), who)
             call = _Call(f, args, kwargs, idx, who, names)
             out_nodes, out_tree = call.output_nodes(call.out, who)
+            _real_jacobian(call.inputs, out_nodes, who)
             result = finish(call, out_nodes, out_tree, single)
             call.done()
             return result
         return wrapped
     return decorate
+
+
+def _real_jacobian(inputs, outputs, who):
+    """Refuse complex inputs and outputs: a Jacobian of a complex function holds either
+    the complex derivative (which exists for holomorphic functions only) or the real 2x2
+    blocks, and neither is what a real Jacobian's layout can say without a convention."""
+    for kind, nodes in (("input", inputs), ("output", outputs)):
+        for n in nodes:
+            if n.dtype.kind == "c":
+                raise TypeError(
+                    f"{who}: a complex {kind} ({n.dtype}, shape {n.shape}) is not supported: "
+                    "use wg.jvp or wg.vjp (docs/complex.md), or make the real and imaginary "
+                    "parts separate real arguments or outputs (np.real, np.imag)")
 
 
 def _jacobian(f, argnums, who, mode):

@@ -521,11 +521,11 @@ def _traceable(x) -> bool:
     """Whether compiled code can take a (canonical) leaf as data: a number or an array of
     numbers (or an abstract value)."""
     t = type(x)
-    if t is float or t is bool or t is int:
+    if t is float or t is bool or t is int or t is complex:
         return True
     if isinstance(x, (np.ndarray, np.generic)):
-        return x.dtype.kind in "biuf"
-    return isinstance(x, (ShapeDtype, int, float))
+        return x.dtype.kind in "biufc"
+    return isinstance(x, (ShapeDtype, int, float, complex))
 
 
 def _abstract(x):

@@ -12,6 +12,7 @@ the tangents are plain numbers: the fast path when nothing will differentiate th
 from __future__ import annotations
 
 from ..primitives.registry import check_rule_shape, shape_of
+from ..primitives.scalar import real_part
 from ..primitives.shape import broadcast_to
 from ..primitives.array import zeros_like
 
@@ -61,6 +62,9 @@ def forward(plan, inputs, tangents, outputs, symbolic):
         One tangent per output, None where it is zero.
     """
     tan = {}
+    # In a graph with complex values a real value's tangent is real: the real part of
+    # what its rule gives (docs/complex.md).
+    project = bool(plan) and plan[0].graph.complex
     for x, t in zip(inputs, tangents):
         if t is not None:
             tan[x.index] = t
@@ -75,5 +79,7 @@ def forward(plan, inputs, tangents, outputs, symbolic):
             xs, ans = [a.value for a in args], node.value
         t = tangent(node.op, ts, xs, ans, node.params, node.shape)
         if t is not None:
+            if project and node.dtype.kind != "c":
+                t = real_part(t)
             tan[node.index] = t
     return [tan.get(o.index) for o in outputs]

@@ -16,6 +16,7 @@ import inspect
 import numpy as np
 
 from ..primitives.registry import check_rule_shape, user_cotangents
+from ..primitives.scalar import real_part
 from ..primitives.shape import sum_to
 
 
@@ -42,6 +43,14 @@ def _accumulate(adj, node, contribution):
     adj[i] = contribution if prev is None else prev + contribution
 
 
+def _accumulate_real(adj, node, contribution):
+    """`_accumulate` in a graph with complex values: a real value's adjoint is real (the
+    real part of what reaches it: JAX's and autograd's convention, docs/complex.md)."""
+    if node.dtype.kind != "c":
+        contribution = real_part(contribution)
+    _accumulate(adj, node, contribution)
+
+
 def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=None):
     """Adjoints of `inputs` given cotangents of `outputs` (None = zero).
 
@@ -61,6 +70,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
     if active is None:
         active = active_indices(plan, inputs)
     adj = [None] * len(active)                   # adjoints by node index, None = zero
+    accumulate = _accumulate_real if plan and plan[0].graph.complex else _accumulate
     for o, ct in zip(outputs, cotangents):
         if ct is not None and o.index < len(active) and active[o.index]:
             _accumulate(adj, o, ct)
@@ -88,7 +98,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                 cts = user_cotangents(op, args, cts)
             for a, c in zip(args, cts):
                 if c is not None and active[a.index]:
-                    _accumulate(adj, a, c)
+                    accumulate(adj, a, c)
             continue
         if op.vjps is not None:                  # per argument: ask only the active ones
             for k, (a, vjp) in enumerate(zip(args, op.vjps)):
@@ -97,7 +107,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                     if c is not None:
                         if not op.builtin:
                             check_rule_shape(op, c, a.shape, k)
-                        _accumulate(adj, a, c)
+                        accumulate(adj, a, c)
             continue
         partials = op.partials
         if partials is None:
@@ -123,7 +133,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
             if a.shape != node.shape:            # (array to array: no dispatch needed)
                 c = sum_to.impl(c, a.shape) if a.shape and type(c) is np.ndarray else \
                     sum_to(c, shape=a.shape)
-            _accumulate(adj, a, c)
+            accumulate(adj, a, c)
     return [adj[x.index] for x in inputs]
 
 

@@ -180,11 +180,15 @@ class Graph:
         self.in_tree = None       # pytree structure of the traced function's arguments
         self.out_tree = None      # ... and of its result
         self._users = []          # users of each node, derived on demand (users_of)
+        self.complex = False      # whether it holds a complex value: the sweeps then
+        #                           keep real values' derivatives real (docs/complex.md)
 
     # --- making nodes ---------------------------------------------------------------------
     def _new(self, op, args, params, shape, dtype, value, name=None):
         node = Node(self, len(self.nodes), op, args, params, shape, dtype, value, name)
         self.nodes.append(node)
+        if dtype is not F64 and dtype.kind == "c":
+            self.complex = True
         return node
 
     def const(self, value, weak=None) -> Node:
@@ -264,11 +268,6 @@ class Graph:
         if isinstance(x, (str, bytes)) or x is None:
             raise TypeError(f"cannot use {type(x).__name__} {x!r} as a number in a traced "
                             "computation")
-        if isinstance(x, (complex, np.complexfloating)) or \
-                isinstance(x, np.ndarray) and x.dtype.kind == "c":
-            # the rules are written for real numbers (abs's partial is sign(x), not x̄/|x|)
-            raise TypeError(f"complex numbers are not supported in traced computations "
-                            f"(got {x!r:.40}): the derivative rules are for real values")
         return self.const(x)
 
     def apply(self, op, args, params=None) -> Node:
@@ -360,6 +359,8 @@ class Graph:
                 if op.elementwise and isinstance(value, np.generic):   # (a float32 scalar)
                     value = _strongly_typed(op, nodes, values, params, value)
                 shape, dtype = aval(value)
+        if self.complex or (dtype is not F64 and dtype.kind == "c"):
+            _complex_check(self, op, nodes, dtype)
         node = Node(self, len(self.nodes), op, tuple(nodes), params, shape, dtype, value)
         self.nodes.append(node)
         if key is not None:
@@ -673,6 +674,21 @@ def _intern_key(op, args, params):
         pkey = _params_key(params)
         return None if pkey is None else (op.uid, pkey, *indices)
     return (op.uid, *indices)
+
+
+def _complex_check(graph, op, nodes, dtype):
+    """Refuse a primitive whose rules are written for real numbers only (``op.complex`` is
+    False) on complex arguments or with a complex result: its derivative would be wrong
+    without a word.  Notes that the graph now holds complex values."""
+    if dtype.kind == "c":
+        graph.complex = True
+    if op.complex:
+        return
+    if dtype.kind == "c" or any(n.dtype.kind == "c" for n in nodes):
+        kinds = ", ".join(str(n.dtype) for n in nodes)
+        raise TypeError(f"{op.name} of complex values ({kinds}) is not supported on traced "
+                        "values: its derivative rules are for real numbers (see "
+                        "docs/complex.md for what handles complex values)")
 
 
 def _strongly_typed(op, nodes, values, params, value):

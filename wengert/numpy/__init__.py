@@ -270,8 +270,25 @@ arcsin, arccos, arctan, arctan2 = (_Ufunc(_np.arcsin, S.asin), _Ufunc(_np.arccos
                                    _Ufunc(_np.arctan, S.atan), _Ufunc(_np.arctan2, S.atan2))
 sinh, cosh, tanh = _Ufunc(_np.sinh, S.sinh), _Ufunc(_np.cosh, S.cosh), _Ufunc(_np.tanh, S.tanh)
 abs = absolute = _Ufunc(_np.absolute, S.abs)
-fabs = _Ufunc(_np.fabs, S.abs)
-sign = _Ufunc(_np.sign, S.sign)
+fabs = _Ufunc(_np.fabs, lambda x: S.abs(_real("fabs", x)))
+def _complex(re, im):
+    """re + i·im from real parts, exactly (i·im is (±0, im), re + ±0 is re)."""
+    return S.add(re, S.mul(im, 1j))
+
+
+def _sign(x):
+    # NumPy's sign of a complex z is z/|z| (0 at 0): not piecewise constant like the real
+    # sign primitive, so it is written out, part by part (sign(3+4j) is 0.6+0.8j, where
+    # a complex division gives 0.6000000000000001+0.8j); NumPy's own way of computing it
+    # may still differ from this one in the last bit
+    if A.dtype_of(x).kind != "c":
+        return S.sign(x)
+    size = S.abs(x)
+    size = S.select(S.eq(size, 0.0), 1.0, size)
+    return _complex(S.div(S.real(x), size), S.div(S.imag(x), size))
+
+
+sign = _Ufunc(_np.sign, _sign)
 maximum, minimum = _Ufunc(_np.maximum, S.maximum), _Ufunc(_np.minimum, S.minimum)
 less, less_equal, greater, greater_equal, equal, not_equal = (
     _Ufunc(_np.less, S.lt), _Ufunc(_np.less_equal, S.le), _Ufunc(_np.greater, S.gt),
@@ -407,7 +424,8 @@ def _real(qualname, x):
     return x
 
 
-conjugate = conj = _Ufunc(_np.conjugate, lambda x: _real("conjugate", x))
+conjugate = conj = _Ufunc(_np.conjugate,
+                          lambda x: S.conj(x) if A.dtype_of(x).kind == "c" else x)
 
 
 def _bool_only(npufunc, on_bools):
@@ -498,7 +516,10 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NumPy's ``nan_to_num``: nan, inf and -inf replaced by numbers (by default 0 and the
     largest finite numbers of x's dtype).  The derivative is 1 where x is finite, 0 where
     a value was replaced.  (A traced value has no memory: ``copy`` changes nothing.)"""
-    dt = A.dtype_of(_real("nan_to_num", x))
+    dt = A.dtype_of(x)
+    if dt.kind == "c":                      # NumPy's: the two parts apart
+        parts = [nan_to_num(part(x), copy, nan, posinf, neginf) for part in (S.real, S.imag)]
+        return _complex(*parts)
     if dt.kind != "f":
         return x                            # integers and bools hold no nan or inf
     big = _np.finfo(dt)
@@ -510,28 +531,57 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 @_numpy_unless_traced(_np.real)
 def real(val):
-    """NumPy's ``real``: a traced value is real, so itself."""
-    return val.real
+    """NumPy's ``real``: the real part of a complex value, a real value itself.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> g = wg.grad(lambda x: wnp.real(wnp.exp(1j * x)))(0.5)    # d cos(x)/dx
+        >>> f"{g:.12f} {-wnp.sin(0.5):.12f}"
+        '-0.479425538604 -0.479425538604'
+    """
+    return S.real(val) if A.dtype_of(val).kind == "c" else val
 
 
 @_numpy_unless_traced(_np.imag)
 def imag(val):
-    """NumPy's ``imag``: a traced value is real, so zeros (a constant)."""
-    return val.imag
+    """NumPy's ``imag``: the imaginary part of a complex value; zeros (a constant) for a
+    real one.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda x: wnp.imag(wnp.exp(1j * x)))(0.0)     # d sin(x)/dx at 0
+        1.0
+    """
+    if A.dtype_of(val).kind == "c":
+        return S.imag(val)
+    return _np.zeros(_shape(val), A.dtype_of(val))
 
 
 @_numpy_unless_traced(_np.angle)
 def angle(z, deg=False):
-    """NumPy's ``angle`` of a real traced value: 0 or π (180 with ``deg``) by its sign,
-    with derivative zero."""
-    out = S.stop_gradient(S.atan2(0.0, _real("angle", z)))
+    """NumPy's ``angle``: the argument atan2(Im z, Re z) of a complex value, in radians
+    (degrees with ``deg``); for a real value 0 or π by its sign, with derivative zero.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda x: wnp.angle(1.0 + 1j * x))(0.0)     # d atan(x)/dx at 0
+        1.0
+    """
+    if A.dtype_of(z).kind == "c":
+        out = S.atan2(S.imag(z), S.real(z))
+    else:
+        out = S.stop_gradient(S.atan2(0.0, z))
     return S.mul(out, 180 / pi) if deg else out     # (NumPy's a *= 180/pi)
 
 
 @_numpy_unless_traced(_np.real_if_close)
 def real_if_close(a, tol=100):
-    """NumPy's ``real_if_close``: a traced value is real, so itself."""
-    return _real("real_if_close", a)
+    """NumPy's ``real_if_close``: the real part of a complex value whose imaginary parts
+    are all within `tol` machine epsilons of zero (which reads its value), else itself."""
+    if A.dtype_of(a).kind != "c":
+        return a
+    value = _value_of(a, "read by numpy.real_if_close")
+    return S.real(a) if _np.isrealobj(_np.real_if_close(value, tol)) else a
 
 
 def _value_of(x, what="used as an index"):

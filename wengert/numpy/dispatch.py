@@ -153,7 +153,6 @@ def install():
     functions of wengert.numpy, which take NumPy's arguments in NumPy's order; an ndarray
     method wengert has no rule for raises NotImplementedError naming it."""
     import wengert.numpy as wnp
-    from . import _real
     _UFUNCS.update(_ufuncs())
     methods = {
         "__getitem__": _getitem,
@@ -181,14 +180,14 @@ def install():
         "astype": _astype,
         "item": _item,
         "tolist": _tolist,
-        "conj": lambda x: _real("ndarray.conj", x),
-        "conjugate": lambda x: _real("ndarray.conjugate", x),
+        "conj": lambda x: wnp.conj(x),
+        "conjugate": lambda x: wnp.conj(x),
         "sort": _refuse_method("sort", ": it sorts in place, which a traced value cannot "
                                "be; write x = wengert.numpy.sort(x)"),
         "T": property(lambda x: wnp.transpose(x)),
         "mT": property(lambda x: wnp.swapaxes(x, -1, -2)),
-        "real": property(lambda x: _real("ndarray.real", x)),
-        "imag": property(lambda x: _np.zeros(x.shape, _real("ndarray.imag", x).dtype)),
+        "real": property(lambda x: wnp.real(x)),
+        "imag": property(lambda x: wnp.imag(x)),
         "itemsize": property(lambda x: x.dtype.itemsize),
         "nbytes": property(lambda x: x.size * x.dtype.itemsize),
     }

@@ -91,7 +91,10 @@ def dtype_of(x):
 # casting a stop_gradient of the value.
 astype = _prim("astype", _astype_np, cost=None, linear=True,
                abstract_eval=lambda args, params: (args[0].shape, np.dtype(params["dtype"])))
-astype.defvjp(lambda g, x, ans, dtype: (astype(g, dtype=dtype_of(x)),))
+# (a real x's cotangent is real: the real part of a complex one, without NumPy's warning
+# that a cast to a real dtype drops the imaginary part)
+astype.defvjp(lambda g, x, ans, dtype: (astype(g if dtype_of(x).kind == "c" else
+                                               S.real_part(g), dtype=dtype_of(x)),))
 
 # ---- reductions ----------------------------------------------------------------------------
 sum = _prim("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
@@ -578,3 +581,12 @@ def _(ts, *ops_and_ans, subscripts):
     return _sum_nonzero([
         None if t is None else einsum(*(ops[:i] + (t,) + ops[i + 1:]), subscripts=subscripts)
         for i, t in enumerate(ts)])
+
+
+# Whose rules hold for complex values as written (linear maps and products: JAX's and
+# autograd's convention transposes without conjugating, docs/complex.md).  The orderings
+# (amax, argsort, ...) and logsumexp refuse complex values.
+for _p in (reshape, transpose, astype, sum, prod, cumsum, cumprod, getitem, index_add,
+           take_along_axis, put_along_axis, concatenate, flip, roll, pad, tril, einsum,
+           matmul):
+    _p.complex = True

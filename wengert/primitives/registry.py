@@ -59,7 +59,7 @@ class Primitive:
 
     def __init__(self, name, impl, *, fast=None, cost="call", infix=None, commutative=False,
                  abstract_eval=None, dtype_rule="float", internable=True, foldable=True,
-                 linear=False, doc=None):
+                 linear=False, complex=False, doc=None):
         if cost is not None and cost not in COST_CLASSES:
             raise ValueError(f"cost class must be one of {COST_CLASSES} or None, got {cost!r}")
         self.name = name
@@ -69,13 +69,18 @@ class Primitive:
         self.cost = cost                    # which column of an operation count it adds to
         self.infix = infix                  # "+" for add: how code emitters print it
         self.commutative = commutative      # arguments sorted by creation order (ADDS)
-        self.dtype_rule = dtype_rule        # "float", "promote" or "bool" (elementwise)
+        self.dtype_rule = dtype_rule        # "float", "promote", "bool" or "real"
+        #                                     (elementwise; "real": promote, then a
+        #                                     complex dtype's parts: abs, real, imag)
         self._abstract_eval = abstract_eval
         self.internable = internable        # False for inputs and copies: each is new
         self.foldable = foldable            # evaluated at construction on constants
         self.linear = linear                # linear in its arguments (jointly): add, neg,
         #                                     sums, reshapes; Taylor mode and elimination
         #                                     apply such a primitive to each coefficient
+        self.complex = complex              # its rules hold for complex values too (JAX's
+        #                                     and autograd's convention, docs/complex.md);
+        #                                     Graph.apply refuses complex values otherwise
         self.partials = None                # tuple: one callable per argument (or None)
         self.jvp = None                     # jvp(tangents, *args, ans, **params)
         self.vjp = None                     # vjp(cotangent, *args, ans, **params) -> tuple
@@ -275,11 +280,11 @@ def weak_result(op, args) -> bool:
     return _keeps_weakness(op) and all(is_weak(a) for a in args)
 
 
-_PYTHON_SCALARS = (float, int, bool)
+_PYTHON_SCALARS = (float, int, bool, complex)
 
 # What NumPy's promotion is shown in place of a weak operand: a Python number of its kind
 # (its value does not matter, and an abstract one has none).
-_WEAK_STAND_IN = {"f": 0.0, "i": 0, "b": False}
+_WEAK_STAND_IN = {"f": 0.0, "i": 0, "b": False, "c": 0j}
 
 _F64 = np.dtype(np.float64)
 
@@ -311,6 +316,8 @@ def elementwise_aval(op, args):
                                  for a, w in zip(args, weak)])
     if op.dtype_rule == "float" and dtype.kind not in _INEXACT:
         dtype = np.dtype(np.float64)
+    elif op.dtype_rule == "real" and dtype.kind == "c":
+        dtype = np.empty(0, dtype).real.dtype         # complex128's parts are float64
     return shape, dtype
 
 

@@ -165,8 +165,13 @@ remainder = _scalar("remainder", np.remainder, operator.mod, dtype_rule="promote
 fmod = _scalar("fmod", np.fmod, math.fmod, dtype_rule="promote",
                doc="fmod(x, y): x - trunc(x/y)·y, the sign of x (C's fmod).")
 
-asinh.defpartials(lambda x, ans: 1 / hypot(x, 1.0))         # 1/sqrt(x² + 1), no overflow
-acosh.defpartials(lambda x, ans: 1 / sqrt(x * x - 1))
+# 1/sqrt(x² + 1) without overflow (hypot is real: a complex x takes the plain formula);
+# acosh's is 1/(sqrt(x - 1) sqrt(x + 1)), which is 1/sqrt(x² - 1) for real x > 1 but not on
+# every branch of a complex x (at -2 the two differ in sign)
+asinh.defpartials(lambda x, ans: 1 / hypot(x, 1.0) if _kind(x) != "c" else
+                  1 / sqrt(x * x + 1))
+acosh.defpartials(lambda x, ans: 1 / sqrt(x * x - 1) if _kind(x) != "c" else
+                  1 / (sqrt(x - 1) * sqrt(x + 1)))
 atanh.defpartials(lambda x, ans: 1 / (1 - x * x))
 exp2.defpartials(lambda x, ans: _LN2 * ans)
 log2.defpartials(lambda x, ans: (1 / _LN2) / x)
@@ -194,7 +199,7 @@ remainder.defpartials(1.0, _quotient)
 fmod.defpartials(1.0, _quotient)
 
 # ---- piecewise: abs, sign, maximum, minimum, comparisons, select -----------------------------
-abs = _scalar("abs", np.abs, operator.abs, dtype_rule="promote")
+abs = _scalar("abs", np.abs, operator.abs, dtype_rule="real")
 sign = _scalar("sign", np.sign, _sign, dtype_rule="promote")
 maximum = _scalar("maximum", np.maximum, _max, commutative=False, dtype_rule="promote")
 minimum = _scalar("minimum", np.minimum, _min, commutative=False, dtype_rule="promote")
@@ -243,7 +248,15 @@ ceil = _scalar("ceil", np.ceil, None, dtype_rule="promote",
 trunc = _scalar("trunc", np.trunc, None, dtype_rule="promote",
                 doc="trunc(x): x rounded towards zero, in x's dtype (NumPy's trunc and fix).")
 
-abs.defpartials(lambda x, ans: sign(x))
+def _abs_partial(x, ans):
+    # For complex z, |z|' is z̄/|z| (0 at 0): a real result takes the real part of its
+    # tangent t, Re(z̄ t)/|z|, and hands z̄/|z| times its real cotangent back to z.
+    if _kind(x) != "c":
+        return sign(x)
+    return conj(x) / select(eq(ans, 0.0), 1.0, ans)
+
+
+abs.defpartials(_abs_partial)
 sign.defpartials(lambda x, ans: None)                       # zero almost everywhere
 for _step in (round, floor, ceil, trunc):
     _step.defpartials(None)                                # zero almost everywhere
@@ -258,6 +271,51 @@ select.elementwise = True                   # (its own shape rule only adds the 
 select.defpartials(None,
                    lambda c, a, b, ans: select(c, 1.0, 0.0),
                    lambda c, a, b, ans: select(c, 0.0, 1.0))
+
+
+# ---- complex values: parts and conjugate --------------------------------------------------
+real = _scalar("real", np.real, None, None, linear=True, complex=True, dtype_rule="real",
+               doc="real(z): the real part (z itself for a real z).")
+imag = _scalar("imag", np.imag, None, None, linear=True, complex=True, dtype_rule="real",
+               doc="imag(z): the imaginary part (zeros for a real z).")
+conj = _scalar("conj", np.conjugate, None, None, linear=True, dtype_rule="promote",
+               complex=True, doc="conj(z): the complex conjugate (z itself for a real z).")
+# A real result's tangent is the real part of what its partial gives (the sweeps take it),
+# so Re and Im are the partials 1 and -i: Re(t) and Re(-i t) = Im(t) forward, and c and
+# -i c back to z, as in JAX and autograd.  conj is not complex-linear, so it has rules.
+real.defpartials(1.0)
+imag.defpartials(lambda x, ans: -1j if _kind(x) == "c" else None)     # (a real x: 0)
+conj.defjvp(lambda ts, x, ans: conj(ts[0]))
+conj.defvjp(lambda g, x, ans: (conj(g),))
+
+
+def _kind(x):
+    """The dtype kind of a node or a value: "c" for complex."""
+    t = type(x)
+    if t is float:
+        return "f"
+    if t is Node or t is np.ndarray:
+        return x.dtype.kind
+    return np.result_type(x).kind
+
+
+def real_part(v):
+    """v's real part where v (a cotangent, a tangent: node or value) is complex, else v:
+    how a derivative reaching a real value from a complex one is made real."""
+    if _kind(v) != "c":
+        return v
+    if type(v) is Node:
+        return real(v)
+    v = np.real(v)
+    return float(v) if type(v) is np.float64 else v     # (float64 scalars are floats)
+
+
+# Whose rules hold for complex values as written (holomorphic functions: f' is the same
+# formula; abs, asinh and acosh choose theirs above).  The rest refuse complex values.
+for _prim in (add, sub, mul, div, neg, powi, pow, sqrt, exp, log, log10, log2, exp2, sin, cos,
+              tan, cotan, asin, acos, atan, log1p, expm1, sinh, cosh, tanh, asinh, acosh,
+              atanh, abs, eq, ne, select, stop_gradient, round):
+    _prim.complex = True
 
 
 def power(x, y):

@@ -28,9 +28,10 @@ def _aval(args, params):
 
 
 sum_to = defprimitive("sum_to", _sum_to_np, cost="add", abstract_eval=_aval, linear=True,
+                      complex=True,
                       doc="sum_to(x, shape=s): sum x over the axes broadcasting added.")
 broadcast_to = defprimitive("broadcast_to", _broadcast_to_np, cost=None, abstract_eval=_aval,
-                            linear=True,
+                            linear=True, complex=True,
                             doc="broadcast_to(x, shape=s): x repeated to shape s.")
 
 sum_to.defjvp(lambda ts, x, ans, shape: sum_to(ts[0], shape=shape))

@@ -1,0 +1,227 @@
+"""Complex values: every primitive that takes them, checked against central differences
+to second order in the convention of JAX and autograd, with closed forms; the API around
+them; and the refusals where the rules are for real numbers (docs/complex.md)."""
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert import REGISTRY
+from wengert.primitives import scalar as S
+from fd import check_complex_grads
+
+rng = np.random.default_rng(20261123)
+
+
+def points(shape=(4,)):
+    """Complex points off every branch cut and pole of the tested functions: |Im z| in
+    [0.2, 0.7] (the cuts of log, sqrt, asin, acosh, atanh lie on the real axis, those of
+    atan and asinh on the imaginary axis beyond ±i)."""
+    re = rng.uniform(-1.4, 1.4, size=shape)
+    im = rng.choice([-1.0, 1.0], size=shape) * rng.uniform(0.2, 0.7, size=shape)
+    return re + 1j * im
+
+
+UNARY = ["neg", "sqrt", "exp", "log", "log10", "log2", "exp2", "sin", "cos", "tan", "cotan",
+         "asin", "acos", "atan", "log1p", "expm1", "sinh", "cosh", "tanh", "asinh", "acosh",
+         "atanh", "abs", "real", "imag", "conj"]
+BINARY = ["add", "sub", "mul", "div", "pow"]
+NOT_DIFFERENTIABLE = ["eq", "ne", "round"]          # bools; round is piecewise constant
+STRUCTURAL = ["select", "stop_gradient", "powi"]    # tested below
+
+
+def test_every_complex_scalar_primitive_is_tested_here():
+    declared = {name for name, p in REGISTRY.items() if p.complex and p.elementwise}
+    assert declared == set(UNARY + BINARY + NOT_DIFFERENTIABLE + STRUCTURAL)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_primitives_on_complex_values(name):
+    prim = REGISTRY[name]
+    z = points()
+    assert np.allclose(prim(z), prim.impl(z), rtol=1e-15, atol=0)     # NumPy's value
+    check_complex_grads(lambda z: prim(z), z)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_primitives_on_complex_and_mixed_values(name):
+    prim = REGISTRY[name]
+    z, w = points(), points()
+    check_complex_grads(lambda a, b: prim(a, b), z, w)
+    check_complex_grads(lambda a, b: prim(a, b), z, rng.uniform(0.5, 1.5, 4))   # real b
+    check_complex_grads(lambda a, b: prim(a, b), rng.uniform(0.5, 1.5, 4), w)   # real a
+
+
+def test_powi_select_and_stop_gradient_on_complex_values():
+    z, w = points(), points()
+    check_complex_grads(lambda a: S.powi(a, n=3), z)
+    check_complex_grads(lambda a: S.powi(a, n=-2), z)
+    mask = np.array([True, False, True, False])
+    check_complex_grads(lambda a, b: S.select(mask, a, b), z, w)
+    _, back = wg.vjp(lambda a: a * S.stop_gradient(a), z)
+    np.testing.assert_allclose(back(np.ones(4) + 0j)[0], z)
+
+
+# ---- closed forms ------------------------------------------------------------------------
+def test_grad_follows_jax_and_autograd():
+    # grad of a real function of z = x + iy is ∂f/∂x - i ∂f/∂y
+    z = 3 + 4j
+    assert wg.grad(lambda z: wnp.abs(z) ** 2)(z) == pytest.approx(6 - 8j)       # 2 z̄
+    assert wg.grad(lambda z: wnp.abs(z))(z) == pytest.approx((3 - 4j) / 5)
+    # for a holomorphic f, grad Re f = f'(z) and grad Im f = -i f'(z)
+    for f, df in ((wnp.sin, wnp.cos), (wnp.exp, wnp.exp), (lambda z: z ** 3,
+                                                            lambda z: 3 * z ** 2)):
+        z = complex(points((1,))[0])
+        assert wg.grad(lambda z: wnp.real(f(z)))(z) == pytest.approx(df(z), rel=1e-14)
+        assert wg.grad(lambda z: wnp.imag(f(z)))(z) == pytest.approx(-1j * df(z), rel=1e-14)
+    # a vjp of a holomorphic function multiplies by f'(z); conj's conjugates
+    z = complex(points((1,))[0])
+    assert wg.vjp(wnp.sin, z)[1](1 + 2j)[0] == pytest.approx((1 + 2j) * np.cos(z))
+    assert wg.vjp(wnp.conj, z)[1](1 + 2j)[0] == pytest.approx(1 - 2j)
+    assert wg.jvp(wnp.abs, (3 + 4j,), (1j,))[1] == pytest.approx(0.8)    # Re(z̄ t)/|z|
+
+
+def test_real_arguments_get_real_derivatives():
+    # d/dx Re e^{ix} = -sin x: the complex intermediate values leave a real gradient
+    x = 0.3
+    g = wg.grad(lambda x: wnp.real(wnp.exp(1j * x)))(x)
+    assert type(g) is float and g == pytest.approx(-np.sin(x), rel=1e-15)
+    xs = rng.normal(size=5)
+    A = rng.normal(size=(3, 5)) + 1j * rng.normal(size=(3, 5))
+    g = wg.grad(lambda x: wnp.sum(wnp.abs(A @ x) ** 2))(xs)
+    H = 2 * (A.conj().T @ A).real                 # |Ax|² = xᵀ Re(AᴴA) x
+    assert g.dtype == np.float64 and np.allclose(g, H @ xs, rtol=1e-13)
+    t = wg.jvp(lambda x: A @ x, (xs,), (np.ones(5),))[1]
+    assert np.allclose(t, A.sum(axis=1))
+
+
+def test_complex_arguments_get_complex_derivatives_in_their_dtype():
+    z = points()
+    g = wg.grad(lambda z: wnp.sum(wnp.real(z)))(z)       # d Re z: 1, as a complex array
+    assert g.dtype == np.complex128 and np.array_equal(g, np.ones(4))
+    assert type(wg.grad(lambda z: wnp.real(z))(1 + 2j)) is complex
+    z64 = z.astype(np.complex64)
+    g = wg.grad(lambda z: wnp.sum(wnp.abs(z) ** 2))(z64)
+    assert g.dtype == np.complex64 and np.allclose(g, 2 * z64.conj(), rtol=1e-6)
+
+
+def test_second_order_through_complex_intermediates():
+    # inner: grad_z |x z|² = 2 x² z̄, whose real part at z = 1 + 2i is 2x², d/dx = 4x
+    outer = wg.grad(lambda x: wnp.real(wg.grad(lambda z: wnp.abs(z * x) ** 2)(1 + 2j)))
+    assert outer(0.7) == pytest.approx(2.8, rel=1e-14)
+    # forward over reverse on a complex function of a real argument
+    f = lambda x: wnp.real(wnp.exp(1j * x) * x)           # x cos x
+    d2 = wg.jvp(wg.grad(f), (0.4,), (1.0,))[1]
+    assert d2 == pytest.approx(-2 * np.sin(0.4) - 0.4 * np.cos(0.4), rel=1e-13)
+
+
+# ---- arrays ------------------------------------------------------------------------------
+ARRAY_FUNCTIONS = {
+    "matmul": lambda a, b: a @ b,
+    "einsum": lambda a, b: wnp.einsum("ij,jk->ik", a, b),
+    "sum_axis": lambda a, b: wnp.sum(a * b, axis=0),
+    "prod": lambda a, b: wnp.prod(a + b, axis=1),
+    "cumsum": lambda a, b: wnp.cumsum(a * b, axis=1),
+    "cumprod": lambda a, b: wnp.cumprod(a - b, axis=0),
+    "index": lambda a, b: a[1:, ::2] * b[0, [2, 0]],
+    "concatenate": lambda a, b: wnp.concatenate([a, b.T[:3]], axis=0),
+    "reshape_transpose": lambda a, b: wnp.reshape(a.T, (-1,)) * wnp.ravel(b),
+    "pad_roll_flip": lambda a, b: wnp.roll(wnp.flip(wnp.pad(a, 1), axis=0), 2) ,
+    "broadcast": lambda a, b: a[:, :1] * b[0] + a.sum(),
+    "astype": lambda a, b: wnp.astype(wnp.real(a), np.complex128) * b,
+    "mean_tril": lambda a, b: wnp.mean(wnp.tril(a @ b), axis=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARRAY_FUNCTIONS))
+def test_array_functions_on_complex_values(name):
+    f = ARRAY_FUNCTIONS[name]
+    a, b = points((3, 3)), points((3, 3))
+    np.testing.assert_allclose(f(a, b), f(wnp.asarray(a), wnp.asarray(b)), rtol=1e-14)
+    check_complex_grads(f, a, b)
+    check_complex_grads(f, a, rng.normal(size=(3, 3)))          # a real b
+
+
+def test_numpy_functions_for_complex_values():
+    z = points((2, 3))
+    plain = {"real": np.real, "imag": np.imag, "conj": np.conj, "angle": np.angle,
+             "sign": np.sign, "abs": np.abs, "absolute": np.absolute}
+    for name, f in plain.items():
+        g = getattr(wnp, name)
+        out = wg.trace(lambda z: g(z), z)(z)
+        if name == "sign":          # written out part by part: NumPy's may differ by an ulp
+            np.testing.assert_allclose(out, f(z), rtol=3e-16, atol=0)
+        else:
+            np.testing.assert_array_equal(out, f(z), err_msg=name)
+        check_complex_grads(g, z)
+    check_complex_grads(lambda z: wnp.angle(z, deg=True), z)
+    traced = wg.trace(lambda z: (z.real, z.imag, z.conj(), z.conjugate()), z)(z)
+    for got, want in zip(traced, (z.real, z.imag, z.conj(), z.conj())):
+        np.testing.assert_array_equal(got, want)
+    # numpy's own functions dispatch to wengert's
+    check_complex_grads(lambda z: np.real(np.exp(z)) * np.abs(z), z)
+
+
+def test_sign_and_angle_of_zero_and_of_reals():
+    z = np.array([0j, 3 + 4j, -2 + 0j])
+    np.testing.assert_array_equal(wg.trace(wnp.sign, z)(z), np.sign(z))
+    x = np.array([-1.5, 2.0])
+    np.testing.assert_array_equal(wg.trace(wnp.angle, x)(x), np.angle(x))
+    assert np.array_equal(wg.grad(lambda x: wnp.sum(wnp.angle(x)))(x), [0.0, 0.0])
+
+
+def test_nan_to_num_and_real_if_close_on_complex_values():
+    z = np.array([complex(np.nan, 1.0), complex(2.0, np.inf), 1 + 1j])
+    np.testing.assert_array_equal(wg.trace(wnp.nan_to_num, z, abstract=False)(z),
+                                  np.nan_to_num(z))
+    # d(2 Re + Im) is 2 - i where a part is kept, and 0 in a replaced part
+    g = wg.grad(lambda z: wnp.sum(2 * wnp.real(wnp.nan_to_num(z)) +
+                                  wnp.imag(wnp.nan_to_num(z))))(z)
+    np.testing.assert_array_equal(g, [-1j, 2, 2 - 1j])
+    almost = np.array([1 + 1e-18j, 2 + 0j])
+    out = wg.grad(lambda z: wnp.sum(wnp.real_if_close(z) ** 2))(almost)
+    np.testing.assert_allclose(out, [2, 4])
+
+
+# ---- compiled code -----------------------------------------------------------------------
+def test_compiled_gradients_of_complex_functions_equal_eager_ones():
+    A = points((3, 3))
+    f = lambda z: wnp.sum(wnp.abs(A @ z) ** 2) + wnp.real(wnp.prod(wnp.sin(z)))
+    z = points((3,))
+    eager = wg.grad(f)(z)
+    compiled = wg.compile(wg.grad(f), z)
+    np.testing.assert_allclose(compiled(z), eager, rtol=1e-14)
+    assert compiled(z).dtype == np.complex128
+    with pytest.raises(ValueError, match="complex128"):
+        wg.compile(f, z, backend="c")
+
+
+# ---- refusals ----------------------------------------------------------------------------
+def test_rules_for_real_numbers_refuse_complex_values():
+    z = points((3,))
+    # NumPy orders complex numbers lexicographically; wengert's rules are for real ones
+    for f, name in ((lambda z: wnp.maximum(z, 0.5), "maximum"),
+                    (lambda z: wnp.sort(z), "argsort"),
+                    (lambda z: wnp.max(z), "amax"),
+                    (lambda z: wg.nn.relu(z), "relu"),
+                    (lambda z: wnp.linalg.inv(wnp.outer(z, z) + np.eye(3)), "inv")):
+        with pytest.raises(TypeError, match=f"{name} of complex values"):
+            wg.grad(lambda z: wnp.sum(wnp.abs(f(z))))(z)
+        with pytest.raises(TypeError, match=f"{name} of complex values"):
+            wg.compile(lambda z: f(z))(z)                   # abstractly, too
+    # where NumPy has no complex loop, its TypeError (eagerly) or wengert's (abstractly)
+    for f in (lambda z: wnp.arctan2(z, 1.0), lambda z: wnp.hypot(z, z)):
+        with pytest.raises(TypeError, match="arctan2|hypot"):
+            wg.grad(lambda z: wnp.sum(wnp.abs(f(z))))(z)
+        with pytest.raises(TypeError, match="atan2 of complex|hypot of complex"):
+            wg.compile(lambda z: f(z))(z)
+
+
+def test_what_needs_a_real_result_or_a_real_jacobian_says_so():
+    with pytest.raises(TypeError, match="returned a complex128 value"):
+        wg.grad(lambda z: z * z)(1j)
+    for jac in (wg.jacfwd, wg.jacrev, wg.jacobian, wg.hessian):
+        with pytest.raises(TypeError, match="complex input"):
+            jac(lambda z: wnp.abs(z) ** 2)(1 + 1j)
+    with pytest.raises(TypeError, match="complex output"):
+        wg.jacrev(lambda x: x * 1j)(1.0)
