@@ -225,3 +225,28 @@ def test_what_needs_a_real_result_or_a_real_jacobian_says_so():
             jac(lambda z: wnp.abs(z) ** 2)(1 + 1j)
     with pytest.raises(TypeError, match="complex output"):
         wg.jacrev(lambda x: x * 1j)(1.0)
+
+
+def test_traced_graphs_print_and_run_complex_values():
+    g = wg.trace(lambda z: wnp.sin(z) * z, 1 + 2j)
+    assert "c128[]" in str(g)
+    assert g(0.5 - 1j) == pytest.approx(np.sin(0.5 - 1j) * (0.5 - 1j), rel=1e-15)
+
+
+def test_what_is_written_for_real_numbers_refuses_complex_values():
+    f = wg.compile(lambda z: z * z, 1 + 1j)
+    for language in ("fortran", "adds"):
+        with pytest.raises(ValueError, match="complex128, and this text is written for real"):
+            f.code(language)
+    with pytest.raises(ValueError, match="C is written for graphs of float64"):
+        f.code("c")
+    with pytest.raises(TypeError, match="wg.Dual is for real numbers, and mul gave"):
+        wg.Dual(1.0, 1.0) * 1j
+    with pytest.raises(TypeError, match="Taylor mode is for real numbers"):
+        wg.derivatives(lambda x: wnp.real(wnp.exp(1j * x)), order=2)(0.5)
+
+
+def test_a_complex_cotangent_of_a_real_output_counts_by_its_real_part():
+    z = points((3,))
+    _, back = wg.vjp(lambda z: wnp.abs(z), z)
+    np.testing.assert_allclose(back(np.full(3, 2 + 5j))[0], back(np.full(3, 2.0))[0])

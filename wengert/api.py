@@ -33,6 +33,8 @@ from . import numpy as wnp
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
            "trace", "value"]
 
+C128 = np.dtype(np.complex128)
+
 
 # --------------------------------------------------------------------------------------
 # checking what users pass
@@ -308,7 +310,7 @@ def _in_dtype(v, dtype):
     if type(v) is Node:
         return v if v.dtype == dtype else wnp.astype(v, dtype)
     if np.result_type(v) == dtype:
-        return v
+        return complex(v) if dtype == C128 and not np.ndim(v) else v
     if np.ndim(v):
         return np.asarray(v, dtype)
     if dtype == F64:
@@ -766,7 +768,7 @@ def trace(f, *args, abstract=True):
         if type(x) is Node:
             x = x.value if x.value is not None else ShapeDtype(x.shape, x.dtype)
         if isinstance(x, (bool, np.bool_)) or not isinstance(
-                x, (int, float, np.number, np.ndarray, ShapeDtype)):
+                x, (int, float, complex, np.number, np.ndarray, ShapeDtype)):
             raise TypeError(f"trace: argument {lab!r} is a {type(x).__name__} ({x!r:.40}); "
                             "arguments must be numbers, arrays or wg.ShapeDtype")
         if isinstance(x, int):

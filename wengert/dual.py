@@ -110,6 +110,11 @@ def apply(op, args, params):
     """
     xs = [a.primal if type(a) is Dual else a for a in args]
     ans = op(*xs, **params)
+    if type(ans) is not float and np.iscomplexobj(ans):
+        # (a Dual's tangent would need the sweeps' rule that a real value's tangent is
+        # real: wg.jvp has it)
+        raise TypeError(f"wg.Dual is for real numbers, and {op.name} gave a complex value; "
+                        "use wg.jvp, which takes complex values (docs/complex.md)")
     if op.dtype_rule == "bool":
         return ans                        # a comparison: no derivative, a plain bool
     ts = [a.tangent if type(a) is Dual else None for a in args]

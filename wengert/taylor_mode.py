@@ -63,6 +63,9 @@ def expand(f, primals, series, order, who="taylor"):
     call = _Call(f, tuple(primals), {}, range(len(primals)), who, _param_names(f))
     out_nodes, out_tree = call.output_nodes(call.out, who)
     plan = call.graph.between(call.inputs, out_nodes)
+    if call.graph.complex:
+        raise TypeError(f"{who}: Taylor mode is for real numbers, and this function has "
+                        "complex values; use nested wg.jvp (docs/complex.md)")
     symbolic = call.symbolic
     per_output = _sweep(plan, call.inputs, series, out_nodes, order, symbolic)
     coefficients = [[call.finish(o) for o in out_nodes]]

@@ -73,7 +73,7 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
     accumulate = _accumulate_real if plan and plan[0].graph.complex else _accumulate
     for o, ct in zip(outputs, cotangents):
         if ct is not None and o.index < len(active) and active[o.index]:
-            _accumulate(adj, o, ct)
+            accumulate(adj, o, ct)
     for node in reversed(plan):
         g = adj[node.index]
         if g is None:

@@ -28,7 +28,11 @@ def _Safe(fmt):
 def source_of(entry, language) -> str:
     """The statements of `entry` (a compiled function's entry) in `language`, "adds" or
     "fortran"."""
-    from .scalarize import scalarize
+    from .scalarize import not_float, scalarize
+    odd = not_float(entry.graph.live_nodes())
+    if odd is not None and odd.dtype.kind == "c":      # (ints and float32 print as reals)
+        raise ValueError(f"code({language!r}): the graph has values of dtype {odd.dtype}, "
+                         "and this text is written for real numbers")
     scalar = scalarize(entry.graph, 10 ** 6)
     if scalar is None:
         raise ValueError(f"code({language!r}): the graph has arrays or primitives that have "
