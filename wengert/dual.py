@@ -29,6 +29,7 @@ import numpy as np
 
 from .ad.forward import tangent as _tangent
 from .primitives import scalar as _scalar
+from .primitives.array import dtype_of
 from .primitives.registry import NO_PARAMS, OVERLOADS, REGISTRY, shape_of
 
 __all__ = ["Dual"]
@@ -110,7 +111,7 @@ def apply(op, args, params):
     """
     xs = [a.primal if type(a) is Dual else a for a in args]
     ans = op(*xs, **params)
-    if type(ans) is not float and np.iscomplexobj(ans):
+    if type(ans) is not float and type(ans) is not Dual and dtype_of(ans).kind == "c":
         # (a Dual's tangent would need the sweeps' rule that a real value's tangent is
         # real: wg.jvp has it)
         raise TypeError(f"wg.Dual is for real numbers, and {op.name} gave a complex value; "
