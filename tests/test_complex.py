@@ -250,3 +250,14 @@ def test_a_complex_cotangent_of_a_real_output_counts_by_its_real_part():
     z = points((3,))
     _, back = wg.vjp(lambda z: wnp.abs(z), z)
     np.testing.assert_allclose(back(np.full(3, 2 + 5j))[0], back(np.full(3, 2.0))[0])
+
+
+def test_a_python_complex_result_is_a_number_like_a_float():
+    # a constant complex output, as the pullback of a linear function gives inside jvp
+    assert wg.jvp(lambda x: 2.0 + 1j, (1.0,), (1.0,)) == (2 + 1j, 0j)
+    assert wg.jvp(lambda z: wg.vjp(lambda z: 3 * z, z)[1](1j)[0], (1j,), (1j,)) == (3j, 0j)
+    # a complex128 argument's zero gradient is a Python complex too
+    g = wg.grad(lambda z: 1.0)(1j)
+    assert type(g) is complex and g == 0
+    with pytest.raises(TypeError, match="returned a complex128 value"):
+        wg.grad(lambda x: 2.0 + 1j)(1.0)
