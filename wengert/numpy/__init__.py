@@ -673,14 +673,23 @@ def _ddof(ddof, correction):
 @_numpy_unless_traced(_np.var)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         mean=_NoValue, correction=_NoValue):
-    """NumPy's ``var``, differentiable (``ddof`` or ``correction``, a given ``mean``)."""
+    """NumPy's ``var``, differentiable (``ddof`` or ``correction``, a given ``mean``); of
+    complex values the mean of |x - mean|², a real value, as NumPy's."""
     _refuse("var", out=out is not None)
     ddof = _ddof(ddof, correction)
     a = _float_cast("var", a, dtype)
     axes = _norm_axis(axis, a.ndim, "var")
     d = a - (_mean(a, axes, keepdims=True, where=where) if mean is _NoValue else mean)
-    return (sum(d * d, axes, keepdims=keepdims, where=where)
+    return (sum(_abs2(d), axes, keepdims=keepdims, where=where)
             / (_count(a, axes, keepdims, where) - ddof))
+
+
+def _abs2(x):
+    """|x|², real: x·x, or for a complex x Re(x·x̄) as NumPy's var and norm compute it (x·x
+    would be the complex square, and abs(x)**2 rounds differently from NumPy)."""
+    if A.dtype_of(x).kind == "c":
+        return S.real(S.mul(x, S.conj(x)))
+    return x * x
 
 
 @_numpy_unless_traced(_np.std)
