@@ -1153,7 +1153,7 @@ def polyval(p, x):
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
         dtype=None):
     """NumPy's ``cov``, differentiable: the centred rows (or columns, ``rowvar=False``)
-    times their transpose, over N − ddof (``bias``: N)."""
+    times their conjugate transpose, over N − ddof (``bias``: N)."""
     _refuse("cov", fweights=fweights is not None, aweights=aweights is not None)
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
@@ -1183,7 +1183,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = 0.0
     X = X - mean(X, axis=1, keepdims=True)
     with _np.errstate(divide="ignore"):
-        c = dot(X, transpose(X)) * _np.true_divide(1, fact)
+        c = dot(X, conj(transpose(X))) * _np.true_divide(1, fact)     # (Hermitian)
     return squeeze(c)
 
 
@@ -1194,9 +1194,13 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     c = cov(x, y, rowvar, dtype=dtype)
     if len(_shape(c)) == 0:
         return c / c
-    stddev = sqrt(diagonal(c))
+    # (a complex covariance's diagonal is real, and NumPy clips the two parts apart)
+    complex_ = A.dtype_of(c).kind == "c"
+    stddev = sqrt(real(diagonal(c)) if complex_ else diagonal(c))
     c = c / stddev[:, None]
     c = c / stddev[None, :]
+    if complex_:
+        return _complex(clip(real(c), -1, 1), clip(imag(c), -1, 1))
     return clip(c, -1, 1)
 
 
