@@ -38,6 +38,10 @@ CASES = {
     "cov_real_and_complex": (lambda x, z: wnp.cov(x, z), (reals(4), Z4)),
     "corrcoef": (lambda z: wnp.corrcoef(z), (points(3, 4),)),
     "corrcoef_y": (lambda z, w: wnp.corrcoef(z, w), (Z4, points(4))),
+    "correlate_valid": (lambda a, v: wnp.correlate(a, v), (Z4, points(2))),
+    "correlate_full_shorter_a": (lambda a, v: wnp.correlate(a, v, "full"), (points(2), Z4)),
+    "correlate_same_real_a": (lambda a, v: wnp.correlate(a, v, "same"), (reals(4), points(3))),
+    "convolve": (lambda a, v: wnp.convolve(a, v, "same"), (Z4, points(3))),
 }
 
 
@@ -57,6 +61,16 @@ def test_numpy_functions_on_complex_values(name):
 
 
 # ---- closed forms ------------------------------------------------------------------------
+def test_correlate_conjugates_its_second_argument_and_convolve_does_not():
+    a, v = points(3), points(1)
+    np.testing.assert_allclose(wg.trace(wnp.correlate, a, v)(a, v), a * np.conj(v))
+    np.testing.assert_allclose(wg.trace(wnp.convolve, a, v)(a, v), a * v)
+    _, back = wg.vjp(wnp.correlate, a, v)
+    ga, gv = back(np.ones(3) + 0j)             # d(a conj v): conj v da + a conj(dv)
+    np.testing.assert_allclose(ga, np.full(3, np.conj(v[0])))
+    np.testing.assert_allclose(gv, [np.conj(a.sum())])
+
+
 def test_var_of_complex_values_is_the_mean_squared_distance_from_the_mean():
     # var z = Σ|z_k - m|²/n: the gradient (∂/∂x - i∂/∂y) is 2 conj(z - m)/n
     z = points(5)

@@ -1257,8 +1257,9 @@ def _correlate_full(a, v, mode):
 @_numpy_unless_traced(_np.correlate, any_argument=True)
 def correlate(a, v, mode="valid"):
     """NumPy's ``correlate`` of 1-D arrays (modes 'valid', 'same', 'full'), differentiable
-    in both."""
+    in both; a complex v is conjugated, as NumPy does (c_k = Σ_j a_{k+j} conj(v_j))."""
     a, v = atleast_1d(asarray(a)), atleast_1d(asarray(v))
+    v = conj(v)                 # (v itself for a real v)
     if len(_shape(a)) == 1 and len(_shape(v)) == 1 and 0 < _shape(a)[0] < _shape(v)[0] \
             and mode not in ("same", 1):
         # (NumPy correlates the longer with the shorter and reverses: the same sums, in
