@@ -42,6 +42,10 @@ CASES = {
     "correlate_full_shorter_a": (lambda a, v: wnp.correlate(a, v, "full"), (points(2), Z4)),
     "correlate_same_real_a": (lambda a, v: wnp.correlate(a, v, "same"), (reals(4), points(3))),
     "convolve": (lambda a, v: wnp.convolve(a, v, "same"), (Z4, points(3))),
+    "vdot": (lambda a, b: wnp.vdot(a, b), (Z23, points(3, 2))),
+    "vdot_real": (lambda a, b: wnp.vdot(a, b), (reals(2, 2), reals(4))),
+    "vecdot": (lambda a, b: wnp.vecdot(a, b), (Z23, points(3))),
+    "linalg.vecdot_axis": (lambda a, b: la.vecdot(a, b, axis=0), (Z23, reals(2, 1))),
 }
 
 
@@ -61,6 +65,17 @@ def test_numpy_functions_on_complex_values(name):
 
 
 # ---- closed forms ------------------------------------------------------------------------
+def test_vdot_and_vecdot_conjugate_their_first_argument():
+    a, b = points(3), points(3)
+    for f in (wnp.vdot, wnp.vecdot, la.vecdot):
+        assert wg.trace(f, a, b)(a, b) == pytest.approx(np.sum(np.conj(a) * b), rel=1e-14)
+    # |a|² = vdot(a, a), real: its gradient is 2 conj(a)
+    g = wg.grad(lambda a: wnp.real(wnp.vdot(a, a)))(a)
+    np.testing.assert_allclose(g, 2 * np.conj(a), rtol=1e-14)
+    with pytest.raises(ValueError, match="different lengths"):
+        wg.trace(lambda a: wnp.vdot(a, np.ones(2)), a)
+
+
 def test_correlate_conjugates_its_second_argument_and_convolve_does_not():
     a, v = points(3), points(1)
     np.testing.assert_allclose(wg.trace(wnp.correlate, a, v)(a, v), a * np.conj(v))

@@ -2014,6 +2014,16 @@ def inner(a, b, /):
     return tensordot(a, b, axes=([-1], [-1]))
 
 
+@_numpy_unless_traced(_np.vdot, any_argument=True)
+def vdot(a, b, /):
+    """NumPy's ``vdot``, differentiable: Σ conj(a)·b over the flattened arrays (a's
+    conjugate, unlike dot's)."""
+    a, b = ravel(asarray(a)), ravel(asarray(b))
+    if a.shape != b.shape:
+        raise ValueError("vectors have different lengths")
+    return matmul(conj(a), b)
+
+
 @_numpy_unless_traced(_np.diagonal)
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """NumPy's ``diagonal``, differentiable (the diagonal becomes the last axis)."""

@@ -24,7 +24,7 @@ from ..primitives.registry import float_dtype, power_by_squaring
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
-               zeros_like)
+               zeros_like, conj as _conj)
 from .dispatch import unsupported as _unsupported
 
 LinAlgError = _np.linalg.LinAlgError
@@ -547,8 +547,8 @@ def trace(x, /, *, offset=0, dtype=None):
 
 @_numpy_unless_traced(_np.linalg.vecdot, any_argument=True)
 def vecdot(x1, x2, /, *, axis=-1):
-    """The dot products of the vectors along `axis`, the rest broadcast (real arrays:
-    no conjugate).
+    """The dot products of the vectors along `axis`, the rest broadcast; x1 is conjugated
+    (Σ conj(x1)·x2, as NumPy's).
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -563,7 +563,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     if x1.shape[-1] != x2.shape[-1]:
         raise ValueError(f"vecdot: x1 of shape {x1.shape} and x2 of shape {x2.shape} (axis "
                          f"{axis} moved last) differ in length along it")
-    return sum(x1 * x2, axis=-1)
+    return sum(_conj(x1) * x2, axis=-1)
 
 
 @_numpy_unless_traced(_np.linalg.vector_norm, any_argument=True)
