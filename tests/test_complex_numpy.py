@@ -46,6 +46,13 @@ CASES = {
     "vdot_real": (lambda a, b: wnp.vdot(a, b), (reals(2, 2), reals(4))),
     "vecdot": (lambda a, b: wnp.vecdot(a, b), (Z23, points(3))),
     "linalg.vecdot_axis": (lambda a, b: la.vecdot(a, b, axis=0), (Z23, reals(2, 1))),
+    "linalg.norm": (lambda z: la.norm(z), (Z23,)),
+    "linalg.norm_vector_orders": (lambda z: [la.norm(z, o, axis=1) for o in
+                                             (None, 2, 1, np.inf, -np.inf, 0, 3, 0.5)], (Z23,)),
+    "linalg.norm_matrix_orders": (lambda z: [la.norm(z, o, axis=(1, 0), keepdims=True) for o in
+                                             (None, "fro", 1, -1, np.inf, -np.inf)], (Z23,)),
+    "linalg.vector_norm": (lambda z: la.vector_norm(z, axis=0, ord=3), (Z23,)),
+    "linalg.matrix_norm": (lambda z: la.matrix_norm(z), (Z23,)),
 }
 
 
@@ -65,6 +72,14 @@ def test_numpy_functions_on_complex_values(name):
 
 
 # ---- closed forms ------------------------------------------------------------------------
+def test_the_norm_of_a_complex_vector_is_real_and_its_gradient_is_its_conjugate_direction():
+    z = points(4)
+    for f in (la.norm, la.vector_norm, lambda z: la.norm(z, 2)):
+        value, g = wg.value_and_grad(f)(z)
+        assert type(value) is float and value == pytest.approx(np.linalg.norm(z), rel=1e-15)
+        np.testing.assert_allclose(g, np.conj(z) / np.linalg.norm(z), rtol=1e-14)
+
+
 def test_vdot_and_vecdot_conjugate_their_first_argument():
     a, b = points(3), points(3)
     for f in (wnp.vdot, wnp.vecdot, la.vecdot):

@@ -24,7 +24,7 @@ from ..primitives.registry import float_dtype, power_by_squaring
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
-               zeros_like, conj as _conj)
+               zeros_like, conj as _conj, _abs2)
 from .dispatch import unsupported as _unsupported
 
 LinAlgError = _np.linalg.LinAlgError
@@ -282,6 +282,11 @@ if hasattr(_np.linalg, "svdvals"):              # NumPy 2
         return L.svdvals(_svd_input(x, False)[0])
 
 
+def _real_dtype(x):
+    """The real dtype of x's parts (float64 for complex128): a norm's."""
+    return _np.zeros((), x.dtype).real.dtype
+
+
 def _no_rule(ord, what):
     return NotImplementedError(
         f"numpy.linalg.norm(..., ord={ord!r}) is not supported on traced values for {what}: "
@@ -304,7 +309,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     nd = x.ndim
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            return sqrt(sum(x * x, axis=None, keepdims=keepdims))
+            return sqrt(sum(_abs2(x), axis=None, keepdims=keepdims))
         axis = tuple(range(nd))
     elif not isinstance(axis, tuple):
         try:
@@ -328,11 +333,11 @@ def _vector_norm(x, ord, axis, keepdims):
         return amin(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
         # the number of nonzero elements: piecewise constant, so no derivative
-        return sum((x != 0).astype(x.dtype), axis=axis, keepdims=keepdims)
+        return sum((x != 0).astype(_real_dtype(x)), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(abs(x), axis=axis, keepdims=keepdims)
     if ord is None or ord == 2:
-        return sqrt(sum(x * x, axis=axis, keepdims=keepdims))
+        return sqrt(sum(_abs2(x), axis=axis, keepdims=keepdims))
     try:
         ord + 1
     except TypeError:
@@ -345,7 +350,7 @@ def _vector_norm(x, ord, axis, keepdims):
 
 def _matrix_norm(x, ord, r, c, keepdims):
     if ord is None or ord in ("fro", "f"):
-        return sqrt(sum(x * x, axis=(r, c), keepdims=keepdims))
+        return sqrt(sum(_abs2(x), axis=(r, c), keepdims=keepdims))
     if ord in (1, -1, _np.inf, -_np.inf):
         # 1: the largest column sum of |x|, inf: the largest row sum; -1, -inf the smallest
         inner, outer = (r, c) if ord in (1, -1) else (c, r)
