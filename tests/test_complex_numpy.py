@@ -46,6 +46,8 @@ CASES = {
     "vdot_real": (lambda a, b: wnp.vdot(a, b), (reals(2, 2), reals(4))),
     "vecdot": (lambda a, b: wnp.vecdot(a, b), (Z23, points(3))),
     "linalg.vecdot_axis": (lambda a, b: la.vecdot(a, b, axis=0), (Z23, reals(2, 1))),
+    "float_power": (lambda z, x: [wnp.float_power(z, x), wnp.float_power(x, z),
+                                  wnp.float_power(x, [1.0, 2j, 0.5, 3])], (Z4, reals(4))),
     "linalg.norm": (lambda z: la.norm(z), (Z23,)),
     "linalg.norm_vector_orders": (lambda z: [la.norm(z, o, axis=1) for o in
                                              (None, 2, 1, np.inf, -np.inf, 0, 3, 0.5)], (Z23,)),

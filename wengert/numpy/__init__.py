@@ -391,8 +391,15 @@ heaviside = _Ufunc(_np.heaviside, _heaviside)
 
 def _float_power(x, y):
     # NumPy computes it in float64 (complex128 for complex arguments) whatever the inputs
-    x, y = astype(x, _np.float64), astype(y, _np.float64) if _traced(y) else _np.float64(y) \
-        if type(y) in (int, float, bool) else _np.asarray(y, _np.float64)
+    if not _traced(x):
+        x = _np.asarray(x)
+    if not _traced(y):
+        y = y if type(y) in (int, float, bool, complex) else _np.asarray(y)
+    dt = _np.complex128 if A.dtype_of(x).kind == "c" or A.dtype_of(y).kind == "c" \
+        else _np.float64
+    x = astype(x, dt)
+    y = astype(y, dt) if _traced(y) else dt(y) if type(y) in (int, float, bool, complex) \
+        else _np.asarray(y, dt)
     return S.power(x, y)
 
 
