@@ -110,3 +110,27 @@ def test_var_of_complex_values_is_the_mean_squared_distance_from_the_mean():
     np.testing.assert_allclose(g, 2 * np.conj(z - z.mean()) / 5, rtol=1e-13)
     g = wg.grad(wnp.std)(z)
     np.testing.assert_allclose(g, np.conj(z - z.mean()) / (5 * np.std(z)), rtol=1e-13)
+
+
+def test_isfinite_and_isinf_read_complex_parts_apart_as_numpy():
+    # |z| of huge finite parts overflows to inf: NumPy asks each part
+    z = np.array([1e308 + 1e308j, complex(np.inf, 0), complex(np.nan, np.inf),
+                  complex(1, np.nan), 1 + 1j, complex(-np.inf, np.nan)])
+    for name in ("isfinite", "isinf", "isnan"):
+        got = wg.trace(getattr(wnp, name), z)(z)
+        np.testing.assert_array_equal(got, getattr(np, name)(z), err_msg=name)
+
+
+# ---- refusals ----------------------------------------------------------------------------
+@pytest.mark.parametrize("f", [
+    lambda z, x: wnp.deg2rad(z), lambda z, x: wnp.radians(z), lambda z, x: wnp.rad2deg(z),
+    lambda z, x: wnp.degrees(z), lambda z, x: wnp.signbit(z), lambda z, x: wnp.copysign(z, x),
+    lambda z, x: wnp.copysign(x, z), lambda z, x: wnp.heaviside(x, z),
+    lambda z, x: wnp.ldexp(z, wnp.astype(x, int))])
+def test_ufuncs_without_a_complex_loop_in_numpy_refuse_complex_values_as_numpy(f):
+    # written with primitives that take complex values, they would compute something
+    z, x = points(3), reals(3)
+    with pytest.raises(TypeError, match="not supported for the input types"):
+        f(z, x)                                     # NumPy's own
+    with pytest.raises(TypeError, match="not supported for the input types"):
+        wg.trace(f, z, x)

@@ -256,6 +256,24 @@ class _Ufunc:
         return f"<wengert.numpy ufunc {self.__name__!r}>"
 
 
+def _kind(x):
+    """The dtype kind of a ufunc's argument: a node, an array, a number or a list."""
+    return A.dtype_of(x if type(x) is Node or hasattr(x, "dtype") or
+                      isinstance(x, (int, float, complex)) else _np.asarray(x)).kind
+
+
+def _real_ufunc(npufunc, traced):
+    """A ufunc NumPy has no complex loop for, written with primitives that take complex
+    values: a complex argument gets NumPy's TypeError, not a value NumPy would not give."""
+    def fn(*xs):
+        if builtins.any(_kind(x) == "c" for x in xs):
+            raise TypeError(f"ufunc {npufunc.__name__!r} not supported for the input types, "
+                            "and the inputs could not be safely coerced to any supported "
+                            "types according to the casting rule ''safe''")
+        return traced(*xs)
+    return _Ufunc(npufunc, fn)
+
+
 add, subtract, multiply = _Ufunc(_np.add, S.add), _Ufunc(_np.subtract, S.sub), \
     _Ufunc(_np.multiply, S.mul)
 divide = true_divide = _Ufunc(_np.divide, S.div)
@@ -296,7 +314,15 @@ less, less_equal, greater, greater_equal, equal, not_equal = (
 power = _Ufunc(_np.power, S.power)
 square = _Ufunc(_np.square, lambda x: S.power(x, 2))
 reciprocal = _Ufunc(_np.reciprocal, lambda x: S.div(1.0, x))
-isfinite = _Ufunc(_np.isfinite, lambda x: S.lt(S.abs(x), inf))
+
+
+def _isfinite(x):
+    if A.dtype_of(x).kind == "c":       # the parts apart: |x| overflows for huge finite ones
+        return S.minimum(_isfinite(S.real(x)), _isfinite(S.imag(x)))
+    return S.lt(S.abs(x), inf)
+
+
+isfinite = _Ufunc(_np.isfinite, _isfinite)
 
 
 def _rint(x):
@@ -329,8 +355,8 @@ def _angle_factor(x, numerator, denominator):
     return S.mul(x, numerator / denominator)
 
 
-deg2rad = radians = _Ufunc(_np.deg2rad, lambda x: _angle_factor(x, pi, 180.0))
-rad2deg = degrees = _Ufunc(_np.rad2deg, lambda x: _angle_factor(x, 180.0, pi))
+deg2rad = radians = _real_ufunc(_np.deg2rad, lambda x: _angle_factor(x, pi, 180.0))
+rad2deg = degrees = _real_ufunc(_np.rad2deg, lambda x: _angle_factor(x, 180.0, pi))
 
 
 def _fmax_like(npufunc, compare):
@@ -346,7 +372,15 @@ fmax, fmin = _fmax_like(_np.fmax, S.ge), _fmax_like(_np.fmin, S.le)
 
 # ---- classification and sign: bools without derivative, and the functions built on them ----
 isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
-isinf = _Ufunc(_np.isinf, lambda x: S.eq(S.abs(x), inf))
+
+
+def _isinf(x):
+    if A.dtype_of(x).kind == "c":       # (as isfinite's)
+        return S.maximum(_isinf(S.real(x)), _isinf(S.imag(x)))
+    return S.eq(S.abs(x), inf)
+
+
+isinf = _Ufunc(_np.isinf, _isinf)
 
 
 def _signbit(x):
@@ -357,7 +391,7 @@ def _signbit(x):
     return S.lt(S.atan2(x, -1.0), 0)
 
 
-signbit = _Ufunc(_np.signbit, _signbit)
+signbit = _real_ufunc(_np.signbit, _signbit)
 
 
 def _float_result(*xs):
@@ -375,7 +409,7 @@ def _copysign(x, y):
     return S.select(_signbit(y), S.neg(x), x)
 
 
-copysign = _Ufunc(_np.copysign, _copysign)
+copysign = _real_ufunc(_np.copysign, _copysign)
 
 
 def _heaviside(x, h):
@@ -386,7 +420,7 @@ def _heaviside(x, h):
     return astype(out, dt) if A.dtype_of(out) != dt else out
 
 
-heaviside = _Ufunc(_np.heaviside, _heaviside)
+heaviside = _real_ufunc(_np.heaviside, _heaviside)
 
 
 def _float_power(x, y):
@@ -419,7 +453,7 @@ def _ldexp(x, n):
     return S.mul(x, two_n)
 
 
-ldexp = _Ufunc(_np.ldexp, _ldexp)
+ldexp = _real_ufunc(_np.ldexp, _ldexp)
 
 
 def _real(qualname, x):
