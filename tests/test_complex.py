@@ -27,7 +27,7 @@ UNARY = ["neg", "sqrt", "exp", "log", "log10", "log2", "exp2", "sin", "cos", "ta
          "atanh", "abs", "real", "imag", "conj"]
 BINARY = ["add", "sub", "mul", "div", "pow"]
 NOT_DIFFERENTIABLE = ["eq", "ne", "round"]          # bools; round is piecewise constant
-STRUCTURAL = ["select", "stop_gradient", "powi"]    # tested below
+STRUCTURAL = ["select", "stop_gradient", "powi", "complex"]    # tested below
 
 
 def test_every_complex_scalar_primitive_is_tested_here():
@@ -60,6 +60,23 @@ def test_powi_select_and_stop_gradient_on_complex_values():
     check_complex_grads(lambda a, b: S.select(mask, a, b), z, w)
     _, back = wg.vjp(lambda a: a * S.stop_gradient(a), z)
     np.testing.assert_allclose(back(np.ones(4) + 0j)[0], z)
+
+
+def test_complex_builds_a_value_from_its_parts_exactly():
+    x, y = rng.normal(size=4), rng.normal(size=4)
+    check_complex_grads(lambda x, y: S.make_complex(x, y), x, y)
+    # re + 1j·im would make the real part nan where im is infinite (1j·inf is nan + inf·i)
+    parts = np.array([1.0, -np.inf, np.nan, 2.0]), np.array([np.inf, 1.0, 3.0, np.nan])
+    for f in (lambda x, y: S.make_complex(x, y), wg.compile(lambda x, y: S.make_complex(x, y))):
+        z = f(*parts)
+        np.testing.assert_array_equal(z.real, parts[0])
+        np.testing.assert_array_equal(z.imag, parts[1])
+    assert S.make_complex(1.0, float("inf")) == complex(1.0, float("inf"))
+    assert wg.trace(lambda x: S.make_complex(x, 2.0), np.float32(1.0)).outputs[0].dtype == \
+        np.complex64
+    # the gradient (∂/∂x - i∂/∂y) of |x + iy|² in x and y: 2x and 2y
+    gx, gy = wg.grad(lambda x, y: wnp.abs(S.make_complex(x, y)) ** 2, argnums=(0, 1))(3.0, 4.0)
+    assert (gx, gy) == (pytest.approx(6.0), pytest.approx(8.0))
 
 
 # ---- closed forms ------------------------------------------------------------------------
