@@ -48,6 +48,12 @@ CASES = {
     "linalg.vecdot_axis": (lambda a, b: la.vecdot(a, b, axis=0), (Z23, reals(2, 1))),
     "float_power": (lambda z, x: [wnp.float_power(z, x), wnp.float_power(x, z),
                                   wnp.float_power(x, [1.0, 2j, 0.5, 3])], (Z4, reals(4))),
+    "interp": (lambda x, fp: wnp.interp(x, [-1.0, 0.0, 0.5, 2.0], fp), (
+        np.array([-2.0, -0.5, 0.2, 1.0, 3.0]), points(4))),
+    "interp_ends_period": (lambda fp: [wnp.interp(np.array([-2.0, 0.2, 3.0]), [0.0, 1.0, 2.0],
+                                                  fp, left=1j, right=2.0),
+                                       wnp.interp(np.array([-2.0, 0.2, 3.0]), [0.0, 1.0, 2.0],
+                                                  fp, period=1.5)], (points(3),)),
     "linalg.norm": (lambda z: la.norm(z), (Z23,)),
     "linalg.norm_vector_orders": (lambda z: [la.norm(z, o, axis=1) for o in
                                              (None, 2, 1, np.inf, -np.inf, 0, 3, 0.5)], (Z23,)),
@@ -119,6 +125,21 @@ def test_isfinite_and_isinf_read_complex_parts_apart_as_numpy():
     for name in ("isfinite", "isinf", "isnan"):
         got = wg.trace(getattr(wnp, name), z)(z)
         np.testing.assert_array_equal(got, getattr(np, name)(z), err_msg=name)
+
+
+def test_interp_of_complex_values_interpolates_the_parts_apart_as_numpy():
+    x = np.array([-3.0, -1.0, 0.05, 0.3, 1.2, 1.75, 2.5, np.nan])
+    xp, fp = [-2.0, -0.5, 0.1, 1.0, 1.5], np.array([1 + 1j, 2 - 1j, complex(np.inf, 1),
+                                                    complex(3, np.nan), 4j])
+    with np.errstate(invalid="ignore"):
+        got = wg.trace(lambda fp: wnp.interp(x, xp, fp), fp)(fp)
+    np.testing.assert_array_equal(got, np.interp(x, xp, fp))
+    # x is real, and so are left and right of a real fp: NumPy's TypeErrors
+    z = points(2)
+    with pytest.raises(TypeError, match="Cannot cast array data from dtype"):
+        wg.trace(lambda z: wnp.interp(z, [0.0, 1.0], [1.0, 2.0]), z)
+    with pytest.raises(TypeError, match="must be real number, not complex"):
+        wg.trace(lambda x: wnp.interp(x, [0.0, 1.0], [1.0, 2.0], left=1j), reals(2))
 
 
 # ---- refusals ----------------------------------------------------------------------------

@@ -1325,19 +1325,29 @@ def convolve(a, v, mode="full"):
 
 @_numpy_unless_traced(_np.interp, any_argument=True)
 def interp(x, xp, fp, left=None, right=None, period=None):
-    """NumPy's ``interp`` (piecewise linear, float64), differentiable in `x` (the slope)
-    and in `fp` (the weights of the two neighbours); `xp` is data.  The interval of each x
+    """NumPy's ``interp`` (piecewise linear, float64 or for a complex fp complex128),
+    differentiable in `x` (the slope) and in `fp` (the weights of the two neighbours); `xp`
+    is data.  The interval of each x
     is found by comparisons, so no value is needed (it works under ``wg.compile``)."""
     if _traced(xp) or _traced(period):
         raise NotImplementedError("numpy.interp with traced xp or period is not supported: "
                                   "only x, fp, left and right carry a derivative")
     xp = _np.asarray(xp, _np.float64)
-    fp = asarray(fp)
+    fp, x = asarray(fp), asarray(x)
+    if A.dtype_of(x).kind == "c":
+        raise TypeError(f"Cannot cast array data from dtype('{A.dtype_of(x)}') to "
+                        "dtype('float64') according to the rule 'safe'")
     if A.dtype_of(fp).kind == "c":
-        raise NotImplementedError("numpy.interp of complex fp is not supported on traced "
-                                  "values")
+        # NumPy interpolates the real and imaginary parts apart, each as a real fp
+        def part(f):
+            return interp(x, xp, f(fp), None if left is None else f(left),
+                          None if right is None else f(right), period)
+        return _complex(part(real), part(imag))
+    for end in (left, right):
+        if end is not None and _kind(end) == "c":
+            raise TypeError("must be real number, not complex")
     fp = astype(fp, _np.float64)
-    x = astype(asarray(x), _np.float64)
+    x = astype(x, _np.float64)
     if xp.ndim != 1 or len(_shape(fp)) != 1:
         raise ValueError("Data points must be 1D sequences")
     if xp.shape[0] != _shape(fp)[0]:
