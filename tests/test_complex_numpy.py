@@ -34,6 +34,8 @@ CASES = {
     "var_mean_given": (lambda z: wnp.var(z, axis=1, mean=wnp.mean(z, axis=1, keepdims=True)),
                        (Z23,)),
     "std": (lambda z: wnp.std(z, axis=1), (Z23,)),
+    "var_std_complex_dtype": (lambda z: [wnp.var(z, dtype=np.complex128),
+                                         wnp.std(wnp.real(z), axis=0, dtype=complex)], (Z23,)),
     "cov": (lambda z: wnp.cov(z), (Z23,)),
     "cov_y_bias": (lambda z, w: wnp.cov(z, w, rowvar=False, bias=True), (points(4, 2), Z4)),
     "cov_real_and_complex": (lambda x, z: wnp.cov(x, z), (reals(4), Z4)),

@@ -721,7 +721,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     a = _float_cast("var", a, dtype)
     axes = _norm_axis(axis, a.ndim, "var")
     d = a - (_mean(a, axes, keepdims=True, where=where) if mean is _NoValue else mean)
-    return (sum(_abs2(d), axes, keepdims=keepdims, where=where)
+    # (summed in the dtype asked for, as NumPy's: a complex one gives a complex variance)
+    return (sum(_abs2(d), axes, dtype, keepdims=keepdims, where=where)
             / (_count(a, axes, keepdims, where) - ddof))
 
 
