@@ -217,3 +217,15 @@ def test_ufuncs_without_a_complex_loop_in_numpy_refuse_complex_values_as_numpy(f
         f(z, x)                                     # NumPy's own
     with pytest.raises(TypeError, match="not supported for the input types"):
         wg.trace(f, z, x)
+
+
+def test_complex64_results_stay_complex64_as_numpys():
+    z = points(2, 3).astype(np.complex64)
+    where = np.array([[True, False, True]] * 2)
+    for f in (lambda z: wnp.mean(z, where=where), lambda z: wnp.var(z, axis=1, where=where),
+              lambda z: wnp.mean(wnp.real(z), where=where), wnp.var, la.norm,
+              lambda z: la.det(z[:, :2]), lambda z: la.slogdet(z[:, :2])):
+        for got, want in zip(_leaves(wg.trace(f, z)(z)), _leaves(f(z))):
+            assert np.result_type(got) == np.result_type(want)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+        assert wg.vjp(lambda z: f(z), z)[1](f(z))[0].dtype == np.complex64

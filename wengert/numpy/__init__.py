@@ -688,7 +688,10 @@ def _count(a, axes, keepdims, where):
     """How many elements a mean over `axes` divides by."""
     if where is True:
         return a.size if axes is None else _math.prod([a.shape[i] for i in axes])
-    return sum(broadcast_to(S.select(where, 1.0, 0.0), a.shape), axes, keepdims=keepdims)
+    # (in the precision of a's parts: a float32 or complex64 mean stays so, as NumPy's)
+    real = _np.zeros((), _float_result(a)).real.dtype
+    return sum(broadcast_to(astype(S.select(where, 1.0, 0.0), real), a.shape), axes,
+               keepdims=keepdims)
 
 
 @_numpy_unless_traced(_np.mean)
