@@ -3,7 +3,9 @@
 inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals), qr, and the
 functions written with them (matrix_power, multi_dot, pinv, lstsq, cond, matrix_rank, the
 array API's vector_norm, matrix_norm, vecdot, ...) take traced values; the rest is
-NumPy's (and refuses traced values by name).
+NumPy's (and refuses traced values by name).  Of complex matrices, inv, det, solve, slogdet
+and the functions written with them take them; the factorizations (cholesky, eigh, svd,
+qr) and what is written with them refuse them by name: their rules are for real matrices.
 
 Example:
     >>> import wengert as wg
