@@ -8,6 +8,7 @@ import pytest
 import wengert as wg
 import wengert.numpy as wnp
 from wengert.numpy import linalg as la
+from wengert.tree import flatten
 from fd import check_complex_grads
 
 rng = np.random.default_rng(20261124)
@@ -27,8 +28,58 @@ def reals(*shape):
 Z4, Z23 = points(4), points(2, 3)
 M33 = points(3, 3) + 3 * np.eye(3)                  # well conditioned
 
-# name -> (function, arguments): NumPy's value on the arguments, and derivatives
+# name -> (function, arguments): NumPy's value on the arguments, and derivatives.  First
+# the functions that were right on complex values before the audit (composed of primitives
+# that take them), then those it mended.
 CASES = {
+    "elementwise": (lambda z: [wnp.square(z), wnp.reciprocal(z), wnp.positive(z),
+                               wnp.sinc(z), wnp.rint(z * 3), wnp.round(z, 1),
+                               wnp.power(z, 2.5), wnp.sign(z)], (Z4,)),
+    "tests": (lambda z, w: [wnp.isclose(z, z + 1e-9j), wnp.isclose(z, w), wnp.isfinite(z),
+                            wnp.equal(z, w), wnp.logical_and(z, w), wnp.logical_not(z)],
+              (Z4, points(4))),
+    "reductions": (lambda z: [wnp.sum(z, axis=0), wnp.prod(z, axis=1), wnp.mean(z),
+                              wnp.cumsum(z), wnp.cumprod(z, axis=1), wnp.nansum(z),
+                              wnp.nanmean(z, axis=0), wnp.trace(z[:, :2])], (Z23,)),
+    "where_masks": (lambda z: [wnp.mean(z, where=np.array([[True, False, True]] * 2)),
+                               wnp.sum(z, axis=1, where=np.array([True, True, False]))],
+                    (Z23,)),
+    "average": (lambda z, w: [wnp.average(z, axis=1), wnp.average(z[0], weights=w),
+                              wnp.average(z, axis=1, weights=wnp.real(w), returned=True)],
+                (Z23, points(3))),
+    "differences": (lambda z, x: [wnp.diff(z, n=2, prepend=1j), wnp.gradient(z),
+                                  wnp.gradient(z, 0.5, edge_order=2), wnp.trapezoid(z),
+                                  wnp.trapezoid(z, x), wnp.trapezoid(z, dx=0.5 + 1j)],
+                    (Z4, points(4))),
+    "polynomials": (lambda p, x: [wnp.polyval(p, x), wnp.polyval(wnp.real(p), x),
+                                  wnp.vander(x, 3), wnp.vander(p, increasing=True)],
+                    (points(3), Z4)),
+    "linspace": (lambda a, b: [wnp.linspace(a, b, 5), wnp.linspace(a, 2.0, 4, endpoint=False,
+                                                                   retstep=True)],
+                 (points(), points(2))),
+    "contractions": (lambda a, b: [a @ b, wnp.dot(a, b), wnp.tensordot(a, b, 1),
+                                   wnp.einsum("ij,jk->ki", a, b), wnp.inner(a, b.T),
+                                   wnp.outer(a[0], b[0]), wnp.kron(a, b),
+                                   wnp.cross(a[0], b[:, 0])], (Z23, points(3, 2))),
+    "shapes": (lambda a, b: [wnp.concatenate([a, b.T]), wnp.stack([a, b.T], axis=1),
+                             wnp.hstack([a, b.T]), wnp.transpose(a), wnp.moveaxis(a, 0, 1),
+                             wnp.reshape(a, (3, 2), order="F"), wnp.tile(a, (2, 1)),
+                             wnp.repeat(a, 2, axis=1), wnp.rot90(a), wnp.roll(a, 1),
+                             wnp.pad(a, 1, constant_values=1j), wnp.pad(a, 2, mode="reflect"),
+                             wnp.tril(b @ a), wnp.diag(a[0]), wnp.diagonal(b @ a),
+                             wnp.take(a, [0, 2, 2]), wnp.array_split(a, 2, axis=1)[1],
+                             wnp.where(np.array([True, False, True]), a, b.T),
+                             wnp.meshgrid(a[0], b[0])[1], wnp.full((2,), a[0, 0])],
+               (Z23, points(3, 2))),
+    "methods": (lambda z: [z.var(), z.std(axis=0), z.mean(), z.sum(1), z.prod(), z.cumsum(),
+                           z.conj(), z.real, z.imag, z.T, z.dot(z.T), z.repeat(2)], (Z23,)),
+    "numpy_dispatch": (lambda z: [np.var(z), np.cov(z), np.vdot(z, z), np.linalg.norm(z),
+                                  np.correlate(z[0], z[1], "full"), np.linalg.det(z[:, :2])],
+                       (Z23,)),
+    "linalg_array_api": (lambda a, b: [la.matmul(a, b), la.outer(a[0], b[0]),
+                                       la.tensordot(a, b, axes=1), la.diagonal(b @ a),
+                                       la.trace(b @ a), la.matrix_transpose(a)],
+                         (Z23, points(3, 2))),
     "var": (lambda z: wnp.var(z), (Z23,)),
     "var_axis_ddof": (lambda z: wnp.var(z, axis=0, ddof=1, keepdims=True), (Z23,)),
     "var_mean_given": (lambda z: wnp.var(z, axis=1, mean=wnp.mean(z, axis=1, keepdims=True)),
@@ -85,7 +136,7 @@ CASES = {
 
 
 def _leaves(x):
-    return list(x) if isinstance(x, (tuple, list)) else [x]
+    return flatten(x)[0]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -185,7 +236,94 @@ def test_linalg_derivatives_of_complex_matrices_in_closed_form():
         assert tuple(wg.trace(la.slogdet, s)(s)) == tuple(np.linalg.slogdet(s))
 
 
+def test_complex64_results_stay_complex64_as_numpys():
+    z = points(2, 3).astype(np.complex64)
+    where = np.array([[True, False, True]] * 2)
+    for f in (lambda z: wnp.mean(z, where=where), lambda z: wnp.var(z, axis=1, where=where),
+              lambda z: wnp.mean(wnp.real(z), where=where), wnp.var, la.norm,
+              lambda z: la.det(z[:, :2]), lambda z: la.slogdet(z[:, :2])):
+        for got, want in zip(_leaves(wg.trace(f, z)(z)), _leaves(f(z))):
+            assert np.result_type(got) == np.result_type(want)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+        assert wg.vjp(lambda z: f(z), z)[1](f(z))[0].dtype == np.complex64
+
+
 # ---- refusals ----------------------------------------------------------------------------
+# What each public function of wengert.numpy that NumPy defines does with complex values:
+# gives NumPy's value and derivatives (the cases above), or refuses them (below).
+TAKES = set("""
+    abs absolute add all allclose angle any arccos arccosh arcsin arcsinh arctan arctanh
+    argwhere around array array_equal array_split asarray astype atleast_1d atleast_2d
+    atleast_3d average broadcast_to concatenate conj conjugate convolve corrcoef correlate cos
+    cosh count_nonzero cov cross cumprod cumsum diag diagonal diff divide dot dsplit einsum
+    empty_like equal exp exp2 expand_dims expm1 flatnonzero flip fliplr flipud float_power
+    full full_like gradient hsplit hstack imag inner interp isclose isfinite isinf isnan kron
+    linspace log log10 log1p log2 logical_and logical_not logical_or logical_xor matmul
+    matrix_transpose mean meshgrid moveaxis multiply nan_to_num nanmean nansum ndim negative
+    nonzero not_equal ones_like outer pad polyval positive power prod ravel real
+    real_if_close reciprocal repeat reshape rint roll rollaxis rot90 round select shape sign
+    sin sinc sinh size split sqrt square squeeze stack std subtract sum swapaxes take
+    take_along_axis tan tanh tensordot tile trace transpose trapezoid tril triu true_divide
+    vander var vdot vecdot vsplit vstack where zeros_like""".split())
+# NumPy orders complex numbers lexicographically; wengert's rules for these are for reals
+ORDERINGS = {
+    "maximum": "maximum", "minimum": "minimum", "fmax": "ge", "fmin": "le", "max": "amax",
+    "amax": "amax", "min": "amin", "amin": "amin", "ptp": "amax", "nanmax": "amax",
+    "nanmin": "amin", "argmax": "argmax", "argmin": "argmin", "sort": "argsort",
+    "argsort": "argsort", "partition": "argpartition", "argpartition": "argpartition",
+    "median": "argsort", "clip": "maximum", "less": "lt", "less_equal": "le",
+    "greater": "gt", "greater_equal": "ge"}
+# NumPy has no complex loop for these (wengert refuses with its own TypeError or NumPy's)
+NUMPY_REFUSES = """arctan2 hypot logaddexp logaddexp2 floor ceil trunc fix fmod remainder mod cbrt
+    fabs deg2rad radians rad2deg degrees signbit copysign heaviside ldexp quantile percentile
+    bitwise_and bitwise_or bitwise_xor bitwise_not invert""".split()
+ARGUMENTS = {"clip": (0.0, 1.0), "partition": (1,), "argpartition": (1,), "quantile": (0.5,),
+             "percentile": (50,), "ldexp": (2,)}
+UNARY = {"sort", "argsort", "median", "max", "amax", "min", "amin", "ptp", "nanmax", "nanmin",
+         "argmax", "argmin", "floor", "ceil", "trunc", "fix", "cbrt", "fabs", "deg2rad",
+         "radians", "rad2deg", "degrees", "signbit", "bitwise_not", "invert"}
+
+
+def _call(name, z):
+    f = getattr(wnp, name)
+    if name in ARGUMENTS:
+        return f(z, *ARGUMENTS[name])
+    return f(z) if name in UNARY else f(z, z)
+
+
+def test_every_function_of_wengert_numpy_takes_or_refuses_complex_values():
+    import types
+    public = {n for n, v in vars(wnp).items() if not n.startswith("_") and callable(v)
+              and not isinstance(v, (type, types.ModuleType)) and hasattr(np, n)}
+    said = TAKES | set(ORDERINGS) | set(NUMPY_REFUSES)
+    assert public == said, (public - said, said - public)
+    # linalg: (cond, norm and matrix_norm by singular values, and lstsq of a complex a,
+    # refuse too)
+    takes = set("inv det slogdet solve matrix_power multi_dot norm vector_norm matrix_norm "
+                "cond lstsq matmul outer tensordot diagonal trace vecdot "
+                "matrix_transpose".split())
+    refuses = set("cholesky eigh eigvalsh svd svdvals qr pinv matrix_rank".split())
+    public = {n for n, v in vars(la).items() if not n.startswith("_") and callable(v)
+              and not isinstance(v, type) and hasattr(np.linalg, n)}
+    assert public == takes | refuses, (public - takes - refuses, takes | refuses - public)
+
+
+@pytest.mark.parametrize("name", sorted(ORDERINGS))
+def test_orderings_refuse_complex_values_naming_their_primitive(name):
+    z = points(4)
+    with pytest.raises(TypeError, match=f"{ORDERINGS[name]} of complex values"):
+        wg.trace(lambda z: _call(name, z), z)
+
+
+@pytest.mark.parametrize("name", NUMPY_REFUSES)
+def test_what_numpy_refuses_for_complex_values_wengert_refuses_too(name):
+    z = points(4)
+    with pytest.raises((TypeError, NotImplementedError)):
+        _call(name, z)                              # NumPy's, on a plain array
+    with pytest.raises((TypeError, NotImplementedError), match="complex|not supported"):
+        wg.trace(lambda z: _call(name, z), z)
+
+
 @pytest.mark.parametrize("name, f", [
     ("cholesky", lambda a: la.cholesky(a)), ("eigh", lambda a: la.eigh(a)),
     ("eigvalsh", lambda a: la.eigvalsh(a, UPLO="U")), ("svd", lambda a: la.svd(a)),
@@ -204,7 +342,6 @@ def test_factorizations_refuse_complex_matrices_by_name(name, f):
         wg.trace(f, a)
 
 
-# ---- refusals ----------------------------------------------------------------------------
 @pytest.mark.parametrize("f", [
     lambda z, x: wnp.deg2rad(z), lambda z, x: wnp.radians(z), lambda z, x: wnp.rad2deg(z),
     lambda z, x: wnp.degrees(z), lambda z, x: wnp.signbit(z), lambda z, x: wnp.copysign(z, x),
@@ -217,15 +354,3 @@ def test_ufuncs_without_a_complex_loop_in_numpy_refuse_complex_values_as_numpy(f
         f(z, x)                                     # NumPy's own
     with pytest.raises(TypeError, match="not supported for the input types"):
         wg.trace(f, z, x)
-
-
-def test_complex64_results_stay_complex64_as_numpys():
-    z = points(2, 3).astype(np.complex64)
-    where = np.array([[True, False, True]] * 2)
-    for f in (lambda z: wnp.mean(z, where=where), lambda z: wnp.var(z, axis=1, where=where),
-              lambda z: wnp.mean(wnp.real(z), where=where), wnp.var, la.norm,
-              lambda z: la.det(z[:, :2]), lambda z: la.slogdet(z[:, :2])):
-        for got, want in zip(_leaves(wg.trace(f, z)(z)), _leaves(f(z))):
-            assert np.result_type(got) == np.result_type(want)
-            np.testing.assert_allclose(got, want, rtol=1e-5)
-        assert wg.vjp(lambda z: f(z), z)[1](f(z))[0].dtype == np.complex64
