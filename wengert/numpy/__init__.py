@@ -1331,8 +1331,8 @@ def convolve(a, v, mode="full"):
 def interp(x, xp, fp, left=None, right=None, period=None):
     """NumPy's ``interp`` (piecewise linear, float64 or for a complex fp complex128),
     differentiable in `x` (the slope) and in `fp` (the weights of the two neighbours); `xp`
-    is data.  The interval of each x
-    is found by comparisons, so no value is needed (it works under ``wg.compile``)."""
+    is data.  The interval of each x is found by comparisons, so no value is needed (it
+    works under ``wg.compile``)."""
     if _traced(xp) or _traced(period):
         raise NotImplementedError("numpy.interp with traced xp or period is not supported: "
                                   "only x, fp, left and right carry a derivative")
