@@ -250,3 +250,20 @@ def test_a_complex_cotangent_of_a_real_output_counts_by_its_real_part():
     z = points((3,))
     _, back = wg.vjp(lambda z: wnp.abs(z), z)
     np.testing.assert_allclose(back(np.full(3, 2 + 5j))[0], back(np.full(3, 2.0))[0])
+
+
+def test_a_primitive_of_ones_own_takes_complex_values_when_it_says_so():
+    @wg.primitive(complex=True)
+    def cube(z):
+        return z ** 3
+    cube.defpartials(lambda z, ans: 3 * z ** 2)
+    z = points((3,))
+    check_complex_grads(lambda z: cube(z), z)
+
+    @wg.primitive
+    def square(z):
+        return z * z
+    square.defpartials(lambda z, ans: 2 * z)
+    with pytest.raises(TypeError, match=r"square of complex .* wg.primitive\(complex=True\)"):
+        wg.grad(lambda z: wnp.real(square(z)))(1 + 1j)
+    assert wg.grad(lambda x: square(x))(3.0) == 6.0          # real values as before
