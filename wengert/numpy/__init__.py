@@ -271,6 +271,8 @@ arcsin, arccos, arctan, arctan2 = (_Ufunc(_np.arcsin, S.asin), _Ufunc(_np.arccos
 sinh, cosh, tanh = _Ufunc(_np.sinh, S.sinh), _Ufunc(_np.cosh, S.cosh), _Ufunc(_np.tanh, S.tanh)
 abs = absolute = _Ufunc(_np.absolute, S.abs)
 fabs = _Ufunc(_np.fabs, lambda x: S.abs(_real("fabs", x)))
+
+
 def _complex(re, im):
     """re + i·im from real parts, exactly (i·im is (±0, im), re + ±0 is re)."""
     return S.add(re, S.mul(im, 1j))
