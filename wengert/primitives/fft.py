@@ -41,7 +41,7 @@ def _real_dtype(dtype):
     return np.result_type(np.empty(0, dtype).real.dtype, 1.0)
 
 
-def _resized(shape, axes, lengths):
+def _shape_with(shape, axes, lengths):
     shape = list(shape)
     for ax, n in zip(axes, lengths):
         shape[ax] = n
@@ -55,7 +55,7 @@ def _fftn_np(x, s, axes, inverse, norm):
 
 fftn = defprimitive(
     "fftn", _fftn_np, linear=True, complex=True,
-    abstract_eval=lambda args, params: (_resized(args[0].shape, params["axes"], params["s"]),
+    abstract_eval=lambda args, params: (_shape_with(args[0].shape, params["axes"], params["s"]),
                                         _complex_dtype(args[0].dtype)),
     doc="fftn(x, s=lengths, axes=axes, inverse=False, norm='backward'): NumPy's fftn (or "
         "ifftn), x cropped or zero-padded to the lengths s along the distinct axes.")
@@ -64,7 +64,7 @@ rfft = defprimitive(
     "rfft", lambda x, n, axis, norm: np.fft.rfft(x, n=n, axis=axis, norm=norm),
     linear=True, complex=True,
     abstract_eval=lambda args, params: (
-        _resized(args[0].shape, (params["axis"],), (params["n"] // 2 + 1,)),
+        _shape_with(args[0].shape, (params["axis"],), (params["n"] // 2 + 1,)),
         _complex_dtype(args[0].dtype)),
     doc="rfft(x, n=n, axis=axis, norm='backward'): NumPy's rfft of a real x, the n//2 + 1 "
         "bins of the spectrum of x cropped or zero-padded to length n.")
@@ -73,13 +73,13 @@ irfft = defprimitive(
     "irfft", lambda x, n, axis, norm: np.fft.irfft(x, n=n, axis=axis, norm=norm),
     linear=True, complex=True,
     abstract_eval=lambda args, params: (
-        _resized(args[0].shape, (params["axis"],), (params["n"],)),
+        _shape_with(args[0].shape, (params["axis"],), (params["n"],)),
         _real_dtype(args[0].dtype)),
     doc="irfft(x, n=n, axis=axis, norm='backward'): NumPy's irfft, the real signal of "
         "length n whose half spectrum x is (its first n//2 + 1 bins, zero-padded).")
 
 
-def resize(x, axes, lengths):
+def _resize(x, axes, lengths):
     """x cropped (its first entries kept) or zero-padded at the end to `lengths` along
     `axes`: what numpy.fft does to an input of another length than n, and the transpose of
     the opposite resizing."""
@@ -110,19 +110,18 @@ def _bin_weights(g, n, axis, interior):
 
 
 fftn.defvjp(lambda g, x, ans, s, axes, inverse, norm: (
-    resize(fftn(g, s=s, axes=axes, inverse=inverse, norm=norm), axes,
+    _resize(fftn(g, s=s, axes=axes, inverse=inverse, norm=norm), axes,
            [shape_of(x)[ax] for ax in axes]),))
 
 rfft.defvjp(lambda g, x, ans, n, axis, norm: (
-    resize(irfft(S.conj(g) * _bin_weights(g, n, axis, 0.5), n=n, axis=axis,
+    _resize(irfft(S.conj(g) * _bin_weights(g, n, axis, 0.5), n=n, axis=axis,
                  norm=OPPOSITE[norm]), (axis,), (shape_of(x)[axis],)),))
 
 
 @irfft.defvjp
 def _(g, x, ans, n, axis, norm):
-    g = S.real_part(g)                      # (the cotangent of a real signal is real)
     spectrum = S.conj(rfft(g, n=n, axis=axis, norm=OPPOSITE[norm]))
-    xbar = resize(spectrum * _bin_weights(spectrum, n, axis, 2.0), (axis,),
+    xbar = _resize(spectrum * _bin_weights(spectrum, n, axis, 2.0), (axis,),
                   (shape_of(x)[axis],))
     # a real x (hfft's input) in a graph that may hold no complex value, where the
     # sweep would not take the real part itself
