@@ -98,8 +98,7 @@ def _lengths_and_axes(a, s, axes, out, who, halved=False):
         if None in s:
             warnings.warn(f"numpy.fft.{who}: None in `s` is deprecated in NumPy 2.0; give the "
                           "length", DeprecationWarning, stacklevel=4)
-        s = [a.shape[ax] if n is not None and not isinstance(n, bool) and n == -1 else n
-             for n, ax in zip(s, axes)]
+        s = [a.shape[ax] if n is not None and n == -1 else n for n, ax in zip(s, axes)]
     return s, axes
 
 
