@@ -2188,7 +2188,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     return _array_of(a, dtype, 0)
 
 
-from . import linalg  # noqa: E402
+from . import linalg, fft  # noqa: E402
 from .dispatch import install as _install, unsupported as _unsupported  # noqa: E402
 
 if hasattr(_np, "vecdot"):      # NumPy 2's top-level names for two of linalg's functions
