@@ -278,3 +278,20 @@ def test_a_python_complex_result_is_a_number_like_a_float():
     assert type(g) is complex and g == 0
     with pytest.raises(TypeError, match="returned a complex128 value"):
         wg.grad(lambda x: 2.0 + 1j)(1.0)
+
+
+def test_a_primitive_of_ones_own_takes_complex_values_when_it_says_so():
+    @wg.primitive(complex=True)
+    def cube(z):
+        return z ** 3
+    cube.defpartials(lambda z, ans: 3 * z ** 2)
+    z = points((3,))
+    check_complex_grads(lambda z: cube(z), z)
+
+    @wg.primitive
+    def square(z):
+        return z * z
+    square.defpartials(lambda z, ans: 2 * z)
+    with pytest.raises(TypeError, match=r"square of complex .* wg.primitive\(complex=True\)"):
+        wg.grad(lambda z: wnp.real(square(z)))(1 + 1j)
+    assert wg.grad(lambda x: square(x))(3.0) == 6.0          # real values as before

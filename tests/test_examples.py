@@ -20,3 +20,25 @@ def test_digits_cnn_reaches_97_percent(capsys):
     assert acc >= 0.97
     out = capsys.readouterr().out
     assert "epoch 25/25" in out and "test accuracy" in out
+
+
+def test_impedance_fit_recovers_the_circuit(capsys):
+    example = load("impedance_fit")
+    fitted = example.main()
+    for name, true in example.TRUE.items():
+        assert abs(fitted[name] / true - 1) < 0.02, (name, fitted[name], true)
+    assert "Newton steps" in capsys.readouterr().out
+    # the derivatives the fit stood on: through the complex model, against differences
+    import numpy as np
+    import wengert as wg
+    measured, theta = example.measure(), np.log([10.0, 70.0, 3e-5])
+    args = (example.OMEGA, measured)
+    eps, eye = 1e-6, np.eye(3)
+    fd_grad = [(example.loss(theta + eps * e, *args) - example.loss(theta - eps * e, *args))
+               / (2 * eps) for e in eye]
+    grad = wg.grad(example.loss)
+    fd_hess = [(grad(theta + eps * e, *args) - grad(theta - eps * e, *args)) / (2 * eps)
+               for e in eye]
+    np.testing.assert_allclose(grad(theta, *args), fd_grad, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(wg.hessian(example.loss)(theta, *args), fd_hess, rtol=1e-5,
+                               atol=1e-9)

@@ -391,8 +391,8 @@ def test_unsupported_functions_raise_a_clear_error():
     x = r(3)
     with pytest.raises(NotImplementedError, match=r"numpy\.unique"):
         wg.grad(lambda x: np.unique(x).sum())(x)
-    with pytest.raises(NotImplementedError, match=r"numpy\.fft\.fft"):
-        wg.grad(lambda x: numpy.fft.fft(x).real.sum())(x)
+    with pytest.raises(NotImplementedError, match=r"numpy\.unwrap"):
+        wg.grad(lambda x: numpy.unwrap(x).sum())(x)
     with pytest.raises(NotImplementedError, match=r"numpy\.nanmedian"):
         wg.grad(lambda x: numpy.nanmedian(x))(x)
     with pytest.raises(NotImplementedError, match="not supported"):

@@ -318,7 +318,7 @@ def _in_dtype(v, dtype):
         return np.asarray(v, dtype)
     if dtype == F64:
         return float(v)
-    return complex(v) if dtype == np.complex128 else dtype.type(v)
+    return complex(v) if dtype == C128 else dtype.type(v)
 
 
 def _as_scalar_output(out, who):

@@ -686,9 +686,10 @@ def _complex_check(graph, op, nodes, dtype):
         return
     if dtype.kind == "c" or any(n.dtype.kind == "c" for n in nodes):
         kinds = ", ".join(str(n.dtype) for n in nodes)
+        hint = "see docs/complex.md for what handles complex values" if op.builtin else \
+            "declare it with wg.primitive(complex=True) if its rules hold for them"
         raise TypeError(f"{op.name} of complex values ({kinds}) is not supported on traced "
-                        "values: its derivative rules are for real numbers (see "
-                        "docs/complex.md for what handles complex values)")
+                        f"values: its derivative rules are for real numbers ({hint})")
 
 
 def _strongly_typed(op, nodes, values, params, value):

@@ -289,6 +289,8 @@ arcsin, arccos, arctan, arctan2 = (_Ufunc(_np.arcsin, S.asin), _Ufunc(_np.arccos
 sinh, cosh, tanh = _Ufunc(_np.sinh, S.sinh), _Ufunc(_np.cosh, S.cosh), _Ufunc(_np.tanh, S.tanh)
 abs = absolute = _Ufunc(_np.absolute, S.abs)
 fabs = _Ufunc(_np.fabs, lambda x: S.abs(_real("fabs", x)))
+
+
 def _complex(re, im):
     """re + i·im from real parts, exactly (infinite and nan parts too)."""
     return S.make_complex(re, im)
@@ -2265,7 +2267,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     return _array_of(a, dtype, 0)
 
 
-from . import linalg  # noqa: E402
+from . import linalg, fft  # noqa: E402
 from .dispatch import install as _install, unsupported as _unsupported  # noqa: E402
 
 if hasattr(_np, "vecdot"):      # NumPy 2's top-level names for two of linalg's functions

@@ -440,7 +440,7 @@ def defprimitive(name, impl, **kwargs) -> Primitive:
     return prim
 
 
-def primitive(fn=None, *, name=None, cost="call", shape=None):
+def primitive(fn=None, *, name=None, cost="call", shape=None, complex=False):
     """Make a Python function of numbers a new primitive (a user's custom rule).
 
     The function is evaluated on plain numbers or NumPy arrays; wengert never looks inside.
@@ -452,7 +452,8 @@ def primitive(fn=None, *, name=None, cost="call", shape=None):
     Declaring a name again replaces the earlier declaration, so a notebook cell can be
     re-run (anonymous lambdas each get a name of their own).  Built-in names are refused
     as `name`; a function that has one (``def logsumexp``) is registered as
-    ``logsumexp_user``.
+    ``logsumexp_user``.  Complex arguments are refused unless ``complex=True`` says that
+    the rules hold for them, in JAX's and autograd's convention (docs/complex.md).
 
     Example:
         >>> import wengert as wg, numpy as np
@@ -485,7 +486,7 @@ def primitive(fn=None, *, name=None, cost="call", shape=None):
             def aeval(args, params):       # run it on zero-strided stand-ins of the shapes
                 from .array import by_example
                 return by_example(prim, args, params)
-        prim = Primitive(pname, f, cost=cost, abstract_eval=aeval)
+        prim = Primitive(pname, f, cost=cost, abstract_eval=aeval, complex=complex)
         REGISTRY[pname] = prim
         return prim
     return make if fn is None else make(fn)
