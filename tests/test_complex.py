@@ -27,7 +27,7 @@ UNARY = ["neg", "sqrt", "exp", "log", "log10", "log2", "exp2", "sin", "cos", "ta
          "atanh", "abs", "real", "imag", "conj"]
 BINARY = ["add", "sub", "mul", "div", "pow"]
 NOT_DIFFERENTIABLE = ["eq", "ne", "round"]          # bools; round is piecewise constant
-STRUCTURAL = ["select", "stop_gradient", "powi"]    # tested below
+STRUCTURAL = ["select", "stop_gradient", "powi", "complex"]    # tested below
 
 
 def test_every_complex_scalar_primitive_is_tested_here():
@@ -60,6 +60,23 @@ def test_powi_select_and_stop_gradient_on_complex_values():
     check_complex_grads(lambda a, b: S.select(mask, a, b), z, w)
     _, back = wg.vjp(lambda a: a * S.stop_gradient(a), z)
     np.testing.assert_allclose(back(np.ones(4) + 0j)[0], z)
+
+
+def test_complex_builds_a_value_from_its_parts_exactly():
+    x, y = rng.normal(size=4), rng.normal(size=4)
+    check_complex_grads(lambda x, y: S.make_complex(x, y), x, y)
+    # re + 1j·im would make the real part nan where im is infinite (1j·inf is nan + inf·i)
+    parts = np.array([1.0, -np.inf, np.nan, 2.0]), np.array([np.inf, 1.0, 3.0, np.nan])
+    for f in (lambda x, y: S.make_complex(x, y), wg.compile(lambda x, y: S.make_complex(x, y))):
+        z = f(*parts)
+        np.testing.assert_array_equal(z.real, parts[0])
+        np.testing.assert_array_equal(z.imag, parts[1])
+    assert S.make_complex(1.0, float("inf")) == complex(1.0, float("inf"))
+    assert wg.trace(lambda x: S.make_complex(x, 2.0), np.float32(1.0)).outputs[0].dtype == \
+        np.complex64
+    # the gradient (∂/∂x - i∂/∂y) of |x + iy|² in x and y: 2x and 2y
+    gx, gy = wg.grad(lambda x, y: wnp.abs(S.make_complex(x, y)) ** 2, argnums=(0, 1))(3.0, 4.0)
+    assert (gx, gy) == (pytest.approx(6.0), pytest.approx(8.0))
 
 
 # ---- closed forms ------------------------------------------------------------------------
@@ -204,7 +221,7 @@ def test_rules_for_real_numbers_refuse_complex_values():
                     (lambda z: wnp.sort(z), "argsort"),
                     (lambda z: wnp.max(z), "amax"),
                     (lambda z: wg.nn.relu(z), "relu"),
-                    (lambda z: wnp.linalg.inv(wnp.outer(z, z) + np.eye(3)), "inv")):
+                    (lambda z: wnp.linalg.cholesky(wnp.outer(z, z) + np.eye(3)), "cholesky")):
         with pytest.raises(TypeError, match=f"{name} of complex values"):
             wg.grad(lambda z: wnp.sum(wnp.abs(f(z))))(z)
         with pytest.raises(TypeError, match=f"{name} of complex values"):
@@ -250,6 +267,17 @@ def test_a_complex_cotangent_of_a_real_output_counts_by_its_real_part():
     z = points((3,))
     _, back = wg.vjp(lambda z: wnp.abs(z), z)
     np.testing.assert_allclose(back(np.full(3, 2 + 5j))[0], back(np.full(3, 2.0))[0])
+
+
+def test_a_python_complex_result_is_a_number_like_a_float():
+    # a constant complex output, as the pullback of a linear function gives inside jvp
+    assert wg.jvp(lambda x: 2.0 + 1j, (1.0,), (1.0,)) == (2 + 1j, 0j)
+    assert wg.jvp(lambda z: wg.vjp(lambda z: 3 * z, z)[1](1j)[0], (1j,), (1j,)) == (3j, 0j)
+    # a complex128 argument's zero gradient is a Python complex too
+    g = wg.grad(lambda z: 1.0)(1j)
+    assert type(g) is complex and g == 0
+    with pytest.raises(TypeError, match="returned a complex128 value"):
+        wg.grad(lambda x: 2.0 + 1j)(1.0)
 
 
 def test_a_primitive_of_ones_own_takes_complex_values_when_it_says_so():

@@ -121,6 +121,10 @@ CASES = {
     "det": (lambda a: np.linalg.det(a), [r(3, 3) + 2 * numpy.eye(3)]),
     "slogdet": (lambda a: np.linalg.slogdet(a)[1] * np.linalg.slogdet(a)[0],
                 [r(2, 3, 3) + 3 * numpy.eye(3)]),
+    # (a complex matrix's slogdet, through its real and imaginary parts)
+    "slogdet complex": (lambda a: np.linalg.slogdet(a * (1 + 0.5j)).logabsdet
+                        + np.imag(np.linalg.slogdet(a + 1j * numpy.eye(3)).sign),
+                        [r(3, 3) + 3 * numpy.eye(3)]),
     "solve vec": (lambda a, b: np.linalg.solve(a, b), [r(3, 3) + 3 * numpy.eye(3), r(3)]),
     "solve mat": (lambda a, b: np.linalg.solve(a, b), [r(3, 3) + 3 * numpy.eye(3), r(3, 2)]),
     # batch dimensions broadcast, and each cotangent is summed back to its argument's shape

@@ -81,7 +81,7 @@ PIECEWISE = {
 NOT_DIFFERENTIABLE = {"lt", "le", "gt", "ge", "eq", "ne"}   # bool results
 STRUCTURAL = {"const", "input", "copy", "powi", "select", "stop_gradient",
               "part", "place",          # part, place: tests/test_checkpoint.py
-              "real", "imag", "conj"}   # complex parts: tests/test_complex.py
+              "real", "imag", "conj", "complex"}   # complex parts: tests/test_complex.py
 
 
 def test_every_scalar_primitive_is_checked():

@@ -208,7 +208,8 @@ class _Call:
         leaves, tree = flatten(out)
         nodes = []
         for x in leaves:
-            if type(x) is not Node and not isinstance(x, (int, float, np.number, np.ndarray)):
+            if type(x) is not Node and \
+                    not isinstance(x, (int, float, complex, np.number, np.ndarray)):
                 raise TypeError(f"{who}: the function returned a {type(x).__name__} "
                                 f"({x!r:.40}); outputs must be numbers, arrays, or tuples, "
                                 "lists and dicts of them")
@@ -260,6 +261,8 @@ class _Call:
         int or bool node)."""
         if like.shape == () and (like.dtype == np.float64 or like.dtype.kind not in "fc"):
             z = 0.0
+        elif like.shape == () and like.dtype == C128:
+            z = 0j          # (a complex128 scalar's derivative is a Python complex)
         else:
             z = np.zeros(like.shape, like.dtype if like.dtype.kind in "fc" else np.float64)
         return self.graph.const(z) if self.symbolic else z
@@ -323,7 +326,8 @@ def _as_scalar_output(out, who):
         raise TypeError(f"{who} needs a function that returns a scalar, but it returned a "
                         f"{type(out).__name__}; use wg.jacrev or wg.vjp for several outputs, "
                         "or has_aux=True to return (value, auxiliary data)")
-    shape = aval(out)[0] if isinstance(out, (Node, int, float, np.number, np.ndarray)) else None
+    shape = aval(out)[0] if isinstance(out, (Node, int, float, complex, np.number, np.ndarray)) \
+        else None
     if shape is None:
         raise TypeError(f"{who} needs a function that returns a scalar, but it returned a "
                         f"{type(out).__name__} ({out!r:.40})")

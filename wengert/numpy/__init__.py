@@ -256,6 +256,24 @@ class _Ufunc:
         return f"<wengert.numpy ufunc {self.__name__!r}>"
 
 
+def _kind(x):
+    """The dtype kind of a ufunc's argument: a node, an array, a number or a list."""
+    return A.dtype_of(x if type(x) is Node or hasattr(x, "dtype") or
+                      isinstance(x, (int, float, complex)) else _np.asarray(x)).kind
+
+
+def _real_ufunc(npufunc, traced):
+    """A ufunc NumPy has no complex loop for, written with primitives that take complex
+    values: a complex argument gets NumPy's TypeError, not a value NumPy would not give."""
+    def fn(*xs):
+        if builtins.any(_kind(x) == "c" for x in xs):
+            raise TypeError(f"ufunc {npufunc.__name__!r} not supported for the input types, "
+                            "and the inputs could not be safely coerced to any supported "
+                            "types according to the casting rule ''safe''")
+        return traced(*xs)
+    return _Ufunc(npufunc, fn)
+
+
 add, subtract, multiply = _Ufunc(_np.add, S.add), _Ufunc(_np.subtract, S.sub), \
     _Ufunc(_np.multiply, S.mul)
 divide = true_divide = _Ufunc(_np.divide, S.div)
@@ -274,8 +292,8 @@ fabs = _Ufunc(_np.fabs, lambda x: S.abs(_real("fabs", x)))
 
 
 def _complex(re, im):
-    """re + i·im from real parts, exactly (i·im is (±0, im), re + ±0 is re)."""
-    return S.add(re, S.mul(im, 1j))
+    """re + i·im from real parts, exactly (infinite and nan parts too)."""
+    return S.make_complex(re, im)
 
 
 def _sign(x):
@@ -298,7 +316,15 @@ less, less_equal, greater, greater_equal, equal, not_equal = (
 power = _Ufunc(_np.power, S.power)
 square = _Ufunc(_np.square, lambda x: S.power(x, 2))
 reciprocal = _Ufunc(_np.reciprocal, lambda x: S.div(1.0, x))
-isfinite = _Ufunc(_np.isfinite, lambda x: S.lt(S.abs(x), inf))
+
+
+def _isfinite(x):
+    if A.dtype_of(x).kind == "c":       # the parts apart: |x| overflows for huge finite ones
+        return S.minimum(_isfinite(S.real(x)), _isfinite(S.imag(x)))
+    return S.lt(S.abs(x), inf)
+
+
+isfinite = _Ufunc(_np.isfinite, _isfinite)
 
 
 def _rint(x):
@@ -331,8 +357,8 @@ def _angle_factor(x, numerator, denominator):
     return S.mul(x, numerator / denominator)
 
 
-deg2rad = radians = _Ufunc(_np.deg2rad, lambda x: _angle_factor(x, pi, 180.0))
-rad2deg = degrees = _Ufunc(_np.rad2deg, lambda x: _angle_factor(x, 180.0, pi))
+deg2rad = radians = _real_ufunc(_np.deg2rad, lambda x: _angle_factor(x, pi, 180.0))
+rad2deg = degrees = _real_ufunc(_np.rad2deg, lambda x: _angle_factor(x, 180.0, pi))
 
 
 def _fmax_like(npufunc, compare):
@@ -348,7 +374,15 @@ fmax, fmin = _fmax_like(_np.fmax, S.ge), _fmax_like(_np.fmin, S.le)
 
 # ---- classification and sign: bools without derivative, and the functions built on them ----
 isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
-isinf = _Ufunc(_np.isinf, lambda x: S.eq(S.abs(x), inf))
+
+
+def _isinf(x):
+    if A.dtype_of(x).kind == "c":       # (as isfinite's)
+        return S.maximum(_isinf(S.real(x)), _isinf(S.imag(x)))
+    return S.eq(S.abs(x), inf)
+
+
+isinf = _Ufunc(_np.isinf, _isinf)
 
 
 def _signbit(x):
@@ -359,7 +393,7 @@ def _signbit(x):
     return S.lt(S.atan2(x, -1.0), 0)
 
 
-signbit = _Ufunc(_np.signbit, _signbit)
+signbit = _real_ufunc(_np.signbit, _signbit)
 
 
 def _float_result(*xs):
@@ -377,7 +411,7 @@ def _copysign(x, y):
     return S.select(_signbit(y), S.neg(x), x)
 
 
-copysign = _Ufunc(_np.copysign, _copysign)
+copysign = _real_ufunc(_np.copysign, _copysign)
 
 
 def _heaviside(x, h):
@@ -388,13 +422,20 @@ def _heaviside(x, h):
     return astype(out, dt) if A.dtype_of(out) != dt else out
 
 
-heaviside = _Ufunc(_np.heaviside, _heaviside)
+heaviside = _real_ufunc(_np.heaviside, _heaviside)
 
 
 def _float_power(x, y):
     # NumPy computes it in float64 (complex128 for complex arguments) whatever the inputs
-    x, y = astype(x, _np.float64), astype(y, _np.float64) if _traced(y) else _np.float64(y) \
-        if type(y) in (int, float, bool) else _np.asarray(y, _np.float64)
+    if not _traced(x):
+        x = _np.asarray(x)
+    if not _traced(y):
+        y = y if type(y) in (int, float, bool, complex) else _np.asarray(y)
+    dt = _np.complex128 if A.dtype_of(x).kind == "c" or A.dtype_of(y).kind == "c" \
+        else _np.float64
+    x = astype(x, dt)
+    y = astype(y, dt) if _traced(y) else dt(y) if type(y) in (int, float, bool, complex) \
+        else _np.asarray(y, dt)
     return S.power(x, y)
 
 
@@ -414,7 +455,7 @@ def _ldexp(x, n):
     return S.mul(x, two_n)
 
 
-ldexp = _Ufunc(_np.ldexp, _ldexp)
+ldexp = _real_ufunc(_np.ldexp, _ldexp)
 
 
 def _real(qualname, x):
@@ -649,7 +690,10 @@ def _count(a, axes, keepdims, where):
     """How many elements a mean over `axes` divides by."""
     if where is True:
         return a.size if axes is None else _math.prod([a.shape[i] for i in axes])
-    return sum(broadcast_to(S.select(where, 1.0, 0.0), a.shape), axes, keepdims=keepdims)
+    # (in the precision of a's parts: a float32 or complex64 mean stays so, as NumPy's)
+    real = _np.zeros((), _float_result(a)).real.dtype
+    return sum(broadcast_to(astype(S.select(where, 1.0, 0.0), real), a.shape), axes,
+               keepdims=keepdims)
 
 
 @_numpy_unless_traced(_np.mean)
@@ -675,14 +719,24 @@ def _ddof(ddof, correction):
 @_numpy_unless_traced(_np.var)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         mean=_NoValue, correction=_NoValue):
-    """NumPy's ``var``, differentiable (``ddof`` or ``correction``, a given ``mean``)."""
+    """NumPy's ``var``, differentiable (``ddof`` or ``correction``, a given ``mean``); of
+    complex values the mean of |x - mean|², a real value, as NumPy's."""
     _refuse("var", out=out is not None)
     ddof = _ddof(ddof, correction)
     a = _float_cast("var", a, dtype)
     axes = _norm_axis(axis, a.ndim, "var")
     d = a - (_mean(a, axes, keepdims=True, where=where) if mean is _NoValue else mean)
-    return (sum(d * d, axes, keepdims=keepdims, where=where)
+    # (summed in the dtype asked for, as NumPy's: a complex one gives a complex variance)
+    return (sum(_abs2(d), axes, dtype, keepdims=keepdims, where=where)
             / (_count(a, axes, keepdims, where) - ddof))
+
+
+def _abs2(x):
+    """|x|², real: x·x, or for a complex x Re(x·x̄) as NumPy's var and norm compute it (x·x
+    would be the complex square, and abs(x)**2 rounds differently from NumPy)."""
+    if A.dtype_of(x).kind == "c":
+        return S.real(S.mul(x, S.conj(x)))
+    return x * x
 
 
 @_numpy_unless_traced(_np.std)
@@ -1146,7 +1200,7 @@ def polyval(p, x):
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
         dtype=None):
     """NumPy's ``cov``, differentiable: the centred rows (or columns, ``rowvar=False``)
-    times their transpose, over N − ddof (``bias``: N)."""
+    times their conjugate transpose, over N − ddof (``bias``: N)."""
     _refuse("cov", fweights=fweights is not None, aweights=aweights is not None)
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
@@ -1176,7 +1230,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = 0.0
     X = X - mean(X, axis=1, keepdims=True)
     with _np.errstate(divide="ignore"):
-        c = dot(X, transpose(X)) * _np.true_divide(1, fact)
+        c = dot(X, conj(transpose(X))) * _np.true_divide(1, fact)     # (Hermitian)
     return squeeze(c)
 
 
@@ -1187,9 +1241,13 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     c = cov(x, y, rowvar, dtype=dtype)
     if len(_shape(c)) == 0:
         return c / c
-    stddev = sqrt(diagonal(c))
+    # (a complex covariance's diagonal is real, and NumPy clips the two parts apart)
+    complex_ = A.dtype_of(c).kind == "c"
+    stddev = sqrt(real(diagonal(c)) if complex_ else diagonal(c))
     c = c / stddev[:, None]
     c = c / stddev[None, :]
+    if complex_:
+        return _complex(clip(real(c), -1, 1), clip(imag(c), -1, 1))
     return clip(c, -1, 1)
 
 
@@ -1246,8 +1304,9 @@ def _correlate_full(a, v, mode):
 @_numpy_unless_traced(_np.correlate, any_argument=True)
 def correlate(a, v, mode="valid"):
     """NumPy's ``correlate`` of 1-D arrays (modes 'valid', 'same', 'full'), differentiable
-    in both."""
+    in both; a complex v is conjugated, as NumPy does (c_k = Σ_j a_{k+j} conj(v_j))."""
     a, v = atleast_1d(asarray(a)), atleast_1d(asarray(v))
+    v = conj(v)                 # (v itself for a real v)
     if len(_shape(a)) == 1 and len(_shape(v)) == 1 and 0 < _shape(a)[0] < _shape(v)[0] \
             and mode not in ("same", 1):
         # (NumPy correlates the longer with the shorter and reverses: the same sums, in
@@ -1272,19 +1331,29 @@ def convolve(a, v, mode="full"):
 
 @_numpy_unless_traced(_np.interp, any_argument=True)
 def interp(x, xp, fp, left=None, right=None, period=None):
-    """NumPy's ``interp`` (piecewise linear, float64), differentiable in `x` (the slope)
-    and in `fp` (the weights of the two neighbours); `xp` is data.  The interval of each x
-    is found by comparisons, so no value is needed (it works under ``wg.compile``)."""
+    """NumPy's ``interp`` (piecewise linear, float64 or for a complex fp complex128),
+    differentiable in `x` (the slope) and in `fp` (the weights of the two neighbours); `xp`
+    is data.  The interval of each x is found by comparisons, so no value is needed (it
+    works under ``wg.compile``)."""
     if _traced(xp) or _traced(period):
         raise NotImplementedError("numpy.interp with traced xp or period is not supported: "
                                   "only x, fp, left and right carry a derivative")
     xp = _np.asarray(xp, _np.float64)
-    fp = asarray(fp)
+    fp, x = asarray(fp), asarray(x)
+    if A.dtype_of(x).kind == "c":
+        raise TypeError(f"Cannot cast array data from dtype('{A.dtype_of(x)}') to "
+                        "dtype('float64') according to the rule 'safe'")
     if A.dtype_of(fp).kind == "c":
-        raise NotImplementedError("numpy.interp of complex fp is not supported on traced "
-                                  "values")
+        # NumPy interpolates the real and imaginary parts apart, each as a real fp
+        def part(f):
+            return interp(x, xp, f(fp), None if left is None else f(left),
+                          None if right is None else f(right), period)
+        return _complex(part(real), part(imag))
+    for end in (left, right):
+        if end is not None and _kind(end) == "c":
+            raise TypeError("must be real number, not complex")
     fp = astype(fp, _np.float64)
-    x = astype(asarray(x), _np.float64)
+    x = astype(x, _np.float64)
     if xp.ndim != 1 or len(_shape(fp)) != 1:
         raise ValueError("Data points must be 1D sequences")
     if xp.shape[0] != _shape(fp)[0]:
@@ -2000,6 +2069,16 @@ def inner(a, b, /):
     if len(_shape(a)) == 0 or len(_shape(b)) == 0:
         return multiply(a, b)
     return tensordot(a, b, axes=([-1], [-1]))
+
+
+@_numpy_unless_traced(_np.vdot, any_argument=True)
+def vdot(a, b, /):
+    """NumPy's ``vdot``, differentiable: Σ conj(a)·b over the flattened arrays (a's
+    conjugate, unlike dot's)."""
+    a, b = ravel(asarray(a)), ravel(asarray(b))
+    if a.shape != b.shape:
+        raise ValueError("vectors have different lengths")
+    return matmul(conj(a), b)
 
 
 @_numpy_unless_traced(_np.diagonal)

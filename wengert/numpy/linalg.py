@@ -3,7 +3,9 @@
 inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals), qr, and the
 functions written with them (matrix_power, multi_dot, pinv, lstsq, cond, matrix_rank, the
 array API's vector_norm, matrix_norm, vecdot, ...) take traced values; the rest is
-NumPy's (and refuses traced values by name).
+NumPy's (and refuses traced values by name).  Of complex matrices, inv, det, solve, slogdet
+and the functions written with them take them; the factorizations (cholesky, eigh, svd,
+qr) and what is written with them refuse them by name: their rules are for real matrices.
 
 Example:
     >>> import wengert as wg
@@ -24,7 +26,7 @@ from ..primitives.registry import float_dtype, power_by_squaring
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
-               zeros_like)
+               zeros_like, conj as _conj, _abs2, exp as _exp, real as _real, imag as _imag)
 from .dispatch import unsupported as _unsupported
 
 LinAlgError = _np.linalg.LinAlgError
@@ -51,6 +53,17 @@ def _at_least_2d(a):
     if a.ndim < 2:
         raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
                           "two-dimensional")
+    return a
+
+
+def _real_matrix(a, who):
+    """`a`, a traced matrix that is not complex: `who` (a factorization, or written with
+    one) refuses complex values by name, since the factorizations' derivative rules are for
+    real matrices (a complex matrix's need conjugate transposes)."""
+    if a.dtype.kind == "c":
+        raise TypeError(f"numpy.linalg.{who} of complex values is not supported on traced "
+                        "values: the derivative rules of its factorization are for real "
+                        "matrices (see docs/complex.md for what handles complex values)")
     return a
 
 
@@ -93,8 +106,10 @@ def det(a):
 
 @_numpy_unless_traced(_np.linalg.slogdet, any_argument=True)
 def slogdet(a):
-    """(sign, log|det|), as NumPy's named tuple (sign, logabsdet); the sign has no
-    derivative.
+    """(sign, log|det|), as NumPy's named tuple (sign, logabsdet); a real matrix's sign has
+    no derivative.  A complex matrix's are the parts of log det A = log|det A| + i arg det A
+    (one holomorphic primitive): logabsdet its real part, and the sign e^{i arg det A}, which
+    moves with A (0 for a singular matrix, as NumPy's).
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -102,6 +117,11 @@ def slogdet(a):
         [[0.5, 0.0], [0.0, 0.5]]
     """
     a = _matrix(a, "slogdet")
+    if a.dtype.kind == "c":
+        log = L.logdet(a)
+        logabs = _real(log)
+        sign = where(logabs == -_np.inf, 0j, _exp(1j * _imag(log)))
+        return _named(_SlogdetResult, sign, logabs)
     return _named(_SlogdetResult, L.signdet(a), L.logabsdet(a))
 
 
@@ -141,7 +161,7 @@ def cholesky(a, /, *, upper=False):
         >>> np.linalg.cholesky(numpy.array([[4.0, 2.0], [2.0, 2.0]]), upper=True).tolist()
         [[2.0, 1.0], [0.0, 1.0]]
     """
-    a = _matrix(a, "cholesky")
+    a = _real_matrix(_matrix(a, "cholesky"), "cholesky")
     if upper:
         # A's upper triangle is Aᵀ's lower one, and UᵀU = A is LLᵀ = A for L = Uᵀ
         return swapaxes(L.cholesky(swapaxes(a, -1, -2)), -1, -2)
@@ -181,16 +201,16 @@ def eigvalsh(a, UPLO="L"):
 def _triangle(a, UPLO, who):
     """(the matrix, the primitives' parameters naming the triangle to read: none for the
     lower one)."""
-    a = _matrix(a, who)
+    a = _real_matrix(_matrix(a, who), who)
     uplo = UPLO.upper() if isinstance(UPLO, str) else UPLO        # NumPy takes 'l' and 'u'
     if uplo not in ("L", "U"):
         raise ValueError(f"{who}: UPLO argument must be 'L' or 'U', got {UPLO!r}")
     return a, ({} if uplo == "L" else {"UPLO": "U"})
 
 
-def _svd_input(a, hermitian):
-    """`a` as a traced matrix (or stack of them), with NumPy's errors."""
-    a = _at_least_2d(a)
+def _svd_input(a, hermitian, who):
+    """`a` as a traced real matrix (or stack of them), with NumPy's errors."""
+    a = _real_matrix(_at_least_2d(a), who)
     s = a.shape
     if hermitian and s[-1] != s[-2]:
         raise LinAlgError("Last 2 dimensions of the array must be square")
@@ -225,7 +245,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         >>> u.shape, s.shape, vh.shape
         ((3, 2), (2,), (2, 2))
     """
-    a, h = _svd_input(a, hermitian)
+    a, h = _svd_input(a, hermitian, "svd")
     if not compute_uv:
         return L.svdvals(a, **h)
     m, n = a.shape[-2:]
@@ -254,7 +274,7 @@ def qr(a, mode="reduced"):
         >>> (g.round(6) + 0.0).tolist()
         [[0.6, 0.0], [0.8, 0.0], [0.0, 0.0]]
     """
-    a = _at_least_2d(a)
+    a = _real_matrix(_at_least_2d(a), "qr")
     if mode in ("raw", "economic"):
         raise NotImplementedError(f"numpy.linalg.qr(..., mode={mode!r}) is not supported on "
                                   "traced values: use mode='reduced', 'complete' or 'r'")
@@ -279,7 +299,12 @@ if hasattr(_np.linalg, "svdvals"):              # NumPy 2
             >>> wg.grad(lambda x: np.linalg.svdvals(x)[0])(numpy.diag([1.0, 2.0])).tolist()
             [[0.0, 0.0], [0.0, 1.0]]
         """
-        return L.svdvals(_svd_input(x, False)[0])
+        return L.svdvals(_svd_input(x, False, "svdvals")[0])
+
+
+def _real_dtype(x):
+    """The real dtype of x's parts (float64 for complex128): a norm's."""
+    return _np.zeros((), x.dtype).real.dtype
 
 
 def _no_rule(ord, what):
@@ -304,7 +329,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     nd = x.ndim
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            return sqrt(sum(x * x, axis=None, keepdims=keepdims))
+            return sqrt(sum(_abs2(x), axis=None, keepdims=keepdims))
         axis = tuple(range(nd))
     elif not isinstance(axis, tuple):
         try:
@@ -328,11 +353,11 @@ def _vector_norm(x, ord, axis, keepdims):
         return amin(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
         # the number of nonzero elements: piecewise constant, so no derivative
-        return sum((x != 0).astype(x.dtype), axis=axis, keepdims=keepdims)
+        return sum((x != 0).astype(_real_dtype(x)), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(abs(x), axis=axis, keepdims=keepdims)
     if ord is None or ord == 2:
-        return sqrt(sum(x * x, axis=axis, keepdims=keepdims))
+        return sqrt(sum(_abs2(x), axis=axis, keepdims=keepdims))
     try:
         ord + 1
     except TypeError:
@@ -345,13 +370,14 @@ def _vector_norm(x, ord, axis, keepdims):
 
 def _matrix_norm(x, ord, r, c, keepdims):
     if ord is None or ord in ("fro", "f"):
-        return sqrt(sum(x * x, axis=(r, c), keepdims=keepdims))
+        return sqrt(sum(_abs2(x), axis=(r, c), keepdims=keepdims))
     if ord in (1, -1, _np.inf, -_np.inf):
         # 1: the largest column sum of |x|, inf: the largest row sum; -1, -inf the smallest
         inner, outer = (r, c) if ord in (1, -1) else (c, r)
         pick = amax if ord > 0 else amin
         out = pick(sum(abs(x), axis=inner, keepdims=True), axis=outer, keepdims=True)
     elif ord in (2, -2, "nuc"):
+        _real_matrix(x, f"norm(..., ord={ord!r})")
         # the largest or smallest singular value or their sum, as NumPy computes them (the
         # derivative of a tie between largest or smallest ones is shared among them); a
         # matrix already in the last two axes is not moved, so that svd(x)'s own nodes,
@@ -547,8 +573,8 @@ def trace(x, /, *, offset=0, dtype=None):
 
 @_numpy_unless_traced(_np.linalg.vecdot, any_argument=True)
 def vecdot(x1, x2, /, *, axis=-1):
-    """The dot products of the vectors along `axis`, the rest broadcast (real arrays:
-    no conjugate).
+    """The dot products of the vectors along `axis`, the rest broadcast; x1 is conjugated
+    (Σ conj(x1)·x2, as NumPy's).
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -563,7 +589,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     if x1.shape[-1] != x2.shape[-1]:
         raise ValueError(f"vecdot: x1 of shape {x1.shape} and x2 of shape {x2.shape} (axis "
                          f"{axis} moved last) differ in length along it")
-    return sum(x1 * x2, axis=-1)
+    return sum(_conj(x1) * x2, axis=-1)
 
 
 @_numpy_unless_traced(_np.linalg.vector_norm, any_argument=True)
@@ -616,6 +642,7 @@ def cond(x, p=None):
     """
     x = _at_least_2d(x)
     if p is None or p == 2 or p == -2:
+        _real_matrix(x, f"cond(..., p={p!r})")
         s = L.svdvals(x)
         big, small = s[..., 0], s[..., -1]
         return small / big if p == -2 else big / small
@@ -636,7 +663,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     A = asarray(A)
     if A.ndim < 2:                  # NumPy's answer for a vector or a number
         return int(sum((A != 0).astype(_np.int64), axis=None) > 0)
-    A, h = _svd_input(A, hermitian)
+    A, h = _svd_input(A, hermitian, "matrix_rank")
     s = L.svdvals(A, **h)
     big = amax(s, axis=-1, keepdims=True)
     if tol is None:
@@ -662,7 +689,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_np._NoValue):
         >>> wg.grad(lambda a: np.linalg.pinv(a)[0, 0])(a).round(6).tolist()
         [[-0.25, 0.0], [0.0, 0.0], [0.0, 0.0]]
     """
-    a = _at_least_2d(a)
+    a = _real_matrix(_at_least_2d(a), "pinv")
     if rcond is None:
         rcond = max(a.shape[-2:]) * _np.finfo(float_dtype(a.dtype)).eps \
             if rtol is _np._NoValue or rtol is None else rtol
@@ -700,6 +727,7 @@ def lstsq(a, b, rcond=None):
     a, b = asarray(a), asarray(b)
     if a.ndim != 2:
         raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+    _real_matrix(a, "lstsq")            # (a complex b is solved for as any other)
     m, n = a.shape
     if b.ndim not in (1, 2) or b.shape[0] != m:
         raise LinAlgError("Incompatible dimensions")
@@ -714,7 +742,7 @@ def lstsq(a, b, rcond=None):
     rank = sum(keep.astype(_np.int64), axis=-1)
     if int(rank) == n and m > n:       # (the residuals' shape depends on the rank's value)
         r = _matmul(a, x) - b
-        residuals = sum(r * r, axis=0)
+        residuals = sum(_abs2(r), axis=0)     # (|r|², real for a complex b too)
         residuals = reshape(residuals, (1,)) if b.ndim == 1 else residuals
     else:
         residuals = _np.empty((0,), dtype=s.dtype)

@@ -4,6 +4,7 @@ derivatives as linear maps.
 Matrix calculus used below, with A⁻ᵀ = (A⁻¹)ᵀ:
     inv:      d(A⁻¹) = -A⁻¹ dA A⁻¹               Ā = -A⁻ᵀ B̄ A⁻ᵀ        (B = A⁻¹)
     det:      d det A = det A · tr(A⁻¹ dA)        Ā = ḡ det A · A⁻ᵀ
+    logdet:   d log det A = tr(A⁻¹ dA)            Ā = ḡ A⁻ᵀ     (a complex A's slogdet)
     solve:    x = A⁻¹ b:  dx = A⁻¹(db - dA x)     b̄ = A⁻ᵀ x̄,  Ā = -b̄ xᵀ
     cholesky: A = LLᵀ:  dL = L Φ(L⁻¹ dA L⁻ᵀ)      Ā = sym(L⁻ᵀ Φ(Lᵀ L̄) L⁻¹)
               where Φ keeps the lower triangle and halves the diagonal
@@ -74,9 +75,9 @@ inv.defjvp(lambda ts, a, ans: -matmul(ans, matmul(ts[0], ans)))
 
 def _cofactor_np(a):
     """The cofactor matrix det(A) A⁻ᵀ, which det's derivative is, also where A is
-    singular: there from the SVD A = U S Vᵀ, whose cofactor matrix is
-    det(U) det(V) U diag(∏_{j≠i} s_j) Vᵀ (the products leave out one singular value each,
-    so a single zero one leaves one term)."""
+    singular: there from the SVD A = U S Vh, whose cofactor matrix is
+    det(U) det(Vh) conj(U) diag(∏_{j≠i} s_j) conj(Vh) (the products leave out one singular
+    value each, so a single zero one leaves one term)."""
     try:
         return np.linalg.det(a)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)
     except np.linalg.LinAlgError:
@@ -86,7 +87,9 @@ def _cofactor_np(a):
     before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
     scale = (np.linalg.det(u) * np.linalg.det(vh))[..., None, None]
-    return scale * np.matmul(u * (before * after)[..., None, :], vh)
+    # (A⁻ᵀ = conj(U) S⁻¹ conj(Vh) for a unitary U and Vh: the conjugates are no-ops for a
+    # real matrix)
+    return scale * np.matmul(np.conj(u) * (before * after)[..., None, :], np.conj(vh))
 
 
 # det's derivative is the cofactor matrix, a primitive of its own so that it exists at a
@@ -119,6 +122,24 @@ logabsdet.defvjp(lambda g, a, ans: (_expand2(g) * _T(inv(a)),))
 logabsdet.defjvp(lambda ts, a, ans: _sum(_T(inv(a)) * ts[0], axis=_last2(a), keepdims=False))
 signdet = _lin("signdet", lambda a: np.linalg.slogdet(a)[0], _batch_scalar, cost="cmp")
 signdet.defpartials(None)
+
+
+def _logdet_np(a):
+    sign, logabs = np.linalg.slogdet(a)
+    return logabs + 1j * np.angle(sign)          # (exact: 1j·x is (±0, x) for a finite x)
+
+
+def _logdet_aval(args, params):
+    shape, dtype = _batch_scalar(args, params)
+    return shape, np.result_type(dtype, 1j)
+
+
+# A complex matrix's slogdet: log det A = log|det A| + i arg det A, holomorphic, with
+# logabsdet's rules (its logabsdet is the real part, its sign exp(i arg det A)); logabsdet
+# and signdet are for real matrices, where the sign is piecewise constant.
+logdet = _lin("logdet", _logdet_np, _logdet_aval)
+logdet.defvjp(lambda g, a, ans: (_expand2(g) * _T(inv(a)),))
+logdet.defjvp(lambda ts, a, ans: _sum(_T(inv(a)) * ts[0], axis=_last2(a), keepdims=False))
 
 
 def _solve_np(a, b):
@@ -587,5 +608,12 @@ def _(g, a, ans, complete):
     return (_qr_cotangent(None, g, a, qr_q(a, complete=complete), ans),)
 
 
-__all__ = ["inv", "det", "cofactor", "logabsdet", "signdet", "solve", "cholesky", "eigvalsh", "eigvecsh",
-           "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
+# Whose rules hold for complex values as written: holomorphic matrix functions, whose VJPs
+# are the plain transposes of their JVPs in JAX's and autograd's convention
+# (docs/complex.md).  The factorizations (cholesky, eigh, svd, qr) have rules for real
+# matrices, and a complex one's need conjugate transposes: they refuse complex values.
+for _p in (inv, det, cofactor, solve, logdet):
+    _p.complex = True
+
+__all__ = ["inv", "det", "cofactor", "logabsdet", "signdet", "logdet", "solve", "cholesky",
+           "eigvalsh", "eigvecsh", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]

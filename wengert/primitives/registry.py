@@ -69,9 +69,11 @@ class Primitive:
         self.cost = cost                    # which column of an operation count it adds to
         self.infix = infix                  # "+" for add: how code emitters print it
         self.commutative = commutative      # arguments sorted by creation order (ADDS)
-        self.dtype_rule = dtype_rule        # "float", "promote", "bool" or "real"
-        #                                     (elementwise; "real": promote, then a
-        #                                     complex dtype's parts: abs, real, imag)
+        self.dtype_rule = dtype_rule        # "float", "promote", "bool", "real" or
+        #                                     "complex" (elementwise; "real": promote,
+        #                                     then a complex dtype's parts: abs, real,
+        #                                     imag; "complex": promote, then the complex
+        #                                     dtype of such parts)
         self._abstract_eval = abstract_eval
         self.internable = internable        # False for inputs and copies: each is new
         self.foldable = foldable            # evaluated at construction on constants
@@ -291,7 +293,7 @@ _F64 = np.dtype(np.float64)
 
 def elementwise_aval(op, args):
     """Broadcast shapes; dtype by the primitive's dtype rule."""
-    if op.dtype_rule != "bool":
+    if op.dtype_rule != "bool" and op.dtype_rule != "complex":
         for a in args:      # float64 scalars (every node of an ADDS program): nothing to do
             if a.dtype is not _F64 or a.shape:
                 break
@@ -318,6 +320,8 @@ def elementwise_aval(op, args):
         dtype = np.dtype(np.float64)
     elif op.dtype_rule == "real" and dtype.kind == "c":
         dtype = np.empty(0, dtype).real.dtype         # complex128's parts are float64
+    elif op.dtype_rule == "complex":
+        dtype = np.result_type(dtype, 1j)             # (1j is weak: float32 -> complex64)
     return shape, dtype
 
 

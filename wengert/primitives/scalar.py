@@ -289,6 +289,24 @@ conj.defjvp(lambda ts, x, ans: conj(ts[0]))
 conj.defvjp(lambda g, x, ans: (conj(g),))
 
 
+def _complex_np(re, im):
+    # the parts written in place: re + im·1j is not exact, since 1j·inf is (nan, inf);
+    # the dtype from the arguments as given (a Python float is weak: float32 parts give
+    # complex64, as NumPy's re + 1j·im does)
+    out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), np.result_type(re, im, 1j))
+    out.real = re
+    out.imag = im
+    return out if out.ndim else out[()]
+
+
+make_complex = _scalar("complex", _complex_np, lambda re, im: complex(re, im), "add",
+                       linear=True, complex=True, dtype_rule="complex",
+                       doc="complex(re, im): re + i·im from real parts, exactly.")
+# Re(c · (dre + i dim)) = Re(c) dre + Re(i c) dim: the partials 1 and i, whose products
+# with a cotangent the sweeps take the real part of for the real parts
+make_complex.defpartials(1.0, lambda re, im, ans: 1j)
+
+
 def _kind(x):
     """The dtype kind of a node or a value: "c" for complex."""
     t = type(x)

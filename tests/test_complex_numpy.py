@@ -1,0 +1,356 @@
+"""wengert.numpy and wengert.numpy.linalg on complex values: a function gives NumPy's value
+and derivatives that pass `check_complex_grads` (central differences to second order, in
+the convention of JAX and autograd), or it refuses complex values by name — never a
+silently wrong value or derivative (docs/complex.md)."""
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert.numpy import linalg as la
+from wengert.tree import flatten
+from fd import check_complex_grads
+
+rng = np.random.default_rng(20261124)
+
+
+def points(*shape):
+    """Complex points away from the real axis (|Im z| in [0.2, 0.7])."""
+    re = rng.uniform(-1.4, 1.4, size=shape)
+    im = rng.choice([-1.0, 1.0], size=shape) * rng.uniform(0.2, 0.7, size=shape)
+    return re + 1j * im
+
+
+def reals(*shape):
+    return rng.uniform(0.5, 1.5, size=shape)
+
+
+Z4, Z23 = points(4), points(2, 3)
+M33 = points(3, 3) + 3 * np.eye(3)                  # well conditioned
+
+# name -> (function, arguments): NumPy's value on the arguments, and derivatives.  First
+# the functions that were right on complex values before the audit (composed of primitives
+# that take them), then those it mended.
+CASES = {
+    "elementwise": (lambda z: [wnp.square(z), wnp.reciprocal(z), wnp.positive(z),
+                               wnp.sinc(z), wnp.rint(z * 3), wnp.round(z, 1),
+                               wnp.power(z, 2.5), wnp.sign(z)], (Z4,)),
+    "tests": (lambda z, w: [wnp.isclose(z, z + 1e-9j), wnp.isclose(z, w), wnp.isfinite(z),
+                            wnp.equal(z, w), wnp.logical_and(z, w), wnp.logical_not(z)],
+              (Z4, points(4))),
+    "reductions": (lambda z: [wnp.sum(z, axis=0), wnp.prod(z, axis=1), wnp.mean(z),
+                              wnp.cumsum(z), wnp.cumprod(z, axis=1), wnp.nansum(z),
+                              wnp.nanmean(z, axis=0), wnp.trace(z[:, :2])], (Z23,)),
+    "where_masks": (lambda z: [wnp.mean(z, where=np.array([[True, False, True]] * 2)),
+                               wnp.sum(z, axis=1, where=np.array([True, True, False]))],
+                    (Z23,)),
+    "average": (lambda z, w: [wnp.average(z, axis=1), wnp.average(z[0], weights=w),
+                              wnp.average(z, axis=1, weights=wnp.real(w), returned=True)],
+                (Z23, points(3))),
+    "differences": (lambda z, x: [wnp.diff(z, n=2, prepend=1j), wnp.gradient(z),
+                                  wnp.gradient(z, 0.5, edge_order=2), wnp.trapezoid(z),
+                                  wnp.trapezoid(z, x), wnp.trapezoid(z, dx=0.5 + 1j)],
+                    (Z4, points(4))),
+    "polynomials": (lambda p, x: [wnp.polyval(p, x), wnp.polyval(wnp.real(p), x),
+                                  wnp.vander(x, 3), wnp.vander(p, increasing=True)],
+                    (points(3), Z4)),
+    "linspace": (lambda a, b: [wnp.linspace(a, b, 5), wnp.linspace(a, 2.0, 4, endpoint=False,
+                                                                   retstep=True)],
+                 (points(), points(2))),
+    "contractions": (lambda a, b: [a @ b, wnp.dot(a, b), wnp.tensordot(a, b, 1),
+                                   wnp.einsum("ij,jk->ki", a, b), wnp.inner(a, b.T),
+                                   wnp.outer(a[0], b[0]), wnp.kron(a, b),
+                                   wnp.cross(a[0], b[:, 0])], (Z23, points(3, 2))),
+    "shapes": (lambda a, b: [wnp.concatenate([a, b.T]), wnp.stack([a, b.T], axis=1),
+                             wnp.hstack([a, b.T]), wnp.transpose(a), wnp.moveaxis(a, 0, 1),
+                             wnp.reshape(a, (3, 2), order="F"), wnp.tile(a, (2, 1)),
+                             wnp.repeat(a, 2, axis=1), wnp.rot90(a), wnp.roll(a, 1),
+                             wnp.pad(a, 1, constant_values=1j), wnp.pad(a, 2, mode="reflect"),
+                             wnp.tril(b @ a), wnp.diag(a[0]), wnp.diagonal(b @ a),
+                             wnp.take(a, [0, 2, 2]), wnp.array_split(a, 2, axis=1)[1],
+                             wnp.where(np.array([True, False, True]), a, b.T),
+                             wnp.meshgrid(a[0], b[0])[1], wnp.full((2,), a[0, 0])],
+               (Z23, points(3, 2))),
+    "methods": (lambda z: [z.var(), z.std(axis=0), z.mean(), z.sum(1), z.prod(), z.cumsum(),
+                           z.conj(), z.real, z.imag, z.T, z.dot(z.T), z.repeat(2)], (Z23,)),
+    "numpy_dispatch": (lambda z: [np.var(z), np.cov(z), np.vdot(z, z), np.linalg.norm(z),
+                                  np.correlate(z[0], z[1], "full"), np.linalg.det(z[:, :2])],
+                       (Z23,)),
+    "linalg_array_api": (lambda a, b: [la.matmul(a, b), la.outer(a[0], b[0]),
+                                       la.tensordot(a, b, axes=1), la.diagonal(b @ a),
+                                       la.trace(b @ a), la.matrix_transpose(a)],
+                         (Z23, points(3, 2))),
+    "var": (lambda z: wnp.var(z), (Z23,)),
+    "var_axis_ddof": (lambda z: wnp.var(z, axis=0, ddof=1, keepdims=True), (Z23,)),
+    "var_mean_given": (lambda z: wnp.var(z, axis=1, mean=wnp.mean(z, axis=1, keepdims=True)),
+                       (Z23,)),
+    "std": (lambda z: wnp.std(z, axis=1), (Z23,)),
+    "var_std_complex_dtype": (lambda z: [wnp.var(z, dtype=np.complex128),
+                                         wnp.std(wnp.real(z), axis=0, dtype=complex)], (Z23,)),
+    "cov": (lambda z: wnp.cov(z), (Z23,)),
+    "cov_y_bias": (lambda z, w: wnp.cov(z, w, rowvar=False, bias=True), (points(4, 2), Z4)),
+    "cov_real_and_complex": (lambda x, z: wnp.cov(x, z), (reals(4), Z4)),
+    "corrcoef": (lambda z: wnp.corrcoef(z), (points(3, 4),)),
+    "corrcoef_y": (lambda z, w: wnp.corrcoef(z, w), (Z4, points(4))),
+    "correlate_valid": (lambda a, v: wnp.correlate(a, v), (Z4, points(2))),
+    "correlate_full_shorter_a": (lambda a, v: wnp.correlate(a, v, "full"), (points(2), Z4)),
+    "correlate_same_real_a": (lambda a, v: wnp.correlate(a, v, "same"), (reals(4), points(3))),
+    "convolve": (lambda a, v: wnp.convolve(a, v, "same"), (Z4, points(3))),
+    "vdot": (lambda a, b: wnp.vdot(a, b), (Z23, points(3, 2))),
+    "vdot_real": (lambda a, b: wnp.vdot(a, b), (reals(2, 2), reals(4))),
+    "vecdot": (lambda a, b: wnp.vecdot(a, b), (Z23, points(3))),
+    "linalg.vecdot_axis": (lambda a, b: la.vecdot(a, b, axis=0), (Z23, reals(2, 1))),
+    "float_power": (lambda z, x: [wnp.float_power(z, x), wnp.float_power(x, z),
+                                  wnp.float_power(x, [1.0, 2j, 0.5, 3])], (Z4, reals(4))),
+    "interp": (lambda x, fp: wnp.interp(x, [-1.0, 0.0, 0.5, 2.0], fp), (
+        np.array([-2.0, -0.5, 0.2, 1.0, 3.0]), points(4))),
+    "interp_ends_period": (lambda fp: [wnp.interp(np.array([-2.0, 0.2, 3.0]), [0.0, 1.0, 2.0],
+                                                  fp, left=1j, right=2.0),
+                                       wnp.interp(np.array([-2.0, 0.2, 3.0]), [0.0, 1.0, 2.0],
+                                                  fp, period=1.5)], (points(3),)),
+    "linalg.inv": (lambda a: la.inv(a), (M33,)),
+    "linalg.inv_batch": (lambda a: la.inv(a), (points(2, 3, 3) + 3 * np.eye(3),)),
+    "linalg.det": (lambda a: la.det(a), (points(2, 3, 3),)),
+    "linalg.slogdet": (lambda a: la.slogdet(a), (points(2, 3, 3) + 2 * np.eye(3),)),
+    "linalg.slogdet_real_parts": (lambda x: la.slogdet(x * (1 + 0.5j)), (reals(3, 3),)),
+    "linalg.solve": (lambda a, b: la.solve(a, b), (M33, points(3))),
+    "linalg.solve_matrices": (lambda a, b: la.solve(a, b), (M33, points(2, 3, 2))),
+    "linalg.solve_real_a": (lambda a, b: la.solve(a, b), (reals(3, 3) + np.eye(3),
+                                                          points(3, 2))),
+    "linalg.solve_real_b": (lambda a, b: la.solve(a, b), (M33, reals(3))),
+    "linalg.matrix_power": (lambda a: [la.matrix_power(a, 3), la.matrix_power(a, -2)], (M33,)),
+    "linalg.multi_dot": (lambda a, b, c: la.multi_dot([a, b, c]), (points(3), M33,
+                                                                   points(3, 2))),
+    "linalg.cond": (lambda a: [la.cond(a, p) for p in (1, -1, np.inf, -np.inf, "fro")],
+                    (M33,)),
+    "linalg.lstsq_complex_b": (lambda b: la.lstsq(np.array([[1.0, 0.5], [0.0, 1.0],
+                                                            [1.0, 1.0]]), b), (points(3),)),
+    "linalg.norm": (lambda z: la.norm(z), (Z23,)),
+    "linalg.norm_vector_orders": (lambda z: [la.norm(z, o, axis=1) for o in
+                                             (None, 2, 1, np.inf, -np.inf, 0, 3, 0.5)], (Z23,)),
+    "linalg.norm_matrix_orders": (lambda z: [la.norm(z, o, axis=(1, 0), keepdims=True) for o in
+                                             (None, "fro", 1, -1, np.inf, -np.inf)], (Z23,)),
+    "linalg.vector_norm": (lambda z: la.vector_norm(z, axis=0, ord=3), (Z23,)),
+    "linalg.matrix_norm": (lambda z: la.matrix_norm(z), (Z23,)),
+}
+
+
+def _leaves(x):
+    return flatten(x)[0]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_numpy_functions_on_complex_values(name):
+    f, args = CASES[name]
+    want = f(*args)                                 # NumPy's own, on plain arrays
+    got = wg.trace(f, *args)(*args)
+    for g, w in zip(_leaves(got), _leaves(want), strict=True):
+        dg, dw = np.result_type(g), np.result_type(w)
+        assert dg == dw or dg.kind == dw.kind == "i", (dg, dw)     # (lstsq's rank: int64)
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+    check_complex_grads(f, *args)
+
+
+# ---- closed forms ------------------------------------------------------------------------
+def test_the_norm_of_a_complex_vector_is_real_and_its_gradient_is_its_conjugate_direction():
+    z = points(4)
+    for f in (la.norm, la.vector_norm, lambda z: la.norm(z, 2)):
+        value, g = wg.value_and_grad(f)(z)
+        assert type(value) is float and value == pytest.approx(np.linalg.norm(z), rel=1e-15)
+        np.testing.assert_allclose(g, np.conj(z) / np.linalg.norm(z), rtol=1e-14)
+
+
+def test_vdot_and_vecdot_conjugate_their_first_argument():
+    a, b = points(3), points(3)
+    for f in (wnp.vdot, wnp.vecdot, la.vecdot):
+        assert wg.trace(f, a, b)(a, b) == pytest.approx(np.sum(np.conj(a) * b), rel=1e-14)
+    # |a|² = vdot(a, a), real: its gradient is 2 conj(a)
+    g = wg.grad(lambda a: wnp.real(wnp.vdot(a, a)))(a)
+    np.testing.assert_allclose(g, 2 * np.conj(a), rtol=1e-14)
+    with pytest.raises(ValueError, match="different lengths"):
+        wg.trace(lambda a: wnp.vdot(a, np.ones(2)), a)
+
+
+def test_correlate_conjugates_its_second_argument_and_convolve_does_not():
+    a, v = points(3), points(1)
+    np.testing.assert_allclose(wg.trace(wnp.correlate, a, v)(a, v), a * np.conj(v))
+    np.testing.assert_allclose(wg.trace(wnp.convolve, a, v)(a, v), a * v)
+    _, back = wg.vjp(wnp.correlate, a, v)
+    ga, gv = back(np.ones(3) + 0j)             # d(a conj v): conj v da + a conj(dv)
+    np.testing.assert_allclose(ga, np.full(3, np.conj(v[0])))
+    np.testing.assert_allclose(gv, [np.conj(a.sum())])
+
+
+def test_var_of_complex_values_is_the_mean_squared_distance_from_the_mean():
+    # var z = Σ|z_k - m|²/n: the gradient (∂/∂x - i∂/∂y) is 2 conj(z - m)/n
+    z = points(5)
+    g = wg.grad(wnp.var)(z)
+    np.testing.assert_allclose(g, 2 * np.conj(z - z.mean()) / 5, rtol=1e-13)
+    g = wg.grad(wnp.std)(z)
+    np.testing.assert_allclose(g, np.conj(z - z.mean()) / (5 * np.std(z)), rtol=1e-13)
+
+
+def test_isfinite_and_isinf_read_complex_parts_apart_as_numpy():
+    # |z| of huge finite parts overflows to inf: NumPy asks each part
+    z = np.array([1e308 + 1e308j, complex(np.inf, 0), complex(np.nan, np.inf),
+                  complex(1, np.nan), 1 + 1j, complex(-np.inf, np.nan)])
+    for name in ("isfinite", "isinf", "isnan"):
+        got = wg.trace(getattr(wnp, name), z)(z)
+        np.testing.assert_array_equal(got, getattr(np, name)(z), err_msg=name)
+
+
+def test_interp_of_complex_values_interpolates_the_parts_apart_as_numpy():
+    x = np.array([-3.0, -1.0, 0.05, 0.3, 1.2, 1.75, 2.5, np.nan])
+    xp, fp = [-2.0, -0.5, 0.1, 1.0, 1.5], np.array([1 + 1j, 2 - 1j, complex(np.inf, 1),
+                                                    complex(3, np.nan), 4j])
+    with np.errstate(invalid="ignore"):
+        got = wg.trace(lambda fp: wnp.interp(x, xp, fp), fp)(fp)
+    np.testing.assert_array_equal(got, np.interp(x, xp, fp))
+    # x is real, and so are left and right of a real fp: NumPy's TypeErrors
+    z = points(2)
+    with pytest.raises(TypeError, match="Cannot cast array data from dtype"):
+        wg.trace(lambda z: wnp.interp(z, [0.0, 1.0], [1.0, 2.0]), z)
+    with pytest.raises(TypeError, match="must be real number, not complex"):
+        wg.trace(lambda x: wnp.interp(x, [0.0, 1.0], [1.0, 2.0], left=1j), reals(2))
+
+
+def test_linalg_derivatives_of_complex_matrices_in_closed_form():
+    a = points(3, 3) + 2 * np.eye(3)
+    inv_t = np.linalg.inv(a).T
+    # the gradient of a real f (∂/∂x - i∂/∂y) of a holomorphic g = log det: f = Re g gives
+    # g' = A⁻ᵀ, f = Im g = arg det A gives -i A⁻ᵀ
+    g = wg.grad(lambda a: la.slogdet(a).logabsdet)(a)
+    np.testing.assert_allclose(g, inv_t, rtol=1e-12)
+    g = wg.grad(lambda a: wnp.angle(la.slogdet(a).sign))(a)
+    np.testing.assert_allclose(g, -1j * inv_t, rtol=1e-12)
+    _, back = wg.vjp(la.det, a)                     # d det = det A tr(A⁻¹ dA): no conjugate
+    np.testing.assert_allclose(back(1.0 + 0j)[0], np.linalg.det(a) * inv_t, rtol=1e-12)
+    # det's derivative at a singular complex matrix: its cofactors (its SVD is unitary, so
+    # A⁻ᵀ there is conj(U) S⁻¹ conj(Vh))
+    s = np.array([[1, 1j, 2], [2, 2j, 4], [1j, 1, 3]])
+    minor = lambda i, j: np.linalg.det(np.delete(np.delete(s, i, 0), j, 1))
+    cofactors = [[(-1) ** (i + j) * minor(i, j) for j in range(3)] for i in range(3)]
+    np.testing.assert_allclose(wg.vjp(la.det, s)[1](1.0 + 0j)[0], cofactors, atol=1e-13)
+    # a singular matrix's sign is 0 and its logabsdet -inf, as NumPy's
+    with np.errstate(divide="ignore"):
+        assert tuple(wg.trace(la.slogdet, s)(s)) == tuple(np.linalg.slogdet(s))
+
+
+def test_complex64_results_stay_complex64_as_numpys():
+    z = points(2, 3).astype(np.complex64)
+    where = np.array([[True, False, True]] * 2)
+    for f in (lambda z: wnp.mean(z, where=where), lambda z: wnp.var(z, axis=1, where=where),
+              lambda z: wnp.mean(wnp.real(z), where=where), wnp.var, la.norm,
+              lambda z: la.det(z[:, :2]), lambda z: la.slogdet(z[:, :2])):
+        for got, want in zip(_leaves(wg.trace(f, z)(z)), _leaves(f(z))):
+            assert np.result_type(got) == np.result_type(want)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+        assert wg.vjp(lambda z: f(z), z)[1](f(z))[0].dtype == np.complex64
+
+
+# ---- refusals ----------------------------------------------------------------------------
+# What each public function of wengert.numpy that NumPy defines does with complex values:
+# gives NumPy's value and derivatives (the cases above), or refuses them (below).
+TAKES = set("""
+    abs absolute add all allclose angle any arccos arccosh arcsin arcsinh arctan arctanh
+    argwhere around array array_equal array_split asarray astype atleast_1d atleast_2d
+    atleast_3d average broadcast_to concatenate conj conjugate convolve corrcoef correlate cos
+    cosh count_nonzero cov cross cumprod cumsum diag diagonal diff divide dot dsplit einsum
+    empty_like equal exp exp2 expand_dims expm1 flatnonzero flip fliplr flipud float_power
+    full full_like gradient hsplit hstack imag inner interp isclose isfinite isinf isnan kron
+    linspace log log10 log1p log2 logical_and logical_not logical_or logical_xor matmul
+    matrix_transpose mean meshgrid moveaxis multiply nan_to_num nanmean nansum ndim negative
+    nonzero not_equal ones_like outer pad polyval positive power prod ravel real
+    real_if_close reciprocal repeat reshape rint roll rollaxis rot90 round select shape sign
+    sin sinc sinh size split sqrt square squeeze stack std subtract sum swapaxes take
+    take_along_axis tan tanh tensordot tile trace transpose trapezoid tril triu true_divide
+    vander var vdot vecdot vsplit vstack where zeros_like""".split())
+# NumPy orders complex numbers lexicographically; wengert's rules for these are for reals
+ORDERINGS = {
+    "maximum": "maximum", "minimum": "minimum", "fmax": "ge", "fmin": "le", "max": "amax",
+    "amax": "amax", "min": "amin", "amin": "amin", "ptp": "amax", "nanmax": "amax",
+    "nanmin": "amin", "argmax": "argmax", "argmin": "argmin", "sort": "argsort",
+    "argsort": "argsort", "partition": "argpartition", "argpartition": "argpartition",
+    "median": "argsort", "clip": "maximum", "less": "lt", "less_equal": "le",
+    "greater": "gt", "greater_equal": "ge"}
+# NumPy has no complex loop for these (wengert refuses with its own TypeError or NumPy's)
+NUMPY_REFUSES = """arctan2 hypot logaddexp logaddexp2 floor ceil trunc fix fmod remainder mod cbrt
+    fabs deg2rad radians rad2deg degrees signbit copysign heaviside ldexp quantile percentile
+    bitwise_and bitwise_or bitwise_xor bitwise_not invert""".split()
+ARGUMENTS = {"clip": (0.0, 1.0), "partition": (1,), "argpartition": (1,), "quantile": (0.5,),
+             "percentile": (50,), "ldexp": (2,)}
+UNARY = {"sort", "argsort", "median", "max", "amax", "min", "amin", "ptp", "nanmax", "nanmin",
+         "argmax", "argmin", "floor", "ceil", "trunc", "fix", "cbrt", "fabs", "deg2rad",
+         "radians", "rad2deg", "degrees", "signbit", "bitwise_not", "invert"}
+
+
+def _call(name, z):
+    f = getattr(wnp, name)
+    if name in ARGUMENTS:
+        return f(z, *ARGUMENTS[name])
+    return f(z) if name in UNARY else f(z, z)
+
+
+def test_every_function_of_wengert_numpy_takes_or_refuses_complex_values():
+    import types
+    public = {n for n, v in vars(wnp).items() if not n.startswith("_") and callable(v)
+              and not isinstance(v, (type, types.ModuleType)) and hasattr(np, n)}
+    said = TAKES | set(ORDERINGS) | set(NUMPY_REFUSES)
+    assert public == said, (public - said, said - public)
+    # linalg: (cond, norm and matrix_norm by singular values, and lstsq of a complex a,
+    # refuse too)
+    takes = set("inv det slogdet solve matrix_power multi_dot norm vector_norm matrix_norm "
+                "cond lstsq matmul outer tensordot diagonal trace vecdot "
+                "matrix_transpose".split())
+    refuses = set("cholesky eigh eigvalsh svd svdvals qr pinv matrix_rank".split())
+    public = {n for n, v in vars(la).items() if not n.startswith("_") and callable(v)
+              and not isinstance(v, type) and hasattr(np.linalg, n)}
+    assert public == takes | refuses, (public - takes - refuses, takes | refuses - public)
+
+
+@pytest.mark.parametrize("name", sorted(ORDERINGS))
+def test_orderings_refuse_complex_values_naming_their_primitive(name):
+    z = points(4)
+    with pytest.raises(TypeError, match=f"{ORDERINGS[name]} of complex values"):
+        wg.trace(lambda z: _call(name, z), z)
+
+
+@pytest.mark.parametrize("name", NUMPY_REFUSES)
+def test_what_numpy_refuses_for_complex_values_wengert_refuses_too(name):
+    z = points(4)
+    with pytest.raises((TypeError, NotImplementedError)):
+        _call(name, z)                              # NumPy's, on a plain array
+    with pytest.raises((TypeError, NotImplementedError), match="complex|not supported"):
+        wg.trace(lambda z: _call(name, z), z)
+
+
+@pytest.mark.parametrize("name, f", [
+    ("cholesky", lambda a: la.cholesky(a)), ("eigh", lambda a: la.eigh(a)),
+    ("eigvalsh", lambda a: la.eigvalsh(a, UPLO="U")), ("svd", lambda a: la.svd(a)),
+    ("svd", lambda a: la.svd(a, compute_uv=False)), ("svdvals", lambda a: la.svdvals(a)),
+    ("qr", lambda a: la.qr(a)), ("pinv", lambda a: la.pinv(a)),
+    ("lstsq", lambda a: la.lstsq(a, np.ones(3))), ("matrix_rank", la.matrix_rank),
+    (r"cond\(..., p=None\)", la.cond), (r"cond\(..., p=-2\)", lambda a: la.cond(a, -2)),
+    (r"norm\(..., ord=2\)", lambda a: la.norm(a, 2)),
+    (r"norm\(..., ord='nuc'\)", lambda a: la.matrix_norm(a, ord="nuc"))])
+def test_factorizations_refuse_complex_matrices_by_name(name, f):
+    # their rules are for real matrices: a complex one's need conjugate transposes
+    a = M33 + M33.conj().T
+    with pytest.raises(TypeError, match=f"numpy.linalg.{name} of complex values"):
+        wg.vjp(f, a)
+    with pytest.raises(TypeError, match=f"numpy.linalg.{name} of complex values"):
+        wg.trace(f, a)
+
+
+@pytest.mark.parametrize("f", [
+    lambda z, x: wnp.deg2rad(z), lambda z, x: wnp.radians(z), lambda z, x: wnp.rad2deg(z),
+    lambda z, x: wnp.degrees(z), lambda z, x: wnp.signbit(z), lambda z, x: wnp.copysign(z, x),
+    lambda z, x: wnp.copysign(x, z), lambda z, x: wnp.heaviside(x, z),
+    lambda z, x: wnp.ldexp(z, wnp.astype(x, int))])
+def test_ufuncs_without_a_complex_loop_in_numpy_refuse_complex_values_as_numpy(f):
+    # written with primitives that take complex values, they would compute something
+    z, x = points(3), reals(3)
+    with pytest.raises(TypeError, match="not supported for the input types"):
+        f(z, x)                                     # NumPy's own
+    with pytest.raises(TypeError, match="not supported for the input types"):
+        wg.trace(f, z, x)
