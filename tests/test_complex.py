@@ -295,3 +295,8 @@ def test_a_primitive_of_ones_own_takes_complex_values_when_it_says_so():
     with pytest.raises(TypeError, match=r"square of complex .* wg.primitive\(complex=True\)"):
         wg.grad(lambda z: wnp.real(square(z)))(1 + 1j)
     assert wg.grad(lambda x: square(x))(3.0) == 6.0          # real values as before
+
+
+def test_checkpoint_refuses_complex_values_by_name():
+    with pytest.raises(TypeError, match=r"checkpoint\[.*\] of complex values"):
+        wg.grad(lambda z: wnp.abs(wg.checkpoint(wnp.sin)(z)))(1 + 1j)
