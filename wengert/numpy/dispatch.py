@@ -34,6 +34,19 @@ def unsupported(qualname, fn):
     return wrapper
 
 
+def rest_of(npmodule, namespace):
+    """A submodule's ``__getattr__`` for what it does not define (`wengert.numpy.linalg`
+    and `.fft`): the attribute of `npmodule` (numpy.linalg, numpy.fft), a function made
+    `unsupported` on traced values, remembered in `namespace` (the module's globals)."""
+    def __getattr__(name):
+        attr = getattr(npmodule, name)
+        if callable(attr) and not isinstance(attr, type):
+            attr = unsupported(f"{npmodule.__name__}.{name}", attr)
+        namespace[name] = attr
+        return attr
+    return __getattr__
+
+
 # ---- indexing ---------------------------------------------------------------------------------
 def _getitem(x, index):
     if not isinstance(index, tuple):

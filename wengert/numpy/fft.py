@@ -24,7 +24,7 @@ import numpy as _np
 
 from ..primitives import fft as F
 from . import _numpy_unless_traced, _refuse, conj, roll
-from .dispatch import unsupported as _unsupported
+from .dispatch import rest_of as _rest_of
 
 fftfreq = _np.fft.fftfreq
 rfftfreq = _np.fft.rfftfreq
@@ -362,9 +362,4 @@ def ifftshift(x, axes=None):
     return _half_shifts(x, axes, -1)
 
 
-def __getattr__(name):
-    attr = getattr(_np.fft, name)
-    if callable(attr) and not isinstance(attr, type):
-        attr = _unsupported(f"numpy.fft.{name}", attr)
-    globals()[name] = attr
-    return attr
+__getattr__ = _rest_of(_np.fft, globals())   # the rest of numpy.fft: NumPy's own

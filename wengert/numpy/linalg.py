@@ -27,7 +27,7 @@ from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asa
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
                zeros_like, conj as _conj, _abs2, exp as _exp, real as _real, imag as _imag)
-from .dispatch import unsupported as _unsupported
+from .dispatch import rest_of as _rest_of
 
 LinAlgError = _np.linalg.LinAlgError
 
@@ -749,9 +749,4 @@ def lstsq(a, b, rcond=None):
     return x, residuals, rank, s
 
 
-def __getattr__(name):
-    attr = getattr(_np.linalg, name)
-    if callable(attr) and not isinstance(attr, type):
-        attr = _unsupported(f"numpy.linalg.{name}", attr)
-    globals()[name] = attr
-    return attr
+__getattr__ = _rest_of(_np.linalg, globals())   # the rest of numpy.linalg: NumPy's own
