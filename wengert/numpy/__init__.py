@@ -36,7 +36,7 @@ from ..graph.node import Node
 from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives import shape as SH
-from ..primitives.registry import Primitive as _Primitive
+from ..primitives.registry import Primitive as _Primitive, real_dtype as _real_dtype
 
 random = _np.random
 # and a submodule, so that ``import wengert.numpy.random as npr`` works, as autograd's does
@@ -691,7 +691,7 @@ def _count(a, axes, keepdims, where):
     if where is True:
         return a.size if axes is None else _math.prod([a.shape[i] for i in axes])
     # (in the precision of a's parts: a float32 or complex64 mean stays so, as NumPy's)
-    real = _np.zeros((), _float_result(a)).real.dtype
+    real = _real_dtype(_float_result(a))
     return sum(broadcast_to(astype(S.select(where, 1.0, 0.0), real), a.shape), axes,
                keepdims=keepdims)
 

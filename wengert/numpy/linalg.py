@@ -22,7 +22,7 @@ import numpy as _np
 import operator
 
 from ..primitives import linalg as L
-from ..primitives.registry import float_dtype, power_by_squaring
+from ..primitives.registry import float_dtype, power_by_squaring, real_dtype
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
@@ -302,11 +302,6 @@ if hasattr(_np.linalg, "svdvals"):              # NumPy 2
         return L.svdvals(_svd_input(x, False, "svdvals")[0])
 
 
-def _real_dtype(x):
-    """The real dtype of x's parts (float64 for complex128): a norm's."""
-    return _np.zeros((), x.dtype).real.dtype
-
-
 def _no_rule(ord, what):
     return NotImplementedError(
         f"numpy.linalg.norm(..., ord={ord!r}) is not supported on traced values for {what}: "
@@ -353,7 +348,7 @@ def _vector_norm(x, ord, axis, keepdims):
         return amin(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
         # the number of nonzero elements: piecewise constant, so no derivative
-        return sum((x != 0).astype(_real_dtype(x)), axis=axis, keepdims=keepdims)
+        return sum((x != 0).astype(real_dtype(x.dtype)), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(abs(x), axis=axis, keepdims=keepdims)
     if ord is None or ord == 2:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import defprimitive, shape_of
+from .registry import defprimitive, float_dtype, real_dtype, shape_of
 from .array import dtype_of, getitem, pad
 from . import scalar as S
 
@@ -38,7 +38,7 @@ def _complex_dtype(dtype):
 
 
 def _real_dtype(dtype):
-    return np.result_type(np.empty(0, dtype).real.dtype, 1.0)
+    return float_dtype(real_dtype(dtype))     # NumPy's: complex64 -> float32, ints -> float64
 
 
 def _shape_with(shape, axes, lengths):

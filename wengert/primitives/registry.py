@@ -319,7 +319,7 @@ def elementwise_aval(op, args):
     if op.dtype_rule == "float" and dtype.kind not in _INEXACT:
         dtype = np.dtype(np.float64)
     elif op.dtype_rule == "real" and dtype.kind == "c":
-        dtype = np.empty(0, dtype).real.dtype         # complex128's parts are float64
+        dtype = real_dtype(dtype)                     # complex128's parts are float64
     elif op.dtype_rule == "complex":
         dtype = np.result_type(dtype, 1j)             # (1j is weak: float32 -> complex64)
     return shape, dtype
@@ -342,6 +342,18 @@ def power_by_squaring(x, n, times):
         if not n:
             return result
         square = times(square, square)
+
+
+def real_dtype(dtype):
+    """The dtype of `dtype`'s real and imaginary parts: float64 for complex128, complex64's
+    float32; a real dtype is its own.
+
+    Example:
+        >>> import numpy as np
+        >>> real_dtype(np.dtype(np.complex64)), real_dtype(np.dtype(np.int32))
+        (dtype('float32'), dtype('int32'))
+    """
+    return np.empty(0, dtype).real.dtype
 
 
 def float_dtype(*xs):
