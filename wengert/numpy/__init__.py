@@ -291,11 +291,6 @@ abs = absolute = _Ufunc(_np.absolute, S.abs)
 fabs = _Ufunc(_np.fabs, lambda x: S.abs(_real("fabs", x)))
 
 
-def _complex(re, im):
-    """re + i·im from real parts, exactly (infinite and nan parts too)."""
-    return S.make_complex(re, im)
-
-
 def _sign(x):
     # NumPy's sign of a complex z is z/|z| (0 at 0): not piecewise constant like the real
     # sign primitive, so it is written out, part by part (sign(3+4j) is 0.6+0.8j, where
@@ -305,7 +300,7 @@ def _sign(x):
         return S.sign(x)
     size = S.abs(x)
     size = S.select(S.eq(size, 0.0), 1.0, size)
-    return _complex(S.div(S.real(x), size), S.div(S.imag(x), size))
+    return S.make_complex(S.div(S.real(x), size), S.div(S.imag(x), size))
 
 
 sign = _Ufunc(_np.sign, _sign)
@@ -562,7 +557,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     dt = A.dtype_of(x)
     if dt.kind == "c":                      # NumPy's: the two parts apart
         parts = [nan_to_num(part(x), copy, nan, posinf, neginf) for part in (S.real, S.imag)]
-        return _complex(*parts)
+        return S.make_complex(*parts)
     if dt.kind != "f":
         return x                            # integers and bools hold no nan or inf
     big = _np.finfo(dt)
@@ -1247,7 +1242,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     c = c / stddev[:, None]
     c = c / stddev[None, :]
     if complex_:
-        return _complex(clip(real(c), -1, 1), clip(imag(c), -1, 1))
+        return S.make_complex(clip(real(c), -1, 1), clip(imag(c), -1, 1))
     return clip(c, -1, 1)
 
 
@@ -1348,7 +1343,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         def part(f):
             return interp(x, xp, f(fp), None if left is None else f(left),
                           None if right is None else f(right), period)
-        return _complex(part(real), part(imag))
+        return S.make_complex(part(real), part(imag))
     for end in (left, right):
         if end is not None and _kind(end) == "c":
             raise TypeError("must be real number, not complex")

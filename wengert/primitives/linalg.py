@@ -118,8 +118,6 @@ det.defvjp(lambda g, a, ans: (_expand2(g) * cofactor(a),))
 det.defjvp(lambda ts, a, ans: _sum(cofactor(a) * ts[0], axis=_last2(a), keepdims=False))
 
 logabsdet = _lin("logabsdet", lambda a: np.linalg.slogdet(a)[1], _batch_scalar)
-logabsdet.defvjp(lambda g, a, ans: (_expand2(g) * _T(inv(a)),))
-logabsdet.defjvp(lambda ts, a, ans: _sum(_T(inv(a)) * ts[0], axis=_last2(a), keepdims=False))
 signdet = _lin("signdet", lambda a: np.linalg.slogdet(a)[0], _batch_scalar, cost="cmp")
 signdet.defpartials(None)
 
@@ -138,8 +136,9 @@ def _logdet_aval(args, params):
 # logabsdet's rules (its logabsdet is the real part, its sign exp(i arg det A)); logabsdet
 # and signdet are for real matrices, where the sign is piecewise constant.
 logdet = _lin("logdet", _logdet_np, _logdet_aval)
-logdet.defvjp(lambda g, a, ans: (_expand2(g) * _T(inv(a)),))
-logdet.defjvp(lambda ts, a, ans: _sum(_T(inv(a)) * ts[0], axis=_last2(a), keepdims=False))
+for _p in (logabsdet, logdet):          # d log det A = tr(A⁻¹ dA), |det A| for a real A
+    _p.defvjp(lambda g, a, ans: (_expand2(g) * _T(inv(a)),))
+    _p.defjvp(lambda ts, a, ans: _sum(_T(inv(a)) * ts[0], axis=_last2(a), keepdims=False))
 
 
 def _solve_np(a, b):
