@@ -23,7 +23,7 @@ import warnings
 import numpy as _np
 
 from ..primitives import fft as F
-from . import _numpy_unless_traced, _refuse, conj, roll
+from . import _numpy_unless_traced, _refuse, conj, roll, _one_axis as _axis
 from .dispatch import rest_of as _rest_of
 
 fftfreq = _np.fft.fftfreq
@@ -53,20 +53,12 @@ def _length(n):
     return n
 
 
-def _axis(axis, ndim):
-    """A non-negative axis, or NumPy's AxisError (an IndexError, as numpy.fft raises)."""
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise _np.exceptions.AxisError(axis, ndim)
-    return axis % ndim
-
-
 def _one_axis(a, n, axis, norm, out, who, default=None):
     """(axis, n, norm) of a one-axis transform of the traced `a`; n defaults to
     `default(length along the axis)`, or that length."""
     _refuse(f"fft.{who}", out=out is not None)
     norm = _norm(norm)
-    axis = _axis(axis, a.ndim)
+    axis = _axis(axis, a.ndim, f"numpy.fft.{who}")
     if n is None:
         n = a.shape[axis] if default is None else default(a.shape[axis])
     return axis, _length(n), norm
@@ -82,7 +74,7 @@ def _lengths_and_axes(a, s, axes, out, who, halved=False):
     _refuse(f"fft.{who}", out=out is not None)
     if s is None:
         axes = list(range(a.ndim) if axes is None else axes)
-        axes = [_axis(ax, a.ndim) for ax in axes]
+        axes = [_axis(ax, a.ndim, f"numpy.fft.{who}") for ax in axes]
         s = [a.shape[ax] for ax in axes]
         if halved and axes:
             s[-1] = (s[-1] - 1) * 2
@@ -92,7 +84,7 @@ def _lengths_and_axes(a, s, axes, out, who, halved=False):
             warnings.warn(f"numpy.fft.{who}: `axes` should be given with `s` (deprecated in "
                           "NumPy 2.0)", DeprecationWarning, stacklevel=4)
             axes = range(-len(s), 0)
-        axes = [_axis(ax, a.ndim) for ax in axes]
+        axes = [_axis(ax, a.ndim, f"numpy.fft.{who}") for ax in axes]
         if len(s) != len(axes):
             raise ValueError("Shape and axes have different lengths.")
         if None in s:
