@@ -145,6 +145,15 @@ def _numpy_unless_traced(npfn, *, any_argument=False, array_likes="all"):
                 elif _traced(*kwargs.values()):
                     return fn(**_keyword_arrays(kwargs))
                 return npfn(*args, **kwargs)
+
+            def traced(*args, **kwargs):
+                # NumPy's dispatch found a traced argument after the first (a plain array
+                # taken along traced indices): the wrapper, which looks at the first only,
+                # would hand it back to NumPy, and NumPy back to us
+                if args and (type(args[0]) is list or type(args[0]) is tuple):
+                    args = (_array_like(args[0]),) + args[1:]
+                return fn(*args, **kwargs)
+            wrapper.traced = traced
         return functools.wraps(fn)(wrapper)
     return decorate
 
@@ -1137,14 +1146,15 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 @_numpy_unless_traced(_np.take_along_axis)
 def take_along_axis(arr, indices, axis=-1):
     """NumPy's ``take_along_axis``, differentiable in `arr` (integer `indices`)."""
-    if type(indices) is Node and indices.value is None and axis is not None \
-            and indices.shape == arr.shape and indices.dtype.kind in "iu":
-        # (traced without values, as an argsort's: recorded, in range as argsort's are)
-        return A.take_along_axis(arr, indices, axis=_one_axis(axis, arr.ndim,
-                                                               "take_along_axis"))
-    indices = _np.asarray(_value_of(indices, "used as indices"))
-    if indices.dtype.kind not in "iu":
-        raise IndexError("`indices` must be an integer array")
+    if type(indices) is Node and indices.value is None:
+        # traced without values (an argsort's, or a batch of indices under wg.vmap):
+        # recorded as they are (NumPy's indexing takes negative ones too)
+        if indices.dtype.kind not in "iu":
+            raise IndexError("`indices` must be an integer array")
+    else:
+        indices = _np.asarray(_value_of(indices, "used as indices"))
+        if indices.dtype.kind not in "iu":
+            raise IndexError("`indices` must be an integer array")
     if axis is None:
         if indices.ndim != 1:
             raise ValueError("when axis=None, `indices` must have a single dimension.")
@@ -1152,14 +1162,18 @@ def take_along_axis(arr, indices, axis=-1):
     if indices.ndim != arr.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
     ax = _one_axis(axis, arr.ndim, "take_along_axis")
-    shape = list(_np.broadcast_shapes(tuple(arr.shape[:ax]) + (1,) + tuple(arr.shape[ax + 1:]),
-                                      indices.shape))
-    indices = _np.broadcast_to(_np.where(indices < 0, indices + arr.shape[ax], indices),
-                               tuple(shape))
+    shape = tuple(_np.broadcast_shapes(
+        tuple(arr.shape[:ax]) + (1,) + tuple(arr.shape[ax + 1:]), indices.shape))
+    if type(indices) is Node:
+        if indices.shape != shape:
+            indices = broadcast_to(indices, shape)
+    else:
+        indices = _np.ascontiguousarray(_np.broadcast_to(
+            _np.where(indices < 0, indices + arr.shape[ax], indices), shape))
     base = list(shape)
     base[ax] = arr.shape[ax]
     arr = broadcast_to(arr, tuple(base)) if tuple(base) != arr.shape else arr
-    return A.take_along_axis(arr, _np.ascontiguousarray(indices), axis=ax)
+    return A.take_along_axis(arr, indices, axis=ax)
 
 
 @_numpy_unless_traced(_np.meshgrid, any_argument=True)

@@ -109,7 +109,7 @@ def array_function(self, func, types, args, kwargs):
         raise NotImplementedError(
             f"{module}.{func.__name__} is not supported on traced values: wengert has no "
             "derivative rule for it")
-    return ours(*args, **kwargs)
+    return getattr(ours, "traced", ours)(*args, **kwargs)
 
 
 def _array(self, dtype=None, copy=None):
