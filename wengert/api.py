@@ -188,6 +188,9 @@ class _Call:
         weak = type(x) in (float, int)      # (np.float64(2.0) is strong, as in NumPy 2)
         x = _primal_leaf(x, f"argument {name!r}", who)
         if type(x) is Node:
+            if x.graph is not g and is_recording(x.graph):
+                x = g.lift(x)       # an enclosing trace's value: wg.vmap's trace takes it
+                #                     as an input of its own, others refuse it (see lift)
             if x.graph is g:
                 return g.copy(x)
             if x.value is None:
