@@ -31,6 +31,7 @@ from .staged import compile  # noqa: A001  (wg.compile, as jax.jit: shadows the 
 from .codegen.draw import draw
 from .taylor_mode import taylor, derivatives
 from .checkpointing import checkpoint, checkpointed_loop
+from .vectorize import vmap
 
 __version__ = "0.1.0"
 
@@ -38,4 +39,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
            "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
-           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop"]
+           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop", "vmap"]

@@ -182,6 +182,8 @@ class Graph:
         self._users = []          # users of each node, derived on demand (users_of)
         self.complex = False      # whether it holds a complex value: the sweeps then
         #                           keep real values' derivatives real (docs/complex.md)
+        self.captured = None      # wg.vmap's trace of one example: {id: (value of an
+        #                           enclosing trace, the input standing for it here)}
 
     # --- making nodes ---------------------------------------------------------------------
     def _new(self, op, args, params, shape, dtype, value, name=None):
@@ -252,6 +254,8 @@ class Graph:
             if x.graph is self:
                 return x
             if x.op is not _CONST and is_recording(x.graph):
+                if self.captured is not None:
+                    return self._capture(x)
                 # An enclosing transformation's value: as a constant here its derivative
                 # would silently be lost.
                 raise ValueError(
@@ -269,6 +273,17 @@ class Graph:
             raise TypeError(f"cannot use {type(x).__name__} {x!r} as a number in a traced "
                             "computation")
         return self.const(x)
+
+    def _capture(self, x) -> Node:
+        """The input standing for `x`, a value of an enclosing trace that the function
+        closes over (wg.vmap: the batched graph is then evaluated with `x` itself there, so
+        its derivative flows through)."""
+        held = self.captured.get(id(x))
+        if held is None:
+            inner = self.input(ShapeDtype(x.shape, x.dtype, weak=is_weak(x)),
+                               name=f"captured{len(self.captured)}")
+            held = self.captured[id(x)] = (x, inner)   # (x kept alive: its id stays its own)
+        return held[1]
 
     def apply(self, op, args, params=None) -> Node:
         """The node for ``op(*args, **params)``: simplified, found, or made (see module doc).

@@ -96,6 +96,12 @@ class Node:
     # --- reading the value --------------------------------------------------------------
     def _concrete(self, what):
         if self.value is None:
+            if self.graph.captured is not None:
+                raise ConcretizationError(
+                    f"the value of traced variable {self.label()} was {what} while wg.vmap "
+                    "traced one example, whose mapped arguments have no single value, so "
+                    "Python cannot decide it. Write a value-dependent branch as "
+                    "wengert.numpy.where(cond, a, b) (or wg.select), which vmap batches.")
             raise ConcretizationError(
                 f"the value of traced variable {self.label()} was {what} while tracing "
                 "without values (wg.trace / wg.compile), so Python cannot decide it. "

@@ -1,0 +1,317 @@
+"""Batching rules: how `wg.vmap` applies each primitive to a whole batch at once.
+
+`wg.vmap` (wengert.vectorize) traces a function on one example and then evaluates that
+graph on batches.  Each operation with a batched argument goes through its primitive's
+rule (`Primitive.defbatch`): ``rule(args, mapped, node)``, where ``args[k]`` carries the
+batch as a new leading axis 0 if ``mapped[k]`` and is shared by every example otherwise,
+and `node` is the operation on one example (its ``params``, its ``shape``, and its
+``args``, whose shapes are the per-example ones).  A rule returns the result with the
+batch on axis 0.  The batch always sits on axis 0, so a rule only has to say where one
+more leading axis goes: most of them shift an axis parameter by one.
+
+The rules come in kinds, declared in the tables at the end:
+
+* elementwise primitives broadcast: a batched argument of lower rank than the result gets
+  ones after its batch axis, so that it lines up (`_elementwise`);
+* reductions, scans, flips and the like move their axis parameters one place right;
+* matrix functions already map over leading axes (``inv`` of a stack of matrices), and the
+  batch is one more;
+* matmul and solve line their operands up as stacks of matrices (`_stacked_pair`);
+* conv2d and max-pool fold the batch into their own batch axis N.
+
+A primitive without a rule is batched through its `decomposition` if it has one, and
+otherwise called once per example (wengert.vectorize): never wrong, only slower.
+
+Example:
+    >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+    >>> wg.vmap(lambda x: wnp.sum(x, axis=0))(np.ones((4, 2, 3))).shape   # sum's rule: axis 1
+    (4, 3)
+"""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from . import array as A, fft as F, linalg as L, nn as N, scalar as S  # noqa: F401
+from .registry import REGISTRY, shape_of
+from .shape import broadcast_to, sum_to
+
+
+# --------------------------------------------------------------------------------------
+# lining arguments up
+# --------------------------------------------------------------------------------------
+def lift_rank(x, mapped, rank):
+    """A batched `x` with ones inserted after the batch axis, so that one example has
+    `rank` dimensions (broadcasting lines an example's dimensions up from the right, and
+    the batch axis must stay in front of them).  Shared values are returned unchanged."""
+    if not mapped:
+        return x
+    shape = shape_of(x)
+    extra = rank - (len(shape) - 1)
+    if extra <= 0:
+        return x
+    return A.reshape(x, shape=shape[:1] + (1,) * extra + shape[1:])
+
+
+def batched(x, mapped, size):
+    """`x` with the batch axis in front: a shared value is broadcast to every example."""
+    if mapped:
+        return x
+    return broadcast_to(x, shape=(size,) + tuple(shape_of(x)))
+
+
+def _size(args, mapped):
+    return next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
+
+
+def _shifted(axis):
+    """An axis parameter (an int, a tuple of ints, or None for all) one place right."""
+    if axis is None:
+        return None
+    if isinstance(axis, tuple):
+        return tuple(a + 1 for a in axis)
+    return axis + 1
+
+
+def _example_axes(node):
+    """All of one example's axes, as they are numbered in the batch."""
+    return tuple(range(1, len(node.args[0].shape) + 1))
+
+
+# --------------------------------------------------------------------------------------
+# the kinds of rule
+# --------------------------------------------------------------------------------------
+def _elementwise(args, mapped, node):
+    rank = len(node.shape)
+    return node.op(*[lift_rank(a, m, rank) for a, m in zip(args, mapped)], **node.params)
+
+
+def _same_call(args, mapped, node):
+    """For primitives that map over leading axes already (matrix functions, astype)."""
+    return node.op(*args, **node.params)
+
+
+def _matrices(args, mapped, node):
+    """A matrix function of a stack of matrices; an example that is one vector (tril of a
+    vector makes a matrix) is no stack, and takes one call per example."""
+    if len(node.args[0].shape) < 2:
+        return None
+    return node.op(*args, **node.params)
+
+
+def _axis_param(name):
+    """For primitives whose parameter `name` numbers axes (None: all of them)."""
+    def rule(args, mapped, node):
+        params = dict(node.params)
+        axis = params[name]
+        params[name] = _example_axes(node) if axis is None else _shifted(axis)
+        return node.op(*args, **params)
+    return rule
+
+
+def _arg_reduction(args, mapped, node):
+    """argmax / argmin: over the flattened example when axis is None."""
+    axis, keepdims = node.params["axis"], node.params["keepdims"]
+    x = args[0]
+    if axis is not None:
+        return node.op(x, axis=axis + 1, keepdims=keepdims)
+    size = shape_of(x)[0]
+    flat = node.op(A.reshape(x, shape=(size, -1)), axis=1, keepdims=False)
+    return A.reshape(flat, shape=(size,) + node.shape)
+
+
+def _lined_up_axis(args, mapped, node):
+    """logsumexp_scaled / logsumexp_sign: a and b broadcast together, then reduce."""
+    rank = max(len(a.shape) for a in node.args)
+    params = dict(node.params)
+    axis = params["axis"]
+    params["axis"] = tuple(range(1, rank + 1)) if axis is None else _shifted(axis)
+    return node.op(*[lift_rank(a, m, rank) for a, m in zip(args, mapped)], **params)
+
+
+def _all_batched_axis(args, mapped, node):
+    """concatenate, take_along_axis: every operand batched, the axis one place right."""
+    size = _size(args, mapped)
+    params = dict(node.params)
+    params["axis"] = _shifted(params["axis"])
+    if "shape" in params:                                       # put_along_axis
+        params["shape"] = (size,) + tuple(params["shape"])
+    return node.op(*[batched(a, m, size) for a, m in zip(args, mapped)], **params)
+
+
+def _reshape(args, mapped, node):
+    return A.reshape(args[0], shape=(_size(args, mapped),) + tuple(node.params["shape"]))
+
+
+def _broadcast_to(args, mapped, node):
+    x = lift_rank(args[0], mapped[0], len(node.shape))
+    return broadcast_to(x, shape=(_size(args, mapped),) + tuple(node.params["shape"]))
+
+
+def _sum_to(args, mapped, node):
+    x, size = args[0], _size(args, mapped)
+    lead = len(node.args[0].shape) - len(node.shape)
+    x = sum_to(x, shape=(size,) + (1,) * lead + node.shape)
+    return A.reshape(x, shape=(size,) + node.shape) if lead else x
+
+
+def _transpose(args, mapped, node):
+    return A.transpose(args[0], axes=(0,) + tuple(a + 1 for a in node.params["axes"]))
+
+
+def _pad(args, mapped, node):
+    return A.pad(args[0], pad_width=((0, 0),) + tuple(node.params["pad_width"]))
+
+
+def _einsum(args, mapped, node):
+    subscripts = node.params["subscripts"]
+    letter = next(c for c in string.ascii_letters if c not in subscripts)
+    ins, out = subscripts.split("->")
+    ins = [letter + s if m else s for s, m in zip(ins.split(","), mapped)]
+    return A.einsum(*args, subscripts=",".join(ins) + "->" + letter + out)
+
+
+def _stacked_pair(args, mapped, node):
+    """matmul(a, b) and solve(a, b): as stacks of matrices.  A vector operand becomes a
+    one-row (a) or one-column (b) matrix, the batched operands get ones after the batch
+    axis up to a common rank, and broadcasting over the stack axes does the rest; the
+    inserted axes are all of length one, so a reshape takes them out again."""
+    (a, b), (ma, mb) = args, mapped
+    ra, rb = (len(x.shape) for x in node.args)
+    if node.op is L.solve and rb == 1:
+        rb = 2                          # NumPy 2: b is a vector only if it is 1-d
+        b = A.reshape(b, shape=tuple(shape_of(b)) + (1,))
+    elif node.op is A.matmul:
+        if ra == 1:
+            ra = 2
+            sa = tuple(shape_of(a))
+            a = A.reshape(a, shape=sa[:-1] + (1,) + sa[-1:])
+        if rb == 1:
+            rb = 2
+            b = A.reshape(b, shape=tuple(shape_of(b)) + (1,))
+    rank = max(ra, rb)
+    out = node.op(lift_rank(a, ma, rank), lift_rank(b, mb, rank))
+    return A.reshape(out, shape=(_size(args, mapped),) + node.shape)
+
+
+def _fold_into_n(args, mapped, node):
+    """conv2d, max-pool and their rules' helpers on NCHW images: the batch joins N.  A
+    batched kernel (a different one per example) cannot join, and takes one call per
+    example."""
+    images = _IMAGE_ARGS[node.op.name]
+    if any(m for k, m in enumerate(mapped) if k not in images):
+        return None
+    size = _size(args, mapped)
+    folded = []
+    for k, (x, m) in enumerate(zip(args, mapped)):
+        if k in images:
+            s = tuple(shape_of(batched(x, m, size)))
+            x = A.reshape(batched(x, m, size), shape=(s[0] * s[1],) + s[2:])
+        folded.append(x)
+    params = dict(node.params)
+    if "x_shape" in params:                                     # conv2d_input_grad
+        xs = tuple(params["x_shape"])
+        params["x_shape"] = (size * xs[0],) + xs[1:]
+    out = node.op(*folded, **params)
+    return A.reshape(out, shape=(size,) + node.shape)
+
+
+# which arguments are NCHW images (the others: kernels)
+_IMAGE_ARGS = {"conv2d": (0,), "conv2d_input_grad": (0,), "max_pool2d": (0,),
+               "pool_gather": (0, 1, 2), "pool_scatter": (0, 1, 2)}
+
+
+def _cross_entropy_grad(args, mapped, node):
+    """(softmax − one-hot) / N for each example: the batch folds into the rows, whose
+    count then divides once too often."""
+    logits, labels = args
+    size = _size(args, mapped)
+    n, c = node.args[0].shape
+    logits = A.reshape(batched(logits, mapped[0], size), shape=(size * n, c))
+    labels = A.reshape(batched(labels, mapped[1], size), shape=(size * n,))
+    out = N.cross_entropy_grad(logits, labels) * float(size)
+    return A.reshape(out, shape=(size,) + node.shape)
+
+
+# ---- indexing ----------------------------------------------------------------------------
+def _batch_lands_at(index) -> int:
+    """Where the batch axis of ``x[(slice(None),) + index]`` lands: in front, unless the
+    advanced indices (arrays, and then integers too) are not next to each other, when
+    NumPy puts their broadcast dimensions first and the batch after them."""
+    arrays = [i for i in index if isinstance(i, np.ndarray)]
+    if not arrays:
+        return 0
+    advanced = [k for k, i in enumerate(index)
+                if isinstance(i, (np.ndarray, int, np.integer)) and not isinstance(i, bool)]
+    if advanced[-1] - advanced[0] + 1 == len(advanced):
+        return 0
+    shapes = [(int(np.count_nonzero(i)),) if i.dtype == bool else i.shape for i in arrays]
+    return len(np.broadcast_shapes(*shapes))
+
+
+_ALL = ("slice", None, None, None)
+
+
+def _getitem(args, mapped, node):
+    index = node.params["index"]
+    out = A.getitem(args[0], index=(_ALL,) + tuple(index))
+    at = _batch_lands_at(index)
+    if not at:
+        return out
+    rank = len(node.shape) + 1
+    return A.transpose(out, axes=(at,) + tuple(k for k in range(rank) if k != at))
+
+
+def _index_add(args, mapped, node):
+    """The transpose of `_getitem`: the cotangent's batch axis goes where getitem put it."""
+    g, index = args[0], node.params["index"]
+    size = _size(args, mapped)
+    at = _batch_lands_at(index)
+    if at:
+        rank = len(node.args[0].shape) + 1
+        order = list(range(1, rank))
+        order.insert(at, 0)
+        g = A.transpose(g, axes=tuple(order))
+    return A.index_add(g, index=(_ALL,) + tuple(index), shape=(size,) + node.shape)
+
+
+# --------------------------------------------------------------------------------------
+# who has which rule
+# --------------------------------------------------------------------------------------
+def _declare():
+    for prim in REGISTRY.values():
+        if prim.elementwise:
+            prim.defbatch(_elementwise)
+    for name in ("astype", "copy", "one_hot", "inv", "det", "cofactor", "logabsdet",
+                 "signdet", "logdet", "cholesky", "eigvalsh", "eigvecsh", "svdvals", "svd_u",
+                 "svd_vh", "qr_q", "qr_r"):
+        REGISTRY[name].defbatch(_same_call)
+    REGISTRY["tril"].defbatch(_matrices)
+    for name in ("sum", "amax", "amin", "prod", "logsumexp", "cumsum", "cumprod", "flip",
+                 "roll", "argsort", "argpartition", "softmax", "log_softmax", "rfft",
+                 "irfft"):
+        REGISTRY[name].defbatch(_axis_param("axes" if name == "flip" else "axis"))
+    REGISTRY["fftn"].defbatch(_axis_param("axes"))
+    for name in ("argmax", "argmin"):
+        REGISTRY[name].defbatch(_arg_reduction)
+    for name in ("logsumexp_scaled", "logsumexp_sign"):
+        REGISTRY[name].defbatch(_lined_up_axis)
+    for name in ("concatenate", "take_along_axis", "put_along_axis"):
+        REGISTRY[name].defbatch(_all_batched_axis)
+    REGISTRY["reshape"].defbatch(_reshape)
+    REGISTRY["broadcast_to"].defbatch(_broadcast_to)
+    for name in ("matmul", "solve"):
+        REGISTRY[name].defbatch(_stacked_pair)
+    for name in _IMAGE_ARGS:
+        REGISTRY[name].defbatch(_fold_into_n)
+    REGISTRY["sum_to"].defbatch(_sum_to)
+    REGISTRY["transpose"].defbatch(_transpose)
+    REGISTRY["pad"].defbatch(_pad)
+    REGISTRY["einsum"].defbatch(_einsum)
+    REGISTRY["getitem"].defbatch(_getitem)
+    REGISTRY["index_add"].defbatch(_index_add)
+    REGISTRY["cross_entropy_grad"].defbatch(_cross_entropy_grad)
+
+
+_declare()

@@ -1,0 +1,326 @@
+"""wg.vmap: a function of one example, applied to a whole batch at once.
+
+``wg.vmap(f)(xs)`` is ``stack([f(x) for x in xs])``, computed without the loop.  It works in
+two steps, both on the graph:
+
+1. **Trace one example.**  f is traced on abstract values of one example's shape (the
+   batch axis taken off each mapped argument).  Arguments that are not mapped are passed
+   to f as they are, and values of an enclosing transformation that f uses (the weights
+   a per-example loss closes over) become extra inputs of the trace: the batched graph
+   is later evaluated on them, so derivatives flow through to them.
+2. **Evaluate that graph on the batch.**  Each operation whose arguments are all shared
+   is done once, as in the example; one with a batched argument goes through its
+   primitive's batching rule (wengert.primitives.batching), which adds one leading axis.
+   A primitive without a rule is batched through its decomposition if it has one, and
+   otherwise called once per example and the results stacked.
+
+Every step calls primitives, so a vmap inside `wg.grad` records into the gradient's graph
+(its derivative is that of the batched computation) and `wg.compile(wg.vmap(f))` traces
+the batched graph once.  ``wg.vmap(wg.grad(f))`` gives per-example gradients: the trace of
+one example holds f's gradient graph, which is then batched like any other.
+
+As with `wg.trace`, Python control flow in f cannot depend on the values of mapped
+arguments (`ConcretizationError` says so): write such a branch with `wengert.numpy.where`.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .api import _check_fun, _leaf_names, _param_names
+from .errors import ConcretizationError  # noqa: F401  (documented above)
+from .graph.active import recording
+from .graph.graph import Graph, ShapeDtype
+from .graph.node import Node
+from .primitives import array as A
+from .primitives import batching  # noqa: F401  (declares the rules)
+from .primitives.batching import batched
+from .primitives.registry import CONST, INPUT, shape_of
+from .tree import flatten, hold_constants, unflatten
+
+__all__ = ["vmap"]
+
+
+def vmap(f, in_axes=0, out_axes=0):
+    """Vectorise f over a batch axis: ``vmap(f)(xs)`` equals ``stack([f(x) for x in xs])``.
+
+    Args:
+        f: a function of arrays (and pytrees of arrays) written for one example.
+        in_axes: which axis of each argument is the batch: an int for all arguments, or a
+            tuple with one entry per positional argument, each an int, None (the argument
+            is shared by every example, passed to f as it is) or a pytree prefix of that
+            argument with ints and Nones. Negative axes count from the end. Keyword
+            arguments are mapped over axis 0, as in JAX.
+        out_axes: where the batch axis goes in each output: an int, None (the output must
+            be the same for every example) or a pytree prefix of the output.
+
+    Returns:
+        The batched function. Every argument mapped must have the same length along its
+        batch axis.
+
+    Works with every transformation: ``wg.grad(lambda w: vmap(loss_one, (None, 0))(w, xs)
+    .sum())`` differentiates through it, ``vmap(wg.grad(loss_one), (None, 0))`` gives
+    per-example gradients, and ``wg.compile(vmap(f))`` compiles the batched graph. Python
+    control flow cannot depend on the values of mapped arguments (see `wg.trace`).
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> xs = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> wg.vmap(lambda x: x @ x)(xs)                 # one dot product per row
+        array([ 5., 25., 61.])
+        >>> w = np.array([1.0, -1.0])
+        >>> loss = lambda w, x: wnp.tanh(x @ w) ** 2
+        >>> wg.vmap(wg.grad(loss), in_axes=(None, 0))(w, xs)    # per-example gradients
+        array([[-0.63970001, -1.27940002],
+               [-1.91910003, -2.55880003],
+               [-3.19850004, -3.83820005]])
+        >>> wg.vmap(lambda x: wnp.sum(x), in_axes=1)(xs)  # map over columns
+        array([ 9., 12.])
+    """
+    _check_fun(f, "vmap")
+    _check_spec(in_axes, "in_axes")
+    _check_spec(out_axes, "out_axes")
+
+    @functools.wraps(f)
+    def vmapped(*args, **kwargs):
+        leaves, tree = flatten((args, kwargs))
+        names = _labels(f, args, kwargs)
+        axes = _in_axes(in_axes, args, kwargs)
+        size, first = None, None
+        specs, values = [], []
+        for k, (x, axis, name) in enumerate(zip(leaves, axes, names)):
+            if axis is None:
+                continue
+            shape = _mapped_shape(x, name)
+            if not -len(shape) <= axis < len(shape):
+                raise ValueError(f"vmap: in_axes {axis} for argument {name!r} of shape "
+                                 f"{shape}, which has {len(shape)} axes")
+            axis %= len(shape)
+            if size is None:
+                size, first = shape[axis], (name, shape, axis)
+            elif shape[axis] != size:
+                raise ValueError(
+                    f"vmap: the mapped axes have different lengths: argument {first[0]!r} "
+                    f"of shape {first[1]} has {size} along axis {first[2]}, argument "
+                    f"{name!r} of shape {shape} has {shape[axis]} along axis {axis}")
+            specs.append((k, ShapeDtype(shape[:axis] + shape[axis + 1:], _dtype(x))))
+            values.append(x if axis == 0 else _to_front(x, axis))
+        if size is None:
+            raise ValueError("vmap: no argument is mapped (in_axes is None for all of "
+                             "them); say which axis of which argument is the batch")
+        graph = _trace_example(f, tree, leaves, names, specs)
+        captured = [outer for outer, _ in graph.captured.values()]
+        results = run(graph, values + captured, [True] * len(values) + [False] * len(captured),
+                      size)
+        return _place_outputs(graph, results, out_axes, size)
+
+    return vmapped
+
+
+# --------------------------------------------------------------------------------------
+# step 1: one example's graph
+# --------------------------------------------------------------------------------------
+def _trace_example(f, tree, leaves, names, specs) -> Graph:
+    graph = Graph()
+    graph.captured = {}
+    call = list(leaves)
+    inputs = []
+    for k, spec in specs:
+        call[k] = graph.input(spec, names[k])
+        inputs.append(call[k])
+    with recording(graph):
+        args, kwargs = unflatten(tree, call)
+        out = f(*args, **kwargs)
+    out_leaves, out_tree = flatten(out)
+    out_leaves, out_tree = hold_constants(out_tree, out_leaves, _held)
+    graph.outputs = [graph.lift(x) for x in out_leaves]
+    graph.inputs = inputs + [inner for _, inner in graph.captured.values()]
+    graph.out_tree = out_tree
+    if any(n.op.name == "copy" for n in graph.nodes):      # (a grad inside f)
+        captured = graph.captured
+        graph = graph.inline_copies()
+        graph.captured = captured
+    return graph
+
+
+def _held(x) -> bool:
+    """Output leaves that are no numbers or arrays (strings, objects) stay as they are."""
+    return not (type(x) is Node or isinstance(x, (int, float, complex, np.ndarray, np.generic)))
+
+
+# --------------------------------------------------------------------------------------
+# step 2: the graph evaluated on a batch
+# --------------------------------------------------------------------------------------
+def run(graph, values, mapped, size):
+    """Evaluate `graph` with its inputs bound to `values`, those with ``mapped[k]`` carrying
+    a batch of `size` examples on axis 0: ``[(value, mapped)]`` for each output.  Values
+    may be arrays or traced values (the batched operations are then recorded)."""
+    env = {}
+    for node, v, m in zip(graph.inputs, values, mapped):
+        env[node.index] = (v, m)
+    for node in graph.live_nodes(graph.outputs):
+        if node.index in env:
+            continue
+        if node.op is CONST or (node.op is INPUT and node.value is not None):
+            # (an input with a value: a transformation inside f made it of a shared
+            # argument, a number known when f was traced)
+            env[node.index] = (node.value, False)
+            continue
+        if node.op is INPUT:
+            raise AssertionError(f"vmap: input {node.label()} is not bound")
+        args = [env[a.index][0] for a in node.args]
+        flags = [env[a.index][1] for a in node.args]
+        if any(flags):
+            env[node.index] = (apply_batched(node, args, flags, size), True)
+        else:
+            env[node.index] = (node.op(*args, **node.params), False)
+    return [env[o.index] for o in graph.outputs]
+
+
+def apply_batched(node, args, mapped, size):
+    """`node`'s operation on batched arguments: its primitive's rule, else its
+    decomposition batched, else one call per example."""
+    op = node.op
+    if op.batch is not None:
+        out = op.batch(args, mapped, node)
+        if out is not None:                 # (None: the rule does not cover this case)
+            return out
+    if op.decomposition is not None:
+        example = Graph()
+        inputs = [example.input(ShapeDtype(a.shape, a.dtype), f"a{k}")
+                  for k, a in enumerate(node.args)]
+        with recording(example):
+            example.outputs = [example.lift(op.decomposition(*inputs, **node.params))]
+        example.inputs = inputs
+        out, m = run(example, args, mapped, size)[0]
+        return out if m else batched(out, False, size)
+    return _one_per_example(node, args, mapped, size)
+
+
+def _one_per_example(node, args, mapped, size):
+    if size == 0:
+        return np.zeros((0,) + node.shape, node.dtype)
+    rows = []
+    for b in range(size):
+        out = node.op(*[A.getitem(a, index=(b,)) if m else a for a, m in zip(args, mapped)],
+                      **node.params)
+        rows.append(A.reshape(out, shape=(1,) + node.shape))
+    return rows[0] if size == 1 else A.concatenate(*rows, axis=0)
+
+
+def _place_outputs(graph, results, out_axes, size):
+    slots = unflatten(graph.out_tree, [_Slot(k) for k in range(len(results))])
+    axes = [None] * len(results)
+    for slot, axis in _prefix_axes(out_axes, slots, "out_axes", "the output"):
+        if type(slot) is _Slot:
+            axes[slot.k] = axis
+    outs = []
+    for k, ((v, m), axis) in enumerate(zip(results, axes)):
+        if axis is None:
+            if m:
+                raise ValueError(f"vmap: out_axes is None for output {k}, but it differs "
+                                 "from one example to the next; give it an axis")
+            outs.append(v)
+            continue
+        v = batched(v, m, size)
+        rank = len(shape_of(v))
+        if not -rank <= axis < rank:
+            raise ValueError(f"vmap: out_axes {axis} for output {k} of shape "
+                             f"{tuple(shape_of(v))}, which has {rank} axes")
+        axis %= rank
+        if axis:
+            v = A.transpose(v, axes=tuple(range(1, axis + 1)) + (0,) +
+                            tuple(range(axis + 1, rank)))
+        outs.append(v)
+    return unflatten(graph.out_tree, outs)
+
+
+class _Slot:
+    """Stands for output k while out_axes is matched against the output's structure."""
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+
+# --------------------------------------------------------------------------------------
+# in_axes and out_axes
+# --------------------------------------------------------------------------------------
+def _check_spec(spec, what):
+    leaves, _ = flatten(spec)
+    for a in leaves:
+        if not (a is None or (isinstance(a, (int, np.integer)) and not isinstance(a, bool))):
+            raise TypeError(f"vmap: {what} holds {a!r}; it takes ints (axes) and None "
+                            "(not mapped), alone or in a tuple, list or dict")
+
+
+def _in_axes(spec, args, kwargs):
+    """One axis (or None) per leaf of ``(args, kwargs)``, in flatten's order."""
+    if isinstance(spec, (list, tuple)):
+        if len(spec) != len(args):
+            raise ValueError(f"vmap: in_axes has {len(spec)} entries for {len(args)} "
+                             "positional arguments")
+        axes = []
+        for k, (s, a) in enumerate(zip(spec, args)):
+            axes += [axis for _, axis in _prefix_axes(s, a, "in_axes", f"argument {k}")]
+    else:
+        axes = [spec] * len(flatten(args)[0])
+    return axes + [0] * len(flatten(kwargs)[0])
+
+
+def _prefix_axes(spec, tree, what, where):
+    """``(leaf, axis)`` for each leaf of `tree`, `spec` being a pytree prefix of it whose
+    leaves are axes (or None)."""
+    if spec is None or isinstance(spec, (int, np.integer)):
+        return [(leaf, None if spec is None else int(spec)) for leaf in flatten(tree)[0]]
+    if isinstance(spec, dict) and isinstance(tree, dict) and set(spec) == set(tree):
+        keys = sorted(spec)
+    elif isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple)) \
+            and len(spec) == len(tree):
+        keys = range(len(spec))
+    else:
+        raise ValueError(f"vmap: {what} {spec!r} does not match the structure of {where} "
+                         f"({_describe(tree)})")
+    out = []
+    for key in keys:
+        out += _prefix_axes(spec[key], tree[key], what, where)
+    return out
+
+
+def _describe(tree):
+    if isinstance(tree, dict):
+        return f"a dict with keys {sorted(tree)}"
+    if isinstance(tree, (list, tuple)):
+        return f"a {type(tree).__name__} of {len(tree)}"
+    return f"a {type(tree).__name__}"
+
+
+def _labels(f, args, kwargs):
+    names = _param_names(f)
+    labels = []
+    for k, a in enumerate(args):
+        labels += _leaf_names(names[k] if k < len(names) else f"arg{k}",
+                              len(flatten(a)[0]))
+    for key in sorted(kwargs):
+        labels += _leaf_names(key, len(flatten(kwargs[key])[0]))
+    return labels
+
+
+def _mapped_shape(x, name):
+    if type(x) is Node or isinstance(x, (np.ndarray, np.generic)) or \
+            isinstance(x, (int, float, complex)):
+        return tuple(shape_of(x))
+    raise TypeError(f"vmap: argument {name!r} is a {type(x).__name__}, which has no axis to "
+                    "map over; give it in_axes None to pass it to f as it is")
+
+
+def _dtype(x):
+    if type(x) is Node:
+        return x.dtype
+    return np.asarray(x).dtype if not isinstance(x, float) else np.dtype(np.float64)
+
+
+def _to_front(x, axis):
+    rank = len(shape_of(x))
+    return A.transpose(x, axes=(axis,) + tuple(k for k in range(rank) if k != axis))
