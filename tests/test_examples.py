@@ -42,3 +42,26 @@ def test_impedance_fit_recovers_the_circuit(capsys):
     np.testing.assert_allclose(grad(theta, *args), fd_grad, rtol=1e-6, atol=1e-10)
     np.testing.assert_allclose(wg.hessian(example.loss)(theta, *args), fd_hess, rtol=1e-5,
                                atol=1e-9)
+
+
+def test_per_example_gradients_find_the_flipped_labels(capsys):
+    example = load("per_example_gradients")
+    accuracy, found = example.main()
+    assert accuracy > 0.9 and found >= 15, (accuracy, found)
+    assert "largest gradient norms" in capsys.readouterr().out
+    # the per-example gradients it stood on: each against central differences
+    import numpy as np
+    x, y, _ = example.make_data()
+    rng = np.random.default_rng(1)
+    params = (rng.normal(size=example.DIM), 0.3)
+    gw, gb = example.per_example_grads(params, x[:5], y[:5])
+    eps = 1e-6
+    for k in range(5):
+        for i in range(example.DIM):
+            e = np.eye(example.DIM)[i] * eps
+            fd = (example.loss((params[0] + e, 0.3), x[k], y[k])
+                  - example.loss((params[0] - e, 0.3), x[k], y[k])) / (2 * eps)
+            assert abs(gw[k, i] - fd) < 1e-7
+        fd = (example.loss((params[0], 0.3 + eps), x[k], y[k])
+              - example.loss((params[0], 0.3 - eps), x[k], y[k])) / (2 * eps)
+        assert abs(gb[k] - fd) < 1e-7

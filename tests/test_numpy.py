@@ -1568,3 +1568,14 @@ def test_array_likes_holding_traced_values_are_arrays():
         check_grads(f, t, order=1)
     # the eager graph is the stacking and the function: no conversion through NumPy
     assert "stack" not in str(wg.trace(lambda t: np.exp(t), t))
+
+
+def test_numpy_function_with_the_traced_value_second():
+    """numpy.take_along_axis(plain, traced indices): NumPy's dispatch reaches wengert's
+    function with a plain first argument, which must not be handed back to NumPy."""
+    import numpy
+    x = numpy.arange(6.0).reshape(3, 2)
+    f = lambda w: np.sum(numpy.take_along_axis(x, np.argsort(w, axis=0), axis=0) * w)
+    w = numpy.array([[3.0, 1.0], [1.0, 2.0], [2.0, 3.0]])
+    want = numpy.take_along_axis(x, numpy.argsort(w, axis=0), axis=0)
+    numpy.testing.assert_allclose(wg.grad(f)(w), want)
