@@ -191,8 +191,20 @@ def _stacked_pair(args, mapped, node):
             rb = 2
             b = A.reshape(b, shape=tuple(shape_of(b)) + (1,))
     rank = max(ra, rb)
+    size = _size(args, mapped)
+    if node.op is A.matmul:
+        sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
+        if sa[-1] == 1:
+            # an outer product (a per-example weight gradient, xᵀ·g): NumPy's matmul
+            # loops over a stack of such thin products, a broadcast product does not
+            out = S.mul(lift_rank(a, ma, rank), lift_rank(b, mb, rank))
+            return A.reshape(out, shape=(size,) + node.shape)
+        if ma and not mb and rb == 2:
+            # shared weights: the batch and a's rows are all rows of one product
+            out = node.op(A.reshape(a, shape=(-1, sa[-1])), b)
+            return A.reshape(out, shape=(size,) + node.shape)
     out = node.op(lift_rank(a, ma, rank), lift_rank(b, mb, rank))
-    return A.reshape(out, shape=(_size(args, mapped),) + node.shape)
+    return A.reshape(out, shape=(size,) + node.shape)
 
 
 def _fold_into_n(args, mapped, node):

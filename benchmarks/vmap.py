@@ -1,0 +1,140 @@
+"""Per-example gradients: wg.vmap(wg.grad(loss)) against a loop and against the peers.
+
+    python benchmarks/vmap.py            # 9 repeats
+    python benchmarks/vmap.py --quick    # 3 short repeats
+
+The loss is that of one example of a tanh MLP 64-128-10 with softmax cross-entropy (the
+8x8 digits' sizes), and the batch holds 128 examples: every implementation returns the
+128 gradients of all four parameter arrays.  Timed, single-threaded:
+
+* wengert: ``wg.vmap(wg.grad(loss), in_axes=(None, 0, 0))``, traced on every call;
+* wengert-jit: the same under ``wg.compile``, traced once;
+* wengert-loop: a Python loop of ``wg.grad(loss)``, one example at a time;
+* autograd-loop: autograd has no vmap, so a loop of ``autograd.grad``;
+* torch: ``torch.func.vmap(torch.func.grad(loss))``, eager;
+* jax-jit: ``jax.jit(jax.vmap(jax.grad(loss)))``.
+
+Each peer's gradients are checked against wengert's first, and wengert's against a loop of
+``wg.grad``.  Ratios are paired within each repeat (see timing.py).
+"""
+import argparse
+import sys
+from importlib.metadata import version
+
+import single_thread  # noqa: F401  (pins the thread pools: before numpy)
+import numpy as np
+
+from timing import fmt_ratio, paired_ratio, time_interleaved
+
+SIZES, BATCH = (64, 128, 10), 128
+
+
+def data():
+    rng = np.random.default_rng(0)
+    (i, h, o) = SIZES
+    params = (rng.normal(size=(i, h)) / np.sqrt(i), np.zeros(h),
+              rng.normal(size=(h, o)) / np.sqrt(h), np.zeros(o))
+    return params, rng.normal(size=(BATCH, i)), rng.integers(0, o, size=BATCH)
+
+
+def make_wengert(params, x, y, how="vmap"):
+    import wengert as wg
+    import wengert.nn as nn
+    import wengert.numpy as wnp
+
+    def loss(p, x, y):
+        w1, b1, w2, b2 = p
+        return nn.cross_entropy((wnp.tanh(x @ w1 + b1) @ w2 + b2)[None], y[None])
+    if how == "loop":
+        g = wg.grad(loss)
+
+        def grads():
+            rows = [g(params, x[k], y[k]) for k in range(len(x))]
+            return [np.stack(r) for r in zip(*rows)]
+        return version("wengert"), grads
+    g = wg.vmap(wg.grad(loss), in_axes=(None, 0, 0))
+    if how == "jit":
+        g = wg.compile(g, params, x, y)
+    return version("wengert"), lambda: list(g(params, x, y))
+
+
+def make_autograd(params, x, y):
+    import autograd
+    import autograd.numpy as anp
+    from autograd.scipy.special import logsumexp
+
+    def loss(p, x, y):
+        w1, b1, w2, b2 = p
+        z = anp.tanh(x @ w1 + b1) @ w2 + b2
+        return logsumexp(z) - z[y]
+    g = autograd.grad(loss)
+
+    def grads():
+        rows = [g(params, x[k], y[k]) for k in range(len(x))]
+        return [np.stack(r) for r in zip(*rows)]
+    return version("autograd"), grads
+
+
+def make_torch(params, x, y):
+    import torch
+    from torch.func import grad, vmap
+    torch.set_num_threads(1)
+    pt = tuple(torch.from_numpy(p) for p in params)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+    def loss(p, x, y):
+        w1, b1, w2, b2 = p
+        z = torch.tanh(x @ w1 + b1) @ w2 + b2
+        return torch.nn.functional.cross_entropy(z[None], y[None])
+    g = vmap(grad(loss), in_dims=(None, 0, 0))
+    return torch.__version__, lambda: [a.numpy() for a in g(pt, xt, yt)]
+
+
+def make_jax(params, x, y):
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    def loss(p, x, y):
+        w1, b1, w2, b2 = p
+        z = jnp.tanh(x @ w1 + b1) @ w2 + b2
+        return jax.nn.logsumexp(z) - z[y]
+    g = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+    pj = tuple(jnp.asarray(p) for p in params)
+    xj, yj = jnp.asarray(x), jnp.asarray(y)
+    return jax.__version__, lambda: [np.asarray(a) for a in jax.block_until_ready(g(pj, xj, yj))]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="3 short repeats")
+    args = ap.parse_args(argv)
+    repeats, min_time = (3, 0.05) if args.quick else (9, 0.2)
+    params, x, y = data()
+    makers = {"wengert": make_wengert,
+              "wengert-jit": lambda *a: make_wengert(*a, how="jit"),
+              "wengert-loop": lambda *a: make_wengert(*a, how="loop"),
+              "autograd-loop": make_autograd, "torch": make_torch, "jax-jit": make_jax}
+    fns, versions = {}, {}
+    for name, make in makers.items():
+        try:
+            versions[name], fns[name] = make(params, x, y)
+        except ImportError:
+            print(f"{name:<14} skipped (not installed)")
+    reference = fns["wengert"]()
+    for name, fn in fns.items():
+        if not all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip(fn(), reference)):
+            print(f"WARNING: {name}'s gradients differ from wengert's")
+    times = time_interleaved(fns, repeats, min_time)
+    print(f"\nper-example gradients, tanh MLP {'-'.join(map(str, SIZES))}, "
+          f"{BATCH} examples, float64, median of {repeats} repeats")
+    print(f"{'name':<14} {'version':<12} {'ms/batch':>9} {'vs wengert':>11}")
+    for name, (samples, _, _) in times.items():
+        ms = sorted(samples)[len(samples) // 2] * 1e3
+        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, "wengert")
+        print(f"{name:<14} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>11}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
