@@ -36,7 +36,7 @@ from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .primitives.pack import part, place
-from .primitives.registry import Primitive, is_weak
+from .primitives.registry import Primitive, is_weak, _innermost as innermost
 from .tree import flatten, unflatten
 
 __all__ = ["checkpoint", "checkpointed_loop"]
@@ -159,16 +159,22 @@ class Checkpoint(Primitive):
         return f_of
 
     @staticmethod
-    def _graph_of(xs):
-        """Where f runs again: into the graph of its traced arguments (a symbolic sweep,
-        whose result must be differentiable again), or (None) into a fresh graph."""
-        return next((x.graph for x in xs if type(x) is Node), None)
+    def _graph_of(values):
+        """Where f runs again: into the innermost graph of the traced values among its
+        arguments and the direction swept (a symbolic sweep, whose result must be
+        differentiable again; a direction of wg.vmap's trace), or (None) into a fresh
+        graph."""
+        graphs = {x.graph for x in values if type(x) is Node}
+        if len(graphs) > 1:
+            return innermost(graphs, next(iter(graphs)))
+        return next(iter(graphs), None)
 
     @contextmanager
-    def _again(self, xs, which):
+    def _again(self, xs, which, direction):
         """Record f of the arguments `which` again; yield the call, its output nodes and
-        the plan of a sweep.  A fresh graph is released afterwards."""
-        graph = self._graph_of(xs)
+        the plan of a sweep along `direction` (tangents or a cotangent).  A fresh graph is
+        released afterwards."""
+        graph = self._graph_of(list(xs) + list(direction))
         with recording(graph):
             call = _Call(self._restricted(xs, which), tuple(xs[i] for i in which), {},
                          range(len(which)), self.name, [])
@@ -180,7 +186,7 @@ class Checkpoint(Primitive):
     def _jvp_rule(self, ts, *args, **params):
         xs = args[:-1]
         which = [i for i, t in enumerate(ts) if t is not None]
-        with self._again(xs, which) as (call, outs, plan):
+        with self._again(xs, which, ts) as (call, outs, plan):
             touts = ad.forward(plan, call.inputs, [ts[i] for i in which], outs, call.symbolic)
             touts = [call.zeros(o) if t is None else t for t, o in zip(touts, outs)]
         return self.pack(touts)
@@ -188,7 +194,7 @@ class Checkpoint(Primitive):
     def _vjp_rule(self, g, *args, **params):
         xs = args[:-1]
         which = [i for i, x in enumerate(xs) if aval(x)[1].kind == "f"]
-        with self._again(xs, which) as (call, outs, plan):
+        with self._again(xs, which, (g,)) as (call, outs, plan):
             cts = ad.reverse(plan, call.inputs, outs, self.unpack(g), call.symbolic)
         out = [None] * len(xs)
         for i, c in zip(which, cts):
