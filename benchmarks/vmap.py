@@ -16,6 +16,12 @@ The loss is that of one example of a tanh MLP 64-128-10 with softmax cross-entro
 
 Each peer's gradients are checked against wengert's first, and wengert's against a loop of
 ``wg.grad``.  Ratios are paired within each repeat (see timing.py).
+
+A second table times the dense Jacobian of a two-layer tanh map R^100 -> R^100,
+``tanh(W2 tanh(W1 x))``, by reverse and forward mode: wengert's `jacrev`/`jacfwd`, which
+batch their sweeps with vmap, against the same with one sweep per direction
+(``BATCHED_SWEEPS_FROM`` raised), autograd's ``jacobian`` (a loop of reverse sweeps),
+``torch.func.jacrev``/``jacfwd`` and JAX's jit-compiled ``jacrev``/``jacfwd``.
 """
 import argparse
 import sys
@@ -105,6 +111,88 @@ def make_jax(params, x, y):
     return jax.__version__, lambda: [np.asarray(a) for a in jax.block_until_ready(g(pj, xj, yj))]
 
 
+JAC_N = 100
+
+
+def jacobian_makers():
+    rng = np.random.default_rng(1)
+    w1, w2 = (rng.normal(size=(JAC_N, JAC_N)) / np.sqrt(JAC_N) for _ in range(2))
+    x = rng.normal(size=JAC_N)
+
+    def make_wengert(mode, batched=True):
+        import wengert as wg
+        import wengert.api as api
+        import wengert.numpy as wnp
+        jac = (wg.jacrev if mode == "rev" else wg.jacfwd)(
+            lambda x: wnp.tanh(w2 @ wnp.tanh(w1 @ x)))
+        if batched:
+            return version("wengert"), lambda: jac(x)
+
+        def one_sweep_each():
+            saved, api.BATCHED_SWEEPS_FROM = api.BATCHED_SWEEPS_FROM, 1 << 60
+            try:
+                return jac(x)
+            finally:
+                api.BATCHED_SWEEPS_FROM = saved
+        return version("wengert"), one_sweep_each
+
+    def make_autograd(mode):
+        import autograd
+        import autograd.numpy as anp
+        jac = autograd.jacobian(lambda x: anp.tanh(w2 @ anp.tanh(w1 @ x)))
+        return version("autograd"), lambda: jac(x)
+
+    def make_torch(mode):
+        import torch
+        from torch.func import jacfwd, jacrev
+        torch.set_num_threads(1)
+        t1, t2, xt = (torch.from_numpy(a) for a in (w1, w2, x))
+        jac = (jacrev if mode == "rev" else jacfwd)(lambda x: torch.tanh(t2 @ torch.tanh(t1 @ x)))
+        return torch.__version__, lambda: jac(xt).numpy()
+
+    def make_jax(mode):
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        j1, j2, xj = (jnp.asarray(a) for a in (w1, w2, x))
+        jac = jax.jit((jax.jacrev if mode == "rev" else jax.jacfwd)(
+            lambda x: jnp.tanh(j2 @ jnp.tanh(j1 @ x))))
+        return jax.__version__, lambda: np.asarray(jax.block_until_ready(jac(xj)))
+
+    makers = {}
+    for mode in ("rev", "fwd"):
+        makers[f"wengert-{mode}"] = lambda mode=mode: make_wengert(mode)
+        makers[f"wengert-{mode}-loop"] = lambda mode=mode: make_wengert(mode, batched=False)
+        if mode == "rev":
+            makers["autograd"] = lambda mode=mode: make_autograd(mode)
+        makers[f"torch-{mode}"] = lambda mode=mode: make_torch(mode)
+        makers[f"jax-jit-{mode}"] = lambda mode=mode: make_jax(mode)
+    return makers
+
+
+def run_table(makers, title, base, repeats, min_time, unit):
+    fns, versions = {}, {}
+    for name, make in makers.items():
+        try:
+            versions[name], fns[name] = make()
+        except ImportError:
+            print(f"{name:<16} skipped (not installed)")
+    reference = fns[base]()
+    for name, fn in fns.items():
+        got = fn()
+        same = all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip(got, reference)) \
+            if isinstance(reference, list) else np.allclose(got, reference, rtol=1e-9, atol=1e-12)
+        if not same:
+            print(f"WARNING: {name}'s result differs from {base}'s")
+    times = time_interleaved(fns, repeats, min_time)
+    print(f"\n{title}, median of {repeats} repeats")
+    print(f"{'name':<16} {'version':<12} {unit:>9} {'vs ' + base:>16}")
+    for name, (samples, _, _) in times.items():
+        ms = sorted(samples)[len(samples) // 2] * 1e3
+        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, base)
+        print(f"{name:<16} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>16}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 short repeats")
@@ -115,24 +203,11 @@ def main(argv=None):
               "wengert-jit": lambda *a: make_wengert(*a, how="jit"),
               "wengert-loop": lambda *a: make_wengert(*a, how="loop"),
               "autograd-loop": make_autograd, "torch": make_torch, "jax-jit": make_jax}
-    fns, versions = {}, {}
-    for name, make in makers.items():
-        try:
-            versions[name], fns[name] = make(params, x, y)
-        except ImportError:
-            print(f"{name:<14} skipped (not installed)")
-    reference = fns["wengert"]()
-    for name, fn in fns.items():
-        if not all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip(fn(), reference)):
-            print(f"WARNING: {name}'s gradients differ from wengert's")
-    times = time_interleaved(fns, repeats, min_time)
-    print(f"\nper-example gradients, tanh MLP {'-'.join(map(str, SIZES))}, "
-          f"{BATCH} examples, float64, median of {repeats} repeats")
-    print(f"{'name':<14} {'version':<12} {'ms/batch':>9} {'vs wengert':>11}")
-    for name, (samples, _, _) in times.items():
-        ms = sorted(samples)[len(samples) // 2] * 1e3
-        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, "wengert")
-        print(f"{name:<14} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>11}")
+    run_table({name: (lambda make=make: make(params, x, y)) for name, make in makers.items()},
+              f"per-example gradients, tanh MLP {'-'.join(map(str, SIZES))}, {BATCH} "
+              "examples, float64", "wengert", repeats, min_time, "ms/batch")
+    run_table(jacobian_makers(), f"dense Jacobian of tanh(W2 tanh(W1 x)), {JAC_N} -> {JAC_N}",
+              "wengert-rev", repeats, min_time, "ms/jac")
     return 0
 
 

@@ -371,3 +371,60 @@ def test_derivative_of_per_example_gradients():
     assert_close(penalty(w), loop(w), rtol=1e-12)
     assert_close(wg.grad(penalty)(w), wg.grad(loop)(w), rtol=1e-10, atol=1e-12)
     check_grads(penalty, w, order=1)
+
+
+# --- Jacobians by batched sweeps ----------------------------------------------------------
+def _jacobian_cases():
+    rng = np.random.default_rng(10)
+    a = rng.normal(size=(3, 4))
+
+    def pytree_f(p, x):
+        return {"y": wnp.tanh(p["w"] @ x) * p["s"], "n": wnp.sum(x ** 2), "i": wnp.argmax(x)}
+    p = {"w": a, "s": np.float64(1.5)}
+    x = rng.normal(size=4)
+    return [
+        (lambda x: wnp.sin(x) * wnp.sum(x ** 2), (rng.normal(size=9),), 0),
+        (lambda m: wnp.linalg.inv(m) @ m[:, 0], (rng.normal(size=(3, 3)) + 3 * np.eye(3),), 0),
+        (pytree_f, (p, x), (0, 1)),
+        (lambda x: wnp.cumprod(x.astype(np.float32)), (rng.normal(size=8).astype(np.float32),), 0),
+        (wg.checkpoint(lambda x: wnp.exp(wnp.sin(x)) * x[::-1]), (rng.normal(size=8),), 0),
+    ]
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_batched_jacobians_equal_one_sweep_per_direction(k, monkeypatch):
+    import wengert.api as api
+    f, args, argnums = _jacobian_cases()[k]
+    results = {}
+    for start, budget in ((10 ** 9, 1 << 22), (1, 1 << 22), (1, 5)):   # loop, batched,
+        monkeypatch.setattr(api, "BATCHED_SWEEPS_FROM", start)           # batched in chunks
+        monkeypatch.setattr(api, "BATCHED_SWEEP_ELEMENTS", budget)
+        results[start, budget] = [flatten_all(j(f, argnums)(*args))
+                                  for j in (wg.jacfwd, wg.jacrev)]
+    loop = results[10 ** 9, 1 << 22]
+    for key, res in results.items():
+        for got, want in zip(res, loop):
+            for g, w in zip(got, want):
+                assert np.shape(g) == np.shape(w) and np.asarray(g).dtype == np.asarray(w).dtype
+                assert_close(g, w, rtol=1e-12, atol=1e-14)
+
+
+def flatten_all(tree):
+    from wengert.tree import flatten
+    return [np.asarray(v) for v in flatten(tree)[0]]
+
+
+def test_batched_hessian_against_differences(monkeypatch):
+    """A Hessian large enough for batched sweeps (both levels), against differences of
+    the gradient, and equal to the one by a sweep per direction."""
+    import wengert.api as api
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(12, 12))
+    f = lambda x: wnp.sum(wnp.tanh(a @ x) ** 2) + wnp.prod(wnp.cos(x))
+    x = rng.normal(size=12)
+    h = wg.hessian(f)(x)
+    eps, g = 1e-6, wg.grad(f)
+    fd = np.stack([(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in np.eye(12)])
+    assert_close(h, fd, rtol=1e-6, atol=1e-7)
+    monkeypatch.setattr(api, "BATCHED_SWEEPS_FROM", 10 ** 9)
+    assert_close(h, wg.hessian(f)(x), rtol=1e-12, atol=1e-13)

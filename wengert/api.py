@@ -560,11 +560,44 @@ def _basis(node):
         yield e.reshape(node.shape)
 
 
+#: Sweeps along at least this many unit directions run as one batched sweep (wg.vmap of
+#: the sweep): tracing it costs about as much as four to eight sweeps of their own.
+BATCHED_SWEEPS_FROM = 8
+#: ... in chunks of at most this many elements of intermediate values (directions times
+#: the elements the plan's nodes hold), which bounds the memory a batched sweep takes.
+BATCHED_SWEEP_ELEMENTS = 1 << 22
+
+
+def _sweeps(sweep, node, plan, count):
+    """``sweep(e)`` (a list of `count` results) for every unit direction e of `node`,
+    stacked: for each result, its values for all directions in order (a list of them, or
+    an array with the directions on axis 0)."""
+    if node.size < BATCHED_SWEEPS_FROM:
+        pieces = [sweep(e) for e in _basis(node)]
+        return [list(p) for p in zip(*pieces)] if pieces else [[] for _ in range(count)]
+    from .vectorize import vmap
+    held = sum(n.size for n in plan) or 1
+    chunk = max(1, min(node.size, BATCHED_SWEEP_ELEMENTS // held))
+    batched = vmap(sweep)
+    pieces = []
+    for start in range(0, node.size, chunk):
+        k = min(chunk, node.size - start)
+        eye = np.zeros((k, node.size), node.dtype)
+        eye[np.arange(k), start + np.arange(k)] = 1.0
+        pieces.append(batched(eye.reshape((k,) + node.shape)))
+    return [p[0] if len(p) == 1 else wnp.concatenate(p, axis=0) for p in zip(*pieces)]
+
+
 def _assemble(pieces, out_shape, in_shape, axis):
     """One Jacobian block of shape out_shape + in_shape from sweep results: forward sweeps
     give one column (out_shape) per input element, stacked last (axis=-1); reverse sweeps
-    give one row (in_shape) per output element, stacked first (axis=0).  Works on numbers
-    and on traced values alike."""
+    give one row (in_shape) per output element, stacked first (axis=0).  `pieces` is a
+    list of them, or an array holding them on axis 0 (a batched sweep's).  Works on
+    numbers and on traced values alike."""
+    if type(pieces) is not list:
+        if axis == -1:
+            pieces = wnp.moveaxis(pieces, 0, -1)
+        return wnp.reshape(pieces, out_shape + in_shape)
     if not pieces:                  # no element to sweep along: an empty block
         return np.zeros(out_shape + in_shape)
     if len(pieces) == 1 and (in_shape == () if axis == -1 else out_shape == ()):
@@ -621,7 +654,9 @@ def _jacobian(f, argnums, who, mode):
 
 def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
     """The Jacobian of a recorded call by one forward sweep per input element (mode "fwd")
-    or one reverse sweep per output element ("rev"), in `jacfwd`'s layout."""
+    or one reverse sweep per output element ("rev"), in `jacfwd`'s layout.  The sweeps
+    along the elements of one array run as one batched sweep where there are enough of
+    them (`_sweeps`)."""
     plan = call.graph.between(call.inputs, out_nodes)
     symbolic = call.symbolic
     n_in, n_out = len(call.inputs), len(out_nodes)
@@ -637,29 +672,30 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
             entries[i] = [call.zero_block(o, x) for x in call.inputs]
     if mode == "fwd":
         for j, x in enumerate(call.inputs):
-            cols = [[] for _ in range(n_out)]
-            for e in _basis(x):
+            def sweep(t, j=j):
                 ts = [None] * n_in
-                ts[j] = e
-                for i, t in enumerate(ad.forward(plan, call.inputs, ts, out_nodes, symbolic)):
-                    cols[i].append(call.zeros(out_nodes[i]) if t is None else t)
+                ts[j] = t
+                return [call.zeros(out_nodes[i]) if t is None else t
+                        for i, t in enumerate(ad.forward(plan, call.inputs, ts, out_nodes,
+                                                         symbolic))]
+            cols = _sweeps(sweep, x, plan, n_out)
             for i in swept:
                 o = out_nodes[i]
-                entries[i][j] = call.jacobian_block(
-                    _assemble(cols[i], o.shape, x.shape, axis=-1), o, x)
+                entries[i][j] = call.jacobian_block(_assemble(cols[i], o.shape, x.shape,
+                                                              axis=-1), o, x)
     else:
         for i in swept:
-            o = out_nodes[i]
-            rows = [[] for _ in range(n_in)]
-            for e in _basis(o):
+            def sweep(ct, i=i):
                 cts = [None] * n_out
-                cts[i] = e
-                for j, g in enumerate(ad.reverse(plan, call.inputs, out_nodes, cts,
-                                                 symbolic)):
-                    rows[j].append(call.zeros(call.inputs[j]) if g is None else g)
+                cts[i] = ct
+                return [call.zeros(call.inputs[j]) if g is None else g
+                        for j, g in enumerate(ad.reverse(plan, call.inputs, out_nodes, cts,
+                                                         symbolic))]
+            o = out_nodes[i]
+            rows = _sweeps(sweep, o, plan, n_in)
             for j, x in enumerate(call.inputs):
-                entries[i][j] = call.jacobian_block(
-                    _assemble(rows[j], o.shape, x.shape, axis=0), o, x)
+                entries[i][j] = call.jacobian_block(_assemble(rows[j], o.shape, x.shape,
+                                                              axis=0), o, x)
     out_leaves = []
     for i in range(n_out):
         per_arg = call.split(entries[i])
@@ -669,7 +705,9 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
 
 def jacfwd(f, argnums=0):
     """The Jacobian of f by forward mode: one forward sweep per input element (ADDS's
-    ``dfu``).  Cheaper than `jacrev` when there are fewer inputs than outputs.
+    ``dfu``).  Cheaper than `jacrev` when there are fewer inputs than outputs.  The
+    sweeps along the elements of an array argument (8 or more) run as one sweep of a
+    batch of directions (`wg.vmap` of the sweep), in chunks that bound its memory.
 
     The result has f's output structure; each of its leaves has the structure of the
     differentiated argument(s), and the block for an output of shape S and an input of
@@ -687,7 +725,7 @@ def jacfwd(f, argnums=0):
 def jacrev(f, argnums=0):
     """The Jacobian of f by reverse mode: one reverse sweep per output element (ADDS's
     ``dfd``).  Cheaper than `jacfwd` when there are fewer outputs than inputs.  Same result
-    layout as `jacfwd`.
+    layout as `jacfwd`; an array output's sweeps are batched as `jacfwd`'s are.
 
     Example:
         >>> import wengert as wg

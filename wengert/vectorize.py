@@ -81,11 +81,12 @@ def vmap(f, in_axes=0, out_axes=0):
     _check_fun(f, "vmap")
     _check_spec(in_axes, "in_axes")
     _check_spec(out_axes, "out_axes")
+    params = _param_names(f)        # (once: a signature costs tens of microseconds)
 
     @functools.wraps(f)
     def vmapped(*args, **kwargs):
         leaves, tree = flatten((args, kwargs))
-        names = _labels(f, args, kwargs)
+        names = _labels(params, args, kwargs)
         axes = _in_axes(in_axes, args, kwargs)
         size, first = None, None
         specs, values = [], []
@@ -122,7 +123,7 @@ def vmap(f, in_axes=0, out_axes=0):
 # step 1: one example's graph
 # --------------------------------------------------------------------------------------
 def _trace_example(f, tree, leaves, names, specs) -> Graph:
-    graph = Graph()
+    graph = Graph(optimize=False)   # (traced on every call: as cheaply as an eager call)
     graph.captured = {}
     call = list(leaves)
     inputs = []
@@ -296,8 +297,7 @@ def _describe(tree):
     return f"a {type(tree).__name__}"
 
 
-def _labels(f, args, kwargs):
-    names = _param_names(f)
+def _labels(names, args, kwargs):
     labels = []
     for k, a in enumerate(args):
         labels += _leaf_names(names[k] if k < len(names) else f"arg{k}",
