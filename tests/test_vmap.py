@@ -428,3 +428,14 @@ def test_batched_hessian_against_differences(monkeypatch):
     assert_close(h, fd, rtol=1e-6, atol=1e-7)
     monkeypatch.setattr(api, "BATCHED_SWEEPS_FROM", 10 ** 9)
     assert_close(h, wg.hessian(f)(x), rtol=1e-12, atol=1e-13)
+
+
+def test_jacobian_of_a_rule_that_reads_numbers():
+    """A user's rules written with np.asarray cannot be traced: the Jacobian falls back
+    to one sweep per direction."""
+    sq = wg.primitive(lambda x: np.asarray(x) ** 2, name="vmap_test_numpy_rules")
+    sq.defvjp(lambda g, x, ans: (2 * np.asarray(x) * np.asarray(g),))
+    sq.defjvp(lambda ts, x, ans: 2 * np.asarray(x) * np.asarray(ts[0]))
+    x = np.arange(10.0)
+    assert_close(wg.jacrev(sq)(x), np.diag(2 * x))
+    assert_close(wg.jacfwd(sq)(x), np.diag(2 * x))

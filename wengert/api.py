@@ -572,9 +572,18 @@ def _sweeps(sweep, node, plan, count):
     """``sweep(e)`` (a list of `count` results) for every unit direction e of `node`,
     stacked: for each result, its values for all directions in order (a list of them, or
     an array with the directions on axis 0)."""
-    if node.size < BATCHED_SWEEPS_FROM:
-        pieces = [sweep(e) for e in _basis(node)]
-        return [list(p) for p in zip(*pieces)] if pieces else [[] for _ in range(count)]
+    if node.size >= BATCHED_SWEEPS_FROM:
+        try:
+            return _batched_sweeps(sweep, node, plan)
+        except ConcretizationError:
+            pass        # a rule that reads its direction's numbers (a VJP written with
+            #             np.asarray): it cannot be traced, so one sweep per direction
+    pieces = [sweep(e) for e in _basis(node)]
+    return [list(p) for p in zip(*pieces)] if pieces else [[] for _ in range(count)]
+
+
+def _batched_sweeps(sweep, node, plan):
+    """`_sweeps` by wg.vmap of the sweep over chunks of the identity."""
     from .vectorize import vmap
     held = sum(n.size for n in plan) or 1
     chunk = max(1, min(node.size, BATCHED_SWEEP_ELEMENTS // held))
