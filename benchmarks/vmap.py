@@ -17,7 +17,11 @@ The loss is that of one example of a tanh MLP 64-128-10 with softmax cross-entro
 Each peer's gradients are checked against wengert's first, and wengert's against a loop of
 ``wg.grad``.  Ratios are paired within each repeat (see timing.py).
 
-A second table times the dense Jacobian of a two-layer tanh map R^100 -> R^100,
+A second table does the same for the small CNN of arrays.py (a 3x3 convolution with 8
+channels, relu, 2x2 max-pool, dense to 10) on 64 images of 1x8x8: wengert's vmap and loop,
+torch.func and JAX jit.
+
+A third table times the dense Jacobian of a two-layer tanh map R^100 -> R^100,
 ``tanh(W2 tanh(W1 x))``, by reverse and forward mode: wengert's `jacrev`/`jacfwd`, which
 batch their sweeps with vmap, against the same with one sweep per direction
 (``BATCHED_SWEEPS_FROM`` raised), autograd's ``jacobian`` (a loop of reverse sweeps),
@@ -109,6 +113,69 @@ def make_jax(params, x, y):
     pj = tuple(jnp.asarray(p) for p in params)
     xj, yj = jnp.asarray(x), jnp.asarray(y)
     return jax.__version__, lambda: [np.asarray(a) for a in jax.block_until_ready(g(pj, xj, yj))]
+
+
+def cnn_makers():
+    """Per-example gradients of the small CNN of arrays.py (3x3 conv with 8 channels,
+    relu, 2x2 max-pool, dense to 10) on 64 one-channel 8x8 images: each example's loss
+    sees its image as a batch of one."""
+    rng = np.random.default_rng(2)
+    params = (rng.normal(size=(8, 1, 3, 3)) * 0.3, np.zeros(8),
+              rng.normal(size=(128, 10)) * 0.1, np.zeros(10))
+    x, y = rng.normal(size=(64, 1, 8, 8)), rng.integers(0, 10, size=64)
+
+    def make_wengert(loop=False):
+        import wengert as wg
+        import wengert.nn as nn
+        import wengert.numpy as wnp
+
+        def loss(p, x, y):
+            k, kb, w, b = p
+            h = nn.max_pool2d(nn.relu(nn.conv2d(x[None], k, kb, padding=1)), 2)
+            return nn.cross_entropy(wnp.reshape(h, (1, -1)) @ w + b, y[None])
+        if loop:
+            g = wg.grad(loss)
+            return version("wengert"), lambda: [np.stack(r) for r in zip(
+                *[g(params, x[k], y[k]) for k in range(len(x))])]
+        g = wg.vmap(wg.grad(loss), in_axes=(None, 0, 0))
+        return version("wengert"), lambda: list(g(params, x, y))
+
+    def make_torch():
+        import torch
+        import torch.nn.functional as F
+        from torch.func import grad, vmap
+        torch.set_num_threads(1)
+        pt = tuple(torch.from_numpy(p) for p in params)
+        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+        def loss(p, x, y):
+            k, kb, w, b = p
+            h = F.max_pool2d(torch.relu(F.conv2d(x[None], k, kb, padding=1)), 2)
+            return F.cross_entropy(h.reshape(1, -1) @ w + b, y[None])
+        g = vmap(grad(loss), in_dims=(None, 0, 0))
+        return torch.__version__, lambda: [a.numpy() for a in g(pt, xt, yt)]
+
+    def make_jax():
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+
+        def loss(p, x, y):
+            k, kb, w, b = p
+            z = jax.lax.conv_general_dilated(x[None], k, (1, 1), ((1, 1), (1, 1))) \
+                + kb[None, :, None, None]
+            h = jax.lax.reduce_window(jnp.maximum(z, 0.0), -jnp.inf, jax.lax.max,
+                                      (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+            logits = h.reshape(-1) @ w + b
+            return jax.nn.logsumexp(logits) - logits[y]
+        g = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+        pj = tuple(jnp.asarray(p) for p in params)
+        xj, yj = jnp.asarray(x), jnp.asarray(y)
+        return jax.__version__, lambda: [np.asarray(a) for a in
+                                         jax.block_until_ready(g(pj, xj, yj))]
+
+    return {"wengert": make_wengert, "wengert-loop": lambda: make_wengert(loop=True),
+            "torch": make_torch, "jax-jit": make_jax}
 
 
 JAC_N = 100
@@ -206,6 +273,8 @@ def main(argv=None):
     run_table({name: (lambda make=make: make(params, x, y)) for name, make in makers.items()},
               f"per-example gradients, tanh MLP {'-'.join(map(str, SIZES))}, {BATCH} "
               "examples, float64", "wengert", repeats, min_time, "ms/batch")
+    run_table(cnn_makers(), "per-example gradients, CNN conv3x3x8+relu+maxpool2+dense10, 64 "
+              "examples of 1x8x8, float64", "wengert", repeats, min_time, "ms/batch")
     run_table(jacobian_makers(), f"dense Jacobian of tanh(W2 tanh(W1 x)), {JAC_N} -> {JAC_N}",
               "wengert-rev", repeats, min_time, "ms/jac")
     return 0

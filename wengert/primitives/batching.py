@@ -229,6 +229,74 @@ def _fold_into_n(args, mapped, node):
     return A.reshape(out, shape=(size,) + node.shape)
 
 
+def _columns(x, kernel, node, out_hw):
+    """The windows of a batch of NCHW image batches x (B, N, C, H, W) as columns
+    (B, N, C, kh·kw, Ho, Wo): one strided slice per kernel offset, so that a convolution
+    with a kernel per example is one einsum (and its derivatives those of slices)."""
+    (kh, kw), (ho, wo) = kernel, out_hw
+    s, p = node.params["stride"], node.params["padding"]
+    if p:
+        x = A.pad(x, pad_width=((0, 0), (0, 0), (0, 0), (p, p), (p, p)))
+    b, n, c = shape_of(x)[:3]
+    cols = [A.reshape(A.getitem(x, index=(_ALL, _ALL, _ALL,
+                                          ("slice", i, i + s * (ho - 1) + 1, s),
+                                          ("slice", j, j + s * (wo - 1) + 1, s))),
+                      shape=(b, n, c, 1, ho, wo))
+            for i in range(kh) for j in range(kw)]
+    return cols[0] if len(cols) == 1 else A.concatenate(*cols, axis=3)
+
+
+def _conv2d(args, mapped, node):
+    """A kernel per example: y_b = w_b ⋆ x_b, an einsum over the columns of x."""
+    if not mapped[1]:
+        return _fold_into_n(args, mapped, node)
+    size = _size(args, mapped)
+    x, w = batched(args[0], mapped[0], size), args[1]
+    o, c, kh, kw = node.args[1].shape
+    cols = _columns(x, (kh, kw), node, node.shape[2:])
+    return A.einsum(A.reshape(w, shape=(size, o, c, kh * kw)), cols,
+                    subscripts="bock,bnckpq->bnopq")
+
+
+def _conv2d_input_grad(args, mapped, node):
+    """The images' cotangent with a kernel per example: each kernel offset's share
+    (an einsum) added into the padded images at its strided window, then the padding
+    cut off: the transpose of `_columns`."""
+    if not mapped[1]:
+        return _fold_into_n(args, mapped, node)
+    size = _size(args, mapped)
+    g, w = batched(args[0], mapped[0], size), args[1]
+    n, c, h, wd = node.params["x_shape"]
+    o, _, kh, kw = node.args[1].shape
+    ho, wo = node.args[0].shape[2:]
+    s, p = node.params["stride"], node.params["padding"]
+    shares = A.einsum(g, A.reshape(w, shape=(size, o, c, kh * kw)),
+                      subscripts="bnopq,bock->bnckpq")
+    total = None
+    for k in range(kh * kw):
+        i, j = divmod(k, kw)
+        placed = A.index_add(A.getitem(shares, index=(_ALL, _ALL, _ALL, k)),
+                             index=(_ALL, _ALL, _ALL, ("slice", i, i + s * (ho - 1) + 1, s),
+                                    ("slice", j, j + s * (wo - 1) + 1, s)),
+                             shape=(size, n, c, h + 2 * p, wd + 2 * p))
+        total = placed if total is None else S.add(total, placed)
+    if p:
+        total = A.getitem(total, index=(_ALL, _ALL, _ALL, ("slice", p, p + h, None),
+                                        ("slice", p, p + wd, None)))
+    return total
+
+
+def _conv2d_weight_grad(args, mapped, node):
+    """The kernel's cotangent for each example: Σ over its images and pixels of the
+    image cotangent times the window, an einsum over the columns of x."""
+    size = _size(args, mapped)
+    x, g = (batched(a, m, size) for a, m in zip(args, mapped))
+    o, c, kh, kw = node.params["w_shape"]
+    cols = _columns(x, (kh, kw), node, node.args[1].shape[2:])
+    out = A.einsum(g, cols, subscripts="bnopq,bnckpq->bock")
+    return A.reshape(out, shape=(size, o, c, kh, kw))
+
+
 # which arguments are NCHW images (the others: kernels)
 _IMAGE_ARGS = {"conv2d": (0,), "conv2d_input_grad": (0,), "max_pool2d": (0,),
                "pool_gather": (0, 1, 2), "pool_scatter": (0, 1, 2)}
@@ -317,6 +385,9 @@ def _declare():
         REGISTRY[name].defbatch(_stacked_pair)
     for name in _IMAGE_ARGS:
         REGISTRY[name].defbatch(_fold_into_n)
+    REGISTRY["conv2d"].defbatch(_conv2d)
+    REGISTRY["conv2d_input_grad"].defbatch(_conv2d_input_grad)
+    REGISTRY["conv2d_weight_grad"].defbatch(_conv2d_weight_grad)
     REGISTRY["sum_to"].defbatch(_sum_to)
     REGISTRY["transpose"].defbatch(_transpose)
     REGISTRY["pad"].defbatch(_pad)
