@@ -180,6 +180,13 @@ CASES = {
                                           la.matrix_norm(x, ord="nuc")], (points(3, 2, 2),)),
     "linalg.cond_by_singular_values": (lambda x: [la.cond(x), la.cond(x, 2), la.cond(x, -2)],
                                        (points(2, 3, 3),)),
+    # a general matrix's: NumPy's eigenvectors themselves (unit length, largest component
+    # real: no phase is free)
+    "linalg.eig": (lambda x: la.eig(x), (points(3, 3),)),
+    "linalg.eig_batch": (lambda x: [*la.eig(x), la.eigvals(x)], (points(2, 3, 3),)),
+    "linalg.eig_real_matrix": (lambda x: la.eig(x + np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0],
+                                                              [0.0, 0.0, 2.0]])),
+                               (reals(3, 3) * 0.3,)),
 }
 
 
@@ -388,6 +395,9 @@ JAX_CASES = {
     "qr": lambda xp, x: xp.sum(xp.real(xp.linalg.qr(x)[0] * (1 + 2j))
                                + xp.imag(xp.linalg.qr(x)[1]) ** 2),
     "pinv": lambda xp, x: xp.sum(xp.abs(xp.linalg.pinv(x) + 1j) ** 2),
+    # (JAX refuses derivatives of eig's eigenvectors without an opt-in: the eigenvalues)
+    "eigvals": lambda xp, x: xp.sum(xp.real(xp.linalg.eigvals(x) * (1 - 2j)) ** 2
+                                    + xp.abs(xp.linalg.eigvals(x)) ** 3),
 }
 
 
@@ -399,15 +409,56 @@ def _gram_in(xp, x):
     return x @ xp.conj(xp.swapaxes(x, -1, -2)) + xp.eye(x.shape[-2])
 
 
+def test_eig_eigenvector_gradients_are_jaxs_where_they_do_not_depend_on_the_phases():
+    # (JAX takes eigenvectors' derivatives on request, with a phase of its own choosing:
+    # |V|³ does not see it)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    weights = np.arange(9.0).reshape(3, 3)
+    jax_eig = lambda x: jax.lax.linalg.eig(x, compute_left_eigenvectors=False,
+                                           enable_eigvec_derivs=True)[1]
+    x = points(3, 3)
+    got = wg.grad(lambda x: wnp.sum(wnp.abs(la.eig(x).eigenvectors) ** 3 * weights))(x)
+    want = jax.grad(lambda x: jax.numpy.sum(jax.numpy.abs(jax_eig(x)) ** 3 * weights))(x)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", sorted(JAX_CASES))
 def test_factorization_gradients_of_complex_matrices_are_jaxs(name):
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     f = JAX_CASES[name]
-    x = points(3, 3) if name in ("cholesky", "eigh", "qr") else points(3, 2)
+    x = points(3, 3) if name in ("cholesky", "eigh", "qr", "eigvals") else points(3, 2)
     got = wg.grad(lambda x: f(wnp, x))(x)
     want = np.asarray(jax.grad(lambda x: f(jax.numpy, x))(x))
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_eig_pairs_numpys_eigenvalues_with_its_eigenvectors():
+    for a in (points(4, 4), points(3, 5, 5), reals(5, 5), reals(2, 4, 4) - 1):
+        w, v = wg.vjp(la.eig, a)[0]
+        want = np.linalg.eig(a)
+        np.testing.assert_array_equal(w, want.eigenvalues)
+        np.testing.assert_array_equal(v, want.eigenvectors)
+        np.testing.assert_array_equal(wg.vjp(la.eigvals, a)[0], want.eigenvalues)
+        np.testing.assert_allclose(a @ v, v * w[..., None, :], atol=1e-12)
+
+
+def test_eig_of_a_real_matrix_is_complex_even_when_numpys_is_real():
+    # NumPy's dtype depends on the values (real when every eigenvalue is): a traced value's
+    # cannot, so it is complex, with NumPy's values, as JAX's is
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    w, v = wg.vjp(la.eig, a)[0]
+    assert w.dtype == v.dtype == np.complex128 and np.linalg.eig(a).eigenvalues.dtype == float
+    np.testing.assert_array_equal(w, np.linalg.eig(a).eigenvalues)
+    assert wg.trace(la.eigvals, a.astype(np.float32)).outputs[0].dtype == np.complex64
+    # d λ_j = uⱼᵀ dA vⱼ / (uⱼᵀ vⱼ), u the left eigenvectors: the gradient of Re λ is u vᵀ/(uᵀv)
+    lam, vr = np.linalg.eig(a)
+    lam_l, ul = np.linalg.eig(a.T)
+    for j in range(2):
+        u = ul[:, np.argmin(abs(lam_l - lam[j]))]
+        g = wg.grad(lambda a: wnp.real(la.eigvals(a)[j]))(a)
+        np.testing.assert_allclose(g, np.outer(u, vr[:, j]) / (u @ vr[:, j]), rtol=1e-12)
 
 
 def test_complex64_results_stay_complex64_as_numpys():
@@ -486,7 +537,7 @@ def test_every_function_of_wengert_numpy_takes_or_refuses_complex_values():
     # factorizations' rules have their conjugate transposes), none refuses them
     takes = set("inv det slogdet solve matrix_power multi_dot norm vector_norm matrix_norm "
                 "cond lstsq matmul outer tensordot diagonal trace vecdot matrix_transpose "
-                "cholesky eigh eigvalsh svd svdvals qr pinv matrix_rank".split())
+                "cholesky eigh eigvalsh svd svdvals qr pinv matrix_rank eig eigvals".split())
     public = {n for n, v in vars(la).items() if not n.startswith("_") and callable(v)
               and not isinstance(v, type) and hasattr(np.linalg, n) and _traced_at_all(v)}
     assert public == takes, (public - takes, takes - public)

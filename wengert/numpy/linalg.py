@@ -1,13 +1,13 @@
 """wengert.numpy.linalg: NumPy's linear algebra, differentiable.
 
-inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals), qr, and the
-functions written with them (matrix_power, multi_dot, pinv, lstsq, cond, matrix_rank, the
-array API's vector_norm, matrix_norm, vecdot, ...) take traced values; the rest is
-NumPy's (and refuses traced values by name).  All of them take complex matrices too, with
-derivatives in JAX's and autograd's convention (docs/complex.md): cholesky and eigh of
-Hermitian matrices, svd and qr of any.  A complex eigenvector, or pair of singular vectors,
-is NumPy's up to a phase that its derivative cannot follow: differentiate functions that do
-not depend on it.
+inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), eig (and eigvals), svd (and
+svdvals), qr, and the functions written with them (matrix_power, multi_dot, pinv, lstsq,
+cond, matrix_rank, the array API's vector_norm, matrix_norm, vecdot, ...) take traced
+values; the rest is NumPy's (and refuses traced values by name).  All of them take complex
+matrices too, with derivatives in JAX's and autograd's convention (docs/complex.md):
+cholesky and eigh of Hermitian matrices, eig, svd and qr of any.  An eigenvector of eigh,
+or a pair of singular vectors of svd, is NumPy's up to a phase that its derivative cannot
+follow: differentiate functions that do not depend on it.
 
 Example:
     >>> import wengert as wg
@@ -36,6 +36,7 @@ LinAlgError = _np.linalg.LinAlgError
 # NumPy 2 returns named tuples (w, v = eigh(a) and eigh(a).eigenvalues alike); traced
 # results take the same types (plain tuples under NumPy 1)
 _EighResult = type(_np.linalg.eigh(_np.eye(1)))
+_EigResult = type(_np.linalg.eig(_np.eye(1)))
 _SlogdetResult = type(_np.linalg.slogdet(_np.eye(1)))
 _SVDResult = type(_np.linalg.svd(_np.eye(1)))
 _QRResult = type(_np.linalg.qr(_np.eye(1)))
@@ -204,6 +205,48 @@ def eigvalsh(a, UPLO="L"):
     """
     a, tri = _triangle(a, UPLO, "eigvalsh")
     return L.eigvalsh(a, **tri)
+
+
+@_numpy_unless_traced(_np.linalg.eig, any_argument=True)
+def eig(a):
+    """Eigenvalues and right eigenvectors of a general square matrix, as NumPy's named
+    tuple (eigenvalues, eigenvectors), in NumPy's (LAPACK's) order and normalization: each
+    eigenvector has unit length and its largest component real.  The derivatives are those
+    of NumPy's factors, with that normalization (dλ_j = (V⁻¹ dA V)_jj), where the
+    eigenvalues are distinct (they divide by their differences) and no two components of
+    an eigenvector tie for the largest.
+
+    Unlike NumPy's, the results are complex even when every eigenvalue of a real matrix is
+    real (NumPy's dtype would depend on the values, which a traced value may not have; JAX
+    does the same); their values are NumPy's.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.array([[0.0, 1.0], [-2.0, -3.0]])          # eigenvalues -1 and -2
+        >>> np.linalg.eig(numpy.array([[0.0, 1.0], [-1.0, 0.0]])).eigenvalues.tolist()
+        [1j, -1j]
+        >>> g = wg.grad(lambda a: np.real(np.linalg.eig(a).eigenvalues[0]))(a)   # of -1
+        >>> g.round(6).tolist()                          # u vᵀ/(uᵀv), u the left eigenvector
+        [[2.0, -2.0], [1.0, -1.0]]
+    """
+    a = _matrix(a, "eig")
+    return _named(_EigResult, L.eigvals(a), L.eigvecs(a))
+
+
+@_numpy_unless_traced(_np.linalg.eigvals, any_argument=True)
+def eigvals(a):
+    """Eigenvalues of a general square matrix, in NumPy's order, complex (see `eig`);
+    derivative dλ_j = (V⁻¹ dA V)_jj, holomorphic, where they are distinct.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.array([[1.0, 2.0], [0.0, 3.0]])
+        >>> wg.vjp(np.linalg.eigvals, a)[0].tolist()              # (NumPy's are real here)
+        [(1+0j), (3+0j)]
+        >>> wg.grad(lambda a: np.real(np.linalg.eigvals(a)[1]))(a).tolist()   # u vᵀ/(uᵀv)
+        [[0.0, 0.0], [1.0, 1.0]]
+    """
+    return L.eigvals(_matrix(a, "eigvals"))
 
 
 def _triangle(a, UPLO, who):

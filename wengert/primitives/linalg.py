@@ -10,6 +10,8 @@ Matrix calculus used below, with A⁻ᵀ = (A⁻¹)ᵀ:
               where Φ keeps the lower triangle and halves the diagonal
     eigh:     A = V diag(w) Vᵀ:  dw = diag(Vᵀ dA V),  dV = V (F ∘ (Vᵀ dA V)),
               F_ij = 1/(w_j - w_i) off the diagonal, 0 on it
+    eig:      A V = V diag(λ) (a general A; λ and V complex):  dλ = diag(V⁻¹ dA V),
+              dV = V (F ∘ (V⁻¹ dA V) + diag(c)), c keeping NumPy's normalization (below)
     svd:      A = U S Vᵀ (m×n, thin: U m×k, S = diag(s) k×k, V n×k, k = min(m, n)),
               with dP = Uᵀ dA V and F_ij = 1/(s_j² - s_i²) off the diagonal, 0 on it:
               ds = diag(dP)                                            s̄ -> Ā = U diag(s̄) Vᵀ
@@ -53,7 +55,7 @@ import numpy as np
 from .registry import defprimitive, float_dtype, real_dtype, shape_of
 from . import scalar as S
 from .array import (matmul, swapaxes, sum as _sum, tril, reshape, dtype_of, getitem,
-                    concatenate)
+                    concatenate, amax)
 from .shape import sum_to
 
 
@@ -364,6 +366,91 @@ def _(g, a, ans, **tri):
 # not depend on the phases.
 eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * matmul(
     _H(ans), matmul(_herm(ts[0]), ans))))
+
+
+# ---- eigenvalues and eigenvectors of a general matrix --------------------------------------
+# Two primitives, as eigh is: eigvals(a), numpy.linalg.eigvals's values, and eigvecs(a),
+# numpy.linalg.eig's vectors.  Both are complex whatever a is (JAX's dtypes: NumPy's
+# eig gives a real matrix real results when every eigenvalue happens to be real, which
+# depends on the values, not the dtypes).  LAPACK finds the eigenvalues in the same
+# order with and without the vectors, so λ_j belongs to v_j (a test checks A V = V Λ).
+# With P = V⁻¹ dA V (A V = V Λ gives V⁻¹ dV = F ∘ P + diag(c), F_ij = 1/(λ_j - λ_i)):
+#     dλ = diag(P)                         λ̄ -> Ā = V⁻ᵀ diag(λ̄) Vᵀ     (holomorphic)
+#     dV = W + V diag(c),  W = V (F ∘ P)
+# where c holds NumPy's normalization (LAPACK's geev): each v_j has unit length, so
+# Re(v_jᴴ dv_j) = 0, and its largest component v_kj is real, so Im(dv_kj / v_kj) = 0:
+#     c_j = -Re(v_jᴴ w_j) - i Im(w_kj / v_kj)
+# This is real-linear, not complex-linear, and its VJP (the adjoint of conjugated
+# cotangents, conjugated back) reads, with G the conjugated cotangent and h_j = (VᴴG)_jj:
+#     G_W = G - V diag(Re h) - i M diag(Im h / v_k),  M_ij = 1 where i = k(j) (0 elsewhere)
+#     Ā = conj(V⁻ᴴ (conj(F) ∘ (Vᴴ G_W)) Vᴴ)
+def _eig_dtype(dtype):
+    return np.result_type(float_dtype(dtype), 1j)
+
+
+def _eigvals_np(a):
+    w = np.linalg.eigvals(a)
+    return w.astype(_eig_dtype(a.dtype), copy=False)
+
+
+def _eigvecs_np(a):
+    v = np.linalg.eig(a)[1]
+    return v.astype(_eig_dtype(a.dtype), copy=False)
+
+
+eigvals = _lin("eigvals", lambda a: _factorizations.of("eigvals", _eigvals_np, a),
+               lambda args, params: (args[0].shape[:-1], _eig_dtype(args[0].dtype)))
+eigvecs = _lin("eigvecs", lambda a: _factorizations.of("eig", _eigvecs_np, a),
+               lambda args, params: (args[0].shape, _eig_dtype(args[0].dtype)))
+
+
+@eigvals.defjvp
+def _(ts, a, ans):
+    V = eigvecs(a)
+    return _diag_part(matmul(inv(V), matmul(ts[0], V)))
+
+
+@eigvals.defvjp
+def _(g, a, ans):
+    V = eigvecs(a)
+    return (matmul(_T(inv(V)) * _row(g), _T(V)),)
+
+
+def _largest(V):
+    """The mask M of each column's largest component (by modulus), which LAPACK makes
+    real; and that component, a row (1×n)."""
+    size = S.abs(V)
+    axis = (len(shape_of(V)) - 2,)
+    M = S.select(S.eq(size, amax(size, axis=axis, keepdims=True)), 1.0, 0.0)
+    return M, _sum(M * V, axis=axis, keepdims=True)
+
+
+@eigvecs.defjvp
+def _(ts, a, ans):
+    V = ans
+    W = matmul(V, _F(eigvals(a)) * matmul(inv(V), matmul(ts[0], V)))
+    M, vk = _largest(V)
+    axis = (len(shape_of(V)) - 2,)
+    norm = S.real_part(_sum(_cj(V) * W, axis=axis, keepdims=True))       # Re(v_jᴴ w_j)
+    if _is_complex(V):
+        phase = S.imag(_sum(M * W, axis=axis, keepdims=True) / vk)       # Im(w_kj / v_kj)
+        return W - V * (norm + 1j * phase)
+    return W - V * norm
+
+
+@eigvecs.defvjp
+def _(g, a, ans):
+    V = ans
+    G = _cj(g)
+    M, vk = _largest(V)
+    axis = (len(shape_of(V)) - 2,)
+    h = _sum(_cj(V) * G, axis=axis, keepdims=True)                       # (VᴴG)_jj, a row
+    GW = G - V * S.real_part(h)
+    if _is_complex(h):
+        GW = GW - 1j * M * (S.imag(h) / _cj(vk))
+    inner = S.conj(_F(eigvals(a))) * matmul(_H(V), GW)
+    Vinv_h = _H(inv(V))
+    return (_cj(matmul(Vinv_h, matmul(inner, _H(V)))),)
 
 
 # ---- singular values and vectors ------------------------------------------------------------
@@ -703,9 +790,9 @@ def _(g, a, ans, complete):
 # Whose rules hold for complex values: holomorphic matrix functions, whose VJPs are the
 # plain transposes of their JVPs in JAX's and autograd's convention (docs/complex.md), and
 # the factorizations, whose rules above take conjugate transposes for a complex matrix.
-for _p in (inv, det, cofactor, solve, logdet, cholesky, eigvalsh, eigvecsh, svdvals, svd_u,
-           svd_vh, qr_q, qr_r):
+for _p in (inv, det, cofactor, solve, logdet, cholesky, eigvalsh, eigvecsh, eigvals, eigvecs,
+           svdvals, svd_u, svd_vh, qr_q, qr_r):
     _p.complex = True
 
 __all__ = ["inv", "det", "cofactor", "logabsdet", "signdet", "logdet", "solve", "cholesky",
-           "eigvalsh", "eigvecsh", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
+           "eigvalsh", "eigvecsh", "eigvals", "eigvecs", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
