@@ -434,6 +434,28 @@ def test_factorization_gradients_of_complex_matrices_are_jaxs(name):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["cholesky", "cholesky upper", "eigh", "eigh upper",
+                                  "eigvalsh", "svd hermitian", "svdvals hermitian"])
+def test_hermitian_derivatives_are_one_linear_map_for_every_complex_tangent(name):
+    # they read one triangle of a Hermitian matrix, and differentiate as functions of its
+    # Hermitian part: the JVP of any tangent is that of its Hermitian part, the VJP is
+    # Hermitian, and the two are transposes (Re <c, J v> = Re <J'c, v>) for every v
+    f = {"cholesky": lambda a: la.cholesky(a),
+         "cholesky upper": lambda a: la.cholesky(a, upper=True),
+         "eigh": lambda a: wnp.abs(la.eigh(a).eigenvectors) ** 2,
+         "eigh upper": lambda a: wnp.abs(la.eigh(a, "U").eigenvectors) ** 2,
+         "eigvalsh": lambda a: la.eigvalsh(a),
+         "svd hermitian": lambda a: _svd_invariants(la.svd(a, hermitian=True))[3],
+         "svdvals hermitian": lambda a: la.svd(a, False, False, True)}[name]
+    a, v = _gram(points(3, 3)), points(3, 3)
+    _, t = wg.jvp(f, (a,), (v,))
+    np.testing.assert_allclose(t, wg.jvp(f, (a,), ((v + v.conj().T) / 2,))[1], atol=1e-12)
+    ct = points(*np.shape(t)) if np.iscomplexobj(t) else reals(*np.shape(t))
+    (g,) = wg.vjp(f, a)[1](ct)
+    np.testing.assert_allclose(g, g.conj().T, atol=1e-12)
+    np.testing.assert_allclose(np.sum(ct * t).real, np.sum(g * v).real, rtol=1e-10)
+
+
 def test_eig_pairs_numpys_eigenvalues_with_its_eigenvectors():
     for a in (points(4, 4), points(3, 5, 5), reals(5, 5), reals(2, 4, 4) - 1):
         w, v = wg.vjp(la.eig, a)[0]
