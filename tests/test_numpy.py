@@ -304,6 +304,14 @@ CASES = {
                     + np.matmul([x[1], x[0]], numpy.eye(2)) + np.kron([x[0], 1.0], [1.0])
                     + np.hypot([x[0], x[1]], x[2]) + np.linspace([x[0], x[1]], 3.0, 4)[1],
                     [r(3), r(2, 2)]),
+    # a general matrix's eigenvalues and eigenvectors (complex, NumPy's normalization),
+    # by their parts; b has real eigenvalues only
+    "eig": (lambda a, b: (np.real(np.linalg.eigvals(a)), np.imag(np.linalg.eigvals(a)),
+                          np.real(np.linalg.eig(a).eigenvectors),
+                          np.imag(np.linalg.eig(a).eigenvectors),
+                          np.real(np.linalg.eig(b).eigenvalues),
+                          np.real(np.linalg.eig(b).eigenvectors)),
+            [r(4, 4), r(3, 3) * 0.2 + numpy.diag([1.0, 2.0, 3.0])]),
 }
 def _svd_invariants(usv):
     """Functions of svd's factors that do not depend on the sign of a pair of singular

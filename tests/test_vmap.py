@@ -21,6 +21,12 @@ def _spd(a):
     return a @ wnp.swapaxes(a, -1, -2) + 4.0 * wnp.eye(a.shape[-1])
 
 
+def _hpd(a):
+    """A complex Hermitian positive definite matrix made from a real one."""
+    z = a + 1j * a[::-1]
+    return z @ wnp.conj(wnp.swapaxes(z, -1, -2)) + 4.0 * wnp.eye(a.shape[-1])
+
+
 # name -> (f, one example's argument shapes); an int dtype is asked for by ("int", shape, n)
 CASES = {
     # elementwise, with broadcasting between the arguments
@@ -94,6 +100,9 @@ CASES = {
     "eigvalsh": (lambda a: wnp.linalg.eigvalsh(_spd(a)), [(3, 3)]),
     "eigh_vectors": (lambda a: wnp.abs(wnp.linalg.eigh(_spd(a))[1]), [(3, 3)]),
     "svdvals": (lambda a: wnp.linalg.svd(a, compute_uv=False), [(3, 2)]),
+    "complex_factors": (lambda a: wnp.linalg.cholesky(_hpd(a)) + wnp.linalg.eigvalsh(_hpd(a))
+                        + wnp.linalg.qr(_hpd(a))[1], [(3, 3)]),
+    "eig": (lambda a: wnp.abs(wnp.linalg.eig(a)[1]) + wnp.linalg.eigvals(a), [(3, 3)]),
     "qr": (lambda a: wnp.linalg.qr(a)[1], [(3, 2)]),
     "norm": (lambda a: wnp.linalg.norm(a) + wnp.linalg.norm(a, axis=0), [(3, 2)]),
     # neural networks

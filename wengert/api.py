@@ -285,7 +285,7 @@ class _Call:
         int or bool out; out's alone for an x that is a Python number, which gives way in
         the function's own promotion (weakly typed, as `grad` and JAX have it).  A scalar
         block is a float for float64, else a NumPy scalar."""
-        if out.dtype.kind != "f":
+        if out.dtype.kind not in "fc":
             dtype = x.dtype
         elif is_weak(x):
             dtype = out.dtype
@@ -324,7 +324,7 @@ def _in_dtype(v, dtype):
     return complex(v) if dtype == C128 else dtype.type(v)
 
 
-def _as_scalar_output(out, who):
+def _as_scalar_output(out, who, holomorphic=False):
     if isinstance(out, (tuple, list, dict)):
         raise TypeError(f"{who} needs a function that returns a scalar, but it returned a "
                         f"{type(out).__name__}; use wg.jacrev or wg.vjp for several outputs, "
@@ -338,10 +338,16 @@ def _as_scalar_output(out, who):
         raise TypeError(f"{who} needs a function that returns a scalar, but it returned an "
                         f"array of shape {shape}; use wg.jacrev or wg.vjp for array outputs")
     dtype = aval(out)[1]
+    if holomorphic:
+        if dtype.kind != "c":
+            raise TypeError(f"{who}(holomorphic=True) needs a function with a complex "
+                            f"result, but it returned a {dtype} value")
+        return out
     if dtype.kind == "c":
         raise TypeError(f"{who} needs a function with a real-valued result, but it returned "
                         f"a {dtype} value: differentiate its real part, imaginary part or "
-                        "absolute value (np.real, np.imag, np.abs), or use wg.vjp")
+                        "absolute value (np.real, np.imag, np.abs), use wg.vjp, or pass "
+                        "holomorphic=True for the complex derivative f'(z) of a holomorphic f")
     if dtype.kind == "b":
         raise TypeError(f"{who} needs a function with a real-valued result, but it returned "
                         f"a {dtype} value")
@@ -366,13 +372,17 @@ def _finish_tree(call, tree):
 # --------------------------------------------------------------------------------------
 # reverse mode
 # --------------------------------------------------------------------------------------
-def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
+def value_and_grad(f, argnums=0, has_aux=False, *, holomorphic=False,
+                   _who="value_and_grad"):
     """Like `grad`, but the new function returns ``(f(*args), gradient)``.
 
     Example:
         >>> import wengert as wg
         >>> wg.value_and_grad(lambda x, y: x * y + wg.math.sin(x), argnums=(0, 1))(2.0, 3.0)
         (6.909297426825682, (2.5838531634528574, 2.0))
+        >>> vg = wg.value_and_grad(lambda z: z ** 2, holomorphic=True)   # (z², 2z)
+        >>> vg(1 + 2j) == (-3 + 4j, 2 + 4j)
+        True
     """
     who = _who
     _check_fun(f, who)
@@ -389,9 +399,11 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
         if idx is None:
             idx = resolved[len(args)] = _resolve_argnums(nums, len(args), who)
         call = _Call(f, args, kwargs, idx, who, names)
+        if holomorphic:
+            _complex_inputs(call, idx, names, who)
         out, aux = _split_aux(call.out, has_aux, who)
-        if type(out) is not Node or out.shape != () or out.dtype.kind != "f":
-            _as_scalar_output(out, who)
+        if type(out) is not Node or out.shape != () or out.dtype.kind != "f" or holomorphic:
+            _as_scalar_output(out, who, holomorphic)
         (out_node,), _ = call.output_nodes(out, who)
         symbolic = call.symbolic
         plan, active = call.reverse_plan([out_node], aux)
@@ -413,7 +425,7 @@ def value_and_grad(f, argnums=0, has_aux=False, *, _who="value_and_grad"):
     return value_and_grad_f
 
 
-def grad(f, argnums=0, has_aux=False):
+def grad(f, argnums=0, has_aux=False, *, holomorphic=False):
     """The gradient of a scalar function, by reverse mode.
 
     Args:
@@ -421,6 +433,13 @@ def grad(f, argnums=0, has_aux=False):
         argnums: which positional argument(s) to differentiate: an int, or a tuple of ints
             (then a tuple of gradients is returned).
         has_aux: f returns ``(value, aux)``; the new function returns ``(gradient, aux)``.
+        holomorphic: f is a holomorphic function of complex arguments with a complex
+            result, and the gradient is its complex derivative f'(z) (as JAX's
+            ``holomorphic=True``: not conjugated).  Arguments and result must be complex
+            (TypeError otherwise).  That f is holomorphic is not checked: for one that is
+            not (abs, conj, real) the result is the pullback of 1, which is no derivative
+            (docs/complex.md).  Without it, f's result must be real, and a complex
+            argument's gradient is ∂f/∂x - i∂f/∂y.
 
     Returns:
         A function with f's arguments that returns the gradient, shaped like the argument
@@ -433,8 +452,10 @@ def grad(f, argnums=0, has_aux=False):
         8.0
         >>> wg.grad(wg.grad(lambda x: 3 * x ** 2 + 2 * x + 1))(1.0)
         6.0
+        >>> wg.grad(lambda z: z ** 2, holomorphic=True)(1 + 2j)     # d/dz z² = 2z
+        (2+4j)
     """
-    vg = value_and_grad(f, argnums, has_aux, _who="grad")
+    vg = value_and_grad(f, argnums, has_aux, holomorphic=holomorphic, _who="grad")
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -552,7 +573,7 @@ def _jvp(f, primals, tangents, who, names=None):
 def _basis(node):
     """Unit directions for a leaf: one per element."""
     if node.shape == ():
-        yield 1.0
+        yield 1.0 if node.dtype.kind != "c" else 1 + 0j
         return
     for k in range(node.size):
         e = np.zeros(node.size, dtype=node.dtype)
@@ -614,10 +635,13 @@ def _assemble(pieces, out_shape, in_shape, axis):
     return wnp.reshape(wnp.stack(pieces, axis=axis), out_shape + in_shape)
 
 
-def _recorded(f, argnums, who):
+def _recorded(f, argnums, who, holomorphic=None):
     """The front every Jacobian function shares, as a decorator for
     ``finish(call, out_nodes, out_tree, single)``: the new function records f's call, hands
-    it to `finish`, and releases an eager graph of its own once finish has the result."""
+    it to `finish`, and releases an eager graph of its own once finish has the result.
+    `holomorphic`: True if the inputs and outputs must be complex, False if they must be
+    real (the message says holomorphic=True would take complex ones), None for a function
+    without that option (real ones only)."""
     _check_fun(f, who)
     nums, single = _check_argnums(argnums, who)
     names = None
@@ -631,7 +655,11 @@ def _recorded(f, argnums, who):
             idx = _resolve_argnums(nums, len(args), who)
             call = _Call(f, args, kwargs, idx, who, names)
             out_nodes, out_tree = call.output_nodes(call.out, who)
-            _real_jacobian(call.inputs, out_nodes, who)
+            if holomorphic:
+                _complex_inputs(call, idx, names, who)
+                _complex_outputs(out_nodes, who)
+            else:
+                _real_jacobian(call.inputs, out_nodes, who, holomorphic is not None)
             result = finish(call, out_nodes, out_tree, single)
             call.done()
             return result
@@ -639,22 +667,47 @@ def _recorded(f, argnums, who):
     return decorate
 
 
-def _real_jacobian(inputs, outputs, who):
+def _real_jacobian(inputs, outputs, who, offers_holomorphic=False):
     """Refuse complex inputs and outputs: a Jacobian of a complex function holds either
-    the complex derivative (which exists for holomorphic functions only) or the real 2x2
-    blocks, and neither is what a real Jacobian's layout can say without a convention."""
+    the complex derivative (which exists for holomorphic functions only, and which
+    ``holomorphic=True`` asks for) or the real 2x2 blocks, and neither is what a real
+    Jacobian's layout can say without a convention."""
     for kind, nodes in (("input", inputs), ("output", outputs)):
         for n in nodes:
             if n.dtype.kind == "c":
+                hint = f"pass holomorphic=True for the complex derivative of a " \
+                    f"holomorphic function, " if offers_holomorphic else ""
                 raise TypeError(
                     f"{who}: a complex {kind} ({n.dtype}, shape {n.shape}) is not supported: "
-                    "use wg.jvp or wg.vjp (docs/complex.md), or make the real and imaginary "
-                    "parts separate real arguments or outputs (np.real, np.imag)")
+                    f"{hint}use wg.jvp or wg.vjp (docs/complex.md), or make the real and "
+                    "imaginary parts separate real arguments or outputs (np.real, np.imag)")
 
 
-def _jacobian(f, argnums, who, mode):
+def _complex_inputs(call, argnums, names, who):
+    """With holomorphic=True every differentiated argument must be complex: refuse a real
+    (or int) one, naming it and its dtype."""
+    inputs = iter(call.inputs)
+    for i, tree in zip(argnums, call.in_trees):
+        name = names[i] if i < len(names) else f"arg{i}"
+        for label in _leaf_names(name, tree.num_leaves):
+            x = next(inputs)
+            if x.dtype.kind != "c":
+                raise TypeError(
+                    f"{who}(holomorphic=True) needs complex arguments, but argument "
+                    f"{label!r} has dtype {x.dtype}: pass it as a complex value "
+                    "(x + 0j), or differentiate without holomorphic=True")
+
+
+def _complex_outputs(outputs, who):
+    for o in outputs:
+        if o.dtype.kind != "c":
+            raise TypeError(f"{who}(holomorphic=True) needs a function with complex results, "
+                            f"but it returned a {o.dtype} value of shape {o.shape}")
+
+
+def _jacobian(f, argnums, who, mode, holomorphic=False):
     """jacfwd / jacrev (see them), with `who` naming the caller in error messages."""
-    @_recorded(f, argnums, who)
+    @_recorded(f, argnums, who, holomorphic)
     def jac_f(call, out_nodes, out_tree, single):
         return jacobian_by_sweeps(call, out_nodes, out_tree, single, mode)
 
@@ -712,7 +765,7 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
     return unflatten(out_tree, out_leaves)
 
 
-def jacfwd(f, argnums=0):
+def jacfwd(f, argnums=0, *, holomorphic=False):
     """The Jacobian of f by forward mode: one forward sweep per input element (ADDS's
     ``dfu``).  Cheaper than `jacrev` when there are fewer inputs than outputs.  The
     sweeps along the elements of an array argument (8 or more) run as one sweep of a
@@ -723,18 +776,31 @@ def jacfwd(f, argnums=0):
     shape T has shape S + T.  An int or bool output is piecewise constant: its block is
     zeros in the input's float dtype, as `jacrev` gives too.
 
+    Inputs and outputs are real, unless ``holomorphic=True``: then they must all be
+    complex, and the Jacobian holds the complex derivatives ∂f_i/∂z_j of a holomorphic f
+    (as JAX's).  That f is holomorphic is not checked: for one that is not, jacfwd gives
+    the derivatives along the real axis, ∂f_i/∂x_j, and `jacrev` another number
+    (docs/complex.md).
+
     Example:
         >>> import wengert as wg
         >>> wg.jacfwd(lambda x, y: (x * y, x + y), argnums=(0, 1))(2.0, 3.0)
         ((3.0, 2.0), (1.0, 1.0))
+        >>> import numpy as np
+        >>> wg.jacfwd(lambda z: z ** 2, holomorphic=True)(np.array([1j, 2 + 0j]))  # diag(2z)
+        array([[0.+2.j, 0.+0.j],
+               [0.+0.j, 4.+0.j]])
     """
-    return _jacobian(f, argnums, "jacfwd", "fwd")
+    return _jacobian(f, argnums, "jacfwd", "fwd", holomorphic)
 
 
-def jacrev(f, argnums=0):
+def jacrev(f, argnums=0, *, holomorphic=False):
     """The Jacobian of f by reverse mode: one reverse sweep per output element (ADDS's
     ``dfd``).  Cheaper than `jacfwd` when there are fewer outputs than inputs.  Same result
-    layout as `jacfwd`; an array output's sweeps are batched as `jacfwd`'s are.
+    layout as `jacfwd`; an array output's sweeps are batched as `jacfwd`'s are.  The same
+    ``holomorphic=True`` (complex inputs and outputs, and the complex derivative of a
+    holomorphic f; for one that is not, the pullbacks of the unit cotangents, which differ
+    from `jacfwd`'s numbers).
 
     Example:
         >>> import wengert as wg
@@ -742,21 +808,28 @@ def jacrev(f, argnums=0):
         (4.0, 3.0)
         >>> wg.jacrev(lambda x: (x ** 2, x > 1.0))(2.0)     # a bool output: a zero block
         (4.0, 0.0)
+        >>> wg.jacrev(lambda z: (z ** 2, 1 / z), holomorphic=True)(1j)   # 2z, -1/z²
+        (2j, (1+0j))
     """
-    return _jacobian(f, argnums, "jacrev", "rev")
+    return _jacobian(f, argnums, "jacrev", "rev", holomorphic)
 
 
-def hessian(f, argnums=0):
+def hessian(f, argnums=0, *, holomorphic=False):
     """The Hessian of a scalar function: forward over reverse, ``jacfwd(jacrev(f))``.
+    With ``holomorphic=True``, of a holomorphic f of complex arguments with a complex
+    result: the second complex derivatives ∂²f/∂z_i∂z_j (as JAX's).
 
     Example:
         >>> import wengert as wg
         >>> wg.hessian(lambda x, y: x * x * y, argnums=(0, 1))(1.0, 2.0)
         ((4.0, 2.0), (2.0, 0.0))
+        >>> wg.hessian(lambda z: z ** 3, holomorphic=True)(2j)     # 6z
+        12j
     """
     _check_fun(f, "hessian")
     _check_argnums(argnums, "hessian")
-    return _jacobian(_jacobian(f, argnums, "hessian", "rev"), argnums, "hessian", "fwd")
+    return _jacobian(_jacobian(f, argnums, "hessian", "rev", holomorphic), argnums, "hessian",
+                     "fwd", holomorphic)
 
 
 def hvp(f):

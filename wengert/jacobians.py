@@ -138,7 +138,7 @@ def _layout(call, coords, out_nodes, out_tree, single):
     return unflatten(out_tree, leaves)
 
 
-def jacobian(f, argnums=0, mode="auto"):
+def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
     """The Jacobian of f, by the method `mode`; same result layout as `wg.jacfwd`.
 
     Args:
@@ -150,6 +150,10 @@ def jacobian(f, argnums=0, mode="auto"):
             colour of a column or row colouring of the sparsity pattern), or ``"auto"``
             (elimination on scalar graphs, where it never costs more than the better of
             forward and reverse mode; otherwise the mode with fewer sweeps).
+        holomorphic: complex inputs and outputs, and the complex derivatives of a
+            holomorphic f, as `wg.jacfwd` and `wg.jacrev` give them: by their sweeps
+            (``"auto"`` picks the one with fewer), not by ``"eliminate"`` or
+            ``"sparse"``.
 
     Example (seed 003's function: v1 = x1·x2, v2 = g(v1), f = (x1·v2, x2·v2)):
         >>> import wengert as wg
@@ -162,11 +166,23 @@ def jacobian(f, argnums=0, mode="auto"):
         True
         >>> wg.jacobian(lambda x: x * x, mode="sparse")(3.0)
         6.0
+        >>> wg.jacobian(lambda z: z * z, holomorphic=True)(3j)
+        6j
     """
     _check_mode(mode, "jacobian")
+    if holomorphic and mode in ("eliminate", "sparse"):
+        raise NotImplementedError(f"jacobian(..., mode={mode!r}) is for real functions: with "
+                                  "holomorphic=True use mode 'fwd', 'rev' or 'auto'")
 
-    @_recorded(f, argnums, "jacobian")
+    @_recorded(f, argnums, "jacobian", holomorphic)
     def jac_f(call, out_nodes, out_tree, single):
+        if holomorphic:
+            if mode == "auto":          # (the fewer sweeps)
+                how = "fwd" if sum(x.size for x in call.inputs) <= sum(
+                    o.size for o in out_nodes) else "rev"
+            else:
+                how = mode
+            return jacobian_by_sweeps(call, out_nodes, out_tree, single, how)
         if call.symbolic and not _scalar_graph(call.inputs, out_nodes) and mode != "eliminate":
             # Array blocks inside another transformation: the sweeps assemble them with
             # stack/reshape (the coordinate form below holds scalar entries only).

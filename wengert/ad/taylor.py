@@ -551,8 +551,8 @@ def by_decomposition(op):
 #: Differentiable primitives whose Taylor rule is still to be written: first order (their
 #: JVP) works, higher orders raise NotImplementedError naming them.
 FIRST_ORDER_ONLY = frozenset({A.prod, A.cumprod, L.det, L.cofactor, L.logabsdet, L.logdet,
-                              L.cholesky, L.eigvalsh, L.eigvecsh, L.svdvals, L.svd_u, L.svd_vh,
-                              L.qr_q, L.qr_r})
+                              L.cholesky, L.eigvalsh, L.eigvecsh, L.eigvals, L.eigvecs,
+                              L.svdvals, L.svd_u, L.svd_vh, L.qr_q, L.qr_r})
 
 
 def _constant_series(xs, ans, order, **params):

@@ -1,11 +1,13 @@
 """wengert.numpy.linalg: NumPy's linear algebra, differentiable.
 
-inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), svd (and svdvals), qr, and the
-functions written with them (matrix_power, multi_dot, pinv, lstsq, cond, matrix_rank, the
-array API's vector_norm, matrix_norm, vecdot, ...) take traced values; the rest is
-NumPy's (and refuses traced values by name).  Of complex matrices, inv, det, solve, slogdet
-and the functions written with them take them; the factorizations (cholesky, eigh, svd,
-qr) and what is written with them refuse them by name: their rules are for real matrices.
+inv, det, slogdet, solve, cholesky, norm, eigh (and eigvalsh), eig (and eigvals), svd (and
+svdvals), qr, and the functions written with them (matrix_power, multi_dot, pinv, lstsq,
+cond, matrix_rank, the array API's vector_norm, matrix_norm, vecdot, ...) take traced
+values; the rest is NumPy's (and refuses traced values by name).  All of them take complex
+matrices too, with derivatives in JAX's and autograd's convention (docs/complex.md):
+cholesky and eigh of Hermitian matrices, eig, svd and qr of any.  An eigenvector of eigh,
+or a pair of singular vectors of svd, is NumPy's up to a phase that its derivative cannot
+follow: differentiate functions that do not depend on it.
 
 Example:
     >>> import wengert as wg
@@ -34,6 +36,7 @@ LinAlgError = _np.linalg.LinAlgError
 # NumPy 2 returns named tuples (w, v = eigh(a) and eigh(a).eigenvalues alike); traced
 # results take the same types (plain tuples under NumPy 1)
 _EighResult = type(_np.linalg.eigh(_np.eye(1)))
+_EigResult = type(_np.linalg.eig(_np.eye(1)))
 _SlogdetResult = type(_np.linalg.slogdet(_np.eye(1)))
 _SVDResult = type(_np.linalg.svd(_np.eye(1)))
 _QRResult = type(_np.linalg.qr(_np.eye(1)))
@@ -53,17 +56,6 @@ def _at_least_2d(a):
     if a.ndim < 2:
         raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least "
                           "two-dimensional")
-    return a
-
-
-def _real_matrix(a, who):
-    """`a`, a traced matrix that is not complex: `who` (a factorization, or written with
-    one) refuses complex values by name, since the factorizations' derivative rules are for
-    real matrices (a complex matrix's need conjugate transposes)."""
-    if a.dtype.kind == "c":
-        raise TypeError(f"numpy.linalg.{who} of complex values is not supported on traced "
-                        "values: the derivative rules of its factorization are for real "
-                        "matrices (see docs/complex.md for what handles complex values)")
     return a
 
 
@@ -151,35 +143,51 @@ def solve(a, b):
 
 @_numpy_unless_traced(_np.linalg.cholesky, any_argument=True)
 def cholesky(a, /, *, upper=False):
-    """The Cholesky factor of a symmetric positive-definite A: lower-triangular L with
-    A = LLᵀ, read from A's lower triangle; with ``upper=True`` the upper-triangular
-    U = Lᵀ with A = UᵀU, read from A's upper triangle (as NumPy does).  The derivative is
-    the symmetric one (the same change in A_ij and A_ji).
+    """The Cholesky factor of a symmetric (Hermitian) positive-definite A: lower-triangular
+    L with A = LLᴴ, read from A's lower triangle; with ``upper=True`` the upper-triangular
+    U = Lᴴ with A = UᴴU, read from A's upper triangle (as NumPy does).  The derivative is
+    the symmetric (Hermitian) one: a change in A_ij counts as half in A_ij and half in
+    conj(A_ji).
 
     Example:
-        >>> import numpy, wengert.numpy as np
+        >>> import numpy, wengert as wg, wengert.numpy as np
         >>> np.linalg.cholesky(numpy.array([[4.0, 2.0], [2.0, 2.0]]), upper=True).tolist()
         [[2.0, 1.0], [0.0, 1.0]]
+        >>> a = numpy.array([[2.0, 1j], [-1j, 2.0]])
+        >>> logdet = lambda a: 2 * np.sum(np.log(np.real(np.diagonal(np.linalg.cholesky(a)))))
+        >>> bool(numpy.allclose(wg.grad(logdet)(a), numpy.linalg.inv(a).conj()))
+        True
     """
-    a = _real_matrix(_matrix(a, "cholesky"), "cholesky")
+    a = _matrix(a, "cholesky")
     if upper:
-        # A's upper triangle is Aᵀ's lower one, and UᵀU = A is LLᵀ = A for L = Uᵀ
+        # A's upper triangle is Aᵀ's lower one, and Aᵀ = conj(A) = conj(L) conj(L)ᴴ for a
+        # Hermitian A: the factor of Aᵀ is conj(L), whose transpose is U = Lᴴ
         return swapaxes(L.cholesky(swapaxes(a, -1, -2)), -1, -2)
     return L.cholesky(a)
 
 
 @_numpy_unless_traced(_np.linalg.eigh, any_argument=True)
 def eigh(a, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, read from the
-    triangle `UPLO` names, as NumPy's named tuple (eigenvalues, eigenvectors).  The
-    derivative is the symmetric one and assumes distinct eigenvalues (it divides by their
-    differences).
+    """Eigenvalues (ascending, real) and eigenvectors of a symmetric (Hermitian) matrix,
+    read from the triangle `UPLO` names, as NumPy's named tuple (eigenvalues,
+    eigenvectors).  The derivative is the symmetric (Hermitian) one and assumes distinct
+    eigenvalues (it divides by their differences).
+
+    Each eigenvector is NumPy's up to a sign (a real matrix) or a phase e^{iθ} (a complex
+    one), which LAPACK picks and a derivative cannot follow: the derivative of V is the one
+    that keeps vᴴdv real, so a function's gradient is meaningful only if the function does
+    not depend on the phases, as the eigenvalues, |V|² and V f(diag(w)) Vᴴ do (JAX says
+    the same of its eigh).
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
         >>> a = numpy.array([[2.0, 1.0], [1.0, 2.0]])
         >>> wg.grad(lambda a: np.linalg.eigh(a).eigenvalues[-1])(a).round(6).tolist()
         [[0.5, 0.5], [0.5, 0.5]]
+        >>> h = numpy.array([[2.0, 1j], [-1j, 2.0]])            # eigenvalues 1 and 3
+        >>> g = wg.grad(lambda h: np.linalg.eigh(h).eigenvalues[-1])(h)   # conj(v vᴴ)
+        >>> bool(numpy.allclose(g, [[0.5, -0.5j], [0.5j, 0.5]]))
+        True
     """
     a, tri = _triangle(a, UPLO, "eigh")
     return _named(_EighResult, L.eigvalsh(a, **tri), L.eigvecsh(a, **tri))
@@ -187,7 +195,8 @@ def eigh(a, UPLO="L"):
 
 @_numpy_unless_traced(_np.linalg.eigvalsh, any_argument=True)
 def eigvalsh(a, UPLO="L"):
-    """Eigenvalues (ascending) of a symmetric matrix, read from the triangle `UPLO` names.
+    """Eigenvalues (ascending, real) of a symmetric (Hermitian) matrix, read from the
+    triangle `UPLO` names.
 
     Example:
         >>> import numpy, wengert.numpy as np
@@ -198,19 +207,61 @@ def eigvalsh(a, UPLO="L"):
     return L.eigvalsh(a, **tri)
 
 
+@_numpy_unless_traced(_np.linalg.eig, any_argument=True)
+def eig(a):
+    """Eigenvalues and right eigenvectors of a general square matrix, as NumPy's named
+    tuple (eigenvalues, eigenvectors), in NumPy's (LAPACK's) order and normalization: each
+    eigenvector has unit length and its largest component real.  The derivatives are those
+    of NumPy's factors, with that normalization (dλ_j = (V⁻¹ dA V)_jj), where the
+    eigenvalues are distinct (they divide by their differences) and no two components of
+    an eigenvector tie for the largest.
+
+    Unlike NumPy's, the results are complex even when every eigenvalue of a real matrix is
+    real (NumPy's dtype would depend on the values, which a traced value may not have; JAX
+    does the same); their values are NumPy's.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.array([[0.0, 1.0], [-2.0, -3.0]])          # eigenvalues -1 and -2
+        >>> np.linalg.eig(numpy.array([[0.0, 1.0], [-1.0, 0.0]])).eigenvalues.tolist()
+        [1j, -1j]
+        >>> g = wg.grad(lambda a: np.real(np.linalg.eig(a).eigenvalues[0]))(a)   # of -1
+        >>> g.round(6).tolist()                          # u vᵀ/(uᵀv), u the left eigenvector
+        [[2.0, -2.0], [1.0, -1.0]]
+    """
+    a = _matrix(a, "eig")
+    return _named(_EigResult, L.eigvals(a), L.eigvecs(a))
+
+
+@_numpy_unless_traced(_np.linalg.eigvals, any_argument=True)
+def eigvals(a):
+    """Eigenvalues of a general square matrix, in NumPy's order, complex (see `eig`);
+    derivative dλ_j = (V⁻¹ dA V)_jj, holomorphic, where they are distinct.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.array([[1.0, 2.0], [0.0, 3.0]])
+        >>> wg.vjp(np.linalg.eigvals, a)[0].tolist()              # (NumPy's are real here)
+        [(1+0j), (3+0j)]
+        >>> wg.grad(lambda a: np.real(np.linalg.eigvals(a)[1]))(a).tolist()   # u vᵀ/(uᵀv)
+        [[0.0, 0.0], [1.0, 1.0]]
+    """
+    return L.eigvals(_matrix(a, "eigvals"))
+
+
 def _triangle(a, UPLO, who):
     """(the matrix, the primitives' parameters naming the triangle to read: none for the
     lower one)."""
-    a = _real_matrix(_matrix(a, who), who)
+    a = _matrix(a, who)
     uplo = UPLO.upper() if isinstance(UPLO, str) else UPLO        # NumPy takes 'l' and 'u'
     if uplo not in ("L", "U"):
         raise ValueError(f"{who}: UPLO argument must be 'L' or 'U', got {UPLO!r}")
     return a, ({} if uplo == "L" else {"UPLO": "U"})
 
 
-def _svd_input(a, hermitian, who):
-    """`a` as a traced real matrix (or stack of them), with NumPy's errors."""
-    a = _real_matrix(_at_least_2d(a), who)
+def _svd_input(a, hermitian):
+    """`a` as a traced matrix (or stack of them), with NumPy's errors."""
+    a = _at_least_2d(a)
     s = a.shape
     if hermitian and s[-1] != s[-2]:
         raise LinAlgError("Last 2 dimensions of the array must be square")
@@ -225,13 +276,15 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     S is differentiable for every shape, and so are U and Vh if the singular values are
     distinct and nonzero: their derivatives divide by the differences s_j² - s_i² (and,
     for a non-square matrix, by the singular values), so where those vanish they are inf
-    or nan, with NumPy's divide-by-zero warning.  (U and Vh are only defined up to the sign
-    of each pair of singular vectors, so differentiate functions that do not depend on it,
-    such as U diag(S) Vh.)  With ``full_matrices=True`` the extra columns of a tall
+    or nan, with NumPy's divide-by-zero warning.  U and Vh are only defined up to the sign
+    (of a complex matrix: the phase e^{iθ}) of each pair u_k, v_k of singular vectors, which
+    LAPACK picks and a derivative cannot follow, so differentiate functions that do not
+    depend on it, such as U diag(S) Vh, |U|² or u_k v_kᴴ (JAX says the same of its svd).
+    With ``full_matrices=True`` the extra columns of a tall
     matrix's U (rows of a wide one's Vh) are any basis of the complement and have no
     derivative: a derivative through them raises NotImplementedError, which says to use
-    ``full_matrices=False``.  With ``hermitian=True`` A is read as symmetric, as NumPy
-    reads it, and the derivative is the symmetric one.
+    ``full_matrices=False``.  With ``hermitian=True`` A is read as symmetric (Hermitian),
+    as NumPy reads it, and the derivative is the symmetric (Hermitian) one.
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -244,8 +297,11 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         >>> u, s, vh = wg.vjp(lambda a: np.linalg.svd(a, full_matrices=False), a)[0]
         >>> u.shape, s.shape, vh.shape
         ((3, 2), (2,), (2, 2))
+        >>> z = numpy.diag([1j, -2.0])                  # complex: conj(U Vh)
+        >>> bool(numpy.allclose(wg.grad(nuclear_norm)(z), numpy.diag([-1j, -1.0])))
+        True
     """
-    a, h = _svd_input(a, hermitian, "svd")
+    a, h = _svd_input(a, hermitian)
     if not compute_uv:
         return L.svdvals(a, **h)
     m, n = a.shape[-2:]
@@ -260,9 +316,11 @@ def qr(a, mode="reduced"):
     """The QR decomposition A = QR, Q with orthonormal columns and R upper triangular, as
     NumPy's named tuple (Q, R); only R with ``mode='r'``.  Differentiable where the first
     min(m, n) columns are linearly independent (the derivative solves with R's leading
-    square block), in modes 'reduced' and 'r', and in mode 'complete' unless A is tall (its Q's extra columns have
-    no derivative: that raises NotImplementedError saying to use 'reduced').  Modes 'raw'
-    and 'economic' are refused on traced values.
+    square block), in modes 'reduced' and 'r', and in mode 'complete' unless A is tall
+    (its Q's extra columns have no derivative: that raises NotImplementedError saying to
+    use 'reduced').  Modes 'raw' and 'economic' are refused on traced values.  R's
+    diagonal is NumPy's (LAPACK's): real, of either sign, for a complex matrix too, which
+    makes the factorization unique and its derivative that of NumPy's factors.
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -273,8 +331,12 @@ def qr(a, mode="reduced"):
         >>> g = wg.grad(lambda a: np.abs(np.linalg.qr(a, mode="r")[0, 0]))(a)  # |r₀₀| = |a₀|
         >>> (g.round(6) + 0.0).tolist()
         [[0.6, 0.0], [0.8, 0.0], [0.0, 0.0]]
+        >>> z = numpy.array([[3j, 1.0], [4.0, 2j]])
+        >>> g = wg.grad(lambda z: np.abs(np.linalg.qr(z).R[0, 0]))(z)          # conj(z₀)/|z₀|
+        >>> bool(numpy.allclose(g[:, 0], [-0.6j, 0.8]))
+        True
     """
-    a = _real_matrix(_at_least_2d(a), "qr")
+    a = _at_least_2d(a)
     if mode in ("raw", "economic"):
         raise NotImplementedError(f"numpy.linalg.qr(..., mode={mode!r}) is not supported on "
                                   "traced values: use mode='reduced', 'complete' or 'r'")
@@ -299,7 +361,7 @@ if hasattr(_np.linalg, "svdvals"):              # NumPy 2
             >>> wg.grad(lambda x: np.linalg.svdvals(x)[0])(numpy.diag([1.0, 2.0])).tolist()
             [[0.0, 0.0], [0.0, 1.0]]
         """
-        return L.svdvals(_svd_input(x, False, "svdvals")[0])
+        return L.svdvals(_svd_input(x, False)[0])
 
 
 def _no_rule(ord, what):
@@ -372,7 +434,6 @@ def _matrix_norm(x, ord, r, c, keepdims):
         pick = amax if ord > 0 else amin
         out = pick(sum(abs(x), axis=inner, keepdims=True), axis=outer, keepdims=True)
     elif ord in (2, -2, "nuc"):
-        _real_matrix(x, f"norm(..., ord={ord!r})")
         # the largest or smallest singular value or their sum, as NumPy computes them (the
         # derivative of a tie between largest or smallest ones is shared among them); a
         # matrix already in the last two axes is not moved, so that svd(x)'s own nodes,
@@ -637,7 +698,6 @@ def cond(x, p=None):
     """
     x = _at_least_2d(x)
     if p is None or p == 2 or p == -2:
-        _real_matrix(x, f"cond(..., p={p!r})")
         s = L.svdvals(x)
         big, small = s[..., 0], s[..., -1]
         return small / big if p == -2 else big / small
@@ -658,7 +718,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     A = asarray(A)
     if A.ndim < 2:                  # NumPy's answer for a vector or a number
         return int(sum((A != 0).astype(_np.int64), axis=None) > 0)
-    A, h = _svd_input(A, hermitian, "matrix_rank")
+    A, h = _svd_input(A, hermitian)
     s = L.svdvals(A, **h)
     big = amax(s, axis=-1, keepdims=True)
     if tol is None:
@@ -672,9 +732,10 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
 
 @_numpy_unless_traced(_np.linalg.pinv, any_argument=True)
 def pinv(a, rcond=None, hermitian=False, *, rtol=_np._NoValue):
-    """The Moore-Penrose pseudo-inverse V diag(1/s) Uᵀ, singular values below the cutoff
+    """The Moore-Penrose pseudo-inverse V diag(1/s) Uᴴ, singular values below the cutoff
     (NumPy's: ``rcond`` or ``rtol`` times the largest) taken as zero.  Differentiable
-    where the rank does not change, with distinct singular values (svd's rules).
+    where the rank does not change, with distinct singular values (svd's rules; the
+    phases of the singular vectors cancel, so a complex matrix's is differentiable too).
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -684,7 +745,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_np._NoValue):
         >>> wg.grad(lambda a: np.linalg.pinv(a)[0, 0])(a).round(6).tolist()
         [[-0.25, 0.0], [0.0, 0.0], [0.0, 0.0]]
     """
-    a = _real_matrix(_at_least_2d(a), "pinv")
+    a = _at_least_2d(a)
     if rcond is None:
         rcond = max(a.shape[-2:]) * _np.finfo(float_dtype(a.dtype)).eps \
             if rtol is _np._NoValue or rtol is None else rtol
@@ -700,7 +761,14 @@ def _pinv_of(usv, rcond):
     keep = s > asarray(rcond)[..., None] * amax(s, axis=-1, keepdims=True)
     # 1/s where kept, 0 elsewhere (the where's other branch never divides by a zero)
     inverse = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
-    return _matmul(swapaxes(vh, -1, -2) * inverse[..., None, :], swapaxes(u, -1, -2)), keep
+    # V diag(1/s) Uᴴ (the conjugates are a complex matrix's only)
+    return _matmul(_ctranspose(vh) * inverse[..., None, :], _ctranspose(u)), keep
+
+
+def _ctranspose(x):
+    """The conjugate transpose of the last two axes (a real matrix's transpose)."""
+    x = swapaxes(x, -1, -2)
+    return _conj(x) if x.dtype.kind == "c" else x
 
 
 @_numpy_unless_traced(_np.linalg.lstsq, any_argument=True)
@@ -722,7 +790,6 @@ def lstsq(a, b, rcond=None):
     a, b = asarray(a), asarray(b)
     if a.ndim != 2:
         raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
-    _real_matrix(a, "lstsq")            # (a complex b is solved for as any other)
     m, n = a.shape
     if b.ndim not in (1, 2) or b.shape[0] != m:
         raise LinAlgError("Incompatible dimensions")

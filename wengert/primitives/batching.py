@@ -364,8 +364,8 @@ def _declare():
         if prim.elementwise:
             prim.defbatch(_elementwise)
     for name in ("astype", "copy", "one_hot", "inv", "det", "cofactor", "logabsdet",
-                 "signdet", "logdet", "cholesky", "eigvalsh", "eigvecsh", "svdvals", "svd_u",
-                 "svd_vh", "qr_q", "qr_r"):
+                 "signdet", "logdet", "cholesky", "eigvalsh", "eigvecsh", "eigvals", "eigvecs",
+                 "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"):
         REGISTRY[name].defbatch(_same_call)
     REGISTRY["tril"].defbatch(_matrices)
     for name in ("sum", "amax", "amin", "prod", "logsumexp", "cumsum", "cumprod", "flip",

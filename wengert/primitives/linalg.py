@@ -10,6 +10,8 @@ Matrix calculus used below, with A⁻ᵀ = (A⁻¹)ᵀ:
               where Φ keeps the lower triangle and halves the diagonal
     eigh:     A = V diag(w) Vᵀ:  dw = diag(Vᵀ dA V),  dV = V (F ∘ (Vᵀ dA V)),
               F_ij = 1/(w_j - w_i) off the diagonal, 0 on it
+    eig:      A V = V diag(λ) (a general A; λ and V complex):  dλ = diag(V⁻¹ dA V),
+              dV = V (F ∘ (V⁻¹ dA V) + diag(c)), c keeping NumPy's normalization (below)
     svd:      A = U S Vᵀ (m×n, thin: U m×k, S = diag(s) k×k, V n×k, k = min(m, n)),
               with dP = Uᵀ dA V and F_ij = 1/(s_j² - s_i²) off the diagonal, 0 on it:
               ds = diag(dP)                                            s̄ -> Ā = U diag(s̄) Vᵀ
@@ -19,6 +21,29 @@ Matrix calculus used below, with A⁻ᵀ = (A⁻¹)ᵀ:
                                   V̄ -> Ā = U S (F ∘ (VᵀV̄ - V̄ᵀV)) Vᵀ + U S⁻¹ V̄ᵀ (I - VVᵀ)
               (the (I - UUᵀ) terms vanish unless m > k, the (I - VVᵀ) ones unless n > k;
               J. Townsend, "Differentiating the singular value decomposition", 2016)
+
+Complex matrices.  inv, det, logdet and solve are holomorphic: the same formulas, whose
+VJPs transpose without conjugating (JAX's and autograd's convention, docs/complex.md).  The
+factorizations are not (they involve Aᴴ).  Their JVPs are the real ones with each
+transpose a conjugate transpose ᴴ, and their VJPs the adjoints of those JVPs under the real
+inner product Re tr(Xᴴ Y), applied to the conjugate of the cotangent and conjugated back:
+for the convention's Re Σ c·dw = Re Σ Ā·dA, Ā = conj(J*(conj c)).  Written out:
+    cholesky: A = LLᴴ (L's diagonal real):  dL = L Φ(L⁻¹ herm(dA) L⁻ᴴ)
+              Ā = conj herm(L⁻ᴴ Φ(Lᴴ c̄) L⁻¹),  herm(X) = (X + Xᴴ)/2
+    eigh:     A = V diag(w) Vᴴ (w real):  dw = Re diag(Vᴴ dA V),  dV = V (F ∘ (Vᴴ herm(dA) V))
+              w̄ -> Ā = conj(V diag(w̄) Vᴴ);  V̄ -> Ā = conj herm(V (F ∘ (Vᴴ c̄)) Vᴴ)
+              (each eigenvector's phase is free: dV is the derivative with Im(vᴴdv) = 0)
+    svd:      A = U S Vᴴ, dP = Uᴴ dA V:  ds = Re diag(dP),
+              dU = U (F ∘ (dP S + S dPᴴ) + i Im diag(dP) S⁻¹) + (I - UUᴴ) dA V S⁻¹,
+              dV = V (F ∘ (S dP + dPᴴ S)) + (I - VVᴴ) dAᴴ U S⁻¹  (Vᴴ dV's diagonal 0);
+              the VJPs, with G = conj(Ū), H = conj(V̄h), X = UᴴG, Y = Vᴴ Hᴴ:
+              s̄ -> conj(U diag(s̄) Vᴴ)
+              Ū -> conj(U ((F ∘ (X - Xᴴ)) S + i Im diag(X) S⁻¹) Vᴴ + (G - UX) S⁻¹ Vᴴ)
+              V̄h -> conj(U (S (F ∘ (Y - Yᴴ)) Vᴴ + S⁻¹ (H - Yᴴ Vᴴ)))
+              (a pair u_k, v_k turns by a common phase freely: the i Im diag term turns
+              u_k alone, as much as u_k v_kᴴ turns)
+    qr:       R's diagonal real (LAPACK's): Ω = Qᴴ dQ gains i Im P_kk on its diagonal, and
+              copyltu mirrors by ᴴ with a real diagonal (see QR below)
 """
 from __future__ import annotations
 
@@ -27,9 +52,10 @@ import weakref
 
 import numpy as np
 
-from .registry import defprimitive, float_dtype, shape_of
+from .registry import defprimitive, float_dtype, real_dtype, shape_of
+from . import scalar as S
 from .array import (matmul, swapaxes, sum as _sum, tril, reshape, dtype_of, getitem,
-                    concatenate)
+                    concatenate, amax)
 from .shape import sum_to
 
 
@@ -53,6 +79,27 @@ def _T(x):
 
 def _sym(x):
     return 0.5 * (x + _T(x))
+
+
+# A complex matrix's rules are the real ones with conjugate transposes: each helper below is
+# its real counterpart (or nothing) on a real array, so the real path does no extra work.
+def _is_complex(x):
+    return dtype_of(x).kind == "c"
+
+
+def _H(x):
+    """The conjugate transpose (a real matrix's transpose)."""
+    return S.conj(_T(x)) if _is_complex(x) else _T(x)
+
+
+def _cj(x):
+    """The conjugate (a real array itself)."""
+    return S.conj(x) if _is_complex(x) else x
+
+
+def _herm(x):
+    """The Hermitian part (X + Xᴴ)/2 (a real matrix's symmetric part)."""
+    return 0.5 * (x + _H(x))
 
 
 def _lin(name, impl, aval, cost="call"):
@@ -199,27 +246,31 @@ def _phi(x):
 cholesky = _lin("cholesky", np.linalg.cholesky, _same)
 
 
+# (A complex matrix's VJPs below are written as the adjoint under Re tr(Xᴴ Y), with
+# conjugate transposes, applied to the conjugate of the cotangent and conjugated back: the
+# transpose without conjugation of JAX's and autograd's convention, docs/complex.md.)
 @cholesky.defvjp
 def _(g, a, ans):
     L = ans
-    p = _phi(matmul(_T(L), g))
-    # Ā = L⁻ᵀ P L⁻¹, by two triangular solves (written as general solves), symmetrised
-    x = solve(_T(L), _T(solve(_T(L), _T(p))))
-    return (_sym(x),)
+    g = _cj(g)
+    p = _phi(matmul(_H(L), g))
+    # Ā = L⁻ᴴ P L⁻¹, by two triangular solves (written as general solves), Hermitian part
+    x = solve(_H(L), _H(solve(_H(L), _H(p))))
+    return (_cj(_herm(x)),)
 
 
-# cholesky and eigh read one triangle, but their derivatives are the symmetric ones (the
-# VJPs give symmetric cotangents): a JVP reads the tangent's symmetric part, so that it is
-# the VJP's transpose for every tangent, not only for symmetric ones.
+# cholesky and eigh read one triangle, but their derivatives are the symmetric (Hermitian)
+# ones (the VJPs give symmetric cotangents): a JVP reads the tangent's Hermitian part, so
+# that it is the VJP's transpose for every tangent, not only for symmetric ones.
 @cholesky.defjvp
 def _(ts, a, ans):
     L = ans
-    inner = solve(L, _T(solve(L, _T(_sym(ts[0])))))        # L⁻¹ dA L⁻ᵀ
+    inner = solve(L, _H(solve(L, _H(_herm(ts[0])))))        # L⁻¹ dA L⁻ᴴ
     return matmul(L, _phi(inner))
 
 
 def _eigvals_aval(args, params):
-    return args[0].shape[:-1], float_dtype(args[0].dtype)
+    return args[0].shape[:-1], real_dtype(float_dtype(args[0].dtype))
 
 
 class _Factorizations(threading.local):
@@ -290,26 +341,116 @@ def _F(w):
 @eigvalsh.defvjp
 def _(g, a, ans, **tri):
     V = eigvecsh(a, **tri)
-    return (matmul(V * reshape(g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]), _T(V)),)
+    # V diag(ḡ) Vᴴ, conjugated (ḡ is real: the eigenvalues are)
+    return (_cj(matmul(V * reshape(g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:]),
+                       _H(V))),)
 
 
 @eigvalsh.defjvp
 def _(ts, a, ans, **tri):
     V = eigvecsh(a, **tri)
-    return _diag_part(matmul(_T(V), matmul(ts[0], V)))
+    # (Re diag(Vᴴ dA V) reads only dA's Hermitian part by itself)
+    return S.real_part(_diag_part(matmul(_H(V), matmul(ts[0], V))))
 
 
 @eigvecsh.defvjp
 def _(g, a, ans, **tri):
     V = ans
-    inner = _F(eigvalsh(a, **tri)) * matmul(_T(V), g)
-    x = matmul(V, matmul(inner, _T(V)))
-    return (_sym(x),)
+    inner = _F(eigvalsh(a, **tri)) * matmul(_H(V), _cj(g))
+    x = matmul(V, matmul(inner, _H(V)))
+    return (_cj(_herm(x)),)
 
 
-# (eigvalsh's JVP, diag(Vᵀ dA V), reads only dA's symmetric part by itself)
+# A complex eigenvector is NumPy's up to a phase e^{iθ}, which the derivative cannot follow:
+# it is the one with Im(vᴴ dv) = 0 (F's zero diagonal), right for a function that does
+# not depend on the phases.
 eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * matmul(
-    _T(ans), matmul(_sym(ts[0]), ans))))
+    _H(ans), matmul(_herm(ts[0]), ans))))
+
+
+# ---- eigenvalues and eigenvectors of a general matrix --------------------------------------
+# Two primitives, as eigh is: eigvals(a), numpy.linalg.eigvals's values, and eigvecs(a),
+# numpy.linalg.eig's vectors.  Both are complex whatever a is (JAX's dtypes: NumPy's
+# eig gives a real matrix real results when every eigenvalue happens to be real, which
+# depends on the values, not the dtypes).  LAPACK finds the eigenvalues in the same
+# order with and without the vectors, so λ_j belongs to v_j (a test checks A V = V Λ).
+# With P = V⁻¹ dA V (A V = V Λ gives V⁻¹ dV = F ∘ P + diag(c), F_ij = 1/(λ_j - λ_i)):
+#     dλ = diag(P)                         λ̄ -> Ā = V⁻ᵀ diag(λ̄) Vᵀ     (holomorphic)
+#     dV = W + V diag(c),  W = V (F ∘ P)
+# where c holds NumPy's normalization (LAPACK's geev): each v_j has unit length, so
+# Re(v_jᴴ dv_j) = 0, and its largest component v_kj is real, so Im(dv_kj / v_kj) = 0:
+#     c_j = -Re(v_jᴴ w_j) - i Im(w_kj / v_kj)
+# This is real-linear, not complex-linear, and its VJP (the adjoint of conjugated
+# cotangents, conjugated back) reads, with G the conjugated cotangent and h_j = (VᴴG)_jj:
+#     G_W = G - V diag(Re h) - i M diag(Im h / v_k),  M_ij = 1 where i = k(j) (0 elsewhere)
+#     Ā = conj(V⁻ᴴ (conj(F) ∘ (Vᴴ G_W)) Vᴴ)
+def _eig_dtype(dtype):
+    return np.result_type(float_dtype(dtype), 1j)
+
+
+def _eigvals_np(a):
+    w = np.linalg.eigvals(a)
+    return w.astype(_eig_dtype(a.dtype), copy=False)
+
+
+def _eigvecs_np(a):
+    v = np.linalg.eig(a)[1]
+    return v.astype(_eig_dtype(a.dtype), copy=False)
+
+
+eigvals = _lin("eigvals", lambda a: _factorizations.of("eigvals", _eigvals_np, a),
+               lambda args, params: (args[0].shape[:-1], _eig_dtype(args[0].dtype)))
+eigvecs = _lin("eigvecs", lambda a: _factorizations.of("eig", _eigvecs_np, a),
+               lambda args, params: (args[0].shape, _eig_dtype(args[0].dtype)))
+
+
+@eigvals.defjvp
+def _(ts, a, ans):
+    V = eigvecs(a)
+    return _diag_part(matmul(inv(V), matmul(ts[0], V)))
+
+
+@eigvals.defvjp
+def _(g, a, ans):
+    V = eigvecs(a)
+    return (matmul(_T(inv(V)) * _row(g), _T(V)),)
+
+
+def _largest(V):
+    """The mask M of each column's largest component (by modulus), which LAPACK makes
+    real; and that component, a row (1×n)."""
+    size = S.abs(V)
+    axis = (len(shape_of(V)) - 2,)
+    M = S.select(S.eq(size, amax(size, axis=axis, keepdims=True)), 1.0, 0.0)
+    return M, _sum(M * V, axis=axis, keepdims=True)
+
+
+@eigvecs.defjvp
+def _(ts, a, ans):
+    V = ans
+    W = matmul(V, _F(eigvals(a)) * matmul(inv(V), matmul(ts[0], V)))
+    M, vk = _largest(V)
+    axis = (len(shape_of(V)) - 2,)
+    norm = S.real_part(_sum(_cj(V) * W, axis=axis, keepdims=True))       # Re(v_jᴴ w_j)
+    if _is_complex(V):
+        phase = S.imag(_sum(M * W, axis=axis, keepdims=True) / vk)       # Im(w_kj / v_kj)
+        return W - V * (norm + 1j * phase)
+    return W - V * norm
+
+
+@eigvecs.defvjp
+def _(g, a, ans):
+    V = ans
+    G = _cj(g)
+    M, vk = _largest(V)
+    axis = (len(shape_of(V)) - 2,)
+    h = _sum(_cj(V) * G, axis=axis, keepdims=True)                       # (VᴴG)_jj, a row
+    GW = G - V * S.real_part(h)
+    if _is_complex(h):
+        GW = GW - 1j * M * (S.imag(h) / _cj(vk))
+    inner = S.conj(_F(eigvals(a))) * matmul(_H(V), GW)
+    Vinv_h = _H(inv(V))
+    return (_cj(matmul(Vinv_h, matmul(inner, _H(V)))),)
 
 
 # ---- singular values and vectors ------------------------------------------------------------
@@ -341,7 +482,7 @@ def _svd_shape(args, params):
 
 def _svdvals_aval(args, params):
     batch, m, n, k = _svd_shape(args, params)
-    return batch + (k,), float_dtype(args[0].dtype)
+    return batch + (k,), real_dtype(float_dtype(args[0].dtype))
 
 
 def _svd_u_aval(args, params):
@@ -387,8 +528,8 @@ def _thin_u(a, h):
 
 
 def _thin_v(a, h):
-    """V, not Vh."""
-    return _T(svd_vh(a, full_matrices=False, **h))
+    """V, not Vh: Vhᴴ."""
+    return _H(svd_vh(a, full_matrices=False, **h))
 
 
 def _row(s):
@@ -402,25 +543,35 @@ def _column(s):
 
 
 def _symmetric_in(dA, h):
-    return _sym(dA) if h else dA
+    return _herm(dA) if h else dA
 
 
 def _symmetric_out(Abar, h):
-    return (_sym(Abar) if h else Abar,)
+    return (_herm(Abar) if h else Abar,)
+
+
+def _phase_part(X, s):
+    """diag(i Im X_kk / s_k), the part of a complex matrix's derivative that turns the
+    phases of u_k and v_k apart (u_k v_kᴴ turns with it), or None for a real X."""
+    if not _is_complex(X):
+        return None
+    n = shape_of(X)[-1]
+    return 1j * (S.imag(X) * _eye(n, s)) / _row(s)
 
 
 @svdvals.defvjp
 def _(g, a, ans, **h):
     U, V = _thin_u(a, h), _thin_v(a, h)
-    return _symmetric_out(matmul(U * _row(g), _T(V)), h)
+    # U diag(ḡ) Vᴴ, conjugated (ḡ is real)
+    return _symmetric_out(_cj(matmul(U * _row(g), _H(V))), h)
 
 
 @svdvals.defjvp
 def _(ts, a, ans, **h):
     U, V = _thin_u(a, h), _thin_v(a, h)
-    # diag(Uᵀ dA V)_k = Σ_i U_ik (dA V)_ik, without forming the k×k product
-    return _sum(U * matmul(_symmetric_in(ts[0], h), V), axis=(len(shape_of(a)) - 2,),
-                keepdims=False)
+    # Re diag(Uᴴ dA V)_k = Re Σ_i conj(U_ik) (dA V)_ik, without forming the k×k product
+    return S.real_part(_sum(_cj(U) * matmul(_symmetric_in(ts[0], h), V),
+                          axis=(len(shape_of(a)) - 2,), keepdims=False))
 
 
 @svd_u.defjvp
@@ -428,8 +579,10 @@ def _(ts, a, ans, full_matrices, **h):
     _no_extra_vectors(a, full_matrices, "U")
     U, s, V = ans, svdvals(a, **h), _thin_v(a, h)
     dAV = matmul(_symmetric_in(ts[0], h), V)
-    dP = matmul(_T(U), dAV)
-    dU = matmul(U, _F(s * s) * (dP * _row(s) + _column(s) * _T(dP)))
+    dP = matmul(_H(U), dAV)
+    inner = _F(s * s) * (dP * _row(s) + _column(s) * _H(dP))
+    phase = _phase_part(dP, s)          # (a complex matrix: Uᴴ dU's imaginary diagonal)
+    dU = matmul(U, inner if phase is None else inner + phase)
     m, n, k = _mk(a)
     if m > k:
         dU = dU + (dAV - matmul(U, dP)) / _row(s)
@@ -440,37 +593,42 @@ def _(ts, a, ans, full_matrices, **h):
 def _(g, a, ans, full_matrices, **h):
     _no_extra_vectors(a, full_matrices, "U")
     U, s, V = ans, svdvals(a, **h), _thin_v(a, h)
-    X = matmul(_T(U), g)
-    inner = matmul(U, _F(s * s) * (X - _T(X)) * _row(s))
+    g = _cj(g)
+    X = matmul(_H(U), g)
+    inner = _F(s * s) * (X - _H(X)) * _row(s)
+    phase = _phase_part(X, s)
+    inner = matmul(U, inner if phase is None else inner + phase)
     m, n, k = _mk(a)
     if m > k:
         inner = inner + (g - matmul(U, X)) / _row(s)
-    return _symmetric_out(matmul(inner, _T(V)), h)
+    return _symmetric_out(_cj(matmul(inner, _H(V))), h)
 
 
 @svd_vh.defjvp
 def _(ts, a, ans, full_matrices, **h):
     _no_extra_vectors(a, full_matrices, "Vh")
-    U, s, V = _thin_u(a, h), svdvals(a, **h), _T(ans)
-    dAtU = matmul(_T(_symmetric_in(ts[0], h)), U)
-    dPt = matmul(_T(V), dAtU)
-    dV = matmul(V, _F(s * s) * (_column(s) * _T(dPt) + dPt * _row(s)))
+    U, s, V = _thin_u(a, h), svdvals(a, **h), _H(ans)
+    dAtU = matmul(_H(_symmetric_in(ts[0], h)), U)          # dAᴴ U
+    dPt = matmul(_H(V), dAtU)                               # dPᴴ
+    # (V's phases are held: Vᴴ dV's diagonal is 0, U's rule turns u_k instead)
+    dV = matmul(V, _F(s * s) * (_column(s) * _H(dPt) + dPt * _row(s)))
     m, n, k = _mk(a)
     if n > k:
         dV = dV + (dAtU - matmul(V, dPt)) / _row(s)
-    return _T(dV)
+    return _H(dV)
 
 
 @svd_vh.defvjp
 def _(g, a, ans, full_matrices, **h):
     _no_extra_vectors(a, full_matrices, "Vh")
     U, s, Vh = _thin_u(a, h), svdvals(a, **h), ans
-    Y = matmul(Vh, _T(g))                       # VᵀV̄, with V̄ = ḡᵀ
-    inner = matmul(_column(s) * (_F(s * s) * (Y - _T(Y))), Vh)
+    g = _cj(g)
+    Y = matmul(Vh, _H(g))                       # VᴴV̄, with V̄ = ḡᴴ
+    inner = matmul(_column(s) * (_F(s * s) * (Y - _H(Y))), Vh)
     m, n, k = _mk(a)
     if n > k:
-        inner = inner + (g - matmul(_T(Y), Vh)) / _column(s)
-    return _symmetric_out(matmul(U, inner), h)
+        inner = inner + (g - matmul(_H(Y), Vh)) / _column(s)
+    return _symmetric_out(_cj(matmul(U, inner)), h)
 
 
 # ---- QR ------------------------------------------------------------------------------------
@@ -482,7 +640,10 @@ def _(g, a, ans, full_matrices, **h):
 #     dR = (P - Ω) R          dQ = Q (Ω - P) + dA R⁻¹
 #     Ā = (Q̄ + Q copyltu(M)) R⁻ᵀ,  M = R R̄ᵀ - Q̄ᵀ Q,  copyltu(M) = tril(M) + tril(M, -1)ᵀ
 # (the reverse form as in H.-J. Liao et al., "Differentiable programming tensor networks",
-# 2019, and in PyTorch).
+# 2019, and in PyTorch).  A complex A's: P = Qᴴ dA R⁻¹, and since LAPACK's R has a real
+# diagonal, so has dR = (P - Ω) R: Ω = tril(P, -1) - tril(P, -1)ᴴ + i Im diag(P),
+# skew-Hermitian.  The adjoint (of conjugated cotangents, conjugated back) is
+# (Q̄ + Q N) R⁻ᴴ with M = R R̄ᴴ - Q̄ᴴ Q and N = tril(M, -1) + tril(M, -1)ᴴ + Re diag(M).
 def _qr_all(a, complete):
     return np.linalg.qr(a, mode="complete" if complete else "reduced")
 
@@ -522,13 +683,30 @@ def _right_rinv(B, R):
     return _T(solve(_T(R), _T(B)))
 
 
-def _right_rinvT(B, R):
-    """B R⁻ᵀ."""
-    return _T(solve(R, _T(B)))
+def _right_rinvH(B, R):
+    """B R⁻ᴴ (B R⁻ᵀ for a real R)."""
+    return _H(solve(R, _H(B)))
 
 
 def _copyltu(M):
+    """M's lower triangle, mirrored above the diagonal by the conjugate transpose; a
+    complex M's diagonal made real (the Hermitian matrix with M's strict lower triangle
+    and Re diag M)."""
+    if _is_complex(M):
+        low = tril(M, k=-1)
+        return low + _H(low) + S.real_part(M) * _eye(shape_of(M)[-1], S.real_part(M))
     return tril(M, k=0) + _T(tril(M, k=-1))
+
+
+def _skew(P):
+    """Ω = Qᴴ dQ from P = Qᴴ dX R₁⁻¹: P's strict lower triangle, minus its conjugate
+    transpose above the diagonal; for a complex P, i Im P_kk on the diagonal too (dR's
+    diagonal stays real, as LAPACK's R's is)."""
+    low = tril(P, k=-1)
+    omega = low - _H(low)
+    if _is_complex(P):
+        omega = omega + 1j * (S.imag(P) * _eye(shape_of(P)[-1], S.imag(P)))
+    return omega
 
 
 def _columns(x, lo, hi):
@@ -549,14 +727,13 @@ def _qr_tangents(dA, a, Q, R):
     X, R1 = _left(a, R)
     dX = _columns(dA, 0, m) if n > m else dA
     dXR = _right_rinv(dX, R1)
-    P = matmul(_T(Q), dXR)                      # Qᵀ dX R₁⁻¹
-    low = tril(P, k=-1)
-    omega = low - _T(low)                       # Qᵀ dQ, skew
+    P = matmul(_H(Q), dXR)                      # Qᴴ dX R₁⁻¹
+    omega = _skew(P)                            # Qᴴ dQ, skew-Hermitian
     dQ = matmul(Q, omega - P) + dXR
     dR = matmul(P - omega, R1)
     if n > m:
         Y, dY = _columns(a, m, n), _columns(dA, m, n)
-        dR = concatenate(dR, matmul(_T(dQ), Y) + matmul(_T(Q), dY), axis=len(shape_of(a)) - 1)
+        dR = concatenate(dR, matmul(_H(dQ), Y) + matmul(_H(Q), dY), axis=len(shape_of(a)) - 1)
     return dQ, dR
 
 
@@ -564,22 +741,25 @@ def _qr_cotangent(Qbar, Rbar, a, Q, R):
     """Ā for cotangents Q̄ and R̄ (None where zero)."""
     m, n, k = _mk(a)
     X, R1 = _left(a, R)
+    # (a complex matrix's: the adjoint of conjugated cotangents, conjugated back)
+    Qbar = None if Qbar is None else _cj(Qbar)
+    Rbar = None if Rbar is None else _cj(Rbar)
     Ybar = None
-    if n > m and Rbar is not None:              # R₂ = QᵀY: Ȳ = Q R̄₂, and Q̄ gains Y R̄₂ᵀ
+    if n > m and Rbar is not None:              # R₂ = QᴴY: Ȳ = Q R̄₂, and Q̄ gains Y R̄₂ᴴ
         Rbar2, Rbar = _columns(Rbar, m, n), _columns(Rbar, 0, m)
         Ybar = matmul(Q, Rbar2)
-        QY = matmul(_columns(a, m, n), _T(Rbar2))
+        QY = matmul(_columns(a, m, n), _H(Rbar2))
         Qbar = QY if Qbar is None else Qbar + QY
-    M = None if Rbar is None else matmul(R1, _T(Rbar))
+    M = None if Rbar is None else matmul(R1, _H(Rbar))
     if Qbar is not None:
-        QbQ = matmul(_T(Qbar), Q)
+        QbQ = matmul(_H(Qbar), Q)
         M = -QbQ if M is None else M - QbQ
     inner = matmul(Q, _copyltu(M))
-    Xbar = _right_rinvT(inner if Qbar is None else Qbar + inner, R1)
+    Xbar = _cj(_right_rinvH(inner if Qbar is None else Qbar + inner, R1))
     if n > m:
         if Ybar is None:                        # (Q does not depend on Y)
             Ybar = np.zeros(shape_of(a)[:-1] + (n - m,), dtype=dtype_of(Xbar))
-        return concatenate(Xbar, Ybar, axis=len(shape_of(a)) - 1)
+        return concatenate(Xbar, _cj(Ybar), axis=len(shape_of(a)) - 1)
     return Xbar
 
 
@@ -607,12 +787,12 @@ def _(g, a, ans, complete):
     return (_qr_cotangent(None, g, a, qr_q(a, complete=complete), ans),)
 
 
-# Whose rules hold for complex values as written: holomorphic matrix functions, whose VJPs
-# are the plain transposes of their JVPs in JAX's and autograd's convention
-# (docs/complex.md).  The factorizations (cholesky, eigh, svd, qr) have rules for real
-# matrices, and a complex one's need conjugate transposes: they refuse complex values.
-for _p in (inv, det, cofactor, solve, logdet):
+# Whose rules hold for complex values: holomorphic matrix functions, whose VJPs are the
+# plain transposes of their JVPs in JAX's and autograd's convention (docs/complex.md), and
+# the factorizations, whose rules above take conjugate transposes for a complex matrix.
+for _p in (inv, det, cofactor, solve, logdet, cholesky, eigvalsh, eigvecsh, eigvals, eigvecs,
+           svdvals, svd_u, svd_vh, qr_q, qr_r):
     _p.complex = True
 
 __all__ = ["inv", "det", "cofactor", "logabsdet", "signdet", "logdet", "solve", "cholesky",
-           "eigvalsh", "eigvecsh", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
+           "eigvalsh", "eigvecsh", "eigvals", "eigvecs", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
