@@ -36,6 +36,7 @@ from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .primitives.pack import part, place
+from .primitives.scalar import real_part
 from .primitives.registry import Primitive, is_weak, _innermost as innermost
 from .tree import flatten, unflatten
 
@@ -69,8 +70,11 @@ class Checkpoint(Primitive):
 
     def __init__(self, f, in_tree):
         name = getattr(f, "__name__", "f")
+        # (complex values: its rules are f's own, swept by wengert.ad, which keeps JAX's
+        # and autograd's convention; a packed result of real and complex leaves is
+        # complex, and `unpack` takes the real leaves' real parts again)
         super().__init__(f"checkpoint[{name}]", self._impl, cost="call",
-                         abstract_eval=self._abstract_eval)
+                         abstract_eval=self._abstract_eval, complex=True)
         self.f = f
         self.in_tree = in_tree
         self.out_tree = None
@@ -100,6 +104,8 @@ class Checkpoint(Primitive):
                 self.layout.append((start, start + size, tuple(shape)))
                 start += size
             self.dtype = np.result_type(*[d for _, d in avals])
+            # which leaves are real in a complex pack
+            self.real = [self.dtype.kind == "c" and d.kind != "c" for _, d in avals]
         elif tree != self.out_tree or [s for *_, s in self.layout] != [a[0] for a in avals]:
             raise ValueError(f"{self.name}: the checkpointed function returned {tree} this "
                              f"time and {self.out_tree} before; its results must keep their "
@@ -122,7 +128,9 @@ class Checkpoint(Primitive):
         """The node's value (or the node) as f's output leaves."""
         if len(self.layout) == 1:
             return [packed]
-        return [part(packed, start=a, stop=b, shape=s) for a, b, s in self.layout]
+        return [real_part(part(packed, start=a, stop=b, shape=s)) if real else
+                part(packed, start=a, stop=b, shape=s)
+                for (a, b, s), real in zip(self.layout, self.real)]
 
     # --- the primitive -------------------------------------------------------------------
     def _impl(self, *leaves):
@@ -193,7 +201,7 @@ class Checkpoint(Primitive):
 
     def _vjp_rule(self, g, *args, **params):
         xs = args[:-1]
-        which = [i for i, x in enumerate(xs) if aval(x)[1].kind == "f"]
+        which = [i for i, x in enumerate(xs) if aval(x)[1].kind in "fc"]
         with self._again(xs, which, (g,)) as (call, outs, plan):
             cts = ad.reverse(plan, call.inputs, outs, self.unpack(g), call.symbolic)
         out = [None] * len(xs)

@@ -25,8 +25,9 @@ def _place_np(x, start, size):
     return out
 
 
+# (linear maps that copy numbers: their rules hold for complex values as written)
 part = defprimitive(
-    "part", _part_np, cost=None, linear=True,
+    "part", _part_np, cost=None, linear=True, complex=True,
     abstract_eval=lambda args, params: (tuple(params["shape"]), args[0].dtype),
     doc="""part(x, start=i, stop=j, shape=s): the flat slice x[i:j] reshaped to s.
 
@@ -37,7 +38,7 @@ part = defprimitive(
         array([1., 2.])
     """)
 place = defprimitive(
-    "place", _place_np, cost=None, linear=True,
+    "place", _place_np, cost=None, linear=True, complex=True,
     abstract_eval=lambda args, params: ((params["size"],), args[0].dtype),
     doc="""place(x, start=i, size=n): zeros of length n with x, flattened, at i.
 
