@@ -16,7 +16,7 @@ import sys
 import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 
-from timing import fmt_ratio, paired_ratio, time_interleaved
+from timing import run_table
 
 N, LAM = 4096, 4.0
 
@@ -85,27 +85,13 @@ def main(argv=None):
     makers = {"wengert": make_wengert,
               "wengert-jit": lambda *a: make_wengert(*a, compiled=True),
               "autograd": make_autograd, "torch": make_torch, "jax-jit": make_jax}
-    fns, versions = {}, {}
-    for name, make in makers.items():
-        try:
-            versions[name], fns[name] = make(x, y, f)
-        except ImportError:
-            print(f"{name:<12} skipped (not installed)")
-    reference = fns["wengert"]()
+    reference = run_table({name: (lambda make=make: make(x, y, f))
+                           for name, make in makers.items()},
+                          f"spectral loss, n = {N}, float64 in, complex128 inside", "wengert",
+                          repeats, min_time, "ms/grad")
     closed = 2 * (x - y) + 2 * LAM * np.fft.ifft(f ** 2 * np.fft.fft(x)).real  # (by hand)
-    for name, fn in fns.items():
-        if not np.allclose(fn(), reference, rtol=1e-9, atol=1e-9):
-            print(f"WARNING: {name}'s gradient differs from wengert's")
     if not np.allclose(reference, closed, rtol=1e-9, atol=1e-9):
         print("WARNING: wengert's gradient differs from the closed form")
-    times = time_interleaved(fns, repeats, min_time)
-    print(f"\nspectral loss, n = {N}, float64 in, complex128 inside, "
-          f"median of {repeats} repeats")
-    print(f"{'name':<12} {'version':<12} {'ms/grad':>9} {'vs wengert':>11}")
-    for name, (samples, _, _) in times.items():
-        ms = sorted(samples)[len(samples) // 2] * 1e3
-        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, "wengert")
-        print(f"{name:<12} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>11}")
     return 0
 
 

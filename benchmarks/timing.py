@@ -96,3 +96,33 @@ def keep_memory():
         return False
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
     return bool(mallopt(M_MMAP_THRESHOLD, 64 << 20) and mallopt(M_TRIM_THRESHOLD, 256 << 20))
+
+
+def run_table(makers, title, base, repeats, min_time, unit="ms/call"):
+    """Build, check, time and print one table: `makers` maps a row's name to a function
+    returning (version, zero-argument call); a maker that raises ImportError is a peer
+    not installed, and skipped.  Every row's result must equal `base`'s (arrays, or lists
+    of them) before timing; ratios are against `base`, paired within each repeat.
+    Returns the base row's result."""
+    import numpy as np
+    fns, versions = {}, {}
+    for name, make in makers.items():
+        try:
+            versions[name], fns[name] = make()
+        except ImportError:
+            print(f"{name:<16} skipped (not installed)")
+    reference = fns[base]()
+    for name, fn in fns.items():
+        got = fn()
+        same = all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip(got, reference)) \
+            if isinstance(reference, list) else np.allclose(got, reference, rtol=1e-9, atol=1e-12)
+        if not same:
+            print(f"WARNING: {name}'s result differs from {base}'s")
+    times = time_interleaved(fns, repeats, min_time)
+    print(f"\n{title}, median of {repeats} repeats")
+    print(f"{'name':<16} {'version':<12} {unit:>9} {'vs ' + base:>16}")
+    for name, (samples, _, _) in times.items():
+        ms = sorted(samples)[len(samples) // 2] * 1e3
+        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, base)
+        print(f"{name:<16} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>16}")
+    return reference

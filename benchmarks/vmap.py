@@ -34,7 +34,7 @@ from importlib.metadata import version
 import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 
-from timing import fmt_ratio, paired_ratio, time_interleaved
+from timing import run_table
 
 SIZES, BATCH = (64, 128, 10), 128
 
@@ -235,29 +235,6 @@ def jacobian_makers():
         makers[f"torch-{mode}"] = lambda mode=mode: make_torch(mode)
         makers[f"jax-jit-{mode}"] = lambda mode=mode: make_jax(mode)
     return makers
-
-
-def run_table(makers, title, base, repeats, min_time, unit):
-    fns, versions = {}, {}
-    for name, make in makers.items():
-        try:
-            versions[name], fns[name] = make()
-        except ImportError:
-            print(f"{name:<16} skipped (not installed)")
-    reference = fns[base]()
-    for name, fn in fns.items():
-        got = fn()
-        same = all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip(got, reference)) \
-            if isinstance(reference, list) else np.allclose(got, reference, rtol=1e-9, atol=1e-12)
-        if not same:
-            print(f"WARNING: {name}'s result differs from {base}'s")
-    times = time_interleaved(fns, repeats, min_time)
-    print(f"\n{title}, median of {repeats} repeats")
-    print(f"{'name':<16} {'version':<12} {unit:>9} {'vs ' + base:>16}")
-    for name, (samples, _, _) in times.items():
-        ms = sorted(samples)[len(samples) // 2] * 1e3
-        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, base)
-        print(f"{name:<16} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>16}")
 
 
 def main(argv=None):
