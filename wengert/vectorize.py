@@ -29,7 +29,6 @@ import functools
 import numpy as np
 
 from .api import _check_fun, _leaf_names, _param_names
-from .errors import ConcretizationError  # noqa: F401  (documented above)
 from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
