@@ -333,8 +333,10 @@ def test_errors():
         wg.vmap(lambda x: x, in_axes="a")
     with pytest.raises(ValueError, match="out_axes is None for output 0"):
         wg.vmap(lambda x: x, out_axes=None)(x)
-    with pytest.raises(TypeError, match="argument 's' is a str"):
+    with pytest.raises(TypeError, match="argument 's' is a str.*give it in_axes None"):
         wg.vmap(lambda x, s: x)(x, "abc")
+    with pytest.raises(TypeError, match="argument 'mode' is a str.*pass it positionally"):
+        wg.vmap(lambda x, mode="a": x)(x, mode="b")
     with pytest.raises(ValueError, match="does not match the structure"):
         wg.vmap(lambda p: p["a"], in_axes=({"b": 0},))({"a": x})
     with pytest.raises(TypeError):

@@ -89,10 +89,11 @@ def vmap(f, in_axes=0, out_axes=0):
         axes = _in_axes(in_axes, args, kwargs)
         size, first = None, None
         specs, values = [], []
+        positional = len(flatten(args)[0])
         for k, (x, axis, name) in enumerate(zip(leaves, axes, names)):
             if axis is None:
                 continue
-            shape = _mapped_shape(x, name)
+            shape = _mapped_shape(x, name, k >= positional)
             if not -len(shape) <= axis < len(shape):
                 raise ValueError(f"vmap: in_axes {axis} for argument {name!r} of shape "
                                  f"{shape}, which has {len(shape)} axes")
@@ -306,12 +307,14 @@ def _labels(names, args, kwargs):
     return labels
 
 
-def _mapped_shape(x, name):
+def _mapped_shape(x, name, keyword):
     if type(x) is Node or isinstance(x, (np.ndarray, np.generic)) or \
             isinstance(x, (int, float, complex)):
         return tuple(shape_of(x))
+    how = "pass it positionally with in_axes None, or close over it (keyword arguments " \
+        "are always mapped)" if keyword else "give it in_axes None"
     raise TypeError(f"vmap: argument {name!r} is a {type(x).__name__}, which has no axis to "
-                    "map over; give it in_axes None to pass it to f as it is")
+                    f"map over; {how} to pass it to f as it is")
 
 
 def _dtype(x):
