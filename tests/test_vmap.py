@@ -47,6 +47,9 @@ CASES = {
     "prod": (lambda x: wnp.prod(x, axis=0), [(3, 2)]),
     "logsumexp": (lambda x: wnp.logaddexp.reduce(x, axis=0) if False else
                   wg.numpy.logaddexp(x[0], x[1]), [(2, 3)]),
+    "logsumexp_axis": (lambda x: wnp.logsumexp(x, axis=-1) + wnp.logsumexp(x), [(2, 3)]),
+    "logsumexp_b": (lambda x, b: wnp.logsumexp(x, axis=0, b=b * b), [(3, 2), (2,)]),
+    "logsumexp_sign": (lambda x, b: wnp.logsumexp(x, b=b, return_sign=True)[1], [(4,), (4,)]),
     "argmax_all": (lambda x: wnp.argmax(x), [(2, 3)]),
     "argmin_axis": (lambda x: wnp.argmin(x, axis=0), [(2, 3)]),
     "cumsum": (lambda x: wnp.cumsum(x, axis=1), [(2, 3)]),
@@ -100,6 +103,11 @@ CASES = {
     "eigvalsh": (lambda a: wnp.linalg.eigvalsh(_spd(a)), [(3, 3)]),
     "eigh_vectors": (lambda a: wnp.abs(wnp.linalg.eigh(_spd(a))[1]), [(3, 3)]),
     "svdvals": (lambda a: wnp.linalg.svd(a, compute_uv=False), [(3, 2)]),
+    "svd_vectors": (lambda a: wnp.abs(wnp.linalg.svd(a)[0]) + wnp.abs(wnp.linalg.svd(
+        a, full_matrices=False)[2][0, 0]), [(3, 2)]),
+    "qr_q": (lambda a: wnp.abs(wnp.linalg.qr(a)[0]), [(3, 2)]),
+    "complex_slogdet": (lambda a: (lambda s, l: s * wnp.exp(l))(
+        *wnp.linalg.slogdet(a + 1j * a.T + 3 * wnp.eye(3))), [(3, 3)]),
     "complex_factors": (lambda a: wnp.linalg.cholesky(_hpd(a)) + wnp.linalg.eigvalsh(_hpd(a))
                         + wnp.linalg.qr(_hpd(a))[1], [(3, 3)]),
     "eig": (lambda a: wnp.abs(wnp.linalg.eig(a)[1]) + wnp.linalg.eigvals(a), [(3, 3)]),
