@@ -21,13 +21,13 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 
 from . import special  # noqa: E402
 
-__all__ = ["special", "stats"]
+__all__ = ["special", "stats", "linalg"]
 
 
 def __getattr__(name):
-    # stats on first use: scipy.stats takes ~0.9 s to import, which code that needs only
-    # the special functions should not pay
-    if name == "stats":
+    # stats and linalg on first use: scipy.stats takes ~0.9 s to import, which code that
+    # needs only the special functions should not pay (scipy.linalg less, but still some)
+    if name in ("stats", "linalg"):
         import importlib
-        return importlib.import_module(__name__ + ".stats")
+        return importlib.import_module(__name__ + "." + name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
