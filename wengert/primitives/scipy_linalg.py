@@ -20,9 +20,9 @@ Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã or Ã
     symmetrize:        the symmetric matrix one triangle of A holds, with the symmetric
                        derivative (dA + dAᵀ)/2 (the convention of cholesky and eigh)
 
-The Taylor rules (wengert.ad.taylor) of solve_triangular, solve_sylvester and sqrtm solve
-the same equations for each coefficient; expm's reads the coefficients off the exponential
-of a block upper-triangular Toeplitz matrix.
+Their Taylor rules are in wengert.ad.taylor: solve_triangular's, solve_sylvester's and
+sqrtm's solve the same equations for each coefficient; expm's reads the coefficients off
+the exponential of a block upper-triangular Toeplitz matrix (`block_upper`).
 """
 from __future__ import annotations
 
@@ -37,7 +37,12 @@ from .special import INSTALL_HINT
 
 
 def scipy_linalg():
-    """SciPy's `scipy.linalg`, or an ImportError that says how to install it."""
+    """SciPy's `scipy.linalg`, or an ImportError that says how to install it.
+
+    Example:
+        >>> scipy_linalg().expm([[0.0]]).tolist()
+        [[1.0]]
+    """
     try:
         import scipy.linalg
     except ImportError as e:
@@ -108,19 +113,29 @@ def _times(m, x, vector):
     return _uncol(matmul(m, _col(x))) if vector else matmul(m, x)
 
 
+def _like_b(solve, a, rhs, b, **params):
+    """solve(a, rhs) for a right-hand side shaped like x: read as b is read, so that with a
+    vector b the rows of a batch of x's (b broadcast against a stack of a's) stay vectors,
+    not one matrix."""
+    if len(shape_of(b)) == 1:
+        return _uncol(solve(a, _col(rhs), **params))
+    return solve(a, rhs, **params)
+
+
 @solve_triangular.defjvp
-def _(ts, a, b, ans, trans, lower, unit_diagonal):
+def _(ts, a, b, ans, **params):
     rhs = ts[1]
     if ts[0] is not None:
-        da = _read(ts[0], lower, unit_diagonal)
-        ax = _times(_T(da) if trans else da, ans, len(shape_of(b)) == 1)
+        da = _read(ts[0], params["lower"], params["unit_diagonal"])
+        ax = _times(_T(da) if params["trans"] else da, ans, len(shape_of(b)) == 1)
         rhs = -ax if rhs is None else rhs - ax
-    return solve_triangular(a, rhs, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+    return _like_b(solve_triangular, a, rhs, b, **params)
 
 
 @solve_triangular.defvjp
 def _(g, a, b, ans, trans, lower, unit_diagonal):
-    gb = solve_triangular(a, g, trans=1 - trans, lower=lower, unit_diagonal=unit_diagonal)
+    gb = _like_b(solve_triangular, a, g, b, trans=1 - trans, lower=lower,
+                unit_diagonal=unit_diagonal)
     if len(shape_of(b)) == 1:
         gb2, x2 = _col(gb), _col(ans)
     else:
@@ -139,9 +154,15 @@ expm = _prim("expm", lambda a: scipy_linalg().expm(a), _same_aval,
              "expm(a): the matrix exponential e^A (scipy.linalg.expm).")
 
 
-def _block_upper(blocks):
+def block_upper(blocks):
     """The block upper-triangular Toeplitz matrix [[B0, B1, ..., Bk], [0, B0, ..., Bk-1],
-    ..., [0, ..., 0, B0]] of square blocks (a stack of them), None blocks zero."""
+    ..., [0, ..., 0, B0]] of square blocks (a stack of them), None blocks zero.
+
+    Example:
+        >>> import numpy as np
+        >>> block_upper([np.eye(1), None, 2 * np.eye(1)]).tolist()
+        [[1.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
     first = blocks[0]
     nd = len(shape_of(first))
     zero = zeros_like(first)
@@ -153,8 +174,14 @@ def _block_upper(blocks):
     return concatenate(*rows, axis=nd - 2)
 
 
-def _top_block(x, n, j):
-    """Block (0, j) of a matrix of n×n blocks (a stack of them)."""
+def top_block(x, n, j):
+    """Block (0, j) of a matrix of n×n blocks (a stack of them).
+
+    Example:
+        >>> import numpy as np
+        >>> top_block(np.arange(16.0).reshape(4, 4), 2, 1).tolist()
+        [[2.0, 3.0], [6.0, 7.0]]
+    """
     return getitem(x, index=(Ellipsis, ("slice", 0, n, None),
                              ("slice", j * n, (j + 1) * n, None)))
 
@@ -169,22 +196,11 @@ def frechet_expm(a, e):
         >>> np.allclose(frechet_expm(a, e), np.diag(np.exp([0.0, 1.0])))   # d e^(a+tI)/dt
         True
     """
-    return _top_block(expm(_block_upper([a, e])), shape_of(a)[-1], 1)
+    return top_block(expm(block_upper([a, e])), shape_of(a)[-1], 1)
 
 
 expm.defjvp(lambda ts, a, ans: frechet_expm(a, ts[0]))
 expm.defvjp(lambda g, a, ans: (frechet_expm(_T(a), g),))
-
-
-def expm_series(xs, ans, order):
-    """Taylor rule: exp is a power series, and the matrix polynomials modulo t^(k+1) are
-    the block upper-triangular Toeplitz matrices, so exp of A(t) = Σ A_j t^j has the
-    coefficients that the first block row of exp([[A0, A1, ...], [0, A0, ...], ...])
-    holds."""
-    a = xs[0]
-    big = expm(_block_upper(list(a[:order + 1])))
-    n = shape_of(ans)[-1]
-    return [ans] + [_top_block(big, n, j) for j in range(1, order + 1)]
 
 
 # ---- Sylvester equations and the matrix square root ----------------------------------------
@@ -238,21 +254,6 @@ def _(g, a, b, q, ans, **of):
             sum_to(gq, shape=shape_of(q)))
 
 
-def sylvester_series(xs, ans, order, **of):
-    """Taylor rule: A0 X_j + X_j B0 = Q_j - Σ_{i=1..j} (A_i X_{j-i} + X_{j-i} B_i)."""
-    a, b, q = xs
-    out = [ans]
-    for j in range(1, order + 1):
-        rhs = q[j]
-        for i in range(1, j + 1):
-            for term in (None if a[i] is None else matmul(a[i], out[j - i]),
-                         None if b[i] is None else matmul(out[j - i], b[i])):
-                if term is not None:
-                    rhs = -term if rhs is None else rhs - term
-        out.append(None if rhs is None else solve_sylvester(a[0], b[0], rhs, **of))
-    return out
-
-
 def _sqrtm_np(a):
     x = scipy_linalg().sqrtm(a)
     if np.iscomplexobj(x) and not np.iscomplexobj(a):
@@ -267,21 +268,6 @@ sqrtm = _prim("sqrtm", _sqrtm_np, _same_aval,
 sqrtm.defjvp(lambda ts, a, ans: solve_sylvester(ans, ans, ts[0], derivative_of="sqrtm"))
 sqrtm.defvjp(lambda g, a, ans: (solve_sylvester(_T(ans), _T(ans), g,
                                                 derivative_of="sqrtm"),))
-
-
-def sqrtm_series(xs, ans, order):
-    """Taylor rule: X(t)² = A(t), so X0 X_j + X_j X0 = A_j - Σ_{i=1..j-1} X_i X_{j-i}."""
-    a = xs[0]
-    out = [ans]
-    for j in range(1, order + 1):
-        rhs = a[j]
-        for i in range(1, j):
-            if out[i] is not None and out[j - i] is not None:
-                term = matmul(out[i], out[j - i])
-                rhs = -term if rhs is None else rhs - term
-        out.append(None if rhs is None else
-                   solve_sylvester(ans, ans, rhs, derivative_of="sqrtm"))
-    return out
 
 
 # ---- LU --------------------------------------------------------------------------------------
@@ -396,10 +382,6 @@ symmetrize.defjvp(lambda ts, a, ans, lower: _sym(ts[0]))
 symmetrize.defvjp(lambda g, a, ans, lower: (_sym(g),))
 
 
-def symmetrize_series(xs, ans, order, lower):
-    return [ans] + [None if c is None else _sym(c) for c in xs[0][1:order + 1]]
-
-
 # ---- eigh with SciPy's eigenvectors ----------------------------------------------------------
 # SciPy's eigh (LAPACK's syevr by default) and NumPy's (syevd) give eigenvectors of opposite
 # signs about as often as not, and so do SciPy's eigh with and without subset_by_index:
@@ -414,14 +396,18 @@ def _eigh_np(a, UPLO="L", driver=None, subset=None, values_only=False):
                                subset_by_index=None if subset is None else list(subset))
 
 
-def _eigh_values_np(a, **p):
-    return L._factorizations.of("scipy_eigvalsh", lambda a, *k: _eigh_np(
-        a, **dict(k), values_only=True), a, *sorted(p.items()))
+def _eigh_values_np(a, values_only=False, **p):
+    # (eigvals_only=True computes them differently: in the last bits, with some drivers)
+    if values_only:
+        return L._factorizations.of("scipy_eigvalsh", lambda a, *k: _eigh_np(
+            a, **dict(k), values_only=True), a, *sorted(p.items()))
+    return _eigh_vectors_np(a, both=True, **p)[0]
 
 
-def _eigh_vectors_np(a, **p):
-    return L._factorizations.of("scipy_eigh", lambda a, *k: _eigh_np(a, **dict(k)),
-                                a, *sorted(p.items()))[1]
+def _eigh_vectors_np(a, both=False, **p):
+    wv = L._factorizations.of("scipy_eigh", lambda a, *k: _eigh_np(a, **dict(k)),
+                              a, *sorted(p.items()))
+    return wv if both else wv[1]
 
 
 def _count(args, params):
@@ -435,7 +421,8 @@ eigh_values = _prim(
     lambda args, params: (args[0].shape[:-2] + (_count(args, params),),
                           float_dtype(args[0].dtype)),
     "eigh_values(a): the eigenvalues of a symmetric matrix, ascending, as scipy.linalg.eigh "
-    "gives them (parameters UPLO='U', driver, subset=(lo, hi) where not the default).")
+    "gives them (parameters UPLO='U', driver, subset=(lo, hi) where not the default, and "
+    "values_only=True for eigh(..., eigvals_only=True)'s).")
 eigh_vectors = _prim(
     "eigh_vectors", _eigh_vectors_np,
     lambda args, params: (args[0].shape[:-1] + (_count(args, params),),
@@ -449,13 +436,13 @@ def _rows(g):
 
 
 @eigh_values.defjvp
-def _(ts, a, ans, **p):
+def _(ts, a, ans, values_only=False, **p):
     V = eigh_vectors(a, **p)
     return _sum(V * matmul(_sym(ts[0]), V), axis=(len(shape_of(V)) - 2,), keepdims=False)
 
 
 @eigh_values.defvjp
-def _(g, a, ans, **p):
+def _(g, a, ans, values_only=False, **p):
     V = eigh_vectors(a, **p)
     return (matmul(V * _rows(g), _T(V)),)
 
@@ -483,6 +470,7 @@ def _(g, a, ans, **p):
     return (_sym(matmul(V, matmul(F * matmul(_T(V), g), _T(ans)))),)
 
 
-__all__ = ["solve_triangular", "expm", "frechet_expm", "solve_sylvester", "sqrtm",
+__all__ = ["solve_triangular", "expm", "frechet_expm", "block_upper", "top_block",
+           "solve_sylvester", "sqrtm",
            "lu_factor", "lu_pivots", "lu_swap_rows", "symmetrize", "eigh_values",
            "eigh_vectors", "scipy_linalg"]

@@ -615,8 +615,9 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
                              f"[0, {n - 1}] and start <= end, but start={lo}, end={hi} is "
                              "given")
         params["subset"] = (lo, hi)
-    w = _P.eigh_values(a, **params)
-    return w if eigvals_only else (w, _P.eigh_vectors(a, **params))
+    if eigvals_only:
+        return _P.eigh_values(a, values_only=True, **params)
+    return _P.eigh_values(a, **params), _P.eigh_vectors(a, **params)
 
 
 @_scipy_unless_traced
