@@ -15,6 +15,7 @@ from .graph.node import Node
 from .primitives import scalar as _scalar, shape as _shape, pack as _pack  # noqa: F401
 from .primitives import array as _array, linalg as _linalg, nn as _nn  # noqa: F401
 from .primitives import special as _special  # noqa: F401  (SciPy imported when first used)
+from .primitives import scipy_linalg as _scipy_linalg  # noqa: F401  (likewise)
 from .primitives import fft as _fft  # noqa: F401
 from .graph import simplify as _simplify  # noqa: F401
 from .primitives.registry import REGISTRY, Primitive, primitive

@@ -30,6 +30,7 @@ import operator
 
 from ..primitives import scalar as P
 from ..primitives import array as A, linalg as L, nn as NN, special as SP
+from ..primitives import scipy_linalg as SL
 from ..graph.graph import Graph, ShapeDtype, aval
 from ..primitives.registry import CONST, shape_of
 from .forward import tangent
@@ -493,6 +494,74 @@ def _solve_series(a, b, y0, order):
     return xs
 
 
+def _solve_triangular_series(a, b, y0, order, params):
+    """solve_triangular: op(Ã) X = B, so X_j = op(Ã_0)⁻¹ (B_j - Σ_{i=1..j} op(Ã_i) X_{j-i}),
+    Ã_i the part of A_i that is read."""
+    vector = len(shape_of(b[0])) == 1
+    lower, unit = params["lower"], params["unit_diagonal"]
+
+    def times(m, x):
+        if m is None or x is None:
+            return None
+        m = A.tril(m, k=-1 if unit else 0) if lower else m - A.tril(m, k=0 if unit else -1)
+        if params["trans"]:
+            m = A.swapaxes(m, -1, -2)
+        if vector:
+            return A.reshape(A.matmul(m, A.reshape(x, shape=shape_of(x) + (1,))),
+                             shape=shape_of(x))
+        return A.matmul(m, x)
+    xs = [y0]
+    for j in range(1, order + 1):
+        rhs = b[j]
+        for i in range(1, j + 1):
+            rhs = _sub(rhs, times(a[i], xs[j - i]))
+        if rhs is not None and vector:      # (a batch of vectors stays vectors)
+            col = SL.solve_triangular(a[0], A.reshape(rhs, shape=shape_of(rhs) + (1,)),
+                                      **params)
+            rhs = A.reshape(col, shape=shape_of(col)[:-1])
+        elif rhs is not None:
+            rhs = SL.solve_triangular(a[0], rhs, **params)
+        xs.append(rhs)
+    return xs
+
+
+def _sylvester_series(xs, ans, order, of):
+    """solve_sylvester: A X + X B = Q, so
+    A_0 X_j + X_j B_0 = Q_j - Σ_{i=1..j} (A_i X_{j-i} + X_{j-i} B_i)."""
+    a, b, q = xs
+    out = [ans]
+    for j in range(1, order + 1):
+        rhs = q[j]
+        for i in range(1, j + 1):
+            rhs = _sub(rhs, _prod(a[i], out[j - i], A.matmul))
+            rhs = _sub(rhs, _prod(out[j - i], b[i], A.matmul))
+        out.append(None if rhs is None else SL.solve_sylvester(a[0], b[0], rhs, **of))
+    return out
+
+
+def _sqrtm_series(a, y0, order):
+    """sqrtm: X² = A, so X_0 X_j + X_j X_0 = A_j - Σ_{i=1..j-1} X_i X_{j-i} (a Sylvester
+    equation, refused where A is singular, as sqrtm's derivative is)."""
+    out = [y0]
+    for j in range(1, order + 1):
+        rhs = a[j]
+        for i in range(1, j):
+            rhs = _sub(rhs, _prod(out[i], out[j - i], A.matmul))
+        out.append(None if rhs is None else
+                   SL.solve_sylvester(y0, y0, rhs, derivative_of="sqrtm"))
+    return out
+
+
+def _expm_series(a, y0, order):
+    """expm: exp is a power series, and the matrix polynomials modulo t^(k+1) are the block
+    upper-triangular Toeplitz matrices [[A_0, A_1, ...], [0, A_0, ...], ...] (their product
+    is the Cauchy product), so the first block row of the exponential of that matrix holds
+    the coefficients of exp(A(t))."""
+    big = SL.expm(SL.block_upper(list(a[:order + 1])))
+    n = shape_of(y0)[-1]
+    return [y0] + [SL.top_block(big, n, j) for j in range(1, order + 1)]
+
+
 def _einsum(xs, ans, order, subscripts):
     if len(xs) != 2:
         if order <= 1:
@@ -515,10 +584,18 @@ RULES.update({
     NN.conv2d_weight_grad: bilinear(NN.conv2d_weight_grad),
     L.inv: lambda xs, ans, order: _inv(xs[0], ans, order),
     L.solve: lambda xs, ans, order: _solve_series(xs[0], xs[1], ans, order),
+    SL.solve_triangular: lambda xs, ans, order, **params: _solve_triangular_series(
+        xs[0], xs[1], ans, order, params),
+    SL.solve_sylvester: lambda xs, ans, order, **of: _sylvester_series(xs, ans, order, of),
+    SL.sqrtm: lambda xs, ans, order: _sqrtm_series(xs[0], ans, order),
+    SL.expm: lambda xs, ans, order: _expm_series(xs[0], ans, order),
+    # (the symmetric part of each coefficient: symmetrize's derivative, a linear map)
+    SL.symmetrize: lambda xs, ans, order, lower: [ans] + [
+        None if c is None else 0.5 * (c + A.swapaxes(c, -1, -2)) for c in xs[0][1:]],
 })
 # piecewise linear in their differentiable argument
 for _op in (NN.relu, NN.max_pool2d, NN.pool_scatter, NN.pool_gather, A.amax, A.amin,
-            A.take_along_axis, A.put_along_axis):
+            A.take_along_axis, A.put_along_axis, SL.lu_swap_rows):
     RULES[_op] = each_coefficient(_op)
 
 def by_decomposition(op):
@@ -552,7 +629,8 @@ def by_decomposition(op):
 #: JVP) works, higher orders raise NotImplementedError naming them.
 FIRST_ORDER_ONLY = frozenset({A.prod, A.cumprod, L.det, L.cofactor, L.logabsdet, L.logdet,
                               L.cholesky, L.eigvalsh, L.eigvecsh, L.eigvals, L.eigvecs,
-                              L.svdvals, L.svd_u, L.svd_vh, L.qr_q, L.qr_r})
+                              L.svdvals, L.svd_u, L.svd_vh, L.qr_q, L.qr_r,
+                              SL.lu_factor, SL.eigh_values, SL.eigh_vectors})
 
 
 def _constant_series(xs, ans, order, **params):

@@ -34,6 +34,7 @@ import string
 import numpy as np
 
 from . import array as A, fft as F, linalg as L, nn as N, scalar as S  # noqa: F401
+from . import scipy_linalg as SL
 from .registry import REGISTRY, shape_of
 from .shape import broadcast_to, sum_to
 
@@ -207,6 +208,45 @@ def _stacked_pair(args, mapped, node):
     return A.reshape(out, shape=(size,) + node.shape)
 
 
+def _broadcast_stacks(args, mapped, node):
+    """Matrix functions of several stacks of matrices whose batch dimensions broadcast
+    (solve_sylvester): each batched argument gets ones after its batch axis, up to the
+    result's rank, as an elementwise primitive's do."""
+    rank = len(node.shape)
+    return node.op(*[lift_rank(a, m, rank) for a, m in zip(args, mapped)], **node.params)
+
+
+def _solve_triangular(args, mapped, node):
+    """solve_triangular(a, b): with one triangle for the whole batch, the batch's
+    right-hand sides are the columns of one solve; else as stacks of matrices (a vector b
+    as a column), lined up as `_stacked_pair` does."""
+    (a, b), (ma, mb) = args, mapped
+    ra, rb = (len(x.shape) for x in node.args)
+    size = _size(args, mapped)
+    if rb == 1:
+        rb = 2
+        b = A.reshape(b, shape=tuple(shape_of(b)) + (1,))
+    if not ma and ra == 2:
+        sb = tuple(shape_of(b))                     # (size, ..., m, k)
+        m = sb[-2]
+        order = (len(sb) - 2,) + tuple(range(len(sb) - 2)) + (len(sb) - 1,)
+        cols = A.reshape(A.transpose(b, axes=order), shape=(m, -1))
+        out = A.reshape(node.op(a, cols, **node.params), shape=(m,) + sb[:-2] + sb[-1:])
+        back = tuple(range(1, len(sb) - 1)) + (0, len(sb) - 1)
+        return A.reshape(A.transpose(out, axes=back), shape=(size,) + node.shape)
+    rank = max(ra, rb)
+    out = node.op(lift_rank(a, ma, rank), lift_rank(b, mb, rank), **node.params)
+    return A.reshape(out, shape=(size,) + node.shape)
+
+
+def _swap_rows(args, mapped, node):
+    """lu_swap_rows(x, piv): x's and piv's batch dimensions lined up (piv has one axis
+    fewer than x)."""
+    rank = len(node.shape)
+    (x, piv), (mx, mp) = args, mapped
+    return node.op(lift_rank(x, mx, rank), lift_rank(piv, mp, rank - 1), **node.params)
+
+
 def _fold_into_n(args, mapped, node):
     """conv2d, max-pool and their rules' helpers on NCHW images: the batch joins N.  A
     batched kernel (a different one per example) cannot join, and takes one call per
@@ -365,8 +405,12 @@ def _declare():
             prim.defbatch(_elementwise)
     for name in ("astype", "copy", "one_hot", "inv", "det", "cofactor", "logabsdet",
                  "signdet", "logdet", "cholesky", "eigvalsh", "eigvecsh", "eigvals", "eigvecs",
-                 "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"):
+                 "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r", "expm", "sqrtm",
+                 "lu_factor", "lu_pivots", "symmetrize", "eigh_values", "eigh_vectors"):
         REGISTRY[name].defbatch(_same_call)
+    SL.solve_sylvester.defbatch(_broadcast_stacks)
+    SL.solve_triangular.defbatch(_solve_triangular)
+    SL.lu_swap_rows.defbatch(_swap_rows)
     REGISTRY["tril"].defbatch(_matrices)
     for name in ("sum", "amax", "amin", "prod", "logsumexp", "cumsum", "cumprod", "flip",
                  "roll", "argsort", "argpartition", "softmax", "log_softmax", "rfft",

@@ -1,10 +1,14 @@
 """SciPy's differentiable functions, as `autograd.scipy` has them: `wengert.scipy.special`
 (erf, gammaln, digamma, expit, logsumexp, ...) and `wengert.scipy.stats` (norm, t,
-multivariate_normal, gamma, beta, poisson, dirichlet).
+multivariate_normal, gamma, beta, poisson, dirichlet); and `wengert.scipy.linalg`
+(solve_triangular, cholesky, cho_factor, cho_solve, expm, sqrtm, solve_sylvester,
+solve_continuous_lyapunov, inv, det, solve, lu_factor, lu_solve, eigh, block_diag), for
+Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations.
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
-result); on traced values it records wengert's primitives (`wengert.primitives.special`)
-or compositions of `wengert.numpy`, differentiable to any order.  SciPy is an optional
+result); on traced values it records wengert's primitives (`wengert.primitives.special`,
+`wengert.primitives.scipy_linalg`) or compositions of `wengert.numpy`, differentiable to
+any order.  SciPy is an optional
 dependency: ``pip install 'wengert[scipy]'``.
 
 Example:
@@ -14,6 +18,10 @@ Example:
     -0.5
     >>> round(wg.grad(special.gammaln)(1.0), 6)                                # -γ
     -0.577216
+    >>> import numpy as np
+    >>> from wengert.scipy import linalg
+    >>> wg.grad(lambda t: linalg.expm(t * np.eye(2))[0, 0])(0.0)                # e^t
+    1.0
 """
 from ..primitives.special import scipy_special as _scipy_special
 
@@ -21,13 +29,13 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 
 from . import special  # noqa: E402
 
-__all__ = ["special", "stats"]
+__all__ = ["special", "stats", "linalg"]
 
 
 def __getattr__(name):
-    # stats on first use: scipy.stats takes ~0.9 s to import, which code that needs only
-    # the special functions should not pay
-    if name == "stats":
+    # stats and linalg on first use: scipy.stats takes ~0.9 s to import, which code that
+    # needs only the special functions should not pay (scipy.linalg less, but still some)
+    if name in ("stats", "linalg"):
         import importlib
-        return importlib.import_module(__name__ + ".stats")
+        return importlib.import_module(__name__ + "." + name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

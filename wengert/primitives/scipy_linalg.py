@@ -1,0 +1,476 @@
+"""SciPy's linear algebra (`scipy.linalg`) as primitives, for `wengert.scipy.linalg`.
+
+Each primitive is evaluated by SciPy's own function (imported on first use, so wengert
+imports without SciPy), so a traced value is SciPy's; its rules are written with
+primitives, so they differentiate again.  Real matrices only: Graph.apply refuses complex
+ones by name.  Batch dimensions in front of the matrices broadcast as SciPy's do.
+
+Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã or Ãᵀ):
+
+    solve_triangular:  op(Ã) x = b:   dx = op(Ã)⁻¹ (db - op(dÃ) x)
+                       b̄ = op(Ã)⁻ᵀ x̄,  Ā = -tri(b̄ xᵀ) (op = id) or -tri(x b̄ᵀ) (op = ᵀ)
+    expm:              d e^A = L(A, dA), the Fréchet derivative, which is the top-right
+                       block of exp([[A, dA], [0, A]]);   Ā = L(Aᵀ, Ḡ)
+    solve_sylvester:   AX + XB = Q:   A dX + dX B = dQ - dA X - X dB
+                       Q̄ solves Aᵀ Q̄ + Q̄ Bᵀ = X̄,  Ā = -Q̄ Xᵀ,  B̄ = -Xᵀ Q̄
+    sqrtm:             X² = A:        X dX + dX X = dA;   Ā solves Xᵀ Ā + Ā Xᵀ = Ḡ
+    lu_factor:         P A = L U (L unit lower, U upper, packed into one matrix LU):
+                       F = L⁻¹ P dA U⁻¹,  dL = L tril(F, -1),  dU = triu(F) U
+                       Ā = Pᵀ L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ
+    symmetrize:        the symmetric matrix one triangle of A holds, with the symmetric
+                       derivative (dA + dAᵀ)/2 (the convention of cholesky and eigh)
+
+Their Taylor rules are in wengert.ad.taylor: solve_triangular's, solve_sylvester's and
+sqrtm's solve the same equations for each coefficient; expm's reads the coefficients off
+the exponential of a block upper-triangular Toeplitz matrix (`block_upper`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import defprimitive, float_dtype, shape_of
+from .array import (matmul, swapaxes, tril, reshape, concatenate, getitem, zeros_like,
+                    dtype_of, sum as _sum)
+from .shape import sum_to
+from . import linalg as L
+from .special import INSTALL_HINT
+
+
+def scipy_linalg():
+    """SciPy's `scipy.linalg`, or an ImportError that says how to install it.
+
+    Example:
+        >>> scipy_linalg().expm([[0.0]]).tolist()
+        [[1.0]]
+    """
+    try:
+        import scipy.linalg
+    except ImportError as e:
+        raise ImportError(INSTALL_HINT) from e
+    return scipy.linalg
+
+
+def _T(x):
+    return swapaxes(x, -1, -2)
+
+
+def _sym(x):
+    return 0.5 * (x + _T(x))
+
+
+def _triu(x, k=0):
+    """The upper triangle from diagonal k up (tril's complement)."""
+    return x - tril(x, k=k - 1)
+
+
+def _col(v):
+    return reshape(v, shape=shape_of(v) + (1,))
+
+
+def _uncol(x):
+    return reshape(x, shape=shape_of(x)[:-1])
+
+
+def _batch_of(*shapes_and_cores):
+    """The broadcast batch shape of arrays, each given as (shape, number of core axes)."""
+    return np.broadcast_shapes(*[s[:len(s) - k] for s, k in shapes_and_cores])
+
+
+def _prim(name, impl, aval, doc):
+    return defprimitive(name, impl, cost="call", abstract_eval=aval, doc=doc)
+
+
+# ---- solve_triangular ------------------------------------------------------------------------
+def _solve_triangular_np(a, b, trans, lower, unit_diagonal):
+    return scipy_linalg().solve_triangular(a, b, trans=trans, lower=lower,
+                                           unit_diagonal=unit_diagonal, check_finite=False)
+
+
+def _solve_aval(args, params):
+    """b is one vector if 1-D, else a stack of matrices (SciPy's and NumPy 2's reading)."""
+    a, b = args[0].shape, args[1].shape
+    shape = a[:-2] + b if len(b) == 1 else _batch_of((a, 2), (b, 2)) + b[-2:]
+    return shape, float_dtype(args[0].dtype, args[1].dtype)
+
+
+solve_triangular = _prim(
+    "solve_triangular", _solve_triangular_np, _solve_aval,
+    "solve_triangular(a, b, trans=t, lower=l, unit_diagonal=u): x with op(A) x = b, A the "
+    "triangle of a that `lower` names (its diagonal taken as ones if `unit_diagonal`), op "
+    "the transpose if trans = 1 (scipy.linalg.solve_triangular).")
+
+
+def _read(x, lower, unit_diagonal):
+    """The part of a matrix a triangular solve reads: its lower or upper triangle, without
+    the diagonal if that is taken as ones."""
+    if lower:
+        return tril(x, k=-1 if unit_diagonal else 0)
+    return _triu(x, 1 if unit_diagonal else 0)
+
+
+def _times(m, x, vector):
+    """m @ x, x one vector or a stack of matrices."""
+    return _uncol(matmul(m, _col(x))) if vector else matmul(m, x)
+
+
+def _like_b(solve, a, rhs, b, **params):
+    """solve(a, rhs) for a right-hand side shaped like x: read as b is read, so that with a
+    vector b the rows of a batch of x's (b broadcast against a stack of a's) stay vectors,
+    not one matrix."""
+    if len(shape_of(b)) == 1:
+        return _uncol(solve(a, _col(rhs), **params))
+    return solve(a, rhs, **params)
+
+
+@solve_triangular.defjvp
+def _(ts, a, b, ans, **params):
+    rhs = ts[1]
+    if ts[0] is not None:
+        da = _read(ts[0], params["lower"], params["unit_diagonal"])
+        ax = _times(_T(da) if params["trans"] else da, ans, len(shape_of(b)) == 1)
+        rhs = -ax if rhs is None else rhs - ax
+    return _like_b(solve_triangular, a, rhs, b, **params)
+
+
+@solve_triangular.defvjp
+def _(g, a, b, ans, trans, lower, unit_diagonal):
+    gb = _like_b(solve_triangular, a, g, b, trans=1 - trans, lower=lower,
+                unit_diagonal=unit_diagonal)
+    if len(shape_of(b)) == 1:
+        gb2, x2 = _col(gb), _col(ans)
+    else:
+        gb2, x2 = gb, ans
+    outer = matmul(x2, _T(gb2)) if trans else matmul(gb2, _T(x2))
+    ga = -_read(outer, lower, unit_diagonal)
+    return sum_to(ga, shape=shape_of(a)), sum_to(gb, shape=shape_of(b))
+
+
+# ---- expm ------------------------------------------------------------------------------------
+def _same_aval(args, params):
+    return args[0].shape, float_dtype(args[0].dtype)
+
+
+expm = _prim("expm", lambda a: scipy_linalg().expm(a), _same_aval,
+             "expm(a): the matrix exponential e^A (scipy.linalg.expm).")
+
+
+def block_upper(blocks):
+    """The block upper-triangular Toeplitz matrix [[B0, B1, ..., Bk], [0, B0, ..., Bk-1],
+    ..., [0, ..., 0, B0]] of square blocks (a stack of them), None blocks zero.
+
+    Example:
+        >>> import numpy as np
+        >>> block_upper([np.eye(1), None, 2 * np.eye(1)]).tolist()
+        [[1.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    first = blocks[0]
+    nd = len(shape_of(first))
+    zero = zeros_like(first)
+    k = len(blocks)
+    rows = []
+    for i in range(k):
+        row = [zero] * i + [zero if c is None else c for c in blocks[:k - i]]
+        rows.append(concatenate(*row, axis=nd - 1))
+    return concatenate(*rows, axis=nd - 2)
+
+
+def top_block(x, n, j):
+    """Block (0, j) of a matrix of n×n blocks (a stack of them).
+
+    Example:
+        >>> import numpy as np
+        >>> top_block(np.arange(16.0).reshape(4, 4), 2, 1).tolist()
+        [[2.0, 3.0], [6.0, 7.0]]
+    """
+    return getitem(x, index=(Ellipsis, ("slice", 0, n, None),
+                             ("slice", j * n, (j + 1) * n, None)))
+
+
+def frechet_expm(a, e):
+    """L(A, E), the derivative of e^A along E: the top-right block of exp([[A, E], [0, A]])
+    (written with primitives: it differentiates again).
+
+    Example:
+        >>> import numpy as np
+        >>> a, e = np.diag([0.0, 1.0]), np.eye(2)
+        >>> np.allclose(frechet_expm(a, e), np.diag(np.exp([0.0, 1.0])))   # d e^(a+tI)/dt
+        True
+    """
+    return top_block(expm(block_upper([a, e])), shape_of(a)[-1], 1)
+
+
+expm.defjvp(lambda ts, a, ans: frechet_expm(a, ts[0]))
+expm.defvjp(lambda g, a, ans: (frechet_expm(_T(a), g),))
+
+
+# ---- Sylvester equations and the matrix square root ----------------------------------------
+def _sylvester_np(a, b, q, derivative_of=None):
+    if derivative_of is not None:
+        _refuse_singular(a, b, derivative_of)
+    return scipy_linalg().solve_sylvester(a, b, q)
+
+
+def _refuse_singular(a, b, who):
+    """The Sylvester equation AX + XB = Q is singular where an eigenvalue of A and one of -B
+    coincide; for the derivative of `who` (sqrtm: A = B = sqrtm(M)) that means the
+    derivative does not exist, and solving would give a wrong number without a word."""
+    la, lb = np.linalg.eigvals(a), np.linalg.eigvals(b)
+    gap = np.abs(la[..., :, None] + lb[..., None, :]).min(axis=(-2, -1))
+    size = np.maximum(np.abs(la).max(axis=-1), np.abs(lb).max(axis=-1))
+    n = max(shape_of(a)[-1], shape_of(b)[-1])
+    if np.any(gap <= n * np.sqrt(np.finfo(float_dtype(a)).eps) * size):
+        raise NotImplementedError(
+            f"{who} has no derivative at a singular matrix: its derivative solves "
+            "sqrtm(A)·dX + dX·sqrtm(A) = dA, which is singular there")
+
+
+def _sylvester_aval(args, params):
+    a, b, q = (x.shape for x in args)
+    return (_batch_of((a, 2), (b, 2), (q, 2)) + q[-2:],
+            float_dtype(*[x.dtype for x in args]))
+
+
+solve_sylvester = _prim(
+    "solve_sylvester", _sylvester_np, _sylvester_aval,
+    "solve_sylvester(a, b, q): X with AX + XB = Q (scipy.linalg.solve_sylvester); with "
+    "derivative_of='sqrtm' it refuses a singular equation (sqrtm's derivative).")
+
+
+@solve_sylvester.defjvp
+def _(ts, a, b, q, ans, **of):
+    rhs = ts[2]
+    for term in (None if ts[0] is None else matmul(ts[0], ans),
+                 None if ts[1] is None else matmul(ans, ts[1])):
+        if term is not None:
+            rhs = -term if rhs is None else rhs - term
+    return solve_sylvester(a, b, rhs, **of)
+
+
+@solve_sylvester.defvjp
+def _(g, a, b, q, ans, **of):
+    gq = solve_sylvester(_T(a), _T(b), g, **of)
+    return (sum_to(-matmul(gq, _T(ans)), shape=shape_of(a)),
+            sum_to(-matmul(_T(ans), gq), shape=shape_of(b)),
+            sum_to(gq, shape=shape_of(q)))
+
+
+def _sqrtm_np(a):
+    x = scipy_linalg().sqrtm(a)
+    if np.iscomplexobj(x) and not np.iscomplexobj(a):
+        raise NotImplementedError(
+            "sqrtm of a real matrix whose principal square root is complex (it has a "
+            "negative real eigenvalue) is not supported on traced values")
+    return x
+
+
+sqrtm = _prim("sqrtm", _sqrtm_np, _same_aval,
+              "sqrtm(a): the principal square root X of A, X² = A (scipy.linalg.sqrtm).")
+sqrtm.defjvp(lambda ts, a, ans: solve_sylvester(ans, ans, ts[0], derivative_of="sqrtm"))
+sqrtm.defvjp(lambda g, a, ans: (solve_sylvester(_T(ans), _T(ans), g,
+                                                derivative_of="sqrtm"),))
+
+
+# ---- LU --------------------------------------------------------------------------------------
+def _lu_np(a):
+    lu, piv = scipy_linalg().lu_factor(a, check_finite=False)    # (a list for a stack)
+    return lu, piv
+
+
+def _lu_of(a):
+    return L._factorizations.of("scipy_lu_factor", _lu_np, a)
+
+
+lu_factor = _prim("lu_factor", lambda a: _lu_of(a)[0], _same_aval,
+                  "lu_factor(a): L and U of P·A = L·U packed in one square matrix (L's unit "
+                  "diagonal left out), as scipy.linalg.lu_factor's first result.")
+lu_pivots = _prim("lu_pivots", lambda a: _lu_of(a)[1],
+                  lambda args, params: (args[0].shape[:-1], np.dtype(np.int32)),
+                  "lu_pivots(a): the row interchanges of lu_factor (row i was swapped with "
+                  "row piv[i]), scipy.linalg.lu_factor's second result; no derivative.")
+lu_pivots.cost = "cmp"
+lu_pivots.defpartials(None)
+
+
+def _order(piv):
+    """The rows that LAPACK's interchanges (i with piv[i], for i = 0, 1, ...) bring to each
+    place: (P x)[i] = x[order[i]]."""
+    piv = np.asarray(piv)
+    n = piv.shape[-1]
+    flat = piv.reshape(-1, n)
+    order = np.broadcast_to(np.arange(n), flat.shape).copy()
+    rows = np.arange(flat.shape[0])
+    for i in range(n):
+        j = flat[:, i]
+        here = order[:, i].copy()
+        order[:, i] = order[rows, j]
+        order[rows, j] = here
+    return order.reshape(piv.shape)
+
+
+def _swap_rows_np(x, piv, inverse):
+    order = _order(piv)
+    if inverse:
+        order = np.argsort(order, axis=-1)
+    x = np.asarray(x)
+    batch = np.broadcast_shapes(x.shape[:-2], order.shape[:-1])
+    x = np.broadcast_to(x, batch + x.shape[-2:])
+    index = np.broadcast_to(order, batch + order.shape[-1:])[..., None]
+    return np.take_along_axis(x, index, axis=-2)
+
+
+def _swap_rows_aval(args, params):
+    x, piv = args[0].shape, args[1].shape
+    return _batch_of((x, 2), (piv, 1)) + x[-2:], args[0].dtype
+
+
+# P x, the rows of x interchanged as lu_factor's pivots say (Pᵀ x if `inverse`): linear in
+# x, so its derivatives are itself and its transpose
+lu_swap_rows = _prim("lu_swap_rows", _swap_rows_np, _swap_rows_aval,
+                     "lu_swap_rows(x, piv, inverse=i): P·x (Pᵀ·x if `inverse`), the rows of "
+                     "the matrices x interchanged as the pivots piv of lu_factor say.")
+lu_swap_rows.cost = None
+lu_swap_rows.defjvp(lambda ts, x, piv, ans, inverse: lu_swap_rows(ts[0], piv, inverse=inverse))
+lu_swap_rows.defvjp(lambda g, x, piv, ans, inverse: (
+    sum_to(lu_swap_rows(g, piv, inverse=not inverse), shape=shape_of(x)), None))
+
+
+def _unit_lower_solve(lu, x, trans=0):
+    return solve_triangular(lu, x, trans=trans, lower=True, unit_diagonal=True)
+
+
+def _upper_solve(lu, x, trans=0):
+    return solve_triangular(lu, x, trans=trans, lower=False, unit_diagonal=False)
+
+
+def _unit_lower(lu):
+    n = shape_of(lu)[-1]
+    return tril(lu, k=-1) + np.eye(n, dtype=dtype_of(lu))
+
+
+@lu_factor.defjvp
+def _(ts, a, ans):
+    lu = ans
+    y = _unit_lower_solve(lu, lu_swap_rows(ts[0], lu_pivots(a), inverse=False))   # L⁻¹ P dA
+    F = _T(_upper_solve(lu, _T(y), trans=1))                                       # · U⁻¹
+    return matmul(_unit_lower(lu), tril(F, k=-1)) + matmul(_triu(F), _triu(lu))
+
+
+@lu_factor.defvjp
+def _(g, a, ans):
+    lu = ans
+    M = tril(matmul(_T(_unit_lower(lu)), tril(g, k=-1)), k=-1) \
+        + _triu(matmul(_triu(g), _T(_triu(lu))))
+    z = _unit_lower_solve(lu, M, trans=1)                       # L⁻ᵀ M
+    z = _T(_upper_solve(lu, _T(z)))                             # · U⁻ᵀ
+    return (lu_swap_rows(z, lu_pivots(a), inverse=True),)       # Pᵀ ·
+
+
+# ---- symmetric matrices read from one triangle ---------------------------------------------
+def _symmetrize_np(a, lower):
+    a = np.asarray(a)
+    if lower:
+        return np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
+    return np.triu(a) + np.swapaxes(np.triu(a, 1), -1, -2)
+
+
+symmetrize = _prim("symmetrize", _symmetrize_np, _same_aval,
+                   "symmetrize(a, lower=l): the symmetric matrix that a's lower (upper) "
+                   "triangle holds, as SciPy's solvers for symmetric matrices read it; its "
+                   "derivative is the symmetric one, (dA + dAᵀ)/2, as cholesky's and eigh's.")
+symmetrize.cost = "add"
+symmetrize.defjvp(lambda ts, a, ans, lower: _sym(ts[0]))
+symmetrize.defvjp(lambda g, a, ans, lower: (_sym(g),))
+
+
+# ---- eigh with SciPy's eigenvectors ----------------------------------------------------------
+# SciPy's eigh (LAPACK's syevr by default) and NumPy's (syevd) give eigenvectors of opposite
+# signs about as often as not, and so do SciPy's eigh with and without subset_by_index:
+# these two primitives are SciPy's values.  Parameters: UPLO="U" for the upper triangle,
+# driver, and subset=(lo, hi) for the eigenpairs lo..hi (ascending), each absent for
+# SciPy's default.  The derivatives are the symmetric ones, as wengert.primitives.linalg's
+# eigvalsh and eigvecsh have them, and hold for any signs: a rule uses the eigenvectors it
+# is given (`ans`), or NumPy's where only their products v vᵀ matter.
+def _eigh_np(a, UPLO="L", driver=None, subset=None, values_only=False):
+    return scipy_linalg().eigh(a, lower=UPLO == "L", driver=driver, check_finite=False,
+                               eigvals_only=values_only,
+                               subset_by_index=None if subset is None else list(subset))
+
+
+def _eigh_values_np(a, values_only=False, **p):
+    # (eigvals_only=True computes them differently: in the last bits, with some drivers)
+    if values_only:
+        return L._factorizations.of("scipy_eigvalsh", lambda a, *k: _eigh_np(
+            a, **dict(k), values_only=True), a, *sorted(p.items()))
+    return _eigh_vectors_np(a, both=True, **p)[0]
+
+
+def _eigh_vectors_np(a, both=False, **p):
+    wv = L._factorizations.of("scipy_eigh", lambda a, *k: _eigh_np(a, **dict(k)),
+                              a, *sorted(p.items()))
+    return wv if both else wv[1]
+
+
+def _count(args, params):
+    n = args[0].shape[-1]
+    subset = params.get("subset")
+    return n if subset is None else subset[1] - subset[0] + 1
+
+
+eigh_values = _prim(
+    "eigh_values", _eigh_values_np,
+    lambda args, params: (args[0].shape[:-2] + (_count(args, params),),
+                          float_dtype(args[0].dtype)),
+    "eigh_values(a): the eigenvalues of a symmetric matrix, ascending, as scipy.linalg.eigh "
+    "gives them (parameters UPLO='U', driver, subset=(lo, hi) where not the default, and "
+    "values_only=True for eigh(..., eigvals_only=True)'s).")
+eigh_vectors = _prim(
+    "eigh_vectors", _eigh_vectors_np,
+    lambda args, params: (args[0].shape[:-1] + (_count(args, params),),
+                          float_dtype(args[0].dtype)),
+    "eigh_vectors(a): the eigenvectors of a symmetric matrix, as scipy.linalg.eigh gives "
+    "them (LAPACK's signs), with eigh_values' parameters.")
+
+
+def _rows(g):
+    return reshape(g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:])
+
+
+@eigh_values.defjvp
+def _(ts, a, ans, values_only=False, **p):
+    V = eigh_vectors(a, **p)
+    return _sum(V * matmul(_sym(ts[0]), V), axis=(len(shape_of(V)) - 2,), keepdims=False)
+
+
+@eigh_values.defvjp
+def _(g, a, ans, values_only=False, **p):
+    V = eigh_vectors(a, **p)
+    return (matmul(V * _rows(g), _T(V)),)
+
+
+def _all_pairs(a, ans, p):
+    """(every eigenvector, F with F_ij = 1/(w_j - w_i) for the wanted eigenvalues j, 0 where
+    i is j itself)."""
+    tri = {"UPLO": p["UPLO"]} if "UPLO" in p else {}
+    if "subset" not in p:
+        return ans, L._F(eigh_values(a, **p))
+    lo, hi = p["subset"]
+    F = L._F(L.eigvalsh(a, **tri))
+    return L.eigvecsh(a, **tri), getitem(F, index=(Ellipsis, ("slice", lo, hi + 1, None)))
+
+
+@eigh_vectors.defjvp
+def _(ts, a, ans, **p):
+    V, F = _all_pairs(a, ans, p)
+    return matmul(V, F * matmul(_T(V), matmul(_sym(ts[0]), ans)))
+
+
+@eigh_vectors.defvjp
+def _(g, a, ans, **p):
+    V, F = _all_pairs(a, ans, p)
+    return (_sym(matmul(V, matmul(F * matmul(_T(V), g), _T(ans)))),)
+
+
+__all__ = ["solve_triangular", "expm", "frechet_expm", "block_upper", "top_block",
+           "solve_sylvester", "sqrtm",
+           "lu_factor", "lu_pivots", "lu_swap_rows", "symmetrize", "eigh_values",
+           "eigh_vectors", "scipy_linalg"]

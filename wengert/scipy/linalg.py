@@ -1,0 +1,675 @@
+"""SciPy's `scipy.linalg`, differentiable: triangular and Cholesky solves for Gaussian
+processes, the matrix exponential and square root, Sylvester and Lyapunov equations, LU,
+eigh, inv, det, solve and block_diag.
+
+On plain values each function *is* SciPy's (the same call, the same result and errors).
+On traced values it records wengert primitives (`wengert.primitives.scipy_linalg`, whose
+values are SciPy's own, and `wengert.primitives.linalg`), differentiable to second order
+and beyond, under `wg.vmap` and `wg.compile` too.  Real matrices only: a complex traced
+matrix is refused by name.  Batches of matrices (leading axes) are taken where SciPy takes
+them.  Where a derivative does not exist or is not implemented (eigh with b, sqrtm of a
+singular matrix) the call raises NotImplementedError, never a wrong number.  Functions not
+listed here are SciPy's on plain values and raise NotImplementedError, naming themselves,
+on traced values.
+
+Functions that read one triangle of a symmetric matrix (cholesky, cho_factor, eigh, and
+solve or inv with assume_a='sym' or 'pos') take their values from that triangle, as SciPy
+does, and have the symmetric derivative, as `wengert.numpy.linalg.cholesky` and `eigh`
+have: a change in A_ij counts half in A_ij and half in A_ji.
+
+Example:
+    >>> import numpy as np, wengert as wg
+    >>> from wengert.scipy import linalg
+    >>> a = np.array([[0.0, 1.0], [-2.0, -3.0]])
+    >>> d = wg.jvp(lambda t: linalg.expm(t * a), (1.0,), (1.0,))[1]   # d/dt e^(tA) = A e^(tA)
+    >>> bool(np.allclose(d, a @ linalg.expm(a)))
+    True
+"""
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as _np
+import scipy.linalg as _sl
+
+from .. import numpy as _wnp
+from ..numpy import _traced
+from ..numpy.dispatch import unsupported as _unsupported
+from ..primitives import linalg as _L, scipy_linalg as _P
+from ..primitives.registry import float_dtype as _float_dtype
+
+__all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "expm", "expm_frechet",
+           "solve_sylvester", "solve_continuous_lyapunov", "inv", "det", "solve", "lu_factor",
+           "lu_solve", "eigh", "eigvalsh", "block_diag", "sqrtm"]
+
+LinAlgError = _np.linalg.LinAlgError
+
+
+def _scipy_unless_traced(fn):
+    """SciPy's function of the same name on plain arguments (called as the caller called
+    it); `fn` when any argument, or an item of a list or tuple argument, is traced."""
+    scipy_fn = getattr(_sl, fn.__name__)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _traced(*args, *kwargs.values()):
+            return fn(*args, **kwargs)
+        return scipy_fn(*args, **kwargs)
+    return wrapper
+
+
+def _at_least_2d(x):
+    """x as an array of at least two axes, as SciPy's np.atleast_2d makes it."""
+    x = _wnp.asarray(x)
+    return _wnp.atleast_2d(x) if x.ndim < 2 else x
+
+
+def _is_square(a):
+    return a.ndim >= 2 and a.shape[-1] == a.shape[-2]
+
+
+def _column_of(b, n):
+    """Whether b's rows match an n×n matrix: b is one vector if 1-D, else a stack of
+    matrices (SciPy's reading)."""
+    if b.ndim == 0:
+        return False
+    return (b.shape[0] if b.ndim == 1 else b.shape[-2]) == n
+
+
+def _as_columns(b):
+    """(b as a stack of matrices, a function that gives a result b's own form back)."""
+    if b.ndim == 1:
+        return _wnp.reshape(b, b.shape + (1,)), lambda x: _wnp.reshape(x, x.shape[:-1])
+    return b, lambda x: x
+
+
+def _batches(what, *shapes_and_cores):
+    """The broadcast batch shape, or SciPy's ValueError naming both shapes."""
+    try:
+        return _np.broadcast_shapes(*[s[:len(s) - k] for s, k in shapes_and_cores])
+    except ValueError:
+        shapes = " and ".join(str(s) for s, _ in shapes_and_cores)
+        raise ValueError(f"{what}: the batch dimensions of the arrays of shapes {shapes} "
+                         "cannot be broadcast together") from None
+
+
+_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 1, "C": 1}     # (ᴴ is ᵀ for a real matrix)
+
+
+def _trans(trans):
+    try:
+        return _TRANS[trans]
+    except (KeyError, TypeError):
+        raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}") from None
+
+
+# ---- triangular and Cholesky solves ------------------------------------------------------------
+@_scipy_unless_traced
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=True):
+    """x with op(A) x = b, A the triangle of `a` that `lower` names (the upper one by
+    default), op the transpose for ``trans=1`` ('T', or 2/'C'), A's diagonal taken as
+    ones if `unit_diagonal`.  b is one vector if 1-D, else a matrix (or a stack of them).
+
+    Derivatives: dx = op(A)⁻¹(db - op(dA) x), which is a triangular solve too, and the
+    cotangents b̄ = op(A)⁻ᵀ x̄, Ā = -b̄ xᵀ (op = id) or -x b̄ᵀ (op = ᵀ) on the triangle
+    read (the other triangle, and a unit diagonal, get zero).  `overwrite_b` and
+    `check_finite` have no effect on traced values.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> L = np.array([[2.0, 0.0], [1.0, 4.0]])
+        >>> linalg.solve_triangular(L, np.array([2.0, 9.0]), lower=True).tolist()
+        [1.0, 2.0]
+        >>> wg.grad(lambda b: linalg.solve_triangular(L, b, lower=True).sum())(np.ones(2))
+        array([0.375, 0.25 ])
+    """
+    a, b = _wnp.asarray(a), _wnp.asarray(b)
+    if not _is_square(a):
+        raise ValueError("expected square matrix")
+    if not _column_of(b, a.shape[-1]):
+        core = b.shape if b.ndim < 2 else b.shape[-2:]
+        raise ValueError(f"shapes of a {a.shape[-2:]} and b {core} are incompatible")
+    if b.ndim > 1:
+        _batches("solve_triangular", (a.shape, 2), (b.shape, 2))
+    return _P.solve_triangular(a, b, trans=_trans(trans), lower=bool(lower),
+                               unit_diagonal=bool(unit_diagonal))
+
+
+def _cholesky_input(a):
+    a = _at_least_2d(a)
+    if not _is_square(a):
+        raise ValueError(f"Input array is expected to be square but has the shape: "
+                         f"{a.shape}.")
+    return a
+
+
+@_scipy_unless_traced
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factor of a symmetric positive-definite matrix: the upper-triangular U
+    with A = UᵀU by default (SciPy's default, unlike NumPy's), the lower L with A = LLᵀ if
+    `lower`; read from that triangle of A.  LinAlgError if A is not positive definite.
+
+    Derivative: the symmetric one of `wengert.numpy.linalg.cholesky`,
+    dL = L Φ(L⁻¹ dA L⁻ᵀ) with Φ the lower triangle with half the diagonal.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a = np.array([[4.0, 2.0], [2.0, 2.0]])
+        >>> linalg.cholesky(a).tolist()
+        [[2.0, 1.0], [0.0, 1.0]]
+        >>> logdet = lambda a: 2 * wg.numpy.sum(wg.numpy.log(wg.numpy.diag(linalg.cholesky(a))))
+        >>> bool(np.allclose(wg.grad(logdet)(a), np.linalg.inv(a)))   # d log det A = A⁻¹
+        True
+    """
+    return _wnp.linalg.cholesky(_cholesky_input(a), upper=not lower)
+
+
+@_scipy_unless_traced
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """(c, lower): the Cholesky factor of `a` for `cho_solve`, in c's upper triangle (lower
+    if `lower`).  On traced values c is the factor itself, zero in the other triangle
+    (SciPy leaves arbitrary numbers there), and `lower` a plain bool.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a, b = np.array([[4.0, 2.0], [2.0, 2.0]]), np.array([1.0, 1.0])
+        >>> linalg.cho_solve(linalg.cho_factor(a), b).tolist()
+        [0.0, 0.5]
+        >>> g = wg.grad(lambda a: linalg.cho_solve(linalg.cho_factor(a), b).sum())(a)
+        >>> bool(np.allclose(g, -np.linalg.solve(a, np.ones(2))[:, None] * [0.0, 0.5]))
+        True
+    """
+    return cholesky(a, lower=lower), bool(lower)
+
+
+def _flag(lower):
+    """cho_factor's `lower`: a bool, or a batched SciPy result's array of equal flags."""
+    flags = _np.asarray(lower)
+    if flags.size and flags.min() != flags.max():
+        raise NotImplementedError("cho_solve with factors of both triangles in one batch is "
+                                  "not supported on traced values")
+    return bool(flags.flat[0]) if flags.size else False
+
+
+@_scipy_unless_traced
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """x with A x = b, from ``(c, lower) = cho_factor(A)``: two triangular solves.
+
+    Derivatives: those of the triangular solves, in b and in the factor's triangle (so
+    through cho_factor in A).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> f = lambda b: linalg.cho_solve(linalg.cho_factor(a, lower=True), b)
+        >>> bool(np.allclose(wg.jacfwd(f)(np.ones(2)), np.linalg.inv(a)))
+        True
+    """
+    c, lower = c_and_lower
+    lower = _flag(lower)
+    c, b = _wnp.asarray(c), _wnp.asarray(b)
+    if not _is_square(c):
+        raise ValueError("The factored matrix c is not square.")
+    if not _column_of(b, c.shape[-1]):
+        raise ValueError(f"incompatible dimensions ({c.shape} and {b.shape})")
+    b, back = _as_columns(b)
+    _batches("cho_solve", (c.shape, 2), (b.shape, 2))
+    if lower:               # A = L Lᵀ
+        y = _P.solve_triangular(c, b, trans=0, lower=True, unit_diagonal=False)
+        x = _P.solve_triangular(c, y, trans=1, lower=True, unit_diagonal=False)
+    else:                   # A = Uᵀ U
+        y = _P.solve_triangular(c, b, trans=1, lower=False, unit_diagonal=False)
+        x = _P.solve_triangular(c, y, trans=0, lower=False, unit_diagonal=False)
+    return back(x)
+
+
+# ---- matrix functions ------------------------------------------------------------------------
+def _matrix_function_input(a):
+    a = _wnp.asarray(a)
+    if a.ndim < 2:
+        raise LinAlgError("The input array must be at least two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    return a
+
+
+@_scipy_unless_traced
+def expm(A):
+    """The matrix exponential e^A (of each matrix of a stack).
+
+    Derivative: the Fréchet derivative L(A, dA), the top-right block of
+    exp([[A, dA], [0, A]]) (one exponential of twice the size); the cotangent is
+    L(Aᵀ, Ḡ).  Both are exponentials again, so they differentiate to any order.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a = np.array([[0.0, 1.0], [-1.0, 0.0]])             # e^(tA) turns by t radians
+        >>> linalg.expm(np.pi / 2 * a).round(12).tolist()
+        [[0.0, 1.0], [-1.0, 0.0]]
+        >>> wg.grad(lambda t: linalg.expm(t * a)[0, 1])(0.0)     # d sin t / dt at 0
+        1.0
+    """
+    return _P.expm(_matrix_function_input(A))
+
+
+@_scipy_unless_traced
+def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
+    """(e^A, L(A, E)), the exponential and its Fréchet derivative in the direction E (only
+    L(A, E) if not `compute_expm`), both differentiable (in A and E).  `method` has no
+    effect on traced values: L is read off exp([[A, E], [0, A]]).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a, e = np.diag([0.0, 1.0]), np.eye(2)
+        >>> f = lambda s: linalg.expm_frechet(s * a, e, compute_expm=False)
+        >>> f(1.0).round(6).tolist()                       # d e^(A + tI)/dt = e^A
+        [[1.0, 0.0], [0.0, 2.718282]]
+        >>> round(wg.jacfwd(lambda s: f(s)[1, 1])(1.0), 6)     # d e^s / ds
+        2.718282
+    """
+    a, e = _wnp.asarray(A), _wnp.asarray(E)
+    if a.ndim != 2 or not _is_square(a):
+        raise ValueError("expected A to be a square matrix")
+    if e.shape != a.shape:
+        raise ValueError(f"expected E to be the same shape as A: A has shape {a.shape}, "
+                         f"E has shape {e.shape}")
+    if method not in (None, "SPS", "blockEnlarge"):
+        raise ValueError(f"Unknown implementation {method}")
+    frechet = _P.frechet_expm(a, e)
+    return (_P.expm(a), frechet) if compute_expm else frechet
+
+
+@_scipy_unless_traced
+def sqrtm(A, disp=_np._NoValue, blocksize=_np._NoValue):
+    """The principal square root X of A (X² = A, eigenvalues in the right half-plane).
+
+    Derivative: dX solves the Sylvester equation X dX + dX X = dA (the cotangent
+    Xᵀ Ā + Ā Xᵀ = X̄).  At a singular matrix that equation is singular and the derivative
+    does not exist: it raises NotImplementedError.  On traced values the matrix must have a
+    real square root (SciPy returns a complex one for a real matrix with a negative real
+    eigenvalue: refused), and SciPy's deprecated ``disp=False`` is refused; `blocksize`
+    has no effect.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a = np.array([[4.0, 1.0], [0.0, 9.0]])
+        >>> linalg.sqrtm(a).tolist()
+        [[2.0, 0.2], [0.0, 3.0]]
+        >>> wg.grad(lambda s: linalg.sqrtm(s * a)[0, 0])(4.0)    # d √(4s)/ds = 1/√s
+        0.5
+    """
+    if disp is not _np._NoValue and not disp:
+        raise NotImplementedError("scipy.linalg.sqrtm(..., disp=False) is not supported on "
+                                  "traced values (SciPy deprecates it): use disp's default")
+    return _P.sqrtm(_matrix_function_input(A))
+
+
+# ---- Sylvester and Lyapunov equations ----------------------------------------------------------
+@_scipy_unless_traced
+def solve_sylvester(a, b, q):
+    """X with AX + XB = Q, A n×n, B m×m, Q n×m (stacks broadcast).
+
+    Derivative: a Sylvester equation again, A dX + dX B = dQ - dA X - X dB; the cotangent
+    Q̄ solves Aᵀ Q̄ + Q̄ Bᵀ = X̄, and Ā = -Q̄ Xᵀ, B̄ = -Xᵀ Q̄.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a, b = np.diag([1.0, 2.0]), np.diag([3.0])
+        >>> linalg.solve_sylvester(a, b, np.array([[4.0], [10.0]])).tolist()
+        [[1.0], [2.0]]
+        >>> wg.grad(lambda q: linalg.solve_sylvester(a, b, q).sum())(np.ones((2, 1))).tolist()
+        [[0.25], [0.2]]
+    """
+    a, b, q = (_wnp.asarray(x) for x in (a, b, q))
+    for x in (a, b):
+        if not _is_square(x):
+            raise ValueError("expected square matrix")
+    n, m = a.shape[-1], b.shape[-1]
+    if q.ndim < 2 or q.shape[-2:] != (n, m):
+        raise ValueError(f"solve_sylvester: q of shape {q.shape} does not match a of shape "
+                         f"{a.shape} and b of shape {b.shape} (q must be {n}×{m})")
+    _batches("solve_sylvester", (a.shape, 2), (b.shape, 2), (q.shape, 2))
+    return _P.solve_sylvester(a, b, q)
+
+
+@_scipy_unless_traced
+def solve_continuous_lyapunov(a, q):
+    """X with AX + XAᵀ = Q (the continuous Lyapunov equation; stacks broadcast).
+
+    Derivative: the Sylvester equation A dX + dX Aᵀ = dQ - dA X - X dAᵀ (a Lyapunov
+    equation), through `solve_sylvester` with B = Aᵀ; values agree with SciPy's to
+    rounding.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a = np.diag([-1.0, -2.0])                   # X_ij = Q_ij / (a_i + a_j)
+        >>> linalg.solve_continuous_lyapunov(a, np.ones((2, 2))).round(6).tolist()
+        [[-0.5, -0.333333], [-0.333333, -0.25]]
+        >>> dx = wg.jvp(lambda s: linalg.solve_continuous_lyapunov(s * a, np.eye(2)),
+        ...             (1.0,), (1.0,))[1]
+        >>> dx.round(6).tolist()                        # d/ds 1/(2 s a_i) = -1/(2 s² a_i)
+        [[0.5, 0.0], [0.0, 0.25]]
+    """
+    a, q = _wnp.asarray(a), _wnp.asarray(q)
+    for name, x in (("a", a), ("q", q)):
+        if not _is_square(x):
+            raise ValueError(f"Matrix {name} should be square.")
+    if a.shape[-2:] != q.shape[-2:]:
+        raise ValueError(f"Matrix a and q should have the same shape (a has shape {a.shape}, "
+                         f"q has shape {q.shape}).")
+    _batches("solve_continuous_lyapunov", (a.shape, 2), (q.shape, 2))
+    return _P.solve_sylvester(a, _wnp.swapaxes(a, -1, -2), q)
+
+
+# ---- inverse, determinant, general solves ----------------------------------------------------
+_STRUCTURES = {None: "general", "gen": "general", "general": "general", "banded": "general",
+               "diagonal": "diagonal", "tridiagonal": "tridiagonal",
+               "upper triangular": "upper triangular",
+               "lower triangular": "lower triangular", "sym": "sym", "symmetric": "sym",
+               "her": "sym", "hermitian": "sym", "pos": "pos", "positive definite": "pos"}
+_INV_STRUCTURES = (None, "gen", "general", "diagonal", "upper triangular",
+                   "lower triangular", "pos", "sym", "her")
+
+
+def _structure(assume_a, allowed=None):
+    try:
+        kind = _STRUCTURES[assume_a]
+    except (KeyError, TypeError):
+        kind = None
+    if kind is None or (allowed is not None and assume_a not in allowed):
+        raise ValueError(f"{assume_a} is not a recognized matrix structure")
+    return kind
+
+
+def _square_input(a):
+    a = _at_least_2d(a)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"Expected square matrix, got a1.shape={a.shape}")
+    return a
+
+
+@_scipy_unless_traced
+def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
+    """The inverse of a square matrix (of each of a stack), with SciPy's `assume_a`:
+    'general' (or None: NumPy's inverse), 'diagonal' (the diagonal alone is read),
+    'upper triangular' / 'lower triangular' (a triangular solve), 'pos' (Cholesky, from
+    the triangle `lower` names), 'sym' / 'her' (from that triangle).
+
+    Derivative: d(A⁻¹) = -A⁻¹ dA A⁻¹ on the part of A that is read; for 'pos', 'sym' and
+    'her' the symmetric one.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> g = wg.grad(lambda a: linalg.inv(a)[0, 0])(np.diag([2.0, 4.0]))   # -1/a₀₀²
+        >>> (g + 0.0).tolist()
+        [[-0.25, 0.0], [0.0, 0.0]]
+    """
+    a = _wnp.asarray(a)
+    if a.ndim < 2:
+        raise ValueError(f"Expected at least ndim=2, got a1.ndim={a.ndim}")
+    a = _square_input(a)
+    kind = _structure(assume_a, _INV_STRUCTURES)
+    eye = _np.eye(a.shape[-1], dtype=_float_dtype(a.dtype))
+    if kind == "diagonal":
+        return eye / _wnp.expand_dims(_wnp.diagonal(a, 0, -2, -1), -2)
+    if kind in ("upper triangular", "lower triangular"):
+        return _P.solve_triangular(a, eye, trans=0, lower=kind[0] == "l", unit_diagonal=False)
+    if kind == "pos":
+        return cho_solve(cho_factor(a, lower=lower), eye)
+    if kind == "sym":
+        a = _P.symmetrize(a, lower=bool(lower))
+    return _L.inv(a)
+
+
+@_scipy_unless_traced
+def det(a, overwrite_a=False, check_finite=True):
+    """The determinant (of each matrix of a stack).
+
+    Derivative: d det A = tr(Cᵀ dA), C the cofactor matrix (det A · A⁻ᵀ where A is
+    invertible), which exists at singular matrices too (`wengert.numpy.linalg.det`).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> wg.grad(linalg.det)(np.array([[2.0, 1.0], [1.0, 3.0]])).round(6).tolist()
+        [[3.0, -1.0], [-1.0, 2.0]]
+    """
+    a = _wnp.asarray(a)
+    if a.ndim < 2:
+        raise ValueError("The input array must be at least two-dimensional.")
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"Last 2 dimensions of the array must be square but received "
+                         f"shape {a.shape}.")
+    return _L.det(a)
+
+
+@_scipy_unless_traced
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+          assume_a=None, transposed=False):
+    """x with A x = b (Aᵀ x = b if `transposed`), b one vector if 1-D, else a matrix (or
+    a stack of them), with SciPy's `assume_a`: None, 'general' or 'banded' (NumPy's solve:
+    the derivative is the general one, as SciPy's structure detection only picks a faster
+    route to the same numbers), 'diagonal' and 'tridiagonal' (only that band is read),
+    'upper triangular' / 'lower triangular' (`solve_triangular`), 'pos' (Cholesky:
+    `cho_solve`), 'sym' / 'her' (NumPy's solve of the symmetric matrix the triangle
+    `lower` names holds).
+
+    Derivative: dx = A⁻¹(db - dA x) on the part of A that is read; for 'pos', 'sym' and
+    'her' the symmetric one.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a, b = np.array([[2.0, 1.0], [1.0, 2.0]]), np.array([3.0, 3.0])
+        >>> linalg.solve(a, b, assume_a="pos").round(6).tolist()
+        [1.0, 1.0]
+        >>> g = wg.grad(lambda a: linalg.solve(a, b, assume_a="pos").sum())(a)
+        >>> g.round(6).tolist()                         # symmetric: -(A⁻¹1 xᵀ + x 1ᵀA⁻¹)/2
+        [[-0.333333, -0.333333], [-0.333333, -0.333333]]
+    """
+    a, b = _square_input(a), _wnp.asarray(b)
+    if not _column_of(b, a.shape[-1]):
+        raise ValueError(f"incompatible shapes: a1.shape={a.shape} and b1.shape={b.shape}")
+    if b.ndim > 1:
+        _batches("solve", (a.shape, 2), (b.shape, 2))
+    kind = _structure(assume_a)
+    if kind == "diagonal":
+        d = _wnp.diagonal(a, 0, -2, -1)
+        return b / (d if b.ndim == 1 else _wnp.expand_dims(d, -1))
+    if kind in ("upper triangular", "lower triangular"):
+        return _P.solve_triangular(a, b, trans=int(bool(transposed)), lower=kind[0] == "l",
+                                   unit_diagonal=False)
+    if kind == "pos":
+        return cho_solve(cho_factor(a, lower=lower), b)
+    if kind == "sym":
+        a = _P.symmetrize(a, lower=bool(lower))
+    elif kind == "tridiagonal":
+        a = _wnp.tril(a, 1) - _wnp.tril(a, -2)
+    if transposed and kind != "sym":
+        a = _wnp.swapaxes(a, -1, -2)
+    return _L.solve(a, b)
+
+
+# ---- LU --------------------------------------------------------------------------------------
+@_scipy_unless_traced
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """(lu, piv): the LU factorization P A = L U with partial pivoting, L (unit diagonal
+    left out) and U packed in `lu`, piv the row interchanges (row i was swapped with row
+    piv[i]).  On traced values: square matrices (or stacks of them), and the result a
+    tuple (SciPy's is a list for a stack).
+
+    Derivative: with F = L⁻¹ P dA U⁻¹, dL = L tril(F, -1) and dU = triu(F) U (the pivots
+    are piecewise constant: they have none).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> lu, piv = linalg.lu_factor(a)
+        >>> lu.round(6).tolist(), piv.tolist()
+        ([[3.0, 4.0], [0.333333, 0.666667]], [1, 1])
+        >>> logabsdet = lambda a: wg.numpy.sum(wg.numpy.log(wg.numpy.abs(
+        ...     wg.numpy.diagonal(linalg.lu_factor(a)[0]))))
+        >>> bool(np.allclose(wg.grad(logabsdet)(a), np.linalg.inv(a).T))
+        True
+    """
+    a = _at_least_2d(a)
+    if not _is_square(a):
+        raise NotImplementedError(f"scipy.linalg.lu_factor of a non-square matrix (shape "
+                                  f"{a.shape}) is not supported on traced values")
+    return _P.lu_factor(a), _P.lu_pivots(a)
+
+
+@_scipy_unless_traced
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """x with A x = b (Aᵀ x = b for ``trans=1``, 'T', 2 or 'C'), from
+    ``(lu, piv) = lu_factor(A)``: the pivots' interchanges and two triangular solves.
+
+    Derivatives: those of the triangular solves (in b, and in lu's triangles, so through
+    lu_factor in A: altogether the derivative of A⁻¹b).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a, b = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0])
+        >>> linalg.lu_solve(linalg.lu_factor(a), b).tolist()
+        [-1.0, 1.0]
+        >>> g = wg.grad(lambda a: linalg.lu_solve(linalg.lu_factor(a), b)[0])(a)
+        >>> bool(np.allclose(g, -np.outer(np.linalg.inv(a).T[:, 0], [-1.0, 1.0])))
+        True
+    """
+    lu, piv = lu_and_piv
+    lu, b = _wnp.asarray(lu), _wnp.asarray(b)
+    if not _is_square(lu):
+        raise ValueError(f"expected a square lu, got shape {lu.shape}")
+    if not _column_of(b, lu.shape[-1]):
+        raise ValueError(f"Shapes of lu {lu.shape} and b {b.shape} are incompatible")
+    b, back = _as_columns(b)
+    _batches("lu_solve", (lu.shape, 2), (b.shape, 2))
+    if not hasattr(piv, "dtype") or piv.dtype.kind not in "iu":
+        piv = _np.asarray(piv, dtype=_np.int32)
+    if _trans(trans) == 0:                  # L U x = P b
+        y = _P.lu_swap_rows(b, piv, inverse=False)
+        y = _P.solve_triangular(lu, y, trans=0, lower=True, unit_diagonal=True)
+        x = _P.solve_triangular(lu, y, trans=0, lower=False, unit_diagonal=False)
+    else:                                   # Aᵀ = Uᵀ Lᵀ P: x = Pᵀ L⁻ᵀ U⁻ᵀ b
+        y = _P.solve_triangular(lu, b, trans=1, lower=False, unit_diagonal=False)
+        y = _P.solve_triangular(lu, y, trans=1, lower=True, unit_diagonal=True)
+        x = _P.lu_swap_rows(y, piv, inverse=True)
+    return back(x)
+
+
+# ---- symmetric eigenproblems -------------------------------------------------------------------
+@_scipy_unless_traced
+def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
+         type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, read from the
+    triangle `lower` names: the tuple (w, v), or w alone if `eigvals_only`; with
+    ``subset_by_index=(lo, hi)`` the eigenpairs lo..hi only.  The values are SciPy's
+    (the eigenvectors' signs too, which NumPy's eigh often picks the other way).
+
+    Derivatives: the symmetric ones of `wengert.numpy.linalg.eigh`, dw = diag(Vᵀ dA V) and
+    dV = V (F ∘ (Vᵀ dA V)) with F_ij = 1/(w_j - w_i): they assume distinct eigenvalues,
+    and only functions that do not depend on the eigenvectors' signs have meaningful ones.
+    Refused on traced values (NotImplementedError): the generalized problem (`b` given) and
+    ``subset_by_value`` (how many eigenvalues it gives depends on their values).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
+        >>> wg.grad(lambda a: linalg.eigh(a, eigvals_only=True)[1])(a).round(6).tolist()
+        [[0.5, 0.5], [0.5, 0.5]]
+    """
+    if b is not None:
+        raise NotImplementedError("scipy.linalg.eigh(a, b) (the generalized eigenvalue "
+                                  "problem) is not supported on traced values: wengert has "
+                                  "no derivative rule for it")
+    if subset_by_value is not None:
+        raise NotImplementedError("scipy.linalg.eigh(..., subset_by_value=...) is not "
+                                  "supported on traced values (how many eigenvalues it gives "
+                                  "depends on their values): use subset_by_index")
+    a = _wnp.asarray(a)
+    if not _is_square(a):
+        raise ValueError('expected square "a" matrix')
+    params = {} if lower else {"UPLO": "U"}
+    if driver is not None:
+        params["driver"] = driver
+    if subset_by_index is not None:
+        lo, hi = (operator.index(i) for i in subset_by_index)
+        n = a.shape[-1]
+        if not 0 <= lo <= hi < n:
+            raise ValueError(f"Requested eigenvalue indices are not valid. Valid range is "
+                             f"[0, {n - 1}] and start <= end, but start={lo}, end={hi} is "
+                             "given")
+        params["subset"] = (lo, hi)
+    if eigvals_only:
+        return _P.eigh_values(a, values_only=True, **params)
+    return _P.eigh_values(a, **params), _P.eigh_vectors(a, **params)
+
+
+@_scipy_unless_traced
+def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
+             check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+    """The eigenvalues of a symmetric matrix, ascending: ``eigh(..., eigvals_only=True)``.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> wg.grad(lambda a: linalg.eigvalsh(a).sum())(np.diag([1.0, 2.0])).tolist()  # tr
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return eigh(a, b, lower=lower, eigvals_only=True, type=type,
+                subset_by_index=subset_by_index, subset_by_value=subset_by_value,
+                driver=driver)
+
+
+# ---- block matrices ----------------------------------------------------------------------------
+@_scipy_unless_traced
+def block_diag(*arrs):
+    """The block-diagonal matrix of the arguments (a 1-D one is a row, a number a 1×1
+    block; leading batch axes broadcast): compositions of concatenations, so it is linear
+    and each block's cotangent is its block of the result's.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> linalg.block_diag(np.ones((1, 2)), 2.0).tolist()
+        [[1.0, 1.0, 0.0], [0.0, 0.0, 2.0]]
+        >>> wg.grad(lambda x: (linalg.block_diag(x, x) ** 2).sum())(np.ones(2)).tolist()
+        [4.0, 4.0]
+    """
+    blocks = [_at_least_2d(x) for x in (arrs or ([],))]
+    batch = _batches("block_diag", *[(x.shape, 2) for x in blocks])
+    dtype = _np.result_type(*[x.dtype for x in blocks])
+    width = sum(x.shape[-1] for x in blocks)
+    rows, before = [], 0
+    for x in blocks:
+        r, c = x.shape[-2:]
+        row = [_wnp.zeros(batch + (r, before), dtype), _wnp.broadcast_to(x, batch + (r, c)),
+               _wnp.zeros(batch + (r, width - before - c), dtype)]
+        rows.append(_wnp.concatenate(row, axis=-1))
+        before += c
+    return _wnp.concatenate(rows, axis=-2)
+
+
+def __getattr__(name):
+    # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
+    fn = getattr(_sl, name, None) if not name.startswith("_") else None
+    if callable(fn) and not isinstance(fn, type):
+        return _unsupported(f"scipy.linalg.{name}", fn)
+    if fn is not None:
+        return fn
+    raise AttributeError(f"module 'wengert.scipy.linalg' has no attribute {name!r}")
