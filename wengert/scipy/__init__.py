@@ -1,6 +1,7 @@
 """SciPy's differentiable functions, as `autograd.scipy` has them: `wengert.scipy.special`
-(erf, gammaln, digamma, expit, logsumexp, ...) and `wengert.scipy.stats` (norm, t,
-multivariate_normal, gamma, beta, poisson, dirichlet).
+(erf, gammaln, digamma, expit, logsumexp, ...), `wengert.scipy.stats` (norm, t,
+multivariate_normal, gamma, beta, poisson, dirichlet) and `wengert.scipy.integrate`
+(odeint: ODE solutions differentiated by the adjoint method, docs/odes.md).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`)
@@ -21,13 +22,13 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 
 from . import special  # noqa: E402
 
-__all__ = ["special", "stats"]
+__all__ = ["special", "stats", "integrate"]
 
 
 def __getattr__(name):
-    # stats on first use: scipy.stats takes ~0.9 s to import, which code that needs only
-    # the special functions should not pay
-    if name == "stats":
+    # stats and integrate on first use: scipy.stats takes ~0.9 s to import, which code
+    # that needs only the special functions should not pay
+    if name in ("stats", "integrate"):
         import importlib
         return importlib.import_module(__name__ + ".stats")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
