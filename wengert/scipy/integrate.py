@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import numpy as np
 
@@ -38,7 +39,8 @@ from ..graph.active import recording
 from ..graph.node import Node
 from ..primitives.registry import Primitive, shape_of
 from ..primitives.special import INSTALL_HINT
-from ..tree import flatten, unflatten
+from ..graph.graph import aval
+from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
 __all__ = ["odeint"]
@@ -68,8 +70,9 @@ def _scipy_odeint():
 # systems: y' = rhs(y, t, *leaves) on a flat state y
 # --------------------------------------------------------------------------------------
 class _System:
-    """An ODE on a flat state of n numbers whose right-hand side reads `leaves` (arrays
-    that derivatives may be taken with respect to).
+    """An ODE on a flat state of n numbers whose right-hand side reads `leaves` (numbers
+    and arrays; those at the positions `active` may carry derivatives, the others are
+    constants wherever the system is solved).
 
     ``rhs(y, s, *leaves)`` works on plain values and on traced ones alike (written with
     wengert primitives); ``bind(leaves)`` is the function of (y, s) that SciPy calls."""
@@ -77,44 +80,64 @@ class _System:
     name = "f"
     n = 0
     leaf_avals = ()           # (shape, dtype) of each leaf
+    active = ()               # positions of the leaves that derivatives may be taken of
+    compiled = True           # whether bind runs rhs as code made by wg.compile
 
     def rhs(self, y, s, *leaves):
         raise NotImplementedError
 
     def bind(self, leaves):
+        """The right-hand side on plain values, as SciPy calls it: code compiled from
+        `rhs` once per system (a derived system's rhs takes a derivative of the user's
+        function at every call: eagerly that records and sweeps a small graph, ~100x
+        the time of the code), or rhs itself where compiling fails (a Python branch on
+        a value: then every call is eager)."""
+        kernel = self._kernel(leaves)
+        if kernel is not None:
+            return lambda y, s: kernel(y, s, *leaves)
         rhs = self.rhs
 
         def f(y, s):
             return np.asarray(rhs(y, s, *leaves), dtype=np.float64)
         return f
 
-    def float_leaves(self):
-        """The positions of the leaves that carry derivatives."""
-        return [k for k, (_, d) in enumerate(self.leaf_avals) if d.kind == "f"]
+    def _kernel(self, leaves):
+        kernel = getattr(self, "_compiled", None)
+        if kernel is None and self.compiled:
+            from ..staged import compile as stage
+            rhs = self.rhs
+
+            def flat(y, s, *leaves):
+                return rhs(y, s, *leaves)
+            flat.__name__ = "rhs"
+            kernel = stage(flat)
+            try:
+                with recording(None):
+                    kernel(np.zeros(self.n), 0.0, *leaves)
+            except Exception:                 # noqa: BLE001  (rhs raises it again, eagerly)
+                kernel = False
+            self._compiled = kernel
+        return kernel or None
 
 
 class _UserSystem(_System):
-    """The user's ``func(y, t, *args)``: y in y0's shape, args the user's pytree whose
-    traced leaves are this system's leaves and whose other leaves are held fixed."""
+    """The user's ``func(y, t, *args)``: y in its own shape, args the pytree `tree`
+    whose leaves are this system's."""
 
-    def __init__(self, func, shape, tree, held, positions, leaf_avals, tfirst):
+    compiled = False          # the solution itself is SciPy's call of func, as is
+
+    def __init__(self, func, shape, tree, leaf_avals, active, tfirst):
         self.func = func
         self.name = getattr(func, "__name__", "func")
         self.shape = shape
         self.n = math.prod(shape)
         self.tree = tree
-        self.held = held                # every leaf of args; the traced ones replaced
-        self.positions = positions      # where this system's leaves go among them
         self.leaf_avals = leaf_avals
+        self.active = active
         self.tfirst = tfirst
 
-    def args(self, leaves):
-        everything = list(self.held)
-        for p, v in zip(self.positions, leaves):
-            everything[p] = v
-        return unflatten(self.tree, everything)
-
-    def call(self, y, s, args):
+    def call(self, y, s, leaves):
+        args = unflatten(self.tree, leaves)
         return self.func(s, y, *args) if self.tfirst else self.func(y, s, *args)
 
     def check(self, out):
@@ -126,7 +149,7 @@ class _UserSystem(_System):
                 f"({self.n} numbers)")
 
     def rhs(self, y, s, *leaves):
-        out = self.call(wnp.reshape(y, self.shape), s, self.args(leaves))
+        out = self.call(wnp.reshape(y, self.shape), s, leaves)
         if type(out) is not Node:
             out = wnp.asarray(out)        # (a list [dx, dv] of traced values, as SciPy
             #                                users write it)
@@ -134,7 +157,7 @@ class _UserSystem(_System):
         return wnp.reshape(out, (self.n,))
 
     def bind(self, leaves):
-        args = self.args(leaves)
+        args = unflatten(self.tree, leaves)
         func, shape, tfirst = self.func, self.shape, self.tfirst
 
         def f(y, s):
@@ -158,48 +181,49 @@ def _closure_error(name):
 
 class _AdjointSystem(_System):
     """The adjoint system of `base`, on the state [y, a, b] (n + n + P numbers, P the
-    size of base's float leaves): y' = f(y, s), a' = -aᵀ ∂f/∂y, b' = -aᵀ ∂f/∂leaves.
+    size of base's active leaves): y' = f(y, s), a' = -aᵀ ∂f/∂y, b' = -aᵀ ∂f/∂leaves.
     Solved backwards in time, a is ∂L/∂y(s) and b accumulates ∂L/∂leaves."""
 
     def __init__(self, base):
         self.base = base
         self.name = f"adjoint of {base.name}"
-        self.floats = base.float_leaves()
-        self.sizes = [math.prod(base.leaf_avals[k][0]) for k in self.floats]
-        self.n = 2 * base.n + sum(self.sizes)
         self.leaf_avals = base.leaf_avals
+        self.active = base.active
+        self.sizes = [math.prod(base.leaf_avals[k][0]) for k in self.active]
+        self.n = 2 * base.n + sum(self.sizes)
 
     def rhs(self, state, s, *leaves):
         from ..api import vjp
         base, n = self.base, self.base.n
-        floats = self.floats
+        active = self.active
         y, a = state[:n], state[n:2 * n]
 
         def f(y, *chosen):
             ls = list(leaves)
-            for k, v in zip(floats, chosen):
+            for k, v in zip(active, chosen):
                 ls[k] = v
             return base.rhs(y, s, *ls)
 
-        dy, pull = vjp(f, y, *[leaves[k] for k in floats])
+        dy, pull = vjp(f, y, *[leaves[k] for k in active])
         cts = pull(a)
         return wnp.concatenate([dy, -cts[0]] + [-wnp.reshape(c, (size,))
                                                 for c, size in zip(cts[1:], self.sizes)])
 
 
 class _TangentSystem(_System):
-    """The forward-sensitivity system of `base` along the leaves `chosen` (positions):
-    the state [y, ẏ] (2n numbers) with y' = f(y, s), ẏ' = ∂f/∂y ẏ + Σ ∂f/∂leaf · leaḟ;
-    the leaves are base's, then the tangents of the chosen ones."""
+    """The forward-sensitivity system of `base` along its leaves at the positions `chosen`:
+    the state [y, ẏ] (2n numbers) with y' = f(y, s), ẏ' = ∂f/∂y ẏ + Σ ∂f/∂leaf · leaḟ.
+    Its leaves are base's, then the tangents of the chosen ones."""
 
     def __init__(self, base, chosen):
         self.base = base
         self.chosen = tuple(chosen)
         self.name = f"tangent of {base.name}"
         self.n = 2 * base.n
+        self.nbase = len(base.leaf_avals)
         self.leaf_avals = tuple(base.leaf_avals) + tuple(
             base.leaf_avals[k] for k in self.chosen)
-        self.nbase = len(base.leaf_avals)
+        self.active = tuple(base.active) + tuple(range(self.nbase, len(self.leaf_avals)))
 
     def rhs(self, state, s, *leaves):
         from ..api import jvp
@@ -265,7 +289,7 @@ class Odeint(Primitive):
         if self._adjoint is None:
             self._adjoint = self._derived(_AdjointSystem(system))
         adjoint = self._adjoint
-        floats, sizes = adjoint.system.floats, adjoint.system.sizes
+        active, sizes = adjoint.system.active, adjoint.system.sizes
         a = g[T - 1]
         b = wnp.zeros(sum(sizes))
         t_bar = [None] * T
@@ -280,7 +304,7 @@ class Odeint(Primitive):
         y0_bar = a + g[0] if T > 1 else g[0]
         out = [None] * len(leaves)
         start = 0
-        for k, size in zip(floats, sizes):
+        for k, size in zip(active, sizes):
             if T > 1:
                 out[k] = wnp.reshape(b[start:start + size], system.leaf_avals[k][0])
             start += size
@@ -389,13 +413,43 @@ def odeint(func, y0, t, args=(), rtol=DEFAULT_TOL, atol=DEFAULT_TOL, mxstep=0, *
                          f"{tuple(t.shape)}")
     if type(t) is not Node or t.value is not None:
         _check_monotonic(t.value if type(t) is Node else t)
-    positions = [k for k, x in enumerate(leaves) if type(x) is Node]
-    traced_leaves = [leaves[k] for k in positions]
-    system = _UserSystem(func, shape, tree, leaves, positions,
-                         tuple((tuple(x.shape), x.dtype) for x in traced_leaves), tfirst)
-    prim = Odeint(system, options)
-    ys = prim(wnp.reshape(y0, (system.n,)), t, *traced_leaves)
+    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
+    avals = tuple(aval(x) for x in numeric)
+    active = tuple(k for k, x in enumerate(numeric)
+                   if type(x) is Node and x.dtype.kind == "f")
+    prim = _primitive(func, shape, tree, avals, active, tfirst, options)
+    ys = prim(wnp.reshape(y0, (prim.system.n,)), t, *numeric)
     return wnp.reshape(ys, (t.shape[0],) + shape)
+
+
+def _numeric(x):
+    return type(x) is Node or isinstance(x, (int, float, np.number, np.ndarray)) and \
+        np.asarray(x).dtype.kind in "biuf"
+
+
+#: The primitives of recent calls, by everything they are made of, so that a function
+#: solved again and again (a fitting loop) reuses their derived systems' compiled code.
+_PRIMITIVES: OrderedDict = OrderedDict()
+_CACHE_SIZE = 64
+
+
+def _primitive(func, shape, tree, avals, active, tfirst, options):
+    def make():
+        return Odeint(_UserSystem(func, shape, tree, avals, active, tfirst), options)
+    try:
+        key = (func, shape, tree, tuple((s, d.str) for s, d in avals), active, tfirst,
+               tuple(sorted(options.items())))
+        hash(key)
+    except TypeError:                  # (an array option, tcrit: not kept)
+        return make()
+    prim = _PRIMITIVES.get(key)
+    if prim is None:
+        prim = _PRIMITIVES[key] = make()
+        if len(_PRIMITIVES) > _CACHE_SIZE:
+            _PRIMITIVES.popitem(last=False)
+    else:
+        _PRIMITIVES.move_to_end(key)
+    return prim
 
 
 def _check_monotonic(t):
