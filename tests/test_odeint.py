@@ -298,12 +298,6 @@ def test_vmap_solves_once_per_example():
     assert_close(grads, np.stack([wg.grad(lv_loss)(p) for p in ps]), rtol=1e-12, atol=0)
 
 
-def test_first_order_taylor_mode():
-    f = lambda k: wnp.sum(odeint(decay, 1.0, T, args=(k,), **TIGHT))
-    value, d1 = wg.derivatives(f, 1)(0.5)
-    assert_close(d1, wg.grad(f)(0.5), rtol=1e-12)
-
-
 def test_compiled_derived_systems_are_kept():
     """A fitting loop solves the same problem again and again: the adjoint system's
     compiled right-hand side is made once."""
@@ -373,7 +367,13 @@ def test_scipy_options_for_one_system_are_refused_when_traced():
     assert "nst" in info
 
 
-def test_higher_order_taylor_mode_is_refused_by_name():
-    f = lambda k: wnp.sum(odeint(decay, 1.0, T, args=(k,)))
-    with pytest.raises(NotImplementedError, match="odeint"):
-        wg.derivatives(f, 2)(0.5)
+def test_taylor_mode_to_fourth_order():
+    """wg.derivatives through odeint (nested sensitivities), in a parameter and in the
+    times: Σ_i exp(-k t_i) and its derivatives (-t_i)^j exp(-k t_i)."""
+    t = np.linspace(0.0, 2.0, 6)
+    f = lambda k: wnp.sum(odeint(decay, 1.0, t, args=(k,), **TIGHT))
+    want = [np.sum((-t) ** j * np.exp(-0.5 * t)) for j in range(5)]
+    assert_close(wg.derivatives(f, 4)(0.5), want, rtol=1e-8, atol=1e-10)
+    stretch = lambda s: wnp.sum(odeint(decay, 1.0, s * t, args=(0.5,), **TIGHT))
+    want = [np.sum((-0.5 * t) ** j * np.exp(-0.5 * t)) for j in range(4)]
+    assert_close(wg.derivatives(stretch, 3)(1.0), want, rtol=1e-8, atol=1e-10)

@@ -341,6 +341,33 @@ class Odeint(Primitive):
             out = out + f * wnp.reshape(t_dot, (T, 1))
         return out
 
+    # --- Taylor mode: nested forward sensitivities -------------------------------------
+    def taylor(self, series, ans, order, **params):
+        """The Taylor rule (`wengert.ad.taylor`): the arguments are polynomials
+        x(ε) = Σ x_j ε^j, and the j-th coefficient of the solution is its j-th derivative
+        in ε over j!, taken by j nested JVPs (each doubles the system solved: 2^j n
+        numbers, fine for the low orders asked of an ODE)."""
+        from ..api import jvp
+
+        def along(eps):
+            args = []
+            for s in series:
+                x = s[0]
+                for j, c in enumerate(s[1:], 1):
+                    if c is not None:
+                        x = x + c * eps ** j
+                args.append(x)
+            return self(*args)
+
+        def derivative(f):
+            return lambda eps: jvp(f, (eps,), (1.0,))[1]
+
+        out, f = [ans], along
+        for j in range(1, order + 1):
+            f = derivative(f)
+            out.append(f(0.0) / math.factorial(j))
+        return out
+
 
 # --------------------------------------------------------------------------------------
 # the front-end
