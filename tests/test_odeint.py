@@ -283,6 +283,21 @@ def test_keywords_pass_to_scipy():
     assert np.array_equal(ys, want)
 
 
+def test_critical_times():
+    """tcrit at a jump of the rate: y' = -k y before t = 1.5, -2k y after.  SciPy's
+    critical times work forwards only; the adjoint's backward solves go without."""
+    f = lambda y, t, k: -k * y * (1 + (t > 1.5))
+    t = np.linspace(0.0, 3.0, 4)
+    total = lambda k: wnp.sum(odeint(f, 1.0, t, args=(k,), tcrit=[1.5], **TIGHT))
+    k = 0.5
+    assert_close(total(k), 1 + np.exp(-k) + np.exp(-2.5 * k) + np.exp(-4.5 * k), rtol=1e-9)
+    want = -np.exp(-k) - 2.5 * np.exp(-2.5 * k) - 4.5 * np.exp(-4.5 * k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # (no ODEintWarning from LSODA)
+        assert_close(wg.grad(total)(k), want, rtol=1e-8)
+        assert_close(wg.jacfwd(total)(k), want, rtol=1e-8)
+
+
 # --- the other transformations -------------------------------------------------------------
 def test_compiled_gradient():
     g = wg.compile(wg.grad(lv_loss), P)

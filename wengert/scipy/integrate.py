@@ -281,11 +281,21 @@ class Odeint(Primitive):
 
     def _derived(self, system):
         shared = {k: v for k, v in self.options.items() if k in _SHARED}
-        return Odeint(system, shared)
+        prim = Odeint(system, shared)
+        prim.derived = True
+        return prim
+
+    derived = False         # solves a system of a derivative rule, not the user's
 
     def _impl(self, y0, t, *leaves):
+        options = self.options
+        if self.derived and "tcrit" in options and len(t) > 1 and t[-1] < t[0]:
+            # SciPy's critical times work forwards only (backwards LSODA reports illegal
+            # input); a backward solve of the adjoint stays within [t0, tN], where the
+            # solution went, and its restart at each output time is its care there
+            options = {k: v for k, v in options.items() if k != "tcrit"}
         with recording(None):         # plain numbers: the right-hand side records nothing
-            return _scipy_odeint()(self.system.bind(leaves, y0, t[0]), y0, t, **self.options)
+            return _scipy_odeint()(self.system.bind(leaves, y0, t[0]), y0, t, **options)
 
     def _abstract_eval(self, args, params):
         return (args[1].shape[0], self.system.n), np.dtype(np.float64)
