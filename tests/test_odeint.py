@@ -321,7 +321,27 @@ def test_compiled_derived_systems_are_kept():
     adjoints = {id(p._adjoint) for p in prims if p._adjoint is not None}
     wg.grad(lv_loss)(P + 0.1)
     assert {id(p._adjoint) for p in prims if p._adjoint is not None} == adjoints
-    assert all(p._adjoint.system._compiled for p in prims if p._adjoint is not None)
+    assert all(p._adjoint.system._code for p in prims if p._adjoint is not None)
+
+
+SCALE = 1.0
+
+
+def scaled_decay(y, t, k):
+    return -k * SCALE * y                      # reads a global
+
+
+def test_compiled_code_follows_a_changed_global():
+    """The compiled adjoint step holds SCALE as it was traced; a later call of odeint
+    sees the change (the code is checked against func once per call) and traces again."""
+    global SCALE
+    t = np.array([0.0, 2.0])
+    g = wg.grad(lambda k: odeint(scaled_decay, 1.0, t, args=(k,), **TIGHT)[-1, 0])
+    try:
+        for SCALE in (1.0, 3.0):
+            assert_close(g(0.5), -2 * SCALE * np.exp(-SCALE), rtol=1e-9)
+    finally:
+        SCALE = 1.0
 
 
 def test_uncompilable_right_hand_side_runs_eagerly():

@@ -87,11 +87,11 @@ class _System:
         raise NotImplementedError
 
     def bind(self, leaves, y0, s0):
-        """The right-hand side on plain values, as SciPy calls it from (y0, s0): code compiled from
-        `rhs` once per system (a derived system's rhs takes a derivative of the user's
-        function at every call: eagerly that records and sweeps a small graph, ~100x
-        the time of the code), or rhs itself where compiling fails (a Python branch on
-        a value: then every call is eager)."""
+        """The right-hand side on plain values, as SciPy calls it from (y0, s0): code that
+        `wg.compile` made from `rhs` (a derived system's rhs takes a derivative of the
+        user's function at every call: eagerly that records and sweeps a small graph,
+        ~100x the time of the code), or rhs itself where compiling fails (a Python branch
+        on a value: then every call is eager)."""
         kernel = self._kernel(leaves, y0, s0)
         if kernel is not None:
             return lambda y, s: kernel(y, s, *leaves)
@@ -102,22 +102,50 @@ class _System:
         return f
 
     def _kernel(self, leaves, y0, s0):
-        kernel = getattr(self, "_compiled", None)
-        if kernel is None and self.compiled:
-            from ..staged import compile as stage
-            rhs = self.rhs
-
-            def flat(y, s, *leaves):
-                return rhs(y, s, *leaves)
-            flat.__name__ = "rhs"
-            kernel = stage(flat)
-            try:                          # (compiled here, on the call's types)
-                with recording(None), np.errstate(all="ignore"):
-                    kernel(np.asarray(y0, dtype=np.float64), float(s0), *leaves)
-            except Exception:                 # noqa: BLE001  (rhs raises it again, eagerly)
-                kernel = False
-            self._compiled = kernel
+        """The compiled rhs, made once per system and kept across calls of odeint (a fit
+        solves the same system again and again), or None.  Compiled code holds the
+        values of what func reads besides its arguments (a global) as they were when it
+        was traced: once per call of odeint it is checked against rhs at (y0, s0), and
+        compiled again if they differ."""
+        if not self.compiled:
+            return None
+        kernel = getattr(self, "_code", None)
+        if kernel is False or (kernel is not None and self._checked == _calls[0]):
+            return kernel or None
+        y0 = np.asarray(y0, dtype=np.float64)
+        s0 = float(s0)
+        with recording(None), np.errstate(all="ignore"):
+            try:
+                want = np.asarray(self.rhs(y0, s0, *leaves), dtype=np.float64)
+            except Exception:                 # noqa: BLE001  (SciPy's call raises it)
+                return None
+            for attempt in range(2):
+                if kernel is None:
+                    kernel = _compiled(self.rhs)
+                try:
+                    got = kernel(y0, s0, *leaves)
+                except Exception:             # noqa: BLE001  (as eager code it runs)
+                    kernel = False
+                    break
+                if np.allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True):
+                    break
+                kernel = None if attempt == 0 else False    # stale: trace it again
+        self._code, self._checked = kernel, _calls[0]
         return kernel or None
+
+
+#: Calls of odeint on traced values so far: a derived system's compiled code is checked
+#: once per call (see `_System._kernel`).
+_calls = [0]
+
+
+def _compiled(rhs):
+    from ..staged import compile as stage
+
+    def flat(y, s, *leaves):
+        return rhs(y, s, *leaves)
+    flat.__name__ = "rhs"
+    return stage(flat)
 
 
 class _UserSystem(_System):
@@ -463,6 +491,7 @@ def odeint(func, y0, t, args=(), rtol=DEFAULT_TOL, atol=DEFAULT_TOL, mxstep=0, *
     avals = tuple(aval(x) for x in numeric)
     active = tuple(k for k, x in enumerate(numeric)
                    if type(x) is Node and x.dtype.kind == "f")
+    _calls[0] += 1
     prim = _primitive(func, shape, tree, avals, active, tfirst, options)
     if tuple(y0.shape) != (prim.system.n,):
         y0 = wnp.reshape(y0, (prim.system.n,))
