@@ -5,19 +5,23 @@ values (inside `wg.grad`, `wg.jvp`, ...) the whole solve is **one node** of the 
 a `wg.checkpoint` is: the solver runs on plain numbers, nothing inside it is recorded, and
 the node's rules solve other ODEs when a sweep reaches it:
 
-* **reverse mode** (VJP) by the *adjoint method*: one backward solve from t[-1] to t[0]
+* **reverse mode** (VJP) by the *adjoint method*: a backward solve from t[-1] to t[0]
   of the augmented system [y, a, b] with ``y' = f``, ``a' = -aᵀ ∂f/∂y`` and
-  ``b' = -aᵀ ∂f/∂args``, the output's cotangent added into a at each output time; then
-  ``∂L/∂y0 = a(t0)``, ``∂L/∂args = b(t0)``, ``∂L/∂t_i = g_iᵀ f(y_i, t_i)`` for i ≥ 1 and
-  ``∂L/∂t_0 = -(a(t0) - g_0)ᵀ f(y0, t0)``.  Its cost is one solve of a system about
-  twice the size plus the size of the parameters, whatever their number;
+  ``b' = -aᵀ ∂f/∂args``, one output interval at a time from the stored y_i, the output's
+  cotangent g_i added into a at each output time; then ``∂L/∂y0 = a(t0)``,
+  ``∂L/∂args = b(t0)``, ``∂L/∂t_i = g_iᵀ f(y_i, t_i)`` for i ≥ 1 and
+  ``∂L/∂t_0 = -(a(t0) - g_0)ᵀ f(y0, t0)``.  The system has 2n + P numbers (P the size
+  of the traced parameters), so a gradient costs about the same whatever their number;
 * **forward mode** (JVP) by *forward sensitivities*: y solved together with its tangent,
   ``ẏ' = ∂f/∂y ẏ + ∂f/∂args ȧrgs``, started from ``ẏ0 - f(y0, t0) ṫ0``, plus
   ``f(y_i, t_i) ṫ_i`` at each output time.
 
 Both rules are written with wengert primitives whose own solves are `odeint` nodes (of the
 adjoint or the sensitivity system), so a derivative of a derivative (`wg.hessian`) works
-the same way, one level down.  See docs/odes.md.
+the same way, one level down; Taylor mode nests forward sensitivities.  SciPy calls the
+right-hand side of those systems, a derivative of func, as code made by `wg.compile`,
+kept with the primitive across calls of odeint (a fit solves one problem many times).
+See docs/odes.md.
 
 Example:
     >>> import numpy as np, wengert as wg
@@ -515,9 +519,9 @@ def _primitive(func, shape, tree, avals, active, tfirst, options):
         return Odeint(_UserSystem(func, shape, tree, avals, active, tfirst), options)
     try:
         key = (func, shape, tree, tuple((s, d.str) for s, d in avals), active, tfirst,
-               tuple(sorted(options.items())))
+               tuple(sorted((k, _frozen(v)) for k, v in options.items())))
         hash(key)
-    except TypeError:                  # (an array option, tcrit: not kept)
+    except TypeError:                  # (an option that is no number: not kept)
         return make()
     prim = _PRIMITIVES.get(key)
     if prim is None:
@@ -527,6 +531,13 @@ def _primitive(func, shape, tree, avals, active, tfirst, options):
     else:
         _PRIMITIVES.move_to_end(key)
     return prim
+
+
+def _frozen(option):
+    """An option as part of a key: tcrit's times as a tuple."""
+    if isinstance(option, (list, tuple, np.ndarray)):
+        return ("times",) + tuple(np.ravel(option).tolist())
+    return option
 
 
 def _check_monotonic(t):
