@@ -49,6 +49,18 @@ def central(f, x, h):
     return np.stack(cols, axis=-1)
 
 
+def test_reachable_as_wengert_scipy_integrate():
+    import os
+    import subprocess
+    import sys
+    code = ("import wengert.scipy as s, sys; assert 'wengert.scipy.integrate' not in "
+            "sys.modules; print(s.integrate.odeint.__module__, s.stats.__name__)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=root).stdout.split()
+    assert out == ["wengert.scipy.integrate", "wengert.scipy.stats"]
+
+
 # --- values ------------------------------------------------------------------------------
 def test_plain_values_are_scipys():
     want = scipy_integrate.odeint(lotka_volterra, Y0, T, args=(P,))

@@ -30,5 +30,5 @@ def __getattr__(name):
     # that needs only the special functions should not pay
     if name in ("stats", "integrate"):
         import importlib
-        return importlib.import_module(__name__ + ".stats")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
