@@ -1,15 +1,16 @@
 """SciPy's differentiable functions, as `autograd.scipy` has them: `wengert.scipy.special`
-(erf, gammaln, digamma, expit, logsumexp, ...) and `wengert.scipy.stats` (norm, t,
-multivariate_normal, gamma, beta, poisson, dirichlet); and `wengert.scipy.linalg`
+(erf, gammaln, digamma, expit, logsumexp, ...), `wengert.scipy.stats` (norm, t,
+multivariate_normal, gamma, beta, poisson, dirichlet), `wengert.scipy.linalg`
 (solve_triangular, cholesky, cho_factor, cho_solve, expm, sqrtm, solve_sylvester,
 solve_continuous_lyapunov, inv, det, solve, lu_factor, lu_solve, eigh, block_diag), for
-Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations.
+Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations; and
+`wengert.scipy.integrate` (odeint: ODE solutions differentiated by the adjoint method,
+docs/odes.md).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`,
 `wengert.primitives.scipy_linalg`) or compositions of `wengert.numpy`, differentiable to
-any order.  SciPy is an optional
-dependency: ``pip install 'wengert[scipy]'``.
+any order.  SciPy is an optional dependency: ``pip install 'wengert[scipy]'``.
 
 Example:
     >>> import wengert as wg
@@ -29,13 +30,13 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 
 from . import special  # noqa: E402
 
-__all__ = ["special", "stats", "linalg"]
+__all__ = ["special", "stats", "linalg", "integrate"]
 
 
 def __getattr__(name):
-    # stats and linalg on first use: scipy.stats takes ~0.9 s to import, which code that
-    # needs only the special functions should not pay (scipy.linalg less, but still some)
-    if name in ("stats", "linalg"):
+    # stats, linalg and integrate on first use: scipy.stats takes ~0.9 s to import, which
+    # code that needs only the special functions should not pay (the others less, but some)
+    if name in ("stats", "linalg", "integrate"):
         import importlib
-        return importlib.import_module(__name__ + "." + name)
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,144 @@
+"""ODE solutions: the gradient of a Lotka–Volterra fitting loss, against the peers.
+
+    python benchmarks/odeint.py            # 9 repeats
+    python benchmarks/odeint.py --quick    # 3 short repeats
+
+The loss is examples/lotka_volterra_fit.py's: the predator-prey model solved at 31 times
+over [0, 15] with rtol = atol = 1e-8, and the mean squared error of its log-populations
+against fixed observations; the gradient is with respect to the 4 log-rates.  Timed, all
+single-threaded:
+
+* ``wengert``: `wengert.scipy.integrate.odeint` under `wg.grad`, the adjoint method
+  (SciPy's LSODA forward, one backward LSODA solve per output interval, the adjoint
+  system's right-hand side compiled by wg.compile);
+* ``wengert-fwd``: the same loss under `wg.jacfwd`, forward sensitivities (one solve of
+  y and its tangent per parameter);
+* ``wengert-loss``: the loss alone (SciPy's solve: what a gradient costs on top of it);
+* ``autograd``: `autograd.scipy.integrate.odeint` under `autograd.grad` (LSODA both ways,
+  the adjoint's right-hand side an autograd VJP per call);
+* ``jax-jit``: `jax.experimental.ode.odeint` under `jax.jit(jax.grad(...))` (its own
+  Dormand–Prince solver, compiled with its adjoint by XLA).
+
+Each peer's gradient is checked against wengert's first: they agree to about the
+solvers' tolerance (JAX's solver is another one, so its trajectory differs at that level).
+Ratios are paired within each repeat (see timing.py).
+"""
+import argparse
+import sys
+
+import single_thread  # noqa: F401  (pins the thread pools: before numpy)
+import numpy as np
+
+from timing import fmt_ratio, paired_ratio, time_interleaved
+
+RATES = np.array([1.0, 0.1, 1.5, 0.075])
+Y0 = np.array([10.0, 5.0])
+TIMES = np.linspace(0.0, 15.0, 31)
+TOL = 1e-8
+
+
+def data():
+    """Observations (the true model with 5% noise, by SciPy) and the point of the
+    gradient: each log-rate 20% off."""
+    from scipy.integrate import odeint
+
+    def f(y, t, r):
+        return [r[0] * y[0] - r[1] * y[0] * y[1], r[3] * y[0] * y[1] - r[2] * y[1]]
+    clean = odeint(f, Y0, TIMES, args=(RATES,), rtol=TOL, atol=TOL)
+    rng = np.random.default_rng(0)
+    observed = clean * np.exp(0.05 * rng.normal(size=clean.shape))
+    return np.log(RATES) + np.log([1.2, 0.8, 0.8, 1.2]), observed
+
+
+def make_wengert(theta, observed, mode="rev"):
+    import wengert as wg
+    import wengert.numpy as wnp
+    from wengert.scipy.integrate import odeint
+
+    def f(y, t, r):
+        return [r[0] * y[0] - r[1] * y[0] * y[1], r[3] * y[0] * y[1] - r[2] * y[1]]
+
+    def loss(theta):
+        ys = odeint(f, Y0, TIMES, args=(wnp.exp(theta),), rtol=TOL, atol=TOL)
+        return wnp.mean((wnp.log(ys[1:]) - wnp.log(observed[1:])) ** 2)
+    fn = {"rev": wg.grad(loss), "fwd": wg.jacfwd(loss), "loss": loss}[mode]
+    from importlib.metadata import version
+    return version("wengert"), lambda: fn(theta)
+
+
+def make_autograd(theta, observed):
+    import autograd
+    import autograd.numpy as anp
+    from autograd.builtins import tuple as traced_tuple
+    from autograd.scipy.integrate import odeint
+
+    def f(y, t, r):
+        return anp.array([r[0] * y[0] - r[1] * y[0] * y[1], r[3] * y[0] * y[1] - r[2] * y[1]])
+
+    def loss(theta):
+        # (args as autograd's tuple, which it can trace through)
+        ys = odeint(f, Y0, TIMES, traced_tuple((anp.exp(theta),)), rtol=TOL, atol=TOL)
+        return anp.mean((anp.log(ys[1:]) - anp.log(observed[1:])) ** 2)
+    g = autograd.grad(loss)
+    from importlib.metadata import version
+    return version("autograd"), lambda: g(theta)
+
+
+def make_jax(theta, observed):
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    from jax.experimental.ode import odeint
+
+    def f(y, t, r):
+        return jnp.stack([r[0] * y[0] - r[1] * y[0] * y[1], r[3] * y[0] * y[1] - r[2] * y[1]])
+    obs = jnp.asarray(observed)
+
+    def loss(theta):
+        ys = odeint(f, jnp.asarray(Y0), jnp.asarray(TIMES), jnp.exp(theta), rtol=TOL,
+                    atol=TOL)
+        return jnp.mean((jnp.log(ys[1:]) - jnp.log(obs[1:])) ** 2)
+    g = jax.jit(jax.grad(loss))
+    th = jnp.asarray(theta)
+    return jax.__version__, lambda: np.asarray(jax.block_until_ready(g(th)))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="3 short repeats")
+    args = ap.parse_args(argv)
+    repeats, min_time = (3, 0.05) if args.quick else (9, 0.3)
+    theta, observed = data()
+    makers = {"wengert": make_wengert,
+              "wengert-fwd": lambda *a: make_wengert(*a, mode="fwd"),
+              "wengert-loss": lambda *a: make_wengert(*a, mode="loss"),
+              "autograd": make_autograd, "jax-jit": make_jax}
+    fns, versions = {}, {}
+    for name, make in makers.items():
+        try:
+            versions[name], fns[name] = make(theta, observed)
+        except ImportError:
+            print(f"{name:<13} skipped (not installed)")
+    reference = fns["wengert"]()
+    print("gradient (wengert, adjoint):", np.array2string(reference, precision=8))
+    for name, fn in fns.items():
+        if name in ("wengert", "wengert-loss"):
+            continue
+        got = fn()
+        err = np.max(np.abs(got - reference)) / np.max(np.abs(reference))
+        print(f"{name:<13} differs from it by {err:.1e} (relative to its largest entry)")
+        if err > 1e-4:
+            print(f"WARNING: {name}'s gradient differs from wengert's")
+    times = time_interleaved(fns, repeats, min_time)
+    print(f"\nLotka-Volterra fitting loss, 2 states, 31 times, 4 parameters, "
+          f"rtol = atol = {TOL:g}, median of {repeats} repeats")
+    print(f"{'name':<13} {'version':<12} {'ms/call':>9} {'vs wengert':>11}")
+    for name, (samples, _, _) in times.items():
+        ms = sorted(samples)[len(samples) // 2] * 1e3
+        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, "wengert")
+        print(f"{name:<13} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>11}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
