@@ -8,6 +8,7 @@ import pytest
 
 import wengert as wg
 import wengert.math as wm
+import wengert.numpy as wnp
 from fd import fd_derivative, fd_gradient, assert_close
 
 
@@ -662,3 +663,18 @@ def test_python_float_arguments_are_weak_in_every_transformation():
     # a NumPy float64 is strong, in eager tracing as in NumPy 2
     v64, (_, gs64) = wg.value_and_grad(f, argnums=(0, 1))(x32, np.float64(2.0))
     assert type(v64) is float and type(gs64) is float
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: wnp.sum(wnp.stack([x, 0.0]) ** 2),
+    lambda x: wnp.sum(wnp.stack([x, x]) ** 2),
+    lambda x: wnp.stack([x, 0.0])[0] * 3.0,
+])
+def test_gradient_of_a_float_is_a_float(f):
+    """A scalar's gradient through array rules (stack, indexing) is a Python float, as
+    every float64 scalar value is, not a 0-d array or a NumPy scalar."""
+    for x in (0.8, np.float64(0.8), np.array(0.8)):
+        g = wg.grad(f)(x)
+        assert type(g) is float, (x, type(g))
+        eps = 1e-6
+        assert abs(g - (f(0.8 + eps) - f(0.8 - eps)) / (2 * eps)) < 1e-6

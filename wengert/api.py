@@ -253,7 +253,13 @@ class _Call:
         for v, x in zip(values, self.inputs):
             if v is None:
                 v = self.zeros(x)
-            elif x.dtype is not F64 and x.dtype.kind in "fc":
+            elif x.dtype is F64:
+                if not x.shape and type(v) is not float and type(v) is not Node \
+                        and np.result_type(v) == F64:
+                    # (an array rule's 0-d array: float64 scalars are floats; a weak
+                    # argument's derivative in a float32 computation stays float32)
+                    v = float(v)
+            elif x.dtype.kind in "fc":
                 # (a complex input's may have come out real: Re(z) reads no imaginary part)
                 v = _in_dtype(v, x.dtype)       # (traced too: compile(grad(f)) is grad(f))
             out.append(v)
