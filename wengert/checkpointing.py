@@ -37,7 +37,8 @@ from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .primitives.pack import part, place
 from .primitives.scalar import real_part
-from .primitives.registry import Primitive, is_weak, _innermost as innermost
+from .primitives.array import concatenate, reshape
+from .primitives.registry import Primitive, is_weak, shape_of, _innermost as innermost
 from .tree import flatten, unflatten
 
 __all__ = ["checkpoint", "checkpointed_loop"]
@@ -81,6 +82,7 @@ class Checkpoint(Primitive):
         self.layout = None           # per output leaf: (start, stop, shape)
         self.jvp = self._jvp_rule
         self.vjp = self._vjp_rule
+        self.batch = self._batch_rule
 
     # --- calling f ---------------------------------------------------------------------
     def call(self, leaves):
@@ -208,6 +210,18 @@ class Checkpoint(Primitive):
         for i, c in zip(which, cts):
             out[i] = c
         return tuple(out)
+
+    def _batch_rule(self, args, mapped, node):
+        """wg.vmap: one checkpoint of f batched (not one per example), its results packed
+        example by example in this primitive's layout."""
+        from .vectorize import vmap
+        batched_f = checkpoint(vmap(lambda *leaves: self.call(leaves),
+                                    in_axes=tuple(0 if m else None for m in mapped)))
+        outs = batched_f(*args)
+        if len(self.layout) == 1:
+            return outs[0]
+        size = shape_of(args[list(mapped).index(True)])[0]
+        return concatenate(*[reshape(o, shape=(size, -1)) for o in outs], axis=1)
 
     def taylor(self, series, ans, order, **params):
         """The Taylor rule (`wengert.ad.taylor`): f expanded again."""

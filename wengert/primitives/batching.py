@@ -396,6 +396,24 @@ def _index_add(args, mapped, node):
     return A.index_add(g, index=(_ALL,) + tuple(index), shape=(size,) + node.shape)
 
 
+# ---- wg.checkpoint's packing -----------------------------------------------------------
+def _part(args, mapped, node):
+    """part: the flat slice of each example's packed row."""
+    x, p = args[0], node.params
+    size = shape_of(x)[0]
+    row = A.getitem(x, index=(_ALL, ("slice", p["start"], p["stop"], None)))
+    return A.reshape(row, shape=(size,) + tuple(p["shape"]))
+
+
+def _place(args, mapped, node):
+    """place: each example's values, flattened, padded with zeros to its packed row."""
+    x, p = args[0], node.params
+    size = shape_of(x)[0]
+    flat = A.reshape(x, shape=(size, -1))
+    n = shape_of(flat)[1]
+    return A.pad(flat, pad_width=((0, 0), (p["start"], p["size"] - p["start"] - n)))
+
+
 # --------------------------------------------------------------------------------------
 # who has which rule
 # --------------------------------------------------------------------------------------
@@ -439,6 +457,8 @@ def _declare():
     REGISTRY["getitem"].defbatch(_getitem)
     REGISTRY["index_add"].defbatch(_index_add)
     REGISTRY["cross_entropy_grad"].defbatch(_cross_entropy_grad)
+    REGISTRY["part"].defbatch(_part)
+    REGISTRY["place"].defbatch(_place)
 
 
 _declare()
