@@ -12,9 +12,10 @@ import scipy.linalg as sl
 
 import wengert as wg
 import wengert.numpy as wnp
-from wengert import REGISTRY, vectorize
+from wengert import REGISTRY
 from wengert.primitives import scipy_linalg as P
 from wengert.scipy import linalg
+from test_numpy import _ops_exercised
 from fd import assert_close, check_grads
 
 rng = np.random.default_rng(20260501)
@@ -332,19 +333,6 @@ def test_gaussian_process_marginal_likelihood_gradient():
 
 
 # ---- vmap, compile, Taylor mode ----------------------------------------------------------------
-@pytest.fixture
-def loops(monkeypatch):
-    """The primitives that vmap called once per example."""
-    seen = set()
-    real = vectorize._one_per_example
-
-    def spy(node, args, mapped, size):
-        seen.add(node.op.name)
-        return real(node, args, mapped, size)
-    monkeypatch.setattr(vectorize, "_one_per_example", spy)
-    return seen
-
-
 _A, _A2 = well(3), well(3, 2)
 # name -> (function of one example, the batch of arguments)
 VMAP = {
@@ -439,21 +427,6 @@ def test_lu_factor_has_first_order_taylor_only():
         wg.taylor(lambda a: linalg.lu_factor(a)[0], r(3, 3), r(3, 3), order=2)
     assert_close(wg.taylor(lambda a: linalg.lu_factor(a)[0], _A, _A, order=1)[1],
                  wg.jvp(lambda a: linalg.lu_factor(a)[0], (_A,), (_A,))[1], rtol=1e-12)
-
-
-def _ops_exercised(f, args):
-    """Primitive names in the graphs of f, of its pullback and of its JVP (both twice)."""
-    from wengert.tree import flatten, unflatten
-    out = f(*args)
-    leaves, tree = flatten(out)
-    ct = unflatten(tree, [np.ones(np.shape(o)) for o in leaves])
-    names = set()
-    for g in (wg.trace(f, *args),
-              wg.trace(lambda *a: wg.vjp(f, *a)[1](ct), *args),
-              wg.trace(lambda *a: wg.jvp(f, a, a)[1], *args),
-              wg.trace(lambda *a: wg.jvp(lambda *b: wg.vjp(f, *b)[1](ct), a, a)[1], *args)):
-        names |= {n.op.name for n in g.nodes}
-    return names
 
 
 def test_every_primitive_is_exercised_by_these_cases():

@@ -1,7 +1,6 @@
 """wg.vmap: every batching rule against a Python loop over the examples, derivatives
 through vmap against central differences (to second order), per-example gradients against
 a loop of gradients, closures over traced values, in_axes / out_axes and the errors."""
-import itertools
 
 import numpy as np
 import pytest
@@ -9,7 +8,6 @@ import pytest
 import wengert as wg
 import wengert.nn as nn
 import wengert.numpy as wnp
-import wengert.vectorize as vectorize
 from wengert.primitives.registry import REGISTRY
 
 from fd import assert_close, check_grads
@@ -146,19 +144,6 @@ def _patterns(n):
     if n > 1:
         out += [tuple(k == j for k in range(n)) for j in range(n)]
     return out
-
-
-@pytest.fixture
-def loops(monkeypatch):
-    """The primitives that vmap called once per example."""
-    seen = set()
-    real = vectorize._one_per_example
-
-    def spy(node, args, mapped, size):
-        seen.add(node.op.name)
-        return real(node, args, mapped, size)
-    monkeypatch.setattr(vectorize, "_one_per_example", spy)
-    return seen
 
 
 @pytest.mark.parametrize("name", CASES)

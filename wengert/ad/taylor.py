@@ -473,14 +473,15 @@ def _inv(a, y0, order):
     return ys
 
 
-def _solve_series(a, b, y0, order):
-    """solve: A·X = B, so X_j = A_0⁻¹ (B_j - Σ_{i=1..j} A_i X_{j-i})."""
-    a0 = a[0]
-    vector = len(shape_of(b[0])) == len(shape_of(a0)) - 1
-
+def _solve_series(b, y0, order, a, vector, solve, read=None):
+    """A·X = B, so X_j = A_0⁻¹ (B_j - Σ_{i=1..j} A_i X_{j-i}): `solve(rhs)` is A_0⁻¹·rhs,
+    `read(m)` the part of a matrix that the solve reads (solve_triangular's triangle, and
+    its transpose for trans), `vector` whether X is one vector (or a stack of them)."""
     def times(m, x):                         # m @ x, x a vector or a matrix
         if m is None or x is None:
             return None
+        if read is not None:
+            m = read(m)
         if vector:
             return A.reshape(A.matmul(m, A.reshape(x, shape=shape_of(x) + (1,))),
                              shape=shape_of(x))
@@ -490,39 +491,32 @@ def _solve_series(a, b, y0, order):
         rhs = b[j]
         for i in range(1, j + 1):
             rhs = _sub(rhs, times(a[i], xs[j - i]))
-        xs.append(None if rhs is None else L.solve(a0, rhs))
+        xs.append(None if rhs is None else solve(rhs))
     return xs
+
+
+def _general_solve_series(a, b, y0, order):
+    """solve (NumPy 2: b is a vector, or a stack of them, when it has one axis fewer)."""
+    return _solve_series(b, y0, order, a, len(shape_of(b[0])) == len(shape_of(a[0])) - 1,
+                         lambda rhs: L.solve(a[0], rhs))
 
 
 def _solve_triangular_series(a, b, y0, order, params):
-    """solve_triangular: op(Ã) X = B, so X_j = op(Ã_0)⁻¹ (B_j - Σ_{i=1..j} op(Ã_i) X_{j-i}),
-    Ã_i the part of A_i that is read."""
+    """solve_triangular: op(Ã) X = B, Ã_i the part of A_i that is read."""
     vector = len(shape_of(b[0])) == 1
     lower, unit = params["lower"], params["unit_diagonal"]
 
-    def times(m, x):
-        if m is None or x is None:
-            return None
+    def read(m):
         m = A.tril(m, k=-1 if unit else 0) if lower else m - A.tril(m, k=0 if unit else -1)
-        if params["trans"]:
-            m = A.swapaxes(m, -1, -2)
-        if vector:
-            return A.reshape(A.matmul(m, A.reshape(x, shape=shape_of(x) + (1,))),
-                             shape=shape_of(x))
-        return A.matmul(m, x)
-    xs = [y0]
-    for j in range(1, order + 1):
-        rhs = b[j]
-        for i in range(1, j + 1):
-            rhs = _sub(rhs, times(a[i], xs[j - i]))
-        if rhs is not None and vector:      # (a batch of vectors stays vectors)
+        return A.swapaxes(m, -1, -2) if params["trans"] else m
+
+    def solve(rhs):
+        if vector:                          # (a batch of vectors stays vectors)
             col = SL.solve_triangular(a[0], A.reshape(rhs, shape=shape_of(rhs) + (1,)),
                                       **params)
-            rhs = A.reshape(col, shape=shape_of(col)[:-1])
-        elif rhs is not None:
-            rhs = SL.solve_triangular(a[0], rhs, **params)
-        xs.append(rhs)
-    return xs
+            return A.reshape(col, shape=shape_of(col)[:-1])
+        return SL.solve_triangular(a[0], rhs, **params)
+    return _solve_series(b, y0, order, a, vector, solve, read)
 
 
 def _sylvester_series(xs, ans, order, of):
@@ -583,7 +577,7 @@ RULES.update({
     NN.conv2d_input_grad: bilinear(NN.conv2d_input_grad),
     NN.conv2d_weight_grad: bilinear(NN.conv2d_weight_grad),
     L.inv: lambda xs, ans, order: _inv(xs[0], ans, order),
-    L.solve: lambda xs, ans, order: _solve_series(xs[0], xs[1], ans, order),
+    L.solve: lambda xs, ans, order: _general_solve_series(xs[0], xs[1], ans, order),
     SL.solve_triangular: lambda xs, ans, order, **params: _solve_triangular_series(
         xs[0], xs[1], ans, order, params),
     SL.solve_sylvester: lambda xs, ans, order, **of: _sylvester_series(xs, ans, order, of),
