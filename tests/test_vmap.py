@@ -423,12 +423,14 @@ def test_batched_jacobians_equal_one_sweep_per_direction(k, monkeypatch):
     import wengert.api as api
     f, args, argnums = _jacobian_cases()[k]
     results = {}
-    for start, budget in ((10 ** 9, 1 << 22), (1, 1 << 22), (1, 5)):   # loop, batched,
-        monkeypatch.setattr(api, "BATCHED_SWEEPS_FROM", start)           # batched in chunks
-        monkeypatch.setattr(api, "BATCHED_SWEEP_ELEMENTS", budget)
-        results[start, budget] = [flatten_all(j(f, argnums)(*args))
-                                  for j in (wg.jacfwd, wg.jacrev)]
-    loop = results[10 ** 9, 1 << 22]
+    real = api._batched_sweeps
+    for start, most in ((10 ** 9, None), (1, None), (1, 3)):     # loop, batched, batched in
+        monkeypatch.setattr(api, "BATCHED_SWEEPS_FROM", start)  # chunks of 3 directions
+        monkeypatch.setattr(api, "_batched_sweeps", lambda sweep, node, chunk, most=most:
+                            real(sweep, node, min(chunk, most or chunk)))
+        results[start, most] = [flatten_all(j(f, argnums)(*args))
+                                for j in (wg.jacfwd, wg.jacrev)]
+    loop = results[10 ** 9, None]
     for key, res in results.items():
         for got, want in zip(res, loop):
             for g, w in zip(got, want):
@@ -455,6 +457,22 @@ def test_batched_hessian_against_differences(monkeypatch):
     assert_close(h, fd, rtol=1e-6, atol=1e-7)
     monkeypatch.setattr(api, "BATCHED_SWEEPS_FROM", 10 ** 9)
     assert_close(h, wg.hessian(f)(x), rtol=1e-12, atol=1e-13)
+
+
+def test_jacobian_sweeps_batched_only_in_batches_worth_their_trace(monkeypatch):
+    """Where the memory bound would leave fewer directions per batch than pay for a
+    trace (a long chain: many intermediate values), the sweeps run one by one."""
+    import wengert.api as api
+    calls = []
+    real = api._batched_sweeps
+    monkeypatch.setattr(api, "_batched_sweeps", lambda *a: calls.append(a[2]) or real(*a))
+    f = lambda x: wnp.sin(x) * 2.0
+    x = np.linspace(0.0, 1.0, 16)
+    wg.jacrev(f)(x)
+    assert calls == [16]
+    monkeypatch.setattr(api, "BATCHED_SWEEP_ELEMENTS", 16 * 3)   # room for ~3 directions
+    assert_close(wg.jacrev(f)(x), np.diag(2 * np.cos(x)))
+    assert calls == [16]
 
 
 def test_jacobian_of_a_rule_that_reads_numbers():

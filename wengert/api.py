@@ -600,20 +600,22 @@ def _sweeps(sweep, node, plan, count):
     stacked: for each result, its values for all directions in order (a list of them, or
     an array with the directions on axis 0)."""
     if node.size >= BATCHED_SWEEPS_FROM:
-        try:
-            return _batched_sweeps(sweep, node, plan)
-        except ConcretizationError:
-            pass        # a rule that reads its direction's numbers (a VJP written with
-            #             np.asarray): it cannot be traced, so one sweep per direction
+        # directions per batched sweep: as many as the memory bound lets through (a
+        # batch too small to pay for its trace is no batch)
+        chunk = min(node.size, BATCHED_SWEEP_ELEMENTS // (sum(n.size for n in plan) or 1))
+        if chunk >= BATCHED_SWEEPS_FROM:
+            try:
+                return _batched_sweeps(sweep, node, chunk)
+            except ConcretizationError:
+                pass    # a rule that reads its direction's numbers (a VJP written with
+                #         np.asarray): it cannot be traced, so one sweep per direction
     pieces = [sweep(e) for e in _basis(node)]
     return [list(p) for p in zip(*pieces)] if pieces else [[] for _ in range(count)]
 
 
-def _batched_sweeps(sweep, node, plan):
-    """`_sweeps` by wg.vmap of the sweep over chunks of the identity."""
+def _batched_sweeps(sweep, node, chunk):
+    """`_sweeps` by wg.vmap of the sweep over the identity, `chunk` directions at once."""
     from .vectorize import vmap
-    held = sum(n.size for n in plan) or 1
-    chunk = max(1, min(node.size, BATCHED_SWEEP_ELEMENTS // held))
     batched = vmap(sweep)
     pieces = []
     for start in range(0, node.size, chunk):
