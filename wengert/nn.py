@@ -1,5 +1,17 @@
-"""Neural-network building blocks (seed 000): conv2d, max_pool2d, relu, softmax,
-log_softmax, one_hot, cross_entropy.  Images are NCHW, kernels OIHW, as in PyTorch.
+"""Neural-network building blocks, functional (as ``torch.nn.functional`` and ``jax.nn``).
+
+* layers: conv2d, max_pool2d, avg_pool2d, linear; images are NCHW, kernels OIHW, as in
+  PyTorch;
+* activations: relu, sigmoid, log_sigmoid, softplus, silu, gelu, elu, leaky_relu,
+  softmax, log_softmax;
+* normalisation and regularisation: layer_norm, batch_norm (training mode: batch
+  statistics), dropout (an explicit ``numpy.random.Generator``);
+* losses: cross_entropy, nll_loss, binary_cross_entropy_with_logits, mse_loss, l1_loss,
+  huber_loss, each with PyTorch's ``reduction="mean" | "sum" | "none"``; one_hot.
+
+The convolution, max pooling, relu, softmax, log_softmax and cross_entropy are primitives;
+everything else is written with ``wengert.numpy``, so it runs NumPy on plain arrays and its
+derivatives (of every order) and batching rules are those of the primitives it uses.
 
 Example:
     >>> import numpy as np
@@ -168,26 +180,476 @@ def _unsigned(dtype):
     return found
 
 
-def cross_entropy(logits, labels):
-    """Mean softmax cross-entropy of integer class labels: ``-mean(log_softmax[i, y_i])``.
+def cross_entropy(logits, labels, reduction="mean"):
+    """Softmax cross-entropy of integer class labels, ``-log_softmax(logits)[i, y_i]``,
+    as PyTorch's ``F.cross_entropy`` (class indices, no weights or label smoothing).
 
-    One primitive (as in PyTorch), whose gradient is ``(softmax - onehot) / N``.
+    The default ``reduction="mean"`` is one primitive (as in PyTorch), whose gradient is
+    ``(softmax - onehot) / N``; ``"sum"`` is that mean times N, and ``"none"`` the N
+    losses, ``nll_loss(log_softmax(logits), labels, "none")``.
 
     Args:
         logits: shape (N, C), unnormalised log-probabilities.
         labels: N integers in ``range(C)`` (data: never differentiated).
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> round(float(nn.cross_entropy(np.zeros((2, 4)), np.array([0, 3]))), 6)
         1.386294
+        >>> nn.cross_entropy(np.zeros((2, 4)), np.array([0, 3]), reduction="none").round(6)
+        array([1.386294, 1.386294])
     """
+    _check_reduction(reduction, "cross_entropy")
     shape = wnp._shape(logits)
     lshape = labels.shape if type(labels) in (Node, _np.ndarray) else _np.shape(labels)
     if len(shape) != 2 or lshape != shape[:1]:
         raise ValueError(f"cross_entropy: logits must have shape (N, C) and labels shape "
                          f"(N,), got logits of shape {shape} and labels of shape {lshape}")
     labels = _check_labels(labels, shape[1], "cross_entropy")
+    if reduction == "none":
+        return _nll(log_softmax(logits, axis=1), labels)
     if type(logits) is Node:              # (an eager gradient's loss: straight to the graph)
-        return logits.graph.apply(P.cross_entropy, (logits, labels))
-    return P.cross_entropy(logits, labels)
+        loss = logits.graph.apply(P.cross_entropy, (logits, labels))
+    else:
+        loss = P.cross_entropy(logits, labels)
+    return loss * shape[0] if reduction == "sum" else loss
+
+
+# ---- losses -------------------------------------------------------------------------------------
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_reduction(reduction, who):
+    if not isinstance(reduction, str) or reduction not in _REDUCTIONS:
+        raise ValueError(f"{who}: reduction must be 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return wnp.mean(loss)
+    if reduction == "sum":
+        return wnp.sum(loss)
+    return loss
+
+
+def _same_shape(input, target, who, names=("input", "target")):
+    a, b = tuple(wnp._shape(input)), tuple(wnp._shape(target))
+    if a != b:
+        raise ValueError(f"{who}: {names[0]} and {names[1]} must have the same shape, got "
+                         f"{names[0]} of shape {a} and {names[1]} of shape {b}")
+
+
+def _nll(log_probs, labels):
+    """``-log_probs[i, labels[i]]`` for each row i (labels already checked)."""
+    picked = wnp.take_along_axis(log_probs, wnp.reshape(labels, (-1, 1)), axis=1)
+    return -wnp.reshape(picked, (-1,))
+
+
+def nll_loss(log_probs, labels, reduction="mean"):
+    """Negative log-likelihood of integer class labels, ``-log_probs[i, labels[i]]``, as
+    PyTorch's ``F.nll_loss`` (class indices, no weights or ``ignore_index``).  With
+    ``log_probs = log_softmax(logits)`` it is the cross-entropy.
+
+    Args:
+        log_probs: shape (N, C), log-probabilities.
+        labels: N integers in ``range(C)`` (data: never differentiated).
+        reduction: ``"mean"`` (over the N rows), ``"sum"`` or ``"none"`` (shape (N,)).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> logp = np.log(np.array([[0.5, 0.5], [0.25, 0.75]]))
+        >>> nn.nll_loss(logp, np.array([0, 1]), reduction="none").round(4)
+        array([0.6931, 0.2877])
+    """
+    _check_reduction(reduction, "nll_loss")
+    shape = wnp._shape(log_probs)
+    lshape = labels.shape if type(labels) in (Node, _np.ndarray) else _np.shape(labels)
+    if len(shape) != 2 or lshape != shape[:1]:
+        raise ValueError(f"nll_loss: log_probs must have shape (N, C) and labels shape "
+                         f"(N,), got log_probs of shape {shape} and labels of shape "
+                         f"{lshape}")
+    labels = _check_labels(labels, shape[1], "nll_loss")
+    return _reduce(_nll(log_probs, labels), reduction)
+
+
+def mse_loss(input, target, reduction="mean"):
+    """Squared error ``(input - target)**2``, as PyTorch's ``F.mse_loss`` (the shapes must
+    be equal: no broadcasting).  Differentiable in both arguments.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> float(nn.mse_loss(np.array([1.0, 2.0]), np.array([0.0, 0.0])))
+        2.5
+    """
+    _check_reduction(reduction, "mse_loss")
+    _same_shape(input, target, "mse_loss")
+    d = wnp.subtract(input, target)
+    return _reduce(d * d, reduction)
+
+
+def l1_loss(input, target, reduction="mean"):
+    """Absolute error ``|input - target|``, as PyTorch's ``F.l1_loss`` (equal shapes).
+    Its derivative is ``sign(input - target)``: 0 where they are equal.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.l1_loss(np.array([1.0, -2.0]), np.zeros(2), reduction="none").tolist()
+        [1.0, 2.0]
+    """
+    _check_reduction(reduction, "l1_loss")
+    _same_shape(input, target, "l1_loss")
+    return _reduce(wnp.abs(wnp.subtract(input, target)), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """Huber loss, as PyTorch's ``F.huber_loss``: with ``d = |input - target|``,
+    ``0.5 d**2`` where ``d < delta`` and ``delta (d - delta/2)`` elsewhere; quadratic
+    near zero, linear (slope ``delta``) in the tails, with a continuous derivative.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.huber_loss(np.array([0.5, 3.0]), np.zeros(2), reduction="none").tolist()
+        [0.125, 2.5]
+    """
+    _check_reduction(reduction, "huber_loss")
+    _same_shape(input, target, "huber_loss")
+    delta = float(delta)
+    if not delta > 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    d = wnp.subtract(input, target)
+    a = wnp.abs(d)
+    return _reduce(wnp.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta)), reduction)
+
+
+def binary_cross_entropy_with_logits(logits, targets, reduction="mean"):
+    """Binary cross-entropy of probabilities ``sigmoid(logits)`` against ``targets`` in
+    [0, 1], as PyTorch's ``F.binary_cross_entropy_with_logits`` (no weights):
+    ``-(t log sigmoid(z) + (1 - t) log(1 - sigmoid(z)))``, computed stably as
+    ``softplus(z) - t z``, finite for any logits; its gradient in z is ``sigmoid(z) - t``.
+    Differentiable in both arguments.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> z, t = np.array([0.0, 1000.0, -1000.0]), np.array([1.0, 1.0, 1.0])
+        >>> nn.binary_cross_entropy_with_logits(z, t, reduction="none").round(6).tolist()
+        [0.693147, 0.0, 1000.0]
+    """
+    _check_reduction(reduction, "binary_cross_entropy_with_logits")
+    _same_shape(logits, targets, "binary_cross_entropy_with_logits", ("logits", "targets"))
+    return _reduce(softplus(logits) - wnp.multiply(logits, targets), reduction)
+
+
+# ---- activations --------------------------------------------------------------------------------
+def sigmoid(x):
+    """The logistic function ``1 / (1 + exp(-x))`` (``torch.sigmoid``,
+    ``jax.nn.sigmoid``), computed without overflow: with ``z = exp(-|x|)``, ``1/(1+z)``
+    for x >= 0 and ``z/(1+z)`` below, so it is exactly 0 or 1 only where the true value
+    rounds there, and accurate in relative terms in the left tail.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.nn as nn
+        >>> nn.sigmoid(np.array([-1000.0, 0.0, 1000.0])).tolist()
+        [0.0, 0.5, 1.0]
+        >>> wg.grad(nn.sigmoid)(0.0)
+        0.25
+    """
+    positive = wnp.greater_equal(x, 0)
+    z = wnp.exp(wnp.where(positive, wnp.negative(x), x))   # exp(-|x|), with the derivative
+    r = 1.0 / (1.0 + z)                                      # of each side at 0 (abs has 0)
+    return wnp.where(positive, r, z * r)
+
+
+def softplus(x, beta=1.0):
+    """``log(1 + exp(beta x)) / beta``, as PyTorch's ``F.softplus`` (``jax.nn.softplus``
+    for ``beta=1``), computed as ``logaddexp(0, beta x) / beta``: exact for every x, where
+    PyTorch switches to x above its ``threshold`` (20), so the two differ by less than
+    ``exp(-20)`` there.  Its derivative is ``sigmoid(beta x)``.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.softplus(np.array([-1000.0, 0.0, 1000.0])).round(6).tolist()
+        [0.0, 0.693147, 1000.0]
+    """
+    beta = float(beta)
+    if beta == 1.0:
+        return wnp.logaddexp(0.0, x)
+    if not beta > 0:
+        raise ValueError(f"softplus: beta must be positive, got {beta}")
+    return wnp.logaddexp(0.0, wnp.multiply(x, beta)) / beta
+
+
+def log_sigmoid(x):
+    """``log(sigmoid(x)) = -softplus(-x)`` (PyTorch's ``F.logsigmoid``,
+    ``jax.nn.log_sigmoid``), finite for every x: about x for very negative x, 0 for very
+    positive x.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.log_sigmoid(np.array([-1000.0, 0.0, 1000.0])).round(6).tolist()
+        [-1000.0, -0.693147, -0.0]
+    """
+    return -softplus(wnp.negative(x))
+
+
+def silu(x):
+    """``x * sigmoid(x)``, the SiLU or swish (PyTorch's ``F.silu``, ``jax.nn.silu``).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.silu(np.array([-1000.0, 0.0, 2.0])).round(6).tolist()
+        [-0.0, 0.0, 1.761594]
+    """
+    return wnp.multiply(x, sigmoid(x))
+
+
+_SQRT_HALF = 0.7071067811865476          # 1/√2
+_SQRT_2_OVER_PI = 0.7978845608028654     # √(2/π)
+
+
+def gelu(x, approximate=False):
+    """The Gaussian error linear unit ``x Φ(x)``, Φ the standard normal distribution
+    function, with PyTorch's default (``F.gelu``): exact, ``x/2 (1 + erf(x/√2))``, which
+    needs SciPy for erf.  ``approximate=True`` (or PyTorch's ``"tanh"``) is the tanh form
+    ``x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))``; ``approximate=False`` may also be
+    written ``"none"``.  (``jax.nn.gelu`` defaults to ``approximate=True``.)
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.gelu(np.array([-1.0, 0.0, 1.0])).round(6).tolist()
+        [-0.158655, 0.0, 0.841345]
+        >>> nn.gelu(np.array([-1.0, 0.0, 1.0]), approximate=True).round(6).tolist()
+        [-0.158808, 0.0, 0.841192]
+    """
+    if approximate is True or approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * wnp.power(x, 3))
+        return 0.5 * wnp.multiply(x, 1.0 + wnp.tanh(inner))
+    if approximate is False or approximate == "none":
+        from .scipy.special import erf
+        return 0.5 * wnp.multiply(x, 1.0 + erf(wnp.multiply(x, _SQRT_HALF)))
+    raise ValueError(f"gelu: approximate must be False or True ('none' or 'tanh', as in "
+                     f"PyTorch), got {approximate!r}")
+
+
+def elu(x, alpha=1.0):
+    """``x`` for x > 0 and ``alpha (exp(x) - 1)`` elsewhere, as PyTorch's ``F.elu`` and
+    ``jax.nn.elu``; the derivative at 0 is ``alpha``, as PyTorch's.  Large positive x
+    never reach the exponential (no overflow, no nan derivative).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.elu(np.array([-1000.0, 0.0, 2.0])).tolist()
+        [-1.0, 0.0, 2.0]
+    """
+    positive = wnp.greater(x, 0)
+    return wnp.where(positive, x, alpha * wnp.expm1(wnp.where(positive, 0.0, x)))
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """``x`` for x > 0 and ``negative_slope * x`` elsewhere, as PyTorch's
+    ``F.leaky_relu`` (whose derivative at 0 is the slope; ``jax.nn.leaky_relu``'s is 1).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.leaky_relu(np.array([-2.0, 3.0])).tolist()
+        [-0.02, 3.0]
+    """
+    return wnp.where(wnp.greater(x, 0), x, wnp.multiply(x, negative_slope))
+
+
+# ---- layers -------------------------------------------------------------------------------------
+def _float_dtype(x):
+    dtype = x.dtype if type(x) is Node else _np.asarray(x).dtype
+    return _np.result_type(dtype, 1.0)
+
+
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias``, as PyTorch's ``F.linear``: weight has shape
+    (out_features, in_features), x (..., in_features), bias (out_features,).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.linear(np.ones((2, 3)), np.ones((4, 3)), np.arange(4.0)).tolist()
+        [[3.0, 4.0, 5.0, 6.0], [3.0, 4.0, 5.0, 6.0]]
+    """
+    xs, ws = tuple(wnp._shape(x)), tuple(wnp._shape(weight))
+    if len(ws) != 2 or not xs or xs[-1] != ws[1]:
+        raise ValueError(f"linear: expected weight of shape (out_features, in_features) "
+                         f"and x of shape (..., in_features), got x of shape {xs} and "
+                         f"weight of shape {ws}")
+    y = wnp.matmul(x, wnp.transpose(weight))
+    if bias is not None:
+        bs = tuple(wnp._shape(bias))
+        if bs != ws[:1]:
+            raise ValueError(f"linear: expected bias of shape {ws[:1]} for weight of shape "
+                             f"{ws}, got {bs}")
+        y = y + bias
+    return y
+
+
+def avg_pool2d(x, kernel_size, stride=None):
+    """Average pooling over kernel_size x kernel_size windows (stride defaults to the
+    kernel size), as PyTorch's ``F.avg_pool2d`` without padding: images NCHW, windows that
+    do not fit dropped.  Each window's derivative is ``1/k²`` to every element.
+
+    Windows that tile the image (stride = kernel) are a reshape and a mean; overlapping or
+    gapped windows are a convolution of each channel with a constant kernel.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.avg_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
+        [[[[2.5, 4.5], [10.5, 12.5]]]]
+    """
+    k = _pair_free(kernel_size, "avg_pool2d kernel_size")
+    s = k if stride is None else _pair_free(stride, "avg_pool2d stride")
+    xs = wnp._shape(x)
+    if len(xs) != 4:
+        raise ValueError(f"avg_pool2d: expected images of shape (N, C, H, W), got {xs}")
+    if k < 1 or s < 1:
+        raise ValueError(f"avg_pool2d: kernel_size and stride must be >= 1, got {k} and {s}")
+    if k > xs[2] or k > xs[3]:
+        raise ValueError(f"avg_pool2d: a {k}x{k} window does not fit in images of shape {xs}")
+    n, c, h, w = xs
+    ho, wo = (h - k) // s + 1, (w - k) // s + 1
+    if s == k:
+        if (ho * k, wo * k) != (h, w):
+            x = x[:, :, :ho * k, :wo * k]
+        return wnp.mean(wnp.reshape(x, (n, c, ho, k, wo, k)), axis=(3, 5))
+    kernel = _np.full((1, 1, k, k), 1.0 / (k * k), dtype=_float_dtype(x))
+    y = P.conv2d(wnp.reshape(x, (n * c, 1, h, w)), kernel, stride=s, padding=0)
+    return wnp.reshape(y, (n, c, ho, wo))
+
+
+# ---- normalisation and dropout ------------------------------------------------------------------
+def _affine(y, weight, bias, shape, who):
+    """``y * weight + bias``, weight and bias (each optional) of shape `shape`, or
+    broadcasting against y if `shape` is None."""
+    ys = tuple(wnp._shape(y))
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is None:
+            continue
+        ps = tuple(wnp._shape(p))
+        ok = ps == shape if shape is not None else _broadcasts(ps, ys)
+        if not ok:
+            want = shape if shape is not None else f"broadcasting to {ys}"
+            raise ValueError(f"{who}: expected {name} of shape {want}, got {ps}")
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def _broadcasts(shape, to):
+    try:
+        return _np.broadcast_shapes(shape, to) == to
+    except ValueError:
+        return False
+
+
+def _normalise(x, axes, eps):
+    mean = wnp.mean(x, axis=axes, keepdims=True)
+    d = x - mean
+    var = wnp.mean(d * d, axis=axes, keepdims=True)       # biased, as PyTorch normalises
+    return d / wnp.sqrt(var + eps)
+
+
+def layer_norm(x, normalized_shape=None, weight=None, bias=None, eps=1e-5, *, axis=None):
+    """Layer normalisation, as PyTorch's ``F.layer_norm``: ``(x - mean) / sqrt(var + eps)
+    * weight + bias``, the mean and the (biased) variance taken over the trailing
+    dimensions ``normalized_shape`` of x, for each leading index; weight and bias, if
+    given, have shape ``normalized_shape``.
+
+    Instead of ``normalized_shape``, ``axis`` (an int or a tuple, as in ``flax``'s
+    ``reduction_axes``) names the axes to normalise over; weight and bias must then
+    broadcast against x.  With neither, the last axis.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.layer_norm(np.array([[1.0, 3.0], [0.0, 10.0]]), 2).round(4).tolist()
+        [[-1.0, 1.0], [-1.0, 1.0]]
+    """
+    xs = tuple(wnp._shape(x))
+    if normalized_shape is not None and axis is not None:
+        raise ValueError("layer_norm: give normalized_shape or axis, not both")
+    if normalized_shape is not None:
+        ns = (normalized_shape,) if isinstance(normalized_shape, (int, _np.integer))             else tuple(normalized_shape)
+        ns = tuple(int(d) for d in ns)
+        if not ns or len(ns) > len(xs) or xs[len(xs) - len(ns):] != ns:
+            raise ValueError(f"layer_norm: normalized_shape {ns} must be the trailing "
+                             f"dimensions of x, got x of shape {xs}")
+        axes = tuple(range(len(xs) - len(ns), len(xs)))
+    else:
+        ns = None
+        axes = tuple(wnp._norm_axis(-1 if axis is None else axis, len(xs), "layer_norm"))
+    return _affine(_normalise(x, axes, eps), weight, bias, ns, "layer_norm")
+
+
+def batch_norm(x, weight=None, bias=None, eps=1e-5, axis=1):
+    """Batch normalisation in training mode, as PyTorch's ``F.batch_norm(...,
+    training=True)``: each channel (index along ``axis``, PyTorch's 1 by default: (N, C),
+    (N, C, L) or NCHW) normalised by the mean and (biased) variance of its values over
+    the batch and every other axis, then ``* weight + bias`` (each of shape (C,)).
+
+    Only the output is returned.  Running statistics for evaluation are the caller's
+    business: PyTorch updates them with the batch mean and the *unbiased* variance
+    (``n/(n-1)`` times the one used here); in evaluation mode use
+    ``(x - mean) / sqrt(var + eps)`` with them directly.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> x = np.array([[1.0, 10.0], [3.0, 30.0]])       # 2 examples, 2 channels
+        >>> nn.batch_norm(x).round(4).tolist()
+        [[-1.0, -1.0], [1.0, 1.0]]
+    """
+    xs = tuple(wnp._shape(x))
+    if len(xs) < 2:
+        raise ValueError(f"batch_norm: expected x of shape (N, C, ...), got {xs}")
+    axis = _one_axis(x, axis, "batch_norm")
+    axes = tuple(a for a in range(len(xs)) if a != axis)
+    count = int(_np.prod([xs[a] for a in axes]))
+    if count <= 1:
+        raise ValueError(f"batch_norm: expected more than 1 value per channel, got x of "
+                         f"shape {xs} (channel axis {axis})")
+    c = xs[axis]
+    y = _normalise(x, axes, eps)
+    shape = tuple(c if a == axis else 1 for a in range(len(xs)))
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(wnp._shape(p)) != (c,):
+            raise ValueError(f"batch_norm: expected {name} of shape ({c},) for {c} channels "
+                             f"(axis {axis} of x of shape {xs}), got {tuple(wnp._shape(p))}")
+    return _affine(y, None if weight is None else wnp.reshape(weight, shape),
+                   None if bias is None else wnp.reshape(bias, shape), None, "batch_norm")
+
+
+def dropout(x, rate, rng):
+    """Dropout (PyTorch's ``F.dropout`` in training mode, with ``rate`` its ``p``): each
+    element zeroed with probability ``rate`` and the rest scaled by ``1/(1 - rate)``, the
+    mask drawn from the ``numpy.random.Generator`` `rng`.  The mask is a constant, so the
+    derivative is ``mask / (1 - rate)``.  ``rate=0`` returns x itself (evaluation mode);
+    ``rate=1`` zeros.
+
+    Under ``wg.vmap`` the function is traced on one example, so one mask, of one
+    example's shape, is shared by the whole batch (as one key in ``jax.vmap``): draw the
+    batch's mask outside, or call dropout on the batch.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> y = nn.dropout(np.ones(8), 0.5, np.random.default_rng(0))
+        >>> sorted(set(y.tolist()))
+        [0.0, 2.0]
+    """
+    if not isinstance(rng, _np.random.Generator):
+        raise TypeError(f"dropout: rng must be a numpy.random.Generator (e.g. "
+                        f"numpy.random.default_rng(seed)), got {type(rng).__name__}")
+    rate = float(rate)
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"dropout: rate must lie in [0, 1], got {rate}")
+    if rate == 0.0:
+        return x
+    shape, dtype = tuple(wnp._shape(x)), _float_dtype(x)
+    if rate == 1.0:
+        return wnp.multiply(x, _np.zeros(shape, dtype))
+    scale = (rng.random(shape) >= rate).astype(dtype) * dtype.type(1.0 / (1.0 - rate))
+    return wnp.multiply(x, scale)

@@ -1,0 +1,459 @@
+"""wengert.nn's activations, pooling, normalisation, dropout and losses: values against
+direct NumPy references and (where installed) torch.nn.functional, derivatives to second
+order against finite differences, extreme inputs, wg.vmap against a loop, and the errors."""
+import math
+
+import numpy
+import pytest
+
+import wengert as wg
+import wengert.nn as nn
+import wengert.numpy as np
+from fd import check_grads, assert_close
+
+rng = numpy.random.default_rng(2024)
+
+
+def away_from_zero(shape, gap=0.2):
+    """Random points at least `gap` from 0 (the kinks of elu, leaky_relu, l1, huber)."""
+    x = rng.normal(size=shape)
+    return numpy.where(x >= 0, x + gap, x - gap)
+
+
+def torch_f():
+    torch = pytest.importorskip("torch")
+    return torch, torch.nn.functional
+
+
+def T(a):
+    import torch
+    return torch.from_numpy(numpy.asarray(a, dtype=float))
+
+
+_erf = numpy.vectorize(math.erf)
+
+# name: (function, NumPy reference, PyTorch's function of a tensor)
+ACTIVATIONS = {
+    "sigmoid": (nn.sigmoid, lambda x: 1 / (1 + numpy.exp(-x)), lambda F, t: F.sigmoid(t)),
+    "log_sigmoid": (nn.log_sigmoid, lambda x: -numpy.log1p(numpy.exp(-x)),
+                    lambda F, t: F.logsigmoid(t)),
+    "softplus": (nn.softplus, lambda x: numpy.log1p(numpy.exp(x)), lambda F, t: F.softplus(t)),
+    "softplus_beta": (lambda x: nn.softplus(x, beta=2.5),
+                      lambda x: numpy.log1p(numpy.exp(2.5 * x)) / 2.5,
+                      lambda F, t: F.softplus(t, beta=2.5)),
+    "silu": (nn.silu, lambda x: x / (1 + numpy.exp(-x)), lambda F, t: F.silu(t)),
+    "gelu": (nn.gelu, lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+             lambda F, t: F.gelu(t)),
+    "gelu_tanh": (lambda x: nn.gelu(x, approximate=True),
+                  lambda x: 0.5 * x * (1 + numpy.tanh(math.sqrt(2 / math.pi)
+                                                      * (x + 0.044715 * x ** 3))),
+                  lambda F, t: F.gelu(t, approximate="tanh")),
+    "elu": (nn.elu, lambda x: numpy.where(x > 0, x, numpy.exp(x) - 1), lambda F, t: F.elu(t)),
+    "elu_alpha": (lambda x: nn.elu(x, alpha=0.5),
+                  lambda x: numpy.where(x > 0, x, 0.5 * (numpy.exp(x) - 1)),
+                  lambda F, t: F.elu(t, alpha=0.5)),
+    "leaky_relu": (nn.leaky_relu, lambda x: numpy.where(x > 0, x, 0.01 * x),
+                   lambda F, t: F.leaky_relu(t)),
+    "leaky_relu_slope": (lambda x: nn.leaky_relu(x, 0.2), lambda x: numpy.where(x > 0, x, 0.2 * x),
+                         lambda F, t: F.leaky_relu(t, 0.2)),
+}
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activation_values_and_derivatives(name):
+    f, ref, _ = ACTIVATIONS[name]
+    x = away_from_zero((3, 4)) * 2
+    y = f(x)
+    assert type(y) is numpy.ndarray and y.dtype == numpy.float64
+    assert_close(y, ref(x), rtol=1e-12, atol=1e-14)
+    check_grads(f, x)
+    # vmap is the loop
+    assert_close(wg.vmap(f)(x), numpy.stack([f(r) for r in x]), rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activation_against_torch(name):
+    torch, F = torch_f()
+    f, _, tf = ACTIVATIONS[name]
+    x = rng.normal(size=50) * 4
+    assert_close(f(x), tf(F, T(x)).numpy(), rtol=1e-12, atol=1e-14)
+    t = T(x).requires_grad_()
+    tf(F, t).sum().backward()
+    assert_close(wg.grad(lambda x: np.sum(f(x)))(x), t.grad.numpy(), rtol=1e-11, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "log_sigmoid", "softplus", "silu", "gelu",
+                                  "gelu_tanh", "elu"])
+def test_activation_extremes_are_finite_with_the_right_limits(name):
+    f, _, _ = ACTIVATIONS[name]
+    x = numpy.array([-1000.0, -40.0, 40.0, 1000.0])
+    with numpy.errstate(over="raise", invalid="raise", divide="raise"):          # no overflow, nan or division by 0 anywhere
+        y = f(x)
+        g = wg.grad(lambda x: np.sum(f(x)))(x)
+        h = wg.vmap(wg.grad(wg.grad(lambda s: f(s))))(x)
+    assert numpy.all(numpy.isfinite(y)) and numpy.all(numpy.isfinite(g))
+    assert numpy.all(numpy.isfinite(h))
+    limits = {"sigmoid": ([0.0, 1.0], [0.0, 0.0]), "log_sigmoid": ([-1000.0, 0.0], [1.0, 0.0]),
+              "softplus": ([0.0, 1000.0], [0.0, 1.0]), "silu": ([0.0, 1000.0], [0.0, 1.0]),
+              "gelu": ([0.0, 1000.0], [0.0, 1.0]), "gelu_tanh": ([0.0, 1000.0], [0.0, 1.0]),
+              "elu": ([-1.0, 1000.0], [0.0, 1.0])}
+    values, slopes = limits[name]
+    assert_close(y[[0, 3]], values, rtol=1e-15, atol=0)
+    assert_close(g[[0, 3]], slopes, rtol=1e-15, atol=0)
+
+
+def test_sigmoid_is_accurate_in_the_left_tail_and_at_zero():
+    assert_close(nn.sigmoid(numpy.array([-40.0, -700.0])), [math.exp(-40) / (1 + math.exp(-40)),
+                                                            math.exp(-700)], rtol=1e-14, atol=0)
+    assert wg.grad(nn.sigmoid)(0.0) == 0.25
+    assert wg.grad(nn.silu)(0.0) == 0.5
+    assert wg.grad(wg.grad(nn.softplus))(0.0) == 0.25
+
+
+def test_kink_derivatives_follow_pytorch():
+    zero = numpy.zeros(1)
+    assert wg.grad(lambda x: np.sum(nn.leaky_relu(x, 0.2)))(zero).tolist() == [0.2]
+    assert wg.grad(lambda x: np.sum(nn.elu(x, 0.5)))(zero).tolist() == [0.5]
+
+
+def test_activations_trace_and_keep_float32():
+    x = rng.normal(size=(2, 3)).astype(numpy.float32)
+    for name, (f, _, _) in ACTIVATIONS.items():
+        assert f(x).dtype == numpy.float32, name
+        graph = wg.trace(f, x)
+        assert graph.outputs[0].dtype == numpy.float32, name
+        assert_close(graph(x), f(x), rtol=1e-6, atol=1e-7)
+
+
+def test_gelu_approximate_is_named():
+    with pytest.raises(ValueError, match=r"approximate must be False or True \('none' or "
+                                         r"'tanh'.*'fast'"):
+        nn.gelu(numpy.ones(2), approximate="fast")
+    with pytest.raises(ValueError, match="beta must be positive"):
+        nn.softplus(numpy.ones(2), beta=0)
+
+
+# ---- pooling and linear ---------------------------------------------------------------------
+def avg_pool_loops(x, k, s):
+    n, c, h, w = x.shape
+    ho, wo = (h - k) // s + 1, (w - k) // s + 1
+    y = numpy.zeros((n, c, ho, wo))
+    for p in range(ho):
+        for q in range(wo):
+            y[:, :, p, q] = x[:, :, p * s:p * s + k, q * s:q * s + k].mean(axis=(2, 3))
+    return y
+
+
+@pytest.mark.parametrize("k, s, side", [(2, None, 6), (2, 2, 7), (3, 1, 6), (3, 2, 7),
+                                        (2, 3, 8)])
+def test_avg_pool_matches_loops_torch_and_differentiates(k, s, side):
+    x = rng.normal(size=(2, 3, side, side + 1))
+    y = nn.avg_pool2d(x, k, s)
+    assert_close(y, avg_pool_loops(x, k, k if s is None else s), rtol=1e-13, atol=1e-14)
+    check_grads(lambda x: nn.avg_pool2d(x, k, s) ** 2, x)
+    assert_close(wg.vmap(lambda x: nn.avg_pool2d(x, k, s))(x[:, None]), y[:, None],
+                 rtol=1e-13, atol=1e-14)
+    try:
+        import torch.nn.functional as F
+    except ImportError:
+        return
+    assert_close(y, F.avg_pool2d(T(x), k, s).numpy(), rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda x: nn.avg_pool2d(x, 4), r"a 4x4 window does not fit in images of shape \(1, 2, 3, 4\)"),
+    (lambda x: nn.avg_pool2d(x[0], 2), r"images of shape \(N, C, H, W\), got \(2, 3, 4\)"),
+    (lambda x: nn.avg_pool2d(x, 2, 0), "must be >= 1"),
+    (lambda x: nn.linear(x, numpy.ones((3, 5))),
+     r"weight of shape \(out_features, in_features\).*x of shape \(1, 2, 3, 4\) and weight "
+     r"of shape \(3, 5\)"),
+    (lambda x: nn.linear(x, numpy.ones((3, 4)), numpy.ones(4)),
+     r"bias of shape \(3,\) for weight of shape \(3, 4\), got \(4,\)")])
+def test_pool_and_linear_errors_name_the_shapes(call, error):
+    x = rng.normal(size=(1, 2, 3, 4))
+    for run in (lambda: call(x), lambda: wg.grad(lambda t: np.sum(call(t)))(x)):
+        with pytest.raises(ValueError, match=error):
+            run()
+
+
+def test_linear_is_pytorch_layout():
+    x, w, b = rng.normal(size=(5, 3)), rng.normal(size=(4, 3)), rng.normal(size=4)
+    assert_close(nn.linear(x, w, b), x @ w.T + b, rtol=1e-14, atol=1e-15)
+    assert_close(nn.linear(x[0], w), w @ x[0], rtol=1e-14, atol=1e-15)
+    check_grads(nn.linear, x, w, b)
+    assert_close(wg.vmap(nn.linear, in_axes=(0, None, None))(x, w, b), x @ w.T + b,
+                 rtol=1e-14, atol=1e-15)
+    try:
+        import torch.nn.functional as F
+    except ImportError:
+        return
+    assert_close(nn.linear(x, w, b), F.linear(T(x), T(w), T(b)).numpy(), rtol=1e-13)
+
+
+# ---- normalisation ----------------------------------------------------------------------------
+def layer_norm_ref(x, k, w=None, b=None, eps=1e-5):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    m = x.mean(axis=axes, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=axes, keepdims=True)
+    y = (x - m) / numpy.sqrt(v + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+@pytest.mark.parametrize("shape, normalized", [((4, 5), 5), ((2, 3, 4), (3, 4)),
+                                               ((6,), [6])])
+def test_layer_norm(shape, normalized):
+    x = rng.normal(size=shape) * 3 + 1
+    ns = (normalized,) if isinstance(normalized, int) else tuple(normalized)
+    w, b = rng.normal(size=ns), rng.normal(size=ns)
+    assert_close(nn.layer_norm(x, normalized, w, b), layer_norm_ref(x, len(ns), w, b),
+                 rtol=1e-12, atol=1e-13)
+    assert_close(nn.layer_norm(x, normalized), layer_norm_ref(x, len(ns)), rtol=1e-12,
+                 atol=1e-13)
+    check_grads(lambda x, w, b: nn.layer_norm(x, normalized, w, b, eps=1e-3), x, w, b)
+    if len(shape) > 1:
+        assert_close(wg.vmap(lambda x: nn.layer_norm(x, normalized, w, b))(x),
+                     nn.layer_norm(x, normalized, w, b), rtol=1e-13, atol=1e-13)
+    try:
+        import torch.nn.functional as F
+    except ImportError:
+        return
+    assert_close(nn.layer_norm(x, normalized, w, b),
+                 F.layer_norm(T(x), ns, T(w), T(b)).numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_layer_norm_axis_form():
+    x = rng.normal(size=(3, 4, 5))
+    assert_close(nn.layer_norm(x), layer_norm_ref(x, 1), rtol=1e-12, atol=1e-13)
+    assert_close(nn.layer_norm(x, axis=(-2, -1)), nn.layer_norm(x, (4, 5)), rtol=0, atol=0)
+    y = nn.layer_norm(x, axis=1, weight=numpy.full((4, 1), 2.0), bias=1.0)
+    assert_close(y, 2 * numpy.moveaxis(layer_norm_ref(numpy.moveaxis(x, 1, -1), 1), -1, 1) + 1,
+                 rtol=1e-12, atol=1e-12)
+    check_grads(lambda x: nn.layer_norm(x, axis=(0, 2)), x)
+
+
+def test_batch_norm():
+    x = rng.normal(size=(5, 3, 4, 2)) * 2 + 1
+    w, b = rng.normal(size=3), rng.normal(size=3)
+    m = x.mean(axis=(0, 2, 3), keepdims=True)
+    v = x.var(axis=(0, 2, 3), keepdims=True)
+    ref = (x - m) / numpy.sqrt(v + 1e-5) * w[:, None, None] + b[:, None, None]
+    assert_close(nn.batch_norm(x, w, b), ref, rtol=1e-12, atol=1e-13)
+    check_grads(lambda x, w, b: nn.batch_norm(x, w, b, eps=1e-3), x, w, b)
+    x2 = rng.normal(size=(6, 4))                   # (N, C) and a channels-last axis
+    assert_close(nn.batch_norm(x2, axis=-1), (x2 - x2.mean(0)) / numpy.sqrt(x2.var(0) + 1e-5),
+                 rtol=1e-12, atol=1e-13)
+    # vmap over independent batches: each normalised with its own statistics
+    xs = rng.normal(size=(3, 6, 4))
+    assert_close(wg.vmap(lambda x: nn.batch_norm(x, w[:1].repeat(4), None))(xs),
+                 numpy.stack([nn.batch_norm(x, w[:1].repeat(4)) for x in xs]), rtol=1e-13,
+                 atol=1e-13)
+    try:
+        import torch.nn.functional as F
+    except ImportError:
+        return
+    assert_close(nn.batch_norm(x, w, b),
+                 F.batch_norm(T(x), None, None, T(w), T(b), training=True).numpy(),
+                 rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("call, error, kind", [
+    (lambda x: nn.layer_norm(x, (3, 5)),
+     r"normalized_shape \(3, 5\) must be the trailing dimensions of x, got x of shape "
+     r"\(2, 3, 4\)", ValueError),
+    (lambda x: nn.layer_norm(x, 4, numpy.ones(3)), r"weight of shape \(4,\), got \(3,\)",
+     ValueError),
+    (lambda x: nn.layer_norm(x, 4, axis=-1), "not both", ValueError),
+    (lambda x: nn.layer_norm(x, axis=3), "layer_norm: axis 3", numpy.exceptions.AxisError),
+    (lambda x: nn.batch_norm(x, numpy.ones(4)),
+     r"weight of shape \(3,\) for 3 channels \(axis 1 of x of shape \(2, 3, 4\)\), got \(4,\)",
+     ValueError),
+    (lambda x: nn.batch_norm(x[:1, :, :1]), "more than 1 value per channel", ValueError),
+    (lambda x: nn.batch_norm(x[0, 0]), r"shape \(N, C, \.\.\.\), got \(4,\)", ValueError)])
+def test_normalisation_errors(call, error, kind):
+    x = rng.normal(size=(2, 3, 4))
+    for run in (lambda: call(x), lambda: wg.grad(lambda t: np.sum(call(t)))(x)):
+        with pytest.raises(kind, match=error):
+            run()
+
+
+# ---- dropout --------------------------------------------------------------------------------
+def test_dropout():
+    x = rng.normal(size=(200, 50))
+    y = nn.dropout(x, 0.3, numpy.random.default_rng(5))
+    kept = y != 0
+    assert abs(kept.mean() - 0.7) < 0.01
+    assert_close(y[kept], x[kept] / 0.7, rtol=1e-15, atol=0)
+    mask = (numpy.random.default_rng(5).random(x.shape) >= 0.3) / 0.7
+    g = wg.grad(lambda x: np.sum(nn.dropout(x, 0.3, numpy.random.default_rng(5))))(x)
+    assert_close(g, mask, rtol=1e-15, atol=0)            # the mask over (1 - rate)
+    check_grads(lambda x: nn.dropout(x, 0.3, numpy.random.default_rng(5)) ** 2, x[:3, :4])
+    assert nn.dropout(x, 0, numpy.random.default_rng(0)) is x
+    assert_close(nn.dropout(x, 1.0, numpy.random.default_rng(0)), numpy.zeros_like(x), 0, 0)
+    assert nn.dropout(x.astype(numpy.float32), 0.5, numpy.random.default_rng(0)).dtype \
+        == numpy.float32
+    # vmap traces one example: one mask for the batch, as the loop with one seed
+    xs = rng.normal(size=(4, 6))
+    f = lambda x: nn.dropout(x, 0.5, numpy.random.default_rng(3))
+    assert_close(wg.vmap(f)(xs), numpy.stack([f(r) for r in xs]), rtol=0, atol=0)
+
+
+def test_dropout_errors():
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator.*int"):
+        nn.dropout(numpy.ones(3), 0.5, 0)
+    with pytest.raises(ValueError, match=r"rate must lie in \[0, 1\], got 1.5"):
+        nn.dropout(numpy.ones(3), 1.5, numpy.random.default_rng(0))
+
+
+# ---- losses ---------------------------------------------------------------------------------
+def _huber_ref(d, delta):
+    a = numpy.abs(d)
+    return numpy.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
+
+
+def _bce_ref(z, t):
+    p = 1 / (1 + numpy.exp(-z))
+    return -(t * numpy.log(p) + (1 - t) * numpy.log(1 - p))
+
+
+# name: (loss(a, b, reduction), elementwise NumPy reference, PyTorch's loss, second argument)
+LOSSES = {
+    "mse_loss": (nn.mse_loss, lambda a, b: (a - b) ** 2,
+                 lambda F, a, b, r: F.mse_loss(a, b, reduction=r), "normal"),
+    "l1_loss": (nn.l1_loss, lambda a, b: numpy.abs(a - b),
+                lambda F, a, b, r: F.l1_loss(a, b, reduction=r), "normal"),
+    "huber_loss": (nn.huber_loss, lambda a, b: _huber_ref(a - b, 1.0),
+                   lambda F, a, b, r: F.huber_loss(a, b, reduction=r), "normal"),
+    "huber_loss_delta": (lambda a, b, reduction="mean": nn.huber_loss(a, b, reduction, 0.5),
+                         lambda a, b: _huber_ref(a - b, 0.5),
+                         lambda F, a, b, r: F.huber_loss(a, b, reduction=r, delta=0.5),
+                         "normal"),
+    "bce_with_logits": (nn.binary_cross_entropy_with_logits, _bce_ref,
+                        lambda F, a, b, r: F.binary_cross_entropy_with_logits(a, b, reduction=r),
+                        "probabilities"),
+}
+
+
+def _loss_args(kind, shape=(4, 3)):
+    a = rng.normal(size=shape) * 2
+    if kind == "probabilities":
+        return a, rng.uniform(size=shape)
+    # differences away from the kinks of l1 (0) and huber (±delta)
+    d = rng.uniform(0.1, 0.4, size=shape) * rng.choice([-1, 1], size=shape)
+    d += rng.choice([0.0, 0.5, 1.0, 2.0], size=shape) * numpy.sign(d)
+    return a, a - d
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name", LOSSES)
+def test_loss_values_and_derivatives(name, reduction):
+    loss, ref, _, kind = LOSSES[name]
+    a, b = _loss_args(kind)
+    expect = {"mean": numpy.mean, "sum": numpy.sum, "none": lambda v: v}[reduction](ref(a, b))
+    assert_close(loss(a, b, reduction=reduction), expect, rtol=1e-12, atol=1e-14)
+    check_grads(lambda a, b: loss(a, b, reduction=reduction), a, b)
+    per_row = wg.vmap(lambda a, b: loss(a, b, reduction=reduction))(a, b)
+    assert_close(per_row, numpy.stack([loss(x, y, reduction=reduction) for x, y in zip(a, b)]),
+                 rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name", LOSSES)
+def test_loss_against_torch(name, reduction):
+    torch, F = torch_f()
+    loss, _, tloss, kind = LOSSES[name]
+    a, b = _loss_args(kind)
+    ta, tb = T(a).requires_grad_(), T(b).requires_grad_()
+    out = tloss(F, ta, tb, reduction)
+    assert_close(loss(a, b, reduction=reduction), out.detach().numpy(), rtol=1e-12, atol=1e-14)
+    out.sum().backward()
+    ga, gb = wg.grad(lambda a, b: np.sum(loss(a, b, reduction=reduction)), argnums=(0, 1))(a, b)
+    assert_close(ga, ta.grad.numpy(), rtol=1e-11, atol=1e-14)
+    assert_close(gb, tb.grad.numpy(), rtol=1e-11, atol=1e-14)
+
+
+def test_bce_with_logits_extremes():
+    z = numpy.array([-1000.0, -1000.0, 1000.0, 1000.0, 0.0])
+    t = numpy.array([0.0, 1.0, 0.0, 1.0, 0.5])
+    with numpy.errstate(over="raise", invalid="raise", divide="raise"):
+        y = nn.binary_cross_entropy_with_logits(z, t, reduction="none")
+        g = wg.grad(lambda z: nn.binary_cross_entropy_with_logits(z, t, "sum"))(z)
+    assert_close(y, [0.0, 1000.0, 1000.0, 0.0, math.log(2)], rtol=1e-15, atol=0)
+    assert_close(g, [0.0, -1.0, 1.0, 0.0, 0.0], rtol=0, atol=0)      # sigmoid(z) - t
+
+
+LABELS = numpy.array([0, 3, 1, 1, 2])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_and_cross_entropy_reductions(reduction):
+    z = rng.normal(size=(5, 4))
+    logp = z - numpy.log(numpy.exp(z).sum(axis=1, keepdims=True))
+    rows = -logp[numpy.arange(5), LABELS]
+    expect = {"mean": rows.mean(), "sum": rows.sum(), "none": rows}[reduction]
+    assert_close(nn.nll_loss(logp, LABELS, reduction), expect, rtol=1e-13, atol=1e-15)
+    assert_close(nn.cross_entropy(z, LABELS, reduction), expect, rtol=1e-13, atol=1e-15)
+    check_grads(lambda p: nn.nll_loss(p, LABELS, reduction), logp)
+    check_grads(lambda z: nn.cross_entropy(z, LABELS, reduction), z)
+    # traced labels (compiled) and vmap over batches of examples
+    g = wg.grad(lambda z, y: np.sum(nn.nll_loss(nn.log_softmax(z), y, reduction)))
+    fast = wg.compile(g, z, LABELS)
+    assert_close(fast(z, LABELS[::-1].copy()), g(z, LABELS[::-1].copy()), rtol=1e-13, atol=1e-15)
+    zs, ys = rng.normal(size=(3, 5, 4)), rng.integers(0, 4, size=(3, 5))
+    assert_close(wg.vmap(lambda z, y: nn.cross_entropy(z, y, reduction))(zs, ys),
+                 numpy.stack([nn.cross_entropy(z, y, reduction) for z, y in zip(zs, ys)]),
+                 rtol=1e-13, atol=1e-15)
+    try:
+        import torch.nn.functional as F
+    except ImportError:
+        return
+    assert_close(nn.cross_entropy(z, LABELS, reduction),
+                 F.cross_entropy(T(z), T(LABELS).long(), reduction=reduction).numpy(),
+                 rtol=1e-12, atol=1e-15)
+    assert_close(nn.nll_loss(logp, LABELS, reduction),
+                 F.nll_loss(T(logp), T(LABELS).long(), reduction=reduction).numpy(),
+                 rtol=1e-12, atol=1e-15)
+
+
+def test_cross_entropy_sum_keeps_the_fused_primitive():
+    z = rng.normal(size=(5, 4))
+    for reduction in ("mean", "sum"):
+        graph = wg.trace(lambda z: nn.cross_entropy(z, LABELS, reduction), z)
+        ops = [n.op.name for n in graph.live_nodes() if n.op.name not in ("input", "const")]
+        assert ops[0] == "cross_entropy" and len(ops) <= 2, ops
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda a: nn.mse_loss(a, a, reduction="avg"),
+     r"mse_loss: reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+    (lambda a: nn.l1_loss(a, a, reduction=None), "l1_loss: reduction must be .*got None"),
+    (lambda a: nn.cross_entropy(a, numpy.array([0, 1]), reduction="batchmean"),
+     "cross_entropy: reduction must be"),
+    (lambda a: nn.mse_loss(a, a[:1]),
+     r"mse_loss: input and target must have the same shape, got input of shape \(2, 3\) "
+     r"and target of shape \(1, 3\)"),
+    (lambda a: nn.huber_loss(a, a.T), r"huber_loss: input and target .*\(3, 2\)"),
+    (lambda a: nn.huber_loss(a, a, delta=0), "delta must be positive"),
+    (lambda a: nn.binary_cross_entropy_with_logits(a, a[0]),
+     r"logits and targets must have the same shape, got logits of shape \(2, 3\) and "
+     r"targets of shape \(3,\)"),
+    (lambda a: nn.nll_loss(a, numpy.array([0, 1, 2])),
+     r"log_probs must have shape \(N, C\) and labels shape \(N,\), got log_probs of shape "
+     r"\(2, 3\) and labels of shape \(3,\)"),
+    (lambda a: nn.nll_loss(a, numpy.array([0, 3])), r"nll_loss: labels must lie in range\(3\)")])
+def test_loss_errors(call, error):
+    a = rng.normal(size=(2, 3))
+    for run in (lambda: call(a), lambda: wg.grad(lambda t: np.sum(call(t)))(a)):
+        with pytest.raises(ValueError, match=error):
+            run()
+
+
+def test_small_mlp_second_order():
+    """The pieces together: a layer-normalised GELU network with dropout, a Hessian-vector
+    product of its loss against finite differences."""
+    x, y = rng.normal(size=(6, 4)), rng.normal(size=(6, 2))
+
+    def net(w1, w2):
+        h = nn.gelu(nn.layer_norm(nn.linear(x, w1), 5))
+        h = nn.dropout(h, 0.2, numpy.random.default_rng(0))
+        return nn.huber_loss(nn.linear(h, w2), y) + nn.mse_loss(nn.silu(h), h)
+    check_grads(net, rng.normal(size=(5, 4)), rng.normal(size=(2, 5)))
