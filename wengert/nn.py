@@ -86,16 +86,22 @@ def max_pool2d(x, kernel_size, stride=None):
         >>> nn.max_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
         [[[[5.0, 7.0], [13.0, 15.0]]]]
     """
-    k = _pair_free(kernel_size, "max_pool2d kernel_size")
-    s = k if stride is None else _pair_free(stride, "max_pool2d stride")
+    k, s, _ = _pool_settings(x, kernel_size, stride, "max_pool2d")
+    return P.max_pool2d(x, kernel=k, stride=s)
+
+
+def _pool_settings(x, kernel_size, stride, who):
+    """(kernel, stride, image shape) of a pooling of NCHW images, checked."""
+    k = _pair_free(kernel_size, f"{who} kernel_size")
+    s = k if stride is None else _pair_free(stride, f"{who} stride")
     xs = wnp._shape(x)
     if len(xs) != 4:
-        raise ValueError(f"max_pool2d: expected images of shape (N, C, H, W), got {xs}")
+        raise ValueError(f"{who}: expected images of shape (N, C, H, W), got {xs}")
     if k < 1 or s < 1:
-        raise ValueError(f"max_pool2d: kernel_size and stride must be >= 1, got {k} and {s}")
+        raise ValueError(f"{who}: kernel_size and stride must be >= 1, got {k} and {s}")
     if k > xs[2] or k > xs[3]:
-        raise ValueError(f"max_pool2d: a {k}x{k} window does not fit in images of shape {xs}")
-    return P.max_pool2d(x, kernel=k, stride=s)
+        raise ValueError(f"{who}: a {k}x{k} window does not fit in images of shape {xs}")
+    return k, s, xs
 
 
 def _one_axis(x, axis, who):
@@ -501,15 +507,7 @@ def avg_pool2d(x, kernel_size, stride=None):
         >>> nn.avg_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
         [[[[2.5, 4.5], [10.5, 12.5]]]]
     """
-    k = _pair_free(kernel_size, "avg_pool2d kernel_size")
-    s = k if stride is None else _pair_free(stride, "avg_pool2d stride")
-    xs = wnp._shape(x)
-    if len(xs) != 4:
-        raise ValueError(f"avg_pool2d: expected images of shape (N, C, H, W), got {xs}")
-    if k < 1 or s < 1:
-        raise ValueError(f"avg_pool2d: kernel_size and stride must be >= 1, got {k} and {s}")
-    if k > xs[2] or k > xs[3]:
-        raise ValueError(f"avg_pool2d: a {k}x{k} window does not fit in images of shape {xs}")
+    k, s, xs = _pool_settings(x, kernel_size, stride, "avg_pool2d")
     n, c, h, w = xs
     ho, wo = (h - k) // s + 1, (w - k) // s + 1
     if s == k:
