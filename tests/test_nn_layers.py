@@ -457,3 +457,15 @@ def test_small_mlp_second_order():
         h = nn.dropout(h, 0.2, numpy.random.default_rng(0))
         return nn.huber_loss(nn.linear(h, w2), y) + nn.mse_loss(nn.silu(h), h)
     check_grads(net, rng.normal(size=(5, 4)), rng.normal(size=(2, 5)))
+
+
+def test_sigmoid_without_scipy_is_the_same_function(monkeypatch):
+    """Where SciPy is missing sigmoid is composed from wengert.numpy: the same values and
+    derivatives as SciPy's expit primitive, to rounding, in the tails too."""
+    x = numpy.array([-800.0, -30.0, -2.0, 0.0, 0.5, 3.0, 40.0, 800.0])
+    with_scipy = nn.sigmoid(x), wg.grad(lambda x: np.sum(nn.sigmoid(x) ** 2))(x)
+    monkeypatch.setattr(nn, "_HAVE_SCIPY", False)
+    composed = nn.sigmoid(x), wg.grad(lambda x: np.sum(nn.sigmoid(x) ** 2))(x)
+    for a, b in zip(with_scipy, composed):
+        numpy.testing.assert_allclose(a, b, rtol=1e-14, atol=0)
+    check_grads(nn.sigmoid, x[1:-1], order=2)

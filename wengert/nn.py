@@ -9,8 +9,9 @@
 * losses: cross_entropy, nll_loss, binary_cross_entropy_with_logits, mse_loss, l1_loss,
   huber_loss, each with PyTorch's ``reduction="mean" | "sum" | "none"``; one_hot.
 
-The convolution, max pooling, relu, softmax, log_softmax and cross_entropy are primitives;
-everything else is written with ``wengert.numpy``, so it runs NumPy on plain arrays and its
+The convolution, max pooling, relu, softmax, log_softmax and cross_entropy are primitives
+(and sigmoid is SciPy's expit primitive, where SciPy is installed); everything else is
+written with ``wengert.numpy``, so it runs NumPy on plain arrays and its
 derivatives (of every order) and batching rules are those of the primitives it uses.
 
 Example:
@@ -24,13 +25,18 @@ Example:
 """
 from __future__ import annotations
 
+import importlib.util as _importlib_util
+
 import numpy as _np
 
 from .graph.node import Node
 from .primitives import nn as P
+from .primitives import special as _special
 from . import numpy as wnp
 
 relu = P.relu
+
+_HAVE_SCIPY = _importlib_util.find_spec("scipy") is not None
 
 
 def _pair_free(v, name):
@@ -350,9 +356,10 @@ def binary_cross_entropy_with_logits(logits, targets, reduction="mean"):
 # ---- activations --------------------------------------------------------------------------------
 def sigmoid(x):
     """The logistic function ``1 / (1 + exp(-x))`` (``torch.sigmoid``,
-    ``jax.nn.sigmoid``), computed without overflow: with ``z = exp(-|x|)``, ``1/(1+z)``
-    for x >= 0 and ``z/(1+z)`` below, so it is exactly 0 or 1 only where the true value
-    rounds there, and accurate in relative terms in the left tail.
+    ``jax.nn.sigmoid``), computed without overflow: SciPy's ``expit`` (one primitive)
+    where SciPy is installed, else with ``z = exp(-|x|)``, ``1/(1+z)`` for x >= 0 and
+    ``z/(1+z)`` below; so it is exactly 0 or 1 only where the true value rounds there,
+    and accurate in relative terms in the left tail.
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.nn as nn
@@ -361,6 +368,10 @@ def sigmoid(x):
         >>> wg.grad(nn.sigmoid)(0.0)
         0.25
     """
+    if _HAVE_SCIPY and wnp.asarray(x).dtype.kind != "c":
+        # SciPy's expit, one primitive (its gradient ~2.7x faster than the composition
+        # below, and the C emitter and Taylor mode know it); SciPy is optional
+        return _special.expit(x)
     positive = wnp.greater_equal(x, 0)
     z = wnp.exp(wnp.where(positive, wnp.negative(x), x))   # exp(-|x|), with the derivative
     r = 1.0 / (1.0 + z)                                      # of each side at 0 (abs has 0)
