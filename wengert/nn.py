@@ -213,12 +213,7 @@ def cross_entropy(logits, labels, reduction="mean"):
         array([1.386294, 1.386294])
     """
     _check_reduction(reduction, "cross_entropy")
-    shape = wnp._shape(logits)
-    lshape = labels.shape if type(labels) in (Node, _np.ndarray) else _np.shape(labels)
-    if len(shape) != 2 or lshape != shape[:1]:
-        raise ValueError(f"cross_entropy: logits must have shape (N, C) and labels shape "
-                         f"(N,), got logits of shape {shape} and labels of shape {lshape}")
-    labels = _check_labels(labels, shape[1], "cross_entropy")
+    shape, labels = _scores_and_labels(logits, labels, "cross_entropy", "logits")
     if reduction == "none":
         return _nll(log_softmax(logits, axis=1), labels)
     if type(logits) is Node:              # (an eager gradient's loss: straight to the graph)
@@ -226,6 +221,17 @@ def cross_entropy(logits, labels, reduction="mean"):
     else:
         loss = P.cross_entropy(logits, labels)
     return loss * shape[0] if reduction == "sum" else loss
+
+
+def _scores_and_labels(scores, labels, who, name):
+    """(shape of the (N, C) scores, the labels checked): cross_entropy's and nll_loss's
+    arguments, whose shapes are named in the error."""
+    shape = wnp._shape(scores)
+    lshape = labels.shape if type(labels) in (Node, _np.ndarray) else _np.shape(labels)
+    if len(shape) != 2 or lshape != shape[:1]:
+        raise ValueError(f"{who}: {name} must have shape (N, C) and labels shape (N,), got "
+                         f"{name} of shape {shape} and labels of shape {lshape}")
+    return shape, _check_labels(labels, shape[1], who)
 
 
 # ---- losses -------------------------------------------------------------------------------------
@@ -276,13 +282,7 @@ def nll_loss(log_probs, labels, reduction="mean"):
         array([0.6931, 0.2877])
     """
     _check_reduction(reduction, "nll_loss")
-    shape = wnp._shape(log_probs)
-    lshape = labels.shape if type(labels) in (Node, _np.ndarray) else _np.shape(labels)
-    if len(shape) != 2 or lshape != shape[:1]:
-        raise ValueError(f"nll_loss: log_probs must have shape (N, C) and labels shape "
-                         f"(N,), got log_probs of shape {shape} and labels of shape "
-                         f"{lshape}")
-    labels = _check_labels(labels, shape[1], "nll_loss")
+    _, labels = _scores_and_labels(log_probs, labels, "nll_loss", "log_probs")
     return _reduce(_nll(log_probs, labels), reduction)
 
 
