@@ -85,11 +85,11 @@ def vmap(f, in_axes=0, out_axes=0):
     @functools.wraps(f)
     def vmapped(*args, **kwargs):
         leaves, tree = flatten((args, kwargs))
+        positional = len(flatten(args)[0])          # (the leaves of args come first)
         names = _labels(params, args, kwargs)
-        axes = _in_axes(in_axes, args, kwargs)
+        axes = _in_axes(in_axes, args, positional, len(leaves))
         size, first = None, None
         specs, values = [], []
-        positional = len(flatten(args)[0])
         for k, (x, axis, name) in enumerate(zip(leaves, axes, names)):
             if axis is None:
                 continue
@@ -256,8 +256,9 @@ def _check_spec(spec, what):
                             "(not mapped), alone or in a tuple, list or dict")
 
 
-def _in_axes(spec, args, kwargs):
-    """One axis (or None) per leaf of ``(args, kwargs)``, in flatten's order."""
+def _in_axes(spec, args, positional, total):
+    """One axis (or None) per leaf of ``(args, kwargs)``, in flatten's order: `total`
+    leaves, the first `positional` of them args'."""
     if isinstance(spec, (list, tuple)):
         if len(spec) != len(args):
             raise ValueError(f"vmap: in_axes has {len(spec)} entries for {len(args)} "
@@ -266,8 +267,8 @@ def _in_axes(spec, args, kwargs):
         for k, (s, a) in enumerate(zip(spec, args)):
             axes += [axis for _, axis in _prefix_axes(s, a, "in_axes", f"argument {k}")]
     else:
-        axes = [spec] * len(flatten(args)[0])
-    return axes + [0] * len(flatten(kwargs)[0])
+        axes = [spec] * positional
+    return axes + [0] * (total - positional)
 
 
 def _prefix_axes(spec, tree, what, where):
