@@ -683,8 +683,8 @@ def _real_jacobian(inputs, outputs, who, offers_holomorphic=False):
     for kind, nodes in (("input", inputs), ("output", outputs)):
         for n in nodes:
             if n.dtype.kind == "c":
-                hint = f"pass holomorphic=True for the complex derivative of a " \
-                    f"holomorphic function, " if offers_holomorphic else ""
+                hint = "pass holomorphic=True for the complex derivative of a " \
+                    "holomorphic function, " if offers_holomorphic else ""
                 raise TypeError(
                     f"{who}: a complex {kind} ({n.dtype}, shape {n.shape}) is not supported: "
                     f"{hint}use wg.jvp or wg.vjp (docs/complex.md), or make the real and "

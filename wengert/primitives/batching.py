@@ -33,7 +33,7 @@ import string
 
 import numpy as np
 
-from . import array as A, fft as F, linalg as L, nn as N, scalar as S  # noqa: F401
+from . import array as A, linalg as L, nn as N, scalar as S
 from . import scipy_linalg as SL
 from .registry import REGISTRY, shape_of
 from .shape import broadcast_to, sum_to
@@ -194,7 +194,7 @@ def _stacked_pair(args, mapped, node):
     rank = max(ra, rb)
     size = _size(args, mapped)
     if node.op is A.matmul:
-        sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
+        sa = tuple(shape_of(a))
         if sa[-1] == 1:
             # an outer product (a per-example weight gradient, xᵀ·g): NumPy's matmul
             # loops over a stack of such thin products, a broadcast product does not

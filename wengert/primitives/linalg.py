@@ -77,10 +77,6 @@ def _T(x):
     return swapaxes(x, -1, -2)
 
 
-def _sym(x):
-    return 0.5 * (x + _T(x))
-
-
 # A complex matrix's rules are the real ones with conjugate transposes: each helper below is
 # its real counterpart (or nothing) on a real array, so the real path does no extra work.
 def _is_complex(x):

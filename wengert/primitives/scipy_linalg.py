@@ -29,10 +29,12 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import defprimitive, float_dtype, shape_of
-from .array import (matmul, swapaxes, tril, reshape, concatenate, getitem, zeros_like,
+from .array import (matmul, tril, reshape, concatenate, getitem, zeros_like,
                     dtype_of, sum as _sum)
 from .shape import sum_to
 from . import linalg as L
+# (the transpose, and the symmetric part, which is the Hermitian part of a real matrix)
+from .linalg import _T, _herm as _sym
 from .special import INSTALL_HINT
 
 
@@ -48,14 +50,6 @@ def scipy_linalg():
     except ImportError as e:
         raise ImportError(INSTALL_HINT) from e
     return scipy.linalg
-
-
-def _T(x):
-    return swapaxes(x, -1, -2)
-
-
-def _sym(x):
-    return 0.5 * (x + _T(x))
 
 
 def _triu(x, k=0):
