@@ -80,6 +80,20 @@ def test_closure_over_outer_value_with_plain_float_argument():
     assert wg.grad(f)(1.5) == 4.0
 
 
+@pytest.mark.parametrize("point", [2.0, np.array([2.0, 3.0])])
+def test_inner_derivative_at_a_plain_point_inside_a_staged_trace(point):
+    # The inner grad's variable is a copy of a constant of the outer trace, not an input
+    # of it: compiled code (and vmap's trace, and batched Jacobian sweeps) would otherwise
+    # have an input that no caller gives (NameError in the compiled code).
+    inner = lambda v: wg.grad(lambda y: wg.numpy.sum(v * y * y))(point)     # 2 v point
+    f = lambda v: wg.numpy.sum(inner(v)) * v
+    assert wg.compile(f, 1.0)(3.0) == pytest.approx(f(3.0))
+    assert wg.compile(wg.grad(f), 1.0)(3.0) == pytest.approx(wg.grad(f)(3.0))
+    assert wg.grad(f)(3.0) == pytest.approx(4 * 3.0 * np.sum(point))
+    assert np.allclose(wg.jacfwd(lambda vs: vs * wg.grad(lambda y: y ** 3)(2.0))(np.ones(9)),
+                       12.0 * np.eye(9))
+
+
 @pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
 def test_any_order(order):
     f = lambda x: wm.exp(2 * x) * wm.sin(x)

@@ -183,8 +183,8 @@ class _Call:
 
     def _input(self, x, name, who):
         g = self.graph
-        if type(x) is np.ndarray and x.dtype.kind == "f":        # the common case
-            return g.input(x, name if self.fresh else None)
+        if type(x) is np.ndarray and x.dtype.kind == "f" and self.fresh:   # the common case
+            return g.input(x, name)
         weak = type(x) in (float, int)      # (np.float64(2.0) is strong, as in NumPy 2)
         x = _primal_leaf(x, f"argument {name!r}", who)
         if type(x) is Node:
@@ -198,7 +198,11 @@ class _Call:
                                  "has no values: it escaped the function that was traced")
             weak = is_weak(x)
             x = x.value
-        return g.input(x, name if self.fresh else None, weak=weak)
+        if not self.fresh:
+            # A plain number differentiated inside another trace: a variable equal to a
+            # constant of that trace (not an input of it, which its caller never gives)
+            return g.copy(g.const(x, weak=weak))
+        return g.input(x, name, weak=weak)
 
     @property
     def symbolic(self) -> bool:
