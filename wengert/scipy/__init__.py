@@ -5,7 +5,9 @@ multivariate_normal, gamma, beta, poisson, dirichlet), `wengert.scipy.linalg`
 solve_continuous_lyapunov, inv, det, solve, lu_factor, lu_solve, eigh, block_diag), for
 Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations; and
 `wengert.scipy.integrate` (odeint: ODE solutions differentiated by the adjoint method,
-docs/odes.md).
+docs/odes.md); and `wengert.scipy.optimize` (minimize, root, root_scalar, brentq,
+fixed_point, least_squares: solvers given exact derivatives, and solutions differentiated
+by the implicit function theorem, docs/optimize.md).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`,
@@ -30,13 +32,13 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 
 from . import special  # noqa: E402
 
-__all__ = ["special", "stats", "linalg", "integrate"]
+__all__ = ["special", "stats", "linalg", "integrate", "optimize"]
 
 
 def __getattr__(name):
     # stats, linalg and integrate on first use: scipy.stats takes ~0.9 s to import, which
     # code that needs only the special functions should not pay (the others less, but some)
-    if name in ("stats", "linalg", "integrate"):
+    if name in ("stats", "linalg", "integrate", "optimize"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,391 @@
+"""wengert.scipy.optimize: SciPy's solutions; the exact derivatives given to the solvers;
+derivatives of solutions (implicit function theorem) against closed forms and central
+differences of the solve, to second order; composition with jacfwd, vmap and compile;
+clear errors."""
+import warnings
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from fd import assert_close, check_grads
+
+so = pytest.importorskip("scipy.optimize")
+from wengert.scipy import optimize as opt  # noqa: E402
+
+RNG = np.random.default_rng(7)
+A = RNG.normal(size=(5, 3))
+B = RNG.normal(size=5)
+
+
+def central(f, x, h=1e-5):
+    """d f / d x by central differences, for an array x: one column per element."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for i in range(x.size):
+        e = np.zeros(x.size)
+        e[i] = h
+        e = e.reshape(x.shape)
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
+# ---- objectives --------------------------------------------------------------------------
+def smooth_loss(x, theta):
+    """A strictly convex objective whose minimiser moves nonlinearly with theta (3,)."""
+    r = A @ x - B * theta[0]
+    return wnp.sum(r ** 2) + theta[1] * wnp.sum(x ** 4) + wnp.exp(theta[2]) * wnp.sum(x ** 2)
+
+
+THETA = np.array([0.8, 0.3, -0.5])
+
+
+def argmin(theta, method="BFGS", **kw):
+    kw.setdefault("tol", 1e-9)        # (BFGS: |gradient| ~ 1e-10, and success)
+    return opt.minimize(smooth_loss, np.zeros(3), args=(theta,), method=method, **kw).x
+
+
+def polished_argmin(theta):
+    """The minimiser exact to rounding (plain numbers, for central differences): a few
+    Newton steps from BFGS's, whose gradient is only ~1e-10."""
+    x = so.minimize(smooth_loss, np.zeros(3), args=(theta,), method="BFGS").x
+    for _ in range(6):
+        x = x - np.linalg.solve(wg.hessian(smooth_loss)(x, theta), wg.grad(smooth_loss)(x, theta))
+    return x
+
+
+# ---- plain values: SciPy's results -------------------------------------------------------
+def test_finite_differences_asked_for_give_scipy_result_exactly():
+    rosen = lambda x: (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2   # noqa: E731
+    ours = opt.minimize(rosen, [-1.2, 1.0], jac="2-point")
+    theirs = so.minimize(rosen, [-1.2, 1.0], jac="2-point")
+    assert ours.nfev == theirs.nfev and np.array_equal(ours.x, theirs.x)
+
+
+def test_exact_gradient_is_given_where_none_is():
+    rosen = lambda x: (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2   # noqa: E731
+    ours = opt.minimize(rosen, [-1.2, 1.0], method="BFGS", tol=1e-12)
+    grad = lambda x: np.array([-2 * (1 - x[0]) - 400 * x[0] * (x[1] - x[0] ** 2),   # noqa
+                               200 * (x[1] - x[0] ** 2)])
+    theirs = so.minimize(rosen, [-1.2, 1.0], jac=grad, method="BFGS", tol=1e-12)
+    assert ours.nit == theirs.nit
+    assert_close(ours.x, theirs.x, rtol=1e-12, atol=1e-12)
+    assert_close(ours.jac, grad(ours.x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["Newton-CG", "trust-ncg", "trust-krylov", "trust-exact",
+                                    "dogleg", "trust-constr", "CG", "L-BFGS-B", "TNC",
+                                    "SLSQP", "Nelder-Mead", "Powell"])
+def test_every_method_solves_with_the_derivatives_it_reads(method):
+    convex = lambda x: wnp.sum((x - 1.0) ** 2) + 0.1 * wnp.sum(x ** 4)   # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # SciPy warns of a derivative a method ignores
+        found = opt.minimize(convex, np.zeros(4), method=method)
+    # the minimiser of (x-1)² + 0.1x⁴ solves 2(x-1) + 0.4x³ = 0
+    x = found.x
+    assert_close(2 * (x - 1) + 0.4 * x ** 3, np.zeros(4), atol=1e-3 if method in
+                 ("Nelder-Mead", "Powell", "TNC", "SLSQP") else 1e-5)
+
+
+def test_user_hessian_and_callable_jacobian_are_used_as_given():
+    calls = []
+    f = lambda x: wnp.sum(x ** 2)                      # noqa: E731
+
+    def jac(x):
+        calls.append("jac")
+        return 2 * x
+
+    def hess(x):
+        calls.append("hess")
+        return 2 * np.eye(x.size)
+    found = opt.minimize(f, np.ones(3), method="trust-exact", jac=jac, hess=hess)
+    assert "jac" in calls and "hess" in calls
+    assert_close(found.x, np.zeros(3), atol=1e-8)
+
+
+def test_x0_of_any_shape():
+    target = np.arange(6.0).reshape(2, 3)
+    found = opt.minimize(lambda x: wnp.sum((x - target) ** 2), np.zeros((2, 3)))
+    assert found.x.shape == (2, 3)
+    assert_close(found.x, target, atol=1e-6)
+    t = wg.grad(lambda s: wnp.sum(opt.minimize(lambda x, s: wnp.sum((x - s * target) ** 2),
+                                               np.zeros((2, 3)), args=(s,)).x))(1.0)
+    assert_close(t, target.sum(), rtol=1e-6)
+
+
+# ---- minimize: derivatives of the minimiser ---------------------------------------------
+@pytest.mark.parametrize("method", ["BFGS", "Newton-CG", "trust-exact", "L-BFGS-B"])
+def test_minimiser_jacobian_against_central_differences(method):
+    kw = dict(options={"gtol": 1e-12, "ftol": 1e-15}) if method == "L-BFGS-B" else {}
+    f = lambda th: argmin(th, method, **kw)            # noqa: E731
+    # (differences of minimisers exact to rounding: those of a method that stops at
+    # |gradient| ~ 1e-10 would be off by ~1e-10 / h)
+    reference = central(polished_argmin, THETA, 1e-4)
+    assert_close(wg.jacfwd(f)(THETA), reference, rtol=1e-6, atol=1e-8)
+    assert_close(wg.jacrev(f)(THETA), wg.jacfwd(f)(THETA), rtol=1e-10, atol=1e-12)
+
+
+def test_minimiser_second_order():
+    check_grads(lambda th: argmin(th), THETA, order=2, eps=1e-4, rtol=1e-4, atol=1e-6)
+
+
+def test_quadratic_minimiser_closed_form():
+    # min ½xᵀMx - θᵀx: x* = M⁻¹θ, dx*/dθ = M⁻¹
+    m = A.T @ A + np.eye(3)
+    f = lambda th: opt.minimize(lambda x, th: 0.5 * x @ m @ x - th @ x, np.zeros(3),   # noqa
+                                args=(th,), tol=1e-12).x
+    assert_close(f(THETA), np.linalg.solve(m, THETA), rtol=1e-7, atol=1e-8)
+    assert_close(wg.jacrev(f)(THETA), np.linalg.inv(m), rtol=1e-10, atol=1e-12)
+
+
+def test_ridge_closed_form_and_the_value_by_the_envelope_theorem():
+    def fit(lam):
+        return opt.minimize(lambda w, lam: wnp.sum((A @ w - B) ** 2) + lam * w @ w,
+                            np.zeros(3), args=(lam,), tol=1e-12)
+    m = A.T @ A + 0.7 * np.eye(3)
+    w = np.linalg.solve(m, A.T @ B)
+    assert_close(wg.jacfwd(lambda lam: fit(lam).x)(0.7), -np.linalg.solve(m, w), rtol=1e-7)
+    # d/dλ min_w L(w, λ) = ∂L/∂λ at w* = |w*|²
+    assert_close(wg.grad(lambda lam: fit(lam).fun)(0.7), w @ w, rtol=1e-7)
+
+
+def test_pytree_args_with_held_constants():
+    def loss(x, p):
+        assert p["name"] == "quartic"
+        return wnp.sum((x - p["centre"]) ** 2) + p["k"] * wnp.sum(x ** 4)
+
+    def f(centre, k):
+        return opt.minimize(loss, np.zeros(2), args=({"centre": centre, "k": k,
+                                                      "name": "quartic"},), tol=1e-9).x
+    c = np.array([0.5, -1.0])
+    x = f(c, 0.2)
+    # 2(x - c) + 4k x³ = 0: dx/dc = 2 / (2 + 12k x²), dx/dk = -4x³ / (2 + 12k x²)
+    d = 2 + 12 * 0.2 * x ** 2
+    jc, jk = wg.jacfwd(f, argnums=(0, 1))(c, 0.2)
+    assert_close(jc, np.diag(2 / d), rtol=1e-6, atol=1e-9)
+    assert_close(jk, -4 * x ** 3 / d, rtol=1e-6)
+
+
+def test_bounds_that_do_not_hold_are_allowed_and_one_that_holds_is_refused():
+    f = lambda th, b: opt.minimize(smooth_loss, np.zeros(3), args=(th,), bounds=b,   # noqa
+                                   options={"gtol": 1e-12, "ftol": 1e-15}).x
+    loose = [(-10.0, 10.0)] * 3
+    assert_close(wg.jacfwd(lambda th: f(th, loose))(THETA), wg.jacfwd(argmin)(THETA),
+                 rtol=1e-5, atol=1e-7)
+    tight = [(-10.0, 10.0), (None, None), (0.0, 0.0)]
+    with pytest.raises(NotImplementedError, match=r"lies on a bound \(elements \[2\]\)"):
+        wg.jacfwd(lambda th: f(th, tight))(THETA)
+
+
+def test_vmap_solves_one_problem_per_example():
+    thetas = THETA + 0.1 * RNG.normal(size=(4, 3))
+    batched = wg.vmap(lambda th: argmin(th))(thetas)
+    assert_close(batched, np.stack([argmin(th) for th in thetas]), rtol=1e-9, atol=1e-12)
+    per_example = wg.vmap(wg.jacfwd(lambda th: argmin(th)))(thetas)
+    assert_close(per_example[2], wg.jacfwd(argmin)(thetas[2]), rtol=1e-8, atol=1e-10)
+
+
+def test_compile_of_a_gradient_through_minimize():
+    def loss(th):
+        return wnp.sum(argmin(th) ** 2)
+    compiled = wg.compile(wg.grad(loss), THETA)
+    assert_close(compiled(THETA + 0.1), wg.grad(loss)(THETA + 0.1), rtol=1e-9, atol=1e-12)
+
+
+# ---- root, fixed_point ------------------------------------------------------------------
+def quadratic_roots(x, c):
+    """x0 + x1 = c0, x0 x1 = c1: the roots of t² - c0 t + c1."""
+    return [x[0] + x[1] - c[0], x[0] * x[1] - c[1]]
+
+
+@pytest.mark.parametrize("method", ["hybr", "lm", "broyden1", "krylov"])
+def test_root_closed_form(method):
+    c = np.array([3.0, 1.0])
+
+    def big(c):
+        return opt.root(quadratic_roots, [2.0, 0.5], args=(c,), method=method,
+                        tol=1e-13).x[0]
+    x = big(c)
+    assert_close(x, (3 + np.sqrt(5)) / 2, rtol=1e-9)
+    # t² - c0 t + c1 = 0 at t = x: dx/dc0 = x / (2x - c0), dx/dc1 = -1 / (2x - c0)
+    assert_close(wg.grad(big)(c), [x / (2 * x - 3), -1 / (2 * x - 3)], rtol=1e-8)
+
+
+def test_root_second_order_and_fun_traced():
+    def f(x, p):
+        return wnp.tanh(x) + p[0] * x - p[1] * wnp.cos(x[::-1])
+    sol = lambda p: opt.root(f, np.zeros(2), args=(p,), tol=1e-12).x    # noqa: E731
+    p = np.array([1.5, 0.7])
+    check_grads(sol, p, order=2, eps=1e-4, rtol=1e-5, atol=1e-7)
+    residual = wg.jacfwd(lambda p: opt.root(f, np.zeros(2), args=(p,), tol=1e-12).fun)(p)
+    assert_close(residual, np.zeros((2, 2)), atol=1e-8)   # F stays 0 along the solution
+
+
+def test_root_jacobian_given_to_hybr_is_exact():
+    seen = []
+
+    def f(x):
+        seen.append(type(x))
+        return wnp.array([x[0] ** 3 + x[1] - 1.0, x[1] ** 3 - x[0] + 1.0])
+    found = opt.root(f, [0.5, 0.5])
+    assert found.success and found.nfev < so.root(f, [0.5, 0.5]).nfev
+    assert_close(f(found.x), np.zeros(2), atol=1e-10)
+
+
+def test_fixed_point_closed_form_and_second_order():
+    # x = cos(a x): dx/da = -x sin(ax) / (1 + a sin(ax))
+    solve = lambda a: opt.fixed_point(lambda x, a: wnp.cos(a * x), 0.5, args=(a,),   # noqa
+                                      xtol=1e-14)
+    x = float(solve(1.0))
+    assert_close(wg.grad(solve)(1.0), -x * np.sin(x) / (1 + np.sin(x)), rtol=1e-8)
+    check_grads(lambda a: solve(a), np.array(1.2), order=2, eps=1e-4, rtol=1e-5)
+
+
+# ---- scalar roots -----------------------------------------------------------------------
+def test_brentq_cube_root_to_second_order():
+    cube_root = lambda c: opt.brentq(lambda x, c: x ** 3 - c, 0.0, 4.0, args=(c,))  # noqa
+    assert_close(cube_root(2.0), 2.0 ** (1 / 3), rtol=1e-12)
+    assert_close(wg.grad(cube_root)(2.0), 2.0 ** (-2 / 3) / 3, rtol=1e-10)
+    assert_close(wg.grad(wg.grad(cube_root))(2.0), -2 / 9 * 2.0 ** (-5 / 3), rtol=1e-9)
+    x, r = opt.brentq(lambda x: x ** 2 - 2.0, 0.0, 2.0, full_output=True)
+    assert r.converged and x == so.brentq(lambda x: x ** 2 - 2.0, 0.0, 2.0)
+
+
+@pytest.mark.parametrize("kw", [dict(x0=1.0), dict(x0=1.0, method="halley"),
+                                dict(bracket=[0.0, 3.0]), dict(x0=1.0, x1=1.5),
+                                dict(bracket=[0.0, 3.0], method="bisect")])
+def test_root_scalar_kepler_closed_form(kw):
+    kepler = lambda E, M, e: E - e * wnp.sin(E) - M       # noqa: E731
+    solve = lambda M, e: opt.root_scalar(kepler, args=(M, e), xtol=1e-14, **kw).root  # noqa
+    E = solve(1.0, 0.3)
+    assert_close(E - 0.3 * np.sin(E), 1.0, atol=1e-12)
+    # dE/dM = 1 / (1 - e cos E), dE/de = sin E / (1 - e cos E)
+    dM, de = wg.grad(solve, argnums=(0, 1))(1.0, 0.3)
+    assert_close([dM, de], [1 / (1 - 0.3 * np.cos(E)), np.sin(E) / (1 - 0.3 * np.cos(E))],
+                 rtol=1e-9)
+
+
+def test_root_scalar_newton_gets_exact_derivatives():
+    f = lambda x: x ** 3 - 2 * x - 5                      # noqa: E731
+    ours = opt.root_scalar(f, x0=2.0)
+    assert ours.method == "newton" and ours.converged
+    assert ours.iterations == so.root_scalar(f, x0=2.0, fprime=lambda x: 3 * x ** 2 - 2).iterations
+    halley = opt.root_scalar(f, x0=2.0, method="halley")
+    assert halley.converged and abs(f(halley.root)) < 1e-12
+
+
+def test_root_scalar_with_fprime_true():
+    f = lambda x, c: (x ** 2 - c, 2 * x)                  # noqa: E731
+    sqrt = lambda c: opt.root_scalar(f, args=(c,), x0=1.0, fprime=True).root   # noqa: E731
+    assert_close(wg.grad(sqrt)(2.0), 0.5 / np.sqrt(2.0), rtol=1e-10)
+
+
+# ---- least_squares ----------------------------------------------------------------------
+T = np.linspace(0.0, 3.0, 12)
+DATA = 2.0 * np.exp(-1.3 * T) + 0.05 * np.sin(5 * T)
+
+
+def decay(p, y, t=T):
+    return p[0] * wnp.exp(-p[1] * t) - y
+
+
+# SciPy's robust losses ρ(z), as its documentation gives them
+RHO = {"linear": lambda z: z, "soft_l1": lambda z: 2 * ((1 + z) ** 0.5 - 1),
+       "huber": lambda z: wnp.where(z <= 1, z, 2 * wnp.sqrt(wnp.maximum(z, 1.0)) - 1),
+       "cauchy": lambda z: wnp.log(1 + z), "arctan": lambda z: wnp.arctan(z)}
+
+
+def polished_fit(y, loss, scale):
+    """The robust fit exact to rounding (for central differences): Newton steps on the
+    cost ½ C² Σ ρ((r/C)²) from SciPy's solution, which stops at relative changes ~1e-8."""
+    def cost(p):
+        r = decay(p, y)
+        return 0.5 * scale ** 2 * wnp.sum(RHO[loss](r * r / scale ** 2))
+    x = so.least_squares(decay, [1.0, 1.0], args=(y,), loss=loss, f_scale=scale).x
+    start = x
+    for _ in range(8):
+        x = x - np.linalg.solve(wg.hessian(cost)(x), wg.grad(cost)(x))
+    assert_close(x, start, rtol=1e-5)                  # (the same minimum as SciPy's)
+    return x
+
+
+@pytest.mark.parametrize("loss", ["linear", "soft_l1", "huber", "cauchy", "arctan"])
+def test_least_squares_sensitivities_against_central_differences(loss):
+    fit = lambda y: opt.least_squares(decay, [1.0, 1.0], args=(y,), loss=loss,   # noqa: E731
+                                      f_scale=0.05, ftol=1e-15, xtol=1e-15, gtol=1e-15).x
+    reference = central(lambda y: polished_fit(y, loss, 0.05), DATA, 1e-5)
+    assert_close(wg.jacfwd(fit)(DATA), reference, rtol=1e-6, atol=1e-8)
+
+
+def test_least_squares_linear_model_closed_form_and_kwargs():
+    # a linear model's fit is the pseudo-inverse: dx*/dy = A⁺
+    resid = lambda x, y, scale=1.0: scale * (A @ x - y)   # noqa: E731
+    fit = lambda y: opt.least_squares(resid, np.zeros(3), args=(y,),      # noqa: E731
+                                      kwargs={"scale": 2.0}).x
+    assert_close(fit(B), np.linalg.lstsq(A, B, rcond=None)[0], rtol=1e-8)
+    assert_close(wg.jacrev(fit)(B), np.linalg.pinv(A), rtol=1e-9, atol=1e-12)
+    cost = lambda y: opt.least_squares(resid, np.zeros(3), args=(y,)).cost   # noqa: E731
+    r = A @ np.linalg.lstsq(A, B, rcond=None)[0] - B
+    assert_close(wg.grad(cost)(B), -r, rtol=1e-7, atol=1e-10)        # envelope theorem
+
+
+def test_least_squares_exact_jacobian_by_default():
+    found = opt.least_squares(decay, [1.0, 1.0], args=(DATA,))
+    j = np.stack([np.exp(-found.x[1] * T), -found.x[0] * T * np.exp(-found.x[1] * T)], 1)
+    assert_close(found.jac, j, rtol=1e-12, atol=1e-14)
+    theirs = so.least_squares(decay, [1.0, 1.0], args=(DATA,), jac="2-point")
+    ours = opt.least_squares(decay, [1.0, 1.0], args=(DATA,), jac="2-point")
+    assert np.array_equal(ours.x, theirs.x)
+
+
+# ---- errors -----------------------------------------------------------------------------
+def test_closure_over_a_traced_value_is_refused():
+    with pytest.raises(ValueError, match="closes over.*pass that value in args"):
+        wg.grad(lambda c: opt.minimize(lambda x: wnp.sum((x - c) ** 2), np.zeros(2)).x[0])(1.0)
+    with pytest.raises(ValueError, match="closes over"):
+        wg.grad(lambda c: opt.brentq(lambda x: x - c, -5.0, 5.0))(1.0)
+
+
+def test_constraints_with_traced_args_are_refused():
+    with pytest.raises(NotImplementedError, match="constraints.*KKT"):
+        wg.grad(lambda c: opt.minimize(lambda x, c: wnp.sum((x - c) ** 2), np.zeros(2),
+                                       args=(c,), constraints=[{"type": "eq",
+                                                                "fun": lambda x: x[0]}]).x[0])(1.0)
+
+
+def test_singular_jacobian_at_the_solution():
+    # x² = c at c = 0: a double root, no derivative
+    with pytest.raises(np.linalg.LinAlgError, match="singular at the solution"):
+        wg.grad(lambda c: opt.root(lambda x, c: x * x - c, [0.0], args=(c,)).x[0])(0.0)
+
+
+def test_solver_that_does_not_converge_warns():
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        wg.grad(lambda th: argmin(th, options={"maxiter": 2})[0])(THETA)
+
+
+def test_undifferentiable_function_says_how_to_go_on():
+    def opaque(x):
+        return float(np.sum(np.asarray(x, dtype=float) ** 2))   # leaves wengert
+    with pytest.raises(TypeError, match="could not differentiate opaque.*jac='2-point'"):
+        opt.minimize(opaque, np.ones(2))
+    assert_close(opt.minimize(opaque, np.ones(2), jac="2-point").x, np.zeros(2), atol=1e-6)
+
+
+def test_root_needs_a_square_system_for_derivatives():
+    with pytest.raises(ValueError, match="3 equations for 2 unknowns"):
+        wg.grad(lambda c: opt.root(lambda x, c: [x[0] - c, x[1], x[0] * x[1]], np.zeros(2),
+                                   args=(c,), method="lm").x[0])(1.0)
+
+
+def test_complex_values_are_refused():
+    with pytest.raises(TypeError, match="complex values are not supported"):
+        wg.grad(lambda c: opt.minimize(lambda x, c: wnp.sum(x ** 2) * c, np.zeros(2),
+                                       args=(c,)).x[0].real, holomorphic=False)(1.0 + 0j)
+
+
+def test_unknown_loss_is_refused():
+    with pytest.raises(ValueError, match="loss must be one of"):
+        wg.jacfwd(lambda y: opt.least_squares(decay, [1.0, 1.0], args=(y,),
+                                              loss="bogus").x)(DATA)

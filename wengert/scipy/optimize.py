@@ -1,0 +1,922 @@
+"""Optimisation and root finding with derivatives: SciPy's `scipy.optimize` (`minimize`,
+`root`, `root_scalar`, `brentq`, `fixed_point`, `least_squares`), the same calls, with two
+things SciPy does not have.
+
+* **Exact derivatives for the solver.**  Where a method uses a derivative and you give
+  none, wengert takes it from your function: BFGS, CG and L-BFGS-B get the gradient,
+  Newton-CG, trust-ncg, trust-krylov and trust-constr Hessian-vector products, dogleg
+  and trust-exact the Hessian, root's hybr and lm the Jacobian, least_squares the
+  Jacobian, root_scalar's newton and halley f' and f''.  SciPy would estimate them by
+  finite differences.  A derivative you give (a callable, ``jac=True``, or a scheme such
+  as ``jac="2-point"``, which asks for SciPy's finite differences) is used as it is.
+* **Derivatives of the solution** with respect to ``args``, by the implicit function
+  theorem.  The solution x*(θ) of a problem with parameters θ satisfies a condition
+  F(x*, θ) = 0 (F is fun for `root`, the gradient of fun for `minimize`, ...), so at the
+  solution  dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ.  Where an argument is traced, the solve is one
+  node of the graph (a `Solution` primitive): the solver runs on plain numbers, nothing
+  of its iterations is recorded, and the node's rules solve that linear system with
+  wengert's own derivatives of F, so derivatives of derivatives (`wg.hessian`) work too.
+
+The derivative of the solution is exact for the exact solution; the solver's is within
+its tolerance, and so is the derivative, to first order.  It needs ∂F/∂x to be regular
+at the solution (an isolated root, a strict minimum); a singular one is reported
+(`numpy.linalg.LinAlgError`).  The derivative with respect to the starting point x0 is
+zero: nearby starts find the same solution.  fun must be written with `wengert.numpy`
+(or NumPy functions, which dispatch to it) and must take every traced value it uses
+through ``args``.  See docs/optimize.md.
+
+Example:
+    >>> import wengert as wg
+    >>> from wengert.scipy import optimize
+    >>> def argmin(a):                       # the minimiser of (x - a)² + x⁴, as a function of a
+    ...     return optimize.minimize(lambda x, a: (x[0] - a) ** 2 + x[0] ** 4, [0.0],
+    ...                              args=(a,)).x[0]
+    >>> x = argmin(1.0)                 # dx/da = 2 / (2 + 12x²), from 2(x - a) + 4x³ = 0
+    >>> print(round(x, 4), round(wg.grad(argmin)(1.0), 4), round(2 / (2 + 12 * x ** 2), 4))
+    0.5898 0.324 0.324
+"""
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+
+import numpy as np
+
+from ..graph.active import recording
+from ..graph.node import Node
+from ..primitives.registry import Primitive
+from ..primitives.special import INSTALL_HINT
+from ..tree import flatten, hold_constants, unflatten
+from .. import numpy as wnp
+
+__all__ = ["minimize", "root", "root_scalar", "brentq", "fixed_point", "least_squares",
+           "Solution"]
+
+LinAlgError = np.linalg.LinAlgError
+
+
+def _scipy_optimize():
+    try:
+        import scipy.optimize
+    except ImportError as e:
+        raise ImportError(INSTALL_HINT) from e
+    return scipy.optimize
+
+
+# Which methods read which derivative (names as SciPy's, lower case).  A derivative is only
+# supplied to a method that reads it: SciPy warns about one it would ignore.
+_GRADIENT_METHODS = {"cg", "bfgs", "newton-cg", "l-bfgs-b", "tnc", "slsqp", "dogleg",
+                     "trust-ncg", "trust-krylov", "trust-exact", "trust-constr"}
+_HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
+_HESS_METHODS = {"dogleg", "trust-exact"}
+_ROOT_JACOBIAN_METHODS = {"hybr", "lm"}
+_FINITE_DIFFERENCES = {"2-point", "3-point", "cs"}
+
+
+# --------------------------------------------------------------------------------------
+# a problem: the condition its solution satisfies, on a flat x
+# --------------------------------------------------------------------------------------
+class _Problem:
+    """A problem ``F(x, θ) = 0`` on a flat x of n numbers, θ the numeric leaves of args.
+
+    `condition(x, *leaves)` is F, written with wengert's functions so that it works on
+    plain and traced values alike; `solve(x0, leaves)` runs SciPy on plain ones and
+    returns (the flat solution, what SciPy returned)."""
+
+    def __init__(self, who, name, n, condition, solve, active):
+        self.who = who
+        self.name = name
+        self.n = n
+        self.condition = condition
+        self.solve = solve
+        self.active = active      # positions of the leaves that may carry derivatives
+
+
+class Solution(Primitive):
+    """The primitive of one solve: ``(x0, *leaves) -> x*``, flat, where
+    ``F(x*, *leaves) = 0``.  Its rules are the implicit function theorem's,
+    ``ẋ = -J⁻¹ (∂F/∂θ θ̇)`` and ``θ̄ = -(∂F/∂θ)ᵀ J⁻ᵀ x̄`` with ``J = ∂F/∂x`` at the
+    solution, written with `wg.jvp`, `wg.vjp`, `wg.jacfwd` and `linalg.solve`, so they can
+    be differentiated again.  x0 gets no derivative.  Not in the registry: one is made per
+    call (as `odeint`'s).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import optimize
+        >>> print(wg.trace(lambda c: optimize.brentq(lambda x, c: x ** 3 - c, 0.0, 4.0,
+        ...                                          args=(c,)), 2.0))
+        graph(c: f64[]):
+          %2: f64[1] = brentq[<lambda>]([2.], c)
+          %3: f64[] = getitem(%2, index=(0,))
+          return %3
+    """
+
+    def __init__(self, problem):
+        super().__init__(f"{problem.who}[{problem.name}]", self._impl, cost="call",
+                         abstract_eval=self._abstract_eval)
+        self.problem = problem
+        self.jvp = self._jvp_rule
+        self.vjp = self._vjp_rule
+        self.result = None          # what SciPy returned, the last time this solved
+
+    def _impl(self, x0, *leaves):
+        with recording(None):       # plain numbers: fun records nothing
+            x, self.result = self.problem.solve(np.asarray(x0, dtype=np.float64), leaves)
+        return np.asarray(x, dtype=np.float64).reshape(self.problem.n)
+
+    def _abstract_eval(self, args, params):
+        return (self.problem.n,), np.dtype(np.float64)
+
+    def _solve_linear(self, x, leaves, v, transpose):
+        """J⁻¹ v (J⁻ᵀ v if `transpose`), J = ∂F/∂x at (x, leaves): a dense Jacobian by
+        forward sweeps (batched), then one LU solve; exact, and cheap for the n of the
+        problems SciPy's solvers take."""
+        from ..api import jacfwd
+        condition = self.problem.condition
+        jac = jacfwd(lambda x: condition(x, *leaves))(x)
+        if transpose:
+            jac = wnp.transpose(jac)
+        try:
+            return wnp.linalg.solve(jac, v)
+        except LinAlgError as e:
+            raise LinAlgError(
+                f"{self.problem.who}: the derivative of the condition the solution satisfies "
+                "(∂F/∂x, F the function for root, the gradient for minimize) is singular at "
+                "the solution, so the solution is no differentiable function of args there "
+                "(a double root, a flat minimum)") from e
+
+    def _of_active(self, x, leaves):
+        """F at x as a function of the active leaves alone."""
+        condition, active = self.problem.condition, self.problem.active
+
+        def f(*picked):
+            ls = list(leaves)
+            for k, v in zip(active, picked):
+                ls[k] = v
+            return condition(x, *ls)
+        return f
+
+    def _jvp_rule(self, ts, x0, *rest):
+        from ..api import jvp
+        leaves, x = rest[:-1], rest[-1]
+        active = self.problem.active
+        tangents = [ts[1 + k] for k in active]
+        if all(t is None for t in tangents):
+            return None
+        primals = [leaves[k] for k in active]
+        tangents = [wnp.zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
+        u = jvp(self._of_active(x, leaves), primals, tangents)[1]
+        return -self._solve_linear(x, leaves, u, transpose=False)
+
+    def _vjp_rule(self, g, x0, *rest):
+        from ..api import vjp
+        leaves, x = rest[:-1], rest[-1]
+        active = self.problem.active
+        out = [None] * (1 + len(leaves))
+        if active:
+            lam = self._solve_linear(x, leaves, g, transpose=True)
+            pull = vjp(self._of_active(x, leaves), *[leaves[k] for k in active])[1]
+            for k, c in zip(active, pull(-lam)):
+                out[1 + k] = c
+        return tuple(out)
+
+
+def _solution(who, name, x0, args, condition_of, solve_of):
+    """The traced solve: x0 and args' numeric leaves into a `Solution` node.
+
+    `condition_of(shape, tree)` gives F(x, *leaves) for x flat; `solve_of(shape, tree)` the
+    plain solve (x0 flat, leaves) -> (x flat, SciPy's result).  Returns (x in x0's shape,
+    the primitive, shape, tree, leaves)."""
+    x0 = wnp.asarray(x0)
+    if x0.dtype.kind == "c":
+        raise TypeError(f"{who}: complex values are not supported (SciPy's solvers are real); "
+                        "write a complex unknown as its real and imaginary parts")
+    if x0.dtype.kind != "f":
+        x0 = wnp.astype(x0, np.float64)
+    shape = tuple(x0.shape)
+    n = math.prod(shape)
+    leaves, tree = flatten(args)
+    numeric, tree = hold_constants(tree, leaves, lambda v: not _numeric(v))
+    for v in numeric:
+        if (v.dtype.kind if type(v) is Node else np.asarray(v).dtype.kind) == "c":
+            raise TypeError(f"{who}: complex values are not supported (SciPy's solvers are "
+                            "real); pass a complex parameter as its real and imaginary parts")
+    active = tuple(k for k, v in enumerate(numeric) if type(v) is Node and v.dtype.kind == "f")
+    problem = _Problem(who, name, n, condition_of(shape, tree),
+                       solve_of(shape, tree), active)
+    prim = Solution(problem)
+    x = prim(x0 if shape == (n,) else wnp.reshape(x0, (n,)), *numeric)
+    return (x if shape == (n,) else wnp.reshape(x, shape)), prim, shape, tree, numeric
+
+
+def _name(fun):
+    return getattr(fun, "__name__", "fun")
+
+
+def _numeric(x):
+    return type(x) is Node or isinstance(x, (int, float, np.number, np.ndarray)) and \
+        np.asarray(x).dtype.kind in "biuf"
+
+
+def _traced(*trees):
+    return any(type(v) is Node for t in trees for v in flatten(t)[0])
+
+
+def _as_tuple(args):
+    return args if isinstance(args, tuple) else (args,)       # (as SciPy takes it)
+
+
+def _plain_leaves(leaves):
+    """The values of traced leaves (a solve runs on numbers)."""
+    return [v.value if type(v) is Node else v for v in leaves]
+
+
+def _closure_error(who, name):
+    return ValueError(
+        f"{who}: {name} computes with a traced value that is not among its arguments (a "
+        "variable it closes over); pass that value in args, so that its derivative goes "
+        "through the solution")
+
+
+def _check_plain(out, who, name):
+    """`out`, fun's result on plain numbers, holds no traced value (else fun closes over
+    one, and that derivative would be lost)."""
+    if any(type(v) is Node for v in flatten(out)[0]):
+        raise _closure_error(who, name)
+    return out
+
+
+def _undifferentiable(who, name, what, e):
+    return TypeError(f"{who}: wengert could not differentiate {name} for the {what} the "
+                     f"method uses ({type(e).__name__}: {e}); give it yourself, or ask for "
+                     "SciPy's finite differences (jac='2-point')")
+
+
+def _flat_function(fun, shape, args, who, pick=None):
+    """``x_flat -> fun(x in shape, *args)`` (its first item if `pick`), as SciPy calls it,
+    checked for values fun closes over."""
+    name = getattr(fun, "__name__", "fun")
+
+    def f(x):
+        out = fun(wnp.reshape(x, shape), *args)
+        if pick:
+            out = out[0]
+        if type(out) is Node and type(x) is not Node:   # (traced x: wengert's derivatives)
+            raise _closure_error(who, name)
+        return out
+    return f
+
+
+# --------------------------------------------------------------------------------------
+# minimize
+# --------------------------------------------------------------------------------------
+def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bounds=None,
+             constraints=(), tol=None, callback=None, options=None):
+    """Minimise ``fun(x, *args)``: SciPy's `scipy.optimize.minimize`, with exact
+    derivatives and a differentiable solution.
+
+    The call and the result are SciPy's (an `OptimizeResult`), with two differences:
+
+    * where the method reads a derivative and you give none, it is wengert's, exact (the
+      gradient for BFGS, CG, L-BFGS-B, TNC and SLSQP; Hessian-vector products for
+      Newton-CG, trust-ncg, trust-krylov and trust-constr; the Hessian for dogleg and
+      trust-exact), where SciPy would take finite differences.  ``jac="2-point"`` (or
+      False) asks for SciPy's finite differences, a callable or ``jac=True`` for yours.
+    * x0 may have any shape; fun gets x in that shape and ``result.x`` has it.
+
+    Where args holds a traced value, ``result.x`` is differentiable with respect to it:
+    the minimiser satisfies ∇ₓfun(x*, θ) = 0, so dx*/dθ = -H⁻¹ ∂(∇ₓfun)/∂θ, H the
+    Hessian at x* (which must be regular: a strict minimum).  ``result.fun`` is
+    ``fun(result.x, *args)``, traced too; the other fields are SciPy's numbers (absent
+    where no numbers were computed: under `wg.compile`).  Bounds are allowed if no bound
+    holds at the solution (then the derivative is the unconstrained one; one that holds
+    is refused: NotImplementedError), constraints are not (NotImplementedError).  A solve
+    that did not converge warns (RuntimeWarning): its derivatives assume ∇ₓfun = 0.
+
+    Args:
+        fun: the objective, ``fun(x, *args) -> float``, written with `wengert.numpy`
+            (or NumPy functions).  With ``jac=True`` it returns (value, gradient).
+        x0: the starting point (its derivative is zero).
+        args: the parameters: numbers, arrays or a pytree of them.
+        method, jac, hess, hessp, bounds, constraints, tol, callback, options: SciPy's.
+
+    Returns:
+        SciPy's `OptimizeResult`.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy.optimize import minimize
+        >>> rosen = lambda x: (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+        >>> fit = minimize(rosen, [-1.2, 1.0], method="trust-exact")    # exact Hessians
+        >>> fit.x.round(6).tolist(), fit.nit
+        ([1.0, 1.0], 25)
+        >>> a, b = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]]), np.array([1.0, 0.0, 2.0])
+        >>> loss = lambda w, lam: wg.numpy.sum((a @ w - b) ** 2) + lam * w @ w
+        >>> ridge = lambda lam: minimize(loss, np.zeros(2), args=(lam,)).x
+        >>> wg.jacfwd(ridge)(0.5).round(4).tolist()         # dw/dλ = -(AᵀA + λI)⁻¹ w
+        [0.6325, -0.4523]
+        >>> w = ridge(0.5)
+        >>> (-np.linalg.solve(a.T @ a + 0.5 * np.eye(2), w)).round(4).tolist()
+        [0.6325, -0.4523]
+    """
+    so = _scipy_optimize()
+    args = _as_tuple(args)
+    if method is None:                      # (SciPy's choice, which reads a gradient)
+        known = "slsqp" if constraints else "l-bfgs-b" if bounds is not None else "bfgs"
+    else:
+        known = method.lower() if isinstance(method, str) else None     # (or a callable)
+    objective_pick = jac is True
+    kwargs = dict(method=method, bounds=bounds, constraints=constraints, tol=tol,
+                  callback=callback, options=options)
+
+    def solve_of(shape, tree, traced=False):
+        def solve(x0, leaves):
+            a = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
+            found = _minimize_plain(so, fun, np.asarray(x0), shape, a, known, jac, hess,
+                                    hessp, objective_pick, kwargs)
+            if traced:
+                _check_bounds(bounds, found.x, "minimize")
+                _warn_unless_converged(found, "minimize")
+            return found.x, found
+        return solve
+
+    if not _traced(x0, args):
+        shape = np.shape(x0)
+        found = solve_of(shape, None)(np.reshape(np.asarray(x0, dtype=np.float64), -1), None)[1]
+        found.x = found.x.reshape(shape)
+        return found
+    if constraints:
+        raise NotImplementedError(
+            "minimize: constraints are not supported where args are traced: the derivative "
+            "of a constrained minimiser needs the constraints' multipliers (KKT conditions)")
+
+    def objective(x, a):
+        out = fun(x, *a)
+        return out[0] if objective_pick else out
+
+    def condition_of(shape, tree):
+        from ..api import grad
+
+        def condition(x, *leaves):
+            a = unflatten(tree, leaves)
+            return wnp.reshape(grad(lambda x: objective(wnp.reshape(x, shape), a))(x), (-1,))
+        return condition
+
+    x, prim, shape, tree, leaves = _solution(
+        "minimize", _name(fun), x0, args, condition_of,
+        lambda shape, tree: solve_of(shape, tree, traced=True))
+    found = _result(so.OptimizeResult, prim.result)
+    found.x = x
+    found.fun = objective(x, unflatten(tree, leaves))
+    return found
+
+
+def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kwargs):
+    """SciPy's minimize on plain values, with wengert's derivatives where the method reads
+    one and none is given."""
+    from ..api import hessian, hvp, value_and_grad
+    name = getattr(fun, "__name__", "fun")
+    f = _flat_function(fun, shape, args, "minimize", pick)
+    x0 = x0.reshape(-1)
+    f(x0)                                   # (fun's own errors first, and a closure check)
+    if jac is None and method in _GRADIENT_METHODS:
+        vg = value_and_grad(f)
+        try:
+            vg(x0)
+        except Exception as e:                  # noqa: BLE001  (reported, with the way out)
+            raise _undifferentiable("minimize", name, "gradient", e) from e
+
+        def fun_and_grad(x):
+            v, g = vg(x)
+            return v, np.reshape(g, -1)
+        call, jac = fun_and_grad, True
+    elif callable(jac):
+        call = f if not pick else _flat_function(fun, shape, args, "minimize")
+        user_jac = jac
+
+        def jac(x):                             # noqa: F811  (x in x0's shape for the user)
+            return np.reshape(user_jac(x.reshape(shape), *args), -1)
+    else:
+        call = f if not pick else _flat_function(fun, shape, args, "minimize")
+        if jac is False:
+            jac = None                          # (SciPy: False means finite differences)
+    if hess is None and hessp is None:
+        if method in _HESSP_METHODS:
+            hp = hvp(f)
+            hessp = lambda x, p: np.reshape(hp(x, p), -1)        # noqa: E731
+        elif method in _HESS_METHODS:
+            h = hessian(f)
+            hess = lambda x: np.asarray(h(x)).reshape(x.size, x.size)   # noqa: E731
+    elif callable(hess):
+        user_hess = hess
+
+        def hess(x):                            # noqa: F811
+            return user_hess(x.reshape(shape), *args)
+    elif callable(hessp):
+        user_hessp = hessp
+
+        def hessp(x, p):                        # noqa: F811
+            return np.reshape(user_hessp(x.reshape(shape), p.reshape(shape), *args), -1)
+    return so.minimize(call, x0, method=kwargs["method"], jac=jac, hess=hess, hessp=hessp,
+                       bounds=kwargs["bounds"], constraints=kwargs["constraints"],
+                       tol=kwargs["tol"], callback=kwargs["callback"],
+                       options=kwargs["options"])
+
+
+def _check_bounds(bounds, x, who):
+    """A traced solve with bounds: refuse a solution on one (the unconstrained derivative
+    would be wrong there)."""
+    if bounds is None:
+        return
+    so = _scipy_optimize()
+    x = np.ravel(x)
+    if isinstance(bounds, so.Bounds):
+        lo, hi = bounds.lb, bounds.ub
+    else:                                   # minimize's (min, max) pair per element
+        lo, hi = zip(*bounds)
+        lo = np.array([-np.inf if v is None else v for v in lo], dtype=np.float64)
+        hi = np.array([np.inf if v is None else v for v in hi], dtype=np.float64)
+    lo, hi = np.broadcast_to(lo, x.shape), np.broadcast_to(hi, x.shape)
+    tol = 1e-10 * (1 + np.abs(x))
+    on = (x - lo <= tol) | (hi - x <= tol)
+    if np.any(on):
+        raise NotImplementedError(
+            f"{who}: the solution lies on a bound (elements {np.flatnonzero(on).tolist()}), "
+            "where the derivative of the minimiser is that of a constrained problem, which "
+            "is not implemented; bounds are supported where args are traced only if none "
+            "holds at the solution")
+
+
+def _warn_unless_converged(found, who, ok=None):
+    if not (found.success if ok is None else ok):
+        warnings.warn(f"{who}: the solver did not converge ({getattr(found, 'message', '')}); "
+                      "the derivatives of its solution assume it is one", RuntimeWarning,
+                      stacklevel=_caller_level())
+
+
+def _caller_level():
+    """The stack level of the first caller outside wengert (the solve runs at a depth that
+    depends on the transformation around it), for a warning that points at user code."""
+    import os
+    import sys
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _result(cls, found):
+    """A copy of SciPy's result (an empty one where none was computed: an abstract
+    trace), whose x and fun the caller sets."""
+    return cls() if found is None else cls(dict(found))
+
+
+# --------------------------------------------------------------------------------------
+# root, fixed_point
+# --------------------------------------------------------------------------------------
+def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, options=None):
+    """Solve ``fun(x, *args) = 0``: SciPy's `scipy.optimize.root`, with an exact Jacobian
+    and a differentiable solution.
+
+    The call and the result are SciPy's, except that hybr and lm get wengert's exact
+    Jacobian where you give none (``jac=True`` means fun returns (F, J), a callable is
+    your Jacobian), and that x0 may have any shape (fun gets x and returns F in it).
+    Where args holds a traced value, ``result.x`` is differentiable with respect to it:
+    dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ at the root, which must be a regular one; ``result.fun`` is
+    F there, traced too.  A solve that did not converge warns (RuntimeWarning).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy.optimize import root
+        >>> def f(x, c):          # x0 + x1 = c, x0 x1 = 1: the roots of t² - c t + 1
+        ...     return [x[0] + x[1] - c, x[0] * x[1] - 1.0]
+        >>> sol = root(f, [2.0, 0.5], args=(3.0,))
+        >>> sol.x.round(6).tolist()
+        [2.618034, 0.381966]
+        >>> bigger = lambda c: root(f, [2.0, 0.5], args=(c,)).x[0]
+        >>> x = bigger(3.0)
+        >>> print(round(wg.grad(bigger)(3.0), 6), round(x / (2 * x - 3.0), 6))  # closed form
+        1.17082 1.17082
+    """
+    so = _scipy_optimize()
+    args = _as_tuple(args)
+    known = method.lower() if isinstance(method, str) else None
+    pick = jac is True
+
+    def system(x, a, shape):
+        out = fun(wnp.reshape(x, shape), *a)
+        out = out[0] if pick else out
+        if type(out) is not Node:
+            out = wnp.asarray(out)
+        return wnp.reshape(out, (-1,))
+
+    def solve_of(shape, tree, traced=False):
+        def solve(x0, leaves):
+            a = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
+            found = _root_plain(so, fun, x0.reshape(-1), shape, a, known, jac, pick,
+                                dict(method=method, tol=tol, callback=callback,
+                                     options=options))
+            if traced:
+                _warn_unless_converged(found, "root")
+            return found.x, found
+        return solve
+
+    if not _traced(x0, args):
+        shape = np.shape(x0)
+        found = solve_of(shape, None)(np.asarray(x0, dtype=np.float64), None)[1]
+        found.x = found.x.reshape(shape)
+        return found
+
+    def condition_of(shape, tree):
+        n = math.prod(shape)
+
+        def condition(x, *leaves):
+            out = system(x, unflatten(tree, leaves), shape)
+            if out.shape != (n,):
+                raise ValueError(f"root: fun returned {out.shape[0]} equations for {n} "
+                                 "unknowns; a differentiable root needs as many as unknowns")
+            return out
+        return condition
+
+    x, prim, shape, tree, leaves = _solution(
+        "root", _name(fun), x0, args, condition_of, lambda shape, tree: solve_of(shape, tree, True))
+    found = _result(so.OptimizeResult, prim.result)
+    found.x = x
+    out = fun(x, *unflatten(tree, leaves))
+    found.fun = wnp.asarray(out[0] if pick else out)
+    return found
+
+
+def _root_plain(so, fun, x0, shape, args, method, jac, pick, kwargs):
+    from ..api import jacfwd
+    name = getattr(fun, "__name__", "fun")
+
+    def f(x):
+        out = fun(x.reshape(shape), *args)
+        _check_plain(out, "root", name)
+        if pick:
+            return out[0], np.asarray(out[1]).reshape(x.size, -1)
+        return np.reshape(np.asarray(out, dtype=np.float64), -1)
+    f(x0)
+    if jac is None and method in _ROOT_JACOBIAN_METHODS:
+        def flat(x):
+            out = fun(wnp.reshape(x, shape), *args)
+            return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,))
+        jf = jacfwd(flat)
+        try:
+            jf(x0)
+        except Exception as e:                  # noqa: BLE001  (reported, with the way out)
+            raise _undifferentiable("root", name, "Jacobian", e) from e
+        jac = lambda x: np.asarray(jf(x))        # noqa: E731
+    elif callable(jac):
+        user_jac = jac
+
+        def jac(x):                             # noqa: F811
+            return np.asarray(user_jac(x.reshape(shape), *args)).reshape(-1, x.size)
+    elif pick:
+        jac = True
+    return so.root(f, x0, method=kwargs["method"], jac=jac, tol=kwargs["tol"],
+                   callback=kwargs["callback"], options=kwargs["options"])
+
+
+def fixed_point(func, x0, args=(), xtol=1e-08, maxiter=500, method="del2"):
+    """A fixed point ``x = func(x, *args)``: SciPy's `scipy.optimize.fixed_point`, with a
+    differentiable solution.
+
+    Where args holds a traced value, the result is differentiable with respect to it:
+    with F(x, θ) = func(x, θ) - x, dx*/dθ = (I - ∂func/∂x)⁻¹ ∂func/∂θ at the fixed point
+    (1 must not be an eigenvalue of ∂func/∂x there).  SciPy raises RuntimeError where it
+    does not converge, and so does this.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> from wengert.scipy.optimize import fixed_point
+        >>> solve = lambda a: fixed_point(lambda x, a: wnp.cos(a * x), 0.5, args=(a,))
+        >>> x = solve(1.0)                           # the Dottie number, x = cos x
+        >>> print(round(float(x), 6), round(wg.grad(solve)(1.0), 6),
+        ...       round(-x * wnp.sin(x) / (1 + wnp.sin(x)), 6))
+        0.739085 -0.297474 -0.297474
+    """
+    so = _scipy_optimize()
+    args = _as_tuple(args)
+    name = getattr(func, "__name__", "func")
+
+    def solve_of(shape, tree):
+        def solve(x0, leaves):
+            a = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
+
+            def g(x):
+                return np.asarray(_check_plain(func(x.reshape(shape), *a), "fixed_point",
+                                               name), dtype=np.float64).reshape(x.shape)
+            x = so.fixed_point(g, np.reshape(x0, -1), xtol=xtol, maxiter=maxiter,
+                               method=method)
+            return x, None
+        return solve
+
+    if not _traced(x0, args):
+        shape = np.shape(x0)
+        x = solve_of(shape, None)(np.asarray(x0, dtype=np.float64), None)[0]
+        return np.reshape(x, shape)
+
+    def condition_of(shape, tree):
+        def condition(x, *leaves):
+            out = func(wnp.reshape(x, shape), *unflatten(tree, leaves))
+            return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,)) - x
+        return condition
+
+    return _solution("fixed_point", _name(func), x0, args, condition_of, solve_of)[0]
+
+
+# --------------------------------------------------------------------------------------
+# scalar roots
+# --------------------------------------------------------------------------------------
+def brentq(f, a, b, args=(), xtol=2e-12, rtol=8.881784197001252e-16, maxiter=100,
+           full_output=False, disp=True):
+    """A root of ``f(x, *args)`` in the bracket [a, b]: SciPy's `scipy.optimize.brentq`,
+    with a differentiable root.
+
+    Where args holds a traced value, the root is differentiable with respect to it:
+    dx*/dθ = -(∂f/∂θ) / f'(x*) (a simple root: f' ≠ 0).  The bracket gets no derivative
+    (a root strictly inside it does not move with it).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy.optimize import brentq
+        >>> cube_root = lambda c: brentq(lambda x, c: x ** 3 - c, 0.0, 4.0, args=(c,))
+        >>> print(round(cube_root(2.0), 6), round(wg.grad(cube_root)(2.0), 6),
+        ...       round(2.0 ** (-2 / 3) / 3, 6))       # d/dc c^(1/3)
+        1.259921 0.209987 0.209987
+    """
+    so = _scipy_optimize()
+    args = _as_tuple(args)
+    name = getattr(f, "__name__", "f")
+    bracket = [_value_of(a, "brentq", "a"), _value_of(b, "brentq", "b")]
+
+    def solve(x0, leaves, tree=None):
+        a_ = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
+
+        def g(x):
+            return float(_check_plain(f(x, *a_), "brentq", name))
+        found = so.brentq(g, *bracket, xtol=xtol, rtol=rtol, maxiter=maxiter,
+                          full_output=True, disp=disp)
+        return np.array([found[0]]), found[1]
+
+    if not _traced(args):
+        x, r = solve(None, None)
+        return (float(x[0]), r) if full_output else float(x[0])
+    x, prim = _scalar_solution("brentq", f, 0.5 * (bracket[0] + bracket[1]), args,
+                               lambda shape, tree: lambda x0, leaves: solve(x0, leaves, tree),
+                               name)
+    return (x, prim.result) if full_output else x
+
+
+def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None, x0=None,
+                x1=None, xtol=None, rtol=None, maxiter=None, options=None):
+    """A root of ``f(x, *args)``: SciPy's `scipy.optimize.root_scalar`, with exact
+    derivatives and a differentiable root.
+
+    Where the method is newton or halley (or none is named and x0 is given without x1 or
+    a bracket, which SciPy solves by newton) and you give no fprime (fprime2), they are
+    wengert's, exact; SciPy would fall back to the secant method.  Where args holds a
+    traced value, ``result.root`` is differentiable with respect to it: dx*/dθ =
+    -(∂f/∂θ) / f'(x*) at a simple root.  A solve that did not converge warns.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> from wengert.scipy.optimize import root_scalar
+        >>> kepler = lambda E, M, e: E - e * wnp.sin(E) - M     # Kepler's equation
+        >>> anomaly = lambda M: root_scalar(kepler, args=(M, 0.3), x0=M).root
+        >>> E = anomaly(1.0)
+        >>> print(round(E, 6), round(wg.grad(anomaly)(1.0), 6), round(1 / (1 - 0.3 * wnp.cos(E)), 6))
+        1.288091 1.091329 1.091329
+    """
+    so = _scipy_optimize()
+    args = _as_tuple(args)
+    name = getattr(f, "__name__", "f")
+    if bracket is not None:
+        bracket = [_value_of(v, "root_scalar", "bracket") for v in bracket]
+    x0 = None if x0 is None else _value_of(x0, "root_scalar", "x0")
+    x1 = None if x1 is None else _value_of(x1, "root_scalar", "x1")
+    chosen = method.lower() if isinstance(method, str) else method
+    if chosen is None and bracket is None and x0 is not None and x1 is None:
+        chosen = "halley" if fprime2 is not None else "newton"
+
+    pick = fprime is True or fprime2 is True      # f returns (f, f'[, f'']) itself
+
+    def solve(start, leaves, tree=None):
+        a = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
+
+        def g(x):
+            out = _check_plain(f(x, *a), "root_scalar", name)
+            return tuple(float(v) for v in out) if pick else float(out)
+        d1, d2 = fprime, fprime2
+        if chosen in ("newton", "halley") and d1 is None:
+            d1 = _derivative(f, a, 1, name)
+        if chosen == "halley" and d2 is None:
+            d2 = _derivative(f, a, 2, name)
+        found = so.root_scalar(g, method=chosen if chosen is not None else method,
+                               bracket=bracket, fprime=d1, fprime2=d2, x0=x0, x1=x1,
+                               xtol=xtol, rtol=rtol, maxiter=maxiter, options=options)
+        if tree is not None and not found.converged:
+            _warn_unless_converged(found, "root_scalar", ok=False)
+        return np.array([found.root]), found
+
+    if not _traced(args):
+        return solve(None, None)[1]
+    start = x0 if x0 is not None else 0.5 * (bracket[0] + bracket[1]) if bracket else 0.0
+    x, prim = _scalar_solution("root_scalar", (lambda x, *a: f(x, *a)[0]) if pick else f,
+                               start, args,
+                               lambda shape, tree: lambda x0, leaves: solve(x0, leaves, tree),
+                               name)
+    found = prim.result
+    if found is None:
+        found = _scipy_optimize().RootResults(root=None, iterations=0, function_calls=0,
+                                              flag=0, method=chosen)
+    else:
+        found = copy.copy(found)          # (SciPy's numbers; the root becomes ours)
+    found.root = x
+    return found
+
+
+def _derivative(f, args, order, name):
+    """The `order`-th derivative of f in x at fixed args, as plain floats."""
+    from ..api import grad
+    d = f
+    for _ in range(order):
+        d = grad(d)
+
+    def call(x, *ignored):                       # (SciPy passes args again: ours are bound)
+        try:
+            return float(d(float(x), *args))
+        except Exception as e:                   # noqa: BLE001  (reported, with the way out)
+            raise _undifferentiable("root_scalar", name, "derivative", e) from e
+    return call
+
+
+def _scalar_solution(who, f, start, args, solve_of, name):
+    """The traced scalar solve: a `Solution` of one unknown, F = f (named `name`)."""
+    def condition_of(shape, tree):
+        def condition(x, *leaves):
+            out = f(x[0], *unflatten(tree, leaves))
+            return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (1,))
+        return condition
+    x, prim, *_ = _solution(who, name, np.array([float(start)]), args, condition_of, solve_of)
+    return x[0], prim
+
+
+def _value_of(v, who, name):
+    """A number that gets no derivative (a bracket, a starting point) as a float."""
+    if type(v) is Node:
+        if v.value is None:
+            from ..errors import ConcretizationError
+            raise ConcretizationError(f"{who}: {name} must be a known number (it is traced "
+                                      "without a value here)")
+        v = v.value
+    return float(v)
+
+
+# --------------------------------------------------------------------------------------
+# least_squares
+# --------------------------------------------------------------------------------------
+def _rho(loss, z):
+    """SciPy's robust losses ρ(z) of z = (r/f_scale)², written with wengert's functions
+    (the condition is the gradient of the cost, ½ f_scale² Σ ρ(z))."""
+    if loss == "linear":
+        return z
+    if loss == "soft_l1":
+        return 2 * (wnp.sqrt(1 + z) - 1)
+    if loss == "huber":
+        return wnp.where(z <= 1, z, 2 * wnp.sqrt(wnp.maximum(z, 1.0)) - 1)
+    if loss == "cauchy":
+        return wnp.log1p(z)
+    if loss == "arctan":
+        return wnp.arctan(z)
+    return loss(z)[0]                             # a callable's first row is ρ (SciPy's)
+
+
+def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", ftol=1e-08,
+                  xtol=1e-08, gtol=1e-08, x_scale=None, loss="linear", f_scale=1.0,
+                  diff_step=None, tr_solver=None, tr_options=None, jac_sparsity=None,
+                  max_nfev=None, verbose=0, args=(), kwargs=None, callback=None):
+    """Nonlinear least squares, min ½ Σ ρ(fᵢ(x)²): SciPy's `scipy.optimize.least_squares`,
+    with an exact Jacobian and a differentiable solution.
+
+    The call and the result are SciPy's, except that ``jac=None`` (the default here) is
+    wengert's exact Jacobian of the residuals (forward or reverse mode, whichever is
+    cheaper for their shape), where SciPy's default is ``"2-point"`` finite differences,
+    which you can still ask for.  Where args (or kwargs) hold a traced value,
+    ``result.x`` is differentiable with respect to it, through the condition that the
+    cost's gradient is zero (with the exact second derivatives of the residuals, not the
+    Gauss–Newton approximation); ``result.fun`` and ``result.cost`` are traced too.  Any
+    of SciPy's losses works, and a callable one if written with `wengert.numpy`.  Bounds
+    are allowed if none holds at the solution (NotImplementedError otherwise).
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> from wengert.scipy.optimize import least_squares
+        >>> t = np.linspace(0.0, 3.0, 20)
+        >>> data = 2.0 * np.exp(-1.3 * t) + 0.01 * np.sin(7 * t)    # "measurements"
+        >>> resid = lambda p, y: p[0] * wnp.exp(-p[1] * t) - y
+        >>> fit = least_squares(resid, [1.0, 1.0], args=(data,))
+        >>> fit.x.round(4).tolist()
+        [2.0038, 1.3018]
+        >>> sens = wg.jacfwd(lambda y: least_squares(resid, [1.0, 1.0], args=(y,)).x)(data)
+        >>> sens.shape                     # how each fitted parameter moves with each datum
+        (2, 20)
+    """
+    so = _scipy_optimize()
+    args = _as_tuple(args)
+    kwargs = {} if kwargs is None else dict(kwargs)
+    name = getattr(fun, "__name__", "fun")
+    options = dict(bounds=bounds, method=method, ftol=ftol, xtol=xtol, gtol=gtol,
+                   x_scale=x_scale, loss=loss, f_scale=f_scale, diff_step=diff_step,
+                   tr_solver=tr_solver, tr_options=tr_options, jac_sparsity=jac_sparsity,
+                   max_nfev=max_nfev, verbose=verbose, callback=callback)
+    if x_scale is None:
+        del options["x_scale"]             # (SciPy's own default, which changed in 1.16)
+
+    def residuals(x, a, kw, shape):
+        out = fun(wnp.reshape(x, shape), *a, **kw)
+        return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,))
+
+    def solve_of(shape, tree, traced=False):
+        def solve(x0, leaves):
+            a, kw = unflatten(tree, _plain_leaves(leaves)) if tree is not None else \
+                (args, kwargs)
+            found = _least_squares_plain(so, fun, np.reshape(x0, -1), shape, a, kw, jac,
+                                         name, options)
+            if traced:
+                _check_bounds(_pairs(bounds, found.x.size), found.x, "least_squares")
+                _warn_unless_converged(found, "least_squares")
+            return found.x, found
+        return solve
+
+    if not _traced(x0, args, kwargs):
+        shape = np.shape(x0)
+        found = solve_of(shape, None)(np.asarray(x0, dtype=np.float64), None)[1]
+        found.x = found.x.reshape(shape)
+        return found
+    if not (callable(loss) or loss in ("linear", "soft_l1", "huber", "cauchy", "arctan")):
+        raise ValueError(f"least_squares: loss must be one of 'linear', 'soft_l1', 'huber', "
+                         f"'cauchy', 'arctan' or a callable, got {loss!r}")
+    scale2 = float(f_scale) ** 2
+
+    def cost(x, a, kw, shape):
+        r = residuals(x, a, kw, shape)
+        return 0.5 * scale2 * wnp.sum(_rho(loss, r * r / scale2))
+
+    def condition_of(shape, tree):
+        from ..api import grad
+
+        def condition(x, *leaves):
+            a, kw = unflatten(tree, leaves)
+            return grad(lambda x: cost(x, a, kw, shape))(x)
+        return condition
+
+    x, prim, shape, tree, leaves = _solution(
+        "least_squares", _name(fun), x0, (args, kwargs), condition_of,
+        lambda shape, tree: solve_of(shape, tree, True))
+    a, kw = unflatten(tree, leaves)
+    found = _result(so.OptimizeResult, prim.result)
+    found.x = x
+    found.fun = residuals(x, a, kw, shape)
+    found.cost = cost(x, a, kw, shape)
+    return found
+
+
+def _pairs(bounds, n):
+    """least_squares' (lb, ub) as minimize's Bounds, or None if unbounded."""
+    so = _scipy_optimize()
+    if isinstance(bounds, so.Bounds):
+        return bounds
+    lb, ub = bounds
+    if np.all(np.isneginf(lb)) and np.all(np.isposinf(ub)):
+        return None
+    return so.Bounds(np.broadcast_to(lb, (n,)), np.broadcast_to(ub, (n,)))
+
+
+def _least_squares_plain(so, fun, x0, shape, args, kwargs, jac, name, options):
+    from ..api import jacfwd, jacrev
+
+    def f(x):
+        out = _check_plain(fun(x.reshape(shape), *args, **kwargs), "least_squares", name)
+        return np.reshape(np.asarray(out, dtype=np.float64), -1)
+    m = f(x0).size
+    if jac is None:
+        def flat(x):
+            out = fun(wnp.reshape(x, shape), *args, **kwargs)
+            return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,))
+        jf = (jacfwd if x0.size <= m else jacrev)(flat)
+        try:
+            jf(x0)
+        except Exception as e:                  # noqa: BLE001  (reported, with the way out)
+            raise _undifferentiable("least_squares", name, "Jacobian", e) from e
+        jac = lambda x: np.asarray(jf(x)).reshape(m, x.size)     # noqa: E731
+    elif callable(jac):
+        user_jac = jac
+
+        def jac(x):                             # noqa: F811
+            return user_jac(x.reshape(shape), *args, **kwargs)
+    return so.least_squares(f, x0, jac=jac, **options)
