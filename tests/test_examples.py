@@ -85,3 +85,13 @@ def test_lotka_volterra_fit_recovers_the_rates(capsys):
               / (2 * eps) for e in eye]
         np.testing.assert_allclose(wg.grad(example.loss)(theta, observed), fd, rtol=1e-5,
                                    atol=1e-7)
+
+
+def test_tuned_penalties_beat_one_shared_penalty(capsys):
+    pytest.importorskip("scipy")
+    result = load("tune_penalties").main()
+    assert result["tuned"] < 0.5 * result["shared"], result
+    # the gradient through the fit that the tuning stood on, against central differences
+    assert abs(result["implicit"] - result["differences"]) < 1e-6 * (1 + abs(result["implicit"]))
+    out = capsys.readouterr().out
+    assert "penalties tuned by gradient" in out and "step  60" in out
