@@ -491,14 +491,19 @@ def _(g, a, ans, **p):
 # U = V⁻ᴴ (= B V for type 2, B⁻¹ V for type 3, and AB V = VΛ, VᴴB A = ΛVᴴ), their P is
 #     type 2:  P = Uᴴ dA U + Λ Vᴴ dB V,   diagonal term -½ diag(Vᴴ dB V)
 #     type 3:  P = Vᴴ dA V + Uᴴ dB U Λ,   diagonal term +½ diag(Uᴴ dB U)
-# so each type is P = Xᴴ dA X + σ(Yᴴ dB Y) with its diagonal term ±½ diag(Yᴴ dB Y), and the
-# cotangents are the adjoints of that (for a cotangent V̄, M = F ∘ (Vᴴ V̄) + diag(λ̄)):
-#     Ā = X M Xᴴ,   B̄ = Y σ*(M) Yᴴ ∓ ½ Y diag(d) Yᴴ,   d_j = Re (Vᴴ V̄)_jj
-# with σ(Q) = -QΛ, ΛQ, QΛ for types 1, 2, 3 (σ* the same, as Λ is real and diagonal).  With
-# subset_by_index the rows of P (and of M) run over every eigenpair, its columns over the
-# wanted ones, as eigh's do.  Complex matrices: each ᵀ a ᴴ, and the VJPs the adjoints of
-# conjugated cotangents conjugated back, as wengert.primitives.linalg's eigh's are; every
-# change dA, dB counts as its Hermitian part (both are read from one triangle).
+# So every type has P = Xᴴ dA X + σ(Yᴴ dB Y) and the diagonal term c·½ diag(Yᴴ dB Y), with
+#     type 1:  X = Y = V,        σ(Q) = -QΛ,  c = -1
+#     type 2:  X = U, Y = V,     σ(Q) = ΛQ,   c = -1
+#     type 3:  X = V, Y = U,     σ(Q) = QΛ,   c = +1
+# and the cotangents are the adjoints of that: for cotangents λ̄ and V̄,
+#     M = F ∘ (Vᴴ V̄) + diag(λ̄),  Ā = X M Xᴴ,  B̄ = Y σ(M) Yᴴ + c·½ Y diag(d) Yᴴ,
+#     d_j = Re (Vᴴ V̄)_jj
+# (σ is its own adjoint: Λ is real and diagonal).  With subset_by_index the rows of P and
+# of M run over every eigenpair (the left factors X, Y, V above are every eigenvector), its
+# columns over the wanted ones, as eigh's do.  Complex matrices: each ᵀ a ᴴ, and the VJPs
+# the adjoints of conjugated cotangents conjugated back, as wengert.primitives.linalg's
+# eigh's are; every change dA, dB counts as its Hermitian part (both are read from one
+# triangle), and the cotangents are Hermitian.
 def _gen_eigh_np(a, b, UPLO="L", driver=None, subset=None, type=1, values_only=False):
     return scipy_linalg().eigh(a, b, lower=UPLO == "L", driver=driver, type=type,
                                check_finite=False, eigvals_only=values_only,
@@ -544,13 +549,14 @@ def _every_pair(a, b, V, w, p):
     `subset` leaves some out."""
     if "subset" not in p:
         return w, V
+    # (by SciPy's default driver: which one computes them does not change the derivative)
     full = {k: v for k, v in p.items() if k in ("UPLO", "type")}
     return gen_eigh_values(a, b, **full), gen_eigh_vectors(a, b, **full)
 
 
 def _sandwiches(a, b, V, Va, p):
-    """((X_all, X), (Y_all, Y)) of P = X_allᴴ dA X + σ(Y_allᴴ dB Y) for the wanted
-    eigenvectors V, V_all every one (see above)."""
+    """((X_all, X), (Y_all, Y)) of P = X_allᴴ dA X + σ(Y_allᴴ dB Y), for the wanted
+    eigenvectors V and every one, V_all (see above: X and Y are V or U)."""
     t = p.get("type", 1)
     if t == 1:
         return (Va, V), (Va, V)
@@ -582,12 +588,17 @@ def _sigma(Q, w_all, w, t):
     return _col(w_all) * Q if t == 2 else Q * _rows(w)
 
 
+def _half_c(t):
+    """c·½ of the diagonal term, which keeps the normalisation."""
+    return 0.5 if t == 3 else -0.5
+
+
 @gen_eigh_values.defjvp
 def _(ts, a, b, ans, values_only=False, **p):
     t = p.get("type", 1)
     X, Y = _wanted_sandwiches(a, b, gen_eigh_vectors(a, b, **p), ans, p)
     dw = None if ts[0] is None else _re_diag(X, _herm(ts[0]))
-    if ts[1] is not None:
+    if ts[1] is not None:                   # (σ(Q)'s diagonal: ∓λ_j Q_jj)
         dwb = (-ans if t == 1 else ans) * _re_diag(Y, _herm(ts[1]))
         dw = dwb if dw is None else dw + dwb
     return dw
@@ -628,7 +639,7 @@ def _(ts, a, b, ans, **p):
         P = Pb if P is None else P + Pb
     dV = matmul(Va, _wanted_columns(L._F(wa), p) * P)
     if ts[1] is not None:
-        dV = dV + ans * _rows((0.5 if t == 3 else -0.5) * _re_diag(Y, dB))
+        dV = dV + ans * _rows(_half_c(t) * _re_diag(Y, dB))
     return dV
 
 
@@ -650,8 +661,8 @@ def _vectors_vjp_b(g, a, b, ans, **p):
     M, wa, w, Va = _vectors_M(g, a, b, ans, p)
     _, (Ya, Y) = _sandwiches(a, b, ans, Va, p)
     d = S.real_part(_sum(_cj(ans) * _cj(g), axis=(len(shape_of(ans)) - 2,), keepdims=False))
-    half = (0.5 if t == 3 else -0.5) * d
-    gb = matmul(Ya, matmul(_sigma(M, wa, w, t), _H(Y))) + matmul(Y * _rows(half), _H(Y))
+    gb = matmul(Ya, matmul(_sigma(M, wa, w, t), _H(Y))) \
+        + matmul(Y * _rows(_half_c(t) * d), _H(Y))
     return sum_to(_cj(_herm(gb)), shape=shape_of(b))
 
 
