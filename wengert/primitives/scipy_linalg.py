@@ -2,8 +2,9 @@
 
 Each primitive is evaluated by SciPy's own function (imported on first use, so wengert
 imports without SciPy), so a traced value is SciPy's; its rules are written with
-primitives, so they differentiate again.  Real matrices only: Graph.apply refuses complex
-ones by name.  Batch dimensions in front of the matrices broadcast as SciPy's do.
+primitives, so they differentiate again.  Real matrices only, but for the generalized
+eigh's (gen_eigh_values, gen_eigh_vectors), whose rules hold for complex Hermitian ones:
+Graph.apply refuses complex ones by name.  Batch dimensions in front of the matrices broadcast as SciPy's do.
 
 Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã or Ãᵀ):
 
@@ -19,6 +20,9 @@ Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã or Ã
                        Ā = Pᵀ L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ
     symmetrize:        the symmetric matrix one triangle of A holds, with the symmetric
                        derivative (dA + dAᵀ)/2 (the convention of cholesky and eigh)
+    eigh(A, B):        A V = B V Λ, Vᵀ B V = I:  dλ_i = v_iᵀ (dA - λ_i dB) v_i,
+                       dV = V (F ∘ (Vᵀ dA V - Vᵀ dB V Λ)) - ½ V diag(Vᵀ dB V)
+                       (types 2 and 3, and the cotangents: at gen_eigh_values below)
 
 Their Taylor rules are in wengert.ad.taylor: solve_triangular's, solve_sylvester's and
 sqrtm's solve the same equations for each coefficient; expm's reads the coefficients off

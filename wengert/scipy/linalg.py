@@ -1,19 +1,20 @@
 """SciPy's `scipy.linalg`, differentiable: triangular and Cholesky solves for Gaussian
 processes, the matrix exponential and square root, Sylvester and Lyapunov equations, LU,
-eigh, inv, det, solve and block_diag.
+eigh (the generalized problem A v = λ B v too), inv, det, solve and block_diag.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records wengert primitives (`wengert.primitives.scipy_linalg`, whose
 values are SciPy's own, and `wengert.primitives.linalg`), differentiable to second order
-and beyond, under `wg.vmap` and `wg.compile` too.  Real matrices only: a complex traced
-matrix is refused by name.  Batches of matrices (leading axes) are taken where SciPy takes
-them.  Where a derivative does not exist or is not implemented (eigh with b, sqrtm of a
+and beyond, under `wg.vmap` and `wg.compile` too.  Real matrices only (but for
+eigh(a, b), which takes complex Hermitian ones too): a complex traced matrix is refused by
+name.  Batches of matrices (leading axes) are taken where SciPy takes them.  Where a
+derivative does not exist or is not implemented (eigh's subset_by_value, sqrtm of a
 singular matrix) the call raises NotImplementedError, never a wrong number.  Functions not
 listed here are SciPy's on plain values and raise NotImplementedError, naming themselves,
 on traced values.
 
-Functions that read one triangle of a symmetric matrix (cholesky, cho_factor, eigh, and
-solve or inv with assume_a='sym' or 'pos') take their values from that triangle, as SciPy
+Functions that read one triangle of a symmetric matrix (cholesky, cho_factor, eigh (a and
+b), and solve or inv with assume_a='sym' or 'pos') take their values from that triangle, as SciPy
 does, and have the symmetric derivative, as `wengert.numpy.linalg.cholesky` and `eigh`
 have: a change in A_ij counts half in A_ij and half in A_ji.
 
