@@ -139,6 +139,22 @@ CASES = {
     "eigvalsh subset": (lambda la, a: la.eigvalsh(a + T(a), subset_by_index=(0, 1)),
                         [r(3, 3)]),
     "eigvalsh batched": (lambda la, a: la.eigvalsh(a + T(a)), [r(2, 3, 3)]),
+    # the generalized problem A v = λ B v (tests/test_generalized_eigh.py has the rest)
+    "eigh generalized": (lambda la, a, b: la.eigh(a + T(a), spd(b))[1] ** 2,
+                         [r(3, 3), r(3, 3)]),
+    "eigh generalized values": (lambda la, a, b: la.eigh(a + T(a), spd(b))[0],
+                                [r(3, 3), r(3, 3)]),
+    "eigh generalized upper type 2": (
+        lambda la, a, b: la.eigh(a + T(a), spd(b), lower=False, type=2)[1] ** 2,
+        [r(3, 3), r(3, 3)]),
+    "eigh generalized type 3 subset": (
+        lambda la, a, b: la.eigh(a + T(a), spd(b), type=3, subset_by_index=[1, 2])[1] ** 2,
+        [r(4, 4), r(4, 4)]),
+    "eigh generalized batched b": (lambda la, a, b: la.eigh(a + T(a), spd(b))[1] ** 2,
+                                   [r(3, 3), r(2, 3, 3)]),
+    "eigvalsh generalized subset": (
+        lambda la, a, b: la.eigvalsh(a + T(a), spd(b), subset_by_index=(0, 1)),
+        [r(3, 3), r(3, 3)]),
     "block_diag": (lambda la, a, b: la.block_diag(a, b, 2.0), [r(2, 2), r(3)]),
     "block_diag batched": (lambda la, a, b: la.block_diag(a, b), [r(2, 2, 2), r(1, 3)]),
     "sqrtm": (lambda la, a: la.sqrtm(spd(a)), [r(3, 3)]),
@@ -360,6 +376,14 @@ VMAP = {
     "eigh": (lambda a: linalg.eigh(a + T(a))[1] ** 2, [r(4, 3, 3)]),
     "eigh subset": (lambda a: linalg.eigh(a + T(a), subset_by_index=[0, 1])[1] ** 2,
                     [r(4, 3, 3)]),
+    "eigh generalized": (lambda a, b: linalg.eigh(a + T(a), spd(b))[1] ** 2,
+                         [r(4, 3, 3), r(4, 3, 3)]),
+    # (one mass matrix for a batch of stiffnesses; one stack of them, each example's
+    # eigenvalues a stack too)
+    "eigvalsh generalized shared b": (lambda a: linalg.eigvalsh(a + T(a), spd(_A)),
+                                      [r(4, 3, 3)]),
+    "eigvalsh generalized shared stack": (lambda a: linalg.eigvalsh(a + T(a), spd(_A2)),
+                                          [r(4, 3, 3)]),
     "sqrtm": (lambda a: linalg.sqrtm(spd(a)), [r(4, 3, 3)]),
     "inv sym": (lambda a: linalg.inv(a + T(a), assume_a="sym"), [well(3, 4)]),
     "block_diag": (lambda a, b: linalg.block_diag(a, b), [r(4, 2, 2), r(4, 3)]),
@@ -385,7 +409,8 @@ def test_vmap_matches_a_loop_without_looping(name, loops):
 
 
 @pytest.mark.parametrize("name", ["solve_triangular", "cho_solve", "expm", "solve_sylvester",
-                                  "lu_solve", "eigh", "sqrtm", "inv sym", "block_diag"])
+                                  "lu_solve", "eigh", "eigh generalized", "sqrtm", "inv sym",
+                                  "block_diag"])
 def test_compile_matches_eager(name):
     f, args = VMAP[name]
     first = [x[0] for x in args]
@@ -483,6 +508,15 @@ def _traced(f, *args):
     (lambda a: linalg.eigh(a), [r(2, 3)], ValueError, 'expected square "a" matrix'),
     (lambda a: linalg.eigh(a, subset_by_index=[2, 1]), [r(3, 3)], ValueError,
      "eigenvalue indices are not valid"),
+    (lambda a, b: linalg.eigh(a, b), [r(3, 3), r(3, 2)], ValueError,
+     'expected square "b" matrix'),
+    (lambda a, b: linalg.eigh(a, b), [r(3, 3), r(2, 2)], ValueError,
+     r"wrong b dimensions \(2, 2\), should be \(3, 3\) \(a has shape \(3, 3\), b has "
+     r"shape \(2, 2\)\)"),
+    (lambda a, b: linalg.eigh(a, b), [r(2, 3, 3), r(4, 3, 3)], ValueError,
+     r"shapes \(2, 3, 3\) and \(4, 3, 3\) cannot be broadcast"),
+    (lambda a, b: linalg.eigh(a, b, type=4), [r(3, 3), r(3, 3)], ValueError,
+     '"type" keyword only accepts 1, 2, and 3'),
 ])
 def test_clear_errors_on_traced_values(call, args, error, match):
     with pytest.raises(error, match=match):
@@ -491,12 +525,10 @@ def test_clear_errors_on_traced_values(call, args, error, match):
 
 def test_what_has_no_derivative_is_refused_by_name():
     a = spd(r(3, 3))
-    with pytest.raises(NotImplementedError, match=r"eigh\(a, b\).*generalized"):
-        wg.grad(lambda a: wnp.sum(linalg.eigh(a, np.eye(3))[0]))(a)
     with pytest.raises(NotImplementedError, match="subset_by_value"):
         wg.grad(lambda a: wnp.sum(linalg.eigh(a, subset_by_value=(0, 9))[0]))(a)
-    with pytest.raises(NotImplementedError, match="eigh"):
-        wg.grad(lambda a: wnp.sum(linalg.eigvalsh(a, a)))(a)
+    with pytest.raises(NotImplementedError, match="subset_by_value"):
+        wg.grad(lambda a: wnp.sum(linalg.eigvalsh(a, a, subset_by_value=(0, 9))))(a)
     with pytest.raises(NotImplementedError, match="disp=False"):
         wg.grad(lambda a: wnp.sum(linalg.sqrtm(a, disp=False)[0]))(a)
     # SciPy's functions without a rule: SciPy's on plain values, refused on traced ones
@@ -587,6 +619,8 @@ def test_not_positive_definite_raises_linalgerror_on_traced_values():
         wg.grad(lambda a: wnp.sum(linalg.cholesky(a)))(-np.eye(2))
     with pytest.raises(np.linalg.LinAlgError):
         wg.grad(lambda a: wnp.sum(linalg.solve(a, np.ones(2), assume_a="pos")))(-np.eye(2))
+    with pytest.raises(np.linalg.LinAlgError):
+        wg.grad(lambda b: wnp.sum(linalg.eigh(np.eye(2), b)[0]))(-np.eye(2))
 
 
 def test_import_without_scipy_says_how_to_install(monkeypatch):

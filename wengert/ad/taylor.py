@@ -624,7 +624,8 @@ def by_decomposition(op):
 FIRST_ORDER_ONLY = frozenset({A.prod, A.cumprod, L.det, L.cofactor, L.logabsdet, L.logdet,
                               L.cholesky, L.eigvalsh, L.eigvecsh, L.eigvals, L.eigvecs,
                               L.svdvals, L.svd_u, L.svd_vh, L.qr_q, L.qr_r,
-                              SL.lu_factor, SL.eigh_values, SL.eigh_vectors})
+                              SL.lu_factor, SL.eigh_values, SL.eigh_vectors,
+                              SL.gen_eigh_values, SL.gen_eigh_vectors})
 
 
 def _constant_series(xs, ans, order, **params):

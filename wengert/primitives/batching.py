@@ -210,9 +210,10 @@ def _stacked_pair(args, mapped, node):
 
 def _broadcast_stacks(args, mapped, node):
     """Matrix functions of several stacks of matrices whose batch dimensions broadcast
-    (solve_sylvester): each batched argument gets ones after its batch axis, up to the
-    result's rank, as an elementwise primitive's do."""
-    rank = len(node.shape)
+    (solve_sylvester, the generalized eigh): each batched argument gets ones after its
+    batch axis, up to the highest rank of one example's arguments, as an elementwise
+    primitive's do (not the result's rank: the eigenvalues have one axis less)."""
+    rank = max(len(x.shape) for x in node.args)
     return node.op(*[lift_rank(a, m, rank) for a, m in zip(args, mapped)], **node.params)
 
 
@@ -426,7 +427,8 @@ def _declare():
                  "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r", "expm", "sqrtm",
                  "lu_factor", "lu_pivots", "symmetrize", "eigh_values", "eigh_vectors"):
         REGISTRY[name].defbatch(_same_call)
-    SL.solve_sylvester.defbatch(_broadcast_stacks)
+    for prim in (SL.solve_sylvester, SL.gen_eigh_values, SL.gen_eigh_vectors):
+        prim.defbatch(_broadcast_stacks)
     SL.solve_triangular.defbatch(_solve_triangular)
     SL.lu_swap_rows.defbatch(_swap_rows)
     REGISTRY["tril"].defbatch(_matrices)

@@ -285,23 +285,29 @@ class _Factorizations(threading.local):
     factorized the same way.  One set per thread."""
 
     def __init__(self):
-        self.entries = {}               # (kind, params) -> (weakref to a, copy of a, factors)
+        self.entries = {}       # (kind, params) -> (weakrefs to the matrices, their copies,
+        #                         factors)
 
-    def of(self, kind, factorize, a, *params):
-        """factorize(a, *params), computed once per matrix (see the class)."""
+    def of(self, kind, factorize, a, *params, b=None):
+        """factorize(a, *params), computed once per matrix (see the class); with `b`, the
+        second matrix of a pair (the generalized eigenproblem's), factorize(a, b, *params),
+        once per pair, both compared as `a` is."""
         key = (kind, params)
+        arrays = (a,) if b is None else (a, b)
         entry = self.entries.get(key)
-        if entry is not None and entry[0]() is a and np.array_equal(entry[1], a):
+        if entry is not None and all(ref() is x and np.array_equal(copy, x)
+                                     for ref, copy, x in zip(entry[0], entry[1], arrays)):
             return entry[2]
-        factors = factorize(a, *params)
-        if type(a) is np.ndarray:
-            self.entries[key] = (weakref.ref(a, lambda ref: self._forget(key, ref)),
-                                 a.copy(), factors)
+        factors = factorize(*arrays, *params)
+        if all(type(x) is np.ndarray for x in arrays):
+            forget = lambda ref: self._forget(key, ref)
+            self.entries[key] = (tuple(weakref.ref(x, forget) for x in arrays),
+                                 tuple(x.copy() for x in arrays), factors)
         return factors
 
     def _forget(self, key, ref):
         entry = self.entries.get(key)
-        if entry is not None and entry[0] is ref:
+        if entry is not None and any(r is ref for r in entry[0]):
             del self.entries[key]
 
 

@@ -2,8 +2,9 @@
 
 Each primitive is evaluated by SciPy's own function (imported on first use, so wengert
 imports without SciPy), so a traced value is SciPy's; its rules are written with
-primitives, so they differentiate again.  Real matrices only: Graph.apply refuses complex
-ones by name.  Batch dimensions in front of the matrices broadcast as SciPy's do.
+primitives, so they differentiate again.  Real matrices only, but for the generalized
+eigh's (gen_eigh_values, gen_eigh_vectors), whose rules hold for complex Hermitian ones:
+Graph.apply refuses complex ones by name.  Batch dimensions in front of the matrices broadcast as SciPy's do.
 
 Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã or Ãᵀ):
 
@@ -19,6 +20,9 @@ Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã or Ã
                        Ā = Pᵀ L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ
     symmetrize:        the symmetric matrix one triangle of A holds, with the symmetric
                        derivative (dA + dAᵀ)/2 (the convention of cholesky and eigh)
+    eigh(A, B):        A V = B V Λ, Vᵀ B V = I:  dλ_i = v_iᵀ (dA - λ_i dB) v_i,
+                       dV = V (F ∘ (Vᵀ dA V - Vᵀ dB V Λ)) - ½ V diag(Vᵀ dB V)
+                       (types 2 and 3, and the cotangents: at gen_eigh_values below)
 
 Their Taylor rules are in wengert.ad.taylor: solve_triangular's, solve_sylvester's and
 sqrtm's solve the same equations for each coefficient; expm's reads the coefficients off
@@ -28,13 +32,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import defprimitive, float_dtype, shape_of
+from .registry import defprimitive, float_dtype, real_dtype, shape_of
 from .array import (matmul, tril, reshape, concatenate, getitem, zeros_like,
                     dtype_of, sum as _sum)
 from .shape import sum_to
-from . import linalg as L
-# (the transpose, and the symmetric part, which is the Hermitian part of a real matrix)
-from .linalg import _T, _herm as _sym
+from . import linalg as L, scalar as S
+# (the transpose, and the symmetric part, which is the Hermitian part of a real matrix;
+# the conjugate transpose, the conjugate and the Hermitian part, for complex matrices)
+from .linalg import _T, _herm as _sym, _H, _cj, _herm
 from .special import INSTALL_HINT
 
 
@@ -464,7 +469,214 @@ def _(g, a, ans, **p):
     return (_sym(matmul(V, matmul(F * matmul(_T(V), g), _T(ans)))),)
 
 
+
+# ---- the generalized problem A v = λ B v ---------------------------------------------------
+# scipy.linalg.eigh(a, b): B positive definite, the eigenvectors B-normalised (Vᴴ B V = I).
+# Two primitives again, gen_eigh_values(a, b) and gen_eigh_vectors(a, b), evaluated by
+# SciPy (LAPACK's sygvd/hegvd by default), with eigh's parameters and `type` (absent for
+# SciPy's default 1): type 2 is A B v = λ v, type 3 B A v = λ v.
+#
+# Why primitives, and not SciPy's own reduction (B = L Lᴴ, the standard eigh of
+# L⁻¹ A L⁻ᴴ, V = L⁻ᴴ W) written with wengert's cholesky, solve_triangular and eigh, which
+# would differentiate by itself: that composition's values agree with SciPy's only to
+# rounding, and its eigenvectors have the other sign about half the time (measured on
+# random problems: 38 of 100 at n = 5, 984 of 2000 at n = 100), so SciPy's values would
+# take a second SciPy call to fix the signs.  Here SciPy's result is the value, from one
+# call, and the rules need neither L nor B: only the eigenpairs.
+#
+# The derivatives (type 1, distinct eigenvalues).  With dV = V C, differentiating
+# A V = B V Λ and Vᴴ B V = I gives  P := Vᴴ dA V - Vᴴ dB V Λ = CΛ - ΛC + dΛ  and
+# C + Cᴴ = -Vᴴ dB V.  So dλ = diag(P), C = F ∘ P off the diagonal (F_ij = 1/(λ_j - λ_i)),
+# and C's diagonal is -½ diag(Vᴴ dB V), the normalisation's (its imaginary part, a turn of
+# the eigenvector's free phase, is taken 0: the derivative keeps vᴴ B dv real):
+#     dλ_j = v_jᴴ (dA - λ_j dB) v_j,        dV = V (F ∘ P) - ½ V diag(Vᴴ dB V).
+# Types 2 and 3 are type 1 of another pair with the same eigenpairs and normalisation:
+# A B v = λ v is (B A B) v = λ B v, and B A v = λ v is A v = λ B⁻¹ v.  Written with
+# U = V⁻ᴴ (= B V for type 2, B⁻¹ V for type 3, and AB V = VΛ, VᴴB A = ΛVᴴ), their P is
+#     type 2:  P = Uᴴ dA U + Λ Vᴴ dB V,   diagonal term -½ diag(Vᴴ dB V)
+#     type 3:  P = Vᴴ dA V + Uᴴ dB U Λ,   diagonal term +½ diag(Uᴴ dB U)
+# So every type has P = Xᴴ dA X + σ(Yᴴ dB Y) and the diagonal term c·½ diag(Yᴴ dB Y), with
+#     type 1:  X = Y = V,        σ(Q) = -QΛ,  c = -1
+#     type 2:  X = U, Y = V,     σ(Q) = ΛQ,   c = -1
+#     type 3:  X = V, Y = U,     σ(Q) = QΛ,   c = +1
+# and the cotangents are the adjoints of that: for cotangents λ̄ and V̄,
+#     M = F ∘ (Vᴴ V̄) + diag(λ̄),  Ā = X M Xᴴ,  B̄ = Y σ(M) Yᴴ + c·½ Y diag(d) Yᴴ,
+#     d_j = Re (Vᴴ V̄)_jj
+# (σ is its own adjoint: Λ is real and diagonal).  With subset_by_index the rows of P and
+# of M run over every eigenpair (the left factors X, Y, V above are every eigenvector), its
+# columns over the wanted ones, as eigh's do.  Complex matrices: each ᵀ a ᴴ, and the VJPs
+# the adjoints of conjugated cotangents conjugated back, as wengert.primitives.linalg's
+# eigh's are; every change dA, dB counts as its Hermitian part (both are read from one
+# triangle), and the cotangents are Hermitian.
+def _gen_eigh_np(a, b, UPLO="L", driver=None, subset=None, type=1, values_only=False):
+    return scipy_linalg().eigh(a, b, lower=UPLO == "L", driver=driver, type=type,
+                               check_finite=False, eigvals_only=values_only,
+                               subset_by_index=None if subset is None else list(subset))
+
+
+def _gen_eigh_values_np(a, b, values_only=False, **p):
+    if values_only:
+        return L._factorizations.of("scipy_gen_eigvalsh", lambda a, b, *k: _gen_eigh_np(
+            a, b, **dict(k), values_only=True), a, *sorted(p.items()), b=b)
+    return _gen_eigh_vectors_np(a, b, both=True, **p)[0]
+
+
+def _gen_eigh_vectors_np(a, b, both=False, **p):
+    wv = L._factorizations.of("scipy_gen_eigh", lambda a, b, *k: _gen_eigh_np(
+        a, b, **dict(k)), a, *sorted(p.items()), b=b)
+    return wv if both else wv[1]
+
+
+def _gen_aval(vectors):
+    def aval(args, params):
+        a, b = args[0].shape, args[1].shape
+        batch, k = _batch_of((a, 2), (b, 2)), _count(args, params)
+        dtype = float_dtype(args[0].dtype, args[1].dtype)
+        return (batch + (a[-1], k), dtype) if vectors else (batch + (k,), real_dtype(dtype))
+    return aval
+
+
+gen_eigh_values = _prim(
+    "gen_eigh_values", _gen_eigh_values_np, _gen_aval(False),
+    "gen_eigh_values(a, b): the eigenvalues of A v = λ B v (B positive definite; A, B "
+    "symmetric or Hermitian), ascending, as scipy.linalg.eigh(a, b) gives them, with "
+    "eigh_values' parameters and type=2 (A B v = λ v) or 3 (B A v = λ v).")
+gen_eigh_vectors = _prim(
+    "gen_eigh_vectors", _gen_eigh_vectors_np, _gen_aval(True),
+    "gen_eigh_vectors(a, b): the B-normalised eigenvectors (Vᴴ B V = I) of A v = λ B v, "
+    "as scipy.linalg.eigh(a, b) gives them (LAPACK's signs and phases), with "
+    "gen_eigh_values' parameters.")
+
+
+def _every_pair(a, b, V, w, p):
+    """(every eigenvalue, every eigenvector): the wanted ones w and V themselves unless
+    `subset` leaves some out."""
+    if "subset" not in p:
+        return w, V
+    # (by SciPy's default driver: which one computes them does not change the derivative)
+    full = {k: v for k, v in p.items() if k in ("UPLO", "type")}
+    return gen_eigh_values(a, b, **full), gen_eigh_vectors(a, b, **full)
+
+
+def _sandwiches(a, b, V, Va, p):
+    """((X_all, X), (Y_all, Y)) of P = X_allᴴ dA X + σ(Y_allᴴ dB Y), for the wanted
+    eigenvectors V and every one, V_all (see above: X and Y are V or U)."""
+    t = p.get("type", 1)
+    if t == 1:
+        return (Va, V), (Va, V)
+    Ua = _H(L.inv(Va))                  # U = V⁻ᴴ, B V (type 2) or B⁻¹ V (type 3)
+    # (a subset's U: Ua's columns for it, with V's signs, which U_allᴴ V = V_all⁻¹ V holds)
+    U = matmul(Ua, matmul(_H(Ua), V)) if "subset" in p else Ua
+    return ((Ua, U), (Va, V)) if t == 2 else ((Va, V), (Ua, U))
+
+
+def _wanted_sandwiches(a, b, V, w, p):
+    """(X, Y) of `_sandwiches`, the wanted columns only: every eigenpair is needed only for
+    U of a subset."""
+    if p.get("type", 1) == 1:
+        return V, V
+    (_, X), (_, Y) = _sandwiches(a, b, V, _every_pair(a, b, V, w, p)[1], p)
+    return X, Y
+
+
+def _re_diag(Z, M):
+    """Re diag(Zᴴ M Z), without forming the k×k product."""
+    return S.real_part(_sum(_cj(Z) * matmul(M, Z), axis=(len(shape_of(Z)) - 2,),
+                            keepdims=False))
+
+
+def _sigma(Q, w_all, w, t):
+    """The dB term's σ(Q) (and its adjoint, the same map): -QΛ, Λ_all Q or QΛ."""
+    if t == 1:
+        return -(Q * _rows(w))
+    return _col(w_all) * Q if t == 2 else Q * _rows(w)
+
+
+def _half_c(t):
+    """c·½ of the diagonal term, which keeps the normalisation."""
+    return 0.5 if t == 3 else -0.5
+
+
+@gen_eigh_values.defjvp
+def _(ts, a, b, ans, values_only=False, **p):
+    t = p.get("type", 1)
+    X, Y = _wanted_sandwiches(a, b, gen_eigh_vectors(a, b, **p), ans, p)
+    dw = None if ts[0] is None else _re_diag(X, _herm(ts[0]))
+    if ts[1] is not None:                   # (σ(Q)'s diagonal: ∓λ_j Q_jj)
+        dwb = (-ans if t == 1 else ans) * _re_diag(Y, _herm(ts[1]))
+        dw = dwb if dw is None else dw + dwb
+    return dw
+
+
+def _values_vjp_a(g, a, b, ans, values_only=False, **p):
+    X, _ = _wanted_sandwiches(a, b, gen_eigh_vectors(a, b, **p), ans, p)
+    return sum_to(_cj(matmul(X * _rows(g), _H(X))), shape=shape_of(a))
+
+
+def _values_vjp_b(g, a, b, ans, values_only=False, **p):
+    t = p.get("type", 1)
+    _, Y = _wanted_sandwiches(a, b, gen_eigh_vectors(a, b, **p), ans, p)
+    gw = g * (-ans if t == 1 else ans)
+    return sum_to(_cj(matmul(Y * _rows(gw), _H(Y))), shape=shape_of(b))
+
+
+gen_eigh_values.defvjp(_values_vjp_a, _values_vjp_b)
+
+
+def _wanted_columns(F, p):
+    if "subset" not in p:
+        return F
+    lo, hi = p["subset"]
+    return getitem(F, index=(Ellipsis, ("slice", lo, hi + 1, None)))
+
+
+@gen_eigh_vectors.defjvp
+def _(ts, a, b, ans, **p):
+    t = p.get("type", 1)
+    w = gen_eigh_values(a, b, **p)
+    wa, Va = _every_pair(a, b, ans, w, p)
+    (Xa, X), (Ya, Y) = _sandwiches(a, b, ans, Va, p)
+    P = None if ts[0] is None else matmul(_H(Xa), matmul(_herm(ts[0]), X))
+    if ts[1] is not None:
+        dB = _herm(ts[1])
+        Pb = _sigma(matmul(_H(Ya), matmul(dB, Y)), wa, w, t)
+        P = Pb if P is None else P + Pb
+    dV = matmul(Va, _wanted_columns(L._F(wa), p) * P)
+    if ts[1] is not None:
+        dV = dV + ans * _rows(_half_c(t) * _re_diag(Y, dB))
+    return dV
+
+
+def _vectors_M(g, a, b, ans, p):
+    """(M = F ∘ (V_allᴴ V̄) for the conjugated cotangent, λ_all, λ, V_all)."""
+    w = gen_eigh_values(a, b, **p)
+    wa, Va = _every_pair(a, b, ans, w, p)
+    return _wanted_columns(L._F(wa), p) * matmul(_H(Va), _cj(g)), wa, w, Va
+
+
+def _vectors_vjp_a(g, a, b, ans, **p):
+    M, wa, w, Va = _vectors_M(g, a, b, ans, p)
+    (Xa, X), _ = _sandwiches(a, b, ans, Va, p)
+    return sum_to(_cj(_herm(matmul(Xa, matmul(M, _H(X))))), shape=shape_of(a))
+
+
+def _vectors_vjp_b(g, a, b, ans, **p):
+    t = p.get("type", 1)
+    M, wa, w, Va = _vectors_M(g, a, b, ans, p)
+    _, (Ya, Y) = _sandwiches(a, b, ans, Va, p)
+    d = S.real_part(_sum(_cj(ans) * _cj(g), axis=(len(shape_of(ans)) - 2,), keepdims=False))
+    gb = matmul(Ya, matmul(_sigma(M, wa, w, t), _H(Y))) \
+        + matmul(Y * _rows(_half_c(t) * d), _H(Y))
+    return sum_to(_cj(_herm(gb)), shape=shape_of(b))
+
+
+gen_eigh_vectors.defvjp(_vectors_vjp_a, _vectors_vjp_b)
+
+# (their rules take conjugate transposes: they hold for complex Hermitian matrices too)
+for _p in (gen_eigh_values, gen_eigh_vectors):
+    _p.complex = True
+
 __all__ = ["solve_triangular", "expm", "frechet_expm", "block_upper", "top_block",
            "solve_sylvester", "sqrtm",
            "lu_factor", "lu_pivots", "lu_swap_rows", "symmetrize", "eigh_values",
-           "eigh_vectors", "scipy_linalg"]
+           "eigh_vectors", "gen_eigh_values", "gen_eigh_vectors", "scipy_linalg"]

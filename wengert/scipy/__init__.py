@@ -3,7 +3,8 @@
 multivariate_normal, gamma, beta, poisson, dirichlet), `wengert.scipy.linalg`
 (solve_triangular, cholesky, cho_factor, cho_solve, expm, sqrtm, solve_sylvester,
 solve_continuous_lyapunov, inv, det, solve, lu_factor, lu_solve, eigh, block_diag), for
-Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations; and
+Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations,
+vibration modes (the generalized eigh(a, b)); and
 `wengert.scipy.integrate` (odeint: ODE solutions differentiated by the adjoint method,
 docs/odes.md); and `wengert.scipy.optimize` (minimize, root, root_scalar, brentq,
 fixed_point, least_squares: solvers given exact derivatives, and solutions differentiated

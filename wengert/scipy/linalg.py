@@ -1,19 +1,20 @@
 """SciPy's `scipy.linalg`, differentiable: triangular and Cholesky solves for Gaussian
 processes, the matrix exponential and square root, Sylvester and Lyapunov equations, LU,
-eigh, inv, det, solve and block_diag.
+eigh (the generalized problem A v = λ B v too), inv, det, solve and block_diag.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records wengert primitives (`wengert.primitives.scipy_linalg`, whose
 values are SciPy's own, and `wengert.primitives.linalg`), differentiable to second order
-and beyond, under `wg.vmap` and `wg.compile` too.  Real matrices only: a complex traced
-matrix is refused by name.  Batches of matrices (leading axes) are taken where SciPy takes
-them.  Where a derivative does not exist or is not implemented (eigh with b, sqrtm of a
+and beyond, under `wg.vmap` and `wg.compile` too.  Real matrices only (but for
+eigh(a, b), which takes complex Hermitian ones too): a complex traced matrix is refused by
+name.  Batches of matrices (leading axes) are taken where SciPy takes them.  Where a
+derivative does not exist or is not implemented (eigh's subset_by_value, sqrtm of a
 singular matrix) the call raises NotImplementedError, never a wrong number.  Functions not
 listed here are SciPy's on plain values and raise NotImplementedError, naming themselves,
 on traced values.
 
-Functions that read one triangle of a symmetric matrix (cholesky, cho_factor, eigh, and
-solve or inv with assume_a='sym' or 'pos') take their values from that triangle, as SciPy
+Functions that read one triangle of a symmetric matrix (cholesky, cho_factor, eigh (a and
+b), and solve or inv with assume_a='sym' or 'pos') take their values from that triangle, as SciPy
 does, and have the symmetric derivative, as `wengert.numpy.linalg.cholesky` and `eigh`
 have: a change in A_ij counts half in A_ij and half in A_ji.
 
@@ -575,15 +576,24 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
 @_scipy_unless_traced
 def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, read from the
-    triangle `lower` names: the tuple (w, v), or w alone if `eigvals_only`; with
-    ``subset_by_index=(lo, hi)`` the eigenpairs lo..hi only.  The values are SciPy's
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix A, read from the
+    triangle `lower` names; with `b`, of the generalized problem A v = λ B v, B symmetric
+    (Hermitian) positive definite and read from the same triangle, the eigenvectors
+    B-normalised (Vᴴ B V = I), and with ``type=2`` of A B v = λ v, with ``type=3`` of
+    B A v = λ v (then Vᴴ B⁻¹ V = I).  The tuple (w, v), or w alone if `eigvals_only`;
+    with ``subset_by_index=(lo, hi)`` the eigenpairs lo..hi only.  The values are SciPy's
     (the eigenvectors' signs too, which NumPy's eigh often picks the other way).
 
     Derivatives: the symmetric ones of `wengert.numpy.linalg.eigh`, dw = diag(Vᵀ dA V) and
-    dV = V (F ∘ (Vᵀ dA V)) with F_ij = 1/(w_j - w_i): they assume distinct eigenvalues,
-    and only functions that do not depend on the eigenvectors' signs have meaningful ones.
-    Refused on traced values (NotImplementedError): the generalized problem (`b` given) and
+    dV = V (F ∘ (Vᵀ dA V)) with F_ij = 1/(w_j - w_i); with `b`, in A and in B,
+    dw_i = v_iᵀ (dA - w_i dB) v_i and dV = V (F ∘ (Vᵀ dA V - Vᵀ dB V diag(w)))
+    - ½ V diag(Vᵀ dB V), whose last term keeps Vᵀ B V = I (types 2 and 3: see
+    `wengert.primitives.scipy_linalg`).  They assume distinct eigenvalues, and only
+    functions that do not depend on the eigenvectors' signs have meaningful ones (w, v²,
+    v vᵀ, V f(w) Vᵀ do not: v[0] does).  Real matrices; with `b`, complex Hermitian ones
+    too, whose eigenvectors have a free phase instead of a sign (the derivative keeps
+    vᴴ B dv real), in the convention of docs/complex.md.  A B that is not positive
+    definite raises SciPy's LinAlgError.  Refused on traced values (NotImplementedError):
     ``subset_by_value`` (how many eigenvalues it gives depends on their values).
 
     Example:
@@ -592,11 +602,21 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
         >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
         >>> wg.grad(lambda a: linalg.eigh(a, eigvals_only=True)[1])(a).round(6).tolist()
         [[0.5, 0.5], [0.5, 0.5]]
+
+        Two masses on springs, K v = ω² M v: the squared frequencies and mass-normalised
+        modes, and how the lower frequency² moves with each mass, -ω² v_j²:
+
+        >>> k = np.array([[2.0, -1.0], [-1.0, 1.0]])
+        >>> m = np.array([1.0, 2.0])
+        >>> w, v = linalg.eigh(k, np.diag(m))
+        >>> w.round(6).tolist()                                    # (5 ∓ √17)/4
+        [0.219224, 2.280776]
+        >>> bool(np.allclose(v.T @ np.diag(m) @ v, np.eye(2)))
+        True
+        >>> lowest = lambda m: linalg.eigh(k, wg.numpy.diag(m), eigvals_only=True)[0]
+        >>> bool(np.allclose(wg.grad(lowest)(m), -w[0] * v[:, 0] ** 2))
+        True
     """
-    if b is not None:
-        raise NotImplementedError("scipy.linalg.eigh(a, b) (the generalized eigenvalue "
-                                  "problem) is not supported on traced values: wengert has "
-                                  "no derivative rule for it")
     if subset_by_value is not None:
         raise NotImplementedError("scipy.linalg.eigh(..., subset_by_value=...) is not "
                                   "supported on traced values (how many eigenvalues it gives "
@@ -605,6 +625,10 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     if not _is_square(a):
         raise ValueError('expected square "a" matrix')
     params = {} if lower else {"UPLO": "U"}
+    if b is not None:
+        b = _generalized_input(a, b, type)
+        if type != 1:
+            params["type"] = int(type)
     if driver is not None:
         params["driver"] = driver
     if subset_by_index is not None:
@@ -615,15 +639,34 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
                              f"[0, {n - 1}] and start <= end, but start={lo}, end={hi} is "
                              "given")
         params["subset"] = (lo, hi)
+    if b is not None:
+        if eigvals_only:
+            return _P.gen_eigh_values(a, b, values_only=True, **params)
+        return _P.gen_eigh_values(a, b, **params), _P.gen_eigh_vectors(a, b, **params)
     if eigvals_only:
         return _P.eigh_values(a, values_only=True, **params)
     return _P.eigh_values(a, **params), _P.eigh_vectors(a, **params)
 
 
+def _generalized_input(a, b, type):
+    """b as an array, after SciPy's checks of b and `type` (and the batch shapes')."""
+    b = _wnp.asarray(b)
+    if not _is_square(b):
+        raise ValueError('expected square "b" matrix')
+    if b.shape[-1] != a.shape[-1]:
+        raise ValueError(f"wrong b dimensions {b.shape[-2:]}, should be {a.shape[-2:]} "
+                         f"(a has shape {a.shape}, b has shape {b.shape})")
+    _batches("eigh", (a.shape, 2), (b.shape, 2))
+    if type not in (1, 2, 3):
+        raise ValueError('"type" keyword only accepts 1, 2, and 3.')
+    return b
+
+
 @_scipy_unless_traced
 def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
              check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    """The eigenvalues of a symmetric matrix, ascending: ``eigh(..., eigvals_only=True)``.
+    """The eigenvalues of a symmetric matrix (of A v = λ B v with `b`), ascending:
+    ``eigh(..., eigvals_only=True)``.
 
     Example:
         >>> import numpy as np, wengert as wg
