@@ -389,3 +389,53 @@ def test_unknown_loss_is_refused():
     with pytest.raises(ValueError, match="loss must be one of"):
         wg.jacfwd(lambda y: opt.least_squares(decay, [1.0, 1.0], args=(y,),
                                               loss="bogus").x)(DATA)
+
+
+# ---- the derivatives handed to SciPy: compiled once hot ---------------------------------
+def rosen(x):
+    return wnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def test_a_hot_derivative_is_compiled_and_reused_by_the_next_solve():
+    opt._KERNELS.clear()
+    x0 = np.where(np.arange(6) % 2 == 0, -1.2, 1.0)
+    first = opt.minimize(rosen, x0, method="BFGS")
+    assert first.njev > opt.HOT
+    codes = [c for c in opt._KERNELS.values() if c is not False]
+    assert len(codes) == 1 and "def " in codes[0].source
+    second = opt.minimize(rosen, x0, method="BFGS")       # from the cache, checked first
+    # (the compiled gradient's rounding differs from the eager sweep's in the last bits)
+    assert second.nit == first.nit and np.allclose(second.x, first.x, rtol=1e-10, atol=0)
+    theirs = so.minimize(rosen, x0, method="BFGS", jac=wg.grad(rosen))
+    assert_close(first.x, theirs.x, rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_derivative_notices_data_that_changed_between_solves():
+    centre = np.array([1.0, 2.0, 3.0])
+
+    def loss(x):                          # reads the global centre, not an argument
+        return wnp.sum((x - centre) ** 4) + wnp.sum((x - centre) ** 2)
+    for target in ([1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]):
+        centre[:] = target
+        found = opt.minimize(loss, np.zeros(3), method="BFGS",
+                             options={"gtol": 1e-10, "maxiter": 500})
+        assert_close(found.x, target, atol=1e-6)
+
+
+def test_a_branch_on_a_value_keeps_the_derivative_eager():
+    def kinked(x):                        # a Python branch: no compiled code for it
+        s = wnp.sum(x ** 2)
+        return s if float(wg.value(s)) < 1.0 else 2 * wnp.sqrt(s) - 1
+    found = opt.minimize(kinked, np.full(4, 3.0), method="BFGS")
+    assert_close(found.x, np.zeros(4), atol=1e-6)
+
+
+def test_scipy_calls_the_users_function_at_every_point():
+    calls = []
+
+    def logged(x):
+        if type(x) is np.ndarray:         # (not the traced calls that take its gradient)
+            calls.append(1)
+        return rosen(x)
+    found = opt.minimize(logged, np.array([-1.2, 1.0, -1.2, 1.0]), method="BFGS")
+    assert found.nfev > opt.HOT and len(calls) == found.nfev + 1   # (+1: the first check)

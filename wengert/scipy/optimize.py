@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 
@@ -210,6 +211,12 @@ def _solution(who, name, x0, args, condition_of, solve_of):
     return (x if shape == (n,) else wnp.reshape(x, shape)), prim, shape, tree, numeric
 
 
+def _flat_out(out):
+    """A function's result (an array, a list of numbers or traced values) as a flat
+    vector."""
+    return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,))
+
+
 def _name(fun):
     return getattr(fun, "__name__", "fun")
 
@@ -266,6 +273,106 @@ def _flat_function(fun, shape, args, who, pick=None):
             raise _closure_error(who, name)
         return out
     return f
+
+
+# --------------------------------------------------------------------------------------
+# the derivatives handed to SciPy: eager sweeps first, compiled code once called often
+# --------------------------------------------------------------------------------------
+#: Calls of a derivative in one solve after which it is compiled (`wg.compile`): a solver
+#: asks for hundreds, compiled code runs ~5-10x faster than an eager sweep, and compiling
+#: costs about as much as 50-100 eager calls.
+HOT = 32
+
+#: Compiled derivatives of recent solves, by what they differentiate (False: compiling
+#: failed, a Python branch on a value), so that a function solved again and again (an
+#: outer loop around a fit) is compiled once.
+_KERNELS: OrderedDict = OrderedDict()
+_KERNELS_SIZE = 64
+
+
+class _Derivative:
+    """``x -> derivative(x, leaves)`` for one solve (``(x, p) -> ...`` for
+    Hessian-vector products), as SciPy calls it: `derivative` is a wengert derivative of
+    the user's function, `leaves` the numbers and arrays of its args.
+
+    Eager until the solve has called it `HOT` times; then, or from the start if an
+    earlier solve compiled it, code made by `wg.compile`.  Compiled code holds what the
+    function reads besides its arguments (a global array) as it was when it was traced,
+    so code from the cache is first checked against an eager call at this solve's first
+    point, and traced again if they differ.  SciPy's calls of the function itself stay
+    calls of the user's function (its side effects, its logging, happen as with SciPy)."""
+
+    def __init__(self, derivative, leaves, key, finish):
+        self.derivative = derivative
+        self.leaves = tuple(leaves)
+        self.key = key
+        self.finish = finish
+        self.code = None
+        self.calls = 0
+
+    def __call__(self, *xs):
+        if self.code is not None:
+            return self.finish(self.code(*xs, self.leaves))
+        out = self.derivative(*xs, self.leaves)
+        self.calls += 1
+        if self.calls == 1 or self.calls == HOT:
+            self._compiled(xs, out)
+        return self.finish(out)
+
+    def _compiled(self, xs, want):
+        from ..staged import compile as stage
+        code = _KERNELS.get(self.key) if self.key is not None else None
+        if code is False or (code is None and self.calls < HOT):
+            return
+        fresh = code is None
+        if fresh:
+            try:
+                code = stage(self.derivative, *xs, self.leaves)
+            except Exception:                   # noqa: BLE001  (eager calls go on)
+                self._keep(False)
+                return
+        try:
+            got = code(*xs, self.leaves)
+        except Exception:                       # noqa: BLE001  (eager calls go on)
+            got = None
+        if got is not None and _agree(got, want):
+            self.code = code
+            self._keep(code)
+        elif self.key is not None:              # stale (or wrong): not from the cache again
+            _KERNELS.pop(self.key, None)
+            if fresh:
+                self._keep(False)
+
+    def _keep(self, code):
+        if self.key is None:
+            return
+        _KERNELS[self.key] = code
+        _KERNELS.move_to_end(self.key)
+        if len(_KERNELS) > _KERNELS_SIZE:
+            _KERNELS.popitem(last=False)
+
+
+def _agree(got, want):
+    got, want = flatten(got)[0], flatten(want)[0]
+    return len(got) == len(want) and all(
+        np.shape(g) == np.shape(w) and np.allclose(g, w, rtol=1e-9, atol=1e-12, equal_nan=True)
+        for g, w in zip(got, want))
+
+
+def _kernel_args(args, what, fun, shape):
+    """(leaves, tree, cache key) of a solve's args for `_Derivative`: the numbers and arrays
+    are the compiled code's inputs; Python ints and bools (counts, flags) and what is no
+    number are held in the tree as constants, part of the key (None if unhashable)."""
+    leaves, tree = flatten(args)
+    leaves, tree = hold_constants(
+        tree, leaves, lambda v: not _numeric(v) or type(v) in (int, bool))
+    try:
+        key = (what, fun, shape, tree,
+               tuple((np.shape(v), np.asarray(v).dtype.str) for v in leaves))
+        hash(key)
+    except TypeError:
+        key = None
+    return leaves, tree, key
 
 
 # --------------------------------------------------------------------------------------
@@ -375,39 +482,43 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
 def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kwargs):
     """SciPy's minimize on plain values, with wengert's derivatives where the method reads
     one and none is given."""
-    from ..api import hessian, hvp, value_and_grad
+    from ..api import grad, hessian, hvp
     name = getattr(fun, "__name__", "fun")
     f = _flat_function(fun, shape, args, "minimize", pick)
     x0 = x0.reshape(-1)
     f(x0)                                   # (fun's own errors first, and a closure check)
-    if jac is None and method in _GRADIENT_METHODS:
-        vg = value_and_grad(f)
-        try:
-            vg(x0)
-        except Exception as e:                  # noqa: BLE001  (reported, with the way out)
-            raise _undifferentiable("minimize", name, "gradient", e) from e
+    call = _flat_function(fun, shape, args, "minimize")     # (as the user wrote it)
+    leaves, tree, key = _kernel_args(args, "minimize", fun, shape)
 
-        def fun_and_grad(x):
-            v, g = vg(x)
-            return v, np.reshape(g, -1)
-        call, jac = fun_and_grad, True
+    def objective(x, leaves):
+        out = fun(wnp.reshape(x, shape), *unflatten(tree, leaves))
+        return out[0] if pick else out
+
+    def flat(out):
+        return np.asarray(out, dtype=np.float64).reshape(-1)
+
+    if jac is None and method in _GRADIENT_METHODS:
+        jac = _supplied(_Derivative(grad(objective), leaves, key + ("grad",) if key else None,
+                                    flat), (x0,), "minimize", name, "gradient")
     elif callable(jac):
-        call = f if not pick else _flat_function(fun, shape, args, "minimize")
         user_jac = jac
 
         def jac(x):                             # noqa: F811  (x in x0's shape for the user)
             return np.reshape(user_jac(x.reshape(shape), *args), -1)
-    else:
-        call = f if not pick else _flat_function(fun, shape, args, "minimize")
-        if jac is False:
-            jac = None                          # (SciPy: False means finite differences)
+    elif jac is False:
+        jac = None                              # (SciPy: False means finite differences)
     if hess is None and hessp is None:
         if method in _HESSP_METHODS:
-            hp = hvp(f)
-            hessp = lambda x, p: np.reshape(hp(x, p), -1)        # noqa: E731
+            hessp = _supplied(_Derivative(lambda x, p, leaves: hvp(
+                lambda x: objective(x, leaves))(x, p), leaves,
+                key + ("hessp",) if key else None, flat), (x0, np.ones_like(x0)),
+                "minimize", name, "Hessian-vector products")
         elif method in _HESS_METHODS:
-            h = hessian(f)
-            hess = lambda x: np.asarray(h(x)).reshape(x.size, x.size)   # noqa: E731
+            n = x0.size
+            hess = _supplied(_Derivative(lambda x, leaves: hessian(
+                lambda x: objective(x, leaves))(x), leaves, key + ("hess",) if key else None,
+                lambda h: np.asarray(h, dtype=np.float64).reshape(n, n)), (x0,),
+                "minimize", name, "Hessian")
     elif callable(hess):
         user_hess = hess
 
@@ -422,6 +533,16 @@ def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kw
                        bounds=kwargs["bounds"], constraints=kwargs["constraints"],
                        tol=kwargs["tol"], callback=kwargs["callback"],
                        options=kwargs["options"])
+
+
+def _supplied(derivative, at, who, name, what):
+    """`derivative`, first called at `at` (the starting point), where a failure to
+    differentiate is reported with the ways out."""
+    try:
+        derivative(*at)
+    except Exception as e:                      # noqa: BLE001  (reported, with the way out)
+        raise _undifferentiable(who, name, what, e) from e
+    return derivative
 
 
 def _check_bounds(bounds, x, who):
@@ -507,10 +628,7 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
 
     def system(x, a, shape):
         out = fun(wnp.reshape(x, shape), *a)
-        out = out[0] if pick else out
-        if type(out) is not Node:
-            out = wnp.asarray(out)
-        return wnp.reshape(out, (-1,))
+        return _flat_out(out[0] if pick else out)
 
     def solve_of(shape, tree, traced=False):
         def solve(x0, leaves):
@@ -559,17 +677,15 @@ def _root_plain(so, fun, x0, shape, args, method, jac, pick, kwargs):
         if pick:
             return out[0], np.asarray(out[1]).reshape(x.size, -1)
         return np.reshape(np.asarray(out, dtype=np.float64), -1)
-    f(x0)
+    m = f(x0).size if not pick else None
     if jac is None and method in _ROOT_JACOBIAN_METHODS:
-        def flat(x):
-            out = fun(wnp.reshape(x, shape), *args)
-            return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,))
-        jf = jacfwd(flat)
-        try:
-            jf(x0)
-        except Exception as e:                  # noqa: BLE001  (reported, with the way out)
-            raise _undifferentiable("root", name, "Jacobian", e) from e
-        jac = lambda x: np.asarray(jf(x))        # noqa: E731
+        leaves, tree, key = _kernel_args(args, "root", fun, shape)
+
+        def jacobian(x, leaves):
+            return jacfwd(lambda x: _flat_out(fun(wnp.reshape(x, shape),
+                                                  *unflatten(tree, leaves))))(x)
+        jac = _supplied(_Derivative(jacobian, leaves, key, lambda j: np.asarray(
+            j, dtype=np.float64).reshape(m, -1)), (x0,), "root", name, "Jacobian")
     elif callable(jac):
         user_jac = jac
 
@@ -623,7 +739,7 @@ def fixed_point(func, x0, args=(), xtol=1e-08, maxiter=500, method="del2"):
     def condition_of(shape, tree):
         def condition(x, *leaves):
             out = func(wnp.reshape(x, shape), *unflatten(tree, leaves))
-            return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,)) - x
+            return _flat_out(out) - x
         return condition
 
     return _solution("fixed_point", _name(func), x0, args, condition_of, solve_of)[0]
@@ -713,9 +829,9 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
             return tuple(float(v) for v in out) if pick else float(out)
         d1, d2 = fprime, fprime2
         if chosen in ("newton", "halley") and d1 is None:
-            d1 = _derivative(f, a, 1, name)
+            d1 = _derivative(f, a, 1, name, x0)
         if chosen == "halley" and d2 is None:
-            d2 = _derivative(f, a, 2, name)
+            d2 = _derivative(f, a, 2, name, x0)
         found = so.root_scalar(g, method=chosen if chosen is not None else method,
                                bracket=bracket, fprime=d1, fprime2=d2, x0=x0, x1=x1,
                                xtol=xtol, rtol=rtol, maxiter=maxiter, options=options)
@@ -740,19 +856,19 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
     return found
 
 
-def _derivative(f, args, order, name):
-    """The `order`-th derivative of f in x at fixed args, as plain floats."""
+def _derivative(f, args, order, name, x0):
+    """The `order`-th derivative of f in x at fixed args, as SciPy calls it (x a float)."""
     from ..api import grad
-    d = f
+    leaves, tree, key = _kernel_args(args, ("root_scalar", order), f, ())
+
+    def d(x, leaves):
+        return f(x, *unflatten(tree, leaves))
     for _ in range(order):
         d = grad(d)
-
-    def call(x, *ignored):                       # (SciPy passes args again: ours are bound)
-        try:
-            return float(d(float(x), *args))
-        except Exception as e:                   # noqa: BLE001  (reported, with the way out)
-            raise _undifferentiable("root_scalar", name, "derivative", e) from e
-    return call
+    derivative = _Derivative(d, leaves, key, float)
+    if x0 is not None:
+        _supplied(derivative, (float(x0),), "root_scalar", name, "derivative")
+    return lambda x, *ignored: derivative(float(x))   # (SciPy passes args: ours are bound)
 
 
 def _scalar_solution(who, f, start, args, solve_of, name):
@@ -760,7 +876,7 @@ def _scalar_solution(who, f, start, args, solve_of, name):
     def condition_of(shape, tree):
         def condition(x, *leaves):
             out = f(x[0], *unflatten(tree, leaves))
-            return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (1,))
+            return _flat_out(out)
         return condition
     x, prim, *_ = _solution(who, name, np.array([float(start)]), args, condition_of, solve_of)
     return x[0], prim
@@ -838,8 +954,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
         del options["x_scale"]             # (SciPy's own default, which changed in 1.16)
 
     def residuals(x, a, kw, shape):
-        out = fun(wnp.reshape(x, shape), *a, **kw)
-        return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,))
+        return _flat_out(fun(wnp.reshape(x, shape), *a, **kw))
 
     def solve_of(shape, tree, traced=False):
         def solve(x0, leaves):
@@ -905,15 +1020,14 @@ def _least_squares_plain(so, fun, x0, shape, args, kwargs, jac, name, options):
         return np.reshape(np.asarray(out, dtype=np.float64), -1)
     m = f(x0).size
     if jac is None:
-        def flat(x):
-            out = fun(wnp.reshape(x, shape), *args, **kwargs)
-            return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,))
-        jf = (jacfwd if x0.size <= m else jacrev)(flat)
-        try:
-            jf(x0)
-        except Exception as e:                  # noqa: BLE001  (reported, with the way out)
-            raise _undifferentiable("least_squares", name, "Jacobian", e) from e
-        jac = lambda x: np.asarray(jf(x)).reshape(m, x.size)     # noqa: E731
+        leaves, tree, key = _kernel_args((args, kwargs), "least_squares", fun, shape)
+        mode = jacfwd if x0.size <= m else jacrev     # (fewer sweeps)
+
+        def jacobian(x, leaves):
+            a, kw = unflatten(tree, leaves)
+            return mode(lambda x: _flat_out(fun(wnp.reshape(x, shape), *a, **kw)))(x)
+        jac = _supplied(_Derivative(jacobian, leaves, key, lambda j: np.asarray(
+            j, dtype=np.float64).reshape(m, -1)), (x0,), "least_squares", name, "Jacobian")
     elif callable(jac):
         user_jac = jac
 

@@ -1,0 +1,263 @@
+"""Optimisation: exact derivatives for SciPy's solvers, and gradients through a solution.
+
+    python benchmarks/optimize.py            # 9 repeats, about a minute
+    python benchmarks/optimize.py --quick    # 3 short repeats
+
+Two tables, all single-threaded, ratios paired within each repeat (see timing.py).
+
+1. **Solving with exact derivatives.**  BFGS on the extended Rosenbrock function of 100
+   variables from (-1.2, 1, -1.2, 1, ...), to a gradient norm of 1e-6:
+
+   * ``wengert``: `wengert.scipy.optimize.minimize`, which hands SciPy's BFGS the exact
+     gradient by eager reverse mode (the function written once, with wengert.numpy);
+   * ``scipy-hand``: SciPy's BFGS with SciPy's hand-written `rosen_der` (the ideal: the
+     gradient costs one NumPy expression);
+   * ``scipy-fd``: SciPy's BFGS with no gradient, which takes finite differences;
+   * ``jax-jit``: `jax.scipy.optimize.minimize` (BFGS), compiled by `jax.jit`;
+   * ``jaxopt-jit``: `jaxopt.BFGS`, compiled by `jax.jit`.
+
+2. **A gradient through a solution.**  L2-regularised logistic regression, 50 features,
+   200 training and 200 validation samples, one penalty per feature; the gradient of the
+   validation loss with respect to the 50 log-penalties, through the fitted weights (the
+   bilevel problem of examples/tune_penalties.py, at a larger size):
+
+   * ``wengert``: `wg.value_and_grad` of a loss that calls `minimize` (BFGS with exact
+     gradients) and differentiates its solution by the implicit function theorem;
+   * ``numpy-hand``: SciPy's BFGS with a hand-written gradient, then the implicit
+     gradient written out by hand (the Hessian's formula, one solve): the ideal;
+   * ``jaxopt-jit``: `jaxopt.BFGS(implicit_diff=True)` under `jax.jit(jax.value_and_grad)`;
+   * ``central-diff``: central differences, 100 more fits by numpy-hand's solver, the
+     way without a derivative of the solution.
+
+Each row's result is compared with the first row's: they agree to about the solvers'
+tolerance.  Peers come with ``pip install -e '.[bench]'`` (jaxopt included).
+"""
+import argparse
+import sys
+from importlib.metadata import version
+
+import single_thread  # noqa: F401  (pins the thread pools: before numpy)
+import numpy as np
+
+from timing import fmt_ratio, paired_ratio, time_interleaved
+
+N_ROSEN = 100
+GTOL = 1e-6
+FEATURES, SAMPLES = 50, 200
+
+
+# ---- 1. Rosenbrock --------------------------------------------------------------------------
+def rosen_start():
+    return np.where(np.arange(N_ROSEN) % 2 == 0, -1.2, 1.0)
+
+
+def rosen(xp, x):
+    return xp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def solved(found):
+    """(solution, function evaluations) of a SciPy result."""
+    return found.x, found.nfev
+
+
+def make_rosen_wengert(method="BFGS"):
+    import wengert.numpy as wnp
+    from wengert.scipy.optimize import minimize
+    x0 = rosen_start()
+    return version("wengert"), lambda: solved(minimize(lambda x: rosen(wnp, x), x0,
+                                                       method=method,
+                                                       options={"gtol": GTOL}))
+
+
+def make_rosen_scipy(fd=False):
+    from scipy.optimize import minimize, rosen as srosen, rosen_der
+    x0 = rosen_start()
+    jac = None if fd else rosen_der
+    return version("scipy"), lambda: solved(minimize(srosen, x0, jac=jac, method="BFGS",
+                                                     options={"gtol": GTOL}))
+
+
+def make_rosen_jax():
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    from jax.scipy.optimize import minimize
+    solve = jax.jit(lambda x0: minimize(lambda x: rosen(jnp, x), x0, method="BFGS",
+                                        options={"gtol": GTOL}))
+    x0 = jnp.asarray(rosen_start())
+
+    def run():
+        found = jax.block_until_ready(solve(x0))
+        return np.asarray(found.x), int(found.nfev)
+    return jax.__version__, run
+
+
+def make_rosen_jaxopt():
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import jaxopt
+    solver = jaxopt.BFGS(fun=lambda x: rosen(jnp, x), tol=GTOL, maxiter=1000)
+    solve = jax.jit(solver.run)
+    x0 = jnp.asarray(rosen_start())
+
+    def run():
+        params, state = jax.block_until_ready(solve(x0))
+        return np.asarray(params), int(state.num_fun_eval)
+    return version("jaxopt"), run
+
+
+# ---- 2. a gradient through a fit ------------------------------------------------------------
+def logistic_data():
+    rng = np.random.default_rng(0)
+    w = np.zeros(FEATURES)
+    w[:10] = rng.normal(scale=1.5, size=10)
+
+    def sample():
+        X = rng.normal(size=(SAMPLES, FEATURES))
+        return X, (rng.random(SAMPLES) < 1 / (1 + np.exp(-X @ w))).astype(float)
+    (Xt, yt), (Xv, yv) = sample(), sample()
+    return Xt, yt, Xv, yv, np.full(FEATURES, -3.0) + 0.5 * rng.normal(size=FEATURES)
+
+
+def logistic_loss(xp, w, X, y):
+    z = X @ w
+    return xp.mean(xp.logaddexp(0.0, z) - y * z)
+
+
+def make_bilevel_wengert(Xt, yt, Xv, yv, log_lam):
+    import wengert as wg
+    import wengert.numpy as wnp
+    from wengert.scipy.optimize import minimize
+
+    def train(w, log_lam):
+        return logistic_loss(wnp, w, Xt, yt) + wnp.sum(wnp.exp(log_lam) * w ** 2)
+
+    def validation(log_lam):
+        w = minimize(train, np.zeros(FEATURES), args=(log_lam,), method="BFGS",
+                     options={"gtol": 1e-9}).x
+        return logistic_loss(wnp, w, Xv, yv)
+    vg = wg.value_and_grad(validation)
+    return version("wengert"), lambda: vg(log_lam)[1]
+
+
+def fit_by_hand(Xt, yt, lam):
+    """The penalised logistic fit by SciPy's BFGS with a hand-written gradient."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    def f(w):
+        z = Xt @ w
+        p = expit(z)
+        value = np.mean(np.logaddexp(0.0, z) - yt * z) + np.sum(lam * w * w)
+        return value, Xt.T @ (p - yt) / len(yt) + 2 * lam * w
+    return minimize(f, np.zeros(FEATURES), jac=True, method="BFGS",
+                    options={"gtol": 1e-9}).x
+
+
+def make_bilevel_numpy(Xt, yt, Xv, yv, log_lam):
+    from scipy.special import expit
+
+    def grad():
+        lam = np.exp(log_lam)
+        w = fit_by_hand(Xt, yt, lam)
+        p = expit(Xt @ w)
+        hess = (Xt.T * (p * (1 - p))) @ Xt / len(yt) + np.diag(2 * lam)
+        g_val = Xv.T @ (expit(Xv @ w) - yv) / len(yv)
+        v = np.linalg.solve(hess, g_val)
+        # ∂(∇ₓtrain)/∂log λ_j = 2 λ_j w_j e_j, so the gradient is -v_j 2 λ_j w_j
+        return -v * 2 * lam * w
+    return version("numpy"), grad
+
+
+def make_bilevel_fd(Xt, yt, Xv, yv, log_lam):
+    def validation(log_lam):
+        w = fit_by_hand(Xt, yt, np.exp(log_lam))
+        z = Xv @ w
+        return np.mean(np.logaddexp(0.0, z) - yv * z)
+
+    def grad(h=1e-5):
+        out = np.empty(FEATURES)
+        for j in range(FEATURES):
+            e = np.zeros(FEATURES)
+            e[j] = h
+            out[j] = (validation(log_lam + e) - validation(log_lam - e)) / (2 * h)
+        return out
+    return version("numpy"), grad
+
+
+def make_bilevel_jaxopt(Xt, yt, Xv, yv, log_lam):
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import jaxopt
+
+    def train(w, log_lam):
+        return logistic_loss(jnp, w, Xt, yt) + jnp.sum(jnp.exp(log_lam) * w ** 2)
+    solver = jaxopt.BFGS(fun=train, tol=1e-9, maxiter=500, implicit_diff=True)
+
+    def validation(log_lam):
+        w = solver.run(jnp.zeros(FEATURES), log_lam).params
+        return logistic_loss(jnp, w, Xv, yv)
+    vg = jax.jit(jax.value_and_grad(validation))
+    ll = jnp.asarray(log_lam)
+    return version("jaxopt"), lambda: np.asarray(jax.block_until_ready(vg(ll))[1])
+
+
+# ---- tables ---------------------------------------------------------------------------------
+def table(makers, args, title, base, repeats, min_time, compare):
+    fns, versions = {}, {}
+    for name, make in makers.items():
+        try:
+            versions[name], fns[name] = make(*args)
+        except ImportError:
+            print(f"{name:<20} skipped (not installed)")
+    results = {name: fn() for name, fn in fns.items()}
+    notes = compare(results)
+    times = time_interleaved(fns, repeats, min_time)
+    print(f"\n{title}, median of {repeats} repeats")
+    print(f"{'name':<20} {'version':<12} {'ms/call':>9} {'vs ' + base:>14}  check")
+    for name, (samples, _, _) in times.items():
+        ms = sorted(samples)[len(samples) // 2] * 1e3
+        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, base)
+        print(f"{name:<20} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>14}  {notes[name]}")
+
+
+def rosen_notes(results):
+    return {name: f"{nfev} evaluations, max |x - 1| = {np.max(np.abs(x - 1)):.1e}"
+            for name, (x, nfev) in results.items()}
+
+
+def bilevel_notes(results):
+    reference = results["wengert"]
+    notes = {}
+    for name, g in results.items():
+        err = np.max(np.abs(g - reference)) / np.max(np.abs(reference))
+        notes[name] = f"differs from wengert's by {err:.1e}" if name != "wengert" else \
+            f"|gradient| = {np.linalg.norm(g):.4f}"
+        if err > 1e-3:
+            print(f"WARNING: {name}'s gradient differs from wengert's by {err:.1e}")
+    return notes
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="3 short repeats")
+    args = ap.parse_args(argv)
+    repeats, min_time = (3, 0.05) if args.quick else (9, 0.3)
+    table({"wengert": make_rosen_wengert,
+           "scipy-hand": make_rosen_scipy,
+           "scipy-fd": lambda: make_rosen_scipy(fd=True),
+           "jax-jit": make_rosen_jax, "jaxopt-jit": make_rosen_jaxopt}, (),
+          f"BFGS on the extended Rosenbrock function, n = {N_ROSEN}, gtol = {GTOL:g}",
+          "scipy-hand", repeats, min_time, rosen_notes)
+    table({"wengert": make_bilevel_wengert, "numpy-hand": make_bilevel_numpy,
+           "jaxopt-jit": make_bilevel_jaxopt, "central-diff": make_bilevel_fd},
+          logistic_data(),
+          f"gradient of a validation loss through a logistic fit, {FEATURES} penalties, "
+          f"{SAMPLES} + {SAMPLES} samples", "numpy-hand", repeats, min_time, bilevel_notes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
