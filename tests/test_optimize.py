@@ -439,3 +439,71 @@ def test_scipy_calls_the_users_function_at_every_point():
         return rosen(x)
     found = opt.minimize(logged, np.array([-1.2, 1.0, -1.2, 1.0]), method="BFGS")
     assert found.nfev > opt.HOT and len(calls) == found.nfev + 1   # (+1: the first check)
+
+
+# ---- curve_fit --------------------------------------------------------------------------
+XS = np.linspace(0.0, 4.0, 25)
+YS = 3.0 * np.exp(-0.7 * XS) + 0.05 * np.cos(9 * XS)
+SIGMA = 0.05 + 0.02 * XS
+
+
+def exp_model(x, a, k):
+    return a * wnp.exp(-k * x)
+
+
+def exp_jac(x, a, k):
+    return np.stack([np.exp(-k * x), -a * x * np.exp(-k * x)], axis=1)
+
+
+@pytest.mark.parametrize("sigma", [None, SIGMA, np.diag(SIGMA ** 2) + 1e-4])
+@pytest.mark.parametrize("method", ["lm", "trf"])
+def test_curve_fit_is_scipys_with_the_exact_jacobian(sigma, method):
+    ours = opt.curve_fit(exp_model, XS, YS, p0=[1.0, 1.0], sigma=sigma, method=method)
+    theirs = so.curve_fit(exp_model, XS, YS, p0=[1.0, 1.0], sigma=sigma, method=method,
+                          jac=exp_jac)
+    assert_close(ours[0], theirs[0], rtol=1e-10, atol=0)
+    assert_close(ours[1], theirs[1], rtol=1e-8, atol=0)
+    traced = opt.curve_fit(exp_model, XS, wg.numpy.asarray(YS) * 1.0, p0=[1.0, 1.0],
+                           sigma=sigma, method=method)
+    assert_close(traced[1], theirs[1], rtol=1e-8, atol=0)     # (SciPy's pcov, recomputed)
+
+
+@pytest.mark.parametrize("sigma", [None, SIGMA, np.diag(SIGMA ** 2) + 1e-4])
+def test_curve_fit_linear_model_closed_form(sigma):
+    # a polynomial fit is weighted least squares: popt = (AᵀWA)⁻¹AᵀW y
+    poly = lambda x, c0, c1, c2: c0 + c1 * x + c2 * x ** 2        # noqa: E731
+    a = np.stack([np.ones_like(XS), XS, XS ** 2], axis=1)
+    w = np.eye(XS.size) if sigma is None else np.linalg.inv(
+        sigma if np.ndim(sigma) == 2 else np.diag(sigma ** 2))
+    expected = np.linalg.solve(a.T @ w @ a, a.T @ w)
+    got = wg.jacrev(lambda y: opt.curve_fit(poly, XS, y, sigma=sigma)[0])(YS)
+    assert_close(got, expected, rtol=1e-8, atol=1e-12)
+
+
+def test_curve_fit_scaling_identity_and_pcov_against_central_differences():
+    fit = lambda y: opt.curve_fit(exp_model, XS, y, p0=[1.0, 1.0], sigma=SIGMA,   # noqa
+                                  xtol=1e-15, ftol=1e-15)
+    popt = fit(YS)[0]
+    d = wg.jacfwd(lambda y: fit(y)[0])(YS)
+    assert_close(d @ YS, [popt[0], 0.0], atol=1e-9)    # y scaled: a scales, k does not
+    plain_pcov = lambda y: so.curve_fit(exp_model, XS, y, p0=[1.0, 1.0], sigma=SIGMA,  # noqa
+                                        jac=exp_jac, xtol=1e-15, ftol=1e-15)[1]
+    direction = np.random.default_rng(2).normal(size=YS.size)
+    h = 1e-5
+    fd = (plain_pcov(YS + h * direction) - plain_pcov(YS - h * direction)) / (2 * h)
+    tangent = wg.jvp(lambda y: fit(y)[1], (YS,), (direction,))[1]
+    assert_close(tangent, fd, rtol=1e-5, atol=1e-12)
+
+
+def test_curve_fit_derivative_in_x_and_parameter_count_from_the_signature():
+    fit = lambda x: opt.curve_fit(exp_model, x, YS, xtol=1e-15, ftol=1e-15)[0]   # noqa
+    # (h = 1e-3: the fits stop ~1e-10 from the exact one, noise of ~1e-10/h in differences)
+    assert_close(wg.jacfwd(fit)(XS), central(fit, XS, 1e-3), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="number of fit parameters"):
+        opt.curve_fit(lambda *a: a[0], XS, YS)
+
+
+def test_curve_fit_finite_differences_on_request():
+    ours = opt.curve_fit(exp_model, XS, YS, p0=[1.0, 1.0], jac=False)
+    theirs = so.curve_fit(exp_model, XS, YS, p0=[1.0, 1.0])
+    assert np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1])

@@ -7,7 +7,7 @@ Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations
 vibration modes (the generalized eigh(a, b)); and
 `wengert.scipy.integrate` (odeint: ODE solutions differentiated by the adjoint method,
 docs/odes.md); and `wengert.scipy.optimize` (minimize, root, root_scalar, brentq,
-fixed_point, least_squares: solvers given exact derivatives, and solutions differentiated
+fixed_point, least_squares, curve_fit: solvers given exact derivatives, and solutions differentiated
 by the implicit function theorem, docs/optimize.md).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same

@@ -1,12 +1,14 @@
 """Optimisation and root finding with derivatives: SciPy's `scipy.optimize` (`minimize`,
-`root`, `root_scalar`, `brentq`, `fixed_point`, `least_squares`), the same calls, with two
+`root`, `root_scalar`, `brentq`, `fixed_point`, `least_squares`, `curve_fit`), the same
+calls, with two
 things SciPy does not have.
 
 * **Exact derivatives for the solver.**  Where a method uses a derivative and you give
   none, wengert takes it from your function: BFGS, CG and L-BFGS-B get the gradient,
   Newton-CG, trust-ncg, trust-krylov and trust-constr Hessian-vector products, dogleg
   and trust-exact the Hessian, root's hybr and lm the Jacobian, least_squares the
-  Jacobian, root_scalar's newton and halley f' and f''.  SciPy would estimate them by
+  Jacobian, curve_fit the Jacobian of the model, root_scalar's newton and halley f' and
+  f''.  SciPy would estimate them by
   finite differences.  A derivative you give (a callable, ``jac=True``, or a scheme such
   as ``jac="2-point"``, which asks for SciPy's finite differences) is used as it is.
 * **Derivatives of the solution** with respect to ``args``, by the implicit function
@@ -38,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import warnings
 from collections import OrderedDict
@@ -52,7 +55,7 @@ from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
 __all__ = ["minimize", "root", "root_scalar", "brentq", "fixed_point", "least_squares",
-           "Solution"]
+           "curve_fit", "Solution"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -1034,3 +1037,124 @@ def _least_squares_plain(so, fun, x0, shape, args, kwargs, jac, name, options):
         def jac(x):                             # noqa: F811
             return user_jac(x.reshape(shape), *args, **kwargs)
     return so.least_squares(f, x0, jac=jac, **options)
+
+
+# --------------------------------------------------------------------------------------
+# curve_fit
+# --------------------------------------------------------------------------------------
+def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_finite=None,
+              bounds=(-np.inf, np.inf), method=None, jac=None, *, full_output=False,
+              nan_policy=None, **kwargs):
+    """Fit ``ydata ≈ f(xdata, *params)``: SciPy's `scipy.optimize.curve_fit`, with an exact
+    Jacobian and a differentiable fit.
+
+    The call and the result are SciPy's, ``(popt, pcov)`` (with `full_output`, SciPy's
+    five), except that ``jac=None`` is wengert's exact Jacobian of f with respect to the
+    parameters (SciPy's default is finite differences: ``jac=False`` asks for them, as
+    does a scheme such as ``"3-point"`` for the trf and dogbox methods).
+    Where xdata, ydata, sigma or p0 hold a traced value, ``popt`` is differentiable with
+    respect to the data (through the condition that the weighted sum of squares is
+    stationary, with exact second derivatives), and so is ``pcov``, computed from the
+    traced fit as SciPy computes it, ``(JᵀJ)⁻¹`` scaled by the residual variance unless
+    `absolute_sigma`: how the fit and its error bars move with each datum.  Where SciPy
+    finds no covariance (inf), pcov is SciPy's, a constant.  Bounds are allowed if none
+    holds at the solution.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> from wengert.scipy.optimize import curve_fit
+        >>> x = np.linspace(0.0, 4.0, 30)
+        >>> y = 3.0 * np.exp(-0.7 * x) + 0.02 * np.cos(9 * x)
+        >>> model = lambda x, a, k: a * wnp.exp(-k * x)
+        >>> popt, pcov = curve_fit(model, x, y, p0=[1.0, 1.0])
+        >>> popt.round(4).tolist()
+        [3.0049, 0.7016]
+        >>> d = wg.jacfwd(lambda y: curve_fit(model, x, y, p0=[1.0, 1.0])[0])(y)
+        >>> d.shape                                # d popt / d y
+        (2, 30)
+        >>> (d @ y / popt).round(6).tolist()       # y scaled by 1 + ε: a by 1 + ε, k not
+        [1.0, 0.0]
+    """
+    from ..api import jacfwd
+    so = _scipy_optimize()
+    name = _name(f)
+    if p0 is None:
+        params = [p for p in inspect.signature(f).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(params) < 2:
+            raise ValueError("Unable to determine number of fit parameters.")
+        p0_given, n = None, len(params) - 1
+    else:
+        p0_given = p0
+        n = int(np.size(wnp.asarray(p0)))
+    options = dict(absolute_sigma=absolute_sigma, check_finite=check_finite, bounds=bounds,
+                   method=method, nan_policy=nan_policy, **kwargs)
+
+    def solve_plain(x, y, s, start):
+        def call(x, *p):
+            return np.asarray(_check_plain(f(x, *p), "curve_fit", name), dtype=np.float64)
+        # (f's parameters, which SciPy counts where p0 is None)
+        call.__signature__ = inspect.Signature(
+            [inspect.Parameter(f"p{i}", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+             for i in range(n + 1)])
+        use = None if jac is False else jac     # (False: SciPy's finite differences)
+        if jac is None:
+            leaves, tree, key = _kernel_args((x,), "curve_fit", f, (n,))
+
+            def jacobian(p, leaves):
+                (xd,) = unflatten(tree, leaves)
+                return jacfwd(lambda p: _flat_out(f(xd, *[p[i] for i in range(n)])))(p)
+            d = _Derivative(jacobian, leaves, key,
+                            lambda j: np.asarray(j, dtype=np.float64).reshape(-1, n))
+            start_ = np.ones(n) if start is None else np.asarray(start, dtype=np.float64)
+            _supplied(d, (start_.reshape(-1),), "curve_fit", name, "Jacobian")
+            use = lambda x, *p: d(np.asarray(p, dtype=np.float64))    # noqa: E731
+        return so.curve_fit(call, x, y, p0=start, sigma=s, jac=use, full_output=True,
+                            **options)
+
+    if not _traced(xdata, ydata, sigma, p0):
+        out = solve_plain(xdata, ydata, sigma, p0)
+        return out if full_output else out[:2]
+    start = np.ones(n) if p0_given is None else p0_given
+
+    def weighted(p, x, y, s):
+        r = _flat_out(f(x, *[p[i] for i in range(n)])) - _flat_out(y)
+        if s is None:
+            return r
+        s = wnp.asarray(s)
+        if s.ndim == 2:                          # a covariance: r ↦ L⁻¹ r (SciPy's)
+            from .linalg import cholesky, solve_triangular
+            return solve_triangular(cholesky(s, lower=True), r, lower=True)
+        return r / _flat_out(s)
+
+    def condition_of(shape, tree):
+        from ..api import grad
+
+        def condition(p, *leaves):
+            x, y, s = unflatten(tree, leaves)
+            return grad(lambda p: 0.5 * wnp.sum(weighted(p, x, y, s) ** 2))(p)
+        return condition
+
+    def solve_of(shape, tree):
+        def solve(p_start, leaves):
+            x, y, s = unflatten(tree, _plain_leaves(leaves))
+            out = solve_plain(x, y, s, p_start)
+            _check_bounds(_pairs(bounds, n), out[0], "curve_fit")
+            return out[0], out                  # (SciPy raises where it did not converge)
+        return solve
+
+    popt, prim, _, tree, leaves = _solution("curve_fit", name, start, (xdata, ydata, sigma),
+                                            condition_of, solve_of)
+    found = prim.result
+    x, y, s = unflatten(tree, leaves)
+    if found is not None and not np.all(np.isfinite(found[1])):
+        pcov = found[1]                          # (SciPy found none: inf, a constant)
+    else:
+        j = jacfwd(lambda p: weighted(p, x, y, s))(popt)
+        pcov = wnp.linalg.inv(wnp.transpose(j) @ j)
+        if not absolute_sigma:
+            r = weighted(popt, x, y, s)
+            pcov = pcov * (wnp.sum(r ** 2) / (r.shape[0] - n))
+    if full_output:
+        return (popt, pcov) + (tuple(found[2:]) if found is not None else (None, None, None))
+    return popt, pcov
