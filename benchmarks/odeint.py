@@ -29,7 +29,7 @@ import sys
 import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 
-from timing import fmt_ratio, paired_ratio, time_interleaved
+from timing import print_table, time_interleaved
 
 RATES = np.array([1.0, 0.1, 1.5, 0.075])
 Y0 = np.array([10.0, 5.0])
@@ -129,14 +129,9 @@ def main(argv=None):
         print(f"{name:<13} differs from it by {err:.1e} (relative to its largest entry)")
         if err > 1e-4:
             print(f"WARNING: {name}'s gradient differs from wengert's")
-    times = time_interleaved(fns, repeats, min_time)
-    print(f"\nLotka-Volterra fitting loss, 2 states, 31 times, 4 parameters, "
-          f"rtol = atol = {TOL:g}, median of {repeats} repeats")
-    print(f"{'name':<13} {'version':<12} {'ms/call':>9} {'vs wengert':>11}")
-    for name, (samples, _, _) in times.items():
-        ms = sorted(samples)[len(samples) // 2] * 1e3
-        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, "wengert")
-        print(f"{name:<13} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>11}")
+    print_table(time_interleaved(fns, repeats, min_time), versions,
+                f"Lotka-Volterra fitting loss, 2 states, 31 times, 4 parameters, "
+                f"rtol = atol = {TOL:g}", "wengert", repeats)
     return 0
 
 

@@ -39,7 +39,7 @@ from importlib.metadata import version
 import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 
-from timing import fmt_ratio, paired_ratio, time_interleaved
+from timing import print_table, time_interleaved
 
 N_ROSEN = 100
 GTOL = 1e-6
@@ -214,13 +214,8 @@ def table(makers, args, title, base, repeats, min_time, compare):
             print(f"{name:<20} skipped (not installed)")
     results = {name: fn() for name, fn in fns.items()}
     notes = compare(results)
-    times = time_interleaved(fns, repeats, min_time)
-    print(f"\n{title}, median of {repeats} repeats")
-    print(f"{'name':<20} {'version':<12} {'ms/call':>9} {'vs ' + base:>14}  check")
-    for name, (samples, _, _) in times.items():
-        ms = sorted(samples)[len(samples) // 2] * 1e3
-        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, base)
-        print(f"{name:<20} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>14}  {notes[name]}")
+    print_table(time_interleaved(fns, repeats, min_time), versions, title, base, repeats,
+                notes=notes)
 
 
 def rosen_notes(results):

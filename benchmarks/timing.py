@@ -118,11 +118,22 @@ def run_table(makers, title, base, repeats, min_time, unit="ms/call"):
             if isinstance(reference, list) else np.allclose(got, reference, rtol=1e-9, atol=1e-12)
         if not same:
             print(f"WARNING: {name}'s result differs from {base}'s")
-    times = time_interleaved(fns, repeats, min_time)
+    print_table(time_interleaved(fns, repeats, min_time), versions, title, base, repeats,
+                unit)
+    return reference
+
+
+def print_table(times, versions, title, base, repeats, unit="ms/call", notes=None):
+    """Print `time_interleaved`'s times as a table: each row's median milliseconds and its
+    time against `base`'s, paired within each repeat; `notes` (name -> text), if given,
+    in a last column."""
+    width = max(16, *(len(name) + 1 for name in times))
     print(f"\n{title}, median of {repeats} repeats")
-    print(f"{'name':<16} {'version':<12} {unit:>9} {'vs ' + base:>16}")
+    print(f"{'name':<{width}} {'version':<12} {unit:>9} {'vs ' + base:>16}"
+          + ("  check" if notes else ""))
+    repeat_times = {k: v[0] for k, v in times.items()}
     for name, (samples, _, _) in times.items():
         ms = sorted(samples)[len(samples) // 2] * 1e3
-        ratio = paired_ratio({k: v[0] for k, v in times.items()}, name, base)
-        print(f"{name:<16} {versions[name]:<12} {ms:>9.3f} {fmt_ratio(ratio):>16}")
-    return reference
+        ratio = fmt_ratio(paired_ratio(repeat_times, name, base))
+        print(f"{name:<{width}} {versions[name]:<12} {ms:>9.3f} {ratio:>16}"
+              + (f"  {notes[name]}" if notes else ""))
