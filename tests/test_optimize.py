@@ -341,7 +341,7 @@ def test_least_squares_exact_jacobian_by_default():
 
 # ---- errors -----------------------------------------------------------------------------
 def test_closure_over_a_traced_value_is_refused():
-    with pytest.raises(ValueError, match="closes over.*pass that value in args"):
+    with pytest.raises(ValueError, match="closes over.*pass that value as an argument"):
         wg.grad(lambda c: opt.minimize(lambda x: wnp.sum((x - c) ** 2), np.zeros(2)).x[0])(1.0)
     with pytest.raises(ValueError, match="closes over"):
         wg.grad(lambda c: opt.brentq(lambda x: x - c, -5.0, 5.0))(1.0)

@@ -33,6 +33,7 @@ from .codegen.draw import draw
 from .taylor_mode import taylor, derivatives
 from .checkpointing import checkpoint, checkpointed_loop
 from .vectorize import vmap
+from .implicit import custom_root
 
 __version__ = "0.1.0"
 
@@ -40,4 +41,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
            "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
-           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop", "vmap"]
+           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop", "vmap",
+           "custom_root"]

@@ -47,9 +47,11 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..graph.active import recording
 from ..graph.node import Node
-from ..primitives.registry import Primitive
+from ..implicit import (Solution, check_plain as _check_plain, closure_error as _closure_error,
+                        flat_out as _flat_out, numeric_leaf as _numeric,
+                        plain_leaves as _plain_leaves, solution as _solution,
+                        traced as _traced)
 from ..primitives.special import INSTALL_HINT
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
@@ -78,183 +80,12 @@ _ROOT_JACOBIAN_METHODS = {"hybr", "lm"}
 _FINITE_DIFFERENCES = {"2-point", "3-point", "cs"}
 
 
-# --------------------------------------------------------------------------------------
-# a problem: the condition its solution satisfies, on a flat x
-# --------------------------------------------------------------------------------------
-class _Problem:
-    """A problem ``F(x, θ) = 0`` on a flat x of n numbers, θ the numeric leaves of args.
-
-    `condition(x, *leaves)` is F, written with wengert's functions so that it works on
-    plain and traced values alike; `solve(x0, leaves)` runs SciPy on plain ones and
-    returns (the flat solution, what SciPy returned)."""
-
-    def __init__(self, who, name, n, condition, solve, active):
-        self.who = who
-        self.name = name
-        self.n = n
-        self.condition = condition
-        self.solve = solve
-        self.active = active      # positions of the leaves that may carry derivatives
-
-
-class Solution(Primitive):
-    """The primitive of one solve: ``(x0, *leaves) -> x*``, flat, where
-    ``F(x*, *leaves) = 0``.  Its rules are the implicit function theorem's,
-    ``ẋ = -J⁻¹ (∂F/∂θ θ̇)`` and ``θ̄ = -(∂F/∂θ)ᵀ J⁻ᵀ x̄`` with ``J = ∂F/∂x`` at the
-    solution, written with `wg.jvp`, `wg.vjp`, `wg.jacfwd` and `linalg.solve`, so they can
-    be differentiated again.  x0 gets no derivative.  Not in the registry: one is made per
-    call (as `odeint`'s).
-
-    Example:
-        >>> import wengert as wg
-        >>> from wengert.scipy import optimize
-        >>> print(wg.trace(lambda c: optimize.brentq(lambda x, c: x ** 3 - c, 0.0, 4.0,
-        ...                                          args=(c,)), 2.0))
-        graph(c: f64[]):
-          %2: f64[1] = brentq[<lambda>]([2.], c)
-          %3: f64[] = getitem(%2, index=(0,))
-          return %3
-    """
-
-    def __init__(self, problem):
-        super().__init__(f"{problem.who}[{problem.name}]", self._impl, cost="call",
-                         abstract_eval=self._abstract_eval)
-        self.problem = problem
-        self.jvp = self._jvp_rule
-        self.vjp = self._vjp_rule
-        self.result = None          # what SciPy returned, the last time this solved
-
-    def _impl(self, x0, *leaves):
-        with recording(None):       # plain numbers: fun records nothing
-            x, self.result = self.problem.solve(np.asarray(x0, dtype=np.float64), leaves)
-        return np.asarray(x, dtype=np.float64).reshape(self.problem.n)
-
-    def _abstract_eval(self, args, params):
-        return (self.problem.n,), np.dtype(np.float64)
-
-    def _solve_linear(self, x, leaves, v, transpose):
-        """J⁻¹ v (J⁻ᵀ v if `transpose`), J = ∂F/∂x at (x, leaves): a dense Jacobian by
-        forward sweeps (batched), then one LU solve; exact, and cheap for the n of the
-        problems SciPy's solvers take."""
-        from ..api import jacfwd
-        condition = self.problem.condition
-        jac = jacfwd(lambda x: condition(x, *leaves))(x)
-        if transpose:
-            jac = wnp.transpose(jac)
-        try:
-            return wnp.linalg.solve(jac, v)
-        except LinAlgError as e:
-            raise LinAlgError(
-                f"{self.problem.who}: the derivative of the condition the solution satisfies "
-                "(∂F/∂x, F the function for root, the gradient for minimize) is singular at "
-                "the solution, so the solution is no differentiable function of args there "
-                "(a double root, a flat minimum)") from e
-
-    def _of_active(self, x, leaves):
-        """F at x as a function of the active leaves alone."""
-        condition, active = self.problem.condition, self.problem.active
-
-        def f(*picked):
-            ls = list(leaves)
-            for k, v in zip(active, picked):
-                ls[k] = v
-            return condition(x, *ls)
-        return f
-
-    def _jvp_rule(self, ts, x0, *rest):
-        from ..api import jvp
-        leaves, x = rest[:-1], rest[-1]
-        active = self.problem.active
-        tangents = [ts[1 + k] for k in active]
-        if all(t is None for t in tangents):
-            return None
-        primals = [leaves[k] for k in active]
-        tangents = [wnp.zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
-        u = jvp(self._of_active(x, leaves), primals, tangents)[1]
-        return -self._solve_linear(x, leaves, u, transpose=False)
-
-    def _vjp_rule(self, g, x0, *rest):
-        from ..api import vjp
-        leaves, x = rest[:-1], rest[-1]
-        active = self.problem.active
-        out = [None] * (1 + len(leaves))
-        if active:
-            lam = self._solve_linear(x, leaves, g, transpose=True)
-            pull = vjp(self._of_active(x, leaves), *[leaves[k] for k in active])[1]
-            for k, c in zip(active, pull(-lam)):
-                out[1 + k] = c
-        return tuple(out)
-
-
-def _solution(who, name, x0, args, condition_of, solve_of):
-    """The traced solve: x0 and args' numeric leaves into a `Solution` node.
-
-    `condition_of(shape, tree)` gives F(x, *leaves) for x flat; `solve_of(shape, tree)` the
-    plain solve (x0 flat, leaves) -> (x flat, SciPy's result).  Returns (x in x0's shape,
-    the primitive, shape, tree, leaves)."""
-    x0 = wnp.asarray(x0)
-    if x0.dtype.kind == "c":
-        raise TypeError(f"{who}: complex values are not supported (SciPy's solvers are real); "
-                        "write a complex unknown as its real and imaginary parts")
-    if x0.dtype.kind != "f":
-        x0 = wnp.astype(x0, np.float64)
-    shape = tuple(x0.shape)
-    n = math.prod(shape)
-    leaves, tree = flatten(args)
-    numeric, tree = hold_constants(tree, leaves, lambda v: not _numeric(v))
-    for v in numeric:
-        if (v.dtype.kind if type(v) is Node else np.asarray(v).dtype.kind) == "c":
-            raise TypeError(f"{who}: complex values are not supported (SciPy's solvers are "
-                            "real); pass a complex parameter as its real and imaginary parts")
-    active = tuple(k for k, v in enumerate(numeric) if type(v) is Node and v.dtype.kind == "f")
-    problem = _Problem(who, name, n, condition_of(shape, tree),
-                       solve_of(shape, tree), active)
-    prim = Solution(problem)
-    x = prim(x0 if shape == (n,) else wnp.reshape(x0, (n,)), *numeric)
-    return (x if shape == (n,) else wnp.reshape(x, shape)), prim, shape, tree, numeric
-
-
-def _flat_out(out):
-    """A function's result (an array, a list of numbers or traced values) as a flat
-    vector."""
-    return wnp.reshape(out if type(out) is Node else wnp.asarray(out), (-1,))
-
-
 def _name(fun):
     return getattr(fun, "__name__", "fun")
 
 
-def _numeric(x):
-    return type(x) is Node or isinstance(x, (int, float, np.number, np.ndarray)) and \
-        np.asarray(x).dtype.kind in "biuf"
-
-
-def _traced(*trees):
-    return any(type(v) is Node for t in trees for v in flatten(t)[0])
-
-
 def _as_tuple(args):
     return args if isinstance(args, tuple) else (args,)       # (as SciPy takes it)
-
-
-def _plain_leaves(leaves):
-    """The values of traced leaves (a solve runs on numbers)."""
-    return [v.value if type(v) is Node else v for v in leaves]
-
-
-def _closure_error(who, name):
-    return ValueError(
-        f"{who}: {name} computes with a traced value that is not among its arguments (a "
-        "variable it closes over); pass that value in args, so that its derivative goes "
-        "through the solution")
-
-
-def _check_plain(out, who, name):
-    """`out`, fun's result on plain numbers, holds no traced value (else fun closes over
-    one, and that derivative would be lost)."""
-    if any(type(v) is Node for v in flatten(out)[0]):
-        raise _closure_error(who, name)
-    return out
 
 
 def _undifferentiable(who, name, what, e):
