@@ -507,3 +507,30 @@ def test_curve_fit_finite_differences_on_request():
     ours = opt.curve_fit(exp_model, XS, YS, p0=[1.0, 1.0], jac=False)
     theirs = so.curve_fit(exp_model, XS, YS, p0=[1.0, 1.0])
     assert np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1])
+
+
+def test_functions_that_return_their_own_derivatives():
+    # jac=True: fun returns (value, gradient) / (F, J); the solution is still differentiated
+    def loss(x, c):
+        return wnp.sum((x - c) ** 2 + x ** 4), 2 * (x - c) + 4 * x ** 3
+    c = np.array([0.5, -1.0])
+    f = lambda c: opt.minimize(loss, np.zeros(2), args=(c,), jac=True, tol=1e-12).x   # noqa
+    x = f(c)
+    assert_close(wg.jacfwd(f)(c), np.diag(2 / (2 + 12 * x ** 2)), rtol=1e-8, atol=1e-12)
+
+    def system(x, c):
+        return wnp.stack([x[0] + x[1] - c, x[0] * x[1] - 1.0]), \
+            np.array([[1.0, 1.0], [wg.value(x[1]), wg.value(x[0])]])
+    big = lambda c: opt.root(system, [2.0, 0.5], args=(c,), jac=True).x[0]   # noqa: E731
+    x = big(3.0)
+    assert_close(wg.grad(big)(3.0), x / (2 * x - 3.0), rtol=1e-9)
+
+
+def test_least_squares_solution_on_a_bound_is_refused():
+    fit = lambda y, lo: opt.least_squares(decay, [3.0, 1.0], args=(y,),   # noqa: E731
+                                          bounds=([lo, 0.0], [10.0, 10.0])).x
+    assert_close(wg.jacfwd(lambda y: fit(y, 0.0))(DATA),
+                 wg.jacfwd(lambda y: opt.least_squares(decay, [1.0, 1.0], args=(y,)).x)(DATA),
+                 rtol=1e-5, atol=1e-7)                 # (the bounds do not hold)
+    with pytest.raises(NotImplementedError, match=r"lies on a bound \(elements \[0\]\)"):
+        wg.jacfwd(lambda y: fit(y, 2.5))(DATA)
