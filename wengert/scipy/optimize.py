@@ -1,16 +1,15 @@
 """Optimisation and root finding with derivatives: SciPy's `scipy.optimize` (`minimize`,
 `root`, `root_scalar`, `brentq`, `fixed_point`, `least_squares`, `curve_fit`), the same
-calls, with two
-things SciPy does not have.
+calls, with two things SciPy does not have.
 
 * **Exact derivatives for the solver.**  Where a method uses a derivative and you give
   none, wengert takes it from your function: BFGS, CG and L-BFGS-B get the gradient,
   Newton-CG, trust-ncg, trust-krylov and trust-constr Hessian-vector products, dogleg
   and trust-exact the Hessian, root's hybr and lm the Jacobian, least_squares the
   Jacobian, curve_fit the Jacobian of the model, root_scalar's newton and halley f' and
-  f''.  SciPy would estimate them by
-  finite differences.  A derivative you give (a callable, ``jac=True``, or a scheme such
-  as ``jac="2-point"``, which asks for SciPy's finite differences) is used as it is.
+  f''.  SciPy would estimate them by finite differences.  A derivative you give (a
+  callable, ``jac=True``, or a scheme such as ``jac="2-point"``, which asks for SciPy's
+  finite differences) is used as it is.
 * **Derivatives of the solution** with respect to ``args``, by the implicit function
   theorem.  The solution x*(θ) of a problem with parameters θ satisfies a condition
   F(x*, θ) = 0 (F is fun for `root`, the gradient of fun for `minimize`, ...), so at the
@@ -59,8 +58,6 @@ from .. import numpy as wnp
 __all__ = ["minimize", "root", "root_scalar", "brentq", "fixed_point", "least_squares",
            "curve_fit", "Solution"]
 
-LinAlgError = np.linalg.LinAlgError
-
 
 def _scipy_optimize():
     try:
@@ -77,7 +74,6 @@ _GRADIENT_METHODS = {"cg", "bfgs", "newton-cg", "l-bfgs-b", "tnc", "slsqp", "dog
 _HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
 _HESS_METHODS = {"dogleg", "trust-exact"}
 _ROOT_JACOBIAN_METHODS = {"hybr", "lm"}
-_FINITE_DIFFERENCES = {"2-point", "3-point", "cs"}
 
 
 def _name(fun):
@@ -89,9 +85,11 @@ def _as_tuple(args):
 
 
 def _undifferentiable(who, name, what, e):
+    way_out = {"root_scalar": "fprime=..., or a method that reads none (brentq)",
+               "curve_fit": "jac=..., or jac=False for SciPy's finite differences"}.get(
+        who, "jac=... (hess=...), or jac='2-point' for SciPy's finite differences")
     return TypeError(f"{who}: wengert could not differentiate {name} for the {what} the "
-                     f"method uses ({type(e).__name__}: {e}); give it yourself, or ask for "
-                     "SciPy's finite differences (jac='2-point')")
+                     f"method uses ({type(e).__name__}: {e}); give it yourself: {way_out}")
 
 
 def _flat_function(fun, shape, args, who, pick=None):
@@ -508,8 +506,9 @@ def _root_plain(so, fun, x0, shape, args, method, jac, pick, kwargs):
     def f(x):
         out = fun(x.reshape(shape), *args)
         _check_plain(out, "root", name)
-        if pick:
-            return out[0], np.asarray(out[1]).reshape(x.size, -1)
+        if pick:                                # (F, its Jacobian): both flat as SciPy's
+            return (np.reshape(np.asarray(out[0], dtype=np.float64), -1),
+                    np.asarray(out[1], dtype=np.float64).reshape(-1, x.size))
         return np.reshape(np.asarray(out, dtype=np.float64), -1)
     m = f(x0).size if not pick else None
     if jac is None and method in _ROOT_JACOBIAN_METHODS:
