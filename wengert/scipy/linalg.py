@@ -5,18 +5,24 @@ eigh (the generalized problem A v = λ B v too), inv, det, solve and block_diag.
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records wengert primitives (`wengert.primitives.scipy_linalg`, whose
 values are SciPy's own, and `wengert.primitives.linalg`), differentiable to second order
-and beyond, under `wg.vmap` and `wg.compile` too.  Real matrices only (but for
-eigh(a, b), which takes complex Hermitian ones too): a complex traced matrix is refused by
-name.  Batches of matrices (leading axes) are taken where SciPy takes them.  Where a
-derivative does not exist or is not implemented (eigh's subset_by_value, sqrtm of a
-singular matrix) the call raises NotImplementedError, never a wrong number.  Functions not
-listed here are SciPy's on plain values and raise NotImplementedError, naming themselves,
-on traced values.
+and beyond, under `wg.vmap` and `wg.compile` too.  Real and complex matrices, with the
+derivatives of docs/complex.md (JAX's and autograd's convention): expm, expm_frechet,
+solve_sylvester, sqrtm, inv, det, lu_factor, solve_triangular (but for trans='C'), and
+solve, lu_solve and inv without a symmetric or Hermitian structure are holomorphic, so
+``holomorphic=True`` gives their complex derivatives.  Batches of matrices (leading axes)
+are taken where SciPy takes them.  Where a derivative does not exist or is not implemented
+(eigh's subset_by_value, sqrtm of a singular matrix or of a real one with a complex root)
+the call raises NotImplementedError, never a wrong number.  Functions not listed here are
+SciPy's on plain values and raise NotImplementedError, naming themselves, on traced values.
 
 Functions that read one triangle of a symmetric matrix (cholesky, cho_factor, eigh (a and
-b), and solve or inv with assume_a='sym' or 'pos') take their values from that triangle, as SciPy
-does, and have the symmetric derivative, as `wengert.numpy.linalg.cholesky` and `eigh`
-have: a change in A_ij counts half in A_ij and half in A_ji.
+b), and solve or inv with assume_a='sym', 'her' or 'pos') take their values from that
+triangle, as SciPy does, and have the symmetric derivative, as
+`wengert.numpy.linalg.cholesky` and `eigh` have: a change in A_ij counts half in A_ij and
+half in A_ji.  For a complex matrix, those that read a Hermitian one (cholesky,
+cho_factor, eigh, 'her', 'pos') have the Hermitian derivative, (dA + dAᴴ)/2, and 'sym'
+(a complex symmetric matrix, Aᵀ = A) the symmetric one, (dA + dAᵀ)/2, which is
+holomorphic.
 
 Example:
     >>> import numpy as np, wengert as wg
@@ -25,6 +31,14 @@ Example:
     >>> d = wg.jvp(lambda t: linalg.expm(t * a), (1.0,), (1.0,))[1]   # d/dt e^(tA) = A e^(tA)
     >>> bool(np.allclose(d, a @ linalg.expm(a)))
     True
+
+    A spin-½ in a field along x turns by e^(-iHt), H = σx/2: the probability that it has
+    flipped is sin²(t/2), with the derivative sin(t)/2:
+
+    >>> sx = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> flip = lambda t: wg.numpy.abs(linalg.expm(-0.5j * t * sx)[1, 0]) ** 2
+    >>> bool(np.isclose(flip(1.0), np.sin(0.5) ** 2)), bool(np.isclose(wg.grad(flip)(1.0), np.sin(1.0) / 2))
+    (True, True)
 """
 from __future__ import annotations
 
@@ -95,14 +109,26 @@ def _batches(what, *shapes_and_cores):
                          "cannot be broadcast together") from None
 
 
-_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 1, "C": 1}     # (ᴴ is ᵀ for a real matrix)
+_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
 
 
-def _trans(trans):
+def _is_complex(x):
+    return x.dtype.kind == "c"
+
+
+def _trans(trans, a):
+    """0, 1 or 2 (op = id, ᵀ, ᴴ) for SciPy's `trans`; ᴴ is ᵀ for a real matrix a, so that
+    a real matrix's solve is the holomorphic one whatever it is asked as."""
     try:
-        return _TRANS[trans]
+        t = _TRANS[trans]
     except (KeyError, TypeError):
         raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}") from None
+    return 1 if t == 2 and not _is_complex(a) else t
+
+
+def _adjoint(a):
+    """ᴴ's `trans` for a's triangular solves: 2 for a complex matrix, 1 (ᵀ) for a real one."""
+    return 2 if _is_complex(a) else 1
 
 
 # ---- triangular and Cholesky solves ------------------------------------------------------------
@@ -135,7 +161,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         raise ValueError(f"shapes of a {a.shape[-2:]} and b {core} are incompatible")
     if b.ndim > 1:
         _batches("solve_triangular", (a.shape, 2), (b.shape, 2))
-    return _P.solve_triangular(a, b, trans=_trans(trans), lower=bool(lower),
+    return _P.solve_triangular(a, b, trans=_trans(trans, a), lower=bool(lower),
                                unit_diagonal=bool(unit_diagonal))
 
 
@@ -221,11 +247,12 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
         raise ValueError(f"incompatible dimensions ({c.shape} and {b.shape})")
     b, back = _as_columns(b)
     _batches("cho_solve", (c.shape, 2), (b.shape, 2))
-    if lower:               # A = L Lᵀ
+    h = _adjoint(c)
+    if lower:               # A = L Lᴴ
         y = _P.solve_triangular(c, b, trans=0, lower=True, unit_diagonal=False)
-        x = _P.solve_triangular(c, y, trans=1, lower=True, unit_diagonal=False)
-    else:                   # A = Uᵀ U
-        y = _P.solve_triangular(c, b, trans=1, lower=False, unit_diagonal=False)
+        x = _P.solve_triangular(c, y, trans=h, lower=True, unit_diagonal=False)
+    else:                   # A = Uᴴ U
+        y = _P.solve_triangular(c, b, trans=h, lower=False, unit_diagonal=False)
         x = _P.solve_triangular(c, y, trans=0, lower=False, unit_diagonal=False)
     return back(x)
 
@@ -345,11 +372,12 @@ def solve_sylvester(a, b, q):
 
 @_scipy_unless_traced
 def solve_continuous_lyapunov(a, q):
-    """X with AX + XAᵀ = Q (the continuous Lyapunov equation; stacks broadcast).
+    """X with AX + XAᴴ = Q (the continuous Lyapunov equation; Aᴴ is Aᵀ for a real A;
+    stacks broadcast).
 
-    Derivative: the Sylvester equation A dX + dX Aᵀ = dQ - dA X - X dAᵀ (a Lyapunov
-    equation), through `solve_sylvester` with B = Aᵀ; values agree with SciPy's to
-    rounding.
+    Derivative: the Sylvester equation A dX + dX Aᴴ = dQ - dA X - X dAᴴ (a Lyapunov
+    equation), through `solve_sylvester` with B = Aᴴ; values agree with SciPy's to
+    rounding.  Holomorphic in Q, not in a complex A (Aᴴ conjugates it).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -370,7 +398,8 @@ def solve_continuous_lyapunov(a, q):
         raise ValueError(f"Matrix a and q should have the same shape (a has shape {a.shape}, "
                          f"q has shape {q.shape}).")
     _batches("solve_continuous_lyapunov", (a.shape, 2), (q.shape, 2))
-    return _P.solve_sylvester(a, _wnp.swapaxes(a, -1, -2), q)
+    ah = _wnp.swapaxes(a, -1, -2)
+    return _P.solve_sylvester(a, _wnp.conj(ah) if _is_complex(a) else ah, q)
 
 
 # ---- inverse, determinant, general solves ----------------------------------------------------
@@ -378,7 +407,7 @@ _STRUCTURES = {None: "general", "gen": "general", "general": "general", "banded"
                "diagonal": "diagonal", "tridiagonal": "tridiagonal",
                "upper triangular": "upper triangular",
                "lower triangular": "lower triangular", "sym": "sym", "symmetric": "sym",
-               "her": "sym", "hermitian": "sym", "pos": "pos", "positive definite": "pos"}
+               "her": "her", "hermitian": "her", "pos": "pos", "positive definite": "pos"}
 _INV_STRUCTURES = (None, "gen", "general", "diagonal", "upper triangular",
                    "lower triangular", "pos", "sym", "her")
 
@@ -391,6 +420,14 @@ def _structure(assume_a, allowed=None):
     if kind is None or (allowed is not None and assume_a not in allowed):
         raise ValueError(f"{assume_a} is not a recognized matrix structure")
     return kind
+
+
+def _symmetric(a, kind, lower):
+    """The symmetric matrix (for 'her' and a complex a, the Hermitian one) that the
+    triangle `lower` names holds."""
+    if kind == "her" and _is_complex(a):
+        return _P.symmetrize(a, lower=bool(lower), hermitian=True)
+    return _P.symmetrize(a, lower=bool(lower))
 
 
 def _square_input(a):
@@ -429,8 +466,8 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
         return _P.solve_triangular(a, eye, trans=0, lower=kind[0] == "l", unit_diagonal=False)
     if kind == "pos":
         return cho_solve(cho_factor(a, lower=lower), eye)
-    if kind == "sym":
-        a = _P.symmetrize(a, lower=bool(lower))
+    if kind in ("sym", "her"):
+        a = _symmetric(a, kind, lower)
     return _L.inv(a)
 
 
@@ -481,6 +518,9 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         [[-0.333333, -0.333333], [-0.333333, -0.333333]]
     """
     a, b = _square_input(a), _wnp.asarray(b)
+    if transposed and (_is_complex(a) or _is_complex(b)):     # (b's dtype is a's too)
+        raise NotImplementedError("scipy.linalg.solve can currently not solve a^T x = b or "
+                                  "a^H x = b for complex matrices.")
     if not _column_of(b, a.shape[-1]):
         raise ValueError(f"incompatible shapes: a1.shape={a.shape} and b1.shape={b.shape}")
     if b.ndim > 1:
@@ -494,11 +534,11 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
                                    unit_diagonal=False)
     if kind == "pos":
         return cho_solve(cho_factor(a, lower=lower), b)
-    if kind == "sym":
-        a = _P.symmetrize(a, lower=bool(lower))
+    if kind in ("sym", "her"):
+        a = _symmetric(a, kind, lower)
     elif kind == "tridiagonal":
         a = _wnp.tril(a, 1) - _wnp.tril(a, -2)
-    if transposed and kind != "sym":
+    if transposed and kind not in ("sym", "her"):
         a = _wnp.swapaxes(a, -1, -2)
     return _L.solve(a, b)
 
@@ -535,11 +575,13 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
 
 @_scipy_unless_traced
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """x with A x = b (Aᵀ x = b for ``trans=1``, 'T', 2 or 'C'), from
-    ``(lu, piv) = lu_factor(A)``: the pivots' interchanges and two triangular solves.
+    """x with A x = b (Aᵀ x = b for ``trans=1`` or 'T', Aᴴ x = b for 2 or 'C', which is
+    Aᵀ for a real A), from ``(lu, piv) = lu_factor(A)``: the pivots' interchanges and two
+    triangular solves.
 
     Derivatives: those of the triangular solves (in b, and in lu's triangles, so through
-    lu_factor in A: altogether the derivative of A⁻¹b).
+    lu_factor in A: altogether the derivative of A⁻¹b).  Complex matrices too: holomorphic
+    but for ``trans='C'``, which reads conj(A).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -561,13 +603,14 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     _batches("lu_solve", (lu.shape, 2), (b.shape, 2))
     if not hasattr(piv, "dtype") or piv.dtype.kind not in "iu":
         piv = _np.asarray(piv, dtype=_np.int32)
-    if _trans(trans) == 0:                  # L U x = P b
+    trans = _trans(trans, lu)
+    if trans == 0:                          # L U x = P b
         y = _P.lu_swap_rows(b, piv, inverse=False)
         y = _P.solve_triangular(lu, y, trans=0, lower=True, unit_diagonal=True)
         x = _P.solve_triangular(lu, y, trans=0, lower=False, unit_diagonal=False)
-    else:                                   # Aᵀ = Uᵀ Lᵀ P: x = Pᵀ L⁻ᵀ U⁻ᵀ b
-        y = _P.solve_triangular(lu, b, trans=1, lower=False, unit_diagonal=False)
-        y = _P.solve_triangular(lu, y, trans=1, lower=True, unit_diagonal=True)
+    else:                                   # Aᵀ = Uᵀ Lᵀ P: x = Pᵀ L⁻ᵀ U⁻ᵀ b (ᴴ for 'C')
+        y = _P.solve_triangular(lu, b, trans=trans, lower=False, unit_diagonal=False)
+        y = _P.solve_triangular(lu, y, trans=trans, lower=True, unit_diagonal=True)
         x = _P.lu_swap_rows(y, piv, inverse=True)
     return back(x)
 
