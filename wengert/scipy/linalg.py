@@ -136,13 +136,15 @@ def _adjoint(a):
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      check_finite=True):
     """x with op(A) x = b, A the triangle of `a` that `lower` names (the upper one by
-    default), op the transpose for ``trans=1`` ('T', or 2/'C'), A's diagonal taken as
-    ones if `unit_diagonal`.  b is one vector if 1-D, else a matrix (or a stack of them).
+    default), op the transpose for ``trans=1`` ('T'), the conjugate transpose for 2 ('C';
+    the transpose of a real A), A's diagonal taken as ones if `unit_diagonal`.  b is one
+    vector if 1-D, else a matrix (or a stack of them).  Real or complex.
 
     Derivatives: dx = op(A)⁻¹(db - op(dA) x), which is a triangular solve too, and the
-    cotangents b̄ = op(A)⁻ᵀ x̄, Ā = -b̄ xᵀ (op = id) or -x b̄ᵀ (op = ᵀ) on the triangle
-    read (the other triangle, and a unit diagonal, get zero).  `overwrite_b` and
-    `check_finite` have no effect on traced values.
+    cotangents b̄ = op(A)⁻ᵀ x̄, Ā = -b̄ xᵀ (op = id), -x b̄ᵀ (op = ᵀ) or -conj(x b̄ᵀ)
+    (op = ᴴ) on the triangle read (the other triangle, and a unit diagonal, get zero).
+    Holomorphic (complex-linear JVPs, for ``holomorphic=True``) but for 'C', which reads
+    conj(A).  `overwrite_b` and `check_finite` have no effect on traced values.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -152,6 +154,18 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         [1.0, 2.0]
         >>> wg.grad(lambda b: linalg.solve_triangular(L, b, lower=True).sum())(np.ones(2))
         array([0.375, 0.25 ])
+
+        A complex triangle: the Jacobian in b is the triangle's inverse, and with 'C' its
+        conjugate transpose's:
+
+        >>> Z = np.array([[2j, 0.0], [1.0, 1 + 1j]])
+        >>> f = lambda b, trans: linalg.solve_triangular(Z, b, lower=True, trans=trans)
+        >>> J = wg.jacfwd(lambda b: f(b, 0), holomorphic=True)(np.ones(2) + 0j)
+        >>> bool(np.allclose(J, np.linalg.inv(Z)))
+        True
+        >>> J = wg.jacfwd(lambda b: f(b, "C"), holomorphic=True)(np.ones(2) + 0j)
+        >>> bool(np.allclose(J, np.linalg.inv(Z.conj().T)))
+        True
     """
     a, b = _wnp.asarray(a), _wnp.asarray(b)
     if not _is_square(a):
@@ -175,12 +189,14 @@ def _cholesky_input(a):
 
 @_scipy_unless_traced
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """The Cholesky factor of a symmetric positive-definite matrix: the upper-triangular U
-    with A = UᵀU by default (SciPy's default, unlike NumPy's), the lower L with A = LLᵀ if
-    `lower`; read from that triangle of A.  LinAlgError if A is not positive definite.
+    """The Cholesky factor of a symmetric (Hermitian) positive-definite matrix: the
+    upper-triangular U with A = UᴴU by default (SciPy's default, unlike NumPy's), the
+    lower L with A = LLᴴ if `lower`; read from that triangle of A.  LinAlgError if A is
+    not positive definite.
 
-    Derivative: the symmetric one of `wengert.numpy.linalg.cholesky`,
-    dL = L Φ(L⁻¹ dA L⁻ᵀ) with Φ the lower triangle with half the diagonal.
+    Derivative: the symmetric (Hermitian) one of `wengert.numpy.linalg.cholesky`,
+    dL = L Φ(L⁻¹ dA L⁻ᴴ) with Φ the lower triangle with half the diagonal: a change dA
+    counts as its Hermitian part (dA + dAᴴ)/2.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -191,14 +207,22 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
         >>> logdet = lambda a: 2 * wg.numpy.sum(wg.numpy.log(wg.numpy.diag(linalg.cholesky(a))))
         >>> bool(np.allclose(wg.grad(logdet)(a), np.linalg.inv(a)))   # d log det A = A⁻¹
         True
+
+        A Hermitian one: log det H = 2 Σ log U_kk, whose gradient is conj(H⁻¹):
+
+        >>> h = np.array([[2.0, 1j], [-1j, 2.0]])
+        >>> logdet = lambda h: 2 * wg.numpy.sum(wg.numpy.log(wg.numpy.real(
+        ...     wg.numpy.diag(linalg.cholesky(h)))))
+        >>> bool(np.allclose(wg.grad(logdet)(h), np.linalg.inv(h).conj()))
+        True
     """
     return _wnp.linalg.cholesky(_cholesky_input(a), upper=not lower)
 
 
 @_scipy_unless_traced
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
-    """(c, lower): the Cholesky factor of `a` for `cho_solve`, in c's upper triangle (lower
-    if `lower`).  On traced values c is the factor itself, zero in the other triangle
+    """(c, lower): the Cholesky factor of `a` (symmetric or Hermitian positive definite)
+    for `cho_solve`, in c's upper triangle (lower if `lower`).  On traced values c is the factor itself, zero in the other triangle
     (SciPy leaves arbitrary numbers there), and `lower` a plain bool.
 
     Example:
@@ -225,10 +249,11 @@ def _flag(lower):
 
 @_scipy_unless_traced
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
-    """x with A x = b, from ``(c, lower) = cho_factor(A)``: two triangular solves.
+    """x with A x = b, from ``(c, lower) = cho_factor(A)``: two triangular solves, one
+    with the factor's conjugate transpose (A = L Lᴴ or Uᴴ U).
 
     Derivatives: those of the triangular solves, in b and in the factor's triangle (so
-    through cho_factor in A).
+    through cho_factor in A: the Hermitian derivative).  Holomorphic in b.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -269,11 +294,13 @@ def _matrix_function_input(a):
 
 @_scipy_unless_traced
 def expm(A):
-    """The matrix exponential e^A (of each matrix of a stack).
+    """The matrix exponential e^A (of each matrix of a stack), real or complex.
 
     Derivative: the Fréchet derivative L(A, dA), the top-right block of
     exp([[A, dA], [0, A]]) (one exponential of twice the size); the cotangent is
-    L(Aᵀ, Ḡ).  Both are exponentials again, so they differentiate to any order.
+    L(Aᵀ, Ḡ).  Both are exponentials again, so they differentiate to any order.  e^A is
+    holomorphic: for a complex A the same formulas hold (``holomorphic=True`` gives
+    dvec(e^A)/dvec(A)), and a real loss of e^(-iHt) has the gradient of docs/complex.md.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -283,6 +310,13 @@ def expm(A):
         [[0.0, 1.0], [-1.0, 0.0]]
         >>> wg.grad(lambda t: linalg.expm(t * a)[0, 1])(0.0)     # d sin t / dt at 0
         1.0
+
+        The propagator of a Hamiltonian H, U(t) = e^(-iHt), has dU/dt = -iH U:
+
+        >>> h = np.array([[1.0, 0.5 - 0.5j], [0.5 + 0.5j, -1.0]])
+        >>> du = wg.jvp(lambda t: linalg.expm(-1j * t * h), (0.3,), (1.0,))[1]
+        >>> bool(np.allclose(du, -1j * h @ linalg.expm(-0.3j * h)))
+        True
     """
     return _P.expm(_matrix_function_input(A))
 
@@ -290,8 +324,9 @@ def expm(A):
 @_scipy_unless_traced
 def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
     """(e^A, L(A, E)), the exponential and its Fréchet derivative in the direction E (only
-    L(A, E) if not `compute_expm`), both differentiable (in A and E).  `method` has no
-    effect on traced values: L is read off exp([[A, E], [0, A]]).
+    L(A, E) if not `compute_expm`), both differentiable (in A and E; holomorphic in both
+    for complex ones).  `method` has no effect on traced values: L is read off
+    exp([[A, E], [0, A]]).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -320,11 +355,12 @@ def sqrtm(A, disp=_np._NoValue, blocksize=_np._NoValue):
     """The principal square root X of A (X² = A, eigenvalues in the right half-plane).
 
     Derivative: dX solves the Sylvester equation X dX + dX X = dA (the cotangent
-    Xᵀ Ā + Ā Xᵀ = X̄).  At a singular matrix that equation is singular and the derivative
-    does not exist: it raises NotImplementedError.  On traced values the matrix must have a
-    real square root (SciPy returns a complex one for a real matrix with a negative real
-    eigenvalue: refused), and SciPy's deprecated ``disp=False`` is refused; `blocksize`
-    has no effect.
+    Xᵀ Ā + Ā Xᵀ = X̄), holomorphic for a complex A.  At a singular matrix that equation
+    is singular and the derivative does not exist: it raises NotImplementedError.  On
+    traced values a real matrix must have a real square root (SciPy returns a complex one
+    for a real matrix with a negative real eigenvalue, a dtype that depends on the
+    values: refused, pass a + 0j instead), and SciPy's deprecated ``disp=False`` is
+    refused; `blocksize` has no effect.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -334,6 +370,9 @@ def sqrtm(A, disp=_np._NoValue, blocksize=_np._NoValue):
         [[2.0, 0.2], [0.0, 3.0]]
         >>> wg.grad(lambda s: linalg.sqrtm(s * a)[0, 0])(4.0)    # d √(4s)/ds = 1/√s
         0.5
+        >>> root = lambda s: linalg.sqrtm(np.diag([4.0, -1.0]) * s + 0j)   # a complex root
+        >>> root(1.0).tolist(), wg.jvp(root, (1.0,), (1.0,))[1].tolist()   # d √(±s)/ds
+        ([[(2+0j), 0j], [0j, 1j]], [[(1+0j), 0j], [0j, 0.5j]])
     """
     if disp is not _np._NoValue and not disp:
         raise NotImplementedError("scipy.linalg.sqrtm(..., disp=False) is not supported on "
@@ -344,10 +383,13 @@ def sqrtm(A, disp=_np._NoValue, blocksize=_np._NoValue):
 # ---- Sylvester and Lyapunov equations ----------------------------------------------------------
 @_scipy_unless_traced
 def solve_sylvester(a, b, q):
-    """X with AX + XB = Q, A n×n, B m×m, Q n×m (stacks broadcast).
+    """X with AX + XB = Q, A n×n, B m×m, Q n×m (stacks broadcast), real or complex.
 
     Derivative: a Sylvester equation again, A dX + dX B = dQ - dA X - X dB; the cotangent
-    Q̄ solves Aᵀ Q̄ + Q̄ Bᵀ = X̄, and Ā = -Q̄ Xᵀ, B̄ = -Xᵀ Q̄.
+    Q̄ solves Aᵀ Q̄ + Q̄ Bᵀ = X̄, and Ā = -Q̄ Xᵀ, B̄ = -Xᵀ Q̄ (holomorphic in A, B and Q).
+    Real and complex arguments together are made complex first on traced values: SciPy
+    1.17's own call returns no solution for some of them (a real A or B with complex
+    eigenvalues; scipy/scipy#26177), and on plain values it is SciPy's call.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -442,10 +484,13 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     """The inverse of a square matrix (of each of a stack), with SciPy's `assume_a`:
     'general' (or None: NumPy's inverse), 'diagonal' (the diagonal alone is read),
     'upper triangular' / 'lower triangular' (a triangular solve), 'pos' (Cholesky, from
-    the triangle `lower` names), 'sym' / 'her' (from that triangle).
+    the triangle `lower` names), 'sym' / 'her' (from that triangle: for a complex matrix
+    'sym' is complex symmetric, Aᵀ = A, and 'her' Hermitian, its diagonal's imaginary
+    part ignored as LAPACK does).
 
     Derivative: d(A⁻¹) = -A⁻¹ dA A⁻¹ on the part of A that is read; for 'pos', 'sym' and
-    'her' the symmetric one.
+    'her' the symmetric one (for a complex A: 'sym' (dA + dAᵀ)/2, holomorphic, and 'pos'
+    and 'her' the Hermitian one, (dA + dAᴴ)/2).  Holomorphic but for 'pos' and 'her'.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -476,13 +521,17 @@ def det(a, overwrite_a=False, check_finite=True):
     """The determinant (of each matrix of a stack).
 
     Derivative: d det A = tr(Cᵀ dA), C the cofactor matrix (det A · A⁻ᵀ where A is
-    invertible), which exists at singular matrices too (`wengert.numpy.linalg.det`).
+    invertible), which exists at singular matrices too (`wengert.numpy.linalg.det`);
+    holomorphic for a complex A.
 
     Example:
         >>> import numpy as np, wengert as wg
         >>> from wengert.scipy import linalg
         >>> wg.grad(linalg.det)(np.array([[2.0, 1.0], [1.0, 3.0]])).round(6).tolist()
         [[3.0, -1.0], [-1.0, 2.0]]
+        >>> z = np.array([[1j, 2.0], [1.0, 3j]])     # det = 3i·i - 2: its cofactor matrix
+        >>> bool(np.allclose(wg.grad(linalg.det, holomorphic=True)(z), [[3j, -1], [-2, 1j]]))
+        True
     """
     a = _wnp.asarray(a)
     if a.ndim < 2:
@@ -502,10 +551,13 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     route to the same numbers), 'diagonal' and 'tridiagonal' (only that band is read),
     'upper triangular' / 'lower triangular' (`solve_triangular`), 'pos' (Cholesky:
     `cho_solve`), 'sym' / 'her' (NumPy's solve of the symmetric matrix the triangle
-    `lower` names holds).
+    `lower` names holds: complex symmetric for 'sym', Hermitian for 'her').  Complex
+    values as SciPy takes them: `transposed` with a complex a or b is SciPy's
+    NotImplementedError.
 
     Derivative: dx = A⁻¹(db - dA x) on the part of A that is read; for 'pos', 'sym' and
-    'her' the symmetric one.
+    'her' the symmetric one (as `inv`'s: Hermitian for a complex A with 'pos' and 'her').
+    Holomorphic in b, and in A but for 'pos' and 'her'.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -516,6 +568,15 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         >>> g = wg.grad(lambda a: linalg.solve(a, b, assume_a="pos").sum())(a)
         >>> g.round(6).tolist()                         # symmetric: -(A⁻¹1 xᵀ + x 1ᵀA⁻¹)/2
         [[-0.333333, -0.333333], [-0.333333, -0.333333]]
+
+        An impedance network, Z i = v with Z = R + iωL: the current's sensitivity to ω is
+        dZ/dω = iL, so di/dω = -Z⁻¹ (iL) i:
+
+        >>> r, l, v = np.array([[2.0, -1.0], [-1.0, 3.0]]), np.diag([0.5, 0.2]), np.ones(2)
+        >>> current = lambda w: linalg.solve(r + 1j * w * l, v)
+        >>> di = wg.jvp(current, (2.0,), (1.0,))[1]
+        >>> bool(np.allclose(di, -np.linalg.solve(r + 2j * l, 1j * l @ current(2.0))))
+        True
     """
     a, b = _square_input(a), _wnp.asarray(b)
     if transposed and (_is_complex(a) or _is_complex(b)):     # (b's dtype is a's too)
@@ -552,7 +613,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     tuple (SciPy's is a list for a stack).
 
     Derivative: with F = L⁻¹ P dA U⁻¹, dL = L tril(F, -1) and dU = triu(F) U (the pivots
-    are piecewise constant: they have none).
+    are piecewise constant: they have none); holomorphic for a complex A.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -619,8 +680,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
 @_scipy_unless_traced
 def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix A, read from the
-    triangle `lower` names; with `b`, of the generalized problem A v = λ B v, B symmetric
+    """Eigenvalues (ascending, real) and eigenvectors of a symmetric (complex Hermitian)
+    matrix A, read from the triangle `lower` names; with `b`, of the generalized problem A v = λ B v, B symmetric
     (Hermitian) positive definite and read from the same triangle, the eigenvectors
     B-normalised (Vᴴ B V = I), and with ``type=2`` of A B v = λ v, with ``type=3`` of
     B A v = λ v (then Vᴴ B⁻¹ V = I).  The tuple (w, v), or w alone if `eigvals_only`;
@@ -633,10 +694,11 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     - ½ V diag(Vᵀ dB V), whose last term keeps Vᵀ B V = I (types 2 and 3: see
     `wengert.primitives.scipy_linalg`).  They assume distinct eigenvalues, and only
     functions that do not depend on the eigenvectors' signs have meaningful ones (w, v²,
-    v vᵀ, V f(w) Vᵀ do not: v[0] does).  Real matrices; with `b`, complex Hermitian ones
-    too, whose eigenvectors have a free phase instead of a sign (the derivative keeps
-    vᴴ B dv real), in the convention of docs/complex.md.  A B that is not positive
-    definite raises SciPy's LinAlgError.  Refused on traced values (NotImplementedError):
+    v vᵀ, V f(w) Vᵀ do not: v[0] does).  Complex Hermitian matrices (with and without
+    `b`) have the same derivatives with each ᵀ a ᴴ, in the convention of docs/complex.md:
+    a change counts as its Hermitian part, and each eigenvector has a free phase instead
+    of a sign (the derivative keeps vᴴ B dv real; |v|², v vᴴ, V f(w) Vᴴ do not depend on
+    it).  A B that is not positive definite raises SciPy's LinAlgError.  Refused on traced values (NotImplementedError):
     ``subset_by_value`` (how many eigenvalues it gives depends on their values).
 
     Example:
@@ -645,6 +707,14 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
         >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
         >>> wg.grad(lambda a: linalg.eigh(a, eigvals_only=True)[1])(a).round(6).tolist()
         [[0.5, 0.5], [0.5, 0.5]]
+
+        A Hermitian one: the gradient of an eigenvalue is conj(v vᴴ), v its eigenvector:
+
+        >>> h = np.array([[1.0, 1j], [-1j, 1.0]])                 # eigenvalues 0 and 2
+        >>> w, v = linalg.eigh(h)
+        >>> g = wg.grad(lambda h: linalg.eigvalsh(h)[1])(h)
+        >>> bool(np.allclose(g, np.conj(np.outer(v[:, 1], v[:, 1].conj())))), w.tolist()
+        (True, [0.0, 2.0])
 
         Two masses on springs, K v = ω² M v: the squared frequencies and mass-normalised
         modes, and how the lower frequency² moves with each mass, -ω² v_j²:
@@ -708,7 +778,8 @@ def _generalized_input(a, b, type):
 @_scipy_unless_traced
 def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
              check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    """The eigenvalues of a symmetric matrix (of A v = λ B v with `b`), ascending:
+    """The eigenvalues of a symmetric or Hermitian matrix (of A v = λ B v with `b`),
+    ascending:
     ``eigh(..., eigvals_only=True)``.
 
     Example:
