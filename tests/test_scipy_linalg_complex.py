@@ -461,7 +461,9 @@ def test_float32_and_complex64_stay_single_precision():
     a = zwell(3).astype(np.complex64)
     for f in (linalg.expm, linalg.sqrtm, lambda a: linalg.solve_triangular(a, a[0], trans=2),
               lambda a: linalg.lu_factor(a)[0], lambda a: linalg.solve_sylvester(a, a, a),
-              lambda a: linalg.eigh(a + H(a))[1]):
+              lambda a: linalg.eigh(a + H(a))[1], lambda a: linalg.inv(a, assume_a="her"),
+              lambda a: linalg.cho_solve(linalg.cho_factor(
+                  a @ H(a) + np.eye(3, dtype=np.float32)), a[0])):
         value, g = wg.value_and_grad(lambda a: wnp.sum(wnp.abs(f(a)) ** 2))(a)
         assert wg.vjp(f, a)[0].dtype == f(a).dtype == np.complex64
         assert g.dtype == np.complex64

@@ -401,7 +401,8 @@ def _symmetrize_np(a, lower, hermitian=False):
     mirror = np.swapaxes(half, -1, -2)
     if hermitian:
         # (LAPACK's Hermitian solvers ignore the diagonal's imaginary parts)
-        diagonal = np.real(np.diagonal(a, 0, -2, -1))[..., None] * np.eye(a.shape[-1])
+        diagonal = np.real(np.diagonal(a, 0, -2, -1))
+        diagonal = diagonal[..., None] * np.eye(a.shape[-1], dtype=diagonal.dtype)
         return half + np.conj(mirror) + diagonal
     return tri + mirror
 
