@@ -2,14 +2,14 @@
 
 Each primitive is evaluated by SciPy's own function (imported on first use, so wengert
 imports without SciPy), so a traced value is SciPy's; its rules are written with
-primitives, so they differentiate again.  Real matrices only, but for the generalized
-eigh's (gen_eigh_values, gen_eigh_vectors), whose rules hold for complex Hermitian ones:
-Graph.apply refuses complex ones by name.  Batch dimensions in front of the matrices broadcast as SciPy's do.
+primitives, so they differentiate again.  Batch dimensions in front of the matrices
+broadcast as SciPy's do.
 
-Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã or Ãᵀ):
+Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã, Ãᵀ or Ãᴴ):
 
     solve_triangular:  op(Ã) x = b:   dx = op(Ã)⁻¹ (db - op(dÃ) x)
-                       b̄ = op(Ã)⁻ᵀ x̄,  Ā = -tri(b̄ xᵀ) (op = id) or -tri(x b̄ᵀ) (op = ᵀ)
+                       b̄ = op(Ã)⁻ᵀ x̄,  Ā = -tri(b̄ xᵀ) (op = id), -tri(x b̄ᵀ) (op = ᵀ)
+                       or -tri(conj(x b̄ᵀ)) (op = ᴴ)
     expm:              d e^A = L(A, dA), the Fréchet derivative, which is the top-right
                        block of exp([[A, dA], [0, A]]);   Ā = L(Aᵀ, Ḡ)
     solve_sylvester:   AX + XB = Q:   A dX + dX B = dQ - dA X - X dB
@@ -19,14 +19,27 @@ Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã or Ã
                        F = L⁻¹ P dA U⁻¹,  dL = L tril(F, -1),  dU = triu(F) U
                        Ā = Pᵀ L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ
     symmetrize:        the symmetric matrix one triangle of A holds, with the symmetric
-                       derivative (dA + dAᵀ)/2 (the convention of cholesky and eigh)
+                       derivative (dA + dAᵀ)/2 (the convention of cholesky and eigh); with
+                       hermitian=True the Hermitian one, (dA + dAᴴ)/2
+    eigh(A):           A = V Λ Vᴴ:  dλ = Re diag(Vᴴ dA V),  dV = V (F ∘ (Vᴴ herm(dA) V))
     eigh(A, B):        A V = B V Λ, Vᵀ B V = I:  dλ_i = v_iᵀ (dA - λ_i dB) v_i,
                        dV = V (F ∘ (Vᵀ dA V - Vᵀ dB V Λ)) - ½ V diag(Vᵀ dB V)
                        (types 2 and 3, and the cotangents: at gen_eigh_values below)
 
+Complex matrices (the convention of docs/complex.md, JAX's and autograd's).  expm,
+solve_sylvester, sqrtm, lu_factor and solve_triangular with op = id or ᵀ are holomorphic:
+the formulas above hold as written, their VJPs transposing without conjugating, and
+their JVPs are complex-linear (so holomorphic=True works).  solve_triangular with op = ᴴ
+(trans=2, SciPy's 'C') reads conj(A): its rules conjugate where the formulas say.  The
+Hermitian readers (symmetrize(hermitian=True), eigh_values, eigh_vectors, gen_eigh_*)
+have the Hermitian derivative: a change dA counts as its Hermitian part (dA + dAᴴ)/2, as
+wengert.primitives.linalg's cholesky and eigh do, and their VJPs are the adjoints of the
+JVPs applied to the conjugated cotangent and conjugated back.
+
 Their Taylor rules are in wengert.ad.taylor: solve_triangular's, solve_sylvester's and
 sqrtm's solve the same equations for each coefficient; expm's reads the coefficients off
-the exponential of a block upper-triangular Toeplitz matrix (`block_upper`).
+the exponential of a block upper-triangular Toeplitz matrix (`block_upper`).  (Taylor mode
+is for real numbers: a complex graph is refused before they are reached.)
 """
 from __future__ import annotations
 
@@ -37,9 +50,9 @@ from .array import (matmul, tril, reshape, concatenate, getitem, zeros_like,
                     dtype_of, sum as _sum)
 from .shape import sum_to
 from . import linalg as L, scalar as S
-# (the transpose, and the symmetric part, which is the Hermitian part of a real matrix;
-# the conjugate transpose, the conjugate and the Hermitian part, for complex matrices)
-from .linalg import _T, _herm as _sym, _H, _cj, _herm
+# (the transpose; the conjugate transpose, the conjugate and the Hermitian part, which are
+# the transpose, the array itself and the symmetric part of a real matrix)
+from .linalg import _T, _H, _cj, _herm
 from .special import INSTALL_HINT
 
 
@@ -96,7 +109,8 @@ solve_triangular = _prim(
     "solve_triangular", _solve_triangular_np, _solve_aval,
     "solve_triangular(a, b, trans=t, lower=l, unit_diagonal=u): x with op(A) x = b, A the "
     "triangle of a that `lower` names (its diagonal taken as ones if `unit_diagonal`), op "
-    "the transpose if trans = 1 (scipy.linalg.solve_triangular).")
+    "the transpose if trans = 1, the conjugate transpose if trans = 2 (a complex a's 'C'; "
+    "scipy.linalg.solve_triangular).")
 
 
 def _read(x, lower, unit_diagonal):
@@ -121,26 +135,34 @@ def _like_b(solve, a, rhs, b, **params):
     return solve(a, rhs, **params)
 
 
+_OP = {0: lambda x: x, 1: _T, 2: _H}          # op for trans = 0, 1, 2
+
+
 @solve_triangular.defjvp
 def _(ts, a, b, ans, **params):
     rhs = ts[1]
     if ts[0] is not None:
         da = _read(ts[0], params["lower"], params["unit_diagonal"])
-        ax = _times(_T(da) if params["trans"] else da, ans, len(shape_of(b)) == 1)
+        ax = _times(_OP[params["trans"]](da), ans, len(shape_of(b)) == 1)
         rhs = -ax if rhs is None else rhs - ax
     return _like_b(solve_triangular, a, rhs, b, **params)
 
 
 @solve_triangular.defvjp
 def _(g, a, b, ans, trans, lower, unit_diagonal):
-    gb = _like_b(solve_triangular, a, g, b, trans=1 - trans, lower=lower,
-                unit_diagonal=unit_diagonal)
+    tri = dict(lower=lower, unit_diagonal=unit_diagonal)
+    if trans == 2:
+        # b̄ = (A⁻ᴴ)ᵀ x̄ = conj(A)⁻¹ x̄ = conj(A⁻¹ conj(x̄)), and Re Σ b̄·(dAᴴ x) is
+        # Re Σ dA·conj(x b̄ᵀ): the transpose's cotangent, conjugated
+        gb = _cj(_like_b(solve_triangular, a, _cj(g), b, trans=0, **tri))
+    else:
+        gb = _like_b(solve_triangular, a, g, b, trans=1 - trans, **tri)
     if len(shape_of(b)) == 1:
         gb2, x2 = _col(gb), _col(ans)
     else:
         gb2, x2 = gb, ans
     outer = matmul(x2, _T(gb2)) if trans else matmul(gb2, _T(x2))
-    ga = -_read(outer, lower, unit_diagonal)
+    ga = -_read(_cj(outer) if trans == 2 else outer, lower, unit_diagonal)
     return sum_to(ga, shape=shape_of(a)), sum_to(gb, shape=shape_of(b))
 
 
@@ -206,6 +228,12 @@ expm.defvjp(lambda g, a, ans: (frechet_expm(_T(a), g),))
 def _sylvester_np(a, b, q, derivative_of=None):
     if derivative_of is not None:
         _refuse_singular(a, b, derivative_of)
+    # One dtype for all three: SciPy (1.17) takes a real A's real Schur form, whose 2×2
+    # blocks LAPACK's complex trsyl reads as triangular, and returns a wrong X when B or Q
+    # is complex (scipy/scipy#26177; the fix proposed there promotes as here)
+    if any(np.iscomplexobj(x) for x in (a, b, q)):
+        dtype = np.result_type(a, b, q)
+        a, b, q = (np.asarray(x, dtype=dtype) for x in (a, b, q))
     return scipy_linalg().solve_sylvester(a, b, q)
 
 
@@ -256,9 +284,11 @@ def _(g, a, b, q, ans, **of):
 def _sqrtm_np(a):
     x = scipy_linalg().sqrtm(a)
     if np.iscomplexobj(x) and not np.iscomplexobj(a):
+        # (the result's dtype would depend on the values, not on a's dtype)
         raise NotImplementedError(
             "sqrtm of a real matrix whose principal square root is complex (it has a "
-            "negative real eigenvalue) is not supported on traced values")
+            "negative real eigenvalue) is not supported on traced values: pass it as a "
+            "complex matrix (a + 0j), whose square root is complex whatever its values")
     return x
 
 
@@ -365,20 +395,34 @@ def _(g, a, ans):
 
 
 # ---- symmetric matrices read from one triangle ---------------------------------------------
-def _symmetrize_np(a, lower):
+def _symmetrize_np(a, lower, hermitian=False):
     a = np.asarray(a)
-    if lower:
-        return np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
-    return np.triu(a) + np.swapaxes(np.triu(a, 1), -1, -2)
+    tri, half = (np.tril(a), np.tril(a, -1)) if lower else (np.triu(a), np.triu(a, 1))
+    mirror = np.swapaxes(half, -1, -2)
+    if hermitian:
+        # (LAPACK's Hermitian solvers ignore the diagonal's imaginary parts)
+        diagonal = np.real(np.diagonal(a, 0, -2, -1))
+        diagonal = diagonal[..., None] * np.eye(a.shape[-1], dtype=diagonal.dtype)
+        return half + np.conj(mirror) + diagonal
+    return tri + mirror
+
+
+def _symmetric_part(x, hermitian=False):
+    """(X + Xᵀ)/2, or with `hermitian` (X + Xᴴ)/2: symmetrize's derivative, a linear map
+    that is its own adjoint (so its own VJP, with the VJPs' conjugations)."""
+    return _herm(x) if hermitian else 0.5 * (x + _T(x))
 
 
 symmetrize = _prim("symmetrize", _symmetrize_np, _same_aval,
                    "symmetrize(a, lower=l): the symmetric matrix that a's lower (upper) "
-                   "triangle holds, as SciPy's solvers for symmetric matrices read it; its "
-                   "derivative is the symmetric one, (dA + dAᵀ)/2, as cholesky's and eigh's.")
+                   "triangle holds, as SciPy's solvers for symmetric matrices read it (a "
+                   "complex one too: complex symmetric, Aᵀ = A); its derivative is the "
+                   "symmetric one, (dA + dAᵀ)/2, as cholesky's and eigh's.  With "
+                   "hermitian=True the Hermitian matrix (the diagonal's real part), and "
+                   "the Hermitian derivative (dA + dAᴴ)/2.")
 symmetrize.cost = "add"
-symmetrize.defjvp(lambda ts, a, ans, lower: _sym(ts[0]))
-symmetrize.defvjp(lambda g, a, ans, lower: (_sym(g),))
+symmetrize.defjvp(lambda ts, a, ans, lower, **h: _symmetric_part(ts[0], **h))
+symmetrize.defvjp(lambda g, a, ans, lower, **h: (_symmetric_part(g, **h),))
 
 
 # ---- eigh with SciPy's eigenvectors ----------------------------------------------------------
@@ -386,9 +430,11 @@ symmetrize.defvjp(lambda g, a, ans, lower: (_sym(g),))
 # signs about as often as not, and so do SciPy's eigh with and without subset_by_index:
 # these two primitives are SciPy's values.  Parameters: UPLO="U" for the upper triangle,
 # driver, and subset=(lo, hi) for the eigenpairs lo..hi (ascending), each absent for
-# SciPy's default.  The derivatives are the symmetric ones, as wengert.primitives.linalg's
-# eigvalsh and eigvecsh have them, and hold for any signs: a rule uses the eigenvectors it
-# is given (`ans`), or NumPy's where only their products v vᵀ matter.
+# SciPy's default.  The derivatives are the symmetric (Hermitian) ones, as
+# wengert.primitives.linalg's eigvalsh and eigvecsh have them, and hold for any signs (a
+# complex matrix's: phases): a rule uses the eigenvectors it is given (`ans`), or NumPy's
+# where only their products v vᴴ matter.  A complex eigenvector's derivative is the one
+# with Im(vᴴ dv) = 0 (F's zero diagonal), as eigvecsh's is.
 def _eigh_np(a, UPLO="L", driver=None, subset=None, values_only=False):
     return scipy_linalg().eigh(a, lower=UPLO == "L", driver=driver, check_finite=False,
                                eigvals_only=values_only,
@@ -418,16 +464,16 @@ def _count(args, params):
 eigh_values = _prim(
     "eigh_values", _eigh_values_np,
     lambda args, params: (args[0].shape[:-2] + (_count(args, params),),
-                          float_dtype(args[0].dtype)),
-    "eigh_values(a): the eigenvalues of a symmetric matrix, ascending, as scipy.linalg.eigh "
+                          real_dtype(float_dtype(args[0].dtype))),
+    "eigh_values(a): the eigenvalues of a symmetric (Hermitian) matrix, ascending, as scipy.linalg.eigh "
     "gives them (parameters UPLO='U', driver, subset=(lo, hi) where not the default, and "
     "values_only=True for eigh(..., eigvals_only=True)'s).")
 eigh_vectors = _prim(
     "eigh_vectors", _eigh_vectors_np,
     lambda args, params: (args[0].shape[:-1] + (_count(args, params),),
                           float_dtype(args[0].dtype)),
-    "eigh_vectors(a): the eigenvectors of a symmetric matrix, as scipy.linalg.eigh gives "
-    "them (LAPACK's signs), with eigh_values' parameters.")
+    "eigh_vectors(a): the eigenvectors of a symmetric (Hermitian) matrix, as "
+    "scipy.linalg.eigh gives them (LAPACK's signs and phases), with eigh_values' parameters.")
 
 
 def _rows(g):
@@ -436,14 +482,13 @@ def _rows(g):
 
 @eigh_values.defjvp
 def _(ts, a, ans, values_only=False, **p):
-    V = eigh_vectors(a, **p)
-    return _sum(V * matmul(_sym(ts[0]), V), axis=(len(shape_of(V)) - 2,), keepdims=False)
+    return _re_diag(eigh_vectors(a, **p), _herm(ts[0]))       # Re diag(Vᴴ herm(dA) V)
 
 
 @eigh_values.defvjp
 def _(g, a, ans, values_only=False, **p):
     V = eigh_vectors(a, **p)
-    return (matmul(V * _rows(g), _T(V)),)
+    return (_cj(matmul(V * _rows(g), _H(V))),)                # conj(V diag(ḡ) Vᴴ)
 
 
 def _all_pairs(a, ans, p):
@@ -460,13 +505,13 @@ def _all_pairs(a, ans, p):
 @eigh_vectors.defjvp
 def _(ts, a, ans, **p):
     V, F = _all_pairs(a, ans, p)
-    return matmul(V, F * matmul(_T(V), matmul(_sym(ts[0]), ans)))
+    return matmul(V, F * matmul(_H(V), matmul(_herm(ts[0]), ans)))
 
 
 @eigh_vectors.defvjp
 def _(g, a, ans, **p):
     V, F = _all_pairs(a, ans, p)
-    return (_sym(matmul(V, matmul(F * matmul(_T(V), g), _T(ans)))),)
+    return (_cj(_herm(matmul(V, matmul(F * matmul(_H(V), _cj(g)), _H(ans))))),)
 
 
 
@@ -672,8 +717,12 @@ def _vectors_vjp_b(g, a, b, ans, **p):
 
 gen_eigh_vectors.defvjp(_vectors_vjp_a, _vectors_vjp_b)
 
-# (their rules take conjugate transposes: they hold for complex Hermitian matrices too)
-for _p in (gen_eigh_values, gen_eigh_vectors):
+# Whose rules hold for complex values: the holomorphic ones as written (their VJPs
+# transpose without conjugating), solve_triangular's conjugate transpose and the Hermitian
+# readers with the conjugations above.  Every primitive here does.
+for _p in (solve_triangular, expm, solve_sylvester, sqrtm, lu_factor, lu_pivots,
+           lu_swap_rows, symmetrize, eigh_values, eigh_vectors, gen_eigh_values,
+           gen_eigh_vectors):
     _p.complex = True
 
 __all__ = ["solve_triangular", "expm", "frechet_expm", "block_upper", "top_block",

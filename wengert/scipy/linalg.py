@@ -5,18 +5,24 @@ eigh (the generalized problem A v = λ B v too), inv, det, solve and block_diag.
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records wengert primitives (`wengert.primitives.scipy_linalg`, whose
 values are SciPy's own, and `wengert.primitives.linalg`), differentiable to second order
-and beyond, under `wg.vmap` and `wg.compile` too.  Real matrices only (but for
-eigh(a, b), which takes complex Hermitian ones too): a complex traced matrix is refused by
-name.  Batches of matrices (leading axes) are taken where SciPy takes them.  Where a
-derivative does not exist or is not implemented (eigh's subset_by_value, sqrtm of a
-singular matrix) the call raises NotImplementedError, never a wrong number.  Functions not
-listed here are SciPy's on plain values and raise NotImplementedError, naming themselves,
-on traced values.
+and beyond, under `wg.vmap` and `wg.compile` too.  Real and complex matrices, with the
+derivatives of docs/complex.md (JAX's and autograd's convention): expm, expm_frechet,
+solve_sylvester, sqrtm, inv, det, lu_factor, solve_triangular (but for trans='C'), and
+solve, lu_solve and inv without a symmetric or Hermitian structure are holomorphic, so
+``holomorphic=True`` gives their complex derivatives.  Batches of matrices (leading axes)
+are taken where SciPy takes them.  Where a derivative does not exist or is not implemented
+(eigh's subset_by_value, sqrtm of a singular matrix or of a real one with a complex root)
+the call raises NotImplementedError, never a wrong number.  Functions not listed here are
+SciPy's on plain values and raise NotImplementedError, naming themselves, on traced values.
 
 Functions that read one triangle of a symmetric matrix (cholesky, cho_factor, eigh (a and
-b), and solve or inv with assume_a='sym' or 'pos') take their values from that triangle, as SciPy
-does, and have the symmetric derivative, as `wengert.numpy.linalg.cholesky` and `eigh`
-have: a change in A_ij counts half in A_ij and half in A_ji.
+b), and solve or inv with assume_a='sym', 'her' or 'pos') take their values from that
+triangle, as SciPy does, and have the symmetric derivative, as
+`wengert.numpy.linalg.cholesky` and `eigh` have: a change in A_ij counts half in A_ij and
+half in A_ji.  For a complex matrix, those that read a Hermitian one (cholesky,
+cho_factor, eigh, 'her', 'pos') have the Hermitian derivative, (dA + dAᴴ)/2, and 'sym'
+(a complex symmetric matrix, Aᵀ = A) the symmetric one, (dA + dAᵀ)/2, which is
+holomorphic.
 
 Example:
     >>> import numpy as np, wengert as wg
@@ -25,6 +31,14 @@ Example:
     >>> d = wg.jvp(lambda t: linalg.expm(t * a), (1.0,), (1.0,))[1]   # d/dt e^(tA) = A e^(tA)
     >>> bool(np.allclose(d, a @ linalg.expm(a)))
     True
+
+    A spin-½ in a field along x turns by e^(-iHt), H = σx/2: the probability that it has
+    flipped is sin²(t/2), with the derivative sin(t)/2:
+
+    >>> sx = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> flip = lambda t: wg.numpy.abs(linalg.expm(-0.5j * t * sx)[1, 0]) ** 2
+    >>> bool(np.isclose(flip(1.0), np.sin(0.5) ** 2)), bool(np.isclose(wg.grad(flip)(1.0), np.sin(1.0) / 2))
+    (True, True)
 """
 from __future__ import annotations
 
@@ -95,14 +109,26 @@ def _batches(what, *shapes_and_cores):
                          "cannot be broadcast together") from None
 
 
-_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 1, "C": 1}     # (ᴴ is ᵀ for a real matrix)
+_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
 
 
-def _trans(trans):
+def _is_complex(x):
+    return x.dtype.kind == "c"
+
+
+def _trans(trans, a):
+    """0, 1 or 2 (op = id, ᵀ, ᴴ) for SciPy's `trans`; ᴴ is ᵀ for a real matrix a, so that
+    a real matrix's solve is the holomorphic one whatever it is asked as."""
     try:
-        return _TRANS[trans]
+        t = _TRANS[trans]
     except (KeyError, TypeError):
         raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}") from None
+    return 1 if t == 2 and not _is_complex(a) else t
+
+
+def _adjoint(a):
+    """ᴴ's `trans` for a's triangular solves: 2 for a complex matrix, 1 (ᵀ) for a real one."""
+    return 2 if _is_complex(a) else 1
 
 
 # ---- triangular and Cholesky solves ------------------------------------------------------------
@@ -110,13 +136,15 @@ def _trans(trans):
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      check_finite=True):
     """x with op(A) x = b, A the triangle of `a` that `lower` names (the upper one by
-    default), op the transpose for ``trans=1`` ('T', or 2/'C'), A's diagonal taken as
-    ones if `unit_diagonal`.  b is one vector if 1-D, else a matrix (or a stack of them).
+    default), op the transpose for ``trans=1`` ('T'), the conjugate transpose for 2 ('C';
+    the transpose of a real A), A's diagonal taken as ones if `unit_diagonal`.  b is one
+    vector if 1-D, else a matrix (or a stack of them).  Real or complex.
 
     Derivatives: dx = op(A)⁻¹(db - op(dA) x), which is a triangular solve too, and the
-    cotangents b̄ = op(A)⁻ᵀ x̄, Ā = -b̄ xᵀ (op = id) or -x b̄ᵀ (op = ᵀ) on the triangle
-    read (the other triangle, and a unit diagonal, get zero).  `overwrite_b` and
-    `check_finite` have no effect on traced values.
+    cotangents b̄ = op(A)⁻ᵀ x̄, Ā = -b̄ xᵀ (op = id), -x b̄ᵀ (op = ᵀ) or -conj(x b̄ᵀ)
+    (op = ᴴ) on the triangle read (the other triangle, and a unit diagonal, get zero).
+    Holomorphic (complex-linear JVPs, for ``holomorphic=True``) but for 'C', which reads
+    conj(A).  `overwrite_b` and `check_finite` have no effect on traced values.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -126,6 +154,18 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         [1.0, 2.0]
         >>> wg.grad(lambda b: linalg.solve_triangular(L, b, lower=True).sum())(np.ones(2))
         array([0.375, 0.25 ])
+
+        A complex triangle: the Jacobian in b is the triangle's inverse, and with 'C' its
+        conjugate transpose's:
+
+        >>> Z = np.array([[2j, 0.0], [1.0, 1 + 1j]])
+        >>> f = lambda b, trans: linalg.solve_triangular(Z, b, lower=True, trans=trans)
+        >>> J = wg.jacfwd(lambda b: f(b, 0), holomorphic=True)(np.ones(2) + 0j)
+        >>> bool(np.allclose(J, np.linalg.inv(Z)))
+        True
+        >>> J = wg.jacfwd(lambda b: f(b, "C"), holomorphic=True)(np.ones(2) + 0j)
+        >>> bool(np.allclose(J, np.linalg.inv(Z.conj().T)))
+        True
     """
     a, b = _wnp.asarray(a), _wnp.asarray(b)
     if not _is_square(a):
@@ -135,7 +175,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         raise ValueError(f"shapes of a {a.shape[-2:]} and b {core} are incompatible")
     if b.ndim > 1:
         _batches("solve_triangular", (a.shape, 2), (b.shape, 2))
-    return _P.solve_triangular(a, b, trans=_trans(trans), lower=bool(lower),
+    return _P.solve_triangular(a, b, trans=_trans(trans, a), lower=bool(lower),
                                unit_diagonal=bool(unit_diagonal))
 
 
@@ -149,12 +189,14 @@ def _cholesky_input(a):
 
 @_scipy_unless_traced
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """The Cholesky factor of a symmetric positive-definite matrix: the upper-triangular U
-    with A = UᵀU by default (SciPy's default, unlike NumPy's), the lower L with A = LLᵀ if
-    `lower`; read from that triangle of A.  LinAlgError if A is not positive definite.
+    """The Cholesky factor of a symmetric (Hermitian) positive-definite matrix: the
+    upper-triangular U with A = UᴴU by default (SciPy's default, unlike NumPy's), the
+    lower L with A = LLᴴ if `lower`; read from that triangle of A.  LinAlgError if A is
+    not positive definite.
 
-    Derivative: the symmetric one of `wengert.numpy.linalg.cholesky`,
-    dL = L Φ(L⁻¹ dA L⁻ᵀ) with Φ the lower triangle with half the diagonal.
+    Derivative: the symmetric (Hermitian) one of `wengert.numpy.linalg.cholesky`,
+    dL = L Φ(L⁻¹ dA L⁻ᴴ) with Φ the lower triangle with half the diagonal: a change dA
+    counts as its Hermitian part (dA + dAᴴ)/2.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -165,14 +207,22 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
         >>> logdet = lambda a: 2 * wg.numpy.sum(wg.numpy.log(wg.numpy.diag(linalg.cholesky(a))))
         >>> bool(np.allclose(wg.grad(logdet)(a), np.linalg.inv(a)))   # d log det A = A⁻¹
         True
+
+        A Hermitian one: log det H = 2 Σ log U_kk, whose gradient is conj(H⁻¹):
+
+        >>> h = np.array([[2.0, 1j], [-1j, 2.0]])
+        >>> logdet = lambda h: 2 * wg.numpy.sum(wg.numpy.log(wg.numpy.real(
+        ...     wg.numpy.diag(linalg.cholesky(h)))))
+        >>> bool(np.allclose(wg.grad(logdet)(h), np.linalg.inv(h).conj()))
+        True
     """
     return _wnp.linalg.cholesky(_cholesky_input(a), upper=not lower)
 
 
 @_scipy_unless_traced
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
-    """(c, lower): the Cholesky factor of `a` for `cho_solve`, in c's upper triangle (lower
-    if `lower`).  On traced values c is the factor itself, zero in the other triangle
+    """(c, lower): the Cholesky factor of `a` (symmetric or Hermitian positive definite)
+    for `cho_solve`, in c's upper triangle (lower if `lower`).  On traced values c is the factor itself, zero in the other triangle
     (SciPy leaves arbitrary numbers there), and `lower` a plain bool.
 
     Example:
@@ -199,10 +249,11 @@ def _flag(lower):
 
 @_scipy_unless_traced
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
-    """x with A x = b, from ``(c, lower) = cho_factor(A)``: two triangular solves.
+    """x with A x = b, from ``(c, lower) = cho_factor(A)``: two triangular solves, one
+    with the factor's conjugate transpose (A = L Lᴴ or Uᴴ U).
 
     Derivatives: those of the triangular solves, in b and in the factor's triangle (so
-    through cho_factor in A).
+    through cho_factor in A: the Hermitian derivative).  Holomorphic in b.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -221,11 +272,12 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
         raise ValueError(f"incompatible dimensions ({c.shape} and {b.shape})")
     b, back = _as_columns(b)
     _batches("cho_solve", (c.shape, 2), (b.shape, 2))
-    if lower:               # A = L Lᵀ
+    h = _adjoint(c)
+    if lower:               # A = L Lᴴ
         y = _P.solve_triangular(c, b, trans=0, lower=True, unit_diagonal=False)
-        x = _P.solve_triangular(c, y, trans=1, lower=True, unit_diagonal=False)
-    else:                   # A = Uᵀ U
-        y = _P.solve_triangular(c, b, trans=1, lower=False, unit_diagonal=False)
+        x = _P.solve_triangular(c, y, trans=h, lower=True, unit_diagonal=False)
+    else:                   # A = Uᴴ U
+        y = _P.solve_triangular(c, b, trans=h, lower=False, unit_diagonal=False)
         x = _P.solve_triangular(c, y, trans=0, lower=False, unit_diagonal=False)
     return back(x)
 
@@ -242,11 +294,13 @@ def _matrix_function_input(a):
 
 @_scipy_unless_traced
 def expm(A):
-    """The matrix exponential e^A (of each matrix of a stack).
+    """The matrix exponential e^A (of each matrix of a stack), real or complex.
 
     Derivative: the Fréchet derivative L(A, dA), the top-right block of
     exp([[A, dA], [0, A]]) (one exponential of twice the size); the cotangent is
-    L(Aᵀ, Ḡ).  Both are exponentials again, so they differentiate to any order.
+    L(Aᵀ, Ḡ).  Both are exponentials again, so they differentiate to any order.  e^A is
+    holomorphic: for a complex A the same formulas hold (``holomorphic=True`` gives
+    dvec(e^A)/dvec(A)), and a real loss of e^(-iHt) has the gradient of docs/complex.md.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -256,6 +310,13 @@ def expm(A):
         [[0.0, 1.0], [-1.0, 0.0]]
         >>> wg.grad(lambda t: linalg.expm(t * a)[0, 1])(0.0)     # d sin t / dt at 0
         1.0
+
+        The propagator of a Hamiltonian H, U(t) = e^(-iHt), has dU/dt = -iH U:
+
+        >>> h = np.array([[1.0, 0.5 - 0.5j], [0.5 + 0.5j, -1.0]])
+        >>> du = wg.jvp(lambda t: linalg.expm(-1j * t * h), (0.3,), (1.0,))[1]
+        >>> bool(np.allclose(du, -1j * h @ linalg.expm(-0.3j * h)))
+        True
     """
     return _P.expm(_matrix_function_input(A))
 
@@ -263,8 +324,9 @@ def expm(A):
 @_scipy_unless_traced
 def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
     """(e^A, L(A, E)), the exponential and its Fréchet derivative in the direction E (only
-    L(A, E) if not `compute_expm`), both differentiable (in A and E).  `method` has no
-    effect on traced values: L is read off exp([[A, E], [0, A]]).
+    L(A, E) if not `compute_expm`), both differentiable (in A and E; holomorphic in both
+    for complex ones).  `method` has no effect on traced values: L is read off
+    exp([[A, E], [0, A]]).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -293,11 +355,12 @@ def sqrtm(A, disp=_np._NoValue, blocksize=_np._NoValue):
     """The principal square root X of A (X² = A, eigenvalues in the right half-plane).
 
     Derivative: dX solves the Sylvester equation X dX + dX X = dA (the cotangent
-    Xᵀ Ā + Ā Xᵀ = X̄).  At a singular matrix that equation is singular and the derivative
-    does not exist: it raises NotImplementedError.  On traced values the matrix must have a
-    real square root (SciPy returns a complex one for a real matrix with a negative real
-    eigenvalue: refused), and SciPy's deprecated ``disp=False`` is refused; `blocksize`
-    has no effect.
+    Xᵀ Ā + Ā Xᵀ = X̄), holomorphic for a complex A.  At a singular matrix that equation
+    is singular and the derivative does not exist: it raises NotImplementedError.  On
+    traced values a real matrix must have a real square root (SciPy returns a complex one
+    for a real matrix with a negative real eigenvalue, a dtype that depends on the
+    values: refused, pass a + 0j instead), and SciPy's deprecated ``disp=False`` is
+    refused; `blocksize` has no effect.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -307,6 +370,9 @@ def sqrtm(A, disp=_np._NoValue, blocksize=_np._NoValue):
         [[2.0, 0.2], [0.0, 3.0]]
         >>> wg.grad(lambda s: linalg.sqrtm(s * a)[0, 0])(4.0)    # d √(4s)/ds = 1/√s
         0.5
+        >>> root = lambda s: linalg.sqrtm(np.diag([4.0, -1.0]) * s + 0j)   # a complex root
+        >>> root(1.0).tolist(), wg.jvp(root, (1.0,), (1.0,))[1].tolist()   # d √(±s)/ds
+        ([[(2+0j), 0j], [0j, 1j]], [[(1+0j), 0j], [0j, 0.5j]])
     """
     if disp is not _np._NoValue and not disp:
         raise NotImplementedError("scipy.linalg.sqrtm(..., disp=False) is not supported on "
@@ -317,10 +383,13 @@ def sqrtm(A, disp=_np._NoValue, blocksize=_np._NoValue):
 # ---- Sylvester and Lyapunov equations ----------------------------------------------------------
 @_scipy_unless_traced
 def solve_sylvester(a, b, q):
-    """X with AX + XB = Q, A n×n, B m×m, Q n×m (stacks broadcast).
+    """X with AX + XB = Q, A n×n, B m×m, Q n×m (stacks broadcast), real or complex.
 
     Derivative: a Sylvester equation again, A dX + dX B = dQ - dA X - X dB; the cotangent
-    Q̄ solves Aᵀ Q̄ + Q̄ Bᵀ = X̄, and Ā = -Q̄ Xᵀ, B̄ = -Xᵀ Q̄.
+    Q̄ solves Aᵀ Q̄ + Q̄ Bᵀ = X̄, and Ā = -Q̄ Xᵀ, B̄ = -Xᵀ Q̄ (holomorphic in A, B and Q).
+    Real and complex arguments together are made complex first on traced values: SciPy
+    1.17's own call returns no solution for some of them (a real A or B with complex
+    eigenvalues; scipy/scipy#26177), and on plain values it is SciPy's call.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -345,11 +414,12 @@ def solve_sylvester(a, b, q):
 
 @_scipy_unless_traced
 def solve_continuous_lyapunov(a, q):
-    """X with AX + XAᵀ = Q (the continuous Lyapunov equation; stacks broadcast).
+    """X with AX + XAᴴ = Q (the continuous Lyapunov equation; Aᴴ is Aᵀ for a real A;
+    stacks broadcast).
 
-    Derivative: the Sylvester equation A dX + dX Aᵀ = dQ - dA X - X dAᵀ (a Lyapunov
-    equation), through `solve_sylvester` with B = Aᵀ; values agree with SciPy's to
-    rounding.
+    Derivative: the Sylvester equation A dX + dX Aᴴ = dQ - dA X - X dAᴴ (a Lyapunov
+    equation), through `solve_sylvester` with B = Aᴴ; values agree with SciPy's to
+    rounding.  Holomorphic in Q, not in a complex A (Aᴴ conjugates it).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -370,7 +440,8 @@ def solve_continuous_lyapunov(a, q):
         raise ValueError(f"Matrix a and q should have the same shape (a has shape {a.shape}, "
                          f"q has shape {q.shape}).")
     _batches("solve_continuous_lyapunov", (a.shape, 2), (q.shape, 2))
-    return _P.solve_sylvester(a, _wnp.swapaxes(a, -1, -2), q)
+    ah = _wnp.swapaxes(a, -1, -2)
+    return _P.solve_sylvester(a, _wnp.conj(ah) if _is_complex(a) else ah, q)
 
 
 # ---- inverse, determinant, general solves ----------------------------------------------------
@@ -378,7 +449,7 @@ _STRUCTURES = {None: "general", "gen": "general", "general": "general", "banded"
                "diagonal": "diagonal", "tridiagonal": "tridiagonal",
                "upper triangular": "upper triangular",
                "lower triangular": "lower triangular", "sym": "sym", "symmetric": "sym",
-               "her": "sym", "hermitian": "sym", "pos": "pos", "positive definite": "pos"}
+               "her": "her", "hermitian": "her", "pos": "pos", "positive definite": "pos"}
 _INV_STRUCTURES = (None, "gen", "general", "diagonal", "upper triangular",
                    "lower triangular", "pos", "sym", "her")
 
@@ -393,6 +464,14 @@ def _structure(assume_a, allowed=None):
     return kind
 
 
+def _symmetric(a, kind, lower):
+    """The symmetric matrix (for 'her' and a complex a, the Hermitian one) that the
+    triangle `lower` names holds."""
+    if kind == "her" and _is_complex(a):
+        return _P.symmetrize(a, lower=bool(lower), hermitian=True)
+    return _P.symmetrize(a, lower=bool(lower))
+
+
 def _square_input(a):
     a = _at_least_2d(a)
     if a.shape[-1] != a.shape[-2]:
@@ -405,10 +484,13 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     """The inverse of a square matrix (of each of a stack), with SciPy's `assume_a`:
     'general' (or None: NumPy's inverse), 'diagonal' (the diagonal alone is read),
     'upper triangular' / 'lower triangular' (a triangular solve), 'pos' (Cholesky, from
-    the triangle `lower` names), 'sym' / 'her' (from that triangle).
+    the triangle `lower` names), 'sym' / 'her' (from that triangle: for a complex matrix
+    'sym' is complex symmetric, Aᵀ = A, and 'her' Hermitian, its diagonal's imaginary
+    part ignored as LAPACK does).
 
     Derivative: d(A⁻¹) = -A⁻¹ dA A⁻¹ on the part of A that is read; for 'pos', 'sym' and
-    'her' the symmetric one.
+    'her' the symmetric one (for a complex A: 'sym' (dA + dAᵀ)/2, holomorphic, and 'pos'
+    and 'her' the Hermitian one, (dA + dAᴴ)/2).  Holomorphic but for 'pos' and 'her'.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -429,8 +511,8 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
         return _P.solve_triangular(a, eye, trans=0, lower=kind[0] == "l", unit_diagonal=False)
     if kind == "pos":
         return cho_solve(cho_factor(a, lower=lower), eye)
-    if kind == "sym":
-        a = _P.symmetrize(a, lower=bool(lower))
+    if kind in ("sym", "her"):
+        a = _symmetric(a, kind, lower)
     return _L.inv(a)
 
 
@@ -439,13 +521,17 @@ def det(a, overwrite_a=False, check_finite=True):
     """The determinant (of each matrix of a stack).
 
     Derivative: d det A = tr(Cᵀ dA), C the cofactor matrix (det A · A⁻ᵀ where A is
-    invertible), which exists at singular matrices too (`wengert.numpy.linalg.det`).
+    invertible), which exists at singular matrices too (`wengert.numpy.linalg.det`);
+    holomorphic for a complex A.
 
     Example:
         >>> import numpy as np, wengert as wg
         >>> from wengert.scipy import linalg
         >>> wg.grad(linalg.det)(np.array([[2.0, 1.0], [1.0, 3.0]])).round(6).tolist()
         [[3.0, -1.0], [-1.0, 2.0]]
+        >>> z = np.array([[1j, 2.0], [1.0, 3j]])     # det = 3i·i - 2: its cofactor matrix
+        >>> bool(np.allclose(wg.grad(linalg.det, holomorphic=True)(z), [[3j, -1], [-2, 1j]]))
+        True
     """
     a = _wnp.asarray(a)
     if a.ndim < 2:
@@ -465,10 +551,13 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     route to the same numbers), 'diagonal' and 'tridiagonal' (only that band is read),
     'upper triangular' / 'lower triangular' (`solve_triangular`), 'pos' (Cholesky:
     `cho_solve`), 'sym' / 'her' (NumPy's solve of the symmetric matrix the triangle
-    `lower` names holds).
+    `lower` names holds: complex symmetric for 'sym', Hermitian for 'her').  Complex
+    values as SciPy takes them: `transposed` with a complex a or b is SciPy's
+    NotImplementedError.
 
     Derivative: dx = A⁻¹(db - dA x) on the part of A that is read; for 'pos', 'sym' and
-    'her' the symmetric one.
+    'her' the symmetric one (as `inv`'s: Hermitian for a complex A with 'pos' and 'her').
+    Holomorphic in b, and in A but for 'pos' and 'her'.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -479,8 +568,20 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         >>> g = wg.grad(lambda a: linalg.solve(a, b, assume_a="pos").sum())(a)
         >>> g.round(6).tolist()                         # symmetric: -(A⁻¹1 xᵀ + x 1ᵀA⁻¹)/2
         [[-0.333333, -0.333333], [-0.333333, -0.333333]]
+
+        An impedance network, Z i = v with Z = R + iωL: the current's sensitivity to ω is
+        dZ/dω = iL, so di/dω = -Z⁻¹ (iL) i:
+
+        >>> r, l, v = np.array([[2.0, -1.0], [-1.0, 3.0]]), np.diag([0.5, 0.2]), np.ones(2)
+        >>> current = lambda w: linalg.solve(r + 1j * w * l, v)
+        >>> di = wg.jvp(current, (2.0,), (1.0,))[1]
+        >>> bool(np.allclose(di, -np.linalg.solve(r + 2j * l, 1j * l @ current(2.0))))
+        True
     """
     a, b = _square_input(a), _wnp.asarray(b)
+    if transposed and (_is_complex(a) or _is_complex(b)):     # (b's dtype is a's too)
+        raise NotImplementedError("scipy.linalg.solve can currently not solve a^T x = b or "
+                                  "a^H x = b for complex matrices.")
     if not _column_of(b, a.shape[-1]):
         raise ValueError(f"incompatible shapes: a1.shape={a.shape} and b1.shape={b.shape}")
     if b.ndim > 1:
@@ -494,11 +595,11 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
                                    unit_diagonal=False)
     if kind == "pos":
         return cho_solve(cho_factor(a, lower=lower), b)
-    if kind == "sym":
-        a = _P.symmetrize(a, lower=bool(lower))
+    if kind in ("sym", "her"):
+        a = _symmetric(a, kind, lower)
     elif kind == "tridiagonal":
         a = _wnp.tril(a, 1) - _wnp.tril(a, -2)
-    if transposed and kind != "sym":
+    if transposed and kind not in ("sym", "her"):
         a = _wnp.swapaxes(a, -1, -2)
     return _L.solve(a, b)
 
@@ -512,7 +613,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     tuple (SciPy's is a list for a stack).
 
     Derivative: with F = L⁻¹ P dA U⁻¹, dL = L tril(F, -1) and dU = triu(F) U (the pivots
-    are piecewise constant: they have none).
+    are piecewise constant: they have none); holomorphic for a complex A.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -535,11 +636,13 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
 
 @_scipy_unless_traced
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """x with A x = b (Aᵀ x = b for ``trans=1``, 'T', 2 or 'C'), from
-    ``(lu, piv) = lu_factor(A)``: the pivots' interchanges and two triangular solves.
+    """x with A x = b (Aᵀ x = b for ``trans=1`` or 'T', Aᴴ x = b for 2 or 'C', which is
+    Aᵀ for a real A), from ``(lu, piv) = lu_factor(A)``: the pivots' interchanges and two
+    triangular solves.
 
     Derivatives: those of the triangular solves (in b, and in lu's triangles, so through
-    lu_factor in A: altogether the derivative of A⁻¹b).
+    lu_factor in A: altogether the derivative of A⁻¹b).  Complex matrices too: holomorphic
+    but for ``trans='C'``, which reads conj(A).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -561,13 +664,14 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     _batches("lu_solve", (lu.shape, 2), (b.shape, 2))
     if not hasattr(piv, "dtype") or piv.dtype.kind not in "iu":
         piv = _np.asarray(piv, dtype=_np.int32)
-    if _trans(trans) == 0:                  # L U x = P b
+    trans = _trans(trans, lu)
+    if trans == 0:                          # L U x = P b
         y = _P.lu_swap_rows(b, piv, inverse=False)
         y = _P.solve_triangular(lu, y, trans=0, lower=True, unit_diagonal=True)
         x = _P.solve_triangular(lu, y, trans=0, lower=False, unit_diagonal=False)
-    else:                                   # Aᵀ = Uᵀ Lᵀ P: x = Pᵀ L⁻ᵀ U⁻ᵀ b
-        y = _P.solve_triangular(lu, b, trans=1, lower=False, unit_diagonal=False)
-        y = _P.solve_triangular(lu, y, trans=1, lower=True, unit_diagonal=True)
+    else:                                   # Aᵀ = Uᵀ Lᵀ P: x = Pᵀ L⁻ᵀ U⁻ᵀ b (ᴴ for 'C')
+        y = _P.solve_triangular(lu, b, trans=trans, lower=False, unit_diagonal=False)
+        y = _P.solve_triangular(lu, y, trans=trans, lower=True, unit_diagonal=True)
         x = _P.lu_swap_rows(y, piv, inverse=True)
     return back(x)
 
@@ -576,8 +680,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
 @_scipy_unless_traced
 def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix A, read from the
-    triangle `lower` names; with `b`, of the generalized problem A v = λ B v, B symmetric
+    """Eigenvalues (ascending, real) and eigenvectors of a symmetric (complex Hermitian)
+    matrix A, read from the triangle `lower` names; with `b`, of the generalized problem A v = λ B v, B symmetric
     (Hermitian) positive definite and read from the same triangle, the eigenvectors
     B-normalised (Vᴴ B V = I), and with ``type=2`` of A B v = λ v, with ``type=3`` of
     B A v = λ v (then Vᴴ B⁻¹ V = I).  The tuple (w, v), or w alone if `eigvals_only`;
@@ -590,10 +694,11 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     - ½ V diag(Vᵀ dB V), whose last term keeps Vᵀ B V = I (types 2 and 3: see
     `wengert.primitives.scipy_linalg`).  They assume distinct eigenvalues, and only
     functions that do not depend on the eigenvectors' signs have meaningful ones (w, v²,
-    v vᵀ, V f(w) Vᵀ do not: v[0] does).  Real matrices; with `b`, complex Hermitian ones
-    too, whose eigenvectors have a free phase instead of a sign (the derivative keeps
-    vᴴ B dv real), in the convention of docs/complex.md.  A B that is not positive
-    definite raises SciPy's LinAlgError.  Refused on traced values (NotImplementedError):
+    v vᵀ, V f(w) Vᵀ do not: v[0] does).  Complex Hermitian matrices (with and without
+    `b`) have the same derivatives with each ᵀ a ᴴ, in the convention of docs/complex.md:
+    a change counts as its Hermitian part, and each eigenvector has a free phase instead
+    of a sign (the derivative keeps vᴴ B dv real; |v|², v vᴴ, V f(w) Vᴴ do not depend on
+    it).  A B that is not positive definite raises SciPy's LinAlgError.  Refused on traced values (NotImplementedError):
     ``subset_by_value`` (how many eigenvalues it gives depends on their values).
 
     Example:
@@ -602,6 +707,14 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
         >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
         >>> wg.grad(lambda a: linalg.eigh(a, eigvals_only=True)[1])(a).round(6).tolist()
         [[0.5, 0.5], [0.5, 0.5]]
+
+        A Hermitian one: the gradient of an eigenvalue is conj(v vᴴ), v its eigenvector:
+
+        >>> h = np.array([[1.0, 1j], [-1j, 1.0]])                 # eigenvalues 0 and 2
+        >>> w, v = linalg.eigh(h)
+        >>> g = wg.grad(lambda h: linalg.eigvalsh(h)[1])(h)
+        >>> bool(np.allclose(g, np.conj(np.outer(v[:, 1], v[:, 1].conj())))), w.tolist()
+        (True, [0.0, 2.0])
 
         Two masses on springs, K v = ω² M v: the squared frequencies and mass-normalised
         modes, and how the lower frequency² moves with each mass, -ω² v_j²:
@@ -665,7 +778,8 @@ def _generalized_input(a, b, type):
 @_scipy_unless_traced
 def eigvalsh(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
              check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    """The eigenvalues of a symmetric matrix (of A v = λ B v with `b`), ascending:
+    """The eigenvalues of a symmetric or Hermitian matrix (of A v = λ B v with `b`),
+    ascending:
     ``eigh(..., eigvals_only=True)``.
 
     Example:
