@@ -1,7 +1,7 @@
 """Neural-network building blocks, functional (as ``torch.nn.functional`` and ``jax.nn``).
 
-* layers: conv2d, max_pool2d, avg_pool2d, linear; images are NCHW, kernels OIHW, as in
-  PyTorch;
+* layers: conv2d (``F.conv2d``'s stride, padding, dilation and groups), max_pool2d,
+  avg_pool2d, linear; images are NCHW, kernels OIHW, as in PyTorch;
 * activations: relu, sigmoid, log_sigmoid, softplus, silu, gelu, elu, leaky_relu,
   softmax, log_softmax;
 * normalisation and regularisation: layer_norm, batch_norm (training mode: batch
