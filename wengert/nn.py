@@ -81,6 +81,22 @@ def _conv_padding(padding, kernel, stride, dilation):
     return (ph, ph), (pw, pw)
 
 
+def _conv_geometry(ws, stride, padding, dilation, groups):
+    """conv2d's settings for kernels of shape ws, checked, in the primitive's form."""
+    stride = _pair(stride, "stride", "conv2d")
+    dilation = _pair(dilation, "dilation", "conv2d")
+    if min(stride) < 1 or min(dilation) < 1:
+        raise ValueError(f"conv2d: stride must be >= 1 and dilation >= 1, got stride "
+                         f"{stride} and dilation {dilation}")
+    if isinstance(groups, bool) or not isinstance(groups, (int, _np.integer)):
+        raise TypeError(f"conv2d: groups must be an int, got {groups!r}")
+    groups = int(groups)
+    if groups < 1:
+        raise ValueError(f"conv2d: groups must be >= 1, got {groups}")
+    padding = _conv_padding(padding, ws[2:], stride, dilation)
+    return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+
+
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation, as in deep-learning libraries), with
     PyTorch's ``F.conv2d`` signature.
@@ -126,22 +142,17 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if len(ws) != 4:
         raise ValueError(f"conv2d: expected kernels of shape (O, C/groups, kh, kw) for "
                          f"images of shape {xs}, got {ws}")
-    stride = _pair(stride, "stride", "conv2d")
-    dilation = _pair(dilation, "dilation", "conv2d")
-    if min(stride) < 1 or min(dilation) < 1:
-        raise ValueError(f"conv2d: stride must be >= 1 and dilation >= 1, got stride "
-                         f"{stride} and dilation {dilation}")
-    if isinstance(groups, bool) or not isinstance(groups, (int, _np.integer)):
-        raise TypeError(f"conv2d: groups must be an int, got {groups!r}")
-    groups = int(groups)
-    if groups < 1:
-        raise ValueError(f"conv2d: groups must be >= 1, got {groups}")
-    padding = _conv_padding(padding, ws[2:], stride, dilation)
-    geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    if type(stride) is int and type(padding) is int and type(dilation) is int \
+            and type(groups) is int and stride >= 1 and padding >= 0 and dilation == groups == 1:
+        # the usual layer, without the general parsing: a training step's overhead
+        geometry = {"stride": (stride, stride), "padding": ((padding, padding),) * 2,
+                    "dilation": (1, 1), "groups": 1}
+    else:
+        geometry = _conv_geometry(ws, stride, padding, dilation, groups)
     P.conv_out_shape(xs, ws, **geometry)                # (raises naming what does not fit)
     y = P.conv2d(x, weight, **geometry)
     if bias is not None:
-        bs = tuple(wnp._shape(bias))
+        bs = bias.shape if type(bias) in (Node, _np.ndarray) else _np.shape(bias)
         if bs != (ws[0],):
             raise ValueError(f"conv2d: expected bias of shape ({ws[0]},) for kernels of "
                              f"shape {ws}, got {bs}")
@@ -180,9 +191,9 @@ def _pool_settings(x, kernel_size, stride, padding, who):
     xs = wnp._shape(x)
     if len(xs) != 4:
         raise ValueError(f"{who}: expected images of shape (N, C, H, W), got {xs}")
-    if min(k) < 1 or min(s) < 1:
+    if k[0] < 1 or k[1] < 1 or s[0] < 1 or s[1] < 1:
         raise ValueError(f"{who}: kernel_size and stride must be >= 1, got {k} and {s}")
-    if min(p) < 0 or 2 * p[0] > k[0] or 2 * p[1] > k[1]:
+    if p != (0, 0) and (p[0] < 0 or p[1] < 0 or 2 * p[0] > k[0] or 2 * p[1] > k[1]):
         raise ValueError(f"{who}: padding must be >= 0 and at most half the window, as in "
                          f"PyTorch, got padding {p} for a {k[0]}x{k[1]} window")
     if k[0] > xs[2] + 2 * p[0] or k[1] > xs[3] + 2 * p[1]:

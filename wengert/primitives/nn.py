@@ -75,10 +75,6 @@ _saved_columns = _Saved()           # conv2d's im2col columns, for conv2d_weight
 #   stride=(sh, sw), padding=((top, bottom), (left, right)) zeros, dilation=(dh, dw) (the
 #   kernel's taps are dh, dw apart), groups=G (channels and kernels split into G groups,
 #   group g's kernels seeing only group g's channels: kernels (O, C/G, kh, kw)).
-def _out_size(n, k, s, pads, d=1):
-    return (n + pads[0] + pads[1] - d * (k - 1) - 1) // s + 1
-
-
 def _pad(x, padding):
     """x with `padding` ((top, bottom), (left, right)) zeros around its last two axes."""
     (t, b), (l, r) = padding
@@ -167,24 +163,31 @@ def _conv2d_weight_grad_np(x, g, stride, padding, dilation, groups, w_shape):
 def conv_out_shape(x_shape, w_shape, stride, padding, dilation, groups):
     """The shape of conv2d's result, after checking that the images, kernels and groups
     fit together (the check behind wengert.nn.conv2d's and the abstract evaluation's
-    errors)."""
-    (n, c, h, w), (o, cg, kh, kw) = x_shape, w_shape
+    errors; every training step makes it, hence one test before the messages)."""
+    n, c, h, w = x_shape
+    o, cg, kh, kw = w_shape
+    (sh, sw), ((pt, pb), (pl, pr)), (dh, dw) = stride, padding, dilation
+    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    if cg * groups != c or o % groups or span_h > h + pt + pb or span_w > w + pl + pr:
+        _misfit(tuple(x_shape), tuple(w_shape), padding, dilation, groups)
+    return n, o, (h + pt + pb - span_h) // sh + 1, (w + pl + pr - span_w) // sw + 1
+
+
+def _misfit(x_shape, w_shape, padding, dilation, groups):
+    """Raise the error that says why these images and kernels do not fit."""
+    c, (o, cg, kh, kw) = x_shape[1], w_shape
     if c % groups or o % groups:
         raise ValueError(f"conv2d: groups={groups} must divide the {c} input channels of "
-                         f"images of shape {tuple(x_shape)} and the {o} output channels of "
-                         f"kernels of shape {tuple(w_shape)}")
+                         f"images of shape {x_shape} and the {o} output channels of "
+                         f"kernels of shape {w_shape}")
     if cg * groups != c:
         raise ValueError(f"conv2d: expected kernels of shape (O, {c // groups}, kh, kw) for "
-                         f"images of shape {tuple(x_shape)}, got {tuple(w_shape)}: with "
+                         f"images of shape {x_shape}, got {w_shape}: with "
                          f"groups={groups}, each kernel sees C/groups = {c}/{groups} "
                          f"channels")
-    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    if (kh - 1) * dh + 1 > h + ph[0] + ph[1] or (kw - 1) * dw + 1 > w + pw[0] + pw[1]:
-        raise ValueError(f"conv2d: kernels of shape {tuple(w_shape)} with dilation "
-                         f"{(dh, dw)} span {((kh - 1) * dh + 1, (kw - 1) * dw + 1)}, larger "
-                         f"than images of shape {tuple(x_shape)} with padding "
-                         f"{(ph, pw)}")
-    return (n, o, _out_size(h, kh, sh, ph, dh), _out_size(w, kw, sw, pw, dw))
+    span = ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1)
+    raise ValueError(f"conv2d: kernels of shape {w_shape} with dilation {dilation} span "
+                     f"{span}, larger than images of shape {x_shape} with padding {padding}")
 
 
 def _conv_aval(args, params):
@@ -236,7 +239,7 @@ def _corners(x, kernel, stride):
     is much faster than reducing a sliding-window view over its two short trailing axes."""
     x = np.asarray(x)
     (kh, kw), (sh, sw) = kernel, stride
-    ho, wo = _out_size(x.shape[2], kh, sh, (0, 0)), _out_size(x.shape[3], kw, sw, (0, 0))
+    ho, wo = (x.shape[2] - kh) // sh + 1, (x.shape[3] - kw) // sw + 1
     for i in range(kh):
         for j in range(kw):
             yield (slice(None), slice(None), slice(i, i + sh * ho, sh),
@@ -306,7 +309,7 @@ def _pool_gather_np(t, x, y, kernel, stride):
 def _pool_aval(args, params):
     n, c, h, w = args[0].shape
     (kh, kw), (sh, sw) = params["kernel"], params["stride"]
-    return (n, c, _out_size(h, kh, sh, (0, 0)), _out_size(w, kw, sw, (0, 0))), args[0].dtype
+    return (n, c, (h - kh) // sh + 1, (w - kw) // sw + 1), args[0].dtype
 
 
 max_pool2d = defprimitive("max_pool2d", _max_pool_np, cost="cmp", abstract_eval=_pool_aval)
