@@ -135,7 +135,10 @@ def _conv2d_input_grad_np(g, w, stride, padding, dilation, groups, x_shape):
         # every kernel position's share at once, one product per group: (C, kh, kw, N·Ho·Wo)
         og = o // groups
         gm = np.asarray(g).transpose(1, 0, 2, 3).reshape(groups, og, -1)
-        shares = np.matmul(w.reshape(groups, og, cg * kh * kw).transpose(0, 2, 1), gm)
+        wt = w.reshape(groups, og, cg * kh * kw).transpose(0, 2, 1)
+        # one kernel per group (depthwise): outer products, which a broadcast product
+        # makes ~3x faster than matmul's stack of thin ones
+        shares = wt * gm if og == 1 else np.matmul(wt, gm)
         shares = shares.reshape(c, kh, kw, n, ho, wo)
 
         def share(i, j):
