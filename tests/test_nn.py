@@ -267,7 +267,8 @@ def test_labels_in_either_byte_order(dtype):
     (lambda x: nn.max_pool2d(x, 2, 0), "must be >= 1"),
     (lambda x: nn.conv2d(x, numpy.ones((3, 1, 2, 2))),
      r"kernels of shape \(O, 2, kh, kw\) for images of shape \(1, 2, 3, 4\), got \(3, 1, 2, 2\)"),
-    (lambda x: nn.conv2d(x, numpy.ones((3, 2, 5, 5))), r"larger than images .* padding 0"),
+    (lambda x: nn.conv2d(x, numpy.ones((3, 2, 5, 5))),
+     r"larger than images .* padding \(\(0, 0\), \(0, 0\)\)"),
     (lambda x: nn.conv2d(x, numpy.ones((3, 2, 2, 2)), stride=0), "stride must be >= 1")])
 def test_conv_and_pool_shape_errors_name_the_shapes(call, error):
     # (a pool window larger than the image gave an empty result and a zero gradient)
@@ -302,14 +303,15 @@ def test_conv2d_weight_gradient_reuses_the_columns_of_a_recorded_forward_pass():
     from wengert.primitives.nn import _saved_columns
     x, w = rng.normal(size=(3, 2, 6, 5)), rng.normal(size=(4, 2, 3, 3))
     g = rng.normal(size=(3, 4, 3, 3))
-    fresh = NN.conv2d_weight_grad(x, g, stride=2, padding=1, w_shape=w.shape)
-    NN.conv2d(x, w, stride=2, padding=1)                   # not recording: nothing kept
+    geo = dict(stride=(2, 2), padding=((1, 1), (1, 1)), dilation=(1, 1), groups=1)
+    fresh = NN.conv2d_weight_grad(x, g, w_shape=w.shape, **geo)
+    NN.conv2d(x, w, **geo)                                 # not recording: nothing kept
     assert _saved_columns.entry is None
     out, back = wg.vjp(lambda w: nn.conv2d(x, w, stride=2, padding=1), w)   # recorded
     assert _saved_columns.entry is not None
     g1 = rng.normal(size=(3, 4, 6, 5))                    # (stride 1)
-    assert NN.conv2d_weight_grad(x, g1, stride=1, padding=1, w_shape=w.shape).shape == \
-        w.shape
+    assert NN.conv2d_weight_grad(x, g1, w_shape=w.shape, **dict(geo, stride=(1, 1))).shape \
+        == w.shape
     assert _saved_columns.entry is not None                # other parameters: not taken
     assert_close(back(g)[0], fresh, rtol=0, atol=0)
     assert _saved_columns.entry is None                    # taken over by the pullback
@@ -322,16 +324,18 @@ def test_pool_scatter_meets_a_cotangent_of_another_layout():
     # conv2d's result is (O, N, H, W) in memory: the scatter works in that layout, and a
     # cotangent in C order gives the same values as everything in C order
     x = rng.normal(size=(6, 5, 8, 8)).transpose(1, 0, 2, 3)
-    y = NN._max_pool_np(x, 2, 2)
+    two = (2, 2)
+    y = NN._max_pool_np(x, two, two)
     g = rng.normal(size=y.shape)
-    want = NN._pool_scatter_np(g, numpy.ascontiguousarray(x), numpy.ascontiguousarray(y), 2, 2)
-    got = NN._pool_scatter_np(g, x, y, 2, 2)
+    want = NN._pool_scatter_np(g, numpy.ascontiguousarray(x), numpy.ascontiguousarray(y),
+                               two, two)
+    got = NN._pool_scatter_np(g, x, y, two, two)
     assert_close(got, want, rtol=0, atol=0)
     assert got.strides == numpy.zeros_like(x).strides
     t = rng.normal(size=x.shape)
-    assert_close(NN._pool_gather_np(t, x, y, 2, 2),
+    assert_close(NN._pool_gather_np(t, x, y, two, two),
                  NN._pool_gather_np(t, numpy.ascontiguousarray(x), numpy.ascontiguousarray(y),
-                                    2, 2), rtol=0, atol=0)
+                                    two, two), rtol=0, atol=0)
 
 
 def test_cross_entropy_gradients_in_threads_keep_their_own_softmax():

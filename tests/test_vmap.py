@@ -116,6 +116,9 @@ CASES = {
     "cross_entropy": (lambda z, y: nn.cross_entropy(z, y), [(4, 3), ("int", (4,), 3)]),
     "conv2d": (lambda x, k, b: nn.conv2d(x, k, b, padding=1), [(2, 1, 4, 4), (3, 1, 3, 3), (3,)]),
     "conv2d_stride": (lambda x, k: nn.conv2d(x, k, stride=2), [(1, 2, 5, 5), (2, 2, 3, 3)]),
+    "conv2d_groups": (lambda x, k: nn.conv2d(x, k, stride=(2, 1), padding=(1, 0),
+                                             dilation=(1, 2), groups=2),
+                      [(2, 4, 5, 6), (4, 2, 2, 2)]),
     "max_pool": (lambda x: nn.max_pool2d(x, 2), [(2, 1, 4, 4)]),
     # fft (complex results)
     "fft": (lambda x: wnp.fft.fft(x), [(4,)]),
@@ -176,7 +179,7 @@ def test_vmap_matches_a_loop(name, loops):
 SMOOTH = ["add", "sin", "divide", "sum_axis", "mean_var", "prod", "cumprod", "transpose",
           "concatenate", "pad", "slice", "apart_arrays", "int_then_array", "take_along",
           "matmul_mv", "matmul_stack2", "einsum", "inv", "solve_vec", "cholesky", "eigvalsh",
-          "relu_softmax", "cross_entropy", "conv2d", "max_pool", "rfft_irfft"]
+          "relu_softmax", "cross_entropy", "conv2d", "conv2d_groups", "max_pool", "rfft_irfft"]
 
 
 @pytest.mark.parametrize("name", SMOOTH)
@@ -196,8 +199,8 @@ def test_derivatives_through_vmap(name):
 
 
 @pytest.mark.parametrize("name", ["sum_axis", "matmul_mv", "solve_vec", "cross_entropy",
-                                  "conv2d", "conv2d_stride", "max_pool", "apart_arrays",
-                                  "einsum"])
+                                  "conv2d", "conv2d_stride", "conv2d_groups", "max_pool",
+                                  "apart_arrays", "einsum"])
 def test_per_example_gradients(name, loops):
     """vmap(grad(loss)) against one gradient per example, without a loop."""
     f, shapes = CASES[name]

@@ -1,7 +1,7 @@
 """Neural-network building blocks, functional (as ``torch.nn.functional`` and ``jax.nn``).
 
-* layers: conv2d, max_pool2d, avg_pool2d, linear; images are NCHW, kernels OIHW, as in
-  PyTorch;
+* layers: conv2d (``F.conv2d``'s stride, padding, dilation and groups), max_pool2d,
+  avg_pool2d, linear; images are NCHW, kernels OIHW, as in PyTorch;
 * activations: relu, sigmoid, log_sigmoid, softplus, silu, gelu, elu, leaky_relu,
   softmax, log_softmax;
 * normalisation and regularisation: layer_norm, batch_norm (training mode: batch
@@ -39,75 +39,167 @@ relu = P.relu
 _HAVE_SCIPY = _importlib_util.find_spec("scipy") is not None
 
 
-def _pair_free(v, name):
+def _pair(v, name, who):
+    """An int or a pair of ints (height, width), as a pair: PyTorch's ``_pair``."""
+    if type(v) is int:                          # (the usual case, first)
+        return (v, v)
     if isinstance(v, (tuple, list)):
-        if len(v) != 2 or v[0] != v[1]:
-            raise NotImplementedError(f"{name}: only square settings are supported, got {v}")
-        v = v[0]
-    return int(v)
+        if len(v) != 2:
+            raise ValueError(f"{who}: {name} must be an int or a pair (height, width), "
+                             f"got {v!r}")
+        pair = tuple(v)
+    else:
+        pair = (v, v)
+    if not all(isinstance(e, (int, _np.integer)) and not isinstance(e, bool) for e in pair):
+        raise TypeError(f"{who}: {name} must be an int or a pair of ints (height, width), "
+                        f"got {v!r}")
+    return int(pair[0]), int(pair[1])
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0):
-    """2-D convolution (cross-correlation, as in deep-learning libraries).
+_NO_PADDING = ((0, 0), (0, 0))
+
+
+def _conv_padding(padding, kernel, stride, dilation):
+    """conv2d's padding as ((top, bottom), (left, right)): from an int, a pair, or
+    PyTorch's strings 'valid' (none) and 'same' (the output as large as the input, the
+    odd zero of an odd total at the bottom and right, as PyTorch puts it)."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return _NO_PADDING
+        if padding == "same":
+            if stride != (1, 1):
+                raise ValueError(f"conv2d: padding='same' is not supported for strided "
+                                 f"convolutions (stride {stride}), as in PyTorch: give the "
+                                 f"padding as numbers")
+            totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+            return tuple((t // 2, t - t // 2) for t in totals)
+        raise ValueError(f"conv2d: padding must be an int, a pair (height, width), 'valid' "
+                         f"or 'same', got {padding!r}")
+    ph, pw = _pair(padding, "padding", "conv2d")
+    if ph < 0 or pw < 0:
+        raise ValueError(f"conv2d: padding must be >= 0, got padding {padding!r}")
+    return (ph, ph), (pw, pw)
+
+
+def _conv_geometry(ws, stride, padding, dilation, groups):
+    """conv2d's settings for kernels of shape ws, checked, in the primitive's form."""
+    stride = _pair(stride, "stride", "conv2d")
+    dilation = _pair(dilation, "dilation", "conv2d")
+    if min(stride) < 1 or min(dilation) < 1:
+        raise ValueError(f"conv2d: stride must be >= 1 and dilation >= 1, got stride "
+                         f"{stride} and dilation {dilation}")
+    if isinstance(groups, bool) or not isinstance(groups, (int, _np.integer)):
+        raise TypeError(f"conv2d: groups must be an int, got {groups!r}")
+    groups = int(groups)
+    if groups < 1:
+        raise ValueError(f"conv2d: groups must be >= 1, got {groups}")
+    padding = _conv_padding(padding, ws[2:], stride, dilation)
+    return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation, as in deep-learning libraries), with
+    PyTorch's ``F.conv2d`` signature.
 
     Args:
         x: images, shape (N, C, H, W).
-        weight: kernels, shape (O, C, kh, kw).
+        weight: kernels, shape (O, C/groups, kh, kw).
         bias: optional, shape (O,).
-        stride, padding: ints (zero padding on every side).
+        stride: an int or a pair (sh, sw), each >= 1.
+        padding: zeros around the images: an int or a pair (ph, pw), each >= 0, on both
+            sides; or ``"valid"`` (none) or ``"same"`` (the output as large as the input;
+            stride 1 only, as in PyTorch; an odd total pads one more at the bottom and
+            right, as PyTorch does).
+        dilation: an int or a pair (dh, dw), each >= 1: the kernel's taps are dh rows and
+            dw columns apart (an atrous convolution).
+        groups: channels and kernels are split into ``groups`` groups (dividing C and O),
+            the kernels of group g seeing only the channels of group g; ``groups=C`` is a
+            depthwise convolution.
 
     Returns:
-        shape (N, O, (H + 2p - kh)//s + 1, (W + 2p - kw)//s + 1).
+        shape (N, O, Ho, Wo), with ``Ho = (H + 2 ph - dh (kh - 1) - 1) // sh + 1`` (and Wo
+        alike).
+
+    The derivatives are the convolution's own transposes (a strided, dilated, grouped
+    input gradient is a transposed convolution), primitives whose derivatives are each
+    other, so every order works; wg.vmap folds the batch into N, or, with a kernel per
+    example, into the channels of one grouped convolution.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> nn.conv2d(np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2))).tolist()
         [[[[4.0, 4.0], [4.0, 4.0]]]]
+        >>> x = np.arange(50.0).reshape(1, 2, 5, 5)             # 2 channels
+        >>> w = np.ones((2, 1, 3, 3))                           # depthwise: 1 channel each
+        >>> nn.conv2d(x, w, stride=(2, 1), padding=(1, 0), groups=2).shape
+        (1, 2, 3, 3)
+        >>> nn.conv2d(x, w, padding="same", dilation=2, groups=2).shape
+        (1, 2, 5, 5)
     """
-    stride, padding = _pair_free(stride, "conv2d stride"), _pair_free(padding, "conv2d padding")
     xs, ws = wnp._shape(x), wnp._shape(weight)
     if len(xs) != 4:
         raise ValueError(f"conv2d: expected images of shape (N, C, H, W), got {xs}")
-    if len(ws) != 4 or ws[1] != xs[1]:
-        raise ValueError(f"conv2d: expected kernels of shape (O, {xs[1]}, kh, kw) for images of "
-                         f"shape {xs}, got {ws}")
-    if stride < 1 or padding < 0:
-        raise ValueError(f"conv2d: stride must be >= 1 and padding >= 0, got stride {stride} "
-                         f"and padding {padding}")
-    if ws[2] > xs[2] + 2 * padding or ws[3] > xs[3] + 2 * padding:
-        raise ValueError(f"conv2d: kernels of shape {ws} are larger than images of shape {xs} "
-                         f"with padding {padding}")
-    y = P.conv2d(x, weight, stride=stride, padding=padding)
+    if len(ws) != 4:
+        raise ValueError(f"conv2d: expected kernels of shape (O, C/groups, kh, kw) for "
+                         f"images of shape {xs}, got {ws}")
+    if type(stride) is int and type(padding) is int and type(dilation) is int \
+            and type(groups) is int and stride >= 1 and padding >= 0 and dilation == groups == 1:
+        # the usual layer, without the general parsing: a training step's overhead
+        geometry = {"stride": (stride, stride), "padding": ((padding, padding),) * 2,
+                    "dilation": (1, 1), "groups": 1}
+    else:
+        geometry = _conv_geometry(ws, stride, padding, dilation, groups)
+    P.conv_out_shape(xs, ws, **geometry)                # (raises naming what does not fit)
+    y = P.conv2d(x, weight, **geometry)
     if bias is not None:
+        bs = bias.shape if type(bias) in (Node, _np.ndarray) else _np.shape(bias)
+        if bs != (ws[0],):
+            raise ValueError(f"conv2d: expected bias of shape ({ws[0]},) for kernels of "
+                             f"shape {ws}, got {bs}")
         y = y + wnp.reshape(bias, (1, -1, 1, 1))
     return y
 
 
-def max_pool2d(x, kernel_size, stride=None):
-    """Max pooling over kernel_size x kernel_size windows (stride defaults to the kernel
-    size); the derivative goes to each window's arg-max.
+def max_pool2d(x, kernel_size, stride=None, padding=0):
+    """Max pooling over kh x kw windows, as PyTorch's ``F.max_pool2d`` (without dilation
+    or ceil_mode): kernel_size, stride (by default the kernel size) and padding each an
+    int or a pair (height, width); the padding (at most half the window, as PyTorch
+    asks) is -inf, which no window picks.  The derivative goes to each window's arg-max
+    (the first, in a tie).
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> nn.max_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
         [[[[5.0, 7.0], [13.0, 15.0]]]]
+        >>> nn.max_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), (1, 2), padding=(0, 1)).tolist()
+        [[[[0.0, 2.0, 3.0], [4.0, 6.0, 7.0], [8.0, 10.0, 11.0], [12.0, 14.0, 15.0]]]]
     """
-    k, s, _ = _pool_settings(x, kernel_size, stride, "max_pool2d")
+    k, s, (ph, pw), _ = _pool_settings(x, kernel_size, stride, padding, "max_pool2d")
+    if ph or pw:
+        dtype = x.dtype if type(x) is Node else _np.asarray(x).dtype
+        low = _np.iinfo(dtype).min if dtype.kind in "iu" else -_np.inf
+        x = wnp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=low)
     return P.max_pool2d(x, kernel=k, stride=s)
 
 
-def _pool_settings(x, kernel_size, stride, who):
-    """(kernel, stride, image shape) of a pooling of NCHW images, checked."""
-    k = _pair_free(kernel_size, f"{who} kernel_size")
-    s = k if stride is None else _pair_free(stride, f"{who} stride")
+def _pool_settings(x, kernel_size, stride, padding, who):
+    """(kernel, stride, padding, image shape) of a pooling of NCHW images, each setting a
+    pair (height, width), checked."""
+    k = _pair(kernel_size, "kernel_size", who)
+    s = k if stride is None else _pair(stride, "stride", who)
+    p = _pair(padding, "padding", who)
     xs = wnp._shape(x)
     if len(xs) != 4:
         raise ValueError(f"{who}: expected images of shape (N, C, H, W), got {xs}")
-    if k < 1 or s < 1:
+    if k[0] < 1 or k[1] < 1 or s[0] < 1 or s[1] < 1:
         raise ValueError(f"{who}: kernel_size and stride must be >= 1, got {k} and {s}")
-    if k > xs[2] or k > xs[3]:
-        raise ValueError(f"{who}: a {k}x{k} window does not fit in images of shape {xs}")
-    return k, s, xs
+    if p != (0, 0) and (p[0] < 0 or p[1] < 0 or 2 * p[0] > k[0] or 2 * p[1] > k[1]):
+        raise ValueError(f"{who}: padding must be >= 0 and at most half the window, as in "
+                         f"PyTorch, got padding {p} for a {k[0]}x{k[1]} window")
+    if k[0] > xs[2] + 2 * p[0] or k[1] > xs[3] + 2 * p[1]:
+        raise ValueError(f"{who}: a {k[0]}x{k[1]} window does not fit in images of shape "
+                         f"{xs}" + (f" with padding {p}" if any(p) else ""))
+    return k, s, p, xs
 
 
 def _one_axis(x, axis, who):
@@ -505,28 +597,35 @@ def linear(x, weight, bias=None):
     return y
 
 
-def avg_pool2d(x, kernel_size, stride=None):
-    """Average pooling over kernel_size x kernel_size windows (stride defaults to the
-    kernel size), as PyTorch's ``F.avg_pool2d`` without padding: images NCHW, windows that
-    do not fit dropped.  Each window's derivative is ``1/k²`` to every element.
+def avg_pool2d(x, kernel_size, stride=None, padding=0):
+    """Average pooling over kh x kw windows, as PyTorch's ``F.avg_pool2d`` (without
+    ceil_mode, count_include_pad or divisor_override): images NCHW, kernel_size, stride
+    (by default the kernel size) and padding each an int or a pair (height, width), windows
+    that do not fit dropped.  The padding (at most half the window) is zeros that count
+    in every window's kh·kw, PyTorch's default ``count_include_pad=True``.  Each
+    window's derivative is ``1/(kh kw)`` to every element.
 
-    Windows that tile the image (stride = kernel) are a reshape and a mean; overlapping or
-    gapped windows are a convolution of each channel with a constant kernel.
+    Windows that tile the image (stride = kernel, no padding) are a reshape and a mean;
+    overlapping, gapped or padded windows are a convolution of each channel with a
+    constant kernel.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> nn.avg_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
         [[[[2.5, 4.5], [10.5, 12.5]]]]
+        >>> nn.avg_pool2d(np.ones((1, 1, 2, 2)), 2, stride=1, padding=1).tolist()
+        [[[[0.25, 0.5, 0.25], [0.5, 1.0, 0.5], [0.25, 0.5, 0.25]]]]
     """
-    k, s, xs = _pool_settings(x, kernel_size, stride, "avg_pool2d")
+    (kh, kw), s, p, xs = _pool_settings(x, kernel_size, stride, padding, "avg_pool2d")
     n, c, h, w = xs
-    ho, wo = (h - k) // s + 1, (w - k) // s + 1
-    if s == k:
-        if (ho * k, wo * k) != (h, w):
-            x = x[:, :, :ho * k, :wo * k]
-        return wnp.mean(wnp.reshape(x, (n, c, ho, k, wo, k)), axis=(3, 5))
-    kernel = _np.full((1, 1, k, k), 1.0 / (k * k), dtype=_float_dtype(x))
-    y = P.conv2d(wnp.reshape(x, (n * c, 1, h, w)), kernel, stride=s, padding=0)
+    ho, wo = (h + 2 * p[0] - kh) // s[0] + 1, (w + 2 * p[1] - kw) // s[1] + 1
+    if s == (kh, kw) and p == (0, 0):
+        if (ho * kh, wo * kw) != (h, w):
+            x = x[:, :, :ho * kh, :wo * kw]
+        return wnp.mean(wnp.reshape(x, (n, c, ho, kh, wo, kw)), axis=(3, 5))
+    kernel = _np.full((1, 1, kh, kw), 1.0 / (kh * kw), dtype=_float_dtype(x))
+    y = P.conv2d(wnp.reshape(x, (n * c, 1, h, w)), kernel, stride=s,
+                 padding=((p[0], p[0]), (p[1], p[1])), dilation=(1, 1), groups=1)
     return wnp.reshape(y, (n, c, ho, wo))
 
 

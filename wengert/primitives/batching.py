@@ -17,7 +17,8 @@ The rules come in kinds, declared in the tables at the end:
 * matrix functions already map over leading axes (``inv`` of a stack of matrices), and the
   batch is one more;
 * matmul and solve line their operands up as stacks of matrices (`_stacked_pair`);
-* conv2d and max-pool fold the batch into their own batch axis N.
+* conv2d and max-pool fold the batch into their own batch axis N; a kernel per example
+  makes the examples the groups of one grouped convolution.
 
 A primitive without a rule is batched through its `decomposition` if it has one, and
 otherwise called once per example (wengert.vectorize): never wrong, only slower.
@@ -250,8 +251,8 @@ def _swap_rows(args, mapped, node):
 
 def _fold_into_n(args, mapped, node):
     """conv2d, max-pool and their rules' helpers on NCHW images: the batch joins N.  A
-    batched kernel (a different one per example) cannot join, and takes one call per
-    example."""
+    batched kernel (a different one per example) cannot join (`_conv2d` and its kin make
+    it a grouped convolution instead)."""
     images = _IMAGE_ARGS[node.op.name]
     if any(m for k, m in enumerate(mapped) if k not in images):
         return None
@@ -270,72 +271,112 @@ def _fold_into_n(args, mapped, node):
     return A.reshape(out, shape=(size,) + node.shape)
 
 
-def _columns(x, kernel, node, out_hw):
-    """The windows of a batch of NCHW image batches x (B, N, C, H, W) as columns
-    (B, N, C, kh·kw, Ho, Wo): one strided slice per kernel offset, so that a convolution
-    with a kernel per example is one einsum (and its derivatives those of slices)."""
-    (kh, kw), (ho, wo) = kernel, out_hw
-    s, p = node.params["stride"], node.params["padding"]
-    if p:
-        x = A.pad(x, pad_width=((0, 0), (0, 0), (0, 0), (p, p), (p, p)))
-    b, n, c = shape_of(x)[:3]
-    cols = [A.reshape(A.getitem(x, index=(_ALL, _ALL, _ALL,
-                                          ("slice", i, i + s * (ho - 1) + 1, s),
-                                          ("slice", j, j + s * (wo - 1) + 1, s))),
-                      shape=(b, n, c, 1, ho, wo))
-            for i in range(kh) for j in range(kw)]
-    return cols[0] if len(cols) == 1 else A.concatenate(*cols, axis=3)
+# A kernel per example: the examples become groups of one grouped convolution.  Their
+# images (B, N, C, H, W) line up as the channels (N, B·C, H, W), their kernels
+# (B, O, C/G, kh, kw) as B·O kernels, and with B·G groups each example's kernels see only
+# that example's channels; the derivatives are the primitives' own, of any order.
+def _into_channels(x):
+    """(B, N, C, H, W) -> (N, B·C, H, W): the batch joins the channels."""
+    b, n, c, h, w = shape_of(x)
+    if n != 1:
+        x = A.transpose(x, axes=(1, 0, 2, 3, 4))
+    return A.reshape(x, shape=(n, b * c, h, w))
+
+
+def _out_of_channels(y, size):
+    """(N, B·O, H, W) -> (B, N, O, H, W): `_into_channels` undone."""
+    n, bo, h, w = shape_of(y)
+    if n == 1:                          # (a per-example gradient's one image: no transpose)
+        return A.reshape(y, shape=(size, 1, bo // size, h, w))
+    y = A.reshape(y, shape=(n, size, bo // size, h, w))
+    return A.transpose(y, axes=(1, 0, 2, 3, 4))
+
+
+def _group_major(w, groups, size):
+    """A batch of kernels (B, O, ...) as (G·B·O/G, ...): shared images see every example's
+    kernels of group g in group g (the kernels of one group must be adjacent)."""
+    s = tuple(shape_of(w))
+    if groups == 1:
+        return A.reshape(w, shape=(size * s[1],) + s[2:])
+    w = A.reshape(w, shape=(size, groups, s[1] // groups) + s[2:])
+    w = A.transpose(w, axes=(1, 0) + tuple(range(2, len(s) + 1)))
+    return A.reshape(w, shape=(size * s[1],) + s[2:])
+
+
+def _group_major_images(y, groups):
+    """A batch of images (B, N, O, H, W) as (N, G·B·O/G, H, W): the channels in the order
+    of `_group_major`'s kernels."""
+    if groups == 1:
+        return _into_channels(y)
+    b, n, o, h, w = shape_of(y)
+    y = A.reshape(y, shape=(b, n, groups, o // groups, h, w))
+    return A.reshape(A.transpose(y, axes=(1, 2, 0, 3, 4, 5)), shape=(n, b * o, h, w))
+
+
+def _batch_major(y, groups, size, axis):
+    """`_group_major` undone on axis `axis` of y (1 for images, 0 for kernels): G·B·O/G
+    back to (B, O), the batch moved to the front."""
+    s = tuple(shape_of(y))
+    o = s[axis] // size
+    if groups == 1 and axis == 0:
+        return A.reshape(y, shape=(size, o) + s[1:])
+    y = A.reshape(y, shape=s[:axis] + (groups, size, o // groups) + s[axis + 1:])
+    order = list(range(len(s) + 2))
+    order.remove(axis + 1)
+    y = A.transpose(y, axes=(axis + 1,) + tuple(order))
+    return A.reshape(y, shape=(size,) + s[:axis] + (o,) + s[axis + 1:])
 
 
 def _conv2d(args, mapped, node):
-    """A kernel per example: y_b = w_b ⋆ x_b, an einsum over the columns of x."""
+    """A kernel per example: with batched images, B·G groups over the batch in the
+    channels; with shared images, every example's kernels are more output channels of
+    one convolution with G groups."""
     if not mapped[1]:
         return _fold_into_n(args, mapped, node)
-    size = _size(args, mapped)
-    x, w = batched(args[0], mapped[0], size), args[1]
-    o, c, kh, kw = node.args[1].shape
-    cols = _columns(x, (kh, kw), node, node.shape[2:])
-    return A.einsum(A.reshape(w, shape=(size, o, c, kh * kw)), cols,
-                    subscripts="bock,bnckpq->bnopq")
+    size, params = _size(args, mapped), dict(node.params)
+    x, w = args
+    groups = params["groups"]
+    if not mapped[0]:
+        y = node.op(x, _group_major(w, groups, size), **params)
+        return _batch_major(y, groups, size, axis=1)
+    o = node.args[1].shape[0]
+    params["groups"] = size * groups
+    y = node.op(_into_channels(x), A.reshape(w, shape=(size * o,) + node.args[1].shape[1:]),
+                **params)
+    return _out_of_channels(y, size)
 
 
 def _conv2d_input_grad(args, mapped, node):
-    """The images' cotangent with a kernel per example: each kernel offset's share
-    (an einsum) added into the padded images at its strided window, then the padding
-    cut off: the transpose of `_columns`."""
+    """The images' cotangent with a kernel per example: the input gradient of the
+    grouped convolution of `_conv2d` (the batch in the channels, B·G groups)."""
     if not mapped[1]:
         return _fold_into_n(args, mapped, node)
-    size = _size(args, mapped)
+    size, params = _size(args, mapped), dict(node.params)
     g, w = batched(args[0], mapped[0], size), args[1]
-    n, c, h, wd = node.params["x_shape"]
-    o, _, kh, kw = node.args[1].shape
-    ho, wo = node.args[0].shape[2:]
-    s, p = node.params["stride"], node.params["padding"]
-    shares = A.einsum(g, A.reshape(w, shape=(size, o, c, kh * kw)),
-                      subscripts="bnopq,bock->bnckpq")
-    total = None
-    for k in range(kh * kw):
-        i, j = divmod(k, kw)
-        placed = A.index_add(A.getitem(shares, index=(_ALL, _ALL, _ALL, k)),
-                             index=(_ALL, _ALL, _ALL, ("slice", i, i + s * (ho - 1) + 1, s),
-                                    ("slice", j, j + s * (wo - 1) + 1, s)),
-                             shape=(size, n, c, h + 2 * p, wd + 2 * p))
-        total = placed if total is None else S.add(total, placed)
-    if p:
-        total = A.getitem(total, index=(_ALL, _ALL, _ALL, ("slice", p, p + h, None),
-                                        ("slice", p, p + wd, None)))
-    return total
+    n, c, h, wd = params["x_shape"]
+    o = node.args[1].shape[0]
+    params["groups"] *= size
+    params["x_shape"] = (n, size * c, h, wd)
+    out = node.op(_into_channels(g), A.reshape(w, shape=(size * o,) + node.args[1].shape[1:]),
+                  **params)
+    return _out_of_channels(out, size)
 
 
 def _conv2d_weight_grad(args, mapped, node):
-    """The kernel's cotangent for each example: Σ over its images and pixels of the
-    image cotangent times the window, an einsum over the columns of x."""
-    size = _size(args, mapped)
+    """The kernel's cotangent for each example: the weight gradient of `_conv2d`'s
+    grouped convolution, the batch in the channels (B·G groups), or, with shared images,
+    in the output channels (G groups)."""
+    size, params = _size(args, mapped), dict(node.params)
+    o, cg, kh, kw = params["w_shape"]
+    groups = params["groups"]
+    params["w_shape"] = (size * o, cg, kh, kw)
+    if not mapped[0]:
+        out = node.op(args[0], _group_major_images(args[1], groups), **params)
+        return _batch_major(out, groups, size, axis=0)
     x, g = (batched(a, m, size) for a, m in zip(args, mapped))
-    o, c, kh, kw = node.params["w_shape"]
-    cols = _columns(x, (kh, kw), node, node.args[1].shape[2:])
-    out = A.einsum(g, cols, subscripts="bnopq,bnckpq->bock")
-    return A.reshape(out, shape=(size, o, c, kh, kw))
+    params["groups"] = size * groups
+    out = node.op(_into_channels(x), _into_channels(g), **params)
+    return A.reshape(out, shape=(size, o, cg, kh, kw))
 
 
 # which arguments are NCHW images (the others: kernels)

@@ -1,10 +1,11 @@
 """Neural-network primitives of seed 000: 2-D convolution, max pooling, ReLU, and the
 fused log-softmax and softmax cross-entropy.
 
-Layouts are PyTorch's: images NCHW, kernels OIHW (out channels, in channels, height,
-width).  Everything is vectorised NumPy: sliding windows (stride tricks) and one matrix
-product (im2col) for the convolution, loops only over the few kernel positions, never
-over pixels.
+Layouts are PyTorch's: images NCHW, kernels OIHW (out channels, in channels per group,
+height, width).  Everything is vectorised NumPy: sliding windows (stride tricks) and one
+matrix product (im2col; with groups, one stacked product with a matrix per group) for the
+convolution, loops only over the few kernel positions, never over pixels.  Strides,
+dilations and (asymmetric) paddings are pairs, one per image axis.
 
 Seed 000's rules, for Y = conv(X, K):
     K̄ = Σ over windows of X-window ⊗ Ȳ           (`conv2d_weight_grad`)
@@ -69,75 +70,133 @@ _saved_softmax = _Saved()           # cross_entropy's softmax, for cross_entropy
 _saved_columns = _Saved()           # conv2d's im2col columns, for conv2d_weight_grad
 
 
-def _out_size(n, k, s, p):
-    return (n + 2 * p - k) // s + 1
-
-
-def _windows(xp, kh, kw, s):
-    """(N, C, Ho, Wo, kh, kw) view of the windows of a padded image batch."""
-    return sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::s, ::s]
-
-
-def _pad(x, p):
-    if not p:
+# ---- 2-D convolution ---------------------------------------------------------------------------
+# Parameters, as wengert.nn.conv2d sets them (always all four, in this form):
+#   stride=(sh, sw), padding=((top, bottom), (left, right)) zeros, dilation=(dh, dw) (the
+#   kernel's taps are dh, dw apart), groups=G (channels and kernels split into G groups,
+#   group g's kernels seeing only group g's channels: kernels (O, C/G, kh, kw)).
+def _pad(x, padding):
+    """x with `padding` ((top, bottom), (left, right)) zeros around its last two axes."""
+    (t, b), (l, r) = padding
+    if not (t or b or l or r):
         return x
     n, c, h, w = x.shape                  # (np.pad is general and slow: this is one copy)
-    out = np.zeros((n, c, h + 2 * p, w + 2 * p), dtype=x.dtype)
-    out[:, :, p:p + h, p:p + w] = x
+    out = np.zeros((n, c, h + t + b, w + l + r), dtype=x.dtype)
+    out[:, :, t:t + h, l:l + w] = x
     return out
 
 
-def _im2col(x, kh, kw, s, p):
+def _windows(xp, kh, kw, stride, dilation):
+    """(N, C, Ho, Wo, kh, kw) view of the windows of a padded image batch."""
+    (sh, sw), (dh, dw) = stride, dilation
+    if dh == dw == 1:
+        return sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+    # a dilated window is every dh-th, dw-th element of a window (kh-1)dh+1 high
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    return sliding_window_view(xp, span, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+def _im2col(x, kh, kw, stride, padding, dilation):
     """Every window as a column: (C*kh*kw, N*Ho*Wo), and (N, Ho, Wo).  Channel-major
     (columns run over the batch and pixels) copies the windows with long inner runs,
-    about twice as fast as one row per window."""
-    win = _windows(_pad(np.asarray(x), p), kh, kw, s)            # (N, C, Ho, Wo, kh, kw)
+    about twice as fast as one row per window; and a group's channels are one block of
+    rows."""
+    win = _windows(_pad(np.asarray(x), padding), kh, kw, stride, dilation)
     n, c, ho, wo = win.shape[:4]
     cols = win.transpose(1, 4, 5, 0, 2, 3).reshape(c * kh * kw, n * ho * wo)
     return cols, (n, ho, wo)
 
 
-def _conv2d_np(x, w, stride, padding):
-    o, c, kh, kw = w.shape
-    cols, (n, ho, wo) = _im2col(x, kh, kw, stride, padding)
-    y = w.reshape(o, c * kh * kw) @ cols                           # one matrix product
+def _conv2d_np(x, w, stride, padding, dilation, groups):
+    o, cg, kh, kw = w.shape
+    cols, (n, ho, wo) = _im2col(x, kh, kw, stride, padding, dilation)
+    if groups == 1:
+        y = w.reshape(o, cg * kh * kw) @ cols                      # one matrix product
+    else:                                 # one product per group, in one matmul call
+        y = np.matmul(w.reshape(groups, o // groups, cg * kh * kw),
+                      cols.reshape(groups, cg * kh * kw, -1)).reshape(o, -1)
     if current_graph() is not None:     # recording: the weight's gradient will want them
-        _saved_columns.keep(x, cols, (kh, kw, stride, padding))
+        _saved_columns.keep(x, cols, (kh, kw, stride, padding, dilation))
     # (O, N, Ho, Wo) in memory, seen as NCHW: no copy, and the weight gradient below
     # gets its cotangent in the layout it wants
     return y.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
 
 
-def _conv2d_input_grad_np(g, w, stride, padding, x_shape):
+def _conv2d_input_grad_np(g, w, stride, padding, dilation, groups, x_shape):
     n, c, h, wd = x_shape
-    kh, kw = w.shape[2:]
+    o, cg, kh, kw = w.shape
     ho, wo = g.shape[2:]
-    xp = np.zeros((n, c, h + 2 * padding, wd + 2 * padding), np.result_type(g, w))
+    (sh, sw), ((t, b), (l, r)), (dh, dw) = stride, padding, dilation
+    xp = np.zeros((n, c, h + t + b, wd + l + r), np.result_type(g, w))
+    if groups == 1:
+        def share(i, j):                                            # (N, Ho, Wo, C)
+            return np.tensordot(g, w[:, :, i, j], axes=([1], [0])).transpose(0, 3, 1, 2)
+    else:
+        # every kernel position's share at once, one product per group: (C, kh, kw, N·Ho·Wo)
+        og = o // groups
+        gm = np.asarray(g).transpose(1, 0, 2, 3).reshape(groups, og, -1)
+        wt = w.reshape(groups, og, cg * kh * kw).transpose(0, 2, 1)
+        # one kernel per group (depthwise): outer products, which a broadcast product
+        # makes ~3x faster than matmul's stack of thin ones
+        shares = wt * gm if og == 1 else np.matmul(wt, gm)
+        shares = shares.reshape(c, kh, kw, n, ho, wo)
+
+        def share(i, j):
+            return shares[:, i, j].transpose(1, 0, 2, 3)
     for i in range(kh):                      # loop over kernel positions, not pixels
         for j in range(kw):
-            contrib = np.tensordot(g, w[:, :, i, j], axes=([1], [0]))   # (N, Ho, Wo, C)
-            xp[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride] += \
-                contrib.transpose(0, 3, 1, 2)
-    return xp[:, :, padding:padding + h, padding:padding + wd]
+            xp[:, :, i * dh:i * dh + sh * (ho - 1) + 1:sh,
+               j * dw:j * dw + sw * (wo - 1) + 1:sw] += share(i, j)
+    return xp[:, :, t:t + h, l:l + wd]
 
 
-def _conv2d_weight_grad_np(x, g, stride, padding, w_shape):
-    o, c, kh, kw = w_shape
-    cols = _saved_columns.take(x, (kh, kw, stride, padding))
+def _conv2d_weight_grad_np(x, g, stride, padding, dilation, groups, w_shape):
+    o, cg, kh, kw = w_shape
+    cols = _saved_columns.take(x, (kh, kw, stride, padding, dilation))
     if cols is None:
-        cols, _ = _im2col(x, kh, kw, stride, padding)
+        cols, _ = _im2col(x, kh, kw, stride, padding, dilation)
     gm = np.asarray(g).transpose(1, 0, 2, 3).reshape(o, -1)        # (O, N*Ho*Wo)
-    return (gm @ cols.T).reshape(w_shape)
+    if groups == 1:
+        return (gm @ cols.T).reshape(w_shape)
+    k = cg * kh * kw
+    return np.matmul(gm.reshape(groups, o // groups, -1),
+                     cols.reshape(groups, k, -1).transpose(0, 2, 1)).reshape(w_shape)
+
+
+def conv_out_shape(x_shape, w_shape, stride, padding, dilation, groups):
+    """The shape of conv2d's result, after checking that the images, kernels and groups
+    fit together (the check behind wengert.nn.conv2d's and the abstract evaluation's
+    errors; every training step makes it, hence one test before the messages)."""
+    n, c, h, w = x_shape
+    o, cg, kh, kw = w_shape
+    (sh, sw), ((pt, pb), (pl, pr)), (dh, dw) = stride, padding, dilation
+    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    if cg * groups != c or o % groups or span_h > h + pt + pb or span_w > w + pl + pr:
+        _misfit(tuple(x_shape), tuple(w_shape), padding, dilation, groups)
+    return n, o, (h + pt + pb - span_h) // sh + 1, (w + pl + pr - span_w) // sw + 1
+
+
+def _misfit(x_shape, w_shape, padding, dilation, groups):
+    """Raise the error that says why these images and kernels do not fit."""
+    c, (o, cg, kh, kw) = x_shape[1], w_shape
+    if c % groups or o % groups:
+        raise ValueError(f"conv2d: groups={groups} must divide the {c} input channels of "
+                         f"images of shape {x_shape} and the {o} output channels of "
+                         f"kernels of shape {w_shape}")
+    if cg * groups != c:
+        raise ValueError(f"conv2d: expected kernels of shape (O, {c // groups}, kh, kw) for "
+                         f"images of shape {x_shape}, got {w_shape}: with "
+                         f"groups={groups}, each kernel sees C/groups = {c}/{groups} "
+                         f"channels")
+    span = ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1)
+    raise ValueError(f"conv2d: kernels of shape {w_shape} with dilation {dilation} span "
+                     f"{span}, larger than images of shape {x_shape} with padding {padding}")
 
 
 def _conv_aval(args, params):
-    (n, c, h, w), (o, c2, kh, kw) = args[0].shape, args[1].shape
-    if c != c2:
-        raise ValueError(f"conv2d: input of shape {args[0].shape} has {c} channels but the "
-                         f"kernel of shape {args[1].shape} expects {c2}")
-    s, p = params["stride"], params["padding"]
-    return (n, o, _out_size(h, kh, s, p), _out_size(w, kw, s, p)), \
-        np.result_type(args[0].dtype, args[1].dtype)
+    shape = conv_out_shape(args[0].shape, args[1].shape, params["stride"], params["padding"],
+                           params["dilation"], params["groups"])
+    return shape, np.result_type(args[0].dtype, args[1].dtype)
 
 
 conv2d = defprimitive("conv2d", _conv2d_np, cost="mul", abstract_eval=_conv_aval)
@@ -160,36 +219,34 @@ def _bilinear_jvp(prim):
     return jvp
 
 
-# One VJP per argument: with data images, only the kernel's cotangent is computed.
+# One VJP per argument: with data images, only the kernel's cotangent is computed.  The
+# geometry (stride, padding, dilation, groups) rides along unchanged: the transpose of a
+# strided, dilated, grouped convolution is the input (or weight) gradient of that same one.
 conv2d.defvjp(
-    lambda g, x, w, ans, stride, padding: conv2d_input_grad(
-        g, w, stride=stride, padding=padding, x_shape=shape_of(x)),
-    lambda g, x, w, ans, stride, padding: conv2d_weight_grad(
-        x, g, stride=stride, padding=padding, w_shape=shape_of(w)))
+    lambda g, x, w, ans, **geo: conv2d_input_grad(g, w, x_shape=shape_of(x), **geo),
+    lambda g, x, w, ans, **geo: conv2d_weight_grad(x, g, w_shape=shape_of(w), **geo))
 conv2d_input_grad.defvjp(
-    lambda u, g, w, ans, stride, padding, x_shape: conv2d(u, w, stride=stride,
-                                                          padding=padding),
-    lambda u, g, w, ans, stride, padding, x_shape: conv2d_weight_grad(
-        u, g, stride=stride, padding=padding, w_shape=shape_of(w)))
+    lambda u, g, w, ans, x_shape, **geo: conv2d(u, w, **geo),
+    lambda u, g, w, ans, x_shape, **geo: conv2d_weight_grad(u, g, w_shape=shape_of(w), **geo))
 conv2d_weight_grad.defvjp(
-    lambda v, x, g, ans, stride, padding, w_shape: conv2d_input_grad(
-        g, v, stride=stride, padding=padding, x_shape=shape_of(x)),
-    lambda v, x, g, ans, stride, padding, w_shape: conv2d(x, v, stride=stride,
-                                                          padding=padding))
+    lambda v, x, g, ans, w_shape, **geo: conv2d_input_grad(g, v, x_shape=shape_of(x), **geo),
+    lambda v, x, g, ans, w_shape, **geo: conv2d(x, v, **geo))
 for _p in (conv2d, conv2d_input_grad, conv2d_weight_grad):
     _p.defjvp(_bilinear_jvp(_p))
 
 
 # ---- max pooling -----------------------------------------------------------------------------
-def _corners(x, k, s):
-    """The k*k strided views x[:, :, i::s, j::s] (cut to the output size): element (p, q)
-    of view (i, j) is position (i, j) of window (p, q).  Reducing over k*k views is much
-    faster than reducing a sliding-window view over its two short trailing axes."""
+def _corners(x, kernel, stride):
+    """The kh*kw strided views x[:, :, i::sh, j::sw] (cut to the output size): element
+    (p, q) of view (i, j) is position (i, j) of window (p, q).  Reducing over kh*kw views
+    is much faster than reducing a sliding-window view over its two short trailing axes."""
     x = np.asarray(x)
-    ho, wo = _out_size(x.shape[2], k, s, 0), _out_size(x.shape[3], k, s, 0)
-    for i in range(k):
-        for j in range(k):
-            yield (slice(None), slice(None), slice(i, i + s * ho, s), slice(j, j + s * wo, s))
+    (kh, kw), (sh, sw) = kernel, stride
+    ho, wo = (x.shape[2] - kh) // sh + 1, (x.shape[3] - kw) // sw + 1
+    for i in range(kh):
+        for j in range(kw):
+            yield (slice(None), slice(None), slice(i, i + sh * ho, sh),
+                   slice(j, j + sw * wo, sw))
 
 
 def _max_pool_np(x, kernel, stride):
@@ -200,12 +257,12 @@ def _max_pool_np(x, kernel, stride):
     return best
 
 
-def _first_hits(x, y, k, s):
+def _first_hits(x, y, kernel, stride):
     """For each corner view, where its element is its window's maximum y and no earlier
     corner already was (the first maximum wins a tie): seed 000's routing to one arg-max."""
     x = np.asarray(x)
     free = None                                   # windows whose maximum is still unplaced
-    for view in _corners(x, k, s):
+    for view in _corners(x, kernel, stride):
         hit = np.equal(x[view], y)
         if free is None:
             free = ~hit
@@ -232,7 +289,7 @@ def _pool_scatter_np(g, x, y, kernel, stride):
     x, y = np.asarray(x), np.asarray(y)
     g = _in_layout_of(np.asarray(g), y)
     out = np.zeros_like(x, dtype=float_dtype(g))            # (in x's layout)
-    if stride == kernel:
+    if stride[0] >= kernel[0] and stride[1] >= kernel[1]:
         # Windows do not overlap: every position gets its value once, by corner views.
         for view, hit in _first_hits(x, y, kernel, stride):
             np.multiply(hit, g, out=out[view])
@@ -254,8 +311,8 @@ def _pool_gather_np(t, x, y, kernel, stride):
 
 def _pool_aval(args, params):
     n, c, h, w = args[0].shape
-    k, s = params["kernel"], params["stride"]
-    return (n, c, _out_size(h, k, s, 0), _out_size(w, k, s, 0)), args[0].dtype
+    (kh, kw), (sh, sw) = params["kernel"], params["stride"]
+    return (n, c, (h - kh) // sh + 1, (w - kw) // sw + 1), args[0].dtype
 
 
 max_pool2d = defprimitive("max_pool2d", _max_pool_np, cost="cmp", abstract_eval=_pool_aval)

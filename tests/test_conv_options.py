@@ -1,0 +1,423 @@
+"""wengert.nn.conv2d with PyTorch's options (stride and dilation pairs, integer, pair,
+'same' and 'valid' padding, groups up to depthwise) and the pools' rectangular windows
+and padding: values against a direct NumPy loop and against PyTorch, derivatives
+against central differences and torch.autograd, batching against Python loops, and the
+errors."""
+import warnings
+
+import numpy
+import pytest
+
+import wengert as wg
+import wengert.nn as nn
+import wengert.numpy as np
+from fd import assert_close, check_grads
+
+rng = numpy.random.default_rng(2024)
+
+
+# ---- the references ---------------------------------------------------------------------------
+def as_pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def explicit_padding(padding, kernel, dilation):
+    """((top, bottom), (left, right)) as PyTorch reads `padding`: 'same' puts the odd
+    zero of an odd total at the bottom and right."""
+    if padding == "valid":
+        return ((0, 0), (0, 0))
+    if padding == "same":
+        out = []
+        for k, d in zip(kernel, dilation):
+            total = d * (k - 1)
+            out.append((total // 2, total - total // 2))
+        return tuple(out)
+    ph, pw = as_pair(padding)
+    return ((ph, ph), (pw, pw))
+
+
+def conv2d_loops(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """The definition, one output element at a time."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    (sh, sw), (dh, dw) = as_pair(stride), as_pair(dilation)
+    (pt, pb), (pl, pr) = explicit_padding(padding, (kh, kw), (dh, dw))
+    xp = numpy.zeros((n, c, h + pt + pb, wd + pl + pr))
+    xp[:, :, pt:pt + h, pl:pl + wd] = x
+    ho = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    wo = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    og = o // groups
+    y = numpy.zeros((n, o, ho, wo))
+    for i in range(n):
+        for k in range(o):
+            first = (k // og) * cg                        # this kernel's group's channels
+            for p in range(ho):
+                for q in range(wo):
+                    total = 0.0 if b is None else b[k]
+                    for ch in range(cg):
+                        for u in range(kh):
+                            for v in range(kw):
+                                total += (w[k, ch, u, v]
+                                          * xp[i, first + ch, p * sh + u * dh, q * sw + v * dw])
+                    y[i, k, p, q] = total
+    return y
+
+
+def pool_loops(x, kernel, stride, padding, reduce, fill):
+    """Max (fill -inf) or mean (fill 0, counted) over windows of the padded images."""
+    (kh, kw), (sh, sw), (ph, pw) = as_pair(kernel), as_pair(stride), as_pair(padding)
+    n, c, h, w = x.shape
+    xp = numpy.full((n, c, h + 2 * ph, w + 2 * pw), fill)
+    xp[:, :, ph:ph + h, pw:pw + w] = x
+    ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+    y = numpy.zeros((n, c, ho, wo))
+    for p in range(ho):
+        for q in range(wo):
+            y[:, :, p, q] = reduce(xp[:, :, p * sh:p * sh + kh, q * sw:q * sw + kw], axis=(2, 3))
+    return y
+
+
+def torch_conv(x, w, b, stride, padding, dilation, groups):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    t = lambda a: None if a is None else torch.tensor(a)
+    return F.conv2d(t(x), t(w), t(b), stride, padding, dilation, groups).numpy()
+
+
+def problem(c, o, groups, kernel=(3, 2), side=(7, 6), n=2, bias=True):
+    x = rng.normal(size=(n, c) + side)
+    w = rng.normal(size=(o, c // groups) + kernel)
+    return x, w, (rng.normal(size=o) if bias else None)
+
+
+# channels, out channels, groups: plain, grouped, depthwise (groups = C, 2 kernels each)
+GROUPINGS = [(3, 4, 1), (4, 6, 2), (3, 6, 3)]
+STRIDES = [1, 2, (2, 1), (1, 3)]
+DILATIONS = [1, 2, (1, 3)]
+PADDINGS = [0, 1, (2, 0), "same", "valid"]
+
+
+# ---- values -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("grouping", GROUPINGS)
+@pytest.mark.parametrize("stride", STRIDES)
+@pytest.mark.parametrize("dilation", DILATIONS)
+def test_conv2d_matches_loops_and_torch(grouping, stride, dilation):
+    c, o, groups = grouping
+    for padding in PADDINGS:
+        if padding == "same" and stride != 1:
+            continue                                      # (refused: see the errors)
+        for bias in (True, False):
+            x, w, b = problem(c, o, groups, bias=bias)
+            y = nn.conv2d(x, w, b, stride, padding, dilation, groups)
+            want = conv2d_loops(x, w, b, stride, padding, dilation, groups)
+            assert y.shape == want.shape, (padding, bias)
+            assert_close(y, want, rtol=1e-12, atol=1e-12)
+            if padding == "same":
+                assert y.shape[2:] == x.shape[2:]
+    for padding in PADDINGS:                              # (skipped without PyTorch)
+        if padding == "same" and stride != 1:
+            continue
+        x, w, b = problem(c, o, groups)
+        with warnings.catch_warnings():                  # ('same' with an even kernel)
+            warnings.simplefilter("ignore", UserWarning)
+            want = torch_conv(x, w, b, stride, padding, dilation, groups)
+        assert_close(nn.conv2d(x, w, b, stride=stride, padding=padding, dilation=dilation,
+                               groups=groups), want, rtol=1e-12, atol=1e-12)
+
+
+def test_same_padding_puts_the_odd_zero_at_the_bottom_and_right():
+    # a 2x2 kernel needs one zero per axis: after the image, so y[p, q] sees x[p:p+2, q:q+2]
+    x = rng.normal(size=(1, 1, 4, 5))
+    w = rng.normal(size=(1, 1, 2, 2))
+    y = nn.conv2d(x, w, padding="same")
+    xp = numpy.zeros((6, 7))
+    xp[:4, :5] = x[0, 0]
+    assert_close(y[0, 0, 3, 4], x[0, 0, 3, 4] * w[0, 0, 0, 0], rtol=1e-14, atol=0)
+    assert_close(y[0, 0, 1, 2], (xp[1:3, 2:4] * w[0, 0]).sum(), rtol=1e-14, atol=0)
+    # dilation 3 with a kernel of 2: a total of 3 zeros, 1 above and 2 below
+    y = nn.conv2d(x, w, padding="same", dilation=(3, 1))
+    assert_close(y[0, 0, 0, 0], x[0, 0, 2, 0] * w[0, 0, 1, 0] + x[0, 0, 2, 1] * w[0, 0, 1, 1],
+                 rtol=1e-14, atol=0)
+
+
+def test_depthwise_convolution_is_one_convolution_per_channel():
+    x, w, b = problem(3, 3, 3)
+    y = nn.conv2d(x, w, b, stride=(1, 2), padding=1, groups=3)
+    for ch in range(3):
+        alone = nn.conv2d(x[:, ch:ch + 1], w[ch:ch + 1], b[ch:ch + 1], stride=(1, 2),
+                          padding=1)
+        assert_close(y[:, ch:ch + 1], alone, rtol=1e-13, atol=1e-13)
+
+
+def test_groups_are_independent_convolutions_stacked():
+    x, w, b = problem(4, 6, 2)
+    y = nn.conv2d(x, w, b, padding=(1, 0), dilation=(2, 1), groups=2)
+    halves = [nn.conv2d(x[:, 2 * g:2 * g + 2], w[3 * g:3 * g + 3], b[3 * g:3 * g + 3],
+                        padding=(1, 0), dilation=(2, 1)) for g in range(2)]
+    assert_close(y, numpy.concatenate(halves, axis=1), rtol=1e-13, atol=1e-13)
+
+
+# ---- derivatives ------------------------------------------------------------------------------
+CASES = [  # (C, O, groups), stride, padding, dilation
+    ((3, 4, 1), (2, 1), (1, 2), 1),
+    ((3, 4, 1), 1, "same", (2, 1)),
+    ((4, 6, 2), 2, 1, 2),
+    ((4, 6, 2), (1, 3), "valid", (1, 2)),
+    ((3, 6, 3), 1, "same", 1),
+    ((3, 3, 3), (2, 2), (0, 1), (2, 2)),
+]
+
+
+@pytest.mark.parametrize("grouping, stride, padding, dilation", CASES)
+def test_first_and_second_derivatives_by_central_differences(grouping, stride, padding,
+                                                             dilation):
+    c, o, groups = grouping
+    x, w, b = problem(c, o, groups, side=(6, 7))
+    conv = lambda x, w, b: nn.conv2d(x, w, b, stride, padding, dilation, groups)
+    # first order: JVP along a random direction in (x, w, b) against central differences,
+    # the VJP by <ct, J v> = <Jᵀ ct, v>; second order: the same for (x, w, b) -> Jᵀ ct
+    check_grads(conv, x, w, b, order=2)
+
+
+@pytest.mark.parametrize("grouping, stride, padding, dilation", CASES[::2])
+def test_gradient_of_each_argument_by_central_differences(grouping, stride, padding,
+                                                          dilation):
+    """Each argument's gradient, entry by entry, of a scalar loss."""
+    c, o, groups = grouping
+    x, w, b = problem(c, o, groups, kernel=(2, 3), side=(5, 6), n=1)
+    loss = lambda x, w, b: np.sum(np.sin(nn.conv2d(x, w, b, stride, padding, dilation,
+                                                   groups)))
+    grads = wg.grad(loss, argnums=(0, 1, 2))(x, w, b)
+    args, h = [x, w, b], 1e-6
+    for k, g in enumerate(grads):
+        fd = numpy.zeros_like(args[k])
+        for idx in numpy.ndindex(args[k].shape):
+            up = [a.copy() for a in args]
+            dn = [a.copy() for a in args]
+            up[k][idx] += h
+            dn[k][idx] -= h
+            fd[idx] = (loss(*up) - loss(*dn)) / (2 * h)
+        assert_close(g, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_hessian_vector_products_by_differences_of_gradients():
+    x, w, b = problem(4, 6, 2, side=(6, 5))
+
+    def loss(w):
+        y = nn.conv2d(x, w, b, stride=(2, 1), padding="valid", dilation=(1, 2), groups=2)
+        return np.sum(np.tanh(y) ** 2)
+    v = rng.normal(size=w.shape)
+    hv = wg.hvp(loss)(w, v)                                 # forward over reverse
+    g = wg.grad(loss)
+    fd = (g(w + 1e-5 * v) - g(w - 1e-5 * v)) / 2e-5
+    assert_close(hv, fd, rtol=1e-6, atol=1e-8)
+    gg = wg.grad(lambda w: np.sum(g(w) * v))(w)             # reverse over reverse
+    assert_close(gg, hv, rtol=1e-10, atol=1e-12)
+    # Taylor mode: twice the second coefficient of t -> loss(w + t v) is vᵀ H v
+    coeffs = wg.taylor(loss, w, v, order=2)
+    assert_close(2 * coeffs[2], numpy.sum(hv * v), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("grouping, stride, padding, dilation", [
+    ((4, 6, 2), (2, 1), (1, 0), (1, 2)), ((3, 3, 3), 1, "same", 2)])
+def test_gradients_and_hessian_vector_products_match_torch(grouping, stride, padding,
+                                                           dilation):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    c, o, groups = grouping
+    x, w, b = problem(c, o, groups)
+    g = rng.normal(size=nn.conv2d(x, w, b, stride, padding, dilation, groups).shape)
+
+    def loss(x, w, b):
+        return np.sum(np.tanh(nn.conv2d(x, w, b, stride, padding, dilation, groups)) * g)
+    ours = wg.grad(loss, argnums=(0, 1, 2))(x, w, b)
+    X, W, B = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    out = (torch.tanh(F.conv2d(X, W, B, stride, padding, dilation, groups))
+           * torch.tensor(g)).sum()
+    theirs = torch.autograd.grad(out, (X, W, B), create_graph=True)
+    for a, t in zip(ours, theirs):
+        assert_close(a, t.detach().numpy(), rtol=1e-11, atol=1e-12)
+    # second order: the Hessian (in x and w together) times a direction
+    vx, vw = rng.normal(size=x.shape), rng.normal(size=w.shape)
+    dot = (theirs[0] * torch.tensor(vx)).sum() + (theirs[1] * torch.tensor(vw)).sum()
+    hx, hw = torch.autograd.grad(dot, (X, W))
+    ours = wg.grad(lambda x, w: sum(np.sum(d * v) for d, v in zip(
+        wg.grad(loss, argnums=(0, 1))(x, w, b), (vx, vw))), argnums=(0, 1))(x, w)
+    assert_close(ours[0], hx.numpy(), rtol=1e-10, atol=1e-12)
+    assert_close(ours[1], hw.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_compiled_gradient_of_a_grouped_dilated_network_equals_the_eager_one():
+    x, w, b = problem(4, 6, 2)
+
+    def loss(w, b):
+        h = nn.max_pool2d(nn.relu(nn.conv2d(x, w, b, stride=(1, 2), padding="valid",
+                                            dilation=(2, 1), groups=2)), (2, 1),
+                          padding=(1, 0))
+        return np.sum(h ** 2)
+    eager = wg.grad(loss, argnums=(0, 1))(w, b)
+    compiled = wg.compile(wg.grad(loss, argnums=(0, 1)), w, b)(w, b)
+    for e, c in zip(eager, compiled):
+        assert_close(c, e, rtol=1e-12, atol=1e-12)
+
+
+# ---- vmap -------------------------------------------------------------------------------------
+B = 3
+VMAP_CASES = [((4, 6, 2), (2, 1), (1, 0), (1, 2)), ((3, 6, 3), 1, "same", 2),
+              ((2, 3, 1), (1, 2), 1, 1)]
+
+
+@pytest.mark.parametrize("grouping, stride, padding, dilation", VMAP_CASES)
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)])
+def test_vmap_of_conv2d_and_of_its_gradients_equals_a_loop(grouping, stride, padding,
+                                                           dilation, in_axes, loops):
+    """Per-example kernels (in_axes (·, 0)) and shared ones, the values and the
+    per-example gradients in each argument, without one call per example."""
+    c, o, groups = grouping
+    xs = rng.normal(size=(B, 2, c, 6, 7))
+    ws = rng.normal(size=(B, o, c // groups, 3, 2))
+    args = [xs if in_axes[0] == 0 else xs[0], ws if in_axes[1] == 0 else ws[0]]
+
+    def example(k):
+        return [a[k] if ax == 0 else a for a, ax in zip(args, in_axes)]
+    conv = lambda x, w: nn.conv2d(x, w, None, stride, padding, dilation, groups)
+    got = wg.vmap(conv, in_axes=in_axes)(*args)
+    assert_close(got, numpy.stack([conv(*example(k)) for k in range(B)]), rtol=1e-12,
+                 atol=1e-12)
+    loss = lambda x, w: np.sum(np.sin(conv(x, w)))
+    for argnum in (0, 1):
+        got = wg.vmap(wg.grad(loss, argnums=argnum), in_axes=in_axes)(*args)
+        want = numpy.stack([wg.grad(loss, argnums=argnum)(*example(k)) for k in range(B)])
+        assert_close(got, want, rtol=1e-11, atol=1e-12)
+    assert not loops, loops
+
+
+@pytest.mark.parametrize("grouping, stride, padding, dilation", VMAP_CASES[:2])
+def test_derivatives_through_vmap_with_per_example_kernels(grouping, stride, padding,
+                                                           dilation):
+    """The batched graph (grouped convolutions over the batch) differentiated again."""
+    c, o, groups = grouping
+    xs = rng.normal(size=(B, 1, c, 5, 6))
+    ws = rng.normal(size=(B, o, c // groups, 2, 2))
+    batched = wg.vmap(lambda x, w: nn.conv2d(x, w, None, stride, padding, dilation, groups))
+    check_grads(batched, xs, ws, order=2)
+
+
+def test_per_example_gradients_of_shared_grouped_weights(loops):
+    """The usual form: one depthwise-then-pointwise network, weights shared, a gradient
+    per example."""
+    xs = rng.normal(size=(5, 3, 6, 6))
+    dw, pw = rng.normal(size=(3, 1, 3, 3)), rng.normal(size=(4, 3, 1, 1))
+
+    def loss(params, x):
+        dw, pw = params
+        h = nn.relu(nn.conv2d(x[None], dw, padding="same", dilation=2, groups=3))
+        return np.sum(np.tanh(nn.conv2d(h, pw, stride=(2, 1))))
+    got = wg.vmap(wg.grad(loss), in_axes=((None, None), 0))((dw, pw), xs)
+    for k in range(5):
+        want = wg.grad(loss)((dw, pw), xs[k])
+        assert_close(got[0][k], want[0], rtol=1e-11, atol=1e-12)
+        assert_close(got[1][k], want[1], rtol=1e-11, atol=1e-12)
+    assert not loops, loops
+
+
+# ---- pools ------------------------------------------------------------------------------------
+POOLS = [((2, 3), None, 0), ((3, 2), (1, 2), (1, 0)), (3, (2, 1), 1), ((1, 2), 1, (0, 1))]
+
+
+@pytest.mark.parametrize("kernel, stride, padding", POOLS)
+def test_pools_with_rectangular_windows_and_padding(kernel, stride, padding):
+    x = rng.normal(size=(2, 3, 7, 6))
+    s = kernel if stride is None else stride
+    ym = nn.max_pool2d(x, kernel, stride, padding)
+    ya = nn.avg_pool2d(x, kernel, stride, padding)
+    assert_close(ym, pool_loops(x, kernel, s, padding, numpy.max, -numpy.inf), rtol=0, atol=0)
+    assert_close(ya, pool_loops(x, kernel, s, padding, numpy.mean, 0.0), rtol=1e-13,
+                 atol=1e-14)
+    check_grads(lambda x: nn.max_pool2d(x, kernel, stride, padding) ** 2, x, order=2)
+    check_grads(lambda x: nn.avg_pool2d(x, kernel, stride, padding) ** 2, x, order=2)
+    for pool, y in ((nn.max_pool2d, ym), (nn.avg_pool2d, ya)):
+        got = wg.vmap(lambda x: pool(x, kernel, stride, padding))(x[:, None])
+        assert_close(got, y[:, None], rtol=1e-13, atol=1e-14)
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    T = torch.tensor(x)
+    assert_close(ym, F.max_pool2d(T, kernel, stride, padding).numpy(), rtol=0, atol=0)
+    assert_close(ya, F.avg_pool2d(T, kernel, stride, padding).numpy(), rtol=1e-13,
+                 atol=1e-14)
+
+
+def test_padded_max_pool_gradient_stays_in_the_image():
+    # every window holds an image value: the -inf border never receives a cotangent
+    x = -numpy.abs(rng.normal(size=(1, 1, 3, 3))) - 1.0       # all below the zeros of 0-padding
+    y, back = wg.vjp(lambda x: nn.max_pool2d(x, 2, 1, padding=1), x)
+    assert numpy.isfinite(y).all() and y.max() < -1.0
+    (xbar,) = back(numpy.ones(y.shape))
+    assert xbar.sum() == y.size                              # every window's 1 went into x
+
+
+# ---- errors -----------------------------------------------------------------------------------
+X = rng.normal(size=(1, 4, 5, 5))
+
+
+@pytest.mark.parametrize("call, error, kind", [
+    (lambda x: nn.conv2d(x, numpy.ones((6, 3, 3, 3)), groups=2),
+     r"kernels of shape \(O, 2, kh, kw\) for images of shape \(1, 4, 5, 5\), got "
+     r"\(6, 3, 3, 3\): with groups=2, each kernel sees C/groups = 4/2", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((6, 1, 3, 3)), groups=3),
+     r"groups=3 must divide the 4 input channels .* \(1, 4, 5, 5\) and the 6 output "
+     r"channels of kernels of shape \(6, 1, 3, 3\)", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((5, 2, 3, 3)), groups=2),
+     r"groups=2 must divide .* the 5 output channels", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), dilation=3),
+     r"kernels of shape \(2, 4, 3, 3\) with dilation \(3, 3\) span \(7, 7\), larger than "
+     r"images of shape \(1, 4, 5, 5\) with padding \(\(0, 0\), \(0, 0\)\)", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), dilation=(1, 4), padding=(0, 1)),
+     r"span \(3, 9\), larger than .* padding \(\(0, 0\), \(1, 1\)\)", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), stride=(1, 0)),
+     r"stride must be >= 1 and dilation >= 1, got stride \(1, 0\)", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), dilation=0),
+     r"dilation >= 1, got stride \(1, 1\) and dilation \(0, 0\)", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), padding=(1, -1)),
+     r"padding must be >= 0, got padding \(1, -1\)", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), padding="full"),
+     r"padding must be an int, a pair \(height, width\), 'valid' or 'same', got 'full'",
+     ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), stride=2, padding="same"),
+     r"padding='same' is not supported for strided convolutions \(stride \(2, 2\)\)",
+     ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), stride=(1, 2, 1)),
+     r"stride must be an int or a pair \(height, width\), got \(1, 2, 1\)", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), stride=1.5),
+     r"stride must be an int or a pair of ints \(height, width\), got 1.5", TypeError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), dilation=(1, None)),
+     r"dilation must be an int or a pair of ints", TypeError),
+    (lambda x: nn.conv2d(x, numpy.ones((4, 1, 3, 3)), groups=2.0),
+     r"groups must be an int, got 2.0", TypeError),
+    (lambda x: nn.conv2d(x, numpy.ones((4, 1, 3, 3)), groups=0),
+     r"groups must be >= 1, got 0", ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3, 3)), numpy.ones(3)),
+     r"expected bias of shape \(2,\) for kernels of shape \(2, 4, 3, 3\), got \(3,\)",
+     ValueError),
+    (lambda x: nn.conv2d(x, numpy.ones((2, 4, 3))),
+     r"kernels of shape \(O, C/groups, kh, kw\) for images of shape \(1, 4, 5, 5\), got "
+     r"\(2, 4, 3\)", ValueError),
+    (lambda x: nn.max_pool2d(x, (2, 3), padding=2),
+     r"max_pool2d: padding must be >= 0 and at most half the window, as in PyTorch, got "
+     r"padding \(2, 2\) for a 2x3 window", ValueError),
+    (lambda x: nn.avg_pool2d(x, 3, padding=(0, -1)),
+     r"avg_pool2d: padding must be >= 0 .* got padding \(0, -1\)", ValueError),
+    (lambda x: nn.avg_pool2d(x, (6, 2)),
+     r"a 6x2 window does not fit in images of shape \(1, 4, 5, 5\)", ValueError),
+    (lambda x: nn.max_pool2d(x, (2, 8), padding=1),
+     r"a 2x8 window does not fit in images of shape \(1, 4, 5, 5\) with padding \(1, 1\)",
+     ValueError),
+    (lambda x: nn.max_pool2d(x, 2, stride=(1, 0)),
+     r"kernel_size and stride must be >= 1, got \(2, 2\) and \(1, 0\)", ValueError),
+    (lambda x: nn.avg_pool2d(x, "2"), r"kernel_size must be an int or a pair of ints",
+     TypeError),
+])
+def test_errors_name_the_shapes_and_the_setting(call, error, kind):
+    for run in (lambda: call(X), lambda: wg.grad(lambda t: np.sum(call(t)))(X)):
+        with pytest.raises(kind, match=error):
+            run()
