@@ -405,10 +405,15 @@ def _class_index_loss(log_probs, labels, hit, weight, ignore_index, reduction, e
         return wnp.mean(loss)
     # PyTorch's mean divides by the weight of the rows counted (their number unweighted)
     if weight is None:
-        counted = wnp.where(keep, 1.0, 0.0)
+        one = _float_dtype(log_probs).type(1)               # (a float32 mean stays float32)
+        counted = wnp.where(keep, one, 0 * one)
     elif keep is not None:
         counted = wnp.where(keep, counted, 0.0)
-    return wnp.sum(loss) / wnp.sum(counted)
+    total = wnp.sum(counted)
+    # None counted: 0/0, nan, as in PyTorch; but the division's cotangent 1/0 would meet
+    # the where's 0 for the ignored rows as inf * 0, nan, where PyTorch's gradient is 0
+    empty = wnp.equal(total, 0.0)
+    return wnp.where(empty, _np.nan, wnp.sum(loss) / wnp.where(empty, 1.0, total))
 
 
 # ---- losses -------------------------------------------------------------------------------------
