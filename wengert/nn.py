@@ -6,8 +6,10 @@
   softmax, log_softmax;
 * normalisation and regularisation: layer_norm, batch_norm (training mode: batch
   statistics), dropout (an explicit ``numpy.random.Generator``);
-* losses: cross_entropy, nll_loss, binary_cross_entropy_with_logits, mse_loss, l1_loss,
-  huber_loss, each with PyTorch's ``reduction="mean" | "sum" | "none"``; one_hot.
+* losses: cross_entropy, nll_loss, binary_cross_entropy_with_logits,
+  binary_cross_entropy, mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div, each with
+  PyTorch's arguments (class weights, ignore_index, label smoothing, pos_weight, ...) and
+  ``reduction="mean" | "sum" | "none"``; one_hot.
 
 The convolution, max pooling, relu, softmax, log_softmax and cross_entropy are primitives
 (and sigmoid is SciPy's expit primitive, where SciPy is installed); everything else is
@@ -343,8 +345,9 @@ def _class_rows(input, target, who, soft):
     if not shape or not probabilities and tshape != each:
         soft_too = " (or class probabilities of the input's shape)" if soft else ""
         raise ValueError(f"{who}: expected input of shape (N, C), (N, C, d1, ...) or (C,) "
-                         f"and target of class indices of shape (N,), (N, d1, ...) or (){soft_too}, "
-                         f"got input of shape {shape} and target of shape {tshape}")
+                         f"and target of class indices of shape (N,), (N, d1, ...) or ()"
+                         f"{soft_too}, got input of shape {shape} and target of shape "
+                         f"{tshape}")
     classes = shape[1] if len(shape) > 1 else shape[0]
     rows = _as_rows(input, shape)
     target = _as_rows(target, shape) if probabilities else (
