@@ -6,8 +6,10 @@
   softmax, log_softmax;
 * normalisation and regularisation: layer_norm, batch_norm (training mode: batch
   statistics), dropout (an explicit ``numpy.random.Generator``);
-* losses: cross_entropy, nll_loss, binary_cross_entropy_with_logits, mse_loss, l1_loss,
-  huber_loss, each with PyTorch's ``reduction="mean" | "sum" | "none"``; one_hot.
+* losses: cross_entropy, nll_loss, binary_cross_entropy_with_logits,
+  binary_cross_entropy, mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div, each with
+  PyTorch's arguments (class weights, ignore_index, label smoothing, pos_weight, ...) and
+  ``reduction="mean" | "sum" | "none"``; one_hot.
 
 The convolution, max pooling, relu, softmax, log_softmax and cross_entropy are primitives
 (and sigmoid is SciPy's expit primitive, where SciPy is installed); everything else is
@@ -240,12 +242,15 @@ def one_hot(labels, classes):
         >>> nn.one_hot(np.array([2, 0]), 3).tolist()
         [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
-    labels = _check_labels(labels, int(classes), "one_hot")
+    labels, _ = _check_labels(labels, int(classes), "one_hot")
     return P.one_hot(labels, classes=int(classes))
 
 
-def _check_labels(labels, classes, who):
-    """Integer labels, all in range(classes) where their values are known."""
+def _check_labels(labels, classes, who, ignore_index=None):
+    """Integer labels, all in range(classes) where their values are known, or equal to
+    `ignore_index` if one is given: (the labels, whether any equals ignore_index), the
+    latter None where the values are not known (traced abstractly, by wg.compile or
+    wg.vmap)."""
     if type(labels) is Node:
         kind, known = labels.dtype.kind, labels.value
     else:
@@ -254,22 +259,35 @@ def _check_labels(labels, classes, who):
     if kind not in "iu":
         raise TypeError(f"{who}: labels must be integers (class indices), got "
                         f"dtype {labels.dtype}")
-    if known is not None and known.size:
-        size = known.dtype.itemsize
-        if kind == "u":
-            bad = _np.maximum.reduce(known, axis=None) >= classes
-        elif classes <= 1 << (8 * size - 1):
-            # One pass, not two (every training step checks its labels): read as unsigned
-            # integers, a negative label is at least 2**(bits-1), above every class index.
-            bad = _np.maximum.reduce(known.view(_unsigned(known.dtype)), axis=None) >= classes
-        else:
-            bad = _np.minimum.reduce(known, axis=None) < 0 \
-                or _np.maximum.reduce(known, axis=None) >= classes
-        if bad:
-            low, high = _np.minimum.reduce(known, axis=None), _np.maximum.reduce(known, axis=None)
-            raise ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
-                             f"classes, got values from {low} to {high}")
-    return labels
+    if known is None:
+        return labels, None
+    if known.size and _outside(known, classes):
+        # (only here is ignore_index looked for when it is no class, as the default -100:
+        # labels in range, the training step's case, cost the one pass above)
+        also = ""
+        if ignore_index is not None:
+            known = known[known != ignore_index]
+            if not (known.size and _outside(known, classes)):
+                return labels, True
+            also = f" (or equal ignore_index, {ignore_index})"
+        low, high = _np.minimum.reduce(known, axis=None), _np.maximum.reduce(known, axis=None)
+        raise ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
+                         f"classes{also}, got values from {low} to {high}")
+    if ignore_index is not None and 0 <= ignore_index < classes:      # a class is ignored
+        return labels, bool(_np.equal(known, ignore_index).any())
+    return labels, False
+
+
+def _outside(known, classes):
+    """Whether some of the integers `known` (not empty) lie outside range(classes)."""
+    if known.dtype.kind == "u":
+        return _np.maximum.reduce(known, axis=None) >= classes
+    if classes <= 1 << (8 * known.dtype.itemsize - 1):
+        # One pass, not two (every training step checks its labels): read as unsigned
+        # integers, a negative label is at least 2**(bits-1), above every class index.
+        return _np.maximum.reduce(known.view(_unsigned(known.dtype)), axis=None) >= classes
+    return _np.minimum.reduce(known, axis=None) < 0 \
+        or _np.maximum.reduce(known, axis=None) >= classes
 
 
 _UNSIGNED: dict = {}
@@ -284,18 +302,55 @@ def _unsigned(dtype):
     return found
 
 
-def cross_entropy(logits, labels, reduction="mean"):
-    """Softmax cross-entropy of integer class labels, ``-log_softmax(logits)[i, y_i]``,
-    as PyTorch's ``F.cross_entropy`` (class indices, no weights or label smoothing).
+class _DefaultIgnore(int):
+    """PyTorch's default ignore_index, -100, told apart from an explicit -100 (only by
+    identity): cross_entropy's default cannot look for it in labels traced without their
+    values, an explicit one can."""
 
-    The default ``reduction="mean"`` is one primitive (as in PyTorch), whose gradient is
-    ``(softmax - onehot) / N``; ``"sum"`` is that mean times N, and ``"none"`` the N
-    losses, ``nll_loss(log_softmax(logits), labels, "none")``.
+
+_IGNORE = _DefaultIgnore(-100)
+
+
+def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="mean",
+                  label_smoothing=0.0):
+    """Softmax cross-entropy, as PyTorch's ``F.cross_entropy``: ``-log_softmax(input)``
+    at each example's class, or, for class probabilities, ``-sum(target *
+    log_softmax(input))`` over the classes.
+
+    With the defaults and class indices none of which is ``ignore_index``, the mean (and
+    the sum) is one primitive, whose gradient is ``(softmax - onehot) / N``: the training
+    step's loss, as fast as a hand-written one.  Every other case is written with
+    log_softmax, take_along_axis and where, in PyTorch's formulas:
+
+    * ``weight`` (shape (C,)) scales each example's loss by its class's weight, and the
+      mean divides by the sum of those weights, ``sum_n w[y_n] l_n / sum_n w[y_n]``;
+    * examples whose class is ``ignore_index`` give 0 and are not counted (a mean over
+      none of them is nan, 0/0);
+    * ``label_smoothing`` ε in [0, 1] mixes the target with the uniform distribution:
+      ``(1 - ε) l_n + ε/C sum_c w_c (-log_softmax(input)[n, c])``, with the mean's
+      denominator as without it;
+    * a float ``target`` of the input's shape is read as class probabilities (soft
+      labels; differentiable too): ``weight`` scales each class's term, the mean divides
+      by the number of examples, ε mixes in as ``(1 - ε) target + ε/C``, and
+      ``ignore_index`` must be negative (no class is ignored).
+
+    Labels are checked (integers in ``range(C)``, or ``ignore_index``) where their values
+    are known.  A function traced without them (by ``wg.compile`` or ``wg.vmap``, with the
+    labels an argument) cannot look for -100 while it is traced, so the defaults trace
+    the fused primitive there, which takes every label as a class index (labels must then
+    be in range(C)); pass ``ignore_index`` explicitly (``ignore_index=-100`` too) to have
+    such labels left out at run time, through the general path.
 
     Args:
-        logits: shape (N, C), unnormalised log-probabilities.
-        labels: N integers in ``range(C)`` (data: never differentiated).
-        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        input: scores (unnormalised log-probabilities), shape (C,), (N, C) or
+            (N, C, d1, ..., dk) with the classes on axis 1 (PyTorch's layout for images).
+        target: integer class indices of shape (), (N,) or (N, d1, ..., dk), data (never
+            differentiated); or class probabilities of the input's shape.
+        weight: optional class weights, shape (C,); differentiable.
+        ignore_index: the label that marks examples to leave out (-100, as PyTorch).
+        reduction: ``"mean"``, ``"sum"`` or ``"none"`` (one loss per example, the
+            target's shape for indices, the input's without axis 1 for probabilities).
+        label_smoothing: ε in [0, 1].
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -303,37 +358,167 @@ def cross_entropy(logits, labels, reduction="mean"):
         1.386294
         >>> nn.cross_entropy(np.zeros((2, 4)), np.array([0, 3]), reduction="none").round(6)
         array([1.386294, 1.386294])
+        >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+        >>> y = np.array([0, 0, -100])                   # the third example is ignored
+        >>> loss = nn.cross_entropy(z, y, weight=np.array([1.0, 3.0]), reduction="none")
+        >>> loss.round(4).tolist()
+        [0.1269, 2.1269, 0.0]
+        >>> round(float(nn.cross_entropy(z, y, weight=np.array([1.0, 3.0]))), 4)  # / (1 + 1)
+        1.1269
+        >>> soft = np.array([[0.5, 0.5], [0.0, 1.0], [1.0, 0.0]])
+        >>> round(float(nn.cross_entropy(z, soft, label_smoothing=0.1)), 4)
+        0.6823
     """
-    _check_reduction(reduction, "cross_entropy")
-    shape, labels = _scores_and_labels(logits, labels, "cross_entropy", "logits")
-    if reduction == "none":
-        return _nll(log_softmax(logits, axis=1), labels)
+    if weight is None and not label_smoothing and (reduction == "mean" or reduction == "sum"):
+        shape = wnp._shape(input)
+        lshape = target.shape if type(target) in (Node, _np.ndarray) else _np.shape(target)
+        if len(shape) == 2 and lshape == shape[:1]:       # the training step's (N, C) and (N,)
+            labels, hit = _check_labels(target, shape[1], "cross_entropy", ignore_index)
+            if hit is False or hit is None and ignore_index is _IGNORE:
+                return _fused_cross_entropy(input, labels, shape[0], reduction)
+    return _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
+
+
+def _fused_cross_entropy(logits, labels, n, reduction):
+    """The mean (or sum) of the cross-entropy of (n, C) logits and n labels in range(C),
+    one primitive."""
     if type(logits) is Node:              # (an eager gradient's loss: straight to the graph)
         loss = logits.graph.apply(P.cross_entropy, (logits, labels))
     else:
         loss = P.cross_entropy(logits, labels)
-    return loss * shape[0] if reduction == "sum" else loss
+    return loss * n if reduction == "sum" else loss
 
 
-def _scores_and_labels(scores, labels, who, name):
-    """(shape of the (N, C) scores, the labels checked): cross_entropy's and nll_loss's
-    arguments, whose shapes are named in the error."""
-    shape = wnp._shape(scores)
-    lshape = labels.shape if type(labels) in (Node, _np.ndarray) else _np.shape(labels)
-    if len(shape) != 2 or lshape != shape[:1]:
-        raise ValueError(f"{who}: {name} must have shape (N, C) and labels shape (N,), got "
-                         f"{name} of shape {shape} and labels of shape {lshape}")
-    return shape, _check_labels(labels, shape[1], who)
+def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+    """cross_entropy with any options (its docstring)."""
+    who = "cross_entropy"
+    _check_reduction(reduction, who)
+    eps = float(label_smoothing)
+    if not 0.0 <= eps <= 1.0:
+        raise ValueError(f"{who}: label_smoothing must lie in [0, 1], got {eps}")
+    scores, target, classes, soft, each = _class_rows(input, target, who, soft=True)
+    weight = _class_weight(weight, classes, input, who)
+    if soft:
+        if ignore_index >= 0:
+            raise ValueError(f"{who}: ignore_index ({ignore_index}) is for class indices; "
+                             f"a target of class probabilities has no class to ignore")
+        if eps:
+            target = wnp.add(wnp.multiply(target, 1.0 - eps), eps / classes)
+        terms = wnp.multiply(log_softmax(scores, axis=1), target)
+        if weight is not None:
+            terms = terms * weight
+        loss = -wnp.sum(terms, axis=1)
+        return wnp.reshape(loss, each) if reduction == "none" else _reduce(loss, reduction)
+    labels, hit = _check_labels(target, classes, who, ignore_index)
+    if weight is None and not eps and reduction != "none" and (
+            hit is False or hit is None and ignore_index is _IGNORE):
+        return _fused_cross_entropy(scores, labels, int(_np.prod(each)), reduction)
+    return _class_index_loss(log_softmax(scores, axis=1), labels, hit, weight, ignore_index,
+                             reduction, eps, each)
+
+
+def _class_rows(input, target, who, soft):
+    """A classification loss's input and target as rows: (scores of shape (M, C), target
+    of shape (M,) or, class probabilities, (M, C), C, whether the target is
+    probabilities, the shape of one loss per example).  PyTorch's layouts: input (C,),
+    (N, C) or (N, C, d1, ..., dk), the classes on axis 1; target (), (N,) or
+    (N, d1, ..., dk) of class indices or, if `soft` (cross_entropy), floats of the
+    input's shape."""
+    shape = tuple(wnp._shape(input))
+    if type(target) is not Node:
+        target = _np.asarray(target)
+    tshape = tuple(target.shape)
+    floats = target.dtype.kind == "f"
+    if floats and not soft:
+        raise TypeError(f"{who}: target must be integer class indices, got dtype "
+                        f"{target.dtype} (class probabilities are cross_entropy's)")
+    probabilities = floats and tshape == shape
+    each = shape[:1] + shape[2:] if len(shape) > 1 else ()
+    if not shape or not probabilities and tshape != each:
+        soft_too = " (or class probabilities of the input's shape)" if soft else ""
+        raise ValueError(f"{who}: expected input of shape (N, C), (N, C, d1, ...) or (C,) "
+                         f"and target of class indices of shape (N,), (N, d1, ...) or ()"
+                         f"{soft_too}, got input of shape {shape} and target of shape "
+                         f"{tshape}")
+    classes = shape[1] if len(shape) > 1 else shape[0]
+    rows = _as_rows(input, shape)
+    target = _as_rows(target, shape) if probabilities else (
+        target if len(shape) == 2 else wnp.reshape(target, (-1,)))
+    return rows, target, classes, probabilities, each
+
+
+def _as_rows(x, shape):
+    """(C,), (N, C) or (N, C, d1, ...) scores as (M, C) rows: the class axis last."""
+    if len(shape) == 2:
+        return x
+    if len(shape) == 1:
+        return wnp.reshape(x, (1, shape[0]))
+    return wnp.reshape(wnp.moveaxis(x, 1, -1), (-1, shape[1]))
+
+
+def _class_weight(weight, classes, input, who):
+    """The optional class weights, checked: shape (C,)."""
+    if weight is None:
+        return None
+    if isinstance(weight, str):
+        raise TypeError(f"{who}: weight must be an array of {classes} class weights, got "
+                        f"{weight!r}; pass the reduction by keyword, reduction={weight!r} "
+                        f"(the third argument is the weight, as in PyTorch)")
+    if type(weight) is not Node:
+        weight = _np.asarray(weight)
+    ws = tuple(weight.shape)
+    if ws != (classes,):
+        raise ValueError(f"{who}: weight must have shape ({classes},), one weight per class "
+                         f"of input of shape {tuple(wnp._shape(input))}, got weight of "
+                         f"shape {ws}")
+    return weight
+
+
+def _class_index_loss(log_probs, labels, hit, weight, ignore_index, reduction, eps, each):
+    """nll_loss of (M, C) log-probabilities and M labels (checked; `hit`: whether some
+    equal ignore_index, None if unknown), with label smoothing eps, in PyTorch's
+    formulas (cross_entropy's docstring)."""
+    keep = None
+    if hit is not False:                  # rows labelled ignore_index drop out
+        keep = wnp.not_equal(labels, ignore_index)
+        labels = wnp.where(keep, labels, 0)
+    picked = wnp.take_along_axis(log_probs, wnp.reshape(labels, (-1, 1)), axis=1)
+    loss = -wnp.reshape(picked, (-1,))
+    if weight is not None:
+        counted = wnp.take_along_axis(weight, labels, axis=0)    # each row's weight
+        loss = loss * counted
+    if eps:
+        every = log_probs if weight is None else log_probs * weight
+        loss = (1.0 - eps) * loss - (eps / wnp._shape(log_probs)[1]) * wnp.sum(every, axis=1)
+    if keep is not None:
+        loss = wnp.where(keep, loss, 0.0)
+    if reduction == "none":
+        return wnp.reshape(loss, each)
+    if reduction == "sum":
+        return wnp.sum(loss)
+    if weight is None and keep is None:
+        return wnp.mean(loss)
+    # PyTorch's mean divides by the weight of the rows counted (their number unweighted)
+    if weight is None:
+        one = _float_dtype(log_probs).type(1)               # (a float32 mean stays float32)
+        counted = wnp.where(keep, one, 0 * one)
+    elif keep is not None:
+        counted = wnp.where(keep, counted, 0.0)
+    total = wnp.sum(counted)
+    # None counted: 0/0, nan, as in PyTorch; but the division's cotangent 1/0 would meet
+    # the where's 0 for the ignored rows as inf * 0, nan, where PyTorch's gradient is 0
+    empty = wnp.equal(total, 0.0)
+    return wnp.where(empty, _np.nan, wnp.sum(loss) / wnp.where(empty, 1.0, total))
 
 
 # ---- losses -------------------------------------------------------------------------------------
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-def _check_reduction(reduction, who):
-    if not isinstance(reduction, str) or reduction not in _REDUCTIONS:
-        raise ValueError(f"{who}: reduction must be 'mean', 'sum' or 'none', got "
-                         f"{reduction!r}")
+def _check_reduction(reduction, who, allowed=_REDUCTIONS):
+    if not isinstance(reduction, str) or reduction not in allowed:
+        names = ", ".join(repr(r) for r in allowed[:-1]) + f" or {allowed[-1]!r}"
+        raise ValueError(f"{who}: reduction must be {names}, got {reduction!r}")
 
 
 def _reduce(loss, reduction):
@@ -351,31 +536,55 @@ def _same_shape(input, target, who, names=("input", "target")):
                          f"{names[0]} of shape {a} and {names[1]} of shape {b}")
 
 
-def _nll(log_probs, labels):
-    """``-log_probs[i, labels[i]]`` for each row i (labels already checked)."""
-    picked = wnp.take_along_axis(log_probs, wnp.reshape(labels, (-1, 1)), axis=1)
-    return -wnp.reshape(picked, (-1,))
+def _broadcast_weight(weight, input, who, name="weight"):
+    """An optional weight that must broadcast to the input's shape, checked."""
+    if weight is None:
+        return None
+    if isinstance(weight, str):
+        raise TypeError(f"{who}: {name} must be an array, got {weight!r}; pass the "
+                        f"reduction by keyword, reduction={weight!r} (the third argument is "
+                        f"the weight, as in PyTorch)")
+    if type(weight) is not Node:
+        weight = _np.asarray(weight)
+    xs, ws = tuple(wnp._shape(input)), tuple(weight.shape)
+    if not _broadcasts(ws, xs):
+        raise ValueError(f"{who}: {name} of shape {ws} does not broadcast to the input's "
+                         f"shape {xs}")
+    return weight
 
 
-def nll_loss(log_probs, labels, reduction="mean"):
-    """Negative log-likelihood of integer class labels, ``-log_probs[i, labels[i]]``, as
-    PyTorch's ``F.nll_loss`` (class indices, no weights or ``ignore_index``).  With
-    ``log_probs = log_softmax(logits)`` it is the cross-entropy.
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of integer class labels, ``-input[n, target[n]]``, as
+    PyTorch's ``F.nll_loss``.  With ``input = log_softmax(scores)`` it is the
+    cross-entropy; ``weight`` and ``ignore_index`` are as there (the mean divides by the
+    sum of the counted examples' class weights; labels equal to ``ignore_index`` give 0
+    and are not counted, even in a function traced without their values).
 
     Args:
-        log_probs: shape (N, C), log-probabilities.
-        labels: N integers in ``range(C)`` (data: never differentiated).
-        reduction: ``"mean"`` (over the N rows), ``"sum"`` or ``"none"`` (shape (N,)).
+        input: log-probabilities, shape (C,), (N, C) or (N, C, d1, ..., dk).
+        target: integer class indices, shape (), (N,) or (N, d1, ..., dk) (data: never
+            differentiated); class probabilities are cross_entropy's.
+        weight: optional class weights, shape (C,); differentiable.
+        ignore_index: the label of examples to leave out (-100, as PyTorch).
+        reduction: ``"mean"``, ``"sum"`` or ``"none"`` (the target's shape).
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> logp = np.log(np.array([[0.5, 0.5], [0.25, 0.75]]))
         >>> nn.nll_loss(logp, np.array([0, 1]), reduction="none").round(4)
         array([0.6931, 0.2877])
+        >>> nn.nll_loss(logp, np.array([0, -100]), reduction="none").round(4)
+        array([0.6931, 0.    ])
+        >>> round(float(nn.nll_loss(logp, np.array([0, 1]), weight=np.array([1.0, 3.0]))), 4)
+        0.389
     """
-    _check_reduction(reduction, "nll_loss")
-    _, labels = _scores_and_labels(log_probs, labels, "nll_loss", "log_probs")
-    return _reduce(_nll(log_probs, labels), reduction)
+    who = "nll_loss"
+    _check_reduction(reduction, who)
+    log_probs, target, classes, _, each = _class_rows(input, target, who, soft=False)
+    weight = _class_weight(weight, classes, input, who)
+    labels, hit = _check_labels(target, classes, who, ignore_index)
+    return _class_index_loss(log_probs, labels, hit, weight, ignore_index, reduction, 0.0,
+                             each)
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -411,6 +620,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     """Huber loss, as PyTorch's ``F.huber_loss``: with ``d = |input - target|``,
     ``0.5 d**2`` where ``d < delta`` and ``delta (d - delta/2)`` elsewhere; quadratic
     near zero, linear (slope ``delta``) in the tails, with a continuous derivative.
+    It is ``delta * smooth_l1_loss(..., beta=delta)``.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -427,22 +637,148 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce(wnp.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta)), reduction)
 
 
-def binary_cross_entropy_with_logits(logits, targets, reduction="mean"):
-    """Binary cross-entropy of probabilities ``sigmoid(logits)`` against ``targets`` in
-    [0, 1], as PyTorch's ``F.binary_cross_entropy_with_logits`` (no weights):
-    ``-(t log sigmoid(z) + (1 - t) log(1 - sigmoid(z)))``, computed stably as
-    ``softplus(z) - t z``, finite for any logits; its gradient in z is ``sigmoid(z) - t``.
-    Differentiable in both arguments.
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """Smooth L1 loss, as PyTorch's ``F.smooth_l1_loss``: with ``d = |input - target|``,
+    ``0.5 d**2 / beta`` where ``d < beta`` and ``d - beta/2`` elsewhere (slope 1 in the
+    tails, whatever beta); ``beta=0`` is ``l1_loss``.  ``huber_loss(..., delta)`` is
+    ``delta`` times it with ``beta=delta``.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.smooth_l1_loss(np.array([0.5, 3.0]), np.zeros(2), reduction="none").tolist()
+        [0.125, 2.5]
+        >>> nn.smooth_l1_loss(np.array([0.5, 3.0]), np.zeros(2), "none", beta=2.0).tolist()
+        [0.0625, 2.0]
+    """
+    who = "smooth_l1_loss"
+    _check_reduction(reduction, who)
+    _same_shape(input, target, who)
+    beta = float(beta)
+    if not beta >= 0:
+        raise ValueError(f"{who}: beta must be >= 0 (0 is l1_loss), got {beta}")
+    d = wnp.subtract(input, target)
+    a = wnp.abs(d)
+    if beta == 0.0:                       # (the quadratic piece would divide 0 by 0)
+        return _reduce(a, reduction)
+    return _reduce(wnp.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta), reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
+                                     pos_weight=None):
+    """Binary cross-entropy of probabilities ``sigmoid(input)`` against ``target`` in
+    [0, 1], as PyTorch's ``F.binary_cross_entropy_with_logits``:
+    ``-w (p t log sigmoid(z) + (1 - t) log(1 - sigmoid(z)))``, computed stably, finite for
+    any logits z: ``softplus(z) - t z``, whose gradient in z is ``sigmoid(z) - t``, or
+    with ``pos_weight`` p, PyTorch's ``(1 - t) z + (1 + (p - 1) t) softplus(-z)``.
+
+    ``weight`` (w) and ``pos_weight`` (the weight of the positive term, one per class
+    along the last axis, say) broadcast to the input's shape; the mean is over the
+    elements, unweighted.  Differentiable in every argument.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> z, t = np.array([0.0, 1000.0, -1000.0]), np.array([1.0, 1.0, 1.0])
         >>> nn.binary_cross_entropy_with_logits(z, t, reduction="none").round(6).tolist()
         [0.693147, 0.0, 1000.0]
+        >>> nn.binary_cross_entropy_with_logits(z, t, reduction="none",
+        ...                                     pos_weight=np.array(2.0)).round(6).tolist()
+        [1.386294, 0.0, 2000.0]
     """
-    _check_reduction(reduction, "binary_cross_entropy_with_logits")
-    _same_shape(logits, targets, "binary_cross_entropy_with_logits", ("logits", "targets"))
-    return _reduce(softplus(logits) - wnp.multiply(logits, targets), reduction)
+    who = "binary_cross_entropy_with_logits"
+    _check_reduction(reduction, who)
+    _same_shape(input, target, who)
+    weight = _broadcast_weight(weight, input, who)
+    pos_weight = _broadcast_weight(pos_weight, input, who, "pos_weight")
+    if pos_weight is None:
+        loss = softplus(input) - wnp.multiply(input, target)
+    else:
+        log_weight = wnp.add(wnp.multiply(wnp.subtract(pos_weight, 1.0), target), 1.0)
+        loss = wnp.multiply(wnp.subtract(1.0, target), input) \
+            + log_weight * softplus(wnp.negative(input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """Binary cross-entropy of probabilities, as PyTorch's ``F.binary_cross_entropy``:
+    ``-w (t log p + (1 - t) log(1 - p))`` for probabilities p (``input``) and targets t
+    in [0, 1], each logarithm clamped at -100 as PyTorch does (so p = 0 or 1 gives 100,
+    not infinity).  ``weight`` broadcasts to the input's shape; the mean is over the
+    elements.  Values outside [0, 1] are refused where they are known.
+
+    Its gradient is the derivative of that function: PyTorch's
+    ``w (p - t) / max(p (1 - p), 1e-12)`` wherever no logarithm is clamped (p within
+    about 4e-44 of 0 or 1); where one is, the clamped term is constant and contributes
+    nothing.  From logits, ``binary_cross_entropy_with_logits`` is exact everywhere.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.nn as nn
+        >>> p, t = np.array([0.5, 0.9, 0.0]), np.array([1.0, 1.0, 1.0])
+        >>> nn.binary_cross_entropy(p, t, reduction="none").round(4).tolist()
+        [0.6931, 0.1054, 100.0]
+        >>> wg.grad(lambda p: nn.binary_cross_entropy(p, t[:2], reduction="sum"))(p[:2]).round(4)
+        array([-2.    , -1.1111])
+    """
+    who = "binary_cross_entropy"
+    _check_reduction(reduction, who)
+    _same_shape(input, target, who)
+    weight = _broadcast_weight(weight, input, who)
+    for name, x in (("input", input), ("target", target)):
+        known = x.value if type(x) is Node else _np.asarray(x)
+        if known is not None and known.size and not (
+                _np.min(known) >= 0 and _np.max(known) <= 1):
+            raise ValueError(f"{who}: {name} must lie in [0, 1], got values from "
+                             f"{_np.min(known)} to {_np.max(known)}")
+    # max(log p, -100) and max(log(1 - p), -100), the logarithm taken only where it is
+    # finite, so that neither the value nor the derivative (0 * inf) of the other side
+    # of the where is nan
+    inside = wnp.greater(input, 0.0)
+    log_p = wnp.where(inside, wnp.maximum(wnp.log(wnp.where(inside, input, 1.0)), -100.0),
+                      -100.0)
+    inside = wnp.less(input, 1.0)
+    log_q = wnp.where(inside, wnp.maximum(wnp.log1p(-wnp.where(inside, input, 0.0)), -100.0),
+                      -100.0)
+    loss = -(wnp.multiply(target, log_p) + wnp.multiply(wnp.subtract(1.0, target), log_q))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence, as PyTorch's ``F.kl_div``: with ``input`` the
+    log-probabilities log q and ``target`` the probabilities p, elementwise ``p (log p -
+    log q)`` (0 where p = 0, as ``xlogy``), or ``exp(t) (t - log q)`` for targets given as
+    log-probabilities t (``log_target=True``).  Equal shapes; differentiable in both.
+
+    Reductions are PyTorch's: ``"mean"`` over every element, ``"batchmean"`` the sum
+    divided by the batch size (the first dimension: the KL divergence of each example's
+    distribution, averaged, which is what ``"mean"`` usually should have been), ``"sum"``
+    and ``"none"``.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> q, p = np.log(np.array([[0.5, 0.5]])), np.array([[1.0, 0.0]])
+        >>> round(float(nn.kl_div(q, p, reduction="batchmean")), 6)       # log 2
+        0.693147
+        >>> p = np.array([[0.75, 0.25]])
+        >>> nn.kl_div(q, np.log(p), reduction="none", log_target=True).round(4).tolist()
+        [[0.3041, -0.1733]]
+    """
+    who = "kl_div"
+    _check_reduction(reduction, who, ("mean", "batchmean", "sum", "none"))
+    _same_shape(input, target, who)
+    if log_target:
+        loss = wnp.multiply(wnp.exp(target), wnp.subtract(target, input))
+    else:
+        # xlogy(p, p): 0 where p = 0, the logarithm kept off 0 on both sides of the where
+        zero = wnp.equal(target, 0.0)
+        plogp = wnp.multiply(target, wnp.log(wnp.where(zero, 1.0, target)))
+        loss = wnp.where(zero, 0.0, plogp) - wnp.multiply(target, input)
+    if reduction == "batchmean":
+        shape = wnp._shape(input)
+        return wnp.sum(loss) / shape[0] if len(shape) else wnp.sum(loss)
+    return _reduce(loss, reduction)
 
 
 # ---- activations --------------------------------------------------------------------------------
