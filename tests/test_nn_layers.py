@@ -469,3 +469,15 @@ def test_sigmoid_without_scipy_is_the_same_function(monkeypatch):
     for a, b in zip(with_scipy, composed):
         numpy.testing.assert_allclose(a, b, rtol=1e-14, atol=0)
     check_grads(nn.sigmoid, x[1:-1], order=2)
+
+
+def test_the_public_names_are_the_layers_each_with_an_example():
+    import inspect
+    import wengert as wg
+    import wengert.nn as nn
+    public = {name for name, obj in vars(nn).items()
+              if not name.startswith("_") and (inspect.isfunction(obj) and obj.__module__ ==
+                                               nn.__name__ or isinstance(obj, wg.Primitive))}
+    assert public == set(nn.__all__)          # (imports such as Node and P are not among them)
+    for name in nn.__all__:
+        assert ">>>" in (getattr(nn, name).__doc__ or ""), name

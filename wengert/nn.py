@@ -36,6 +36,12 @@ from .primitives import nn as P
 from .primitives import special as _special
 from . import numpy as wnp
 
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "linear", "layer_norm", "batch_norm",
+           "dropout", "relu", "leaky_relu", "elu", "gelu", "silu", "sigmoid", "log_sigmoid",
+           "softplus", "softmax", "log_softmax", "one_hot", "cross_entropy", "nll_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
+           "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"]
+
 relu = P.relu
 
 _HAVE_SCIPY = _importlib_util.find_spec("scipy") is not None

@@ -340,7 +340,16 @@ pool_gather.defjvp(lambda ts, t, x, y, ans, kernel, stride: pool_gather(
 # ---- ReLU ------------------------------------------------------------------------------------
 relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
                     fast=lambda x: x if (x > 0.0 or x != x) else 0.0,     # nan stays nan
-                    cost="cmp", dtype_rule="promote")
+                    cost="cmp", dtype_rule="promote", doc="""max(x, 0), elementwise (seed 000's
+    ReLU); its derivative is 1 where x >= 0, else 0 (the cotangent passes where X >= 0).
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.nn as nn
+        >>> nn.relu(np.array([-1.0, 0.5]))
+        array([0. , 0.5])
+        >>> wg.grad(lambda x: wg.numpy.sum(nn.relu(x)))(np.array([-1.0, 0.5]))
+        array([0., 1.])
+    """)
 # seed 000: the cotangent passes where X ≥ 0.  The partial is that mask itself (a bool
 # multiplies as 0 or 1), one comparison instead of a comparison and a select.
 relu.defpartials(lambda x, ans: S.ge(x, 0.0))
