@@ -462,16 +462,21 @@ def _as_rows(x, shape):
     return wnp.reshape(wnp.moveaxis(x, 1, -1), (-1, shape[1]))
 
 
+def _weight_array(weight, who, name, what):
+    """A loss's weight argument as an array (a traced one as it is); a string there is a
+    reduction passed by position, where PyTorch's third argument is the weight."""
+    if isinstance(weight, str):
+        raise TypeError(f"{who}: {name} must be {what}, got {weight!r}; pass the reduction "
+                        f"by keyword, reduction={weight!r} (the third argument is the "
+                        f"weight, as in PyTorch)")
+    return weight if type(weight) is Node else _np.asarray(weight)
+
+
 def _class_weight(weight, classes, input, who):
     """The optional class weights, checked: shape (C,)."""
     if weight is None:
         return None
-    if isinstance(weight, str):
-        raise TypeError(f"{who}: weight must be an array of {classes} class weights, got "
-                        f"{weight!r}; pass the reduction by keyword, reduction={weight!r} "
-                        f"(the third argument is the weight, as in PyTorch)")
-    if type(weight) is not Node:
-        weight = _np.asarray(weight)
+    weight = _weight_array(weight, who, "weight", f"an array of {classes} class weights")
     ws = tuple(weight.shape)
     if ws != (classes,):
         raise ValueError(f"{who}: weight must have shape ({classes},), one weight per class "
@@ -546,12 +551,7 @@ def _broadcast_weight(weight, input, who, name="weight"):
     """An optional weight that must broadcast to the input's shape, checked."""
     if weight is None:
         return None
-    if isinstance(weight, str):
-        raise TypeError(f"{who}: {name} must be an array, got {weight!r}; pass the "
-                        f"reduction by keyword, reduction={weight!r} (the third argument is "
-                        f"the weight, as in PyTorch)")
-    if type(weight) is not Node:
-        weight = _np.asarray(weight)
+    weight = _weight_array(weight, who, name, "an array")
     xs, ws = tuple(wnp._shape(input)), tuple(weight.shape)
     if not _broadcasts(ws, xs):
         raise ValueError(f"{who}: {name} of shape {ws} does not broadcast to the input's "
