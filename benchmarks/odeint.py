@@ -29,7 +29,7 @@ import sys
 import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 
-from timing import print_table, time_interleaved
+from timing import relative_difference, run_table
 
 RATES = np.array([1.0, 0.1, 1.5, 0.075])
 Y0 = np.array([10.0, 5.0])
@@ -113,25 +113,12 @@ def main(argv=None):
               "wengert-fwd": lambda *a: make_wengert(*a, mode="fwd"),
               "wengert-loss": lambda *a: make_wengert(*a, mode="loss"),
               "autograd": make_autograd, "jax-jit": make_jax}
-    fns, versions = {}, {}
-    for name, make in makers.items():
-        try:
-            versions[name], fns[name] = make(theta, observed)
-        except ImportError:
-            print(f"{name:<13} skipped (not installed)")
-    reference = fns["wengert"]()
+    reference = run_table(
+        {name: (lambda make=make: make(theta, observed)) for name, make in makers.items()},
+        f"Lotka-Volterra fitting loss, 2 states, 31 times, 4 parameters, "
+        f"rtol = atol = {TOL:g}", "wengert", repeats, min_time,
+        check=relative_difference("wengert", 1e-4, skip=("wengert-loss",)))
     print("gradient (wengert, adjoint):", np.array2string(reference, precision=8))
-    for name, fn in fns.items():
-        if name in ("wengert", "wengert-loss"):
-            continue
-        got = fn()
-        err = np.max(np.abs(got - reference)) / np.max(np.abs(reference))
-        print(f"{name:<13} differs from it by {err:.1e} (relative to its largest entry)")
-        if err > 1e-4:
-            print(f"WARNING: {name}'s gradient differs from wengert's")
-    print_table(time_interleaved(fns, repeats, min_time), versions,
-                f"Lotka-Volterra fitting loss, 2 states, 31 times, 4 parameters, "
-                f"rtol = atol = {TOL:g}", "wengert", repeats)
     return 0
 
 

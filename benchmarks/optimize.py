@@ -39,7 +39,7 @@ from importlib.metadata import version
 import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 
-from timing import print_table, time_interleaved
+from timing import relative_difference, run_table
 
 N_ROSEN = 100
 GTOL = 1e-6
@@ -205,34 +205,9 @@ def make_bilevel_jaxopt(Xt, yt, Xv, yv, log_lam):
 
 
 # ---- tables ---------------------------------------------------------------------------------
-def table(makers, args, title, base, repeats, min_time, compare):
-    fns, versions = {}, {}
-    for name, make in makers.items():
-        try:
-            versions[name], fns[name] = make(*args)
-        except ImportError:
-            print(f"{name:<20} skipped (not installed)")
-    results = {name: fn() for name, fn in fns.items()}
-    notes = compare(results)
-    print_table(time_interleaved(fns, repeats, min_time), versions, title, base, repeats,
-                notes=notes)
-
-
 def rosen_notes(results):
     return {name: f"{nfev} evaluations, max |x - 1| = {np.max(np.abs(x - 1)):.1e}"
             for name, (x, nfev) in results.items()}
-
-
-def bilevel_notes(results):
-    reference = results["wengert"]
-    notes = {}
-    for name, g in results.items():
-        err = np.max(np.abs(g - reference)) / np.max(np.abs(reference))
-        notes[name] = f"differs from wengert's by {err:.1e}" if name != "wengert" else \
-            f"|gradient| = {np.linalg.norm(g):.4f}"
-        if err > 1e-3:
-            print(f"WARNING: {name}'s gradient differs from wengert's by {err:.1e}")
-    return notes
 
 
 def main(argv=None):
@@ -240,17 +215,19 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="3 short repeats")
     args = ap.parse_args(argv)
     repeats, min_time = (3, 0.05) if args.quick else (9, 0.3)
-    table({"wengert": make_rosen_wengert,
-           "scipy-hand": make_rosen_scipy,
-           "scipy-fd": lambda: make_rosen_scipy(fd=True),
-           "jax-jit": make_rosen_jax, "jaxopt-jit": make_rosen_jaxopt}, (),
-          f"BFGS on the extended Rosenbrock function, n = {N_ROSEN}, gtol = {GTOL:g}",
-          "scipy-hand", repeats, min_time, rosen_notes)
-    table({"wengert": make_bilevel_wengert, "numpy-hand": make_bilevel_numpy,
-           "jaxopt-jit": make_bilevel_jaxopt, "central-diff": make_bilevel_fd},
-          logistic_data(),
-          f"gradient of a validation loss through a logistic fit, {FEATURES} penalties, "
-          f"{SAMPLES} + {SAMPLES} samples", "numpy-hand", repeats, min_time, bilevel_notes)
+    run_table({"wengert": make_rosen_wengert,
+               "scipy-hand": make_rosen_scipy,
+               "scipy-fd": lambda: make_rosen_scipy(fd=True),
+               "jax-jit": make_rosen_jax, "jaxopt-jit": make_rosen_jaxopt},
+              f"BFGS on the extended Rosenbrock function, n = {N_ROSEN}, gtol = {GTOL:g}",
+              "scipy-hand", repeats, min_time, check=rosen_notes)
+    data = logistic_data()
+    makers = {"wengert": make_bilevel_wengert, "numpy-hand": make_bilevel_numpy,
+              "jaxopt-jit": make_bilevel_jaxopt, "central-diff": make_bilevel_fd}
+    run_table({name: (lambda make=make: make(*data)) for name, make in makers.items()},
+              f"gradient of a validation loss through a logistic fit, {FEATURES} penalties, "
+              f"{SAMPLES} + {SAMPLES} samples", "numpy-hand", repeats, min_time,
+              check=relative_difference("wengert", 1e-3))
     return 0
 
 

@@ -98,12 +98,14 @@ def keep_memory():
     return bool(mallopt(M_MMAP_THRESHOLD, 64 << 20) and mallopt(M_TRIM_THRESHOLD, 256 << 20))
 
 
-def run_table(makers, title, base, repeats, min_time, unit="ms/call"):
+def run_table(makers, title, base, repeats, min_time, unit="ms/call", check=None):
     """Build, check, time and print one table: `makers` maps a row's name to a function
     returning (version, zero-argument call); a maker that raises ImportError is a peer
-    not installed, and skipped.  Every row's result must equal `base`'s (arrays, or lists
-    of them) before timing; ratios are against `base`, paired within each repeat.
-    Returns the base row's result."""
+    not installed, and skipped.  By default every row's result must equal `base`'s
+    (arrays, or lists of them) before timing; ``check(results)``, if given, does the
+    checking instead: it gets every row's result (name -> result), prints its own
+    warnings, and returns a note per row for the table's last column.  Ratios are against
+    `base`, paired within each repeat.  Returns the base row's result."""
     import numpy as np
     fns, versions = {}, {}
     for name, make in makers.items():
@@ -111,16 +113,43 @@ def run_table(makers, title, base, repeats, min_time, unit="ms/call"):
             versions[name], fns[name] = make()
         except ImportError:
             print(f"{name:<16} skipped (not installed)")
-    reference = fns[base]()
-    for name, fn in fns.items():
-        got = fn()
-        same = all(np.allclose(a, b, rtol=1e-9, atol=1e-12) for a, b in zip(got, reference)) \
-            if isinstance(reference, list) else np.allclose(got, reference, rtol=1e-9, atol=1e-12)
-        if not same:
-            print(f"WARNING: {name}'s result differs from {base}'s")
+    results = {name: fn() for name, fn in fns.items()}
+    reference = results[base]
+    notes = None
+    if check is not None:
+        notes = check(results)
+    else:
+        for name, got in results.items():
+            same = all(np.allclose(a, b, rtol=1e-9, atol=1e-12)
+                       for a, b in zip(got, reference)) if isinstance(reference, list) \
+                else np.allclose(got, reference, rtol=1e-9, atol=1e-12)
+            if not same:
+                print(f"WARNING: {name}'s result differs from {base}'s")
     print_table(time_interleaved(fns, repeats, min_time), versions, title, base, repeats,
-                unit)
+                unit, notes)
     return reference
+
+
+def relative_difference(reference_name, tolerance, skip=()):
+    """A `run_table` check for results that agree only to a solver's tolerance: each
+    row's largest difference from `reference_name`'s, relative to its largest entry, as
+    the row's note, and a WARNING line above `tolerance` (rows in `skip` are not
+    compared)."""
+    import numpy as np
+
+    def check(results):
+        reference = results[reference_name]
+        notes = {}
+        for name, got in results.items():
+            if name == reference_name or name in skip:
+                notes[name] = "the reference" if name == reference_name else "-"
+                continue
+            err = np.max(np.abs(got - reference)) / np.max(np.abs(reference))
+            notes[name] = f"differs from {reference_name}'s by {err:.1e}"
+            if err > tolerance:
+                print(f"WARNING: {name}'s result differs from {reference_name}'s by {err:.1e}")
+        return notes
+    return check
 
 
 def print_table(times, versions, title, base, repeats, unit="ms/call", notes=None):
