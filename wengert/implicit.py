@@ -78,8 +78,9 @@ def custom_root(condition, linear_solve="dense", *, tol=None, maxiter=None,
       the fastest for n up to a few hundred.
     * ``"cg"``: conjugate gradients, for J symmetric positive definite (the Hessian of a
       strict minimum, when the condition is a gradient).  Matrix-free: each step is one
-      product J y (a `jvp` of the condition) or Jᵀ y (a `vjp`), so a derivative costs a
-      number of products set by J's conditioning, not by n, and no n×n matrix.
+      product J y or Jᵀ y, a sweep over the condition's graph (recorded once a solve),
+      so a derivative costs a number of products set by J's conditioning, not by n,
+      and no n×n matrix.
     * ``"gmres"``: restarted GMRES, the same for a general (regular) J.
     * a function ``linear_solve(matvec, b) -> y`` of yours, which solves
       ``matvec(y) = b`` (flat float64 arrays of x's size) to the accuracy it sees fit:
@@ -97,8 +98,8 @@ def custom_root(condition, linear_solve="dense", *, tol=None, maxiter=None,
             ``linear_solve(matvec, b) -> y``.
         tol: for cg and gmres: stop at a residual ‖J y - v‖ ≤ tol ‖v‖ (default 1e-10;
             y's relative error is then at most κ(J) tol).
-        maxiter: for cg and gmres: the most products with J one solve may take (default
-            10 n); beyond it, LinearSolveError.
+        maxiter: for cg and gmres: the most steps one solve may take, each one product
+            with J (default 10 n); beyond it, LinearSolveError.
         restart: for gmres: the Krylov vectors kept before it restarts (default 30).
 
     Returns:
@@ -110,8 +111,9 @@ def custom_root(condition, linear_solve="dense", *, tol=None, maxiter=None,
     take.  Where traced: ValueError if solve or condition returns the wrong number of
     values, or if solve computes with a traced value that is not among its arguments (a
     closure: its derivative would be lost); numpy.linalg.LinAlgError if ∂F/∂x is
-    singular at the solution; `LinearSolveError` (a LinAlgError) if cg or gmres does not
-    reach tol within maxiter, or cg meets a J that is not positive definite.
+    singular at the solution; `LinearSolveError` (a LinAlgError, naming the residual
+    reached and the option to change) if cg or gmres does not reach tol within maxiter
+    or stalls short of it, or cg meets a J that is not positive definite.
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.numpy as wnp
@@ -244,7 +246,8 @@ class _LinearSystem(_Problem):
     """``J y = v`` (``Jᵀ y = v`` if `transposed`), J = ∂F/∂x of the problem `base` at x,
     as a root problem of its own: unknown y, parameters (x, *leaves, v), condition
     ``G = J y - v``.  Its solve is the iteration of `base.linear` on plain numbers, with
-    products J y by a `jvp` of F (Jᵀ y by a `vjp` pullback, recorded once a solve).
+    the products of `_products`; G itself is written with `jvp` (`vjp`) of F, so that
+    it differentiates where traced.
 
     Its rules need ∂G/∂y, which is J (Jᵀ) again, so they call back `base`'s solves: at
     any order the nodes are solves with J and Jᵀ (and their right-hand sides carry the
@@ -260,24 +263,20 @@ class _LinearSystem(_Problem):
     def _condition(self, y, x, *rest):
         from .api import jvp, vjp
         leaves, v = rest[:-1], rest[-1]
-        F = functools.partial(_apply_to_x, self.base.condition, leaves)
+        F = lambda x: self.base.condition(x, *leaves)          # noqa: E731
         if self.transposed:
             return vjp(F, x)[1](y)[0] - v
         return jvp(F, (x,), (y,))[1] - v
 
     def _solve(self, y0, params):
         x, leaves, v = params[0], params[1:-1], params[-1]
-        F = functools.partial(_apply_to_x, self.base.condition, leaves)
+        F = lambda x: self.base.condition(x, *leaves)          # noqa: E731
         return self.linear(_products(F, x, self.transposed),
                            np.asarray(v, dtype=np.float64), self.base, self.transposed), None
 
     def solve_linear(self, y, params, w, transpose):
         return self.base.solve_linear(params[0], params[1:-1], w,
                                       transpose != self.transposed)
-
-
-def _apply_to_x(condition, leaves, x):
-    return condition(x, *leaves)
 
 
 def _products(F, x, transposed):
