@@ -527,7 +527,9 @@ class _LinearSolve:
         where = (f"{problem.who}: the derivative of {problem.name}'s solution solves "
                  f"{system}, J = ∂F/∂x at the solution, by {self.method}")
         if self.function is not None:
-            y = np.asarray(self.function(matvec, b), dtype=np.float64)
+            def flat_matvec(y):         # (a library may hand over a column, or a list)
+                return matvec(np.asarray(y, dtype=np.float64).reshape(b.shape))
+            y = np.asarray(self.function(flat_matvec, b), dtype=np.float64)
             if y.size != b.size:
                 raise ValueError(f"{where}, which returned {y.size} numbers for a system "
                                  f"of {b.size}")
