@@ -71,7 +71,10 @@ def test_linear_constraint_object():
 # ---- an inequality: projection onto a ball ----------------------------------------------
 def project(y, r, method="SLSQP", quartic=0.0):
     """argmin |x − y|² (+ quartic Σx⁴)  s.t.  |x|² ≤ r²."""
-    options = {"SLSQP": {"ftol": 1e-10}, "trust-constr": {"gtol": 1e-10, "xtol": 1e-12},
+    # (trust-constr stops on gtol with its barrier parameter at ~1e-5, that far inside
+    # the boundary, unless it starts smaller)
+    options = {"SLSQP": {"ftol": 1e-10}, "trust-constr": {"gtol": 1e-10, "xtol": 1e-12,
+                                                         "initial_barrier_parameter": 1e-4},
                "COBYLA": {"tol": 1e-10, "maxiter": 5000}, "COBYQA": {}}[method]
     return opt.minimize(lambda x, y: wnp.sum((x - y) ** 2) + quartic * wnp.sum(x ** 4),
                         np.full(3, 0.1), args=(y,), method=method, options=options,
@@ -253,6 +256,23 @@ def test_slsqp_gets_the_exact_jacobian_of_a_constraint():
     assert_close(ours.x, theirs.x, rtol=1e-12, atol=1e-13)
 
 
+def test_trust_constr_gets_exact_constraint_hessians():
+    # SciPy's default for a dict constraint is a quasi-Newton Hessian, which warns on a
+    # linear one ("delta_grad == 0.0"); the exact one is zero, and is used
+    b, c = np.array([1.0, -2.0, 0.5]), np.array([1.0, 0.3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = qp(b, c, "trust-constr")
+    assert_close(x, (kkt_inverse() @ np.concatenate([b, c]))[:3], atol=1e-8)
+    curved = {"type": "ineq", "fun": lambda x: 1.0 - x[0] ** 2 - 2 * x[1] ** 2}
+    found = opt.minimize(lambda x: (x[0] - 2) ** 2 + (x[1] - 1) ** 2, [0.1, 0.1],
+                         method="trust-constr", constraints=curved,
+                         options={"initial_barrier_parameter": 1e-4, "gtol": 1e-10})
+    reference = so.minimize(lambda x: (x[0] - 2) ** 2 + (x[1] - 1) ** 2, [0.1, 0.1],
+                            method="SLSQP", constraints=curved, options={"ftol": 1e-12})
+    assert_close(found.x, reference.x, atol=1e-8)
+
+
 def test_constraint_jacobian_given_is_used():
     calls = []
 
@@ -280,6 +300,7 @@ def stops_at_once(fun, x0, args=(), **ignored):         # a custom method, which
                              success=True, nit=0)
 
 
+@pytest.mark.filterwarnings("ignore:.*no KKT point")
 def test_a_violated_constraint_warns():
     with pytest.warns(RuntimeWarning, match="violates constraint 0"):
         wg.jacfwd(lambda y: opt.minimize(

@@ -507,6 +507,31 @@ def _two_sided(h, lb, ub, m, what):
     return out
 
 
+def _exact_constraint(c, fun, name, args, x0, shape, method):
+    """A dict constraint with no 'jac' (its fun already on a flat x), with wengert's exact
+    Jacobian for SLSQP; for trust-constr, as a `NonlinearConstraint` with the exact
+    Jacobian and Hessians of ``v · fun`` (SciPy's default for them is a quasi-Newton
+    estimate, which warns where the constraint is linear)."""
+    from ..api import hessian, jacfwd
+    so = _scipy_optimize()
+    leaves, tree, key = _kernel_args(args, "constraint", fun, shape)
+    n = math.prod(shape)
+
+    def g(x, leaves):
+        return _flat_out(fun(wnp.reshape(x, shape), *unflatten(tree, leaves)))
+    jac = _supplied(_Derivative(lambda x, leaves: jacfwd(lambda x: g(x, leaves))(x), leaves,
+                                key + ("jac",) if key else None,
+                                lambda j: np.asarray(j, dtype=np.float64).reshape(-1, n)),
+                    (x0,), "minimize", name, "constraint's Jacobian")
+    if method != "trust-constr":
+        return {**c, "jac": jac}
+    hess = _Derivative(lambda x, v, leaves: hessian(lambda x: v @ g(x, leaves))(x), leaves,
+                       key + ("hess",) if key else None,
+                       lambda h: np.asarray(h, dtype=np.float64).reshape(n, n))
+    return so.NonlinearConstraint(c["fun"], 0.0, 0.0 if c["type"] == "eq" else np.inf,
+                                  jac=jac, hess=hess)
+
+
 def _stationary(who, name, x0, args, objective, blocks, solve_plain):
     """The traced minimiser of ``objective(x, args)`` subject to `blocks`: one `Solution`
     node, whose condition is that the gradient is zero or, with constraints, the KKT
@@ -627,10 +652,9 @@ def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
     """The constraints as SciPy calls them, on a flat x: the user's functions get x in
     x0's shape and are checked for traced values they close over, a dict's args are
     replaced by `dict_args` (plain values, by the dict's place) where given, and a dict
-    with no 'jac' gets wengert's exact Jacobian where the method reads one (SLSQP,
-    trust-constr).  A `NonlinearConstraint`'s jac is used as given ('2-point' unless you
-    pass one)."""
-    from ..api import jacfwd
+    with no 'jac' gets wengert's exact derivatives where the method reads them
+    (`_exact_constraint`).  A `NonlinearConstraint`'s are used as given (SciPy's defaults
+    are finite differences and quasi-Newton Hessians)."""
     so = _scipy_optimize()
     out = []
     for k, c in enumerate(_listed(constraints)):
@@ -648,15 +672,7 @@ def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
                     jac(x.reshape(shape), *args), dtype=np.float64).reshape(-1, x_size))(
                     c["jac"], args)
             elif method in ("slsqp", "trust-constr"):
-                leaves, tree, key = _kernel_args(args, "constraint", fun, shape)
-
-                def jacobian(x, leaves, fun=fun, tree=tree):
-                    return jacfwd(lambda x: _flat_out(
-                        fun(wnp.reshape(x, shape), *unflatten(tree, leaves))))(x)
-                d = _Derivative(jacobian, leaves, key, lambda j: np.asarray(
-                    j, dtype=np.float64).reshape(-1, x_size))
-                c["jac"] = _supplied(d, (x0,), "minimize", name,
-                                     "constraint's Jacobian")
+                c = _exact_constraint(c, fun, name, args, x0, shape, method)
         elif isinstance(c, so.NonlinearConstraint):
             c = copy.copy(c)
             fun, jac, name = c.fun, c.jac, _name(c.fun)
