@@ -122,7 +122,6 @@ HOT = 32
 _KERNELS: OrderedDict = OrderedDict()
 _KERNELS_SIZE = 64
 
-
 class _Derivative:
     """``x -> derivative(x, leaves)`` for one solve (``(x, p) -> ...`` for
     Hessian-vector products), as SciPy calls it: `derivative` is a wengert derivative of
@@ -512,14 +511,16 @@ def _exact_constraint(c, fun, name, args, x0, shape, method):
     Jacobian for SLSQP; for trust-constr, as a `NonlinearConstraint` with the exact
     Jacobian and Hessians of ``v · fun`` (SciPy's default for them is a quasi-Newton
     estimate, which warns where the constraint is linear)."""
-    from ..api import hessian, jacfwd
+    from ..api import hessian, jacfwd, jacrev
     so = _scipy_optimize()
     leaves, tree, key = _kernel_args(args, "constraint", fun, shape)
     n = math.prod(shape)
 
     def g(x, leaves):
         return _flat_out(fun(wnp.reshape(x, shape), *unflatten(tree, leaves)))
-    jac = _supplied(_Derivative(lambda x, leaves: jacfwd(lambda x: g(x, leaves))(x), leaves,
+    m = int(np.size(c["fun"](x0)))
+    mode = jacfwd if n <= m else jacrev       # (fewer sweeps: a budget is one row)
+    jac = _supplied(_Derivative(lambda x, leaves: mode(lambda x: g(x, leaves))(x), leaves,
                                 key + ("jac",) if key else None,
                                 lambda j: np.asarray(j, dtype=np.float64).reshape(-1, n)),
                     (x0,), "minimize", name, "constraint's Jacobian")
