@@ -315,20 +315,20 @@ def main(argv=None):
                "jax-jit": make_rosen_jax, "jaxopt-jit": make_rosen_jaxopt},
               f"BFGS on the extended Rosenbrock function, n = {N_ROSEN}, gtol = {GTOL:g}",
               "scipy-hand", repeats, min_time, check=rosen_notes)
-    data = logistic_data()
-    makers = {"wengert": make_bilevel_wengert, "numpy-hand": make_bilevel_numpy,
-              "jaxopt-jit": make_bilevel_jaxopt, "central-diff": make_bilevel_fd}
-    run_table({name: (lambda make=make: make(*data)) for name, make in makers.items()},
-              f"gradient of a validation loss through a logistic fit, {FEATURES} penalties, "
-              f"{SAMPLES} + {SAMPLES} samples", "numpy-hand", repeats, min_time,
-              check=relative_difference("wengert", 1e-3))
-    data = portfolio_data()
-    makers = {"wengert": make_portfolio_wengert, "numpy-hand": make_portfolio_numpy,
-              "jaxopt-jit": make_portfolio_jaxopt, "central-diff": make_portfolio_fd}
-    run_table({name: (lambda make=make: make(*data)) for name, make in makers.items()},
-              f"Jacobian of a long-only portfolio's weights in the expected returns, "
-              f"{ASSETS} assets, SLSQP", "numpy-hand", repeats, min_time,
-              check=relative_difference("wengert", 1e-3))
+    through = (
+        (logistic_data, {"wengert": make_bilevel_wengert, "numpy-hand": make_bilevel_numpy,
+                         "jaxopt-jit": make_bilevel_jaxopt, "central-diff": make_bilevel_fd},
+         f"gradient of a validation loss through a logistic fit, {FEATURES} penalties, "
+         f"{SAMPLES} + {SAMPLES} samples"),
+        (portfolio_data, {"wengert": make_portfolio_wengert, "numpy-hand": make_portfolio_numpy,
+                          "jaxopt-jit": make_portfolio_jaxopt, "central-diff": make_portfolio_fd},
+         f"Jacobian of a long-only portfolio's weights in the expected returns, {ASSETS} "
+         "assets, SLSQP"))
+    for make_data, makers, title in through:
+        data = make_data()
+        run_table({name: (lambda make=make: make(*data)) for name, make in makers.items()},
+                  title, "numpy-hand", repeats, min_time,
+                  check=relative_difference("wengert", 1e-3))
     return 0
 
 

@@ -9,23 +9,12 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from fd import assert_close, check_grads
+from fd import assert_close, check_grads, fd_jacobian
 
 so = pytest.importorskip("scipy.optimize")
 from wengert.scipy import optimize as opt  # noqa: E402
 
 RNG = np.random.default_rng(11)
-
-
-def central(f, x, h=1e-4):
-    x = np.asarray(x, dtype=float)
-    cols = []
-    for i in range(x.size):
-        e = np.zeros(x.size)
-        e[i] = h
-        e = e.reshape(x.shape)
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
-    return np.stack(cols, axis=-1)
 
 
 # ---- an equality-constrained quadratic: the KKT matrix in closed form ------------------
@@ -137,7 +126,7 @@ def test_general_problem_against_central_differences():
     x = general(THETA)
     assert abs(x[1] - 0.9) < 1e-9 and abs(x[0] * x[1] - THETA[3]) < 1e-8   # both hold
     for theta in (THETA, THETA + 0.05 * RNG.normal(size=4)):
-        assert_close(wg.jacfwd(general)(theta), central(general, theta, 1e-4), rtol=1e-5,
+        assert_close(wg.jacfwd(general)(theta), fd_jacobian(general, theta, 1e-4), rtol=1e-5,
                      atol=1e-6)
 
 
