@@ -19,6 +19,19 @@ def fd_gradient(f, xs, h=1e-6):
     return out
 
 
+def fd_jacobian(f, x, h):
+    """d f / d x for an array x by central differences: one column (last axis) per element
+    of x, f's shape before it."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for i in range(x.size):
+        e = np.zeros(x.size)
+        e[i] = h
+        e = e.reshape(x.shape)
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
 def assert_close(a, b, rtol=1e-6, atol=1e-6):
     np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
                                rtol=rtol, atol=atol)

@@ -8,7 +8,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from fd import assert_close
+from fd import assert_close, fd_jacobian
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
 from wengert.scipy.integrate import odeint  # noqa: E402
@@ -35,18 +35,6 @@ P = np.array([1.0, 0.5, 0.8, 0.3])
 Y0 = np.array([1.0, 0.5])
 T = np.linspace(0.0, 4.0, 9)
 PARAMS = {"spring": np.array([2.0, 0.3]), "amp": 0.7}
-
-
-def central(f, x, h):
-    """Central differences of a function of one array, one column per element of x."""
-    x = np.asarray(x, dtype=float)
-    cols = []
-    for i in range(x.size):
-        e = np.zeros(x.size)
-        e[i] = h
-        cols.append((np.asarray(f(x + e.reshape(x.shape))) -
-                     np.asarray(f(x - e.reshape(x.shape)))) / (2 * h))
-    return np.stack(cols, axis=-1)
 
 
 def test_reachable_as_wengert_scipy_integrate():
@@ -156,10 +144,10 @@ def test_gradient_against_differences():
     y0, t = np.array([1.0, -0.5]), np.array([0.0, 0.4, 1.1, 1.5, 2.6])
     g_y0, g_t, g_p = wg.grad(forced_loss, argnums=(0, 1, 2))(y0, t, PARAMS)
     h = 1e-5
-    assert_close(g_y0, central(lambda v: forced_loss(v, t, PARAMS), y0, h), rtol=1e-6)
-    assert_close(g_t, central(lambda v: forced_loss(y0, v, PARAMS), t, h), rtol=1e-6)
+    assert_close(g_y0, fd_jacobian(lambda v: forced_loss(v, t, PARAMS), y0, h), rtol=1e-6)
+    assert_close(g_t, fd_jacobian(lambda v: forced_loss(y0, v, PARAMS), t, h), rtol=1e-6)
     with_spring = lambda s: forced_loss(y0, t, {"spring": s, "amp": PARAMS["amp"]})
-    assert_close(g_p["spring"], central(with_spring, PARAMS["spring"], h), rtol=1e-6)
+    assert_close(g_p["spring"], fd_jacobian(with_spring, PARAMS["spring"], h), rtol=1e-6)
     with_amp = lambda a: forced_loss(y0, t, {"spring": PARAMS["spring"], "amp": a})
     assert_close(g_p["amp"], (with_amp(0.7 + h) - with_amp(0.7 - h)) / (2 * h), rtol=1e-6)
     assert type(g_p["amp"]) is float
@@ -185,7 +173,7 @@ def test_jacobians_agree_in_both_modes():
     fwd = wg.jacfwd(solve, argnums=(0, 1, 2))(P, Y0, T)
     for r, f in zip(rev, fwd):
         assert_close(r, f, rtol=1e-7, atol=1e-8)
-    assert_close(rev[0], central(lambda p: solve(p, Y0, T), P, 1e-5), rtol=1e-6, atol=1e-8)
+    assert_close(rev[0], fd_jacobian(lambda p: solve(p, Y0, T), P, 1e-5), rtol=1e-6, atol=1e-8)
 
 
 def lv_loss(p, y0=Y0, t=T):
@@ -197,7 +185,7 @@ def test_hessian_against_differences_of_the_gradient():
     """Forward over reverse: the adjoint's own solves are odeint nodes, differentiated
     by forward sensitivities of the adjoint system."""
     H = wg.hessian(lv_loss)(P)
-    fd = central(wg.grad(lv_loss), P, 1e-5)
+    fd = fd_jacobian(wg.grad(lv_loss), P, 1e-5)
     assert_close(H, H.T, rtol=1e-7, atol=1e-7)
     assert_close(H, fd, rtol=1e-5, atol=1e-6)
 
@@ -207,16 +195,16 @@ def test_second_order_in_y0_and_t():
     H = wg.hessian(forced_loss, argnums=(0, 1))(y0, t, PARAMS)
     g = wg.grad(forced_loss, argnums=(0, 1))
     h = 1e-5
-    assert_close(H[0][0], central(lambda v: g(v, t, PARAMS)[0], y0, h), rtol=1e-5, atol=1e-6)
-    assert_close(H[1][1], central(lambda v: g(y0, v, PARAMS)[1], t, h), rtol=1e-5, atol=1e-6)
-    assert_close(H[0][1], central(lambda v: g(y0, v, PARAMS)[0], t, h), rtol=1e-5, atol=1e-6)
+    assert_close(H[0][0], fd_jacobian(lambda v: g(v, t, PARAMS)[0], y0, h), rtol=1e-5, atol=1e-6)
+    assert_close(H[1][1], fd_jacobian(lambda v: g(y0, v, PARAMS)[1], t, h), rtol=1e-5, atol=1e-6)
+    assert_close(H[0][1], fd_jacobian(lambda v: g(y0, v, PARAMS)[0], t, h), rtol=1e-5, atol=1e-6)
 
 
 def test_reverse_over_reverse():
     """The gradient of a function of a gradient: the adjoint of the adjoint system."""
     def penalty(p):
         return wnp.sum(wg.grad(lv_loss)(p) ** 2)
-    assert_close(wg.grad(penalty)(P), central(penalty, P, 1e-5), rtol=1e-5, atol=1e-6)
+    assert_close(wg.grad(penalty)(P), fd_jacobian(penalty, P, 1e-5), rtol=1e-5, atol=1e-6)
 
 
 def test_hvp_against_hessian():
@@ -275,7 +263,7 @@ def test_state_of_several_dimensions():
     from scipy.linalg import expm
     assert_close(out[-1], expm(A), rtol=1e-9, atol=1e-10)
     g = wg.grad(lambda A: wnp.sum(odeint(f, np.eye(2), t, args=(A,), **TIGHT)[-1]))(A)
-    fd = central(lambda A: np.sum(expm(A)), A, 1e-6).reshape(2, 2)
+    fd = fd_jacobian(lambda A: np.sum(expm(A)), A, 1e-6).reshape(2, 2)
     assert_close(g, fd, rtol=1e-6, atol=1e-8)
 
 

@@ -12,8 +12,9 @@ calls, with two things SciPy does not have.
   finite differences) is used as it is.
 * **Derivatives of the solution** with respect to ``args``, by the implicit function
   theorem.  The solution x*(θ) of a problem with parameters θ satisfies a condition
-  F(x*, θ) = 0 (F is fun for `root`, the gradient of fun for `minimize`, ...), so at the
-  solution  dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ.  Where an argument is traced, the solve is one
+  F(x*, θ) = 0 (F is fun for `root`, the gradient of fun for `minimize`, the KKT
+  conditions for a `minimize` with constraints or bounds, ...), so at the solution
+  dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ.  Where an argument is traced, the solve is one
   node of the graph (a `Solution` primitive): the solver runs on plain numbers, nothing
   of its iterations is recorded, and the node's rules solve that linear system with
   wengert's own derivatives of F, so derivatives of derivatives (`wg.hessian`) work too.
@@ -121,7 +122,6 @@ HOT = 32
 _KERNELS: OrderedDict = OrderedDict()
 _KERNELS_SIZE = 64
 
-
 class _Derivative:
     """``x -> derivative(x, leaves)`` for one solve (``(x, p) -> ...`` for
     Hessian-vector products), as SciPy calls it: `derivative` is a wengert derivative of
@@ -228,10 +228,19 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     the minimiser satisfies ∇ₓfun(x*, θ) = 0, so dx*/dθ = -H⁻¹ ∂(∇ₓfun)/∂θ, H the
     Hessian at x* (which must be regular: a strict minimum).  ``result.fun`` is
     ``fun(result.x, *args)``, traced too; the other fields are SciPy's numbers (absent
-    where no numbers were computed: under `wg.compile`).  Bounds are allowed if no bound
-    holds at the solution (then the derivative is the unconstrained one; one that holds
-    is refused: NotImplementedError), constraints are not (NotImplementedError).  A solve
-    that did not converge warns (RuntimeWarning): its derivatives assume ∇ₓfun = 0.
+    where no numbers were computed: under `wg.compile`).  A solve that did not converge
+    warns (RuntimeWarning): its derivatives assume ∇ₓfun = 0.
+
+    With constraints (dicts, whose "args" may be traced too, `NonlinearConstraint`,
+    `LinearConstraint`) and bounds, the minimiser satisfies the KKT conditions instead,
+    ∇ₓfun = Σ νᵢ∇gᵢ with complementarity, and its derivative is theirs: a constraint that
+    holds keeps holding, one that does not is ignored, and which do is found at each
+    solve (so compiled code and vmap follow a change).  The multipliers ν are found by
+    least squares at SciPy's solution.  The derivative needs the constraints that hold to
+    have independent gradients and nonzero multipliers; where they do not, or where the
+    solution violates a constraint or is no KKT point, it warns.  A dict constraint with
+    no "jac" gets wengert's exact Jacobian where the method reads one (SLSQP,
+    trust-constr), and its fun gets x in x0's shape.
 
     Args:
         fun: the objective, ``fun(x, *args) -> float``, written with `wengert.numpy`
@@ -258,6 +267,12 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         >>> w = ridge(0.5)
         >>> (-np.linalg.solve(a.T @ a + 0.5 * np.eye(2), w)).round(4).tolist()
         [0.6325, -0.4523]
+        >>> # the nearest point to y on the disc |x| ≤ r: y r/|y|, which moves with r as y/|y|
+        >>> nearest = lambda y, r: minimize(lambda x, y: wg.numpy.sum((x - y) ** 2), [0.1, 0.1],
+        ...     args=(y,), constraints={"type": "ineq", "fun": lambda x, r: r ** 2 - x @ x,
+        ...                             "args": (r,)}).x
+        >>> wg.jacfwd(nearest, argnums=1)(np.array([3.0, 4.0]), 2.0).round(4).tolist()
+        [0.6, 0.8]
     """
     so = _scipy_optimize()
     args = _as_tuple(args)
@@ -268,52 +283,46 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     objective_pick = jac is True
     kwargs = dict(method=method, bounds=bounds, constraints=constraints, tol=tol,
                   callback=callback, options=options)
+    dict_args = [_as_tuple(c.get("args", ())) for c in _listed(constraints)
+                 if isinstance(c, dict)]
 
-    def solve_of(shape, tree, traced=False):
-        def solve(x0, leaves):
-            a = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
-            found = _minimize_plain(so, fun, np.asarray(x0), shape, a, known, jac, hess,
-                                    hessp, objective_pick, kwargs)
-            if traced:
-                _check_bounds(bounds, found.x, "minimize")
-                _warn_unless_converged(found, "minimize")
-            return found.x, found
-        return solve
-
-    if not _traced(x0, args):
+    if not _traced(x0, args, dict_args):
         shape = np.shape(x0)
-        found = solve_of(shape, None)(np.reshape(np.asarray(x0, dtype=np.float64), -1), None)[1]
+        found = _minimize_plain(so, fun, np.asarray(x0, dtype=np.float64), shape, args, known,
+                                jac, hess, hessp, objective_pick, kwargs)
         found.x = found.x.reshape(shape)
         return found
-    if constraints:
-        raise NotImplementedError(
-            "minimize: constraints are not supported where args are traced: the derivative "
-            "of a constrained minimiser needs the constraints' multipliers (KKT conditions)")
 
     def objective(x, a):
         out = fun(x, *a)
         return out[0] if objective_pick else out
 
-    def condition_of(shape, tree):
-        from ..api import grad
+    x0 = wnp.asarray(x0)
+    shape = tuple(x0.shape)
+    # (constraints and bounds a method ignores, SciPy warning, are no part of the problem)
+    blocks = _blocks(constraints if known is None or known in _CONSTRAINT_METHODS else (),
+                     bounds if known is None or known in _BOUND_METHODS else None,
+                     x0, shape)
 
-        def condition(x, *leaves):
-            a = unflatten(tree, leaves)
-            return wnp.reshape(grad(lambda x: objective(wnp.reshape(x, shape), a))(x), (-1,))
-        return condition
+    def solve_plain(x0, a, block_args):
+        found = _minimize_plain(so, fun, x0, shape, a, known, jac, hess, hessp,
+                                objective_pick, kwargs, {b.source: ba for b, ba in zip(
+                                    blocks, block_args) if b.source is not None})
+        _warn_unless_converged(found, "minimize")
+        return found.x, found
 
-    x, prim, shape, tree, leaves = _solution(
-        "minimize", _name(fun), x0, args, condition_of,
-        lambda shape, tree: solve_of(shape, tree, traced=True))
+    x, prim, a = _stationary("minimize", _name(fun), x0, args, objective, blocks, solve_plain)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
-    found.fun = objective(x, unflatten(tree, leaves))
+    found.fun = objective(x, a)
     return found
 
 
-def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kwargs):
+def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kwargs,
+                    dict_args=None):
     """SciPy's minimize on plain values, with wengert's derivatives where the method reads
-    one and none is given."""
+    one and none is given (the constraints' too: `_constraints_for_scipy`, which puts
+    `dict_args` in)."""
     from ..api import grad, hessian, hvp
     name = getattr(fun, "__name__", "fun")
     f = _flat_function(fun, shape, args, "minimize", pick)
@@ -361,8 +370,9 @@ def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kw
 
         def hessp(x, p):                        # noqa: F811
             return np.reshape(user_hessp(x.reshape(shape), p.reshape(shape), *args), -1)
+    constraints = _constraints_for_scipy(kwargs["constraints"], x0, shape, method, dict_args)
     return so.minimize(call, x0, method=kwargs["method"], jac=jac, hess=hess, hessp=hessp,
-                       bounds=kwargs["bounds"], constraints=kwargs["constraints"],
+                       bounds=kwargs["bounds"], constraints=constraints,
                        tol=kwargs["tol"], callback=kwargs["callback"],
                        options=kwargs["options"])
 
@@ -375,30 +385,6 @@ def _supplied(derivative, at, who, name, what):
     except Exception as e:                      # noqa: BLE001  (reported, with the way out)
         raise _undifferentiable(who, name, what, e) from e
     return derivative
-
-
-def _check_bounds(bounds, x, who):
-    """A traced solve with bounds: refuse a solution on one (the unconstrained derivative
-    would be wrong there)."""
-    if bounds is None:
-        return
-    so = _scipy_optimize()
-    x = np.ravel(x)
-    if isinstance(bounds, so.Bounds):
-        lo, hi = bounds.lb, bounds.ub
-    else:                                   # minimize's (min, max) pair per element
-        lo, hi = zip(*bounds)
-        lo = np.array([-np.inf if v is None else v for v in lo], dtype=np.float64)
-        hi = np.array([np.inf if v is None else v for v in hi], dtype=np.float64)
-    lo, hi = np.broadcast_to(lo, x.shape), np.broadcast_to(hi, x.shape)
-    tol = 1e-10 * (1 + np.abs(x))
-    on = (x - lo <= tol) | (hi - x <= tol)
-    if np.any(on):
-        raise NotImplementedError(
-            f"{who}: the solution lies on a bound (elements {np.flatnonzero(on).tolist()}), "
-            "where the derivative of the minimiser is that of a constrained problem, which "
-            "is not implemented; bounds are supported where args are traced only if none "
-            "holds at the solution")
 
 
 def _warn_unless_converged(found, who, ok=None):
@@ -424,6 +410,280 @@ def _result(cls, found):
     """A copy of SciPy's result (an empty one where none was computed: an abstract
     trace), whose x and fun the caller sets."""
     return cls() if found is None else cls(dict(found))
+
+
+# --------------------------------------------------------------------------------------
+# minimisers, constrained or not: stationarity and the KKT conditions
+# --------------------------------------------------------------------------------------
+#: How near zero (in distance: its value over its gradient's norm, relative to 1 + |x|)
+#: an inequality may be and still hold at a solution.  Whether one within it holds is
+#: decided by its multiplier; the distance only has to admit the solvers' ways of
+#: stopping: SLSQP lands on a constraint to ~1e-12, trust-constr (an interior-point
+#: method) stops ~1e-5 inside one.
+_NEAR = 1e-4
+
+# Which methods honour constraints and bounds (SciPy ignores them elsewhere, with a warning).
+_CONSTRAINT_METHODS = {"cobyla", "cobyqa", "slsqp", "trust-constr"}
+_BOUND_METHODS = _CONSTRAINT_METHODS | {"nelder-mead", "l-bfgs-b", "tnc", "powell"}
+
+
+class _Block:
+    """Constraints of one kind on a minimiser: ``fun(x, *args) = 0`` ("eq") or ``≥ 0``
+    ("ineq"), `m` values, fun written with wengert's functions and x in the unknown's
+    shape; `args` (a dict constraint's "args") may hold traced values; `what` names it,
+    `source` is the dict's place in the constraints (None for the others)."""
+
+    def __init__(self, kind, fun, args, m, what, source=None):
+        self.kind, self.fun, self.args, self.m, self.what = kind, fun, args, m, what
+        self.source = source
+
+
+def _blocks(constraints, bounds, x0, shape):
+    """SciPy's constraints (dicts, `NonlinearConstraint`, `LinearConstraint`; one or a
+    list) and bounds (`Bounds`, or a (min, max) pair per element) as `_Block`s; a
+    two-sided ``lb ≤ h(x) ≤ ub`` is an equality where lb = ub and an inequality for each
+    finite side."""
+    so = _scipy_optimize()
+    n = math.prod(shape)
+    out = []
+    for k, c in enumerate(_listed(constraints)):
+        if isinstance(c, dict):
+            kind = c.get("type")
+            if kind not in ("eq", "ineq") or "fun" not in c:
+                raise ValueError(f"minimize: constraint {k} must be a dict with 'type' "
+                                 f"'eq' or 'ineq' and a 'fun', got {c!r:.80}")
+            args = _as_tuple(c.get("args", ()))
+            fun = (lambda f: lambda x, *a: _flat_out(f(x, *a)))(c["fun"])
+            m = int(fun(wnp.reshape(x0, shape), *args).shape[0])
+            out.append(_Block(kind, fun, args, m, f"constraint {k} ({kind})", k))
+        elif isinstance(c, so.LinearConstraint):
+            a = c.A.toarray() if hasattr(c.A, "toarray") else np.atleast_2d(c.A)
+            out += _two_sided(lambda x, a=a: a @ wnp.reshape(x, (-1,)), c.lb, c.ub,
+                              a.shape[0], f"constraint {k} (linear)")
+        elif isinstance(c, so.NonlinearConstraint):
+            h = (lambda f: lambda x: _flat_out(f(x)))(c.fun)
+            out += _two_sided(h, c.lb, c.ub, int(h(wnp.reshape(x0, shape)).shape[0]),
+                              f"constraint {k} (nonlinear)")
+        else:
+            raise TypeError(f"minimize: constraint {k} is a {type(c).__name__}; SciPy's "
+                            "are dicts, NonlinearConstraint and LinearConstraint")
+    if bounds is not None:
+        if isinstance(bounds, so.Bounds):
+            lo, hi = bounds.lb, bounds.ub
+        else:                                   # minimize's (min, max) pair per element
+            lo, hi = zip(*bounds)
+            lo = [-np.inf if v is None else v for v in lo]
+            hi = [np.inf if v is None else v for v in hi]
+        out += _two_sided(lambda x: wnp.reshape(x, (-1,)), lo, hi, n, "bound")
+    return out
+
+
+def _listed(constraints):
+    """minimize's constraints as a list (SciPy takes one or a sequence)."""
+    so = _scipy_optimize()
+    if isinstance(constraints, (dict, so.NonlinearConstraint, so.LinearConstraint)):
+        return [constraints]
+    return list(constraints or ())
+
+
+def _two_sided(h, lb, ub, m, what):
+    """``lb ≤ h(x) ≤ ub`` (h flat, m values) as blocks: where lb = ub an equality, and an
+    inequality for each finite side of the others."""
+    lb = np.broadcast_to(np.asarray(lb, dtype=np.float64), (m,))
+    ub = np.broadcast_to(np.asarray(ub, dtype=np.float64), (m,))
+    eq = lb == ub
+    lower = np.flatnonzero(~eq & np.isfinite(lb))
+    upper = np.flatnonzero(~eq & np.isfinite(ub))
+    eq = np.flatnonzero(eq)
+    out = []
+    for kind, pick, fun in (("eq", eq, lambda x, i: h(x)[i] - lb[i]),
+                            ("ineq", lower, lambda x, i: h(x)[i] - lb[i]),
+                            ("ineq", upper, lambda x, i: ub[i] - h(x)[i])):
+        if pick.size:
+            out.append(_Block(kind, (lambda f, i: lambda x: f(x, i))(fun, pick), (),
+                              int(pick.size), f"{what} {pick.tolist()}"
+                              if what == "bound" else what))
+    return out
+
+
+def _exact_constraint(c, fun, name, args, x0, shape, method):
+    """A dict constraint with no 'jac' (its fun already on a flat x), with wengert's exact
+    Jacobian for SLSQP; for trust-constr, as a `NonlinearConstraint` with the exact
+    Jacobian and Hessians of ``v · fun`` (SciPy's default for them is a quasi-Newton
+    estimate, which warns where the constraint is linear)."""
+    from ..api import hessian, jacfwd, jacrev
+    so = _scipy_optimize()
+    leaves, tree, key = _kernel_args(args, "constraint", fun, shape)
+    n = math.prod(shape)
+
+    def g(x, leaves):
+        return _flat_out(fun(wnp.reshape(x, shape), *unflatten(tree, leaves)))
+    m = int(np.size(c["fun"](x0)))
+    mode = jacfwd if n <= m else jacrev       # (fewer sweeps: a budget is one row)
+    jac = _supplied(_Derivative(lambda x, leaves: mode(lambda x: g(x, leaves))(x), leaves,
+                                key + ("jac",) if key else None,
+                                lambda j: np.asarray(j, dtype=np.float64).reshape(-1, n)),
+                    (x0,), "minimize", name, "constraint's Jacobian")
+    if method != "trust-constr":
+        return {**c, "jac": jac}
+    hess = _Derivative(lambda x, v, leaves: hessian(lambda x: v @ g(x, leaves))(x), leaves,
+                       key + ("hess",) if key else None,
+                       lambda h: np.asarray(h, dtype=np.float64).reshape(n, n))
+    return so.NonlinearConstraint(c["fun"], 0.0, 0.0 if c["type"] == "eq" else np.inf,
+                                  jac=jac, hess=hess)
+
+
+def _stationary(who, name, x0, args, objective, blocks, solve_plain):
+    """The traced minimiser of ``objective(x, args)`` subject to `blocks`: one `Solution`
+    node, whose condition is that the gradient is zero or, with constraints, the KKT
+    conditions in x and the multipliers ν:
+
+        ∇ₓobjective(x) − Σ_b ∇ₓ(ν_b · g_b(x)) = 0,   g_eq(x) = 0,   ν_ineq ∘ g_ineq(x) = 0.
+
+    The last, complementarity, keeps an inequality that holds on its boundary (g = 0 and
+    ν > 0, so dg = 0) and leaves one that does not free (ν = 0, so dν = 0), without an
+    active set fixed when the graph is built: compiled code stays right where another
+    set holds.  It needs strict complementarity (ν > 0 where g = 0); otherwise
+    ∂F/∂(x, ν) is singular.
+
+    `solve_plain(x0 flat, args, block args)` runs the solver on plain values and returns
+    (x flat, its result); the multipliers are found from x (`_multipliers`).  Returns
+    (x in x0's shape, the primitive, args as traced)."""
+    from ..api import grad, vjp
+    x0 = wnp.asarray(x0)
+    shape = tuple(x0.shape)
+    n = math.prod(shape)
+    m = sum(b.m for b in blocks)
+
+    def condition_of(_, tree):
+        def condition(z, *leaves):
+            a, block_args = unflatten(tree, leaves)
+            x = z[:n] if blocks else z
+            rows = [grad(lambda x: objective(wnp.reshape(x, shape), a))(x)]
+            k = n
+            for b, ba in zip(blocks, block_args):
+                nu = z[k:k + b.m]
+                k += b.m
+                g, pull = vjp(lambda x: b.fun(wnp.reshape(x, shape), *ba), x)
+                rows[0] = rows[0] - pull(nu)[0]
+                rows.append(g if b.kind == "eq" else nu * g)
+            return wnp.concatenate(rows) if blocks else wnp.reshape(rows[0], (-1,))
+        return condition
+
+    def solve_of(_, tree):
+        def solve(z0, leaves):
+            a, block_args = unflatten(tree, _plain_leaves(leaves))
+            x, found = solve_plain(np.reshape(z0, -1)[:n], a, block_args)
+            x = np.asarray(x, dtype=np.float64).reshape(-1)
+            if not blocks:
+                return x, found
+            nu = _multipliers(who, objective, blocks, x, shape, a, block_args)
+            return np.concatenate([x, nu]), found
+        return solve
+
+    z0 = wnp.concatenate([wnp.reshape(x0, (-1,)), np.zeros(m)]) if blocks else x0
+    z, prim, _, tree, leaves = _solution(who, name, z0, (args, tuple(b.args for b in blocks)),
+                                         condition_of, solve_of)
+    x = wnp.reshape(z[:n], shape) if blocks else z
+    return x, prim, unflatten(tree, leaves)[0]
+
+
+def _multipliers(who, objective, blocks, x, shape, args, block_args):
+    """The KKT multipliers at a plain solution x, by least squares on
+    ``∇f(x) = Σ νᵢ ∇gᵢ(x)`` with ν ≥ 0 for the inequalities (SciPy's `lsq_linear`), over
+    the equalities and the inequalities within `_NEAR` of holding; zero for the others.
+    Warns where x violates a constraint, where x is no KKT point (the solver stopped
+    short, or a constraint that holds was missed), and where a constraint holds with a
+    zero multiplier (there the minimiser has one-sided derivatives)."""
+    from ..api import grad, jacfwd
+    so = _scipy_optimize()
+    gradient = np.asarray(grad(lambda x: objective(wnp.reshape(x, shape), args))(x),
+                          dtype=np.float64).reshape(-1)
+    near = _NEAR * (1.0 + np.max(np.abs(x), initial=0.0))
+    rows, lower, picked, weak = [], [], [], []
+    k = 0
+    for b, ba in zip(blocks, block_args):
+        def g(x, b=b, ba=ba):
+            return b.fun(wnp.reshape(x, shape), *ba)
+        value = np.asarray(g(x), dtype=np.float64).reshape(-1)
+        jac = np.asarray(jacfwd(g)(x), dtype=np.float64).reshape(b.m, -1)
+        distance = value / np.maximum(np.linalg.norm(jac, axis=1), 1e-300)
+        bad = np.abs(distance) > near if b.kind == "eq" else distance < -near
+        if np.any(bad):
+            warnings.warn(f"{who}: the solution violates {b.what} (values "
+                          f"{value[bad][:4].tolist()}); the derivatives of the solution "
+                          "assume it holds", RuntimeWarning, stacklevel=_caller_level())
+        take = np.ones(b.m, bool) if b.kind == "eq" else distance <= near
+        rows.append(jac[take])
+        lower.append(np.full(int(take.sum()), -np.inf if b.kind == "eq" else 0.0))
+        picked.append(k + np.flatnonzero(take))
+        if b.kind == "ineq":
+            weak.append((b, k, np.abs(distance) <= 1e-8 * (1.0 + np.max(np.abs(x)))))
+        k += b.m
+    nu = np.zeros(k)
+    rows, lower, picked = np.concatenate(rows), np.concatenate(lower), np.concatenate(picked)
+    if picked.size:
+        nu[picked] = so.lsq_linear(rows.T, gradient, bounds=(lower, np.inf), method="bvls",
+                                   tol=1e-14).x
+    residual = np.linalg.norm(gradient - rows.T @ nu[picked]) if picked.size else \
+        np.linalg.norm(gradient)
+    if residual > np.sqrt(near) * (1.0 + np.linalg.norm(gradient)):
+        warnings.warn(f"{who}: the solution is no KKT point (|∇ Lagrangian| = "
+                      f"{residual:.2g}): the solver stopped short, or a constraint holds "
+                      "that the solution is not near enough to; its derivatives assume it "
+                      "is one (tighten tol)", RuntimeWarning, stacklevel=_caller_level())
+    holding = rows[(lower == -np.inf) | (nu[picked] > 0)]
+    if holding.size and np.linalg.matrix_rank(holding) < holding.shape[0]:
+        warnings.warn(f"{who}: the gradients of the constraints that hold at the solution are "
+                      "linearly dependent (LICQ fails), so their multipliers are not unique "
+                      "and ∂F/∂(x, ν) is singular or nearly; the derivatives of the solution "
+                      "may be wrong", RuntimeWarning, stacklevel=_caller_level())
+    for b, start, on in weak:
+        zero = on & (nu[start:start + b.m] <= 1e-12 * (1.0 + np.linalg.norm(gradient)))
+        if np.any(zero):
+            warnings.warn(f"{who}: {b.what} holds at the solution with a zero multiplier "
+                          "(weakly active): the minimiser's derivatives there are one-sided "
+                          "(these are those where it does not hold), and ∂F/∂(x, ν) singular "
+                          "or nearly", RuntimeWarning,
+                          stacklevel=_caller_level())
+    return nu
+
+
+def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
+    """The constraints as SciPy calls them, on a flat x: the user's functions get x in
+    x0's shape and are checked for traced values they close over, a dict's args are
+    replaced by `dict_args` (plain values, by the dict's place) where given, and a dict
+    with no 'jac' gets wengert's exact derivatives where the method reads them
+    (`_exact_constraint`).  A `NonlinearConstraint`'s are used as given (SciPy's defaults
+    are finite differences and quasi-Newton Hessians)."""
+    so = _scipy_optimize()
+    out = []
+    for k, c in enumerate(_listed(constraints)):
+        if isinstance(c, dict):
+            fun, name = c["fun"], _name(c["fun"])
+            args = _as_tuple(c.get("args", ())) if dict_args is None or k not in dict_args \
+                else dict_args[k]
+            f = (lambda fun, name, args: lambda x: np.asarray(_check_plain(
+                fun(x.reshape(shape), *args), "minimize", name), dtype=np.float64))(
+                fun, name, args)
+            x_size = math.prod(shape)
+            c = {**c, "fun": f, "args": ()}
+            if callable(c.get("jac")):
+                c["jac"] = (lambda jac, args: lambda x: np.asarray(
+                    jac(x.reshape(shape), *args), dtype=np.float64).reshape(-1, x_size))(
+                    c["jac"], args)
+            elif method in ("slsqp", "trust-constr"):
+                c = _exact_constraint(c, fun, name, args, x0, shape, method)
+        elif isinstance(c, so.NonlinearConstraint):
+            c = copy.copy(c)
+            fun, jac, name = c.fun, c.jac, _name(c.fun)
+            c.fun = lambda x, fun=fun, name=name: np.asarray(_check_plain(
+                fun(x.reshape(shape)), "minimize", name), dtype=np.float64)
+            if callable(jac):
+                c.jac = lambda x, jac=jac: np.asarray(jac(x.reshape(shape)),
+                                                      dtype=np.float64).reshape(-1, x.size)
+        out.append(c)
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -759,8 +1019,8 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     ``result.x`` is differentiable with respect to it, through the condition that the
     cost's gradient is zero (with the exact second derivatives of the residuals, not the
     Gauss–Newton approximation); ``result.fun`` and ``result.cost`` are traced too.  Any
-    of SciPy's losses works, and a callable one if written with `wengert.numpy`.  Bounds
-    are allowed if none holds at the solution (NotImplementedError otherwise).
+    of SciPy's losses works, and a callable one if written with `wengert.numpy`.  A bound
+    that holds at the solution keeps holding (the KKT conditions, as `minimize`'s).
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.numpy as wnp
@@ -786,24 +1046,13 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     if x_scale is None:
         del options["x_scale"]             # (SciPy's own default, which changed in 1.16)
 
-    def residuals(x, a, kw, shape):
-        return _flat_out(fun(wnp.reshape(x, shape), *a, **kw))
-
-    def solve_of(shape, tree, traced=False):
-        def solve(x0, leaves):
-            a, kw = unflatten(tree, _plain_leaves(leaves)) if tree is not None else \
-                (args, kwargs)
-            found = _least_squares_plain(so, fun, np.reshape(x0, -1), shape, a, kw, jac,
-                                         name, options)
-            if traced:
-                _check_bounds(_pairs(bounds, found.x.size), found.x, "least_squares")
-                _warn_unless_converged(found, "least_squares")
-            return found.x, found
-        return solve
+    def residuals(x, a, kw):
+        return _flat_out(fun(x, *a, **kw))
 
     if not _traced(x0, args, kwargs):
         shape = np.shape(x0)
-        found = solve_of(shape, None)(np.asarray(x0, dtype=np.float64), None)[1]
+        found = _least_squares_plain(so, fun, np.reshape(np.asarray(x0, dtype=np.float64), -1),
+                                     shape, args, kwargs, jac, name, options)
         found.x = found.x.reshape(shape)
         return found
     if not (callable(loss) or loss in ("linear", "soft_l1", "huber", "cauchy", "arctan")):
@@ -811,26 +1060,25 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
                          f"'cauchy', 'arctan' or a callable, got {loss!r}")
     scale2 = float(f_scale) ** 2
 
-    def cost(x, a, kw, shape):
-        r = residuals(x, a, kw, shape)
+    def cost(x, args):
+        r = residuals(x, *args)
         return 0.5 * scale2 * wnp.sum(_rho(loss, r * r / scale2))
 
-    def condition_of(shape, tree):
-        from ..api import grad
+    x0 = wnp.asarray(x0)
+    shape = tuple(x0.shape)
 
-        def condition(x, *leaves):
-            a, kw = unflatten(tree, leaves)
-            return grad(lambda x: cost(x, a, kw, shape))(x)
-        return condition
+    def solve_plain(x0, args, _):
+        found = _least_squares_plain(so, fun, x0, shape, *args, jac, name, options)
+        _warn_unless_converged(found, "least_squares")
+        return found.x, found
 
-    x, prim, shape, tree, leaves = _solution(
-        "least_squares", _name(fun), x0, (args, kwargs), condition_of,
-        lambda shape, tree: solve_of(shape, tree, True))
-    a, kw = unflatten(tree, leaves)
+    x, prim, (a, kw) = _stationary("least_squares", name, x0, (args, kwargs), cost,
+                                   _blocks((), _pairs(bounds, x0.size), x0, shape),
+                                   solve_plain)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
-    found.fun = residuals(x, a, kw, shape)
-    found.cost = cost(x, a, kw, shape)
+    found.fun = residuals(x, a, kw)
+    found.cost = cost(x, (a, kw))
     return found
 
 
@@ -887,8 +1135,8 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
     stationary, with exact second derivatives), and so is ``pcov``, computed from the
     traced fit as SciPy computes it, ``(JᵀJ)⁻¹`` scaled by the residual variance unless
     `absolute_sigma`: how the fit and its error bars move with each datum.  Where SciPy
-    finds no covariance (inf), pcov is SciPy's, a constant.  Bounds are allowed if none
-    holds at the solution.
+    finds no covariance (inf), pcov is SciPy's, a constant.  A bound that holds at the
+    fit keeps holding (the KKT conditions, as `minimize`'s).
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.numpy as wnp
@@ -920,7 +1168,7 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
     options = dict(absolute_sigma=absolute_sigma, check_finite=check_finite, bounds=bounds,
                    method=method, nan_policy=nan_policy, **kwargs)
 
-    def solve_plain(x, y, s, start):
+    def solve_plain_fit(x, y, s, start):
         def call(x, *p):
             return np.asarray(_check_plain(f(x, *p), "curve_fit", name), dtype=np.float64)
         # (f's parameters, which SciPy counts where p0 is None)
@@ -943,7 +1191,7 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
                             **options)
 
     if not _traced(xdata, ydata, sigma, p0):
-        out = solve_plain(xdata, ydata, sigma, p0)
+        out = solve_plain_fit(xdata, ydata, sigma, p0)
         return out if full_output else out[:2]
     start = np.ones(n) if p0_given is None else p0_given
 
@@ -957,26 +1205,16 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
             return solve_triangular(cholesky(s, lower=True), r, lower=True)
         return r / _flat_out(s)
 
-    def condition_of(shape, tree):
-        from ..api import grad
+    def solve_plain(p_start, data, _):
+        out = solve_plain_fit(*data, p_start)
+        return out[0], out                  # (SciPy raises where it did not converge)
 
-        def condition(p, *leaves):
-            x, y, s = unflatten(tree, leaves)
-            return grad(lambda p: 0.5 * wnp.sum(weighted(p, x, y, s) ** 2))(p)
-        return condition
-
-    def solve_of(shape, tree):
-        def solve(p_start, leaves):
-            x, y, s = unflatten(tree, _plain_leaves(leaves))
-            out = solve_plain(x, y, s, p_start)
-            _check_bounds(_pairs(bounds, n), out[0], "curve_fit")
-            return out[0], out                  # (SciPy raises where it did not converge)
-        return solve
-
-    popt, prim, _, tree, leaves = _solution("curve_fit", name, start, (xdata, ydata, sigma),
-                                            condition_of, solve_of)
+    start = wnp.asarray(start)
+    popt, prim, (x, y, s) = _stationary(
+        "curve_fit", name, start, (xdata, ydata, sigma),
+        lambda p, data: 0.5 * wnp.sum(weighted(p, *data) ** 2),
+        _blocks((), _pairs(bounds, n), start, (n,)), solve_plain)
     found = prim.result
-    x, y, s = unflatten(tree, leaves)
     if found is not None and not np.all(np.isfinite(found[1])):
         pcov = found[1]                          # (SciPy found none: inf, a constant)
     else:
