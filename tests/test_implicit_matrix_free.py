@@ -337,7 +337,11 @@ def test_unknown_linear_solve_and_misplaced_options():
     with pytest.raises(ValueError, match="tol= is an option of linear_solve='cg' or "
                                          "'gmres', not of 'dense'"):
         wg.custom_root(cond, tol=1e-8)
-    for bad in ({"tol": 0.0}, {"tol": -1e-8}, {"tol": float("nan")}, {"maxiter": 0},
+    with pytest.raises(ValueError, match="maxiter= is an option of linear_solve='cg' or "
+                                         "'gmres', not of a function"):
+        wg.custom_root(cond, linear_solve=lambda matvec, b: b, maxiter=10)
+    for bad in ({"tol": 0.0}, {"tol": -1e-8}, {"tol": float("nan")}, {"tol": True},
+                {"maxiter": 0},
                 {"maxiter": 2.5}, {"maxiter": True}, {"restart": 0}):
         with pytest.raises(ValueError, match="must be a positive"):
             wg.custom_root(cond, linear_solve="gmres", **bad)
@@ -386,7 +390,8 @@ def test_singular_jacobian_by_gmres():
 
 def test_a_function_of_yours_that_returns_the_wrong_thing():
     for returned, error, message in [
-            (lambda b: b[:-1], ValueError, "which returned 2 numbers for a system of 3"),
+            (lambda b: b[:-1], ValueError, "by the linear_solve function, which returned 2 "
+                                           "numbers for a system of 3"),
             (lambda b: b * np.nan, LinearSolveError, "which returned nan or inf")]:
         solve = wg.custom_root(lambda x, a: x - a,
                                linear_solve=lambda matvec, b: returned(b))(

@@ -506,9 +506,10 @@ class _LinearSolve:
             takes = ("gmres",) if option == "restart" else ("cg", "gmres")
             if value is not None and method not in takes:
                 raise ValueError(f"{who}: {option}= is an option of linear_solve="
-                                 f"{' or '.join(map(repr, takes))}, not of {method!r}")
+                                 f"{' or '.join(map(repr, takes))}, not of "
+                                 f"{'a function' if self.function else repr(method)}")
         if tol is not None and not (isinstance(tol, (int, float, np.floating))
-                                    and 0 < tol < math.inf):
+                                    and not isinstance(tol, bool) and 0 < tol < math.inf):
             raise ValueError(f"{who}: tol must be a positive number, got {tol!r:.40}")
         for option, value in (("maxiter", maxiter), ("restart", restart)):
             if value is not None and not (isinstance(value, (int, np.integer))
@@ -525,7 +526,8 @@ class _LinearSolve:
         system = "Jᵀ y = v (for a reverse sweep)" if transposed else \
             "J y = v (for a forward sweep)"
         where = (f"{problem.who}: the derivative of {problem.name}'s solution solves "
-                 f"{system}, J = ∂F/∂x at the solution, by {self.method}")
+                 f"{system}, J = ∂F/∂x at the solution, by "
+                 f"{'the linear_solve function' if self.function else self.method}")
         if self.function is not None:
             def flat_matvec(y):         # (a library may hand over a column, or a list)
                 return matvec(np.asarray(y, dtype=np.float64).reshape(b.shape))
