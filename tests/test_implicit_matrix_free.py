@@ -341,8 +341,7 @@ def test_unknown_linear_solve_and_misplaced_options():
                                          "'gmres', not of a function"):
         wg.custom_root(cond, linear_solve=lambda matvec, b: b, maxiter=10)
     for bad in ({"tol": 0.0}, {"tol": -1e-8}, {"tol": float("nan")}, {"tol": True},
-                {"maxiter": 0},
-                {"maxiter": 2.5}, {"maxiter": True}, {"restart": 0}):
+                {"maxiter": 0}, {"maxiter": 2.5}, {"maxiter": True}, {"restart": 0}):
         with pytest.raises(ValueError, match="must be a positive"):
             wg.custom_root(cond, linear_solve="gmres", **bad)
 
