@@ -237,9 +237,10 @@ class _Problem:
             raise LinAlgError(
                 f"{self.who}: the derivative of the condition the solution satisfies "
                 "(∂F/∂x: F is fun for root, the gradient for minimize, the condition for "
-                "custom_root) is singular at the solution, so the solution is no "
-                "differentiable function of the parameters there (a double root, a flat "
-                "minimum)") from e
+                "custom_root, the KKT conditions for a constrained minimize) is singular "
+                "at the solution, so the solution is no differentiable function of the "
+                "parameters there (a double root, a flat minimum, a constraint that holds "
+                "with a zero multiplier)") from e
 
 
 class _LinearSystem(_Problem):
