@@ -167,3 +167,36 @@ def test_singular_condition_has_no_derivative():
 def test_condition_must_be_callable():
     with pytest.raises(TypeError, match="needs a condition function"):
         wg.custom_root(3.0)
+
+
+# ---- Taylor mode ------------------------------------------------------------------------
+@pytest.mark.parametrize("linear_solve", ["dense", "cg"])
+def test_taylor_coefficients_of_a_solution_closed_form(linear_solve):
+    cube = wg.custom_root(lambda x, a: x ** 3 - a, linear_solve=linear_solve)(
+        lambda x0, a: np.cbrt(a))
+    a = 8.0
+    # d^k/da^k a^(1/3): 1/3 a^(-2/3), -2/9 a^(-5/3), 10/27 a^(-8/3), -80/81 a^(-11/3)
+    closed = [a ** (1 / 3), a ** (-2 / 3) / 3, -2 / 9 * a ** (-5 / 3), 10 / 27 * a ** (-8 / 3),
+              -80 / 81 * a ** (-11 / 3)]
+    assert_close(wg.derivatives(lambda a: cube(1.0, a), order=4)(a), closed, rtol=1e-12,
+                 atol=0)
+
+
+def test_taylor_of_a_vector_solution_against_nested_jvps():
+    m = np.array([[2.0, 0.3, 0.0], [0.1, 1.5, 0.2], [0.0, 0.4, 1.0]])
+
+    @wg.custom_root(lambda x, th: m @ x + x ** 3 / 3 - wnp.sin(th))
+    def solve(x0, th):
+        x = x0
+        for _ in range(60):
+            x = x - np.linalg.solve(m + np.diag(x ** 2), m @ x + x ** 3 / 3 - np.sin(th))
+        return x
+    f = lambda th: solve(np.zeros(3), th)                          # noqa: E731
+    th, v = np.array([0.5, -0.7, 0.2]), np.array([1.0, 0.3, -0.5])
+    coefs = wg.taylor(f, th, v, order=3)
+    d1 = lambda th: wg.jvp(f, (th,), (v,))[1]                      # noqa: E731
+    d2 = lambda th: wg.jvp(d1, (th,), (v,))[1]                     # noqa: E731
+    d3 = wg.jvp(d2, (th,), (v,))[1]
+    assert_close(coefs[1], d1(th), rtol=1e-10, atol=1e-12)
+    assert_close(2 * coefs[2], d2(th), rtol=1e-9, atol=1e-12)
+    assert_close(6 * coefs[3], d3, rtol=1e-8, atol=1e-11)

@@ -103,6 +103,15 @@ def test_constrained_minimiser_second_order():
                 atol=1e-6)
 
 
+def test_taylor_coefficients_of_a_constrained_minimiser():
+    f = lambda y: project(y, 0.7, quartic=0.1).x              # noqa: E731
+    v = np.array([0.3, -1.0, 0.5])
+    coefs = wg.taylor(f, Y, v, order=2)
+    d1 = lambda y: wg.jvp(f, (y,), (v,))[1]                     # noqa: E731
+    assert_close(coefs[1], d1(Y), rtol=1e-9, atol=1e-12)
+    assert_close(2 * coefs[2], wg.jvp(d1, (Y,), (v,))[1], rtol=1e-8, atol=1e-11)
+
+
 # ---- general: nonlinear objective and constraints, parameters in both ------------------
 def general(theta):
     """min (x0 − θ0)² + 2(x1 − 1)² + x2⁴ + θ1 x0 x2  s.t.  x0 + x1² + x2 = θ2,

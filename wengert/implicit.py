@@ -338,6 +338,7 @@ class Solution(Primitive):
         self.problem = problem
         self.jvp = self._jvp_rule
         self.vjp = self._vjp_rule
+        self.taylor = self._taylor_rule
         self.result = None          # what the solver returned besides x, the last time
 
     def _impl(self, x0, *leaves):
@@ -385,6 +386,22 @@ class Solution(Primitive):
             for k, c in zip(active, pull(-lam)):
                 out[1 + k] = c
         return tuple(out)
+
+
+    def _taylor_rule(self, xs, x, order):
+        """Taylor mode: x(t) where F(x(t), θ(t)) = 0, θ(t) the leaves' series.  Order by
+        order: F's t^k coefficient is J x_k plus terms of x_1..x_{k-1} alone, so with
+        x_k = 0 it is that rest, r_k, and x_k = -J⁻¹ r_k (one more expansion of F and one
+        solve with J per order, J the first-order rule's)."""
+        from .taylor_mode import expand
+        leaves = [s[0] for s in xs[1:]]
+        given = [list(s[1:]) for s in xs[1:]]
+        coefs = []
+        for k in range(1, order + 1):
+            series = [coefs + [None]] + [c[:k] for c in given]
+            rest = expand(self.problem.condition, (x, *leaves), series, k)[0][k][0]
+            coefs.append(-self._solve_linear(x, leaves, rest, transpose=False))
+        return [x] + coefs
 
 
 def solution(who, name, x0, args, condition_of, solve_of, linear_solve="dense"):
