@@ -172,6 +172,42 @@ def test_vmap_solves_one_problem_per_example():
     assert_close(per_example[2], wg.jacfwd(argmin)(thetas[2]), rtol=1e-8, atol=1e-10)
 
 
+def test_matrix_free_linear_solves_give_the_dense_derivative():
+    n = 200
+    m = RNG.normal(size=(n + 20, n)) / np.sqrt(n)
+    y = RNG.normal(size=n + 20)
+
+    def ridge(lam, linear_solve, **kw):
+        return opt.minimize(lambda w, lam: wnp.sum((m @ w - y) ** 2) + lam * w @ w +
+                            0.1 * wnp.sum(w ** 4), np.zeros(n), args=(lam,),
+                            linear_solve=linear_solve, **kw).x
+    dense = wg.jacfwd(lambda lam: ridge(lam, "dense"))(0.3)
+    for how in ("cg", "gmres"):
+        assert_close(wg.jacfwd(lambda lam: ridge(lam, how))(0.3), dense, rtol=1e-7, atol=1e-9)
+    # with a bound that holds: the KKT matrix is indefinite, so gmres (cg would refuse)
+    held = [(None, None)] * (n - 1) + [(0.0, 0.0)]
+    dense = wg.jacfwd(lambda lam: ridge(lam, "dense", bounds=held, method="L-BFGS-B"))(0.3)
+    gm = wg.jacfwd(lambda lam: ridge(lam, "gmres", bounds=held, method="L-BFGS-B"))(0.3)
+    assert_close(gm, dense, rtol=1e-7, atol=1e-9)
+    assert abs(gm[-1]) < 1e-8                    # (gmres: to its tol, 1e-10)
+    # root, fixed_point and least_squares take it too
+    big = lambda c, how: opt.root(quadratic_roots, [2.0, 0.5], args=(c,),   # noqa: E731
+                                  linear_solve=how).x
+    c = np.array([3.0, 1.0])
+    assert_close(wg.jacfwd(lambda c: big(c, "gmres"))(c), wg.jacfwd(lambda c: big(c, "dense"))(c),
+                 rtol=1e-8, atol=1e-10)
+    fp = lambda a, how: opt.fixed_point(lambda x, a: wnp.cos(a * x), 0.5, args=(a,),  # noqa
+                                        linear_solve=how)
+    assert_close(wg.grad(lambda a: fp(a, "gmres"))(1.0), wg.grad(lambda a: fp(a, "dense"))(1.0),
+                 rtol=1e-9)
+    ls = lambda y, how: opt.least_squares(decay, [1.0, 1.0], args=(y,),       # noqa: E731
+                                          linear_solve=how).x
+    assert_close(wg.jacfwd(lambda y: ls(y, "cg"))(DATA), wg.jacfwd(lambda y: ls(y, "dense"))(DATA),
+                 rtol=1e-7, atol=1e-9)
+    with pytest.raises(ValueError, match="linear_solve must be 'dense', 'cg', 'gmres'"):
+        opt.minimize(lambda x: wnp.sum(x ** 2), np.ones(2), linear_solve="lu")
+
+
 def test_compile_of_a_gradient_through_minimize():
     def loss(th):
         return wnp.sum(argmin(th) ** 2)

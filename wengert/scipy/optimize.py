@@ -48,7 +48,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..graph.node import Node
-from ..implicit import (Solution, check_plain as _check_plain, closure_error as _closure_error,
+from ..implicit import (Solution, _LinearSolve, check_plain as _check_plain, closure_error as _closure_error,
                         flat_out as _flat_out, numeric_leaf as _numeric,
                         plain_leaves as _plain_leaves, solution as _solution,
                         traced as _traced)
@@ -211,7 +211,7 @@ def _kernel_args(args, what, fun, shape):
 # minimize
 # --------------------------------------------------------------------------------------
 def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bounds=None,
-             constraints=(), tol=None, callback=None, options=None):
+             constraints=(), tol=None, callback=None, options=None, *, linear_solve="dense"):
     """Minimise ``fun(x, *args)``: SciPy's `scipy.optimize.minimize`, with exact
     derivatives and a differentiable solution.
 
@@ -248,6 +248,11 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         x0: the starting point (its derivative is zero).
         args: the parameters: numbers, arrays or a pytree of them.
         method, jac, hess, hessp, bounds, constraints, tol, callback, options: SciPy's.
+        linear_solve: how the derivative of a traced solution solves with ∂F/∂x (here
+            the Hessian, or the KKT matrix with constraints): "dense" (the default),
+            "cg" (a symmetric positive definite Hessian: unconstrained), "gmres" (any,
+            the KKT matrix too) or a function, as `wg.custom_root`'s; matrix-free for
+            large x.
 
     Returns:
         SciPy's `OptimizeResult`.
@@ -276,6 +281,7 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     """
     so = _scipy_optimize()
     args = _as_tuple(args)
+    linear = _LinearSolve(linear_solve, who="minimize")
     if method is None:                      # (SciPy's choice, which reads a gradient)
         known = "slsqp" if constraints else "l-bfgs-b" if bounds is not None else "bfgs"
     else:
@@ -311,7 +317,8 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         _warn_unless_converged(found, "minimize")
         return found.x, found
 
-    x, prim, a = _stationary("minimize", _name(fun), x0, args, objective, blocks, solve_plain)
+    x, prim, a = _stationary("minimize", _name(fun), x0, args, objective, blocks, solve_plain,
+                             linear)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
     found.fun = objective(x, a)
@@ -533,7 +540,7 @@ def _exact_constraint(c, fun, name, args, x0, shape, method):
                                   jac=jac, hess=hess)
 
 
-def _stationary(who, name, x0, args, objective, blocks, solve_plain):
+def _stationary(who, name, x0, args, objective, blocks, solve_plain, linear_solve="dense"):
     """The traced minimiser of ``objective(x, args)`` subject to `blocks`: one `Solution`
     node, whose condition is that the gradient is zero or, with constraints, the KKT
     conditions in x and the multipliers ν:
@@ -547,8 +554,9 @@ def _stationary(who, name, x0, args, objective, blocks, solve_plain):
     ∂F/∂(x, ν) is singular.
 
     `solve_plain(x0 flat, args, block args)` runs the solver on plain values and returns
-    (x flat, its result); the multipliers are found from x (`_multipliers`).  Returns
-    (x in x0's shape, the primitive, args as traced)."""
+    (x flat, its result); the multipliers are found from x (`_multipliers`).
+    `linear_solve` is `custom_root`'s.  Returns (x in x0's shape, the primitive, args as
+    traced)."""
     from ..api import grad, vjp
     x0 = wnp.asarray(x0)
     shape = tuple(x0.shape)
@@ -583,7 +591,7 @@ def _stationary(who, name, x0, args, objective, blocks, solve_plain):
 
     z0 = wnp.concatenate([wnp.reshape(x0, (-1,)), np.zeros(m)]) if blocks else x0
     z, prim, _, tree, leaves = _solution(who, name, z0, (args, tuple(b.args for b in blocks)),
-                                         condition_of, solve_of)
+                                         condition_of, solve_of, linear_solve)
     x = wnp.reshape(z[:n], shape) if blocks else z
     return x, prim, unflatten(tree, leaves)[0]
 
@@ -689,7 +697,8 @@ def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
 # --------------------------------------------------------------------------------------
 # root, fixed_point
 # --------------------------------------------------------------------------------------
-def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, options=None):
+def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, options=None,
+         *, linear_solve="dense"):
     """Solve ``fun(x, *args) = 0``: SciPy's `scipy.optimize.root`, with an exact Jacobian
     and a differentiable solution.
 
@@ -699,6 +708,9 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     Where args holds a traced value, ``result.x`` is differentiable with respect to it:
     dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ at the root, which must be a regular one; ``result.fun`` is
     F there, traced too.  A solve that did not converge warns (RuntimeWarning).
+    ``linear_solve`` (keyword, wengert's) says how that derivative solves with ∂F/∂x, as
+    `wg.custom_root`'s: "dense" (the default), "gmres" (matrix-free, for a large x),
+    "cg" (a symmetric positive definite ∂F/∂x) or a function.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -715,6 +727,7 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     """
     so = _scipy_optimize()
     args = _as_tuple(args)
+    linear = _LinearSolve(linear_solve, who="root")
     known = method.lower() if isinstance(method, str) else None
     pick = jac is True
 
@@ -751,7 +764,8 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
         return condition
 
     x, prim, shape, tree, leaves = _solution(
-        "root", _name(fun), x0, args, condition_of, lambda shape, tree: solve_of(shape, tree, True))
+        "root", _name(fun), x0, args, condition_of, lambda shape, tree: solve_of(shape, tree, True),
+        linear)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
     out = fun(x, *unflatten(tree, leaves))
@@ -790,14 +804,16 @@ def _root_plain(so, fun, x0, shape, args, method, jac, pick, kwargs):
                    callback=kwargs["callback"], options=kwargs["options"])
 
 
-def fixed_point(func, x0, args=(), xtol=1e-08, maxiter=500, method="del2"):
+def fixed_point(func, x0, args=(), xtol=1e-08, maxiter=500, method="del2", *,
+                linear_solve="dense"):
     """A fixed point ``x = func(x, *args)``: SciPy's `scipy.optimize.fixed_point`, with a
     differentiable solution.
 
     Where args holds a traced value, the result is differentiable with respect to it:
     with F(x, θ) = func(x, θ) - x, dx*/dθ = (I - ∂func/∂x)⁻¹ ∂func/∂θ at the fixed point
     (1 must not be an eigenvalue of ∂func/∂x there).  SciPy raises RuntimeError where it
-    does not converge, and so does this.
+    does not converge, and so does this.  ``linear_solve`` (keyword, wengert's) is
+    `root`'s.
 
     Example:
         >>> import wengert as wg, wengert.numpy as wnp
@@ -810,6 +826,7 @@ def fixed_point(func, x0, args=(), xtol=1e-08, maxiter=500, method="del2"):
     """
     so = _scipy_optimize()
     args = _as_tuple(args)
+    linear = _LinearSolve(linear_solve, who="fixed_point")
     name = getattr(func, "__name__", "func")
 
     def solve_of(shape, tree):
@@ -835,7 +852,8 @@ def fixed_point(func, x0, args=(), xtol=1e-08, maxiter=500, method="del2"):
             return _flat_out(out) - x
         return condition
 
-    return _solution("fixed_point", _name(func), x0, args, condition_of, solve_of)[0]
+    return _solution("fixed_point", _name(func), x0, args, condition_of, solve_of,
+                     linear)[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -1008,7 +1026,8 @@ def _rho(loss, z):
 def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", ftol=1e-08,
                   xtol=1e-08, gtol=1e-08, x_scale=None, loss="linear", f_scale=1.0,
                   diff_step=None, tr_solver=None, tr_options=None, jac_sparsity=None,
-                  max_nfev=None, verbose=0, args=(), kwargs=None, callback=None):
+                  max_nfev=None, verbose=0, args=(), kwargs=None, callback=None, *,
+                  linear_solve="dense"):
     """Nonlinear least squares, min ½ Σ ρ(fᵢ(x)²): SciPy's `scipy.optimize.least_squares`,
     with an exact Jacobian and a differentiable solution.
 
@@ -1021,6 +1040,9 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     Gauss–Newton approximation); ``result.fun`` and ``result.cost`` are traced too.  Any
     of SciPy's losses works, and a callable one if written with `wengert.numpy`.  A bound
     that holds at the solution keeps holding (the KKT conditions, as `minimize`'s).
+    ``linear_solve`` (keyword, wengert's) says how the derivative solves with the cost's
+    Hessian: "dense" (the default), "cg" (matrix-free, for many parameters; "gmres" with
+    a bound that holds) or a function, as `wg.custom_root`'s.
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.numpy as wnp
@@ -1037,6 +1059,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     """
     so = _scipy_optimize()
     args = _as_tuple(args)
+    linear = _LinearSolve(linear_solve, who="least_squares")
     kwargs = {} if kwargs is None else dict(kwargs)
     name = getattr(fun, "__name__", "fun")
     options = dict(bounds=bounds, method=method, ftol=ftol, xtol=xtol, gtol=gtol,
@@ -1074,7 +1097,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
 
     x, prim, (a, kw) = _stationary("least_squares", name, x0, (args, kwargs), cost,
                                    _blocks((), _pairs(bounds, x0.size), x0, shape),
-                                   solve_plain)
+                                   solve_plain, linear)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
     found.fun = residuals(x, a, kw)
