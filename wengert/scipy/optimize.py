@@ -48,10 +48,10 @@ from collections import OrderedDict
 import numpy as np
 
 from ..graph.node import Node
-from ..implicit import (Solution, _LinearSolve, check_plain as _check_plain, closure_error as _closure_error,
-                        flat_out as _flat_out, numeric_leaf as _numeric,
-                        plain_leaves as _plain_leaves, solution as _solution,
-                        traced as _traced)
+from ..implicit import (Solution, _LinearSolve, check_plain as _check_plain,
+                        closure_error as _closure_error, flat_out as _flat_out,
+                        numeric_leaf as _numeric, plain_leaves as _plain_leaves,
+                        solution as _solution, traced as _traced)
 from ..primitives.special import INSTALL_HINT
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
@@ -121,6 +121,7 @@ HOT = 32
 #: outer loop around a fit) is compiled once.
 _KERNELS: OrderedDict = OrderedDict()
 _KERNELS_SIZE = 64
+
 
 class _Derivative:
     """``x -> derivative(x, leaves)`` for one solve (``(x, p) -> ...`` for
@@ -764,8 +765,8 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
         return condition
 
     x, prim, shape, tree, leaves = _solution(
-        "root", _name(fun), x0, args, condition_of, lambda shape, tree: solve_of(shape, tree, True),
-        linear)
+        "root", _name(fun), x0, args, condition_of,
+        lambda shape, tree: solve_of(shape, tree, True), linear)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
     out = fun(x, *unflatten(tree, leaves))
