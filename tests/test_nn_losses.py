@@ -244,13 +244,14 @@ def test_default_cross_entropy_stays_one_fused_primitive():
 @needs_torch
 def test_labels_traced_without_values():
     """In wg.compile the labels have no values while tracing: the defaults trace the
-    fused primitive, and an explicit ignore_index (-100 too) leaves those examples out
-    at run time."""
+    fused primitive (after the labels' check at run time), and an explicit ignore_index
+    (-100 too) leaves those examples out at run time."""
     z, y, _ = _class_case("2d_ignored")
     clean = numpy.where(y == -100, 1, y)
-    assert _ops(lambda z, y: nn.cross_entropy(z, y), z, clean) == ["cross_entropy"]
+    assert _ops(lambda z, y: nn.cross_entropy(z, y), z, clean) == ["checked_labels",
+                                                                  "cross_entropy"]
     ops = _ops(lambda z, y: nn.cross_entropy(z, y, ignore_index=-100), z, clean)
-    assert "cross_entropy" not in ops and "ne" in ops, ops
+    assert "cross_entropy" not in ops and "ne" in ops and "checked_labels" in ops, ops
     default = wg.compile(wg.grad(lambda z, y: nn.cross_entropy(z, y)), z, clean)
     assert_close(default(z, clean), wg.grad(lambda z: nn.cross_entropy(z, clean))(z),
                  rtol=1e-14, atol=1e-16)
@@ -266,6 +267,78 @@ def test_labels_traced_without_values():
         assert_close(grad, tz.grad.numpy(), rtol=1e-12, atol=1e-16)
     nll = wg.compile(lambda p, y: nn.nll_loss(p, y), z, clean)       # always checks
     assert_close(nll(z, y), F.nll_loss(T(z), T(y)).item(), rtol=1e-13)
+
+
+def _traced_runs(f, z, y, clean):
+    """f(z, y) with the labels traced without their values: compiled (for the clean
+    labels' signature) and batched, each as a loss and as its gradient."""
+    return {"compile": lambda: wg.compile(f, z, clean)(z, y),
+            "compile_grad": lambda: wg.compile(wg.grad(f), z, clean)(z, y),
+            "vmap": lambda: wg.vmap(f)(z[None], y[None]),
+            "vmap_grad": lambda: wg.vmap(wg.grad(f))(z[None], y[None])}
+
+
+@pytest.mark.parametrize("classes", [3, 200])     # (with 200, -100 would index class 100)
+@pytest.mark.parametrize("how", ["compile", "compile_grad", "vmap", "vmap_grad"])
+def test_a_default_ignore_label_in_traced_labels_raises_at_run_time(how, classes):
+    """The default cross_entropy of labels traced without their values is the fused
+    primitive, which cannot leave a label out: a -100 there raises when the function
+    runs, saying what to do, rather than reading class C - 100 (NumPy's negative index)
+    or failing inside NumPy."""
+    z = rng.normal(size=(4, classes))
+    y, clean = numpy.array([0, -100, 2, 1]), numpy.array([0, 1, 2, 1])
+    f = lambda z, y: nn.cross_entropy(z, y)
+    with pytest.raises(ValueError, match=(
+            rf"cross_entropy: labels must lie in range\({classes}\) for {classes} classes, got "
+            r"values from -100 to 2; -100 is PyTorch's default ignore_index, which the fused "
+            r"cross-entropy of labels traced without their values \(wg.compile, wg.vmap\) "
+            r"cannot leave out: pass ignore_index=-100 explicitly")):
+        _traced_runs(f, z, y, clean)[how]()
+    # labels in range run as before, through the fused primitive
+    got = _traced_runs(f, z, clean, clean)[how]()
+    want = (f(z, clean) if how in ("compile", "vmap") else wg.grad(f)(z, clean))
+    assert_close(numpy.reshape(got, numpy.shape(want)), want, rtol=1e-13, atol=1e-16)
+
+
+@pytest.mark.parametrize("how", ["compile", "compile_grad", "vmap", "vmap_grad"])
+@pytest.mark.parametrize("bad", [-1, 3, 7])
+def test_labels_out_of_range_raise_at_run_time_when_traced(bad, how):
+    """Any label outside range(C) (other than an explicit ignore_index) is refused at run
+    time in a traced function, with the eager message: a negative one would otherwise
+    read a class from the end, a large one fail inside NumPy."""
+    z = rng.normal(size=(4, 3))
+    y, clean = numpy.array([0, bad, 2, 1]), numpy.array([0, 1, 2, 1])
+    low, high = min(bad, 0), max(bad, 2)
+    calls = {
+        "default": (lambda z, y: nn.cross_entropy(z, y), ""),
+        "explicit": (lambda z, y: nn.cross_entropy(z, y, ignore_index=-100),
+                     r" \(or equal ignore_index, -100\)"),
+        "smoothing": (lambda z, y: nn.cross_entropy(z, y, label_smoothing=0.1,
+                                                    reduction="sum"),
+                      r" \(or equal ignore_index, -100\)"),
+        "nll_loss": (lambda p, y: nn.nll_loss(p, y, ignore_index=1), r" \(or equal "
+                     r"ignore_index, 1\)")}
+    for name, (f, also) in calls.items():
+        who = "nll_loss" if name == "nll_loss" else "cross_entropy"
+        with pytest.raises(ValueError, match=rf"{who}: labels must lie in range\(3\) for 3 "
+                                             rf"classes{also}, got values from {low} to {high}"):
+            _traced_runs(f, z, y, clean)[how]()
+        with pytest.raises(ValueError, match=rf"{who}: labels must lie in range\(3\)"):
+            f(z, y)                                       # (eagerly: the same refusal)
+
+
+def test_traced_labels_with_an_explicit_ignore_index_are_left_out_at_run_time():
+    z = rng.normal(size=(4, 3))
+    y, clean = numpy.array([0, -100, 2, 1]), numpy.array([0, 1, 2, 1])
+    f = lambda z, y: nn.cross_entropy(z, y, ignore_index=-100)
+    runs = _traced_runs(f, z, y, clean)
+    assert_close(runs["compile"](), f(z, y), rtol=1e-14)
+    assert_close(runs["compile_grad"](), wg.grad(f)(z, y), rtol=1e-14, atol=1e-17)
+    assert_close(runs["vmap"](), [f(z, y)], rtol=1e-14)
+    assert_close(runs["vmap_grad"](), [wg.grad(f)(z, y)], rtol=1e-14, atol=1e-17)
+    # (the mean over the three counted, by hand)
+    logp = z - numpy.log(numpy.exp(z).sum(axis=1, keepdims=True))
+    assert_close(f(z, y), -(logp[0, 0] + logp[2, 2] + logp[3, 1]) / 3, rtol=1e-14)
 
 
 # ---- binary cross-entropy ---------------------------------------------------------------------

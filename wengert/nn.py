@@ -252,11 +252,12 @@ def one_hot(labels, classes):
     return P.one_hot(labels, classes=int(classes))
 
 
-def _check_labels(labels, classes, who, ignore_index=None):
-    """Integer labels, all in range(classes) where their values are known, or equal to
-    `ignore_index` if one is given: (the labels, whether any equals ignore_index), the
-    latter None where the values are not known (traced abstractly, by wg.compile or
-    wg.vmap)."""
+def _check_labels(labels, classes, who, ignore_index=None, fusable=False):
+    """Integer labels, all in range(classes), or equal to `ignore_index` if one is given:
+    (the labels, whether any equals ignore_index).  Where their values are not known
+    (traced abstractly, by wg.compile or wg.vmap) the latter is None, and the labels
+    returned are checked when the function runs; `fusable`: the caller then takes the
+    fused cross-entropy if ignore_index is the default, which no label may equal."""
     if type(labels) is Node:
         kind, known = labels.dtype.kind, labels.value
     else:
@@ -266,46 +267,20 @@ def _check_labels(labels, classes, who, ignore_index=None):
         raise TypeError(f"{who}: labels must be integers (class indices), got "
                         f"dtype {labels.dtype}")
     if known is None:
-        return labels, None
-    if known.size and _outside(known, classes):
+        fused = fusable and ignore_index is _IGNORE
+        allowed = None if fused or ignore_index is None else int(ignore_index)
+        return P.checked_labels(labels, classes=classes, who=who, ignore_index=allowed,
+                                fused=fused), None
+    if known.size and P.labels_outside(known, classes):
         # (only here is ignore_index looked for when it is no class, as the default -100:
         # labels in range, the training step's case, cost the one pass above)
-        also = ""
-        if ignore_index is not None:
-            known = known[known != ignore_index]
-            if not (known.size and _outside(known, classes)):
-                return labels, True
-            also = f" (or equal ignore_index, {ignore_index})"
-        low, high = _np.minimum.reduce(known, axis=None), _np.maximum.reduce(known, axis=None)
-        raise ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
-                         f"classes{also}, got values from {low} to {high}")
+        error = P.bad_labels(known, classes, who, ignore_index)
+        if error is not None:
+            raise error
+        return labels, True
     if ignore_index is not None and 0 <= ignore_index < classes:      # a class is ignored
         return labels, bool(_np.equal(known, ignore_index).any())
     return labels, False
-
-
-def _outside(known, classes):
-    """Whether some of the integers `known` (not empty) lie outside range(classes)."""
-    if known.dtype.kind == "u":
-        return _np.maximum.reduce(known, axis=None) >= classes
-    if classes <= 1 << (8 * known.dtype.itemsize - 1):
-        # One pass, not two (every training step checks its labels): read as unsigned
-        # integers, a negative label is at least 2**(bits-1), above every class index.
-        return _np.maximum.reduce(known.view(_unsigned(known.dtype)), axis=None) >= classes
-    return _np.minimum.reduce(known, axis=None) < 0 \
-        or _np.maximum.reduce(known, axis=None) >= classes
-
-
-_UNSIGNED: dict = {}
-
-
-def _unsigned(dtype):
-    """The unsigned type of a signed integer dtype's size and byte order ('>i4' -> '>u4'),
-    remembered: every training step checks its labels, and dtype.str is slow."""
-    found = _UNSIGNED.get(dtype)
-    if found is None:
-        found = _UNSIGNED[dtype] = _np.dtype(dtype.str.replace("i", "u", 1))
-    return found
 
 
 class _DefaultIgnore(int):
@@ -340,12 +315,13 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
       by the number of examples, ε mixes in as ``(1 - ε) target + ε/C``, and
       ``ignore_index`` must be negative (no class is ignored).
 
-    Labels are checked (integers in ``range(C)``, or ``ignore_index``) where their values
-    are known.  A function traced without them (by ``wg.compile`` or ``wg.vmap``, with the
-    labels an argument) cannot look for -100 while it is traced, so the defaults trace
-    the fused primitive there, which takes every label as a class index (labels must then
-    be in range(C)); pass ``ignore_index`` explicitly (``ignore_index=-100`` too) to have
-    such labels left out at run time, through the general path.
+    Labels are checked (integers in ``range(C)``, or ``ignore_index``): eagerly, and in a
+    function traced without their values (by ``wg.compile`` or ``wg.vmap``, with the
+    labels an argument) when it runs, a ``ValueError`` naming their range.  Such a trace
+    cannot look for -100 while it is made, so with the defaults it takes the fused
+    primitive, which has no label to leave out: a -100 there is refused at run time,
+    never read as a class; pass ``ignore_index`` explicitly (``ignore_index=-100`` too)
+    to have such labels left out at run time, through the general path.
 
     Args:
         input: scores (unnormalised log-probabilities), shape (C,), (N, C) or
@@ -374,12 +350,25 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
         >>> soft = np.array([[0.5, 0.5], [0.0, 1.0], [1.0, 0.0]])
         >>> round(float(nn.cross_entropy(z, soft, label_smoothing=0.1)), 4)
         0.6823
+
+        Compiled for labels it has not seen, the defaults refuse a -100 when they meet
+        it; an explicit ignore_index leaves it out:
+
+        >>> import wengert as wg
+        >>> loss = wg.compile(lambda z, y: nn.cross_entropy(z, y), z, y)
+        >>> loss(z, y)
+        Traceback (most recent call last):
+        ValueError: cross_entropy: labels must lie in range(2) for 2 classes, got values from -100 to 0; -100 is PyTorch's default ignore_index, ...: pass ignore_index=-100 explicitly ...
+        >>> loss = wg.compile(lambda z, y: nn.cross_entropy(z, y, ignore_index=-100), z, y)
+        >>> round(float(loss(z, y)), 4)                   # the mean over the two counted
+        1.1269
     """
     if weight is None and not label_smoothing and (reduction == "mean" or reduction == "sum"):
         shape = wnp._shape(input)
         lshape = target.shape if type(target) in (Node, _np.ndarray) else _np.shape(target)
         if len(shape) == 2 and lshape == shape[:1]:       # the training step's (N, C) and (N,)
-            labels, hit = _check_labels(target, shape[1], "cross_entropy", ignore_index)
+            labels, hit = _check_labels(target, shape[1], "cross_entropy", ignore_index,
+                                        fusable=True)
             if hit is False or hit is None and ignore_index is _IGNORE:
                 return _fused_cross_entropy(input, labels, shape[0], reduction)
     return _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
@@ -415,9 +404,9 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
             terms = terms * weight
         loss = -wnp.sum(terms, axis=1)
         return wnp.reshape(loss, each) if reduction == "none" else _reduce(loss, reduction)
-    labels, hit = _check_labels(target, classes, who, ignore_index)
-    if weight is None and not eps and reduction != "none" and (
-            hit is False or hit is None and ignore_index is _IGNORE):
+    fusable = weight is None and not eps and reduction != "none"
+    labels, hit = _check_labels(target, classes, who, ignore_index, fusable)
+    if fusable and (hit is False or hit is None and ignore_index is _IGNORE):
         return _fused_cross_entropy(scores, labels, int(_np.prod(each)), reduction)
     return _class_index_loss(log_softmax(scores, axis=1), labels, hit, weight, ignore_index,
                              reduction, eps, each)
@@ -564,7 +553,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     PyTorch's ``F.nll_loss``.  With ``input = log_softmax(scores)`` it is the
     cross-entropy; ``weight`` and ``ignore_index`` are as there (the mean divides by the
     sum of the counted examples' class weights; labels equal to ``ignore_index`` give 0
-    and are not counted, even in a function traced without their values).
+    and are not counted, even in a function traced without their values, where the
+    labels are checked when it runs).
 
     Args:
         input: log-probabilities, shape (C,), (N, C) or (N, C, d1, ..., dk).

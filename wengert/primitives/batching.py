@@ -463,7 +463,7 @@ def _declare():
     for prim in REGISTRY.values():
         if prim.elementwise:
             prim.defbatch(_elementwise)
-    for name in ("astype", "copy", "one_hot", "inv", "det", "cofactor", "logabsdet",
+    for name in ("astype", "copy", "one_hot", "checked_labels", "inv", "det", "cofactor", "logabsdet",
                  "signdet", "logdet", "cholesky", "eigvalsh", "eigvecsh", "eigvals", "eigvecs",
                  "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r", "expm", "sqrtm",
                  "lu_factor", "lu_pivots", "symmetrize", "eigh_values", "eigh_vectors"):

@@ -483,6 +483,71 @@ def _times(x, g):
     return x if type(g) is float and g == 1.0 else x * g
 
 
+# ---- labels checked when their values are known: at run time -------------------------------
+def labels_outside(known, classes):
+    """Whether some of the integers `known` (not empty) lie outside range(classes)."""
+    if known.dtype.kind == "u":
+        return np.maximum.reduce(known, axis=None) >= classes
+    if classes <= 1 << (8 * known.dtype.itemsize - 1):
+        # One pass, not two (every training step checks its labels): read as unsigned
+        # integers, a negative label is at least 2**(bits-1), above every class index.
+        return np.maximum.reduce(known.view(_unsigned(known.dtype)), axis=None) >= classes
+    return np.minimum.reduce(known, axis=None) < 0 \
+        or np.maximum.reduce(known, axis=None) >= classes
+
+
+_UNSIGNED: dict = {}
+
+
+def _unsigned(dtype):
+    """The unsigned type of a signed integer dtype's size and byte order ('>i4' -> '>u4'),
+    remembered: every training step checks its labels, and dtype.str is slow."""
+    found = _UNSIGNED.get(dtype)
+    if found is None:
+        found = _UNSIGNED[dtype] = np.dtype(dtype.str.replace("i", "u", 1))
+    return found
+
+
+def bad_labels(known, classes, who, ignore_index=None, fused=False):
+    """None if the integer labels `known` all lie in range(classes) or equal
+    `ignore_index`, else the ValueError that says so, with their range; `fused`: the
+    labels go to the fused cross-entropy, which cannot leave PyTorch's default
+    ignore_index, -100, out (wengert.nn.cross_entropy of labels traced without values)."""
+    if not (known.size and labels_outside(known, classes)):
+        return None
+    also = ""
+    if ignore_index is not None:
+        known = known[known != ignore_index]
+        if not (known.size and labels_outside(known, classes)):
+            return None
+        also = f" (or equal ignore_index, {ignore_index})"
+    low, high = np.minimum.reduce(known, axis=None), np.maximum.reduce(known, axis=None)
+    why = ""
+    if fused and np.equal(known, -100).any():
+        why = ("; -100 is PyTorch's default ignore_index, which the fused cross-entropy of "
+               "labels traced without their values (wg.compile, wg.vmap) cannot leave out: "
+               "pass ignore_index=-100 explicitly to have such labels left out at run time")
+    return ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
+                      f"classes{also}, got values from {low} to {high}{why}")
+
+
+def _checked_labels_np(labels, classes, who, ignore_index, fused):
+    labels = np.asarray(labels)
+    error = bad_labels(labels, classes, who, ignore_index, fused)
+    if error is not None:
+        raise error
+    return labels
+
+
+# The labels themselves, once they are found in range: wengert.nn's losses put it before
+# the labels' use where a trace (wg.compile, wg.vmap) has not their values to check, so
+# that a label out of range is refused when the function runs, with the eager message,
+# rather than read from the end (a negative index) or fail inside NumPy.  One pass over
+# the labels.  Integer data: nothing to differentiate.
+checked_labels = defprimitive("checked_labels", _checked_labels_np, cost=None,
+                              abstract_eval=_same_aval)
+
+
 # (wengert.nn.cross_entropy checks the shapes and labels before they get here)
 cross_entropy = defprimitive("cross_entropy", _cross_entropy_np, cost="call",
                              abstract_eval=lambda args, params: ((), args[0].dtype))
