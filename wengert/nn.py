@@ -851,8 +851,9 @@ _SQRT_2_OVER_PI = 0.7978845608028654     # √(2/π)
 
 def gelu(x, approximate=False):
     """The Gaussian error linear unit ``x Φ(x)``, Φ the standard normal distribution
-    function, with PyTorch's default (``F.gelu``): exact, ``x/2 (1 + erf(x/√2))``, which
-    needs SciPy for erf.  ``approximate=True`` (or PyTorch's ``"tanh"``) is the tanh form
+    function, with PyTorch's default (``F.gelu``): exact, ``x/2 (1 + erf(x/√2))``, erf
+    one primitive (SciPy's where SciPy is installed, else wengert's own in NumPy, to
+    within a few units in the last place: SciPy is not needed).  ``approximate=True`` (or PyTorch's ``"tanh"``) is the tanh form
     ``x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))``; ``approximate=False`` may also be
     written ``"none"``.  (``jax.nn.gelu`` defaults to ``approximate=True``.)
 
@@ -867,8 +868,8 @@ def gelu(x, approximate=False):
         inner = _SQRT_2_OVER_PI * (x + 0.044715 * wnp.power(x, 3))
         return 0.5 * wnp.multiply(x, 1.0 + wnp.tanh(inner))
     if approximate is False or approximate == "none":
-        from .scipy.special import erf
-        return 0.5 * wnp.multiply(x, 1.0 + erf(wnp.multiply(x, _SQRT_HALF)))
+        # the erf primitive: SciPy's erf where SciPy is installed, else wengert's own
+        return 0.5 * wnp.multiply(x, 1.0 + _special.erf(wnp.multiply(x, _SQRT_HALF)))
     raise ValueError(f"gelu: approximate must be False or True ('none' or 'tanh', as in "
                      f"PyTorch), got {approximate!r}")
 
