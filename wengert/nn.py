@@ -1,7 +1,9 @@
 """Neural-network building blocks, functional (as ``torch.nn.functional`` and ``jax.nn``).
 
-* layers: conv2d (``F.conv2d``'s stride, padding, dilation and groups), max_pool2d,
-  avg_pool2d, linear; images are NCHW, kernels OIHW, as in PyTorch;
+* layers: conv2d (``F.conv2d``'s stride, padding, dilation and groups), max_pool2d and
+  avg_pool2d (PyTorch's padding, ceil_mode, max pooling's dilation, average pooling's
+  count_include_pad and divisor_override), linear; images are NCHW, kernels OIHW, as in
+  PyTorch;
 * activations: relu, sigmoid, log_sigmoid, softplus, silu, gelu, elu, leaky_relu,
   softmax, log_softmax;
 * normalisation and regularisation: layer_norm, batch_norm (training mode: batch
@@ -12,7 +14,8 @@
   ``reduction="mean" | "sum" | "none"``; one_hot.
 
 The convolution, max pooling, relu, softmax, log_softmax and cross_entropy are primitives
-(and sigmoid is SciPy's expit primitive, where SciPy is installed); everything else is
+(and sigmoid is SciPy's expit primitive, where SciPy is installed; gelu's erf is a
+primitive that needs no SciPy); everything else is
 written with ``wengert.numpy``, so it runs NumPy on plain arrays and its
 derivatives (of every order) and batching rules are those of the primitives it uses.
 
@@ -168,46 +171,85 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return y
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    """Max pooling over kh x kw windows, as PyTorch's ``F.max_pool2d`` (without dilation
-    or ceil_mode): kernel_size, stride (by default the kernel size) and padding each an
-    int or a pair (height, width); the padding (at most half the window, as PyTorch
-    asks) is -inf, which no window picks.  The derivative goes to each window's arg-max
-    (the first, in a tie).
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max pooling over kh x kw windows, as PyTorch's ``F.max_pool2d``: kernel_size,
+    stride (by default the kernel size), padding and dilation each an int or a pair
+    (height, width).  The padding (at most half the window, as PyTorch asks) is -inf,
+    which no window picks; a dilated window's taps are dh rows and dw columns apart.
+    With ``ceil_mode=True`` the output size rounds up, ``ceil((H + 2 ph - dh (kh - 1) -
+    1) / sh) + 1``, so the last windows may hang over the bottom and right edges (their
+    missing part counts as -inf), except that, as in PyTorch, a window must start inside
+    the image or its top or left padding (one that would start in the bottom or right
+    padding is dropped).  The derivative goes to each window's arg-max (the first, in a
+    tie).
 
     Example:
         >>> import numpy as np, wengert.nn as nn
-        >>> nn.max_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
+        >>> x = np.arange(16.0).reshape(1, 1, 4, 4)
+        >>> nn.max_pool2d(x, 2).tolist()
         [[[[5.0, 7.0], [13.0, 15.0]]]]
-        >>> nn.max_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), (1, 2), padding=(0, 1)).tolist()
+        >>> nn.max_pool2d(x, (1, 2), padding=(0, 1)).tolist()
         [[[[0.0, 2.0, 3.0], [4.0, 6.0, 7.0], [8.0, 10.0, 11.0], [12.0, 14.0, 15.0]]]]
+        >>> nn.max_pool2d(x, 2, stride=1, dilation=2).tolist()     # taps 2 apart
+        [[[[10.0, 11.0], [14.0, 15.0]]]]
+        >>> nn.max_pool2d(x, 3, stride=2, ceil_mode=True).tolist()   # 2 windows, not 1
+        [[[[10.0, 11.0], [14.0, 15.0]]]]
     """
-    k, s, (ph, pw), _ = _pool_settings(x, kernel_size, stride, padding, "max_pool2d")
-    if ph or pw:
+    k, s, (ph, pw), d, _, (eh, ew) = _pool_settings(x, kernel_size, stride, padding,
+                                                     dilation, ceil_mode, "max_pool2d")
+    if ph or pw or eh or ew:
         dtype = x.dtype if type(x) is Node else _np.asarray(x).dtype
         low = _np.iinfo(dtype).min if dtype.kind in "iu" else -_np.inf
-        x = wnp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=low)
-    return P.max_pool2d(x, kernel=k, stride=s)
+        x = wnp.pad(x, ((0, 0), (0, 0), (ph, ph + eh), (pw, pw + ew)), constant_values=low)
+    if d == (1, 1):
+        return P.max_pool2d(x, kernel=k, stride=s)
+    return P.max_pool2d(x, kernel=k, stride=s, dilation=d)
 
 
-def _pool_settings(x, kernel_size, stride, padding, who):
-    """(kernel, stride, padding, image shape) of a pooling of NCHW images, each setting a
-    pair (height, width), checked."""
+def _pool_settings(x, kernel_size, stride, padding, dilation, ceil_mode, who):
+    """(kernel, stride, padding, dilation, output size, overhang) of a pooling of NCHW
+    images, each a pair (height, width), checked; the overhang is how far the last
+    windows of ceil_mode reach past the bottom and right padding."""
     k = _pair(kernel_size, "kernel_size", who)
     s = k if stride is None else _pair(stride, "stride", who)
     p = _pair(padding, "padding", who)
+    d = (1, 1) if type(dilation) is int and dilation == 1 else _pair(dilation, "dilation", who)
+    if type(ceil_mode) is not bool and not isinstance(ceil_mode, _np.bool_):
+        raise TypeError(f"{who}: ceil_mode must be True or False, got {ceil_mode!r}")
     xs = wnp._shape(x)
     if len(xs) != 4:
         raise ValueError(f"{who}: expected images of shape (N, C, H, W), got {xs}")
     if k[0] < 1 or k[1] < 1 or s[0] < 1 or s[1] < 1:
         raise ValueError(f"{who}: kernel_size and stride must be >= 1, got {k} and {s}")
+    if d[0] < 1 or d[1] < 1:
+        raise ValueError(f"{who}: dilation must be >= 1, got {d}")
     if p != (0, 0) and (p[0] < 0 or p[1] < 0 or 2 * p[0] > k[0] or 2 * p[1] > k[1]):
         raise ValueError(f"{who}: padding must be >= 0 and at most half the window, as in "
                          f"PyTorch, got padding {p} for a {k[0]}x{k[1]} window")
-    if k[0] > xs[2] + 2 * p[0] or k[1] > xs[3] + 2 * p[1]:
-        raise ValueError(f"{who}: a {k[0]}x{k[1]} window does not fit in images of shape "
-                         f"{xs}" + (f" with padding {p}" if any(p) else ""))
-    return k, s, p, xs
+    out, over = [], []
+    for size, kk, ss, pp, dd in zip(xs[2:], k, s, p, d):
+        span = dd * (kk - 1) + 1
+        o = (size + 2 * pp - span + (ss - 1 if ceil_mode else 0)) // ss + 1
+        if ceil_mode and (o - 1) * ss >= size + pp:   # it would start in the end's padding
+            o -= 1
+        out.append(o)
+        over.append(max(0, (o - 1) * ss + span - size - 2 * pp))
+    if out[0] < 1 or out[1] < 1:
+        dilated = f" dilated by {d}" if d != (1, 1) else ""
+        raise ValueError(f"{who}: a {k[0]}x{k[1]} window{dilated} does not fit in images of "
+                         f"shape {xs}" + (f" with padding {p}" if any(p) else ""))
+    return k, s, p, d, tuple(out), tuple(over)
+
+
+def _window_sizes(size, kernel, stride, padding, count, include_pad):
+    """How many elements each of `count` windows along one axis averages over, as
+    PyTorch counts: the padding too if `include_pad`, never what ceil_mode's last window
+    reaches beyond it."""
+    start = _np.arange(count) * stride - padding
+    end = _np.minimum(start + kernel, size + padding)
+    if not include_pad:
+        start, end = _np.maximum(start, 0), _np.minimum(end, size)
+    return end - start
 
 
 def _one_axis(x, axis, who):
@@ -930,17 +972,22 @@ def linear(x, weight, bias=None):
     return y
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    """Average pooling over kh x kw windows, as PyTorch's ``F.avg_pool2d`` (without
-    ceil_mode, count_include_pad or divisor_override): images NCHW, kernel_size, stride
-    (by default the kernel size) and padding each an int or a pair (height, width), windows
-    that do not fit dropped.  The padding (at most half the window) is zeros that count
-    in every window's kh·kw, PyTorch's default ``count_include_pad=True``.  Each
-    window's derivative is ``1/(kh kw)`` to every element.
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Average pooling over kh x kw windows, as PyTorch's ``F.avg_pool2d``: images NCHW,
+    kernel_size, stride (by default the kernel size) and padding each an int or a pair
+    (height, width), windows that do not fit dropped.  The padding (at most half the
+    window) is zeros; with ``count_include_pad=True`` (PyTorch's default) they count in
+    each window's divisor, kh·kw, with False only the image's elements do.
+    ``ceil_mode=True`` rounds the output size up as in `max_pool2d` (the last windows may
+    hang over the bottom and right edges, but start inside the image or its top or left
+    padding); what hangs over the padding never counts, so those windows average over
+    less.  ``divisor_override`` (a nonzero int) divides every window's sum instead.  Each
+    window's derivative is 1/divisor to every element.
 
     Windows that tile the image (stride = kernel, no padding) are a reshape and a mean;
     overlapping, gapped or padded windows are a convolution of each channel with a
-    constant kernel.
+    constant kernel (divided by each window's divisor where they differ).
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -948,18 +995,48 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0):
         [[[[2.5, 4.5], [10.5, 12.5]]]]
         >>> nn.avg_pool2d(np.ones((1, 1, 2, 2)), 2, stride=1, padding=1).tolist()
         [[[[0.25, 0.5, 0.25], [0.5, 1.0, 0.5], [0.25, 0.5, 0.25]]]]
+        >>> nn.avg_pool2d(np.ones((1, 1, 2, 2)), 2, stride=1, padding=1,
+        ...               count_include_pad=False).tolist()
+        [[[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]]
+        >>> x = np.arange(9.0).reshape(1, 1, 3, 3)
+        >>> nn.avg_pool2d(x, 2, ceil_mode=True).tolist()    # the last row and column alone
+        [[[[2.0, 3.5], [6.5, 8.0]]]]
     """
-    (kh, kw), s, p, xs = _pool_settings(x, kernel_size, stride, padding, "avg_pool2d")
-    n, c, h, w = xs
-    ho, wo = (h + 2 * p[0] - kh) // s[0] + 1, (w + 2 * p[1] - kw) // s[1] + 1
-    if s == (kh, kw) and p == (0, 0):
+    who = "avg_pool2d"
+    (kh, kw), s, p, _, (ho, wo), (eh, ew) = _pool_settings(x, kernel_size, stride, padding,
+                                                           1, ceil_mode, who)
+    if type(count_include_pad) is not bool and not isinstance(count_include_pad, _np.bool_):
+        raise TypeError(f"{who}: count_include_pad must be True or False, got "
+                        f"{count_include_pad!r}")
+    if divisor_override is not None and (
+            isinstance(divisor_override, bool)
+            or not isinstance(divisor_override, (int, _np.integer)) or divisor_override == 0):
+        raise ValueError(f"{who}: divisor_override must be a nonzero int (or None), got "
+                         f"{divisor_override!r}")
+    n, c, h, w = wnp._shape(x)
+    dtype = _float_dtype(x)
+    if divisor_override is not None:
+        divisor = int(divisor_override)
+    elif (eh or ew) or (p != (0, 0) and not count_include_pad):
+        # windows of different sizes: the sum of each, over its own count
+        divisor = _np.multiply.outer(
+            _window_sizes(h, kh, s[0], p[0], ho, count_include_pad),
+            _window_sizes(w, kw, s[1], p[1], wo, count_include_pad)).astype(dtype)
+    else:
+        divisor = kh * kw
+    if s == (kh, kw) and p == (0, 0) and not (eh or ew):
         if (ho * kh, wo * kw) != (h, w):
             x = x[:, :, :ho * kh, :wo * kw]
-        return wnp.mean(wnp.reshape(x, (n, c, ho, kh, wo, kw)), axis=(3, 5))
-    kernel = _np.full((1, 1, kh, kw), 1.0 / (kh * kw), dtype=_float_dtype(x))
+        tiles = wnp.reshape(x, (n, c, ho, kh, wo, kw))
+        if divisor == kh * kw:
+            return wnp.mean(tiles, axis=(3, 5))
+        return wnp.sum(tiles, axis=(3, 5)) / dtype.type(divisor)
+    uniform = type(divisor) is int
+    kernel = _np.full((1, 1, kh, kw), 1.0 / divisor if uniform else 1.0, dtype=dtype)
     y = P.conv2d(wnp.reshape(x, (n * c, 1, h, w)), kernel, stride=s,
-                 padding=((p[0], p[0]), (p[1], p[1])), dilation=(1, 1), groups=1)
-    return wnp.reshape(y, (n, c, ho, wo))
+                 padding=((p[0], p[0] + eh), (p[1], p[1] + ew)), dilation=(1, 1), groups=1)
+    y = wnp.reshape(y, (n, c, ho, wo))
+    return y if uniform else y / divisor
 
 
 # ---- normalisation and dropout ------------------------------------------------------------------

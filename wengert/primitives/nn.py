@@ -236,33 +236,38 @@ for _p in (conv2d, conv2d_input_grad, conv2d_weight_grad):
 
 
 # ---- max pooling -----------------------------------------------------------------------------
-def _corners(x, kernel, stride):
-    """The kh*kw strided views x[:, :, i::sh, j::sw] (cut to the output size): element
-    (p, q) of view (i, j) is position (i, j) of window (p, q).  Reducing over kh*kw views
-    is much faster than reducing a sliding-window view over its two short trailing axes."""
+# Parameters, as wengert.nn.max_pool2d sets them: kernel=(kh, kw), stride=(sh, sw), and, for
+# a dilated window (taps dh rows and dw columns apart), dilation=(dh, dw); images already
+# padded (with -inf), so every window lies inside them.
+def _corners(x, kernel, stride, dilation=(1, 1)):
+    """The kh*kw strided views x[:, :, i*dh::sh, j*dw::sw] (cut to the output size):
+    element (p, q) of view (i, j) is tap (i, j) of window (p, q).  Reducing over kh*kw
+    views is much faster than reducing a sliding-window view over its two short trailing
+    axes."""
     x = np.asarray(x)
-    (kh, kw), (sh, sw) = kernel, stride
-    ho, wo = (x.shape[2] - kh) // sh + 1, (x.shape[3] - kw) // sw + 1
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    ho = (x.shape[2] - (kh - 1) * dh - 1) // sh + 1
+    wo = (x.shape[3] - (kw - 1) * dw - 1) // sw + 1
     for i in range(kh):
         for j in range(kw):
-            yield (slice(None), slice(None), slice(i, i + sh * ho, sh),
-                   slice(j, j + sw * wo, sw))
+            yield (slice(None), slice(None), slice(i * dh, i * dh + sh * ho, sh),
+                   slice(j * dw, j * dw + sw * wo, sw))
 
 
-def _max_pool_np(x, kernel, stride):
+def _max_pool_np(x, kernel, stride, dilation=(1, 1)):
     x = np.asarray(x)
     best = None
-    for view in _corners(x, kernel, stride):
+    for view in _corners(x, kernel, stride, dilation):
         best = x[view] if best is None else np.maximum(best, x[view])
     return best
 
 
-def _first_hits(x, y, kernel, stride):
+def _first_hits(x, y, kernel, stride, dilation):
     """For each corner view, where its element is its window's maximum y and no earlier
     corner already was (the first maximum wins a tie): seed 000's routing to one arg-max."""
     x = np.asarray(x)
     free = None                                   # windows whose maximum is still unplaced
-    for view in _corners(x, kernel, stride):
+    for view in _corners(x, kernel, stride, dilation):
         hit = np.equal(x[view], y)
         if free is None:
             free = ~hit
@@ -284,27 +289,28 @@ def _in_layout_of(a, ref):
     return out
 
 
-def _pool_scatter_np(g, x, y, kernel, stride):
+def _pool_scatter_np(g, x, y, kernel, stride, dilation=(1, 1)):
     """Each window's cotangent goes to the window's arg-max (y is the pooled maximum)."""
     x, y = np.asarray(x), np.asarray(y)
     g = _in_layout_of(np.asarray(g), y)
     out = np.zeros_like(x, dtype=float_dtype(g))            # (in x's layout)
-    if stride[0] >= kernel[0] and stride[1] >= kernel[1]:
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilation)]
+    if stride[0] >= spans[0] and stride[1] >= spans[1]:
         # Windows do not overlap: every position gets its value once, by corner views.
-        for view, hit in _first_hits(x, y, kernel, stride):
+        for view, hit in _first_hits(x, y, kernel, stride, dilation):
             np.multiply(hit, g, out=out[view])
         return out
-    for view, hit in _first_hits(x, y, kernel, stride):
+    for view, hit in _first_hits(x, y, kernel, stride, dilation):
         out[view] += np.where(hit, g, 0.0)
     return out
 
 
-def _pool_gather_np(t, x, y, kernel, stride):
+def _pool_gather_np(t, x, y, kernel, stride, dilation=(1, 1)):
     """The value of t at each window's arg-max of x (y is the pooled maximum)."""
     x, y = np.asarray(x), np.asarray(y)
     t = _in_layout_of(np.asarray(t), x)
     out = np.zeros_like(y, dtype=float_dtype(t))            # (in y's layout)
-    for view, hit in _first_hits(x, y, kernel, stride):
+    for view, hit in _first_hits(x, y, kernel, stride, dilation):
         out += np.where(hit, t[view], 0.0)
     return out
 
@@ -312,7 +318,9 @@ def _pool_gather_np(t, x, y, kernel, stride):
 def _pool_aval(args, params):
     n, c, h, w = args[0].shape
     (kh, kw), (sh, sw) = params["kernel"], params["stride"]
-    return (n, c, (h - kh) // sh + 1, (w - kw) // sw + 1), args[0].dtype
+    dh, dw = params.get("dilation", (1, 1))
+    return (n, c, (h - (kh - 1) * dh - 1) // sh + 1, (w - (kw - 1) * dw - 1) // sw + 1), \
+        args[0].dtype
 
 
 max_pool2d = defprimitive("max_pool2d", _max_pool_np, cost="cmp", abstract_eval=_pool_aval)
@@ -321,21 +329,18 @@ pool_scatter = defprimitive("pool_scatter", _pool_scatter_np, cost=None,
 pool_gather = defprimitive("pool_gather", _pool_gather_np, cost=None,
                            abstract_eval=lambda args, params: (args[2].shape, args[0].dtype))
 
-# The pooled maximum y = max_pool2d(x) rides along so the routing needs no arg-max search.
-max_pool2d.defvjp(lambda g, x, ans, kernel, stride: (
-    pool_scatter(g, x, ans, kernel=kernel, stride=stride),))
-max_pool2d.defjvp(lambda ts, x, ans, kernel, stride: pool_gather(ts[0], x, ans, kernel=kernel,
-                                                                 stride=stride))
+# The pooled maximum y = max_pool2d(x) rides along so the routing needs no arg-max search;
+# the window's geometry (kernel, stride, dilation) rides along unchanged.
+max_pool2d.defvjp(lambda g, x, ans, **geo: (pool_scatter(g, x, ans, **geo),))
+max_pool2d.defjvp(lambda ts, x, ans, **geo: pool_gather(ts[0], x, ans, **geo))
 # scatter and gather are linear in their first argument and each other's transpose; the
 # arg-max positions do not move under small changes of x, so x and y carry no derivative.
-pool_scatter.defvjp(lambda gg, g, x, y, ans, kernel, stride: (
-    pool_gather(gg, x, y, kernel=kernel, stride=stride), None, None))
-pool_scatter.defjvp(lambda ts, g, x, y, ans, kernel, stride: pool_scatter(
-    ts[0], x, y, kernel=kernel, stride=stride) if ts[0] is not None else None)
-pool_gather.defvjp(lambda gg, t, x, y, ans, kernel, stride: (
-    pool_scatter(gg, x, y, kernel=kernel, stride=stride), None, None))
-pool_gather.defjvp(lambda ts, t, x, y, ans, kernel, stride: pool_gather(
-    ts[0], x, y, kernel=kernel, stride=stride) if ts[0] is not None else None)
+pool_scatter.defvjp(lambda gg, g, x, y, ans, **geo: (pool_gather(gg, x, y, **geo), None, None))
+pool_scatter.defjvp(lambda ts, g, x, y, ans, **geo: pool_scatter(
+    ts[0], x, y, **geo) if ts[0] is not None else None)
+pool_gather.defvjp(lambda gg, t, x, y, ans, **geo: (pool_scatter(gg, x, y, **geo), None, None))
+pool_gather.defjvp(lambda ts, t, x, y, ans, **geo: pool_gather(
+    ts[0], x, y, **geo) if ts[0] is not None else None)
 
 # ---- ReLU ------------------------------------------------------------------------------------
 relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
