@@ -210,6 +210,15 @@ def _pool_settings(x, kernel_size, stride, padding, dilation, ceil_mode, who):
     """(kernel, stride, padding, dilation, output size, overhang) of a pooling of NCHW
     images, each a pair (height, width), checked; the overhang is how far the last
     windows of ceil_mode reach past the bottom and right padding."""
+    if type(kernel_size) is int and (stride is None or type(stride) is int) \
+            and type(padding) is int and padding == 0 and type(dilation) is int \
+            and dilation == 1 and ceil_mode is False:
+        # a CNN's plain pool, without the general parsing: a training step's overhead
+        s = kernel_size if stride is None else stride
+        xs = wnp._shape(x)
+        if len(xs) == 4 and 1 <= kernel_size <= min(xs[2], xs[3]) and s >= 1:
+            out = ((xs[2] - kernel_size) // s + 1, (xs[3] - kernel_size) // s + 1)
+            return (kernel_size,) * 2, (s, s), (0, 0), (1, 1), out, (0, 0)
     k = _pair(kernel_size, "kernel_size", who)
     s = k if stride is None else _pair(stride, "stride", who)
     p = _pair(padding, "padding", who)

@@ -248,10 +248,14 @@ def _corners(x, kernel, stride, dilation=(1, 1)):
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
     ho = (x.shape[2] - (kh - 1) * dh - 1) // sh + 1
     wo = (x.shape[3] - (kw - 1) * dw - 1) // sw + 1
-    for i in range(kh):
-        for j in range(kw):
-            yield (slice(None), slice(None), slice(i * dh, i * dh + sh * ho, sh),
-                   slice(j * dw, j * dw + sw * wo, sw))
+    columns = [slice(j, j + sw * wo, sw) for j in range(0, kw * dw, dw)]
+    for i in range(0, kh * dh, dh):
+        rows = slice(i, i + sh * ho, sh)
+        for cols in columns:
+            yield _ALL, _ALL, rows, cols
+
+
+_ALL = slice(None)
 
 
 def _max_pool_np(x, kernel, stride, dilation=(1, 1)):
@@ -294,8 +298,7 @@ def _pool_scatter_np(g, x, y, kernel, stride, dilation=(1, 1)):
     x, y = np.asarray(x), np.asarray(y)
     g = _in_layout_of(np.asarray(g), y)
     out = np.zeros_like(x, dtype=float_dtype(g))            # (in x's layout)
-    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilation)]
-    if stride[0] >= spans[0] and stride[1] >= spans[1]:
+    if stride[0] > (kernel[0] - 1) * dilation[0] and stride[1] > (kernel[1] - 1) * dilation[1]:
         # Windows do not overlap: every position gets its value once, by corner views.
         for view, hit in _first_hits(x, y, kernel, stride, dilation):
             np.multiply(hit, g, out=out[view])
