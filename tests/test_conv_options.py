@@ -1,8 +1,8 @@
 """wengert.nn.conv2d with PyTorch's options (stride and dilation pairs, integer, pair,
 'same' and 'valid' padding, groups up to depthwise) and the pools' rectangular windows,
-padding, dilation, ceil_mode, count_include_pad and divisor_override: values against a direct NumPy loop and against PyTorch, derivatives
-against central differences and torch.autograd, batching against Python loops, and the
-errors."""
+padding, dilation, ceil_mode, count_include_pad and divisor_override: values against a
+direct NumPy loop and against PyTorch, derivatives against central differences and
+torch.autograd, batching against Python loops, and the errors."""
 import warnings
 
 import numpy
@@ -483,7 +483,8 @@ def test_ceil_mode_windows_by_hand():
     assert g.tolist() == [[[[1 / 3, 2 / 3, 1 / 3, 1 / 3 + 1 / 2]]]]
     # a window that would start in the end's padding is dropped: 5 rows, windows of 2 at
     # stride 2 with one padding start at -1, 1, 3 (and not 5)
-    assert nn.max_pool2d(numpy.ones((1, 1, 5, 5)), 2, 2, 1, ceil_mode=True).shape == (1, 1, 3, 3)
+    five = numpy.ones((1, 1, 5, 5))
+    assert nn.max_pool2d(five, 2, 2, 1, ceil_mode=True).shape == (1, 1, 3, 3)
     # a window larger than the image, started inside it
     nine = numpy.arange(9.0).reshape(1, 1, 3, 3)
     assert nn.max_pool2d(nine, 4, 2, ceil_mode=True).tolist() == [[[[8.0]]]]

@@ -904,9 +904,10 @@ def gelu(x, approximate=False):
     """The Gaussian error linear unit ``x Φ(x)``, Φ the standard normal distribution
     function, with PyTorch's default (``F.gelu``): exact, ``x/2 (1 + erf(x/√2))``, erf
     one primitive (SciPy's where SciPy is installed, else wengert's own in NumPy, to
-    within a few units in the last place: SciPy is not needed).  ``approximate=True`` (or PyTorch's ``"tanh"``) is the tanh form
-    ``x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))``; ``approximate=False`` may also be
-    written ``"none"``.  (``jax.nn.gelu`` defaults to ``approximate=True``.)
+    within a few units in the last place: SciPy is not needed).  ``approximate=True``
+    (or PyTorch's ``"tanh"``) is the tanh form ``x/2 (1 + tanh(√(2/π) (x + 0.044715
+    x³)))``; ``approximate=False`` may also be written ``"none"``.  (``jax.nn.gelu``
+    defaults to ``approximate=True``.)
 
     Example:
         >>> import numpy as np, wengert.nn as nn
