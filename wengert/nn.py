@@ -322,7 +322,7 @@ def _check_labels(labels, classes, who, ignore_index=None, fusable=False):
         allowed = None if fused or ignore_index is None else int(ignore_index)
         return P.checked_labels(labels, classes=classes, who=who, ignore_index=allowed,
                                 fused=fused), None
-    if known.size and P.labels_outside(known, classes):
+    if known.size and _outside(known, classes):
         # (only here is ignore_index looked for when it is no class, as the default -100:
         # labels in range, the training step's case, cost the one pass above)
         error = P.bad_labels(known, classes, who, ignore_index)
@@ -332,6 +332,9 @@ def _check_labels(labels, classes, who, ignore_index=None, fusable=False):
     if ignore_index is not None and 0 <= ignore_index < classes:      # a class is ignored
         return labels, bool(_np.equal(known, ignore_index).any())
     return labels, False
+
+
+_outside = P.labels_outside      # (a module global: every training step checks its labels)
 
 
 class _DefaultIgnore(int):
@@ -419,7 +422,7 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
         lshape = target.shape if type(target) in (Node, _np.ndarray) else _np.shape(target)
         if len(shape) == 2 and lshape == shape[:1]:       # the training step's (N, C) and (N,)
             labels, hit = _check_labels(target, shape[1], "cross_entropy", ignore_index,
-                                        fusable=True)
+                                        True)
             if hit is False or hit is None and ignore_index is _IGNORE:
                 return _fused_cross_entropy(input, labels, shape[0], reduction)
     return _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
