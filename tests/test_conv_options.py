@@ -1,8 +1,8 @@
 """wengert.nn.conv2d with PyTorch's options (stride and dilation pairs, integer, pair,
-'same' and 'valid' padding, groups up to depthwise) and the pools' rectangular windows
-and padding: values against a direct NumPy loop and against PyTorch, derivatives
-against central differences and torch.autograd, batching against Python loops, and the
-errors."""
+'same' and 'valid' padding, groups up to depthwise) and the pools' rectangular windows,
+padding, dilation, ceil_mode, count_include_pad and divisor_override: values against a
+direct NumPy loop and against PyTorch, derivatives against central differences and
+torch.autograd, batching against Python loops, and the errors."""
 import warnings
 
 import numpy
@@ -356,6 +356,196 @@ def test_padded_max_pool_gradient_stays_in_the_image():
     assert xbar.sum() == y.size                              # every window's 1 went into x
 
 
+# ---- dilation, ceil_mode, count_include_pad, divisor_override ---------------------------------
+def pooled_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's documented output size: floor (or ceil) of (size + 2 padding - dilation
+    (kernel - 1) - 1) / stride, plus 1; in ceil mode a last window that would start in
+    the end's padding is dropped."""
+    span = dilation * (kernel - 1) + 1
+    room = size + 2 * padding - span
+    out = (-(-room // stride) if ceil_mode else room // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+def pool_windows(x, kernel, stride, padding, dilation=1, ceil_mode=False):
+    """For each output position (p, q), the taps of its window as (row, column) pairs
+    of the unpadded image (padding at negative or too large indices), one at a time."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (as_pair(v) for v in (kernel, stride, padding,
+                                                                     dilation))
+    h, w = x.shape[2:]
+    ho = pooled_size(h, kh, sh, ph, dh, ceil_mode)
+    wo = pooled_size(w, kw, sw, pw, dw, ceil_mode)
+    for p in range(ho):
+        for q in range(wo):
+            yield p, q, [(p * sh - ph + i * dh, q * sw - pw + j * dw)
+                         for i in range(kh) for j in range(kw)]
+
+
+def max_pool_ref(x, kernel, stride, padding, dilation=1, ceil_mode=False):
+    """The largest tap in the image, -inf padding; taps beyond the padding (ceil mode's
+    overhang) are no part of the window."""
+    (ph, pw), (h, w) = as_pair(padding), x.shape[2:]
+    windows = list(pool_windows(x, kernel, stride, padding, dilation, ceil_mode))
+    y = numpy.full(x.shape[:2] + (windows[-1][0] + 1, windows[-1][1] + 1), -numpy.inf)
+    for p, q, taps in windows:
+        for r, c in taps:
+            if 0 <= r < h and 0 <= c < w:
+                y[:, :, p, q] = numpy.maximum(y[:, :, p, q], x[:, :, r, c])
+    return y
+
+
+def avg_pool_ref(x, kernel, stride, padding, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+    """The sum of the taps in the image over divisor_override, or over the number of taps
+    inside the padded image (count_include_pad) or inside the image."""
+    (ph, pw), (h, w) = as_pair(padding), x.shape[2:]
+    windows = list(pool_windows(x, kernel, stride, padding, 1, ceil_mode))
+    y = numpy.zeros(x.shape[:2] + (windows[-1][0] + 1, windows[-1][1] + 1))
+    for p, q, taps in windows:
+        inside = [(r, c) for r, c in taps if 0 <= r < h and 0 <= c < w]
+        padded = [(r, c) for r, c in taps if -ph <= r < h + ph and -pw <= c < w + pw]
+        total = sum(x[:, :, r, c] for r, c in inside)
+        count = divisor_override or len(padded if count_include_pad else inside)
+        y[:, :, p, q] = total / count
+    return y
+
+
+# (kernel, stride, padding, dilation, ceil_mode) on images of 7 x 6: floor and ceil sizes
+# apart, ceil windows hanging over the padding or dropped for starting in it, dilations
+DILATED_POOLS = [(3, 2, 0, 1, True), (2, 2, 1, 1, True), ((3, 2), (2, 4), (1, 1), 1, True),
+                 (3, 3, 1, 1, True), (2, 1, 0, 2, False), ((2, 3), 2, (1, 0), (3, 2), False),
+                 (3, 2, 1, 2, True), ((1, 3), (1, 2), 0, (1, 2), True)]
+
+
+@pytest.mark.parametrize("kernel, stride, padding, dilation, ceil_mode", DILATED_POOLS)
+def test_max_pool_dilation_and_ceil_mode_match_the_definition(kernel, stride, padding,
+                                                              dilation, ceil_mode):
+    x = rng.normal(size=(2, 3, 7, 6))
+    f = lambda x: nn.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+    y = f(x)
+    assert_close(y, max_pool_ref(x, kernel, stride, padding, dilation, ceil_mode), 0, 0)
+    check_grads(lambda x: f(x) ** 2, x, order=2)
+    ybar = rng.normal(size=y.shape)
+    (xbar,) = wg.vjp(f, x)[1](ybar)
+    assert_close(xbar.sum(), ybar.sum(), rtol=1e-12, atol=1e-12)   # each window's, once
+    assert_close(wg.vmap(f)(x[:, None]), y[:, None], rtol=0, atol=0)
+    per_image = wg.vmap(wg.grad(lambda x: np.sum(f(x) ** 2)))(x[:, None])
+    assert_close(per_image[:, 0], wg.grad(lambda x: np.sum(f(x) ** 2))(x), rtol=1e-14,
+                 atol=0)
+    assert_close(wg.compile(f, x)(x), y, rtol=0, atol=0)
+    ints = rng.integers(-50, 50, size=(1, 2, 7, 6))              # (padded with the least int)
+    assert_close(f(ints), max_pool_ref(ints, kernel, stride, padding, dilation, ceil_mode),
+                 0, 0)
+    assert f(ints).dtype == ints.dtype
+
+
+AVERAGED_POOLS = [(3, 2, 0, True), (2, 2, 1, True), ((3, 2), (2, 4), (1, 1), True),
+                  (3, 3, 1, True), (3, 2, 1, False), ((2, 3), 2, (1, 0), True),
+                  (2, None, 0, True), (2, None, 0, False)]
+
+
+@pytest.mark.parametrize("divisor_override", [None, 5])
+@pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.parametrize("kernel, stride, padding, ceil_mode", AVERAGED_POOLS)
+def test_avg_pool_ceil_mode_and_divisors_match_the_definition(kernel, stride, padding,
+                                                              ceil_mode, count_include_pad,
+                                                              divisor_override):
+    x = rng.normal(size=(2, 3, 7, 6))
+    s = kernel if stride is None else stride
+    f = lambda x: nn.avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad,
+                                divisor_override)
+    y = f(x)
+    assert_close(y, avg_pool_ref(x, kernel, s, padding, ceil_mode, count_include_pad,
+                                 divisor_override), rtol=1e-13, atol=1e-14)
+    check_grads(lambda x: f(x) ** 2, x, order=2)
+    assert_close(wg.vmap(f)(x[:, None]), y[:, None], rtol=1e-14, atol=1e-15)
+    assert_close(wg.compile(f, x)(x), y, rtol=1e-14, atol=1e-15)
+    assert f(x.astype(numpy.float32)).dtype == numpy.float32
+
+
+def test_ceil_mode_windows_by_hand():
+    """One row [1, 2, 3, 4], windows of 3 at stride 2 with one padding on each side: the
+    windows start at -1, 1 and 3 (ceil mode; floor mode stops after two), the last one
+    holding 4, a padding and a place beyond the padding, which never counts."""
+    x = numpy.array([[[[1.0, 2.0, 3.0, 4.0]]]])
+    args = ((1, 3), (1, 2), (0, 1))
+    assert nn.max_pool2d(x, *args).tolist() == [[[[2.0, 4.0]]]]
+    assert nn.max_pool2d(x, *args, ceil_mode=True).tolist() == [[[[2.0, 4.0, 4.0]]]]
+    assert nn.avg_pool2d(x, *args).tolist() == [[[[1.0, 3.0]]]]
+    pooled = lambda **kw: nn.avg_pool2d(x, *args, ceil_mode=True, **kw).tolist()[0][0][0]
+    assert pooled() == [1.0, 3.0, 2.0]                         # (4 + 0) / 2
+    assert pooled(count_include_pad=False) == [1.5, 3.0, 4.0]  # (1 + 2) / 2, 4 / 1
+    assert pooled(divisor_override=2) == [1.5, 4.5, 2.0]
+    assert pooled(count_include_pad=False, divisor_override=2) == [1.5, 4.5, 2.0]
+    g = wg.grad(lambda x: np.sum(nn.avg_pool2d(x, *args, ceil_mode=True)))(x)
+    assert g.tolist() == [[[[1 / 3, 2 / 3, 1 / 3, 1 / 3 + 1 / 2]]]]
+    # a window that would start in the end's padding is dropped: 5 rows, windows of 2 at
+    # stride 2 with one padding start at -1, 1, 3 (and not 5)
+    five = numpy.ones((1, 1, 5, 5))
+    assert nn.max_pool2d(five, 2, 2, 1, ceil_mode=True).shape == (1, 1, 3, 3)
+    # a window larger than the image, started inside it
+    nine = numpy.arange(9.0).reshape(1, 1, 3, 3)
+    assert nn.max_pool2d(nine, 4, 2, ceil_mode=True).tolist() == [[[[8.0]]]]
+    assert nn.avg_pool2d(nine, 4, 2, ceil_mode=True).tolist() == [[[[4.0]]]]
+
+
+def test_defaults_keep_their_graphs():
+    """Without the new options the pools trace as before: one max_pool2d without a
+    dilation parameter, and avg_pool2d's mean or constant convolution without a division."""
+    x = rng.normal(size=(1, 2, 6, 6))
+    graph = wg.trace(lambda x: nn.max_pool2d(x, 2), x)
+    (pool,) = [n for n in graph.live_nodes() if n.op.name == "max_pool2d"]
+    assert set(pool.params) == {"kernel", "stride"}
+    for call in (lambda x: nn.avg_pool2d(x, 2), lambda x: nn.avg_pool2d(x, 3, 1, 1),
+                 lambda x: nn.avg_pool2d(x, 3, 2, ceil_mode=True)):   # (no window hangs over)
+        ops = [n.op.name for n in wg.trace(call, x).live_nodes()]
+        assert "divide" not in ops, ops
+
+
+def test_a_dilated_window_of_padding_only_is_minus_infinity_without_derivative():
+    # one row, windows of 2 rows 2 apart padded by 1: taps at rows -1 and 1, padding both
+    x = rng.normal(size=(1, 2, 1, 4))
+    f = lambda x: nn.max_pool2d(x, (2, 1), 1, (1, 0), dilation=(2, 1))
+    y, back = wg.vjp(f, x)
+    assert y.shape == (1, 2, 1, 4) and numpy.isneginf(y).all()
+    assert not back(numpy.ones(y.shape))[0].any()
+    # PyTorch's value (not its gradient: its backward writes outside the image there)
+    torch = pytest.importorskip("torch")
+    assert_close(y, torch.nn.functional.max_pool2d(torch.tensor(x), (2, 1), 1, (1, 0),
+                                                   dilation=(2, 1)).numpy(), 0, 0)
+
+
+POOLS_AGAINST_TORCH = [  # (pool, kernel, stride, padding, options)
+    ("max", 3, 2, 1, {"ceil_mode": True}), ("max", (2, 3), (2, 1), (1, 0), {"dilation": 2}),
+    ("max", 2, 3, 1, {"dilation": (2, 1), "ceil_mode": True}), ("max", 3, 2, 0,
+                                                                 {"ceil_mode": True}),
+    ("avg", 3, 2, 1, {"ceil_mode": True}),
+    ("avg", 3, 2, 1, {"ceil_mode": True, "count_include_pad": False}),
+    ("avg", (2, 3), (2, 2), (1, 1), {"ceil_mode": True, "divisor_override": 4}),
+    ("avg", 2, 2, 0, {"ceil_mode": True}), ("avg", 2, 1, 1, {"count_include_pad": False}),
+    ("avg", 2, None, 0, {"divisor_override": 3})]
+
+
+@pytest.mark.parametrize("pool, kernel, stride, padding, options", POOLS_AGAINST_TORCH)
+def test_pool_options_against_torch(pool, kernel, stride, padding, options):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    ours = {"max": nn.max_pool2d, "avg": nn.avg_pool2d}[pool]
+    theirs = {"max": F.max_pool2d, "avg": F.avg_pool2d}[pool]
+    for side in [(7, 6), (8, 5), (6, 7)]:
+        x = rng.normal(size=(2, 3) + side)
+        t = torch.tensor(x, requires_grad=True)
+        want = theirs(t, kernel, stride, padding, **options)
+        y, back = wg.vjp(lambda x: ours(x, kernel, stride, padding, **options), x)
+        assert y.shape == tuple(want.shape)
+        assert_close(y, want.detach().numpy(), rtol=1e-14, atol=1e-15)
+        ybar = rng.normal(size=y.shape)
+        (want * torch.tensor(ybar)).sum().backward()
+        assert_close(back(ybar)[0], t.grad.numpy(), rtol=1e-14, atol=1e-15)
+
+
 # ---- errors -----------------------------------------------------------------------------------
 X = rng.normal(size=(1, 4, 5, 5))
 
@@ -416,6 +606,30 @@ X = rng.normal(size=(1, 4, 5, 5))
      r"kernel_size and stride must be >= 1, got \(2, 2\) and \(1, 0\)", ValueError),
     (lambda x: nn.avg_pool2d(x, "2"), r"kernel_size must be an int or a pair of ints",
      TypeError),
+    (lambda x: nn.max_pool2d(x, 2, dilation=(1, 0)),
+     r"max_pool2d: dilation must be >= 1, got \(1, 0\)", ValueError),
+    (lambda x: nn.max_pool2d(x, 2, dilation=1.5),
+     r"max_pool2d: dilation must be an int or a pair of ints", TypeError),
+    (lambda x: nn.max_pool2d(x, 2, stride=1, dilation=(5, 1)),
+     r"max_pool2d: a 2x2 window dilated by \(5, 1\) does not fit in images of shape "
+     r"\(1, 4, 5, 5\)", ValueError),
+    (lambda x: nn.max_pool2d(x, 3, dilation=4, padding=1),
+     r"a 3x3 window dilated by \(4, 4\) does not fit in images of shape \(1, 4, 5, 5\) "
+     r"with padding \(1, 1\)", ValueError),
+    (lambda x: nn.avg_pool2d(x, 7, stride=2, ceil_mode=True),     # (with stride 3 it fits)
+     r"avg_pool2d: a 7x7 window does not fit in images of shape \(1, 4, 5, 5\)", ValueError),
+    (lambda x: nn.max_pool2d(x, 2, ceil_mode=1),
+     r"max_pool2d: ceil_mode must be True or False, got 1", TypeError),
+    (lambda x: nn.avg_pool2d(x, 2, ceil_mode="yes"),
+     r"avg_pool2d: ceil_mode must be True or False, got 'yes'", TypeError),
+    (lambda x: nn.avg_pool2d(x, 2, count_include_pad=None),
+     r"avg_pool2d: count_include_pad must be True or False, got None", TypeError),
+    (lambda x: nn.avg_pool2d(x, 2, divisor_override=0),
+     r"avg_pool2d: divisor_override must be a nonzero int \(or None\), got 0", ValueError),
+    (lambda x: nn.avg_pool2d(x, 2, divisor_override=2.5),
+     r"divisor_override must be a nonzero int \(or None\), got 2.5", ValueError),
+    (lambda x: nn.avg_pool2d(x, 2, divisor_override=True),
+     r"divisor_override must be a nonzero int \(or None\), got True", ValueError),
 ])
 def test_errors_name_the_shapes_and_the_setting(call, error, kind):
     for run in (lambda: call(X), lambda: wg.grad(lambda t: np.sum(call(t)))(X)):

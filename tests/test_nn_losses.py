@@ -1,8 +1,11 @@
 """wengert.nn's losses with PyTorch's options (class weights, ignore_index, label
 smoothing, class-probability and K-dimensional targets, pos_weight; binary_cross_entropy,
-smooth_l1_loss, kl_div): values and gradients against torch.nn.functional in float64,
-derivatives against central differences (to second order where the loss is smooth),
-wg.vmap of the per-example losses against a loop, and every error message."""
+smooth_l1_loss, kl_div): values against plain-NumPy references written from PyTorch's
+formulas (loss_reference.py: these run without PyTorch, as in CI), values and gradients
+against torch.nn.functional in float64 where it is installed (which checks the references
+too), derivatives against central differences (to second order where the loss is
+smooth), wg.vmap of the per-example losses against a loop, and every error message."""
+import itertools
 import math
 
 import numpy
@@ -12,6 +15,7 @@ import wengert as wg
 import wengert.nn as nn
 import wengert.numpy as np
 from fd import check_grads, assert_close
+import loss_reference as R
 
 try:                # the comparisons with PyTorch skip without it; the rest always runs
     import torch
@@ -49,7 +53,10 @@ def ours(f, args, grads, cotangent):
     return out, list(back(cotangent))
 
 
-def against_torch(f, tf, args, grads, rtol=1e-12):
+def against_torch(f, tf, args, grads, rtol=1e-12, reference=None):
+    """wengert's loss f and PyTorch's tf: values, and the VJPs of a random cotangent with
+    respect to the arguments numbered in `grads`; and the NumPy `reference` value, if
+    given, against PyTorch's (the references are checked where PyTorch is installed)."""
     shape = numpy.shape(torch_loss(tf, args, grads)[0])
     ct = rng.normal(size=shape)
     out, tgrads = torch_loss(tf, args, grads, ct)
@@ -58,6 +65,15 @@ def against_torch(f, tf, args, grads, rtol=1e-12):
     assert_close(mine, out, rtol=rtol, atol=1e-14)
     for g, tg in zip(mgrads, tgrads):
         assert_close(g, tg, rtol=rtol, atol=1e-14)
+    if reference is not None:
+        assert numpy.shape(reference) == numpy.shape(out)
+        assert_close(reference, out, rtol=rtol, atol=1e-14)
+
+
+def grid(**axes):
+    """One parametrize mark for every combination of the axes' values: the grids shared
+    by a comparison with PyTorch and the comparison of the values with the reference."""
+    return pytest.mark.parametrize(", ".join(axes), list(itertools.product(*axes.values())))
 
 
 # ---- cross_entropy and nll_loss with class indices --------------------------------------------
@@ -85,76 +101,144 @@ def _class_case(name, ignore_index=-100):
                                                   ignore_index), classes
 
 
-@needs_torch
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("smoothing", [0.0, 0.25, 1.0])
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("shape", SHAPES)
-def test_cross_entropy_against_torch(shape, weighted, smoothing, reduction):
+CLASS_INDICES = grid(shape=list(SHAPES), weighted=[False, True], smoothing=[0.0, 0.25, 1.0],
+                     reduction=REDUCTIONS)
+
+
+def _cross_entropy_case(shape, weighted):
     z, y, classes = _class_case(shape)
-    w = rng.uniform(0.2, 3.0, size=classes) if weighted else None
+    return z, y, rng.uniform(0.2, 3.0, size=classes) if weighted else None
+
+
+@needs_torch
+@CLASS_INDICES
+def test_cross_entropy_against_torch(shape, weighted, smoothing, reduction):
+    z, y, w = _cross_entropy_case(shape, weighted)
     against_torch(
         lambda z: nn.cross_entropy(z, y, weight=w, reduction=reduction,
                                    label_smoothing=smoothing),
         lambda z, y, w: F.cross_entropy(z, y, weight=w, reduction=reduction,
                                         label_smoothing=smoothing),
-        [z, y, w], grads=[0])
+        [z, y, w], grads=[0],
+        reference=R.cross_entropy(z, y, w, reduction=reduction, label_smoothing=smoothing))
+
+
+@CLASS_INDICES
+def test_cross_entropy_values(shape, weighted, smoothing, reduction):
+    z, y, w = _cross_entropy_case(shape, weighted)
+    got = nn.cross_entropy(z, y, weight=w, reduction=reduction, label_smoothing=smoothing)
+    want = R.cross_entropy(z, y, w, reduction=reduction, label_smoothing=smoothing)
+    assert numpy.shape(got) == numpy.shape(want)
+    assert_close(got, want, rtol=1e-13, atol=1e-15)
+
+
+NLL = grid(shape=list(SHAPES), weighted=[False, True], reduction=REDUCTIONS)
+
+
+def _nll_case(shape, weighted):
+    z, y, w = _cross_entropy_case(shape, weighted)
+    return z - numpy.log(numpy.exp(z).sum(axis=1 if z.ndim > 1 else 0, keepdims=True)), y, w
 
 
 @needs_torch
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("shape", SHAPES)
+@NLL
 def test_nll_loss_against_torch(shape, weighted, reduction):
-    z, y, classes = _class_case(shape)
-    logp = z - numpy.log(numpy.exp(z).sum(axis=1 if z.ndim > 1 else 0, keepdims=True))
-    w = rng.uniform(0.2, 3.0, size=classes) if weighted else None
+    logp, y, w = _nll_case(shape, weighted)
     against_torch(lambda p: nn.nll_loss(p, y, weight=w, reduction=reduction),
                   lambda p, y, w: F.nll_loss(p, y, weight=w, reduction=reduction),
-                  [logp, y, w], grads=[0])
+                  [logp, y, w], grads=[0],
+                  reference=R.nll_loss(logp, y, w, reduction=reduction))
 
 
-@needs_torch
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("ignore_index", [0, 2, -1])
-def test_ignore_index_a_class_or_another_negative(ignore_index, reduction):
+@NLL
+def test_nll_loss_values(shape, weighted, reduction):
+    logp, y, w = _nll_case(shape, weighted)
+    got = nn.nll_loss(logp, y, weight=w, reduction=reduction)
+    want = R.nll_loss(logp, y, w, reduction=reduction)
+    assert numpy.shape(got) == numpy.shape(want)
+    assert_close(got, want, rtol=1e-13, atol=1e-15)
+
+
+IGNORED = grid(ignore_index=[0, 2, -1], reduction=REDUCTIONS)
+
+
+def _ignore_case(ignore_index):
+    """Scores with 2 of 6 labels equal to ignore_index, class weights, and the losses'
+    keyword arguments to try (without and with weights and label smoothing)."""
     z, y, classes = _class_case("2d_ignored", ignore_index)
     assert (y == ignore_index).sum() == 2
     w = rng.uniform(0.2, 3.0, size=classes)
-    for kw in ({}, {"weight": w, "label_smoothing": 0.1}):
+    return z, y, ({}, {"weight": w, "label_smoothing": 0.1})
+
+
+@needs_torch
+@IGNORED
+def test_ignore_index_a_class_or_another_negative(ignore_index, reduction):
+    z, y, options = _ignore_case(ignore_index)
+    for kw in options:
         against_torch(
             lambda z: nn.cross_entropy(z, y, ignore_index=ignore_index, reduction=reduction,
                                        **kw),
             lambda z, y: F.cross_entropy(z, y, ignore_index=ignore_index, reduction=reduction,
                                          **{k: T(v) if k == "weight" else v
                                             for k, v in kw.items()}),
-            [z, y], grads=[0])
+            [z, y], grads=[0],
+            reference=R.cross_entropy(z, y, ignore_index=ignore_index, reduction=reduction,
+                                      **kw))
     against_torch(lambda p: nn.nll_loss(p, y, ignore_index=ignore_index, reduction=reduction),
                   lambda p, y: F.nll_loss(p, y, ignore_index=ignore_index,
-                                          reduction=reduction), [z, y], grads=[0])
+                                          reduction=reduction), [z, y], grads=[0],
+                  reference=R.nll_loss(z, y, ignore_index=ignore_index, reduction=reduction))
 
 
-@needs_torch
-def test_an_all_ignored_batch_is_nan_for_the_mean_with_zero_gradients():
+@IGNORED
+def test_ignore_index_values(ignore_index, reduction):
+    z, y, options = _ignore_case(ignore_index)
+    for kw in options:
+        assert_close(nn.cross_entropy(z, y, ignore_index=ignore_index, reduction=reduction,
+                                      **kw),
+                     R.cross_entropy(z, y, ignore_index=ignore_index, reduction=reduction,
+                                     **kw), rtol=1e-13, atol=1e-15)
+    assert_close(nn.nll_loss(z, y, ignore_index=ignore_index, reduction=reduction),
+                 R.nll_loss(z, y, ignore_index=ignore_index, reduction=reduction),
+                 rtol=1e-13, atol=1e-15)
+
+
+def _all_ignored_cases():
+    """Scores, labels all -100, and (loss, PyTorch's name, NumPy reference, options)."""
     z, y = rng.normal(size=(3, 4)), numpy.full(3, -100)
     w = rng.uniform(0.5, 2.0, size=4)
-    cases = [(f, tf, kw) for f, tf in ((nn.cross_entropy, F.cross_entropy),
-                                       (nn.nll_loss, F.nll_loss))
-             for kw in ({}, {"weight": w}, {"label_smoothing": 0.2})
-             if f is nn.cross_entropy or "label_smoothing" not in kw]
-    for f, tf, kw in cases:
-        tkw = {k: T(v) if k == "weight" else v for k, v in kw.items()}
+    return z, y, [(f, name, ref, kw)
+                  for f, name, ref in ((nn.cross_entropy, "cross_entropy", R.cross_entropy),
+                                       (nn.nll_loss, "nll_loss", R.nll_loss))
+                  for kw in ({}, {"weight": w}, {"label_smoothing": 0.2})
+                  if f is nn.cross_entropy or "label_smoothing" not in kw]
+
+
+def test_an_all_ignored_batch_is_nan_for_the_mean_with_zero_gradients():
+    z, y, cases = _all_ignored_cases()
+    for f, _, ref, kw in cases:
         with numpy.errstate(invalid="raise", divide="raise"):   # (no 0/0 on the way)
             value = f(z, y, **kw)
             grad = wg.grad(lambda z: f(z, y, **kw))(z)
-        tz = T(z).requires_grad_()
-        out = tf(tz, T(y), **tkw)
-        out.backward()
-        assert math.isnan(value) and math.isnan(out.item())
-        assert_close(grad, tz.grad.numpy(), rtol=0, atol=0)
+        assert math.isnan(value) and math.isnan(ref(z, y, **kw))
         assert not grad.any()
-        assert f(z, y, reduction="sum", **kw) == 0.0
+        assert f(z, y, reduction="sum", **kw) == 0.0 == ref(z, y, reduction="sum", **kw)
         assert_close(f(z, y, reduction="none", **kw), numpy.zeros(3), rtol=0, atol=0)
+        assert_close(ref(z, y, reduction="none", **kw), numpy.zeros(3), rtol=0, atol=0)
+
+
+@needs_torch
+def test_an_all_ignored_batch_against_torch():
+    z, y, cases = _all_ignored_cases()
+    for f, name, _, kw in cases:
+        tkw = {k: T(v) if k == "weight" else v for k, v in kw.items()}
+        grad = wg.grad(lambda z: f(z, y, **kw))(z)
+        tz = T(z).requires_grad_()
+        out = getattr(F, name)(tz, T(y), **tkw)
+        out.backward()
+        assert math.isnan(out.item())
+        assert_close(grad, tz.grad.numpy(), rtol=0, atol=0)
 
 
 def test_ignored_examples_get_neither_loss_nor_gradient_even_at_infinite_scores():
@@ -169,24 +253,39 @@ def test_ignored_examples_get_neither_loss_nor_gradient_even_at_infinite_scores(
     assert_close(g, [[-0.5, 0.0], [0.0, 0.0], [0.0, -0.5]], rtol=0, atol=0)
 
 
-@needs_torch
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("smoothing", [0.0, 0.3])
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 2, 2), (4,)])
-def test_cross_entropy_of_class_probabilities_against_torch(shape, weighted, smoothing,
-                                                            reduction):
+PROBABILITIES = grid(shape=[(5, 3), (2, 3, 2, 2), (4,)], weighted=[False, True],
+                     smoothing=[0.0, 0.3], reduction=REDUCTIONS)
+
+
+def _probabilities_case(shape, weighted):
     z = rng.normal(size=shape) * 2
     axis = 1 if len(shape) > 1 else 0
     t = numpy.moveaxis(rng.dirichlet(numpy.ones(shape[axis]),
                                      size=numpy.delete(shape, axis)), -1, axis)
-    w = rng.uniform(0.2, 3.0, size=shape[axis]) if weighted else None
+    return z, t, rng.uniform(0.2, 3.0, size=shape[axis]) if weighted else None
+
+
+@needs_torch
+@PROBABILITIES
+def test_cross_entropy_of_class_probabilities_against_torch(shape, weighted, smoothing,
+                                                            reduction):
+    z, t, w = _probabilities_case(shape, weighted)
     against_torch(
         lambda z, t: nn.cross_entropy(z, t, weight=w, reduction=reduction,
                                       label_smoothing=smoothing),
         lambda z, t, w: F.cross_entropy(z, t, weight=w, reduction=reduction,
                                         label_smoothing=smoothing),
-        [z, t, w], grads=[0, 1])
+        [z, t, w], grads=[0, 1],
+        reference=R.cross_entropy(z, t, w, reduction=reduction, label_smoothing=smoothing))
+
+
+@PROBABILITIES
+def test_cross_entropy_of_class_probabilities_values(shape, weighted, smoothing, reduction):
+    z, t, w = _probabilities_case(shape, weighted)
+    got = nn.cross_entropy(z, t, weight=w, reduction=reduction, label_smoothing=smoothing)
+    want = R.cross_entropy(z, t, w, reduction=reduction, label_smoothing=smoothing)
+    assert numpy.shape(got) == numpy.shape(want)
+    assert_close(got, want, rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -235,25 +334,38 @@ def test_default_cross_entropy_stays_one_fused_primitive():
     # any option or an ignored label takes the composed path
     for call in (lambda z: nn.cross_entropy(z, y, weight=numpy.ones(4)),
                  lambda z: nn.cross_entropy(z, y, label_smoothing=0.1),
-                 lambda z: nn.cross_entropy(z, numpy.where(y == 0, -100, y)),
+                 lambda z: nn.cross_entropy(z, numpy.where(numpy.arange(6) == 0, -100, y)),
                  lambda z: nn.cross_entropy(z, y, ignore_index=int(y[0]))):
         ops = _ops(call, z)
         assert "cross_entropy" not in ops and "log_softmax" in ops, ops
 
 
-@needs_torch
 def test_labels_traced_without_values():
     """In wg.compile the labels have no values while tracing: the defaults trace the
-    fused primitive, and an explicit ignore_index (-100 too) leaves those examples out
-    at run time."""
+    fused primitive (after the labels' check at run time), and an explicit ignore_index
+    (-100 too) leaves those examples out at run time."""
     z, y, _ = _class_case("2d_ignored")
     clean = numpy.where(y == -100, 1, y)
-    assert _ops(lambda z, y: nn.cross_entropy(z, y), z, clean) == ["cross_entropy"]
+    assert _ops(lambda z, y: nn.cross_entropy(z, y), z, clean) == ["checked_labels",
+                                                                  "cross_entropy"]
     ops = _ops(lambda z, y: nn.cross_entropy(z, y, ignore_index=-100), z, clean)
-    assert "cross_entropy" not in ops and "ne" in ops, ops
+    assert "cross_entropy" not in ops and "ne" in ops and "checked_labels" in ops, ops
     default = wg.compile(wg.grad(lambda z, y: nn.cross_entropy(z, y)), z, clean)
     assert_close(default(z, clean), wg.grad(lambda z: nn.cross_entropy(z, clean))(z),
                  rtol=1e-14, atol=1e-16)
+    for reduction in ("mean", "sum"):
+        loss = lambda z, y: nn.cross_entropy(z, y, ignore_index=-100, reduction=reduction)
+        value, grad = wg.compile(wg.value_and_grad(loss), z, clean)(z, y)
+        assert_close(value, R.cross_entropy(z, y, reduction=reduction), rtol=1e-13)
+        assert_close(grad, wg.grad(loss)(z, y), rtol=1e-14, atol=1e-16)
+    nll = wg.compile(lambda p, y: nn.nll_loss(p, y), z, clean)       # always checks
+    assert_close(nll(z, y), R.nll_loss(z, y), rtol=1e-13)
+
+
+@needs_torch
+def test_labels_traced_without_values_against_torch():
+    z, y, _ = _class_case("2d_ignored")
+    clean = numpy.where(y == -100, 1, y)
     for reduction in ("mean", "sum"):
         loss = lambda z, y: nn.cross_entropy(z, y, ignore_index=-100, reduction=reduction,
                                              label_smoothing=0.0)
@@ -264,8 +376,81 @@ def test_labels_traced_without_values():
         out.backward()
         assert_close(value, out.item(), rtol=1e-13)
         assert_close(grad, tz.grad.numpy(), rtol=1e-12, atol=1e-16)
-    nll = wg.compile(lambda p, y: nn.nll_loss(p, y), z, clean)       # always checks
+    nll = wg.compile(lambda p, y: nn.nll_loss(p, y), z, clean)
     assert_close(nll(z, y), F.nll_loss(T(z), T(y)).item(), rtol=1e-13)
+
+
+def _traced_runs(f, z, y, clean):
+    """f(z, y) with the labels traced without their values: compiled (for the clean
+    labels' signature) and batched, each as a loss and as its gradient."""
+    return {"compile": lambda: wg.compile(f, z, clean)(z, y),
+            "compile_grad": lambda: wg.compile(wg.grad(f), z, clean)(z, y),
+            "vmap": lambda: wg.vmap(f)(z[None], y[None]),
+            "vmap_grad": lambda: wg.vmap(wg.grad(f))(z[None], y[None])}
+
+
+@pytest.mark.parametrize("classes", [3, 200])     # (with 200, -100 would index class 100)
+@pytest.mark.parametrize("how", ["compile", "compile_grad", "vmap", "vmap_grad"])
+def test_a_default_ignore_label_in_traced_labels_raises_at_run_time(how, classes):
+    """The default cross_entropy of labels traced without their values is the fused
+    primitive, which cannot leave a label out: a -100 there raises when the function
+    runs, saying what to do, rather than reading class C - 100 (NumPy's negative index)
+    or failing inside NumPy."""
+    z = rng.normal(size=(4, classes))
+    y, clean = numpy.array([0, -100, 2, 1]), numpy.array([0, 1, 2, 1])
+    f = lambda z, y: nn.cross_entropy(z, y)
+    with pytest.raises(ValueError, match=(
+            rf"cross_entropy: labels must lie in range\({classes}\) for {classes} classes, got "
+            r"values from -100 to 2; -100 is PyTorch's default ignore_index, which the fused "
+            r"cross-entropy of labels traced without their values \(wg.compile, wg.vmap\) "
+            r"cannot leave out: pass ignore_index=-100 explicitly")):
+        _traced_runs(f, z, y, clean)[how]()
+    # labels in range run as before, through the fused primitive
+    got = _traced_runs(f, z, clean, clean)[how]()
+    want = (f(z, clean) if how in ("compile", "vmap") else wg.grad(f)(z, clean))
+    assert_close(numpy.reshape(got, numpy.shape(want)), want, rtol=1e-13, atol=1e-16)
+
+
+@pytest.mark.parametrize("how", ["compile", "compile_grad", "vmap", "vmap_grad"])
+@pytest.mark.parametrize("bad", [-1, 3, 7])
+def test_labels_out_of_range_raise_at_run_time_when_traced(bad, how):
+    """Any label outside range(C) (other than an explicit ignore_index) is refused at run
+    time in a traced function, with the eager message: a negative one would otherwise
+    read a class from the end, a large one fail inside NumPy."""
+    z = rng.normal(size=(4, 3))
+    y, clean = numpy.array([0, bad, 2, 1]), numpy.array([0, 1, 2, 1])
+    low, high = min(bad, 0), max(bad, 2)
+    calls = {
+        "default": (lambda z, y: nn.cross_entropy(z, y), ""),
+        "explicit": (lambda z, y: nn.cross_entropy(z, y, ignore_index=-100),
+                     r" \(or equal ignore_index, -100\)"),
+        "smoothing": (lambda z, y: nn.cross_entropy(z, y, label_smoothing=0.1,
+                                                    reduction="sum"),
+                      r" \(or equal ignore_index, -100\)"),
+        "nll_loss": (lambda p, y: nn.nll_loss(p, y, ignore_index=1), r" \(or equal "
+                     r"ignore_index, 1\)")}
+    for name, (f, also) in calls.items():
+        who = "nll_loss" if name == "nll_loss" else "cross_entropy"
+        with pytest.raises(ValueError, match=rf"{who}: labels must lie in range\(3\) for 3 "
+                                             rf"classes{also}, got values from {low} to {high}"):
+            _traced_runs(f, z, y, clean)[how]()
+        with pytest.raises(ValueError, match=rf"{who}: labels must lie in range\(3\)"):
+            f(z, y)                                       # (eagerly: the same refusal)
+
+
+def test_traced_labels_with_an_explicit_ignore_index_are_left_out_at_run_time():
+    z = rng.normal(size=(4, 3))
+    y, clean = numpy.array([0, -100, 2, 1]), numpy.array([0, 1, 2, 1])
+    f = lambda z, y: nn.cross_entropy(z, y, ignore_index=-100)
+    runs = _traced_runs(f, z, y, clean)
+    assert_close(runs["compile"](), f(z, y), rtol=1e-14)
+    assert_close(runs["compile_grad"](), wg.grad(f)(z, y), rtol=1e-14, atol=1e-17)
+    assert_close(runs["vmap"](), [f(z, y)], rtol=1e-14)
+    assert_close(runs["vmap_grad"](), [wg.grad(f)(z, y)], rtol=1e-14, atol=1e-17)
+    # (the mean over the three counted, by hand and by the reference)
+    logp = z - numpy.log(numpy.exp(z).sum(axis=1, keepdims=True))
+    assert_close(f(z, y), -(logp[0, 0] + logp[2, 2] + logp[3, 1]) / 3, rtol=1e-14)
+    assert_close(f(z, y), R.cross_entropy(z, y), rtol=1e-14)
 
 
 # ---- binary cross-entropy ---------------------------------------------------------------------
@@ -276,19 +461,38 @@ def _binary_case(shape=(5, 3)):
     return z, t
 
 
-@needs_torch
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("weight_shape, pos_shape", [(None, None), ((5, 3), None),
-                                                     (None, (3,)), ((3,), (5, 3)),
-                                                     ((5, 1), ())])
-def test_bce_with_logits_weights_against_torch(weight_shape, pos_shape, reduction):
+BCE_WITH_LOGITS = grid(weight_shape_pos_shape=[(None, None), ((5, 3), None), (None, (3,)),
+                                               ((3,), (5, 3)), ((5, 1), ())],
+                       reduction=REDUCTIONS)
+
+
+def _bce_with_logits_case(shapes):
     z, t = _binary_case()
+    weight_shape, pos_shape = shapes
     w = None if weight_shape is None else rng.uniform(0.2, 2.0, size=weight_shape)
     pw = None if pos_shape is None else rng.uniform(0.2, 4.0, size=pos_shape)
+    return z, t, w, pw
+
+
+@needs_torch
+@BCE_WITH_LOGITS
+def test_bce_with_logits_weights_against_torch(weight_shape_pos_shape, reduction):
+    z, t, w, pw = _bce_with_logits_case(weight_shape_pos_shape)
     f = lambda z, t: nn.binary_cross_entropy_with_logits(z, t, weight=w, reduction=reduction,
                                                          pos_weight=pw)
     against_torch(f, lambda z, t, w, pw: F.binary_cross_entropy_with_logits(
-        z, t, weight=w, reduction=reduction, pos_weight=pw), [z, t, w, pw], grads=[0, 1])
+        z, t, weight=w, reduction=reduction, pos_weight=pw), [z, t, w, pw], grads=[0, 1],
+        reference=R.binary_cross_entropy_with_logits(z, t, w, reduction, pw))
+
+
+@BCE_WITH_LOGITS
+def test_bce_with_logits_weights_values_and_differences(weight_shape_pos_shape, reduction):
+    z, t, w, pw = _bce_with_logits_case(weight_shape_pos_shape)
+    got = nn.binary_cross_entropy_with_logits(z, t, weight=w, reduction=reduction,
+                                              pos_weight=pw)
+    want = R.binary_cross_entropy_with_logits(z, t, w, reduction, pw)
+    assert numpy.shape(got) == numpy.shape(want)
+    assert_close(got, want, rtol=1e-13, atol=1e-15)
     # weight and pos_weight too (PyTorch differentiates neither), by central differences
     args = [a for a in (z, t, w, pw) if a is not None]
     check_grads(lambda *a: nn.binary_cross_entropy_with_logits(
@@ -309,17 +513,34 @@ def test_bce_with_logits_pos_weight_is_finite_at_extreme_logits():
     assert_close(g, [0.0, -3.0, 1.0, 0.0], rtol=1e-15, atol=0)
 
 
-@needs_torch
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("weight_shape", [None, (5, 3), (3,)])
-def test_binary_cross_entropy_against_torch(weight_shape, reduction):
+BCE = grid(weight_shape=[None, (5, 3), (3,)], reduction=REDUCTIONS)
+
+
+def _bce_case(weight_shape):
     z, t = _binary_case()
     p = 1 / (1 + numpy.exp(-z))
     w = None if weight_shape is None else rng.uniform(0.2, 2.0, size=weight_shape)
+    return z, p, t, w
+
+
+@needs_torch
+@BCE
+def test_binary_cross_entropy_against_torch(weight_shape, reduction):
+    _, p, t, w = _bce_case(weight_shape)
     f = lambda p, t: nn.binary_cross_entropy(p, t, weight=w, reduction=reduction)
     against_torch(f, lambda p, t, w: F.binary_cross_entropy(p, t, weight=w,
                                                             reduction=reduction),
-                  [p, t, w], grads=[0, 1], rtol=1e-10)
+                  [p, t, w], grads=[0, 1], rtol=1e-10,
+                  reference=R.binary_cross_entropy(p, t, w, reduction))
+
+
+@BCE
+def test_binary_cross_entropy_values_and_differences(weight_shape, reduction):
+    z, p, t, w = _bce_case(weight_shape)
+    f = lambda p, t: nn.binary_cross_entropy(p, t, weight=w, reduction=reduction)
+    want = R.binary_cross_entropy(p, t, w, reduction)
+    assert numpy.shape(f(p, t)) == numpy.shape(want)
+    assert_close(f(p, t), want, rtol=1e-12, atol=1e-14)
     # the same loss as from the logits
     assert_close(f(p, t), nn.binary_cross_entropy_with_logits(z, t, weight=w,
                                                               reduction=reduction),
@@ -330,16 +551,17 @@ def test_binary_cross_entropy_against_torch(weight_shape, reduction):
                                                           reduction=reduction), *args)
 
 
-@needs_torch
+CLAMPED_P = numpy.array([0.0, 0.0, 1.0, 1.0, 1e-50, 1 - 2 ** -53, 0.5])
+CLAMPED_T = numpy.array([0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.25])
+
+
 def test_binary_cross_entropy_clamps_its_logarithms_at_minus_100():
-    p = numpy.array([0.0, 0.0, 1.0, 1.0, 1e-50, 1 - 2 ** -53, 0.5])
-    t = numpy.array([0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.25])
+    p, t = CLAMPED_P, CLAMPED_T
     with numpy.errstate(over="raise", invalid="raise", divide="raise"):
         y = nn.binary_cross_entropy(p, t, reduction="none")
         g = wg.grad(lambda p: nn.binary_cross_entropy(p, t, reduction="sum"))(p)
         gt = wg.grad(lambda t: nn.binary_cross_entropy(p, t, reduction="sum"))(t)
-    assert_close(y, F.binary_cross_entropy(T(p), T(t), reduction="none").numpy(),
-                 rtol=1e-15, atol=0)
+    assert_close(y, R.binary_cross_entropy(p, t, reduction="none"), rtol=1e-15, atol=0)
     assert y[1] == y[2] == 100.0 and y[0] == y[3] == 0.0
     # the derivative of -(t max(log p, -100) + (1 - t) max(log(1 - p), -100)): a clamped
     # logarithm is constant
@@ -351,7 +573,16 @@ def test_binary_cross_entropy_clamps_its_logarithms_at_minus_100():
         expect_t = -(numpy.maximum(numpy.log(p), -100) - numpy.maximum(numpy.log1p(-p), -100))
     assert_close(g, expect, rtol=1e-14, atol=0)
     assert_close(gt, expect_t, rtol=1e-14, atol=0)
+
+
+@needs_torch
+def test_binary_cross_entropy_clamps_as_torch():
+    p, t = CLAMPED_P, CLAMPED_T
+    want = F.binary_cross_entropy(T(p), T(t), reduction="none").numpy()
+    assert_close(nn.binary_cross_entropy(p, t, reduction="none"), want, rtol=1e-15, atol=0)
+    assert_close(R.binary_cross_entropy(p, t, reduction="none"), want, rtol=1e-15, atol=0)
     # where nothing is clamped, PyTorch's gradient formula agrees
+    g = wg.grad(lambda p: nn.binary_cross_entropy(p, t, reduction="sum"))(p)
     tp = T(p).requires_grad_()
     F.binary_cross_entropy(tp, T(t), reduction="sum").backward()
     assert_close(g[-1], tp.grad.numpy()[-1], rtol=1e-14)
@@ -366,47 +597,76 @@ def _regression_case(beta, shape=(4, 3)):
     return a, a - d
 
 
+SMOOTH_L1 = grid(beta=[1.0, 0.5, 2.5, 0.0], reduction=REDUCTIONS)
+
+
 @needs_torch
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("beta", [1.0, 0.5, 2.5, 0.0])
-def test_smooth_l1_against_torch_and_differences(beta, reduction):
+@SMOOTH_L1
+def test_smooth_l1_against_torch(beta, reduction):
     a, b = _regression_case(beta)
     f = lambda a, b: nn.smooth_l1_loss(a, b, reduction=reduction, beta=beta)
     against_torch(f, lambda a, b: F.smooth_l1_loss(a, b, reduction=reduction, beta=beta),
-                  [a, b], grads=[0, 1])
+                  [a, b], grads=[0, 1], reference=R.smooth_l1_loss(a, b, reduction, beta))
+    if beta:
+        against_torch(lambda a, b: nn.huber_loss(a, b, reduction=reduction, delta=beta),
+                      lambda a, b: F.huber_loss(a, b, reduction=reduction, delta=beta),
+                      [a, b], grads=[0, 1], reference=R.huber_loss(a, b, reduction, beta))
+
+
+@SMOOTH_L1
+def test_smooth_l1_values_and_differences(beta, reduction):
+    a, b = _regression_case(beta)
+    f = lambda a, b: nn.smooth_l1_loss(a, b, reduction=reduction, beta=beta)
+    assert_close(f(a, b), R.smooth_l1_loss(a, b, reduction, beta), rtol=1e-14, atol=1e-15)
     check_grads(f, a, b)
     if beta:                                      # Huber is beta times it
-        assert_close(nn.huber_loss(a, b, reduction=reduction, delta=beta),
-                     beta * f(a, b), rtol=1e-14, atol=1e-15)
+        huber = nn.huber_loss(a, b, reduction=reduction, delta=beta)
+        assert_close(huber, R.huber_loss(a, b, reduction, beta), rtol=1e-14, atol=1e-15)
+        assert_close(huber, beta * f(a, b), rtol=1e-14, atol=1e-15)
     else:
         assert_close(f(a, b), nn.l1_loss(a, b, reduction=reduction), rtol=0, atol=0)
 
 
-@needs_torch
-@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides")       # (PyTorch's advice)
-@pytest.mark.parametrize("reduction", ["mean", "batchmean", "sum", "none"])
-@pytest.mark.parametrize("log_target", [False, True])
-def test_kl_div_against_torch(log_target, reduction):
+KL_DIV = grid(log_target=[False, True], reduction=["mean", "batchmean", "sum", "none"])
+
+
+def _kl_div_case(log_target):
     q = numpy.log(rng.dirichlet(numpy.ones(4), size=5))
     p = rng.dirichlet(numpy.ones(4), size=5)
-    t = numpy.log(p) if log_target else p
+    return q, p, numpy.log(p) if log_target else p
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides")       # (PyTorch's advice)
+@KL_DIV
+def test_kl_div_against_torch(log_target, reduction):
+    q, _, t = _kl_div_case(log_target)
     f = lambda q, t: nn.kl_div(q, t, reduction=reduction, log_target=log_target)
     against_torch(f, lambda q, t: F.kl_div(q, t, reduction=reduction, log_target=log_target),
-                  [q, t], grads=[0, 1])
+                  [q, t], grads=[0, 1], reference=R.kl_div(q, t, reduction, log_target))
+
+
+@KL_DIV
+def test_kl_div_values_and_differences(log_target, reduction):
+    q, p, t = _kl_div_case(log_target)
+    f = lambda q, t: nn.kl_div(q, t, reduction=reduction, log_target=log_target)
+    assert_close(f(q, t), R.kl_div(q, t, reduction, log_target), rtol=1e-13, atol=1e-15)
     check_grads(f, q, t)
     if reduction == "batchmean":       # each row's KL divergence, averaged
         rows = (p * (numpy.log(p) - q)).sum(axis=1)
         assert_close(f(q, t), rows.mean(), rtol=1e-13)
 
 
-@needs_torch
+ZERO_Q = numpy.log(numpy.array([[0.5, 0.25, 0.25]]))
+ZERO_P = numpy.array([[1.0, 0.0, 0.0]])
+
+
 def test_kl_div_of_a_zero_probability_is_zero_and_has_a_gradient():
-    q = numpy.log(numpy.array([[0.5, 0.25, 0.25]]))
-    p = numpy.array([[1.0, 0.0, 0.0]])
+    q, p = ZERO_Q, ZERO_P
     with numpy.errstate(divide="raise", invalid="raise"):
         value = nn.kl_div(q, p, reduction="sum")
         gq, gp = wg.grad(lambda q, p: nn.kl_div(q, p, reduction="sum"), argnums=(0, 1))(q, p)
-    assert_close(value, F.kl_div(T(q), T(p), reduction="sum").item(), rtol=1e-15)
+    assert_close(value, R.kl_div(q, p, reduction="sum"), rtol=1e-15)
     assert_close(value, math.log(2), rtol=1e-15)
     assert_close(gq, -p, rtol=0, atol=0)
     # d/dp (p log p - p q) = log p + 1 - q where p > 0; at p = 0 only -q (xlogy's 0 side)
@@ -414,11 +674,25 @@ def test_kl_div_of_a_zero_probability_is_zero_and_has_a_gradient():
 
 
 @needs_torch
+def test_kl_div_of_a_zero_probability_as_torch():
+    assert_close(nn.kl_div(ZERO_Q, ZERO_P, reduction="sum"),
+                 F.kl_div(T(ZERO_Q), T(ZERO_P), reduction="sum").item(), rtol=1e-15)
+
+
+ONE_Q, ONE_P = numpy.log(numpy.array([0.5, 0.5])), numpy.array([0.75, 0.25])
+
+
 def test_kl_div_batchmean_of_one_example_without_a_batch_axis():
-    q = numpy.log(numpy.array([0.5, 0.5]))
-    p = numpy.array([0.75, 0.25])
-    assert_close(nn.kl_div(q, p, reduction="batchmean"),
-                 F.kl_div(T(q), T(p), reduction="batchmean").item(), rtol=1e-15)
+    # PyTorch divides by the first dimension, here the classes' (2)
+    value = nn.kl_div(ONE_Q, ONE_P, reduction="batchmean")
+    assert_close(value, R.kl_div(ONE_Q, ONE_P, reduction="batchmean"), rtol=1e-15)
+    assert_close(value, (0.75 * math.log(1.5) + 0.25 * math.log(0.5)) / 2, rtol=1e-14)
+
+
+@needs_torch
+def test_kl_div_batchmean_of_one_example_as_torch():
+    assert_close(nn.kl_div(ONE_Q, ONE_P, reduction="batchmean"),
+                 F.kl_div(T(ONE_Q), T(ONE_P), reduction="batchmean").item(), rtol=1e-15)
 
 
 # ---- vmap: per-example losses ----------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Neural-network building blocks, functional (as ``torch.nn.functional`` and ``jax.nn``).
 
-* layers: conv2d (``F.conv2d``'s stride, padding, dilation and groups), max_pool2d,
-  avg_pool2d, linear; images are NCHW, kernels OIHW, as in PyTorch;
+* layers: conv2d (``F.conv2d``'s stride, padding, dilation and groups), max_pool2d and
+  avg_pool2d (PyTorch's padding, ceil_mode, max pooling's dilation, average pooling's
+  count_include_pad and divisor_override), linear; images are NCHW, kernels OIHW, as in
+  PyTorch;
 * activations: relu, sigmoid, log_sigmoid, softplus, silu, gelu, elu, leaky_relu,
   softmax, log_softmax;
 * normalisation and regularisation: layer_norm, batch_norm (training mode: batch
@@ -12,7 +14,8 @@
   ``reduction="mean" | "sum" | "none"``; one_hot.
 
 The convolution, max pooling, relu, softmax, log_softmax and cross_entropy are primitives
-(and sigmoid is SciPy's expit primitive, where SciPy is installed); everything else is
+(and sigmoid is SciPy's expit primitive, where SciPy is installed; gelu's erf is a
+primitive that needs no SciPy); everything else is
 written with ``wengert.numpy``, so it runs NumPy on plain arrays and its
 derivatives (of every order) and batching rules are those of the primitives it uses.
 
@@ -168,46 +171,94 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return y
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    """Max pooling over kh x kw windows, as PyTorch's ``F.max_pool2d`` (without dilation
-    or ceil_mode): kernel_size, stride (by default the kernel size) and padding each an
-    int or a pair (height, width); the padding (at most half the window, as PyTorch
-    asks) is -inf, which no window picks.  The derivative goes to each window's arg-max
-    (the first, in a tie).
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max pooling over kh x kw windows, as PyTorch's ``F.max_pool2d``: kernel_size,
+    stride (by default the kernel size), padding and dilation each an int or a pair
+    (height, width).  The padding (at most half the window, as PyTorch asks) is -inf,
+    which no window picks; a dilated window's taps are dh rows and dw columns apart.
+    With ``ceil_mode=True`` the output size rounds up, ``ceil((H + 2 ph - dh (kh - 1) -
+    1) / sh) + 1``, so the last windows may hang over the bottom and right edges (their
+    missing part counts as -inf), except that, as in PyTorch, a window must start inside
+    the image or its top or left padding (one that would start in the bottom or right
+    padding is dropped).  The derivative goes to each window's arg-max (the first, in a
+    tie).
 
     Example:
         >>> import numpy as np, wengert.nn as nn
-        >>> nn.max_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
+        >>> x = np.arange(16.0).reshape(1, 1, 4, 4)
+        >>> nn.max_pool2d(x, 2).tolist()
         [[[[5.0, 7.0], [13.0, 15.0]]]]
-        >>> nn.max_pool2d(np.arange(16.0).reshape(1, 1, 4, 4), (1, 2), padding=(0, 1)).tolist()
+        >>> nn.max_pool2d(x, (1, 2), padding=(0, 1)).tolist()
         [[[[0.0, 2.0, 3.0], [4.0, 6.0, 7.0], [8.0, 10.0, 11.0], [12.0, 14.0, 15.0]]]]
+        >>> nn.max_pool2d(x, 2, stride=1, dilation=2).tolist()     # taps 2 apart
+        [[[[10.0, 11.0], [14.0, 15.0]]]]
+        >>> nn.max_pool2d(x, 3, stride=2, ceil_mode=True).tolist()   # 2 windows, not 1
+        [[[[10.0, 11.0], [14.0, 15.0]]]]
     """
-    k, s, (ph, pw), _ = _pool_settings(x, kernel_size, stride, padding, "max_pool2d")
-    if ph or pw:
+    k, s, (ph, pw), d, _, (eh, ew) = _pool_settings(x, kernel_size, stride, padding,
+                                                     dilation, ceil_mode, "max_pool2d")
+    if ph or pw or eh or ew:
         dtype = x.dtype if type(x) is Node else _np.asarray(x).dtype
         low = _np.iinfo(dtype).min if dtype.kind in "iu" else -_np.inf
-        x = wnp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=low)
-    return P.max_pool2d(x, kernel=k, stride=s)
+        x = wnp.pad(x, ((0, 0), (0, 0), (ph, ph + eh), (pw, pw + ew)), constant_values=low)
+    if d == (1, 1):
+        return P.max_pool2d(x, kernel=k, stride=s)
+    return P.max_pool2d(x, kernel=k, stride=s, dilation=d)
 
 
-def _pool_settings(x, kernel_size, stride, padding, who):
-    """(kernel, stride, padding, image shape) of a pooling of NCHW images, each setting a
-    pair (height, width), checked."""
+def _pool_settings(x, kernel_size, stride, padding, dilation, ceil_mode, who):
+    """(kernel, stride, padding, dilation, output size, overhang) of a pooling of NCHW
+    images, each a pair (height, width), checked; the overhang is how far the last
+    windows of ceil_mode reach past the bottom and right padding."""
+    if type(kernel_size) is int and (stride is None or type(stride) is int) \
+            and type(padding) is int and padding == 0 and type(dilation) is int \
+            and dilation == 1 and ceil_mode is False:
+        # a CNN's plain pool, without the general parsing: a training step's overhead
+        s = kernel_size if stride is None else stride
+        xs = wnp._shape(x)
+        if len(xs) == 4 and 1 <= kernel_size <= min(xs[2], xs[3]) and s >= 1:
+            out = ((xs[2] - kernel_size) // s + 1, (xs[3] - kernel_size) // s + 1)
+            return (kernel_size,) * 2, (s, s), (0, 0), (1, 1), out, (0, 0)
     k = _pair(kernel_size, "kernel_size", who)
     s = k if stride is None else _pair(stride, "stride", who)
     p = _pair(padding, "padding", who)
+    d = (1, 1) if type(dilation) is int and dilation == 1 else _pair(dilation, "dilation", who)
+    if type(ceil_mode) is not bool and not isinstance(ceil_mode, _np.bool_):
+        raise TypeError(f"{who}: ceil_mode must be True or False, got {ceil_mode!r}")
     xs = wnp._shape(x)
     if len(xs) != 4:
         raise ValueError(f"{who}: expected images of shape (N, C, H, W), got {xs}")
     if k[0] < 1 or k[1] < 1 or s[0] < 1 or s[1] < 1:
         raise ValueError(f"{who}: kernel_size and stride must be >= 1, got {k} and {s}")
+    if d[0] < 1 or d[1] < 1:
+        raise ValueError(f"{who}: dilation must be >= 1, got {d}")
     if p != (0, 0) and (p[0] < 0 or p[1] < 0 or 2 * p[0] > k[0] or 2 * p[1] > k[1]):
         raise ValueError(f"{who}: padding must be >= 0 and at most half the window, as in "
                          f"PyTorch, got padding {p} for a {k[0]}x{k[1]} window")
-    if k[0] > xs[2] + 2 * p[0] or k[1] > xs[3] + 2 * p[1]:
-        raise ValueError(f"{who}: a {k[0]}x{k[1]} window does not fit in images of shape "
-                         f"{xs}" + (f" with padding {p}" if any(p) else ""))
-    return k, s, p, xs
+    out, over = [], []
+    for size, kk, ss, pp, dd in zip(xs[2:], k, s, p, d):
+        span = dd * (kk - 1) + 1
+        o = (size + 2 * pp - span + (ss - 1 if ceil_mode else 0)) // ss + 1
+        if ceil_mode and (o - 1) * ss >= size + pp:   # it would start in the end's padding
+            o -= 1
+        out.append(o)
+        over.append(max(0, (o - 1) * ss + span - size - 2 * pp))
+    if out[0] < 1 or out[1] < 1:
+        dilated = f" dilated by {d}" if d != (1, 1) else ""
+        raise ValueError(f"{who}: a {k[0]}x{k[1]} window{dilated} does not fit in images of "
+                         f"shape {xs}" + (f" with padding {p}" if any(p) else ""))
+    return k, s, p, d, tuple(out), tuple(over)
+
+
+def _window_sizes(size, kernel, stride, padding, count, include_pad):
+    """How many elements each of `count` windows along one axis averages over, as
+    PyTorch counts: the padding too if `include_pad`, never what ceil_mode's last window
+    reaches beyond it."""
+    start = _np.arange(count) * stride - padding
+    end = _np.minimum(start + kernel, size + padding)
+    if not include_pad:
+        start, end = _np.maximum(start, 0), _np.minimum(end, size)
+    return end - start
 
 
 def _one_axis(x, axis, who):
@@ -252,11 +303,12 @@ def one_hot(labels, classes):
     return P.one_hot(labels, classes=int(classes))
 
 
-def _check_labels(labels, classes, who, ignore_index=None):
-    """Integer labels, all in range(classes) where their values are known, or equal to
-    `ignore_index` if one is given: (the labels, whether any equals ignore_index), the
-    latter None where the values are not known (traced abstractly, by wg.compile or
-    wg.vmap)."""
+def _check_labels(labels, classes, who, ignore_index=None, fusable=False):
+    """Integer labels, all in range(classes), or equal to `ignore_index` if one is given:
+    (the labels, whether any equals ignore_index).  Where their values are not known
+    (traced abstractly, by wg.compile or wg.vmap) the latter is None, and the labels
+    returned are checked when the function runs; `fusable`: the caller then takes the
+    fused cross-entropy if ignore_index is the default, which no label may equal."""
     if type(labels) is Node:
         kind, known = labels.dtype.kind, labels.value
     else:
@@ -266,46 +318,23 @@ def _check_labels(labels, classes, who, ignore_index=None):
         raise TypeError(f"{who}: labels must be integers (class indices), got "
                         f"dtype {labels.dtype}")
     if known is None:
-        return labels, None
+        fused = fusable and ignore_index is _IGNORE
+        allowed = None if fused or ignore_index is None else int(ignore_index)
+        return P.checked_labels(labels, classes=classes, who=who, ignore_index=allowed,
+                                fused=fused), None
     if known.size and _outside(known, classes):
         # (only here is ignore_index looked for when it is no class, as the default -100:
         # labels in range, the training step's case, cost the one pass above)
-        also = ""
-        if ignore_index is not None:
-            known = known[known != ignore_index]
-            if not (known.size and _outside(known, classes)):
-                return labels, True
-            also = f" (or equal ignore_index, {ignore_index})"
-        low, high = _np.minimum.reduce(known, axis=None), _np.maximum.reduce(known, axis=None)
-        raise ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
-                         f"classes{also}, got values from {low} to {high}")
+        error = P.bad_labels(known, classes, who, ignore_index)
+        if error is not None:
+            raise error
+        return labels, True
     if ignore_index is not None and 0 <= ignore_index < classes:      # a class is ignored
         return labels, bool(_np.equal(known, ignore_index).any())
     return labels, False
 
 
-def _outside(known, classes):
-    """Whether some of the integers `known` (not empty) lie outside range(classes)."""
-    if known.dtype.kind == "u":
-        return _np.maximum.reduce(known, axis=None) >= classes
-    if classes <= 1 << (8 * known.dtype.itemsize - 1):
-        # One pass, not two (every training step checks its labels): read as unsigned
-        # integers, a negative label is at least 2**(bits-1), above every class index.
-        return _np.maximum.reduce(known.view(_unsigned(known.dtype)), axis=None) >= classes
-    return _np.minimum.reduce(known, axis=None) < 0 \
-        or _np.maximum.reduce(known, axis=None) >= classes
-
-
-_UNSIGNED: dict = {}
-
-
-def _unsigned(dtype):
-    """The unsigned type of a signed integer dtype's size and byte order ('>i4' -> '>u4'),
-    remembered: every training step checks its labels, and dtype.str is slow."""
-    found = _UNSIGNED.get(dtype)
-    if found is None:
-        found = _UNSIGNED[dtype] = _np.dtype(dtype.str.replace("i", "u", 1))
-    return found
+_outside = P.labels_outside      # (a module global: every training step checks its labels)
 
 
 class _DefaultIgnore(int):
@@ -340,12 +369,13 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
       by the number of examples, ε mixes in as ``(1 - ε) target + ε/C``, and
       ``ignore_index`` must be negative (no class is ignored).
 
-    Labels are checked (integers in ``range(C)``, or ``ignore_index``) where their values
-    are known.  A function traced without them (by ``wg.compile`` or ``wg.vmap``, with the
-    labels an argument) cannot look for -100 while it is traced, so the defaults trace
-    the fused primitive there, which takes every label as a class index (labels must then
-    be in range(C)); pass ``ignore_index`` explicitly (``ignore_index=-100`` too) to have
-    such labels left out at run time, through the general path.
+    Labels are checked (integers in ``range(C)``, or ``ignore_index``): eagerly, and in a
+    function traced without their values (by ``wg.compile`` or ``wg.vmap``, with the
+    labels an argument) when it runs, a ``ValueError`` naming their range.  Such a trace
+    cannot look for -100 while it is made, so with the defaults it takes the fused
+    primitive, which has no label to leave out: a -100 there is refused at run time,
+    never read as a class; pass ``ignore_index`` explicitly (``ignore_index=-100`` too)
+    to have such labels left out at run time, through the general path.
 
     Args:
         input: scores (unnormalised log-probabilities), shape (C,), (N, C) or
@@ -374,12 +404,25 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
         >>> soft = np.array([[0.5, 0.5], [0.0, 1.0], [1.0, 0.0]])
         >>> round(float(nn.cross_entropy(z, soft, label_smoothing=0.1)), 4)
         0.6823
+
+        Compiled for labels it has not seen, the defaults refuse a -100 when they meet
+        it; an explicit ignore_index leaves it out:
+
+        >>> import wengert as wg
+        >>> loss = wg.compile(lambda z, y: nn.cross_entropy(z, y), z, y)
+        >>> loss(z, y)
+        Traceback (most recent call last):
+        ValueError: cross_entropy: labels must lie in range(2) for 2 classes, got values from -100 to 0; -100 is PyTorch's default ignore_index, ...: pass ignore_index=-100 explicitly ...
+        >>> loss = wg.compile(lambda z, y: nn.cross_entropy(z, y, ignore_index=-100), z, y)
+        >>> round(float(loss(z, y)), 4)                   # the mean over the two counted
+        1.1269
     """
     if weight is None and not label_smoothing and (reduction == "mean" or reduction == "sum"):
         shape = wnp._shape(input)
         lshape = target.shape if type(target) in (Node, _np.ndarray) else _np.shape(target)
         if len(shape) == 2 and lshape == shape[:1]:       # the training step's (N, C) and (N,)
-            labels, hit = _check_labels(target, shape[1], "cross_entropy", ignore_index)
+            labels, hit = _check_labels(target, shape[1], "cross_entropy", ignore_index,
+                                        True)
             if hit is False or hit is None and ignore_index is _IGNORE:
                 return _fused_cross_entropy(input, labels, shape[0], reduction)
     return _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
@@ -415,9 +458,9 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
             terms = terms * weight
         loss = -wnp.sum(terms, axis=1)
         return wnp.reshape(loss, each) if reduction == "none" else _reduce(loss, reduction)
-    labels, hit = _check_labels(target, classes, who, ignore_index)
-    if weight is None and not eps and reduction != "none" and (
-            hit is False or hit is None and ignore_index is _IGNORE):
+    fusable = weight is None and not eps and reduction != "none"
+    labels, hit = _check_labels(target, classes, who, ignore_index, fusable)
+    if fusable and (hit is False or hit is None and ignore_index is _IGNORE):
         return _fused_cross_entropy(scores, labels, int(_np.prod(each)), reduction)
     return _class_index_loss(log_softmax(scores, axis=1), labels, hit, weight, ignore_index,
                              reduction, eps, each)
@@ -564,7 +607,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     PyTorch's ``F.nll_loss``.  With ``input = log_softmax(scores)`` it is the
     cross-entropy; ``weight`` and ``ignore_index`` are as there (the mean divides by the
     sum of the counted examples' class weights; labels equal to ``ignore_index`` give 0
-    and are not counted, even in a function traced without their values).
+    and are not counted, even in a function traced without their values, where the
+    labels are checked when it runs).
 
     Args:
         input: log-probabilities, shape (C,), (N, C) or (N, C, d1, ..., dk).
@@ -861,10 +905,12 @@ _SQRT_2_OVER_PI = 0.7978845608028654     # √(2/π)
 
 def gelu(x, approximate=False):
     """The Gaussian error linear unit ``x Φ(x)``, Φ the standard normal distribution
-    function, with PyTorch's default (``F.gelu``): exact, ``x/2 (1 + erf(x/√2))``, which
-    needs SciPy for erf.  ``approximate=True`` (or PyTorch's ``"tanh"``) is the tanh form
-    ``x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))``; ``approximate=False`` may also be
-    written ``"none"``.  (``jax.nn.gelu`` defaults to ``approximate=True``.)
+    function, with PyTorch's default (``F.gelu``): exact, ``x/2 (1 + erf(x/√2))``, erf
+    one primitive (SciPy's where SciPy is installed, else wengert's own in NumPy, to
+    within a few units in the last place: SciPy is not needed).  ``approximate=True``
+    (or PyTorch's ``"tanh"``) is the tanh form ``x/2 (1 + tanh(√(2/π) (x + 0.044715
+    x³)))``; ``approximate=False`` may also be written ``"none"``.  (``jax.nn.gelu``
+    defaults to ``approximate=True``.)
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -877,8 +923,8 @@ def gelu(x, approximate=False):
         inner = _SQRT_2_OVER_PI * (x + 0.044715 * wnp.power(x, 3))
         return 0.5 * wnp.multiply(x, 1.0 + wnp.tanh(inner))
     if approximate is False or approximate == "none":
-        from .scipy.special import erf
-        return 0.5 * wnp.multiply(x, 1.0 + erf(wnp.multiply(x, _SQRT_HALF)))
+        # the erf primitive: SciPy's erf where SciPy is installed, else wengert's own
+        return 0.5 * wnp.multiply(x, 1.0 + _special.erf(wnp.multiply(x, _SQRT_HALF)))
     raise ValueError(f"gelu: approximate must be False or True ('none' or 'tanh', as in "
                      f"PyTorch), got {approximate!r}")
 
@@ -939,17 +985,22 @@ def linear(x, weight, bias=None):
     return y
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    """Average pooling over kh x kw windows, as PyTorch's ``F.avg_pool2d`` (without
-    ceil_mode, count_include_pad or divisor_override): images NCHW, kernel_size, stride
-    (by default the kernel size) and padding each an int or a pair (height, width), windows
-    that do not fit dropped.  The padding (at most half the window) is zeros that count
-    in every window's kh·kw, PyTorch's default ``count_include_pad=True``.  Each
-    window's derivative is ``1/(kh kw)`` to every element.
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Average pooling over kh x kw windows, as PyTorch's ``F.avg_pool2d``: images NCHW,
+    kernel_size, stride (by default the kernel size) and padding each an int or a pair
+    (height, width), windows that do not fit dropped.  The padding (at most half the
+    window) is zeros; with ``count_include_pad=True`` (PyTorch's default) they count in
+    each window's divisor, kh·kw, with False only the image's elements do.
+    ``ceil_mode=True`` rounds the output size up as in `max_pool2d` (the last windows may
+    hang over the bottom and right edges, but start inside the image or its top or left
+    padding); what hangs over the padding never counts, so those windows average over
+    less.  ``divisor_override`` (a nonzero int) divides every window's sum instead.  Each
+    window's derivative is 1/divisor to every element.
 
     Windows that tile the image (stride = kernel, no padding) are a reshape and a mean;
     overlapping, gapped or padded windows are a convolution of each channel with a
-    constant kernel.
+    constant kernel (divided by each window's divisor where they differ).
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -957,18 +1008,48 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0):
         [[[[2.5, 4.5], [10.5, 12.5]]]]
         >>> nn.avg_pool2d(np.ones((1, 1, 2, 2)), 2, stride=1, padding=1).tolist()
         [[[[0.25, 0.5, 0.25], [0.5, 1.0, 0.5], [0.25, 0.5, 0.25]]]]
+        >>> nn.avg_pool2d(np.ones((1, 1, 2, 2)), 2, stride=1, padding=1,
+        ...               count_include_pad=False).tolist()
+        [[[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]]
+        >>> x = np.arange(9.0).reshape(1, 1, 3, 3)
+        >>> nn.avg_pool2d(x, 2, ceil_mode=True).tolist()    # the last row and column alone
+        [[[[2.0, 3.5], [6.5, 8.0]]]]
     """
-    (kh, kw), s, p, xs = _pool_settings(x, kernel_size, stride, padding, "avg_pool2d")
-    n, c, h, w = xs
-    ho, wo = (h + 2 * p[0] - kh) // s[0] + 1, (w + 2 * p[1] - kw) // s[1] + 1
-    if s == (kh, kw) and p == (0, 0):
+    who = "avg_pool2d"
+    (kh, kw), s, p, _, (ho, wo), (eh, ew) = _pool_settings(x, kernel_size, stride, padding,
+                                                           1, ceil_mode, who)
+    if type(count_include_pad) is not bool and not isinstance(count_include_pad, _np.bool_):
+        raise TypeError(f"{who}: count_include_pad must be True or False, got "
+                        f"{count_include_pad!r}")
+    if divisor_override is not None and (
+            isinstance(divisor_override, bool)
+            or not isinstance(divisor_override, (int, _np.integer)) or divisor_override == 0):
+        raise ValueError(f"{who}: divisor_override must be a nonzero int (or None), got "
+                         f"{divisor_override!r}")
+    n, c, h, w = wnp._shape(x)
+    dtype = _float_dtype(x)
+    if divisor_override is not None:
+        divisor = int(divisor_override)
+    elif (eh or ew) or (p != (0, 0) and not count_include_pad):
+        # windows of different sizes: the sum of each, over its own count
+        divisor = _np.multiply.outer(
+            _window_sizes(h, kh, s[0], p[0], ho, count_include_pad),
+            _window_sizes(w, kw, s[1], p[1], wo, count_include_pad)).astype(dtype)
+    else:
+        divisor = kh * kw
+    if s == (kh, kw) and p == (0, 0) and not (eh or ew):
         if (ho * kh, wo * kw) != (h, w):
             x = x[:, :, :ho * kh, :wo * kw]
-        return wnp.mean(wnp.reshape(x, (n, c, ho, kh, wo, kw)), axis=(3, 5))
-    kernel = _np.full((1, 1, kh, kw), 1.0 / (kh * kw), dtype=_float_dtype(x))
+        tiles = wnp.reshape(x, (n, c, ho, kh, wo, kw))
+        if divisor == kh * kw:
+            return wnp.mean(tiles, axis=(3, 5))
+        return wnp.sum(tiles, axis=(3, 5)) / dtype.type(divisor)
+    uniform = type(divisor) is int
+    kernel = _np.full((1, 1, kh, kw), 1.0 / divisor if uniform else 1.0, dtype=dtype)
     y = P.conv2d(wnp.reshape(x, (n * c, 1, h, w)), kernel, stride=s,
-                 padding=((p[0], p[0]), (p[1], p[1])), dilation=(1, 1), groups=1)
-    return wnp.reshape(y, (n, c, ho, wo))
+                 padding=((p[0], p[0] + eh), (p[1], p[1] + ew)), dilation=(1, 1), groups=1)
+    y = wnp.reshape(y, (n, c, ho, wo))
+    return y if uniform else y / divisor
 
 
 # ---- normalisation and dropout ------------------------------------------------------------------

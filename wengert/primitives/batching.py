@@ -463,10 +463,11 @@ def _declare():
     for prim in REGISTRY.values():
         if prim.elementwise:
             prim.defbatch(_elementwise)
-    for name in ("astype", "copy", "one_hot", "inv", "det", "cofactor", "logabsdet",
-                 "signdet", "logdet", "cholesky", "eigvalsh", "eigvecsh", "eigvals", "eigvecs",
-                 "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r", "expm", "sqrtm",
-                 "lu_factor", "lu_pivots", "symmetrize", "eigh_values", "eigh_vectors"):
+    for name in ("astype", "copy", "one_hot", "checked_labels", "inv", "det", "cofactor",
+                 "logabsdet", "signdet", "logdet", "cholesky", "eigvalsh", "eigvecsh",
+                 "eigvals", "eigvecs", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r", "expm",
+                 "sqrtm", "lu_factor", "lu_pivots", "symmetrize", "eigh_values",
+                 "eigh_vectors"):
         REGISTRY[name].defbatch(_same_call)
     for prim in (SL.solve_sylvester, SL.gen_eigh_values, SL.gen_eigh_vectors):
         prim.defbatch(_broadcast_stacks)

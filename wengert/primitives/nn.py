@@ -236,33 +236,42 @@ for _p in (conv2d, conv2d_input_grad, conv2d_weight_grad):
 
 
 # ---- max pooling -----------------------------------------------------------------------------
-def _corners(x, kernel, stride):
-    """The kh*kw strided views x[:, :, i::sh, j::sw] (cut to the output size): element
-    (p, q) of view (i, j) is position (i, j) of window (p, q).  Reducing over kh*kw views
-    is much faster than reducing a sliding-window view over its two short trailing axes."""
+# Parameters, as wengert.nn.max_pool2d sets them: kernel=(kh, kw), stride=(sh, sw), and, for
+# a dilated window (taps dh rows and dw columns apart), dilation=(dh, dw); images already
+# padded (with -inf), so every window lies inside them.
+def _corners(x, kernel, stride, dilation=(1, 1)):
+    """The kh*kw strided views x[:, :, i*dh::sh, j*dw::sw] (cut to the output size):
+    element (p, q) of view (i, j) is tap (i, j) of window (p, q).  Reducing over kh*kw
+    views is much faster than reducing a sliding-window view over its two short trailing
+    axes."""
     x = np.asarray(x)
-    (kh, kw), (sh, sw) = kernel, stride
-    ho, wo = (x.shape[2] - kh) // sh + 1, (x.shape[3] - kw) // sw + 1
-    for i in range(kh):
-        for j in range(kw):
-            yield (slice(None), slice(None), slice(i, i + sh * ho, sh),
-                   slice(j, j + sw * wo, sw))
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    ho = (x.shape[2] - (kh - 1) * dh - 1) // sh + 1
+    wo = (x.shape[3] - (kw - 1) * dw - 1) // sw + 1
+    columns = [slice(j, j + sw * wo, sw) for j in range(0, kw * dw, dw)]
+    for i in range(0, kh * dh, dh):
+        rows = slice(i, i + sh * ho, sh)
+        for cols in columns:
+            yield _ALL, _ALL, rows, cols
 
 
-def _max_pool_np(x, kernel, stride):
+_ALL = slice(None)
+
+
+def _max_pool_np(x, kernel, stride, dilation=(1, 1)):
     x = np.asarray(x)
     best = None
-    for view in _corners(x, kernel, stride):
+    for view in _corners(x, kernel, stride, dilation):
         best = x[view] if best is None else np.maximum(best, x[view])
     return best
 
 
-def _first_hits(x, y, kernel, stride):
+def _first_hits(x, y, kernel, stride, dilation):
     """For each corner view, where its element is its window's maximum y and no earlier
     corner already was (the first maximum wins a tie): seed 000's routing to one arg-max."""
     x = np.asarray(x)
     free = None                                   # windows whose maximum is still unplaced
-    for view in _corners(x, kernel, stride):
+    for view in _corners(x, kernel, stride, dilation):
         hit = np.equal(x[view], y)
         if free is None:
             free = ~hit
@@ -284,27 +293,27 @@ def _in_layout_of(a, ref):
     return out
 
 
-def _pool_scatter_np(g, x, y, kernel, stride):
+def _pool_scatter_np(g, x, y, kernel, stride, dilation=(1, 1)):
     """Each window's cotangent goes to the window's arg-max (y is the pooled maximum)."""
     x, y = np.asarray(x), np.asarray(y)
     g = _in_layout_of(np.asarray(g), y)
     out = np.zeros_like(x, dtype=float_dtype(g))            # (in x's layout)
-    if stride[0] >= kernel[0] and stride[1] >= kernel[1]:
+    if stride[0] > (kernel[0] - 1) * dilation[0] and stride[1] > (kernel[1] - 1) * dilation[1]:
         # Windows do not overlap: every position gets its value once, by corner views.
-        for view, hit in _first_hits(x, y, kernel, stride):
+        for view, hit in _first_hits(x, y, kernel, stride, dilation):
             np.multiply(hit, g, out=out[view])
         return out
-    for view, hit in _first_hits(x, y, kernel, stride):
+    for view, hit in _first_hits(x, y, kernel, stride, dilation):
         out[view] += np.where(hit, g, 0.0)
     return out
 
 
-def _pool_gather_np(t, x, y, kernel, stride):
+def _pool_gather_np(t, x, y, kernel, stride, dilation=(1, 1)):
     """The value of t at each window's arg-max of x (y is the pooled maximum)."""
     x, y = np.asarray(x), np.asarray(y)
     t = _in_layout_of(np.asarray(t), x)
     out = np.zeros_like(y, dtype=float_dtype(t))            # (in y's layout)
-    for view, hit in _first_hits(x, y, kernel, stride):
+    for view, hit in _first_hits(x, y, kernel, stride, dilation):
         out += np.where(hit, t[view], 0.0)
     return out
 
@@ -312,7 +321,9 @@ def _pool_gather_np(t, x, y, kernel, stride):
 def _pool_aval(args, params):
     n, c, h, w = args[0].shape
     (kh, kw), (sh, sw) = params["kernel"], params["stride"]
-    return (n, c, (h - kh) // sh + 1, (w - kw) // sw + 1), args[0].dtype
+    dh, dw = params.get("dilation", (1, 1))
+    return (n, c, (h - (kh - 1) * dh - 1) // sh + 1, (w - (kw - 1) * dw - 1) // sw + 1), \
+        args[0].dtype
 
 
 max_pool2d = defprimitive("max_pool2d", _max_pool_np, cost="cmp", abstract_eval=_pool_aval)
@@ -321,21 +332,18 @@ pool_scatter = defprimitive("pool_scatter", _pool_scatter_np, cost=None,
 pool_gather = defprimitive("pool_gather", _pool_gather_np, cost=None,
                            abstract_eval=lambda args, params: (args[2].shape, args[0].dtype))
 
-# The pooled maximum y = max_pool2d(x) rides along so the routing needs no arg-max search.
-max_pool2d.defvjp(lambda g, x, ans, kernel, stride: (
-    pool_scatter(g, x, ans, kernel=kernel, stride=stride),))
-max_pool2d.defjvp(lambda ts, x, ans, kernel, stride: pool_gather(ts[0], x, ans, kernel=kernel,
-                                                                 stride=stride))
+# The pooled maximum y = max_pool2d(x) rides along so the routing needs no arg-max search;
+# the window's geometry (kernel, stride, dilation) rides along unchanged.
+max_pool2d.defvjp(lambda g, x, ans, **geo: (pool_scatter(g, x, ans, **geo),))
+max_pool2d.defjvp(lambda ts, x, ans, **geo: pool_gather(ts[0], x, ans, **geo))
 # scatter and gather are linear in their first argument and each other's transpose; the
 # arg-max positions do not move under small changes of x, so x and y carry no derivative.
-pool_scatter.defvjp(lambda gg, g, x, y, ans, kernel, stride: (
-    pool_gather(gg, x, y, kernel=kernel, stride=stride), None, None))
-pool_scatter.defjvp(lambda ts, g, x, y, ans, kernel, stride: pool_scatter(
-    ts[0], x, y, kernel=kernel, stride=stride) if ts[0] is not None else None)
-pool_gather.defvjp(lambda gg, t, x, y, ans, kernel, stride: (
-    pool_scatter(gg, x, y, kernel=kernel, stride=stride), None, None))
-pool_gather.defjvp(lambda ts, t, x, y, ans, kernel, stride: pool_gather(
-    ts[0], x, y, kernel=kernel, stride=stride) if ts[0] is not None else None)
+pool_scatter.defvjp(lambda gg, g, x, y, ans, **geo: (pool_gather(gg, x, y, **geo), None, None))
+pool_scatter.defjvp(lambda ts, g, x, y, ans, **geo: pool_scatter(
+    ts[0], x, y, **geo) if ts[0] is not None else None)
+pool_gather.defvjp(lambda gg, t, x, y, ans, **geo: (pool_scatter(gg, x, y, **geo), None, None))
+pool_gather.defjvp(lambda ts, t, x, y, ans, **geo: pool_gather(
+    ts[0], x, y, **geo) if ts[0] is not None else None)
 
 # ---- ReLU ------------------------------------------------------------------------------------
 relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
@@ -481,6 +489,71 @@ def _times(x, g):
     """x * g, except for the cotangent 1.0 that an eager gradient seeds its loss with: a
     pass over x that would change nothing."""
     return x if type(g) is float and g == 1.0 else x * g
+
+
+# ---- labels checked when their values are known: at run time -------------------------------
+def labels_outside(known, classes):
+    """Whether some of the integers `known` (not empty) lie outside range(classes)."""
+    if known.dtype.kind == "u":
+        return np.maximum.reduce(known, axis=None) >= classes
+    if classes <= 1 << (8 * known.dtype.itemsize - 1):
+        # One pass, not two (every training step checks its labels): read as unsigned
+        # integers, a negative label is at least 2**(bits-1), above every class index.
+        return np.maximum.reduce(known.view(_unsigned(known.dtype)), axis=None) >= classes
+    return np.minimum.reduce(known, axis=None) < 0 \
+        or np.maximum.reduce(known, axis=None) >= classes
+
+
+_UNSIGNED: dict = {}
+
+
+def _unsigned(dtype):
+    """The unsigned type of a signed integer dtype's size and byte order ('>i4' -> '>u4'),
+    remembered: every training step checks its labels, and dtype.str is slow."""
+    found = _UNSIGNED.get(dtype)
+    if found is None:
+        found = _UNSIGNED[dtype] = np.dtype(dtype.str.replace("i", "u", 1))
+    return found
+
+
+def bad_labels(known, classes, who, ignore_index=None, fused=False):
+    """None if the integer labels `known` all lie in range(classes) or equal
+    `ignore_index`, else the ValueError that says so, with their range; `fused`: the
+    labels go to the fused cross-entropy, which cannot leave PyTorch's default
+    ignore_index, -100, out (wengert.nn.cross_entropy of labels traced without values)."""
+    if not (known.size and labels_outside(known, classes)):
+        return None
+    also = ""
+    if ignore_index is not None:
+        known = known[known != ignore_index]
+        if not (known.size and labels_outside(known, classes)):
+            return None
+        also = f" (or equal ignore_index, {ignore_index})"
+    low, high = np.minimum.reduce(known, axis=None), np.maximum.reduce(known, axis=None)
+    why = ""
+    if fused and np.equal(known, -100).any():
+        why = ("; -100 is PyTorch's default ignore_index, which the fused cross-entropy of "
+               "labels traced without their values (wg.compile, wg.vmap) cannot leave out: "
+               "pass ignore_index=-100 explicitly to have such labels left out at run time")
+    return ValueError(f"{who}: labels must lie in range({classes}) for {classes} "
+                      f"classes{also}, got values from {low} to {high}{why}")
+
+
+def _checked_labels_np(labels, classes, who, ignore_index, fused):
+    labels = np.asarray(labels)
+    error = bad_labels(labels, classes, who, ignore_index, fused)
+    if error is not None:
+        raise error
+    return labels
+
+
+# The labels themselves, once they are found in range: wengert.nn's losses put it before
+# the labels' use where a trace (wg.compile, wg.vmap) has not their values to check, so
+# that a label out of range is refused when the function runs, with the eager message,
+# rather than read from the end (a negative index) or fail inside NumPy.  One pass over
+# the labels.  Integer data: nothing to differentiate.
+checked_labels = defprimitive("checked_labels", _checked_labels_np, cost=None,
+                              abstract_eval=_same_aval)
 
 
 # (wengert.nn.cross_entropy checks the shapes and labels before they get here)
