@@ -608,7 +608,8 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
     so = _scipy_optimize()
     gradient = np.asarray(grad(lambda x: objective(wnp.reshape(x, shape), args))(x),
                           dtype=np.float64).reshape(-1)
-    near = _NEAR * (1.0 + np.max(np.abs(x), initial=0.0))
+    scale = 1.0 + np.max(np.abs(x), initial=0.0)
+    near = _NEAR * scale
     rows, lower, picked, weak = [], [], [], []
     k = 0
     for b, ba in zip(blocks, block_args):
@@ -627,7 +628,7 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
         lower.append(np.full(int(take.sum()), -np.inf if b.kind == "eq" else 0.0))
         picked.append(k + np.flatnonzero(take))
         if b.kind == "ineq":
-            weak.append((b, k, np.abs(distance) <= 1e-8 * (1.0 + np.max(np.abs(x)))))
+            weak.append((b, k, np.abs(distance) <= 1e-8 * scale))
         k += b.m
     nu = np.zeros(k)
     rows, lower, picked = np.concatenate(rows), np.concatenate(lower), np.concatenate(picked)
