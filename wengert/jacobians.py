@@ -9,7 +9,8 @@ Hessians, the Jacobian as a graph, and what each method costs.
 
 The methods (see docs/jacobians.md):
 
-- ``fwd``: one forward sweep per input element (as `wg.jacfwd`);
+- ``fwd``: one forward sweep per input element (as `wg.jacfwd`, whose sweeps along an
+  array's elements run batched);
 - ``rev``: one reverse sweep per output element (as `wg.jacrev`);
 - ``eliminate``: vertex elimination on the edge-partial graph after contracting umbrellas
   (seed 003), the strategy picked by counting (`wengert.ad.eliminate`); scalar graphs only;
@@ -54,13 +55,16 @@ def _scalar_graph(inputs, outputs) -> bool:
     return all(n.shape == () and n.op.partials is not None for n in plan)
 
 
-def _pick(inputs, outputs):
-    """The method "auto" stands for."""
-    if _scalar_graph(inputs, outputs):
-        return "eliminate"
+def _fewer_sweeps(inputs, outputs):
+    """"fwd" or "rev", whichever needs fewer sweeps (forward on a tie)."""
     n = sum(x.size for x in inputs)
     m = sum(o.size for o in outputs)
     return "fwd" if n <= m else "rev"
+
+
+def _pick(inputs, outputs):
+    """The method "auto" stands for."""
+    return "eliminate" if _scalar_graph(inputs, outputs) else _fewer_sweeps(inputs, outputs)
 
 
 def jacobian_coordinates(graph, inputs, outputs, mode="auto", symbolic=False):
@@ -176,20 +180,17 @@ def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
 
     @_recorded(f, argnums, "jacobian", holomorphic)
     def jac_f(call, out_nodes, out_tree, single):
-        if holomorphic:
-            if mode == "auto":          # (the fewer sweeps)
-                how = "fwd" if sum(x.size for x in call.inputs) <= sum(
-                    o.size for o in out_nodes) else "rev"
-            else:
-                how = mode
+        arrays = holomorphic or not _scalar_graph(call.inputs, out_nodes)
+        how = mode
+        if arrays and (how == "auto" or how == "sparse" and call.symbolic):
+            # (array blocks inside another transformation are assembled by the sweeps with
+            # stack/reshape: the coordinate form holds scalar entries only)
+            how = _fewer_sweeps(call.inputs, out_nodes)
+        if arrays and how in ("fwd", "rev"):
+            # jacfwd's and jacrev's sweeps: the directions along an array's elements run as
+            # one batched sweep, where the coordinate form would sweep once per element
             return jacobian_by_sweeps(call, out_nodes, out_tree, single, how)
-        if call.symbolic and not _scalar_graph(call.inputs, out_nodes) and mode != "eliminate":
-            # Array blocks inside another transformation: the sweeps assemble them with
-            # stack/reshape (the coordinate form below holds scalar entries only).
-            how = _pick(call.inputs, out_nodes) if mode in ("auto", "sparse") else mode
-            return jacobian_by_sweeps(call, out_nodes, out_tree, single, how)
-        coords = jacobian_coordinates(call.graph, call.inputs, out_nodes, mode,
-                                      call.symbolic)
+        coords = jacobian_coordinates(call.graph, call.inputs, out_nodes, how, call.symbolic)
         return _layout(call, coords, out_nodes, out_tree, single)
 
     return jac_f
