@@ -16,7 +16,8 @@ The rules come in kinds, declared in the tables at the end:
 * reductions, scans, flips and the like move their axis parameters one place right;
 * matrix functions already map over leading axes (``inv`` of a stack of matrices), and the
   batch is one more;
-* matmul and solve line their operands up as stacks of matrices (`_stacked_pair`);
+* matmul and solve line their operands up as stacks of matrices (`_stacked_pair`); a
+  solve with one matrix for the whole batch solves for all right-hand sides at once;
 * conv2d and max-pool fold the batch into their own batch axis N; a kernel per example
   makes the examples the groups of one grouped convolution.
 
@@ -175,36 +176,31 @@ def _einsum(args, mapped, node):
 
 
 def _stacked_pair(args, mapped, node):
-    """matmul(a, b) and solve(a, b): as stacks of matrices.  A vector operand becomes a
-    one-row (a) or one-column (b) matrix, the batched operands get ones after the batch
-    axis up to a common rank, and broadcasting over the stack axes does the rest; the
-    inserted axes are all of length one, so a reshape takes them out again."""
+    """matmul(a, b): as stacks of matrices.  A vector operand becomes a one-row (a) or
+    one-column (b) matrix, the batched operands get ones after the batch axis up to a
+    common rank, and broadcasting over the stack axes does the rest; the inserted axes
+    are all of length one, so a reshape takes them out again."""
     (a, b), (ma, mb) = args, mapped
     ra, rb = (len(x.shape) for x in node.args)
-    if node.op is L.solve and rb == 1:
-        rb = 2                          # NumPy 2: b is a vector only if it is 1-d
+    if ra == 1:
+        ra = 2
+        sa = tuple(shape_of(a))
+        a = A.reshape(a, shape=sa[:-1] + (1,) + sa[-1:])
+    if rb == 1:
+        rb = 2
         b = A.reshape(b, shape=tuple(shape_of(b)) + (1,))
-    elif node.op is A.matmul:
-        if ra == 1:
-            ra = 2
-            sa = tuple(shape_of(a))
-            a = A.reshape(a, shape=sa[:-1] + (1,) + sa[-1:])
-        if rb == 1:
-            rb = 2
-            b = A.reshape(b, shape=tuple(shape_of(b)) + (1,))
     rank = max(ra, rb)
     size = _size(args, mapped)
-    if node.op is A.matmul:
-        sa = tuple(shape_of(a))
-        if sa[-1] == 1:
-            # an outer product (a per-example weight gradient, xᵀ·g): NumPy's matmul
-            # loops over a stack of such thin products, a broadcast product does not
-            out = S.mul(lift_rank(a, ma, rank), lift_rank(b, mb, rank))
-            return A.reshape(out, shape=(size,) + node.shape)
-        if ma and not mb and rb == 2:
-            # shared weights: the batch and a's rows are all rows of one product
-            out = node.op(A.reshape(a, shape=(-1, sa[-1])), b)
-            return A.reshape(out, shape=(size,) + node.shape)
+    sa = tuple(shape_of(a))
+    if sa[-1] == 1:
+        # an outer product (a per-example weight gradient, xᵀ·g): NumPy's matmul
+        # loops over a stack of such thin products, a broadcast product does not
+        out = S.mul(lift_rank(a, ma, rank), lift_rank(b, mb, rank))
+        return A.reshape(out, shape=(size,) + node.shape)
+    if ma and not mb and rb == 2:
+        # shared weights: the batch and a's rows are all rows of one product
+        out = node.op(A.reshape(a, shape=(-1, sa[-1])), b)
+        return A.reshape(out, shape=(size,) + node.shape)
     out = node.op(lift_rank(a, ma, rank), lift_rank(b, mb, rank))
     return A.reshape(out, shape=(size,) + node.shape)
 
@@ -218,10 +214,11 @@ def _broadcast_stacks(args, mapped, node):
     return node.op(*[lift_rank(a, m, rank) for a, m in zip(args, mapped)], **node.params)
 
 
-def _solve_triangular(args, mapped, node):
-    """solve_triangular(a, b): with one triangle for the whole batch, the batch's
-    right-hand sides are the columns of one solve; else as stacks of matrices (a vector b
-    as a column), lined up as `_stacked_pair` does."""
+def _solve_columns(args, mapped, node):
+    """solve(a, b) and solve_triangular(a, b): with one matrix for the whole batch, the
+    batch's right-hand sides are the columns of one solve (one factorisation: NumPy's
+    solve of a broadcast stack factorises the same matrix once per example); else as
+    stacks of matrices (a vector b as a column), lined up as `_stacked_pair` does."""
     (a, b), (ma, mb) = args, mapped
     ra, rb = (len(x.shape) for x in node.args)
     size = _size(args, mapped)
@@ -471,7 +468,8 @@ def _declare():
         REGISTRY[name].defbatch(_same_call)
     for prim in (SL.solve_sylvester, SL.gen_eigh_values, SL.gen_eigh_vectors):
         prim.defbatch(_broadcast_stacks)
-    SL.solve_triangular.defbatch(_solve_triangular)
+    for prim in (L.solve, SL.solve_triangular):
+        prim.defbatch(_solve_columns)
     SL.lu_swap_rows.defbatch(_swap_rows)
     REGISTRY["tril"].defbatch(_matrices)
     for name in ("sum", "amax", "amin", "prod", "logsumexp", "cumsum", "cumprod", "flip",
@@ -487,8 +485,7 @@ def _declare():
         REGISTRY[name].defbatch(_all_batched_axis)
     REGISTRY["reshape"].defbatch(_reshape)
     REGISTRY["broadcast_to"].defbatch(_broadcast_to)
-    for name in ("matmul", "solve"):
-        REGISTRY[name].defbatch(_stacked_pair)
+    REGISTRY["matmul"].defbatch(_stacked_pair)
     for name in _IMAGE_ARGS:
         REGISTRY[name].defbatch(_fold_into_n)
     REGISTRY["conv2d"].defbatch(_conv2d)
