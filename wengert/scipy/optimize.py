@@ -56,8 +56,8 @@ from ..primitives.special import INSTALL_HINT
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
-__all__ = ["minimize", "root", "root_scalar", "brentq", "fixed_point", "least_squares",
-           "curve_fit", "Solution"]
+__all__ = ["minimize", "linprog", "root", "root_scalar", "brentq", "fixed_point",
+           "least_squares", "curve_fit", "Solution"]
 
 
 def _scipy_optimize():
@@ -693,6 +693,188 @@ def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
                 c.jac = lambda x, jac=jac: np.asarray(jac(x.reshape(shape)),
                                                       dtype=np.float64).reshape(-1, x.size)
         out.append(c)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# linear programs
+# --------------------------------------------------------------------------------------
+def linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), method="highs",
+            callback=None, options=None, x0=None, integrality=None):
+    """Solve the linear program min cᵀx subject to A_ub x ≤ b_ub, A_eq x = b_eq and
+    bounds: SciPy's `scipy.optimize.linprog`, the same call and result, with a solution
+    that is differentiable in c, A_ub, b_ub, A_eq, b_eq and the bounds.
+
+    Where any of them is traced, ``result.x`` is one `Solution` node whose condition is
+    the problem's KKT conditions (as `minimize`'s with constraints): the constraints that
+    hold at the solution keep holding, so at a vertex x moves with the data of those
+    constraints (dx/db of a binding row is a column of its inverse) and not with c (the
+    vertex stays optimal for small changes of c).  ``result.fun`` (cᵀx), ``result.slack``
+    (b_ub − A_ub x) and ``result.con`` (b_eq − A_eq x) are traced too: d fun / d b_ub is
+    each row's shadow price (SciPy's ``ineqlin.marginals``) and d fun / dc is x.
+
+    The derivative exists where the solution is a unique, nondegenerate vertex: as many
+    independent constraints hold as there are variables, each with a nonzero
+    multiplier.  Where more hold (a degenerate vertex) or one holds with a zero
+    multiplier (the optimum is not unique, or the derivative is one-sided) it warns
+    (RuntimeWarning), as `minimize` does.  An infeasible or unbounded problem raises
+    ValueError (there is no solution to differentiate).  A mixed-integer program
+    (``integrality``) is solved only on plain values.
+
+    Args:
+        c, A_ub, b_ub, A_eq, b_eq: SciPy's: the costs (n), the inequality rows (m×n, m)
+            and the equality rows; NumPy arrays, lists, or traced values.  A plain
+            scipy.sparse matrix is made dense where a traced solve needs it.
+        bounds: SciPy's: one (min, max) pair for every variable, or one per variable;
+            None for no bound.  The default, (0, None), makes x ≥ 0.
+        method, callback, options, x0, integrality: SciPy's.
+
+    Returns:
+        SciPy's `OptimizeResult`.
+
+    Example (a factory: two products, two machines; the shadow price of machine time):
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy.optimize import linprog
+        >>> profit = np.array([3.0, 5.0])
+        >>> hours = np.array([[1.0, 2.0], [3.0, 2.0]])        # hours per unit on each machine
+        >>> def best(available):
+        ...     return linprog(-profit, A_ub=hours, b_ub=available).x
+        >>> best(np.array([14.0, 18.0])).round(6).tolist()
+        [2.0, 6.0]
+        >>> wg.jacfwd(best)(np.array([14.0, 18.0])).round(6).tolist()    # = hours⁻¹
+        [[-0.5, 0.5], [0.75, -0.25]]
+        >>> shadow = wg.grad(lambda b: -linprog(-profit, A_ub=hours, b_ub=b).fun)
+        >>> shadow(np.array([14.0, 18.0])).round(6).tolist()     # profit per extra hour
+        [2.25, 0.25]
+    """
+    so = _scipy_optimize()
+    data = dict(c=c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds)
+    if not _traced(data):
+        return so.linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds,
+                          method=method, callback=callback, options=options, x0=x0,
+                          integrality=integrality)
+    if integrality is not None and np.any(np.asarray(integrality) != 0):
+        raise NotImplementedError(
+            "linprog: a mixed-integer program (integrality) has a solution that jumps "
+            "between integer points as its data change, so it is solved on plain values "
+            "only; pass plain values, or fix the integer variables and differentiate the "
+            "linear program in the others")
+    c = wnp.reshape(_lp_array(c, "c"), (-1,))
+    n = int(c.shape[0])
+    blocks, roles = [], []
+    for kind, A, b, rows in (("ineq", A_ub, b_ub, "A_ub"), ("eq", A_eq, b_eq, "A_eq")):
+        if A is None and b is None:
+            continue
+        A, b = _lp_rows(A, b, n, rows)
+        if kind == "ineq":
+            fun = lambda x, A, b: b - A @ x         # (SciPy's slack)
+        else:
+            fun = lambda x, A, b: A @ x - b
+        blocks.append(_Block(kind, fun, (A, b), int(b.shape[0]), f"the rows of {rows}"))
+        roles.append(rows)
+    lo, hi = _lp_bounds(bounds, n)
+    for kind, side, pick, sign in _lp_bound_blocks(lo, hi):
+        v = wnp.asarray([side[i] for i in pick])
+        blocks.append(_Block(kind, (lambda i, sign: lambda x, v: sign * (x[i] - v))(
+            np.asarray(pick), sign), (v,), len(pick), f"bound {pick}"))
+        roles.append((kind, sign, pick))
+
+    def solve_plain(_, a, block_args):
+        plain = {"A_ub": (None, None), "A_eq": (None, None)}
+        low, high = np.full(n, -np.inf), np.full(n, np.inf)
+        for role, ba in zip(roles, block_args):
+            if isinstance(role, str):
+                plain[role] = ba
+            else:
+                kind, sign, pick = role
+                for side in ((low,) if sign > 0 else (high,)) + ((high,) if kind == "eq"
+                                                                  else ()):
+                    side[pick] = ba[0]
+        (A_ub, b_ub), (A_eq, b_eq) = plain["A_ub"], plain["A_eq"]
+        found = so.linprog(a[0], A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
+                           bounds=np.stack([low, high], axis=1), method=method,
+                           callback=callback, options=options, x0=x0)
+        if found.x is None:
+            raise ValueError(f"linprog: {found.message} (status {found.status}): there is "
+                             "no solution to differentiate")
+        _warn_unless_converged(found, "linprog")
+        return found.x, found
+
+    x, prim, (c,) = _stationary("linprog", "the linear program", np.zeros(n), (c,),
+                                lambda x, a: a[0] @ x, blocks, solve_plain)
+    found = _result(so.OptimizeResult, prim.result)
+    found.x, found.fun = x, c @ x
+    for block, role in zip(blocks, roles):
+        if role == "A_ub":
+            found.slack = block.fun(x, *block.args)
+        elif role == "A_eq":
+            found.con = -block.fun(x, *block.args)
+    return found
+
+
+def _lp_array(v, what):
+    """A linear program's array as wengert takes it: traced, or plain float64."""
+    if hasattr(v, "toarray"):                   # (a plain scipy.sparse matrix)
+        v = v.toarray()
+    v = wnp.asarray(v)
+    if type(v) is Node:
+        return v if v.dtype.kind == "f" else wnp.astype(v, np.float64)
+    return np.asarray(v, dtype=np.float64)
+
+
+def _lp_rows(A, b, n, what):
+    """A_ub and b_ub (or A_eq and b_eq) checked against each other and against c."""
+    rhs = "b" + what[1:]
+    if A is None or b is None:
+        missing, given = (what, rhs) if A is None else (rhs, what)
+        raise ValueError(f"linprog: {given} is given without {missing}: they go together")
+    A, b = _lp_array(A, what), wnp.reshape(_lp_array(b, rhs), (-1,))
+    if len(A.shape) == 1 and A.shape[0] == n:
+        A = wnp.reshape(A, (1, n))              # (one row, as SciPy takes it)
+    if len(A.shape) != 2 or A.shape[1] != n or A.shape[0] != b.shape[0]:
+        raise ValueError(f"linprog: {what} of shape {tuple(A.shape)} and {rhs} of shape "
+                         f"{tuple(b.shape)} do not fit c of shape ({n},): {what} must be "
+                         f"({b.shape[0]}, {n})")
+    return A, b
+
+
+def _lp_bounds(bounds, n):
+    """linprog's bounds as two lists of n items (a float, ±inf for none, or a traced
+    scalar): one (min, max) pair for all variables, or one per variable."""
+    if bounds is None:
+        bounds = (0, None)
+    if type(bounds) is Node:
+        pairs = [(bounds[0], bounds[1])] if len(bounds.shape) == 1 else \
+            [(bounds[i, 0], bounds[i, 1]) for i in range(bounds.shape[0])]
+    elif len(bounds) == 2 and not any(isinstance(v, (list, tuple)) or np.ndim(
+            v.value if type(v) is Node else v) for v in bounds if v is not None):
+        pairs = [tuple(bounds)]
+    else:
+        pairs = [tuple(p) for p in bounds]
+    if len(pairs) == 1:
+        pairs = pairs * n
+    if len(pairs) != n or any(len(p) != 2 for p in pairs):
+        raise ValueError(f"linprog: bounds must be one (min, max) pair or {n} of them "
+                         f"(one per variable), got {len(pairs)} items")
+    lo = [-np.inf if v is None else v for v, _ in pairs]
+    hi = [np.inf if v is None else v for _, v in pairs]
+    return lo, hi
+
+
+def _lp_bound_blocks(lo, hi):
+    """The bounds as (kind, values, variables, sign) groups: a variable whose plain min
+    and max are equal is fixed (an equality), each finite side of the others an
+    inequality, sign·(x − bound) ≥ 0.  A traced bound counts as finite."""
+    plain = lambda v: type(v) is not Node
+    fixed = [i for i, (a, b) in enumerate(zip(lo, hi)) if plain(a) and plain(b) and a == b]
+    free = [i for i in range(len(lo)) if i not in set(fixed)]
+    out = []
+    if fixed:
+        out.append(("eq", lo, fixed, 1.0))
+    for side, sign, none in ((lo, 1.0, -np.inf), (hi, -1.0, np.inf)):
+        pick = [i for i in free if not (plain(side[i]) and side[i] == none)]
+        if pick:
+            out.append(("ineq", side, pick, sign))
     return out
 
 
