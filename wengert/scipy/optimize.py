@@ -1,6 +1,6 @@
 """Optimisation and root finding with derivatives: SciPy's `scipy.optimize` (`minimize`,
-`root`, `root_scalar`, `brentq`, `fixed_point`, `least_squares`, `curve_fit`), the same
-calls, with two things SciPy does not have.
+`linprog`, `root`, `root_scalar`, `brentq`, `fixed_point`, `least_squares`, `curve_fit`),
+the same calls, with two things SciPy does not have.
 
 * **Exact derivatives for the solver.**  Where a method uses a derivative and you give
   none, wengert takes it from your function: BFGS, CG and L-BFGS-B get the gradient,
@@ -13,7 +13,7 @@ calls, with two things SciPy does not have.
 * **Derivatives of the solution** with respect to ``args``, by the implicit function
   theorem.  The solution x*(θ) of a problem with parameters θ satisfies a condition
   F(x*, θ) = 0 (F is fun for `root`, the gradient of fun for `minimize`, the KKT
-  conditions for a `minimize` with constraints or bounds, ...), so at the solution
+  conditions for a `minimize` with constraints or bounds and for `linprog`, ...), so at the solution
   dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ.  Where an argument is traced, the solve is one
   node of the graph (a `Solution` primitive): the solver runs on plain numbers, nothing
   of its iterations is recorded, and the node's rules solve that linear system with
