@@ -3,7 +3,7 @@
     python benchmarks/optimize.py            # 9 repeats, about a minute
     python benchmarks/optimize.py --quick    # 3 short repeats
 
-Two tables, all single-threaded, ratios paired within each repeat (see timing.py).
+Four tables, all single-threaded, ratios paired within each repeat (see timing.py).
 
 1. **Solving with exact derivatives.**  BFGS on the extended Rosenbrock function of 100
    variables from (-1.2, 1, -1.2, 1, ...), to a gradient norm of 1e-6:
@@ -42,8 +42,21 @@ Two tables, all single-threaded, ratios paired within each repeat (see timing.py
      `jax.jit(jax.jacrev(...))` (its implicit rule is a VJP);
    * ``central-diff``: central differences, 80 more SLSQP solves.
 
+4. **Sensitivities of a linear program.**  A production plan of 50 products within 100
+   resources (max profit s.t. A x ≤ b, x ≥ 0), solved by HiGHS; the 50×100 Jacobian of
+   the plan with respect to the resources b:
+
+   * ``wengert``: `wg.jacrev` of `linprog` (the KKT conditions of the LP);
+   * ``numpy-hand``: HiGHS, then the inverse of the vertex's binding rows (x = B⁻¹b_B),
+     written out by hand: the ideal;
+   * ``cvxpylayers``: `cvxpylayers.jax.CvxpyLayer` (the LP as a cone program, solved by
+     SCS and differentiated by diffcp), one `jax.vjp` pullback per product (its backward
+     pass cannot be vmapped, so `jax.jacrev` fails);
+   * ``central-diff``: central differences, 200 more HiGHS solves.
+
 Each row's result is compared with the first row's: they agree to about the solvers'
-tolerance.  Peers come with ``pip install -e '.[bench]'`` (jaxopt included).
+tolerance.  Peers come with ``pip install -e '.[bench]'`` (jaxopt and cvxpylayers
+included).
 """
 import argparse
 import sys
@@ -298,6 +311,73 @@ def make_portfolio_jaxopt(cov, mu):
     return version("jaxopt"), lambda: np.asarray(jax.block_until_ready(jac(m)))
 
 
+# ---- 4. a linear program ------------------------------------------------------------------
+PRODUCTS, RESOURCES = 50, 100
+
+
+def lp_data():
+    """A production plan: maximise profit over products x ≥ 0 within resources A x ≤ b
+    (positive data: feasible at 0 and bounded); a unique, nondegenerate vertex."""
+    rng = np.random.default_rng(4)
+    return (-rng.uniform(0.5, 1.0, PRODUCTS), rng.uniform(0.1, 1.0, (RESOURCES, PRODUCTS)),
+            rng.uniform(1.0, 2.0, RESOURCES))
+
+
+def make_lp_wengert(c, A, b):
+    import wengert as wg
+    from wengert.scipy.optimize import linprog
+    jac = wg.jacrev(lambda b: linprog(c, A_ub=A, b_ub=b).x)
+    return version("wengert"), lambda: np.asarray(jac(b))
+
+
+def make_lp_numpy(c, A, b):
+    from scipy.optimize import linprog
+
+    def jac():
+        found = linprog(c, A_ub=A, b_ub=b)
+        rows = np.flatnonzero(found.ineqlin.residual < 1e-9)
+        at_zero = np.flatnonzero(found.x < 1e-9)
+        # the vertex: the binding rows and the products at zero, x = B⁻¹ (b_rows, 0)
+        B = np.vstack([A[rows], np.eye(PRODUCTS)[at_zero]])
+        out = np.zeros((PRODUCTS, RESOURCES))
+        out[:, rows] = np.linalg.inv(B)[:, :rows.size]
+        return out
+    return version("scipy"), jac
+
+
+def make_lp_fd(c, A, b, h=1e-6):
+    from scipy.optimize import linprog
+
+    def jac():
+        cols = []
+        for j in range(RESOURCES):
+            e = np.zeros(RESOURCES)
+            e[j] = h
+            cols.append((linprog(c, A_ub=A, b_ub=b + e).x - linprog(c, A_ub=A, b_ub=b - e).x)
+                        / (2 * h))
+        return np.stack(cols, axis=1)
+    return version("scipy"), jac
+
+
+def make_lp_cvxpylayers(c, A, b):
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import cvxpy as cp
+    import jax.numpy as jnp
+    from cvxpylayers.jax import CvxpyLayer
+    x, rhs = cp.Variable(PRODUCTS), cp.Parameter(RESOURCES)
+    problem = cp.Problem(cp.Minimize(c @ x), [A @ x <= rhs, x >= 0])
+    layer = CvxpyLayer(problem, parameters=[rhs], variables=[x])
+    m, eye = jnp.asarray(b), np.eye(PRODUCTS)
+
+    def jac():
+        # one VJP per product: its backward pass (diffcp, on NumPy) cannot be vmapped,
+        # which jax.jacrev would do
+        _, pull = jax.vjp(lambda b: layer(b, solver_args={"eps": 1e-10})[0], m)
+        return np.stack([np.asarray(pull(jnp.asarray(e))[0]) for e in eye])
+    return version("cvxpylayers"), jac
+
+
 # ---- tables ---------------------------------------------------------------------------------
 def rosen_notes(results):
     return {name: f"{nfev} evaluations, max |x - 1| = {np.max(np.abs(x - 1)):.1e}"
@@ -323,7 +403,11 @@ def main(argv=None):
         (portfolio_data, {"wengert": make_portfolio_wengert, "numpy-hand": make_portfolio_numpy,
                           "jaxopt-jit": make_portfolio_jaxopt, "central-diff": make_portfolio_fd},
          f"Jacobian of a long-only portfolio's weights in the expected returns, {ASSETS} "
-         "assets, SLSQP"))
+         "assets, SLSQP"),
+        (lp_data, {"wengert": make_lp_wengert, "numpy-hand": make_lp_numpy,
+                   "cvxpylayers": make_lp_cvxpylayers, "central-diff": make_lp_fd},
+         f"Jacobian of a linear program's solution in its right-hand side, {PRODUCTS} "
+         f"products, {RESOURCES} resources, HiGHS"))
     for make_data, makers, title in through:
         data = make_data()
         run_table({name: (lambda make=make: make(*data)) for name, make in makers.items()},
