@@ -386,7 +386,7 @@ def pool_windows(x, kernel, stride, padding, dilation=1, ceil_mode=False):
 def max_pool_ref(x, kernel, stride, padding, dilation=1, ceil_mode=False):
     """The largest tap in the image, -inf padding; taps beyond the padding (ceil mode's
     overhang) are no part of the window."""
-    (ph, pw), (h, w) = as_pair(padding), x.shape[2:]
+    h, w = x.shape[2:]
     windows = list(pool_windows(x, kernel, stride, padding, dilation, ceil_mode))
     y = numpy.full(x.shape[:2] + (windows[-1][0] + 1, windows[-1][1] + 1), -numpy.inf)
     for p, q, taps in windows:
@@ -544,6 +544,98 @@ def test_pool_options_against_torch(pool, kernel, stride, padding, options):
         ybar = rng.normal(size=y.shape)
         (want * torch.tensor(ybar)).sum().backward()
         assert_close(back(ybar)[0], t.grad.numpy(), rtol=1e-14, atol=1e-15)
+
+
+# ---- return_indices and max_unpool2d ------------------------------------------------------------
+def argmax_ref(x, kernel, stride, padding, dilation=1, ceil_mode=False):
+    """The flat index (row * W + column, in the unpadded plane) of each window's first
+    largest tap, one window at a time."""
+    w = x.shape[3]
+    windows = list(pool_windows(x, kernel, stride, padding, dilation, ceil_mode))
+    out = numpy.zeros(x.shape[:2] + (windows[-1][0] + 1, windows[-1][1] + 1), numpy.int64)
+    for n in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            for p, q, taps in windows:
+                inside = [(r, col) for r, col in taps if 0 <= r < x.shape[2] and 0 <= col < w]
+                r, col = max(inside, key=lambda t: (x[n, c, t[0], t[1]], -taps.index(t)))
+                out[n, c, p, q] = r * w + col
+    return out
+
+
+@pytest.mark.parametrize("kernel, stride, padding, dilation, ceil_mode", DILATED_POOLS)
+def test_return_indices_match_the_definition(kernel, stride, padding, dilation, ceil_mode):
+    x = rng.normal(size=(2, 3, 7, 6))
+    x[0, 0, :2, :2] = 1.0                       # a tie: the first tap wins
+    y, where = nn.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode,
+                             return_indices=True)
+    assert where.dtype == numpy.int64
+    assert_close(y, nn.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode), 0, 0)
+    numpy.testing.assert_array_equal(where, argmax_ref(x, kernel, stride, padding, dilation,
+                                                       ceil_mode))
+    assert_close(numpy.take_along_axis(x.reshape(2, 3, -1), where.reshape(2, 3, -1), 2),
+                 y.reshape(2, 3, -1), 0, 0)  # they point at the maxima
+    pool = lambda x: nn.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode,  # noqa
+                                   return_indices=True)[1]
+    numpy.testing.assert_array_equal(wg.compile(pool, x)(x), where)
+    numpy.testing.assert_array_equal(wg.vmap(pool)(x[:, None])[:, 0], where)
+
+
+# (kernel, stride, padding): apart, overlapping (one place named twice), padded
+UNPOOLS = [(2, 2, 0), ((2, 3), (2, 1), 0), (3, 1, 1), (3, 2, 1)]
+
+
+@pytest.mark.parametrize("kernel, stride, padding", UNPOOLS)
+def test_max_unpool_puts_the_maxima_back_and_differentiates(kernel, stride, padding):
+    x = rng.normal(size=(2, 3, 7, 6))
+    y, where = nn.max_pool2d(x, kernel, stride, padding, return_indices=True)
+    out = nn.max_unpool2d(y, where, kernel, stride, padding, output_size=x.shape)
+    picked = numpy.zeros(x.size, bool)
+    picked[(numpy.asarray(where) + numpy.arange(6)[:, None, None].reshape(2, 3, 1, 1)
+            * 42).ravel()] = True
+    assert_close(out, numpy.where(picked.reshape(x.shape), x, 0.0), 0, 0)
+    check_grads(lambda y: nn.max_unpool2d(y, where, kernel, stride, padding,
+                                          output_size=x.shape) ** 2, y, order=2)
+    # pool, then unpool: the identity on the maxima, so d sum(out²)/dx = 2x there, once
+    # (of overlapping windows that picked one element, the first carries its cotangent)
+    roundtrip = lambda x: np.sum(nn.max_unpool2d(  # noqa: E731
+        *nn.max_pool2d(x, kernel, stride, padding, return_indices=True), kernel, stride,
+        padding, output_size=x.shape) ** 2)
+    assert_close(wg.grad(roundtrip)(x), numpy.where(picked.reshape(x.shape), 2 * x, 0.0),
+                 rtol=1e-14, atol=0)
+    f = lambda y, i: nn.max_unpool2d(y, i, kernel, stride, padding,  # noqa: E731
+                                     output_size=x.shape[2:])
+    assert_close(wg.compile(f, y, where)(y, where), out, 0, 0)
+    assert_close(wg.vmap(f)(y[:, None], numpy.asarray(where)[:, None])[:, 0], out, 0, 0)
+
+
+@pytest.mark.parametrize("kernel, stride, padding", [(2, 2, 0), ((2, 3), (3, 2), 1)])
+def test_return_indices_and_max_unpool_against_torch(kernel, stride, padding):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x = rng.normal(size=(2, 3, 8, 6))
+    y, where = nn.max_pool2d(x, kernel, stride, padding, return_indices=True)
+    ty, tw = F.max_pool2d(torch.tensor(x), kernel, stride, padding, return_indices=True)
+    numpy.testing.assert_array_equal(where, tw.numpy())
+    default = tuple((o - 1) * s - 2 * p + k for o, s, p, k in zip(
+        y.shape[2:], as_pair(stride), as_pair(padding), as_pair(kernel)))
+    # (the indices are places in x's plane: the default size serves where it is x's)
+    for output_size in [x.shape[2:]] + ([None] if default == x.shape[2:] else []):
+        ours = nn.max_unpool2d(y, where, kernel, stride, padding, output_size=output_size)
+        theirs = F.max_unpool2d(ty, tw, kernel, stride, padding, output_size=output_size)
+        assert_close(ours, theirs.numpy(), 0, 0)
+
+
+def test_max_unpool_errors():
+    y, where = nn.max_pool2d(rng.normal(size=(1, 2, 4, 4)), 2, return_indices=True)
+    with pytest.raises(ValueError, match=r"indices of shape \(2, 2, 2\) do not match x of "
+                                         r"shape \(1, 2, 2, 2\)"):
+        nn.max_unpool2d(y, numpy.asarray(where)[0], 2)
+    with pytest.raises(TypeError, match="indices must be integers"):
+        nn.max_unpool2d(y, numpy.asarray(where, float), 2)
+    with pytest.raises(ValueError, match=r"index 15 lies outside the 3x3 output plane"):
+        nn.max_unpool2d(y, numpy.full_like(where, 15), 2, output_size=(3, 3))
+    with pytest.raises(ValueError, match="pooled images of shape"):
+        nn.max_unpool2d(y[0], numpy.asarray(where)[0], 2)
 
 
 # ---- errors -----------------------------------------------------------------------------------

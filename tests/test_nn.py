@@ -110,7 +110,8 @@ def test_every_nn_primitive_is_exercised():
     labels = numpy.array([0, 2])
 
     def net(x, w):
-        h = nn.max_pool2d(nn.relu(nn.conv2d(x, w)), 1) ** 2
+        h, where = nn.max_pool2d(nn.relu(nn.conv2d(x, w)), 1, return_indices=True)
+        h = nn.max_unpool2d(h, where, 1) ** 2
         logits = np.reshape(h, (1, -1))[:, :6].reshape(2, 3)
         return (nn.cross_entropy(logits, labels) + np.sum(nn.log_softmax(logits))
                 + np.sum(nn.softmax(logits) * nn.one_hot(labels, 3)))

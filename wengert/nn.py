@@ -35,11 +35,11 @@ import importlib.util as _importlib_util
 import numpy as _np
 
 from .graph.node import Node
-from .primitives import nn as P
+from .primitives import array as _A, nn as P
 from .primitives import special as _special
 from . import numpy as wnp
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "linear", "layer_norm", "batch_norm",
+__all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "linear", "layer_norm", "batch_norm",
            "dropout", "relu", "leaky_relu", "elu", "gelu", "silu", "sigmoid", "log_sigmoid",
            "softplus", "softmax", "log_softmax", "one_hot", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
@@ -171,7 +171,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return y
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
     """Max pooling over kh x kw windows, as PyTorch's ``F.max_pool2d``: kernel_size,
     stride (by default the kernel size), padding and dilation each an int or a pair
     (height, width).  The padding (at most half the window, as PyTorch asks) is -inf,
@@ -181,7 +182,9 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     missing part counts as -inf), except that, as in PyTorch, a window must start inside
     the image or its top or left padding (one that would start in the bottom or right
     padding is dropped).  The derivative goes to each window's arg-max (the first, in a
-    tie).
+    tie).  With ``return_indices=True`` also where each maximum sits, as PyTorch gives
+    it: an int64 array of the output's shape, the flat index into the (unpadded) H x W
+    plane, which `max_unpool2d` reads.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -194,16 +197,74 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
         [[[[10.0, 11.0], [14.0, 15.0]]]]
         >>> nn.max_pool2d(x, 3, stride=2, ceil_mode=True).tolist()   # 2 windows, not 1
         [[[[10.0, 11.0], [14.0, 15.0]]]]
+        >>> nn.max_pool2d(x, 2, return_indices=True)[1].tolist()     # flat in the 4x4 plane
+        [[[[5, 7], [13, 15]]]]
     """
     k, s, (ph, pw), d, _, (eh, ew) = _pool_settings(x, kernel_size, stride, padding,
                                                      dilation, ceil_mode, "max_pool2d")
+    width = wnp._shape(x)[3]
     if ph or pw or eh or ew:
         dtype = x.dtype if type(x) is Node else _np.asarray(x).dtype
         low = _np.iinfo(dtype).min if dtype.kind in "iu" else -_np.inf
         x = wnp.pad(x, ((0, 0), (0, 0), (ph, ph + eh), (pw, pw + ew)), constant_values=low)
-    if d == (1, 1):
-        return P.max_pool2d(x, kernel=k, stride=s)
-    return P.max_pool2d(x, kernel=k, stride=s, dilation=d)
+    if d == (1, 1):             # (a CNN's plain pool: no dilation parameter in its graph)
+        if not return_indices:
+            return P.max_pool2d(x, kernel=k, stride=s)
+        geometry = dict(kernel=k, stride=s)
+    else:
+        geometry = dict(kernel=k, stride=s, dilation=d)
+    y = P.max_pool2d(x, **geometry)
+    if not return_indices:
+        return y
+    return y, P.pool_argmax(x, **geometry, pad=(ph, pw), width=width)
+
+
+def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of `max_pool2d` as far as it goes, as PyTorch's ``F.max_unpool2d``:
+    each value of x goes to the place `indices` (max_pool2d's ``return_indices``) names
+    in its image plane, every other place is zero.  The output's height and width are
+    ``(H_in - 1) * stride - 2 * padding + kernel_size`` unless `output_size` ((H, W), or
+    a shape ending in them) says otherwise.  Linear in x: its derivative gathers the
+    cotangent back from the same places.  Where windows overlap, two of them may name one
+    place (they picked the same maximum, so their values agree): the first one's value
+    lands there, and only it gets the place's cotangent.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> x = np.array([[[[1.0, 5.0], [7.0, 2.0]]]])
+        >>> y, where = nn.max_pool2d(x, (1, 2), return_indices=True)
+        >>> nn.max_unpool2d(y, where, (1, 2)).tolist()
+        [[[[0.0, 5.0], [7.0, 0.0]]]]
+    """
+    who = "max_unpool2d"
+    k = _pair(kernel_size, "kernel_size", who)
+    s = k if stride is None else _pair(stride, "stride", who)
+    p = _pair(padding, "padding", who)
+    xs, js = wnp._shape(x), wnp._shape(indices)
+    if len(xs) != 4:
+        raise ValueError(f"{who}: expected pooled images of shape (N, C, H, W), got {xs}")
+    if tuple(js) != tuple(xs):
+        raise ValueError(f"{who}: indices of shape {tuple(js)} do not match x of shape "
+                         f"{tuple(xs)}: pass max_pool2d's, with return_indices=True")
+    if _A.dtype_of(indices).kind not in "iu":
+        raise TypeError(f"{who}: indices must be integers (max_pool2d's return_indices), "
+                        f"got {_A.dtype_of(indices)}")
+    n, c, ho, wo = xs
+    if output_size is None:
+        size = ((ho - 1) * s[0] - 2 * p[0] + k[0], (wo - 1) * s[1] - 2 * p[1] + k[1])
+    else:
+        size = tuple(int(v) for v in tuple(output_size)[-2:])
+        if len(size) != 2 or min(size) < 1:
+            raise ValueError(f"{who}: output_size must end in a height and a width >= 1, "
+                             f"got {output_size!r}")
+    plane = size[0] * size[1]
+    known = indices.value if type(indices) is Node else _np.asarray(indices)
+    if known is not None and known.size and (known.min() < 0 or known.max() >= plane):
+        bad = int(known.min() if known.min() < 0 else known.max())
+        raise ValueError(f"{who}: index {bad} lies outside the {size[0]}x{size[1]} output "
+                         f"plane: indices must be in [0, {plane}) (output_size sets the "
+                         "plane)")
+    return P.max_unpool(x, indices, size=size)
 
 
 def _pool_settings(x, kernel_size, stride, padding, dilation, ceil_mode, who):

@@ -378,7 +378,8 @@ def _conv2d_weight_grad(args, mapped, node):
 
 # which arguments are NCHW images (the others: kernels)
 _IMAGE_ARGS = {"conv2d": (0,), "conv2d_input_grad": (0,), "max_pool2d": (0,),
-               "pool_gather": (0, 1, 2), "pool_scatter": (0, 1, 2)}
+               "pool_gather": (0, 1, 2), "pool_scatter": (0, 1, 2), "pool_argmax": (0,),
+               "max_unpool": (0, 1), "unpool_gather": (0, 1)}
 
 
 def _cross_entropy_grad(args, mapped, node):

@@ -345,6 +345,85 @@ pool_gather.defvjp(lambda gg, t, x, y, ans, **geo: (pool_scatter(gg, x, y, **geo
 pool_gather.defjvp(lambda ts, t, x, y, ans, **geo: pool_gather(
     ts[0], x, y, **geo) if ts[0] is not None else None)
 
+
+
+def _pool_argmax_np(x, kernel, stride, dilation=(1, 1), pad=(0, 0), width=None):
+    """Where each window's maximum sits, as PyTorch's ``return_indices`` gives it: the
+    flat index into its (unpadded, `width` wide) image plane, the first in a tie."""
+    x = np.asarray(x)
+    y = _max_pool_np(x, kernel, stride, dilation)
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = kernel, stride, dilation, pad
+    width = x.shape[3] - 2 * pw if width is None else width
+    ho, wo = y.shape[2:]
+    # (the top-left tap of every window, in the unpadded plane's coordinates)
+    top = (np.arange(ho) * sh - ph)[:, None]
+    left = (np.arange(wo) * sw - pw)[None, :]
+    out = np.zeros(y.shape, dtype=np.int64)
+    taps = ((i, j) for i in range(kh) for j in range(kw))
+    for (i, j), (_, hit) in zip(taps, _first_hits(x, y, kernel, stride, dilation)):
+        np.copyto(out, (top + i * dh) * width + left + j * dw, where=hit)
+    return out
+
+
+pool_argmax = defprimitive(
+    "pool_argmax", _pool_argmax_np, cost="cmp",
+    abstract_eval=lambda args, params: (_pool_aval(args, params)[0], np.dtype(np.int64)))
+pool_argmax.defpartials(None)           # an index: piecewise constant, no derivative
+
+# ---- max unpooling: each value back to the place its index names ---------------------------
+def _winners(idx):
+    """Which entries of idx (N, C, L) name their place first: where windows overlap, two
+    may name one place, and only the first one's value lands (one writer per place keeps
+    the scatter and its transpose, the gather, exact)."""
+    order = np.argsort(idx, axis=2, kind="stable")
+    ranked = np.take_along_axis(idx, order, axis=2)
+    first = np.ones(idx.shape, dtype=bool)
+    first[:, :, 1:] = ranked[:, :, 1:] != ranked[:, :, :-1]
+    out = np.empty(idx.shape, dtype=bool)
+    np.put_along_axis(out, order, first, axis=2)
+    return out
+
+
+def _planes(x, idx):
+    n, c = idx.shape[:2]
+    return np.asarray(x).reshape(n, c, -1), np.asarray(idx).reshape(n, c, -1)
+
+
+def _unpool_np(x, idx, size):
+    """(N, C) + size zeros, with x's values at the flat places idx names in each plane."""
+    x, idx = _planes(x, idx)
+    n, c, _ = idx.shape
+    plane = size[0] * size[1]
+    out = np.zeros((n * c, plane), dtype=x.dtype)
+    win = _winners(idx)
+    rows = np.broadcast_to(np.arange(n * c).reshape(n, c, 1), idx.shape)
+    out[rows[win], idx[win]] = x[win]
+    return out.reshape((n, c) + tuple(size))
+
+
+def _unpool_gather_np(g, idx):
+    """The transpose of the unpooling: g at the places idx names, where that entry's
+    value landed (zero for one that another entry overwrote)."""
+    g, flat = _planes(g, idx)
+    return np.where(_winners(flat), np.take_along_axis(g, flat, axis=2), 0).reshape(
+        np.shape(idx))
+
+
+max_unpool = defprimitive(
+    "max_unpool", _unpool_np, cost=None,
+    abstract_eval=lambda args, params: (args[0].shape[:2] + tuple(params["size"]),
+                                        args[0].dtype))
+unpool_gather = defprimitive(
+    "unpool_gather", _unpool_gather_np, cost=None,
+    abstract_eval=lambda args, params: (args[1].shape, args[0].dtype))
+# both linear in their first argument and each other's transpose; the indices are data
+max_unpool.defvjp(lambda g, x, idx, ans, size: (unpool_gather(g, idx), None))
+max_unpool.defjvp(lambda ts, x, idx, ans, size: max_unpool(ts[0], idx, size=size))
+unpool_gather.defvjp(lambda gg, g, idx, ans: (max_unpool(gg, idx, size=shape_of(g)[2:]),
+                                              None))
+unpool_gather.defjvp(lambda ts, g, idx, ans: unpool_gather(ts[0], idx))
+
+
 # ---- ReLU ------------------------------------------------------------------------------------
 relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
                     fast=lambda x: x if (x > 0.0 or x != x) else 0.0,     # nan stays nan
