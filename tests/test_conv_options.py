@@ -602,6 +602,13 @@ def test_max_unpool_puts_the_maxima_back_and_differentiates(kernel, stride, padd
         padding, output_size=x.shape) ** 2)
     assert_close(wg.grad(roundtrip)(x), numpy.where(picked.reshape(x.shape), 2 * x, 0.0),
                  rtol=1e-14, atol=0)
+    # Taylor mode: (m x(t))² for the mask m of the maxima, along v: (mx)², 2 m x v, m v²
+    v, m = rng.normal(size=x.shape), picked.reshape(x.shape)
+    series = wg.taylor(lambda x: nn.max_unpool2d(*nn.max_pool2d(
+        x, kernel, stride, padding, return_indices=True), kernel, stride, padding,
+        output_size=x.shape) ** 2, x, v, order=2)
+    for got, want in zip(series, (m * x * x, 2 * m * x * v, m * v * v)):
+        assert_close(got, want, rtol=1e-14, atol=0)
     f = lambda y, i: nn.max_unpool2d(y, i, kernel, stride, padding,  # noqa: E731
                                      output_size=x.shape[2:])
     assert_close(wg.compile(f, y, where)(y, where), out, 0, 0)

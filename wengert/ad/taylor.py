@@ -588,8 +588,9 @@ RULES.update({
         None if c is None else 0.5 * (c + A.swapaxes(c, -1, -2)) for c in xs[0][1:]],
 })
 # piecewise linear in their differentiable argument
-for _op in (NN.relu, NN.max_pool2d, NN.pool_scatter, NN.pool_gather, A.amax, A.amin,
-            A.take_along_axis, A.put_along_axis, SL.lu_swap_rows):
+for _op in (NN.relu, NN.max_pool2d, NN.pool_scatter, NN.pool_gather, NN.max_unpool,
+            NN.unpool_gather, A.amax, A.amin, A.take_along_axis, A.put_along_axis,
+            SL.lu_swap_rows):
     RULES[_op] = each_coefficient(_op)
 
 def by_decomposition(op):

@@ -368,7 +368,7 @@ def _pool_argmax_np(x, kernel, stride, dilation=(1, 1), pad=(0, 0), width=None):
 pool_argmax = defprimitive(
     "pool_argmax", _pool_argmax_np, cost="cmp",
     abstract_eval=lambda args, params: (_pool_aval(args, params)[0], np.dtype(np.int64)))
-pool_argmax.defpartials(None)           # an index: piecewise constant, no derivative
+# (an index, piecewise constant: as an int it carries no derivative, and needs no rule)
 
 # ---- max unpooling: each value back to the place its index names ---------------------------
 def _winners(idx):
