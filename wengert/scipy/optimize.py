@@ -56,7 +56,7 @@ from ..primitives.special import INSTALL_HINT
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
-__all__ = ["minimize", "linprog", "root", "root_scalar", "brentq", "fixed_point",
+__all__ = ["minimize", "minimize_scalar", "linprog", "root", "root_scalar", "brentq", "fixed_point",
            "least_squares", "curve_fit", "Solution"]
 
 
@@ -694,6 +694,83 @@ def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
                                                       dtype=np.float64).reshape(-1, x.size)
         out.append(c)
     return out
+
+
+# --------------------------------------------------------------------------------------
+# scalar minimisers
+# --------------------------------------------------------------------------------------
+def minimize_scalar(fun, bracket=None, bounds=None, args=(), method=None, tol=None,
+                    options=None):
+    """Minimise a function of one number, ``fun(x, *args)``: SciPy's
+    `scipy.optimize.minimize_scalar`, the same call and result, with a differentiable
+    minimiser.
+
+    Where args (or a bound) holds a traced value, ``result.x`` is differentiable with
+    respect to it: inside the interval fun'(x*) = 0, so dx*/dθ = -(∂fun'/∂θ) / fun''(x*)
+    (a strict minimum: fun'' > 0); at a bound of the bounded method the minimiser is the
+    bound (dx*/d bound = 1, derivative 0 in args), as `minimize` finds from the KKT
+    conditions.  ``result.fun`` is ``fun(result.x, *args)``, traced.  The bracket gets no
+    derivative.  The bounded method stops within ``xatol`` (1e-5 by default) of a bound
+    that holds, and counts it as holding.
+
+    Args:
+        fun: the objective, ``fun(x, *args) -> float``, written with wengert's functions.
+        bracket, bounds, args, method, tol, options: SciPy's; bounds (for "bounded") may
+            be traced.
+
+    Returns:
+        SciPy's `OptimizeResult`.
+
+    Example (the most likely wavelength of Planck's law, Wien's displacement law):
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> from wengert.scipy.optimize import minimize_scalar
+        >>> def peak(T):             # λ in µm maximising λ⁻⁵ / (exp(hc/λkT) - 1)
+        ...     spectrum = lambda lam, T: -lam ** -5 / wnp.expm1(14387.77 / (lam * T))
+        ...     return minimize_scalar(spectrum, bounds=(0.1, 10.0), args=(T,),
+        ...                            options={"xatol": 1e-10}).x
+        >>> print(round(peak(5772.0), 4), round(2897.772 / 5772.0, 4))   # the Sun: b / T
+        0.502 0.502
+        >>> print(f"{wg.grad(peak)(5772.0):.4e} {-2897.772 / 5772.0 ** 2:.4e}")   # d/dT b/T
+        -8.6978e-05 -8.6978e-05
+    """
+    so = _scipy_optimize()
+    args = _as_tuple(args)
+    name = _name(fun)
+    if bracket is not None:
+        bracket = tuple(_value_of(v, "minimize_scalar", "bracket") for v in bracket)
+    chosen = method.lower() if isinstance(method, str) else method
+    if chosen is None:
+        chosen = "bounded" if bounds is not None else "brent"
+    if not _traced(args, bounds):
+        return so.minimize_scalar(fun, bracket=bracket, bounds=bounds, args=args,
+                                  method=method, tol=tol, options=options)
+    blocks = []
+    if bounds is not None and chosen == "bounded":
+        if len(bounds) != 2:
+            raise ValueError(f"minimize_scalar: bounds must be a pair (min, max), got "
+                             f"{bounds!r:.60}")
+        blocks = [_Block("ineq", lambda x, lo: _flat_out(x - lo), (bounds[0],), 1,
+                         "the lower bound"),
+                  _Block("ineq", lambda x, hi: _flat_out(hi - x), (bounds[1],), 1,
+                         "the upper bound")]
+
+    def solve_plain(x0, a, block_args):
+        plain = None if not blocks else tuple(float(ba[0]) for ba in block_args)
+
+        def g(x):
+            return float(_check_plain(fun(x, *a), "minimize_scalar", name))
+        found = so.minimize_scalar(g, bracket=bracket, bounds=plain if blocks else bounds,
+                                   method=method, tol=tol, options=options)
+        _warn_unless_converged(found, "minimize_scalar")
+        return np.array([found.x]), found
+
+    start = 0.0 if bracket is None else 0.5 * (bracket[0] + bracket[-1])
+    x, prim, a = _stationary("minimize_scalar", name, np.float64(start), args,
+                             lambda x, a: fun(x, *a), blocks,
+                             lambda x0, a, block_args: solve_plain(x0, a, block_args))
+    found = _result(so.OptimizeResult, prim.result)
+    found.x, found.fun = x, fun(x, *a)
+    return found
 
 
 # --------------------------------------------------------------------------------------
