@@ -1439,7 +1439,9 @@ def ravel(a, order="C"):
 def transpose(a, axes=None):
     """NumPy's ``transpose``, differentiable."""
     n = a.ndim
-    axes = tuple(reversed(range(n))) if axes is None else tuple(int(x) % n for x in axes)
+    # (each axis in range, NumPy's AxisError else: not wrapped round into another one)
+    axes = tuple(reversed(range(n))) if axes is None else \
+        tuple(_one_axis(x, n, "transpose") for x in axes)
     if sorted(axes) != list(range(n)):
         raise ValueError(f"transpose: axes {axes} don't match an array of shape {a.shape}")
     return A.transpose(a, axes=axes)
@@ -2115,7 +2117,10 @@ def diag(v, k=0):
     n = v.shape[0] + builtins.abs(k)
     i = _np.arange(v.shape[0])
     rows, cols = (i, i + k) if k >= 0 else (i - k, i)
-    return A.index_add(v, index=A.encode_index((rows, cols)), shape=(n, n))
+    out = A.index_add(v, index=A.encode_index((rows, cols)), shape=(n, n))
+    # (index_add adds into zeros of a floating dtype: integers and bools keep theirs, as
+    # NumPy's diag does)
+    return out if A.dtype_of(out) == v.dtype else astype(out, v.dtype)
 
 
 def _sort_args(fname, order):
