@@ -434,3 +434,68 @@ def test_diag_keeps_integer_dtypes():
         got = wg.trace(f, i)
         assert got.outputs[0].dtype == f(i).dtype
         _same(got(i), f(i))
+
+
+IN_PLACE = {
+    "putmask": ("putmask(t, t > 0, 1.0)", r"np\.where\(mask, values, a\)"),
+    "place": ("place(t, t > 0, [1.0])", r"np\.where\(mask, values, arr\)"),
+    "copyto": ("copyto(t, 1.0, where=t > 0)", r"np\.where\(where, src, dst\)"),
+    "put": ("put(t, [0], 1.0)", r"numpy\.put\(mask, ind, True\).*no functional scatter"),
+    "put_along_axis": ("put_along_axis(t, numpy.zeros((3, 1), int), 1.0, 1)",
+                       r"numpy\.put_along_axis\(mask.*no functional scatter"),
+    "fill_diagonal": ("fill_diagonal(t, 1.0)", r"numpy\.fill_diagonal\(mask, True, wrap\)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE))
+def test_functions_that_write_in_place_refuse_traced_values(name):
+    call, alternative = IN_PLACE[name]
+    message = rf"numpy\.{name} writes into its argument in place.*{alternative}"
+    for ns in (np, numpy):                          # ours, and NumPy's through its protocol
+        def writes_traced(x):
+            eval(f"ns.{call}", {"ns": ns, "numpy": numpy, "t": x})
+            return np.sum(x)
+        with pytest.raises(NotImplementedError, match=message):
+            wg.grad(writes_traced)(r(3, 3))
+        with pytest.raises(NotImplementedError, match=message):
+            wg.trace(writes_traced, r(3, 3))
+
+    def writes_into_plain(v):                       # the values written are traced
+        t = numpy.zeros((3, 3))
+        eval(f"np.{call}".replace("1.0", "v"), {"np": np, "numpy": numpy, "t": t, "v": v})
+        return np.sum(v)
+    with pytest.raises(NotImplementedError, match=message):
+        wg.grad(writes_into_plain)(2.0)
+
+
+def test_in_place_functions_read_traced_indices_into_plain_arrays():
+    # only the mask or the indices traced: nothing traced is written, NumPy reads their values
+    def f(x):
+        t = numpy.zeros(3)
+        np.putmask(t, x > 0, 1.0)
+        np.put(t, np.argmax(x), 5.0)
+        return np.sum(x * t)
+    x = numpy.array([1.0, -2.0, 3.0])
+    assert wg.grad(f)(x).tolist() == [1.0, 0.0, 5.0]
+
+
+def test_the_functional_alternatives_differentiate():
+    # what the in-place errors suggest
+    a, v = r(3, 3), 2.0
+    mask = numpy.zeros(a.shape, bool)
+    numpy.fill_diagonal(mask, True)
+    g = wg.grad(lambda a, v: np.sum(np.where(mask, v, a) ** 2), argnums=(0, 1))(a, v)
+    numpy.testing.assert_allclose(g[0], 2 * numpy.where(mask, 0.0, a))
+    assert g[1] == pytest.approx(2 * v * 3)
+
+
+def test_in_place_functions_are_numpys_on_plain_arrays():
+    a = r(3, 4)
+    for call in ("putmask(t, t > 0, -1.0)", "place(t, t > 0, [7.0, 8.0])",
+                 "copyto(t, 2.0, where=t < 0)", "put(t, [0, -1], [5.0, 6.0])",
+                 "put_along_axis(t, numpy.array([[1], [0], [2]]), 9.0, 1)",
+                 "fill_diagonal(t, 4.0, wrap=True)"):
+        mine, theirs = a.copy(), a.copy()
+        assert eval("np." + call, {"np": np, "numpy": numpy, "t": mine}) is None
+        eval("numpy." + call, {"numpy": numpy, "t": theirs})
+        numpy.testing.assert_array_equal(mine, theirs)

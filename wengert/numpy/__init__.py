@@ -2594,6 +2594,123 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return parts[0] if len(parts) == 1 else concatenate(parts)
 
 
+# ---- functions that write into their argument: not on traced values ------------------------
+def _in_place(fname, given, alternative):
+    """Refuse NumPy's `fname`, which writes into an array in place, if any of the arrays it
+    writes or the values it writes, `given`, is traced: a traced value is never changed, and
+    a plain array cannot hold one.  `alternative` says how to compute the new array."""
+    if _traced(*given):
+        raise NotImplementedError(
+            f"numpy.{fname} writes into its argument in place, which is not possible with "
+            f"traced values (a traced value is never changed, and a NumPy array cannot hold "
+            f"one): compute the new array instead, {alternative}")
+
+
+_NO_SCATTER = ("(wengert.numpy has no functional scatter of several values, like JAX's "
+               ".at[].set: for those, build the new array with indexing and np.where)")
+
+
+@_numpy_unless_traced(_np.putmask, any_argument=True, array_likes="none")
+def putmask(a, /, mask, values):
+    """NumPy's ``putmask`` on plain arrays (it writes into `a`); with a traced `a` or
+    `values` it raises `NotImplementedError`: write ``a = np.where(mask, values, a)``.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.arange(3.0); np.putmask(a, a > 0, -1.0); a.tolist()
+        [0.0, -1.0, -1.0]
+        >>> wg.grad(lambda x: np.sum(np.where(x > 0, -x, x)))(numpy.arange(3.0))
+        array([ 1., -1., -1.])
+    """
+    _in_place("putmask", (a, values), "a = np.where(mask, values, a) (values of a's shape, "
+              "or broadcasting to it; putmask repeats a shorter one)")
+    return _np.putmask(a, _value_of(mask, "used as a mask by numpy.putmask"), values)
+
+
+@_numpy_unless_traced(_np.place, any_argument=True, array_likes="none")
+def place(arr, mask, vals):
+    """NumPy's ``place`` on plain arrays (it writes into `arr`); with a traced `arr` or
+    `vals` it raises `NotImplementedError`: write ``arr = np.where(mask, values, arr)``.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> a = numpy.zeros(3); np.place(a, [True, False, True], [1.0, 2.0]); a.tolist()
+        [1.0, 0.0, 2.0]
+    """
+    _in_place("place", (arr, vals), "arr = np.where(mask, values, arr), with values of arr's "
+              "shape holding the new ones where mask is true (place takes them in order)")
+    return _np.place(arr, _value_of(mask, "used as a mask by numpy.place"), vals)
+
+
+@_numpy_unless_traced(_np.copyto, any_argument=True, array_likes="none")
+def copyto(dst, src, casting="same_kind", where=True):
+    """NumPy's ``copyto`` on plain arrays (it writes into `dst`); with a traced `dst` or
+    `src` it raises `NotImplementedError`: write ``dst = np.where(where, src, dst)``.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> a = numpy.zeros(2); np.copyto(a, [1.0, 2.0], where=[False, True]); a.tolist()
+        [0.0, 2.0]
+    """
+    _in_place("copyto", (dst, src), "dst = np.where(where, src, dst), or without `where` "
+              "dst = src (np.broadcast_to and astype for its shape and dtype)")
+    return _np.copyto(dst, src, casting, _value_of(where, "used as a mask by numpy.copyto"))
+
+
+@_numpy_unless_traced(_np.put, any_argument=True, array_likes="none")
+def put(a, ind, v, mode="raise"):
+    """NumPy's ``put`` on plain arrays (it writes into `a`); with a traced `a` or `v` it
+    raises `NotImplementedError`, which says how to write it with ``np.where``.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> a = numpy.zeros(3); np.put(a, [0, 2], [1.0, 2.0]); a.tolist()
+        [1.0, 0.0, 2.0]
+    """
+    _in_place("put", (a, v), "for one value v: mask = numpy.zeros(a.shape, bool); "
+              "numpy.put(mask, ind, True); a = np.where(mask, v, a) " + _NO_SCATTER)
+    return _np.put(a, _value_of(ind, "used as indices by numpy.put"), v, mode)
+
+
+@_numpy_unless_traced(_np.put_along_axis, any_argument=True, array_likes="none")
+def put_along_axis(arr, indices, values, axis):
+    """NumPy's ``put_along_axis`` on plain arrays (it writes into `arr`); with a traced
+    `arr` or `values` it raises `NotImplementedError`, which says how to write it with
+    ``np.where``.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> a = numpy.zeros((2, 2)); np.put_along_axis(a, numpy.array([[1], [0]]), 5.0, 1)
+        >>> a.tolist()
+        [[0.0, 5.0], [5.0, 0.0]]
+    """
+    _in_place("put_along_axis", (arr, values), "for one value: mask = numpy.zeros(arr.shape, "
+              "bool); numpy.put_along_axis(mask, indices, True, axis); "
+              "arr = np.where(mask, values, arr) " + _NO_SCATTER)
+    return _np.put_along_axis(arr, _value_of(indices, "used as indices by "
+                                             "numpy.put_along_axis"), values, axis)
+
+
+@_numpy_unless_traced(_np.fill_diagonal, any_argument=True, array_likes="none")
+def fill_diagonal(a, val, wrap=False):
+    """NumPy's ``fill_diagonal`` on plain arrays (it writes into `a`); with a traced `a` or
+    `val` it raises `NotImplementedError`: write ``np.where(mask, val, a)`` with the
+    diagonal's mask.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.zeros((2, 2)); np.fill_diagonal(a, 3.0); a.tolist()
+        [[3.0, 0.0], [0.0, 3.0]]
+        >>> mask = numpy.eye(2, dtype=bool)         # (the functional way)
+        >>> wg.grad(lambda v: np.sum(np.where(mask, v, numpy.ones((2, 2)))))(3.0)
+        2.0
+    """
+    _in_place("fill_diagonal", (a, val), "mask = numpy.zeros(a.shape, bool); "
+              "numpy.fill_diagonal(mask, True, wrap); a = np.where(mask, val, a) (for one "
+              "value val)")
+    return _np.fill_diagonal(a, val, wrap)
+
+
 # ---- contractions --------------------------------------------------------------------------
 def matmul(a, b, /, **kwargs):
     """NumPy's ``matmul`` (``a @ b``), differentiable; seed 000's rule X̄ = Z̄Yᵀ, Ȳ = XᵀZ̄."""
