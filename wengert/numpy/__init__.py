@@ -822,6 +822,58 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return _accumulated(A.cumprod, "cumprod", a, axis, dtype, out)
 
 
+def _cumulative(fname, accumulate, identity, x, axis, dtype, out, include_initial):
+    """cumulative_sum and cumulative_prod (the array API's): `accumulate` (cumsum or
+    cumprod) along `axis`, which a 1-D array may leave out, with ``include_initial`` the
+    identity first."""
+    _refuse(fname, out=out is not None)
+    x = atleast_1d(x)
+    if axis is None:
+        if x.ndim >= 2:
+            raise ValueError("For arrays which have more than one dimension ``axis`` "
+                             "argument is required.")
+        axis = 0
+    res = accumulate(x, axis, dtype)
+    if include_initial:
+        ax = _one_axis(axis, res.ndim, fname)
+        shape = list(res.shape)
+        shape[ax] = 1
+        res = concatenate([_np.full(shape, identity, res.dtype), res], axis=ax)
+    return res
+
+
+if hasattr(_np, "cumulative_sum"):          # (NumPy 2.1)
+    @_numpy_unless_traced(_np.cumulative_sum)
+    def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        """NumPy's ``cumulative_sum``, differentiable: `cumsum` along `axis` (needed for
+        more than one dimension), with ``include_initial`` a 0 first.
+
+        Example:
+            >>> import numpy, wengert as wg, wengert.numpy as np
+            >>> np.cumulative_sum(numpy.array([1.0, 2.0, 3.0]), include_initial=True).tolist()
+            [0.0, 1.0, 3.0, 6.0]
+            >>> wg.grad(lambda x: np.sum(np.cumulative_sum(x, axis=-1)))(numpy.ones((1, 3)))
+            array([[3., 2., 1.]])
+        """
+        return _cumulative("cumulative_sum", cumsum, 0, x, axis, dtype, out, include_initial)
+
+    @_numpy_unless_traced(_np.cumulative_prod)
+    def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        """NumPy's ``cumulative_prod``, differentiable (exactly where x holds zeros, as
+        `cumprod`): `cumprod` along `axis` (needed for more than one dimension), with
+        ``include_initial`` a 1 first.
+
+        Example:
+            >>> import numpy, wengert as wg, wengert.numpy as np
+            >>> np.cumulative_prod(numpy.array([2.0, 3.0]), include_initial=True).tolist()
+            [1.0, 2.0, 6.0]
+            >>> wg.grad(lambda x: np.sum(np.cumulative_prod(x)))(numpy.array([2.0, 0.0]))
+            array([1., 2.])
+        """
+        return _cumulative("cumulative_prod", cumprod, 1, x, axis, dtype, out,
+                           include_initial)
+
+
 @_numpy_unless_traced(_np.argmax)
 def argmax(a, axis=None, out=None, *, keepdims=False):
     """NumPy's ``argmax``: integers, no derivative (a value like a comparison's)."""
@@ -1439,7 +1491,9 @@ def ravel(a, order="C"):
 def transpose(a, axes=None):
     """NumPy's ``transpose``, differentiable."""
     n = a.ndim
-    axes = tuple(reversed(range(n))) if axes is None else tuple(int(x) % n for x in axes)
+    # (each axis in range, NumPy's AxisError else: not wrapped round into another one)
+    axes = tuple(reversed(range(n))) if axes is None else \
+        tuple(_one_axis(x, n, "transpose") for x in axes)
     if sorted(axes) != list(range(n)):
         raise ValueError(f"transpose: axes {axes} don't match an array of shape {a.shape}")
     return A.transpose(a, axes=axes)
@@ -1968,6 +2022,695 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return moveaxis(out, -1, _one_axis(axisc, len(shape) + 1, "cross"))
 
 
+# ---- assembling and taking apart: compositions of the joins, gathers and reshapes above ------
+@_numpy_unless_traced(_np.append, any_argument=True)
+def append(arr, values, axis=None):
+    """NumPy's ``append``, differentiable in both: `values` joined to the end of `arr` along
+    `axis` (both flattened when it is None), by `concatenate`.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.append(numpy.ones((1, 2)), [[5.0, 6.0]], axis=0).tolist()
+        [[1.0, 1.0], [5.0, 6.0]]
+        >>> wg.grad(lambda x: np.sum(np.append(x, x ** 2)))(numpy.array([1.0, 2.0]))
+        array([3., 5.])
+    """
+    arr, values = asarray(arr), asarray(values)
+    if axis is None:
+        arr, values, axis = ravel(arr), ravel(values), 0
+    return concatenate((arr, values), axis=axis)
+
+
+def _block_layout(arrays):
+    """How deep the lists of ``block(arrays)`` nest and the most dimensions of an array in
+    them, with NumPy's errors for a tuple, an empty list and uneven depths."""
+    depth, ndim = None, 0
+    todo = [(arrays, ())]
+    while todo:                             # (depth first, left to right, as NumPy reports)
+        x, index = todo.pop()
+        where = "arrays" + "".join(f"[{i}]" for i in index)
+        if type(x) is tuple:
+            raise TypeError(f"{where} is a tuple. Only lists can be used to arrange blocks, "
+                            "and np.block does not allow implicit conversion from tuple to "
+                            "ndarray.")
+        if type(x) is list:
+            if not x:
+                raise ValueError(f"List at {where} cannot be empty")
+            todo.extend((y, index + (i,)) for i, y in reversed(list(enumerate(x))))
+            continue
+        if depth is None:
+            depth = len(index)
+        elif len(index) != depth:
+            raise ValueError(f"List depths are mismatched. First element was at depth {depth}, "
+                             f"but there is an element at depth {len(index)} ({where})")
+        ndim = builtins.max(ndim, len(_shape(x)))
+    return depth, ndim
+
+
+@_numpy_unless_traced(_np.block, any_argument=True, array_likes="none")
+def block(arrays):
+    """NumPy's ``block``, differentiable: the innermost lists joined along the last axis,
+    the lists holding them along the one before, and so on, each array first given the
+    dimensions it lacks in front (as NumPy does); a `concatenate` per list.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.block([[numpy.eye(2), numpy.zeros((2, 1))], [numpy.ones((1, 3))]]).tolist()
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]]
+        >>> wg.grad(lambda a: np.sum(np.block([[a, 2 * a], [a, a]])))(numpy.ones((1, 1)))
+        array([[5.]])
+    """
+    depth, ndim = _block_layout(arrays)
+    ndim = builtins.max(ndim, depth)
+
+    def joined(x, level):
+        # (recursion over the nesting of the caller's lists, a few levels, not the graph)
+        if level == depth:
+            x = asarray(x)
+            missing = ndim - len(_shape(x))
+            return reshape(x, (1,) * missing + tuple(_shape(x))) if missing else x
+        return concatenate([joined(y, level + 1) for y in x], axis=level - depth)
+    return joined(arrays, 0)
+
+
+@_numpy_unless_traced(_np.column_stack, any_argument=True, array_likes="items")
+def column_stack(tup):
+    """NumPy's ``column_stack``, differentiable: 1-D arrays (and scalars) become columns,
+    and the columns and 2-D arrays are joined along the second axis.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.column_stack([numpy.arange(2.0), numpy.ones(2)]).tolist()
+        [[0.0, 1.0], [1.0, 1.0]]
+        >>> wg.grad(lambda x: np.sum(np.column_stack([x, x ** 2])))(numpy.array([1.0, 2.0]))
+        array([3., 5.])
+    """
+    columns = []
+    for v in tup:
+        a = asarray(v)
+        s = tuple(_shape(a))
+        if len(s) < 2:
+            a = reshape(a, (-1, 1) if s else (1, 1))
+        columns.append(a)
+    return concatenate(columns, 1)
+
+
+@_numpy_unless_traced(_np.dstack, any_argument=True, array_likes="items")
+def dstack(tup):
+    """NumPy's ``dstack``, differentiable: the arrays made at least 3-D (as `atleast_3d`)
+    and joined along the third axis.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.dstack([numpy.zeros(2), numpy.ones(2)]).shape
+        (1, 2, 2)
+        >>> wg.grad(lambda x: np.sum(np.dstack([x, 3 * x])))(numpy.ones((2, 2))).tolist()
+        [[4.0, 4.0], [4.0, 4.0]]
+    """
+    arrays = atleast_3d(*tup)
+    return concatenate(arrays if type(arrays) is tuple else (arrays,), 2)
+
+
+if hasattr(_np, "row_stack"):               # (deprecated in NumPy 2.0; gone in later ones)
+    @_numpy_unless_traced(_np.row_stack, any_argument=True, array_likes="items")
+    def row_stack(tup, *, dtype=None, casting="same_kind"):
+        """NumPy's ``row_stack``, the deprecated name of `vstack` (with NumPy's warning).
+
+        Example:
+            >>> import warnings, numpy, wengert.numpy as np
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore", DeprecationWarning)
+            ...     np.row_stack([numpy.zeros(2), numpy.ones(2)]).tolist()
+            [[0.0, 0.0], [1.0, 1.0]]
+        """
+        import warnings
+        warnings.warn("`row_stack` alias is deprecated. Use `np.vstack` directly.",
+                      DeprecationWarning, stacklevel=3)
+        return vstack(tup, dtype=dtype, casting=casting)
+
+
+concat = concatenate        # (the array API's name: NumPy's concat is its concatenate)
+
+
+@_numpy_unless_traced(_np.copy)
+def copy(a, order="K", subok=False):
+    """NumPy's ``copy``: a traced value is never changed in place, so it is its own copy
+    (``order`` and ``subok`` are about memory, which it does not have).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> wg.grad(lambda x: np.sum(np.copy(x) * x))(numpy.array([1.0, 2.0]))
+        array([2., 4.])
+    """
+    return a
+
+
+def _positions_along(a, positions, ax):
+    """`a`'s slices at the increasing integer `positions` along axis `ax`: one slice where
+    they are evenly spaced (cheaper than an index array, and so is its derivative), else
+    integer-array indexing."""
+    pre = (slice(None),) * ax
+    positions = _np.asarray(positions, _np.intp)
+    if positions.size == 0:
+        return a[pre + (slice(0, 0),)]
+    step = int(positions[1] - positions[0]) if positions.size > 1 else 1
+    if step > 0 and (_np.diff(positions) == step).all():
+        return a[pre + (slice(int(positions[0]), int(positions[-1]) + 1, step),)]
+    return a[pre + (positions,)]
+
+
+def _positions(n, ax):
+    """0, 1, ..., n - 1 along the last of ax + 1 axes: NumPy's delete and compress of it
+    are the positions they keep, read by NumPy itself from their argument (so its slices,
+    masks, lists and errors are NumPy's, the axis named in them too)."""
+    return _np.arange(n).reshape((1,) * ax + (n,))
+
+
+@_numpy_unless_traced(_np.delete)
+def delete(arr, obj, axis=None):
+    """NumPy's ``delete``, differentiable in `arr`: the other slices along `axis` (of the
+    flattened array when it is None) taken by indexing.  `obj` is read as NumPy reads it (an
+    index, a slice, a list, a boolean mask); a traced `obj` needs its value.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.delete(numpy.arange(6.0).reshape(2, 3), [0, 2], axis=-1).tolist()
+        [[1.0], [4.0]]
+        >>> wg.grad(lambda x: np.sum(np.delete(x, slice(None, None, 2)) ** 2))(
+        ...     numpy.array([1.0, 2.0, 3.0, 4.0]))
+        array([0., 4., 0., 8.])
+    """
+    arr = asarray(arr)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    ax = _one_axis(axis, len(_shape(arr)), "delete")
+    obj = _value_of(obj, "used as indices by numpy.delete")
+    kept = _np.delete(_positions(_shape(arr)[ax], ax), obj, ax).ravel()
+    return _positions_along(arr, kept, ax)
+
+
+@_numpy_unless_traced(_np.insert, any_argument=True)
+def insert(arr, obj, values, axis=None):
+    """NumPy's ``insert``, differentiable in `arr` and in `values` (cast to arr's dtype, as
+    NumPy writes them into an array of it): before one index, the values (broadcast as
+    NumPy does) between two slices of `arr`, joined; before several, `arr` and the values
+    joined and taken in their new order by indexing.  `obj` is read as NumPy reads it; a
+    traced `obj` needs its value.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.insert(numpy.zeros((2, 2)), 1, [5.0, 6.0], axis=1).tolist()
+        [[0.0, 5.0, 0.0], [0.0, 6.0, 0.0]]
+        >>> wg.grad(lambda v: np.sum(np.insert(numpy.zeros(3), [0, 2], v) ** 2))(
+        ...     numpy.array([1.0, 2.0]))
+        array([2., 4.])
+    """
+    arr = asarray(arr)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    nd = len(_shape(arr))
+    ax = _one_axis(axis, nd, "insert")
+    n = _shape(arr)[ax]
+    obj = _value_of(obj, "used as indices by numpy.insert")
+    if isinstance(obj, slice):
+        indices = _np.arange(*obj.indices(n), dtype=_np.intp)
+    else:
+        indices = _np.array(obj)
+        if indices.dtype == bool:
+            if indices.ndim != 1:
+                raise ValueError("boolean array argument obj to insert must be one "
+                                 "dimensional")
+            indices = _np.flatnonzero(indices)
+        elif indices.ndim > 1:
+            raise ValueError("index array argument obj to insert must be one dimensional "
+                             "or scalar")
+    values = astype(asarray(values), A.dtype_of(arr))
+    pre = (slice(None),) * ax
+    slot = list(_shape(arr))
+    if indices.size == 1:
+        # one place: the values get arr's dimensions in front; a scalar index puts their
+        # first axis along `axis` (NumPy's a[:, i:i+1] = values, not a[:, i] = values)
+        index = indices.item()
+        if index < -n or index > n:
+            raise IndexError(f"index {obj} is out of bounds for axis {ax} with size {n}")
+        if index < 0:
+            index += n
+        vshape = tuple(_shape(values))
+        if len(vshape) < nd:
+            values = reshape(values, (1,) * (nd - len(vshape)) + vshape)
+        if indices.ndim == 0:
+            values = moveaxis(values, 0, ax)
+        slot[ax] = _shape(values)[ax]
+        values = broadcast_to(values, tuple(slot))
+        return concatenate([arr[pre + (slice(None, index),)], values,
+                            arr[pre + (slice(index, None),)]], ax)
+    if indices.size == 0 and not isinstance(obj, _np.ndarray):
+        indices = indices.astype(_np.intp)
+    # NumPy's new places of the values: each index shifted by the values placed before it
+    indices[indices < 0] += n
+    numnew = len(indices)
+    indices[indices.argsort(kind="mergesort")] += _np.arange(numnew)
+    kept = _np.ones(n + numnew, dtype=bool)
+    kept[indices] = False
+    source = _np.empty(n + numnew, _np.intp)    # where each place takes from: arr, values
+    source[kept] = _np.arange(n)
+    source[indices] = n + _np.arange(numnew)
+    slot[ax] = numnew
+    joined = concatenate([arr, broadcast_to(values, tuple(slot))], ax)
+    return joined[pre + (source,)]
+
+
+@_numpy_unless_traced(_np.diagflat)
+def diagflat(v, k=0):
+    """NumPy's ``diagflat``, differentiable: the flattened `v` on the k-th diagonal of a
+    square matrix (`diag` of it).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.diagflat([[1.0, 2.0]], 1).tolist()
+        [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]]
+        >>> wg.grad(lambda v: np.trace(np.diagflat(v) @ np.diagflat(v)))(numpy.ones((1, 2)))
+        array([[2., 2.]])
+    """
+    return diag(ravel(v), k)
+
+
+@_numpy_unless_traced(_np.permute_dims)
+def permute_dims(a, axes=None):
+    """NumPy's ``permute_dims`` (the array API's name of `transpose`), differentiable.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> np.permute_dims(numpy.zeros((2, 3, 4)), (2, 0, 1)).shape
+        (4, 2, 3)
+    """
+    return transpose(a, axes)
+
+
+@_numpy_unless_traced(_np.compress, any_argument=True)
+def compress(condition, a, axis=None, out=None):
+    """NumPy's ``compress``, differentiable in `a`: the slices along `axis` (of the
+    flattened array when it is None) where `condition` holds, by indexing.  A traced
+    condition needs its value, as a traced boolean mask in indexing does.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.compress([False, True], numpy.arange(4.0).reshape(2, 2), axis=0).tolist()
+        [[2.0, 3.0]]
+        >>> wg.grad(lambda x: np.sum(np.compress(x > 1, x) ** 2))(numpy.array([1.0, 2.0, 3.0]))
+        array([0., 4., 6.])
+    """
+    _refuse("compress", out=out is not None)
+    condition = _value_of(condition, "used as a mask by numpy.compress")
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _one_axis(axis, len(_shape(a)), "compress")
+    kept = _np.compress(condition, _positions(_shape(a)[ax], ax), ax).ravel()
+    return _positions_along(a, kept, ax)
+
+
+@_numpy_unless_traced(_np.choose, any_argument=True, array_likes="none")
+def choose(a, choices, out=None, mode="raise"):
+    """NumPy's ``choose``, differentiable in the choices: element by element the choice
+    `a` names (``mode`` 'raise', 'wrap' or 'clip' for the others), `a` and the choices
+    broadcast, by `take_along_axis` of the choices stacked.  A traced `a` is recorded with
+    'wrap' and 'clip'; with 'raise' its range is checked on its value.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.choose([1, 0, 1], [numpy.zeros(3), numpy.arange(3.0)]).tolist()
+        [0.0, 0.0, 2.0]
+        >>> wg.grad(lambda x: np.sum(np.choose([0, 1], [x, 2 * x])))(numpy.ones(2))
+        array([1., 2.])
+    """
+    _refuse("choose", out=out is not None)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError("clipmode must be one of 'clip', 'raise', or 'wrap'")
+    if type(choices) is Node or isinstance(choices, _np.ndarray):
+        options = [choices[i] for i in range(_shape(choices)[0])]
+    else:
+        options = [asarray(c) for c in choices]
+    n = len(options)
+    if type(a) is not Node or a.value is not None or mode == "raise":
+        a = _np.asarray(_value_of(a, "checked by numpy.choose(mode='raise') (with 'wrap' "
+                                     "or 'clip' it needs no value)"))
+        if not _np.can_cast(a.dtype, _np.intp, "safe"):
+            raise TypeError(f"Cannot cast array data from {a.dtype!r} to "
+                            f"{_np.dtype(_np.intp)!r} according to the rule 'safe'")
+        if mode == "raise" and ((a < 0) | (a >= n)).any():
+            raise ValueError("invalid entry in choice array")
+        a = _np.mod(a, n) if mode == "wrap" else _np.clip(a, 0, n - 1)
+    else:                                   # (no value: wg.trace, wg.compile, wg.vmap)
+        a = remainder(a, n) if mode == "wrap" else clip(a, 0, n - 1)
+    shape = _np.broadcast_shapes(_shape(a), *[_shape(c) for c in options])
+    stacked = stack([broadcast_to(c, shape) for c in options])
+    return take_along_axis(stacked, expand_dims(broadcast_to(a, shape), 0), axis=0)[0]
+
+
+@_numpy_unless_traced(_np.extract, any_argument=True)
+def extract(condition, arr):
+    """NumPy's ``extract``, differentiable in `arr`: the elements of the flattened `arr`
+    where the flattened `condition` holds, by indexing.  A traced condition needs its
+    value, as a traced boolean mask in indexing does.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> wg.grad(lambda x: np.sum(np.extract(x > 0, x) ** 2))(numpy.array([[-1.0, 2.0]]))
+        array([[0., 4.]])
+    """
+    condition = _value_of(condition, "used as a mask by numpy.extract")
+    return take(ravel(asarray(arr)), _np.nonzero(_np.ravel(condition))[0])
+
+
+@_numpy_unless_traced(_np.resize)
+def resize(a, new_shape):
+    """NumPy's ``resize``, differentiable: the flattened `a` repeated as often as it takes
+    to fill `new_shape` (a broadcast, cut and reshaped), so the derivative of each element
+    gathers those of its copies.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.resize(numpy.arange(3.0), (2, 2)).tolist()
+        [[0.0, 1.0], [2.0, 0.0]]
+        >>> wg.grad(lambda x: np.sum(np.resize(x, 5)))(numpy.ones(2))
+        array([3., 2.])
+    """
+    new_shape = (new_shape,) if isinstance(new_shape, (int, _np.integer)) else tuple(new_shape)
+    a = ravel(a)
+    new_size = 1
+    for d in new_shape:
+        new_size *= d
+        if d < 0:
+            raise ValueError("all elements of `new_shape` must be non-negative")
+    n = a.shape[0]
+    if n == 0 or new_size == 0:
+        return _np.zeros(new_shape, a.dtype)    # (nothing to repeat: no derivative)
+    repeats = -(-new_size // n)
+    return reshape(reshape(broadcast_to(a, (repeats, n)), (-1,))[:new_size], new_shape)
+
+
+if hasattr(_np, "unstack"):                 # (NumPy 2.1)
+    @_numpy_unless_traced(_np.unstack)
+    def unstack(x, /, *, axis=0):
+        """NumPy's ``unstack``, differentiable: the slices along `axis`, a tuple.
+
+        Example:
+            >>> import numpy, wengert as wg, wengert.numpy as np
+            >>> [v.tolist() for v in np.unstack(numpy.eye(2), axis=-1)]
+            [[1.0, 0.0], [0.0, 1.0]]
+            >>> wg.grad(lambda x: np.unstack(x)[1] @ np.unstack(x)[0])(numpy.eye(2))
+            array([[0., 1.],
+                   [1., 0.]])
+        """
+        if x.ndim == 0:
+            raise ValueError("Input array must be at least 1-d.")
+        ax = _one_axis(axis, x.ndim, "unstack")
+        return tuple(x[(slice(None),) * ax + (i,)] for i in range(x.shape[ax]))
+
+
+@_numpy_unless_traced(_np.trim_zeros)
+def trim_zeros(filt, trim="fb", axis=None):
+    """NumPy's ``trim_zeros``, differentiable in what is kept: the leading ('f') and
+    trailing ('b') zeros cut off along `axis` (all axes when it is None), by slicing.  Where
+    to cut depends on the values: it reads them (eagerly; under ``wg.trace`` and
+    ``wg.compile`` a `ConcretizationError`).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.trim_zeros(numpy.array([0.0, 1.0, 0.0, 2.0, 0.0]), "f").tolist()
+        [1.0, 0.0, 2.0, 0.0]
+        >>> wg.grad(lambda x: np.sum(np.trim_zeros(x) ** 2))(numpy.array([0.0, 3.0, 0.0]))
+        array([0., 6., 0.])
+    """
+    trim = trim.lower()
+    if trim not in {"fb", "bf", "f", "b"}:
+        raise ValueError(f"unexpected character(s) in `trim`: {trim!r}")
+    nd = filt.ndim
+    axes = tuple(range(nd)) if axis is None else _norm_axis(axis, nd, "trim_zeros")
+    if not axes:
+        return filt
+    nonzero = _np.argwhere(filt._concrete("read by numpy.trim_zeros, whose cut depends on "
+                                          "the values"))
+    if nonzero.size == 0:                   # all zeros: nothing is left
+        start = stop = [0] * nd
+    else:
+        start, stop = list(nonzero.min(axis=0)), list(nonzero.max(axis=0) + 1)
+        start = start if "f" in trim else [None] * nd
+        stop = stop if "b" in trim else [None] * nd
+    return filt[tuple(slice(start[i], stop[i]) if i in axes else slice(None)
+                      for i in range(nd))]
+
+
+@_numpy_unless_traced(_np.broadcast_arrays, any_argument=True)
+def broadcast_arrays(*args, subok=False):
+    """NumPy's ``broadcast_arrays``, differentiable: each argument broadcast to their
+    common shape (a tuple; an argument of that shape is itself).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> [a.shape for a in np.broadcast_arrays(numpy.ones(3), numpy.ones((2, 1)))]
+        [(2, 3), (2, 3)]
+        >>> wg.grad(lambda x: np.sum(np.broadcast_arrays(x, numpy.ones((2, 1)))[0]))(
+        ...     numpy.ones(3))
+        array([2., 2., 2.])
+    """
+    args = [asarray(x) for x in args]
+    shape = _np.broadcast_shapes(*[_shape(x) for x in args])
+    return tuple(x if tuple(_shape(x)) == shape else broadcast_to(x, shape) for x in args)
+
+
+class _TracedResult(Exception):
+    """apply_along_axis's func1d gave a traced value for a plain array (a closure over a
+    traced one), which NumPy cannot store: the first result, for wengert to go on with."""
+
+    def __init__(self, result):
+        super().__init__()
+        self.result = result
+
+
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """NumPy's ``apply_along_axis``, differentiable: `func1d` of each 1-D slice along
+    `axis`, the results stacked where that axis was (cast to the first one's dtype, as
+    NumPy stores them).  A plain array goes to NumPy, unless `func1d` gives traced values
+    (it uses a traced variable): NumPy cannot hold those, and wengert takes over from the
+    first result.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.apply_along_axis(lambda r: r[::-1], -1, numpy.arange(4.0).reshape(2, 2)).tolist()
+        [[1.0, 0.0], [3.0, 2.0]]
+        >>> data = numpy.arange(6.0).reshape(3, 2)
+        >>> wg.grad(lambda w: np.sum(np.apply_along_axis(lambda r: r @ w, 1, data)))(
+        ...     numpy.ones(2))
+        array([6., 9.])
+    """
+    first = []                  # (the first result, if wengert takes over from NumPy)
+    if not _traced(arr, *args, *kwargs.values()):
+        calls = []
+
+        def probe(*a, **k):
+            out = func1d(*a, **k)
+            if not calls and _traced(out):
+                raise _TracedResult(out)
+            calls.append(None)
+            return out
+        try:
+            return _np.apply_along_axis(probe, axis, arr, *args, **kwargs)
+        except _TracedResult as result:
+            first.append(result.result)
+    arr = asarray(arr)
+    ax = _one_axis(axis, len(_shape(arr)), "apply_along_axis")
+    view = moveaxis(arr, ax, -1)
+    outer = tuple(_shape(view)[:-1])
+    if _math.prod(outer) == 0:
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    results = []
+    for ind in _np.ndindex(outer):
+        out = first.pop() if first else func1d(view[ind + (Ellipsis,)], *args, **kwargs)
+        results.append(asarray(out))
+    dtype, inner = A.dtype_of(results[0]), tuple(_shape(results[0]))
+    out = reshape(stack([astype(r, dtype) for r in results]), outer + inner)
+    # the result's axes where `axis` was, the slices' around them (NumPy's permutation)
+    nd, k = len(outer) + len(inner), len(inner)
+    order = list(range(ax)) + list(range(nd - k, nd)) + list(range(ax, nd - k))
+    return transpose(out, order) if order != list(range(nd)) else out
+
+
+@_numpy_unless_traced(_np.apply_over_axes, any_argument=True, array_likes="none")
+def apply_over_axes(func, a, axes):
+    """NumPy's ``apply_over_axes``, differentiable: ``func(a, axis)`` for each axis in turn,
+    each result given back the axis it reduced (as NumPy does).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.apply_over_axes(np.sum, numpy.ones((2, 3, 4)), [0, -1]).shape
+        (1, 3, 1)
+        >>> total = lambda x: np.apply_over_axes(np.sum, x ** 2, (0, 1))[0, 0]
+        >>> wg.grad(total)(numpy.ones((2, 2)))
+        array([[2., 2.],
+               [2., 2.]])
+    """
+    val = asarray(a)
+    nd = len(_shape(val))
+    for axis in ((axes,) if _np.ndim(axes) == 0 else axes):
+        axis = axis + nd if axis < 0 else axis
+        res = func(val, axis)
+        if len(_shape(res)) != nd:
+            res = expand_dims(res, axis)
+            if len(_shape(res)) != nd:
+                raise ValueError("function is not returning an array of the correct shape")
+        val = res
+    return val
+
+
+@_numpy_unless_traced(_np.ediff1d, any_argument=True)
+def ediff1d(ary, to_end=None, to_begin=None):
+    """NumPy's ``ediff1d``, differentiable: the differences of the flattened array, with
+    `to_begin` and `to_end` (flattened, cast to its dtype) joined before and after.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.ediff1d(numpy.array([1.0, 4.0, 9.0]), to_begin=0.0).tolist()
+        [0.0, 3.0, 5.0]
+        >>> wg.grad(lambda x: np.sum(np.ediff1d(x, to_end=x[:1]) ** 2))(numpy.array([1.0, 3.0]))
+        array([-2.,  4.])
+    """
+    ary = ravel(asarray(ary))
+    dtype = A.dtype_of(ary)
+    parts = [ary[1:] - ary[:-1]]                # (bools: NumPy's TypeError)
+    for name, edge in (("to_begin", to_begin), ("to_end", to_end)):
+        if edge is None:
+            continue
+        edge = asarray(edge)
+        if not _np.can_cast(A.dtype_of(edge), dtype, casting="same_kind"):
+            raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under "
+                            "the `same_kind` rule.")
+        edge = astype(ravel(edge), dtype)
+        if name == "to_begin":
+            parts.insert(0, edge)
+        else:
+            parts.append(edge)
+    return parts[0] if len(parts) == 1 else concatenate(parts)
+
+
+# ---- functions that write into their argument: not on traced values ------------------------
+def _in_place(fname, given, alternative):
+    """Refuse NumPy's `fname`, which writes into an array in place, if any of the arrays it
+    writes or the values it writes, `given`, is traced: a traced value is never changed, and
+    a plain array cannot hold one.  `alternative` says how to compute the new array."""
+    if _traced(*given):
+        raise NotImplementedError(
+            f"numpy.{fname} writes into its argument in place, which is not possible with "
+            f"traced values (a traced value is never changed, and a NumPy array cannot hold "
+            f"one): compute the new array instead, {alternative}")
+
+
+_NO_SCATTER = ("(wengert.numpy has no functional scatter of several values, like JAX's "
+               ".at[].set: for those, build the new array with indexing and np.where)")
+
+
+@_numpy_unless_traced(_np.putmask, any_argument=True, array_likes="none")
+def putmask(a, /, mask, values):
+    """NumPy's ``putmask`` on plain arrays (it writes into `a`); with a traced `a` or
+    `values` it raises `NotImplementedError`: write ``a = np.where(mask, values, a)``.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.arange(3.0); np.putmask(a, a > 0, -1.0); a.tolist()
+        [0.0, -1.0, -1.0]
+        >>> wg.grad(lambda x: np.sum(np.where(x > 0, -x, x)))(numpy.arange(3.0))
+        array([ 1., -1., -1.])
+    """
+    _in_place("putmask", (a, values), "a = np.where(mask, values, a) (values of a's shape, "
+              "or broadcasting to it; putmask repeats a shorter one)")
+    return _np.putmask(a, _value_of(mask, "used as a mask by numpy.putmask"), values)
+
+
+@_numpy_unless_traced(_np.place, any_argument=True, array_likes="none")
+def place(arr, mask, vals):
+    """NumPy's ``place`` on plain arrays (it writes into `arr`); with a traced `arr` or
+    `vals` it raises `NotImplementedError`: write ``arr = np.where(mask, values, arr)``.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> a = numpy.zeros(3); np.place(a, [True, False, True], [1.0, 2.0]); a.tolist()
+        [1.0, 0.0, 2.0]
+    """
+    _in_place("place", (arr, vals), "arr = np.where(mask, values, arr), with values of arr's "
+              "shape holding the new ones where mask is true (place takes them in order)")
+    return _np.place(arr, _value_of(mask, "used as a mask by numpy.place"), vals)
+
+
+@_numpy_unless_traced(_np.copyto, any_argument=True, array_likes="none")
+def copyto(dst, src, casting="same_kind", where=True):
+    """NumPy's ``copyto`` on plain arrays (it writes into `dst`); with a traced `dst` or
+    `src` it raises `NotImplementedError`: write ``dst = np.where(where, src, dst)``.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> a = numpy.zeros(2); np.copyto(a, [1.0, 2.0], where=[False, True]); a.tolist()
+        [0.0, 2.0]
+    """
+    _in_place("copyto", (dst, src), "dst = np.where(where, src, dst), or without `where` "
+              "dst = src (np.broadcast_to and astype for its shape and dtype)")
+    return _np.copyto(dst, src, casting, _value_of(where, "used as a mask by numpy.copyto"))
+
+
+@_numpy_unless_traced(_np.put, any_argument=True, array_likes="none")
+def put(a, ind, v, mode="raise"):
+    """NumPy's ``put`` on plain arrays (it writes into `a`); with a traced `a` or `v` it
+    raises `NotImplementedError`, which says how to write it with ``np.where``.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> a = numpy.zeros(3); np.put(a, [0, 2], [1.0, 2.0]); a.tolist()
+        [1.0, 0.0, 2.0]
+    """
+    _in_place("put", (a, v), "for one value v: mask = numpy.zeros(a.shape, bool); "
+              "numpy.put(mask, ind, True); a = np.where(mask, v, a) " + _NO_SCATTER)
+    return _np.put(a, _value_of(ind, "used as indices by numpy.put"), v, mode)
+
+
+@_numpy_unless_traced(_np.put_along_axis, any_argument=True, array_likes="none")
+def put_along_axis(arr, indices, values, axis):
+    """NumPy's ``put_along_axis`` on plain arrays (it writes into `arr`); with a traced
+    `arr` or `values` it raises `NotImplementedError`, which says how to write it with
+    ``np.where``.
+
+    Example:
+        >>> import numpy, wengert.numpy as np
+        >>> a = numpy.zeros((2, 2)); np.put_along_axis(a, numpy.array([[1], [0]]), 5.0, 1)
+        >>> a.tolist()
+        [[0.0, 5.0], [5.0, 0.0]]
+    """
+    _in_place("put_along_axis", (arr, values), "for one value: mask = numpy.zeros(arr.shape, "
+              "bool); numpy.put_along_axis(mask, indices, True, axis); "
+              "arr = np.where(mask, values, arr) " + _NO_SCATTER)
+    return _np.put_along_axis(arr, _value_of(indices, "used as indices by "
+                                             "numpy.put_along_axis"), values, axis)
+
+
+@_numpy_unless_traced(_np.fill_diagonal, any_argument=True, array_likes="none")
+def fill_diagonal(a, val, wrap=False):
+    """NumPy's ``fill_diagonal`` on plain arrays (it writes into `a`); with a traced `a` or
+    `val` it raises `NotImplementedError`: write ``np.where(mask, val, a)`` with the
+    diagonal's mask.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.zeros((2, 2)); np.fill_diagonal(a, 3.0); a.tolist()
+        [[3.0, 0.0], [0.0, 3.0]]
+        >>> mask = numpy.eye(2, dtype=bool)         # (the functional way)
+        >>> wg.grad(lambda v: np.sum(np.where(mask, v, numpy.ones((2, 2)))))(3.0)
+        2.0
+    """
+    _in_place("fill_diagonal", (a, val), "mask = numpy.zeros(a.shape, bool); "
+              "numpy.fill_diagonal(mask, True, wrap); a = np.where(mask, val, a) (for one "
+              "value val)")
+    return _np.fill_diagonal(a, val, wrap)
+
+
 # ---- contractions --------------------------------------------------------------------------
 def matmul(a, b, /, **kwargs):
     """NumPy's ``matmul`` (``a @ b``), differentiable; seed 000's rule X̄ = Z̄Yᵀ, Ȳ = XᵀZ̄."""
@@ -2090,6 +2833,63 @@ def vdot(a, b, /):
     return matmul(conj(a), b)
 
 
+def _core_dims(fname, x, least, signature):
+    """`x` (an array-like) as an array with at least `least` dimensions, for the gufunc
+    `fname` with `signature` (NumPy's ValueError else)."""
+    x = asarray(x)
+    if len(_shape(x)) < least:
+        raise ValueError(f"{fname}: Input operand does not have enough dimensions (has "
+                         f"{len(_shape(x))}, gufunc core with signature {signature} requires "
+                         f"{least})")
+    return x
+
+
+def _matvec(x1, x2):
+    """NumPy's ``matvec``: the matrices of x1 (the last two axes) times the vectors of x2
+    (the last axis), the other axes broadcast; differentiable, a `matmul`.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.matvec(numpy.eye(2) * 2, numpy.ones((3, 2))).tolist()
+        [[2.0, 2.0], [2.0, 2.0], [2.0, 2.0]]
+        >>> wg.grad(lambda v: np.sum(np.matvec(numpy.eye(2) * 2, v)))(numpy.ones(2))
+        array([2., 2.])
+    """
+    sig = "(m,n),(n)->(m)"
+    x1, x2 = _core_dims("matvec", x1, 2, sig), _core_dims("matvec", x2, 1, sig)
+    if _shape(x1)[-1] != _shape(x2)[-1]:
+        raise ValueError(f"matvec: Input operand 1 has a mismatch in its core dimension 0, "
+                         f"with gufunc signature {sig} (size {_shape(x2)[-1]} is different "
+                         f"from {_shape(x1)[-1]})")
+    return matmul(x1, expand_dims(x2, -1))[..., 0]
+
+
+def _vecmat(x1, x2):
+    """NumPy's ``vecmat``: the conjugated vectors of x1 (the last axis) times the matrices
+    of x2 (the last two axes), the other axes broadcast; differentiable, a `matmul`.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> np.vecmat(numpy.array([1.0, 2.0]), numpy.arange(4.0).reshape(2, 2)).tolist()
+        [4.0, 7.0]
+        >>> wg.grad(lambda m: np.sum(np.vecmat(numpy.array([1.0, 2.0]), m)))(numpy.eye(2))
+        array([[1., 1.],
+               [2., 2.]])
+    """
+    sig = "(n),(n,m)->(m)"
+    x1, x2 = _core_dims("vecmat", x1, 1, sig), _core_dims("vecmat", x2, 2, sig)
+    if _shape(x1)[-1] != _shape(x2)[-2]:
+        raise ValueError(f"vecmat: Input operand 1 has a mismatch in its core dimension 0, "
+                         f"with gufunc signature {sig} (size {_shape(x2)[-2]} is different "
+                         f"from {_shape(x1)[-1]})")
+    return matmul(expand_dims(conj(x1), -2), x2)[..., 0, :]
+
+
+if hasattr(_np, "matvec"):      # NumPy 2.2's gufuncs (axes= goes to NumPy's, as for vecdot)
+    matvec, vecmat = _Ufunc(_np.matvec, _matvec), _Ufunc(_np.vecmat, _vecmat)
+    matvec.__doc__, vecmat.__doc__ = _matvec.__doc__, _vecmat.__doc__
+
+
 @_numpy_unless_traced(_np.diagonal)
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """NumPy's ``diagonal``, differentiable (the diagonal becomes the last axis)."""
@@ -2115,7 +2915,10 @@ def diag(v, k=0):
     n = v.shape[0] + builtins.abs(k)
     i = _np.arange(v.shape[0])
     rows, cols = (i, i + k) if k >= 0 else (i - k, i)
-    return A.index_add(v, index=A.encode_index((rows, cols)), shape=(n, n))
+    out = A.index_add(v, index=A.encode_index((rows, cols)), shape=(n, n))
+    # (index_add adds into zeros of a floating dtype: integers and bools keep theirs, as
+    # NumPy's diag does)
+    return out if A.dtype_of(out) == v.dtype else astype(out, v.dtype)
 
 
 def _sort_args(fname, order):
