@@ -56,8 +56,9 @@ from ..primitives.special import INSTALL_HINT
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
-__all__ = ["minimize", "minimize_scalar", "linprog", "root", "root_scalar", "brentq", "fixed_point",
-           "least_squares", "curve_fit", "Solution"]
+__all__ = ["minimize", "minimize_scalar", "linprog", "root", "root_scalar", "newton",
+           "brentq", "brenth", "ridder", "bisect", "toms748", "fixed_point", "least_squares",
+           "curve_fit", "Solution"]
 
 
 def _scipy_optimize():
@@ -1127,7 +1128,8 @@ def brentq(f, a, b, args=(), xtol=2e-12, rtol=8.881784197001252e-16, maxiter=100
 
     Where args holds a traced value, the root is differentiable with respect to it:
     dx*/dθ = -(∂f/∂θ) / f'(x*) (a simple root: f' ≠ 0).  The bracket gets no derivative
-    (a root strictly inside it does not move with it).
+    (a root strictly inside it does not move with it).  `brenth`, `ridder`, `bisect` and
+    `toms748` are the same with SciPy's other bracketing methods.
 
     Example:
         >>> import wengert as wg
@@ -1137,24 +1139,95 @@ def brentq(f, a, b, args=(), xtol=2e-12, rtol=8.881784197001252e-16, maxiter=100
         ...       round(2.0 ** (-2 / 3) / 3, 6))       # d/dc c^(1/3)
         1.259921 0.209987 0.209987
     """
+    return _bracketed("brentq", f, a, b, args, full_output, xtol=xtol, rtol=rtol,
+                      maxiter=maxiter, disp=disp)
+
+
+def brenth(f, a, b, args=(), xtol=2e-12, rtol=8.881784197001252e-16, maxiter=100,
+           full_output=False, disp=True):
+    """A root in [a, b] by SciPy's `scipy.optimize.brenth` (Brent's method with hyperbolic
+    extrapolation), differentiable in args as `brentq`'s.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy.optimize import brenth
+        >>> root = lambda c: brenth(lambda x, c: x * x - c, 0.0, 3.0, args=(c,))
+        >>> print(round(root(4.0), 9), round(wg.grad(root)(4.0), 9))   # 1 / (2√c)
+        2.0 0.25
+    """
+    return _bracketed("brenth", f, a, b, args, full_output, xtol=xtol, rtol=rtol,
+                      maxiter=maxiter, disp=disp)
+
+
+def ridder(f, a, b, args=(), xtol=2e-12, rtol=8.881784197001252e-16, maxiter=100,
+           full_output=False, disp=True):
+    """A root in [a, b] by SciPy's `scipy.optimize.ridder` (Ridders' method),
+    differentiable in args as `brentq`'s.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy.optimize import ridder
+        >>> root = lambda c: ridder(lambda x, c: x * x - c, 0.0, 3.0, args=(c,))
+        >>> print(round(root(4.0), 9), round(wg.grad(root)(4.0), 9))
+        2.0 0.25
+    """
+    return _bracketed("ridder", f, a, b, args, full_output, xtol=xtol, rtol=rtol,
+                      maxiter=maxiter, disp=disp)
+
+
+def bisect(f, a, b, args=(), xtol=2e-12, rtol=8.881784197001252e-16, maxiter=100,
+           full_output=False, disp=True):
+    """A root in [a, b] by SciPy's `scipy.optimize.bisect`, differentiable in args as
+    `brentq`'s (the derivative is the implicit function theorem's, exact at the root
+    found, however slowly bisection found it).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy.optimize import bisect
+        >>> root = lambda c: bisect(lambda x, c: x * x - c, 0.0, 3.0, args=(c,))
+        >>> print(round(root(4.0), 9), round(wg.grad(root)(4.0), 9))
+        2.0 0.25
+    """
+    return _bracketed("bisect", f, a, b, args, full_output, xtol=xtol, rtol=rtol,
+                      maxiter=maxiter, disp=disp)
+
+
+def toms748(f, a, b, args=(), k=1, xtol=2e-12, rtol=8.881784197001252e-16, maxiter=100,
+            full_output=False, disp=True):
+    """A root in [a, b] by SciPy's `scipy.optimize.toms748` (Alefeld, Potra and Shi's
+    algorithm 748), differentiable in args as `brentq`'s.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy.optimize import toms748
+        >>> root = lambda c: toms748(lambda x, c: x * x - c, 0.0, 3.0, args=(c,))
+        >>> print(round(root(4.0), 9), round(wg.grad(root)(4.0), 9))
+        2.0 0.25
+    """
+    return _bracketed("toms748", f, a, b, args, full_output, k=k, xtol=xtol, rtol=rtol,
+                      maxiter=maxiter, disp=disp)
+
+
+def _bracketed(who, f, a, b, args, full_output, **options):
+    """SciPy's bracketing root finder `who` on [a, b], its root a `Solution` where args
+    holds a traced value (the bracket gets no derivative)."""
     so = _scipy_optimize()
     args = _as_tuple(args)
     name = getattr(f, "__name__", "f")
-    bracket = [_value_of(a, "brentq", "a"), _value_of(b, "brentq", "b")]
+    bracket = [_value_of(a, who, "a"), _value_of(b, who, "b")]
 
     def solve(x0, leaves, tree=None):
         a_ = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
 
         def g(x):
-            return float(_check_plain(f(x, *a_), "brentq", name))
-        found = so.brentq(g, *bracket, xtol=xtol, rtol=rtol, maxiter=maxiter,
-                          full_output=True, disp=disp)
+            return float(_check_plain(f(x, *a_), who, name))
+        found = getattr(so, who)(g, *bracket, full_output=True, **options)
         return np.array([found[0]]), found[1]
 
     if not _traced(args):
         x, r = solve(None, None)
         return (float(x[0]), r) if full_output else float(x[0])
-    x, prim = _scalar_solution("brentq", f, 0.5 * (bracket[0] + bracket[1]), args,
+    x, prim = _scalar_solution(who, f, 0.5 * (bracket[0] + bracket[1]), args,
                                lambda shape, tree: lambda x0, leaves: solve(x0, leaves, tree),
                                name)
     return (x, prim.result) if full_output else x
@@ -1228,19 +1301,92 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
     return found
 
 
-def _derivative(f, args, order, name, x0):
-    """The `order`-th derivative of f in x at fixed args, as SciPy calls it (x a float)."""
-    from ..api import grad
-    leaves, tree, key = _kernel_args(args, ("root_scalar", order), f, ())
+def newton(func, x0, fprime=None, args=(), tol=1.48e-08, maxiter=50, fprime2=None, x1=None,
+           rtol=0.0, full_output=False, disp=True):
+    """A root of ``func(x, *args)`` near x0: SciPy's `scipy.optimize.newton`, with exact
+    derivatives and a differentiable root.
+
+    With no fprime and no x1, SciPy would take the secant method; wengert gives it the
+    exact f′, so it takes Newton's (with x1, the secant method as asked).  x0 may be an
+    array, for SciPy's vectorised form, where func maps each element on its own; f′ is
+    then the elementwise derivative.  Where args holds a traced value the root is
+    differentiable with respect to it: dx*/dθ = -(∂f/∂θ) / f′(x*) (for an array, the
+    Jacobian's solve).  x0 gets no derivative.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> from wengert.scipy.optimize import newton
+        >>> kepler = lambda E, M, e: E - e * wnp.sin(E) - M       # Kepler's equation
+        >>> anomaly = lambda M: newton(kepler, M, args=(M, 0.3))
+        >>> E = anomaly(1.0)
+        >>> print(round(E, 6), round(wg.grad(anomaly)(1.0), 6), round(1 / (1 - 0.3 * wnp.cos(E)), 6))
+        1.288091 1.091329 1.091329
+        >>> import numpy as np                                 # vectorised: three at once
+        >>> M = np.array([0.5, 1.0, 2.0])
+        >>> J = wg.jacfwd(lambda M: newton(kepler, M, args=(M, 0.3)))(M)
+        >>> np.diag(J).round(4), (1 / (1 - 0.3 * np.cos(newton(kepler, M, args=(M, 0.3))))).round(4)
+        (array([1.3006, 1.0913, 0.8438]), array([1.3006, 1.0913, 0.8438]))
+    """
+    so = _scipy_optimize()
+    args = _as_tuple(args)
+    name = _name(func)
+    shape = tuple(x0.shape) if type(x0) is Node else np.shape(x0)
+
+    def solve(z0, leaves, tree=None):
+        a = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
+        start = _plain_start(np.reshape(z0, shape), shape)
+
+        def g(x):
+            return _check_plain(func(x, *a), "newton", name)
+        d1 = fprime if not callable(fprime) else (lambda x, *ignored: fprime(x, *a))
+        d2 = fprime2 if not callable(fprime2) else (lambda x, *ignored: fprime2(x, *a))
+        if d1 is None and x1 is None:
+            d1 = _derivative(func, a, 1, name, start, "newton")
+        found = so.newton(g, start, fprime=d1, tol=tol, maxiter=maxiter, fprime2=d2,
+                          x1=x1, rtol=rtol, full_output=True, disp=disp)
+        return np.reshape(np.asarray(found[0], dtype=np.float64), -1), (
+            found[1] if shape == () else found)
+
+    if not _traced(x0, args):
+        root, found = solve(np.asarray(x0, dtype=np.float64), None)
+        root = float(root[0]) if shape == () else root.reshape(shape)
+        return (root, found) if full_output else root
+
+    def condition_of(_, tree):
+        def condition(x, *leaves):
+            return _flat_out(func(wnp.reshape(x, shape), *unflatten(tree, leaves)))
+        return condition
+    # (x0, traced or not, is where the solve starts at run time: under vmap, each example's)
+    x, prim, *_ = _solution("newton", name, x0, args, condition_of,
+                            lambda _, tree: lambda z0, leaves: solve(z0, leaves, tree))
+    return (x, prim.result) if full_output else x
+
+
+def _derivative(f, args, order, name, x0, who="root_scalar"):
+    """The `order`-th derivative of f in x at fixed args, as SciPy calls it: x a float, or
+    for newton's vectorised form an array whose elements f maps one to one (so the
+    derivative of each is a directional derivative along ones)."""
+    from ..api import jvp
+    shape = np.shape(x0) if x0 is not None else ()
+    leaves, tree, key = _kernel_args(args, (who, order), f, shape)
+    ones = 1.0 if shape == () else np.ones(shape)
 
     def d(x, leaves):
-        return f(x, *unflatten(tree, leaves))
-    for _ in range(order):
-        d = grad(d)
-    derivative = _Derivative(d, leaves, key, float)
+        g = lambda x: f(x, *unflatten(tree, leaves))    # noqa: E731
+        for _ in range(order):
+            g = (lambda h: lambda x: jvp(h, (x,), (ones,))[1])(g)
+        return g(x)
+    finish = float if shape == () else (lambda v: np.asarray(v, dtype=np.float64))
+    derivative = _Derivative(d, leaves, key, finish)
     if x0 is not None:
-        _supplied(derivative, (float(x0),), "root_scalar", name, "derivative")
-    return lambda x, *ignored: derivative(float(x))   # (SciPy passes args: ours are bound)
+        _supplied(derivative, (_plain_start(x0, shape),), who, name, "derivative")
+    if shape == ():
+        return lambda x, *ignored: derivative(float(x))  # (SciPy passes args: ours are bound)
+    return lambda x, *ignored: derivative(np.asarray(x, dtype=np.float64))
+
+
+def _plain_start(x0, shape):
+    return float(x0) if shape == () else np.asarray(x0, dtype=np.float64)
 
 
 def _scalar_solution(who, f, start, args, solve_of, name):

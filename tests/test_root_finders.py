@@ -1,0 +1,84 @@
+"""wengert.scipy.optimize's scalar root finders beyond root_scalar: the bracketing
+methods (brentq, brenth, ridder, bisect, toms748) and newton, scalar and vectorised.
+Roots against closed forms and central differences to second order, the exact f′ that
+newton gets, SciPy's results on plain values, compile and vmap."""
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from fd import assert_close, check_grads, fd_derivative, fd_jacobian
+
+so = pytest.importorskip("scipy.optimize")
+from wengert.scipy import optimize as opt  # noqa: E402
+
+BRACKETING = ["brentq", "brenth", "ridder", "bisect", "toms748"]
+CUBE = lambda x, c: x ** 3 - c          # noqa: E731  (the root c^(1/3), d/dc = 1 / 3x²)
+
+
+@pytest.mark.parametrize("method", BRACKETING)
+def test_a_bracketed_root_against_its_closed_form(method):
+    find = getattr(opt, method)
+    root = lambda c: find(CUBE, 0.0, 4.0, args=(c,))     # noqa: E731
+    for c in (0.5, 2.0, 9.0):
+        x = root(c)
+        assert_close(x, c ** (1 / 3), rtol=1e-10)
+        assert_close(wg.grad(root)(c), 1 / (3 * x * x), rtol=1e-9)
+        assert_close(wg.grad(root)(c), fd_derivative(root, c, 1e-5), rtol=1e-6)
+    check_grads(lambda c: root(c), np.array(2.0), order=2, eps=1e-4, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", BRACKETING)
+def test_plain_values_and_full_output_are_scipys(method):
+    find, theirs = getattr(opt, method), getattr(so, method)
+    assert find(CUBE, 0.0, 4.0, args=(2.0,)) == theirs(CUBE, 0.0, 4.0, args=(2.0,))
+    x, r = find(CUBE, 0.0, 4.0, args=(2.0,), full_output=True)
+    assert r.converged and r.root == x
+    x, r = wg.jvp(lambda c: find(CUBE, 0.0, 4.0, args=(c,), full_output=True)[0], (2.0,),
+                  (1.0,))
+    assert_close(r, 1 / (3 * x * x), rtol=1e-9)
+
+
+KEPLER = lambda E, M, e: E - e * wnp.sin(E) - M    # noqa: E731  (dE/dM = 1 / (1 - e cos E))
+
+
+def test_newton_gets_the_exact_derivative():
+    x, found = opt.newton(KEPLER, 1.0, args=(1.0, 0.3), full_output=True)
+    secant = so.newton(lambda E: E - 0.3 * np.sin(E) - 1.0, 1.0, full_output=True)[1]
+    assert_close(x, secant.root, rtol=1e-10)
+    assert found.method == "newton" and secant.method == "secant"
+    assert found.iterations < secant.iterations
+    # with x1, the secant method as asked; a callable fprime gets the args
+    assert opt.newton(KEPLER, 1.0, args=(1.0, 0.3), x1=1.1, full_output=True)[1].method \
+        == "secant"
+    calls = []
+    opt.newton(KEPLER, 1.0, args=(1.0, 0.3),
+               fprime=lambda E, M, e: calls.append(M) or 1 - e * np.cos(E))
+    assert calls and set(calls) == {1.0}
+
+
+def test_newton_root_against_its_closed_form_to_second_order():
+    anomaly = lambda M: opt.newton(KEPLER, M, args=(M, 0.3), tol=1e-13)  # noqa: E731
+    for M in (0.3, 1.0, 2.5):
+        E = anomaly(M)
+        assert_close(wg.grad(anomaly)(M), 1 / (1 - 0.3 * np.cos(E)), rtol=1e-10)
+    # d²E/dM² = -e sin E (dE/dM)³
+    E = anomaly(1.0)
+    d1 = 1 / (1 - 0.3 * np.cos(E))
+    assert_close(wg.grad(wg.grad(anomaly))(1.0), -0.3 * np.sin(E) * d1 ** 3, rtol=1e-8)
+    check_grads(lambda e: opt.newton(KEPLER, 1.0, args=(1.0, e), tol=1e-13), np.array(0.4),
+                order=2, eps=1e-5, rtol=1e-5)
+
+
+def test_vectorised_newton():
+    M = np.array([0.5, 1.0, 2.0, 3.0])
+    solve = lambda M, e: opt.newton(KEPLER, M, args=(M, e), tol=1e-13)  # noqa: E731
+    E = solve(M, 0.3)
+    assert_close(E, so.newton(lambda E: E - 0.3 * np.sin(E) - M, M, tol=1e-13), rtol=1e-12)
+    J = wg.jacfwd(solve)(M, 0.3)
+    assert_close(J, np.diag(1 / (1 - 0.3 * np.cos(E))), rtol=1e-10, atol=1e-14)
+    de = wg.jacfwd(solve, argnums=1)(M, 0.3)
+    assert_close(de, fd_jacobian(lambda e: solve(M, e), 0.3, 1e-6).ravel(), rtol=1e-6)
+    assert_close(wg.compile(solve, M, 0.3)(M + 0.1, 0.2), solve(M + 0.1, 0.2), rtol=1e-12)
+    batched = wg.vmap(wg.grad(lambda M: opt.newton(KEPLER, M, args=(M, 0.3), tol=1e-13)))(M)
+    assert_close(batched, np.diag(J), rtol=1e-10)
