@@ -14,8 +14,8 @@ two things SciPy does not have.
 * **Derivatives of the solution** with respect to ``args``, by the implicit function
   theorem.  The solution x*(θ) of a problem with parameters θ satisfies a condition
   F(x*, θ) = 0 (F is fun for `root`, the gradient of fun for `minimize`, the KKT
-  conditions for a `minimize` with constraints or bounds and for `linprog`, ...), so at the solution
-  dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ.  Where an argument is traced, the solve is one
+  conditions for a `minimize` with constraints or bounds and for `linprog`, ...), so at
+  the solution dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ.  Where an argument is traced, the solve is one
   node of the graph (a `Solution` primitive): the solver runs on plain numbers, nothing
   of its iterations is recorded, and the node's rules solve that linear system with
   wengert's own derivatives of F, so derivatives of derivatives (`wg.hessian`) work too.
@@ -768,8 +768,7 @@ def minimize_scalar(fun, bracket=None, bounds=None, args=(), method=None, tol=No
 
     start = 0.0 if bracket is None else 0.5 * (bracket[0] + bracket[-1])
     x, prim, a = _stationary("minimize_scalar", name, np.float64(start), args,
-                             lambda x, a: fun(x, *a), blocks,
-                             lambda x0, a, block_args: solve_plain(x0, a, block_args))
+                             lambda x, a: fun(x, *a), blocks, solve_plain)
     found = _result(so.OptimizeResult, prim.result)
     found.x, found.fun = x, fun(x, *a)
     return found
