@@ -57,9 +57,9 @@ from ..primitives.special import INSTALL_HINT
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
-__all__ = ["minimize", "minimize_scalar", "linprog", "root", "root_scalar", "newton",
-           "brentq", "brenth", "ridder", "bisect", "toms748", "fixed_point", "least_squares",
-           "curve_fit", "Solution"]
+__all__ = ["minimize", "minimize_scalar", "linprog", "nnls", "lsq_linear", "root",
+           "root_scalar", "newton", "brentq", "brenth", "ridder", "bisect", "toms748",
+           "fixed_point", "least_squares", "curve_fit", "Solution"]
 
 
 def _scipy_optimize():
@@ -850,24 +850,15 @@ def linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), met
             fun = lambda x, A, b: A @ x - b
         blocks.append(_Block(kind, fun, (A, b), int(b.shape[0]), f"the rows of {rows}"))
         roles.append(rows)
-    lo, hi = _lp_bounds(bounds, n)
-    for kind, side, pick, sign in _lp_bound_blocks(lo, hi):
-        v = wnp.asarray([side[i] for i in pick])
-        blocks.append(_Block(kind, (lambda i, sign: lambda x, v: sign * (x[i] - v))(
-            np.asarray(pick), sign), (v,), len(pick), f"bound {pick}"))
-        roles.append((kind, sign, pick))
+    bound_blocks, bound_roles = _bounds_as_blocks(*_lp_bounds(bounds, n))
+    blocks += bound_blocks
+    roles += bound_roles
 
     def solve_plain(_, a, block_args):
         plain = {"A_ub": (None, None), "A_eq": (None, None)}
-        low, high = np.full(n, -np.inf), np.full(n, np.inf)
-        for role, ba in zip(roles, block_args):
-            if isinstance(role, str):
-                plain[role] = ba
-            else:
-                kind, sign, pick = role
-                for side in ((low,) if sign > 0 else (high,)) + ((high,) if kind == "eq"
-                                                                  else ()):
-                    side[pick] = ba[0]
+        plain.update((role, ba) for role, ba in zip(roles, block_args)
+                     if isinstance(role, str))
+        low, high = _plain_bounds(n, roles, block_args)
         (A_ub, b_ub), (A_eq, b_eq) = plain["A_ub"], plain["A_eq"]
         found = so.linprog(a[0], A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
                            bounds=np.stack([low, high], axis=1), method=method,
@@ -888,6 +879,140 @@ def linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), met
         elif role == "A_eq":
             found.con = -block.fun(x, *block.args)
     return found
+
+
+# --------------------------------------------------------------------------------------
+# linear least squares with bounds
+# --------------------------------------------------------------------------------------
+def nnls(A, b, *, maxiter=None, **kwargs):
+    """Solve min ‖A x − b‖ subject to x ≥ 0: SciPy's `scipy.optimize.nnls`, the same call
+    and result, (x, ‖A x − b‖), with a solution differentiable in A and b.
+
+    Where A or b is traced, x is one `Solution` node of the KKT conditions of
+    ½‖A x − b‖² with x ≥ 0 (as `minimize`'s with bounds): the elements held at zero stay
+    there, and the others are the least-squares solution on their columns, so
+    dx/db = (A_Fᵀ A_F)⁻¹ A_Fᵀ on those (F the free columns, which must be independent).
+    An element at zero with a zero multiplier (it would leave zero for some small
+    changes, and not for others) warns, as `minimize` does.
+
+    Example (unmixing: which of three spectra, in what amounts, make up a measurement):
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy.optimize import nnls
+        >>> spectra = np.array([[1.0, 0.0, 0.5], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0],
+        ...                     [0.2, 0.2, 0.0]])
+        >>> measured = np.array([1.0, 1.5, 0.4, 0.4])
+        >>> amounts = lambda m: nnls(spectra, m)[0]
+        >>> amounts(measured).round(6)          # the third spectrum is not in it
+        array([1.019672, 0.953005, 0.      ])
+        >>> J = wg.jacfwd(amounts)(measured)    # and stays out for small changes
+        >>> bool(np.all(J[2] == 0)), np.allclose(J[:2], np.linalg.pinv(spectra[:, :2]))
+        (True, True)
+    """
+    so = _scipy_optimize()
+    if not _traced(A, b):
+        return so.nnls(A, b, maxiter=maxiter, **kwargs)
+    A, b = _ls_data(A, b, "nnls")
+    n = int(A.shape[1])
+    blocks, _ = _bounds_as_blocks([0.0] * n, [np.inf] * n)
+
+    def solve_plain(_, a, block_args):
+        x, rnorm = so.nnls(a[0], a[1], maxiter=maxiter, **kwargs)
+        return x, rnorm
+
+    x, _, (A, b) = _stationary("nnls", "the least-squares problem", np.zeros(n), (A, b),
+                               _half_squares, blocks, solve_plain)
+    return x, wnp.linalg.norm(A @ x - b)
+
+
+def lsq_linear(A, b, bounds=(-np.inf, np.inf), method="trf", tol=1e-10, lsq_solver=None,
+               lsmr_tol=None, max_iter=None, verbose=0, **kwargs):
+    """Solve min ½‖A x − b‖² subject to lb ≤ x ≤ ub: SciPy's
+    `scipy.optimize.lsq_linear`, the same call and result, with a solution
+    differentiable in A, b and the bounds.
+
+    Where any of them is traced, ``result.x`` is one `Solution` node of the problem's KKT
+    conditions (as `nnls`'s, with both sides of each bound): a bound that holds keeps
+    holding, the free elements are the least-squares solution given those held.
+    ``result.fun`` (A x − b) and ``result.cost`` are traced too.  A dense A (a plain
+    scipy.sparse matrix is made dense).
+
+    Example (a fit whose slope may not exceed 1):
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy.optimize import lsq_linear
+        >>> t = np.array([0.0, 1.0, 2.0, 3.0])
+        >>> A = np.stack([np.ones(4), t], axis=1)             # intercept, slope
+        >>> fit = lambda y, top: lsq_linear(A, y, bounds=([-np.inf, -np.inf],
+        ...                                               [np.inf, top])).x
+        >>> y = np.array([0.1, 1.4, 2.6, 3.9])
+        >>> fit(y, 1.0).round(6)                         # the slope sits on its bound
+        array([0.5, 1. ])
+        >>> round(wg.grad(lambda top: fit(y, top)[0])(1.0), 9)   # the intercept: -mean(t)
+        -1.5
+    """
+    so = _scipy_optimize()
+    if not _traced(A, b, bounds):
+        return so.lsq_linear(A, b, bounds=bounds, method=method, tol=tol,
+                             lsq_solver=lsq_solver, lsmr_tol=lsmr_tol, max_iter=max_iter,
+                             verbose=verbose, **kwargs)
+    A, b = _ls_data(A, b, "lsq_linear")
+    n = int(A.shape[1])
+    if isinstance(bounds, so.Bounds):
+        bounds = (bounds.lb, bounds.ub)
+    if len(bounds) != 2:
+        raise ValueError(f"lsq_linear: bounds must be a pair (lb, ub), each a number or "
+                         f"one per element of x ({n}), got {len(bounds)} items")
+    lo, hi = (_per_element(side, n, "lsq_linear", which)
+              for side, which in zip(bounds, ("lb", "ub")))
+    blocks, roles = _bounds_as_blocks(lo, hi)
+
+    def solve_plain(_, a, block_args):
+        found = so.lsq_linear(a[0], a[1], bounds=_plain_bounds(n, roles, block_args),
+                              method=method, tol=tol, lsq_solver=lsq_solver,
+                              lsmr_tol=lsmr_tol, max_iter=max_iter, verbose=verbose,
+                              **kwargs)
+        _warn_unless_converged(found, "lsq_linear")
+        return found.x, found
+
+    x, prim, (A, b) = _stationary("lsq_linear", "the least-squares problem", np.zeros(n),
+                                  (A, b), _half_squares, blocks, solve_plain)
+    found = _result(so.OptimizeResult, prim.result)
+    found.x, found.fun = x, A @ x - b
+    found.cost = 0.5 * wnp.sum(found.fun ** 2)
+    return found
+
+
+def _half_squares(x, a):
+    A, b = a
+    r = A @ x - b
+    return 0.5 * wnp.sum(r * r)
+
+
+def _ls_data(A, b, who):
+    """A (m×n) and b (m) of a linear least-squares problem, checked against each other."""
+    A, b = _lp_array(A, "A"), wnp.reshape(_lp_array(b, "b"), (-1,))
+    if len(A.shape) != 2 or A.shape[0] != b.shape[0]:
+        raise ValueError(f"{who}: A of shape {tuple(A.shape)} and b of shape "
+                         f"{tuple(b.shape)} do not fit: A must be (m, n) and b (m,)")
+    return A, b
+
+
+def _per_element(side, n, who, which):
+    """One side of bounds as n items (floats, or traced scalars), from a number or n."""
+    if type(side) is Node:
+        if side.shape == ():
+            return [side] * n
+        if tuple(side.shape) != (n,):
+            raise ValueError(f"{who}: {which} of shape {tuple(side.shape)} for x of shape "
+                             f"({n},)")
+        return [side[i] for i in range(n)]
+    if isinstance(side, (list, tuple)):
+        if len(side) != n:
+            raise ValueError(f"{who}: {which} has {len(side)} items for x of shape ({n},)")
+        return [float(v) if type(v) is not Node else v for v in side]
+    v = np.asarray(side, dtype=np.float64)
+    if v.shape not in ((), (n,)):
+        raise ValueError(f"{who}: {which} of shape {v.shape} for x of shape ({n},)")
+    return np.broadcast_to(v, (n,)).tolist()
 
 
 def _lp_array(v, what):
@@ -939,11 +1064,11 @@ def _lp_bounds(bounds, n):
     return lo, hi
 
 
-def _lp_bound_blocks(lo, hi):
-    """The bounds as (kind, values, variables, sign) groups: a variable whose plain min
-    and max are equal is fixed (an equality), each finite side of the others an
-    inequality, sign·(x − bound) ≥ 0.  A traced bound counts as finite."""
-    plain = lambda v: type(v) is not Node
+def _bound_groups(lo, hi):
+    """Per-element bounds as (kind, values, variables, sign) groups: a variable whose
+    plain min and max are equal is fixed (an equality), each finite side of the others an
+    inequality, sign·(x − bound) ≥ 0.  A traced bound is kept (its value may change)."""
+    plain = lambda v: type(v) is not Node      # noqa: E731
     fixed = [i for i, (a, b) in enumerate(zip(lo, hi)) if plain(a) and plain(b) and a == b]
     free = [i for i in range(len(lo)) if i not in set(fixed)]
     out = []
@@ -954,6 +1079,39 @@ def _lp_bound_blocks(lo, hi):
         if pick:
             out.append(("ineq", side, pick, sign))
     return out
+
+
+def _bounds_as_blocks(lo, hi):
+    """Per-element bounds of a flat x (two lists: a float, ±inf for none, or a traced
+    scalar each) as `_Block`s, whose args are the bounds (so traced ones carry
+    derivatives), and the roles `_plain_bounds` reads them back by."""
+    blocks, roles = [], []
+    for kind, side, pick, sign in _bound_groups(lo, hi):
+        v = wnp.asarray([side[i] for i in pick])
+        if type(v) is Node:
+            # a traced bound may be infinite (no bound) at run time: its constraint then
+            # reads 1, never holding, where x - inf would make ν·g a nan
+            fun = (lambda i, sign: lambda x, v: wnp.where(wnp.isinf(v), 1.0,
+                                                          sign * (x[i] - v)))(pick, sign)
+        else:
+            fun = (lambda i, sign: lambda x, v: sign * (x[i] - v))(np.asarray(pick), sign)
+        blocks.append(_Block(kind, fun, (v,), len(pick), f"bound {pick}"))
+        roles.append((kind, sign, pick))
+    return blocks, roles
+
+
+def _plain_bounds(n, roles, block_args):
+    """The bounds as two float arrays (±inf for none) from the plain args of the blocks
+    `_bounds_as_blocks` made (other roles are skipped)."""
+    low, high = np.full(n, -np.inf), np.full(n, np.inf)
+    for role, ba in zip(roles, block_args):
+        if isinstance(role, tuple):
+            kind, sign, pick = role
+            if sign > 0:
+                low[pick] = ba[0]
+            if sign < 0 or kind == "eq":
+                high[pick] = ba[0]
+    return low, high
 
 
 # --------------------------------------------------------------------------------------
