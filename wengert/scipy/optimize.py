@@ -1,7 +1,7 @@
 """Optimisation and root finding with derivatives: SciPy's `scipy.optimize` (`minimize`,
-`minimize_scalar`, `linprog`, `root`, `root_scalar`, `newton`, `brentq` and the other
-bracketing methods, `fixed_point`, `least_squares`, `curve_fit`), the same calls, with
-two things SciPy does not have.
+`minimize_scalar`, `linprog`, `nnls`, `lsq_linear`, `root`, `root_scalar`, `newton`,
+`brentq` and the other bracketing methods, `fixed_point`, `least_squares`,
+`curve_fit`), the same calls, with two things SciPy does not have.
 
 * **Exact derivatives for the solver.**  Where a method uses a derivative and you give
   none, wengert takes it from your function: BFGS, CG and L-BFGS-B get the gradient,
