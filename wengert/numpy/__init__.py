@@ -1412,6 +1412,508 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         return where(isnan(x), x, res)
 
 
+# ---- searching, counting and sets: integer and bool results, and histograms -----------------
+# Positions, counts, memberships and orders have no derivative.  Those whose shape is known
+# from the arguments' shapes are recorded (they trace without values, as comparisons do);
+# those whose shape depends on the values (bincount, unique) read them, so they need an
+# eager call.  What flows through them differentiably are values gathered (unique) or
+# added up (bincount's and the histograms' weights).
+@_numpy_unless_traced(_np.searchsorted, any_argument=True)
+def searchsorted(a, v, side="left", sorter=None):
+    """NumPy's ``searchsorted``: where the values `v` would go in the sorted 1-D `a`
+    (integers, no derivative), recorded, so that it traces without values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda a, v: wnp.searchsorted(a, v, side="right"),
+        ...                wnp.zeros(3), wnp.zeros(2))
+        >>> f(wnp.array([1.0, 2.0, 3.0]), wnp.array([2.0, 0.5])).tolist()
+        [2, 0]
+    """
+    a, v = asarray(a), asarray(v)
+    if len(_shape(a)) != 1:
+        raise ValueError("object too deep for desired array")
+    if sorter is not None:
+        a = take_along_axis(a, asarray(sorter), 0) if _traced(sorter) else \
+            a[_np.asarray(sorter)]
+    return A.searchsorted(a, v, side=side)
+
+
+@_numpy_unless_traced(_np.digitize, any_argument=True)
+def digitize(x, bins, right=False):
+    """NumPy's ``digitize``: the index of the bin of each x (integers, no derivative),
+    recorded through `searchsorted`.  Whether the bins increase or decrease is read from
+    their values, so traced bins need an eager call.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda x: wnp.digitize(x, [0.0, 1.0, 2.0]), wnp.zeros(3))
+        >>> f(wnp.array([-1.0, 0.5, 2.0])).tolist()
+        [0, 1, 3]
+    """
+    x = asarray(x)
+    if A.dtype_of(x).kind == "c":
+        raise TypeError("x may not be complex")
+    b = _np.asarray(_value_of(bins, "read by numpy.digitize (whether the bins increase "
+                                    "or decrease)"))
+    if b.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    side = "left" if right else "right"     # (NumPy's: the arguments are swapped below)
+    if _np.all(b[:-1] <= b[1:]):
+        return A.searchsorted(bins, x, side=side) if _traced(bins) else \
+            A.searchsorted(b, x, side=side)
+    if _np.all(b[:-1] >= b[1:]):
+        return len(b) - A.searchsorted(flip(asarray(bins), 0), x, side=side)
+    raise ValueError("bins must be monotonically increasing or decreasing")
+
+
+@_numpy_unless_traced(_np.lexsort, any_argument=True, array_likes="items")
+def lexsort(keys, axis=-1):
+    """NumPy's ``lexsort``: the order that sorts by the last key, then by the one before,
+    and so on (integers, no derivative): stable sorts by each key in turn, from the first,
+    so it is recorded and traces without values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda a, b: wnp.lexsort((a, b)), wnp.zeros(4), wnp.zeros(4))
+        >>> f(wnp.array([4.0, 3.0, 2.0, 1.0]), wnp.array([1.0, 0.0, 1.0, 0.0])).tolist()
+        [3, 1, 2, 0]
+    """
+    keys = [asarray(k) for k in (keys if type(keys) in (list, tuple) else
+                                 [keys[i] for i in range(len(keys))])]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if len({tuple(_shape(k)) for k in keys}) != 1:
+        raise ValueError("all keys need to be the same shape")
+    ax = _one_axis(axis, len(_shape(keys[0])), "lexsort")
+    order = argsort(keys[0], ax, kind="stable")
+    for k in keys[1:]:                      # (each sort stable: ties keep the order so far)
+        order = take_along_axis(order, argsort(take_along_axis(k, order, ax), ax,
+                                               kind="stable"), ax)
+    return order
+
+
+@_numpy_unless_traced(_np.isin, any_argument=True)
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """NumPy's ``isin``: whether each element is among `test_elements` (bools, no
+    derivative), recorded: a binary search in the sorted test elements, so it traces
+    without values (`kind` picks NumPy's algorithm, and changes nothing here).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda e, t: wnp.isin(e, t), wnp.zeros(3), wnp.zeros(2))
+        >>> f(wnp.array([1.0, 2.0, wnp.nan]), wnp.array([2.0, wnp.nan])).tolist()
+        [False, True, False]
+    """
+    if kind not in (None, "sort", "table"):
+        raise ValueError(f"Invalid kind: '{kind}'. Please use None, 'sort' or 'table'.")
+    e, t = asarray(element), ravel(asarray(test_elements))
+    if kind == "table" and not (A.dtype_of(e).kind in "uib" and A.dtype_of(t).kind in "uib"):
+        raise ValueError("The 'table' method is only supported for boolean or integer "
+                         "arrays. Please select 'sort' or None for kind.")
+    flat = ravel(e)
+    if _shape(t)[0] == 0:
+        found = _np.zeros(_shape(flat), bool)
+    elif A.dtype_of(e).kind == "c" or A.dtype_of(t).kind == "c":
+        # (no order for complex values: every pair compared)
+        found = any(equal(expand_dims(flat, -1), t), -1)
+    else:
+        t = sort(t)
+        at = S.minimum(A.searchsorted(t, flat, side="left"), _shape(t)[0] - 1)
+        found = equal(take_along_axis(t, at, 0), flat)
+    found = reshape(found, _shape(e))
+    return logical_not(found) if invert else found
+
+
+@_numpy_unless_traced(_np.bincount, any_argument=True)
+def bincount(x, weights=None, minlength=0):
+    """NumPy's ``bincount``.  Its length (the largest x + 1) is read from the values of x,
+    which are indices without derivative; the `weights` are differentiable: each count
+    is a sum of weights (a scatter-add), whose derivative gathers the cotangent back.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> x = wnp.array([0, 2, 2])
+        >>> wnp.bincount(x, wnp.array([0.5, 1.0, 2.0])).tolist()
+        [0.5, 0.0, 3.0]
+        >>> wg.grad(lambda w: wnp.bincount(x, w)[2] * 2)(wnp.array([0.5, 1.0, 2.0]))
+        array([0., 2., 2.])
+    """
+    xv = _np.asarray(_value_of(x, "read by numpy.bincount (its length is the largest "
+                                  "value plus one)"))
+    counts = _np.bincount(xv, minlength=minlength)      # (NumPy's checks and length)
+    if weights is None:
+        return counts
+    if not _traced(weights):
+        return _np.bincount(xv, weights, minlength)
+    w = asarray(weights)
+    if _shape(w) != xv.shape:
+        raise ValueError("The weights and list don't have the same length.")
+    if A.dtype_of(w).kind == "c":
+        raise TypeError(f"Cannot cast array data from {A.dtype_of(w)!r} to "
+                        "dtype('float64') according to the rule 'safe'")
+    return A.put_along_axis(astype(w, _np.float64), xv.astype(_np.intp), axis=0,
+                            shape=counts.shape)
+
+
+def _outer_edges(a, range_):
+    """NumPy's outer bin edges: `range_`, or a's smallest and largest values (traced: their
+    derivative flows into the edges), widened by 1/2 each way if they are equal; NumPy's
+    errors for a bad range (where the values are known)."""
+    if range_ is not None:
+        first, last = range_
+        if _holds(S.gt(first, last)) if _traced(first, last) else first > last:
+            raise ValueError("max must be larger than min in range parameter.")
+        known, what = (first, last), "supplied"
+    elif _math.prod(_shape(a)) == 0:
+        return 0, 1
+    else:
+        first, last = min(a), max(a)
+        known, what = (first, last), "autodetected"
+    values = [v.value if type(v) is Node else v for v in known]
+    if builtins.all(v is not None for v in values) and \
+            not (_np.isfinite(values[0]) and _np.isfinite(values[1])):
+        raise ValueError(f"{what} range of [{values[0]}, {values[1]}] is not finite")
+    if not _traced(first, last):
+        return (first - 0.5, last + 0.5) if first == last else (first, last)
+    same = S.eq(first, last)
+    return S.select(same, first - 0.5, first), S.select(same, last + 0.5, last)
+
+
+def _increasing(edges, strictly, message):
+    """NumPy's ValueError `message` if the edges fail to increase (where values are known)."""
+    earlier, later = edges[:-1], edges[1:]
+    bad = (S.ge if strictly else S.gt)(earlier, later) if type(edges) is Node else \
+        (earlier >= later if strictly else earlier > later)
+    if _holds(bad):
+        raise ValueError(message)
+
+
+def _histogram_edges(a, bins, range_, weights):
+    """(the edges, whether NumPy takes them as equal bins) for histogram."""
+    if isinstance(bins, str):
+        if weights is not None:
+            raise TypeError("Automated estimation of the number of bins is not supported "
+                            "for weighted data")
+        # (the number of bins depends on the values: NumPy's estimate of them)
+        bins = len(_np.histogram_bin_edges(_value_of(a, f"read by numpy.histogram (bins="
+                                                        f"{bins!r} estimates from them)"),
+                                           bins, range_)) - 1
+    if _np.ndim(bins) == 0 and not _traced(bins):
+        try:
+            n = operator.index(bins)
+        except TypeError as e:
+            raise TypeError("`bins` must be an integer, a string, or an array") from e
+        if n < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        if not (_traced(range_) or (range_ is None and _traced(a))):
+            # (plain edges: NumPy's own, from a stand-in of a's dtype where the range is set)
+            sample = a if range_ is None else _np.zeros(0, A.dtype_of(a))
+            return _np.histogram_bin_edges(sample, n, range_), True
+        first, last = _outer_edges(a, range_)
+        dt = A.dtype_of(a) if A.dtype_of(a).kind == "f" else _np.dtype(_np.float64)
+        edges = linspace(first, last, n + 1, dtype=dt)
+        _increasing(edges, True, f"Too many bins for data range. Cannot create {n} "
+                                 "finite-sized bins.")
+        return edges, True
+    edges = asarray(bins)
+    if len(_shape(edges)) != 1:
+        raise ValueError("`bins` must be 1d, when an array")
+    _increasing(edges, False, "`bins` must increase monotonically, when an array")
+    return edges, False
+
+
+def _up_to(sorted_a, edges):
+    """How many of the sorted values lie below each edge (at or below the last)."""
+    return concatenate([A.searchsorted(sorted_a, edges[:-1], side="left"),
+                        A.searchsorted(sorted_a, edges[-1:], side="right")])
+
+
+@_numpy_unless_traced(_np.histogram, any_argument=True)
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogram``.  The counts are piecewise constant in `a` (no derivative);
+    the `weights` are differentiable (each bin sums its weights), and so are the edges
+    NumPy derives from a's smallest and largest values when `range` is not given, and the
+    density (counts over their sum and the bin widths).  With equal bins the weights are
+    added up by bin (as NumPy's bincount), with given edges by differences of their
+    cumulative sums, as NumPy does.  Recorded: traces without values, except for a
+    string `bins`, which estimates the number of bins from the values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([0.5, 1.5, 1.7, 3.0])
+        >>> counts, edges = wnp.histogram(a, bins=3, range=(0, 3))
+        >>> counts.tolist(), edges.tolist()
+        ([1, 2, 1], [0.0, 1.0, 2.0, 3.0])
+        >>> wg.grad(lambda w: wnp.histogram(a, 3, (0, 3), weights=w)[0][1])(wnp.ones(4))
+        array([0., 1., 1., 0.])
+    """
+    a = asarray(a)
+    if weights is not None:
+        weights = asarray(weights)
+        if _shape(weights) != _shape(a):
+            raise ValueError("weights should have the same shape as a.")
+        weights = ravel(weights)
+    a = ravel(a)
+    if A.dtype_of(a) == _np.bool_:
+        import warnings
+        warnings.warn("Converting input from bool to <class 'numpy.uint8'> for "
+                      "compatibility.", RuntimeWarning, stacklevel=3)
+        a = astype(a, _np.uint8)
+    edges, equal_bins = _histogram_edges(a, bins, range, weights)
+    nbins = _shape(edges)[0] - 1
+    if weights is None:
+        n = diff(_up_to(sort(a), edges))
+    elif equal_bins:
+        # each value's bin (the last includes its right edge), or one past the last for
+        # values outside, which are dropped; the weights added up by bin in float64 (or
+        # complex128), as NumPy's bincount adds them
+        bin_ = A.searchsorted(edges, a, side="right") - 1
+        bin_ = where(equal(a, edges[-1]), nbins - 1, bin_)
+        inside = logical_and(greater_equal(a, edges[0]), less_equal(a, edges[-1]))
+        bin_ = where(inside, bin_, nbins)
+        wide = _np.complex128 if A.dtype_of(weights).kind == "c" else _np.float64
+        n = A.put_along_axis(astype(weights, wide), bin_, axis=0, shape=(nbins + 1,))
+        n = astype(n[:nbins], A.dtype_of(weights))
+    else:
+        order = argsort(a)
+        sorted_a = take_along_axis(a, order, 0)
+        cumulative = concatenate([_np.zeros(1, A.dtype_of(weights)),
+                                  cumsum(take_along_axis(weights, order, 0))])
+        n = diff(take_along_axis(cumulative, _up_to(sorted_a, edges), 0))
+    if density:
+        n = n / astype(diff(edges), _np.float64) / sum(n)
+    return n, edges
+
+
+@_numpy_unless_traced(_np.histogramdd, any_argument=True, array_likes="none")
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogramdd``: counts (floats) of the N points of `sample` (an (N, D) array
+    or D arrays of N values) in the D-dimensional bins, as `histogram` in each dimension;
+    differentiable in the `weights`, in the edges taken from the sample's extent, and
+    through the density.  Recorded: traces without values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> points = wnp.array([[0.1, 0.2], [0.6, 0.9], [0.7, 0.8]])
+        >>> hist, edges = wnp.histogramdd(points, bins=2, range=[(0, 1), (0, 1)])
+        >>> hist.tolist()
+        [[1.0, 0.0], [0.0, 2.0]]
+        >>> w = wnp.array([1.0, 2.0, 3.0])
+        >>> wg.grad(lambda w: wnp.histogramdd(points, 2, [(0, 1), (0, 1)], weights=w)[0][1, 1])(w)
+        array([0., 1., 1.])
+    """
+    if (type(sample) is Node or type(sample) is _np.ndarray) and len(_shape(sample)) == 2:
+        points = sample
+    else:           # (D arrays of N values)
+        points = transpose(atleast_2d(asarray(sample)))
+    N, D = _shape(points)
+    if weights is not None:
+        weights = asarray(weights)
+    try:
+        if len(bins) != D:
+            raise ValueError("The dimension of bins must be equal to the dimension of the "
+                             "sample x.")
+    except TypeError:
+        bins = D * [bins]
+    if range is None:
+        range = (None,) * D
+    elif len(range) != D:
+        raise ValueError("range argument must have one entry per dimension")
+    edges, flat, stride = [], 0, 1
+    for i in reversed(builtins.range(D)):       # (the flat index: the last axis fastest)
+        column = points[:, i]
+        if _np.ndim(bins[i]) == 0 and not _traced(bins[i]):
+            if bins[i] < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            first, last = _outer_edges(column, range[i])
+            try:
+                n = operator.index(bins[i])
+            except TypeError as e:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            e = linspace(first, last, n + 1)
+        elif len(_shape(bins[i])) == 1:
+            e = asarray(bins[i])
+            _increasing(e, False, f"`bins[{i}]` must be monotonically increasing, when an "
+                                  "array")
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+        edges.insert(0, e)
+        # the bin of each point: 0 below the first edge, len(e) beyond the last (outliers),
+        # the last edge itself in the last bin
+        k = A.searchsorted(e, column, side="right")
+        k = where(equal(column, e[-1]), k - 1, k)
+        flat = flat + k * stride
+        stride *= _shape(e)[0] + 1
+    nbin = tuple(_shape(e)[0] + 1 for e in edges)
+    if weights is not None and A.dtype_of(weights).kind == "c":
+        raise TypeError(f"Cannot cast array data from {A.dtype_of(weights)!r} to "
+                        "dtype('float64') according to the rule 'safe'")
+    w = _np.ones(N) if weights is None else astype(weights, _np.float64)
+    hist = A.put_along_axis(w, flat, axis=0, shape=(stride,))
+    hist = reshape(hist, nbin)[(slice(1, -1),) * D]   # (the outliers dropped)
+    if density:
+        total = sum(hist)
+        for i, e in enumerate(edges):
+            hist = hist / reshape(diff(e), tuple(-1 if j == i else 1 for j in builtins.range(D)))
+        hist = hist / total
+    return hist, edges
+
+
+@_numpy_unless_traced(_np.histogram2d, any_argument=True, array_likes="none")
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogram2d``: `histogramdd` of the points (x, y), returning (counts, x
+    edges, y edges); differentiable as it.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> x, y = wnp.array([0.1, 0.6, 0.7]), wnp.array([0.2, 0.9, 0.8])
+        >>> hist, xe, ye = wnp.histogram2d(x, y, bins=2, range=[(0, 1), (0, 1)])
+        >>> hist.tolist(), xe.tolist()
+        ([[1.0, 0.0], [0.0, 2.0]], [0.0, 0.5, 1.0])
+    """
+    if len(x) != len(y):
+        raise ValueError("x and y must have the same length.")
+    try:
+        N = len(bins)
+    except TypeError:
+        N = 1
+    if N not in (1, 2):
+        bins = [asarray(bins)] * 2
+    hist, edges = histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
+
+
+def _first_of_each(ar, value, found, axis, equal_nan, indices=None):
+    """The unique values `found` (NumPy's, from `value`) as a gather of `ar` at the first
+    occurrence of each (`indices`, or found here), so that they carry its derivative; a
+    NaN gets none.  Integer and bool values are NumPy's own."""
+    if A.dtype_of(ar).kind not in "fc":
+        return found
+    if indices is None:
+        kw = {} if equal_nan else {"equal_nan": False}
+        first, indices = _np.unique(value, return_index=True, axis=axis, **kw)
+        if axis is None and not _np.array_equal(first, found, equal_nan=True):
+            # (an unsorted result, NumPy's hash order: each value's place among the sorted)
+            indices = indices[_np.searchsorted(first, found)]
+    out = ravel(ar)[indices] if axis is None else take(ar, indices, axis)
+    return where(isnan(out), nan, out) if _np.isnan(found).any() else out
+
+
+def _unique_value(ar, fname):
+    return _np.asarray(_value_of(ar, f"read by numpy.{fname} (how many values it finds "
+                                     "depends on them)"))
+
+
+@_numpy_unless_traced(_np.unique)
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, sorted=True):
+    """NumPy's ``unique``, of the values (its length depends on them: eager calls only).
+    The unique values are `ar` gathered at the first occurrence of each, which gets their
+    derivative (NaNs get none); indices, inverse and counts are integers.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> x = wnp.array([2.0, 1.0, 2.0, 3.0])
+        >>> values, counts = wnp.unique(x, return_counts=True)
+        >>> values.tolist(), counts.tolist()
+        ([1.0, 2.0, 3.0], [1, 2, 1])
+        >>> wg.grad(lambda x: wnp.sum(wnp.unique(x) ** 2))(x)        # the first 2.0 only
+        array([4., 2., 0., 6.])
+    """
+    value = _unique_value(ar, "unique")
+    kw = {} if sorted is True else {"sorted": sorted}
+    out = _np.unique(value, return_index, return_inverse, return_counts, axis,
+                     equal_nan=equal_nan, **kw)
+    parts = list(out) if return_index or return_inverse or return_counts else [out]
+    parts[0] = _first_of_each(ar, value, parts[0], axis, equal_nan,
+                              out[1] if return_index else None)
+    return tuple(parts) if len(parts) > 1 else parts[0]
+
+
+def _unique_api(npfn):
+    """NumPy 2's unique_all, unique_counts, unique_inverse, unique_values: NumPy's on the
+    values, the values themselves gathered from x (differentiable, as `unique`'s)."""
+    name = npfn.__name__
+
+    def fn(x):
+        value = _unique_value(x, name)
+        out = npfn(value)
+        if name == "unique_values":
+            return _first_of_each(x, value, out, None, False)
+        indices = out.indices if name == "unique_all" else None
+        return out._replace(values=_first_of_each(x, value, out.values, None, False, indices))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"NumPy's ``{name}``, of the values (eager calls only); the values are "
+                  "x gathered at the first occurrence of each, differentiable (NaNs get "
+                  "none), as `unique`'s.\n\n"
+                  "    Example:\n"
+                  "        >>> import wengert as wg, wengert.numpy as wnp\n"
+                  "        >>> x = wnp.array([3.0, 1.0, 3.0])\n"
+                  f"        >>> wg.grad(lambda x: wnp.sum(wnp.{name}(x)"
+                  f"{'' if name == 'unique_values' else '.values'} ** 2))(x)\n"
+                  "        array([6., 2., 0.])\n")
+    return _numpy_unless_traced(npfn)(fn)
+
+
+if hasattr(_np, "unique_all"):      # (NumPy 2)
+    unique_all = _unique_api(_np.unique_all)
+    unique_counts = _unique_api(_np.unique_counts)
+    unique_inverse = _unique_api(_np.unique_inverse)
+    unique_values = _unique_api(_np.unique_values)
+
+
+@_numpy_unless_traced(_np.unravel_index, any_argument=True)
+def unravel_index(indices, shape, order="C"):
+    """NumPy's ``unravel_index`` of the values (integers, no derivative; NumPy checks that
+    they are in range, so it needs an eager call).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> def f(x):
+        ...     i, j = wnp.unravel_index(wnp.argmax(x), x.shape)
+        ...     return x[i, j] * (i + j)
+        >>> wg.grad(f)(wnp.array([[1.0, 5.0], [2.0, 3.0]]))
+        array([[0., 1.],
+               [0., 0.]])
+    """
+    return _np.unravel_index(_value_of(indices, "read by numpy.unravel_index (NumPy checks "
+                                                "the range)"), shape, order)
+
+
+@_numpy_unless_traced(_np.ravel_multi_index, any_argument=True, array_likes="none")
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """NumPy's ``ravel_multi_index`` (integers, no derivative).  With ``mode='wrap'`` or
+    ``'clip'`` it is recorded (it traces without values); with 'raise', NumPy's range
+    check reads the values, so it needs an eager call.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda i, j: wnp.ravel_multi_index((i, j), (3, 4), mode="wrap"),
+        ...                wnp.zeros(2, int), wnp.zeros(2, int))
+        >>> f(wnp.array([1, 2]), wnp.array([3, 5])).tolist()
+        [7, 9]
+    """
+    dims = tuple(int(d) for d in _np.atleast_1d(dims))
+    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
+    if not builtins.all(m in ("wrap", "clip") for m in modes) or order not in ("C", "F"):
+        what = "read by numpy.ravel_multi_index (mode='raise' checks the range)"
+        return _np.ravel_multi_index(tuple(_value_of(i, what) for i in multi_index), dims,
+                                     mode, order)
+    flat, stride = 0, 1
+    axes = reversed(builtins.range(len(dims))) if order == "C" else builtins.range(len(dims))
+    for k in axes:
+        i = asarray(multi_index[k])
+        if A.dtype_of(i).kind not in "iu":
+            raise TypeError("only int indices permitted")
+        i = remainder(i, dims[k]) if modes[k] == "wrap" else clip(i, 0, dims[k] - 1)
+        flat = flat + astype(i, _np.intp) * stride
+        stride *= dims[k]
+    return flat
+
+
 # ---- shapes --------------------------------------------------------------------------------
 @_numpy_unless_traced(_np.reshape)
 def reshape(a, /, shape, order="C", *, copy=None):
