@@ -36,6 +36,7 @@ from ..graph.node import Node
 from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives import shape as SH
+from ..primitives import special as SP
 from ..primitives.registry import Primitive as _Primitive, real_dtype as _real_dtype
 
 random = _np.random
@@ -376,6 +377,135 @@ def _fmax_like(npufunc, compare):
 
 fmax, fmin = _fmax_like(_np.fmax, S.ge), _fmax_like(_np.fmin, S.le)
 
+
+# ---- a float's parts and neighbours: floor_divide, divmod, modf, frexp, spacing, nextafter ---
+def _as_numpy_computes(npufunc, x):
+    """`x` cast to the dtype NumPy's unary float ufunc computes it in (float64 for integers,
+    float16 for bools, a float's own)."""
+    out = npufunc(_np.zeros((), A.dtype_of(x)))
+    dt = (out[0] if npufunc.nout > 1 else out).dtype
+    return astype(x, dt) if dt != A.dtype_of(x) else x
+
+
+def _no_bools(*xs):
+    # NumPy's // and % of bools are int8's (its loop for them)
+    return [astype(x, _np.int8) if _kind(x) == "b" else x for x in xs]
+
+
+def _floor_divide(x, y):
+    return S.floor_divide(*_no_bools(x, y))
+
+
+def _divmod(x, y):
+    x, y = _no_bools(x, y)
+    return S.floor_divide(x, y), S.remainder(x, y)
+
+
+floor_divide = _real_ufunc(_np.floor_divide, _floor_divide)
+floor_divide.__doc__ = """NumPy's ``floor_divide`` (``x // y``), as NumPy computes it (which
+floor(x/y) is not always: 1.0 // 0.1 is 9.0); its derivative is zero.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda x: wnp.sum(x // 0.1 + x))(wnp.array([1.0, 2.5]))
+        array([1., 1.])
+"""
+divmod = _real_ufunc(_np.divmod, _divmod)
+divmod.__doc__ = """NumPy's ``divmod``: (``x // y``, ``x % y``), the quotient's derivative
+zero, the remainder's 1 in x and -(x // y) in y (as `remainder`).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> q, r = wnp.divmod(wnp.array([7.5, -7.5]), 2.0)
+        >>> q.tolist(), r.tolist()
+        ([3.0, -4.0], [1.5, 0.5])
+        >>> wg.grad(lambda y: wnp.sum(wnp.divmod(7.5, y)[1]))(2.0)      # -(7.5 // 2)
+        -3.0
+"""
+def _modf(x):
+    x = _as_numpy_computes(_np.modf, x)
+    return S.modf_fraction(x), S.trunc(x)
+
+
+modf = _real_ufunc(_np.modf, _modf)
+modf.__doc__ = """NumPy's ``modf``: (fractional part, integral part), both with x's sign.
+The fractional part's derivative is 1, the integral part's 0 (both jump at the
+integers).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> frac, whole = wnp.modf(wnp.array([2.75, -0.5]))
+        >>> frac.tolist(), whole.tolist()
+        ([0.75, -0.5], [2.0, -0.0])
+        >>> wg.grad(lambda x: wnp.sum(wnp.modf(x)[0] + 2 * wnp.modf(x)[1]))(wnp.array([2.75]))
+        array([1.])
+"""
+
+
+def _frexp(x):
+    x = _as_numpy_computes(_np.frexp, x)
+    return S.frexp_mantissa(x), S.frexp_exponent(x)
+
+
+frexp = _real_ufunc(_np.frexp, _frexp)
+frexp.__doc__ = """NumPy's ``frexp``: x = m·2**e with 0.5 <= |m| < 1 (m = x, e = 0 at 0,
+±inf and nan).  The mantissa's derivative is 2**-e; the exponent is an int32 without
+derivative.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> m, e = wnp.frexp(wnp.array([12.0, -0.375]))
+        >>> m.tolist(), e.tolist()
+        ([0.75, -0.75], [4, -1])
+        >>> wg.grad(lambda x: wnp.sum(wnp.frexp(x)[0]))(wnp.array([12.0, -0.375]))
+        array([0.0625, 2.    ])
+"""
+spacing = _real_ufunc(_np.spacing, lambda x: S.spacing(_as_numpy_computes(_np.spacing, x)))
+spacing.__doc__ = """NumPy's ``spacing``: the distance from x to the next float away from
+zero (negative for negative x).  Its derivative is zero: it is constant between powers of
+two.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.spacing(wnp.array([1.0, -4.0])).tolist() == [2.0 ** -52, -(2.0 ** -50)]
+        True
+        >>> wg.grad(lambda x: wnp.sum(wnp.spacing(x)))(wnp.array([1.0, 3.0]))
+        array([0., 0.])
+"""
+nextafter = _real_ufunc(_np.nextafter, S.nextafter)
+nextafter.__doc__ = """NumPy's ``nextafter``: the float after x towards y.  Its value works
+on traced values (eagerly, under ``wg.compile`` and ``wg.vmap``), but, as in JAX, it has
+no derivative rule: differentiating through it raises `NotImplementedError` (a derivative
+in x would be 1 between the floats and undefined at them).  Give it `stop_gradient` of
+its arguments to use the value as a constant.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = lambda x: x * (wnp.nextafter(wnp.stop_gradient(x), wnp.inf) - x)
+        >>> wg.grad(f)(1.0) == 2.0 ** -52 - 1.0
+        True
+"""
+
+
+@_numpy_unless_traced(_np.i0)
+def i0(x):
+    """NumPy's ``i0``, the modified Bessel function of the first kind of order 0, evaluated
+    by NumPy; its derivative is I₁ (SciPy's i1 where installed, else wengert's own, within
+    about 2e-15 of it), whose own derivative is I₀ - I₁/x, so every order works.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> float(wnp.i0(1.0)) == float(wg.value(wg.trace(wnp.i0, 1.0)(1.0)))
+        True
+        >>> print(f"{wg.grad(wnp.i0)(1.0):.12f}")             # I₁(1)
+        0.565159103992
+    """
+    if A.dtype_of(x).kind == "c":
+        raise TypeError("i0 not supported for complex values")
+    if A.dtype_of(x).kind != "f":
+        x = astype(x, _np.float64)
+    return SP.i0(x)
+
 # ---- classification and sign: bools without derivative, and the functions built on them ----
 isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
 
@@ -398,6 +528,67 @@ def _signbit(x):
 
 
 signbit = _real_ufunc(_np.signbit, _signbit)
+
+
+@_numpy_unless_traced(_np.isposinf)
+def isposinf(x, out=None):
+    """NumPy's ``isposinf``: bools, no derivative (recorded, so it traces without values).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.trace(wnp.isposinf, wnp.array([1.0, wnp.inf, -wnp.inf]))(
+        ...     wnp.array([wnp.inf, 2.0, -wnp.inf])).tolist()
+        [True, False, False]
+    """
+    return _signed_inf("isposinf", x, out, lambda x: logical_not(signbit(x)))
+
+
+@_numpy_unless_traced(_np.isneginf)
+def isneginf(x, out=None):
+    """NumPy's ``isneginf``: bools, no derivative (recorded, as `isposinf`).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.trace(wnp.isneginf, wnp.ones(3))(wnp.array([1.0, wnp.inf, -wnp.inf])).tolist()
+        [False, False, True]
+    """
+    return _signed_inf("isneginf", x, out, signbit)
+
+
+def _signed_inf(fname, x, out, sign_test):
+    _refuse(fname, out=out is not None)
+    if A.dtype_of(x).kind == "c":          # (NumPy's: signbit has no complex loop)
+        raise TypeError(f"This operation is not supported for {A.dtype_of(x)} values "
+                        "because it would be ambiguous.")
+    return logical_and(isinf(x), sign_test(x))
+
+
+@_numpy_unless_traced(_np.iscomplex)
+def iscomplex(x):
+    """NumPy's ``iscomplex``: where the imaginary part is not zero (bools, no derivative);
+    all False for a real dtype.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.trace(wnp.iscomplex, wnp.ones(2, complex))(wnp.array([1 + 2j, 3 + 0j])).tolist()
+        [True, False]
+    """
+    if A.dtype_of(x).kind == "c":
+        return S.ne(S.imag(x), 0.0)
+    return _np.zeros(x.shape, bool)[()]
+
+
+@_numpy_unless_traced(_np.isreal)
+def isreal(x):
+    """NumPy's ``isreal``: where the imaginary part is zero (bools, no derivative); all True
+    for a real dtype.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.trace(wnp.isreal, wnp.ones(2, complex))(wnp.array([1 + 2j, 3 + 0j])).tolist()
+        [False, True]
+    """
+    return imag(x) == 0
 
 
 def _float_result(*xs):
@@ -629,6 +820,66 @@ def real_if_close(a, tol=100):
         return a
     value = _value_of(a, "read by numpy.real_if_close")
     return S.real(a) if _np.isrealobj(_np.real_if_close(value, tol)) else a
+
+
+@_numpy_unless_traced(_np.unwrap)
+def unwrap(p, discont=None, axis=-1, *, period=2 * pi):
+    """NumPy's ``unwrap``, differentiable: p plus the multiples of `period` that undo each
+    jump larger than `discont`, computed as NumPy does.  The corrections are piecewise
+    constant, so the derivative in p is 1 (and a traced `period` gets the multiple of
+    itself added).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> p = wnp.array([3.0, -3.0, -2.5])                  # a jump of 2π - 6 across π
+        >>> (wnp.unwrap(p) - p).round(6).tolist()
+        [0.0, 6.283185, 6.283185]
+        >>> wg.grad(lambda p: wnp.sum(wnp.unwrap(p) ** 2) / 2)(p).round(4).tolist()
+        [3.0, 3.2832, 3.7832]
+    """
+    p = asarray(p)
+    dd = diff(p, axis=axis)
+    if discont is None:
+        discont = period / 2
+    ax = _one_axis(axis, p.ndim, "unwrap")
+    later = (slice(None),) * ax + (slice(1, None),)
+    dtype = _np.result_type(A.dtype_of(dd), A.dtype_of(period) if _traced(period) else period)
+    if dtype.kind in "iu":
+        # integers: a period of 2k leaves the boundary ±k ambiguous (NumPy's rule)
+        interval_high, rem = builtins.divmod(_value_of(period, "read by unwrap"), 2)
+        boundary_ambiguous = rem == 0
+    else:
+        interval_high, boundary_ambiguous = period / 2, True
+    interval_low = -interval_high
+    ddmod = remainder(dd - interval_low, period) + interval_low
+    if boundary_ambiguous:
+        # a jump of exactly half a period keeps its direction
+        ddmod = where(logical_and(equal(ddmod, interval_low), greater(dd, 0)),
+                      interval_high, ddmod)
+    correction = where(less(abs(dd), discont), 0, ddmod - dd)
+    first = (slice(None),) * ax + (slice(None, 1),)
+    out = concatenate([p[first], p[later] + cumsum(correction, ax)], ax)
+    return astype(out, dtype)
+
+
+@_numpy_unless_traced(_np.sort_complex)
+def sort_complex(a):
+    """NumPy's ``sort_complex``: sorted along the last axis by real part, then imaginary
+    part, as a complex array; the derivative follows the permutation (as `sort`'s).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.sort_complex(wnp.array([1 + 2j, 1 - 1j, 0 + 5j])).tolist()
+        [5j, (1-1j), (1+2j)]
+        >>> wg.grad(lambda a: wnp.real(wnp.sort_complex(a)[0]))(wnp.array([3.0, 2.0]))
+        array([0., 1.])
+    """
+    if A.dtype_of(a).kind != "c":
+        b = sort(a)
+        char = A.dtype_of(a).char
+        return astype(b, "F" if char in "bhBH" else "G" if char == "g" else "D")
+    order = lexsort((S.imag(a), S.real(a)))
+    return take_along_axis(a, order, -1)
 
 
 def _value_of(x, what="used as an index"):
@@ -2087,7 +2338,7 @@ def array_split(ary, indices_or_sections, axis=0):
         sections = int(indices_or_sections)
         if sections <= 0:
             raise ValueError("number sections must be larger than 0.")
-        each, extras = divmod(n, sections)
+        each, extras = builtins.divmod(n, sections)
         sizes = [each + 1] * extras + [each] * (sections - extras)
         bounds = [0] + [int(b) for b in _np.cumsum(sizes)]
     else:
