@@ -1169,12 +1169,12 @@ def _holds(*conditions) -> bool:
     return False
 
 
-def _warn(message, *conditions):
+def _warn(message, *conditions, stacklevel=4):
     """NumPy's RuntimeWarning `message` if any of the traced bools `conditions` holds (see
-    `_holds`)."""
+    `_holds`); `stacklevel` 4 points at the caller of a function that calls this."""
     import warnings
     if _holds(*conditions):
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
 
 
 @_numpy_unless_traced(_np.nansum)
@@ -1226,6 +1226,292 @@ def _nan_extremum(fname, reduce, fill):
 
 nanmax = _nan_extremum("nanmax", max, -inf)       # (this module's max and min)
 nanmin = _nan_extremum("nanmin", min, inf)
+
+
+def _nan_as(a, fill):
+    """`a` with its NaNs replaced by `fill`, as NumPy's nan-functions replace them (the NaNs
+    get no derivative); `a` itself if its dtype holds no NaN."""
+    if A.dtype_of(a).kind not in "fc":
+        return a
+    return S.select(S.ne(a, a), fill, a)
+
+
+@_numpy_unless_traced(_np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    """NumPy's ``nanprod``: the product with NaNs counted as one (they get no derivative).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda a: wnp.nanprod(a))(wnp.array([2.0, wnp.nan, 3.0]))
+        array([3., 0., 2.])
+    """
+    return prod(_nan_as(a, 1.0), axis, dtype, out, keepdims, initial, where)
+
+
+@_numpy_unless_traced(_np.nancumsum)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """NumPy's ``nancumsum``: the cumulative sum with NaNs counted as zero (they get no
+    derivative).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda a: wnp.nancumsum(a)[-1] * 2)(wnp.array([1.0, wnp.nan, 3.0]))
+        array([2., 0., 2.])
+    """
+    return cumsum(_nan_as(a, 0.0), axis, dtype, out)
+
+
+@_numpy_unless_traced(_np.nancumprod)
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """NumPy's ``nancumprod``: the cumulative product with NaNs counted as one (they get no
+    derivative; exact at zeros, as `cumprod`).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda a: wnp.nancumprod(a)[-1])(wnp.array([2.0, wnp.nan, 3.0]))
+        array([3., 0., 2.])
+    """
+    return cumprod(_nan_as(a, 1.0), axis, dtype, out)
+
+
+@_numpy_unless_traced(_np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+           mean=_NoValue, correction=_NoValue):
+    """NumPy's ``nanvar``: the variance of the elements that are not NaN (which get no
+    derivative), ``ddof`` or ``correction``, ``where``, a given ``mean``.  A slice with
+    no more than ``ddof`` of them is nan, with NumPy's RuntimeWarning, and sends no
+    derivative anywhere.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([1.0, wnp.nan, 3.0])
+        >>> float(wnp.nanvar(a)), wg.grad(wnp.nanvar)(a).tolist()     # 2(x - mean)/n
+        (1.0, [-1.0, 0.0, 1.0])
+    """
+    _refuse("nanvar", out=out is not None)
+    if A.dtype_of(a).kind not in "fc":
+        return var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)
+    total, dof, bad = _nan_squares("nanvar", a, axis, dtype, ddof, keepdims, where, mean,
+                                   correction)
+    return S.select(bad, nan, total / S.select(bad, 1.0, dof))
+
+
+@_numpy_unless_traced(_np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+           mean=_NoValue, correction=_NoValue):
+    """NumPy's ``nanstd``: the square root of `nanvar` (NaNs get no derivative; a slice
+    with no more than ``ddof`` numbers is nan, with NumPy's warning, and sends no
+    derivative anywhere).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([[1.0, wnp.nan, 3.0], [wnp.nan] * 3])
+        >>> wg.grad(lambda a: wnp.nansum(wnp.nanstd(a, axis=1)))(a).tolist()
+        [[-0.5, 0.0, 0.5], [0.0, 0.0, 0.0]]
+    """
+    _refuse("nanstd", out=out is not None)
+    if A.dtype_of(a).kind not in "fc":
+        return std(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)
+    total, dof, bad = _nan_squares("nanstd", a, axis, dtype, ddof, keepdims, where, mean,
+                                   correction)
+    # (the square root of 1 where the slice is bad: sqrt(0)'s infinite derivative would
+    # meet the zero cotangent there as nan)
+    return S.select(bad, nan, sqrt(S.select(bad, 1.0, total / S.select(bad, 1.0, dof))))
+
+
+def _nan_squares(fname, a, axis, dtype, ddof, keepdims, where, mean, correction):
+    """For nanvar and nanstd: (the sum of squared deviations from the mean of the numbers,
+    the degrees of freedom, where those are <= 0), NumPy's RuntimeWarning if they are."""
+    if dtype is not None and _np.dtype(dtype).kind not in "fc":
+        raise TypeError("If a is inexact, then dtype must be inexact")
+    ddof = _ddof(ddof, correction)
+    axes = _norm_axis(axis, a.ndim, fname)
+    keep = S.eq(a, a)
+    if where is not True:
+        keep = logical_and(keep, where)
+    real = _real_dtype(A.dtype_of(a) if dtype is None else _np.dtype(dtype))
+    count = sum(astype(broadcast_to(keep, a.shape), real), axes, keepdims=True)
+    if mean is _NoValue:
+        empty = S.eq(count, 0)
+        mean = sum(S.select(keep, a, 0.0), axes, dtype, keepdims=True) \
+            / S.select(empty, 1.0, count)
+    # (deviations in a's dtype, where NumPy subtracts in place)
+    d = S.select(keep, astype(a - mean, A.dtype_of(a)), 0.0)
+    total = sum(_abs2(d), axes, dtype, keepdims=keepdims)
+    dof = (count if keepdims else reshape(count, _shape(total))) - ddof
+    bad = S.le(dof, 0)
+    _warn("Degrees of freedom <= 0 for slice.", bad, stacklevel=5)
+    return total, dof, bad
+
+
+@_numpy_unless_traced(_np.nanargmax)
+def nanargmax(a, axis=None, out=None, *, keepdims=False):
+    """NumPy's ``nanargmax``: integers, no derivative (NaNs are passed over).  An all-NaN
+    slice is NumPy's ValueError, where the values are known (eager tracing; under
+    ``wg.compile`` it is not checked).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> def f(x):
+        ...     return x[wnp.nanargmax(x)] ** 2
+        >>> wg.grad(f)(wnp.array([1.0, wnp.nan, 3.0]))
+        array([0., 0., 6.])
+    """
+    return _nan_arg("nanargmax", argmax, -inf, a, axis, out, keepdims)
+
+
+@_numpy_unless_traced(_np.nanargmin)
+def nanargmin(a, axis=None, out=None, *, keepdims=False):
+    """NumPy's ``nanargmin``: integers, no derivative (as `nanargmax`).
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> int(wnp.nanargmin(wnp.array([wnp.nan, 3.0, 1.0])))
+        2
+    """
+    return _nan_arg("nanargmin", argmin, inf, a, axis, out, keepdims)
+
+
+def _nan_arg(fname, arg, fill, a, axis, out, keepdims):
+    _refuse(fname, out=out is not None)
+    if A.dtype_of(a).kind in "fc":
+        nan_ = S.ne(a, a)
+        if a.size and _holds(all(nan_, axis)):
+            raise ValueError("All-NaN slice encountered")
+        a = S.select(nan_, fill, a)
+    return arg(a, axis, keepdims=keepdims)
+
+
+@_numpy_unless_traced(_np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's ``nanmedian``, differentiable: the middle of the sorted numbers of each slice
+    (the mean of the two middle ones for an even count), which get the derivative; the
+    NaNs get none.  An all-NaN slice is nan, with NumPy's RuntimeWarning.  The count of
+    each slice is recorded, not read, so it traces without values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([[4.0, wnp.nan, 1.0, 2.0], [wnp.nan, 5.0, 6.0, wnp.nan]])
+        >>> wnp.nanmedian(a, axis=1).tolist()
+        [2.0, 5.5]
+        >>> wg.grad(lambda a: wnp.sum(wnp.nanmedian(a, axis=1)))(a).tolist()
+        [[0.0, 0.0, 0.0, 1.0], [0.0, 0.5, 0.5, 0.0]]
+    """
+    _refuse("nanmedian", out=out is not None)
+    a = asarray(a)
+    if A.dtype_of(a).kind not in "fc":
+        return median(a, axis, keepdims=keepdims)
+    if a.size == 0:
+        return nanmean(a, axis, keepdims=keepdims)
+    return _nan_quantile("nanmedian", a, 0.5, axis, keepdims, "linear", True)
+
+
+@_numpy_unless_traced(_np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+    """NumPy's ``nanquantile`` by its default method 'linear' (the others are refused by
+    name, as `quantile`'s), differentiable in `a`: the two sorted numbers of each slice
+    that are interpolated get the derivative, the NaNs none.  An all-NaN slice is nan,
+    with NumPy's RuntimeWarning.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([3.0, wnp.nan, 1.0, 2.0])
+        >>> float(wnp.nanquantile(a, 0.25))                   # 1 + (2 - 1)·0.5
+        1.5
+        >>> wg.grad(lambda a: wnp.nanquantile(a, 0.25))(a).tolist()
+        [0.0, 0.0, 0.5, 0.5]
+    """
+    _refuse("nanquantile", out=out is not None, weights=weights is not None)
+    a = asarray(a)
+    if A.dtype_of(a).kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    if A.dtype_of(a).kind != "f":                       # (no NaN to leave out)
+        return quantile(a, q, axis, None, False, method, keepdims)
+    weak = type(q) in (int, float)
+    if not _np.all((_np.asarray(q) >= 0) & (_np.asarray(q) <= 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    if a.size == 0:
+        return nanmean(a, axis, keepdims=keepdims)
+    return _nan_quantile("nanquantile", a, q, axis, keepdims, method, weak=weak)
+
+
+@_numpy_unless_traced(_np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+    """NumPy's ``nanpercentile`` (`nanquantile` of q/100), differentiable in `a`.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> float(wnp.nanpercentile(wnp.array([3.0, wnp.nan, 1.0, 2.0]), 50))
+        2.0
+    """
+    _refuse("nanpercentile", out=out is not None, weights=weights is not None)
+    a = asarray(a)
+    if A.dtype_of(a).kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    if A.dtype_of(a).kind != "f":
+        return percentile(a, q, axis, None, False, method, keepdims)
+    weak = type(q) in (int, float)
+    q = _np.true_divide(q, 100)
+    if not _np.all((q >= 0) & (q <= 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    if a.size == 0:
+        return nanmean(a, axis, keepdims=keepdims)
+    return _nan_quantile("nanpercentile", a, q, axis, keepdims, method, weak=weak)
+
+
+def _nan_quantile(fname, a, q, axis, keepdims, method, median=False, weak=False):
+    """The q-th quantiles (method 'linear') of the numbers of each slice of `a`, the NaNs
+    left out: the NaNs sort last, and the count of numbers n of each slice (recorded)
+    places NumPy's positions q(n − 1) among the first n sorted values."""
+    _quantile_method(fname, method)
+    if _traced(q):
+        raise NotImplementedError(f"numpy.{fname} with traced q is not supported: only the "
+                                  "array carries a derivative")
+    x, kept = _along_last(a, axis, fname)
+    s = sort(x, axis=-1)
+    count = sum(astype(S.eq(x, x), _np.intp), -1, keepdims=True)
+    last = S.maximum(count - 1, 0)              # (the index of the last number; 0 if none)
+
+    def at(k):                                  # the sorted values at indices k (..., Q)
+        return take_along_axis(s, S.minimum(S.maximum(k, 0), last), -1)
+    if median:
+        # (NumPy's nanmedian halves the sum of the middle one taken twice for an odd count)
+        out = (at(S.floor_divide(count - 1, 2)) + at(S.floor_divide(count, 2))) / 2
+        out, qshape = reshape(out, tuple(x.shape[:-1])), ()
+    else:
+        qa = _np.asanyarray(q)
+        qshape = qa.shape
+        flat = qa.ravel()
+        if qa.dtype.kind in "iub":              # q in {0, 1}: no interpolation
+            out = at((count - 1) * flat.astype(_np.intp))
+        else:
+            # NumPy's virtual positions (n − 1)·q in q's dtype, the floor and the next
+            # index (the last number for positions at or beyond it), the fraction between
+            virtual = astype(count - 1, qa.dtype) * flat
+            prev = S.floor(virtual)
+            gamma = virtual - prev
+            beyond = S.ge(virtual, astype(count - 1, qa.dtype))
+            prev = astype(prev, _np.intp)
+            lo = at(S.select(beyond, last, prev))
+            hi = at(S.select(beyond, last, prev + 1))
+            if weak:        # (NumPy's fraction is then a Python float, in the array's dtype)
+                t, rest = astype(gamma, A.dtype_of(s)), astype(1.0 - gamma, A.dtype_of(s))
+            else:
+                t, rest = gamma, 1.0 - gamma
+            d = hi - lo
+            out = S.select(S.ge(gamma, 0.5), hi - d * rest, lo + d * t)
+        out = moveaxis(out, -1, 0)
+        out = reshape(out, qshape + tuple(x.shape[:-1]))
+    empty = reshape(S.eq(count, 0), tuple(x.shape[:-1]))
+    out = S.select(empty, nan, out)
+    _warn("All-NaN slice encountered", empty, stacklevel=5)
+    if keepdims:
+        out = reshape(out, tuple(qshape) + kept)
+    return out
 
 
 @_numpy_unless_traced(_np.ptp)
@@ -1297,15 +1583,21 @@ _QUANTILE_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observati
                      "nearest")
 
 
-def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
-    """The q-th quantiles of `a` by NumPy's method 'linear': the sorted values at
-    floor(q(n−1)) and the next, interpolated as NumPy does; a slice holding a NaN gives nan."""
+def _quantile_method(fname, method):
+    """NumPy's ValueError for a method it does not know; the methods other than 'linear'
+    are refused by name."""
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{method!r} is not a valid method. Use one of: "
                          f"{', '.join(_QUANTILE_METHODS)}")
     if method != "linear":
         raise NotImplementedError(f"numpy.{fname}(..., method={method!r}) is not supported "
                                   "on traced values (only 'linear')")
+
+
+def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
+    """The q-th quantiles of `a` by NumPy's method 'linear': the sorted values at
+    floor(q(n−1)) and the next, interpolated as NumPy does; a slice holding a NaN gives nan."""
+    _quantile_method(fname, method)
     if _traced(q):
         raise NotImplementedError(f"numpy.{fname} with traced q is not supported: only the "
                                   "array carries a derivative")
