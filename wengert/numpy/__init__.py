@@ -3213,6 +3213,305 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     return A.argsort(a, axis=_one_axis(axis, a.ndim, "argsort"))
 
 
+# ---- polynomials (coefficients highest power first, as numpy.poly*) -----------------------
+def _coefficients(fname, *ps, at_least_1d=True):
+    """The coefficient arrays (at least 1-D, unless not `at_least_1d`); a poly1d is
+    refused, since it cannot hold traced values."""
+    if builtins.any(isinstance(p, _np.poly1d) for p in ps):
+        raise NotImplementedError(f"numpy.{fname} of a poly1d is not supported on traced "
+                                  "values (a poly1d cannot hold them): pass p.coeffs")
+    return [atleast_1d(asarray(p)) if at_least_1d else asarray(p) for p in ps]
+
+
+def _real_if_conjugate(coefficients, zeros, what):
+    """NumPy's rule for poly: complex coefficients whose zeros come in conjugate pairs
+    are real (which reads the zeros' values)."""
+    if A.dtype_of(coefficients).kind != "c":
+        return coefficients
+    z = _np.asarray(_value_of(zeros, what), complex)
+    return real(coefficients) if _np.all(_np.sort(z) == _np.sort(z.conjugate())) else \
+        coefficients
+
+
+@_numpy_unless_traced(_np.poly)
+def poly(seq_of_zeros):
+    """NumPy's ``poly``: the coefficients of the monic polynomial with the given zeros (or
+    a square matrix's eigenvalues), multiplied out one factor (x − zₖ) at a time, as NumPy
+    does; differentiable in the zeros (and in the matrix, through `linalg.eigvals`).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.poly(wnp.array([1.0, 2.0])).tolist()          # (x - 1)(x - 2)
+        [1.0, -3.0, 2.0]
+        >>> wg.jacrev(wnp.poly)(wnp.array([1.0, 2.0])).tolist()
+        [[0.0, 0.0], [-1.0, -1.0], [2.0, 1.0]]
+    """
+    (z,) = _coefficients("poly", seq_of_zeros)
+    shape = _shape(z)
+    if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
+        z = linalg.eigvals(z)
+    elif len(shape) == 1:
+        z = astype(z, _np.mintypecode(A.dtype_of(z).char))
+    else:
+        raise ValueError("input must be 1d or non-empty square 2d array.")
+    if _shape(z)[0] == 0:
+        return 1.0
+    a = _np.ones((1,), A.dtype_of(z))
+    zero = _np.zeros((1,), A.dtype_of(z))
+    for k in range(_shape(z)[0]):           # a·(x − zₖ): NumPy's convolve with [1, −zₖ]
+        a = concatenate([a, zero]) - z[k] * concatenate([zero, a])
+    return _real_if_conjugate(a, z, "read by numpy.poly (its result is real if the zeros "
+                              "come in conjugate pairs)")
+
+
+def _aligned(a1, a2):
+    """The two coefficient arrays, the shorter padded with leading zeros (of its dtype)."""
+    n1, n2 = _shape(a1)[0], _shape(a2)[0]
+    if n2 > n1:
+        a1 = concatenate([_np.zeros(n2 - n1, A.dtype_of(a1)), a1])
+    elif n1 > n2:
+        a2 = concatenate([_np.zeros(n1 - n2, A.dtype_of(a2)), a2])
+    return a1, a2
+
+
+@_numpy_unless_traced(_np.polyadd, any_argument=True)
+def polyadd(a1, a2):
+    """NumPy's ``polyadd``, differentiable: the sum, the shorter padded with leading zeros.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> wnp.polyadd(wnp.array([1.0, 2.0]), wnp.array([1.0, 0.0, 3.0])).tolist()
+        [1.0, 1.0, 5.0]
+    """
+    a1, a2 = _aligned(*_coefficients("polyadd", a1, a2))
+    return a1 + a2
+
+
+@_numpy_unless_traced(_np.polysub, any_argument=True)
+def polysub(a1, a2):
+    """NumPy's ``polysub``, differentiable: the difference, as `polyadd`.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> wnp.polysub(wnp.array([1.0, 2.0]), wnp.array([1.0, 0.0, 3.0])).tolist()
+        [-1.0, 1.0, -1.0]
+    """
+    a1, a2 = _aligned(*_coefficients("polysub", a1, a2))
+    return a1 - a2
+
+
+def _leading_zeros_dropped(fname, p):
+    """`p` without its leading zeros (all but one if all are), as NumPy's poly1d keeps
+    coefficients; which those are is read from the values.  (A zero dropped gets no
+    derivative: NumPy's result is shorter there.)"""
+    value = _np.asarray(_value_of(p, f"read by numpy.{fname} (leading zero coefficients "
+                                     "are dropped, as poly1d drops them)"))
+    nonzero_ = _np.flatnonzero(value)
+    start = int(nonzero_[0]) if nonzero_.size else builtins.max(value.shape[0] - 1, 0)
+    return p[start:] if start else p
+
+
+@_numpy_unless_traced(_np.polymul, any_argument=True)
+def polymul(a1, a2):
+    """NumPy's ``polymul``, differentiable: the convolution of the coefficients, leading
+    zero coefficients dropped first, as NumPy does (which reads their values; the
+    dropped zeros get no derivative).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.polymul(wnp.array([1.0, 2.0]), wnp.array([1.0, -2.0])).tolist()
+        [1.0, 0.0, -4.0]
+        >>> wg.grad(lambda a: wnp.polymul(a, wnp.array([1.0, -2.0]))[1])(wnp.array([1.0, 2.0]))
+        array([-2.,  1.])
+    """
+    a1, a2 = _coefficients("polymul", a1, a2)
+    return convolve(_leading_zeros_dropped("polymul", a1),
+                    _leading_zeros_dropped("polymul", a2))
+
+
+@_numpy_unless_traced(_np.polydiv, any_argument=True)
+def polydiv(u, v):
+    """NumPy's ``polydiv``: (quotient, remainder) of long division, computed as NumPy does,
+    differentiable in both.  Leading remainder coefficients within 1e-8 of zero are
+    dropped, as NumPy drops them (which reads their values).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> q, r = wnp.polydiv(wnp.array([1.0, -3.0, 2.0, 1.0]), wnp.array([1.0, -1.0]))
+        >>> q.tolist(), r.tolist()
+        ([1.0, -2.0, 0.0], [1.0])
+        >>> wg.grad(lambda v: wnp.polydiv(wnp.array([1.0, 0.0, -4.0]), v)[1][0])(
+        ...     wnp.array([1.0, -1.0]))                        # r = v1²/v0² - 4
+        array([-2., -2.])
+    """
+    u, v = _coefficients("polydiv", u, v)
+    u, v = u + 0.0, v + 0.0
+    dt = _np.result_type(A.dtype_of(u), A.dtype_of(v))
+    m, n = _shape(u)[0] - 1, _shape(v)[0] - 1
+    scale = 1.0 / v[0]
+    r = astype(u, dt)
+    q = []
+    for k in range(m - n + 1):
+        d = scale * r[k]
+        q.append(d)
+        r = concatenate([r[:k], r[k:k + n + 1] - d * v, r[k + n + 1:]])
+    q = astype(stack(q), dt) if q else _np.zeros((1,), dt)
+    while _shape(r)[0] > 1 and _np.allclose(
+            _value_of(r[0], "read by numpy.polydiv (leading remainder coefficients near "
+                            "zero are dropped)"), 0, rtol=1e-14):
+        r = r[1:]
+    return q, r
+
+
+@_numpy_unless_traced(_np.polyder)
+def polyder(p, m=1):
+    """NumPy's ``polyder``, the m-th derivative's coefficients: linear in p, so
+    differentiable to every order.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> wnp.polyder(wnp.array([1.0, 1.0, 1.0, 1.0]), 2).tolist()      # of x³ + x² + x + 1
+        [6.0, 2.0]
+    """
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive (see polyint)")
+    (p,) = _coefficients("polyder", p, at_least_1d=False)
+    if m == 0:
+        return p
+    for _ in range(m):
+        n = len(p) - 1
+        p = p[:-1] * _np.arange(n, 0, -1)
+    return p
+
+
+@_numpy_unless_traced(_np.polyint, any_argument=True)
+def polyint(p, m=1, k=None):
+    """NumPy's ``polyint``, the m-th antiderivative's coefficients, with integration
+    constants `k` (a number for all, or one per integration): differentiable in p and k.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> wnp.polyint(wnp.array([3.0, 2.0, 1.0]), k=5.0).tolist()       # x³ + x² + x + 5
+        [1.0, 1.0, 1.0, 5.0]
+    """
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    k = atleast_1d(_np.zeros(m, float) if k is None else asarray(k))
+    if _shape(k)[0] == 1 and m > 1:
+        k = k[0] * _np.ones(m, float)
+    if _shape(k)[0] < m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
+    (p,) = _coefficients("polyint", p, at_least_1d=False)
+    for i in range(m):
+        p = concatenate([p / _np.arange(len(p), 0, -1), k[i:i + 1]])
+    return p
+
+
+@_numpy_unless_traced(_np.polyfit, any_argument=True)
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's ``polyfit``: the least-squares coefficients, computed as NumPy does (the
+    weighted Vandermonde matrix, its columns scaled to unit length, `linalg.lstsq`), so
+    differentiable in x, y and w where the rank does not change; ``full`` (residuals,
+    rank, singular values, rcond) and ``cov`` (True or 'unscaled') too.  The rank is read
+    from the values (NumPy's RankWarning when it falls short), so it needs an eager call.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> x = wnp.array([0.0, 1.0, 2.0, 3.0])
+        >>> wnp.polyfit(x, 2 * x + 1, 1).round(12).tolist()
+        [2.0, 1.0]
+        >>> wg.jacrev(lambda y: wnp.polyfit(x, y, 1))(2 * x + 1).round(3).tolist()
+        [[-0.3, -0.1, 0.1, 0.3], [0.7, 0.4, 0.1, -0.2]]
+    """
+    if _traced(rcond):
+        raise NotImplementedError("numpy.polyfit with a traced rcond is not supported: it "
+                                  "is a threshold, without derivative")
+    order = int(deg) + 1
+    x, y = asarray(x) + 0.0, asarray(y) + 0.0
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if len(_shape(x)) != 1:
+        raise TypeError("expected 1D vector for x")
+    if _shape(x)[0] == 0:
+        raise TypeError("expected non-empty vector for x")
+    if not 1 <= len(_shape(y)) <= 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if _shape(x)[0] != _shape(y)[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = _shape(x)[0] * _np.finfo(A.dtype_of(x)).eps
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        w = asarray(w) + 0.0
+        if len(_shape(w)) != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if _shape(w)[0] != _shape(y)[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if len(_shape(rhs)) == 2 else w)
+    scale = sqrt(sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
+    c = transpose(transpose(c) / scale)
+    if int(rank) != order and not full:
+        import warnings
+        warnings.warn("Polyfit may be poorly conditioned", _np.exceptions.RankWarning,
+                      stacklevel=3)
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    base = linalg.inv(dot(transpose(lhs), lhs)) / outer(scale, scale)
+    if cov == "unscaled":
+        factor = 1
+    else:
+        if _shape(x)[0] <= order:
+            raise ValueError("the number of data points must exceed order to scale the "
+                             "covariance matrix")
+        factor = resids / (_shape(x)[0] - order)
+    return c, (base if len(_shape(y)) == 1 else base[:, :, None]) * factor
+
+
+@_numpy_unless_traced(_np.roots)
+def roots(p):
+    """NumPy's ``roots``: the eigenvalues of the companion matrix, differentiable through
+    `linalg.eigvals` where they are distinct.  Which leading and trailing coefficients
+    are zero is read from the values (as NumPy strips them), and so is whether the roots
+    are all real (then real, as NumPy's; else complex), so it needs an eager call.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.roots(wnp.array([1.0, -3.0, 2.0])).tolist()
+        [2.0, 1.0]
+        >>> wg.grad(lambda p: wnp.roots(p)[0])(wnp.array([1.0, -3.0, 2.0])).tolist()
+        [-4.0, -2.0, -1.0]
+    """
+    p = atleast_1d(asarray(p))
+    if len(_shape(p)) != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    value = _np.asarray(_value_of(p, "read by numpy.roots (its zero coefficients are "
+                                     "stripped)"))
+    nonzero_ = _np.flatnonzero(value)
+    if nonzero_.size == 0:
+        return _np.array([])
+    trailing = _shape(p)[0] - int(nonzero_[-1]) - 1
+    p = p[int(nonzero_[0]):int(nonzero_[-1]) + 1]
+    if A.dtype_of(p).kind not in "fc":
+        p = astype(p, float)
+    n = _shape(p)[0]
+    if n > 1:
+        # the companion matrix: -p[1:]/p[0] above the shifted identity
+        top = reshape(-p[1:] / p[0], (1, n - 1))
+        z = linalg.eigvals(concatenate([top, _np.eye(n - 2, n - 1, dtype=A.dtype_of(p))]))
+        if not _np.any(_np.imag(_value_of(z, "read by numpy.roots"))):
+            z = real(z)                 # (NumPy's eigvals are real when all of them are)
+    else:
+        z = _np.array([])
+    return concatenate([z, _np.zeros(trailing, A.dtype_of(z))]) if trailing else z
+
+
 # ---- creation: NumPy's, also for traced arguments where only the shape matters ---------------
 @_numpy_unless_traced(_np.linspace, any_argument=True)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
