@@ -3547,6 +3547,64 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (y, step) if retstep else y
 
 
+@_numpy_unless_traced(_np.logspace, any_argument=True)
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """NumPy's ``logspace``: ``base ** linspace(start, stop, ...)``, differentiable in
+    `start`, `stop` and `base` (arrays broadcast, as NumPy's).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.logspace(0.0, 2.0, 3).tolist()
+        [1.0, 10.0, 100.0]
+        >>> g = wg.grad(lambda s: wnp.sum(wnp.logspace(0.0, s, 3, base=2.0)))(2.0)
+        >>> bool(abs(g - (0.5 * 2 ** 1 + 4) * wnp.log(2)) < 1e-12)   # d/ds of 1 + 2^(s/2) + 2^s
+        True
+    """
+    if not isinstance(base, (float, int)) and len(_shape(base)):
+        # an array of bases broadcasts with start and stop, along the samples' axis
+        nd = len(_np.broadcast_shapes(_shape(start), _shape(stop), _shape(base)))
+        start, stop, base = (array(x, ndmin=nd) for x in (start, stop, base))
+        base = expand_dims(base, axis)
+    out = power(base, linspace(start, stop, num=num, endpoint=endpoint, axis=axis))
+    return out if dtype is None else astype(out, dtype)
+
+
+@_numpy_unless_traced(_np.geomspace, any_argument=True)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's ``geomspace``, computed as NumPy does (`logspace` of the logarithms of
+    start and stop turned positive, the end points start and stop themselves),
+    differentiable in `start` and `stop`.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.geomspace(-1.0, -8.0, 4).tolist()
+        [-1.0, -2.0, -4.0, -8.0]
+        >>> wg.jacrev(lambda s: wnp.geomspace(1.0, s, 3))(4.0).round(12).tolist()
+        [0.0, 0.25, 1.0]
+    """
+    start, stop = asarray(start), asarray(stop)
+    if _holds(equal(start, 0), equal(stop, 0)):
+        raise ValueError("Geometric sequence cannot include zero")
+    dt = _np.result_type(A.dtype_of(start), A.dtype_of(stop), float(num),
+                         _np.zeros((), dtype))
+    dtype = dt if dtype is None else _np.dtype(dtype)
+    start, stop = astype(start, dt), astype(stop, dt)
+    # (turned positive real, and back at the end: negative and complex ends too)
+    out_sign = sign(start)
+    start, stop = start / out_sign, stop / out_sign
+    out = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, dtype=dt)
+    if num > 0:         # the ends are start and stop, not 10**log10 of them
+        rest = _shape(out)[1:]
+        ends = [expand_dims(broadcast_to(start, rest), 0), out[1:]]
+        if num > 1 and endpoint:
+            ends[1:] = [out[1:-1], expand_dims(broadcast_to(stop, rest), 0)]
+        out = concatenate(ends, 0)
+    out = out * out_sign
+    if axis != 0:
+        out = moveaxis(out, 0, axis)
+    return astype(out, dtype)
+
+
 zeros_like = _about_shape(_np.zeros_like)
 ones_like = _about_shape(_np.ones_like)
 empty_like = _about_shape(_np.empty_like)
