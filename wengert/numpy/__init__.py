@@ -476,12 +476,12 @@ nextafter = _real_ufunc(_np.nextafter, S.nextafter)
 nextafter.__doc__ = """NumPy's ``nextafter``: the float after x towards y.  Its value works
 on traced values (eagerly, under ``wg.compile`` and ``wg.vmap``), but, as in JAX, it has
 no derivative rule: differentiating through it raises `NotImplementedError` (a derivative
-in x would be 1 between the floats and undefined at them).  Give it `stop_gradient` of
-its arguments to use the value as a constant.
+in x would be 1 between the floats and undefined at them).  To use its value as a
+constant in a gradient, give it ``wg.value(x)``.
 
     Example:
         >>> import wengert as wg, wengert.numpy as wnp
-        >>> f = lambda x: x * (wnp.nextafter(wnp.stop_gradient(x), wnp.inf) - x)
+        >>> f = lambda x: x * (wnp.nextafter(wg.value(x), wnp.inf) - x)
         >>> wg.grad(f)(1.0) == 2.0 ** -52 - 1.0
         True
 """
@@ -822,7 +822,7 @@ def real_if_close(a, tol=100):
     return S.real(a) if _np.isrealobj(_np.real_if_close(value, tol)) else a
 
 
-@_numpy_unless_traced(_np.unwrap)
+@_numpy_unless_traced(_np.unwrap, any_argument=True)
 def unwrap(p, discont=None, axis=-1, *, period=2 * pi):
     """NumPy's ``unwrap``, differentiable: p plus the multiples of `period` that undo each
     jump larger than `discont`, computed as NumPy does.  The corrections are piecewise
@@ -1425,9 +1425,10 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
         [0.0, 0.0, 0.5, 0.5]
     """
     _refuse("nanquantile", out=out is not None, weights=weights is not None)
+    _constant_q("nanquantile", q)
     a = asarray(a)
     if A.dtype_of(a).kind == "c":
-        raise TypeError("a must be an array of real numbers")
+        raise TypeError(f"a must be an array of real numbers, not {A.dtype_of(a)}")
     if A.dtype_of(a).kind != "f":                       # (no NaN to leave out)
         return quantile(a, q, axis, None, False, method, keepdims)
     weak = type(q) in (int, float)
@@ -1449,9 +1450,10 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
         2.0
     """
     _refuse("nanpercentile", out=out is not None, weights=weights is not None)
+    _constant_q("nanpercentile", q)
     a = asarray(a)
     if A.dtype_of(a).kind == "c":
-        raise TypeError("a must be an array of real numbers")
+        raise TypeError(f"a must be an array of real numbers, not {A.dtype_of(a)}")
     if A.dtype_of(a).kind != "f":
         return percentile(a, q, axis, None, False, method, keepdims)
     weak = type(q) in (int, float)
@@ -1463,14 +1465,17 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
     return _nan_quantile("nanpercentile", a, q, axis, keepdims, method, weak=weak)
 
 
+def _constant_q(fname, q):
+    if _traced(q):
+        raise NotImplementedError(f"numpy.{fname} with traced q is not supported: only the "
+                                  "array carries a derivative")
+
+
 def _nan_quantile(fname, a, q, axis, keepdims, method, median=False, weak=False):
     """The q-th quantiles (method 'linear') of the numbers of each slice of `a`, the NaNs
     left out: the NaNs sort last, and the count of numbers n of each slice (recorded)
     places NumPy's positions q(n − 1) among the first n sorted values."""
     _quantile_method(fname, method)
-    if _traced(q):
-        raise NotImplementedError(f"numpy.{fname} with traced q is not supported: only the "
-                                  "array carries a derivative")
     x, kept = _along_last(a, axis, fname)
     s = sort(x, axis=-1)
     count = sum(astype(S.eq(x, x), _np.intp), -1, keepdims=True)
@@ -2028,6 +2033,8 @@ def lexsort(keys, axis=-1):
         raise TypeError("need sequence of keys with len > 0 in lexsort")
     if len({tuple(_shape(k)) for k in keys}) != 1:
         raise ValueError("all keys need to be the same shape")
+    if not _shape(keys[0]):
+        return _np.intp(0)                  # (numbers: NumPy's answer, whatever they are)
     ax = _one_axis(axis, len(_shape(keys[0])), "lexsort")
     order = argsort(keys[0], ax, kind="stable")
     for k in keys[1:]:                      # (each sort stable: ties keep the order so far)
@@ -2082,6 +2089,8 @@ def bincount(x, weights=None, minlength=0):
         >>> wg.grad(lambda w: wnp.bincount(x, w)[2] * 2)(wnp.array([0.5, 1.0, 2.0]))
         array([0., 2., 2.])
     """
+    _int_indices(x, "Cannot cast array data from dtype('{}') to dtype('int64') according "
+                    "to the rule 'safe'")
     xv = _np.asarray(_value_of(x, "read by numpy.bincount (its length is the largest "
                                   "value plus one)"))
     counts = _np.bincount(xv, minlength=minlength)      # (NumPy's checks and length)
@@ -2097,6 +2106,13 @@ def bincount(x, weights=None, minlength=0):
                         "dtype('float64') according to the rule 'safe'")
     return A.put_along_axis(astype(w, _np.float64), xv.astype(_np.intp), axis=0,
                             shape=counts.shape)
+
+
+def _int_indices(x, message="only int indices permitted, not {}"):
+    """NumPy's TypeError for traced indices that are not integers (before their values are
+    read, so that tracing without values says what is wrong with them)."""
+    if type(x) is Node and x.dtype.kind not in "iub":
+        raise TypeError(message.format(x.dtype))
 
 
 def _outer_edges(a, range_):
@@ -2420,6 +2436,7 @@ def unravel_index(indices, shape, order="C"):
         array([[0., 1.],
                [0., 0.]])
     """
+    _int_indices(indices)
     return _np.unravel_index(_value_of(indices, "read by numpy.unravel_index (NumPy checks "
                                                 "the range)"), shape, order)
 
@@ -2437,7 +2454,10 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         >>> f(wnp.array([1, 2]), wnp.array([3, 5])).tolist()
         [7, 9]
     """
-    dims = tuple(int(d) for d in _np.atleast_1d(dims))
+    for i in (multi_index if type(multi_index) in (list, tuple) else [multi_index]):
+        _int_indices(i)
+    dims = tuple(int(d) for d in _np.atleast_1d(_value_of(dims, "read by "
+                                                            "numpy.ravel_multi_index")))
     modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
     if len(multi_index) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
@@ -2450,7 +2470,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     for k in axes:
         i = asarray(multi_index[k])
         if A.dtype_of(i).kind not in "iu":
-            raise TypeError("only int indices permitted")
+            raise TypeError(f"only int indices permitted, not {A.dtype_of(i)}")
         i = remainder(i, dims[k]) if modes[k] == "wrap" else clip(i, 0, dims[k] - 1)
         flat = flat + astype(i, _np.intp) * stride
         stride *= dims[k]

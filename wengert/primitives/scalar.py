@@ -303,8 +303,8 @@ frexp_exponent.elementwise = True
 def _no_nextafter_derivative(*args, **params):
     raise NotImplementedError(
         "numpy.nextafter has no derivative rule (JAX has none either): give it "
-        "wengert.numpy.stop_gradient(x) and stop_gradient(y) to use its value as a "
-        "constant, or write x itself where a derivative 1 is meant")
+        "wg.value(x) to use its value as a constant, or write x itself where a "
+        "derivative 1 is meant")
 
 
 floor_divide.defpartials(None, None)                # piecewise constant
