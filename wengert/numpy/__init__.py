@@ -1330,7 +1330,7 @@ def _nan_squares(fname, a, axis, dtype, ddof, keepdims, where, mean, correction)
     axes = _norm_axis(axis, a.ndim, fname)
     keep = S.eq(a, a)
     if where is not True:
-        keep = logical_and(keep, where)
+        keep = logical_and(keep, where if _traced(where) else _np.asarray(where))
     real = _real_dtype(A.dtype_of(a) if dtype is None else _np.dtype(dtype))
     count = sum(astype(broadcast_to(keep, a.shape), real), axes, keepdims=True)
     if mean is _NoValue:
