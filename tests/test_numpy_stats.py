@@ -298,6 +298,17 @@ def test_float_parts_derivatives():
         numpy.nextafter(x, 0.0).tolist()
 
 
+def test_taylor_series_of_the_float_parts():
+    # between the jumps modf's fraction is x - n and frexp's mantissa x/2**e: linear
+    assert wg.taylor(lambda x: np.modf(x)[0] ** 2, 1.25, 1.0, order=3) == \
+        pytest.approx([0.0625, 0.5, 1.0, 0.0])
+    assert wg.taylor(lambda x: np.frexp(x)[0], 3.0, 1.0, order=3) == [0.75, 0.25, 0.0, 0.0]
+    assert wg.taylor(lambda x: x // 0.5 + np.spacing(x), 1.3, 1.0, order=2)[1:] == [0.0, 0.0]
+    assert wg.taylor(np.i0, 1.0, 1.0, order=1)[1] == pytest.approx(SP.i1_numpy(1.0))
+    with pytest.raises(NotImplementedError, match="'i0' has no Taylor rule"):
+        wg.taylor(np.i0, 1.0, 1.0, order=2)
+
+
 def test_i0_derivatives_are_i1_and_its_derivative():
     import scipy.special
     x = numpy.array([-30.0, -4.0, -0.3, 0.0, 1e-8, 0.7, 6.0, 9.5, 300.0])

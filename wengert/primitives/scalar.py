@@ -301,6 +301,8 @@ frexp_exponent.elementwise = True
 
 
 def _no_nextafter_derivative(*args, **params):
+    # (declared as its JVP and VJP, not as partials: no sweep or test takes it for a
+    # function with partial derivatives)
     raise NotImplementedError(
         "numpy.nextafter has no derivative rule (JAX has none either): give it "
         "wg.value(x) to use its value as a constant, or write x itself where a "
@@ -309,7 +311,7 @@ def _no_nextafter_derivative(*args, **params):
 
 floor_divide.defpartials(None, None)                # piecewise constant
 spacing.defpartials(None)
-nextafter.defpartials(_no_nextafter_derivative, _no_nextafter_derivative)
+nextafter.defjvp(_no_nextafter_derivative).defvjp(_no_nextafter_derivative)
 modf_fraction.defpartials(1.0)                      # (jumps at the integers)
 frexp_exponent.defpartials(None)
 
