@@ -513,7 +513,10 @@ TAKES = set("""
     real_if_close reciprocal repeat reshape rint roll rollaxis rot90 round select shape sign
     sin sinc sinh size split sqrt square squeeze stack std subtract sum swapaxes take
     take_along_axis tan tanh tensordot tile trace transpose trapezoid tril triu true_divide
-    vander var vdot vecdot vsplit vstack where zeros_like""".split())
+    vander var vdot vecdot vsplit vstack where zeros_like
+    iscomplex isreal sort_complex nanprod nancumsum nancumprod nanvar nanstd searchsorted isin
+    unique unique_all unique_counts unique_inverse unique_values poly polyadd polysub polymul
+    polydiv polyder polyint polyfit roots logspace geomspace""".split())
 # NumPy orders complex numbers lexicographically; wengert's rules for these are for reals
 ORDERINGS = {
     "maximum": "maximum", "minimum": "minimum", "fmax": "ge", "fmin": "le", "max": "amax",
@@ -521,11 +524,15 @@ ORDERINGS = {
     "nanmin": "amin", "argmax": "argmax", "argmin": "argmin", "sort": "argsort",
     "argsort": "argsort", "partition": "argpartition", "argpartition": "argpartition",
     "median": "argsort", "clip": "maximum", "less": "lt", "less_equal": "le",
-    "greater": "gt", "greater_equal": "ge"}
+    "greater": "gt", "greater_equal": "ge", "nanargmax": "argmax", "nanargmin": "argmin",
+    "nanmedian": "argsort", "lexsort": "argsort", "histogram": "amin", "histogramdd": "amin",
+    "histogram2d": "amin"}
 # NumPy has no complex loop for these (wengert refuses with its own TypeError or NumPy's)
 NUMPY_REFUSES = """arctan2 hypot logaddexp logaddexp2 floor ceil trunc fix fmod remainder mod cbrt
     fabs deg2rad radians rad2deg degrees signbit copysign heaviside ldexp quantile percentile
-    bitwise_and bitwise_or bitwise_xor bitwise_not invert""".split()
+    bitwise_and bitwise_or bitwise_xor bitwise_not invert floor_divide divmod modf frexp spacing
+    nextafter i0 isposinf isneginf unwrap nanquantile nanpercentile digitize bincount
+    unravel_index ravel_multi_index""".split()
 # assembling and taking apart, matvec, vecmat and the cumulative functions take them (checked
 # in tests/test_numpy_assembly.py); those that write in place refuse any traced value
 ASSEMBLY = set("""append apply_along_axis apply_over_axes block broadcast_arrays choose
@@ -534,14 +541,19 @@ ASSEMBLY = set("""append apply_along_axis apply_over_axes block broadcast_arrays
     vecmat""".split()) & set(dir(np))
 IN_PLACE = {"place", "put", "putmask", "put_along_axis", "fill_diagonal", "copyto"}
 ARGUMENTS = {"clip": (0.0, 1.0), "partition": (1,), "argpartition": (1,), "quantile": (0.5,),
-             "percentile": (50,), "ldexp": (2,)}
+             "percentile": (50,), "ldexp": (2,), "nanquantile": (0.5,), "nanpercentile": (50,),
+             "digitize": ([0.0, 1.0],), "unravel_index": ((2, 2),)}
 UNARY = {"sort", "argsort", "median", "max", "amax", "min", "amin", "ptp", "nanmax", "nanmin",
          "argmax", "argmin", "floor", "ceil", "trunc", "fix", "cbrt", "fabs", "deg2rad",
-         "radians", "rad2deg", "degrees", "signbit", "bitwise_not", "invert"}
+         "radians", "rad2deg", "degrees", "signbit", "bitwise_not", "invert", "modf", "frexp",
+         "spacing", "i0", "isposinf", "isneginf", "unwrap", "nanargmax", "nanargmin",
+         "nanmedian", "bincount", "histogram", "histogramdd"}
 
 
 def _call(name, z):
     f = getattr(wnp, name)
+    if name in ("lexsort", "ravel_multi_index"):       # (a sequence of arrays first)
+        return f((z, z)) if name == "lexsort" else f((z, z), (4, 4))
     if name in ARGUMENTS:
         return f(z, *ARGUMENTS[name])
     return f(z) if name in UNARY else f(z, z)

@@ -63,6 +63,8 @@ SMOOTH = {
     "hypot": (anywhere, away_from_zero),
     "logaddexp": (anywhere, anywhere),
     "logaddexp2": (anywhere, anywhere),
+    "i0": (anywhere,),
+    "i1": (anywhere,),
 }
 # piecewise: first order only, at points away from the kink
 PIECEWISE = {
@@ -77,8 +79,14 @@ PIECEWISE = {
     "trunc": (anywhere,),
     "remainder": (anywhere, away_from_zero),      # (nor on a jump of x/y at an integer)
     "fmod": (anywhere, away_from_zero),
+    "floor_divide": (anywhere, away_from_zero),
+    "spacing": (away_from_zero,),   # (nor at a power of two)
+    "modf_fraction": (anywhere,),
+    "frexp_mantissa": (away_from_zero,),
 }
-NOT_DIFFERENTIABLE = {"lt", "le", "gt", "ge", "eq", "ne"}   # bool results
+NOT_DIFFERENTIABLE = {"lt", "le", "gt", "ge", "eq", "ne",     # bool results
+                      "frexp_exponent",                      # int32 results
+                      "nextafter"}          # refused, as in JAX: tests/test_numpy_stats.py
 STRUCTURAL = {"const", "input", "copy", "powi", "select", "stop_gradient",
               "part", "place",          # part, place: tests/test_checkpoint.py
               "real", "imag", "conj", "complex"}   # complex parts: tests/test_complex.py

@@ -340,8 +340,9 @@ RULES.update({
     P.logaddexp2: lambda xs, ans, order: [ans] + _scaled(1 / _LN2, _logaddexp(
         _scaled(_LN2, xs[0]), _scaled(_LN2, xs[1]), ans * _LN2, order)[1:]),
 })
-# x − n·y with n piecewise constant: linear between the jumps
-for _op in (P.remainder, P.fmod):
+# x − n·y with n piecewise constant, modf's x − trunc(x) and frexp's x·2⁻ᵉ: linear between
+# the jumps
+for _op in (P.remainder, P.fmod, P.modf_fraction, P.frexp_mantissa):
     RULES[_op] = each_coefficient(_op)
 
 def _log1p(x, y0, order):
@@ -626,7 +627,9 @@ FIRST_ORDER_ONLY = frozenset({A.prod, A.cumprod, L.det, L.cofactor, L.logabsdet,
                               L.cholesky, L.eigvalsh, L.eigvecsh, L.eigvals, L.eigvecs,
                               L.svdvals, L.svd_u, L.svd_vh, L.qr_q, L.qr_r,
                               SL.lu_factor, SL.eigh_values, SL.eigh_vectors,
-                              SL.gen_eigh_values, SL.gen_eigh_vectors})
+                              SL.gen_eigh_values, SL.gen_eigh_vectors,
+                              SP.i0, SP.i1,
+                              P.nextafter})        # (whose JVP refuses, as JAX's)
 
 
 def _constant_series(xs, ans, order, **params):

@@ -36,6 +36,7 @@ from ..graph.node import Node
 from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives import shape as SH
+from ..primitives import special as SP
 from ..primitives.registry import Primitive as _Primitive, real_dtype as _real_dtype
 
 random = _np.random
@@ -376,6 +377,135 @@ def _fmax_like(npufunc, compare):
 
 fmax, fmin = _fmax_like(_np.fmax, S.ge), _fmax_like(_np.fmin, S.le)
 
+
+# ---- a float's parts and neighbours: floor_divide, divmod, modf, frexp, spacing, nextafter ---
+def _as_numpy_computes(npufunc, x):
+    """`x` cast to the dtype NumPy's unary float ufunc computes it in (float64 for integers,
+    float16 for bools, a float's own)."""
+    out = npufunc(_np.zeros((), A.dtype_of(x)))
+    dt = (out[0] if npufunc.nout > 1 else out).dtype
+    return astype(x, dt) if dt != A.dtype_of(x) else x
+
+
+def _no_bools(*xs):
+    # NumPy's // and % of bools are int8's (its loop for them)
+    return [astype(x, _np.int8) if _kind(x) == "b" else x for x in xs]
+
+
+def _floor_divide(x, y):
+    return S.floor_divide(*_no_bools(x, y))
+
+
+def _divmod(x, y):
+    x, y = _no_bools(x, y)
+    return S.floor_divide(x, y), S.remainder(x, y)
+
+
+floor_divide = _real_ufunc(_np.floor_divide, _floor_divide)
+floor_divide.__doc__ = """NumPy's ``floor_divide`` (``x // y``), as NumPy computes it (which
+floor(x/y) is not always: 1.0 // 0.1 is 9.0); its derivative is zero.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda x: wnp.sum(x // 0.1 + x))(wnp.array([1.0, 2.5]))
+        array([1., 1.])
+"""
+divmod = _real_ufunc(_np.divmod, _divmod)
+divmod.__doc__ = """NumPy's ``divmod``: (``x // y``, ``x % y``), the quotient's derivative
+zero, the remainder's 1 in x and -(x // y) in y (as `remainder`).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> q, r = wnp.divmod(wnp.array([7.5, -7.5]), 2.0)
+        >>> q.tolist(), r.tolist()
+        ([3.0, -4.0], [1.5, 0.5])
+        >>> wg.grad(lambda y: wnp.sum(wnp.divmod(7.5, y)[1]))(2.0)      # -(7.5 // 2)
+        -3.0
+"""
+def _modf(x):
+    x = _as_numpy_computes(_np.modf, x)
+    return S.modf_fraction(x), S.trunc(x)
+
+
+modf = _real_ufunc(_np.modf, _modf)
+modf.__doc__ = """NumPy's ``modf``: (fractional part, integral part), both with x's sign.
+The fractional part's derivative is 1, the integral part's 0 (both jump at the
+integers).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> frac, whole = wnp.modf(wnp.array([2.75, -0.5]))
+        >>> frac.tolist(), whole.tolist()
+        ([0.75, -0.5], [2.0, -0.0])
+        >>> wg.grad(lambda x: wnp.sum(wnp.modf(x)[0] + 2 * wnp.modf(x)[1]))(wnp.array([2.75]))
+        array([1.])
+"""
+
+
+def _frexp(x):
+    x = _as_numpy_computes(_np.frexp, x)
+    return S.frexp_mantissa(x), S.frexp_exponent(x)
+
+
+frexp = _real_ufunc(_np.frexp, _frexp)
+frexp.__doc__ = """NumPy's ``frexp``: x = m·2**e with 0.5 <= |m| < 1 (m = x, e = 0 at 0,
+±inf and nan).  The mantissa's derivative is 2**-e; the exponent is an int32 without
+derivative.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> m, e = wnp.frexp(wnp.array([12.0, -0.375]))
+        >>> m.tolist(), e.tolist()
+        ([0.75, -0.75], [4, -1])
+        >>> wg.grad(lambda x: wnp.sum(wnp.frexp(x)[0]))(wnp.array([12.0, -0.375]))
+        array([0.0625, 2.    ])
+"""
+spacing = _real_ufunc(_np.spacing, lambda x: S.spacing(_as_numpy_computes(_np.spacing, x)))
+spacing.__doc__ = """NumPy's ``spacing``: the distance from x to the next float away from
+zero (negative for negative x).  Its derivative is zero: it is constant between powers of
+two.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.spacing(wnp.array([1.0, -4.0])).tolist() == [2.0 ** -52, -(2.0 ** -50)]
+        True
+        >>> wg.grad(lambda x: wnp.sum(wnp.spacing(x)))(wnp.array([1.0, 3.0]))
+        array([0., 0.])
+"""
+nextafter = _real_ufunc(_np.nextafter, S.nextafter)
+nextafter.__doc__ = """NumPy's ``nextafter``: the float after x towards y.  Its value works
+on traced values (eagerly, under ``wg.compile`` and ``wg.vmap``), but, as in JAX, it has
+no derivative rule: differentiating through it raises `NotImplementedError` (a derivative
+in x would be 1 between the floats and undefined at them).  To use its value as a
+constant in a gradient, give it ``wg.value(x)``.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = lambda x: x * (wnp.nextafter(wg.value(x), wnp.inf) - x)
+        >>> wg.grad(f)(1.0) == 2.0 ** -52 - 1.0
+        True
+"""
+
+
+@_numpy_unless_traced(_np.i0)
+def i0(x):
+    """NumPy's ``i0``, the modified Bessel function of the first kind of order 0, evaluated
+    by NumPy; its derivative is I₁ (SciPy's i1 where installed, else wengert's own, within
+    about 2e-15 of it), whose own derivative is I₀ - I₁/x, so every order works.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> float(wnp.i0(1.0)) == float(wg.value(wg.trace(wnp.i0, 1.0)(1.0)))
+        True
+        >>> print(f"{wg.grad(wnp.i0)(1.0):.12f}")             # I₁(1)
+        0.565159103992
+    """
+    if A.dtype_of(x).kind == "c":
+        raise TypeError("i0 not supported for complex values")
+    if A.dtype_of(x).kind != "f":
+        x = astype(x, _np.float64)
+    return SP.i0(x)
+
 # ---- classification and sign: bools without derivative, and the functions built on them ----
 isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
 
@@ -398,6 +528,67 @@ def _signbit(x):
 
 
 signbit = _real_ufunc(_np.signbit, _signbit)
+
+
+@_numpy_unless_traced(_np.isposinf)
+def isposinf(x, out=None):
+    """NumPy's ``isposinf``: bools, no derivative (recorded, so it traces without values).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.trace(wnp.isposinf, wnp.array([1.0, wnp.inf, -wnp.inf]))(
+        ...     wnp.array([wnp.inf, 2.0, -wnp.inf])).tolist()
+        [True, False, False]
+    """
+    return _signed_inf("isposinf", x, out, lambda x: logical_not(signbit(x)))
+
+
+@_numpy_unless_traced(_np.isneginf)
+def isneginf(x, out=None):
+    """NumPy's ``isneginf``: bools, no derivative (recorded, as `isposinf`).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.trace(wnp.isneginf, wnp.ones(3))(wnp.array([1.0, wnp.inf, -wnp.inf])).tolist()
+        [False, False, True]
+    """
+    return _signed_inf("isneginf", x, out, signbit)
+
+
+def _signed_inf(fname, x, out, sign_test):
+    _refuse(fname, out=out is not None)
+    if A.dtype_of(x).kind == "c":          # (NumPy's: signbit has no complex loop)
+        raise TypeError(f"This operation is not supported for {A.dtype_of(x)} values "
+                        "because it would be ambiguous.")
+    return logical_and(isinf(x), sign_test(x))
+
+
+@_numpy_unless_traced(_np.iscomplex)
+def iscomplex(x):
+    """NumPy's ``iscomplex``: where the imaginary part is not zero (bools, no derivative);
+    all False for a real dtype.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.trace(wnp.iscomplex, wnp.ones(2, complex))(wnp.array([1 + 2j, 3 + 0j])).tolist()
+        [True, False]
+    """
+    if A.dtype_of(x).kind == "c":
+        return S.ne(S.imag(x), 0.0)
+    return _np.zeros(x.shape, bool)[()]
+
+
+@_numpy_unless_traced(_np.isreal)
+def isreal(x):
+    """NumPy's ``isreal``: where the imaginary part is zero (bools, no derivative); all True
+    for a real dtype.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.trace(wnp.isreal, wnp.ones(2, complex))(wnp.array([1 + 2j, 3 + 0j])).tolist()
+        [False, True]
+    """
+    return imag(x) == 0
 
 
 def _float_result(*xs):
@@ -629,6 +820,66 @@ def real_if_close(a, tol=100):
         return a
     value = _value_of(a, "read by numpy.real_if_close")
     return S.real(a) if _np.isrealobj(_np.real_if_close(value, tol)) else a
+
+
+@_numpy_unless_traced(_np.unwrap, any_argument=True)
+def unwrap(p, discont=None, axis=-1, *, period=2 * pi):
+    """NumPy's ``unwrap``, differentiable: p plus the multiples of `period` that undo each
+    jump larger than `discont`, computed as NumPy does.  The corrections are piecewise
+    constant, so the derivative in p is 1 (and a traced `period` gets the multiple of
+    itself added).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> p = wnp.array([3.0, -3.0, -2.5])                  # a jump of 2π - 6 across π
+        >>> (wnp.unwrap(p) - p).round(6).tolist()
+        [0.0, 6.283185, 6.283185]
+        >>> wg.grad(lambda p: wnp.sum(wnp.unwrap(p) ** 2) / 2)(p).round(4).tolist()
+        [3.0, 3.2832, 3.7832]
+    """
+    p = asarray(p)
+    dd = diff(p, axis=axis)
+    if discont is None:
+        discont = period / 2
+    ax = _one_axis(axis, p.ndim, "unwrap")
+    later = (slice(None),) * ax + (slice(1, None),)
+    dtype = _np.result_type(A.dtype_of(dd), A.dtype_of(period) if _traced(period) else period)
+    if dtype.kind in "iu":
+        # integers: a period of 2k leaves the boundary ±k ambiguous (NumPy's rule)
+        interval_high, rem = builtins.divmod(_value_of(period, "read by unwrap"), 2)
+        boundary_ambiguous = rem == 0
+    else:
+        interval_high, boundary_ambiguous = period / 2, True
+    interval_low = -interval_high
+    ddmod = remainder(dd - interval_low, period) + interval_low
+    if boundary_ambiguous:
+        # a jump of exactly half a period keeps its direction
+        ddmod = where(logical_and(equal(ddmod, interval_low), greater(dd, 0)),
+                      interval_high, ddmod)
+    correction = where(less(abs(dd), discont), 0, ddmod - dd)
+    first = (slice(None),) * ax + (slice(None, 1),)
+    out = concatenate([p[first], p[later] + cumsum(correction, ax)], ax)
+    return astype(out, dtype)
+
+
+@_numpy_unless_traced(_np.sort_complex)
+def sort_complex(a):
+    """NumPy's ``sort_complex``: sorted along the last axis by real part, then imaginary
+    part, as a complex array; the derivative follows the permutation (as `sort`'s).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.sort_complex(wnp.array([1 + 2j, 1 - 1j, 0 + 5j])).tolist()
+        [5j, (1-1j), (1+2j)]
+        >>> wg.grad(lambda a: wnp.real(wnp.sort_complex(a)[0]))(wnp.array([3.0, 2.0]))
+        array([0., 1.])
+    """
+    if A.dtype_of(a).kind != "c":
+        b = sort(a)
+        char = A.dtype_of(a).char
+        return astype(b, "F" if char in "bhBH" else "G" if char == "g" else "D")
+    order = lexsort((S.imag(a), S.real(a)))
+    return take_along_axis(a, order, -1)
 
 
 def _value_of(x, what="used as an index"):
@@ -970,12 +1221,12 @@ def _holds(*conditions) -> bool:
     return False
 
 
-def _warn(message, *conditions):
+def _warn(message, *conditions, stacklevel=4):
     """NumPy's RuntimeWarning `message` if any of the traced bools `conditions` holds (see
-    `_holds`)."""
+    `_holds`); `stacklevel` 4 points at the caller of a function that calls this."""
     import warnings
     if _holds(*conditions):
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
 
 
 @_numpy_unless_traced(_np.nansum)
@@ -1027,6 +1278,297 @@ def _nan_extremum(fname, reduce, fill):
 
 nanmax = _nan_extremum("nanmax", max, -inf)       # (this module's max and min)
 nanmin = _nan_extremum("nanmin", min, inf)
+
+
+def _nan_as(a, fill):
+    """`a` with its NaNs replaced by `fill`, as NumPy's nan-functions replace them (the NaNs
+    get no derivative); `a` itself if its dtype holds no NaN."""
+    if A.dtype_of(a).kind not in "fc":
+        return a
+    return S.select(S.ne(a, a), fill, a)
+
+
+@_numpy_unless_traced(_np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    """NumPy's ``nanprod``: the product with NaNs counted as one (they get no derivative).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda a: wnp.nanprod(a))(wnp.array([2.0, wnp.nan, 3.0]))
+        array([3., 0., 2.])
+    """
+    return prod(_nan_as(a, 1.0), axis, dtype, out, keepdims, initial, where)
+
+
+@_numpy_unless_traced(_np.nancumsum)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """NumPy's ``nancumsum``: the cumulative sum with NaNs counted as zero (they get no
+    derivative).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda a: wnp.nancumsum(a)[-1] * 2)(wnp.array([1.0, wnp.nan, 3.0]))
+        array([2., 0., 2.])
+    """
+    return cumsum(_nan_as(a, 0.0), axis, dtype, out)
+
+
+@_numpy_unless_traced(_np.nancumprod)
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """NumPy's ``nancumprod``: the cumulative product with NaNs counted as one (they get no
+    derivative; exact at zeros, as `cumprod`).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wg.grad(lambda a: wnp.nancumprod(a)[-1])(wnp.array([2.0, wnp.nan, 3.0]))
+        array([3., 0., 2.])
+    """
+    return cumprod(_nan_as(a, 1.0), axis, dtype, out)
+
+
+@_numpy_unless_traced(_np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+           mean=_NoValue, correction=_NoValue):
+    """NumPy's ``nanvar``: the variance of the elements that are not NaN (which get no
+    derivative), ``ddof`` or ``correction``, ``where``, a given ``mean``.  A slice with
+    no more than ``ddof`` of them is nan, with NumPy's RuntimeWarning, and sends no
+    derivative anywhere.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([1.0, wnp.nan, 3.0])
+        >>> float(wnp.nanvar(a)), wg.grad(wnp.nanvar)(a).tolist()     # 2(x - mean)/n
+        (1.0, [-1.0, 0.0, 1.0])
+    """
+    _refuse("nanvar", out=out is not None)
+    if A.dtype_of(a).kind not in "fc":
+        return var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)
+    total, dof, bad = _nan_squares("nanvar", a, axis, dtype, ddof, keepdims, where, mean,
+                                   correction)
+    return S.select(bad, nan, total / S.select(bad, 1.0, dof))
+
+
+@_numpy_unless_traced(_np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+           mean=_NoValue, correction=_NoValue):
+    """NumPy's ``nanstd``: the square root of `nanvar` (NaNs get no derivative; a slice
+    with no more than ``ddof`` numbers is nan, with NumPy's warning, and sends no
+    derivative anywhere).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([[1.0, wnp.nan, 3.0], [wnp.nan] * 3])
+        >>> wg.grad(lambda a: wnp.nansum(wnp.nanstd(a, axis=1)))(a).tolist()
+        [[-0.5, 0.0, 0.5], [0.0, 0.0, 0.0]]
+    """
+    _refuse("nanstd", out=out is not None)
+    if A.dtype_of(a).kind not in "fc":
+        return std(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)
+    total, dof, bad = _nan_squares("nanstd", a, axis, dtype, ddof, keepdims, where, mean,
+                                   correction)
+    # (the square root of 1 where the slice is bad: sqrt(0)'s infinite derivative would
+    # meet the zero cotangent there as nan)
+    return S.select(bad, nan, sqrt(S.select(bad, 1.0, total / S.select(bad, 1.0, dof))))
+
+
+def _nan_squares(fname, a, axis, dtype, ddof, keepdims, where, mean, correction):
+    """For nanvar and nanstd: (the sum of squared deviations from the mean of the numbers,
+    the degrees of freedom, where those are <= 0), NumPy's RuntimeWarning if they are."""
+    if dtype is not None and _np.dtype(dtype).kind not in "fc":
+        raise TypeError("If a is inexact, then dtype must be inexact")
+    ddof = _ddof(ddof, correction)
+    axes = _norm_axis(axis, a.ndim, fname)
+    keep = S.eq(a, a)
+    if where is not True:
+        keep = logical_and(keep, where if _traced(where) else _np.asarray(where))
+    real = _real_dtype(A.dtype_of(a) if dtype is None else _np.dtype(dtype))
+    count = sum(astype(broadcast_to(keep, a.shape), real), axes, keepdims=True)
+    if mean is _NoValue:
+        empty = S.eq(count, 0)
+        mean = sum(S.select(keep, a, 0.0), axes, dtype, keepdims=True) \
+            / S.select(empty, 1.0, count)
+    # (deviations in a's dtype, where NumPy subtracts in place)
+    d = S.select(keep, astype(a - mean, A.dtype_of(a)), 0.0)
+    total = sum(_abs2(d), axes, dtype, keepdims=keepdims)
+    dof = (count if keepdims else reshape(count, _shape(total))) - ddof
+    bad = S.le(dof, 0)
+    _warn("Degrees of freedom <= 0 for slice.", bad, stacklevel=5)
+    return total, dof, bad
+
+
+@_numpy_unless_traced(_np.nanargmax)
+def nanargmax(a, axis=None, out=None, *, keepdims=False):
+    """NumPy's ``nanargmax``: integers, no derivative (NaNs are passed over).  An all-NaN
+    slice is NumPy's ValueError, where the values are known (eager tracing; under
+    ``wg.compile`` it is not checked).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> def f(x):
+        ...     return x[wnp.nanargmax(x)] ** 2
+        >>> wg.grad(f)(wnp.array([1.0, wnp.nan, 3.0]))
+        array([0., 0., 6.])
+    """
+    return _nan_arg("nanargmax", argmax, -inf, a, axis, out, keepdims)
+
+
+@_numpy_unless_traced(_np.nanargmin)
+def nanargmin(a, axis=None, out=None, *, keepdims=False):
+    """NumPy's ``nanargmin``: integers, no derivative (as `nanargmax`).
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> int(wnp.nanargmin(wnp.array([wnp.nan, 3.0, 1.0])))
+        2
+    """
+    return _nan_arg("nanargmin", argmin, inf, a, axis, out, keepdims)
+
+
+def _nan_arg(fname, arg, fill, a, axis, out, keepdims):
+    _refuse(fname, out=out is not None)
+    if A.dtype_of(a).kind in "fc":
+        nan_ = S.ne(a, a)
+        if a.size and _holds(all(nan_, axis)):
+            raise ValueError("All-NaN slice encountered")
+        a = S.select(nan_, fill, a)
+    return arg(a, axis, keepdims=keepdims)
+
+
+@_numpy_unless_traced(_np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's ``nanmedian``, differentiable: the middle of the sorted numbers of each slice
+    (the mean of the two middle ones for an even count), which get the derivative; the
+    NaNs get none.  An all-NaN slice is nan, with NumPy's RuntimeWarning.  The count of
+    each slice is recorded, not read, so it traces without values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([[4.0, wnp.nan, 1.0, 2.0], [wnp.nan, 5.0, 6.0, wnp.nan]])
+        >>> wnp.nanmedian(a, axis=1).tolist()
+        [2.0, 5.5]
+        >>> wg.grad(lambda a: wnp.sum(wnp.nanmedian(a, axis=1)))(a).tolist()
+        [[0.0, 0.0, 0.0, 1.0], [0.0, 0.5, 0.5, 0.0]]
+    """
+    _refuse("nanmedian", out=out is not None)
+    a = asarray(a)
+    if A.dtype_of(a).kind not in "fc":
+        return median(a, axis, keepdims=keepdims)
+    if a.size == 0:
+        return nanmean(a, axis, keepdims=keepdims)
+    return _nan_quantile("nanmedian", a, 0.5, axis, keepdims, "linear", True)
+
+
+@_numpy_unless_traced(_np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+    """NumPy's ``nanquantile`` by its default method 'linear' (the others are refused by
+    name, as `quantile`'s), differentiable in `a`: the two sorted numbers of each slice
+    that are interpolated get the derivative, the NaNs none.  An all-NaN slice is nan,
+    with NumPy's RuntimeWarning.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([3.0, wnp.nan, 1.0, 2.0])
+        >>> float(wnp.nanquantile(a, 0.25))                   # 1 + (2 - 1)·0.5
+        1.5
+        >>> wg.grad(lambda a: wnp.nanquantile(a, 0.25))(a).tolist()
+        [0.0, 0.0, 0.5, 0.5]
+    """
+    _refuse("nanquantile", out=out is not None, weights=weights is not None)
+    _constant_q("nanquantile", q)
+    a = asarray(a)
+    if A.dtype_of(a).kind == "c":
+        raise TypeError(f"a must be an array of real numbers, not {A.dtype_of(a)}")
+    if A.dtype_of(a).kind != "f":                       # (no NaN to leave out)
+        return quantile(a, q, axis, None, False, method, keepdims)
+    weak = type(q) in (int, float)
+    if not _np.all((_np.asarray(q) >= 0) & (_np.asarray(q) <= 1)):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    if a.size == 0:
+        return nanmean(a, axis, keepdims=keepdims)
+    return _nan_quantile("nanquantile", a, q, axis, keepdims, method, weak=weak)
+
+
+@_numpy_unless_traced(_np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+    """NumPy's ``nanpercentile`` (`nanquantile` of q/100), differentiable in `a`.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> float(wnp.nanpercentile(wnp.array([3.0, wnp.nan, 1.0, 2.0]), 50))
+        2.0
+    """
+    _refuse("nanpercentile", out=out is not None, weights=weights is not None)
+    _constant_q("nanpercentile", q)
+    a = asarray(a)
+    if A.dtype_of(a).kind == "c":
+        raise TypeError(f"a must be an array of real numbers, not {A.dtype_of(a)}")
+    if A.dtype_of(a).kind != "f":
+        return percentile(a, q, axis, None, False, method, keepdims)
+    weak = type(q) in (int, float)
+    q = _np.true_divide(q, 100)
+    if not _np.all((q >= 0) & (q <= 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    if a.size == 0:
+        return nanmean(a, axis, keepdims=keepdims)
+    return _nan_quantile("nanpercentile", a, q, axis, keepdims, method, weak=weak)
+
+
+def _constant_q(fname, q):
+    if _traced(q):
+        raise NotImplementedError(f"numpy.{fname} with traced q is not supported: only the "
+                                  "array carries a derivative")
+
+
+def _nan_quantile(fname, a, q, axis, keepdims, method, median=False, weak=False):
+    """The q-th quantiles (method 'linear') of the numbers of each slice of `a`, the NaNs
+    left out: the NaNs sort last, and the count of numbers n of each slice (recorded)
+    places NumPy's positions q(n − 1) among the first n sorted values."""
+    _quantile_method(fname, method)
+    x, kept = _along_last(a, axis, fname)
+    s = sort(x, axis=-1)
+    count = sum(astype(S.eq(x, x), _np.intp), -1, keepdims=True)
+    last = S.maximum(count - 1, 0)              # (the index of the last number; 0 if none)
+
+    def at(k):                                  # the sorted values at indices k (..., Q)
+        return take_along_axis(s, S.minimum(S.maximum(k, 0), last), -1)
+    if median:
+        # (NumPy's nanmedian halves the sum of the middle one taken twice for an odd count)
+        out = (at(S.floor_divide(count - 1, 2)) + at(S.floor_divide(count, 2))) / 2
+        out, qshape = reshape(out, tuple(x.shape[:-1])), ()
+    else:
+        qa = _np.asanyarray(q)
+        qshape = qa.shape
+        flat = qa.ravel()
+        if qa.dtype.kind in "iub":              # q in {0, 1}: no interpolation
+            out = at((count - 1) * flat.astype(_np.intp))
+        else:
+            # NumPy's virtual positions (n − 1)·q in q's dtype, the floor and the next
+            # index (the last number for positions at or beyond it), the fraction between
+            virtual = astype(count - 1, qa.dtype) * flat
+            prev = S.floor(virtual)
+            gamma = virtual - prev
+            beyond = S.ge(virtual, astype(count - 1, qa.dtype))
+            prev = astype(prev, _np.intp)
+            lo = at(S.select(beyond, last, prev))
+            hi = at(S.select(beyond, last, prev + 1))
+            if weak:        # (NumPy's fraction is then a Python float, in the array's dtype)
+                t, rest = astype(gamma, A.dtype_of(s)), astype(1.0 - gamma, A.dtype_of(s))
+            else:
+                t, rest = gamma, 1.0 - gamma
+            d = hi - lo
+            out = S.select(S.ge(gamma, 0.5), hi - d * rest, lo + d * t)
+        out = moveaxis(out, -1, 0)
+        out = reshape(out, qshape + tuple(x.shape[:-1]))
+    empty = reshape(S.eq(count, 0), tuple(x.shape[:-1]))
+    out = S.select(empty, nan, out)
+    _warn("All-NaN slice encountered", empty, stacklevel=5)
+    if keepdims:
+        out = reshape(out, tuple(qshape) + kept)
+    return out
 
 
 @_numpy_unless_traced(_np.ptp)
@@ -1098,15 +1640,21 @@ _QUANTILE_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observati
                      "nearest")
 
 
-def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
-    """The q-th quantiles of `a` by NumPy's method 'linear': the sorted values at
-    floor(q(n−1)) and the next, interpolated as NumPy does; a slice holding a NaN gives nan."""
+def _quantile_method(fname, method):
+    """NumPy's ValueError for a method it does not know; the methods other than 'linear'
+    are refused by name."""
     if method not in _QUANTILE_METHODS:
         raise ValueError(f"{method!r} is not a valid method. Use one of: "
                          f"{', '.join(_QUANTILE_METHODS)}")
     if method != "linear":
         raise NotImplementedError(f"numpy.{fname}(..., method={method!r}) is not supported "
                                   "on traced values (only 'linear')")
+
+
+def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
+    """The q-th quantiles of `a` by NumPy's method 'linear': the sorted values at
+    floor(q(n−1)) and the next, interpolated as NumPy does; a slice holding a NaN gives nan."""
+    _quantile_method(fname, method)
     if _traced(q):
         raise NotImplementedError(f"numpy.{fname} with traced q is not supported: only the "
                                   "array carries a derivative")
@@ -1464,6 +2012,523 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         return where(isnan(x), x, res)
 
 
+# ---- searching, counting and sets: integer and bool results, and histograms -----------------
+# Positions, counts, memberships and orders have no derivative.  Those whose shape is known
+# from the arguments' shapes are recorded (they trace without values, as comparisons do);
+# those whose shape depends on the values (bincount, unique) read them, so they need an
+# eager call.  What flows through them differentiably are values gathered (unique) or
+# added up (bincount's and the histograms' weights).
+@_numpy_unless_traced(_np.searchsorted, any_argument=True)
+def searchsorted(a, v, side="left", sorter=None):
+    """NumPy's ``searchsorted``: where the values `v` would go in the sorted 1-D `a`
+    (integers, no derivative), recorded, so that it traces without values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda a, v: wnp.searchsorted(a, v, side="right"),
+        ...                wnp.zeros(3), wnp.zeros(2))
+        >>> f(wnp.array([1.0, 2.0, 3.0]), wnp.array([2.0, 0.5])).tolist()
+        [2, 0]
+    """
+    a, v = asarray(a), asarray(v)
+    if len(_shape(a)) != 1:
+        raise ValueError("object too deep for desired array")
+    if sorter is not None:
+        a = take_along_axis(a, asarray(sorter), 0) if _traced(sorter) else \
+            a[_np.asarray(sorter)]
+    return A.searchsorted(a, v, side=side)
+
+
+@_numpy_unless_traced(_np.digitize, any_argument=True)
+def digitize(x, bins, right=False):
+    """NumPy's ``digitize``: the index of the bin of each x (integers, no derivative),
+    recorded through `searchsorted`.  Whether the bins increase or decrease is read from
+    their values, so traced bins need an eager call.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda x: wnp.digitize(x, [0.0, 1.0, 2.0]), wnp.zeros(3))
+        >>> f(wnp.array([-1.0, 0.5, 2.0])).tolist()
+        [0, 1, 3]
+    """
+    x = asarray(x)
+    if A.dtype_of(x).kind == "c":
+        raise TypeError("x may not be complex")
+    b = _np.asarray(_value_of(bins, "read by numpy.digitize (whether the bins increase "
+                                    "or decrease)"))
+    if b.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    side = "left" if right else "right"     # (NumPy's: the arguments are swapped below)
+    if _np.all(b[:-1] <= b[1:]):
+        return A.searchsorted(bins, x, side=side) if _traced(bins) else \
+            A.searchsorted(b, x, side=side)
+    if _np.all(b[:-1] >= b[1:]):
+        return len(b) - A.searchsorted(flip(asarray(bins), 0), x, side=side)
+    raise ValueError("bins must be monotonically increasing or decreasing")
+
+
+@_numpy_unless_traced(_np.lexsort, any_argument=True, array_likes="items")
+def lexsort(keys, axis=-1):
+    """NumPy's ``lexsort``: the order that sorts by the last key, then by the one before,
+    and so on (integers, no derivative): stable sorts by each key in turn, from the first,
+    so it is recorded and traces without values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda a, b: wnp.lexsort((a, b)), wnp.zeros(4), wnp.zeros(4))
+        >>> f(wnp.array([4.0, 3.0, 2.0, 1.0]), wnp.array([1.0, 0.0, 1.0, 0.0])).tolist()
+        [3, 1, 2, 0]
+    """
+    keys = [asarray(k) for k in (keys if type(keys) in (list, tuple) else
+                                 [keys[i] for i in range(len(keys))])]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if len({tuple(_shape(k)) for k in keys}) != 1:
+        raise ValueError("all keys need to be the same shape")
+    if not _shape(keys[0]):
+        return _np.intp(0)                  # (numbers: NumPy's answer, whatever they are)
+    ax = _one_axis(axis, len(_shape(keys[0])), "lexsort")
+    order = argsort(keys[0], ax, kind="stable")
+    for k in keys[1:]:                      # (each sort stable: ties keep the order so far)
+        order = take_along_axis(order, argsort(take_along_axis(k, order, ax), ax,
+                                               kind="stable"), ax)
+    return order
+
+
+@_numpy_unless_traced(_np.isin, any_argument=True)
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """NumPy's ``isin``: whether each element is among `test_elements` (bools, no
+    derivative), recorded: a binary search in the sorted test elements, so it traces
+    without values (`kind` picks NumPy's algorithm, and changes nothing here).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda e, t: wnp.isin(e, t), wnp.zeros(3), wnp.zeros(2))
+        >>> f(wnp.array([1.0, 2.0, wnp.nan]), wnp.array([2.0, wnp.nan])).tolist()
+        [False, True, False]
+    """
+    if kind not in (None, "sort", "table"):
+        raise ValueError(f"Invalid kind: '{kind}'. Please use None, 'sort' or 'table'.")
+    e, t = asarray(element), ravel(asarray(test_elements))
+    if kind == "table" and not (A.dtype_of(e).kind in "uib" and A.dtype_of(t).kind in "uib"):
+        raise ValueError("The 'table' method is only supported for boolean or integer "
+                         "arrays. Please select 'sort' or None for kind.")
+    flat = ravel(e)
+    if _shape(t)[0] == 0:
+        found = _np.zeros(_shape(flat), bool)
+    elif A.dtype_of(e).kind == "c" or A.dtype_of(t).kind == "c":
+        # (no order for complex values: every pair compared)
+        found = any(equal(expand_dims(flat, -1), t), -1)
+    else:
+        t = sort(t)
+        at = S.minimum(A.searchsorted(t, flat, side="left"), _shape(t)[0] - 1)
+        found = equal(take_along_axis(t, at, 0), flat)
+    found = reshape(found, _shape(e))
+    return logical_not(found) if invert else found
+
+
+@_numpy_unless_traced(_np.bincount, any_argument=True)
+def bincount(x, weights=None, minlength=0):
+    """NumPy's ``bincount``.  Its length (the largest x + 1) is read from the values of x,
+    which are indices without derivative; the `weights` are differentiable: each count
+    is a sum of weights (a scatter-add), whose derivative gathers the cotangent back.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> x = wnp.array([0, 2, 2])
+        >>> wnp.bincount(x, wnp.array([0.5, 1.0, 2.0])).tolist()
+        [0.5, 0.0, 3.0]
+        >>> wg.grad(lambda w: wnp.bincount(x, w)[2] * 2)(wnp.array([0.5, 1.0, 2.0]))
+        array([0., 2., 2.])
+    """
+    _int_indices(x, "Cannot cast array data from dtype('{}') to dtype('int64') according "
+                    "to the rule 'safe'")
+    xv = _np.asarray(_value_of(x, "read by numpy.bincount (its length is the largest "
+                                  "value plus one)"))
+    counts = _np.bincount(xv, minlength=minlength)      # (NumPy's checks and length)
+    if weights is None:
+        return counts
+    if not _traced(weights):
+        return _np.bincount(xv, weights, minlength)
+    w = asarray(weights)
+    if _shape(w) != xv.shape:
+        raise ValueError("The weights and list don't have the same length.")
+    if A.dtype_of(w).kind == "c":
+        raise TypeError(f"Cannot cast array data from {A.dtype_of(w)!r} to "
+                        "dtype('float64') according to the rule 'safe'")
+    return A.put_along_axis(astype(w, _np.float64), xv.astype(_np.intp), axis=0,
+                            shape=counts.shape)
+
+
+def _int_indices(x, message="only int indices permitted, not {}"):
+    """NumPy's TypeError for traced indices that are not integers (before their values are
+    read, so that tracing without values says what is wrong with them)."""
+    if type(x) is Node and x.dtype.kind not in "iub":
+        raise TypeError(message.format(x.dtype))
+
+
+def _outer_edges(a, range_):
+    """NumPy's outer bin edges: `range_`, or a's smallest and largest values (traced: their
+    derivative flows into the edges), widened by 1/2 each way if they are equal; NumPy's
+    errors for a bad range (where the values are known)."""
+    if range_ is not None:
+        first, last = range_
+        if _holds(S.gt(first, last)) if _traced(first, last) else first > last:
+            raise ValueError("max must be larger than min in range parameter.")
+        known, what = (first, last), "supplied"
+    elif _math.prod(_shape(a)) == 0:
+        return 0, 1
+    else:
+        first, last = min(a), max(a)
+        known, what = (first, last), "autodetected"
+    values = [v.value if type(v) is Node else v for v in known]
+    if builtins.all(v is not None for v in values) and \
+            not (_np.isfinite(values[0]) and _np.isfinite(values[1])):
+        raise ValueError(f"{what} range of [{values[0]}, {values[1]}] is not finite")
+    if not _traced(first, last):
+        return (first - 0.5, last + 0.5) if first == last else (first, last)
+    same = S.eq(first, last)
+    return S.select(same, first - 0.5, first), S.select(same, last + 0.5, last)
+
+
+def _increasing(edges, strictly, message):
+    """NumPy's ValueError `message` if the edges fail to increase (where values are known)."""
+    earlier, later = edges[:-1], edges[1:]
+    bad = (S.ge if strictly else S.gt)(earlier, later) if type(edges) is Node else \
+        (earlier >= later if strictly else earlier > later)
+    if _holds(bad):
+        raise ValueError(message)
+
+
+def _histogram_edges(a, bins, range_, weights):
+    """(the edges, whether NumPy takes them as equal bins) for histogram."""
+    if isinstance(bins, str):
+        if weights is not None:
+            raise TypeError("Automated estimation of the number of bins is not supported "
+                            "for weighted data")
+        # (the number of bins depends on the values: NumPy's estimate of them)
+        bins = len(_np.histogram_bin_edges(_value_of(a, f"read by numpy.histogram (bins="
+                                                        f"{bins!r} estimates from them)"),
+                                           bins, range_)) - 1
+    if _np.ndim(bins) == 0 and not _traced(bins):
+        try:
+            n = operator.index(bins)
+        except TypeError as e:
+            raise TypeError("`bins` must be an integer, a string, or an array") from e
+        if n < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        if not (_traced(range_) or (range_ is None and _traced(a))):
+            # (plain edges: NumPy's own, from a stand-in of a's dtype where the range is set)
+            sample = a if range_ is None else _np.zeros(0, A.dtype_of(a))
+            return _np.histogram_bin_edges(sample, n, range_), True
+        first, last = _outer_edges(a, range_)
+        dt = A.dtype_of(a) if A.dtype_of(a).kind == "f" else _np.dtype(_np.float64)
+        edges = linspace(first, last, n + 1, dtype=dt)
+        _increasing(edges, True, f"Too many bins for data range. Cannot create {n} "
+                                 "finite-sized bins.")
+        return edges, True
+    edges = asarray(bins)
+    if len(_shape(edges)) != 1:
+        raise ValueError("`bins` must be 1d, when an array")
+    _increasing(edges, False, "`bins` must increase monotonically, when an array")
+    return edges, False
+
+
+def _up_to(sorted_a, edges):
+    """How many of the sorted values lie below each edge (at or below the last)."""
+    return concatenate([A.searchsorted(sorted_a, edges[:-1], side="left"),
+                        A.searchsorted(sorted_a, edges[-1:], side="right")])
+
+
+@_numpy_unless_traced(_np.histogram, any_argument=True)
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogram``.  The counts are piecewise constant in `a` (no derivative);
+    the `weights` are differentiable (each bin sums its weights), and so are the edges
+    NumPy derives from a's smallest and largest values when `range` is not given, and the
+    density (counts over their sum and the bin widths).  With equal bins the weights are
+    added up by bin (as NumPy's bincount), with given edges by differences of their
+    cumulative sums, as NumPy does.  Recorded: traces without values, except for a
+    string `bins`, which estimates the number of bins from the values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([0.5, 1.5, 1.7, 3.0])
+        >>> counts, edges = wnp.histogram(a, bins=3, range=(0, 3))
+        >>> counts.tolist(), edges.tolist()
+        ([1, 2, 1], [0.0, 1.0, 2.0, 3.0])
+        >>> wg.grad(lambda w: wnp.histogram(a, 3, (0, 3), weights=w)[0][1])(wnp.ones(4))
+        array([0., 1., 1., 0.])
+    """
+    a = asarray(a)
+    if weights is not None:
+        weights = asarray(weights)
+        if _shape(weights) != _shape(a):
+            raise ValueError("weights should have the same shape as a.")
+        weights = ravel(weights)
+    a = ravel(a)
+    if A.dtype_of(a) == _np.bool_:
+        import warnings
+        warnings.warn("Converting input from bool to <class 'numpy.uint8'> for "
+                      "compatibility.", RuntimeWarning, stacklevel=3)
+        a = astype(a, _np.uint8)
+    edges, equal_bins = _histogram_edges(a, bins, range, weights)
+    nbins = _shape(edges)[0] - 1
+    if weights is None:
+        n = diff(_up_to(sort(a), edges))
+    elif equal_bins:
+        # each value's bin (the last includes its right edge), or one past the last for
+        # values outside, which are dropped; the weights added up by bin in float64 (or
+        # complex128), as NumPy's bincount adds them
+        bin_ = A.searchsorted(edges, a, side="right") - 1
+        bin_ = where(equal(a, edges[-1]), nbins - 1, bin_)
+        inside = logical_and(greater_equal(a, edges[0]), less_equal(a, edges[-1]))
+        bin_ = where(inside, bin_, nbins)
+        wide = _np.complex128 if A.dtype_of(weights).kind == "c" else _np.float64
+        n = A.put_along_axis(astype(weights, wide), bin_, axis=0, shape=(nbins + 1,))
+        n = astype(n[:nbins], A.dtype_of(weights))
+    else:
+        order = argsort(a)
+        sorted_a = take_along_axis(a, order, 0)
+        cumulative = concatenate([_np.zeros(1, A.dtype_of(weights)),
+                                  cumsum(take_along_axis(weights, order, 0))])
+        n = diff(take_along_axis(cumulative, _up_to(sorted_a, edges), 0))
+    if density:
+        n = n / astype(diff(edges), _np.float64) / sum(n)
+    return n, edges
+
+
+@_numpy_unless_traced(_np.histogramdd, any_argument=True, array_likes="none")
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogramdd``: counts (floats) of the N points of `sample` (an (N, D) array
+    or D arrays of N values) in the D-dimensional bins, as `histogram` in each dimension;
+    differentiable in the `weights`, in the edges taken from the sample's extent, and
+    through the density.  Recorded: traces without values.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> points = wnp.array([[0.1, 0.2], [0.6, 0.9], [0.7, 0.8]])
+        >>> hist, edges = wnp.histogramdd(points, bins=2, range=[(0, 1), (0, 1)])
+        >>> hist.tolist()
+        [[1.0, 0.0], [0.0, 2.0]]
+        >>> w = wnp.array([1.0, 2.0, 3.0])
+        >>> wg.grad(lambda w: wnp.histogramdd(points, 2, [(0, 1), (0, 1)], weights=w)[0][1, 1])(w)
+        array([0., 1., 1.])
+    """
+    if (type(sample) is Node or type(sample) is _np.ndarray) and len(_shape(sample)) == 2:
+        points = sample
+    else:           # (D arrays of N values)
+        points = transpose(atleast_2d(asarray(sample)))
+    N, D = _shape(points)
+    if weights is not None:
+        weights = asarray(weights)
+    try:
+        if len(bins) != D:
+            raise ValueError("The dimension of bins must be equal to the dimension of the "
+                             "sample x.")
+    except TypeError:
+        bins = D * [bins]
+    if range is None:
+        range = (None,) * D
+    elif len(range) != D:
+        raise ValueError("range argument must have one entry per dimension")
+    edges, flat, stride = [], 0, 1
+    for i in reversed(builtins.range(D)):       # (the flat index: the last axis fastest)
+        column = points[:, i]
+        if _np.ndim(bins[i]) == 0 and not _traced(bins[i]):
+            if bins[i] < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            first, last = _outer_edges(column, range[i])
+            try:
+                n = operator.index(bins[i])
+            except TypeError as e:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            e = linspace(first, last, n + 1)
+        elif len(_shape(bins[i])) == 1:
+            e = asarray(bins[i])
+            _increasing(e, False, f"`bins[{i}]` must be monotonically increasing, when an "
+                                  "array")
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+        edges.insert(0, e)
+        # the bin of each point: 0 below the first edge, len(e) beyond the last (outliers),
+        # the last edge itself in the last bin
+        k = A.searchsorted(e, column, side="right")
+        k = where(equal(column, e[-1]), k - 1, k)
+        flat = flat + k * stride
+        stride *= _shape(e)[0] + 1
+    nbin = tuple(_shape(e)[0] + 1 for e in edges)
+    if weights is not None and A.dtype_of(weights).kind == "c":
+        raise TypeError(f"Cannot cast array data from {A.dtype_of(weights)!r} to "
+                        "dtype('float64') according to the rule 'safe'")
+    w = _np.ones(N) if weights is None else astype(weights, _np.float64)
+    hist = A.put_along_axis(w, flat, axis=0, shape=(stride,))
+    hist = reshape(hist, nbin)[(slice(1, -1),) * D]   # (the outliers dropped)
+    if density:
+        total = sum(hist)
+        for i, e in enumerate(edges):
+            hist = hist / reshape(diff(e), tuple(-1 if j == i else 1 for j in builtins.range(D)))
+        hist = hist / total
+    return hist, edges
+
+
+@_numpy_unless_traced(_np.histogram2d, any_argument=True, array_likes="none")
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogram2d``: `histogramdd` of the points (x, y), returning (counts, x
+    edges, y edges); differentiable as it.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> x, y = wnp.array([0.1, 0.6, 0.7]), wnp.array([0.2, 0.9, 0.8])
+        >>> hist, xe, ye = wnp.histogram2d(x, y, bins=2, range=[(0, 1), (0, 1)])
+        >>> hist.tolist(), xe.tolist()
+        ([[1.0, 0.0], [0.0, 2.0]], [0.0, 0.5, 1.0])
+    """
+    if len(x) != len(y):
+        raise ValueError("x and y must have the same length.")
+    try:
+        N = len(bins)
+    except TypeError:
+        N = 1
+    if N not in (1, 2):
+        bins = [asarray(bins)] * 2
+    hist, edges = histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
+
+
+def _first_of_each(ar, value, found, axis, equal_nan, indices=None):
+    """The unique values `found` (NumPy's, from `value`) as a gather of `ar` at the first
+    occurrence of each (`indices`, or found here), so that they carry its derivative; a
+    NaN gets none.  Integer and bool values are NumPy's own."""
+    if A.dtype_of(ar).kind not in "fc":
+        return found
+    if indices is None:
+        kw = {} if equal_nan else {"equal_nan": False}
+        first, indices = _np.unique(value, return_index=True, axis=axis, **kw)
+        if axis is None and not _np.array_equal(first, found, equal_nan=True):
+            # (an unsorted result, NumPy's hash order: each value's place among the sorted)
+            indices = indices[_np.searchsorted(first, found)]
+    out = ravel(ar)[indices] if axis is None else take(ar, indices, axis)
+    return where(isnan(out), nan, out) if _np.isnan(found).any() else out
+
+
+def _unique_value(ar, fname):
+    return _np.asarray(_value_of(ar, f"read by numpy.{fname} (how many values it finds "
+                                     "depends on them)"))
+
+
+@_numpy_unless_traced(_np.unique)
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, sorted=True):
+    """NumPy's ``unique``, of the values (its length depends on them: eager calls only).
+    The unique values are `ar` gathered at the first occurrence of each, which gets their
+    derivative (NaNs get none); indices, inverse and counts are integers.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> x = wnp.array([2.0, 1.0, 2.0, 3.0])
+        >>> values, counts = wnp.unique(x, return_counts=True)
+        >>> values.tolist(), counts.tolist()
+        ([1.0, 2.0, 3.0], [1, 2, 1])
+        >>> wg.grad(lambda x: wnp.sum(wnp.unique(x) ** 2))(x)        # the first 2.0 only
+        array([4., 2., 0., 6.])
+    """
+    value = _unique_value(ar, "unique")
+    kw = {} if sorted is True else {"sorted": sorted}
+    out = _np.unique(value, return_index, return_inverse, return_counts, axis,
+                     equal_nan=equal_nan, **kw)
+    parts = list(out) if return_index or return_inverse or return_counts else [out]
+    parts[0] = _first_of_each(ar, value, parts[0], axis, equal_nan,
+                              out[1] if return_index else None)
+    return tuple(parts) if len(parts) > 1 else parts[0]
+
+
+def _unique_api(npfn):
+    """NumPy 2's unique_all, unique_counts, unique_inverse, unique_values: NumPy's on the
+    values, the values themselves gathered from x (differentiable, as `unique`'s)."""
+    name = npfn.__name__
+
+    def fn(x):
+        value = _unique_value(x, name)
+        out = npfn(value)
+        if name == "unique_values":
+            return _first_of_each(x, value, out, None, False)
+        indices = out.indices if name == "unique_all" else None
+        return out._replace(values=_first_of_each(x, value, out.values, None, False, indices))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"NumPy's ``{name}``, of the values (eager calls only); the values are "
+                  "x gathered at the first occurrence of each, differentiable (NaNs get "
+                  "none), as `unique`'s.\n\n"
+                  "    Example:\n"
+                  "        >>> import wengert as wg, wengert.numpy as wnp\n"
+                  "        >>> x = wnp.array([3.0, 1.0, 3.0])\n"
+                  f"        >>> wg.grad(lambda x: wnp.sum(wnp.{name}(x)"
+                  f"{'' if name == 'unique_values' else '.values'} ** 2))(x)\n"
+                  "        array([6., 2., 0.])\n")
+    return _numpy_unless_traced(npfn)(fn)
+
+
+if hasattr(_np, "unique_all"):      # (NumPy 2)
+    unique_all = _unique_api(_np.unique_all)
+    unique_counts = _unique_api(_np.unique_counts)
+    unique_inverse = _unique_api(_np.unique_inverse)
+    unique_values = _unique_api(_np.unique_values)
+
+
+@_numpy_unless_traced(_np.unravel_index, any_argument=True)
+def unravel_index(indices, shape, order="C"):
+    """NumPy's ``unravel_index`` of the values (integers, no derivative; NumPy checks that
+    they are in range, so it needs an eager call).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> def f(x):
+        ...     i, j = wnp.unravel_index(wnp.argmax(x), x.shape)
+        ...     return x[i, j] * (i + j)
+        >>> wg.grad(f)(wnp.array([[1.0, 5.0], [2.0, 3.0]]))
+        array([[0., 1.],
+               [0., 0.]])
+    """
+    _int_indices(indices)
+    return _np.unravel_index(_value_of(indices, "read by numpy.unravel_index (NumPy checks "
+                                                "the range)"), shape, order)
+
+
+@_numpy_unless_traced(_np.ravel_multi_index, any_argument=True, array_likes="none")
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """NumPy's ``ravel_multi_index`` (integers, no derivative).  With ``mode='wrap'`` or
+    ``'clip'`` it is recorded (it traces without values); with 'raise', NumPy's range
+    check reads the values, so it needs an eager call.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda i, j: wnp.ravel_multi_index((i, j), (3, 4), mode="wrap"),
+        ...                wnp.zeros(2, int), wnp.zeros(2, int))
+        >>> f(wnp.array([1, 2]), wnp.array([3, 5])).tolist()
+        [7, 9]
+    """
+    for i in (multi_index if type(multi_index) in (list, tuple) else [multi_index]):
+        _int_indices(i)
+    dims = tuple(int(d) for d in _np.atleast_1d(_value_of(dims, "read by "
+                                                            "numpy.ravel_multi_index")))
+    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
+    if not builtins.all(m in ("wrap", "clip") for m in modes) or order not in ("C", "F"):
+        what = "read by numpy.ravel_multi_index (mode='raise' checks the range)"
+        return _np.ravel_multi_index(tuple(_value_of(i, what) for i in multi_index), dims,
+                                     mode, order)
+    flat, stride = 0, 1
+    axes = reversed(builtins.range(len(dims))) if order == "C" else builtins.range(len(dims))
+    for k in axes:
+        i = asarray(multi_index[k])
+        if A.dtype_of(i).kind not in "iu":
+            raise TypeError(f"only int indices permitted, not {A.dtype_of(i)}")
+        i = remainder(i, dims[k]) if modes[k] == "wrap" else clip(i, 0, dims[k] - 1)
+        flat = flat + astype(i, _np.intp) * stride
+        stride *= dims[k]
+    return flat
+
+
 # ---- shapes --------------------------------------------------------------------------------
 @_numpy_unless_traced(_np.reshape)
 def reshape(a, /, shape, order="C", *, copy=None):
@@ -1639,7 +2704,7 @@ def array_split(ary, indices_or_sections, axis=0):
         sections = int(indices_or_sections)
         if sections <= 0:
             raise ValueError("number sections must be larger than 0.")
-        each, extras = divmod(n, sections)
+        each, extras = builtins.divmod(n, sections)
         sizes = [each + 1] * extras + [each] * (sections - extras)
         bounds = [0] + [int(b) for b in _np.cumsum(sizes)]
     else:
@@ -2971,6 +4036,305 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     return A.argsort(a, axis=_one_axis(axis, a.ndim, "argsort"))
 
 
+# ---- polynomials (coefficients highest power first, as numpy.poly*) -----------------------
+def _coefficients(fname, *ps, at_least_1d=True):
+    """The coefficient arrays (at least 1-D, unless not `at_least_1d`); a poly1d is
+    refused, since it cannot hold traced values."""
+    if builtins.any(isinstance(p, _np.poly1d) for p in ps):
+        raise NotImplementedError(f"numpy.{fname} of a poly1d is not supported on traced "
+                                  "values (a poly1d cannot hold them): pass p.coeffs")
+    return [atleast_1d(asarray(p)) if at_least_1d else asarray(p) for p in ps]
+
+
+def _real_if_conjugate(coefficients, zeros, what):
+    """NumPy's rule for poly: complex coefficients whose zeros come in conjugate pairs
+    are real (which reads the zeros' values)."""
+    if A.dtype_of(coefficients).kind != "c":
+        return coefficients
+    z = _np.asarray(_value_of(zeros, what), complex)
+    return real(coefficients) if _np.all(_np.sort(z) == _np.sort(z.conjugate())) else \
+        coefficients
+
+
+@_numpy_unless_traced(_np.poly)
+def poly(seq_of_zeros):
+    """NumPy's ``poly``: the coefficients of the monic polynomial with the given zeros (or
+    a square matrix's eigenvalues), multiplied out one factor (x − zₖ) at a time, as NumPy
+    does; differentiable in the zeros (and in the matrix, through `linalg.eigvals`).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.poly(wnp.array([1.0, 2.0])).tolist()          # (x - 1)(x - 2)
+        [1.0, -3.0, 2.0]
+        >>> wg.jacrev(wnp.poly)(wnp.array([1.0, 2.0])).tolist()
+        [[0.0, 0.0], [-1.0, -1.0], [2.0, 1.0]]
+    """
+    (z,) = _coefficients("poly", seq_of_zeros)
+    shape = _shape(z)
+    if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
+        z = linalg.eigvals(z)
+    elif len(shape) == 1:
+        z = astype(z, _np.mintypecode(A.dtype_of(z).char))
+    else:
+        raise ValueError("input must be 1d or non-empty square 2d array.")
+    if _shape(z)[0] == 0:
+        return 1.0
+    a = _np.ones((1,), A.dtype_of(z))
+    zero = _np.zeros((1,), A.dtype_of(z))
+    for k in range(_shape(z)[0]):           # a·(x − zₖ): NumPy's convolve with [1, −zₖ]
+        a = concatenate([a, zero]) - z[k] * concatenate([zero, a])
+    return _real_if_conjugate(a, z, "read by numpy.poly (its result is real if the zeros "
+                              "come in conjugate pairs)")
+
+
+def _aligned(a1, a2):
+    """The two coefficient arrays, the shorter padded with leading zeros (of its dtype)."""
+    n1, n2 = _shape(a1)[0], _shape(a2)[0]
+    if n2 > n1:
+        a1 = concatenate([_np.zeros(n2 - n1, A.dtype_of(a1)), a1])
+    elif n1 > n2:
+        a2 = concatenate([_np.zeros(n1 - n2, A.dtype_of(a2)), a2])
+    return a1, a2
+
+
+@_numpy_unless_traced(_np.polyadd, any_argument=True)
+def polyadd(a1, a2):
+    """NumPy's ``polyadd``, differentiable: the sum, the shorter padded with leading zeros.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> wnp.polyadd(wnp.array([1.0, 2.0]), wnp.array([1.0, 0.0, 3.0])).tolist()
+        [1.0, 1.0, 5.0]
+    """
+    a1, a2 = _aligned(*_coefficients("polyadd", a1, a2))
+    return a1 + a2
+
+
+@_numpy_unless_traced(_np.polysub, any_argument=True)
+def polysub(a1, a2):
+    """NumPy's ``polysub``, differentiable: the difference, as `polyadd`.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> wnp.polysub(wnp.array([1.0, 2.0]), wnp.array([1.0, 0.0, 3.0])).tolist()
+        [-1.0, 1.0, -1.0]
+    """
+    a1, a2 = _aligned(*_coefficients("polysub", a1, a2))
+    return a1 - a2
+
+
+def _leading_zeros_dropped(fname, p):
+    """`p` without its leading zeros (all but one if all are), as NumPy's poly1d keeps
+    coefficients; which those are is read from the values.  (A zero dropped gets no
+    derivative: NumPy's result is shorter there.)"""
+    value = _np.asarray(_value_of(p, f"read by numpy.{fname} (leading zero coefficients "
+                                     "are dropped, as poly1d drops them)"))
+    nonzero_ = _np.flatnonzero(value)
+    start = int(nonzero_[0]) if nonzero_.size else builtins.max(value.shape[0] - 1, 0)
+    return p[start:] if start else p
+
+
+@_numpy_unless_traced(_np.polymul, any_argument=True)
+def polymul(a1, a2):
+    """NumPy's ``polymul``, differentiable: the convolution of the coefficients, leading
+    zero coefficients dropped first, as NumPy does (which reads their values; the
+    dropped zeros get no derivative).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.polymul(wnp.array([1.0, 2.0]), wnp.array([1.0, -2.0])).tolist()
+        [1.0, 0.0, -4.0]
+        >>> wg.grad(lambda a: wnp.polymul(a, wnp.array([1.0, -2.0]))[1])(wnp.array([1.0, 2.0]))
+        array([-2.,  1.])
+    """
+    a1, a2 = _coefficients("polymul", a1, a2)
+    return convolve(_leading_zeros_dropped("polymul", a1),
+                    _leading_zeros_dropped("polymul", a2))
+
+
+@_numpy_unless_traced(_np.polydiv, any_argument=True)
+def polydiv(u, v):
+    """NumPy's ``polydiv``: (quotient, remainder) of long division, computed as NumPy does,
+    differentiable in both.  Leading remainder coefficients within 1e-8 of zero are
+    dropped, as NumPy drops them (which reads their values).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> q, r = wnp.polydiv(wnp.array([1.0, -3.0, 2.0, 1.0]), wnp.array([1.0, -1.0]))
+        >>> q.tolist(), r.tolist()
+        ([1.0, -2.0, 0.0], [1.0])
+        >>> wg.grad(lambda v: wnp.polydiv(wnp.array([1.0, 0.0, -4.0]), v)[1][0])(
+        ...     wnp.array([1.0, -1.0]))                        # r = v1²/v0² - 4
+        array([-2., -2.])
+    """
+    u, v = _coefficients("polydiv", u, v)
+    u, v = u + 0.0, v + 0.0
+    dt = _np.result_type(A.dtype_of(u), A.dtype_of(v))
+    m, n = _shape(u)[0] - 1, _shape(v)[0] - 1
+    scale = 1.0 / v[0]
+    r = astype(u, dt)
+    q = []
+    for k in range(m - n + 1):
+        d = scale * r[k]
+        q.append(d)
+        r = concatenate([r[:k], r[k:k + n + 1] - d * v, r[k + n + 1:]])
+    q = astype(stack(q), dt) if q else _np.zeros((1,), dt)
+    while _shape(r)[0] > 1 and _np.allclose(
+            _value_of(r[0], "read by numpy.polydiv (leading remainder coefficients near "
+                            "zero are dropped)"), 0, rtol=1e-14):
+        r = r[1:]
+    return q, r
+
+
+@_numpy_unless_traced(_np.polyder)
+def polyder(p, m=1):
+    """NumPy's ``polyder``, the m-th derivative's coefficients: linear in p, so
+    differentiable to every order.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> wnp.polyder(wnp.array([1.0, 1.0, 1.0, 1.0]), 2).tolist()      # of x³ + x² + x + 1
+        [6.0, 2.0]
+    """
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive (see polyint)")
+    (p,) = _coefficients("polyder", p, at_least_1d=False)
+    if m == 0:
+        return p
+    for _ in range(m):
+        n = len(p) - 1
+        p = p[:-1] * _np.arange(n, 0, -1)
+    return p
+
+
+@_numpy_unless_traced(_np.polyint, any_argument=True)
+def polyint(p, m=1, k=None):
+    """NumPy's ``polyint``, the m-th antiderivative's coefficients, with integration
+    constants `k` (a number for all, or one per integration): differentiable in p and k.
+
+    Example:
+        >>> import wengert.numpy as wnp
+        >>> wnp.polyint(wnp.array([3.0, 2.0, 1.0]), k=5.0).tolist()       # x³ + x² + x + 5
+        [1.0, 1.0, 1.0, 5.0]
+    """
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    k = atleast_1d(_np.zeros(m, float) if k is None else asarray(k))
+    if _shape(k)[0] == 1 and m > 1:
+        k = k[0] * _np.ones(m, float)
+    if _shape(k)[0] < m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
+    (p,) = _coefficients("polyint", p, at_least_1d=False)
+    for i in range(m):
+        p = concatenate([p / _np.arange(len(p), 0, -1), k[i:i + 1]])
+    return p
+
+
+@_numpy_unless_traced(_np.polyfit, any_argument=True)
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's ``polyfit``: the least-squares coefficients, computed as NumPy does (the
+    weighted Vandermonde matrix, its columns scaled to unit length, `linalg.lstsq`), so
+    differentiable in x, y and w where the rank does not change; ``full`` (residuals,
+    rank, singular values, rcond) and ``cov`` (True or 'unscaled') too.  The rank is read
+    from the values (NumPy's RankWarning when it falls short), so it needs an eager call.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> x = wnp.array([0.0, 1.0, 2.0, 3.0])
+        >>> wnp.polyfit(x, 2 * x + 1, 1).round(12).tolist()
+        [2.0, 1.0]
+        >>> wg.jacrev(lambda y: wnp.polyfit(x, y, 1))(2 * x + 1).round(3).tolist()
+        [[-0.3, -0.1, 0.1, 0.3], [0.7, 0.4, 0.1, -0.2]]
+    """
+    if _traced(rcond):
+        raise NotImplementedError("numpy.polyfit with a traced rcond is not supported: it "
+                                  "is a threshold, without derivative")
+    order = int(deg) + 1
+    x, y = asarray(x) + 0.0, asarray(y) + 0.0
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if len(_shape(x)) != 1:
+        raise TypeError("expected 1D vector for x")
+    if _shape(x)[0] == 0:
+        raise TypeError("expected non-empty vector for x")
+    if not 1 <= len(_shape(y)) <= 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if _shape(x)[0] != _shape(y)[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = _shape(x)[0] * _np.finfo(A.dtype_of(x)).eps
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        w = asarray(w) + 0.0
+        if len(_shape(w)) != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if _shape(w)[0] != _shape(y)[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if len(_shape(rhs)) == 2 else w)
+    scale = sqrt(sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
+    c = transpose(transpose(c) / scale)
+    if int(rank) != order and not full:
+        import warnings
+        warnings.warn("Polyfit may be poorly conditioned", _np.exceptions.RankWarning,
+                      stacklevel=3)
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    base = linalg.inv(dot(transpose(lhs), lhs)) / outer(scale, scale)
+    if cov == "unscaled":
+        factor = 1
+    else:
+        if _shape(x)[0] <= order:
+            raise ValueError("the number of data points must exceed order to scale the "
+                             "covariance matrix")
+        factor = resids / (_shape(x)[0] - order)
+    return c, (base if len(_shape(y)) == 1 else base[:, :, None]) * factor
+
+
+@_numpy_unless_traced(_np.roots)
+def roots(p):
+    """NumPy's ``roots``: the eigenvalues of the companion matrix, differentiable through
+    `linalg.eigvals` where they are distinct.  Which leading and trailing coefficients
+    are zero is read from the values (as NumPy strips them), and so is whether the roots
+    are all real (then real, as NumPy's; else complex), so it needs an eager call.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.roots(wnp.array([1.0, -3.0, 2.0])).tolist()
+        [2.0, 1.0]
+        >>> wg.grad(lambda p: wnp.roots(p)[0])(wnp.array([1.0, -3.0, 2.0])).tolist()
+        [-4.0, -2.0, -1.0]
+    """
+    p = atleast_1d(asarray(p))
+    if len(_shape(p)) != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    value = _np.asarray(_value_of(p, "read by numpy.roots (its zero coefficients are "
+                                     "stripped)"))
+    nonzero_ = _np.flatnonzero(value)
+    if nonzero_.size == 0:
+        return _np.array([])
+    trailing = _shape(p)[0] - int(nonzero_[-1]) - 1
+    p = p[int(nonzero_[0]):int(nonzero_[-1]) + 1]
+    if A.dtype_of(p).kind not in "fc":
+        p = astype(p, float)
+    n = _shape(p)[0]
+    if n > 1:
+        # the companion matrix: -p[1:]/p[0] above the shifted identity
+        top = reshape(-p[1:] / p[0], (1, n - 1))
+        z = linalg.eigvals(concatenate([top, _np.eye(n - 2, n - 1, dtype=A.dtype_of(p))]))
+        if not _np.any(_np.imag(_value_of(z, "read by numpy.roots"))):
+            z = real(z)                 # (NumPy's eigvals are real when all of them are)
+    else:
+        z = _np.array([])
+    return concatenate([z, _np.zeros(trailing, A.dtype_of(z))]) if trailing else z
+
+
 # ---- creation: NumPy's, also for traced arguments where only the shape matters ---------------
 @_numpy_unless_traced(_np.linspace, any_argument=True)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
@@ -3004,6 +4368,64 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if dtype is not None:
         y = astype(y, dtype)
     return (y, step) if retstep else y
+
+
+@_numpy_unless_traced(_np.logspace, any_argument=True)
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """NumPy's ``logspace``: ``base ** linspace(start, stop, ...)``, differentiable in
+    `start`, `stop` and `base` (arrays broadcast, as NumPy's).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.logspace(0.0, 2.0, 3).tolist()
+        [1.0, 10.0, 100.0]
+        >>> g = wg.grad(lambda s: wnp.sum(wnp.logspace(0.0, s, 3, base=2.0)))(2.0)
+        >>> bool(abs(g - (0.5 * 2 ** 1 + 4) * wnp.log(2)) < 1e-12)   # d/ds of 1 + 2^(s/2) + 2^s
+        True
+    """
+    if not isinstance(base, (float, int)) and len(_shape(base)):
+        # an array of bases broadcasts with start and stop, along the samples' axis
+        nd = len(_np.broadcast_shapes(_shape(start), _shape(stop), _shape(base)))
+        start, stop, base = (array(x, ndmin=nd) for x in (start, stop, base))
+        base = expand_dims(base, axis)
+    out = power(base, linspace(start, stop, num=num, endpoint=endpoint, axis=axis))
+    return out if dtype is None else astype(out, dtype)
+
+
+@_numpy_unless_traced(_np.geomspace, any_argument=True)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's ``geomspace``, computed as NumPy does (`logspace` of the logarithms of
+    start and stop turned positive, the end points start and stop themselves),
+    differentiable in `start` and `stop`.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> wnp.geomspace(-1.0, -8.0, 4).tolist()
+        [-1.0, -2.0, -4.0, -8.0]
+        >>> wg.jacrev(lambda s: wnp.geomspace(1.0, s, 3))(4.0).round(12).tolist()
+        [0.0, 0.25, 1.0]
+    """
+    start, stop = asarray(start), asarray(stop)
+    if _holds(equal(start, 0), equal(stop, 0)):
+        raise ValueError("Geometric sequence cannot include zero")
+    dt = _np.result_type(A.dtype_of(start), A.dtype_of(stop), float(num),
+                         _np.zeros((), dtype))
+    dtype = dt if dtype is None else _np.dtype(dtype)
+    start, stop = astype(start, dt), astype(stop, dt)
+    # (turned positive real, and back at the end: negative and complex ends too)
+    out_sign = sign(start)
+    start, stop = start / out_sign, stop / out_sign
+    out = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, dtype=dt)
+    if num > 0:         # the ends are start and stop, not 10**log10 of them
+        rest = _shape(out)[1:]
+        ends = [expand_dims(broadcast_to(start, rest), 0), out[1:]]
+        if num > 1 and endpoint:
+            ends[1:] = [out[1:-1], expand_dims(broadcast_to(stop, rest), 0)]
+        out = concatenate(ends, 0)
+    out = out * out_sign
+    if axis != 0:
+        out = moveaxis(out, 0, axis)
+    return astype(out, dtype)
 
 
 zeros_like = _about_shape(_np.zeros_like)

@@ -409,6 +409,11 @@ argsort.defpartials(None)
 argpartition = _prim("argpartition",
                      lambda x, kth, axis: np.argpartition(x, kth, axis=axis), cost="cmp")
 argpartition.defpartials(None)
+# positions in a sorted 1-D array: integers without derivative, recorded (as a comparison
+# is), so they trace without values; NumPy's binary search, not n·m comparisons
+searchsorted = _prim("searchsorted", lambda a, v, side: np.searchsorted(a, v, side=side),
+                     cost="cmp", complex=True)
+searchsorted.defpartials(None, None)
 take_along_axis = _prim("take_along_axis", _take_along, cost=None)
 put_along_axis = _prim("put_along_axis", _put_along_add, cost=None)
 take_along_axis.defjvp(lambda ts, x, idx, ans, axis: take_along_axis(ts[0], idx, axis=axis))

@@ -454,6 +454,14 @@ def _place(args, mapped, node):
     return A.pad(flat, pad_width=((0, 0), (p["start"], p["size"] - p["start"] - n)))
 
 
+def _searchsorted(args, mapped, node):
+    """searchsorted: values to look up may have any shape, so a batch of them is one call;
+    a batch of sorted arrays is not covered (one call per example)."""
+    if mapped[0]:
+        return None
+    return A.searchsorted(args[0], args[1], **node.params)
+
+
 # --------------------------------------------------------------------------------------
 # who has which rule
 # --------------------------------------------------------------------------------------
@@ -501,6 +509,7 @@ def _declare():
     REGISTRY["cross_entropy_grad"].defbatch(_cross_entropy_grad)
     REGISTRY["part"].defbatch(_part)
     REGISTRY["place"].defbatch(_place)
+    A.searchsorted.defbatch(_searchsorted)
 
 
 _declare()

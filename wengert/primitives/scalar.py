@@ -273,6 +273,59 @@ select.defpartials(None,
                    lambda c, a, b, ans: select(c, 0.0, 1.0))
 
 
+# ---- a float's representation: floor_divide, spacing, nextafter, modf, frexp ---------------
+# NumPy's own evaluation, since the compositions differ from it: floor(x/y) is not NumPy's
+# x // y (1.0 // 0.1 is 9.0, floor(1.0/0.1) is 10.0), and x - trunc(x) loses modf's signed
+# zeros and gives nan at ±inf.
+def _int32_result(args, params):
+    return elementwise_aval(abs, args)[0], np.dtype(np.int32)
+
+
+floor_divide = _scalar("floor_divide", np.floor_divide, None, "div", dtype_rule="promote",
+                       doc="floor_divide(x, y): NumPy's x // y (as its divmod computes it).")
+spacing = _scalar("spacing", np.spacing, None, doc="spacing(x): the distance from |x| to the "
+                  "next float away from zero, with x's sign (NumPy's).")
+nextafter = _scalar("nextafter", np.nextafter, None,
+                    doc="nextafter(x, y): the float after x towards y (NumPy's).")
+modf_fraction = _scalar("modf_fraction", lambda x: np.modf(x)[0], None, "add",
+                        doc="modf_fraction(x): x - trunc(x), NumPy's modf(x)[0] (with "
+                        "x's sign; 0 at ±inf).")
+frexp_mantissa = _scalar("frexp_mantissa", lambda x: np.frexp(x)[0], None,
+                         doc="frexp_mantissa(x): m of x = m·2**e with 0.5 <= |m| < 1 "
+                         "(NumPy's frexp(x)[0]).")
+frexp_exponent = _scalar("frexp_exponent", lambda x: np.frexp(x)[1], None, "cmp",
+                         abstract_eval=_int32_result,
+                         doc="frexp_exponent(x): the int32 e of x = m·2**e (NumPy's "
+                         "frexp(x)[1]).")
+frexp_exponent.elementwise = True
+
+
+def _no_nextafter_derivative(*args, **params):
+    # (declared as its JVP and VJP, not as partials: no sweep or test takes it for a
+    # function with partial derivatives)
+    raise NotImplementedError(
+        "numpy.nextafter has no derivative rule (JAX has none either): give it "
+        "wg.value(x) to use its value as a constant, or write x itself where a "
+        "derivative 1 is meant")
+
+
+floor_divide.defpartials(None, None)                # piecewise constant
+spacing.defpartials(None)
+nextafter.defjvp(_no_nextafter_derivative).defvjp(_no_nextafter_derivative)
+modf_fraction.defpartials(1.0)                      # (jumps at the integers)
+frexp_exponent.defpartials(None)
+
+
+def _frexp_partial(x, ans):
+    # m = x·2**-e exactly, so the partial 2**-e is m/x exactly; m == x where e = 0, which
+    # covers 0 and ±inf too (e = 0 there): the partial 1, without computing 0/0 or inf/inf
+    same = eq(ans, x)
+    return select(same, 1.0, ans) / select(same, 1.0, x)
+
+
+frexp_mantissa.defpartials(_frexp_partial)
+
+
 # ---- complex values: parts and conjugate --------------------------------------------------
 real = _scalar("real", np.real, None, None, linear=True, complex=True, dtype_rule="real",
                doc="real(z): the real part (z itself for a real z).")

@@ -1,18 +1,21 @@
 """Special functions (SciPy's `scipy.special`) as elementwise primitives, for
 `wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, expit, logit, ndtr,
-log_ndtr, xlogy and xlog1py.
+log_ndtr, xlogy and xlog1py; and NumPy's i0 (for `wengert.numpy.i0`), with i1, its
+derivative.
 
 Each is evaluated by SciPy's own ufunc, so a traced value equals SciPy's result; SciPy is
 imported on first evaluation, not here, so wengert imports without it (the error then
 says how to install it).  There is no `math` fast path: Python's erf and lgamma differ
 from SciPy's in the last bit now and then.  erf and erfc alone have an evaluation of
 their own, in vectorised NumPy (`erf_numpy`, `erfc_numpy`), taken where SciPy is not
-installed: wengert.nn's exact gelu needs erf, and should not need SciPy.
+installed: wengert.nn's exact gelu needs erf, and should not need SciPy.  So does i1
+(`i1_numpy`), for the derivative of NumPy's i0, which NumPy evaluates.
 
 Partials, written with primitives as in scalar.py:
 
     d erf = 2/√π exp(-x²)        d gammaln = digamma          d polygamma(n) = polygamma(n+1)
     d erfinv = √π/2 exp(ans²)    d digamma = polygamma(1)     d expit = ans · expit(-x)
+    d i0 = i1                    d i1 = i0 - i1/x (1/2 at 0)
 
 Domains follow SciPy: gammaln of a negative non-integer is log|Γ(x)| (its derivative is
 still digamma), gamma and gammaln have poles at 0, -1, -2, ... (inf), erfinv is ±inf at ±1.
@@ -174,6 +177,40 @@ def erfc_numpy(x):
     return _erf_parts(x, True)
 
 
+def i1_numpy(x):
+    """I₁(x), the modified Bessel function of the first kind of order 1, in vectorised NumPy
+    (without SciPy), within about 2e-15 relative of SciPy's: its power series
+    (x/2) Σ (x²/4)ᵏ/(k!(k+1)!) (positive terms, no cancellation) up to |x| = 20, and beyond
+    the asymptotic series eˣ/√(2πx) (1 - 3/(8x) - 15/(128x²) - ...), whose terms still
+    fall by e⁻⁴⁰ there.  Odd, and finite up to |x| ≈ 713, where I₁ overflows.
+
+    Example:
+        >>> print(f"{i1_numpy(1.0):.12f} {i1_numpy(-30.0):.6e}")
+        0.565159103992 -7.685320e+11
+    """
+    x = np.asarray(x)
+    a = np.abs(x).astype(np.float64)
+    small = a <= 20.0
+    s = np.where(small, a, 0.0)
+    quarter = s * s / 4
+    term, total = np.ones_like(s), np.ones_like(s)
+    for k in range(1, 60):                  # (the 60th term is below 1e-45 of the sum)
+        term = term * quarter / (k * (k + 1))
+        total = total + term
+    series = s / 2 * total
+    b = np.where(small, 21.0, a)
+    term, tail = np.ones_like(b), np.ones_like(b)
+    for k in range(1, 30):
+        term = term * (((2 * k - 1) ** 2 - 4) / (8 * k * b))
+        tail = tail + term
+    with np.errstate(over="ignore"):        # (e^(x/2) twice: overflow only where I₁ does)
+        half = np.exp(b / 2)
+        large = half * (half / np.sqrt(2 * np.pi * b) * tail)
+    out = np.copysign(np.where(small, series, large), x)
+    out = out.astype(np.result_type(x.dtype, 1.0), copy=False)
+    return out if out.ndim else out[()]
+
+
 def _scipy_or(name, fallback):
     """The evaluation of a primitive: SciPy's function `name` where SciPy is installed,
     else `fallback`, decided on first use."""
@@ -219,6 +256,18 @@ log_ndtr = _special("log_ndtr", "log_ndtr(x): log Φ(x), accurate for very negat
 xlogy = _special("xlogy", "xlogy(x, y): x·log(y), and 0 where x = 0 (even for y = 0).")
 xlog1py = _special("xlog1py", "xlog1py(x, y): x·log1p(y), and 0 where x = 0.")
 
+
+def _i0_np(x):
+    out = np.i0(x)                          # (NumPy's i0 is not a ufunc: a 0-d array for
+    return out if out.ndim else out[()]     # a number, which a scalar node holds as one)
+
+
+# NumPy's i0 (for wengert.numpy.i0), and I₁, its derivative, from SciPy where installed
+i0 = _special("i0", "i0(x): I₀(x), the modified Bessel function of the first kind of "
+              "order 0 (NumPy's numpy.i0).", impl=_i0_np)
+i1 = _special("i1", "i1(x): I₁(x) = I₀'(x) (scipy.special.i1; `i1_numpy` without SciPy).",
+              impl=_scipy_or("i1", i1_numpy))
+
 erf.defpartials(lambda x, ans: _TWO_OVER_SQRT_PI * exp(-(x * x)))
 erfc.defpartials(lambda x, ans: -_TWO_OVER_SQRT_PI * exp(-(x * x)))
 erfinv.defpartials(lambda x, ans: _SQRT_PI_OVER_TWO * exp(ans * ans))
@@ -232,6 +281,11 @@ logit.defpartials(lambda x, ans: 1 / (x * (1 - x)))
 ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x)))
 # φ(x)/Φ(x) = exp(-x²/2 - log Φ(x))/√(2π): no 0/0 where Φ underflows (x << 0)
 log_ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x) - ans))
+
+
+i0.defpartials(lambda x, ans: i1(x))
+# I₁' = I₀ - I₁/x, which is 1/2 at 0 (I₁(x) ≈ x/2 there)
+i1.defpartials(lambda x, ans: select(eq(x, 0.0), 0.5, i0(x) - ans / select(eq(x, 0.0), 1.0, x)))
 
 
 def _safe(x, y, pole, fill):
