@@ -199,6 +199,31 @@ def test_stop_gradient_has_zero_derivative():
     assert wg.jvp(lambda x: wg.stop_gradient(x) + x, (1.0,), (1.0,))[1] == 1.0
 
 
+def test_nothing_behind_a_stop_gradient_is_differentiated():
+    """A rule behind stop_gradient only is never asked, in any mode (so one that refuses,
+    as nextafter's does, is no obstacle), and what is behind it is a constant."""
+    asked = []
+
+    @wg.primitive
+    def cube(x):
+        return x ** 3
+
+    def refuse(*args, **params):
+        asked.append(1)
+        raise NotImplementedError("cube's rule was asked")
+    cube.defvjp(refuse)
+    cube.defjvp(refuse)
+    f = lambda x: x * cube(wg.stop_gradient(x)) + x ** 2     # noqa: E731
+    assert wg.grad(f)(2.0) == 8.0 + 4.0
+    assert wg.jvp(f, (2.0,), (1.0,))[1] == 12.0
+    assert wg.hessian(f)(2.0) == 2.0
+    assert wg.compile(wg.grad(f), 2.0)(3.0) == 27.0 + 6.0
+    assert wg.vmap(wg.grad(f))(np.array([2.0, 3.0])).tolist() == [12.0, 33.0]
+    assert not asked
+    with pytest.raises(NotImplementedError, match="cube's rule was asked"):
+        wg.grad(lambda x: x * cube(x))(2.0)         # (it would be, in front of it)
+
+
 def test_comparisons_give_bools_and_no_derivative():
     assert wg.grad(lambda x: wg.select(x > 0, x, 0.0) + (x > 1) * 0.0)(2.0) == 1.0
     assert (wg.math.lt(1.0, 2.0), wg.math.ge(1.0, 2.0)) == (True, False)

@@ -16,13 +16,16 @@ import inspect
 import numpy as np
 
 from ..primitives.registry import check_rule_shape, user_cotangents
-from ..primitives.scalar import real_part
+from ..primitives.scalar import real_part, stop_gradient
 from ..primitives.shape import sum_to
 
 
 def active_indices(plan, inputs):
-    """Which nodes carry an adjoint, the plan and the inputs: ``active[node.index]`` is 1
-    for them (a bytearray over indices up to the last of them)."""
+    """Which nodes carry an adjoint: the inputs, and the nodes of the plan that depend on
+    them other than through `stop_gradient` (``active[node.index]`` is 1 for them, a
+    bytearray over indices up to the last of them).  A node behind a stop_gradient only
+    never receives an adjoint, so its rule is never asked (and may refuse, as nextafter's
+    does)."""
     top = -1
     for x in inputs:
         if x.index > top:
@@ -30,10 +33,20 @@ def active_indices(plan, inputs):
     if plan and plan[-1].index > top:
         top = plan[-1].index
     active = bytearray(top + 1)
-    for n in plan:
-        active[n.index] = 1
     for x in inputs:
         active[x.index] = 1
+    for n in plan:
+        if n.op is stop_gradient:
+            continue
+        args = n.args
+        if len(args) == 1:                      # (the usual one or two: no generator)
+            on = active[args[0].index]
+        elif len(args) == 2:
+            on = active[args[0].index] or active[args[1].index]
+        else:
+            on = any(active[a.index] for a in args)
+        if on:
+            active[n.index] = 1
     return active
 
 
@@ -273,7 +286,7 @@ def eager_plan(graph, inputs, outputs, keep):
         if not args:
             continue
         mask = _mask(args, active)
-        if 1 not in mask or node.dtype.kind not in "fc":
+        if 1 not in mask or node.dtype.kind not in "fc" or node.op is stop_gradient:
             continue                     # (as in mark-up: bools and ints carry no adjoint)
         active[i] = 1
         plan.append(node)

@@ -477,11 +477,12 @@ nextafter.__doc__ = """NumPy's ``nextafter``: the float after x towards y.  Its 
 on traced values (eagerly, under ``wg.compile`` and ``wg.vmap``), but, as in JAX, it has
 no derivative rule: differentiating through it raises `NotImplementedError` (a derivative
 in x would be 1 between the floats and undefined at them).  To use its value as a
-constant in a gradient, give it ``wg.value(x)``.
+constant in a gradient, give it ``wg.stop_gradient(x)`` (nothing behind a stop_gradient
+is differentiated, compiled or not).
 
     Example:
         >>> import wengert as wg, wengert.numpy as wnp
-        >>> f = lambda x: x * (wnp.nextafter(wg.value(x), wnp.inf) - x)
+        >>> f = lambda x: x * (wnp.nextafter(wg.stop_gradient(x), wnp.inf) - x)
         >>> wg.grad(f)(1.0) == 2.0 ** -52 - 1.0
         True
 """

@@ -305,7 +305,7 @@ def _no_nextafter_derivative(*args, **params):
     # function with partial derivatives)
     raise NotImplementedError(
         "numpy.nextafter has no derivative rule (JAX has none either): give it "
-        "wg.value(x) to use its value as a constant, or write x itself where a "
+        "wg.stop_gradient(x) to use its value as a constant, or write x itself where a "
         "derivative 1 is meant")
 
 
