@@ -197,6 +197,9 @@ def test_nan_functions_refuse_what_they_cannot_honour():
         wg.grad(lambda t: np.nanquantile(t, 0.5, weights=numpy.ones((3, 4))))(x)
     with pytest.raises(NotImplementedError, match="traced q"):
         wg.grad(lambda t: np.nanquantile(x * t, t))(0.5)
+    for f in (np.quantile, np.percentile):          # (checked before NumPy reads q)
+        with pytest.raises(NotImplementedError, match=f"numpy.{f.__name__} with traced q"):
+            wg.grad(lambda q: np.sum(f(numpy.arange(4.0), q)))(0.5)
 
 
 def test_nan_statistics_through_numpys_dispatch_vmap_and_compile():

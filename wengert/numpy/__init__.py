@@ -1706,6 +1706,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     derivative goes to the two sorted values interpolated."""
     _refuse("quantile", out=out is not None, weights=weights is not None,
             interpolation=interpolation is not None)
+    _constant_q("quantile", q)                  # (before NumPy reads it)
     if not _np.all((_np.asarray(q) >= 0) & (_np.asarray(q) <= 1)):
         raise ValueError("Quantiles must be in the range [0, 1]")
     return _quantile("quantile", a, q, axis, keepdims, method, type(q) in (int, float))
@@ -1717,6 +1718,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     """NumPy's ``percentile`` (``quantile`` of q/100), differentiable in `a`."""
     _refuse("percentile", out=out is not None, weights=weights is not None,
             interpolation=interpolation is not None)
+    _constant_q("percentile", q)                # (before NumPy reads it)
     weak = type(q) in (int, float)
     q = _np.true_divide(q, 100)
     if not _np.all((q >= 0) & (q <= 1)):
