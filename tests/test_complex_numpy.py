@@ -516,7 +516,7 @@ TAKES = set("""
     vander var vdot vecdot vsplit vstack where zeros_like
     iscomplex isreal sort_complex nanprod nancumsum nancumprod nanvar nanstd searchsorted isin
     unique unique_all unique_counts unique_inverse unique_values poly polyadd polysub polymul
-    polydiv polyder polyint polyfit roots logspace geomspace""".split())
+    polydiv polyder polyint polyfit roots logspace geomspace piecewise""".split())
 # NumPy orders complex numbers lexicographically; wengert's rules for these are for reals
 ORDERINGS = {
     "maximum": "maximum", "minimum": "minimum", "fmax": "ge", "fmin": "le", "max": "amax",
@@ -542,7 +542,8 @@ ASSEMBLY = set("""append apply_along_axis apply_over_axes block broadcast_arrays
 IN_PLACE = {"place", "put", "putmask", "put_along_axis", "fill_diagonal", "copyto"}
 ARGUMENTS = {"clip": (0.0, 1.0), "partition": (1,), "argpartition": (1,), "quantile": (0.5,),
              "percentile": (50,), "ldexp": (2,), "nanquantile": (0.5,), "nanpercentile": (50,),
-             "digitize": ([0.0, 1.0],), "unravel_index": ((2, 2),)}
+             "digitize": ([0.0, 1.0],), "unravel_index": ((2, 2),),
+             "piecewise": (True, [lambda t: t * t])}
 UNARY = {"sort", "argsort", "median", "max", "amax", "min", "amin", "ptp", "nanmax", "nanmin",
          "argmax", "argmin", "floor", "ceil", "trunc", "fix", "cbrt", "fabs", "deg2rad",
          "radians", "rad2deg", "degrees", "signbit", "bitwise_not", "invert", "modf", "frexp",

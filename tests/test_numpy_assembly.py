@@ -499,3 +499,42 @@ def test_in_place_functions_are_numpys_on_plain_arrays():
         assert eval("np." + call, {"np": np, "numpy": numpy, "t": mine}) is None
         eval("numpy." + call, {"numpy": numpy, "t": theirs})
         numpy.testing.assert_array_equal(mine, theirs)
+
+
+# ---- piecewise ------------------------------------------------------------------------------
+PIECES = [  # (conditions of x, functions): a later condition wins; an extra one is the otherwise
+    (lambda x: [x < 0], [lambda t: t ** 3, lambda t: numpy.sin(t) * 2]),
+    (lambda x: [x < -0.5, x > 0.5], [lambda t: t * t.mean(), 4.0, lambda t: numpy.exp(t)]),
+    (lambda x: [x < 1.0, x < 0.0], [lambda t: t ** 2, lambda t: -t]),      # overlapping
+    (lambda x: x > 0, [lambda t: numpy.sqrt(t), 0.0]),   # sqrt only where it is defined
+]
+
+
+@pytest.mark.parametrize("case", range(len(PIECES)))
+def test_piecewise_matches_numpy_and_differentiates(case):
+    conds, funcs = PIECES[case]
+    x = numpy.array([-1.7, -0.8, -0.3, 0.2, 0.7, 1.4, 2.2]).reshape(7)
+    f = lambda x: np.piecewise(x, conds(wg.value(x)), funcs)     # noqa: E731
+    numpy.testing.assert_allclose(f(x), numpy.piecewise(x, conds(x), funcs), rtol=1e-15)
+    check_grads(f, x, order=2)                        # (away from the boundaries)
+    g = lambda x: np.sum(numpy.piecewise(x, conds(x), funcs))   # noqa: E731  (NumPy's name)
+    numpy.testing.assert_allclose(wg.grad(g)(x), wg.grad(lambda x: np.sum(f(x)))(x))
+
+
+def test_piecewise_edge_cases_and_errors():
+    x = numpy.array([[-1.0, 2.0], [3.0, -4.0]])
+    f = lambda x: np.piecewise(x, x > 0, [lambda t: 3 * t, lambda t: -t])   # noqa: E731
+    numpy.testing.assert_array_equal(f(x), numpy.piecewise(x, x > 0, [lambda t: 3 * t,
+                                                                     lambda t: -t]))
+    assert wg.grad(lambda x: np.sum(f(x)))(x).tolist() == [[-1.0, 3.0], [3.0, -1.0]]
+    assert wg.grad(lambda s: np.piecewise(s, [s > 0], [lambda t: t * t]))(3.0) == 6.0
+    # nothing holds and no otherwise: NumPy's 0, without derivative
+    assert wg.grad(lambda s: np.piecewise(s, [s > 9], [lambda t: t * t]))(3.0) == 0.0
+    with pytest.raises(ValueError, match="with 1 condition"):
+        wg.grad(lambda x: np.sum(np.piecewise(x, [x > 0], [1.0, 2.0, 3.0])))(x)
+    with pytest.raises(wg.ConcretizationError, match="condition by numpy.piecewise"):
+        wg.compile(lambda x: np.piecewise(x, [x > 0], [lambda t: t]), x)
+    plain = wg.compile(lambda x: np.piecewise(x, [numpy.array([[True, False],
+                                                               [False, True]])],
+                                                 [lambda t: 2 * t]), x)
+    numpy.testing.assert_array_equal(plain(x), [[-2.0, 0.0], [0.0, -8.0]])

@@ -4471,6 +4471,61 @@ def select(condlist, choicelist, default=0):
     for c, v in zip(reversed(condlist), reversed(choicelist)):
         result = where(c, v, result)
     return result
+
+
+@_numpy_unless_traced(_np.piecewise, any_argument=True, array_likes="none")
+def piecewise(x, condlist, funclist, *args, **kw):
+    """NumPy's ``piecewise``, differentiable: each function called, as NumPy calls it, on
+    the elements of x where its condition holds (so it need not be defined elsewhere),
+    a constant placed as it is; a later condition wins, an extra last function is the
+    otherwise, and 0 is left where none holds.  The pieces are joined and gathered back
+    into x's shape, so each element's derivative is its own piece's.  The conditions are
+    read by value (as a boolean mask in indexing is).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> x = numpy.array([-2.0, -0.5, 1.0, 4.0])
+        >>> huber = lambda x: np.piecewise(x, [abs(x) <= 1], [lambda t: t * t / 2,
+        ...                                                    lambda t: abs(t) - 0.5])
+        >>> huber(x).tolist()
+        [1.5, 0.125, 0.5, 3.5]
+        >>> wg.grad(lambda x: np.sum(huber(x)))(x).tolist()
+        [-1.0, -0.5, 1.0, 1.0]
+    """
+    x = asarray(x)
+    shape_x = tuple(_shape(x))
+    n2 = len(funclist)
+    # NumPy's reading: one condition, or a list of them
+    if _np.isscalar(condlist) or type(condlist) is Node or (
+            not isinstance(condlist[0], (list, _np.ndarray, Node)) and len(shape_x) != 0):
+        condlist = [condlist]
+    conds = [_np.broadcast_to(_np.asarray(_value_of(c, "used as a condition by "
+                                                    "numpy.piecewise"), dtype=bool), shape_x)
+             for c in condlist]
+    n = len(conds)
+    if n == n2 - 1:
+        conds.append(~_np.any(conds, axis=0) if conds else _np.ones(shape_x, bool))
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are "
+                         "expected")
+    dtype = A.dtype_of(x)
+    parts = [_np.zeros(1, dtype)]               # (place 0: where no condition holds)
+    source = _np.zeros(shape_x, _np.intp)
+    start = 1
+    for cond, func in zip(conds, funclist):
+        count = int(cond.sum())
+        if not callable(func):
+            parts.append(reshape(astype(asarray(func), dtype), (1,)))
+            source[cond] = start
+            start += 1
+        elif count:
+            values = broadcast_to(asarray(func(x[cond], *args, **kw)), (count,))
+            parts.append(astype(values, dtype))
+            source[cond] = start + _np.arange(count)
+            start += count
+    return concatenate(parts)[source]
+
+
 shape = _about_shape(_np.shape)
 ndim = _about_shape(_np.ndim)
 size = _about_shape(_np.size)
