@@ -540,6 +540,11 @@ ASSEMBLY = set("""append apply_along_axis apply_over_axes block broadcast_arrays
     ediff1d extract insert matvec permute_dims resize row_stack trim_zeros unstack
     vecmat""".split()) & set(dir(np))
 IN_PLACE = {"place", "put", "putmask", "put_along_axis", "fill_diagonal", "copyto"}
+# dtype and shape queries, and the layout functions (asarray): checked in tests/test_numpy.py
+QUERIES = {"result_type", "can_cast", "common_type", "min_scalar_type", "iscomplexobj",
+           "isrealobj", "isfortran", "diag_indices_from", "tril_indices_from",
+           "triu_indices_from", "iterable", "isscalar", "asanyarray", "ascontiguousarray",
+           "asfortranarray", "require", "asarray_chkfinite"}
 ARGUMENTS = {"clip": (0.0, 1.0), "partition": (1,), "argpartition": (1,), "quantile": (0.5,),
              "percentile": (50,), "ldexp": (2,), "nanquantile": (0.5,), "nanpercentile": (50,),
              "digitize": ([0.0, 1.0],), "unravel_index": ((2, 2),),
@@ -573,7 +578,7 @@ def test_every_function_of_wengert_numpy_takes_or_refuses_complex_values():
     public = {n for n, v in vars(wnp).items() if not n.startswith("_") and callable(v)
               and not isinstance(v, (type, types.ModuleType)) and hasattr(np, n)
               and _traced_at_all(v)}
-    said = TAKES | set(ORDERINGS) | set(NUMPY_REFUSES) | ASSEMBLY | IN_PLACE
+    said = TAKES | set(ORDERINGS) | set(NUMPY_REFUSES) | ASSEMBLY | IN_PLACE | QUERIES
     assert public == said, (public - said, said - public)
     # linalg: every function that takes traced values takes complex ones (the
     # factorizations' rules have their conjugate transposes), none refuses them

@@ -1587,3 +1587,34 @@ def test_numpy_function_with_the_traced_value_second():
     w = numpy.array([[3.0, 1.0], [1.0, 2.0], [2.0, 3.0]])
     want = numpy.take_along_axis(x, numpy.argsort(w, axis=0), axis=0)
     numpy.testing.assert_allclose(wg.grad(f)(w), want)
+
+
+def test_dtype_shape_and_layout_utilities_take_traced_values():
+    """What NumPy's queries say of a traced value is what they say of an array of its shape
+    and dtype; the layout functions are asarray; each is NumPy's on plain values."""
+    x32 = numpy.linspace(0.5, 2.0, 6).astype(numpy.float32).reshape(2, 3)
+    m = r(3, 3)
+
+    def queries(x, mod):
+        return (mod.result_type(x, 1.0), mod.can_cast(x, numpy.float16),
+                mod.common_type(x), mod.min_scalar_type(x), mod.iscomplexobj(x),
+                mod.isrealobj(x), mod.isfortran(x), mod.iterable(x),
+                mod.isscalar(x[0, 0]) if mod is np else True)
+    seen = []
+    wg.grad(lambda x: seen.append(queries(x, np)) or np.sum(x))(x32)
+    assert seen[0] == queries(x32, numpy)[:-1] + (True,)    # (a traced 0-d: a scalar)
+    assert np.isscalar(1.0) and not np.isscalar(numpy.ones(2))
+    rows, cols = [], []
+    wg.grad(lambda m: rows.append(np.tril_indices_from(m)) or cols.append(
+        np.diag_indices_from(m)) or np.sum(m))(m)
+    assert [a.tolist() for a in rows[0]] == [a.tolist() for a in numpy.tril_indices_from(m)]
+    assert [a.tolist() for a in cols[0]] == [a.tolist() for a in numpy.diag_indices_from(m)]
+    for fn in (np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.require,
+               np.asarray_chkfinite):
+        check_grads(lambda x: fn(x) ** 2, m, order=1)
+        assert fn(numpy.float32(2.0), numpy.float64).dtype == numpy.float64
+        assert wg.trace(lambda x: fn(x, numpy.float64), x32).outputs[0].dtype == \
+            numpy.float64
+    with pytest.raises(ValueError, match="must not contain infs or NaNs"):
+        wg.grad(lambda x: np.sum(np.asarray_chkfinite(x * numpy.inf)))(m)
+    assert_close(wg.compile(lambda x: np.asarray_chkfinite(x) * 2, m)(m), 2 * m)

@@ -4559,6 +4559,73 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     return _array_of(a, dtype, 0)
 
 
+def _about_shapes(npfn):
+    """NumPy's `npfn`, for which every traced argument is only a shape and a dtype (dtype
+    and shape queries: result_type, can_cast, diag_indices_from, ...)."""
+    @functools.wraps(npfn)
+    def wrapper(*args, **kwargs):
+        return npfn(*[_stand_in(a) if type(a) is Node else a for a in args],
+                    **{k: _stand_in(v) if type(v) is Node else v for k, v in kwargs.items()})
+    return wrapper
+
+
+# what they say of a traced value is said of its shape and dtype alone
+for _name in ("result_type", "can_cast", "common_type", "min_scalar_type", "iscomplexobj",
+              "isrealobj", "isfortran", "diag_indices_from", "tril_indices_from",
+              "triu_indices_from", "iterable"):
+    globals()[_name] = _about_shapes(getattr(_np, _name))
+
+
+def isscalar(element):
+    """NumPy's ``isscalar``; a traced value of shape () is a scalar (it stands for a number,
+    as in JAX), other traced values are not.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as np
+        >>> wg.grad(lambda x: x * 2 if np.isscalar(x) else np.sum(x))(3.0)
+        2.0
+    """
+    if type(element) is Node:
+        return element.shape == ()
+    return _np.isscalar(element)
+
+
+def _as_array_of_layout(fname, npfn):
+    """asanyarray, ascontiguousarray, asfortranarray and require: a traced value has no
+    memory layout (nor subclass) to arrange, so each is `asarray` with its dtype."""
+    @_numpy_unless_traced(npfn, any_argument=True, array_likes="none")
+    def fn(a, dtype=None, *args, like=None, **kwargs):
+        _refuse(fname, like=like is not None)
+        return _array_of(a, dtype, 0)
+    fn.__name__ = fn.__qualname__ = fname
+    fn.__doc__ = (f"NumPy's ``{fname}``: on traced values `asarray` (a traced value has no "
+                  "memory layout to arrange), with its dtype.")
+    return fn
+
+
+asanyarray = _as_array_of_layout("asanyarray", _np.asanyarray)
+ascontiguousarray = _as_array_of_layout("ascontiguousarray", _np.ascontiguousarray)
+asfortranarray = _as_array_of_layout("asfortranarray", _np.asfortranarray)
+require = _as_array_of_layout("require", _np.require)
+
+
+@_numpy_unless_traced(_np.asarray_chkfinite, any_argument=True, array_likes="none")
+def asarray_chkfinite(a, dtype=None, order=None):
+    """NumPy's ``asarray_chkfinite``: `asarray`, with NumPy's ValueError where a value is
+    inf or nan (checked where the values are known: eagerly, not under ``wg.compile``).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> wg.grad(lambda x: np.sum(np.asarray_chkfinite(x) ** 2))(numpy.array([1.0, 2.0]))
+        array([2., 4.])
+    """
+    out = _array_of(a, dtype, 0)
+    known = out.value if type(out) is Node else out
+    if known is not None and A.dtype_of(out).kind in "fc" and not _np.isfinite(known).all():
+        raise ValueError("array must not contain infs or NaNs")
+    return out
+
+
 from . import linalg, fft  # noqa: E402
 from .dispatch import install as _install, unsupported as _unsupported  # noqa: E402
 
