@@ -544,7 +544,9 @@ IN_PLACE = {"place", "put", "putmask", "put_along_axis", "fill_diagonal", "copyt
 QUERIES = {"result_type", "can_cast", "common_type", "min_scalar_type", "iscomplexobj",
            "isrealobj", "isfortran", "diag_indices_from", "tril_indices_from",
            "triu_indices_from", "iterable", "isscalar", "asanyarray", "ascontiguousarray",
-           "asfortranarray", "require", "asarray_chkfinite"}
+           "asfortranarray", "require", "asarray_chkfinite", "einsum_path"}
+# the set operations gather their values (checked in tests/test_numpy_stats.py)
+SETS = {"union1d", "intersect1d", "setdiff1d", "setxor1d"}
 ARGUMENTS = {"clip": (0.0, 1.0), "partition": (1,), "argpartition": (1,), "quantile": (0.5,),
              "percentile": (50,), "ldexp": (2,), "nanquantile": (0.5,), "nanpercentile": (50,),
              "digitize": ([0.0, 1.0],), "unravel_index": ((2, 2),),
@@ -578,7 +580,7 @@ def test_every_function_of_wengert_numpy_takes_or_refuses_complex_values():
     public = {n for n, v in vars(wnp).items() if not n.startswith("_") and callable(v)
               and not isinstance(v, (type, types.ModuleType)) and hasattr(np, n)
               and _traced_at_all(v)}
-    said = TAKES | set(ORDERINGS) | set(NUMPY_REFUSES) | ASSEMBLY | IN_PLACE | QUERIES
+    said = TAKES | set(ORDERINGS) | set(NUMPY_REFUSES) | ASSEMBLY | IN_PLACE | QUERIES | SETS
     assert public == said, (public - said, said - public)
     # linalg: every function that takes traced values takes complex ones (the
     # factorizations' rules have their conjugate transposes), none refuses them

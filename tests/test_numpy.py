@@ -398,12 +398,10 @@ def test_methods_and_properties_of_traced_arrays():
 
 def test_unsupported_functions_raise_a_clear_error():
     x = r(3)
-    with pytest.raises(NotImplementedError, match=r"numpy\.setdiff1d"):
-        wg.grad(lambda x: np.setdiff1d(x, x[:1]).sum())(x)
-    with pytest.raises(NotImplementedError, match=r"numpy\.union1d"):
-        wg.grad(lambda x: numpy.union1d(x, x[:1]).sum())(x)
-    with pytest.raises(NotImplementedError, match=r"numpy\.intersect1d"):
-        wg.grad(lambda x: numpy.intersect1d(x, x[:1]).sum())(x)
+    with pytest.raises(NotImplementedError, match=r"numpy\.histogram_bin_edges"):
+        wg.grad(lambda x: np.histogram_bin_edges(x).sum())(x)
+    with pytest.raises(NotImplementedError, match=r"numpy\.histogram_bin_edges"):
+        wg.grad(lambda x: numpy.histogram_bin_edges(x).sum())(x)
     with pytest.raises(NotImplementedError, match="not supported"):
         wg.grad(lambda x: numpy.gcd(x, x).sum())(x)
     with pytest.raises(wg.ConcretizationError, match="NumPy array"):

@@ -755,3 +755,40 @@ def test_former_notimplemented_example_from_the_issue():
     assert_close(g, wg.grad(lambda x: np.std(x))(numpy.array([1.0, 2.0, 3.0])), rtol=1e-15)
     g = wg.grad(lambda x: numpy.nanstd(x))(numpy.array([1.0, numpy.nan, 3.0]))
     assert g.tolist() == [-0.5, 0.0, 0.5]
+
+
+@pytest.mark.parametrize("name", ["union1d", "intersect1d", "setdiff1d", "setxor1d"])
+def test_set_operations_gather_their_values(name):
+    """NumPy's values; each is gathered from its first place in ar1, else ar2, so d/dx of
+    Σ result² is 2x at those places and 0 elsewhere (a repeat gets none)."""
+    x = numpy.array([3.0, 1.0, 2.0, 1.0, 7.5])
+    y = numpy.array([[2.0, 5.0], [7.5, 0.5]])
+    ours, theirs = getattr(np, name), getattr(numpy, name)
+    numpy.testing.assert_array_equal(ours(wg.value(x), y), theirs(x, y))
+    gx, gy = wg.grad(lambda x, y: np.sum(ours(x, y) ** 2), argnums=(0, 1))(x, y)
+    found = theirs(x, y)
+    want_x = numpy.zeros(5)
+    want_y = numpy.zeros((2, 2))
+    for v in found:
+        if v in x:
+            k = int(numpy.flatnonzero(x == v)[0])
+            want_x[k] = 2 * v
+        else:
+            want_y[numpy.unravel_index(int(numpy.flatnonzero(y.ravel() == v)[0]), (2, 2))] = 2 * v
+    numpy.testing.assert_array_equal(gx, want_x)
+    numpy.testing.assert_array_equal(gy, want_y)
+    # (central differences where no value of x is one of y's: there the set is smooth)
+    check_grads(lambda x: ours(x, y) ** 2, numpy.array([3.0, 1.0, 6.0]), order=2)
+    assert ours([1, 2, 3], [2, 4]).tolist() == theirs([1, 2, 3], [2, 4]).tolist()   # plain
+    with pytest.raises(wg.ConcretizationError, match=f"numpy.{name}"):
+        wg.compile(lambda x: ours(x, y), x)
+
+
+def test_intersect1d_with_indices_and_nans():
+    x, y = numpy.array([4.0, numpy.nan, 1.0, 2.0]), numpy.array([2.0, 4.0, numpy.nan])
+    v, i1, i2 = np.intersect1d(x, y, return_indices=True)
+    want = numpy.intersect1d(x, y, return_indices=True)
+    numpy.testing.assert_array_equal(v, want[0])
+    assert i1.tolist() == want[1].tolist() and i2.tolist() == want[2].tolist()
+    g = wg.grad(lambda x: np.nansum(np.union1d(x, y) * 3))(x)
+    assert g.tolist() == [3.0, 0.0, 3.0, 3.0]                 # (the nan gets none)

@@ -2445,6 +2445,49 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return tuple(parts) if len(parts) > 1 else parts[0]
 
 
+def _set_operation(npfn):
+    """union1d, intersect1d, setdiff1d, setxor1d: NumPy's on the values (eager calls only:
+    how many values they find depends on them), each value found then gathered from the
+    first place it has in ar1, else ar2, which gets its derivative (a NaN gets none)."""
+    name = npfn.__name__
+
+    @_numpy_unless_traced(npfn, any_argument=True)
+    def fn(ar1, ar2, *args, **kwargs):
+        values = [_unique_value(a, name) for a in (ar1, ar2)]
+        out = npfn(*values, *args, **kwargs)
+        found = out[0] if type(out) is tuple else out        # (intersect1d's indices)
+        if found.dtype.kind not in "fc":
+            return out
+        joined = concatenate([ravel(asarray(ar1)), ravel(asarray(ar2))])
+        flat = _np.concatenate([_np.ravel(v) for v in values])
+        first, places = _np.unique(flat, return_index=True)
+        gathered = joined[places[_np.searchsorted(first, found)]] if found.size else \
+            joined[:0]
+        if _np.isnan(found).any():
+            gathered = where(isnan(gathered), nan, gathered)
+        return (gathered,) + out[1:] if type(out) is tuple else gathered
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"NumPy's ``{name}``, of the values (eager calls only); each value found "
+                  "is gathered from its first place in ar1, else in ar2, which gets its "
+                  "derivative.\n\n"
+                  "    Example:\n"
+                  "        >>> import wengert as wg, wengert.numpy as wnp\n"
+                  "        >>> x = wnp.array([3.0, 1.0, 2.0])\n"
+                  f"        >>> wg.grad(lambda x: wnp.sum(wnp.{name}(x, [2.0, 5.0]) ** 2))(x)"
+                  "\n"
+                  f"        array({_np.array2string(_SET_EXAMPLES[name], separator=', ')})\n")
+    return fn
+
+
+# (the gradients of the docstrings' examples: 2x where x's value is in the result)
+_SET_EXAMPLES = {"union1d": _np.array([6.0, 2.0, 4.0]), "intersect1d": _np.array([0.0, 0.0, 4.0]),
+                 "setdiff1d": _np.array([6.0, 2.0, 0.0]), "setxor1d": _np.array([6.0, 2.0, 0.0])}
+union1d = _set_operation(_np.union1d)
+intersect1d = _set_operation(_np.intersect1d)
+setdiff1d = _set_operation(_np.setdiff1d)
+setxor1d = _set_operation(_np.setxor1d)
+
+
 def _unique_api(npfn):
     """NumPy 2's unique_all, unique_counts, unique_inverse, unique_values: NumPy's on the
     values, the values themselves gathered from x (differentiable, as `unique`'s)."""
@@ -4572,7 +4615,7 @@ def _about_shapes(npfn):
 # what they say of a traced value is said of its shape and dtype alone
 for _name in ("result_type", "can_cast", "common_type", "min_scalar_type", "iscomplexobj",
               "isrealobj", "isfortran", "diag_indices_from", "tril_indices_from",
-              "triu_indices_from", "iterable"):
+              "triu_indices_from", "iterable", "einsum_path"):
     globals()[_name] = _about_shapes(getattr(_np, _name))
 
 
