@@ -316,15 +316,37 @@ class _Jacobian(_System):
         self.leaf_avals = base.leaf_avals
         self.active = ()
 
+    #: Calls after which the Jacobian is compiled.  A right-hand side is called
+    #: thousands of times, a Jacobian a few dozen (a BDF solve of a 100-state
+    #: Brusselator: 2); compiling a large one costs hundreds of eager sweeps (that one:
+    #: 0.5 s, an eager Jacobian 2 ms), so, as `wengert.scipy.optimize` does, it is
+    #: compiled only once it has been asked for often: counted over all the solves of
+    #: this system (the adjoint's, one per output interval; a fit's, one per step).
+    HOT = 32
+    calls = 0
+
     def rhs(self, y, s, *leaves):
         from ..api import jacfwd
         base = self.base
         return jacfwd(lambda y: base.rhs(y, s, *leaves))(y)
 
+    def bind(self, leaves, y0, s0):
+        if getattr(self, "_code", None) is not None:    # compiled (or failed) before
+            return super().bind(leaves, y0, s0)
+        rhs, code = self.rhs, [None]
 
-# --------------------------------------------------------------------------------------
-# the primitive
-# --------------------------------------------------------------------------------------
+        def jac(y, s):
+            if code[0] is not None:
+                return code[0](y, s, *leaves)
+            self.calls += 1
+            if self.calls >= self.HOT:
+                code[0] = self._kernel(leaves, y, s)
+                if code[0] is not None:
+                    return code[0](y, s, *leaves)
+            return np.asarray(rhs(y, s, *leaves), dtype=np.float64)
+        return jac
+
+
 class Odeint(Primitive):
     """The primitive of one ODE solve: ``(y0, t, *leaves) -> y`` of shape (len(t), n),
     y0 flat, t[0] the initial time.  Its VJP is the adjoint method, its JVP forward
