@@ -1,9 +1,13 @@
-"""Differentiable ODE solutions: `odeint`, SciPy's `scipy.integrate.odeint` with derivatives.
+"""Differentiable ODE solutions: `solve_ivp` and `odeint`, SciPy's
+`scipy.integrate.solve_ivp` and `scipy.integrate.odeint` with derivatives.
 
-On plain values `odeint` is SciPy's (LSODA, the same call, the same numbers).  On traced
-values (inside `wg.grad`, `wg.jvp`, ...) the whole solve is **one node** of the graph, as
-a `wg.checkpoint` is: the solver runs on plain numbers, nothing inside it is recorded, and
-the node's rules solve other ODEs when a sweep reaches it:
+On plain values each is SciPy's (the same call, the same numbers; solve_ivp's implicit
+methods get wengert's exact ∂f/∂y where SciPy would take finite differences).  On traced
+values (inside `wg.grad`, `wg.jvp`, ...) the whole solve is **one node** of the graph, an
+`Odeint` primitive (for both front-ends; its `method` says which solver), as a
+`wg.checkpoint` is: the solver runs on plain numbers, nothing inside it is recorded, and
+the node's rules solve other ODEs, by the same method and tolerances, when a sweep
+reaches it:
 
 * **reverse mode** (VJP) by the *adjoint method*: a backward solve from t[-1] to t[0]
   of the augmented system [y, a, b] with ``y' = f``, ``a' = -aᵀ ∂f/∂y`` and
@@ -16,20 +20,27 @@ the node's rules solve other ODEs when a sweep reaches it:
   ``ẏ' = ∂f/∂y ẏ + ∂f/∂args ȧrgs``, started from ``ẏ0 - f(y0, t0) ṫ0``, plus
   ``f(y_i, t_i) ṫ_i`` at each output time.
 
-Both rules are written with wengert primitives whose own solves are `odeint` nodes (of the
+Both rules are written with wengert primitives whose own solves are `Odeint` nodes (of the
 adjoint or the sensitivity system), so a derivative of a derivative (`wg.hessian`) works
 the same way, one level down; Taylor mode nests forward sensitivities.  SciPy calls the
 right-hand side of those systems, a derivative of func, as code made by `wg.compile`,
-kept with the primitive across calls of odeint (a fit solves one problem many times).
-See docs/odes.md.
+kept with the primitive across calls (a fit solves one problem many times); so are the
+Jacobians the implicit methods get.  solve_ivp's times are t_span's ends and t_eval:
+the primitive solves from t0 to tf and reports y at ``[t0, *t_eval, tf]``, of which the
+front-end keeps t_eval's.  See docs/odes.md.
 
 Example:
     >>> import numpy as np, wengert as wg
-    >>> from wengert.scipy.integrate import odeint
-    >>> t = np.array([0.0, 1.0])
+    >>> from wengert.scipy.integrate import odeint, solve_ivp
     >>> def decay(k):                                  # y' = -k y, y(1) = exp(-k)
-    ...     return odeint(lambda y, t, k: -k * y, 1.0, t, args=(k,))[-1, 0]
+    ...     return solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), [1.0], args=(k,),
+    ...                      rtol=1e-10, atol=1e-12).y[0, -1]
     >>> print(round(decay(0.5), 6), round(wg.grad(decay)(0.5), 6))  # d/dk exp(-k) = -exp(-k)
+    0.606531 -0.606531
+    >>> t = np.array([0.0, 1.0])
+    >>> def decay_lsoda(k):                            # the same, by SciPy's odeint
+    ...     return odeint(lambda y, t, k: -k * y, 1.0, t, args=(k,))[-1, 0]
+    >>> print(round(decay_lsoda(0.5), 6), round(wg.grad(decay_lsoda)(0.5), 6))
     0.606531 -0.606531
 """
 from __future__ import annotations
@@ -304,10 +315,10 @@ class _TangentSystem(_System):
 
 class _Jacobian(_System):
     """∂f/∂y of `base` as a function of (y, s), the n×n matrix that SciPy's implicit
-    methods (Radau, BDF, LSODA) factorise in their Newton iterations.  Not a system to
-    solve: its `bind` gives SciPy's ``jac``, compiled as the derived right-hand sides
-    are (SciPy would take n + 1 calls of f per Jacobian, finite differences whose error
-    slows the Newton iterations of a stiff problem)."""
+    methods (Radau, BDF, LSODA) factorise in their Newton iterations, where they would
+    take n (+ 1) calls of f per Jacobian for finite differences.  Not a system to solve:
+    its `bind` gives SciPy's ``jac``, eager sweeps until it has been asked for `HOT`
+    times, then compiled as the derived right-hand sides are."""
 
     def __init__(self, base):
         self.base = base
