@@ -396,6 +396,22 @@ def test_scipys_conventions():
         assert_close(g(0.5), -2 * np.exp(-1.0), rtol=1e-8)
 
 
+def test_vectorized_calls_of_the_traced_solve():
+    """SciPy's finite differences call a vectorized fun with k states at once: on traced
+    values too, in y0's shape."""
+    seen = []
+
+    def f(t, X, k):
+        seen.append(np.shape(X))
+        return -k * X
+    tree = wint.flatten((0.5,))[1]
+    prim = wint._primitive(f, (2, 2), tree, (((), np.dtype(float)),), (0,), True,
+                           dict(vectorized=True), "BDF")
+    rhs = prim.system.bind([0.5], np.ones(4), 0.0)
+    assert_close(rhs(np.arange(12.0).reshape(4, 3), 0.0), -0.5 * np.arange(12.0).reshape(4, 3))
+    assert seen == [(2, 2, 3)]
+
+
 def test_options_reach_the_derived_systems():
     """The adjoint is solved by the user's method and tolerances and step bound (one
     tolerance for a per-element atol); not by options of the user's system alone."""
@@ -513,6 +529,13 @@ def test_bad_times_and_method():
         wg.compile(lambda t: solve_ivp(decay, (0.0, 1.0), [1.0], t_eval=t,
                                        args=(0.5,)).y, np.array([0.2, 0.5]))(
             np.array([0.5, 0.2]))
+
+
+def test_args_must_unpack():
+    for solve in (solve_ivp, lambda *a, **kw: wg.grad(
+            lambda k: solve_ivp(*a[:2], wnp.stack([k]), **kw).y[0, 0])(1.0)):
+        with pytest.raises(TypeError, match="Supplied 'args' cannot be unpacked"):
+            solve(decay, (0.0, 1.0), [1.0], t_eval=[1.0], args=0.5)
 
 
 def test_empty_interval():
