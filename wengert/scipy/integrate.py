@@ -130,11 +130,11 @@ class _System:
         return f
 
     def _kernel(self, leaves, y0, s0):
-        """The compiled rhs, made once per system and kept across calls of odeint (a fit
-        solves the same system again and again), or None.  Compiled code holds the
-        values of what func reads besides its arguments (a global) as they were when it
-        was traced: once per call of odeint it is checked against rhs at (y0, s0), and
-        compiled again if they differ."""
+        """The compiled rhs, made once per system and kept across calls of odeint and
+        solve_ivp (a fit solves the same system again and again), or None.  Compiled
+        code holds the values of what func reads besides its arguments (a global) as they
+        were when it was traced: once per call it is checked against rhs at (y0, s0),
+        and compiled again if they differ."""
         if not self.compiled:
             return None
         kernel = getattr(self, "_code", None)
@@ -162,8 +162,8 @@ class _System:
         return kernel or None
 
 
-#: Calls of odeint on traced values so far: a derived system's compiled code is checked
-#: once per call (see `_System._kernel`).
+#: Calls of odeint and solve_ivp that may use compiled code so far: a derived system's
+#: compiled code is checked once per call (see `_System._kernel`).
 _calls = [0]
 
 
