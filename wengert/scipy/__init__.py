@@ -5,8 +5,8 @@ multivariate_normal, gamma, beta, poisson, dirichlet), `wengert.scipy.linalg`
 solve_continuous_lyapunov, inv, det, solve, lu_factor, lu_solve, eigh, block_diag), for
 Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations,
 vibration modes (the generalized eigh(a, b)); and
-`wengert.scipy.integrate` (odeint: ODE solutions differentiated by the adjoint method,
-docs/odes.md); and `wengert.scipy.optimize` (minimize, root, root_scalar, brentq,
+`wengert.scipy.integrate` (solve_ivp and odeint: ODE solutions differentiated by the
+adjoint method, docs/odes.md); and `wengert.scipy.optimize` (minimize, root, root_scalar, brentq,
 fixed_point, least_squares, curve_fit: solvers given exact derivatives, and solutions differentiated
 by the implicit function theorem, docs/optimize.md).
 

@@ -1,9 +1,13 @@
-"""Differentiable ODE solutions: `odeint`, SciPy's `scipy.integrate.odeint` with derivatives.
+"""Differentiable ODE solutions: `solve_ivp` and `odeint`, SciPy's
+`scipy.integrate.solve_ivp` and `scipy.integrate.odeint` with derivatives.
 
-On plain values `odeint` is SciPy's (LSODA, the same call, the same numbers).  On traced
-values (inside `wg.grad`, `wg.jvp`, ...) the whole solve is **one node** of the graph, as
-a `wg.checkpoint` is: the solver runs on plain numbers, nothing inside it is recorded, and
-the node's rules solve other ODEs when a sweep reaches it:
+On plain values each is SciPy's (the same call, the same numbers; solve_ivp's implicit
+methods get wengert's exact ∂f/∂y where SciPy would take finite differences).  On traced
+values (inside `wg.grad`, `wg.jvp`, ...) the whole solve is **one node** of the graph, an
+`Odeint` primitive (for both front-ends; its `method` says which solver), as a
+`wg.checkpoint` is: the solver runs on plain numbers, nothing inside it is recorded, and
+the node's rules solve other ODEs, by the same method and tolerances, when a sweep
+reaches it:
 
 * **reverse mode** (VJP) by the *adjoint method*: a backward solve from t[-1] to t[0]
   of the augmented system [y, a, b] with ``y' = f``, ``a' = -aᵀ ∂f/∂y`` and
@@ -16,20 +20,27 @@ the node's rules solve other ODEs when a sweep reaches it:
   ``ẏ' = ∂f/∂y ẏ + ∂f/∂args ȧrgs``, started from ``ẏ0 - f(y0, t0) ṫ0``, plus
   ``f(y_i, t_i) ṫ_i`` at each output time.
 
-Both rules are written with wengert primitives whose own solves are `odeint` nodes (of the
+Both rules are written with wengert primitives whose own solves are `Odeint` nodes (of the
 adjoint or the sensitivity system), so a derivative of a derivative (`wg.hessian`) works
 the same way, one level down; Taylor mode nests forward sensitivities.  SciPy calls the
 right-hand side of those systems, a derivative of func, as code made by `wg.compile`,
-kept with the primitive across calls of odeint (a fit solves one problem many times).
-See docs/odes.md.
+kept with the primitive across calls (a fit solves one problem many times); so are the
+Jacobians the implicit methods get.  solve_ivp's times are t_span's ends and t_eval:
+the primitive solves from t0 to tf and reports y at ``[t0, *t_eval, tf]``, of which the
+front-end keeps t_eval's.  See docs/odes.md.
 
 Example:
     >>> import numpy as np, wengert as wg
-    >>> from wengert.scipy.integrate import odeint
-    >>> t = np.array([0.0, 1.0])
+    >>> from wengert.scipy.integrate import odeint, solve_ivp
     >>> def decay(k):                                  # y' = -k y, y(1) = exp(-k)
-    ...     return odeint(lambda y, t, k: -k * y, 1.0, t, args=(k,))[-1, 0]
+    ...     return solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), [1.0], args=(k,),
+    ...                      rtol=1e-10, atol=1e-12).y[0, -1]
     >>> print(round(decay(0.5), 6), round(wg.grad(decay)(0.5), 6))  # d/dk exp(-k) = -exp(-k)
+    0.606531 -0.606531
+    >>> t = np.array([0.0, 1.0])
+    >>> def decay_lsoda(k):                            # the same, by SciPy's odeint
+    ...     return odeint(lambda y, t, k: -k * y, 1.0, t, args=(k,))[-1, 0]
+    >>> print(round(decay_lsoda(0.5), 6), round(wg.grad(decay_lsoda)(0.5), 6))
     0.606531 -0.606531
 """
 from __future__ import annotations
@@ -47,7 +58,7 @@ from ..graph.graph import aval
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
-__all__ = ["odeint"]
+__all__ = ["odeint", "solve_ivp"]
 
 #: LSODA's default tolerances (SciPy's odeint, when rtol and atol are None).
 DEFAULT_TOL = 1.49012e-8
@@ -60,6 +71,19 @@ _PLAIN_ONLY = ("Dfun", "col_deriv", "ml", "mu", "full_output")
 #: for the user's problem, is not).
 _SHARED = ("rtol", "atol", "mxstep", "tcrit", "hmax", "hmin", "ixpr", "mxhnil", "mxordn",
            "mxords", "printmessg")
+
+#: solve_ivp's options passed on to the solves of the rules' systems.  Not first_step (for
+#: the user's problem), nor jac, jac_sparsity, lband, uband and vectorized, which describe
+#: the user's system alone.
+_IVP_SHARED = ("rtol", "atol", "max_step", "min_step")
+
+
+def _scipy_integrate():
+    try:
+        import scipy.integrate
+    except ImportError as e:
+        raise ImportError(INSTALL_HINT) from e
+    return scipy.integrate
 
 
 def _scipy_odeint():
@@ -106,11 +130,11 @@ class _System:
         return f
 
     def _kernel(self, leaves, y0, s0):
-        """The compiled rhs, made once per system and kept across calls of odeint (a fit
-        solves the same system again and again), or None.  Compiled code holds the
-        values of what func reads besides its arguments (a global) as they were when it
-        was traced: once per call of odeint it is checked against rhs at (y0, s0), and
-        compiled again if they differ."""
+        """The compiled rhs, made once per system and kept across calls of odeint and
+        solve_ivp (a fit solves the same system again and again), or None.  Compiled
+        code holds the values of what func reads besides its arguments (a global) as they
+        were when it was traced: once per call it is checked against rhs at (y0, s0),
+        and compiled again if they differ."""
         if not self.compiled:
             return None
         kernel = getattr(self, "_code", None)
@@ -138,8 +162,8 @@ class _System:
         return kernel or None
 
 
-#: Calls of odeint on traced values so far: a derived system's compiled code is checked
-#: once per call (see `_System._kernel`).
+#: Calls of odeint and solve_ivp that may use compiled code so far: a derived system's
+#: compiled code is checked once per call (see `_System._kernel`).
 _calls = [0]
 
 
@@ -153,12 +177,13 @@ def _compiled(rhs):
 
 
 class _UserSystem(_System):
-    """The user's ``func(y, t, *args)``: y in its own shape, args the pytree `tree`
-    whose leaves are this system's."""
+    """The user's ``func(y, t, *args)`` (``fun(t, y, *args)`` if `tfirst`, as solve_ivp
+    calls it): y in its own shape, args the pytree `tree` whose leaves are this
+    system's; `who` is the front-end, for the messages."""
 
     compiled = False          # the solution itself is SciPy's call of func, as is
 
-    def __init__(self, func, shape, tree, leaf_avals, active, tfirst):
+    def __init__(self, func, shape, tree, leaf_avals, active, tfirst, who="odeint"):
         self.func = func
         self.name = getattr(func, "__name__", "func")
         self.shape = shape
@@ -167,18 +192,20 @@ class _UserSystem(_System):
         self.leaf_avals = leaf_avals
         self.active = active
         self.tfirst = tfirst
+        self.who = who
 
     def call(self, y, s, leaves):
         args = unflatten(self.tree, leaves)
         return self.func(s, y, *args) if self.tfirst else self.func(y, s, *args)
 
-    def check(self, out):
+    def check(self, out, columns=()):
         size = math.prod(shape_of(out))
-        if size != self.n:
+        if size != self.n * math.prod(columns):
+            f = "func" if self.who == "odeint" else "fun"
             raise ValueError(
-                f"odeint: func returned dy/dt of shape {tuple(shape_of(out))} for a state y "
-                f"of shape {self.shape}; it must return one derivative per element of y "
-                f"({self.n} numbers)")
+                f"{self.who}: {f} returned dy/dt of shape {tuple(shape_of(out))} for a "
+                f"state y of shape {self.shape + tuple(columns)}; it must return one "
+                f"derivative per element of y ({self.n} numbers)")
 
     def rhs(self, y, s, *leaves):
         out = self.call(wnp.reshape(y, self.shape), s, leaves)
@@ -193,14 +220,17 @@ class _UserSystem(_System):
         func, shape, tfirst = self.func, self.shape, self.tfirst
 
         def f(y, s):
-            out = func(s, y.reshape(shape), *args) if tfirst else \
-                func(y.reshape(shape), s, *args)
+            # y is (n,), or (n, k) where solve_ivp's finite differences call a
+            # vectorized fun with k states at once
+            columns = y.shape[1:]
+            y = y.reshape(shape + columns)
+            out = func(s, y, *args) if tfirst else func(y, s, *args)
             if type(out) is Node:
-                raise _closure_error(self.name)
+                raise _closure_error(self.name, self.who)
             out = np.asarray(out, dtype=np.float64)
-            if out.size != self.n:
-                self.check(out)
-            return out.reshape(-1)
+            if out.size != y.size:
+                self.check(out, columns)
+            return out.reshape((self.n,) + columns)
         return f
 
 
@@ -213,11 +243,12 @@ def _leaf(x, shape):
     return x
 
 
-def _closure_error(name):
+def _closure_error(name, who="odeint"):
+    times = "t" if who == "odeint" else "t_span, t_eval"
     return ValueError(
-        f"odeint: {name} computes with a traced value that is not among y0, t and args "
-        "(a variable it closes over); pass that value in args, so that its derivative "
-        "goes through the solve")
+        f"{who}: {name} computes with a traced value that is not among y0, {times} and "
+        "args (a variable it closes over); pass that value in args, so that its "
+        "derivative goes through the solve")
 
 
 class _AdjointSystem(_System):
@@ -282,14 +313,62 @@ class _TangentSystem(_System):
         return wnp.concatenate([dy, dydot])
 
 
-# --------------------------------------------------------------------------------------
-# the primitive
-# --------------------------------------------------------------------------------------
+class _Jacobian(_System):
+    """∂f/∂y of `base` as a function of (y, s), the n×n matrix that SciPy's implicit
+    methods (Radau, BDF, LSODA) factorise in their Newton iterations, where they would
+    take n (+ 1) calls of f per Jacobian for finite differences.  Not a system to solve:
+    its `bind` gives SciPy's ``jac``, eager sweeps until it has been asked for `HOT`
+    times, then compiled as the derived right-hand sides are."""
+
+    def __init__(self, base):
+        self.base = base
+        self.name = f"jacobian of {base.name}"
+        self.n = base.n
+        self.leaf_avals = base.leaf_avals
+        self.active = ()
+
+    #: Calls after which the Jacobian is compiled.  A right-hand side is called
+    #: thousands of times, a Jacobian a few dozen (a BDF solve of a 100-state
+    #: Brusselator: 2); compiling a large one costs hundreds of eager sweeps (that one:
+    #: 0.5 s, an eager Jacobian 2 ms), so, as `wengert.scipy.optimize` does, it is
+    #: compiled only once it has been asked for often: counted over all the solves of
+    #: this system (the adjoint's, one per output interval; a fit's, one per step).
+    HOT = 32
+    calls = 0
+
+    def rhs(self, y, s, *leaves):
+        from ..api import jacfwd
+        base = self.base
+        return jacfwd(lambda y: base.rhs(y, s, *leaves))(y)
+
+    def bind(self, leaves, y0, s0):
+        if getattr(self, "_code", None) is not None:    # compiled (or failed) before
+            return super().bind(leaves, y0, s0)
+        rhs, code = self.rhs, [None]
+
+        def jac(y, s):
+            if code[0] is not None:
+                return code[0](y, s, *leaves)
+            self.calls += 1
+            if self.calls >= self.HOT:
+                code[0] = self._kernel(leaves, y, s)
+                if code[0] is not None:
+                    return code[0](y, s, *leaves)
+            return np.asarray(rhs(y, s, *leaves), dtype=np.float64)
+        return jac
+
+
 class Odeint(Primitive):
     """The primitive of one ODE solve: ``(y0, t, *leaves) -> y`` of shape (len(t), n),
-    y0 flat.  Its VJP is the adjoint method, its JVP forward sensitivities; both solve
-    their systems with primitives of this class, so they can be differentiated again.
-    Not in the registry: one is made per `odeint` call (and per derived system).
+    y0 flat, t[0] the initial time.  Its VJP is the adjoint method, its JVP forward
+    sensitivities; both solve their systems with primitives of this class, so they can
+    be differentiated again.  Not in the registry: one is made per `odeint` or
+    `solve_ivp` call (and per derived system).
+
+    `method` chooses the solver: None for SciPy's odeint (LSODA), or one of solve_ivp's
+    methods (a name or an `OdeSolver` class), whose solve runs from t[0] to t[-1] and
+    reports y at every time of t.  The derived systems are solved by the same method, with
+    the options that are not about the user's system alone (tolerances, step bounds).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -301,25 +380,40 @@ class Odeint(Primitive):
           return %3
     """
 
-    def __init__(self, system, options):
-        super().__init__(f"odeint[{system.name}]", self._impl, cost="call",
+    def __init__(self, system, options, method=None, own_times=False):
+        front = "odeint" if method is None else "solve_ivp"
+        super().__init__(f"{front}[{system.name}]", self._impl, cost="call",
                          abstract_eval=self._abstract_eval)
         self.system = system
         self.options = options
+        self.method = method
+        # solve_ivp with t_eval=None: t holds the solver's own times (from a plain solve),
+        # so y is read at its steps, not interpolated there (see _solve_ivp)
+        self.own_times = own_times
         self.jvp = self._jvp_rule
         self.vjp = self._vjp_rule
         self._adjoint = None
         self._tangents = {}
+        self._jacobian = None
+        self.stats = None             # (nfev, njev, nlu) of the last solve_ivp solve
 
     def _derived(self, system):
-        shared = {k: v for k, v in self.options.items() if k in _SHARED}
-        prim = Odeint(system, shared)
+        if self.method is None:
+            shared = {k: v for k, v in self.options.items() if k in _SHARED}
+        else:
+            # a tolerance per element of y has no counterpart for the elements of a
+            # derived state (adjoints, sensitivities): the smallest one serves them all
+            shared = {k: (float(np.min(v)) if k in ("rtol", "atol") else v)
+                      for k, v in self.options.items() if k in _IVP_SHARED}
+        prim = Odeint(system, shared, self.method)
         prim.derived = True
         return prim
 
     derived = False         # solves a system of a derivative rule, not the user's
 
     def _impl(self, y0, t, *leaves):
+        if self.method is not None:
+            return self._solve_ivp(y0, t, leaves)
         options = self.options
         if self.derived and "tcrit" in options and len(t) > 1 and t[-1] < t[0]:
             # SciPy's critical times work forwards only (backwards LSODA reports illegal
@@ -328,6 +422,65 @@ class Odeint(Primitive):
             options = {k: v for k, v in options.items() if k != "tcrit"}
         with recording(None):         # plain numbers: the right-hand side records nothing
             return _scipy_odeint()(self.system.bind(leaves, y0, t[0]), y0, t, **options)
+
+    # --- solve_ivp's solve -------------------------------------------------------------
+    def _solve_ivp(self, y0, t, leaves):
+        t = np.asarray(t, dtype=np.float64)
+        d = np.diff(t)
+        if not (np.all(d >= 0) or np.all(d <= 0)):
+            raise ValueError("solve_ivp: the values in t_eval must lie within t_span and "
+                             "be sorted in its direction")
+        if t[0] == t[-1]:             # (SciPy's solve over no time reports no t_eval)
+            return np.tile(np.asarray(y0, dtype=np.float64), (len(t), 1))
+        # SciPy wants t_eval strictly monotonic; t holds t0 and tf besides the user's
+        # times, and the rules' intervals may be empty: solve at the distinct times
+        new = np.concatenate([[True], d != 0])
+        if self.own_times:
+            found = self.solve(y0, t[0], t[-1], leaves, None)
+            if found.t.shape == t.shape and np.array_equal(found.t, t):
+                return found.y.T
+        found = self.solve(y0, t[0], t[-1], leaves, t[new])
+        return found.y.T[np.cumsum(new) - 1]
+
+    def solve(self, y0, t0, tf, leaves, t_eval):
+        """SciPy's solve_ivp of this system from y(t0) = y0 to tf on plain values, with
+        the exact Jacobian for an implicit method (see `jacobian`); a failure raises."""
+        options = dict(self.options)
+        jac = options.pop("jac", None)
+        y0 = np.asarray(y0, dtype=np.float64)
+        with recording(None):         # plain numbers: the right-hand side records nothing
+            f = self.system.bind(leaves, y0, t0)
+            if callable(jac):         # (the user's ∂f/∂y: called with args, as SciPy does)
+                jac = _user_jacobian(jac, self.system, leaves)
+            elif jac is None and _exact_jacobian_wanted(self.method, options):
+                jac = self.jacobian(leaves, y0, t0)
+            if jac is not None:
+                options["jac"] = jac
+            found = _scipy_integrate().solve_ivp(lambda s, y: f(y, s), (t0, tf), y0,
+                                                 method=self.method, t_eval=t_eval,
+                                                 **options)
+        if found.status < 0:
+            raise RuntimeError(f"solve_ivp: the solver failed for {self.system.name} from "
+                               f"t = {t0:g} to {tf:g}: {found.message}")
+        self.stats = (found.nfev, found.njev, found.nlu)
+        return found
+
+    def jacobian(self, leaves, y0, s0):
+        """SciPy's ``jac(t, y)``: wengert's ∂f/∂y, or None where f cannot be
+        differentiated (written with functions wengert has no rules for), so that SciPy
+        takes finite differences as it would have."""
+        if self._jacobian is None:
+            self._jacobian = _Jacobian(self.system)
+        try:
+            with np.errstate(all="ignore"):
+                jac = self._jacobian.bind(leaves, y0, s0)
+                first = jac(y0, s0)
+        except Exception:                 # noqa: BLE001  (SciPy's finite differences)
+            return None
+        n = self.system.n
+        if np.shape(first) != (n, n) or not np.all(np.isfinite(first)):
+            return None
+        return lambda s, y, *args: jac(y, s)      # (SciPy passes its args on: not ours)
 
     def _abstract_eval(self, args, params):
         return (args[1].shape[0], self.system.n), np.dtype(np.float64)
@@ -514,12 +667,16 @@ _PRIMITIVES: OrderedDict = OrderedDict()
 _CACHE_SIZE = 64
 
 
-def _primitive(func, shape, tree, avals, active, tfirst, options):
+def _primitive(func, shape, tree, avals, active, tfirst, options, method=None,
+               own_times=False):
     def make():
-        return Odeint(_UserSystem(func, shape, tree, avals, active, tfirst), options)
+        who = "odeint" if method is None else "solve_ivp"
+        return Odeint(_UserSystem(func, shape, tree, avals, active, tfirst, who), options,
+                      method, own_times)
     try:
         key = (func, shape, tree, tuple((s, d.str) for s, d in avals), active, tfirst,
-               tuple(sorted((k, _frozen(v)) for k, v in options.items())))
+               tuple(sorted((k, _frozen(v)) for k, v in options.items())), method,
+               own_times)
         hash(key)
     except TypeError:                  # (an option that is no number: not kept)
         return make()
@@ -588,3 +745,318 @@ def _diagnose(func, y0, t, args, tfirst):
         return
     if any(type(x) is Node for x in flatten(out)[0]):
         raise _closure_error(getattr(func, "__name__", "func"))
+
+
+# --------------------------------------------------------------------------------------
+# solve_ivp
+# --------------------------------------------------------------------------------------
+#: SciPy's solve_ivp methods, by name.
+_METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")
+
+#: solve_ivp's methods that factorise ∂f/∂y (their Newton iterations): given wengert's.
+_IMPLICIT = ("Radau", "BDF", "LSODA")
+
+
+def _implicit(method):
+    if isinstance(method, str):
+        return method in _IMPLICIT
+    from scipy.integrate import BDF, LSODA, Radau
+    return isinstance(method, type) and issubclass(method, (BDF, LSODA, Radau))
+
+
+def _exact_jacobian_wanted(method, options):
+    """Whether to give SciPy wengert's ∂f/∂y: for the implicit methods, unless the
+    options ask for a sparse or banded one (finite differences that use the pattern;
+    LSODA's banded jac has another layout)."""
+    return _implicit(method) and all(
+        options.get(k) is None for k in ("jac_sparsity", "lband", "uband"))
+
+
+def _user_jacobian(jac, system, leaves):
+    """The user's ``jac(t, y, *args)`` as SciPy calls it on the flat state: y in its
+    shape, a dense result as (n, n) (a sparse matrix goes as it is)."""
+    args = unflatten(system.tree, leaves)
+    shape, n = system.shape, system.n
+
+    def flat_jac(s, y, *_):
+        out = jac(s, y.reshape(shape), *args)
+        return np.reshape(out, (n, n)) if isinstance(out, (np.ndarray, list)) else out
+    return flat_jac
+
+
+def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
+              vectorized=False, args=None, **options):
+    """Solve ``dy/dt = fun(t, y, *args)`` from y(t_span[0]) = y0; SciPy's
+    `scipy.integrate.solve_ivp` with derivatives.
+
+    The call and the result are SciPy's: an `OdeResult` whose ``y[:, i]`` is the state
+    at ``t[i]`` (the times of t_eval, or the solver's steps if it is None), for the
+    methods RK45, RK23, DOP853, Radau, BDF and LSODA (or an `OdeSolver` class), with
+    SciPy's options (rtol, atol, max_step, first_step, jac, ...).  One difference: for
+    the implicit methods (Radau, BDF, LSODA) without a ``jac``, SciPy gets wengert's exact
+    ∂f/∂y where it would take finite differences (fewer calls of fun on stiff problems),
+    or its finite differences after all where fun cannot be differentiated.  A y0 of any
+    shape is allowed (SciPy takes one dimension): fun gets and returns arrays of y0's
+    shape, and ``result.y`` has shape ``y0.shape + (len(t),)``, time last as in SciPy.
+
+    On plain values this is SciPy's function.  Where y0, t_span, t_eval or a leaf of args
+    is traced, ``result.y`` is one node of the graph (the same numbers), differentiable
+    with respect to all of them, to any order, by the rules of `odeint`: the adjoint
+    method in reverse mode, forward sensitivities in forward mode, their systems solved by
+    the same method and tolerances.  fun must be written with `wengert.numpy` (or NumPy
+    functions) and take every traced value it uses through args.  On traced values,
+    ``events`` and ``dense_output=True`` are refused (NotImplementedError), a failed solve
+    raises RuntimeError, complex values TypeError; with ``t_eval=None`` the output times
+    are the steps of a plain solve, constants but for the ends, t_span's (so it needs
+    values: under `wg.compile` or `wg.vmap`, pass t_eval).
+
+    Args:
+        fun: the right-hand side, ``fun(t, y, *args) -> dy/dt`` of y's shape.
+        t_span: (t0, tf), the interval of integration.
+        y0: the initial state at t0.
+        method: the solver, as SciPy's (default "RK45").
+        t_eval: the times at which to report y (within t_span, sorted), or None.
+        dense_output, events, vectorized: SciPy's (the first two on plain values only).
+        args: extra arguments of fun: numbers, arrays or a pytree of them.
+        **options: the solver's options (rtol, atol, max_step, first_step, jac, ...);
+            rtol and atol bound the error of the derivatives too, which are solutions of
+            ODEs.
+
+    Returns:
+        SciPy's `OdeResult`: t, y, and, on traced values, sol, t_events and y_events None.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy.integrate import solve_ivp
+        >>> def oscillator(t, y, w):                   # x'' = -w² x
+        ...     return [y[1], -w ** 2 * y[0]]                # (a list, as SciPy takes it)
+        >>> x1 = lambda w: solve_ivp(oscillator, (0.0, 1.0), [1.0, 0.0], args=(w,),
+        ...                          rtol=1e-10, atol=1e-12).y[0, -1]
+        >>> print(round(x1(2.0), 6), round(np.cos(2.0), 6))         # x(1) = cos w
+        -0.416147 -0.416147
+        >>> print(round(wg.grad(x1)(2.0), 6), round(-np.sin(2.0), 6))  # d/dw = -sin w
+        -0.909297 -0.909297
+    """
+    arg_leaves = flatten(args)[0] if args is not None else []
+    y0_leaves = flatten(y0)[0]
+    time_leaves = flatten(t_span)[0] + (flatten(t_eval)[0] if t_eval is not None else [])
+    if not any(type(x) is Node for x in arg_leaves + y0_leaves + time_leaves):
+        return _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events,
+                          vectorized, args, options)
+    if any(np.iscomplexobj(x) if type(x) is not Node else x.dtype.kind == "c"
+           for x in y0_leaves + arg_leaves):
+        raise TypeError("solve_ivp: complex values are not supported on traced values; "
+                        "write a complex state as its real and imaginary parts")
+    refused = [k for k, v in (("events", events), ("dense_output", dense_output)) if v]
+    if refused:
+        raise NotImplementedError(
+            f"solve_ivp: {' and '.join(refused)} on traced values: wengert has no "
+            "derivatives of event times or of the interpolant; pass t_eval for the times "
+            "you need (on plain values they are SciPy's)")
+    if not (isinstance(method, str) and method in _METHODS or isinstance(method, type)
+            and issubclass(method, _scipy_integrate().OdeSolver)):
+        raise ValueError(f"solve_ivp: `method` must be one of {', '.join(_METHODS)} or an "
+                         f"OdeSolver class, got {method!r}")
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        try:
+            args = tuple(args)
+        except TypeError as e:                  # (SciPy's error)
+            raise TypeError("Supplied 'args' cannot be unpacked. Please supply `args` as a "
+                            f"tuple (e.g. `args=({args},)`)") from e
+    if vectorized:
+        options["vectorized"] = True
+    y0 = wnp.asarray(y0)
+    if y0.dtype.kind != "f":
+        y0 = wnp.astype(y0, np.float64)
+    shape = tuple(y0.shape)
+    span = _float_times(t_span)
+    if tuple(span.shape) != (2,):
+        raise ValueError(f"solve_ivp: t_span must be two times (t0, tf), got shape "
+                         f"{tuple(span.shape)}")
+    t0, tf = wnp.reshape(span[0], (1,)), wnp.reshape(span[1], (1,))
+    leaves, tree = flatten(args)
+    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
+    avals = tuple(aval(x) for x in numeric)
+    active = tuple(k for k, x in enumerate(numeric)
+                   if type(x) is Node and x.dtype.kind == "f")
+    _calls[0] += 1
+    prim = _primitive(fun, shape, tree, avals, active, True, options, method,
+                      own_times=t_eval is None)
+    n = prim.system.n
+    flat_y0 = y0 if tuple(y0.shape) == (n,) else wnp.reshape(y0, (n,))
+    if t_eval is None:
+        values = [_value(x) for x in [flat_y0, span] + numeric]
+        if any(v is None for v in values):
+            raise ValueError(
+                "solve_ivp: with t_eval=None the output times are the solver's steps, "
+                "known only once it has run on values; under wg.compile or wg.vmap "
+                "(tracing without values) pass t_eval, the times you need")
+        found = prim.solve(values[0], values[1][0], values[1][1], values[2:], None)
+        t = wnp.concatenate([t0, found.t[1:-1], tf])
+    else:
+        t_eval = _float_times(t_eval)
+        if len(t_eval.shape) != 1:
+            raise ValueError(f"solve_ivp: t_eval must be one-dimensional, got shape "
+                             f"{tuple(t_eval.shape)}")
+        if _value(span) is not None and _value(t_eval) is not None:
+            _check_t_eval(_value(span), _value(t_eval))
+        t = wnp.concatenate([t0, t_eval, tf])
+    ys = prim(flat_y0, t, *numeric)
+    if t_eval is not None:
+        ys = ys[1:-1]                  # (the rows at t0 and tf are the solve's, not asked)
+    m = ys.shape[0]
+    y = wnp.transpose(ys) if len(shape) == 1 else \
+        wnp.moveaxis(wnp.reshape(ys, (m,) + shape), 0, -1)
+    stats = prim.stats if type(ys) is not Node or ys.value is not None else (None,) * 3
+    return _ode_result(t=t if t_eval is None else t_eval, y=y, sol=None, t_events=None,
+                       y_events=None, nfev=stats[0], njev=stats[1], nlu=stats[2], status=0,
+                       message="The solver successfully reached the end of the "
+                               "integration interval.", success=True)
+
+
+def _float_times(t):
+    t = wnp.asarray(t)
+    return t if t.dtype.kind == "f" else wnp.astype(t, np.float64)
+
+
+def _value(x):
+    """The plain value of x, None under tracing without values."""
+    return x.value if type(x) is Node else x
+
+
+def _check_t_eval(span, t_eval):
+    """SciPy's checks of t_eval, with its messages, where values are known."""
+    t0, tf = span
+    if np.any(t_eval < min(t0, tf)) or np.any(t_eval > max(t0, tf)):
+        raise ValueError("Values in `t_eval` are not within `t_span`.")
+    d = np.diff(t_eval)
+    if tf > t0 and np.any(d <= 0) or tf < t0 and np.any(d >= 0):
+        raise ValueError("Values in `t_eval` are not properly sorted.")
+
+
+def _ode_result(**fields):
+    from scipy.integrate._ivp.ivp import OdeResult
+    return OdeResult(**fields)
+
+
+def _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events, vectorized, args,
+               options):
+    """SciPy's solve_ivp itself, given wengert's ∂f/∂y for an implicit method; a y0 of
+    several dimensions (or none) goes through a flat view."""
+    si = _scipy_integrate()
+    shape = np.shape(y0)
+    y0 = np.asarray(y0)
+    jac = None
+    if options.get("jac") is None and _exact_jacobian_wanted(method, options):
+        jac = _plain_jacobian(fun, shape, y0, t_span, args, method, options)
+    if len(shape) != 1:
+        fun, events, options = _flat_view(fun, shape, events, options)
+        y0 = y0.reshape(-1)
+    if jac is not None:
+        options = dict(options, jac=jac)
+    try:
+        found = si.solve_ivp(fun, t_span, y0, method=method, t_eval=t_eval,
+                             dense_output=dense_output, events=events,
+                             vectorized=vectorized, args=args, **options)
+    except (TypeError, ValueError):
+        _diagnose_ivp(fun, y0, t_span, args)
+        raise
+    if len(shape) != 1:
+        found.y = found.y.reshape(shape + found.y.shape[1:])
+        if found.y_events is not None:
+            found.y_events = [np.reshape(ye, (-1,) + shape) for ye in found.y_events]
+        if found.sol is not None:
+            found.sol = _ShapedSolution(found.sol, shape)
+    return found
+
+
+def _plain_jacobian(fun, shape, y0, t_span, args, method, options):
+    """wengert's ∂f/∂y for SciPy's plain solve, or None (SciPy's finite differences; and
+    where the arguments are wrong, SciPy's error).  Made by the primitive a traced call
+    would use, which keeps the compiled code for the next solve of the same problem."""
+    try:
+        t0 = float(np.ravel(np.asarray(t_span, dtype=np.float64))[0])
+        leaves, tree = flatten(() if args is None else tuple(args))
+    except (TypeError, ValueError, IndexError):
+        return None
+    if y0.dtype.kind not in "biuf" or not np.all(np.isfinite(y0)) or any(
+            np.iscomplexobj(x) for x in leaves if _numeric(x)):
+        return None
+    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
+    avals = tuple(aval(x) for x in numeric)
+    _calls[0] += 1
+    prim = _primitive(fun, shape, tree, avals, (), True, options, method)
+    return prim.jacobian(numeric, y0.reshape(-1).astype(np.float64), t0)
+
+
+def _flat_view(fun, shape, events, options):
+    """fun, the events and a jac of the user's on SciPy's flat state, for a y0 of another
+    shape: y as the user's shape (plus the columns of a vectorized call)."""
+    n = math.prod(shape)
+
+    def flat_fun(t, y, *args):
+        columns = y.shape[1:]
+        out = fun(t, y.reshape(shape + columns), *args)
+        if type(out) is Node:
+            raise _closure_error(getattr(fun, "__name__", "fun"), "solve_ivp")
+        out = np.asarray(out)
+        if out.size != y.size:
+            raise ValueError(f"solve_ivp: fun returned dy/dt of shape {out.shape} for a "
+                             f"state y of shape {shape + columns}; it must return one "
+                             f"derivative per element of y ({n} numbers)")
+        return out.reshape((n,) + columns)
+
+    def flat_event(event):
+        def g(t, y, *args):
+            return event(t, y.reshape(shape), *args)
+        for attr in ("terminal", "direction"):          # (how SciPy reads an event)
+            if hasattr(event, attr):
+                setattr(g, attr, getattr(event, attr))
+        return g
+
+    if events is not None:
+        events = [flat_event(e) for e in (events if isinstance(events, (list, tuple))
+                                          else [events])]
+    jac = options.get("jac")
+    if callable(jac):
+        user_jac = jac
+
+        def flat_jac(t, y, *args):
+            out = user_jac(t, y.reshape(shape), *args)
+            return np.reshape(out, (n, n)) if isinstance(out, (np.ndarray, list)) else out
+        options = dict(options, jac=flat_jac)
+    return flat_fun, events, options
+
+
+class _ShapedSolution:
+    """SciPy's dense output (`OdeSolution`) of a state of `shape`: ``sol(t)`` of shape
+    ``shape`` for a time, ``shape + (len(t),)`` for an array of them."""
+
+    def __init__(self, sol, shape):
+        self.sol = sol
+        self.shape = shape
+
+    def __call__(self, t):
+        out = self.sol(t)
+        return out.reshape(self.shape + out.shape[1:])
+
+    def __getattr__(self, name):        # t_min, t_max, ts, interpolants: SciPy's
+        return getattr(self.sol, name)
+
+
+def _diagnose_ivp(fun, y0, t_span, args):
+    """SciPy failed: say so clearly if fun closes over a traced value, or returns the
+    wrong number of derivatives (SciPy's message is a failed broadcast inside a step)."""
+    y0 = np.asarray(y0)
+    try:
+        out = fun(float(t_span[0]), y0, *(() if args is None else args))
+    except Exception:
+        return
+    if any(type(x) is Node for x in flatten(out)[0]):
+        raise _closure_error(getattr(fun, "__name__", "fun"), "solve_ivp")
+    if np.size(out) != y0.size:
+        raise ValueError(f"solve_ivp: fun returned dy/dt of shape {np.shape(out)} for a "
+                         f"state y of shape {y0.shape}; it must return one derivative per "
+                         f"element of y ({y0.size} numbers)")
