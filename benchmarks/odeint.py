@@ -14,6 +14,8 @@ single-threaded:
 * ``wengert-fwd``: the same loss under `wg.jacfwd`, forward sensitivities (one solve of
   y and its tangent per parameter);
 * ``wengert-loss``: the loss alone (SciPy's solve: what a gradient costs on top of it);
+* ``wengert-ivp``: the loss through `wengert.scipy.integrate.solve_ivp` (DOP853, as JAX's
+  is a Dormand–Prince method) under `wg.grad`, the adjoint solved by DOP853 too;
 * ``autograd``: `autograd.scipy.integrate.odeint` under `autograd.grad` (LSODA both ways,
   the adjoint's right-hand side an autograd VJP per call);
 * ``jax-jit``: `jax.experimental.ode.odeint` under `jax.jit(jax.grad(...))` (its own
@@ -66,6 +68,23 @@ def make_wengert(theta, observed, mode="rev"):
     return version("wengert"), lambda: fn(theta)
 
 
+def make_wengert_ivp(theta, observed, method="DOP853"):
+    import wengert as wg
+    import wengert.numpy as wnp
+    from wengert.scipy.integrate import solve_ivp
+
+    def f(t, y, r):
+        return [r[0] * y[0] - r[1] * y[0] * y[1], r[3] * y[0] * y[1] - r[2] * y[1]]
+
+    def loss(theta):
+        ys = solve_ivp(f, (TIMES[0], TIMES[-1]), Y0, method=method, t_eval=TIMES,
+                       args=(wnp.exp(theta),), rtol=TOL, atol=TOL).y.T
+        return wnp.mean((wnp.log(ys[1:]) - wnp.log(observed[1:])) ** 2)
+    g = wg.grad(loss)
+    from importlib.metadata import version
+    return version("wengert"), lambda: g(theta)
+
+
 def make_autograd(theta, observed):
     import autograd
     import autograd.numpy as anp
@@ -112,6 +131,7 @@ def main(argv=None):
     makers = {"wengert": make_wengert,
               "wengert-fwd": lambda *a: make_wengert(*a, mode="fwd"),
               "wengert-loss": lambda *a: make_wengert(*a, mode="loss"),
+              "wengert-ivp": make_wengert_ivp,
               "autograd": make_autograd, "jax-jit": make_jax}
     reference = run_table(
         {name: (lambda make=make: make(theta, observed)) for name, make in makers.items()},
