@@ -1359,9 +1359,9 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
     Example:
         >>> import wengert as wg, wengert.numpy as wnp
-        >>> a = wnp.array([[1.0, wnp.nan, 3.0], [wnp.nan] * 3])
-        >>> wg.grad(lambda a: wnp.nansum(wnp.nanstd(a, axis=1)))(a).tolist()
-        [[-0.5, 0.0, 0.5], [0.0, 0.0, 0.0]]
+        >>> a = wnp.array([[1.0, wnp.nan, 3.0], [wnp.nan, 2.0, 4.0]])
+        >>> wg.grad(lambda a: wnp.sum(wnp.nanstd(a, axis=1)))(a).tolist()
+        [[-0.5, 0.0, 0.5], [0.0, -0.5, 0.5]]
     """
     _refuse("nanstd", out=out is not None)
     if A.dtype_of(a).kind not in "fc":
