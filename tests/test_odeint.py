@@ -9,6 +9,7 @@ import pytest
 import wengert as wg
 import wengert.numpy as wnp
 from fd import assert_close, fd_jacobian
+from ode_systems import forced, lotka_volterra
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
 from wengert.scipy.integrate import odeint  # noqa: E402
@@ -18,17 +19,6 @@ TIGHT = dict(rtol=1e-12, atol=1e-12)     # solver tolerances for closed-form com
 FD = dict(rtol=1e-11, atol=1e-11)        # ... for comparisons with central differences
 
 
-def lotka_volterra(y, t, p):
-    prey, pred = y[0], y[1]
-    return wnp.stack([p[0] * prey - p[1] * prey * pred, -p[2] * pred + p[3] * prey * pred])
-
-
-def forced(y, t, params):
-    """A non-autonomous system with a pytree of parameters: a damped, driven
-    oscillator whose forcing depends on t (so ∂f/∂t is not zero)."""
-    x, v = y[0], y[1]
-    k, c = params["spring"][0], params["spring"][1]
-    return wnp.stack([v, -k * x - c * v + params["amp"] * wnp.sin(2.0 * t)])
 
 
 P = np.array([1.0, 0.5, 0.8, 0.3])

@@ -10,6 +10,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
+import ode_systems
 from fd import assert_close, check_grads, fd_jacobian
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
@@ -32,16 +33,11 @@ def agree(method):
 
 
 def lotka_volterra(t, y, p):
-    prey, pred = y[0], y[1]
-    return wnp.stack([p[0] * prey - p[1] * prey * pred, -p[2] * pred + p[3] * prey * pred])
+    return ode_systems.lotka_volterra(y, t, p)
 
 
 def forced(t, y, params):
-    """A non-autonomous system with a pytree of parameters: a damped, driven
-    oscillator whose forcing depends on t (so ∂f/∂t is not zero)."""
-    x, v = y[0], y[1]
-    k, c = params["spring"][0], params["spring"][1]
-    return wnp.stack([v, -k * x - c * v + params["amp"] * wnp.sin(2.0 * t)])
+    return ode_systems.forced(y, t, params)
 
 
 def decay(t, y, k):
