@@ -526,7 +526,7 @@ ORDERINGS = {
     "median": "argsort", "clip": "maximum", "less": "lt", "less_equal": "le",
     "greater": "gt", "greater_equal": "ge", "nanargmax": "argmax", "nanargmin": "argmin",
     "nanmedian": "argsort", "lexsort": "argsort", "histogram": "amin", "histogramdd": "amin",
-    "histogram2d": "amin"}
+    "histogram2d": "amin", "histogram_bin_edges": "amin"}
 # NumPy has no complex loop for these (wengert refuses with its own TypeError or NumPy's)
 NUMPY_REFUSES = """arctan2 hypot logaddexp logaddexp2 floor ceil trunc fix fmod remainder mod cbrt
     fabs deg2rad radians rad2deg degrees signbit copysign heaviside ldexp quantile percentile
@@ -555,7 +555,7 @@ UNARY = {"sort", "argsort", "median", "max", "amax", "min", "amin", "ptp", "nanm
          "argmax", "argmin", "floor", "ceil", "trunc", "fix", "cbrt", "fabs", "deg2rad",
          "radians", "rad2deg", "degrees", "signbit", "bitwise_not", "invert", "modf", "frexp",
          "spacing", "i0", "isposinf", "isneginf", "unwrap", "nanargmax", "nanargmin",
-         "nanmedian", "bincount", "histogram", "histogramdd"}
+         "nanmedian", "bincount", "histogram", "histogramdd", "histogram_bin_edges"}
 
 
 def _call(name, z):

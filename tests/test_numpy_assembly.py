@@ -538,3 +538,32 @@ def test_piecewise_edge_cases_and_errors():
                                                                [False, True]])],
                                                  [lambda t: 2 * t]), x)
     numpy.testing.assert_array_equal(plain(x), [[-2.0, 0.0], [0.0, -8.0]])
+
+
+# ---- vectorize --------------------------------------------------------------------------------
+def test_vectorize_by_vmap_or_by_element():
+    x = numpy.array([-2.0, -0.3, 0.5, 1.7, 3.0])
+    smooth = np.vectorize(lambda t: numpy.sin(t) * t ** 2)      # no branch: one vmap
+    branchy = np.vectorize(lambda t: t * t / 2 if abs(t) < 1 else abs(t) - 0.5)
+    for f in (smooth, branchy):
+        numpy.testing.assert_allclose(f(wg.value(x)), numpy.vectorize(f.pyfunc)(x),
+                                      rtol=1e-15)
+        check_grads(f, x, order=2)
+    numpy.testing.assert_allclose(wg.compile(smooth, x)(x + 1), smooth(x + 1), rtol=1e-15)
+    with pytest.raises(wg.ConcretizationError):
+        wg.compile(branchy, x)                   # (a branch needs values: eager calls)
+    assert smooth(2.0) == numpy.vectorize(smooth.pyfunc)(2.0)   # plain: NumPy's
+
+
+def test_vectorize_broadcasts_excludes_and_returns_tuples():
+    x, y = numpy.array([0.5, 1.0, 2.0]), numpy.array([[1.0], [2.0]])
+    both = np.vectorize(lambda a, b: (a * b, a + b))
+    prod, total = both(x, y)
+    assert prod.shape == total.shape == (2, 3)
+    check_grads(lambda x, y: both(x, y)[0] + both(x, y)[1] ** 2, x, y, order=2)
+    power = np.vectorize(lambda a, p: a ** p if a > 1 else a, excluded={"p"})
+    assert wg.grad(lambda x: np.sum(power(x, p=3.0)))(x).tolist() == [1.0, 1.0, 12.0]
+    with pytest.raises(NotImplementedError, match="signature"):
+        wg.grad(lambda x: np.sum(np.vectorize(lambda v: v.sum(), signature="(n)->()")(x)))(x)
+    with pytest.raises(ValueError, match="size 0 inputs"):
+        wg.grad(lambda x: np.sum(np.vectorize(lambda t: t)(x[:0])))(x)

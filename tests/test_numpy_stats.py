@@ -792,3 +792,26 @@ def test_intersect1d_with_indices_and_nans():
     assert i1.tolist() == want[1].tolist() and i2.tolist() == want[2].tolist()
     g = wg.grad(lambda x: np.nansum(np.union1d(x, y) * 3))(x)
     assert g.tolist() == [3.0, 0.0, 3.0, 3.0]                 # (the nan gets none)
+
+
+def test_histogram_bin_edges():
+    a = numpy.random.default_rng(4).normal(size=40)
+    for bins, range_ in ((10, None), ("auto", None), ("fd", None), (4, (-1.0, 2.0)),
+                         ([-1.0, 0.0, 0.5, 3.0], None)):
+        got = wg.jacfwd(lambda a: np.histogram_bin_edges(a, bins, range_))(a)
+        want = numpy.histogram_bin_edges(a, bins, range_)
+        numpy.testing.assert_allclose(np.histogram_bin_edges(wg.value(a), bins, range_), want)
+        if range_ is None and not isinstance(bins, list):
+            # equal bins from the smallest to the largest value: edge k moves with them
+            k = numpy.arange(len(want)) / (len(want) - 1)
+            lo, hi = numpy.argmin(a), numpy.argmax(a)
+            numpy.testing.assert_allclose(got[:, lo], 1 - k, atol=1e-15)
+            numpy.testing.assert_allclose(got[:, hi], k, atol=1e-15)
+            assert not numpy.delete(got, [lo, hi], axis=1).any()
+        else:
+            assert not got.any()                 # (edges given or a range: constants)
+    check_grads(lambda a: np.histogram_bin_edges(a, 5), a[:6], order=2)
+    numpy.testing.assert_allclose(wg.compile(lambda a: np.histogram_bin_edges(a, 5), a)(a),
+                                  numpy.histogram_bin_edges(a, 5))
+    with pytest.raises(wg.ConcretizationError):
+        wg.compile(lambda a: np.histogram_bin_edges(a, "auto"), a)

@@ -2243,6 +2243,28 @@ def _up_to(sorted_a, edges):
                         A.searchsorted(sorted_a, edges[-1:], side="right")])
 
 
+
+@_numpy_unless_traced(_np.histogram_bin_edges, any_argument=True)
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """NumPy's ``histogram_bin_edges``: the edges `histogram` uses, differentiable where
+    NumPy derives them from a's smallest and largest values (no `range`); a string
+    `bins` estimates their number from the values (eager calls only).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> a = wnp.array([0.5, 1.5, 1.7, 3.0])
+        >>> wnp.histogram_bin_edges(a, bins=2).tolist()
+        [0.5, 1.75, 3.0]
+        >>> wg.grad(lambda a: wnp.histogram_bin_edges(a, bins=2)[1])(a)   # (min + max) / 2
+        array([0.5, 0. , 0. , 0.5])
+    """
+    a = ravel(asarray(a))
+    if weights is not None and _shape(weights) != _shape(a):
+        raise ValueError("weights should have the same shape as a.")
+    edges, _ = _histogram_edges(a, bins, range, weights)
+    return edges
+
+
 @_numpy_unless_traced(_np.histogram, any_argument=True)
 def histogram(a, bins=10, range=None, density=None, weights=None):
     """NumPy's ``histogram``.  The counts are piecewise constant in `a` (no derivative);
@@ -4567,6 +4589,72 @@ def piecewise(x, condlist, funclist, *args, **kw):
             source[cond] = start + _np.arange(count)
             start += count
     return concatenate(parts)[source]
+
+
+class vectorize:
+    """NumPy's ``vectorize``: `pyfunc` of numbers applied to each element of its
+    (broadcast) arguments, differentiable on traced values.  As one `wg.vmap` (one trace
+    of pyfunc, run on all elements at once) where pyfunc has no Python branch on its
+    values; otherwise, as NumPy does it, one call per element (each a few nodes of the
+    graph).  Arguments named in `excluded` are passed as they are; `otypes` and `cache`
+    are NumPy's (plain values only); a `signature` is refused on traced values.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> soft = np.vectorize(lambda t: t * t / 2 if abs(t) < 1 else abs(t) - 0.5)
+        >>> x = numpy.array([-2.0, 0.5, 3.0])
+        >>> soft(x).tolist()
+        [1.5, 0.125, 2.5]
+        >>> wg.grad(lambda x: np.sum(soft(x)))(x)              # a branch: one call each
+        array([-1. ,  0.5,  1. ])
+        >>> wg.grad(lambda x: np.sum(np.vectorize(lambda t: t ** 3)(x)))(x)  # one vmap
+        array([12.  ,  0.75, 27.  ])
+    """
+
+    def __init__(self, pyfunc, otypes=None, doc=None, excluded=None, cache=False,
+                 signature=None):
+        self._numpy = _np.vectorize(pyfunc, otypes, doc, excluded, cache, signature)
+        self.pyfunc = pyfunc
+        self.excluded = set(excluded or ())
+        self.signature = signature
+        self.__doc__ = pyfunc.__doc__ if doc is None else doc
+
+    def __call__(self, *args, **kwargs):
+        if not _traced(*args, *kwargs.values()):
+            return self._numpy(*args, **kwargs)
+        if self.signature is not None:
+            raise NotImplementedError("numpy.vectorize(..., signature=...) is not supported "
+                                      "on traced values: use wg.vmap over the core "
+                                      "dimensions' loop")
+        positions = [i for i in range(len(args)) if i not in self.excluded]
+        names = [k for k in kwargs if k not in self.excluded]
+        arrays = [asarray(args[i]) for i in positions] + [asarray(kwargs[k]) for k in names]
+        shape = _np.broadcast_shapes(*[tuple(_shape(a)) for a in arrays])
+        n = _math.prod(shape)
+        if n == 0:
+            raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is "
+                             "set")
+        flat = [ravel(broadcast_to(a, shape)) for a in arrays]
+
+        def one(*elements):
+            call_args, call_kwargs = list(args), dict(kwargs)
+            for i, e in zip(positions, elements):
+                call_args[i] = e
+            for k, e in zip(names, elements[len(positions):]):
+                call_kwargs[k] = e
+            return self.pyfunc(*call_args, **call_kwargs)
+
+        from ..errors import ConcretizationError
+        from ..vectorize import vmap
+        try:
+            out = vmap(one)(*flat)
+        except ConcretizationError:     # (a branch on a value: NumPy's loop, element-wise)
+            results = [one(*[f[i] for f in flat]) for i in builtins.range(n)]
+            out = tuple(stack(r) for r in zip(*results)) if type(results[0]) is tuple \
+                else stack(results)
+        if type(out) is tuple:
+            return tuple(reshape(o, shape) for o in out)
+        return reshape(out, shape)
 
 
 shape = _about_shape(_np.shape)
