@@ -82,3 +82,35 @@ def test_vectorised_newton():
     assert_close(wg.compile(solve, M, 0.3)(M + 0.1, 0.2), solve(M + 0.1, 0.2), rtol=1e-12)
     batched = wg.vmap(wg.grad(lambda M: opt.newton(KEPLER, M, args=(M, 0.3), tol=1e-13)))(M)
     assert_close(batched, np.diag(J), rtol=1e-10)
+
+
+def quadratic_roots(x, c):
+    """x0 + x1 = c, x0 x1 = 1: the roots of t² - c t + 1."""
+    return [x[0] + x[1] - c, x[0] * x[1] - 1.0]
+
+
+def test_fsolve_against_its_closed_form_and_scipy():
+    bigger = lambda c: opt.fsolve(quadratic_roots, [2.0, 0.5], args=(c,), xtol=1e-13)[0]  # noqa
+    for c in (2.5, 3.0, 5.0):
+        x = bigger(c)
+        assert_close(wg.grad(bigger)(c), x / (2 * x - c), rtol=1e-9)     # dx/dc
+        assert_close(wg.grad(bigger)(c), fd_derivative(bigger, c, 1e-6), rtol=1e-6)
+    check_grads(lambda c: opt.fsolve(quadratic_roots, [2.0, 0.5], args=(c,), xtol=1e-13),
+                np.array(3.0), order=2, eps=1e-5, rtol=1e-5)
+    plain = opt.fsolve(quadratic_roots, [2.0, 0.5], args=(3.0,), full_output=True)
+    theirs = so.fsolve(quadratic_roots, [2.0, 0.5], args=(3.0,), full_output=True)
+    assert_close(plain[0], theirs[0], rtol=1e-9)
+    assert plain[2] == theirs[2] == 1 and set(theirs[1]) <= set(plain[1])
+    assert plain[1]["njev"] >= 1                     # the exact Jacobian was used...
+    assert plain[1]["nfev"] < theirs[1]["nfev"]      # ...where SciPy differenced
+
+
+def test_fsolve_shapes_fprime_and_warnings():
+    x = opt.fsolve(lambda x: x ** 2 - 2.0, np.ones((2, 2)))
+    assert x.shape == (4,) and np.allclose(x, np.sqrt(2.0))          # SciPy's: 1-D
+    calls = []
+    opt.fsolve(quadratic_roots, [2.0, 0.5], args=(3.0,),
+               fprime=lambda x, c: calls.append(c) or [[1.0, 1.0], [x[1], x[0]]])
+    assert calls and set(calls) == {3.0}
+    with pytest.warns(RuntimeWarning, match="not making good progress"):
+        opt.fsolve(lambda x: x ** 2 + 1.0, 1.0)

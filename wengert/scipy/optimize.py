@@ -1,6 +1,6 @@
 """Optimisation and root finding with derivatives: SciPy's `scipy.optimize` (`minimize`,
-`minimize_scalar`, `linprog`, `nnls`, `lsq_linear`, `root`, `root_scalar`, `newton`,
-`brentq` and the other bracketing methods, `fixed_point`, `least_squares`,
+`minimize_scalar`, `linprog`, `nnls`, `lsq_linear`, `root`, `fsolve`, `root_scalar`,
+`newton`, `brentq` and the other bracketing methods, `fixed_point`, `least_squares`,
 `curve_fit`), the same calls, with two things SciPy does not have.
 
 * **Exact derivatives for the solver.**  Where a method uses a derivative and you give
@@ -57,7 +57,7 @@ from ..primitives.special import INSTALL_HINT
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
-__all__ = ["minimize", "minimize_scalar", "linprog", "nnls", "lsq_linear", "root",
+__all__ = ["minimize", "minimize_scalar", "linprog", "nnls", "lsq_linear", "root", "fsolve",
            "root_scalar", "newton", "brentq", "brenth", "ridder", "bisect", "toms748",
            "fixed_point", "least_squares", "curve_fit", "Solution"]
 
@@ -1191,6 +1191,43 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     out = fun(x, *unflatten(tree, leaves))
     found.fun = wnp.asarray(out[0] if pick else out)
     return found
+
+
+def fsolve(func, x0, args=(), fprime=None, full_output=0, col_deriv=0, xtol=1.49012e-08,
+           maxfev=0, band=None, epsfcn=None, factor=100, diag=None):
+    """The roots of ``func(x, *args) = 0``: SciPy's `scipy.optimize.fsolve` (MINPACK's
+    hybrd), the same call and results, with an exact Jacobian and a differentiable root.
+
+    It is `root` with method "hybr": without fprime, MINPACK gets wengert's exact
+    Jacobian (SciPy's would be finite differences); where args holds a traced value,
+    the root is differentiable with respect to it (dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ).  As
+    SciPy's, the result is one-dimensional, and a solve that did not converge warns
+    (RuntimeWarning) unless ``full_output``, which returns (x, infodict, ier, mesg).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy.optimize import fsolve
+        >>> def f(x, c):          # x0 + x1 = c, x0 x1 = 1: the roots of t² - c t + 1
+        ...     return [x[0] + x[1] - c, x[0] * x[1] - 1.0]
+        >>> fsolve(f, [2.0, 0.5], args=(3.0,)).round(6)
+        array([2.618034, 0.381966])
+        >>> print(round(wg.grad(lambda c: fsolve(f, [2.0, 0.5], args=(c,))[0])(3.0), 6))
+        1.17082
+    """
+    options = dict(col_deriv=col_deriv, xtol=xtol, maxfev=maxfev, band=band, eps=epsfcn,
+                   factor=factor, diag=diag)
+    found = root(func, x0, args=args, method="hybr", jac=fprime, options=options)
+    x = wnp.reshape(found.x, (-1,))
+    status = found.get("status")
+    if full_output:
+        info = {k: found.get(k) for k in ("nfev", "njev", "fjac", "r", "qtf")
+                if k != "njev" or "njev" in found}
+        info["fvec"] = wnp.reshape(found.fun, (-1,))
+        return x, info, status, found.get("message")
+    if status is not None and status != 1 and not _traced(x0, args):
+        # (SciPy's fsolve warns so; a traced solve has warned already, in root)
+        warnings.warn(found.message, RuntimeWarning, stacklevel=2)
+    return x
 
 
 def _root_plain(so, fun, x0, shape, args, method, jac, pick, kwargs):
