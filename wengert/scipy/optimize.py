@@ -1754,17 +1754,10 @@ def leastsq(func, x0, args=(), Dfun=None, full_output=False, col_deriv=False,
     def fit(x0, a):
         """SciPy's leastsq on plain values, with full output."""
         x0 = np.reshape(np.asarray(x0, dtype=np.float64), -1)
+        f, exact = _residuals(func, x0, shape, a, {}, name, "leastsq", Dfun is None)
         if Dfun is None:
-            jac = _least_squares_plain(so, func, x0, shape, a, {}, None, name, None,
-                                       who="leastsq")
-            return so.leastsq(lambda x: jac.residuals(x), x0, Dfun=jac, full_output=True,
-                              **options)
-        user = Dfun
-
-        def f(x):
-            out = _check_plain(func(x.reshape(shape), *a), "leastsq", name)
-            return np.reshape(np.asarray(out, dtype=np.float64), -1)
-        return so.leastsq(f, x0, Dfun=lambda x: user(x.reshape(shape), *a),
+            return so.leastsq(f, x0, Dfun=exact, full_output=True, **options)
+        return so.leastsq(f, x0, Dfun=lambda x: Dfun(x.reshape(shape), *a),
                           full_output=True, col_deriv=col_deriv, **options)
 
     def warn_unless_converged(ier, mesg):
@@ -1798,29 +1791,33 @@ def leastsq(func, x0, args=(), Dfun=None, full_output=False, col_deriv=False,
     return x, cov_x, info, out[3] if out is not None else None, ier
 
 
-def _least_squares_plain(so, fun, x0, shape, args, kwargs, jac, name, options,
-                         who="least_squares"):
-    """SciPy's least_squares of fun on plain values, with wengert's exact Jacobian where
-    jac is None; with ``options=None`` the Jacobian alone, as SciPy calls it, for
-    leastsq (its ``residuals`` the flat residuals)."""
+def _residuals(fun, x0, shape, args, kwargs, name, who, exact=True):
+    """fun's residuals on a flat plain x, as SciPy calls them, and (if `exact`) wengert's
+    exact Jacobian of them (m × n, forward or reverse mode, whichever needs fewer
+    sweeps; compiled once called often), else None."""
     from ..api import jacfwd, jacrev
 
     def f(x):
         out = _check_plain(fun(x.reshape(shape), *args, **kwargs), who, name)
         return np.reshape(np.asarray(out, dtype=np.float64), -1)
+    if not exact:
+        return f, None
     m = f(x0).size
-    if jac is None:
-        leaves, tree, key = _kernel_args((args, kwargs), who, fun, shape)
-        mode = jacfwd if x0.size <= m else jacrev     # (fewer sweeps)
+    leaves, tree, key = _kernel_args((args, kwargs), who, fun, shape)
+    mode = jacfwd if x0.size <= m else jacrev     # (fewer sweeps)
 
-        def jacobian(x, leaves):
-            a, kw = unflatten(tree, leaves)
-            return mode(lambda x: _flat_out(fun(wnp.reshape(x, shape), *a, **kw)))(x)
-        jac = _supplied(_Derivative(jacobian, leaves, key, lambda j: np.asarray(
-            j, dtype=np.float64).reshape(m, -1)), (x0,), who, name, "Jacobian")
-        if options is None:
-            jac.residuals = f
-            return jac
+    def jacobian(x, leaves):
+        a, kw = unflatten(tree, leaves)
+        return mode(lambda x: _flat_out(fun(wnp.reshape(x, shape), *a, **kw)))(x)
+    return f, _supplied(_Derivative(jacobian, leaves, key, lambda j: np.asarray(
+        j, dtype=np.float64).reshape(m, -1)), (x0,), who, name, "Jacobian")
+
+
+def _least_squares_plain(so, fun, x0, shape, args, kwargs, jac, name, options):
+    f, exact = _residuals(fun, x0, shape, args, kwargs, name, "least_squares",
+                          jac is None)
+    if jac is None:
+        jac = exact
     elif callable(jac):
         user_jac = jac
 
