@@ -211,10 +211,12 @@ def _stand_in(a):
 
 
 def _about_shape(npfn):
-    """NumPy's `npfn`, for which a traced first argument is only a shape and a dtype."""
+    """NumPy's `npfn`, for which every traced argument is only a shape and a dtype
+    (zeros_like, shape, result_type, diag_indices_from, ...)."""
     @functools.wraps(npfn)
-    def wrapper(a, *args, **kwargs):
-        return npfn(_stand_in(a), *args, **kwargs)
+    def wrapper(*args, **kwargs):
+        return npfn(*[_stand_in(a) for a in args],
+                    **{k: _stand_in(v) for k, v in kwargs.items()})
     return wrapper
 
 
@@ -4690,21 +4692,11 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     return _array_of(a, dtype, 0)
 
 
-def _about_shapes(npfn):
-    """NumPy's `npfn`, for which every traced argument is only a shape and a dtype (dtype
-    and shape queries: result_type, can_cast, diag_indices_from, ...)."""
-    @functools.wraps(npfn)
-    def wrapper(*args, **kwargs):
-        return npfn(*[_stand_in(a) if type(a) is Node else a for a in args],
-                    **{k: _stand_in(v) if type(v) is Node else v for k, v in kwargs.items()})
-    return wrapper
-
-
 # what they say of a traced value is said of its shape and dtype alone
 for _name in ("result_type", "can_cast", "common_type", "min_scalar_type", "iscomplexobj",
               "isrealobj", "isfortran", "diag_indices_from", "tril_indices_from",
               "triu_indices_from", "iterable", "einsum_path"):
-    globals()[_name] = _about_shapes(getattr(_np, _name))
+    globals()[_name] = _about_shape(getattr(_np, _name))
 
 
 def isscalar(element):
