@@ -202,7 +202,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     """
     k, s, (ph, pw), d, _, (eh, ew) = _pool_settings(x, kernel_size, stride, padding,
                                                      dilation, ceil_mode, "max_pool2d")
-    width = wnp._shape(x)[3]
+    width = wnp._shape(x)[3] if return_indices else None    # (the image's, before padding)
     if ph or pw or eh or ew:
         dtype = x.dtype if type(x) is Node else _np.asarray(x).dtype
         low = _np.iinfo(dtype).min if dtype.kind in "iu" else -_np.inf
