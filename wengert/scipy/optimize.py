@@ -837,7 +837,7 @@ def linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), met
             "between integer points as its data change, so it is solved on plain values "
             "only; pass plain values, or fix the integer variables and differentiate the "
             "linear program in the others")
-    c = wnp.reshape(_data_array(c, "c"), (-1,))
+    c = wnp.reshape(_data_array(c), (-1,))
     n = int(c.shape[0])
     blocks, roles = [], []
     for kind, A, b, rows in (("ineq", A_ub, b_ub, "A_ub"), ("eq", A_eq, b_eq, "A_eq")):
@@ -989,7 +989,7 @@ def _half_squares(x, a):
 
 def _ls_data(A, b, who):
     """A (m×n) and b (m) of a linear least-squares problem, checked against each other."""
-    A, b = _data_array(A, "A"), wnp.reshape(_data_array(b, "b"), (-1,))
+    A, b = _data_array(A), wnp.reshape(_data_array(b), (-1,))
     if len(A.shape) != 2 or A.shape[0] != b.shape[0]:
         raise ValueError(f"{who}: A of shape {tuple(A.shape)} and b of shape "
                          f"{tuple(b.shape)} do not fit: A must be (m, n) and b (m,)")
@@ -1015,7 +1015,7 @@ def _per_element(side, n, who, which):
     return np.broadcast_to(v, (n,)).tolist()
 
 
-def _data_array(v, what):
+def _data_array(v):
     """An array of a problem's data (linprog's, the least-squares A and b) as wengert
     takes it: traced, or plain float64."""
     if hasattr(v, "toarray"):                   # (a plain scipy.sparse matrix)
@@ -1032,7 +1032,7 @@ def _lp_rows(A, b, n, what):
     if A is None or b is None:
         missing, given = (what, rhs) if A is None else (rhs, what)
         raise ValueError(f"linprog: {given} is given without {missing}: they go together")
-    A, b = _data_array(A, what), wnp.reshape(_data_array(b, rhs), (-1,))
+    A, b = _data_array(A), wnp.reshape(_data_array(b), (-1,))
     if len(A.shape) == 1 and A.shape[0] == n:
         A = wnp.reshape(A, (1, n))              # (one row, as SciPy takes it)
     if len(A.shape) != 2 or A.shape[1] != n or A.shape[0] != b.shape[0]:
