@@ -21,6 +21,14 @@ single-threaded:
 * ``jax-jit``: `jax.experimental.ode.odeint` under `jax.jit(jax.grad(...))` (its own
   Dormand–Prince solver, compiled with its adjoint by XLA).
 
+A second table times per-example gradients: the same loss at BATCH = 64 points (the
+log-rates spread by ±20%), as a parameter sweep or an ensemble fit needs them:
+
+* ``wengert``: ``wg.vmap(wg.grad(loss))``: the 64 solves as one solve of 128 states (and
+  so the adjoint's), SciPy's steps taken for all at once;
+* ``wengert-loop``: a Python loop of ``wg.grad(loss)``, one solve per example;
+* ``jax-jit``: ``jax.jit(jax.vmap(jax.grad(loss)))``.
+
 Each peer's gradient is checked against wengert's first: they agree to about the
 solvers' tolerance (JAX's solver is another one, so its trajectory differs at that level).
 Ratios are paired within each repeat (see timing.py).
@@ -52,8 +60,7 @@ def data():
     return np.log(RATES) + np.log([1.2, 0.8, 0.8, 1.2]), observed
 
 
-def make_wengert(theta, observed, mode="rev"):
-    import wengert as wg
+def wengert_loss(observed):
     import wengert.numpy as wnp
     from wengert.scipy.integrate import odeint
 
@@ -63,6 +70,12 @@ def make_wengert(theta, observed, mode="rev"):
     def loss(theta):
         ys = odeint(f, Y0, TIMES, args=(wnp.exp(theta),), rtol=TOL, atol=TOL)
         return wnp.mean((wnp.log(ys[1:]) - wnp.log(observed[1:])) ** 2)
+    return loss
+
+
+def make_wengert(theta, observed, mode="rev"):
+    import wengert as wg
+    loss = wengert_loss(observed)
     fn = {"rev": wg.grad(loss), "fwd": wg.jacfwd(loss), "loss": loss}[mode]
     from importlib.metadata import version
     return version("wengert"), lambda: fn(theta)
@@ -103,7 +116,7 @@ def make_autograd(theta, observed):
     return version("autograd"), lambda: g(theta)
 
 
-def make_jax(theta, observed):
+def jax_loss(observed):
     import jax
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
@@ -117,9 +130,42 @@ def make_jax(theta, observed):
         ys = odeint(f, jnp.asarray(Y0), jnp.asarray(TIMES), jnp.exp(theta), rtol=TOL,
                     atol=TOL)
         return jnp.mean((jnp.log(ys[1:]) - jnp.log(obs[1:])) ** 2)
+    return jax.__version__, loss
+
+
+def make_jax(theta, observed):
+    import jax
+    version, loss = jax_loss(observed)
     g = jax.jit(jax.grad(loss))
-    th = jnp.asarray(theta)
-    return jax.__version__, lambda: np.asarray(jax.block_until_ready(g(th)))
+    th = jax.numpy.asarray(theta)
+    return version, lambda: np.asarray(jax.block_until_ready(g(th)))
+
+
+#: Examples in the per-example table.
+BATCH = 64
+
+
+def thetas(theta):
+    return theta + np.log(1.0 + 0.2 * np.random.default_rng(1).uniform(-1, 1, (BATCH, 4)))
+
+
+def make_wengert_batch(theta, observed, loop=False):
+    import wengert as wg
+    from importlib.metadata import version
+    grad = wg.grad(wengert_loss(observed))
+    points = thetas(theta)
+    if loop:
+        return version("wengert"), lambda: np.stack([grad(p) for p in points])
+    per_example = wg.vmap(grad)
+    return version("wengert"), lambda: per_example(points)
+
+
+def make_jax_batch(theta, observed):
+    import jax
+    version, loss = jax_loss(observed)
+    g = jax.jit(jax.vmap(jax.grad(loss)))
+    points = jax.numpy.asarray(thetas(theta))
+    return version, lambda: np.asarray(jax.block_until_ready(g(points)))
 
 
 def main(argv=None):
@@ -139,6 +185,12 @@ def main(argv=None):
         f"rtol = atol = {TOL:g}", "wengert", repeats, min_time,
         check=relative_difference("wengert", 1e-4, skip=("wengert-loss",)))
     print("gradient (wengert, adjoint):", np.array2string(reference, precision=8))
+    print()
+    run_table({"wengert": lambda: make_wengert_batch(theta, observed),
+               "wengert-loop": lambda: make_wengert_batch(theta, observed, loop=True),
+               "jax-jit": lambda: make_jax_batch(theta, observed)},
+              f"Per-example gradients of the same loss at {BATCH} points (wg.vmap)",
+              "wengert", repeats, min_time, check=relative_difference("wengert", 1e-4))
     return 0
 
 

@@ -295,14 +295,6 @@ def test_compiled_gradient():
     assert_close(g(P + 0.1), wg.grad(lv_loss)(P + 0.1), rtol=1e-12, atol=0)
 
 
-def test_vmap_solves_once_per_example():
-    ps = P + 0.05 * np.arange(3)[:, None]
-    solve = lambda p: odeint(lotka_volterra, Y0, T, args=(p,))
-    assert np.array_equal(wg.vmap(solve)(ps), np.stack([solve(p) for p in ps]))
-    grads = wg.vmap(wg.grad(lv_loss))(ps)
-    assert_close(grads, np.stack([wg.grad(lv_loss)(p) for p in ps]), rtol=1e-12, atol=0)
-
-
 def test_compiled_derived_systems_are_kept():
     """A fitting loop solves the same problem again and again: the adjoint system's
     compiled right-hand side is made once."""

@@ -438,12 +438,15 @@ def test_compiled_in_the_times():
 
 
 def test_vmap():
+    """One solve for the batch (more in test_ode_vmap.py): the examples' values and
+    gradients to the solver's tolerance."""
     ps = P + 0.05 * np.arange(3)[:, None]
-    solve = lambda p: solve_ivp(lotka_volterra, (0.0, 4.0), Y0, t_eval=T, args=(p,)).y
-    assert np.array_equal(wg.vmap(solve)(ps), np.stack([solve(p) for p in ps]))
+    solve = lambda p: solve_ivp(lotka_volterra, (0.0, 4.0), Y0, t_eval=T, args=(p,),
+                                **tight("RK45")).y
+    assert_close(wg.vmap(solve)(ps), np.stack([solve(p) for p in ps]), **agree("RK45"))
     grads = wg.vmap(wg.grad(lambda p: lv_loss(p, "RK45")))(ps)
-    assert_close(grads, np.stack([wg.grad(lv_loss)(p, "RK45") for p in ps]), rtol=1e-12,
-                 atol=0)
+    assert_close(grads, np.stack([wg.grad(lv_loss)(p, "RK45") for p in ps]),
+                 **agree("RK45"))
 
 
 # --- errors ------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ right-hand side of those systems, a derivative of func, as code made by `wg.comp
 kept with the primitive across calls (a fit solves one problem many times); so are the
 Jacobians the implicit methods get.  solve_ivp's times are t_span's ends and t_eval:
 the primitive solves from t0 to tf and reports y at ``[t0, *t_eval, tf]``, of which the
-front-end keeps t_eval's.  See docs/odes.md.
+front-end keeps t_eval's.  Under `wg.vmap` a batch of solves is one solve of the
+examples' systems side by side (`_BatchedOdeint`).  See docs/odes.md.
 
 Example:
     >>> import numpy as np, wengert as wg
@@ -54,7 +55,7 @@ from ..graph.active import recording
 from ..graph.node import Node
 from ..primitives.registry import Primitive, shape_of
 from ..primitives.special import INSTALL_HINT
-from ..graph.graph import aval
+from ..graph.graph import Graph, ShapeDtype, aval
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
@@ -113,6 +114,44 @@ class _System:
 
     def rhs(self, y, s, *leaves):
         raise NotImplementedError
+
+    #: The size of the diagonal blocks of ∂f/∂y (n: one block; a batch of systems has one
+    #: per example, see `_BatchedSystem`).
+    @property
+    def block(self):
+        return self.n
+
+    def dfdy(self, y, s, *leaves):
+        """∂f/∂y at (y, s): an n×n matrix, or its diagonal blocks stacked."""
+        from ..api import jacfwd
+        return jacfwd(lambda y: self.rhs(y, s, *leaves))(y)
+
+    def matrix(self, dfdy):
+        """dfdy as SciPy's implicit methods take it."""
+        return dfdy
+
+    def pattern(self):
+        """Where ∂f/∂y may be nonzero, for SciPy's finite differences (None: anywhere)."""
+        return None
+
+    def traceable(self):
+        """Whether rhs can be traced without values, as `wg.vmap` traces one example: not
+        where func branches on a value.  Asked once per system."""
+        ok = getattr(self, "_traceable", None)
+        if ok is None:
+            graph = Graph(optimize=False)
+            y = graph.input(ShapeDtype((self.n,), np.float64), "y")
+            s = graph.input(ShapeDtype((), np.float64), "t")
+            leaves = [graph.input(ShapeDtype(shape, dtype), f"a{k}")
+                      for k, (shape, dtype) in enumerate(self.leaf_avals)]
+            try:
+                with recording(graph), np.errstate(all="ignore"):
+                    self.rhs(y, s, *leaves)
+                ok = True
+            except Exception:                 # noqa: BLE001  (then one solve per example)
+                ok = False
+            self._traceable = ok
+        return ok
 
     def bind(self, leaves, y0, s0):
         """The right-hand side on plain values, as SciPy calls it from (y0, s0): code that
@@ -337,9 +376,7 @@ class _Jacobian(_System):
     calls = 0
 
     def rhs(self, y, s, *leaves):
-        from ..api import jacfwd
-        base = self.base
-        return jacfwd(lambda y: base.rhs(y, s, *leaves))(y)
+        return self.base.dfdy(y, s, *leaves)
 
     def bind(self, leaves, y0, s0):
         if getattr(self, "_code", None) is not None:    # compiled (or failed) before
@@ -395,6 +432,8 @@ class Odeint(Primitive):
         self._adjoint = None
         self._tangents = {}
         self._jacobian = None
+        self._batches = {}
+        self.batch = self._batch_rule
         self.stats = None             # (nfev, njev, nlu) of the last solve_ivp solve
 
     def _derived(self, system):
@@ -456,6 +495,9 @@ class Odeint(Primitive):
                 jac = self.jacobian(leaves, y0, t0)
             if jac is not None:
                 options["jac"] = jac
+            elif _implicit(self.method) and not _lsoda(self.method) and \
+                    "jac_sparsity" not in options and self.system.pattern() is not None:
+                options["jac_sparsity"] = self.system.pattern()
             found = _scipy_integrate().solve_ivp(lambda s, y: f(y, s), (t0, tf), y0,
                                                  method=self.method, t_eval=t_eval,
                                                  **options)
@@ -477,10 +519,12 @@ class Odeint(Primitive):
                 first = jac(y0, s0)
         except Exception:                 # noqa: BLE001  (SciPy's finite differences)
             return None
-        n = self.system.n
-        if np.shape(first) != (n, n) or not np.all(np.isfinite(first)):
+        n, block = self.system.n, self.system.block
+        if np.shape(first)[-2:] != (block, block) or np.size(first) != n * block or \
+                not np.all(np.isfinite(first)):
             return None
-        return lambda s, y, *args: jac(y, s)      # (SciPy passes its args on: not ours)
+        matrix = self.system.matrix
+        return lambda s, y, *args: matrix(jac(y, s))  # (SciPy passes its args on: not ours)
 
     def _abstract_eval(self, args, params):
         return (args[1].shape[0], self.system.n), np.dtype(np.float64)
@@ -536,6 +580,26 @@ class Odeint(Primitive):
             out = out + f * wnp.reshape(t_dot, (T, 1))
         return out
 
+    # --- wg.vmap: the examples' systems solved as one ---------------------------------
+    def _batch_rule(self, args, mapped, node):
+        """B solves of this system, from B initial states or with B values of some
+        leaves: one solve of the B systems side by side (`_BatchedOdeint`), SciPy's
+        steps taken for all at once.  None (one solve per example) where the times
+        differ between examples, where the user gave ∂f/∂y, or where f cannot be traced
+        without values."""
+        if mapped[1] or self.own_times or self.options.get("jac") is not None or \
+                not self.system.traceable():
+            return None
+        size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
+        flags = tuple(mapped[2:])
+        prim = self._batches.get((size, flags))
+        if prim is None:
+            prim = self._batches[(size, flags)] = _BatchedOdeint(self, size, flags)
+        n, T = self.system.n, shape_of(args[1])[0]
+        y0 = args[0] if mapped[0] else wnp.broadcast_to(args[0], (size, n))
+        ys = prim(wnp.reshape(y0, (size * n,)), *args[1:])
+        return wnp.transpose(wnp.reshape(ys, (T, size, n)), (1, 0, 2))
+
     # --- Taylor mode: nested forward sensitivities -------------------------------------
     def taylor(self, series, ans, order, **params):
         """The Taylor rule (`wengert.ad.taylor`): the arguments are polynomials
@@ -562,6 +626,153 @@ class Odeint(Primitive):
             f = derivative(f)
             out.append(f(0.0) / math.factorial(j))
         return out
+
+
+# --------------------------------------------------------------------------------------
+# wg.vmap: a batch of solves as one
+# --------------------------------------------------------------------------------------
+class _BatchedSystem(_System):
+    """`size` copies of `base` side by side, on the state [y_1, ..., y_size] (size·n
+    numbers): example b's right-hand side reads y_b and, of the leaves at the positions
+    where `mapped` is true, its own row (those leaves carry the batch on axis 0; the
+    others are shared).  Its ∂f/∂y is block diagonal, one block per example."""
+
+    def __init__(self, base, size, mapped):
+        self.base, self.size, self.mapped = base, size, mapped
+        self.name = f"{size}×{base.name}"
+        self.n = size * base.n
+        self.leaf_avals = tuple(((size,) + tuple(shape), dtype) if m else (shape, dtype)
+                                for (shape, dtype), m in zip(base.leaf_avals, mapped))
+        self.active = base.active
+
+    @property
+    def block(self):
+        return self.base.block
+
+    def _each(self, method, y, s, leaves):
+        from ..vectorize import vmap
+        base, size = self.base, self.size
+        axes = (0,) + tuple(0 if m else None for m in self.mapped)
+        return vmap(lambda y, *ls: method(y, s, *ls), in_axes=axes)(
+            wnp.reshape(y, (size, base.n)), *leaves)
+
+    def rhs(self, y, s, *leaves):
+        return wnp.reshape(self._each(self.base.rhs, y, s, leaves), (self.n,))
+
+    def dfdy(self, y, s, *leaves):
+        block = self.block
+        return wnp.reshape(self._each(self.base.dfdy, y, s, leaves),
+                           (self.n // block, block, block))
+
+    def matrix(self, blocks):
+        """The blocks as one sparse matrix (SciPy's Radau and BDF factorise it as such:
+        the work of one small LU per example)."""
+        from scipy import sparse
+        count, m = blocks.shape[0], blocks.shape[1]
+        columns = np.arange(count)[:, None, None] * m + np.arange(m)
+        indices = np.broadcast_to(columns, blocks.shape).ravel()
+        return sparse.csr_matrix((np.ravel(blocks), indices,
+                                  np.arange(0, count * m * m + 1, m)), shape=(self.n, self.n))
+
+    def pattern(self):
+        m = self.block
+        return self.matrix(np.ones((self.n // m, m, m)))
+
+
+class _BatchedOdeint(Odeint):
+    """The solve of `base` for `size` examples at once: one SciPy solve of the
+    `_BatchedSystem`, y of shape (len(t), size·n), example b in columns [b·n, (b+1)·n).
+
+    One step sequence serves every example, so where the solver measures its error as a
+    root mean square (solve_ivp's methods but LSODA) the tolerances are divided by
+    √size: each example's error then stays within the tolerance asked of it, as in its
+    own solve.  LSODA measures the largest error, so it needs nothing; it is told that
+    ∂f/∂y is banded (ml = mu = n - 1 covers the blocks), Radau and BDF get it as a
+    sparse matrix.  The derivatives are the base primitive's rules mapped over the batch
+    by `wg.vmap`: their systems are batched in turn, block diagonal like this one."""
+
+    def __init__(self, base, size, mapped):
+        super().__init__(_BatchedSystem(base.system, size, mapped),
+                         _batched_options(base, size), base.method)
+        self.base, self.size, self.mapped = base, size, mapped
+        self.derived = base.derived
+
+    def _split(self, leaves):
+        """The leaves the examples do not share, to be mapped over."""
+        return [x for x, m in zip(leaves, self.mapped) if m]
+
+    def _merged(self, leaves, own):
+        own = iter(own)
+        return [next(own) if m else x for x, m in zip(leaves, self.mapped)]
+
+    def _examples(self, x):
+        """A flat batched state or solution as (size, ..., n)."""
+        n = self.base.system.n
+        shape = tuple(shape_of(x))
+        return wnp.reshape(x, (self.size, n)) if len(shape) == 1 else \
+            wnp.transpose(wnp.reshape(x, (shape[0], self.size, n)), (1, 0, 2))
+
+    def _vjp_rule(self, g, y0, t, *rest):
+        from ..vectorize import vmap
+        leaves, ys = rest[:-1], rest[-1]
+        base = self.base
+
+        def one(g, y0, ys, *own):
+            return base._vjp_rule(g, y0, t, *self._merged(leaves, own), ys)
+
+        cts = vmap(one)(self._examples(g), self._examples(y0), self._examples(ys),
+                        *self._split(leaves))
+        out = [wnp.reshape(cts[0], (self.system.n,)), wnp.sum(cts[1], axis=0)]
+        for c, m in zip(cts[2:], self.mapped):
+            out.append(c if c is None or m else wnp.sum(c, axis=0))
+        return tuple(out)
+
+    def _jvp_rule(self, ts, y0, t, *rest):
+        from ..vectorize import vmap
+        leaves, ys = rest[:-1], rest[-1]
+        y0_dot, t_dot, dots = ts[0], ts[1], ts[2:]
+        if y0_dot is None and t_dot is None and all(d is None for d in dots):
+            return None
+        base = self.base
+        own_dots = [d for d, m in zip(dots, self.mapped) if m and d is not None]
+
+        def one(y0, ys, y0_dot, own, own_dots):
+            ds = iter(own_dots)
+            ds = [(next(ds) if d is not None else None) if m else d
+                  for d, m in zip(dots, self.mapped)]
+            return base._jvp_rule((y0_dot, t_dot, *ds), y0, t,
+                                  *self._merged(leaves, own), ys)
+
+        y0_dot = None if y0_dot is None else self._examples(y0_dot)
+        out = vmap(one, out_axes=1)(self._examples(y0), self._examples(ys), y0_dot,
+                                    self._split(leaves), own_dots)
+        return wnp.reshape(out, (shape_of(t)[0], self.system.n))
+
+
+def _batched_options(base, size):
+    """The options of `size` solves of `base` at once (see `_BatchedOdeint`)."""
+    lsoda = base.method is None or _lsoda(base.method)
+    scale = 1.0 if lsoda else 1.0 / math.sqrt(size)
+    options = {}
+    for k, v in base.options.items():
+        if k in ("rtol", "atol"):
+            v = np.tile(np.ravel(v), size) * scale if np.ndim(v) else v * scale
+            if k == "rtol":
+                v = np.maximum(v, 100 * np.finfo(float).eps)   # (SciPy's floor)
+        elif k == "jac_sparsity" and v is not None:
+            from scipy import sparse
+            v = sparse.block_diag([v] * size, format="csr")
+        elif k == "vectorized":       # (a hint for SciPy's differences: not this system's)
+            continue
+        options[k] = v
+    band = base.system.block - 1
+    if base.method is None:
+        options.setdefault("ml", band)
+        options.setdefault("mu", band)
+    elif lsoda:
+        options.setdefault("lband", band)
+        options.setdefault("uband", band)
+    return options
 
 
 # --------------------------------------------------------------------------------------
@@ -762,6 +973,10 @@ def _implicit(method):
         return method in _IMPLICIT
     from scipy.integrate import BDF, LSODA, Radau
     return isinstance(method, type) and issubclass(method, (BDF, LSODA, Radau))
+
+
+def _lsoda(method):
+    return method == "LSODA" or isinstance(method, type) and method.__name__ == "LSODA"
 
 
 def _exact_jacobian_wanted(method, options):
