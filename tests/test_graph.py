@@ -502,3 +502,112 @@ def test_evaluating_a_graph_keeps_its_dtypes():
     assert strong.outputs[0].dtype == strong(x32, 2.0).dtype == np.float64
     assert weak.outputs[0].dtype == weak(x32, 2.0).dtype == np.float32
     assert wg.trace(weak, x32, 2.0).outputs[0].dtype == np.float32   # traced again
+
+
+# --- sums of scatters ----------------------------------------------------------------------
+def _scatter(x, index, shape):
+    from wengert.primitives import array as A
+    return A.index_add(x, index=A.encode_index(index), shape=shape)
+
+
+def test_scatters_side_by_side_become_one_array():
+    """A reverse sweep through y[:, 0] and y[:, 1] adds two scatters into zeros; side by
+    side they are one array: no zeros, no scatter, the same numbers."""
+    g = Graph()
+    a, b = g.input(ShapeDtype((5,)), "a"), g.input(ShapeDtype((5,)), "b")
+    s = slice(None)
+    total = _scatter(b, (s, 1), (5, 2)) + _scatter(a, (s, 0), (5, 2))
+    assert total.op.name == "concatenate" and total.shape == (5, 2)
+    three = _scatter(a, 0, (3, 5)) + _scatter(b, 2, (3, 5)) + _scatter(a * b, 1, (3, 5))
+    assert three.op.name == "concatenate"          # (joined once, in index order)
+    assert [x.op.name for x in three.args] == ["reshape"] * 3
+    g.inputs, g.outputs = [a, b], [total, three]
+    va, vb = np.arange(5.0), np.arange(5.0) ** 2
+    got = g(va, vb)
+    assert np.array_equal(got[0], np.stack([va, vb], axis=1))
+    assert np.array_equal(got[1], np.stack([va, va * vb, vb]))
+
+
+def test_overlapping_scatters_are_joined_and_summed_where_they_meet():
+    """Rosenbrock's x[:-1] and x[1:]: one array, the overlap a sum; a range inside
+    another: three pieces.  Bit for bit the scatters' sum."""
+    g = Graph()
+    a, b, c = (g.input(ShapeDtype((n,)), k) for n, k in ((5, "a"), (5, "b"), (2, "c")))
+    shifted = _scatter(a, slice(None, -1), (6,)) + _scatter(b, slice(1, None), (6,))
+    assert shifted.op.name == "concatenate" and len(shifted.args) == 3
+    inside = _scatter(c, slice(2, 4), (6,)) + _scatter(a, slice(0, 5), (6,))
+    assert inside.op.name == "index_add" and inside.args[0].op.name == "concatenate"
+    g.inputs, g.outputs = [a, b, c], [shifted, inside]
+    va, vb, vc = np.arange(5.0) + 0.1, np.arange(5.0) ** 2 + 0.3, np.array([7.7, 1e-17])
+    want = np.zeros(6), np.zeros(6)
+    want[0][:-1] += va
+    want[0][1:] += vb
+    want[1][2:4] += vc
+    want[1][:5] += va
+    for got, w in zip(g(va, vb, vc), want):
+        assert np.array_equal(got, w)
+
+
+def test_scatters_that_do_not_cover_stay_scatters():
+    g = Graph()
+    a, b = g.input(ShapeDtype((5,)), "a"), g.input(ShapeDtype((5,)), "b")
+    s = slice(None)
+    part = _scatter(a, (s, 1), (5, 4)) + _scatter(b, (s, 2), (5, 4))
+    assert part.op.name == "index_add" and part.args[0].shape == (5, 2)   # columns 1:3
+    apart = _scatter(a, (s, 0), (5, 4)) + _scatter(b, (s, 2), (5, 4))     # not adjacent
+    assert apart.op.name == "add"
+    same = _scatter(a, (s, 3), (5, 4)) + _scatter(b, (s, -1), (5, 4))      # one column
+    assert same.op.name == "index_add" and same.args[0].op.name == "add"
+    fancy = _scatter(a, (s, np.array([0, 0, 1, 1, 2])), (5, 4))
+    assert (fancy + _scatter(b, (s, 3), (5, 4))).op.name == "add"          # arrays: kept
+    p = g.input(ShapeDtype((5, 4)), "p")
+    # (p + scatter) + scatter: the scatters meet, only where they touch other elements
+    assert (p + _scatter(a, (s, 0), (5, 4)) + _scatter(b, (s, 1), (5, 4))).args[1].op.name \
+        == "index_add"
+    assert ((p + _scatter(a, (s, 0), (5, 4))) + _scatter(b, (s, 0), (5, 4))).args[1].op.name \
+        == "index_add"                                   # (same column: not reassociated)
+    g.inputs = [a, b, p]
+    g.outputs = [part, apart, same, p + _scatter(a, (s, 0), (5, 4)) + _scatter(b, (s, 1),
+                                                                               (5, 4))]
+    va, vb, vp = np.arange(5.0) + 0.5, np.arange(5.0) ** 2, np.ones((5, 4))
+    want = [np.zeros((5, 4)) for _ in range(4)]
+    want[0][:, 1], want[0][:, 2] = va, vb
+    want[1][:, 0], want[1][:, 2] = va, vb
+    want[2][:, 3] = va + vb
+    want[3] = vp.copy()
+    want[3][:, 0] += va
+    want[3][:, 1] += vb
+    for got, w in zip(g(va, vb, vp), want):
+        assert np.array_equal(got, w)
+
+
+def test_batched_gradients_of_components_compile_without_scatters():
+    """vmap of a gradient through components (an ODE's right-hand side, per example):
+    compiled, it joins columns instead of adding scatters into zeros (one is left: added
+    to a sum of joined columns), and agrees bit for bit with the one-by-one values."""
+    import wengert.numpy as wnp
+
+    def f(y, p):
+        return wnp.stack([p[0] * y[0] - p[1] * y[0] * y[1], p[3] * y[0] * y[1] - p[2] * y[1]])
+
+    def adjoint(y, a, p):
+        out, pull = wg.vjp(f, y, p)
+        return wnp.concatenate([out, *pull(a)])
+    rng = np.random.default_rng(0)
+    args = rng.random((6, 2)), rng.random((6, 2)), rng.random((6, 4))
+    batched = wg.vmap(adjoint)
+    scatters = lambda: ops_of(wg.trace(batched, *args)).count("index_add")
+    assert scatters() <= 1
+    with wg.options(optimize=False):
+        assert scatters() >= 6
+    want = np.stack([adjoint(*one) for one in zip(*args)])
+    compiled = wg.compile(batched, *args, backend="numpy")
+    assert ".reshape((" in compiled.source and "_reshape" not in compiled.source
+    assert np.array_equal(compiled(*args), want)
+    # which code: float code for a few examples, NumPy calls (views and ufuncs are cheap
+    # ones) for many, where straight-line float code would take thousands of operations
+    few = wg.compile(batched, *[x[:2] for x in args])
+    many_args = [rng.random((256,) + x.shape[1:]) for x in args]
+    many = wg.compile(batched, *many_args)
+    assert few.entry.flavour == "float" and many.entry.flavour == "numpy"
+    assert np.array_equal(many(*many_args), np.stack([adjoint(*one) for one in zip(*many_args)]))

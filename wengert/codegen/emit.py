@@ -269,6 +269,9 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         if op is P.pow and fmt.power and fmt.pow_infix:
             return f"{operand(args[0], POW)}{fmt.power}{operand(args[1], POW, True)}", POW
         call_args = [s for s, _ in args]
+        spelled = fmt.method(node, call_args)
+        if spelled is not None:
+            return spelled, ATOM
         if op is P.powi:
             call_args.append(str(node.params["n"]))
         if op in functions:

@@ -82,6 +82,11 @@ class Format:
         up, down = ("*", "/") if decimals > 0 else ("/", "*")
         return f"({self.apply(P.round, [f'({x}){up}{scale}'], {})}{down}{scale})"
 
+    def method(self, node, args):
+        """The text of `node` as a method of its first argument's text, where this format
+        has a faster spelling than `apply`'s (None: none).  Scalar languages have none."""
+        return None
+
     def cast(self, node, arg):
         """The name of a function that the text of argument `arg` is wrapped in where
         `node` uses it (None: none), for a language whose own typing would differ from the

@@ -28,6 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..primitives import array as A
 from ..primitives import scalar as P
 from ..primitives import shape as S
 from ..primitives.registry import CONST
@@ -64,6 +65,10 @@ def _add(g, args, params):
         return g.apply(P.mul, (x, g.const(2.0)))                  # x + x -> 2*x
     if x.op not in _INTERESTING and y.op not in _INTERESTING:
         return None
+    if y.op is A.index_add or x.op is A.index_add:
+        merged = _scatters(g, x, y) if y.op is A.index_add else _scatters(g, y, x)
+        if merged is not None:
+            return merged
     if _is(y, 0) and _keeps(x, P.add, args, params):
         return x                                                  # x + 0 -> x
     if _is(x, 0) and _keeps(y, P.add, args, params):
@@ -172,11 +177,133 @@ def _same_shape(g, args, params):
     return args[0] if args[0].shape == tuple(params["shape"]) else None   # no-op reshape
 
 
-_INTERESTING = frozenset({CONST, P.neg})    # what the rules of + and - look for
+# --- sums of scatters -----------------------------------------------------------------------
+# A reverse sweep through x[0], x[1], ... (a state read by components, a vector built by
+# stack) adds one index_add (zeros with g added at an index) per use.  Where those indices
+# are slices of one array side by side, the sum is one index_add of their pieces joined,
+# and where they cover the whole array, the joined pieces themselves: no zeros, no scatter.
+# Each rewrite adds the same numbers at the same places (no rounding changes).
+
+def _scatters(g, x, y):
+    """The rewrite of ``x + y``, y an index_add, or None."""
+    if x.op is A.index_add:
+        return _merged_scatter(g, x, y)
+    if x.op is P.add:
+        # (p + index_add(a)) + index_add(b) -> p + (index_add(a) + index_add(b)), only
+        # where a and b land on different elements (one addition each: exact)
+        for p, q in (x.args, x.args[::-1]):
+            if q.op is A.index_add:
+                inner = _merged_scatter(g, q, y, disjoint=True)
+                if inner is not None:
+                    return g.apply(P.add, (p, inner))
+    return None
+
+
+def _merged_scatter(g, x, y, disjoint=False):
+    """index_add(a, I) + index_add(b, J) as one index_add, or None: where I and J are the
+    same on every axis but one, on which their ranges meet or overlap (the pieces are
+    joined there, summed where both land).  With `disjoint`, only where they do not
+    overlap."""
+    shape = x.params["shape"]
+    if y.params["shape"] != shape or x.dtype != y.dtype:
+        return None
+    a, b = x.args[0], y.args[0]
+    ranges_a = _ranges(x.params["index"], shape)
+    ranges_b = _ranges(y.params["index"], shape)
+    if ranges_a is None or ranges_b is None or a.shape != _picked(ranges_a) or \
+            b.shape != _picked(ranges_b):
+        return None
+    if ranges_a == ranges_b:
+        if disjoint:
+            return None
+        return _scatter(g, g.apply(P.add, (a, b)), ranges_a, shape)
+    differ = [k for k, (u, v) in enumerate(zip(ranges_a, ranges_b)) if u != v]
+    if len(differ) != 1:
+        return None
+    k = differ[0]
+    (lo_a, hi_a, int_a), (lo_b, hi_b, int_b) = ranges_a[k], ranges_b[k]
+    if max(lo_a, lo_b) > min(hi_a, hi_b) or disjoint and min(hi_a, hi_b) > max(lo_a, lo_b):
+        return None                                         # a gap, or an overlap
+    axis = sum(1 for r in ranges_a[:k] if not r[2])       # (an int index drops its axis)
+    spans = [(_with_axis(g, a, axis) if int_a else a, lo_a, hi_a),
+             (_with_axis(g, b, axis) if int_b else b, lo_b, hi_b)]
+    cuts = sorted({lo_a, hi_a, lo_b, hi_b})
+    pieces = []
+    for lo, hi in zip(cuts, cuts[1:]):
+        parts = [_slab(g, p, lo - start, hi - start, axis) for p, start, stop in spans
+                 if start <= lo and hi <= stop]
+        pieces.append(parts[0] if len(parts) == 1 else g.apply(P.add, tuple(parts)))
+    # (pieces joined before are spliced in: one concatenation of them all)
+    pieces = [q for p in pieces for q in (p.args if p.op is A.concatenate and
+                                          p.params["axis"] == axis else (p,))]
+    joined = pieces[0] if len(pieces) == 1 else \
+        g.apply(A.concatenate, tuple(pieces), {"axis": axis})
+    lo, hi = cuts[0], cuts[-1]
+    return _scatter(g, joined, ranges_a[:k] + ((lo, hi, False),) + ranges_a[k + 1:], shape)
+
+
+def _with_axis(g, p, axis):
+    return g.apply(A.reshape, (p,), {"shape": p.shape[:axis] + (1,) + p.shape[axis:]})
+
+
+def _slab(g, p, start, stop, axis):
+    """p[..., start:stop] on `axis`; p itself where that is all of it."""
+    if start == 0 and stop == p.shape[axis]:
+        return p
+    index = (("slice", None, None, None),) * axis + (("slice", start, stop, None),)
+    return g.apply(A.getitem, (p,), {"index": index})
+
+
+def _ranges(index, shape):
+    """A basic index as one (start, stop, is_int) per axis of `shape`, each a unit-step
+    range, or None for any other index (arrays, steps, new axes, an ellipsis)."""
+    if len(index) > len(shape):
+        return None
+    out = []
+    for k, n in enumerate(shape):
+        i = index[k] if k < len(index) else ("slice", None, None, None)
+        if type(i) is tuple and i and i[0] == "slice":
+            start, stop, step = slice(*i[1:]).indices(n)
+            if step != 1:
+                return None
+            out.append((start, max(start, stop), False))
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            if not -n <= i < n:
+                return None
+            out.append((int(i) % n, int(i) % n + 1, True))
+        else:
+            return None
+    return tuple(out)
+
+
+def _picked(ranges):
+    """The shape of x[index] for an index of these ranges."""
+    return tuple(hi - lo for lo, hi, is_int in ranges if not is_int)
+
+
+def _scatter(g, piece, ranges, shape):
+    """index_add(piece, at ranges) in `shape`; the piece itself where it covers it all."""
+    if all(lo == 0 and hi == n and not is_int for (lo, hi, is_int), n in zip(ranges, shape)):
+        return piece
+    index = tuple(lo if is_int else ("slice", lo, hi, None) for lo, hi, is_int in ranges)
+    return g.apply(A.index_add, (piece,), {"index": index, "shape": shape})
+
+
+def _index_add(g, args, params):
+    (x,) = args
+    ranges = _ranges(params["index"], params["shape"])
+    if ranges is not None and x.shape == tuple(params["shape"]) and \
+            _picked(ranges) == x.shape and _keeps(x, A.index_add, args, params):
+        return x                                                  # x added at all of x
+    return None
+
+
+_INTERESTING = frozenset({CONST, P.neg, A.index_add})    # what + and - look for
 
 RULES = {
     P.add: _add, P.sub: _sub, P.mul: _mul, P.div: _div, P.neg: _neg, P.powi: _powi,
     P.select: _select, S.sum_to: _same_shape, S.broadcast_to: _same_shape,
+    A.index_add: _index_add,
 }
 
 for _op, _rule in RULES.items():
