@@ -76,6 +76,12 @@ def test_float_code_for_scalar_graphs_and_numpy_code_for_large_arrays():
     assert big.entry.flavour == "numpy" and "_np.sin" in big.source
     x = rng.normal(size=5000)
     same(big(x), 2 * numpy.sin(x) * numpy.cos(x))
+    # few operations but many outputs to pack (10,000, mostly zeros): NumPy code
+    rosen = lambda x: np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    h = wg.compile(wg.hessian(rosen), numpy.ones(100))
+    assert h.entry.flavour == "numpy"
+    x = rng.normal(size=100)
+    same(h(x), wg.hessian(rosen)(x))
 
 
 @pytest.mark.parametrize("order", [1, 2, 3, 4, 5])

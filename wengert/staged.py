@@ -33,10 +33,12 @@ from .codegen.scalarize import not_float, scalarize
 
 # Rough costs on CPython: an arithmetic operation on floats, and a NumPy call on small
 # arrays plus its cost per element.  They decide between the float and NumPy flavours.
-# A NumPy call is ~0.3 us for a view (a reshape, a slice), ~0.6 us for a ufunc, ~2 us
-# for the rest (a concatenation, a reduction), as measured on small arrays.
-FLOAT_OP_S, NUMPY_CALL_S, NUMPY_ELEMENT_S = 30e-9, 2e-6, 2e-9
-NUMPY_VIEW_S, NUMPY_UFUNC_S = 0.3e-6, 0.6e-6
+# A NumPy call is ~0.3 us for a view (a reshape, a slice: no cost per element), ~0.6 us
+# for a ufunc, ~2 us for the rest (a concatenation, a reduction), as measured on small
+# arrays.  Float code also unpacks every element of its inputs and packs every element
+# of its outputs (a 100x100 Hessian: 10,000 of them, most of them zeros).
+FLOAT_OP_S, NUMPY_CALL_S, NUMPY_ELEMENT_S = 30e-9, 2e-6, 0.5e-9
+NUMPY_VIEW_S, NUMPY_UFUNC_S, FLOAT_ELEMENT_S = 0.3e-6, 0.6e-6, 15e-9
 from .errors import ConcretizationError
 from .graph.active import options
 from .graph.graph import Graph, ShapeDtype, aval, canonical, shape_dtype
@@ -510,16 +512,24 @@ def _hold_constant_outputs(graph):
 def _faster(scalar, graph) -> bool:
     """Whether straight-line float code should beat NumPy calls on the arrays."""
     ops = [n for n in graph.live_nodes() if n.args]
-    numpy_s = sum(_numpy_call_s(n) + n.size * NUMPY_ELEMENT_S for n in ops)
-    return sum(1 for n in scalar.graph.live_nodes() if n.args) * FLOAT_OP_S <= numpy_s
+    numpy_s = sum(_numpy_call_s(n) for n in ops) + \
+        sum(n.size for n in ops if not _view(n)) * NUMPY_ELEMENT_S
+    elements = sum(n.size for n in graph.inputs) + sum(n.size for n in graph.outputs)
+    float_s = sum(1 for n in scalar.graph.live_nodes() if n.args) * FLOAT_OP_S + \
+        elements * FLOAT_ELEMENT_S
+    return float_s <= numpy_s
+
+
+def _view(node) -> bool:
+    op = node.op
+    return op is A.reshape or op is A.transpose or op is A.getitem and not any(
+        isinstance(i, np.ndarray) for i in node.params["index"])
 
 
 def _numpy_call_s(node):
-    op = node.op
-    if op is A.reshape or op is A.getitem and not any(
-            isinstance(i, np.ndarray) for i in node.params["index"]):
+    if _view(node):
         return NUMPY_VIEW_S
-    return NUMPY_UFUNC_S if op.elementwise else NUMPY_CALL_S
+    return NUMPY_UFUNC_S if node.op.elementwise else NUMPY_CALL_S
 
 
 def _why_not_scalar(graph) -> str:
