@@ -119,6 +119,25 @@ def test_the_exact_jacobian_is_wengerts():
                  rtol=1e-15, atol=0)
 
 
+@pytest.mark.parametrize("method", ["Radau", "BDF"])
+def test_the_jacobian_at_the_start_is_not_computed_twice(method, monkeypatch):
+    """Whether wengert can differentiate fun is found by its Jacobian at (t0, y0), which
+    is also the first SciPy asks for: it is handed over, not computed again."""
+    made = [0]
+    real = wint._Jacobian.rhs
+
+    def counted(self, *args):
+        made[0] += 1
+        return real(self, *args)
+    monkeypatch.setattr(wint._Jacobian, "rhs", counted)
+    found = solve_ivp(robertson, (0.0, 100.0), [1.0, 0.0, 0.0], method=method, args=(K,),
+                      rtol=1e-6, atol=1e-10)
+    assert 0 < found.njev == made[0]
+    want = scipy_integrate.solve_ivp(robertson, (0.0, 100.0), [1.0, 0.0, 0.0], method=method,
+                                     args=(K,), rtol=1e-6, atol=1e-10, jac=robertson_jacobian)
+    assert_close(found.y[:, -1], want.y[:, -1], rtol=1e-12, atol=1e-16)
+
+
 def test_undifferentiable_fun_gets_finite_differences():
     """A fun that leaves wengert (math.exp wants a number) is SciPy's finite
     differences, silently, on plain and traced values."""

@@ -524,7 +524,17 @@ class Odeint(Primitive):
                 not np.all(np.isfinite(first)):
             return None
         matrix = self.system.matrix
-        return lambda s, y, *args: matrix(jac(y, s))  # (SciPy passes its args on: not ours)
+        # SciPy's first Jacobian is the one at (t0, y0), just computed (eagerly, a few ms
+        # for a large system: a BDF solve may ask for only two in all)
+        start = [(s0, np.array(y0, dtype=np.float64), first)]
+
+        def scipy_jac(s, y, *args):       # (SciPy passes its args on: not ours)
+            if start:
+                s_first, y_first, known = start.pop()
+                if s == s_first and np.array_equal(y, y_first):
+                    return matrix(known)
+            return matrix(jac(y, s))
+        return scipy_jac
 
     def _abstract_eval(self, args, params):
         return (args[1].shape[0], self.system.n), np.dtype(np.float64)
