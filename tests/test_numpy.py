@@ -1084,8 +1084,11 @@ def test_ufunc_methods_on_traced_values():
                 + np.multiply.reduce(x + 3, axis=None) + np.add.accumulate(x)[-1], x, order=1)
     g = wg.grad(lambda x: np.add.reduce(x, axis=1).sum())(x)
     assert_close(g, numpy.ones((3, 4)))
-    with pytest.raises(NotImplementedError, match=r"numpy\.maximum\.accumulate"):
-        wg.grad(lambda x: np.maximum.accumulate(x).sum())(x)
+    # every binary ufunc's methods (more in test_numpy_methods.py)
+    assert_close(wg.vjp(np.maximum.accumulate, x)[0], numpy.maximum.accumulate(x), rtol=0)
+    check_grads(np.maximum.accumulate, x, order=1)
+    with pytest.raises(NotImplementedError, match=r"numpy\.maximum\.at writes into"):
+        wg.grad(lambda x: np.maximum.at(x, [0], 1.0))(x)
 
 
 def test_traced_values_have_the_array_methods():

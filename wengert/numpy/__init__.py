@@ -225,10 +225,10 @@ class _Ufunc:
     """One of NumPy's ufuncs in wengert.numpy: on traced values it records its primitive;
     on plain values it *is* NumPy's ufunc, keywords and methods (``reduce``, ``accumulate``,
     ``outer``, ``at``, ...) included.  Those methods and keywords on traced values go
-    through NumPy's protocol to `wengert.numpy.dispatch`: ``add.reduce`` is `sum`,
-    ``maximum.reduce`` is `max`, ``add.accumulate`` is `cumsum` (``multiply.accumulate``
-    `cumprod`), and the others raise
-    `NotImplementedError` naming themselves.
+    through NumPy's protocol to `wengert.numpy.dispatch`: ``outer``, ``reduce``,
+    ``accumulate`` and ``reduceat`` of a binary ufunc are written with the ufunc itself
+    (`wengert.numpy.ufunc_methods`: ``add.reduce`` is `sum`, ``add.accumulate`` `cumsum`),
+    ``at`` (in place) and other keywords raise `NotImplementedError` naming themselves.
 
     Example:
         >>> import wengert as wg, wengert.numpy as wnp
@@ -236,6 +236,8 @@ class _Ufunc:
         (np.float64(6.0), array([1, 3, 3]))
         >>> wg.grad(lambda x: wnp.add.reduce(wnp.sin(x)))(wnp.zeros(2))
         array([1., 1.])
+        >>> wg.grad(lambda x: wnp.sum(wnp.subtract.outer(x, x ** 2)))(wnp.ones(2))
+        array([-2., -2.])
     """
 
     def __init__(self, npufunc, traced=None):
