@@ -1,11 +1,13 @@
-"""The methods of the binary ufuncs on traced values (outer, reduce, accumulate, reduceat):
-derivatives against central differences to second order, values and dtypes against NumPy's,
-wg.compile and wg.vmap, and the errors NumPy gives or wengert refuses with."""
+"""The methods of the binary ufuncs on traced values (outer, reduce, accumulate, reduceat)
+and sliding_window_view: derivatives against central differences to second order, values
+and dtypes against NumPy's, wg.compile and wg.vmap, and the errors NumPy gives or wengert
+refuses with."""
 import numpy
 import pytest
 
 import wengert as wg
 import wengert.numpy as np
+from wengert.numpy.lib.stride_tricks import sliding_window_view
 from fd import check_grads, check_complex_grads, assert_close
 
 rng = numpy.random.default_rng(23)
@@ -212,3 +214,37 @@ def test_ufunc_at_and_ufuncs_without_a_rule_are_refused():
     same(np.add(x, np.bincount(i, weights=b, minlength=len(x))), want)
     g = wg.grad(lambda b: np.sum(np.bincount(i, weights=b, minlength=3) * x))(b)
     assert_close(g, x[i])
+
+
+# ---- sliding_window_view -----------------------------------------------------------------
+SWV = numpy.lib.stride_tricks.sliding_window_view
+
+
+@pytest.mark.parametrize("shape, window, axis", [
+    ((6,), 3, None), ((4, 5), (2, 3), None), ((4, 5), 2, -1), ((3, 4, 5), (2, 2), (0, 2)),
+    ((3, 4, 5), (2, 3), (-1, 1)), ((7,), (2, 3), (0, 0)), ((4, 5), 1, 0), ((4, 5), (4,), 0)])
+def test_sliding_window_view_gathers_numpys_windows(shape, window, axis):
+    x = r(*shape)
+    want = SWV(x, window, axis)
+    for f in (lambda x: sliding_window_view(x, window, axis),
+              lambda x: SWV(x, window, axis),                  # NumPy's own, by its protocol
+              lambda x: np.lib.stride_tricks.sliding_window_view(x, window, axis=axis)):
+        same(value(f, x), want, rtol=0)
+    check_grads(lambda x: sliding_window_view(x, window, axis) ** 2, x)
+
+
+def test_sliding_window_view_compiles_vmaps_and_refuses_what_numpy_refuses():
+    x = r(3, 6)
+    f = lambda x: np.mean(sliding_window_view(x, 3, axis=-1), axis=-1)      # moving average
+    same(wg.compile(f, x)(x + 1), SWV(x + 1, 3, axis=-1).mean(axis=-1))
+    assert_close(wg.vmap(f)(x), numpy.stack([f(row) for row in x]), rtol=1e-14)
+    assert_close(wg.grad(lambda x: np.sum(f(x)))(x)[0], [1 / 3, 2 / 3, 1, 1, 2 / 3, 1 / 3])
+    with pytest.raises(NotImplementedError, match=r"writeable=True\) is not supported"):
+        wg.vjp(lambda x: sliding_window_view(x, 2, writeable=True), x)
+    with pytest.raises(ValueError, match="window shape cannot be larger"):
+        wg.vjp(lambda x: SWV(x, 7, axis=1), x)
+    with pytest.raises(ValueError, match="must provide window_shape for all dimensions"):
+        wg.vjp(lambda x: sliding_window_view(x, 2), x)
+    with pytest.raises(numpy.exceptions.AxisError):
+        wg.vjp(lambda x: sliding_window_view(x, 2, axis=2), x)
+    assert np.lib.stride_tricks.sliding_window_view(x, 2, 1).flags.writeable is False  # plain

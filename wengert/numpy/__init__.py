@@ -4751,7 +4751,11 @@ def asarray_chkfinite(a, dtype=None, order=None):
     return out
 
 
-from . import linalg, fft  # noqa: E402
+from . import linalg, fft, lib  # noqa: E402
+
+# NumPy's submodules that have differentiable functions here, by the last part of their name
+# (which NumPy's protocol gives, as func.__module__: numpy.linalg, numpy.lib.stride_tricks)
+_SUBMODULES = {"linalg": linalg, "fft": fft, "stride_tricks": lib.stride_tricks}
 from .dispatch import install as _install, unsupported as _unsupported  # noqa: E402
 
 if hasattr(_np, "vecdot"):      # NumPy 2's top-level names for two of linalg's functions

@@ -106,8 +106,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
 def array_function(self, func, types, args, kwargs):
     import wengert.numpy as wnp
     module = func.__module__ or "numpy"
-    # (NumPy's submodules by the last part of their name: numpy.linalg, numpy.fft)
-    namespace = {"linalg": wnp.linalg, "fft": wnp.fft}.get(module.rpartition(".")[2], wnp)
+    namespace = wnp._SUBMODULES.get(module.rpartition(".")[2], wnp)
     ours = namespace.__dict__.get(func.__name__)
     if ours is None or getattr(ours, "wengert_unsupported", False) or not callable(ours):
         raise NotImplementedError(
