@@ -1,7 +1,7 @@
-"""The methods of the binary ufuncs on traced values (outer, reduce, accumulate, reduceat)
-and sliding_window_view: derivatives against central differences to second order, values
-and dtypes against NumPy's, wg.compile and wg.vmap, and the errors NumPy gives or wengert
-refuses with."""
+"""The methods of the binary ufuncs on traced values (outer, reduce, accumulate, reduceat),
+sliding_window_view and kaiser: derivatives against central differences to second order,
+values and dtypes against NumPy's, wg.compile and wg.vmap, and the errors NumPy gives or
+wengert refuses with."""
 import numpy
 import pytest
 
@@ -248,3 +248,23 @@ def test_sliding_window_view_compiles_vmaps_and_refuses_what_numpy_refuses():
     with pytest.raises(numpy.exceptions.AxisError):
         wg.vjp(lambda x: sliding_window_view(x, 2, axis=2), x)
     assert np.lib.stride_tricks.sliding_window_view(x, 2, 1).flags.writeable is False  # plain
+
+
+# ---- kaiser ------------------------------------------------------------------------------
+def test_kaiser_differentiates_in_beta():
+    for M in (1, 2, 5, 8):
+        for beta in (0.5, 3.0, 8.6):
+            same(value(lambda b: np.kaiser(M, b), beta), numpy.kaiser(M, beta))
+        check_grads(lambda b: np.kaiser(M, b), numpy.array(2.5))
+    for M in (0, -2):
+        same(value(lambda b: np.kaiser(M, b), 2.0), numpy.kaiser(M, 2.0))
+    same(value(lambda b: np.kaiser(5, b), numpy.float32(2.0)), numpy.kaiser(5, numpy.float32(2)))
+    # a traced M is a length, read by value
+    same(value(lambda m, b: np.kaiser(np.astype(m, int), b), 6.0, 1.5), numpy.kaiser(6, 1.5))
+    # d/dβ of the end value I0(0)/I0(β) is -I1(β)/I0(β)²
+    g = wg.grad(lambda b: np.kaiser(5, b)[0])(2.0)
+    assert_close(g, -wg.grad(np.i0)(2.0) / numpy.i0(2.0) ** 2, rtol=1e-12)
+    assert_close(wg.compile(lambda b: np.kaiser(6, b), 1.0)(3.0), numpy.kaiser(6, 3.0),
+                 rtol=1e-14)
+    assert_close(wg.vmap(lambda b: np.kaiser(4, b))(numpy.array([1.0, 2.0])),
+                 [numpy.kaiser(4, 1.0), numpy.kaiser(4, 2.0)], rtol=1e-14)

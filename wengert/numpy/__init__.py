@@ -511,6 +511,31 @@ def i0(x):
         x = astype(x, _np.float64)
     return SP.i0(x)
 
+
+@_numpy_unless_traced(_np.kaiser, any_argument=True)
+def kaiser(M, beta):
+    """NumPy's ``kaiser`` window, differentiable in `beta`: NumPy's formula,
+    I₀(β √(1 − ((n − α)/α)²)) / I₀(β) for n = 0, ..., M − 1 and α = (M − 1)/2, with `i0`
+    (ones(1) for M = 1, empty for M < 1).  M is a length: a traced M is read by its value.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as np
+        >>> np.kaiser(3, 2.0).round(4)
+        array([0.4387, 1.    , 0.4387])
+        >>> print(f"{wg.grad(lambda beta: np.kaiser(3, beta)[0])(2.0):.4f}")   # -I₁(2)/I₀(2)²
+        -0.3061
+    """
+    M = _value_of(M, "used as a window length by numpy.kaiser")
+    # (NumPy's values: its errors, and its dtype, float64 at least)
+    values = _np.array([0.0, M, _stand_in(beta)])
+    M = values[1]
+    beta = astype(beta, values.dtype)
+    if M == 1:
+        return _np.ones(1, values.dtype)
+    n = _np.arange(0, M)
+    alpha = (M - 1) / 2.0
+    return i0(beta * _np.sqrt(1 - ((n - alpha) / alpha) ** 2.0)) / i0(beta)
+
 # ---- classification and sign: bools without derivative, and the functions built on them ----
 isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
 
