@@ -516,7 +516,9 @@ TAKES = set("""
     vander var vdot vecdot vsplit vstack where zeros_like
     iscomplex isreal sort_complex nanprod nancumsum nancumprod nanvar nanstd searchsorted isin
     unique unique_all unique_counts unique_inverse unique_values poly polyadd polysub polymul
-    polydiv polyder polyint polyfit roots logspace geomspace piecewise""".split())
+    polydiv polyder polyint polyfit roots logspace geomspace piecewise
+    array_equiv array_str array_repr array2string format_float_positional
+    format_float_scientific""".split())
 # NumPy orders complex numbers lexicographically; wengert's rules for these are for reals
 ORDERINGS = {
     "maximum": "maximum", "minimum": "minimum", "fmax": "ge", "fmin": "le", "max": "amax",

@@ -1,7 +1,7 @@
 """The methods of the binary ufuncs on traced values (outer, reduce, accumulate, reduceat),
-sliding_window_view and kaiser: derivatives against central differences to second order,
-values and dtypes against NumPy's, wg.compile and wg.vmap, and the errors NumPy gives or
-wengert refuses with."""
+sliding_window_view, kaiser, and the functions that read a traced value's value (printing,
+array_equiv): derivatives against central differences to second order, values and dtypes
+against NumPy's, wg.compile and wg.vmap, and the errors NumPy gives or wengert refuses with."""
 import numpy
 import pytest
 
@@ -268,3 +268,53 @@ def test_kaiser_differentiates_in_beta():
                  rtol=1e-14)
     assert_close(wg.vmap(lambda b: np.kaiser(4, b))(numpy.array([1.0, 2.0])),
                  [numpy.kaiser(4, 1.0), numpy.kaiser(4, 2.0)], rtol=1e-14)
+
+
+# ---- values without derivative: printing, array_equiv ------------------------------------
+PRINTERS = ["array_str", "array_repr", "array2string", "format_float_positional",
+            "format_float_scientific"]
+
+
+@pytest.mark.parametrize("name", PRINTERS)
+def test_printing_a_traced_value_prints_its_value(name):
+    x = numpy.array([1.25, -2.0 / 3.0], dtype=numpy.float32)
+    printer = getattr(np, name)
+    # what NumPy prints: the array and its element (an array of shape (), where NumPy's
+    # array_str wants one), or the element alone (a float32 scalar) for format_float_*
+    plain = [x[1]] if name.startswith("format") else [x, numpy.asarray(x[1])]
+    printed = []
+
+    def f(x):
+        parts = [x[1]] if name.startswith("format") else [x, x[1]]
+        printed.extend(printer(p) for p in parts)
+        if not name.startswith("format"):
+            printed.append(getattr(numpy, name)(x))    # NumPy's own, by its protocol
+        return np.sum(x * x)
+    assert_close(wg.grad(f)(x), 2 * x)
+    want = [getattr(numpy, name)(p) for p in plain]
+    if not name.startswith("format"):
+        want.append(want[0])                           # (NumPy's own, of the whole x)
+    assert printed == want, (printed, want)
+    assert [printer(p) for p in plain] == want[:len(plain)]            # plain: NumPy's
+    for no_values in (lambda f: wg.compile(f, x), lambda f: wg.trace(f, x)):
+        with pytest.raises(wg.ConcretizationError, match=fr"printed by numpy\.{name}\(\) "
+                           "while tracing without values"):
+            no_values(f)
+    with pytest.raises(wg.ConcretizationError, match=fr"printed by numpy\.{name}\(\) while "
+                       "wg.vmap traced one example"):
+        wg.vmap(f)(numpy.ones((2, 2)))
+
+
+def test_array_equiv_reads_the_values():
+    x = r(2, 3)
+    seen = []
+
+    def f(x):
+        seen.extend([np.array_equiv(x, x[0:1] * 0 + x), numpy.array_equiv(x[0], x[1]),
+                     np.array_equiv(x, x[:, :2])])
+        return np.sum(x)
+    wg.grad(f)(x)
+    assert seen == [True, False, False]
+    assert all(type(s) is bool for s in seen)
+    with pytest.raises(wg.ConcretizationError, match="array_equiv"):
+        wg.compile(lambda x: np.sum(x) if np.array_equiv(x, 1.0) else 0.0, x)

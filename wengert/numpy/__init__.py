@@ -1218,26 +1218,60 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return result
 
 
-def _on_values(npfn):
+def _on_values(npfn, what="read by", doc=None, scalar=False):
     """NumPy's `npfn` of the values of traced arguments: for functions whose results
-    (bools, counts, indices) have no derivative and depend on the values, so that, like
-    indexing with a traced mask, they are not possible while tracing without values."""
-    what = f"read by {npfn.__name__}()"
+    (bools, counts, indices, strings) have no derivative and depend on the values, so that,
+    like indexing with a traced mask, they are not possible while tracing without values
+    (the ConcretizationError says the value was `what` ``npfn()``).  A value is an array of
+    its node's dtype (a scalar node's may be a Python number), or with `scalar` a NumPy
+    scalar where it has shape () (format_float_positional prints a 0-d float32 array as a
+    Python float)."""
+    what = f"{what} numpy.{npfn.__name__}()"
+    as_value = (lambda v, dtype: _np.asarray(v, dtype)[()]) if scalar else _np.asarray
 
     def fn(*args, **kwargs):
-        value = lambda v: v._concrete(what) if type(v) is Node else v
+        value = lambda v: as_value(v._concrete(what), v.dtype) if type(v) is Node else v
         return npfn(*[value(v) for v in args], **{k: value(v) for k, v in kwargs.items()})
     fn.__name__ = fn.__qualname__ = npfn.__name__
-    fn.__doc__ = (f"NumPy's ``{npfn.__name__}`` of the values (no derivative; not while "
-                  "tracing without values).")
+    fn.__doc__ = doc or (f"NumPy's ``{npfn.__name__}`` of the values (no derivative; not "
+                         "while tracing without values).")
     return _numpy_unless_traced(npfn, any_argument=True)(fn)
 
 
 allclose = _on_values(_np.allclose)
 array_equal = _on_values(_np.array_equal)
+array_equiv = _on_values(_np.array_equiv, doc="""NumPy's ``array_equiv`` of the values: a
+    bool, no derivative (not while tracing without values, as `array_equal`).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> wg.grad(lambda x: np.sum(x) if np.array_equiv(x, 1.0) else 0.0)(numpy.ones(2))
+        array([1., 1.])
+    """)
 count_nonzero = _on_values(_np.count_nonzero)
 flatnonzero = _on_values(_np.flatnonzero)
 argwhere = _on_values(_np.argwhere)
+
+# printing: the string of a traced value's value (a string has no derivative), where it has
+# one; while tracing without values (wg.compile, wg.vmap, wg.trace) a ConcretizationError
+for _name, _printed in (("array_str", "1.5"), ("array_repr", "array(1.5)"),
+                        ("array2string", "1.5"), ("format_float_positional", "1.5"),
+                        ("format_float_scientific", "1.5e+00")):
+    _doc = f"""NumPy's ``{_name}`` of a traced value's value (a string: no derivative);
+    while tracing without values (``wg.compile``, ``wg.vmap``, ``wg.trace``) a
+    `ConcretizationError`.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> def loss(x):
+        ...     print(np.{_name}(x[0]))
+        ...     return np.sum(x ** 2)
+        >>> wg.grad(loss)(numpy.array([1.5, 2.0]))
+        {_printed}
+        array([3., 4.])
+    """
+    globals()[_name] = _on_values(getattr(_np, _name), "printed by", _doc,
+                                  scalar=_name.startswith("format"))
 
 
 # ---- NaN-ignoring reductions and statistics ---------------------------------------------------
