@@ -225,10 +225,10 @@ class _Ufunc:
     """One of NumPy's ufuncs in wengert.numpy: on traced values it records its primitive;
     on plain values it *is* NumPy's ufunc, keywords and methods (``reduce``, ``accumulate``,
     ``outer``, ``at``, ...) included.  Those methods and keywords on traced values go
-    through NumPy's protocol to `wengert.numpy.dispatch`: ``add.reduce`` is `sum`,
-    ``maximum.reduce`` is `max`, ``add.accumulate`` is `cumsum` (``multiply.accumulate``
-    `cumprod`), and the others raise
-    `NotImplementedError` naming themselves.
+    through NumPy's protocol to `wengert.numpy.dispatch`: ``outer``, ``reduce``,
+    ``accumulate`` and ``reduceat`` of a binary ufunc are written with the ufunc itself
+    (`wengert.numpy.ufunc_methods`: ``add.reduce`` is `sum`, ``add.accumulate`` `cumsum`),
+    ``at`` (in place) and other keywords raise `NotImplementedError` naming themselves.
 
     Example:
         >>> import wengert as wg, wengert.numpy as wnp
@@ -236,6 +236,8 @@ class _Ufunc:
         (np.float64(6.0), array([1, 3, 3]))
         >>> wg.grad(lambda x: wnp.add.reduce(wnp.sin(x)))(wnp.zeros(2))
         array([1., 1.])
+        >>> wg.grad(lambda x: wnp.sum(wnp.subtract.outer(x, x ** 2)))(wnp.ones(2))
+        array([-2., -2.])
     """
 
     def __init__(self, npufunc, traced=None):
@@ -508,6 +510,31 @@ def i0(x):
     if A.dtype_of(x).kind != "f":
         x = astype(x, _np.float64)
     return SP.i0(x)
+
+
+@_numpy_unless_traced(_np.kaiser, any_argument=True)
+def kaiser(M, beta):
+    """NumPy's ``kaiser`` window, differentiable in `beta`: NumPy's formula,
+    I₀(β √(1 − ((n − α)/α)²)) / I₀(β) for n = 0, ..., M − 1 and α = (M − 1)/2, with `i0`
+    (ones(1) for M = 1, empty for M < 1).  M is a length: a traced M is read by its value.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as np
+        >>> np.kaiser(3, 2.0).round(4)
+        array([0.4387, 1.    , 0.4387])
+        >>> print(f"{wg.grad(lambda beta: np.kaiser(3, beta)[0])(2.0):.4f}")   # -I₁(2)/I₀(2)²
+        -0.3061
+    """
+    M = _value_of(M, "used as a window length by numpy.kaiser")
+    # (NumPy's values: its errors, and its dtype, float64 at least)
+    values = _np.array([0.0, M, _stand_in(beta)])
+    M = values[1]
+    beta = astype(beta, values.dtype)
+    if M == 1:
+        return _np.ones(1, values.dtype)
+    n = _np.arange(0, M)
+    alpha = (M - 1) / 2.0
+    return i0(beta * _np.sqrt(1 - ((n - alpha) / alpha) ** 2.0)) / i0(beta)
 
 # ---- classification and sign: bools without derivative, and the functions built on them ----
 isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
@@ -1191,26 +1218,60 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return result
 
 
-def _on_values(npfn):
+def _on_values(npfn, what="read by", doc=None, scalar=False):
     """NumPy's `npfn` of the values of traced arguments: for functions whose results
-    (bools, counts, indices) have no derivative and depend on the values, so that, like
-    indexing with a traced mask, they are not possible while tracing without values."""
-    what = f"read by {npfn.__name__}()"
+    (bools, counts, indices, strings) have no derivative and depend on the values, so that,
+    like indexing with a traced mask, they are not possible while tracing without values
+    (the ConcretizationError says the value was `what` ``npfn()``).  A value is an array of
+    its node's dtype (a scalar node's may be a Python number), or with `scalar` a NumPy
+    scalar where it has shape () (format_float_positional prints a 0-d float32 array as a
+    Python float)."""
+    what = f"{what} numpy.{npfn.__name__}()"
+    as_value = (lambda v, dtype: _np.asarray(v, dtype)[()]) if scalar else _np.asarray
 
     def fn(*args, **kwargs):
-        value = lambda v: v._concrete(what) if type(v) is Node else v
+        value = lambda v: as_value(v._concrete(what), v.dtype) if type(v) is Node else v
         return npfn(*[value(v) for v in args], **{k: value(v) for k, v in kwargs.items()})
     fn.__name__ = fn.__qualname__ = npfn.__name__
-    fn.__doc__ = (f"NumPy's ``{npfn.__name__}`` of the values (no derivative; not while "
-                  "tracing without values).")
+    fn.__doc__ = doc or (f"NumPy's ``{npfn.__name__}`` of the values (no derivative; not "
+                         "while tracing without values).")
     return _numpy_unless_traced(npfn, any_argument=True)(fn)
 
 
 allclose = _on_values(_np.allclose)
 array_equal = _on_values(_np.array_equal)
+array_equiv = _on_values(_np.array_equiv, doc="""NumPy's ``array_equiv`` of the values: a
+    bool, no derivative (not while tracing without values, as `array_equal`).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> wg.grad(lambda x: np.sum(x) if np.array_equiv(x, 1.0) else 0.0)(numpy.ones(2))
+        array([1., 1.])
+    """)
 count_nonzero = _on_values(_np.count_nonzero)
 flatnonzero = _on_values(_np.flatnonzero)
 argwhere = _on_values(_np.argwhere)
+
+# printing: the string of a traced value's value (a string has no derivative), where it has
+# one; while tracing without values (wg.compile, wg.vmap, wg.trace) a ConcretizationError
+for _name, _printed in (("array_str", "1.5"), ("array_repr", "array(1.5)"),
+                        ("array2string", "1.5"), ("format_float_positional", "1.5"),
+                        ("format_float_scientific", "1.5e+00")):
+    _doc = f"""NumPy's ``{_name}`` of a traced value's value (a string: no derivative);
+    while tracing without values (``wg.compile``, ``wg.vmap``, ``wg.trace``) a
+    `ConcretizationError`.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> def loss(x):
+        ...     print(np.{_name}(x[0]))
+        ...     return np.sum(x ** 2)
+        >>> wg.grad(loss)(numpy.array([1.5, 2.0]))
+        {_printed}
+        array([3., 4.])
+    """
+    globals()[_name] = _on_values(getattr(_np, _name), "printed by", _doc,
+                                  scalar=_name.startswith("format"))
 
 
 # ---- NaN-ignoring reductions and statistics ---------------------------------------------------
@@ -4749,7 +4810,11 @@ def asarray_chkfinite(a, dtype=None, order=None):
     return out
 
 
-from . import linalg, fft  # noqa: E402
+from . import linalg, fft, lib  # noqa: E402
+
+# NumPy's submodules that have differentiable functions here, by the last part of their name
+# (which NumPy's protocol gives, as func.__module__: numpy.linalg, numpy.lib.stride_tricks)
+_SUBMODULES = {"linalg": linalg, "fft": fft, "stride_tricks": lib.stride_tricks}
 from .dispatch import install as _install, unsupported as _unsupported  # noqa: E402
 
 if hasattr(_np, "vecdot"):      # NumPy 2's top-level names for two of linalg's functions

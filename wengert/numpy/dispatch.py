@@ -73,27 +73,31 @@ def _ufuncs():
     return table
 
 
-# ufunc methods that are wengert.numpy functions on traced values (with the method's default
-# axis 0, not the function's None)
-_METHODS = {("add", "reduce"): "sum", ("multiply", "reduce"): "prod",
-            ("maximum", "reduce"): "max", ("minimum", "reduce"): "min",
-            ("add", "accumulate"): "cumsum", ("multiply", "accumulate"): "cumprod"}
-
-
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs:         # `array @ x`, numpy.sin(x): the usual
         fn = _UFUNCS.get(ufunc)
         if fn is not None:
             return fn(*inputs)
-    import wengert.numpy as wnp
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    if method == "at":
+        args = "a, b" if ufunc.nin == 2 else "a"
+        raise NotImplementedError(
+            f"numpy.{name} writes into its first argument in place, which is not possible "
+            "with traced values (a traced value is never changed, and a NumPy array cannot "
+            "hold one): compute the new array instead; at the places i"
+            + (" (one value b)" if ufunc.nin == 2 else "") + ", mask = numpy.zeros(a.shape, "
+            "bool); mask[i] = True; "
+            f"a = np.where(mask, np.{ufunc.__name__}({args}), a)"
+            + ("; add.at(a, i, b) of a 1-D a is a + np.bincount(i, weights=b, "
+               "minlength=len(a)), which adds b's values at repeated places too "
+               "(differentiable in a and b)" if ufunc.__name__ == "add" else ""))
     if kwargs.get("out") is not None:
         raise NotImplementedError(f"numpy.{name}(..., out=...) cannot write a traced value "
                                   "into an array")
-    ours = _METHODS.get((ufunc.__name__, method))
-    if ours is not None and len(inputs) == 1:
-        kwargs.setdefault("axis", 0)
-        return getattr(wnp, ours)(inputs[0], **kwargs)
+    fn = _UFUNCS.get(ufunc)
+    if fn is not None and method != "__call__":
+        from .ufunc_methods import call
+        return call(ufunc, fn, method, inputs, kwargs)
     raise NotImplementedError(f"numpy.{name} is not supported on traced values: wengert has "
                               "no derivative rule for it"
                               + (f" with the arguments {sorted(kwargs)}" if kwargs else ""))
@@ -102,8 +106,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
 def array_function(self, func, types, args, kwargs):
     import wengert.numpy as wnp
     module = func.__module__ or "numpy"
-    # (NumPy's submodules by the last part of their name: numpy.linalg, numpy.fft)
-    namespace = {"linalg": wnp.linalg, "fft": wnp.fft}.get(module.rpartition(".")[2], wnp)
+    namespace = wnp._SUBMODULES.get(module.rpartition(".")[2], wnp)
     ours = namespace.__dict__.get(func.__name__)
     if ours is None or getattr(ours, "wengert_unsupported", False) or not callable(ours):
         raise NotImplementedError(
