@@ -80,17 +80,12 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             return fn(*inputs)
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     if method == "at":
-        args = "a, b" if ufunc.nin == 2 else "a"
+        bincount = (" (add.at of a 1-D a: a + np.bincount(i, weights=b, minlength=len(a)))"
+                    if ufunc.__name__ == "add" else "")
         raise NotImplementedError(
-            f"numpy.{name} writes into its first argument in place, which is not possible "
-            "with traced values (a traced value is never changed, and a NumPy array cannot "
-            "hold one): compute the new array instead; at the places i"
-            + (" (one value b)" if ufunc.nin == 2 else "") + ", mask = numpy.zeros(a.shape, "
-            "bool); mask[i] = True; "
-            f"a = np.where(mask, np.{ufunc.__name__}({args}), a)"
-            + ("; add.at(a, i, b) of a 1-D a is a + np.bincount(i, weights=b, "
-               "minlength=len(a)), which adds b's values at repeated places too "
-               "(differentiable in a and b)" if ufunc.__name__ == "add" else ""))
+            f"numpy.{name} changes its first argument in place, which a traced value cannot "
+            f"be: compute a new array instead{bincount}, or in general "
+            f"np.where(mask, np.{ufunc.__name__}(...), a) with a mask of the places")
     if kwargs.get("out") is not None:
         raise NotImplementedError(f"numpy.{name}(..., out=...) cannot write a traced value "
                                   "into an array")
