@@ -611,3 +611,43 @@ def test_batched_gradients_of_components_compile_without_scatters():
     many = wg.compile(batched, *many_args)
     assert few.entry.flavour == "float" and many.entry.flavour == "numpy"
     assert np.array_equal(many(*many_args), np.stack([adjoint(*one) for one in zip(*many_args)]))
+
+
+def test_sums_of_random_scatters_are_unchanged_by_the_rules():
+    """Random sums of scatters (integers, slices, negative indices, 1 to 3 axes), some
+    onto a base array: built with the rules and without, bit for bit the same."""
+    from wengert.primitives import array as A
+    rng = np.random.default_rng(5)
+
+    def random_index(shape):
+        index = []
+        for n in shape[:rng.integers(1, len(shape) + 1)]:
+            kind = rng.integers(3)
+            if kind == 0:
+                index.append(int(rng.integers(-n, n)))
+            elif kind == 1:
+                index.append(slice(None))
+            else:
+                lo = int(rng.integers(0, n))
+                index.append(slice(lo, int(rng.integers(lo, n + 1))))
+        return tuple(index)
+
+    for trial in range(60):
+        shape = tuple(int(n) for n in rng.integers(1, 5, rng.integers(1, 4)))
+        indices = [random_index(shape) for _ in range(rng.integers(2, 6))]
+        pieces = [rng.normal(size=np.zeros(shape)[i].shape) for i in indices]
+        base = rng.normal(size=shape) if trial % 2 else None
+
+        def total(*gs):
+            out = base
+            for g, i in zip(gs, indices):
+                term = A.index_add(g, index=A.encode_index(i), shape=shape)
+                out = term if out is None else out + term
+            return out
+        want = np.zeros(shape) if base is None else base.copy()
+        for g, i in zip(pieces, indices):
+            want[i] += g
+        got = wg.trace(total, *pieces)(*pieces)
+        assert np.array_equal(got, want), (shape, indices)
+        with wg.options(optimize=False):
+            assert np.array_equal(wg.trace(total, *pieces)(*pieces), want)
