@@ -481,10 +481,14 @@ class Odeint(Primitive):
         found = self.solve(y0, t[0], t[-1], leaves, t[new])
         return found.y.T[np.cumsum(new) - 1]
 
-    def solve(self, y0, t0, tf, leaves, t_eval):
+    def solve(self, y0, t0, tf, leaves, t_eval, events=()):
         """SciPy's solve_ivp of this system from y(t0) = y0 to tf on plain values, with
-        the exact Jacobian for an implicit method (see `jacobian`); a failure raises."""
+        the exact Jacobian for an implicit method (see `jacobian`) and the user's `events`
+        (functions of (t, y, *args)); a failure raises."""
         options = dict(self.options)
+        if events:
+            args = unflatten(self.system.tree, leaves)
+            options["events"] = [_shaped_event(e, self.system.shape, args) for e in events]
         jac = options.pop("jac", None)
         y0 = np.asarray(y0, dtype=np.float64)
         with recording(None):         # plain numbers: the right-hand side records nothing
@@ -1029,11 +1033,15 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     with respect to all of them, to any order, by the rules of `odeint`: the adjoint
     method in reverse mode, forward sensitivities in forward mode, their systems solved by
     the same method and tolerances.  fun must be written with `wengert.numpy` (or NumPy
-    functions) and take every traced value it uses through args.  On traced values,
-    ``events`` and ``dense_output=True`` are refused (NotImplementedError), a failed solve
-    raises RuntimeError, complex values TypeError; with ``t_eval=None`` the output times
-    are the steps of a plain solve, constants but for the ends, t_span's (so it needs
-    values: under `wg.compile` or `wg.vmap`, pass t_eval).
+    functions) and take every traced value it uses through args.  With ``events``, the
+    event times (``t_events``) are differentiable too, as roots of the event function
+    along the solution (implicit function theorem), and so are the states there
+    (``y_events``); a terminal event ends the solve at its traced time.  On traced values
+    ``dense_output=True`` is refused (NotImplementedError), a failed solve raises
+    RuntimeError, complex values TypeError; with ``t_eval=None`` the output times are the
+    steps of a plain solve, constants but for the ends (t0, and tf or the terminal
+    event's time), and events need the values of a plain solve too (under `wg.compile` or
+    `wg.vmap`, pass t_eval; events are refused there).
 
     Args:
         fun: the right-hand side, ``fun(t, y, *args) -> dy/dt`` of y's shape.
@@ -1041,14 +1049,17 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         y0: the initial state at t0.
         method: the solver, as SciPy's (default "RK45").
         t_eval: the times at which to report y (within t_span, sorted), or None.
-        dense_output, events, vectorized: SciPy's (the first two on plain values only).
+        dense_output, events, vectorized: SciPy's (dense_output on plain values only;
+            an event is ``event(t, y, *args)``, with SciPy's ``terminal`` and
+            ``direction`` attributes).
         args: extra arguments of fun: numbers, arrays or a pytree of them.
         **options: the solver's options (rtol, atol, max_step, first_step, jac, ...);
             rtol and atol bound the error of the derivatives too, which are solutions of
             ODEs.
 
     Returns:
-        SciPy's `OdeResult`: t, y, and, on traced values, sol, t_events and y_events None.
+        SciPy's `OdeResult`: t, y, t_events, y_events, status, and, on traced values,
+        sol None.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -1072,12 +1083,11 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
            for x in y0_leaves + arg_leaves):
         raise TypeError("solve_ivp: complex values are not supported on traced values; "
                         "write a complex state as its real and imaginary parts")
-    refused = [k for k, v in (("events", events), ("dense_output", dense_output)) if v]
-    if refused:
+    if dense_output:
         raise NotImplementedError(
-            f"solve_ivp: {' and '.join(refused)} on traced values: wengert has no "
-            "derivatives of event times or of the interpolant; pass t_eval for the times "
-            "you need (on plain values they are SciPy's)")
+            "solve_ivp: dense_output on traced values: wengert has no derivatives of the "
+            "interpolant; pass t_eval for the times you need (on plain values it is "
+            "SciPy's)")
     if not (isinstance(method, str) and method in _METHODS or isinstance(method, type)
             and issubclass(method, _scipy_integrate().OdeSolver)):
         raise ValueError(f"solve_ivp: `method` must be one of {', '.join(_METHODS)} or an "
@@ -1111,22 +1121,43 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
                       own_times=t_eval is None)
     n = prim.system.n
     flat_y0 = y0 if tuple(y0.shape) == (n,) else wnp.reshape(y0, (n,))
-    if t_eval is None:
-        values = [_value(x) for x in [flat_y0, span] + numeric]
-        if any(v is None for v in values):
-            raise ValueError(
-                "solve_ivp: with t_eval=None the output times are the solver's steps, "
-                "known only once it has run on values; under wg.compile or wg.vmap "
-                "(tracing without values) pass t_eval, the times you need")
-        found = prim.solve(values[0], values[1][0], values[1][1], values[2:], None)
-        t = wnp.concatenate([t0, found.t[1:-1], tf])
-    else:
+    if t_eval is not None:
         t_eval = _float_times(t_eval)
         if len(t_eval.shape) != 1:
             raise ValueError(f"solve_ivp: t_eval must be one-dimensional, got shape "
                              f"{tuple(t_eval.shape)}")
         if _value(span) is not None and _value(t_eval) is not None:
             _check_t_eval(_value(span), _value(t_eval))
+    events = _event_list(events) if events is not None else []
+    found = None
+    if t_eval is None or events:
+        # the solver's steps, or the events' times: known once a solve has run on values
+        values = [_value(x) for x in [flat_y0, span, t_eval] + numeric]
+        if any(v is None for k, v in enumerate(values) if k != 2 or t_eval is not None):
+            raise ValueError(
+                "solve_ivp: with events, the event times are known only once the solver "
+                "has run on values; under wg.compile or wg.vmap (tracing without values) "
+                "they cannot be found: call the function eagerly (wg.grad, wg.jvp, ...)"
+                if events else
+                "solve_ivp: with t_eval=None the output times are the solver's steps, "
+                "known only once it has run on values; under wg.compile or wg.vmap "
+                "(tracing without values) pass t_eval, the times you need")
+        found = prim.solve(values[0], values[1][0], values[1][1], values[3:], values[2],
+                           events)
+    times, t_events, y_events = [], None, None
+    if events:
+        times = [[_event_time(prim, g, tv, flat_y0, t0, numeric, tree, shape)
+                  for tv in found.t_events[j]] for j, g in enumerate(events)]
+        t_events, y_events = _event_results(prim, times, found, flat_y0, t0, numeric,
+                                            shape)
+    terminated = found is not None and found.status == 1
+    if terminated:                     # the solve ends at the terminal event's time
+        tf = wnp.reshape(_terminal_time(times, found), (1,))
+        if t_eval is not None:
+            t_eval = t_eval[:len(found.t)]
+    if t_eval is None:
+        t = wnp.concatenate([t0, found.t[1:-1], tf])
+    else:
         t = wnp.concatenate([t0, t_eval, tf])
     ys = prim(flat_y0, t, *numeric)
     if t_eval is not None:
@@ -1135,10 +1166,52 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     y = wnp.transpose(ys) if len(shape) == 1 else \
         wnp.moveaxis(wnp.reshape(ys, (m,) + shape), 0, -1)
     stats = prim.stats if type(ys) is not Node or ys.value is not None else (None,) * 3
-    return _ode_result(t=t if t_eval is None else t_eval, y=y, sol=None, t_events=None,
-                       y_events=None, nfev=stats[0], njev=stats[1], nlu=stats[2], status=0,
-                       message="The solver successfully reached the end of the "
-                               "integration interval.", success=True)
+    return _ode_result(t=t if t_eval is None else t_eval, y=y, sol=None, t_events=t_events,
+                       y_events=y_events, nfev=stats[0], njev=stats[1], nlu=stats[2],
+                       status=1 if terminated else 0,
+                       message="A termination event occurred." if terminated else
+                       "The solver successfully reached the end of the integration "
+                       "interval.", success=True)
+
+
+def _event_time(prim, event, value, y0, t0, numeric, tree, shape):
+    """The time of one occurrence of `event`, `value` where the solve on values found
+    it, as a traced value: the root τ of g(τ) = event(τ, y(τ), *args), y(τ) the solution
+    from (t0, y0), so that by the implicit function theorem (`custom_root`)
+    dτ = -(∂g/∂θ + ∂g/∂y ∂y/∂θ) dθ / (∂g/∂t + ∂g/∂y f), for θ each of y0, t0 and args."""
+    from ..implicit import custom_root
+
+    def condition(tau, y0, t0, *leaves):
+        y = prim(y0, wnp.concatenate([t0, wnp.reshape(tau, (1,))]), *leaves)[-1]
+        return event(tau, wnp.reshape(y, shape), *unflatten(tree, list(leaves)))
+
+    found = custom_root(condition)(lambda x0, *params: value)
+    return found(float(value), y0, t0, *numeric)
+
+
+def _event_results(prim, times, found, y0, t0, numeric, shape):
+    """SciPy's t_events and y_events, traced: each event's times, and the states there
+    (one solve through all the event times, in the direction of integration)."""
+    t_events = [wnp.stack(ts) if ts else np.zeros(0) for ts in times]
+    every = sorted(((float(tv), j, k) for j, ts in enumerate(found.t_events)
+                    for k, tv in enumerate(ts)), reverse=bool(found.t[-1] < found.t[0]))
+    rows = {}
+    if every:
+        ys = prim(y0, wnp.concatenate([t0, wnp.stack([times[j][k] for _, j, k in every])]),
+                  *numeric)
+        rows = {(j, k): ys[1 + i] for i, (_, j, k) in enumerate(every)}
+    y_events = [wnp.reshape(wnp.stack([rows[(j, k)] for k in range(len(ts))]),
+                            (len(ts),) + shape) if ts else np.zeros((0,) + shape)
+                for j, ts in enumerate(times)]
+    return t_events, y_events
+
+
+def _terminal_time(times, found):
+    """The traced time of the event occurrence that ended the solve (SciPy's last t)."""
+    end = found.t[-1]
+    return min(((abs(float(found.t_events[j][k]) - end), times[j][k])
+                for j, ts in enumerate(times) for k in range(len(ts))),
+               key=lambda pair: pair[0])[1]
 
 
 def _float_times(t):
@@ -1233,17 +1306,8 @@ def _flat_view(fun, shape, events, options):
                              f"derivative per element of y ({n} numbers)")
         return out.reshape((n,) + columns)
 
-    def flat_event(event):
-        def g(t, y, *args):
-            return event(t, y.reshape(shape), *args)
-        for attr in ("terminal", "direction"):          # (how SciPy reads an event)
-            if hasattr(event, attr):
-                setattr(g, attr, getattr(event, attr))
-        return g
-
     if events is not None:
-        events = [flat_event(e) for e in (events if isinstance(events, (list, tuple))
-                                          else [events])]
+        events = [_shaped_event(e, shape) for e in _event_list(events)]
     jac = options.get("jac")
     if callable(jac):
         user_jac = jac
@@ -1253,6 +1317,21 @@ def _flat_view(fun, shape, events, options):
             return np.reshape(out, (n, n)) if isinstance(out, (np.ndarray, list)) else out
         options = dict(options, jac=flat_jac)
     return flat_fun, events, options
+
+
+def _event_list(events):
+    return list(events) if isinstance(events, (list, tuple)) else [events]
+
+
+def _shaped_event(event, shape, args=()):
+    """A user's ``event(t, y, *args)`` on SciPy's flat state: y in `shape`, `args` bound
+    (or, if none are given, SciPy's passed on), terminal and direction kept."""
+    def g(t, y, *scipy_args):
+        return event(t, y.reshape(shape), *(args or scipy_args))
+    for attr in ("terminal", "direction"):          # (how SciPy reads an event)
+        if hasattr(event, attr):
+            setattr(g, attr, getattr(event, attr))
+    return g
 
 
 class _ShapedSolution:
