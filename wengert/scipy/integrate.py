@@ -55,7 +55,7 @@ from ..graph.active import recording
 from ..graph.node import Node
 from ..primitives.registry import Primitive, shape_of
 from ..primitives.special import INSTALL_HINT
-from ..graph.graph import Graph, ShapeDtype, aval
+from ..graph.graph import ShapeDtype, aval
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
 
@@ -139,14 +139,11 @@ class _System:
         where func branches on a value.  Asked once per system."""
         ok = getattr(self, "_traceable", None)
         if ok is None:
-            graph = Graph(optimize=False)
-            y = graph.input(ShapeDtype((self.n,), np.float64), "y")
-            s = graph.input(ShapeDtype((), np.float64), "t")
-            leaves = [graph.input(ShapeDtype(shape, dtype), f"a{k}")
-                      for k, (shape, dtype) in enumerate(self.leaf_avals)]
+            from ..api import trace
             try:
-                with recording(graph), np.errstate(all="ignore"):
-                    self.rhs(y, s, *leaves)
+                with np.errstate(all="ignore"):
+                    trace(self.rhs, ShapeDtype((self.n,)), ShapeDtype(),
+                          *[ShapeDtype(shape, dtype) for shape, dtype in self.leaf_avals])
                 ok = True
             except Exception:                 # noqa: BLE001  (then one solve per example)
                 ok = False
@@ -497,11 +494,12 @@ class Odeint(Primitive):
                 jac = _user_jacobian(jac, self.system, leaves)
             elif jac is None and _exact_jacobian_wanted(self.method, options):
                 jac = self.jacobian(leaves, y0, t0)
+            pattern = None if jac is not None or "jac_sparsity" in options or \
+                not _implicit(self.method) or _lsoda(self.method) else self.system.pattern()
             if jac is not None:
                 options["jac"] = jac
-            elif _implicit(self.method) and not _lsoda(self.method) and \
-                    "jac_sparsity" not in options and self.system.pattern() is not None:
-                options["jac_sparsity"] = self.system.pattern()
+            elif pattern is not None:
+                options["jac_sparsity"] = pattern
             found = _scipy_integrate().solve_ivp(lambda s, y: f(y, s), (t0, tf), y0,
                                                  method=self.method, t_eval=t_eval,
                                                  **options)
