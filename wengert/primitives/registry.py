@@ -337,6 +337,16 @@ def elementwise_aval(op, args):
     if op.dtype_rule == "bool":
         return shape, np.dtype(np.bool_)
     weak = [is_weak(a) for a in args]
+    if type(op.impl) is np.ufunc:
+        for a, w in zip(args, weak):
+            if a.dtype.kind in "biu" and not w:
+                # An integer or bool operand: NumPy's loops decide, and no promotion rule
+                # says what they do (sin of int8 is float16, of int32 float64; power of
+                # ints is an int; true division of ints is float64)
+                found = numpy_dtype(op.impl, args, weak)
+                if found is not None:
+                    return shape, found
+                break
     if all(weak):
         dtype = np.result_type(*[a.dtype for a in args])
     else:
@@ -349,6 +359,39 @@ def elementwise_aval(op, args):
     elif op.dtype_rule == "complex":
         dtype = np.result_type(dtype, 1j)             # (1j is weak: float32 -> complex64)
     return shape, dtype
+
+
+_UFUNC_DTYPES: dict = {}
+
+
+def numpy_dtype(ufunc, args, weak=None):
+    """The dtype NumPy's `ufunc` gives for arguments of these dtypes (nodes; `weak` tells
+    which are weakly typed Python numbers, found with `is_weak` if None), or None if NumPy
+    has no loop for them (the call then fails with NumPy's own error when it runs).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> g = wg.Graph()
+        >>> numpy_dtype(np.sin, [g.input(wg.ShapeDtype((2,), np.int8))])
+        dtype('float16')
+    """
+    if weak is None:
+        weak = [is_weak(a) for a in args]
+    key = (ufunc, *[_WEAK_TYPE.get(a.dtype.kind, a.dtype) if w else a.dtype
+                    for a, w in zip(args, weak)])
+    found = _UFUNC_DTYPES.get(key, False)
+    if found is False:
+        try:
+            found = ufunc.resolve_dtypes(key[1:] + (None,) * ufunc.nout)[ufunc.nin]
+        except (TypeError, ValueError):     # no loop (NumPy says so when it runs)
+            found = None
+        if len(_UFUNC_DTYPES) < 4096:
+            _UFUNC_DTYPES[key] = found
+    return found
+
+
+# How `ufunc.resolve_dtypes` is told a weakly typed operand: by the Python type
+_WEAK_TYPE = {"f": float, "i": int, "c": complex, "b": np.dtype(np.bool_)}
 
 
 def power_by_squaring(x, n, times):
