@@ -1116,11 +1116,113 @@ def test_traced_values_have_the_array_methods():
 
 
 @pytest.mark.parametrize("op,name", [
-    (lambda x: x.astype(int) << 1, "left_shift"), (lambda x: 2 >> x.astype(int), "right_shift"),
-    (lambda x: (x > 0).astype(int) & 1, "bitwise_and")])
-def test_operators_without_a_rule_name_the_numpy_function(op, name):
+    (lambda x: x << 1, "left_shift"), (lambda x: 2 >> x, "right_shift"),
+    (lambda x: numpy.gcd(x, 4), "gcd")])
+def test_integer_functions_of_floats_name_the_numpy_function(op, name):
     with pytest.raises(NotImplementedError, match=rf"numpy\.{name} is not supported"):
         wg.grad(lambda x: np.sum(op(x)))(r(3))
+
+
+# NumPy's ufuncs with one result, on traced integers and bools (and floats beside them):
+# each call's dtype and values must be NumPy's, traced abstractly (wg.trace of ShapeDtypes,
+# what wg.compile sees), compiled, eagerly inside a gradient, and under wg.vmap.
+_EXACT_DTYPES = ["bool", "int8", "uint16", "int64"]
+
+
+def _exact_array(dtype, k=0):
+    if dtype == "bool":
+        return numpy.array([True, False, True, True])
+    return (numpy.array([1, 2, 3, 7]) + k).astype(dtype)
+
+
+def _exact_calls():
+    for name in sorted(dir(numpy)):
+        uf = getattr(numpy, name)
+        if not isinstance(uf, numpy.ufunc) or uf.nout != 1 or not hasattr(np, name) \
+                or name in ("matmul", "vecdot", "matvec", "vecmat"):     # (gufuncs: below)
+            continue
+        if uf.nin == 1:
+            combos = [(d,) for d in _EXACT_DTYPES]
+        else:
+            combos = [(d, d) for d in _EXACT_DTYPES] + [
+                ("int8", "uint16"), ("bool", "int64"), ("int8", 3), ("uint16", 2.5),
+                ("int64", "float32")]
+        for combo in combos:
+            yield pytest.param(name, combo, id=f"{name}-{'-'.join(map(str, combo))}")
+
+
+@pytest.mark.parametrize("name,combo", list(_exact_calls()))
+def test_ufuncs_on_traced_integers_and_bools_are_numpys(name, combo):
+    npf, wf = getattr(numpy, name), getattr(np, name)
+    args = [a if type(a) in (int, float) else
+            _exact_array(a, k) if a != "float32" else numpy.linspace(0.5, 2, 4, dtype=a)
+            for k, a in enumerate(combo)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            want = npf(*args)
+        except TypeError:
+            with pytest.raises((TypeError, NotImplementedError)):
+                wg.trace(wf, *[a for a in args if type(a) not in (int, float)])
+            return
+        traced = [k for k, a in enumerate(args) if type(a) not in (int, float)]
+
+        def f(*xs):
+            full = list(args)
+            for k, x in zip(traced, xs):
+                full[k] = x
+            return wf(*full)
+        xs = [args[k] for k in traced]
+        abstract = wg.trace(f, *[wg.ShapeDtype(x.shape, x.dtype) for x in xs])
+        assert abstract.outputs[0].dtype == want.dtype
+        for got in (wg.compile(f, *xs)(*xs), abstract(*xs),
+                    wg.vmap(f)(*[numpy.stack([x, x]) for x in xs])[1]):
+            assert got.dtype == want.dtype
+            numpy.testing.assert_array_equal(got, want)
+        seen = []           # eagerly, beside a gradient (the integers carry none)
+        wg.grad(lambda t: seen.append(f(*xs)) or np.sum(t * t))(1.0)
+        assert wg.value(seen[0]).dtype == want.dtype
+        numpy.testing.assert_array_equal(wg.value(seen[0]), want)
+
+
+def test_numpy_ufunc_nodes_print_and_compile_as_numpy_calls():
+    i = numpy.arange(6)
+    g = wg.trace(lambda i: np.gcd(i, 4) + np.right_shift(i, 1), wg.ShapeDtype((6,), numpy.int64))
+    assert "numpy_ufunc(i, 4, ufunc=<ufunc 'gcd'>)" in str(g)
+    f = wg.compile(lambda i: np.gcd(i, 4) + np.right_shift(i, 1), i)
+    assert "np.gcd(" in f.source and "np.right_shift(" in f.source
+    numpy.testing.assert_array_equal(f(i), numpy.gcd(i, 4) + (i >> 1))
+    # NumPy's own functions and operators on traced integers: the same nodes
+    numpy.testing.assert_array_equal(
+        wg.vmap(lambda i: numpy.lcm(i, 6) ^ (i << 2))(i.reshape(3, 2)),
+        numpy.lcm(i, 6).reshape(3, 2) ^ (i.reshape(3, 2) << 2))
+
+
+def test_mixed_integer_and_float_arguments_keep_their_derivative():
+    x, n = r(4), numpy.array([1, -2, 0, 3], dtype=numpy.int8)
+    s = numpy.array([True, False, True, False])
+    for f in (lambda x: np.ldexp(x, n), lambda x: np.copysign(x ** 2 + 1, n - 1),
+              lambda x: np.power(x, n.astype(numpy.int64)), lambda x: np.hypot(x, s),
+              lambda x: np.arctan2(x, n) + np.logaddexp(s, x), lambda x: np.fmod(x, n + 5)):
+        assert f(x).dtype == numpy.float64
+        check_grads(f, x, order=2)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16"])
+def test_products_of_integers_and_bools_keep_numpys_dtype(dtype):
+    a, b = _exact_array(dtype), _exact_array(dtype, 1)[::-1].copy()
+    m = numpy.stack([a, b, a])
+    for f in (np.matmul, np.vdot, np.linalg.vecdot, lambda u, v: np.dot(m, v),
+              lambda u, v: np.vecdot(u, v)):
+        npf = {np.matmul: numpy.matmul, np.vdot: numpy.vdot}.get(f)
+        want = npf(a, b) if npf is not None else (
+            numpy.linalg.vecdot(a, b) if f is np.linalg.vecdot else
+            numpy.dot(m, b) if f.__code__.co_names[-1] == "dot" else numpy.vecdot(a, b))
+        for got in (wg.compile(f, a, b)(a, b),
+                    wg.trace(f, wg.ShapeDtype(a.shape, a.dtype), wg.ShapeDtype(b.shape, b.dtype))(a, b)):
+            assert numpy.asarray(got).dtype == want.dtype
+            numpy.testing.assert_array_equal(got, want)
+
 
 
 def test_boolean_operators_on_traced_comparisons_eager_and_staged():

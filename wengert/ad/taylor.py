@@ -636,6 +636,9 @@ def _constant_series(xs, ans, order, **params):
     return _const(ans, order)
 
 
+RULES[P.numpy_ufunc] = _constant_series     # NumPy's ufunc on integers: nothing flows through
+
+
 def rule_for(op, order):
     """The Taylor rule of a primitive (see the module docstring)."""
     rule = RULES.get(op) or getattr(op, "taylor", None)

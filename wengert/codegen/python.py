@@ -181,6 +181,9 @@ class PythonFormat(Format):
             return f"{_atom(args[0])}[{self._index(params['index'])}]"
         if op is A.matmul:
             return f"({_atom(args[0])} @ {_atom(args[1])})"
+        if op is S.numpy_ufunc and getattr(np, params["ufunc"].__name__, None) is \
+                params["ufunc"]:
+            return f"{self._np}.{params['ufunc'].__name__}({', '.join(args)})"
         impl = op.impl
         name = getattr(impl, "__name__", "")
         if name and getattr(np, name, None) is impl:          # a NumPy function itself

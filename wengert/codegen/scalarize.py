@@ -46,9 +46,12 @@ class Scalarized:
 def not_float(nodes):
     """The first of `nodes` whose dtype is neither float64 nor bool (None if there is
     none): float code (Python floats, C doubles) represents exactly those two as NumPy
-    does."""
+    does.  A bool made by arithmetic counts too: NumPy's True + True is True, Python's 2
+    (a bool matmul or sum of products)."""
     for n in nodes:
-        if not (n.dtype == np.float64 or n.dtype.kind == "b"):
+        if n.dtype == np.float64:
+            continue
+        if n.dtype.kind != "b" or n.op.cost == "add" or n.op.cost == "mul":
             return n
     return None
 
@@ -174,7 +177,10 @@ def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
                     out = (impl(new, *vals, **node.params) if impl is not None
                            else op.impl(*vals, **node.params))
                 out = as_nodes(out, node)
-            except (TypeError, ValueError, ConcretizationError, NotImplementedError):
+            except (TypeError, ValueError, AttributeError, ConcretizationError,
+                    NotImplementedError):
+                # (AttributeError: a NumPy ufunc on nodes, which asks them for a method
+                # of its name: numpy_ufunc's, which float code has no spelling for)
                 return None
             if out is None:
                 return None

@@ -37,7 +37,8 @@ from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives import shape as SH
 from ..primitives import special as SP
-from ..primitives.registry import Primitive as _Primitive, real_dtype as _real_dtype
+from ..primitives.registry import Primitive as _Primitive, is_weak as _is_weak, \
+    real_dtype as _real_dtype
 
 random = _np.random
 # and a submodule, so that ``import wengert.numpy.random as npr`` works, as autograd's does
@@ -249,25 +250,73 @@ class _Ufunc:
             ", differentiable." if traced is not None else " (not on traced values).")
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and self.traced is not None:
+        if not kwargs:
             for x in args:
                 t = type(x)
                 if t is Node:
-                    if len(args) > 1:
-                        return self.traced(*_arrays(args))
+                    if len(args) > 1 or x.dtype.kind in "biu" or self.traced is None:
+                        return self.record(*args)
                     # (np.tanh(h) in an eager gradient: the graph Primitive.__call__ finds)
                     return x.graph.apply(self.traced, args) if self.unary_primitive else \
                         self.traced(x)
                 if (t is list or t is tuple) and _traced(x):    # [x, y] for an array
-                    return self.traced(*_arrays(args))
+                    return self.record(*args)
         # NumPy's, which hands traced values (with keywords) to wengert.numpy.dispatch
         return self.numpy(*args, **kwargs)
+
+    def record(self, *args):
+        """The call on arguments some of which are traced (NumPy's protocol comes here
+        too): NumPy's ufunc itself where only integers and bools are traced, since nothing
+        flows through them (`exact_ufunc`), else the function with derivative rules."""
+        args = _arrays(args)
+        found = exact_ufunc(self.numpy, args, self.traced is None)
+        if found is not None:
+            return found
+        if self.traced is None:         # NumPy's protocol: another name's rule, or refused
+            return self.numpy(*args)
+        return self.traced(*args)
 
     def __getattr__(self, name):
         return getattr(self.numpy, name)
 
     def __repr__(self):
         return f"<wengert.numpy ufunc {self.__name__!r}>"
+
+
+def exact_ufunc(ufunc, args, always=False):
+    """NumPy's `ufunc` on `args` as one `numpy_ufunc` node, if every traced one among them
+    is an integer or bool array: then no derivative can flow through the call, and NumPy's
+    own loop gives the values and the dtype (sin of an int8 array is float16, an integer
+    reciprocal truncates, gcd and left_shift exist).  Otherwise None, and a ufunc with a
+    bool result also gets None (unless `always`): comparisons and logical functions have
+    primitives of their own, which every back-end can write.  NumPy's TypeError where it
+    has no loop for the dtypes.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> f = wg.compile(lambda i: (wnp.sin(i), wnp.left_shift(i, 2)), np.arange(3, dtype=np.int8))
+        >>> f(np.arange(3, dtype=np.int8))
+        (array([0.    , 0.8413, 0.909 ], dtype=float16), array([0, 4, 8], dtype=int8))
+    """
+    dtypes = []
+    traced = False
+    for x in args:
+        if type(x) is Node:
+            if x.dtype.kind not in "biu":
+                return None
+            traced = True
+            dtypes.append(x.dtype if not _is_weak(x) else int if x.dtype.kind != "b"
+                          else x.dtype)
+        elif type(x) in (int, float, complex):
+            dtypes.append(type(x))              # a Python number is weak (NumPy 2)
+        else:
+            dtypes.append(_np.asarray(x).dtype)
+    if not traced:
+        return None
+    out = ufunc.resolve_dtypes(tuple(dtypes) + (None,) * ufunc.nout)[ufunc.nin:]
+    if ufunc.nout != 1 or out[0].kind == "b" and not always:
+        return None
+    return S.numpy_ufunc(*args, ufunc=ufunc)
 
 
 def _kind(x):
@@ -318,6 +367,7 @@ def _sign(x):
 
 
 sign = _Ufunc(_np.sign, _sign)
+
 maximum, minimum = _Ufunc(_np.maximum, S.maximum), _Ufunc(_np.minimum, S.minimum)
 less, less_equal, greater, greater_equal, equal, not_equal = (
     _Ufunc(_np.less, S.lt), _Ufunc(_np.less_equal, S.le), _Ufunc(_np.greater, S.gt),
@@ -361,6 +411,8 @@ def _angle_factor(x, numerator, denominator):
     """x · (numerator/denominator), the constant in x's own precision as NumPy has it (a
     float32 array is scaled by float32(180)/float32(pi), not by float32(180/pi))."""
     dt = A.dtype_of(x)
+    if dt == _np.float16:               # (NumPy's half loop computes in float32)
+        return astype(_angle_factor(astype(x, _np.float32), numerator, denominator), dt)
     if dt.kind == "f" and dt != _np.float64:
         return S.mul(x, dt.type(numerator) / dt.type(denominator))
     return S.mul(x, numerator / denominator)
@@ -692,8 +744,14 @@ def _real(qualname, x):
     return x
 
 
-conjugate = conj = _Ufunc(_np.conjugate,
-                          lambda x: S.conj(x) if A.dtype_of(x).kind == "c" else x)
+def _conj_complex(x):
+    """x's conjugate if it is complex, else x itself: the conjugate the sums of products
+    (vdot, vecdot, correlate) take, where NumPy's conjugate of a bool array, int8, would
+    change their dtype."""
+    return S.conj(x) if A.dtype_of(x).kind == "c" else x
+
+
+conjugate = conj = _Ufunc(_np.conjugate, _conj_complex)
 
 
 def _bool_only(npufunc, on_bools):
@@ -1981,7 +2039,7 @@ def correlate(a, v, mode="valid"):
     """NumPy's ``correlate`` of 1-D arrays (modes 'valid', 'same', 'full'), differentiable
     in both; a complex v is conjugated, as NumPy does (c_k = Σ_j a_{k+j} conj(v_j))."""
     a, v = atleast_1d(asarray(a)), atleast_1d(asarray(v))
-    v = conj(v)                 # (v itself for a real v)
+    v = _conj_complex(v)
     if len(_shape(a)) == 1 and len(_shape(v)) == 1 and 0 < _shape(a)[0] < _shape(v)[0] \
             and mode not in ("same", 1):
         # (NumPy correlates the longer with the shorter and reverses: the same sums, in
@@ -4026,7 +4084,7 @@ def vdot(a, b, /):
     a, b = ravel(asarray(a)), ravel(asarray(b))
     if a.shape != b.shape:
         raise ValueError("vectors have different lengths")
-    return matmul(conj(a), b)
+    return matmul(_conj_complex(a), b)
 
 
 def _core_dims(fname, x, least, signature):
@@ -4078,7 +4136,7 @@ def _vecmat(x1, x2):
         raise ValueError(f"vecmat: Input operand 1 has a mismatch in its core dimension 0, "
                          f"with gufunc signature {sig} (size {_shape(x2)[-2]} is different "
                          f"from {_shape(x1)[-1]})")
-    return matmul(expand_dims(conj(x1), -2), x2)[..., 0, :]
+    return matmul(expand_dims(_conj_complex(x1), -2), x2)[..., 0, :]
 
 
 if hasattr(_np, "matvec"):      # NumPy 2.2's gufuncs (axes= goes to NumPy's, as for vecdot)

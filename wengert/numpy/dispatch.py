@@ -67,7 +67,7 @@ def _iter(x):
 def _ufuncs():
     """NumPy's ufunc -> the function recording it on traced values, from wengert.numpy's."""
     import wengert.numpy as wnp
-    table = {u.numpy: u.traced for u in vars(wnp).values()
+    table = {u.numpy: u.record for u in vars(wnp).values()
              if isinstance(u, wnp._Ufunc) and u.traced is not None}
     table[_np.matmul] = wnp.matmul
     return table
@@ -78,6 +78,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         fn = _UFUNCS.get(ufunc)
         if fn is not None:
             return fn(*inputs)
+        import wengert.numpy as wnp
+        found = wnp.exact_ufunc(ufunc, wnp._arrays(inputs), True)     # (gcd, left_shift)
+        if found is not None:
+            return found
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     if method == "at":
         bincount = (" (add.at of a 1-D a: a + np.bincount(i, weights=b, minlength=len(a)))"

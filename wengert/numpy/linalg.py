@@ -28,7 +28,7 @@ from ..primitives.registry import float_dtype, power_by_squaring, real_dtype
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
-               zeros_like, conj as _conj, _abs2, exp as _exp, real as _real, imag as _imag)
+               zeros_like, conj as _conj, _conj_complex, _abs2, exp as _exp, real as _real, imag as _imag)
 from .dispatch import rest_of as _rest_of
 
 LinAlgError = _np.linalg.LinAlgError
@@ -645,7 +645,11 @@ def vecdot(x1, x2, /, *, axis=-1):
     if x1.shape[-1] != x2.shape[-1]:
         raise ValueError(f"vecdot: x1 of shape {x1.shape} and x2 of shape {x2.shape} (axis "
                          f"{axis} moved last) differ in length along it")
-    return sum(_conj(x1) * x2, axis=-1)
+    out = sum(_conj_complex(x1) * x2, axis=-1)
+    dtype = _np.result_type(x1.dtype, x2.dtype)
+    # (an integer or bool vecdot stays in its dtype, as NumPy's: the sum has promoted it,
+    # and casting back wraps around as NumPy's own arithmetic would have; for bools, any)
+    return out if out.dtype == dtype else out.astype(dtype)
 
 
 @_numpy_unless_traced(_np.linalg.vector_norm, any_argument=True)

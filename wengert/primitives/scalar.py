@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from ..graph.node import Node
-from .registry import defprimitive, elementwise_aval
+from .registry import defprimitive, elementwise_aval, numpy_dtype
 
 _LN10 = math.log(10.0)
 
@@ -299,6 +299,38 @@ frexp_exponent = _scalar("frexp_exponent", lambda x: np.frexp(x)[1], None, "cmp"
                          "frexp(x)[1]).")
 frexp_exponent.elementwise = True
 
+
+
+# ---- NumPy's own ufuncs, where nothing flows through them ----------------------------------
+def _ufunc_aval(args, params):
+    ufunc = params["ufunc"]
+    shape = np.broadcast_shapes(*[a.shape for a in args])
+    dtype = numpy_dtype(ufunc, args)
+    if dtype is None:                   # (wengert.numpy asks NumPy first: not reached)
+        raise TypeError(f"ufunc {ufunc.__name__!r} not supported for the input types "
+                        f"{', '.join(str(a.dtype) for a in args)}")
+    return shape, dtype
+
+
+numpy_ufunc = _scalar(
+    "numpy_ufunc", lambda *xs, ufunc: ufunc(*xs), None, "cmp", abstract_eval=_ufunc_aval,
+    doc="""numpy_ufunc(*xs, ufunc=f): NumPy's ufunc f itself, for integer and bool
+    arguments (gcd, left_shift, sin of an int8 array, ...): its values and dtypes are
+    NumPy's, and no derivative flows through it, as none reaches an integer.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> g = wg.trace(lambda i: wnp.gcd(i, 6), np.arange(4))
+        >>> print(g)
+        graph(i: i64[4]):
+          %2: i64[4] = numpy_ufunc(i, 6, ufunc=<ufunc 'gcd'>)
+          return %2
+        >>> g(np.arange(4))
+        array([6, 1, 2, 3])
+    """)
+numpy_ufunc.elementwise = True          # (batched as one: vmap)
+numpy_ufunc.defjvp(lambda ts, *xs, **params: None)
+numpy_ufunc.defvjp(lambda g, *xs, **params: (None,) * (len(xs) - 1))
 
 def _no_nextafter_derivative(*args, **params):
     # (declared as its JVP and VJP, not as partials: no sweep or test takes it for a
