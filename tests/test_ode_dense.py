@@ -36,7 +36,8 @@ def swing(w, t, t0=0.0, span=2.0, **kw):
 
 def traced(f, *args):
     """f's value where its arguments are traced (the front-end's traced path)."""
-    return wg.jvp(f, args, tuple(np.zeros_like(np.asarray(a, dtype=float)) for a in args))[0]
+    zeros = tuple(np.zeros_like(np.asarray(a, dtype=float)) for a in args)
+    return wg.jvp(f, args, zeros)[0]
 
 
 # --- values ------------------------------------------------------------------------------------
@@ -261,7 +262,8 @@ def test_under_compile_with_t_eval():
     assert_close(d_t0, w * s, rtol=1e-8, atol=1e-10)
     assert_close(d_t, np.diag(-w * s), rtol=1e-8, atol=1e-10)
     # plain times inside the traced function, a scalar one too
-    at = wg.compile(lambda w: x(w, 0.0, 0.8) + wnp.sum(x(w, 0.0, np.array([0.2, 0.1]))), 1.3)
+    at = wg.compile(lambda w: x(w, 0.0, 0.8) + wnp.sum(x(w, 0.0, np.array([0.2, 0.1]))),
+                    1.3)
     assert_close(at(1.1), np.cos(0.88) + np.cos(0.22) + np.cos(0.11), rtol=1e-8)
 
 

@@ -27,7 +27,8 @@ right-hand side of those systems, a derivative of func, as code made by `wg.comp
 kept with the primitive across calls (a fit solves one problem many times); so are the
 Jacobians the implicit methods get.  solve_ivp's times are t_span's ends and t_eval:
 the primitive solves from t0 to tf and reports y at ``[t0, *t_eval, tf]``, of which the
-front-end keeps t_eval's.  Under `wg.vmap` a batch of solves is one solve of the
+front-end keeps t_eval's; its dense output ``sol(t)`` is one more solve, from t0 through
+the times t (`_TracedSolution`).  Under `wg.vmap` a batch of solves is one solve of the
 examples' systems side by side (`_BatchedOdeint`).  See docs/odes.md.
 
 Example:
@@ -1034,8 +1035,14 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     functions) and take every traced value it uses through args.  With ``events``, the
     event times (``t_events``) are differentiable too, as roots of the event function
     along the solution (implicit function theorem), and so are the states there
-    (``y_events``); a terminal event ends the solve at its traced time.  On traced values
-    ``dense_output=True`` is refused (NotImplementedError), a failed solve raises
+    (``y_events``); a terminal event ends the solve at its traced time.  With
+    ``dense_output=True``, ``result.sol(t)`` is the state at the time(s) t, of shape
+    ``y0.shape`` for a time, ``y0.shape + (len(t),)`` for a 1-D array of them,
+    differentiable in y0, t0, args and t: one more solve from (t0, y0) through the times
+    asked for (any order, repeats allowed; outside t_span, or past a terminal event's
+    time, the ODE's solution there), not SciPy's interpolant, whose derivative is not the
+    solution's; so its values agree with SciPy's ``sol(t)`` to the solver's tolerance, not
+    to the last bit.  On traced values a failed solve raises
     RuntimeError, complex values TypeError; with ``t_eval=None`` the output times are the
     steps of a plain solve, constants but for the ends (t0, and tf or the terminal
     event's time), and events need the values of a plain solve too (under `wg.compile` or
@@ -1047,17 +1054,17 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         y0: the initial state at t0.
         method: the solver, as SciPy's (default "RK45").
         t_eval: the times at which to report y (within t_span, sorted), or None.
-        dense_output, events, vectorized: SciPy's (dense_output on plain values only;
-            an event is ``event(t, y, *args)``, with SciPy's ``terminal`` and
-            ``direction`` attributes).
+        dense_output, events, vectorized: SciPy's (on traced values ``sol(t)`` solves
+            through t, see above; an event is ``event(t, y, *args)``, with SciPy's
+            ``terminal`` and ``direction`` attributes).
         args: extra arguments of fun: numbers, arrays or a pytree of them.
         **options: the solver's options (rtol, atol, max_step, first_step, jac, ...);
             rtol and atol bound the error of the derivatives too, which are solutions of
             ODEs.
 
     Returns:
-        SciPy's `OdeResult`: t, y, t_events, y_events, status, and, on traced values,
-        sol None.
+        SciPy's `OdeResult`: t, y, sol (None without dense_output), t_events,
+        y_events, status.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -1070,6 +1077,15 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         -0.416147 -0.416147
         >>> print(round(wg.grad(x1)(2.0), 6), round(-np.sin(2.0), 6))  # d/dw = -sin w
         -0.909297 -0.909297
+        >>> def x(w, t):                               # dense output: x at any time t
+        ...     return solve_ivp(oscillator, (0.0, 1.0), [1.0, 0.0], args=(w,),
+        ...                      dense_output=True, rtol=1e-10, atol=1e-12).sol(t)[0]
+        >>> print(round(x(2.0, 0.5), 6), round(np.cos(1.0), 6))      # x(t) = cos wt
+        0.540302 0.540302
+        >>> d_w, d_t = wg.grad(x, argnums=(0, 1))(2.0, 0.5)   # -t sin wt, -w sin wt
+        >>> print(round(d_w, 6), round(-0.5 * np.sin(1.0), 6), round(d_t, 6),
+        ...       round(-2.0 * np.sin(1.0), 6))
+        -0.420735 -0.420735 -1.682942 -1.682942
     """
     arg_leaves = flatten(args)[0] if args is not None else []
     y0_leaves = flatten(y0)[0]
@@ -1341,11 +1357,12 @@ class _TracedSolution:
     A solve because its derivatives are the solution's: the primitive has exact rules
     (adjoint, sensitivities) in y0, t0, args and every output time, to any order, where
     the derivative of an interpolating polynomial is not the derivative of the
-    solution.  Its values agree with SciPy's ``sol(t)`` to the solver's tolerance (the
-    steps are the same up to the last, which ends at the last time asked for), not to
-    the last bit.  A time outside [t_min, t_max] is solved for too, the solution of the
-    ODE there (SciPy extrapolates its first or last polynomial): times before t0 by a
-    solve backwards from t0, the others forwards, each solve through its times sorted."""
+    solution.  Its values agree with SciPy's ``sol(t)`` to the solver's tolerance, not to
+    the last bit (this solve ends at the last time asked for, not at tf, so its last
+    steps are not SciPy's).  A time outside [t_min, t_max] is solved for too, the
+    solution of the ODE there (SciPy extrapolates its first or last polynomial): times
+    before t0 by a solve backwards from t0, the others forwards, each solve through its
+    times sorted."""
 
     def __init__(self, prim, y0, t0, leaves, shape, t_end, method):
         self._prim, self._y0, self._t0, self._leaves = prim, y0, t0, leaves
@@ -1366,6 +1383,8 @@ class _TracedSolution:
                 f"sol(t) of shape {self.shape} (+ (len(t),)), one solve through t>")
 
     def __call__(self, t):
+        """y at the time t (y0's shape) or the 1-D array of times t (``y0.shape +
+        (len(t),)``, time last), traced: a node to differentiate in t too."""
         t = _float_times(t)
         if len(t.shape) > 1:
             raise ValueError(f"solve_ivp: sol(t) takes a time or a 1-D array of times, got "
