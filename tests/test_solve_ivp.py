@@ -477,12 +477,6 @@ def test_t_eval_none_needs_values():
         wg.vmap(end)(np.array([0.5, 0.6]))
 
 
-def test_dense_output_is_refused_when_traced():
-    with pytest.raises(NotImplementedError, match="solve_ivp: dense_output on traced values"):
-        wg.grad(lambda k: solve_ivp(decay, (0.0, 1.0), [1.0], args=(k,),
-                                    dense_output=True).y[0, -1])(0.5)
-
-
 def test_failed_solve():
     """y' = y² blows up at t = 1: SciPy reports status -1; on traced values, an error."""
     blow = lambda t, y, k: k * y ** 2

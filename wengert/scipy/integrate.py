@@ -27,7 +27,8 @@ right-hand side of those systems, a derivative of func, as code made by `wg.comp
 kept with the primitive across calls (a fit solves one problem many times); so are the
 Jacobians the implicit methods get.  solve_ivp's times are t_span's ends and t_eval:
 the primitive solves from t0 to tf and reports y at ``[t0, *t_eval, tf]``, of which the
-front-end keeps t_eval's.  Under `wg.vmap` a batch of solves is one solve of the
+front-end keeps t_eval's; its dense output ``sol(t)`` is one more solve, from t0 through
+the times t (`_TracedSolution`).  Under `wg.vmap` a batch of solves is one solve of the
 examples' systems side by side (`_BatchedOdeint`).  See docs/odes.md.
 
 Example:
@@ -1034,8 +1035,14 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     functions) and take every traced value it uses through args.  With ``events``, the
     event times (``t_events``) are differentiable too, as roots of the event function
     along the solution (implicit function theorem), and so are the states there
-    (``y_events``); a terminal event ends the solve at its traced time.  On traced values
-    ``dense_output=True`` is refused (NotImplementedError), a failed solve raises
+    (``y_events``); a terminal event ends the solve at its traced time.  With
+    ``dense_output=True``, ``result.sol(t)`` is the state at the time(s) t, of shape
+    ``y0.shape`` for a time, ``y0.shape + (len(t),)`` for a 1-D array of them,
+    differentiable in y0, t0, args and t: one more solve from (t0, y0) through the times
+    asked for (any order, repeats allowed; outside t_span, or past a terminal event's
+    time, the ODE's solution there), not SciPy's interpolant, whose derivative is not the
+    solution's; so its values agree with SciPy's ``sol(t)`` to the solver's tolerance, not
+    to the last bit.  On traced values a failed solve raises
     RuntimeError, complex values TypeError; with ``t_eval=None`` the output times are the
     steps of a plain solve, constants but for the ends (t0, and tf or the terminal
     event's time), and events need the values of a plain solve too (under `wg.compile` or
@@ -1047,17 +1054,17 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         y0: the initial state at t0.
         method: the solver, as SciPy's (default "RK45").
         t_eval: the times at which to report y (within t_span, sorted), or None.
-        dense_output, events, vectorized: SciPy's (dense_output on plain values only;
-            an event is ``event(t, y, *args)``, with SciPy's ``terminal`` and
-            ``direction`` attributes).
+        dense_output, events, vectorized: SciPy's (on traced values ``sol(t)`` solves
+            through t, see above; an event is ``event(t, y, *args)``, with SciPy's
+            ``terminal`` and ``direction`` attributes).
         args: extra arguments of fun: numbers, arrays or a pytree of them.
         **options: the solver's options (rtol, atol, max_step, first_step, jac, ...);
             rtol and atol bound the error of the derivatives too, which are solutions of
             ODEs.
 
     Returns:
-        SciPy's `OdeResult`: t, y, t_events, y_events, status, and, on traced values,
-        sol None.
+        SciPy's `OdeResult`: t, y, sol (None without dense_output), t_events,
+        y_events, status.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -1070,6 +1077,15 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         -0.416147 -0.416147
         >>> print(round(wg.grad(x1)(2.0), 6), round(-np.sin(2.0), 6))  # d/dw = -sin w
         -0.909297 -0.909297
+        >>> def x(w, t):                               # dense output: x at any time t
+        ...     return solve_ivp(oscillator, (0.0, 1.0), [1.0, 0.0], args=(w,),
+        ...                      dense_output=True, rtol=1e-10, atol=1e-12).sol(t)[0]
+        >>> print(round(x(2.0, 0.5), 6), round(np.cos(1.0), 6))      # x(t) = cos wt
+        0.540302 0.540302
+        >>> d_w, d_t = wg.grad(x, argnums=(0, 1))(2.0, 0.5)   # -t sin wt, -w sin wt
+        >>> print(round(d_w, 6), round(-0.5 * np.sin(1.0), 6), round(d_t, 6),
+        ...       round(-2.0 * np.sin(1.0), 6))
+        -0.420735 -0.420735 -1.682942 -1.682942
     """
     arg_leaves = flatten(args)[0] if args is not None else []
     y0_leaves = flatten(y0)[0]
@@ -1081,11 +1097,6 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
            for x in y0_leaves + arg_leaves):
         raise TypeError("solve_ivp: complex values are not supported on traced values; "
                         "write a complex state as its real and imaginary parts")
-    if dense_output:
-        raise NotImplementedError(
-            "solve_ivp: dense_output on traced values: wengert has no derivatives of the "
-            "interpolant; pass t_eval for the times you need (on plain values it is "
-            "SciPy's)")
     if not (isinstance(method, str) and method in _METHODS or isinstance(method, type)
             and issubclass(method, _scipy_integrate().OdeSolver)):
         raise ValueError(f"solve_ivp: `method` must be one of {', '.join(_METHODS)} or an "
@@ -1164,7 +1175,12 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     y = wnp.transpose(ys) if len(shape) == 1 else \
         wnp.moveaxis(wnp.reshape(ys, (m,) + shape), 0, -1)
     stats = prim.stats if type(ys) is not Node or ys.value is not None else (None,) * 3
-    return _ode_result(t=t if t_eval is None else t_eval, y=y, sol=None, t_events=t_events,
+    sol = None
+    if dense_output:                   # (a primitive that solves at the times it is given)
+        dense = prim if not prim.own_times else _primitive(
+            fun, shape, tree, avals, active, True, options, method)
+        sol = _TracedSolution(dense, flat_y0, t0, numeric, shape, tf, method)
+    return _ode_result(t=t if t_eval is None else t_eval, y=y, sol=sol, t_events=t_events,
                        y_events=y_events, nfev=stats[0], njev=stats[1], nlu=stats[2],
                        status=1 if terminated else 0,
                        message="A termination event occurred." if terminated else
@@ -1330,6 +1346,90 @@ def _shaped_event(event, shape, args=()):
         if hasattr(event, attr):
             setattr(g, attr, getattr(event, attr))
     return g
+
+
+class _TracedSolution:
+    """solve_ivp's ``sol`` on traced values: ``sol(t)`` is the state at the time(s) t,
+    shaped as `_ShapedSolution`'s (``y0.shape`` for a time, ``y0.shape + (len(t),)``
+    for a 1-D array of them), found by one more solve of the node's primitive from
+    (t0, y0) through the times asked for, not by SciPy's interpolant.
+
+    A solve because its derivatives are the solution's: the primitive has exact rules
+    (adjoint, sensitivities) in y0, t0, args and every output time, to any order, where
+    the derivative of an interpolating polynomial is not the derivative of the
+    solution.  Its values agree with SciPy's ``sol(t)`` to the solver's tolerance, not to
+    the last bit (this solve ends at the last time asked for, not at tf, so its last
+    steps are not SciPy's).  A time outside [t_min, t_max] is solved for too, the
+    solution of the ODE there (SciPy extrapolates its first or last polynomial): times
+    before t0 by a solve backwards from t0, the others forwards, each solve through its
+    times sorted."""
+
+    def __init__(self, prim, y0, t0, leaves, shape, t_end, method):
+        self._prim, self._y0, self._t0, self._leaves = prim, y0, t0, leaves
+        self.shape = shape
+        self.method = method if isinstance(method, str) else method.__name__
+        ends = [_value(t0), _value(t_end)]
+        known = all(v is not None for v in ends)
+        ends = [float(np.ravel(v)[0]) for v in ends] if known else None
+        #: The interval SciPy's solution would cover (t_span, up to a terminal event's
+        #: time), plain floats; None under tracing without values.
+        self.t_min = min(ends) if known else None
+        self.t_max = max(ends) if known else None
+
+    def __repr__(self):
+        span = f"[{self.t_min:g}, {self.t_max:g}]" if self.t_min is not None else \
+            "[t0, tf] (traced)"
+        return (f"<traced solution of {self._prim.system.name} on {span} by {self.method}: "
+                f"sol(t) of shape {self.shape} (+ (len(t),)), one solve through t>")
+
+    def __call__(self, t):
+        """y at the time t (y0's shape) or the 1-D array of times t (``y0.shape +
+        (len(t),)``, time last), traced: a node to differentiate in t too."""
+        t = _float_times(t)
+        if len(t.shape) > 1:
+            raise ValueError(f"solve_ivp: sol(t) takes a time or a 1-D array of times, got "
+                             f"shape {tuple(t.shape)}")
+        m = t.shape[0] if t.shape else 1
+        if m == 0:
+            return np.zeros(self.shape + (0,))
+        ys = self._states(wnp.reshape(t, (m,)))
+        if not t.shape:
+            return wnp.reshape(ys[0], self.shape)
+        return wnp.transpose(ys) if len(self.shape) == 1 else \
+            wnp.moveaxis(wnp.reshape(ys, (m,) + self.shape), 0, -1)
+
+    def _solve(self, times):
+        """The states at `times` (monotone away from t0), rows of (len(times), n)."""
+        return self._prim(self._y0, wnp.concatenate([self._t0, times]), *self._leaves)[1:]
+
+    def _states(self, t):
+        """The states at the m times t, in their order: (m, n).  The primitive's times
+        go one way from t0, so t is sorted, split at t0 and the rows put back."""
+        m, t0 = t.shape[0], self._t0[0]
+        if _value(t) is not None and _value(t0) is not None:
+            # (the usual case, eager: the order and the split are constants)
+            order = np.argsort(_value(t), kind="stable")
+            ts = t if np.array_equal(order, np.arange(m)) else t[order]
+            k = int(np.searchsorted(np.asarray(_value(ts)), float(_value(t0))))
+            parts = []
+            if k:                             # before t0: backwards from it
+                parts.append(wnp.flip(self._solve(wnp.flip(ts[:k], 0)), 0))
+            if k < m:
+                parts.append(self._solve(ts[k:]))
+            ys = parts[0] if len(parts) == 1 else wnp.concatenate(parts)
+            return ys if ts is t else ys[np.argsort(order)]
+        # tracing without values: the order and the split are graph operations, and
+        # both solves are made (one of them, where no time lies on its side, solves
+        # from t0 to t0: no SciPy call)
+        order = wnp.argsort(t) if m > 1 else None
+        ts = t if order is None else wnp.take_along_axis(t, order, axis=0)
+        later = ts >= t0
+        ahead = self._solve(wnp.where(later, ts, t0))
+        behind = wnp.flip(self._solve(wnp.flip(wnp.where(later, t0, ts), 0)), 0)
+        ys = wnp.where(wnp.reshape(later, (m, 1)), ahead, behind)
+        if order is None:
+            return ys
+        return wnp.take_along_axis(ys, wnp.reshape(wnp.argsort(order), (m, 1)), axis=0)
 
 
 class _ShapedSolution:
