@@ -3,6 +3,8 @@ times asked for, differentiable in y0, t0, args and t, in every mode; against cl
 forms (an oscillator, exponential decay, a matrix exponential, a falling body), central
 differences and SciPy's own ``sol(t)``; unsorted, repeated and out-of-span times,
 backward integration, terminal events, wg.compile and wg.vmap."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -279,6 +281,35 @@ def test_under_vmap():
     assert_close(wg.vmap(at)(ws, ts), np.cos(ws * ts), rtol=1e-8, atol=1e-10)
     assert_close(wg.vmap(wg.grad(at, argnums=1))(ws, ts), -ws * np.sin(ws * ts),
                  rtol=1e-8, atol=1e-10)
+
+
+def test_a_plain_solve_is_differentiated_in_the_time_alone():
+    w = 1.3
+    plain = solve_ivp(oscillator, (0.0, 2.0), [1.0, 0.0], args=(w,), dense_output=True,
+                      **TIGHT)
+    sol = plain.sol
+    want = scipy_integrate.solve_ivp(oscillator, (0.0, 2.0), [1.0, 0.0], args=(w,),
+                                     dense_output=True, **TIGHT).sol
+    assert isinstance(sol, scipy_integrate.OdeSolution)
+    ts = np.array([1.7, 0.3, 0.3, 2.4])                    # unsorted, repeated, past tf
+    back = pickle.loads(pickle.dumps(sol))                 # as SciPy's own
+    assert type(back) is scipy_integrate.OdeSolution and np.array_equal(back(ts), want(ts))
+    assert np.array_equal(sol(ts), want(ts))               # plain times: SciPy's, exactly
+    x = lambda t: sol(t)[0]
+    assert_close(wg.grad(x)(0.5), -w * np.sin(w * 0.5), rtol=1e-8)
+    assert_close(wg.grad(wg.grad(x))(0.5), -w * w * np.cos(w * 0.5), rtol=1e-7)
+    J = wg.jacfwd(sol)(ts)                                 # (2, 4) by (4,)
+    assert J.shape == (2, 4, 4)
+    assert_close(np.einsum("ikk->ik", J), [-w * np.sin(w * ts), -w * w * np.cos(w * ts)],
+                 rtol=1e-7, atol=1e-9)
+    assert_close(wg.jacrev(sol)(ts), J, rtol=1e-7, atol=1e-9)
+    # a state of two dimensions, whose sol SciPy's reshaped
+    y0 = np.array([[1.0, 2.0], [3.0, 4.0]])
+    sol2 = solve_ivp(decay, (0.0, 1.0), y0, args=(0.7,), dense_output=True, **TIGHT).sol
+    g = wg.jacfwd(sol2)(0.4)
+    assert g.shape == (2, 2)
+    assert_close(g, -0.7 * y0 * np.exp(-0.7 * 0.4), rtol=1e-8)
+    assert sol2(0.4).shape == (2, 2)
 
 
 # --- errors ------------------------------------------------------------------------------------

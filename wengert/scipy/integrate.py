@@ -1055,8 +1055,10 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         method: the solver, as SciPy's (default "RK45").
         t_eval: the times at which to report y (within t_span, sorted), or None.
         dense_output, events, vectorized: SciPy's (on traced values ``sol(t)`` solves
-            through t, see above; an event is ``event(t, y, *args)``, with SciPy's
-            ``terminal`` and ``direction`` attributes).
+            through t, see above; on plain ones ``sol`` is SciPy's `OdeSolution`, whose
+            call takes a traced t too, solving through it; an event is
+            ``event(t, y, *args)``, with SciPy's ``terminal`` and ``direction``
+            attributes).
         args: extra arguments of fun: numbers, arrays or a pytree of them.
         **options: the solver's options (rtol, atol, max_step, first_step, jac, ...);
             rtol and atol bound the error of the derivatives too, which are solutions of
@@ -1260,6 +1262,7 @@ def _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events, vectorized
     si = _scipy_integrate()
     shape = np.shape(y0)
     y0 = np.asarray(y0)
+    fun0, options0 = fun, options           # (the user's, for a traced sol(t))
     jac = None
     if options.get("jac") is None and _exact_jacobian_wanted(method, options):
         jac = _plain_jacobian(fun, shape, y0, t_span, args, method, options)
@@ -1275,6 +1278,11 @@ def _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events, vectorized
     except (TypeError, ValueError):
         _diagnose_ivp(fun, y0, t_span, args)
         raise
+    if found.sol is not None and isinstance(found.sol, si.OdeSolution):
+        # SciPy's own object, which also takes a traced time (wg.grad in t alone)
+        found.sol.__class__ = _dense_class()
+        found.sol._traced = lambda: _plain_traced_solution(fun0, shape, y0, t_span, args,
+                                                           method, options0, found)
     if len(shape) != 1:
         found.y = found.y.reshape(shape + found.y.shape[1:])
         if found.y_events is not None:
@@ -1282,6 +1290,61 @@ def _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events, vectorized
         if found.sol is not None:
             found.sol = _ShapedSolution(found.sol, shape)
     return found
+
+
+_DENSE = []
+
+
+def _dense_class():
+    """SciPy's `OdeSolution`, whose call also takes a traced time t: then ``sol(t)`` is
+    `_TracedSolution`'s, one solve through t (the ODE's values, differentiable in t;
+    SciPy's interpolant has no such derivative).  A plain t is SciPy's call itself."""
+    if not _DENSE:
+        si = _scipy_integrate()
+
+        class OdeSolution(si.OdeSolution):
+            __doc__ = si.OdeSolution.__doc__
+            __module__ = si.OdeSolution.__module__
+            __qualname__ = "OdeSolution"
+
+            def __call__(self, t):
+                if _traced_time(t):
+                    made = self.__dict__.get("_made")
+                    if made is None:
+                        made = self._made = self._traced()
+                    return made(t)
+                return super().__call__(t)
+
+            def __reduce__(self):
+                # pickled (and copied) as SciPy's own: the traced call is no data
+                return _plain_ode_solution, ({k: v for k, v in self.__dict__.items()
+                                              if k not in ("_traced", "_made")},)
+        _DENSE.append(OdeSolution)
+    return _DENSE[0]
+
+
+def _plain_ode_solution(state):
+    """SciPy's `OdeSolution` with the attributes `state` (unpickling `_dense_class`'s)."""
+    sol = object.__new__(_scipy_integrate().OdeSolution)
+    sol.__dict__.update(state)
+    return sol
+
+
+def _traced_time(t):
+    return type(t) is Node or isinstance(t, (list, tuple)) and any(
+        type(x) is Node for x in flatten(t)[0])
+
+
+def _plain_traced_solution(fun, shape, y0, t_span, args, method, options, found):
+    """The `_TracedSolution` of a solve on plain values: its y0, t0 and args constants,
+    only the times it is asked for traced."""
+    leaves, tree = flatten(() if args is None else tuple(args))
+    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
+    avals = tuple(aval(x) for x in numeric)
+    prim = _primitive(fun, shape, tree, avals, (), True, options, method)
+    t0 = np.asarray(t_span, dtype=np.float64).reshape(-1)[:1]
+    return _TracedSolution(prim, np.asarray(y0, dtype=np.float64).reshape(-1), t0, numeric,
+                           shape, found.t[-1], method)
 
 
 def _plain_jacobian(fun, shape, y0, t_span, args, method, options):
@@ -1442,6 +1505,8 @@ class _ShapedSolution:
 
     def __call__(self, t):
         out = self.sol(t)
+        if _traced_time(t):             # (`_TracedSolution`'s, in the state's shape)
+            return out
         return out.reshape(self.shape + out.shape[1:])
 
     def __getattr__(self, name):        # t_min, t_max, ts, interpolants: SciPy's
