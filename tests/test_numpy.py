@@ -1470,14 +1470,20 @@ def test_sign_and_classification_functions_follow_numpy_and_their_derivatives():
 
 def test_functions_of_values_need_values_and_isclose_is_elementwise():
     x, y = r(3, 4), r(4)
-    for call in ("np.allclose(t, y)", "np.array_equal(t, y)", "np.count_nonzero(t)",
+    for call in ("np.allclose(t, y)", "np.array_equal(t, y)",
                  "np.flatnonzero(t)", "np.argwhere(t)", "numpy.argwhere(t)"):
         f = lambda t: eval(call, {"np": np, "numpy": numpy, "y": y, "t": t})
         assert numpy.array_equal(wg.vjp(f, x)[0], eval(call, {"np": numpy, "numpy": numpy, "y": y,
                                                                     "t": x}))
         with pytest.raises(wg.ConcretizationError, match=call.split("(")[0].split(".")[1]):
             wg.trace(f, x)
-    # isclose needs no value: it is recorded, and selects the branch of a derivative
+    # count_nonzero and isclose need no value: they are recorded (isclose selects the
+    # branch of a derivative)
+    t = numpy.round(x)
+    for kw in ({}, {"axis": 0}, {"axis": (0, 1), "keepdims": True}):
+        want = numpy.count_nonzero(t, **kw)
+        got = wg.compile(lambda t: numpy.count_nonzero(t, **kw), t)(t)
+        assert numpy.array_equal(got, want) and numpy.asarray(got).dtype == numpy.intp
     z = numpy.array([1.0, numpy.nan, numpy.inf, -numpy.inf, 2.0, 1e-9])
     w = numpy.array([1.0 + 1e-7, numpy.nan, numpy.inf, numpy.inf, numpy.nan, 0.0])
     with numpy.errstate(all="raise"):
@@ -1593,7 +1599,7 @@ def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():
         assert ga.tolist() == [1.0] * 50 and gb.tolist() == (-n(a / b)).tolist()
 
 
-@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "fix", "rint"])
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "fix", "rint", "round"])
 def test_rounding_functions_have_numpys_values_dtypes_and_a_zero_derivative(name):
     x = numpy.array([-2.5, -1.0, -0.4, 0.0, 0.4, 1.5, 2.5, 7.0])
     mine, theirs = getattr(np, name), getattr(numpy, name)

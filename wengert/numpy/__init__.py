@@ -789,6 +789,8 @@ logical_not = _Ufunc(_np.logical_not, lambda x: S.eq(_truth(x), False))
 def round(a, decimals=0, out=None):
     """NumPy's ``round`` (half to even); its derivative is zero."""
     _refuse("round", out=out is not None)
+    if A.dtype_of(a).kind == "b":
+        a = astype(a, _np.float16)          # (NumPy's round of bools: its float16 loop)
     return S.round(a, decimals=int(decimals))
 
 
@@ -1306,7 +1308,21 @@ array_equiv = _on_values(_np.array_equiv, doc="""NumPy's ``array_equiv`` of the 
         >>> wg.grad(lambda x: np.sum(x) if np.array_equiv(x, 1.0) else 0.0)(numpy.ones(2))
         array([1., 1.])
     """)
-count_nonzero = _on_values(_np.count_nonzero)
+
+
+@_numpy_unless_traced(_np.count_nonzero)
+def count_nonzero(a, axis=None, *, keepdims=False):
+    """NumPy's ``count_nonzero``: how many elements (over `axis`) are not zero, an
+    integer without derivative.  Traced, so it works while tracing without values too
+    (where NumPy gives a Python int, a traced value of shape ()).
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> f = wg.compile(lambda x: np.count_nonzero(x > 0.5, axis=0), numpy.eye(3))
+        >>> f(numpy.array([[0.0, 1.0], [0.7, 0.2]]))
+        array([1, 1])
+    """
+    return sum(not_equal(a, 0), axis=axis, keepdims=keepdims)
 flatnonzero = _on_values(_np.flatnonzero)
 argwhere = _on_values(_np.argwhere)
 
