@@ -590,7 +590,8 @@ def test_every_function_of_wengert_numpy_takes_or_refuses_complex_values():
     # factorizations' rules have their conjugate transposes), none refuses them
     takes = set("inv det slogdet solve matrix_power multi_dot norm vector_norm matrix_norm "
                 "cond lstsq matmul outer tensordot diagonal trace vecdot matrix_transpose "
-                "cholesky eigh eigvalsh svd svdvals qr pinv matrix_rank eig eigvals".split())
+                "cholesky eigh eigvalsh svd svdvals qr pinv matrix_rank eig eigvals tensorsolve "
+                "tensorinv cross".split())
     public = {n for n, v in vars(la).items() if not n.startswith("_") and callable(v)
               and not isinstance(v, type) and hasattr(np.linalg, n) and _traced_at_all(v)}
     assert public == takes, (public - takes, takes - public)

@@ -136,6 +136,14 @@ CASES = {
     "solve broadcast both": (lambda a, b: np.linalg.solve(a, b),
                              [r(2, 1, 3, 3) + 3 * numpy.eye(3), r(4, 3, 2)]),
     "cholesky": (lambda a: np.linalg.cholesky(a @ a.T + 3 * numpy.eye(3)), [r(3, 3)]),
+    "tensorsolve": (lambda a, b: np.linalg.tensorsolve(a, b),
+                    [r(6, 2, 3) + 3 * numpy.eye(6).reshape(6, 2, 3), r(6)]),
+    "tensorsolve axes": (lambda a, b: np.linalg.tensorsolve(a, b, axes=(0,)),
+                         [numpy.moveaxis(r(2, 2, 4) + 3 * numpy.eye(4).reshape(2, 2, 4), 2, 0),
+                          r(2, 2)]),
+    "tensorinv": (lambda a: np.linalg.tensorinv(a, ind=1),
+                  [r(4, 2, 2) + 3 * numpy.eye(4).reshape(4, 2, 2)]),
+    "linalg cross": (lambda a, b: np.linalg.cross(a, b, axis=0), [r(3, 2), r(3, 1)]),
     "norm": (lambda x, m: np.linalg.norm(x) + np.linalg.norm(x, 1) + np.linalg.norm(x, 3)
              + np.linalg.norm(x, np.inf) + np.linalg.norm(m, "fro") + np.linalg.norm(m, 1)
              + np.linalg.norm(m, np.inf) + np.linalg.norm(m, 2)
@@ -335,6 +343,30 @@ def test_first_and_second_order(name):
     f, args = CASES[name]
     order = 1 if name in SMOOTH_SECOND_ORDER_SKIP else 2
     check_grads(f, *args, order=order)
+
+
+def test_tensor_solves_cross_and_integer_norms_are_numpys():
+    a, b = r(6, 2, 3) + 3 * numpy.eye(6).reshape(6, 2, 3), r(6)
+    c = numpy.moveaxis(r(2, 2, 4) + 3 * numpy.eye(4).reshape(2, 2, 4), 2, 0)
+    m = numpy.array([[3, -1], [2, 5]])
+    for name, args, kw in (("tensorsolve", (a, b), {}),
+                           ("tensorsolve", (c, b[:4].reshape(2, 2)), {"axes": (0,)}),
+                           ("tensorinv", (a.reshape(3, 2, 6),), {"ind": 2}),
+                           ("cross", (r(2, 3), r(3)), {}), ("norm", (m, 1), {}),
+                           ("norm", (m, "nuc"), {}), ("norm", (m[0], 3), {})):
+        mine, theirs = getattr(np.linalg, name), getattr(numpy.linalg, name)
+        arrays = [x for x in args if isinstance(x, numpy.ndarray)]
+        rest = args[len(arrays):]
+        want = theirs(*args, **kw)
+        got = wg.compile(lambda *xs: mine(*xs, *rest, **kw), *arrays)(*arrays)
+        assert numpy.asarray(got).dtype == want.dtype, name
+        assert_close(got, want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="3-dimensional vectors"):
+        wg.grad(lambda u: np.sum(np.linalg.cross(u, u)))(r(2))
+    with pytest.raises(numpy.linalg.LinAlgError, match="prod"):
+        wg.grad(lambda a: np.sum(np.linalg.tensorsolve(a, b)))(r(6, 2, 2))
+    with pytest.raises(ValueError, match="Invalid ind"):
+        wg.grad(lambda a: np.sum(np.linalg.tensorinv(a, ind=0)))(r(2, 2))
 
 
 def test_piecewise_second_order_where_defined():

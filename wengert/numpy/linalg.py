@@ -28,7 +28,8 @@ from ..primitives.registry import float_dtype, power_by_squaring, real_dtype
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
-               zeros_like, conj as _conj, _conj_complex, _abs2, exp as _exp, real as _real, imag as _imag)
+               zeros_like, conj as _conj, _conj_complex, _abs2, exp as _exp, real as _real,
+               imag as _imag, transpose as _transpose, cross as _cross)
 from .dispatch import rest_of as _rest_of
 
 LinAlgError = _np.linalg.LinAlgError
@@ -383,6 +384,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
         [1.0, -1.0]
     """
     x = asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(_np.float64)           # (as NumPy's: an integer matrix's 1-norm too)
     nd = x.ndim
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
@@ -476,6 +479,72 @@ def matrix_power(a, n):
     if n < 0:
         a, n = inv(a), -n
     return power_by_squaring(a, n, _matmul)
+
+
+@_numpy_unless_traced(_np.linalg.tensorsolve, any_argument=True)
+def tensorsolve(a, b, axes=None):
+    """The x with ``tensordot(a, x, x.ndim) == b``: a's trailing axes (after moving
+    `axes` to the end) are x's, and a is solved as the square matrix of them, by `solve`.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.eye(6).reshape(6, 2, 3) * 2.0
+        >>> np.linalg.tensorsolve(a, numpy.ones(6)).shape
+        (2, 3)
+        >>> wg.grad(lambda b: np.sum(np.linalg.tensorsolve(a, b)))(numpy.ones(6)).tolist()
+        [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    """
+    a, b = asarray(a), asarray(b)
+    if axes is not None:
+        moved = [k % a.ndim for k in axes]
+        a = _transpose(a, [k for k in range(a.ndim) if k not in moved] + moved)
+    shape = tuple(a.shape[b.ndim:])
+    size = int(_np.prod(shape))
+    if size * size != int(_np.prod(a.shape)):
+        raise LinAlgError("Input arrays must satisfy the requirement "
+                          "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    return reshape(solve(reshape(a, (size, size)), reshape(b, (size,))), shape)
+
+
+@_numpy_unless_traced(_np.linalg.tensorinv)
+def tensorinv(a, ind=2):
+    """The inverse of `a` for `tensordot` over its first `ind` axes: a read as the square
+    matrix of its first ind axes by the rest, inverted by `inv`, of shape
+    ``a.shape[ind:] + a.shape[:ind]``.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> a = numpy.eye(6).reshape(2, 3, 6) * 4.0
+        >>> np.linalg.tensorinv(a).shape
+        (6, 2, 3)
+        >>> float(wg.grad(lambda a: np.linalg.tensorinv(a)[0, 0, 0])(a)[0, 0, 0])   # -1/16
+        -0.0625
+    """
+    a = asarray(a)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    rows = int(_np.prod(a.shape[ind:]))
+    return reshape(inv(reshape(a, (rows, -1))), tuple(a.shape[ind:]) + tuple(a.shape[:ind]))
+
+
+if hasattr(_np.linalg, "cross"):        # (NumPy 2's array-API name)
+    @_numpy_unless_traced(_np.linalg.cross, any_argument=True)
+    def cross(x1, x2, /, *, axis=-1):
+        """The cross product of 3-vectors along `axis` (the array API's; `numpy.cross`
+        takes 2-vectors too), differentiable.
+
+        Example:
+            >>> import numpy, wengert as wg, wengert.numpy as np
+            >>> wg.jacfwd(lambda u: np.linalg.cross(u, numpy.array([0.0, 0.0, 1.0])))(
+            ...     numpy.ones(3)).tolist()
+            [[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+        """
+        x1, x2 = asarray(x1), asarray(x2)
+        if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+            raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, "
+                             f"but they are {x1.shape[axis]} and {x2.shape[axis]} "
+                             "dimensional instead.")
+        return _cross(x1, x2, axis=axis)
 
 
 @_numpy_unless_traced(_np.linalg.multi_dot, any_argument=True, array_likes="items")
@@ -806,7 +875,10 @@ def lstsq(a, b, rcond=None):
     inverse, keep = _pinv_of(usv, eps if rcond < 0 else rcond)
     x = _matmul(inverse, b)
     rank = sum(keep.astype(_np.int64), axis=-1)
-    if int(rank) == n and m > n:       # (the residuals' shape depends on the rank's value)
+    # (the residuals' shape depends on the rank's value)
+    known = rank._concrete("read by numpy.linalg.lstsq, whose residuals are empty unless "
+                           "a has full column rank,") if hasattr(rank, "_concrete") else rank
+    if int(known) == n and m > n:
         r = _matmul(a, x) - b
         residuals = sum(_abs2(r), axis=0)     # (|r|², real for a complex b too)
         residuals = reshape(residuals, (1,)) if b.ndim == 1 else residuals
