@@ -52,6 +52,9 @@ SPECIAL = {
                 (lambda: uniform(-2, 2), lambda: uniform(-0.8, 3))),
     "betaln": (special.betaln, sc.betaln, (lambda: uniform(0.3, 5), lambda: uniform(0.3, 5))),
     "beta": (special.beta, sc.beta, (lambda: uniform(0.3, 5), lambda: uniform(0.3, 5))),
+    # Γ(a+b) < 0 there: B(a, b) is negative
+    "beta negative": (special.beta, sc.beta,
+                      (lambda: uniform(-1.45, -1.3), lambda: uniform(0.55, 0.65))),
     "multigammaln3": (lambda a: special.multigammaln(a, 3), lambda a: sc.multigammaln(a, 3),
                       (lambda: np.float64(uniform(1.5, 5, 1)[0]),)),
 }
@@ -184,6 +187,13 @@ def test_softmax_and_log_softmax_over_scipys_axes():
             assert_close(wg.trace(lambda x: f(x, axis=axis), x)(x), ref(x, axis=axis),
                          rtol=1e-14, atol=1e-14)
             check_grads(lambda x: f(x, axis=axis), x)
+    # integers, in the float dtype NumPy's exp gives them (int8: float16), as SciPy's
+    for ints in (np.array([[1, 0, 3], [2, 2, -1]]), np.array([3, -2, 0], dtype=np.int8)):
+        for f, ref in ((special.softmax, sc.softmax), (special.log_softmax, sc.log_softmax)):
+            got, want = wg.compile(f, ints)(ints), ref(ints)
+            assert got.dtype == want.dtype
+            tol = 2e-3 if want.dtype == np.float16 else 1e-14      # (float16: ~3 digits)
+            assert_close(got, want, rtol=tol, atol=tol)
 
 
 # ---- distributions -----------------------------------------------------------------------

@@ -336,7 +336,7 @@ def log_softmax(x, axis=-1):
         >>> round(float(np.exp(nn.log_softmax(np.array([1.0, 2.0]))).sum()), 12)
         1.0
     """
-    return P.log_softmax(x, axis=_one_axis(x, axis, "log_softmax"))
+    return P.log_softmax(_inexact(x), axis=_one_axis(x, axis, "log_softmax"))
 
 
 def softmax(x, axis=-1):
@@ -348,7 +348,13 @@ def softmax(x, axis=-1):
         >>> nn.softmax(np.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
-    return P.softmax(x, axis=_one_axis(x, axis, "softmax"))
+    return P.softmax(_inexact(x), axis=_one_axis(x, axis, "softmax"))
+
+
+def _inexact(x):
+    """Integers in the float dtype NumPy's exp computes them in (int8 in float16, int64
+    in float64, as SciPy's softmax gives them); floats as they are."""
+    return wnp._as_numpy_computes(_np.exp, x) if _A.dtype_of(x).kind in "iu" else x
 
 
 def one_hot(labels, classes):

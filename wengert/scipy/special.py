@@ -160,16 +160,28 @@ def betaln(a, b):
 
 @_scipy_unless_traced(_sc.beta)
 def beta(a, b):
-    """B(a, b) = Γ(a)Γ(b)/Γ(a + b) for positive a, b (SciPy's ``beta``), as
-    exp(betaln(a, b)), so no Γ overflows.
+    """B(a, b) = Γ(a)Γ(b)/Γ(a + b) (SciPy's ``beta``), as ±exp(betaln(a, b)), so no Γ
+    overflows; the sign is that of the three Γs, negative on (-1, 0), (-3, -2), ...  At the
+    poles of Γ (0, -1, -2, ...) it is inf or nan, where SciPy may give a limit
+    (B(-1, 1) = -1).
 
     Example:
         >>> import wengert as wg
         >>> from wengert.scipy import special
         >>> round(wg.grad(special.beta)(1.0, 1.0), 6)   # d/da 1/a at a = 1
         -1.0
+        >>> round(float(special.beta(wg.stop_gradient(-1.5), 1.0)), 6)   # 1/a
+        -0.666667
     """
-    return _wnp.exp(betaln(a, b))
+    sign = _gamma_sign(a) * _gamma_sign(b) * _gamma_sign(_wnp.add(a, b))
+    return sign * _wnp.exp(betaln(a, b))
+
+
+def _gamma_sign(x):
+    """The sign of Γ(x): 1 for x > 0, and (-1)^k on (-k, 1 - k); piecewise constant, so
+    without derivative."""
+    return _wnp.where(_wnp.greater(x, 0), 1.0,
+                      1.0 - 2.0 * _wnp.remainder(_wnp.floor(x), 2.0))
 
 
 def multigammaln(a, d):
