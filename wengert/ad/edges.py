@@ -24,9 +24,9 @@ from ..primitives.scalar import real_part
 
 
 class NotEliminable(NotImplementedError):
-    """A graph whose Jacobian vertex elimination cannot accumulate (array values, a
-    primitive without edge partials, a real part taken on the way): its Jacobian comes
-    from forward or reverse sweeps."""
+    """A scalar graph whose Jacobian vertex elimination cannot accumulate, because a real
+    value computed from complex ones passes its derivative on (`_real_outputs`): its
+    Jacobian comes from forward or reverse sweeps, which take the real part there."""
 
 
 class EdgeGraph:
@@ -235,9 +235,9 @@ def linearize(graph, inputs, outputs) -> EdgeGraph:
     connect them are zero) are left out.
 
     Elimination needs scalar nodes and primitives declared by their partials; other
-    graphs raise `NotEliminable`, a NotImplementedError (their Jacobians come from forward
-    or reverse sweeps).  So does a graph where a real value takes the real part of a
-    complex derivative and passes it on (`_real_outputs`).
+    graphs raise NotImplementedError (their Jacobians come from forward or reverse
+    sweeps).  So does a graph where a real value computed from complex ones passes its
+    derivative on (`NotEliminable`, see `_real_outputs`).
 
     Example:
         >>> import wengert as wg
@@ -257,12 +257,12 @@ def linearize(graph, inputs, outputs) -> EdgeGraph:
     is_vertex = set(G.rank)
     for node in plan:
         if node.shape != ():
-            raise NotEliminable(
+            raise NotImplementedError(
                 f"elimination works on scalar graphs; node {node.label()} has shape "
                 f"{node.shape}. Use mode='fwd', 'rev' or 'sparse' for array-valued code")
         op = node.op
         if op.partials is None:
-            raise NotEliminable(
+            raise NotImplementedError(
                 f"elimination needs the edge partials of every primitive; {op.name!r} "
                 "declares a JVP/VJP instead (or no derivative). Use mode='fwd' or 'rev'")
         G.add_vertex(node.index, node.index)
