@@ -100,7 +100,6 @@ def jacobian_coordinates(graph, inputs, outputs, mode="auto", symbolic=False):
                 raise
             # (a real part taken on the way, in a graph with complex values: the sweeps
             # take it, products cannot)
-            entries = None
             mode = _fewer_sweeps(inputs, outputs)
     if mode == "eliminate":
         I = [i for i, _ in entries]

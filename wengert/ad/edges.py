@@ -327,8 +327,8 @@ def _real_outputs(graph, G) -> frozenset:
     so its entries are the real parts of the sums (returned here); anywhere else
     elimination would carry the imaginary part on, so it refuses (`NotEliminable`)."""
     nodes = graph.nodes
-    complex_ = set()        # complex vertices, and real ones with a complex derivative
-    real = set()            # real vertices whose derivative is the real part of a sum
+    complex_ = set()        # complex vertices
+    real = set()            # real vertices computed from complex ones (and their sinks)
     for v in G.topological():
         preds = G.preds[v]
         if real.intersection(preds):
