@@ -19,15 +19,22 @@ The methods (see docs/jacobians.md):
 - ``auto``: elimination on scalar graphs (it is never costlier than the better of forward
   and reverse mode by the count), otherwise forward or reverse mode, whichever needs fewer
   sweeps.
+
+Every method takes ``holomorphic=True`` (complex inputs and outputs, and the complex
+derivatives of a holomorphic f, as `wg.jacfwd` gives them): the edge partials are then
+complex numbers, and sums of their path products are the chain rule as for real ones.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from .api import (_check_argnums, _check_fun, _recorded, _resolve_argnums, trace,
                   jacobian_by_sweeps)
+from .ad.edges import NotEliminable
 from .ad.eliminate import eliminated_entries
-from .ad.sparse import sparsity, color_columns, color_rows, compressed
+from .ad.sparse import sparsity, color_columns, color_rows, compressed, entry_dtype
 from .codegen.count import count_ops, total
 from .graph.graph import Graph
 from .graph.node import Node
@@ -82,17 +89,26 @@ def jacobian_coordinates(graph, inputs, outputs, mode="auto", symbolic=False):
         [3.0, 2.0, 1.0, 1.0]
     """
     _check_mode(mode, "jacobian")
-    if mode == "auto":
+    auto = mode == "auto"
+    if auto:
         mode = _pick(inputs, outputs)
     if mode == "eliminate":
-        entries = eliminated_entries(graph, inputs, outputs, symbolic)
+        try:
+            entries = eliminated_entries(graph, inputs, outputs, symbolic)
+        except NotEliminable:
+            if not auto:
+                raise
+            # (a real part taken on the way, in a graph with complex values: the sweeps
+            # take it, products cannot)
+            mode = _fewer_sweeps(inputs, outputs)
+    if mode == "eliminate":
         I = [i for i, _ in entries]
         J = [j for _, j in entries]
         V = list(entries.values())
         if symbolic:
             return I, J, V
         return (np.array(I, dtype=np.int64), np.array(J, dtype=np.int64),
-                np.array(V, dtype=np.float64))
+                np.array(V, dtype=entry_dtype(V)))
     n = sum(x.size for x in inputs)
     m = sum(o.size for o in outputs)
     if mode == "fwd":
@@ -127,7 +143,7 @@ def _layout(call, coords, out_nodes, out_tree, single):
             per_arg = split(blocks)
             leaves.append(per_arg[0] if single else tuple(per_arg))
         return unflatten(out_tree, leaves)
-    dense = np.zeros((r0[-1], c0[-1]))
+    dense = np.zeros((r0[-1], c0[-1]), V.dtype if V.dtype.kind == "c" else np.float64)
     dense[I, J] = V
     leaves = []
     plain = all(x.shape == () and x.dtype == np.float64 for x in ins)
@@ -155,9 +171,10 @@ def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
             (elimination on scalar graphs, where it never costs more than the better of
             forward and reverse mode; otherwise the mode with fewer sweeps).
         holomorphic: complex inputs and outputs, and the complex derivatives of a
-            holomorphic f, as `wg.jacfwd` and `wg.jacrev` give them: by their sweeps
-            (``"auto"`` picks the one with fewer), not by ``"eliminate"`` or
-            ``"sparse"``.
+            holomorphic f, as `wg.jacfwd` and `wg.jacrev` give them, by any mode.  (A
+            real value computed from complex ones on the way, such as ``real(z)``, has a
+            derivative that is a real part, not a product: ``"eliminate"`` refuses such
+            a graph and ``"auto"`` uses sweeps for it.)
 
     Example (seed 003's function: v1 = x1·x2, v2 = g(v1), f = (x1·v2, x2·v2)):
         >>> import wengert as wg
@@ -172,15 +189,15 @@ def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
         6.0
         >>> wg.jacobian(lambda z: z * z, holomorphic=True)(3j)
         6j
+        >>> J = wg.jacobian(f, argnums=(0, 1), mode="eliminate", holomorphic=True)(1j, 2 + 0j)
+        >>> J == wg.jacfwd(f, argnums=(0, 1), holomorphic=True)(1j, 2 + 0j)
+        True
     """
     _check_mode(mode, "jacobian")
-    if holomorphic and mode in ("eliminate", "sparse"):
-        raise NotImplementedError(f"jacobian(..., mode={mode!r}) is for real functions: with "
-                                  "holomorphic=True use mode 'fwd', 'rev' or 'auto'")
 
     @_recorded(f, argnums, "jacobian", holomorphic)
     def jac_f(call, out_nodes, out_tree, single):
-        arrays = holomorphic or not _scalar_graph(call.inputs, out_nodes)
+        arrays = not _scalar_graph(call.inputs, out_nodes)
         how = mode
         if arrays and (how == "auto" or how == "sparse" and call.symbolic):
             # (array blocks inside another transformation are assembled by the sweeps with
@@ -206,12 +223,14 @@ def _scipy_sparse():
     return scipy.sparse
 
 
-def sparse_jacobian(f, argnums=0):
+def sparse_jacobian(f, argnums=0, *, holomorphic=False, _who="sparse_jacobian"):
     """The Jacobian of f as a ``scipy.sparse.csr_matrix``: the sparsity pattern is read off
     the graph, columns (or rows) are grouped by greedy colouring, and one forward (or
     reverse) sweep per group computes it.  Rows are f's output elements and columns the
     differentiated input elements, each flattened in pytree and C order.  The matrix
     stores the structural pattern (an entry that happens to be zero stays stored).
+    With ``holomorphic=True``, of a holomorphic f of complex arguments with complex
+    results: a complex matrix of the derivatives ∂f_i/∂z_j, as `wg.jacfwd` gives them.
     Needs SciPy (``pip install 'wengert[sparse]'``).
 
     Example (the Broyden tridiagonal function: 3 sweeps whatever n is):
@@ -225,14 +244,17 @@ def sparse_jacobian(f, argnums=0):
         ((6, 6), 16)
         >>> J.toarray()[1]
         array([-1.,  1., -2.,  0.,  0.,  0.])
+        >>> Jz = wg.sparse_jacobian(broyden, holomorphic=True)([0.5j] * 6)
+        >>> Jz.toarray()[1]                         # ∂f_1/∂z_1 = 3 - 4z_1
+        array([-1.+0.j,  3.-2.j, -2.+0.j,  0.+0.j,  0.+0.j,  0.+0.j])
     """
     sp = _scipy_sparse()
 
-    @_recorded(f, argnums, "sparse_jacobian")
+    @_recorded(f, argnums, _who, holomorphic)
     def sparse_f(call, out_nodes, out_tree, single):
         if call.symbolic:
             raise NotImplementedError(
-                "sparse_jacobian returns a SciPy matrix of numbers; inside another "
+                f"{_who} returns a SciPy matrix of numbers; inside another "
                 "transformation use wg.jacobian(f, mode='sparse')")
         I, J, V = jacobian_coordinates(call.graph, call.inputs, out_nodes, "sparse")
         shape = (sum(o.size for o in out_nodes), sum(x.size for x in call.inputs))
@@ -241,10 +263,12 @@ def sparse_jacobian(f, argnums=0):
     return sparse_f
 
 
-def sparse_hessian(f, argnums=0):
+def sparse_hessian(f, argnums=0, *, holomorphic=False):
     """The Hessian of a scalar function as a ``scipy.sparse.csr_matrix``: the sparse
     Jacobian of its gradient, so each colour costs one forward sweep over the gradient's
-    graph (a Hessian-vector product).  Needs SciPy.
+    graph (a Hessian-vector product).  With ``holomorphic=True``, of a holomorphic f of
+    complex arguments with a complex result: the second complex derivatives
+    ∂²f/∂z_i∂z_j, as `wg.hessian(f, holomorphic=True)` gives them.  Needs SciPy.
 
     Example (extended Rosenbrock: a block-diagonal Hessian, 2 sweeps whatever n is):
         >>> import wengert as wg
@@ -257,9 +281,21 @@ def sparse_hessian(f, argnums=0):
                [-400.,  200.,    0.,    0.],
                [   0.,    0.,  802., -400.],
                [   0.,    0., -400.,  200.]])
+        >>> H = wg.sparse_hessian(rosenbrock, holomorphic=True)([1j] * 4)
+        >>> H.toarray()[:2, :2]                     # [[1200z₀² - 400z₁ + 2, -400z₀], ...]
+        array([[-1198.-400.j,     0.-400.j],
+               [    0.-400.j,   200.  +0.j]])
     """
-    from .api import grad
-    return sparse_jacobian(grad(f, argnums), argnums)
+    from .api import value_and_grad
+    # (value_and_grad rather than grad, so that errors name sparse_hessian)
+    value_and_gradient = value_and_grad(f, argnums, holomorphic=holomorphic,
+                                        _who="sparse_hessian")
+
+    @functools.wraps(f)
+    def gradient(*args, **kwargs):
+        return value_and_gradient(*args, **kwargs)[1]
+
+    return sparse_jacobian(gradient, argnums, holomorphic=holomorphic, _who="sparse_hessian")
 
 
 # --------------------------------------------------------------------------------------

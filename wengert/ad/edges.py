@@ -17,7 +17,16 @@ labels, so they work on all three.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..primitives.registry import CONST
+from ..primitives.scalar import real_part
+
+
+class NotEliminable(NotImplementedError):
+    """A scalar graph whose Jacobian vertex elimination cannot accumulate, because a real
+    value computed from complex ones passes its derivative on (`_real_outputs`): its
+    Jacobian comes from forward or reverse sweeps, which take the real part there."""
 
 
 class EdgeGraph:
@@ -33,6 +42,8 @@ class EdgeGraph:
             output (input) asked for, its vertex, or None if it is not connected.
         log: None, or a list that records every copy of variables and elimination done
             to the graph (see `wengert.ad.eliminate.replay`).
+        real: the outputs whose entries are the real parts of the sums of path products
+            (real outputs of complex values, `linearize`).
 
     Example:
         >>> from wengert.ad.edges import EdgeGraph
@@ -52,6 +63,7 @@ class EdgeGraph:
         self.rows: list = []
         self.columns: list = []
         self.log = None             # a list: copies and eliminations are recorded there
+        self.real = frozenset()
         self._fresh = 0
 
     # --- building -------------------------------------------------------------------------
@@ -152,6 +164,7 @@ class EdgeGraph:
         g.inputs, g.outputs = list(self.inputs), list(self.outputs)
         g.rows, g.columns = list(self.rows), list(self.columns)
         g.log = self.log
+        g.real = self.real
         g._fresh = self._fresh
         return g
 
@@ -180,7 +193,8 @@ class EdgeGraph:
 
     def jacobian_entries(self):
         """After every intermediate vertex is eliminated: ``{(row, column): label}`` over
-        the rows and columns asked for, the nonzero entries only."""
+        the rows and columns asked for, the nonzero entries only (the real part of the
+        label for an output in `real`)."""
         column = {}
         for j, x in enumerate(self.columns):
             if x is not None:
@@ -189,9 +203,10 @@ class EdgeGraph:
         for i, f in enumerate(self.rows):
             if f is None:
                 continue
+            real = f in self.real
             for x, c in self.preds[f].items():
                 for j in column.get(x, ()):
-                    out[i, j] = c
+                    out[i, j] = real_part(c) if real else c
         return dict(sorted(out.items()))
 
     def __repr__(self):
@@ -202,8 +217,8 @@ class EdgeGraph:
 def _is_zero(c) -> bool:
     """A label known to be zero when the graph is built (a zero partial after
     simplification, like the derivative of select for a known condition)."""
-    if type(c) is float:
-        return c == 0.0
+    if type(c) is float or type(c) is complex:
+        return c == 0
     return getattr(c, "op", None) is CONST and c.shape == () and c.value == 0
 
 
@@ -220,7 +235,9 @@ def linearize(graph, inputs, outputs) -> EdgeGraph:
     connect them are zero) are left out.
 
     Elimination needs scalar nodes and primitives declared by their partials; other
-    graphs raise NotImplementedError (their Jacobians come from forward or reverse sweeps).
+    graphs raise NotImplementedError (their Jacobians come from forward or reverse
+    sweeps).  So does a graph where a real value computed from complex ones passes its
+    derivative on (`NotEliminable`, see `_real_outputs`).
 
     Example:
         >>> import wengert as wg
@@ -283,7 +300,55 @@ def linearize(graph, inputs, outputs) -> EdgeGraph:
     G.inputs = [x for x in G.inputs if x in G.rank]
     G.rows = [v if v in G.rank else None for v in G.rows]
     G.outputs = [v for v in G.outputs if v in G.rank]
+    if graph.complex:
+        G.real = _real_outputs(graph, G)
     return G
+
+
+def _is_complex(c) -> bool:
+    """A label with a complex value (a node or a number)."""
+    t = type(c)
+    if t is float:
+        return False
+    if t is complex:
+        return True
+    return getattr(c, "dtype", np.result_type(c)).kind == "c"
+
+
+def _real_outputs(graph, G) -> frozenset:
+    """The outputs of G whose entries are real parts, checking that elimination is the
+    chain rule here.
+
+    Elimination sums products of partials: it treats every step as a product with a
+    complex number.  That is the chain rule where every value is complex (a holomorphic
+    function) or every value real.  A real value computed from complex ones (real, imag,
+    abs) is not such a step: the sweeps keep its derivative real by taking the real part
+    there (docs/complex.md), which no product does.  At an output that is the last step,
+    so its entries are the real parts of the sums (returned here); anywhere else
+    elimination would carry the imaginary part on, so it refuses (`NotEliminable`)."""
+    nodes = graph.nodes
+    complex_ = set()        # complex vertices
+    real = set()            # real vertices computed from complex ones (and their sinks)
+    for v in G.topological():
+        preds = G.preds[v]
+        if real.intersection(preds):
+            if type(v) is not int:          # an output's own sink (label 1.0)
+                real.add(v)
+                continue
+            u = next(u for u in preds if u in real)
+            raise NotEliminable(
+                f"elimination multiplies edge partials, but {nodes[u].label()} "
+                f"({nodes[u].op.name}) is a real value computed from complex ones: the "
+                "chain rule takes the real part of its derivative before passing it on to "
+                f"{nodes[v].label()} ({nodes[v].op.name}), which no product does. Use "
+                "mode='fwd', 'rev' or 'auto'")
+        if type(v) is not int:
+            continue
+        if nodes[v].dtype.kind == "c":
+            complex_.add(v)
+        elif any(u in complex_ or _is_complex(c) for u, c in preds.items()):
+            real.add(v)
+    return frozenset(real)
 
 
 def _prune(G: EdgeGraph):

@@ -389,4 +389,5 @@ def _sweeps(graph, inputs, outputs, orders):
 
 
 def _value(label):
-    return label if type(label) is float else label.value
+    return label.value if type(label) is Node else label     # (a partial the rule gave as
+    #                                                          a number: 1.0, or 1j)

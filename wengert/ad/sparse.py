@@ -220,22 +220,33 @@ def _seeds(leaves, colours, c):
     return seeds
 
 
+def entry_dtype(values):
+    """The dtype of numeric Jacobian entries: complex128 if any of `values` (numbers or
+    arrays) is complex (a holomorphic function's), else float64."""
+    for v in values:
+        if np.iscomplexobj(v):
+            return np.complex128
+    return np.float64
+
+
 def _flat(values, leaves, symbolic):
     """The sweep results, one per leaf, as one flat vector (a list with None for zero when
-    symbolic, a float array otherwise)."""
+    symbolic, a float or complex array otherwise)."""
     if symbolic:
         return list(values)
+    dtype = entry_dtype(v for v in values if v is not None)
     parts = []
     for v, leaf in zip(values, leaves):
-        parts.append(np.zeros(leaf.size) if v is None else
-                     np.ravel(np.asarray(v, dtype=np.float64)))
+        parts.append(np.zeros(leaf.size, dtype) if v is None else
+                     np.ravel(np.asarray(v, dtype=dtype)))
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def compressed(graph, inputs, outputs, rows, colours, by="columns", symbolic=False):
     """The Jacobian entries from one sweep per colour, as coordinates (I, J, V), row by
-    row: entry (I[k], J[k]) is V[k].  NumPy arrays when numeric; lists, V of graph nodes,
-    when symbolic (zeros left out).
+    row: entry (I[k], J[k]) is V[k].  NumPy arrays when numeric (V complex for a
+    holomorphic function: real seeds give its complex derivatives, by either sweep);
+    lists, V of graph nodes, when symbolic (zeros left out).
 
     Args:
         rows: the sparsity pattern (`sparsity`), or None for a dense Jacobian (then every
@@ -304,6 +315,6 @@ def compressed(graph, inputs, outputs, rows, colours, by="columns", symbolic=Fal
         return [t[0] for t in found], [t[1] for t in found], [t[2] for t in found]
     cat = (lambda parts, dtype: np.concatenate([np.asarray(p, dtype=dtype) for p in parts])
            if parts else np.zeros(0, dtype))
-    I, J, V = cat(I, np.int64), cat(J, np.int64), cat(V, np.float64)
+    I, J, V = cat(I, np.int64), cat(J, np.int64), cat(V, entry_dtype(V))
     order = np.lexsort((J, I))                  # row by row, as a reader expects
     return I[order], J[order], V[order]
