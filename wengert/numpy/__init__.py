@@ -367,7 +367,6 @@ def _sign(x):
 
 
 sign = _Ufunc(_np.sign, _sign)
-
 maximum, minimum = _Ufunc(_np.maximum, S.maximum), _Ufunc(_np.minimum, S.minimum)
 less, less_equal, greater, greater_equal, equal, not_equal = (
     _Ufunc(_np.less, S.lt), _Ufunc(_np.less_equal, S.le), _Ufunc(_np.greater, S.gt),
@@ -1323,6 +1322,8 @@ def count_nonzero(a, axis=None, *, keepdims=False):
         array([1, 1])
     """
     return sum(not_equal(a, 0), axis=axis, keepdims=keepdims)
+
+
 flatnonzero = _on_values(_np.flatnonzero)
 argwhere = _on_values(_np.argwhere)
 
