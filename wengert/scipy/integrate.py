@@ -236,13 +236,8 @@ class _UserSystem(_System):
         return self.func(s, y, *args) if self.tfirst else self.func(y, s, *args)
 
     def check(self, out, columns=()):
-        size = math.prod(shape_of(out))
-        if size != self.n * math.prod(columns):
-            f = "func" if self.who == "odeint" else "fun"
-            raise ValueError(
-                f"{self.who}: {f} returned dy/dt of shape {tuple(shape_of(out))} for a "
-                f"state y of shape {self.shape + tuple(columns)}; it must return one "
-                f"derivative per element of y ({self.n} numbers)")
+        if math.prod(shape_of(out)) != self.n * math.prod(columns):
+            raise _size_error(self.who, shape_of(out), self.shape + tuple(columns), self.n)
 
     def rhs(self, y, s, *leaves):
         out = self.call(wnp.reshape(y, self.shape), s, leaves)
@@ -278,6 +273,15 @@ def _leaf(x, shape):
     if type(x) is np.ndarray and not shape:
         return float(x) if x.dtype == np.float64 else x[()]
     return x
+
+
+def _size_error(who, out_shape, state_shape, n):
+    """The ValueError for a right-hand side that gave out_shape for a state of
+    state_shape (n numbers a state)."""
+    return ValueError(
+        f"{who}: {'func' if who == 'odeint' else 'fun'} returned dy/dt of shape "
+        f"{tuple(out_shape)} for a state y of shape {tuple(state_shape)}; it must return one "
+        f"derivative per element of y ({n} numbers)")
 
 
 def _closure_error(name, who="odeint"):
@@ -492,7 +496,8 @@ class Odeint(Primitive):
         with recording(None):         # plain numbers: the right-hand side records nothing
             f = self.system.bind(leaves, y0, t0)
             if callable(jac):         # (the user's ∂f/∂y: called with args, as SciPy does)
-                jac = _user_jacobian(jac, self.system, leaves)
+                jac = _flat_jacobian(jac, self.system.shape,
+                                     unflatten(self.system.tree, leaves))
             elif jac is None and _exact_jacobian_wanted(self.method, options):
                 jac = self.jacobian(leaves, y0, t0)
             pattern = None if jac is not None or "jac_sparsity" in options or \
@@ -868,10 +873,7 @@ def odeint(func, y0, t, args=(), rtol=DEFAULT_TOL, atol=DEFAULT_TOL, mxstep=0, *
                          f"{tuple(t.shape)}")
     if type(t) is not Node or t.value is not None:
         _check_monotonic(t.value if type(t) is Node else t)
-    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
-    avals = tuple(aval(x) for x in numeric)
-    active = tuple(k for k, x in enumerate(numeric)
-                   if type(x) is Node and x.dtype.kind == "f")
+    numeric, tree, avals, active = _arguments(leaves, tree)
     _calls[0] += 1
     prim = _primitive(func, shape, tree, avals, active, tfirst, options)
     if tuple(y0.shape) != (prim.system.n,):
@@ -889,6 +891,16 @@ def _numeric(x):
 #: solved again and again (a fitting loop) reuses their derived systems' compiled code.
 _PRIMITIVES: OrderedDict = OrderedDict()
 _CACHE_SIZE = 64
+
+
+def _arguments(leaves, tree):
+    """The leaves of args that are numbers (the primitive's arguments), the tree holding
+    the others as constants, the numbers' avals, and the positions of the traced floating
+    ones (those a derivative flows through; none on plain values)."""
+    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
+    active = tuple(k for k, x in enumerate(numeric)
+                   if type(x) is Node and x.dtype.kind == "f")
+    return numeric, tree, tuple(aval(x) for x in numeric), active
 
 
 def _primitive(func, shape, tree, avals, active, tfirst, options, method=None,
@@ -1000,14 +1012,14 @@ def _exact_jacobian_wanted(method, options):
         options.get(k) is None for k in ("jac_sparsity", "lband", "uband"))
 
 
-def _user_jacobian(jac, system, leaves):
+def _flat_jacobian(jac, shape, args=None):
     """The user's ``jac(t, y, *args)`` as SciPy calls it on the flat state: y in its
-    shape, a dense result as (n, n) (a sparse matrix goes as it is)."""
-    args = unflatten(system.tree, leaves)
-    shape, n = system.shape, system.n
+    shape, a dense result as (n, n) (a sparse matrix goes as it is); with `args` those
+    are passed, else the ones SciPy passes."""
+    n = math.prod(shape)
 
-    def flat_jac(s, y, *_):
-        out = jac(s, y.reshape(shape), *args)
+    def flat_jac(s, y, *given):
+        out = jac(s, y.reshape(shape), *(given if args is None else args))
         return np.reshape(out, (n, n)) if isinstance(out, (np.ndarray, list)) else out
     return flat_jac
 
@@ -1122,11 +1134,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         raise ValueError(f"solve_ivp: t_span must be two times (t0, tf), got shape "
                          f"{tuple(span.shape)}")
     t0, tf = wnp.reshape(span[0], (1,)), wnp.reshape(span[1], (1,))
-    leaves, tree = flatten(args)
-    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
-    avals = tuple(aval(x) for x in numeric)
-    active = tuple(k for k, x in enumerate(numeric)
-                   if type(x) is Node and x.dtype.kind == "f")
+    numeric, tree, avals, active = _arguments(*flatten(args))
     _calls[0] += 1
     prim = _primitive(fun, shape, tree, avals, active, True, options, method,
                       own_times=t_eval is None)
@@ -1338,10 +1346,8 @@ def _traced_time(t):
 def _plain_traced_solution(fun, shape, y0, t_span, args, method, options, found):
     """The `_TracedSolution` of a solve on plain values: its y0, t0 and args constants,
     only the times it is asked for traced."""
-    leaves, tree = flatten(() if args is None else tuple(args))
-    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
-    avals = tuple(aval(x) for x in numeric)
-    prim = _primitive(fun, shape, tree, avals, (), True, options, method)
+    numeric, tree, avals, active = _arguments(*flatten(() if args is None else tuple(args)))
+    prim = _primitive(fun, shape, tree, avals, active, True, options, method)
     t0 = np.asarray(t_span, dtype=np.float64).reshape(-1)[:1]
     return _TracedSolution(prim, np.asarray(y0, dtype=np.float64).reshape(-1), t0, numeric,
                            shape, found.t[-1], method)
@@ -1359,10 +1365,9 @@ def _plain_jacobian(fun, shape, y0, t_span, args, method, options):
     if y0.dtype.kind not in "biuf" or not np.all(np.isfinite(y0)) or any(
             np.iscomplexobj(x) for x in leaves if _numeric(x)):
         return None
-    numeric, tree = hold_constants(tree, leaves, lambda x: not _numeric(x))
-    avals = tuple(aval(x) for x in numeric)
+    numeric, tree, avals, active = _arguments(leaves, tree)
     _calls[0] += 1
-    prim = _primitive(fun, shape, tree, avals, (), True, options, method)
+    prim = _primitive(fun, shape, tree, avals, active, True, options, method)
     return prim.jacobian(numeric, y0.reshape(-1).astype(np.float64), t0)
 
 
@@ -1378,21 +1383,13 @@ def _flat_view(fun, shape, events, options):
             raise _closure_error(getattr(fun, "__name__", "fun"), "solve_ivp")
         out = np.asarray(out)
         if out.size != y.size:
-            raise ValueError(f"solve_ivp: fun returned dy/dt of shape {out.shape} for a "
-                             f"state y of shape {shape + columns}; it must return one "
-                             f"derivative per element of y ({n} numbers)")
+            raise _size_error("solve_ivp", out.shape, shape + columns, n)
         return out.reshape((n,) + columns)
 
     if events is not None:
         events = [_shaped_event(e, shape) for e in _event_list(events)]
-    jac = options.get("jac")
-    if callable(jac):
-        user_jac = jac
-
-        def flat_jac(t, y, *args):
-            out = user_jac(t, y.reshape(shape), *args)
-            return np.reshape(out, (n, n)) if isinstance(out, (np.ndarray, list)) else out
-        options = dict(options, jac=flat_jac)
+    if callable(options.get("jac")):
+        options = dict(options, jac=_flat_jacobian(options["jac"], shape))
     return flat_fun, events, options
 
 
