@@ -38,7 +38,7 @@ from ..primitives import scalar as S
 from ..primitives import shape as SH
 from ..primitives import special as SP
 from ..primitives.registry import Primitive as _Primitive, is_weak as _is_weak, \
-    real_dtype as _real_dtype
+    numpy_dtype as _numpy_dtype, real_dtype as _real_dtype
 
 random = _np.random
 # and a submodule, so that ``import wengert.numpy.random as npr`` works, as autograd's does
@@ -298,24 +298,22 @@ def exact_ufunc(ufunc, args, always=False):
         >>> f(np.arange(3, dtype=np.int8))
         (array([0.    , 0.8413, 0.909 ], dtype=float16), array([0, 4, 8], dtype=int8))
     """
-    dtypes = []
+    if ufunc.nout != 1:
+        return None
     traced = False
     for x in args:
         if type(x) is Node:
             if x.dtype.kind not in "biu":
                 return None
             traced = True
-            dtypes.append(x.dtype if not _is_weak(x) else int if x.dtype.kind != "b"
-                          else x.dtype)
-        elif type(x) in (int, float, complex):
-            dtypes.append(type(x))              # a Python number is weak (NumPy 2)
-        else:
-            dtypes.append(_np.asarray(x).dtype)
     if not traced:
         return None
-    out = ufunc.resolve_dtypes(tuple(dtypes) + (None,) * ufunc.nout)[ufunc.nin:]
-    if ufunc.nout != 1 or out[0].kind == "b" and not always:
+    out = _numpy_dtype(ufunc, [x if type(x) is Node else _np.asarray(x) for x in args],
+                       [_is_weak(x) if type(x) is Node else type(x) in (int, float, complex)
+                        for x in args])              # (a Python number is weak: NumPy 2)
+    if out is not None and out.kind == "b" and not always:
         return None
+    # (where NumPy has no loop, the node's evaluation raises NumPy's TypeError)
     return S.numpy_ufunc(*args, ufunc=ufunc)
 
 
@@ -586,6 +584,7 @@ def kaiser(M, beta):
     n = _np.arange(0, M)
     alpha = (M - 1) / 2.0
     return i0(beta * _np.sqrt(1 - ((n - alpha) / alpha) ** 2.0)) / i0(beta)
+
 
 # ---- classification and sign: bools without derivative, and the functions built on them ----
 isnan = _Ufunc(_np.isnan, lambda x: S.ne(x, x))
@@ -2379,7 +2378,6 @@ def _up_to(sorted_a, edges):
     """How many of the sorted values lie below each edge (at or below the last)."""
     return concatenate([A.searchsorted(sorted_a, edges[:-1], side="left"),
                         A.searchsorted(sorted_a, edges[-1:], side="right")])
-
 
 
 @_numpy_unless_traced(_np.histogram_bin_edges, any_argument=True)

@@ -300,13 +300,12 @@ frexp_exponent = _scalar("frexp_exponent", lambda x: np.frexp(x)[1], None, "cmp"
 frexp_exponent.elementwise = True
 
 
-
 # ---- NumPy's own ufuncs, where nothing flows through them ----------------------------------
 def _ufunc_aval(args, params):
     ufunc = params["ufunc"]
     shape = np.broadcast_shapes(*[a.shape for a in args])
     dtype = numpy_dtype(ufunc, args)
-    if dtype is None:                   # (wengert.numpy asks NumPy first: not reached)
+    if dtype is None:                   # (no loop: as NumPy's call would, refused)
         raise TypeError(f"ufunc {ufunc.__name__!r} not supported for the input types "
                         f"{', '.join(str(a.dtype) for a in args)}")
     return shape, dtype
@@ -331,6 +330,7 @@ numpy_ufunc = _scalar(
 numpy_ufunc.elementwise = True          # (batched as one: vmap)
 numpy_ufunc.defjvp(lambda ts, *xs, **params: None)
 numpy_ufunc.defvjp(lambda g, *xs, **params: (None,) * (len(xs) - 1))
+
 
 def _no_nextafter_derivative(*args, **params):
     # (declared as its JVP and VJP, not as partials: no sweep or test takes it for a
