@@ -29,7 +29,7 @@ from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asa
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
                zeros_like, conj as _conj, _conj_complex, _abs2, exp as _exp, real as _real,
-               imag as _imag, transpose as _transpose, cross as _cross)
+               imag as _imag, transpose as _transpose, cross as _cross, _value_of)
 from .dispatch import rest_of as _rest_of
 
 LinAlgError = _np.linalg.LinAlgError
@@ -876,8 +876,8 @@ def lstsq(a, b, rcond=None):
     x = _matmul(inverse, b)
     rank = sum(keep.astype(_np.int64), axis=-1)
     # (the residuals' shape depends on the rank's value)
-    known = rank._concrete("read by numpy.linalg.lstsq, whose residuals are empty unless "
-                           "a has full column rank,") if hasattr(rank, "_concrete") else rank
+    known = _value_of(rank, "read by numpy.linalg.lstsq, whose residuals are empty unless "
+                      "a has full column rank,")
     if int(known) == n and m > n:
         r = _matmul(a, x) - b
         residuals = sum(_abs2(r), axis=0)     # (|r|², real for a complex b too)
