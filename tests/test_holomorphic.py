@@ -402,3 +402,39 @@ def test_a_real_part_on_the_way_is_no_product_elimination_refuses_auto_sweeps():
     for mode in ("fwd", "rev", "sparse", "auto"):
         assert wg.jacobian(exp_by_parts, mode=mode, holomorphic=True)(z) == pytest.approx(
             np.exp(z), rel=1e-14), mode
+
+
+def test_jacobian_graph_and_costs_of_a_holomorphic_function():
+    z = points(2)
+    args = tuple(complex(v) for v in z)
+    want = np.array(wg.jacfwd(seed_f, argnums=(0, 1), holomorphic=True)(*args))
+    fd = fd_holomorphic(lambda v: np.array(seed_f(*v)), z)
+    for mode in ("fwd", "rev", "eliminate", "sparse"):
+        jg = wg.jacobian_graph(seed_f, *args, argnums=(0, 1), mode=mode, holomorphic=True)
+        J = np.array(jg(*args))
+        np.testing.assert_allclose(J, want, rtol=1e-13, atol=1e-15, err_msg=mode)
+        np.testing.assert_allclose(J, fd, rtol=1e-7, atol=1e-9, err_msg=mode)
+    # of a traced graph: all outputs by all inputs, structural zeros complex too
+    graph = wg.trace(lambda a, b: (a * b, wnp.exp(a)), *args)
+    J = wg.jacobian_graph(graph, holomorphic=True)(*args)
+    np.testing.assert_allclose(np.array(J, dtype=complex),
+                               [[args[1], args[0]], [np.exp(args[0]), 0]], rtol=1e-14)
+    assert type(J[1][1]) is complex
+    # the counts are the same whether f is given as a function or as its graph
+    costs = wg.jacobian_costs(seed_f, *args, argnums=(0, 1), holomorphic=True)
+    assert costs == wg.jacobian_costs(wg.trace(seed_f, *args), holomorphic=True)
+    assert costs["eliminate"]["total"] <= min(costs["fwd"]["total"], costs["rev"]["total"])
+
+
+def test_jacobian_graph_and_costs_say_holomorphic_true_for_complex_functions():
+    for call in (lambda: wg.jacobian_graph(wnp.sin, 1j), lambda: wg.jacobian_costs(wnp.sin, 1j),
+                 lambda: wg.jacobian_graph(wg.trace(wnp.sin, 1j)),
+                 lambda: wg.jacobian_costs(wg.trace(wnp.sin, 1j))):
+        with pytest.raises(TypeError, match="pass holomorphic=True"):
+            call()
+    with pytest.raises(TypeError, match=r"jacobian_costs\(holomorphic=True\) needs complex "
+                                        "arguments and results, but an argument has dtype "
+                                        "float64"):
+        wg.jacobian_costs(wnp.sin, 1.0, holomorphic=True)
+    with pytest.raises(TypeError, match="but a result has dtype float64"):
+        wg.jacobian_graph(wg.trace(wnp.abs, 1j), holomorphic=True)

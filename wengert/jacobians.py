@@ -30,8 +30,8 @@ import functools
 
 import numpy as np
 
-from .api import (_check_argnums, _check_fun, _recorded, _resolve_argnums, trace,
-                  jacobian_by_sweeps)
+from .api import (_check_argnums, _check_fun, _real_jacobian, _recorded, _resolve_argnums,
+                  trace, jacobian_by_sweeps)
 from .ad.edges import NotEliminable
 from .ad.eliminate import eliminated_entries
 from .ad.sparse import sparsity, color_columns, color_rows, compressed, entry_dtype
@@ -301,14 +301,16 @@ def sparse_hessian(f, argnums=0, *, holomorphic=False):
 # --------------------------------------------------------------------------------------
 # the Jacobian as a graph, and what it costs
 # --------------------------------------------------------------------------------------
-def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True):
+def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True,
+                   holomorphic=False):
     """The Jacobian of f at arguments like `args`, as a `Graph` whose outputs are its
     entries (traced with abstract values unless ``abstract=False``): the derivative code
     a back-end emits, counts (`count_ops`) or evaluates (call the graph).
 
     `f` may also be a `Graph` (with inputs and outputs, as `wg.trace` makes): then the
     result is the dense Jacobian of all its outputs with respect to all its inputs, a
-    tuple of rows; the given graph is not changed.
+    tuple of rows; the given graph is not changed.  ``holomorphic=True``: the complex
+    derivatives of a holomorphic f of complex arguments, as in `jacobian`.
 
     Example:
         >>> import wengert as wg
@@ -324,24 +326,29 @@ def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True):
     """
     _check_mode(mode, "jacobian_graph")
     if not isinstance(f, Graph):
-        return trace(jacobian(f, argnums, mode), *args, abstract=abstract)
+        return trace(jacobian(f, argnums, mode, holomorphic=holomorphic), *args,
+                     abstract=abstract)
     g = f.inline_copies()
+    _check_graph_dtypes(g.inputs, g.outputs, "jacobian_graph", holomorphic)
     I, J, V = jacobian_coordinates(g, g.inputs, g.outputs, mode, symbolic=True)
     m, n = len(g.outputs), len(g.inputs)
     entry = {(i, j): v for i, j, v in zip(I, J, V)}
-    g.outputs = [g.lift(entry.get((i, j), 0.0)) for i in range(m) for j in range(n)]
+    zero = 0j if holomorphic else 0.0
+    g.outputs = [g.lift(entry.get((i, j), zero)) for i in range(m) for j in range(n)]
     g.out_tree = flatten(tuple(tuple(range(n)) for _ in range(m)))[1]
     return g
 
 
-def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstract=True):
+def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstract=True,
+                   holomorphic=False):
     """Operations of the Jacobian code by each method, side by side: for each mode, the
     `count_ops` of the Jacobian's entries built as graph nodes (what straight-line code
     computing the Jacobian, with the function values it needs, would execute, the same
     count as that of its `jacobian_graph`), plus ``"total"``.  The key ``"function"``
     holds the count of f itself.  f is traced once (abstractly unless
     ``abstract=False``); `f` may also be a `Graph`, differentiated with respect to all its
-    inputs.
+    inputs.  ``holomorphic=True`` counts the complex derivatives of a holomorphic f of
+    complex arguments (complex operations count as one each, as in `count_ops`).
 
     Example (seed 003's function, g a chain of 20 operations):
         >>> import wengert as wg
@@ -373,7 +380,24 @@ def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstr
         starts = np.cumsum([0] + sizes)
         inputs = [g.inputs[k] for i in _resolve_argnums(nums, len(args), "jacobian_costs")
                   for k in range(starts[i], starts[i + 1])]
+    _check_graph_dtypes(inputs, g.outputs, "jacobian_costs", holomorphic)
     return graph_jacobian_costs(g, inputs, g.outputs, modes)
+
+
+def _check_graph_dtypes(inputs, outputs, who, holomorphic):
+    """`jacobian`'s rule for a traced graph: real inputs and outputs, or with
+    ``holomorphic=True`` complex ones (a complex graph's Jacobian means the complex
+    derivative only when f is holomorphic, which the user asserts by saying so)."""
+    if not holomorphic:
+        _real_jacobian(inputs, outputs, who, offers_holomorphic=True)
+        return
+    for kind, nodes in (("an argument", inputs), ("a result", outputs)):
+        for n in nodes:
+            if n.dtype.kind != "c":
+                raise TypeError(f"{who}(holomorphic=True) needs complex arguments and "
+                                f"results, but {kind} has dtype {n.dtype} (shape "
+                                f"{n.shape}): make it complex (x + 0j), or leave out "
+                                "holomorphic=True")
 
 
 def graph_jacobian_costs(graph, inputs, outputs, modes=("fwd", "rev", "eliminate")):
