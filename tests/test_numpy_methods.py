@@ -202,16 +202,21 @@ def test_ufunc_methods_compile_and_vmap():
 def test_ufunc_at_and_ufuncs_without_a_rule_are_refused():
     x = r(3)
     with pytest.raises(NotImplementedError,
-                       match=r"numpy\.add\.at changes its first argument in place.* np\.bincount"):
+                       match=r"numpy\.add\.at changes its first argument in place.* "
+                             r"wengert\.numpy\.at\(a\)\[i\]\.add\(b\)"):
         wg.grad(lambda x: numpy.add.at(x, [0], 1.0))(x)
+    with pytest.raises(NotImplementedError, match=r"a\.at\[i\]\.max\(b\)"):
+        wg.grad(lambda x: numpy.maximum.at(x, [0], 1.0))(x)
     with pytest.raises(NotImplementedError, match=r"numpy\.add\.at"):
         wg.grad(lambda x: numpy.add.at(numpy.zeros(3), [0, 0], x[:2]))(x)
     with pytest.raises(NotImplementedError, match=r"numpy\.gcd\.reduce is not supported"):
         wg.grad(lambda x: numpy.gcd.reduce(x))(x)
-    # the alternative the message names: a scatter-add, differentiable
+    # the alternative the message names: a scatter-add, differentiable (or bincount's)
     i, b = numpy.array([0, 2, 0]), r(3)
     want = x.copy()
     numpy.add.at(want, i, b)
+    same(np.at(x)[i].add(b), want)
+    assert_close(wg.grad(lambda b: np.sum(np.at(x)[i].add(b) * x))(b), x[i])
     same(np.add(x, np.bincount(i, weights=b, minlength=len(x))), want)
     g = wg.grad(lambda b: np.sum(np.bincount(i, weights=b, minlength=3) * x))(b)
     assert_close(g, x[i])

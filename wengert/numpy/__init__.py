@@ -4884,6 +4884,7 @@ def asarray_chkfinite(a, dtype=None, order=None):
 
 
 from . import linalg, fft, lib  # noqa: E402
+from .updates import at  # noqa: E402  (JAX's x.at[i].set(v), for NumPy's arrays too)
 
 # NumPy's submodules that have differentiable functions here, by the last part of their name
 # (which NumPy's protocol gives, as func.__module__: numpy.linalg, numpy.lib.stride_tricks)

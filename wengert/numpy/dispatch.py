@@ -56,6 +56,14 @@ def _getitem(x, index):
     return A.getitem(x, index=A.encode_index(index if len(index) != 1 else index[0]))
 
 
+def _setitem(x, index, value):
+    raise TypeError(
+        f"traced value {x.label()} cannot be assigned to in place (x[...] = v): the trace "
+        "has recorded it already, and other names may refer to it. Make a new array instead: "
+        "x = x.at[index].set(v) (JAX's; also .add, .multiply, .min, .max, ...), or "
+        "wengert.numpy.where(mask, v, x)")
+
+
 def _iter(x):
     if not x.shape:
         raise TypeError(f"iteration over a scalar traced value {x.label()}")
@@ -73,6 +81,11 @@ def _ufuncs():
     return table
 
 
+# numpy.<ufunc>.at(a, i, b) as a functional update (wengert.numpy.updates)
+_AT_METHODS = {"add": "add", "subtract": "subtract", "multiply": "multiply",
+               "divide": "divide", "power": "power", "minimum": "min", "maximum": "max"}
+
+
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs:         # `array @ x`, numpy.sin(x): the usual
         fn = _UFUNCS.get(ufunc)
@@ -84,12 +97,14 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             return found
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     if method == "at":
-        bincount = (" (add.at of a 1-D a: a + np.bincount(i, weights=b, minlength=len(a)))"
-                    if ufunc.__name__ == "add" else "")
+        update = _AT_METHODS.get(ufunc.__name__)
+        instead = (f"a = wengert.numpy.at(a)[i].{update}(b) (JAX's a.at[i].{update}(b)), "
+                   f"which applies every repeated index as numpy.{name} does"
+                   if update else f"np.where(mask, np.{ufunc.__name__}(...), a) with a mask "
+                   "of the places")
         raise NotImplementedError(
             f"numpy.{name} changes its first argument in place, which a traced value cannot "
-            f"be: compute a new array instead{bincount}, or in general "
-            f"np.where(mask, np.{ufunc.__name__}(...), a) with a mask of the places")
+            f"be: compute a new array instead, {instead}")
     if kwargs.get("out") is not None:
         raise NotImplementedError(f"numpy.{name}(..., out=...) cannot write a traced value "
                                   "into an array")
@@ -169,6 +184,7 @@ def install():
     functions of wengert.numpy, which take NumPy's arguments in NumPy's order; an ndarray
     method wengert has no rule for raises NotImplementedError naming it."""
     import wengert.numpy as wnp
+    from .updates import at
     _UFUNCS.update(_ufuncs())
     methods = {
         "__getitem__": _getitem,
@@ -205,6 +221,8 @@ def install():
         "real": property(lambda x: wnp.real(x)),
         "imag": property(lambda x: wnp.imag(x)),
         "itemsize": property(lambda x: x.dtype.itemsize),
+        "at": property(lambda x: at(x)),
+        "__setitem__": _setitem,
         "nbytes": property(lambda x: x.size * x.dtype.itemsize),
     }
     # the methods that are wengert.numpy's functions of the same name and arguments

@@ -382,6 +382,43 @@ getitem.defvjp(lambda g, x, ans, index: (index_add(g, index=index, shape=shape_o
 index_add.defvjp(lambda g, x, ans, index, shape: (getitem(g, index=index),))
 
 
+def _index_set(x, v, index):
+    out = np.array(x)                   # (a copy, in x's dtype, as NumPy's assignment casts)
+    out[decode_index(index)] = v
+    return out
+
+
+def _written(index, shape):
+    """Which elements of ``x[index]`` an assignment ``x[index] = v`` leaves in place, as a
+    float mask of x[index]'s shape, or None for all of them: an index array that repeats an
+    element writes it several times and only one write stays (NumPy's choice, found by
+    making the same assignment)."""
+    index = decode_index(index)
+    if not any(isinstance(i, np.ndarray) and i.dtype != bool for i in index):
+        return None                     # (basic indexing and masks name each element once)
+    target = np.empty(shape, dtype=np.int8)[index].shape
+    order = np.arange(math.prod(target)).reshape(target)
+    slot = np.full(shape, -1, dtype=np.int64)
+    slot[index] = order
+    kept = slot[index] == order
+    return None if kept.all() else kept.astype(np.float64)
+
+
+def _index_set_vjp(g, x, v, ans, index):
+    gv = getitem(g, index=index)
+    kept = _written(index, shape_of(x))
+    if kept is not None:
+        gv = gv * kept
+    return index_set(g, 0.0, index=index), sum_to(gv, shape=shape_of(v))
+
+
+# x with x[index] replaced by v (broadcast): JAX's x.at[index].set(v), NumPy's x[index] = v
+# on a copy.  Linear in x and v jointly, so its JVP is itself applied to the tangents.
+index_set = _prim("index_set", _index_set, cost=None, linear=True,
+                  doc="index_set(x, v, index=i): a copy of x with x[i] = v.")
+index_set.defvjp(_index_set_vjp)
+
+
 def _take_along(x, idx, axis):
     return np.take_along_axis(x, idx, axis=axis)
 

@@ -436,6 +436,27 @@ def _index_add(args, mapped, node):
     return A.index_add(g, index=(_ALL,) + tuple(index), shape=(size,) + node.shape)
 
 
+def _index_set(args, mapped, node):
+    """x[index] = v on every example: x's batch axis is written where getitem reads it,
+    so v is lined up with x[index] as that batch sees it (its batch axis where
+    `_batch_lands_at` says, a shared v with a size-1 axis there)."""
+    (x, v), index = args, node.params["index"]
+    size = _size(args, mapped)
+    x = batched(x, mapped[0], size)
+    one = node.args[0].shape
+    target = np.broadcast_to(np.zeros((), dtype=np.int8), one)[A.decode_index(index)].shape
+    at = _batch_lands_at(index)
+    if mapped[1]:
+        v = broadcast_to(lift_rank(v, True, len(target)), shape=(size,) + target)
+        if at:
+            order = list(range(1, len(target) + 1))
+            order.insert(at, 0)
+            v = A.transpose(v, axes=tuple(order))
+    else:
+        v = A.reshape(broadcast_to(v, shape=target), shape=target[:at] + (1,) + target[at:])
+    return A.index_set(x, v, index=(_ALL,) + tuple(index))
+
+
 # ---- wg.checkpoint's packing -----------------------------------------------------------
 def _part(args, mapped, node):
     """part: the flat slice of each example's packed row."""
@@ -506,6 +527,7 @@ def _declare():
     REGISTRY["einsum"].defbatch(_einsum)
     REGISTRY["getitem"].defbatch(_getitem)
     REGISTRY["index_add"].defbatch(_index_add)
+    REGISTRY["index_set"].defbatch(_index_set)
     REGISTRY["cross_entropy_grad"].defbatch(_cross_entropy_grad)
     REGISTRY["part"].defbatch(_part)
     REGISTRY["place"].defbatch(_place)

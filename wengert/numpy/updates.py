@@ -1,0 +1,213 @@
+"""Functional index updates: JAX's ``x.at[index].set(v)`` and its relatives.
+
+A traced value cannot be assigned to in place: the graph has already recorded it, and
+other names may refer to it.  So ``x[i] = v`` is refused, and ``x.at[i].set(v)`` returns a
+new array instead, differentiable in x and v, as in JAX.  `at` gives the same for any
+array, NumPy's included (an ndarray has no ``.at``), for code that runs on both.
+
+The updates follow JAX's rules: `v` is cast to x's dtype and broadcast to ``x[index]``'s
+shape; where an index array names an element more than once, ``add``, ``multiply``,
+``divide``, ``power``, ``min``, ``max`` and ``apply`` apply every update to it, one after
+another in index order, while ``set`` keeps one of the values (the one NumPy's assignment
+keeps).  Indices follow NumPy's: an index out of bounds raises IndexError.
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+from ..graph.node import Node
+from ..primitives import array as A
+
+
+def at(x):
+    """The index updates of `x`, as JAX's ``x.at``: ``at(x)[index].set(v)`` is a copy of
+    x with ``x[index] = v``, differentiable in x and v.  A traced value has them as
+    ``x.at`` too; use `at` where x may be a NumPy array.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> def f(w):
+        ...     x = wnp.at(np.zeros(3))[1].set(w)     # [0, w, 0]
+        ...     return wnp.sum(x.at[1:].add(w) ** 2)   # 0 + (2w)^2 + w^2
+        >>> wg.grad(f)(1.0)
+        10.0
+        >>> wnp.at(np.arange(4.0))[np.array([0, 0, 2])].add(1.0).tolist()
+        [2.0, 1.0, 3.0, 3.0]
+    """
+    return _At(x)
+
+
+class _At:
+    """``x.at``: indexing it names the elements to update (`IndexUpdate`)."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, index):
+        return IndexUpdate(self.x, index)
+
+    def __repr__(self):
+        return f"_At({self.x!r})"
+
+
+class IndexUpdate:
+    """``x.at[index]``: its methods return x with ``x[index]`` updated (see the module).
+
+    Example:
+        >>> import numpy as np, wengert.numpy as wnp
+        >>> u = wnp.at(np.array([1.0, 2.0, 3.0]))[::2]
+        >>> u.get().tolist(), u.set(0.0).tolist(), u.multiply(10.0).tolist()
+        ([1.0, 3.0], [0.0, 2.0, 0.0], [10.0, 2.0, 30.0])
+    """
+
+    __slots__ = ("x", "index")
+
+    def __init__(self, x, index):
+        import wengert.numpy as wnp
+        if type(x) is not Node:
+            x = wnp.asarray(x)
+        if not isinstance(index, tuple):
+            index = (index,)
+        # a traced index (integers, a mask) carries no derivative: its value is what matters
+        index = tuple(i._concrete("used as an index") if type(i) is Node else i
+                      for i in index)
+        self.x = x
+        self.index = A.encode_index(index)
+
+    def get(self, **hints):
+        """``x[index]``."""
+        _check_hints("get", hints)
+        return A.getitem(self.x, index=self.index)
+
+    def set(self, values, **hints):
+        """x with ``x[index] = values``."""
+        _check_hints("set", hints)
+        return A.index_set(self.x, self._values(values), index=self.index)
+
+    def add(self, values, **hints):
+        """x with ``x[index] += values``, every repeated index adding its value."""
+        _check_hints("add", hints)
+        import wengert.numpy as wnp
+        x, v = self.x, self._values(values)
+        target = _target_shape(A.shape_of(x), self.index)
+        added = x + A.index_add(wnp.broadcast_to(v, target), index=self.index,
+                                shape=A.shape_of(x))
+        return wnp.astype(added, A.dtype_of(x))
+
+    def subtract(self, values, **hints):
+        """x with ``x[index] -= values``."""
+        _check_hints("subtract", hints)
+        import wengert.numpy as wnp
+        return self.add(wnp.negative(self._values(values)))
+
+    def multiply(self, values, **hints):
+        """x with ``x[index] *= values``."""
+        _check_hints("multiply", hints)
+        return self._apply(lambda a, b: a * b, values)
+
+    def divide(self, values, **hints):
+        """x with ``x[index] /= values``."""
+        _check_hints("divide", hints)
+        return self._apply(lambda a, b: a / b, values)
+
+    def power(self, values, **hints):
+        """x with ``x[index] **= values``."""
+        _check_hints("power", hints)
+        return self._apply(lambda a, b: a ** b, values)
+
+    def min(self, values, **hints):
+        """x with ``x[index] = minimum(x[index], values)``."""
+        _check_hints("min", hints)
+        import wengert.numpy as wnp
+        return self._apply(wnp.minimum, values)
+
+    def max(self, values, **hints):
+        """x with ``x[index] = maximum(x[index], values)``."""
+        _check_hints("max", hints)
+        import wengert.numpy as wnp
+        return self._apply(wnp.maximum, values)
+
+    def apply(self, func, **hints):
+        """x with ``x[index] = func(x[index])`` (func of one array, elementwise)."""
+        _check_hints("apply", hints)
+        return self._apply(lambda a, _: func(a), 0)
+
+    # ---------------------------------------------------------------------------------
+    def _values(self, values):
+        """`values` in x's dtype, as JAX casts them."""
+        import wengert.numpy as wnp
+        if type(values) is not Node:
+            values = _np.asarray(values)
+        dtype = A.dtype_of(self.x)
+        return values if A.dtype_of(values) == dtype else wnp.astype(values, dtype)
+
+    def _apply(self, op, values):
+        """x with x[index] replaced by op(x[index], values), each element named more
+        than once updated once per time it is named, in index order."""
+        import wengert.numpy as wnp
+        x, index, v = self.x, self.index, self._values(values)
+        shape = A.shape_of(x)
+        repeats = _repeats(shape, index)
+        if repeats is None:
+            return A.index_set(x, op(A.getitem(x, index=index), v), index=index)
+        targets, rounds = repeats
+        flat_v = wnp.reshape(wnp.broadcast_to(v, targets.shape), (-1,))
+        flat_t = targets.reshape(-1)
+        y = wnp.reshape(x, (-1,))
+        for r in range(int(rounds.max()) + 1):
+            # the r-th mention of each element: each named once here
+            pos = _np.flatnonzero(rounds == r)
+            where = A.encode_index((flat_t[pos],))
+            y = A.index_set(y, op(A.getitem(y, index=where),
+                                  A.getitem(flat_v, index=A.encode_index((pos,)))),
+                            index=where)
+        return wnp.reshape(y, shape)
+
+
+def _check_hints(method, hints):
+    """JAX's keyword arguments: the hints about the indices change nothing here; its
+    out-of-bounds modes are not NumPy's, and are refused by name."""
+    for key, value in hints.items():
+        if key in ("indices_are_sorted", "unique_indices"):
+            continue
+        if key in ("mode", "fill_value") and value is None:
+            continue
+        if key in ("mode", "fill_value"):
+            raise NotImplementedError(
+                f"x.at[...].{method}({key}={value!r}): JAX's handling of indices out of "
+                "bounds is not supported; wengert follows NumPy, where such an index raises "
+                "IndexError")
+        raise TypeError(f"x.at[...].{method}() got an unexpected keyword argument {key!r}")
+
+
+def _target_shape(shape, index):
+    """The shape of ``x[index]`` for an x of `shape`, without an array of that size."""
+    stand_in = _np.broadcast_to(_np.zeros((), dtype=_np.int8), shape)
+    return stand_in[A.decode_index(index)].shape
+
+
+def _repeats(shape, index):
+    """None if `index` names each element of an array of `shape` at most once; else
+    (the flat position of each element of x[index], and how many times that position was
+    named before it, in index order)."""
+    decoded = A.decode_index(index)
+    if not any(isinstance(i, _np.ndarray) and i.dtype != bool for i in decoded):
+        return None                    # slices, integers and masks name elements once
+    size = 1
+    for d in shape:
+        size *= d
+    targets = _np.arange(size).reshape(shape)[decoded]
+    flat = targets.reshape(-1)
+    order = _np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    new = _np.ones(len(ordered), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    if new.all():
+        return None
+    starts = _np.flatnonzero(new)
+    run_start = _np.repeat(starts, _np.diff(_np.append(starts, len(ordered))))
+    rounds = _np.empty(len(flat), dtype=_np.int64)
+    rounds[order] = _np.arange(len(ordered)) - run_start
+    return targets, rounds
