@@ -115,6 +115,8 @@ CASES = {
     "repeated index accumulates": (lambda x: x[[0, 0, 1, 0]], [r(3)]),
     "boolean mask": (lambda x: x[numpy.array([True, False, True])], [r(3, 2)]),
     "ellipsis": (lambda x: x[..., 1] + x[:, numpy.newaxis, 0, 1], [r(2, 3, 4)]),
+    "index updates": (lambda x, v: np.at(x)[1:, 0].set(v) * np.at(x)[numpy.array([0, 2, 0])].max(v[0]),
+                      [r(3, 2), r(2)]),
     "iterate": (lambda x: sum(row * i for i, row in enumerate(x)), [r(3, 2)]),
     "sort": (lambda x: np.sort(x, axis=-1) * numpy.arange(4), [r(3, 4)]),
     # linalg
