@@ -240,3 +240,45 @@ def tree_map(fn, tree, *rest):
             raise ValueError(f"pytree structures differ: {d} and {rd}")
         others.append(rl)
     return unflatten(d, [fn(*xs) for xs in zip(leaves, *others)])
+
+
+# JAX's names (jax.tree_util), so that code written for JAX reads the same
+def tree_flatten(tree):
+    """JAX's name for `flatten`: (list of leaves, TreeDef).
+
+    Example:
+        >>> tree_flatten({"w": [1.0, 2.0], "b": 0.5})[0]
+        [0.5, 1.0, 2.0]
+    """
+    return flatten(tree)
+
+
+def tree_unflatten(treedef, leaves):
+    """JAX's name for `unflatten`: the pytree of structure `treedef` with `leaves`.
+
+    Example:
+        >>> leaves, treedef = tree_flatten({"w": [1.0, 2.0], "b": 0.5})
+        >>> tree_unflatten(treedef, [x * 10 for x in leaves])
+        {'b': 5.0, 'w': [10.0, 20.0]}
+    """
+    return unflatten(treedef, leaves)
+
+
+def tree_leaves(tree) -> list:
+    """The leaves of a pytree, in flattening order.
+
+    Example:
+        >>> tree_leaves(({"a": 1.0}, [2.0, None, 3.0]))
+        [1.0, 2.0, 3.0]
+    """
+    return flatten(tree)[0]
+
+
+def tree_structure(tree) -> TreeDef:
+    """The structure of a pytree without its leaves (a `TreeDef`, comparable with ==).
+
+    Example:
+        >>> tree_structure({"a": 1.0, "b": (2.0, 3.0)}) == tree_structure({"b": (0, 0), "a": 0})
+        True
+    """
+    return flatten(tree)[1]
