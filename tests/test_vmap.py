@@ -314,6 +314,25 @@ def test_value_dependent_branch_is_refused():
     assert_close(wg.vmap(lambda x: wnp.where(x > 0, x, -x))(np.array([1.0, -2.0])), [1.0, 2.0])
 
 
+def test_axis_size_when_nothing_is_mapped_as_in_jax():
+    w = np.array([0.5, -1.0])
+    got = wg.vmap(lambda w: wnp.sin(w) * 2, in_axes=None, axis_size=3)(w)
+    assert got.shape == (3, 2)
+    assert_close(got, np.broadcast_to(np.sin(w) * 2, (3, 2)), rtol=1e-15)
+    assert_close(wg.vmap(lambda: 1.5, axis_size=2)(), [1.5, 1.5])
+    # differentiated through: each of the 3 copies contributes
+    g = wg.grad(lambda w: wnp.sum(wg.vmap(lambda w: w ** 2, in_axes=None, axis_size=3)(w)))(w)
+    assert_close(g, 3 * 2 * w, rtol=1e-15)
+    # with mapped arguments it must agree with them
+    assert_close(wg.vmap(lambda x: x * 2, axis_size=3)(np.ones((3, 2))), np.full((3, 2), 2.0))
+    with pytest.raises(ValueError, match=r"axis_size=4, but argument 'x' of shape \(3, 2\) "
+                                         "has 3 along its mapped axis 0"):
+        wg.vmap(lambda x: x, axis_size=4)(np.ones((3, 2)))
+    for bad in (-1, 2.0, True):
+        with pytest.raises(TypeError, match="axis_size must be a non-negative int"):
+            wg.vmap(lambda x: x, axis_size=bad)
+
+
 def test_errors():
     x, y = np.ones((3, 2)), np.ones((4, 2))
     with pytest.raises(ValueError, match=r"'x' of shape \(3, 2\) has 3 along axis 0.*'y' of "

@@ -41,7 +41,7 @@ from .tree import flatten, hold_constants, unflatten
 __all__ = ["vmap"]
 
 
-def vmap(f, in_axes=0, out_axes=0):
+def vmap(f, in_axes=0, out_axes=0, axis_size=None):
     """Vectorise f over a batch axis: ``vmap(f)(xs)`` equals ``stack([f(x) for x in xs])``.
 
     Args:
@@ -53,6 +53,8 @@ def vmap(f, in_axes=0, out_axes=0):
             arguments are mapped over axis 0, as in JAX.
         out_axes: where the batch axis goes in each output: an int, None (the output must
             be the same for every example) or a pytree prefix of the output.
+        axis_size: the number of examples, needed only where no argument is mapped (as
+            in JAX); where some are, they must have that many.
 
     Returns:
         The batched function. Every argument mapped must have the same length along its
@@ -80,6 +82,9 @@ def vmap(f, in_axes=0, out_axes=0):
     _check_fun(f, "vmap")
     _check_spec(in_axes, "in_axes")
     _check_spec(out_axes, "out_axes")
+    if axis_size is not None and (not isinstance(axis_size, (int, np.integer)) or
+                                  isinstance(axis_size, bool) or axis_size < 0):
+        raise TypeError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}")
     params = _param_names(f)        # (once: a signature costs tens of microseconds)
 
     @functools.wraps(f)
@@ -89,6 +94,8 @@ def vmap(f, in_axes=0, out_axes=0):
         names = _labels(params, args, kwargs)
         axes = _in_axes(in_axes, args, positional, len(leaves))
         size, first = None, None
+        if axis_size is not None:
+            size, first = int(axis_size), ("axis_size", None, None)
         specs, values = [], []
         for k, (x, axis, name) in enumerate(zip(leaves, axes, names)):
             if axis is None:
@@ -100,6 +107,9 @@ def vmap(f, in_axes=0, out_axes=0):
             axis %= len(shape)
             if size is None:
                 size, first = shape[axis], (name, shape, axis)
+            elif shape[axis] != size and first[1] is None:
+                raise ValueError(f"vmap: axis_size={size}, but argument {name!r} of shape "
+                                 f"{shape} has {shape[axis]} along its mapped axis {axis}")
             elif shape[axis] != size:
                 raise ValueError(
                     f"vmap: the mapped axes have different lengths: argument {first[0]!r} "
@@ -109,7 +119,8 @@ def vmap(f, in_axes=0, out_axes=0):
             values.append(x if axis == 0 else _to_front(x, axis))
         if size is None:
             raise ValueError("vmap: no argument is mapped (in_axes is None for all of "
-                             "them); say which axis of which argument is the batch")
+                             "them); say which axis of which argument is the batch, or "
+                             "how many examples there are with axis_size=")
         graph = _trace_example(f, tree, leaves, names, specs)
         captured = [outer for outer, _ in graph.captured.values()]
         results = run(graph, values + captured, [True] * len(values) + [False] * len(captured),
