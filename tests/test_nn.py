@@ -86,6 +86,16 @@ def test_relu_passes_where_x_nonnegative():
     assert nn.relu(x).tolist() == [0.0, 0.0, 2.0]
 
 
+def test_relu_keeps_integers_as_its_trace_says():
+    # np.maximum(x, 0.0) made integers float64 while the traced value said int
+    x = numpy.array([3, -2, 0], dtype=numpy.int8)
+    y = nn.relu(x)
+    assert y.dtype == numpy.int8 and y.tolist() == [3, 0, 0]
+    graph = wg.trace(nn.relu, x)
+    assert graph.outputs[0].dtype == numpy.int8 and graph(x).dtype == numpy.int8
+    assert nn.relu(x.astype(numpy.float32)).dtype == numpy.float32
+
+
 def test_softmax_cross_entropy():
     logits, labels = rng.normal(size=(5, 4)), numpy.array([0, 3, 1, 1, 2])
     p = nn.softmax(logits)
