@@ -341,6 +341,35 @@ def test_default_cross_entropy_stays_one_fused_primitive():
         assert "cross_entropy" not in ops and "log_softmax" in ops, ops
 
 
+def test_fused_cross_entropy_keeps_float32():
+    """The fused primitive returned a Python float (float64) for float32 scores, eagerly
+    and compiled, though its trace said float32."""
+    z, y, _ = _class_case("2d")
+    z4, y4, _ = _class_case("kdim")
+    for z, y in ((z, y), (z4, y4)):
+        z32 = z.astype(numpy.float32)
+        for f in (lambda z: nn.cross_entropy(z, y),
+                  lambda z: nn.cross_entropy(z, y, reduction="sum"),
+                  lambda z: nn.cross_entropy(z, y, ignore_index=-100)):
+            loss = f(z32)
+            assert numpy.result_type(loss) == numpy.float32
+            assert numpy.result_type(wg.compile(f, z32)(z32)) == numpy.float32
+            assert wg.trace(f, z32).outputs[0].dtype == numpy.float32
+            assert wg.grad(f)(z32).dtype == numpy.float32
+            assert_close(loss, f(z), rtol=1e-6, atol=0)
+
+
+@needs_torch
+def test_fused_cross_entropy_float32_as_torch():
+    z, y, _ = _class_case("2d")
+    z32 = z.astype(numpy.float32)
+    for reduction in ("mean", "sum"):
+        want = F.cross_entropy(torch.from_numpy(z32), T(y), reduction=reduction).numpy()
+        loss = nn.cross_entropy(z32, y, reduction=reduction)
+        assert numpy.result_type(loss) == want.dtype
+        assert_close(loss, want, rtol=1e-6, atol=0)
+
+
 def test_labels_traced_without_values():
     """In wg.compile the labels have no values while tracing: the defaults trace the
     fused primitive (after the labels' check at run time), and an explicit ignore_index

@@ -523,7 +523,9 @@ def _cross_entropy_np(logits, labels):
         - np.add.reduce(logits[_rows(n), labels])
     e /= sums
     _saved_softmax.keep(logits, e)              # for the gradient that usually follows
-    return float(total / n)
+    loss = total / n
+    # float32 logits give a float32 loss, as the abstract value says (and PyTorch gives)
+    return float(loss) if loss.dtype == np.float64 else loss
 
 
 
