@@ -96,6 +96,17 @@ def test_relu_keeps_integers_as_its_trace_says():
     assert nn.relu(x.astype(numpy.float32)).dtype == numpy.float32
 
 
+def test_softmax_log_softmax_and_cross_entropy_take_lists():
+    # a list went to np.result_type as if it were a dtype ("Field elements must be ...")
+    z, y = [[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], [2, 0]
+    for f in (nn.softmax, nn.log_softmax):
+        assert_close(f(z), f(numpy.array(z)), rtol=0, atol=0)
+    for reduction in ("mean", "none"):
+        assert_close(nn.cross_entropy(z, y, reduction=reduction),
+                     nn.cross_entropy(numpy.array(z), numpy.array(y), reduction=reduction),
+                     rtol=0, atol=0)
+
+
 def test_softmax_cross_entropy():
     logits, labels = rng.normal(size=(5, 4)), numpy.array([0, 3, 1, 1, 2])
     p = nn.softmax(logits)

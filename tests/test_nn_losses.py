@@ -370,6 +370,17 @@ def test_fused_cross_entropy_float32_as_torch():
         assert_close(loss, want, rtol=1e-6, atol=0)
 
 
+def test_cross_entropy_of_integer_scores_is_that_of_their_floats():
+    # (integer scores overflowed inside the fused primitive: float(-inf) to an int)
+    z = rng.integers(-3, 4, size=(5, 4))
+    y = labels_for((5,), 4)
+    for reduction in REDUCTIONS:
+        for options in ({}, {"label_smoothing": 0.1}):
+            assert_close(nn.cross_entropy(z, y, reduction=reduction, **options),
+                         nn.cross_entropy(z.astype(float), y, reduction=reduction, **options),
+                         rtol=1e-15, atol=0)
+
+
 def test_labels_traced_without_values():
     """In wg.compile the labels have no values while tracing: the defaults trace the
     fused primitive (after the labels' check at run time), and an explicit ignore_index

@@ -353,8 +353,11 @@ def softmax(x, axis=-1):
 
 def _inexact(x):
     """Integers in the float dtype NumPy's exp computes them in (int8 in float16, int64
-    in float64, as SciPy's softmax gives them); floats as they are."""
-    return wnp._as_numpy_computes(_np.exp, x) if _A.dtype_of(x).kind in "iu" else x
+    in float64, as SciPy's softmax gives them); floats as they are; a list as NumPy's
+    array of it."""
+    if type(x) is not Node:
+        x = _np.asarray(x)
+    return wnp._as_numpy_computes(_np.exp, x) if x.dtype.kind in "iu" else x
 
 
 def one_hot(labels, classes):
@@ -484,6 +487,7 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
         >>> round(float(loss(z, y)), 4)                   # the mean over the two counted
         1.1269
     """
+    input = _inexact(input)              # (integer scores: as log_softmax takes them)
     if weight is None and not label_smoothing and (reduction == "mean" or reduction == "sum"):
         shape = wnp._shape(input)
         lshape = target.shape if type(target) in (Node, _np.ndarray) else _np.shape(target)
