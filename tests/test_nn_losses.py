@@ -7,6 +7,7 @@ too), derivatives against central differences (to second order where the loss is
 smooth), wg.vmap of the per-example losses against a loop, and every error message."""
 import itertools
 import math
+import warnings
 
 import numpy
 import pytest
@@ -379,6 +380,26 @@ def test_cross_entropy_of_integer_scores_is_that_of_their_floats():
             assert_close(nn.cross_entropy(z, y, reduction=reduction, **options),
                          nn.cross_entropy(z.astype(float), y, reduction=reduction, **options),
                          rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("loss", [nn.cross_entropy, nn.nll_loss])
+def test_an_empty_batch_sums_to_zero(loss):
+    # the fused mean of no example is 0/0, which the sum multiplied by 0: nan, not 0
+    z, y = numpy.zeros((0, 3)), numpy.zeros(0, dtype=numpy.int64)
+    assert loss(z, y, reduction="sum") == 0.0
+    assert loss(z, y, reduction="none").shape == (0,)
+    with warnings.catch_warnings(), numpy.errstate(invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)     # (NumPy's mean of nothing)
+        assert numpy.isnan(loss(z, y))                        # 0/0, as PyTorch
+    g = wg.grad(lambda z: loss(z, y, reduction="sum"))(z)
+    assert g.shape == (0, 3)
+    if torch is not None:
+        for reduction in REDUCTIONS:
+            want = getattr(F, loss.__name__)(T(z), T(y), reduction=reduction).numpy()
+            with warnings.catch_warnings(), numpy.errstate(invalid="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                got = loss(z, y, reduction=reduction)
+            numpy.testing.assert_array_equal(got, want)
 
 
 def test_labels_traced_without_values():

@@ -502,6 +502,9 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
 def _fused_cross_entropy(logits, labels, n, reduction):
     """The mean (or sum) of the cross-entropy of (n, C) logits and n labels in range(C),
     one primitive."""
+    if not n and reduction == "sum":      # (the primitive is a mean, 0/0 for no example)
+        return _class_index_loss(log_softmax(logits, axis=1), labels, False, None, None,
+                                 reduction, 0.0, (0,))
     if type(logits) is Node:              # (an eager gradient's loss: straight to the graph)
         loss = logits.graph.apply(P.cross_entropy, (logits, labels))
     else:
