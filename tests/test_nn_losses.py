@@ -15,7 +15,7 @@ import pytest
 import wengert as wg
 import wengert.nn as nn
 import wengert.numpy as np
-from fd import check_grads, assert_close
+from fd import check_grads, assert_close, fd_derivative
 import loss_reference as R
 
 try:                # the comparisons with PyTorch skip without it; the rest always runs
@@ -611,6 +611,16 @@ def test_binary_cross_entropy_values_and_differences(weight_shape, reduction):
     args = (p, t) if w is None else (p, t, w)
     check_grads(lambda p, t, *w: nn.binary_cross_entropy(p, t, weight=w[0] if w else None,
                                                           reduction=reduction), *args)
+
+
+def test_binary_cross_entropy_of_a_number_differentiates():
+    # a traced number's value is a float, which the range check read as an array
+    f = lambda p: nn.binary_cross_entropy(p, 0.3)
+    assert_close(wg.grad(f)(0.4), fd_derivative(f, 0.4), rtol=1e-8, atol=0)
+    g = lambda t: nn.binary_cross_entropy(0.4, t)
+    assert_close(wg.grad(g)(0.3), fd_derivative(g, 0.3), rtol=1e-8, atol=0)
+    with pytest.raises(ValueError, match=r"input must lie in \[0, 1\], got values from 1.4"):
+        wg.grad(f)(1.4)
 
 
 CLAMPED_P = numpy.array([0.0, 0.0, 1.0, 1.0, 1e-50, 1 - 2 ** -53, 0.5])

@@ -849,7 +849,9 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     _same_shape(input, target, who)
     weight = _broadcast_weight(weight, input, who)
     for name, x in (("input", input), ("target", target)):
-        known = x.value if type(x) is Node else _np.asarray(x)
+        known = x.value if type(x) is Node else x
+        if known is not None:
+            known = _np.asarray(known)      # (a traced number's value may be a float)
         if known is not None and known.size and not (
                 _np.min(known) >= 0 and _np.max(known) <= 1):
             raise ValueError(f"{who}: {name} must lie in [0, 1], got values from "
