@@ -300,6 +300,16 @@ def test_conv_and_pool_shape_errors_name_the_shapes(call, error):
             run()
 
 
+def test_one_hot_refuses_a_number_of_classes_that_is_no_count():
+    # classes=2.5 was truncated to 2 silently, and PyTorch's -1 read as range(-1)
+    y = numpy.array([0, 1])
+    with pytest.raises(TypeError, match="one_hot: classes must be an int.*2.5"):
+        nn.one_hot(y, 2.5)
+    with pytest.raises(ValueError, match="one_hot: classes must be >= 0, got -1 .*pass it"):
+        nn.one_hot(y, -1)
+    assert nn.one_hot(y, numpy.int64(3)).shape == (2, 3)
+
+
 def test_one_hot():
     assert_close(nn.one_hot(LABELS, 4), numpy.eye(4)[LABELS], rtol=0, atol=0)
     graph = wg.trace(lambda y: nn.one_hot(y, 4), LABELS)

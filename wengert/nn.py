@@ -369,6 +369,12 @@ def one_hot(labels, classes):
         >>> nn.one_hot(np.array([2, 0]), 3).tolist()
         [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
+    if isinstance(classes, bool) or not isinstance(classes, (int, _np.integer)):
+        raise TypeError(f"one_hot: classes must be an int, the number of classes, got "
+                        f"{classes!r}")
+    if classes < 0:
+        raise ValueError(f"one_hot: classes must be >= 0, got {classes} (PyTorch's -1, "
+                         f"which infers it from the labels, is not supported: pass it)")
     labels, _ = _check_labels(labels, int(classes), "one_hot")
     return P.one_hot(labels, classes=int(classes))
 
@@ -831,10 +837,12 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     not infinity).  ``weight`` broadcasts to the input's shape; the mean is over the
     elements.  Values outside [0, 1] are refused where they are known.
 
-    Its gradient is the derivative of that function: PyTorch's
-    ``w (p - t) / max(p (1 - p), 1e-12)`` wherever no logarithm is clamped (p within
-    about 4e-44 of 0 or 1); where one is, the clamped term is constant and contributes
-    nothing.  From logits, ``binary_cross_entropy_with_logits`` is exact everywhere.
+    Its gradient is the derivative of that function, ``w (p - t) / (p (1 - p))`` wherever
+    no logarithm is clamped; where one is (p within about 4e-44 of 0 or 1), the clamped
+    term is constant and contributes nothing.  PyTorch's is ``w (p - t) / max(p (1 - p),
+    1e-12)``: the same where ``p (1 - p) >= 1e-12``, smaller nearer 0 and 1, where it
+    is no longer the derivative of the loss.  From logits,
+    ``binary_cross_entropy_with_logits`` is exact everywhere.
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.nn as nn
