@@ -86,6 +86,27 @@ def test_relu_passes_where_x_nonnegative():
     assert nn.relu(x).tolist() == [0.0, 0.0, 2.0]
 
 
+def test_relu_keeps_integers_as_its_trace_says():
+    # np.maximum(x, 0.0) made integers float64 while the traced value said int
+    x = numpy.array([3, -2, 0], dtype=numpy.int8)
+    y = nn.relu(x)
+    assert y.dtype == numpy.int8 and y.tolist() == [3, 0, 0]
+    graph = wg.trace(nn.relu, x)
+    assert graph.outputs[0].dtype == numpy.int8 and graph(x).dtype == numpy.int8
+    assert nn.relu(x.astype(numpy.float32)).dtype == numpy.float32
+
+
+def test_softmax_log_softmax_and_cross_entropy_take_lists():
+    # a list went to np.result_type as if it were a dtype ("Field elements must be ...")
+    z, y = [[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], [2, 0]
+    for f in (nn.softmax, nn.log_softmax):
+        assert_close(f(z), f(numpy.array(z)), rtol=0, atol=0)
+    for reduction in ("mean", "none"):
+        assert_close(nn.cross_entropy(z, y, reduction=reduction),
+                     nn.cross_entropy(numpy.array(z), numpy.array(y), reduction=reduction),
+                     rtol=0, atol=0)
+
+
 def test_softmax_cross_entropy():
     logits, labels = rng.normal(size=(5, 4)), numpy.array([0, 3, 1, 1, 2])
     p = nn.softmax(logits)
@@ -277,6 +298,16 @@ def test_conv_and_pool_shape_errors_name_the_shapes(call, error):
     for run in (lambda: call(x), lambda: wg.grad(lambda t: np.sum(call(t)))(x)):
         with pytest.raises(ValueError, match=error):
             run()
+
+
+def test_one_hot_refuses_a_number_of_classes_that_is_no_count():
+    # classes=2.5 was truncated to 2 silently, and PyTorch's -1 read as range(-1)
+    y = numpy.array([0, 1])
+    with pytest.raises(TypeError, match="one_hot: classes must be an int.*2.5"):
+        nn.one_hot(y, 2.5)
+    with pytest.raises(ValueError, match="one_hot: classes must be >= 0, got -1 .*pass it"):
+        nn.one_hot(y, -1)
+    assert nn.one_hot(y, numpy.int64(3)).shape == (2, 3)
 
 
 def test_one_hot():

@@ -7,6 +7,7 @@ too), derivatives against central differences (to second order where the loss is
 smooth), wg.vmap of the per-example losses against a loop, and every error message."""
 import itertools
 import math
+import warnings
 
 import numpy
 import pytest
@@ -14,7 +15,7 @@ import pytest
 import wengert as wg
 import wengert.nn as nn
 import wengert.numpy as np
-from fd import check_grads, assert_close
+from fd import check_grads, assert_close, fd_derivative
 import loss_reference as R
 
 try:                # the comparisons with PyTorch skip without it; the rest always runs
@@ -341,6 +342,66 @@ def test_default_cross_entropy_stays_one_fused_primitive():
         assert "cross_entropy" not in ops and "log_softmax" in ops, ops
 
 
+def test_fused_cross_entropy_keeps_float32():
+    """The fused primitive returned a Python float (float64) for float32 scores, eagerly
+    and compiled, though its trace said float32."""
+    z, y, _ = _class_case("2d")
+    z4, y4, _ = _class_case("kdim")
+    for z, y in ((z, y), (z4, y4)):
+        z32 = z.astype(numpy.float32)
+        for f in (lambda z: nn.cross_entropy(z, y),
+                  lambda z: nn.cross_entropy(z, y, reduction="sum"),
+                  lambda z: nn.cross_entropy(z, y, ignore_index=-100)):
+            loss = f(z32)
+            assert numpy.result_type(loss) == numpy.float32
+            assert numpy.result_type(wg.compile(f, z32)(z32)) == numpy.float32
+            assert wg.trace(f, z32).outputs[0].dtype == numpy.float32
+            assert wg.grad(f)(z32).dtype == numpy.float32
+            assert_close(loss, f(z), rtol=1e-6, atol=0)
+
+
+@needs_torch
+def test_fused_cross_entropy_float32_as_torch():
+    z, y, _ = _class_case("2d")
+    z32 = z.astype(numpy.float32)
+    for reduction in ("mean", "sum"):
+        want = F.cross_entropy(torch.from_numpy(z32), T(y), reduction=reduction).numpy()
+        loss = nn.cross_entropy(z32, y, reduction=reduction)
+        assert numpy.result_type(loss) == want.dtype
+        assert_close(loss, want, rtol=1e-6, atol=0)
+
+
+def test_cross_entropy_of_integer_scores_is_that_of_their_floats():
+    # (integer scores overflowed inside the fused primitive: float(-inf) to an int)
+    z = rng.integers(-3, 4, size=(5, 4))
+    y = labels_for((5,), 4)
+    for reduction in REDUCTIONS:
+        for options in ({}, {"label_smoothing": 0.1}):
+            assert_close(nn.cross_entropy(z, y, reduction=reduction, **options),
+                         nn.cross_entropy(z.astype(float), y, reduction=reduction, **options),
+                         rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("loss", [nn.cross_entropy, nn.nll_loss])
+def test_an_empty_batch_sums_to_zero(loss):
+    # the fused mean of no example is 0/0, which the sum multiplied by 0: nan, not 0
+    z, y = numpy.zeros((0, 3)), numpy.zeros(0, dtype=numpy.int64)
+    assert loss(z, y, reduction="sum") == 0.0
+    assert loss(z, y, reduction="none").shape == (0,)
+    with warnings.catch_warnings(), numpy.errstate(invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)     # (NumPy's mean of nothing)
+        assert numpy.isnan(loss(z, y))                        # 0/0, as PyTorch
+    g = wg.grad(lambda z: loss(z, y, reduction="sum"))(z)
+    assert g.shape == (0, 3)
+    if torch is not None:
+        for reduction in REDUCTIONS:
+            want = getattr(F, loss.__name__)(T(z), T(y), reduction=reduction).numpy()
+            with warnings.catch_warnings(), numpy.errstate(invalid="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                got = loss(z, y, reduction=reduction)
+            numpy.testing.assert_array_equal(got, want)
+
+
 def test_labels_traced_without_values():
     """In wg.compile the labels have no values while tracing: the defaults trace the
     fused primitive (after the labels' check at run time), and an explicit ignore_index
@@ -550,6 +611,16 @@ def test_binary_cross_entropy_values_and_differences(weight_shape, reduction):
     args = (p, t) if w is None else (p, t, w)
     check_grads(lambda p, t, *w: nn.binary_cross_entropy(p, t, weight=w[0] if w else None,
                                                           reduction=reduction), *args)
+
+
+def test_binary_cross_entropy_of_a_number_differentiates():
+    # a traced number's value is a float, which the range check read as an array
+    f = lambda p: nn.binary_cross_entropy(p, 0.3)
+    assert_close(wg.grad(f)(0.4), fd_derivative(f, 0.4), rtol=1e-8, atol=0)
+    g = lambda t: nn.binary_cross_entropy(0.4, t)
+    assert_close(wg.grad(g)(0.3), fd_derivative(g, 0.3), rtol=1e-8, atol=0)
+    with pytest.raises(ValueError, match=r"input must lie in \[0, 1\], got values from 1.4"):
+        wg.grad(f)(1.4)
 
 
 CLAMPED_P = numpy.array([0.0, 0.0, 1.0, 1.0, 1e-50, 1 - 2 ** -53, 0.5])

@@ -353,8 +353,11 @@ def softmax(x, axis=-1):
 
 def _inexact(x):
     """Integers in the float dtype NumPy's exp computes them in (int8 in float16, int64
-    in float64, as SciPy's softmax gives them); floats as they are."""
-    return wnp._as_numpy_computes(_np.exp, x) if _A.dtype_of(x).kind in "iu" else x
+    in float64, as SciPy's softmax gives them); floats as they are; a list as NumPy's
+    array of it."""
+    if type(x) is not Node:
+        x = _np.asarray(x)
+    return wnp._as_numpy_computes(_np.exp, x) if x.dtype.kind in "iu" else x
 
 
 def one_hot(labels, classes):
@@ -366,6 +369,12 @@ def one_hot(labels, classes):
         >>> nn.one_hot(np.array([2, 0]), 3).tolist()
         [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
+    if isinstance(classes, bool) or not isinstance(classes, (int, _np.integer)):
+        raise TypeError(f"one_hot: classes must be an int, the number of classes, got "
+                        f"{classes!r}")
+    if classes < 0:
+        raise ValueError(f"one_hot: classes must be >= 0, got {classes} (PyTorch's -1, "
+                         f"which infers it from the labels, is not supported: pass it)")
     labels, _ = _check_labels(labels, int(classes), "one_hot")
     return P.one_hot(labels, classes=int(classes))
 
@@ -484,6 +493,7 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
         >>> round(float(loss(z, y)), 4)                   # the mean over the two counted
         1.1269
     """
+    input = _inexact(input)              # (integer scores: as log_softmax takes them)
     if weight is None and not label_smoothing and (reduction == "mean" or reduction == "sum"):
         shape = wnp._shape(input)
         lshape = target.shape if type(target) in (Node, _np.ndarray) else _np.shape(target)
@@ -498,6 +508,9 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
 def _fused_cross_entropy(logits, labels, n, reduction):
     """The mean (or sum) of the cross-entropy of (n, C) logits and n labels in range(C),
     one primitive."""
+    if not n and reduction == "sum":      # (the primitive is a mean, 0/0 for no example)
+        return _class_index_loss(log_softmax(logits, axis=1), labels, False, None, None,
+                                 reduction, 0.0, (0,))
     if type(logits) is Node:              # (an eager gradient's loss: straight to the graph)
         loss = logits.graph.apply(P.cross_entropy, (logits, labels))
     else:
@@ -824,10 +837,12 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     not infinity).  ``weight`` broadcasts to the input's shape; the mean is over the
     elements.  Values outside [0, 1] are refused where they are known.
 
-    Its gradient is the derivative of that function: PyTorch's
-    ``w (p - t) / max(p (1 - p), 1e-12)`` wherever no logarithm is clamped (p within
-    about 4e-44 of 0 or 1); where one is, the clamped term is constant and contributes
-    nothing.  From logits, ``binary_cross_entropy_with_logits`` is exact everywhere.
+    Its gradient is the derivative of that function, ``w (p - t) / (p (1 - p))`` wherever
+    no logarithm is clamped; where one is (p within about 4e-44 of 0 or 1), the clamped
+    term is constant and contributes nothing.  PyTorch's is ``w (p - t) / max(p (1 - p),
+    1e-12)``: the same where ``p (1 - p) >= 1e-12``, smaller nearer 0 and 1, where it
+    is no longer the derivative of the loss.  From logits,
+    ``binary_cross_entropy_with_logits`` is exact everywhere.
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.nn as nn
@@ -842,7 +857,9 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     _same_shape(input, target, who)
     weight = _broadcast_weight(weight, input, who)
     for name, x in (("input", input), ("target", target)):
-        known = x.value if type(x) is Node else _np.asarray(x)
+        known = x.value if type(x) is Node else x
+        if known is not None:
+            known = _np.asarray(known)      # (a traced number's value may be a float)
         if known is not None and known.size and not (
                 _np.min(known) >= 0 and _np.max(known) <= 1):
             raise ValueError(f"{who}: {name} must lie in [0, 1], got values from "

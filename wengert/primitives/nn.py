@@ -425,7 +425,8 @@ unpool_gather.defjvp(lambda ts, g, idx, ans: unpool_gather(ts[0], idx))
 
 
 # ---- ReLU ------------------------------------------------------------------------------------
-relu = defprimitive("relu", lambda x: np.maximum(x, 0.0),
+# (0, not 0.0: integers stay integers, as the abstract value and PyTorch have them)
+relu = defprimitive("relu", lambda x: np.maximum(x, 0),
                     fast=lambda x: x if (x > 0.0 or x != x) else 0.0,     # nan stays nan
                     cost="cmp", dtype_rule="promote", doc="""max(x, 0), elementwise (seed 000's
     ReLU); its derivative is 1 where x >= 0, else 0 (the cotangent passes where X >= 0).
@@ -522,7 +523,9 @@ def _cross_entropy_np(logits, labels):
         - np.add.reduce(logits[_rows(n), labels])
     e /= sums
     _saved_softmax.keep(logits, e)              # for the gradient that usually follows
-    return float(total / n)
+    loss = total / n
+    # float32 logits give a float32 loss, as the abstract value says (and PyTorch gives)
+    return float(loss) if loss.dtype == np.float64 else loss
 
 
 
