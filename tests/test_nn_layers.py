@@ -346,23 +346,74 @@ def test_batch_norm():
     m = x.mean(axis=(0, 2, 3), keepdims=True)
     v = x.var(axis=(0, 2, 3), keepdims=True)
     ref = (x - m) / numpy.sqrt(v + 1e-5) * w[:, None, None] + b[:, None, None]
-    assert_close(nn.batch_norm(x, w, b), ref, rtol=1e-12, atol=1e-13)
-    check_grads(lambda x, w, b: nn.batch_norm(x, w, b, eps=1e-3), x, w, b)
+    assert_close(nn.batch_norm(x, None, None, w, b, training=True), ref, rtol=1e-12,
+                 atol=1e-13)
+    check_grads(lambda x, w, b: nn.batch_norm(x, None, None, w, b, True, eps=1e-3), x, w, b)
     x2 = rng.normal(size=(6, 4))                   # (N, C) and a channels-last axis
-    assert_close(nn.batch_norm(x2, axis=-1), (x2 - x2.mean(0)) / numpy.sqrt(x2.var(0) + 1e-5),
-                 rtol=1e-12, atol=1e-13)
+    assert_close(nn.batch_norm(x2, training=True, axis=-1),
+                 (x2 - x2.mean(0)) / numpy.sqrt(x2.var(0) + 1e-5), rtol=1e-12, atol=1e-13)
     # vmap over independent batches: each normalised with its own statistics
     xs = rng.normal(size=(3, 6, 4))
-    assert_close(wg.vmap(lambda x: nn.batch_norm(x, w[:1].repeat(4), None))(xs),
-                 numpy.stack([nn.batch_norm(x, w[:1].repeat(4)) for x in xs]), rtol=1e-13,
-                 atol=1e-13)
+    w4 = w[:1].repeat(4)
+    assert_close(wg.vmap(lambda x: nn.batch_norm(x, weight=w4, training=True))(xs),
+                 numpy.stack([nn.batch_norm(x, weight=w4, training=True) for x in xs]),
+                 rtol=1e-13, atol=1e-13)
+
+
+def test_batch_norm_running_statistics_as_pytorchs():
+    x = rng.normal(size=(5, 3, 4, 2)) * 2 + 1
+    w, b = rng.normal(size=3), rng.normal(size=3)
+    mean, var = rng.normal(size=3), rng.uniform(0.5, 2.0, size=3)
+    m0, v0 = mean.copy(), var.copy()
+    # training: the batch's statistics normalise; the running ones move towards them
+    g = wg.grad(lambda x, w: np.sum(nn.batch_norm(x, mean, var, w, b, True, 0.3) ** 3),
+                argnums=(0, 1))(x, w)
+    assert_close(mean, 0.7 * m0 + 0.3 * x.mean(axis=(0, 2, 3)), rtol=1e-14)
+    assert_close(var, 0.7 * v0 + 0.3 * x.var(axis=(0, 2, 3), ddof=1), rtol=1e-14)
+    # the statistics are state: the gradient is the one without them
+    want = wg.grad(lambda x, w: np.sum(nn.batch_norm(x, None, None, w, b, True) ** 3),
+                   argnums=(0, 1))(x, w)
+    for got, w_ in zip(g, want):
+        assert_close(got, w_, rtol=1e-13)
+    # evaluation (PyTorch's default): normalised by the running statistics, differentiable
+    # in all of x, them, the weight and the bias
+    ref = (x - mean[:, None, None]) / numpy.sqrt(var[:, None, None] + 1e-5) \
+        * w[:, None, None] + b[:, None, None]
+    assert_close(nn.batch_norm(x, mean, var, w, b), ref, rtol=1e-13, atol=1e-14)
+    check_grads(lambda x, m, v, w, b: nn.batch_norm(x, m, v, w, b), x, mean, var, w, b)
     try:
+        import torch
         import torch.nn.functional as F
     except ImportError:
         return
-    assert_close(nn.batch_norm(x, w, b),
+    assert_close(nn.batch_norm(x, None, None, w, b, training=True),
                  F.batch_norm(T(x), None, None, T(w), T(b), training=True).numpy(),
                  rtol=1e-10, atol=1e-12)
+    rm, rv = torch.tensor(m0), torch.tensor(v0)
+    mean, var = m0.copy(), v0.copy()
+    for training in (True, True, False):
+        want = F.batch_norm(T(x), rm, rv, T(w), T(b), training, 0.2, 1e-4).numpy()
+        assert_close(nn.batch_norm(x, mean, var, w, b, training, 0.2, 1e-4), want,
+                     rtol=1e-10, atol=1e-12)
+        assert_close(mean, rm.numpy(), rtol=1e-13)
+        assert_close(var, rv.numpy(), rtol=1e-13)
+
+
+def test_batch_norm_refuses_what_it_cannot_update():
+    x = rng.normal(size=(4, 3))
+    with pytest.raises(TypeError, match="updates running_mean in place, so it must be a "
+                                        "writeable NumPy array, got list"):
+        nn.batch_norm(x, [0.0] * 3, numpy.ones(3), training=True)
+    frozen = numpy.zeros(3)
+    frozen.flags.writeable = False
+    with pytest.raises(TypeError, match="running_var in place"):
+        nn.batch_norm(x, None, frozen, training=True)
+    with pytest.raises(wg.ConcretizationError, match="pass running_mean=None and "
+                                                     "running_var=None there"):
+        wg.compile(lambda x: nn.batch_norm(x, numpy.zeros(3), numpy.ones(3), training=True))(x)
+    with pytest.raises(TypeError, match="must be a writeable NumPy array, got Node"):
+        wg.grad(lambda m: np.sum(nn.batch_norm(x, m, numpy.ones(3), training=True)))(
+            numpy.zeros(3))
 
 
 @pytest.mark.parametrize("call, error, kind", [
@@ -373,10 +424,15 @@ def test_batch_norm():
      ValueError),
     (lambda x: nn.layer_norm(x, 4, axis=-1), "not both", ValueError),
     (lambda x: nn.layer_norm(x, axis=3), "layer_norm: axis 3", numpy.exceptions.AxisError),
-    (lambda x: nn.batch_norm(x, numpy.ones(4)),
+    (lambda x: nn.batch_norm(x, None, None, numpy.ones(4), training=True),
      r"weight of shape \(3,\) for 3 channels \(axis 1 of x of shape \(2, 3, 4\)\), got \(4,\)",
      ValueError),
-    (lambda x: nn.batch_norm(x[:1, :, :1]), "more than 1 value per channel", ValueError),
+    (lambda x: nn.batch_norm(x, numpy.ones(2), numpy.ones(3)),
+     r"running_mean of shape \(3,\) for 3 channels", ValueError),
+    (lambda x: nn.batch_norm(x[:1, :, :1], training=True), "more than 1 value per channel",
+     ValueError),
+    (lambda x: nn.batch_norm(x), "running_mean and running_var must be given when "
+     r"training=False \(PyTorch's default\); pass training=True", ValueError),
     (lambda x: nn.batch_norm(x[0, 0]), r"shape \(N, C, \.\.\.\), got \(4,\)", ValueError)])
 def test_normalisation_errors(call, error, kind):
     x = rng.normal(size=(2, 3, 4))

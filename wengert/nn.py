@@ -35,6 +35,7 @@ import importlib.util as _importlib_util
 import numpy as _np
 
 from .graph.node import Node
+from .errors import ConcretizationError
 from .primitives import array as _A, nn as P
 from .primitives import special as _special
 from . import numpy as wnp
@@ -1201,41 +1202,85 @@ def layer_norm(x, normalized_shape=None, weight=None, bias=None, eps=1e-5, *, ax
     return _affine(_normalise(x, axes, eps), weight, bias, ns, "layer_norm")
 
 
-def batch_norm(x, weight=None, bias=None, eps=1e-5, axis=1):
-    """Batch normalisation in training mode, as PyTorch's ``F.batch_norm(...,
-    training=True)``: each channel (index along ``axis``, PyTorch's 1 by default: (N, C),
-    (N, C, L) or NCHW) normalised by the mean and (biased) variance of its values over
-    the batch and every other axis, then ``* weight + bias`` (each of shape (C,)).
+def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
+               training=False, momentum=0.1, eps=1e-5, *, axis=1):
+    """Batch normalisation, with PyTorch's ``F.batch_norm`` signature: each channel (index
+    along ``axis``, PyTorch's 1 by default: (N, C), (N, C, L) or NCHW) normalised, then
+    ``* weight + bias`` (each of shape (C,)).
 
-    Only the output is returned.  Running statistics for evaluation are the caller's
-    business: PyTorch updates them with the batch mean and the *unbiased* variance
-    (``n/(n-1)`` times the one used here); in evaluation mode use
-    ``(x - mean) / sqrt(var + eps)`` with them directly.
+    With ``training=True``, by the mean and (biased) variance of the channel's values over
+    the batch and every other axis; ``running_mean`` and ``running_var``, if given (NumPy
+    arrays of shape (C,)), are then updated in place as PyTorch updates them:
+    ``(1 - momentum) * running + momentum * batch``, with the batch's *unbiased* variance
+    (their values only: no derivative flows into running statistics).  With
+    ``training=False`` (PyTorch's default), by ``running_mean`` and ``running_var``,
+    which must be given.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> x = np.array([[1.0, 10.0], [3.0, 30.0]])       # 2 examples, 2 channels
-        >>> nn.batch_norm(x).round(4).tolist()
+        >>> mean, var = np.zeros(2), np.ones(2)
+        >>> nn.batch_norm(x, mean, var, training=True).round(4).tolist()
         [[-1.0, -1.0], [1.0, 1.0]]
+        >>> mean.tolist(), var.round(4).tolist()              # updated in place
+        ([0.2, 2.0], [1.1, 20.9])
+        >>> nn.batch_norm(x, mean, var).round(3).tolist()    # evaluation: running stats
+        [[0.763, 1.75], [2.67, 6.125]]
     """
+    who = "batch_norm"
     xs = tuple(wnp._shape(x))
     if len(xs) < 2:
         raise ValueError(f"batch_norm: expected x of shape (N, C, ...), got {xs}")
-    axis = _one_axis(x, axis, "batch_norm")
+    axis = _one_axis(x, axis, who)
     axes = tuple(a for a in range(len(xs)) if a != axis)
-    count = int(_np.prod([xs[a] for a in axes]))
-    if count <= 1:
-        raise ValueError(f"batch_norm: expected more than 1 value per channel, got x of "
-                         f"shape {xs} (channel axis {axis})")
     c = xs[axis]
-    y = _normalise(x, axes, eps)
     shape = tuple(c if a == axis else 1 for a in range(len(xs)))
-    for name, p in (("weight", weight), ("bias", bias)):
+    for name, p in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
         if p is not None and tuple(wnp._shape(p)) != (c,):
             raise ValueError(f"batch_norm: expected {name} of shape ({c},) for {c} channels "
                              f"(axis {axis} of x of shape {xs}), got {tuple(wnp._shape(p))}")
+    if training:
+        count = int(_np.prod([xs[a] for a in axes]))
+        if count <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
+                             f"training, got x of shape {xs} (channel axis {axis})")
+        y = _normalise(x, axes, eps)
+        _update_running(x, axes, running_mean, running_var, momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var must be given when "
+                             "training=False (PyTorch's default); pass training=True to "
+                             "normalise by the batch's own statistics")
+        y = (x - wnp.reshape(running_mean, shape)) / wnp.sqrt(
+            wnp.reshape(running_var, shape) + eps)
     return _affine(y, None if weight is None else wnp.reshape(weight, shape),
-                   None if bias is None else wnp.reshape(bias, shape), None, "batch_norm")
+                   None if bias is None else wnp.reshape(bias, shape), None, who)
+
+
+def _update_running(x, axes, running_mean, running_var, momentum):
+    """PyTorch's in-place update of batch_norm's running statistics, from the values of
+    the batch (there is nothing to differentiate: they are state, not a result)."""
+    if running_mean is None and running_var is None:
+        return
+    for name, r in (("running_mean", running_mean), ("running_var", running_var)):
+        if r is not None and (type(r) is not _np.ndarray or not r.flags.writeable):
+            raise TypeError(f"batch_norm(training=True) updates {name} in place, so it "
+                            f"must be a writeable NumPy array, got {type(r).__name__}; pass "
+                            "None to leave the running statistics alone")
+    values = x.value if type(x) is Node else _np.asarray(x)
+    if values is None:
+        raise ConcretizationError(
+            "batch_norm(training=True) updates running_mean and running_var in place with "
+            "the batch's values, which a trace without values (wg.compile, wg.trace, "
+            "wg.vmap) does not have: pass running_mean=None and running_var=None there, "
+            "and update them from the batch's mean and variance outside")
+    if running_mean is not None:
+        running_mean *= 1 - momentum
+        running_mean += momentum * values.mean(axis=axes)
+    if running_var is not None:
+        running_var *= 1 - momentum
+        running_var += momentum * values.var(axis=axes, ddof=1)
 
 
 def dropout(x, rate, rng):
