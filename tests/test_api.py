@@ -692,3 +692,80 @@ def test_gradient_of_a_float_is_a_float(f):
         assert type(g) is float, (x, type(g))
         eps = 1e-6
         assert abs(g - (f(0.8 + eps) - f(0.8 - eps)) / (2 * eps)) < 1e-6
+
+
+# ---- linearize and eval_shape (JAX's) ---------------------------------------------------------
+def test_linearize_gives_the_jvp_at_a_point_without_recomputing_f():
+    from fd import fd_jacobian
+    calls = []
+
+    def f(p, x):
+        calls.append(1)
+        return {"y": wnp.tanh(p["w"] @ x + p["b"]), "s": wnp.sum(x ** 3)}
+    r = np.random.default_rng(5)
+    p = {"w": r.normal(size=(3, 4)), "b": r.normal(size=3)}
+    x = r.normal(size=4)
+    out, f_jvp = wg.linearize(f, p, x)
+    want = f(p, x)
+    np.testing.assert_allclose(out["y"], want["y"], rtol=1e-15)
+    assert out["s"] == pytest.approx(want["s"], rel=1e-15)
+    made = len(calls)
+    for k in range(3):
+        tp = {"w": r.normal(size=(3, 4)), "b": r.normal(size=3)}
+        tx = r.normal(size=4)
+        got = f_jvp(tp, tx)
+        ref = wg.jvp(f, (p, x), (tp, tx))[1]
+        np.testing.assert_allclose(got["y"], ref["y"], rtol=1e-13)
+        assert got["s"] == pytest.approx(ref["s"], rel=1e-13)
+    assert len(calls) == made + 3                 # (only the three jvp references)
+    # against finite differences: the Jacobian in x, column by column
+    J = np.stack([f_jvp({"w": np.zeros((3, 4)), "b": np.zeros(3)}, e)["y"] for e in np.eye(4)],
+                 axis=1)
+    np.testing.assert_allclose(J, fd_jacobian(lambda x: f(p, x)["y"], x, 1e-6), rtol=1e-7,
+                               atol=1e-9)
+    # f_jvp is linear, and a function like any other: its Jacobian is f's
+    g = lambda t: f_jvp({"w": np.zeros((3, 4)), "b": np.zeros(3)}, t)["y"]
+    np.testing.assert_allclose(wg.jacfwd(g)(np.zeros(4)), J, rtol=1e-13)
+    np.testing.assert_allclose(wg.jacrev(g)(np.ones(4)), J, rtol=1e-13)
+
+
+def test_linearize_of_a_traced_point_differentiates_through_the_point():
+    v = np.array([0.3, -0.7])
+
+    def directional(x):                           # <J(x) v, 1>: the gradient is H-like
+        _, f_jvp = wg.linearize(lambda x: wnp.sin(x) * x[::-1], x)
+        return wnp.sum(f_jvp(v))
+    x = np.array([0.4, 1.1])
+    g = wg.grad(directional)(x)
+    from fd import fd_jacobian
+    np.testing.assert_allclose(g, fd_jacobian(directional, x, 1e-6), rtol=1e-7)
+
+
+def test_linearize_errors():
+    _, f_jvp = wg.linearize(lambda x, y: x * y, 2.0, 3.0)
+    assert f_jvp(1.0, 0.0) == 3.0
+    with pytest.raises(TypeError, match="f_jvp takes 2 tangents, one per primal of "
+                                        "linearize, got 1"):
+        f_jvp(1.0)
+    _, f_jvp = wg.linearize(lambda x: x * 2, np.ones(3))
+    with pytest.raises(ValueError, match=r"shape"):
+        f_jvp(np.ones(4))
+    with pytest.raises(TypeError, match="linearize needs the point"):
+        wg.linearize(lambda x: x)
+    with pytest.raises(TypeError, match="linearize expects a function"):
+        wg.linearize(3.0, 1.0)
+
+
+def test_eval_shape_traces_without_values():
+    def f(x, w, *, scale):
+        with pytest.raises(wg.ConcretizationError):
+            float(x[0, 0])                        # (abstract: there are no numbers)
+        return {"h": wnp.tanh(x @ w) * scale, "idx": wnp.argmax(x, axis=1)}, x > 0
+    out = wg.eval_shape(f, np.ones((5, 3), np.float32), wg.ShapeDtype((3, 2)), scale=2.0)
+    assert (out[0]["h"].shape, out[0]["h"].dtype) == ((5, 2), np.float64)
+    assert (out[0]["idx"].shape, out[0]["idx"].dtype) == ((5,), np.int64)
+    assert (out[1].shape, out[1].dtype) == ((5, 3), np.bool_)
+    s = wg.eval_shape(lambda x: x * 2.0, 1.0)
+    assert s.shape == () and s.weak                # a Python number stays weak
+    with pytest.raises(ValueError, match=r"\(5,3\) and \(4,2\)|shapes"):
+        wg.eval_shape(lambda x, w: x @ w, np.ones((5, 3)), np.ones((4, 2)))

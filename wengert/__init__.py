@@ -24,11 +24,12 @@ from .dual import Dual
 from . import math
 from . import numpy  # noqa: F401  (also gives traced values their array methods)
 from . import nn  # noqa: F401
-from .api import grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value
+from .api import (grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, trace, value,
+                  eval_shape)
 from .jacobians import (jacobian, sparse_jacobian, sparse_hessian, jacobian_graph,
                         jacobian_costs, format_costs)
 from .errors import ConcretizationError
-from .staged import compile  # noqa: A001  (wg.compile, as jax.jit: shadows the builtin here only)
+from .staged import compile, linearize  # noqa: A001  (wg.compile, as jax.jit: shadows the builtin here only)
 from .codegen.draw import draw
 from .taylor_mode import taylor, derivatives
 from .checkpointing import checkpoint, checkpointed_loop
@@ -42,4 +43,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
            "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop", "vmap",
-           "custom_root"]
+           "custom_root", "linearize", "eval_shape"]

@@ -32,7 +32,7 @@ from .tree import flatten, hold_constants, unflatten, _LEAF_DEF as _LEAF
 from . import numpy as wnp
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp",
-           "trace", "value"]
+           "trace", "value", "eval_shape"]
 
 C128 = np.dtype(np.complex128)
 
@@ -933,6 +933,25 @@ def trace(f, *args, abstract=True):
     if any(n.op.name == "copy" for n in graph.nodes):
         return graph.inline_copies()
     return graph
+
+
+def eval_shape(f, *args, **kwargs):
+    """The shapes and dtypes of f's result, without computing it, as JAX's
+    ``eval_shape``: f is traced with abstract values (arguments may be arrays, numbers or
+    `ShapeDtype`), and each leaf of the result is a `ShapeDtype`.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> w = wg.ShapeDtype((784, 256))
+        >>> wg.eval_shape(lambda x, w: {"h": wnp.tanh(x @ w), "top": wnp.argmax(x, 1)},
+        ...               np.ones((128, 784), np.float32), w)
+        {'h': ShapeDtype(f64[128,256]), 'top': ShapeDtype(i64[128])}
+    """
+    _check_fun(f, "eval_shape")
+    graph = trace((lambda *a: f(*a, **kwargs)) if kwargs else f, *args)
+    leaves, tree = flatten(unflatten(graph.out_tree, graph.outputs))
+    return unflatten(tree, [ShapeDtype(n.shape, n.dtype, weak=is_weak(n)) if type(n) is Node
+                            else n for n in leaves])
 
 
 _TRACED_TEXT = re.compile(r"<Node \S+: \w+\[[^\]]*\] \w+")

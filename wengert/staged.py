@@ -735,3 +735,63 @@ def _example(node):
     if node.shape == () and node.dtype == np.float64:
         return 0.0
     return np.zeros(node.shape, node.dtype)
+
+
+def linearize(f, *primals):
+    """f's value at `primals` and its derivative there as a function of the direction, as
+    JAX's ``linearize``: ``(f(*primals), f_jvp)`` with ``f_jvp(*tangents)`` equal to
+    ``wg.jvp(f, primals, tangents)[1]``.
+
+    Worth it when the derivative at one point is applied along many directions (a
+    Newton-Krylov solve, a Jacobian built column by column): f's values and partial
+    derivatives at the point are computed once, folded into compiled code (`compile` of
+    the JVP, traced with the primals as constants), and each call of f_jvp runs only the
+    linear map.  f_jvp takes tangents of the primals' shapes and dtypes and composes with
+    every transformation (it is linear: ``wg.jacfwd(f_jvp)`` is the Jacobian).  Where a
+    primal is itself a traced value (linearize inside ``wg.grad``), f_jvp is the JVP
+    recomputed at every call.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> f = lambda x: wnp.sin(x) * x[::-1]
+        >>> y, f_jvp = wg.linearize(f, np.array([0.0, 1.0]))
+        >>> y.round(4).tolist(), f_jvp(np.array([1.0, 0.0])).round(4).tolist()
+        ([0.0, 0.0], [1.0, 0.8415])
+        >>> print(f_jvp.graph)                  # only the linear map is left
+        graph(arg0: f64[2]):
+          %5: f64[2] = mul(arg0, [1.        , 0.54030231])
+          %6: f64[2] = getitem(arg0, index=(('slice', None, None, -1),))
+          %7: f64[2] = mul([1., 0.], %5)
+          %8: f64[2] = mul([0.        , 0.84147098], %6)
+          %9: f64[2] = add(%7, %8)
+          return %9
+    """
+    from .api import jvp
+    _check_fun(f, "linearize")
+    if not primals:
+        raise TypeError("linearize needs the point: wg.linearize(f, x, ...), one primal per "
+                        "argument of f")
+    n = len(primals)
+
+    def check(tangents):
+        if len(tangents) != n:
+            raise TypeError(f"f_jvp takes {n} tangent{'s' if n != 1 else ''}, one per "
+                            f"primal of linearize, got {len(tangents)}")
+
+    if _traced(primals):
+        out = f(*primals)
+
+        def f_jvp(*tangents):
+            check(tangents)
+            return jvp(f, primals, tangents)[1]
+        return out, f_jvp
+
+    out = jvp(f, primals, primals)[0]     # (f's value as jvp gives it; any tangents do)
+    tangent_map = compile(lambda *t: jvp(f, primals, t)[1], *primals)
+
+    def f_jvp(*tangents):
+        check(tangents)
+        return tangent_map(*tangents)
+    f_jvp.graph = tangent_map.graph
+    f_jvp.source = tangent_map.source
+    return out, f_jvp
