@@ -35,6 +35,7 @@ from .taylor_mode import taylor, derivatives
 from .checkpointing import checkpoint, checkpointed_loop
 from .vectorize import vmap
 from .implicit import custom_root
+from .custom_rules import custom_jvp, custom_vjp
 
 __version__ = "0.1.0"
 
@@ -43,4 +44,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
            "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop", "vmap",
-           "custom_root", "linearize", "eval_shape"]
+           "custom_root", "linearize", "eval_shape", "custom_jvp", "custom_vjp"]

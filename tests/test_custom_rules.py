@@ -1,0 +1,169 @@
+"""wg.custom_jvp and wg.custom_vjp (JAX's custom derivatives): the rules are used, in every
+mode where they apply, to second order, against finite differences and closed forms."""
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from fd import check_grads, fd_jacobian
+
+rng = np.random.default_rng(20261123)
+
+
+# ---- custom_jvp --------------------------------------------------------------------------------
+@wg.custom_jvp
+def scaled_sin(p, x):
+    """p["a"] * sin(x) + p["b"]: pytree and array arguments."""
+    return p["a"] * wnp.sin(x) + p["b"]
+
+
+@scaled_sin.defjvp
+def _scaled_sin_jvp(primals, tangents):
+    (p, x), (tp, tx) = primals, tangents
+    return scaled_sin(p, x), tp["a"] * wnp.sin(x) + p["a"] * wnp.cos(x) * tx + tp["b"]
+
+
+def test_a_correct_jvp_rule_gives_every_derivative_to_second_order():
+    p = {"a": 1.3, "b": rng.normal(size=3)}
+    x = rng.normal(size=3)
+    flat = lambda a, b, x: scaled_sin({"a": a, "b": b}, x)
+    check_grads(flat, p["a"], p["b"], x, order=2)
+    J = wg.jacrev(lambda x: scaled_sin(p, x))(x)
+    np.testing.assert_allclose(J, np.diag(1.3 * np.cos(x)), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(wg.jacfwd(lambda x: scaled_sin(p, x))(x), J, rtol=1e-14)
+    g = wg.grad(lambda p: wnp.sum(scaled_sin(p, x)))(p)
+    assert g["a"] == pytest.approx(np.sum(np.sin(x)), rel=1e-14)
+    np.testing.assert_allclose(g["b"], np.ones(3))
+    H = wg.hessian(lambda x: wnp.sum(scaled_sin(p, x)))(x)
+    np.testing.assert_allclose(H, np.diag(-1.3 * np.sin(x)), rtol=1e-13, atol=1e-15)
+
+
+def test_the_rule_is_used_not_the_function_a_straight_through_estimator():
+    @wg.custom_jvp
+    def hard_round(x):
+        return wnp.round(x)
+
+    @hard_round.defjvp
+    def _(primals, tangents):
+        return hard_round(primals[0]), tangents[0]        # pretend it is the identity
+    x = np.array([0.2, 1.7, -2.4])
+    np.testing.assert_array_equal(hard_round(x), np.round(x))
+    np.testing.assert_array_equal(wg.grad(lambda x: wnp.sum(hard_round(x) * x))(x),
+                                  np.round(x) + x)
+    np.testing.assert_array_equal(wg.jvp(hard_round, (x,), (np.ones(3),))[1], np.ones(3))
+    # compiled and batched, the same rule
+    g = wg.compile(wg.grad(lambda x: wnp.sum(hard_round(x) ** 2)))(x)
+    np.testing.assert_allclose(g, 2 * np.round(x))
+    per = wg.vmap(wg.grad(lambda x: hard_round(x) * 3.0))(x)
+    np.testing.assert_array_equal(per, [3.0, 3.0, 3.0])
+
+
+def test_custom_jvp_nondiff_argnums_go_first_to_the_rule():
+    seen = []
+
+    @wg.custom_jvp
+    def power(n, x):
+        return x ** n
+
+    def rule(n, primals, tangents):
+        seen.append(n)
+        x, = primals
+        t, = tangents
+        return power(n, x), n * x ** (n - 1) * t
+    power = wg.custom_jvp(power.fun, nondiff_argnums=(0,))
+    power.defjvp(rule)
+    assert wg.grad(lambda x: power(3, x))(2.0) == pytest.approx(12.0)
+    assert wg.grad(wg.grad(lambda x: power(3, x)))(2.0) == pytest.approx(12.0)
+    assert set(seen) == {3}
+    with pytest.raises(TypeError, match="nondiff_argnums holds a traced value"):
+        wg.grad(lambda n: power(n, 2.0))(3.0)
+
+
+# ---- custom_vjp --------------------------------------------------------------------------------
+def test_custom_vjp_with_residuals_against_finite_differences_to_second_order():
+    calls = {"fwd": 0}
+
+    @wg.custom_vjp
+    def f(x, y):
+        return wnp.sin(x) * y
+
+    def fwd(x, y):
+        calls["fwd"] += 1
+        return f(x, y), (wnp.cos(x), wnp.sin(x), y)
+
+    def bwd(res, g):
+        cos_x, sin_x, y = res
+        return g * cos_x * y, wnp.sum(g * sin_x)       # y is a scalar: its cotangent too
+    f.defvjp(fwd, bwd)
+    x, y = rng.normal(size=4), 1.7
+    out, back = wg.vjp(f, x, y)
+    np.testing.assert_allclose(out, np.sin(x) * y, rtol=1e-15)
+    ct = rng.normal(size=4)
+    gx, gy = back(ct)
+    J = fd_jacobian(lambda v: np.sin(v[:4]) * v[4], np.append(x, y), 1e-6)
+    np.testing.assert_allclose(np.append(gx, gy), ct @ J, rtol=1e-7)
+    assert calls["fwd"] == 1
+    # second order: the rule is written with wengert.numpy, so it differentiates again
+    H = wg.hessian(lambda x: wnp.sum(f(x, y)))(x)
+    np.testing.assert_allclose(H, np.diag(-np.sin(x) * y), rtol=1e-13, atol=1e-15)
+    gg = wg.grad(lambda y: wg.grad(lambda y: wnp.sum(f(x, y)) ** 2)(y))(y)
+    assert gg == pytest.approx(2 * np.sum(np.sin(x)) ** 2, rel=1e-12)
+
+
+def test_custom_vjp_nondiff_argnums_and_pytrees():
+    @wg.custom_vjp
+    def weighted(scale, p):
+        return scale * (p["u"] @ p["v"])
+
+    def fwd(scale, p):
+        return weighted(scale, p), p
+
+    def bwd(scale, p, g):
+        return ({"u": scale * g * p["v"], "v": None},)      # v: declared zero on purpose
+    weighted = wg.custom_vjp(weighted.fun, nondiff_argnums=(0,))
+    weighted.defvjp(fwd, bwd)
+    p = {"u": rng.normal(size=3), "v": rng.normal(size=3)}
+    g = wg.grad(lambda p: weighted(2.0, p))(p)
+    np.testing.assert_allclose(g["u"], 2.0 * p["v"], rtol=1e-15)
+    np.testing.assert_array_equal(g["v"], np.zeros(3))
+
+
+def test_custom_vjp_refuses_forward_mode_as_jax_does():
+    @wg.custom_vjp
+    def f(x):
+        return x * 2.0
+    f.defvjp(lambda x: (f(x), None), lambda res, g: (g * 2.0,))
+    assert wg.grad(f)(1.0) == 2.0
+    with pytest.raises(TypeError, match="custom_vjp function 'f' has no forward-mode rule"):
+        wg.jvp(f, (1.0,), (1.0,))
+
+
+def test_errors():
+    @wg.custom_jvp
+    def no_rule(x):
+        return x
+    with pytest.raises(TypeError, match="has no rule"):
+        no_rule(2.0)                              # (as in JAX, even on plain numbers)
+    with pytest.raises(TypeError, match=r"has no rule: declare it with @no_rule\.defjvp"):
+        wg.grad(no_rule)(1.0)
+
+    @wg.custom_vjp
+    def g(x):
+        return x * x
+    with pytest.raises(TypeError, match=r"declare it with g\.defvjp\(fwd, bwd\)"):
+        wg.grad(g)(1.0)
+    g.defvjp(lambda x: g(x), lambda res, ct: (ct,))
+    with pytest.raises(TypeError, match=r"fwd must return \(output, residuals\)"):
+        wg.grad(g)(1.0)
+    g.defvjp(lambda x: (g(x), None), lambda res, ct: (ct, ct))
+    with pytest.raises(TypeError, match=r"one cotangent per differentiable argument \(1\)"):
+        wg.grad(g)(1.0)
+
+    @wg.custom_jvp
+    def pair(x):
+        return (x, x)
+    pair.defjvp(lambda p, t: (pair(*p), t))
+    with pytest.raises(TypeError, match="must return one array or number"):
+        wg.grad(lambda x: pair(x)[0])(1.0)
+    with pytest.raises(TypeError, match="decorates a function"):
+        wg.custom_vjp(3.0)

@@ -1,0 +1,260 @@
+"""JAX's custom derivatives, `custom_jvp` and `custom_vjp`, as wengert primitives.
+
+Code written for JAX declares a function's derivative with decorators::
+
+    @wg.custom_jvp                      @wg.custom_vjp
+    def f(x, y): ...                    def f(x, y): ...
+    @f.defjvp                           f.defvjp(f_fwd, f_bwd)
+    def f_jvp(primals, tangents):       #   f_fwd(x, y) -> (out, residuals)
+        ... return out, tangent_out     #   f_bwd(residuals, g) -> (x_bar, y_bar)
+
+Each decorated function becomes one primitive (`wg.primitive`) whose arguments are the
+leaves of f's arguments, so f's arguments may be pytrees of arrays; f returns one array
+or number.  A `custom_jvp` rule serves reverse mode too: its tangent is linear in the
+tangents, and the reverse sweep takes the transpose of that linear map (the VJP of the
+rule along the tangents), as JAX does.  A `custom_vjp` function, as in JAX, has no
+forward mode.  Its ``f_fwd`` runs again in the reverse sweep to give ``f_bwd`` its
+residuals (the forward sweep keeps only f's arguments and result, as for every
+primitive).  Rules written with wengert's functions (wengert.numpy) differentiate again,
+to any order.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from .graph.node import Node
+from .primitives.array import zeros_like
+from .primitives.registry import primitive
+from .tree import dict_keys, flatten, unflatten
+
+__all__ = ["custom_jvp", "custom_vjp"]
+
+
+class _Layout:
+    """How a call's leaves and its non-differentiable arguments make f's arguments again:
+    a primitive parameter, compared by identity (no two calls are merged by interning)."""
+
+    __slots__ = ("tree", "fixed", "nondiff")
+
+    def __init__(self, tree, fixed, nondiff):
+        self.tree, self.fixed, self.nondiff = tree, fixed, nondiff
+
+    def arguments(self, leaves):
+        """f's positional arguments from the differentiable ones' leaves."""
+        diff = iter(unflatten(self.tree, leaves))
+        return tuple(self.fixed[k] if k in self.nondiff else next(diff)
+                     for k in range(len(self.fixed)))
+
+    def split(self, args):
+        """(the non-differentiable arguments, in order; the differentiable ones)."""
+        return ([args[k] for k in self.nondiff],
+                [a for k, a in enumerate(args) if k not in self.nondiff])
+
+    def __repr__(self):
+        return "..."
+
+
+def _leaves_like(ct, arg) -> list:
+    """A cotangent's leaves in the layout of its argument's, None where the cotangent (or
+    a subtree of it) is None: JAX's bwd may say "zero" for any part."""
+    if ct is None:
+        return [None] * len(flatten(arg)[0])
+    if arg is None:
+        return []
+    if type(arg) is dict:
+        if set(ct) != set(arg):
+            raise KeyError(set(ct) ^ set(arg))
+        return [x for k in dict_keys(arg) for x in _leaves_like(ct[k], arg[k])]
+    if isinstance(arg, (tuple, list)):
+        if not isinstance(ct, (tuple, list)) or len(ct) != len(arg):
+            raise ValueError("length")
+        return [x for c, a in zip(ct, arg) for x in _leaves_like(c, a)]
+    return [ct]
+
+
+class _Custom:
+    """What custom_jvp and custom_vjp share: binding a call's arguments, the primitive,
+    and calling f directly where nothing is traced."""
+
+    kind = ""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        if not callable(fun):
+            raise TypeError(f"{self.kind} decorates a function, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(set(nondiff_argnums)))
+        self._signature = inspect.signature(fun)
+
+        def evaluate(*leaves, layout):
+            out = fun(*layout.arguments(leaves))
+            if type(out) is not Node and not isinstance(out, (int, float, complex,
+                                                              np.ndarray, np.generic)):
+                raise TypeError(f"{self.kind} function {self.__name__!r} returned a "
+                                f"{type(out).__name__}: here it must return one array or "
+                                "number (stack several results into one array)")
+            return out
+        self._prim = primitive(evaluate, name=getattr(fun, "__name__", "custom"))
+
+    def _rules_missing(self):
+        raise NotImplementedError
+
+    def __call__(self, *args, **kwargs):
+        self._rules_missing()
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        if bound.kwargs:
+            raise TypeError(f"{self.kind} function {self.__name__!r}: keyword-only "
+                            "parameters are not supported; make them positional")
+        args = bound.args
+        for k in self.nondiff_argnums:
+            if k >= len(args):
+                raise ValueError(f"{self.kind}: nondiff_argnums holds {k}, but "
+                                 f"{self.__name__!r} got {len(args)} arguments")
+        layout = _Layout(None, args, self.nondiff_argnums)
+        fixed, diff = layout.split(args)
+        if any(type(x) is Node for x in flatten(fixed)[0]):
+            raise TypeError(f"{self.kind} function {self.__name__!r}: an argument in "
+                            "nondiff_argnums holds a traced value, whose derivative would "
+                            "be lost; leave it out of nondiff_argnums")
+        leaves, layout.tree = flatten(diff)
+        if not any(type(x) is Node for x in leaves):
+            return self.fun(*args)
+        return self._prim(*leaves, layout=layout)
+
+
+class custom_jvp(_Custom):
+    """A function with a forward-mode rule of its own, as JAX's ``jax.custom_jvp``:
+    ``f.defjvp(rule)`` with ``rule(primals, tangents) -> (f(*primals), tangent_out)``,
+    primals and tangents tuples of f's arguments (a tangent is zeros where it is zero).
+    Reverse mode transposes the rule's linear map, so `wg.grad` works as well;
+    `nondiff_argnums` are arguments without derivative (settings), passed to the rule in
+    front of the primals, as in JAX.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> @wg.custom_jvp
+        ... def softplus(x):
+        ...     return wnp.logaddexp(0.0, x)
+        >>> @softplus.defjvp
+        ... def softplus_jvp(primals, tangents):
+        ...     x, = primals
+        ...     t, = tangents
+        ...     y = softplus(x)
+        ...     return y, t * wnp.exp(x - y)              # the logistic function, stably
+        >>> wg.grad(softplus)(800.0), float(wg.jvp(softplus, (0.0,), (2.0,))[1])
+        (1.0, 1.0)
+    """
+
+    kind = "custom_jvp"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
+
+    def defjvp(self, jvp):
+        """Declare the rule (usable as a decorator; returns it)."""
+        if not callable(jvp):
+            raise TypeError(f"defjvp takes the rule, a function, got {type(jvp).__name__}")
+        self.jvp = jvp
+        rule = jvp
+
+        def tangent(ts, *args, layout):        # (args: the leaves, then the result)
+            leaves = args[:-1]
+            fixed, primals = layout.split(layout.arguments(leaves))
+            tangents = layout.split(layout.arguments(
+                [zeros_like(x) if t is None else t for x, t in zip(leaves, ts)]))[1]
+            return rule(*fixed, tuple(primals), tuple(tangents))[1]
+
+        def transpose(g, *args, layout):
+            from .api import vjp
+            leaves = args[:-1]
+            fixed, primals = layout.split(layout.arguments(leaves))
+
+            def linear(*ts):
+                return rule(*fixed, tuple(primals), tuple(layout.split(
+                    layout.arguments(ts))[1]))[1]
+            zeros = [zeros_like(x) for x in leaves]
+            cts = vjp(linear, *zeros)[1](g)
+            return tuple(cts)
+
+        self._prim.defjvp(tangent)
+        self._prim.defvjp(transpose)
+        return jvp
+
+    def _rules_missing(self):
+        if self.jvp is None:
+            raise TypeError(f"custom_jvp function {self.__name__!r} has no rule: declare "
+                            f"it with @{self.__name__}.defjvp")
+
+
+class custom_vjp(_Custom):
+    """A function with a reverse-mode rule of its own, as JAX's ``jax.custom_vjp``:
+    ``f.defvjp(fwd, bwd)`` with ``fwd(*args) -> (f(*args), residuals)`` and
+    ``bwd(residuals, g) -> (one cotangent per argument)`` (None where zero); with
+    `nondiff_argnums`, bwd takes those arguments first, as in JAX.  fwd runs again in
+    the reverse sweep (see the module).  It has no forward mode, as in JAX.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> @wg.custom_vjp
+        ... def clip_gradient(x):
+        ...     return x
+        >>> def fwd(x):
+        ...     return x, None
+        >>> def bwd(res, g):
+        ...     return (wnp.clip(g, -1.0, 1.0),)
+        >>> clip_gradient.defvjp(fwd, bwd)
+        >>> wg.grad(lambda x: wnp.sum(clip_gradient(x) * 5.0))(np.ones(2))
+        array([1., 1.])
+    """
+
+    kind = "custom_vjp"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd):
+        """Declare the rule: fwd gives the result and the residuals, bwd the cotangents."""
+        if not callable(fwd) or not callable(bwd):
+            raise TypeError("defvjp takes two functions, fwd and bwd")
+        self.fwd, self.bwd = fwd, bwd
+        name = self.__name__
+
+        def cotangents(g, *args, layout):       # (args: the leaves, then the result)
+            args = layout.arguments(args[:-1])
+            fixed, diff = layout.split(args)
+            found = fwd(*args)
+            if not isinstance(found, tuple) or len(found) != 2:
+                raise TypeError(f"custom_vjp {name!r}: fwd must return (output, residuals), "
+                                f"got {type(found).__name__}")
+            cts = bwd(*fixed, found[1], g)
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
+                raise TypeError(f"custom_vjp {name!r}: bwd must return a tuple with one "
+                                f"cotangent per differentiable argument ({len(diff)}), got "
+                                f"{cts!r:.60}")
+            out = []
+            for k, (arg, ct) in enumerate(zip(diff, cts)):
+                try:
+                    out += _leaves_like(ct, arg)
+                except (KeyError, TypeError, ValueError):
+                    raise TypeError(f"custom_vjp {name!r}: bwd's cotangent {k} does not have "
+                                    f"the structure of its argument: {ct!r:.60}") from None
+            return tuple(out)
+
+        def no_forward_mode(ts, *rest, layout):
+            raise TypeError(f"custom_vjp function {name!r} has no forward-mode rule (as in "
+                            "JAX): use reverse mode (wg.grad, wg.vjp, wg.jacrev), or "
+                            "declare it with wg.custom_jvp")
+
+        self._prim.defvjp(cotangents)
+        self._prim.defjvp(no_forward_mode)
+
+    def _rules_missing(self):
+        if self.fwd is None:
+            raise TypeError(f"custom_vjp function {self.__name__!r} has no rule: declare "
+                            f"it with {self.__name__}.defvjp(fwd, bwd)")
