@@ -138,6 +138,17 @@ def test_custom_vjp_refuses_forward_mode_as_jax_does():
         wg.jvp(f, (1.0,), (1.0,))
 
 
+def test_a_function_named_like_a_built_in_primitive_is_its_own():
+    @wg.custom_jvp
+    def logsumexp(x):
+        return wnp.log(wnp.sum(wnp.exp(x)))
+    logsumexp.defjvp(lambda p, t: (logsumexp(*p), wnp.sum(wnp.exp(p[0] - logsumexp(*p))
+                                                           * t[0])))
+    x = np.array([0.0, np.log(3.0)])
+    np.testing.assert_allclose(wg.grad(logsumexp)(x), [0.25, 0.75], rtol=1e-15)
+    assert "logsumexp_user" in str(wg.trace(logsumexp, x))
+
+
 def test_errors():
     @wg.custom_jvp
     def no_rule(x):

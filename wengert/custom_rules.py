@@ -97,7 +97,9 @@ class _Custom:
                                 f"{type(out).__name__}: here it must return one array or "
                                 "number (stack several results into one array)")
             return out
-        self._prim = primitive(evaluate, name=getattr(fun, "__name__", "custom"))
+        # (named as f, or f_user where f's name is a built-in's, as wg.primitive does)
+        evaluate.__name__ = getattr(fun, "__name__", "custom")
+        self._prim = primitive(evaluate)
 
     def _rules_missing(self):
         raise NotImplementedError

@@ -91,7 +91,7 @@ class IndexUpdate:
         _check_hints("add", hints)
         import wengert.numpy as wnp
         x, v = self.x, self._values(values)
-        target = _target_shape(A.shape_of(x), self.index)
+        target = A.index_shape(A.shape_of(x), self.index)
         added = x + A.index_add(wnp.broadcast_to(v, target), index=self.index,
                                 shape=A.shape_of(x))
         return wnp.astype(added, A.dtype_of(x))
@@ -180,12 +180,6 @@ def _check_hints(method, hints):
                 "bounds is not supported; wengert follows NumPy, where such an index raises "
                 "IndexError")
         raise TypeError(f"x.at[...].{method}() got an unexpected keyword argument {key!r}")
-
-
-def _target_shape(shape, index):
-    """The shape of ``x[index]`` for an x of `shape`, without an array of that size."""
-    stand_in = _np.broadcast_to(_np.zeros((), dtype=_np.int8), shape)
-    return stand_in[A.decode_index(index)].shape
 
 
 def _repeats(shape, index):

@@ -388,15 +388,22 @@ def _index_set(x, v, index):
     return out
 
 
+def index_shape(shape, index):
+    """The shape of ``x[index]`` for an x of `shape` (`index` encoded), without an array
+    of that size."""
+    stand_in = np.broadcast_to(np.zeros((), dtype=np.int8), shape)
+    return stand_in[decode_index(index)].shape
+
+
 def _written(index, shape):
     """Which elements of ``x[index]`` an assignment ``x[index] = v`` leaves in place, as a
     float mask of x[index]'s shape, or None for all of them: an index array that repeats an
     element writes it several times and only one write stays (NumPy's choice, found by
     making the same assignment)."""
+    target = index_shape(shape, index)
     index = decode_index(index)
     if not any(isinstance(i, np.ndarray) and i.dtype != bool for i in index):
         return None                     # (basic indexing and masks name each element once)
-    target = np.empty(shape, dtype=np.int8)[index].shape
     order = np.arange(math.prod(target)).reshape(target)
     slot = np.full(shape, -1, dtype=np.int64)
     slot[index] = order

@@ -443,8 +443,7 @@ def _index_set(args, mapped, node):
     (x, v), index = args, node.params["index"]
     size = _size(args, mapped)
     x = batched(x, mapped[0], size)
-    one = node.args[0].shape
-    target = np.broadcast_to(np.zeros((), dtype=np.int8), one)[A.decode_index(index)].shape
+    target = A.index_shape(node.args[0].shape, index)
     at = _batch_lands_at(index)
     if mapped[1]:
         v = broadcast_to(lift_rank(v, True, len(target)), shape=(size,) + target)
