@@ -59,8 +59,8 @@ SPECIAL = {
                       (lambda: np.float64(uniform(1.5, 5, 1)[0]),)),
 }
 PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma", "psi",
-              "polygamma1", "polygamma3", "gamma", "expit", "logit", "ndtr", "log_ndtr",
-              "xlogy", "xlog1py"}
+              "polygamma1", "polygamma3", "gamma", "rgamma", "expit", "logit", "ndtr",
+              "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln"}
 
 
 def _args(name):
@@ -143,6 +143,45 @@ def test_xlogy_at_zero():
     assert wg.grad(special.xlogy, argnums=(0, 1))(2.0, 4.0) == (math.log(4.0), 0.5)
 
 
+def test_rgamma_beta_and_betaln_are_scipys_at_poles_infinities_and_large_arguments():
+    # (once compositions: 1/gamma was nan at the poles of Γ, and gammaln(a) + gammaln(b) -
+    # gammaln(a + b) nan at poles and infinities and without digits for a large argument)
+    edge = np.array([0.0, -1.0, -2.0, -3.5, -np.inf, -1e300, 1e-300, 2.5, 200.0, np.inf, np.nan])
+    a, b = (g.ravel() for g in np.meshgrid(edge, np.append(edge, [1e15, 2.0])))
+    for f, ref, args in ((special.rgamma, sc.rgamma, (edge,)), (special.beta, sc.beta, (a, b)),
+                         (special.betaln, sc.betaln, (a, b))):
+        with np.errstate(all="ignore"):
+            expected = ref(*args)
+            for got in (f(*[wg.Graph().input(x) for x in args]).value,
+                        wg.compile(f, *args)(*args)):
+                np.testing.assert_array_equal(got, expected)
+    assert wg.trace(special.betaln, 1e15, 2.0)(1e15, 2.0) == pytest.approx(
+        -math.log(1e15 * (1e15 + 1)), rel=1e-15)
+
+
+def test_rgamma_derivative_at_the_poles_of_gamma():
+    # 1/Γ(x) ≈ (-1)ⁿn!(x + n) at x = -n: slope (-1)ⁿn!, not -ψ(x)/Γ(x) = 0·nan
+    for n in range(5):
+        assert wg.grad(special.rgamma)(-float(n)) == pytest.approx((-1) ** n * math.factorial(n),
+                                                                   rel=1e-14)
+    d1 = wg.grad(special.rgamma)
+    for x in (-2.0, -1.0, 0.0, 0.5, 0.7):        # the second derivative, across the branches
+        assert wg.grad(d1)(x) == pytest.approx(fd_derivative(d1, x, 1e-5), rel=1e-7, abs=1e-8)
+
+
+def test_abstract_dtypes_are_the_ones_scipys_ufuncs_give():
+    # SciPy's ufuncs pick their loops their own way (float64 beside a Python number, for
+    # float16, for (float32, bool)): compile's abstract values must say what they give
+    f32, f16 = np.array([0.5, 0.25], np.float32), np.array([0.5, 0.25], np.float16)
+    cases = [(special.xlogy, (f32, 0.5)), (special.xlog1py, (2, f32)), (special.beta, (f32, True)),
+             (special.betaln, (f32, f32)), (special.erf, (f16,)), (special.erfinv, (np.int8([0]),)),
+             (special.gammaln, (np.array([True]),)), (special.xlogy, (f32, f32))]
+    for f, args in cases:
+        want = f(*args).dtype
+        assert wg.trace(lambda x: f(x, *args[1:]), args[0]).outputs[0].dtype == want
+        assert wg.compile(lambda x: f(x, *args[1:]), args[0])(args[0]).dtype == want
+
+
 @pytest.mark.parametrize("name", sorted(PRIMITIVES - {"polygamma1", "polygamma3"}))
 def test_float32_is_kept_as_scipy_keeps_it(name):
     f, ref, _ = SPECIAL[name]
@@ -178,6 +217,12 @@ def test_logsumexp_has_scipys_signature():
         assert_close(traced, expected, rtol=1e-14, atol=1e-14)
     check_grads(lambda a, b: special.logsumexp(a, axis=1, b=b), a, np.abs(b) + 0.1)
     assert_close(wg.grad(special.logsumexp)(a), sc.softmax(a), rtol=1e-14, atol=1e-15)
+    # a number is one element along axis 0, as SciPy reads it (it crashed on traced values)
+    for kw in ({}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"b": np.array([1.0, 2.0])}):
+        got = wg.compile(lambda a: special.logsumexp(a, **kw), np.array(2.0))(np.array(2.0))
+        want = sc.logsumexp(np.array(2.0), **kw)
+        assert np.shape(got) == np.shape(want) and got == pytest.approx(want, rel=1e-15)
+    assert wg.grad(lambda a: special.logsumexp(a, axis=0))(1.5) == 1.0
 
 
 def test_softmax_and_log_softmax_over_scipys_axes():
@@ -194,6 +239,16 @@ def test_softmax_and_log_softmax_over_scipys_axes():
             assert got.dtype == want.dtype
             tol = 2e-3 if want.dtype == np.float16 else 1e-14      # (float16: ~3 digits)
             assert_close(got, want, rtol=tol, atol=tol)
+    # SciPy's tuples of axes (refused on traced values once), and a number
+    x = rng.normal(size=(2, 3, 4))
+    for axis in ((0, 2), (-1, 0), (1,)):
+        for f, ref in ((special.softmax, sc.softmax), (special.log_softmax, sc.log_softmax)):
+            assert_close(wg.trace(lambda x: f(x, axis=axis), x)(x), ref(x, axis=axis),
+                         rtol=1e-14, atol=1e-14)
+            check_grads(lambda x: f(x, axis=axis), x)
+    for axis in (None, 0, -1):
+        assert wg.trace(lambda x: special.softmax(x, axis=axis), 2.5)(2.5) == 1.0
+        assert wg.trace(lambda x: special.log_softmax(x, axis=axis), 2.5)(2.5) == 0.0
 
 
 # ---- distributions -----------------------------------------------------------------------
@@ -341,14 +396,14 @@ def test_compile_agrees_with_eager():
 def test_c_backend_writes_what_math_h_has_and_refuses_the_rest():
     f = lambda x, y: (special.erf(x) + special.erfc(y) + special.gammaln(y) + special.gamma(y)
                       + special.expit(x) * special.logit(y / 3) + special.ndtr(x)
-                      + special.xlogy(x, y) + special.xlog1py(y, x))
+                      + special.xlogy(x, y) + special.xlog1py(y, x) + special.rgamma(y - 2))
     try:
         c = wg.compile(f, 0.3, 0.7, backend="c")
     except wg.staged.CompilerNotFound if hasattr(wg, "staged") else OSError:
         pytest.skip("no C compiler")
-    for a in ((0.3, 0.7), (-30.0, 2.5), (0.0, 1.2)):
+    for a in ((0.3, 0.7), (-30.0, 2.5), (0.0, 1.2), (0.3, 1.0)):     # (rgamma(-1) = 0)
         assert_close(c(*a), f(*a), rtol=1e-13, atol=1e-13)
-    for g in (special.digamma, special.erfinv, special.log_ndtr):
+    for g in (special.digamma, special.erfinv, special.log_ndtr, special.betaln):
         with pytest.raises(EmitError, match=f"SciPy's '{g.__name__}'"):
             wg.compile(g, 0.3, backend="c")
     with pytest.raises(EmitError, match="polygamma"):
