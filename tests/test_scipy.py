@@ -338,6 +338,88 @@ def test_outside_the_support_is_minus_inf_with_finite_derivatives():
     assert np.all(np.isfinite(wg.grad(lambda a: np.sum(stats.beta.logpdf(y[1:2], a, 3.0)))(2.0)))
 
 
+def test_invalid_parameters_give_nan_as_scipys():
+    # (SciPy's nan for scale <= 0, df <= 0, a or b <= 0, mu < 0; wengert gave -inf, 0 or
+    # numbers).  Valid and invalid entries side by side, traced and compiled.
+    with np.errstate(all="ignore"):      # (log 0, 0/0: SciPy's warnings too)
+        x, bad = np.array([0.5, 0.5, 0.5, 0.5]), np.array([1.5, 0.0, -1.0, np.nan])
+        cases = [(m, "norm", lambda m, p: m(x, 0.1, p)) for m in
+                 ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")]
+        cases += [(m, "t", lambda m, p: m(x, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "t", lambda m, p: m(x, 3.0, 0.0, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "gamma", lambda m, p: m(x, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "gamma", lambda m, p: m(x, 2.0, 0.0, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "beta", lambda m, p: m(x, p, 2.0)) for m in ("logpdf", "pdf")]
+        cases += [(m, "beta", lambda m, p: m(x, 2.0, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "poisson", lambda m, p: m(np.arange(4), p - 0.5))
+                  for m in ("logpmf", "pmf")]
+        for method, dist, call in cases:
+            ours = getattr(getattr(stats, dist), method)
+            expected = call(getattr(getattr(st, dist), method), bad)
+            assert np.isnan(expected[1:]).all()
+            for got in (wg.trace(lambda p: call(ours, p), bad)(bad),
+                        wg.compile(lambda p: call(ours, p), bad)(bad)):
+                assert_close(got, expected, rtol=1e-13, atol=0)      # (nan where SciPy's is)
+        assert np.isfinite(wg.grad(lambda s: np.sum(stats.norm.logpdf(x, 0.0, s)))(1.5))
+
+
+def test_nan_points_stay_nan_and_infinite_ones_are_outside():
+    with np.errstate(all="ignore"):      # (log 0, 0/0: SciPy's warnings too)
+        x = np.array([np.nan, np.inf, -np.inf, 0.5])
+        for dist, params in (("gamma", (2.0,)), ("beta", (2.0, 3.0)), ("t", (3.0,)),
+                             ("norm", ())):
+            ref = getattr(st, dist).logpdf(x, *params)
+            got = wg.trace(lambda x: getattr(stats, dist).logpdf(x, *params), x)(x)
+            assert_close(got, ref, rtol=1e-13, atol=0)
+        k = np.array([np.nan, 1.5, -1.0, 2.0])
+        assert_close(wg.trace(lambda m: stats.poisson.logpmf(k, m), 2.0)(2.0),
+                     st.poisson.logpmf(k, 2.0), rtol=1e-13, atol=0)
+
+
+def test_t_for_large_and_infinite_degrees_of_freedom():
+    # The gammaln difference cancelled for a large ν (5 digits lost at ν = 1e10), and at
+    # ν = inf gave nan where SciPy's is the normal density
+    import mpmath
+    x = np.array([-3.0, 0.5, 2.0])
+    for df in (5.0, 59.0, 61.0, 1e3, 1e6, 1e10, 1e300):
+        with mpmath.workdps(340):           # (log Γ(ν/2) is about 1e302 at ν = 1e300)
+            nu = mpmath.mpf(df)
+            exact = [float(mpmath.loggamma((nu + 1) / 2) - mpmath.loggamma(nu / 2)
+                           - mpmath.log(nu * mpmath.pi) / 2
+                           - (nu + 1) / 2 * mpmath.log1p(mpmath.mpf(v) ** 2 / nu)) for v in x]
+        assert_close(wg.trace(lambda d: stats.t.logpdf(x, d), df)(df), exact, rtol=2e-14, atol=0)
+    assert_close(wg.trace(lambda d: stats.t.logpdf(x, d), np.inf)(np.inf),
+                 st.norm.logpdf(x), rtol=1e-15, atol=0)
+    # the derivative in ν on both sides of the asymptotic series' threshold (ν = 60)
+    for df in (40.0, 59.5, 60.5, 150.0):
+        check_grads(lambda d: stats.t.logpdf(x, d, 0.2, 1.3), np.array(df), eps=1e-4)
+    assert_close(wg.grad(lambda x: np.sum(stats.t.logpdf(x, np.inf)))(x), -x, rtol=0, atol=0)
+
+
+def test_float32_stays_float32_with_python_number_parameters():
+    # (the default loc=0, scale=1 made it float64 through log(scale), and Python numbers
+    # beside float32 made SciPy's ufuncs compute in float64)
+    x = np.array([0.3, 0.6], np.float32)
+    calls = [lambda x: stats.norm.logpdf(x), lambda x: stats.norm.logcdf(x, 1, 2),
+             lambda x: stats.t.logpdf(x, 3), lambda x: stats.t.pdf(x, 100.0, scale=2),
+             lambda x: stats.gamma.logpdf(x, 2.5), lambda x: stats.beta.logpdf(x, 2, 3.5),
+             lambda x: stats.multivariate_normal.logpdf(x, cov=np.eye(2, dtype=np.float32))]
+    for f in calls:
+        assert wg.trace(f, x).outputs[0].dtype == np.float32
+        assert wg.compile(f, x)(x).dtype == np.float32
+        assert wg.grad(lambda x: np.sum(f(x)))(x).dtype == np.float32
+
+
+def test_multivariate_normal_reads_the_lower_triangle_and_infinite_points():
+    x, cov = np.array([[0.5, 1.0], [np.inf, 0.0]]), np.array([[1.0, 0.5], [0.1, 1.0]])
+    expected = st.multivariate_normal.logpdf(x, np.zeros(2), cov)      # (cov[1, 0] = 0.1)
+    for got in (wg.trace(lambda c: stats.multivariate_normal.logpdf(x, np.zeros(2), c), cov)(cov),
+                wg.trace(lambda x: stats.multivariate_normal.logpdf(x, np.zeros(2), cov), x)(x)):
+        assert_close(got, expected, rtol=1e-13, atol=0)
+    g = wg.grad(lambda c: stats.multivariate_normal.logpdf(x[0], np.zeros(2), c))(cov)
+    assert_close(g, g.T, rtol=0, atol=0)                # the symmetric derivative
+
+
 def test_poisson_in_mu():
     k = np.array([0, 1, 3, 7, -1])
     mu = 2.5
