@@ -59,8 +59,8 @@ SPECIAL = {
                       (lambda: np.float64(uniform(1.5, 5, 1)[0]),)),
 }
 PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma", "psi",
-              "polygamma1", "polygamma3", "gamma", "expit", "logit", "ndtr", "log_ndtr",
-              "xlogy", "xlog1py"}
+              "polygamma1", "polygamma3", "gamma", "rgamma", "expit", "logit", "ndtr",
+              "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln"}
 
 
 def _args(name):
@@ -143,6 +143,45 @@ def test_xlogy_at_zero():
     assert wg.grad(special.xlogy, argnums=(0, 1))(2.0, 4.0) == (math.log(4.0), 0.5)
 
 
+def test_rgamma_beta_and_betaln_are_scipys_at_poles_infinities_and_large_arguments():
+    # (once compositions: 1/gamma was nan at the poles of Γ, and gammaln(a) + gammaln(b) -
+    # gammaln(a + b) nan at poles and infinities and without digits for a large argument)
+    edge = np.array([0.0, -1.0, -2.0, -3.5, -np.inf, -1e300, 1e-300, 2.5, 200.0, np.inf, np.nan])
+    a, b = (g.ravel() for g in np.meshgrid(edge, np.append(edge, [1e15, 2.0])))
+    for f, ref, args in ((special.rgamma, sc.rgamma, (edge,)), (special.beta, sc.beta, (a, b)),
+                         (special.betaln, sc.betaln, (a, b))):
+        with np.errstate(all="ignore"):
+            expected = ref(*args)
+            for got in (f(*[wg.Graph().input(x) for x in args]).value,
+                        wg.compile(f, *args)(*args)):
+                np.testing.assert_array_equal(got, expected)
+    assert wg.trace(special.betaln, 1e15, 2.0)(1e15, 2.0) == pytest.approx(
+        -math.log(1e15 * (1e15 + 1)), rel=1e-15)
+
+
+def test_rgamma_derivative_at_the_poles_of_gamma():
+    # 1/Γ(x) ≈ (-1)ⁿn!(x + n) at x = -n: slope (-1)ⁿn!, not -ψ(x)/Γ(x) = 0·nan
+    for n in range(5):
+        assert wg.grad(special.rgamma)(-float(n)) == pytest.approx((-1) ** n * math.factorial(n),
+                                                                   rel=1e-14)
+    d1 = wg.grad(special.rgamma)
+    for x in (-2.0, -1.0, 0.0, 0.5, 0.7):        # the second derivative, across the branches
+        assert wg.grad(d1)(x) == pytest.approx(fd_derivative(d1, x, 1e-5), rel=1e-7, abs=1e-8)
+
+
+def test_abstract_dtypes_are_the_ones_scipys_ufuncs_give():
+    # SciPy's ufuncs pick their loops their own way (float64 beside a Python number, for
+    # float16, for (float32, bool)): compile's abstract values must say what they give
+    f32, f16 = np.array([0.5, 0.25], np.float32), np.array([0.5, 0.25], np.float16)
+    cases = [(special.xlogy, (f32, 0.5)), (special.xlog1py, (2, f32)), (special.beta, (f32, True)),
+             (special.betaln, (f32, f32)), (special.erf, (f16,)), (special.erfinv, (np.int8([0]),)),
+             (special.gammaln, (np.array([True]),)), (special.xlogy, (f32, f32))]
+    for f, args in cases:
+        want = f(*args).dtype
+        assert wg.trace(lambda x: f(x, *args[1:]), args[0]).outputs[0].dtype == want
+        assert wg.compile(lambda x: f(x, *args[1:]), args[0])(args[0]).dtype == want
+
+
 @pytest.mark.parametrize("name", sorted(PRIMITIVES - {"polygamma1", "polygamma3"}))
 def test_float32_is_kept_as_scipy_keeps_it(name):
     f, ref, _ = SPECIAL[name]
@@ -178,6 +217,12 @@ def test_logsumexp_has_scipys_signature():
         assert_close(traced, expected, rtol=1e-14, atol=1e-14)
     check_grads(lambda a, b: special.logsumexp(a, axis=1, b=b), a, np.abs(b) + 0.1)
     assert_close(wg.grad(special.logsumexp)(a), sc.softmax(a), rtol=1e-14, atol=1e-15)
+    # a number is one element along axis 0, as SciPy reads it (it crashed on traced values)
+    for kw in ({}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"b": np.array([1.0, 2.0])}):
+        got = wg.compile(lambda a: special.logsumexp(a, **kw), np.array(2.0))(np.array(2.0))
+        want = sc.logsumexp(np.array(2.0), **kw)
+        assert np.shape(got) == np.shape(want) and got == pytest.approx(want, rel=1e-15)
+    assert wg.grad(lambda a: special.logsumexp(a, axis=0))(1.5) == 1.0
 
 
 def test_softmax_and_log_softmax_over_scipys_axes():
@@ -194,6 +239,16 @@ def test_softmax_and_log_softmax_over_scipys_axes():
             assert got.dtype == want.dtype
             tol = 2e-3 if want.dtype == np.float16 else 1e-14      # (float16: ~3 digits)
             assert_close(got, want, rtol=tol, atol=tol)
+    # SciPy's tuples of axes (refused on traced values once), and a number
+    x = rng.normal(size=(2, 3, 4))
+    for axis in ((0, 2), (-1, 0), (1,)):
+        for f, ref in ((special.softmax, sc.softmax), (special.log_softmax, sc.log_softmax)):
+            assert_close(wg.trace(lambda x: f(x, axis=axis), x)(x), ref(x, axis=axis),
+                         rtol=1e-14, atol=1e-14)
+            check_grads(lambda x: f(x, axis=axis), x)
+    for axis in (None, 0, -1):
+        assert wg.trace(lambda x: special.softmax(x, axis=axis), 2.5)(2.5) == 1.0
+        assert wg.trace(lambda x: special.log_softmax(x, axis=axis), 2.5)(2.5) == 0.0
 
 
 # ---- distributions -----------------------------------------------------------------------
@@ -283,6 +338,90 @@ def test_outside_the_support_is_minus_inf_with_finite_derivatives():
     assert np.all(np.isfinite(wg.grad(lambda a: np.sum(stats.beta.logpdf(y[1:2], a, 3.0)))(2.0)))
 
 
+def test_invalid_parameters_give_nan_as_scipys():
+    # (SciPy's nan for scale <= 0, df <= 0, a or b <= 0, mu < 0; wengert gave -inf, 0 or
+    # numbers).  Valid and invalid entries side by side, traced and compiled.
+    with np.errstate(all="ignore"):      # (log 0, 0/0: SciPy's warnings too)
+        x, bad = np.array([0.5, 0.5, 0.5, 0.5]), np.array([1.5, 0.0, -1.0, np.nan])
+        cases = [(m, "norm", lambda m, p: m(x, 0.1, p)) for m in
+                 ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")]
+        cases += [(m, "t", lambda m, p: m(x, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "t", lambda m, p: m(x, 3.0, 0.0, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "gamma", lambda m, p: m(x, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "gamma", lambda m, p: m(x, 2.0, 0.0, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "beta", lambda m, p: m(x, p, 2.0)) for m in ("logpdf", "pdf")]
+        cases += [(m, "beta", lambda m, p: m(x, 2.0, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "poisson", lambda m, p: m(np.arange(4), p - 0.5))
+                  for m in ("logpmf", "pmf")]
+        for method, dist, call in cases:
+            ours = getattr(getattr(stats, dist), method)
+            expected = call(getattr(getattr(st, dist), method), bad)
+            assert np.isnan(expected[1:]).all()
+            for got in (wg.trace(lambda p: call(ours, p), bad)(bad),
+                        wg.compile(lambda p: call(ours, p), bad)(bad)):
+                assert_close(got, expected, rtol=1e-13, atol=0)      # (nan where SciPy's is)
+        assert np.isfinite(wg.grad(lambda s: np.sum(stats.norm.logpdf(x, 0.0, s)))(1.5))
+
+
+def test_nan_points_stay_nan_and_infinite_ones_are_outside():
+    with np.errstate(all="ignore"):      # (log 0, 0/0: SciPy's warnings too)
+        x = np.array([np.nan, np.inf, -np.inf, 0.5])
+        for dist, params in (("gamma", (2.0,)), ("beta", (2.0, 3.0)), ("t", (3.0,)),
+                             ("norm", ())):
+            ref = getattr(st, dist).logpdf(x, *params)
+            got = wg.trace(lambda x: getattr(stats, dist).logpdf(x, *params), x)(x)
+            assert_close(got, ref, rtol=1e-13, atol=0)
+        k = np.array([np.nan, 1.5, -1.0, 2.0])
+        assert_close(wg.trace(lambda m: stats.poisson.logpmf(k, m), 2.0)(2.0),
+                     st.poisson.logpmf(k, 2.0), rtol=1e-13, atol=0)
+
+
+def test_t_for_large_and_infinite_degrees_of_freedom():
+    # The gammaln difference cancelled for a large ν (5 digits lost at ν = 1e10), and at
+    # ν = inf gave nan where SciPy's is the normal density
+    import mpmath
+    x = np.array([-3.0, 0.5, 2.0])
+    for df in (5.0, 59.0, 61.0, 1e3, 1e6, 1e10, 1e300):
+        with mpmath.workdps(340):           # (log Γ(ν/2) is about 1e302 at ν = 1e300)
+            nu = mpmath.mpf(df)
+            exact = [float(mpmath.loggamma((nu + 1) / 2) - mpmath.loggamma(nu / 2)
+                           - mpmath.log(nu * mpmath.pi) / 2
+                           - (nu + 1) / 2 * mpmath.log1p(mpmath.mpf(v) ** 2 / nu)) for v in x]
+        assert_close(wg.trace(lambda d: stats.t.logpdf(x, d), df)(df), exact, rtol=2e-14, atol=0)
+    assert_close(wg.trace(lambda d: stats.t.logpdf(x, d), np.inf)(np.inf),
+                 st.norm.logpdf(x), rtol=1e-15, atol=0)
+    # the derivative in ν on both sides of the asymptotic series' threshold (ν = 60)
+    for df in (40.0, 59.5, 60.5, 150.0):
+        check_grads(lambda d: stats.t.logpdf(x, d, 0.2, 1.3), np.array(df), eps=1e-4)
+    assert_close(wg.grad(lambda x: np.sum(stats.t.logpdf(x, np.inf)))(x), -x, rtol=0, atol=0)
+
+
+def test_float32_stays_float32_with_python_number_parameters():
+    # (the default loc=0, scale=1 made it float64 through log(scale), and Python numbers
+    # beside float32 made SciPy's ufuncs compute in float64)
+    x = np.array([0.3, 0.6], np.float32)
+    calls = [lambda x: stats.norm.logpdf(x), lambda x: stats.norm.logcdf(x, 1, 2),
+             lambda x: stats.t.logpdf(x, 3), lambda x: stats.t.pdf(x, 100.0, scale=2),
+             lambda x: stats.gamma.logpdf(x, 2.5), lambda x: stats.beta.logpdf(x, 2, 3.5),
+             lambda x: stats.multivariate_normal.logpdf(x, cov=np.eye(2, dtype=np.float32))]
+    for f in calls:
+        assert wg.trace(f, x).outputs[0].dtype == np.float32
+        assert wg.compile(f, x)(x).dtype == np.float32
+        assert wg.grad(lambda x: np.sum(f(x)))(x).dtype == np.float32
+
+
+def test_multivariate_normal_reads_the_lower_triangle_and_infinite_points():
+    x, cov = np.array([[0.5, 1.0], [np.inf, 0.0]]), np.array([[1.0, 0.5], [0.1, 1.0]])
+    expected = st.multivariate_normal.logpdf(x, np.zeros(2), cov)      # (cov[1, 0] = 0.1)
+    with np.errstate(invalid="ignore"):         # (the solve's inf - inf, then replaced)
+        got = (wg.trace(lambda c: stats.multivariate_normal.logpdf(x, np.zeros(2), c), cov)(cov),
+               wg.trace(lambda x: stats.multivariate_normal.logpdf(x, np.zeros(2), cov), x)(x))
+    for g in got:
+        assert_close(g, expected, rtol=1e-13, atol=0)
+    g = wg.grad(lambda c: stats.multivariate_normal.logpdf(x[0], np.zeros(2), c))(cov)
+    assert_close(g, g.T, rtol=0, atol=0)                # the symmetric derivative
+
+
 def test_poisson_in_mu():
     k = np.array([0, 1, 3, 7, -1])
     mu = 2.5
@@ -341,14 +480,14 @@ def test_compile_agrees_with_eager():
 def test_c_backend_writes_what_math_h_has_and_refuses_the_rest():
     f = lambda x, y: (special.erf(x) + special.erfc(y) + special.gammaln(y) + special.gamma(y)
                       + special.expit(x) * special.logit(y / 3) + special.ndtr(x)
-                      + special.xlogy(x, y) + special.xlog1py(y, x))
+                      + special.xlogy(x, y) + special.xlog1py(y, x) + special.rgamma(y - 2))
     try:
         c = wg.compile(f, 0.3, 0.7, backend="c")
     except wg.staged.CompilerNotFound if hasattr(wg, "staged") else OSError:
         pytest.skip("no C compiler")
-    for a in ((0.3, 0.7), (-30.0, 2.5), (0.0, 1.2)):
+    for a in ((0.3, 0.7), (-30.0, 2.5), (0.0, 1.2), (0.3, 1.0)):     # (rgamma(-1) = 0)
         assert_close(c(*a), f(*a), rtol=1e-13, atol=1e-13)
-    for g in (special.digamma, special.erfinv, special.log_ndtr):
+    for g in (special.digamma, special.erfinv, special.log_ndtr, special.betaln):
         with pytest.raises(EmitError, match=f"SciPy's '{g.__name__}'"):
             wg.compile(g, 0.3, backend="c")
     with pytest.raises(EmitError, match="polygamma"):

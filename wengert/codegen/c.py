@@ -47,6 +47,7 @@ _FUNCTIONS = {S.sqrt: "sqrt", S.cbrt: "cbrt", S.exp: "exp", S.log: "log", S.log1
               S.logaddexp: "wg_logaddexp", S.logaddexp2: "wg_logaddexp2", relu: "wg_relu",
               S.floor: "floor", S.ceil: "ceil", S.trunc: "trunc",
               SP.erf: "erf", SP.erfc: "erfc", SP.gammaln: "lgamma", SP.gamma: "tgamma",
+              SP.rgamma: "wg_rgamma",
               SP.expit: "wg_expit", SP.logit: "wg_logit", SP.ndtr: "wg_ndtr",
               SP.xlogy: "wg_xlogy", SP.xlog1py: "wg_xlog1py"}
 _TEMPLATES = {S.cotan: "(1.0/tan({0}))", S.select: "({0} ? {1} : {2})",
@@ -78,8 +79,11 @@ static double wg_logaddexp(double x, double y)
     if (x == y) return x + 0.693147180559945309417232121458;
     return d > 0 ? x + log1p(exp(-d)) : d <= 0 ? y + log1p(exp(d)) : d;
 }""",
-    # SciPy's special functions that <math.h> can write (digamma, polygamma, erfinv and
-    # log_ndtr it cannot: apply refuses them by name)
+    # SciPy's special functions that <math.h> can write (digamma, polygamma, erfinv,
+    # log_ndtr, and betaln and beta without lgamma's cancellation, it cannot: apply refuses
+    # them by name)
+    "wg_rgamma": "static double wg_rgamma(double x) "
+                 "{ return (x <= 0.0 && x == floor(x)) ? 0.0 : 1.0 / tgamma(x); }",
     "wg_expit": "static double wg_expit(double x) "
                 "{ return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }",
     "wg_logit": "static double wg_logit(double p) { return log(p / (1.0 - p)); }",

@@ -159,7 +159,10 @@ def _shifted_exp(x, m, axis):
     """(exp(x - m), its sum over `axis`, kept): with m from `_finite_max`, the pieces of
     logsumexp (m + log(sum)) and of softmax (exp / sum), without overflow."""
     e = np.subtract(x, m)
-    np.exp(e, out=e)
+    if type(e) is np.ndarray:
+        np.exp(e, out=e)
+    else:                       # (a 0-d x gives a NumPy scalar, which out= cannot take)
+        e = np.exp(e)
     return e, np.add.reduce(e, axis=axis, keepdims=True)
 
 

@@ -98,6 +98,10 @@ class Primitive:
         #                                     the reference its rules are tested against,
         #                                     and Taylor mode's route where it has no rule
         self.builtin = False                # declared by wengert itself (not replaceable)
+        self.ufunc = None                   # () -> the ufunc `impl` calls, or None: its
+        #                                     loops decide the result dtype where they do
+        #                                     not follow NumPy's promotion (SciPy's give
+        #                                     float64 for float32 and a Python float)
         self.elementwise = False            # a built-in acting element by element with
         #                                     broadcasting (scalarised by compile; its int
         #                                     literals meet floats as floats)
@@ -337,6 +341,11 @@ def elementwise_aval(op, args):
     if op.dtype_rule == "bool":
         return shape, np.dtype(np.bool_)
     weak = [is_weak(a) for a in args]
+    ufunc = op.ufunc() if op.ufunc is not None else None
+    if ufunc is not None:
+        found = numpy_dtype(ufunc, args, weak)
+        if found is not None:
+            return shape, found
     if type(op.impl) is np.ufunc:
         for a, w in zip(args, weak):
             if a.dtype.kind in "biu" and not w:

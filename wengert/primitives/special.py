@@ -1,7 +1,7 @@
 """Special functions (SciPy's `scipy.special`) as elementwise primitives, for
-`wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, expit, logit, ndtr,
-log_ndtr, xlogy and xlog1py; and NumPy's i0 (for `wengert.numpy.i0`), with i1, its
-derivative.
+`wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, rgamma, betaln,
+beta, expit, logit, ndtr, log_ndtr, xlogy and xlog1py; and NumPy's i0 (for
+`wengert.numpy.i0`), with i1, its derivative.
 
 Each is evaluated by SciPy's own ufunc, so a traced value equals SciPy's result; SciPy is
 imported on first evaluation, not here, so wengert imports without it (the error then
@@ -15,7 +15,8 @@ Partials, written with primitives as in scalar.py:
 
     d erf = 2/√π exp(-x²)        d gammaln = digamma          d polygamma(n) = polygamma(n+1)
     d erfinv = √π/2 exp(ans²)    d digamma = polygamma(1)     d expit = ans · expit(-x)
-    d i0 = i1                    d i1 = i0 - i1/x (1/2 at 0)
+    d i0 = i1                    d i1 = i0 - i1/x (1/2 at 0)  d rgamma = -ans · digamma
+    d betaln = (digamma(a) - digamma(a + b), digamma(b) - digamma(a + b)), d beta = ans · those
 
 Domains follow SciPy: gammaln of a negative non-integer is log|Γ(x)| (its derivative is
 still digamma), gamma and gammaln have poles at 0, -1, -2, ... (inf), erfinv is ±inf at ±1.
@@ -27,7 +28,7 @@ import math
 import numpy as np
 
 from .registry import defprimitive
-from .scalar import eq, exp, log, log1p, select
+from .scalar import cos, eq, exp, floor, gt, log, log1p, remainder, select, sin
 
 INSTALL_HINT = ("wengert.scipy needs SciPy, which is an optional dependency: "
                 "pip install 'wengert[scipy]' (or pip install scipy)")
@@ -228,9 +229,22 @@ def _scipy_or(name, fallback):
     return impl
 
 
-def _special(name, doc, scipy_name=None, impl=None):
-    return defprimitive(name, impl or _scipy(scipy_name or name), fast=None, cost="call",
+def _special(name, doc, scipy_name=None, impl=None, ufunc=True):
+    prim = defprimitive(name, impl or _scipy(scipy_name or name), fast=None, cost="call",
                         doc=doc)
+    if ufunc:
+        # SciPy's ufuncs pick their own loops (float64 for float16, for float32 beside a
+        # Python float, ...): an abstract value's dtype is theirs, as the evaluated one is
+        prim.ufunc = lambda: _scipy_ufunc(scipy_name or name)
+    return prim
+
+
+def _scipy_ufunc(name):
+    try:
+        import scipy.special
+    except ImportError:         # (erf, erfc and i1 have NumPy evaluations of their own)
+        return None
+    return getattr(scipy.special, name)
 
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
@@ -247,8 +261,17 @@ gammaln = _special("gammaln", "gammaln(x): log|Γ(x)| (scipy.special.gammaln).")
 digamma = _special("digamma", "digamma(x): ψ(x) = d/dx log Γ(x) (scipy.special.psi).",
                    scipy_name="psi")
 polygamma = _special("polygamma", "polygamma(x, n=n): ψ⁽ⁿ⁾(x), the n-th derivative of "
-                     "digamma, for a fixed integer n >= 0 (a parameter).", impl=_polygamma_np)
+                     "digamma, for a fixed integer n >= 0 (a parameter).", impl=_polygamma_np,
+                     ufunc=False)
 gamma = _special("gamma", "gamma(x): Γ(x) (scipy.special.gamma).")
+# rgamma, betaln and beta are SciPy's own, not compositions of the above: 1/gamma is nan
+# where Γ is (its poles 0, -1, ...: rgamma is 0 there), and gammaln(a) + gammaln(b) -
+# gammaln(a + b) cancels for a large argument (betaln(1e15, 2) lost every digit but two)
+rgamma = _special("rgamma", "rgamma(x): 1/Γ(x), 0 at the poles of Γ (scipy.special.rgamma).")
+betaln = _special("betaln", "betaln(a, b): log|B(a, b)|, without the cancellation of "
+                  "gammaln(a) + gammaln(b) - gammaln(a + b) (scipy.special.betaln).")
+beta = _special("beta", "beta(a, b): B(a, b) = Γ(a)Γ(b)/Γ(a + b), without overflow "
+                "(scipy.special.beta).")
 expit = _special("expit", "expit(x): the logistic sigmoid 1/(1 + exp(-x)), no overflow.")
 logit = _special("logit", "logit(p): log(p/(1 - p)), expit's inverse.")
 ndtr = _special("ndtr", "ndtr(x): the standard normal distribution function Φ(x).")
@@ -264,7 +287,7 @@ def _i0_np(x):
 
 # NumPy's i0 (for wengert.numpy.i0), and I₁, its derivative, from SciPy where installed
 i0 = _special("i0", "i0(x): I₀(x), the modified Bessel function of the first kind of "
-              "order 0 (NumPy's numpy.i0).", impl=_i0_np)
+              "order 0 (NumPy's numpy.i0).", impl=_i0_np, ufunc=False)
 i1 = _special("i1", "i1(x): I₁(x) = I₀'(x) (scipy.special.i1; `i1_numpy` without SciPy).",
               impl=_scipy_or("i1", i1_numpy))
 
@@ -275,6 +298,35 @@ gammaln.defpartials(lambda x, ans: digamma(x))
 digamma.defpartials(lambda x, ans: polygamma(x, n=1))
 polygamma.defpartials(lambda x, ans, n: polygamma(x, n=n + 1))
 gamma.defpartials(lambda x, ans: ans * digamma(x))
+
+
+def _rgamma_partial(x, ans):
+    """d(1/Γ)/dx.  -ψ(x)/Γ(x) is 0·nan at the poles 0, -1, -2, ..., where the slope is
+    (-1)ⁿn!; for x <= 1/2 the reflection 1/Γ(x) = sin(πx)Γ(1 - x)/π gives a form finite
+    there, Γ(1 - x)(cos(πx) - sin(πx)ψ(1 - x)/π).  Each branch is evaluated where its own
+    functions are finite, so the other's derivatives are never 0·inf."""
+    right = gt(x, 0.5)
+    xl, xr = select(right, 0.0, x), select(right, x, 1.0)
+    reflected = gamma(1 - xl) * (cos(math.pi * xl) - sin(math.pi * xl) * digamma(1 - xl)
+                                 / math.pi)
+    return select(right, -ans * digamma(xr), reflected)
+
+
+def _gamma_sign(x):
+    """The sign of Γ(x): 1 for x > 0, (-1)^k on (-k, 1 - k); constant between poles."""
+    return select(gt(x, 0.0), 1.0, 1.0 - 2.0 * remainder(floor(x), 2.0))
+
+
+rgamma.defpartials(_rgamma_partial)
+betaln.defpartials(lambda a, b, ans: digamma(a) - digamma(a + b),
+                   lambda a, b, ans: digamma(b) - digamma(a + b))
+beta.defpartials(lambda a, b, ans: ans * (digamma(a) - digamma(a + b)),
+                 lambda a, b, ans: ans * (digamma(b) - digamma(a + b)))
+# (Taylor mode expands these definitions: its rules for gamma and gammaln are written)
+rgamma.decomposition = lambda x: 1 / gamma(x)
+betaln.decomposition = lambda a, b: gammaln(a) + gammaln(b) - gammaln(a + b)
+beta.decomposition = lambda a, b: (_gamma_sign(a) * _gamma_sign(b) * _gamma_sign(a + b)
+                                   * exp(betaln(a, b)))
 # expit(x)·(1 - expit(x)), with 1 - expit(x) = expit(-x): no cancellation for large x
 expit.defpartials(lambda x, ans: ans * expit(-x))
 logit.defpartials(lambda x, ans: 1 / (x * (1 - x)))

@@ -102,6 +102,19 @@ xlogy = _ufunc(_P.xlogy, _sc.xlogy, """\
 xlog1py = _ufunc(_P.xlog1py, _sc.xlog1py, """\
         >>> wg.grad(special.xlog1py, argnums=(0, 1))(2.0, 0.0)
         (0.0, 2.0)""")
+rgamma = _ufunc(_P.rgamma, _sc.rgamma, """\
+        >>> round(wg.grad(special.rgamma)(1.0), 6)       # γ
+        0.577216
+        >>> float(special.rgamma(-2.0)), round(wg.grad(special.rgamma)(-2.0), 12)   # a pole: 2!
+        (0.0, 2.0)""")
+betaln = _ufunc(_P.betaln, _sc.betaln, """\
+        >>> round(float(special.betaln(2.0, 3.0)), 6), round(wg.grad(special.betaln)(1.0, 1.0), 6)
+        (-2.484907, -1.0)""")
+beta = _ufunc(_P.beta, _sc.beta, """\
+        >>> round(wg.grad(special.beta)(1.0, 1.0), 6)   # d/da 1/a at a = 1
+        -1.0
+        >>> round(float(special.beta(wg.stop_gradient(-1.5), 1.0)), 6)   # 1/a
+        -0.666667""")
 
 
 def polygamma(n, x):
@@ -130,58 +143,6 @@ def polygamma(n, x):
     n = int(orders[0])
     x = _wnp._array_like(x)
     return _P.digamma(x) if n == 0 else _P.polygamma(x, n=n)
-
-
-@_scipy_unless_traced(_sc.rgamma)
-def rgamma(x):
-    """1/Γ(x) (SciPy's ``rgamma``; differentiable where Γ is finite).
-
-    Example:
-        >>> import wengert as wg
-        >>> from wengert.scipy import special
-        >>> round(wg.grad(special.rgamma)(1.0), 6)    # γ
-        0.577216
-    """
-    return 1 / _P.gamma(x)
-
-
-@_scipy_unless_traced(_sc.betaln)
-def betaln(a, b):
-    """log|B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b) (SciPy's ``betaln``).
-
-    Example:
-        >>> import wengert as wg
-        >>> from wengert.scipy import special
-        >>> round(float(special.betaln(2.0, 3.0)), 6), round(wg.grad(special.betaln)(1.0, 1.0), 6)
-        (-2.484907, -1.0)
-    """
-    return _P.gammaln(a) + _P.gammaln(b) - _P.gammaln(a + b)
-
-
-@_scipy_unless_traced(_sc.beta)
-def beta(a, b):
-    """B(a, b) = Γ(a)Γ(b)/Γ(a + b) (SciPy's ``beta``), as ±exp(betaln(a, b)), so no Γ
-    overflows; the sign is that of the three Γs, negative on (-1, 0), (-3, -2), ...  At the
-    poles of Γ (0, -1, -2, ...) it is inf or nan, where SciPy may give a limit
-    (B(-1, 1) = -1).
-
-    Example:
-        >>> import wengert as wg
-        >>> from wengert.scipy import special
-        >>> round(wg.grad(special.beta)(1.0, 1.0), 6)   # d/da 1/a at a = 1
-        -1.0
-        >>> round(float(special.beta(wg.stop_gradient(-1.5), 1.0)), 6)   # 1/a
-        -0.666667
-    """
-    sign = _gamma_sign(a) * _gamma_sign(b) * _gamma_sign(_wnp.add(a, b))
-    return sign * _wnp.exp(betaln(a, b))
-
-
-def _gamma_sign(x):
-    """The sign of Γ(x): 1 for x > 0, and (-1)^k on (-k, 1 - k); piecewise constant, so
-    without derivative."""
-    return _wnp.where(_wnp.greater(x, 0), 1.0,
-                      1.0 - 2.0 * _wnp.remainder(_wnp.floor(x), 2.0))
 
 
 def multigammaln(a, d):
@@ -218,18 +179,28 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """
     if not _traced(a, b):
         return _sc.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    a = _wnp.asarray(a)
+    if a.ndim == 0:                 # SciPy reads a number as one element along axis 0
+        a = _wnp.reshape(a, (1,))
     return _wnp.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
 def _over_axis(fn, x, axis):
-    # SciPy's axis=None is every element at once: the flat array, shaped back
+    # SciPy's axis=None is every element at once, and a tuple of axes every element of each
+    # slice across them: those axes moved last and flattened into one, shaped back after
     x = _wnp.asarray(x)
+    if x.ndim == 0 and axis in (None, 0, -1):       # (SciPy's: one element)
+        return _wnp.reshape(fn(_wnp.reshape(x, (1,)), axis=0), ())
     if axis is None:
-        return _wnp.reshape(fn(_wnp.reshape(x, -1), axis=-1), x.shape)
-    if isinstance(axis, tuple):
-        raise NotImplementedError("softmax and log_softmax on traced values take one axis "
-                                  "or None, not a tuple of axes")
-    return fn(x, axis=axis)
+        axis = tuple(range(x.ndim))
+    if not isinstance(axis, tuple):
+        return fn(x, axis=axis)
+    axes = list(_wnp._norm_axis(axis, x.ndim, fn.__name__))
+    rest = [a for a in range(x.ndim) if a not in axes]
+    moved = _wnp.transpose(x, rest + axes)
+    flat = _wnp.reshape(moved, moved.shape[:len(rest)] + (-1,))
+    out = _wnp.reshape(fn(flat, axis=-1), moved.shape)
+    return _wnp.transpose(out, _np.argsort(rest + axes).tolist())
 
 
 def softmax(x, axis=None):

@@ -5,9 +5,9 @@ multivariate_normal, gamma, beta, poisson and dirichlet, as objects with SciPy's
 On plain values a method calls SciPy's own (same arguments, same result).  On traced
 values it is a composition of `wengert.numpy` and `wengert.scipy.special`, differentiable
 in every float argument (the point and the parameters), to any order; it computes in the
-arguments' dtype (float32 stays float32, where SciPy's stats give float64).  Outside the
-support a log-density is -inf, as SciPy's; invalid parameters (a scale <= 0) are not
-checked on traced values.  Methods SciPy has and wengert does not (ppf, t.cdf, rvs, ...)
+arguments' dtype (float32 stays float32, where SciPy's stats give float64).  As SciPy's:
+outside the support a log-density is -inf, and for invalid parameters (a scale <= 0, a
+shape <= 0) every method gives nan.  Methods SciPy has and wengert does not (ppf, t.cdf, rvs, ...)
 are SciPy's on plain values and raise NotImplementedError, naming themselves, on traced
 values.
 
@@ -28,7 +28,9 @@ import scipy.stats as _st
 from .. import numpy as wnp
 from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import special as P
-from . import special as _special
+from ..primitives.array import dtype_of
+from ..primitives.scalar import log
+from ..primitives.scipy_linalg import symmetrize
 
 __all__ = ["norm", "t", "multivariate_normal", "gamma", "beta", "poisson", "dirichlet"]
 
@@ -38,13 +40,19 @@ _LOG_2PI = math.log(2 * math.pi)
 
 def _method(fn):
     """A distribution's method: SciPy's on plain arguments, `fn` on traced ones (lists
-    holding traced values made one traced array)."""
+    and tuples made arrays, one traced array if they hold traced values)."""
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         if wnp._traced(*args, *kwargs.values()):
-            return fn(self, *wnp._arrays(args), **wnp._keyword_arrays(kwargs))
+            return fn(self, *map(_array, args), **{k: _array(v) for k, v in kwargs.items()})
         return getattr(self.scipy, fn.__name__)(*args, **kwargs)
     return wrapper
+
+
+def _array(a):
+    if type(a) is list or type(a) is tuple:
+        return wnp.asarray(a) if wnp._traced(a) else _np.asarray(a)
+    return a
 
 
 class _Distribution:
@@ -79,6 +87,41 @@ def _standardize(x, loc, scale):
     return (x - loc) / scale
 
 
+# (`log` is the primitive, not wengert.numpy's: of a Python number, such as the default
+# scale 1, it gives a Python float, weakly typed, which leaves float32 values float32)
+
+
+def _where(condition, a, b):
+    """wnp.where, but `a` or `b` itself for a plain condition that is all true or all
+    false: plain parameters (the usual case: the defaults) add nothing to the graph, and a
+    Python number stays one (weakly typed: float32 values stay float32)."""
+    if not wnp._traced(condition):
+        if _np.all(condition):
+            return a
+        if not _np.any(condition):
+            return b
+    return wnp.where(condition, a, b)
+
+
+def _valid(ok, value):
+    """`value` where the parameters are valid (`ok`), nan elsewhere, as SciPy gives."""
+    return _where(ok, value, math.nan)
+
+
+def _like(c, x):
+    """A Python number `c` in x's float dtype, for SciPy's ufuncs: they compute a float32
+    array beside a Python number in float64, where NumPy keeps float32."""
+    if type(c) in (int, float, bool):
+        return _np.result_type(dtype_of(x), 1.0).type(c)
+    return c
+
+
+def _density(outside, value):
+    """A log-density: -inf outside the support.  (`outside`, not "inside": a nan point is
+    neither, and stays nan.)"""
+    return wnp.where(outside, -math.inf, value)
+
+
 class _Norm(_Density):
     """The normal distribution N(loc, scale²): ``pdf logpdf cdf logcdf sf logsf``.
 
@@ -94,23 +137,23 @@ class _Norm(_Density):
     @_method
     def logpdf(self, x, loc=0, scale=1):
         z = _standardize(x, loc, scale)
-        return -0.5 * (z * z) - wnp.log(scale) - _LOG_SQRT_2PI
+        return _valid(scale > 0, -0.5 * (z * z) - log(scale) - _LOG_SQRT_2PI)
 
     @_method
     def cdf(self, x, loc=0, scale=1):
-        return P.ndtr(_standardize(x, loc, scale))
+        return _valid(scale > 0, P.ndtr(_standardize(x, loc, scale)))
 
     @_method
     def logcdf(self, x, loc=0, scale=1):
-        return P.log_ndtr(_standardize(x, loc, scale))
+        return _valid(scale > 0, P.log_ndtr(_standardize(x, loc, scale)))
 
     @_method
     def sf(self, x, loc=0, scale=1):
-        return P.ndtr(-_standardize(x, loc, scale))
+        return _valid(scale > 0, P.ndtr(-_standardize(x, loc, scale)))
 
     @_method
     def logsf(self, x, loc=0, scale=1):
-        return P.log_ndtr(-_standardize(x, loc, scale))
+        return _valid(scale > 0, P.log_ndtr(-_standardize(x, loc, scale)))
 
 
 class _T(_Density):
@@ -128,13 +171,26 @@ class _T(_Density):
     @_method
     def logpdf(self, x, df, loc=0, scale=1):
         z = _standardize(x, loc, scale)
-        half = (df + 1) / 2
-        return (P.gammaln(half) - P.gammaln(df / 2) - 0.5 * wnp.log(df * math.pi)
-                - wnp.log(scale) - half * wnp.log1p(z * z / df))
+        # at ν = inf it is the normal density
+        finite = df < math.inf
+        nu = _where(finite, df, 1.0)
+        student = (_log_gamma_ratio(nu / 2) - 0.5 * log(nu * math.pi)
+                   - (nu + 1) / 2 * wnp.log1p(z * z / nu))
+        normal = -0.5 * (z * z) - _LOG_SQRT_2PI
+        return _valid((df > 0) & (scale > 0), _where(finite, student, normal) - log(scale))
 
 
-def _on_support(inside, value, fill=-math.inf):
-    return wnp.where(inside, value, fill)
+def _log_gamma_ratio(z):
+    """log Γ(z + 1/2) - log Γ(z).  The difference of gammalns cancels for a large z (the
+    t density lost 5 digits at ν = 1e10, and betaln(z, 1/2) 10 at ν = 1e6); from z = 30
+    on, the asymptotic series ½ log z - 1/(8z) + 1/(192z³) - 1/(640z⁵) + 17/(14336z⁷)
+    - 31/(18432z⁹), whose next term is below 1e-16 of the sum there."""
+    large = z > 30
+    zl, zs = _where(large, z, 30.0), _where(large, 1.0, z)   # (each branch in its domain)
+    w = 1 / (zl * zl)
+    series = 0.5 * log(zl) - (0.125 - w * (1 / 192 - w * (1 / 640 - w * (17 / 14336
+                                                                     - w * 31 / 18432)))) / zl
+    return _where(large, series, P.gammaln(zs + 0.5) - P.gammaln(zs))
 
 
 class _Gamma(_Density):
@@ -152,9 +208,10 @@ class _Gamma(_Density):
     @_method
     def logpdf(self, x, a, loc=0, scale=1):
         y = _standardize(x, loc, scale)
-        inside = y >= 0
-        y = wnp.where(inside, y, 1.0)            # the unused branch stays in the domain
-        return _on_support(inside, P.xlogy(a - 1, y) - y - P.gammaln(a) - wnp.log(scale))
+        outside = y < 0
+        y = wnp.where(outside, 1.0, y)           # the unused branch stays in the domain
+        return _valid((a > 0) & (scale > 0), _density(
+            outside, P.xlogy(_like(a - 1, y), y) - y - P.gammaln(a) - log(scale)))
 
 
 class _Beta(_Density):
@@ -172,10 +229,11 @@ class _Beta(_Density):
     @_method
     def logpdf(self, x, a, b, loc=0, scale=1):
         y = _standardize(x, loc, scale)
-        inside = (y >= 0) & (y <= 1)
-        y = wnp.where(inside, y, 0.5)
-        return _on_support(inside, P.xlog1py(b - 1, -y) + P.xlogy(a - 1, y)
-                           - _special.betaln(a, b) - wnp.log(scale))
+        outside = (y < 0) | (y > 1)
+        y = wnp.where(outside, 0.5, y)
+        return _valid((a > 0) & (b > 0) & (scale > 0), _density(
+            outside, P.xlog1py(_like(b - 1, y), -y) + P.xlogy(_like(a - 1, y), y)
+            - P.betaln(a, b) - log(scale)))
 
 
 class _Poisson(_Distribution):
@@ -194,9 +252,9 @@ class _Poisson(_Distribution):
     @_method
     def logpmf(self, k, mu, loc=0):
         m = k - loc
-        inside = (m >= 0) & (m == wnp.floor(m))
-        m = wnp.where(inside, m, 0.0)
-        return _on_support(inside, P.xlogy(m, mu) - P.gammaln(m + 1) - mu)
+        outside = (m < 0) | (m > wnp.floor(m))      # (a nan count is neither)
+        m = wnp.where(outside, 0.0, m)
+        return _valid(mu >= 0, _density(outside, P.xlogy(m, mu) - P.gammaln(m + 1) - mu))
 
     @_method
     def pmf(self, k, mu, loc=0):
@@ -262,7 +320,7 @@ class _MultivariateNormal(_Density):
         if mean is None:
             cov = wnp.asarray(cov)
             dim = 1 if cov.ndim < 2 else cov.shape[0]
-            mean = _np.zeros(dim)
+            mean = 0.0                  # (a Python number: float32 points stay float32)
         else:
             mean = wnp.asarray(mean)
             dim = mean.size
@@ -275,6 +333,8 @@ class _MultivariateNormal(_Density):
         if cov.shape != (dim, dim):
             raise ValueError(f"multivariate_normal: cov of shape {cov.shape} for a mean of "
                              f"{dim} components")
+        if cov.ndim == 2 and dim > 1:
+            cov = symmetrize(cov, lower=True)   # SciPy reads the lower triangle (its eigh)
         return dim, mean, cov
 
     @_method
@@ -288,6 +348,8 @@ class _MultivariateNormal(_Density):
         batch = x.shape[:-1]
         diff = wnp.reshape(x - mean, (-1, dim)).T                     # (dim, points)
         maha = wnp.sum(diff * wnp.linalg.solve(cov, diff), axis=0)
+        # an infinite coordinate is infinitely far (the solve would give inf - inf = nan)
+        maha = wnp.where(wnp.any(wnp.isinf(diff), axis=0), math.inf, maha)
         logdet = wnp.linalg.slogdet(cov)[1]
         out = -0.5 * (dim * _LOG_2PI + logdet + maha)
         return wnp.squeeze(wnp.reshape(out, batch))      # (SciPy squeezes too)
