@@ -13,6 +13,8 @@ keeps).  Indices follow NumPy's: an index out of bounds raises IndexError.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as _np
 
 from ..graph.node import Node
@@ -186,13 +188,9 @@ def _repeats(shape, index):
     """None if `index` names each element of an array of `shape` at most once; else
     (the flat position of each element of x[index], and how many times that position was
     named before it, in index order)."""
-    decoded = A.decode_index(index)
-    if not any(isinstance(i, _np.ndarray) and i.dtype != bool for i in decoded):
-        return None                    # slices, integers and masks name elements once
-    size = 1
-    for d in shape:
-        size *= d
-    targets = _np.arange(size).reshape(shape)[decoded]
+    if not A.may_repeat(index):
+        return None
+    targets = _np.arange(math.prod(shape)).reshape(shape)[A.decode_index(index)]
     flat = targets.reshape(-1)
     order = _np.argsort(flat, kind="stable")
     ordered = flat[order]

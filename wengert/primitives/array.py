@@ -398,15 +398,21 @@ def index_shape(shape, index):
     return stand_in[decode_index(index)].shape
 
 
+def may_repeat(index) -> bool:
+    """Whether an (encoded) index can name an element more than once: only an integer
+    array can (basic indexing and boolean masks name each element at most once)."""
+    return any(isinstance(i, np.ndarray) and i.dtype != bool for i in index)
+
+
 def _written(index, shape):
     """Which elements of ``x[index]`` an assignment ``x[index] = v`` leaves in place, as a
     float mask of x[index]'s shape, or None for all of them: an index array that repeats an
     element writes it several times and only one write stays (NumPy's choice, found by
     making the same assignment)."""
+    if not may_repeat(index):
+        return None
     target = index_shape(shape, index)
     index = decode_index(index)
-    if not any(isinstance(i, np.ndarray) and i.dtype != bool for i in index):
-        return None                     # (basic indexing and masks name each element once)
     order = np.arange(math.prod(target)).reshape(target)
     slot = np.full(shape, -1, dtype=np.int64)
     slot[index] = order
