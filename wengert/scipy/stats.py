@@ -29,6 +29,8 @@ from .. import numpy as wnp
 from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import special as P
 from ..primitives.array import dtype_of
+# (`log` is the primitive, not wengert.numpy's: of a Python number, such as the default
+# scale 1, it gives a Python float, weakly typed, which leaves float32 values float32)
 from ..primitives.scalar import log
 from ..primitives.scipy_linalg import symmetrize
 
@@ -85,10 +87,6 @@ class _Density(_Distribution):
 
 def _standardize(x, loc, scale):
     return (x - loc) / scale
-
-
-# (`log` is the primitive, not wengert.numpy's: of a Python number, such as the default
-# scale 1, it gives a Python float, weakly typed, which leaves float32 values float32)
 
 
 def _where(condition, a, b):
