@@ -369,11 +369,12 @@ def decode_index(index):
 
 def _index_add(g, index, shape):
     out = np.zeros(shape, dtype=float_dtype(g))
+    repeats = may_repeat(index)
     index = decode_index(index)
-    if any(isinstance(i, np.ndarray) for i in index):
-        np.add.at(out, index, g)        # an index array may repeat an element
+    if repeats:
+        np.add.at(out, index, g)        # an integer array may repeat an element
     else:
-        out[index] += g                 # basic indexing never does, and this is far faster
+        out[index] += g                 # basic indexing and masks never do: far faster
     return out
 
 
