@@ -238,11 +238,29 @@ def load(source, name):
         >>> out[0]
         42.0
     """
+    fn = getattr(library(source), name)
+    fn.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
+    fn.restype = None
+    return fn
+
+
+def library(source):
+    """The shared library compiled from C source, once per source in a process (a
+    `ctypes.CDLL`: its functions are attributes).
+
+    Example:
+        >>> try:
+        ...     lib = library("int answer(void) { return 42; }")
+        ...     print(lib.answer())
+        ... except CompilerNotFound:
+        ...     print(42)
+        42
+    """
     global _build_dir
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
-    fn = _loaded.get((digest, name))
-    if fn is not None:
-        return fn
+    lib = _loaded.get(digest)
+    if lib is not None:
+        return lib
     cc = compiler()
     if _build_dir is None:
         _build_dir = tempfile.mkdtemp(prefix="wengert-c-")     # private to this user
@@ -255,11 +273,8 @@ def load(source, name):
     if result.returncode != 0:
         raise RuntimeError(f"the C compiler ({cc}) failed on the generated code:\n"
                            f"{result.stderr[-2000:]}")
-    fn = getattr(ctypes.CDLL(so_path), name)
-    fn.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
-    fn.restype = None
-    _loaded[(digest, name)] = fn
-    return fn
+    lib = _loaded[digest] = ctypes.CDLL(so_path)
+    return lib
 
 
 # --------------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ def _sum_to_np(x, shape):
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(shape) if d == 1 and x.shape[lead + i] != 1)
-    return x.sum(axis=axes).reshape(shape) if axes else x.reshape(shape)
+    # (keepdims: an array even where one element is left, so that the reshape is
+    # NumPy's also for scalarize's object arrays, whose lone element would be a node)
+    return x.sum(axis=axes, keepdims=True).reshape(shape) if axes else x.reshape(shape)
 
 
 def _broadcast_to_np(x, shape):

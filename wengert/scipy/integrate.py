@@ -77,7 +77,7 @@ _SHARED = ("rtol", "atol", "mxstep", "tcrit", "hmax", "hmin", "ixpr", "mxhnil", 
 #: solve_ivp's options passed on to the solves of the rules' systems.  Not first_step (for
 #: the user's problem), nor jac, jac_sparsity, lband, uband and vectorized, which describe
 #: the user's system alone.
-_IVP_SHARED = ("rtol", "atol", "max_step", "min_step")
+_IVP_SHARED = ("rtol", "atol", "max_step", "min_step", "backend")
 
 
 def _scipy_integrate():
@@ -197,6 +197,90 @@ class _System:
                 kernel = None if attempt == 0 else False    # stale: trace it again
         self._code, self._checked = kernel, _calls[0]
         return kernel or None
+
+    def c_solver(self, method, leaves, y0, s0):
+        """The solve of this system by `method` in C (`wengert.codegen.rk.Solver`), made
+        once per system and method: rhs traced without values, written as C with the
+        stepping loop.
+
+        Compiled code holds what the user's function reads besides its arguments (a
+        global) as it was when traced.  As compiled Python is (`_kernel`), it is checked
+        once per call of solve_ivp, but for the whole family of systems at once: the
+        user's system's code against the user's function at (y0, s0) (an eager call of
+        a derived system's rhs would cost a derivative, ~1 ms); if they differ, every
+        system of the family is traced again."""
+        root = self.root()
+        if root._c_tick != _calls[0]:
+            root._c_check(method, *self.root_point(np.asarray(y0, dtype=np.float64),
+                                                   leaves), float(s0))
+        solvers = self.__dict__.setdefault("_c_solvers", {})
+        made = solvers.get(method)
+        if made is None or made[0] != root._c_generation:
+            made = solvers[method] = (root._c_generation, self._write_c(method))
+        return made[1]
+
+    _c_tick = -1              # the call of solve_ivp in which the family was checked
+    _c_generation = 0         # how many times the family's code was found stale
+
+    def root(self):
+        """The user's system that this one is derived from (itself if it is the user's)."""
+        system = self
+        while getattr(system, "base", None) is not None:
+            system = system.base
+        return system
+
+    def root_point(self, y, leaves):
+        """(y, leaves) of `root()` at the point (y, leaves) of this system."""
+        return y, leaves
+
+    def _c_check(self, method, y, leaves, s):
+        """The user's system's check (see `c_solver`)."""
+        with recording(None), np.errstate(all="ignore"):
+            want = np.asarray(self.rhs(y, s, *leaves), dtype=np.float64)
+            for attempt in range(2):
+                solvers = self.__dict__.setdefault("_c_solvers", {})
+                made = solvers.get(method)
+                if made is None or made[0] != self._c_generation:
+                    made = solvers[method] = (self._c_generation, self._write_c(method))
+                got = made[1].rhs(y, s, leaves)
+                if np.allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True):
+                    break
+                self._c_generation += 1               # stale: trace them all again
+            else:
+                raise ValueError(
+                    f"solve_ivp(backend='c'): {self.name} traced without values does not "
+                    f"give the values it gives when called (at t = {s:g}: {got} against "
+                    f"{want}); it reads something that changes from call to call; use "
+                    "backend='scipy'")
+        self._c_tick = _calls[0]
+
+    def _write_c(self, method):
+        from ..api import trace
+        from ..codegen.rk import Solver
+        from ..codegen.scalarize import not_float, scalarize
+        from ..errors import ConcretizationError
+        odd = [d for _, d in self.leaf_avals if d.kind not in "fb"]
+        if odd:
+            raise TypeError(f"solve_ivp(backend='c'): args hold a value of dtype {odd[0]}; "
+                            "C code reads float64 numbers (pass floats, or use "
+                            "backend='scipy')")
+        try:
+            with np.errstate(all="ignore"):
+                graph = trace(self.rhs, ShapeDtype((self.n,)), ShapeDtype(),
+                              *[ShapeDtype(shape, dtype) for shape, dtype in self.leaf_avals])
+        except ConcretizationError:
+            raise ValueError(f"solve_ivp(backend='c'): {self.name} branches on a value (an "
+                             "`if` on y, t or args), and C code is traced once, without "
+                             "values: write the branch with wengert.numpy.where, or use "
+                             "backend='scipy'") from None
+        scalar = scalarize(graph, 10 ** 7, 10 ** 6) \
+            if not_float(graph.live_nodes()) is None else None
+        if scalar is None:
+            raise ValueError(f"solve_ivp(backend='c'): {self.name} uses values or "
+                             "operations the C back-end cannot write element by element "
+                             "(linear algebra, large arrays, a dtype other than float64); "
+                             "use backend='scipy'")
+        return Solver(scalar, method)
 
 
 #: Calls of odeint and solve_ivp that may use compiled code so far: a derived system's
@@ -323,6 +407,10 @@ class _AdjointSystem(_System):
                                                 for c, size in zip(cts[1:], self.sizes)])
 
 
+    def root_point(self, state, leaves):
+        return self.base.root_point(state[:self.base.n], leaves)
+
+
 class _TangentSystem(_System):
     """The forward-sensitivity system of `base` along its leaves at the positions `chosen`:
     the state [y, ẏ] (2n numbers) with y' = f(y, s), ẏ' = ∂f/∂y ẏ + Σ ∂f/∂leaf · leaḟ.
@@ -352,6 +440,10 @@ class _TangentSystem(_System):
 
         dy, dydot = jvp(f, (y, *[own[k] for k in chosen]), (ydot, *tangents))
         return wnp.concatenate([dy, dydot])
+
+
+    def root_point(self, state, leaves):
+        return self.base.root_point(state[:self.base.n], leaves[:self.nbase])
 
 
 class _Jacobian(_System):
@@ -488,6 +580,14 @@ class Odeint(Primitive):
         the exact Jacobian for an implicit method (see `jacobian`) and the user's `events`
         (functions of (t, y, *args)); a failure raises."""
         options = dict(self.options)
+        if options.pop("backend", "scipy") == "c" and not events and t0 != tf and \
+                self.system.n:
+            found = self.solve_c(y0, t0, tf, leaves, t_eval)
+            if found.status < 0:
+                raise RuntimeError(f"solve_ivp: the solver failed for {self.system.name} "
+                                   f"from t = {t0:g} to {tf:g}: {found.message}")
+            self.stats = (found.nfev, 0, 0)
+            return found
         if events:
             args = unflatten(self.system.tree, leaves)
             options["events"] = [_shaped_event(e, self.system.shape, args) for e in events]
@@ -514,6 +614,23 @@ class Odeint(Primitive):
                                f"t = {t0:g} to {tf:g}: {found.message}")
         self.stats = (found.nfev, found.njev, found.nlu)
         return found
+
+    def solve_c(self, y0, t0, tf, leaves, t_eval, dense=False):
+        """The solve of `solve` by the C loop (solve_ivp's backend="c", for RK23, RK45 and
+        DOP853: SciPy's steps, see `wengert.codegen.rk`); a failure is reported in the
+        result's status, as SciPy reports it."""
+        options = self.options
+        n = self.system.n
+        rtol, atol = self.c_tolerances()
+        first = options.get("first_step")
+        if first is not None:          # (SciPy's checks and messages)
+            if first <= 0:
+                raise ValueError("`first_step` must be positive.")
+            if first > abs(tf - t0):
+                raise ValueError("`first_step` exceeds bounds.")
+        solver = self.system.c_solver(self.method, leaves, y0, t0)
+        return solver(y0, t0, tf, leaves, t_eval, rtol, atol,
+                      options.get("max_step", np.inf), first, dense)
 
     def jacobian(self, leaves, y0, s0):
         """SciPy's ``jac(t, y)``: wengert's ∂f/∂y, or None where f cannot be
@@ -556,6 +673,9 @@ class Odeint(Primitive):
             self._adjoint = self._derived(_AdjointSystem(system))
         adjoint = self._adjoint
         active, sizes = adjoint.system.active, adjoint.system.sizes
+        if self.options.get("backend") == "c" and type(self) is Odeint and T > 1 and \
+                not any(type(x) is Node for x in (g, y0, t, *rest)):
+            return self._vjp_c(adjoint, g, y0, t, leaves, ys)
         a = g[T - 1]
         b = wnp.zeros(sum(sizes))
         t_bar = [None] * T
@@ -575,6 +695,54 @@ class Odeint(Primitive):
                 out[k] = _leaf(b[start:start + size], system.leaf_avals[k][0])
             start += size
         return (y0_bar, wnp.stack(t_bar), *out)
+
+    def _vjp_c(self, adjoint, g, y0, t, leaves, ys):
+        """The adjoint method of `_vjp_rule` on plain numbers with backend="c": the same
+        backward solves, one per output interval, in one call of the C loop
+        (`Solver.chain`), and f at the output times (for t's cotangent) by the compiled
+        right-hand side.  The numbers are the general rule's, without ~100 µs of Python
+        per interval."""
+        system = self.system
+        n, T = system.n, len(t)
+        sizes = adjoint.system.sizes
+        P = sum(sizes)
+        t = np.asarray(t, dtype=np.float64)
+        ys, g = np.asarray(ys, dtype=np.float64), np.asarray(g, dtype=np.float64)
+        # solve k runs from t[T-1-k] to t[T-2-k] and starts at [y, a, b]: y = ys there,
+        # a = (a where solve k-1 ended) + g there, b carried on
+        add = np.zeros((T - 1, 2 * n + P))
+        add[:, :n] = ys[:0:-1]
+        add[:, n:2 * n] = g[:0:-1]
+        keep = np.concatenate([np.zeros(n), np.ones(n + P)])
+        solver = adjoint.system.c_solver(self.method, leaves, add[0], t[-1])
+        rtol, atol = adjoint.c_tolerances()
+        ends, _, failed = solver.chain(t[::-1], keep, add, leaves, rtol, atol,
+                                       adjoint.options.get("max_step", np.inf))
+        if failed is not None:
+            k = failed[1]
+            raise RuntimeError(f"solve_ivp: the solver failed for {adjoint.system.name} "
+                               f"from t = {t[T - 1 - k]:g} to {t[T - 2 - k]:g}: "
+                               f"Required step size is less than spacing between numbers.")
+        a, b = ends[-1, n:2 * n], ends[-1, 2 * n:]
+        f = system.c_solver(self.method, leaves, y0, t[0]).rhs_at(
+            np.concatenate([np.reshape(y0, (1, n)), ys[1:]]), t, leaves)
+        t_bar = np.einsum("ij,ij->i", g, f)
+        t_bar[0] = -np.dot(a, f[0])
+        out = [None] * len(leaves)
+        start = 0
+        for k, size in zip(adjoint.system.active, sizes):
+            out[k] = _leaf(b[start:start + size], system.leaf_avals[k][0])
+            start += size
+        return (a + g[0], t_bar, *out)
+
+    def c_tolerances(self):
+        """rtol and atol for the C loop, one per element of the state (made once)."""
+        found = self.__dict__.get("_c_tol")
+        if found is None:
+            found = self._c_tol = _c_tolerances(self.options.get("rtol", 1e-3),
+                                                self.options.get("atol", 1e-6),
+                                                self.system.n)
+        return found
 
     # --- forward mode: forward sensitivities -------------------------------------------
     def _jvp_rule(self, ts, y0, t, *rest):
@@ -676,6 +844,12 @@ class _BatchedSystem(_System):
 
     def rhs(self, y, s, *leaves):
         return wnp.reshape(self._each(self.base.rhs, y, s, leaves), (self.n,))
+
+    def root_point(self, y, leaves):
+        """The first example's point."""
+        return self.base.root_point(
+            np.reshape(y, (self.size, self.base.n))[0],
+            [x[0] if m else x for x, m in zip(leaves, self.mapped)])
 
     def dfdy(self, y, s, *leaves):
         block = self.block
@@ -841,6 +1015,10 @@ def odeint(func, y0, t, args=(), rtol=DEFAULT_TOL, atol=DEFAULT_TOL, mxstep=0, *
         -0.909297 -0.909297
     """
     tfirst = bool(kwargs.pop("tfirst", False))
+    if "backend" in kwargs:
+        raise ValueError("odeint: SciPy's odeint is LSODA, which runs in SciPy only; for "
+                         "a solve in C use solve_ivp(..., method='RK45' or 'DOP853', "
+                         "backend='c')")
     if not isinstance(args, tuple):
         args = (args,)                 # (as SciPy does)
     leaves, tree = flatten(args)
@@ -1025,7 +1203,7 @@ def _flat_jacobian(jac, shape, args=None):
 
 
 def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
-              vectorized=False, args=None, **options):
+              vectorized=False, args=None, backend="scipy", **options):
     """Solve ``dy/dt = fun(t, y, *args)`` from y(t_span[0]) = y0; SciPy's
     `scipy.integrate.solve_ivp` with derivatives.
 
@@ -1101,10 +1279,14 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         ...       round(-2.0 * np.sin(1.0), 6))
         -0.420735 -0.420735 -1.682942 -1.682942
     """
+    if backend != "scipy":
+        method, options = _c_backend(backend, method, events, options)
     arg_leaves = flatten(args)[0] if args is not None else []
     y0_leaves = flatten(y0)[0]
     time_leaves = flatten(t_span)[0] + (flatten(t_eval)[0] if t_eval is not None else [])
     if not any(type(x) is Node for x in arg_leaves + y0_leaves + time_leaves):
+        if backend == "c":
+            return _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options)
         return _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events,
                           vectorized, args, options)
     if any(np.iscomplexobj(x) if type(x) is not Node else x.dtype.kind == "c"
@@ -1196,6 +1378,106 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
                        message="A termination event occurred." if terminated else
                        "The solver successfully reached the end of the integration "
                        "interval.", success=True)
+
+
+# --------------------------------------------------------------------------------------
+# solve_ivp(backend="c"): the explicit methods' steps in C (wengert.codegen.rk)
+# --------------------------------------------------------------------------------------
+#: The options of the C loop: SciPy's explicit methods' (others have no effect on them).
+_C_OPTIONS = ("rtol", "atol", "max_step", "first_step")
+
+
+def _c_backend(backend, method, events, options):
+    """(method name, options with backend="c") for a solve in C, or the error that says
+    why it cannot be; options the explicit methods ignore get SciPy's warning."""
+    from ..codegen.rk import METHODS
+    if backend != "c":
+        raise ValueError(f"solve_ivp: backend must be 'scipy' or 'c', got {backend!r}")
+    name = method if isinstance(method, str) else getattr(method, "__name__", None)
+    if name not in METHODS or not isinstance(method, str) and \
+            method is not getattr(_scipy_integrate(), name):
+        raise ValueError(f"solve_ivp: backend='c' runs the explicit methods "
+                         f"{', '.join(METHODS)}; method {method!r} runs in SciPy "
+                         "(backend='scipy')")
+    if events is not None:
+        raise ValueError("solve_ivp: backend='c' does not locate events; use "
+                         "backend='scipy' for them")
+    extra = [k for k in options if k not in _C_OPTIONS]
+    if extra:
+        import warnings
+        warnings.warn("The following arguments have no effect for a chosen solver: "
+                      f"{', '.join(f'`{k}`' for k in extra)}.", stacklevel=3)
+    max_step = options.get("max_step", np.inf)
+    if not max_step > 0:
+        raise ValueError("`max_step` must be positive.")
+    options = {k: v for k, v in options.items() if k in _C_OPTIONS}
+    options["backend"] = "c"
+    return name, options
+
+
+def _c_tolerances(rtol, atol, n):
+    """SciPy's tolerances (`validate_tol`) as one number per element of the state."""
+    eps = np.finfo(float).eps
+    rtol = np.asarray(rtol, dtype=np.float64)
+    if np.any(rtol < 100 * eps):
+        import warnings
+        warnings.warn("At least one element of `rtol` is too small. "
+                      f"Setting `rtol = np.maximum(rtol, {100 * eps})`.", stacklevel=5)
+        rtol = np.maximum(rtol, 100 * eps)
+    atol = np.asarray(atol, dtype=np.float64)
+    if atol.ndim > 0 and atol.shape != (n,) or rtol.ndim > 0 and rtol.shape != (n,):
+        raise ValueError("`atol` has wrong shape." if atol.ndim > 0 and atol.shape != (n,)
+                         else "`rtol` has wrong shape.")
+    if np.any(atol < 0):
+        raise ValueError("`atol` must be positive.")
+    return np.broadcast_to(rtol, (n,)), np.broadcast_to(atol, (n,))
+
+
+def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options):
+    """solve_ivp on plain values with backend="c": SciPy's result, from the C loop (a
+    solve over no time, or of no state, is SciPy's own)."""
+    shape = np.shape(y0)
+    y0 = np.asarray(y0)
+    if y0.dtype.kind == "c":
+        raise TypeError("solve_ivp: backend='c' solves real states; write a complex state "
+                        "as its real and imaginary parts, or use backend='scipy'")
+    y0 = y0.astype(np.float64)
+    t0, tf = map(float, t_span)
+    scipy_options = {k: v for k, v in options.items() if k != "backend"}
+    if t0 == tf or y0.size == 0:
+        return _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, None, False,
+                          args, scipy_options)
+    if t_eval is not None:
+        t_eval = np.asarray(t_eval, dtype=np.float64)
+        if t_eval.ndim != 1:
+            raise ValueError("`t_eval` must be 1-dimensional.")
+        _check_t_eval((t0, tf), t_eval)
+    if args is not None and not isinstance(args, tuple):
+        try:
+            args = tuple(args)
+        except TypeError as e:                  # (SciPy's error)
+            raise TypeError("Supplied 'args' cannot be unpacked. Please supply `args` as a "
+                            f"tuple (e.g. `args=({args},)`)") from e
+    numeric, tree, avals, _ = _arguments(*flatten(() if args is None else args))
+    _calls[0] += 1
+    prim = _primitive(fun, shape, tree, avals, (), True, options, method)
+    found = prim.solve_c(y0.reshape(-1), t0, tf, numeric, t_eval, dense_output)
+    sol = None
+    if dense_output:
+        from scipy.integrate._ivp.rk import Dop853DenseOutput, RkDenseOutput
+        kind = Dop853DenseOutput if method == "DOP853" else RkDenseOutput
+        pieces = [kind(a, b, y, c) for a, b, y, c in found.interpolants]
+        ts = found.t if t_eval is None else \
+            np.array([t0] + [p[1] for p in found.interpolants])
+        sol = _dense_class()(ts, pieces)
+        sol._traced = lambda: _plain_traced_solution(fun, shape, y0, t_span, args, method,
+                                                     options, found)
+        if len(shape) != 1:
+            sol = _ShapedSolution(sol, shape)
+    y = found.y.reshape(shape + found.y.shape[1:])
+    return _ode_result(t=found.t, y=y, sol=sol, t_events=None, y_events=None,
+                       nfev=found.nfev, njev=0, nlu=0, status=found.status,
+                       message=found.message, success=found.status >= 0)
 
 
 def _event_time(prim, event, value, y0, t0, numeric, tree, shape):

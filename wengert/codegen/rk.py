@@ -1,0 +1,592 @@
+"""Explicit Runge–Kutta solves in C: SciPy's RK23, RK45 and DOP853, step for step.
+
+`solve_ivp(..., backend="c")` (wengert.scipy.integrate) runs here.  SciPy takes every
+step of its explicit methods in Python and calls the right-hand side through Python: for
+a small system that is ~50 µs a step, almost none of it arithmetic.  Here the right-hand
+side is a graph, written as C by the C back-end (`c.function_source`), and the stepping
+loop below is C too, so a whole solve is one call.
+
+The loop is SciPy's algorithm, not another one: the same initial step
+(`select_initial_step`), the same tableaus (read from the installed SciPy when the code
+is written), the same RMS error norm and step-size control (safety 0.9, factors between
+0.2 and 10, no growth right after a rejection), the same dense output at t_eval (and
+DOP853's three extra stages for it), and the same count of function evaluations.  The
+sums run in another order than NumPy's BLAS calls, so results agree with SciPy's to
+rounding, and the steps are SciPy's unless an error estimate falls within rounding of
+the acceptance threshold.
+
+One C source holds the right-hand side and the loop; the compiled library is kept per
+source (`c.library`).  The entry point::
+
+    int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves,
+                 const double *t_eval, long n_eval, const double *rtol, const double *atol,
+                 double max_step, double first_step, int dense,
+                 wg_out *out)
+
+returns 0 when the solve reached tf, -1 when the step fell below ten times the spacing
+of floats at t (SciPy's failure), -2 when memory ran out.  With ``n_eval < 0`` the
+states are reported at every step (SciPy's t_eval=None); ``dense`` also keeps each
+step's interpolant, for SciPy's `OdeSolution`.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .c import function_source, library
+
+#: The methods this loop runs, and SciPy's class for each.
+METHODS = ("RK23", "RK45", "DOP853")
+
+_MESSAGES = {0: "The solver successfully reached the end of the integration interval.",
+             -1: "Required step size is less than spacing between numbers.",
+             -2: "The C solver ran out of memory."}
+
+_DRIVER = r"""
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { double *data; long len, cap; } wg_buf;
+
+/* What a solve reports: output times and states, each step's interpolant (dense), and
+   the number of right-hand side evaluations.  The buffers are malloc'ed: wg_free. */
+typedef struct { wg_buf t, y, dense; long nfev; } wg_out;
+
+static int wg_push(wg_buf *b, const double *x, long m)
+{
+    if (b->len + m > b->cap) {
+        long cap = b->cap ? 2 * b->cap : 64;
+        while (cap < b->len + m) cap *= 2;
+        double *d = realloc(b->data, cap * sizeof(double));
+        if (!d) return -1;
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, x, m * sizeof(double));
+    b->len += m;
+    return 0;
+}
+
+void wg_free(wg_out *out)
+{
+    free(out->t.data);
+    free(out->y.data);
+    free(out->dense.data);
+    memset(out, 0, sizeof(*out));
+}
+
+/* Python's min(a, b) and max(a, b): a unless b is strictly smaller (larger), as SciPy's
+   step control computes them (a nan never wins). */
+static double py_min(double a, double b) { return b < a ? b : a; }
+static double py_max(double a, double b) { return b > a ? b : a; }
+/* NumPy's maximum: nan if either is */
+static double np_max(double a, double b) { return (a >= b || a != a) ? a : b; }
+
+typedef struct {
+    int n;
+    double *in;         /* the right-hand side's inputs: [y, t, leaves] */
+    long nfev;
+} wg_sys;
+
+static void fun(wg_sys *S, double t, const double *y, double *f)
+{
+    memcpy(S->in, y, S->n * sizeof(double));
+    S->in[S->n] = t;
+    wg_rhs(S->in, f);
+    S->nfev++;
+}
+
+/* RMS norm of x / scale */
+static double rms(int n, const double *x, const double *scale)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++) { double v = x[i] / scale[i]; s += v * v; }
+    return sqrt(s) / sqrt((double)n);
+}
+
+/* SciPy's select_initial_step */
+static double initial_step(wg_sys *S, double t0, const double *y0, double tf,
+                           double max_step, const double *f0, double direction,
+                           const double *rtol, const double *atol, double *scale,
+                           double *y1, double *f1)
+{
+    int n = S->n;
+    double interval = fabs(tf - t0);
+    if (interval == 0.0) return 0.0;
+    for (int i = 0; i < n; i++) scale[i] = atol[i] + fabs(y0[i]) * rtol[i];
+    double d0 = rms(n, y0, scale), d1 = rms(n, f0, scale), h0;
+    if (d0 < 1e-5 || d1 < 1e-5) h0 = 1e-6;
+    else h0 = 0.01 * d0 / d1;
+    h0 = py_min(h0, interval);
+    for (int i = 0; i < n; i++) y1[i] = y0[i] + h0 * direction * f0[i];
+    fun(S, t0 + h0 * direction, y1, f1);
+    for (int i = 0; i < n; i++) y1[i] = f1[i] - f0[i];
+    double d2 = rms(n, y1, scale) / h0, h1;
+    if (d1 <= 1e-15 && d2 <= 1e-15) h1 = py_max(1e-6, h0 * 1e-3);
+    else h1 = pow(0.01 / py_max(d1, d2), 1.0 / (ESTIMATOR_ORDER + 1));
+    return py_min(py_min(py_min(100 * h0, h1), interval), max_step);
+}
+
+/* K[row] = f(t + C[row] h, y + h sum_j A[row][j] K[j]) */
+static void stage(wg_sys *S, int row, double t, double h, const double *y, double *K,
+                  double *tmp)
+{
+    int n = S->n;
+    for (int i = 0; i < n; i++) {
+        double acc = 0.0;
+        for (int j = 0; j < row; j++) acc += K[j * n + i] * A[row][j];
+        tmp[i] = y[i] + acc * h;
+    }
+    fun(S, t + C[row] * h, tmp, K + row * n);
+}
+
+/* The error norm of the step just taken (K holds its stages and f_new) */
+static double error_norm(int n, const double *K, double h, const double *scale)
+{
+#if DOP
+    double e5 = 0.0, e3 = 0.0;
+    for (int i = 0; i < n; i++) {
+        double a = 0.0, b = 0.0;
+        for (int j = 0; j <= STAGES; j++) { a += K[j * n + i] * E5[j]; b += K[j * n + i] * E3[j]; }
+        a /= scale[i]; b /= scale[i];
+        e5 += a * a; e3 += b * b;
+    }
+    if (e5 == 0.0 && e3 == 0.0) return 0.0;
+    return fabs(h) * e5 / sqrt((e5 + 0.01 * e3) * n);
+#else
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        double e = 0.0;
+        for (int j = 0; j <= STAGES; j++) e += K[j * n + i] * E[j];
+        e = e * h / scale[i];
+        s += e * e;
+    }
+    return sqrt(s) / sqrt((double)n);
+#endif
+}
+
+/* The interpolant of the step from (t_old, y_old) to (t, y): Q (RK23, RK45: n rows of
+   POWER coefficients) or F (DOP853: POWER rows of n), as SciPy's dense output has it. */
+static void interpolant(wg_sys *S, double t_old, double t, const double *y_old,
+                        const double *y, const double *f, double *K, double *tmp,
+                        double *coef)
+{
+    int n = S->n;
+    double h = t - t_old;
+#if DOP
+    for (int row = STAGES + 1; row < STAGES + 4; row++) stage(S, row, t_old, h, y_old, K, tmp);
+    for (int i = 0; i < n; i++) {
+        double dy = y[i] - y_old[i];
+        coef[i] = dy;
+        coef[n + i] = h * K[i] - dy;
+        coef[2 * n + i] = 2 * dy - h * (f[i] + K[i]);
+    }
+    for (int r = 0; r < POWER - 3; r++)
+        for (int i = 0; i < n; i++) {
+            double acc = 0.0;
+            for (int j = 0; j < STAGES + 4; j++) acc += D[r][j] * K[j * n + i];
+            coef[(3 + r) * n + i] = h * acc;
+        }
+#else
+    (void)t_old; (void)t; (void)y_old; (void)y; (void)f; (void)tmp; (void)h;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < POWER; k++) {
+            double acc = 0.0;
+            for (int j = 0; j <= STAGES; j++) acc += K[j * n + i] * P[j][k];
+            coef[i * POWER + k] = acc;
+        }
+#endif
+}
+
+/* The interpolant's state at time s */
+static void evaluate(int n, double t_old, double t, const double *y_old, const double *coef,
+                     double s, double *out)
+{
+    double h = t - t_old, x = (s - t_old) / h;
+#if DOP
+    for (int i = 0; i < n; i++) {
+        double v = 0.0;
+        for (int r = POWER - 1, k = 0; r >= 0; r--, k++) {
+            v += coef[r * n + i];
+            v *= (k % 2 == 0) ? x : 1 - x;
+        }
+        out[i] = v + y_old[i];
+    }
+#else
+    double p[POWER];
+    p[0] = x;
+    for (int k = 1; k < POWER; k++) p[k] = p[k - 1] * x;
+    for (int i = 0; i < n; i++) {
+        double acc = 0.0;
+        for (int k = 0; k < POWER; k++) acc += coef[i * POWER + k] * p[k];
+        out[i] = h * acc + y_old[i];
+    }
+#endif
+}
+
+int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves,
+             long n_leaves, const double *t_eval, long n_eval, const double *rtol,
+             const double *atol, double max_step, double first_step, int dense,
+             wg_out *out)
+{
+    const double SAFETY = 0.9, MIN_FACTOR = 0.2, MAX_FACTOR = 10.0;
+    const double exponent = -1.0 / (ESTIMATOR_ORDER + 1);
+    const double direction = tf != t0 ? (tf > t0 ? 1.0 : -1.0) : 1.0;
+    const long ncoef = (long)n * POWER;
+    int status = -2;
+    wg_sys S = {n, NULL, 0};
+    memset(out, 0, sizeof(*out));
+    /* one block: in, K (all rows), y, y_new, f, tmp, scale, coef, record */
+    long rows = STAGES + 1 + 3 * DOP;
+    double *mem = malloc(((long)n + 1 + n_leaves + rows * n + 6L * n + ncoef + 2) *
+                         sizeof(double));
+    if (!mem) return -2;
+    S.in = mem;
+    double *K = S.in + n + 1 + n_leaves, *y = K + rows * n, *y_new = y + n, *f = y_new + n,
+           *tmp = f + n, *scale = tmp + n, *y_old = scale + n, *coef = y_old + n;
+    memcpy(S.in + n + 1, leaves, n_leaves * sizeof(double));
+    memcpy(y, y0, n * sizeof(double));
+    double t = t0, h_abs;
+    long ie = 0;
+    fun(&S, t, y, f);
+    if (first_step > 0) h_abs = first_step;
+    else h_abs = initial_step(&S, t0, y, tf, max_step, f, direction, rtol, atol, scale,
+                              tmp, K);
+    if (n_eval < 0 && (wg_push(&out->t, &t, 1) || wg_push(&out->y, y, n))) goto done;
+    for (;;) {
+        /* one step: SciPy's RungeKutta._step_impl */
+        double min_step = 10 * fabs(nextafter(t, direction * INFINITY) - t);
+        double h, t_new;
+        int rejected = 0;
+        if (h_abs > max_step) h_abs = max_step;
+        else if (h_abs < min_step) h_abs = min_step;
+        for (;;) {
+            if (h_abs < min_step) { status = -1; goto done; }
+            h = h_abs * direction;
+            t_new = t + h;
+            if (direction * (t_new - tf) > 0) t_new = tf;
+            h = t_new - t;
+            h_abs = fabs(h);
+            memcpy(K, f, n * sizeof(double));
+            for (int row = 1; row < STAGES; row++) stage(&S, row, t, h, y, K, tmp);
+            for (int i = 0; i < n; i++) {
+                double acc = 0.0;
+                for (int j = 0; j < STAGES; j++) acc += K[j * n + i] * B[j];
+                y_new[i] = y[i] + h * acc;
+            }
+            fun(&S, t + h, y_new, K + STAGES * n);
+            for (int i = 0; i < n; i++)
+                scale[i] = atol[i] + np_max(fabs(y[i]), fabs(y_new[i])) * rtol[i];
+            double err = error_norm(n, K, h, scale);
+            if (err < 1) {
+                double factor = err == 0 ? MAX_FACTOR
+                                         : py_min(MAX_FACTOR, SAFETY * pow(err, exponent));
+                if (rejected) factor = py_min(1, factor);
+                h_abs *= factor;
+                break;
+            }
+            h_abs *= py_max(MIN_FACTOR, SAFETY * pow(err, exponent));
+            rejected = 1;
+        }
+        double t_old = t;
+        memcpy(y_old, y, n * sizeof(double));
+        memcpy(y, y_new, n * sizeof(double));
+        memcpy(f, K + STAGES * n, n * sizeof(double));
+        t = t_new;
+        /* what solve_ivp records after the step */
+        int made = 0;
+        if (dense) {
+            interpolant(&S, t_old, t, y_old, y, f, K, tmp, coef);
+            made = 1;
+            double ends[2] = {t_old, t};
+            if (wg_push(&out->dense, ends, 2) || wg_push(&out->dense, y_old, n) ||
+                wg_push(&out->dense, coef, ncoef)) goto done;
+        }
+        if (n_eval < 0) {
+            if (wg_push(&out->t, &t, 1) || wg_push(&out->y, y, n)) goto done;
+        } else {
+            while (ie < n_eval && (direction > 0 ? t_eval[ie] <= t : t_eval[ie] >= t)) {
+                if (!made) { interpolant(&S, t_old, t, y_old, y, f, K, tmp, coef); made = 1; }
+                evaluate(n, t_old, t, y_old, coef, t_eval[ie], tmp);
+                if (wg_push(&out->t, t_eval + ie, 1) || wg_push(&out->y, tmp, n)) goto done;
+                ie++;
+            }
+        }
+        if (direction * (t - tf) >= 0) { status = 0; break; }
+    }
+done:
+    out->nfev = S.nfev;
+    free(mem);
+    return status;
+}
+
+/* Solves one after another, each from the end of the last: solve k runs from times[k] to
+   times[k + 1], reporting y at both (as solve_ivp does for t_eval = [t0, tf]: the end
+   state is the interpolant's, not the step's), and starts from
+   keep ? end + add[k] : add[k] (solve 0 from add[0]).  A solve over no time leaves the
+   state as it is.  ends[k] is where solve k ended.  This is the adjoint method's
+   backward sweep, one output interval at a time, in one call.  Returns the first
+   failure's status (and its segment in *failed), else 0. */
+int wg_chain(int n, long n_seg, const double *times, const double *keep,
+             const double *add, const double *leaves, long n_leaves, const double *rtol,
+             const double *atol, double max_step, double *ends, long *nfev, long *failed)
+{
+    double *start = malloc(n * sizeof(double));
+    if (!start) return -2;
+    *nfev = 0;
+    for (long k = 0; k < n_seg; k++) {
+        for (int i = 0; i < n; i++)
+            start[i] = (k > 0 && keep[i] != 0.0) ? ends[(k - 1) * n + i] + add[k * n + i]
+                                                 : add[k * n + i];
+        if (times[k] == times[k + 1]) {
+            memcpy(ends + k * n, start, n * sizeof(double));
+            continue;
+        }
+        wg_out out;
+        int status = wg_solve(n, times[k], times[k + 1], start, leaves, n_leaves,
+                              times + k, 2, rtol, atol, max_step, 0.0, 0, &out);
+        *nfev += out.nfev;
+        if (status == 0) memcpy(ends + k * n, out.y.data + n, n * sizeof(double));
+        wg_free(&out);
+        if (status != 0) { free(start); *failed = k; return status; }
+    }
+    free(start);
+    return 0;
+}
+
+/* The right-hand side at m points (t[k], y[k]) */
+void wg_rhs_at(int n, long m, const double *y, const double *t, const double *leaves,
+               long n_leaves, double *f)
+{
+    double *in = malloc((n + 1 + n_leaves) * sizeof(double));
+    if (!in) return;
+    memcpy(in + n + 1, leaves, n_leaves * sizeof(double));
+    for (long k = 0; k < m; k++) {
+        memcpy(in, y + k * n, n * sizeof(double));
+        in[n] = t[k];
+        wg_rhs(in, f + k * n);
+    }
+    free(in);
+}
+"""
+
+
+class _Buf(ctypes.Structure):
+    _fields_ = [("data", ctypes.POINTER(ctypes.c_double)), ("len", ctypes.c_long),
+                ("cap", ctypes.c_long)]
+
+
+class _Out(ctypes.Structure):
+    _fields_ = [("t", _Buf), ("y", _Buf), ("dense", _Buf), ("nfev", ctypes.c_long)]
+
+
+_DOUBLES = ctypes.POINTER(ctypes.c_double)
+
+
+def _array(value, name) -> str:
+    """A C array definition of `value`'s numbers (written so that they read back
+    exactly)."""
+    value = np.asarray(value, dtype=np.float64)
+    dims = "".join(f"[{d}]" for d in value.shape)
+
+    def rows(v):
+        if v.ndim == 1:
+            return "{" + ", ".join(repr(float(x)) for x in v) + "}"
+        return "{" + ",\n    ".join(rows(r) for r in v) + "}"
+    return f"static const double {name}{dims} = {rows(value)};"
+
+
+def tableau_source(method) -> str:
+    """The C definitions of SciPy's tableau for `method` (one of `METHODS`), as the
+    driver reads them: STAGES, ESTIMATOR_ORDER, POWER (the interpolant's size), DOP, and
+    the arrays A, B, C with E (RK23, RK45) or E3, E5, D (DOP853).
+
+    Example:
+        >>> print(tableau_source("RK23").splitlines()[0])
+        #define STAGES 3
+    """
+    from scipy.integrate import DOP853, RK23, RK45
+    cls = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853}[method]
+    stages = cls.n_stages
+    dop = cls is DOP853
+    lines = [f"#define STAGES {stages}",
+             f"#define ESTIMATOR_ORDER {cls.error_estimator_order}",
+             f"#define DOP {int(dop)}"]
+    if dop:
+        # the stages of the step (rows 0..STAGES-1), then, after f_new's row STAGES, the
+        # three extra stages of the dense output: A and C of SciPy's full table, 16 rows
+        from scipy.integrate._ivp import dop853_coefficients as dc
+        a = np.zeros((stages + 4, stages + 4))
+        a[:stages, :stages] = cls.A
+        a[stages + 1:, :] = dc.A[stages + 1:stages + 4, :stages + 4]
+        c = dc.C[:stages + 4]
+        lines += [f"#define POWER {dc.INTERPOLATOR_POWER}", _array(a, "A"),
+                  _array(c, "C"), _array(cls.B, "B"), _array(cls.E3, "E3"),
+                  _array(cls.E5, "E5"), _array(cls.D, "D")]
+    else:
+        lines += [f"#define POWER {cls.P.shape[1]}", _array(cls.A, "A"),
+                  _array(cls.C, "C"), _array(cls.B, "B"), _array(cls.E, "E"),
+                  _array(cls.P, "P")]
+    return "\n".join(lines) + "\n"
+
+
+class Solver:
+    """The C solve of one system by one method: `scalar` is the `Scalarized` graph of
+    its right-hand side ``rhs(y, t, *leaves)`` (y flat, n numbers; t a scalar; the
+    leaves' elements after them).  Calling it solves; `rhs` evaluates the right-hand side
+    alone (to check the code against the function it was traced from).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.codegen.scalarize import scalarize
+        >>> from wengert.codegen.c import CompilerNotFound
+        >>> g = wg.trace(lambda y, t, k: -k * y, np.ones(1), 0.0, 0.5)
+        >>> try:
+        ...     found = Solver(scalarize(g), "RK45")(np.ones(1), 0.0, 1.0, [0.5], [1.0],
+        ...                                       rtol=1e-10, atol=1e-12)
+        ...     print(round(found.y[0, 0], 8), round(np.exp(-0.5), 8))
+        ... except CompilerNotFound:
+        ...     print(0.60653066, 0.60653066)
+        0.60653066 0.60653066
+    """
+
+    def __init__(self, scalar, method):
+        if method not in METHODS:
+            raise ValueError(f"the C solver runs {', '.join(METHODS)}, not {method!r}")
+        self.method = method
+        self.n = int(np.prod(scalar.in_shapes[0], dtype=np.int64))
+        self.n_leaves = len(scalar.graph.inputs) - self.n - 1
+        source = (function_source(scalar, "wg_rhs") + tableau_source(method) + _DRIVER)
+        self.source = source
+        lib = library(source)
+        self._solve = lib.wg_solve
+        self._solve.argtypes = [ctypes.c_int, ctypes.c_double, ctypes.c_double, _DOUBLES,
+                                _DOUBLES, ctypes.c_long, _DOUBLES, ctypes.c_long, _DOUBLES,
+                                _DOUBLES, ctypes.c_double, ctypes.c_double, ctypes.c_int,
+                                ctypes.POINTER(_Out)]
+        self._solve.restype = ctypes.c_int
+        self._free = lib.wg_free
+        self._free.argtypes = [ctypes.POINTER(_Out)]
+        self._free.restype = None
+        self._chain = lib.wg_chain
+        self._chain.argtypes = [ctypes.c_int, ctypes.c_long, _DOUBLES, _DOUBLES, _DOUBLES,
+                                _DOUBLES, ctypes.c_long, _DOUBLES, _DOUBLES, ctypes.c_double,
+                                _DOUBLES, ctypes.POINTER(ctypes.c_long),
+                                ctypes.POINTER(ctypes.c_long)]
+        self._chain.restype = ctypes.c_int
+        self._rhs_at = lib.wg_rhs_at
+        self._rhs_at.argtypes = [ctypes.c_int, ctypes.c_long, _DOUBLES, _DOUBLES, _DOUBLES,
+                                 ctypes.c_long, _DOUBLES]
+        self._rhs_at.restype = None
+        self._rhs = lib.wg_rhs
+        self._rhs.argtypes = [_DOUBLES, _DOUBLES]
+        self._rhs.restype = None
+        if method == "DOP853":
+            from scipy.integrate._ivp import dop853_coefficients as dc
+            self.power = dc.INTERPOLATOR_POWER
+        else:
+            from scipy.integrate import RK23, RK45
+            self.power = {"RK23": RK23, "RK45": RK45}[method].P.shape[1]
+
+    def rhs(self, y, t, leaves):
+        """The compiled right-hand side at (y, t)."""
+        inputs = np.concatenate([np.ravel(y), [t], self._leaves(leaves)])
+        out = np.empty(self.n)
+        self._rhs(_pointer(inputs), _pointer(out))
+        return out
+
+    def rhs_at(self, ys, ts, leaves):
+        """The compiled right-hand side at the m points (ts[k], ys[k]): (m, n)."""
+        ys = np.ascontiguousarray(ys, dtype=np.float64).reshape(-1, self.n)
+        ts = np.ascontiguousarray(ts, dtype=np.float64).reshape(-1)
+        flat = np.ascontiguousarray(self._leaves(leaves))
+        out = np.empty_like(ys)
+        self._rhs_at(self.n, len(ts), _pointer(ys), _pointer(ts), _pointer(flat), flat.size,
+                     _pointer(out))
+        return out
+
+    def chain(self, times, keep, add, leaves, rtol, atol, max_step=np.inf):
+        """Solves one after another, solve k from times[k] to times[k + 1] starting at
+        ``keep ? end[k - 1] + add[k] : add[k]`` (solve 0 at add[0]): the states where
+        they end, (len(times) - 1, n), the evaluations of the right-hand side in all, and
+        None, or (status, k) for the first that failed."""
+        n = self.n
+        times = np.ascontiguousarray(times, dtype=np.float64)
+        keep = np.ascontiguousarray(keep, dtype=np.float64)
+        add = np.ascontiguousarray(add, dtype=np.float64)
+        flat = np.ascontiguousarray(self._leaves(leaves))
+        rtol = np.ascontiguousarray(np.broadcast_to(np.asarray(rtol, np.float64), (n,)))
+        atol = np.ascontiguousarray(np.broadcast_to(np.asarray(atol, np.float64), (n,)))
+        ends = np.empty((len(times) - 1, n))
+        nfev, failed = ctypes.c_long(), ctypes.c_long()
+        status = self._chain(n, len(times) - 1, _pointer(times), _pointer(keep),
+                             _pointer(add), _pointer(flat), flat.size, _pointer(rtol),
+                             _pointer(atol), float(max_step), _pointer(ends),
+                             ctypes.byref(nfev), ctypes.byref(failed))
+        if status == -2:
+            raise MemoryError("the C solver ran out of memory")
+        return ends, int(nfev.value), (None if status == 0 else (status, failed.value))
+
+    def _leaves(self, leaves):
+        flat = [np.ravel(np.asarray(x, dtype=np.float64)) for x in leaves]
+        flat = np.concatenate(flat) if flat else np.zeros(0)
+        if flat.size != self.n_leaves:
+            raise ValueError(f"the C solver's right-hand side reads {self.n_leaves} numbers "
+                             f"besides y and t, given {flat.size}")
+        return flat
+
+    def __call__(self, y0, t0, tf, leaves, t_eval, rtol, atol, max_step=np.inf,
+                 first_step=None, dense=False):
+        """Solve from y(t0) = y0 to tf.  Returns an object with SciPy's fields t, y (n by
+        len(t)), nfev, status (0 or -1), message, and `interpolants`: for `dense`, one
+        (t_old, t, y_old, coefficients) per step, the coefficients as SciPy's dense
+        output holds them (RK: Q, n × POWER; DOP853: F, POWER × n)."""
+        n = self.n
+        y0 = np.ascontiguousarray(y0, dtype=np.float64).reshape(n)
+        flat = np.ascontiguousarray(self._leaves(leaves))
+        rtol = np.ascontiguousarray(np.broadcast_to(np.asarray(rtol, np.float64), (n,)))
+        atol = np.ascontiguousarray(np.broadcast_to(np.asarray(atol, np.float64), (n,)))
+        evals = None if t_eval is None else np.ascontiguousarray(t_eval, dtype=np.float64)
+        out = _Out()
+        status = self._solve(n, float(t0), float(tf), _pointer(y0), _pointer(flat),
+                             flat.size, _pointer(evals) if evals is not None else None,
+                             -1 if evals is None else evals.size, _pointer(rtol),
+                             _pointer(atol), float(max_step),
+                             0.0 if first_step is None else float(first_step), int(dense),
+                             ctypes.byref(out))
+        nfev = int(out.nfev)
+        try:
+            ts = _copy(out.t)
+            ys = _copy(out.y).reshape(-1, n).T
+            interpolants = []
+            if dense:
+                rec = _copy(out.dense).reshape(-1, 2 + n + n * self.power)
+                shape = (self.power, n) if self.method == "DOP853" else (n, self.power)
+                interpolants = [(r[0], r[1], r[2:2 + n], r[2 + n:].reshape(shape))
+                                for r in rec]
+        finally:
+            self._free(ctypes.byref(out))
+        if status == -2:
+            raise MemoryError("the C solver ran out of memory for its output")
+        return _Found(ts, ys, nfev, status, interpolants)
+
+
+class _Found:
+    """A C solve's result, with the fields of SciPy's that wengert reads."""
+
+    def __init__(self, t, y, nfev, status, interpolants):
+        self.t, self.y, self.nfev, self.status = t, y, nfev, status
+        self.njev = self.nlu = 0
+        self.message = _MESSAGES[status]
+        self.interpolants = interpolants
+
+
+def _pointer(a):
+    return a.ctypes.data_as(_DOUBLES)
+
+
+def _copy(buf):
+    if not buf.len:
+        return np.zeros(0)
+    return np.ctypeslib.as_array(buf.data, shape=(buf.len,)).copy()
