@@ -16,6 +16,9 @@ single-threaded:
 * ``wengert-loss``: the loss alone (SciPy's solve: what a gradient costs on top of it);
 * ``wengert-ivp``: the loss through `wengert.scipy.integrate.solve_ivp` (DOP853, as JAX's
   is a Dormand–Prince method) under `wg.grad`, the adjoint solved by DOP853 too;
+* ``wengert-c``: the same with ``method="RK45", backend="c"``: SciPy's Dormand–Prince
+  5(4), JAX's method, stepped in C (the right-hand sides written as C by wengert, the
+  adjoint's 30 backward solves in one call); ``wengert-c-dop853`` with DOP853;
 * ``autograd``: `autograd.scipy.integrate.odeint` under `autograd.grad` (LSODA both ways,
   the adjoint's right-hand side an autograd VJP per call);
 * ``jax-jit``: `jax.experimental.ode.odeint` under `jax.jit(jax.grad(...))` (its own
@@ -27,6 +30,8 @@ log-rates spread by ±20%), as a parameter sweep or an ensemble fit needs them:
 * ``wengert``: ``wg.vmap(wg.grad(loss))``: the 64 solves as one solve of 128 states (and
   so the adjoint's), SciPy's steps taken for all at once;
 * ``wengert-loop``: a Python loop of ``wg.grad(loss)``, one solve per example;
+* ``wengert-c``: ``wg.vmap(wg.grad(loss))`` of the ``solve_ivp(method="RK45",
+  backend="c")`` loss: the 64 solves as one solve in C;
 * ``jax-jit``: ``jax.jit(jax.vmap(jax.grad(loss)))``.
 
 Each peer's gradient is checked against wengert's first: they agree to about the
@@ -81,8 +86,7 @@ def make_wengert(theta, observed, mode="rev"):
     return version("wengert"), lambda: fn(theta)
 
 
-def make_wengert_ivp(theta, observed, method="DOP853"):
-    import wengert as wg
+def wengert_ivp_loss(observed, method="DOP853", backend="scipy"):
     import wengert.numpy as wnp
     from wengert.scipy.integrate import solve_ivp
 
@@ -91,9 +95,14 @@ def make_wengert_ivp(theta, observed, method="DOP853"):
 
     def loss(theta):
         ys = solve_ivp(f, (TIMES[0], TIMES[-1]), Y0, method=method, t_eval=TIMES,
-                       args=(wnp.exp(theta),), rtol=TOL, atol=TOL).y.T
+                       args=(wnp.exp(theta),), rtol=TOL, atol=TOL, backend=backend).y.T
         return wnp.mean((wnp.log(ys[1:]) - wnp.log(observed[1:])) ** 2)
-    g = wg.grad(loss)
+    return loss
+
+
+def make_wengert_ivp(theta, observed, method="DOP853", backend="scipy"):
+    import wengert as wg
+    g = wg.grad(wengert_ivp_loss(observed, method, backend))
     from importlib.metadata import version
     return version("wengert"), lambda: g(theta)
 
@@ -149,10 +158,11 @@ def thetas(theta):
     return theta + np.log(1.0 + 0.2 * np.random.default_rng(1).uniform(-1, 1, (BATCH, 4)))
 
 
-def make_wengert_batch(theta, observed, loop=False):
+def make_wengert_batch(theta, observed, loop=False, backend=None):
     import wengert as wg
     from importlib.metadata import version
-    grad = wg.grad(wengert_loss(observed))
+    grad = wg.grad(wengert_loss(observed) if backend is None else
+                   wengert_ivp_loss(observed, "RK45", backend))
     points = thetas(theta)
     if loop:
         return version("wengert"), lambda: np.stack([grad(p) for p in points])
@@ -178,6 +188,8 @@ def main(argv=None):
               "wengert-fwd": lambda *a: make_wengert(*a, mode="fwd"),
               "wengert-loss": lambda *a: make_wengert(*a, mode="loss"),
               "wengert-ivp": make_wengert_ivp,
+              "wengert-c": lambda *a: make_wengert_ivp(*a, method="RK45", backend="c"),
+              "wengert-c-dop853": lambda *a: make_wengert_ivp(*a, backend="c"),
               "autograd": make_autograd, "jax-jit": make_jax}
     reference = run_table(
         {name: (lambda make=make: make(theta, observed)) for name, make in makers.items()},
@@ -188,6 +200,7 @@ def main(argv=None):
     print()
     run_table({"wengert": lambda: make_wengert_batch(theta, observed),
                "wengert-loop": lambda: make_wengert_batch(theta, observed, loop=True),
+               "wengert-c": lambda: make_wengert_batch(theta, observed, backend="c"),
                "jax-jit": lambda: make_jax_batch(theta, observed)},
               f"Per-example gradients of the same loss at {BATCH} points (wg.vmap)",
               "wengert", repeats, min_time, check=relative_difference("wengert", 1e-4))

@@ -29,7 +29,9 @@ Jacobians the implicit methods get.  solve_ivp's times are t_span's ends and t_e
 the primitive solves from t0 to tf and reports y at ``[t0, *t_eval, tf]``, of which the
 front-end keeps t_eval's; its dense output ``sol(t)`` is one more solve, from t0 through
 the times t (`_TracedSolution`).  Under `wg.vmap` a batch of solves is one solve of the
-examples' systems side by side (`_BatchedOdeint`).  See docs/odes.md.
+examples' systems side by side (`_BatchedOdeint`).  With ``backend="c"`` the solves of
+RK23, RK45 and DOP853, the derived systems' included, run in C (`_System.c_solver`,
+`wengert.codegen.rk`).  See docs/odes.md.
 
 Example:
     >>> import numpy as np, wengert as wg
@@ -673,8 +675,7 @@ class Odeint(Primitive):
             self._adjoint = self._derived(_AdjointSystem(system))
         adjoint = self._adjoint
         active, sizes = adjoint.system.active, adjoint.system.sizes
-        if self.options.get("backend") == "c" and type(self) is Odeint and T > 1 and \
-                not any(type(x) is Node for x in (g, y0, t, *rest)):
+        if self._plain_c(g, y0, t, *rest):
             return self._vjp_c(adjoint, g, y0, t, leaves, ys)
         a = g[T - 1]
         b = wnp.zeros(sum(sizes))
@@ -695,6 +696,11 @@ class Odeint(Primitive):
                 out[k] = _leaf(b[start:start + size], system.leaf_avals[k][0])
             start += size
         return (y0_bar, wnp.stack(t_bar), *out)
+
+    def _plain_c(self, g, y0, t, *rest):
+        """Whether a VJP is asked on plain numbers of a solve in C over output times."""
+        return self.options.get("backend") == "c" and shape_of(t)[0] > 1 and \
+            not any(type(x) is Node for x in (g, y0, t, *rest))
 
     def _vjp_c(self, adjoint, g, y0, t, leaves, ys):
         """The adjoint method of `_vjp_rule` on plain numbers with backend="c": the same
@@ -906,6 +912,10 @@ class _BatchedOdeint(Odeint):
 
     def _vjp_rule(self, g, y0, t, *rest):
         from ..vectorize import vmap
+        if self._plain_c(g, y0, t, *rest):
+            # in C, on numbers: the adjoint of the batched system, solved as one (its
+            # ∂f/∂args sums the shared arguments' cotangents over the examples)
+            return Odeint._vjp_rule(self, g, y0, t, *rest)
         leaves, ys = rest[:-1], rest[-1]
         base = self.base
 
@@ -1250,6 +1260,10 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
             ``event(t, y, *args)``, with SciPy's ``terminal`` and ``direction``
             attributes).
         args: extra arguments of fun: numbers, arrays or a pytree of them.
+        backend: "scipy" (default), or "c" for RK23, RK45 and DOP853: fun (traced once)
+            and SciPy's stepping loop written as C and compiled, the same steps and, to
+            rounding, the same numbers, for a fraction of the time; the rules' systems
+            are solved in C too (see `wengert.codegen.rk` and docs/odes.md).
         **options: the solver's options (rtol, atol, max_step, first_step, jac, ...);
             rtol and atol bound the error of the derivatives too, which are solutions of
             ODEs.
@@ -1278,6 +1292,14 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         >>> print(round(d_w, 6), round(-0.5 * np.sin(1.0), 6), round(d_t, 6),
         ...       round(-2.0 * np.sin(1.0), 6))
         -0.420735 -0.420735 -1.682942 -1.682942
+        >>> from wengert.codegen.c import CompilerNotFound
+        >>> try:                                       # SciPy's steps, in C
+        ...     x1_c = solve_ivp(oscillator, (0.0, 1.0), [1.0, 0.0], args=(2.0,),
+        ...                      rtol=1e-10, atol=1e-12, backend="c").y[0, -1]
+        ... except CompilerNotFound:
+        ...     x1_c = x1(2.0)
+        >>> print(round(x1_c, 6))
+        -0.416147
     """
     if backend != "scipy":
         method, options = _c_backend(backend, method, events, options)

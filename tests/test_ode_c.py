@@ -1,0 +1,279 @@
+"""solve_ivp(backend="c"): SciPy's explicit methods stepped in C (wengert/codegen/rk.py).
+
+Values, step counts, dense output, options, warnings and failures against SciPy's own
+solve_ivp; derivatives in args, y0, the end time and t_eval against closed forms, central
+differences and the SciPy back-end's, in reverse and forward mode, to second order, and
+under vmap; compiled code that follows a changed global; clear errors."""
+import os
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+import ode_systems
+from fd import assert_close, fd_jacobian
+
+scipy_integrate = pytest.importorskip("scipy.integrate")
+from wengert.scipy.integrate import odeint, solve_ivp  # noqa: E402
+from wengert.codegen import c as C  # noqa: E402
+
+HAVE_CC = any(shutil.which(cc) for cc in (os.environ.get("CC") or "cc", "gcc", "clang"))
+pytestmark = pytest.mark.skipif(not HAVE_CC, reason="no C compiler on this machine")
+
+METHODS = ["RK23", "RK45", "DOP853"]
+P = np.array([1.0, 0.5, 0.8, 0.3])
+Y0 = np.array([1.0, 0.5])
+T = np.linspace(0.0, 4.0, 9)
+
+
+def lotka_volterra(t, y, p):
+    return ode_systems.lotka_volterra(y, t, p)
+
+
+def decay(t, y, k):
+    return -k * y
+
+
+def oscillator(t, y, w):
+    return [y[1], -w * w * y[0]]              # (a list, as SciPy users write it)
+
+
+def tol(method):
+    return dict(rtol=1e-7, atol=1e-9) if method == "RK23" else dict(rtol=1e-10, atol=1e-12)
+
+
+def both(fun, t_span, y0, **kw):
+    """The C solve and SciPy's own, with the same arguments."""
+    return (solve_ivp(fun, t_span, y0, backend="c", **kw),
+            scipy_integrate.solve_ivp(fun, t_span, y0, **kw))
+
+
+# --- values: SciPy's steps ---------------------------------------------------------------------
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("span", [(0.0, 4.0), (4.0, 0.0)])
+def test_values_and_counts_are_scipys(method, span):
+    t_eval = T if span[1] > span[0] else T[::-1]
+    got, want = both(lotka_volterra, span, Y0, method=method, t_eval=t_eval, args=(P,),
+                     rtol=1e-8, atol=1e-8)
+    assert got.nfev == want.nfev and got.njev == want.njev == 0
+    assert (got.status, got.message, got.success) == (want.status, want.message, True)
+    np.testing.assert_array_equal(got.t, want.t)
+    assert_close(got.y, want.y, rtol=1e-11, atol=1e-13)
+    # the solver's own steps: the same number, times equal up to rounding (which the
+    # error estimate amplifies: it is a difference of nearly equal sums)
+    got, want = both(lotka_volterra, span, Y0, method=method, args=(P,))
+    assert got.nfev == want.nfev and got.t.shape == want.t.shape
+    assert_close(got.t, want.t, rtol=1e-8, atol=1e-10)
+    assert_close(got.y, want.y, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_dense_output_is_scipys(method):
+    got, want = both(oscillator, (0.0, 3.0), [1.0, 0.0], method=method, args=(2.0,),
+                     dense_output=True)
+    assert len(got.sol.interpolants) == len(want.sol.interpolants)
+    ts = np.linspace(0.0, 3.0, 23)
+    assert_close(got.sol(ts), want.sol(ts), rtol=1e-9, atol=1e-11)
+    assert_close(got.sol(1.3), want.sol(1.3), rtol=1e-9, atol=1e-11)
+    # with t_eval too: the interpolants still cover every step
+    got, want = both(oscillator, (0.0, 3.0), [1.0, 0.0], method=method, args=(2.0,),
+                     dense_output=True, t_eval=[0.5, 2.5])
+    assert_close(got.sol.ts, want.sol.ts, rtol=1e-9)
+    assert_close(got.y, want.y, rtol=1e-11, atol=1e-13)
+
+
+def test_state_of_any_shape_and_pytree_args():
+    def heat(t, u, params):                         # a 2x3 grid of decaying modes
+        return -params["rate"] * u + params["source"]
+    u0 = np.arange(6.0).reshape(2, 3)
+    params = {"rate": np.array([[1.0], [2.0]]), "source": 0.5}
+    got = solve_ivp(heat, (0.0, 1.0), u0, args=(params,), t_eval=[0.5, 1.0], backend="c",
+                    rtol=1e-10, atol=1e-12)
+    want = solve_ivp(heat, (0.0, 1.0), u0, args=(params,), t_eval=[0.5, 1.0],
+                     rtol=1e-10, atol=1e-12)
+    assert got.y.shape == want.y.shape == (2, 3, 2)
+    assert_close(got.y, want.y, rtol=1e-11, atol=1e-13)
+    rate = params["rate"]
+    exact = 0.5 / rate + (u0 - 0.5 / rate) * np.exp(-rate * 1.0)
+    assert_close(got.y[..., -1], exact, rtol=1e-8)
+    dense = solve_ivp(heat, (0.0, 1.0), u0, args=(params,), backend="c", dense_output=True)
+    assert dense.sol(0.25).shape == (2, 3) and dense.sol([0.1, 0.2]).shape == (2, 3, 2)
+
+
+def test_options_tolerances_and_failure_are_scipys():
+    atol = np.array([1e-9, 1e-6])
+    got, want = both(lotka_volterra, (0.0, 4.0), Y0, args=(P,), rtol=1e-7, atol=atol,
+                     max_step=0.05, t_eval=T)
+    assert got.nfev == want.nfev
+    assert_close(got.y, want.y, rtol=1e-11, atol=1e-13)
+    got = solve_ivp(lotka_volterra, (0.0, 4.0), Y0, args=(P,), max_step=0.05, backend="c")
+    assert np.max(np.diff(got.t)) <= 0.05 + 1e-15
+    got, want = both(lotka_volterra, (0.0, 4.0), Y0, args=(P,), first_step=1e-3)
+    assert got.nfev == want.nfev
+    # a solution that blows up: the same failure, at the same time, as SciPy
+    got, want = both(lambda t, y: y * y, (0.0, 2.0), [1.0])
+    assert (got.status, got.message, got.success) == (-1, want.message, False)
+    assert got.nfev == want.nfev
+    assert_close(got.t[-1], want.t[-1], rtol=1e-10)
+
+
+def test_warnings_and_errors_of_the_options():
+    with pytest.warns(UserWarning, match="rtol` is too small"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), rtol=1e-20, backend="c")
+    with pytest.warns(UserWarning, match="no effect for a chosen solver: `jac`"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), jac=None, backend="c")
+    with pytest.raises(ValueError, match="`atol` has wrong shape"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), atol=[1e-6, 1e-6], backend="c")
+    with pytest.raises(ValueError, match="`atol` must be positive"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), atol=-1.0, backend="c")
+    with pytest.raises(ValueError, match="`max_step` must be positive"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), max_step=0.0, backend="c")
+    with pytest.raises(ValueError, match="`first_step` exceeds bounds"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), first_step=2.0, backend="c")
+    with pytest.raises(ValueError, match="not within `t_span`"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), t_eval=[2.0], backend="c")
+    # a solve over no time is SciPy's
+    got, want = both(decay, (1.0, 1.0), [1.0], args=(0.5,))
+    assert_close(got.y, want.y) and got.t.shape == want.t.shape
+
+
+# --- derivatives -----------------------------------------------------------------------------
+@pytest.mark.parametrize("method", METHODS)
+def test_derivatives_against_closed_forms(method):
+    """y(t1) = y0 exp(-k t1): d/dk, d/dy0, d/dt1, d²/dk², in both modes."""
+    def end(k, y0, t1):
+        return solve_ivp(decay, (0.0, t1), wnp.stack([y0]), args=(k,), method=method,
+                         backend="c", **tol(method)).y[0, -1]
+    k, y0, t1 = 0.7, 1.3, 2.0
+    exact = y0 * np.exp(-k * t1)
+    assert_close(end(k, y0, t1), exact, rtol=1e-7)
+    close = dict(rtol=1e-5) if method == "RK23" else dict(rtol=1e-7)
+    assert_close(wg.grad(end, argnums=(0, 1, 2))(k, y0, t1),
+                 [-t1 * exact, exact / y0, -k * exact], **close)
+    assert_close(wg.jacfwd(end, argnums=(0, 1, 2))(k, y0, t1),
+                 [-t1 * exact, exact / y0, -k * exact], **close)
+    assert_close(wg.hessian(end)(k, y0, t1), t1 * t1 * exact, **close)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_gradients_match_differences_and_the_scipy_backend(method):
+    """A fitting loss over 9 output times: the gradient in the rates, y0 and t_eval,
+    against central differences of the C solve, and against the SciPy back-end's
+    (the same steps: they agree far below the tolerance)."""
+    def loss(p, y0, t_eval, backend="c"):
+        sol = solve_ivp(lotka_volterra, (0.0, 4.0), y0, method=method, t_eval=t_eval,
+                        args=(p,), backend=backend, **tol(method))
+        return wnp.sum(wnp.log(sol.y) ** 2)
+    t_eval = T[1:-1]
+    grads = wg.grad(loss, argnums=(0, 1, 2))(P, Y0, t_eval)
+    for g, scipy_g in zip(grads, wg.grad(loss, argnums=(0, 1, 2))(P, Y0, t_eval, "scipy")):
+        assert_close(g, scipy_g, rtol=1e-8, atol=1e-10)
+    h = 1e-5
+    for k, x in enumerate((P, Y0, t_eval)):
+        def along(v, k=k):
+            args = [P, Y0, t_eval]
+            args[k] = v
+            return loss(*args)
+        assert_close(grads[k], fd_jacobian(along, x, h), rtol=1e-5, atol=1e-7)
+    # forward mode: forward sensitivities, solved in C too
+    assert_close(wg.jacfwd(loss)(P, Y0, t_eval), grads[0], rtol=1e-6, atol=1e-8)
+
+
+def test_per_example_gradients_under_vmap():
+    def loss(p):
+        sol = solve_ivp(lotka_volterra, (0.0, 4.0), Y0, t_eval=T, args=(p,), backend="c",
+                        rtol=1e-10, atol=1e-12)
+        return wnp.sum(sol.y[0] ** 2)
+    batch = P * (1.0 + 0.1 * np.random.default_rng(0).normal(size=(3, 4)))
+    mapped = wg.vmap(wg.grad(loss))(batch)
+    # one solve of the three systems side by side, its tolerance split among them
+    for row, p in zip(mapped, batch):
+        assert_close(row, wg.grad(loss)(p), rtol=1e-6, atol=1e-8)
+    # the gradient of a batched solve on numbers: the adjoint of the batched system in C
+    assert_close(wg.grad(lambda b: wnp.sum(wg.vmap(loss)(b)))(batch), mapped,
+                 rtol=1e-6, atol=1e-8)
+
+
+def test_second_order_through_the_adjoint():
+    """The Hessian of a loss in the rates: reverse over reverse takes the general adjoint
+    rule (traced), which solves its systems in C as well."""
+    def loss(p):
+        sol = solve_ivp(lotka_volterra, (0.0, 2.0), Y0, t_eval=[1.0, 2.0], args=(p,),
+                        backend="c", rtol=1e-10, atol=1e-12)
+        return wnp.sum(sol.y ** 2)
+    hess = wg.hessian(loss)(P)
+    assert_close(hess, hess.T, rtol=1e-6, atol=1e-8)
+    assert_close(hess, fd_jacobian(wg.grad(loss), P, 1e-5), rtol=1e-5, atol=1e-7)
+
+
+# --- compiled code and its inputs --------------------------------------------------------------
+RATE = [0.5]
+
+
+def global_decay(t, y):
+    return -RATE[0] * y
+
+
+def test_a_changed_global_is_followed():
+    """C code holds a global's value from its trace; it is checked once per call and
+    traced again when it no longer computes what the function does (derived systems
+    too)."""
+    def end(y0):
+        return solve_ivp(global_decay, (0.0, 1.0), wnp.stack([y0]), backend="c",
+                         rtol=1e-10, atol=1e-12).y[0, -1]
+    try:
+        for rate in (0.5, 2.0, 0.5):
+            RATE[0] = rate
+            assert_close(end(1.0), np.exp(-rate), rtol=1e-8)
+            assert_close(wg.grad(end)(1.0), np.exp(-rate), rtol=1e-7)
+    finally:
+        RATE[0] = 0.5
+
+
+def test_clear_errors():
+    with pytest.raises(ValueError, match="runs the explicit methods RK23, RK45, DOP853"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), method="BDF", backend="c")
+    with pytest.raises(ValueError, match="does not locate events"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), events=lambda t, y, k: y[0],
+                  backend="c")
+    with pytest.raises(ValueError, match="backend must be 'scipy' or 'c'"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), backend="fortran")
+    with pytest.raises(ValueError, match="odeint is LSODA"):
+        odeint(lambda y, t: -y, 1.0, [0.0, 1.0], backend="c")
+
+    def branchy(t, y):
+        if y[0] > 0.5:
+            return -y
+        return y
+    with pytest.raises(ValueError, match="branches on a value.*wengert.numpy.where"):
+        solve_ivp(branchy, (0.0, 1.0), [1.0], backend="c")
+    with pytest.raises(TypeError, match="dtype int64"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(np.array([2]),), backend="c")
+    with pytest.raises(TypeError, match="complex"):
+        solve_ivp(decay, (0.0, 1.0), [1.0 + 1j], args=(0.5,), backend="c")
+
+    def solved(t, y):                   # linear algebra has no element-by-element form
+        return wnp.linalg.solve(wnp.eye(2) * 2.0, y)
+    with pytest.raises(ValueError, match="cannot write element by element"):
+        solve_ivp(solved, (0.0, 1.0), [1.0, 2.0], backend="c")
+
+
+def test_no_compiler_says_what_to_do(monkeypatch):
+    def missing():
+        raise C.CompilerNotFound("backend='c' needs a C compiler, and none was found")
+    monkeypatch.setattr(C, "compiler", missing)
+    with pytest.raises(C.CompilerNotFound, match="needs a C compiler"):
+        solve_ivp(lambda t, y: -3.25 * y + 0.125, (0.0, 1.0), [1.0], backend="c")
+
+
+def test_a_wengert_branch_compiles():
+    """wnp.where is the traced spelling of an if: it is C's conditional."""
+    def bang(t, y):
+        return wnp.where(y > 0.5, -y, -0.5 * y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, want = both(bang, (0.0, 2.0), [1.0], t_eval=[1.0, 2.0])
+    assert_close(got.y, want.y, rtol=1e-11, atol=1e-13)
