@@ -171,10 +171,101 @@ def test_errors():
         wg.grad(g)(1.0)
 
     @wg.custom_jvp
+    def named(x):
+        return x, "label"
+    named.defjvp(lambda p, t: (named(*p), t))
+    with pytest.raises(TypeError, match="returned a str.*must return arrays or numbers"):
+        wg.grad(lambda x: named(x)[0])(1.0)
+
+    @wg.custom_jvp
     def pair(x):
         return (x, x)
-    pair.defjvp(lambda p, t: (pair(*p), t))
-    with pytest.raises(TypeError, match="must return one array or number"):
-        wg.grad(lambda x: pair(x)[0])(1.0)
+    pair.defjvp(lambda p, t: (pair(*p), t[0]))          # one tangent for two results
+    with pytest.raises(TypeError, match="the rule of 'pair' returned a result of structure"):
+        wg.jvp(lambda x: pair(x)[0], (1.0,), (1.0,))
     with pytest.raises(TypeError, match="decorates a function"):
         wg.custom_vjp(3.0)
+
+
+# ---- several results ----------------------------------------------------------------------------
+@wg.custom_jvp
+def polar(x, y):
+    """(r, θ) of (x, y), a tuple of arrays."""
+    return wnp.hypot(x, y), wnp.arctan2(y, x)
+
+
+@polar.defjvp
+def _polar_jvp(primals, tangents):
+    (x, y), (dx, dy) = primals, tangents
+    r, theta = polar(x, y)
+    return (r, theta), ((x * dx + y * dy) / r, (x * dy - y * dx) / r ** 2)
+
+
+def test_a_jvp_rule_with_several_results_in_every_mode_to_second_order():
+    x, y = rng.normal(size=3), rng.normal(size=3) + 2.0
+    both = lambda x, y: wnp.concatenate(polar(x, y))
+    check_grads(both, x, y, order=2)
+    J = wg.jacrev(both, argnums=(0, 1))(x, y)
+    r2 = x * x + y * y
+    np.testing.assert_allclose(J[0], np.vstack([np.diag(x / np.sqrt(r2)), np.diag(-y / r2)]),
+                               rtol=1e-13)
+    np.testing.assert_allclose(wg.jacfwd(both, argnums=(0, 1))(x, y), J, rtol=1e-13)
+    # each result alone, and under vmap and compile
+    g = wg.grad(lambda x: wnp.sum(polar(x, y)[1]))(x)
+    np.testing.assert_allclose(g, -y / r2, rtol=1e-13)
+    per_row = wg.vmap(wg.grad(lambda x, y: polar(x, y)[0]))(x, y)
+    np.testing.assert_allclose(per_row, x / np.sqrt(r2), rtol=1e-13)
+    compiled = wg.compile(wg.grad(lambda x: wnp.sum(polar(x, y)[1])), x)
+    np.testing.assert_allclose(compiled(x), g, rtol=1e-13)
+
+
+def test_the_results_keep_their_shapes_and_dtypes():
+    @wg.custom_jvp
+    def stats(x):
+        return {"mean": wnp.mean(x, axis=0), "count": x.shape[0],
+                "x32": wnp.astype(x, np.float32)}
+    stats.defjvp(lambda p, t: (stats(*p), {"mean": wnp.mean(t[0], axis=0), "count": 0.0,
+                                           "x32": wnp.astype(t[0], np.float32)}))
+    x = rng.normal(size=(4, 2))
+    out = wg.jvp(stats, (x,), (np.ones((4, 2)),))
+    values, tangents = out
+    assert values["mean"].shape == (2,) and values["x32"].dtype == np.float32
+    np.testing.assert_allclose(tangents["mean"], np.ones(2))
+    g = wg.grad(lambda x: wnp.sum(stats(x)["mean"]) + wnp.sum(stats(x)["x32"]))(x)
+    np.testing.assert_allclose(g, np.full((4, 2), 1.25), rtol=1e-6)
+
+
+@wg.custom_vjp
+def split_scale(x, s):
+    """({"scaled": x s, "total": Σx}), a dict of results, with a hand-written VJP."""
+    return {"scaled": x * s, "total": wnp.sum(x)}
+
+
+def _split_fwd(x, s):
+    return split_scale(x, s), (x, s)
+
+
+def _split_bwd(res, g):
+    x, s = res
+    return g["scaled"] * s + g["total"], wnp.sum(g["scaled"] * x)
+
+
+split_scale.defvjp(_split_fwd, _split_bwd)
+
+
+def test_a_vjp_rule_with_several_results_against_finite_differences():
+    x, s = rng.normal(size=3), 1.7
+
+    def loss(x, s):
+        out = split_scale(x, s)
+        return wnp.sum(wnp.sin(out["scaled"])) * out["total"]
+    gx, gs = wg.grad(loss, argnums=(0, 1))(x, s)
+    np.testing.assert_allclose(gx, fd_jacobian(lambda v: loss(v, s), x, 1e-6),
+                               rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(gs, fd_jacobian(lambda v: loss(x, v[0]), np.array([s]),
+                                               1e-6)[0], rtol=1e-7)
+    # second order, reverse over reverse (no forward mode, as in JAX): the bwd is written
+    # with wengert.numpy, so it differentiates again
+    H = wg.jacrev(wg.grad(lambda x: loss(x, s)))(x)
+    np.testing.assert_allclose(H, fd_jacobian(wg.grad(lambda x: loss(x, s)), x, 1e-6),
+                               rtol=1e-6, atol=1e-8)

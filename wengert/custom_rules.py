@@ -9,8 +9,10 @@ Code written for JAX declares a function's derivative with decorators::
         ... return out, tangent_out     #   f_bwd(residuals, g) -> (x_bar, y_bar)
 
 Each decorated function becomes one primitive (`wg.primitive`) whose arguments are the
-leaves of f's arguments, so f's arguments may be pytrees of arrays; f returns one array
-or number.  A `custom_jvp` rule serves reverse mode too: its tangent is linear in the
+leaves of f's arguments, so f's arguments may be pytrees of arrays; f returns an array, a
+number, or a pytree of them, which the primitive holds packed end to end in one flat
+array (as `wg.checkpoint` does: `part` takes the leaves out again, and a rule's tangents
+and cotangents are packed and unpacked the same way).  A `custom_jvp` rule serves reverse mode too: its tangent is linear in the
 tangents, and the reverse sweep takes the transpose of that linear map (the VJP of the
 rule along the tangents), as JAX does.  A `custom_vjp` function, as in JAX, has no
 forward mode.  Its ``f_fwd`` runs again in the reverse sweep to give ``f_bwd`` its
@@ -22,12 +24,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 
 import numpy as np
 
+from . import numpy as wnp
 from .graph.node import Node
 from .primitives.array import zeros_like
-from .primitives.registry import primitive
+from .primitives.pack import part
+from .primitives.registry import primitive, shape_of
 from .tree import dict_keys, flatten, unflatten
 
 __all__ = ["custom_jvp", "custom_vjp"]
@@ -37,10 +42,48 @@ class _Layout:
     """How a call's leaves and its non-differentiable arguments make f's arguments again:
     a primitive parameter, compared by identity (no two calls are merged by interning)."""
 
-    __slots__ = ("tree", "fixed", "nondiff")
+    __slots__ = ("tree", "fixed", "nondiff", "out_tree", "out_avals")
 
     def __init__(self, tree, fixed, nondiff):
         self.tree, self.fixed, self.nondiff = tree, fixed, nondiff
+        self.out_tree = None        # f's result's structure, where it is not one leaf
+        self.out_avals = None       # ... and its leaves' (shape, dtype)
+
+    def pack(self, out, what="f"):
+        """f's result (or a tangent of it) as the primitive's value: itself if it is one
+        leaf, else its leaves flattened end to end (the first call fixes the layout)."""
+        leaves, tree = flatten(out)
+        for x in leaves:
+            if type(x) is not Node and not isinstance(x, (int, float, complex, np.ndarray,
+                                                          np.generic)):
+                raise TypeError(f"{what} returned a {type(x).__name__} ({x!r:.40}); it must "
+                                "return arrays or numbers, or a tuple, list or dict of them")
+        if self.out_tree is None:
+            if len(leaves) == 1 and not isinstance(out, (tuple, list, dict)):
+                return out
+            self.out_tree = tree
+            self.out_avals = [(tuple(shape_of(x)), np.result_type(x)) for x in leaves]
+        elif tree != self.out_tree:
+            raise TypeError(f"{what} returned a result of structure {tree}, where f's "
+                            f"result is {self.out_tree}")
+        dtype = np.result_type(*[d for _, d in self.out_avals], np.float64) \
+            if any(d.kind in "fc" for _, d in self.out_avals) else np.float64
+        return wnp.concatenate([wnp.ravel(wnp.astype(wnp.broadcast_to(x, shape), dtype))
+                                for x, (shape, _) in zip(leaves, self.out_avals)])
+
+    def unpack(self, packed):
+        """The primitive's value (or a cotangent of it) as f's result."""
+        if self.out_tree is None:
+            return packed
+        parts, start = [], 0
+        for shape, dtype in self.out_avals:
+            stop = start + math.prod(shape)
+            x = part(packed, start=start, stop=stop, shape=shape)
+            if np.dtype(dtype) != np.result_type(x):
+                x = wnp.astype(x, dtype)
+            parts.append(x)
+            start = stop
+        return unflatten(self.out_tree, parts)
 
     def arguments(self, leaves):
         """f's positional arguments from the differentiable ones' leaves."""
@@ -90,13 +133,8 @@ class _Custom:
         self._signature = inspect.signature(fun)
 
         def evaluate(*leaves, layout):
-            out = fun(*layout.arguments(leaves))
-            if type(out) is not Node and not isinstance(out, (int, float, complex,
-                                                              np.ndarray, np.generic)):
-                raise TypeError(f"{self.kind} function {self.__name__!r} returned a "
-                                f"{type(out).__name__}: here it must return one array or "
-                                "number (stack several results into one array)")
-            return out
+            return layout.pack(fun(*layout.arguments(leaves)),
+                               f"{self.kind} function {self.__name__!r}")
         # (named as f, or f_user where f's name is a built-in's, as wg.primitive does)
         evaluate.__name__ = getattr(fun, "__name__", "custom")
         self._prim = primitive(evaluate)
@@ -125,7 +163,7 @@ class _Custom:
         leaves, layout.tree = flatten(diff)
         if not any(type(x) is Node for x in leaves):
             return self.fun(*args)
-        return self._prim(*leaves, layout=layout)
+        return layout.unpack(self._prim(*leaves, layout=layout))
 
 
 class custom_jvp(_Custom):
@@ -169,7 +207,8 @@ class custom_jvp(_Custom):
             fixed, primals = layout.split(layout.arguments(leaves))
             tangents = layout.split(layout.arguments(
                 [zeros_like(x) if t is None else t for x, t in zip(leaves, ts)]))[1]
-            return rule(*fixed, tuple(primals), tuple(tangents))[1]
+            return layout.pack(rule(*fixed, tuple(primals), tuple(tangents))[1],
+                               f"the rule of {self.__name__!r}")
 
         def transpose(g, *args, layout):
             from .api import vjp
@@ -177,8 +216,8 @@ class custom_jvp(_Custom):
             fixed, primals = layout.split(layout.arguments(leaves))
 
             def linear(*ts):
-                return rule(*fixed, tuple(primals), tuple(layout.split(
-                    layout.arguments(ts))[1]))[1]
+                return layout.pack(rule(*fixed, tuple(primals), tuple(layout.split(
+                    layout.arguments(ts))[1]))[1], f"the rule of {self.__name__!r}")
             zeros = [zeros_like(x) for x in leaves]
             cts = vjp(linear, *zeros)[1](g)
             return tuple(cts)
@@ -234,7 +273,7 @@ class custom_vjp(_Custom):
             if not isinstance(found, tuple) or len(found) != 2:
                 raise TypeError(f"custom_vjp {name!r}: fwd must return (output, residuals), "
                                 f"got {type(found).__name__}")
-            cts = bwd(*fixed, found[1], g)
+            cts = bwd(*fixed, found[1], layout.unpack(g))
             if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
                 raise TypeError(f"custom_vjp {name!r}: bwd must return a tuple with one "
                                 f"cotangent per differentiable argument ({len(diff)}), got "
