@@ -13,8 +13,8 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-import ode_systems
 from fd import assert_close, fd_jacobian
+from test_solve_ivp import decay, lotka_volterra, oscillator
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
 from wengert.scipy.integrate import odeint, solve_ivp  # noqa: E402
@@ -27,18 +27,6 @@ METHODS = ["RK23", "RK45", "DOP853"]
 P = np.array([1.0, 0.5, 0.8, 0.3])
 Y0 = np.array([1.0, 0.5])
 T = np.linspace(0.0, 4.0, 9)
-
-
-def lotka_volterra(t, y, p):
-    return ode_systems.lotka_volterra(y, t, p)
-
-
-def decay(t, y, k):
-    return -k * y
-
-
-def oscillator(t, y, w):
-    return [y[1], -w * w * y[0]]              # (a list, as SciPy users write it)
 
 
 def tol(method):
