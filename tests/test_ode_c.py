@@ -101,6 +101,9 @@ def test_options_tolerances_and_failure_are_scipys():
     assert np.max(np.diff(got.t)) <= 0.05 + 1e-15
     got, want = both(lotka_volterra, (0.0, 4.0), Y0, args=(P,), first_step=1e-3)
     assert got.nfev == want.nfev
+    # a derivative that is nan from the start: a failure (SciPy's loop never ends)
+    got = solve_ivp(lambda t, y: y * np.nan, (0.0, 1.0), [1.0], backend="c")
+    assert got.status == -1 and not got.success
     # a solution that blows up: the same failure, at the same time, as SciPy
     got, want = both(lambda t, y: y * y, (0.0, 2.0), [1.0])
     assert (got.status, got.message, got.success) == (-1, want.message, False)
@@ -109,8 +112,9 @@ def test_options_tolerances_and_failure_are_scipys():
 
 
 def test_warnings_and_errors_of_the_options():
-    with pytest.warns(UserWarning, match="rtol` is too small"):
-        solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), rtol=1e-20, backend="c")
+    for _ in range(2):                      # (every call, as SciPy warns)
+        with pytest.warns(UserWarning, match="rtol` is too small"):
+            solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), rtol=1e-20, backend="c")
     with pytest.warns(UserWarning, match="no effect for a chosen solver: `jac`"):
         solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), jac=None, backend="c")
     with pytest.raises(ValueError, match="`atol` has wrong shape"):
@@ -221,6 +225,48 @@ def test_a_changed_global_is_followed():
         RATE[0] = 0.5
 
 
+STIFFNESS = [1.0]
+
+
+def spring(t, y):
+    return [y[1], -STIFFNESS[0] * y[0]]     # at y = (0, 1) the stiffness does not show
+
+
+def test_a_changed_global_that_does_not_show_at_y0_is_followed():
+    try:
+        for k in (1.0, 4.0):
+            STIFFNESS[0] = k
+            got = solve_ivp(spring, (0.0, 3.0), [0.0, 1.0], backend="c", rtol=1e-10,
+                            atol=1e-12).y[:, -1]
+            w = np.sqrt(k)
+            assert_close(got, [np.sin(3 * w) / w, np.cos(3 * w)], rtol=1e-8, atol=1e-10)
+    finally:
+        STIFFNESS[0] = 1.0
+
+
+def test_ctrl_c_stops_a_long_solve():
+    """The loop asks Python's signal check every 1024 steps (a signal handler that
+    raises stands in for Ctrl-C's)."""
+    import signal
+    import time
+
+    def alarm(*_):
+        raise KeyboardInterrupt
+    fast = lambda t, y: [y[1], -1e4 * y[0]]           # noqa: E731  (ω = 100: tiny steps)
+    solve_ivp(fast, (0.0, 0.01), [1.0, 0.0], backend="c")           # (compiled first)
+    old = signal.signal(signal.SIGALRM, alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        start = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            solve_ivp(fast, (0.0, 1e6), [1.0, 0.0], t_eval=[1e6], backend="c",
+                      rtol=1e-12, atol=1e-12)
+        assert time.perf_counter() - start < 5.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def test_clear_errors():
     with pytest.raises(ValueError, match="runs the explicit methods RK23, RK45, DOP853"):
         solve_ivp(decay, (0.0, 1.0), [1.0], args=(0.5,), method="BDF", backend="c")
@@ -236,12 +282,25 @@ def test_clear_errors():
         if y[0] > 0.5:
             return -y
         return y
-    with pytest.raises(ValueError, match="branches on a value.*wengert.numpy.where"):
+    with pytest.raises(ValueError, match="needs the value of y, t or args.*wnp.where"):
         solve_ivp(branchy, (0.0, 1.0), [1.0], backend="c")
+    with pytest.raises(ValueError, match="needs the value.*np.array"):   # NumPy's array()
+        solve_ivp(lambda t, y: np.array([y[1], -y[0]]), (0.0, 1.0), [1.0, 0.0], backend="c")
+    with pytest.raises(ValueError, match="`y0` must be finite"):
+        solve_ivp(decay, (0.0, 1.0), [np.nan], args=(0.5,), backend="c")
+    with pytest.raises(TypeError, match="complex state or argument"):
+        solve_ivp(decay, (0.0, 1.0), [1.0], args=(1j,), backend="c")
+    with pytest.raises(ValueError, match="too large for straight-line C"):
+        A = np.random.default_rng(0).normal(size=(150, 150))
+        solve_ivp(lambda t, y: A @ y, (0.0, 1.0), np.ones(150), backend="c")
     with pytest.raises(TypeError, match="dtype int64"):
         solve_ivp(decay, (0.0, 1.0), [1.0], args=(np.array([2]),), backend="c")
     with pytest.raises(TypeError, match="complex"):
         solve_ivp(decay, (0.0, 1.0), [1.0 + 1j], args=(0.5,), backend="c")
+    # a float32 argument is read as the double it converts to
+    got = solve_ivp(decay, (0.0, 1.0), [1.0], args=(np.float32(0.5),), backend="c",
+                    rtol=1e-10, atol=1e-12)
+    assert_close(got.y[0, -1], np.exp(-0.5), rtol=1e-9)
 
     def solved(t, y):                   # linear algebra has no element-by-element form
         return wnp.linalg.solve(wnp.eye(2) * 2.0, y)

@@ -4,6 +4,7 @@ forms (an oscillator, exponential decay, a matrix exponential, a falling body), 
 differences and SciPy's own ``sol(t)``; unsorted, repeated and out-of-span times,
 backward integration, terminal events, wg.compile and wg.vmap."""
 import pickle
+import shutil
 
 import numpy as np
 import pytest
@@ -323,3 +324,12 @@ def test_t_eval_none_still_needs_values():
 def test_times_of_two_dimensions():
     with pytest.raises(ValueError, match="a time or a 1-D array of times"):
         wg.grad(lambda w: wnp.sum(swing(w, np.ones((2, 2)))))(1.3)
+
+
+def test_a_traced_time_after_an_empty_t_eval():
+    """sol of a plain solve that reported no times still solves through a traced t."""
+    for backend in ("scipy", "c") if shutil.which("cc") or shutil.which("gcc") else ("scipy",):
+        sol = solve_ivp(lambda t, y: -0.5 * y, (0.0, 1.0), [1.0], dense_output=True,
+                        t_eval=[], backend=backend, rtol=1e-10, atol=1e-12).sol
+        np.testing.assert_allclose(wg.grad(lambda t: sol(t)[0])(0.5),
+                                   -0.5 * np.exp(-0.25), rtol=1e-8)

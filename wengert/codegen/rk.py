@@ -19,12 +19,14 @@ One C source holds the right-hand side and the loop; the compiled library is kep
 source (`c.library`).  The entry point::
 
     int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves,
-                 const double *t_eval, long n_eval, const double *rtol, const double *atol,
-                 double max_step, double first_step, int dense,
-                 wg_out *out)
+                 long n_leaves, const double *t_eval, long n_eval, const double *rtol,
+                 const double *atol, double max_step, double first_step, int dense,
+                 wg_check interrupted, wg_out *out)
 
 returns 0 when the solve reached tf, -1 when the step fell below ten times the spacing
-of floats at t (SciPy's failure), -2 when memory ran out.  With ``n_eval < 0`` the
+of floats at t (SciPy's failure), -2 when memory ran out, -3 when Ctrl-C stopped it (the
+library is called with the GIL held and asks Python's signal check every 1024 steps, so
+a long solve stops as SciPy's would, with KeyboardInterrupt).  With ``n_eval < 0`` the
 states are reported at every step (SciPy's t_eval=None); ``dense`` also keeps each
 step's interpolant, for SciPy's `OdeSolution`.
 """
@@ -225,10 +227,14 @@ static void evaluate(int n, double t_old, double t, const double *y_old, const d
 #endif
 }
 
+/* Python's PyErr_CheckSignals, handed in by the caller, which holds the GIL (PyDLL):
+   asked every 1024 steps, so that Ctrl-C stops a solve that would run for long. */
+typedef int (*wg_check)(void);
+
 int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves,
              long n_leaves, const double *t_eval, long n_eval, const double *rtol,
              const double *atol, double max_step, double first_step, int dense,
-             wg_out *out)
+             wg_check interrupted, wg_out *out)
 {
     const double SAFETY = 0.9, MIN_FACTOR = 0.2, MAX_FACTOR = 10.0;
     const double exponent = -1.0 / (ESTIMATOR_ORDER + 1);
@@ -248,7 +254,7 @@ int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves
     memcpy(S.in + n + 1, leaves, n_leaves * sizeof(double));
     memcpy(y, y0, n * sizeof(double));
     double t = t0, h_abs;
-    long ie = 0;
+    long ie = 0, attempts = 0;
     fun(&S, t, y, f);
     if (first_step > 0) h_abs = first_step;
     else h_abs = initial_step(&S, t0, y, tf, max_step, f, direction, rtol, atol, scale,
@@ -262,7 +268,13 @@ int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves
         if (h_abs > max_step) h_abs = max_step;
         else if (h_abs < min_step) h_abs = min_step;
         for (;;) {
-            if (h_abs < min_step) { status = -1; goto done; }
+            /* (a nan step, from a nan derivative at the start, would never fall below
+               min_step: SciPy's loop then runs forever, this one fails) */
+            if (h_abs < min_step || h_abs != h_abs) { status = -1; goto done; }
+            if (++attempts % 1024 == 0 && interrupted && interrupted()) {
+                status = -3;
+                goto done;
+            }
             h = h_abs * direction;
             t_new = t + h;
             if (direction * (t_new - tf) > 0) t_new = tf;
@@ -330,7 +342,8 @@ done:
    failure's status (and its segment in *failed), else 0. */
 int wg_chain(int n, long n_seg, const double *times, const double *keep,
              const double *add, const double *leaves, long n_leaves, const double *rtol,
-             const double *atol, double max_step, double *ends, long *nfev, long *failed)
+             const double *atol, double max_step, wg_check interrupted, double *ends,
+             long *nfev, long *failed)
 {
     double *start = malloc(n * sizeof(double));
     if (!start) return -2;
@@ -345,7 +358,8 @@ int wg_chain(int n, long n_seg, const double *times, const double *keep,
         }
         wg_out out;
         int status = wg_solve(n, times[k], times[k + 1], start, leaves, n_leaves,
-                              times + k, 2, rtol, atol, max_step, 0.0, 0, &out);
+                              times + k, 2, rtol, atol, max_step, 0.0, 0, interrupted,
+                              &out);
         *nfev += out.nfev;
         if (status == 0) memcpy(ends + k * n, out.y.data + n, n * sizeof(double));
         wg_free(&out);
@@ -461,19 +475,22 @@ class Solver:
         source = (function_source(scalar, "wg_rhs") + tableau_source(method) + _DRIVER)
         self.source = source
         lib = library(source)
-        self._solve = lib.wg_solve
+        # the loop is called holding the GIL (PyDLL), so that it may ask Python whether
+        # Ctrl-C was pressed; the right-hand side alone goes through lib (CDLL)
+        held = ctypes.PyDLL(lib._name)
+        self._solve = held.wg_solve
         self._solve.argtypes = [ctypes.c_int, ctypes.c_double, ctypes.c_double, _DOUBLES,
                                 _DOUBLES, ctypes.c_long, _DOUBLES, ctypes.c_long, _DOUBLES,
                                 _DOUBLES, ctypes.c_double, ctypes.c_double, ctypes.c_int,
-                                ctypes.POINTER(_Out)]
+                                ctypes.c_void_p, ctypes.POINTER(_Out)]
         self._solve.restype = ctypes.c_int
         self._free = lib.wg_free
         self._free.argtypes = [ctypes.POINTER(_Out)]
         self._free.restype = None
-        self._chain = lib.wg_chain
+        self._chain = held.wg_chain
         self._chain.argtypes = [ctypes.c_int, ctypes.c_long, _DOUBLES, _DOUBLES, _DOUBLES,
                                 _DOUBLES, ctypes.c_long, _DOUBLES, _DOUBLES, ctypes.c_double,
-                                _DOUBLES, ctypes.POINTER(ctypes.c_long),
+                                ctypes.c_void_p, _DOUBLES, ctypes.POINTER(ctypes.c_long),
                                 ctypes.POINTER(ctypes.c_long)]
         self._chain.restype = ctypes.c_int
         self._rhs_at = lib.wg_rhs_at
@@ -523,8 +540,8 @@ class Solver:
         nfev, failed = ctypes.c_long(), ctypes.c_long()
         status = self._chain(n, len(times) - 1, _pointer(times), _pointer(keep),
                              _pointer(add), _pointer(flat), flat.size, _pointer(rtol),
-                             _pointer(atol), float(max_step), _pointer(ends),
-                             ctypes.byref(nfev), ctypes.byref(failed))
+                             _pointer(atol), float(max_step), _CHECK_SIGNALS,
+                             _pointer(ends), ctypes.byref(nfev), ctypes.byref(failed))
         if status == -2:
             raise MemoryError("the C solver ran out of memory")
         return ends, int(nfev.value), (None if status == 0 else (status, failed.value))
@@ -550,14 +567,15 @@ class Solver:
         atol = np.ascontiguousarray(np.broadcast_to(np.asarray(atol, np.float64), (n,)))
         evals = None if t_eval is None else np.ascontiguousarray(t_eval, dtype=np.float64)
         out = _Out()
-        status = self._solve(n, float(t0), float(tf), _pointer(y0), _pointer(flat),
-                             flat.size, _pointer(evals) if evals is not None else None,
-                             -1 if evals is None else evals.size, _pointer(rtol),
-                             _pointer(atol), float(max_step),
-                             0.0 if first_step is None else float(first_step), int(dense),
-                             ctypes.byref(out))
-        nfev = int(out.nfev)
         try:
+            # (Ctrl-C: the call raises KeyboardInterrupt, and the buffers are freed)
+            status = self._solve(n, float(t0), float(tf), _pointer(y0), _pointer(flat),
+                                 flat.size, _pointer(evals) if evals is not None else None,
+                                 -1 if evals is None else evals.size, _pointer(rtol),
+                                 _pointer(atol), float(max_step),
+                                 0.0 if first_step is None else float(first_step),
+                                 int(dense), _CHECK_SIGNALS, ctypes.byref(out))
+            nfev = int(out.nfev)
             ts = _copy(out.t)
             ys = _copy(out.y).reshape(-1, n).T
             interpolants = []
@@ -581,6 +599,10 @@ class _Found:
         self.njev = self.nlu = 0
         self.message = _MESSAGES[status]
         self.interpolants = interpolants
+
+
+#: Python's signal check, for the C loop (see wg_solve).
+_CHECK_SIGNALS = ctypes.cast(ctypes.pythonapi.PyErr_CheckSignals, ctypes.c_void_p).value
 
 
 def _pointer(a):

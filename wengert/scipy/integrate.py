@@ -200,7 +200,7 @@ class _System:
         self._code, self._checked = kernel, _calls[0]
         return kernel or None
 
-    def c_solver(self, method, leaves, y0, s0):
+    def c_solver(self, method, leaves, y0, span):
         """The solve of this system by `method` in C (`wengert.codegen.rk.Solver`), made
         once per system and method: rhs traced without values, written as C with the
         stepping loop.
@@ -208,13 +208,19 @@ class _System:
         Compiled code holds what the user's function reads besides its arguments (a
         global) as it was when traced.  As compiled Python is (`_kernel`), it is checked
         once per call of solve_ivp, but for the whole family of systems at once: the
-        user's system's code against the user's function at (y0, s0) (an eager call of
-        a derived system's rhs would cost a derivative, ~1 ms); if they differ, every
-        system of the family is traced again."""
+        user's system's code against the user's function at (y0, t0) and at a point
+        drawn near them, y0 moved by up to its size and t within `span` = (t0, tf) (an
+        eager call of a derived system's rhs would cost a derivative, ~1 ms); if they
+        differ, every system of the family is traced again.  A change that shows at
+        neither point is missed."""
         root = self.root()
         if root._c_tick != _calls[0]:
-            root._c_check(method, *self.root_point(np.asarray(y0, dtype=np.float64),
-                                                   leaves), float(s0))
+            y, ls = self.root_point(np.asarray(y0, dtype=np.float64), leaves)
+            t0, tf = map(float, span)
+            u = _PROBE.uniform(-0.5, 0.5, size=y.shape)
+            root._c_check(method, ls, [(y, t0), (y + u * (np.abs(y) + 1.0),
+                                                t0 + abs(u.flat[0] if u.size else 0.3) *
+                                                (tf - t0))])
         solvers = self.__dict__.setdefault("_c_solvers", {})
         made = solvers.get(method)
         if made is None or made[0] != root._c_generation:
@@ -235,25 +241,25 @@ class _System:
         """(y, leaves) of `root()` at the point (y, leaves) of this system."""
         return y, leaves
 
-    def _c_check(self, method, y, leaves, s):
-        """The user's system's check (see `c_solver`)."""
+    def _c_check(self, method, leaves, points):
+        """The user's system's check (see `c_solver`) at the (y, t) `points`."""
         with recording(None), np.errstate(all="ignore"):
-            want = np.asarray(self.rhs(y, s, *leaves), dtype=np.float64)
+            want = [np.asarray(self.rhs(y, s, *leaves), dtype=np.float64) for y, s in points]
             for attempt in range(2):
                 solvers = self.__dict__.setdefault("_c_solvers", {})
                 made = solvers.get(method)
                 if made is None or made[0] != self._c_generation:
                     made = solvers[method] = (self._c_generation, self._write_c(method))
-                got = made[1].rhs(y, s, leaves)
-                if np.allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True):
+                got = [made[1].rhs(y, s, leaves) for y, s in points]
+                if all(np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
+                       for a, b in zip(got, want)):
                     break
                 self._c_generation += 1               # stale: trace them all again
             else:
                 raise ValueError(
                     f"solve_ivp(backend='c'): {self.name} traced without values does not "
-                    f"give the values it gives when called (at t = {s:g}: {got} against "
-                    f"{want}); it reads something that changes from call to call; use "
-                    "backend='scipy'")
+                    f"give the values it gives when called ({got} against {want}); it "
+                    "reads something that changes from call to call; use backend='scipy'")
         self._c_tick = _calls[0]
 
     def _write_c(self, method):
@@ -264,26 +270,40 @@ class _System:
         odd = [d for _, d in self.leaf_avals if d.kind not in "fb"]
         if odd:
             raise TypeError(f"solve_ivp(backend='c'): args hold a value of dtype {odd[0]}; "
-                            "C code reads float64 numbers (pass floats, or use "
+                            "C code reads real numbers (pass floats, or use "
                             "backend='scipy')")
+        # (C computes in double: a float32 argument is read as the float64 it converts to)
+        avals = [ShapeDtype(shape, np.float64 if dtype.kind == "f" else dtype)
+                 for shape, dtype in self.leaf_avals]
         try:
             with np.errstate(all="ignore"):
-                graph = trace(self.rhs, ShapeDtype((self.n,)), ShapeDtype(),
-                              *[ShapeDtype(shape, dtype) for shape, dtype in self.leaf_avals])
+                graph = trace(self.rhs, ShapeDtype((self.n,)), ShapeDtype(), *avals)
         except ConcretizationError:
-            raise ValueError(f"solve_ivp(backend='c'): {self.name} branches on a value (an "
-                             "`if` on y, t or args), and C code is traced once, without "
-                             "values: write the branch with wengert.numpy.where, or use "
-                             "backend='scipy'") from None
-        scalar = scalarize(graph, 10 ** 7, 10 ** 6) \
+            raise ValueError(
+                f"solve_ivp(backend='c'): {self.name} needs the value of y, t or args as a "
+                "plain number, and C code is traced once, without values: a Python `if`, "
+                "max or math function on them, float(...), np.array([...]) of them, or "
+                "dy[i] = ... (write these with wengert.numpy: wnp.where, wnp.maximum, "
+                "wnp.exp, wnp.stack, or return a list), or use backend='scipy'") from None
+        scalar = scalarize(graph, 10 ** 6, C_MAX_OPERATIONS) \
             if not_float(graph.live_nodes()) is None else None
         if scalar is None:
             raise ValueError(f"solve_ivp(backend='c'): {self.name} uses values or "
                              "operations the C back-end cannot write element by element "
-                             "(linear algebra, large arrays, a dtype other than float64); "
-                             "use backend='scipy'")
+                             "(linear algebra, a dtype other than float64), or is too large "
+                             f"for straight-line C (over {C_MAX_OPERATIONS} operations, a "
+                             "dense product with a 100x100 matrix, say: its compiling "
+                             "would take longer than SciPy's solve); use backend='scipy'")
         return Solver(scalar, method)
 
+
+#: The most scalar operations a right-hand side written as C may have (compiling the
+#: straight-line code of y' = A y takes ~3 s at n = 50 and grows with n²).
+C_MAX_OPERATIONS = 20_000
+
+#: Where backend="c" checks compiled code against the function (see `c_solver`): a
+#: fixed sequence, so that a run is repeatable.
+_PROBE = np.random.default_rng(20261123)
 
 #: Calls of odeint and solve_ivp that may use compiled code so far: a derived system's
 #: compiled code is checked once per call (see `_System._kernel`).
@@ -622,7 +642,8 @@ class Odeint(Primitive):
         DOP853: SciPy's steps, see `wengert.codegen.rk`); a failure is reported in the
         result's status, as SciPy reports it."""
         options = self.options
-        n = self.system.n
+        if not np.all(np.isfinite(y0)):
+            raise ValueError("All components of the initial state `y0` must be finite.")
         rtol, atol = self.c_tolerances()
         first = options.get("first_step")
         if first is not None:          # (SciPy's checks and messages)
@@ -630,7 +651,7 @@ class Odeint(Primitive):
                 raise ValueError("`first_step` must be positive.")
             if first > abs(tf - t0):
                 raise ValueError("`first_step` exceeds bounds.")
-        solver = self.system.c_solver(self.method, leaves, y0, t0)
+        solver = self.system.c_solver(self.method, leaves, y0, (t0, tf))
         return solver(y0, t0, tf, leaves, t_eval, rtol, atol,
                       options.get("max_step", np.inf), first, dense)
 
@@ -720,7 +741,7 @@ class Odeint(Primitive):
         add[:, :n] = ys[:0:-1]
         add[:, n:2 * n] = g[:0:-1]
         keep = np.concatenate([np.zeros(n), np.ones(n + P)])
-        solver = adjoint.system.c_solver(self.method, leaves, add[0], t[-1])
+        solver = adjoint.system.c_solver(self.method, leaves, add[0], (t[-1], t[0]))
         rtol, atol = adjoint.c_tolerances()
         ends, _, failed = solver.chain(t[::-1], keep, add, leaves, rtol, atol,
                                        adjoint.options.get("max_step", np.inf))
@@ -730,7 +751,7 @@ class Odeint(Primitive):
                                f"from t = {t[T - 1 - k]:g} to {t[T - 2 - k]:g}: "
                                f"Required step size is less than spacing between numbers.")
         a, b = ends[-1, n:2 * n], ends[-1, 2 * n:]
-        f = system.c_solver(self.method, leaves, y0, t[0]).rhs_at(
+        f = system.c_solver(self.method, leaves, y0, (t[0], t[-1])).rhs_at(
             np.concatenate([np.reshape(y0, (1, n)), ys[1:]]), t, leaves)
         t_bar = np.einsum("ij,ij->i", g, f)
         t_bar[0] = -np.dot(a, f[0])
@@ -1433,19 +1454,27 @@ def _c_backend(backend, method, events, options):
     if not max_step > 0:
         raise ValueError("`max_step` must be positive.")
     options = {k: v for k, v in options.items() if k in _C_OPTIONS}
+    if "rtol" in options:           # (SciPy's warning, at every call)
+        options["rtol"] = _small_rtol(options["rtol"], stacklevel=4)
     options["backend"] = "c"
     return name, options
 
 
-def _c_tolerances(rtol, atol, n):
-    """SciPy's tolerances (`validate_tol`) as one number per element of the state."""
+def _small_rtol(rtol, stacklevel):
+    """rtol raised to 100 ε where it is below, with SciPy's warning (`validate_tol`)."""
     eps = np.finfo(float).eps
-    rtol = np.asarray(rtol, dtype=np.float64)
-    if np.any(rtol < 100 * eps):
+    if np.any(np.asarray(rtol) < 100 * eps):
         import warnings
         warnings.warn("At least one element of `rtol` is too small. "
-                      f"Setting `rtol = np.maximum(rtol, {100 * eps})`.", stacklevel=5)
-        rtol = np.maximum(rtol, 100 * eps)
+                      f"Setting `rtol = np.maximum(rtol, {100 * eps})`.",
+                      stacklevel=stacklevel)
+        return np.maximum(rtol, 100 * eps)
+    return rtol
+
+
+def _c_tolerances(rtol, atol, n):
+    """SciPy's tolerances (`validate_tol`) as one number per element of the state."""
+    rtol = np.asarray(_small_rtol(rtol, stacklevel=6), dtype=np.float64)
     atol = np.asarray(atol, dtype=np.float64)
     if atol.ndim > 0 and atol.shape != (n,) or rtol.ndim > 0 and rtol.shape != (n,):
         raise ValueError("`atol` has wrong shape." if atol.ndim > 0 and atol.shape != (n,)
@@ -1460,9 +1489,10 @@ def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options):
     solve over no time, or of no state, is SciPy's own)."""
     shape = np.shape(y0)
     y0 = np.asarray(y0)
-    if y0.dtype.kind == "c":
-        raise TypeError("solve_ivp: backend='c' solves real states; write a complex state "
-                        "as its real and imaginary parts, or use backend='scipy'")
+    if y0.dtype.kind == "c" or any(np.iscomplexobj(x) for x in flatten(args)[0]):
+        raise TypeError("solve_ivp: backend='c' computes with real numbers; write a "
+                        "complex state or argument as its real and imaginary parts, or use "
+                        "backend='scipy'")
     y0 = y0.astype(np.float64)
     t0, tf = map(float, t_span)
     scipy_options = {k: v for k, v in options.items() if k != "backend"}
@@ -1653,8 +1683,9 @@ def _plain_traced_solution(fun, shape, y0, t_span, args, method, options, found)
     numeric, tree, avals, active = _arguments(*flatten(() if args is None else tuple(args)))
     prim = _primitive(fun, shape, tree, avals, active, True, options, method)
     t0 = np.asarray(t_span, dtype=np.float64).reshape(-1)[:1]
+    end = found.t[-1] if len(found.t) else float(np.ravel(t_span)[-1])   # (t_eval=[])
     return _TracedSolution(prim, np.asarray(y0, dtype=np.float64).reshape(-1), t0, numeric,
-                           shape, found.t[-1], method)
+                           shape, end, method)
 
 
 def _plain_jacobian(fun, shape, y0, t_span, args, method, options):
