@@ -428,7 +428,6 @@ class _AdjointSystem(_System):
         return wnp.concatenate([dy, -cts[0]] + [-wnp.reshape(c, (size,))
                                                 for c, size in zip(cts[1:], self.sizes)])
 
-
     def root_point(self, state, leaves):
         return self.base.root_point(state[:self.base.n], leaves)
 
@@ -462,7 +461,6 @@ class _TangentSystem(_System):
 
         dy, dydot = jvp(f, (y, *[own[k] for k in chosen]), (ydot, *tangents))
         return wnp.concatenate([dy, dydot])
-
 
     def root_point(self, state, leaves):
         return self.base.root_point(state[:self.base.n], leaves[:self.nbase])
