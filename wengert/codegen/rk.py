@@ -421,13 +421,13 @@ def tableau_source(method) -> str:
         >>> print(tableau_source("RK23").splitlines()[0])
         #define STAGES 3
     """
-    from scipy.integrate import DOP853, RK23, RK45
-    cls = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853}[method]
+    cls = _scipy_class(method)
     stages = cls.n_stages
-    dop = cls is DOP853
+    dop = method == "DOP853"
     lines = [f"#define STAGES {stages}",
              f"#define ESTIMATOR_ORDER {cls.error_estimator_order}",
-             f"#define DOP {int(dop)}"]
+             f"#define DOP {int(dop)}",
+             f"#define POWER {_power(method)}"]
     if dop:
         # the stages of the step (rows 0..STAGES-1), then, after f_new's row STAGES, the
         # three extra stages of the dense output: A and C of SciPy's full table, 16 rows
@@ -436,14 +436,27 @@ def tableau_source(method) -> str:
         a[:stages, :stages] = cls.A
         a[stages + 1:, :] = dc.A[stages + 1:stages + 4, :stages + 4]
         c = dc.C[:stages + 4]
-        lines += [f"#define POWER {dc.INTERPOLATOR_POWER}", _array(a, "A"),
-                  _array(c, "C"), _array(cls.B, "B"), _array(cls.E3, "E3"),
-                  _array(cls.E5, "E5"), _array(cls.D, "D")]
+        lines += [_array(a, "A"), _array(c, "C"), _array(cls.B, "B"),
+                  _array(cls.E3, "E3"), _array(cls.E5, "E5"), _array(cls.D, "D")]
     else:
-        lines += [f"#define POWER {cls.P.shape[1]}", _array(cls.A, "A"),
-                  _array(cls.C, "C"), _array(cls.B, "B"), _array(cls.E, "E"),
-                  _array(cls.P, "P")]
+        lines += [_array(cls.A, "A"), _array(cls.C, "C"), _array(cls.B, "B"),
+                  _array(cls.E, "E"), _array(cls.P, "P")]
     return "\n".join(lines) + "\n"
+
+
+def _scipy_class(method):
+    """SciPy's solver class of `method` (one of `METHODS`)."""
+    import scipy.integrate
+    return getattr(scipy.integrate, method)
+
+
+def _power(method) -> int:
+    """The size of a step's interpolant: the powers of x in RK23's and RK45's dense
+    output, the rows F of DOP853's."""
+    if method == "DOP853":
+        from scipy.integrate._ivp import dop853_coefficients as dc
+        return dc.INTERPOLATOR_POWER
+    return _scipy_class(method).P.shape[1]
 
 
 class Solver:
@@ -500,12 +513,7 @@ class Solver:
         self._rhs = lib.wg_rhs
         self._rhs.argtypes = [_DOUBLES, _DOUBLES]
         self._rhs.restype = None
-        if method == "DOP853":
-            from scipy.integrate._ivp import dop853_coefficients as dc
-            self.power = dc.INTERPOLATOR_POWER
-        else:
-            from scipy.integrate import RK23, RK45
-            self.power = {"RK23": RK23, "RK45": RK45}[method].P.shape[1]
+        self.power = _power(method)
 
     def rhs(self, y, t, leaves):
         """The compiled right-hand side at (y, t)."""
@@ -518,7 +526,7 @@ class Solver:
         """The compiled right-hand side at the m points (ts[k], ys[k]): (m, n)."""
         ys = np.ascontiguousarray(ys, dtype=np.float64).reshape(-1, self.n)
         ts = np.ascontiguousarray(ts, dtype=np.float64).reshape(-1)
-        flat = np.ascontiguousarray(self._leaves(leaves))
+        flat = self._leaves(leaves)
         out = np.empty_like(ys)
         self._rhs_at(self.n, len(ts), _pointer(ys), _pointer(ts), _pointer(flat), flat.size,
                      _pointer(out))
@@ -533,9 +541,8 @@ class Solver:
         times = np.ascontiguousarray(times, dtype=np.float64)
         keep = np.ascontiguousarray(keep, dtype=np.float64)
         add = np.ascontiguousarray(add, dtype=np.float64)
-        flat = np.ascontiguousarray(self._leaves(leaves))
-        rtol = np.ascontiguousarray(np.broadcast_to(np.asarray(rtol, np.float64), (n,)))
-        atol = np.ascontiguousarray(np.broadcast_to(np.asarray(atol, np.float64), (n,)))
+        flat = self._leaves(leaves)
+        rtol, atol = _per_element(rtol, n), _per_element(atol, n)
         ends = np.empty((len(times) - 1, n))
         nfev, failed = ctypes.c_long(), ctypes.c_long()
         status = self._chain(n, len(times) - 1, _pointer(times), _pointer(keep),
@@ -547,6 +554,7 @@ class Solver:
         return ends, int(nfev.value), (None if status == 0 else (status, failed.value))
 
     def _leaves(self, leaves):
+        """The leaves' numbers, flat and contiguous, as the right-hand side reads them."""
         flat = [np.ravel(np.asarray(x, dtype=np.float64)) for x in leaves]
         flat = np.concatenate(flat) if flat else np.zeros(0)
         if flat.size != self.n_leaves:
@@ -562,9 +570,8 @@ class Solver:
         output holds them (RK: Q, n × POWER; DOP853: F, POWER × n)."""
         n = self.n
         y0 = np.ascontiguousarray(y0, dtype=np.float64).reshape(n)
-        flat = np.ascontiguousarray(self._leaves(leaves))
-        rtol = np.ascontiguousarray(np.broadcast_to(np.asarray(rtol, np.float64), (n,)))
-        atol = np.ascontiguousarray(np.broadcast_to(np.asarray(atol, np.float64), (n,)))
+        flat = self._leaves(leaves)
+        rtol, atol = _per_element(rtol, n), _per_element(atol, n)
         evals = None if t_eval is None else np.ascontiguousarray(t_eval, dtype=np.float64)
         out = _Out()
         try:
@@ -603,6 +610,11 @@ class _Found:
 
 #: Python's signal check, for the C loop (see wg_solve).
 _CHECK_SIGNALS = ctypes.cast(ctypes.pythonapi.PyErr_CheckSignals, ctypes.c_void_p).value
+
+
+def _per_element(tol, n):
+    """A tolerance as n contiguous doubles."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(tol, np.float64), (n,)))
 
 
 def _pointer(a):

@@ -221,11 +221,7 @@ class _System:
             root._c_check(method, ls, [(y, t0), (y + u * (np.abs(y) + 1.0),
                                                 t0 + abs(u.flat[0] if u.size else 0.3) *
                                                 (tf - t0))])
-        solvers = self.__dict__.setdefault("_c_solvers", {})
-        made = solvers.get(method)
-        if made is None or made[0] != root._c_generation:
-            made = solvers[method] = (root._c_generation, self._write_c(method))
-        return made[1]
+        return self._c_code(method, root._c_generation)
 
     _c_tick = -1              # the call of solve_ivp in which the family was checked
     _c_generation = 0         # how many times the family's code was found stale
@@ -246,11 +242,8 @@ class _System:
         with recording(None), np.errstate(all="ignore"):
             want = [np.asarray(self.rhs(y, s, *leaves), dtype=np.float64) for y, s in points]
             for attempt in range(2):
-                solvers = self.__dict__.setdefault("_c_solvers", {})
-                made = solvers.get(method)
-                if made is None or made[0] != self._c_generation:
-                    made = solvers[method] = (self._c_generation, self._write_c(method))
-                got = [made[1].rhs(y, s, leaves) for y, s in points]
+                solver = self._c_code(method, self._c_generation)
+                got = [solver.rhs(y, s, leaves) for y, s in points]
                 if all(np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
                        for a, b in zip(got, want)):
                     break
@@ -261,6 +254,15 @@ class _System:
                     f"give the values it gives when called ({got} against {want}); it "
                     "reads something that changes from call to call; use backend='scipy'")
         self._c_tick = _calls[0]
+
+    def _c_code(self, method, generation):
+        """This system's C solver for `method`, written again if it was written for an
+        earlier generation of the family's code."""
+        solvers = self.__dict__.setdefault("_c_solvers", {})
+        made = solvers.get(method)
+        if made is None or made[0] != generation:
+            made = solvers[method] = (generation, self._write_c(method))
+        return made[1]
 
     def _write_c(self, method):
         from ..api import trace
@@ -1338,14 +1340,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
             and issubclass(method, _scipy_integrate().OdeSolver)):
         raise ValueError(f"solve_ivp: `method` must be one of {', '.join(_METHODS)} or an "
                          f"OdeSolver class, got {method!r}")
-    if args is None:
-        args = ()
-    elif not isinstance(args, tuple):
-        try:
-            args = tuple(args)
-        except TypeError as e:                  # (SciPy's error)
-            raise TypeError("Supplied 'args' cannot be unpacked. Please supply `args` as a "
-                            f"tuple (e.g. `args=({args},)`)") from e
+    args = _args_tuple(args)
     if vectorized:
         options["vectorized"] = True
     y0 = wnp.asarray(y0)
@@ -1502,13 +1497,8 @@ def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options):
         if t_eval.ndim != 1:
             raise ValueError("`t_eval` must be 1-dimensional.")
         _check_t_eval((t0, tf), t_eval)
-    if args is not None and not isinstance(args, tuple):
-        try:
-            args = tuple(args)
-        except TypeError as e:                  # (SciPy's error)
-            raise TypeError("Supplied 'args' cannot be unpacked. Please supply `args` as a "
-                            f"tuple (e.g. `args=({args},)`)") from e
-    numeric, tree, avals, _ = _arguments(*flatten(() if args is None else args))
+    args = _args_tuple(args)
+    numeric, tree, avals, _ = _arguments(*flatten(args))
     _calls[0] += 1
     prim = _primitive(fun, shape, tree, avals, (), True, options, method)
     found = prim.solve_c(y0.reshape(-1), t0, tf, numeric, t_eval, dense_output)
@@ -1568,6 +1558,20 @@ def _terminal_time(times, found):
     return min(((abs(float(found.t_events[j][k]) - end), times[j][k])
                 for j, ts in enumerate(times) for k in range(len(ts))),
                key=lambda pair: pair[0])[1]
+
+
+def _args_tuple(args):
+    """solve_ivp's args as a tuple (None: none), with SciPy's error where they cannot
+    be unpacked."""
+    if args is None:
+        return ()
+    if isinstance(args, tuple):
+        return args
+    try:
+        return tuple(args)
+    except TypeError as e:                      # (SciPy's error)
+        raise TypeError("Supplied 'args' cannot be unpacked. Please supply `args` as a "
+                        f"tuple (e.g. `args=({args},)`)") from e
 
 
 def _float_times(t):
