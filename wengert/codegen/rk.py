@@ -41,7 +41,8 @@ from .c import function_source, library
 #: The methods this loop runs, and SciPy's class for each.
 METHODS = ("RK23", "RK45", "DOP853")
 
-_MESSAGES = {0: "The solver successfully reached the end of the integration interval.",
+#: What a solve's status says (SciPy's words for its own failure).
+MESSAGES = {0: "The solver successfully reached the end of the integration interval.",
              -1: "Required step size is less than spacing between numbers.",
              -2: "The C solver ran out of memory."}
 
@@ -604,7 +605,7 @@ class _Found:
     def __init__(self, t, y, nfev, status, interpolants):
         self.t, self.y, self.nfev, self.status = t, y, nfev, status
         self.njev = self.nlu = 0
-        self.message = _MESSAGES[status]
+        self.message = MESSAGES[status]
         self.interpolants = interpolants
 
 

@@ -746,10 +746,11 @@ class Odeint(Primitive):
         ends, _, failed = solver.chain(t[::-1], keep, add, leaves, rtol, atol,
                                        adjoint.options.get("max_step", np.inf))
         if failed is not None:
-            k = failed[1]
+            from ..codegen.rk import MESSAGES
+            status, k = failed
             raise RuntimeError(f"solve_ivp: the solver failed for {adjoint.system.name} "
                                f"from t = {t[T - 1 - k]:g} to {t[T - 2 - k]:g}: "
-                               f"Required step size is less than spacing between numbers.")
+                               f"{MESSAGES[status]}")
         a, b = ends[-1, n:2 * n], ends[-1, 2 * n:]
         f = system.c_solver(self.method, leaves, y0, (t[0], t[-1])).rhs_at(
             np.concatenate([np.reshape(y0, (1, n)), ys[1:]]), t, leaves)
@@ -1466,12 +1467,13 @@ def _small_rtol(rtol, stacklevel):
 
 
 def _c_tolerances(rtol, atol, n):
-    """SciPy's tolerances (`validate_tol`) as one number per element of the state."""
-    rtol = np.asarray(_small_rtol(rtol, stacklevel=6), dtype=np.float64)
+    """SciPy's tolerances (`validate_tol`) as one number per element of the state (rtol
+    was raised to 100 ε already, by `_c_backend` or `_batched_options`)."""
+    rtol = np.asarray(rtol, dtype=np.float64)
     atol = np.asarray(atol, dtype=np.float64)
-    if atol.ndim > 0 and atol.shape != (n,) or rtol.ndim > 0 and rtol.shape != (n,):
-        raise ValueError("`atol` has wrong shape." if atol.ndim > 0 and atol.shape != (n,)
-                         else "`rtol` has wrong shape.")
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if tol.ndim > 0 and tol.shape != (n,):
+            raise ValueError(f"`{name}` has wrong shape.")
     if np.any(atol < 0):
         raise ValueError("`atol` must be positive.")
     return np.broadcast_to(rtol, (n,)), np.broadcast_to(atol, (n,))
