@@ -43,8 +43,8 @@ METHODS = ("RK23", "RK45", "DOP853")
 
 #: What a solve's status says (SciPy's words for its own failure).
 MESSAGES = {0: "The solver successfully reached the end of the integration interval.",
-             -1: "Required step size is less than spacing between numbers.",
-             -2: "The C solver ran out of memory."}
+            -1: "Required step size is less than spacing between numbers.",
+            -2: "The C solver ran out of memory."}
 
 _DRIVER = r"""
 #include <stdlib.h>

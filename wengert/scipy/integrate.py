@@ -1484,7 +1484,9 @@ def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options):
     solve over no time, or of no state, is SciPy's own)."""
     shape = np.shape(y0)
     y0 = np.asarray(y0)
-    if y0.dtype.kind == "c" or any(np.iscomplexobj(x) for x in flatten(args)[0]):
+    args = _args_tuple(args)
+    leaves, tree = flatten(args)
+    if y0.dtype.kind == "c" or any(np.iscomplexobj(x) for x in leaves):
         raise TypeError("solve_ivp: backend='c' computes with real numbers; write a "
                         "complex state or argument as its real and imaginary parts, or use "
                         "backend='scipy'")
@@ -1499,8 +1501,7 @@ def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options):
         if t_eval.ndim != 1:
             raise ValueError("`t_eval` must be 1-dimensional.")
         _check_t_eval((t0, tf), t_eval)
-    args = _args_tuple(args)
-    numeric, tree, avals, _ = _arguments(*flatten(args))
+    numeric, tree, avals, _ = _arguments(leaves, tree)
     _calls[0] += 1
     prim = _primitive(fun, shape, tree, avals, (), True, options, method)
     found = prim.solve_c(y0.reshape(-1), t0, tf, numeric, t_eval, dense_output)
