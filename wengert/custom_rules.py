@@ -14,11 +14,11 @@ number, or a pytree of them, which the primitive holds packed end to end in one 
 array (as `wg.checkpoint` does: `part` takes the leaves out again, and a rule's tangents
 and cotangents are packed and unpacked the same way).  A `custom_jvp` rule serves
 reverse mode too: its tangent is linear in the tangents, and the reverse sweep takes the
-transpose of that linear map (the VJP of the rule along the tangents), as JAX does.  A `custom_vjp` function, as in JAX, has no
-forward mode.  Its ``f_fwd`` runs again in the reverse sweep to give ``f_bwd`` its
-residuals (the forward sweep keeps only f's arguments and result, as for every
-primitive).  Rules written with wengert's functions (wengert.numpy) differentiate again,
-to any order.
+transpose of that linear map (the VJP of the rule along the tangents), as JAX does.  A
+`custom_vjp` function, as in JAX, has no forward mode.  Its ``f_fwd`` runs again in the
+reverse sweep to give ``f_bwd`` its residuals (the forward sweep keeps only f's
+arguments and result, as for every primitive).  Rules written with wengert's functions
+(wengert.numpy) differentiate again, to any order.
 """
 from __future__ import annotations
 
