@@ -19,6 +19,8 @@ single-threaded:
 * ``wengert-c``: the same with ``method="RK45", backend="c"``: SciPy's Dormand–Prince
   5(4), JAX's method, stepped in C (the right-hand sides written as C by wengert, the
   adjoint's 30 backward solves in one call); ``wengert-c-dop853`` with DOP853;
+  ``wengert-c-jit``: the RK45 one under `wg.compile` (the glue around the solves
+  compiled; the backward solves one node of the graph, still one call);
 * ``autograd``: `autograd.scipy.integrate.odeint` under `autograd.grad` (LSODA both ways,
   the adjoint's right-hand side an autograd VJP per call);
 * ``jax-jit``: `jax.experimental.ode.odeint` under `jax.jit(jax.grad(...))` (its own
@@ -31,7 +33,8 @@ log-rates spread by ±20%), as a parameter sweep or an ensemble fit needs them:
   so the adjoint's), SciPy's steps taken for all at once;
 * ``wengert-loop``: a Python loop of ``wg.grad(loss)``, one solve per example;
 * ``wengert-c``: ``wg.vmap(wg.grad(loss))`` of the ``solve_ivp(method="RK45",
-  backend="c")`` loss: the 64 solves as one solve in C;
+  backend="c")`` loss: the 64 solves as one solve in C, and the 64 backward sweeps
+  (30 solves each) as one sweep of the batched adjoint system, in one call;
 * ``jax-jit``: ``jax.jit(jax.vmap(jax.grad(loss)))``.
 
 Each peer's gradient is checked against wengert's first: they agree to about the
@@ -100,9 +103,11 @@ def wengert_ivp_loss(observed, method="DOP853", backend="scipy"):
     return loss
 
 
-def make_wengert_ivp(theta, observed, method="DOP853", backend="scipy"):
+def make_wengert_ivp(theta, observed, method="DOP853", backend="scipy", compiled=False):
     import wengert as wg
     g = wg.grad(wengert_ivp_loss(observed, method, backend))
+    if compiled:
+        g = wg.compile(g, theta)
     from importlib.metadata import version
     return version("wengert"), lambda: g(theta)
 
@@ -190,6 +195,8 @@ def main(argv=None):
               "wengert-ivp": make_wengert_ivp,
               "wengert-c": lambda *a: make_wengert_ivp(*a, method="RK45", backend="c"),
               "wengert-c-dop853": lambda *a: make_wengert_ivp(*a, backend="c"),
+              "wengert-c-jit": lambda *a: make_wengert_ivp(*a, method="RK45", backend="c",
+                                                           compiled=True),
               "autograd": make_autograd, "jax-jit": make_jax}
     reference = run_table(
         {name: (lambda make=make: make(theta, observed)) for name, make in makers.items()},

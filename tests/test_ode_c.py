@@ -199,6 +199,67 @@ def test_second_order_through_the_adjoint():
     hess = wg.hessian(loss)(P)
     assert_close(hess, hess.T, rtol=1e-6, atol=1e-8)
     assert_close(hess, fd_jacobian(wg.grad(loss), P, 1e-5), rtol=1e-5, atol=1e-7)
+    # reverse over reverse
+    def norm(p):
+        return wnp.sum(wg.grad(loss)(p) ** 2)
+    assert_close(wg.grad(norm)(P), 2 * hess @ wg.grad(loss)(P), rtol=1e-6, atol=1e-8)
+    # compiled (traced without values): the inner gradient's backward solves are one
+    # node, differentiated by the general rule, which that node's derivative runs again
+    assert_close(wg.compile(wg.hessian(loss), P)(P), hess, rtol=1e-10, atol=1e-12)
+    assert_close(wg.compile(wg.grad(norm), P)(P), wg.grad(norm)(P), rtol=1e-10,
+                 atol=1e-12)
+
+
+# --- traced gradients: the backward sweep as one node ----------------------------------------
+def fit_loss(p, y0, t_eval):
+    sol = solve_ivp(lotka_volterra, (0.0, 4.0), y0, t_eval=t_eval, args=(p,), backend="c",
+                    rtol=1e-10, atol=1e-12)
+    return wnp.sum(wnp.log(sol.y) ** 2)
+
+
+def test_a_traced_gradient_sweeps_in_one_node():
+    """Under tracing (wg.trace, wg.compile) the backward solves are one adjoint_sweep
+    node, not one solve node per output interval; its numbers are the eager gradient's,
+    which match central differences, in the rates, y0 and the times alike."""
+    t_eval = T[1:-1]
+    grad = wg.grad(fit_loss, argnums=(0, 1, 2))
+    text = str(wg.trace(grad, P, Y0, t_eval))
+    assert text.count("adjoint_sweep[") == 1
+    assert text.count("solve_ivp[") == 1            # the forward solve alone
+    eager = grad(P, Y0, t_eval)
+    compiled = wg.compile(grad, P, Y0, t_eval)
+    for got, want in zip(compiled(P, Y0, t_eval), eager):
+        assert_close(got, want, rtol=1e-12, atol=1e-14)
+    q = P * 1.1                                   # a compiled gradient at another point
+    assert_close(compiled(q, Y0, t_eval)[0], fd_jacobian(lambda p: fit_loss(p, Y0, t_eval),
+                                                         q, 1e-5), rtol=1e-5, atol=1e-7)
+    assert_close(compiled(P, Y0, t_eval)[2],
+                 fd_jacobian(lambda s: fit_loss(P, Y0, s), t_eval, 1e-5), rtol=1e-5,
+                 atol=1e-7)
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0, None), (None, 0, None), (0, None, None)])
+def test_per_example_sweeps_are_one_batched_sweep(in_axes):
+    """vmap of a gradient: the examples' sweeps as one sweep of the batched system (shared
+    arguments broadcast, so each example keeps its own cotangents), against one eager
+    gradient per example; times mapped too (the general rule, one solve per example)."""
+    rng = np.random.default_rng(3)
+    t_eval = T[1:-1]
+    args = [P * (1.0 + 0.1 * rng.normal(size=(3, 4))),
+            Y0 * (1.0 + 0.1 * rng.normal(size=(3, 2))), t_eval]
+    args = [a if axis == 0 else a[0] if a is not t_eval else a
+            for a, axis in zip(args, in_axes)]
+    grad = wg.grad(fit_loss, argnums=(0, 1, 2))
+    mapped = wg.vmap(grad, in_axes=in_axes)(*args)
+    for b in range(3):
+        one = [a[b] if axis == 0 else a for a, axis in zip(args, in_axes)]
+        for got, want in zip(mapped, grad(*one)):
+            assert_close(got[b], want, rtol=1e-6, atol=1e-8)
+    times = np.stack([t_eval, t_eval * 0.9])
+    mapped = wg.vmap(grad, in_axes=(None, None, 0))(P, Y0, times)
+    for b in range(2):
+        for got, want in zip(mapped, grad(P, Y0, times[b])):
+            assert_close(got[b], want, rtol=1e-6, atol=1e-8)
 
 
 # --- compiled code and its inputs --------------------------------------------------------------

@@ -54,6 +54,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..checkpointing import Checkpoint
 from ..graph.active import recording
 from ..graph.node import Node
 from ..primitives.registry import Primitive, shape_of
@@ -689,26 +690,39 @@ class Odeint(Primitive):
 
     # --- reverse mode: the adjoint method ----------------------------------------------
     def _vjp_rule(self, g, y0, t, *rest):
+        # backend="c": on numbers, all the backward solves in one C call; traced without
+        # values (wg.compile, wg.vmap), one node that makes that call.  Traced with
+        # values (a Hessian) the general rule's nodes are solved at once and kept for
+        # every sweep of the Jacobian, which would each re-run a sweep node's rule.
+        if self.options.get("backend") == "c" and shape_of(t)[0] > 1:
+            ys = rest[-1]
+            if not any(type(x) is Node for x in (g, y0, t, *rest)):
+                return self._vjp_c(self._adjoint_prim(), g, y0, t, rest[:-1], ys)
+            if type(ys) is Node and ys.value is None:
+                return self._vjp_swept(g, y0, t, *rest)
+        return self._vjp_general(g, y0, t, *rest)
+
+    def _adjoint_prim(self):
+        if self._adjoint is None:
+            self._adjoint = self._derived(_AdjointSystem(self.system))
+        return self._adjoint
+
+    def _vjp_general(self, g, y0, t, *rest):
+        """The adjoint method, one backward solve (an `Odeint` node of the adjoint
+        system) per output interval."""
         leaves, ys = rest[:-1], rest[-1]
         system = self.system
         n, T = system.n, shape_of(t)[0]
-        if self._adjoint is None:
-            self._adjoint = self._derived(_AdjointSystem(system))
-        adjoint = self._adjoint
+        adjoint = self._adjoint_prim()
         active, sizes = adjoint.system.active, adjoint.system.sizes
-        if self._plain_c(g, y0, t, *rest):
-            return self._vjp_c(adjoint, g, y0, t, leaves, ys)
         a = g[T - 1]
         b = wnp.zeros(sum(sizes))
-        t_bar = [None] * T
         for i in range(T - 1, 0, -1):
-            t_bar[i] = wnp.sum(g[i] * system.rhs(ys[i], t[i], *leaves))
             state = adjoint(wnp.concatenate([ys[i], a, b]), wnp.stack([t[i], t[i - 1]]),
                             *leaves)[1]
             a, b = state[n:2 * n], state[2 * n:]
             if i > 1:
                 a = a + g[i - 1]
-        t_bar[0] = -wnp.sum(a * system.rhs(y0, t[0], *leaves)) if T > 1 else 0.0 * t[0]
         y0_bar = a + g[0] if T > 1 else g[0]
         out = [None] * len(leaves)
         start = 0
@@ -716,12 +730,42 @@ class Odeint(Primitive):
             if T > 1:
                 out[k] = _leaf(b[start:start + size], system.leaf_avals[k][0])
             start += size
-        return (y0_bar, wnp.stack(t_bar), *out)
+        return (y0_bar, self._t_bar(g, a, y0, t, leaves, ys), *out)
 
-    def _plain_c(self, g, y0, t, *rest):
-        """Whether a VJP is asked on plain numbers of a solve in C over output times."""
-        return self.options.get("backend") == "c" and shape_of(t)[0] > 1 and \
-            not any(type(x) is Node for x in (g, y0, t, *rest))
+    def _t_bar(self, g, a, y0, t, leaves, ys):
+        """t's cotangent: ``g_iᵀ f(y_i, t_i)`` for i ≥ 1 and ``-a(t0)ᵀ f(y0, t0)``."""
+        from ..vectorize import vmap
+        rhs, T = self.system.rhs, shape_of(t)[0]
+        if T == 1:
+            return wnp.stack([0.0 * t[0]])
+        points = wnp.concatenate([wnp.reshape(y0, (1, -1)), ys[1:]])
+        if self.options.get("backend") == "c":
+            # f at the T points as one call mapped over them (its graph recorded once,
+            # not T times); C's f can be traced without values, so this f can
+            f = vmap(lambda y, s: rhs(y, s, *leaves))(points, t)
+        else:
+            f = wnp.stack([rhs(points[i], t[i], *leaves) for i in range(T)])
+        return wnp.concatenate([wnp.reshape(-wnp.sum(a * f[0]), (1,)),
+                                wnp.sum(g[1:] * f[1:], axis=1)])
+
+    def _vjp_swept(self, g, y0, t, *rest):
+        """The adjoint method with backend="c" on traced values (under `wg.compile`,
+        `wg.vmap`, or a derivative of the gradient): the backward solves as one node
+        (`_AdjointSweep`), whose value is one call of the C loop, as on numbers."""
+        leaves, ys = rest[:-1], rest[-1]
+        sweep = self.sweep()
+        y0_bar, *bars = sweep.unpack(sweep(g, y0, t, *leaves, ys))
+        out = [None] * len(leaves)
+        for k, bar in zip(self._adjoint_prim().system.active, bars):
+            out[k] = bar
+        return (y0_bar, self._t_bar(g, y0_bar - g[0], y0, t, leaves, ys), *out)
+
+    def sweep(self):
+        """The `_AdjointSweep` primitive of this solve (made once)."""
+        found = self.__dict__.get("_sweep")
+        if found is None:
+            found = self._sweep = _AdjointSweep(self)
+        return found
 
     def _vjp_c(self, adjoint, g, y0, t, leaves, ys):
         """The adjoint method of `_vjp_rule` on plain numbers with backend="c": the same
@@ -805,14 +849,19 @@ class Odeint(Primitive):
                 not self.system.traceable():
             return None
         size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
-        flags = tuple(mapped[2:])
-        prim = self._batches.get((size, flags))
-        if prim is None:
-            prim = self._batches[(size, flags)] = _BatchedOdeint(self, size, flags)
+        prim = self.batched(size, tuple(mapped[2:]))
         n, T = self.system.n, shape_of(args[1])[0]
         y0 = args[0] if mapped[0] else wnp.broadcast_to(args[0], (size, n))
         ys = prim(wnp.reshape(y0, (size * n,)), *args[1:])
         return wnp.transpose(wnp.reshape(ys, (T, size, n)), (1, 0, 2))
+
+    def batched(self, size, flags):
+        """The primitive of `size` solves of this system at once, the leaves where
+        `flags` is true carrying the batch on axis 0 (made once per size and flags)."""
+        prim = self._batches.get((size, flags))
+        if prim is None:
+            prim = self._batches[(size, flags)] = _BatchedOdeint(self, size, flags)
+        return prim
 
     # --- Taylor mode: nested forward sensitivities -------------------------------------
     def taylor(self, series, ans, order, **params):
@@ -932,17 +981,15 @@ class _BatchedOdeint(Odeint):
         return wnp.reshape(x, (self.size, n)) if len(shape) == 1 else \
             wnp.transpose(wnp.reshape(x, (shape[0], self.size, n)), (1, 0, 2))
 
-    def _vjp_rule(self, g, y0, t, *rest):
+    def _vjp_general(self, g, y0, t, *rest):
+        # (in C, `_vjp_c` solves the adjoint of the batched system as one, and its
+        # ∂f/∂args sums the shared arguments' cotangents over the examples, as here)
         from ..vectorize import vmap
-        if self._plain_c(g, y0, t, *rest):
-            # in C, on numbers: the adjoint of the batched system, solved as one (its
-            # ∂f/∂args sums the shared arguments' cotangents over the examples)
-            return Odeint._vjp_rule(self, g, y0, t, *rest)
         leaves, ys = rest[:-1], rest[-1]
         base = self.base
 
         def one(g, y0, ys, *own):
-            return base._vjp_rule(g, y0, t, *self._merged(leaves, own), ys)
+            return base._vjp_general(g, y0, t, *self._merged(leaves, own), ys)
 
         cts = vmap(one)(self._examples(g), self._examples(y0), self._examples(ys),
                         *self._split(leaves))
@@ -971,6 +1018,75 @@ class _BatchedOdeint(Odeint):
         out = vmap(one, out_axes=1)(self._examples(y0), self._examples(ys), y0_dot,
                                     self._split(leaves), own_dots)
         return wnp.reshape(out, (shape_of(t)[0], self.system.n))
+
+
+class _AdjointSweep(Checkpoint):
+    """The backward sweep of the adjoint method of one `Odeint` with backend="c", as one
+    node: ``(g, y0, t, *leaves, ys) -> (y0's cotangent, the active leaves'
+    cotangents)``, packed into one flat array.
+
+    Its value is `Odeint._vjp_c`'s: all the backward solves in one call of the C loop,
+    as on numbers, where the general rule would make one node (one C call) per output
+    interval.  Its derivative rules (a Hessian, the Jacobian of a gradient) are
+    `wg.checkpoint`'s: they run the general rule (`Odeint._vjp_general`) again.  Under
+    `wg.vmap` the sweeps of a batch are one sweep of the batched system (`_batch_rule`).
+    t's cotangent is computed outside (`Odeint._t_bar`): it needs f at the output
+    times, nodes a compiled gradient drops where t is not differentiated.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy.integrate import solve_ivp
+        >>> def y1(k):
+        ...     return solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), [1.0], args=(k,),
+        ...                      t_eval=[0.5, 1.0], backend="c").y[0, -1]
+        >>> print(wg.trace(wg.grad(y1), 0.5))        # doctest: +ELLIPSIS
+        graph(k: f64[]):
+          ...
+          %... = adjoint_sweep[<lambda>](...)
+          ...
+    """
+
+    def __init__(self, prim):
+        system = prim.system
+        self.odeint = prim
+        self.active = prim._adjoint_prim().system.active
+
+        def sweep(g, y0, t, *rest):
+            y0_bar, _, *bars = prim._vjp_general(g, y0, t, *rest)
+            return (y0_bar, *[bars[k] for k in self.active])
+        sweep.__name__ = system.name
+        count = len(system.leaf_avals)
+        super().__init__(sweep, flatten(tuple(range(count + 4)))[1])
+        self.name = f"adjoint_sweep[{system.name}]"
+        avals = [((system.n,), np.dtype(np.float64))] + \
+            [(tuple(system.leaf_avals[k][0]), np.dtype(np.float64)) for k in self.active]
+        self._set_layout(flatten(tuple(range(len(avals))))[1], avals)
+
+    def _impl(self, g, y0, t, *rest):
+        prim = self.odeint
+        y0_bar, _, *bars = prim._vjp_c(prim._adjoint_prim(), g, y0, t, rest[:-1], rest[-1])
+        return self.pack([y0_bar] + [bars[k] for k in self.active])
+
+    def _batch_rule(self, args, mapped, node):
+        """A batch of sweeps as the one sweep of the batched system, every leaf mapped
+        (broadcast where the examples share it), so that each example keeps its own
+        cotangents; times that differ between examples are mapped by the general rule."""
+        if mapped[2]:
+            return super()._batch_rule(args, mapped, node)
+        prim = self.odeint
+        size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
+        n, T = prim.system.n, shape_of(args[2])[0]
+        g, y0, t, *leaves, ys = [x if m else wnp.broadcast_to(x, (size,) + shape_of(x))
+                                 for x, m in zip(args, mapped)]
+        t = args[2]
+
+        def side_by_side(x):            # (size, T, n) -> (T, size·n)
+            return wnp.reshape(wnp.transpose(x, (1, 0, 2)), (T, size * n))
+        sweep = prim.batched(size, (True,) * len(leaves)).sweep()
+        y0_bar, *bars = sweep.unpack(sweep(side_by_side(g), wnp.reshape(y0, (size * n,)),
+                                           t, *leaves, side_by_side(ys)))
+        parts = [wnp.reshape(y0_bar, (size, n))] + [wnp.reshape(b, (size, -1)) for b in bars]
+        return parts[0] if len(parts) == 1 else wnp.concatenate(parts, axis=1)
 
 
 def _batched_options(base, size):
