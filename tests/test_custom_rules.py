@@ -186,6 +186,15 @@ def test_errors():
     with pytest.raises(TypeError, match="decorates a function"):
         wg.custom_vjp(3.0)
 
+    @wg.custom_jvp
+    def one(x):
+        return x * 2.0
+    one.defjvp(lambda p, t: (one(*p), (t[0] * 2.0,)))   # a 1-tuple for one result
+    for transform in (lambda: wg.jvp(one, (1.0,), (1.0,)), lambda: wg.grad(one)(1.0)):
+        with pytest.raises(TypeError, match="the rule of 'one' returned a result of "
+                           r"structure \(\*,\), where f's result is one array or number"):
+            transform()
+
 
 # ---- several results ----------------------------------------------------------------------------
 @wg.custom_jvp

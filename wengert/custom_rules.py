@@ -38,6 +38,10 @@ from .tree import dict_keys, flatten, unflatten
 __all__ = ["custom_jvp", "custom_vjp"]
 
 
+#: `_Layout.out_tree` of a function whose result is a single array or number.
+ONE_LEAF = object()
+
+
 class _Layout:
     """How a call's leaves and its non-differentiable arguments make f's arguments again:
     a primitive parameter, compared by identity (no two calls are merged by interning)."""
@@ -46,8 +50,8 @@ class _Layout:
 
     def __init__(self, tree, fixed, nondiff):
         self.tree, self.fixed, self.nondiff = tree, fixed, nondiff
-        self.out_tree = None        # f's result's structure, where it is not one leaf
-        self.out_avals = None       # ... and its leaves' (shape, dtype)
+        self.out_tree = None        # f's result's structure (ONE_LEAF: not a container),
+        self.out_avals = None       # None until f first returns; its leaves' (shape, dtype)
 
     def pack(self, out, what="f"):
         """f's result (or a tangent of it) as the primitive's value: itself if it is one
@@ -58,9 +62,14 @@ class _Layout:
                                                           np.generic)):
                 raise TypeError(f"{what} returned a {type(x).__name__} ({x!r:.40}); it must "
                                 "return arrays or numbers, or a tuple, list or dict of them")
+        single = len(leaves) == 1 and not isinstance(out, (tuple, list, dict))
+        if self.out_tree is ONE_LEAF or (self.out_tree is None and single):
+            if not single:
+                raise TypeError(f"{what} returned a result of structure {tree}, where f's "
+                                "result is one array or number (not in a tuple)")
+            self.out_tree = ONE_LEAF
+            return out
         if self.out_tree is None:
-            if len(leaves) == 1 and not isinstance(out, (tuple, list, dict)):
-                return out
             self.out_tree = tree
             self.out_avals = [(tuple(shape_of(x)), np.result_type(x)) for x in leaves]
         elif tree != self.out_tree:
@@ -73,7 +82,7 @@ class _Layout:
 
     def unpack(self, packed):
         """The primitive's value (or a cotangent of it) as f's result."""
-        if self.out_tree is None:
+        if self.out_tree is ONE_LEAF or self.out_tree is None:
             return packed
         parts, start = [], 0
         for shape, dtype in self.out_avals:
