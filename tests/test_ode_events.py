@@ -1,7 +1,13 @@
 """solve_ivp's events on traced values: event times differentiable by the implicit
 function theorem (g(τ, y(τ)) = 0), the states there, terminal events that end the
 solve; against closed forms (a falling body, an oscillator's zero crossings), central
-differences and SciPy's own values; the errors where no values are known."""
+differences and SciPy's own values; the errors where no values are known.  Every test
+runs with both back-ends: SciPy's, and the C loop's (backend="c"), which locates the
+events in C."""
+import functools
+import os
+import shutil
+
 import numpy as np
 import pytest
 
@@ -10,10 +16,20 @@ import wengert.numpy as wnp
 from fd import assert_close, fd_jacobian
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
-from wengert.scipy.integrate import solve_ivp  # noqa: E402
+from wengert.scipy.integrate import solve_ivp as _solve_ivp  # noqa: E402
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 G = 9.81
+HAVE_CC = any(shutil.which(cc) for cc in (os.environ.get("CC") or "cc", "gcc", "clang"))
+
+
+@pytest.fixture(autouse=True, params=["scipy", pytest.param("c", marks=pytest.mark.skipif(
+    not HAVE_CC, reason="no C compiler on this machine"))])
+def backend(request, monkeypatch):
+    """The back-end of every solve_ivp call in this module's tests."""
+    monkeypatch.setitem(globals(), "solve_ivp",
+                        functools.partial(_solve_ivp, backend=request.param))
+    return request.param
 
 
 def fall(t, y, g):                      # height and velocity under gravity g
@@ -50,13 +66,16 @@ def crossings(w, span=(0.0, 10.0)):
 
 
 # --- values ------------------------------------------------------------------------------------
-def test_values_are_scipys():
+def test_values_are_scipys(backend):
     both = lambda w: (crossings(w).t_events, crossings(w).y_events)
     (t_events, y_events), _ = wg.jvp(both, (1.3,), (1.0,))
     want = scipy_integrate.solve_ivp(oscillator, (0.0, 10.0), [1.0, 0.0],
                                      events=[zero, swing], args=(1.3,), **TIGHT)
     for j in range(2):
-        assert np.array_equal(t_events[j], want.t_events[j])          # SciPy's times
+        if backend == "scipy":
+            assert np.array_equal(t_events[j], want.t_events[j])      # SciPy's times
+        else:           # (SciPy's steps; the root on each, to Brent's tolerance of 4 ε)
+            assert_close(t_events[j], want.t_events[j], rtol=1e-14, atol=1e-14)
         assert_close(y_events[j], want.y_events[j], rtol=1e-8, atol=1e-9)
 
 

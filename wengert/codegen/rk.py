@@ -21,6 +21,7 @@ source (`c.library`).  The entry point::
     int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves,
                  long n_leaves, const double *t_eval, long n_eval, const double *rtol,
                  const double *atol, double max_step, double first_step, int dense,
+                 int n_events, const double *max_events, const double *event_dir,
                  wg_check interrupted, wg_out *out)
 
 returns 0 when the solve reached tf, -1 when the step fell below ten times the spacing
@@ -29,6 +30,12 @@ library is called with the GIL held and asks Python's signal check every 1024 st
 a long solve stops as SciPy's would, with KeyboardInterrupt).  With ``n_eval < 0`` the
 states are reported at every step (SciPy's t_eval=None); ``dense`` also keeps each
 step's interpolant, for SciPy's `OdeSolution`.
+
+Events are SciPy's too: the event functions (``wg_events``, traced and written as the
+right-hand side is) are evaluated after every step; where one changes sign in its
+direction, its root on the step's interpolant is found by Brent's method to SciPy's
+tolerance (4 ε), and a terminal event (one that occurred `max_events` times) ends the
+solve there, status 1.
 """
 from __future__ import annotations
 
@@ -43,6 +50,7 @@ METHODS = ("RK23", "RK45", "DOP853")
 
 #: What a solve's status says (SciPy's words for its own failure).
 MESSAGES = {0: "The solver successfully reached the end of the integration interval.",
+            1: "A termination event occurred.",
             -1: "Required step size is less than spacing between numbers.",
             -2: "The C solver ran out of memory."}
 
@@ -52,9 +60,11 @@ _DRIVER = r"""
 
 typedef struct { double *data; long len, cap; } wg_buf;
 
-/* What a solve reports: output times and states, each step's interpolant (dense), and
-   the number of right-hand side evaluations.  The buffers are malloc'ed: wg_free. */
-typedef struct { wg_buf t, y, dense; long nfev; } wg_out;
+/* What a solve reports: output times and states, each step's interpolant (dense), the
+   events found (per occurrence: the event's index, its time, the state there), the
+   number of right-hand side evaluations and the time where the solve ended.  The
+   buffers are malloc'ed: wg_free. */
+typedef struct { wg_buf t, y, dense, events; long nfev; double t_last; } wg_out;
 
 static int wg_push(wg_buf *b, const double *x, long m)
 {
@@ -76,6 +86,7 @@ void wg_free(wg_out *out)
     free(out->t.data);
     free(out->y.data);
     free(out->dense.data);
+    free(out->events.data);
     memset(out, 0, sizeof(*out));
 }
 
@@ -228,6 +239,82 @@ static void evaluate(int n, double t_old, double t, const double *y_old, const d
 #endif
 }
 
+/* The event functions at (t, y), all N_EVENTS of them */
+static void events_at(wg_sys *S, double t, const double *y, double *g)
+{
+    memcpy(S->in, y, S->n * sizeof(double));
+    S->in[S->n] = t;
+    wg_events(S->in, g);
+}
+
+/* One accepted step and its interpolant, for locating an event inside it */
+typedef struct {
+    double t_old, t_end;
+    const double *y_old, *coef;
+    double *y, *g;          /* scratch: a state, the event values */
+} wg_step;
+
+static double event_in_step(wg_sys *S, const wg_step *P, int e, double s)
+{
+    evaluate(S->n, P->t_old, P->t_end, P->y_old, P->coef, s, P->y);
+    events_at(S, s, P->y, P->g);
+    return P->g[e];
+}
+
+/* The time in [a, b] where event e crosses zero on the step's interpolant, by Brent's
+   method (the textbook zeroin: bisection, secant and inverse quadratic steps, with b
+   the best point so far and c a point where the sign differs), to SciPy's tolerance for
+   events: |b - root| within (4 eps + 4 eps |b|) / 2.  *status: 0, or -4 when f(a) and
+   f(b) have the same sign, -5 when 100 iterations did not converge (SciPy's brentq
+   raises for both). */
+static double event_root(wg_sys *S, const wg_step *P, int e, double a, double b,
+                         int *status)
+{
+    const double EPS4 = 4 * 2.220446049250313e-16;
+    double fa = event_in_step(S, P, e, a), fb = event_in_step(S, P, e, b);
+    *status = 0;
+    if (fa * fb > 0) { *status = -4; return b; }
+    if (fa == 0) return a;
+    if (fb == 0) return b;
+    double c = a, fc = fa, d = b - a, step = d;
+    for (int it = 0; it < 100; it++) {
+        if ((fb > 0) == (fc > 0)) { c = a; fc = fa; d = step = b - a; }
+        if (fabs(fc) < fabs(fb)) {          /* b is the best point so far */
+            a = b; b = c; c = a;
+            fa = fb; fb = fc; fc = fa;
+        }
+        double tol = (EPS4 + EPS4 * fabs(b)) / 2, half = (c - b) / 2;
+        if (fb == 0 || fabs(half) < tol) return b;
+        if (fabs(step) < tol || fabs(fa) <= fabs(fb)) {
+            d = step = half;                /* bisection */
+        } else {
+            double p, q, r, ratio = fb / fa;
+            if (a == c) {                   /* secant */
+                p = 2 * half * ratio;
+                q = 1 - ratio;
+            } else {                        /* inverse quadratic interpolation */
+                q = fa / fc;
+                r = fb / fc;
+                p = ratio * (2 * half * q * (q - r) - (b - a) * (r - 1));
+                q = (q - 1) * (r - 1) * (ratio - 1);
+            }
+            if (p > 0) q = -q; else p = -p;
+            if (2 * p < 3 * half * q - fabs(tol * q) && p < fabs(step * q / 2)) {
+                step = d;
+                d = p / q;
+            } else {
+                d = step = half;
+            }
+        }
+        a = b;
+        fa = fb;
+        b += fabs(d) > tol ? d : (half > 0 ? tol : -tol);
+        fb = event_in_step(S, P, e, b);
+    }
+    *status = -5;
+    return b;
+}
+
 /* Python's PyErr_CheckSignals, handed in by the caller, which holds the GIL (PyDLL):
    asked every 1024 steps, so that Ctrl-C stops a solve that would run for long. */
 typedef int (*wg_check)(void);
@@ -235,6 +322,7 @@ typedef int (*wg_check)(void);
 int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves,
              long n_leaves, const double *t_eval, long n_eval, const double *rtol,
              const double *atol, double max_step, double first_step, int dense,
+             int n_events, const double *max_events, const double *event_dir,
              wg_check interrupted, wg_out *out)
 {
     const double SAFETY = 0.9, MIN_FACTOR = 0.2, MAX_FACTOR = 10.0;
@@ -254,8 +342,19 @@ int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves
            *tmp = f + n, *scale = tmp + n, *y_old = scale + n, *coef = y_old + n;
     memcpy(S.in + n + 1, leaves, n_leaves * sizeof(double));
     memcpy(y, y0, n * sizeof(double));
+    /* the events: values before and after the step, occurrences so far, the ones in
+       this step (index and root), a state */
+    double *ev = n_events ? malloc((5L * n_events + n) * sizeof(double)) : NULL;
+    if (n_events && !ev) { free(mem); return -2; }
+    double *g = ev, *g_new = g + n_events, *count = g_new + n_events,
+           *roots = count + n_events, *found = roots + n_events,
+           *y_event = found + n_events;
     double t = t0, h_abs;
     long ie = 0, attempts = 0;
+    if (n_events) {
+        events_at(&S, t, y, g);
+        memset(count, 0, n_events * sizeof(double));
+    }
     fun(&S, t, y, f);
     if (first_step > 0) h_abs = first_step;
     else h_abs = initial_step(&S, t0, y, tf, max_step, f, direction, rtol, atol, scale,
@@ -308,7 +407,8 @@ int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves
         memcpy(f, K + STAGES * n, n * sizeof(double));
         t = t_new;
         /* what solve_ivp records after the step */
-        int made = 0;
+        int made = 0, terminate = 0;
+        double t_end = t;           /* the step's end (t becomes a terminal event's time) */
         if (dense) {
             interpolant(&S, t_old, t, y_old, y, f, K, tmp, coef);
             made = 1;
@@ -316,21 +416,70 @@ int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves
             if (wg_push(&out->dense, ends, 2) || wg_push(&out->dense, y_old, n) ||
                 wg_push(&out->dense, coef, ncoef)) goto done;
         }
+        if (n_events) {
+            /* SciPy's find_active_events and handle_events */
+            int m = 0;
+            events_at(&S, t, y, g_new);
+            for (int e = 0; e < n_events; e++) {
+                int up = g[e] <= 0 && g_new[e] >= 0, down = g[e] >= 0 && g_new[e] <= 0;
+                if ((up && event_dir[e] > 0) || (down && event_dir[e] < 0) ||
+                    ((up || down) && event_dir[e] == 0))
+                    found[m++] = e;
+            }
+            if (m) {
+                if (!made) { interpolant(&S, t_old, t, y_old, y, f, K, tmp, coef); made = 1; }
+                wg_step P = {t_old, t_end, y_old, coef, y_event, g};
+                for (int k = 0; k < m; k++) {
+                    int e = (int)found[k], failed;
+                    count[e] += 1;
+                    roots[k] = event_root(&S, &P, e, t_old, t_end, &failed);
+                    if (failed) { status = failed; goto done; }
+                }
+                for (int k = 0; k < m; k++)
+                    if (count[(int)found[k]] >= max_events[(int)found[k]]) terminate = 1;
+                if (terminate) {
+                    /* in the order they happen; the solve ends at the first terminal one */
+                    for (int k = 1; k < m; k++)         /* (insertion sort: m is small) */
+                        for (int j = k; j > 0 && direction * (roots[j] - roots[j - 1]) < 0;
+                             j--) {
+                            double r = roots[j]; roots[j] = roots[j - 1]; roots[j - 1] = r;
+                            double e = found[j]; found[j] = found[j - 1]; found[j - 1] = e;
+                        }
+                    int last = 0;
+                    while (count[(int)found[last]] < max_events[(int)found[last]]) last++;
+                    m = last + 1;
+                }
+                for (int k = 0; k < m; k++) {
+                    double head[2] = {found[k], roots[k]};
+                    evaluate(n, t_old, t_end, y_old, coef, roots[k], y_event);
+                    if (wg_push(&out->events, head, 2) || wg_push(&out->events, y_event, n))
+                        goto done;
+                }
+                if (terminate) {
+                    t = roots[m - 1];
+                    evaluate(n, t_old, t_end, y_old, coef, t, y);
+                }
+            }
+            double *swap = g; g = g_new; g_new = swap;
+        }
         if (n_eval < 0) {
             if (wg_push(&out->t, &t, 1) || wg_push(&out->y, y, n)) goto done;
         } else {
             while (ie < n_eval && (direction > 0 ? t_eval[ie] <= t : t_eval[ie] >= t)) {
                 if (!made) { interpolant(&S, t_old, t, y_old, y, f, K, tmp, coef); made = 1; }
-                evaluate(n, t_old, t, y_old, coef, t_eval[ie], tmp);
+                evaluate(n, t_old, t_end, y_old, coef, t_eval[ie], tmp);
                 if (wg_push(&out->t, t_eval + ie, 1) || wg_push(&out->y, tmp, n)) goto done;
                 ie++;
             }
         }
+        if (terminate) { status = 1; break; }
         if (direction * (t - tf) >= 0) { status = 0; break; }
     }
 done:
     out->nfev = S.nfev;
+    out->t_last = t;
     free(mem);
+    free(ev);
     return status;
 }
 
@@ -359,8 +508,8 @@ int wg_chain(int n, long n_seg, const double *times, const double *keep,
         }
         wg_out out;
         int status = wg_solve(n, times[k], times[k + 1], start, leaves, n_leaves,
-                              times + k, 2, rtol, atol, max_step, 0.0, 0, interrupted,
-                              &out);
+                              times + k, 2, rtol, atol, max_step, 0.0, 0, 0, NULL, NULL,
+                              interrupted, &out);
         *nfev += out.nfev;
         if (status == 0) memcpy(ends + k * n, out.y.data + n, n * sizeof(double));
         wg_free(&out);
@@ -393,7 +542,12 @@ class _Buf(ctypes.Structure):
 
 
 class _Out(ctypes.Structure):
-    _fields_ = [("t", _Buf), ("y", _Buf), ("dense", _Buf), ("nfev", ctypes.c_long)]
+    _fields_ = [("t", _Buf), ("y", _Buf), ("dense", _Buf), ("events", _Buf),
+                ("nfev", ctypes.c_long), ("t_last", ctypes.c_double)]
+
+
+#: The event functions of a solve without events.
+_NO_EVENTS = "static void wg_events(const double *in, double *out) { (void)in; (void)out; }\n"
 
 
 # (arrays go to C as addresses: ctypes' data_as costs ~5 µs an argument, a solve has 14)
@@ -480,13 +634,16 @@ class Solver:
         0.60653066 0.60653066
     """
 
-    def __init__(self, scalar, method):
+    def __init__(self, scalar, method, events=None):
         if method not in METHODS:
             raise ValueError(f"the C solver runs {', '.join(METHODS)}, not {method!r}")
         self.method = method
         self.n = int(np.prod(scalar.in_shapes[0], dtype=np.int64))
         self.n_leaves = len(scalar.graph.inputs) - self.n - 1
-        source = (function_source(scalar, "wg_rhs") + tableau_source(method) + _DRIVER)
+        self.n_events = 0 if events is None else len(events.graph.outputs)
+        source = (function_source(scalar, "wg_rhs") +
+                  (_NO_EVENTS if events is None else function_source(events, "wg_events")) +
+                  tableau_source(method) + _DRIVER)
         self.source = source
         lib = library(source)
         # the loop is called holding the GIL (PyDLL), so that it may ask Python whether
@@ -496,7 +653,8 @@ class Solver:
         self._solve.argtypes = [ctypes.c_int, ctypes.c_double, ctypes.c_double, _DOUBLES,
                                 _DOUBLES, ctypes.c_long, _DOUBLES, ctypes.c_long, _DOUBLES,
                                 _DOUBLES, ctypes.c_double, ctypes.c_double, ctypes.c_int,
-                                ctypes.c_void_p, ctypes.POINTER(_Out)]
+                                ctypes.c_int, _DOUBLES, _DOUBLES, ctypes.c_void_p,
+                                ctypes.POINTER(_Out)]
         self._solve.restype = ctypes.c_int
         self._free = lib.wg_free
         self._free.argtypes = [ctypes.POINTER(_Out)]
@@ -514,6 +672,10 @@ class Solver:
         self._rhs = lib.wg_rhs
         self._rhs.argtypes = [_DOUBLES, _DOUBLES]
         self._rhs.restype = None
+        if self.n_events:
+            self._events = lib.wg_events
+            self._events.argtypes = [_DOUBLES, _DOUBLES]
+            self._events.restype = None
         self.power = _power(method)
 
     def rhs(self, y, t, leaves):
@@ -521,6 +683,13 @@ class Solver:
         inputs = np.concatenate([np.ravel(y), [t], self._leaves(leaves)])
         out = np.empty(self.n)
         self._rhs(_pointer(inputs), _pointer(out))
+        return out
+
+    def events_at(self, y, t, leaves):
+        """The compiled event functions at (y, t)."""
+        inputs = np.concatenate([np.ravel(y), [t], self._leaves(leaves)])
+        out = np.empty(self.n_events)
+        self._events(_pointer(inputs), _pointer(out))
         return out
 
     def rhs_at(self, ys, ts, leaves):
@@ -564,16 +733,23 @@ class Solver:
         return flat
 
     def __call__(self, y0, t0, tf, leaves, t_eval, rtol, atol, max_step=np.inf,
-                 first_step=None, dense=False):
+                 first_step=None, dense=False, events=None):
         """Solve from y(t0) = y0 to tf.  Returns an object with SciPy's fields t, y (n by
-        len(t)), nfev, status (0 or -1), message, and `interpolants`: for `dense`, one
-        (t_old, t, y_old, coefficients) per step, the coefficients as SciPy's dense
-        output holds them (RK: Q, n × POWER; DOP853: F, POWER × n)."""
-        n = self.n
+        len(t)), nfev, status (0, 1 for a terminal event, -1), message, t_events and
+        y_events (for `events`), and `interpolants`: for `dense`, one (t_old, t, y_old,
+        coefficients) per step, the coefficients as SciPy's dense output holds them (RK:
+        Q, n × POWER; DOP853: F, POWER × n).  `events` is (max_events, direction), one
+        number per event function of the solver: SciPy's occurrences before the solve
+        ends (inf: never) and the direction of the crossings that count."""
+        n, m = self.n, self.n_events
         y0 = np.ascontiguousarray(y0, dtype=np.float64).reshape(n)
         flat = self._leaves(leaves)
         rtol, atol = _per_element(rtol, n), _per_element(atol, n)
         evals = None if t_eval is None else np.ascontiguousarray(t_eval, dtype=np.float64)
+        if m and events is None:
+            raise ValueError(f"this C solver locates {m} events: give their max_events "
+                             "and direction")
+        limits, direction = (_per_element(x, m) for x in (events or (np.inf, 0.0)))
         out = _Out()
         try:
             # (Ctrl-C: the call raises KeyboardInterrupt, and the buffers are freed)
@@ -582,10 +758,18 @@ class Solver:
                                  -1 if evals is None else evals.size, _pointer(rtol),
                                  _pointer(atol), float(max_step),
                                  0.0 if first_step is None else float(first_step),
-                                 int(dense), _CHECK_SIGNALS, ctypes.byref(out))
+                                 int(dense), m, _pointer(limits), _pointer(direction),
+                                 _CHECK_SIGNALS, ctypes.byref(out))
             nfev = int(out.nfev)
             ts = _copy(out.t)
             ys = _copy(out.y).reshape(-1, n).T
+            t_last = float(out.t_last)
+            t_events = y_events = None
+            if m:
+                occurrences = _copy(out.events).reshape(-1, 2 + n)
+                which = occurrences[:, 0].astype(int)
+                t_events = [occurrences[which == e, 1] for e in range(m)]
+                y_events = [occurrences[which == e, 2:] for e in range(m)]
             interpolants = []
             if dense:
                 rec = _copy(out.dense).reshape(-1, 2 + n + n * self.power)
@@ -596,7 +780,13 @@ class Solver:
             self._free(ctypes.byref(out))
         if status == -2:
             raise MemoryError("the C solver ran out of memory for its output")
-        return _Found(ts, ys, nfev, status, interpolants)
+        if status == -4:                    # (SciPy's brentq's errors, in its words)
+            raise ValueError("f(a) and f(b) must have different signs")
+        if status == -5:
+            raise RuntimeError("Failed to converge after 100 iterations.")
+        found = _Found(ts, ys, nfev, status, interpolants)
+        found.t_events, found.y_events, found.t_last = t_events, y_events, t_last
+        return found
 
 
 class _Found:
@@ -607,6 +797,7 @@ class _Found:
         self.njev = self.nlu = 0
         self.message = MESSAGES[status]
         self.interpolants = interpolants
+        self.t_events = self.y_events = None
 
 
 #: Python's signal check, for the C loop (see wg_solve).

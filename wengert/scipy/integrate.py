@@ -201,30 +201,32 @@ class _System:
         self._code, self._checked = kernel, _calls[0]
         return kernel or None
 
-    def c_solver(self, method, leaves, y0, span):
+    def c_solver(self, method, leaves, y0, span, events=()):
         """The solve of this system by `method` in C (`wengert.codegen.rk.Solver`), made
-        once per system and method: rhs traced without values, written as C with the
-        stepping loop.
+        once per system, method and `events` (the user's event functions, which only the
+        user's system has): rhs (and the events) traced without values, written as C
+        with the stepping loop.
 
         Compiled code holds what the user's function reads besides its arguments (a
         global) as it was when traced.  As compiled Python is (`_kernel`), it is checked
         once per call of solve_ivp, but for the whole family of systems at once: the
-        user's system's code against the user's function at (y0, t0) and at a point
-        drawn near them, y0 moved by up to its size and t within `span` = (t0, tf) (an
-        eager call of a derived system's rhs would cost a derivative, ~1 ms); if they
-        differ, every system of the family is traced again.  A change that shows at
-        neither point is missed."""
+        user's system's code against the user's function (and events) at (y0, t0) and
+        at a point drawn near them, y0 moved by up to its size and t within `span` =
+        (t0, tf) (an eager call of a derived system's rhs would cost a derivative,
+        ~1 ms); if they differ, every system of the family is traced again.  A change
+        that shows at neither point is missed."""
         root = self.root()
-        if root._c_tick != _calls[0]:
+        checked = root.__dict__.setdefault("_c_checked", {})
+        if checked.get(events) != _calls[0]:
             y, ls = self.root_point(np.asarray(y0, dtype=np.float64), leaves)
             t0, tf = map(float, span)
             u = _PROBE.uniform(-0.5, 0.5, size=y.shape)
             root._c_check(method, ls, [(y, t0), (y + u * (np.abs(y) + 1.0),
                                                 t0 + abs(u.flat[0] if u.size else 0.3) *
-                                                (tf - t0))])
-        return self._c_code(method, root._c_generation)
+                                                (tf - t0))], events)
+            checked[events] = _calls[0]
+        return self._c_code(method, root._c_generation, events)
 
-    _c_tick = -1              # the call of solve_ivp in which the family was checked
     _c_generation = 0         # how many times the family's code was found stale
 
     def root(self):
@@ -238,13 +240,19 @@ class _System:
         """(y, leaves) of `root()` at the point (y, leaves) of this system."""
         return y, leaves
 
-    def _c_check(self, method, leaves, points):
+    def _c_check(self, method, leaves, points, events=()):
         """The user's system's check (see `c_solver`) at the (y, t) `points`."""
+        def values(solver):
+            found = [solver.rhs(y, s, leaves) for y, s in points]
+            if events:
+                found += [solver.events_at(y, s, leaves) for y, s in points]
+            return found
         with recording(None), np.errstate(all="ignore"):
             want = [np.asarray(self.rhs(y, s, *leaves), dtype=np.float64) for y, s in points]
+            want += [np.array([self.event(e, y, s, leaves) for e in events], dtype=np.float64)
+                     for y, s in points if events]
             for attempt in range(2):
-                solver = self._c_code(method, self._c_generation)
-                got = [solver.rhs(y, s, leaves) for y, s in points]
+                got = values(self._c_code(method, self._c_generation, events))
                 if all(np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
                        for a, b in zip(got, want)):
                     break
@@ -254,22 +262,19 @@ class _System:
                     f"solve_ivp(backend='c'): {self.name} traced without values does not "
                     f"give the values it gives when called ({got} against {want}); it "
                     "reads something that changes from call to call; use backend='scipy'")
-        self._c_tick = _calls[0]
 
-    def _c_code(self, method, generation):
-        """This system's C solver for `method`, written again if it was written for an
-        earlier generation of the family's code."""
+    def _c_code(self, method, generation, events=()):
+        """This system's C solver for `method` (locating `events`, functions of
+        (t, y, *args)), written again if it was written for an earlier generation of the
+        family's code."""
         solvers = self.__dict__.setdefault("_c_solvers", {})
-        made = solvers.get(method)
+        made = solvers.get((method, events))
         if made is None or made[0] != generation:
-            made = solvers[method] = (generation, self._write_c(method))
+            made = solvers[(method, events)] = (generation, self._write_c(method, events))
         return made[1]
 
-    def _write_c(self, method):
-        from ..api import trace
+    def _write_c(self, method, events):
         from ..codegen.rk import Solver
-        from ..codegen.scalarize import not_float, scalarize
-        from ..errors import ConcretizationError
         odd = [d for _, d in self.leaf_avals if d.kind not in "fb"]
         if odd:
             raise TypeError(f"solve_ivp(backend='c'): args hold a value of dtype {odd[0]}; "
@@ -278,26 +283,42 @@ class _System:
         # (C computes in double: a float32 argument is read as the float64 it converts to)
         avals = [ShapeDtype(shape, np.float64 if dtype.kind == "f" else dtype)
                  for shape, dtype in self.leaf_avals]
-        try:
-            with np.errstate(all="ignore"):
-                graph = trace(self.rhs, ShapeDtype((self.n,)), ShapeDtype(), *avals)
-        except ConcretizationError:
-            raise ValueError(
-                f"solve_ivp(backend='c'): {self.name} needs the value of y, t or args as a "
-                "plain number, and C code is traced once, without values: a Python `if`, "
-                "max or math function on them, float(...), np.array([...]) of them, or "
-                "dy[i] = ... (write these with wengert.numpy: wnp.where, wnp.maximum, "
-                "wnp.exp, wnp.stack, or return a list), or use backend='scipy'") from None
-        scalar = scalarize(graph, 10 ** 6, C_MAX_OPERATIONS) \
-            if not_float(graph.live_nodes()) is None else None
-        if scalar is None:
-            raise ValueError(f"solve_ivp(backend='c'): {self.name} uses values or "
-                             "operations the C back-end cannot write element by element "
-                             "(linear algebra, a dtype other than float64), or is too large "
-                             f"for straight-line C (over {C_MAX_OPERATIONS} operations, a "
-                             "dense product with a 100x100 matrix, say: its compiling "
-                             "would take longer than SciPy's solve); use backend='scipy'")
-        return Solver(scalar, method)
+        rhs = _scalarized(self.rhs, avals, self.n, self.name)
+        if not events:
+            return Solver(rhs, method)
+
+        def values(y, s, *leaves):
+            return wnp.stack([self.event(e, y, s, leaves) for e in events])
+        return Solver(rhs, method, _scalarized(values, avals, self.n, "the events of " +
+                                               self.name))
+
+
+def _scalarized(f, avals, n, name):
+    """``f(y, t, *leaves)`` traced without values and written element by element, for
+    C; the errors say why it cannot be."""
+    from ..api import trace
+    from ..codegen.scalarize import not_float, scalarize
+    from ..errors import ConcretizationError
+    try:
+        with np.errstate(all="ignore"):
+            graph = trace(f, ShapeDtype((n,)), ShapeDtype(), *avals)
+    except ConcretizationError:
+        raise ValueError(
+            f"solve_ivp(backend='c'): {name} needs the value of y, t or args as a plain "
+            "number, and C code is traced once, without values: a Python `if`, max or "
+            "math function on them, float(...), np.array([...]) of them, or dy[i] = ... "
+            "(write these with wengert.numpy: wnp.where, wnp.maximum, wnp.exp, wnp.stack, "
+            "or return a list), or use backend='scipy'") from None
+    scalar = scalarize(graph, 10 ** 6, C_MAX_OPERATIONS) \
+        if not_float(graph.live_nodes()) is None else None
+    if scalar is None:
+        raise ValueError(f"solve_ivp(backend='c'): {name} uses values or operations the C "
+                         "back-end cannot write element by element (linear algebra, a "
+                         "dtype other than float64), or is too large for straight-line C "
+                         f"(over {C_MAX_OPERATIONS} operations, a dense product with a "
+                         "100x100 matrix, say: its compiling would take longer than "
+                         "SciPy's solve); use backend='scipy'")
+    return scalar
 
 
 #: The most scalar operations a right-hand side written as C may have (compiling the
@@ -355,6 +376,16 @@ class _UserSystem(_System):
             #                                users write it)
         self.check(out)
         return wnp.reshape(out, (self.n,))
+
+    def event(self, event, y, s, leaves):
+        """The user's ``event(t, y, *args)`` (solve_ivp's) at the flat state y, as a
+        float scalar."""
+        out = wnp.asarray(event(s, wnp.reshape(y, self.shape), *unflatten(self.tree, leaves)))
+        if math.prod(shape_of(out)) != 1:
+            raise ValueError(f"solve_ivp: the event function "
+                             f"{getattr(event, '__name__', event)!r} must return a number, "
+                             f"got shape {tuple(shape_of(out))}")
+        return wnp.reshape(out if out.dtype.kind == "f" else wnp.astype(out, np.float64), ())
 
     def bind(self, leaves, y0, s0):
         args = unflatten(self.tree, leaves)
@@ -603,9 +634,8 @@ class Odeint(Primitive):
         the exact Jacobian for an implicit method (see `jacobian`) and the user's `events`
         (functions of (t, y, *args)); a failure raises."""
         options = dict(self.options)
-        if options.pop("backend", "scipy") == "c" and not events and t0 != tf and \
-                self.system.n:
-            found = self.solve_c(y0, t0, tf, leaves, t_eval)
+        if options.pop("backend", "scipy") == "c" and t0 != tf and self.system.n:
+            found = self.solve_c(y0, t0, tf, leaves, t_eval, events=events)
             if found.status < 0:
                 raise RuntimeError(f"solve_ivp: the solver failed for {self.system.name} "
                                    f"from t = {t0:g} to {tf:g}: {found.message}")
@@ -638,10 +668,10 @@ class Odeint(Primitive):
         self.stats = (found.nfev, found.njev, found.nlu)
         return found
 
-    def solve_c(self, y0, t0, tf, leaves, t_eval, dense=False):
+    def solve_c(self, y0, t0, tf, leaves, t_eval, dense=False, events=()):
         """The solve of `solve` by the C loop (solve_ivp's backend="c", for RK23, RK45 and
-        DOP853: SciPy's steps, see `wengert.codegen.rk`); a failure is reported in the
-        result's status, as SciPy reports it."""
+        DOP853: SciPy's steps, see `wengert.codegen.rk`), locating the user's `events`;
+        a failure is reported in the result's status, as SciPy reports it."""
         options = self.options
         if not np.all(np.isfinite(y0)):
             raise ValueError("All components of the initial state `y0` must be finite.")
@@ -652,9 +682,11 @@ class Odeint(Primitive):
                 raise ValueError("`first_step` must be positive.")
             if first > abs(tf - t0):
                 raise ValueError("`first_step` exceeds bounds.")
-        solver = self.system.c_solver(self.method, leaves, y0, (t0, tf))
+        events = tuple(events)
+        limits = _event_limits(events) if events else None
+        solver = self.system.c_solver(self.method, leaves, y0, (t0, tf), events)
         return solver(y0, t0, tf, leaves, t_eval, rtol, atol,
-                      options.get("max_step", np.inf), first, dense)
+                      options.get("max_step", np.inf), first, dense, limits)
 
     def jacobian(self, leaves, y0, s0):
         """SciPy's ``jac(t, y)``: wengert's ∂f/∂y, or None where f cannot be
@@ -1400,8 +1432,9 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         args: extra arguments of fun: numbers, arrays or a pytree of them.
         backend: "scipy" (default), or "c" for RK23, RK45 and DOP853: fun (traced once)
             and SciPy's stepping loop written as C and compiled, the same steps and, to
-            rounding, the same numbers, for a fraction of the time; the rules' systems
-            are solved in C too (see `wengert.codegen.rk` and docs/odes.md).
+            rounding, the same numbers, for a fraction of the time; events are located
+            in C, and the rules' systems are solved in C too (see `wengert.codegen.rk`
+            and docs/odes.md).
         **options: the solver's options (rtol, atol, max_step, first_step, jac, ...);
             rtol and atol bound the error of the derivatives too, which are solutions of
             ODEs.
@@ -1446,7 +1479,8 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     time_leaves = flatten(t_span)[0] + (flatten(t_eval)[0] if t_eval is not None else [])
     if not any(type(x) is Node for x in arg_leaves + y0_leaves + time_leaves):
         if backend == "c":
-            return _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options)
+            return _ivp_c(fun, t_span, y0, method, t_eval, dense_output, events, args,
+                          options)
         return _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events,
                           vectorized, args, options)
     if any(np.iscomplexobj(x) if type(x) is not Node else x.dtype.kind == "c"
@@ -1552,9 +1586,6 @@ def _c_backend(backend, method, events, options):
         raise ValueError(f"solve_ivp: backend='c' runs the explicit methods "
                          f"{', '.join(METHODS)}; method {method!r} runs in SciPy "
                          "(backend='scipy')")
-    if events is not None:
-        raise ValueError("solve_ivp: backend='c' does not locate events; use "
-                         "backend='scipy' for them")
     extra = [k for k in options if k not in _C_OPTIONS]
     if extra:
         import warnings
@@ -1595,7 +1626,7 @@ def _c_tolerances(rtol, atol, n):
     return np.broadcast_to(rtol, (n,)), np.broadcast_to(atol, (n,))
 
 
-def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options):
+def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, events, args, options):
     """solve_ivp on plain values with backend="c": SciPy's result, from the C loop (a
     solve over no time, or of no state, is SciPy's own)."""
     shape = np.shape(y0)
@@ -1610,7 +1641,7 @@ def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options):
     t0, tf = map(float, t_span)
     scipy_options = {k: v for k, v in options.items() if k != "backend"}
     if t0 == tf or y0.size == 0:
-        return _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, None, False,
+        return _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events, False,
                           args, scipy_options)
     if t_eval is not None:
         t_eval = np.asarray(t_eval, dtype=np.float64)
@@ -1620,23 +1651,48 @@ def _ivp_c(fun, t_span, y0, method, t_eval, dense_output, args, options):
     numeric, tree, avals, _ = _arguments(leaves, tree)
     _calls[0] += 1
     prim = _primitive(fun, shape, tree, avals, (), True, options, method)
-    found = prim.solve_c(y0.reshape(-1), t0, tf, numeric, t_eval, dense_output)
+    events = _event_list(events) if events is not None else []
+    found = prim.solve_c(y0.reshape(-1), t0, tf, numeric, t_eval, dense_output, events)
     sol = None
     if dense_output:
         from scipy.integrate._ivp.rk import Dop853DenseOutput, RkDenseOutput
         kind = Dop853DenseOutput if method == "DOP853" else RkDenseOutput
         pieces = [kind(a, b, y, c) for a, b, y, c in found.interpolants]
+        # (SciPy's segments end at the steps' ends, the last at a terminal event's time)
         ts = found.t if t_eval is None else \
-            np.array([t0] + [p[1] for p in found.interpolants])
+            np.array([t0] + [p[1] for p in found.interpolants[:-1]] + [found.t_last])
         sol = _dense_class()(ts, pieces)
         sol._traced = lambda: _plain_traced_solution(fun, shape, y0, t_span, args, method,
                                                      options, found)
         if len(shape) != 1:
             sol = _ShapedSolution(sol, shape)
     y = found.y.reshape(shape + found.y.shape[1:])
-    return _ode_result(t=found.t, y=y, sol=sol, t_events=None, y_events=None,
+    y_events = found.y_events
+    if y_events is not None:       # (SciPy's: an event that never occurred has shape (0,))
+        y_events = [np.reshape(ye, (-1,) + shape) if len(shape) != 1 else
+                    ye if len(ye) else np.zeros(0) for ye in y_events]
+    return _ode_result(t=found.t, y=y, sol=sol, t_events=found.t_events, y_events=y_events,
                        nfev=found.nfev, njev=0, nlu=0, status=found.status,
                        message=found.message, success=found.status >= 0)
+
+
+def _event_limits(events):
+    """SciPy's reading of events' attributes (`prepare_events`): how many occurrences
+    of each end the solve (inf: none do) and the direction of the crossings that
+    count."""
+    limits = np.empty(len(events))
+    direction = np.empty(len(events))
+    for i, event in enumerate(events):
+        terminal = getattr(event, "terminal", None)
+        direction[i] = getattr(event, "direction", 0)
+        if terminal is None or terminal == 0:
+            limits[i] = np.inf
+        elif int(terminal) == terminal and terminal > 0:
+            limits[i] = terminal
+        else:
+            raise ValueError("The `terminal` attribute of each event must be a boolean or "
+                             "positive integer.")
+    return limits, direction
 
 
 def _event_time(prim, event, value, y0, t0, numeric, tree, shape):
