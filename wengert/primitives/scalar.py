@@ -89,7 +89,9 @@ sub.defpartials(1.0, -1.0)
 mul.defpartials(lambda x, y, ans: y, lambda x, y, ans: x)
 div.defpartials(lambda x, y, ans: 1 / y, lambda x, y, ans: -ans / y)
 neg.defpartials(-1.0)
-powi.defpartials(lambda x, ans, n: n * powi(x, n=n - 1))
+# x**0 = 1 for every x, so its derivative is 0, where n x**(n-1) reads 0 · inf = nan at
+# x = 0 (and poisons a polynomial's c0 x**0 term): 0 · ans keeps the shape, and is 0
+powi.defpartials(lambda x, ans, n: n * powi(x, n=n - 1) if n else 0.0 * ans)
 
 
 def pow_log(x):
@@ -102,7 +104,17 @@ def pow_log(x):
     return log(select(eq(x, 0.0), 1.0, x))
 
 
-pow.defpartials(lambda x, y, ans: y * pow(x, y - 1), lambda x, y, ans: pow_log(x) * ans)
+def pow_dx(x, y):
+    """y x**(y-1), as the derivative of x**y in x uses it.  Where y = 0 it is 0 (x**0 = 1
+    for every x), though the product reads 0 · inf = nan at x = 0 (as in JAX).  A
+    straight-line graph (ADDS) has no conditional and keeps the plain product."""
+    d = y * pow(x, y - 1)
+    if type(d) is Node and d.graph.straight_line:
+        return d
+    return select(eq(y, 0.0), 0.0, d)
+
+
+pow.defpartials(lambda x, y, ans: pow_dx(x, y), lambda x, y, ans: pow_log(x) * ans)
 
 # ---- elementary functions ----------------------------------------------------------------
 sqrt = _scalar("sqrt", np.sqrt, math.sqrt)
