@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 from ..primitives import scalar as P
 from ..primitives import array as A, linalg as L, nn as NN, special as SP
 from ..primitives import scipy_linalg as SL
@@ -686,5 +688,22 @@ def taylor(plan, inputs, series, outputs, order, symbolic):
             s = coef.get(a.index)
             xs.append(s if s is not None else [a if symbolic else a.value, *zeros])
         ans = node if symbolic else node.value
-        coef[node.index] = rule_for(node.op, order)(xs, ans, order, **node.params)
+        rule = rule_for(node.op, order)
+        try:
+            coef[node.index] = rule(xs, ans, order, **node.params)
+        except ArithmeticError:
+            if symbolic:
+                raise
+            coef[node.index] = _in_numpy(rule, xs, ans, order, node.params)
     return [coef.get(o.index) for o in outputs]
+
+
+def _in_numpy(rule, xs, ans, order, params):
+    """A rule redone on arrays of one element where Python floats raised (1/0.0 at the
+    edge of a domain): NumPy gives inf or nan there, with its warning, as for every
+    other value; the coefficients come back as Python scalars."""
+    def lift(v):
+        return v if v is None else np.full(1, v, dtype=np.result_type(v, np.float64))
+    out = rule([[lift(c) for c in x] for x in xs], lift(ans), order, **params)
+    return [c[0].item() if isinstance(c, np.ndarray) and c.shape == (1,) else c
+            for c in out]

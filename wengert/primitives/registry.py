@@ -167,9 +167,11 @@ class Primitive:
             return rule(*xs, ans, **params)
         except ArithmeticError:
             # Python floats raise where NumPy gives inf or nan (1/0.0): redo it in NumPy,
-            # and hand back a Python float like every other scalar value.
-            p = rule(*[np.float64(x) for x in xs], np.float64(ans), **params)
-            return float(p) if type(p) is np.float64 else p
+            # on arrays of one element (a NumPy scalar would come back from a primitive
+            # as a Python float), and hand back a Python float like every other scalar
+            p = rule(*[np.full(1, x, dtype=np.result_type(x, np.float64)) for x in xs],
+                     np.full(1, ans, dtype=np.result_type(ans, np.float64)), **params)
+            return p[0].item() if isinstance(p, np.ndarray) else p
 
     def abstract_eval(self, args, params):
         """(shape, dtype) of the result from the arguments' shapes and dtypes."""
