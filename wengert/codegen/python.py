@@ -499,10 +499,11 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
                     f"{leaf.name}.ravel().tolist()"
                 if elems:
                     body.append(f"{', '.join(elems)}{',' if size == 1 else ''} = {flat}")
+            elif leaf.kind is np.float64:       # float code takes Python floats (in a
+                elems = [names.user(f"{leaf.name}_f")]  # name of its own: the fallback
+                body.append(f"{elems[0]} = float({leaf.name})")  # gets the argument)
             else:
                 elems = [leaf.name]
-                if leaf.kind is np.float64:     # float code takes Python floats
-                    body.append(f"{leaf.name} = float({leaf.name})")
             for e in elems:
                 symbols[next(inputs).index] = Symbol(e)
     else:
