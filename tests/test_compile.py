@@ -614,3 +614,23 @@ def test_a_numpy_float64_constant_is_strong_in_compiled_code():
     assert wg.compile(f, X32)(X32).dtype == f(X32).dtype == numpy.float64
     g = lambda x: x * 2.0
     assert wg.compile(g, X32)(X32).dtype == numpy.float32
+
+
+def test_an_index_update_with_a_traced_scalar_in_float_code():
+    """x.at[1].set(x[3]) written element by element: element 1 is x[3]'s symbol (a
+    0-d array of it once held a node as a constant, and the call failed)."""
+    x = numpy.array([0.3, -1.0, 2.0, 0.5])
+
+    def f(x):
+        return np.maximum(np.at(x)[1].set(x[3]), x)
+
+    def loss(x):
+        return np.sum(np.where(np.at(x)[1].set(x[3] * x[0]) > 0, x * x, -x))
+    compiled = wg.compile(f)
+    numpy.testing.assert_array_equal(compiled(x), [0.3, 0.5, 2.0, 0.5])
+    numpy.testing.assert_array_equal(compiled(x), f(x))
+    g = wg.compile(wg.grad(loss))
+    assert_close(g(x), wg.grad(loss)(x), rtol=1e-15, atol=0)
+    h = 1e-6
+    fd = [(loss(x + h * e) - loss(x - h * e)) / (2 * h) for e in numpy.eye(4)]
+    assert_close(g(x), fd, rtol=1e-6, atol=1e-8)

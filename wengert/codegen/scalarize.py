@@ -150,6 +150,10 @@ def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
             return None
         flat = result.reshape(-1)
         for k, v in enumerate(flat):
+            while type(v) is np.ndarray and v.shape == ():
+                # (an impl that assigns a 0-d object array into an element, as index_set
+                # does with a scalar it was given, stores the array itself)
+                v = flat[k] = v[()]
             if type(v) is not Node:
                 flat[k] = new.const(v.item() if isinstance(v, np.generic) else v)
         return result
