@@ -506,3 +506,19 @@ def test_jacobian_of_a_rule_that_reads_numbers():
     x = np.arange(10.0)
     assert_close(wg.jacrev(sq)(x), np.diag(2 * x))
     assert_close(wg.jacfwd(sq)(x), np.diag(2 * x))
+
+
+def test_jacobians_through_an_fft_times_a_python_int():
+    """fft(v) * 2: forward mode multiplies a complex constant tangent by the int 2, which
+    once went to the integer-only ufunc node and was refused as complex."""
+    x = np.random.default_rng(0).normal(size=(2, 3))
+
+    def f(v):
+        return wnp.real(wnp.fft.fft(v) * 2)
+    for jac in (wg.jacfwd, wg.jacrev):
+        mapped = wg.vmap(jac(f))(x)
+        for row, got in zip(x, mapped):
+            np.testing.assert_allclose(got, jac(f)(row), rtol=1e-14, atol=1e-14)
+            # f is linear: its Jacobian is 2 Re(DFT matrix)
+            np.testing.assert_allclose(got, 2 * np.real(np.fft.fft(np.eye(3), axis=0)),
+                                       rtol=1e-14, atol=1e-14)

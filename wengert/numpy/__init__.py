@@ -306,6 +306,8 @@ def exact_ufunc(ufunc, args, always=False):
             if x.dtype.kind not in "biu":
                 return None
             traced = True
+        elif _kind(x) == "c":       # (numpy_ufunc is real: complex goes by the primitives)
+            return None
     if not traced:
         return None
     out = _numpy_dtype(ufunc, [x if type(x) is Node else _np.asarray(x) for x in args],
