@@ -7,6 +7,7 @@ import pytest
 
 import wengert as wg
 import wengert.math as wm
+import wengert.numpy as wnp
 from wengert import Dual, REGISTRY
 from fd import fd_derivative, assert_close
 
@@ -167,3 +168,19 @@ def test_duals_inside_traced_code():
     assert_close(wg.grad(f)(0.4), 1.0 + math.cos(0.4) - 0.4 * math.sin(0.4), rtol=1e-14)
     graph = wg.trace(lambda x, y: x * y + wm.sin(x), 2.0, 3.0)
     same(graph(Dual(2.0, 1.0), 3.0), 6.909297426825682, 3.0 + math.cos(2.0))
+
+
+@pytest.mark.parametrize("f, d1, d2", [
+    (abs, lambda x: np.sign(x), lambda x: 0.0),
+    (wnp.abs, lambda x: np.sign(x), lambda x: 0.0),
+    (wnp.arcsinh, lambda x: 1 / np.sqrt(1 + x * x), lambda x: -x / (1 + x * x) ** 1.5),
+    (lambda x: wnp.arccosh(-3 * x), lambda x: -3 / np.sqrt(9 * x * x - 1),
+     lambda x: 27 * x / (9 * x * x - 1) ** 1.5),
+])
+def test_nested_duals_through_rules_that_ask_for_the_dtype(f, d1, d2):
+    """Second derivatives by a Dual of Duals through partials that branch on whether x
+    is complex (abs, arcsinh, arccosh), against closed forms."""
+    x = -0.7
+    y = f(wg.Dual(wg.Dual(x, 1.0), wg.Dual(1.0, 0.0)))
+    assert abs(y.primal.tangent - d1(x)) < 1e-12
+    assert abs(y.tangent.tangent - d2(x)) < 1e-12

@@ -411,6 +411,9 @@ def _kind(x):
         return "f"
     if t is Node or t is np.ndarray:
         return x.dtype.kind
+    primal = getattr(x, "primal", None)         # a Dual (of Duals, in nested forward mode)
+    if primal is not None:
+        return _kind(primal)
     return np.result_type(x).kind
 
 
