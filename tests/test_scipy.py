@@ -556,3 +556,19 @@ def test_import_without_scipy_says_how_to_install(monkeypatch):
         importlib.import_module("wengert.scipy")
     with pytest.raises(ImportError, match=r"pip install 'wengert\[scipy\]'"):
         P._scipy("erf")(0.5)          # a primitive's first evaluation asks for SciPy too
+
+
+def test_scipy_special_ufuncs_called_directly_differentiate():
+    """Unmodified code calling SciPy's own ufuncs on traced values: NumPy's protocol hands
+    them to wengert, which runs wengert.scipy.special's function of the same name."""
+    import wengert.numpy as wnp
+    x = np.array([0.3, 1.7, 4.2])
+    for name in ("gammaln", "erf", "expit", "digamma"):
+        want = wg.grad(lambda v: wnp.sum(getattr(special, name)(v)))(x)
+        got = wg.grad(lambda v: wnp.sum(getattr(sc, name)(v)))(x)
+        np.testing.assert_array_equal(got, want)
+    h = 1e-6
+    assert abs(wg.grad(sc.gammaln)(3.0) - (sc.gammaln(3 + h) - sc.gammaln(3 - h)) / (2 * h)) \
+        < 1e-8
+    with pytest.raises(NotImplementedError, match=r"scipy\.special\.struve is not supported"):
+        wg.grad(sc.struve)(1.0, 0.5)

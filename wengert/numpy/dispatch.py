@@ -95,6 +95,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         found = wnp.exact_ufunc(ufunc, wnp._arrays(inputs), True)     # (gcd, left_shift)
         if found is not None:
             return found
+        ours = _scipy_special(ufunc)
+        if ours is not None:                        # scipy.special.gammaln(x), unmodified
+            return ours(*inputs)
+    module = "scipy.special" if _is_scipy_special(ufunc) else "numpy"
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     if method == "at":
         update = _AT_METHODS.get(ufunc.__name__)
@@ -112,9 +116,27 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if fn is not None and method != "__call__":
         from .ufunc_methods import call
         return call(ufunc, fn, method, inputs, kwargs)
-    raise NotImplementedError(f"numpy.{name} is not supported on traced values: wengert has "
-                              "no derivative rule for it"
+    raise NotImplementedError(f"{module}.{name} is not supported on traced values: wengert "
+                              "has no derivative rule for it"
                               + (f" with the arguments {sorted(kwargs)}" if kwargs else ""))
+
+
+def _is_scipy_special(ufunc) -> bool:
+    """Whether `ufunc` is one of scipy.special's (imported by the caller already)."""
+    import sys
+    special = sys.modules.get("scipy.special")
+    return special is not None and getattr(special, ufunc.__name__, None) is ufunc
+
+
+def _scipy_special(ufunc):
+    """wengert.scipy.special's function of the same name for a scipy.special ufunc, which
+    has derivative rules (None if there is none): so that code calling SciPy's own
+    gammaln or erf on traced values differentiates."""
+    if not _is_scipy_special(ufunc):
+        return None
+    from wengert.scipy import special as ours
+    fn = ours.__dict__.get(ufunc.__name__)
+    return fn if callable(fn) else None
 
 
 def array_function(self, func, types, args, kwargs):
