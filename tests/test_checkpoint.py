@@ -157,3 +157,18 @@ def test_part_and_place_are_each_others_transpose():
     assert_close(wg.jacrev(f)(x)[0], [0, np.cos(x[1]), 0, 0, 0, 0], **TIGHT)
     h = lambda y: place(wm.exp(y), start=1, size=4)
     assert_close(wg.jacrev(h)(0.5), [0, np.exp(0.5), 0, 0], **TIGHT)
+
+
+def test_keyword_arguments():
+    """Arguments by keyword, traced ones too, differentiate as by position."""
+    def block(x, scale=1.0, shift=0.0):
+        return wm.tanh(x * scale) + shift * x
+
+    def loss(x, s):
+        return wg.checkpoint(block)(x, scale=s, shift=0.5)
+    got = wg.grad(loss, argnums=(0, 1))(0.5, 2.0)
+    want = wg.grad(lambda x, s: block(x, scale=s, shift=0.5), argnums=(0, 1))(0.5, 2.0)
+    assert_close(got, want, rtol=1e-15, atol=0)
+    # d/dx = s sech²(sx) + 0.5, d/ds = x sech²(sx)
+    sech2 = 1 / np.cosh(1.0) ** 2
+    assert_close(got, (2.0 * sech2 + 0.5, 0.5 * sech2), rtol=1e-14)

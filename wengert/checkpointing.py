@@ -244,9 +244,10 @@ def checkpoint(f):
     Memory for f's intermediates is then needed only while its own derivative is taken.
     Called on plain values, f just runs.
 
-    f takes numbers, arrays or pytrees of them and returns the same; everything it
-    computes with must come in through its arguments (a traced value it closes over
-    raises ValueError).  Checkpointing changes no result: the derivatives are the same.
+    f takes numbers, arrays or pytrees of them, by position or keyword, and returns the
+    same; everything it computes with must come in through its arguments (a traced value
+    it closes over raises ValueError).  Checkpointing changes no result: the derivatives
+    are the same.
 
     Example:
         >>> import wengert as wg, wengert.math as wm
@@ -262,15 +263,19 @@ def checkpoint(f):
         raise TypeError(f"checkpoint expects a function, got {type(f).__name__} {f!r:.60}")
     primitives = {}
 
+    def by_position(args, kwargs):      # (keywords travel as one more pytree argument)
+        return f(*args, **kwargs)
+    by_position.__name__ = getattr(f, "__name__", "f")
+
     @functools.wraps(f)
-    def checkpointed(*args):
-        leaves, in_tree = flatten(args)
+    def checkpointed(*args, **kwargs):
+        leaves, in_tree = flatten((args, kwargs))
         if not any(type(x) is Node for x in leaves):
-            return f(*args)
+            return f(*args, **kwargs)
         key = (in_tree, tuple((s, d.str) for s, d in map(aval, leaves)))
         prim = primitives.get(key)
         if prim is None:
-            prim = primitives[key] = Checkpoint(f, in_tree)
+            prim = primitives[key] = Checkpoint(by_position, in_tree)
         outs = prim.unpack(prim(*leaves))
         return unflatten(prim.out_tree, outs)
 
