@@ -522,3 +522,21 @@ def test_jacobians_through_an_fft_times_a_python_int():
             # f is linear: its Jacobian is 2 Re(DFT matrix)
             np.testing.assert_allclose(got, 2 * np.real(np.fft.fft(np.eye(3), axis=0)),
                                        rtol=1e-14, atol=1e-14)
+
+
+def test_a_traced_index_names_the_gather_that_takes_it():
+    """-log_softmax(z)[y] per example: y mapped is a traced index, refused with the
+    advice to use take_along_axis, whose per-example values and gradients are the
+    loop's."""
+    rng = np.random.default_rng(1)
+    logits, labels = rng.normal(size=(4, 3)), np.array([0, 2, 1, 2])
+    with pytest.raises(wg.ConcretizationError, match=r"used as an index .*take_along_axis"):
+        wg.vmap(lambda z, y: -nn.log_softmax(z)[y])(logits, labels)
+
+    def loss(z, y):
+        return -wnp.take_along_axis(nn.log_softmax(z), y[None], axis=0)[0]
+    values = wg.vmap(loss)(logits, labels)
+    grads = wg.vmap(wg.grad(loss))(logits, labels)
+    for z, y, v, g in zip(logits, labels, values, grads):
+        assert_close(v, -nn.log_softmax(z)[y], rtol=1e-14, atol=0)
+        assert_close(g, wg.grad(lambda z: -nn.log_softmax(z)[y])(z), rtol=1e-14, atol=1e-16)

@@ -96,18 +96,26 @@ class Node:
     # --- reading the value --------------------------------------------------------------
     def _concrete(self, what):
         if self.value is None:
+            # an index is a gather, not a branch: say which function takes traced indices
+            instead = ("Index with wengert.numpy.take_along_axis(x, i[None], axis=0)[0] "
+                       "for x[i] (it takes traced indices)"
+                       if "index" in what or "indices" in what else None)
             if self.graph.captured is not None:
                 raise ConcretizationError(
                     f"the value of traced variable {self.label()} was {what} while wg.vmap "
                     "traced one example, whose mapped arguments have no single value, so "
-                    "Python cannot decide it. Write a value-dependent branch as "
-                    "wengert.numpy.where(cond, a, b) (or wg.select), which vmap batches.")
+                    "Python cannot decide it. " + (
+                        instead + ", which vmap batches." if instead else
+                        "Write a value-dependent branch as wengert.numpy.where(cond, a, b) "
+                        "(or wg.select), which vmap batches."))
             raise ConcretizationError(
                 f"the value of traced variable {self.label()} was {what} while tracing "
-                "without values (wg.trace / wg.compile), so Python cannot decide it. "
-                "A value-dependent `if`, `while` or `and`/`or` needs a concrete value: "
-                "write the branch as wg.select(cond, a, b) (or wengert.numpy.where), or "
-                "call the function eagerly with concrete arguments, e.g. wg.grad(f)(x).")
+                "without values (wg.trace / wg.compile), so Python cannot decide it. " + (
+                    instead + ", or call the function eagerly with concrete arguments, "
+                    "e.g. wg.grad(f)(x)." if instead else
+                    "A value-dependent `if`, `while` or `and`/`or` needs a concrete value: "
+                    "write the branch as wg.select(cond, a, b) (or wengert.numpy.where), or "
+                    "call the function eagerly with concrete arguments, e.g. wg.grad(f)(x)."))
         return self.value
 
     def __bool__(self):
