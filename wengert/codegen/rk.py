@@ -427,7 +427,10 @@ int wg_solve(int n, double t0, double tf, const double *y0, const double *leaves
                     found[m++] = e;
             }
             if (m) {
-                if (!made) { interpolant(&S, t_old, t, y_old, y, f, K, tmp, coef); made = 1; }
+                if (!made) {
+                    interpolant(&S, t_old, t, y_old, y, f, K, tmp, coef);
+                    made = 1;
+                }
                 wg_step P = {t_old, t_end, y_old, coef, y_event, g};
                 for (int k = 0; k < m; k++) {
                     int e = (int)found[k], failed;
@@ -547,7 +550,8 @@ class _Out(ctypes.Structure):
 
 
 #: The event functions of a solve without events.
-_NO_EVENTS = "static void wg_events(const double *in, double *out) { (void)in; (void)out; }\n"
+_NO_EVENTS = ("static void wg_events(const double *in, double *out) "
+              "{ (void)in; (void)out; }\n")
 
 
 # (arrays go to C as addresses: ctypes' data_as costs ~5 µs an argument, a solve has 14)

@@ -111,11 +111,12 @@ class Node:
             raise ConcretizationError(
                 f"the value of traced variable {self.label()} was {what} while tracing "
                 "without values (wg.trace / wg.compile), so Python cannot decide it. " + (
-                    instead + ", or call the function eagerly with concrete arguments, "
-                    "e.g. wg.grad(f)(x)." if instead else
-                    "A value-dependent `if`, `while` or `and`/`or` needs a concrete value: "
-                    "write the branch as wg.select(cond, a, b) (or wengert.numpy.where), or "
-                    "call the function eagerly with concrete arguments, e.g. wg.grad(f)(x)."))
+                    instead + ", or call the function eagerly with concrete "
+                    "arguments, e.g. wg.grad(f)(x)." if instead else
+                    "A value-dependent `if`, `while` or `and`/`or` needs a concrete "
+                    "value: write the branch as wg.select(cond, a, b) (or "
+                    "wengert.numpy.where), or call the function eagerly with concrete "
+                    "arguments, e.g. wg.grad(f)(x)."))
         return self.value
 
     def __bool__(self):
