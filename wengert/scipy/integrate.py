@@ -729,7 +729,7 @@ class Odeint(Primitive):
         if self.options.get("backend") == "c" and shape_of(t)[0] > 1:
             ys = rest[-1]
             if not any(type(x) is Node for x in (g, y0, t, *rest)):
-                return self._vjp_c(self._adjoint_prim(), g, y0, t, rest[:-1], ys)
+                return self._vjp_c(g, y0, t, rest[:-1], ys)
             if type(ys) is Node and ys.value is None:
                 return self._vjp_swept(g, y0, t, *rest)
         return self._vjp_general(g, y0, t, *rest)
@@ -746,9 +746,8 @@ class Odeint(Primitive):
         system = self.system
         n, T = system.n, shape_of(t)[0]
         adjoint = self._adjoint_prim()
-        active, sizes = adjoint.system.active, adjoint.system.sizes
         a = g[T - 1]
-        b = wnp.zeros(sum(sizes))
+        b = wnp.zeros(sum(adjoint.system.sizes))
         for i in range(T - 1, 0, -1):
             state = adjoint(wnp.concatenate([ys[i], a, b]), wnp.stack([t[i], t[i - 1]]),
                             *leaves)[1]
@@ -756,13 +755,19 @@ class Odeint(Primitive):
             if i > 1:
                 a = a + g[i - 1]
         y0_bar = a + g[0] if T > 1 else g[0]
-        out = [None] * len(leaves)
-        start = 0
-        for k, size in zip(active, sizes):
-            if T > 1:
-                out[k] = _leaf(b[start:start + size], system.leaf_avals[k][0])
-            start += size
+        out = self._leaf_cotangents(b, len(leaves)) if T > 1 else [None] * len(leaves)
         return (y0_bar, self._t_bar(g, a, y0, t, leaves, ys), *out)
+
+    def _leaf_cotangents(self, b, count):
+        """The `count` leaves' cotangents from b, the adjoint state's part for the active
+        ones (end to end, each flat): None for the others."""
+        adjoint, shapes = self._adjoint_prim().system, self.system.leaf_avals
+        out = [None] * count
+        start = 0
+        for k, size in zip(adjoint.active, adjoint.sizes):
+            out[k] = _leaf(b[start:start + size], shapes[k][0])
+            start += size
+        return out
 
     def _t_bar(self, g, a, y0, t, leaves, ys):
         """t's cotangent: ``g_iᵀ f(y_i, t_i)`` for i ≥ 1 and ``-a(t0)ᵀ f(y0, t0)``."""
@@ -799,16 +804,15 @@ class Odeint(Primitive):
             found = self._sweep = _AdjointSweep(self)
         return found
 
-    def _vjp_c(self, adjoint, g, y0, t, leaves, ys):
+    def _vjp_c(self, g, y0, t, leaves, ys):
         """The adjoint method of `_vjp_rule` on plain numbers with backend="c": the same
         backward solves, one per output interval, in one call of the C loop
         (`Solver.chain`), and f at the output times (for t's cotangent) by the compiled
         right-hand side.  The numbers are the general rule's, without ~100 µs of Python
         per interval."""
-        system = self.system
+        system, adjoint = self.system, self._adjoint_prim()
         n, T = system.n, len(t)
-        sizes = adjoint.system.sizes
-        P = sum(sizes)
+        P = sum(adjoint.system.sizes)
         t = np.asarray(t, dtype=np.float64)
         ys, g = np.asarray(ys, dtype=np.float64), np.asarray(g, dtype=np.float64)
         # solve k runs from t[T-1-k] to t[T-2-k] and starts at [y, a, b]: y = ys there,
@@ -832,12 +836,7 @@ class Odeint(Primitive):
             np.concatenate([np.reshape(y0, (1, n)), ys[1:]]), t, leaves)
         t_bar = np.einsum("ij,ij->i", g, f)
         t_bar[0] = -np.dot(a, f[0])
-        out = [None] * len(leaves)
-        start = 0
-        for k, size in zip(adjoint.system.active, sizes):
-            out[k] = _leaf(b[start:start + size], system.leaf_avals[k][0])
-            start += size
-        return (a + g[0], t_bar, *out)
+        return (a + g[0], t_bar, *self._leaf_cotangents(b, len(leaves)))
 
     def c_tolerances(self):
         """rtol and atol for the C loop, one per element of the state (made once)."""
@@ -1096,7 +1095,7 @@ class _AdjointSweep(Checkpoint):
 
     def _impl(self, g, y0, t, *rest):
         prim = self.odeint
-        y0_bar, _, *bars = prim._vjp_c(prim._adjoint_prim(), g, y0, t, rest[:-1], rest[-1])
+        y0_bar, _, *bars = prim._vjp_c(g, y0, t, rest[:-1], rest[-1])
         return self.pack([y0_bar] + [bars[k] for k in self.active])
 
     def _batch_rule(self, args, mapped, node):
@@ -1108,9 +1107,10 @@ class _AdjointSweep(Checkpoint):
         prim = self.odeint
         size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
         n, T = prim.system.n, shape_of(args[2])[0]
-        g, y0, t, *leaves, ys = [x if m else wnp.broadcast_to(x, (size,) + shape_of(x))
-                                 for x, m in zip(args, mapped)]
-        t = args[2]
+        # (t stays as it is: the examples share it)
+        g, y0, t, *leaves, ys = [x if m or k == 2 else
+                                 wnp.broadcast_to(x, (size,) + shape_of(x))
+                                 for k, (x, m) in enumerate(zip(args, mapped))]
 
         def side_by_side(x):            # (size, T, n) -> (T, size·n)
             return wnp.reshape(wnp.transpose(x, (1, 0, 2)), (T, size * n))
