@@ -28,13 +28,11 @@ from __future__ import annotations
 import math
 import operator
 
-import numpy as np
-
 from ..primitives import scalar as P
 from ..primitives import array as A, linalg as L, nn as NN, special as SP
 from ..primitives import scipy_linalg as SL
 from ..graph.graph import Graph, ShapeDtype, aval
-from ..primitives.registry import CONST, shape_of
+from ..primitives.registry import CONST, from_one_element, one_element, shape_of
 from .forward import tangent
 
 #: primitive -> rule(xs, ans, order, **params) -> series of the result.
@@ -700,10 +698,8 @@ def taylor(plan, inputs, series, outputs, order, symbolic):
 
 def _in_numpy(rule, xs, ans, order, params):
     """A rule redone on arrays of one element where Python floats raised (1/0.0 at the
-    edge of a domain): NumPy gives inf or nan there, with its warning, as for every
-    other value; the coefficients come back as Python scalars."""
-    def lift(v):
-        return v if v is None else np.full(1, v, dtype=np.result_type(v, np.float64))
-    out = rule([[lift(c) for c in x] for x in xs], lift(ans), order, **params)
-    return [c[0].item() if isinstance(c, np.ndarray) and c.shape == (1,) else c
-            for c in out]
+    edge of a domain), as `Primitive.partial` redoes a partial; the coefficients come
+    back as Python scalars."""
+    out = rule([[one_element(c) for c in x] for x in xs], one_element(ans), order,
+               **params)
+    return [from_one_element(c) for c in out]

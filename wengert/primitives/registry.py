@@ -46,6 +46,19 @@ _INEXACT = frozenset("fc")
 _uids = itertools.count()
 
 
+def one_element(v):
+    """A Python or NumPy scalar as an array of one element (None stays None), for redoing
+    a rule in NumPy where Python floats raised (1/0.0 at a pole): on arrays NumPy gives
+    inf or nan, with its warning, and every primitive hands back an array (on a NumPy
+    scalar it would hand back a Python float, which raises again)."""
+    return v if v is None else np.full(1, v, dtype=np.result_type(v, np.float64))
+
+
+def from_one_element(p):
+    """`one_element`'s result back as a Python scalar."""
+    return p[0].item() if isinstance(p, np.ndarray) and p.shape == (1,) else p
+
+
 class Primitive:
     """An elementary operation: evaluation, printed name, cost class and derivative rule.
 
@@ -167,11 +180,9 @@ class Primitive:
             return rule(*xs, ans, **params)
         except ArithmeticError:
             # Python floats raise where NumPy gives inf or nan (1/0.0): redo it in NumPy,
-            # on arrays of one element (a NumPy scalar would come back from a primitive
-            # as a Python float), and hand back a Python float like every other scalar
-            p = rule(*[np.full(1, x, dtype=np.result_type(x, np.float64)) for x in xs],
-                     np.full(1, ans, dtype=np.result_type(ans, np.float64)), **params)
-            return p[0].item() if isinstance(p, np.ndarray) else p
+            # and hand back a Python float like every other scalar value
+            p = rule(*map(one_element, xs), one_element(ans), **params)
+            return from_one_element(p)
 
     def abstract_eval(self, args, params):
         """(shape, dtype) of the result from the arguments' shapes and dtypes."""
