@@ -279,7 +279,7 @@ def test_a_value_added_to_itself_becomes_twice_the_value():
 def test_constant_factors_merge_and_absorb_negation():
     g = Graph()
     x = g.input(ShapeDtype(), "x")
-    assert 3.0 * (x * 5.0) is x * 15.0              # c*(d*z) -> (c*d)*z
+    assert 4.0 * (x * 5.0) is x * 20.0              # c*(d*z) -> (c*d)*z
     assert (2.0 * (x * 10.0)) * 0.5 is x * 10.0
     n = 2.0 * (-x)                                  # c*(-z) -> -(c*z)
     assert n.op.name == "neg" and n.args[0] is x * 2.0
@@ -302,6 +302,22 @@ def test_constant_factors_merge_only_when_exact():
     f = lambda t: 0.3333333333333333 * (t * 3.0) + 0.5 * (t * t * 10.0)
     for v in (0.4, -1.3):
         assert wg.grad(f)(v) == pytest.approx(fd_derivative(f, v), rel=1e-8)
+
+
+def test_constant_factors_merge_only_when_no_float_changes():
+    """c*(d*z) -> (c*d)*z needs c or d a power of two: 3*(3*z) rounds twice and 9*z once,
+    and a graph must compute what the traced code computes (3*(3*0.1) != 9*0.1)."""
+    g = Graph()
+    x = g.input(ShapeDtype(), "x")
+    kept = 3.0 * (x * 3.0)
+    assert sorted(a.op.name for a in kept.args) == ["const", "mul"]
+    assert 0.25 * (x * 3.0) is x * 0.75
+    rng = np.random.default_rng(7)
+    for c, d in ((3.0, 3.0), (0.1, 7.0), (2.0, 0.1), (-0.5, 3.0), (5.0, 0.25)):
+        f = lambda t: c * (t * d)
+        graph = wg.trace(f, 1.0)
+        for v in rng.normal(size=20):
+            assert graph(float(v)) == f(float(v))
 
 
 # --- the emitter's pass (wengert/graph/passes.py) ---------------------------------------------

@@ -696,7 +696,7 @@ def _count(d, plain):
     the graph traced with interning and simplification off."""
     entry = _current(d)
     if not plain:
-        return count_ops(entry.emitted)
+        return count_ops(entry.emitted, rewrite=False)     # what the code it runs does
     if isinstance(d.f, Graph):
         raise ValueError("count(plain=True) needs the function, not a graph")
     specs = [spec for _, spec in entry.params]

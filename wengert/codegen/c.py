@@ -178,7 +178,7 @@ def function_source(scalar, name) -> str:
     fmt = CFormat()
     names = {n.index: Symbol("in", (k,)) for k, n in enumerate(graph.inputs)}
     outs = [(Symbol("out", (k,)), o) for k, o in enumerate(graph.outputs)]
-    code = emit(graph, graph.inputs, outs, fmt, names=names)
+    code = emit(graph, graph.inputs, outs, fmt, names=names, rewrite=False)  # see emit.py
     body = []
     for st in code.statements:
         if st.temporary:

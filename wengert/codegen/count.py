@@ -8,12 +8,13 @@ from ..graph.passes import optimize
 from ..primitives.registry import COST_CLASSES
 
 
-def count_ops(graph, outputs=None, derived=None) -> dict:
+def count_ops(graph, outputs=None, derived=None, rewrite=True) -> dict:
     """Operations needed to compute `outputs` (default: the graph's outputs), by cost class.
 
-    The outputs are first rewritten by the pass the emitter uses (`wengert.graph.passes`),
-    then only the nodes they need are counted (mark down), each once however often it is
-    used: that is what the straight-line code `emit` writes computes.  An
+    The outputs are first rewritten by the pass the emitter uses for ADDS and FORTRAN text
+    (`wengert.graph.passes`; not with ``rewrite=False``, as for the code `wg.compile`
+    runs), then only the nodes they need are counted (mark down), each once however often
+    it is used: that is what the straight-line code `emit` writes computes.  An
     elementwise operation on an array counts once per element.
 
     With `derived` (indices of the nodes derivative operators made), only the function
@@ -28,7 +29,7 @@ def count_ops(graph, outputs=None, derived=None) -> dict:
         {'add': 1, 'mul': 2, 'div': 0, 'call': 1, 'pow': 0, 'neg': 0, 'cmp': 0}
     """
     outputs = graph.outputs if outputs is None else outputs
-    if outputs and derived is None:
+    if outputs and derived is None and rewrite:
         # (the function alone is counted as built: rewriting would mix in derived nodes)
         outputs = optimize(graph, outputs)
     tally = Counter()

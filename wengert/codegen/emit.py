@@ -3,10 +3,13 @@
 What to compute, in which order, and under which names is decided once, here; a `Format`
 (see `formats.py`) only spells the result in one language.
 
-First the outputs are **rewritten** by the pass of `wengert.graph.passes` (products
-reassociated, linear combinations collected, dot products transposed), which sees the whole
-graph at once, as the construction-time rules cannot; nodes it leaves alone keep their
-numbers.  Then the schedule follows ADDS's output part:
+For the ADDS and FORTRAN text (``rewrite=True``), the outputs are first **rewritten** by the
+pass of `wengert.graph.passes` (products reassociated, linear combinations collected, dot
+products transposed), which sees the whole graph at once, as the construction-time rules
+cannot; nodes it leaves alone keep their numbers.  Those rewrites are exact for real
+numbers, not for floats (``(x + 2**52) - 2**52`` becomes ``x``), so the code that
+`wg.compile` runs (Python, C) is emitted without them: it rounds as the function it was
+traced from.  Then the schedule follows ADDS's output part:
 
 1. **mark down** from the outputs (Algorithm 2): only what they need is emitted;
 2. **mark up** from the named inputs (Algorithm 3) splits that into the part that depends
@@ -114,7 +117,7 @@ def _user_functions(fmt, ops) -> dict:
     return out
 
 
-def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
+def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> Code:
     """Straight-line code computing `outputs` from `inputs` (see the module doc).
 
     Args:
@@ -125,6 +128,8 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         fmt: a `Format` instance (`AddsFormat()`, `FortranFormat()`).
         names: ``{node index: Symbol}`` for the input nodes (default: the node's name).
         reserved: further user names that temporaries must not look like.
+        rewrite: run the rewriting pass first (operation counts as ADDS's; results
+            exact for real numbers, not bit for bit the traced function's).
 
     Example (seed 002's Example 1):
         >>> import wengert as wg
@@ -139,7 +144,9 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=()) -> Code:
         F := V0003*V0004+V0006/(1+V0004);
     """
     names = dict(names or {})
-    out_nodes = optimize(graph, [n for _, n in outputs])
+    out_nodes = [n for _, n in outputs]
+    if rewrite:
+        out_nodes = optimize(graph, out_nodes)
     outputs = [(sym, node) for (sym, _), node in zip(outputs, out_nodes)]
     live = graph.mark_down(out_nodes) if out_nodes else set()
     top = max(live, default=-1)

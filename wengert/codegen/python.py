@@ -512,7 +512,8 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
             if leaf.kind is float:      # NumPy's scalars give inf and nan where floats raise
                 body.append(f"{leaf.name} = {fmt._np}.float64({leaf.name})")
     outs = [(Symbol(names.own("r")), o) for o in target.outputs]
-    code = emit(target, target.inputs, outs, fmt, names=symbols, reserved=names.taken)
+    code = emit(target, target.inputs, outs, fmt, names=symbols, reserved=names.taken,
+                rewrite=False)    # (rounds as the traced function: see emit.py)
     body.extend(line for st in code.statements for line in fmt.statement(
         st.target if isinstance(st.target, str) else st.target.name, st.expr))
     exprs = [output_expr(o, s.name, flavour, ns) for s, o in outs]

@@ -9,8 +9,10 @@ Rules that hold for real numbers but not in every floating-point corner (``x*0 -
 ``x/x -> 1`` when x is inf or nan, ``x-x -> 0`` when x is inf) are applied as ADDS
 applies them: wengert differentiates real functions.
 
-Constants are merged only exactly: ``c*(d*z) -> (c*d)*z`` applies when the float ``c*d`` is
-the product itself, so no rule rounds a constant.  A float64 scalar added to itself
+Constants are merged only where that changes no float: ``c*(d*z) -> (c*d)*z`` applies
+when c or d is a power of two and the float ``c*d`` is the product itself (``3*(3*z)``
+stays: it rounds twice, ``9*z`` once).  Apart from the inf/nan corners above, a graph
+built with these rules computes what the traced code computes, bit for bit.  A float64 scalar added to itself
 becomes ``2*x`` (bit for bit the same number): scaled terms are what these rules and the
 emitter's pass (`passes.py`) combine, ``10*(2*x) -> 20*x``, where ``10*(x+x)`` stays two
 operations.
@@ -111,19 +113,27 @@ def _mul(g, args, params):
                 return g.apply(P.neg, (g.apply(P.mul, (a.args[0], b)),))  # c*(-z) -> -(c*z)
             if a.op is P.mul and _scalar_float(*a.args):
                 z, c = a.args if a.args[1].op is CONST else a.args[::-1]
-                if c.op is CONST:
-                    cd = b.value * c.value
-                    if _exact_product(b.value, c.value, cd):      # c*(d*z) -> (c*d)*z
-                        return g.apply(P.mul, (z, g.const(float(cd))))
+                if c.op is CONST and _merges(b.value, c.value):  # c*(d*z) -> (c*d)*z
+                    return g.apply(P.mul, (z, g.const(float(b.value * c.value))))
     return None
 
 
-def _exact_product(c, d, cd) -> bool:
-    """Whether the float cd = c*d is the exact product: merging two constants must not
-    round (0.3333333333333333*3 is not 1.0, 1e-200*1e-200 is not 0)."""
+def _merges(c, d) -> bool:
+    """Whether ``c*(d*z)`` and ``(c*d)*z`` are the same float for every z (barring
+    overflow and underflow of d*z): c or d a power of two, and c*d exact.  Any other pair
+    rounds differently (``3*(3*0.1)`` is 0.9000000000000001, ``9*0.1`` is 0.9), and
+    compiled code must round as the traced function; the emitter's pass, which counts
+    operations for real numbers, merges those."""
+    cd = c * d
     if not (math.isfinite(c) and math.isfinite(d) and math.isfinite(cd)):
         return False
+    if not (_power_of_two(c) or _power_of_two(d)):
+        return False
     return Fraction(cd) == Fraction(c) * Fraction(d)
+
+
+def _power_of_two(c) -> bool:
+    return c != 0 and math.frexp(abs(c))[0] == 0.5
 
 
 def _scalar_float(*nodes) -> bool:
