@@ -488,7 +488,9 @@ def vjp(f, *primals, has_aux=False):
 
     Returns ``(out, pullback)`` where ``pullback(cotangent)`` returns a tuple with one
     cotangent per primal: ``cotangentᵀ · ∂out/∂primal``.  The pullback may be called many
-    times; it reuses the recorded graph.
+    times; it reuses the recorded graph.  Arrays are taken by value: changing a primal
+    or an array f closed over in place afterwards does not change what the pullback
+    returns.
 
     Example:
         >>> import wengert as wg
@@ -501,6 +503,12 @@ def vjp(f, *primals, has_aux=False):
     _check_fun(f, "vjp")
     if not primals:
         raise TypeError("vjp needs at least one primal argument: wg.vjp(f, x, ...)")
+    # The pullback outlives the call: it must not see the caller change a primal in
+    # place (a parameter stepped) before it is called, so writeable arrays are copied.
+    # (Arrays the function closes over are copied as they are used: Graph._snapshot.)
+    primals = tuple(unflatten(tree, [np.array(x) if type(x) is np.ndarray and
+                                     x.flags.writeable else x for x in leaves])
+                    for leaves, tree in map(flatten, primals))
     call = _Call(f, primals, {}, range(len(primals)), "vjp", _param_names(f))
     out, aux = _split_aux(call.out, has_aux, "vjp")
     out_nodes, out_tree = call.output_nodes(out, "vjp")

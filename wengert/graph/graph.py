@@ -175,6 +175,7 @@ class Graph:
         self.straight_line = straight_line
         self._table = {}          # (op, params, *arg indices) -> node: Algorithm 1
         self._consts = {}         # constant key -> node: ADDS's *numlist*
+        self._originals = {}      # id -> a user's array whose copy is a constant
         self.inputs: list[Node] = []
         self.outputs: list[Node] = []
         self.in_tree = None       # pytree structure of the traced function's arguments
@@ -193,15 +194,20 @@ class Graph:
             self.complex = True
         return node
 
-    def const(self, value, weak=None) -> Node:
+    def const(self, value, weak=None, snapshot=False) -> Node:
         """The node of a constant, one per value (interned).  A Python number is weakly
         typed (see `is_weak`); a NumPy float64 scalar or 0-d array is strong, as in NumPy
         2, though its value is kept as a Python float like every float64 scalar's.
-        ``weak=False`` makes a Python number strong (a value computed from strong ones)."""
+        ``weak=False`` makes a Python number strong (a value computed from strong ones).
+        With `snapshot`, a writeable array (a user's) is kept as a copy: see `_snapshot`."""
         if type(value) is float and value and self.optimize and weak is not False:
             node = self._consts.get(value)      # nonzero, non-nan floats: keyed by themselves
             if node is not None:
                 return node
+        if snapshot and isinstance(value, np.ndarray) and value.flags.writeable:
+            if value.ndim:
+                return self._snapshot(value)
+            value = np.array(value)             # (0-d: a copy, then as any value)
         made = canonical(value)
         if weak is None and type(made) is float and type(value) is not float:
             weak = False        # np.float64 or a 0-d float64 array: strong, as in NumPy 2
@@ -219,6 +225,25 @@ class Graph:
                                                      value)
         if strong:
             node.weak = False
+        return node
+
+    def _snapshot(self, array) -> Node:
+        """The constant of a user's writeable array: a copy, so that changing the array in
+        place afterwards (a buffer refilled, a parameter stepped) cannot change what the
+        graph computes or its derivatives -- the array is taken by value when used, as
+        JAX takes it.  A large array is one constant per object (see `_const_key`) while
+        it holds the same numbers; changed, it is a new constant."""
+        if not self.optimize:
+            return self._new(_CONST, (), _NO_PARAMS, array.shape, array.dtype, np.array(array))
+        key = _const_key(array)
+        node = self._consts.get(key)
+        if node is not None and (key[0] != "id" or np.array_equal(
+                node.value, array, equal_nan=array.dtype.kind in "fc")):
+            return node
+        if key[0] == "id":
+            self._originals[id(array)] = array       # (its id is the key: kept alive)
+        made = canonical(np.array(array))
+        node = self._consts[key] = self._new(_CONST, (), _NO_PARAMS, *aval(made), made)
         return node
 
     def input(self, value=None, name=None, shape=None, dtype=None, weak=None) -> Node:
@@ -272,7 +297,7 @@ class Graph:
         if isinstance(x, (str, bytes)) or x is None:
             raise TypeError(f"cannot use {type(x).__name__} {x!r} as a number in a traced "
                             "computation")
-        return self.const(x)
+        return self.const(x, snapshot=True)
 
     def _capture(self, x) -> Node:
         """The input standing for `x`, a value of an enclosing trace that the function
@@ -305,7 +330,8 @@ class Graph:
                         and a.dtype.kind in "biuf":
                     # an eager call's data (x of x @ w, a classifier's labels): lift's
                     # checks and canonical form are for other values
-                    c = self._new(_CONST, (), _NO_PARAMS, a.shape, a.dtype, a)
+                    c = self._new(_CONST, (), _NO_PARAMS, a.shape, a.dtype,
+                                  a.copy() if a.flags.writeable else a)  # see _snapshot
                 if c is None:
                     overload = _OVERLOADS.get(type(a))
                     if overload is not None:        # a traced value met a wg.Dual
@@ -599,6 +625,7 @@ class Graph:
         self.nodes = []
         self._table = {}
         self._consts = {}
+        self._originals = {}
         self._users = []
         self.inputs = []
         self.outputs = []

@@ -356,7 +356,7 @@ def encode_index(index):
         if isinstance(i, slice):
             out.append(("slice", i.start, i.stop, i.step))
         elif isinstance(i, (list, np.ndarray)):
-            out.append(np.asarray(i))
+            out.append(np.array(i))     # (a copy: the caller may change its array later)
         else:
             out.append(i)
     return tuple(out)
