@@ -79,6 +79,60 @@ def test_custom_jvp_nondiff_argnums_go_first_to_the_rule():
         wg.grad(lambda n: power(n, 2.0))(3.0)
 
 
+def _rule_of(tangent):
+    @wg.custom_jvp
+    def f(x):
+        return wnp.sin(x)
+
+    @f.defjvp
+    def _(primals, tangents):
+        return wnp.sin(primals[0]), tangent(primals[0], tangents[0])
+    return f
+
+
+@pytest.mark.parametrize("bad,message", [
+    (lambda x, t: wnp.cos(x) * t + 1.0, "for zero tangents"),            # affine
+    (lambda x, t: wnp.cos(x) * t ** 2, "random tangent"),                # nonlinear
+    (lambda x, t: wnp.sin(t) * wnp.cos(x) + t * 0.0, "random tangent"),
+])
+def test_a_rule_that_is_not_linear_in_the_tangents_is_refused_in_reverse_mode(bad, message):
+    """Reverse mode transposes the rule: a rule that is not linear would make wg.grad
+    disagree with wg.jvp, so it is refused, at scalars and arrays, where values exist."""
+    f = _rule_of(bad)
+    for x in (0.3, rng.normal(size=4)):
+        with pytest.raises(ValueError, match=f"custom_jvp rule of 'f' is not linear.*{message}"):
+            wg.grad(lambda x: wnp.sum(f(x)))(x)
+    good = _rule_of(lambda x, t: wnp.cos(x) * t)
+    x = rng.normal(size=4)
+    np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(good(x)))(x), np.cos(x), rtol=1e-15)
+
+
+def test_the_linearity_check_accepts_rules_that_mix_arguments_and_outputs():
+    """A linear rule in several tangents, of a pytree result, passes (and is right)."""
+    p = {"a": 0.7, "b": rng.normal(size=3)}
+    x = rng.normal(size=3)
+    g = wg.grad(lambda a, b, x: wnp.sum(scaled_sin({"a": a, "b": b}, x) ** 2),
+                argnums=(0, 1, 2))(p["a"], p["b"], x)
+    y = p["a"] * np.sin(x) + p["b"]
+    np.testing.assert_allclose(g[0], np.sum(2 * y * np.sin(x)), rtol=1e-13)
+    np.testing.assert_allclose(g[1], 2 * y, rtol=1e-13)
+    np.testing.assert_allclose(g[2], 2 * y * p["a"] * np.cos(x), rtol=1e-13)
+
+
+def test_a_tangent_of_the_wrong_shape_names_both_shapes():
+    @wg.custom_jvp
+    def f(x):
+        return x ** 2
+    f.defjvp(lambda p, t: (p[0] ** 2, np.ones(5)))
+    for run in (lambda: wg.grad(lambda x: wnp.sum(f(x)))(np.ones(3)),
+                lambda: wg.jvp(f, (np.ones(3),), (np.ones(3),))):
+        with pytest.raises(ValueError, match=r"tangent of shape \(5,\), where f's result "
+                                             r"has shape \(3,\)"):
+            run()
+    f.defjvp(lambda p, t: (p[0] ** 2, 0.0))                # a scalar zero broadcasts
+    np.testing.assert_array_equal(wg.jvp(f, (np.ones(3),), (np.ones(3),))[1], np.zeros(3))
+
+
 # ---- custom_vjp --------------------------------------------------------------------------------
 def test_custom_vjp_with_residuals_against_finite_differences_to_second_order():
     calls = {"fwd": 0}

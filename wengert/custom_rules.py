@@ -209,26 +209,33 @@ class custom_jvp(_Custom):
         if not callable(jvp):
             raise TypeError(f"defjvp takes the rule, a function, got {type(jvp).__name__}")
         self.jvp = jvp
+        self._checked = set()                  # leaf shapes whose rule passed _check_linear
         rule = jvp
+        what = f"the rule of {self.__name__!r}"
+
+        def tangent_out(ts, leaves, ans, layout):
+            fixed, primals = layout.split(layout.arguments(leaves))
+            tangents = layout.split(layout.arguments(ts))[1]
+            return _fitted(layout.pack(rule(*fixed, tuple(primals), tuple(tangents))[1],
+                                       what), ans, what)
 
         def tangent(ts, *args, layout):        # (args: the leaves, then the result)
             leaves = args[:-1]
-            fixed, primals = layout.split(layout.arguments(leaves))
-            tangents = layout.split(layout.arguments(
-                [zeros_like(x) if t is None else t for x, t in zip(leaves, ts)]))[1]
-            return layout.pack(rule(*fixed, tuple(primals), tuple(tangents))[1],
-                               f"the rule of {self.__name__!r}")
+            ts = [zeros_like(x) if t is None else t for x, t in zip(leaves, ts)]
+            return tangent_out(ts, leaves, args[-1], layout)
 
         def transpose(g, *args, layout):
             from .api import vjp
-            leaves = args[:-1]
-            fixed, primals = layout.split(layout.arguments(leaves))
+            leaves, ans = args[:-1], args[-1]
 
             def linear(*ts):
-                return layout.pack(rule(*fixed, tuple(primals), tuple(layout.split(
-                    layout.arguments(ts))[1]))[1], f"the rule of {self.__name__!r}")
-            zeros = [zeros_like(x) for x in leaves]
-            cts = vjp(linear, *zeros)[1](g)
+                return tangent_out(ts, leaves, ans, layout)
+            at_zero, pullback = vjp(linear, *[zeros_like(x) for x in leaves])
+            cts = pullback(g)
+            key = tuple(shape_of(x) for x in leaves)
+            if key not in self._checked and not any(type(v) is Node for v in (g, *args)):
+                _check_linear(self.__name__, linear, at_zero, g, cts, leaves)
+                self._checked.add(key)
             return tuple(cts)
 
         self._prim.defjvp(tangent)
@@ -239,6 +246,59 @@ class custom_jvp(_Custom):
         if self.jvp is None:
             raise TypeError(f"custom_jvp function {self.__name__!r} has no rule: declare "
                             f"it with @{self.__name__}.defjvp")
+
+
+def _fitted(t, ans, what):
+    """A rule's tangent of f's result, checked against the result's shape (a scalar zero
+    broadcasts): a wrong shape would surface later as an error about something else."""
+    shape, want = tuple(shape_of(t)), tuple(shape_of(ans))
+    if shape == want:
+        return t
+    try:
+        fits = np.broadcast_shapes(shape, want) == want
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{what} returned a tangent of shape {shape}, where f's result "
+                         f"has shape {want}")
+    return wnp.broadcast_to(t, want)
+
+
+def _check_linear(name, linear, at_zero, g, cts, leaves):
+    """Refuse a rule whose tangent is not linear in the tangents.  Reverse mode transposes
+    the rule, which is right only for a linear map: an affine or nonlinear one would give
+    wg.grad a derivative other than wg.jvp's, silently.  Checked where the numbers are at
+    hand: the tangent of zero tangents must be zero, and the dot-product test
+    ``<g, T s> = <T' g, s>`` must hold for a random s (T the rule's map, T' its
+    transpose as reverse mode computed it).  Real values only."""
+    values = [g, at_zero, *leaves, *[c for c in cts if c is not None]]
+    if any(np.iscomplexobj(v) for v in values):
+        return
+    at_zero = np.asarray(at_zero, dtype=float)
+    if np.any(at_zero != 0):
+        raise ValueError(
+            f"custom_jvp rule of {name!r} is not linear in the tangents: for zero "
+            f"tangents it gives a tangent up to {np.max(np.abs(at_zero)):.3g}, not zero. "
+            "Reverse mode transposes the rule, so wg.grad would disagree with wg.jvp; "
+            "write the tangent as a linear function of `tangents` (no constant terms)")
+    rng = np.random.default_rng(0)
+    s = [rng.standard_normal(shape_of(x)) if np.result_type(x).kind == "f"
+         else np.zeros(shape_of(x)) for x in leaves]
+    ts = np.asarray(linear(*s), dtype=float)
+    g = np.asarray(g, dtype=float)
+    lhs = float(np.vdot(g, ts))
+    rhs = sum(float(np.vdot(np.asarray(c, dtype=float), si)) for c, si in zip(cts, s)
+              if c is not None)
+    scale = float(np.linalg.norm(g) * np.linalg.norm(ts)) + sum(
+        float(np.linalg.norm(np.asarray(c, dtype=float)) * np.linalg.norm(si))
+        for c, si in zip(cts, s) if c is not None)
+    if abs(lhs - rhs) > 1e-6 * scale:
+        raise ValueError(
+            f"custom_jvp rule of {name!r} is not linear in the tangents: for a random "
+            f"tangent s and cotangent g, <g, rule(s)> = {lhs:.6g} but <transpose(g), s> = "
+            f"{rhs:.6g}. Reverse mode transposes the rule, so wg.grad would disagree with "
+            "wg.jvp; write the tangent as a linear function of `tangents` (products and "
+            "functions of primals times tangents, no products or functions of tangents)")
 
 
 class custom_vjp(_Custom):
