@@ -10,7 +10,7 @@ import wengert as wg
 import wengert.numpy as np
 from wengert import REGISTRY
 from wengert.primitives import array as A, linalg as L, shape as SH
-from fd import check_grads, assert_close
+from fd import check_grads, assert_close, fd_jacobian
 
 rng = numpy.random.default_rng(7)
 
@@ -1579,6 +1579,37 @@ def test_cumprod_derivatives_are_exact_at_zeros():
     assert h[1, 3] == 2 * 3 + 2 * 3 * 1.5 and h[0, 1] == 1 + 3 and h[4, 4] == 0
     with numpy.errstate(all="raise"):
         wg.grad(lambda t: np.sum(np.cumprod(t, axis=None)))(numpy.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True),
+                                           ((0, 2), False), ((2, 1), True)])
+def test_prod_derivatives_are_the_products_of_the_others_even_at_zeros(axis, keepdims):
+    """d prod / d x_i is the product of the other elements: at an exact zero too (one zero:
+    the cofactor there, zeros elsewhere; two: all zeros), to second order, no nan."""
+    x = rng.normal(size=(3, 4, 2))
+    x[0, 1, 0] = 0.0
+    x[2, 3, 1] = x[2, 0, 1] = 0.0
+    f = lambda t: np.sum(np.sin(np.prod(t, axis=axis, keepdims=keepdims)))
+
+    def brute(x):      # d f / d x_j = cos(the group's product) * (the others': x_j -> 1)
+        axes = range(x.ndim) if axis is None else [a % x.ndim for a in numpy.atleast_1d(axis)]
+        y = numpy.prod(x, axis=axis, keepdims=True)
+        g = numpy.zeros_like(x)
+        for j in numpy.ndindex(*x.shape):
+            at = tuple(0 if k in axes else j[k] for k in range(x.ndim))
+            x1 = x.copy()
+            x1[j] = 1.0
+            g[j] = numpy.cos(y[at]) * numpy.prod(x1, axis=axis, keepdims=True)[at]
+        return g
+    with numpy.errstate(all="raise"):
+        g = wg.grad(f)(x)
+        H = wg.hessian(f)(x)
+    numpy.testing.assert_allclose(g, brute(x), rtol=1e-13, atol=1e-15)
+    numpy.testing.assert_allclose(H.reshape(24, 24), fd_jacobian(wg.grad(f), x, 1e-5)
+                                  .reshape(24, 24), rtol=1e-6, atol=1e-7)
+    t = rng.normal(size=x.shape)
+    numpy.testing.assert_allclose(wg.jvp(f, (x,), (t,))[1], numpy.sum(g * t), rtol=1e-12)
+    assert wg.grad(np.prod)(numpy.array([0.0, 2.0, 3.0])).tolist() == [6.0, 0.0, 0.0]
 
 
 def test_convolve_correlate_and_interp_follow_numpy():

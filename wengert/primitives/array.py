@@ -127,14 +127,36 @@ amin = _prim("amin", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=kee
 for _p in (amax, amin):
     _p.defvjp(_extremum_vjp).defjvp(_extremum_jvp)
 
-# prod: d prod / d x_i = prod / x_i.  (At an element exactly 0 this is nan, with NumPy's
-# warning, rather than a silent wrong number.)
+# prod: d prod / d x_i is the product of the other elements.  Not prod / x_i, which is nan
+# at an exact zero: the products before x_i times the products after it (cumprod's, whose
+# own derivatives are exact at zeros too, so every order is).  See _others.
 prod = _prim("prod", lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
              cost="mul")
 prod.defvjp(lambda g, x, ans, axis, keepdims: (
-    _unreduce(g * ans, x, axis, keepdims) / x,))
-prod.defjvp(lambda ts, x, ans, axis, keepdims: ans * sum(ts[0] / x, axis=axis,
-                                                         keepdims=keepdims))
+    _unreduce(g, x, axis, keepdims) * _others(x, axis),))
+prod.defjvp(lambda ts, x, ans, axis, keepdims: sum(ts[0] * _others(x, axis), axis=axis,
+                                                   keepdims=keepdims))
+
+
+def _others(x, axis):
+    """For each element of x, the product of the others it is reduced with over `axis`
+    (a tuple, or None for all): the reduced axes moved last and joined, then the
+    exclusive products from the left times those from the right."""
+    shape = tuple(shape_of(x))
+    nd = len(shape)
+    axes = tuple(range(nd)) if axis is None else tuple(a % nd for a in axis)
+    order = [a for a in range(nd) if a not in axes] + list(axes)
+    n = math.prod(shape[a] for a in axes)
+    if n == 0:
+        return x                                # (nothing to multiply: an empty cotangent)
+    moved = x if order == list(range(nd)) else transpose(x, axes=tuple(order))
+    last = nd - len(axes)
+    flat = reshape(moved, shape=shape_of(moved)[:last] + (n,))
+    before = cumprod(_after(flat, last, 1), axis=last)
+    after = flip(cumprod(_after(flip(flat, axes=(last,)), last, 1), axis=last),
+                 axes=(last,))
+    out = reshape(before * after, shape=shape_of(moved))
+    return out if moved is x else transpose(out, axes=tuple(np.argsort(order).tolist()))
 
 
 # logsumexp is one primitive, not the eight or so of its stable definition below: every
