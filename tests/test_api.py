@@ -9,7 +9,7 @@ import pytest
 import wengert as wg
 import wengert.math as wm
 import wengert.numpy as wnp
-from fd import fd_derivative, fd_gradient, assert_close
+from fd import fd_derivative, fd_gradient, fd_jacobian, assert_close
 
 
 # ---- argnums and pytrees ---------------------------------------------------------------------
@@ -50,6 +50,36 @@ def test_has_aux():
     assert g == 6.0 and aux == {"twice": 6.0}
     (v, aux), g = wg.value_and_grad(lambda x: (x ** 2, x), has_aux=True)(3.0)
     assert (v, aux, g) == (9.0, 3.0, 6.0)
+
+
+def test_has_aux_on_jacobians_hessians_and_jvp():
+    """JAX's has_aux on jacfwd, jacrev, hessian and jvp: aux comes back undifferentiated,
+    with plain values, and the derivative is the one without aux (checked by differences)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=3)
+    f = lambda x: wnp.sin(x) * x[0]
+    with_aux = lambda x: (f(x), {"norm": wnp.sum(x * x), "tag": "kept"})
+    want = fd_jacobian(f, x, 1e-6)
+    for jac in (wg.jacfwd, wg.jacrev):
+        J, aux = jac(with_aux, has_aux=True)(x)
+        assert_close(J, want, rtol=1e-8, atol=1e-9)
+        assert aux["tag"] == "kept" and aux["norm"] == pytest.approx(x @ x, rel=1e-15)
+        assert type(aux["norm"]) is not wg.Node
+    s = lambda x: wnp.sum(wnp.sin(x) * x[0])
+    H, aux = wg.hessian(lambda x: (s(x), 2 * x), has_aux=True)(x)
+    assert_close(H, fd_jacobian(wg.grad(s), x, 1e-5), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(aux, 2 * x)
+    t = rng.normal(size=3)
+    y, dy, aux = wg.jvp(with_aux, (x,), (t,), has_aux=True)
+    assert_close(dy, want @ t, rtol=1e-8, atol=1e-9)
+    assert_close(y, f(x), rtol=1e-15)
+    assert aux["tag"] == "kept"
+    with pytest.raises(TypeError, match=r"jacrev\(has_aux=True\) needs a function returning "
+                                         r"a pair"):
+        wg.jacrev(f, has_aux=True)(x)
+    # nested: the aux of an inner Jacobian taken inside a gradient
+    assert wg.grad(lambda y: wg.jacrev(lambda x: (x * x * y, y), has_aux=True)(3.0)[0])(2.0) \
+        == 6.0
 
 
 def test_integers_are_differentiated_as_floats():

@@ -551,21 +551,24 @@ def vjp(f, *primals, has_aux=False):
 # --------------------------------------------------------------------------------------
 # forward mode
 # --------------------------------------------------------------------------------------
-def jvp(f, primals, tangents):
+def jvp(f, primals, tangents, has_aux=False):
     """Evaluate f and its directional derivative: forward mode.
 
     Args:
         f: the function.
         primals: a tuple (or list) of arguments.
         tangents: a tuple of the same structure: the direction.
+        has_aux: f returns ``(output, aux)``; aux is returned as it is, third.
 
     Returns:
-        ``(f(*primals), ∂f/∂primals · tangents)``.
+        ``(f(*primals), ∂f/∂primals · tangents)``, and aux with `has_aux`.
 
     Example:
         >>> import wengert as wg
         >>> wg.jvp(lambda x1, x2: x1 * x2 + wg.math.sin(x1), (2.0, 3.0), (1.0, 0.0))
         (6.909297426825682, 2.5838531634528574)
+        >>> wg.jvp(lambda x: (x ** 2, "note"), (3.0,), (1.0,), has_aux=True)
+        (9.0, 6.0, 'note')
     """
     _check_fun(f, "jvp")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -574,22 +577,27 @@ def jvp(f, primals, tangents):
                         f"{type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    return _jvp(f, primals, tangents, "jvp")
+    return _jvp(f, primals, tangents, "jvp", has_aux=has_aux)
 
 
-def _jvp(f, primals, tangents, who, names=None):
+def _jvp(f, primals, tangents, who, names=None, has_aux=False):
     """`jvp` for `who` (jvp, hvp), whose errors call the primals and tangents `names`."""
     t_leaves = []
     for i, (p, t) in enumerate(zip(primals, tangents)):
         primal, tangent = names or (f"primal {i}", "tangent")
         t_leaves += direction_leaves(p, t, primal, tangent, who)
     call = _Call(f, tuple(primals), {}, range(len(primals)), who, _param_names(f))
-    out_nodes, out_tree = call.output_nodes(call.out, who)
+    out, aux = _split_aux(call.out, has_aux, who)
+    out_nodes, out_tree = call.output_nodes(out, who)
     plan = call.graph.between(call.inputs, out_nodes)
     tans = ad.forward(plan, call.inputs, t_leaves, out_nodes, call.symbolic)
     tans = [call.zeros(o) if t is None else t for t, o in zip(tans, out_nodes)]
     out = unflatten(out_tree, [call.finish(n) for n in out_nodes])
+    if has_aux:
+        aux = _finish_tree(call, aux)
     call.done()
+    if has_aux:
+        return out, unflatten(out_tree, tans), aux
     return out, unflatten(out_tree, tans)
 
 
@@ -663,13 +671,14 @@ def _assemble(pieces, out_shape, in_shape, axis):
     return wnp.reshape(wnp.stack(pieces, axis=axis), out_shape + in_shape)
 
 
-def _recorded(f, argnums, who, holomorphic=None):
+def _recorded(f, argnums, who, holomorphic=None, has_aux=False):
     """The front every Jacobian function shares, as a decorator for
     ``finish(call, out_nodes, out_tree, single)``: the new function records f's call, hands
     it to `finish`, and releases an eager graph of its own once finish has the result.
     `holomorphic`: True if the inputs and outputs must be complex, False if they must be
     real (the message says holomorphic=True would take complex ones), None for a function
-    without that option (real ones only)."""
+    without that option (real ones only).  With `has_aux`, f returns ``(output, aux)`` and
+    the new function ``(result, aux)``."""
     _check_fun(f, who)
     nums, single = _check_argnums(argnums, who)
     names = None
@@ -682,13 +691,16 @@ def _recorded(f, argnums, who, holomorphic=None):
                 names = _param_names(f)
             idx = _resolve_argnums(nums, len(args), who)
             call = _Call(f, args, kwargs, idx, who, names)
-            out_nodes, out_tree = call.output_nodes(call.out, who)
+            out, aux = _split_aux(call.out, has_aux, who)
+            out_nodes, out_tree = call.output_nodes(out, who)
             if holomorphic:
                 _complex_inputs(call, idx, names, who)
                 _complex_outputs(out_nodes, who)
             else:
                 _real_jacobian(call.inputs, out_nodes, who, holomorphic is not None)
             result = finish(call, out_nodes, out_tree, single)
+            if has_aux:
+                result = result, _finish_tree(call, aux)
             call.done()
             return result
         return wrapped
@@ -733,9 +745,9 @@ def _complex_outputs(outputs, who):
                             f"but it returned a {o.dtype} value of shape {o.shape}")
 
 
-def _jacobian(f, argnums, who, mode, holomorphic=False):
+def _jacobian(f, argnums, who, mode, holomorphic=False, has_aux=False):
     """jacfwd / jacrev (see them), with `who` naming the caller in error messages."""
-    @_recorded(f, argnums, who, holomorphic)
+    @_recorded(f, argnums, who, holomorphic, has_aux)
     def jac_f(call, out_nodes, out_tree, single):
         return jacobian_by_sweeps(call, out_nodes, out_tree, single, mode)
 
@@ -793,7 +805,7 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
     return unflatten(out_tree, out_leaves)
 
 
-def jacfwd(f, argnums=0, *, holomorphic=False):
+def jacfwd(f, argnums=0, has_aux=False, *, holomorphic=False):
     """The Jacobian of f by forward mode: one forward sweep per input element (ADDS's
     ``dfu``).  Cheaper than `jacrev` when there are fewer inputs than outputs.  The
     sweeps along the elements of an array argument (8 or more) run as one sweep of a
@@ -802,7 +814,9 @@ def jacfwd(f, argnums=0, *, holomorphic=False):
     The result has f's output structure; each of its leaves has the structure of the
     differentiated argument(s), and the block for an output of shape S and an input of
     shape T has shape S + T.  An int or bool output is piecewise constant: its block is
-    zeros in the input's float dtype, as `jacrev` gives too.
+    zeros in the input's float dtype, as `jacrev` gives too.  With ``has_aux=True``, f
+    returns ``(output, aux)`` and the new function ``(jacobian, aux)``, aux not
+    differentiated (as in `grad` and JAX).
 
     Inputs and outputs are real, unless ``holomorphic=True``: then they must all be
     complex, and the Jacobian holds the complex derivatives ∂f_i/∂z_j of a holomorphic f
@@ -819,10 +833,10 @@ def jacfwd(f, argnums=0, *, holomorphic=False):
         array([[0.+2.j, 0.+0.j],
                [0.+0.j, 4.+0.j]])
     """
-    return _jacobian(f, argnums, "jacfwd", "fwd", holomorphic)
+    return _jacobian(f, argnums, "jacfwd", "fwd", holomorphic, has_aux)
 
 
-def jacrev(f, argnums=0, *, holomorphic=False):
+def jacrev(f, argnums=0, has_aux=False, *, holomorphic=False):
     """The Jacobian of f by reverse mode: one reverse sweep per output element (ADDS's
     ``dfd``).  Cheaper than `jacfwd` when there are fewer outputs than inputs.  Same result
     layout as `jacfwd`; an array output's sweeps are batched as `jacfwd`'s are.  The same
@@ -838,14 +852,17 @@ def jacrev(f, argnums=0, *, holomorphic=False):
         (4.0, 0.0)
         >>> wg.jacrev(lambda z: (z ** 2, 1 / z), holomorphic=True)(1j)   # 2z, -1/z²
         (2j, (1+0j))
+        >>> wg.jacrev(lambda x: (x ** 3, {"x squared": x ** 2}), has_aux=True)(2.0)
+        (12.0, {'x squared': 4.0})
     """
-    return _jacobian(f, argnums, "jacrev", "rev", holomorphic)
+    return _jacobian(f, argnums, "jacrev", "rev", holomorphic, has_aux)
 
 
-def hessian(f, argnums=0, *, holomorphic=False):
+def hessian(f, argnums=0, has_aux=False, *, holomorphic=False):
     """The Hessian of a scalar function: forward over reverse, ``jacfwd(jacrev(f))``.
     With ``holomorphic=True``, of a holomorphic f of complex arguments with a complex
-    result: the second complex derivatives ∂²f/∂z_i∂z_j (as JAX's).
+    result: the second complex derivatives ∂²f/∂z_i∂z_j (as JAX's).  With
+    ``has_aux=True``, f returns ``(output, aux)`` and the new function ``(hessian, aux)``.
 
     Example:
         >>> import wengert as wg
@@ -853,11 +870,13 @@ def hessian(f, argnums=0, *, holomorphic=False):
         ((4.0, 2.0), (2.0, 0.0))
         >>> wg.hessian(lambda z: z ** 3, holomorphic=True)(2j)     # 6z
         12j
+        >>> wg.hessian(lambda x: (x ** 3, x + 1.0), has_aux=True)(2.0)
+        (12.0, 3.0)
     """
     _check_fun(f, "hessian")
     _check_argnums(argnums, "hessian")
-    return _jacobian(_jacobian(f, argnums, "hessian", "rev", holomorphic), argnums, "hessian",
-                     "fwd", holomorphic)
+    return _jacobian(_jacobian(f, argnums, "hessian", "rev", holomorphic, has_aux), argnums,
+                     "hessian", "fwd", holomorphic, has_aux)
 
 
 def hvp(f):
