@@ -107,6 +107,19 @@ def test_a_rule_that_is_not_linear_in_the_tangents_is_refused_in_reverse_mode(ba
     np.testing.assert_allclose(wg.grad(lambda x: wnp.sum(good(x)))(x), np.cos(x), rtol=1e-15)
 
 
+def test_a_linear_rule_at_a_singular_point_is_not_refused():
+    """t / (2 sqrt(x)) at x = 0 is linear with an infinite slope: nan and inf, as the
+    plain rule gives, and no linearity error; the check runs at the next regular point."""
+    @wg.custom_jvp
+    def root(x):
+        return wnp.sqrt(x)
+    root.defjvp(lambda p, t: (wnp.sqrt(p[0]), t[0] / (2 * wnp.sqrt(p[0]))))
+    with np.errstate(all="ignore"):
+        assert np.isinf(wg.grad(root)(0.0))
+    assert wg.grad(root)(4.0) == 0.25
+    assert wg.grad(lambda x: 0.0 * root(x))(4.0) == 0.0        # a zero cotangent
+
+
 def test_the_linearity_check_accepts_rules_that_mix_arguments_and_outputs():
     """A linear rule in several tangents, of a pytree result, passes (and is right)."""
     p = {"a": 0.7, "b": rng.normal(size=3)}

@@ -233,8 +233,8 @@ class custom_jvp(_Custom):
             at_zero, pullback = vjp(linear, *[zeros_like(x) for x in leaves])
             cts = pullback(g)
             key = tuple(shape_of(x) for x in leaves)
-            if key not in self._checked and not any(type(v) is Node for v in (g, *args)):
-                _check_linear(self.__name__, linear, at_zero, g, cts, leaves)
+            if key not in self._checked and not any(type(v) is Node for v in (g, *args)) \
+                    and _check_linear(self.__name__, linear, at_zero, g, cts, leaves):
                 self._checked.add(key)
             return tuple(cts)
 
@@ -270,10 +270,11 @@ def _check_linear(name, linear, at_zero, g, cts, leaves):
     wg.grad a derivative other than wg.jvp's, silently.  Checked where the numbers are at
     hand: the tangent of zero tangents must be zero, and the dot-product test
     ``<g, T s> = <T' g, s>`` must hold for a random s (T the rule's map, T' its
-    transpose as reverse mode computed it).  Real values only."""
+    transpose as reverse mode computed it).  Returns whether it could check: real, finite
+    numbers only (a linear rule at a singular point, t / (2 sqrt(0)), gives nan)."""
     values = [g, at_zero, *leaves, *[c for c in cts if c is not None]]
-    if any(np.iscomplexobj(v) for v in values):
-        return
+    if any(np.iscomplexobj(v) or not np.all(np.isfinite(v)) for v in values):
+        return False
     at_zero = np.asarray(at_zero, dtype=float)
     if np.any(at_zero != 0):
         raise ValueError(
@@ -289,9 +290,13 @@ def _check_linear(name, linear, at_zero, g, cts, leaves):
     lhs = float(np.vdot(g, ts))
     rhs = sum(float(np.vdot(np.asarray(c, dtype=float), si)) for c, si in zip(cts, s)
               if c is not None)
+    if not np.all(np.isfinite(ts)):
+        return False
     scale = float(np.linalg.norm(g) * np.linalg.norm(ts)) + sum(
         float(np.linalg.norm(np.asarray(c, dtype=float)) * np.linalg.norm(si))
         for c, si in zip(cts, s) if c is not None)
+    if scale == 0:
+        return False                            # (a zero cotangent tells nothing)
     if abs(lhs - rhs) > 1e-6 * scale:
         raise ValueError(
             f"custom_jvp rule of {name!r} is not linear in the tangents: for a random "
@@ -299,6 +304,7 @@ def _check_linear(name, linear, at_zero, g, cts, leaves):
             f"{rhs:.6g}. Reverse mode transposes the rule, so wg.grad would disagree with "
             "wg.jvp; write the tangent as a linear function of `tangents` (products and "
             "functions of primals times tangents, no products or functions of tangents)")
+    return True
 
 
 class custom_vjp(_Custom):

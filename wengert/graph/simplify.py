@@ -12,10 +12,10 @@ applies them: wengert differentiates real functions.
 Constants are merged only where that changes no float: ``c*(d*z) -> (c*d)*z`` applies
 when c or d is a power of two and the float ``c*d`` is the product itself (``3*(3*z)``
 stays: it rounds twice, ``9*z`` once).  Apart from the inf/nan corners above, a graph
-built with these rules computes what the traced code computes, bit for bit.  A float64 scalar added to itself
-becomes ``2*x`` (bit for bit the same number): scaled terms are what these rules and the
-emitter's pass (`passes.py`) combine, ``10*(2*x) -> 20*x``, where ``10*(x+x)`` stays two
-operations.
+built with these rules computes what the traced code computes, bit for bit.  A float64
+scalar added to itself becomes ``2*x`` (bit for bit the same number): scaled terms are
+what these rules and the emitter's pass (`passes.py`) combine, ``10*(2*x) -> 20*x``,
+where ``10*(x+x)`` stays two operations.
 
 Constant folding is not a rule here: `Graph.apply` folds any foldable primitive whose
 arguments are all constants, before it asks a rule, so a rule always has an operand that
