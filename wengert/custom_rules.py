@@ -286,15 +286,14 @@ def _check_linear(name, linear, at_zero, g, cts, leaves):
     s = [rng.standard_normal(shape_of(x)) if np.result_type(x).kind == "f"
          else np.zeros(shape_of(x)) for x in leaves]
     ts = np.asarray(linear(*s), dtype=float)
-    g = np.asarray(g, dtype=float)
-    lhs = float(np.vdot(g, ts))
-    rhs = sum(float(np.vdot(np.asarray(c, dtype=float), si)) for c, si in zip(cts, s)
-              if c is not None)
     if not np.all(np.isfinite(ts)):
         return False
+    g = np.asarray(g, dtype=float)
+    pairs = [(np.asarray(c, dtype=float), si) for c, si in zip(cts, s) if c is not None]
+    lhs = float(np.vdot(g, ts))
+    rhs = sum(float(np.vdot(c, si)) for c, si in pairs)
     scale = float(np.linalg.norm(g) * np.linalg.norm(ts)) + sum(
-        float(np.linalg.norm(np.asarray(c, dtype=float)) * np.linalg.norm(si))
-        for c, si in zip(cts, s) if c is not None)
+        float(np.linalg.norm(c) * np.linalg.norm(si)) for c, si in pairs)
     if scale == 0:
         return False                            # (a zero cotangent tells nothing)
     if abs(lhs - rhs) > 1e-6 * scale:

@@ -140,23 +140,40 @@ prod.defjvp(lambda ts, x, ans, axis, keepdims: sum(ts[0] * _others(x, axis), axi
 
 def _others(x, axis):
     """For each element of x, the product of the others it is reduced with over `axis`
-    (a tuple, or None for all): the reduced axes moved last and joined, then the
+    (a tuple, or None for all): the reduced axes joined last (`axes_last`), then the
     exclusive products from the left times those from the right."""
-    shape = tuple(shape_of(x))
-    nd = len(shape)
+    nd = len(shape_of(x))
     axes = tuple(range(nd)) if axis is None else tuple(a % nd for a in axis)
-    order = [a for a in range(nd) if a not in axes] + list(axes)
-    n = math.prod(shape[a] for a in axes)
-    if n == 0:
+    if math.prod(shape_of(x)[a] for a in axes) == 0:
         return x                                # (nothing to multiply: an empty cotangent)
-    moved = x if order == list(range(nd)) else transpose(x, axes=tuple(order))
+    flat, back = axes_last(x, axes)
     last = nd - len(axes)
-    flat = reshape(moved, shape=shape_of(moved)[:last] + (n,))
     before = cumprod(_after(flat, last, 1), axis=last)
     after = flip(cumprod(_after(flip(flat, axes=(last,)), last, 1), axis=last),
                  axes=(last,))
-    out = reshape(before * after, shape=shape_of(moved))
-    return out if moved is x else transpose(out, axes=tuple(np.argsort(order).tolist()))
+    return back(before * after)
+
+
+def axes_last(x, axes):
+    """x with `axes` (non-negative ints) moved last and joined into one axis, and the
+    function that takes an array of that shape back to x's layout: for a computation
+    along several axes written for one (prod's rules, SciPy's softmax over a tuple).
+
+    Example:
+        >>> flat, back = axes_last(np.arange(24.0).reshape(2, 3, 4), (0, 2))
+        >>> flat.shape, back(flat).shape
+        ((3, 8), (2, 3, 4))
+    """
+    nd = len(shape_of(x))
+    order = [a for a in range(nd) if a not in axes] + list(axes)
+    moved = x if order == list(range(nd)) else transpose(x, axes=tuple(order))
+    kept = tuple(shape_of(moved)[:nd - len(axes)])
+    flat = reshape(moved, shape=kept + (math.prod(shape_of(moved)[len(kept):]),))
+
+    def back(y):
+        y = reshape(y, shape=tuple(shape_of(moved)))
+        return y if moved is x else transpose(y, axes=tuple(np.argsort(order).tolist()))
+    return flat, back
 
 
 # logsumexp is one primitive, not the eight or so of its stable definition below: every

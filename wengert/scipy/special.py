@@ -25,6 +25,7 @@ from ..numpy import _traced
 from ..graph.node import Node as _Node
 from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import special as _P
+from ..primitives.array import axes_last as _axes_last
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
            "rgamma", "beta", "betaln", "multigammaln", "expit", "logit", "ndtr", "log_ndtr",
@@ -187,7 +188,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
 
 def _over_axis(fn, x, axis):
     # SciPy's axis=None is every element at once, and a tuple of axes every element of each
-    # slice across them: those axes moved last and flattened into one, shaped back after
+    # slice across them: those axes joined last into one (`_axes_last`), shaped back after
     x = _wnp.asarray(x)
     if x.ndim == 0 and axis in (None, 0, -1):       # (SciPy's: one element)
         return _wnp.reshape(fn(_wnp.reshape(x, (1,)), axis=0), ())
@@ -195,12 +196,8 @@ def _over_axis(fn, x, axis):
         axis = tuple(range(x.ndim))
     if not isinstance(axis, tuple):
         return fn(x, axis=axis)
-    axes = list(_wnp._norm_axis(axis, x.ndim, fn.__name__))
-    rest = [a for a in range(x.ndim) if a not in axes]
-    moved = _wnp.transpose(x, rest + axes)
-    flat = _wnp.reshape(moved, moved.shape[:len(rest)] + (-1,))
-    out = _wnp.reshape(fn(flat, axis=-1), moved.shape)
-    return _wnp.transpose(out, _np.argsort(rest + axes).tolist())
+    flat, back = _axes_last(x, _wnp._norm_axis(axis, x.ndim, fn.__name__))
+    return back(fn(flat, axis=-1))
 
 
 def softmax(x, axis=None):
