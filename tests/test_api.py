@@ -716,12 +716,21 @@ def test_python_float_arguments_are_weak_in_every_transformation():
 ])
 def test_gradient_of_a_float_is_a_float(f):
     """A scalar's gradient through array rules (stack, indexing) is a Python float, as
-    every float64 scalar value is, not a 0-d array or a NumPy scalar."""
-    for x in (0.8, np.float64(0.8), np.array(0.8)):
+    every float64 scalar value is, not a 0-d array or a NumPy scalar; a 0-d array's is a
+    0-d array of its dtype (the gradient is shaped and typed as its input, as in JAX)."""
+    eps = 1e-6
+    fd = (f(0.8 + eps) - f(0.8 - eps)) / (2 * eps)
+    for x in (0.8, np.float64(0.8)):
         g = wg.grad(f)(x)
         assert type(g) is float, (x, type(g))
-        eps = 1e-6
-        assert abs(g - (f(0.8 + eps) - f(0.8 - eps)) / (2 * eps)) < 1e-6
+        assert abs(g - fd) < 1e-6
+    for dtype in (np.float64, np.float32):
+        x = np.array(0.8, dtype)
+        out = np.result_type(f(x), dtype)   # (a Jacobian's dtype: NumPy's stack promotes)
+        for g, want in ((wg.grad(f)(x), dtype), (wg.vjp(f, x)[1](1.0)[0], dtype),
+                        (wg.jacrev(f)(x), out), (wg.jacfwd(f)(x), out)):
+            assert type(g) is np.ndarray and g.shape == () and g.dtype == want, repr(g)
+            assert abs(g - fd) < 1e-3
 
 
 # ---- linearize and eval_shape (JAX's) ---------------------------------------------------------

@@ -174,6 +174,7 @@ class _Call:
         call_args = list(args)
         self.inputs = []
         self.in_trees = []
+        self.zero_d = set()     # ids of inputs given as 0-d arrays: their derivatives are too
         for i in argnums:
             name = names[i] if i < len(names) else f"arg{i}"
             leaves, tree = flatten(args[i])
@@ -183,6 +184,8 @@ class _Call:
             nodes = []
             for x, lab in zip(leaves, _leaf_names(name, len(leaves))):
                 nodes.append(self._input(x, lab, who))
+                if type(x) is np.ndarray and not x.ndim:
+                    self.zero_d.add(id(nodes[-1]))
             self.inputs.extend(nodes)
             self.in_trees.append(tree)
             call_args[i] = unflatten(tree, nodes)
@@ -274,8 +277,16 @@ class _Call:
             elif x.dtype.kind in "fc":
                 # (a complex input's may have come out real: Re(z) reads no imaginary part)
                 v = _in_dtype(v, x.dtype)       # (traced too: compile(grad(f)) is grad(f))
-            out.append(v)
+            out.append(self._like_input(v, x))
         return out
+
+    def _like_input(self, v, x):
+        """A derivative with respect to input `x` as a 0-d array where `x` was given as
+        one (a NumPy 0-d array's gradient is a 0-d array, as in autograd and JAX, so
+        `x - lr * grad(f)(x)` keeps its type); otherwise `v` as it is."""
+        if self.zero_d and id(x) in self.zero_d and type(v) is not Node and not np.ndim(v):
+            return np.asarray(v, np.result_type(v))
+        return v
 
     def zeros(self, like):
         """The zero derivative for a node like `like`, in the current mode (float64 for an
@@ -311,8 +322,8 @@ class _Call:
             dtype = np.result_type(out.dtype, x.dtype)
         block = _in_dtype(block, dtype)
         if type(block) is np.ndarray and block.ndim == 0:
-            return float(block) if dtype == F64 else block[()]
-        return block
+            block = float(block) if dtype == F64 else block[()]
+        return self._like_input(block, x)
 
     def split(self, values):
         """Split a flat list (one per input leaf) into one pytree per differentiated arg."""
