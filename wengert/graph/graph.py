@@ -394,6 +394,8 @@ class Graph:
                             value = _strongly_typed(op, nodes, values, params, value)
                             shape, dtype = aval(value)
                             break
+                if not shape and type(value) is np.ndarray:
+                    value = _canonical_scalar(value[()])    # (scalar values are numbers)
             elif type(value) is float:
                 shape, dtype = (), F64
             else:
