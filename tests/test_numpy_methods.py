@@ -222,6 +222,42 @@ def test_ufunc_at_and_ufuncs_without_a_rule_are_refused():
     assert_close(g, x[i])
 
 
+# ---- a generalized ufunc's axes, axis and keepdims ---------------------------------------
+@pytest.mark.parametrize("ufunc, shapes, kwargs", [
+    (numpy.vecdot, [(3, 2), (3, 2)], dict(axis=0)),
+    (numpy.vecdot, [(3, 2), (3, 1)], dict(axis=0, keepdims=True)),
+    (numpy.vecdot, [(4, 3, 2), (3, 1)], dict(axes=[(1,), 0])),
+    (numpy.vecdot, [(4, 3, 2), (4, 3, 2)], dict(axes=[(1,), (1,), (0,)], keepdims=True)),
+    (numpy.matmul, [(3, 4, 5), (5, 2)], dict(axes=[(1, 2), (0, 1), (0, 1)])),
+    (numpy.matmul, [(4, 3, 5), (2, 3)], dict(axes=[(0, 1), (1, 0), (1, 0)])),
+    (numpy.matmul, [(3,), (3, 2)], dict(axes=[(0,), (0, 1), (0,)])),
+    (numpy.matvec, [(2, 3, 4), (3,)], dict(axes=[(0, 1), (0,), (0,)])),
+    (numpy.vecmat, [(3,), (3, 5)], dict(axes=[(0,), (0, 1), (0,)])),
+])
+def test_gufunc_axes_on_traced_values(ufunc, shapes, kwargs):
+    """numpy.vecdot(a, b, axis=0), numpy.matmul(a, b, axes=...): values and shapes as
+    NumPy's, derivatives against central differences to second order."""
+    if not hasattr(numpy, ufunc.__name__):
+        pytest.skip(f"this NumPy has no {ufunc.__name__}")
+    args = [r(*s) for s in shapes]
+    f = lambda *a: ufunc(*a, **kwargs)
+    same(value(f, *args), f(*args))
+    check_grads(f, *args)
+    check_grads(lambda *a: getattr(np, ufunc.__name__)(*a, **kwargs), *args, order=1)
+
+
+def test_gufunc_axes_errors_are_numpys():
+    a = r(3, 2)
+    for kwargs, error in ((dict(axis=5), numpy.exceptions.AxisError),
+                          (dict(axes=[(0,)]), ValueError),
+                          (dict(axes=[(0,), (0,), (0,)]), numpy.exceptions.AxisError)):
+        with pytest.raises(error) as want:
+            numpy.vecdot(a, a, **kwargs)
+        with pytest.raises(error) as got:
+            wg.grad(lambda a: np.sum(numpy.vecdot(a, a, **kwargs)))(a)
+        assert str(got.value) == str(want.value)
+
+
 # ---- sliding_window_view -----------------------------------------------------------------
 SWV = numpy.lib.stride_tricks.sliding_window_view
 

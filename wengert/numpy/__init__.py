@@ -3994,6 +3994,9 @@ def matmul(a, b, /, **kwargs):
     if type(a) is not Node and type(b) is not Node and not _traced(a, b):
         return _np.matmul(a, b, **kwargs)
     if kwargs:
+        from .ufunc_methods import GUFUNC_KEYWORDS, gufunc_call
+        if kwargs.keys() <= GUFUNC_KEYWORDS:        # (where the core axes are)
+            return gufunc_call(_np.matmul, matmul, (a, b), kwargs)
         _refuse("matmul", **{k: True for k in kwargs})
     a, b = _arrays((a, b))
     sa = a.shape if type(a) is Node or type(a) is _np.ndarray else _np.shape(a)

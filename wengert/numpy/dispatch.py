@@ -116,6 +116,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if fn is not None and method != "__call__":
         from .ufunc_methods import call
         return call(ufunc, fn, method, inputs, kwargs)
+    if fn is not None and ufunc.signature is not None:
+        from .ufunc_methods import GUFUNC_KEYWORDS, gufunc_call
+        if kwargs.keys() <= GUFUNC_KEYWORDS:        # numpy.vecdot(a, b, axis=0)
+            return gufunc_call(ufunc, fn, inputs, kwargs)
     raise NotImplementedError(f"{module}.{name} is not supported on traced values: wengert "
                               "has no derivative rule for it"
                               + (f" with the arguments {sorted(kwargs)}" if kwargs else ""))

@@ -13,6 +13,9 @@ an identity, reduceat's indices) it checks here too: its own method runs first o
 plain array of ones standing in for the traced one, and gives the errors and the result's
 dtype.  ``ufunc.at`` writes into its argument and stays refused.
 
+A generalized ufunc's keywords ``axes``, ``axis`` and ``keepdims`` (``numpy.vecdot(a, b,
+axis=0)``) are here too (`gufunc_call`): they only say where the core dimensions are.
+
 Example:
     >>> import numpy, wengert as wg
     >>> x = numpy.array([3.0, 4.0, 12.0])
@@ -60,6 +63,46 @@ def call(ufunc, op, method, inputs, kwargs):
         return _reduceat(ufunc, op, *inputs, **kwargs)
     raise NotImplementedError(f"numpy.{ufunc.__name__}.{method} is not supported on traced "
                               "values")
+
+
+# ---- a generalized ufunc's axes ----------------------------------------------------------------
+GUFUNC_KEYWORDS = frozenset(("axes", "axis", "keepdims"))
+
+
+def gufunc_call(ufunc, op, inputs, kwargs):
+    """NumPy's ``gufunc(*inputs, axes=..., axis=..., keepdims=...)`` (matmul, vecdot,
+    matvec, vecmat) where an input is traced: each operand's core dimensions moved from
+    where `axes` puts them to the end, `op` (which takes them last), and the output's moved
+    back, or for `keepdims` the reduced axis put back with length 1.  NumPy's own call on
+    stand-ins checks the keywords first and gives its errors.
+
+    Example:
+        >>> import numpy, wengert as wg
+        >>> a = numpy.arange(6.0).reshape(3, 2)
+        >>> wg.grad(lambda a: numpy.sum(numpy.vecdot(a, a, axis=0)))(a)        # 2a
+        array([[ 0.,  2.],
+               [ 4.,  6.],
+               [ 8., 10.]])
+    """
+    import wengert.numpy as wnp
+    nin = ufunc.nin
+    want = _np.ndim(ufunc(*map(_ones, inputs), **kwargs))
+    inputs = [wnp.asarray(x) if type(x) is not Node else x for x in inputs]
+    axes, keepdims = kwargs.get("axes"), kwargs.get("keepdims", False)
+    if axes is None:
+        axis = kwargs.get("axis")
+        axes = [(-1,)] * nin if axis is None else [(axis,)] * nin
+    axes = [(a,) if isinstance(a, int) else tuple(a) for a in axes]
+    moved = [x if not core else wnp.moveaxis(x, core, tuple(range(-len(core), 0)))
+             for x, core in zip(inputs, axes)]
+    y = op(*moved)
+    if keepdims:            # (signatures like (n),(n)->(): the core axis back, of length 1)
+        y = wnp.expand_dims(y, axes[nin] if len(axes) > nin else axes[0])
+    elif len(axes) > nin and axes[nin]:
+        core = axes[nin]
+        y = wnp.moveaxis(y, tuple(range(-len(core), 0)), core)
+    assert wnp.ndim(y) == want, (ufunc, wnp.shape(y), want)
+    return y
 
 
 # ---- NumPy's checks, on stand-ins -------------------------------------------------------------
