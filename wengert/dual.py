@@ -13,9 +13,11 @@ forward mode, ``g(⟨u,u'⟩, ⟨v,v'⟩) = ⟨g(u,v), g_u(u,v)·u' + g_v(u,v)·
 (v, u), and a new primitive works on duals the moment it declares its partials.
 
 Duals go through the operators (+ - * / ** and comparisons), the functions of
-`wengert.math`, NumPy's ufuncs (``np.sin(d)``), and NumPy object arrays of duals
-(``np.sin(array_of_duals)``).  Their parts may be NumPy arrays (a direction for a whole
-array at once).  A comparison returns a plain bool, so ``if d > 0:`` works.
+`wengert.math`, NumPy's ufuncs (``np.sin(d)``), the ufuncs of `scipy.special` that
+`wengert.scipy.special` differentiates (``erf``, ``gammaln``, ``expit``, ...), NumPy's
+and wengert.scipy's whole-array functions (``np.dot(d, W)``, by one `wg.jvp`: see
+`through`), and NumPy object arrays of duals (``np.sin(array_of_duals)``).  Their parts
+may be NumPy arrays (a direction for a whole array at once).  A comparison returns a plain bool, so ``if d > 0:`` works.
 
 Example:
     >>> import wengert as wg, wengert.math as wm
@@ -24,6 +26,8 @@ Example:
     Dual(6.909297426825682, 2.5838531634528574)
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -88,15 +92,122 @@ class Dual:
         raise TypeError("float() of a Dual would drop its tangent: use d.primal for the "
                         "value, and wengert.math's functions (not the math module's) on Duals")
 
+    def __getitem__(self, index):
+        # (a scalar tangent stands for the same derivative at every element)
+        t = self.tangent if np.ndim(self.tangent) else np.broadcast_to(self.tangent,
+                                                                       self.shape)
+        return Dual(self.primal[index], t[index])
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if method != "__call__" or kwargs:
-            return NotImplemented
-        if ufunc is np.power:
-            return _scalar.power(*inputs)          # integer exponents exactly, as x ** n
-        prim = _ufunc_primitives().get(ufunc)
-        if prim is None:
-            return NotImplemented
-        return apply(prim, inputs, NO_PARAMS)
+        if method == "__call__" and not kwargs:
+            if ufunc is np.power:
+                return _scalar.power(*inputs)      # integer exponents exactly, as x ** n
+            prim = _ufunc_primitives().get(ufunc)
+            if prim is not None:
+                return apply(prim, inputs, NO_PARAMS)
+        # np.add.reduce(d), np.sin(d, where=m), a ufunc with no primitive: as traced
+        return through(ufunc if method == "__call__" else getattr(ufunc, method),
+                       inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        # np.sum(d), np.dot(d, W), np.linalg.solve(A, d): without this NumPy would take a
+        # Dual for one object element and compute garbage (np.dot(d, W) a Dual per entry)
+        return through(func, args, kwargs)
+
+
+def through(fn, args, kwargs=None):
+    """``fn(*args, **kwargs)`` where arguments are Duals, by one forward sweep
+    (`wg.jvp`) of `fn` traced on their primals: how a Dual goes through whole-array
+    functions (np.sum, np.dot, np.linalg.solve, scipy.special.logsumexp, ...), with
+    exactly the functions and errors that tracing has.  Duals may be arguments or sit in
+    lists and tuples among them; results are Duals where they are real floats, the
+    rest (an argmax, a shape) as computed.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.dual import through
+        >>> through(np.dot, (wg.Dual(np.array([1.0, 2.0]), np.array([1.0, 0.0])),
+        ...                  np.array([3.0, 4.0])))
+        Dual(11.0, 3.0)
+    """
+    from .api import jvp
+    from .tree import flatten, unflatten
+    kwargs = kwargs or {}
+    leaves, tree = flatten((tuple(args), kwargs))
+    at = [k for k, x in enumerate(leaves) if type(x) is Dual]
+    name = getattr(fn, "__name__", type(fn).__name__)
+    for k in at:
+        if type(leaves[k].primal) is Dual:
+            raise TypeError(f"{name} of a Dual whose parts are Duals: array functions take "
+                            "one level of Duals; for higher derivatives use wg.jvp, "
+                            "wg.hessian or wg.taylor")
+    primals = [np.asarray(leaves[k].primal, float) if not _floating(leaves[k].primal)
+               else leaves[k].primal for k in at]
+    tangents = [_tangent_like(leaves[k].tangent, p) for k, p in zip(at, primals)]
+
+    def traced(*xs):
+        filled = list(leaves)
+        for k, x in zip(at, xs):
+            filled[k] = x
+        a, kw = unflatten(tree, filled)
+        return fn(*a, **kw)
+
+    out, tout = jvp(traced, primals, tangents)
+    outs, out_tree = flatten(out)
+    touts = flatten(tout)[0]
+    res = []
+    for o, t in zip(outs, touts):
+        if _floating(o) and dtype_of(o).kind == "c":
+            raise TypeError(f"wg.Dual is for real numbers, and {name} gave a complex "
+                            "value; use wg.jvp, which takes complex values (docs/complex.md)")
+        res.append(Dual(o, t) if _floating(o) else o)
+    return unflatten(out_tree, res)
+
+
+def has_duals(args, kwargs=None) -> bool:
+    """Whether a Dual is among `args` (or kwargs' values), or in a list or tuple there."""
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        if type(a) is Dual or (type(a) in (list, tuple) and has_duals(a)):
+            return True
+    return False
+
+
+def accepts_duals(fn):
+    """`fn`, taking Duals among its arguments by `through`: for a front end that would
+    hand a Dual to SciPy, which reads it as an opaque object.  Traced, `fn` sees values
+    it differentiates.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.numpy as wnp
+        >>> from wengert.dual import accepts_duals
+        >>> norm2 = accepts_duals(lambda v: wnp.sum(v * v))
+        >>> norm2(wg.Dual(np.array([3.0, 4.0]), np.array([1.0, 0.0])))
+        Dual(25.0, 6.0)
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if has_duals(args, kwargs):
+            return through(fn, args, kwargs)
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def _floating(x) -> bool:
+    return type(x) is float or dtype_of(x).kind in "fc"
+
+
+def _tangent_like(t, primal):
+    """A Dual's tangent as `wg.jvp` takes it: the primal's shape and float dtype (a
+    scalar tangent is the same derivative at every element)."""
+    dtype = dtype_of(primal)
+    if np.shape(t) == np.shape(primal) and dtype_of(t) == dtype:
+        return t
+    try:
+        t = np.broadcast_to(np.asarray(t, dtype), np.shape(primal))
+    except ValueError:
+        raise ValueError(f"a Dual's tangent of shape {np.shape(t)} does not fit its primal "
+                         f"of shape {np.shape(primal)}") from None
+    return t if t.ndim else t[()]
 
 
 def apply(op, args, params):
@@ -132,9 +243,14 @@ _UFUNCS = {}
 
 
 def _ufunc_primitives():
-    """NumPy ufunc -> the primitive it implements, read off the registry."""
+    """NumPy or SciPy ufunc -> the primitive it implements, read off the registry (a
+    `scipy.special` primitive names its ufunc in `prim.ufunc`, as SciPy may be absent)."""
     if not _UFUNCS:
-        _UFUNCS.update((p.impl, p) for p in REGISTRY.values() if isinstance(p.impl, np.ufunc))
+        for p in REGISTRY.values():
+            if isinstance(p.impl, np.ufunc):
+                _UFUNCS[p.impl] = p
+            elif p.ufunc is not None and p.ufunc() is not None:
+                _UFUNCS[p.ufunc()] = p
     return _UFUNCS
 
 

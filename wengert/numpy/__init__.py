@@ -32,6 +32,7 @@ import sys as _sys
 
 import numpy as _np
 
+from ..dual import accepts_duals as _accepts_duals
 from ..graph.node import Node
 from ..primitives import array as A
 from ..primitives import scalar as S
@@ -1093,6 +1094,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
                     correction=correction))
 
 
+@_accepts_duals       # (not NumPy's: no __array_function__ takes a Dual here)
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """``log(sum(b * exp(a)))`` over `axis`, computed stably: scipy.special.logsumexp, with
     its arguments and conventions.  `b` (scale factors, 1 if None) broadcasts against `a`;

@@ -49,6 +49,7 @@ import numpy as _np
 import scipy.linalg as _sl
 
 from .. import numpy as _wnp
+from ..dual import accepts_duals as _accepts_duals
 from ..numpy import _traced
 from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import linalg as _L, scipy_linalg as _P
@@ -66,6 +67,7 @@ def _scipy_unless_traced(fn):
     it); `fn` when any argument, or an item of a list or tuple argument, is traced."""
     scipy_fn = getattr(_sl, fn.__name__)
 
+    @_accepts_duals
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if _traced(*args, *kwargs.values()):

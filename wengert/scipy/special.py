@@ -22,6 +22,7 @@ import scipy.special as _sc
 
 from .. import numpy as _wnp
 from ..numpy import _traced
+from ..dual import accepts_duals as _accepts_duals
 from ..graph.node import Node as _Node
 from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import special as _P
@@ -36,6 +37,7 @@ def _scipy_unless_traced(scipy_fn):
     """`fn` on traced arguments (lists holding traced values made one traced array);
     SciPy's `scipy_fn`, called as the caller called it, otherwise."""
     def decorate(fn):
+        @_accepts_duals
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if _traced(*args, *kwargs.values()):
@@ -118,6 +120,7 @@ beta = _ufunc(_P.beta, _sc.beta, """\
         -0.666667""")
 
 
+@_accepts_duals
 def polygamma(n, x):
     """ψ⁽ⁿ⁾(x), the n-th derivative of the digamma function (SciPy's ``polygamma``).
 
@@ -146,6 +149,7 @@ def polygamma(n, x):
     return _P.digamma(x) if n == 0 else _P.polygamma(x, n=n)
 
 
+@_accepts_duals
 def multigammaln(a, d):
     """The log of the multivariate gamma function of dimension d (an integer constant):
     d(d-1)/4 log π + Σ_{j=1..d} gammaln(a - (j-1)/2) (SciPy's ``multigammaln``).
@@ -167,6 +171,7 @@ def multigammaln(a, d):
     return total
 
 
+@_accepts_duals
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """``log(sum(b * exp(a)))`` over `axis`, without overflow: SciPy's ``logsumexp``
     (every argument, `b` and `return_sign` included), differentiable in `a` and `b`.
@@ -200,6 +205,7 @@ def _over_axis(fn, x, axis):
     return back(fn(flat, axis=-1))
 
 
+@_accepts_duals
 def softmax(x, axis=None):
     """exp(x) / sum(exp(x)) over `axis` (None: all elements), SciPy's ``softmax``.
 
@@ -215,6 +221,7 @@ def softmax(x, axis=None):
     return _over_axis(nn.softmax, x, axis)
 
 
+@_accepts_duals
 def log_softmax(x, axis=None):
     """x - logsumexp(x) over `axis` (None: all elements), SciPy's ``log_softmax``.
 

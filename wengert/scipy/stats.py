@@ -26,6 +26,7 @@ import numpy as _np
 import scipy.stats as _st
 
 from .. import numpy as wnp
+from ..dual import accepts_duals
 from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import special as P
 from ..primitives.array import dtype_of
@@ -43,6 +44,7 @@ _LOG_2PI = math.log(2 * math.pi)
 def _method(fn):
     """A distribution's method: SciPy's on plain arguments, `fn` on traced ones (lists
     and tuples made arrays, one traced array if they hold traced values)."""
+    @accepts_duals
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         if wnp._traced(*args, *kwargs.values()):
