@@ -808,3 +808,16 @@ def test_eval_shape_traces_without_values():
     assert s.shape == () and s.weak                # a Python number stays weak
     with pytest.raises(ValueError, match=r"\(5,3\) and \(4,2\)|shapes"):
         wg.eval_shape(lambda x, w: x @ w, np.ones((5, 3)), np.ones((4, 2)))
+
+
+def test_scalar_values_are_numbers_not_0d_arrays():
+    """A rule whose NumPy code hands back a 0-d array (logsumexp's full reduction) still
+    gives a scalar value as a number, as every other reduction does: float for float64,
+    a NumPy scalar for float32."""
+    x = np.linspace(0.0, 1.0, 4)
+    for f in (wnp.logsumexp, wnp.sum, lambda x: wnp.linalg.norm(x)):
+        y, t = wg.jvp(f, (x,), (np.ones(4),))
+        assert type(y) is float and type(t) is float, (f, type(y), type(t))
+        assert abs(y - float(f(x))) < 1e-14
+    y32, _ = wg.jvp(wnp.logsumexp, (x.astype(np.float32),), (np.ones(4, np.float32),))
+    assert type(y32) is np.float32
