@@ -454,11 +454,17 @@ def test_taylor_coefficients_are_nested_jvps(name):
     assert_close(series[3], d(d(d(f)))(a) / 6, rtol=1e-8, atol=1e-10)
 
 
-def test_lu_factor_has_first_order_taylor_only():
-    with pytest.raises(NotImplementedError, match="lu_factor"):
-        wg.taylor(lambda a: linalg.lu_factor(a)[0], r(3, 3), r(3, 3), order=2)
-    assert_close(wg.taylor(lambda a: linalg.lu_factor(a)[0], _A, _A, order=1)[1],
-                 wg.jvp(lambda a: linalg.lu_factor(a)[0], (_A,), (_A,))[1], rtol=1e-12)
+def test_lu_factor_taylor_mode_from_its_jvp():
+    """lu_factor has no Taylor rule of its own: its series comes from its JVP, against
+    nested jvp (order 1 is the JVP itself)."""
+    f = lambda a: linalg.lu_factor(a)[0]
+    v = r(3, 3)
+    got = wg.taylor(f, _A, v, order=3)
+    assert_close(got[1], wg.jvp(f, (_A,), (v,))[1], rtol=1e-12)
+    d1 = lambda t: wg.jvp(lambda s: f(_A + s * v), (t,), (1.0,))[1]
+    d2 = lambda t: wg.jvp(d1, (t,), (1.0,))[1]
+    assert_close(got[2], d2(0.0) / 2, rtol=1e-10, atol=1e-12)
+    assert_close(got[3], wg.jvp(d2, (0.0,), (1.0,))[1] / 6, rtol=1e-10, atol=1e-12)
 
 
 def test_every_primitive_is_exercised_by_these_cases():

@@ -176,16 +176,90 @@ def test_pytrees_in_and_out():
 
 # ---- coverage and errors ----------------------------------------------------------------------
 def test_every_differentiable_builtin_primitive_has_a_taylor_rule():
-    from wengert.ad.taylor import FIRST_ORDER_ONLY
-    # (a fused primitive's rule comes from its decomposition, made when first asked for,
-    # so whether it is in RULES yet depends on which tests ran before)
-    missing = [name for name, p in REGISTRY.items()
-               if p.builtin and (p.partials is not None or p.jvp is not None
-                                 or p.vjp is not None or p.vjps is not None)
-               and p.dtype_rule != "bool" and not p.linear and p not in RULES
-               and p.decomposition is None
-               and p not in FIRST_ORDER_ONLY and any(x is not None for x in (p.partials or [1]))]
-    assert not missing, f"primitives without a Taylor rule: {missing}"
+    """Each has an entry, a decomposition, is linear, or gets its rule from its JVP; the
+    ones from their JVP are checked below."""
+    from wengert.ad.taylor import ByJVP, rule_for
+    for name, p in REGISTRY.items():
+        if p.builtin and (p.partials is not None or p.jvp is not None):
+            rule = rule_for(p, 3)
+            assert callable(rule), name
+            if type(rule) is ByJVP:
+                assert p in FROM_JVP_CHECKED or p.dtype_rule == "bool" \
+                    or all(x is None for x in (p.partials or [1])) \
+                    or p.name in NOT_SMOOTH, f"{name}: a rule from its JVP, not tested here"
+
+
+def _nested(f, x, v, k):
+    """The k-th derivative of f(x + t v) at t = 0 by nested jvp."""
+    g = lambda t: f(x + t * v)
+    for _ in range(k):
+        g = (lambda g: lambda t: wg.jvp(g, (t,), (1.0,))[1])(g)
+    return g(0.0)
+
+
+_r = np.random.default_rng(5)
+_B = _r.normal(size=(3, 3)) + 2 * np.eye(3)
+_S = _B @ _B.T + np.eye(3)
+_V = _r.normal(size=(3, 3))
+_V = _V + _V.T
+_x = _r.uniform(0.5, 1.5, size=4) * _r.choice([-1, 1], size=4)
+
+
+def _wnp():
+    import wengert.numpy as wnp
+    return wnp
+
+
+def _sl():
+    return pytest.importorskip("wengert.scipy.linalg")
+
+
+# primitive -> (function through it, point, direction)
+FROM_JVP = {
+    "prod": (lambda x: _wnp().prod(x), _x, _x[::-1]),
+    "cumprod": (lambda x: _wnp().cumprod(x), _x, _x[::-1]),
+    "det": (lambda m: _wnp().linalg.det(m), _B, _V),
+    "logdet": (lambda m: _wnp().linalg.slogdet(m)[1], _B, _V),
+    "cholesky": (lambda m: _wnp().linalg.cholesky(m), _S, _V),
+    "eigvalsh": (lambda m: _wnp().linalg.eigvalsh(m), _S, _V),
+    "eigvecsh": (lambda m: _wnp().abs(_wnp().linalg.eigh(m)[1]), _S, _V),
+    "svdvals": (lambda m: _wnp().linalg.svd(m, compute_uv=False), _B, _V),
+    "svd_u": (lambda m: _wnp().abs(_wnp().linalg.svd(m)[0]), _B, _V),
+    "qr_r": (lambda m: _wnp().linalg.qr(m)[1], _B, _V),
+    "qr_q": (lambda m: _wnp().linalg.qr(m)[0], _B, _V),
+    "i0": (lambda x: _wnp().i0(x), _x, _x[::-1]),
+    "lu_factor": (lambda m: _sl().lu_factor(m)[0], _B, _V),
+    "eigh_values": (lambda m: _sl().eigh(m)[0], _S, _V),
+    "eigh_vectors": (lambda m: _wnp().abs(_sl().eigh(m)[1]), _S, _V),
+    "gen_eigh_values": (lambda m: _sl().eigh(m, _S)[0], _S + _B.T @ _B, _V),
+    "gen_eigh_vectors": (lambda m: _wnp().abs(_sl().eigh(m, _S)[1]), _S + _B.T @ _B, _V),
+    "svd_vh": (lambda m: _wnp().abs(_wnp().linalg.svd(m)[2]), _B, _V),
+    "cofactor": (lambda m: REGISTRY["cofactor"](m), _B, _V),
+    "logabsdet": (lambda m: REGISTRY["logabsdet"](m), _B, _V),
+    "i1": (lambda x: REGISTRY["i1"](x), _x, _x[::-1]),
+    # (not a primitive: an einsum of three operands expands through the JVP too)
+    "einsum of three": (lambda m: _wnp().einsum("ij,jk,kl->il", m, m, _wnp().sin(m)), _B, _V),
+}
+FROM_JVP_CHECKED = {REGISTRY[n] for n in FROM_JVP if n in REGISTRY}
+# not smooth, or no derivative at all where they are: their series stops at their JVP
+NOT_SMOOTH = {"nextafter", "spacing", "floor", "ceil", "trunc", "round", "floor_divide",
+              "eigvals", "eigvecs"}     # (and complex: Taylor mode is for real numbers)
+
+
+@pytest.mark.parametrize("name", sorted(FROM_JVP))
+def test_rules_from_the_jvp(name):
+    """Primitives without a Taylor rule of their own expand through their JVP: the order
+    2 coefficient against central second differences of f(x + t v), orders 3 and 4
+    against nested jvp."""
+    f, x, v = FROM_JVP[name]
+    got = wg.taylor(f, x, v, order=4)
+    h = 1e-4
+    second = (np.asarray(f(x + h * v)) - 2 * np.asarray(f(x)) + np.asarray(f(x - h * v))) \
+        / (2 * h * h)
+    assert_close(got[2], second, rtol=1e-5, atol=1e-6)
+    for k in (3, 4):
+        assert_close(got[k], _nested(f, x, v, k) / math.factorial(k), rtol=1e-10,
+                     atol=1e-12)
 
 
 def test_a_value_without_derivative_has_a_constant_series():
@@ -198,14 +272,30 @@ def test_a_value_without_derivative_has_a_constant_series():
     assert not np.any(got[2]) and not np.any(got[3])
 
 
-def test_a_primitive_without_a_rule_works_at_order_1_and_says_so_above():
+def test_rules_from_the_jvp_differentiate_and_compile():
+    """A rule from the JVP builds nodes in a symbolic sweep: the gradient of a Taylor
+    coefficient through cholesky against central differences, and compiled."""
+    wnp = _wnp()
+    f = lambda m: wnp.sum(wg.taylor(wnp.linalg.cholesky, m, _V, order=3)[3] ** 2)
+    e = _r.normal(size=(3, 3))
+    e = e + e.T
+    h = 1e-6
+    assert_close(np.sum(wg.grad(f)(_S) * e), (f(_S + h * e) - f(_S - h * e)) / (2 * h),
+                 rtol=1e-6)
+    assert_close(wg.compile(f, _S)(_S + e / 10), f(_S + e / 10), rtol=1e-12)
+
+
+def test_a_primitive_of_ones_own_expands_from_its_partials():
     @wg.primitive
     def cube(x):
         return x ** 3
     cube.defpartials(lambda x, ans: 3 * x ** 2)
-    assert wg.taylor(cube, 2.0, 1.0, order=1) == [8.0, 12.0]
-    with pytest.raises(NotImplementedError, match="'cube' has no Taylor rule"):
-        wg.taylor(cube, 2.0, 1.0, order=2)
+    assert wg.taylor(cube, 2.0, 1.0, order=5) == [8.0, 12.0, 6.0, 1.0, 0.0, 0.0]
+    # and one with no derivative rule at all says so, at any order
+    bare = wg.primitive(lambda x: x ** 3, name="bare")
+    for order in (1, 3):
+        with pytest.raises(NotImplementedError, match="'bare' has no derivative rule"):
+            wg.taylor(bare, 2.0, 1.0, order=order)
 
 
 def test_bad_arguments():

@@ -21,7 +21,9 @@ of a graph is a graph.  Primitives without an entry use their JVP on each coeffi
 they are `Primitive.linear` (or piecewise linear, like abs), and their JVP at order 1.
 A primitive made for one function (a checkpointed call, see `wengert.checkpointing`)
 brings its own rule as a ``taylor`` method, as such primitives come and go; a primitive
-fused for speed (log_softmax) uses the rules of its `Primitive.decomposition`.
+fused for speed (log_softmax) uses the rules of its `Primitive.decomposition`.  Any
+other primitive with a JVP (det, cholesky, eigvalsh, a user's) gets its series from it
+(`ByJVP`): y' = jvp(x, y; x') solved one coefficient at a time.
 """
 from __future__ import annotations
 
@@ -558,11 +560,11 @@ def _expm_series(a, y0, order):
 
 
 def _einsum(xs, ans, order, subscripts):
-    if len(xs) != 2:
+    if len(xs) != 2:        # (a multilinear product: the Cauchy product of three series and
+        #                     more is the JVP's sum of products, one tangent in each)
         if order <= 1:
             return each_coefficient(A.einsum)(xs, ans, order, subscripts=subscripts)
-        raise NotImplementedError("Taylor mode above order 1 through an einsum of more than "
-                                  "two operands: write it as a chain of two-operand einsums")
+        return ByJVP(A.einsum)(xs, ans, order, subscripts=subscripts)
     return cauchy(xs[0], xs[1], order, ans,
                   lambda a, b, subscripts: A.einsum(a, b, subscripts=subscripts),
                   {"subscripts": subscripts})
@@ -594,6 +596,36 @@ for _op in (NN.relu, NN.max_pool2d, NN.pool_scatter, NN.pool_gather, NN.max_unpo
             SL.lu_swap_rows):
     RULES[_op] = each_coefficient(_op)
 
+def _push(sub, series, order, states=None):
+    """Series pushed through a small graph `sub` of stand-ins (a decomposition, a JVP
+    rule), node by node in creation order, given `series` for its inputs (index -> series,
+    filled in as it goes).  Each node's primal is computed from its arguments' primals.
+    With `states` (node index -> state, kept by the caller from one order to the next), a
+    node whose rule comes from its JVP extends its series instead of starting again."""
+    for node in sub.nodes:
+        if node.index in series:
+            continue
+        if node.op is CONST:
+            series[node.index] = _const(node.value, order)
+            continue
+        args = [series[a.index] for a in node.args]
+        primal = node.op(*[s[0] for s in args], **node.params)
+        if all(c is None for s in args for c in s[1:]):      # constant in t (labels)
+            series[node.index] = _const(primal, order)
+            continue
+        rule = rule_for(node.op, order)
+        if states is not None and type(rule) is ByJVP:
+            series[node.index] = rule.extend(states.setdefault(node.index, {}), args,
+                                             primal, order, node.params)
+        else:
+            series[node.index] = rule(args, primal, order, **node.params)
+    return series
+
+
+def _stand_in(sub, x):
+    return sub.input(ShapeDtype(*aval(x)))
+
+
 def by_decomposition(op):
     """The rule of a primitive fused for speed (logsumexp, log_softmax, cross_entropy): the
     rules of the primitives of its `decomposition`, applied node by node.  The
@@ -601,35 +633,62 @@ def by_decomposition(op):
     pushed through that small graph in creation order."""
     def rule(xs, ans, order, **params):
         sub = Graph()
-        stand_ins = [sub.input(ShapeDtype(*aval(s[0]))) for s in xs]
+        stand_ins = [_stand_in(sub, s[0]) for s in xs]
         out = sub.lift(op.decomposition(*stand_ins, **params))
-        series = dict(zip((x.index for x in stand_ins), xs))
-        for node in sub.nodes:
-            if node.index in series:
-                continue
-            if node.op is CONST:
-                series[node.index] = _const(node.value, order)
-                continue
-            args = [series[a.index] for a in node.args]
-            primal = node.op(*[s[0] for s in args], **node.params)
-            if all(c is None for s in args for c in s[1:]):      # constant in t (labels)
-                series[node.index] = _const(primal, order)
-            else:
-                series[node.index] = rule_for(node.op, order)(args, primal, order,
-                                                              **node.params)
+        series = _push(sub, dict(zip((x.index for x in stand_ins), xs)), order)
         return [ans] + series[out.index][1:]
     return rule
 
 
-#: Differentiable primitives whose Taylor rule is still to be written: first order (their
-#: JVP) works, higher orders raise NotImplementedError naming them.
-FIRST_ORDER_ONLY = frozenset({A.prod, A.cumprod, L.det, L.cofactor, L.logabsdet, L.logdet,
-                              L.cholesky, L.eigvalsh, L.eigvecsh, L.eigvals, L.eigvecs,
-                              L.svdvals, L.svd_u, L.svd_vh, L.qr_q, L.qr_r,
-                              SL.lu_factor, SL.eigh_values, SL.eigh_vectors,
-                              SL.gen_eigh_values, SL.gen_eigh_vectors,
-                              SP.i0, SP.i1,
-                              P.nextafter})        # (whose JVP refuses, as JAX's)
+class ByJVP:
+    """The rule of a primitive that has a JVP and no rule of its own (det, cholesky,
+    eigvalsh, prod, i0, ...).  y(t) = op(x(t)) solves the differential equation
+
+        y'(t) = jvp(x(t), y(t); x'(t)),
+
+    so y_{m+1} = r_m / (m+1), where r_m, the t^m coefficient of the right side, needs x up
+    to x_{m+1} and y only up to y_m: the JVP rule is traced once on stand-ins, and the
+    series are pushed through it (by the rules of its own primitives) at orders 0, 1, ...,
+    one more coefficient of y each time.  A primitive the JVP calls that has no rule
+    either (eigvecsh inside eigvalsh's) keeps its series from one order to the next and
+    extends it (`extend`), so the work grows as a power of the order, not exponentially.
+    """
+
+    def __init__(self, op):
+        self.op = op
+
+    def __call__(self, xs, ans, order, **params):
+        return self.extend({}, xs, ans, order, params)
+
+    def extend(self, state, xs, ans, order, params):
+        """The series to `order`, continuing from `state` (empty at first): the traced
+        JVP, the coefficients of y found so far, and the states of its own nodes."""
+        if not state:
+            sub = Graph()
+            x_in = [_stand_in(sub, s[0]) for s in xs]
+            y_in = _stand_in(sub, ans)
+            moving = [k for k, s in enumerate(xs) if any(c is not None for c in s[1:])]
+            t_in = {k: _stand_in(sub, xs[k][0]) for k in moving}
+            r = tangent(self.op, [t_in.get(k) for k in range(len(xs))], x_in, y_in, params,
+                        shape_of(ans))
+            state.update(x_in=x_in, y_in=y_in, t_in=t_in, ys=[ans], inner={},
+                         out=None if r is None else sub.lift(r))
+        if state["out"] is None:                # a JVP that is structurally zero
+            return _const(ans, order)
+        ys, out = state["ys"], state["out"]
+        for m in range(len(ys) - 1, order):
+            series = {x.index: s[:m + 1] for x, s in zip(state["x_in"], xs)}
+            series[state["y_in"].index] = ys[:m + 1]
+            for k, t in state["t_in"].items():          # x'(t) = Σ (i+1) x_{i+1} t^i
+                series[t.index] = [_times(i + 1.0, xs[k][i + 1]) for i in range(m + 1)]
+            r_m = _push(out.graph, series, m, state["inner"])[out.index][m]
+            ys.append(_times(1.0 / (m + 1), r_m))
+        return [ans] + ys[1:order + 1]
+
+
+#: primitive -> its rule from its JVP (`ByJVP`), for orders above 1, made when first
+#: asked for (not in RULES: at order 1 the JVP itself is cheaper)
+FROM_JVP: dict = {}
 
 
 def _constant_series(xs, ans, order, **params):
@@ -652,9 +711,9 @@ def rule_for(op, order):
         elif order <= 1:
             rule = each_coefficient(op)           # first order is the JVP
         else:
-            raise NotImplementedError(
-                f"primitive {op.name!r} has no Taylor rule, so its derivatives of order "
-                f"{order} are unknown: add one to wengert.ad.taylor.RULES")
+            rule = FROM_JVP.get(op)
+            if rule is None:
+                rule = FROM_JVP[op] = ByJVP(op)
     return rule
 
 
