@@ -282,7 +282,7 @@ class _Call:
 
     def _like_input(self, v, x):
         """A derivative with respect to input `x` as a 0-d array where `x` was given as
-        one (a NumPy 0-d array's gradient is a 0-d array, as in autograd and JAX, so
+        one (a NumPy 0-d array's gradient is a 0-d array, as JAX's is, so
         `x - lr * grad(f)(x)` keeps its type); otherwise `v` as it is."""
         if self.zero_d and id(x) in self.zero_d and type(v) is not Node and not np.ndim(v):
             return np.asarray(v, np.result_type(v))

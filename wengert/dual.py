@@ -17,7 +17,8 @@ Duals go through the operators (+ - * / ** and comparisons), the functions of
 `wengert.scipy.special` differentiates (``erf``, ``gammaln``, ``expit``, ...), NumPy's
 and wengert.scipy's whole-array functions (``np.dot(d, W)``, by one `wg.jvp`: see
 `through`), and NumPy object arrays of duals (``np.sin(array_of_duals)``).  Their parts
-may be NumPy arrays (a direction for a whole array at once).  A comparison returns a plain bool, so ``if d > 0:`` works.
+may be NumPy arrays (a direction for a whole array at once).  A comparison returns a
+plain bool, so ``if d > 0:`` works.
 
 Example:
     >>> import wengert as wg, wengert.math as wm

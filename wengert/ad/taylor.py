@@ -596,6 +596,7 @@ for _op in (NN.relu, NN.max_pool2d, NN.pool_scatter, NN.pool_gather, NN.max_unpo
             SL.lu_swap_rows):
     RULES[_op] = each_coefficient(_op)
 
+
 def _push(sub, series, order, states=None):
     """Series pushed through a small graph `sub` of stand-ins (a decomposition, a JVP
     rule), node by node in creation order, given `series` for its inputs (index -> series,
@@ -663,15 +664,16 @@ class ByJVP:
     def extend(self, state, xs, ans, order, params):
         """The series to `order`, continuing from `state` (empty at first): the traced
         JVP, the coefficients of y found so far, and the states of its own nodes."""
-        if not state:
+        moving = [k for k, s in enumerate(xs) if any(c is not None for c in s[1:])]
+        if not state or state["moving"] != moving:  # (an argument that starts to move
+            state.clear()                           # later changes the traced JVP)
             sub = Graph()
             x_in = [_stand_in(sub, s[0]) for s in xs]
             y_in = _stand_in(sub, ans)
-            moving = [k for k, s in enumerate(xs) if any(c is not None for c in s[1:])]
             t_in = {k: _stand_in(sub, xs[k][0]) for k in moving}
             r = tangent(self.op, [t_in.get(k) for k in range(len(xs))], x_in, y_in, params,
                         shape_of(ans))
-            state.update(x_in=x_in, y_in=y_in, t_in=t_in, ys=[ans], inner={},
+            state.update(moving=moving, x_in=x_in, y_in=y_in, t_in=t_in, ys=[ans], inner={},
                          out=None if r is None else sub.lift(r))
         if state["out"] is None:                # a JVP that is structurally zero
             return _const(ans, order)
