@@ -228,6 +228,8 @@ def test_ufunc_at_and_ufuncs_without_a_rule_are_refused():
     (numpy.vecdot, [(3, 2), (3, 1)], dict(axis=0, keepdims=True)),
     (numpy.vecdot, [(4, 3, 2), (3, 1)], dict(axes=[(1,), 0])),
     (numpy.vecdot, [(4, 3, 2), (4, 3, 2)], dict(axes=[(1,), (1,), (0,)], keepdims=True)),
+    (numpy.vecdot, [(2, 3, 4), (2, 3, 4)], dict(axes=[(1,), (1,)], keepdims=True)),
+    (numpy.vecdot, [(2, 3, 4), (3, 1)], dict(axes=[numpy.int64(1), numpy.int64(0)])),
     (numpy.matmul, [(3, 4, 5), (5, 2)], dict(axes=[(1, 2), (0, 1), (0, 1)])),
     (numpy.matmul, [(4, 3, 5), (2, 3)], dict(axes=[(0, 1), (1, 0), (1, 0)])),
     (numpy.matmul, [(3,), (3, 2)], dict(axes=[(0,), (0, 1), (0,)])),

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as _np
 
@@ -92,12 +93,16 @@ def gufunc_call(ufunc, op, inputs, kwargs):
     if axes is None:
         axis = kwargs.get("axis")
         axes = [(-1,)] * nin if axis is None else [(axis,)] * nin
-    axes = [(a,) if isinstance(a, int) else tuple(a) for a in axes]
+        if axis is not None and keepdims:
+            axes.append((axis,))    # (axis= places the kept axis too; axes= without an
+            #                         output entry leaves it last, as NumPy does)
+    axes = [tuple(map(operator.index, a)) if isinstance(a, (tuple, list))
+            else (operator.index(a),) for a in axes]
     moved = [x if not core else wnp.moveaxis(x, core, tuple(range(-len(core), 0)))
              for x, core in zip(inputs, axes)]
     y = op(*moved)
     if keepdims:            # (signatures like (n),(n)->(): the core axis back, of length 1)
-        y = wnp.expand_dims(y, axes[nin] if len(axes) > nin else axes[0])
+        y = wnp.expand_dims(y, axes[nin] if len(axes) > nin else -1)
     elif len(axes) > nin and axes[nin]:
         core = axes[nin]
         y = wnp.moveaxis(y, tuple(range(-len(core), 0)), core)
