@@ -231,6 +231,13 @@ def test_whole_array_functions_on_duals_edge_cases():
     assert type(np.argmax(d)) is not Dual       # an integer result has no tangent
     with pytest.raises(TypeError, match="Duals"):
         np.sum(Dual(Dual(X, 1.0), 0.0))
+    with pytest.raises(TypeError, match="Duals"):
+        np.sum(Dual(X, Dual(V, V)))
+    m = Dual(np.ones((2, 2)), np.array([1.0, 2.0]))     # a tangent that broadcasts
+    assert_close(np.sum(m[0]).tangent, 3.0)
+    assert_close(m[:, 1].tangent, [2.0, 2.0])
+    with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"):
+        Dual(X, np.ones(2))[1]
     with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"):
         np.sum(Dual(X, np.ones(2)))
     with pytest.raises(NotImplementedError, match="numpy.add.at"):

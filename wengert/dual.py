@@ -94,10 +94,8 @@ class Dual:
                         "value, and wengert.math's functions (not the math module's) on Duals")
 
     def __getitem__(self, index):
-        # (a scalar tangent stands for the same derivative at every element)
-        t = self.tangent if np.ndim(self.tangent) else np.broadcast_to(self.tangent,
-                                                                       self.shape)
-        return Dual(self.primal[index], t[index])
+        # (the tangent broadcast to the primal's shape, as whole-array functions take it)
+        return Dual(self.primal[index], _tangent_like(self.tangent, self.primal)[index])
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
@@ -138,7 +136,7 @@ def through(fn, args, kwargs=None):
     at = [k for k, x in enumerate(leaves) if type(x) is Dual]
     name = getattr(fn, "__name__", type(fn).__name__)
     for k in at:
-        if type(leaves[k].primal) is Dual:
+        if type(leaves[k].primal) is Dual or type(leaves[k].tangent) is Dual:
             raise TypeError(f"{name} of a Dual whose parts are Duals: array functions take "
                             "one level of Duals; for higher derivatives use wg.jvp, "
                             "wg.hessian or wg.taylor")
