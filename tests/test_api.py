@@ -821,3 +821,8 @@ def test_scalar_values_are_numbers_not_0d_arrays():
         assert abs(y - float(f(x))) < 1e-14
     y32, _ = wg.jvp(wnp.logsumexp, (x.astype(np.float32),), (np.ones(4, np.float32),))
     assert type(y32) is np.float32
+    # tangents too, where a rule hands back a 0-d array or a NumPy scalar
+    for f in (wnp.median, lambda x: wnp.percentile(x, 30.0),
+              lambda x: wnp.einsum("i,i,i->", x, x, x)):
+        y, t = wg.jvp(f, (x,), (np.ones(4),))
+        assert type(t) is float, (f, type(t))
