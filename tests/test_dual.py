@@ -242,5 +242,8 @@ def test_whole_array_functions_on_duals_edge_cases():
         np.sum(Dual(X, np.ones(2)))
     with pytest.raises(NotImplementedError, match="numpy.add.at"):
         np.add.at(d, [0], 1.0)
+    special = pytest.importorskip("wengert.scipy.special")
+    with pytest.raises(NotImplementedError, match="scipy.special.comb is not supported"):
+        special.comb(d, 2)          # (not handed to SciPy, which reads a Dual as an object)
     # a Dual of traced values through np.sum, under grad: d/dx Σ x·x' with x' = x is 2x
     assert_close(wg.grad(lambda x: np.sum(Dual(x, x) * x).tangent)(X), 2 * X, rtol=1e-14)

@@ -19,12 +19,14 @@ from ..primitives import array as A
 
 
 def unsupported(qualname, fn):
-    """`fn` (a NumPy function) for plain values; a clear error for traced ones."""
+    """`fn` (a NumPy function) for plain values; a clear error for traced ones (and for
+    `wg.Dual`s, which go through what tracing takes)."""
     from . import _traced
+    from ..dual import has_duals
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if _traced(*args, *kwargs.values()):
+        if _traced(*args, *kwargs.values()) or has_duals(args, kwargs):
             raise NotImplementedError(
                 f"{qualname} is not supported on traced values: wengert has no derivative "
                 "rule for it. Write it with supported functions (see docs/numpy.md), or "
