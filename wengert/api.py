@@ -24,8 +24,8 @@ import numpy as np
 
 from . import ad
 from .graph.active import is_recording, recording, current_graph, optimizing
-from .graph.graph import F64, Graph, ShapeDtype, aval, shape_dtype
-from .primitives.registry import _canonical_scalar, is_weak
+from .graph.graph import F64, Graph, ShapeDtype, aval, number, shape_dtype
+from .primitives.registry import is_weak
 from .graph.node import Node
 from .errors import ConcretizationError
 from .tree import flatten, hold_constants, unflatten, _LEAF_DEF as _LEAF
@@ -339,16 +339,6 @@ class _Call:
         return out
 
 
-def _number(v):
-    """A scalar value as every scalar value is: a float for float64 (a bool for a NumPy
-    bool), a NumPy scalar otherwise; arrays unchanged."""
-    if type(v) is np.ndarray:
-        if v.ndim:
-            return v
-        v = v[()]
-    return _canonical_scalar(v)
-
-
 def _in_dtype(v, dtype):
     """A derivative (a node, an array or a number) in the float dtype `dtype`, cast where
     it is not: a number a float for float64, else a NumPy scalar."""
@@ -614,7 +604,7 @@ def _jvp(f, primals, tangents, who, names=None, has_aux=False):
     tans = ad.forward(plan, call.inputs, t_leaves, out_nodes, call.symbolic)
     tans = [call.zeros(o) if t is None else t for t, o in zip(tans, out_nodes)]
     if not call.symbolic:       # (a rule's 0-d array or NumPy scalar: a number, as the
-        tans = [_number(t) for t in tans]       # primal is)
+        tans = [number(t) for t in tans]        # primal is)
     out = unflatten(out_tree, [call.finish(n) for n in out_nodes])
     if has_aux:
         aux = _finish_tree(call, aux)

@@ -109,6 +109,17 @@ def canonical(value):
     return value
 
 
+def number(value):
+    """A 0-d array as the scalar it holds, and any scalar as scalar values are: a Python
+    float or bool for float64 and bool, a NumPy scalar for other dtypes (as a primitive
+    on scalars gives them); arrays with dimensions unchanged."""
+    if type(value) is np.ndarray:
+        if value.ndim:
+            return value
+        value = value[()]
+    return _canonical_scalar(value)
+
+
 def _const_key(value):
     t = type(value)
     if t is float:
@@ -395,7 +406,7 @@ class Graph:
                             shape, dtype = aval(value)
                             break
                 if not shape and type(value) is np.ndarray:
-                    value = _canonical_scalar(value[()])    # (scalar values are numbers)
+                    value = number(value)       # (a rule's 0-d array: scalars are numbers)
             elif type(value) is float:
                 shape, dtype = (), F64
             else:
