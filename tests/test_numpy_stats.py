@@ -308,7 +308,7 @@ def test_taylor_series_of_the_float_parts():
     assert wg.taylor(lambda x: np.frexp(x)[0], 3.0, 1.0, order=3) == [0.75, 0.25, 0.0, 0.0]
     assert wg.taylor(lambda x: x // 0.5 + np.spacing(x), 1.3, 1.0, order=2)[1:] == [0.0, 0.0]
     assert wg.taylor(np.i0, 1.0, 1.0, order=1)[1] == pytest.approx(SP.i1_numpy(1.0))
-    # above order 1 from its JVP: i0'' = i1' = i0 - i1/x, at x = 1
+    # above order 1: i0'' = i1' = i0 - i1/x, at x = 1
     c2 = wg.taylor(np.i0, 1.0, 1.0, order=2)[2]
     assert c2 == pytest.approx((numpy.i0(1.0) - SP.i1_numpy(1.0)) / 2, rel=1e-12)
 

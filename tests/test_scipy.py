@@ -55,12 +55,23 @@ SPECIAL = {
     # Γ(a+b) < 0 there: B(a, b) is negative
     "beta negative": (special.beta, sc.beta,
                       (lambda: uniform(-1.45, -1.3), lambda: uniform(0.55, 0.65))),
+    "i0": (special.i0, sc.i0, (lambda: uniform(-4, 4),)),
+    "i1": (special.i1, sc.i1, (lambda: uniform(-4, 4),)),
+    "i0e": (special.i0e, sc.i0e, (lambda: uniform(-4, 4),)),
+    "i1e": (special.i1e, sc.i1e, (lambda: uniform(-4, 4),)),
+    "iv2.5": (functools.partial(special.iv, 2.5), functools.partial(sc.iv, 2.5),
+              (lambda: uniform(0.2, 4),)),
+    "iv3": (functools.partial(special.iv, 3), functools.partial(sc.iv, 3),
+            (lambda: uniform(-4, 4),)),
+    "ive2": (functools.partial(special.ive, 2), functools.partial(sc.ive, 2),
+             (lambda: uniform(-4, 4),)),
     "multigammaln3": (lambda a: special.multigammaln(a, 3), lambda a: sc.multigammaln(a, 3),
                       (lambda: np.float64(uniform(1.5, 5, 1)[0]),)),
 }
 PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma", "psi",
               "polygamma1", "polygamma3", "gamma", "rgamma", "expit", "logit", "ndtr",
-              "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln"}
+              "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln", "i0", "i1",
+              "i0e", "i1e", "iv2.5", "iv3", "ive2"}
 
 
 def _args(name):
@@ -91,7 +102,8 @@ def test_special_derivatives_against_finite_differences_to_second_order(name):
     check_grads(f, *_args(name), order=2, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["erf", "gammaln", "expit", "log_ndtr", "xlogy", "polygamma1"])
+@pytest.mark.parametrize("name", ["erf", "gammaln", "expit", "log_ndtr", "xlogy", "polygamma1",
+                                  "i1e", "iv2.5"])
 def test_special_third_derivative_is_differentiable_again(name):
     f = SPECIAL[name][0]
     x = [np.float64(a[0]) for a in _args(name)]
@@ -200,7 +212,7 @@ def test_polygamma_order_checks():
     with pytest.raises(ValueError, match="non-negative integer"):
         special.polygamma(np.array([1, 2]), x)
     assert wg.grad(lambda x: special.polygamma(0, x))(1.0) == pytest.approx(math.pi ** 2 / 6)
-    with pytest.raises(TypeError, match="order n"):
+    with pytest.raises(TypeError, match="order is not differentiable"):
         special.polygamma(x, 1.0)
 
 
@@ -492,6 +504,8 @@ def test_c_backend_writes_what_math_h_has_and_refuses_the_rest():
             wg.compile(g, 0.3, backend="c")
     with pytest.raises(EmitError, match="polygamma"):
         wg.compile(lambda x: special.polygamma(2, x), 0.5).code("fortran")
+    with pytest.raises(EmitError, match="FORTRAN has no iv, and a call would lose its order"):
+        wg.compile(lambda x: special.iv(2, x), 0.5).code("fortran")
     text = wg.compile(lambda x: special.gammaln(x) + special.erf(x), 0.5).code("fortran")
     assert "LOG_GAMMA(" in text and "ERF(" in text
 
@@ -513,6 +527,17 @@ TAYLOR = {
     "logit": (P.logit, lambda x: sp.log(x / (1 - x)), R(3, 10)),
     "xlogy": (lambda x: P.xlogy(1 + x, 2 - x), lambda x: (1 + x) * sp.log(2 - x), R(1, 5)),
     "xlog1py": (lambda x: P.xlog1py(1 + x, 2 - x), lambda x: (1 + x) * sp.log(3 - x), R(1, 5)),
+    # the Bessel functions Iᵥ at 0 too, where I₁' = I₀ - I₁/x would be 0/0
+    "i0": (P.i0, lambda x: sp.besseli(0, x), R(7, 10)),
+    "i0 at 0": (P.i0, lambda x: sp.besseli(0, x), R(0)),
+    "i1 at 0": (P.i1, lambda x: sp.besseli(1, x), R(0)),
+    "i1": (P.i1, lambda x: sp.besseli(1, x), R(-3, 2)),
+    "iv2.5": (lambda x: P.iv(x, v=2.5), lambda x: sp.besseli(R(5, 2), x), R(13, 10)),
+    "iv4 at 0": (lambda x: P.iv(x, v=4), lambda x: sp.besseli(4, x), R(0)),
+    "i1e": (P.i1e, lambda x: sp.exp(-x) * sp.besseli(1, x), R(13, 10)),
+    "ive1.5": (lambda x: P.ive(x, v=1.5), lambda x: sp.exp(-x) * sp.besseli(R(3, 2), x),
+               R(7, 10)),
+    "ive2": (lambda x: P.ive(x, v=2), lambda x: sp.exp(x) * sp.besseli(2, x), R(-13, 10)),
 }
 
 
@@ -524,6 +549,42 @@ def test_taylor_coefficients_against_sympy_to_order_8(name):
     got = wg.taylor(f, float(x0), 1.0, order=8)
     scale = max(1.0, max(abs(c) for c in expected))
     assert_close(got, expected, rtol=1e-12, atol=1e-13 * scale)
+
+
+def test_bessel_derivatives_at_and_near_zero_against_closed_forms():
+    """Iᵥ⁽ᵏ⁾ = 2⁻ᵏ Σ_j C(k, j) Iᵥ₋ₖ₊₂ⱼ: nested grad to order 5 at 0, next to 0 (where
+    I₁' = I₀ - I₁/x loses every digit) and away from it."""
+    for v, f in ((0, special.i0), (1, special.i1), (2, lambda x: special.iv(2, x)),
+                 (0.5, lambda x: special.iv(0.5, x))):
+        d = f
+        for k in range(1, 6):
+            d = wg.grad(d)
+            for x in ((0.0, 1e-7, 1e-3, 2.5) if v != 0.5 else (1e-3, 2.5)):
+                want = sum(math.comb(k, j) * sc.iv(v - k + 2 * j, x) for j in range(k + 1)) / 2 ** k
+                assert d(x) == pytest.approx(want, rel=1e-12, abs=1e-15), (v, k, x)
+
+
+def test_bessel_orders_are_constants():
+    x = np.array([0.5, 1.5])
+    with pytest.raises(TypeError, match="iv: the order is not differentiable"):
+        wg.grad(lambda v: special.iv(v, 1.0))(2.0)
+    with pytest.raises(ValueError, match="ive on traced values takes one real order"):
+        wg.grad(lambda a: np.sum(special.ive(np.array([1.0, 2.0]), a)))(x)
+    # one order repeated is that order; a whole float order is the integer's node
+    g = wg.grad(lambda a: np.sum(special.iv(np.array([2.0, 2.0]), a)))(x)
+    assert_close(g, (sc.iv(1, x) + sc.iv(3, x)) / 2, rtol=1e-14)
+    assert str(wg.trace(lambda a: special.iv(2.0, a), 1.0)) == \
+        str(wg.trace(lambda a: special.iv(2, a), 1.0))
+
+
+def test_iv_without_scipy_against_scipy():
+    x = np.concatenate([np.linspace(-700, 700, 4001), np.geomspace(1e-300, 700, 300)])
+    for n in (0, 1, 2, 5, 12, -3):
+        # (SciPy's flushes Iₙ to 0 below about 1e-150, this one does not)
+        want, got = sc.iv(n, x), P.iv_numpy(n, x)
+        assert_close(got[want != 0], want[want != 0], rtol=1e-14, atol=0)
+        assert np.all(np.abs(got[want == 0]) < 1e-150)
+    assert P.iv_numpy(2, np.float32([1.5])).dtype == np.float32
 
 
 def test_taylor_of_a_distribution_agrees_with_nested_derivatives():
@@ -556,6 +617,11 @@ def test_import_without_scipy_says_how_to_install(monkeypatch):
         importlib.import_module("wengert.scipy")
     with pytest.raises(ImportError, match=r"pip install 'wengert\[scipy\]'"):
         P._scipy("erf")(0.5)          # a primitive's first evaluation asks for SciPy too
+    # the Bessel functions that NumPy's i0's derivatives reach have an evaluation of their own
+    x = np.array([-2.0, 0.0, 0.5])
+    np.testing.assert_array_equal(P._iv_np(x, 2.0), P.iv_numpy(2, x))
+    with pytest.raises(ImportError, match=r"pip install 'wengert\[scipy\]'"):
+        P._iv_np(x, 2.5)
 
 
 def test_scipy_special_ufuncs_called_directly_differentiate():
@@ -563,12 +629,14 @@ def test_scipy_special_ufuncs_called_directly_differentiate():
     them to wengert, which runs wengert.scipy.special's function of the same name."""
     import wengert.numpy as wnp
     x = np.array([0.3, 1.7, 4.2])
-    for name in ("gammaln", "erf", "expit", "digamma"):
+    for name in ("gammaln", "erf", "expit", "digamma", "i0e", "i1"):
         want = wg.grad(lambda v: wnp.sum(getattr(special, name)(v)))(x)
         got = wg.grad(lambda v: wnp.sum(getattr(sc, name)(v)))(x)
         np.testing.assert_array_equal(got, want)
     h = 1e-6
     assert abs(wg.grad(sc.gammaln)(3.0) - (sc.gammaln(3 + h) - sc.gammaln(3 - h)) / (2 * h)) \
         < 1e-8
+    assert_close(wg.grad(lambda v: wnp.sum(sc.iv(2.5, v)))(x), (sc.iv(1.5, x) + sc.iv(3.5, x)) / 2,
+                 rtol=1e-14)
     with pytest.raises(NotImplementedError, match=r"scipy\.special\.struve is not supported"):
         wg.grad(sc.struve)(1.0, 0.5)

@@ -227,7 +227,6 @@ FROM_JVP = {
     "svd_u": (lambda m: _wnp().abs(_wnp().linalg.svd(m)[0]), _B, _V),
     "qr_r": (lambda m: _wnp().linalg.qr(m)[1], _B, _V),
     "qr_q": (lambda m: _wnp().linalg.qr(m)[0], _B, _V),
-    "i0": (lambda x: _wnp().i0(x), _x, _x[::-1]),
     "lu_factor": (lambda m: _sl().lu_factor(m)[0], _B, _V),
     "eigh_values": (lambda m: _sl().eigh(m)[0], _S, _V),
     "eigh_vectors": (lambda m: _wnp().abs(_sl().eigh(m)[1]), _S, _V),
@@ -236,7 +235,9 @@ FROM_JVP = {
     "svd_vh": (lambda m: _wnp().abs(_wnp().linalg.svd(m)[2]), _B, _V),
     "cofactor": (lambda m: REGISTRY["cofactor"](m), _B, _V),
     "logabsdet": (lambda m: REGISTRY["logabsdet"](m), _B, _V),
-    "i1": (lambda x: REGISTRY["i1"](x), _x, _x[::-1]),
+    "i0e": (lambda x: REGISTRY["i0e"](x), _x, _x[::-1]),
+    "i1e": (lambda x: REGISTRY["i1e"](x), _x, _x[::-1]),
+    "ive": (lambda x: REGISTRY["ive"](x, v=2.5), abs(_x), _x[::-1]),
     # (not a primitive: an einsum of three operands expands through the JVP too)
     "einsum of three": (lambda m: _wnp().einsum("ij,jk,kl->il", m, m, _wnp().sin(m)), _B, _V),
 }

@@ -356,7 +356,8 @@ def _log1p(x, y0, order):
 def _compose(x, y0, derivatives, order):
     """The series of f(x(t)) from f's derivatives at x_0 (``derivatives(i)`` is f⁽ⁱ⁾(x_0)):
     Σ_i f⁽ⁱ⁾(x_0)/i! · (x(t) − x_0)^i, for the functions whose derivatives are all known
-    in closed form (gammaln, digamma and polygamma: polygammas of higher order)."""
+    in closed form (gammaln, digamma and polygamma: polygammas of higher order; the
+    Bessel functions Iᵥ: Iᵥ₋ᵢ, ..., Iᵥ₊ᵢ)."""
     d = [None] + list(x[1:])
     ys = [y0] + [None] * order
     power, factorial = d, 1.0
@@ -388,6 +389,12 @@ def _exp_ode(x, y0, order, scale, exponent):
 def _polygammas(x0, n):
     """ψ⁽ⁿ⁺ⁱ⁻¹⁾(x_0) as a function of i: the derivatives of ψ⁽ⁿ⁻¹⁾ (n = 0: of gammaln)."""
     return lambda i: SP.digamma(x0) if n + i == 1 else SP.polygamma(x0, n=n + i - 1)
+
+
+def _bessel_i(x0, v):
+    """Iᵥ⁽ⁱ⁾(x_0) as a function of i: 2⁻ⁱ Σ_j C(i, j) Iᵥ₋ᵢ₊₂ⱼ(x_0), from Iᵥ' = (Iᵥ₋₁ + Iᵥ₊₁)/2."""
+    return lambda i: sum(math.comb(i, j) / 2 ** i * SP._iv_of(x0, v - i + 2 * j)
+                         for j in range(i + 1))
 
 
 def _gamma(x, ans, order):
@@ -452,6 +459,9 @@ RULES.update({
     SP.polygamma: lambda xs, ans, order, n: _compose(xs[0], ans,
                                                      _polygammas(xs[0][0], n + 1), order),
     SP.gamma: lambda xs, ans, order: _gamma(xs[0], ans, order),
+    SP.i0: lambda xs, ans, order: _compose(xs[0], ans, _bessel_i(xs[0][0], 0), order),
+    SP.i1: lambda xs, ans, order: _compose(xs[0], ans, _bessel_i(xs[0][0], 1), order),
+    SP.iv: lambda xs, ans, order, v: _compose(xs[0], ans, _bessel_i(xs[0][0], v), order),
     SP.expit: lambda xs, ans, order: _expit(xs[0], ans, order),
     SP.logit: lambda xs, ans, order: _logit(xs[0], ans, order),
     SP.xlogy: lambda xs, ans, order: _xlogy(xs[0], xs[1], ans, order),

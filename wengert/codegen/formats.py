@@ -247,8 +247,8 @@ class FortranFormat(Format):
             return f"(AINT({x})+MERGE(1D0,0D0,{x}.GT.AINT({x})))"
         if op is SP.gammaln:            # (Fortran 2008's name; ERF, ERFC, GAMMA are as ours)
             return f"LOG_GAMMA({self._real(args)[0]})"
-        if op is SP.polygamma:
-            raise EmitError("FORTRAN has no polygamma, and a call would lose its order n: "
+        if op in (SP.polygamma, SP.iv, SP.ive):
+            raise EmitError(f"FORTRAN has no {op.name}, and a call would lose its order: "
                             "emit code for the graph without it")
         return super().apply(op, args, params)
 

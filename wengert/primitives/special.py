@@ -1,21 +1,23 @@
 """Special functions (SciPy's `scipy.special`) as elementwise primitives, for
 `wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, rgamma, betaln,
-beta, expit, logit, ndtr, log_ndtr, xlogy and xlog1py; and NumPy's i0 (for
-`wengert.numpy.i0`), with i1, its derivative.
+beta, expit, logit, ndtr, log_ndtr, xlogy and xlog1py; the modified Bessel functions
+i1, iv (fixed order v) and the scaled i0e, i1e, ive; and NumPy's i0 (for
+`wengert.numpy.i0`).
 
 Each is evaluated by SciPy's own ufunc, so a traced value equals SciPy's result; SciPy is
 imported on first evaluation, not here, so wengert imports without it (the error then
 says how to install it).  There is no `math` fast path: Python's erf and lgamma differ
 from SciPy's in the last bit now and then.  erf and erfc alone have an evaluation of
 their own, in vectorised NumPy (`erf_numpy`, `erfc_numpy`), taken where SciPy is not
-installed: wengert.nn's exact gelu needs erf, and should not need SciPy.  So does i1
-(`i1_numpy`), for the derivative of NumPy's i0, which NumPy evaluates.
+installed: wengert.nn's exact gelu needs erf, and should not need SciPy.  So do i1 and iv
+of integer order (`iv_numpy`), for the derivatives of NumPy's i0, which NumPy evaluates.
 
 Partials, written with primitives as in scalar.py:
 
     d erf = 2/√π exp(-x²)        d gammaln = digamma          d polygamma(n) = polygamma(n+1)
     d erfinv = √π/2 exp(ans²)    d digamma = polygamma(1)     d expit = ans · expit(-x)
-    d i0 = i1                    d i1 = i0 - i1/x (1/2 at 0)  d rgamma = -ans · digamma
+    d i0 = i1                    d i1 = (i0 + iv(2))/2        d rgamma = -ans · digamma
+    d iv(v) = (iv(v-1) + iv(v+1))/2, d ive(v) = (ive(v-1) + ive(v+1))/2 - sign(x) ive(v)
     d betaln = (digamma(a) - digamma(a + b), digamma(b) - digamma(a + b)), d beta = ans · those
 
 Domains follow SciPy: gammaln of a negative non-integer is log|Γ(x)| (its derivative is
@@ -24,11 +26,12 @@ still digamma), gamma and gammaln have poles at 0, -1, -2, ... (inf), erfinv is 
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from .registry import defprimitive
-from .scalar import cos, eq, exp, floor, gt, log, log1p, remainder, select, sin
+from .scalar import cos, eq, exp, floor, gt, log, log1p, remainder, select, sign, sin
 
 INSTALL_HINT = ("wengert.scipy needs SciPy, which is an optional dependency: "
                 "pip install 'wengert[scipy]' (or pip install scipy)")
@@ -178,38 +181,58 @@ def erfc_numpy(x):
     return _erf_parts(x, True)
 
 
+def iv_numpy(n, x):
+    """Iₙ(x), the modified Bessel function of the first kind of integer order n, in
+    vectorised NumPy (without SciPy), within a few units in the 15th digit of SciPy's
+    ``iv``: its power series (x/2)ⁿ Σ (x²/4)ᵏ/(k!(k+n)!) (positive terms, no
+    cancellation) up to |x| = 20 + n²/2, and beyond the asymptotic series
+    eˣ/√(2πx) (1 - (4n²-1)/(8x) + ...), whose terms still fall far below the last digit
+    there.  I₋ₙ = Iₙ, and Iₙ(-x) = (-1)ⁿ Iₙ(x); finite up to where Iₙ overflows.
+
+    Example:
+        >>> print(f"{iv_numpy(1, 1.0):.12f} {iv_numpy(1, -30.0):.6e} {iv_numpy(3, 2.0):.12f}")
+        0.565159103992 -7.685320e+11 0.212739959240
+    """
+    n = abs(operator.index(n))
+    x = np.asarray(x)
+    a = np.abs(x).astype(np.float64)
+    small = a <= 20.0 + n * n / 2
+    s = np.where(small, a, 0.0)
+    quarter = s * s / 4
+    term, total = np.ones_like(s), np.ones_like(s)
+    k = 0
+    while True:                             # (until every term is below 1e-17 of its sum)
+        k += 1
+        term = term * quarter / (k * (k + n))
+        total = total + term
+        if not np.any(term > 1e-17 * total):
+            break
+    series = (s / 2) ** n / math.factorial(n) * total
+    b = np.where(small, 21.0 + n * n / 2, a)
+    term, tail = np.ones_like(b), np.ones_like(b)
+    for k in range(1, 30):
+        term = term * (((2 * k - 1) ** 2 - 4 * n * n) / (8 * k * b))
+        tail = tail + term
+    with np.errstate(over="ignore", invalid="ignore"):   # (e^(x/2) twice: overflow only
+        # where Iₙ does; ±inf gives nan, as SciPy's)
+        half = np.exp(b / 2)
+        large = half * (half / np.sqrt(2 * np.pi * b) * tail)
+    out = np.where(small, series, large)
+    if n % 2:
+        out = np.copysign(out, x)
+    out = out.astype(np.result_type(x.dtype, 1.0), copy=False)
+    return out if out.ndim else out[()]
+
+
 def i1_numpy(x):
-    """I₁(x), the modified Bessel function of the first kind of order 1, in vectorised NumPy
-    (without SciPy), within about 2e-15 relative of SciPy's: its power series
-    (x/2) Σ (x²/4)ᵏ/(k!(k+1)!) (positive terms, no cancellation) up to |x| = 20, and beyond
-    the asymptotic series eˣ/√(2πx) (1 - 3/(8x) - 15/(128x²) - ...), whose terms still
-    fall by e⁻⁴⁰ there.  Odd, and finite up to |x| ≈ 713, where I₁ overflows.
+    """I₁(x) in vectorised NumPy, without SciPy: `iv_numpy` of order 1.  Odd, and finite
+    up to |x| ≈ 713, where I₁ overflows.
 
     Example:
         >>> print(f"{i1_numpy(1.0):.12f} {i1_numpy(-30.0):.6e}")
         0.565159103992 -7.685320e+11
     """
-    x = np.asarray(x)
-    a = np.abs(x).astype(np.float64)
-    small = a <= 20.0
-    s = np.where(small, a, 0.0)
-    quarter = s * s / 4
-    term, total = np.ones_like(s), np.ones_like(s)
-    for k in range(1, 60):                  # (the 60th term is below 1e-45 of the sum)
-        term = term * quarter / (k * (k + 1))
-        total = total + term
-    series = s / 2 * total
-    b = np.where(small, 21.0, a)
-    term, tail = np.ones_like(b), np.ones_like(b)
-    for k in range(1, 30):
-        term = term * (((2 * k - 1) ** 2 - 4) / (8 * k * b))
-        tail = tail + term
-    with np.errstate(over="ignore"):        # (e^(x/2) twice: overflow only where I₁ does)
-        half = np.exp(b / 2)
-        large = half * (half / np.sqrt(2 * np.pi * b) * tail)
-    out = np.copysign(np.where(small, series, large), x)
-    out = out.astype(np.result_type(x.dtype, 1.0), copy=False)
-    return out if out.ndim else out[()]
+    return iv_numpy(1, x)
 
 
 def _scipy_or(name, fallback):
@@ -285,11 +308,48 @@ def _i0_np(x):
     return out if out.ndim else out[()]     # a number, which a scalar node holds as one)
 
 
-# NumPy's i0 (for wengert.numpy.i0), and I₁, its derivative, from SciPy where installed
+def _order(v):
+    """A Bessel order as a parameter: an int where it is whole, so that iv(x, v=2) and
+    iv(x, v=2.0) are one node."""
+    v = float(v)
+    return int(v) if v.is_integer() else v
+
+
+def _in_dtype(out, x):
+    """SciPy's result in x's float dtype (SciPy's iv gives float64 for float32)."""
+    out = np.asarray(out, dtype=np.result_type(getattr(x, "dtype", 1.0), 1.0))
+    return out if out.ndim else out[()]
+
+
+def _iv_np(x, v):
+    try:
+        return _in_dtype(scipy_special().iv(v, x), x)
+    except ImportError:
+        if float(v).is_integer():           # (the orders the derivatives of i0 reach)
+            return iv_numpy(int(v), x)
+        raise
+
+
+def _ive_np(x, v):
+    return _in_dtype(scipy_special().ive(v, x), x)
+
+
+_iv_np.__name__, _ive_np.__name__ = "iv", "ive"
+
+# NumPy's i0 (for wengert.numpy.i0), and I₁, its derivative, from SciPy where installed;
+# Iᵥ of a fixed order v, whose derivatives (Iᵥ₋₁ + Iᵥ₊₁)/2 are Bessel functions again;
+# and the scaled ones, e^-|x| Iᵥ(x), which do not overflow
 i0 = _special("i0", "i0(x): I₀(x), the modified Bessel function of the first kind of "
               "order 0 (NumPy's numpy.i0).", impl=_i0_np, ufunc=False)
 i1 = _special("i1", "i1(x): I₁(x) = I₀'(x) (scipy.special.i1; `i1_numpy` without SciPy).",
               impl=_scipy_or("i1", i1_numpy))
+iv = _special("iv", "iv(x, v=v): Iᵥ(x), the modified Bessel function of the first kind of "
+              "a fixed real order v (a parameter; scipy.special.iv, `iv_numpy` for an "
+              "integer order without SciPy).", impl=_iv_np, ufunc=False)
+i0e = _special("i0e", "i0e(x): e^-|x| I₀(x) (scipy.special.i0e).")
+i1e = _special("i1e", "i1e(x): e^-|x| I₁(x) (scipy.special.i1e).")
+ive = _special("ive", "ive(x, v=v): e^-|x| Iᵥ(x) for a fixed real order v (a parameter; "
+               "scipy.special.ive).", impl=_ive_np, ufunc=False)
 
 erf.defpartials(lambda x, ans: _TWO_OVER_SQRT_PI * exp(-(x * x)))
 erfc.defpartials(lambda x, ans: -_TWO_OVER_SQRT_PI * exp(-(x * x)))
@@ -335,9 +395,28 @@ ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x)))
 log_ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x) - ans))
 
 
+# Iᵥ' = (Iᵥ₋₁ + Iᵥ₊₁)/2, with I₋₁ = I₁: Bessel functions all the way down, smooth at 0
+# too (I₁' = I₀ - I₁/x, the other common form, is 0/0 there and cancels near it)
 i0.defpartials(lambda x, ans: i1(x))
-# I₁' = I₀ - I₁/x, which is 1/2 at 0 (I₁(x) ≈ x/2 there)
-i1.defpartials(lambda x, ans: select(eq(x, 0.0), 0.5, i0(x) - ans / select(eq(x, 0.0), 1.0, x)))
+i1.defpartials(lambda x, ans: 0.5 * (i0(x) + iv(x, v=2)))
+iv.defpartials(lambda x, ans, v: 0.5 * (_iv_of(x, v - 1) + _iv_of(x, v + 1)))
+# and of e^-|x| Iᵥ(x), minus sign(x) times itself (at 0 the mean of the one-sided slopes,
+# as abs's)
+i0e.defpartials(lambda x, ans: i1e(x) - sign(x) * ans)
+i1e.defpartials(lambda x, ans: 0.5 * (i0e(x) + ive(x, v=2)) - sign(x) * ans)
+ive.defpartials(lambda x, ans, v: 0.5 * (_ive_of(x, v - 1) + _ive_of(x, v + 1))
+                - sign(x) * ans)
+
+
+def _iv_of(x, v):
+    """Iᵥ(x) as the primitive that names it: i0 and i1 for orders 0 and ±1."""
+    v = _order(v)
+    return i0(x) if v == 0 else i1(x) if abs(v) == 1 else iv(x, v=v)
+
+
+def _ive_of(x, v):
+    v = _order(v)
+    return i0e(x) if v == 0 else i1e(x) if abs(v) == 1 else ive(x, v=v)
 
 
 def _safe(x, y, pole, fill):

@@ -3,8 +3,8 @@
 On plain values each function calls SciPy's own (same arguments, same result, same
 dtype); on traced values it records a primitive of `wengert.primitives.special` (or a
 composition of them), whose derivatives are written with primitives too, so they can be
-differentiated again.  Names SciPy has and this module does not (Bessel functions,
-incomplete gamma, ...) are SciPy's on plain values and raise
+differentiated again.  Names SciPy has and this module does not (Bessel functions
+other than iv, ive and their orders 0 and 1, incomplete gamma, ...) are SciPy's on plain values and raise
 NotImplementedError, naming themselves, on traced values.
 
 Example:
@@ -29,8 +29,8 @@ from ..primitives import special as _P
 from ..primitives.array import axes_last as _axes_last
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
-           "rgamma", "beta", "betaln", "multigammaln", "expit", "logit", "ndtr", "log_ndtr",
-           "xlogy", "xlog1py", "logsumexp", "softmax", "log_softmax"]
+           "rgamma", "beta", "betaln", "multigammaln", "i0", "i1", "i0e", "i1e", "iv", "ive",
+           "expit", "logit", "ndtr", "log_ndtr", "xlogy", "xlog1py", "logsumexp", "softmax", "log_softmax"]
 
 
 def _scipy_unless_traced(scipy_fn):
@@ -113,11 +113,42 @@ rgamma = _ufunc(_P.rgamma, _sc.rgamma, """\
 betaln = _ufunc(_P.betaln, _sc.betaln, """\
         >>> round(float(special.betaln(2.0, 3.0)), 6), round(wg.grad(special.betaln)(1.0, 1.0), 6)
         (-2.484907, -1.0)""")
+i0 = _ufunc(_P.i0, _sc.i0, """\
+        >>> round(wg.grad(wg.grad(special.i0))(0.0), 6)      # I₀'' = (I₀ + I₂)/2
+        0.5""")
+i1 = _ufunc(_P.i1, _sc.i1, """\
+        >>> wg.grad(special.i1)(0.0)                     # I₁' = (I₀ + I₂)/2
+        0.5""")
+i0e = _ufunc(_P.i0e, _sc.i0e, """\
+        >>> round(wg.grad(special.i0e)(1.0), 6)          # e^-x (I₁ - I₀)
+        -0.257849""")
+i1e = _ufunc(_P.i1e, _sc.i1e, """\
+        >>> round(wg.grad(special.i1e)(1.0), 6)          # e^-x ((I₀ + I₂)/2 - I₁)
+        0.049939""")
 beta = _ufunc(_P.beta, _sc.beta, """\
         >>> round(wg.grad(special.beta)(1.0, 1.0), 6)   # d/da 1/a at a = 1
         -1.0
         >>> round(float(special.beta(wg.stop_gradient(-1.5), 1.0)), 6)   # 1/a
         -0.666667""")
+
+
+def _fixed_order(name, n, x, integer):
+    """The order of polygamma, iv or ive as a number: one constant (an array of one
+    repeated value is fine), never a traced value."""
+    if type(n) is _Node:
+        n = n._concrete(f"used as the order of {name}")
+    orders = _np.unique(_np.asarray(n))
+    whole = orders.size == 1 and orders[0] == int(orders[0]) and orders[0] >= 0
+    if orders.size != 1 or orders.dtype.kind not in "iuf" or (integer and not whole):
+        kind = "one non-negative integer order" if integer else "one real order"
+        raise ValueError(f"{name} on traced values takes {kind}, got {n!r}")
+    return _P._order(orders[0])
+
+
+def _plain_order_call(name, scipy_fn, n, x):
+    if _traced(n):
+        raise TypeError(f"{name}: the order is not differentiable; pass a number")
+    return scipy_fn(n, x)
 
 
 @_accepts_duals
@@ -135,18 +166,50 @@ def polygamma(n, x):
         (1.644934, -2.404114)
     """
     if not _traced(x):
-        if _traced(n):
-            raise TypeError("polygamma: the order n is not differentiable; pass an integer")
-        return _sc.polygamma(n, x)
-    if type(n) is _Node:
-        n = n._concrete("used as the order of polygamma")
-    orders = _np.unique(_np.asarray(n))
-    if orders.size != 1 or orders[0] != int(orders[0]) or orders[0] < 0:
-        raise ValueError("polygamma on traced values takes one non-negative integer order "
-                         f"n, got {n!r}")
-    n = int(orders[0])
+        return _plain_order_call("polygamma", _sc.polygamma, n, x)
+    n = _fixed_order("polygamma", n, x, integer=True)
     x = _wnp._array_like(x)
     return _P.digamma(x) if n == 0 else _P.polygamma(x, n=n)
+
+
+@_accepts_duals
+def iv(v, x):
+    """Iᵥ(x), the modified Bessel function of the first kind of real order v (SciPy's
+    ``iv``), for real x.
+
+    `v` is a fixed number (not differentiated); the derivative in `x` is
+    (Iᵥ₋₁(x) + Iᵥ₊₁(x))/2, Bessel functions again, so every order of derivative is exact,
+    at x = 0 too.  On traced float32 values the result stays float32.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> d = wg.grad(lambda x: special.iv(2, x))
+        >>> round(d(1.0), 6), round(float(special.iv(1, 1.0) + special.iv(3, 1.0)) / 2, 6)
+        (0.293664, 0.293664)
+    """
+    if not _traced(x):
+        return _plain_order_call("iv", _sc.iv, v, x)
+    return _P._iv_of(_wnp._array_like(x), _fixed_order("iv", v, x, integer=False))
+
+
+@_accepts_duals
+def ive(v, x):
+    """e^-|x| Iᵥ(x), the exponentially scaled Bessel function (SciPy's ``ive``), which
+    does not overflow for large x; for real x.
+
+    `v` is a fixed number (not differentiated); the derivative in `x` is
+    (iveᵥ₋₁(x) + iveᵥ₊₁(x))/2 - sign(x) iveᵥ(x) (at 0 the mean of its one-sided slopes).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> round(wg.grad(lambda x: special.ive(0, x))(1000.0), 9)    # e^-x I₀ ≈ 1/√(2πx)
+        -6.31e-06
+    """
+    if not _traced(x):
+        return _plain_order_call("ive", _sc.ive, v, x)
+    return _P._ive_of(_wnp._array_like(x), _fixed_order("ive", v, x, integer=False))
 
 
 @_accepts_duals
