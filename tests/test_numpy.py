@@ -833,8 +833,62 @@ def test_det_has_its_derivative_at_singular_matrices():
     fd = (numpy.linalg.det(rank2 + h * v) - numpy.linalg.det(rank2 - h * v)) / (2 * h)
     assert_close(numpy.sum(wg.grad(np.linalg.det)(rank2) * v), fd, rtol=1e-6)
     assert_close(wg.jvp(np.linalg.det, (rank2,), (v,))[1], fd, rtol=1e-6)
-    with pytest.raises(numpy.linalg.LinAlgError):          # second order needs inv
-        wg.hessian(np.linalg.det)(rank2)
+    # up to 3x3 the cofactor matrix is a polynomial: second derivatives there too; from
+    # 4x4 up its derivative is written with inv, which raises
+    with pytest.raises(numpy.linalg.LinAlgError):
+        wg.hessian(np.linalg.det)(numpy.diag([1.0, 1.0, 0.0, 0.0]))
+
+
+def _det_series(a, b):
+    """det(A + tB)'s coefficients, closed forms: det A, tr(C(A)ᵀB), tr(C(B)ᵀA), det B for
+    3x3 (C the cofactor matrix, by minors); det A, tr(C(A)ᵀB), det B for 2x2."""
+    def cof(m):
+        n = m.shape[-1]
+        if n == 1:
+            return numpy.ones((1, 1))
+        return numpy.array([[(-1) ** (i + j) * numpy.linalg.det(
+            numpy.delete(numpy.delete(m, i, 0), j, 1)) for j in range(n)] for i in range(n)])
+    d = numpy.linalg.det
+    if a.shape[-1] == 1:
+        return [a[0, 0], b[0, 0]]
+    if a.shape[-1] == 2:
+        return [d(a), numpy.sum(cof(a) * b), d(b)]
+    return [d(a), numpy.sum(cof(a) * b), numpy.sum(cof(b) * a), d(b)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_det_to_every_order_at_and_next_to_singular_matrices(n):
+    """Up to 3x3 det's Taylor series is its closed form at singular matrices (rank n-1,
+    n-2 and 0) and at matrices 1e-10 from them, where inv's rule lost every digit, and
+    its Hessian is the central difference of its (exact) gradient."""
+    u, w = r(n, 1), r(1, n)
+    points = [u @ w, u @ w + 1e-10 * numpy.eye(n), numpy.zeros((n, n)), r(n, n)]
+    if n == 3:
+        points.append(numpy.diag([2.0, 0.0, 0.0]))
+    for a in points:
+        b = r(n, n)
+        want = _det_series(a, b)
+        got = wg.taylor(np.linalg.det, a, b, order=n + 1)
+        assert_close(got, want + [0.0], rtol=1e-12, atol=1e-12)
+        # forward over forward, reverse over reverse, against the series
+        second = wg.jvp(lambda m: wg.jvp(np.linalg.det, (m,), (b,))[1], (a,), (b,))[1]
+        assert_close(second, 2 * want[2] if n > 1 else 0.0, rtol=1e-12, atol=1e-12)
+        hess = wg.hessian(np.linalg.det)(a)
+        assert_close(numpy.einsum("ijkl,ij,kl->", hess, b, b), second, rtol=1e-12, atol=1e-12)
+        h = 1e-6
+        g = wg.grad(np.linalg.det)
+        assert_close(numpy.einsum("ijkl,kl->ij", hess, b), (g(a + h * b) - g(a - h * b)) / (2 * h),
+                     rtol=1e-6, atol=1e-8)
+    # batched, complex, and under vmap
+    a = numpy.stack([u @ w, r(n, n)]) + 1j * numpy.stack([r(n, n), u @ w])
+    b = r(2, n, n) + 1j * r(2, n, n)
+    want = numpy.array([_det_series(x, y) for x, y in zip(a, b)]).T
+    second = wg.jvp(lambda m: wg.jvp(np.linalg.det, (m,), (b,))[1], (a,), (b,))[1]
+    numpy.testing.assert_allclose(second, 2 * want[2] if n > 1 else 0 * want[0], rtol=1e-12,
+                                  atol=1e-12)
+    assert_close(wg.vmap(wg.hessian(lambda m: np.linalg.det(m).real))(a.real),
+                 numpy.stack([wg.hessian(lambda m: np.linalg.det(m).real)(x) for x in a.real]),
+                 rtol=1e-14, atol=1e-14)
 
 
 def test_svd_errors_are_clear():

@@ -55,7 +55,7 @@ import numpy as np
 from .registry import defprimitive, float_dtype, real_dtype, shape_of
 from . import scalar as S
 from .array import (matmul, swapaxes, sum as _sum, tril, reshape, dtype_of, getitem,
-                    concatenate, amax)
+                    concatenate, amax, roll)
 from .shape import sum_to
 
 
@@ -136,21 +136,51 @@ def _cofactor_np(a):
 
 
 # det's derivative is the cofactor matrix, a primitive of its own so that it exists at a
-# singular matrix too (as in PyTorch; det(A) A⁻ᵀ would raise there).  Its own derivative,
-# d(det A · A⁻ᵀ) = tr(A⁻¹dA) C - C dAᵀ A⁻ᵀ, is written with inv: second derivatives of det
-# need a nonsingular matrix.
+# singular matrix too (as in PyTorch; det(A) A⁻ᵀ would raise there).
 cofactor = _lin("cofactor", _cofactor_np, _same)
+_CHECKERBOARD = np.array([[1.0, -1.0], [-1.0, 1.0]])
+
+
+def _rolled(x, p, q):
+    """R[i, j] = x[i + p, j + q], the indices taken modulo the matrix's size."""
+    return roll(x, shift=(-p, -q), axis=_last2(x))
+
+
+def _cyclic(x, y):
+    """x[i+1, j+1] y[i+2, j+2] - x[i+1, j+2] y[i+2, j+1] (modulo 3): a 3x3 matrix's cofactor
+    matrix is _cyclic(A, A), each entry a 2x2 minor with its sign."""
+    return _rolled(x, 1, 1) * _rolled(y, 2, 2) - _rolled(x, 1, 2) * _rolled(y, 2, 1)
+
+
+def _cofactor_derivative(a, e):
+    """d cofactor(A)[E].  Up to 3x3 the cofactor matrix is a polynomial in A's entries
+    (constant, linear, quadratic), and so is this: exact at every order, at a singular
+    matrix and next to one.  It is also its own transpose (E ↦ d cofactor(A)[E] is the
+    Hessian of det), so the VJP is this with the cotangent for E.  From 4x4 up it is
+    d(det A · A⁻ᵀ) = tr(A⁻¹E) C - C Eᵀ A⁻ᵀ, with C = cofactor(A): second derivatives of det
+    need a nonsingular matrix there (minors of minors would cost O(n⁵))."""
+    n = shape_of(a)[-1]
+    if n == 1:
+        return 0.0 * e
+    if n == 2:
+        return _CHECKERBOARD * _rolled(e, 1, 1)
+    if n == 3:
+        return _cyclic(a, e) + _cyclic(e, a)
+    inverse_t = _T(inv(a))
+    c = cofactor(a)
+    return _expand2(_sum(inverse_t * e, axis=_last2(a), keepdims=False)) * c \
+        - matmul(c, matmul(_T(e), inverse_t))
 
 
 @cofactor.defjvp
 def _(ts, a, ans):
-    inverse_t = _T(inv(a))
-    return _expand2(_sum(inverse_t * ts[0], axis=_last2(a), keepdims=False)) * ans \
-        - matmul(ans, matmul(_T(ts[0]), inverse_t))
+    return _cofactor_derivative(a, ts[0])
 
 
 @cofactor.defvjp
 def _(g, a, ans):
+    if shape_of(a)[-1] <= 3:
+        return (_cofactor_derivative(a, g),)
     inverse_t = _T(inv(a))
     return (_expand2(_sum(g * ans, axis=_last2(a), keepdims=False)) * inverse_t
             - matmul(inverse_t, matmul(_T(g), ans)),)
