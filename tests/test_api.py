@@ -728,9 +728,21 @@ def test_gradient_of_a_float_is_a_float(f):
         x = np.array(0.8, dtype)
         out = np.result_type(f(x), dtype)   # (a Jacobian's dtype: NumPy's stack promotes)
         for g, want in ((wg.grad(f)(x), dtype), (wg.vjp(f, x)[1](1.0)[0], dtype),
-                        (wg.jacrev(f)(x), out), (wg.jacfwd(f)(x), out)):
+                        (wg.jacrev(f)(x), out), (wg.jacfwd(f)(x), out),
+                        (wg.jacobian(f)(x), out), (wg.jacobian(f, mode="sparse")(x), out)):
             assert type(g) is np.ndarray and g.shape == () and g.dtype == want, repr(g)
             assert abs(g - fd) < 1e-3
+    # second derivatives: hvp is shaped as x; a Hessian block as the argument it is
+    # differentiated by last (it is the Jacobian of the gradient)
+    x, y = np.array(0.8), 0.3
+    fd2 = (wg.grad(f)(0.8 + eps) - wg.grad(f)(0.8 - eps)) / (2 * eps)
+    hv = wg.hvp(f)(x, np.array(1.0))
+    assert type(hv) is np.ndarray and hv.shape == () and abs(hv - fd2) < 1e-4
+    hv = wg.hvp(lambda p: f(p["x"]) * p["y"])({"x": x, "y": y}, {"x": 1.0, "y": 0.0})
+    assert type(hv["x"]) is np.ndarray and type(hv["y"]) is float
+    h = wg.hessian(lambda a, b: f(a) * b, argnums=(0, 1))(x, y)
+    assert [[type(b) for b in row] for row in h] == [[np.ndarray, float]] * 2
+    assert abs(h[0][0] - fd2 * y) < 1e-4
 
 
 # ---- linearize and eval_shape (JAX's) ---------------------------------------------------------

@@ -907,7 +907,15 @@ def hvp(f):
 
     @functools.wraps(f)
     def hvp_f(x, v):
-        return _jvp(g, (x,), (v,), "hvp", ("x", "direction v"))[1]
+        hv = _jvp(g, (x,), (v,), "hvp", ("x", "direction v"))[1]
+        # (shaped and typed as x, as grad's result is: a 0-d array's entry is a 0-d array)
+        leaves, tree = flatten(hv)
+        xs = flatten(x)[0]
+        if len(xs) == len(leaves) and any(type(a) is np.ndarray and not a.ndim for a in xs):
+            leaves = [np.asarray(h, np.result_type(h)) if type(a) is np.ndarray and not
+                      a.ndim and type(h) is not Node else h for a, h in zip(xs, leaves)]
+            hv = unflatten(tree, leaves)
+        return hv
 
     # (f's name and doc, but its own parameters: wraps would make signature() say f's)
     hvp_f.__signature__ = inspect.signature(hvp_f, follow_wrapped=False)

@@ -146,7 +146,7 @@ def _layout(call, coords, out_nodes, out_tree, single):
     dense = np.zeros((r0[-1], c0[-1]), V.dtype if V.dtype.kind == "c" else np.float64)
     dense[I, J] = V
     leaves = []
-    plain = all(x.shape == () and x.dtype == np.float64 for x in ins)
+    plain = all(x.shape == () and x.dtype == np.float64 for x in ins) and not call.zero_d
     for a, o in enumerate(out_nodes):
         if o.shape == () and o.dtype == np.float64 and plain:
             blocks = dense[r0[a]].tolist()          # a row of floats, quickly
