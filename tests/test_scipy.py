@@ -640,3 +640,6 @@ def test_scipy_special_ufuncs_called_directly_differentiate():
                  rtol=1e-14)
     with pytest.raises(NotImplementedError, match=r"scipy\.special\.struve is not supported"):
         wg.grad(sc.struve)(1.0, 0.5)
+    # zeta is a Python function calling SciPy's internal ufunc _zeta: named as the user wrote it
+    with pytest.raises(NotImplementedError, match=r"^scipy\.special\.zeta is not supported"):
+        wg.grad(lambda x: sc.zeta(x, 1.0))(2.0)

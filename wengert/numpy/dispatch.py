@@ -100,8 +100,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         ours = _scipy_special(ufunc)
         if ours is not None:                        # scipy.special.gammaln(x), unmodified
             return ours(*inputs)
-    module = "scipy.special" if _is_scipy_special(ufunc) else "numpy"
-    name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    public = _scipy_internal_name(ufunc)
+    module = "scipy.special" if public or _is_scipy_special(ufunc) else "numpy"
+    name = public or ufunc.__name__
+    name = name if method == "__call__" else f"{name}.{method}"
     if method == "at":
         update = _AT_METHODS.get(ufunc.__name__)
         instead = (f"a = wengert.numpy.at(a)[i].{update}(b) (JAX's a.at[i].{update}(b)), "
@@ -132,6 +134,20 @@ def _is_scipy_special(ufunc) -> bool:
     import sys
     special = sys.modules.get("scipy.special")
     return special is not None and getattr(special, ufunc.__name__, None) is ufunc
+
+
+def _scipy_internal_name(ufunc):
+    """The name to report for one of SciPy's internal ufuncs (scipy.special.zeta is a
+    Python function calling ``_zeta``): its public function's name where scipy.special
+    has one, else its own (``_beta_pdf``, behind scipy.stats); None for any other."""
+    import sys
+    internal = sys.modules.get("scipy.special._ufuncs")
+    if internal is None or not ufunc.__name__.startswith("_") \
+            or getattr(internal, ufunc.__name__, None) is not ufunc:
+        return None
+    public = ufunc.__name__.lstrip("_")
+    return public if callable(getattr(sys.modules["scipy.special"], public, None)) \
+        else ufunc.__name__
 
 
 def _scipy_special(ufunc):
