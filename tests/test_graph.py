@@ -148,6 +148,71 @@ def test_optimize_switch_turns_interning_and_simplification_off():
     assert len(dg_off.live_nodes()) > len(dg_on.live_nodes())
 
 
+# expressions the real-number rules rewrite, with points where a float differs from the
+# real number: inf, nan, signed zeros, and a product that overflows before it is scaled
+IEEE_CORNERS = {
+    "x*0": (lambda x, y: x * 0.0, lambda x, y: x * 0.0),
+    "0*x (array)": (lambda x, y: np.zeros(2) * x, lambda x, y: np.zeros(2) * x),
+    "x-x": (lambda x, y: x - x, lambda x, y: x - x),
+    "x/x": (lambda x, y: x / x, lambda x, y: x / x),
+    "0/y": (lambda x, y: 0.0 / y, lambda x, y: 0.0 / y),
+    "x+0": (lambda x, y: x + 0.0, lambda x, y: x + 0.0),
+    "0+y": (lambda x, y: 0.0 + y, lambda x, y: 0.0 + y),
+    "0-y": (lambda x, y: 0.0 - y, lambda x, y: 0.0 - y),
+    "x-(-0)": (lambda x, y: x - (-0.0), lambda x, y: x - (-0.0)),
+    "c*(d*x)": (lambda x, y: 0.25 * (2.0 * x), lambda x, y: 0.25 * (2.0 * x)),
+}
+CORNERS = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e308, 1.5]
+
+
+def _same_float(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return a.shape == b.shape and np.array_equal(np.isnan(a), np.isnan(b)) and \
+        np.array_equal(a[~np.isnan(a)], b[~np.isnan(b)]) and \
+        np.array_equal(np.signbit(a[~np.isnan(a)]), np.signbit(b[~np.isnan(b)]))
+
+
+@pytest.mark.parametrize("name", sorted(IEEE_CORNERS))
+def test_ieee_option_keeps_every_floats_result(name):
+    """Under wg.options(ieee=True) a trace and the code compiled from it give NumPy's
+    result at inf, nan, signed zeros and overflow; by default the rules of real numbers
+    give another result at one of them at least (so each row tests a rule)."""
+    f, numpy_f = IEEE_CORNERS[name]
+    differs = False
+    with np.errstate(all="ignore"):
+        with wg.options(ieee=True):
+            traced = wg.trace(f, 1.0, 1.0)
+            compiled = wg.compile(f, 1.0, 1.0)
+            compiled_np = wg.compile(f, 1.0, 1.0, backend="numpy")
+        default = wg.trace(f, 1.0, 1.0)
+        for x in CORNERS:
+            for y in CORNERS:
+                want = numpy_f(np.float64(x), np.float64(y))
+                for got in (traced(x, y), compiled(x, y), compiled_np(x, y)):
+                    assert _same_float(got, want), (name, x, y, got, want)
+                differs = differs or not _same_float(default(x, y), want)
+    assert differs, name
+
+
+def test_ieee_option_keeps_interning_and_the_exact_rules():
+    f = lambda x: wm.sin(x) + wm.sin(x) * 1.0 + x * 0.0
+    with wg.options(ieee=True):
+        g = wg.trace(f, 1.0)
+        assert g.ieee and Graph().ieee and g.optimize
+        dg = wg.trace(wg.grad(f), 1.0)
+    assert not Graph().ieee
+    assert ops_of(g).count("sin") == 1 and "mul" in ops_of(g)   # sin(x)*2 + x*0
+    assert dg(0.3) == wg.grad(f)(0.3)
+    # compile reads the setting when called: a signature compiled later keeps it
+    with wg.options(ieee=True):
+        c = wg.compile(lambda x: x * 0.0)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(c(np.array([np.inf]))[0]) and np.isnan(c(np.inf))
+    assert wg.compile(lambda x: x * 0.0)(np.inf) == 0.0
+    with pytest.raises(TypeError, match="optimize=True/False, ieee=True/False"):
+        with wg.options():
+            pass
+
 
 def test_an_eager_gradient_records_op_by_op_and_nested_ones_optimize():
     calls = []

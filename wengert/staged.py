@@ -40,7 +40,7 @@ from .codegen.scalarize import not_float, scalarize
 FLOAT_OP_S, NUMPY_CALL_S, NUMPY_ELEMENT_S = 30e-9, 2e-6, 0.5e-9
 NUMPY_VIEW_S, NUMPY_UFUNC_S, FLOAT_ELEMENT_S = 0.3e-6, 0.6e-6, 15e-9
 from .errors import ConcretizationError
-from .graph.active import options
+from .graph.active import ieee_arithmetic, options
 from .graph.graph import Graph, ShapeDtype, aval, canonical, shape_dtype
 from .graph.node import Node
 from .primitives import array as A
@@ -302,6 +302,8 @@ class _Dispatcher:
         self.backend = backend
         self.ns = py.Namespace()
         self.fn_name = self.ns.names.user(name)
+        self.ieee = ieee_arithmetic()    # (as wg.options said when compile was called: a
+        #                                  signature may be traced later, outside it)
         self.params = _Params(f, self.ns, self.fn_name)
         self.cache = {}
         self.function = None        # the public function
@@ -424,7 +426,7 @@ class _Dispatcher:
                                  "the function again, or compile the function itself")
             return self.f
         dyn = [_abstract(x) for x, spec in zip(canon, specs) if spec[0] == "tree"]
-        with options(optimize=optimize):
+        with options(optimize=optimize, ieee=self.ieee):
             try:
                 return trace(self.traced_function(layout, canon, specs), *dyn)
             except ConcretizationError as e:

@@ -120,7 +120,7 @@ def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
     live = graph.live_nodes()
     if sum(n.size for n in live if n.op is not CONST) > limit:
         return None
-    new = Graph(optimize=graph.optimize)
+    new = Graph(optimize=graph.optimize, ieee=graph.ieee)
     elems = {}                          # node index -> object array of scalar nodes
     inputs = []
     for node in graph.inputs:

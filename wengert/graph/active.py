@@ -1,4 +1,4 @@
-"""Which graphs are recording right now, and the one optimisation switch.
+"""Which graphs are recording right now, and the optimisation switches.
 
 Kept apart from graph.py so the primitive registry can ask "which graph is recording?"
 without importing the graph module.
@@ -11,6 +11,7 @@ class _State(threading.local):
     def __init__(self):
         self.stack = []          # graphs being recorded into, innermost last
         self.optimize = True     # interning + simplification, see options()
+        self.ieee = False        # only the rewrites exact in IEEE arithmetic, see options()
 
 
 _state = _State()
@@ -67,9 +68,15 @@ def optimizing() -> bool:
     return _state.optimize
 
 
+def ieee_arithmetic() -> bool:
+    """The current setting of `options(ieee=...)`."""
+    return _state.ieee
+
+
 @contextlib.contextmanager
-def options(*, optimize: bool):
-    """Switch interning (CSE) and construction-time simplification on or off.
+def options(*, optimize=None, ieee=None):
+    """Switch interning (CSE) and construction-time simplification on or off
+    (`optimize`), or keep only the rewrites that are exact in IEEE arithmetic (`ieee`).
 
     With ``optimize=False`` every operation makes a new node: no constant interning, no
     common-subexpression elimination, no ``x*1 -> x``, no constant folding.  That is
@@ -77,6 +84,15 @@ def options(*, optimize: bool):
     was created with.  (An eager first-order call, ``wg.grad(f)(x)``, records op by op
     whatever the setting, as NumPy computes: its graph is swept once and released.  The
     setting applies to what a nested transformation adds to it.)
+
+    With ``ieee=True`` interning, common subexpressions and constant folding stay, but
+    the rewrites that hold for real numbers and not for every float are not made:
+    ``x*0 -> 0``, ``x-x -> 0``, ``x/x -> 1``, ``0/y -> 0`` (which differ where x or y is
+    inf, nan or zero), ``x+0 -> x``, ``0-y -> -y``, ``x-0 -> x`` (the sign of a zero),
+    ``c*(d*z) -> (c*d)*z`` (overflow), and the merging of scattered sums (the sign of a
+    zero again).  A graph, and code compiled from it, then gives what NumPy gives at
+    every input, infinities, nans and signed zeros included.  `wg.compile` reads the
+    setting when it is called, for every signature it compiles later.
 
     Example:
         >>> import wengert as wg
@@ -94,10 +110,22 @@ def options(*, optimize: bool):
           %4: f64[] = mul(%2, 1.0)
           %5: f64[] = add(%1, %4)
           return %5
+        >>> g = lambda x: x * 0.0 + x / x
+        >>> wg.compile(g, 1.0)(float("inf"))          # (0 + 1 for real numbers)
+        1.0
+        >>> with wg.options(ieee=True):
+        ...     ieee_g = wg.compile(g, 1.0)
+        >>> ieee_g(float("inf")), ieee_g(2.0)         # NumPy's inf*0 and inf/inf
+        (nan, 1.0)
     """
-    old = _state.optimize
-    _state.optimize = bool(optimize)
+    if optimize is None and ieee is None:
+        raise TypeError("options: pass optimize=True/False, ieee=True/False, or both")
+    old = _state.optimize, _state.ieee
+    if optimize is not None:
+        _state.optimize = bool(optimize)
+    if ieee is not None:
+        _state.ieee = bool(ieee)
     try:
         yield
     finally:
-        _state.optimize = old
+        _state.optimize, _state.ieee = old

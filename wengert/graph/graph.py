@@ -27,7 +27,7 @@ from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COP
 from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
 from ..primitives.registry import shape_of as _shape_of, _canonical_scalar, is_weak
 from ..primitives.registry import weak_result, _PYTHON_SCALARS
-from .active import is_recording, optimizing
+from .active import ieee_arithmetic, is_recording, optimizing
 from .node import Node, _type_str
 
 F64 = np.dtype(np.float64)
@@ -158,6 +158,7 @@ class Graph:
         nodes: every node, ``nodes[i].index == i``.
         inputs, outputs: the nodes a traced function reads and returns (set by `wg.trace`).
         optimize: whether interning and simplification are on (see `wg.options`).
+        ieee: whether simplification keeps to the rewrites exact in IEEE arithmetic.
         straight_line: derivative rules must not build conditionals (`select`) in it:
             ADDS's language and FORTRAN 77, which its programs are emitted in, have no
             conditional expression.  A rule then uses its plain formula (see `pow`).
@@ -178,9 +179,10 @@ class Graph:
         6.909297426825682
     """
 
-    def __init__(self, optimize=None, straight_line=False):
+    def __init__(self, optimize=None, straight_line=False, ieee=None):
         self.nodes: list[Node] = []
         self.optimize = optimizing() if optimize is None else bool(optimize)
+        self.ieee = ieee_arithmetic() if ieee is None else bool(ieee)
         self.nested_optimize = self.optimize    # the setting once a transformation nests
         #                                         in it (an eager call's graph: api._Call)
         self.straight_line = straight_line
@@ -649,7 +651,7 @@ class Graph:
         rebuilt through `apply` so that nodes which differed only through a copy are
         interned into one.  Copies matter only while derivatives are being taken (they keep
         nested perturbations apart); a finished graph is simpler without them."""
-        new = Graph(optimize=self.optimize, straight_line=self.straight_line)
+        new = Graph(optimize=self.optimize, straight_line=self.straight_line, ieee=self.ieee)
         new_of = {}
         for node in self.inputs:
             v = node.value if node.value is not None else ShapeDtype(node.shape, node.dtype)

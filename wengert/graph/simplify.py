@@ -7,7 +7,10 @@ where ``x`` already has the shape and dtype of ``x*1``.
 
 Rules that hold for real numbers but not in every floating-point corner (``x*0 -> 0`` and
 ``x/x -> 1`` when x is inf or nan, ``x-x -> 0`` when x is inf) are applied as ADDS
-applies them: wengert differentiates real functions.
+applies them: wengert differentiates real functions.  A graph made under
+``wg.options(ieee=True)`` (``graph.ieee``) skips them, and the ones that change only the
+sign of a zero (``x+0 -> x`` at x = -0) or can overflow (``c*(d*z) -> (c*d)*z``): the
+rules left are exact for every float.
 
 Constants are merged only where that changes no float: ``c*(d*z) -> (c*d)*z`` applies
 when c or d is a power of two and the float ``c*d`` is the product itself (``3*(3*z)``
@@ -67,14 +70,15 @@ def _add(g, args, params):
         return g.apply(P.mul, (x, g.const(2.0)))                  # x + x -> 2*x
     if x.op not in _INTERESTING and y.op not in _INTERESTING:
         return None
-    if y.op is A.index_add or x.op is A.index_add:
-        merged = _scatters(g, x, y) if y.op is A.index_add else _scatters(g, y, x)
-        if merged is not None:
-            return merged
-    if _is(y, 0) and _keeps(x, P.add, args, params):
-        return x                                                  # x + 0 -> x
-    if _is(x, 0) and _keeps(y, P.add, args, params):
-        return y                                                  # 0 + y -> y
+    if not g.ieee:
+        if y.op is A.index_add or x.op is A.index_add:
+            merged = _scatters(g, x, y) if y.op is A.index_add else _scatters(g, y, x)
+            if merged is not None:
+                return merged
+        if _is(y, 0) and _keeps(x, P.add, args, params):
+            return x                                              # x + 0 -> x
+        if _is(x, 0) and _keeps(y, P.add, args, params):
+            return y                                              # 0 + y -> y
     if y.op is P.neg:
         return g.apply(P.sub, (x, y.args[0]))                     # x + (-z) -> x - z
     if x.op is P.neg:
@@ -86,12 +90,13 @@ def _sub(g, args, params):
     x, y = args
     if x is not y and x.op not in _INTERESTING and y.op not in _INTERESTING:
         return None
-    if x is y:
-        return _filled(g, P.sub, args, params, 0)                 # x - x -> 0
-    if _is(y, 0) and _keeps(x, P.sub, args, params):
-        return x                                                  # x - 0 -> x
-    if _is(x, 0) and _keeps(y, P.sub, args, params):
-        return g.apply(P.neg, (y,))                               # 0 - y -> -y
+    if not g.ieee:
+        if x is y:
+            return _filled(g, P.sub, args, params, 0)             # x - x -> 0
+        if _is(y, 0) and _keeps(x, P.sub, args, params):
+            return x                                              # x - 0 -> x
+        if _is(x, 0) and _keeps(y, P.sub, args, params):
+            return g.apply(P.neg, (y,))                           # 0 - y -> -y
     if y.op is P.neg:
         return g.apply(P.add, (x, y.args[0]))                     # x - (-z) -> x + z
     return None
@@ -104,7 +109,7 @@ def _mul(g, args, params):
     for a, b in ((x, y), (y, x)):
         if _is(b, 1) and _keeps(a, P.mul, args, params):
             return a                                              # x * 1 -> x
-        if _is(b, 0):
+        if _is(b, 0) and not g.ieee:
             return _filled(g, P.mul, args, params, 0)             # x * 0 -> 0
         if _is(b, -1) and _keeps(a, P.mul, args, params):
             return g.apply(P.neg, (a,))                           # x * -1 -> -x
@@ -113,7 +118,8 @@ def _mul(g, args, params):
                 return g.apply(P.neg, (g.apply(P.mul, (a.args[0], b)),))  # c*(-z) -> -(c*z)
             if a.op is P.mul and _scalar_float(*a.args):
                 z, c = a.args if a.args[1].op is CONST else a.args[::-1]
-                if c.op is CONST and _merges(b.value, c.value):  # c*(d*z) -> (c*d)*z
+                if c.op is CONST and not g.ieee and _merges(b.value, c.value):
+                    # c*(d*z) -> (c*d)*z
                     return g.apply(P.mul, (z, g.const(float(b.value * c.value))))
     return None
 
@@ -146,11 +152,11 @@ def _div(g, args, params):
     x, y = args
     if x is not y and x.op is not CONST and y.op is not CONST:
         return None
-    if x is y:
+    if x is y and not g.ieee:
         return _filled(g, P.div, args, params, 1)                 # x / x -> 1
     if _is(y, 1) and _keeps(x, P.div, args, params):
         return x                                                  # x / 1 -> x
-    if _is(x, 0):
+    if _is(x, 0) and not g.ieee:
         return _filled(g, P.div, args, params, 0)                 # 0 / y -> 0
     return None
 
@@ -302,7 +308,7 @@ def _scatter(g, piece, ranges, shape):
 def _index_add(g, args, params):
     (x,) = args
     ranges = _ranges(params["index"], params["shape"])
-    if ranges is not None and x.shape == tuple(params["shape"]) and \
+    if not g.ieee and ranges is not None and x.shape == tuple(params["shape"]) and \
             _picked(ranges) == x.shape and _keeps(x, A.index_add, args, params):
         return x                                                  # x added at all of x
     return None
