@@ -52,6 +52,7 @@ class Format:
     reserved = frozenset()          # names the format's code uses: user names are renamed
     calls_by_name = False           # a user's primitive is written as a call of its name
     reserved_functions = frozenset()    # names such a call may not have
+    language = "this format"        # in error messages
 
     def symbol(self, sym) -> str:
         if not sym.index:
@@ -73,6 +74,15 @@ class Format:
         the primitive's name.  Formats that bind implementations (Python, C) override it."""
         if op is P.round and params.get("decimals"):
             return self.round_decimals(args[0], params["decimals"])
+        lost = sorted(k for k, v in (params or {}).items() if k != "at" and
+                      not (op is P.round and k == "decimals"))
+        if lost:
+            # (a call ORDER(X) of polygamma(x, n=2) or iv(x, v=2.5) would read as another
+            # function: refuse it rather than write it without its parameters)
+            raise EmitError(f"{self.language} has no "
+                            f"{op.name} with its parameter{'s' * (len(lost) > 1)} "
+                            f"{', '.join(f'{k}={params[k]!r}' for k in lost)}, and a call "
+                            "would lose it: emit code for the graph without it")
         return self.call(op.name, args, params)
 
     def round_decimals(self, x, decimals) -> str:
@@ -162,6 +172,7 @@ class AddsFormat(Format):
 
     calls_by_name = True
     reserved_functions = ADDS_BUILTINS
+    language = "ADDS"
 
     def number(self, value) -> str:
         value = _finite(value)
