@@ -74,8 +74,8 @@ class Format:
         the primitive's name.  Formats that bind implementations (Python, C) override it."""
         if op is P.round and params.get("decimals"):
             return self.round_decimals(args[0], params["decimals"])
-        lost = sorted(k for k, v in (params or {}).items() if k != "at" and
-                      not (op is P.round and k == "decimals"))
+        lost = sorted(k for k in (params or {})
+                      if k != "at" and not (op is P.round and k == "decimals"))
         if lost:
             # (a call ORDER(X) of polygamma(x, n=2) or iv(x, v=2.5) would read as another
             # function: refuse it rather than write it without its parameters)
