@@ -13,6 +13,7 @@ import pytest
 
 import wengert as wg
 import wengert.math as wm
+from wengert.codegen.emit import EmitError
 from wengert import cli
 from wengert.codegen import c as C, draw as D
 import emitted
@@ -430,3 +431,20 @@ def test_c_computes_numpys_other_functions_as_numpy_does():
         got = c(x, y)
         numpy.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
         assert [math.copysign(1, v) for v in got[:2]] == [math.copysign(1, v) for v in want[:2]]
+
+
+def test_text_formats_refuse_a_call_that_would_drop_a_parameter():
+    """A user's primitive with a parameter, written SCALED(X) in ADDS or FORTRAN, would
+    read as one function: k=3 and k=5 were both SCALED(X)."""
+    @wg.primitive
+    def scaled(x, k=2.0):
+        return x * k
+    scaled.defpartials(lambda x, ans, k: k + 0 * x)
+    c = wg.compile(lambda x: scaled(x, k=3.0) + scaled(x, k=5.0), 1.0)
+    assert c(1.0) == 8.0
+    for language in ("adds", "fortran"):
+        with pytest.raises(EmitError, match=f"{language.upper()} has no scaled with its "
+                                            "parameter k=3.0, and a call would lose it"):
+            c.code(language)
+    plain = wg.compile(lambda x: scaled(x) * 2, 1.0)      # (no parameter: a call is exact)
+    assert plain.code("adds").strip() == "Y[1] := SCALED(X)*2;"

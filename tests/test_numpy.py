@@ -886,6 +886,14 @@ def test_det_to_every_order_at_and_next_to_singular_matrices(n):
     second = wg.jvp(lambda m: wg.jvp(np.linalg.det, (m,), (b,))[1], (a,), (b,))[1]
     numpy.testing.assert_allclose(second, 2 * want[2] if n > 1 else 0 * want[0], rtol=1e-12,
                                   atol=1e-12)
+    # float32 and complex64 stay in their precision, at every order
+    a32, b32 = points[-1].astype(numpy.float32), r(n, n).astype(numpy.float32)
+    assert wg.hvp(np.linalg.det)(a32, b32).dtype == numpy.float32
+    assert {numpy.asarray(c).dtype for c in wg.taylor(np.linalg.det, a32, b32, order=n + 1)} \
+        == {numpy.dtype(numpy.float32)}
+    a64, b64 = a32.astype(numpy.complex64), b32.astype(numpy.complex64)
+    assert wg.jvp(lambda m: wg.jvp(np.linalg.det, (m,), (b64,))[1], (a64,), (b64,))[1].dtype \
+        == numpy.complex64
     assert_close(wg.vmap(wg.hessian(lambda m: np.linalg.det(m).real))(a.real),
                  numpy.stack([wg.hessian(lambda m: np.linalg.det(m).real)(x) for x in a.real]),
                  rtol=1e-14, atol=1e-14)

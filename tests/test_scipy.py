@@ -573,11 +573,21 @@ def test_bessel_orders_are_constants():
     x = np.array([0.5, 1.5])
     with pytest.raises(TypeError, match="iv: the order is not differentiable"):
         wg.grad(lambda v: special.iv(v, 1.0))(2.0)
-    with pytest.raises(ValueError, match="ive on traced values takes one real order"):
+    with pytest.raises(ValueError, match="ive on traced values takes one finite real order"):
         wg.grad(lambda a: np.sum(special.ive(np.array([1.0, 2.0]), a)))(x)
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match="iv on traced values takes one finite real order"):
+            wg.grad(lambda a: special.iv(bad, a))(1.0)
     # one order repeated is that order; a whole float order is the integer's node
     g = wg.grad(lambda a: np.sum(special.iv(np.array([2.0, 2.0]), a)))(x)
     assert_close(g, (sc.iv(1, x) + sc.iv(3, x)) / 2, rtol=1e-14)
+    # x is broadcast against the orders' shape, as SciPy's ufunc broadcasts them
+    for fn, ref in ((special.iv, sc.iv), (special.ive, sc.ive), (special.polygamma, sc.polygamma)):
+        v = np.full((3, 2), 2.0)
+        value, g = wg.value_and_grad(lambda a: np.sum(fn(v, a)))(x)
+        assert value == pytest.approx(np.sum(ref(v, x)), rel=1e-14)
+        assert g.shape == (2,) and g == pytest.approx(3 * wg.grad(lambda a: np.sum(fn(2, a)))(x))
+        assert wg.jacobian(lambda a: fn(np.full(3, 2.0), a))(1.5).shape == (3,)
     assert str(wg.trace(lambda a: special.iv(2.0, a), 1.0)) == \
         str(wg.trace(lambda a: special.iv(2, a), 1.0))
 
@@ -646,5 +656,6 @@ def test_scipy_special_ufuncs_called_directly_differentiate():
     with pytest.raises(NotImplementedError, match=r"scipy\.special\.struve is not supported"):
         wg.grad(sc.struve)(1.0, 0.5)
     # zeta is a Python function calling SciPy's internal ufunc _zeta: named as the user wrote it
-    with pytest.raises(NotImplementedError, match=r"^scipy\.special\.zeta is not supported"):
-        wg.grad(lambda x: sc.zeta(x, 1.0))(2.0)
+    for f in (lambda x: sc.zeta(x, 1.0), lambda x: sc.zeta(x)):      # (_zeta, _riemann_zeta)
+        with pytest.raises(NotImplementedError, match=r"^scipy\.special\.zeta is not supported"):
+            wg.grad(f)(2.0)

@@ -295,6 +295,8 @@ class _Call:
             z = 0.0
         elif like.shape == () and like.dtype == C128:
             z = 0j          # (a complex128 scalar's derivative is a Python complex)
+        elif like.shape == ():
+            z = like.dtype.type(0)      # (a NumPy scalar, as a float32 scalar's values are)
         else:
             z = np.zeros(like.shape, like.dtype if like.dtype.kind in "fc" else np.float64)
         return self.graph.const(z) if self.symbolic else z

@@ -282,6 +282,7 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         if op is P.powi:
             call_args.append(str(node.params["n"]))
         if op in functions:
+            fmt.refuse_lost_parameters(op, node.params)
             return fmt.call(functions[op], call_args, node.params), ATOM
         return fmt.apply(op, call_args, node.params), ATOM
 

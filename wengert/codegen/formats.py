@@ -74,16 +74,21 @@ class Format:
         the primitive's name.  Formats that bind implementations (Python, C) override it."""
         if op is P.round and params.get("decimals"):
             return self.round_decimals(args[0], params["decimals"])
+        self.refuse_lost_parameters(op, params)
+        return self.call(op.name, args, params)
+
+    def refuse_lost_parameters(self, op, params):
+        """Raise EmitError where a call of `op` by name would drop a parameter: the call
+        POLYGAMMA(X) of polygamma(x, n=2), or SCALED(X) of a user's scaled(x, k=3.0),
+        would read as another function.  (A declared operator's element ``at`` is
+        written as indices, round's ``decimals`` by `round_decimals`.)"""
         lost = sorted(k for k in (params or {})
                       if k != "at" and not (op is P.round and k == "decimals"))
         if lost:
-            # (a call ORDER(X) of polygamma(x, n=2) or iv(x, v=2.5) would read as another
-            # function: refuse it rather than write it without its parameters)
             raise EmitError(f"{self.language} has no "
                             f"{op.name} with its parameter{'s' * (len(lost) > 1)} "
                             f"{', '.join(f'{k}={params[k]!r}' for k in lost)}, and a call "
                             "would lose it: emit code for the graph without it")
-        return self.call(op.name, args, params)
 
     def round_decimals(self, x, decimals) -> str:
         """NumPy's ``round(x, decimals)`` as this format writes it: x scaled by 10**decimals,
@@ -222,6 +227,7 @@ class FortranFormat(Format):
                          "COSH TANH".split())
     calls_by_name = True
     reserved_functions = FORTRAN_INTRINSICS
+    language = "FORTRAN"
 
     def number(self, value) -> str:
         value = _finite(value)

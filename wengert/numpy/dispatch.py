@@ -145,9 +145,13 @@ def _scipy_internal_name(ufunc):
     if internal is None or not ufunc.__name__.startswith("_") \
             or getattr(internal, ufunc.__name__, None) is not ufunc:
         return None
-    public = ufunc.__name__.lstrip("_")
+    public = _SCIPY_CALLERS.get(ufunc.__name__, ufunc.__name__.lstrip("_"))
     return public if callable(getattr(sys.modules["scipy.special"], public, None)) \
         else ufunc.__name__
+
+
+# SciPy's internal ufuncs whose public caller has another name (zeta(x) calls _riemann_zeta)
+_SCIPY_CALLERS = {"_riemann_zeta": "zeta"}
 
 
 def _scipy_special(ufunc):

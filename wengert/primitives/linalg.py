@@ -162,8 +162,8 @@ def _cofactor_derivative(a, e):
     n = shape_of(a)[-1]
     if n == 1:
         return 0.0 * e
-    if n == 2:
-        return _CHECKERBOARD * _rolled(e, 1, 1)
+    if n == 2:     # (the signs in e's precision: float32 stays float32)
+        return _CHECKERBOARD.astype(real_dtype(dtype_of(e))) * _rolled(e, 1, 1)
     if n == 3:
         return _cyclic(a, e) + _cyclic(e, a)
     inverse_t = _T(inv(a))

@@ -133,16 +133,23 @@ beta = _ufunc(_P.beta, _sc.beta, """\
 
 
 def _fixed_order(name, n, x, integer):
-    """The order of polygamma, iv or ive as a number: one constant (an array of one
-    repeated value is fine), never a traced value."""
+    """(order, x) for polygamma, iv or ive: the order one finite constant (an array of
+    one repeated value is fine: x is broadcast to its shape, as SciPy's ufunc does),
+    never a traced value."""
     if type(n) is _Node:
         n = n._concrete(f"used as the order of {name}")
+    shape = _np.shape(n)
     orders = _np.unique(_np.asarray(n))
-    whole = orders.size == 1 and orders[0] == int(orders[0]) and orders[0] >= 0
-    if orders.size != 1 or orders.dtype.kind not in "iuf" or (integer and not whole):
-        kind = "one non-negative integer order" if integer else "one real order"
+    ok = orders.size == 1 and orders.dtype.kind in "iuf" and _np.isfinite(orders[0])
+    if ok and integer:
+        ok = orders[0] == int(orders[0]) and orders[0] >= 0
+    if not ok:
+        kind = "one non-negative integer order" if integer else "one finite real order"
         raise ValueError(f"{name} on traced values takes {kind}, got {n!r}")
-    return _P._order(orders[0])
+    x = _wnp._array_like(x)
+    if shape and _np.broadcast_shapes(shape, _np.shape(x)) != _np.shape(x):
+        x = _wnp.broadcast_to(x, _np.broadcast_shapes(shape, _np.shape(x)))
+    return _P._order(orders[0]), x
 
 
 def _plain_order_call(name, scipy_fn, n, x):
@@ -167,8 +174,7 @@ def polygamma(n, x):
     """
     if not _traced(x):
         return _plain_order_call("polygamma", _sc.polygamma, n, x)
-    n = _fixed_order("polygamma", n, x, integer=True)
-    x = _wnp._array_like(x)
+    n, x = _fixed_order("polygamma", n, x, integer=True)
     return _P.digamma(x) if n == 0 else _P.polygamma(x, n=n)
 
 
@@ -190,7 +196,7 @@ def iv(v, x):
     """
     if not _traced(x):
         return _plain_order_call("iv", _sc.iv, v, x)
-    return _P._iv_of(_wnp._array_like(x), _fixed_order("iv", v, x, integer=False))
+    return _P._iv_of(*reversed(_fixed_order("iv", v, x, integer=False)))
 
 
 @_accepts_duals
@@ -209,7 +215,7 @@ def ive(v, x):
     """
     if not _traced(x):
         return _plain_order_call("ive", _sc.ive, v, x)
-    return _P._ive_of(_wnp._array_like(x), _fixed_order("ive", v, x, integer=False))
+    return _P._ive_of(*reversed(_fixed_order("ive", v, x, integer=False)))
 
 
 @_accepts_duals
