@@ -264,9 +264,6 @@ class FortranFormat(Format):
             return f"(AINT({x})+MERGE(1D0,0D0,{x}.GT.AINT({x})))"
         if op is SP.gammaln:            # (Fortran 2008's name; ERF, ERFC, GAMMA are as ours)
             return f"LOG_GAMMA({self._real(args)[0]})"
-        if op in (SP.polygamma, SP.iv, SP.ive):
-            raise EmitError(f"FORTRAN has no {op.name}, and a call would lose its order: "
-                            "emit code for the graph without it")
         return super().apply(op, args, params)
 
     def call(self, name, args, params) -> str:
