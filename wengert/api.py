@@ -155,6 +155,14 @@ def _leaf_names(name, n):
 # --------------------------------------------------------------------------------------
 # recording a call
 # --------------------------------------------------------------------------------------
+def _as_0d(v):
+    """A scalar derivative as a 0-d array of its dtype (the derivative of an argument
+    given as one); a traced value or an array as it is."""
+    if type(v) is not Node and not np.ndim(v):
+        return np.asarray(v, np.result_type(v))
+    return v
+
+
 class _Call:
     """A function called on input nodes: the graph, the inputs, what came out."""
 
@@ -284,8 +292,8 @@ class _Call:
         """A derivative with respect to input `x` as a 0-d array where `x` was given as
         one (a NumPy 0-d array's gradient is a 0-d array, as JAX's is, so
         `x - lr * grad(f)(x)` keeps its type); otherwise `v` as it is."""
-        if self.zero_d and id(x) in self.zero_d and type(v) is not Node and not np.ndim(v):
-            return np.asarray(v, np.result_type(v))
+        if self.zero_d and id(x) in self.zero_d:
+            return _as_0d(v)
         return v
 
     def zeros(self, like):
@@ -914,9 +922,8 @@ def hvp(f):
         leaves, tree = flatten(hv)
         xs = flatten(x)[0]
         if len(xs) == len(leaves) and any(type(a) is np.ndarray and not a.ndim for a in xs):
-            leaves = [np.asarray(h, np.result_type(h)) if type(a) is np.ndarray and not
-                      a.ndim and type(h) is not Node else h for a, h in zip(xs, leaves)]
-            hv = unflatten(tree, leaves)
+            hv = unflatten(tree, [_as_0d(h) if type(a) is np.ndarray and not a.ndim else h
+                                  for a, h in zip(xs, leaves)])
         return hv
 
     # (f's name and doc, but its own parameters: wraps would make signature() say f's)
