@@ -61,12 +61,16 @@ def _scipy(name):
 _scipy_polygamma = _scipy("polygamma")
 
 
-def _polygamma_np(x, n):
-    """SciPy's polygamma(n, x), with n a parameter, in x's float dtype (SciPy's gives
-    float64 for float32)."""
-    out = np.asarray(_scipy_polygamma(n, x),
-                     dtype=np.result_type(getattr(x, "dtype", 1.0), 1.0))
+def _in_dtype(out, x):
+    """SciPy's result in x's float dtype (SciPy's polygamma and iv give float64 for
+    float32)."""
+    out = np.asarray(out, dtype=np.result_type(getattr(x, "dtype", 1.0), 1.0))
     return out if out.ndim else out[()]
+
+
+def _polygamma_np(x, n):
+    """SciPy's polygamma(n, x), with n a parameter, in x's float dtype."""
+    return _in_dtype(_scipy_polygamma(n, x), x)
 
 
 _polygamma_np.__name__ = "polygamma"
@@ -313,12 +317,6 @@ def _order(v):
     iv(x, v=2.0) are one node."""
     v = float(v)
     return int(v) if v.is_integer() else v
-
-
-def _in_dtype(out, x):
-    """SciPy's result in x's float dtype (SciPy's iv gives float64 for float32)."""
-    out = np.asarray(out, dtype=np.result_type(getattr(x, "dtype", 1.0), 1.0))
-    return out if out.ndim else out[()]
 
 
 def _iv_np(x, v):

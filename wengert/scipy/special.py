@@ -4,8 +4,8 @@ On plain values each function calls SciPy's own (same arguments, same result, sa
 dtype); on traced values it records a primitive of `wengert.primitives.special` (or a
 composition of them), whose derivatives are written with primitives too, so they can be
 differentiated again.  Names SciPy has and this module does not (Bessel functions
-other than iv, ive and their orders 0 and 1, incomplete gamma, ...) are SciPy's on plain values and raise
-NotImplementedError, naming themselves, on traced values.
+other than iv, ive and their orders 0 and 1, incomplete gamma, ...) are SciPy's on plain
+values and raise NotImplementedError, naming themselves, on traced values.
 
 Example:
     >>> import wengert as wg
@@ -30,7 +30,8 @@ from ..primitives.array import axes_last as _axes_last
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
            "rgamma", "beta", "betaln", "multigammaln", "i0", "i1", "i0e", "i1e", "iv", "ive",
-           "expit", "logit", "ndtr", "log_ndtr", "xlogy", "xlog1py", "logsumexp", "softmax", "log_softmax"]
+           "expit", "logit", "ndtr", "log_ndtr", "xlogy", "xlog1py", "logsumexp", "softmax",
+           "log_softmax"]
 
 
 def _scipy_unless_traced(scipy_fn):
@@ -196,7 +197,8 @@ def iv(v, x):
     """
     if not _traced(x):
         return _plain_order_call("iv", _sc.iv, v, x)
-    return _P._iv_of(*reversed(_fixed_order("iv", v, x, integer=False)))
+    v, x = _fixed_order("iv", v, x, integer=False)
+    return _P._iv_of(x, v)
 
 
 @_accepts_duals
@@ -215,7 +217,8 @@ def ive(v, x):
     """
     if not _traced(x):
         return _plain_order_call("ive", _sc.ive, v, x)
-    return _P._ive_of(*reversed(_fixed_order("ive", v, x, integer=False)))
+    v, x = _fixed_order("ive", v, x, integer=False)
+    return _P._ive_of(x, v)
 
 
 @_accepts_duals
