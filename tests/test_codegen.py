@@ -210,6 +210,19 @@ def test_fortran_rounding_is_numpys(tmp_path):
     assert [float(v) for v in out.stdout.split()] == want
 
 
+@pytest.mark.parametrize("backend", ["python", "numpy", pytest.param("c", marks=needs_cc)])
+def test_sign_is_numpys_at_signed_zeros_and_nan(backend):
+    # NumPy's sign is +0.0 at -0.0 (and nan at nan): the scalar code, C and NumPy agree
+    # with it, so the derivative of abs at -0.0 does not depend on the backend
+    sign = wg.compile(wm.sign, 1.0, backend=backend)
+    dabs = wg.compile(wg.grad(abs), 1.0, backend=backend)
+    for x in (-0.0, 0.0, math.nan, -2.0, math.inf):
+        want = numpy.sign(x)
+        for got in (sign(x), dabs(x), wm.sign(x), wg.grad(abs)(x)):
+            assert (got == want and math.copysign(1, got) == math.copysign(1, want)
+                    or math.isnan(got) and math.isnan(want)), (x, got)
+
+
 def test_code_rejects_unknown_languages():
     with pytest.raises(ValueError, match="language"):
         wg.compile(lambda x: x, 1.0).code("rust")

@@ -60,7 +60,7 @@ _TEMPLATES = {S.cotan: "(1.0/tan({0}))", S.select: "({0} ? {1} : {2})",
 # and NumPy's functions C lacks, computed as NumPy computes them.
 HELPERS = {
     "wg_sign": "static double wg_sign(double x) "
-               "{ return x > 0 ? 1.0 : x < 0 ? -1.0 : x * 0.0; }",
+               "{ return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x; }",
     "wg_max": "static double wg_max(double x, double y) { return (x >= y || x != x) ? x : y; }",
     "wg_min": "static double wg_min(double x, double y) { return (x <= y || x != x) ? x : y; }",
     "wg_relu": "static double wg_relu(double x) { return (x > 0.0 || x != x) ? x : 0.0; }",

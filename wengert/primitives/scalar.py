@@ -31,7 +31,7 @@ def _sign(x):
         return 1.0
     if x < 0:
         return -1.0
-    return x * 0.0          # 0.0 stays 0.0; nan stays nan
+    return x if x != x else 0.0         # nan stays nan; -0.0 gives 0.0, as NumPy's sign
 
 
 def _max(x, y):
