@@ -188,26 +188,83 @@ def _rounding(x):
         + wnp.round(x, 1) * 13 + wnp.round(x, -1) * 17
 
 
-@pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
-def test_fortran_rounding_is_numpys(tmp_path):
-    # FORTRAN's FLOOR and CEILING are INTEGER, wrong past 2**31, and its ANINT rounds halves
-    # away from zero where NumPy rounds them to even: the text must be NumPy's all the same
+needs_gfortran = pytest.mark.skipif(shutil.which("gfortran") is None,
+                                    reason="gfortran is not installed")
+
+
+def _fortran_rows(tmp_path, text, names, rows, n):
+    """Y(1..n) of FORTRAN statements `text`, compiled with gfortran and run once for each
+    row of values of the input variables `names`: an array, one row per row."""
     import subprocess
-    xs = [-2.5, -2.0, -0.5, 0.0, 0.5, 1.5, 2.0, 2.5, 0.25, 0.35, -0.45, 15.0, 25.0, 3e9 + 0.5,
-          -3e9 - 0.5, 1e300]
-    text = wg.compile(_rounding, 1.0).code("fortran")
-    assert "FLOOR" not in text and "CEILING" not in text
-    lines = ["      PROGRAM T", "      DOUBLE PRECISION X, Y(1)", "      INTEGER I",
-             "      DOUBLE PRECISION XS(%d)" % len(xs)]
-    lines += [f"      XS({i + 1}) = {x:.17e}".replace("e", "D") for i, x in enumerate(xs)]
-    lines += [f"      DO 10 I = 1, {len(xs)}", "      X = XS(I)"] + text.splitlines()
-    lines += ["      WRITE(*,'(ES30.17E3)') Y(1)", "   10 CONTINUE", "      END"]
+    lines = ["      PROGRAM T", "      IMPLICIT DOUBLE PRECISION (A-Z)", "      INTEGER I, K",
+             f"      DIMENSION Y({n}), XS({len(rows)},{len(names)})"]
+    lines += [f"      XS({i + 1},{j + 1}) = {float(v):.17e}".replace("e", "D")
+              for i, row in enumerate(rows) for j, v in enumerate(row)]
+    lines += [f"      DO 10 I = 1, {len(rows)}"]
+    lines += [f"      {name} = XS(I,{j + 1})" for j, name in enumerate(names)]
+    lines += text.splitlines()
+    lines += [f"      WRITE(*,'(ES30.17E3)') (Y(K), K = 1, {n})", "   10 CONTINUE", "      END"]
     (tmp_path / "t.f").write_text("\n".join(lines) + "\n")
     subprocess.run(["gfortran", "-std=legacy", "-o", str(tmp_path / "t"), "t.f"], check=True,
                    capture_output=True, cwd=tmp_path)
     out = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True, text=True)
-    want = [float(_rounding(numpy.float64(x))) for x in xs]
-    assert [float(v) for v in out.stdout.split()] == want
+    return numpy.array([float(v) for v in out.stdout.split()]).reshape(len(rows), n)
+
+
+@needs_gfortran
+def test_fortran_rounding_is_numpys(tmp_path):
+    # FORTRAN's FLOOR and CEILING are INTEGER, wrong past 2**31, and its ANINT rounds halves
+    # away from zero where NumPy rounds them to even: the text must be NumPy's all the same
+    xs = [-2.5, -2.0, -0.5, 0.0, 0.5, 1.5, 2.0, 2.5, 0.25, 0.35, -0.45, 15.0, 25.0, 3e9 + 0.5,
+          -3e9 - 0.5, 1e300]
+    text = wg.compile(_rounding, 1.0).code("fortran")
+    assert "FLOOR" not in text and "CEILING" not in text
+    got = _fortran_rows(tmp_path, text, ["X"], [[x] for x in xs], 1)
+    assert list(got[:, 0]) == [float(_rounding(numpy.float64(x))) for x in xs]
+
+
+def _fortran_terms(x, y):
+    """One output for each primitive the FORTRAN text writes other than by its own name."""
+    import wengert.numpy as wnp
+    from wengert.scipy import special
+    return (wm.sign(x), abs(x), wnp.maximum(x, y) * wnp.minimum(x, 2.0),
+            wg.select(x > y, x * y, x - y),
+            (x <= y) * 1.0 + (x >= y) * 2.0 + (x == y) * 4.0 + (x != y) * 8.0,
+            wnp.remainder(3 * x, y) + wnp.fmod(-3 * x, y), wnp.hypot(x, y), wnp.exp2(x),
+            wg.nn.relu(x - y), wnp.arcsinh(x) * wnp.arccosh(y * y + 1) + wnp.arctanh(x / 4),
+            special.erf(x) + special.erfc(y), wm.cotan(x + 0.1) + wm.cbrt(x),
+            wnp.round(x) + 2 * wnp.floor(y) + 3 * wnp.ceil(x) + 4 * wnp.trunc(y),
+            wnp.where(wnp.logical_and(x > 0, y > 0), x, y) + wg.stop_gradient(x) * y)
+
+
+@needs_gfortran
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_fortran_text_of_every_spelled_primitive_compiles_and_agrees(tmp_path, order):
+    # Each primitive FORTRAN lacks is written with functions it has (sign as MERGE and
+    # SIGN, comparisons as DOUBLE PRECISION 0 and 1, select as MERGE), or refused: the text
+    # compiles, and its values and derivatives are the compiled function's, at the kinks
+    # (0, -0, x = y, halves) too.
+    fn = _fortran_terms
+    for _ in range(order):
+        fn = wg.jacfwd(fn, argnums=(0, 1))
+    c = wg.compile(fn, 0.3, 1.1)
+    rows = [(-2.5, 0.7), (-0.5, -1.2), (0.0, 2.0), (0.5, 0.5), (1.5, -0.3), (0.3, 1.1),
+            (-0.0, 1.0), (2.5, 2.5)]
+    with numpy.errstate(all="ignore"):             # (cbrt's derivative is inf at 0)
+        want = numpy.array([numpy.ravel(wg.tree.flatten(c(x, y))[0]) for x, y in rows])
+    got = _fortran_rows(tmp_path, c.code("fortran"), ["X", "Y_"], rows, want.shape[1])
+    numpy.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    if order == 0:          # (the text's rewrites may give a derivative's zero another sign)
+        numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
+
+
+@needs_gfortran
+def test_fortran_gamma_functions(tmp_path):
+    from wengert.scipy import special
+    c = wg.compile(lambda x: (special.gamma(x), special.gammaln(x)), 1.5)
+    rows = [[0.5], [1.5], [-2.5], [7.25], [30.0]]
+    got = _fortran_rows(tmp_path, c.code("fortran"), ["X"], rows, 2)
+    numpy.testing.assert_allclose(got, [c(*r) for r in rows], rtol=1e-13)
 
 
 @pytest.mark.parametrize("backend", ["python", "numpy", pytest.param("c", marks=needs_cc)])
@@ -221,6 +278,34 @@ def test_sign_is_numpys_at_signed_zeros_and_nan(backend):
         for got in (sign(x), dabs(x), wm.sign(x), wg.grad(abs)(x)):
             assert (got == want and math.copysign(1, got) == math.copysign(1, want)
                     or math.isnan(got) and math.isnan(want)), (x, got)
+
+
+@pytest.mark.parametrize("f, name", [
+    (numpy.expm1, "expm1"), (numpy.log1p, "log1p"), (numpy.log2, "log2"),
+    (lambda x: numpy.logaddexp(x, 1.0), "logaddexp"),
+    (lambda x: wg.grad(__import__("wengert.scipy.special").scipy.special.gamma)(x), "digamma")])
+def test_fortran_refuses_what_it_cannot_write(f, name):
+    # FORTRAN has no EXPM1 or LOG1P: EXP(X)-1 would lose the digits they exist to keep, so
+    # the text refuses them by name rather than write a call of nothing or a poor formula
+    with pytest.raises(EmitError, match=f"FORTRAN has no {name}"):
+        wg.compile(f, 0.5).code("fortran")
+
+
+def test_adds_text_is_the_adds_language():
+    # The ADDS text reads back as ADDS: its sixteen functions and arithmetic, nothing else
+    from wengert.adds import Session
+    f = lambda x, y: wm.atan2(x, y) * wm.cbrt(y) + wm.cotan(x) ** 3
+    text = wg.compile(wg.grad(f, argnums=(0, 1)), 0.4, 1.3).code("adds")
+    out = io.StringIO()
+    Session(stdout=out).execute(f"array y[2];\n{text}count(x, y_) y;")
+    assert "FUNCTION CALLS" in out.getvalue()
+    env = emitted.run(text, {("X", ()): 0.4, ("Y_", ()): 1.3}, fortran=False)
+    numpy.testing.assert_allclose([env[("Y", (1,))], env[("Y", (2,))]],
+                                  wg.grad(f, argnums=(0, 1))(0.4, 1.3), rtol=1e-14)
+    for f, name in [(abs, "abs"), (lambda x: wm.maximum(x, 1.0), "maximum"),
+                    (lambda x: wg.select(x > 0, x, 1.0), "gt"), (numpy.log1p, "log1p")]:
+        with pytest.raises(EmitError, match=f"ADDS has no {name}"):
+            wg.compile(f, 0.5).code("adds")
 
 
 def test_code_rejects_unknown_languages():

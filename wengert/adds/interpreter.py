@@ -19,7 +19,7 @@ import numpy as np
 
 from ..codegen.count import count_ops
 from ..codegen.emit import EmitError, Symbol, emit
-from ..codegen.formats import AddsFormat, FortranFormat
+from ..codegen.formats import ADDS_FUNCTIONS, AddsFormat, FortranFormat
 from ..graph.graph import Graph, ShapeDtype
 from ..primitives import scalar as P
 from . import derivatives as D
@@ -28,9 +28,7 @@ from .errors import AddsError
 from .parser import Tree, build, position, statements
 
 #: The sixteen scalar functions of §2.4 ⑧, by ADDS name: (primitive, number of operands).
-FUNCTIONS = {name.upper(): (getattr(P, name), 2 if name == "atan2" else 1) for name in (
-    "sqrt", "cbrt", "exp", "log", "log10", "sin", "cos", "tan", "cotan", "asin", "acos",
-    "atan", "atan2", "sinh", "cosh", "tanh")}
+FUNCTIONS = {f.name.upper(): (f, 2 if f is P.atan2 else 1) for f in ADDS_FUNCTIONS}
 
 #: The other built-in operators: name -> number of operands (None: one or more).
 SPECIAL = {"VP": 2, "TP": 1, "VEC": None, "DFU": 2, "DFD": 2, "DFUV": 3, "DFDV": 3, "ERR": 3}

@@ -32,6 +32,7 @@ import re
 import textwrap
 
 from ..primitives import scalar as P, special as SP
+from ..primitives.nn import relu
 from .emit import EmitError
 
 
@@ -72,8 +73,6 @@ class Format:
     def apply(self, op, args, params) -> str:
         """The text of primitive `op` applied to argument texts: by default `call` with
         the primitive's name.  Formats that bind implementations (Python, C) override it."""
-        if op is P.round and params.get("decimals"):
-            return self.round_decimals(args[0], params["decimals"])
         self.refuse_lost_parameters(op, params)
         return self.call(op.name, args, params)
 
@@ -81,21 +80,13 @@ class Format:
         """Raise EmitError where a call of `op` by name would drop a parameter: the call
         POLYGAMMA(X) of polygamma(x, n=2), or SCALED(X) of a user's scaled(x, k=3.0),
         would read as another function.  (A declared operator's element ``at`` is
-        written as indices, round's ``decimals`` by `round_decimals`.)"""
-        lost = sorted(k for k in (params or {})
-                      if k != "at" and not (op is P.round and k == "decimals"))
+        written as indices.)"""
+        lost = sorted(k for k in (params or {}) if k != "at")
         if lost:
             raise EmitError(f"{self.language} has no "
                             f"{op.name} with its parameter{'s' * (len(lost) > 1)} "
                             f"{', '.join(f'{k}={params[k]!r}' for k in lost)}, and a call "
                             "would lose it: emit code for the graph without it")
-
-    def round_decimals(self, x, decimals) -> str:
-        """NumPy's ``round(x, decimals)`` as this format writes it: x scaled by 10**decimals,
-        rounded to an integer, and scaled back (a call cannot carry the parameter)."""
-        scale = self.number(10.0 ** abs(decimals))
-        up, down = ("*", "/") if decimals > 0 else ("/", "*")
-        return f"({self.apply(P.round, [f'({x}){up}{scale}'], {})}{down}{scale})"
 
     def method(self, node, args):
         """The text of `node` as a method of its first argument's text, where this format
@@ -115,10 +106,16 @@ class Format:
         raise NotImplementedError
 
 
-#: The built-in operators of the ADDS language (seed 002, §2.4): a declared operator
-#: written with one of these names would read back as the built-in.
-ADDS_BUILTINS = frozenset("SQRT CBRT EXP LOG LOG10 SIN COS TAN COTAN ASIN ACOS ATAN ATAN2 "
-                          "SINH COSH TANH VP TP VEC DFU DFD DFUV DFDV ERR".split())
+#: The sixteen scalar functions of the ADDS language (seed 002, §2.4 ⑧).  With the
+#: arithmetic operators they are all the ADDS text can write.
+ADDS_FUNCTIONS = tuple(getattr(P, name) for name in (
+    "sqrt", "cbrt", "exp", "log", "log10", "sin", "cos", "tan", "cotan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh"))
+
+#: The built-in operators of the ADDS language: a declared operator written with one of
+#: these names would read back as the built-in.
+ADDS_BUILTINS = frozenset([f.name.upper() for f in ADDS_FUNCTIONS]
+                          + "VP TP VEC DFU DFD DFUV DFDV ERR".split())
 
 #: The intrinsic functions of FORTRAN 77 and of gfortran (Fortran 2018 and GNU extensions,
 #: as gfortran 12 with -std=legacy knows them: its -Wintrinsic-shadow warns for each).  A
@@ -190,11 +187,82 @@ class AddsFormat(Format):
         index = f"[{','.join(str(i) for i in at)}]" if at else ""
         return f"{self.function(name)}{index}({','.join(args)})"
 
+    def apply(self, op, args, params) -> str:
+        # (a user's primitive is a call of its name and never comes here)
+        if op not in ADDS_FUNCTIONS:
+            raise EmitError(f"ADDS has no {op.name}: its language has the arithmetic "
+                            "operators and sixteen functions (SQRT ... TANH), so this text "
+                            "would not read back; take the \"python\", \"c\" or "
+                            "\"fortran\" text")
+        return super().apply(op, args, params)
+
     def statement(self, target, expr) -> list:
         return [f"{target} := {expr};"]
 
     def comment(self, text) -> list:
         return [f"% {line}" for line in text.splitlines()]
+
+
+def _operand(text) -> str:
+    """`text` as an operand of an operator: parenthesised unless it is a name, a number or
+    a call (whose own parentheses close at its end)."""
+    if re.fullmatch(r"[A-Z0-9_.]+", text):
+        return text
+    head = re.match(r"[A-Z][A-Z0-9_]*\(", text)
+    if head and text.endswith(")"):
+        depth = 0
+        for i in range(head.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                return text if i == len(text) - 1 else f"({text})"
+    return f"({text})"
+
+
+_TRUTH = "MERGE(1D0,0D0,"
+
+
+def _condition(text) -> str:
+    """The LOGICAL expression of a truth value's text: a comparison is written as
+    ``MERGE(1D0,0D0,X.LT.Y)`` (DOUBLE PRECISION, since the code's variables are), its
+    test is read back out of that; any other value is true where it is not 0."""
+    if text.startswith(_TRUTH) and _operand(text) == text:
+        return text[len(_TRUTH):-1]
+    return f"{_operand(text)}.NE.0"
+
+
+#: FORTRAN's names of the primitives whose name differs (intrinsics of Fortran 90 and
+#: 2008 included: gfortran has them all, with -std=legacy too).  A primitive named as
+#: FORTRAN names it (SQRT ... TANH, ABS, HYPOT, ASINH, ERF, GAMMA) is written so as well.
+_FORTRAN_NAMES = {P.maximum: "MAX", P.minimum: "MIN", P.fmod: "MOD", P.remainder: "MODULO",
+                  SP.gammaln: "LOG_GAMMA"}
+_FORTRAN_NAMES.update({op: op.name.upper() for op in ADDS_FUNCTIONS + (
+    P.abs, P.hypot, P.asinh, P.acosh, P.atanh, SP.erf, SP.erfc, SP.gamma)})
+del _FORTRAN_NAMES[P.cotan], _FORTRAN_NAMES[P.cbrt]    # (Fortran has neither: below)
+
+_COMPARISONS = {P.lt: ".LT.", P.le: ".LE.", P.gt: ".GT.", P.ge: ".GE.", P.eq: ".EQ.",
+                P.ne: ".NE."}
+
+#: The primitives FORTRAN writes with others, each a function of its arguments' texts
+#: (which bind less tightly than a call: `_operand` brackets them for an operator; a
+#: comparison binds less tightly than all arithmetic).  sign is 0 at 0 and -0 and nan at nan
+#: as NumPy's (SIGN(1D0,X) would be 1 and +-1); a truth value is a DOUBLE PRECISION 1 or 0;
+#: NumPy rounds halves to even where ANINT rounds them away from zero, and FLOOR and
+#: CEILING are INTEGER (wrong past 2**31): AINT steps.
+_FORTRAN_TEMPLATES = {
+    P.cotan: lambda x: f"(1/TAN({x}))",
+    P.cbrt: lambda x: f"SIGN(ABS({x})**(1D0/3),{x})",
+    P.sign: lambda x: f"MERGE(SIGN(1D0,{x}),{x}-{_operand(x)},ABS({x}).GT.0)",
+    P.exp2: lambda x: f"(2D0**{_operand(x)})",
+    P.stop_gradient: _operand,
+    relu: lambda x: f"MAX({x},0D0)",
+    P.round: lambda x: (f"MERGE(2*ANINT({_operand(x)}/2),ANINT({x}),"
+                        f"ABS({x}-AINT({x})).EQ.0.5D0)"),
+    P.trunc: lambda x: f"AINT({x})",
+    P.floor: lambda x: f"(AINT({x})-MERGE(1D0,0D0,{x}.LT.AINT({x})))",
+    P.ceil: lambda x: f"(AINT({x})+MERGE(1D0,0D0,{x}.GT.AINT({x})))",
+    **{op: (lambda x, y, t=t: f"{_TRUTH}{x}{t}{y})") for op, t in _COMPARISONS.items()},
+    P.select: lambda c, a, b: f"MERGE({a},{b},{_condition(c)})",
+}
 
 
 class FortranFormat(Format):
@@ -206,10 +274,15 @@ class FortranFormat(Format):
     in the code has a variable on one side at least (a division of two constants is folded
     when the graph is built), so Fortran's integer division never happens.  As arguments of
     a call they are written in double precision (``ATAN2(X,1D0)``), since Fortran does not
-    convert arguments.  Functions Fortran 77 lacks are
-    written with those it has: ``cotan(x)`` as ``(1/TAN(x))``, ``cbrt(x)`` as
-    ``SIGN(ABS(x)**(1D0/3),x)``.  A declared operator ``F[2,3](...)`` becomes a call with
-    its element's indices first, ``F(2,3,...)``; it may not be named like an intrinsic
+    convert arguments.  Functions Fortran 77 lacks are written with those it has:
+    ``cotan(x)`` as ``(1/TAN(x))``, ``cbrt(x)`` as ``SIGN(ABS(x)**(1D0/3),x)``; sign,
+    rounding, comparisons and ``select`` with MERGE (`_FORTRAN_TEMPLATES`); gfortran's
+    intrinsics of later standards by their names (`_FORTRAN_NAMES`: MAX, MODULO, HYPOT,
+    ASINH, ERF, LOG_GAMMA, ...).  Any other of wengert's primitives (expm1, log1p,
+    digamma, ...) raises `EmitError`: a call of a function FORTRAN does not have would not
+    compile, and ``EXP(X)-1`` for expm1 would lose the digits expm1 exists to keep.  A
+    declared operator ``F[2,3](...)`` becomes a call with its element's indices first,
+    ``F(2,3,...)``; it may not be named like an intrinsic
     function (`FORTRAN_INTRINSICS`), whose name the call would reach instead.
 
     Example:
@@ -243,28 +316,24 @@ class FortranFormat(Format):
         return [a + "D0" if self._INTEGER.fullmatch(a) else a for a in args]
 
     def apply(self, op, args, params) -> str:
-        # (by the primitive, not its name: a user's function may be called cbrt)
-        if op is P.cotan:
-            return f"(1/TAN({self._real(args)[0]}))"
-        if op is P.cbrt:
-            x = self._real(args)[0]
-            return f"SIGN(ABS({x})**(1D0/3),{x})"
-        if op is P.round and not params.get("decimals"):    # (decimals: Format.apply)
-            # NumPy rounds halves to even, ANINT away from zero: the even neighbour there
-            x = self._real(args)[0]
-            return f"MERGE(2*ANINT(({x})/2),ANINT({x}),ABS(({x})-AINT({x})).EQ.0.5D0)"
-        if op in (P.trunc, P.floor, P.ceil):
-            # FLOOR and CEILING are INTEGER (wrong past 2**31); AINT truncates in DOUBLE
-            # PRECISION, and floor and ceil step one from it where it rounded the other way
-            x = self._real(args)[0]
-            if op is P.trunc:
-                return f"AINT({x})"
-            if op is P.floor:
-                return f"(AINT({x})-MERGE(1D0,0D0,{x}.LT.AINT({x})))"
-            return f"(AINT({x})+MERGE(1D0,0D0,{x}.GT.AINT({x})))"
-        if op is SP.gammaln:            # (Fortran 2008's name; ERF, ERFC, GAMMA are as ours)
-            return f"LOG_GAMMA({self._real(args)[0]})"
-        return super().apply(op, args, params)
+        # (by the primitive, not its name: a user's function may be called cbrt; and a
+        # user's primitive is a call of its name that never comes here)
+        if op is P.round and params.get("decimals"):
+            # x scaled by 10**decimals, rounded to an integer, and scaled back, as NumPy
+            decimals = params["decimals"]
+            scale = self.number(10.0 ** abs(decimals))
+            up, down = ("*", "/") if decimals > 0 else ("/", "*")
+            scaled = self.apply(P.round, [f"{_operand(args[0])}{up}{scale}"], {})
+            return f"({scaled}{down}{scale})"
+        args = self._real(args)
+        if op in _FORTRAN_NAMES:
+            return f"{_FORTRAN_NAMES[op]}({','.join(args)})"
+        if op in _FORTRAN_TEMPLATES:
+            return _FORTRAN_TEMPLATES[op](*args)
+        self.refuse_lost_parameters(op, params)
+        raise EmitError(f"FORTRAN has no {op.name}, and this text does not write it with the "
+                        "functions it has (see FortranFormat): write it with those in the "
+                        "function, or take the \"python\" or \"c\" text")
 
     def call(self, name, args, params) -> str:
         at = params.get("at") if params else None
