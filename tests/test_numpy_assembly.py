@@ -438,12 +438,13 @@ def test_diag_keeps_integer_dtypes():
 
 IN_PLACE = {
     "putmask": ("putmask(t, t > 0, 1.0)", r"np\.where\(mask, values, a\)"),
-    "place": ("place(t, t > 0, [1.0])", r"np\.where\(mask, values, arr\)"),
+    "place": ("place(t, t > 0, [1.0])", r"wengert\.numpy\.place\(\.\.\., inplace=False\)"),
     "copyto": ("copyto(t, 1.0, where=t > 0)", r"np\.where\(where, src, dst\)"),
-    "put": ("put(t, [0], 1.0)", r"numpy\.put\(mask, ind, True\).*no functional scatter"),
+    "put": ("put(t, [0], 1.0)", r"wengert\.numpy\.put\(\.\.\., inplace=False\)"),
     "put_along_axis": ("put_along_axis(t, numpy.zeros((3, 1), int), 1.0, 1)",
-                       r"numpy\.put_along_axis\(mask.*no functional scatter"),
-    "fill_diagonal": ("fill_diagonal(t, 1.0)", r"numpy\.fill_diagonal\(mask, True, wrap\)"),
+                       r"wengert\.numpy\.put_along_axis\(\.\.\., inplace=False\)"),
+    "fill_diagonal": ("fill_diagonal(t, 1.0)",
+                      r"wengert\.numpy\.fill_diagonal\(\.\.\., inplace=False\)"),
 }
 
 
@@ -480,13 +481,54 @@ def test_in_place_functions_read_traced_indices_into_plain_arrays():
 
 
 def test_the_functional_alternatives_differentiate():
-    # what the in-place errors suggest
+    # what the in-place errors of putmask and copyto suggest
     a, v = r(3, 3), 2.0
     mask = numpy.zeros(a.shape, bool)
     numpy.fill_diagonal(mask, True)
     g = wg.grad(lambda a, v: np.sum(np.where(mask, v, a) ** 2), argnums=(0, 1))(a, v)
     numpy.testing.assert_allclose(g[0], 2 * numpy.where(mask, 0.0, a))
     assert g[1] == pytest.approx(2 * v * 3)
+
+
+# NumPy's functions that write into their first argument, and the calls that return the
+# new array instead (JAX's inplace=False): (call, the array's shape, the values' shape)
+WRITTEN = [
+    ("put(a, [0, 5, -1, 0], v, inplace=False)", (2, 3), (3,)),        # repeated, v repeated
+    ("put(a, [7, -9], v, mode='wrap', inplace=False)", (2, 3), (2,)),
+    ("put(a, [7, 2], v, mode='clip', inplace=False)", (2, 3), ()),
+    ("place(a, numpy.eye(3) > 0, v, inplace=False)", (3, 3), (2,)),
+    ("place(a, numpy.eye(3) > 1, v, inplace=False)", (3, 3), (2,)),  # nothing placed
+    ("put_along_axis(a, numpy.array([[1], [0], [2]]), v, 1, inplace=False)", (3, 3), (3, 1)),
+    ("put_along_axis(a, numpy.array([[2, 0, 1]]), v, 0, inplace=False)", (3, 3), (1, 3)),
+    ("put_along_axis(a, numpy.array([4, 0]), v, None, inplace=False)", (2, 3), ()),
+    ("fill_diagonal(a, v, inplace=False)", (3, 3), (2,)),
+    ("fill_diagonal(a, v, wrap=True, inplace=False)", (7, 3), (3,)),
+    ("fill_diagonal(a, v, inplace=False)", (2, 2, 2), ()),
+]
+
+
+@pytest.mark.parametrize("call, ashape, vshape", WRITTEN, ids=[c[0] for c in WRITTEN])
+def test_inplace_false_returns_what_numpy_writes_and_differentiates(call, ashape, vshape):
+    from fd import check_grads
+    a, v = r(*ashape), r(*vshape) if vshape else 0.7
+    f = lambda a, v: eval("np." + call, {"np": np, "numpy": numpy, "a": a, "v": v})
+    want = a.copy()
+    eval("numpy." + call.replace(", inplace=False", ""), {"numpy": numpy, "a": want, "v": v})
+    for got in (f(a, v), wg.trace(f, a, v)(a, v), wg.compile(f, a, v)(a, v)):
+        numpy.testing.assert_array_equal(got, want)
+    check_grads(lambda a, v: np.sum(np.sin(f(a, v)) * numpy.arange(a.size).reshape(a.shape)),
+                a, v, order=2)
+
+
+def test_inplace_false_keeps_numpys_errors_and_the_arrays_dtype():
+    a = numpy.zeros((2, 2), numpy.float32)
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        wg.grad(lambda v: np.sum(np.put(a, [4], v, inplace=False)))(1.0)
+    with pytest.raises(ValueError, match="Cannot insert from an empty array"):
+        wg.trace(lambda v: np.place(a, a == 0, v[:0], inplace=False), numpy.ones(2))
+    out = wg.trace(lambda v: np.fill_diagonal(a, v, inplace=False), 2.0)
+    assert out.outputs[0].dtype == numpy.float32
+    assert np.put(numpy.arange(3), [1], 7.9, inplace=False).tolist() == [0, 7, 2]
 
 
 def test_in_place_functions_are_numpys_on_plain_arrays():

@@ -3879,8 +3879,19 @@ def _in_place(fname, given, alternative):
             f"one): compute the new array instead, {alternative}")
 
 
-_NO_SCATTER = ("(wengert.numpy has no functional scatter of several values, like JAX's "
-               ".at[].set: for those, build the new array with indexing and np.where)")
+def _written(fname, write, a, v, inplace):
+    """NumPy's in-place `fname` (``write(a, v)``), or with ``inplace=False`` (JAX's
+    spelling) the new array it would leave, differentiable in `a` and `v`."""
+    if inplace:
+        _in_place(fname, (a, v), f"with wengert.numpy.{fname}(..., inplace=False), which "
+                  "returns it (JAX's spelling)")
+        return write(a, v)
+    if not _traced(a, v):
+        out = _np.array(a, copy=True)           # (NumPy's own, on a copy)
+        write(out, v)
+        return out
+    from .updates import written
+    return written(a, v, write)
 
 
 @_numpy_unless_traced(_np.putmask, any_argument=True, array_likes="none")
@@ -3900,19 +3911,23 @@ def putmask(a, /, mask, values):
     return _np.putmask(a, _value_of(mask, "used as a mask by numpy.putmask"), values)
 
 
-@_numpy_unless_traced(_np.place, any_argument=True, array_likes="none")
-def place(arr, mask, vals):
-    """NumPy's ``place`` on plain arrays (it writes into `arr`); with a traced `arr` or
-    `vals` it raises `NotImplementedError`: write ``arr = np.where(mask, values, arr)``.
+def place(arr, mask, vals, *, inplace=True):
+    """NumPy's ``place``: ``arr[mask] = vals``, `vals` repeated as needed.  NumPy writes into
+    `arr`, which a traced value cannot be: with ``inplace=False`` (JAX's spelling) it
+    returns the new array instead, differentiable in `arr` and `vals`, plain arrays too.
 
     Example:
-        >>> import numpy, wengert.numpy as np
+        >>> import numpy, wengert as wg, wengert.numpy as np
         >>> a = numpy.zeros(3); np.place(a, [True, False, True], [1.0, 2.0]); a.tolist()
         [1.0, 0.0, 2.0]
+        >>> f = lambda v: np.sum(np.place(numpy.ones(3), [True, False, True], v,
+        ...                               inplace=False) ** 2)
+        >>> wg.grad(f)(numpy.array([1.0, 2.0]))
+        array([2., 4.])
     """
-    _in_place("place", (arr, vals), "arr = np.where(mask, values, arr), with values of arr's "
-              "shape holding the new ones where mask is true (place takes them in order)")
-    return _np.place(arr, _value_of(mask, "used as a mask by numpy.place"), vals)
+    def write(dst, v):          # (the mask read once the refusal above has passed)
+        _np.place(dst, _value_of(mask, "used as a mask by numpy.place"), v)
+    return _written("place", write, arr, vals, inplace)
 
 
 @_numpy_unless_traced(_np.copyto, any_argument=True, array_likes="none")
@@ -3930,58 +3945,60 @@ def copyto(dst, src, casting="same_kind", where=True):
     return _np.copyto(dst, src, casting, _value_of(where, "used as a mask by numpy.copyto"))
 
 
-@_numpy_unless_traced(_np.put, any_argument=True, array_likes="none")
-def put(a, ind, v, mode="raise"):
-    """NumPy's ``put`` on plain arrays (it writes into `a`); with a traced `a` or `v` it
-    raises `NotImplementedError`, which says how to write it with ``np.where``.
+def put(a, ind, v, mode="raise", *, inplace=True):
+    """NumPy's ``put``: ``a.flat[ind] = v``, `v` repeated as needed.  NumPy writes into `a`,
+    which a traced value cannot be: with ``inplace=False`` (JAX's spelling) it returns the
+    new array instead, differentiable in `a` and `v`, plain arrays too.
 
     Example:
-        >>> import numpy, wengert.numpy as np
+        >>> import numpy, wengert as wg, wengert.numpy as np
         >>> a = numpy.zeros(3); np.put(a, [0, 2], [1.0, 2.0]); a.tolist()
         [1.0, 0.0, 2.0]
+        >>> wg.grad(lambda v: np.sum(np.put(numpy.ones(3), [0, 2], v, inplace=False) ** 2))(
+        ...     numpy.array([1.0, 2.0]))
+        array([2., 4.])
     """
-    _in_place("put", (a, v), "for one value v: mask = numpy.zeros(a.shape, bool); "
-              "numpy.put(mask, ind, True); a = np.where(mask, v, a) " + _NO_SCATTER)
-    return _np.put(a, _value_of(ind, "used as indices by numpy.put"), v, mode)
+    def write(dst, vals):
+        _np.put(dst, _value_of(ind, "used as indices by numpy.put"), vals, mode)
+    return _written("put", write, a, v, inplace)
 
 
-@_numpy_unless_traced(_np.put_along_axis, any_argument=True, array_likes="none")
-def put_along_axis(arr, indices, values, axis):
-    """NumPy's ``put_along_axis`` on plain arrays (it writes into `arr`); with a traced
-    `arr` or `values` it raises `NotImplementedError`, which says how to write it with
-    ``np.where``.
+def put_along_axis(arr, indices, values, axis, inplace=True):
+    """NumPy's ``put_along_axis``, which writes into `arr`; with ``inplace=False`` (JAX's
+    spelling) it returns the new array instead, differentiable in `arr` and `values`.
 
     Example:
-        >>> import numpy, wengert.numpy as np
+        >>> import numpy, wengert as wg, wengert.numpy as np
         >>> a = numpy.zeros((2, 2)); np.put_along_axis(a, numpy.array([[1], [0]]), 5.0, 1)
         >>> a.tolist()
         [[0.0, 5.0], [5.0, 0.0]]
+        >>> top = lambda x: np.put_along_axis(x, np.argmax(x, 1, keepdims=True), 0.0, 1,
+        ...                                   inplace=False)     # each row's largest: 0
+        >>> wg.grad(lambda x: np.sum(top(x)))(numpy.array([[1.0, 3.0], [4.0, 2.0]]))
+        array([[1., 0.],
+               [0., 1.]])
     """
-    _in_place("put_along_axis", (arr, values), "for one value: mask = numpy.zeros(arr.shape, "
-              "bool); numpy.put_along_axis(mask, indices, True, axis); "
-              "arr = np.where(mask, values, arr) " + _NO_SCATTER)
-    return _np.put_along_axis(arr, _value_of(indices, "used as indices by "
-                                             "numpy.put_along_axis"), values, axis)
+    def write(dst, v):
+        _np.put_along_axis(dst, _value_of(indices, "used as indices by numpy.put_along_axis"),
+                           v, axis)
+    return _written("put_along_axis", write, arr, values, inplace)
 
 
-@_numpy_unless_traced(_np.fill_diagonal, any_argument=True, array_likes="none")
-def fill_diagonal(a, val, wrap=False):
-    """NumPy's ``fill_diagonal`` on plain arrays (it writes into `a`); with a traced `a` or
-    `val` it raises `NotImplementedError`: write ``np.where(mask, val, a)`` with the
-    diagonal's mask.
+def fill_diagonal(a, val, wrap=False, *, inplace=True):
+    """NumPy's ``fill_diagonal``, which writes into `a`; with ``inplace=False`` (JAX's
+    spelling) it returns the new array instead, differentiable in `a` and `val`.
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
         >>> a = numpy.zeros((2, 2)); np.fill_diagonal(a, 3.0); a.tolist()
         [[3.0, 0.0], [0.0, 3.0]]
-        >>> mask = numpy.eye(2, dtype=bool)         # (the functional way)
-        >>> wg.grad(lambda v: np.sum(np.where(mask, v, numpy.ones((2, 2)))))(3.0)
+        >>> wg.grad(lambda v: np.sum(np.fill_diagonal(numpy.ones((2, 2)), v,
+        ...                                           inplace=False)))(3.0)
         2.0
     """
-    _in_place("fill_diagonal", (a, val), "mask = numpy.zeros(a.shape, bool); "
-              "numpy.fill_diagonal(mask, True, wrap); a = np.where(mask, val, a) (for one "
-              "value val)")
-    return _np.fill_diagonal(a, val, wrap)
+    def write(dst, v):
+        _np.fill_diagonal(dst, v, wrap)
+    return _written("fill_diagonal", write, a, val, inplace)
 
 
 # ---- contractions --------------------------------------------------------------------------

@@ -203,3 +203,34 @@ def _repeats(shape, index):
     rounds = _np.empty(len(flat), dtype=_np.int64)
     rounds[order] = _np.arange(len(ordered)) - run_start
     return targets, rounds
+
+
+def written(a, v, write):
+    """A new array: `a` as NumPy's in-place ``write(a, v)`` (put, place, put_along_axis,
+    fill_diagonal) would leave it, differentiable in `a` and `v`.
+
+    `write` runs on an array of the positions of v's elements instead, so NumPy itself
+    decides which value lands where (a short `v` repeated, the last of repeated indices,
+    ``mode='wrap'``) and raises its own errors; each element written is then gathered
+    from `v`, and the others kept from `a`.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> put = lambda a, v: written(a, v, lambda dst, ids: np.put(dst, [0, 2, 0], ids))
+        >>> put(np.zeros(3), np.array([1.0, 2.0, 3.0])).tolist()     # index 0: the last
+        [3.0, 0.0, 2.0]
+        >>> wg.grad(lambda v: put(np.zeros(3), v).sum())(np.ones(3)).tolist()
+        [0.0, 1.0, 1.0]
+    """
+    import wengert.numpy as wnp
+    if type(a) is not Node:
+        a = wnp.asarray(a)
+    if type(v) is not Node:
+        v = wnp.asarray(v)
+    source = _np.full(A.shape_of(a), -1, dtype=_np.intp)
+    write(source, _np.arange(math.prod(A.shape_of(v))).reshape(A.shape_of(v)))
+    taken = source >= 0
+    if not taken.any():
+        return a
+    values = wnp.reshape(v, (-1,))[_np.where(taken, source, 0)]
+    return wnp.where(taken, wnp.astype(values, A.dtype_of(a)), a)
