@@ -323,6 +323,7 @@ CASES = {
                           np.real(np.linalg.eig(b).eigenvalues),
                           np.real(np.linalg.eig(b).eigenvectors)),
             [r(4, 4), r(3, 3) * 0.2 + numpy.diag([1.0, 2.0, 3.0])]),
+    "det 4x4": (lambda a: np.linalg.det(a), [r(4, 4) + 2 * numpy.eye(4)]),   # (an SVD's Hessian)
 }
 def _svd_invariants(usv):
     """Functions of svd's factors that do not depend on the sign of a pair of singular
@@ -833,10 +834,10 @@ def test_det_has_its_derivative_at_singular_matrices():
     fd = (numpy.linalg.det(rank2 + h * v) - numpy.linalg.det(rank2 - h * v)) / (2 * h)
     assert_close(numpy.sum(wg.grad(np.linalg.det)(rank2) * v), fd, rtol=1e-6)
     assert_close(wg.jvp(np.linalg.det, (rank2,), (v,))[1], fd, rtol=1e-6)
-    # up to 3x3 the cofactor matrix is a polynomial: second derivatives there too; from
-    # 4x4 up its derivative is written with inv, which raises
+    # from 4x4 up, det's third derivatives are written with inv, which raises there
     with pytest.raises(numpy.linalg.LinAlgError):
-        wg.hessian(np.linalg.det)(numpy.diag([1.0, 1.0, 0.0, 0.0]))
+        wg.jvp(lambda m: wg.hessian(np.linalg.det)(m), (numpy.diag([1.0, 1.0, 0.0, 0.0]),),
+               (r(4, 4),))
 
 
 def _det_series(a, b):
@@ -897,6 +898,62 @@ def test_det_to_every_order_at_and_next_to_singular_matrices(n):
     assert_close(wg.vmap(wg.hessian(lambda m: np.linalg.det(m).real))(a.real),
                  numpy.stack([wg.hessian(lambda m: np.linalg.det(m).real)(x) for x in a.real]),
                  rtol=1e-14, atol=1e-14)
+
+
+def _exact_det_series(a, b):
+    """det(A + tB)'s coefficients in t, exactly (SymPy, on the floats' exact values)."""
+    import sympy
+    t = sympy.Symbol("t")
+    m = sympy.Matrix(a.shape[0], a.shape[1],
+                     lambda i, j: sympy.Rational(a[i, j]) + t * sympy.Rational(b[i, j]))
+    poly = sympy.Poly(m.det(method="berkowitz"), t)
+    return [float(poly.coeff_monomial(t ** k)) for k in range(a.shape[0] + 1)]
+
+
+@pytest.mark.parametrize("n", [4, 5])
+def test_det_second_derivatives_at_and_next_to_singular_matrices_from_4x4(n):
+    """From 4x4 up det's Hessian comes from an SVD (cofactor_derivative): the second
+    Taylor coefficient of det(A + tB) at matrices of rank n-1, n-2 and 0 and 1e-10 from
+    them, where the inv-based rule raised or lost its digits; third order where A is
+    nonsingular."""
+    u, w = r(n, n - 2), r(n - 2, n)
+    points = [r(n, n - 1) @ r(n - 1, n), u @ w, u @ w + 1e-10 * numpy.eye(n),
+              numpy.zeros((n, n)), r(n, n)]
+    for a in points:
+        b = r(n, n)
+        c = _exact_det_series(a, b)
+        scale = max(1.0, max(abs(x) for x in c))
+        second = wg.jvp(lambda m: wg.jvp(np.linalg.det, (m,), (b,))[1], (a,), (b,))[1]
+        assert_close(second, 2 * c[2], rtol=1e-12, atol=1e-12 * scale)
+        hess = wg.hessian(np.linalg.det)(a)
+        assert_close(numpy.einsum("ijkl,ij,kl->", hess, b, b), 2 * c[2], rtol=1e-12,
+                     atol=1e-12 * scale)
+        h = 1e-6
+        g = wg.grad(np.linalg.det)
+        assert_close(numpy.einsum("ijkl,kl->ij", hess, b), (g(a + h * b) - g(a - h * b)) / (2 * h),
+                     rtol=1e-6, atol=1e-8 * scale)
+    # the nonsingular one, to third order: forward, and reverse over reverse over reverse
+    third = wg.jvp(lambda m: wg.jvp(lambda q: wg.jvp(np.linalg.det, (q,), (b,))[1], (m,),
+                                    (b,))[1], (a,), (b,))[1]
+    assert_close(third, 6 * c[3], rtol=1e-10)
+    dot = lambda f: (lambda m: np.sum(f(m) * b))
+    assert_close(numpy.sum(wg.grad(dot(wg.grad(dot(wg.grad(np.linalg.det)))))(a) * b),
+                 6 * c[3], rtol=1e-10)
+    # batched (one direction for the batch), complex, under vmap, and float32
+    a = numpy.stack([points[1], r(n, n)]) + 1j * numpy.stack([r(n, n), points[0]])
+    b = r(n, n) + 1j * r(n, n)
+    second = wg.jvp(lambda m: wg.jvp(np.linalg.det, (m,), (numpy.broadcast_to(b, a.shape),))[1],
+                    (a,), (numpy.broadcast_to(b, a.shape),))[1]
+    h = 1e-5
+    fd = [(numpy.linalg.det(x + h * b) - 2 * numpy.linalg.det(x) + numpy.linalg.det(x - h * b))
+          / h ** 2 for x in a]
+    numpy.testing.assert_allclose(second, fd, rtol=1e-5)       # (complex: not assert_close)
+    real = a.real
+    assert_close(wg.vmap(wg.hessian(np.linalg.det))(real),
+                 numpy.stack([wg.hessian(np.linalg.det)(x) for x in real]), rtol=1e-14,
+                 atol=1e-14)
+    assert wg.hvp(np.linalg.det)(real[0].astype(numpy.float32),
+                                 b.real.astype(numpy.float32)).dtype == numpy.float32
 
 
 def test_svd_errors_are_clear():

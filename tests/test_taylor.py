@@ -234,6 +234,7 @@ FROM_JVP = {
     "gen_eigh_vectors": (lambda m: _wnp().abs(_sl().eigh(m, _S)[1]), _S + _B.T @ _B, _V),
     "svd_vh": (lambda m: _wnp().abs(_wnp().linalg.svd(m)[2]), _B, _V),
     "cofactor": (lambda m: REGISTRY["cofactor"](m), _B, _V),
+    "cofactor_derivative": (lambda m: REGISTRY["cofactor_derivative"](m, _V.T + m), _B, _V),
     "logabsdet": (lambda m: REGISTRY["logabsdet"](m), _B, _V),
     "i0e": (lambda x: REGISTRY["i0e"](x), _x, _x[::-1]),
     "i1e": (lambda x: REGISTRY["i1e"](x), _x, _x[::-1]),

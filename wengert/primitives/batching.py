@@ -495,7 +495,8 @@ def _declare():
                  "sqrtm", "lu_factor", "lu_pivots", "symmetrize", "eigh_values",
                  "eigh_vectors"):
         REGISTRY[name].defbatch(_same_call)
-    for prim in (SL.solve_sylvester, SL.gen_eigh_values, SL.gen_eigh_vectors):
+    for prim in (SL.solve_sylvester, SL.gen_eigh_values, SL.gen_eigh_vectors,
+                 L.cofactor_derivative):
         prim.defbatch(_broadcast_stacks)
     for prim in (L.solve, SL.solve_triangular):
         prim.defbatch(_solve_columns)

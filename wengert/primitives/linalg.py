@@ -155,10 +155,10 @@ def _cyclic(x, y):
 def _cofactor_derivative(a, e):
     """d cofactor(A)[E].  Up to 3x3 the cofactor matrix is a polynomial in A's entries
     (constant, linear, quadratic), and so is this: exact at every order, at a singular
-    matrix and next to one.  It is also its own transpose (E ↦ d cofactor(A)[E] is the
-    Hessian of det), so the VJP is this with the cotangent for E.  From 4x4 up it is
-    d(det A · A⁻ᵀ) = tr(A⁻¹E) C - C Eᵀ A⁻ᵀ, with C = cofactor(A): second derivatives of det
-    need a nonsingular matrix there (minors of minors would cost O(n⁵))."""
+    matrix and next to one.  From 4x4 up it is the primitive `cofactor_derivative`, from
+    an SVD: exact at singular matrices too, and differentiable where A is nonsingular.
+    It is its own transpose (E ↦ d cofactor(A)[E] is the Hessian of det), so the VJP is
+    this with the cotangent for E."""
     n = shape_of(a)[-1]
     if n == 1:
         return 0.0 * e
@@ -166,10 +166,83 @@ def _cofactor_derivative(a, e):
         return _CHECKERBOARD.astype(real_dtype(dtype_of(e))) * _rolled(e, 1, 1)
     if n == 3:
         return _cyclic(a, e) + _cyclic(e, a)
-    inverse_t = _T(inv(a))
+    return cofactor_derivative(a, e)
+
+
+def _products_but_two(s):
+    """P[..., i, j] = the product of the singular values s other than s_i and s_j (i ≠ j),
+    0 on the diagonal: from products before i, between i and j, and after j, without
+    dividing (a zero singular value is the case that matters)."""
+    n = s.shape[-1]
+    ones = np.ones(s.shape[:-1] + (1,), s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    i = np.arange(n)
+    upper = i[:, None] < i[None, :]
+    # row i: the product of s_l for i < l <= j, shifted one column to leave out s_j
+    within = np.cumprod(np.where(upper, s[..., None, :], 1.0), axis=-1)
+    between = np.concatenate([np.ones(s.shape[:-1] + (n, 1), s.dtype), within[..., :-1]],
+                             axis=-1)
+    p = np.where(upper, before[..., :, None] * between * after[..., None, :], 0.0)
+    return p + np.swapaxes(p, -1, -2)
+
+
+def _cofactor_derivative_np(a, e):
+    """d cofactor(A)[E], at singular matrices too.  With the SVD A = U S Vh and
+    F = Uᴴ E Vhᴴ, A + tE = U (S + tF) Vh, so adj(A + tE) = det(U) det(Vh) Vhᴴ adj(S + tF) Uᴴ
+    (a unitary matrix's adjugate is its determinant times its inverse).  The derivative of
+    a diagonal matrix's adjugate is D_ii = Σ_{k≠i} F_kk P_ik and D_ij = -F_ij P_ij (i ≠ j),
+    P_ij the product of the singular values other than s_i and s_j (2x2 minors of
+    S + tF); the cofactor matrix is the adjugate's transpose."""
+    u, s, vh = np.linalg.svd(a)
+    f = np.matmul(np.matmul(np.conj(np.swapaxes(u, -1, -2)), e),
+                  np.conj(np.swapaxes(vh, -1, -2)))
+    p = _products_but_two(s)
+    d = -f * p
+    i = np.arange(s.shape[-1])
+    d[..., i, i] = np.matmul(p, f[..., i, i][..., None])[..., 0]
+    scale = (np.linalg.det(u) * np.linalg.det(vh))[..., None, None]
+    return scale * np.matmul(np.matmul(np.conj(u), np.swapaxes(d, -1, -2)), np.conj(vh))
+
+
+def _pair_aval(args, params):
+    a, e = args
+    return np.broadcast_shapes(a.shape, e.shape), float_dtype(a.dtype, e.dtype)
+
+
+# The Hessian of det from 4x4 up, a primitive of its own so that it exists at a singular
+# matrix (the cofactor matrix from inv, det(A) A⁻ᵀ, has no derivative there).
+cofactor_derivative = _lin("cofactor_derivative", _cofactor_derivative_np, _pair_aval)
+
+
+def _cofactor_second(a, e, t):
+    """The derivative of d cofactor(A)[E] in A along T: of tr(A⁻¹E) C - C Eᵀ A⁻ᵀ (with
+    C = cofactor(A), as A is nonsingular), so det's third derivatives need a nonsingular
+    A from 4x4 up.  Symmetric in E and T, as det's third derivative is in all three."""
+    b = _T(inv(a))
     c = cofactor(a)
-    return _expand2(_sum(inverse_t * e, axis=_last2(a), keepdims=False)) * c \
-        - matmul(c, matmul(_T(e), inverse_t))
+    db = -matmul(b, matmul(_T(t), b))
+    dc = cofactor_derivative(a, t)
+    trace = _expand2(_sum(b * e, axis=_last2(a), keepdims=False))
+    dtrace = _expand2(_sum(db * e, axis=_last2(a), keepdims=False))
+    return dtrace * c + trace * dc - matmul(dc, matmul(_T(e), b)) \
+        - matmul(c, matmul(_T(e), db))
+
+
+@cofactor_derivative.defjvp
+def _(ts, a, e, ans):
+    out = None if ts[0] is None else _cofactor_second(a, e, ts[0])
+    if ts[1] is not None:
+        de = cofactor_derivative(a, ts[1])
+        out = de if out is None else out + de
+    return out
+
+
+# <G, d cofactor(A)[E]> is det's second derivative d²det[E, G]: its derivative in A is
+# d³det[E, G, ·], symmetric in its three directions, so each VJP is a JVP.
+cofactor_derivative.defvjp(lambda g, a, e, ans: (
+    sum_to(_cofactor_second(a, e, g), shape=shape_of(a)),
+    sum_to(cofactor_derivative(a, g), shape=shape_of(e))))
 
 
 @cofactor.defjvp
@@ -179,11 +252,7 @@ def _(ts, a, ans):
 
 @cofactor.defvjp
 def _(g, a, ans):
-    if shape_of(a)[-1] <= 3:
-        return (_cofactor_derivative(a, g),)
-    inverse_t = _T(inv(a))
-    return (_expand2(_sum(g * ans, axis=_last2(a), keepdims=False)) * inverse_t
-            - matmul(inverse_t, matmul(_T(g), ans)),)
+    return (_cofactor_derivative(a, g),)
 
 
 det = _lin("det", np.linalg.det, _batch_scalar)
@@ -822,9 +891,9 @@ def _(g, a, ans, complete):
 # Whose rules hold for complex values: holomorphic matrix functions, whose VJPs are the
 # plain transposes of their JVPs in JAX's and autograd's convention (docs/complex.md), and
 # the factorizations, whose rules above take conjugate transposes for a complex matrix.
-for _p in (inv, det, cofactor, solve, logdet, cholesky, eigvalsh, eigvecsh, eigvals, eigvecs,
-           svdvals, svd_u, svd_vh, qr_q, qr_r):
+for _p in (inv, det, cofactor, cofactor_derivative, solve, logdet, cholesky, eigvalsh,
+           eigvecsh, eigvals, eigvecs, svdvals, svd_u, svd_vh, qr_q, qr_r):
     _p.complex = True
 
-__all__ = ["inv", "det", "cofactor", "logabsdet", "signdet", "logdet", "solve", "cholesky",
-           "eigvalsh", "eigvecsh", "eigvals", "eigvecs", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
+__all__ = ["inv", "det", "cofactor", "cofactor_derivative", "logabsdet", "signdet", "logdet",
+           "solve", "cholesky", "eigvalsh", "eigvecsh", "eigvals", "eigvecs", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
