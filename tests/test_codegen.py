@@ -198,7 +198,11 @@ def _fortran_rows(tmp_path, text, names, rows, n):
     import subprocess
     lines = ["      PROGRAM T", "      IMPLICIT DOUBLE PRECISION (A-Z)", "      INTEGER I, K",
              f"      DIMENSION Y({n}), XS({len(rows)},{len(names)})"]
-    lines += [f"      XS({i + 1},{j + 1}) = {float(v):.17e}".replace("e", "D")
+    def literal(v):             # (Fortran 77 has no nan or inf: ZZ is a zero variable)
+        return (f"{v:.17e}".replace("e", "D") if math.isfinite(v) else
+                "ZZ/ZZ" if math.isnan(v) else f"{'-' * (v < 0)}1D0/ZZ")
+    lines += ["      ZZ = 0D0"]
+    lines += [f"      XS({i + 1},{j + 1}) = {literal(float(v))}"
               for i, row in enumerate(rows) for j, v in enumerate(row)]
     lines += [f"      DO 10 I = 1, {len(rows)}"]
     lines += [f"      {name} = XS(I,{j + 1})" for j, name in enumerate(names)]
@@ -221,6 +225,16 @@ def test_fortran_rounding_is_numpys(tmp_path):
     assert "FLOOR" not in text and "CEILING" not in text
     got = _fortran_rows(tmp_path, text, ["X"], [[x] for x in xs], 1)
     assert list(got[:, 0]) == [float(_rounding(numpy.float64(x))) for x in xs]
+    # each alone, for the sign of a zero: ceil(-0.5) is -0.0, as NumPy's
+    import wengert.numpy as wnp
+    xs = [-0.5, -0.0, 0.0, 0.3, -0.3, -1.0, 2.5, -2.5]
+    for rounding in (wnp.floor, wnp.ceil, wnp.trunc, wnp.round, wnp.rint):
+        f = lambda x: rounding(x)               # (the input is X: round's argument is a)
+        got = _fortran_rows(tmp_path, wg.compile(f, 1.0).code("fortran"), ["X"],
+                            [[x] for x in xs], 1)[:, 0]
+        want = f(numpy.array(xs))
+        numpy.testing.assert_array_equal(got, want)
+        numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
 
 
 def _fortran_terms(x, y):
@@ -250,13 +264,15 @@ def test_fortran_text_of_every_spelled_primitive_compiles_and_agrees(tmp_path, o
         fn = wg.jacfwd(fn, argnums=(0, 1))
     c = wg.compile(fn, 0.3, 1.1)
     rows = [(-2.5, 0.7), (-0.5, -1.2), (0.0, 2.0), (0.5, 0.5), (1.5, -0.3), (0.3, 1.1),
-            (-0.0, 1.0), (2.5, 2.5)]
+            (-0.0, 1.0), (2.5, 2.5), (0.0, -0.0), (-0.0, 0.0), (math.nan, 1.0)]
     with numpy.errstate(all="ignore"):             # (cbrt's derivative is inf at 0)
         want = numpy.array([numpy.ravel(wg.tree.flatten(c(x, y))[0]) for x, y in rows])
     got = _fortran_rows(tmp_path, c.code("fortran"), ["X", "Y_"], rows, want.shape[1])
     numpy.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
     if order == 0:          # (the text's rewrites may give a derivative's zero another sign)
-        numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))
+        signed = ~numpy.isnan(want)                         # (a nan's sign means nothing)
+        numpy.testing.assert_array_equal(numpy.signbit(got[signed]),
+                                         numpy.signbit(want[signed]))
 
 
 @needs_gfortran
@@ -279,6 +295,70 @@ def test_sign_is_numpys_at_signed_zeros_and_nan(backend):
         for got in (sign(x), dabs(x), wm.sign(x), wg.grad(abs)(x)):
             assert (got == want and math.copysign(1, got) == math.copysign(1, want)
                     or math.isnan(got) and math.isnan(want)), (x, got)
+
+
+@needs_gfortran
+def test_fortran_text_keeps_what_gfortran_would_not_compile_or_would_read_otherwise(tmp_path):
+    import wengert.numpy as wnp
+    from wengert.scipy import special
+    # inputs named like the intrinsics the text calls are renamed (MERGE, AINT, GAMMA...)
+    def f(merge, aint, gamma, hypot):
+        return (wg.select(merge < aint, merge, aint) * wnp.floor(aint) + special.gamma(gamma)
+                + wnp.hypot(hypot, merge))
+    args = (1.3, 0.7, 2.5, -0.4)
+    text = wg.compile(f, *args).code("fortran")
+    for name in ("MERGE", "AINT", "GAMMA", "HYPOT"):
+        assert f"C {name} IS WRITTEN {name}1 ({name} IS RESERVED)" in text
+    got = _fortran_rows(tmp_path, text, ["MERGE1", "AINT1", "GAMMA1", "HYPOT1"], [args], 1)
+    numpy.testing.assert_allclose(got[0, 0], f(*args), rtol=1e-13)
+    # a constant -0.0 keeps its sign (0 would be +0.0), and an exponent past INTEGER's range
+    # is written as a real one
+    g = lambda x: (x / wm.sin(-0.0), wm.atan2(-0.0, x), x ** 3000000000, (-x) ** 3000000001)
+    text = wg.compile(g, 1.0).code("fortran")
+    got = _fortran_rows(tmp_path, text, ["X"], [[1.0], [-1.0]], 4)
+    with numpy.errstate(all="ignore"):
+        numpy.testing.assert_array_equal(got, [g(numpy.float64(1.0)), g(numpy.float64(-1.0))])
+    assert "-0.0" in wg.compile(g, 1.0).code("adds")
+    # MOD of a constant 0 is refused (gfortran rejects it; NumPy gives nan)
+    for h in (lambda x: wnp.fmod(x, 0.0), lambda x, y: wnp.remainder(x, y - y)):
+        with pytest.raises(EmitError, match="MOD of a constant 0"):
+            wg.compile(h, *(1.0,) * h.__code__.co_argcount).code("fortran")
+
+
+def test_adds_text_renames_inputs_named_like_its_operators_and_keywords():
+    from wengert.adds import Session
+    def f(sin, count, fort):
+        return wm.sin(sin) * count + fort
+    text = wg.compile(f, 0.5, 2.0, 3.0).code("adds")
+    assert "% SIN IS WRITTEN SIN1 (SIN IS RESERVED)" in text and "COUNT1" in text
+    Session(stdout=io.StringIO()).execute(f"array y[1];\n{text}")
+    env = emitted.run(text, {("SIN1", ()): 0.5, ("COUNT1", ()): 2.0, ("FORT", ()): 3.0},
+                      fortran=False)
+    assert env[("Y", (1,))] == pytest.approx(f(0.5, 2.0, 3.0), rel=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["python", "numpy", pytest.param("c", marks=needs_cc)])
+def test_backends_agree_with_numpy_on_comparisons_in_arithmetic_and_ties(backend):
+    # found by differential testing against eager NumPy values: a comparison's operands
+    # cast to Python floats (1/0 raised ZeroDivisionError), -a*b with a bool a (NumPy has no
+    # negative of a bool), a quotient of two comparisons (C ints), maximum at a tie of
+    # signed zeros (the first argument, where NumPy gives the second)
+    import wengert.numpy as wnp
+    cases = [
+        (lambda x, y: 1.0 / ((x < y) * 1.0), (1.0, 0.0)),
+        (lambda x, y: ((x < y) * 1.0) ** -1, (1.0, 0.0)),
+        (lambda x, y: -(wnp.logical_and(x < 1, y < 1) * wm.sin(y)), (0.5, 0.5)),
+        (lambda x, y: (x < y) / (x < 2 * y) + x, (0.7, 0.3)),
+        (lambda x, y: (x < y) / (x < 2 * y) + x, (-1.5, -1.0)),
+        (lambda x, y: wm.atan2(x, wm.maximum(x, y)) + wm.atan2(y, wm.minimum(y, x)), (0.0, -0.0)),
+        (lambda x, y: wm.atan2(x, wm.maximum(x, y)) + wm.atan2(y, wm.minimum(y, x)), (-0.0, 0.0)),
+    ]
+    for f, point in cases:
+        with numpy.errstate(all="ignore"):
+            want = f(*map(numpy.float64, point))
+            got = wg.compile(f, 0.3, 1.1, backend=backend)(*point)
+        numpy.testing.assert_array_equal(got, want)
+        assert math.copysign(1, got) == math.copysign(1, want) or math.isnan(want)
 
 
 @pytest.mark.parametrize("f, name", [

@@ -56,13 +56,14 @@ _TEMPLATES = {S.cotan: "(1.0/tan({0}))", S.select: "({0} ? {1} : {2})",
               S.ne: "({0} != {1})"}
 
 # NumPy's conventions where C's functions differ: sign keeps 0 and nan, maximum and
-# minimum propagate nan (fmax would drop it), remainder takes the sign of y (fmod: of x);
-# and NumPy's functions C lacks, computed as NumPy computes them.
+# minimum propagate nan (fmax would drop it) and give y at a tie (0.0 and -0.0),
+# remainder takes the sign of y (fmod: of x); and NumPy's functions C lacks, computed as
+# NumPy computes them.
 HELPERS = {
     "wg_sign": "static double wg_sign(double x) "
                "{ return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x; }",
-    "wg_max": "static double wg_max(double x, double y) { return (x >= y || x != x) ? x : y; }",
-    "wg_min": "static double wg_min(double x, double y) { return (x <= y || x != x) ? x : y; }",
+    "wg_max": "static double wg_max(double x, double y) { return (x > y || x != x) ? x : y; }",
+    "wg_min": "static double wg_min(double x, double y) { return (x < y || x != x) ? x : y; }",
     "wg_relu": "static double wg_relu(double x) { return (x > 0.0 || x != x) ? x : 0.0; }",
     "wg_remainder": """\
 static double wg_remainder(double x, double y)
@@ -120,6 +121,10 @@ class CFormat(Format):
     power = None
     max_expression = 2000
 
+    def cast(self, node, arg):
+        # a comparison is a C int: a quotient of two would be integer division
+        return "(double)" if node.op is S.div and arg.dtype.kind == "b" else None
+
     def symbol(self, sym) -> str:
         return f"{sym.name}[{sym.index[0]}]" if sym.index else sym.name
 
@@ -166,7 +171,7 @@ def function_source(scalar, name) -> str:
         /* wengert: 1 outputs from 2 inputs */
         #include <math.h>
         <BLANKLINE>
-        static double wg_max(double x, double y) { return (x >= y || x != x) ? x : y; }
+        static double wg_max(double x, double y) { return (x > y || x != x) ? x : y; }
         <BLANKLINE>
         void wg_f(const double *restrict in, double *restrict out)
         {

@@ -268,11 +268,9 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
             prec = _INFIX[op]
             return f"{operand(args[0], prec)}{op.infix}{operand(args[1], prec, True)}", prec
         if op is P.neg:
-            return f"-{operand(args[0], MUL)}", NEG
+            return f"-{operand(args[0], MUL, fmt.minus_binds_tightly)}", NEG
         if op is P.powi and fmt.power:
-            n = node.params["n"]
-            exponent = str(n) if n >= 0 else f"({n})"
-            return f"{operand(args[0], POW)}{fmt.power}{exponent}", POW
+            return f"{operand(args[0], POW)}{fmt.power}{fmt.exponent(node.params['n'])}", POW
         if op is P.pow and fmt.power and fmt.pow_infix:
             return f"{operand(args[0], POW)}{fmt.power}{operand(args[1], POW, True)}", POW
         call_args = [s for s, _ in args]

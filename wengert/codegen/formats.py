@@ -15,6 +15,8 @@ A format is a small class with these members (subclass `Format` and override):
   language's own function (the emitter renames both kinds);
 * ``power``: the infix power operator (``"**"``), or None to write powers as calls;
   ``pow_infix``: whether ``x**y`` for a real y is written with it too;
+  ``minus_binds_tightly``: whether ``-a*b`` reads ``(-a)*b`` (Python), so that a negated
+  product is written ``-(a*b)``;
 * ``cast(node, arg)``: a function to wrap the text of argument `arg` of `node` in, or None
   (Python's NumPy code keeps a weakly typed scalar weak so);
 * ``statement(target, expr)``: the lines assigning an expression to a name;
@@ -48,6 +50,7 @@ class Format:
 
     power = "**"
     pow_infix = True                # x**y for real y too (False: written as a call)
+    minus_binds_tightly = False     # whether -a*b reads (-a)*b: then -(a*b) is written
     max_expression = 1000
     brackets = "[]"                 # around an array element's indices
     reserved = frozenset()          # names the format's code uses: user names are renamed
@@ -62,6 +65,10 @@ class Format:
 
     def number(self, value) -> str:
         raise NotImplementedError
+
+    def exponent(self, n) -> str:
+        """The integer exponent n of ``x**n``."""
+        return str(n) if n >= 0 else f"({n})"
 
     def function(self, name) -> str:
         """The spelling of a primitive's name (upper case, as ADDS writes it)."""
@@ -152,6 +159,11 @@ FORTRAN_INTRINSICS = frozenset("""
 """.split())
 
 
+def _negative_zero(value) -> bool:
+    """-0.0, which an integer's spelling (0) would turn into 0.0."""
+    return value == 0 and math.copysign(1.0, value) < 0
+
+
 def _finite(value):
     value = float(value)
     if not math.isfinite(value):
@@ -176,9 +188,15 @@ class AddsFormat(Format):
     reserved_functions = ADDS_BUILTINS
     language = "ADDS"
 
+    @property
+    def reserved(self):
+        # a variable named like an operator (SIN) or a keyword (COUNT) would not read back
+        from ..adds.parser import KEYWORDS          # (the ADDS package imports this module)
+        return ADDS_BUILTINS | KEYWORDS
+
     def number(self, value) -> str:
         value = _finite(value)
-        if value.is_integer() and abs(value) < 1e15:
+        if value.is_integer() and abs(value) < 1e15 and not _negative_zero(value):
             return str(int(value))
         return repr(value).upper()
 
@@ -230,11 +248,10 @@ def _condition(text) -> str:
     return f"{_operand(text)}.NE.0"
 
 
-#: FORTRAN's names of the primitives whose name differs (intrinsics of Fortran 90 and
-#: 2008 included: gfortran has them all, with -std=legacy too).  A primitive named as
-#: FORTRAN names it (SQRT ... TANH, ABS, HYPOT, ASINH, ERF, GAMMA) is written so as well.
-_FORTRAN_NAMES = {P.maximum: "MAX", P.minimum: "MIN", P.fmod: "MOD", P.remainder: "MODULO",
-                  SP.gammaln: "LOG_GAMMA"}
+#: FORTRAN's names of the primitives it has (intrinsics of Fortran 2008 included:
+#: gfortran has them all, with -std=legacy too): SQRT ... TANH, ABS, HYPOT, ASINH, ERF,
+#: GAMMA as wengert names them, and gammaln.
+_FORTRAN_NAMES = {SP.gammaln: "LOG_GAMMA"}
 _FORTRAN_NAMES.update({op: op.name.upper() for op in ADDS_FUNCTIONS + (
     P.abs, P.hypot, P.asinh, P.acosh, P.atanh, SP.erf, SP.erfc, SP.gamma)})
 del _FORTRAN_NAMES[P.cotan], _FORTRAN_NAMES[P.cbrt]    # (Fortran has neither: below)
@@ -254,16 +271,36 @@ _FORTRAN_TEMPLATES = {
     P.sign: lambda x: f"MERGE(SIGN(1D0,{x}),{x}-{_operand(x)},ABS({x}).GT.0)",
     P.exp2: lambda x: f"(2D0**{_operand(x)})",
     P.stop_gradient: _operand,
-    relu: lambda x: f"MAX({x},0D0)",
+    # NumPy's: nan propagates, and a tie (0.0 and -0.0) gives the second (MAX's is the
+    # compiler's)
+    P.maximum: lambda x, y: f"MERGE({x},{y},{x}.GT.{y}.OR.{x}.NE.{x})",
+    P.minimum: lambda x, y: f"MERGE({x},{y},{x}.LT.{y}.OR.{x}.NE.{x})",
+    relu: lambda x: f"MERGE({x},0D0,{x}.GT.0.OR.{x}.NE.{x})",
+    P.fmod: lambda x, y: f"MOD({x},{_nonzero(y)})",
+    P.remainder: lambda x, y: f"MODULO({x},{_nonzero(y)})",
     P.round: lambda x: (f"MERGE(2*ANINT({_operand(x)}/2),ANINT({x}),"
                         f"ABS({x}-AINT({x})).EQ.0.5D0)"),
     P.trunc: lambda x: f"AINT({x})",
     P.floor: lambda x: f"(AINT({x})-MERGE(1D0,0D0,{x}.LT.AINT({x})))",
-    P.ceil: lambda x: f"(AINT({x})+MERGE(1D0,0D0,{x}.GT.AINT({x})))",
+    # (less -1, not plus 1: -0.0 - 0 keeps ceil(-0.5) = -0.0, as NumPy's)
+    P.ceil: lambda x: f"(AINT({x})-MERGE(-1D0,0D0,{x}.GT.AINT({x})))",
     **{op: (lambda x, y, t=t: f"{_TRUTH}{x}{t}{y})") for op, t in _COMPARISONS.items()},
     P.select: lambda c, a, b: f"MERGE({a},{b},{_condition(c)})",
 }
 
+
+#: The intrinsics the templates call (with `_FORTRAN_NAMES`, the names a variable may not
+#: have: it would hide the function).
+_FORTRAN_TEMPLATE_CALLS = frozenset("TAN SIGN ABS MERGE AINT ANINT MOD MODULO".split())
+
+
+def _nonzero(y) -> str:
+    """The divisor of MOD and MODULO, which gfortran refuses to compile as a constant 0
+    (NumPy's fmod(x, 0) is nan, a constant FORTRAN cannot write either)."""
+    if y in ("0", "0D0", "-0.0D0"):
+        raise EmitError("the code would take MOD of a constant 0 (NumPy gives nan, which "
+                        "FORTRAN cannot write; a constant expression folded to it)")
+    return y
 
 class FortranFormat(Format):
     """FORTRAN 77 fixed form: statements from column 7, continuation lines marked by ``&``
@@ -276,9 +313,10 @@ class FortranFormat(Format):
     a call they are written in double precision (``ATAN2(X,1D0)``), since Fortran does not
     convert arguments.  Functions Fortran 77 lacks are written with those it has:
     ``cotan(x)`` as ``(1/TAN(x))``, ``cbrt(x)`` as ``SIGN(ABS(x)**(1D0/3),x)``; sign,
-    rounding, comparisons and ``select`` with MERGE (`_FORTRAN_TEMPLATES`); gfortran's
-    intrinsics of later standards by their names (`_FORTRAN_NAMES`: MAX, MODULO, HYPOT,
-    ASINH, ERF, LOG_GAMMA, ...).  Any other of wengert's primitives (expm1, log1p,
+    rounding, maximum, comparisons and ``select`` with MERGE, as NumPy computes them
+    (`_FORTRAN_TEMPLATES`); gfortran's intrinsics of later standards by their names
+    (`_FORTRAN_NAMES`: HYPOT, ASINH, ERF, LOG_GAMMA, ...).  Any other of wengert's
+    primitives (expm1, log1p,
     digamma, ...) raises `EmitError`: a call of a function FORTRAN does not have would not
     compile, and ``EXP(X)-1`` for expm1 would lose the digits expm1 exists to keep.  A
     declared operator ``F[2,3](...)`` becomes a call with its element's indices first,
@@ -296,18 +334,24 @@ class FortranFormat(Format):
     brackets = "()"
     _INTEGER = re.compile(r"-?[0-9]+")
     # The intrinsics the code calls: a user's variable of that name would shadow one.
-    reserved = frozenset("ABS SIGN SQRT EXP LOG LOG10 SIN COS TAN ASIN ACOS ATAN ATAN2 SINH "
-                         "COSH TANH".split())
+    reserved = frozenset(_FORTRAN_NAMES.values()) | _FORTRAN_TEMPLATE_CALLS
     calls_by_name = True
     reserved_functions = FORTRAN_INTRINSICS
     language = "FORTRAN"
 
     def number(self, value) -> str:
         value = _finite(value)
-        if value.is_integer() and abs(value) < 2 ** 31:
+        if value.is_integer() and abs(value) < 2 ** 31 and not _negative_zero(value):
             return str(int(value))
         mantissa, _, exponent = repr(value).partition("e")
         return f"{mantissa}D{int(exponent or 0)}"
+
+    def exponent(self, n) -> str:
+        # an INTEGER has 32 bits: a larger power is a real one (of an integral value,
+        # which a negative x may have)
+        if abs(n) < 2 ** 31:
+            return super().exponent(n)
+        return self.number(float(n)) if n > 0 else f"({self.number(float(n))})"
 
     def _real(self, args):
         # Fortran passes an argument as it is: an integer constant where DOUBLE PRECISION

@@ -92,6 +92,7 @@ class PythonFormat(Format):
 
     power = "**"
     pow_infix = False              # x**y: Python's ** can return a complex number
+    minus_binds_tightly = True     # -a*b is (-a)*b: NumPy has no negative of a bool a
     max_expression = 400           # well inside what Python's parser nests
 
     def __init__(self, flavour=FLOAT, namespace=None):
@@ -125,7 +126,9 @@ class PythonFormat(Format):
                     any(b.dtype != arg.dtype for b in node.args):
                 return f"{self._np}.float64"
             return None
-        if arg.dtype != node.dtype and is_weak(arg) and not is_weak(node):
+        # (a comparison's operands meet in their own dtype, not in its bool)
+        meet = node.dtype if node.dtype.kind != "b" else _operands_dtype(node)
+        if arg.dtype != meet and is_weak(arg) and not is_weak(node):
             return _PYTHON_TYPE.get(arg.dtype.kind)
         return None
 
@@ -208,6 +211,13 @@ class PythonFormat(Format):
 
 
 _PYTHON_TYPE = {"f": "float", "i": "int"}
+
+
+def _operands_dtype(node):
+    """The dtype a node's operands meet in: their strong dtypes promoted (a weak scalar
+    takes the other operand's), or theirs if all are weak."""
+    strong = [a.dtype for a in node.args if not is_weak(a)]
+    return np.result_type(*(strong or [a.dtype for a in node.args]))
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
 

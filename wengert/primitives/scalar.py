@@ -35,11 +35,12 @@ def _sign(x):
 
 
 def _max(x, y):
-    return x if (x >= y or x != x) else y     # nan propagates, as np.maximum
+    # nan propagates, and a tie (0.0 and -0.0) gives y, as np.maximum
+    return x if (x > y or x != x) else y
 
 
 def _min(x, y):
-    return x if (x <= y or x != x) else y
+    return x if (x < y or x != x) else y
 
 
 def _powi(x, n):
