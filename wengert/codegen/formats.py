@@ -302,6 +302,7 @@ def _nonzero(y) -> str:
                         "FORTRAN cannot write; a constant expression folded to it)")
     return y
 
+
 class FortranFormat(Format):
     """FORTRAN 77 fixed form: statements from column 7, continuation lines marked by ``&``
     in column 6, nothing past column 72, comments with ``C`` in column 1.
@@ -316,11 +317,10 @@ class FortranFormat(Format):
     rounding, maximum, comparisons and ``select`` with MERGE, as NumPy computes them
     (`_FORTRAN_TEMPLATES`); gfortran's intrinsics of later standards by their names
     (`_FORTRAN_NAMES`: HYPOT, ASINH, ERF, LOG_GAMMA, ...).  Any other of wengert's
-    primitives (expm1, log1p,
-    digamma, ...) raises `EmitError`: a call of a function FORTRAN does not have would not
-    compile, and ``EXP(X)-1`` for expm1 would lose the digits expm1 exists to keep.  A
-    declared operator ``F[2,3](...)`` becomes a call with its element's indices first,
-    ``F(2,3,...)``; it may not be named like an intrinsic
+    primitives (expm1, log1p, digamma, ...) raises `EmitError`: a call of a function
+    FORTRAN does not have would not compile, and ``EXP(X)-1`` for expm1 would lose the
+    digits expm1 exists to keep.  A declared operator ``F[2,3](...)`` becomes a call with
+    its element's indices first, ``F(2,3,...)``; it may not be named like an intrinsic
     function (`FORTRAN_INTRINSICS`), whose name the call would reach instead.
 
     Example:

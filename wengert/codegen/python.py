@@ -219,6 +219,7 @@ def _operands_dtype(node):
     strong = [a.dtype for a in node.args if not is_weak(a)]
     return np.result_type(*(strong or [a.dtype for a in node.args]))
 
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
 
 
