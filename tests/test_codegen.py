@@ -249,7 +249,8 @@ def _fortran_terms(x, y):
             special.erf(x) + special.erfc(y), wm.cotan(x + 0.1) + wm.cbrt(x),
             wnp.round(x) + 2 * wnp.floor(y) + 3 * wnp.ceil(x) + 4 * wnp.trunc(y),
             wnp.where(wnp.logical_and(x > 0, y > 0), x, y) + wg.stop_gradient(x) * y,
-            wg.select(x, 1.0, 0.0) + wg.select(x * y, y, 2.0))      # (conditions not 0 or 1)
+            wg.select(x, 1.0, 0.0) + wg.select(x * y, y, 2.0),      # (conditions not 0 or 1)
+            wnp.where(wnp.logical_or(x > 1, wnp.logical_and(y < 2, x < y)), x, 2.0))
 
 
 @needs_gfortran

@@ -239,13 +239,27 @@ def _operand(text) -> str:
 _TRUTH = "MERGE(1D0,0D0,"
 
 
+def _is_truth(text) -> bool:
+    """Whether `text` is a comparison's, ``MERGE(1D0,0D0,X.LT.Y)`` (DOUBLE PRECISION, since
+    the code's variables are)."""
+    return text.startswith(_TRUTH) and _operand(text) == text
+
+
 def _condition(text) -> str:
-    """The LOGICAL expression of a truth value's text: a comparison is written as
-    ``MERGE(1D0,0D0,X.LT.Y)`` (DOUBLE PRECISION, since the code's variables are), its
-    test is read back out of that; any other value is true where it is not 0."""
-    if text.startswith(_TRUTH) and _operand(text) == text:
+    """The LOGICAL expression of a truth value's text: a comparison's test is read back
+    out of its MERGE; any other value is true where it is not 0."""
+    if _is_truth(text):
         return text[len(_TRUTH):-1]
     return f"{_operand(text)}.NE.0"
+
+
+def _extremum(x, y, test, logical) -> str:
+    """maximum (test .GT., logical .OR.) or minimum (.LT., .AND.) as NumPy's: NaN
+    propagates and a tie (0.0 and -0.0) gives y, where MAX's result is the compiler's.
+    Of two comparisons (logical_or, logical_and) it is their LOGICAL combination."""
+    if _is_truth(x) and _is_truth(y):
+        return f"{_TRUTH}({_condition(x)}){logical}({_condition(y)}))"
+    return f"MERGE({x},{y},{x}{test}{y}.OR.{x}.NE.{x})"
 
 
 #: FORTRAN's names of the primitives it has (intrinsics of Fortran 2008 included:
@@ -271,10 +285,8 @@ _FORTRAN_TEMPLATES = {
     P.sign: lambda x: f"MERGE(SIGN(1D0,{x}),{x}-{_operand(x)},ABS({x}).GT.0)",
     P.exp2: lambda x: f"(2D0**{_operand(x)})",
     P.stop_gradient: _operand,
-    # NumPy's: nan propagates, and a tie (0.0 and -0.0) gives the second (MAX's is the
-    # compiler's)
-    P.maximum: lambda x, y: f"MERGE({x},{y},{x}.GT.{y}.OR.{x}.NE.{x})",
-    P.minimum: lambda x, y: f"MERGE({x},{y},{x}.LT.{y}.OR.{x}.NE.{x})",
+    P.maximum: lambda x, y: _extremum(x, y, ".GT.", ".OR."),
+    P.minimum: lambda x, y: _extremum(x, y, ".LT.", ".AND."),
     relu: lambda x: f"MERGE({x},0D0,{x}.GT.0.OR.{x}.NE.{x})",
     P.fmod: lambda x, y: f"MOD({x},{_nonzero(y)})",
     P.remainder: lambda x, y: f"MODULO({x},{_nonzero(y)})",
