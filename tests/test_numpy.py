@@ -834,10 +834,6 @@ def test_det_has_its_derivative_at_singular_matrices():
     fd = (numpy.linalg.det(rank2 + h * v) - numpy.linalg.det(rank2 - h * v)) / (2 * h)
     assert_close(numpy.sum(wg.grad(np.linalg.det)(rank2) * v), fd, rtol=1e-6)
     assert_close(wg.jvp(np.linalg.det, (rank2,), (v,))[1], fd, rtol=1e-6)
-    # from 4x4 up, det's third derivatives are written with inv, which raises there
-    with pytest.raises(numpy.linalg.LinAlgError):
-        wg.jvp(lambda m: wg.hessian(np.linalg.det)(m), (numpy.diag([1.0, 1.0, 0.0, 0.0]),),
-               (r(4, 4),))
 
 
 def _det_series(a, b):
@@ -911,11 +907,11 @@ def _exact_det_series(a, b):
 
 
 @pytest.mark.parametrize("n", [4, 5])
-def test_det_second_derivatives_at_and_next_to_singular_matrices_from_4x4(n):
-    """From 4x4 up det's Hessian comes from an SVD (cofactor_derivative): the second
-    Taylor coefficient of det(A + tB) at matrices of rank n-1, n-2 and 0 and 1e-10 from
-    them, where the inv-based rule raised or lost its digits; third order where A is
-    nonsingular."""
+def test_det_derivatives_at_and_next_to_singular_matrices_from_4x4(n):
+    """From 4x4 up det's Hessian comes from an SVD (cofactor_derivative), and its
+    derivatives from that around a circle: the Taylor coefficients of det(A + tB) to
+    fourth order at matrices of rank n-1, n-2 and 0 and 1e-10 from them, where the
+    inv-based rule raised or lost its digits."""
     u, w = r(n, n - 2), r(n - 2, n)
     points = [r(n, n - 1) @ r(n - 1, n), u @ w, u @ w + 1e-10 * numpy.eye(n),
               numpy.zeros((n, n)), r(n, n)]
@@ -932,13 +928,24 @@ def test_det_second_derivatives_at_and_next_to_singular_matrices_from_4x4(n):
         g = wg.grad(np.linalg.det)
         assert_close(numpy.einsum("ijkl,kl->ij", hess, b), (g(a + h * b) - g(a - h * b)) / (2 * h),
                      rtol=1e-6, atol=1e-8 * scale)
-    # the nonsingular one, to third order: forward, and reverse over reverse over reverse
-    third = wg.jvp(lambda m: wg.jvp(lambda q: wg.jvp(np.linalg.det, (q,), (b,))[1], (m,),
-                                    (b,))[1], (a,), (b,))[1]
-    assert_close(third, 6 * c[3], rtol=1e-10)
-    dot = lambda f: (lambda m: np.sum(f(m) * b))
-    assert_close(numpy.sum(wg.grad(dot(wg.grad(dot(wg.grad(np.linalg.det)))))(a) * b),
-                 6 * c[3], rtol=1e-10)
+        # third order: forward, and reverse over reverse over reverse; fourth by Taylor
+        third = wg.jvp(lambda m: wg.jvp(lambda q: wg.jvp(np.linalg.det, (q,), (b,))[1], (m,),
+                                        (b,))[1], (a,), (b,))[1]
+        assert_close(third, 6 * c[3], rtol=1e-10, atol=1e-12 * scale)
+        dot = lambda f: (lambda m: np.sum(f(m) * b))
+        assert_close(numpy.sum(wg.grad(dot(wg.grad(dot(wg.grad(np.linalg.det)))))(a) * b),
+                     6 * c[3], rtol=1e-10, atol=1e-12 * scale)
+        assert_close(wg.taylor(np.linalg.det, a, b, order=4), c[:5], rtol=1e-10,
+                     atol=1e-12 * scale)
+    # the third derivative as a tensor (batched directions) against differences of the
+    # Hessian
+    hessian = lambda m: numpy.asarray(wg.hessian(np.linalg.det)(m))
+    for a in points[:2]:
+        fd = (hessian(a + 1e-5 * b) - hessian(a - 1e-5 * b)) / 2e-5
+        for tensor in (wg.jacfwd(wg.hessian(np.linalg.det))(a),
+                       wg.jacrev(wg.hessian(np.linalg.det))(a)):
+            assert_close(numpy.einsum("ijklmn,mn->ijkl", tensor, b), fd, rtol=1e-6,
+                         atol=1e-7 * scale)
     # batched (one direction for the batch), complex, under vmap, and float32
     a = numpy.stack([points[1], r(n, n)]) + 1j * numpy.stack([r(n, n), points[0]])
     b = r(n, n) + 1j * r(n, n)

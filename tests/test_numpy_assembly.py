@@ -525,10 +525,21 @@ def test_inplace_false_keeps_numpys_errors_and_the_arrays_dtype():
     with pytest.raises(IndexError, match="index 4 is out of bounds"):
         wg.grad(lambda v: np.sum(np.put(a, [4], v, inplace=False)))(1.0)
     with pytest.raises(ValueError, match="Cannot insert from an empty array"):
-        wg.trace(lambda v: np.place(a, a == 0, v[:0], inplace=False), numpy.ones(2))
+        wg.trace(lambda v: np.place(a, a == 0, v[:0], inplace=False), numpy.ones(2, "f4"))
+    # place casts safely (float64 values into float32 raise), traced or not
+    for f in (lambda v: np.place(a, a == 0, v, inplace=False),
+              lambda v: np.place(wg.stop_gradient(a * 1), a == 0, v, inplace=False)):
+        with pytest.raises(TypeError, match="Cannot cast"):
+            wg.grad(lambda v: np.sum(f(v)))(numpy.ones(2))
+        with pytest.raises(TypeError, match="Cannot cast"):
+            f(numpy.ones(2))
     out = wg.trace(lambda v: np.fill_diagonal(a, v, inplace=False), 2.0)
     assert out.outputs[0].dtype == numpy.float32
     assert np.put(numpy.arange(3), [1], 7.9, inplace=False).tolist() == [0, 7, 2]
+    # nothing written: still a new array, never the caller's own
+    b = numpy.arange(3.0)
+    kept = wg.vjp(lambda v: np.put(b, [], v, inplace=False), numpy.ones(1))[0]
+    assert kept is not b and kept.tolist() == b.tolist()
 
 
 def test_in_place_functions_are_numpys_on_plain_arrays():

@@ -293,6 +293,12 @@ RULES.update({
 # Piecewise linear: exact away from the kinks, where the function is not analytic anyway.
 for _op in (P.abs, P.sign, P.maximum, P.minimum, P.select):
     RULES[_op] = each_coefficient(_op)
+# A function of real numbers may take a complex detour inside a rule (det's third
+# derivative from 4x4 up sums around a circle in the complex plane): real and imag take
+# each coefficient's part, where the JVP's partial 1 would keep it complex.
+for _op in (P.real, P.imag):
+    RULES[_op] = (lambda part: lambda xs, ans, order: [ans] + [
+        None if c is None else part(c) for c in xs[0][1:order + 1]])(_op)
 
 
 # ---- NumPy's other elementwise functions ----------------------------------------------------

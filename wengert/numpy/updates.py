@@ -211,8 +211,9 @@ def written(a, v, write):
 
     `write` runs on an array of the positions of v's elements instead, so NumPy itself
     decides which value lands where (a short `v` repeated, the last of repeated indices,
-    ``mode='wrap'``) and raises its own errors; each element written is then gathered
-    from `v`, and the others kept from `a`.
+    ``mode='wrap'``); each element written is then gathered from `v`, and the others kept
+    from `a`.  It runs first on zeros of a's and v's dtypes, for NumPy's own errors (an
+    index out of bounds, place's refusal to cast float64 values into float32).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -227,10 +228,11 @@ def written(a, v, write):
         a = wnp.asarray(a)
     if type(v) is not Node:
         v = wnp.asarray(v)
+    write(_np.zeros(A.shape_of(a), A.dtype_of(a)), _np.zeros(A.shape_of(v), A.dtype_of(v)))
     source = _np.full(A.shape_of(a), -1, dtype=_np.intp)
     write(source, _np.arange(math.prod(A.shape_of(v))).reshape(A.shape_of(v)))
     taken = source >= 0
     if not taken.any():
-        return a
+        return a if type(a) is Node else a.copy()        # (a new array, as always)
     values = wnp.reshape(v, (-1,))[_np.where(taken, source, 0)]
     return wnp.where(taken, wnp.astype(values, A.dtype_of(a)), a)

@@ -156,7 +156,8 @@ def _cofactor_derivative(a, e):
     """d cofactor(A)[E].  Up to 3x3 the cofactor matrix is a polynomial in A's entries
     (constant, linear, quadratic), and so is this: exact at every order, at a singular
     matrix and next to one.  From 4x4 up it is the primitive `cofactor_derivative`, from
-    an SVD: exact at singular matrices too, and differentiable where A is nonsingular.
+    an SVD, whose own derivative is a sum of it around a circle: exact at singular
+    matrices too, to every order.
     It is its own transpose (E ↦ d cofactor(A)[E] is the Hessian of det), so the VJP is
     this with the cotangent for E."""
     n = shape_of(a)[-1]
@@ -211,22 +212,29 @@ def _pair_aval(args, params):
 
 
 # The Hessian of det from 4x4 up, a primitive of its own so that it exists at a singular
-# matrix (the cofactor matrix from inv, det(A) A⁻ᵀ, has no derivative there).
+# matrix (the derivative of det(A) A⁻ᵀ, written with inv, does not).
 cofactor_derivative = _lin("cofactor_derivative", _cofactor_derivative_np, _pair_aval)
 
 
 def _cofactor_second(a, e, t):
-    """The derivative of d cofactor(A)[E] in A along T: of tr(A⁻¹E) C - C Eᵀ A⁻ᵀ (with
-    C = cofactor(A), as A is nonsingular), so det's third derivatives need a nonsingular
-    A from 4x4 up.  Symmetric in E and T, as det's third derivative is in all three."""
-    b = _T(inv(a))
-    c = cofactor(a)
-    db = -matmul(b, matmul(_T(t), b))
-    dc = cofactor_derivative(a, t)
-    trace = _expand2(_sum(b * e, axis=_last2(a), keepdims=False))
-    dtrace = _expand2(_sum(db * e, axis=_last2(a), keepdims=False))
-    return dtrace * c + trace * dc - matmul(dc, matmul(_T(e), b)) \
-        - matmul(c, matmul(_T(e), db))
+    """The derivative of d cofactor(A)[E] in A along T, at singular matrices too.  It is a
+    polynomial of degree n - 2 in s along A + sT, so its coefficient of s is exact from
+    n - 1 points on a circle, s_k = r ω^k: (1/(n-1)r) Σ_k d cofactor(A + s_k T)[E] ω^-k
+    (a discrete Fourier transform; r is |A|/|T|, where the terms are of A's size).
+    Symmetric in E and T, as det's third derivative is in all three."""
+    n = shape_of(a)[-1]
+    m = n - 1
+    rank = max(len(shape_of(x)) for x in (a, e, t))
+    circle = np.exp(2j * np.pi * np.arange(m) / m).reshape((m,) + (1,) * rank)
+    # (the result does not depend on r: no derivative flows into it, nor into sqrt at 0)
+    fixed_a, fixed_t = S.stop_gradient(a), S.stop_gradient(t)
+    size_a = S.sqrt(_sum(S.real_part(fixed_a * _cj(fixed_a)), axis=_last2(a), keepdims=True))
+    size_t = S.sqrt(_sum(S.real_part(fixed_t * _cj(fixed_t)), axis=_last2(t), keepdims=True))
+    r = S.maximum(size_a, size_t) / S.select(S.eq(size_t, 0.0), 1.0, size_t)
+    points = cofactor_derivative(a + (r * circle) * t, e)
+    out = _sum(points * np.conj(circle), axis=0, keepdims=False) / (m * r)
+    complex_in = any(_is_complex(x) for x in (a, e, t))
+    return out if complex_in else S.real_part(out)
 
 
 @cofactor_derivative.defjvp
