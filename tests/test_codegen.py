@@ -250,7 +250,8 @@ def _fortran_terms(x, y):
             wnp.round(x) + 2 * wnp.floor(y) + 3 * wnp.ceil(x) + 4 * wnp.trunc(y),
             wnp.where(wnp.logical_and(x > 0, y > 0), x, y) + wg.stop_gradient(x) * y,
             wg.select(x, 1.0, 0.0) + wg.select(x * y, y, 2.0),      # (conditions not 0 or 1)
-            wnp.where(wnp.logical_or(x > 1, wnp.logical_and(y < 2, x < y)), x, 2.0))
+            wnp.where(wnp.logical_or(x > 1, wnp.logical_and(y < 2, x < y)), x, 2.0),
+            wnp.expm1(x) + wnp.log1p(y * y))
 
 
 @needs_gfortran
@@ -274,6 +275,27 @@ def test_fortran_text_of_every_spelled_primitive_compiles_and_agrees(tmp_path, o
         signed = ~numpy.isnan(want)                         # (a nan's sign means nothing)
         numpy.testing.assert_array_equal(numpy.signbit(got[signed]),
                                          numpy.signbit(want[signed]))
+
+
+@needs_gfortran
+def test_fortran_expm1_and_log1p_are_within_two_ulps(tmp_path):
+    # Goldberg's log1p and Kahan's expm1: tiny arguments keep their digits (EXP(X)-1
+    # would keep none at 1e-17), and the ends are NumPy's
+    rng = numpy.random.default_rng(8)
+    xs = numpy.concatenate([rng.uniform(-1, 1, 300), rng.choice([-1, 1], 300)
+                            * 10 ** rng.uniform(-20, 2.8, 300)])
+    xs = numpy.concatenate([xs[xs > -1], [0.0, -0.0, 1e-300, -1.0, math.inf, -math.inf,
+                                          math.nan, 700.0, -40.0]])
+    import wengert.numpy as wnp
+    text = wg.compile(lambda x: (wnp.expm1(x), wnp.log1p(x)), 0.5).code("fortran")
+    got = _fortran_rows(tmp_path, text, ["X"], [[x] for x in xs], 2)
+    with numpy.errstate(all="ignore"):
+        want = numpy.stack([numpy.expm1(xs), numpy.log1p(xs)], axis=1)
+    finite = numpy.isfinite(want) & (want != 0)
+    ulps = numpy.abs(got[finite] - want[finite]) / numpy.spacing(numpy.abs(want[finite]))
+    assert ulps.max() <= 2
+    numpy.testing.assert_array_equal(got[~finite], want[~finite])
+    numpy.testing.assert_array_equal(numpy.signbit(got[want == 0]), numpy.signbit(want[want == 0]))
 
 
 @needs_gfortran
@@ -363,12 +385,12 @@ def test_backends_agree_with_numpy_on_comparisons_in_arithmetic_and_ties(backend
 
 
 @pytest.mark.parametrize("f, name", [
-    (numpy.expm1, "expm1"), (numpy.log1p, "log1p"), (numpy.log2, "log2"),
+    (numpy.log2, "log2"),
     (lambda x: numpy.logaddexp(x, 1.0), "logaddexp"),
     (lambda x: wg.grad(__import__("wengert.scipy.special").scipy.special.gamma)(x), "digamma")])
 def test_fortran_refuses_what_it_cannot_write(f, name):
-    # FORTRAN has no EXPM1 or LOG1P: EXP(X)-1 would lose the digits they exist to keep, so
-    # the text refuses them by name rather than write a call of nothing or a poor formula
+    # FORTRAN has no LOG2 or LOGADDEXP: the text refuses them by name rather than write a
+    # call of nothing (or LOG(X)/LOG(2D0), which is not exact at powers of two)
     with pytest.raises(EmitError, match=f"FORTRAN has no {name}"):
         wg.compile(f, 0.5).code("fortran")
 

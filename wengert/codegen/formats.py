@@ -284,6 +284,13 @@ _FORTRAN_TEMPLATES = {
     P.cbrt: lambda x: f"SIGN(ABS({x})**(1D0/3),{x})",
     P.sign: lambda x: f"MERGE(SIGN(1D0,{x}),{x}-{_operand(x)},ABS({x}).GT.0)",
     P.exp2: lambda x: f"(2D0**{_operand(x)})",
+    # Goldberg's log1p and Kahan's expm1 (within 2 ulps: 1 + x rounds, and the quotient
+    # with the same rounding undoes it), their ends written out (where the quotient is
+    # 0/0 or inf/inf)
+    P.log1p: lambda x: (f"MERGE({x},LOG(1+{_operand(x)})*{_operand(x)}/((1+{_operand(x)})-1),"
+                        f"1+{_operand(x)}.EQ.1.OR.{_operand(x)}.GT.HUGE(1D0))"),
+    P.expm1: lambda x: (f"MERGE({x},MERGE(-1D0,(EXP({x})-1)*{_operand(x)}/LOG(EXP({x})),"
+                        f"EXP({x})-1.EQ.-1),EXP({x}).EQ.1.OR.{_operand(x)}.GT.HUGE(1D0))"),
     P.stop_gradient: _operand,
     P.maximum: lambda x, y: _extremum(x, y, ".GT.", ".OR."),
     P.minimum: lambda x, y: _extremum(x, y, ".LT.", ".AND."),
@@ -303,7 +310,7 @@ _FORTRAN_TEMPLATES = {
 
 #: The intrinsics the templates call (with `_FORTRAN_NAMES`, the names a variable may not
 #: have: it would hide the function).
-_FORTRAN_TEMPLATE_CALLS = frozenset("TAN SIGN ABS MERGE AINT ANINT MOD MODULO".split())
+_FORTRAN_TEMPLATE_CALLS = frozenset("TAN SIGN ABS MERGE AINT ANINT MOD MODULO HUGE".split())
 
 
 def _nonzero(y) -> str:
@@ -326,14 +333,15 @@ class FortranFormat(Format):
     a call they are written in double precision (``ATAN2(X,1D0)``), since Fortran does not
     convert arguments.  Functions Fortran 77 lacks are written with those it has:
     ``cotan(x)`` as ``(1/TAN(x))``, ``cbrt(x)`` as ``SIGN(ABS(x)**(1D0/3),x)``; sign,
-    rounding, maximum, comparisons and ``select`` with MERGE, as NumPy computes them
-    (`_FORTRAN_TEMPLATES`); gfortran's intrinsics of later standards by their names
-    (`_FORTRAN_NAMES`: HYPOT, ASINH, ERF, LOG_GAMMA, ...).  Any other of wengert's
-    primitives (expm1, log1p, digamma, ...) raises `EmitError`: a call of a function
-    FORTRAN does not have would not compile, and ``EXP(X)-1`` for expm1 would lose the
-    digits expm1 exists to keep.  A declared operator ``F[2,3](...)`` becomes a call with
-    its element's indices first, ``F(2,3,...)``; it may not be named like an intrinsic
-    function (`FORTRAN_INTRINSICS`), whose name the call would reach instead.
+    rounding, maximum, comparisons and ``select`` with MERGE, as NumPy computes them,
+    and expm1 and log1p within 2 ulps, not as ``EXP(X)-1``, which would lose the digits
+    they exist to keep (`_FORTRAN_TEMPLATES`); gfortran's intrinsics of later standards
+    by their names (`_FORTRAN_NAMES`: HYPOT, ASINH, ERF, LOG_GAMMA, ...).  Any other of
+    wengert's primitives (log2, logaddexp, digamma, ...) raises `EmitError`: a call of a
+    function FORTRAN does not have would not compile.  A declared operator
+    ``F[2,3](...)`` becomes a call with its element's indices first, ``F(2,3,...)``; it
+    may not be named like an intrinsic function (`FORTRAN_INTRINSICS`), whose name the
+    call would reach instead.
 
     Example:
         >>> print("\\n".join(FortranFormat().statement("F", "X1*X2+" * 14 + "1")))

@@ -190,8 +190,9 @@ def _products_but_two(s):
 
 def _cofactor_derivative_np(a, e):
     """d cofactor(A)[E], at singular matrices too.  With the SVD A = U S Vh and
-    F = Uᴴ E Vhᴴ, A + tE = U (S + tF) Vh, so adj(A + tE) = det(U) det(Vh) Vhᴴ adj(S + tF) Uᴴ
-    (a unitary matrix's adjugate is its determinant times its inverse).  The derivative of
+    F = Uᴴ E Vhᴴ, A + tE = U (S + tF) Vh, so
+    adj(A + tE) = det(U) det(Vh) Vhᴴ adj(S + tF) Uᴴ (a unitary matrix's adjugate is its
+    determinant times its inverse).  The derivative of
     a diagonal matrix's adjugate is D_ii = Σ_{k≠i} F_kk P_ik and D_ij = -F_ij P_ij (i ≠ j),
     P_ij the product of the singular values other than s_i and s_j (2x2 minors of
     S + tF); the cofactor matrix is the adjugate's transpose."""
@@ -904,4 +905,5 @@ for _p in (inv, det, cofactor, cofactor_derivative, solve, logdet, cholesky, eig
     _p.complex = True
 
 __all__ = ["inv", "det", "cofactor", "cofactor_derivative", "logabsdet", "signdet", "logdet",
-           "solve", "cholesky", "eigvalsh", "eigvecsh", "eigvals", "eigvecs", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r"]
+           "solve", "cholesky", "eigvalsh", "eigvecsh", "eigvals", "eigvecs", "svdvals",
+           "svd_u", "svd_vh", "qr_q", "qr_r"]
