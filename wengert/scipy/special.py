@@ -153,10 +153,15 @@ def _fixed_order(name, n, x, integer):
     return _P._order(orders[0]), x
 
 
-def _plain_order_call(name, scipy_fn, n, x):
-    if _traced(n):
-        raise TypeError(f"{name}: the order is not differentiable; pass a number")
-    return scipy_fn(n, x)
+def _order_call(name, scipy_fn, of, n, x, integer):
+    """SciPy's ``scipy_fn(n, x)`` of a fixed order n (polygamma, iv, ive): SciPy's own on
+    plain x, else ``of(x, order)`` on the traced one (see `_fixed_order`)."""
+    if not _traced(x):
+        if _traced(n):
+            raise TypeError(f"{name}: the order is not differentiable; pass a number")
+        return scipy_fn(n, x)
+    n, x = _fixed_order(name, n, x, integer)
+    return of(x, n)
 
 
 @_accepts_duals
@@ -173,10 +178,9 @@ def polygamma(n, x):
         >>> round(float(special.polygamma(1, 1.0)), 6), round(wg.grad(lambda x: special.polygamma(1, x))(1.0), 6)
         (1.644934, -2.404114)
     """
-    if not _traced(x):
-        return _plain_order_call("polygamma", _sc.polygamma, n, x)
-    n, x = _fixed_order("polygamma", n, x, integer=True)
-    return _P.digamma(x) if n == 0 else _P.polygamma(x, n=n)
+    return _order_call("polygamma", _sc.polygamma,
+                       lambda x, n: _P.digamma(x) if n == 0 else _P.polygamma(x, n=n),
+                       n, x, integer=True)
 
 
 @_accepts_duals
@@ -195,10 +199,7 @@ def iv(v, x):
         >>> round(d(1.0), 6), round(float(special.iv(1, 1.0) + special.iv(3, 1.0)) / 2, 6)
         (0.293664, 0.293664)
     """
-    if not _traced(x):
-        return _plain_order_call("iv", _sc.iv, v, x)
-    v, x = _fixed_order("iv", v, x, integer=False)
-    return _P._iv_of(x, v)
+    return _order_call("iv", _sc.iv, _P._iv_of, v, x, integer=False)
 
 
 @_accepts_duals
@@ -215,10 +216,7 @@ def ive(v, x):
         >>> round(wg.grad(lambda x: special.ive(0, x))(1000.0), 9)    # e^-x I₀ ≈ 1/√(2πx)
         -6.31e-06
     """
-    if not _traced(x):
-        return _plain_order_call("ive", _sc.ive, v, x)
-    v, x = _fixed_order("ive", v, x, integer=False)
-    return _P._ive_of(x, v)
+    return _order_call("ive", _sc.ive, _P._ive_of, v, x, integer=False)
 
 
 @_accepts_duals
