@@ -193,6 +193,23 @@ def test_ints_and_numpy_scalars_are_floats():
     assert len(c.cache) == 2
 
 
+@pytest.mark.parametrize("backend", ["python", "numpy"])
+def test_a_0d_result_is_a_number_of_its_dtype(backend):
+    """docs/compile.md: a 0-d result is a Python float (bool) at float64 (bool), a NumPy
+    scalar of its dtype otherwise, whatever the arguments and the code's flavour."""
+    total = wg.compile(lambda x: np.sum(np.sin(x) * 2), backend=backend)
+    for x in (numpy.array(1.0), numpy.float64(1.0), 1.0, numpy.ones(3), numpy.ones(300)):
+        r = total(x)
+        assert type(r) is float and math.isclose(r, numpy.sum(numpy.sin(x) * 2), rel_tol=1e-14)
+    for x in (numpy.array(1.0, numpy.float32), numpy.ones(3, numpy.float32)):
+        assert type(total(x)) is numpy.float32
+    assert type(wg.compile(lambda x: np.sum(x * 1j), backend=backend)(numpy.ones(3))) \
+        is numpy.complex128
+    assert type(wg.compile(np.argmax, backend=backend)(numpy.ones(3))) is numpy.int64
+    grad = wg.compile(wg.grad(lambda x: np.sin(x) * 2), backend=backend)
+    assert type(grad(numpy.array(1.0))) is float and grad(numpy.array(1.0)) == 2 * math.cos(1)
+
+
 def test_static_arguments_are_baked_in_and_retraced():
     def f(x, n, mode):
         y = x
