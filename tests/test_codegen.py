@@ -251,7 +251,9 @@ def _fortran_terms(x, y):
             wnp.where(wnp.logical_and(x > 0, y > 0), x, y) + wg.stop_gradient(x) * y,
             wg.select(x, 1.0, 0.0) + wg.select(x * y, y, 2.0),      # (conditions not 0 or 1)
             wnp.where(wnp.logical_or(x > 1, wnp.logical_and(y < 2, x < y)), x, 2.0),
-            wnp.expm1(x) + wnp.log1p(y * y))
+            wnp.expm1(x) + wnp.log1p(y * y),
+            # (a sum of truth values is their OR, a product their AND: True + True is True)
+            ((x < y) + (x < 2 * y)) * 1.0 + ((x > y) * (x > 0.5 * y) + (y > 1)) * 2.0 + x)
 
 
 @needs_gfortran

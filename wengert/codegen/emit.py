@@ -264,6 +264,9 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
             s, p = text[a.index]
             cast = fmt.cast(node, a)     # (for this use only: see Format.cast)
             args.append((f"{cast}({s})", ATOM) if cast is not None else (s, p))
+        spelled = fmt.method(node, [s for s, _ in args])
+        if spelled is not None:
+            return spelled, ATOM
         if op in _INFIX:
             prec = _INFIX[op]
             return f"{operand(args[0], prec)}{op.infix}{operand(args[1], prec, True)}", prec
@@ -274,9 +277,6 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         if op is P.pow and fmt.power and fmt.pow_infix:
             return f"{operand(args[0], POW)}{fmt.power}{operand(args[1], POW, True)}", POW
         call_args = [s for s, _ in args]
-        spelled = fmt.method(node, call_args)
-        if spelled is not None:
-            return spelled, ATOM
         if op is P.powi:
             call_args.append(str(node.params["n"]))
         if op in functions:

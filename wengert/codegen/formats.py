@@ -96,8 +96,9 @@ class Format:
                             "would lose it: emit code for the graph without it")
 
     def method(self, node, args):
-        """The text of `node` as a method of its first argument's text, where this format
-        has a faster spelling than `apply`'s (None: none).  Scalar languages have none."""
+        """The text of `node` where this format spells it otherwise than its operator or
+        `apply` would (None: as they do): a faster method of its first argument in
+        NumPy code, logic for arithmetic on truth values in FORTRAN."""
         return None
 
     def cast(self, node, arg):
@@ -253,12 +254,17 @@ def _condition(text) -> str:
     return f"{_operand(text)}.NE.0"
 
 
+def _logical(x, y, logical) -> str:
+    """The truth value of truth values x and y combined by `logical` (.AND., .OR.)."""
+    return f"{_TRUTH}({_condition(x)}){logical}({_condition(y)}))"
+
+
 def _extremum(x, y, test, logical) -> str:
     """maximum (test .GT., logical .OR.) or minimum (.LT., .AND.) as NumPy's: NaN
     propagates and a tie (0.0 and -0.0) gives y, where MAX's result is the compiler's.
     Of two comparisons (logical_or, logical_and) it is their LOGICAL combination."""
     if _is_truth(x) and _is_truth(y):
-        return f"{_TRUTH}({_condition(x)}){logical}({_condition(y)}))"
+        return _logical(x, y, logical)
     return f"MERGE({x},{y},{x}{test}{y}.OR.{x}.NE.{x})"
 
 
@@ -269,6 +275,8 @@ _FORTRAN_NAMES = {SP.gammaln: "LOG_GAMMA"}
 _FORTRAN_NAMES.update({op: op.name.upper() for op in ADDS_FUNCTIONS + (
     P.abs, P.hypot, P.asinh, P.acosh, P.atanh, SP.erf, SP.erfc, SP.gamma)})
 del _FORTRAN_NAMES[P.cotan], _FORTRAN_NAMES[P.cbrt]    # (Fortran has neither: below)
+
+_LOGICAL = {P.add: ".OR.", P.mul: ".AND."}
 
 _COMPARISONS = {P.lt: ".LT.", P.le: ".LE.", P.gt: ".GT.", P.ge: ".GE.", P.eq: ".EQ.",
                 P.ne: ".NE."}
@@ -398,6 +406,13 @@ class FortranFormat(Format):
         raise EmitError(f"FORTRAN has no {op.name}, and this text does not write it with the "
                         "functions it has (see FortranFormat): write it with those in the "
                         "function, or take the \"python\" or \"c\" text")
+
+    def method(self, node, args):
+        # NumPy's sum of truth values is their OR and their product their AND (True +
+        # True is True), where the DOUBLE PRECISION 1s would add up to 2
+        if node.dtype.kind == "b" and node.op in _LOGICAL:
+            return _logical(*args, _LOGICAL[node.op])
+        return None
 
     def call(self, name, args, params) -> str:
         at = params.get("at") if params else None
