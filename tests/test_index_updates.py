@@ -95,6 +95,43 @@ def test_set_with_repeated_indices_keeps_numpys_value_and_its_derivative():
     np.testing.assert_array_equal(gx, [1.0, 0.0, 3.0, 0.0])
 
 
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_min_and_max_with_many_repeats_and_ties_are_numpys_fold(op):
+    # min and max reduce repeated values in pairs (log2 of the repeats steps, not one per
+    # repeat): the value must still be NumPy's left fold, bit for bit (signed zeros: the
+    # last of the tied values), and the derivative go where the fold's rule sends it
+    # (the first of the tied values, x before v)
+    ufunc = {"min": np.minimum, "max": np.maximum}[op]
+    index = np.where(rng.random(300) < 0.5, 2, rng.integers(0, 6, 300))   # a hub: 2
+    v = rng.choice([-1.0, -0.0, 0.0, 1.0, 2.0], size=300)
+    x = np.array([0.0, -0.0, 1.0, -1.0, 2.0, 0.0])
+    want = x.copy()
+    ufunc.at(want, index, v)
+    got = getattr(wnp.at(x)[index], op)(v)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    # who holds the derivative, as the rule of maximum (minimum) passes it on one by one
+    holder = {t: ("x", t) for t in range(6)}
+    fold = x.copy()
+    keeps = (lambda a, b: a >= b) if op == "max" else (lambda a, b: a <= b)
+    for k, t in enumerate(index):
+        if not keeps(fold[t], v[k]):
+            holder[t] = ("v", k)
+        fold[t] = ufunc(fold[t], v[k])
+    weights = rng.uniform(1.0, 2.0, 6)
+    gx, gv = wg.grad(lambda x, v: wnp.sum(getattr(wnp.at(x)[index], op)(v) * weights),
+                     argnums=(0, 1))(x, v)
+    want_x, want_v = np.zeros(6), np.zeros(300)
+    for t, (which, k) in holder.items():
+        (want_x if which == "x" else want_v)[k] = weights[t]
+    np.testing.assert_array_equal(gx, want_x)
+    np.testing.assert_array_equal(gv, want_v)
+    # a hub named 1,000 times takes a graph of tens of nodes, not thousands
+    graph = wg.trace(lambda v: getattr(wnp.at(np.zeros(3))[np.zeros(1000, int)], op)(v),
+                     np.ones(1000))
+    assert len(graph.live_nodes()) < 60
+
+
 def test_a_model_filled_in_from_zeros_as_in_jax():
     def loss(w):
         m = wnp.zeros((2, 2))          # a NumPy array, which has no .at: wnp.at(m) works

@@ -8,8 +8,9 @@ array, NumPy's included (an ndarray has no ``.at``), for code that runs on both.
 The updates follow JAX's rules: `v` is cast to x's dtype and broadcast to ``x[index]``'s
 shape; where an index array names an element more than once, ``add``, ``multiply``,
 ``divide``, ``power``, ``min``, ``max`` and ``apply`` apply every update to it, one after
-another in index order, while ``set`` keeps one of the values (the one NumPy's assignment
-keeps).  Indices follow NumPy's: an index out of bounds raises IndexError.
+another in index order (``min`` and ``max`` reduce the values in pairs, which computes
+the same in fewer steps), while ``set`` keeps one of the values (the one NumPy's
+assignment keeps).  Indices follow NumPy's: an index out of bounds raises IndexError.
 """
 from __future__ import annotations
 
@@ -123,13 +124,13 @@ class IndexUpdate:
         """x with ``x[index] = minimum(x[index], values)``."""
         _check_hints("min", hints)
         import wengert.numpy as wnp
-        return self._apply(wnp.minimum, values)
+        return self._apply(wnp.minimum, values, pairwise=True)
 
     def max(self, values, **hints):
         """x with ``x[index] = maximum(x[index], values)``."""
         _check_hints("max", hints)
         import wengert.numpy as wnp
-        return self._apply(wnp.maximum, values)
+        return self._apply(wnp.maximum, values, pairwise=True)
 
     def apply(self, func, **hints):
         """x with ``x[index] = func(x[index])`` (func of one array, elementwise)."""
@@ -145,9 +146,11 @@ class IndexUpdate:
         dtype = A.dtype_of(self.x)
         return values if A.dtype_of(values) == dtype else wnp.astype(values, dtype)
 
-    def _apply(self, op, values):
+    def _apply(self, op, values, pairwise=False):
         """x with x[index] replaced by op(x[index], values), each element named more
-        than once updated once per time it is named, in index order."""
+        than once updated once per time it is named, in index order.  Where op is
+        maximum or minimum (`pairwise`), the values named together are reduced in pairs
+        instead, which gives the same result in log2 of the repeats rounds."""
         import wengert.numpy as wnp
         x, index, v = self.x, self.index, self._values(values)
         shape = A.shape_of(x)
@@ -158,6 +161,11 @@ class IndexUpdate:
         flat_v = wnp.reshape(wnp.broadcast_to(v, targets.shape), (-1,))
         flat_t = targets.reshape(-1)
         y = wnp.reshape(x, (-1,))
+        if pairwise:
+            named, reduced = _pairwise(op, flat_t, flat_v)
+            where = A.encode_index((named,))
+            y = A.index_set(y, op(A.getitem(y, index=where), reduced), index=where)
+            return wnp.reshape(y, shape)
         for r in range(int(rounds.max()) + 1):
             # the r-th mention of each element: each named once here
             pos = _np.flatnonzero(rounds == r)
@@ -166,6 +174,34 @@ class IndexUpdate:
                                   A.getitem(flat_v, index=A.encode_index((pos,)))),
                             index=where)
         return wnp.reshape(y, shape)
+
+
+def _pairwise(op, flat_t, flat_v):
+    """(each element named, in order, and op of the values naming it), op applied to
+    neighbours in index order, level by level: log2 of the most repeats levels, not one
+    round per repeat (a hub of a graph named 10,000 times took 10,000).
+
+    For maximum and minimum this is exactly the left fold NumPy's ``maximum.at`` computes:
+    op is associative without rounding, and it keeps the fold's choices at ties, which
+    the value takes from the last of the tied values (np.maximum gives its second
+    argument: 0.0 or -0.0) and the derivative from the first (the rule of maximum).  A
+    value left without a neighbour is paired with itself: op(a, a) is a, whose
+    derivative is a's whole (a tie: all of it to the first argument)."""
+    order = _np.argsort(flat_t, kind="stable")
+    named = flat_t[order]
+    w = A.getitem(flat_v, index=A.encode_index((order,)))
+    while True:
+        rank = _ranks(named)
+        if rank is None:
+            return named, w
+        left = _np.flatnonzero(rank % 2 == 0)
+        right = left + 1
+        alone = (right == len(named)) | (named[_np.minimum(right, len(named) - 1)] !=
+                                          named[left])
+        right[alone] = left[alone]
+        w = op(A.getitem(w, index=A.encode_index((left,))),
+               A.getitem(w, index=A.encode_index((right,))))
+        named = named[left]
 
 
 def _check_hints(method, hints):
@@ -193,16 +229,24 @@ def _repeats(shape, index):
     targets = _np.arange(math.prod(shape)).reshape(shape)[A.decode_index(index)]
     flat = targets.reshape(-1)
     order = _np.argsort(flat, kind="stable")
-    ordered = flat[order]
+    rank = _ranks(flat[order])
+    if rank is None:
+        return None
+    rounds = _np.empty(len(flat), dtype=_np.int64)
+    rounds[order] = rank
+    return targets, rounds
+
+
+def _ranks(ordered):
+    """The place of each element of sorted `ordered` among those equal to it (0 for the
+    first), or None if all are distinct."""
     new = _np.ones(len(ordered), dtype=bool)
     new[1:] = ordered[1:] != ordered[:-1]
     if new.all():
         return None
     starts = _np.flatnonzero(new)
-    run_start = _np.repeat(starts, _np.diff(_np.append(starts, len(ordered))))
-    rounds = _np.empty(len(flat), dtype=_np.int64)
-    rounds[order] = _np.arange(len(ordered)) - run_start
-    return targets, rounds
+    return _np.arange(len(ordered)) - _np.repeat(starts, _np.diff(_np.append(starts,
+                                                                             len(ordered))))
 
 
 def written(a, v, write):
