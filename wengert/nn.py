@@ -1274,7 +1274,7 @@ def _update_running(x, axes, running_mean, running_var, momentum):
             "batch_norm(training=True) updates running_mean and running_var in place with "
             "the batch's values, which a trace without values (wg.compile, wg.trace, "
             "wg.vmap) does not have: pass running_mean=None and running_var=None there, "
-            "and update them from the batch's mean and variance outside")
+            "and update them from the batch's mean and variance outside.")
     if running_mean is not None:
         running_mean *= 1 - momentum
         running_mean += momentum * values.mean(axis=axes)

@@ -430,8 +430,9 @@ class _Dispatcher:
             try:
                 return trace(self.traced_function(layout, canon, specs), *dyn)
             except ConcretizationError as e:
+                said = str(e).rstrip()
                 raise ConcretizationError(
-                    f"{e} If the branch is on an argument that is a setting rather than "
+                    f"{said}{'' if said.endswith('.') else '.'} If the branch is on an argument that is a setting rather than "
                     "data, mark it static: wg.compile(f, ..., static_argnums=(i,)) or "
                     "static_argnames=('name',).") from None
 
