@@ -138,6 +138,32 @@ def test_c_refuses_what_it_cannot_write():
         wg.compile(lambda a: wg.numpy.linalg.det(a), numpy.eye(2), backend="c")
 
 
+def test_refusals_of_element_by_element_code_say_why():
+    inv = wg.compile(wg.numpy.linalg.inv, numpy.eye(3) + 0.1)
+    for language in ("fortran", "adds", "c"):
+        with pytest.raises(ValueError, match="inv, a primitive that has no element-by-"):
+            inv.code(language)
+    with pytest.raises(ValueError, match="sum of truth values"):
+        wg.compile(lambda x, y: ((x < y) + (x < 2 * y)) * 1.0, 0.3, 0.7).code("c")
+    with pytest.raises(ValueError, match="dtype float32"):
+        wg.compile(lambda x: x * 2, numpy.ones(2, numpy.float32), backend="float")
+    large = wg.compile(lambda x: wg.numpy.sum(wg.numpy.sin(x)),
+                       wg.ShapeDtype((10 ** 7,), numpy.float64))
+    with pytest.raises(ValueError, match="arrays of 20,000,001 elements in all, more than"):
+        large.code("fortran")
+
+
+def test_text_of_a_long_scalar_graph():
+    # 9,000 steps of 3 operations: FORTRAN text was refused above 20,000 nodes, as if the
+    # graph had arrays
+    def f(x):
+        for _ in range(9000):
+            x = wm.sin(x) * 0.5 + 0.25
+        return x
+    text = wg.compile(f, 0.3).code("fortran")
+    assert text.count("SIN(") == 9000
+
+
 # ---- Python, FORTRAN and ADDS text ------------------------------------------------------------
 def test_generated_python_parses_and_names_temporaries_after_nodes():
     c = wg.compile(wg.grad(powell), (1.0, 2.0, 3.0, 4.0))

@@ -29,7 +29,7 @@ import numpy as np
 from .api import _check_fun, trace
 from .codegen import python as py
 from .codegen.count import count_ops
-from .codegen.scalarize import not_float, scalarize
+from .codegen.scalarize import NotScalar, float_form, not_float, scalarize
 
 # Rough costs on CPython: an arithmetic operation on floats, and a NumPy call on small
 # arrays plus its cost per element.  They decide between the float and NumPy flavours.
@@ -446,15 +446,17 @@ class _Dispatcher:
         params = list(zip(slot_names, specs))
         backend = self.backend
         scalar = None
-        if backend != "numpy" and not_float(graph.live_nodes()) is None:
-            scalar = (scalarize(graph) if backend == "python" else
-                      scalarize(graph, 10 ** 7, 10 ** 6))
-            if backend == "python" and scalar is not None and not _faster(scalar, graph):
+        if backend == "python" and not_float(graph.live_nodes()) is None:
+            scalar = scalarize(graph)
+            if scalar is not None and not _faster(scalar, graph):
                 scalar = None
-        if backend in ("float", "c") and scalar is None:
-            raise ValueError(f"compile(backend={backend!r}) needs a graph of float64 scalars "
-                             "or of arrays it can write element by element; this one has "
-                             f"{_why_not_scalar(graph)}: use backend='python'")
+        elif backend in ("float", "c"):
+            try:
+                scalar = float_form(graph, 10 ** 7, 10 ** 6)
+            except NotScalar as e:
+                raise ValueError(f"compile(backend={backend!r}) needs a graph of float64 "
+                                 "scalars or of arrays it can write element by element; "
+                                 f"this one has {e}: use backend='python'") from None
         if backend == "c":
             from .codegen import c
             entry = c.entry(self, key, graph, scalar, params, form)
@@ -533,13 +535,6 @@ def _numpy_call_s(node):
     if _view(node):
         return NUMPY_VIEW_S
     return NUMPY_UFUNC_S if node.op.elementwise else NUMPY_CALL_S
-
-
-def _why_not_scalar(graph) -> str:
-    odd = not_float(graph.live_nodes())
-    if odd is not None:
-        return f"a value of dtype {odd.dtype}"
-    return "large arrays or a primitive that has no element-by-element form"
 
 
 def _traceable(x) -> bool:

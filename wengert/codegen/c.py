@@ -298,11 +298,13 @@ def source_of(d, entry) -> str:
     """The C source of a compiled function's current entry."""
     if entry.flavour == "c":
         return entry.source
-    from .scalarize import not_float, scalarize
-    scalar = scalarize(entry.graph, 10 ** 6)
-    if scalar is None or not_float(scalar.graph.nodes) is not None:
-        raise ValueError("code('c'): C is written for graphs of float64 scalars or small "
-                         "arrays; this graph has other values or primitives")
+    from .scalarize import NotScalar, float_form
+    try:
+        scalar = float_form(entry.graph, 10 ** 7, 10 ** 6)
+    except NotScalar as e:
+        raise ValueError("code('c'): C is written for graphs of float64 scalars or of "
+                         f"arrays it can write element by element; this graph has {e}") \
+            from None
     return function_source(scalar, c_name(d.fn_name))
 
 

@@ -98,16 +98,43 @@ _OBJECT_IMPLS = {
 }
 
 
+class NotScalar(ValueError):
+    """A graph has no scalar form here; the message says why."""
+
+
 def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
-    """The scalar graph of `graph` (a `Scalarized`), or None if it has more than `limit`
-    array elements, would have more than `max_nodes` nodes, or has a primitive that cannot
-    be written element by element.  (Many elements may give few nodes: most entries of a
-    Hessian's forward sweeps are zeros, and simplification folds them away.)
+    """`scalar_form`, or None where there is none."""
+    try:
+        return scalar_form(graph, limit, max_nodes)
+    except NotScalar:
+        return None
+
+
+def float_form(graph, limit=LIMIT, max_nodes=MAX_NODES):
+    """`scalar_form` of a graph float code can compute (Python floats, C doubles): its
+    values float64 or bool, and no bool made by arithmetic (`not_float`).  Raises
+    `NotScalar`, saying why, where there is none."""
+    odd = not_float(graph.live_nodes())
+    if odd is not None and odd.dtype.kind == "b":
+        what = "sum" if odd.op.cost == "add" else "product"
+        raise NotScalar(f"a {what} of truth values ({odd.op.name}: NumPy's True + True is "
+                        "True, where float code's is 2)")
+    if odd is not None:
+        raise NotScalar(f"a value of dtype {odd.dtype} ({odd.op.name})")
+    return scalar_form(graph, limit, max_nodes)
+
+
+def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES):
+    """The scalar graph of `graph` (a `Scalarized`).  Raises `NotScalar` if it has more
+    than `limit` array elements, would have more than `max_nodes` nodes, or has a
+    primitive that cannot be written element by element.  (Many elements may give few
+    nodes: most entries of a Hessian's forward sweeps are zeros, and simplification
+    folds them away.)
 
     Example:
         >>> import numpy as np, wengert as wg
         >>> g = wg.trace(lambda x: (x * x).sum(), np.ones(3))
-        >>> s = scalarize(g)
+        >>> s = scalar_form(g)
         >>> print(s.graph)
         graph(x[0]: f64[], x[1]: f64[], x[2]: f64[]):
           %3: f64[] = mul(x[0], x[0])
@@ -118,8 +145,10 @@ def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
           return %7
     """
     live = graph.live_nodes()
-    if sum(n.size for n in live if n.op is not CONST) > limit:
-        return None
+    elements = sum(n.size for n in live if n.op is not CONST)
+    if elements > limit:
+        raise NotScalar(f"arrays of {elements:,} elements in all, more than the {limit:,} "
+                        "written element by element")
     new = Graph(optimize=graph.optimize, ieee=graph.ieee)
     elems = {}                          # node index -> object array of scalar nodes
     inputs = []
@@ -166,8 +195,8 @@ def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
             if op is CONST:
                 elems[node.index] = const_array(node.value)
                 continue
-            if op is INPUT:
-                return None                            # an input the graph was not given
+            if op is INPUT:                            # an input the graph was not given
+                raise NotScalar(f"an input, {node.label()}, that is not the graph's")
             args = [elems[a.index] for a in node.args]
             try:
                 if elementwise(op):
@@ -185,12 +214,14 @@ def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
                     NotImplementedError):
                 # (AttributeError: a NumPy ufunc on nodes, which asks them for a method
                 # of its name: numpy_ufunc's, which float code has no spelling for)
-                return None
+                out = None
             if out is None:
-                return None
+                raise NotScalar(f"{op.name}, a primitive that has no element-by-element "
+                                "form")
             elems[node.index] = out
             if len(new.nodes) > max_nodes:
-                return None
+                raise NotScalar(f"more than {max_nodes:,} operations once written element "
+                                "by element")
     outputs = []
     for o in graph.outputs:
         outputs.extend(elems[o.index].reshape(-1).tolist())

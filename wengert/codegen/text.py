@@ -28,15 +28,16 @@ def _Safe(fmt):
 def source_of(entry, language) -> str:
     """The statements of `entry` (a compiled function's entry) in `language`, "adds" or
     "fortran"."""
-    from .scalarize import not_float, scalarize
+    from .scalarize import NotScalar, not_float, scalar_form
     odd = not_float(entry.graph.live_nodes())
     if odd is not None and odd.dtype.kind == "c":      # (ints and float32 print as reals)
         raise ValueError(f"code({language!r}): the graph has values of dtype {odd.dtype}, "
                          "and this text is written for real numbers")
-    scalar = scalarize(entry.graph, 10 ** 6)
-    if scalar is None:
-        raise ValueError(f"code({language!r}): the graph has arrays or primitives that have "
-                         "no element-by-element form")
+    try:
+        scalar = scalar_form(entry.graph, 10 ** 7, 10 ** 7)
+    except NotScalar as e:
+        raise ValueError(f"code({language!r}): this text is written element by element, "
+                         f"and the graph has {e}") from None
     names = Names()
     names.taken.add("Y")
     _, leaves = prologue(entry.params, names, Namespace(names), "_miss")

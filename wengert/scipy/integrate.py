@@ -297,7 +297,7 @@ def _scalarized(f, avals, n, name):
     """``f(y, t, *leaves)`` traced without values and written element by element, for
     C; the errors say why it cannot be."""
     from ..api import trace
-    from ..codegen.scalarize import not_float, scalarize
+    from ..codegen.scalarize import NotScalar, float_form
     from ..errors import ConcretizationError
     try:
         with np.errstate(all="ignore"):
@@ -309,16 +309,15 @@ def _scalarized(f, avals, n, name):
             "math function on them, float(...), np.array([...]) of them, or dy[i] = ... "
             "(write these with wengert.numpy: wnp.where, wnp.maximum, wnp.exp, wnp.stack, "
             "or return a list), or use backend='scipy'") from None
-    scalar = scalarize(graph, 10 ** 6, C_MAX_OPERATIONS) \
-        if not_float(graph.live_nodes()) is None else None
-    if scalar is None:
+    try:
+        return float_form(graph, 10 ** 6, C_MAX_OPERATIONS)
+    except NotScalar as e:
         raise ValueError(f"solve_ivp(backend='c'): {name} uses values or operations the C "
                          "back-end cannot write element by element (linear algebra, a "
                          "dtype other than float64), or is too large for straight-line C "
                          f"(over {C_MAX_OPERATIONS} operations, a dense product with a "
                          "100x100 matrix, say: its compiling would take longer than "
-                         "SciPy's solve); use backend='scipy'")
-    return scalar
+                         f"SciPy's solve): it has {e}; use backend='scipy'") from None
 
 
 #: The most scalar operations a right-hand side written as C may have (compiling the
