@@ -279,7 +279,10 @@ def _fortran_terms(x, y):
             wnp.where(wnp.logical_or(x > 1, wnp.logical_and(y < 2, x < y)), x, 2.0),
             wnp.expm1(x) + wnp.log1p(y * y),
             # (a sum of truth values is their OR, a product their AND: True + True is True)
-            ((x < y) + (x < 2 * y)) * 1.0 + ((x > y) * (x > 0.5 * y) + (y > 1)) * 2.0 + x)
+            ((x < y) + (x < 2 * y)) * 1.0 + ((x > y) * (x > 0.5 * y) + (y > 1)) * 2.0 + x,
+            wnp.log2(x * x + 0.75) + wnp.logaddexp(x, y) + wnp.logaddexp2(y, x),
+            special.expit(x) + special.logit(1 / (1 + y * y)) + special.xlogy(x, y * y + 0.5)
+            + special.xlog1py(y, x * x))
 
 
 @needs_gfortran
@@ -313,7 +316,8 @@ def test_fortran_expm1_and_log1p_are_within_two_ulps(tmp_path):
     xs = numpy.concatenate([rng.uniform(-1, 1, 300), rng.choice([-1, 1], 300)
                             * 10 ** rng.uniform(-20, 2.8, 300)])
     xs = numpy.concatenate([xs[xs > -1], [0.0, -0.0, 1e-300, -1.0, math.inf, -math.inf,
-                                          math.nan, 700.0, -40.0]])
+                                          math.nan, 700.0, -40.0, 709.7, 710.0, -746.0,
+                                          1e306, 1.7e308, -1.5, 5e-324]])
     import wengert.numpy as wnp
     text = wg.compile(lambda x: (wnp.expm1(x), wnp.log1p(x)), 0.5).code("fortran")
     got = _fortran_rows(tmp_path, text, ["X"], [[x] for x in xs], 2)
@@ -324,6 +328,41 @@ def test_fortran_expm1_and_log1p_are_within_two_ulps(tmp_path):
     assert ulps.max() <= 2
     numpy.testing.assert_array_equal(got[~finite], want[~finite])
     numpy.testing.assert_array_equal(numpy.signbit(got[want == 0]), numpy.signbit(want[want == 0]))
+
+
+@needs_gfortran
+def test_fortran_log2_logaddexp_and_scipys_logistic_functions_are_within_two_ulps(tmp_path):
+    # written with the functions FORTRAN has, each within 2 ulps of NumPy's and SciPy's
+    # (log2 exact at powers of two, logit accurate next to 1/2; xlog1py's product rounds
+    # once more than log1p), their ends NumPy's
+    import wengert.numpy as wnp
+    from scipy import special as sc
+    from wengert.scipy import special
+    rng = numpy.random.default_rng(11)
+    n = 400
+    xs = numpy.concatenate([rng.uniform(-1, 3, n), 10 ** rng.uniform(-310, 308, n),
+                            2.0 ** rng.integers(-1074, 1024, n), 1 + rng.integers(-9, 9, n)
+                            * 2.2e-16, rng.uniform(0, 1, n), 0.5 + rng.uniform(-1e-9, 1e-9, n),
+                            [0.0, -0.0, -1.0, 1.0, 0.3, 0.65, math.inf, -math.inf, math.nan]])
+    ys = rng.uniform(-40, 40, len(xs))
+    ys[:12] = [math.inf, -math.inf, math.nan, 0.0, -0.0, 1.0, 700, -700, 1e-300, 3.0, 3.0,
+               math.inf]
+    xs[:12] = [1.0, -5.0, 1.0, 0.0, 2.0, 1.0, 3.0, 3.0, 0.0, 3.0, 3.0 + 1e-15, math.inf]
+    text = wg.compile(lambda x, y: (wnp.log2(x), wnp.logaddexp(x, y), wnp.logaddexp2(y, x),
+                                    special.expit(y), special.logit(x), special.xlogy(y, x),
+                                    special.xlog1py(y, x)), 0.5, 0.3).code("fortran")
+    got = _fortran_rows(tmp_path, text, ["X", "Y_"], list(zip(xs, ys)), 7)
+    with numpy.errstate(all="ignore"):
+        want = numpy.stack([numpy.log2(xs), numpy.logaddexp(xs, ys), numpy.logaddexp2(ys, xs),
+                            sc.expit(ys), sc.logit(xs), sc.xlogy(ys, xs), sc.xlog1py(ys, xs)],
+                           axis=1)
+    finite = numpy.isfinite(want) & (want != 0)
+    with numpy.errstate(all="ignore"):
+        ulps = numpy.where(finite, numpy.abs(got - want) / numpy.spacing(numpy.abs(want)), 0)
+    assert (ulps.max(axis=0) <= [2, 2, 2, 2, 2, 2, 3]).all(), ulps.max(axis=0)
+    numpy.testing.assert_array_equal(got[~finite], want[~finite])
+    powers = numpy.flatnonzero(numpy.frexp(xs)[0] == 0.5)
+    numpy.testing.assert_array_equal(got[powers, 0], numpy.log2(xs[powers]))
 
 
 @needs_gfortran
@@ -413,12 +452,12 @@ def test_backends_agree_with_numpy_on_comparisons_in_arithmetic_and_ties(backend
 
 
 @pytest.mark.parametrize("f, name", [
-    (numpy.log2, "log2"),
-    (lambda x: numpy.logaddexp(x, 1.0), "logaddexp"),
+    (numpy.spacing, "spacing"),
+    (lambda x: __import__("wengert.scipy.special").scipy.special.erfinv(x), "erfinv"),
     (lambda x: wg.grad(__import__("wengert.scipy.special").scipy.special.gamma)(x), "digamma")])
 def test_fortran_refuses_what_it_cannot_write(f, name):
-    # FORTRAN has no LOG2 or LOGADDEXP: the text refuses them by name rather than write a
-    # call of nothing (or LOG(X)/LOG(2D0), which is not exact at powers of two)
+    # FORTRAN has no SPACING of NumPy's meaning, no ERFINV, no DIGAMMA: the text refuses
+    # them by name rather than write a call of nothing
     with pytest.raises(EmitError, match=f"FORTRAN has no {name}"):
         wg.compile(f, 0.5).code("fortran")
 

@@ -281,6 +281,18 @@ _LOGICAL = {P.add: ".OR.", P.mul: ".AND."}
 _COMPARISONS = {P.lt: ".LT.", P.le: ".LE.", P.gt: ".GT.", P.ge: ".GE.", P.eq: ".EQ.",
                 P.ne: ".NE."}
 
+_LN2 = "0.6931471805599453D0"          # (NumPy's constants, rounded to double)
+_LOG2E = "1.4426950408889634D0"
+
+
+def _log1p(x) -> str:
+    """Goldberg's log1p (within 2 ulps: 1 + x rounds, and the quotient with the same
+    rounding undoes it), its ends written out (where the quotient is 0/0 or inf/inf).
+    The quotient is taken first: LOG(1+X)*X would overflow from X = 2.5e305."""
+    return (f"MERGE({x},LOG(1+{_operand(x)})*({_operand(x)}/((1+{_operand(x)})-1)),"
+            f"1+{_operand(x)}.EQ.1.OR.{_operand(x)}.GT.HUGE(1D0))")
+
+
 #: The primitives FORTRAN writes with others, each a function of its arguments' texts
 #: (which bind less tightly than a call: `_operand` brackets them for an operator; a
 #: comparison binds less tightly than all arithmetic).  sign is 0 at 0 and -0 and nan at nan
@@ -292,13 +304,32 @@ _FORTRAN_TEMPLATES = {
     P.cbrt: lambda x: f"SIGN(ABS({x})**(1D0/3),{x})",
     P.sign: lambda x: f"MERGE(SIGN(1D0,{x}),{x}-{_operand(x)},ABS({x}).GT.0)",
     P.exp2: lambda x: f"(2D0**{_operand(x)})",
-    # Goldberg's log1p and Kahan's expm1 (within 2 ulps: 1 + x rounds, and the quotient
-    # with the same rounding undoes it), their ends written out (where the quotient is
-    # 0/0 or inf/inf)
-    P.log1p: lambda x: (f"MERGE({x},LOG(1+{_operand(x)})*{_operand(x)}/((1+{_operand(x)})-1),"
-                        f"1+{_operand(x)}.EQ.1.OR.{_operand(x)}.GT.HUGE(1D0))"),
-    P.expm1: lambda x: (f"MERGE({x},MERGE(-1D0,(EXP({x})-1)*{_operand(x)}/LOG(EXP({x})),"
-                        f"EXP({x})-1.EQ.-1),EXP({x}).EQ.1.OR.{_operand(x)}.GT.HUGE(1D0))"),
+    P.log1p: lambda x: _log1p(x),
+    # Kahan's expm1 (within 2 ulps, as log1p below), its ends written out: where exp(x)
+    # is 1 (x), where exp(x) - 1 is -1 or inf (that)
+    P.expm1: lambda x: (f"MERGE({x},MERGE(EXP({x})-1,(EXP({x})-1)*({_operand(x)}/LOG(EXP({x}))),"
+                        f"EXP({x})-1.EQ.-1.OR.EXP({x}).GT.HUGE(1D0)),EXP({x}).EQ.1)"),
+    # log2 as exponent and fraction (exact at powers of 2), the two of one sign so that
+    # neither cancels the other next to 1; inf as it is
+    P.log2: lambda x: (f"MERGE({x},MERGE(EXPONENT({x})-1+LOG(2*FRACTION({x}))/{_LN2},"
+                       f"EXPONENT({x})+LOG(FRACTION({x}))/{_LN2},{x}.GE.1),"
+                       f"{x}.GT.HUGE(1D0))"),
+    # NumPy's: the larger plus log1p of the smaller's share, and at x = y (infinities
+    # too) x + log 2
+    P.logaddexp: lambda x, y: (f"MERGE({_operand(x)}+{_LN2},MAX({x},{y})+"
+                               f"{_log1p(f'EXP(-ABS({x}-{_operand(y)}))')},{x}.EQ.{y})"),
+    P.logaddexp2: lambda x, y: (f"MERGE({_operand(x)}+1,MAX({x},{y})+{_LOG2E}*"
+                                f"{_log1p(f'2D0**(-ABS({x}-{_operand(y)}))')},{x}.EQ.{y})"),
+    # SciPy's: 1/(1 + exp(-x)); log(x/(1 - x)), and from 0.3 to 0.65 (where that quotient
+    # is near 1) log1p(s) - log1p(-s), s = 2(x - 1/2); xlogy and xlog1py 0 at x = 0
+    # unless y is nan
+    SP.expit: lambda x: f"(1/(1+EXP(-{_operand(x)})))",
+    SP.logit: lambda x: (f"MERGE({_log1p(f'2*({x}-0.5D0)')}-{_log1p(f'(-2*({x}-0.5D0))')},"
+                         f"LOG({_operand(x)}/(1-{_operand(x)})),"
+                         f"{x}.GE.0.3D0.AND.{x}.LE.0.65D0)"),
+    SP.xlogy: lambda x, y: f"MERGE(0D0,{_operand(x)}*LOG({y}),{x}.EQ.0.AND.{y}.EQ.{y})",
+    SP.xlog1py: lambda x, y: (f"MERGE(0D0,{_operand(x)}*{_operand(_log1p(y))},"
+                              f"{x}.EQ.0.AND.{y}.EQ.{y})"),
     P.stop_gradient: _operand,
     P.maximum: lambda x, y: _extremum(x, y, ".GT.", ".OR."),
     P.minimum: lambda x, y: _extremum(x, y, ".LT.", ".AND."),
@@ -318,7 +349,8 @@ _FORTRAN_TEMPLATES = {
 
 #: The intrinsics the templates call (with `_FORTRAN_NAMES`, the names a variable may not
 #: have: it would hide the function).
-_FORTRAN_TEMPLATE_CALLS = frozenset("TAN SIGN ABS MERGE AINT ANINT MOD MODULO HUGE".split())
+_FORTRAN_TEMPLATE_CALLS = frozenset(
+    "TAN SIGN ABS MERGE AINT ANINT MOD MODULO HUGE EXPONENT FRACTION MAX".split())
 
 
 def _nonzero(y) -> str:
@@ -341,11 +373,12 @@ class FortranFormat(Format):
     a call they are written in double precision (``ATAN2(X,1D0)``), since Fortran does not
     convert arguments.  Functions Fortran 77 lacks are written with those it has:
     ``cotan(x)`` as ``(1/TAN(x))``, ``cbrt(x)`` as ``SIGN(ABS(x)**(1D0/3),x)``; sign,
-    rounding, maximum, comparisons and ``select`` with MERGE, as NumPy computes them,
-    and expm1 and log1p within 2 ulps, not as ``EXP(X)-1``, which would lose the digits
-    they exist to keep (`_FORTRAN_TEMPLATES`); gfortran's intrinsics of later standards
+    rounding, maximum, comparisons and ``select`` with MERGE, as NumPy computes them;
+    expm1 and log1p within 2 ulps, not as ``EXP(X)-1``, which would lose the digits
+    they exist to keep, and so log2, logaddexp, logaddexp2 and SciPy's expit, logit,
+    xlogy and xlog1py (`_FORTRAN_TEMPLATES`); gfortran's intrinsics of later standards
     by their names (`_FORTRAN_NAMES`: HYPOT, ASINH, ERF, LOG_GAMMA, ...).  Any other of
-    wengert's primitives (log2, logaddexp, digamma, ...) raises `EmitError`: a call of a
+    wengert's primitives (erfinv, digamma, spacing, ...) raises `EmitError`: a call of a
     function FORTRAN does not have would not compile.  A declared operator
     ``F[2,3](...)`` becomes a call with its element's indices first, ``F(2,3,...)``; it
     may not be named like an intrinsic function (`FORTRAN_INTRINSICS`), whose name the
