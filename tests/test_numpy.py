@@ -82,6 +82,11 @@ CASES = {
     "einsum implicit": (lambda a, b: np.einsum("ij,jk", a, b), [r(3, 4), r(4, 2)]),
     "einsum ellipsis": (lambda a, b: np.einsum("...ij,...jk->...ik", a, b),
                         [r(2, 3, 4), r(4, 2)]),
+    # (length-1 axes broadcast against longer ones: the cotangent sums back over them)
+    "einsum broadcast ellipsis": (lambda a, b: np.einsum("...i,...i->...", a, b)
+                                  + np.einsum("...ij,...jk->...ik", b[:, None], a.T)[0, :, 0],
+                                  [r(1, 3), r(2, 3)]),
+    "einsum broadcast letter": (lambda a, b: np.einsum("ij,ij->j", a, b), [r(1, 3), r(4, 3)]),
     "einsum sum-out": (lambda a, b: np.einsum("ij,k->i", a, b), [r(3, 4), r(2)]),
     "einsum repeated index": (lambda v, w: np.einsum("ii,ij->j", v, w)
                               + np.einsum("ij,jj->i", w.T, v).sum(), [r(3, 3), r(3, 2)]),

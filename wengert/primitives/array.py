@@ -646,6 +646,10 @@ def _(g, *ops_and_ans, subscripts):
         spec = ",".join([out] + [t for _, t in others]) + "->" + kept
         gi = einsum(g, *[o for o, _ in others], subscripts=spec)
         sizes = dict(zip(s, shape_of(x)))
+        # an index of length 1 here that broadcast against a longer one elsewhere (as
+        # "..." does) is summed back to length 1; one of length 1 elsewhere, which
+        # broadcast against this one, is broadcast back to this one's length
+        gi = _broadcast_back(gi, tuple(sizes[c] for c in kept))
         if kept != once:   # indices only this operand had were summed: broadcast them back
             gi = reshape(gi, shape=tuple(sizes[c] if c in present else 1 for c in once))
             gi = broadcast_to(gi, shape=tuple(sizes[c] for c in once))
@@ -653,6 +657,19 @@ def _(g, *ops_and_ans, subscripts):
             gi = _on_diagonals(gi, once, s, sizes, subscripts)
         grads.append(gi)
     return tuple(grads)
+
+
+def _broadcast_back(g, shape):
+    """Cotangent `g`, of the shape an operand of `shape` broadcast to in an einsum, made
+    that operand's: summed over the axes where it has length 1, broadcast along those
+    where g has."""
+    have = shape_of(g)
+    if have == shape:
+        return g
+    summed = tuple(1 if n == 1 else m for m, n in zip(have, shape))
+    if summed != have:
+        g = sum_to(g, shape=summed)
+    return g if summed == shape else broadcast_to(g, shape=shape)
 
 
 def _on_diagonals(g, once, s, sizes, subscripts):
