@@ -618,6 +618,22 @@ def test_gradients_of_weakly_typed_functions_agree_and_are_right(name):
     assert_close(numpy.dot(gx, v), fd_x, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("backend", ["python", "float"])
+def test_constant_elements_next_to_a_transposed_argument(backend):
+    # NumPy's concatenate keeps its parts' layout: of transposed parts, the element-by-element
+    # code's object array was in Fortran order, and its constants were never made nodes
+    b = numpy.arange(6.0).reshape(2, 3)
+    B = rng.random((3, 2))
+    for f, x in [(lambda b: np.concatenate([np.zeros((3, 1)), b.T], axis=1), b),
+                 (lambda b: np.pad(b.T, 1), b),
+                 (wg.vmap(lambda r: np.pad(r, 1), in_axes=1), b),
+                 (wg.vmap(lambda x: np.concatenate([x, np.zeros(1)]), in_axes=1), B),
+                 (wg.vmap(np.tril, in_axes=2), rng.random((2, 2, 3)))]:
+        compiled = wg.compile(f, x, backend=backend)
+        numpy.testing.assert_array_equal(compiled(x), f(x))
+        assert compiled.entry.flavour == "float"
+
+
 def test_a_python_float_and_a_numpy_float64_compile_apart():
     f = wg.compile(lambda x, s: x * s)
     assert f(X32, 2.0).dtype == numpy.float32

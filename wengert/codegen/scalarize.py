@@ -174,7 +174,9 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES):
             one = np.empty((), dtype=object)
             one[()] = result
             result = one
-        result = result.astype(object, copy=False)
+        # (C order: the loop below writes through a view, and an impl may give another
+        # layout, as concatenate does of transposed parts)
+        result = np.asarray(result, dtype=object, order="C")
         if result.shape != node.shape:
             return None
         flat = result.reshape(-1)
