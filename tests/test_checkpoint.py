@@ -65,6 +65,23 @@ def test_a_checkpointed_call_is_one_node():
     assert "tanh" not in names
 
 
+def test_numpy_scalars_and_0d_arrays_reach_f_as_numpy_scalars():
+    # f ran on the node's value, a Python float, and could not index or reshape it as it
+    # can a 0-d array or NumPy scalar (or the traced value it gets without the checkpoint)
+    import wengert.numpy as wnp
+    ones32 = np.ones(3, np.float32)
+
+    def f(x, y):
+        return wnp.sum((x * y)[None] * ones32)
+    for x in (np.array(0.5), np.float64(0.5)):
+        g = wg.grad(wg.checkpoint(f), argnums=(0, 1))(x, 2.0)
+        assert g == wg.grad(f, argnums=(0, 1))(x, 2.0) == (6.0, 1.5)
+    # a Python float stays one, and weak: x * float32 ones is float32, as without it
+    g = lambda x: x * ones32
+    assert wg.jacrev(wg.checkpoint(g))(0.5).dtype == wg.jacrev(g)(0.5).dtype == np.float32
+    assert wg.jacrev(wg.checkpoint(g))(np.float64(0.5)).dtype == np.float64
+
+
 def test_integer_arguments_are_held_fixed():
     @wg.checkpoint
     def power_loop(x, n):

@@ -69,7 +69,7 @@ class Checkpoint(Primitive):
           return %3, %4
     """
 
-    def __init__(self, f, in_tree):
+    def __init__(self, f, in_tree, strong=()):
         name = getattr(f, "__name__", "f")
         # (complex values: its rules are f's own, swept by wengert.ad, which keeps JAX's
         # and autograd's convention; a packed result of real and complex leaves is
@@ -78,6 +78,10 @@ class Checkpoint(Primitive):
                          abstract_eval=self._abstract_eval, complex=True)
         self.f = f
         self.in_tree = in_tree
+        # the scalar leaves that came as NumPy scalars or 0-d arrays: a node's value is a
+        # Python float, and f, given one, could not index or reshape it as it could its
+        # argument (`_impl` gives these as NumPy scalars)
+        self.strong = frozenset(i for i, s in enumerate(strong) if s)
         self.out_tree = None
         self.layout = None           # per output leaf: (start, stop, shape)
         self.jvp = self._jvp_rule
@@ -136,6 +140,9 @@ class Checkpoint(Primitive):
 
     # --- the primitive -------------------------------------------------------------------
     def _impl(self, *leaves):
+        if self.strong:
+            leaves = [np.asarray(v)[()] if i in self.strong else v
+                      for i, v in enumerate(leaves)]
         with recording(None):        # plain numbers: f runs without recording anything
             outs = self.call(leaves)
         if any(type(o) is Node for o in outs):
@@ -272,10 +279,12 @@ def checkpoint(f):
         leaves, in_tree = flatten((args, kwargs))
         if not any(type(x) is Node for x in leaves):
             return f(*args, **kwargs)
-        key = (in_tree, tuple((s, d.str) for s, d in map(aval, leaves)))
+        strong = tuple(type(x) is Node and not x.shape and x.dtype.kind in "fc" and
+                       not is_weak(x) for x in leaves)
+        key = (in_tree, tuple((s, d.str) for s, d in map(aval, leaves)), strong)
         prim = primitives.get(key)
         if prim is None:
-            prim = primitives[key] = Checkpoint(by_position, in_tree)
+            prim = primitives[key] = Checkpoint(by_position, in_tree, strong)
         outs = prim.unpack(prim(*leaves))
         return unflatten(prim.out_tree, outs)
 
