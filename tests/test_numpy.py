@@ -112,6 +112,7 @@ CASES = {
                     + np.repeat(x, [1, 2, 0], axis=0).sum(0), [r(3, 2)]),
     "pad": (lambda x: np.pad(x, ((1, 2), (0, 1))) * np.pad(x, ((1, 2), (0, 1)), constant_values=1.0),
             [r(2, 2)]),
+    "pad 0-d": (lambda x: np.pad(x * x, 2) + np.pad(x, 1, mode="edge"), [r()]),  # (unchanged)
     "hstack vstack": (lambda x: np.hstack([x, x]).sum() * np.vstack([x, x]), [r(3)]),
     "array of traced": (lambda x: np.array([[x[0], x[1]], [x[1] * 2, 1.0]]), [r(2)]),
     # indexing

@@ -3073,6 +3073,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
     statistics modes are NumPy's, for plain arrays)."""
     widths = tuple((int(lo), int(hi)) for lo, hi in
                    _np.broadcast_to(_np.asarray(pad_width), (array.ndim, 2)))
+    if not widths:                  # a 0-d array has no axis to pad: NumPy returns it
+        return array
     if mode in ("edge", "reflect", "symmetric", "wrap"):
         if kwargs.pop("reflect_type", "even") != "even":
             raise NotImplementedError("numpy.pad: reflect_type='odd' is not supported on "
