@@ -46,7 +46,7 @@ _FUNCTIONS = {S.sqrt: "sqrt", S.cbrt: "cbrt", S.exp: "exp", S.log: "log", S.log1
               S.log2: "log2", S.hypot: "hypot", S.fmod: "fmod", S.remainder: "wg_remainder",
               S.logaddexp: "wg_logaddexp", S.logaddexp2: "wg_logaddexp2", relu: "wg_relu",
               S.floor: "floor", S.ceil: "ceil", S.trunc: "trunc",
-              SP.erf: "erf", SP.erfc: "erfc", SP.gammaln: "lgamma", SP.gamma: "tgamma",
+              SP.erf: "erf", SP.erfc: "erfc", SP.gammaln: "wg_lgamma", SP.gamma: "tgamma",
               SP.rgamma: "wg_rgamma",
               SP.expit: "wg_expit", SP.logit: "wg_logit", SP.ndtr: "wg_ndtr",
               SP.xlogy: "wg_xlogy", SP.xlog1py: "wg_xlog1py"}
@@ -85,9 +85,13 @@ static double wg_logaddexp(double x, double y)
     # them by name)
     "wg_rgamma": "static double wg_rgamma(double x) "
                  "{ return (x <= 0.0 && x == floor(x)) ? 0.0 : 1.0 / tgamma(x); }",
-    "wg_expit": "static double wg_expit(double x) "
-                "{ return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }",
-    "wg_logit": "static double wg_logit(double p) { return log(p / (1.0 - p)); }",
+    # (as SciPy: gammaln(-inf) is -inf where lgamma's is inf; expit one formula; logit
+    # from 0.3 to 0.65, where p/(1-p) is near 1, a difference of log1p's)
+    "wg_lgamma": "static double wg_lgamma(double x) "
+                 "{ return (x < 0 && isinf(x)) ? x : lgamma(x); }",
+    "wg_expit": "static double wg_expit(double x) { return 1.0 / (1.0 + exp(-x)); }",
+    "wg_logit": "static double wg_logit(double p) { return (p >= 0.3 && p <= 0.65) ? "
+                "log1p(2.0 * (p - 0.5)) - log1p(-2.0 * (p - 0.5)) : log(p / (1.0 - p)); }",
     "wg_ndtr": "static double wg_ndtr(double x) "
                "{ return 0.5 * erfc(-x * 0.707106781186547524400844362105); }",
     "wg_xlogy": "static double wg_xlogy(double x, double y) "

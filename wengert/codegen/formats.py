@@ -270,8 +270,8 @@ def _extremum(x, y, test, logical) -> str:
 
 #: FORTRAN's names of the primitives it has (intrinsics of Fortran 2008 included:
 #: gfortran has them all, with -std=legacy too): SQRT ... TANH, ABS, HYPOT, ASINH, ERF,
-#: GAMMA as wengert names them, and gammaln.
-_FORTRAN_NAMES = {SP.gammaln: "LOG_GAMMA"}
+#: GAMMA as wengert names them.
+_FORTRAN_NAMES = {}
 _FORTRAN_NAMES.update({op: op.name.upper() for op in ADDS_FUNCTIONS + (
     P.abs, P.hypot, P.asinh, P.acosh, P.atanh, SP.erf, SP.erfc, SP.gamma)})
 del _FORTRAN_NAMES[P.cotan], _FORTRAN_NAMES[P.cbrt]    # (Fortran has neither: below)
@@ -330,6 +330,8 @@ _FORTRAN_TEMPLATES = {
     SP.xlogy: lambda x, y: f"MERGE(0D0,{_operand(x)}*LOG({y}),{x}.EQ.0.AND.{y}.EQ.{y})",
     SP.xlog1py: lambda x, y: (f"MERGE(0D0,{_operand(x)}*{_operand(_log1p(y))},"
                               f"{x}.EQ.0.AND.{y}.EQ.{y})"),
+    # (SciPy's gammaln(-inf) is -inf, LOG_GAMMA's inf)
+    SP.gammaln: lambda x: f"MERGE({x},LOG_GAMMA({x}),{x}.LT.-HUGE(1D0))",
     P.stop_gradient: _operand,
     P.maximum: lambda x, y: _extremum(x, y, ".GT.", ".OR."),
     P.minimum: lambda x, y: _extremum(x, y, ".LT.", ".AND."),
@@ -350,7 +352,7 @@ _FORTRAN_TEMPLATES = {
 #: The intrinsics the templates call (with `_FORTRAN_NAMES`, the names a variable may not
 #: have: it would hide the function).
 _FORTRAN_TEMPLATE_CALLS = frozenset(
-    "TAN SIGN ABS MERGE AINT ANINT MOD MODULO HUGE EXPONENT FRACTION MAX".split())
+    "TAN SIGN ABS MERGE AINT ANINT MOD MODULO HUGE EXPONENT FRACTION MAX LOG_GAMMA".split())
 
 
 def _nonzero(y) -> str:
@@ -377,7 +379,7 @@ class FortranFormat(Format):
     expm1 and log1p within 2 ulps, not as ``EXP(X)-1``, which would lose the digits
     they exist to keep, and so log2, logaddexp, logaddexp2 and SciPy's expit, logit,
     xlogy and xlog1py (`_FORTRAN_TEMPLATES`); gfortran's intrinsics of later standards
-    by their names (`_FORTRAN_NAMES`: HYPOT, ASINH, ERF, LOG_GAMMA, ...).  Any other of
+    by their names (`_FORTRAN_NAMES`: HYPOT, ASINH, ERF, GAMMA, ...).  Any other of
     wengert's primitives (erfinv, digamma, spacing, ...) raises `EmitError`: a call of a
     function FORTRAN does not have would not compile.  A declared operator
     ``F[2,3](...)`` becomes a call with its element's indices first, ``F(2,3,...)``; it
