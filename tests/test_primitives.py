@@ -178,6 +178,26 @@ def test_power_of_a_zero_base_has_zero_derivative_in_the_exponent():
         assert g[0] == 0.0 and np.isfinite(g[1])
 
 
+def test_higher_derivatives_of_a_power_where_its_exponent_is_zero():
+    # the x-partial of x**y is 0 at y = 0, but its derivative in y is 1/x there: a select on
+    # y == 0 made it 0, and the Hessian of x**y at (2, 0) came out unsymmetric
+    H = wg.hessian(lambda x, y: x ** y, argnums=(0, 1))(2.0, 0.0)
+    assert_close(np.array(H, float), [[0.0, 0.5], [0.5, math.log(2) ** 2]], rtol=1e-15)
+    # x**x, whose derivatives at 1 are 1, 2, 3, 8 (its inner pow(x, x - 1) has exponent 0
+    # there); Taylor mode, through exp(x log x), agrees
+    d = lambda x: x ** x
+    got = []
+    for _ in range(4):
+        d = wg.grad(d)
+        got.append(d(1.0))
+    assert_close(got, [1.0, 2.0, 3.0, 8.0], rtol=1e-13)
+    at2 = wg.taylor(lambda x: x ** x, 2.0, 1.0, order=4)
+    assert_close(got[3], 24 * wg.taylor(lambda x: x ** x, 1.0, 1.0, order=4)[4], rtol=1e-13)
+    fourth = wg.grad(wg.grad(wg.grad(wg.grad(lambda x: x ** x))))
+    assert_close(fourth(2.0), 24 * at2[4], rtol=1e-12)
+    assert wg.grad(lambda x, y: x ** y)(0.0, 0.0) == 0.0      # (0**0's derivative stays 0)
+
+
 def test_adds_keeps_the_plain_formula_for_a_power_in_its_exponent():
     # ADDS's language has no conditional: its derivative code is x**y log x as written
     from adds_util import run

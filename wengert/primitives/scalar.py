@@ -107,12 +107,15 @@ def pow_log(x):
 
 def pow_dx(x, y):
     """y x**(y-1), as the derivative of x**y in x uses it.  Where y = 0 it is 0 (x**0 = 1
-    for every x), though the product reads 0 · inf = nan at x = 0 (as in JAX).  A
-    straight-line graph (ADDS) has no conditional and keeps the plain product."""
+    for every x), though the product reads 0 · inf = nan at x = 0 (as in JAX).  Only
+    there is it replaced: elsewhere the product stays, whose own derivative in y at y = 0
+    is x**-1 (a select on y == 0 alone made that 0, and second derivatives of x**y and
+    x**x wrong).  A straight-line graph (ADDS) has no conditional and keeps the plain
+    product."""
     d = y * pow(x, y - 1)
     if type(d) is Node and d.graph.straight_line:
         return d
-    return select(eq(y, 0.0), 0.0, d)
+    return select(eq(y, 0.0), select(eq(x, 0.0), 0.0, d), d)
 
 
 pow.defpartials(lambda x, y, ans: pow_dx(x, y), lambda x, y, ans: pow_log(x) * ans)
