@@ -1,5 +1,6 @@
 """wengert.numpy: every function's JVP and VJP against central differences on random
 inputs of several shapes (broadcasting, negative axes), second order for smooth ones."""
+import math
 import warnings
 from builtins import sum as builtins_sum
 
@@ -910,6 +911,17 @@ def _exact_det_series(a, b):
                      lambda i, j: sympy.Rational(a[i, j]) + t * sympy.Rational(b[i, j]))
     poly = sympy.Poly(m.det(method="berkowitz"), t)
     return [float(poly.coeff_monomial(t ** k)) for k in range(a.shape[0] + 1)]
+
+
+def test_det_to_fourth_order_by_nested_grad():
+    # the fourth nested grad of det (4x4 up) reached the third derivative's circle of
+    # points, whose sum had an int axis: a TypeError in sum's reverse rule
+    a, v = r(4, 4), r(4, 4)
+    d = lambda t: np.linalg.det(a + t * v)
+    series = wg.taylor(d, 0.3, 1.0, order=4)
+    for k in range(1, 5):
+        d = wg.grad(d)
+        assert_close(d(0.3), math.factorial(k) * series[k], rtol=1e-10)
 
 
 @pytest.mark.parametrize("n", [4, 5])

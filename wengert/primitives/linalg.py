@@ -233,7 +233,7 @@ def _cofactor_second(a, e, t):
     size_t = S.sqrt(_sum(S.real_part(fixed_t * _cj(fixed_t)), axis=_last2(t), keepdims=True))
     r = S.maximum(size_a, size_t) / S.select(S.eq(size_t, 0.0), 1.0, size_t)
     points = cofactor_derivative(a + (r * circle) * t, e)
-    out = _sum(points * np.conj(circle), axis=0, keepdims=False) / (m * r)
+    out = _sum(points * np.conj(circle), axis=(0,), keepdims=False) / (m * r)
     complex_in = any(_is_complex(x) for x in (a, e, t))
     return out if complex_in else S.real_part(out)
 
