@@ -198,6 +198,17 @@ def test_higher_derivatives_of_a_power_where_its_exponent_is_zero():
     assert wg.grad(lambda x, y: x ** y)(0.0, 0.0) == 0.0      # (0**0's derivative stays 0)
 
 
+def test_expm1_derivatives_keep_their_digits_far_below_zero():
+    # the partial ans + 1 cancelled: expm1'(-40) read 0, (-30) had 4 digits
+    import wengert.numpy as wnp
+    for x in (-20.0, -30.0, -40.0, -700.0):
+        assert_close(wg.grad(wnp.expm1)(x), math.exp(x), rtol=1e-15, atol=0)
+        assert_close(wg.grad(wg.grad(wnp.expm1))(x), math.exp(x), rtol=1e-15, atol=0)
+        series = wg.taylor(wnp.expm1, x, 1.0, order=3)
+        assert_close(series[1:], [math.exp(x), math.exp(x) / 2, math.exp(x) / 6], rtol=1e-15,
+                     atol=0)
+
+
 def test_adds_keeps_the_plain_formula_for_a_power_in_its_exponent():
     # ADDS's language has no conditional: its derivative code is x**y log x as written
     from adds_util import run

@@ -476,9 +476,11 @@ RULES.update({
 
 # ---- the NumPy layer's primitives ------------------------------------------------------------
 def _expm1(x, y0, order):
-    """expm1: y' = x'·(y + 1)."""
+    """expm1: y' = x'·(y + 1), with y + 1 = exp(x) at order 0 (y + 1 would cancel to 1
+    where x is very negative, and the derivative to 0)."""
     g = []
-    return ode(x, y0, order, g=g, grow=lambda m, ys: g.append(ys[m] + 1 if m == 0 else ys[m]))
+    return ode(x, y0, order, g=g,
+               grow=lambda m, ys: g.append(P.exp(x[0]) if m == 0 else ys[m]))
 
 
 def _inv(a, y0, order):

@@ -155,7 +155,7 @@ atan.defpartials(lambda x, ans: 1 / (1 + x ** 2))
 atan2.defpartials(lambda y, x, ans: x / (x ** 2 + y ** 2),
                   lambda y, x, ans: -y / (x ** 2 + y ** 2))
 log1p.defpartials(lambda x, ans: 1 / (1 + x))
-expm1.defpartials(lambda x, ans: ans + 1)
+expm1.defpartials(lambda x, ans: exp(x))     # (ans + 1 cancels to 1 past x = -36)
 sinh.defpartials(lambda x, ans: cosh(x))
 cosh.defpartials(lambda x, ans: sinh(x))
 tanh.defpartials(lambda x, ans: 1 - ans ** 2)
