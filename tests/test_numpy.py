@@ -1607,6 +1607,15 @@ def test_sinc_at_zero_is_the_series_to_fourth_order():
     assert wg.taylor(np.sinc, 0.0, 1.0, order=4) == pytest.approx(
         [1.0, 0.0, -numpy.pi ** 2 / 6, 0.0, numpy.pi ** 4 / 120], rel=1e-12, abs=1e-12)
     assert numpy.all(numpy.isfinite(wg.grad(lambda v: np.sum(np.sinc(v)))(numpy.zeros(3))))
+    # next to 0 as well: the quotient's derivatives cancel there (its fourth read -4.5e17
+    # at 1e-8); sinc's k-th derivative is the series' (pi x)^(2j) terms differentiated
+    def exact(x, k):
+        return sum((-1) ** j * numpy.pi ** (2 * j) / math.factorial(2 * j + 1)
+                   * math.factorial(2 * j) / math.factorial(2 * j - k) * x ** (2 * j - k)
+                   for j in range(20) if 2 * j >= k)
+    for x in (1e-8, 1e-5, 1e-3, 0.1, 0.159, 0.16, 0.3):
+        assert [f(x) for f in d] == pytest.approx([exact(x, k) for k in range(5)],
+                                                   rel=1e-12, abs=1e-14)
 
 
 def test_hypot_and_logaddexp_derivatives_without_overflow():

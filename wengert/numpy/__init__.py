@@ -830,14 +830,22 @@ def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoVa
 
 @_numpy_unless_traced(_np.sinc)
 def sinc(x):
-    """NumPy's ``sinc``, sin(πx)/(πx) and 1 at 0, differentiable.  At exactly 0 the value
-    and the derivatives come from the series 1 − (πx)²/6 + (πx)⁴/120, right to the fifth
-    order there (the quotient, which is 0/0 there, is computed at 1 instead)."""
-    zero = S.eq(x, 0)
-    y = S.mul(pi, S.select(zero, 1.0, x))
+    """NumPy's ``sinc``, sin(πx)/(πx) and 1 at 0, differentiable.  Where |πx| < 1/2 the
+    value and the derivatives come from the series Σ (-1)ᵏ (πx)²ᵏ/(2k+1)! to k = 10 (its
+    remainder is below 1e-29 there, and its derivatives' too), elsewhere from the
+    quotient: the quotient's k-th derivative cancels as 1/(πx)ᵏ near 0, and at 0 is
+    0/0 (it is computed at 1 there instead)."""
+    small = S.lt(S.abs(x), 0.5 / pi)
+    y = S.mul(pi, S.select(small, 1.0, x))
     z = S.mul(pi, x)
     z2 = S.mul(z, z)
-    return S.select(zero, 1.0 - z2 / 6.0 + S.mul(z2, z2) / 120.0, S.div(S.sin(y), y))
+    series = _SINC_SERIES[-1]
+    for c in reversed(_SINC_SERIES[:-1]):     # Horner's rule in (πx)²
+        series = S.add(S.mul(series, z2), c)
+    return S.select(small, series, S.div(S.sin(y), y))
+
+
+_SINC_SERIES = [(-1) ** k / _math.factorial(2 * k + 1) for k in range(11)]
 
 
 @_numpy_unless_traced(_np.nan_to_num)
