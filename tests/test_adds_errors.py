@@ -69,7 +69,8 @@ def test_type_error_points_at_the_expression():
     ("array a[0];", "array bounds must be at least 1"),
     ("array a[99999999999];", "array A is too large (99999999999 elements; at most 1000000)"),
     ("array a[100000]; f := dfd(a, a);", "the Jacobian, of type [100000,100000], is too large"),
-    ("operator h[9999,9999](1); f := h(x);", "a value of type [9999,9999] is too large"),
+    ("operator h[9999,9999](1);", "the result of operator H is too large (99980001 "
+     "elements; at most 1000000)"),
     ("f := log(0) + x; outcode(x) f;", "the code would contain the constant -inf"),
     # constants fold before x/x -> 1 and x*0 -> 0 could turn nan into 1 or 0
     ("f := (0/0) + x; outcode(x) f;", "the code would contain the constant nan"),
@@ -164,6 +165,12 @@ def test_a_failing_include_is_undone_whole(tmp_path):
      "array"),
     ("array a[2]; operator g(1), a(2);", 28, "A is already a variable of type [2]"),
     ("operator g(0);", 10, "operator G must take at least one operand"),
+    # capped as array sizes are (each operand gets a rule at once: 10**20 never finished)
+    ("operator h(1), g(99999999999999999999);", 16, "operator G takes too many operands "
+     "(99999999999999999999; at most 1000000)"),
+    ("operator h(1), g(1000001);", 16, "operator G takes too many operands"),
+    ("operator h(1), f[99999999999999999999](1);", 16, "the result of operator F is too "
+     "large (99999999999999999999 elements; at most 1000000)"),
 ])
 def test_a_wrong_declaration_is_pointed_at(program, column, message):
     # An operator may not be named like one of ADDS's own (SIN, SQRT, VP, DFU, ...); the

@@ -74,7 +74,7 @@ class Operator:
 
     def __init__(self, name, shape, n, table, directional, taken=None, origin=None):
         self.name, self.shape, self.n = name, tuple(shape), int(n)
-        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.size = math.prod(self.shape)     # (exact, whatever the shape)
         self.table = table
         self.directional = directional
         self.taken = taken if taken is not None else (lambda name: False)

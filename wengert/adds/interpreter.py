@@ -281,6 +281,12 @@ class Session:
         self._check_new_name(name, "operator")
         if n < 1:
             raise AddsError(f"operator {name} must take at least one operand")
+        # Each operand gets a derivative rule when the operator is declared, so a count
+        # beyond what one value can hold is a typo that would take forever, not a program.
+        if n > T.MAX_ELEMENTS:
+            raise AddsError(f"operator {name} takes too many operands ({n}; at most "
+                            f"{T.MAX_ELEMENTS})")
+        T.check_size(shape, f"the result of operator {name}")
         D.Operator(name, shape, n, self.operators, lambda: self.directional,
                    self._name_taken)
 
