@@ -181,6 +181,20 @@ def test_rgamma_derivative_at_the_poles_of_gamma():
         assert wg.grad(d1)(x) == pytest.approx(fd_derivative(d1, x, 1e-5), rel=1e-7, abs=1e-8)
 
 
+def test_rgamma_taylor_series_at_and_next_to_the_poles_of_gamma():
+    # Taylor mode expanded 1/Γ, nan at the poles and losing digits next to them; the
+    # reference is 1/Γ's series from mpmath at 40 digits
+    import mpmath
+    mpmath.mp.dps = 40
+    try:
+        for x0 in (0.0, -1.0, -2.0, 1e-9, 1e-6, -1 + 1e-7, 0.3, 0.5, 0.7, 3.5):
+            want = [float(c) for c in mpmath.taylor(mpmath.rgamma, mpmath.mpf(x0), 4)]
+            got = wg.taylor(special.rgamma, x0, 1.0, order=4)
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-13), x0
+    finally:
+        mpmath.mp.dps = 15
+
+
 def test_abstract_dtypes_are_the_ones_scipys_ufuncs_give():
     # SciPy's ufuncs pick their loops their own way (float64 beside a Python number, for
     # float16, for (float32, bool)): compile's abstract values must say what they give

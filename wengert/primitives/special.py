@@ -381,7 +381,18 @@ betaln.defpartials(lambda a, b, ans: digamma(a) - digamma(a + b),
 beta.defpartials(lambda a, b, ans: ans * (digamma(a) - digamma(a + b)),
                  lambda a, b, ans: ans * (digamma(b) - digamma(a + b)))
 # (Taylor mode expands these definitions: its rules for gamma and gammaln are written)
-rgamma.decomposition = lambda x: 1 / gamma(x)
+
+
+def _rgamma_decomposition(x):
+    """1/Γ(x), for x <= 1/2 by the reflection sin(πx)Γ(1 - x)/π, whose parts have no
+    poles there (1/Γ's series, expanded through Γ, were nan at 0, -1, ... and lost
+    digits next to them); each branch evaluated where it is finite, as in the partial."""
+    right = gt(x, 0.5)
+    xl, xr = select(right, 0.0, x), select(right, x, 1.0)
+    return select(right, 1 / gamma(xr), sin(math.pi * xl) * gamma(1 - xl) / math.pi)
+
+
+rgamma.decomposition = _rgamma_decomposition
 betaln.decomposition = lambda a, b: gammaln(a) + gammaln(b) - gammaln(a + b)
 beta.decomposition = lambda a, b: (_gamma_sign(a) * _gamma_sign(b) * _gamma_sign(a + b)
                                    * exp(betaln(a, b)))
