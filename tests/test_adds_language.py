@@ -231,6 +231,31 @@ def test_in_reads_relative_to_the_including_file(tmp_path):
     assert set(s.variables) == {"F", "G", "X"}
 
 
+def test_in_nests_deeper_than_python_recursion_could(tmp_path):
+    # Each `in` once took some Python frames, so 200 nested files were a RecursionError
+    # (an internal error); the files being read are a stack now.
+    depth = 2000
+    for i in range(depth):
+        (tmp_path / f"f{i}.adds").write_text(f'a{i} := x + {i};\nin "f{i + 1}.adds";\n')
+    (tmp_path / f"f{depth}.adds").write_text("g := x*x;\n")
+    s = Session(stdout=io.StringIO())
+    s.run_file(str(tmp_path / "f0.adds"))
+    assert "G" in s.variables and f"A{depth - 1}" in s.variables and not s._undo
+    # a mistake at the bottom undoes every `in` around it, and names the innermost file
+    (tmp_path / f"f{depth}.adds").write_text("g := x*x;\ng := vec(1, 2);\n")
+    s = Session(stdout=io.StringIO())
+    s.execute("y := 1;")
+    nodes = len(s.graph.nodes)
+    with pytest.raises(AddsError) as info:
+        s.execute('in "f0.adds";', directory=str(tmp_path))
+    assert info.value.filename.endswith(f"f{depth}.adds") and info.value.line == 2
+    assert set(s.variables) == {"Y"} and len(s.graph.nodes) == nodes and not s._reading
+    # the REPL reports it once and goes on
+    errors = []
+    s.execute('in "f0.adds"; z := 2;', directory=str(tmp_path), on_error=errors.append)
+    assert len(errors) == 1 and set(s.variables) == {"Y", "Z"}
+
+
 @pytest.mark.parametrize("path", sorted(
     p for p in os.listdir(os.path.join(os.path.dirname(__file__), "..", "examples"))
     if p.endswith(".adds")))

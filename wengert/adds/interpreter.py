@@ -72,7 +72,6 @@ class Session:
         self._target = None             # the name an assignment running assigns to
         self._reading = []              # files being read by `in`, outermost first
         self._undo = []                 # how to undo the running statement's changes
-        self._running = 0               # statements running (more than one: `in`)
         self.clear()
 
     def clear(self) -> None:
@@ -91,17 +90,7 @@ class Session:
         done.  With `on_error` (the REPL), a failing statement's error is passed to it
         instead and the statements after it still run.  `directory` is where ``in`` looks
         for relative file names (default: the current directory)."""
-        pending = statements(text, filename)          # all of it checked first
-        with np.errstate(all="ignore"):
-            for k, item in enumerate(pending):
-                pending[k] = None               # (its tree lives while it runs)
-                stmt = build(item)
-                try:
-                    self._atomic(stmt, text, filename, directory)
-                except AddsError as e:
-                    if on_error is None:
-                        raise
-                    on_error(e)
+        self._run(_Source(statements(text, filename), text, filename, directory), on_error)
 
     def run_file(self, path: str) -> None:
         """Run the program in the file `path` (``in`` statements in it are relative to its
@@ -115,51 +104,97 @@ class Session:
             ...     Session().run_file(p)
             % COUNT: ADDITIONS/SUBTRACTIONS 0, MULTIPLICATIONS 1, DIVISIONS 0, FUNCTION CALLS 0, POWERS 0
         """
-        try:
-            # as standard input is read: a byte that is not UTF-8 becomes a lone surrogate,
-            # which the parser reports where it stands
-            with open(path, encoding="utf-8", errors="surrogateescape") as f:
-                text = f.read()
-        except OSError as e:
-            raise AddsError(f"cannot read {path}: {e.strerror}") from None
-        self._reading.append(os.path.abspath(path))
-        try:
-            self.execute(text, path, os.path.dirname(os.path.abspath(path)))
-        finally:
-            self._reading.pop()
+        self._run(_open(path), None)
 
-    def _atomic(self, stmt, text, filename, directory):
-        undo = self._undo
-        mark = len(undo)                # (a statement of a file read by `in` runs inside
-        snapshot = (self.graph, len(self.graph.nodes), self.variables, self.operators,
-                    self.symbols)       # the `in` statement, which may yet fail)
-        self._where = (filename, text)
-        self._running += 1
+    def _run(self, source, on_error) -> None:
+        """Run the statements of `source` and of the files their ``in`` statements read.
+
+        The files being read are a stack, not a recursion, so ``in`` may nest as deep as
+        files can be written.  An ``in`` statement stays running until its file's last
+        statement is done: if one of them fails, it is undone, and so is every ``in``
+        statement around it (innermost first), as a failing statement's effects are."""
+        stack = []
+
+        def push(src):
+            stack.append(src)
+            if src.path is not None:
+                self._reading.append(src.path)
+
+        def pop():
+            src = stack.pop()
+            if src.path is not None:
+                self._reading.pop()
+            return src
+
+        push(source)
+        try:
+            with np.errstate(all="ignore"):
+                while stack:
+                    src = stack[-1]
+                    if src.next == len(src.pending):    # its `in` statement is done
+                        pop()
+                        if len(stack) == 1:
+                            self._undo.clear()
+                        continue
+                    item, src.pending[src.next] = src.pending[src.next], None
+                    src.next += 1                       # (its tree lives while it runs)
+                    try:
+                        inner = self._atomic(build(item), src)
+                    except BaseException as e:
+                        while len(stack) > 1:           # the `in` statements around it
+                            self._rollback(pop().started)
+                        if on_error is None or not isinstance(e, AddsError):
+                            raise
+                        on_error(e)
+                        continue
+                    if inner is not None:
+                        push(inner)
+                    elif len(stack) == 1:
+                        self._undo.clear()              # (nothing can be undone now)
+        finally:
+            while stack:
+                pop()
+
+    def _atomic(self, stmt, src):
+        """Run one statement of `src`; if it fails, undo it and raise its located error.
+        An ``in`` statement returns the `_Source` it opens (whose statements then run as
+        part of it), with the means to undo it; any other returns None."""
+        started = self._started()
+        where = self._where = (src.filename, src.text)
         try:
             if self.echo:
-                print(text[stmt.pos:stmt.end] + ";", file=self.stderr)
-            self._statement(stmt, directory)
+                print(src.text[stmt.pos:stmt.end] + ";", file=self.stderr)
+            inner = self._statement(stmt, src.directory)
         except BaseException as e:
-            while len(undo) > mark:
-                table, key, old = undo.pop()
-                if old is _ABSENT:
-                    dict.pop(table, key, None)
-                else:
-                    dict.__setitem__(table, key, old)
-            graph, size, self.variables, self.operators, self.symbols = snapshot
-            self.graph = graph
-            graph.truncate(size)
-            self.derived = {i for i in self.derived if i < size}
+            self._rollback(started)
             if isinstance(e, AddsError):
-                raise _located(e, stmt, (filename, text))
+                raise _located(e, stmt, where)
             if isinstance(e, Exception) and not isinstance(e, BrokenPipeError):
                 raise _located(AddsError(f"internal error: {type(e).__name__}: {e}"), stmt,
-                               (filename, text)) from e
+                               where) from e
             raise
-        finally:
-            self._running -= 1
-        if not self._running:
-            undo.clear()
+        if inner is not None:
+            inner.started = started
+        return inner
+
+    def _started(self):
+        """What `_rollback` needs to undo the statement about to run."""
+        return (len(self._undo), self.graph, len(self.graph.nodes), self.variables,
+                self.operators, self.symbols)
+
+    def _rollback(self, started):
+        """Undo everything done since `_started` gave `started`."""
+        undo = self._undo
+        mark, graph, size, self.variables, self.operators, self.symbols = started
+        while len(undo) > mark:
+            table, key, old = undo.pop()
+            if old is _ABSENT:
+                dict.pop(table, key, None)
+            else:
+                dict.__setitem__(table, key, old)
+        self.graph = graph
+        graph.truncate(size)
+        self.derived = {i for i in self.derived if i < size}
 
     def _write(self, lines) -> None:
         out = self.out if self.out is not None else self.stdout
@@ -198,7 +233,7 @@ class Session:
         elif kind == "free":
             self._free()
         elif kind == "in_stmt":
-            self._include(_string(c[0]), directory)
+            return self._include(_string(c[0]), directory)
         elif kind == "out_stmt":
             name = _string(c[0])
             if name not in self.files:
@@ -360,6 +395,7 @@ class Session:
             for name, v in self.variables.items()})
 
     def _include(self, name, directory):
+        """The file an ``in`` statement reads, opened (`_run` runs it)."""
         path = name if os.path.isabs(name) else os.path.join(directory or os.getcwd(), name)
         if os.path.abspath(path) in self._reading:
             raise AddsError(f'in: "{name}" is already being read (a file cannot include '
@@ -367,7 +403,7 @@ class Session:
         if not os.path.isfile(path):
             raise AddsError(f'in: there is no file "{name}"'
                             + (f" in {directory}" if directory else ""))
-        self.run_file(path)
+        return _open(path)
 
     # --- expressions ----------------------------------------------------------------------------
     def value(self, tree) -> np.ndarray:
@@ -527,6 +563,32 @@ def _located(error, where, source):
 
 
 _ABSENT = object()
+
+
+class _Source:
+    """A text being run: its statements (`pending`, run up to `next`), its file name
+    and directory (where its ``in`` statements look), `path` as `_reading` names it if it
+    is a file, and `started`, how to undo the ``in`` statement that opened it."""
+
+    __slots__ = ("pending", "next", "text", "filename", "directory", "path", "started")
+
+    def __init__(self, pending, text, filename, directory, path=None):
+        self.pending, self.next, self.text = pending, 0, text
+        self.filename, self.directory, self.path = filename, directory, path
+        self.started = None
+
+
+def _open(path) -> _Source:
+    """The program in the file `path`, read and syntax checked."""
+    try:
+        # as standard input is read: a byte that is not UTF-8 becomes a lone surrogate,
+        # which the parser reports where it stands
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            text = f.read()
+    except OSError as e:
+        raise AddsError(f"cannot read {path}: {e.strerror}") from None
+    full = os.path.abspath(path)
+    return _Source(statements(text, path), text, path, os.path.dirname(full), full)
 
 
 class _Journaled(dict):
