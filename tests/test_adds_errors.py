@@ -111,6 +111,22 @@ def test_a_file_cannot_include_itself(tmp_path):
         s.run_file(str(tmp_path / "loop.adds"))
 
 
+def test_a_file_cannot_include_itself_through_a_symbolic_link(tmp_path):
+    # sub/f.adds is f.adds: without resolving links, the path grew sub/sub/... until the
+    # system refused it
+    (tmp_path / "sub").symlink_to(".")
+    (tmp_path / "f.adds").write_text('in "sub/f.adds";')
+    with pytest.raises(AddsError) as info:
+        Session(stdout=io.StringIO()).run_file(str(tmp_path / "f.adds"))
+    assert info.value.message == ('in: "sub/f.adds" is already being read (a file cannot '
+                                  "include itself)")
+
+
+def test_in_a_directory_says_it_is_one(tmp_path):
+    e, _ = error(f'in "{tmp_path}";')
+    assert e.message == f'in: "{tmp_path}" is a directory, not a file' and e.column == 1
+
+
 def test_syntax_errors_are_lark_s_with_positions_in_the_whole_text():
     # Statement by statement, a syntax error is still reported as lark reports it for the
     # whole text: same message, file, line, column and caret (and a program a change

@@ -397,9 +397,12 @@ class Session:
     def _include(self, name, directory):
         """The file an ``in`` statement reads, opened (`_run` runs it)."""
         path = name if os.path.isabs(name) else os.path.join(directory or os.getcwd(), name)
-        if os.path.abspath(path) in self._reading:
+        # resolved, so that a file reached again through a symbolic link is still itself
+        if os.path.realpath(path) in self._reading:
             raise AddsError(f'in: "{name}" is already being read (a file cannot include '
                             "itself)")
+        if os.path.isdir(path):
+            raise AddsError(f'in: "{name}" is a directory, not a file')
         if not os.path.isfile(path):
             raise AddsError(f'in: there is no file "{name}"'
                             + (f" in {directory}" if directory else ""))
@@ -587,8 +590,8 @@ def _open(path) -> _Source:
             text = f.read()
     except OSError as e:
         raise AddsError(f"cannot read {path}: {e.strerror}") from None
-    full = os.path.abspath(path)
-    return _Source(statements(text, path), text, path, os.path.dirname(full), full)
+    return _Source(statements(text, path), text, path,
+                   os.path.dirname(os.path.abspath(path)), os.path.realpath(path))
 
 
 class _Journaled(dict):
