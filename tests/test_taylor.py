@@ -152,6 +152,30 @@ def test_coefficients_are_differentiable():
 
 
 # ---- arrays and pytrees ------------------------------------------------------------------------
+def test_logaddexp_and_logsumexp_series_do_not_cancel():
+    # log(e^a + e^b) expanded as the log of a sum of exp series cancels where a's series
+    # has large coefficients: at e^x, x = 10, the t^4 coefficient was 918.89 for e^10/24
+    import wengert.numpy as wnp
+    exact = [math.exp(10) / math.factorial(k) for k in range(5)]
+    for f in (lambda x: wnp.logaddexp(wnp.exp(x), 0.0),
+              lambda x: wnp.logaddexp2(wnp.exp(x) / math.log(2), 0.0) * math.log(2),
+              lambda x: wnp.logaddexp(-1e3, wnp.exp(x)),
+              lambda x: wnp.logsumexp(wnp.stack([wnp.exp(x), 0.0 * x])),
+              lambda x: wnp.logsumexp(wnp.stack([wnp.exp(x), 0.0 * x])[:, None], axis=0,
+                                      keepdims=True)[0]):
+        got = np.ravel(wg.taylor(f, 10.0, 1.0, order=4))
+        assert np.allclose(got, exact, rtol=1e-14, atol=0), got
+    # along axes of an array, against nested jvps
+    rng = np.random.default_rng(3)
+    x, v = rng.normal(size=(3, 4)) * 3, rng.normal(size=(3, 4))
+    for axis, keepdims in ((None, False), ((1,), False), ((0,), True), ((0, 1), True)):
+        f = lambda x: wnp.logsumexp(x, axis=axis, keepdims=keepdims)
+        series = wg.taylor(f, x, v, order=3)
+        d = lambda g: (lambda x: wg.jvp(g, (x,), (v,))[1])
+        assert np.allclose(series[2], d(d(f))(x) / 2, rtol=1e-12, atol=1e-13)
+        assert np.allclose(series[3], d(d(d(f)))(x) / 6, rtol=1e-10, atol=1e-12)
+
+
 def test_elementwise_arrays_match_scalars():
     xs = np.array([0.1, 0.5, 1.3])
     got = wg.derivatives(f_sym, order=5)(xs)

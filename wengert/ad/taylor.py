@@ -318,11 +318,19 @@ def _atanh(x, ans, order):
 
 
 def _logaddexp(a, b, ans, order):
-    """log(e^a + e^b) = m + log(e^(a−m) + e^(b−m)) for the larger primal m: no overflow."""
-    m = P.maximum(a[0], b[0])
-    ea = _exp([a[0] - m] + a[1:], P.exp(a[0] - m), order)
-    eb = _exp([b[0] - m] + b[1:], P.exp(b[0] - m), order)
-    return [ans] + _log([_add(p, q) for p, q in zip(ea, eb)], ans - m, order)[1:]
+    """y = log(e^a + e^b): y' = a'·p + b'·q with the shares p = e^(a−y), q = e^(b−y)
+    (p + q = 1), and p' = (a' − y')·p, q' = (b' − y')·q, solved a coefficient at a time.
+    The shares are at most 1, so nothing overflows, and nothing cancels: the log of the
+    sum of exp series did, where a's coefficients were large (log(e^(e^x) + 1) at 10)."""
+    p, q = [P.exp(a[0] - ans)], [P.exp(b[0] - ans)]
+    ys = [ans]
+    for m in range(order):
+        ys.append(_solve(m, _add(_derivative_term(m, a, p), _derivative_term(m, b, q)),
+                         ys, None))
+        for share, x in ((p, a), (q, b)):
+            gap = [None] + [_sub(x[k], ys[k]) for k in range(1, m + 2)]
+            share.append(_solve(m, _derivative_term(m, gap, share), share, None))
+    return ys
 
 
 def _scaled(c, x):
@@ -588,7 +596,26 @@ def _einsum(xs, ans, order, subscripts):
                   {"subscripts": subscripts})
 
 
+def _logsumexp(x, ans, order, axis, keepdims):
+    """logsumexp as `_logaddexp` does it: y' = Σ x'·p along the axes, with the shares
+    p = e^(x−y) (the softmax) and p' = (x' − y')·p; y's coefficients are held with the
+    reduced axes kept, to meet x's."""
+    kept = ans if keepdims else A._unreduce(ans, x[0], axis, False)
+    p, yk, ys = [P.exp(x[0] - kept)], [kept], [ans]
+    for m in range(order):
+        term = _derivative_term(m, x, p)
+        y = None if term is None else A.sum(term, axis=axis, keepdims=True) / (m + 1.0)
+        yk.append(y)
+        ys.append(y if y is None or keepdims else
+                  A.reshape(y, shape=A._reduced_shape(shape_of(x[0]), axis)))
+        gap = [None] + [_sub(x[k], yk[k]) for k in range(1, m + 2)]
+        p.append(_solve(m, _derivative_term(m, gap, p), p, None))
+    return ys
+
+
 RULES.update({
+    A.logsumexp: lambda xs, ans, order, axis, keepdims: _logsumexp(xs[0], ans, order, axis,
+                                                                  keepdims),
     P.log1p: lambda xs, ans, order: _log1p(xs[0], ans, order),
     P.expm1: lambda xs, ans, order: _expm1(xs[0], ans, order),
     P.stop_gradient: lambda xs, ans, order: _const(ans, order),
