@@ -113,3 +113,22 @@ def test_repl_runs_the_statements_after_a_failing_one_on_its_line():
                               'comment say "hi;\ncomment this is 50% done;\noutcode() a;\n')
     assert r.returncode == 0 and r.stdout == "C := 3;\nA := 1;\n"
     assert r.stderr.startswith("<stdin>:1:14: error: +:") and len(r.stderr.splitlines()) == 3
+
+
+def wengert_bytes(*args, stdin=b""):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8")
+    return subprocess.run([sys.executable, "-m", "wengert", *args], input=stdin,
+                          capture_output=True, env=env, cwd=ROOT, timeout=60)
+
+
+def test_standard_input_is_read_as_a_file_is():
+    # Bytes that are not UTF-8 were a UnicodeDecodeError traceback, and lone CRs were no
+    # line ends, when piped: standard input is decoded as a file is now.
+    for args in ([], ["run", "-"], ["repl"]):
+        r = wengert_bytes(*args, stdin=b"f := x*x;\ng := x\xe9;\n")
+        assert b"Traceback" not in r.stderr and r.returncode == (0 if args == ["repl"] else 1)
+        assert r.stderr.decode().startswith(
+            "<stdin>:2:7: error: byte 0xE9 is not UTF-8 text\n    g := x"), r.stderr
+        r = wengert_bytes(*args, stdin=b"f := x*x;\rg := f $ 1;\r")
+        assert r.stderr.decode() == ("<stdin>:2:8: error: unexpected character '$'\n"
+                                     "    g := f $ 1;\n           ^\n"), r.stderr

@@ -74,10 +74,11 @@ Examples: wengert run examples/powell.adds
 def _run_adds(path=None) -> int:
     """Run an ADDS program from a file (or standard input); 1 after the first mistake."""
     from .adds import AddsError, Session
+    from .adds.interpreter import source_text
     session = Session()
     try:
-        if path is None:
-            session.execute(sys.stdin.read(), "<stdin>")
+        if path is None:        # (bytes, decoded as a file's are)
+            session.execute(source_text(sys.stdin.buffer.read()), "<stdin>")
         else:
             session.run_file(path)
     except AddsError as e:

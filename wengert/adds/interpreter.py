@@ -581,13 +581,25 @@ class _Source:
         self.started = None
 
 
+def source_text(data: bytes) -> str:
+    """The text of a program from its bytes, read the same way from a file and from
+    standard input, so that positions and messages are the same: UTF-8, a byte that is
+    not UTF-8 becoming a lone surrogate (which the parser reports where it stands), and
+    each line end (``\\r\\n`` or a lone ``\\r``) a ``\\n``.
+
+    Example:
+        >>> source_text(b"f := x;\\r\\ng := y;\\rh := \\xe9;")
+        'f := x;\\ng := y;\\nh := \\udce9;'
+    """
+    text = data.decode("utf-8", errors="surrogateescape")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _open(path) -> _Source:
     """The program in the file `path`, read and syntax checked."""
     try:
-        # as standard input is read: a byte that is not UTF-8 becomes a lone surrogate,
-        # which the parser reports where it stands
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            text = source_text(f.read())
     except OSError as e:
         raise AddsError(f"cannot read {path}: {e.strerror}") from None
     return _Source(statements(text, path), text, path,

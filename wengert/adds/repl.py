@@ -11,6 +11,7 @@ import os
 import sys
 
 from .errors import AddsError
+from .interpreter import source_text
 from .parser import COMMENT_STATEMENT
 
 PROMPT = "adds> "
@@ -52,6 +53,19 @@ def complete(text: str) -> bool:
     return done and not in_string and not in_statement_comment
 
 
+def _piped_lines(stdin):
+    """The lines of piped input, without their ends, read as a file is read
+    (`source_text`): as bytes where the stream has them, so that a byte that is not UTF-8
+    is an error where it stands rather than a traceback, and a lone CR ends a line."""
+    for chunk in getattr(stdin, "buffer", stdin):
+        if isinstance(chunk, bytes):
+            text = source_text(chunk)
+        else:
+            text = chunk.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        yield from lines[:-1] if text.endswith("\n") else lines
+
+
 def _setup_readline():
     try:
         import readline
@@ -83,6 +97,7 @@ def repl(session, stdin=None, interactive=None) -> int:
     if interactive is None:
         interactive = stdin.isatty()
     readline = _setup_readline() if interactive else None
+    piped = None if interactive else _piped_lines(stdin)
     buffer, first_line, line_no = "", 1, 0
     try:
         while True:
@@ -91,10 +106,9 @@ def repl(session, stdin=None, interactive=None) -> int:
                 if interactive:
                     line = input(prompt)
                 else:
-                    line = stdin.readline()
-                    if not line:
+                    line = next(piped, None)
+                    if line is None:
                         raise EOFError
-                    line = line.rstrip("\n")
             except KeyboardInterrupt:          # Ctrl-C drops the statement being typed
                 print(file=session.stderr)
                 buffer = ""
