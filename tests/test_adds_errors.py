@@ -23,6 +23,18 @@ def test_syntax_error_has_file_line_column_and_caret():
                       "a name or a number\n    g := (x + ;\n              ^")
 
 
+def test_the_line_shown_is_the_line_named():
+    # Only \n ends a line; the source line shown was str.splitlines', which ends one at
+    # \f (a blank here) and others too, so another line was shown above the caret.
+    e, _ = error("f := x*x;\n\f\ng := f + 1;\f\nh := (g;\n")
+    assert str(e) == ("prog.adds:4:8: error: unexpected ';', expected ')'\n"
+                      "    h := (g;\n           ^")
+    for c in "\v\x1c\x1d\x1e\x85\u2028\u2029":
+        e, _ = error(f"f := x*x;\ng := 1;{c}\nh := 2;\n")
+        assert str(e) == (f"prog.adds:2:8: error: unexpected character {c!r}\n"
+                          "    g := 1; \n           ^")
+
+
 def test_missing_semicolon_and_bad_character():
     e, _ = error("f := x")
     assert "a ';' is missing" in e.message and e.line == 1

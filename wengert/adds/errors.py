@@ -7,6 +7,10 @@ innermost construct that failed; code that raises does not need to know it.
 from __future__ import annotations
 
 
+# characters that break a line on a terminal or in str.splitlines, but not in ADDS
+_BLANKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
 class AddsError(Exception):
     """A mistake in an ADDS program: syntax, types, names, indices, files.
 
@@ -45,8 +49,11 @@ class AddsError(Exception):
         if not self.located:
             return f"error: {self.message}"
         head = f"{self.filename}:{self.line}:{self.column}: error: {self.message}"
-        lines = (self.source or "").splitlines()
+        # Lines end at \n alone, as positions count them (str.splitlines also ends one at
+        # \f, \v, \x85, U+2028, ..., so it showed a line other than the one named); those
+        # characters are shown as blanks, so the caret stays under its column.
+        lines = (self.source or "").split("\n")
         if not 1 <= self.line <= len(lines):
             return head
-        text = lines[self.line - 1].expandtabs(1)
+        text = lines[self.line - 1].expandtabs(1).translate(_BLANKS)
         return f"{head}\n    {text}\n    {' ' * (self.column - 1)}^"
