@@ -132,3 +132,12 @@ def test_standard_input_is_read_as_a_file_is():
         r = wengert_bytes(*args, stdin=b"f := x*x;\rg := f $ 1;\r")
         assert r.stderr.decode() == ("<stdin>:2:8: error: unexpected character '$'\n"
                                      "    g := f $ 1;\n           ^\n"), r.stderr
+
+
+def test_repl_reports_an_unterminated_string_at_its_line_and_goes_on():
+    # A string cannot span lines; the session waited for its closing quote, so the rest
+    # of the input was swallowed and an unlocated "ended in the middle" closed it.
+    r = wengert("repl", stdin='write "oops;\nf := x*x;\noutcode(x) f;\n')
+    assert r.returncode == 0 and r.stdout == "F := X*X;\n"
+    assert r.stderr == ("<stdin>:1:7: error: unexpected character '\"'\n"
+                        '    write "oops;\n          ^\n'), r.stderr

@@ -22,13 +22,18 @@ HISTORY = os.path.join(os.path.expanduser("~"), ".wengert_history")
 def complete(text: str) -> bool:
     """Whether `text` ends with a finished statement: a ``;`` outside strings and comments
     with nothing but blanks and comments after it.  A ``comment`` statement runs to the
-    next ``;`` whatever it holds (``"`` and ``%`` too), as the grammar reads it.
+    next ``;`` whatever it holds (``"`` and ``%`` too), as the grammar reads it.  A string
+    left open at a line's end is finished too: a string cannot span lines, so no line
+    after it can mend the statement, and running it now reports the mistake where it is
+    (waiting for the closing ``"`` swallowed the rest of the session).
 
     Example:
         >>> complete("f := x;"), complete("f := x"), complete('write ";"'), complete("x; % ;")
         (True, False, False, True)
         >>> complete('comment say "hi;'), complete("comment 50% done;")
         (True, True)
+        >>> complete('write "oops;\\n')
+        True
     """
     # done: nothing but blanks and comments since the last ";", i.e. at a statement's start
     done, in_string, in_comment, in_statement_comment = True, False, False, False
@@ -36,6 +41,8 @@ def complete(text: str) -> bool:
         if in_comment:
             in_comment = ch != "\n"
         elif in_string:
+            if ch == "\n":
+                return True
             in_string = ch != '"'
         elif in_statement_comment:
             if ch == ";":
