@@ -35,16 +35,30 @@ def type_str(value_or_shape) -> str:
 MAX_ELEMENTS = 10 ** 6
 
 
+#: The most indices a value may have: values are NumPy arrays, and NumPy allows no more
+#: (64 since NumPy 2, 32 before).
+MAX_RANK = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+
+
 def check_size(shape, what=None):
-    """Raise `AddsError` if a value of type `shape` would be too large (`MAX_ELEMENTS`);
-    `what` names it in the message (by default, "a value of type ...").
+    """Raise `AddsError` if a value of type `shape` would be too large (`MAX_ELEMENTS`) or
+    of too high a rank (`MAX_RANK`); `what` names it in the message (by default, "a value
+    of type ...").
 
     Example:
         >>> check_size((2000, 1000), "A")
         Traceback (most recent call last):
         ...
         wengert.adds.errors.AddsError: error: A is too large (2000000 elements; at most 1000000)
+        >>> check_size((1,) * 65, "A")
+        Traceback (most recent call last):
+        ...
+        wengert.adds.errors.AddsError: error: A has rank 65, too large (at most 64 indices)
     """
+    if len(shape) > MAX_RANK:           # (NumPy would refuse it: an internal error)
+        what = what or f"a value of type {type_str(shape)}"
+        raise AddsError(f"{what} has rank {len(shape)}, too large (at most {MAX_RANK} "
+                        "indices)")
     n = math.prod(shape)
     if n > MAX_ELEMENTS:
         what = what or f"a value of type {type_str(shape)}"     # (formatted only if needed)
@@ -212,6 +226,7 @@ def vec(*values):
         if v.shape != values[0].shape:
             raise AddsError(f"vec: the operands must have one type, got "
                             f"{type_str(values[0])} and {type_str(v)}")
+    check_size((len(values),) + values[0].shape)
     out = np.empty((len(values),) + values[0].shape, dtype=object)
     for i, v in enumerate(values):
         out[i] = v[()] if v.ndim == 0 else v
