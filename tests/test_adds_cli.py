@@ -1,8 +1,13 @@
 """The `wengert` command: run, repl (driven through a pipe), piped programs, --help."""
+import io
 import os
 import pathlib
 import subprocess
 import sys
+
+import pytest
+
+from wengert.adds import AddsError, Session
 
 ROOT = pathlib.Path(__file__).parent.parent
 
@@ -141,3 +146,30 @@ def test_repl_reports_an_unterminated_string_at_its_line_and_goes_on():
     assert r.returncode == 0 and r.stdout == "F := X*X;\n"
     assert r.stderr == ("<stdin>:1:7: error: unexpected character '\"'\n"
                         '    write "oops;\n          ^\n'), r.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_output_that_cannot_be_written_is_a_clean_error():
+    # A full disk was an internal error (OSError), or Python's "Exception ignored" at exit.
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    program = str(ROOT / "examples" / "powell.adds")
+    for args, message in [(["run", program], f"{program}:13:1: error: cannot write standard "
+                                             "output: No space left on device"),
+                          (["count", program], "wengert: cannot write standard output: No "
+                                               "space left on device")]:
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([sys.executable, "-m", "wengert", *args], stdout=full,
+                               stderr=subprocess.PIPE, text=True, env=env, timeout=60)
+        assert r.returncode == 1 and r.stderr.startswith(message), r.stderr
+        assert "Traceback" not in r.stderr and "Exception" not in r.stderr
+    e = pytest.raises(AddsError, Session(stdout=io.StringIO()).execute,
+                      'out "/dev/full"; write "x"; shut "/dev/full";').value
+    assert (e.line, e.column) == (1, 29)
+    assert e.message == "shut: cannot write /dev/full: No space left on device"
+
+
+def test_a_byte_that_is_not_utf8_cannot_be_written_to_a_strict_stream():
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")     # (errors="strict")
+    e = pytest.raises(AddsError, Session(stdout=out).execute, 'write "caf\udce9";').value
+    assert e.message == ("cannot write byte 0xE9, which is not UTF-8 text, to standard "
+                         "output") and e.located

@@ -222,13 +222,29 @@ def main(argv=None) -> int:
 
 
 def entry() -> int:
-    """Console entry point: `main`, quiet when the reader of a pipe goes away (`| head`)."""
+    """Console entry point: `main`, quiet when the reader of a pipe goes away (`| head`),
+    and a clean message (exit status 1) when standard output cannot be written (a full
+    disk): Python would report it at exit as an ignored exception, with status 120."""
+    status = None
     try:
-        return main()
+        status = main()
+        sys.stdout.flush()
     except BrokenPipeError:
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return 1
+    except OSError as e:
+        if e.filename is not None:      # (not standard output: main's to report)
+            raise
+        _drop_stdout()
+        print(f"wengert: cannot write standard output: {e.strerror}", file=sys.stderr)
+        return 1
+    return status
+
+
+def _drop_stdout():
+    """Send what is left for standard output nowhere, so that exiting does not fail."""
+    import os
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

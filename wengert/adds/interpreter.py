@@ -198,8 +198,25 @@ class Session:
 
     def _write(self, lines) -> None:
         out = self.out if self.out is not None else self.stdout
-        for line in lines:
-            print(line, file=out)
+        try:
+            for line in lines:
+                print(line, file=out)
+        except BrokenPipeError:
+            raise                   # (the reader went away: the command ends quietly)
+        except OSError as e:        # a full disk, say: a clean message, not an internal error
+            raise AddsError(f"cannot write {self._out_name(out)}: {e.strerror}") from None
+        except UnicodeEncodeError as e:     # a byte of the input that is not UTF-8
+            bad = e.object[e.start]
+            what = (f"byte 0x{ord(bad) - 0xdc00:02X}, which is not UTF-8 text,"
+                    if "\udc80" <= bad <= "\udcff" else repr(bad))
+            raise AddsError(f"cannot write {what} to {self._out_name(out)}") from None
+
+    def _out_name(self, out) -> str:
+        """The name of an output stream in a message."""
+        for name, f in self.files.items():
+            if f is out:
+                return name
+        return "standard output"
 
     @property
     def format(self):
@@ -247,8 +264,11 @@ class Session:
             f = self.files.pop(name, None)
             if f is None:
                 raise AddsError(f'shut: "{name}" is not open for output (see out)')
-            f.close()
             self.out = None
+            try:
+                f.close()           # (closed even if writing what was left failed)
+            except OSError as e:
+                raise AddsError(f"shut: cannot write {name}: {e.strerror}") from None
         elif kind in ("on_stmt", "off_stmt"):
             what = str(c[0])
             if what not in ("ECHO", "FORT"):
