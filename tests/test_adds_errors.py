@@ -71,6 +71,7 @@ def test_type_error_points_at_the_expression():
     ("f := vec();", "VEC needs at least one operand"),
     ("f := x*x; g := dfd(f, vec(x, x));", "must be distinct"),
     ("f := x*x; g := dfd(f, 2);", "cannot differentiate with respect to the constant 2.0"),
+    ("c := 2; f := x*c; g := dfd(f, c);", "cannot differentiate with respect to the constant"),
     ("array sin[2];", "SIN is a built-in operator"),
     # DH is what differentiating H declared: not a name for a variable any more
     ("operator h(1); g := dfd(h(x), x); dh := g;", "DH is an operator DH[1](1) (the D "
@@ -100,6 +101,42 @@ def test_each_mistake_has_one_clear_message(program, message):
     e, _ = error(program)
     assert message in e.message and "internal error" not in e.message
     assert e.located and "Traceback" not in str(e)
+
+
+@pytest.mark.parametrize("wrt", ["2*x", "-x", "x*1", "x+0", "sin(x)", "vec(x, 2*y)",
+                                 "dfd(f, x)", "tp(vec(vec(x), vec(-y)))", "vec(x, y)[1]+0"])
+@pytest.mark.parametrize("call", ["dfd(f, {})", "dfu(f, {})", "dfuv(f, {0}, {0})",
+                                  "dfdv(f, {}, f)", "err(f, {}, 1)"])
+def test_derivatives_are_with_respect_to_variables_only(call, wrt):
+    # dfd(f, 2*x) and dfd(f, -x) gave 0 without a word: the expression is a new node,
+    # which f cannot depend on
+    program = "f := x*x + y; g := " + call.format(wrt) + ";"
+    e, s = error(program)
+    name = call[:call.index("(")].upper()
+    assert e.message.startswith(f"{name}: the second operand must be a variable (a name, "
+                                "an element or part of one like a[2], or vec(...) or "
+                                "tp(...) of them), not an expression")
+    assert e.column == program.index(wrt, program.index(call[:4])) + 1
+    assert "G" not in s.variables
+
+
+def test_derivatives_with_respect_to_names_elements_vec_and_tp():
+    s = run_quietly("array a[2,2]; y := 2*x; f := y*y + a[1,2]*x;"
+                       "g := dfd(f, y); h := dfu(f, vec(x, y)); k := dfd(f, (a[1]));"
+                       "m := dfd(f, tp(a)); n := dfuv(f, vec(x, y)[2], 1); p := dfd(f, a);")
+    assert s.variables["H"].shape == (2,) and s.variables["M"].shape == (2, 2)
+    out = io.StringIO()
+    s.stdout = out
+    s.execute("outcode(x) g, k, n;")
+    # df/dy = 2y = 4x, df/da[1] = (0, x)
+    assert sorted(out.getvalue().splitlines()) == ["G := X*4;", "K[1] := 0;", "K[2] := X;",
+                                                   "N := G;"]
+
+
+def run_quietly(program):
+    s = Session(stdout=io.StringIO(), stderr=io.StringIO())
+    s.execute(program)
+    return s
 
 
 def test_a_failing_statement_changes_nothing():

@@ -507,6 +507,12 @@ class Session:
             result = T.elementwise(prim, *values)
         elif name in SPECIAL:
             self._arity(name, SPECIAL[name], args)
+            if name in _DIFFERENTIATING and not _names_variables(args[1]):
+                raise _located(AddsError(
+                    f"{name}: the second operand must be a variable (a name, an element or "
+                    "part of one like a[2], or vec(...) or tp(...) of them), not an "
+                    "expression; to differentiate with respect to 2*x, say, assign "
+                    "y := 2*x and write the function with y"), args[1], self._where)
             result = self._special(name, args)
         elif name in self.variables:
             raise _located(AddsError(f"{name} is a variable, not an operator: index it with "
@@ -548,6 +554,27 @@ class Session:
             with D.directional(self):
                 return (D.dfuv if name == "DFUV" else D.dfdv)(*values)
         return (D.dfu if name == "DFU" else D.dfd)(*values)
+
+
+#: The operators whose second operand is what they differentiate with respect to.
+_DIFFERENTIATING = frozenset({"DFU", "DFD", "DFUV", "DFDV", "ERR"})
+
+
+def _names_variables(tree) -> bool:
+    """Whether an expression is written as variables: a name, an indexed one (``a[2]``),
+    or ``vec``/``tp`` of such (or a number, which `derivatives` refuses as a constant).  Any other expression makes new nodes, and a function
+    defined before cannot depend on them: differentiating with respect to ``2*x`` gave 0
+    without a word.  (By an explicit stack: the depth of `tree` does not matter.)"""
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if t.data == "indexed":
+            stack.append(t.children[0])
+        elif t.data == "call" and t.children[0] in ("VEC", "TP"):
+            stack.extend(a for a in t.children[2:] if a is not None)
+        elif t.data not in ("ref", "number"):   # (a constant gets its own message)
+            return False
+    return True
 
 
 _BINARY = {"add": T.add, "sub": T.sub, "mul": T.mul, "div": T.div, "pow": T.power}
