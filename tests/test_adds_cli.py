@@ -107,7 +107,9 @@ def test_draw_reports_what_dot_and_the_file_system_refuse(tmp_path, monkeypatch,
     monkeypatch.setenv("PATH", str(tmp_path))
     program = str(ROOT / "examples" / "powell.adds")
     assert draw_program(program, str(tmp_path / "p.xyz")) == 1
-    assert capsys.readouterr().err == 'wengert draw: dot failed: Format: "xyz" not recognized.\n'
+    assert capsys.readouterr().err == (f'wengert draw: dot failed: Format: "xyz" not '
+                                       f'recognized; -o {tmp_path}/p.dot writes the graph '
+                                       "as DOT text without running dot\n")
     assert draw_program(program, str(tmp_path / "no-such-dir" / "p.dot")) == 1
     assert capsys.readouterr().err == (f"wengert draw: cannot write {tmp_path}/no-such-dir/p.dot:"
                                        " No such file or directory\n")
@@ -173,3 +175,17 @@ def test_a_byte_that_is_not_utf8_cannot_be_written_to_a_strict_stream():
     e = pytest.raises(AddsError, Session(stdout=out).execute, 'write "caf\udce9";').value
     assert e.message == ("cannot write byte 0xE9, which is not UTF-8 text, to standard "
                          "output") and e.located
+
+
+def test_draw_names_the_signal_that_killed_dot(tmp_path, monkeypatch, capsys):
+    # dot crashes on some huge graphs; a signal leaves stderr empty, so the message was
+    # "dot failed: " and nothing more
+    from wengert.cli import draw_program
+    fake = tmp_path / "dot"
+    fake.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert draw_program(str(ROOT / "examples" / "powell.adds"), str(tmp_path / "p.svg")) == 1
+    assert capsys.readouterr().err == ("wengert draw: dot was killed by signal 11 (SIGSEGV); "
+                                       f"-o {tmp_path}/p.dot writes the graph as DOT text "
+                                       "without running dot\n")

@@ -159,8 +159,12 @@ def draw_program(path, output=None, out=None) -> int:
     output = output or os.path.splitext(path)[0] + ".svg"
     try:
         draw.Drawing(dot).save(output)
-    except draw.DrawError as e:             # no dot, or a format it does not know
+    except draw.GraphvizNotFound as e:
         print(f"wengert draw: {e}", file=sys.stderr)
+        return 1
+    except draw.DrawError as e:             # dot refused or crashed: the text needs no dot
+        print(f"wengert draw: {str(e).rstrip('.')}; -o {os.path.splitext(output)[0]}.dot "
+              "writes the graph as DOT text without running dot", file=sys.stderr)
         return 1
     except OSError as e:
         print(f"wengert draw: cannot write {output}: {e.strerror}", file=sys.stderr)

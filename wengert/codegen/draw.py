@@ -128,9 +128,16 @@ def render(dot_text, fmt="svg") -> bytes:
             "graphviz).  The DOT text itself needs nothing: save it to a .dot file.")
     import subprocess       # (here, not at the top: `import wengert` should not pay for it)
     result = subprocess.run([dot, f"-T{fmt}"], input=dot_text.encode(), capture_output=True)
+    if result.returncode < 0:           # a crash (a huge graph, say) says nothing itself
+        import signal
+        try:
+            name = f" ({signal.Signals(-result.returncode).name})"
+        except ValueError:
+            name = ""
+        raise DrawError(f"dot was killed by signal {-result.returncode}{name}")
     if result.returncode != 0:
         message = " ".join(result.stderr.decode(errors="replace").split())   # one line
-        raise DrawError(f"dot failed: {message[-1000:]}")
+        raise DrawError(f"dot failed: {message[-1000:] or f'exit status {result.returncode}'}")
     return result.stdout
 
 
