@@ -562,9 +562,9 @@ _DIFFERENTIATING = frozenset({"DFU", "DFD", "DFUV", "DFDV", "ERR"})
 
 def _names_variables(tree) -> bool:
     """Whether an expression is written as variables: a name, an indexed one (``a[2]``),
-    or ``vec``/``tp`` of such (or a number, which `derivatives` refuses as a constant).  Any other expression makes new nodes, and a function
-    defined before cannot depend on them: differentiating with respect to ``2*x`` gave 0
-    without a word.  (By an explicit stack: the depth of `tree` does not matter.)"""
+    or ``vec``/``tp`` of such (or a number, which `derivatives` refuses as a constant).
+    Any other expression makes new nodes, and a function defined before cannot depend on
+    them: differentiating with respect to ``2*x`` gave 0 without a word.  (By an explicit stack: the depth of `tree` does not matter.)"""
     stack = [tree]
     while stack:
         t = stack.pop()
