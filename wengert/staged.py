@@ -446,7 +446,7 @@ class _Dispatcher:
         params = list(zip(slot_names, specs))
         backend = self.backend
         scalar = None
-        if backend == "python" and not_float(graph.live_nodes()) is None:
+        if backend == "python":
             scalar = scalarize(graph)
             if scalar is not None and not _faster(scalar, graph):
                 scalar = None

@@ -103,9 +103,9 @@ class NotScalar(ValueError):
 
 
 def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
-    """`scalar_form`, or None where there is none."""
+    """`float_form`, or None where there is none."""
     try:
-        return scalar_form(graph, limit, max_nodes)
+        return float_form(graph, limit, max_nodes)
     except NotScalar:
         return None
 
