@@ -327,10 +327,16 @@ def _logaddexp(a, b, ans, order):
     for m in range(order):
         ys.append(_solve(m, _add(_derivative_term(m, a, p), _derivative_term(m, b, q)),
                          ys, None))
-        for share, x in ((p, a), (q, b)):
-            gap = [None] + [_sub(x[k], ys[k]) for k in range(1, m + 2)]
-            share.append(_solve(m, _derivative_term(m, gap, share), share, None))
+        _grow_share(m, p, a, ys)
+        _grow_share(m, q, b, ys)
     return ys
+
+
+def _grow_share(m, share, x, ys):
+    """Append coefficient m + 1 of the share p = e^(x−y), from p' = (x' − y')·p (y's
+    coefficients known to m + 1, held in a shape that meets x's)."""
+    gap = [None] + [_sub(x[k], ys[k]) for k in range(1, m + 2)]
+    share.append(_solve(m, _derivative_term(m, gap, share), share, None))
 
 
 def _scaled(c, x):
@@ -608,8 +614,7 @@ def _logsumexp(x, ans, order, axis, keepdims):
         yk.append(y)
         ys.append(y if y is None or keepdims else
                   A.reshape(y, shape=A._reduced_shape(shape_of(x[0]), axis)))
-        gap = [None] + [_sub(x[k], yk[k]) for k in range(1, m + 2)]
-        p.append(_solve(m, _derivative_term(m, gap, p), p, None))
+        _grow_share(m, p, x, yk)
     return ys
 
 

@@ -304,7 +304,7 @@ _FORTRAN_TEMPLATES = {
     P.cbrt: lambda x: f"SIGN(ABS({x})**(1D0/3),{x})",
     P.sign: lambda x: f"MERGE(SIGN(1D0,{x}),{x}-{_operand(x)},ABS({x}).GT.0)",
     P.exp2: lambda x: f"(2D0**{_operand(x)})",
-    P.log1p: lambda x: _log1p(x),
+    P.log1p: _log1p,
     # Kahan's expm1 (within 2 ulps, as log1p below), its ends written out: where exp(x)
     # is 1 (x), where exp(x) - 1 is -1 or inf (that)
     P.expm1: lambda x: (f"MERGE({x},MERGE(EXP({x})-1,(EXP({x})-1)*({_operand(x)}/LOG(EXP({x}))),"
