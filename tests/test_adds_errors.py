@@ -91,6 +91,11 @@ def test_type_error_points_at_the_expression():
     (f"array a[{','.join(['1'] * 33)}], b[{','.join(['1'] * 34)}]; c := a*b;",
      "has rank 65, too large"),
     (f"array a[{','.join(['1'] * 33)}]; g := dfd(a, a);", "the Jacobian, of type [1,1,"),
+    # a matrix product of order n makes ~2n**3 nodes: refused before it starts
+    ("array a[200,200]; b := a*a;", "*: the product of [200,200] by [200,200] would make "
+     "up to 15960000 nodes; the program may have at most 4000000"),
+    ("array a[200,200]; b := a**3;", "*: the product of [200,200] by [200,200] would make "
+     "up to 15960000 nodes"),
     ("f := log(0) + x; outcode(x) f;", "the code would contain the constant -inf"),
     # constants fold before x/x -> 1 and x*0 -> 0 could turn nan into 1 or 0
     ("f := (0/0) + x; outcode(x) f;", "the code would contain the constant nan"),
@@ -152,6 +157,29 @@ def test_a_failing_statement_changes_nothing():
     s.execute("g := dfd(f, a); outcode(a) g;")                      # and goes on
     assert sorted(s.stdout.getvalue().splitlines()) == ["G[1] := A[1]*2;",
                                                         "G[2] := A[2]*2;"]
+
+
+def test_a_program_past_the_node_limit_is_stopped_and_undone(monkeypatch):
+    # every element of every value is a node: a program that would hold more than
+    # MAX_NODES of them stops with a located error rather than running out of memory
+    from wengert.adds import types
+    monkeypatch.setattr(types, "MAX_NODES", 50)
+    s = Session(stdout=io.StringIO())
+    s.execute("array a[3,3]; b := a + a;")
+    nodes = len(s.graph.nodes)
+    with pytest.raises(AddsError) as info:
+        s.execute("c := tp(b) + b;\nd := a*vec(1, 2, 3) + c[1];\ne := exp(c);\nf := sin(e);")
+    e = info.value
+    assert e.message == "the program is too large: its graph would exceed 50 nodes"
+    assert (e.line, e.column) == (4, 1) and e.located
+    assert sorted(s.variables) == ["A", "B", "C", "D", "E"]     # the statements before it
+    assert len(s.graph.nodes) <= 50
+    with pytest.raises(AddsError, match="would make up to 45 nodes; the program may have "
+                                        "at most 50"):
+        s.execute("g := a*b;")
+    assert len(s.graph.nodes) <= 50 and "G" not in s.variables
+    s.execute("clear; array a[2,2]; g := a*a;")                 # clear makes room again
+    assert s.variables["G"].shape == (2, 2)
 
 
 def test_error_in_an_included_file_names_that_file(tmp_path):

@@ -18,3 +18,25 @@ class ConcretizationError(TypeError):
         ...
         wengert.errors.ConcretizationError: ...
     """
+
+
+class GraphTooLarge(MemoryError):
+    """A graph was asked for more nodes than its `max_nodes` allows.
+
+    Graphs have no limit unless one is given; ADDS sessions set one (`wengert.adds`), since
+    its language makes a node of every element and a matrix product can ask for millions.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.Graph(max_nodes=2)
+        >>> x = g.input(wg.ShapeDtype(), "x")
+        >>> y = wg.math.sin(x)
+        >>> wg.math.cos(y)
+        Traceback (most recent call last):
+        ...
+        wengert.errors.GraphTooLarge: the graph would exceed 2 nodes
+    """
+
+    def __init__(self, max_nodes):
+        super().__init__(f"the graph would exceed {max_nodes} nodes")
+        self.max_nodes = max_nodes

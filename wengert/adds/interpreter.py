@@ -20,6 +20,7 @@ import numpy as np
 from ..codegen.count import count_ops
 from ..codegen.emit import EmitError, Symbol, emit
 from ..codegen.formats import ADDS_FUNCTIONS, AddsFormat, FortranFormat
+from ..errors import GraphTooLarge
 from ..graph.graph import Graph, ShapeDtype
 from ..primitives import scalar as P
 from . import derivatives as D
@@ -76,7 +77,7 @@ class Session:
 
     def clear(self) -> None:
         """Empty the graph and forget variables and operators (the ``clear`` statement)."""
-        self.graph = Graph(optimize=self.optimize, straight_line=True)
+        self.graph = Graph(optimize=self.optimize, straight_line=True, max_nodes=T.MAX_NODES)
         self.derived = set()            # nodes made by derivative operators (dfd, err, ...)
         self.variables = _Journaled(self._undo)   # name -> object array of nodes
         self.operators = _Journaled(self._undo)   # name -> derivatives.Operator
@@ -169,6 +170,9 @@ class Session:
             self._rollback(started)
             if isinstance(e, AddsError):
                 raise _located(e, stmt, where)
+            if isinstance(e, GraphTooLarge):    # (every element of every value is a node)
+                raise _located(AddsError(f"the program is too large: its graph would exceed "
+                                         f"{e.max_nodes} nodes"), stmt, where) from None
             if isinstance(e, Exception) and not isinstance(e, BrokenPipeError):
                 raise _located(AddsError(f"internal error: {type(e).__name__}: {e}"), stmt,
                                where) from e

@@ -35,6 +35,13 @@ def type_str(value_or_shape) -> str:
 MAX_ELEMENTS = 10 ** 6
 
 
+#: The most nodes a session's graph may hold (`wengert.Graph`'s ``max_nodes``): some
+#: hundreds of bytes and a few microseconds each, so a second or two of building per
+#: million.  A matrix product of order n makes about 2n**3 of them, so this is what stops
+#: ``a*a`` of two [200,200] arrays (16 million nodes) before it starts, not minutes later.
+MAX_NODES = 4 * 10 ** 6
+
+
 #: The most indices a value may have: values are NumPy arrays, and NumPy allows no more
 #: (64 since NumPy 2, 32 before).
 MAX_RANK = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
@@ -63,6 +70,21 @@ def check_size(shape, what=None):
     if n > MAX_ELEMENTS:
         what = what or f"a value of type {type_str(shape)}"     # (formatted only if needed)
         raise AddsError(f"{what} is too large ({n} elements; at most {MAX_ELEMENTS})")
+
+
+def check_room(graph, need, what):
+    """Raise `AddsError` if `need` more nodes would take `graph` past its ``max_nodes``.
+
+    Example:
+        >>> import wengert as wg
+        >>> check_room(wg.Graph(max_nodes=10), 16, "*: the product of [2,2] by [2,2]")
+        Traceback (most recent call last):
+        ...
+        wengert.adds.errors.AddsError: error: *: the product of [2,2] by [2,2] would make up to 16 nodes; the program may have at most 10
+    """
+    if len(graph.nodes) + need > graph.max_nodes:
+        raise AddsError(f"{what} would make up to {need} nodes; the program may have at most "
+                        f"{graph.max_nodes}")
 
 
 def scalar(node) -> np.ndarray:
@@ -151,6 +173,9 @@ def mul(a, b):
                         f"the left operand ranges to {n}, the first of the right to "
                         f"{b.shape[0]}")
     lead, trail = a.shape[:-1], b.shape[1:]
+    check_size(lead + trail)
+    check_room(a.flat[0].graph, math.prod(lead + trail) * (2 * n - 1),
+               f"*: the product of {type_str(a)} by {type_str(b)}")
     return build(lead + trail, lambda i: _dot(
         (a[i[:len(lead)] + (k,)], b[(k,) + i[len(lead):]]) for k in range(n)))
 

@@ -21,6 +21,8 @@ All graph walks are loops over creation order: there is no recursion over graph 
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
@@ -29,6 +31,7 @@ from ..primitives.registry import shape_of as _shape_of, _canonical_scalar, is_w
 from ..primitives.registry import weak_result, _PYTHON_SCALARS
 from .active import ieee_arithmetic, is_recording, optimizing
 from .node import Node, _type_str
+from ..errors import GraphTooLarge
 
 F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)
@@ -162,6 +165,8 @@ class Graph:
         straight_line: derivative rules must not build conditionals (`select`) in it:
             ADDS's language and FORTRAN 77, which its programs are emitted in, have no
             conditional expression.  A rule then uses its plain formula (see `pow`).
+        max_nodes: making a node past this many raises `GraphTooLarge` (no limit unless
+            given; ADDS sets one).
 
     A graph returned by `wg.trace` is callable: ``graph(*args)`` evaluates it.  ``str(graph)``
     prints the part the outputs need as SSA text.
@@ -179,8 +184,9 @@ class Graph:
         6.909297426825682
     """
 
-    def __init__(self, optimize=None, straight_line=False, ieee=None):
+    def __init__(self, optimize=None, straight_line=False, ieee=None, max_nodes=None):
         self.nodes: list[Node] = []
+        self.max_nodes = sys.maxsize if max_nodes is None else max_nodes
         self.optimize = optimizing() if optimize is None else bool(optimize)
         self.ieee = ieee_arithmetic() if ieee is None else bool(ieee)
         self.nested_optimize = self.optimize    # the setting once a transformation nests
@@ -201,11 +207,16 @@ class Graph:
 
     # --- making nodes ---------------------------------------------------------------------
     def _new(self, op, args, params, shape, dtype, value, name=None):
+        if len(self.nodes) >= self.max_nodes:
+            raise self._too_large()
         node = Node(self, len(self.nodes), op, args, params, shape, dtype, value, name)
         self.nodes.append(node)
         if dtype is not F64 and dtype.kind == "c":
             self.complex = True
         return node
+
+    def _too_large(self):
+        return GraphTooLarge(self.max_nodes)
 
     def const(self, value, weak=None, snapshot=False) -> Node:
         """The node of a constant, one per value (interned).  A Python number is weakly
@@ -417,6 +428,8 @@ class Graph:
                 shape, dtype = aval(value)
         if self.complex or (dtype is not F64 and dtype.kind == "c"):
             _complex_check(self, op, nodes, dtype)
+        if len(self.nodes) >= self.max_nodes:
+            raise self._too_large()
         node = Node(self, len(self.nodes), op, tuple(nodes), params, shape, dtype, value)
         self.nodes.append(node)
         if key is not None:
