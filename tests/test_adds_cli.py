@@ -189,3 +189,23 @@ def test_draw_names_the_signal_that_killed_dot(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == ("wengert draw: dot was killed by signal 11 (SIGSEGV); "
                                        f"-o {tmp_path}/p.dot writes the graph as DOT text "
                                        "without running dot\n")
+
+
+@pytest.mark.parametrize("index, accepted", [("x-x+1", True), ("n", True), ("n-1", True),
+                                             ("2*x/x", False), ("x", False), ("1.5", False)])
+def test_plain_and_simplifying_sessions_read_the_same_indices(index, accepted):
+    # `wengert count` reruns a program without simplification (its column b); it refused
+    # a[x-x+1] and a[n] with n := 1+1, which `wengert run` accepts
+    program = f"array a[2]; n := 1+1; f := a[{index}]*y; count(y) f;"
+    for optimize in (True, False):
+        s = Session(stdout=io.StringIO(), optimize=optimize)
+        if accepted:
+            s.execute(program)
+            assert s.variables["F"][()].args[0] is s.variables["A"][1 if index == "n" else 0]
+        else:
+            with pytest.raises(AddsError, match="an index must be an integer constant"):
+                s.execute(program)
+    # and the plain session stays plain outside its indices
+    s = Session(stdout=io.StringIO(), optimize=False)
+    s.execute("array a[1]; f := a[x-x+1]*(y-y);")
+    assert s.variables["F"][()].args[1].op.name == "sub"

@@ -77,11 +77,14 @@ class Session:
 
     def clear(self) -> None:
         """Empty the graph and forget variables and operators (the ``clear`` statement)."""
-        self.graph = Graph(optimize=self.optimize, straight_line=True, max_nodes=T.MAX_NODES)
+        self.graph = self._new_graph()
         self.derived = set()            # nodes made by derivative operators (dfd, err, ...)
         self.variables = _Journaled(self._undo)   # name -> object array of nodes
         self.operators = _Journaled(self._undo)   # name -> derivatives.Operator
         self.symbols = _Journaled(self._undo)     # input node index -> Symbol (its name)
+
+    def _new_graph(self) -> Graph:
+        return Graph(optimize=self.optimize, straight_line=True, max_nodes=T.MAX_NODES)
 
     # --- running text -----------------------------------------------------------------------
     def execute(self, text: str, filename: str = "<input>", directory: str = None,
@@ -405,7 +408,7 @@ class Session:
         """Rebuild the graph with only the nodes the variables still need."""
         old = self.graph
         roots = T.flat(list(self.variables.values()))
-        new = Graph(optimize=self.optimize, straight_line=True)
+        new = self._new_graph()
         new_of, symbols = {}, _Journaled(self._undo)
         for i in sorted(old.mark_down(roots)) if roots else ():
             node = old.nodes[i]
@@ -444,8 +447,12 @@ class Session:
         done = self._done.pop(id(tree), _ABSENT)
         if done is not _ABSENT:
             return done
+        graph = self.graph
         try:
-            for t in _innermost_first(tree):
+            for t, in_index in _innermost_first(tree):
+                # Indices are built with simplification on even in a plain session
+                # (`wengert count`'s column b), so a[x-x+1] is a[1] there as in `run`.
+                graph.optimize = self.optimize or in_index
                 try:
                     self._done[id(t)] = self._value(t)
                 except AddsError as e:
@@ -454,6 +461,8 @@ class Session:
         except BaseException:
             self._done.clear()
             raise
+        finally:
+            graph.optimize = self.optimize
 
     def _value(self, tree):
         kind, c = tree.data, tree.children
@@ -588,21 +597,23 @@ _EXPRESSIONS = frozenset({"number", "ref", "call", "neg", "indexed", *_BINARY})
 
 def _innermost_first(tree) -> list:
     """The expression subtrees of `tree` (itself last), each after its operands, in the
-    order `Session._value` evaluates them: a call's operands before its index.  By an
-    explicit stack, so the depth of the expression does not matter: the walk visits each
-    tree before its operands, the last operand first, and the reverse of that order is
-    the one wanted."""
-    out, stack = [], [tree]
+    order `Session._value` evaluates them: a call's operands before its index.  Each comes
+    with whether it is part of an index.  By an explicit stack, so the depth of the
+    expression does not matter: the walk visits each tree before its operands, the last
+    operand first, and the reverse of that order is the one wanted."""
+    out, stack = [], [(tree, False)]
     while stack:
-        t = stack.pop()
+        t, in_index = stack.pop()
         data, children = t.data, t.children
         if data in _EXPRESSIONS:
-            out.append(t)
+            out.append((t, in_index))
+        elif data == "index":
+            in_index = True
         if data == "call":                  # NAME, index, operands...
             children = children[2:] + children[1:2]
         for c in children:
             if type(c) is Tree:
-                stack.append(c)
+                stack.append((c, in_index))
     out.reverse()
     return out
 

@@ -188,8 +188,10 @@ def div(a, b):
 
 
 def constant_integer(value):
-    """The integer a scalar value stands for, if it is a constant integer, else None."""
-    if value.ndim != 0 or not value[()].is_const:
+    """The integer a scalar value stands for, if it is a constant integer, else None.
+    Inputs carry no value, so a node with one was computed from constants alone: in a
+    plain session (no folding) ``n := 1+1`` is an add node, and still the integer 2."""
+    if value.ndim != 0 or value[()].value is None:
         return None
     v = value[()].value
     return int(v) if float(v).is_integer() else None
