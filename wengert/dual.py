@@ -120,7 +120,9 @@ def through(fn, args, kwargs=None):
     functions (np.sum, np.dot, np.linalg.solve, scipy.special.logsumexp, ...), with
     exactly the functions and errors that tracing has.  Duals may be arguments or sit in
     lists and tuples among them; results are Duals where they are real floats, the
-    rest (an argmax, a shape) as computed.
+    rest (an argmax, a shape) as computed.  Nested Duals (Duals for parts) go through a
+    level at a time: the primal part by `through` again, the tangent part by `through`
+    of fn's `wg.jvp`.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -128,6 +130,8 @@ def through(fn, args, kwargs=None):
         >>> through(np.dot, (wg.Dual(np.array([1.0, 2.0]), np.array([1.0, 0.0])),
         ...                  np.array([3.0, 4.0])))
         Dual(11.0, 3.0)
+        >>> through(np.sum, (wg.Dual(wg.Dual(np.array([1.0, 2.0]), 1.0), 1.0) ** 2,))
+        Dual(Dual(5.0, 6.0), Dual(6.0, 4.0))
     """
     from .api import jvp
     from .tree import flatten, unflatten
@@ -135,14 +139,6 @@ def through(fn, args, kwargs=None):
     leaves, tree = flatten((tuple(args), kwargs))
     at = [k for k, x in enumerate(leaves) if type(x) is Dual]
     name = getattr(fn, "__name__", type(fn).__name__)
-    for k in at:
-        if type(leaves[k].primal) is Dual or type(leaves[k].tangent) is Dual:
-            raise TypeError(f"{name} of a Dual whose parts are Duals: array functions take "
-                            "one level of Duals; for higher derivatives use wg.jvp, "
-                            "wg.hessian or wg.taylor")
-    primals = [np.asarray(leaves[k].primal, float) if not _floating(leaves[k].primal)
-               else leaves[k].primal for k in at]
-    tangents = [_tangent_like(leaves[k].tangent, p) for k, p in zip(at, primals)]
 
     def traced(*xs):
         filled = list(leaves)
@@ -151,6 +147,21 @@ def through(fn, args, kwargs=None):
         a, kw = unflatten(tree, filled)
         return fn(*a, **kw)
 
+    if any(type(leaves[k].primal) is Dual or type(leaves[k].tangent) is Dual for k in at):
+        # ⟨P, T⟩ with Duals for parts: fn(⟨P, T⟩) = ⟨fn(P), fn'(P)·T⟩, and both parts are
+        # functions (fn, and jvp of fn) taken at Duals one level down: so `through` again
+        out = through(traced, [leaves[k].primal for k in at])
+        n = len(at)
+        tout = through(lambda *pt: jvp(traced, pt[:n], pt[n:])[1],
+                       [leaves[k].primal for k in at] +
+                       [_tangent_like(leaves[k].tangent, leaves[k].primal) for k in at])
+        outs, out_tree = flatten(out)
+        touts = flatten(tout)[0]
+        return unflatten(out_tree, [Dual(o, t) if _floating(o) else o
+                                    for o, t in zip(outs, touts)])
+    primals = [np.asarray(leaves[k].primal, float) if not _floating(leaves[k].primal)
+               else leaves[k].primal for k in at]
+    tangents = [_tangent_like(leaves[k].tangent, p) for k, p in zip(at, primals)]
     out, tout = jvp(traced, primals, tangents)
     outs, out_tree = flatten(out)
     touts = flatten(tout)[0]
@@ -192,12 +203,19 @@ def accepts_duals(fn):
 
 
 def _floating(x) -> bool:
-    return type(x) is float or dtype_of(x).kind in "fc"
+    return type(x) is Dual or type(x) is float or dtype_of(x).kind in "fc"
 
 
 def _tangent_like(t, primal):
     """A Dual's tangent as `wg.jvp` takes it: the primal's shape and float dtype (a
-    scalar tangent is the same derivative at every element)."""
+    scalar tangent is the same derivative at every element).  Either may be a Dual
+    (nested Duals): then its parts are made like the innermost primal."""
+    if type(t) is Dual:
+        return Dual(_tangent_like(t.primal, primal), _tangent_like(t.tangent, primal))
+    while type(primal) is Dual:
+        primal = primal.primal
+    if not _floating(primal):
+        primal = np.asarray(primal, float)
     dtype = dtype_of(primal)
     if np.shape(t) == np.shape(primal) and dtype_of(t) == dtype:
         return t
