@@ -135,7 +135,12 @@ def _merges(c, d) -> bool:
         return False
     if not (_power_of_two(c) or _power_of_two(d)):
         return False
-    return Fraction(cd) == Fraction(c) * Fraction(d)
+    if abs(cd) >= _SMALLEST_NORMAL:     # a power of two times z moves only z's exponent
+        return True
+    return Fraction(cd) == Fraction(c) * Fraction(d)        # (a subnormal may lose bits)
+
+
+_SMALLEST_NORMAL = np.finfo(np.float64).tiny
 
 
 def _power_of_two(c) -> bool:
