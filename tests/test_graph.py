@@ -732,3 +732,23 @@ def test_sums_of_random_scatters_are_unchanged_by_the_rules():
         assert np.array_equal(got, want), (shape, indices)
         with wg.options(optimize=False):
             assert np.array_equal(wg.trace(total, *pieces)(*pieces), want)
+
+
+def test_digest_names_what_a_graph_computes():
+    # one digest for two traces of one function; another when a constant it read, a
+    # parameter or the graph's structure differs (how kept compiled code is validated)
+    import wengert.numpy as wnp
+    data = np.arange(2000.0)            # large: its repr would elide the middle
+
+    def f(x, axis=0):
+        return wnp.sum(x * data[:, None], axis=axis)
+    x = np.ones((2000, 3))
+    digest = wg.trace(f, x).digest()
+    assert wg.trace(f, 2 * x).digest() == digest
+    data[1000] = -1.0
+    assert wg.trace(f, x).digest() != digest
+    data[1000] = 1000.0
+    assert wg.trace(f, x).digest() == digest
+    assert wg.trace(lambda x: f(x, axis=1), x).digest() != digest
+    assert wg.trace(f, x.astype(np.float32)).digest() != digest
+    assert wg.trace(lambda x: f(x) + 0.0 * x[0], x).digest() != digest

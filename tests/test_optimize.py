@@ -416,7 +416,7 @@ def test_a_hot_derivative_is_compiled_and_reused_by_the_next_solve():
     x0 = np.where(np.arange(6) % 2 == 0, -1.2, 1.0)
     first = opt.minimize(rosen, x0, method="BFGS")
     assert first.njev > opt.HOT
-    codes = [c for c in opt._KERNELS.values() if c is not False]
+    codes = [c for _, c in opt._KERNELS.values() if c is not False]
     assert len(codes) == 1 and "def " in codes[0].source
     second = opt.minimize(rosen, x0, method="BFGS")       # from the cache, checked first
     # (the compiled gradient's rounding differs from the eager sweep's in the last bits)
@@ -435,6 +435,24 @@ def test_compiled_derivative_notices_data_that_changed_between_solves():
         found = opt.minimize(loss, np.zeros(3), method="BFGS",
                              options={"gtol": 1e-10, "maxiter": 500})
         assert_close(found.x, target, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["BFGS", "CG"])     # (L-BFGS-B, SLSQP too; slower)
+def test_compiled_derivative_notices_a_change_that_does_not_show_at_the_first_point(method):
+    # a grid search over a global penalty: at x0 = 0 the gradient, -2 Xᵀy, is the same for
+    # every lam, so a check of values there let the gradient compiled with lam = 10 solve
+    # lam = 1, and report success with x off by 0.3
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 40)) @ np.diag(np.logspace(0, 1, 40))
+    y = rng.normal(size=60)
+    lam = [10.0]
+
+    def ridge(w):
+        return wnp.sum((X @ w - y) ** 2) + lam[0] * wnp.sum(w ** 2)
+    for lam[0] in (10.0, 1.0, 10.0):
+        found = opt.minimize(ridge, np.zeros(40), method=method, options={"maxiter": 5000})
+        exact = np.linalg.solve(X.T @ X + lam[0] * np.eye(40), X.T @ y)
+        assert_close(found.x, exact, rtol=1e-3, atol=1e-3)
 
 
 def test_a_branch_on_a_value_keeps_the_derivative_eager():

@@ -21,6 +21,7 @@ All graph walks are loops over creation order: there is no recursion over graph 
 """
 from __future__ import annotations
 
+import hashlib
 import sys
 
 import numpy as np
@@ -138,6 +139,21 @@ def _const_key(value):
         return ("id", id(value))
     a = np.asarray(value)
     return (a.dtype.str, a.shape, a.tobytes())
+
+
+def _digest_value(h, v):
+    """Feed a constant or a parameter to the hash `h`: arrays by their bytes (their repr
+    elides the middle of a large one), anything else by its repr."""
+    if isinstance(v, (np.ndarray, np.generic)):
+        a = np.ascontiguousarray(v)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes() if a.dtype.kind != "O" else repr(a.tolist()).encode())
+    elif isinstance(v, (tuple, list)):
+        h.update(f"{type(v).__name__}{len(v)}".encode())
+        for x in v:
+            _digest_value(h, x)
+    else:
+        h.update(f"{type(v).__name__}:{v!r}".encode())
 
 
 def _params_key(params):
@@ -623,6 +639,35 @@ class Graph:
         return "\n".join(lines)
 
     __str__ = format
+
+    def digest(self) -> bytes:
+        """A digest of what the graph computes: each node's operation, operands,
+        parameters, type and weak typing, and every constant's value (so a global that a
+        traced function read, now another number, makes another digest).  Two graphs with
+        one digest compute the same function of their inputs.
+
+        Example:
+            >>> import wengert as wg
+            >>> k = 2.0
+            >>> before = wg.trace(lambda x: k * x, 1.0).digest()
+            >>> before == wg.trace(lambda y: k * y, 5.0).digest()
+            True
+            >>> k = 3.0
+            >>> before == wg.trace(lambda x: k * x, 1.0).digest()
+            False
+        """
+        h = hashlib.blake2b(digest_size=20)
+        for n in self.nodes:
+            h.update(repr((n.op.name, [a.index for a in n.args], n.shape, n.dtype.str,
+                           getattr(n, "weak", None))).encode())
+            for name, v in sorted(n.params.items()) if n.params else ():
+                h.update(name.encode())
+                _digest_value(h, v)
+            if n.op is _CONST:
+                _digest_value(h, n.value)
+        for group in (self.inputs, self.outputs):
+            h.update(repr([n.index for n in group]).encode())
+        return h.digest()
 
     def __repr__(self):
         return f"<Graph: {len(self.nodes)} nodes, {len(self.inputs)} inputs, " \

@@ -118,9 +118,9 @@ def _flat_function(fun, shape, args, who, pick=None):
 #: costs about as much as 50-100 eager calls.
 HOT = 32
 
-#: Compiled derivatives of recent solves, by what they differentiate (False: compiling
-#: failed, a Python branch on a value), so that a function solved again and again (an
-#: outer loop around a fit) is compiled once.
+#: Compiled derivatives of recent solves, by what they differentiate: (digest of the traced
+#: derivative, code), the code False where compiling failed (a Python branch on a value),
+#: so that a function solved again and again (an outer loop around a fit) is compiled once.
 _KERNELS: OrderedDict = OrderedDict()
 _KERNELS_SIZE = 64
 
@@ -132,10 +132,14 @@ class _Derivative:
 
     Eager until the solve has called it `HOT` times; then, or from the start if an
     earlier solve compiled it, code made by `wg.compile`.  Compiled code holds what the
-    function reads besides its arguments (a global array) as it was when it was traced,
-    so code from the cache is first checked against an eager call at this solve's first
-    point, and traced again if they differ.  SciPy's calls of the function itself stay
-    calls of the user's function (its side effects, its logging, happen as with SciPy)."""
+    function reads besides its arguments (a global array, a global penalty weight) as it
+    was when it was traced.  So code is kept with the digest of the derivative's traced
+    graph (`Graph.digest`, which covers every constant in it), and a later solve takes it
+    only if tracing at its own first point gives the same digest: a global that changed
+    between solves changes the graph, and the code is made again.  (A check of values at
+    the first point alone would miss a change that does not show there.)  SciPy's calls of
+    the function itself stay calls of the user's function (its side effects, its logging,
+    happen as with SciPy)."""
 
     def __init__(self, derivative, leaves, key, finish):
         self.derivative = derivative
@@ -154,17 +158,31 @@ class _Derivative:
             self._compiled(xs, out)
         return self.finish(out)
 
+    def _digest(self, xs):
+        from ..api import trace
+        try:
+            return trace(self.derivative, *xs, self.leaves).digest()
+        except Exception:                       # noqa: BLE001  (eager calls go on)
+            return None
+
     def _compiled(self, xs, want):
         from ..staged import compile as stage
-        code = _KERNELS.get(self.key) if self.key is not None else None
-        if code is False or (code is None and self.calls < HOT):
-            return
-        fresh = code is None
-        if fresh:
+        kept = _KERNELS.get(self.key) if self.key is not None else None
+        if kept is not None and kept[1] is False:
+            return                              # (it cannot be compiled)
+        if self.calls < HOT:                    # the first call: code from an earlier solve?
+            if kept is None:
+                return
+            digest = self._digest(xs)
+            if digest is None or digest != kept[0]:
+                return                          # (something it reads has changed)
+            code, fresh = kept[1], False
+        else:
+            digest = self._digest(xs)
             try:
-                code = stage(self.derivative, *xs, self.leaves)
+                code, fresh = stage(self.derivative, *xs, self.leaves), True
             except Exception:                   # noqa: BLE001  (eager calls go on)
-                self._keep(False)
+                self._keep(None, False)
                 return
         try:
             got = code(*xs, self.leaves)
@@ -172,16 +190,17 @@ class _Derivative:
             got = None
         if got is not None and _agree(got, want):
             self.code = code
-            self._keep(code)
-        elif self.key is not None:              # stale (or wrong): not from the cache again
+            if digest is not None:
+                self._keep(digest, code)
+        elif self.key is not None:              # wrong: not from the cache again
             _KERNELS.pop(self.key, None)
             if fresh:
-                self._keep(False)
+                self._keep(None, False)
 
-    def _keep(self, code):
+    def _keep(self, digest, code):
         if self.key is None:
             return
-        _KERNELS[self.key] = code
+        _KERNELS[self.key] = (digest, code)
         _KERNELS.move_to_end(self.key)
         if len(_KERNELS) > _KERNELS_SIZE:
             _KERNELS.popitem(last=False)
