@@ -206,3 +206,38 @@ def test_an_optimum_that_is_not_unique_warns():
                                         bounds=(0, 3)).x)(np.array([2.0]))
         except np.linalg.LinAlgError:
             pass
+
+
+@pytest.mark.parametrize("slack", [2e-5, 1e-6])
+@pytest.mark.parametrize("solver", ["linprog", "SLSQP"])
+def test_a_redundant_row_near_the_vertex_is_not_taken_for_one_that_holds(solver, slack):
+    # Two rows hold at x* = (0.5, 0.5) with multipliers 1 and 0.3; a third, their sum,
+    # misses by `slack`.  All three are near enough to be candidates, and a fit of the
+    # multipliers over all of them put weight on the redundant row and none on one that
+    # holds: dx/db came out O(1) wrong, with a warning about weak activity (found by QA).
+    import warnings
+    from wengert.scipy.optimize import minimize
+    B = np.array([[1.0, 0.25], [0.65, -0.2]])
+    c = -(B.T @ np.array([1.0, 0.3]))
+    A = np.vstack([B, B[0] + B[1]])
+    b = np.r_[B @ [0.5, 0.5], (B[0] + B[1]) @ [0.5, 0.5] + slack]
+
+    def solve(b):
+        if solver == "linprog":
+            return linprog(c, A_ub=A, b_ub=b, bounds=(None, None)).x
+        return minimize(lambda x: c @ x, np.zeros(2), method="SLSQP",
+                        constraints={"type": "ineq", "fun": lambda x, b: b - A @ x,
+                                     "args": (b,)}, options={"ftol": 1e-14}).x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        J = wg.jacfwd(solve)(b)
+    assert_close(J, np.c_[np.linalg.inv(B), np.zeros(2)], rtol=1e-8, atol=1e-8)
+
+
+def test_a_redundant_row_near_a_vertex_is_no_singular_system():
+    # the same geometry with other costs raised LinAlgError ("a double root, a flat
+    # minimum") although the vertex (1, 1) is nondegenerate
+    A = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    J = wg.jacfwd(lambda b: linprog([-1.0, -3.0], A_ub=A, b_ub=b, bounds=(None, None)).x)(
+        np.array([1.0, 1.0, 2.0 + 1e-5]))
+    assert_close(J, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], atol=1e-10)

@@ -450,6 +450,9 @@ def _result(cls, found):
 #: stopping: SLSQP lands on a constraint to ~1e-12, trust-constr (an interior-point
 #: method) stops ~1e-5 inside one.
 _NEAR = 1e-4
+#: How near to holding (relative, as `_NEAR`) the constraints that `_multipliers` tries
+#: first are: those nearest first, so that one merely near is not taken for one that holds.
+_LEVELS = (1e-12, 1e-10, 1e-8, 1e-6)
 
 # Which methods honour constraints and bounds (SciPy ignores them elsewhere, with a warning).
 _CONSTRAINT_METHODS = {"cobyla", "cobyqa", "slsqp", "trust-constr"}
@@ -631,7 +634,7 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
                           dtype=np.float64).reshape(-1)
     scale = 1.0 + np.max(np.abs(x), initial=0.0)
     near = _NEAR * scale
-    rows, lower, picked, weak = [], [], [], []
+    rows, lower, picked, weak, slacks = [], [], [], [], []
     k = 0
     for b, ba in zip(blocks, block_args):
         def g(x, b=b, ba=ba):
@@ -646,6 +649,7 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
                           "assume it holds", RuntimeWarning, stacklevel=_caller_level())
         take = np.ones(b.m, bool) if b.kind == "eq" else distance <= near
         rows.append(jac[take])
+        slacks.append(np.zeros(b.m)[take] if b.kind == "eq" else np.abs(distance[take]))
         lower.append(np.full(int(take.sum()), -np.inf if b.kind == "eq" else 0.0))
         picked.append(k + np.flatnonzero(take))
         if b.kind == "ineq":
@@ -653,17 +657,42 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
         k += b.m
     nu = np.zeros(k)
     rows, lower, picked = np.concatenate(rows), np.concatenate(lower), np.concatenate(picked)
+    slack = np.concatenate(slacks)
+    residual = np.linalg.norm(gradient)
     if picked.size:
-        nu[picked] = so.lsq_linear(rows.T, gradient, bounds=(lower, np.inf), method="bvls",
-                                   tol=1e-14).x
-    residual = np.linalg.norm(gradient - rows.T @ nu[picked]) if picked.size else \
-        np.linalg.norm(gradient)
+        # The constraints within `near` may be more than ∇f needs: a redundant row with
+        # a slack of 1e-5 beside the two that hold at a vertex.  Then the multipliers
+        # are not unique, and a fit over all of them may put weight on the redundant
+        # row and none on one that holds: a wrong active set, wrong derivatives.  So the
+        # fit takes the constraints nearest to holding first, and more of them only
+        # while that leaves ∇f less well explained than all of them do.
+        def fit(take):
+            if not take.any():
+                return np.zeros(0), np.linalg.norm(gradient)
+            v = so.lsq_linear(rows[take].T, gradient, bounds=(lower[take], np.inf),
+                              method="bvls", tol=1e-14).x
+            return v, np.linalg.norm(gradient - rows[take].T @ v)
+        every = np.ones(picked.size, bool)
+        best, best_residual = fit(every)
+        enough = max(10 * best_residual, 1e-12 * (1.0 + np.linalg.norm(gradient)))
+        take, residual = every, best_residual
+        for level in _LEVELS:
+            fewer = slack <= level * scale
+            if fewer.all():
+                break
+            v, r = fit(fewer)
+            if r <= enough:
+                take, best, residual = fewer, v, r
+                break
+        nu[picked[take]] = best
+    keep = lower == -np.inf
+    keep[np.isin(picked, np.flatnonzero(nu > 0))] = True
     if residual > np.sqrt(near) * (1.0 + np.linalg.norm(gradient)):
         warnings.warn(f"{who}: the solution is no KKT point (|∇ Lagrangian| = "
                       f"{residual:.2g}): the solver stopped short, or a constraint holds "
                       "that the solution is not near enough to; its derivatives assume it "
                       "is one (tighten tol)", RuntimeWarning, stacklevel=_caller_level())
-    holding = rows[(lower == -np.inf) | (nu[picked] > 0)]
+    holding = rows[keep]
     if holding.size and np.linalg.matrix_rank(holding) < holding.shape[0]:
         warnings.warn(f"{who}: the gradients of the constraints that hold at the solution are "
                       "linearly dependent (LICQ fails), so their multipliers are not unique "
