@@ -114,3 +114,22 @@ def test_fsolve_shapes_fprime_and_warnings():
     assert calls and set(calls) == {3.0}
     with pytest.warns(RuntimeWarning, match="not making good progress"):
         opt.fsolve(lambda x: x ** 2 + 1.0, 1.0)
+
+
+@pytest.mark.parametrize("tol", [1e-8, 1e-12])
+def test_a_double_root_or_a_flat_minimum_raises_rather_than_a_noise_figure(tol):
+    # x*(a) = 1 + √a: at a = 0 the root is double and dx/da infinite.  J = 2(x* - 1) is
+    # then the solver's stopping error, and dx/da came out 6.7e7 or 5.5e11 as tol went
+    # (found by QA); the docs promise LinAlgError
+    f = lambda x, a: (x - 1.0) ** 2 - a
+    with pytest.raises(np.linalg.LinAlgError, match="singular at the solution, or nearly"):
+        wg.grad(lambda a: opt.newton(f, 2.0, args=(a,), tol=tol))(0.0)
+    # a flat minimum: (x² - a)² at a = 0 has f'' = 0 at x* = 0 (dx/da came out -33)
+    g = lambda x, a: (x[0] ** 2 - a) ** 2
+    with pytest.raises(np.linalg.LinAlgError, match="changes by"):
+        wg.grad(lambda a: opt.minimize(g, [1.0], args=(a,)).x[0])(0.0)
+    # near but regular: roots 1 ± 0.01 apart, dx/da = 1/(2√a) = 50 (and d²x/da² = -1/(4a^1.5))
+    a = 1e-4
+    solve = lambda a: opt.newton(f, 2.0, args=(a,), tol=tol)
+    assert_close(wg.grad(solve)(a), 50.0, rtol=1e-6)
+    assert_close(wg.grad(wg.grad(solve))(a), -0.25 / a ** 1.5, rtol=1e-5)

@@ -229,18 +229,46 @@ class _Problem:
         cheap for the n of the problems most solvers take."""
         from .api import jacfwd
         jac = jacfwd(lambda x: self.condition(x, *leaves))(x)
-        if transpose:
-            jac = wnp.transpose(jac)
         try:
-            return wnp.linalg.solve(jac, v)
+            if type(x) is not Node and not any(type(a) is Node for a in leaves):
+                self._check_regular(x, leaves, jac)
+            return wnp.linalg.solve(wnp.transpose(jac) if transpose else jac, v)
         except LinAlgError as e:
             raise LinAlgError(
                 f"{self.who}: the derivative of the condition the solution satisfies "
                 "(∂F/∂x: F is fun for root, the gradient for minimize, the condition for "
                 "custom_root, the KKT conditions for a constrained minimize) is singular "
-                "at the solution, so the solution is no differentiable function of the "
-                "parameters there (a double root, a flat minimum, a constraint that holds "
-                "with a zero multiplier)") from e
+                "at the solution, or nearly, so the solution is no differentiable function of the "
+                f"parameters there (a double root, a flat minimum, a constraint that holds "
+                f"with a zero multiplier){e.args[0] if e.args else ''}") from e
+
+    def _check_regular(self, x, leaves, jac):
+        """Raise LinAlgError where J = ∂F/∂x at the computed solution says nothing about
+        the true one.  At a double root or a flat minimum J vanishes at the solution, and
+        the solver's stopping error e leaves J ≈ F''·e: small, nonzero, as big as the
+        noise, and dx/dθ = -J⁻¹ ∂F/∂θ comes out large and arbitrary.  A Newton step
+        s = -J⁻¹ F(x) is then about e/2, and J moves by about half itself over it (a
+        quarter is the limit here), where at a regular solution it hardly moves: by
+        |F''·e/J|, the relative error the solve leaves in the derivative anyway.  Plain
+        values only: it costs one more F and J."""
+        from .api import jacfwd
+        jac = np.asarray(jac, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            residual = np.asarray(self.condition(x, *leaves), dtype=np.float64)
+            try:
+                step = np.linalg.solve(jac, residual)
+            except LinAlgError:
+                raise LinAlgError("") from None
+            if not np.all(np.isfinite(step)) or not np.any(step) or \
+                    np.linalg.norm(step) > 0.1 * (1.0 + np.linalg.norm(x)):
+                return          # (a solve that stopped short: its front end warns)
+            moved = np.asarray(jacfwd(lambda x: self.condition(x, *leaves))(x - step),
+                               dtype=np.float64)
+            change = np.linalg.norm(moved - jac) / np.linalg.norm(jac)
+        if change > 0.25:
+            raise LinAlgError(f": over the last Newton step from the computed solution "
+                              f"(|s| = {np.linalg.norm(step):.1e}) ∂F/∂x changes by "
+                              f"{change:.0%} of itself")
 
 
 class _LinearSystem(_Problem):
