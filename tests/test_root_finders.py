@@ -128,6 +128,10 @@ def test_a_double_root_or_a_flat_minimum_raises_rather_than_a_noise_figure(tol):
     g = lambda x, a: (x[0] ** 2 - a) ** 2
     with pytest.raises(np.linalg.LinAlgError, match="changes by"):
         wg.grad(lambda a: opt.minimize(g, [1.0], args=(a,)).x[0])(0.0)
+    # ... also where ∂F/∂x is singular in one direction only, and by forward mode
+    h = lambda x, a: (x[0] ** 2 - a[0]) ** 2 + (x[1] - a[1]) ** 2
+    with pytest.raises(np.linalg.LinAlgError, match="changes by"):
+        wg.jacfwd(lambda a: opt.minimize(h, [1.0, 0.0], args=(a,)).x)(np.array([0.0, 1.0]))
     # near but regular: roots 1 ± 0.01 apart, dx/da = 1/(2√a) = 50 (and d²x/da² = -1/(4a^1.5))
     a = 1e-4
     solve = lambda a: opt.newton(f, 2.0, args=(a,), tol=tol)

@@ -615,8 +615,11 @@ def _stationary(who, name, x0, args, objective, blocks, solve_plain, linear_solv
         return solve
 
     z0 = wnp.concatenate([wnp.reshape(x0, (-1,)), np.zeros(m)]) if blocks else x0
+    # (with constraints, J is the KKT matrix: where it is nearly singular `_multipliers`
+    # has said why, and x may still have a derivative where ν has none)
     z, prim, _, tree, leaves = _solution(who, name, z0, (args, tuple(b.args for b in blocks)),
-                                         condition_of, solve_of, linear_solve)
+                                         condition_of, solve_of, linear_solve,
+                                         check_regular=not blocks)
     x = wnp.reshape(z[:n], shape) if blocks else z
     return x, prim, unflatten(tree, leaves)[0]
 
