@@ -249,11 +249,13 @@ class _Problem:
         None.  At a double root or a flat minimum J vanishes at the solution, and the
         solver's stopping error e leaves J ≈ F''·e: small, nonzero, as big as the noise,
         and dx/dθ = -J⁻¹ ∂F/∂θ comes out large and arbitrary.  A Newton step s = -J⁻¹ F(x)
-        is then about e/2, and J⁻¹ doubles over it along J's weakest direction (a
-        quarter more is the limit here), where at a regular solution it moves by
-        |F''·e/J|, the relative error the solve leaves in the derivative anyway.  On the
-        values (traced ones' too; none where traced without them): one more F and J."""
-        from .api import jacfwd
+        then runs along J's weakest direction, about e/2 long, and J·s changes by half
+        itself over it (a quarter is the limit here), where at a regular solution it
+        changes by |F''·e/J|, the relative error the solve leaves in the derivative
+        anyway.  On the values (traced ones' too; none where traced without them): one
+        more F and one forward sweep of it.
+        """
+        from .api import jvp
         x, jac, *leaves = [a.value if type(a) is Node else a for a in (x, jac, *leaves)]
         if x is None or jac is None or any(a is None for a in leaves):
             return None                 # (traced without values: compile's)
@@ -267,16 +269,15 @@ class _Problem:
             if not np.all(np.isfinite(step)) or not np.any(step) or \
                     np.linalg.norm(step) > 0.1 * (1.0 + np.linalg.norm(x)):
                 return None     # (a solve that stopped short: its front end warns)
-            moved = np.asarray(jacfwd(lambda x: self.condition(x, *leaves))(x - step),
-                               dtype=np.float64)
-            try:
-                change = np.linalg.norm(np.linalg.solve(moved, jac) - np.eye(len(jac)), 2)
-            except LinAlgError:
-                change = np.inf
+            # J(x - s)·s against J(x)·s = F(x): one forward sweep, not another J
+            moved = np.asarray(jvp(lambda x: self.condition(x, *leaves), (x - step,),
+                                   (step,))[1], dtype=np.float64)
+            change = np.linalg.norm(np.linalg.solve(jac, moved - residual)) / \
+                np.linalg.norm(step)
         if change <= 0.25:
             return None
-        return (f": over one Newton step from the computed solution (|s| = "
-                f"{np.linalg.norm(step):.1e}), (∂F/∂x)⁻¹ changes by {change:.0%} of itself")
+        return (f": over one Newton step s from the computed solution (|s| = "
+                f"{np.linalg.norm(step):.1e}), ∂F/∂x·s changes by {change:.0%} of itself")
 
 
 class _LinearSystem(_Problem):

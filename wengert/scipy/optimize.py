@@ -141,8 +141,10 @@ class _Derivative:
     the function itself stay calls of the user's function (its side effects, its logging,
     happen as with SciPy)."""
 
-    def __init__(self, derivative, leaves, key, finish):
+    def __init__(self, derivative, leaves, key, finish, source=None):
         self.derivative = derivative
+        self.source = source      # ``(x, leaves) -> ...`` that derivative differentiates:
+        #                           its graph settles the derivative's, and costs less
         self.leaves = tuple(leaves)
         self.key = key
         self.finish = finish
@@ -161,6 +163,8 @@ class _Derivative:
     def _digest(self, xs):
         from ..api import trace
         try:
+            if self.source is not None:
+                return trace(self.source, xs[0], self.leaves).digest()
             return trace(self.derivative, *xs, self.leaves).digest()
         except Exception:                       # noqa: BLE001  (eager calls go on)
             return None
@@ -369,7 +373,7 @@ def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kw
 
     if jac is None and method in _GRADIENT_METHODS:
         jac = _supplied(_Derivative(grad(objective), leaves, key + ("grad",) if key else None,
-                                    flat), (x0,), "minimize", name, "gradient")
+                                    flat, objective), (x0,), "minimize", name, "gradient")
     elif callable(jac):
         user_jac = jac
 
@@ -381,13 +385,13 @@ def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kw
         if method in _HESSP_METHODS:
             hessp = _supplied(_Derivative(lambda x, p, leaves: hvp(
                 lambda x: objective(x, leaves))(x, p), leaves,
-                key + ("hessp",) if key else None, flat), (x0, np.ones_like(x0)),
+                key + ("hessp",) if key else None, flat, objective), (x0, np.ones_like(x0)),
                 "minimize", name, "Hessian-vector products")
         elif method in _HESS_METHODS:
             n = x0.size
             hess = _supplied(_Derivative(lambda x, leaves: hessian(
                 lambda x: objective(x, leaves))(x), leaves, key + ("hess",) if key else None,
-                lambda h: np.asarray(h, dtype=np.float64).reshape(n, n)), (x0,),
+                lambda h: np.asarray(h, dtype=np.float64).reshape(n, n), objective), (x0,),
                 "minimize", name, "Hessian")
     elif callable(hess):
         user_hess = hess
