@@ -9,6 +9,7 @@ import pytest
 import wengert as wg
 import wengert.math as wm
 from fd import fd_gradient, assert_close
+from wengert.codegen.count import count_ops
 from wengert.ad.edges import EdgeGraph, linearize
 from wengert.ad.eliminate import eliminate, estimate, eliminated_entries
 from wengert.ad.umbrella import (S, T, closed_umbrellas, contract, copy_variables, decompose,
@@ -439,3 +440,34 @@ def test_a_real_part_taken_on_the_way_is_refused_by_elimination_and_swept_by_aut
     assert wg.jacobian_graph(real_part_on_the_way, *x, argnums=(0, 1), mode="auto")(*x) == \
         (0.0, 1.0)
     assert_close(fd_gradient(real_part_on_the_way, x), [0.0, 1.0], atol=1e-9)
+
+
+def test_costs_of_a_jacobian_that_is_identically_zero_are_zero():
+    # no entry is a node: count_ops([]) counted every node of the function (QA)
+    f = lambda x, y: wm.sin(y) * wm.exp(y) + wm.cos(y)
+    costs = wg.jacobian_costs(f, 1.0, 2.0, argnums=0)
+    assert costs["function"]["total"] == 5
+    assert all(costs[m]["total"] == 0 for m in ("fwd", "rev", "eliminate"))
+    g = lambda x: (lambda y: y - y)(wm.sin(x) * wm.exp(x))
+    assert all(c["total"] == 0 for c in wg.jacobian_costs(g, 1.0).values())
+
+
+def test_jacobian_graph_and_costs_of_an_array_graph_go_by_sweeps():
+    # a traced graph of array code was refused with a message about nesting (QA); it is
+    # now differentiated as a function of its inputs
+    import wengert.numpy as wnp
+    f = lambda x, y: (wnp.sin(x) * x[::-1] * y, wnp.sum(x) * y)
+    x = np.array([0.3, -1.2, 2.0])
+    g = wg.trace(f, x, 2.0)
+    want = wg.jacfwd(f, argnums=(0, 1))(x, 2.0)
+    for mode in ("fwd", "rev", "sparse"):
+        got = wg.jacobian_graph(g, mode=mode)(x, 2.0)
+        for row_got, row_want in zip(got, want):
+            for a, b in zip(row_got, row_want):
+                assert_close(a, b, rtol=1e-13)
+    costs = wg.jacobian_costs(g, modes=("fwd", "rev"))
+    one = wg.trace(wg.jacobian(f, argnums=(0, 1), mode="rev"), x, 2.0)
+    assert costs["rev"]["total"] == sum(count_ops(one, one.outputs).values()) > 0
+    assert wg.jacobian_costs(f, x, 2.0, argnums=1, modes=("fwd",))["fwd"]["total"] > 0
+    with pytest.raises(NotImplementedError, match="elimination works on scalar graphs"):
+        wg.jacobian_graph(g, mode="eliminate")

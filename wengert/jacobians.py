@@ -36,7 +36,7 @@ from .ad.edges import NotEliminable
 from .ad.eliminate import eliminated_entries
 from .ad.sparse import sparsity, color_columns, color_rows, compressed, entry_dtype
 from .codegen.count import count_ops, total
-from .graph.graph import Graph
+from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
 from .tree import flatten, unflatten
 
@@ -330,6 +330,9 @@ def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True,
                      abstract=abstract)
     g = f.inline_copies()
     _check_graph_dtypes(g.inputs, g.outputs, "jacobian_graph", holomorphic)
+    if _has_arrays(g, g.inputs):
+        return trace(jacobian(_graph_function(g), tuple(range(len(g.inputs))), mode,
+                              holomorphic=holomorphic), *_examples(g))
     I, J, V = jacobian_coordinates(g, g.inputs, g.outputs, mode, symbolic=True)
     m, n = len(g.outputs), len(g.inputs)
     entry = {(i, j): v for i, j, v in zip(I, J, V)}
@@ -381,7 +384,32 @@ def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstr
         inputs = [g.inputs[k] for i in _resolve_argnums(nums, len(args), "jacobian_costs")
                   for k in range(starts[i], starts[i + 1])]
     _check_graph_dtypes(inputs, g.outputs, "jacobian_costs", holomorphic)
+    if _has_arrays(g, inputs):
+        out = {"function": _with_total(count_ops(g, g.outputs))}
+        position = {id(x): k for k, x in enumerate(g.inputs)}     # (== would record)
+        wrt = tuple(position[id(x)] for x in inputs)
+        for mode in modes:
+            jg = trace(jacobian(_graph_function(g), wrt, mode, holomorphic=holomorphic),
+                       *_examples(g))
+            out[mode] = _with_total(count_ops(jg, jg.outputs))
+        return out
     return graph_jacobian_costs(g, inputs, g.outputs, modes)
+
+
+def _has_arrays(graph, inputs) -> bool:
+    """Whether an input or output is an array: then there are no scalar coordinates to
+    take the Jacobian by (elimination, `jacobian_coordinates`), and it is taken by sweeps
+    of the graph as a function."""
+    return any(n.shape != () for n in (*inputs, *graph.outputs))
+
+
+def _graph_function(graph):
+    """The graph as a function of its flat inputs, returning the tuple of its outputs."""
+    return lambda *xs: tuple(graph.evaluate(list(xs)))
+
+
+def _examples(graph):
+    return [ShapeDtype(n.shape, n.dtype) for n in graph.inputs]
 
 
 def _check_graph_dtypes(inputs, outputs, who, holomorphic):
