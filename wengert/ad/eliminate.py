@@ -98,12 +98,17 @@ def eliminate(G: EdgeGraph, vertices, order="markowitz"):
     # neighbours only, and each of them gets a fresh entry then; `latest` holds the
     # sequence number of each vertex's current entry, so the superseded ones are dropped
     # as they come up (the sequence numbers also keep entries from comparing vertices).
+    # A key needs each vertex's in- and out-edges counted by kind; `counts` keeps those
+    # counts current edge by edge, since counting afresh would cost a vertex's degree at
+    # every elimination next to it: quadratic where one variable feeds every step of a loop.
     seq = itertools.count()
     latest = {}
+    counts = {v: _counts(G, v) for v in vertices}
 
     def entry(v):
+        pc, pv, sc, sv = counts[v]
         n = latest[v] = next(seq)
-        return (_markowitz(G, v), rank[v], n, v)
+        return ((pv * (sc + sv) + pc * sv, len(G.preds[v]) * len(G.succs[v])), rank[v], n, v)
 
     heap = [entry(v) for v in vertices]
     heapq.heapify(heap)
@@ -112,24 +117,50 @@ def eliminate(G: EdgeGraph, vertices, order="markowitz"):
         if latest.get(v) != n:
             continue                                # superseded, or eliminated already
         del latest[v]
-        around = list(G.preds[v]) + list(G.succs[v])
+        del counts[v]
+        preds, succs = G.preds[v], G.succs[v]
+        for i, c in preds.items():                  # the edges through v go
+            if i in counts:
+                _count(counts[i], 2, kind(c), -1)
+        for k, c in succs.items():
+            if k in counts:
+                _count(counts[k], 0, kind(c), -1)
+        pairs = [(i, k) for i in preds for k in succs if i in counts or k in counts]
+        before = [G.succs[i].get(k) for i, k in pairs]
         eliminate_vertex(G, v)
-        for w in around:
+        for (i, k), old in zip(pairs, before):      # edges i -> k made or changed
+            new = kind(G.succs[i][k])
+            for w, side in ((i, 2), (k, 0)):
+                if w in counts:
+                    if old is not None:
+                        _count(counts[w], side, kind(old), -1)
+                    _count(counts[w], side, new, 1)
+        for w in (*preds, *succs):
             if w in latest:
                 heapq.heappush(heap, entry(w))      # its degrees changed: a fresh key
 
 
+def _counts(G, v):
+    """[constant in-edges, variable in-edges, constant out-edges, variable out-edges] of
+    v (edges labelled 1 are free, and not counted)."""
+    out = [0, 0, 0, 0]
+    for side, edges in ((0, G.preds[v]), (2, G.succs[v])):
+        for c in edges.values():
+            _count(out, side, kind(c), 1)
+    return out
+
+
+def _count(counts, side, k, d):
+    if k == _CONST:
+        counts[side] += d
+    elif k == _VAR:
+        counts[side + 1] += d
+
+
 def _markowitz(G, v):
-    """(multiplications that eliminating v costs, in-degree × out-degree)."""
-    pc = pv = sc = sv = 0
-    for c in G.preds[v].values():
-        k = kind(c)
-        pc += k == _CONST
-        pv += k == _VAR
-    for c in G.succs[v].values():
-        k = kind(c)
-        sc += k == _CONST
-        sv += k == _VAR
+    """(multiplications that eliminating v costs, in-degree × out-degree), counted
+    afresh: the key `eliminate` keeps current edge by edge."""
+    pc, pv, sc, sv = _counts(G, v)
     return pv * (sc + sv) + pc * sv, len(G.preds[v]) * len(G.succs[v])
 
 
