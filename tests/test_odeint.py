@@ -394,3 +394,25 @@ def test_taylor_mode_to_fourth_order():
     stretch = lambda s: wnp.sum(odeint(decay, 1.0, s * t, args=(0.5,), **TIGHT))
     want = [np.sum((-0.5 * t) ** j * np.exp(-0.5 * t)) for j in range(4)]
     assert_close(wg.derivatives(stretch, 3)(1.0), want, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.ODEintWarning")
+@pytest.mark.parametrize("which", ["odeint"])     # (solve_ivp's LSODA too: 27 s to fail)
+def test_reverse_mode_refuses_a_backward_solve_that_left_the_forward_one(which):
+    # y' = s·A·y with eigenvalues -50 and -0.5: stable forward, e^(100) unstable backward,
+    # and the adjoint re-solves y backward: grad gave 2.7e14 (LSODA) and a value 47% off
+    # (odeint), silently (QA).  Forward mode is right, against the closed form.
+    from scipy.linalg import expm, expm_frechet
+    from wengert.scipy.integrate import solve_ivp
+    A = np.array([[-50.0, 0.0], [1.0, -0.5]])
+    if which == "odeint":
+        g = lambda s: odeint(lambda y, t, s: s * (A @ y), [1.0, 0.0], [0.0, 2.0], args=(s,),
+                             rtol=1e-8, atol=1e-12)[-1, 1]
+    else:
+        g = lambda s: solve_ivp(lambda t, y, s: s * (A @ y), (0.0, 2.0), [1.0, 0.0],
+                                method=which, t_eval=[2.0], args=(s,), rtol=1e-8,
+                                atol=1e-12).y[1, -1]
+    exact = expm_frechet(2 * A, 2 * A, compute_expm=False)[1, 0]       # d/ds expm(2sA)
+    assert abs(wg.jacfwd(g)(1.0) - exact) < 1e-7
+    with pytest.raises(RuntimeError, match="stiff or strongly damped.*Use forward mode"):
+        wg.grad(g)(1.0)

@@ -750,12 +750,37 @@ class Odeint(Primitive):
         for i in range(T - 1, 0, -1):
             state = adjoint(wnp.concatenate([ys[i], a, b]), wnp.stack([t[i], t[i - 1]]),
                             *leaves)[1]
+            self._check_backward(state[:n], ys[i - 1], t[i - 1])
             a, b = state[n:2 * n], state[2 * n:]
             if i > 1:
                 a = a + g[i - 1]
         y0_bar = a + g[0] if T > 1 else g[0]
         out = self._leaf_cotangents(b, len(leaves)) if T > 1 else [None] * len(leaves)
         return (y0_bar, self._t_bar(g, a, y0, t, leaves, ys), *out)
+
+    def _check_backward(self, back, stored, at):
+        """Raise where the adjoint's backward solve of y, which the adjoint equations read,
+        has left the forward solution: a problem that is stiff or strongly damped forward
+        is unstable backward (an error of atol grows like e^(λt)), and the gradient that
+        comes of it is nan, 1e17 or merely wrong, with nothing said.  On values only."""
+        back, stored, at = [v.value if type(v) is Node else v for v in (back, stored, at)]
+        if back is None or stored is None:
+            return
+        back, stored = np.asarray(back, np.float64), np.asarray(stored, np.float64)
+        rtol = self.options.get("rtol", 1e-3)
+        atol = np.asarray(self.options.get("atol", 1e-6), np.float64).reshape(-1)
+        scale = atol + rtol * np.abs(stored)
+        with np.errstate(all="ignore"):
+            drift = np.max(np.abs(back - stored) / scale, initial=0.0)
+        if not drift <= _BACKWARD_DRIFT:
+            at = "" if at is None else f" at t = {float(at):.6g}"
+            raise RuntimeError(
+                f"{self.name}: the reverse-mode derivative re-solves y backward in time, and "
+                f"it left the forward solution{at} by {drift:.3g} times the tolerance "
+                "(atol + rtol·|y|): the system is stiff or strongly damped, which makes the "
+                "backward solve unstable, and the gradient would be wrong.  Use forward "
+                "mode (wg.jacfwd, wg.jvp), which solves forward sensitivities, or give more "
+                "output times in t (each restarts the backward solve from the stored y)")
 
     def _leaf_cotangents(self, b, count):
         """The `count` leaves' cotangents from b, the adjoint state's part for the active
@@ -1243,6 +1268,10 @@ def _numeric(x):
     return type(x) is Node or isinstance(x, (int, float, np.number, np.ndarray)) and \
         np.asarray(x).dtype.kind in "biuf"
 
+
+#: How far (in units of atol + rtol·|y|) the adjoint's backward re-solve of y may end from
+#: the forward solution before reverse mode refuses (`Odeint._check_backward`).
+_BACKWARD_DRIFT = 1e6       # (the test suite's solves end within 1.1e3; failing ones, 1e11+)
 
 #: The primitives of recent calls, by everything they are made of, so that a function
 #: solved again and again (a fitting loop) reuses their derived systems' compiled code.
