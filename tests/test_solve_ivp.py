@@ -563,3 +563,19 @@ def test_no_warnings_from_the_derived_solves():
         warnings.simplefilter("error")
         for method in METHODS:
             wg.grad(lv_loss)(P, method)
+
+
+def test_a_zero_length_span_with_t_eval_under_a_derivative_reports_no_work():
+    # it crashed (prim.stats unset by the early return), or reported the nfev of the
+    # previous solve of the same function (QA)
+    def decay(t, y, k):
+        return -k * y
+    seen = []
+
+    def f(k, span):
+        sol = solve_ivp(decay, span, [1.0], t_eval=[1.0], args=(k,))
+        seen.append(sol.nfev)
+        return sol.y
+    wg.jacfwd(lambda k: f(k, (0.0, 1.0)))(0.5)
+    J = wg.jacfwd(lambda k: f(k, (1.0, 1.0)))(0.5)
+    assert seen[0] > 0 and seen[1] == 0 and np.all(np.asarray(J) == 0.0)

@@ -617,6 +617,7 @@ class Odeint(Primitive):
             raise ValueError("solve_ivp: the values in t_eval must lie within t_span and "
                              "be sorted in its direction")
         if t[0] == t[-1]:             # (SciPy's solve over no time reports no t_eval)
+            self.stats = (0, 0, 0)
             return np.tile(np.asarray(y0, dtype=np.float64), (len(t), 1))
         # SciPy wants t_eval strictly monotonic; t holds t0 and tf besides the user's
         # times, and the rules' intervals may be empty: solve at the distinct times
