@@ -171,3 +171,36 @@ def test_events_need_values():
         wg.compile(t_hit, 2.0)
     with pytest.raises(ValueError, match="call the function eagerly"):
         wg.vmap(t_hit)(np.array([1.0, 2.0]))
+
+
+def test_with_t_eval_the_solve_ends_at_the_terminal_event_not_the_one_nearest_t_eval():
+    # the end time was the event occurrence nearest the last t_eval point kept: with an
+    # event at 1.1 before the terminal one at 1.5 and t_eval = [0.5, 1, 2], the traced
+    # solve ended at 1.1, and with a second zero as terminal it crashed on t_eval (QA)
+    import wengert.numpy as wnp
+    from wengert.scipy.integrate import solve_ivp
+
+    def passing(t, y, c):
+        return y[0] - 1.1
+
+    def stop(t, y, c):
+        return y[0] - 1.5
+    stop.terminal = True
+
+    def run(c):
+        return solve_ivp(lambda t, y, c: [c], (0.0, 3.0), [0.0], t_eval=[0.5, 1.0, 2.0],
+                         events=[passing, stop], args=(c,), dense_output=True,
+                         rtol=1e-10, atol=1e-12)
+    ends = []
+    wg.grad(lambda c: (ends.append(run(c).sol.t_max), run(c).y[0, -1])[1])(1.0)
+    assert abs(float(wg.value(ends[0])) - 1.5) < 1e-9
+
+    def zero(t, y, a):
+        return y[0]
+    zero.terminal = 2
+
+    def osc(a):
+        return solve_ivp(lambda t, y, a: [y[1], -y[0]], (0.0, 10.0), wnp.stack([a, 0.0]),
+                         t_eval=[1.0, 2.0], events=zero, args=(a,), rtol=1e-10,
+                         atol=1e-12).y[0, -1]
+    assert abs(wg.grad(osc)(1.0) - np.cos(2.0)) < 1e-8

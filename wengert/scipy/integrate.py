@@ -1569,7 +1569,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
                                             shape)
     terminated = found is not None and found.status == 1
     if terminated:                     # the solve ends at the terminal event's time
-        tf = wnp.reshape(_terminal_time(times, found), (1,))
+        tf = wnp.reshape(_terminal_time(times, found, _value(span)), (1,))
         if t_eval is not None:
             t_eval = t_eval[:len(found.t)]
     if t_eval is None:
@@ -1756,10 +1756,13 @@ def _event_results(prim, times, found, y0, t0, numeric, shape):
     return t_events, y_events
 
 
-def _terminal_time(times, found):
-    """The traced time of the event occurrence that ended the solve (SciPy's last t)."""
-    end = found.t[-1]
-    return min(((abs(float(found.t_events[j][k]) - end), times[j][k])
+def _terminal_time(times, found, span):
+    """The traced time of the event occurrence that ended the solve: the last of all
+    occurrences in the direction of integration, since none can come after it.  (Not
+    the one nearest SciPy's last t, which with t_eval is the last time of t_eval
+    reached, not the event's.)"""
+    sign = -1.0 if span is not None and span[1] < span[0] else 1.0
+    return max(((sign * float(found.t_events[j][k]), times[j][k])
                 for j, ts in enumerate(times) for k in range(len(ts))),
                key=lambda pair: pair[0])[1]
 
