@@ -416,3 +416,29 @@ def test_reverse_mode_refuses_a_backward_solve_that_left_the_forward_one(which):
     assert abs(wg.jacfwd(g)(1.0) - exact) < 1e-7
     with pytest.raises(RuntimeError, match="stiff or strongly damped.*Use forward mode"):
         wg.grad(g)(1.0)
+
+
+def test_compiled_derived_systems_notice_a_global_that_changes_only_later_in_time():
+    # a forcing of size G switched on for 0.3 < t < 0.7: at (y0, t0) the right-hand side
+    # is the same for every G, so a check of values there kept the code made with G = 1
+    # (QA: grad -0.4676 after G = 3, where it is -0.7472).  The reference: the same
+    # function made afresh (a new object, so nothing kept), at the same G.
+    from wengert.scipy.integrate import solve_ivp
+    G = [1.0]
+
+    def made():
+        def f(t, y, k):
+            return -k * y * y + G[0] * wnp.where((t > 0.3) & (t < 0.7), 1.0, 0.0)
+
+        def y1(k):
+            return solve_ivp(f, (0.0, 1.0), [1.0], t_eval=[1.0], args=(k,), rtol=1e-10,
+                             atol=1e-12).y[0, 0]
+        return y1
+    kept = made()
+    seen = set()
+    for G[0] in (1.0, 3.0, 1.0):
+        fresh = made()
+        for d in (wg.grad, wg.jacfwd):
+            assert abs(d(kept)(0.7) - d(fresh)(0.7)) < 1e-9
+        seen.add(round(float(wg.grad(kept)(0.7)), 3))
+    assert len(seen) == 2

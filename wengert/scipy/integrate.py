@@ -182,6 +182,9 @@ class _System:
             return kernel or None
         y0 = np.asarray(y0, dtype=np.float64)
         s0 = float(s0)
+        digest = self._digest(y0, s0, leaves)
+        if kernel is not None and (digest is None or digest != getattr(self, "_made", None)):
+            kernel = None                     # what rhs reads has changed: trace it again
         with recording(None), np.errstate(all="ignore"):
             try:
                 want = np.asarray(self.rhs(y0, s0, *leaves), dtype=np.float64)
@@ -198,8 +201,18 @@ class _System:
                 if np.allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True):
                     break
                 kernel = None if attempt == 0 else False    # stale: trace it again
-        self._code, self._checked = kernel, _calls[0]
+        self._code, self._checked, self._made = kernel, _calls[0], digest
         return kernel or None
+
+    def _digest(self, y0, s0, leaves):
+        """`Graph.digest` of rhs traced at (y0, s0): it covers every constant rhs reads,
+        a global included, where a check of values at (y0, s0) alone misses a change that
+        does not show there (a forcing switched on later).  None if it cannot be traced."""
+        from ..api import trace
+        try:
+            return trace(self.rhs, y0, s0, *leaves).digest()
+        except Exception:                     # noqa: BLE001  (then compiled code is not kept)
+            return None
 
     def c_solver(self, method, leaves, y0, span, events=()):
         """The solve of this system by `method` in C (`wengert.codegen.rk.Solver`), made
