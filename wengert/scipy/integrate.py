@@ -205,14 +205,24 @@ class _System:
         return kernel or None
 
     def _digest(self, y0, s0, leaves):
-        """`Graph.digest` of rhs traced at (y0, s0): it covers every constant rhs reads,
-        a global included, where a check of values at (y0, s0) alone misses a change that
-        does not show there (a forcing switched on later).  None if it cannot be traced."""
+        """`Graph.digest` of the user's func traced at this point (a derived system's rhs
+        is made from func's graph, so func's settles it, and costs far less to trace):
+        it covers every constant func reads, a global included, where a check of values
+        at (y0, s0) alone misses a change that does not show there (a forcing switched
+        on later).  Once per call of odeint/solve_ivp for the whole family.  None if it
+        cannot be traced."""
         from ..api import trace
+        root = self.root()
+        kept = root.__dict__.get("_digested")
+        if kept is not None and kept[0] == _calls[0]:
+            return kept[1]
+        y, ls = self.root_point(y0, leaves)
         try:
-            return trace(self.rhs, y0, s0, *leaves).digest()
+            digest = trace(root.rhs, y, s0, *ls).digest()
         except Exception:                     # noqa: BLE001  (then compiled code is not kept)
-            return None
+            digest = None
+        root._digested = (_calls[0], digest)
+        return digest
 
     def c_solver(self, method, leaves, y0, span, events=()):
         """The solve of this system by `method` in C (`wengert.codegen.rk.Solver`), made
@@ -761,40 +771,46 @@ class Odeint(Primitive):
         adjoint = self._adjoint_prim()
         a = g[T - 1]
         b = wnp.zeros(sum(adjoint.system.sizes))
+        backs = []
         for i in range(T - 1, 0, -1):
             state = adjoint(wnp.concatenate([ys[i], a, b]), wnp.stack([t[i], t[i - 1]]),
                             *leaves)[1]
-            self._check_backward(state[:n], ys[i - 1], t[i - 1])
+            backs.append(state[:n])
             a, b = state[n:2 * n], state[2 * n:]
             if i > 1:
                 a = a + g[i - 1]
+        if backs:
+            self._check_backward(backs[::-1], ys, t)
         y0_bar = a + g[0] if T > 1 else g[0]
         out = self._leaf_cotangents(b, len(leaves)) if T > 1 else [None] * len(leaves)
         return (y0_bar, self._t_bar(g, a, y0, t, leaves, ys), *out)
 
-    def _check_backward(self, back, stored, at):
-        """Raise where the adjoint's backward solve of y, which the adjoint equations read,
-        has left the forward solution: a problem that is stiff or strongly damped forward
-        is unstable backward (an error of atol grows like e^(λt)), and the gradient that
-        comes of it is nan, 1e17 or merely wrong, with nothing said.  On values only."""
-        back, stored, at = [v.value if type(v) is Node else v for v in (back, stored, at)]
-        if back is None or stored is None:
+    def _check_backward(self, backs, ys, t):
+        """Raise where the adjoint's backward solves of y, which the adjoint equations
+        read, have left the forward solution: a problem that is stiff or strongly damped
+        forward is unstable backward (an error of atol grows like e^(λt)), and the
+        gradient that comes of it is nan, 1e17 or merely wrong, with nothing said.
+        `backs[i]` is where the solve from t[i+1] ended, at t[i].  On values only."""
+        values = [v.value if type(v) is Node else v for v in (*backs, ys, t)]
+        if any(v is None for v in values):
             return
-        back, stored = np.asarray(back, np.float64), np.asarray(stored, np.float64)
+        back = np.asarray(values[:-2], np.float64)
+        stored = np.asarray(values[-2], np.float64)[:len(back)]
         rtol = self.options.get("rtol", 1e-3)
         atol = np.asarray(self.options.get("atol", 1e-6), np.float64).reshape(-1)
-        scale = atol + rtol * np.abs(stored)
         with np.errstate(all="ignore"):
-            drift = np.max(np.abs(back - stored) / scale, initial=0.0)
-        if not drift <= _BACKWARD_DRIFT:
-            at = "" if at is None else f" at t = {float(at):.6g}"
-            raise RuntimeError(
-                f"{self.name}: the reverse-mode derivative re-solves y backward in time, and "
-                f"it left the forward solution{at} by {drift:.3g} times the tolerance "
-                "(atol + rtol·|y|): the system is stiff or strongly damped, which makes the "
-                "backward solve unstable, and the gradient would be wrong.  Use forward "
-                "mode (wg.jacfwd, wg.jvp), which solves forward sensitivities, or give more "
-                "output times in t (each restarts the backward solve from the stored y)")
+            drift = np.abs(back - stored) / (atol + rtol * np.abs(stored))
+            worst = np.max(np.where(np.isnan(drift), np.inf, drift), axis=1)
+        if np.all(worst <= _BACKWARD_DRIFT):
+            return
+        k = int(np.argmax(worst))
+        raise RuntimeError(
+            f"{self.name}: the reverse-mode derivative re-solves y backward in time, and it "
+            f"left the forward solution at t = {float(values[-1][k]):.6g} by {worst[k]:.3g} "
+            "times the tolerance (atol + rtol·|y|): the system is stiff or strongly damped, "
+            "which makes the backward solve unstable, and the gradient would be wrong.  Use "
+            "forward mode (wg.jacfwd, wg.jvp), which solves forward sensitivities, or give "
+            "more output times in t (each restarts the backward solve from the stored y)")
 
     def _leaf_cotangents(self, b, count):
         """The `count` leaves' cotangents from b, the adjoint state's part for the active
