@@ -197,12 +197,17 @@ def _scipy(name):
     return sp
 
 
-@pytest.mark.parametrize("f", [
+# whole-array functions that both the one-level and the nested Dual tests take
+ARRAY_FUNCTIONS = [
     lambda x: np.sum(x),
     lambda x: np.dot(x, A),
     lambda x: np.linalg.solve(A, x),
     lambda x: np.linalg.det(A + np.outer(x, x)),
     lambda x: np.cumsum(x[::-1] * x, axis=0),
+]
+
+
+@pytest.mark.parametrize("f", ARRAY_FUNCTIONS + [
     lambda x: np.add.reduce(x * x),
     lambda x: np.concatenate([x, np.tanh(x)]),
     lambda x: np.max(x),
@@ -224,12 +229,7 @@ def test_whole_array_functions_take_duals(f):
     assert_close(y.tangent, fd_derivative(lambda t: f(X + t * V), 0.0), rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("f", [
-    lambda x: np.sum(x),
-    lambda x: np.dot(x, A),
-    lambda x: np.linalg.solve(A, x),
-    lambda x: np.linalg.det(A + np.outer(x, x)),
-    lambda x: np.cumsum(x[::-1] * x, axis=0),
+@pytest.mark.parametrize("f", ARRAY_FUNCTIONS + [
     lambda x: np.square(x) * wnp.sinc(x),
     lambda x: wnp.logsumexp(x),
     lambda x: _scipy("special").polygamma(1, x),
