@@ -992,6 +992,22 @@ def trace(f, *args, abstract=True):
     return graph
 
 
+def traced_digest(f, *args):
+    """`Graph.digest` of f traced at `args`, or None where f cannot be traced: how kept
+    compiled code (optimize's derivatives, an ODE's right-hand sides) tells whether what
+    f reads besides its arguments, a global say, is still what the code was made from.
+
+    Example:
+        >>> from wengert.api import traced_digest
+        >>> traced_digest(lambda x: 2 * x, 1.0) == traced_digest(lambda y: 2 * y, 3.0)
+        True
+    """
+    try:
+        return trace(f, *args).digest()
+    except Exception:                           # noqa: BLE001  (then nothing is kept)
+        return None
+
+
 def eval_shape(f, *args, **kwargs):
     """The shapes and dtypes of f's result, without computing it, as JAX's
     ``eval_shape``: f is traced with abstract values (arguments may be arrays, numbers or

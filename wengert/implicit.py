@@ -199,7 +199,7 @@ class _Problem:
     returns (the flat solution, anything else the solver returned); `linear` (a
     `_LinearSolve`) says how the derivative's rules solve with J = ∂F/∂x."""
 
-    def __init__(self, who, name, n, condition, solve, active, linear):
+    def __init__(self, who, name, n, condition, solve, active, linear, check_regular=True):
         self.who = who
         self.name = name
         self.n = n
@@ -208,7 +208,7 @@ class _Problem:
         self.active = active      # positions of the leaves that may carry derivatives
         self.linear = linear
         self._systems = {}        # (transposed, active) -> the Solution of J y = v
-        self.check_regular = True   # see solution()
+        self.check_regular = check_regular    # whether _dense refuses a degenerate J
 
     def solve_linear(self, x, leaves, v, transpose):
         """J⁻¹ v (J⁻ᵀ v if `transpose`), J = ∂F/∂x at (x, leaves), on values or traced."""
@@ -449,7 +449,7 @@ def solution(who, name, x0, args, condition_of, solve_of, linear_solve="dense",
     plain solve (x0 flat, leaves) -> (x flat, what else the solver returned).  `who` and
     `name` name the node and the errors; `linear_solve` is `custom_root`'s.  Returns (x in
     x0's shape, the primitive, shape, tree, leaves).  `check_regular`: whether the dense
-    solve refuses a nearly singular ∂F/∂x (`_Problem._check_regular`)."""
+    solve refuses a nearly singular ∂F/∂x (`_Problem._irregular`)."""
     if not isinstance(linear_solve, _LinearSolve):
         linear_solve = _LinearSolve(linear_solve, who=who)
     x0 = wnp.asarray(x0)
@@ -468,8 +468,7 @@ def solution(who, name, x0, args, condition_of, solve_of, linear_solve="dense",
                             "real); pass a complex parameter as its real and imaginary parts")
     active = tuple(k for k, v in enumerate(numeric) if type(v) is Node and v.dtype.kind == "f")
     problem = _Problem(who, name, n, condition_of(shape, tree),
-                       solve_of(shape, tree), active, linear_solve)
-    problem.check_regular = check_regular
+                       solve_of(shape, tree), active, linear_solve, check_regular)
     prim = Solution(problem)
     x = prim(x0 if shape == (n,) else wnp.reshape(x0, (n,)), *numeric)
     return (x if shape == (n,) else wnp.reshape(x, shape)), prim, shape, tree, numeric

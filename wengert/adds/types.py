@@ -173,7 +173,7 @@ def mul(a, b):
                         f"the left operand ranges to {n}, the first of the right to "
                         f"{b.shape[0]}")
     lead, trail = a.shape[:-1], b.shape[1:]
-    check_size(lead + trail)
+    check_size(lead + trail)            # (build's check, first: its message says more)
     check_room(a.flat[0].graph, math.prod(lead + trail) * (2 * n - 1),
                f"*: the product of {type_str(a)} by {type_str(b)}")
     return build(lead + trail, lambda i: _dot(

@@ -173,8 +173,9 @@ class _System:
         """The compiled rhs, made once per system and kept across calls of odeint and
         solve_ivp (a fit solves the same system again and again), or None.  Compiled
         code holds the values of what func reads besides its arguments (a global) as they
-        were when it was traced: once per call it is checked against rhs at (y0, s0),
-        and compiled again if they differ."""
+        were when it was traced: once per call func's digest (`_digest`) is compared with
+        the one the code was made from, and the code against rhs at (y0, s0); it is
+        compiled again if either differs."""
         if not self.compiled:
             return None
         kernel = getattr(self, "_code", None)
@@ -211,16 +212,13 @@ class _System:
         at (y0, s0) alone misses a change that does not show there (a forcing switched
         on later).  Once per call of odeint/solve_ivp for the whole family.  None if it
         cannot be traced."""
-        from ..api import trace
+        from ..api import traced_digest
         root = self.root()
         kept = root.__dict__.get("_digested")
         if kept is not None and kept[0] == _calls[0]:
             return kept[1]
         y, ls = self.root_point(y0, leaves)
-        try:
-            digest = trace(root.rhs, y, s0, *ls).digest()
-        except Exception:                     # noqa: BLE001  (then compiled code is not kept)
-            digest = None
+        digest = traced_digest(root.rhs, y, s0, *ls)
         root._digested = (_calls[0], digest)
         return digest
 

@@ -118,8 +118,8 @@ def _flat_function(fun, shape, args, who, pick=None):
 #: costs about as much as 50-100 eager calls.
 HOT = 32
 
-#: Compiled derivatives of recent solves, by what they differentiate: (digest of the traced
-#: derivative, code), the code False where compiling failed (a Python branch on a value),
+#: Compiled derivatives of recent solves, by what they differentiate: (digest of what was
+#: traced for it, code), the code False where compiling failed (a Python branch on a value),
 #: so that a function solved again and again (an outer loop around a fit) is compiled once.
 _KERNELS: OrderedDict = OrderedDict()
 _KERNELS_SIZE = 64
@@ -133,9 +133,10 @@ class _Derivative:
     Eager until the solve has called it `HOT` times; then, or from the start if an
     earlier solve compiled it, code made by `wg.compile`.  Compiled code holds what the
     function reads besides its arguments (a global array, a global penalty weight) as it
-    was when it was traced.  So code is kept with the digest of the derivative's traced
-    graph (`Graph.digest`, which covers every constant in it), and a later solve takes it
-    only if tracing at its own first point gives the same digest: a global that changed
+    was when it was traced.  So code is kept with the digest of the traced graph of
+    `source`, the function it differentiates (of the derivative itself where none is
+    given; `Graph.digest` covers every constant), and a later solve takes it only if
+    tracing at its own first point gives the same digest: a global that changed
     between solves changes the graph, and the code is made again.  (A check of values at
     the first point alone would miss a change that does not show there.)  SciPy's calls of
     the function itself stay calls of the user's function (its side effects, its logging,
@@ -161,13 +162,10 @@ class _Derivative:
         return self.finish(out)
 
     def _digest(self, xs):
-        from ..api import trace
-        try:
-            if self.source is not None:
-                return trace(self.source, xs[0], self.leaves).digest()
-            return trace(self.derivative, *xs, self.leaves).digest()
-        except Exception:                       # noqa: BLE001  (eager calls go on)
-            return None
+        from ..api import traced_digest
+        if self.source is not None:
+            return traced_digest(self.source, xs[0], self.leaves)
+        return traced_digest(self.derivative, *xs, self.leaves)
 
     def _compiled(self, xs, want):
         from ..staged import compile as stage
@@ -692,14 +690,12 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
                 take, best, residual = fewer, v, r
                 break
         nu[picked[take]] = best
-    keep = lower == -np.inf
-    keep[np.isin(picked, np.flatnonzero(nu > 0))] = True
     if residual > np.sqrt(near) * (1.0 + np.linalg.norm(gradient)):
         warnings.warn(f"{who}: the solution is no KKT point (|∇ Lagrangian| = "
                       f"{residual:.2g}): the solver stopped short, or a constraint holds "
                       "that the solution is not near enough to; its derivatives assume it "
                       "is one (tighten tol)", RuntimeWarning, stacklevel=_caller_level())
-    holding = rows[keep]
+    holding = rows[(lower == -np.inf) | (nu[picked] > 0)]
     if holding.size and np.linalg.matrix_rank(holding) < holding.shape[0]:
         warnings.warn(f"{who}: the gradients of the constraints that hold at the solution are "
                       "linearly dependent (LICQ fails), so their multipliers are not unique "
