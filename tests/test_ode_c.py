@@ -482,3 +482,21 @@ def test_a_wengert_branch_compiles():
         warnings.simplefilter("error")
         got, want = both(bang, (0.0, 2.0), [1.0], t_eval=[1.0, 2.0])
     assert_close(got.y, want.y, rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("how", ["numbers", "compiled", "vmap"])
+def test_reverse_mode_refuses_a_backward_solve_that_left_the_forward_one(how):
+    # y' = s·A·y, eigenvalues -50 and -0.5: stable forward, e^100 unstable backward.  The
+    # C loop's backward solves gave -1.7e15 where d/ds is -0.0074, silently, on numbers,
+    # compiled and under vmap (the SciPy back-end's check had not reached them).
+    from scipy.linalg import expm_frechet
+    A = np.array([[-50.0, 0.0], [1.0, -0.5]])
+    g = lambda s: solve_ivp(lambda t, y, s: s * (A @ y), (0.0, 2.0), [1.0, 0.0],  # noqa
+                            method="RK45", t_eval=[2.0], args=(s,), rtol=1e-8, atol=1e-12,
+                            backend="c").y[1, -1]
+    exact = expm_frechet(2 * A, 2 * A, compute_expm=False)[1, 0]       # d/ds expm(2sA)
+    assert abs(wg.jacfwd(g)(1.0) - exact) < 1e-7
+    grad = {"numbers": wg.grad(g), "compiled": wg.compile(wg.grad(g), 1.0),
+            "vmap": wg.vmap(wg.grad(g))}[how]
+    with pytest.raises(RuntimeError, match="stiff or strongly damped.*Use forward mode"):
+        grad(np.array([1.0, 1.0]) if how == "vmap" else 1.0)

@@ -883,6 +883,7 @@ class Odeint(Primitive):
             raise RuntimeError(f"solve_ivp: the solver failed for {adjoint.system.name} "
                                f"from t = {t[T - 1 - k]:g} to {t[T - 2 - k]:g}: "
                                f"{MESSAGES[status]}")
+        self._check_backward(ends[::-1, :n], ys, t)       # (ends[k] is at t[T - 2 - k])
         a, b = ends[-1, n:2 * n], ends[-1, 2 * n:]
         f = system.c_solver(self.method, leaves, y0, (t[0], t[-1])).rhs_at(
             np.concatenate([np.reshape(y0, (1, n)), ys[1:]]), t, leaves)
