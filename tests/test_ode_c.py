@@ -405,6 +405,52 @@ def test_a_changed_global_that_does_not_show_at_y0_is_followed():
         STIFFNESS[0] = 1.0
 
 
+FORCING = [1.0]
+
+
+def test_a_changed_global_that_shows_only_later_in_time_is_followed():
+    # a forcing switched on for 0.6 < t < 0.9: the check of values at t0 and at a point
+    # drawn in the first half of the span cannot see it, and the code made with the old
+    # forcing was kept (QA: value and gradient of forcing 1 after forcing 3).  The C
+    # code is now checked by the digest of f, which holds the global's value.
+    def f(t, y, k):
+        return -k * y * y + FORCING[0] * wnp.where((t > 0.6) & (t < 0.9), 1.0, 0.0)
+
+    def end(k):
+        return solve_ivp(f, (0.0, 1.0), [1.0], t_eval=[1.0], args=(k,), rtol=1e-12,
+                         atol=1e-13, backend="c").y[0, 0]
+    try:
+        for FORCING[0] in (1.0, 3.0, 1.0):
+            want = scipy_integrate.solve_ivp(f, (0.0, 1.0), [1.0], t_eval=[1.0], args=(1.0,),
+                                             rtol=1e-12, atol=1e-13).y[0, 0]
+            assert_close(end(1.0), want, rtol=1e-10)
+            assert_close(wg.grad(end)(1.0), (end(1.0 + 1e-3) - end(1.0 - 1e-3)) / 2e-3,
+                         rtol=1e-5)
+    finally:
+        FORCING[0] = 1.0
+
+
+def test_a_changed_global_in_an_event_function_is_followed():
+    # the event's threshold H matters only for t > 0.6, which no check of values sees
+    # (QA: the crossing stayed at -ln 0.5 after H = 0.4).  y = e^(-k t) meets H at
+    # t = -ln(H)/k, and dt/dk = ln(H)/k².
+    H = [0.5]
+
+    def hit(t, y, k):
+        return y[0] - wnp.where(t > 0.6, H[0], -1.0)
+    hit.terminal = True
+
+    def decay(t, y, k):
+        return -k * y
+
+    def end(k):
+        return solve_ivp(decay, (0.0, 1.0), [1.0], args=(k,), events=hit, rtol=1e-10,
+                         atol=1e-12, backend="c").t[-1]
+    for H[0] in (0.5, 0.4, 0.5):
+        assert_close(end(1.0), -np.log(H[0]), rtol=1e-8)
+        assert_close(wg.grad(end)(1.0), np.log(H[0]), rtol=1e-8)
+
+
 def test_ctrl_c_stops_a_long_solve():
     """The loop asks Python's signal check every 1024 steps (a signal handler that
     raises stands in for Ctrl-C's)."""

@@ -230,21 +230,30 @@ class _System:
 
         Compiled code holds what the user's function reads besides its arguments (a
         global) as it was when traced.  As compiled Python is (`_kernel`), it is checked
-        once per call of solve_ivp, but for the whole family of systems at once: the
-        user's system's code against the user's function (and events) at (y0, t0) and
-        at a point drawn near them, y0 moved by up to its size and t within `span` =
-        (t0, tf) (an eager call of a derived system's rhs would cost a derivative,
-        ~1 ms); if they differ, every system of the family is traced again.  A change
-        that shows at neither point is missed."""
+        once per call of solve_ivp, but for the whole family of systems at once, by
+        the digest (`Graph.digest`) of the user's function and events traced at
+        (y0, t0), which covers every constant they read (a forcing switched on later
+        shows in no value at t0).  If it has changed, every system of the family is
+        traced again.  When it is new (or cannot be had), the user's system's code is
+        also checked against the user's function by values, at (y0, t0) and at a point
+        drawn near them, y0 moved by up to its size and t within `span` = (t0, tf): C
+        code is traced without values, which a function that reads something else that
+        changes from call to call (a random number) cannot be."""
         root = self.root()
         checked = root.__dict__.setdefault("_c_checked", {})
         if checked.get(events) != _calls[0]:
             y, ls = self.root_point(np.asarray(y0, dtype=np.float64), leaves)
             t0, tf = map(float, span)
-            u = _PROBE.uniform(-0.5, 0.5, size=y.shape)
-            root._c_check(method, ls, [(y, t0), (y + u * (np.abs(y) + 1.0),
-                                                t0 + abs(u.flat[0] if u.size else 0.3) *
-                                                (tf - t0))], events)
+            digest = (self._digest(y0, t0, leaves), *root._event_digests(events, y, t0, ls))
+            made = root.__dict__.setdefault("_c_digests", {})
+            if None in digest or made.get(events) != digest:
+                if events in made:
+                    root._c_generation += 1           # what they read has changed
+                u = _PROBE.uniform(-0.5, 0.5, size=y.shape)
+                root._c_check(method, ls, [(y, t0), (y + u * (np.abs(y) + 1.0),
+                                                    t0 + abs(u.flat[0] if u.size else 0.3) *
+                                                    (tf - t0))], events)
+                made[events] = digest
             checked[events] = _calls[0]
         return self._c_code(method, root._c_generation, events)
 
@@ -260,6 +269,12 @@ class _System:
     def root_point(self, y, leaves):
         """(y, leaves) of `root()` at the point (y, leaves) of this system."""
         return y, leaves
+
+    def _event_digests(self, events, y, s, leaves):
+        """`Graph.digest` of each of the user's event functions traced at (y, s)."""
+        from ..api import traced_digest
+        return [traced_digest(lambda y, s, *ls: self.event(e, y, s, ls), y, s, *leaves)
+                for e in events]
 
     def _c_check(self, method, leaves, points, events=()):
         """The user's system's check (see `c_solver`) at the (y, t) `points`."""
