@@ -81,6 +81,8 @@ def _param_names(f):
         # vjp, jvp and every batched sweep ask for a fresh closure's)
         code = f.__code__
         return list(code.co_varnames[:code.co_argcount])
+    if type(f) is types.MethodType and type(f.__func__) is types.FunctionType:
+        return _param_names(f.__func__)[1:]          # (a bound method: self is given)
     try:
         params = inspect.signature(f).parameters.values()
     except (TypeError, ValueError):

@@ -23,10 +23,26 @@ from . import scalar as S
 def by_example(op, args, params):
     """(shape, dtype) of a result found by running the implementation on stand-ins of the
     arguments' shapes: zero-strided views, so no argument memory is allocated."""
-    stand_ins = [a.value if a.value is not None else
-                 np.broadcast_to(np.zeros((), a.dtype), a.shape) for a in args]
+    stand_ins = [a.value if a.value is not None else _stand_in(a.shape, a.dtype)
+                 for a in args]
     out = np.asarray(op.impl(*stand_ins, **params))
     return out.shape, out.dtype
+
+
+_STAND_INS = {}
+
+
+def _stand_in(shape, dtype):
+    """A read-only zero-strided array of zeros of this shape and dtype, made once (an
+    abstract trace asks for the same few again and again, and np.broadcast_to costs
+    ~5 µs)."""
+    key = (shape, dtype)
+    found = _STAND_INS.get(key)
+    if found is None:
+        if len(_STAND_INS) > 4096:          # (a bound, not a policy: any shape is rare)
+            _STAND_INS.clear()
+        found = _STAND_INS[key] = np.broadcast_to(np.zeros((), dtype), shape)
+    return found
 
 
 def _prim(name, impl, **kw):
