@@ -357,6 +357,28 @@ def test_conv2d_weight_gradient_reuses_the_columns_of_a_recorded_forward_pass():
                  fresh, rtol=1e-14)
 
 
+def test_what_a_forward_pass_saved_is_not_taken_after_its_input_changed_in_place():
+    # a logged loss, then the logits (a parameter) updated in place, then a compiled
+    # gradient, whose forward pass does not run: it took the old softmax (QA: row 0
+    # [-0.177, 0.056, 0.121] where it is [-0.139, 0.030, 0.109]).  Likewise conv2d's
+    # columns of the images kept by an input gradient, then the next batch written
+    # into the same buffer.
+    y = numpy.array([0, 1, 2, 1])
+    p = rng.normal(size=(4, 3))
+    loss = lambda s: nn.cross_entropy(s, y)              # noqa: E731
+    compiled = wg.compile(wg.grad(loss), p)
+    nn.cross_entropy(p, y)
+    p -= 0.5 * rng.normal(size=p.shape)
+    assert_close(compiled(p), wg.grad(loss)(p.copy()), rtol=1e-14, atol=0)
+
+    x, w = rng.normal(size=(2, 1, 5, 5)), rng.normal(size=(3, 1, 3, 3))
+    conv = lambda w, x: np.sum(nn.conv2d(x, w, padding=1) ** 2)     # noqa: E731
+    compiled = wg.compile(wg.grad(conv), w, x)
+    wg.grad(conv, argnums=1)(w, x)
+    x[...] = rng.normal(size=x.shape)
+    assert_close(compiled(w, x), wg.grad(conv)(w, x.copy()), rtol=1e-13, atol=0)
+
+
 def test_pool_scatter_meets_a_cotangent_of_another_layout():
     # conv2d's result is (O, N, H, W) in memory: the scatter works in that layout, and a
     # cotangent in C order gives the same values as everything in C order

@@ -36,9 +36,12 @@ class _Saved(threading.local):
     convolution once saved its unfolded input.
 
     One slot per thread, keyed by the identity of the input array it was computed from
-    (node values are never changed in place) and by the parameters that shaped it. The
-    rule takes it over; asked about another array, it finds nothing and recomputes. The
-    slot forgets when that input is freed, so it does not outlive the step.
+    and by the parameters that shaped it, and kept with a copy of that input: node values
+    are never changed in place, but the input may be the user's array, which a training
+    loop updates in place between a logged loss and a compiled gradient (whose forward
+    pass does not run to replace the slot).  The rule takes it over if the input still
+    holds what it was computed from; asked about another array, or one changed since, it
+    finds nothing and recomputes.  The slot forgets when that input is freed.
 
     Example:
         >>> import numpy as np
@@ -48,16 +51,19 @@ class _Saved(threading.local):
         (None, 'computed from x', None)
     """
 
-    entry = None                        # (weak reference to the input, key, saved array)
+    entry = None        # (weak reference to the input, key, saved array, input's copy)
 
     def keep(self, source, saved, key=None):
-        self.entry = (weakref.ref(source, self._forget), key, saved)
+        # (the copy costs a pass over the input: a fraction of what it saves)
+        self.entry = (weakref.ref(source, self._forget), key, saved, source.copy())
 
     def take(self, source, key=None):
         entry = self.entry
         if entry is None or entry[0]() is not source or entry[1] != key:
             return None
         self.entry = None
+        if not np.array_equal(entry[3], source):        # changed in place since
+            return None
         return entry[2]
 
     def _forget(self, ref):
