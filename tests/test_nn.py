@@ -357,6 +357,28 @@ def test_conv2d_weight_gradient_reuses_the_columns_of_a_recorded_forward_pass():
                  fresh, rtol=1e-14)
 
 
+@pytest.mark.parametrize("dtype, offset", [(numpy.float32, 1e5), (numpy.float64, 1e16)])
+def test_log_softmax_and_cross_entropy_keep_their_digits_under_a_large_offset(dtype, offset):
+    # x - (m + log s) lost the difference to the offset: float32 logits near 1e5 gave a
+    # cross-entropy of 2.6875 for 2.68268, and float64 [1e16, 1e16] gave log_softmax 0
+    # (QA, against PyTorch).  The reference: the same in float64 from x - max(x), exact.
+    x = (offset + numpy.round(rng.normal(size=(16, 5)) * 8) / 8).astype(dtype)
+    y = rng.integers(0, 5, size=16)
+    d = x.astype(numpy.float64) - x.max(axis=1, keepdims=True)
+    want = d - numpy.log(numpy.exp(d).sum(axis=1, keepdims=True))
+    tol = 10 * numpy.finfo(dtype).eps
+    assert_close(nn.log_softmax(x, axis=1), want, rtol=tol, atol=tol)
+    assert_close(nn.cross_entropy(x, y), -want[numpy.arange(16), y].mean(), rtol=tol, atol=0)
+    assert_close(nn.cross_entropy(x, y, reduction="sum"), -want[numpy.arange(16), y].sum(),
+                 rtol=tol, atol=0)
+    traced = wg.trace(lambda x: nn.log_softmax(x, axis=1), x)    # (the graph's value too)
+    assert_close(traced(x), want, rtol=tol, atol=tol)
+    # and the second derivative, which reads the decomposition: exact softmax Jacobian
+    p = numpy.exp(want[0])
+    h = wg.hessian(lambda v: nn.log_softmax(v, axis=0)[0])(x[0].astype(numpy.float64))
+    assert_close(h, -(numpy.diag(p) - numpy.outer(p, p)), rtol=1e-6, atol=1e-9)
+
+
 def test_what_a_forward_pass_saved_is_not_taken_after_its_input_changed_in_place():
     # a logged loss, then the logits (a parameter) updated in place, then a compiled
     # gradient, whose forward pass does not run: it took the old softmax (QA: row 0

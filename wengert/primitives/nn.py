@@ -454,7 +454,18 @@ relu.defpartials(lambda x, ans: S.ge(x, 0.0))
 # gradient is the textbook (softmax - onehot) / N, one exponential, instead of a sweep
 # back through max, exp, sum, log and indexing.
 def _log_softmax_np(x, axis):
-    return x - A._logsumexp_np(x, (axis,), True)
+    # (x - m) - log s, not x - (m + log s): logits that share a large offset (1e5 in
+    # float32, 1e16 in float64) would lose to it every digit of the difference
+    x = np.asarray(x)
+    shifted = np.subtract(x, A._finite_max(x, (axis,))[0])
+    sums = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
+    with np.errstate(divide="ignore"):      # an all -inf row: log(0) = -inf
+        return shifted - np.log(sums)
+
+
+def _log_softmax_decomposition(x, axis):
+    d = x - S.stop_gradient(A.amax(x, axis=(axis,), keepdims=True))
+    return d - S.log(A.sum(S.exp(d), axis=(axis,), keepdims=True))
 
 
 def _softmax_np(x, axis):
@@ -470,7 +481,7 @@ def _same_aval(args, params):
 
 log_softmax = defprimitive("log_softmax", _log_softmax_np, cost="call",
                            abstract_eval=_same_aval)
-log_softmax.decomposition = lambda x, axis: x - A.logsumexp(x, axis=(axis,), keepdims=True)
+log_softmax.decomposition = _log_softmax_decomposition
 # d log_softmax = dx - sum(softmax * dx): both maps are linear in g (or t).
 log_softmax.defvjp(lambda g, x, ans, axis: (
     g - S.exp(ans) * A.sum(g, axis=(axis,), keepdims=True),))
@@ -523,10 +534,11 @@ def _cross_entropy_np(logits, labels):
     logits = np.asarray(logits)
     n = logits.shape[0]
     # mean(lse - picked), with lse = m + log(sum(exp(logits - m))) summed term by term
-    m, m_total = A._finite_max(logits, (1,))
+    m, _ = A._finite_max(logits, (1,))
     e, sums = A._shifted_exp(logits, m, (1,))
-    total = np.add.reduce(np.log(sums), axis=None) + m_total \
-        - np.add.reduce(logits[_rows(n), labels])
+    # (m - picked row by row: logits that share a large offset cancel exactly there)
+    total = np.add.reduce(np.log(sums), axis=None) + \
+        np.add.reduce(m[:, 0] - logits[_rows(n), labels])
     e /= sums
     _saved_softmax.keep(logits, e)              # for the gradient that usually follows
     loss = total / n
