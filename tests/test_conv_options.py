@@ -632,6 +632,31 @@ def test_return_indices_and_max_unpool_against_torch(kernel, stride, padding):
         assert_close(ours, theirs.numpy(), 0, 0)
 
 
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_max_pool_of_nan_and_of_all_minus_inf_windows_against_torch(ceil_mode):
+    # a window holding nan pooled to nan, but its index was 0 (outside the window) and
+    # its derivative was dropped: nan equals nothing.  A window whose image part is all
+    # -inf named a tap in the padding (a negative index, which max_unpool2d refused).
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x = rng.normal(size=(2, 2, 5, 6))
+    x[0, 0, 1, 4] = x[1, 1, 3, 0] = numpy.nan
+    x[0, 1, :2, :2] = x[1, 0, 3:, 4:] = -numpy.inf
+    for kernel, stride, padding in [(2, 2, 0), (2, 2, 1), (3, 1, 1), ((2, 3), (1, 2), 1)]:
+        options = dict(kernel_size=kernel, stride=stride, padding=padding,
+                       ceil_mode=ceil_mode)
+        tx = torch.tensor(x, requires_grad=True)
+        ty, tw = F.max_pool2d(tx, return_indices=True, **options)
+        y, where = nn.max_pool2d(x, return_indices=True, **options)
+        assert_close(y, ty.detach().numpy(), 0, 0)
+        numpy.testing.assert_array_equal(where, tw.numpy())
+        # the derivative of windows with a finite maximum or a nan: torch's
+        ct = numpy.where(numpy.isfinite(y) | numpy.isnan(y), rng.normal(size=y.shape), 0.0)
+        (want,) = torch.autograd.grad(ty, tx, torch.tensor(ct))
+        got = wg.vjp(lambda x: nn.max_pool2d(x, **options), x)[1](ct)[0]
+        assert_close(got, want.numpy(), rtol=1e-13, atol=1e-15)     # (sums of overlaps)
+
+
 def test_max_unpool_errors():
     y, where = nn.max_pool2d(rng.normal(size=(1, 2, 4, 4)), 2, return_indices=True)
     with pytest.raises(ValueError, match=r"indices of shape \(2, 2, 2\) do not match x of "

@@ -183,9 +183,12 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     missing part counts as -inf), except that, as in PyTorch, a window must start inside
     the image or its top or left padding (one that would start in the bottom or right
     padding is dropped).  The derivative goes to each window's arg-max (the first, in a
-    tie).  With ``return_indices=True`` also where each maximum sits, as PyTorch gives
-    it: an int64 array of the output's shape, the flat index into the (unpadded) H x W
-    plane, which `max_unpool2d` reads.
+    tie; a window holding nan has the maximum nan, at its first nan).  With
+    ``return_indices=True`` also where each maximum sits, as PyTorch gives it: an int64
+    array of the output's shape, the flat index into the (unpadded) H x W plane, which
+    `max_unpool2d` reads; a window whose part in the image is all -inf names the first
+    of those places (PyTorch's choice), though its derivative, of a maximum that no
+    finite change moves, may go to the padding, which drops it.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -203,7 +206,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     """
     k, s, (ph, pw), d, _, (eh, ew) = _pool_settings(x, kernel_size, stride, padding,
                                                      dilation, ceil_mode, "max_pool2d")
-    width = wnp._shape(x)[3] if return_indices else None    # (the image's, before padding)
+    height, width = wnp._shape(x)[2:]                 # (the image's, before padding)
     if ph or pw or eh or ew:
         dtype = x.dtype if type(x) is Node else _np.asarray(x).dtype
         low = _np.iinfo(dtype).min if dtype.kind in "iu" else -_np.inf
@@ -217,7 +220,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     y = P.max_pool2d(x, **geometry)
     if not return_indices:
         return y
-    return y, P.pool_argmax(x, **geometry, pad=(ph, pw), width=width)
+    return y, P.pool_argmax(x, **geometry, pad=(ph, pw), width=width, height=height)
 
 
 def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None):

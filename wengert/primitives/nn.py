@@ -272,13 +272,23 @@ def _max_pool_np(x, kernel, stride, dilation=(1, 1)):
     return best
 
 
-def _first_hits(x, y, kernel, stride, dilation):
+def _first_hits(x, y, kernel, stride, dilation, allowed=None):
     """For each corner view, where its element is its window's maximum y and no earlier
-    corner already was (the first maximum wins a tie): seed 000's routing to one arg-max."""
+    corner already was (the first maximum wins a tie): seed 000's routing to one arg-max.
+    A window holding nan has the maximum nan, which sits at its first nan.  `allowed`
+    (one mask per corner, or None) rules taps out: `_pool_argmax_np`'s padding."""
     x = np.asarray(x)
+    # (nan equals nothing: where a maximum is nan, its nan is found by isnan; one check
+    # of y keeps the usual case at one comparison per tap)
+    nan = np.isnan(y) if y.dtype.kind in "fc" and np.isnan(np.add.reduce(y, axis=None)) \
+        else None
     free = None                                   # windows whose maximum is still unplaced
-    for view in _corners(x, kernel, stride, dilation):
+    for k, view in enumerate(_corners(x, kernel, stride, dilation)):
         hit = np.equal(x[view], y)
+        if nan is not None:
+            hit |= nan & np.isnan(x[view])
+        if allowed is not None:
+            hit &= allowed[k]
         if free is None:
             free = ~hit
         else:
@@ -353,20 +363,28 @@ pool_gather.defjvp(lambda ts, t, x, y, ans, **geo: pool_gather(
 
 
 
-def _pool_argmax_np(x, kernel, stride, dilation=(1, 1), pad=(0, 0), width=None):
+def _pool_argmax_np(x, kernel, stride, dilation=(1, 1), pad=(0, 0), width=None,
+                    height=None):
     """Where each window's maximum sits, as PyTorch's ``return_indices`` gives it: the
-    flat index into its (unpadded, `width` wide) image plane, the first in a tie."""
+    flat index into its (unpadded, `height` x `width`) image plane, the first in a tie.
+    Taps in the padding are not counted, so a window whose image part is all -inf (the
+    padding's value) names the first of those, as PyTorch does."""
     x = np.asarray(x)
     y = _max_pool_np(x, kernel, stride, dilation)
     (kh, kw), (sh, sw), (dh, dw), (ph, pw) = kernel, stride, dilation, pad
     width = x.shape[3] - 2 * pw if width is None else width
+    height = x.shape[2] - 2 * ph if height is None else height
     ho, wo = y.shape[2:]
     # (the top-left tap of every window, in the unpadded plane's coordinates)
     top = (np.arange(ho) * sh - ph)[:, None]
     left = (np.arange(wo) * sw - pw)[None, :]
+    taps = [(i, j) for i in range(kh) for j in range(kw)]
+    allowed = None
+    if ph or pw or x.shape[2:] != (height, width):
+        allowed = [((top + i * dh >= 0) & (top + i * dh < height)) &
+                   ((left + j * dw >= 0) & (left + j * dw < width)) for i, j in taps]
     out = np.zeros(y.shape, dtype=np.int64)
-    taps = ((i, j) for i in range(kh) for j in range(kw))
-    for (i, j), (_, hit) in zip(taps, _first_hits(x, y, kernel, stride, dilation)):
+    for (i, j), (_, hit) in zip(taps, _first_hits(x, y, kernel, stride, dilation, allowed)):
         np.copyto(out, (top + i * dh) * width + left + j * dw, where=hit)
     return out
 
