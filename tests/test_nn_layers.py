@@ -462,11 +462,36 @@ def test_dropout():
     assert_close(wg.vmap(f)(xs), numpy.stack([f(r) for r in xs]), rtol=0, atol=0)
 
 
+def test_dropout_with_a_mask_given_and_compiled():
+    # under wg.compile a mask drawn from rng was drawn once, when traced, and reused by
+    # every call, silently (QA): a compiled training step trained with one fixed mask.
+    # Now that is refused, and the mask comes in as an argument.
+    x = rng.normal(size=(5, 4))
+    keep = rng.random(x.shape) >= 0.3
+    assert_close(nn.dropout(x, 0.3, mask=keep), x * keep / 0.7, rtol=1e-15, atol=0)
+    assert_close(nn.dropout(x, 0.3, mask=keep[0]), x * keep[0] / 0.7, rtol=1e-15, atol=0)
+    loss = lambda x, keep: np.sum(nn.dropout(x, 0.3, mask=keep) ** 2)     # noqa: E731
+    assert_close(wg.grad(loss)(x, keep), 2 * x * keep / 0.49, rtol=1e-14, atol=0)
+    step = wg.compile(wg.grad(loss), x, keep)
+    for _ in range(2):                                     # a fresh mask each call
+        keep = rng.random(x.shape) >= 0.3
+        assert_close(step(x, keep), 2 * x * keep / 0.49, rtol=1e-14, atol=0)
+    drawn = numpy.random.default_rng(0)
+    with pytest.raises(ValueError, match="under wg.compile a mask drawn from rng is drawn "
+                                         "once.*mask=keep"):
+        wg.compile(lambda x: nn.dropout(x, 0.3, drawn), x)(x)
+    assert wg.compile(lambda x: nn.dropout(x, 0.0, drawn), x)(x).shape == x.shape  # (none)
+
+
 def test_dropout_errors():
     with pytest.raises(TypeError, match="rng must be a numpy.random.Generator.*int"):
         nn.dropout(numpy.ones(3), 0.5, 0)
     with pytest.raises(ValueError, match=r"rate must lie in \[0, 1\], got 1.5"):
         nn.dropout(numpy.ones(3), 1.5, numpy.random.default_rng(0))
+    with pytest.raises(TypeError, match="either rng .* or mask, not both"):
+        nn.dropout(numpy.ones(3), 0.5, numpy.random.default_rng(0), mask=numpy.ones(3))
+    with pytest.raises(TypeError, match="either rng .* or mask, not neither"):
+        nn.dropout(numpy.ones(3), 0.5)
 
 
 # ---- losses ---------------------------------------------------------------------------------

@@ -1286,24 +1286,35 @@ def _update_running(x, axes, running_mean, running_var, momentum):
         running_var += momentum * values.var(axis=axes, ddof=1)
 
 
-def dropout(x, rate, rng):
+def dropout(x, rate, rng=None, *, mask=None):
     """Dropout (PyTorch's ``F.dropout`` in training mode, with ``rate`` its ``p``): each
     element zeroed with probability ``rate`` and the rest scaled by ``1/(1 - rate)``, the
-    mask drawn from the ``numpy.random.Generator`` `rng`.  The mask is a constant, so the
+    mask drawn from the ``numpy.random.Generator`` `rng`, or given as ``mask`` (True, or
+    1, where an element is kept; broadcast against x).  The mask is a constant, so the
     derivative is ``mask / (1 - rate)``.  ``rate=0`` returns x itself (evaluation mode);
     ``rate=1`` zeros.
 
+    Under ``wg.compile`` a mask drawn from `rng` would be drawn once, when traced, and
+    every call would reuse it, so that is refused with a ValueError: draw the mask
+    outside and pass it in as an argument (``mask=``), as ``jax.random`` takes a key.
     Under ``wg.vmap`` the function is traced on one example, so one mask, of one
     example's shape, is shared by the whole batch (as one key in ``jax.vmap``): draw the
     batch's mask outside, or call dropout on the batch.
 
     Example:
-        >>> import numpy as np, wengert.nn as nn
+        >>> import numpy as np, wengert as wg, wengert.nn as nn
         >>> y = nn.dropout(np.ones(8), 0.5, np.random.default_rng(0))
         >>> sorted(set(y.tolist()))
         [0.0, 2.0]
+        >>> step = wg.compile(lambda x, keep: nn.dropout(x, 0.5, mask=keep),
+        ...                   np.ones(4), np.ones(4, bool))
+        >>> step(np.ones(4), np.array([True, False, True, True])).tolist()
+        [2.0, 0.0, 2.0, 2.0]
     """
-    if not isinstance(rng, _np.random.Generator):
+    if (rng is None) == (mask is None):
+        raise TypeError("dropout: give either rng (a numpy.random.Generator) or mask, "
+                        f"not {'both' if mask is not None else 'neither'}")
+    if rng is not None and not isinstance(rng, _np.random.Generator):
         raise TypeError(f"dropout: rng must be a numpy.random.Generator (e.g. "
                         f"numpy.random.default_rng(seed)), got {type(rng).__name__}")
     rate = float(rate)
@@ -1314,5 +1325,14 @@ def dropout(x, rate, rng):
     shape, dtype = tuple(wnp._shape(x)), _float_dtype(x)
     if rate == 1.0:
         return wnp.multiply(x, _np.zeros(shape, dtype))
-    scale = (rng.random(shape) >= rate).astype(dtype) * dtype.type(1.0 / (1.0 - rate))
-    return wnp.multiply(x, scale)
+    scale = dtype.type(1.0 / (1.0 - rate))
+    if mask is not None:
+        return wnp.multiply(x, wnp.astype(mask, dtype) * scale)
+    from .staged import staging
+    if staging():
+        raise ValueError("dropout: under wg.compile a mask drawn from rng is drawn once, "
+                         "when traced, and every call would reuse it; draw it outside "
+                         "and pass it in: nn.dropout(x, rate, mask=keep) with keep = "
+                         "rng.random(x.shape) >= rate an argument of the compiled "
+                         "function")
+    return wnp.multiply(x, (rng.random(shape) >= rate).astype(dtype) * scale)

@@ -427,6 +427,7 @@ class _Dispatcher:
             return self.f
         dyn = [_abstract(x) for x, spec in zip(canon, specs) if spec[0] == "tree"]
         with options(optimize=optimize, ieee=self.ieee):
+            _STAGING.depth = staging() + 1
             try:
                 return trace(self.traced_function(layout, canon, specs), *dyn)
             except ConcretizationError as e:
@@ -435,6 +436,8 @@ class _Dispatcher:
                     f"{said}{'' if said.endswith('.') else '.'} If the branch is on an argument that is a setting rather than "
                     "data, mark it static: wg.compile(f, ..., static_argnums=(i,)) or "
                     "static_argnames=('name',).") from None
+            finally:
+                _STAGING.depth -= 1
 
     def build(self, key, layout, canon, specs):
         graph = self.trace(layout, canon, specs)
@@ -499,6 +502,23 @@ class _Lazy:
                                      form=self.form)
             self.function = py.make_function(src, name, ns)
         return self.function(*args, **kwargs)
+
+
+_STAGING = threading.local()
+
+
+def staging() -> int:
+    """How many `wg.compile` traces this thread is inside (0: none): code whose every
+    call would be the same trace, where a value drawn while tracing (a random mask) is
+    drawn once for all calls.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.staged import staging
+        >>> staging(), wg.compile(lambda x: x + staging(), 1.0)(1.0)
+        (0, 2.0)
+    """
+    return getattr(_STAGING, "depth", 0)
 
 
 def _hold_constant_outputs(graph):
