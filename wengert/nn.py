@@ -781,7 +781,8 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
         >>> import numpy as np, wengert.nn as nn
         >>> nn.smooth_l1_loss(np.array([0.5, 3.0]), np.zeros(2), reduction="none").tolist()
         [0.125, 2.5]
-        >>> nn.smooth_l1_loss(np.array([0.5, 3.0]), np.zeros(2), "none", beta=2.0).tolist()
+        >>> nn.smooth_l1_loss(np.array([0.5, 3.0]), np.zeros(2), reduction="none",
+        ...                   beta=2.0).tolist()
         [0.0625, 2.0]
     """
     who = "smooth_l1_loss"
