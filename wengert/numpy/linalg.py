@@ -277,7 +277,9 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     S is differentiable for every shape, and so are U and Vh if the singular values are
     distinct and nonzero: their derivatives divide by the differences s_j² - s_i² (and,
     for a non-square matrix, by the singular values), so where those vanish they are inf
-    or nan, with NumPy's divide-by-zero warning.  U and Vh are only defined up to the sign
+    or nan, with NumPy's divide-by-zero warning; where they nearly vanish (relative to the
+    largest, 1e-8 or less) they lose digits, all of them a few ulps from a repeat, and a
+    RuntimeWarning says so.  U and Vh are only defined up to the sign
     (of a complex matrix: the phase e^{iθ}) of each pair u_k, v_k of singular vectors, which
     LAPACK picks and a derivative cannot follow, so differentiate functions that do not
     depend on it, such as U diag(S) Vh, |U|² or u_k v_kᴴ (JAX says the same of its svd).

@@ -439,12 +439,47 @@ def _diag_part(m):
     return _sum(m * _eye(n, m), axis=(len(shape_of(m)) - 1,), keepdims=False)
 
 
+#: How close (relative to the largest) two eigenvalues, or squared singular values, may be
+#: before a derivative through the vectors warns: 1/(w_j - w_i) then multiplies a rounding
+#: error of about eps·|w| into an error of eps·|w|/gap, 2e-8 at this gap and O(1) at a few
+#: ulps, where it is finite and wrong (JAX's and PyTorch's are too).
+NEARLY_REPEATED = 1e-8
+
+
 def _F(w):
+    """1/(w_j - w_i) off the diagonal, 0 on it: the eigen- and singular-vector rules'
+    factor.  Where w holds values, nearly repeated ones raise a RuntimeWarning (see
+    `NEARLY_REPEATED`)."""
+    _warn_if_nearly_repeated(w)
     n = shape_of(w)[-1]
     diff = reshape(w, shape=shape_of(w)[:-1] + (1, n)) - reshape(w, shape=shape_of(w) + (1,))
     eye = _eye(n, w)
     # 1/(w_j - w_i) off the diagonal; the diagonal (0/0) is masked by adding the identity
     return (1.0 - eye) / (diff + eye)
+
+
+def _warn_if_nearly_repeated(w):
+    v = getattr(w, "value", w) if not isinstance(w, np.ndarray) else w
+    if v is None or np.shape(v)[-1] < 2:       # (traced without values: nothing to see)
+        return
+    v = np.asarray(v)
+    n = v.shape[-1]
+    gaps = np.abs(v[..., :, None] - v[..., None, :])
+    gaps[..., np.arange(n), np.arange(n)] = np.inf
+    scale = np.max(np.abs(v), axis=-1)
+    closest = np.min(gaps, axis=(-2, -1)) / np.where(scale > 0, scale, 1.0)
+    worst = float(np.min(closest))
+    if worst < NEARLY_REPEATED:
+        import warnings
+        # (the message names digits, not the gap: Python shows each text once a place)
+        digits = "all" if worst < 1e-15 else f"about {-np.log10(worst):.0f}"
+        warnings.warn(
+            "linalg: repeated or nearly repeated eigenvalues (or squared singular values): "
+            "a derivative through the eigenvectors (singular vectors) divides by their "
+            f"difference and loses {digits} of its 16 digits, and may be wrong entirely even "
+            "where the function does not depend on the choice of vectors (docs/numpy.md); "
+            "the values' own derivatives (eigvalsh, svdvals) are not affected",
+            RuntimeWarning, stacklevel=3)
 
 
 # (the eigenvectors once per rule: on arrays each eigvecsh is an eigh of its own)
