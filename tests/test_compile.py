@@ -649,6 +649,30 @@ def test_a_numpy_float64_constant_is_strong_in_compiled_code():
     assert wg.compile(g, X32)(X32).dtype == numpy.float32
 
 
+@pytest.mark.parametrize("backend", ["python", "numpy", "float"])
+def test_a_bool_argument_read_as_a_number_is_float64_in_numpy_code(backend):
+    # NumPy's exp and sin of a bool scalar are float16: e came out 2.71875 where the
+    # graph (and eager evaluation) say float64 (QA)
+    f = lambda x, b: x * wm.exp(b) + wm.sin(b) * b + np.where(b, x, 2.0)      # noqa: E731
+    x = numpy.linspace(0.5, 1.5, 1000 if backend == "python" else 3)
+    c = wg.compile(f, x, True, backend=backend)
+    for b in (True, False):
+        assert_close(c(x, b), x * math.exp(b) + math.sin(b) * b + (x if b else 2.0),
+                     rtol=1e-15, atol=0)
+
+
+def test_python_code_of_a_c_function_is_python():
+    import shutil
+    if not any(shutil.which(cc) for cc in ("cc", "gcc", "clang")):
+        pytest.skip("no C compiler")
+    c = wg.compile(lambda x, y: x * y + wm.sin(x), 2.0, 3.0, backend="c")
+    text = c.code("python")                    # (it was the C source)
+    namespace = {"_math": math, "_miss": None}
+    exec(text, namespace)
+    assert namespace["compiled"](2.0, 3.0) == c(2.0, 3.0) == 6.0 + math.sin(2.0)
+    assert "double" in c.code("c")
+
+
 def test_an_index_update_with_a_traced_scalar_in_float_code():
     """x.at[1].set(x[3]) written element by element: element 1 is x[3]'s symbol (a
     0-d array of it once held a node as a constant, and the call failed)."""

@@ -728,7 +728,13 @@ def _code(d, language):
     from .codegen import c, text
     entry = _current(d)
     if language == "python":
-        return entry.source
+        if entry.flavour != "c":
+            return entry.source
+        # (a C entry's source is C: the Python text is written as backend="float" would,
+        # in a namespace of its own, for reading)
+        scalar = float_form(entry.graph, 10 ** 7, 10 ** 6)
+        return py.function_source(d.fn_name, entry.params, entry.graph, py.FLOAT,
+                                  py.Namespace(), scalar, None, form=entry.form)
     if language == "c":
         return c.source_of(d, entry)
     if language in ("fortran", "adds"):

@@ -126,6 +126,10 @@ class PythonFormat(Format):
                     any(b.dtype != arg.dtype for b in node.args):
                 return f"{self._np}.float64"
             return None
+        if arg.dtype.kind == "b" and node.dtype.kind in "fc" and node.op is not S.select:
+            # a bool the graph reads as a number: NumPy's float functions would take it
+            # in their float16 loop (np.sin(np.True_) is float16)
+            return f"{self._np}.{node.dtype.name}"
         # (a comparison's operands meet in their own dtype, not in its bool)
         meet = node.dtype if node.dtype.kind != "b" else _operands_dtype(node)
         if arg.dtype != meet and is_weak(arg) and not is_weak(node):
