@@ -276,17 +276,37 @@ abs.defpartials(_abs_partial)
 sign.defpartials(lambda x, ans: None)                       # zero almost everywhere
 for _step in (round, floor, ceil, trunc):
     _step.defpartials(None)                                # zero almost everywhere
+def indicator(c, ans, where=True):
+    """1 where c is `where`, 0 elsewhere, in ans's precision: a partial that keeps a float32
+    tangent float32 (Python's 1.0 would make NumPy's where float64).
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.array([1.0, -2.0], np.float32)
+        >>> m = indicator(x > 0, x)
+        >>> m.tolist(), m.dtype.name
+        ([1.0, 0.0], 'float32')
+    """
+    one, zero = 1.0, 0.0
+    dtype = getattr(ans, "dtype", None)
+    if dtype is not None and dtype.kind in "fc" and dtype.itemsize < (8 if dtype.kind == "f"
+                                                                       else 16):
+        real = np.finfo(dtype).dtype.type
+        one, zero = real(1), real(0)
+    return select(c, one, zero) if where else select(c, zero, one)
+
+
 # At a tie maximum(x, x) passes the whole derivative to its first argument.
-maximum.defpartials(lambda x, y, ans: select(x >= y, 1.0, 0.0),
-                    lambda x, y, ans: select(x >= y, 0.0, 1.0))
-minimum.defpartials(lambda x, y, ans: select(x <= y, 1.0, 0.0),
-                    lambda x, y, ans: select(x <= y, 0.0, 1.0))
+maximum.defpartials(lambda x, y, ans: indicator(x >= y, ans),
+                    lambda x, y, ans: indicator(x >= y, ans, False))
+minimum.defpartials(lambda x, y, ans: indicator(x <= y, ans),
+                    lambda x, y, ans: indicator(x <= y, ans, False))
 for _cmp in (lt, le, gt, ge, eq, ne):
     _cmp.defpartials(None, None)
 select.elementwise = True                   # (its own shape rule only adds the condition)
 select.defpartials(None,
-                   lambda c, a, b, ans: select(c, 1.0, 0.0),
-                   lambda c, a, b, ans: select(c, 0.0, 1.0))
+                   lambda c, a, b, ans: indicator(c, ans),
+                   lambda c, a, b, ans: indicator(c, ans, False))
 
 
 # ---- a float's representation: floor_divide, spacing, nextafter, modf, frexp ---------------
