@@ -1499,6 +1499,15 @@ def test_float32_stays_float32():
         assert wg.jvp(f, (m,), (m,))[1].dtype == numpy.float32
         assert wg.trace(lambda v: wg.jvp(f, (v,), (v,))[1],
                         wg.ShapeDtype(m.shape, numpy.float32)).outputs[0].dtype == numpy.float32
+    # so did maximum's, minimum's and where's (and through them pinv's, lstsq's, and
+    # eig's vectors' in complex64), eagerly: NumPy's where of 1.0 and 0.0 is float64 (QA)
+    a = rng.normal(size=(3, 3)).astype(numpy.float32)
+    for f in (lambda v: np.maximum(v, 0.5), lambda v: np.minimum(v, v.T),
+              lambda v: np.where(v > 0, v, 2 * v), np.linalg.pinv,
+              lambda v: np.linalg.lstsq(v, numpy.ones(3, numpy.float32))[0],
+              lambda v: np.linalg.eig(v)[1]):
+        value, tangent = wg.jvp(f, (a,), (numpy.ones_like(a),))
+        assert tangent.dtype == value.dtype, f
 
 
 # ---- NumPy's other functions: NumPy's values and dtypes, derivatives where NumPy is special ----
@@ -1988,3 +1997,28 @@ def test_dtype_shape_and_layout_utilities_take_traced_values():
     with pytest.raises(ValueError, match="must not contain infs or NaNs"):
         wg.grad(lambda x: np.sum(np.asarray_chkfinite(x * numpy.inf)))(m)
     assert_close(wg.compile(lambda x: np.asarray_chkfinite(x) * 2, m)(m), 2 * m)
+
+
+def test_cond_of_singular_and_empty_matrices_is_numpys():
+    # at a singular matrix of a stack NumPy's cond is inf; ours raised inv's LinAlgError
+    # for the whole stack, and cond(zeros) was nan (0/0), not inf.  Empty matrices: the
+    # 2-norm, pinv and matrix_rank raised amax's error (QA)
+    s = numpy.array([[1.0, 2.0], [2.0, 4.0]])
+    stack = numpy.stack([s, numpy.array([[2.0, 1.0], [0.5, 3.0]])])
+    for p in [None, 2, -2, "fro", 1, -1, numpy.inf, -numpy.inf]:
+        want = numpy.linalg.cond(stack, p)
+        got, back = wg.vjp(lambda a: np.linalg.cond(a, p), stack)
+        assert_close(got, want, rtol=1e-12, atol=0)
+        g = back(numpy.array([0.0, 1.0]))[0]                # the regular one's derivative
+        assert_close(g[1], wg.grad(lambda a: np.linalg.cond(a, p))(stack[1]), rtol=1e-12)
+    assert np.linalg.cond(numpy.zeros((2, 2))) == numpy.linalg.cond(numpy.zeros((2, 2)))
+    assert wg.vjp(np.linalg.cond, numpy.zeros((2, 2)))[0] == numpy.inf
+    e = numpy.zeros((0, 0))
+    assert wg.vjp(lambda a: np.linalg.norm(a, 2), e)[0] == 0.0
+    assert wg.vjp(np.linalg.pinv, e)[0].shape == (0, 0)
+    assert wg.vjp(lambda a: np.linalg.matrix_rank(a) * 1.0, e)[0] == 0
+    with pytest.raises(numpy.linalg.LinAlgError, match="cond is not defined on empty"):
+        wg.vjp(np.linalg.cond, e)
+    import wengert.scipy.linalg as wsl
+    for f in (wsl.sqrtm, lambda a: wsl.lu_factor(a)[0]):
+        assert wg.grad(lambda a: np.sum(f(a)))(e).shape == (0, 0)

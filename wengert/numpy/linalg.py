@@ -23,6 +23,7 @@ import numpy as _np
 
 import operator
 
+from ..graph.node import Node
 from ..primitives import linalg as L
 from ..primitives.registry import float_dtype, power_by_squaring, real_dtype
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
@@ -445,7 +446,7 @@ def _matrix_norm(x, ord, r, c, keepdims):
         # and their rules, are the norm's
         s = L.svdvals(x if (r, c) == (x.ndim - 2, x.ndim - 1) else
                       moveaxis(x, (r, c), (-2, -1)))
-        out = {2: amax, -2: amin, "nuc": sum}[ord](s, axis=-1)
+        out = _largest(s)[..., 0] if ord == 2 else {-2: amin, "nuc": sum}[ord](s, axis=-1)
         if not keepdims:
             return out
     else:
@@ -772,12 +773,38 @@ def cond(x, p=None):
         [-4.0, 1.0]
     """
     x = _at_least_2d(x)
+    if 0 in x.shape[-2:]:
+        raise _np.linalg.LinAlgError("cond is not defined on empty arrays")   # (NumPy's)
     if p is None or p == 2 or p == -2:
         s = L.svdvals(x)
         big, small = s[..., 0], s[..., -1]
-        return small / big if p == -2 else big / small
+        with _np.errstate(divide="ignore", invalid="ignore"):
+            r = small / big if p == -2 else big / small
+        return _nan_to_inf(r, x)
     x = _matrix(x, "cond")
-    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    # NumPy's value at a singular matrix (of a stack) is inf, not inv's LinAlgError: where
+    # the values are known, those matrices are inverted as the identity and their
+    # condition number made inf (a constant: no derivative)
+    known = x.value if type(x) is Node else _np.asarray(x)
+    singular = None
+    if known is not None and x.shape[-1]:
+        with _np.errstate(all="ignore"):
+            singular = ~_np.isfinite(_np.linalg.cond(known, p)) & \
+                ~_np.isnan(known).any(axis=(-2, -1))
+        if singular.any():
+            x = where(singular[..., None, None], _np.eye(x.shape[-1], dtype=x.dtype), x)
+        else:
+            singular = None
+    r = norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    return r if singular is None else where(singular, _np.inf, r)
+
+
+def _nan_to_inf(r, x):
+    """NumPy's cond: a nan (0/0) is inf unless x itself holds a nan."""
+    known = r.value if type(r) is Node else r
+    if known is None or not _np.isnan(known).any():
+        return r
+    return where(_np.isnan(known) & ~_np.isnan(_value_of(x)).any(axis=(-2, -1)), _np.inf, r)
 
 
 @_numpy_unless_traced(_np.linalg.matrix_rank, any_argument=True)
@@ -795,7 +822,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
         return int(sum((A != 0).astype(_np.int64), axis=None) > 0)
     A, h = _svd_input(A, hermitian)
     s = L.svdvals(A, **h)
-    big = amax(s, axis=-1, keepdims=True)
+    big = _largest(s)
     if tol is None:
         if rtol is None:
             rtol = max(A.shape[-2:]) * _np.finfo(s.dtype).eps
@@ -833,11 +860,19 @@ def _pinv_of(usv, rcond):
     """(the pseudo-inverse from a thin svd, which singular values it kept: those above
     rcond times the largest)."""
     u, s, vh = usv
-    keep = s > asarray(rcond)[..., None] * amax(s, axis=-1, keepdims=True)
+    keep = s > asarray(rcond)[..., None] * _largest(s)
     # 1/s where kept, 0 elsewhere (the where's other branch never divides by a zero)
     inverse = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
     # V diag(1/s) Uᴴ (the conjugates are a complex matrix's only)
     return _matmul(_ctranspose(vh) * inverse[..., None, :], _ctranspose(u)), keep
+
+
+def _largest(s):
+    """The largest singular value of each matrix (kept as an axis); 0 for an empty one, as
+    NumPy's matrix_rank, pinv and 2-norm take it."""
+    if s.shape[-1] == 0:
+        return sum(s, axis=-1, keepdims=True)            # (zeros, of the kept shape)
+    return amax(s, axis=-1, keepdims=True)
 
 
 def _ctranspose(x):

@@ -566,7 +566,7 @@ def _largest(V):
     real; and that component, a row (1×n)."""
     size = S.abs(V)
     axis = (len(shape_of(V)) - 2,)
-    M = S.select(S.eq(size, amax(size, axis=axis, keepdims=True)), 1.0, 0.0)
+    M = S.indicator(S.eq(size, amax(size, axis=axis, keepdims=True)), size)
     return M, _sum(M * V, axis=axis, keepdims=True)
 
 

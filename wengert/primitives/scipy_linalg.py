@@ -43,6 +43,8 @@ is for real numbers: a complex graph is refused before they are reached.)
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .registry import defprimitive, float_dtype, real_dtype, shape_of
@@ -241,6 +243,8 @@ def _refuse_singular(a, b, who):
     """The Sylvester equation AX + XB = Q is singular where an eigenvalue of A and one of -B
     coincide; for the derivative of `who` (sqrtm: A = B = sqrtm(M)) that means the
     derivative does not exist, and solving would give a wrong number without a word."""
+    if 0 in shape_of(a)[-1:] + shape_of(b)[-1:]:
+        return                                      # (an empty matrix: nothing to solve)
     la, lb = np.linalg.eigvals(a), np.linalg.eigvals(b)
     gap = np.abs(la[..., :, None] + lb[..., None, :]).min(axis=(-2, -1))
     size = np.maximum(np.abs(la).max(axis=-1), np.abs(lb).max(axis=-1))
@@ -325,7 +329,7 @@ def _order(piv):
     place: (P x)[i] = x[order[i]]."""
     piv = np.asarray(piv)
     n = piv.shape[-1]
-    flat = piv.reshape(-1, n)
+    flat = piv.reshape(math.prod(piv.shape[:-1]), n)      # (not -1: n may be 0)
     order = np.broadcast_to(np.arange(n), flat.shape).copy()
     rows = np.arange(flat.shape[0])
     for i in range(n):
