@@ -48,6 +48,7 @@ for the convention's Re Σ c·dw = Re Σ Ā·dA, Ā = conj(J*(conj c)).  Written
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -468,9 +469,8 @@ def _warn_if_nearly_repeated(w):
     gaps[..., np.arange(n), np.arange(n)] = np.inf
     scale = np.max(np.abs(v), axis=-1)
     closest = np.min(gaps, axis=(-2, -1)) / np.where(scale > 0, scale, 1.0)
-    worst = float(np.min(closest))
+    worst = float(np.min(closest, initial=np.inf))      # (initial: a stack of none)
     if worst < NEARLY_REPEATED:
-        import warnings
         # (the message names digits, not the gap: Python shows each text once a place)
         digits = "all" if worst < 1e-15 else f"about {-np.log10(worst):.0f}"
         warnings.warn(

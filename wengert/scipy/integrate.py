@@ -247,7 +247,7 @@ class _System:
             digest = (self._digest(y0, t0, leaves), *root._event_digests(events, y, t0, ls))
             made = root.__dict__.setdefault("_c_digests", {})
             if None in digest or made.get(events) != digest:
-                if events in made:
+                if events in made and None not in digest:
                     root._c_generation += 1           # what they read has changed
                 u = _PROBE.uniform(-0.5, 0.5, size=y.shape)
                 root._c_check(method, ls, [(y, t0), (y + u * (np.abs(y) + 1.0),
