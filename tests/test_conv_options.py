@@ -657,6 +657,32 @@ def test_max_pool_of_nan_and_of_all_minus_inf_windows_against_torch(ceil_mode):
         assert_close(got, want.numpy(), rtol=1e-13, atol=1e-15)     # (sums of overlaps)
 
 
+def test_one_image_of_shape_chw_is_a_batch_of_one_as_in_torch():
+    # PyTorch's conv2d and pools take an unbatched (C, H, W) image; ours refused it (QA)
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x, w, b = rng.normal(size=(2, 6, 7)), rng.normal(size=(3, 2, 3, 3)), rng.normal(size=3)
+    tx = torch.tensor(x, requires_grad=True)
+    calls = [(lambda x: nn.conv2d(x, w, b, padding=1, stride=(2, 1)),
+              lambda x: F.conv2d(x, torch.tensor(w), torch.tensor(b), padding=1, stride=(2, 1))),
+             (lambda x: nn.max_pool2d(x, 2, padding=1), lambda x: F.max_pool2d(x, 2, padding=1)),
+             (lambda x: nn.avg_pool2d(x, 3, 2, ceil_mode=True),
+              lambda x: F.avg_pool2d(x, 3, 2, ceil_mode=True))]
+    for ours, theirs in calls:
+        want = theirs(tx)
+        ct = rng.normal(size=tuple(want.shape))
+        (grad,) = torch.autograd.grad(want, tx, torch.tensor(ct))
+        got, back = wg.vjp(ours, x)
+        assert_close(got, want.detach().numpy(), rtol=1e-13, atol=1e-14)
+        assert_close(back(ct)[0], grad.numpy(), rtol=1e-13, atol=1e-14)
+    y, where = nn.max_pool2d(x, 2, return_indices=True)
+    numpy.testing.assert_array_equal(where, F.max_pool2d(tx, 2, return_indices=True)[1])
+    assert y.shape == where.shape == (2, 3, 3)
+    with pytest.raises(ValueError, match=r"\(N, C, H, W\) or one of shape \(C, H, W\), got "
+                                         r"\(6, 7\)"):
+        nn.conv2d(x[0], w)
+
+
 def test_max_unpool_errors():
     y, where = nn.max_pool2d(rng.normal(size=(1, 2, 4, 4)), 2, return_indices=True)
     with pytest.raises(ValueError, match=r"indices of shape \(2, 2, 2\) do not match x of "

@@ -290,7 +290,7 @@ def test_labels_in_either_byte_order(dtype):
 
 @pytest.mark.parametrize("call, error", [
     (lambda x: nn.max_pool2d(x, 4), r"a 4x4 window does not fit in images of shape \(1, 2, 3, 4\)"),
-    (lambda x: nn.max_pool2d(x[0], 2), r"images of shape \(N, C, H, W\), got \(2, 3, 4\)"),
+    (lambda x: nn.max_pool2d(x[0, 0], 2), r"\(N, C, H, W\) or one of shape \(C, H, W\), got \(3, 4\)"),
     (lambda x: nn.max_pool2d(x, 2, 0), "must be >= 1"),
     (lambda x: nn.conv2d(x, numpy.ones((3, 1, 2, 2))),
      r"kernels of shape \(O, 2, kh, kw\) for images of shape \(1, 2, 3, 4\), got \(3, 1, 2, 2\)"),

@@ -271,7 +271,7 @@ def test_avg_pool_matches_loops_torch_and_differentiates(k, s, side):
 
 @pytest.mark.parametrize("call, error", [
     (lambda x: nn.avg_pool2d(x, 4), r"a 4x4 window does not fit in images of shape \(1, 2, 3, 4\)"),
-    (lambda x: nn.avg_pool2d(x[0], 2), r"images of shape \(N, C, H, W\), got \(2, 3, 4\)"),
+    (lambda x: nn.avg_pool2d(x[0, 0], 2), r"\(N, C, H, W\) or one of shape \(C, H, W\), got \(3, 4\)"),
     (lambda x: nn.avg_pool2d(x, 2, 0), "must be >= 1"),
     (lambda x: nn.linear(x, numpy.ones((3, 5))),
      r"weight of shape \(out_features, in_features\).*x of shape \(1, 2, 3, 4\) and weight "

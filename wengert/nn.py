@@ -30,6 +30,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import importlib.util as _importlib_util
 
 import numpy as _np
@@ -109,12 +110,25 @@ def _conv_geometry(ws, stride, padding, dilation, groups):
     return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
 
 
+def _one_image(layer):
+    """`layer` (of NCHW images) that also takes one image, (C, H, W), as PyTorch's layers
+    do: it is a batch of one, and the result loses that axis again."""
+    @functools.wraps(layer)
+    def either(x, *args, **kwargs):
+        if len(wnp._shape(x)) != 3:
+            return layer(x, *args, **kwargs)
+        out = layer(wnp.expand_dims(x, 0), *args, **kwargs)
+        return tuple(o[0] for o in out) if type(out) is tuple else out[0]
+    return either
+
+
+@_one_image
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation, as in deep-learning libraries), with
     PyTorch's ``F.conv2d`` signature.
 
     Args:
-        x: images, shape (N, C, H, W).
+        x: images, shape (N, C, H, W), or one image, (C, H, W).
         weight: kernels, shape (O, C/groups, kh, kw).
         bias: optional, shape (O,).
         stride: an int or a pair (sh, sw), each >= 1.
@@ -150,7 +164,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """
     xs, ws = wnp._shape(x), wnp._shape(weight)
     if len(xs) != 4:
-        raise ValueError(f"conv2d: expected images of shape (N, C, H, W), got {xs}")
+        raise ValueError(f"conv2d: expected images of shape (N, C, H, W) or one of shape (C, H, W), got {xs}")
     if len(ws) != 4:
         raise ValueError(f"conv2d: expected kernels of shape (O, C/groups, kh, kw) for "
                          f"images of shape {xs}, got {ws}")
@@ -172,6 +186,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return y
 
 
+@_one_image
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max pooling over kh x kw windows, as PyTorch's ``F.max_pool2d``: kernel_size,
@@ -292,7 +307,7 @@ def _pool_settings(x, kernel_size, stride, padding, dilation, ceil_mode, who):
         raise TypeError(f"{who}: ceil_mode must be True or False, got {ceil_mode!r}")
     xs = wnp._shape(x)
     if len(xs) != 4:
-        raise ValueError(f"{who}: expected images of shape (N, C, H, W), got {xs}")
+        raise ValueError(f"{who}: expected images of shape (N, C, H, W) or one of shape (C, H, W), got {xs}")
     if k[0] < 1 or k[1] < 1 or s[0] < 1 or s[1] < 1:
         raise ValueError(f"{who}: kernel_size and stride must be >= 1, got {k} and {s}")
     if d[0] < 1 or d[1] < 1:
@@ -1074,6 +1089,7 @@ def linear(x, weight, bias=None):
     return y
 
 
+@_one_image
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Average pooling over kh x kw windows, as PyTorch's ``F.avg_pool2d``: images NCHW,
