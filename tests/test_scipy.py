@@ -47,6 +47,7 @@ SPECIAL = {
     "logit": (special.logit, sc.logit, (lambda: uniform(0.05, 0.95),)),
     "ndtr": (special.ndtr, sc.ndtr, (lambda: uniform(-3, 3),)),
     "log_ndtr": (special.log_ndtr, sc.log_ndtr, (lambda: uniform(-8, 3),)),
+    "erfcx": (special.erfcx, sc.erfcx, (lambda: uniform(-3, 8),)),
     "xlogy": (special.xlogy, sc.xlogy, (lambda: uniform(-2, 2), lambda: uniform(0.2, 3))),
     "xlog1py": (special.xlog1py, sc.xlog1py,
                 (lambda: uniform(-2, 2), lambda: uniform(-0.8, 3))),
@@ -674,3 +675,63 @@ def test_scipy_special_ufuncs_called_directly_differentiate():
     for f in (lambda x: sc.zeta(x, 1.0), lambda x: sc.zeta(x)):      # (_zeta, _riemann_zeta)
         with pytest.raises(NotImplementedError, match=r"^scipy\.special\.zeta is not supported"):
             wg.grad(f)(2.0)
+
+
+# ---- derivatives at extreme arguments (QA against mpmath) -----------------------------------
+def test_log_ndtr_derivatives_far_in_the_left_tail():
+    # φ/Φ was exp(-x²/2 - log Φ)/√(2π), which subtracts numbers of size x²: at x = -1e8 it
+    # gave 1.9e8 for 1e8, and the second derivative at -1e4 was -1.54 for -1.0.  The
+    # reference: Φ(x) = φ(x)/(-x)·(1 - 1/x² + 3/x⁴ - 15/x⁶ + 105/x⁸ - ...), so that
+    # φ/Φ = -x/(1 - 1/x² + ...), exact to double precision here.
+    for x in (-1e2, -1e4, -1e6, -1e8):
+        want = -x / (1 - x ** -2 + 3 * x ** -4 - 15 * x ** -6 + 105 * x ** -8)
+        assert_close(wg.grad(special.log_ndtr)(x), want, rtol=1e-15, atol=0)
+        assert_close(wg.grad(stats.norm.logcdf)(x), want, rtol=1e-15, atol=0)
+    # d/dx (φ/Φ) = -(φ/Φ)(x + φ/Φ), with x + φ/Φ = -1/x + 2/x³ - 10/x⁵ (the same series)
+    for x in (-1e2, -1e3):
+        mills = -x / (1 - x ** -2 + 3 * x ** -4 - 15 * x ** -6)
+        want = -mills * (-1 / x + 2 / x ** 3 - 10 / x ** 5)
+        assert_close(wg.grad(wg.grad(special.log_ndtr))(x), want, rtol=1e-9, atol=0)
+    d = wg.derivatives(special.log_ndtr, 4)(-30.0)           # Taylor mode, the same rule
+    assert_close(d[1], wg.grad(special.log_ndtr)(-30.0), rtol=1e-14, atol=0)
+    assert_close(d[2], wg.grad(wg.grad(special.log_ndtr))(-30.0), rtol=1e-9, atol=0)
+    with np.errstate(divide="ignore"):                       # (1/erfcx(inf) = 1/0)
+        assert wg.grad(special.log_ndtr)(-np.inf) == np.inf
+    assert wg.grad(special.log_ndtr)(np.inf) == 0.0
+
+
+def test_erfcx_and_its_derivatives():
+    x = np.array([-3.0, -0.4, 0.0, 0.7, 5.0, 30.0])
+    assert_close(special.erfcx(x), sc.erfcx(x), rtol=1e-15, atol=0)
+    g = wg.vjp(special.erfcx, x)[1](np.ones_like(x))[0]
+    assert_close(g, 2 * x * sc.erfcx(x) - 2 / np.sqrt(np.pi), rtol=1e-12, atol=1e-15)
+    check_grads(special.erfcx, x[:5], order=2)
+    d = wg.derivatives(special.erfcx, 3)(0.7)                # y'' = 2y + 2x·y'
+    assert_close(d[2], 2 * d[0] + 2 * 0.7 * d[1], rtol=1e-13)
+
+
+def test_logaddexp_logsumexp_arccosh_arcsinh_at_huge_arguments():
+    import wengert.numpy as wnp
+    # the shares were exp(x - ans) with ans rounded to its size: (1, 1) at (1e16, 1e16)
+    g = wg.grad(wnp.logaddexp, argnums=(0, 1))
+    assert g(1e16, 1e16) == (0.5, 0.5)
+    assert_close(g(1e10, 1e10 + 1.0), (1 / (1 + np.e), 1 / (1 + 1 / np.e)), rtol=1e-15)
+    assert wg.grad(wg.grad(lambda x: wnp.logaddexp(x, 1e16)))(1e16) == 0.25
+    assert wg.derivatives(lambda x: wnp.logaddexp(x, 1e16), 2)(1e16)[1:] == [0.5, 0.25]
+    for lse in (wnp.logsumexp, special.logsumexp):
+        assert wg.grad(lse)(np.array([1e16, 1e16])).tolist() == [0.5, 0.5]
+    check_grads(lambda v: wnp.logsumexp(v, axis=1), np.random.default_rng(3).normal(
+        size=(3, 4)), order=2)
+    # 1/sqrt(x² - 1) overflowed past 1.3e154 to a derivative of 0
+    for x in (1e155, 1e300):
+        assert_close(wg.grad(wnp.arccosh)(x), 1 / x, rtol=1e-15, atol=0)
+        for f in (wnp.arccosh, wnp.arcsinh):
+            assert_close(wg.derivatives(f, 2)(x)[1:], [1 / x, -1 / x / x], rtol=1e-15,
+                         atol=1e-300)
+
+
+def test_multigammaln_refuses_a_dimension_that_is_no_integer_and_derivatives_keep_float32():
+    with pytest.raises(ValueError, match="d should be a positive integer"):
+        wg.grad(lambda a: special.multigammaln(a, 2.5))(3.0)    # (it took d = 2)
+    x = np.array([0.3, 0.6], np.float32)
+    assert {d.dtype for d in wg.derivatives(special.erf, 3)(x)} == {np.dtype(np.float32)}

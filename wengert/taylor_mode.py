@@ -136,7 +136,9 @@ def derivatives(f, order):
 
     def derivatives_f(x):
         shape = aval(x)[0]
-        one = 1.0 if shape == () else np.ones(shape)
+        # (a direction of x's precision: float32 in, float32 derivatives out)
+        dtype = aval(x)[1]
+        one = 1.0 if shape == () else np.ones(shape, dtype if dtype.kind in "fc" else None)
         coefficients = taylor(f, x, one, order)
         out = [coefficients[0]]
         for j in range(1, order + 1):

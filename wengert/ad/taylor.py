@@ -308,7 +308,11 @@ _LN2 = P._LN2
 def _asinh_like(x, ans, order, sign):
     """asinh (sign=+1), acosh (sign=-1): y'·sqrt(x² + sign) = x'."""
     square = _shifted_square(x, order, sign, 1)
-    h = _sqrt(square, P.sqrt(square[0]), order)
+    # sqrt(x0² ± 1) without x0², which overflows past 1.3e154 (only the first coefficient
+    # holds it: the others are x0·x_j and smaller)
+    x0 = x[0]
+    h0 = P.hypot(x0, 1.0) if sign > 0 else P.sqrt(x0 - 1.0) * P.sqrt(x0 + 1.0)
+    h = _sqrt(square, h0, order)
     return ode(x, ans, order, h=h)
 
 
@@ -322,7 +326,8 @@ def _logaddexp(a, b, ans, order):
     (p + q = 1), and p' = (a' − y')·p, q' = (b' − y')·q, solved a coefficient at a time.
     The shares are at most 1, so nothing overflows, and nothing cancels: the log of the
     sum of exp series did, where a's coefficients were large (log(e^(e^x) + 1) at 10)."""
-    p, q = [P.exp(a[0] - ans)], [P.exp(b[0] - ans)]
+    # (1/(1 + e^(b−a)), not e^(a−y), whose y is rounded to its size)
+    p, q = [1.0 / (1.0 + P.exp(b[0] - a[0]))], [1.0 / (1.0 + P.exp(a[0] - b[0]))]
     ys = [ans]
     for m in range(order):
         ys.append(_solve(m, _add(_derivative_term(m, a, p), _derivative_term(m, b, q)),
@@ -451,11 +456,22 @@ def _erf_like(x, ans, order, scale, half=False):
     return ode(x, ans, order, g=_scaled(scale, e))
 
 
+def _erfcx(x, ans, order):
+    """erfcx: y' = x'·(2x·y − 2/√π)."""
+    g = []
+
+    def grow(m, ys):
+        g.append(_sub(_times(2.0, _cauchy_term(x, ys, m)),
+                      SP._TWO_OVER_SQRT_PI if m == 0 else None))
+    return ode(x, ans, order, g=g, grow=grow)
+
+
 def _log_ndtr(x, ans, order):
-    """log Φ: y' = x'·exp(−x²/2 − y)/√(2π) (no underflow of Φ for x << 0)."""
-    square = cauchy(x, x, order, x[0] * x[0])
-    return _exp_ode(x, ans, order, SP._INV_SQRT_2PI,
-                    lambda m, ys: _sub(_times(-0.5, square[m]), ys[m]))
+    """log Φ: y'·erfcx(−x/√2) = x'·√(2/π), as its partial (no underflow of Φ for x << 0,
+    and none of the cancellation of exp(−x²/2 − y), whose terms are of size x²)."""
+    z = _scaled(-SP._INV_SQRT2, x)
+    return ode(x, ans, order, g=_const(SP._SQRT_2_OVER_PI, order),
+               h=_erfcx(z, SP.erfcx(z[0]), order))
 
 
 def _xlogy(x, y, ans, order, log1p=False):
@@ -472,6 +488,7 @@ RULES.update({
     SP.erfc: lambda xs, ans, order: _erf_like(xs[0], ans, order, -SP._TWO_OVER_SQRT_PI),
     SP.ndtr: lambda xs, ans, order: _erf_like(xs[0], ans, order, SP._INV_SQRT_2PI, True),
     SP.log_ndtr: lambda xs, ans, order: _log_ndtr(xs[0], ans, order),
+    SP.erfcx: lambda xs, ans, order: _erfcx(xs[0], ans, order),
     SP.erfinv: lambda xs, ans, order: _exp_ode(
         xs[0], ans, order, SP._SQRT_PI_OVER_TWO, lambda m, ys: _cauchy_term(ys, ys, m)),
     SP.gammaln: lambda xs, ans, order: _compose(xs[0], ans, _polygammas(xs[0][0], 0), order),

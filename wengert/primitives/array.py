@@ -236,8 +236,12 @@ def _reduced_shape(shape, axis):
 
 
 def _softmax_of(x, lse, axis, keepdims):
-    """exp(x - logsumexp(x)): the derivative of logsumexp."""
-    return S.exp(x - _unreduce(lse, x, axis, keepdims))
+    """The softmax of x, the derivative of logsumexp: exp(x - m) / Σ exp(x - m) with m the
+    maximum, not exp(x - lse), whose lse is rounded to its size (at x = [1e16, 1e16]
+    that gave [1, 1] for [1/2, 1/2])."""
+    m = S.stop_gradient(amax(x, axis=axis, keepdims=True))
+    e = S.exp(x - m)
+    return e / sum(e, axis=axis, keepdims=True)
 
 
 def _logsumexp_decomposition(x, axis, keepdims):

@@ -186,9 +186,10 @@ fmod = _scalar("fmod", np.fmod, math.fmod, dtype_rule="promote",
 # every branch of a complex x (at -2 the two differ in sign)
 asinh.defpartials(lambda x, ans: 1 / hypot(x, 1.0) if _kind(x) != "c" else
                   1 / sqrt(x * x + 1))
-acosh.defpartials(lambda x, ans: 1 / sqrt(x * x - 1) if _kind(x) != "c" else
-                  1 / (sqrt(x - 1) * sqrt(x + 1)))
-atanh.defpartials(lambda x, ans: 1 / (1 - x * x))
+# (not 1/sqrt(x² - 1), whose x² overflows past 1.3e154; nor 1/(1 - x²) for atanh, which
+# rounds x² near 1)
+acosh.defpartials(lambda x, ans: 1 / (sqrt(x - 1) * sqrt(x + 1)))
+atanh.defpartials(lambda x, ans: 1 / ((1 - x) * (1 + x)))
 exp2.defpartials(lambda x, ans: _LN2 * ans)
 log2.defpartials(lambda x, ans: (1 / _LN2) / x)
 
@@ -200,9 +201,23 @@ def _hypot_partial(x, ans):
 
 hypot.defpartials(lambda x, y, ans: _hypot_partial(x, ans),
                   lambda x, y, ans: _hypot_partial(y, ans))
-# softmax of (x, y): never more than 1, so no overflow; 1/2 each at a tie
-logaddexp.defpartials(lambda x, y, ans: exp(x - ans), lambda x, y, ans: exp(y - ans))
-logaddexp2.defpartials(lambda x, y, ans: exp2(x - ans), lambda x, y, ans: exp2(y - ans))
+def _share(x, y, power, first):
+    """x's share (`first`) or y's of the softmax of (x, y) in base e or 2: 1/(1 + b^(y-x)),
+    computed with b^(-|x-y|) <= 1, which does not overflow, taken from x - y or y - x by
+    select (not abs: each side's derivative holds at a tie, where the share's is 1/4·ln b
+    and abs's kink would give 0).  Not b^(x - ans), whose ans is rounded to its size: at
+    (1e16, 1e16) that gave (1, 1)."""
+    d = x - y
+    ahead = ge(d, 0.0)
+    z = power(select(ahead, -d, d))
+    r = 1 / (1 + z)
+    return select(ahead, r, z * r) if first else select(ahead, z * r, r)
+
+
+logaddexp.defpartials(lambda x, y, ans: _share(x, y, exp, True),
+                      lambda x, y, ans: _share(x, y, exp, False))
+logaddexp2.defpartials(lambda x, y, ans: _share(x, y, exp2, True),
+                       lambda x, y, ans: _share(x, y, exp2, False))
 
 
 def _quotient(x, y, ans):

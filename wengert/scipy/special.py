@@ -30,8 +30,8 @@ from ..primitives.array import axes_last as _axes_last
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
            "rgamma", "beta", "betaln", "multigammaln", "i0", "i1", "i0e", "i1e", "iv", "ive",
-           "expit", "logit", "ndtr", "log_ndtr", "xlogy", "xlog1py", "logsumexp", "softmax",
-           "log_softmax"]
+           "expit", "logit", "ndtr", "log_ndtr", "erfcx", "xlogy", "xlog1py", "logsumexp",
+           "softmax", "log_softmax"]
 
 
 def _scipy_unless_traced(scipy_fn):
@@ -99,6 +99,9 @@ ndtr = _ufunc(_P.ndtr, _sc.ndtr, """\
 log_ndtr = _ufunc(_P.log_ndtr, _sc.log_ndtr, """\
         >>> round(wg.grad(special.log_ndtr)(-50.0), 4)   # about -x for x << 0
         50.02""")
+erfcx = _ufunc(_P.erfcx, _sc.erfcx, """\
+        >>> round(wg.grad(special.erfcx)(0.0), 6)        # -2/√π
+        -1.128379""")
 xlogy = _ufunc(_P.xlogy, _sc.xlogy, """\
         >>> g = wg.grad(special.xlogy, argnums=(0, 1))
         >>> g(0.0, 2.0) == (special.xlogy(1.0, 2.0), 0.0)    # (log y, x/y)
@@ -234,6 +237,8 @@ def multigammaln(a, d):
         return _sc.multigammaln(a, d)
     if type(d) is _Node:
         raise TypeError("multigammaln: the dimension d is an integer, not differentiable")
+    if _np.ndim(d) or d != _np.floor(d):
+        raise ValueError("d should be a positive integer (dimension)")     # (SciPy's)
     d = int(d)
     total = d * (d - 1) / 4 * _np.log(_np.pi)
     for j in range(d):
