@@ -345,3 +345,34 @@ def test_a_vjp_rule_with_several_results_against_finite_differences():
     H = wg.jacrev(wg.grad(lambda x: loss(x, s)))(x)
     np.testing.assert_allclose(H, fd_jacobian(wg.grad(lambda x: loss(x, s)), x, 1e-6),
                                rtol=1e-6, atol=1e-8)
+
+
+def test_a_dual_goes_through_the_custom_rule():
+    # wg.Dual skipped the rule: safe_norm's tangent at 0 was nan (the rule's is 0), a
+    # custom_jvp with a rule of its own gave cos's tangent, and a custom_vjp function
+    # returned a forward tangent where wg.jvp refuses (QA)
+    @wg.custom_jvp
+    def safe_norm(x):
+        return wnp.sqrt(wnp.sum(x * x))
+
+    @safe_norm.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        n = safe_norm(x)
+        return n, wnp.sum(x * t) / wnp.where(n == 0, 1.0, n)
+    d = safe_norm(wg.Dual(np.zeros(2), np.array([1.0, 0.0])))
+    assert d.primal == 0.0 and d.tangent == 0.0
+
+    @wg.custom_jvp
+    def doubled(x):
+        return wnp.sin(x)
+    doubled.defjvp(lambda p, t: (doubled(p[0]), 2.0 * t[0]))
+    assert doubled(wg.Dual(0.3, 1.0)).tangent == 2.0 == wg.jvp(doubled, (0.3,), (1.0,))[1]
+
+    @wg.custom_vjp
+    def clip_gradient(x):
+        return x
+    clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (wnp.clip(g, -1.0, 1.0),))
+    with pytest.raises(TypeError, match="has no forward-mode rule"):
+        clip_gradient(wg.Dual(1.0, 5.0))
+    assert clip_gradient(1.0) == 1.0                          # (plain values as before)

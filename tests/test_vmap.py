@@ -540,3 +540,17 @@ def test_a_traced_index_names_the_gather_that_takes_it():
     for z, y, v, g in zip(logits, labels, values, grads):
         assert_close(v, -nn.log_softmax(z)[y], rtol=1e-14, atol=0)
         assert_close(g, wg.grad(lambda z: -nn.log_softmax(z)[y])(z), rtol=1e-14, atol=1e-16)
+
+
+def test_a_batching_rule_of_the_wrong_shape_is_refused():
+    # a user's rule returning (1, 4) for a batch of 3 broadcast into wrong numbers, or
+    # gave a result of shape (1,) for (3,), silently (QA)
+    q = wg.primitive(lambda x: x * 2.0, name="dbl_bad_batch")
+    q.defbatch(lambda args, mapped, node: q(args[0][:1]))
+    X = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match=r"batching rule of primitive 'dbl_bad_batch' "
+                                         r"returned shape \(1, 4\) for a batch of 3 results "
+                                         r"of shape \(4,\): it must be \(3, 4\)"):
+        wg.vmap(lambda x: q(x) + x)(X)
+    q.defbatch(lambda args, mapped, node: q(args[0]))          # the right rule
+    np.testing.assert_array_equal(wg.vmap(lambda x: q(x) + x)(X), 3 * X)

@@ -197,6 +197,13 @@ def apply_batched(node, args, mapped, size):
     if op.batch is not None:
         out = op.batch(args, mapped, node)
         if out is not None:                 # (None: the rule does not cover this case)
+            if not op.builtin and tuple(shape_of(out)) != (size,) + tuple(node.shape):
+                # (a wrong shape would broadcast into numbers silently wrong)
+                raise ValueError(
+                    f"the batching rule of primitive {op.name!r} returned shape "
+                    f"{tuple(shape_of(out))} for a batch of {size} results of shape "
+                    f"{tuple(node.shape)}: it must be {(size,) + tuple(node.shape)}, the "
+                    "batch on axis 0")
             return out
     if op.decomposition is not None:
         example = Graph()

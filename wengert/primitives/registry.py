@@ -240,7 +240,8 @@ class Primitive:
         the batch as a new leading axis 0, the others are shared by every example) and
         `node`, the operation on one example (its ``params``, ``shape``, ``dtype`` and
         ``args``: the arguments' per-example shapes), and returns the result with the batch
-        on axis 0.  Without a rule, vmap calls the primitive once per example and stacks
+        on axis 0 (another shape raises a ValueError: it would broadcast into wrong
+        numbers).  Without a rule, vmap calls the primitive once per example and stacks
         the results: right, but slower.  Returns the primitive.
 
         Example:
