@@ -326,8 +326,8 @@ def _logaddexp(a, b, ans, order):
     (p + q = 1), and p' = (a' − y')·p, q' = (b' − y')·q, solved a coefficient at a time.
     The shares are at most 1, so nothing overflows, and nothing cancels: the log of the
     sum of exp series did, where a's coefficients were large (log(e^(e^x) + 1) at 10)."""
-    # (1/(1 + e^(b−a)), not e^(a−y), whose y is rounded to its size)
-    p, q = [1.0 / (1.0 + P.exp(b[0] - a[0]))], [1.0 / (1.0 + P.exp(a[0] - b[0]))]
+    # (1/(1 + e^(b−a)) without overflow, not e^(a−y), whose y is rounded to its size)
+    p, q = [P.logaddexp_share(a[0], b[0])], [P.logaddexp_share(a[0], b[0], first=False)]
     ys = [ans]
     for m in range(order):
         ys.append(_solve(m, _add(_derivative_term(m, a, p), _derivative_term(m, b, q)),

@@ -201,12 +201,19 @@ def _hypot_partial(x, ans):
 
 hypot.defpartials(lambda x, y, ans: _hypot_partial(x, ans),
                   lambda x, y, ans: _hypot_partial(y, ans))
-def _share(x, y, power, first):
-    """x's share (`first`) or y's of the softmax of (x, y) in base e or 2: 1/(1 + b^(y-x)),
-    computed with b^(-|x-y|) <= 1, which does not overflow, taken from x - y or y - x by
-    select (not abs: each side's derivative holds at a tie, where the share's is 1/4·ln b
-    and abs's kink would give 0).  Not b^(x - ans), whose ans is rounded to its size: at
-    (1e16, 1e16) that gave (1, 1)."""
+def logaddexp_share(x, y, power=None, first=True):
+    """x's share (`first`) or y's of the softmax of (x, y) in base e (`power` exp, the
+    default) or 2 (exp2): 1/(1 + b^(y-x)), the partials of logaddexp, computed with
+    b^(-|x-y|) <= 1, which does not overflow, taken from x - y or y - x by select (not
+    abs: each side's derivative holds at a tie, where the share's is 1/4·ln b and abs's
+    kink would give 0).  Not b^(x - ans), whose ans is rounded to its size: at
+    (1e16, 1e16) that gave (1, 1).
+
+    Example:
+        >>> float(logaddexp_share(1e16, 1e16)), float(logaddexp_share(800.0, 0.0))
+        (0.5, 1.0)
+    """
+    power = exp if power is None else power
     d = x - y
     ahead = ge(d, 0.0)
     z = power(select(ahead, -d, d))
@@ -214,10 +221,10 @@ def _share(x, y, power, first):
     return select(ahead, r, z * r) if first else select(ahead, z * r, r)
 
 
-logaddexp.defpartials(lambda x, y, ans: _share(x, y, exp, True),
-                      lambda x, y, ans: _share(x, y, exp, False))
-logaddexp2.defpartials(lambda x, y, ans: _share(x, y, exp2, True),
-                       lambda x, y, ans: _share(x, y, exp2, False))
+logaddexp.defpartials(lambda x, y, ans: logaddexp_share(x, y, exp, True),
+                      lambda x, y, ans: logaddexp_share(x, y, exp, False))
+logaddexp2.defpartials(lambda x, y, ans: logaddexp_share(x, y, exp2, True),
+                       lambda x, y, ans: logaddexp_share(x, y, exp2, False))
 
 
 def _quotient(x, y, ans):
