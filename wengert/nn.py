@@ -122,6 +122,12 @@ def _one_image(layer):
     return either
 
 
+def _check_images(shape, who):
+    if len(shape) != 4:         # (one image, (C, H, W), was made a batch by `_one_image`)
+        raise ValueError(f"{who}: expected images of shape (N, C, H, W) or one of shape "
+                         f"(C, H, W), got {shape}")
+
+
 @_one_image
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation, as in deep-learning libraries), with
@@ -163,8 +169,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         (1, 2, 5, 5)
     """
     xs, ws = wnp._shape(x), wnp._shape(weight)
-    if len(xs) != 4:
-        raise ValueError(f"conv2d: expected images of shape (N, C, H, W) or one of shape (C, H, W), got {xs}")
+    _check_images(xs, "conv2d")
     if len(ws) != 4:
         raise ValueError(f"conv2d: expected kernels of shape (O, C/groups, kh, kw) for "
                          f"images of shape {xs}, got {ws}")
@@ -306,8 +311,7 @@ def _pool_settings(x, kernel_size, stride, padding, dilation, ceil_mode, who):
     if type(ceil_mode) is not bool and not isinstance(ceil_mode, _np.bool_):
         raise TypeError(f"{who}: ceil_mode must be True or False, got {ceil_mode!r}")
     xs = wnp._shape(x)
-    if len(xs) != 4:
-        raise ValueError(f"{who}: expected images of shape (N, C, H, W) or one of shape (C, H, W), got {xs}")
+    _check_images(xs, who)
     if k[0] < 1 or k[1] < 1 or s[0] < 1 or s[1] < 1:
         raise ValueError(f"{who}: kernel_size and stride must be >= 1, got {k} and {s}")
     if d[0] < 1 or d[1] < 1:

@@ -460,7 +460,7 @@ def _F(w):
 
 
 def _warn_if_nearly_repeated(w):
-    v = getattr(w, "value", w) if not isinstance(w, np.ndarray) else w
+    v = getattr(w, "value", w)                  # (a node's value, or the array itself)
     if v is None or np.shape(v)[-1] < 2:       # (traced without values: nothing to see)
         return
     v = np.asarray(v)

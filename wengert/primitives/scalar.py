@@ -201,6 +201,8 @@ def _hypot_partial(x, ans):
 
 hypot.defpartials(lambda x, y, ans: _hypot_partial(x, ans),
                   lambda x, y, ans: _hypot_partial(y, ans))
+
+
 def logaddexp_share(x, y, power=None, first=True):
     """x's share (`first`) or y's of the softmax of (x, y) in base e (`power` exp, the
     default) or 2 (exp2): 1/(1 + b^(y-x)), the partials of logaddexp, computed with
@@ -298,6 +300,8 @@ abs.defpartials(_abs_partial)
 sign.defpartials(lambda x, ans: None)                       # zero almost everywhere
 for _step in (round, floor, ceil, trunc):
     _step.defpartials(None)                                # zero almost everywhere
+
+
 def indicator(c, ans, where=True):
     """1 where c is `where`, 0 elsewhere, in ans's precision: a partial that keeps a float32
     tangent float32 (Python's 1.0 would make NumPy's where float64).
@@ -311,10 +315,10 @@ def indicator(c, ans, where=True):
     """
     one, zero = 1.0, 0.0
     dtype = getattr(ans, "dtype", None)
-    if dtype is not None and dtype.kind in "fc" and dtype.itemsize < (8 if dtype.kind == "f"
-                                                                       else 16):
-        real = np.finfo(dtype).dtype.type
-        one, zero = real(1), real(0)
+    if dtype is not None and dtype.kind in "fc":
+        real = np.finfo(dtype).dtype            # (a complex result's real precision)
+        if real.itemsize < 8:                   # (float64: Python's weak 1.0 is right)
+            one, zero = real.type(1), real.type(0)
     return select(c, one, zero) if where else select(c, zero, one)
 
 
