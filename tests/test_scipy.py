@@ -53,6 +53,10 @@ SPECIAL = {
                 (lambda: uniform(-2, 2), lambda: uniform(-0.8, 3))),
     "betaln": (special.betaln, sc.betaln, (lambda: uniform(0.3, 5), lambda: uniform(0.3, 5))),
     "beta": (special.beta, sc.beta, (lambda: uniform(0.3, 5), lambda: uniform(0.3, 5))),
+    # (betaln's partial, ψ(a) - ψ(a + b), at negative a too, where it is the plain
+    # difference; its values are checked against mpmath's below)
+    "betaln_da": (P.betaln_da, P._betaln_da_np,
+                  (lambda: uniform(-2.7, 5), lambda: uniform(3.0, 5))),
     # Γ(a+b) < 0 there: B(a, b) is negative
     "beta negative": (special.beta, sc.beta,
                       (lambda: uniform(-1.45, -1.3), lambda: uniform(0.55, 0.65))),
@@ -170,6 +174,29 @@ def test_rgamma_beta_and_betaln_are_scipys_at_poles_infinities_and_large_argumen
                 np.testing.assert_array_equal(got, expected)
     assert wg.trace(special.betaln, 1e15, 2.0)(1e15, 2.0) == pytest.approx(
         -math.log(1e15 * (1e15 + 1)), rel=1e-15)
+
+
+def test_betaln_and_beta_partials_keep_their_digits_for_large_a_and_small_b():
+    # ψ(a) - ψ(a + b) cancels where it is small beside ψ(a): the plain difference was off
+    # by 9e-5 at (1e12, 2) and by 1e-6 at (1, 1e-10); mpmath's is the reference
+    import mpmath
+    rng = np.random.default_rng(7)
+    cases = [(1e12, 2.0), (1.0, 1e-10), (0.2, 4e-5), (3e7, 1e-3), (-2.5, 1.2), (5.0, -2.5)]
+    cases += [tuple(10 ** rng.uniform(-6, 14, 2)) for _ in range(40)]
+    for a, b in cases:
+        with mpmath.workdps(40):
+            ab = mpmath.mpf(a) + mpmath.mpf(b)
+            exact = [float(mpmath.digamma(x) - mpmath.digamma(ab)) for x in (a, b)]
+        got = wg.grad(special.betaln, argnums=(0, 1))(a, b)
+        np.testing.assert_allclose(got, exact, rtol=4e-15, err_msg=f"betaln at {a}, {b}")
+        beta_ab = special.beta(a, b)
+        if np.isfinite(beta_ab) and beta_ab != 0:
+            np.testing.assert_allclose(wg.grad(special.beta, argnums=(0, 1))(a, b),
+                                       np.multiply(exact, beta_ab), rtol=1e-14)
+    # its own partials are ψ'(a) - ψ'(a + b) and -ψ'(a + b): the second derivatives
+    check_grads(special.betaln, np.array([0.7, 3.0, 40.0]), np.array([2.0, 0.4, 1e-3]),
+                order=2, rtol=1e-5, atol=1e-6)
+    assert wg.grad(special.betaln)(np.float32(2.0), np.float32(3.0)).dtype == np.float32
 
 
 def test_rgamma_derivative_at_the_poles_of_gamma():
