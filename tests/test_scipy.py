@@ -219,6 +219,14 @@ def test_rgamma_taylor_series_at_and_next_to_the_poles_of_gamma():
             want = [float(c) for c in mpmath.taylor(mpmath.rgamma, mpmath.mpf(x0), 4)]
             got = wg.taylor(special.rgamma, x0, 1.0, order=4)
             assert got == pytest.approx(want, rel=1e-12, abs=1e-13), x0
+        # past 171.62 Γ overflows: 1/Γ and its coefficients underflow to 0 (1/inf's
+        # series was nan); just below, they are tiny but must keep their digits
+        for x0 in (171.2, 172.0, 200.0, 1e5):
+            want = [float(mpmath.diff(mpmath.rgamma, mpmath.mpf(x0), k) / math.factorial(k))
+                    for k in range(4)]     # (mpmath.taylor's are 0 at this size)
+            got = wg.taylor(special.rgamma, x0, 1.0, order=3)
+            # (SciPy's 1/Γ(172) is 0, not the subnormal 8e-310: abs for those)
+            assert got == pytest.approx(want, rel=1e-12, abs=0.0 if x0 < 171.5 else 1e-300), x0
     finally:
         mpmath.mp.dps = 15
 

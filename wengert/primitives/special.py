@@ -428,10 +428,14 @@ betaln_da.defpartials(lambda a, b, ans: polygamma(a, n=1) - polygamma(a + b, n=1
 def _rgamma_decomposition(x):
     """1/Γ(x), for x <= 1/2 by the reflection sin(πx)Γ(1 - x)/π, whose parts have no
     poles there (1/Γ's series, expanded through Γ, were nan at 0, -1, ... and lost
-    digits next to them); each branch evaluated where it is finite, as in the partial."""
-    right = gt(x, 0.5)
-    xl, xr = select(right, 0.0, x), select(right, x, 1.0)
-    return select(right, 1 / gamma(xr), sin(math.pi * xl) * gamma(1 - xl) / math.pi)
+    digits next to them); past 171, where Γ overflows, as exp(-gammaln(x)), which
+    underflows to 0 with all its coefficients (1/inf's were nan); each branch evaluated
+    where it is finite, as in the partial."""
+    right, huge = gt(x, 0.5), gt(x, 171.0)
+    xl, xr = select(right, 0.0, x), select(right, select(huge, 1.0, x), 1.0)
+    xh = select(huge, x, 172.0)
+    return select(right, select(huge, exp(-gammaln(xh)), 1 / gamma(xr)),
+                  sin(math.pi * xl) * gamma(1 - xl) / math.pi)
 
 
 rgamma.decomposition = _rgamma_decomposition
