@@ -44,6 +44,50 @@ def test_unary_primitives_on_complex_values(name):
     check_complex_grads(lambda z: prim(z), z)
 
 
+# On a branch cut NumPy's value is the limit from the side the sign of the zero part
+# names, and along the cut the function is smooth there: the derivative is that side's
+# too (1 - (2+0j) in NumPy is -1+0j, on the other side of sqrt's cut, and gave arcsin'
+# the wrong sign).  (name, points on its cuts, the direction along them)
+CUTS = [("asin", [2 + 0j, complex(2, -0.0), complex(-3, 0.0), complex(-3, -0.0)], 1),
+        ("acos", [2 + 0j, complex(2, -0.0), complex(-3, 0.0), complex(-3, -0.0)], 1),
+        ("asinh", [2j, complex(-0.0, 2), -3j, complex(-0.0, -3)], 1j),
+        ("acosh", [complex(-2, 0.0), complex(-2, -0.0), complex(0.5, 0.0),
+                   complex(0.5, -0.0)], 1),
+        ("atanh", [2 + 0j, complex(2, -0.0), complex(-3, 0.0), complex(-3, -0.0)], 1),
+        ("atan", [2j, complex(-0.0, 2), -3j, complex(-0.0, -3)], 1j),
+        ("sqrt", [complex(-2, 0.0), complex(-2, -0.0)], 1),
+        ("log", [complex(-2, 0.0), complex(-2, -0.0)], 1)]
+
+
+@pytest.mark.parametrize("name, zs, along", CUTS, ids=[c[0] for c in CUTS])
+def test_derivatives_on_branch_cuts_are_those_of_the_side_numpy_takes(name, zs, along):
+    prim, h = REGISTRY[name], 1e-5
+    d = wg.grad(lambda z: prim(z), holomorphic=True)
+    d2 = wg.grad(d, holomorphic=True)
+    for z in zs:
+        def moved(t):                       # z + t·along, the zero part's sign kept
+            return complex(z.real + t, z.imag) if along == 1 else complex(z.real, z.imag + t)
+        fd = (prim.impl(moved(h)) - prim.impl(moved(-h))) / (2 * h * along)
+        fd2 = (complex(d(moved(h))) - complex(d(moved(-h)))) / (2 * h * along)
+        assert complex(d(z)) == pytest.approx(fd, rel=1e-8), (name, z)
+        assert complex(d2(z)) == pytest.approx(fd2, rel=1e-6), (name, z)
+    # the same from a real parameter: Im asin(x + 0j) grows with x past 1
+    if name == "asin":
+        assert wg.grad(lambda x: wnp.imag(wnp.arcsin(x + 0j)))(2.0) == pytest.approx(3 ** -0.5)
+
+
+def test_asin_and_acos_derivatives_keep_their_digits_next_to_one():
+    # 1 - x² rounds x² next to ±1 (6 digits left at 1 - 1e-10); (1 - x)(1 + x) does not
+    import mpmath
+    for x in (1 - 1e-10, -1 + 1e-12, 0.999999, 0.3):
+        with mpmath.workdps(40):
+            exact = float(1 / mpmath.sqrt(1 - mpmath.mpf(x) ** 2))
+        assert wg.grad(S.asin)(x) == pytest.approx(exact, rel=1e-15)
+        assert wg.grad(S.acos)(x) == pytest.approx(-exact, rel=1e-15)
+    with np.errstate(divide="ignore"):
+        assert wg.grad(S.asin)(1.0) == np.inf and wg.grad(S.asin)(-1.0) == np.inf
+
+
 @pytest.mark.parametrize("name", BINARY)
 def test_binary_primitives_on_complex_and_mixed_values(name):
     prim = REGISTRY[name]

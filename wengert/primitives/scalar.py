@@ -149,8 +149,8 @@ sin.defpartials(lambda x, ans: cos(x))
 cos.defpartials(lambda x, ans: -sin(x))
 tan.defpartials(lambda x, ans: 1 + ans ** 2)
 cotan.defpartials(lambda x, ans: -(1 + ans ** 2))
-asin.defpartials(lambda x, ans: 1 / sqrt(1 - x ** 2))
-acos.defpartials(lambda x, ans: -1 / sqrt(1 - x ** 2))
+asin.defpartials(lambda x, ans: 1 / _sqrt_one_minus_square(x))
+acos.defpartials(lambda x, ans: -1 / _sqrt_one_minus_square(x))
 atan.defpartials(lambda x, ans: 1 / (1 + x ** 2))
 atan2.defpartials(lambda y, x, ans: x / (x ** 2 + y ** 2),
                   lambda y, x, ans: -y / (x ** 2 + y ** 2))
@@ -181,14 +181,41 @@ remainder = _scalar("remainder", np.remainder, operator.mod, dtype_rule="promote
 fmod = _scalar("fmod", np.fmod, math.fmod, dtype_rule="promote",
                doc="fmod(x, y): x - trunc(x/y)·y, the sign of x (C's fmod).")
 
-# 1/sqrt(x² + 1) without overflow (hypot is real: a complex x takes the plain formula);
-# acosh's is 1/(sqrt(x - 1) sqrt(x + 1)), which is 1/sqrt(x² - 1) for real x > 1 but not on
-# every branch of a complex x (at -2 the two differ in sign)
-asinh.defpartials(lambda x, ans: 1 / hypot(x, 1.0) if _kind(x) != "c" else
-                  1 / sqrt(x * x + 1))
-# (not 1/sqrt(x² - 1), whose x² overflows past 1.3e154; nor 1/(1 - x²) for atanh, which
-# rounds x² near 1)
-acosh.defpartials(lambda x, ans: 1 / (sqrt(x - 1) * sqrt(x + 1)))
+
+
+def _shift(c, s, z):
+    """c + s·z for a real c and s = ±1, with the sign of a complex z's imaginary part kept
+    where it is zero: NumPy's 1 - (2+0j) is -1+0j, on the other side of sqrt's cut from
+    -1-0j, and so would be the derivative of arcsin at 2+0j (where arcsin's value is the
+    one from above the cut)."""
+    if _kind(z) != "c":
+        return c + s * z
+    return make_complex(c + s * real(z), s * imag(z))
+
+
+def _sqrt_one_minus_square(x):
+    """sqrt(1 - x²) as sqrt(1 - x)·sqrt(1 + x): on the principal branches of a complex
+    x (Kahan's form, exact on the cuts with `_shift`), and for a real x without the
+    rounding of x² near ±1 (at 1 - 1e-10, 1 - x² kept 6 digits)."""
+    if _kind(x) != "c":
+        return sqrt((1 - x) * (1 + x))
+    return sqrt(_shift(1.0, -1.0, x)) * sqrt(_shift(1.0, 1.0, x))
+
+
+def _asinh_partial(x, ans):
+    """1/sqrt(x² + 1): for a real x by hypot, without overflow; for a complex one as
+    arcsin's at ix (asinh(z) = -i asin(iz)), ix made from the parts, exactly: 1j·z loses
+    the sign of a zero part."""
+    if _kind(x) != "c":
+        return 1 / hypot(x, 1.0)
+    return 1 / _sqrt_one_minus_square(make_complex(-imag(x), real(x)))
+
+
+# acosh's is 1/(sqrt(x - 1) sqrt(x + 1)), not 1/sqrt(x² - 1): the same for real x > 1 but
+# not on every branch of a complex x (at -2 the two differ in sign), and x² overflows past
+# 1.3e154; nor is atanh's 1/(1 - x²), which rounds x² near 1
+asinh.defpartials(_asinh_partial)
+acosh.defpartials(lambda x, ans: 1 / (sqrt(_shift(-1.0, 1.0, x)) * sqrt(_shift(1.0, 1.0, x))))
 atanh.defpartials(lambda x, ans: 1 / ((1 - x) * (1 + x)))
 exp2.defpartials(lambda x, ans: _LN2 * ans)
 log2.defpartials(lambda x, ans: (1 / _LN2) / x)
