@@ -97,6 +97,16 @@ def test_binary_primitives_on_complex_and_mixed_values(name):
     check_complex_grads(lambda a, b: prim(a, b), rng.uniform(0.5, 1.5, 4), w)   # real a
 
 
+def test_a_negative_real_base_with_a_complex_exponent_is_differentiated_as_numpy_takes_it():
+    # NumPy's (-2.0)**w is (-2 + 0i)**w: d/dw is log(-2 + 0i)·x**w, not log(-2)·x**w = nan
+    w = points()
+    for x in (-2.0, np.array([-2.0, 3.0, -0.5, 1.5])):
+        check_complex_grads(lambda w: x ** w, w)
+        check_complex_grads(lambda x, w: x ** w, x, w)
+        d = wg.grad(lambda w: wnp.sum(wnp.real(wnp.power(x, w))))(w)
+        np.testing.assert_allclose(d, np.log(x + 0j) * np.power(x + 0j, w), rtol=1e-14)
+
+
 def test_powi_select_and_stop_gradient_on_complex_values():
     z, w = points(), points()
     check_complex_grads(lambda a: S.powi(a, n=3), z)

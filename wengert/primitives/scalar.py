@@ -95,14 +95,19 @@ neg.defpartials(-1.0)
 powi.defpartials(lambda x, ans, n: n * powi(x, n=n - 1) if n else 0.0 * ans)
 
 
-def pow_log(x):
+def pow_log(x, ans=None):
     """log x, as the derivative of x**y in y uses it (x**y log x).  At x = 0 the product
     would be 0 · -inf = nan, yet 0**y = 0 for every y > 0, so its derivative there is 0:
-    log reads 1 in place of 0 (as in JAX and autograd).  A straight-line graph (ADDS) has
-    no conditional to write that with and keeps the plain log."""
+    log reads 1 in place of 0 (as in JAX and autograd).  A real x with a complex power
+    `ans` is the complex x + 0i, as NumPy takes it: log of a negative real is nan, of
+    -2 + 0i is log 2 + iπ.  A straight-line graph (ADDS) has no conditional to write that
+    with and keeps the plain log."""
     if type(x) is Node and x.graph.straight_line:
         return log(x)
-    return log(select(eq(x, 0.0), 1.0, x))
+    x = select(eq(x, 0.0), 1.0, x)
+    if ans is not None and _kind(ans) == "c" and _kind(x) != "c":
+        x = make_complex(x, 0.0)
+    return log(x)
 
 
 def pow_dx(x, y):
@@ -118,7 +123,7 @@ def pow_dx(x, y):
     return select(eq(y, 0.0), select(eq(x, 0.0), 0.0, d), d)
 
 
-pow.defpartials(lambda x, y, ans: pow_dx(x, y), lambda x, y, ans: pow_log(x) * ans)
+pow.defpartials(lambda x, y, ans: pow_dx(x, y), lambda x, y, ans: pow_log(x, ans) * ans)
 
 # ---- elementary functions ----------------------------------------------------------------
 sqrt = _scalar("sqrt", np.sqrt, math.sqrt)
