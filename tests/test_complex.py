@@ -202,6 +202,12 @@ ARRAY_FUNCTIONS = {
     "broadcast": lambda a, b: a[:, :1] * b[0] + a.sum(),
     "astype": lambda a, b: wnp.astype(wnp.real(a), np.complex128) * b,
     "mean_tril": lambda a, b: wnp.mean(wnp.tril(a @ b), axis=1),
+    # JAX's index updates, on a complex x (set was refused as a rule for real numbers)
+    "at_set": lambda a, b: wnp.at(a)[1].set(b[0] * b[2]),
+    "at_add_repeats": lambda a, b: wnp.at(a)[np.array([0, 2, 0])].add(b),
+    "at_multiply_repeats": lambda a, b: wnp.at(a)[np.array([0, 2, 0])].multiply(b),
+    "at_divide_power_apply": lambda a, b: wnp.at(wnp.at(wnp.at(a)[1:].divide(b[0]))[0]
+                                                 .power(b[1]))[2].apply(wnp.sin),
 }
 
 

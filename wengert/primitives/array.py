@@ -722,6 +722,6 @@ def _(ts, *ops_and_ans, subscripts):
 # autograd's convention transposes without conjugating, docs/complex.md).  The orderings
 # (amax, argsort, ...) and logsumexp refuse complex values.
 for _p in (reshape, transpose, astype, sum, prod, cumsum, cumprod, getitem, index_add,
-           take_along_axis, put_along_axis, concatenate, flip, roll, pad, tril, einsum,
+           index_set, take_along_axis, put_along_axis, concatenate, flip, roll, pad, tril, einsum,
            matmul):
     _p.complex = True
