@@ -243,6 +243,10 @@ def test_numpy_functions_for_complex_values():
 def test_sign_and_angle_of_zero_and_of_reals():
     z = np.array([0j, 3 + 4j, -2 + 0j])
     np.testing.assert_array_equal(wg.trace(wnp.sign, z)(z), np.sign(z))
+    # z/|z| is differentiated (JAX's sign has derivative 0); at 0, where it jumps, 0
+    g = wg.grad(lambda z: wnp.sum(wnp.real(wnp.sign(z)) + wnp.imag(wnp.sign(z))))(z)
+    # at 3 + 4i: ∂/∂x - i ∂/∂y of (x + y)/r is (y² - xy)/r³ - i (x² - xy)/r³
+    assert g[0] == 0 and g[1] == pytest.approx((16 - 12) / 125 - 1j * (9 - 12) / 125)
     x = np.array([-1.5, 2.0])
     np.testing.assert_array_equal(wg.trace(wnp.angle, x)(x), np.angle(x))
     assert np.array_equal(wg.grad(lambda x: wnp.sum(wnp.angle(x)))(x), [0.0, 0.0])
@@ -293,6 +297,17 @@ def test_rules_for_real_numbers_refuse_complex_values():
             wg.grad(lambda z: wnp.sum(wnp.abs(f(z))))(z)
         with pytest.raises(TypeError, match="atan2 of complex|hypot of complex"):
             wg.compile(lambda z: f(z))(z)
+    # stats: every method refuses, naming itself (norm's and t's compositions returned a
+    # complex "log-density"; gamma's refused, naming a comparison inside)
+    from wengert.scipy import stats
+    for f, name in ((lambda z: stats.norm.logpdf(z), "norm.logpdf"),
+                    (lambda z: stats.t.logpdf(1.0, 3.0, loc=z), "t.logpdf"),
+                    (lambda z: stats.gamma.logpdf(z, 2.0), "gamma.logpdf"),
+                    (lambda z: stats.multivariate_normal.logpdf(z, np.zeros(3)),
+                     "multivariate_normal.logpdf")):
+        for run in (lambda: wg.grad(lambda z: wnp.sum(wnp.abs(f(z))))(z), lambda: wg.compile(f)(z)):
+            with pytest.raises(TypeError, match=f"scipy.stats.{name} of a complex value"):
+                run()
 
 
 def test_what_needs_a_real_result_or_a_real_jacobian_says_so():

@@ -335,6 +335,9 @@ DISTRIBUTIONS = {
                                                  uniform(-1, 1), uniform(0.5, 2))),
     "gamma.pdf": ("pdf", "gamma", lambda: (uniform(1.5, 4), uniform(0.5, 4), uniform(-1, 1),
                                            uniform(0.5, 2))),
+    "chi2.logpdf": ("logpdf", "chi2", lambda: (uniform(0.5, 6), uniform(0.5, 9),
+                                               uniform(-0.4, 0.4), uniform(0.5, 2))),
+    "chi2.pdf": ("pdf", "chi2", lambda: (uniform(0.5, 6), uniform(0.5, 9))),
     "beta.logpdf": ("logpdf", "beta", lambda: (uniform(0.2, 0.8), uniform(0.5, 4),
                                                uniform(0.5, 4))),
     "beta.pdf": ("pdf", "beta", lambda: (uniform(0.2, 0.8), uniform(0.5, 4), uniform(0.5, 4))),
@@ -411,6 +414,7 @@ def test_invalid_parameters_give_nan_as_scipys():
         cases += [(m, "t", lambda m, p: m(x, 3.0, 0.0, p)) for m in ("logpdf", "pdf")]
         cases += [(m, "gamma", lambda m, p: m(x, p)) for m in ("logpdf", "pdf")]
         cases += [(m, "gamma", lambda m, p: m(x, 2.0, 0.0, p)) for m in ("logpdf", "pdf")]
+        cases += [(m, "chi2", lambda m, p: m(x, p)) for m in ("logpdf", "pdf")]
         cases += [(m, "beta", lambda m, p: m(x, p, 2.0)) for m in ("logpdf", "pdf")]
         cases += [(m, "beta", lambda m, p: m(x, 2.0, p)) for m in ("logpdf", "pdf")]
         cases += [(m, "poisson", lambda m, p: m(np.arange(4), p - 0.5))
@@ -429,7 +433,7 @@ def test_nan_points_stay_nan_and_infinite_ones_are_outside():
     with np.errstate(all="ignore"):      # (log 0, 0/0: SciPy's warnings too)
         x = np.array([np.nan, np.inf, -np.inf, 0.5])
         for dist, params in (("gamma", (2.0,)), ("beta", (2.0, 3.0)), ("t", (3.0,)),
-                             ("norm", ())):
+                             ("norm", ()), ("chi2", (3.0,))):
             ref = getattr(st, dist).logpdf(x, *params)
             got = wg.trace(lambda x: getattr(stats, dist).logpdf(x, *params), x)(x)
             assert_close(got, ref, rtol=1e-13, atol=0)

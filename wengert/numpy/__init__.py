@@ -360,10 +360,13 @@ def _sign(x):
     # sign primitive, so it is written out, part by part (sign(3+4j) is 0.6+0.8j, where
     # a complex division gives 0.6000000000000001+0.8j); NumPy's own way of computing it
     # may still differ from this one in the last bit
+    # At 0, where z/|z| jumps, the value 0 and the derivative 0 (as abs's there): x is
+    # read as 0 and |x| as 1, not x/1, whose derivative was 1.
     if A.dtype_of(x).kind != "c":
         return S.sign(x)
     size = S.abs(x)
-    size = S.select(S.eq(size, 0.0), 1.0, size)
+    zero = S.eq(size, 0.0)
+    x, size = S.select(zero, 0.0, x), S.select(zero, 1.0, size)
     return S.make_complex(S.div(S.real(x), size), S.div(S.imag(x), size))
 
 

@@ -1,5 +1,5 @@
 """SciPy's `scipy.stats` distributions that autograd differentiates: norm, t,
-multivariate_normal, gamma, beta, poisson and dirichlet, as objects with SciPy's methods
+multivariate_normal, gamma, beta, chi2, poisson and dirichlet, as objects with SciPy's methods
 (``norm.logpdf(x, loc, scale)``).
 
 On plain values a method calls SciPy's own (same arguments, same result).  On traced
@@ -35,7 +35,7 @@ from ..primitives.array import dtype_of
 from ..primitives.scalar import log
 from ..primitives.scipy_linalg import symmetrize
 
-__all__ = ["norm", "t", "multivariate_normal", "gamma", "beta", "poisson", "dirichlet"]
+__all__ = ["norm", "t", "multivariate_normal", "gamma", "beta", "chi2", "poisson", "dirichlet"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_2PI = math.log(2 * math.pi)
@@ -48,7 +48,16 @@ def _method(fn):
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         if wnp._traced(*args, *kwargs.values()):
-            return fn(self, *map(_array, args), **{k: _array(v) for k, v in kwargs.items()})
+            args, kwargs = tuple(map(_array, args)), {k: _array(v) for k, v in kwargs.items()}
+            for a in (*args, *kwargs.values()):
+                # (the compositions are for real numbers: norm's and t's would give a
+                # complex number that means nothing, the others a refusal naming a
+                # comparison deep inside)
+                if a is not None and dtype_of(a).kind == "c":
+                    raise TypeError(f"scipy.stats.{self.name}.{fn.__name__} of a complex "
+                                    f"value ({dtype_of(a)}) is not supported on traced values"
+                                    ": distributions are of real numbers")
+            return fn(self, *args, **kwargs)
         return getattr(self.scipy, fn.__name__)(*args, **kwargs)
     return wrapper
 
@@ -214,6 +223,24 @@ class _Gamma(_Density):
             outside, P.xlogy(_like(a - 1, y), y) - y - P.gammaln(a) - log(scale)))
 
 
+class _Chi2(_Density):
+    """The chi-squared distribution with `df` degrees of freedom: ``pdf logpdf``, as the
+    gamma distribution of shape df/2 and scale 2.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy.stats import chi2
+        >>> wg.grad(chi2.logpdf)(2.0, 4.0)      # d/dx (log x - x/2) = 1/x - 1/2
+        0.0
+    """
+
+    name = "chi2"
+
+    @_method
+    def logpdf(self, x, df, loc=0, scale=1):
+        return gamma.logpdf(x, df / 2, loc, 2 * scale)
+
+
 class _Beta(_Density):
     """The beta distribution on [loc, loc + scale]: ``pdf logpdf``.
 
@@ -364,6 +391,7 @@ norm = _Norm()
 t = _T()
 gamma = _Gamma()
 beta = _Beta()
+chi2 = _Chi2()
 poisson = _Poisson()
 dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()
