@@ -288,6 +288,23 @@ def test_gfortran_compiles_and_runs_the_emitted_code(tmp_path, which):
     _check_with_gfortran(tmp_path, s, body, outs)
 
 
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
+def test_long_statements_stay_within_fortran_77s_nineteen_continuation_lines(tmp_path):
+    # a sum of 300 terms c·sin(x·d) and its gradient: cut only before + and -, its
+    # statements once ran to 25 continuation lines
+    rng = np.random.default_rng(5)
+    terms = [f"{rng.uniform(-1, 1)!r}*sin(x{i % 7 + 1}*{rng.uniform()!r})" for i in range(300)]
+    xs = ",".join(f"x{i}" for i in range(1, 8))
+    s, _ = run(f"f := {' + '.join(terms)}; g := dfd(f, vec({xs}));")
+    body = code(s, f"outcode({xs}) f, g;", fortran=True)
+    run_lengths, n = [], 0
+    for line in body.splitlines():
+        n = n + 1 if line.startswith("     &") else 0
+        run_lengths.append(n)
+    assert 10 <= max(run_lengths) <= 19
+    _check_with_gfortran(tmp_path, s, body, ["f", "g"])
+
+
 def test_fortran_cuts_never_pass_column_72():
     # A cut after a comma may not put the comma in column 73 (compilers drop it).
     s, _ = run("operator q(40); f := q(" + ",".join(["x"] * 40) + ");")

@@ -394,6 +394,9 @@ class FortranFormat(Format):
 
     width = 72                      # nothing past column 72
     body = 72 - 6                   # columns 7..72 hold the statement
+    # (with a statement's few more characters, at 44 or more a line (`_wrap`) within the
+    # 20 lines, first and 19 continuations, FORTRAN 77 allows)
+    max_expression = 700
     brackets = "()"
     _INTEGER = re.compile(r"-?[0-9]+")
     # The intrinsics the code calls: a user's variable of that name would shadow one.
@@ -478,8 +481,14 @@ class FortranFormat(Format):
             cut = self.body
             for pattern in self._CUTS:
                 # text[:cut] must fit: a cut before an operator may sit at self.body,
-                # but the zero-width match after a comma can land one further.
-                cuts = [m.start() for m in pattern.finditer(text, 1, self.body + 1)
+                # but the zero-width match after a comma can land one further.  A cut
+                # in the line's first two thirds is passed over for a worse kind of cut
+                # (at worst mid-token, legal in fixed form): every line holds 44
+                # characters or more, so `max_expression` characters fit in FORTRAN 77's
+                # 19 continuation lines (terms of 36 characters made lines of 38, and a
+                # 1000-character statement 26 lines)
+                cuts = [m.start() for m in pattern.finditer(text, 2 * self.body // 3,
+                                                            self.body + 1)
                         if m.start() <= self.body]
                 if cuts:
                     cut = max(cuts)
