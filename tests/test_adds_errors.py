@@ -40,6 +40,9 @@ def test_missing_semicolon_and_bad_character():
     assert "a ';' is missing" in e.message and e.line == 1
     e, _ = error("f := x $ y;")
     assert e.message == "unexpected character '$'" and e.column == 8
+    e, _ = error('write "ok";\nwrite "oops;\n')
+    assert e.message == "this string is not closed by a '\"' on its line"
+    assert (e.line, e.column) == (2, 7)
 
 
 def test_type_error_points_at_the_expression():
@@ -57,6 +60,9 @@ def test_type_error_points_at_the_expression():
     ("operator h(2); f := h + 1;", "H is an operator; apply it to operands"),
     ("array a[2,3]; f := a[3];", "index 3 of A is out of range 1..2"),
     ("array a[2,3]; f := a[1,0];", "index 0 of A is out of range 1..3"),
+    # past 2**53 the index as a float's digits, not the integer it was rounded to
+    ("array a[2]; f := a[99999999999999999999];", "index 1e+20 of A is out of range 1..2"),
+    ("array a[2]; f := a[1e300];", "index 1e+300 of A is out of range 1..2"),
     ("array a[2]; f := a[1,1];", "A has type [2]: 2 indices are too many"),
     ("array a[2]; f := a[x];", "an index must be an integer constant"),
     ("array a[2]; f := a[1.5];", "an index must be an integer constant"),

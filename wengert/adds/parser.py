@@ -373,6 +373,8 @@ def _syntax_error(e, text, offset, filename) -> AddsError:
         char = text[pos]
         if "\udc80" <= char <= "\udcff":          # an undecodable byte (surrogateescape)
             msg = f"byte 0x{ord(char) - 0xdc00:02X} is not UTF-8 text"
+        elif char == '"':                         # (a closed string is a token)
+            msg = "this string is not closed by a '\"' on its line"
         else:
             msg = f"unexpected character {char!r}"
     else:

@@ -269,7 +269,10 @@ def index(value, indices, what):
     at = []
     for i, n in zip(indices, value.shape):
         if not 1 <= i <= n:
-            raise AddsError(f"index {i} of {what} is out of range 1..{n} (its type is "
+            # (past 2**53 the integer is a float's rounding, not what was written:
+            # 99999999999999999999 read 100000000000000000000, 1e300 had 301 digits)
+            shown = i if abs(i) < 2 ** 53 else f"{float(i):g}"
+            raise AddsError(f"index {shown} of {what} is out of range 1..{n} (its type is "
                             f"{type_str(value)})")
         at.append(i - 1)
     # a copy: a later indexed assignment to the variable must not change this value
