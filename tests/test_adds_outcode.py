@@ -342,6 +342,12 @@ def test_copies_between_inputs_keep_the_old_values(program, outs):
             np.testing.assert_array_equal(outputs(got, s, name), values(s, name, env))
 
 
+def test_an_output_named_twice_is_assigned_once():
+    s, _ = run("f := x*y; array a[2]; a[1] := a[1]*2;")
+    assert code(s, "outcode(x) f, f;").splitlines() == ["F := X*Y;"]
+    assert code(s, "outcode(a) a, a[1];").count("A[1] :=") == 1
+
+
 def test_an_input_output_as_itself_is_not_assigned():
     s, _ = run("f := x*2; y := x;")
     for fortran in (False, True):

@@ -144,6 +144,9 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         F := V0003*V0004+V0006/(1+V0004);
     """
     names = dict(names or {})
+    # a name given twice (`outcode(x) f, f;`, or `a, a[1]`) is assigned once: the
+    # second assignment repeated the first, as F := F (the last one given wins)
+    outputs = list(dict(outputs).items())
     out_nodes = [n for _, n in outputs]
     if rewrite:
         out_nodes = optimize(graph, out_nodes)
