@@ -146,7 +146,7 @@ def test_repl_reports_an_unterminated_string_at_its_line_and_goes_on():
     # of the input was swallowed and an unlocated "ended in the middle" closed it.
     r = wengert("repl", stdin='write "oops;\nf := x*x;\noutcode(x) f;\n')
     assert r.returncode == 0 and r.stdout == "F := X*X;\n"
-    assert r.stderr == ("<stdin>:1:7: error: unexpected character '\"'\n"
+    assert r.stderr == ("<stdin>:1:7: error: this string is not closed by a '\"' on its line\n"
                         '    write "oops;\n          ^\n'), r.stderr
 
 
