@@ -176,6 +176,33 @@ def test_part_and_place_are_each_others_transpose():
     assert_close(wg.jacrev(h)(0.5), [0, np.exp(0.5), 0, 0], **TIGHT)
 
 
+def test_an_argument_updated_in_place_is_the_same_on_every_run():
+    # f was given the graph's stored array: x *= 2 changed it, and the sweep's run of f
+    # again started from 2x (the gradient was 2cos(4x), and x's own term saw 2x)
+    def f(x):
+        x *= 2.0
+        return np.sum(np.sin(x))
+    x = np.array([0.3, 0.7])
+    expected = 2 * np.cos(2 * x) + 2 * x
+    for ckpt in (wg.checkpoint(f), f):
+        got = wg.grad(lambda x: ckpt(x) + np.sum(x ** 2))(x.copy())
+        np.testing.assert_allclose(got, expected, rtol=1e-14)
+    np.testing.assert_allclose(wg.jacfwd(wg.checkpoint(f))(x.copy()), 2 * np.cos(2 * x))
+
+
+def test_each_output_keeps_its_own_dtype():
+    # the leaves are packed into one array of the common dtype: a float32 leaf beside a
+    # float64 one came back float64, and so did its Jacobian block
+    f = lambda v: (np.sin(v), np.float64(2.0) * v[0])
+    x = np.array([0.3, 0.7], np.float32)
+    for g in (f, wg.checkpoint(f)):
+        out = wg.vjp(g, x)[0]
+        assert (out[0].dtype, np.result_type(out[1])) == (np.float32, np.float64)
+        assert wg.jacrev(g)(x)[0].dtype == np.float32
+    out = wg.vjp(wg.checkpoint(lambda v: (v * 1j, v[0])), x)[0]   # complex pack, real leaf
+    assert out[0].dtype == np.complex64 and np.result_type(out[1]) == np.float32
+
+
 def test_keyword_arguments():
     """Arguments by keyword, traced ones too, differentiate as by position."""
     def block(x, scale=1.0, shift=0.0):

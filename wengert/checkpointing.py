@@ -37,7 +37,7 @@ from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .primitives.pack import part, place
 from .primitives.scalar import real_part
-from .primitives.array import concatenate, reshape
+from .primitives.array import astype, concatenate, dtype_of, reshape
 from .primitives.registry import Primitive, is_weak, shape_of, _innermost as innermost
 from .tree import flatten, unflatten
 
@@ -90,8 +90,11 @@ class Checkpoint(Primitive):
 
     # --- calling f ---------------------------------------------------------------------
     def call(self, leaves):
-        """f on the leaves of its arguments, as a flat tuple of output leaves."""
-        outs, tree = flatten(self.f(*unflatten(self.in_tree, list(leaves))))
+        """f on the leaves of its arguments, as a flat tuple of output leaves.  Arrays are
+        given as copies: an f that updates its argument in place (``x *= 2``) changed
+        the graph's stored value, and the sweep's run of f again then started from 2x."""
+        leaves = [v.copy() if type(v) is np.ndarray else v for v in leaves]
+        outs, tree = flatten(self.f(*unflatten(self.in_tree, leaves)))
         self._set_layout(tree, [aval(o) for o in outs])
         return tuple(outs)
 
@@ -110,8 +113,9 @@ class Checkpoint(Primitive):
                 self.layout.append((start, start + size, tuple(shape)))
                 start += size
             self.dtype = np.result_type(*[d for _, d in avals])
-            # which leaves are real in a complex pack
-            self.real = [self.dtype.kind == "c" and d.kind != "c" for _, d in avals]
+            # each leaf's own dtype, which `unpack` gives it back (a float32 leaf beside
+            # a float64 one came out of the pack as float64)
+            self.dtypes = [np.dtype(d) for _, d in avals]
         elif tree != self.out_tree or [s for *_, s in self.layout] != [a[0] for a in avals]:
             raise ValueError(f"{self.name}: the checkpointed function returned {tree} this "
                              f"time and {self.out_tree} before; its results must keep their "
@@ -134,9 +138,13 @@ class Checkpoint(Primitive):
         """The node's value (or the node) as f's output leaves."""
         if len(self.layout) == 1:
             return [packed]
-        return [real_part(part(packed, start=a, stop=b, shape=s)) if real else
-                part(packed, start=a, stop=b, shape=s)
-                for (a, b, s), real in zip(self.layout, self.real)]
+        leaves = []
+        for (a, b, s), dtype in zip(self.layout, self.dtypes):
+            leaf = part(packed, start=a, stop=b, shape=s)
+            if dtype.kind != "c" and self.dtype.kind == "c":     # a real leaf, complex pack
+                leaf = real_part(leaf)
+            leaves.append(leaf if dtype_of(leaf) == dtype else astype(leaf, dtype=dtype))
+        return leaves
 
     # --- the primitive -------------------------------------------------------------------
     def _impl(self, *leaves):
