@@ -471,3 +471,10 @@ def test_jacobian_graph_and_costs_of_an_array_graph_go_by_sweeps():
     assert wg.jacobian_costs(f, x, 2.0, argnums=1, modes=("fwd",))["fwd"]["total"] > 0
     with pytest.raises(NotImplementedError, match="elimination works on scalar graphs"):
         wg.jacobian_graph(g, mode="eliminate")
+    # the default modes leave elimination out for array code, intermediates included
+    # (they asked for it and raised, on any array code)
+    assert set(wg.jacobian_costs(g)) == {"function", "fwd", "rev"}
+    h = lambda x, y: wnp.sum(wnp.stack([x, y]) ** 2)
+    assert set(wg.jacobian_costs(h, 0.5, 2.0, argnums=(0, 1))) == {"function", "fwd", "rev"}
+    with pytest.raises(NotImplementedError, match="elimination works on scalar graphs"):
+        wg.jacobian_costs(g, modes=("eliminate",))

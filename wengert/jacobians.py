@@ -342,8 +342,7 @@ def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True,
     return g
 
 
-def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstract=True,
-                   holomorphic=False):
+def jacobian_costs(f, *args, argnums=0, modes=None, abstract=True, holomorphic=False):
     """Operations of the Jacobian code by each method, side by side: for each mode, the
     `count_ops` of the Jacobian's entries built as graph nodes (what straight-line code
     computing the Jacobian, with the function values it needs, would execute, the same
@@ -352,6 +351,8 @@ def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstr
     ``abstract=False``); `f` may also be a `Graph`, differentiated with respect to all its
     inputs.  ``holomorphic=True`` counts the complex derivatives of a holomorphic f of
     complex arguments (complex operations count as one each, as in `count_ops`).
+    `modes` defaults to ``("fwd", "rev", "eliminate")``, and to ``("fwd", "rev")`` for
+    array code, which elimination does not take (asking for it there is an error).
 
     Example (seed 003's function, g a chain of 20 operations):
         >>> import wengert as wg
@@ -370,7 +371,7 @@ def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstr
         rev            2    55     0    20     0     0     0     77
         eliminate      1    37     0    20     0     0     0     58
     """
-    for mode in modes:
+    for mode in modes or ():
         _check_mode(mode, "jacobian_costs")
     if isinstance(f, Graph):
         g = f.inline_copies()               # build in a copy: f stays as it was
@@ -384,6 +385,9 @@ def jacobian_costs(f, *args, argnums=0, modes=("fwd", "rev", "eliminate"), abstr
         inputs = [g.inputs[k] for i in _resolve_argnums(nums, len(args), "jacobian_costs")
                   for k in range(starts[i], starts[i + 1])]
     _check_graph_dtypes(inputs, g.outputs, "jacobian_costs", holomorphic)
+    arrays = any(n.shape != () for n in g.live_nodes(g.outputs))   # (intermediates too)
+    if modes is None:
+        modes = ("fwd", "rev") if arrays else ("fwd", "rev", "eliminate")
     if _has_arrays(g, inputs):
         out = {"function": _with_total(count_ops(g, g.outputs))}
         position = {id(x): k for k, x in enumerate(g.inputs)}     # (== would record)
