@@ -155,6 +155,19 @@ def test_sparse_jacobian_inside_a_transformation_says_what_to_use():
         wg.grad(lambda x: wg.sparse_jacobian(lambda y: y * x)(x).sum())(1.0)
 
 
+def test_sparse_matrices_have_the_dtype_of_dense_jacobians():
+    # (they were float64 or complex128 whatever the code's precision)
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    for sparse, dense, f in ((wg.sparse_jacobian, wg.jacfwd, lambda x: x * x),
+                             (wg.sparse_hessian, wg.hessian, lambda x: (x ** 3).sum())):
+        got, want = sparse(f)(x), dense(f)(x)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(got.toarray(), want)
+    assert wg.sparse_jacobian(lambda x: x * np.float64(2.0))(x).dtype == np.float64
+    z = x.astype(np.complex64)
+    assert wg.sparse_jacobian(lambda z: z * z, holomorphic=True)(z).dtype == np.complex64
+
+
 def test_missing_scipy_is_explained(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy", None)
     monkeypatch.setitem(sys.modules, "scipy.sparse", None)

@@ -258,7 +258,11 @@ def sparse_jacobian(f, argnums=0, *, holomorphic=False, _who="sparse_jacobian"):
                 "transformation use wg.jacobian(f, mode='sparse')")
         I, J, V = jacobian_coordinates(call.graph, call.inputs, out_nodes, "sparse")
         shape = (sum(o.size for o in out_nodes), sum(x.size for x in call.inputs))
-        return sp.csr_matrix((V, (I, J)), shape=shape)
+        # in the dtype jacfwd's blocks have (float32 code, a float32 matrix), where the
+        # coordinates are float64 or complex128
+        floats = [n.dtype for n in (*out_nodes, *call.inputs) if n.dtype.kind in "fc"]
+        dtype = np.result_type(*floats) if floats else V.dtype
+        return sp.csr_matrix((V.astype(dtype, copy=False), (I, J)), shape=shape)
 
     return sparse_f
 
