@@ -452,6 +452,19 @@ def test_costs_of_a_jacobian_that_is_identically_zero_are_zero():
     assert all(c["total"] == 0 for c in wg.jacobian_costs(g, 1.0).values())
 
 
+def test_jacobian_graph_entries_of_scalars_are_numbers_in_every_mode():
+    # a reverse sweep through an array took its entries out as 0-d arrays
+    import wengert.numpy as wnp
+    f = lambda x, y: (x * y, wm.sin(wnp.sum(wnp.stack([x, y]) * wnp.array([2.0, 0.5]))))
+    want = wg.jacrev(f, argnums=(0, 1))(0.5, 2.0)
+    for mode in ("fwd", "rev", "sparse"):
+        got = wg.jacobian_graph(f, 0.5, 2.0, argnums=(0, 1), mode=mode)(0.5, 2.0)
+        for row_got, row_want in zip(got, want):
+            for a, b in zip(row_got, row_want):
+                assert np.ndim(a) == 0 and not isinstance(a, np.ndarray), (mode, a)
+                assert_close(a, b, rtol=1e-14)
+
+
 def test_jacobian_graph_and_costs_of_an_array_graph_go_by_sweeps():
     # a traced graph of array code was refused with a message about nesting (QA); it is
     # now differentiated as a function of its inputs

@@ -81,7 +81,14 @@ def _unreduce(g, x, axis, keepdims):
 
 
 # ---- reshaping -----------------------------------------------------------------------------
-reshape = _prim("reshape", lambda x, shape: np.reshape(x, shape), cost=None, linear=True)
+def _reshape_np(x, shape):
+    # a scalar as a number, as other primitives give it, not a 0-d array (a Jacobian's
+    # entries taken out of a reverse sweep's array were 0-d arrays beside floats)
+    out = np.reshape(x, shape)
+    return out if out.ndim else out[()]
+
+
+reshape = _prim("reshape", _reshape_np, cost=None, linear=True)
 reshape.defvjp(lambda g, x, ans, shape: (reshape(g, shape=shape_of(x)),))
 
 def _transpose_np(x, axes):
