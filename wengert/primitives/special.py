@@ -1,8 +1,8 @@
 """Special functions (SciPy's `scipy.special`) as elementwise primitives, for
 `wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, rgamma, betaln,
-beta (and betaln_da, their partial), expit, logit, ndtr, log_ndtr, erfcx, xlogy and xlog1py; the modified Bessel functions
-i1, iv (fixed order v) and the scaled i0e, i1e, ive; and NumPy's i0 (for
-`wengert.numpy.i0`).
+beta (and betaln_da, their partial), expit, logit, ndtr, log_ndtr, erfcx, xlogy and
+xlog1py; the modified Bessel functions i1, iv (fixed order v) and the scaled i0e, i1e,
+ive; and NumPy's i0 (for `wengert.numpy.i0`).
 
 Each is evaluated by SciPy's own ufunc, so a traced value equals SciPy's result; SciPy is
 imported on first evaluation, not here, so wengert imports without it (the error then
