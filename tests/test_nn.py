@@ -176,10 +176,13 @@ FUSED = {
         (lambda prim, x: prim(x[0, :, :1], x[1, :1], axis=None, keepdims=False, signed=True),
          (2, 3, 4))],
     # SciPy's functions, which wengert.scipy.special calls rather than compose: rgamma on
-    # both sides of 0 (its rule at x <= 1/2 is the reflection), beta and betaln at a, b > 0
+    # both sides of 0 (its rule at x <= 1/2 is the reflection), beta, betaln and betaln_da
+    # (betaln's partial) at a, b > 0
     "rgamma": [(lambda prim, x: prim(x), (6,))],
     "betaln": [(lambda prim, x: prim(x[0] * x[0] / 4 + 0.3, x[1] * x[1] / 4 + 0.3), (2, 4))],
     "beta": [(lambda prim, x: prim(x[0] * x[0] / 4 + 0.3, x[1] * x[1] / 4 + 0.3), (2, 4))],
+    "betaln_da": [(lambda prim, x: prim(x[0] * x[0] / 4 + 0.3, x[1] * x[1] / 4 + 0.3),
+                   (2, 4))],
 }
 
 
