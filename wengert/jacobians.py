@@ -389,9 +389,9 @@ def jacobian_costs(f, *args, argnums=0, modes=None, abstract=True, holomorphic=F
         inputs = [g.inputs[k] for i in _resolve_argnums(nums, len(args), "jacobian_costs")
                   for k in range(starts[i], starts[i + 1])]
     _check_graph_dtypes(inputs, g.outputs, "jacobian_costs", holomorphic)
-    arrays = any(n.shape != () for n in g.live_nodes(g.outputs))   # (intermediates too)
-    if modes is None:
-        modes = ("fwd", "rev") if arrays else ("fwd", "rev", "eliminate")
+    if modes is None:       # (elimination where "auto" takes it: scalars all the way)
+        modes = ("fwd", "rev", "eliminate") if _scalar_graph(inputs, g.outputs) else \
+            ("fwd", "rev")
     if _has_arrays(g, inputs):
         out = {"function": _with_total(count_ops(g, g.outputs))}
         position = {id(x): k for k, x in enumerate(g.inputs)}     # (== would record)
