@@ -204,17 +204,15 @@ def axes_last(x, axes):
 # (np.maximum.reduce and np.add.reduce rather than x.max() and x.sum(): the methods go
 # through Python wrappers that cost as much as the work on a classifier's logits)
 def _finite_max(x, axis):
-    """(m, the sum of m): m the maximum over `axis` (kept), 0 where it is not finite, the
-    shift that keeps exp(x - m) from overflowing (an all -inf row gets no shift)."""
+    """m, the maximum over `axis` (kept), 0 where it is not finite: the shift that keeps
+    exp(x - m) from overflowing (an all -inf row gets no shift)."""
     # (initial -inf: an empty reduction is log(0) = -inf, as scipy's logsumexp gives)
     m = np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
     # One reduction tells whether every maximum is finite: their sum is (a sum of finite
     # values that overflows only sends us down the exact path below, which changes nothing).
-    total = np.add.reduce(m, axis=None)
-    if not math.isfinite(total):
+    if not math.isfinite(np.add.reduce(m, axis=None)):
         m = np.where(np.isfinite(m), m, 0.0)
-        total = np.add.reduce(m, axis=None)
-    return m, total
+    return m
 
 
 def _shifted_exp(x, m, axis):
@@ -230,7 +228,7 @@ def _shifted_exp(x, m, axis):
 
 def _logsumexp_np(x, axis, keepdims):
     x = np.asarray(x)
-    m, _ = _finite_max(x, axis)
+    m = _finite_max(x, axis)
     _, sums = _shifted_exp(x, m, axis)
     with np.errstate(divide="ignore"):      # an all -inf or empty row: log(0) = -inf
         out = np.log(sums)
@@ -277,7 +275,7 @@ def _scaled_sum(a, b, axis):
     dtype = float_dtype(a, b)
     b = np.asarray(b, dtype)
     a = np.where(b != 0, np.asarray(a, dtype), -np.inf)
-    m, _ = _finite_max(a, axis)
+    m = _finite_max(a, axis)
     with np.errstate(over="ignore", invalid="ignore"):      # inf - inf: nan, as in SciPy
         s = np.add.reduce(b * np.exp(a - m), axis=axis, keepdims=True)
     return m, s

@@ -475,7 +475,7 @@ def _log_softmax_np(x, axis):
     # (x - m) - log s, not x - (m + log s): logits that share a large offset (1e5 in
     # float32, 1e16 in float64) would lose to it every digit of the difference
     x = np.asarray(x)
-    shifted = np.subtract(x, A._finite_max(x, (axis,))[0])
+    shifted = np.subtract(x, A._finite_max(x, (axis,)))
     sums = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
     with np.errstate(divide="ignore"):      # an all -inf row: log(0) = -inf
         return shifted - np.log(sums)
@@ -488,7 +488,7 @@ def _log_softmax_decomposition(x, axis):
 
 def _softmax_np(x, axis):
     x = np.asarray(x)
-    e, sums = A._shifted_exp(x, A._finite_max(x, (axis,))[0], (axis,))
+    e, sums = A._shifted_exp(x, A._finite_max(x, (axis,)), (axis,))
     e /= sums
     return e
 
@@ -552,7 +552,7 @@ def _cross_entropy_np(logits, labels):
     logits = np.asarray(logits)
     n = logits.shape[0]
     # mean(lse - picked), with lse = m + log(sum(exp(logits - m))) summed term by term
-    m, _ = A._finite_max(logits, (1,))
+    m = A._finite_max(logits, (1,))
     e, sums = A._shifted_exp(logits, m, (1,))
     # (m - picked row by row: logits that share a large offset cancel exactly there)
     total = np.add.reduce(np.log(sums), axis=None) + \
