@@ -135,9 +135,8 @@ def derivatives(f, order):
     order = _check_order(order, "derivatives")
 
     def derivatives_f(x):
-        shape = aval(x)[0]
         # (a direction of x's precision: float32 in, float32 derivatives out)
-        dtype = aval(x)[1]
+        shape, dtype = aval(x)
         one = 1.0 if shape == () else np.ones(shape, dtype if dtype.kind in "fc" else None)
         coefficients = taylor(f, x, one, order)
         out = [coefficients[0]]
