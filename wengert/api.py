@@ -23,6 +23,7 @@ import types
 import numpy as np
 
 from . import ad
+from .ad.batched import all_at_once
 from .graph.active import is_recording, recording, current_graph, optimizing
 from .graph.graph import F64, Graph, ShapeDtype, aval, number, shape_dtype
 from .primitives.registry import is_weak
@@ -797,7 +798,25 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
             swept.append(i)
         else:
             entries[i] = [call.zero_block(o, x) for x in call.inputs]
-    if mode == "fwd":
+    batch = None
+    if not symbolic and len(call.inputs if mode == "fwd" else swept) > 1:
+        # numbers of scalars: all the sweeps as one (wengert.ad.batched)
+        seeds = call.inputs if mode == "fwd" else [out_nodes[i] for i in swept]
+        batch = all_at_once(plan, call.inputs, [out_nodes[i] for i in swept],
+                            range(len(seeds)), len(seeds), mode == "fwd")
+    if batch is not None:
+        if mode == "rev":
+            batch = batch.T
+        dtypes = {n.dtype for n in call.inputs} | {out_nodes[i].dtype for i in swept}
+        if dtypes == {batch.dtype} and batch.dtype in (F64, C128) and not call.zero_d:
+            rows = batch.tolist()       # (floats or complexes already: blocks as they are)
+            for r, i in enumerate(swept):
+                entries[i] = rows[r]
+        else:
+            for r, i in enumerate(swept):
+                entries[i] = [call.jacobian_block(batch[r, j].item(), out_nodes[i], x)
+                              for j, x in enumerate(call.inputs)]
+    elif mode == "fwd":
         for j, x in enumerate(call.inputs):
             def sweep(t, j=j):
                 ts = [None] * n_in

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..primitives.registry import REGISTRY
 from . import forward, reverse
+from .batched import all_at_once
 
 
 # --------------------------------------------------------------------------------------
@@ -289,14 +290,23 @@ def compressed(graph, inputs, outputs, rows, colours, by="columns", symbolic=Fal
     members = {}
     for j, c in enumerate(colours):
         members.setdefault(c, []).append(j)
+    order = sorted(members)
+    batch = None
+    if not symbolic and len(order) > 1:
+        slot = {c: s for s, c in enumerate(order)}
+        batch = all_at_once(plan, inputs, outputs, [slot[c] for c in colours], len(order),
+                            forward_sweeps)
     I, J, V = [], [], []
-    for c in sorted(members):
-        seeds = _seeds(seed_leaves, colours, c)
-        if forward_sweeps:
-            got = forward(plan, inputs, seeds, outputs, symbolic)
+    for s, c in enumerate(order):
+        if batch is not None:
+            vec = batch[:, s]
         else:
-            got = reverse(plan, inputs, outputs, seeds, symbolic)
-        vec = _flat(got, got_leaves, symbolic)
+            seeds = _seeds(seed_leaves, colours, c)
+            if forward_sweeps:
+                got = forward(plan, inputs, seeds, outputs, symbolic)
+            else:
+                got = reverse(plan, inputs, outputs, seeds, symbolic)
+            vec = _flat(got, got_leaves, symbolic)
         for j in members[c]:
             at = lines[j] if lines is not None else range(size)
             if symbolic:

@@ -1,0 +1,130 @@
+"""All the sweeps of a numeric scalar Jacobian as one (wengert.ad.batched): the same
+numbers as the sweeps one by one, and as central differences."""
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.math as wm
+import wengert.numpy as wnp
+from fd import assert_close, fd_gradient
+from wengert.ad import forward, reverse
+from wengert.ad.batched import all_at_once, takes
+
+OPS = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b,
+       lambda a, b: wm.sin(a) * 0.5 + b, lambda a, b: wm.exp(-a * a) / (1.5 + wm.cos(b)),
+       lambda a, b: wm.tanh(a - 2 * b), lambda a, b: a / (1 + b * b)]
+
+
+def program(seed, n, m, length):
+    """A random scalar program of `length` steps over n inputs, with m outputs."""
+    rng = np.random.default_rng(seed)
+    steps = [(rng.integers(len(OPS)), rng.integers(n + t), rng.integers(n + t))
+             for t in range(length)]
+    picks = rng.integers(0, n + length, m)
+
+    def f(*xs):
+        v = list(xs)
+        for k, a, b in steps:
+            v.append(OPS[k](v[a], v[b]))
+        return tuple(v[p] for p in picks)
+    return f
+
+
+def one_by_one(g, forward_sweeps):
+    """The Jacobian of a traced graph by one sweep per input (or output), as an array."""
+    plan = g.between(g.inputs, g.outputs)
+    cols = []
+    seeds = g.inputs if forward_sweeps else g.outputs
+    for j in range(len(seeds)):
+        e = [1.0 if i == j else None for i in range(len(seeds))]
+        got = forward(plan, g.inputs, e, g.outputs, False) if forward_sweeps else \
+            reverse(plan, g.inputs, g.outputs, e, False)
+        cols.append([0.0 if v is None else v for v in got])
+    J = np.array(cols, dtype=complex if g.complex else float)
+    return J.T if forward_sweeps else J
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs_equal_the_sweeps_one_by_one_and_differences(seed):
+    rng = np.random.default_rng(100 + seed)
+    n, m = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    f = program(seed, n, m, int(rng.integers(1, 40)))
+    x = list(rng.uniform(-1, 1, n))
+    g = wg.trace(f, *x, abstract=False)
+    plan = g.between(g.inputs, g.outputs)
+    assert takes(plan, g.inputs, g.outputs)
+    fwd = all_at_once(plan, g.inputs, g.outputs, range(n), n, True)
+    rev = all_at_once(plan, g.inputs, g.outputs, range(m), m, False).T
+    np.testing.assert_array_equal(fwd, one_by_one(g, True))
+    np.testing.assert_array_equal(rev, one_by_one(g, False))
+    fd = np.array([fd_gradient(lambda *a, i=i: f(*a)[i], x) for i in range(m)])
+    assert_close(fwd, fd, rtol=1e-6, atol=1e-7)
+    argnums = tuple(range(n))
+    for jac in (wg.jacfwd, wg.jacrev):
+        assert_close(jac(f, argnums=argnums)(*x), fd, rtol=1e-6, atol=1e-7)
+
+
+def test_several_seeds_in_one_sweep_sum_their_columns():
+    # the compressed (sparse) use: inputs 0 and 2 share a sweep
+    g = wg.trace(lambda x, y, z: (x * y, z * z), 1.0, 2.0, 3.0, abstract=False)
+    plan = g.between(g.inputs, g.outputs)
+    got = all_at_once(plan, g.inputs, g.outputs, [0, 1, 0], 2, True)
+    assert got.tolist() == [[2.0, 1.0], [6.0, 0.0]]
+
+
+def test_an_infinite_partial_falls_back_to_the_sweeps_one_by_one():
+    # sqrt'(0) = inf: in a batch it would meet y's sweep's 0 (nan); a lone sweep of y has no
+    # tangent on x at all, so ∂f/∂y stays 1
+    f = lambda x, y: wm.sqrt(x) + y
+    with np.errstate(divide="ignore"):                 # (sqrt'(0): NumPy's warning)
+        g = wg.trace(f, 0.0, 1.0, abstract=False)
+        assert all_at_once(g.between(g.inputs, g.outputs), g.inputs, g.outputs, [0, 1], 2,
+                           True) is None
+        for jac in (wg.jacfwd, wg.jacrev):
+            assert jac(f, argnums=(0, 1))(0.0, 1.0) == (np.inf, 1.0), jac
+        assert wg.jacobian(f, argnums=(0, 1), mode="fwd")(0.0, 1.0) == (np.inf, 1.0)
+
+
+def test_a_structural_zero_is_a_positive_zero():
+    # cos(2)·0 is -0.0 in x's slot of y's sweep; a lone sweep has no tangent there
+    J = wg.jacfwd(lambda x, y: wm.sin(x) * y, argnums=(0, 1))(2.0, 0.0)
+    assert J[0] == 0.0 and np.copysign(1, J[0]) == 1
+
+
+def test_outputs_that_are_inputs_constants_or_integers():
+    f = lambda x, y: (x, 3.0, x * y, y > 0, wg.stop_gradient(x) * y)
+    x = (0.4, -0.3)
+    for jac in (wg.jacfwd, wg.jacrev):
+        J = jac(f, argnums=(0, 1))(*x)
+        assert J == ((1.0, 0.0), (0.0, 0.0), (-0.3, 0.4), (0.0, 0.0), (0.0, 0.4)), jac
+
+
+def test_float32_and_complex_keep_their_dtypes():
+    f = lambda x, y: (x * y, wm.sin(x))
+    x32 = (np.float32(0.5), np.float32(2.0))
+    for jac in (wg.jacfwd, wg.jacrev):
+        J = jac(f, argnums=(0, 1))(*x32)
+        assert all(type(e) is np.float32 for row in J for e in row), jac
+        assert_close(J, ((2.0, 0.5), (np.cos(0.5), 0.0)), rtol=1e-6)
+    z = (0.5 + 1j, 2.0 - 0.5j)
+    for jac in (wg.jacfwd, wg.jacrev):
+        J = jac(f, argnums=(0, 1), holomorphic=True)(*z)
+        assert all(type(e) is complex for row in J for e in row), jac
+        np.testing.assert_allclose(np.array(J), [[z[1], z[0]], [np.cos(z[0]), 0]],
+                                   rtol=1e-15)
+
+
+def test_real_values_of_complex_ones_take_real_parts_as_the_sweeps_do():
+    # real values computed from complex ones on the way
+    f = lambda a, w: wnp.real(wm.exp(1j * w)) * a + w * wnp.imag(a * (1 + 1j))
+    x = (0.7, 0.3)
+    g = wg.trace(f, *x, abstract=False)
+    plan = g.between(g.inputs, g.outputs)
+    np.testing.assert_array_equal(all_at_once(plan, g.inputs, g.outputs, [0, 1], 2, True),
+                                  one_by_one(g, True).real)
+    assert_close(wg.jacrev(f, argnums=(0, 1))(*x), fd_gradient(f, x), rtol=1e-7)
+
+
+def test_array_graphs_are_not_taken():
+    g = wg.trace(lambda x: wnp.sin(x), np.ones(3), abstract=False)
+    assert not takes(g.between(g.inputs, g.outputs), g.inputs, g.outputs)
