@@ -853,7 +853,9 @@ def jacfwd(f, argnums=0, has_aux=False, *, holomorphic=False):
     """The Jacobian of f by forward mode: one forward sweep per input element (ADDS's
     ``dfu``).  Cheaper than `jacrev` when there are fewer inputs than outputs.  The
     sweeps along the elements of an array argument (8 or more) run as one sweep of a
-    batch of directions (`wg.vmap` of the sweep), in chunks that bound its memory.
+    batch of directions (`wg.vmap` of the sweep), in chunks that bound its memory; on
+    numbers, the sweeps of a function of scalars run as one whose tangents are vectors
+    (`wengert.ad.batched`: each partial evaluated once).
 
     The result has f's output structure; each of its leaves has the structure of the
     differentiated argument(s), and the block for an output of shape S and an input of
@@ -883,7 +885,7 @@ def jacfwd(f, argnums=0, has_aux=False, *, holomorphic=False):
 def jacrev(f, argnums=0, has_aux=False, *, holomorphic=False):
     """The Jacobian of f by reverse mode: one reverse sweep per output element (ADDS's
     ``dfd``).  Cheaper than `jacfwd` when there are fewer outputs than inputs.  Same result
-    layout as `jacfwd`; an array output's sweeps are batched as `jacfwd`'s are.  The same
+    layout as `jacfwd`; its sweeps are batched as `jacfwd`'s are.  The same
     ``holomorphic=True`` (complex inputs and outputs, and the complex derivative of a
     holomorphic f; for one that is not, the pullbacks of the unit cotangents, which differ
     from `jacfwd`'s numbers).
