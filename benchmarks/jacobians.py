@@ -6,6 +6,8 @@ vectorised version, since tracing scalar loops is not how JAX is used):
 
     seed-003        seed 003's example: v1 = x1*x2; v2 = g(v1); f = (x1*v2, x2*v2), with g a
                     chain of 20 steps u -> sin(u)*0.9 + 0.1 (60 operations)
+    seed-003-long   the same with a chain of 5000 steps (15,000 operations): where
+                    elimination's analysis, not the arithmetic, is what an eager call costs
     broyden-100     the Broyden tridiagonal function R^n -> R^n (tridiagonal Jacobian)
     broyden-1000
     rosenbrock-H    the Hessian of the extended Rosenbrock function, n = 100 (2x2 blocks)
@@ -48,6 +50,7 @@ from timing import time_it        # this directory is on sys.path when run as a 
 
 RNG = np.random.default_rng(20260)
 N_CHAIN = 20
+N_LONG = 5000
 A20 = RNG.normal(size=(20, 20)) / np.sqrt(20)
 B20 = RNG.normal(size=(20, 20)) / np.sqrt(20)
 
@@ -61,10 +64,14 @@ def g_chain(u, M, steps):
     return u
 
 
-def seed003(x, M):
+def seed003(x, M, steps=N_CHAIN):
     x1, x2 = x
-    v2 = g_chain(x1 * x2, M, N_CHAIN)
+    v2 = g_chain(x1 * x2, M, steps)
     return [x1 * v2, x2 * v2]
+
+
+def seed003_long(x, M):
+    return seed003(x, M, N_LONG)
 
 
 def broyden(x, M):
@@ -90,6 +97,7 @@ def layers(x, M):
 
 
 def _jax_problems():
+    import jax
     import jax.numpy as jnp
 
     def g(u, steps):
@@ -97,8 +105,12 @@ def _jax_problems():
             u = jnp.sin(u) * 0.9 + 0.1
         return u
 
-    def seed(x):
-        v2 = g(x[0] * x[1], N_CHAIN)
+    def seed(x, steps=N_CHAIN):
+        v2 = g(x[0] * x[1], steps)
+        return jnp.stack([x[0] * v2, x[1] * v2])
+
+    def seed_long(x):           # (a loop JAX compiles once, not 5000 unrolled steps)
+        v2 = jax.lax.fori_loop(0, N_LONG, lambda i, u: jnp.sin(u) * 0.9 + 0.1, x[0] * x[1])
         return jnp.stack([x[0] * v2, x[1] * v2])
 
     def broy(x):
@@ -111,7 +123,7 @@ def _jax_problems():
         return jnp.sum(100 * (b - a ** 2) ** 2 + (1 - a) ** 2)
 
     A, B = jnp.asarray(A20), jnp.asarray(B20)
-    return {"seed": seed, "broyden": broy, "rosenbrock": rosen,
+    return {"seed": seed, "seed_long": seed_long, "broyden": broy, "rosenbrock": rosen,
             "chained": lambda x: B @ g(A @ x, N_CHAIN // 2),
             "layers": lambda x: jnp.tanh(B @ jnp.tanh(A @ x))}
 
@@ -119,6 +131,7 @@ def _jax_problems():
 # (name, function, jax key, n, hessian?)
 PROBLEMS = [
     ("seed-003", seed003, "seed", 2, False),
+    ("seed-003-long", seed003_long, "seed_long", 2, False),
     ("broyden-100", broyden, "broyden", 100, False),
     ("broyden-1000", broyden, "broyden", 1000, False),
     ("rosenbrock-H", rosenbrock, "rosenbrock", 100, True),
@@ -153,15 +166,17 @@ def wengert_row(name, fn, n, hessian, quick):
         runs = {"fwd": lambda: wg.hessian(f)(x),
                 "rev": lambda: wg.jacrev(wg.grad(f))(x),
                 "eliminate": lambda: wg.jacobian(wg.grad(f), mode="eliminate")(x),
-                "sparse": lambda: wg.sparse_hessian(f)(x)}
+                "sparse": lambda: wg.sparse_hessian(f)(x),
+                "auto": lambda: wg.jacobian(wg.grad(f))(x)}
     else:
         runs = {"fwd": lambda: wg.jacfwd(f)(x),
                 "rev": lambda: wg.jacrev(f)(x),
                 "eliminate": lambda: wg.jacobian(f, mode="eliminate")(x),
-                "sparse": lambda: wg.sparse_jacobian(f)(x)}
+                "sparse": lambda: wg.sparse_jacobian(f)(x),
+                "auto": lambda: wg.jacobian(f)(x)}
     times = {}
     for mode, run in runs.items():
-        if quick and big and mode in ("fwd", "rev"):
+        if quick and big and mode in ("fwd", "rev", "auto"):
             continue
         times[mode] = timed(run, repeats=3 if big else 5)
     J = runs["sparse"]()
@@ -268,7 +283,7 @@ def main(argv=None):
         print("| " + " | ".join(str(v) for v in cells) + " |")
 
     print("\n## Time per Jacobian (ms; wengert eager: trace + sweeps every call)\n")
-    head = ["problem", "wg fwd", "wg rev", "wg eliminate", "wg sparse", "CasADi eval",
+    head = ["problem", "wg fwd", "wg rev", "wg eliminate", "wg sparse", "wg auto", "CasADi eval",
             "CasADi build", "JAX jit fwd", "JAX jit rev", "jacfwd / sparse"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -278,7 +293,7 @@ def main(argv=None):
         jx = r["jax"] or {}
         ratio = "-" if "fwd" not in t else f"{t['fwd'] / t['sparse']:.2g}x"
         cells = [r["problem"], _fmt_ms(t.get("fwd")), _fmt_ms(t.get("rev")),
-                 _fmt_ms(t.get("eliminate")), _fmt_ms(t.get("sparse")),
+                 _fmt_ms(t.get("eliminate")), _fmt_ms(t.get("sparse")), _fmt_ms(t.get("auto")),
                  _fmt_ms(cas.get("time")), _fmt_ms(cas.get("build")),
                  _fmt_ms(jx.get("fwd")), _fmt_ms(jx.get("rev")), ratio]
         print("| " + " | ".join(cells) + " |")

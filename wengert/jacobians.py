@@ -16,9 +16,11 @@ The methods (see docs/jacobians.md):
   (seed 003), the strategy picked by counting (`wengert.ad.eliminate`); scalar graphs only;
 - ``sparse``: the sparsity pattern from the graph, columns or rows grouped by colouring,
   one sweep per group (`wengert.ad.sparse`);
-- ``auto``: elimination on scalar graphs (it is never costlier than the better of forward
-  and reverse mode by the count), otherwise forward or reverse mode, whichever needs fewer
-  sweeps.
+- ``auto``: when the Jacobian is built as a graph (inside another transformation, or by
+  `jacobian_graph`), elimination on scalar graphs: its entries never cost more operations
+  than the better sweep's.  When it is computed as numbers, forward or reverse mode,
+  whichever needs fewer sweeps: elimination's analysis then costs more than the sweeps it
+  saves (benchmarks/jacobians.py times both).
 
 Every method takes ``holomorphic=True`` (complex inputs and outputs, and the complex
 derivatives of a holomorphic f, as `wg.jacfwd` gives them): the edge partials are then
@@ -69,9 +71,12 @@ def _fewer_sweeps(inputs, outputs):
     return "fwd" if n <= m else "rev"
 
 
-def _pick(inputs, outputs):
-    """The method "auto" stands for."""
-    return "eliminate" if _scalar_graph(inputs, outputs) else _fewer_sweeps(inputs, outputs)
+def _pick(inputs, outputs, symbolic):
+    """The method "auto" stands for: elimination where its fewer operations are kept (a
+    Jacobian built as a graph, run again and again), else the fewer sweeps."""
+    if symbolic and _scalar_graph(inputs, outputs):
+        return "eliminate"
+    return _fewer_sweeps(inputs, outputs)
 
 
 def jacobian_coordinates(graph, inputs, outputs, mode="auto", symbolic=False):
@@ -91,7 +96,7 @@ def jacobian_coordinates(graph, inputs, outputs, mode="auto", symbolic=False):
     _check_mode(mode, "jacobian")
     auto = mode == "auto"
     if auto:
-        mode = _pick(inputs, outputs)
+        mode = _pick(inputs, outputs, symbolic)
     if mode == "eliminate":
         try:
             entries = eliminated_entries(graph, inputs, outputs, symbolic)
@@ -168,8 +173,9 @@ def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
             sweep per output element), ``"eliminate"`` (vertex elimination after umbrella
             contraction, seed 003; scalar graphs only), ``"sparse"`` (one sweep per
             colour of a column or row colouring of the sparsity pattern), or ``"auto"``
-            (elimination on scalar graphs, where it never costs more than the better of
-            forward and reverse mode; otherwise the mode with fewer sweeps).
+            (computing numbers: the mode with fewer sweeps; building a graph, inside
+            another transformation: elimination on scalar graphs, whose entries never
+            cost more operations than the better sweep's).
         holomorphic: complex inputs and outputs, and the complex derivatives of a
             holomorphic f, as `wg.jacfwd` and `wg.jacrev` give them, by any mode.  (A
             real value computed from complex ones on the way, such as ``real(z)``, has a
