@@ -47,7 +47,7 @@ def one_by_one(g, forward_sweeps):
 @pytest.mark.parametrize("seed", range(12))
 def test_random_programs_equal_the_sweeps_one_by_one_and_differences(seed):
     rng = np.random.default_rng(100 + seed)
-    n, m = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    n, m = int(rng.integers(3, 8)), int(rng.integers(3, 8))       # (batches from 3)
     f = program(seed, n, m, int(rng.integers(1, 40)))
     x = list(rng.uniform(-1, 1, n))
     g = wg.trace(f, *x, abstract=False)
@@ -66,63 +66,68 @@ def test_random_programs_equal_the_sweeps_one_by_one_and_differences(seed):
 
 def test_several_seeds_in_one_sweep_sum_their_columns():
     # the compressed (sparse) use: inputs 0 and 2 share a sweep
-    g = wg.trace(lambda x, y, z: (x * y, z * z), 1.0, 2.0, 3.0, abstract=False)
+    g = wg.trace(lambda x, y, z, w: (x * y, z * z, w), 1.0, 2.0, 3.0, 4.0, abstract=False)
     plan = g.between(g.inputs, g.outputs)
-    got = all_at_once(plan, g.inputs, g.outputs, [0, 1, 0], 2, True)
-    assert got.tolist() == [[2.0, 1.0], [6.0, 0.0]]
+    got = all_at_once(plan, g.inputs, g.outputs, [0, 1, 0, 2], 3, True)
+    assert got.tolist() == [[2.0, 1.0, 0.0], [6.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    assert all_at_once(plan, g.inputs, g.outputs, [0, 1, 0, 1], 2, True) is None   # (2: one by one)
 
 
 def test_an_infinite_partial_falls_back_to_the_sweeps_one_by_one():
     # sqrt'(0) = inf: in a batch it would meet y's sweep's 0 (nan); a lone sweep of y has no
     # tangent on x at all, so ∂f/∂y stays 1
-    f = lambda x, y: wm.sqrt(x) + y
+    f = lambda x, y, z: (wm.sqrt(x) + y, z, y * z)
+    x = (0.0, 1.0, 2.0)
+    want = ((np.inf, 1.0, 0.0), (0.0, 0.0, 1.0), (0.0, 2.0, 1.0))
     with np.errstate(divide="ignore"):                 # (sqrt'(0): NumPy's warning)
-        g = wg.trace(f, 0.0, 1.0, abstract=False)
-        assert all_at_once(g.between(g.inputs, g.outputs), g.inputs, g.outputs, [0, 1], 2,
-                           True) is None
+        g = wg.trace(f, *x, abstract=False)
+        assert all_at_once(g.between(g.inputs, g.outputs), g.inputs, g.outputs, [0, 1, 2],
+                           3, True) is None
         for jac in (wg.jacfwd, wg.jacrev):
-            assert jac(f, argnums=(0, 1))(0.0, 1.0) == (np.inf, 1.0), jac
-        assert wg.jacobian(f, argnums=(0, 1), mode="fwd")(0.0, 1.0) == (np.inf, 1.0)
+            assert jac(f, argnums=(0, 1, 2))(*x) == want, jac
+        assert wg.jacobian(f, argnums=(0, 1, 2), mode="fwd")(*x) == want
 
 
 def test_a_structural_zero_is_a_positive_zero():
     # cos(2)·0 is -0.0 in x's slot of y's sweep; a lone sweep has no tangent there
-    J = wg.jacfwd(lambda x, y: wm.sin(x) * y, argnums=(0, 1))(2.0, 0.0)
+    J = wg.jacfwd(lambda x, y, z: wm.sin(x) * y + z, argnums=(0, 1, 2))(2.0, 0.0, 1.0)
     assert J[0] == 0.0 and np.copysign(1, J[0]) == 1
 
 
 def test_outputs_that_are_inputs_constants_or_integers():
-    f = lambda x, y: (x, 3.0, x * y, y > 0, wg.stop_gradient(x) * y)
-    x = (0.4, -0.3)
+    f = lambda x, y, z: (x, 3.0, x * y, y > 0, wg.stop_gradient(x) * y + z)
+    x = (0.4, -0.3, 2.0)
     for jac in (wg.jacfwd, wg.jacrev):
-        J = jac(f, argnums=(0, 1))(*x)
-        assert J == ((1.0, 0.0), (0.0, 0.0), (-0.3, 0.4), (0.0, 0.0), (0.0, 0.4)), jac
+        J = jac(f, argnums=(0, 1, 2))(*x)
+        assert J == ((1.0, 0.0, 0.0), (0.0, 0.0, 0.0), (-0.3, 0.4, 0.0), (0.0, 0.0, 0.0),
+                     (0.0, 0.4, 1.0)), jac
 
 
 def test_float32_and_complex_keep_their_dtypes():
-    f = lambda x, y: (x * y, wm.sin(x))
-    x32 = (np.float32(0.5), np.float32(2.0))
+    f = lambda x, y, w: (x * y, wm.sin(x), w * w)
+    x32 = (np.float32(0.5), np.float32(2.0), np.float32(3.0))
     for jac in (wg.jacfwd, wg.jacrev):
-        J = jac(f, argnums=(0, 1))(*x32)
+        J = jac(f, argnums=(0, 1, 2))(*x32)
         assert all(type(e) is np.float32 for row in J for e in row), jac
-        assert_close(J, ((2.0, 0.5), (np.cos(0.5), 0.0)), rtol=1e-6)
-    z = (0.5 + 1j, 2.0 - 0.5j)
+        assert_close(J, ((2.0, 0.5, 0), (np.cos(0.5), 0, 0), (0, 0, 6.0)), rtol=1e-6)
+    z = (0.5 + 1j, 2.0 - 0.5j, 1j)
     for jac in (wg.jacfwd, wg.jacrev):
-        J = jac(f, argnums=(0, 1), holomorphic=True)(*z)
+        J = jac(f, argnums=(0, 1, 2), holomorphic=True)(*z)
         assert all(type(e) is complex for row in J for e in row), jac
-        np.testing.assert_allclose(np.array(J), [[z[1], z[0]], [np.cos(z[0]), 0]],
-                                   rtol=1e-15)
+        np.testing.assert_allclose(np.array(J), [[z[1], z[0], 0], [np.cos(z[0]), 0, 0],
+                                                 [0, 0, 2 * z[2]]], rtol=1e-15)
 
 
 def test_real_values_of_complex_ones_take_real_parts_as_the_sweeps_do():
     # real values computed from complex ones on the way
-    f = lambda a, w: wnp.real(wm.exp(1j * w)) * a + w * wnp.imag(a * (1 + 1j))
-    x = (0.7, 0.3)
+    f = lambda a, w, c: wnp.real(wm.exp(1j * w)) * a + w * wnp.imag(a * (c + 1j))
+    x = (0.7, 0.3, 1.5)
     g = wg.trace(f, *x, abstract=False)
     plan = g.between(g.inputs, g.outputs)
-    np.testing.assert_array_equal(all_at_once(plan, g.inputs, g.outputs, [0, 1], 2, True),
-                                  one_by_one(g, True).real)
-    assert_close(wg.jacrev(f, argnums=(0, 1))(*x), fd_gradient(f, x), rtol=1e-7)
+    got = all_at_once(plan, g.inputs, g.outputs, [0, 1, 2], 3, True)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, one_by_one(g, True).real)
+    assert_close(wg.jacrev(f, argnums=(0, 1, 2))(*x), fd_gradient(f, x), rtol=1e-7)
 
 
 def test_array_graphs_are_not_taken():

@@ -799,7 +799,7 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
         else:
             entries[i] = [call.zero_block(o, x) for x in call.inputs]
     batch = None
-    if not symbolic and len(call.inputs if mode == "fwd" else swept) > 1:
+    if not symbolic:
         # numbers of scalars: all the sweeps as one (wengert.ad.batched)
         seeds = call.inputs if mode == "fwd" else [out_nodes[i] for i in swept]
         batch = all_at_once(plan, call.inputs, [out_nodes[i] for i in swept],

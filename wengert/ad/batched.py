@@ -19,6 +19,11 @@ import numpy as np
 from .reverse import active_indices
 
 
+#: Fewer sweeps than this run one by one: k-element NumPy arithmetic costs a node more
+#: than a lone sweep's float arithmetic, and at 2 sweeps the two are about even.
+FROM = 3
+
+
 class _NotFinite(Exception):
     pass
 
@@ -55,20 +60,22 @@ def all_at_once(plan, inputs, outputs, slots, k, forward_sweeps):
     """`k` sweeps of `plan` as one, on the nodes' values: forward sweeps (seeds on the
     `inputs`, results at the `outputs`) or reverse ones (the other way).  `slots[j]` is the
     sweep that seeds leaf j with 1 (several leaves may share one).  Returns an array of
-    the results, one row per result leaf and one column per sweep; or None where this
-    graph is not for it (`takes`), or where a partial is inf or nan: there a lone sweep
-    has no product with an argument that has no tangent, while the batch would multiply
-    the inf by that sweep's 0 (nan), so the caller sweeps one by one.
+    the results, one row per result leaf and one column per sweep; or None where the
+    sweeps are better run one by one: fewer than `FROM` of them, a graph this is not for
+    (`takes`), or a partial that is inf or nan (a lone sweep has no product with an
+    argument that has no tangent, while the batch would multiply the inf by that sweep's
+    0, giving nan).
 
-    Example (x·y and sin(x), both forward sweeps at once):
+    Example (x·y and sin(x) + z, the three forward sweeps at once):
         >>> import wengert as wg
         >>> from wengert.ad.batched import all_at_once
-        >>> g = wg.trace(lambda x, y: (x * y, wg.math.sin(x)), 2.0, 3.0, abstract=False)
+        >>> g = wg.trace(lambda x, y, z: (x * y, wg.math.sin(x) + z), 2.0, 3.0, 4.0,
+        ...              abstract=False)
         >>> plan = g.between(g.inputs, g.outputs)
-        >>> all_at_once(plan, g.inputs, g.outputs, [0, 1], 2, True).round(6).tolist()
-        [[3.0, 2.0], [-0.416147, 0.0]]
+        >>> all_at_once(plan, g.inputs, g.outputs, [0, 1, 2], 3, True).round(6).tolist()
+        [[3.0, 2.0, 0.0], [-0.416147, 0.0, 1.0]]
     """
-    if not takes(plan, inputs, outputs):
+    if k < FROM or not takes(plan, inputs, outputs):
         return None
     try:
         if forward_sweeps:

@@ -292,7 +292,7 @@ def compressed(graph, inputs, outputs, rows, colours, by="columns", symbolic=Fal
         members.setdefault(c, []).append(j)
     order = sorted(members)
     batch = None
-    if not symbolic and len(order) > 1:
+    if not symbolic:
         slot = {c: s for s, c in enumerate(order)}
         batch = all_at_once(plan, inputs, outputs, [slot[c] for c in colours], len(order),
                             forward_sweeps)
