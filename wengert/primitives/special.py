@@ -1,6 +1,6 @@
 """Special functions (SciPy's `scipy.special`) as elementwise primitives, for
 `wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, rgamma, betaln,
-beta (and betaln_da, their partial), expit, logit, ndtr, log_ndtr, erfcx, xlogy and
+beta (and betaln_da, their partial), log1pmx (log1p(x) - x, for t's density), expit, logit, ndtr, log_ndtr, erfcx, xlogy and
 xlog1py; the modified Bessel functions i1, iv (fixed order v) and the scaled i0e, i1e,
 ive; and NumPy's i0 (for `wengert.numpy.i0`).
 
@@ -19,7 +19,7 @@ Partials, written with primitives as in scalar.py:
     d i0 = i1                    d i1 = (i0 + iv(2))/2        d rgamma = -ans · digamma
     d iv(v) = (iv(v-1) + iv(v+1))/2, d ive(v) = (ive(v-1) + ive(v+1))/2 - sign(x) ive(v)
     d betaln = (betaln_da(a, b), betaln_da(b, a)), d beta = ans · those, where betaln_da(a, b)
-    is ψ(a) - ψ(a + b) without its cancellation
+    is ψ(a) - ψ(a + b) without its cancellation;  d log1pmx = -x/(1 + x)
 
 Domains follow SciPy: gammaln of a negative non-integer is log|Γ(x)| (its derivative is
 still digamma), gamma and gammaln have poles at 0, -1, -2, ... (inf), erfinv is ±inf at ±1.
@@ -328,6 +328,34 @@ def _betaln_da_np(a, b):
     return out if out.ndim else out[()]
 
 
+# log1pmx's series: log1p(x) - x = -x²/(2 + x) + 2 Σₖ s^(2k+1)/(2k+1), s = x/(2 + x), the
+# coefficients 1/3, 1/5, ..., 1/39: for |x| < 1/2 (s² <= 1/9) the next term is below 1e-17
+# of the sum
+_LOG1PMX_SERIES = tuple(1 / (2 * k + 1) for k in range(1, 20))
+
+
+def _log1pmx_np(x):
+    """log(1 + x) - x.  The plain difference cancels where x is small: it is about -x²/2,
+    so log1p's rounding, relative to x, becomes relative to x²/2 (at x = 1e-5, 5 digits
+    lost).  For |x| < 1/2, the series of log1p(x) = 2 atanh(x/(2 + x)), from which x is
+    taken exactly; elsewhere the difference, which there loses at most 3 bits."""
+    x = np.asarray(x)
+    dtype = np.result_type(x, 1.0)
+    x64 = x.astype(np.float64)
+    small = np.abs(x64) < 0.5
+    xs = np.where(small, x64, 0.0)
+    s = xs / (2 + xs)
+    s2 = s * s
+    poly = np.zeros_like(s)
+    for c in reversed(_LOG1PMX_SERIES):
+        poly = c + s2 * poly
+    infinite = x64 == np.inf            # (log1p(inf) - inf would be nan; the limit is -inf)
+    xb = np.where(small | infinite, 0.0, x64)
+    big = np.where(infinite, -np.inf, np.log1p(xb) - xb)   # (log1p's warnings, as NumPy's)
+    out = np.where(small, -xs * xs / (2 + xs) + 2 * s * s2 * poly, big).astype(dtype)
+    return out if out.ndim else out[()]
+
+
 # rgamma, betaln and beta are SciPy's own, not compositions of the above: 1/gamma is nan
 # where Γ is (its poles 0, -1, ...: rgamma is 0 there), and gammaln(a) + gammaln(b) -
 # gammaln(a + b) cancels for a large argument (betaln(1e15, 2) lost every digit but two)
@@ -339,6 +367,8 @@ beta = _special("beta", "beta(a, b): B(a, b) = Γ(a)Γ(b)/Γ(a + b), without ove
 betaln_da = _special("betaln_da", "betaln_da(a, b): ψ(a) - ψ(a + b), betaln's partial in a, "
                      "without the cancellation of the difference for large a or small b.",
                      impl=_betaln_da_np, ufunc=False)
+log1pmx = _special("log1pmx", "log1pmx(x): log(1 + x) - x, without the cancellation of "
+                   "the difference for small x.", impl=_log1pmx_np, ufunc=False)
 expit = _special("expit", "expit(x): the logistic sigmoid 1/(1 + exp(-x)), no overflow.")
 logit = _special("logit", "logit(p): log(p/(1 - p)), expit's inverse.")
 ndtr = _special("ndtr", "ndtr(x): the standard normal distribution function Φ(x).")
@@ -420,6 +450,7 @@ def _gamma_sign(x):
 rgamma.defpartials(_rgamma_partial)
 betaln.defpartials(lambda a, b, ans: betaln_da(a, b), lambda a, b, ans: betaln_da(b, a))
 beta.defpartials(lambda a, b, ans: ans * betaln_da(a, b), lambda a, b, ans: ans * betaln_da(b, a))
+log1pmx.defpartials(lambda x, ans: -x / (1 + x))      # (1/(1 + x) - 1, exactly)
 betaln_da.defpartials(lambda a, b, ans: polygamma(a, n=1) - polygamma(a + b, n=1),
                       lambda a, b, ans: -polygamma(a + b, n=1))
 # (Taylor mode expands these definitions: its rules for gamma and gammaln are written)
@@ -441,6 +472,7 @@ def _rgamma_decomposition(x):
 rgamma.decomposition = _rgamma_decomposition
 betaln.decomposition = lambda a, b: gammaln(a) + gammaln(b) - gammaln(a + b)
 betaln_da.decomposition = lambda a, b: digamma(a) - digamma(a + b)
+log1pmx.decomposition = lambda x: log1p(x) - x
 beta.decomposition = lambda a, b: (_gamma_sign(a) * _gamma_sign(b) * _gamma_sign(a + b)
                                    * exp(betaln(a, b)))
 # expit(x)·(1 - expit(x)), with 1 - expit(x) = expit(-x): no cancellation for large x

@@ -38,6 +38,7 @@ from ..primitives.scipy_linalg import symmetrize
 __all__ = ["norm", "t", "multivariate_normal", "gamma", "beta", "chi2", "poisson", "dirichlet"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_LOG_SQRT_PI = 0.5 * math.log(math.pi)
 _LOG_2PI = math.log(2 * math.pi)
 
 
@@ -183,23 +184,43 @@ class _T(_Density):
         # at ν = inf it is the normal density
         finite = df < math.inf
         nu = _where(finite, df, 1.0)
-        student = (_log_gamma_ratio(nu / 2) - 0.5 * log(nu * math.pi)
-                   - (nu + 1) / 2 * wnp.log1p(z * z / nu))
-        normal = -0.5 * (z * z) - _LOG_SQRT_2PI
+        z2 = z * z
+        u = z2 / nu
+        normal = -0.5 * z2 - _LOG_SQRT_2PI
+        # Written as the normal density plus corrections that vanish as ν grows, where
+        # z²/ν is small: log1p(u) = u + log1pmx(u) takes out the -z²/2 exactly.  The
+        # terms of the plain form are O(1/ν) with a sum O(1/ν²), so its ν-derivative
+        # lost a digit per decade of ν (1e-2 relative at ν = 1e14).  For large z²/ν the
+        # plain form, which does not subtract two huge terms there (each branch given
+        # arguments in its own domain, so the other's derivative is never inf·0).
+        near = u <= 1
+        nu = _like(nu, z2)          # (a Python number in z's dtype: selects keep float32)
+        nn, zn = _where(near, nu, 1.0), _where(near, z2, 0.0)
+        un = zn / nn
+        corrected = (normal + _log_gamma_ratio_tail(nn / 2) - 0.5 * zn / nn
+                     - (nn + 1) / 2 * P.log1pmx(un))
+        nf, uf = _where(near, 1.0, nu), _where(near, 2.0, u)
+        plain = (_log_gamma_ratio_tail(nf / 2) - _LOG_SQRT_2PI - (nf + 1) / 2 * wnp.log1p(uf))
+        student = _where(near, corrected, plain)
         return _valid((df > 0) & (scale > 0), _where(finite, student, normal) - log(scale))
 
 
-def _log_gamma_ratio(z):
-    """log Γ(z + 1/2) - log Γ(z).  The difference of gammalns cancels for a large z (the
-    t density lost 5 digits at ν = 1e10, and betaln(z, 1/2) 10 at ν = 1e6); from z = 30
-    on, the asymptotic series ½ log z - 1/(8z) + 1/(192z³) - 1/(640z⁵) + 17/(14336z⁷)
-    - 31/(18432z⁹), whose next term is below 1e-16 of the sum there."""
+def _log_gamma_ratio_tail(z):
+    """log Γ(z + 1/2) - log Γ(z) - ½ log z, which goes to 0 as z grows.  The difference of
+    gammalns cancels for a large z (the t density lost 5 digits at ν = 1e10, and
+    betaln(z, 1/2) 10 at ν = 1e6); from z = 30 on, the asymptotic series -1/(8z)
+    + 1/(192z³) - 1/(640z⁵) + 17/(14336z⁷) - 31/(18432z⁹), whose next term is below 1e-16
+    of the sum there; below it, ½ log π - betaln(z, 1/2).  (½ log z is left out because t's density subtracts ½ log ν: its
+    derivative 1/(2ν) would cancel against the same from the other term.)"""
     large = z > 30
     zl, zs = _where(large, z, 30.0), _where(large, 1.0, z)   # (each branch in its domain)
-    w = 1 / (zl * zl)
-    series = 0.5 * log(zl) - (0.125 - w * (1 / 192 - w * (1 / 640 - w * (17 / 14336
-                                                                     - w * 31 / 18432)))) / zl
-    return _where(large, series, P.gammaln(zs + 0.5) - P.gammaln(zs))
+    r = 1 / zl
+    w = r * r                   # (not 1/zl²: zl² overflows for ν past 1e154, r² underflows)
+    series = -(0.125 - w * (1 / 192 - w * (1 / 640 - w * (17 / 14336
+                                                         - w * 31 / 18432)))) * r
+    # (below, by B(z, 1/2) = Γ(z)Γ(1/2)/Γ(z + 1/2): betaln's partial takes ψ(z + 1/2) - ψ(z)
+    # without the cancellation of two digammas, 50 times closer than gammaln's)
+    return _where(large, series, _LOG_SQRT_PI - P.betaln(zs, _like(0.5, zs)) - 0.5 * log(zs))
 
 
 class _Gamma(_Density):
