@@ -382,6 +382,117 @@ def test_distribution_derivatives_in_every_argument_to_second_order(name):
     check_grads(f, *args, order=2, rtol=1e-5, atol=1e-6)
 
 
+# The cdfs and sfs of the incomplete gamma and beta functions: differentiable in x, loc and
+# scale (poisson's in mu), not in the shapes, which are fixed here.
+# name -> (function of the differentiable arguments, SciPy's, their sampler)
+def one(lo, hi):
+    return float(rng.uniform(lo, hi))
+
+
+CDFS = {
+    "gamma.cdf": (lambda x, loc, s: stats.gamma.cdf(x, 2.5, loc, s),
+                  lambda x, loc, s: st.gamma.cdf(x, 2.5, loc, s),
+                  lambda: (uniform(1.5, 6, 3), one(-1, 1), one(0.5, 2))),
+    "gamma.sf": (lambda x, loc, s: stats.gamma.sf(x, 0.7, loc, s),
+                 lambda x, loc, s: st.gamma.sf(x, 0.7, loc, s),
+                 lambda: (uniform(1.5, 6, 3), one(-1, 1), one(0.5, 2))),
+    "chi2.cdf": (lambda x, loc, s: stats.chi2.cdf(x, 3.0, loc, s),
+                 lambda x, loc, s: st.chi2.cdf(x, 3.0, loc, s),
+                 lambda: (uniform(0.5, 9, 3), one(-0.4, 0.4), one(0.5, 2))),
+    "chi2.sf": (lambda x: stats.chi2.sf(x, 5.0), lambda x: st.chi2.sf(x, 5.0),
+                lambda: (uniform(0.5, 12, 3),)),
+    "beta.cdf": (lambda x, loc, s: stats.beta.cdf(x, 2.0, 3.5, loc, s),
+                 lambda x, loc, s: st.beta.cdf(x, 2.0, 3.5, loc, s),
+                 lambda: (uniform(0.1, 0.9, 3), one(-0.05, 0.05), one(0.95, 1.2))),
+    "beta.sf": (lambda x: stats.beta.sf(x, 0.5, 0.7), lambda x: st.beta.sf(x, 0.5, 0.7),
+                lambda: (uniform(0.05, 0.95, 3),)),
+    "poisson.cdf": (lambda mu: stats.poisson.cdf(np.array([0, 2, 3.5, 9]), mu),
+                    lambda mu: st.poisson.cdf(np.array([0, 2, 3.5, 9]), mu),
+                    lambda: (one(0.5, 6),)),
+    "poisson.sf": (lambda mu: stats.poisson.sf(np.array([0, 2, 3.5, 9]), mu),
+                   lambda mu: st.poisson.sf(np.array([0, 2, 3.5, 9]), mu),
+                   lambda: (one(0.5, 6),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CDFS))
+def test_cdfs_equal_scipys_and_differentiate_to_second_order(name):
+    f, ref, sample = CDFS[name]
+    args = sample()
+    assert_close(wg.trace(f, *args)(*args), ref(*args), rtol=1e-13, atol=1e-15)
+    check_grads(f, *args, order=2, rtol=1e-5, atol=1e-7)
+
+
+def test_cdf_derivatives_are_the_densities():
+    x = np.array([0.3, 1.0, 4.0])
+    assert_close(wg.grad(lambda x: np.sum(stats.gamma.cdf(x, 2.5, 0.1, 1.5)))(x),
+                 st.gamma.pdf(x, 2.5, 0.1, 1.5), rtol=1e-14, atol=0)
+    assert_close(wg.grad(lambda x: np.sum(stats.chi2.sf(x, 3.0)))(x), -st.chi2.pdf(x, 3.0),
+                 rtol=1e-14, atol=0)
+    y = np.array([0.1, 0.5, 0.97])
+    assert_close(wg.grad(lambda y: np.sum(stats.beta.cdf(y, 2.0, 3.5)))(y),
+                 st.beta.pdf(y, 2.0, 3.5), rtol=1e-13, atol=0)
+    assert_close(wg.grad(lambda y: np.sum(stats.beta.sf(y, 0.5, 0.7)))(y),
+                 -st.beta.pdf(y, 0.5, 0.7), rtol=1e-13, atol=0)
+    # poisson: d/dμ P(X <= k) = -pmf(k, μ), with k floored; the count's derivative is 0
+    k = np.array([0.0, 2.0, 3.5])
+    assert_close(wg.grad(lambda m: np.sum(stats.poisson.cdf(k, m)))(2.0),
+                 -np.sum(st.poisson.pmf(np.floor(k), 2.0)), rtol=1e-14, atol=0)
+    assert wg.grad(lambda k: stats.poisson.cdf(k, 2.0))(3.0) == 0.0
+
+
+def test_cdfs_outside_the_support_and_invalid_parameters_are_scipys():
+    with np.errstate(all="ignore"):
+        x = np.array([-1.0, 0.0, 0.5, 2.0, np.nan])
+        for f, ref in ((lambda x: stats.gamma.cdf(x, 0.5), lambda x: st.gamma.cdf(x, 0.5)),
+                       (lambda x: stats.gamma.sf(x, 2.0), lambda x: st.gamma.sf(x, 2.0)),
+                       (lambda x: stats.beta.cdf(x, 0.5, 2.0), lambda x: st.beta.cdf(x, 0.5, 2.0)),
+                       (lambda x: stats.beta.sf(x, 2.0, 0.5), lambda x: st.beta.sf(x, 2.0, 0.5))):
+            assert_close(wg.trace(f, x)(x), ref(x), rtol=1e-14, atol=0)
+        k = np.array([-1, 0, 2.5, np.nan])
+        for f, ref in ((stats.poisson.cdf, st.poisson.cdf), (stats.poisson.sf, st.poisson.sf)):
+            assert_close(wg.trace(lambda m: f(k, m), 2.0)(2.0), ref(k, 2.0), rtol=1e-14, atol=0)
+            assert_close(wg.trace(lambda m: f(k, m), 0.0)(0.0), ref(k, 0.0), rtol=1e-14, atol=0)
+        # the derivative outside the support is 0, finite where the density is inf at 0
+        g = wg.grad(lambda x: np.sum(stats.gamma.cdf(x, 0.5)))(np.array([-1.0, 0.5]))
+        assert g[0] == 0.0 and np.isfinite(g[1])
+        bad = np.array([1.5, 0.0, -1.0, np.nan])
+        for m, ref in ((lambda p: stats.gamma.cdf(0.5, p), lambda p: st.gamma.cdf(0.5, p)),
+                       (lambda p: stats.gamma.sf(0.5, 2.0, 0.0, p),
+                        lambda p: st.gamma.sf(0.5, 2.0, 0.0, p)),
+                       (lambda p: stats.chi2.cdf(0.5, p), lambda p: st.chi2.cdf(0.5, p)),
+                       (lambda p: stats.beta.cdf(0.5, p, 2.0), lambda p: st.beta.cdf(0.5, p, 2.0)),
+                       (lambda p: stats.poisson.sf(2, p - 1.6), lambda p: st.poisson.sf(2, p - 1.6))):
+            assert_close(wg.trace(m, bad)(bad), ref(bad), rtol=1e-14, atol=0)
+
+
+def test_cdfs_refuse_a_derivative_in_a_shape_naming_it():
+    cases = [(lambda a: stats.gamma.cdf(1.0, a), "gammainc"),
+             (lambda a: stats.chi2.sf(1.0, a), "gammaincc"),
+             (lambda a: stats.beta.cdf(0.3, a, 2.0), "betainc"),
+             (lambda b: stats.beta.sf(0.3, 2.0, b), "betainc"),
+             (lambda a: special.gammainc(a, 1.0), "gammainc"),
+             (lambda b: special.betainc(1.0, b, 0.5), "betainc")]
+    for f, who in cases:
+        with pytest.raises(NotImplementedError, match=who + r": the derivative with respect to"):
+            wg.grad(f)(2.0)
+        with pytest.raises(NotImplementedError, match=who):
+            wg.jvp(f, (2.0,), (1.0,))
+    # with the shape constant, the values are SciPy's, traced or not
+    assert_close(wg.trace(lambda x: special.betainc(2.0, 3.0, x), 0.4)(0.4),
+                 sc.betainc(2.0, 3.0, 0.4), rtol=1e-15, atol=0)
+
+
+def test_incomplete_functions_in_x_against_differences_and_float32():
+    for f in (lambda x: special.gammainc(2.5, x), lambda x: special.gammaincc(0.5, x),
+              lambda x: special.betainc(0.7, 3.0, x)):
+        check_grads(f, uniform(0.05, 0.95, 4), order=2, rtol=1e-5, atol=1e-7)
+    x = np.array([0.3, 0.6], np.float32)
+    for f in (lambda x: stats.gamma.cdf(x, 2.5), lambda x: stats.beta.sf(x, 2, 3.5),
+              lambda x: stats.chi2.cdf(x, 3)):
+        assert wg.grad(lambda x: np.sum(f(x)))(x).dtype == np.float32
+
+
 def test_distribution_keywords_and_defaults():
     x = uniform(-2, 2)
     for f, ref in ((stats.norm.logpdf, st.norm.logpdf), (stats.norm.cdf, st.norm.cdf)):

@@ -1,8 +1,9 @@
 """Special functions (SciPy's `scipy.special`) as elementwise primitives, for
 `wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, rgamma, betaln,
-beta (and betaln_da, their partial), log1pmx (log1p(x) - x, for t's density), expit, logit, ndtr, log_ndtr, erfcx, xlogy and
-xlog1py; the modified Bessel functions i1, iv (fixed order v) and the scaled i0e, i1e,
-ive; and NumPy's i0 (for `wengert.numpy.i0`).
+beta (and betaln_da, their partial), log1pmx (log1p(x) - x, for t's density), expit,
+logit, ndtr, log_ndtr, erfcx, xlogy and xlog1py; the incomplete gamma and beta functions
+gammainc, gammaincc and betainc (in x); the modified Bessel functions i1, iv (fixed order
+v) and the scaled i0e, i1e, ive; and NumPy's i0 (for `wengert.numpy.i0`).
 
 Each is evaluated by SciPy's own ufunc, so a traced value equals SciPy's result; SciPy is
 imported on first evaluation, not here, so wengert imports without it (the error then
@@ -20,6 +21,8 @@ Partials, written with primitives as in scalar.py:
     d iv(v) = (iv(v-1) + iv(v+1))/2, d ive(v) = (ive(v-1) + ive(v+1))/2 - sign(x) ive(v)
     d betaln = (betaln_da(a, b), betaln_da(b, a)), d beta = ans · those, where betaln_da(a, b)
     is ψ(a) - ψ(a + b) without its cancellation;  d log1pmx = -x/(1 + x)
+    d gammainc/dx = x^(a-1) e^-x / Γ(a) = -d gammaincc/dx,
+    d betainc/dx = x^(a-1) (1-x)^(b-1) / B(a, b)   (in the parameters: NotImplementedError)
 
 Domains follow SciPy: gammaln of a negative non-integer is log|Γ(x)| (its derivative is
 still digamma), gamma and gammaln have poles at 0, -1, -2, ... (inf), erfinv is ±inf at ±1.
@@ -375,6 +378,12 @@ ndtr = _special("ndtr", "ndtr(x): the standard normal distribution function Φ(x
 log_ndtr = _special("log_ndtr", "log_ndtr(x): log Φ(x), accurate for very negative x.")
 erfcx = _special("erfcx", "erfcx(x): exp(x²)·erfc(x), without overflow or underflow "
                  "(scipy.special.erfcx).")
+gammainc = _special("gammainc", "gammainc(a, x): P(a, x) = γ(a, x)/Γ(a), the regularized lower "
+                    "incomplete gamma function (scipy.special.gammainc); differentiable in x.")
+gammaincc = _special("gammaincc", "gammaincc(a, x): Q(a, x) = 1 - P(a, x), without its "
+                     "cancellation (scipy.special.gammaincc); differentiable in x.")
+betainc = _special("betainc", "betainc(a, b, x): I_x(a, b), the regularized incomplete beta "
+                   "function (scipy.special.betainc); differentiable in x.")
 xlogy = _special("xlogy", "xlogy(x, y): x·log(y), and 0 where x = 0 (even for y = 0).")
 xlog1py = _special("xlog1py", "xlog1py(x, y): x·log1p(y), and 0 where x = 0.")
 
@@ -484,6 +493,36 @@ ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x)))
 # gave 1.9e8 for 1e8)
 log_ndtr.defpartials(lambda x, ans: _SQRT_2_OVER_PI / erfcx(-_INV_SQRT2 * x))
 erfcx.defpartials(lambda x, ans: 2 * x * ans - _TWO_OVER_SQRT_PI)
+
+
+
+
+def _not_in(name, argument):
+    """The partial of a parameter whose derivative is not written: asking for it (a
+    derivative with respect to that argument) raises, where a missing partial would be a
+    silent zero."""
+    def partial(*args, **params):
+        raise NotImplementedError(
+            f"{name}: the derivative with respect to {argument} is not implemented (only "
+            "the one in x is): hold it constant (a plain number, or wg.stop_gradient)")
+    return partial
+
+
+# The incomplete functions' derivatives in x are their integrands, as densities:
+# x^(a-1) e^-x / Γ(a) and x^(a-1) (1-x)^(b-1) / B(a, b), in logs, with xlogy and xlog1py
+# so that a = 1 (or b = 1) at x = 0 (or 1) is 0·log 0 = 0, not nan.  In the parameters
+# they need series of their own (JAX has P's in a; autograd has none): not written.
+def _gamma_density(a, x):
+    return exp(xlogy(a - 1, x) - x - gammaln(a))
+
+
+gammainc.defpartials(_not_in("gammainc", "a (the shape)"),
+                     lambda a, x, ans: _gamma_density(a, x))
+gammaincc.defpartials(_not_in("gammaincc", "a (the shape)"),
+                      lambda a, x, ans: -_gamma_density(a, x))
+betainc.defpartials(_not_in("betainc", "a"), _not_in("betainc", "b"),
+                    lambda a, b, x, ans: exp(xlogy(a - 1, x) + xlog1py(b - 1, -x)
+                                             - betaln(a, b)))
 
 
 # Iᵥ' = (Iᵥ₋₁ + Iᵥ₊₁)/2, with I₋₁ = I₁: Bessel functions all the way down, smooth at 0

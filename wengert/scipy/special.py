@@ -4,7 +4,8 @@ On plain values each function calls SciPy's own (same arguments, same result, sa
 dtype); on traced values it records a primitive of `wengert.primitives.special` (or a
 composition of them), whose derivatives are written with primitives too, so they can be
 differentiated again.  Names SciPy has and this module does not (Bessel functions
-other than iv, ive and their orders 0 and 1, incomplete gamma, ...) are SciPy's on plain
+other than iv, ive and their orders 0 and 1, the inverses of the incomplete gamma and
+beta functions, ...) are SciPy's on plain
 values and raise NotImplementedError, naming themselves, on traced values.
 
 Example:
@@ -29,8 +30,8 @@ from ..primitives import special as _P
 from ..primitives.array import axes_last as _axes_last
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
-           "rgamma", "beta", "betaln", "multigammaln", "i0", "i1", "i0e", "i1e", "iv", "ive",
-           "expit", "logit", "ndtr", "log_ndtr", "erfcx", "xlogy", "xlog1py", "logsumexp",
+           "rgamma", "beta", "betaln", "gammainc", "gammaincc", "betainc", "multigammaln",
+           "i0", "i1", "i0e", "i1e", "iv", "ive", "expit", "logit", "ndtr", "log_ndtr", "erfcx", "xlogy", "xlog1py", "logsumexp",
            "softmax", "log_softmax"]
 
 
@@ -135,6 +136,21 @@ beta = _ufunc(_P.beta, _sc.beta, """\
         >>> round(float(special.beta(wg.stop_gradient(-1.5), 1.0)), 6)   # 1/a
         -0.666667""")
 
+gammainc = _ufunc(_P.gammainc, _sc.gammainc, """\
+        >>> import math
+        >>> wg.grad(special.gammainc, argnums=1)(1.0, 0.5) == math.exp(-0.5)   # 1 - e^-x
+        True
+        >>> wg.grad(special.gammainc)(1.0, 0.5)               # in a: not written
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: gammainc: the derivative with respect to a (the shape) is not implemented (only the one in x is): hold it constant (a plain number, or wg.stop_gradient)""")
+gammaincc = _ufunc(_P.gammaincc, _sc.gammaincc, """\
+        >>> import math
+        >>> wg.grad(special.gammaincc, argnums=1)(1.0, 0.5) == -math.exp(-0.5)  # e^-x
+        True""")
+betainc = _ufunc(_P.betainc, _sc.betainc, """\
+        >>> wg.grad(special.betainc, argnums=2)(2.0, 1.0, 0.5)     # x²: 2x
+        1.0""")
 
 def _fixed_order(name, n, x, integer):
     """(order, x) for polygamma, iv or ive: the order one finite constant (an array of

@@ -7,9 +7,12 @@ values it is a composition of `wengert.numpy` and `wengert.scipy.special`, diffe
 in every float argument (the point and the parameters), to any order; it computes in the
 arguments' dtype (float32 stays float32, where SciPy's stats give float64).  As SciPy's:
 outside the support a log-density is -inf, and for invalid parameters (a scale <= 0, a
-shape <= 0) every method gives nan.  Methods SciPy has and wengert does not (ppf, t.cdf, rvs, ...)
-are SciPy's on plain values and raise NotImplementedError, naming themselves, on traced
-values.
+shape <= 0) every method gives nan.  The cdf and sf of gamma, chi2, beta and poisson are
+differentiable in x (poisson's in mu), loc and scale, not in their shapes (the incomplete
+gamma and beta functions' derivatives in their parameters are not written: asking for one
+raises NotImplementedError).  Methods SciPy has and wengert does not (ppf, t.cdf, rvs,
+...) are SciPy's on plain values and raise NotImplementedError, naming themselves, on
+traced values.
 
 Example:
     >>> import wengert as wg
@@ -32,7 +35,7 @@ from ..primitives import special as P
 from ..primitives.array import dtype_of
 # (`log` is the primitive, not wengert.numpy's: of a Python number, such as the default
 # scale 1, it gives a Python float, weakly typed, which leaves float32 values float32)
-from ..primitives.scalar import log
+from ..primitives.scalar import log, stop_gradient
 from ..primitives.scipy_linalg import symmetrize
 
 __all__ = ["norm", "t", "multivariate_normal", "gamma", "beta", "chi2", "poisson", "dirichlet"]
@@ -224,7 +227,8 @@ def _log_gamma_ratio_tail(z):
 
 
 class _Gamma(_Density):
-    """The gamma distribution with shape `a`: ``pdf logpdf`` (0 and -inf for x < loc).
+    """The gamma distribution with shape `a`: ``pdf logpdf`` (0 and -inf for x < loc), and
+    ``cdf sf`` (differentiable in x, loc and scale, not in a).
 
     Example:
         >>> import wengert as wg
@@ -243,10 +247,29 @@ class _Gamma(_Density):
         return _valid((a > 0) & (scale > 0), _density(
             outside, P.xlogy(_like(a - 1, y), y) - y - P.gammaln(a) - log(scale)))
 
+    @_method
+    def cdf(self, x, a, loc=0, scale=1):
+        return self._tail(P.gammainc, 0.0, x, a, loc, scale)
+
+    @_method
+    def sf(self, x, a, loc=0, scale=1):
+        return self._tail(P.gammaincc, 1.0, x, a, loc, scale)
+
+    @staticmethod
+    def _tail(fn, below, x, a, loc, scale):
+        """P(a, y) or Q(a, y) of the standardized y; `below` for y < 0.  (Differentiable
+        in x, loc and scale; in a the incomplete gamma function has no derivative here.)"""
+        y = _standardize(x, loc, scale)
+        outside = y < 0
+        # (1.0, not 0: at 0 the derivative x^(a-1)... is inf for a < 1, and the unused
+        # branch's inf times the zero cotangent would be nan)
+        inside = fn(a, wnp.where(outside, 1.0, y))
+        return _valid((a > 0) & (scale > 0), wnp.where(outside, below, inside))
+
 
 class _Chi2(_Density):
-    """The chi-squared distribution with `df` degrees of freedom: ``pdf logpdf``, as the
-    gamma distribution of shape df/2 and scale 2.
+    """The chi-squared distribution with `df` degrees of freedom: ``pdf logpdf cdf sf``, as
+    the gamma distribution of shape df/2 and scale 2 (cdf and sf not differentiable in df).
 
     Example:
         >>> import wengert as wg
@@ -261,9 +284,18 @@ class _Chi2(_Density):
     def logpdf(self, x, df, loc=0, scale=1):
         return gamma.logpdf(x, df / 2, loc, 2 * scale)
 
+    @_method
+    def cdf(self, x, df, loc=0, scale=1):
+        return gamma.cdf(x, df / 2, loc, 2 * scale)
+
+    @_method
+    def sf(self, x, df, loc=0, scale=1):
+        return gamma.sf(x, df / 2, loc, 2 * scale)
+
 
 class _Beta(_Density):
-    """The beta distribution on [loc, loc + scale]: ``pdf logpdf``.
+    """The beta distribution on [loc, loc + scale]: ``pdf logpdf``, and ``cdf sf``
+    (differentiable in x, loc and scale, not in a and b).
 
     Example:
         >>> import wengert as wg
@@ -283,10 +315,31 @@ class _Beta(_Density):
             outside, P.xlog1py(_like(b - 1, y), -y) + P.xlogy(_like(a - 1, y), y)
             - P.betaln(a, b) - log(scale)))
 
+    @_method
+    def cdf(self, x, a, b, loc=0, scale=1):
+        return self._tail(x, a, b, loc, scale, upper=False)
+
+    @_method
+    def sf(self, x, a, b, loc=0, scale=1):
+        return self._tail(x, a, b, loc, scale, upper=True)
+
+    @staticmethod
+    def _tail(x, a, b, loc, scale, upper):
+        """I_y(a, b), or 1 - I_y(a, b) = I_{1-y}(b, a) (no cancellation next to y = 1),
+        of the standardized y, 0 or 1 outside [0, 1].  (Differentiable in x, loc and
+        scale; in a and b the incomplete beta function has no derivative here.)"""
+        y = _standardize(x, loc, scale)
+        below, above = y < 0, y > 1
+        y = wnp.where(below | above, 0.5, y)      # (where the unused branch is finite)
+        inside = P.betainc(b, a, 1 - y) if upper else P.betainc(a, b, y)
+        low, high = (1.0, 0.0) if upper else (0.0, 1.0)
+        return _valid((a > 0) & (b > 0) & (scale > 0),
+                      wnp.where(below, low, wnp.where(above, high, inside)))
+
 
 class _Poisson(_Distribution):
-    """The Poisson distribution with mean `mu`: ``pmf logpmf`` (differentiable in mu;
-    k is a count).
+    """The Poisson distribution with mean `mu`: ``pmf logpmf cdf sf`` (differentiable in
+    mu; k is a count).
 
     Example:
         >>> import wengert as wg
@@ -307,6 +360,25 @@ class _Poisson(_Distribution):
     @_method
     def pmf(self, k, mu, loc=0):
         return wnp.exp(self.logpmf(k, mu, loc))
+
+    @_method
+    def cdf(self, k, mu, loc=0):
+        return self._tail(P.gammaincc, 0.0, k, mu, loc)
+
+    @_method
+    def sf(self, k, mu, loc=0):
+        return self._tail(P.gammainc, 1.0, k, mu, loc)
+
+    @staticmethod
+    def _tail(fn, below, k, mu, loc):
+        """P(X <= k) = Q(⌊k⌋ + 1, μ), or P(X > k) = P(⌊k⌋ + 1, μ); `below` for k < 0.
+        The count ⌊k - loc⌋ is piecewise constant: its derivative is 0 (stop_gradient),
+        so the incomplete gamma function is only differentiated in μ: d/dμ of the cdf
+        is -pmf(⌊k⌋, μ)."""
+        m = stop_gradient(wnp.floor(k - loc))
+        outside = m < 0
+        inside = fn(wnp.where(outside, 0.0, m) + 1, mu)
+        return _valid(mu >= 0, wnp.where(outside, below, inside))
 
 
 class _Dirichlet(_Density):
