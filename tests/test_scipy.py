@@ -406,6 +406,15 @@ CDFS = {
                  lambda: (uniform(0.1, 0.9, 3), one(-0.05, 0.05), one(0.95, 1.2))),
     "beta.sf": (lambda x: stats.beta.sf(x, 0.5, 0.7), lambda x: st.beta.sf(x, 0.5, 0.7),
                 lambda: (uniform(0.05, 0.95, 3),)),
+    "t.cdf": (lambda x, loc, s: stats.t.cdf(x, 3.0, loc, s),
+              lambda x, loc, s: st.t.cdf(x, 3.0, loc, s),
+              lambda: (uniform(-4, 4, 3), one(-1, 1), one(0.5, 2))),
+    "t.sf": (lambda x: stats.t.sf(x, 0.7), lambda x: st.t.sf(x, 0.7),
+             lambda: (uniform(-4, 4, 3),)),
+    "t.logcdf": (lambda x: stats.t.logcdf(x, 12.0), lambda x: st.t.logcdf(x, 12.0),
+                 lambda: (uniform(-8, 4, 3),)),
+    "t.logsf": (lambda x: stats.t.logsf(x, np.inf), lambda x: st.t.logsf(x, np.inf),
+                lambda: (uniform(-4, 6, 3),)),
     "poisson.cdf": (lambda mu: stats.poisson.cdf(np.array([0, 2, 3.5, 9]), mu),
                     lambda mu: st.poisson.cdf(np.array([0, 2, 3.5, 9]), mu),
                     lambda: (one(0.5, 6),)),
@@ -434,6 +443,10 @@ def test_cdf_derivatives_are_the_densities():
                  st.beta.pdf(y, 2.0, 3.5), rtol=1e-13, atol=0)
     assert_close(wg.grad(lambda y: np.sum(stats.beta.sf(y, 0.5, 0.7)))(y),
                  -st.beta.pdf(y, 0.5, 0.7), rtol=1e-13, atol=0)
+    z = np.array([-30.0, -1.0, 0.0, 2.0])
+    for df in (0.5, 3.0, 1e12, np.inf):
+        assert_close(wg.grad(lambda z: np.sum(stats.t.cdf(z, df)))(z), st.t.pdf(z, df),
+                     rtol=1e-14, atol=0)
     # poisson: d/dμ P(X <= k) = -pmf(k, μ), with k floored; the count's derivative is 0
     k = np.array([0.0, 2.0, 3.5])
     assert_close(wg.grad(lambda m: np.sum(stats.poisson.cdf(k, m)))(2.0),
@@ -471,6 +484,7 @@ def test_cdfs_refuse_a_derivative_in_a_shape_naming_it():
              (lambda a: stats.chi2.sf(1.0, a), "gammaincc"),
              (lambda a: stats.beta.cdf(0.3, a, 2.0), "betainc"),
              (lambda b: stats.beta.sf(0.3, 2.0, b), "betainc"),
+             (lambda d: stats.t.cdf(0.5, d), "stdtr"),
              (lambda a: special.gammainc(a, 1.0), "gammainc"),
              (lambda b: special.betainc(1.0, b, 0.5), "betainc")]
     for f, who in cases:
@@ -483,13 +497,23 @@ def test_cdfs_refuse_a_derivative_in_a_shape_naming_it():
                  sc.betainc(2.0, 3.0, 0.4), rtol=1e-15, atol=0)
 
 
+def test_stdtr_differentiates_without_stats_imported_first():
+    # (its partial, the t density, comes from wengert.scipy.stats, imported when needed)
+    import subprocess
+    code = ("import wengert as wg, numpy as np; from wengert.scipy import special; "
+            "print(repr(wg.grad(special.stdtr, argnums=1)(1.0, 0.0) * np.pi))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert abs(float(out.stdout) - 1.0) < 1e-15
+
+
 def test_incomplete_functions_in_x_against_differences_and_float32():
     for f in (lambda x: special.gammainc(2.5, x), lambda x: special.gammaincc(0.5, x),
               lambda x: special.betainc(0.7, 3.0, x)):
         check_grads(f, uniform(0.05, 0.95, 4), order=2, rtol=1e-5, atol=1e-7)
     x = np.array([0.3, 0.6], np.float32)
     for f in (lambda x: stats.gamma.cdf(x, 2.5), lambda x: stats.beta.sf(x, 2, 3.5),
-              lambda x: stats.chi2.cdf(x, 3)):
+              lambda x: stats.chi2.cdf(x, 3), lambda x: stats.t.cdf(x, 3)):
         assert wg.grad(lambda x: np.sum(f(x)))(x).dtype == np.float32
 
 

@@ -2,7 +2,7 @@
 `wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, rgamma, betaln,
 beta (and betaln_da, their partial), log1pmx (log1p(x) - x, for t's density), expit,
 logit, ndtr, log_ndtr, erfcx, xlogy and xlog1py; the incomplete gamma and beta functions
-gammainc, gammaincc and betainc (in x); the modified Bessel functions i1, iv (fixed order
+gammainc, gammaincc and betainc, and t's distribution function stdtr (in x); the modified Bessel functions i1, iv (fixed order
 v) and the scaled i0e, i1e, ive; and NumPy's i0 (for `wengert.numpy.i0`).
 
 Each is evaluated by SciPy's own ufunc, so a traced value equals SciPy's result; SciPy is
@@ -22,7 +22,8 @@ Partials, written with primitives as in scalar.py:
     d betaln = (betaln_da(a, b), betaln_da(b, a)), d beta = ans · those, where betaln_da(a, b)
     is ψ(a) - ψ(a + b) without its cancellation;  d log1pmx = -x/(1 + x)
     d gammainc/dx = x^(a-1) e^-x / Γ(a) = -d gammaincc/dx,
-    d betainc/dx = x^(a-1) (1-x)^(b-1) / B(a, b)   (in the parameters: NotImplementedError)
+    d betainc/dx = x^(a-1) (1-x)^(b-1) / B(a, b),   d stdtr/dx = t's density
+    (in the parameters: NotImplementedError)
 
 Domains follow SciPy: gammaln of a negative non-integer is log|Γ(x)| (its derivative is
 still digamma), gamma and gammaln have poles at 0, -1, -2, ... (inf), erfinv is ±inf at ±1.
@@ -382,6 +383,9 @@ gammainc = _special("gammainc", "gammainc(a, x): P(a, x) = γ(a, x)/Γ(a), the r
                     "incomplete gamma function (scipy.special.gammainc); differentiable in x.")
 gammaincc = _special("gammaincc", "gammaincc(a, x): Q(a, x) = 1 - P(a, x), without its "
                      "cancellation (scipy.special.gammaincc); differentiable in x.")
+stdtr = _special("stdtr", "stdtr(df, x): Student's t distribution function with df degrees of "
+                 "freedom (scipy.special.stdtr; the normal one at df = inf); differentiable "
+                 "in x, by the t density.")
 betainc = _special("betainc", "betainc(a, b, x): I_x(a, b), the regularized incomplete beta "
                    "function (scipy.special.betainc); differentiable in x.")
 xlogy = _special("xlogy", "xlogy(x, y): x·log(y), and 0 where x = 0 (even for y = 0).")
@@ -497,7 +501,7 @@ erfcx.defpartials(lambda x, ans: 2 * x * ans - _TWO_OVER_SQRT_PI)
 
 
 
-def _not_in(name, argument):
+def not_differentiable_in(name, argument):
     """The partial of a parameter whose derivative is not written: asking for it (a
     derivative with respect to that argument) raises, where a missing partial would be a
     silent zero."""
@@ -516,11 +520,24 @@ def _gamma_density(a, x):
     return exp(xlogy(a - 1, x) - x - gammaln(a))
 
 
-gammainc.defpartials(_not_in("gammainc", "a (the shape)"),
+gammainc.defpartials(not_differentiable_in("gammainc", "a (the shape)"),
                      lambda a, x, ans: _gamma_density(a, x))
-gammaincc.defpartials(_not_in("gammaincc", "a (the shape)"),
+gammaincc.defpartials(not_differentiable_in("gammaincc", "a (the shape)"),
                       lambda a, x, ans: -_gamma_density(a, x))
-betainc.defpartials(_not_in("betainc", "a"), _not_in("betainc", "b"),
+
+
+def _t_density(df, x):
+    """t's density, as wengert.scipy.stats computes it (without the cancellations of the
+    gammaln difference for large df): SciPy's t.pdf on numbers, a composition of
+    primitives on nodes, which differentiates again.  (Imported here, when first asked
+    for: the stats module is a front-end on top of these primitives.)"""
+    from ..scipy.stats import t
+    return t.pdf(x, df)
+
+
+stdtr.defpartials(not_differentiable_in("stdtr", "df (the degrees of freedom)"),
+                  lambda df, x, ans: _t_density(df, x))
+betainc.defpartials(not_differentiable_in("betainc", "a"), not_differentiable_in("betainc", "b"),
                     lambda a, b, x, ans: exp(xlogy(a - 1, x) + xlog1py(b - 1, -x)
                                              - betaln(a, b)))
 

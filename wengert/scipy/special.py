@@ -30,9 +30,9 @@ from ..primitives import special as _P
 from ..primitives.array import axes_last as _axes_last
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
-           "rgamma", "beta", "betaln", "gammainc", "gammaincc", "betainc", "multigammaln",
-           "i0", "i1", "i0e", "i1e", "iv", "ive", "expit", "logit", "ndtr", "log_ndtr", "erfcx", "xlogy", "xlog1py", "logsumexp",
-           "softmax", "log_softmax"]
+           "rgamma", "beta", "betaln", "gammainc", "gammaincc", "betainc", "stdtr",
+           "multigammaln", "i0", "i1", "i0e", "i1e", "iv", "ive", "expit", "logit", "ndtr",
+           "log_ndtr", "erfcx", "xlogy", "xlog1py", "logsumexp", "softmax", "log_softmax"]
 
 
 def _scipy_unless_traced(scipy_fn):
@@ -148,6 +148,9 @@ gammaincc = _ufunc(_P.gammaincc, _sc.gammaincc, """\
         >>> import math
         >>> wg.grad(special.gammaincc, argnums=1)(1.0, 0.5) == -math.exp(-0.5)  # e^-x
         True""")
+stdtr = _ufunc(_P.stdtr, _sc.stdtr, """\
+        >>> round(wg.grad(special.stdtr, argnums=1)(1.0, 0.0), 12)    # Cauchy: 1/π
+        0.318309886184""")
 betainc = _ufunc(_P.betainc, _sc.betainc, """\
         >>> wg.grad(special.betainc, argnums=2)(2.0, 1.0, 0.5)     # x²: 2x
         1.0""")

@@ -7,11 +7,11 @@ values it is a composition of `wengert.numpy` and `wengert.scipy.special`, diffe
 in every float argument (the point and the parameters), to any order; it computes in the
 arguments' dtype (float32 stays float32, where SciPy's stats give float64).  As SciPy's:
 outside the support a log-density is -inf, and for invalid parameters (a scale <= 0, a
-shape <= 0) every method gives nan.  The cdf and sf of gamma, chi2, beta and poisson are
-differentiable in x (poisson's in mu), loc and scale, not in their shapes (the incomplete
-gamma and beta functions' derivatives in their parameters are not written: asking for one
-raises NotImplementedError).  Methods SciPy has and wengert does not (ppf, t.cdf, rvs,
-...) are SciPy's on plain values and raise NotImplementedError, naming themselves, on
+shape <= 0) every method gives nan.  The cdf and sf of t, gamma, chi2, beta and poisson
+are differentiable in x (poisson's in mu), loc and scale, not in their shapes (the
+incomplete gamma and beta functions' derivatives in their parameters are not written:
+asking for one raises NotImplementedError).  Methods SciPy has and wengert does not (ppf,
+rvs, ...) are SciPy's on plain values and raise NotImplementedError, naming themselves, on
 traced values.
 
 Example:
@@ -170,7 +170,8 @@ class _Norm(_Density):
 
 
 class _T(_Density):
-    """Student's t distribution with `df` degrees of freedom: ``pdf logpdf``.
+    """Student's t distribution with `df` degrees of freedom: ``pdf logpdf``, and ``cdf sf
+    logcdf logsf`` (differentiable in x, loc and scale, not in df).
 
     Example:
         >>> import wengert as wg
@@ -206,6 +207,23 @@ class _T(_Density):
         plain = (_log_gamma_ratio_tail(nf / 2) - _LOG_SQRT_2PI - (nf + 1) / 2 * wnp.log1p(uf))
         student = _where(near, corrected, plain)
         return _valid((df > 0) & (scale > 0), _where(finite, student, normal) - log(scale))
+
+
+    @_method
+    def cdf(self, x, df, loc=0, scale=1):
+        return _valid((df > 0) & (scale > 0), P.stdtr(df, _standardize(x, loc, scale)))
+
+    @_method
+    def sf(self, x, df, loc=0, scale=1):       # (by symmetry: no 1 - cdf cancellation)
+        return _valid((df > 0) & (scale > 0), P.stdtr(df, -_standardize(x, loc, scale)))
+
+    @_method
+    def logcdf(self, x, df, loc=0, scale=1):
+        return wnp.log(self.cdf(x, df, loc, scale))
+
+    @_method
+    def logsf(self, x, df, loc=0, scale=1):
+        return wnp.log(self.sf(x, df, loc, scale))
 
 
 def _log_gamma_ratio_tail(z):
