@@ -183,6 +183,8 @@ FUSED = {
     "beta": [(lambda prim, x: prim(x[0] * x[0] / 4 + 0.3, x[1] * x[1] / 4 + 0.3), (2, 4))],
     "betaln_da": [(lambda prim, x: prim(x[0] * x[0] / 4 + 0.3, x[1] * x[1] / 4 + 0.3),
                    (2, 4))],
+    # log1p(x) - x on both sides of its series' bounds ±1/2
+    "log1pmx": [(lambda prim, x: prim(x * x / 8 - 0.6), (8,))],
 }
 
 

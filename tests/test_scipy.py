@@ -57,6 +57,20 @@ SPECIAL = {
     # difference; its values are checked against mpmath's below)
     "betaln_da": (P.betaln_da, P._betaln_da_np,
                   (lambda: uniform(-2.7, 5), lambda: uniform(3.0, 5))),
+    # the incomplete functions and t's distribution function, in x (their shapes are
+    # parameters here: the derivatives in them are not written, see the cdf tests)
+    # (a in x's dtype: SciPy's gammainc of a float32 array beside a Python float is float64)
+    "gammainc": (lambda x: special.gammainc(np.asarray(2.5, x.dtype), x),
+                 lambda x: sc.gammainc(np.asarray(2.5, x.dtype), x), (lambda: uniform(0.1, 6),)),
+    "gammaincc": (lambda x: special.gammaincc(np.asarray(0.7, x.dtype), x),
+                  lambda x: sc.gammaincc(np.asarray(0.7, x.dtype), x),
+                  (lambda: uniform(0.1, 6),)),
+    "betainc": (lambda x: special.betainc(0.7, 2.5, x), lambda x: sc.betainc(0.7, 2.5, x),
+                (lambda: uniform(0.05, 0.95),)),
+    "stdtr": (lambda x: special.stdtr(3.0, x), lambda x: sc.stdtr(3.0, x),
+              (lambda: uniform(-4, 4),)),
+    # log1p(x) - x (wengert's own: no SciPy function)
+    "log1pmx": (P.log1pmx, P._log1pmx_np, (lambda: uniform(-0.9, 3),)),
     # Γ(a+b) < 0 there: B(a, b) is negative
     "beta negative": (special.beta, sc.beta,
                       (lambda: uniform(-1.45, -1.3), lambda: uniform(0.55, 0.65))),
@@ -76,7 +90,8 @@ SPECIAL = {
 PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma", "psi",
               "polygamma1", "polygamma3", "gamma", "rgamma", "expit", "logit", "ndtr",
               "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln", "i0", "i1",
-              "i0e", "i1e", "iv2.5", "iv3", "ive2"}
+              "i0e", "i1e", "iv2.5", "iv3", "ive2", "gammainc", "gammaincc", "betainc",
+              "stdtr", "log1pmx"}
 
 
 def _args(name):
@@ -513,7 +528,10 @@ def test_incomplete_functions_in_x_against_differences_and_float32():
         check_grads(f, uniform(0.05, 0.95, 4), order=2, rtol=1e-5, atol=1e-7)
     x = np.array([0.3, 0.6], np.float32)
     for f in (lambda x: stats.gamma.cdf(x, 2.5), lambda x: stats.beta.sf(x, 2, 3.5),
-              lambda x: stats.chi2.cdf(x, 3), lambda x: stats.t.cdf(x, 3)):
+              lambda x: stats.chi2.cdf(x, 3), lambda x: stats.t.cdf(x, 3),
+              lambda x: stats.gamma.sf(x, 0.5, 0.1, 2), lambda x: stats.t.logcdf(x, 3.0)):
+        assert wg.trace(f, x).outputs[0].dtype == np.float32
+        assert wg.compile(f, x)(x).dtype == np.float32
         assert wg.grad(lambda x: np.sum(f(x)))(x).dtype == np.float32
 
 

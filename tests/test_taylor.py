@@ -263,6 +263,11 @@ FROM_JVP = {
     "i0e": (lambda x: REGISTRY["i0e"](x), _x, _x[::-1]),
     "i1e": (lambda x: REGISTRY["i1e"](x), _x, _x[::-1]),
     "ive": (lambda x: REGISTRY["ive"](x, v=2.5), abs(_x), _x[::-1]),
+    # the incomplete gamma and beta functions and t's distribution function, in x
+    "gammainc": (lambda x: REGISTRY["gammainc"](2.5, x), abs(_x), _x[::-1]),
+    "gammaincc": (lambda x: REGISTRY["gammaincc"](0.7, x), abs(_x), _x[::-1]),
+    "betainc": (lambda x: REGISTRY["betainc"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),
+    "stdtr": (lambda x: REGISTRY["stdtr"](3.0, x), _x, _x[::-1]),
     # (not a primitive: an einsum of three operands expands through the JVP too)
     "einsum of three": (lambda m: _wnp().einsum("ij,jk,kl->il", m, m, _wnp().sin(m)), _B, _V),
 }

@@ -281,7 +281,8 @@ class _Gamma(_Density):
         outside = y < 0
         # (1.0, not 0: at 0 the derivative x^(a-1)... is inf for a < 1, and the unused
         # branch's inf times the zero cotangent would be nan)
-        inside = fn(a, wnp.where(outside, 1.0, y))
+        y = wnp.where(outside, 1.0, y)
+        inside = fn(_like(a, y), y)
         return _valid((a > 0) & (scale > 0), wnp.where(outside, below, inside))
 
 
