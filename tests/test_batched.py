@@ -133,3 +133,44 @@ def test_real_values_of_complex_ones_take_real_parts_as_the_sweeps_do():
 def test_array_graphs_are_not_taken():
     g = wg.trace(lambda x: wnp.sin(x), np.ones(3), abstract=False)
     assert not takes(g.between(g.inputs, g.outputs), g.inputs, g.outputs)
+
+
+def test_float32_arguments_keep_float64_partials_digits():
+    # (the batch seeded float32 vectors: d(x·0.1)/dx, a float64 block, came out as
+    # float32(0.1); a lone sweep's seed 1.0 keeps 0.1)
+    f = lambda x, y, z: ((x * 0.1) * np.float64(1.0), y + z, x + y)
+    args = (np.float32(1.0), np.float32(2.0), np.float32(3.0))
+    for jac in (wg.jacfwd, wg.jacrev):
+        J = jac(f, argnums=(0, 1, 2))(*args)
+        assert type(J[0][0]) is float and J[0][0] == 0.1, jac
+    M = wg.sparse_jacobian(lambda x: [x[0] + x[1] + x[2], x[1] * 0.1, x[0] + x[1], 1.5])(
+        list(args))
+    assert M.toarray()[1, 1] == 0.1
+
+
+def test_overflow_and_underflow_are_silent_as_in_a_lone_sweep():
+    # Python floats overflow to inf and underflow to 0 without a word; the batch's NumPy
+    # arithmetic warned, and raised under np.errstate(all="raise")
+    import warnings
+
+    def f(x, y, z):
+        v = x
+        for _ in range(12):
+            v = v * v                       # d v/dx = 4096 x^4095: inf at 1.2
+        return v * 0.0 + y, y * z, z
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        J = wg.jacfwd(f, argnums=(0, 1, 2))(1.2, 1.0, 1.0)
+    assert np.isnan(J[0][0]) and J[0][1:] == (1.0, 0.0) and J[1] == (0.0, 1.0, 1.0)
+    g = lambda x, y, z: (x * 1e-200 * 1e-200, y * z, z)
+    with np.errstate(all="raise"):
+        for jac in (wg.jacfwd, wg.jacrev):
+            assert jac(g, argnums=(0, 1, 2))(1.0, 2.0, 3.0)[0] == (0.0, 0.0, 0.0)
+
+
+def test_a_function_without_outputs():
+    f = lambda x, y, z: ()
+    for mode in ("fwd", "rev", "sparse", "auto"):
+        assert wg.jacobian(f, argnums=(0, 1, 2), mode=mode)(1.0, 2.0, 3.0) == ()
+    assert wg.jacfwd(f, argnums=(0, 1, 2))(1.0, 2.0, 3.0) == ()

@@ -7,8 +7,11 @@ partial is evaluated once and the per-node cost is paid once: k sweeps for about
 of one plus k-element NumPy arithmetic.  It is vector forward (or reverse) mode, on numbers.
 
 It takes graphs of scalars whose primitives all declare partials (the graphs `jacobian`'s
-coordinate methods work on), and it gives the same numbers as the sweeps one by one,
-except where one is infinite or nan: see `all_at_once`.
+coordinate methods work on), and it gives the numbers of the sweeps one by one, to
+rounding: products of NumPy's complex numbers can differ from Python's in the last bit,
+and float32 arguments are carried in float64 (as a lone sweep's seed 1.0 lets float64
+partials do), then cast to the result's dtype.  Where a partial is inf or nan, the sweeps
+run one by one: see `all_at_once`.
 """
 from __future__ import annotations
 
@@ -50,8 +53,10 @@ def takes(plan, inputs, outputs) -> bool:
 
 
 def _unit(k, s, leaf):
-    # (in the leaf's float dtype, as a lone sweep's seed 1.0 takes the leaf's dtype)
-    e = np.zeros(k, leaf.dtype if leaf.dtype.kind in "fc" else np.float64)
+    # (float64, complex128 for a complex leaf: a lone sweep's seed is the Python number
+    # 1.0, which leaves the partials' dtypes to decide, so float32 arguments with float64
+    # partials (x·0.1) keep the float64 digits; a float32 seed would round them)
+    e = np.zeros(k, np.complex128 if leaf.dtype.kind == "c" else np.float64)
     e[s] = 1
     return e
 
@@ -78,17 +83,21 @@ def all_at_once(plan, inputs, outputs, slots, k, forward_sweeps):
     if k < FROM or not takes(plan, inputs, outputs):
         return None
     try:
-        if forward_sweeps:
-            vec = _forward(plan, inputs, slots, k)
-        else:
-            vec = _reverse(plan, inputs, outputs, slots, k)
+        # (a lone sweep's Python floats overflow to inf, underflow to 0 and make nan of
+        # inf - inf silently: so does the batch's arithmetic, warnings and errstate aside;
+        # a partial's own evaluation in NumPy still warns as it would)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            if forward_sweeps:
+                vec = _forward(plan, inputs, slots, k)
+            else:
+                vec = _reverse(plan, inputs, outputs, slots, k)
     except _NotFinite:
         return None
     got = outputs if forward_sweeps else inputs
     zero = np.zeros(k)
     # (+ 0.0: a sweep's slot that no path reaches holds 0 times partials, which may be
     # -0.0 where a lone sweep has no tangent at all: a structural zero prints as 0.)
-    return np.array([vec.get(leaf.index, zero) for leaf in got]) + 0.0
+    return np.array([vec.get(leaf.index, zero) for leaf in got]).reshape(len(got), k) + 0.0
 
 
 def _seed(vec, leaves, slots, k):
