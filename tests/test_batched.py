@@ -174,3 +174,16 @@ def test_a_function_without_outputs():
     for mode in ("fwd", "rev", "sparse", "auto"):
         assert wg.jacobian(f, argnums=(0, 1, 2), mode=mode)(1.0, 2.0, 3.0) == ()
     assert wg.jacfwd(f, argnums=(0, 1, 2))(1.0, 2.0, 3.0) == ()
+
+
+def test_a_user_partial_of_the_wrong_shape_is_not_broadcast_into_the_batch():
+    # a length-3 partial of a scalar: the batch's 3-vectors took it elementwise and gave a
+    # plausible, wrong Jacobian; a lone forward sweep refuses it
+    sq = wg.primitive(lambda x: x * x, name="sq_wrong_shape").defpartials(
+        lambda x, ans: np.array([2 * x, 0.0, 5.0]))
+    f = lambda x, y, z: (sq(x), sq(y), sq(z))
+    with pytest.raises(ValueError):
+        wg.jacfwd(f, argnums=(0, 1, 2))(1.0, 2.0, 3.0)
+    g = wg.trace(f, 1.0, 2.0, 3.0, abstract=False)
+    assert all_at_once(g.between(g.inputs, g.outputs), g.inputs, g.outputs, [0, 1, 2], 3,
+                       False) is None

@@ -27,12 +27,19 @@ from .reverse import active_indices
 FROM = 3
 
 
-class _NotFinite(Exception):
-    pass
+class _OneByOne(Exception):
+    """A partial the batch cannot take as it is: one by one, the sweeps do."""
 
 
-def _finite(p):
-    return math.isfinite(p) if type(p) is float else bool(np.all(np.isfinite(p)))
+def _check(p):
+    """Refuse a partial that is inf or nan (see `all_at_once`), or not a scalar (a user's
+    rule of the wrong shape: broadcast against the batch's vectors it would give a wrong
+    Jacobian where a lone sweep raises)."""
+    if type(p) is float:
+        if not math.isfinite(p):
+            raise _OneByOne
+    elif np.ndim(p) or not np.isfinite(p):
+        raise _OneByOne
 
 
 def takes(plan, inputs, outputs) -> bool:
@@ -67,9 +74,10 @@ def all_at_once(plan, inputs, outputs, slots, k, forward_sweeps):
     sweep that seeds leaf j with 1 (several leaves may share one).  Returns an array of
     the results, one row per result leaf and one column per sweep; or None where the
     sweeps are better run one by one: fewer than `FROM` of them, a graph this is not for
-    (`takes`), or a partial that is inf or nan (a lone sweep has no product with an
+    (`takes`), a partial that is inf or nan (a lone sweep has no product with an
     argument that has no tangent, while the batch would multiply the inf by that sweep's
-    0, giving nan).
+    0, giving nan), or one that is not a scalar (a user's rule of the wrong shape, which
+    the vectors would broadcast into a wrong Jacobian).
 
     Example (x·y and sin(x) + z, the three forward sweeps at once):
         >>> import wengert as wg
@@ -91,7 +99,7 @@ def all_at_once(plan, inputs, outputs, slots, k, forward_sweeps):
                 vec = _forward(plan, inputs, slots, k)
             else:
                 vec = _reverse(plan, inputs, outputs, slots, k)
-    except _NotFinite:
+    except _OneByOne:
         return None
     got = outputs if forward_sweeps else inputs
     zero = np.zeros(k)
@@ -125,8 +133,7 @@ def _forward(plan, inputs, slots, k):
             p = node.op.partial(i, xs, node.value, node.params)
             if p is None:
                 continue
-            if not _finite(p):
-                raise _NotFinite
+            _check(p)
             c = ta if (type(p) is float and p == 1.0) else ta * p
             t = c if t is None else t + c
         if t is not None:
@@ -154,8 +161,7 @@ def _reverse(plan, inputs, outputs, slots, k):
             p = node.op.partial(j, xs, node.value, node.params)
             if p is None:
                 continue
-            if not _finite(p):
-                raise _NotFinite
+            _check(p)
             c = g if (type(p) is float and p == 1.0) else g * p
             if project and a.dtype.kind != "c":
                 c = c.real
