@@ -187,3 +187,24 @@ def test_a_user_partial_of_the_wrong_shape_is_not_broadcast_into_the_batch():
     g = wg.trace(f, 1.0, 2.0, 3.0, abstract=False)
     assert all_at_once(g.between(g.inputs, g.outputs), g.inputs, g.outputs, [0, 1, 2], 3,
                        False) is None
+
+
+def test_many_sweeps_run_in_batches_that_bound_the_memory(monkeypatch):
+    # each node holds a vector of one entry per sweep: 10,000 inputs through 20,000 nodes
+    # would hold 2e8 numbers at once; the sweeps are split to hold at most ELEMENTS
+    import wengert.ad.batched as batched
+    f = program(5, 9, 7, 30)
+    x = list(np.random.default_rng(5).uniform(-1, 1, 9))
+    g = wg.trace(f, *x, abstract=False)
+    plan = g.between(g.inputs, g.outputs)
+    whole = [all_at_once(plan, g.inputs, g.outputs, range(n), n, fwd)
+             for n, fwd in ((9, True), (7, False))]
+    monkeypatch.setattr(batched, "ELEMENTS", 4 * len(plan))      # 4 sweeps per batch
+    split = [all_at_once(plan, g.inputs, g.outputs, range(n), n, fwd)
+             for n, fwd in ((9, True), (7, False))]
+    for a, b in zip(whole, split):
+        np.testing.assert_array_equal(a, b)
+    # several seeds in one sweep, across batches (the compressed use)
+    np.testing.assert_allclose(        # (sums in another order: to rounding)
+        all_at_once(plan, g.inputs, g.outputs, [0, 1, 2, 0, 1, 2, 3, 4, 4], 5, True),
+        one_by_one(g, True) @ np.eye(5)[[0, 1, 2, 0, 1, 2, 3, 4, 4]], rtol=1e-14, atol=1e-16)

@@ -10,8 +10,10 @@ It takes graphs of scalars whose primitives all declare partials (the graphs `ja
 coordinate methods work on), and it gives the numbers of the sweeps one by one, to
 rounding: products of NumPy's complex numbers can differ from Python's in the last bit,
 and float32 arguments are carried in float64 (as a lone sweep's seed 1.0 lets float64
-partials do), then cast to the result's dtype.  Where a partial is inf or nan, the sweeps
-run one by one: see `all_at_once`.
+partials do), then cast to the result's dtype; a zero is +0.0 (a slot no path reaches
+holds 0 times partials, which may be -0.0; a computed -0.0 comes out +0.0 too).  Where a
+partial is inf or nan, the sweeps run one by one: see `all_at_once`.  Many sweeps run as
+several batches, each holding at most `ELEMENTS` numbers.
 """
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ from .reverse import active_indices
 #: Fewer sweeps than this run one by one: k-element NumPy arithmetic costs a node more
 #: than a lone sweep's float arithmetic, and at 2 sweeps the two are about even.
 FROM = 3
+#: A batch holds at most this many numbers (sweeps times the plan's nodes, one vector per
+#: node): more sweeps than that run as several batches, which bounds the memory (32 MB).
+ELEMENTS = 1 << 22
 
 
 class _OneByOne(Exception):
@@ -90,36 +95,47 @@ def all_at_once(plan, inputs, outputs, slots, k, forward_sweeps):
     """
     if k < FROM or not takes(plan, inputs, outputs):
         return None
+    slots = list(slots)
+    # sweeps per batch: as many as ELEMENTS lets through (each node holds a vector)
+    chunk = max(FROM, ELEMENTS // max(len(plan), 1))
+    pieces = []
     try:
         # (a lone sweep's Python floats overflow to inf, underflow to 0 and make nan of
         # inf - inf silently: so does the batch's arithmetic, warnings and errstate aside;
         # a partial's own evaluation in NumPy still warns as it would)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            if forward_sweeps:
-                vec = _forward(plan, inputs, slots, k)
-            else:
-                vec = _reverse(plan, inputs, outputs, slots, k)
+            for start in range(0, k, chunk):
+                width = min(chunk, k - start)
+                seeded = [(leaf, s - start) for leaf, s in
+                          zip(inputs if forward_sweeps else outputs, slots)
+                          if start <= s < start + width]
+                if forward_sweeps:
+                    vec = _forward(plan, seeded, width)
+                else:
+                    vec = _reverse(plan, inputs, seeded, width)
+                got = outputs if forward_sweeps else inputs
+                zero = np.zeros(width)
+                pieces.append(np.array([vec.get(leaf.index, zero) for leaf in got])
+                              .reshape(len(got), width))
     except _OneByOne:
         return None
-    got = outputs if forward_sweeps else inputs
-    zero = np.zeros(k)
     # (+ 0.0: a sweep's slot that no path reaches holds 0 times partials, which may be
     # -0.0 where a lone sweep has no tangent at all: a structural zero prints as 0.)
-    return np.array([vec.get(leaf.index, zero) for leaf in got]).reshape(len(got), k) + 0.0
+    return (pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=1)) + 0.0
 
 
-def _seed(vec, leaves, slots, k):
-    for leaf, s in zip(leaves, slots):
+def _seed(vec, seeded, k):
+    for leaf, s in seeded:
         e = _unit(k, s, leaf)
         i = leaf.index
         vec[i] = vec[i] + e if i in vec else e
 
 
-def _forward(plan, inputs, slots, k):
+def _forward(plan, seeded, k):
     # In a graph with complex values a real node's tangent is real (docs/complex.md).
     project = bool(plan) and plan[0].graph.complex
     tan = {}
-    _seed(tan, inputs, slots, k)
+    _seed(tan, seeded, k)
     for node in plan:
         args = node.args
         t = None
@@ -141,12 +157,12 @@ def _forward(plan, inputs, slots, k):
     return tan
 
 
-def _reverse(plan, inputs, outputs, slots, k):
+def _reverse(plan, inputs, seeded, k):
     project = bool(plan) and plan[0].graph.complex
     active = active_indices(plan, inputs)
     adj = {}
-    _seed(adj, outputs, slots, k)
-    for o in outputs:                # (an output no input reaches has no adjoint to pass)
+    _seed(adj, seeded, k)
+    for o, _ in seeded:              # (an output no input reaches has no adjoint to pass)
         if o.index >= len(active) or not active[o.index]:
             adj.pop(o.index, None)
     for node in reversed(plan):                 # (inputs are not in the plan: theirs stay)

@@ -296,6 +296,16 @@ def compressed(graph, inputs, outputs, rows, colours, by="columns", symbolic=Fal
         slot = {c: s for s, c in enumerate(order)}
         batch = all_at_once(plan, inputs, outputs, [slot[c] for c in colours], len(order),
                             forward_sweeps)
+    if batch is not None and lines is None:
+        # dense, one line per colour: the batch is the Jacobian (or its transpose), whose
+        # coordinates are made at once, already row by row
+        line = np.array([members[c][0] for c in order], dtype=np.int64)
+        dense = np.zeros((size, len(colours)), batch.dtype)
+        dense[:, line] = batch
+        if not forward_sweeps:
+            dense = dense.T
+        rows_, cols_ = np.indices(dense.shape).reshape(2, -1)
+        return rows_, cols_, dense.ravel()
     I, J, V = [], [], []
     for s, c in enumerate(order):
         if batch is not None:
