@@ -2,8 +2,9 @@
 `wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, rgamma, betaln,
 beta (and betaln_da, their partial), log1pmx (log1p(x) - x, for t's density), expit,
 logit, ndtr, log_ndtr, erfcx, xlogy and xlog1py; the incomplete gamma and beta functions
-gammainc, gammaincc and betainc, and t's distribution function stdtr (in x); the modified Bessel functions i1, iv (fixed order
-v) and the scaled i0e, i1e, ive; and NumPy's i0 (for `wengert.numpy.i0`).
+gammainc, gammaincc and betainc, and t's distribution function stdtr (in x); the modified
+Bessel functions i1, iv (fixed order v) and the scaled i0e, i1e, ive; and NumPy's i0 (for
+`wengert.numpy.i0`).
 
 Each is evaluated by SciPy's own ufunc, so a traced value equals SciPy's result; SciPy is
 imported on first evaluation, not here, so wengert imports without it (the error then
@@ -499,9 +500,7 @@ log_ndtr.defpartials(lambda x, ans: _SQRT_2_OVER_PI / erfcx(-_INV_SQRT2 * x))
 erfcx.defpartials(lambda x, ans: 2 * x * ans - _TWO_OVER_SQRT_PI)
 
 
-
-
-def not_differentiable_in(name, argument):
+def _not_differentiable_in(name, argument):
     """The partial of a parameter whose derivative is not written: asking for it (a
     derivative with respect to that argument) raises, where a missing partial would be a
     silent zero."""
@@ -520,9 +519,9 @@ def _gamma_density(a, x):
     return exp(xlogy(a - 1, x) - x - gammaln(a))
 
 
-gammainc.defpartials(not_differentiable_in("gammainc", "a (the shape)"),
+gammainc.defpartials(_not_differentiable_in("gammainc", "a (the shape)"),
                      lambda a, x, ans: _gamma_density(a, x))
-gammaincc.defpartials(not_differentiable_in("gammaincc", "a (the shape)"),
+gammaincc.defpartials(_not_differentiable_in("gammaincc", "a (the shape)"),
                       lambda a, x, ans: -_gamma_density(a, x))
 
 
@@ -535,9 +534,10 @@ def _t_density(df, x):
     return t.pdf(x, df)
 
 
-stdtr.defpartials(not_differentiable_in("stdtr", "df (the degrees of freedom)"),
+stdtr.defpartials(_not_differentiable_in("stdtr", "df (the degrees of freedom)"),
                   lambda df, x, ans: _t_density(df, x))
-betainc.defpartials(not_differentiable_in("betainc", "a"), not_differentiable_in("betainc", "b"),
+betainc.defpartials(_not_differentiable_in("betainc", "a"),
+                    _not_differentiable_in("betainc", "b"),
                     lambda a, b, x, ans: exp(xlogy(a - 1, x) + xlog1py(b - 1, -x)
                                              - betaln(a, b)))
 

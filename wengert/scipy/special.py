@@ -5,8 +5,8 @@ dtype); on traced values it records a primitive of `wengert.primitives.special` 
 composition of them), whose derivatives are written with primitives too, so they can be
 differentiated again.  Names SciPy has and this module does not (Bessel functions
 other than iv, ive and their orders 0 and 1, the inverses of the incomplete gamma and
-beta functions, ...) are SciPy's on plain
-values and raise NotImplementedError, naming themselves, on traced values.
+beta functions, ...) are SciPy's on plain values and raise NotImplementedError, naming
+themselves, on traced values.
 
 Example:
     >>> import wengert as wg
@@ -154,6 +154,7 @@ stdtr = _ufunc(_P.stdtr, _sc.stdtr, """\
 betainc = _ufunc(_P.betainc, _sc.betainc, """\
         >>> wg.grad(special.betainc, argnums=2)(2.0, 1.0, 0.5)     # x²: 2x
         1.0""")
+
 
 def _fixed_order(name, n, x, integer):
     """(order, x) for polygamma, iv or ive: the order one finite constant (an array of

@@ -208,7 +208,6 @@ class _T(_Density):
         student = _where(near, corrected, plain)
         return _valid((df > 0) & (scale > 0), _where(finite, student, normal) - log(scale))
 
-
     @_method
     def cdf(self, x, df, loc=0, scale=1):
         return _valid((df > 0) & (scale > 0), P.stdtr(df, _standardize(x, loc, scale)))
@@ -231,8 +230,9 @@ def _log_gamma_ratio_tail(z):
     gammalns cancels for a large z (the t density lost 5 digits at ν = 1e10, and
     betaln(z, 1/2) 10 at ν = 1e6); from z = 30 on, the asymptotic series -1/(8z)
     + 1/(192z³) - 1/(640z⁵) + 17/(14336z⁷) - 31/(18432z⁹), whose next term is below 1e-16
-    of the sum there; below it, ½ log π - betaln(z, 1/2).  (½ log z is left out because t's density subtracts ½ log ν: its
-    derivative 1/(2ν) would cancel against the same from the other term.)"""
+    of the sum there; below it, ½ log π - betaln(z, 1/2).  (½ log z is left out because
+    t's density subtracts ½ log ν: its derivative 1/(2ν) would cancel against the same
+    from the other term.)"""
     large = z > 30
     zl, zs = _where(large, z, 30.0), _where(large, 1.0, z)   # (each branch in its domain)
     r = 1 / zl
