@@ -801,9 +801,9 @@ def jacobian_by_sweeps(call, out_nodes, out_tree, single, mode):
     batch = None
     if not symbolic:
         # numbers of scalars: all the sweeps as one (wengert.ad.batched)
-        seeds = call.inputs if mode == "fwd" else [out_nodes[i] for i in swept]
-        batch = all_at_once(plan, call.inputs, [out_nodes[i] for i in swept],
-                            range(len(seeds)), len(seeds), mode == "fwd")
+        outs = [out_nodes[i] for i in swept]
+        k = len(call.inputs if mode == "fwd" else outs)
+        batch = all_at_once(plan, call.inputs, outs, range(k), k, mode == "fwd")
     if batch is not None:
         if mode == "rev":
             batch = batch.T

@@ -98,6 +98,8 @@ def all_at_once(plan, inputs, outputs, slots, k, forward_sweeps):
     slots = list(slots)
     # sweeps per batch: as many as ELEMENTS lets through (each node holds a vector)
     chunk = max(FROM, ELEMENTS // max(len(plan), 1))
+    seeds, got = (inputs, outputs) if forward_sweeps else (outputs, inputs)
+    active = None if forward_sweeps else active_indices(plan, inputs)
     pieces = []
     try:
         # (a lone sweep's Python floats overflow to inf, underflow to 0 and make nan of
@@ -106,14 +108,12 @@ def all_at_once(plan, inputs, outputs, slots, k, forward_sweeps):
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             for start in range(0, k, chunk):
                 width = min(chunk, k - start)
-                seeded = [(leaf, s - start) for leaf, s in
-                          zip(inputs if forward_sweeps else outputs, slots)
+                seeded = [(leaf, s - start) for leaf, s in zip(seeds, slots)
                           if start <= s < start + width]
                 if forward_sweeps:
                     vec = _forward(plan, seeded, width)
                 else:
-                    vec = _reverse(plan, inputs, seeded, width)
-                got = outputs if forward_sweeps else inputs
+                    vec = _reverse(plan, active, seeded, width)
                 zero = np.zeros(width)
                 pieces.append(np.array([vec.get(leaf.index, zero) for leaf in got])
                               .reshape(len(got), width))
@@ -157,9 +157,9 @@ def _forward(plan, seeded, k):
     return tan
 
 
-def _reverse(plan, inputs, seeded, k):
+def _reverse(plan, active, seeded, k):
+    # (active: `active_indices` of the plan and the inputs, the same for every batch)
     project = bool(plan) and plan[0].graph.complex
-    active = active_indices(plan, inputs)
     adj = {}
     _seed(adj, seeded, k)
     for o, _ in seeded:              # (an output no input reaches has no adjoint to pass)
