@@ -306,6 +306,31 @@ def test_a_custom_vjp_of_the_wrong_shape_is_an_error_not_a_wrong_gradient():
             call()
 
 
+def test_a_user_partial_of_the_wrong_shape_is_an_error_in_every_mode():
+    # (reverse sweeps once broadcast it into a Jacobian of the wrong shape, silently)
+    x = np.array([0.1, 0.2, 0.3])
+    wide = wg.primitive(np.sin, name="sin_wide").defpartials(lambda v, ans: np.ones((3, 3)))
+    modes = (wg.grad(lambda v: np.sum(wide(v))), wg.jacrev(wide), wg.jacfwd(wide),
+             lambda v: wg.jacobian(wide, mode="rev")(v),
+             lambda v: wg.jacobian(wide, mode="sparse")(v),
+             wg.grad(lambda v: np.sum(wide(v[0]) * v)))
+    for call in modes:
+        with pytest.raises(ValueError, match=r"partial of primitive 'sin_wide' in argument 0 "
+                                             r"has shape \(3, 3\), which does not broadcast "
+                                             r"to its result's shape \((3,)?\)"):
+            call(x)
+    for point in (0.3, x):                     # and where the sweeps go one number at a time
+        for jac in (wg.grad, wg.jacrev, wg.jacfwd, wg.hessian):
+            f = (lambda v: np.sum(wide(v))) if jac in (wg.grad, wg.hessian) else wide
+            with pytest.raises(ValueError, match="'sin_wide' in argument 0"):
+                jac(f)(point)
+    # a partial that broadcasts (here: one number for the whole array) is right
+    ok = wg.primitive(lambda v: 3 * v, name="thrice_ok").defpartials(
+        lambda v, ans: np.array([3.0]))
+    assert_close(wg.jacrev(ok)(x), 3 * np.eye(3), rtol=0, atol=0)
+    assert_close(wg.jacfwd(ok)(x), 3 * np.eye(3), rtol=0, atol=0)
+
+
 def test_grad_takes_an_output_of_size_one_as_autograd_and_pytorch_do():
     x = np.array([3.0])
     assert_close(wg.grad(lambda v: v ** 3)(x), 3 * x ** 2, rtol=1e-15)

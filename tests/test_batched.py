@@ -178,15 +178,18 @@ def test_a_function_without_outputs():
 
 def test_a_user_partial_of_the_wrong_shape_is_not_broadcast_into_the_batch():
     # a length-3 partial of a scalar: the batch's 3-vectors took it elementwise and gave a
-    # plausible, wrong Jacobian; a lone forward sweep refuses it
+    # plausible, wrong Jacobian; now the partial is refused by name, in both directions
     sq = wg.primitive(lambda x: x * x, name="sq_wrong_shape").defpartials(
         lambda x, ans: np.array([2 * x, 0.0, 5.0]))
     f = lambda x, y, z: (sq(x), sq(y), sq(z))
-    with pytest.raises(ValueError):
-        wg.jacfwd(f, argnums=(0, 1, 2))(1.0, 2.0, 3.0)
+    for jac in (wg.jacfwd, wg.jacrev):
+        with pytest.raises(ValueError, match="'sq_wrong_shape' in argument 0 has shape"):
+            jac(f, argnums=(0, 1, 2))(1.0, 2.0, 3.0)
     g = wg.trace(f, 1.0, 2.0, 3.0, abstract=False)
-    assert all_at_once(g.between(g.inputs, g.outputs), g.inputs, g.outputs, [0, 1, 2], 3,
-                       False) is None
+    for fwd in (True, False):
+        with pytest.raises(ValueError, match=r"shape \(3,\), which does not broadcast"):
+            all_at_once(g.between(g.inputs, g.outputs), g.inputs, g.outputs, [0, 1, 2], 3,
+                        fwd)
 
 
 def test_many_sweeps_run_in_batches_that_bound_the_memory(monkeypatch):

@@ -37,13 +37,13 @@ class _OneByOne(Exception):
 
 
 def _check(p):
-    """Refuse a partial that is inf or nan (see `all_at_once`), or not a scalar (a user's
-    rule of the wrong shape: broadcast against the batch's vectors it would give a wrong
-    Jacobian where a lone sweep raises)."""
+    """Refuse a partial that is inf or nan (see `all_at_once`).  (One that is not a scalar,
+    a user's rule of the wrong shape, `Primitive.partial` refuses: broadcast against the
+    batch's vectors it would give a wrong Jacobian.)"""
     if type(p) is float:
         if not math.isfinite(p):
             raise _OneByOne
-    elif np.ndim(p) or not np.isfinite(p):
+    elif not np.isfinite(p):
         raise _OneByOne
 
 
@@ -81,8 +81,7 @@ def all_at_once(plan, inputs, outputs, slots, k, forward_sweeps):
     sweeps are better run one by one: fewer than `FROM` of them, a graph this is not for
     (`takes`), a partial that is inf or nan (a lone sweep has no product with an
     argument that has no tangent, while the batch would multiply the inf by that sweep's
-    0, giving nan), or one that is not a scalar (a user's rule of the wrong shape, which
-    the vectors would broadcast into a wrong Jacobian).
+    0, giving nan).
 
     Example (x·y and sin(x) + z, the three forward sweeps at once):
         >>> import wengert as wg

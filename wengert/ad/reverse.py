@@ -133,6 +133,11 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                 continue
             if type(p) is float:                 # a constant partial: add's 1.0
                 c = g if p == 1.0 else g * p
+            elif not op.builtin:                 # a user's rule: its shape checked
+                p = op.partial(k, xs, ans, params)
+                if p is None:
+                    continue
+                c = g * p
             else:
                 # One expression: the rule's result is a temporary that NumPy reuses for the
                 # product (temporary elision), as in hand-written ``g * (1 - a * a)``.

@@ -177,12 +177,14 @@ class Primitive:
         if rule is None or type(rule) is float:
             return rule
         try:
-            return rule(*xs, ans, **params)
+            p = rule(*xs, ans, **params)
         except ArithmeticError:
             # Python floats raise where NumPy gives inf or nan (1/0.0): redo it in NumPy,
             # and hand back a Python float like every other scalar value
-            p = rule(*map(one_element, xs), one_element(ans), **params)
-            return from_one_element(p)
+            p = from_one_element(rule(*map(one_element, xs), one_element(ans), **params))
+        if not self.builtin and p is not None:
+            check_partial_shape(self, p, shape_of(ans), k)
+        return p
 
     def abstract_eval(self, args, params):
         """(shape, dtype) of the result from the arguments' shapes and dtypes."""
@@ -523,6 +525,27 @@ def check_rule_shape(op, value, shape, position=None):
                              f"{got}, but its result has shape {tuple(shape)}")
         raise ValueError(f"the VJP of primitive {op.name!r} returned a cotangent of shape "
                          f"{got} for argument {position}, which has shape {tuple(shape)}")
+
+
+def check_partial_shape(op, value, shape, position):
+    """A user primitive's partial multiplies the (co)tangent elementwise, so it must
+    broadcast to the result's shape: one of another shape would silently broadcast the
+    derivative into the wrong shape.
+
+    Example:
+        >>> import wengert as wg, numpy as np
+        >>> p = wg.primitive(np.sin, name="sin_bad").defpartials(lambda x, ans: np.ones(2))
+        >>> wg.grad(p)(0.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: the partial of primitive 'sin_bad' in argument 0 has shape (2,), which does not broadcast to its result's shape ()
+    """
+    got = tuple(shape_of(value))
+    if got != tuple(shape) and (len(got) > len(shape) or
+                                any(g != 1 and g != s for g, s in zip(got[::-1], shape[::-1]))):
+        raise ValueError(f"the partial of primitive {op.name!r} in argument {position} has "
+                         f"shape {got}, which does not broadcast to its result's shape "
+                         f"{tuple(shape)}")
 
 
 def differentiable(node) -> bool:
