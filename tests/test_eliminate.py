@@ -365,6 +365,28 @@ def test_long_chains_need_no_recursion():
     assert_close(J, wg.jacfwd(f, argnums=(0, 1))(0.3, 0.4), rtol=1e-12)
 
 
+def test_past_the_rewrite_budget_candidates_are_compared_as_built(monkeypatch):
+    # the emitter's rewriting costs ~0.3 ms per node and candidate: a long chain's
+    # jacobian_graph took minutes on it alone
+    import wengert.ad.eliminate as E
+    asked = []
+    real = E.count_ops
+    monkeypatch.setattr(E, "count_ops", lambda *a, **k: asked.append(k["rewrite"]) or
+                        real(*a, **k))
+    def f(x, y):
+        for _ in range(8):
+            x = wm.sin(x) * 0.5 + y
+        return x * y, x - y
+    g = wg.trace(f, 0.3, 0.2)
+    for budget, rewrite in ((10**6, True), (10, False)):
+        monkeypatch.setattr(E, "REWRITE_BUDGET", budget)
+        asked.clear()
+        jg = wg.jacobian_graph(g)
+        assert asked and set(asked) == {rewrite}
+        assert_close(np.ravel(jg(0.7, -0.4)), np.ravel(wg.jacfwd(
+            f, argnums=(0, 1))(0.7, -0.4)), rtol=1e-13)
+
+
 def test_wengert_count_reports_jacobian_modes_side_by_side(tmp_path, capsys):
     from wengert.cli import main
     prog = tmp_path / "seed003.adds"

@@ -351,8 +351,10 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     count puts close to the best are all built for real, and the one whose entries need
     the fewest operations is kept: only the real graph sees what interning and
     simplification save (a product that already exists, a sign that cancels); forward
-    and reverse order always are, and the sweeps too when they are small.  The others
-    stay behind as dead nodes no output needs.
+    and reverse order always are, and the sweeps too when they are small.  Operations
+    are counted in the code the emitter writes, after its rewriting, up to
+    `REWRITE_BUDGET` nodes, and as built past it.  The others stay behind as dead nodes
+    no output needs.
 
     Example:
         >>> import wengert as wg
@@ -377,12 +379,15 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
                   and (s in SWEEPS or sum(est[s].values()) <= bound)]
     candidates = [lambda name=name: replay(G, logs[name]).jacobian_entries()
                   for name in names]
+    plan = len(graph.between(inputs, outputs))
     if strategy is None:
-        candidates += _sweeps(graph, inputs, outputs, SWEEPS)
+        candidates += _sweeps(plan, graph, inputs, outputs, SWEEPS)
+    rewrite = plan <= REWRITE_BUDGET
     found = None
     for build in candidates:
         entries = build()
-        cost = sum(count_ops(graph, [v for v in entries.values() if type(v) is Node]).values())
+        outs = [v for v in entries.values() if type(v) is Node]
+        cost = sum(count_ops(graph, outs, rewrite=rewrite).values())
         if found is None or cost < found[0]:
             found = (cost, entries)
     return found[1]
@@ -403,10 +408,19 @@ NEAR, SLACK = 1.25, 4
 SWEEPS = {"forward": "columns", "reverse": "rows"}
 SWEEP_BUDGET = 100_000
 
+#: The candidates are compared by the operations of the code the emitter would write for
+#: them, after its rewriting (`count_ops`), which sometimes halves a candidate's count and
+#: so changes which one wins.  But the rewriting costs ~0.3 ms per node and candidate:
+#: half a minute for six candidates at 15,000 nodes, hours at a million.  Past
+#: REWRITE_BUDGET nodes (between the inputs and the outputs) the candidates
+#: are compared by their counts as built, which pick the same one almost always (234 of
+#: the test suite's 241 eliminations; the other 7 cost up to 1.5x more once rewritten).
+REWRITE_BUDGET = 2_000
 
-def _sweeps(graph, inputs, outputs, orders):
+
+def _sweeps(plan, graph, inputs, outputs, orders):
+    # (plan: the number of nodes between the inputs and the outputs)
     from .sparse import compressed
-    plan = len(graph.between(inputs, outputs))
     found = []
     for order in orders:
         by = SWEEPS[order]
