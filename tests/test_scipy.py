@@ -69,6 +69,14 @@ SPECIAL = {
                 (lambda: uniform(0.05, 0.95),)),
     "stdtr": (lambda x: special.stdtr(3.0, x), lambda x: sc.stdtr(3.0, x),
               (lambda: uniform(-4, 4),)),
+    # the incomplete functions' partials in the shapes (wengert's own), here in x (in the
+    # shapes: their tests below)
+    "gammainc_da": (lambda x: P.gammainc_da(3.5, x), lambda x: P._gammainc_da_np(3.5, x),
+                    (lambda: uniform(0.1, 8),)),
+    "betainc_da": (lambda x: P.betainc_da(1.5, 2.5, x),
+                   lambda x: P._betainc_da_np(1.5, 2.5, x), (lambda: uniform(0.05, 0.95),)),
+    "betainc_db": (lambda x: P.betainc_db(1.5, 2.5, x),
+                   lambda x: P._betainc_db_np(1.5, 2.5, x), (lambda: uniform(0.05, 0.95),)),
     # log1p(x) - x (wengert's own: no SciPy function)
     "log1pmx": (P.log1pmx, P._log1pmx_np, (lambda: uniform(-0.9, 3),)),
     # Γ(a+b) < 0 there: B(a, b) is negative
@@ -91,7 +99,7 @@ PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma",
               "polygamma1", "polygamma3", "gamma", "rgamma", "expit", "logit", "ndtr",
               "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln", "i0", "i1",
               "i0e", "i1e", "iv2.5", "iv3", "ive2", "gammainc", "gammaincc", "betainc",
-              "stdtr", "log1pmx"}
+              "stdtr", "log1pmx", "gammainc_da", "betainc_da", "betainc_db"}
 
 
 def _args(name):
@@ -494,16 +502,122 @@ def test_cdfs_outside_the_support_and_invalid_parameters_are_scipys():
             assert_close(wg.trace(m, bad)(bad), ref(bad), rtol=1e-14, atol=0)
 
 
+def _mp_gammainc_da(a, x):
+    # (past a, P is 1 to 40 digits where its derivative is tiny: -∂Q/∂a instead)
+    import mpmath
+    with mpmath.workdps(40):
+        if x <= a:
+            return float(mpmath.diff(lambda s: mpmath.gammainc(s, 0, x, regularized=True), a))
+        return -float(mpmath.diff(lambda s: mpmath.gammainc(s, x, mpmath.inf,
+                                                            regularized=True), a))
+
+
+def test_incomplete_gamma_in_its_shape_against_mpmath():
+    # every region of incomplete.py: its series (x < a), its continued fraction (x > a + 1)
+    # and Temme's expansion (a >= 20, x within 30% of a), and the seams between them
+    rng = np.random.default_rng(17)
+    a = np.concatenate([10 ** rng.uniform(-2, 3, 24), [0.5, 19.99, 20.0, 20.0, 300.0, 300.0]])
+    x = np.concatenate([a[:24] * 10 ** rng.uniform(-1.5, 1.5, 24),
+                        [1.5, 20.99, 26.0, 26.01, 300 + 3 * np.sqrt(300), 390.01]])
+    got = wg.grad(lambda a: np.sum(special.gammainc(a, x)))(a)
+    want = np.array([_mp_gammainc_da(ai, xi) for ai, xi in zip(a, x)])
+    assert_close(got, want, rtol=1e-12, atol=0)
+    assert_close(wg.grad(lambda a: np.sum(special.gammaincc(a, x)))(a), -want, rtol=1e-12,
+                 atol=0)
+    # the mixed second derivative, against differences of the first
+    for ai, xi in zip(a[::6], x[::6]):
+        check_grads(special.gammainc, ai, xi, order=1, rtol=1e-6, atol=1e-10)
+        assert_close(wg.grad(wg.grad(special.gammainc), argnums=1)(ai, xi),
+                     fd_derivative(lambda t: wg.grad(special.gammainc)(ai, t), xi),
+                     rtol=1e-6, atol=1e-10)
+    # the distributions' shapes: gamma's a, chi2's df = 2a (P(df/2, x/2))
+    check_grads(lambda a: stats.gamma.cdf(1.3, a, 0.1, 2.0), 1.7, order=1)
+    check_grads(lambda k: stats.chi2.sf(2.5, k), 3.0, order=1)
+    assert_close(wg.grad(lambda k: stats.chi2.sf(2.5, k))(3.0),
+                 -0.5 * _mp_gammainc_da(1.5, 1.25), rtol=1e-12, atol=0)
+
+
+def test_incomplete_gamma_in_its_shape_at_the_edges_and_in_float32():
+    # NaN outside the domain, 0 where P does not depend on a (x = 0, x = inf)
+    a = np.array([-1.0, 0.0, np.nan, 2.0, 2.0, 2.0, np.inf])
+    x = np.array([1.0, 1.0, 1.0, -1.0, 0.0, np.inf, 3.0])
+    with np.errstate(all="raise"):
+        g = P.gammainc_da(a, x)
+    assert np.isnan(g[:4]).all() and g[4:].tolist() == [0.0, 0.0, 0.0]
+    a32 = np.array([0.5, 30.0], np.float32)
+    g32 = wg.grad(lambda a: np.sum(special.gammainc(a, np.float32(20.0))))(a32)
+    assert g32.dtype == np.float32
+    assert_close(g32, [_mp_gammainc_da(0.5, 20.0), _mp_gammainc_da(30.0, 20.0)], rtol=1e-6,
+                 atol=0)
+
+
+def _mp_betainc_dab(a, b, x):
+    # (by the side where I is not 1 to 40 digits, as for gammainc)
+    import mpmath
+    with mpmath.workdps(40):
+        if x <= a / (a + b):
+            I = lambda s, t: mpmath.betainc(s, t, 0, x, regularized=True)
+            sign = 1
+        else:             # 1 - I_x(a, b) = I_(1-x)(b, a), with 1 - x exact in mpmath
+            I = lambda s, t: mpmath.betainc(t, s, 0, 1 - mpmath.mpf(x), regularized=True)
+            sign = -1
+        return (sign * float(mpmath.diff(lambda s: I(s, b), a)),
+                sign * float(mpmath.diff(lambda t: I(a, t), b)))
+
+
+def test_incomplete_beta_in_its_shapes_against_mpmath():
+    # small and large shapes, x in both tails, at the mean and at the side switch
+    rng = np.random.default_rng(19)
+    a = np.concatenate([10 ** rng.uniform(-2, 3, 16), [0.3, 500.0, 2.0, 1e3]])
+    b = np.concatenate([10 ** rng.uniform(-2, 3, 16), [40.0, 700.0, 0.5, 3.0]])
+    x = np.concatenate([rng.uniform(0.001, 0.999, 16),
+                        [(0.3 + 1) / (0.3 + 40 + 2), 500 / 1200, 1e-6, 1 - 1e-4]])
+    da, db = wg.grad(lambda a, b: np.sum(special.betainc(a, b, x)), argnums=(0, 1))(a, b)
+    want = np.array([_mp_betainc_dab(*p) for p in zip(a, b, x)])
+    assert_close(da, want[:, 0], rtol=1e-11, atol=0)
+    assert_close(db, want[:, 1], rtol=1e-11, atol=0)
+    # closed forms: I_x(a, 1) = x^a, I_x(1, b) = 1 - (1 - x)^b
+    xs = rng.uniform(0.05, 0.95, 5)
+    assert_close(wg.grad(lambda a: np.sum(special.betainc(a, 1.0, xs)))(2.5),
+                 np.sum(xs ** 2.5 * np.log(xs)), rtol=1e-13, atol=0)
+    assert_close(wg.grad(lambda b: np.sum(special.betainc(1.0, b, xs)))(2.5),
+                 -np.sum((1 - xs) ** 2.5 * np.log1p(-xs)), rtol=1e-13, atol=0)
+    # the mixed second derivatives, against differences of the first
+    for ai, bi, xi in list(zip(a, b, x))[::5]:
+        check_grads(special.betainc, ai, bi, xi, order=1, rtol=1e-6, atol=1e-10)
+        for k in (0, 1):
+            assert_close(wg.grad(wg.grad(special.betainc, argnums=k), argnums=2)(ai, bi, xi),
+                         fd_derivative(lambda t: wg.grad(special.betainc, argnums=k)(
+                             ai, bi, t), xi), rtol=1e-6, atol=1e-9)
+    # the beta distribution's shapes, and its sf
+    check_grads(lambda a, b: stats.beta.cdf(0.3, a, b), 1.5, 2.5, order=1)
+    check_grads(lambda a, b: stats.beta.sf(0.3, a, b, 0.1, 0.8), 1.5, 2.5, order=1)
+
+
+def test_incomplete_beta_in_its_shapes_at_the_edges_and_in_float32():
+    a = np.array([-1.0, 1.0, np.nan, 2.0, 2.0, 2.0, np.inf, 2.0])
+    b = np.array([1.0, 0.0, 1.0, 3.0, 3.0, 3.0, 3.0, 3.0])
+    x = np.array([0.5, 0.5, 0.5, 1.5, 0.0, 1.0, 0.5, -0.1])
+    with np.errstate(all="raise"):
+        da, db = P.betainc_da(a, b, x), P.betainc_db(a, b, x)
+    for d in (da, db):
+        assert np.isnan(d[[0, 1, 2, 3, 7]]).all() and d[[4, 5, 6]].tolist() == [0.0] * 3
+    a32 = np.array([0.5, 30.0], np.float32)
+    g = wg.grad(lambda a: np.sum(special.betainc(a, np.float32(2.0), np.float32(0.4))))(a32)
+    assert g.dtype == np.float32
+    assert_close(g, [_mp_betainc_dab(0.5, 2.0, 0.4)[0], _mp_betainc_dab(30.0, 2.0, 0.4)[0]],
+                 rtol=1e-6, atol=1e-30)
+
+
 def test_cdfs_refuse_a_derivative_in_a_shape_naming_it():
-    cases = [(lambda a: stats.gamma.cdf(1.0, a), "gammainc"),
-             (lambda a: stats.chi2.sf(1.0, a), "gammaincc"),
-             (lambda a: stats.beta.cdf(0.3, a, 2.0), "betainc"),
-             (lambda b: stats.beta.sf(0.3, 2.0, b), "betainc"),
-             (lambda d: stats.t.cdf(0.5, d), "stdtr"),
-             (lambda a: special.gammainc(a, 1.0), "gammainc"),
-             (lambda b: special.betainc(1.0, b, 0.5), "betainc")]
+    cases = [(lambda d: stats.t.cdf(0.5, d), "stdtr"),
+             (wg.grad(lambda a: stats.beta.cdf(0.3, a, 2.0)), "betainc"),
+             (wg.grad(lambda b: special.betainc(1.0, b, 0.5)), "betainc"),
+             (wg.grad(lambda a: special.gammainc(a, 1.0)), "gammainc"),
+             (wg.grad(lambda k: stats.chi2.cdf(1.0, k)), "gammainc")]
     for f, who in cases:
-        with pytest.raises(NotImplementedError, match=who + r": the derivative with respect to"):
+        with pytest.raises(NotImplementedError, match=who + r": the (second )?derivative with "
+                                                            r"respect to"):
             wg.grad(f)(2.0)
         with pytest.raises(NotImplementedError, match=who):
             wg.jvp(f, (2.0,), (1.0,))

@@ -268,6 +268,9 @@ FROM_JVP = {
     "gammaincc": (lambda x: REGISTRY["gammaincc"](0.7, x), abs(_x), _x[::-1]),
     "betainc": (lambda x: REGISTRY["betainc"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),
     "stdtr": (lambda x: REGISTRY["stdtr"](3.0, x), _x, _x[::-1]),
+    "gammainc_da": (lambda x: REGISTRY["gammainc_da"](2.5, x), abs(_x), _x[::-1]),
+    "betainc_da": (lambda x: REGISTRY["betainc_da"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),
+    "betainc_db": (lambda x: REGISTRY["betainc_db"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),
     # (not a primitive: an einsum of three operands expands through the JVP too)
     "einsum of three": (lambda m: _wnp().einsum("ij,jk,kl->il", m, m, _wnp().sin(m)), _B, _V),
 }

@@ -2,7 +2,8 @@
 `wengert.scipy`: erf, erfc, erfinv, gammaln, digamma, polygamma, gamma, rgamma, betaln,
 beta (and betaln_da, their partial), log1pmx (log1p(x) - x, for t's density), expit,
 logit, ndtr, log_ndtr, erfcx, xlogy and xlog1py; the incomplete gamma and beta functions
-gammainc, gammaincc and betainc, and t's distribution function stdtr (in x); the modified
+gammainc, gammaincc and betainc (with their partials in the shapes, gammainc_da,
+betainc_da and betainc_db), and t's distribution function stdtr (in x); the modified
 Bessel functions i1, iv (fixed order v) and the scaled i0e, i1e, ive; and NumPy's i0 (for
 `wengert.numpy.i0`).
 
@@ -22,9 +23,9 @@ Partials, written with primitives as in scalar.py:
     d iv(v) = (iv(v-1) + iv(v+1))/2, d ive(v) = (ive(v-1) + ive(v+1))/2 - sign(x) ive(v)
     d betaln = (betaln_da(a, b), betaln_da(b, a)), d beta = ans · those, where betaln_da(a, b)
     is ψ(a) - ψ(a + b) without its cancellation;  d log1pmx = -x/(1 + x)
-    d gammainc/dx = x^(a-1) e^-x / Γ(a) = -d gammaincc/dx,
-    d betainc/dx = x^(a-1) (1-x)^(b-1) / B(a, b),   d stdtr/dx = t's density
-    (in the parameters: NotImplementedError)
+    d gammainc/dx = x^(a-1) e^-x / Γ(a) = -d gammaincc/dx,  d gammainc/da = gammainc_da,
+    d betainc/dx = x^(a-1) (1-x)^(b-1) / B(a, b),  d betainc/da, /db = betainc_da, _db,
+    d stdtr/dx = t's density  (in df, and twice in the shapes: NotImplementedError)
 
 Domains follow SciPy: gammaln of a negative non-integer is log|Γ(x)| (its derivative is
 still digamma), gamma and gammaln have poles at 0, -1, -2, ... (inf), erfinv is ±inf at ±1.
@@ -381,14 +382,42 @@ log_ndtr = _special("log_ndtr", "log_ndtr(x): log Φ(x), accurate for very negat
 erfcx = _special("erfcx", "erfcx(x): exp(x²)·erfc(x), without overflow or underflow "
                  "(scipy.special.erfcx).")
 gammainc = _special("gammainc", "gammainc(a, x): P(a, x) = γ(a, x)/Γ(a), the regularized lower "
-                    "incomplete gamma function (scipy.special.gammainc); differentiable in x.")
+                    "incomplete gamma function (scipy.special.gammainc).")
 gammaincc = _special("gammaincc", "gammaincc(a, x): Q(a, x) = 1 - P(a, x), without its "
-                     "cancellation (scipy.special.gammaincc); differentiable in x.")
+                     "cancellation (scipy.special.gammaincc).")
+
+
+def _gammainc_da_np(a, x):
+    from .incomplete import gammainc_da     # (SciPy's functions: imported when first used)
+    return gammainc_da(a, x)
+
+
+gammainc_da = _special("gammainc_da", "gammainc_da(a, x): ∂P(a, x)/∂a, gammainc's partial in "
+                       "its shape a (-gammaincc's), to a relative 1.5e-13 (incomplete.py).",
+                       impl=_gammainc_da_np, ufunc=False)
 stdtr = _special("stdtr", "stdtr(df, x): Student's t distribution function with df degrees of "
                  "freedom (scipy.special.stdtr; the normal one at df = inf); differentiable "
                  "in x, by the t density.")
 betainc = _special("betainc", "betainc(a, b, x): I_x(a, b), the regularized incomplete beta "
-                   "function (scipy.special.betainc); differentiable in x.")
+                   "function (scipy.special.betainc).")
+
+
+def _betainc_da_np(a, b, x):
+    from .incomplete import betainc_da
+    return betainc_da(a, b, x)
+
+
+def _betainc_db_np(a, b, x):
+    from .incomplete import betainc_db
+    return betainc_db(a, b, x)
+
+
+betainc_da = _special("betainc_da", "betainc_da(a, b, x): ∂I_x(a, b)/∂a, betainc's partial in "
+                      "a, to a relative 1e-12 (incomplete.py).", impl=_betainc_da_np,
+                      ufunc=False)
+betainc_db = _special("betainc_db", "betainc_db(a, b, x): ∂I_x(a, b)/∂b, betainc's partial in "
+                      "b, to a relative 1e-12 (incomplete.py).", impl=_betainc_db_np,
+                      ufunc=False)
 xlogy = _special("xlogy", "xlogy(x, y): x·log(y), and 0 where x = 0 (even for y = 0).")
 xlog1py = _special("xlog1py", "xlog1py(x, y): x·log1p(y), and 0 where x = 0.")
 
@@ -500,29 +529,34 @@ log_ndtr.defpartials(lambda x, ans: _SQRT_2_OVER_PI / erfcx(-_INV_SQRT2 * x))
 erfcx.defpartials(lambda x, ans: 2 * x * ans - _TWO_OVER_SQRT_PI)
 
 
-def _not_differentiable_in(name, argument):
+def _not_differentiable_in(name, argument, which="derivative"):
     """The partial of a parameter whose derivative is not written: asking for it (a
     derivative with respect to that argument) raises, where a missing partial would be a
-    silent zero."""
+    silent zero.  `which`: "second derivative" for the partial of a partial."""
+    only = " (only the one in x is)" if which == "derivative" else ""
     def partial(*args, **params):
         raise NotImplementedError(
-            f"{name}: the derivative with respect to {argument} is not implemented (only "
-            "the one in x is): hold it constant (a plain number, or wg.stop_gradient)")
+            f"{name}: the {which} with respect to {argument} is not implemented{only}: hold "
+            "it constant (a plain number, or wg.stop_gradient)")
     return partial
 
 
 # The incomplete functions' derivatives in x are their integrands, as densities:
 # x^(a-1) e^-x / Γ(a) and x^(a-1) (1-x)^(b-1) / B(a, b), in logs, with xlogy and xlog1py
-# so that a = 1 (or b = 1) at x = 0 (or 1) is 0·log 0 = 0, not nan.  In the parameters
-# they need series of their own (JAX has P's in a; autograd has none): not written.
+# so that a = 1 (or b = 1) at x = 0 (or 1) is 0·log 0 = 0, not nan.  In the shapes they
+# are primitives of their own, evaluated by series, continued fractions and Temme's
+# expansion (incomplete.py; SciPy has no such functions).
 def _gamma_density(a, x):
     return exp(xlogy(a - 1, x) - x - gammaln(a))
 
 
-gammainc.defpartials(_not_differentiable_in("gammainc", "a (the shape)"),
+gammainc.defpartials(lambda a, x, ans: gammainc_da(a, x),
                      lambda a, x, ans: _gamma_density(a, x))
-gammaincc.defpartials(_not_differentiable_in("gammaincc", "a (the shape)"),
+gammaincc.defpartials(lambda a, x, ans: -gammainc_da(a, x),
                       lambda a, x, ans: -_gamma_density(a, x))
+# ∂/∂x ∂P/∂a = ∂/∂a of the density; a second derivative in a is not written
+gammainc_da.defpartials(_not_differentiable_in("gammainc", "a (the shape)", "second derivative"),
+                        lambda a, x, ans: _gamma_density(a, x) * (log(x) - digamma(a)))
 
 
 def _t_density(df, x):
@@ -536,10 +570,20 @@ def _t_density(df, x):
 
 stdtr.defpartials(_not_differentiable_in("stdtr", "df (the degrees of freedom)"),
                   lambda df, x, ans: _t_density(df, x))
-betainc.defpartials(_not_differentiable_in("betainc", "a"),
-                    _not_differentiable_in("betainc", "b"),
-                    lambda a, b, x, ans: exp(xlogy(a - 1, x) + xlog1py(b - 1, -x)
-                                             - betaln(a, b)))
+def _beta_density(a, b, x):
+    return exp(xlogy(a - 1, x) + xlog1py(b - 1, -x) - betaln(a, b))
+
+
+betainc.defpartials(lambda a, b, x, ans: betainc_da(a, b, x),
+                    lambda a, b, x, ans: betainc_db(a, b, x),
+                    lambda a, b, x, ans: _beta_density(a, b, x))
+# ∂/∂x of the partials in a and b: those of the density, with ψ(a + b) - ψ(a) =
+# -betaln_da(a, b) (no cancellation); a second derivative in the shapes is not written
+_twice = _not_differentiable_in("betainc", "its shapes a and b", "second derivative")
+betainc_da.defpartials(_twice, _twice, lambda a, b, x, ans: _beta_density(a, b, x)
+                       * (log(x) - betaln_da(a, b)))
+betainc_db.defpartials(_twice, _twice, lambda a, b, x, ans: _beta_density(a, b, x)
+                       * (log1p(-x) - betaln_da(b, a)))
 
 
 # Iᵥ' = (Iᵥ₋₁ + Iᵥ₊₁)/2, with I₋₁ = I₁: Bessel functions all the way down, smooth at 0

@@ -8,9 +8,9 @@ in every float argument (the point and the parameters), to any order; it compute
 arguments' dtype (float32 stays float32, where SciPy's stats give float64).  As SciPy's:
 outside the support a log-density is -inf, and for invalid parameters (a scale <= 0, a
 shape <= 0) every method gives nan.  The cdf and sf of t, gamma, chi2, beta and poisson
-are differentiable in x (poisson's in mu), loc and scale, not in their shapes (the
-incomplete gamma and beta functions' derivatives in their parameters are not written:
-asking for one raises NotImplementedError).  Methods SciPy has and wengert does not (ppf,
+are differentiable in x (poisson's in mu), loc and scale, and gamma's, chi2's and beta's
+once in their shapes too (through the incomplete gamma and beta functions' partials in
+their parameters); t's in df raise NotImplementedError.  Methods SciPy has and wengert does not (ppf,
 rvs, ...) are SciPy's on plain values and raise NotImplementedError, naming themselves, on
 traced values.
 
@@ -246,7 +246,7 @@ def _log_gamma_ratio_tail(z):
 
 class _Gamma(_Density):
     """The gamma distribution with shape `a`: ``pdf logpdf`` (0 and -inf for x < loc), and
-    ``cdf sf`` (differentiable in x, loc and scale, not in a).
+    ``cdf sf`` (differentiable in x, loc and scale, and once in a).
 
     Example:
         >>> import wengert as wg
@@ -275,8 +275,7 @@ class _Gamma(_Density):
 
     @staticmethod
     def _tail(fn, below, x, a, loc, scale):
-        """P(a, y) or Q(a, y) of the standardized y; `below` for y < 0.  (Differentiable
-        in x, loc and scale; in a the incomplete gamma function has no derivative here.)"""
+        """P(a, y) or Q(a, y) of the standardized y; `below` for y < 0."""
         y = _standardize(x, loc, scale)
         outside = y < 0
         # (1.0, not 0: at 0 the derivative x^(a-1)... is inf for a < 1, and the unused
@@ -288,7 +287,7 @@ class _Gamma(_Density):
 
 class _Chi2(_Density):
     """The chi-squared distribution with `df` degrees of freedom: ``pdf logpdf cdf sf``, as
-    the gamma distribution of shape df/2 and scale 2 (cdf and sf not differentiable in df).
+    the gamma distribution of shape df/2 and scale 2 (cdf and sf differentiable once in df).
 
     Example:
         >>> import wengert as wg
@@ -314,7 +313,7 @@ class _Chi2(_Density):
 
 class _Beta(_Density):
     """The beta distribution on [loc, loc + scale]: ``pdf logpdf``, and ``cdf sf``
-    (differentiable in x, loc and scale, not in a and b).
+    (differentiable in x, loc and scale, and once in a and b).
 
     Example:
         >>> import wengert as wg
@@ -345,8 +344,7 @@ class _Beta(_Density):
     @staticmethod
     def _tail(x, a, b, loc, scale, upper):
         """I_y(a, b), or 1 - I_y(a, b) = I_{1-y}(b, a) (no cancellation next to y = 1),
-        of the standardized y, 0 or 1 outside [0, 1].  (Differentiable in x, loc and
-        scale; in a and b the incomplete beta function has no derivative here.)"""
+        of the standardized y, 0 or 1 outside [0, 1]."""
         y = _standardize(x, loc, scale)
         below, above = y < 0, y > 1
         y = wnp.where(below | above, 0.5, y)      # (where the unused branch is finite)
