@@ -538,14 +538,15 @@ def check_partial_shape(op, value, shape, position):
         >>> wg.grad(p)(0.5)
         Traceback (most recent call last):
         ...
-        ValueError: the partial of primitive 'sin_bad' in argument 0 has shape (2,), which does not broadcast to its result's shape ()
+        ValueError: the partial of primitive 'sin_bad' in argument 0 has shape (2,), which does not broadcast to its result's shape (): partials are for elementwise functions (declare one that mixes elements with defjvp and defvjp)
     """
     got = tuple(shape_of(value))
     if got != tuple(shape) and (len(got) > len(shape) or
                                 any(g != 1 and g != s for g, s in zip(got[::-1], shape[::-1]))):
         raise ValueError(f"the partial of primitive {op.name!r} in argument {position} has "
                          f"shape {got}, which does not broadcast to its result's shape "
-                         f"{tuple(shape)}")
+                         f"{tuple(shape)}: partials are for elementwise functions (declare "
+                         "one that mixes elements with defjvp and defvjp)")
 
 
 def differentiable(node) -> bool:
