@@ -3,6 +3,7 @@ jvp to order 4, symbolic expansion (under trace, of a traced graph, inside grad)
 pytrees, every primitive covered, and the errors."""
 import functools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -120,6 +121,43 @@ def test_order_one_is_the_dual_number():
 def test_integer_powers_are_exact_at_zero():
     assert wg.taylor(lambda x: x ** 3, 0.0, 1.0, order=4) == [0.0, 0.0, 0.0, 1.0, 0.0]
     assert wg.derivatives(lambda x: x ** 2, order=0)(3.0) == [9.0]
+
+
+
+def test_real_powers_at_zero_are_their_series_or_infinite_not_nan():
+    # the power recurrence divides by x_0: x^2.5 at 0 was [0, nan, nan, ...].  Along
+    # x(t) = v t the coefficients are binom(r, k) v^k 0^(r-k): 0 below order r, ±inf
+    # above it, as nested jvp gives them; a power of a series that starts later can be
+    # a series again: (t²)^1.5 = t³, (t² + t)^2 = t² + 2t³ + t⁴
+    inf = math.inf
+    cases = [(lambda x: x ** 2.5, 1.0, [0.0, 0.0, 0.0, inf, -inf]),
+             (lambda x: x ** 2.5, 2.0, [0.0, 0.0, 0.0, inf, -inf]),
+             (lambda x: x ** 1.5, 1.0, [0.0, 0.0, inf, -inf, inf]),
+             (lambda x: wg.math.cbrt(x), 1.0, [0.0, inf, -inf, inf, -inf]),
+             (lambda x: x ** 3.0, 2.0, [0.0, 0.0, 0.0, 8.0, 0.0]),
+             (lambda x: x ** 0.0, 2.0, [1.0, 0.0, 0.0, 0.0, 0.0]),
+             (lambda x: (x * x) ** 1.5, 1.0, [0.0, 0.0, 0.0, 1.0, 0.0]),
+             (lambda x: (x * x + x) ** 2.0, 1.0, [0.0, 0.0, 1.0, 2.0, 1.0]),
+             (lambda x: (x * x + x) ** 1.5, 1.0, [0.0, 0.0, inf, -inf, inf])]
+    for f, v, want in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = wg.taylor(f, 0.0, v, order=4)
+        assert got == want and all(type(c) is float for c in got), (got, want)
+    with np.errstate(divide="ignore"):     # (nested jvp: 0 to a negative power, inf)
+        nested = [_nested(lambda x: x ** 2.5, 0.0, 1.0, k) / math.factorial(k)
+                  for k in range(1, 5)]
+    assert nested == cases[0][2][1:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, v = np.array([0.0, 0.7, 0.0]), np.array([1.0, -0.4, 0.0])
+        got = wg.taylor(lambda x: x ** 2.5, x, v, order=4)
+        away = wg.taylor(lambda x: x ** 2.5, 0.7, -0.4, order=4)
+        for k in range(5):                 # (the other elements as before)
+            assert got[k][1] == away[k] and got[k][2] == 0.0
+        assert [c[0] for c in got] == [0.0, 0.0, 0.0, inf, -inf]
+        assert wg.taylor(lambda x: x ** 2.5, np.float32(0.0), np.float32(1.0), 3)[3].dtype \
+            == np.float32
 
 
 # ---- symbolic: graphs in, graphs out ----------------------------------------------------------

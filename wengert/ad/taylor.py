@@ -30,10 +30,12 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 from ..primitives import scalar as P
 from ..primitives import array as A, linalg as L, nn as NN, special as SP
 from ..primitives import scipy_linalg as SL
-from ..graph.graph import Graph, ShapeDtype, aval
+from ..graph.graph import Graph, Node, ShapeDtype, aval
 from ..primitives.registry import CONST, from_one_element, one_element, shape_of
 from .forward import tangent
 
@@ -142,9 +144,55 @@ def _sqrt(x, y0, order):
 
 
 def _power(x, y0, r, order):
-    """x^r for a constant r: x·y' = r·y·x'  (needs x_0 ≠ 0)."""
+    """x^r for a constant r: x·y' = r·y·x'  (needs x_0 ≠ 0; numbers with x_0 = 0 take
+    `_power_at_zero`)."""
+    x0 = x[0]
+    if type(x0) is not Node and type(r) is not Node and np.any(np.equal(x0, 0)) and \
+            np.result_type(x0, r).kind == "f":
+        return _power_at_zero(x, y0, r, order)
     g = []
     return ode(x, y0, order, g=g, h=x, grow=lambda m, ys: g.append(_prod(r, ys[m])))
+
+
+def _power_at_zero(x, y0, r, order):
+    """x^r where some x_0 are 0, on numbers (the recurrence divides by x_0, giving nan).
+    With p the order of the first nonzero coefficient of x(t) = x_0 + x_p t^p + ...,
+    x(t)^r = t^s W(t)^r for s = p·r and W(t) = x_p + x_(p+1) t + ..., whose power has a
+    series (W(0) ≠ 0).  For an integer s >= 0 that series, shifted by s, is x(t)^r's
+    ((t²)^1.5 is t³); otherwise the coefficients are 0 below order s and, above it, the
+    limits as t -> 0+ of the derivatives, ±inf (of x^2.5 at 0 along 1: 0, 0, 0, inf,
+    -inf), with the sign of s(s-1)...(s-k+1)·W(0)^r (nan if W(0) < 0 for a fractional
+    r, as x^r itself)."""
+    zero = np.equal(x[0], 0)
+    r = np.asarray(r, dtype=float)
+    with np.errstate(all="ignore"):
+        regular = _power([np.where(zero, 1.0, x[0])] + x[1:], y0, r, order)  # (the others)
+        xs = [0.0 if c is None else c for c in x[1:]]               # x_1 ... x_order
+        at_zero = [0.0] * order                     # the coefficients 1 ... order there
+        left = zero                                 # zero elements whose p is not yet found
+        for p in range(1, order + 1):
+            here = left & np.not_equal(xs[p - 1], 0)
+            if not np.any(here):
+                continue
+            left = left & ~here
+            lead = np.where(here, xs[p - 1], 1.0)
+            w = _power([lead] + xs[p:] + [0.0] * p, lead ** r, r, order)
+            s = p * r
+            whole = (s >= 0) & (s == np.round(s))
+            falling = 1.0
+            for k in range(1, order + 1):
+                falling = falling * (s - (k - 1))
+                limit = np.where(k < s, 0.0, np.sign(falling) * np.sign(w[0]) * np.inf)
+                shifted = 0.0
+                for n in range(k + 1):              # w_(k-s) where s = n
+                    shifted = np.where(s == n, 0.0 if w[k - n] is None else w[k - n],
+                                       shifted)
+                at_zero[k - 1] = np.where(here, np.where(whole, shifted, limit),
+                                          at_zero[k - 1])
+        dtype = np.result_type(x[0], r.dtype.type(1) if r.ndim else float(r), 1.0)
+        out = [np.where(zero, z, 0.0 if reg is None else reg).astype(dtype)[()]
+               for z, reg in zip(at_zero, regular[1:])]
+    return [y0] + ([float(c) for c in out] if type(x[0]) is float else out)
 
 
 def _sin_cos(x, s0, c0, order, sign):
