@@ -143,6 +143,16 @@ def test_array_valued_parts():
     assert d.shape == (5,) and np.shape(d) == (5,)
 
 
+def test_a_user_primitive_of_a_numpy_ufunc_does_not_take_over_the_ufunc():
+    # wg.primitive(np.sin, ...) with its own rules once became what numpy.sin did on
+    # every Dual (the ufunc table was read off the whole registry, users' included)
+    import wengert.dual as dual
+    dual._UFUNCS.clear()                    # (read again after the user's primitive)
+    wg.primitive(np.sin, name="sin_of_my_own").defpartials(lambda x, ans: 2.0)
+    assert np.sin(Dual(0.5, 1.0)).tangent == math.cos(0.5)
+    assert np.sin(Dual(np.array([0.5]), 1.0)).tangent.tolist() == [math.cos(0.5)]
+
+
 def test_numpy_arrays_of_duals():
     arr = np.array([Dual(0.5, 1.0), Dual(1.5, 2.0)], dtype=object)
     for out in (np.sin(arr) * arr, wm.sin(arr) * arr):

@@ -261,9 +261,13 @@ _UFUNCS = {}
 
 def _ufunc_primitives():
     """NumPy or SciPy ufunc -> the primitive it implements, read off the registry (a
-    `scipy.special` primitive names its ufunc in `prim.ufunc`, as SciPy may be absent)."""
+    `scipy.special` primitive names its ufunc in `prim.ufunc`, as SciPy may be absent).
+    wengert's own primitives only: a user's ``wg.primitive(np.sin, name=...)``, with
+    rules of its own, must not take over numpy.sin on every Dual."""
     if not _UFUNCS:
         for p in REGISTRY.values():
+            if not p.builtin:
+                continue
             if isinstance(p.impl, np.ufunc):
                 _UFUNCS[p.impl] = p
             elif p.ufunc is not None and p.ufunc() is not None:
