@@ -412,9 +412,9 @@ SWEEP_BUDGET = 100_000
 #: them, after its rewriting (`count_ops`), which sometimes halves a candidate's count and
 #: so changes which one wins.  But the rewriting costs ~0.3 ms per node and candidate:
 #: half a minute for six candidates at 15,000 nodes, hours at a million.  Past
-#: REWRITE_BUDGET nodes (between the inputs and the outputs) the candidates
-#: are compared by their counts as built, which pick the same one almost always (234 of
-#: the test suite's 241 eliminations; the other 7 cost up to 1.5x more once rewritten).
+#: REWRITE_BUDGET nodes (between the inputs and the outputs) the candidates are compared
+#: by their counts as built, which pick the same one almost always (234 of the test
+#: suite's 241 eliminations; the other 7 cost up to 1.5x more once rewritten).
 REWRITE_BUDGET = 2_000
 
 
