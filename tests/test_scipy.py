@@ -544,6 +544,12 @@ def test_incomplete_gamma_in_its_shape_at_the_edges_and_in_float32():
     with np.errstate(all="raise"):
         g = P.gammainc_da(a, x)
     assert np.isnan(g[:4]).all() and g[4:].tolist() == [0.0, 0.0, 0.0]
+    # the mixed derivative at x = 0: x^(a-1) log x -> 0 for a > 1, -inf for a <= 1 (not
+    # 0·(-inf) = nan, nor a warning); a scale of 0 is nan, not ZeroDivisionError
+    mixed = wg.grad(wg.grad(special.gammainc), argnums=1)
+    with np.errstate(all="raise"):
+        assert [mixed(2.0, 0.0), mixed(1.0, 0.0), mixed(0.5, 0.0)] == [0.0, -np.inf, -np.inf]
+        assert math.isnan(wg.grad(lambda a: stats.gamma.cdf(2.0, a, 0.0, 0.0))(2.0))
     a32 = np.array([0.5, 30.0], np.float32)
     g32 = wg.grad(lambda a: np.sum(special.gammainc(a, np.float32(20.0))))(a32)
     assert g32.dtype == np.float32
@@ -602,6 +608,13 @@ def test_incomplete_beta_in_its_shapes_at_the_edges_and_in_float32():
         da, db = P.betainc_da(a, b, x), P.betainc_db(a, b, x)
     for d in (da, db):
         assert np.isnan(d[[0, 1, 2, 3, 7]]).all() and d[[4, 5, 6]].tolist() == [0.0] * 3
+    # the mixed derivatives at the ends of the support: their limits, no nan, no warning
+    in_a = wg.grad(wg.grad(special.betainc, argnums=0), argnums=2)
+    in_b = wg.grad(wg.grad(special.betainc, argnums=1), argnums=2)
+    with np.errstate(all="raise"):
+        assert [in_a(2.0, 3.0, 0.0), in_a(1.0, 3.0, 0.0), in_b(2.0, 3.0, 1.0),
+                in_b(2.0, 0.5, 1.0)] == [0.0, -np.inf, 0.0, -np.inf]
+        assert math.isnan(wg.grad(lambda a: stats.beta.cdf(0.5, a, 2.0, 0.0, 0.0))(2.0))
     a32 = np.array([0.5, 30.0], np.float32)
     g = wg.grad(lambda a: np.sum(special.betainc(a, np.float32(2.0), np.float32(0.4))))(a32)
     assert g.dtype == np.float32

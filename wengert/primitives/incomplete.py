@@ -9,6 +9,10 @@ steps is nan, never a silently inaccurate number.
     betainc_da(a, b, x) = ∂I_x(a, b)/∂a,  betainc_db(a, b, x) = ∂I_x(a, b)/∂b
         for I = scipy.special.betainc (both from one pass: `betainc_dab`)
 
+Limits: shapes below about 1e-300 (where 1/a and ψ(a) overflow; for betainc, both
+shapes below about 1e-150, or a subnormal one) give nan or ±inf, and a result that
+underflows comes back as 0.
+
 gammainc_da
 -----------
 

@@ -554,9 +554,23 @@ gammainc.defpartials(lambda a, x, ans: gammainc_da(a, x),
                      lambda a, x, ans: _gamma_density(a, x))
 gammaincc.defpartials(lambda a, x, ans: -gammainc_da(a, x),
                       lambda a, x, ans: -_gamma_density(a, x))
+def _times_log(density, end, log_t, rest, power):
+    """density·(log t + rest), the derivative of a density in the exponent `power` of its
+    factor t^(power - 1), with its limit where t = 0 (`end`): 0 for power > 1, -inf
+    otherwise, not 0·(-inf) = nan.  (`log_t` is computed from a t moved off 0 there, so
+    that no warning escapes either.)"""
+    return select(end, select(gt(power, 1.0), 0.0, -math.inf), density * (log_t + rest))
+
+
+def _log_off_zero(x):
+    # (log x, with x = 0 moved to 1: `_times_log` takes the limit there)
+    return log(select(eq(x, 0.0), 1.0, x))
+
+
 # ∂/∂x ∂P/∂a = ∂/∂a of the density; a second derivative in a is not written
 gammainc_da.defpartials(_not_differentiable_in("gammainc", "a (the shape)", "second derivative"),
-                        lambda a, x, ans: _gamma_density(a, x) * (log(x) - digamma(a)))
+                        lambda a, x, ans: _times_log(_gamma_density(a, x), eq(x, 0.0),
+                                                     _log_off_zero(x), -digamma(a), a))
 
 
 def _t_density(df, x):
@@ -580,10 +594,11 @@ betainc.defpartials(lambda a, b, x, ans: betainc_da(a, b, x),
 # ∂/∂x of the partials in a and b: those of the density, with ψ(a + b) - ψ(a) =
 # -betaln_da(a, b) (no cancellation); a second derivative in the shapes is not written
 _twice = _not_differentiable_in("betainc", "its shapes a and b", "second derivative")
-betainc_da.defpartials(_twice, _twice, lambda a, b, x, ans: _beta_density(a, b, x)
-                       * (log(x) - betaln_da(a, b)))
-betainc_db.defpartials(_twice, _twice, lambda a, b, x, ans: _beta_density(a, b, x)
-                       * (log1p(-x) - betaln_da(b, a)))
+betainc_da.defpartials(_twice, _twice, lambda a, b, x, ans: _times_log(
+    _beta_density(a, b, x), eq(x, 0.0), _log_off_zero(x), -betaln_da(a, b), a))
+betainc_db.defpartials(_twice, _twice, lambda a, b, x, ans: _times_log(
+    _beta_density(a, b, x), eq(x, 1.0), log1p(-select(eq(x, 1.0), 0.0, x)),
+    -betaln_da(b, a), b))
 
 
 # Iᵥ' = (Iᵥ₋₁ + Iᵥ₊₁)/2, with I₋₁ = I₁: Bessel functions all the way down, smooth at 0

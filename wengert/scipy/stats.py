@@ -101,7 +101,10 @@ class _Density(_Distribution):
 
 
 def _standardize(x, loc, scale):
-    return (x - loc) / scale
+    try:
+        return (x - loc) / scale
+    except ZeroDivisionError:       # (Python numbers, scale 0: invalid, so every method
+        return math.nan             # gives nan, as SciPy's; not an exception)
 
 
 def _where(condition, a, b):
