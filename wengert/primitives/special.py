@@ -413,10 +413,10 @@ def _betainc_db_np(a, b, x):
 
 
 betainc_da = _special("betainc_da", "betainc_da(a, b, x): ∂I_x(a, b)/∂a, betainc's partial in "
-                      "a, to a relative 1e-12 (incomplete.py).", impl=_betainc_da_np,
+                      "a, to about 1e-12 relative (incomplete.py).", impl=_betainc_da_np,
                       ufunc=False)
 betainc_db = _special("betainc_db", "betainc_db(a, b, x): ∂I_x(a, b)/∂b, betainc's partial in "
-                      "b, to a relative 1e-12 (incomplete.py).", impl=_betainc_db_np,
+                      "b, to about 1e-12 relative (incomplete.py).", impl=_betainc_db_np,
                       ufunc=False)
 xlogy = _special("xlogy", "xlogy(x, y): x·log(y), and 0 where x = 0 (even for y = 0).")
 xlog1py = _special("xlog1py", "xlog1py(x, y): x·log1p(y), and 0 where x = 0.")
