@@ -48,6 +48,9 @@ from fractions import Fraction
 import numpy as np
 from scipy import special as sc
 
+# (special.py imports this module when its kernels are first evaluated, not before)
+from .special import _BERNOULLI, _betaln_da_np, _log1pmx_np
+
 
 _EPS = np.finfo(np.float64).eps
 _A_BIG = 20.0          # a >= this: Stirling-type formulas and the Temme region
@@ -108,8 +111,9 @@ def _temme_table():
 
 # --------------------------------------------------------------------------- helpers
 
-_STIRLING = (1/12, -1/360, 1/1260, -1/1680, 1/1188, -691/360360)   # B_2k / (2k (2k-1))
-_PSI_ASY = (1/12, -1/120, 1/252, -1/240, 1/132, -691/32760)           # B_2k / (2k)
+# (from the Bernoulli numbers B_2 ... B_12 of ψ's series in special.py)
+_STIRLING = tuple(b / (2 * k * (2 * k - 1)) for k, b in enumerate(_BERNOULLI[:6], 1))
+_PSI_ASY = tuple(b / (2 * k) for k, b in enumerate(_BERNOULLI[:6], 1))
 
 
 def _even_poly(coef, t2):
@@ -137,15 +141,8 @@ def _lm1ml(x, a):
     mu = (x - a) / a                      # exact for a/2 <= x <= 2a (Sterbenz)
     out = np.empty_like(mu)
     near = np.abs(mu) <= 0.5
-    # near 1: log(1+mu) = 2 atanh(r), r = mu/(2+mu); mu - 2r = mu r, hence
-    # mu - log1p(mu) = r (mu - 2 r^2 (1/3 + r^2/5 + r^4/7 + ...)), no cancellation (|r| <= 1/3)
-    m = mu[near]
-    r = m / (2.0 + m)
-    r2 = r * r
-    p = np.zeros_like(r)
-    for k in range(18, 0, -1):            # r2 <= 1/9: 18 terms leave < 1e-18
-        p = 1.0 / (2 * k + 1) + r2 * p
-    out[near] = r * (m - 2.0 * r2 * p)
+    # near 1: mu - log1p(mu), without its cancellation (log1pmx's series)
+    out[near] = -_log1pmx_np(mu[near])
     # far from 1: lambda from x/a directly (1 + mu loses x/a's digits when x << a)
     far = ~near
     out[far] = mu[far] - np.log(x[far] / a[far])
@@ -375,7 +372,6 @@ _MAXTERMS = 300
 def _psi_diff(u, s):
     """ψ(u + s) - ψ(u) for u > 0, s >= 0, without cancellation when s << u: betaln's
     partial, negated."""
-    from .special import _betaln_da_np
     return -_betaln_da_np(u, s)
 
 
