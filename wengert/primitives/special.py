@@ -387,11 +387,16 @@ gammaincc = _special("gammaincc", "gammaincc(a, x): Q(a, x) = 1 - P(a, x), witho
                      "cancellation (scipy.special.gammaincc).")
 
 
-def _gammainc_da_np(a, x):
-    from .incomplete import gammainc_da     # (SciPy's functions: imported when first used)
-    return gammainc_da(a, x)
+def _incomplete(name):
+    """The kernel `name` of incomplete.py, imported when first evaluated (it uses SciPy)."""
+    def impl(*args):
+        from . import incomplete
+        return getattr(incomplete, name)(*args)
+    impl.__name__ = name
+    return impl
 
 
+_gammainc_da_np = _incomplete("gammainc_da")
 gammainc_da = _special("gammainc_da", "gammainc_da(a, x): ∂P(a, x)/∂a, gammainc's partial in "
                        "its shape a (-gammaincc's), to a relative 1.5e-13 (incomplete.py).",
                        impl=_gammainc_da_np, ufunc=False)
@@ -402,16 +407,7 @@ betainc = _special("betainc", "betainc(a, b, x): I_x(a, b), the regularized inco
                    "function (scipy.special.betainc).")
 
 
-def _betainc_da_np(a, b, x):
-    from .incomplete import betainc_da
-    return betainc_da(a, b, x)
-
-
-def _betainc_db_np(a, b, x):
-    from .incomplete import betainc_db
-    return betainc_db(a, b, x)
-
-
+_betainc_da_np, _betainc_db_np = _incomplete("betainc_da"), _incomplete("betainc_db")
 betainc_da = _special("betainc_da", "betainc_da(a, b, x): ∂I_x(a, b)/∂a, betainc's partial in "
                       "a, to about 1e-12 relative (incomplete.py).", impl=_betainc_da_np,
                       ufunc=False)
