@@ -70,7 +70,8 @@ def test_several_seeds_in_one_sweep_sum_their_columns():
     plan = g.between(g.inputs, g.outputs)
     got = all_at_once(plan, g.inputs, g.outputs, [0, 1, 0, 2], 3, True)
     assert got.tolist() == [[2.0, 1.0, 0.0], [6.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
-    assert all_at_once(plan, g.inputs, g.outputs, [0, 1, 0, 1], 2, True) is None   # (2: one by one)
+    # (2 sweeps: one by one)
+    assert all_at_once(plan, g.inputs, g.outputs, [0, 1, 0, 1], 2, True) is None
 
 
 def test_an_infinite_partial_falls_back_to_the_sweeps_one_by_one():

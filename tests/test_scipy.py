@@ -498,7 +498,8 @@ def test_cdfs_outside_the_support_and_invalid_parameters_are_scipys():
                         lambda p: st.gamma.sf(0.5, 2.0, 0.0, p)),
                        (lambda p: stats.chi2.cdf(0.5, p), lambda p: st.chi2.cdf(0.5, p)),
                        (lambda p: stats.beta.cdf(0.5, p, 2.0), lambda p: st.beta.cdf(0.5, p, 2.0)),
-                       (lambda p: stats.poisson.sf(2, p - 1.6), lambda p: st.poisson.sf(2, p - 1.6))):
+                       (lambda p: stats.poisson.sf(2, p - 1.6),
+                        lambda p: st.poisson.sf(2, p - 1.6))):
             assert_close(wg.trace(m, bad)(bad), ref(bad), rtol=1e-14, atol=0)
 
 

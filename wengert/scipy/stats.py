@@ -10,9 +10,9 @@ outside the support a log-density is -inf, and for invalid parameters (a scale <
 shape <= 0) every method gives nan.  The cdf and sf of t, gamma, chi2, beta and poisson
 are differentiable in x (poisson's in mu), loc and scale, and gamma's, chi2's and beta's
 once in their shapes too (through the incomplete gamma and beta functions' partials in
-their parameters); t's in df raise NotImplementedError.  Methods SciPy has and wengert does not (ppf,
-rvs, ...) are SciPy's on plain values and raise NotImplementedError, naming themselves, on
-traced values.
+their parameters); t's in df raise NotImplementedError.  Methods SciPy has and wengert
+does not (ppf, rvs, ...) are SciPy's on plain values and raise NotImplementedError, naming
+themselves, on traced values.
 
 Example:
     >>> import wengert as wg
