@@ -623,6 +623,29 @@ def test_incomplete_beta_in_its_shapes_at_the_edges_and_in_float32():
                  rtol=1e-6, atol=1e-30)
 
 
+def test_incomplete_beta_shares_one_pass_between_its_shapes(monkeypatch):
+    """A gradient in both shapes runs the continued fraction once; a changed argument
+    (even changed in place) or a caller writing into a result never gives a stale value."""
+    from wengert.primitives import incomplete
+    calls = []
+    real = incomplete.betainc_dab
+    monkeypatch.setattr(incomplete, "betainc_dab", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(23)
+    a, b, x = rng.uniform(0.5, 9.0, 6), rng.uniform(0.5, 9.0, 6), rng.uniform(0.1, 0.9, 6)
+    da, db = wg.grad(lambda a, b: np.sum(special.betainc(a, b, x)), argnums=(0, 1))(a, b)
+    assert len(calls) == 1
+    assert_close(da, real(a, b, x)[0], rtol=0, atol=0)
+    assert_close(db, real(a, b, x)[1], rtol=0, atol=0)
+    first = P.betainc_da(a, b, x)                   # the gradient's pass, again
+    first[:] = 0.0                                  # the caller's to write into
+    assert_close(P.betainc_db(a, b, x), db, rtol=0, atol=0)
+    assert len(calls) == 1
+    x[0] = 0.5                                      # changed in place: computed again
+    assert_close(P.betainc_db(a, b, x), real(a, b, x)[1], rtol=0, atol=0)
+    assert_close(P.betainc_da(a, b, x), real(a, b, x)[0], rtol=0, atol=0)
+    assert len(calls) == 2
+
+
 def test_cdfs_refuse_a_derivative_in_a_shape_naming_it():
     cases = [(lambda d: stats.t.cdf(0.5, d), "stdtr"),
              (wg.grad(lambda a: stats.beta.cdf(0.3, a, 2.0)), "betainc"),
