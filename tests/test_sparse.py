@@ -9,7 +9,8 @@ import wengert as wg
 import wengert.math as wm
 import wengert.numpy as wnp
 from fd import assert_close
-from wengert.ad.sparse import color_columns, color_rows, compressed, sparsity, transpose
+from wengert.ad.sparse import (color_columns, color_rows, compressed, fewest_sweeps, sparsity,
+                               transpose)
 
 
 def broyden(x):
@@ -61,6 +62,28 @@ def test_colourings_never_put_two_overlapping_lines_together():
         by_row = color_rows(rows, n)
         for c in transpose(rows, n):
             assert len({by_row[i] for i in c}) == len(c)
+
+
+def test_fewest_sweeps_is_the_better_colouring_and_skips_what_cannot_win(monkeypatch):
+    """The colouring with fewer colours (columns on a tie), whichever order it is found
+    in; a full row gives each column its colour without the greedy search."""
+    import wengert.ad.sparse as S
+    rng = np.random.default_rng(3)
+    greedy = S.color_columns
+    for _ in range(200):
+        m, n = rng.integers(1, 10, 2)
+        density = rng.uniform(0.05, 1.0)
+        rows = [[j for j in range(n) if rng.uniform() < density] for _ in range(m)]
+        by_cols, by_rows = color_columns(rows, n), color_rows(rows, n)
+        want = ("rows", by_rows) if max(by_rows, default=-1) < max(by_cols, default=-1) \
+            else ("columns", by_cols)
+        assert fewest_sweeps(rows, n) == want
+    # a dense 300 x 300 pattern: one colouring, in time linear in its entries
+    calls = []
+    monkeypatch.setattr(S, "transpose", lambda *a: calls.append(1) or transpose(*a))
+    assert fewest_sweeps([list(range(300))] * 300, 300) == ("columns", list(range(300)))
+    assert len(calls) == 1                  # the bound's, not a greedy search's
+    assert greedy([[0, 1, 2], [1]], 3) == [0, 1, 2]
 
 
 def test_a_dense_row_is_compressed_by_rows():

@@ -36,7 +36,7 @@ from .api import (_check_argnums, _check_fun, _real_jacobian, _recorded, _resolv
                   trace, jacobian_by_sweeps)
 from .ad.edges import NotEliminable
 from .ad.eliminate import eliminated_entries
-from .ad.sparse import sparsity, color_columns, color_rows, compressed, entry_dtype
+from .ad.sparse import sparsity, fewest_sweeps, compressed, entry_dtype
 from .codegen.count import count_ops, total
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
@@ -121,10 +121,8 @@ def jacobian_coordinates(graph, inputs, outputs, mode="auto", symbolic=False):
     if mode == "rev":
         return compressed(graph, inputs, outputs, None, list(range(m)), "rows", symbolic)
     rows = sparsity(graph, inputs, outputs)
-    by_cols, by_rows = color_columns(rows, n), color_rows(rows, n)
-    if max(by_rows, default=-1) < max(by_cols, default=-1):
-        return compressed(graph, inputs, outputs, rows, by_rows, "rows", symbolic)
-    return compressed(graph, inputs, outputs, rows, by_cols, "columns", symbolic)
+    by, colours = fewest_sweeps(rows, n)
+    return compressed(graph, inputs, outputs, rows, colours, by, symbolic)
 
 
 # --------------------------------------------------------------------------------------
