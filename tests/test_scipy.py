@@ -475,6 +475,10 @@ def test_cdf_derivatives_are_the_densities():
     assert_close(wg.grad(lambda m: np.sum(stats.poisson.cdf(k, m)))(2.0),
                  -np.sum(st.poisson.pmf(np.floor(k), 2.0)), rtol=1e-14, atol=0)
     assert wg.grad(lambda k: stats.poisson.cdf(k, 2.0))(3.0) == 0.0
+    for f in (stats.poisson.logpmf, stats.poisson.pmf):            # in k and loc too
+        assert wg.grad(f, argnums=(0, 2))(3.0, 2.5, 1.0) == (0.0, 0.0)
+        assert_close(wg.grad(f, argnums=1)(3.0, 2.5), fd_derivative(lambda m: f(3.0, m), 2.5),
+                     rtol=1e-8, atol=0)
 
 
 def test_cdfs_outside_the_support_and_invalid_parameters_are_scipys():

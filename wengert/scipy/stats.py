@@ -372,7 +372,9 @@ class _Poisson(_Distribution):
 
     @_method
     def logpmf(self, k, mu, loc=0):
-        m = k - loc
+        # a count: piecewise constant in k and loc (0 off the integers), so its derivative
+        # is 0, as _tail's; xlogy(m, μ) - gammaln(m + 1) would give log μ - ψ(k + 1)
+        m = stop_gradient(k - loc)
         outside = (m < 0) | (m > wnp.floor(m))      # (a nan count is neither)
         m = wnp.where(outside, 0.0, m)
         return _valid(mu >= 0, _density(outside, P.xlogy(m, mu) - P.gammaln(m + 1) - mu))
