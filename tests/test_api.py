@@ -540,6 +540,35 @@ def test_pytrees_round_trip_and_refuse_the_wrong_number_of_leaves():
     assert flatten([1.0, 2.0])[1].flat and not flatten([1.0, [2.0]])[1].flat
 
 
+def test_ravel_pytree_round_trips_and_differentiates_both_ways():
+    from wengert.tree import ravel_pytree
+    rng = np.random.default_rng(5)
+    params = {"w": rng.normal(size=(2, 3)).astype(np.float32), "b": [0.5, rng.normal(size=2)],
+              "s": np.float64(1.5)}
+    v, unravel = ravel_pytree(params)
+    assert v.shape == (10,) and v.dtype == np.float64
+    back = unravel(v)
+    assert back["w"].dtype == np.float32 and back["w"].shape == (2, 3)
+    assert_close(back["w"], params["w"], rtol=0, atol=0)
+    assert float(back["b"][0]) == 0.5 and float(back["s"]) == 1.5
+    params["w"] = params["w"].astype(np.float64)      # (differences need float64 steps)
+    v, unravel = ravel_pytree(params)
+
+    def loss(p):
+        return wnp.sum(wnp.sin(p["w"])) * p["b"][0] + wnp.sum(p["b"][1] ** 3) * p["s"]
+    flat_loss = lambda v: loss(unravel(v))
+    g = wg.grad(flat_loss)(v)
+    assert_close(g, fd_jacobian(flat_loss, v, 1e-6), rtol=1e-5, atol=1e-7)
+    assert_close(g, ravel_pytree(wg.grad(loss)(params))[0], rtol=1e-14, atol=0)
+    # and the other way: a function of the tree through its vector
+    h = wg.grad(lambda p: wnp.sum(ravel_pytree(p)[0] ** 2))(params)
+    assert_close(ravel_pytree(h)[0], 2 * v, rtol=1e-15, atol=0)
+    with pytest.raises(ValueError, match=r"shape \(10,\).*got shape \(3,\)"):
+        unravel(np.zeros(3))
+    empty, unravel_empty = ravel_pytree({})
+    assert empty.shape == (0,) and unravel_empty(empty) == {}
+
+
 def test_gradients_come_back_in_the_dtype_of_their_argument():
     import wengert.numpy as wnp
     x32 = np.linspace(0.5, 1.5, 4).astype(np.float32)

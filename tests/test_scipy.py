@@ -667,6 +667,27 @@ def test_cdfs_refuse_a_derivative_in_a_shape_naming_it():
                  sc.betainc(2.0, 3.0, 0.4), rtol=1e-15, atol=0)
 
 
+def test_distributions_import_as_autograds_modules_do():
+    """`import autograd.scipy.stats.norm as norm` and `from ...stats.norm import logpdf`
+    survive swapping autograd for wengert, in a fresh interpreter (import order matters)."""
+    import subprocess
+    code = ("import wengert.scipy.stats.norm as norm, wengert as wg\n"
+            "from wengert.scipy.stats.poisson import logpmf\n"
+            "from wengert.scipy.stats import multivariate_normal\n"
+            "import wengert.scipy.stats.multivariate_normal as mvn\n"
+            "assert mvn is multivariate_normal\n"
+            "print(wg.grad(norm.logpdf)(1.0, 0.0, 2.0), wg.grad(logpmf, argnums=1)(3, 2.0))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["-0.25", "0.5"]
+    for name in stats.__all__:
+        module = importlib.import_module(f"wengert.scipy.stats.{name}")
+        method = "logpmf" if name == "poisson" else "logpdf"
+        assert getattr(module, method) == getattr(getattr(stats, name), method)
+    with pytest.raises(ImportError, match="ppf2"):
+        exec("from wengert.scipy.stats.norm import ppf2")
+
+
 def test_stdtr_differentiates_without_stats_imported_first():
     # (its partial, the t density, comes from wengert.scipy.stats, imported when needed)
     import subprocess

@@ -282,3 +282,43 @@ def tree_structure(tree) -> TreeDef:
         True
     """
     return flatten(tree)[1]
+
+
+def ravel_pytree(tree):
+    """(vector, unravel): the leaves of a pytree raveled and concatenated into one 1-D
+    array (in flattening order, the leaves' dtypes promoted together), and the function
+    that splits such a vector back into a pytree of the same structure, shapes and
+    dtypes.  Differentiable both ways, on traced leaves too.  This is JAX's
+    ``jax.flatten_util.ravel_pytree`` and autograd's ``autograd.misc.flatten``: for
+    optimizers and solvers that want one vector of parameters (``scipy.optimize``).
+
+    Example:
+        >>> import numpy as np
+        >>> params = {"w": np.ones((2, 2)), "b": 0.5}
+        >>> v, unravel = ravel_pytree(params)
+        >>> v
+        array([0.5, 1. , 1. , 1. , 1. ])
+        >>> new = unravel(v * 2)
+        >>> float(new["b"]), new["w"].tolist()
+        (1.0, [[2.0, 2.0], [2.0, 2.0]])
+    """
+    import wengert.numpy as wnp
+    leaves, treedef = flatten(tree)
+    shapes = [wnp.shape(x) for x in leaves]
+    dtypes = [wnp.result_type(x) for x in leaves]
+    bounds = np.cumsum([0] + [int(np.prod(s)) for s in shapes]).tolist()
+    vector = (wnp.concatenate([wnp.ravel(x) for x in leaves]) if leaves
+              else np.zeros(0))
+
+    def unravel(v):
+        shape = wnp.shape(v)
+        if shape != (bounds[-1],):
+            raise ValueError(f"unravel: expected a vector of shape ({bounds[-1]},) as "
+                             f"ravel_pytree made, got shape {shape}")
+        parts = []
+        for s, d, a, b in zip(shapes, dtypes, bounds, bounds[1:]):
+            part = v[a] if s == () else wnp.reshape(v[a:b], s)
+            parts.append(part if wnp.result_type(part) == d else wnp.astype(part, d))
+        return unflatten(treedef, parts)
+
+    return vector, unravel

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
+import types
 
 import numpy as _np
 import scipy.stats as _st
@@ -510,3 +512,17 @@ chi2 = _Chi2()
 poisson = _Poisson()
 dirichlet = _Dirichlet()
 multivariate_normal = _MultivariateNormal()
+
+
+def _as_module(name, distribution):
+    """A module standing for a distribution, for autograd's spelling ``import
+    autograd.scipy.stats.norm as norm`` and ``from ...stats.norm import logpdf`` (each
+    distribution is a module of functions there, an object here).  It lends every name
+    to the distribution; `import` finds it in sys.modules, as any imported submodule."""
+    module = types.ModuleType(f"{__name__}.{name}", distribution.__doc__)
+    module.__getattr__ = lambda attr: getattr(distribution, attr)
+    return module
+
+
+# (the attribute `stats.norm` stays the distribution: `import ...stats.norm as norm` reads it)
+sys.modules.update({f"{__name__}.{name}": _as_module(name, globals()[name]) for name in __all__})
