@@ -92,6 +92,22 @@ SPECIAL = {
             (lambda: uniform(-4, 4),)),
     "ive2": (functools.partial(special.ive, 2), functools.partial(sc.ive, 2),
              (lambda: uniform(-4, 4),)),
+    "j0": (special.j0, sc.j0, (lambda: uniform(-6, 6),)),
+    "j1": (special.j1, sc.j1, (lambda: uniform(-6, 6),)),
+    "y0": (special.y0, sc.y0, (lambda: uniform(0.3, 6),)),
+    "y1": (special.y1, sc.y1, (lambda: uniform(0.3, 6),)),
+    "jv2.5": (functools.partial(special.jv, 2.5), functools.partial(sc.jv, 2.5),
+              (lambda: uniform(0.2, 6),)),
+    "jv-3": (functools.partial(special.jv, -3), functools.partial(sc.jv, -3),
+             (lambda: uniform(-6, 6),)),
+    "jn2": (functools.partial(special.jn, 2), functools.partial(sc.jn, 2),
+            (lambda: uniform(-6, 6),)),
+    "yv1.5": (functools.partial(special.yv, 1.5), functools.partial(sc.yv, 1.5),
+              (lambda: uniform(0.3, 6),)),
+    "yn3": (functools.partial(special.yn, 3), functools.partial(sc.yn, 3),
+            (lambda: uniform(0.5, 6),)),
+    "erfcinv": (special.erfcinv, sc.erfcinv, (lambda: uniform(0.1, 1.9),)),
+    "gammasgn": (special.gammasgn, sc.gammasgn, (lambda: uniform(-2.9, 3),)),
     "multigammaln3": (lambda a: special.multigammaln(a, 3), lambda a: sc.multigammaln(a, 3),
                       (lambda: np.float64(uniform(1.5, 5, 1)[0]),)),
 }
@@ -99,7 +115,8 @@ PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma",
               "polygamma1", "polygamma3", "gamma", "rgamma", "expit", "logit", "ndtr",
               "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln", "i0", "i1",
               "i0e", "i1e", "iv2.5", "iv3", "ive2", "gammainc", "gammaincc", "betainc",
-              "stdtr", "log1pmx", "gammainc_da", "betainc_da", "betainc_db"}
+              "stdtr", "log1pmx", "gammainc_da", "betainc_da", "betainc_db", "j0", "j1",
+              "y0", "y1", "jv2.5", "jv-3", "jn2", "yv1.5", "erfcinv", "gammasgn"}
 
 
 def _args(name):
@@ -131,7 +148,7 @@ def test_special_derivatives_against_finite_differences_to_second_order(name):
 
 
 @pytest.mark.parametrize("name", ["erf", "gammaln", "expit", "log_ndtr", "xlogy", "polygamma1",
-                                  "i1e", "iv2.5"])
+                                  "i1e", "iv2.5", "j0", "yv1.5", "erfcinv"])
 def test_special_third_derivative_is_differentiable_again(name):
     f = SPECIAL[name][0]
     x = [np.float64(a[0]) for a in _args(name)]
@@ -276,6 +293,38 @@ def test_float32_is_kept_as_scipy_keeps_it(name):
     assert f(*[wg.Graph().input(a) for a in args]).value.dtype == np.float32
     g = wg.grad(lambda *a: np.sum(f(*a)))(*args)
     assert g.dtype == np.float32
+
+
+def test_bessel_functions_of_the_first_and_second_kinds():
+    """Closed forms: J₁/₂(x) = √(2/(πx)) sin x and Y₁/₂ = -√(2/(πx)) cos x, so their
+    derivatives; the orders below -1 and the whole orders' symmetry J₋ₙ = (-1)ⁿ Jₙ; the
+    order checks; SciPy's nan outside the domain, on traced values too."""
+    x = np.linspace(0.5, 7.0, 9)
+    c = np.sqrt(2 / np.pi)
+    half_j = lambda x: c * (np.cos(x) / np.sqrt(x) - 0.5 * np.sin(x) / x ** 1.5)
+    half_y = lambda x: c * (np.sin(x) / np.sqrt(x) + 0.5 * np.cos(x) / x ** 1.5)
+    assert_close(wg.grad(lambda x: np.sum(special.jv(0.5, x)))(x), half_j(x), rtol=1e-13,
+                 atol=1e-15)
+    assert_close(wg.grad(lambda x: np.sum(special.yv(0.5, x)))(x), half_y(x), rtol=1e-13,
+                 atol=1e-15)
+    for n in (-4, -1, 0, 1, 3):
+        assert_close(wg.grad(lambda x: np.sum(special.jn(n, x)))(x),
+                     (-1) ** (n % 2 if n < 0 else 0)
+                     * wg.grad(lambda x: np.sum(special.jn(abs(n), x)))(x),
+                     rtol=1e-14, atol=1e-15)
+        assert_close(wg.grad(lambda x: np.sum(special.yn(n, x)))(x),
+                     (sc.yv(n - 1, x) - sc.yv(n + 1, x)) / 2, rtol=1e-13, atol=1e-15)
+    t = wg.Graph().input(1.0)
+    with pytest.raises(ValueError, match="yn on traced values takes one finite integer order"):
+        special.yn(2.5, t)
+    with pytest.raises(ValueError, match="jv on traced values takes one finite real order"):
+        special.jv(np.inf, t)
+    with np.errstate(all="ignore"):
+        xs = np.array([-1.0, 0.0, 1.0])
+        for f in (special.y0, lambda x: special.yv(1.5, x), lambda x: special.jv(2.5, x)):
+            want = f(xs)
+            assert_close(wg.trace(f, xs)(xs), want, rtol=0, atol=0)
+    assert wg.grad(special.gammasgn)(-0.5) == 0.0 and float(special.gammasgn(-0.5)) == -1.0
 
 
 def test_polygamma_order_checks():
@@ -1038,9 +1087,9 @@ def test_taylor_of_a_distribution_agrees_with_nested_derivatives():
 
 # ---- errors ----------------------------------------------------------------------------------
 def test_functions_without_rules_are_scipys_on_plain_values_and_refused_on_traced():
-    assert special.jv(1, 0.3) == sc.jv(1, 0.3)
-    with pytest.raises(NotImplementedError, match="scipy.special.jv"):
-        wg.grad(lambda x: special.jv(1, x))(0.3)
+    assert special.kv(1, 0.3) == sc.kv(1, 0.3)
+    with pytest.raises(NotImplementedError, match="scipy.special.kv"):
+        wg.grad(lambda x: special.kv(1, x))(0.3)
     assert stats.norm.ppf(0.975) == st.norm.ppf(0.975)
     with pytest.raises(NotImplementedError, match="scipy.stats.norm.ppf"):
         wg.grad(stats.norm.ppf)(0.3)

@@ -5,7 +5,8 @@ logit, ndtr, log_ndtr, erfcx, xlogy and xlog1py; the incomplete gamma and beta f
 gammainc, gammaincc and betainc (with their partials in the shapes, gammainc_da,
 betainc_da and betainc_db), and t's distribution function stdtr (in x); the modified
 Bessel functions i1, iv (fixed order v) and the scaled i0e, i1e, ive; and NumPy's i0 (for
-`wengert.numpy.i0`).
+`wengert.numpy.i0`); the Bessel functions of the first and second kinds j0, j1, jv, y0,
+y1, yv (fixed order v); erfcinv and gammasgn.
 
 Each is evaluated by SciPy's own ufunc, so a traced value equals SciPy's result; SciPy is
 imported on first evaluation, not here, so wengert imports without it (the error then
@@ -20,6 +21,8 @@ Partials, written with primitives as in scalar.py:
     d erf = 2/√π exp(-x²)        d gammaln = digamma          d polygamma(n) = polygamma(n+1)
     d erfinv = √π/2 exp(ans²)    d digamma = polygamma(1)     d expit = ans · expit(-x)
     d i0 = i1                    d i1 = (i0 + iv(2))/2        d rgamma = -ans · digamma
+    d j0 = -j1,  d jv(v) = (jv(v-1) - jv(v+1))/2,  the same for y0 and yv;  d gammasgn = 0
+    d erfcinv = -√π/2 exp(ans²)
     d iv(v) = (iv(v-1) + iv(v+1))/2, d ive(v) = (ive(v-1) + ive(v+1))/2 - sign(x) ive(v)
     d betaln = (betaln_da(a, b), betaln_da(b, a)), d beta = ans · those, where betaln_da(a, b)
     is ψ(a) - ψ(a + b) without its cancellation;  d log1pmx = -x/(1 + x)
@@ -293,6 +296,8 @@ erfc = _special("erfc", "erfc(x): 1 - erf(x), without cancellation for large x "
                 "(scipy.special.erfc; `erfc_numpy` without SciPy).",
                 impl=_scipy_or("erfc", erfc_numpy))
 erfinv = _special("erfinv", "erfinv(y): the x with erf(x) = y, for -1 <= y <= 1.")
+erfcinv = _special("erfcinv", "erfcinv(y): the x with erfc(x) = y, for 0 <= y <= 2 "
+                   "(scipy.special.erfcinv).")
 gammaln = _special("gammaln", "gammaln(x): log|Γ(x)| (scipy.special.gammaln).")
 digamma = _special("digamma", "digamma(x): ψ(x) = d/dx log Γ(x) (scipy.special.psi).",
                    scipy_name="psi")
@@ -300,6 +305,8 @@ polygamma = _special("polygamma", "polygamma(x, n=n): ψ⁽ⁿ⁾(x), the n-th d
                      "digamma, for a fixed integer n >= 0 (a parameter).", impl=_polygamma_np,
                      ufunc=False)
 gamma = _special("gamma", "gamma(x): Γ(x) (scipy.special.gamma).")
+gammasgn = _special("gammasgn", "gammasgn(x): the sign of Γ(x), ±1 (scipy.special.gammasgn; "
+                    "piecewise constant: its derivative is 0).")
 # The Bernoulli numbers B₂, B₄, ..., B₁₆ of ψ's asymptotic series, and how far _betaln_da_np
 # shifts its argument up before the series is used: past x = 10 the next term, B₁₈/(18x¹⁸),
 # is below 1e-18
@@ -443,7 +450,15 @@ def _ive_np(x, v):
     return _in_dtype(scipy_special().ive(v, x), x)
 
 
-_iv_np.__name__, _ive_np.__name__ = "iv", "ive"
+def _jv_np(x, v):
+    return _in_dtype(scipy_special().jv(v, x), x)
+
+
+def _yv_np(x, v):
+    return _in_dtype(scipy_special().yv(v, x), x)
+
+
+_iv_np.__name__, _ive_np.__name__, _jv_np.__name__, _yv_np.__name__ = "iv", "ive", "jv", "yv"
 
 # NumPy's i0 (for wengert.numpy.i0), and I₁, its derivative, from SciPy where installed;
 # Iᵥ of a fixed order v, whose derivatives (Iᵥ₋₁ + Iᵥ₊₁)/2 are Bessel functions again;
@@ -459,10 +474,26 @@ i0e = _special("i0e", "i0e(x): e^-|x| I₀(x) (scipy.special.i0e).")
 i1e = _special("i1e", "i1e(x): e^-|x| I₁(x) (scipy.special.i1e).")
 ive = _special("ive", "ive(x, v=v): e^-|x| Iᵥ(x) for a fixed real order v (a parameter; "
                "scipy.special.ive).", impl=_ive_np, ufunc=False)
+# The Bessel functions of the first and second kinds, Jᵥ and Yᵥ (as iv: orders 0 and 1
+# are SciPy's j0, j1, y0, y1, other fixed orders jv and yv), whose derivatives
+# (Jᵥ₋₁ - Jᵥ₊₁)/2 and (Yᵥ₋₁ - Yᵥ₊₁)/2 are Bessel functions again
+j0 = _special("j0", "j0(x): J₀(x), the Bessel function of the first kind of order 0 "
+              "(scipy.special.j0).")
+j1 = _special("j1", "j1(x): J₁(x) = -J₀'(x) (scipy.special.j1).")
+jv = _special("jv", "jv(x, v=v): Jᵥ(x), the Bessel function of the first kind of a fixed "
+              "real order v (a parameter; scipy.special.jv).", impl=_jv_np, ufunc=False)
+y0 = _special("y0", "y0(x): Y₀(x), the Bessel function of the second kind of order 0, for "
+              "x > 0 (scipy.special.y0).")
+y1 = _special("y1", "y1(x): Y₁(x) = -Y₀'(x) (scipy.special.y1).")
+yv = _special("yv", "yv(x, v=v): Yᵥ(x), the Bessel function of the second kind of a fixed "
+              "real order v, for x > 0 (a parameter; scipy.special.yv).", impl=_yv_np,
+              ufunc=False)
 
 erf.defpartials(lambda x, ans: _TWO_OVER_SQRT_PI * exp(-(x * x)))
 erfc.defpartials(lambda x, ans: -_TWO_OVER_SQRT_PI * exp(-(x * x)))
 erfinv.defpartials(lambda x, ans: _SQRT_PI_OVER_TWO * exp(ans * ans))
+erfcinv.defpartials(lambda x, ans: -_SQRT_PI_OVER_TWO * exp(ans * ans))
+gammasgn.defpartials(lambda x, ans: None)                   # piecewise constant
 gammaln.defpartials(lambda x, ans: digamma(x))
 digamma.defpartials(lambda x, ans: polygamma(x, n=1))
 polygamma.defpartials(lambda x, ans, n: polygamma(x, n=n + 1))
@@ -608,6 +639,34 @@ i0e.defpartials(lambda x, ans: i1e(x) - sign(x) * ans)
 i1e.defpartials(lambda x, ans: 0.5 * (i0e(x) + ive(x, v=2)) - sign(x) * ans)
 ive.defpartials(lambda x, ans, v: 0.5 * (_ive_of(x, v - 1) + _ive_of(x, v + 1))
                 - sign(x) * ans)
+
+
+# Jᵥ' = (Jᵥ₋₁ - Jᵥ₊₁)/2 and the same for Yᵥ, with J₋ₙ = (-1)ⁿ Jₙ for whole n (J₀' = -J₁)
+j0.defpartials(lambda x, ans: -j1(x))
+j1.defpartials(lambda x, ans: 0.5 * (j0(x) - jv(x, v=2)))
+jv.defpartials(lambda x, ans, v: 0.5 * (_jv_of(x, v - 1) - _jv_of(x, v + 1)))
+y0.defpartials(lambda x, ans: -y1(x))
+y1.defpartials(lambda x, ans: 0.5 * (y0(x) - yv(x, v=2)))
+yv.defpartials(lambda x, ans, v: 0.5 * (_yv_of(x, v - 1) - _yv_of(x, v + 1)))
+
+
+def _bessel_of(x, v, order_0, order_1, other):
+    """A Bessel function of the first or second kind, Jᵥ(x) or Yᵥ(x), as the primitive
+    that names it: order_0 and order_1 for orders 0 and ±1 (the kinds' C₋₁ = -C₁)."""
+    v = _order(v)
+    if v == 0:
+        return order_0(x)
+    if abs(v) == 1:
+        return order_1(x) if v == 1 else -order_1(x)
+    return other(x, v=v)
+
+
+def _jv_of(x, v):
+    return _bessel_of(x, v, j0, j1, jv)
+
+
+def _yv_of(x, v):
+    return _bessel_of(x, v, y0, y1, yv)
 
 
 def _iv_of(x, v):

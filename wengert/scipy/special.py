@@ -3,10 +3,9 @@
 On plain values each function calls SciPy's own (same arguments, same result, same
 dtype); on traced values it records a primitive of `wengert.primitives.special` (or a
 composition of them), whose derivatives are written with primitives too, so they can be
-differentiated again.  Names SciPy has and this module does not (Bessel functions
-other than iv, ive and their orders 0 and 1, the inverses of the incomplete gamma and
-beta functions, ...) are SciPy's on plain values and raise NotImplementedError, naming
-themselves, on traced values.
+differentiated again.  Names SciPy has and this module does not (the Bessel functions
+kv and hankel1, the inverses of the incomplete gamma and beta functions, ...) are SciPy's
+on plain values and raise NotImplementedError, naming themselves, on traced values.
 
 Example:
     >>> import wengert as wg
@@ -31,7 +30,8 @@ from ..primitives.array import axes_last as _axes_last
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "gamma",
            "rgamma", "beta", "betaln", "gammainc", "gammaincc", "betainc", "stdtr",
-           "multigammaln", "i0", "i1", "i0e", "i1e", "iv", "ive", "expit", "logit", "ndtr",
+           "multigammaln", "i0", "i1", "i0e", "i1e", "iv", "ive", "j0", "j1", "jv", "jn", "y0",
+           "y1", "yv", "yn", "erfcinv", "gammasgn", "expit", "logit", "ndtr",
            "log_ndtr", "erfcx", "xlogy", "xlog1py", "logsumexp", "softmax", "log_softmax"]
 
 
@@ -130,6 +130,24 @@ i0e = _ufunc(_P.i0e, _sc.i0e, """\
 i1e = _ufunc(_P.i1e, _sc.i1e, """\
         >>> round(wg.grad(special.i1e)(1.0), 6)          # e^-x ((I₀ + I₂)/2 - I₁)
         0.049939""")
+j0 = _ufunc(_P.j0, _sc.j0, """\
+        >>> wg.grad(special.j0)(1.0) == -float(special.j1(1.0))    # J₀' = -J₁
+        True""")
+j1 = _ufunc(_P.j1, _sc.j1, """\
+        >>> wg.grad(special.j1)(0.0)                     # J₁' = (J₀ - J₂)/2
+        0.5""")
+y0 = _ufunc(_P.y0, _sc.y0, """\
+        >>> wg.grad(special.y0)(1.0) == -float(special.y1(1.0))    # Y₀' = -Y₁
+        True""")
+y1 = _ufunc(_P.y1, _sc.y1, """\
+        >>> round(wg.grad(special.y1)(1.0), 6)           # (Y₀ - Y₂)/2
+        0.86947""")
+erfcinv = _ufunc(_P.erfcinv, _sc.erfcinv, """\
+        >>> round(wg.grad(special.erfcinv)(1.0), 6)      # -√π/2
+        -0.886227""")
+gammasgn = _ufunc(_P.gammasgn, _sc.gammasgn, """\
+        >>> float(special.gammasgn(-0.5)), wg.grad(special.gammasgn)(-0.5)
+        (-1.0, 0.0)""")
 beta = _ufunc(_P.beta, _sc.beta, """\
         >>> round(wg.grad(special.beta)(1.0, 1.0), 6)   # d/da 1/a at a = 1
         -1.0
@@ -158,34 +176,33 @@ betainc = _ufunc(_P.betainc, _sc.betainc, """\
         1.0""")
 
 
-def _fixed_order(name, n, x, integer):
-    """(order, x) for polygamma, iv or ive: the order one finite constant (an array of
-    one repeated value is fine: x is broadcast to its shape, as SciPy's ufunc does),
-    never a traced value."""
+def _fixed_order(name, n, x, kind):
+    """(order, x) for polygamma, iv, jv, ...: the order one finite constant of `kind`
+    ("real", "integer" or "non-negative integer"; an array of one repeated value is fine:
+    x is broadcast to its shape, as SciPy's ufunc does), never a traced value."""
     if type(n) is _Node:
         n = n._concrete(f"used as the order of {name}")
     shape = _np.shape(n)
     orders = _np.unique(_np.asarray(n))
     ok = orders.size == 1 and orders.dtype.kind in "iuf" and _np.isfinite(orders[0])
-    if ok and integer:
-        ok = orders[0] == int(orders[0]) and orders[0] >= 0
+    if ok and kind != "real":
+        ok = orders[0] == int(orders[0]) and (kind == "integer" or orders[0] >= 0)
     if not ok:
-        kind = "one non-negative integer order" if integer else "one finite real order"
-        raise ValueError(f"{name} on traced values takes {kind}, got {n!r}")
+        raise ValueError(f"{name} on traced values takes one finite {kind} order, got {n!r}")
     x = _wnp._array_like(x)
     if shape and _np.broadcast_shapes(shape, _np.shape(x)) != _np.shape(x):
         x = _wnp.broadcast_to(x, _np.broadcast_shapes(shape, _np.shape(x)))
     return _P._order(orders[0]), x
 
 
-def _order_call(name, scipy_fn, of, n, x, integer):
-    """SciPy's ``scipy_fn(n, x)`` of a fixed order n (polygamma, iv, ive): SciPy's own on
-    plain x, else ``of(x, order)`` on the traced one (see `_fixed_order`)."""
+def _order_call(name, scipy_fn, of, n, x, kind="real"):
+    """SciPy's ``scipy_fn(n, x)`` of a fixed order n (polygamma, iv, jv, ...): SciPy's own
+    on plain x, else ``of(x, order)`` on the traced one (see `_fixed_order`)."""
     if not _traced(x):
         if _traced(n):
             raise TypeError(f"{name}: the order is not differentiable; pass a number")
         return scipy_fn(n, x)
-    n, x = _fixed_order(name, n, x, integer)
+    n, x = _fixed_order(name, n, x, kind)
     return of(x, n)
 
 
@@ -205,7 +222,7 @@ def polygamma(n, x):
     """
     return _order_call("polygamma", _sc.polygamma,
                        lambda x, n: _P.digamma(x) if n == 0 else _P.polygamma(x, n=n),
-                       n, x, integer=True)
+                       n, x, "non-negative integer")
 
 
 @_accepts_duals
@@ -224,7 +241,7 @@ def iv(v, x):
         >>> round(d(1.0), 6), round(float(special.iv(1, 1.0) + special.iv(3, 1.0)) / 2, 6)
         (0.293664, 0.293664)
     """
-    return _order_call("iv", _sc.iv, _P._iv_of, v, x, integer=False)
+    return _order_call("iv", _sc.iv, _P._iv_of, v, x)
 
 
 @_accepts_duals
@@ -241,7 +258,70 @@ def ive(v, x):
         >>> round(wg.grad(lambda x: special.ive(0, x))(1000.0), 9)    # e^-x I₀ ≈ 1/√(2πx)
         -6.31e-06
     """
-    return _order_call("ive", _sc.ive, _P._ive_of, v, x, integer=False)
+    return _order_call("ive", _sc.ive, _P._ive_of, v, x)
+
+
+@_accepts_duals
+def jv(v, x):
+    """Jᵥ(x), the Bessel function of the first kind of real order v (SciPy's ``jv``).
+
+    `v` is a fixed number (not differentiated); the derivative in `x` is
+    (Jᵥ₋₁(x) - Jᵥ₊₁(x))/2, Bessel functions again, to every order.  As SciPy's: nan for
+    x < 0 unless v is whole.  On traced float32 values the result stays float32.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> d = wg.grad(lambda x: special.jv(2, x))
+        >>> round(d(1.0), 6), round(float(special.jv(1, 1.0) - special.jv(3, 1.0)) / 2, 6)
+        (0.210244, 0.210244)
+    """
+    return _order_call("jv", _sc.jv, _P._jv_of, v, x)
+
+
+@_accepts_duals
+def jn(n, x):
+    """Jₙ(x) of an integer order n: SciPy's ``jn``, which is ``jv`` (see there).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> wg.grad(lambda x: special.jn(1, x))(0.0)        # (J₀ - J₂)/2 at 0
+        0.5
+    """
+    return _order_call("jn", _sc.jn, _P._jv_of, n, x)
+
+
+@_accepts_duals
+def yv(v, x):
+    """Yᵥ(x), the Bessel function of the second kind of real order v, for x > 0 (SciPy's
+    ``yv``; nan for x < 0, -inf at 0).
+
+    `v` is a fixed number (not differentiated); the derivative in `x` is
+    (Yᵥ₋₁(x) - Yᵥ₊₁(x))/2.  On traced float32 values the result stays float32.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> d = wg.grad(lambda x: special.yv(2, x))
+        >>> round(d(1.0), 6), round(float(special.yv(1, 1.0) - special.yv(3, 1.0)) / 2, 6)
+        (2.520152, 2.520152)
+    """
+    return _order_call("yv", _sc.yv, _P._yv_of, v, x)
+
+
+@_accepts_duals
+def yn(n, x):
+    """Yₙ(x) of an integer order n (SciPy's ``yn``), as ``yv``; on traced values the order
+    must be whole (SciPy truncates it, with a warning).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.scipy import special
+        >>> wg.grad(lambda x: special.yn(0, x))(1.0) == -float(special.y1(1.0))
+        True
+    """
+    return _order_call("yn", _sc.yn, _P._yv_of, n, x, "integer")
 
 
 @_accepts_duals
