@@ -301,6 +301,13 @@ def test_value_dependent_branch_names_a_way_out():
         wg.compile(f, 1.0)
     c = wg.compile(lambda x: wg.select(x > 0, x, -x), 1.0)
     assert c(-2.0) == 2.0 and c(3.0) == 3.0
+    # a boolean mask as an index: where() keeps the shape (take_along_axis would not fit)
+    import wengert.numpy as wnp
+    x = numpy.array([1.0, -2.0, 3.0])
+    with pytest.raises(wg.ConcretizationError, match=r"boolean mask.*where\(mask, x, 0\)"):
+        wg.compile(wg.grad(lambda x: wnp.sum(x[x > 0] ** 2)), x)
+    c = wg.compile(wg.grad(lambda x: wnp.sum(wnp.where(x > 0, x, 0) ** 2)), x)
+    assert c(x).tolist() == [2.0, 0.0, 6.0]
 
 
 def test_pytrees_in_and_out():

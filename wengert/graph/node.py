@@ -97,9 +97,15 @@ class Node:
     def _concrete(self, what):
         if self.value is None:
             # an index is a gather, not a branch: say which function takes traced indices
-            instead = ("Index with wengert.numpy.take_along_axis(x, i[None], axis=0)[0] "
-                       "for x[i] (it takes traced indices)"
-                       if "index" in what or "indices" in what else None)
+            instead = None
+            if self.dtype.kind == "b" and ("index" in what or "indices" in what):
+                # a mask selects a number of elements its values decide: no fixed shape
+                instead = ("A boolean mask selects as many elements as its values say, "
+                           "so x[mask] has no shape before they are known: keep the shape "
+                           "with wengert.numpy.where(mask, x, 0) (then sum, say)")
+            elif "index" in what or "indices" in what:
+                instead = ("Index with wengert.numpy.take_along_axis(x, i[None], axis=0)[0] "
+                           "for x[i] (it takes traced indices)")
             if self.graph.captured is not None:
                 raise ConcretizationError(
                     f"the value of traced variable {self.label()} was {what} while wg.vmap "
