@@ -308,6 +308,11 @@ def test_value_dependent_branch_names_a_way_out():
         wg.compile(wg.grad(lambda x: wnp.sum(x[x > 0] ** 2)), x)
     c = wg.compile(wg.grad(lambda x: wnp.sum(wnp.where(x > 0, x, 0) ** 2)), x)
     assert c(x).tolist() == [2.0, 0.0, 6.0]
+    # float() and wg.value have no number while compiling: stop_gradient is the way
+    for f in (lambda x: float(x[0]) * x, lambda x: wg.value(x[0]) * x):
+        with pytest.raises(wg.ConcretizationError, match=r"wg\.stop_gradient\(x\)"):
+            wg.compile(f, x)
+    assert wg.compile(lambda x: wg.stop_gradient(x[0]) * x, x)(x).tolist() == [1.0, -2.0, 3.0]
 
 
 def test_pytrees_in_and_out():

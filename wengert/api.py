@@ -1114,6 +1114,7 @@ def value(x):
                                  f"finished gradient without its value{hint}")
             raise ConcretizationError(
                 f"wg.value({x.label()}): the value is not known while tracing without "
-                "values (wg.trace / wg.compile); call the function eagerly instead")
+                "values (wg.trace / wg.compile); for the value without its derivative, "
+                "which stays traced, use wg.stop_gradient(x), or call the function eagerly")
         return x.value
     return x

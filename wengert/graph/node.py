@@ -140,10 +140,16 @@ class Node:
     def _cut_off(self, what):
         # float() (or x.item()) would return a number cut off from the graph: the derivative
         # through it would silently become zero.  Make that a decision the user writes down.
+        if self.value is None:
+            # (tracing without values: there is no number, so wg.value cannot help)
+            how = ("or wg.stop_gradient(x) for the value without its derivative (it stays "
+                   "traced: there is no number while tracing without values).")
+        else:
+            how = "or wg.value(x) if you really want the number without its derivative."
         err = ConcretizationError(
             f"{what} of traced variable {self.label()} would drop its derivative. Use the "
             "functions of wengert.math (wengert.math.sin, not math.sin) on traced values, "
-            "or wg.value(x) if you really want the number without its derivative.")
+            + how)
         err.node = self         # (see graph.active.recording, which may need it)
         return err
 
