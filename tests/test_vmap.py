@@ -533,6 +533,13 @@ def test_a_traced_index_names_the_gather_that_takes_it():
     with pytest.raises(wg.ConcretizationError, match=r"used as an index .*take_along_axis"):
         wg.vmap(lambda z, y: -nn.log_softmax(z)[y])(logits, labels)
 
+    # a write at a traced index: the select that does it, not take_along_axis
+    xs = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(wg.ConcretizationError, match=r"update .*where\(wengert\.numpy\.ara"):
+        wg.vmap(lambda v, i: v.at[i].set(9.0))(xs, np.array([2, 0]))
+    select = wg.vmap(lambda v, i: wnp.where(wnp.arange(len(v)) == i, 9.0, v))
+    assert select(xs, np.array([2, 0])).tolist() == [[0.0, 1.0, 9.0], [9.0, 4.0, 5.0]]
+
     def loss(z, y):
         return -wnp.take_along_axis(nn.log_softmax(z), y[None], axis=0)[0]
     values = wg.vmap(loss)(logits, labels)

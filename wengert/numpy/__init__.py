@@ -3972,7 +3972,7 @@ def put(a, ind, v, mode="raise", *, inplace=True):
         array([2., 4.])
     """
     def write(dst, vals):
-        _np.put(dst, _value_of(ind, "used as indices by numpy.put"), vals, mode)
+        _np.put(dst, _value_of(ind, "used as the indices of a numpy.put update"), vals, mode)
     return _written("put", write, a, v, inplace)
 
 
@@ -3992,8 +3992,8 @@ def put_along_axis(arr, indices, values, axis, inplace=True):
                [0., 1.]])
     """
     def write(dst, v):
-        _np.put_along_axis(dst, _value_of(indices, "used as indices by numpy.put_along_axis"),
-                           v, axis)
+        where = _value_of(indices, "used as the indices of a numpy.put_along_axis update")
+        _np.put_along_axis(dst, where, v, axis)
     return _written("put_along_axis", write, arr, values, inplace)
 
 

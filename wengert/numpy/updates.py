@@ -74,8 +74,8 @@ class IndexUpdate:
         if not isinstance(index, tuple):
             index = (index,)
         # a traced index (integers, a mask) carries no derivative: its value is what matters
-        index = tuple(i._concrete("used as an index") if type(i) is Node else i
-                      for i in index)
+        index = tuple(i._concrete("used as the index of an x.at[...] update")
+                      if type(i) is Node else i for i in index)
         self.x = x
         self.index = A.encode_index(index)
 
