@@ -58,6 +58,34 @@ def test_the_rule_is_used_not_the_function_a_straight_through_estimator():
     np.testing.assert_array_equal(per, [3.0, 3.0, 3.0])
 
 
+def test_defjvps_one_rule_per_argument_summed_and_none_for_zero():
+    @wg.custom_jvp
+    def f(x, y):
+        return wnp.sin(x) * y
+
+    f.defjvps(lambda tx, ans, x, y: wnp.cos(x) * y * tx, lambda ty, ans, x, y: wnp.sin(x) * ty)
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    check_grads(f, x, y, order=2)
+    # the rule, not the function: y's share left out is a zero derivative in y
+    @wg.custom_jvp
+    def g(x, y):
+        return wnp.sin(x) * y
+
+    g.defjvps(lambda tx, ans, x, y: wnp.cos(x) * y * tx, None)
+    gx, gy = wg.grad(lambda x, y: wnp.sum(g(x, y)), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, np.cos(x) * y, rtol=1e-15)
+    np.testing.assert_array_equal(gy, np.zeros(3))
+    h = wg.custom_jvp(lambda x: x * 2.0)
+    h.defjvps(None)
+    assert wg.grad(h)(1.5) == 0.0
+    k = wg.custom_jvp(lambda x, y: x * y)
+    k.defjvps(None)
+    with pytest.raises(TypeError, match="takes 2 arguments, but defjvps was given 1"):
+        wg.grad(k)(1.0, 2.0)
+    with pytest.raises(TypeError, match="nondiff_argnums"):
+        wg.custom_jvp(lambda n, x: x * n, nondiff_argnums=(0,)).defjvps(None)
+
+
 def test_custom_jvp_nondiff_argnums_go_first_to_the_rule():
     seen = []
 

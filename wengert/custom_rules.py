@@ -33,7 +33,7 @@ from .graph.node import Node
 from .primitives.array import zeros_like
 from .primitives.pack import part
 from .primitives.registry import primitive, shape_of
-from .tree import dict_keys, flatten, unflatten
+from .tree import dict_keys, flatten, tree_map, unflatten
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -247,10 +247,47 @@ class custom_jvp(_Custom):
         self._prim.defvjp(transpose)
         return jvp
 
+    def defjvps(self, *jvps):
+        """Declare the rule as one function per argument, as JAX's ``defjvps``:
+        ``jvps[i](t_i, ans, *primals)`` is argument i's share of the result's tangent (the
+        shares are summed), None for an argument without one.  Not with nondiff_argnums.
+
+        Example:
+            >>> import wengert as wg, wengert.numpy as wnp
+            >>> @wg.custom_jvp
+            ... def mul(x, y):
+            ...     return x * y
+            >>> mul.defjvps(lambda tx, ans, x, y: tx * y, lambda ty, ans, x, y: x * ty)
+            >>> wg.grad(mul, argnums=(0, 1))(2.0, 3.0)
+            (3.0, 2.0)
+        """
+        if self.nondiff_argnums:
+            raise TypeError(f"custom_jvp function {self.__name__!r}: defjvps cannot be used "
+                            "with nondiff_argnums; use defjvp")
+        for k, jvp in enumerate(jvps):
+            if jvp is not None and not callable(jvp):
+                raise TypeError(f"defjvps takes functions (or None), got "
+                                f"{type(jvp).__name__} for argument {k}")
+
+        def rule(primals, tangents):
+            if len(jvps) != len(primals):
+                raise TypeError(f"custom_jvp function {self.__name__!r} takes "
+                                f"{len(primals)} arguments, but defjvps was given "
+                                f"{len(jvps)} rules (one per argument, None for none)")
+            ans = self(*primals)
+            shares = [jvp(t, ans, *primals) for jvp, t in zip(jvps, tangents)
+                      if jvp is not None]
+            if not shares:
+                return ans, tree_map(wnp.zeros_like, ans)
+            return ans, tree_map(lambda *parts: functools.reduce(lambda a, b: a + b, parts),
+                                 *shares)
+
+        self.defjvp(rule)
+
     def _rules_missing(self):
         if self.jvp is None:
             raise TypeError(f"custom_jvp function {self.__name__!r} has no rule: declare "
-                            f"it with @{self.__name__}.defjvp")
+                            f"it with @{self.__name__}.defjvp (or defjvps)")
 
 
 def _fitted(t, ans, what):
