@@ -36,11 +36,20 @@ def _sign(x):
 
 def _max(x, y):
     # nan propagates, and a tie (0.0 and -0.0) gives y, as np.maximum
-    return x if (x > y or x != x) else y
+    return _promoted(x if (x > y or x != x) else y, x, y)
 
 
 def _min(x, y):
-    return x if (x < y or x != x) else y
+    return _promoted(x if (x < y or x != x) else y, x, y)
+
+
+def _promoted(r, x, y):
+    """r, one of the Python numbers x and y, in the type NumPy gives the pair (float over
+    int over bool): maximum(1.0, 1) is 1.0, not the int 1, whose integer type would mark
+    the result as having no derivative (the gradient at the tie read 0, not 1)."""
+    if type(x) is type(y):
+        return r
+    return float(r) if type(x) is float or type(y) is float else int(r)
 
 
 def _powi(x, n):
