@@ -301,6 +301,13 @@ FROM_JVP = {
     "i0e": (lambda x: REGISTRY["i0e"](x), _x, _x[::-1]),
     "i1e": (lambda x: REGISTRY["i1e"](x), _x, _x[::-1]),
     "ive": (lambda x: REGISTRY["ive"](x, v=2.5), abs(_x), _x[::-1]),
+    "j0": (lambda x: REGISTRY["j0"](x), _x, _x[::-1]),
+    "j1": (lambda x: REGISTRY["j1"](x), _x, _x[::-1]),
+    "jv": (lambda x: REGISTRY["jv"](x, v=2.5), abs(_x), _x[::-1]),
+    "y0": (lambda x: REGISTRY["y0"](x), abs(_x), _x[::-1] / 4),
+    "y1": (lambda x: REGISTRY["y1"](x), abs(_x), _x[::-1] / 4),
+    "yv": (lambda x: REGISTRY["yv"](x, v=-1.5), abs(_x), _x[::-1] / 4),
+    "erfcinv": (lambda x: REGISTRY["erfcinv"](x), 1 + _x / 3, _x[::-1] / 4),
     # the incomplete gamma and beta functions and t's distribution function, in x
     "gammainc": (lambda x: REGISTRY["gammainc"](2.5, x), abs(_x), _x[::-1]),
     "gammaincc": (lambda x: REGISTRY["gammaincc"](0.7, x), abs(_x), _x[::-1]),

@@ -493,7 +493,7 @@ erf.defpartials(lambda x, ans: _TWO_OVER_SQRT_PI * exp(-(x * x)))
 erfc.defpartials(lambda x, ans: -_TWO_OVER_SQRT_PI * exp(-(x * x)))
 erfinv.defpartials(lambda x, ans: _SQRT_PI_OVER_TWO * exp(ans * ans))
 erfcinv.defpartials(lambda x, ans: -_SQRT_PI_OVER_TWO * exp(ans * ans))
-gammasgn.defpartials(lambda x, ans: None)                   # piecewise constant
+gammasgn.defpartials(None)                                  # piecewise constant
 gammaln.defpartials(lambda x, ans: digamma(x))
 digamma.defpartials(lambda x, ans: polygamma(x, n=1))
 polygamma.defpartials(lambda x, ans, n: polygamma(x, n=n + 1))
