@@ -437,28 +437,28 @@ def _order(v):
     return int(v) if v.is_integer() else v
 
 
+def _of_order(name):
+    """The evaluation of a Bessel function of a fixed order v (a parameter): SciPy's
+    ``name(v, x)``, in x's float dtype (SciPy's gives float64 for float32)."""
+    def impl(x, v):
+        return _in_dtype(getattr(scipy_special(), name)(v, x), x)
+    impl.__name__ = name
+    return impl
+
+
+_iv_scipy, _ive_np, _jv_np, _yv_np = map(_of_order, ("iv", "ive", "jv", "yv"))
+
+
 def _iv_np(x, v):
     try:
-        return _in_dtype(scipy_special().iv(v, x), x)
+        return _iv_scipy(x, v)
     except ImportError:
         if float(v).is_integer():           # (the orders the derivatives of i0 reach)
             return iv_numpy(int(v), x)
         raise
 
 
-def _ive_np(x, v):
-    return _in_dtype(scipy_special().ive(v, x), x)
-
-
-def _jv_np(x, v):
-    return _in_dtype(scipy_special().jv(v, x), x)
-
-
-def _yv_np(x, v):
-    return _in_dtype(scipy_special().yv(v, x), x)
-
-
-_iv_np.__name__, _ive_np.__name__, _jv_np.__name__, _yv_np.__name__ = "iv", "ive", "jv", "yv"
+_iv_np.__name__ = "iv"
 
 # NumPy's i0 (for wengert.numpy.i0), and I₁, its derivative, from SciPy where installed;
 # Iᵥ of a fixed order v, whose derivatives (Iᵥ₋₁ + Iᵥ₊₁)/2 are Bessel functions again;
@@ -650,34 +650,32 @@ y1.defpartials(lambda x, ans: 0.5 * (y0(x) - yv(x, v=2)))
 yv.defpartials(lambda x, ans, v: 0.5 * (_yv_of(x, v - 1) - _yv_of(x, v + 1)))
 
 
-def _bessel_of(x, v, order_0, order_1, other):
-    """A Bessel function of the first or second kind, Jᵥ(x) or Yᵥ(x), as the primitive
-    that names it: order_0 and order_1 for orders 0 and ±1 (the kinds' C₋₁ = -C₁)."""
+def _bessel_of(x, v, order_0, order_1, other, minus_one):
+    """A Bessel function Cᵥ(x) as the primitive that names it: order_0 and order_1 for
+    orders 0 and ±1, with C₋₁ = minus_one·C₁ (1 for Iᵥ and e^-|x| Iᵥ, -1 for Jᵥ and
+    Yᵥ), `other` with the order as its parameter otherwise."""
     v = _order(v)
     if v == 0:
         return order_0(x)
     if abs(v) == 1:
-        return order_1(x) if v == 1 else -order_1(x)
+        return -order_1(x) if v == -1 and minus_one == -1 else order_1(x)
     return other(x, v=v)
 
 
-def _jv_of(x, v):
-    return _bessel_of(x, v, j0, j1, jv)
-
-
-def _yv_of(x, v):
-    return _bessel_of(x, v, y0, y1, yv)
-
-
 def _iv_of(x, v):
-    """Iᵥ(x) as the primitive that names it: i0 and i1 for orders 0 and ±1."""
-    v = _order(v)
-    return i0(x) if v == 0 else i1(x) if abs(v) == 1 else iv(x, v=v)
+    return _bessel_of(x, v, i0, i1, iv, 1)
 
 
 def _ive_of(x, v):
-    v = _order(v)
-    return i0e(x) if v == 0 else i1e(x) if abs(v) == 1 else ive(x, v=v)
+    return _bessel_of(x, v, i0e, i1e, ive, 1)
+
+
+def _jv_of(x, v):
+    return _bessel_of(x, v, j0, j1, jv, -1)
+
+
+def _yv_of(x, v):
+    return _bessel_of(x, v, y0, y1, yv, -1)
 
 
 def _safe(x, y, pole, fill):
