@@ -220,15 +220,16 @@ def fewest_sweeps(rows, ncols):
         >>> fewest_sweeps([[0, 1, 2, 3], [1], [2], [3]], 4)
         ('rows', [0, 1, 1, 1])
     """
+    cols = transpose(rows, ncols)
     longest_row = max(map(len, rows), default=0)
-    longest_col = max(map(len, transpose(rows, ncols)), default=0)
+    longest_col = max(map(len, cols), default=0)
     if longest_row <= longest_col:
         by_cols = color_columns(rows, ncols)
         if longest_col >= max(by_cols, default=-1) + 1:
             return "columns", by_cols
-        by_rows = color_rows(rows, ncols)
+        by_rows = color_columns(cols, len(rows))          # (color_rows, transposed once)
     else:
-        by_rows = color_rows(rows, ncols)
+        by_rows = color_columns(cols, len(rows))
         if longest_row > max(by_rows, default=-1) + 1:
             return "rows", by_rows
         by_cols = color_columns(rows, ncols)
