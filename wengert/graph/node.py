@@ -98,17 +98,18 @@ class Node:
         if self.value is None:
             # an index is a gather, not a branch: say which function takes traced indices
             instead = None
+            indexing = "index" in what or "indices" in what
             if "update" in what:
                 # a write: take_along_axis (a read) does not apply
                 instead = ("Write an update at a traced index i as a select: for a "
                            "vector x, x.at[i].set(v) is "
                            "wengert.numpy.where(wengert.numpy.arange(len(x)) == i, v, x)")
-            elif self.dtype.kind == "b" and ("index" in what or "indices" in what):
+            elif indexing and self.dtype.kind == "b":
                 # a mask selects a number of elements its values decide: no fixed shape
                 instead = ("A boolean mask selects as many elements as its values say, "
                            "so x[mask] has no shape before they are known: keep the shape "
                            "with wengert.numpy.where(mask, x, 0) (then sum, say)")
-            elif "index" in what or "indices" in what:
+            elif indexing:
                 instead = ("Index with wengert.numpy.take_along_axis(x, i[None], axis=0)[0] "
                            "for x[i] (it takes traced indices)")
             if self.graph.captured is not None:
