@@ -520,7 +520,12 @@ def betainc_dab(a, b, x):
         >>> [round(float(d), 12) for d in betainc_dab(1.0, 1.0, 0.25)]
         [-0.34657359028, 0.215761554339]
     """
-    shape, dtype, (a, b, x) = _prepare(a, b, x)
+    return _betainc_dab(*_prepare(a, b, x))
+
+
+def _betainc_dab(shape, dtype, flat):
+    """`betainc_dab` of arguments `_prepare` made."""
+    a, b, x = flat
     da = np.full(a.size, np.nan)
     db = np.full(a.size, np.nan)
     with np.errstate(all="ignore"):
@@ -580,9 +585,9 @@ class _LastPair(threading.local):
                 and all(np.array_equal(u, v, equal_nan=True) for u, v in zip(last[2], args[2]))):
             pair = self.pair
         else:
+            pair = self.pair = _betainc_dab(*args)
             # copies: the caller may change its arrays in place before the next call
             self.args = (args[0], args[1], [v.copy() for v in args[2]])
-            pair = self.pair = betainc_dab(a, b, x)
         # copies out too: a caller may write into what it is given
         return tuple(r.copy() if isinstance(r, np.ndarray) else r for r in pair)
 
