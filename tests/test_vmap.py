@@ -398,6 +398,18 @@ def test_every_builtin_primitive_is_batched():
     assert not missing, missing
 
 
+def test_axes_counted_from_the_end_stay_put_under_vmap(loops):
+    """Rules may name axes from the end (solve_banded's flip the band's rows): a batch axis
+    in front must not move them."""
+    from wengert.primitives import array as A
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for axes in ((-2,), (-1, 0)):
+        f = lambda x: A.flip(x, axes=axes)
+        assert_close(wg.vmap(f)(x), np.stack([np.flip(e, axis=axes) for e in x]))
+    assert_close(wg.vmap(lambda x: A.cumsum(x, axis=-1))(x), np.cumsum(x, axis=-1))
+    assert not loops, loops
+
+
 def test_empty_batch():
     out = wg.vmap(lambda x: wnp.sum(wnp.sin(x)))(np.zeros((0, 3)))
     assert out.shape == (0,)

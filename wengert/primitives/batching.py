@@ -69,12 +69,13 @@ def _size(args, mapped):
 
 
 def _shifted(axis):
-    """An axis parameter (an int, a tuple of ints, or None for all) one place right."""
+    """An axis parameter (an int, a tuple of ints, or None for all) one place right: a
+    batch axis in front moves the axes counted from the front, not those from the end."""
     if axis is None:
         return None
     if isinstance(axis, tuple):
-        return tuple(a + 1 for a in axis)
-    return axis + 1
+        return tuple(_shifted(a) for a in axis)
+    return axis + 1 if axis >= 0 else axis
 
 
 def _example_axes(node):
@@ -215,7 +216,7 @@ def _broadcast_stacks(args, mapped, node):
 
 
 def _solve_columns(args, mapped, node):
-    """solve(a, b) and solve_triangular(a, b): with one matrix for the whole batch, the
+    """solve(a, b), solve_triangular(a, b) and solve_banded(ab, b): with one matrix for the whole batch, the
     batch's right-hand sides are the columns of one solve (one factorisation: NumPy's
     solve of a broadcast stack factorises the same matrix once per example); else as
     stacks of matrices (a vector b as a column), lined up as `_stacked_pair` does."""
@@ -498,7 +499,7 @@ def _declare():
     for prim in (SL.solve_sylvester, SL.gen_eigh_values, SL.gen_eigh_vectors,
                  L.cofactor_derivative):
         prim.defbatch(_broadcast_stacks)
-    for prim in (L.solve, SL.solve_triangular):
+    for prim in (L.solve, SL.solve_triangular, SL.solve_banded):
         prim.defbatch(_solve_columns)
     SL.lu_swap_rows.defbatch(_swap_rows)
     REGISTRY["tril"].defbatch(_matrices)
