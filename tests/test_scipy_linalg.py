@@ -34,6 +34,13 @@ def T(x):
     return wnp.swapaxes(x, -1, -2)
 
 
+def band(l, u, n, *batch):
+    """SciPy's storage of a well-conditioned banded matrix (l diagonals below, u above)."""
+    ab = r(*batch, l + u + 1, n)
+    ab[..., u, :] += 2 * (l + u + 1)
+    return ab
+
+
 def spd(a):
     """A symmetric positive-definite matrix made from any square a (symmetric directions
     too: cholesky's and eigh's derivatives are the symmetric ones)."""
@@ -64,6 +71,21 @@ CASES = {
                                    [well(3), r(2, 3, 2)]),
     "solve_triangular batched vector": (lambda la, a, b: la.solve_triangular(a, b),
                                         [well(3, 2), r(3)]),
+    # (l = u = 1 is SciPy's tridiagonal solver, the others its general band solver)
+    "solve_banded tridiagonal": (lambda la, ab, b: la.solve_banded((1, 1), ab, b),
+                                 [band(1, 1, 5), r(5)]),
+    "solve_banded 2 below, 1 above, columns": (
+        lambda la, ab, b: la.solve_banded((2, 1), ab, b), [band(2, 1, 5), r(5, 2)]),
+    "solve_banded upper": (lambda la, ab, b: la.solve_banded((0, 2), ab, b),
+                           [band(0, 2, 4), r(4)]),
+    "solve_banded diagonal": (lambda la, ab, b: la.solve_banded([0, 0], ab, b),
+                              [band(0, 0, 3), r(3, 2)]),
+    "solve_banded 1x1": (lambda la, ab, b: la.solve_banded((1, 1), ab, b),
+                         [band(1, 1, 1), r(1)]),
+    "solve_banded batched ab": (lambda la, ab, b: la.solve_banded((1, 2), ab, b),
+                                [band(1, 2, 4, 2), r(4)]),
+    "solve_banded batched b": (lambda la, ab, b: la.solve_banded((1, 1), ab, b),
+                               [band(1, 1, 4, 2), r(3, 1, 4, 2)]),
     "cholesky": (lambda la, a: la.cholesky(spd(a)), [r(3, 3)]),
     "cholesky lower": (lambda la, a: la.cholesky(spd(a), lower=True), [r(4, 4)]),
     "cholesky batched": (lambda la, a: la.cholesky(spd(a)), [r(2, 3, 3)]),
@@ -164,8 +186,8 @@ CASES = {
 # whose traced values are SciPy's function itself (the others compose NumPy's LAPACK calls:
 # equal to rounding)
 EXACT = {name for name in CASES if name.startswith(
-    ("solve_triangular", "expm", "solve_sylvester", "lu_factor", "eigh", "eigvalsh",
-     "block_diag", "sqrtm", "solve lower"))}
+    ("solve_triangular", "solve_banded", "expm", "solve_sylvester", "lu_factor", "eigh",
+     "eigvalsh", "block_diag", "sqrtm", "solve lower"))}
 
 
 def _f(name):
@@ -263,6 +285,29 @@ def test_log_det_through_cho_factor_has_gradient_the_inverse():
     assert_close(hv, -np.linalg.inv(s) @ v @ np.linalg.inv(s), rtol=1e-9, atol=1e-12)
 
 
+def _dense(ab, l, u):
+    """The n×n matrix SciPy's band storage ab stands for."""
+    n = ab.shape[-1]
+    return sum(np.diag(ab[u - k, max(k, 0):n + min(k, 0)], k) for k in range(-l, u + 1))
+
+
+@pytest.mark.parametrize("l, u", [(1, 1), (2, 1), (0, 3)])
+def test_banded_solve_derivatives_are_the_dense_solves(l, u):
+    """x = A⁻¹ b with A dense: the Jacobian in b is A⁻¹, and the gradient of c·x in ab is
+    -(A⁻ᵀ c) xᵀ read on the band (zero in the corners SciPy ignores)."""
+    ab, b, c = band(l, u, 6), r(6), r(6)
+    A = _dense(ab, l, u)
+    assert_close(wg.jacrev(lambda b: linalg.solve_banded((l, u), ab, b))(b),
+                 np.linalg.inv(A), rtol=1e-12, atol=1e-14)
+    got = wg.grad(lambda ab: wnp.dot(c, linalg.solve_banded((l, u), ab, b)))(ab)
+    full = -np.outer(np.linalg.solve(A.T, c), np.linalg.solve(A, b))
+    want = np.zeros_like(ab)
+    for i in range(6):
+        for j in range(max(0, i - l), min(6, i + u + 1)):
+            want[u + i - j, j] = full[i, j]
+    assert_close(got, want, rtol=1e-11, atol=1e-13)
+
+
 def test_lyapunov_solution_of_a_diagonal_system():
     lam, q = -np.array([1.0, 2.0, 5.0]), r(3, 3)
     x = lambda lam: linalg.solve_continuous_lyapunov(wnp.diag(lam), q)
@@ -356,7 +401,7 @@ def test_gaussian_process_marginal_likelihood_gradient():
 
 
 # ---- vmap, compile, Taylor mode ----------------------------------------------------------------
-_A, _A2 = well(3), well(3, 2)
+_A, _A2, _AB = well(3), well(3, 2), band(1, 1, 5)
 # name -> (function of one example, the batch of arguments)
 VMAP = {
     "solve_triangular": (lambda a, b: linalg.solve_triangular(a, b, lower=True),
@@ -371,6 +416,11 @@ VMAP = {
                                 [well(3, 4, 2), r(4, 3)]),
     "cho_solve": (lambda a, b: linalg.cho_solve(linalg.cho_factor(spd(a)), b),
                   [r(4, 3, 3), r(4, 3)]),
+    "solve_banded": (lambda ab, b: linalg.solve_banded((2, 1), ab, b),
+                     [band(2, 1, 5, 4), r(4, 5, 2)]),
+    "solve_banded shared ab": (lambda b: linalg.solve_banded((1, 1), _AB, b), [r(4, 5)]),
+    "solve_banded shared b": (lambda ab: linalg.solve_banded((1, 1), ab, _AB[0]),
+                              [band(1, 1, 5, 4)]),
     "expm": (linalg.expm, [0.5 * r(4, 3, 3)]),
     "solve_sylvester": (lambda a, q: linalg.solve_sylvester(a, _A, q), [well(3, 4), r(4, 3, 3)]),
     "solve_sylvester stacks": (lambda q: linalg.solve_sylvester(_A2, _A, q),
@@ -415,9 +465,9 @@ def test_vmap_matches_a_loop_without_looping(name, loops):
     assert not loops, loops
 
 
-@pytest.mark.parametrize("name", ["solve_triangular", "cho_solve", "expm", "solve_sylvester",
-                                  "lu_solve", "eigh", "eigh generalized", "sqrtm", "inv sym",
-                                  "block_diag"])
+@pytest.mark.parametrize("name", ["solve_triangular", "solve_banded", "cho_solve", "expm",
+                                  "solve_sylvester", "lu_solve", "eigh", "eigh generalized",
+                                  "sqrtm", "inv sym", "block_diag"])
 def test_compile_matches_eager(name):
     f, args = VMAP[name]
     first = [x[0] for x in args]
@@ -437,6 +487,8 @@ TAYLOR = {
     "solve_triangular stack, constant vector": lambda a: linalg.solve_triangular(
         wnp.stack([a, 2 * a + 1.0]), np.ones(3), trans=1),
     "expm": lambda a: linalg.expm(0.3 * a),
+    "solve_banded": lambda a: linalg.solve_banded((1, 1), a + 9.0 * (wnp.arange(3) == 1)[:, None],
+                                                  a[0]),
     "solve_sylvester": lambda a: linalg.solve_sylvester(a, T(a) @ a, a + 1.0),
     "sqrtm": lambda a: linalg.sqrtm(spd(a)),
     "inv sym": lambda a: linalg.inv(a + T(a), assume_a="sym"),
@@ -489,6 +541,16 @@ def _traced(f, *args):
      r"shapes of a \(3, 3\) and b \(4, 2\) are incompatible"),
     (lambda a, b: linalg.solve_triangular(a, b, trans=3), [r(3, 3), r(3)], ValueError,
      "trans must be"),
+    (lambda ab, b: linalg.solve_banded((1, 1), ab, b), [r(3, 4), r(3)], ValueError,
+     r"shapes of ab \(3, 4\) and b \(3,\) are not compatible: b needs 4 rows"),
+    (lambda ab, b: linalg.solve_banded((1, 2), ab, b), [r(3, 4), r(4)], ValueError,
+     r"l\+u\+1 \(4\) does not equal ab.shape\[-2\] \(3\)"),
+    (lambda ab, b: linalg.solve_banded((1, -1), ab, b), [r(1, 4), r(4)], ValueError,
+     r"must not be negative, got \(l, u\) = \(1, -1\)"),
+    (lambda ab, b: linalg.solve_banded(1, ab, b), [r(3, 4), r(4)], ValueError,
+     r"\(l, u\) must be a pair of integers, got 1"),
+    (lambda ab, b: linalg.solve_banded((1, 1), ab, b), [r(2, 3, 4), r(3, 4, 1)], ValueError,
+     r"shapes \(2, 3, 4\) and \(3, 4, 1\) cannot be broadcast"),
     (lambda a: linalg.cholesky(a), [r(2, 3)], ValueError,
      r"square but has the shape: \(2, 3\)"),
     (lambda a, b: linalg.cho_solve((a, True), b), [r(3, 3), r(4)], ValueError,

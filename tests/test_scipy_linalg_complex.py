@@ -81,6 +81,10 @@ CASES = {
         lambda la, a, b: la.solve_triangular(a, b, trans="C"), [zwell(3, 2), z(3)]),
     "solve_triangular batched b": (lambda la, a, b: la.solve_triangular(a, b, lower=True),
                                    [zwell(3), z(2, 3, 2)]),
+    "solve_banded": (lambda la, ab, b: la.solve_banded((1, 2), ab, b),
+                     [z(4, 5) + 8 * (np.arange(4) == 2)[:, None], z(5, 2)]),
+    "solve_banded tridiagonal real b": (lambda la, ab, b: la.solve_banded((1, 1), ab, b),
+                                        [z(3, 4) + 6 * (np.arange(3) == 1)[:, None], r(4)]),
     "cholesky": (lambda la, a: la.cholesky(hpd(a)), [z(3, 3)]),
     "cholesky lower batched": (lambda la, a: la.cholesky(hpd(a), lower=True), [z(2, 3, 3)]),
     "cho_factor triangle": (lambda la, a: wnp.triu(la.cho_factor(hpd(a))[0]), [z(3, 3)]),
@@ -175,9 +179,9 @@ CASES = {
 # whose traced values are SciPy's function itself (the others compose NumPy's LAPACK calls,
 # or SciPy's with other arguments: equal to rounding)
 EXACT = {name for name in CASES if name.startswith(
-    ("solve_triangular", "expm", "solve_sylvester", "lu_factor", "eigh values",
-     "eigh vectors", "eigh upper", "eigh subset", "eigh driver", "eigvalsh", "block_diag",
-     "sqrtm", "solve lower"))}
+    ("solve_triangular", "solve_banded", "expm", "solve_sylvester", "lu_factor",
+     "eigh values", "eigh vectors", "eigh upper", "eigh subset", "eigh driver", "eigvalsh",
+     "block_diag", "sqrtm", "solve lower"))}
 
 
 def _f(name):
@@ -349,12 +353,15 @@ def _along(jac, v):
     return np.tensordot(jac, v, axes=v.ndim)
 
 
-# JAX has no derivative of solve_sylvester and sqrtm (its Schur decomposition has none):
+# JAX has no derivative of solve_sylvester and sqrtm (its Schur decomposition has none),
+# and no solve_banded:
 # their holomorphic Jacobians against complex differences, and closed forms below
 @pytest.mark.parametrize("f, x", [
     (lambda a: linalg.solve_sylvester(a, _C, T(a)), zwell(3)),
     (lambda q, a=zwell(3), b=zwell(2): linalg.solve_sylvester(a, b, q), z(3, 2)),
     (linalg.sqrtm, zwell(3)),
+    (lambda ab: linalg.solve_banded((2, 1), ab, _B[:2].sum() * ab[1]),
+     z(4, 3) + 8 * (np.arange(4) == 1)[:, None]),
     (lambda a: linalg.expm_frechet(a, a @ a)[1], 0.5 * z(3, 3)),
 ])
 def test_holomorphic_jacobians_against_complex_differences(f, x):

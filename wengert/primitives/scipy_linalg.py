@@ -10,6 +10,8 @@ Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã, Ã�
     solve_triangular:  op(Ã) x = b:   dx = op(Ã)⁻¹ (db - op(dÃ) x)
                        b̄ = op(Ã)⁻ᵀ x̄,  Ā = -tri(b̄ xᵀ) (op = id), -tri(x b̄ᵀ) (op = ᵀ)
                        or -tri(conj(x b̄ᵀ)) (op = ᴴ)
+    solve_banded:      A x = b, A banded:  dx = A⁻¹ (db - dA x),  b̄ = A⁻ᵀ x̄ (Aᵀ is banded
+                       too, l and u swapped),  Ā = -b̄ xᵀ on the band
     expm:              d e^A = L(A, dA), the Fréchet derivative, which is the top-right
                        block of exp([[A, dA], [0, A]]);   Ā = L(Aᵀ, Ḡ)
     solve_sylvester:   AX + XB = Q:   A dX + dX B = dQ - dA X - X dB
@@ -27,11 +29,11 @@ Matrix calculus used below (Ã the triangle of A that is read, op(Ã) = Ã, Ã�
                        (types 2 and 3, and the cotangents: at gen_eigh_values below)
 
 Complex matrices (the convention of docs/complex.md, JAX's and autograd's).  expm,
-solve_sylvester, sqrtm, lu_factor and solve_triangular with op = id or ᵀ are holomorphic:
-the formulas above hold as written, their VJPs transposing without conjugating, and
-their JVPs are complex-linear (so holomorphic=True works).  solve_triangular with op = ᴴ
-(trans=2, SciPy's 'C') reads conj(A): its rules conjugate where the formulas say.  The
-Hermitian readers (symmetrize(hermitian=True), eigh_values, eigh_vectors, gen_eigh_*)
+solve_sylvester, sqrtm, lu_factor, solve_banded and solve_triangular with op = id or ᵀ are
+holomorphic: the formulas above hold as written, their VJPs transposing without
+conjugating, and their JVPs are complex-linear (so holomorphic=True works).
+solve_triangular with op = ᴴ (trans=2, SciPy's 'C') reads conj(A): its rules conjugate
+where the formulas say.  The Hermitian readers (symmetrize(hermitian=True), eigh_values, eigh_vectors, gen_eigh_*)
 have the Hermitian derivative: a change dA counts as its Hermitian part (dA + dAᴴ)/2, as
 wengert.primitives.linalg's cholesky and eigh do, and their VJPs are the adjoints of the
 JVPs applied to the conjugated cotangent and conjugated back.
@@ -48,7 +50,7 @@ import math
 import numpy as np
 
 from .registry import defprimitive, float_dtype, real_dtype, shape_of
-from .array import (matmul, tril, reshape, concatenate, getitem, zeros_like,
+from .array import (matmul, tril, reshape, concatenate, getitem, zeros_like, pad, flip,
                     dtype_of, sum as _sum)
 from .shape import sum_to
 from . import linalg as L, scalar as S
@@ -166,6 +168,89 @@ def _(g, a, b, ans, trans, lower, unit_diagonal):
     outer = matmul(x2, _T(gb2)) if trans else matmul(gb2, _T(x2))
     ga = -_read(_cj(outer) if trans == 2 else outer, lower, unit_diagonal)
     return sum_to(ga, shape=shape_of(a)), sum_to(gb, shape=shape_of(b))
+
+
+# ---- solve_banded ----------------------------------------------------------------------------
+# A banded matrix is kept as SciPy keeps it: ab[u + i - j, j] = A[i, j], its l + u + 1
+# diagonals as rows (l below the main one, u above).  The rules need three things from
+# that storage without ever making the n×n matrix: dA x, b̄ xᵀ read on the band, and the
+# band of Aᵀ.  Each is a gather along the diagonals (`_along_diagonals`), so the rules are
+# graph operations and differentiate again.
+def _solve_banded_np(ab, b, l, u):
+    return scipy_linalg().solve_banded((l, u), ab, b, check_finite=False)
+
+
+def _solve_banded_aval(args, params):
+    """b is one vector if 1-D, else a stack of matrices; ab's batch broadcasts with b's."""
+    ab, b = args[0].shape, args[1].shape
+    shape = ab[:-2] + b if len(b) == 1 else _batch_of((ab, 2), (b, 2)) + b[-2:]
+    return shape, float_dtype(args[0].dtype, args[1].dtype)
+
+
+solve_banded = _prim(
+    "solve_banded", _solve_banded_np, _solve_banded_aval,
+    "solve_banded(ab, b, l=l, u=u): x with A x = b, A the banded matrix whose diagonals "
+    "are the rows of ab, ab[u + i - j, j] = A[i, j] (scipy.linalg.solve_banded).")
+
+
+def _along_diagonals(x, offsets, per_row):
+    """out[..., r, i] = x[..., i + offsets[r]], zero where that is outside x's last axis;
+    with `per_row`, x has the rows already and out[..., r, i] = x[..., r, i + offsets[r]]."""
+    n = shape_of(x)[-1]
+    reach = max(abs(int(o)) for o in offsets)
+    padded = pad(x, pad_width=((0, 0),) * (len(shape_of(x)) - 1) + ((reach, reach),))
+    cols = np.arange(n)[None, :] + np.asarray(offsets)[:, None] + reach
+    if per_row:
+        return getitem(padded, index=(Ellipsis, np.arange(len(offsets))[:, None], cols))
+    return getitem(padded, index=(Ellipsis, cols))
+
+
+def _band_transpose(ab, l, u):
+    """The band of Aᵀ (l and u swap): abᵀ[l + j - i, i] = A[j, i] = ab[u + i - j, j]."""
+    return _along_diagonals(flip(ab, axes=(-2,)), np.arange(l + u + 1) - l, per_row=True)
+
+
+def _sum_axis(x, axis):
+    """x summed over one axis, counted from the end."""
+    return _sum(x, axis=(len(shape_of(x)) + axis,), keepdims=False)
+
+
+def _unit_axis(x, axis):
+    """x with a new axis of length one, at position `axis` (negative) of the result."""
+    s = shape_of(x)
+    return reshape(x, shape=s[:len(s) + axis + 1] + (1,) + s[len(s) + axis + 1:])
+
+
+def _rows_first(x, vector):
+    """x (a vector, or a stack of matrices, as b is read) as (..., k, n): its columns as
+    rows, so that the gathers run along its last axis."""
+    return _T(_col(x)) if vector else _T(x)
+
+
+@solve_banded.defjvp
+def _(ts, ab, b, ans, l, u):
+    vector = len(shape_of(b)) == 1
+    rhs = ts[1]
+    if ts[0] is not None:
+        # (dA x)_i = Σ_r dab[r, i + u - r] x[i + u - r]
+        shifts = u - np.arange(l + u + 1)
+        da = _along_diagonals(ts[0], shifts, per_row=True)              # (..., R, n)
+        xs = _along_diagonals(_rows_first(ans, vector), shifts, per_row=False)
+        dax = _T(_sum_axis(_unit_axis(da, -3) * xs, -2))
+        dax = _uncol(dax) if vector else dax
+        rhs = -dax if rhs is None else rhs - dax
+    return _like_b(solve_banded, ab, rhs, b, l=l, u=u)
+
+
+@solve_banded.defvjp
+def _(g, ab, b, ans, l, u):
+    vector = len(shape_of(b)) == 1
+    gb = _like_b(solve_banded, _band_transpose(ab, l, u), g, b, l=u, u=l)
+    # Ā = -b̄ xᵀ on the band: ab̄[r, j] = -Σ_k b̄[j + r - u, k] x[j, k]
+    gbs = _along_diagonals(_rows_first(gb, vector), np.arange(l + u + 1) - u, per_row=False)
+    xs = _unit_axis(_rows_first(ans, vector), -2)
+    gab = -_sum_axis(gbs * xs, -3)
+    return sum_to(gab, shape=shape_of(ab)), sum_to(gb, shape=shape_of(b))
 
 
 # ---- expm ------------------------------------------------------------------------------------
@@ -724,12 +809,12 @@ gen_eigh_vectors.defvjp(_vectors_vjp_a, _vectors_vjp_b)
 # Whose rules hold for complex values: the holomorphic ones as written (their VJPs
 # transpose without conjugating), solve_triangular's conjugate transpose and the Hermitian
 # readers with the conjugations above.  Every primitive here does.
-for _p in (solve_triangular, expm, solve_sylvester, sqrtm, lu_factor, lu_pivots,
+for _p in (solve_triangular, solve_banded, expm, solve_sylvester, sqrtm, lu_factor, lu_pivots,
            lu_swap_rows, symmetrize, eigh_values, eigh_vectors, gen_eigh_values,
            gen_eigh_vectors):
     _p.complex = True
 
-__all__ = ["solve_triangular", "expm", "frechet_expm", "block_upper", "top_block",
-           "solve_sylvester", "sqrtm",
+__all__ = ["solve_triangular", "solve_banded", "expm", "frechet_expm", "block_upper",
+           "top_block", "solve_sylvester", "sqrtm",
            "lu_factor", "lu_pivots", "lu_swap_rows", "symmetrize", "eigh_values",
            "eigh_vectors", "gen_eigh_values", "gen_eigh_vectors", "scipy_linalg"]

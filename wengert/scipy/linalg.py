@@ -1,15 +1,16 @@
 """SciPy's `scipy.linalg`, differentiable: triangular and Cholesky solves for Gaussian
-processes, the matrix exponential and square root, Sylvester and Lyapunov equations, LU,
-eigh (the generalized problem A v = λ B v too), inv, det, solve and block_diag.
+processes, banded solves, the matrix exponential and square root, Sylvester and Lyapunov
+equations, LU, eigh (the generalized problem A v = λ B v too), inv, det, solve and
+block_diag.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records wengert primitives (`wengert.primitives.scipy_linalg`, whose
 values are SciPy's own, and `wengert.primitives.linalg`), differentiable to second order
 and beyond, under `wg.vmap` and `wg.compile` too.  Real and complex matrices, with the
 derivatives of docs/complex.md (JAX's and autograd's convention): expm, expm_frechet,
-solve_sylvester, sqrtm, inv, det, lu_factor, solve_triangular (but for trans='C'), and
-solve, lu_solve and inv without a symmetric or Hermitian structure are holomorphic, so
-``holomorphic=True`` gives their complex derivatives.  Batches of matrices (leading axes)
+solve_sylvester, sqrtm, inv, det, lu_factor, solve_banded, solve_triangular (but for
+trans='C'), and solve, lu_solve and inv without a symmetric or Hermitian structure are
+holomorphic, so ``holomorphic=True`` gives their complex derivatives.  Batches of matrices (leading axes)
 are taken where SciPy takes them.  Where a derivative does not exist or is not implemented
 (eigh's subset_by_value, sqrtm of a singular matrix or of a real one with a complex root)
 the call raises NotImplementedError, never a wrong number.  Functions not listed here are
@@ -55,9 +56,9 @@ from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import linalg as _L, scipy_linalg as _P
 from ..primitives.registry import float_dtype as _float_dtype
 
-__all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "expm", "expm_frechet",
-           "solve_sylvester", "solve_continuous_lyapunov", "inv", "det", "solve", "lu_factor",
-           "lu_solve", "eigh", "eigvalsh", "block_diag", "sqrtm"]
+__all__ = ["solve_triangular", "solve_banded", "cholesky", "cho_factor", "cho_solve", "expm",
+           "expm_frechet", "solve_sylvester", "solve_continuous_lyapunov", "inv", "det",
+           "solve", "lu_factor", "lu_solve", "eigh", "eigvalsh", "block_diag", "sqrtm"]
 
 LinAlgError = _np.linalg.LinAlgError
 
@@ -179,6 +180,51 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         _batches("solve_triangular", (a.shape, 2), (b.shape, 2))
     return _P.solve_triangular(a, b, trans=_trans(trans, a), lower=bool(lower),
                                unit_diagonal=bool(unit_diagonal))
+
+
+@_scipy_unless_traced
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """x with A x = b, A the banded matrix with l diagonals below the main one and u above,
+    stored as SciPy stores it: ``ab[u + i - j, j] == A[i, j]`` (`ab` has l + u + 1 rows).
+    b is one vector, or a matrix whose columns are right-hand sides; leading axes of ab
+    and b are batches, as in SciPy.
+
+    Differentiable in ab and b to any order, without ever forming A: dx = A⁻¹(db - dA x),
+    b̄ = A⁻ᵀ x̄ (a banded solve with Aᵀ's band) and ab̄ = -b̄ xᵀ read on the band.  Entries
+    of ab outside the matrix (the corners SciPy ignores) have derivative 0.  Complex bands
+    are holomorphic (docs/complex.md).  `overwrite_*` and `check_finite` are SciPy's on
+    plain values; traced values are never overwritten.
+
+    Example: a tridiagonal system (l = u = 1) and the derivative of its solution in the
+    right-hand side, A⁻¹:
+
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> ab = np.array([[0.0, 1.0, 1.0], [4.0, 4.0, 4.0], [1.0, 1.0, 0.0]])
+        >>> A = np.diag([4.0] * 3) + np.diag([1.0] * 2, 1) + np.diag([1.0] * 2, -1)
+        >>> J = wg.jacfwd(lambda b: linalg.solve_banded((1, 1), ab, b))(np.ones(3))
+        >>> bool(np.allclose(J, np.linalg.inv(A)))
+        True
+    """
+    try:
+        l, u = (operator.index(k) for k in l_and_u)
+    except (TypeError, ValueError):
+        raise ValueError(f"(l, u) must be a pair of integers, got {l_and_u!r}") from None
+    if l < 0 or u < 0:
+        raise ValueError(f"the numbers of lower and upper diagonals must not be negative, "
+                         f"got (l, u) = ({l}, {u})")
+    ab, b = _wnp.asarray(ab), _wnp.asarray(b)
+    if ab.ndim < 2:
+        raise ValueError(f"ab must have at least two axes (l + u + 1 rows of the matrix's "
+                         f"diagonals), got shape {ab.shape}")
+    if b.ndim == 0 or (b.shape[0] if b.ndim == 1 else b.shape[-2]) != ab.shape[-1]:
+        raise ValueError(f"shapes of ab {ab.shape} and b {b.shape} are not compatible: "
+                         f"b needs {ab.shape[-1]} rows")
+    if l + u + 1 != ab.shape[-2]:
+        raise ValueError(f"invalid values for the number of lower and upper diagonals: "
+                         f"l+u+1 ({l + u + 1}) does not equal ab.shape[-2] ({ab.shape[-2]})")
+    _batches("solve_banded", (ab.shape, 2), (b.shape, 2 if b.ndim > 1 else 1))
+    return _P.solve_banded(ab, b, l=l, u=u)
 
 
 def _cholesky_input(a):
