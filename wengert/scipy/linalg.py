@@ -52,7 +52,7 @@ import scipy.linalg as _sl
 from .. import numpy as _wnp
 from ..dual import accepts_duals as _accepts_duals
 from ..numpy import _traced
-from ..numpy.dispatch import unsupported as _unsupported
+from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives import linalg as _L, scipy_linalg as _P
 from ..primitives.registry import float_dtype as _float_dtype
 
@@ -63,18 +63,32 @@ __all__ = ["solve_triangular", "solve_banded", "cholesky", "cho_factor", "cho_so
 LinAlgError = _np.linalg.LinAlgError
 
 
-def _scipy_unless_traced(fn):
-    """SciPy's function of the same name on plain arguments (called as the caller called
-    it); `fn` when any argument, or an item of a list or tuple argument, is traced."""
-    scipy_fn = getattr(_sl, fn.__name__)
+def scipy_unless_traced(module):
+    """A decorator: the function of the same name in SciPy's `module` on plain arguments
+    (called as the caller called it); the decorated `fn` when any argument, or an item of
+    a list or tuple argument, is traced.
 
-    @_accepts_duals
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if _traced(*args, *kwargs.values()):
-            return fn(*args, **kwargs)
-        return scipy_fn(*args, **kwargs)
-    return wrapper
+    Example:
+        >>> @scipy_unless_traced(_sl)
+        ... def det(a):
+        ...     return "traced"
+        >>> float(det([[2.0]]))
+        2.0
+    """
+    def decorate(fn):
+        scipy_fn = getattr(module, fn.__name__)
+
+        @_accepts_duals
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if _traced(*args, *kwargs.values()):
+                return fn(*args, **kwargs)
+            return scipy_fn(*args, **kwargs)
+        return wrapper
+    return decorate
+
+
+_scipy_unless_traced = scipy_unless_traced(_sl)
 
 
 def _at_least_2d(x):
@@ -870,11 +884,5 @@ def block_diag(*arrs):
     return _wnp.concatenate(rows, axis=-2)
 
 
-def __getattr__(name):
-    # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
-    fn = getattr(_sl, name, None) if not name.startswith("_") else None
-    if callable(fn) and not isinstance(fn, type):
-        return _unsupported(f"scipy.linalg.{name}", fn)
-    if fn is not None:
-        return fn
-    raise AttributeError(f"module 'wengert.scipy.linalg' has no attribute {name!r}")
+# SciPy's other functions: SciPy's on plain values, a clear error on traced ones
+__getattr__ = _rest_of(_sl, globals())

@@ -24,7 +24,7 @@ from .. import numpy as _wnp
 from ..numpy import _traced
 from ..dual import accepts_duals as _accepts_duals
 from ..graph.node import Node as _Node
-from ..numpy.dispatch import unsupported as _unsupported
+from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives import special as _P
 from ..primitives.array import axes_last as _axes_last
 
@@ -414,9 +414,5 @@ def log_softmax(x, axis=None):
     return _over_axis(nn.log_softmax, x, axis)
 
 
-def __getattr__(name):
-    # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
-    fn = getattr(_sc, name, None) if not name.startswith("_") else None
-    if callable(fn):
-        return _unsupported(f"scipy.special.{name}", fn)
-    raise AttributeError(f"module 'wengert.scipy.special' has no attribute {name!r}")
+# SciPy's other functions: SciPy's on plain values, a clear error on traced ones
+__getattr__ = _rest_of(_sc, globals())
