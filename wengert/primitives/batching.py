@@ -36,7 +36,7 @@ import string
 import numpy as np
 
 from . import array as A, linalg as L, nn as N, scalar as S
-from . import scipy_linalg as SL
+from . import scipy_linalg as SL, signal as SG
 from .registry import REGISTRY, shape_of
 from .shape import broadcast_to, sum_to
 
@@ -237,6 +237,21 @@ def _solve_columns(args, mapped, node):
     rank = max(ra, rb)
     out = node.op(lift_rank(a, ma, rank), lift_rank(b, mb, rank), **node.params)
     return A.reshape(out, shape=(size,) + node.shape)
+
+
+def _convolve(args, mapped, node):
+    """convolve(a, b) with one of them shared: the batch axis is one more axis to convolve
+    along, the shared array's of length one (in 'full' mode always; 'same' keeps a's shape,
+    so a must be the batched one, and 'valid' needs the batched one to be the larger).
+    Else (both batched) None: one call per example."""
+    (a, b), (ma, mb) = args, mapped
+    mode = node.params["mode"]
+    sa, sb = (tuple(x.shape) for x in node.args)
+    if ma and mb or mode == "same" and mb or mode == "valid" and not (
+            all(p >= q for p, q in zip(sa, sb)) if ma else all(q >= p for p, q in zip(sa, sb))):
+        return None
+    one = lambda x, s: A.reshape(x, shape=(1,) + s)
+    return node.op(a if ma else one(a, sa), b if mb else one(b, sb), **node.params)
 
 
 def _swap_rows(args, mapped, node):
@@ -502,6 +517,7 @@ def _declare():
     for prim in (L.solve, SL.solve_triangular, SL.solve_banded):
         prim.defbatch(_solve_columns)
     SL.lu_swap_rows.defbatch(_swap_rows)
+    SG.convolve.defbatch(_convolve)
     REGISTRY["tril"].defbatch(_matrices)
     for name in ("sum", "amax", "amin", "prod", "logsumexp", "cumsum", "cumprod", "flip",
                  "roll", "argsort", "argpartition", "softmax", "log_softmax", "rfft",

@@ -3,9 +3,9 @@
 multivariate_normal, gamma, beta, poisson, dirichlet), `wengert.scipy.linalg`
 (solve_triangular, solve_banded, cholesky, cho_factor, cho_solve, expm, sqrtm,
 solve_sylvester, solve_continuous_lyapunov, inv, det, solve, lu_factor, lu_solve, eigh,
-block_diag), for
-Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester equations,
-vibration modes (the generalized eigh(a, b)); and
+block_diag), for Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester
+equations, vibration modes (the generalized eigh(a, b)); `wengert.scipy.signal`
+(convolve, correlate, fftconvolve, convolve2d, correlate2d); and
 `wengert.scipy.integrate` (solve_ivp and odeint: ODE solutions differentiated by the
 adjoint method, docs/odes.md); and `wengert.scipy.optimize` (minimize, root, root_scalar, brentq,
 fixed_point, least_squares, curve_fit: solvers given exact derivatives, and solutions differentiated
@@ -13,8 +13,8 @@ by the implicit function theorem, docs/optimize.md).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`,
-`wengert.primitives.scipy_linalg`) or compositions of `wengert.numpy`, differentiable to
-any order.  SciPy is an optional dependency: ``pip install 'wengert[scipy]'``.
+`wengert.primitives.scipy_linalg`, `wengert.primitives.signal`) or compositions of
+`wengert.numpy`, differentiable to any order.  SciPy is an optional dependency: ``pip install 'wengert[scipy]'``.
 
 Example:
     >>> import wengert as wg
@@ -34,13 +34,13 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 
 from . import special  # noqa: E402
 
-__all__ = ["special", "stats", "linalg", "integrate", "optimize"]
+__all__ = ["special", "stats", "linalg", "signal", "integrate", "optimize"]
 
 
 def __getattr__(name):
     # stats, linalg and integrate on first use: scipy.stats takes ~0.9 s to import, which
     # code that needs only the special functions should not pay (the others less, but some)
-    if name in ("stats", "linalg", "integrate", "optimize"):
+    if name in ("stats", "linalg", "signal", "integrate", "optimize"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,196 @@
+"""wengert.scipy.signal: SciPy's values, derivatives against central differences (second
+order, real and complex), closed forms, vmap, compile and clear errors (Taylor mode:
+tests/test_taylor.py)."""
+import numpy as np
+import pytest
+import scipy.signal as ss
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert import REGISTRY
+from wengert.primitives import signal as P
+from wengert.scipy import signal
+from test_numpy import _ops_exercised
+from fd import assert_close, check_grads, check_complex_grads
+
+rng = np.random.default_rng(20261124)
+
+
+def r(*shape):
+    return rng.normal(size=shape)
+
+
+def z(*shape):
+    return rng.normal(size=shape) + 1j * rng.normal(size=shape)
+
+
+def close(got, want, rtol=1e-12, atol=1e-12):
+    """assert_close for complex values too (compared as complex)."""
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=atol)
+
+
+# (shape of in1, shape of in2): even and odd lengths (where 'same' centres differently),
+# in2 the larger ('valid' swaps), equal shapes, two and three axes
+SHAPES = [((7,), (4,)), ((6,), (3,)), ((4,), (7,)), ((3,), (3,)), ((5, 6), (2, 3)),
+          ((2, 3), (5, 6)), ((4, 4), (4, 4)), ((3, 4, 2), (2, 2, 2))]
+FUNCTIONS = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d"]
+CASES = [(fn, sa, sb, mode) for fn in FUNCTIONS for sa, sb in SHAPES
+         for mode in ("full", "same", "valid") if len(sa) == 2 or not fn.endswith("2d")]
+
+
+def _call(fn, mode):
+    return lambda a, b: getattr(signal, fn)(a, b, mode)
+
+
+@pytest.mark.parametrize("fn, sa, sb, mode", CASES)
+def test_values_are_scipys_plain_and_traced(fn, sa, sb, mode):
+    for a, b in ((r(*sa), r(*sb)), (z(*sa), r(*sb)), (z(*sa), z(*sb))):
+        want = getattr(ss, fn)(a, b, mode)
+        np.testing.assert_array_equal(getattr(signal, fn)(a, b, mode), want)   # SciPy's own
+        f = _call(fn, mode)
+        for got in (wg.vjp(f, a, b)[0], wg.trace(f, a, b)(a, b)):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            if fn in ("convolve", "fftconvolve"):          # the same call of SciPy's
+                np.testing.assert_array_equal(got, want)
+            else:
+                close(got, want)
+
+
+@pytest.mark.parametrize("fn, sa, sb, mode", CASES)
+def test_derivatives_against_finite_differences_to_second_order(fn, sa, sb, mode):
+    check_grads(_call(fn, mode), r(*sa), r(*sb), order=2)
+
+
+@pytest.mark.parametrize("fn, sa, sb, mode", [c for c in CASES if len(c[1]) < 3])
+def test_complex_derivatives_against_finite_differences(fn, sa, sb, mode):
+    check_complex_grads(_call(fn, mode), z(*sa), z(*sb), order=2)
+
+
+def test_convolution_is_holomorphic_and_correlation_conjugates_its_kernel():
+    a, b = z(5), z(3)
+    jac = wg.jacfwd(lambda a: signal.convolve(a, b), holomorphic=True)(a)
+    toeplitz = np.array([[b[n - k] if 0 <= n - k < 3 else 0 for k in range(5)]
+                         for n in range(7)])
+    close(jac, toeplitz, rtol=1e-14)
+    # correlate(a, b) = convolve(a, reversed conj(b)): holomorphic in a (with conj(b) in
+    # its Jacobian); in b its derivative is the conjugate's (tested with complex
+    # differences above)
+    jac = wg.jacfwd(lambda a: signal.correlate(a, b, "valid"), holomorphic=True)(a)
+    close(jac, [[np.conj(b[k - n]) if 0 <= k - n < 3 else 0 for k in range(5)]
+                for n in range(3)], rtol=1e-14)
+
+
+def test_jacobian_in_either_argument_is_the_other_as_a_toeplitz_matrix():
+    """y = a ∗ b: ∂y_n/∂a_k = b_(n-k), and a delta kernel gives the identity."""
+    a, b = r(6), r(3)
+    want = np.array([[b[n - k] if 0 <= n - k < 3 else 0.0 for k in range(6)]
+                     for n in range(8)])
+    for jac in (wg.jacfwd, wg.jacrev):
+        assert_close(jac(lambda a: signal.convolve(a, b))(a), want, rtol=1e-14)
+        assert_close(jac(lambda b: signal.convolve(a, b))(b),
+                     [[a[n - k] if 0 <= n - k < 6 else 0.0 for k in range(3)]
+                      for n in range(8)], rtol=1e-14)
+    delta = np.array([0.0, 1.0, 0.0])
+    assert_close(wg.jacrev(lambda a: signal.convolve(a, delta, "same"))(a), np.eye(6))
+
+
+def test_deconvolution_by_one_newton_step_recovers_the_signal():
+    """A blurred signal and the blur known: least squares in the signal is quadratic, so
+    one Newton step with its Hessian (twice the blur's Toeplitz Gram matrix) from
+    anywhere lands on the signal."""
+    blur = np.array([0.25, 0.5, 0.25])
+    truth = np.sin(np.linspace(0, 3, 12))
+    seen = ss.convolve(truth, blur)
+    loss = lambda x: wnp.sum((signal.convolve(x, blur) - seen) ** 2)
+    x = r(12)
+    x = x - np.linalg.solve(wg.hessian(loss)(x), wg.grad(loss)(x))
+    assert_close(x, truth, rtol=1e-9, atol=1e-10)
+
+
+# ---- vmap, compile, Taylor mode ----------------------------------------------------------------
+_K = r(3)
+VMAP = {
+    "shared kernel": (lambda a: signal.convolve(a, _K), [r(4, 6)], False),
+    "shared kernel, same": (lambda a: signal.convolve(a, _K, "same"), [r(4, 6)], False),
+    "shared kernel, valid": (lambda a: signal.convolve(a, _K, "valid"), [r(4, 6)], False),
+    "shared signal, full": (lambda b: signal.convolve(_K, b), [r(4, 2)], False),
+    "shared kernel, correlate2d": (lambda a: signal.correlate2d(a, np.ones((2, 2))),
+                                   [r(4, 3, 3)], False),
+    "both batched": (lambda a, b: signal.convolve(a, b, "same"), [r(4, 5), r(4, 3)], True),
+    # ('same' keeps in1's shape, and 'valid' of a batched smaller array has no cover: a
+    # batched kernel with a shared signal is a loop there)
+    "batched kernel, same": (lambda b: signal.convolve(_K, b, "same"), [r(4, 2)], True),
+    "batched kernel, valid": (lambda b: signal.convolve(_K, b, "valid"), [r(4, 2)], True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAP))
+def test_vmap_matches_a_loop(name, loops):
+    f, args, looped = VMAP[name]
+    got = wg.vmap(f)(*args)
+    assert_close(got, np.stack([f(*[x[k] for x in args]) for k in range(4)]), rtol=1e-12)
+    argnums = tuple(range(len(args)))
+    g = lambda *a: wnp.sum(f(*a) ** 2)
+    batched = wg.vmap(wg.grad(g, argnums=argnums))(*args)
+    for k in range(4):
+        for b, o in zip(batched, wg.grad(g, argnums=argnums)(*[x[k] for x in args])):
+            assert_close(b[k], o, rtol=1e-10, atol=1e-12)
+    assert bool(loops) == looped, loops
+
+
+def test_compile_matches_eager():
+    f = lambda a, b: wnp.sum(signal.correlate(a, b, "same") ** 3)
+    a, b = r(6), r(3)
+    assert_close(wg.compile(f, a, b)(a + 1, b), f(a + 1, b), rtol=1e-12)
+    g = wg.grad(f, argnums=(0, 1))
+    for c, e in zip(wg.compile(g, a, b)(a + 1, b), g(a + 1, b)):
+        assert_close(c, e, rtol=1e-12)
+
+
+def test_every_primitive_is_exercised():
+    seen = set()
+    for fn, sa, sb, mode in CASES:
+        seen |= _ops_exercised(_call(fn, mode), [r(*sa), r(*sb)])
+    declared = {name for name in P.__all__ if name in REGISTRY}     # (not those it imports)
+    assert declared and declared <= seen, declared - seen
+
+
+# ---- errors and what is SciPy's ----------------------------------------------------------------
+@pytest.mark.parametrize("call, args, error, match", [
+    (lambda a, b: signal.convolve(a, b, "middle"), [r(3), r(2)], ValueError,
+     "acceptable mode flags are 'valid', 'same', or 'full', got 'middle'"),
+    (lambda a, b: signal.convolve(a, b, method="slow"), [r(3), r(2)], ValueError,
+     "acceptable method flags are 'auto', 'direct', or 'fft', got 'slow'"),
+    (lambda a, b: signal.convolve(a, b), [r(3), r(2, 2)], ValueError,
+     r"same dimensionality, got shapes \(3,\) and \(2, 2\)"),
+    (lambda a, b: signal.correlate(a, b, "valid"), [r(3, 1), r(2, 2)], ValueError,
+     r"at least as large as the other in every dimension, got shapes \(3, 1\) and \(2, 2\)"),
+    (lambda a, b: signal.convolve2d(a, b), [r(3), r(2)], ValueError,
+     r"convolve2d inputs must both be 2-D arrays, got shapes \(3,\) and \(2,\)"),
+    (lambda a, b: signal.convolve2d(a, b, boundary="wrap"), [r(3, 3), r(2, 2)],
+     NotImplementedError, r"convolve2d\(..., boundary='wrap'\) is not supported"),
+    (lambda a, b: signal.correlate2d(a, b, fillvalue=1.0), [r(3, 3), r(2, 2)],
+     NotImplementedError, r"correlate2d\(..., fillvalue=1.0\) is not supported"),
+    (lambda a, b: signal.fftconvolve(a, b, axes=1), [r(2, 3), r(1, 2)],
+     NotImplementedError, "over some of the axes .* use wg.vmap"),
+    (lambda a, b: signal.lfilter(b, [1.0], a), [r(5), r(2)], NotImplementedError,
+     "scipy.signal.lfilter is not supported on traced values"),
+])
+def test_clear_errors_on_traced_values(call, args, error, match):
+    with pytest.raises(error, match=match):
+        wg.vjp(call, *args)
+
+
+def test_plain_values_and_the_rest_of_scipy_signal_are_scipys():
+    a, b = r(5), r(2)
+    np.testing.assert_array_equal(signal.lfilter(b, [1.0], a), ss.lfilter(b, [1.0], a))
+    np.testing.assert_array_equal(signal.convolve2d(r(3, 3) * 0 + 1, np.ones((2, 2)),
+                                                    boundary="wrap"),
+                                  ss.convolve2d(np.ones((3, 3)), np.ones((2, 2)),
+                                                boundary="wrap"))
+    assert signal.convolve(2.0, 3.0) == 6.0
+    assert wg.grad(lambda x: signal.convolve(x, 3.0))(2.0) == 3.0     # numbers: a product
+    fftconv = wg.grad(lambda a: wnp.sum(signal.fftconvolve(a, b, axes=(0,)) ** 2))(a)
+    assert_close(fftconv, wg.grad(lambda a: wnp.sum(signal.convolve(a, b) ** 2))(a))
+    with pytest.raises(AttributeError):
+        signal.not_a_function
