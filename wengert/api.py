@@ -121,7 +121,8 @@ def _primal_leaf(x, where, who):
         return x
     raise TypeError(f"{who}: {where} is a {type(x).__name__} ({x!r:.40}); differentiable "
                     "arguments must be floats or complex numbers, NumPy float or complex "
-                    "arrays, or tuples, lists and dicts of them")
+                    "arrays, or tuples, lists and dicts of them (or of classes registered "
+                    "with wengert.tree.register_pytree_node or register_dataclass)")
 
 
 def direction_leaves(point, direction, name, noun, who):
@@ -1077,9 +1078,10 @@ def _held_constant(x) -> bool:
     if held is not None:
         raise TypeError(
             f"the function returned a {type(x).__name__} holding a traced value "
-            f"({held}): only tuples, lists, dicts and namedtuples are looked into, so it "
-            "would be returned as it was at trace time. Return the value in a tuple, "
-            "list or dict instead")
+            f"({held}): only tuples, lists, dicts, namedtuples and registered classes are "
+            "looked into, so it would be returned as it was at trace time. Return the "
+            "value in a tuple, list or dict instead, or register its class with "
+            "wengert.tree.register_pytree_node (or register_dataclass)")
     return True
 
 

@@ -1,10 +1,12 @@
 """Pytrees: nested tuples, lists and dicts whose leaves are numbers, arrays or traced values.
 
-As in JAX, ``None`` is an empty subtree, dicts are flattened in sorted key order, and
-namedtuples keep their type.  Keys that do not compare with each other (``{1: x, "a": y}``)
-are ordered by kind first (numbers, then other types by type name), then by value within a
-kind, or by ``repr`` where even those do not compare (`dict_keys`).  The order never
-depends on insertion order, so two dicts with the same keys flatten alike.
+As in JAX, ``None`` is an empty subtree, dicts are flattened in sorted key order,
+namedtuples keep their type, and classes of your own join with `register_pytree_node`
+(or `register_dataclass`, `register_pytree_node_class`).  Keys that do not compare with
+each other (``{1: x, "a": y}``) are ordered by kind first (numbers, then other types by
+type name), then by value within a kind, or by ``repr`` where even those do not compare
+(`dict_keys`).  The order never depends on insertion order, so two dicts with the same
+keys flatten alike.
 
 Example:
     >>> from wengert.tree import flatten, unflatten
@@ -20,6 +22,7 @@ import numpy as np
 
 LEAF = "*"
 HELD = "held"
+CUSTOM = "custom"
 
 
 class TreeDef:
@@ -29,8 +32,9 @@ class TreeDef:
 
     def __init__(self, kind, meta, children, flat=False):
         self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple",
-        #                             or HELD (a value held in the structure, no leaf)
-        self.meta = meta            # dict keys, the namedtuple type, or HELD's value
+        #                             CUSTOM, or HELD (a value held in the structure, no leaf)
+        self.meta = meta            # dict keys, the namedtuple type, HELD's value, or
+        #                             CUSTOM's (class, auxiliary data)
         self.children = children
         self._num_leaves = len(children) if flat else None
         self.flat = flat            # a tuple or list of leaves only (the common tree)
@@ -40,6 +44,9 @@ class TreeDef:
             return False
         if self.kind == HELD:
             return _same_value(self.meta, other.meta)
+        if self.kind == CUSTOM:     # (auxiliary data compares as held values do)
+            return self.meta[0] is other.meta[0] and \
+                _same_value(self.meta[1], other.meta[1]) and self.children == other.children
         return self.meta == other.meta and self.children == other.children
 
     def __hash__(self):
@@ -67,11 +74,136 @@ class TreeDef:
             return "[" + ", ".join(inner) + "]"
         if self.kind == "namedtuple":
             return f"{self.meta.__name__}(" + ", ".join(inner) + ")"
+        if self.kind == CUSTOM:
+            return f"{self.meta[0].__name__}(" + ", ".join(inner) + ")"
         return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
 
 
 _LEAF_DEF = TreeDef(LEAF, None, ())
-_CONTAINERS = frozenset({tuple, list, dict})
+_NODES = {tuple, list, dict}        # the types flatten walks into: registered classes join
+_REGISTERED = {}                    # class -> (flatten_fn, unflatten_fn)
+
+
+def register_pytree_node(cls, flatten_fn, unflatten_fn):
+    """Make instances of `cls` pytree nodes, as JAX's ``jax.tree_util.register_pytree_node``:
+    ``flatten_fn(obj)`` gives ``(children, aux_data)``, the children pytrees in order and
+    whatever else rebuilds obj (it must compare with ``==`` and is kept as it is, never
+    traced), and ``unflatten_fn(aux_data, children)`` builds an instance again.  Then
+    `grad`, `vmap`, `compile` and the rest take and return such objects; their leaves are
+    the children's leaves.
+
+    Example:
+        >>> import wengert as wg
+        >>> class Affine:
+        ...     def __init__(self, w, b, name):
+        ...         self.w, self.b, self.name = w, b, name
+        >>> register_pytree_node(Affine, lambda a: ((a.w, a.b), a.name),
+        ...                      lambda name, wb: Affine(*wb, name))
+        >>> g = wg.grad(lambda p: p.w * 3.0 + p.b)(Affine(2.0, 1.0, "layer"))
+        >>> g.w, g.b, g.name
+        (3.0, 1.0, 'layer')
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"register_pytree_node takes a class, got {cls!r}")
+    if cls in (tuple, list, dict, type(None)) or cls in _REGISTERED:
+        raise ValueError(f"{cls.__name__} is already a pytree node")
+    if not (callable(flatten_fn) and callable(unflatten_fn)):
+        raise TypeError("register_pytree_node(cls, flatten_fn, unflatten_fn): both "
+                        "functions must be callable")
+    _REGISTERED[cls] = (flatten_fn, unflatten_fn)
+    _NODES.add(cls)
+
+
+def is_registered(cls) -> bool:
+    """Whether `cls` was registered with `register_pytree_node` (or its kin).
+
+    Example:
+        >>> is_registered(dict), is_registered(float)
+        (False, False)
+    """
+    return cls in _REGISTERED
+
+
+def registered(cls):
+    """(flatten_fn, unflatten_fn) of a class registered with `register_pytree_node`.
+
+    Example:
+        >>> import collections
+        >>> registered(dict)
+        Traceback (most recent call last):
+        ...
+        KeyError: 'dict is not a registered pytree node'
+    """
+    try:
+        return _REGISTERED[cls]
+    except KeyError:
+        raise KeyError(f"{cls.__name__} is not a registered pytree node") from None
+
+
+def register_pytree_node_class(cls):
+    """A class decorator: `cls` a pytree node by its own methods ``tree_flatten(self)`` ->
+    ``(children, aux_data)`` and classmethod ``tree_unflatten(aux_data, children)``, as
+    JAX's decorator of the same name.
+
+    Example:
+        >>> import wengert as wg
+        >>> @register_pytree_node_class
+        ... class Pair:
+        ...     def __init__(self, a, b):
+        ...         self.a, self.b = a, b
+        ...     def tree_flatten(self):
+        ...         return (self.a, self.b), None
+        ...     @classmethod
+        ...     def tree_unflatten(cls, aux, children):
+        ...         return cls(*children)
+        >>> wg.grad(lambda p: p.a * p.b)(Pair(2.0, 5.0)).a
+        5.0
+    """
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_dataclass(cls, data_fields=None, meta_fields=None):
+    """A dataclass (or any class built from keyword arguments) as a pytree node: its
+    `data_fields` are children, its `meta_fields` auxiliary data, kept as they are (a
+    name, an activation, a flag).  For a dataclass both default as JAX's do: the fields
+    declared with ``field(metadata={"static": True})`` are meta, the others data.
+    Usable as a decorator.  JAX's ``jax.tree_util.register_dataclass``.
+
+    Example:
+        >>> import dataclasses, numpy as np, wengert as wg
+        >>> @register_dataclass
+        ... @dataclasses.dataclass
+        ... class Params:
+        ...     w: np.ndarray
+        ...     b: float
+        ...     act: str = dataclasses.field(default="tanh", metadata={"static": True})
+        >>> p = Params(np.array([1.0, 2.0]), 0.5)
+        >>> g = wg.grad(lambda p: (p.w @ p.w) + p.b)(p)
+        >>> g.w, g.b, g.act
+        (array([2., 4.]), 1.0, 'tanh')
+    """
+    import dataclasses
+    if data_fields is None or meta_fields is None:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"register_dataclass({cls.__name__}): not a dataclass, so "
+                            "data_fields and meta_fields must name its fields")
+        fields = dataclasses.fields(cls)
+        if meta_fields is None:
+            meta_fields = [f.name for f in fields if f.metadata.get("static", False)
+                           and (data_fields is None or f.name not in data_fields)]
+        if data_fields is None:
+            data_fields = [f.name for f in fields if f.name not in meta_fields]
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+
+    def flatten_fn(x):
+        return (tuple(getattr(x, n) for n in data_fields),
+                tuple(getattr(x, n) for n in meta_fields))
+
+    def unflatten_fn(meta, children):
+        return cls(**dict(zip(data_fields, children)), **dict(zip(meta_fields, meta)))
+    register_pytree_node(cls, flatten_fn, unflatten_fn)
+    return cls
 
 
 def flatten(tree):
@@ -88,7 +220,7 @@ def _flatten(x, leaves):
         children = []
         flat = True
         for c in x:                 # (leaves inline: a list of arrays is the common tree)
-            if c is None or type(c) in _CONTAINERS or isinstance(c, tuple):
+            if c is None or type(c) in _NODES or isinstance(c, tuple):
                 children.append(_flatten(c, leaves))
                 flat = False
             else:
@@ -100,6 +232,10 @@ def _flatten(x, leaves):
         return TreeDef("dict", tuple(keys), tuple(_flatten(x[k], leaves) for k in keys))
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return TreeDef("namedtuple", t, tuple(_flatten(c, leaves) for c in x))
+    rule = _REGISTERED.get(t)
+    if rule is not None:
+        children, aux = rule[0](x)
+        return TreeDef(CUSTOM, (t, aux), tuple(_flatten(c, leaves) for c in children))
     leaves.append(x)
     return _LEAF_DEF
 
@@ -181,6 +317,8 @@ def _build(d, it):
         return children
     if d.kind == "dict":
         return dict(zip(d.meta, children))
+    if d.kind == CUSTOM:
+        return _REGISTERED[d.meta[0]][1](d.meta[1], tuple(children))
     return d.meta(*children)
 
 

@@ -36,7 +36,7 @@ from .primitives import array as A
 from .primitives import batching  # noqa: F401  (declares the rules)
 from .primitives.batching import batched
 from .primitives.registry import CONST, INPUT, shape_of
-from .tree import flatten, hold_constants, unflatten
+from .tree import flatten, hold_constants, is_registered, registered, unflatten
 
 __all__ = ["vmap"]
 
@@ -298,6 +298,14 @@ def _prefix_axes(spec, tree, what, where):
         keys = sorted(spec)
     elif isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple)) \
             and len(spec) == len(tree):
+        keys = range(len(spec))
+    elif type(spec) is type(tree) and is_registered(type(tree)):
+        # (a registered class: its children, an instance of it holding axes in its data)
+        split = registered(type(tree))[0]
+        spec, tree = list(split(spec)[0]), list(split(tree)[0])
+        if len(spec) != len(tree):
+            raise ValueError(f"vmap: {what} has {len(spec)} children where {where} has "
+                             f"{len(tree)}")
         keys = range(len(spec))
     else:
         raise ValueError(f"vmap: {what} {spec!r} does not match the structure of {where} "

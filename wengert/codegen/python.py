@@ -30,7 +30,7 @@ from ..graph.graph import F64
 from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives.registry import CONST, is_weak
-from ..tree import HELD, LEAF
+from ..tree import CUSTOM, HELD, LEAF, registered
 from .emit import Symbol, emit
 from .formats import Format
 from .names import Names
@@ -386,6 +386,16 @@ def prologue(params, names, ns, miss, indent="    ", form=None):
                        f"{var}.keys() != {ns.bind(frozenset(t.meta), 'keys')}"])
                 subs = [names.user(f"{var}_{k}") for k in t.meta]
                 lines.extend(f"{indent}{s} = {var}[{k}]" for s, k in zip(subs, keys))
+            elif t.kind == CUSTOM:      # a registered class: its flatten gives the children
+                cls, aux = t.meta
+                check([f"type({var}) is not {ns.bind(cls, 'type')}"])
+                kids, aux_var = names.user(f"{var}_children"), names.user(f"{var}_aux")
+                lines.append(f"{indent}{kids}, {aux_var} = "
+                             f"{ns.bind(registered(cls)[0], 'flatten')}({var})")
+                check([f"len({kids}) != {n}", f"{aux_var} != {ns.bind(aux, 'aux')}"])
+                subs = [names.user(f"{var}_{i}") for i in range(n)]
+                if n:
+                    lines.append(f"{indent}{', '.join(subs)}{',' if n == 1 else ''} = {kids}")
             else:
                 if t.kind == "namedtuple":
                     check([f"type({var}) is not {ns.bind(t.meta, 'type')}"])
@@ -424,6 +434,10 @@ def build_tree(tree, exprs, ns) -> str:
             return "[" + ", ".join(parts) + "]"
         if t.kind == "namedtuple":
             return f"{ns.bind(t.meta, 'type')}({', '.join(parts)})"
+        if t.kind == CUSTOM:
+            cls, aux = t.meta
+            return (f"{ns.bind(registered(cls)[1], 'unflatten')}({ns.bind(aux, 'aux')}, "
+                    f"({', '.join(parts)}{',' if len(parts) == 1 else ''}))")
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
     return build(tree)

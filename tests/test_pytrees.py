@@ -1,0 +1,166 @@
+"""Classes of one's own as pytree nodes (wengert.tree.register_pytree_node, register_dataclass,
+register_pytree_node_class): through grad, jacfwd, hessian, vmap, compile and checkpoint,
+against the same computation on plain dicts and against central differences."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert.tree import (flatten, unflatten, tree_map, ravel_pytree, register_dataclass,
+                          register_pytree_node, register_pytree_node_class)
+from fd import assert_close, fd_jacobian
+
+rng = np.random.default_rng(11)
+
+
+@register_dataclass
+@dataclasses.dataclass
+class Layer:
+    w: np.ndarray
+    b: np.ndarray
+    act: str = dataclasses.field(default="tanh", metadata={"static": True})
+
+
+class Affine:
+    """Registered by functions: the scale is data, the name auxiliary."""
+
+    def __init__(self, scale, shift, name):
+        self.scale, self.shift, self.name = scale, shift, name
+
+
+register_pytree_node(Affine, lambda a: ((a.scale, a.shift), a.name),
+                     lambda name, children: Affine(*children, name))
+
+
+@register_pytree_node_class
+class Pair:
+    def __init__(self, first, second):
+        self.first, self.second = first, second
+
+    def tree_flatten(self):
+        return (self.first, self.second), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+
+
+def _act(name, x):
+    return wnp.tanh(x) if name == "tanh" else wnp.maximum(x, 0.0)
+
+
+def mlp(layers, x):
+    for layer in layers:
+        x = _act(layer.act, x @ layer.w + layer.b)
+    return wnp.sum(x ** 2)
+
+
+def mlp_dicts(layers, x, acts):
+    for layer, act in zip(layers, acts):
+        x = _act(act, x @ layer["w"] + layer["b"])
+    return wnp.sum(x ** 2)
+
+
+def _layers():
+    return [Layer(rng.normal(size=(3, 4)), rng.normal(size=4)),
+            Layer(rng.normal(size=(4, 2)), rng.normal(size=2), act="relu")]
+
+
+def test_gradient_of_dataclass_parameters_is_the_dicts_gradient_in_the_same_class():
+    layers, x = _layers(), rng.normal(size=(5, 3))
+    g = wg.grad(mlp)(layers, x)
+    assert [type(l) for l in g] == [Layer, Layer] and [l.act for l in g] == ["tanh", "relu"]
+    as_dicts = [{"w": l.w, "b": l.b} for l in layers]
+    want = wg.grad(mlp_dicts)(as_dicts, x, ["tanh", "relu"])
+    for got, w in zip(g, want):
+        assert_close(got.w, w["w"], rtol=1e-14, atol=0)
+        assert_close(got.b, w["b"], rtol=1e-14, atol=0)
+    # and against central differences through the raveled parameters
+    v, unravel = ravel_pytree(layers)
+    assert_close(ravel_pytree(g)[0], fd_jacobian(lambda v: mlp(unravel(v), x), v, 1e-6),
+                 rtol=1e-6, atol=1e-8)
+
+
+def test_flatten_round_trip_equality_and_repr():
+    a = Affine(np.ones(2), 0.5, "first")
+    leaves, tree = flatten({"a": a, "p": Pair(1.0, [2.0, 3.0])})
+    assert len(leaves) == 5 and repr(tree) == "{'a': Affine(*, *), 'p': Pair(*, [*, *])}"
+    back = unflatten(tree, [10.0 * np.asarray(x) for x in leaves])
+    assert isinstance(back["a"], Affine) and back["a"].name == "first"
+    assert float(back["p"].second[1]) == 30.0
+    assert flatten(Affine(1.0, 2.0, "first"))[1] == flatten(Affine(3.0, 4.0, "first"))[1]
+    assert flatten(Affine(1.0, 2.0, "first"))[1] != flatten(Affine(1.0, 2.0, "other"))[1]
+    # (inside a list of leaves, the fast path looks into a registered class too)
+    assert len(flatten([1.0, Pair(2.0, 3.0)])[0]) == 3
+    doubled = tree_map(lambda x: 2 * x, Pair(1.0, Affine(2.0, 3.0, "n")))
+    assert doubled.second.shift == 6.0 and doubled.second.name == "n"
+
+
+def test_forward_mode_hessian_and_jvp_through_a_registered_class():
+    f = lambda a: wnp.sum(wnp.sin(a.scale) * a.shift ** 2)
+    a = Affine(rng.normal(size=3), 0.7, "s")
+    h = wg.hessian(f)(a)                    # a tree of trees: h.scale.shift = ∂²f/∂scale∂shift
+    assert_close(h.scale.shift, 2 * 0.7 * np.cos(a.scale), rtol=1e-14)
+    assert_close(h.shift.shift, 2 * np.sum(np.sin(a.scale)), rtol=1e-14)
+    jac = wg.jacfwd(lambda a: a.scale * a.shift)(a)
+    assert isinstance(jac, Affine) and jac.name == "s"
+    assert_close(jac.scale, 0.7 * np.eye(3), rtol=1e-15)
+    t = Affine(np.ones(3), 1.0, "s")
+    out, tangent = wg.jvp(lambda a: Affine(a.scale * 2, a.shift, a.name + "!"), (a,), (t,))
+    assert out.name == tangent.name == "s!" and float(tangent.shift) == 1.0
+
+
+def test_compile_takes_and_returns_registered_classes_and_retraces_on_new_aux():
+    layers, x = _layers(), rng.normal(size=(5, 3))
+    compiled = wg.compile(wg.grad(mlp), layers, x)
+    for a, b in zip(compiled(layers, x), wg.grad(mlp)(layers, x)):
+        assert type(a) is Layer and a.act == b.act
+        assert_close(a.w, b.w, rtol=1e-12, atol=1e-15)
+    # the activation is auxiliary data: another one is another trace, never the old one
+    swapped = [Layer(l.w, l.b, act="relu" if l.act == "tanh" else "tanh") for l in layers]
+    assert_close(compiled(swapped, x)[0].w, wg.grad(mlp)(swapped, x)[0].w, rtol=1e-12)
+    assert compiled(swapped, x)[0].act == "relu"
+
+
+def test_vmap_over_a_field_with_an_instance_as_in_axes():
+    xs = rng.normal(size=(4, 3))
+    a = Affine(rng.normal(size=(4, 3)), 2.0, "batch")
+    f = lambda a: a.scale * a.shift
+    got = wg.vmap(f, in_axes=(Affine(0, None, "batch"),))(a)
+    assert_close(got, 2.0 * a.scale)
+    per_example = wg.vmap(wg.grad(lambda a, x: wnp.sum(a.scale * x) * a.shift),
+                          in_axes=(Affine(0, None, "batch"), 0))(a, xs)
+    assert isinstance(per_example, Affine)
+    assert_close(per_example.scale, 2.0 * xs)
+    with pytest.raises(ValueError, match="in_axes .* does not match"):
+        wg.vmap(f, in_axes=({"scale": 0},))(a)
+
+
+def test_checkpoint_and_value_and_grad_keep_the_class():
+    p = Pair(rng.normal(size=3), 1.5)
+    f = wg.checkpoint(lambda p: Pair(wnp.sin(p.first) * p.second, p.second))
+    value, g = wg.value_and_grad(lambda p: wnp.sum(f(p).first))(p)
+    assert isinstance(g, Pair)
+    assert_close(g.first, np.cos(p.first) * 1.5, rtol=1e-14)
+    assert_close(g.second, np.sum(np.sin(p.first)), rtol=1e-14)
+
+
+def test_clear_errors():
+    with pytest.raises(ValueError, match="Affine is already a pytree node"):
+        register_pytree_node(Affine, lambda a: ((), None), lambda aux, c: None)
+    with pytest.raises(ValueError, match="dict is already a pytree node"):
+        register_pytree_node(dict, lambda a: ((), None), lambda aux, c: None)
+    with pytest.raises(TypeError, match="takes a class"):
+        register_pytree_node(Affine(1.0, 2.0, "x"), lambda a: ((), None), lambda aux, c: None)
+
+    class Plain:
+        def __init__(self, w):
+            self.w = w
+    with pytest.raises(TypeError, match="not a dataclass, so data_fields and meta_fields"):
+        register_dataclass(Plain)
+    with pytest.raises(TypeError, match="register_pytree_node or register_dataclass"):
+        wg.grad(lambda p: p.w)(Plain(1.0))
+    with pytest.raises(TypeError, match="register its class with wengert.tree"):
+        wg.compile(lambda x: Plain(x * 2), 1.0)(1.0)
