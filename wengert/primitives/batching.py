@@ -216,10 +216,11 @@ def _broadcast_stacks(args, mapped, node):
 
 
 def _solve_columns(args, mapped, node):
-    """solve(a, b), solve_triangular(a, b) and solve_banded(ab, b): with one matrix for the whole batch, the
-    batch's right-hand sides are the columns of one solve (one factorisation: NumPy's
-    solve of a broadcast stack factorises the same matrix once per example); else as
-    stacks of matrices (a vector b as a column), lined up as `_stacked_pair` does."""
+    """solve(a, b), solve_triangular(a, b) and solve_banded(ab, b): with one matrix for
+    the whole batch, the batch's right-hand sides are the columns of one solve (one
+    factorisation: NumPy's solve of a broadcast stack factorises the same matrix once per
+    example); else as stacks of matrices (a vector b as a column), lined up as
+    `_stacked_pair` does."""
     (a, b), (ma, mb) = args, mapped
     ra, rb = (len(x.shape) for x in node.args)
     size = _size(args, mapped)

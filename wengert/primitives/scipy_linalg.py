@@ -33,10 +33,11 @@ solve_sylvester, sqrtm, lu_factor, solve_banded and solve_triangular with op = i
 holomorphic: the formulas above hold as written, their VJPs transposing without
 conjugating, and their JVPs are complex-linear (so holomorphic=True works).
 solve_triangular with op = ᴴ (trans=2, SciPy's 'C') reads conj(A): its rules conjugate
-where the formulas say.  The Hermitian readers (symmetrize(hermitian=True), eigh_values, eigh_vectors, gen_eigh_*)
-have the Hermitian derivative: a change dA counts as its Hermitian part (dA + dAᴴ)/2, as
-wengert.primitives.linalg's cholesky and eigh do, and their VJPs are the adjoints of the
-JVPs applied to the conjugated cotangent and conjugated back.
+where the formulas say.  The Hermitian readers (symmetrize(hermitian=True), eigh_values,
+eigh_vectors, gen_eigh_*) have the Hermitian derivative: a change dA counts as its
+Hermitian part (dA + dAᴴ)/2, as wengert.primitives.linalg's cholesky and eigh do, and
+their VJPs are the adjoints of the JVPs applied to the conjugated cotangent and
+conjugated back.
 
 Their Taylor rules are in wengert.ad.taylor: solve_triangular's, solve_sylvester's and
 sqrtm's solve the same equations for each coefficient; expm's reads the coefficients off
@@ -180,15 +181,9 @@ def _solve_banded_np(ab, b, l, u):
     return scipy_linalg().solve_banded((l, u), ab, b, check_finite=False)
 
 
-def _solve_banded_aval(args, params):
-    """b is one vector if 1-D, else a stack of matrices; ab's batch broadcasts with b's."""
-    ab, b = args[0].shape, args[1].shape
-    shape = ab[:-2] + b if len(b) == 1 else _batch_of((ab, 2), (b, 2)) + b[-2:]
-    return shape, float_dtype(args[0].dtype, args[1].dtype)
-
-
+# (its result's shape is solve_triangular's: ab, like a, has two core axes)
 solve_banded = _prim(
-    "solve_banded", _solve_banded_np, _solve_banded_aval,
+    "solve_banded", _solve_banded_np, _solve_aval,
     "solve_banded(ab, b, l=l, u=u): x with A x = b, A the banded matrix whose diagonals "
     "are the rows of ab, ab[u + i - j, j] = A[i, j] (scipy.linalg.solve_banded).")
 

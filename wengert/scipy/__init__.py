@@ -14,7 +14,8 @@ by the implicit function theorem, docs/optimize.md).
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`,
 `wengert.primitives.scipy_linalg`, `wengert.primitives.signal`) or compositions of
-`wengert.numpy`, differentiable to any order.  SciPy is an optional dependency: ``pip install 'wengert[scipy]'``.
+`wengert.numpy`, differentiable to any order.  SciPy is an optional dependency:
+``pip install 'wengert[scipy]'``.
 
 Example:
     >>> import wengert as wg

@@ -10,8 +10,8 @@ and beyond, under `wg.vmap` and `wg.compile` too.  Real and complex matrices, wi
 derivatives of docs/complex.md (JAX's and autograd's convention): expm, expm_frechet,
 solve_sylvester, sqrtm, inv, det, lu_factor, solve_banded, solve_triangular (but for
 trans='C'), and solve, lu_solve and inv without a symmetric or Hermitian structure are
-holomorphic, so ``holomorphic=True`` gives their complex derivatives.  Batches of matrices (leading axes)
-are taken where SciPy takes them.  Where a derivative does not exist or is not implemented
+holomorphic, so ``holomorphic=True`` gives their complex derivatives.  Batches of
+matrices (leading axes) are taken where SciPy takes them.  Where a derivative does not exist or is not implemented
 (eigh's subset_by_value, sqrtm of a singular matrix or of a real one with a complex root)
 the call raises NotImplementedError, never a wrong number.  Functions not listed here are
 SciPy's on plain values and raise NotImplementedError, naming themselves, on traced values.
