@@ -190,14 +190,19 @@ solve_banded = _prim(
 
 def _along_diagonals(x, offsets, per_row):
     """out[..., r, i] = x[..., i + offsets[r]], zero where that is outside x's last axis;
-    with `per_row`, x has the rows already and out[..., r, i] = x[..., r, i + offsets[r]]."""
-    n = shape_of(x)[-1]
+    with `per_row`, x has the rows already and out[..., r, i] = x[..., r, i + offsets[r]].
+    (One slice per row, not a gather: slices are views, and their cotangents add into
+    zeros without NumPy's slow add.at.)"""
+    shape = shape_of(x)
+    n = shape[-1]
     reach = max(abs(int(o)) for o in offsets)
-    padded = pad(x, pad_width=((0, 0),) * (len(shape_of(x)) - 1) + ((reach, reach),))
-    cols = np.arange(n)[None, :] + np.asarray(offsets)[:, None] + reach
-    if per_row:
-        return getitem(padded, index=(Ellipsis, np.arange(len(offsets))[:, None], cols))
-    return getitem(padded, index=(Ellipsis, cols))
+    padded = pad(x, pad_width=((0, 0),) * (len(shape) - 1) + ((reach, reach),))
+    rows = []
+    for r, o in enumerate(offsets):
+        cols = ("slice", reach + int(o), reach + int(o) + n, None)
+        rows.append(getitem(padded, index=(Ellipsis, r, cols) if per_row else (Ellipsis, cols)))
+    ndim = len(shape) + (0 if per_row else 1)
+    return concatenate(*[_unit_axis(row, -2) for row in rows], axis=ndim - 2)
 
 
 def _band_transpose(ab, l, u):
