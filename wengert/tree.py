@@ -114,30 +114,15 @@ def register_pytree_node(cls, flatten_fn, unflatten_fn):
     _NODES.add(cls)
 
 
-def is_registered(cls) -> bool:
-    """Whether `cls` was registered with `register_pytree_node` (or its kin).
-
-    Example:
-        >>> is_registered(dict), is_registered(float)
-        (False, False)
-    """
-    return cls in _REGISTERED
-
-
 def registered(cls):
-    """(flatten_fn, unflatten_fn) of a class registered with `register_pytree_node`.
+    """(flatten_fn, unflatten_fn) of a class registered with `register_pytree_node` (or
+    its kin), None for any other class.
 
     Example:
-        >>> import collections
-        >>> registered(dict)
-        Traceback (most recent call last):
-        ...
-        KeyError: 'dict is not a registered pytree node'
+        >>> registered(dict) is None
+        True
     """
-    try:
-        return _REGISTERED[cls]
-    except KeyError:
-        raise KeyError(f"{cls.__name__} is not a registered pytree node") from None
+    return _REGISTERED.get(cls)
 
 
 def register_pytree_node_class(cls):

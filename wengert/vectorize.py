@@ -36,7 +36,7 @@ from .primitives import array as A
 from .primitives import batching  # noqa: F401  (declares the rules)
 from .primitives.batching import batched
 from .primitives.registry import CONST, INPUT, shape_of
-from .tree import flatten, hold_constants, is_registered, registered, unflatten
+from .tree import flatten, hold_constants, registered, unflatten
 
 __all__ = ["vmap"]
 
@@ -299,7 +299,7 @@ def _prefix_axes(spec, tree, what, where):
     elif isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple)) \
             and len(spec) == len(tree):
         keys = range(len(spec))
-    elif type(spec) is type(tree) and is_registered(type(tree)):
+    elif type(spec) is type(tree) and registered(type(tree)) is not None:
         # (a registered class: its children, an instance of it holding axes in its data)
         split = registered(type(tree))[0]
         spec, tree = list(split(spec)[0]), list(split(tree)[0])

@@ -386,24 +386,22 @@ def prologue(params, names, ns, miss, indent="    ", form=None):
                        f"{var}.keys() != {ns.bind(frozenset(t.meta), 'keys')}"])
                 subs = [names.user(f"{var}_{k}") for k in t.meta]
                 lines.extend(f"{indent}{s} = {var}[{k}]" for s, k in zip(subs, keys))
-            elif t.kind == CUSTOM:      # a registered class: its flatten gives the children
-                cls, aux = t.meta
-                check([f"type({var}) is not {ns.bind(cls, 'type')}"])
-                kids, aux_var = names.user(f"{var}_children"), names.user(f"{var}_aux")
-                lines.append(f"{indent}{kids}, {aux_var} = "
-                             f"{ns.bind(registered(cls)[0], 'flatten')}({var})")
-                check([f"len({kids}) != {n}", f"{aux_var} != {ns.bind(aux, 'aux')}"])
-                subs = [names.user(f"{var}_{i}") for i in range(n)]
-                if n:
-                    lines.append(f"{indent}{', '.join(subs)}{',' if n == 1 else ''} = {kids}")
             else:
-                if t.kind == "namedtuple":
+                items = var                 # the sequence the children are unpacked from
+                if t.kind == CUSTOM:        # a registered class: its flatten gives them
+                    cls, aux = t.meta
+                    check([f"type({var}) is not {ns.bind(cls, 'type')}"])
+                    items, aux_var = names.user(f"{var}_children"), names.user(f"{var}_aux")
+                    lines.append(f"{indent}{items}, {aux_var} = "
+                                 f"{ns.bind(registered(cls)[0], 'flatten')}({var})")
+                    check([f"len({items}) != {n}", f"{aux_var} != {ns.bind(aux, 'aux')}"])
+                elif t.kind == "namedtuple":
                     check([f"type({var}) is not {ns.bind(t.meta, 'type')}"])
                 else:
                     check([f"type({var}) is not {t.kind}", f"len({var}) != {n}"])
                 subs = [names.user(f"{var}_{i}") for i in range(n)]
                 if n:
-                    lines.append(f"{indent}{', '.join(subs)}{',' if n == 1 else ''} = {var}")
+                    lines.append(f"{indent}{', '.join(subs)}{',' if n == 1 else ''} = {items}")
             todo[:0] = list(zip(subs, t.children))
     check(leaf_checks)
     return lines, leaves
@@ -434,11 +432,11 @@ def build_tree(tree, exprs, ns) -> str:
             return "[" + ", ".join(parts) + "]"
         if t.kind == "namedtuple":
             return f"{ns.bind(t.meta, 'type')}({', '.join(parts)})"
+        tup = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
         if t.kind == CUSTOM:
             cls, aux = t.meta
-            return (f"{ns.bind(registered(cls)[1], 'unflatten')}({ns.bind(aux, 'aux')}, "
-                    f"({', '.join(parts)}{',' if len(parts) == 1 else ''}))")
-        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+            return f"{ns.bind(registered(cls)[1], 'unflatten')}({ns.bind(aux, 'aux')}, {tup})"
+        return tup
 
     return build(tree)
 
