@@ -58,7 +58,7 @@ from . import linalg as L, scalar as S
 # (the transpose; the conjugate transpose, the conjugate and the Hermitian part, which are
 # the transpose, the array itself and the symmetric part of a real matrix)
 from .linalg import _T, _H, _cj, _herm
-from .special import INSTALL_HINT
+from .special import scipy_module
 
 
 def scipy_linalg():
@@ -68,11 +68,7 @@ def scipy_linalg():
         >>> scipy_linalg().expm([[0.0]]).tolist()
         [[1.0]]
     """
-    try:
-        import scipy.linalg
-    except ImportError as e:
-        raise ImportError(INSTALL_HINT) from e
-    return scipy.linalg
+    return scipy_module("linalg")
 
 
 def _triu(x, k=0):

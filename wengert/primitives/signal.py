@@ -16,25 +16,9 @@ rules' convolutions use the same method.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .registry import defprimitive, float_dtype, shape_of
 from .array import flip, pad
-from .special import INSTALL_HINT
-
-
-def scipy_signal():
-    """SciPy's `scipy.signal`, or an ImportError that says how to install it.
-
-    Example:
-        >>> scipy_signal().convolve([1.0, 2.0], [1.0, 1.0]).tolist()
-        [1.0, 3.0, 2.0]
-    """
-    try:
-        import scipy.signal
-    except ImportError as e:
-        raise ImportError(INSTALL_HINT) from e
-    return scipy.signal
+from .special import scipy_module
 
 
 def valid_covers(sa, sb):
@@ -54,7 +38,7 @@ def window(sa, sb, mode):
 
 
 def _convolve_np(a, b, mode, method):
-    return scipy_signal().convolve(a, b, mode=mode, method=method)
+    return scipy_module("signal").convolve(a, b, mode=mode, method=method)
 
 
 def _convolve_aval(args, params):
@@ -91,4 +75,4 @@ def _(g, a, b, ans, mode, method):
             convolve(g, flip(a, axes=axes), mode="valid", method=method))
 
 
-__all__ = ["convolve", "window", "valid_covers", "scipy_signal"]
+__all__ = ["convolve", "window", "valid_covers"]

@@ -47,13 +47,24 @@ INSTALL_HINT = ("wengert.scipy needs SciPy, which is an optional dependency: "
                 "pip install 'wengert[scipy]' (or pip install scipy)")
 
 
-def scipy_special():
-    """SciPy's `scipy.special`, or an ImportError that says how to install it."""
+def scipy_module(name):
+    """SciPy's submodule `name` (imported on first use, so that wengert imports without
+    SciPy), or an ImportError that says how to install SciPy.
+
+    Example:
+        >>> scipy_module("signal").convolve([1.0, 2.0], [1.0, 1.0]).tolist()
+        [1.0, 3.0, 2.0]
+    """
+    import importlib
     try:
-        import scipy.special
+        return importlib.import_module(f"scipy.{name}")
     except ImportError as e:
         raise ImportError(INSTALL_HINT) from e
-    return scipy.special
+
+
+def scipy_special():
+    """SciPy's `scipy.special`, or an ImportError that says how to install it."""
+    return scipy_module("special")
 
 
 def _scipy(name):
