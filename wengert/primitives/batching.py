@@ -248,8 +248,9 @@ def _convolve(args, mapped, node):
     (a, b), (ma, mb) = args, mapped
     mode = node.params["mode"]
     sa, sb = (tuple(x.shape) for x in node.args)
-    if ma and mb or mode == "same" and mb or mode == "valid" and not (
-            all(p >= q for p, q in zip(sa, sb)) if ma else all(q >= p for p, q in zip(sa, sb))):
+    batched, shared = (sa, sb) if ma else (sb, sa)
+    if ma and mb or mode == "same" and mb or mode == "valid" and not all(
+            p >= q for p, q in zip(batched, shared)):
         return None
     one = lambda x, s: A.reshape(x, shape=(1,) + s)
     return node.op(a if ma else one(a, sa), b if mb else one(b, sb), **node.params)

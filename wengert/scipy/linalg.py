@@ -11,10 +11,11 @@ derivatives of docs/complex.md (JAX's and autograd's convention): expm, expm_fre
 solve_sylvester, sqrtm, inv, det, lu_factor, solve_banded, solve_triangular (but for
 trans='C'), and solve, lu_solve and inv without a symmetric or Hermitian structure are
 holomorphic, so ``holomorphic=True`` gives their complex derivatives.  Batches of
-matrices (leading axes) are taken where SciPy takes them.  Where a derivative does not exist or is not implemented
-(eigh's subset_by_value, sqrtm of a singular matrix or of a real one with a complex root)
-the call raises NotImplementedError, never a wrong number.  Functions not listed here are
-SciPy's on plain values and raise NotImplementedError, naming themselves, on traced values.
+matrices (leading axes) are taken where SciPy takes them.  Where a derivative does not
+exist or is not implemented (eigh's subset_by_value, sqrtm of a singular matrix or of a
+real one with a complex root) the call raises NotImplementedError, never a wrong number.
+Functions not listed here are SciPy's on plain values and raise NotImplementedError,
+naming themselves, on traced values.
 
 Functions that read one triangle of a symmetric matrix (cholesky, cho_factor, eigh (a and
 b), and solve or inv with assume_a='sym', 'her' or 'pos') take their values from that
@@ -231,7 +232,7 @@ def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_fi
     if ab.ndim < 2:
         raise ValueError(f"ab must have at least two axes (l + u + 1 rows of the matrix's "
                          f"diagonals), got shape {ab.shape}")
-    if b.ndim == 0 or (b.shape[0] if b.ndim == 1 else b.shape[-2]) != ab.shape[-1]:
+    if not _column_of(b, ab.shape[-1]):
         raise ValueError(f"shapes of ab {ab.shape} and b {b.shape} are not compatible: "
                          f"b needs {ab.shape[-1]} rows")
     if l + u + 1 != ab.shape[-2]:
