@@ -35,9 +35,8 @@ from .api import _Call
 from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
-from .primitives.pack import part, place
-from .primitives.scalar import real_part
-from .primitives.array import astype, concatenate, dtype_of, reshape
+from .primitives.pack import Layout
+from .primitives.array import concatenate, reshape
 from .primitives.registry import Primitive, is_weak, shape_of, _innermost as innermost
 from .tree import flatten, unflatten
 
@@ -83,7 +82,7 @@ class Checkpoint(Primitive):
         # argument (`_impl` gives these as NumPy scalars)
         self.strong = frozenset(i for i, s in enumerate(strong) if s)
         self.out_tree = None
-        self.layout = None           # per output leaf: (start, stop, shape)
+        self.layout = None           # where each output leaf sits in the node's value
         self.jvp = self._jvp_rule
         self.vjp = self._vjp_rule
         self.batch = self._batch_rule
@@ -103,48 +102,25 @@ class Checkpoint(Primitive):
             if not avals:
                 raise TypeError(f"{self.name}: a checkpointed function must return a "
                                 f"result to differentiate, got {tree}")
-            self.out_tree = tree
-            self.layout, start = [], 0
-            for shape, dtype in avals:
+            for _, dtype in avals:
                 if dtype.kind not in "fc":
                     raise TypeError(f"{self.name}: a checkpointed function must return "
                                     f"floats or float arrays, got a result of dtype {dtype}")
-                size = int(np.prod(shape, dtype=np.int64))
-                self.layout.append((start, start + size, tuple(shape)))
-                start += size
-            self.dtype = np.result_type(*[d for _, d in avals])
-            # each leaf's own dtype, which `unpack` gives it back (a float32 leaf beside
-            # a float64 one came out of the pack as float64)
-            self.dtypes = [np.dtype(d) for _, d in avals]
-        elif tree != self.out_tree or [s for *_, s in self.layout] != [a[0] for a in avals]:
+            self.out_tree = tree
+            self.layout = Layout(avals)
+            self.dtype = self.layout.dtype
+        elif tree != self.out_tree or self.layout.shapes != [tuple(a[0]) for a in avals]:
             raise ValueError(f"{self.name}: the checkpointed function returned {tree} this "
                              f"time and {self.out_tree} before; its results must keep their "
                              "structure and shapes")
 
     def pack(self, outs):
         """Output leaves as the node's value: the leaf itself, or one flat array."""
-        if len(self.layout) == 1:
-            return outs[0]
-        if any(type(o) is Node for o in outs):      # symbolic: a sum of placed nodes
-            size = self.layout[-1][1]
-            total = None
-            for o, (start, _, _) in zip(outs, self.layout):
-                p = place(o, start=start, size=size)
-                total = p if total is None else total + p
-            return total
-        return np.concatenate([np.ravel(o) for o in outs]).astype(self.dtype)
+        return self.layout.pack(outs)
 
     def unpack(self, packed):
         """The node's value (or the node) as f's output leaves."""
-        if len(self.layout) == 1:
-            return [packed]
-        leaves = []
-        for (a, b, s), dtype in zip(self.layout, self.dtypes):
-            leaf = part(packed, start=a, stop=b, shape=s)
-            if dtype.kind != "c" and self.dtype.kind == "c":     # a real leaf, complex pack
-                leaf = real_part(leaf)
-            leaves.append(leaf if dtype_of(leaf) == dtype else astype(leaf, dtype=dtype))
-        return leaves
+        return self.layout.unpack(packed)
 
     # --- the primitive -------------------------------------------------------------------
     def _impl(self, *leaves):
@@ -168,9 +144,7 @@ class Checkpoint(Primitive):
             with recording(g):
                 self.call(ins)
             g.release()
-        if len(self.layout) == 1:
-            return self.layout[0][2], self.dtype
-        return (self.layout[-1][1],), self.dtype
+        return self.layout.aval()
 
     # --- derivative rules: run f again under a fresh transformation -----------------------
     def _restricted(self, xs, which):

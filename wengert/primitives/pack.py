@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.node import Node
+from .array import astype, dtype_of
 from .registry import defprimitive, shape_of
+from .scalar import real_part
 
 
 def _part_np(x, start, stop, shape):
@@ -56,3 +59,70 @@ place.defjvp(lambda ts, x, ans, start, size: place(ts[0], start=start, size=size
 place.defvjp(lambda g, x, ans, start, size:
              (part(g, start=start, stop=start + int(np.prod(shape_of(x), dtype=np.int64)),
                    shape=shape_of(x)),))
+
+
+class Layout:
+    """Where each of several values sits in one packed flat array, and how to put them
+    there and take them out: the layout of a checkpointed call's results
+    (`wengert.checkpointing`) and of a scan's (`wengert.loops`).
+
+    One value is its own pack.  Several are raveled end to end in their common dtype;
+    integer and boolean values ride along as floats (exact below 2**53) and `unpack`
+    gives each its own dtype back.
+
+    Example:
+        >>> import numpy as np
+        >>> from wengert.primitives.pack import Layout
+        >>> layout = Layout([((2,), np.dtype(float)), ((), np.dtype(float))])
+        >>> packed = layout.pack([np.array([1.0, 2.0]), 3.0])
+        >>> packed, layout.unpack(packed)[1]
+        (array([1., 2., 3.]), 3.0)
+    """
+
+    def __init__(self, avals):
+        self.shapes = [tuple(int(d) for d in s) for s, _ in avals]
+        self.dtypes = [np.dtype(d) for _, d in avals]
+        self.spans, start = [], 0
+        for shape in self.shapes:
+            size = int(np.prod(shape, dtype=np.int64))
+            self.spans.append((start, start + size))
+            start += size
+        self.size = start
+        dtype = np.result_type(*self.dtypes)
+        self.dtype = dtype if dtype.kind in "fc" or len(self.dtypes) == 1 else np.dtype(float)
+
+    def __len__(self):
+        return len(self.shapes)
+
+    def aval(self):
+        """(shape, dtype) of the packed value."""
+        if len(self.shapes) == 1:
+            return self.shapes[0], self.dtypes[0]
+        return (self.size,), self.dtype
+
+    def pack(self, values):
+        """The values (arrays, numbers or traced values) as one packed value."""
+        if len(self.shapes) == 1:
+            return values[0]
+        if any(type(v) is Node for v in values):      # symbolic: a sum of placed nodes
+            total = None
+            for v, (start, _) in zip(values, self.spans):
+                p = place(v, start=start, size=self.size)
+                total = p if total is None else total + p
+            return total
+        out = np.empty(self.size, self.dtype)
+        for v, (a, b) in zip(values, self.spans):
+            out[a:b] = np.ravel(v)
+        return out
+
+    def unpack(self, packed):
+        """The packed value (or its node) as the list of values."""
+        if len(self.shapes) == 1:
+            return [packed]
+        values = []
+        for (a, b), shape, dtype in zip(self.spans, self.shapes, self.dtypes):
+            v = part(packed, start=a, stop=b, shape=shape)
+            if dtype.kind != "c" and self.dtype.kind == "c":     # a real value, complex pack
+                v = real_part(v)
+            values.append(v if dtype_of(v) == dtype else astype(v, dtype=dtype))
+        return values
