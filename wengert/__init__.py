@@ -33,6 +33,7 @@ from .staged import compile, linearize  # noqa: A001  (wg.compile, as jax.jit: s
 from .codegen.draw import draw
 from .taylor_mode import taylor, derivatives
 from .checkpointing import checkpoint, checkpointed_loop
+from .loops import scan, fori_loop
 from .vectorize import vmap
 from .implicit import custom_root
 from .custom_rules import custom_jvp, custom_vjp
@@ -43,5 +44,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
            "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
-           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop", "vmap",
+           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop", "scan", "fori_loop", "vmap",
            "custom_root", "linearize", "eval_shape", "custom_jvp", "custom_vjp"]

@@ -218,8 +218,10 @@ class Graph:
         self._users = []          # users of each node, derived on demand (users_of)
         self.complex = False      # whether it holds a complex value: the sweeps then
         #                           keep real values' derivatives real (docs/complex.md)
-        self.captured = None      # wg.vmap's trace of one example: {id: (value of an
-        #                           enclosing trace, the input standing for it here)}
+        self.captured = None      # wg.vmap's trace of one example, or wg.scan's of its
+        #                           body: {id: (value of an enclosing trace, the input
+        #                           standing for it here)}
+        self.tracer = None        # which of those two traces it is, for error messages
 
     # --- making nodes ---------------------------------------------------------------------
     def _new(self, op, args, params, shape, dtype, value, name=None):
@@ -658,8 +660,9 @@ class Graph:
         """
         h = hashlib.blake2b(digest_size=20)
         for n in self.nodes:
-            h.update(repr((n.op.name, [a.index for a in n.args], n.shape, n.dtype.str,
-                           getattr(n, "weak", None))).encode())
+            # (the uid tells apart primitives that share a name: two loops' scans)
+            h.update(repr((n.op.name, n.op.uid, [a.index for a in n.args], n.shape,
+                           n.dtype.str, getattr(n, "weak", None))).encode())
             for name, v in sorted(n.params.items()) if n.params else ():
                 h.update(name.encode())
                 _digest_value(h, v)

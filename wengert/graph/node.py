@@ -112,6 +112,13 @@ class Node:
             elif indexing:
                 instead = ("Index with wengert.numpy.take_along_axis(x, i[None], axis=0)[0] "
                            "for x[i] (it takes traced indices)")
+            if self.graph.tracer == "scan":
+                raise ConcretizationError(
+                    f"the value of traced variable {self.label()} was {what} while wg.scan "
+                    "traced its body, which runs once for every step, so Python cannot "
+                    "decide it. " + (instead + "." if instead else
+                                     "Write a value-dependent branch as "
+                                     "wengert.numpy.where(cond, a, b) (or wg.select)."))
             if self.graph.captured is not None:
                 raise ConcretizationError(
                     f"the value of traced variable {self.label()} was {what} while wg.vmap "

@@ -1,0 +1,257 @@
+"""wg.scan and wg.fori_loop: the values of the Python loops they stand for, derivatives
+against central differences (first and second order) and against the unrolled loop and
+closed forms, every transformation (jvp, vjp, vmap, compile, Taylor mode, nesting), one
+node per loop whatever its length, and clear errors."""
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from fd import assert_close, check_complex_grads, check_grads, fd_derivative
+
+TIGHT = dict(rtol=1e-12, atol=1e-13)
+RNG = np.random.default_rng(31)
+XS = RNG.normal(size=(5, 3))
+W0 = RNG.normal(size=(3, 3)) * 0.5
+H0 = RNG.normal(size=3)
+
+
+# --- one model, as a scan and as the Python loop it stands for -------------------------------
+def rnn_scan(W, h0, xs, reverse=False):
+    def step(h, x):
+        h = wnp.tanh(W @ h + x)
+        return h, {"sq": (h * h).sum(), "h": h}
+    h, ys = wg.scan(step, h0, xs, reverse=reverse)
+    return (h * h).sum() + ys["sq"].sum() + (ys["h"] * xs).sum()
+
+
+def rnn_loop(W, h0, xs, reverse=False):
+    h, total = h0, 0.0
+    order = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
+    for i in order:
+        h = wnp.tanh(W @ h + xs[i])
+        total = total + (h * h).sum() + (h * xs[i]).sum()
+    return (h * h).sum() + total
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_value_is_the_loops(reverse):
+    assert_close(rnn_scan(W0, H0, XS, reverse), rnn_loop(W0, H0, XS, reverse), **TIGHT)
+    traced = wg.grad(lambda W: rnn_scan(W, H0, XS, reverse) * 1.0, has_aux=False)
+    assert np.all(np.isfinite(traced(W0)))
+
+
+def test_plain_values_stack_ys_as_jax_does():
+    carry, ys = wg.scan(lambda c, x: (c + x, (c, {"twice": 2 * x})), 0.0,
+                        np.array([1.0, 2.0, 3.0]), reverse=True)
+    assert carry == 6.0
+    assert_close(ys[0], [5.0, 3.0, 0.0], **TIGHT)            # ys keep xs's order
+    assert_close(ys[1]["twice"], [2.0, 4.0, 6.0], **TIGHT)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_first_and_second_order_against_differences(reverse):
+    check_grads(lambda W, h0, xs: rnn_scan(W, h0, xs, reverse), W0, H0, XS, order=2)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_derivatives_equal_the_unrolled_loops(reverse):
+    for argnums in (0, 1, 2):
+        got = wg.grad(rnn_scan, argnums)(W0, H0, XS, reverse)
+        want = wg.grad(rnn_loop, argnums)(W0, H0, XS, reverse)
+        assert_close(got, want, **TIGHT)
+    f = lambda w: rnn_scan(w.reshape(3, 3), H0, XS, reverse)
+    g = lambda w: rnn_loop(w.reshape(3, 3), H0, XS, reverse)
+    assert_close(wg.hessian(f)(W0.ravel()), wg.hessian(g)(W0.ravel()), rtol=1e-10,
+                 atol=1e-12)
+    assert_close(wg.jacfwd(f)(W0.ravel()), wg.jacrev(g)(W0.ravel()), **TIGHT)
+
+
+def test_ys_derivatives_against_differences():
+    """Every stacked y, a pytree of them, and the carry: the whole output's Jacobian."""
+    def f(v, xs):
+        (a, b), ys = wg.scan(lambda c, x: ((c[0] * v + x, wnp.sin(c[1]) + x[0]),
+                                           {"u": c[0] * c[1], "v": wnp.exp(-x * v)}),
+                             (np.ones(2), 0.3), xs)
+        return a, b, ys
+    check_grads(f, np.array([0.7, -0.4]), RNG.normal(size=(4, 2)), order=2)
+
+
+def test_fori_loop_closed_form_to_third_order():
+    power = lambda x: wg.fori_loop(0, 4, lambda i, p: p * x, x)        # x ** 5
+    x = 1.3
+    assert_close(power(x), x ** 5, **TIGHT)
+    d1, d2, d3 = wg.grad(power), wg.grad(wg.grad(power)), wg.grad(wg.grad(wg.grad(power)))
+    assert_close([d1(x), d2(x), d3(x)], [5 * x ** 4, 20 * x ** 3, 60 * x ** 2], **TIGHT)
+    taylor = wg.derivatives(power, order=4)(x)                      # Taylor mode (by JVP)
+    assert_close(taylor, [x ** 5, 5 * x ** 4, 20 * x ** 3, 60 * x ** 2, 120 * x],
+                 rtol=1e-11, atol=1e-11)
+    assert_close(wg.jvp(power, (x,), (1.0,))[1], 5 * x ** 4, **TIGHT)
+
+
+def test_fori_loop_reads_its_index():
+    f = lambda x: wg.fori_loop(2, 6, lambda i, c: c * x + i, 1.0)
+    plain = lambda x: ((((x + 2) * x + 3) * x + 4) * x + 5)
+    assert_close(f(0.8), plain(0.8), **TIGHT)
+    assert_close(wg.grad(f)(0.8), fd_derivative(plain, 0.8), rtol=1e-8)
+    assert wg.fori_loop(3, 3, lambda i, c: c + 1.0, 2.0) == 2.0         # no steps
+    assert wg.fori_loop(5, 2, lambda i, c: c + 1.0, 2.0) == 2.0
+
+
+def test_closed_over_values_differentiate():
+    """Weights the body closes over (a traced value of the enclosing grad) become the
+    loop's arguments, so their derivatives flow; a global array stays a constant."""
+    f = lambda W: wg.scan(lambda h, x: (wnp.tanh(W @ h + x), None), H0, XS)[0].sum()
+    g = lambda W: rnn_loop_h(W, H0, XS).sum()
+    assert_close(wg.grad(f)(W0), wg.grad(g)(W0), **TIGHT)
+    graph = wg.trace(f, W0)
+    (loop,) = [n for n in graph.nodes if n.op.name.startswith("scan[")]
+    assert loop.op.n_consts == 1 and loop.args[0] is graph.inputs[0]
+
+
+def rnn_loop_h(W, h, xs):
+    for x in xs:
+        h = wnp.tanh(W @ h + x)
+    return h
+
+
+def test_one_node_whatever_the_length():
+    step = lambda s, _: ((s[0] + 1e-3 * s[1], s[1] - 1e-3 * 2.0 * s[0]), None)
+    for n in (10, 10_000):
+        f = lambda x: wg.scan(step, (x, 0.0), length=n)[0][0]
+        graph = wg.trace(wg.grad(f), 1.0)
+        assert len(graph.nodes) < 40, len(graph.nodes)
+        compiled = wg.compile(wg.grad(f), 1.0)
+        assert_close(compiled(1.0), wg.grad(f)(1.0), **TIGHT)
+
+
+def test_long_loop_reverse_mode():
+    """200,000 steps: the loop is iterative, and reverse mode keeps one carry per step."""
+    n = 200_000
+    f = lambda k: wg.scan(lambda c, _: (c + 1e-5 * wnp.sin(k * c), None), 0.5, length=n)[0]
+    assert_close(wg.grad(f)(1.5), fd_derivative(f, 1.5, 1e-5), rtol=1e-6)
+
+
+def test_compile_and_eager_agree():
+    f = lambda W, xs: rnn_scan(W, H0, xs)
+    compiled = wg.compile(f, W0, XS)
+    assert_close(compiled(W0, XS), rnn_loop(W0, H0, XS), **TIGHT)
+    assert "scan" in compiled.source and compiled.source.count("\n") < 12
+    grad = wg.compile(wg.grad(f), W0, XS)
+    assert_close(grad(W0, XS), wg.grad(rnn_loop)(W0, H0, XS), **TIGHT)
+
+
+def test_vmap_over_xs_init_and_closed_over_values():
+    batch = np.stack([XS, 2 * XS, -XS])
+    assert_close(wg.vmap(lambda xs: rnn_scan(W0, H0, xs))(batch),
+                 [rnn_loop(W0, H0, xs) for xs in batch], **TIGHT)
+    h0s = RNG.normal(size=(4, 3))
+    assert_close(wg.vmap(lambda h0: rnn_scan(W0, h0, XS))(h0s),
+                 [rnn_loop(W0, h0, XS) for h0 in h0s], **TIGHT)
+    Ws = np.stack([W0, -W0, 0.5 * W0])
+    per_example = wg.vmap(wg.grad(rnn_scan), in_axes=(0, None, None))(Ws, H0, XS)
+    assert_close(per_example, [wg.grad(rnn_loop)(W, H0, XS) for W in Ws], **TIGHT)
+    assert_close(wg.grad(lambda W: wg.vmap(lambda xs: rnn_scan(W, H0, xs))(batch).sum())(W0),
+                 sum(wg.grad(rnn_loop)(W0, H0, xs) for xs in batch), **TIGHT)
+
+
+def test_nested_loops_and_a_derivative_inside_the_body():
+    xs = RNG.normal(size=(4, 2))
+
+    def nested(w):
+        inner = lambda v, x: wg.scan(lambda c, xi: (wnp.sin(c * v + xi), c), 0.1, x)[0]
+        return wg.scan(lambda c, x: (c + inner(w * c, x), None), 0.2, xs)[0]
+
+    def nested_loop(w):
+        c = 0.2
+        for x in xs:
+            ci = 0.1
+            for xi in x:
+                ci = wnp.sin(ci * (w * c) + xi)
+            c = c + ci
+        return c
+    for k in range(3):
+        assert_close(nested(0.7), nested_loop(0.7), **TIGHT)
+        nested, nested_loop = wg.grad(nested), wg.grad(nested_loop)
+
+    def inner_grad(w):
+        slope = lambda c: wg.grad(lambda u: wnp.sin(u * w))(c)
+        return wg.scan(lambda c, x: (c + slope(c) * x, None), 0.3, xs[:, 0])[0]
+    check_grads(inner_grad, np.array(0.9), order=2)
+
+
+def test_loops_with_the_same_name_stay_apart():
+    xs = np.ones(3)
+    times = lambda w: wg.scan(lambda c, x: (c + wg.scan(lambda d, y: (d * w, None), c,
+                                                         xs)[0], None), 1.0, xs)[0]
+    plus = lambda w: wg.scan(lambda c, x: (c + wg.scan(lambda d, y: (d + w, None), c,
+                                                        xs)[0], None), 1.0, xs)[0]
+    assert (times(2.0), plus(2.0)) == (729.0, 50.0)
+    assert (wg.grad(times)(2.0), wg.grad(plus)(2.0)) == (2916.0, 21.0)
+
+
+def test_float32_int_and_weak_carries():
+    x32 = XS[:, 0].astype(np.float32)
+    f = lambda w: wg.scan(lambda c, x: (c * w + x, None), 0.0, x32)[0]    # weak 0.0
+    g = wg.grad(f)(np.float32(0.9))
+    assert type(g) is np.float32
+    assert_close(g, fd_derivative(lambda w: f(np.float64(w)), 0.9), rtol=1e-4)
+
+    def counted(w):
+        (c, k), ks = wg.scan(lambda s, x: ((s[0] * w + x, s[1] + 1), s[1]),
+                             (0.0, np.int64(0)), XS[:, 1])
+        assert wnp.asarray(k).dtype == np.int64 and wnp.asarray(ks).dtype == np.int64
+        return c * k + ks.sum()
+    assert_close(wg.grad(counted)(1.2), fd_derivative(counted, 1.2), rtol=1e-8)
+
+
+def test_complex_holomorphic():
+    z = np.array([1 + 2j, 0.5 - 1j, -0.3j])
+    f = lambda a: wg.scan(lambda c, x: (c * a + x, c * c), 0j, z)
+    a = 0.3 + 0.1j
+    np.testing.assert_allclose(wg.grad(lambda a: f(a)[0], holomorphic=True)(a),
+                               2 * z[0] * a + z[1], **TIGHT)      # c = z0 a² + z1 a + z2
+    check_complex_grads(lambda a, z: wg.scan(lambda c, x: (c * a + x, wnp.sin(c)), 0j, z),
+                        np.array(a), z, order=2)
+
+
+def test_zero_steps():
+    assert wg.grad(lambda w: wg.scan(lambda c, x: (c * w, x), w, np.zeros(0))[0])(2.0) == 1.0
+    carry, ys = wg.scan(lambda c, x: (c, x * 2), 1.0, np.zeros((0, 2)))
+    assert carry == 1.0 and ys.shape == (0, 2)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: wg.grad(lambda w: wg.scan(lambda c, x: c * w, 0.0, XS)[0])(1.0),
+     TypeError, "must return a pair"),
+    (lambda: wg.grad(lambda w: wg.scan(lambda c, x: ((c, c), None), w, XS)[0])(1.0),
+     TypeError, "structure it was given"),
+    (lambda: wg.grad(lambda w: wg.scan(lambda c, x: (c * x, None), w, XS)[0])(1.0),
+     TypeError, "shape () and comes out with shape (3,)"),
+    (lambda: wg.grad(lambda w: wg.scan(lambda c, x: (c * 1j * w, None), np.float64(1.0),
+                                       XS)[0].real)(1.0),
+     TypeError, "as float64 and comes out as complex128"),
+    (lambda: wg.scan(lambda c, x: ((c, c), None), 0.0, XS), TypeError,
+     "structure it was given"),
+    (lambda: wg.scan(lambda c, x: (c * x, None), 0.0, XS), TypeError,
+     "shape () and comes out with shape (3,)"),
+    (lambda: wg.scan(lambda c, x: (c, None), 0.0, (np.ones(3), np.ones(4))),
+     ValueError, "xs leaf 1 of shape (4,) has 4"),
+    (lambda: wg.scan(lambda c, x: (c, None), 0.0, np.ones(3), length=4),
+     ValueError, "but length=4"),
+    (lambda: wg.scan(lambda c, x: (c, None), 0.0, 1.0), ValueError, "scalar"),
+    (lambda: wg.scan(lambda c, x: (c, None), 0.0), ValueError, "length="),
+    (lambda: wg.scan(lambda c, x: (c, None), 0.0, length=-1), ValueError, ">= 0"),
+    (lambda: wg.scan(lambda c, x: (c, None), 0.0, length=2.5), TypeError, "integer"),
+    (lambda: wg.scan(3, 0.0, np.ones(3)), TypeError, "function"),
+    (lambda: wg.grad(lambda w: wg.fori_loop(0, w, lambda i, c: c, 1.0))(1.0),
+     TypeError, "known when the loop is traced"),
+    (lambda: wg.fori_loop(0, 2.5, lambda i, c: c, 1.0), TypeError, "integers"),
+    (lambda: wg.grad(lambda w: wg.scan(lambda c, x: (c * w if c > 0 else c, None), 1.0,
+                                       np.ones(3))[0])(1.0),
+     wg.ConcretizationError, "wg.scan traced its body"),
+])
+def test_clear_errors(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words in str(info.value)

@@ -1,0 +1,592 @@
+"""Loops as one node of the graph: `scan` and `fori_loop`.
+
+A Python loop in a traced function is recorded step by step: n steps of a body of b
+operations make n·b nodes, and `wg.compile` writes n·b lines.  ``scan(f, init, xs)``
+instead traces the body ``f(carry, x) -> (carry, y)`` once, into a graph of its own, and
+records the whole loop as one node of the enclosing graph.  Its value comes from a Python
+loop over the body compiled once (`wg.compile` of the body's graph).
+
+The node's derivative rules are scans again, made from the body's graph by graph-to-graph
+transformations (`wengert.ad.forward` and `wengert.ad.reverse` applied to it once, not
+once per step):
+
+* JVP: a scan of the body's JVP, each tangent carried beside its value;
+* VJP: a scan that keeps the carry before each step (one carry per step is all reverse
+  mode stores), then a scan the other way of the body's VJP, which carries the
+  cotangent of the carry and sums the cotangents of the values the body closes over;
+* vmap: a scan of the batched body;
+* Taylor mode: from the JVP (`wengert.ad.taylor.ByJVP`).
+
+Because each derived loop is a scan, it differentiates, batches and compiles in turn:
+every order works, under every transformation.
+
+Example:
+    >>> import numpy as np, wengert as wg
+    >>> def cumulative(xs):
+    ...     return wg.scan(lambda c, x: (c + x, c + x), 0.0, xs)[1]
+    >>> cumulative(np.array([1.0, 2.0, 3.0]))
+    array([1., 3., 6.])
+    >>> wg.grad(lambda xs: cumulative(xs).sum())(np.array([1.0, 2.0, 3.0]))
+    array([3., 2., 1.])
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from . import ad
+from .api import _check_fun, _leaf_names
+from .graph.active import current_graph, recording
+from .graph.graph import Graph, ShapeDtype
+from .graph.node import Node
+from .primitives.array import astype, concatenate, reshape, transpose
+from .primitives.pack import Layout
+from .primitives.registry import Primitive, is_weak, shape_of
+from .primitives.shape import broadcast_to
+from .tree import flatten, unflatten
+
+__all__ = ["scan", "fori_loop"]
+
+
+class Scan(Primitive):
+    """The primitive of one loop: a body graph run `length` times.
+
+    The body's inputs are ``consts + carry + x`` (values every step reads, the carry, one
+    slice of each scanned array) and its outputs ``carry + y``.  The node's arguments are
+    the consts, the initial carry and the scanned arrays; its value is the final carry
+    and the stacked ys, packed (`wengert.primitives.pack.Layout`).  Not in the registry:
+    one is made per body graph, and kept (`_SCANS`) so that a loop traced again with the
+    same body finds its compiled body and derived loops.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> g = wg.trace(lambda w: wg.scan(lambda c, x: (c * w + x, None), 0.0,
+        ...                                np.ones(3))[0], 2.0)
+        >>> print(g)
+        graph(w: f64[]):
+          %3: f64[] = scan[<lambda>](w, 0.0, [1., 1., 1.])
+          return %3
+        >>> print(g.outputs[0].op.body)
+        graph(captured0: f64[], carry: f64[], x: f64[]):
+          %3: f64[] = mul(carry, captured0)
+          %4: f64[] = add(x, %3)
+          return %4
+    """
+
+    def __init__(self, body, n_consts, n_carry, length, reverse, name):
+        super().__init__(f"scan[{name}]", self._impl, cost="call",
+                         abstract_eval=lambda args, params: self.layout.aval(),
+                         complex=True)
+        self.body = body
+        self.n_consts, self.n_carry = n_consts, n_carry
+        self.length, self.reverse = length, reverse
+        outs = body.outputs
+        self.layout = Layout([(o.shape, o.dtype) for o in outs[:n_carry]] +
+                             [((length,) + o.shape, o.dtype) for o in outs[n_carry:]])
+        self.jvp = self._jvp_rule
+        self.vjp = self._vjp_rule
+        self.batch = self._batch_rule
+        self._run = None            # the compiled body, made when first run
+        self._derived = {}          # the loops of its derivatives and batches, by kind
+
+    # --- groups of the body's inputs and outputs --------------------------------------
+    @property
+    def _carry(self):
+        return range(self.n_consts, self.n_consts + self.n_carry)
+
+    def _floats(self, indices, nodes):
+        """Those of `indices` whose node (of `nodes`) can carry a derivative."""
+        return [i for i in indices if nodes[i].dtype.kind in "fc"]
+
+    # --- the value -------------------------------------------------------------------------
+    def _impl(self, *args):
+        k0, k1 = self.n_consts, self.n_consts + self.n_carry
+        args = [_as(v, n) for v, n in zip(args, self.body.inputs[:k1])] + list(args[k1:])
+        consts, carry = args[:k0], args[k0:k1]
+        rows = [_rows(x, n) for x, n in zip(args[k1:], self.body.inputs[k1:])]
+        ys = [np.empty((self.length,) + o.shape, o.dtype)
+              for o in self.body.outputs[self.n_carry:]]
+        if self.length:
+            run = self._runner()
+            nc = self.n_carry
+            steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
+            for i in steps:
+                outs = run(*consts, *carry, *[r[i] for r in rows])
+                carry = outs[:nc]
+                for buf, y in zip(ys, outs[nc:]):
+                    buf[i] = y
+        return self.layout.pack(list(carry) + ys)
+
+    def _runner(self):
+        if self._run is None:
+            from .staged import _compile_graph
+            body = self.body
+            body.in_tree = flatten(tuple(range(len(body.inputs))))[1]
+            body.out_tree = flatten(tuple(range(len(body.outputs))))[1]
+            self._run = _compile_graph(body, "python")
+        return self._run
+
+    def derived(self, key, make):
+        """The loop `make()` builds for `key`, made once."""
+        loop = self._derived.get(key)
+        if loop is None:
+            loop = self._derived[key] = make()
+        return loop
+
+    # --- JVP: the body's JVP scanned, tangents carried beside values ----------------------
+    def _jvp_rule(self, ts, *args, **params):
+        args = args[:-1]
+        ins = self.body.inputs
+        k0, k1 = self.n_consts, self.n_consts + self.n_carry
+        given = tuple(t is not None for t in ts)
+        loop = self.derived(("jvp", given), lambda: self._jvp_loop(given))
+        tconsts = [_fit(ts[i], ins[i]) for i in range(k0) if given[i]]
+        tcarry = [_fit(ts[i], ins[i]) for i in self._floats(self._carry, ins)]
+        txs = [_fit(ts[i], _Row(ins[i], self.length)) for i in range(k1, len(args))
+               if given[i]]
+        out = loop.layout.unpack(loop(*args[:k0], *tconsts, *args[k0:k1], *tcarry,
+                                      *args[k1:], *txs))
+        # (the loop's outputs: carry, its tangents, ys, their tangents; an integer
+        # result's tangent is zero)
+        nc, outs = self.n_carry, self.body.outputs
+        floats = [j for j, o in enumerate(outs) if o.dtype.kind in "fc"]
+        fc = sum(1 for j in floats if j < nc)
+        found = dict(zip(floats, out[nc:nc + fc] + out[nc + fc + len(outs) - nc:]))
+        tangents = [found[j] if j in found else np.zeros(self.layout.shapes[j])
+                    for j in range(len(outs))]
+        return self.layout.pack(tangents)
+
+    def _jvp_loop(self, given):
+        body, ins = self.body, self.body.inputs
+        k0, k1 = self.n_consts, self.n_consts + self.n_carry
+        g = Graph()
+        prim = [g.input(_spec(n), n.name) for n in ins]
+        tan = [None] * len(ins)
+        tconsts, tcarry, txs = [], [], []
+        for i, n in enumerate(ins):
+            if given[i] or k0 <= i < k1 and n.dtype.kind in "fc":
+                tan[i] = g.input(_spec(n), f"d{n.name}")
+                (tconsts if i < k0 else tcarry if i < k1 else txs).append(tan[i])
+        nc = self.n_carry
+        with recording(g):
+            outs = [g.lift(o) for o in body.evaluate(prim)]
+            touts = ad.forward(g.between(prim, outs), prim, tan, outs, True)
+            touts = [_fit(t, o) for t, o in zip(touts, body.outputs)]
+        floats = [j for j, o in enumerate(body.outputs) if o.dtype.kind in "fc"]
+        g.inputs = prim[:k0] + tconsts + prim[k0:k1] + tcarry + prim[k1:] + txs
+        g.outputs = [g.lift(o) for o in outs[:nc] + [touts[j] for j in floats if j < nc] +
+                     outs[nc:] + [touts[j] for j in floats if j >= nc]]
+        return Scan(g, k0 + len(tconsts), nc + len(tcarry), self.length, self.reverse,
+                    f"jvp {self.name[5:-1]}")
+
+    # --- VJP: the carries kept, then the body's VJP scanned the other way -----------------
+    def _vjp_rule(self, g, *args, **params):
+        args = args[:-1]
+        ins, outs = self.body.inputs, self.body.outputs
+        k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
+        history = self.derived("history", self._history_loop)
+        carries = history.layout.unpack(history(*args))[nc:]
+        gs = self.layout.unpack(g)
+        fcarry = self._floats(range(nc), outs)
+        fconsts = self._floats(range(k0), ins)
+        fy = self._floats(range(nc, len(outs)), outs)
+        fx = self._floats(range(k1, len(ins)), ins)
+        loop = self.derived("vjp", self._vjp_loop)
+        out = loop.layout.unpack(loop(
+            *args[:k0], *[_fit(gs[j], outs[j]) for j in fcarry],
+            *[_zeros(ins[i]) for i in fconsts], *carries, *args[k1:],
+            *[_fit(gs[j], _Row(outs[j], self.length)) for j in fy]))
+        cts = [None] * len(args)
+        for i, c in zip([k0 + j for j in fcarry] + fconsts + fx, out):
+            cts[i] = c
+        return tuple(cts)
+
+    def _history_loop(self):
+        """This loop, with the carry before each step as its ys."""
+        g = Graph()
+        prim = [g.input(_spec(n), n.name) for n in self.body.inputs]
+        with recording(g):
+            outs = [g.lift(o) for o in self.body.evaluate(prim)]
+        g.inputs = prim
+        g.outputs = outs[:self.n_carry] + prim[self.n_consts:self.n_consts + self.n_carry]
+        return Scan(g, self.n_consts, self.n_carry, self.length, self.reverse,
+                    f"carries {self.name[5:-1]}")
+
+    def _vjp_loop(self):
+        body, ins = self.body, self.body.inputs
+        k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
+        g = Graph()
+        prim = [g.input(_spec(n), n.name) for n in ins]
+        fcarry = self._floats(range(nc), body.outputs)
+        fconsts = self._floats(range(k0), ins)
+        fy = self._floats(range(nc, len(body.outputs)), body.outputs)
+        fx = self._floats(range(k1, len(ins)), ins)
+        ct_carry = [g.input(_spec(body.outputs[j]), f"ct_{ins[k0 + j].name}") for j in fcarry]
+        sums = [g.input(_spec(ins[i]), f"ct_{ins[i].name}") for i in fconsts]
+        ct_y = [g.input(_spec(body.outputs[j]), f"ct_y{j - nc}") for j in fy]
+        with recording(g):
+            outs = [g.lift(o) for o in body.evaluate(prim)]
+            cts = [None] * len(outs)
+            for j, c in zip(fcarry + fy, ct_carry + ct_y):
+                cts[j] = c
+            adj = ad.reverse(g.between(prim, outs), prim, outs, cts, True)
+            new_ct_carry = [_fit(adj[k0 + j], ins[k0 + j]) for j in fcarry]
+            new_sums = [s if adj[i] is None else _fit(s + adj[i], ins[i])
+                        for s, i in zip(sums, fconsts)]
+            ct_x = [_fit(adj[i], ins[i]) for i in fx]
+        g.inputs = prim[:k0] + ct_carry + sums + prim[k0:k1] + prim[k1:] + ct_y
+        g.outputs = [g.lift(o) for o in new_ct_carry + new_sums + ct_x]
+        return Scan(g, k0, len(ct_carry) + len(sums), self.length, not self.reverse,
+                    f"vjp {self.name[5:-1]}")
+
+    # --- vmap: the batched body scanned --------------------------------------------------
+    def _batch_rule(self, args, mapped, node):
+        size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
+        k0, k1 = self.n_consts, self.n_consts + self.n_carry
+        ins = self.body.inputs
+        key = ("vmap", tuple(mapped[:k0]), tuple(mapped[k1:]), size)
+        loop = self.derived(key, lambda: self._batched_loop(mapped, size))
+        carry = [a if m else broadcast_to(a, shape=(size,) + ins[i].shape)
+                 for i, (a, m) in enumerate(zip(args[k0:k1], mapped[k0:k1]), k0)]
+        xs = [_swap01(a) if m else a for a, m in zip(args[k1:], mapped[k1:])]
+        out = loop.layout.unpack(loop(*args[:k0], *carry, *xs))
+        out = out[:self.n_carry] + [_swap01(y) for y in out[self.n_carry:]]
+        if len(out) == 1:
+            return out[0]
+        return concatenate(*[reshape(o, shape=(size, -1)) for o in out], axis=1)
+
+    def _batched_loop(self, mapped, size):
+        from .vectorize import run
+        body, ins = self.body, self.body.inputs
+        k0, k1 = self.n_consts, self.n_consts + self.n_carry
+        flags = list(mapped[:k0]) + [True] * self.n_carry + list(mapped[k1:])
+        g = Graph()
+        prim = [g.input(_spec(n, (size,) if m else ()), n.name) for n, m in zip(ins, flags)]
+        with recording(g):
+            results = run(body, prim, flags, size)
+            outs = [g.lift(v) if m else broadcast_to(v, shape=(size,) + o.shape)
+                    for (v, m), o in zip(results, body.outputs)]
+            outs = [g.lift(v) for v in outs]
+        g.inputs, g.outputs = prim, outs
+        return Scan(g, k0, self.n_carry, self.length, self.reverse, f"vmap {self.name[5:-1]}")
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------
+def _spec(node, batch=()):
+    return ShapeDtype(batch + node.shape, node.dtype, weak=is_weak(node) and not batch)
+
+
+def _zeros(node):
+    """A zero of the node's shape and dtype (a tangent or cotangent where none flows)."""
+    if not node.shape and node.dtype == np.float64:
+        return 0.0
+    return np.zeros(node.shape, node.dtype)
+
+
+def _fit(x, like):
+    """A derivative `x` (None: zero) of a body value `like`, in like's dtype: a loop's
+    carry must keep its type from step to step, and a real seed may meet a complex
+    value."""
+    if x is None:
+        return _zeros(like)
+    if type(x) is Node:
+        return x if x.dtype == like.dtype else astype(x, dtype=like.dtype)
+    return _as(x, like)
+
+
+def _as(v, node):
+    """Value `v` with `node`'s dtype, as the compiled body takes it."""
+    if type(v) is float and node.dtype == np.float64:
+        return v
+    a = np.asarray(v)
+    if a.dtype == node.dtype:
+        return v
+    a = a.astype(node.dtype)
+    return a[()] if not a.ndim else a
+
+
+def _rows(x, node):
+    """What step i reads of a scanned array: ``rows[i]``.  A float64 vector's elements are
+    read as Python floats, as the compiled body takes scalars."""
+    x = np.asarray(x)
+    if x.dtype != node.dtype:
+        x = x.astype(node.dtype)
+    return x.tolist() if x.ndim == 1 and x.dtype == np.float64 else x
+
+
+class _Row:
+    """The shape and dtype of a scanned array whose rows are like `node`."""
+
+    def __init__(self, node, length):
+        self.shape, self.dtype = (length,) + node.shape, node.dtype
+
+
+def _swap01(x):
+    axes = (1, 0) + tuple(range(2, len(shape_of(x))))
+    return transpose(x, axes=axes)
+
+
+_SCANS = {}             # body digest and loop -> Scan: a loop traced again finds its own
+_SCANS_KEPT = 512
+
+
+def _loop_of(body, n_consts, n_carry, length, reverse, name):
+    key = (body.digest(), n_consts, n_carry, length, reverse, name)
+    loop = _SCANS.get(key)
+    if loop is None:
+        if len(_SCANS) >= _SCANS_KEPT:
+            del _SCANS[next(iter(_SCANS))]
+        loop = _SCANS[key] = Scan(body, n_consts, n_carry, length, reverse, name)
+    return loop
+
+
+# --------------------------------------------------------------------------------------
+# the public functions
+# --------------------------------------------------------------------------------------
+def scan(f, init, xs=None, length=None, reverse=False):
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of `xs`, as JAX's
+    ``lax.scan``: returns the final carry and the ys stacked.
+
+    In plain Python::
+
+        carry, ys = init, []
+        for x in xs:                 # reversed(xs) with reverse=True (ys stay in xs's order)
+            carry, y = f(carry, x)
+            ys.append(y)
+        return carry, stack(ys)
+
+    Inside a transformation (`grad`, `jvp`, `vmap`, `compile`, ...) f is traced once and
+    the loop becomes one node of the graph, whatever its length: `compile` writes one
+    line for it, not one per step, and reverse mode stores the carry once per step, not
+    every intermediate value of the body.  Its derivatives are loops again, so every
+    order works.  On plain values, outside any transformation, the loop above runs as
+    written.
+
+    Args:
+        f: the body, ``f(carry, x) -> (carry, y)``.  The carry (a number, array or pytree
+            of them) must come out with the structure, shapes and dtypes it went in with;
+            y is any pytree (None for none).  f may read traced values it closes over
+            (weights, say): their derivatives flow through the loop.
+        init: the first carry.
+        xs: a pytree of arrays scanned along axis 0 (each the same length), or None.
+        length: the number of steps, needed where xs is None; where xs is given it must
+            agree.
+        reverse: run from the last element to the first.
+
+    Returns:
+        ``(carry, ys)``: the last carry, and each leaf of y stacked along a new axis 0.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> def rnn(w, xs):                       # h <- tanh(w h + x), summed
+        ...     step = lambda h, x: (wg.numpy.tanh(w * h + x), h)
+        ...     h, hs = wg.scan(step, 0.0, xs)
+        ...     return h + hs.sum()
+        >>> xs = np.array([0.5, -0.2, 0.1, 0.3])
+        >>> round(wg.grad(rnn)(0.8, xs), 6)
+        1.45089
+        >>> def unrolled(w, xs):                  # the same, as a Python loop
+        ...     h, total = 0.0, 0.0
+        ...     for x in xs:
+        ...         h, total = wg.numpy.tanh(w * h + x), total + h
+        ...     return h + total
+        >>> round(wg.grad(unrolled)(0.8, xs), 6)
+        1.45089
+    """
+    _check_fun(f, "scan")
+    x_leaves, x_tree = flatten(xs)
+    x_leaves = [x if type(x) is Node else np.asarray(x) for x in x_leaves]
+    length = _length(x_leaves, length)
+    init_leaves, carry_tree = flatten(init)
+    # (a Python int is a number to differentiate, as everywhere in wengert)
+    init_leaves = [float(v) if type(v) is int else v for v in init_leaves]
+    reverse = bool(reverse)
+    traced = any(type(v) is Node for v in init_leaves + x_leaves)
+    if length and not traced and current_graph() is None:
+        return _plain_scan(f, init, x_leaves, x_tree, length, reverse)
+    name = getattr(f, "__name__", "f")
+    body, captured, init_leaves, y_tree = _trace_body(f, init_leaves, carry_tree, x_leaves,
+                                                      x_tree)
+    n_carry = len(init_leaves)
+    if not body.outputs:                        # nothing to compute
+        body.release()
+        return unflatten(carry_tree, []), unflatten(y_tree, [])
+    loop = _loop_of(body, len(captured), n_carry, length, reverse, name)
+    out = loop.layout.unpack(loop(*captured, *init_leaves, *x_leaves))
+    return unflatten(carry_tree, out[:n_carry]), unflatten(y_tree, out[n_carry:])
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """``for i in range(lower, upper): val = body_fun(i, val)``, as JAX's
+    ``lax.fori_loop``: returns the last val.
+
+    A `scan` over ``numpy.arange(lower, upper)``: inside a transformation the loop is one
+    node of the graph, differentiable to any order.  `lower` and `upper` must be Python
+    (or NumPy) integers, not traced values: the number of steps is part of the graph.
+
+    Example:
+        >>> import wengert as wg
+        >>> def power(x):                          # x ** 5 by repeated multiplication
+        ...     return wg.fori_loop(0, 4, lambda i, p: p * x, x)
+        >>> power(2.0), wg.grad(power)(2.0)
+        (32.0, 80.0)
+    """
+    _check_fun(body_fun, "fori_loop")
+    if type(lower) is Node or type(upper) is Node:
+        raise TypeError("fori_loop: lower and upper must be integers known when the loop "
+                        "is traced, not traced values: the number of steps is part of the "
+                        "graph")
+    try:
+        lower, upper = operator.index(lower), operator.index(upper)
+    except TypeError:
+        raise TypeError(f"fori_loop: lower and upper must be integers known when the loop "
+                        f"is traced, got {type(lower).__name__} and "
+                        f"{type(upper).__name__}") from None
+
+    def step(val, i):
+        return body_fun(i, val), None
+    step.__name__ = getattr(body_fun, "__name__", "body_fun")
+    return scan(step, init_val, np.arange(lower, max(lower, upper)))[0]
+
+
+def _length(x_leaves, length):
+    """The number of steps, from the scanned arrays and `length`."""
+    if length is not None:
+        try:
+            length = operator.index(length)
+        except TypeError:
+            raise TypeError(f"scan: length must be an integer, got "
+                            f"{type(length).__name__} {length!r:.40}") from None
+        if length < 0:
+            raise ValueError(f"scan: length must be >= 0, got {length}")
+    for k, x in enumerate(x_leaves):
+        shape = shape_of(x)
+        if not shape:
+            raise ValueError(f"scan: xs leaf {k} is a scalar; every array scanned needs "
+                             "a leading axis to loop over")
+        if length is None:
+            length = shape[0]
+        elif shape[0] != length:
+            first = shape_of(x_leaves[0]) if k else None
+            raise ValueError(
+                f"scan: xs leaf {k} of shape {shape} has {shape[0]} elements along axis "
+                f"0, but " + (f"xs leaf 0 of shape {first} has {length}" if first
+                              else f"length={length}"))
+    if length is None:
+        raise ValueError("scan: pass xs to loop over, or length= for a loop without xs")
+    return length
+
+
+def _plain_scan(f, init, x_leaves, x_tree, length, reverse):
+    carry, ys = init, []
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        carry, y = _pair(f(carry, unflatten(x_tree, [x[i] for x in x_leaves])))
+        ys.append(y)
+        if len(ys) == 1:            # (the checks the traced loop makes, once)
+            _same_carry(flatten(init), flatten(carry))
+    if reverse:
+        ys.reverse()
+    if not ys:
+        return carry, None
+    leaves = [flatten(y) for y in ys]
+    y_tree = leaves[0][1]
+    if any(t != y_tree for _, t in leaves):
+        raise ValueError(f"scan: f returned y of structure {y_tree} at one step and "
+                         f"{next(t for _, t in leaves if t != y_tree)} at another")
+    stacked = [np.stack([np.asarray(ls[k]) for ls, _ in leaves])
+               for k in range(len(leaves[0][0]))]
+    return carry, unflatten(y_tree, stacked)
+
+
+def _pair(out):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"scan: f must return a pair (carry, y), got "
+                        f"{type(out).__name__} {out!r:.60}")
+    return out
+
+
+def _trace_body(f, init_leaves, carry_tree, x_leaves, x_tree):
+    """The body's graph (inputs: captured values, carry, x; outputs: carry, y), the outer
+    values it captured, the initial carry (cast where a weak number's type gave way) and
+    the structure of y."""
+    specs = [ShapeDtype(shape_of(v), _dtype(v), weak=_weak(v)) for v in init_leaves]
+    for _ in range(2):
+        g = Graph()
+        g.captured, g.tracer = {}, "scan"
+        carry = [g.input(s, name) for s, name in
+                 zip(specs, _leaf_names("carry", len(specs)))]
+        xs = [g.input(ShapeDtype(shape_of(x)[1:], _dtype(x)), name) for x, name in
+              zip(x_leaves, _leaf_names("x", len(x_leaves)))]
+        with recording(g):
+            new_carry, y = _pair(f(unflatten(carry_tree, carry), unflatten(x_tree, xs)))
+            new_leaves, new_tree = flatten(new_carry)
+            _same_carry((carry, carry_tree), (new_leaves, new_tree))
+            y_leaves, y_tree = flatten(y)
+            outs = [g.lift(v) for v in new_leaves + y_leaves]
+        promoted = _carry_types(specs, outs, g)
+        if promoted is None:
+            break
+        specs = promoted                    # a weak first carry takes the type it gets
+    else:
+        raise AssertionError("scan: the carry's types did not settle")
+    outs = [_fit(o, c) if k < len(carry) else o for k, (o, c) in
+            enumerate(zip(outs, carry + outs[len(carry):]))]
+    captured = list(g.captured.values())
+    g.inputs = [inner for _, inner in captured] + carry + xs
+    g.outputs = [g.lift(o) for o in outs]
+    if any(n.op.name == "copy" for n in g.nodes):         # (a derivative inside f)
+        g = g.inline_copies()
+    init_leaves = [v if _dtype(v) == s.dtype else astype(v, dtype=s.dtype)
+                   for v, s in zip(init_leaves, specs)]
+    return g, [outer for outer, _ in captured], init_leaves, y_tree
+
+
+def _same_carry(before, after):
+    """Refuse a carry that comes out of f with another structure or other shapes."""
+    (leaves, tree), (new_leaves, new_tree) = before, after
+    if new_tree != tree:
+        raise TypeError(f"scan: f must return a carry of the structure it was given, "
+                        f"{tree}; it returned {new_tree} (* stands for a number or an "
+                        "array)")
+    for k, (a, b) in enumerate(zip(leaves, new_leaves)):
+        if shape_of(a) != shape_of(b):
+            raise TypeError(f"scan: carry leaf {k} goes into f with shape {shape_of(a)} "
+                            f"and comes out with shape {shape_of(b)}; f must keep the "
+                            "carry's shapes")
+
+
+def _carry_types(specs, outs, g):
+    """None if each carry comes out as it went in (or as a weak number that takes its
+    type); else the specs to trace again with, where a weak first carry (a Python
+    number) must take the type the body gives it."""
+    again = list(specs)
+    for k, (s, o) in enumerate(zip(specs, outs)):
+        if o.dtype == s.dtype:
+            continue
+        if s.weak and np.can_cast(s.dtype, o.dtype, "same_kind"):
+            again[k] = ShapeDtype(s.shape, o.dtype)
+        elif not (is_weak(o) and np.can_cast(o.dtype, s.dtype, "same_kind")):
+            raise TypeError(f"scan: carry leaf {k} goes into f as {s.dtype} and comes out "
+                            f"as {o.dtype}; f must keep the carry's dtypes (cast the "
+                            "first carry, or the result, with astype)")
+    if again == specs:
+        return None
+    g.release()
+    return again
+
+
+def _dtype(v):
+    if type(v) is Node:
+        return v.dtype
+    return np.result_type(v) if not isinstance(v, (int, float, complex)) or \
+        isinstance(v, bool) else np.dtype(type(v) if type(v) is not int else np.float64)
+
+
+def _weak(v):
+    if type(v) is Node:
+        return is_weak(v)
+    return type(v) in (float, int, complex)
+
