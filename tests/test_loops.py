@@ -255,3 +255,16 @@ def test_clear_errors(call, error, words):
     with pytest.raises(error) as info:
         call()
     assert words in str(info.value)
+
+
+def test_eager_gradient_runs_two_loops(monkeypatch):
+    """An eager gradient keeps the body's residuals in the loop's value, so the reverse
+    sweep runs one loop (the body's VJP) after the forward one, not a second forward."""
+    from wengert.loops import Scan
+    runs = []
+    runner = Scan._runner               # (each run of a loop asks for its body's code)
+    monkeypatch.setattr(Scan, "_runner", lambda self: runs.append(self.name) or
+                        runner(self))
+    got = wg.grad(rnn_scan)(W0, H0, XS)
+    assert [name.split()[0] for name in runs] == ["scan[keep", "scan[vjp"], runs
+    assert_close(got, wg.grad(rnn_loop)(W0, H0, XS), **TIGHT)

@@ -42,7 +42,7 @@ from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
 from .primitives.array import astype, concatenate, reshape, transpose
 from .primitives.pack import Layout
-from .primitives.registry import Primitive, is_weak, shape_of
+from .primitives.registry import CONST, INPUT, Primitive, is_weak, shape_of
 from .primitives.shape import broadcast_to
 from .tree import flatten, unflatten
 
@@ -74,7 +74,8 @@ class Scan(Primitive):
           return %4
     """
 
-    def __init__(self, body, n_consts, n_carry, length, reverse, name):
+    def __init__(self, body, n_consts, n_carry, length, reverse, name, base=None,
+                 res_index=()):
         super().__init__(f"scan[{name}]", self._impl, cost="call",
                          abstract_eval=lambda args, params: self.layout.aval(),
                          complex=True)
@@ -87,6 +88,10 @@ class Scan(Primitive):
         self.jvp = self._jvp_rule
         self.vjp = self._vjp_rule
         self.batch = self._batch_rule
+        self.asks_active = True
+        self.base = base            # a loop keeping residuals: the loop they are for,
+        self.res_index = res_index  # and which values of its VJP's trace they are
+        self.n_res = len(res_index)     # (the last n_res ys)
         self._run = None            # the compiled body, made when first run
         self._derived = {}          # the loops of its derivatives and batches, by kind
 
@@ -136,7 +141,17 @@ class Scan(Primitive):
 
     # --- JVP: the body's JVP scanned, tangents carried beside values ----------------------
     def _jvp_rule(self, ts, *args, **params):
-        args = args[:-1]
+        args, ans = args[:-1], args[-1]
+        if self.base is not None and not any(type(v) is Node for v in (ans, *ts, *args)):
+            # an eager sweep of a loop that kept its residuals: nothing reads their
+            # tangents, so the loop they are for gives the rest
+            zeros = [np.zeros(s) for s in self.layout.shapes[len(self.layout) - self.n_res:]]
+            return self.layout.pack(self.base._tangents(ts, args) + zeros)
+        return self.layout.pack(self._tangents(ts, args))
+
+    def _tangents(self, ts, args):
+        """The tangents of the results, one per output leaf, for tangents `ts` (None:
+        zero) of the arguments."""
         ins = self.body.inputs
         k0, k1 = self.n_consts, self.n_consts + self.n_carry
         given = tuple(t is not None for t in ts)
@@ -153,9 +168,8 @@ class Scan(Primitive):
         floats = [j for j, o in enumerate(outs) if o.dtype.kind in "fc"]
         fc = sum(1 for j in floats if j < nc)
         found = dict(zip(floats, out[nc:nc + fc] + out[nc + fc + len(outs) - nc:]))
-        tangents = [found[j] if j in found else np.zeros(self.layout.shapes[j])
-                    for j in range(len(outs))]
-        return self.layout.pack(tangents)
+        return [found[j] if j in found else np.zeros(self.layout.shapes[j])
+                for j in range(len(outs))]
 
     def _jvp_loop(self, given):
         body, ins = self.body, self.body.inputs
@@ -180,65 +194,112 @@ class Scan(Primitive):
         return Scan(g, k0 + len(tconsts), nc + len(tcarry), self.length, self.reverse,
                     f"jvp {self.name[5:-1]}")
 
-    # --- VJP: the carries kept, then the body's VJP scanned the other way -----------------
-    def _vjp_rule(self, g, *args, **params):
-        args = args[:-1]
+    # --- VJP: a forward loop that keeps what the body's VJP reads, then that VJP scanned
+    # the other way -----------------------------------------------------------------------
+    def _vjp_rule(self, g, *args, active=None, **params):
+        args, ans = args[:-1], args[-1]
+        wanted = tuple(map(bool, active)) if active is not None else (True,) * len(args)
+        if self.base is not None and not any(type(v) is Node for v in (g, ans, *args)):
+            # an eager sweep of a loop that kept its residuals: read them from its value
+            # (nothing else reads them, so no cotangent reaches them)
+            values = self.layout.unpack(ans)
+            n = len(values) - self.n_res
+            kept = dict(zip(self.res_index, values[n:]))
+            split = self.base._split_for(wanted)
+            return self.base._backward(split, wanted, self.layout.unpack(g)[:n], args,
+                                       [kept[i] for i in split.res_index])
+        split = self._split_for(wanted)
+        residuals = []
+        if split.forward is not None:
+            values = split.forward.layout.unpack(split.forward(*args))
+            residuals = values[len(values) - len(split.res_index):]
+        return self._backward(split, wanted, self.layout.unpack(g), args, residuals)
+
+    def _backward(self, split, wanted, gs, args, residuals):
+        """The cotangents of the arguments: the backward loop of `split` run on the
+        cotangents `gs` of the results and the residuals."""
         ins, outs = self.body.inputs, self.body.outputs
-        k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
-        history = self.derived("history", self._history_loop)
-        carries = history.layout.unpack(history(*args))[nc:]
-        gs = self.layout.unpack(g)
-        fcarry = self._floats(range(nc), outs)
-        fconsts = self._floats(range(k0), ins)
-        fy = self._floats(range(nc, len(outs)), outs)
-        fx = self._floats(range(k1, len(ins)), ins)
-        loop = self.derived("vjp", self._vjp_loop)
+        k0, k1 = self.n_consts, self.n_consts + self.n_carry
+        fcarry, fy, fconsts, fx = self._groups(wanted)
+        loop = split.backward
         out = loop.layout.unpack(loop(
             *args[:k0], *[_fit(gs[j], outs[j]) for j in fcarry],
-            *[_zeros(ins[i]) for i in fconsts], *carries, *args[k1:],
+            *[_zeros(ins[i]) for i in fconsts], *residuals, *args[k1:],
             *[_fit(gs[j], _Row(outs[j], self.length)) for j in fy]))
         cts = [None] * len(args)
         for i, c in zip([k0 + j for j in fcarry] + fconsts + fx, out):
             cts[i] = c
         return tuple(cts)
 
-    def _history_loop(self):
-        """This loop, with the carry before each step as its ys."""
-        g = Graph()
-        prim = [g.input(_spec(n), n.name) for n in self.body.inputs]
-        with recording(g):
-            outs = [g.lift(o) for o in self.body.evaluate(prim)]
-        g.inputs = prim
-        g.outputs = outs[:self.n_carry] + prim[self.n_consts:self.n_consts + self.n_carry]
-        return Scan(g, self.n_consts, self.n_carry, self.length, self.reverse,
-                    f"carries {self.name[5:-1]}")
+    def _split_for(self, wanted):
+        return self.derived(("vjp", wanted), lambda: self._split(wanted))
 
-    def _vjp_loop(self):
-        body, ins = self.body, self.body.inputs
+    def _groups(self, wanted):
+        """Which results carry cotangents back (the float carry and ys), and which
+        consts and xs get theirs (the float ones that are wanted)."""
+        ins, outs = self.body.inputs, self.body.outputs
         k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
+        return (self._floats(range(nc), outs), self._floats(range(nc, len(outs)), outs),
+                [i for i in self._floats(range(k0), ins) if wanted[i]],
+                [i for i in self._floats(range(k1, len(ins)), ins) if wanted[i]])
+
+    def _split(self, wanted):
+        """(forward, backward): this loop keeping, as more ys, the body's values its VJP
+        reads (None if it reads none but the loop's arguments), and the loop of the
+        body's VJP, run the other way on them.
+
+        The body's VJP is traced once into one graph: the body, then its reverse sweep.
+        The residuals are the values of the first part that the second reads; each part
+        is then cut out into a graph of its own (JAX's partial evaluation, done on the
+        graph)."""
+        body, ins, outs = self.body, self.body.inputs, self.body.outputs
+        k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
+        fcarry, fy, fconsts, fx = self._groups(wanted)
         g = Graph()
         prim = [g.input(_spec(n), n.name) for n in ins]
-        fcarry = self._floats(range(nc), body.outputs)
-        fconsts = self._floats(range(k0), ins)
-        fy = self._floats(range(nc, len(body.outputs)), body.outputs)
-        fx = self._floats(range(k1, len(ins)), ins)
-        ct_carry = [g.input(_spec(body.outputs[j]), f"ct_{ins[k0 + j].name}") for j in fcarry]
-        sums = [g.input(_spec(ins[i]), f"ct_{ins[i].name}") for i in fconsts]
-        ct_y = [g.input(_spec(body.outputs[j]), f"ct_y{j - nc}") for j in fy]
         with recording(g):
-            outs = [g.lift(o) for o in body.evaluate(prim)]
-            cts = [None] * len(outs)
+            values = [g.lift(o) for o in body.evaluate(prim)]
+        boundary = len(g.nodes)
+        ct_carry = [g.input(_spec(outs[j]), f"ct_{ins[k0 + j].name}") for j in fcarry]
+        sums = [g.input(_spec(ins[i]), f"ct_{ins[i].name}") for i in fconsts]
+        ct_y = [g.input(_spec(outs[j]), f"ct_y{j - nc}") for j in fy]
+        with recording(g):
+            cts = [None] * len(values)
             for j, c in zip(fcarry + fy, ct_carry + ct_y):
                 cts[j] = c
-            adj = ad.reverse(g.between(prim, outs), prim, outs, cts, True)
-            new_ct_carry = [_fit(adj[k0 + j], ins[k0 + j]) for j in fcarry]
-            new_sums = [s if adj[i] is None else _fit(s + adj[i], ins[i])
-                        for s, i in zip(sums, fconsts)]
-            ct_x = [_fit(adj[i], ins[i]) for i in fx]
-        g.inputs = prim[:k0] + ct_carry + sums + prim[k0:k1] + prim[k1:] + ct_y
-        g.outputs = [g.lift(o) for o in new_ct_carry + new_sums + ct_x]
-        return Scan(g, k0, len(ct_carry) + len(sums), self.length, not self.reverse,
-                    f"vjp {self.name[5:-1]}")
+            adj = ad.reverse(g.between(prim, values), prim, values, cts, True)
+            results = [g.lift(o) for o in
+                       [_fit(adj[k0 + j], ins[k0 + j]) for j in fcarry] +
+                       [s if adj[i] is None else _fit(s + adj[i], ins[i])
+                        for s, i in zip(sums, fconsts)] +
+                       [_fit(adj[i], ins[i]) for i in fx]]
+        given = {n.index for n in prim[:k0] + prim[k1:]}      # (the backward loop's own)
+        residuals = _read_before(results, boundary, given)
+        split = _Split()
+        split.res_index = tuple(n.index for n in residuals)
+        name = self.name[5:-1]
+        split.forward = None
+        if residuals:
+            split.forward = Scan(_cut(g, prim, values + residuals), k0, nc, self.length,
+                                 self.reverse, f"keep {name}")
+        split.backward = Scan(
+            _cut(g, prim[:k0] + ct_carry + sums + residuals + prim[k1:] + ct_y, results),
+            k0, len(ct_carry) + len(sums), self.length, not self.reverse, f"vjp {name}")
+        g.release()
+        return split
+
+    def keeping_residuals(self):
+        """This loop for an eager gradient: the same results and, as more ys, what the
+        body's VJP reads, kept in the node's value as a tape keeps its values.  Its
+        first-order reverse sweep then needs no second forward loop."""
+        split = self._split_for((True,) * len(self.body.inputs))
+        if split.forward is None:
+            return self
+        # (a loop of its own: the split's forward loop, whose residuals the backward
+        # loop's node reads in a symbolic sweep, must take cotangents for them)
+        return self.derived("eager", lambda: Scan(
+            split.forward.body, self.n_consts, self.n_carry, self.length, self.reverse,
+            split.forward.name[5:-1], base=self, res_index=split.res_index))
 
     # --- vmap: the batched body scanned --------------------------------------------------
     def _batch_rule(self, args, mapped, node):
@@ -322,6 +383,52 @@ class _Row:
 
     def __init__(self, node, length):
         self.shape, self.dtype = (length,) + node.shape, node.dtype
+
+
+class _Split:
+    """The loops of a VJP (`Scan._split`)."""
+    __slots__ = ("forward", "backward", "res_index")
+
+
+def _read_before(results, boundary, given):
+    """The nodes made before `boundary` (the body's values) that the nodes from it
+    on, up to `results`, read: constants and the inputs in `given` aside."""
+    seen, found, todo = set(), [], list(results)
+    while todo:                        # (a loop, not recursion: the body may be long)
+        n = todo.pop()
+        if n.index in seen:
+            continue
+        seen.add(n.index)
+        if n.index >= boundary:
+            if n.op is not INPUT:
+                todo.extend(n.args)
+        elif n.op is not CONST and n.index not in given:
+            found.append(n)
+    return sorted(found, key=lambda n: n.index)
+
+
+def _cut(graph, inputs, outputs):
+    """A new graph computing `outputs` of `graph` from `inputs` (any of its nodes)."""
+    new = Graph()
+    made = {n.index: new.input(_spec(n), n.name) for n in inputs}
+    need, todo = set(), list(outputs)
+    while todo:
+        n = todo.pop()
+        if n.index in need or n.index in made:
+            continue
+        need.add(n.index)
+        todo.extend(n.args)
+    for i in sorted(need):
+        n = graph.nodes[i]
+        if n.op is CONST:
+            made[i] = new.const(n.value, is_weak(n))
+        elif n.op is INPUT:
+            raise AssertionError(f"scan: {n.label()} is needed but not given")
+        else:
+            made[i] = new.remake(n, [made[a.index] for a in n.args])
+    new.inputs = [made[n.index] for n in inputs]
+    new.outputs = [made[n.index] for n in outputs]
+    return new
 
 
 def _swap01(x):
@@ -415,8 +522,13 @@ def scan(f, init, xs=None, length=None, reverse=False):
         body.release()
         return unflatten(carry_tree, []), unflatten(y_tree, [])
     loop = _loop_of(body, len(captured), n_carry, length, reverse, name)
-    out = loop.layout.unpack(loop(*captured, *init_leaves, *x_leaves))
-    return unflatten(carry_tree, out[:n_carry]), unflatten(y_tree, out[n_carry:])
+    args = (*captured, *init_leaves, *x_leaves)
+    nodes = [v for v in args if type(v) is Node]
+    if nodes and all(v.value is not None for v in nodes):
+        loop = loop.keeping_residuals()         # an eager trace: keep what a sweep reads
+    out = loop.layout.unpack(loop(*args))
+    n_out = len(body.outputs)
+    return unflatten(carry_tree, out[:n_carry]), unflatten(y_tree, out[n_carry:n_out])
 
 
 def fori_loop(lower, upper, body_fun, init_val):

@@ -106,7 +106,11 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                 if len(args) == 2 else [a.value for a in args]
             ans = node.value
         if op.vjp is not None:
-            cts = op.vjp(g, *xs, ans, **params)
+            if op.asks_active:              # (a loop: cotangents cost a sweep of their own)
+                cts = op.vjp(g, *xs, ans, active=tuple(active[a.index] for a in args),
+                             **params)
+            else:
+                cts = op.vjp(g, *xs, ans, **params)
             if not op.builtin:
                 cts = user_cotangents(op, args, cts)
             for a, c in zip(args, cts):

@@ -100,6 +100,8 @@ class Primitive:
         self.jvp = None                     # jvp(tangents, *args, ans, **params)
         self.vjp = None                     # vjp(cotangent, *args, ans, **params) -> tuple
         self.vjps = None                    # or one such function per argument
+        self.asks_active = False            # vjp also takes ``active=`` (a flag per
+        #                                     argument: whether its cotangent is wanted)
         self.sweep_reads = (None, None, None, {})   # what the rules read, by active-argument
         #                                     mask: wengert.ad.reverse._needs fills it in
         self.batch = None                   # batch(args, mapped, node) -> the batched

@@ -1,0 +1,235 @@
+"""Gradients through loops: wg.scan against a Python loop and against the peers.
+
+    python benchmarks/loops.py            # 9 repeats
+    python benchmarks/loops.py --quick    # 3 short repeats
+
+Two workloads, float64, single-threaded, each the full gradient call (forward and
+backward):
+
+* oscillator: the energy after 10,000 explicit Euler steps of x'' = -k x, differentiated
+  in k.  The body is four scalar operations, so the time is the cost of a step.
+* rnn: h <- tanh(W h + U x_t) over 100 steps, hidden size 64, inputs of size 16, a batch
+  of 32; the loss is the sum of squares of every h, differentiated in W and U.  The
+  body is two matrix products, so the time is mostly BLAS.
+
+Rows:
+
+* wengert-scan: ``wg.grad`` of the loss written with ``wg.scan`` (eager: the body is
+  traced on each call and its compiled code found in a cache);
+* wengert-scan-jit: ``wg.compile(wg.grad(loss))``, compiled before timing;
+* wengert-loop: ``wg.grad`` of the same loss written as a Python loop (every step
+  recorded on the tape);
+* autograd-loop, torch-loop: the Python loop under autograd and PyTorch eager;
+* jax-scan-jit: ``jax.jit(jax.grad(loss))`` with ``jax.lax.scan``.
+
+Every gradient is checked against wengert-scan's first.  Before the tables, the time to
+compile each wengert variant once is printed: compiling the Python loop unrolls it.
+"""
+import argparse
+import sys
+import time
+from importlib.metadata import version
+
+import single_thread  # noqa: F401  (pins the thread pools: before numpy)
+import numpy as np
+
+from timing import run_table
+
+STEPS, DT, K = 10_000, 1e-3, 2.0
+T, HIDDEN, INPUTS, BATCH = 100, 64, 16, 32
+
+
+# --- the oscillator ----------------------------------------------------------------------
+def osc_makers(steps):
+    def wengert(how):
+        import wengert as wg
+
+        def scan_loss(k):
+            def step(s, _):
+                x, v = s
+                return (x + DT * v, v - DT * k * x), None
+            (x, v), _ = wg.scan(step, (1.0, 0.0), length=steps)
+            return 0.5 * v * v + 0.5 * k * x * x
+
+        def loop_loss(k):
+            x, v = 1.0, 0.0
+            for _ in range(steps):
+                x, v = x + DT * v, v - DT * k * x
+            return 0.5 * v * v + 0.5 * k * x * x
+        if how == "loop":
+            g = wg.grad(loop_loss)
+        elif how == "jit":
+            g = wg.compile(wg.grad(scan_loss), K)
+        else:
+            g = wg.grad(scan_loss)
+        return version("wengert"), lambda: np.array([g(K)])
+
+    def autograd():
+        import autograd
+
+        def loss(k):
+            x, v = 1.0, 0.0
+            for _ in range(steps):
+                x, v = x + DT * v, v - DT * k * x
+            return 0.5 * v * v + 0.5 * k * x * x
+        g = autograd.grad(loss)
+        return version("autograd"), lambda: np.array([g(K)])
+
+    def torch():
+        import torch
+
+        def call():
+            k = torch.tensor(K, dtype=torch.float64, requires_grad=True)
+            x = torch.tensor(1.0, dtype=torch.float64)
+            v = torch.tensor(0.0, dtype=torch.float64)
+            for _ in range(steps):
+                x, v = x + DT * v, v - DT * k * x
+            (g,) = torch.autograd.grad(0.5 * v * v + 0.5 * k * x * x, k)
+            return np.array([g.item()])
+        return torch.__version__.split("+")[0], call
+
+    def jax():
+        import jax
+        jax.config.update("jax_enable_x64", True)
+
+        def loss(k):
+            def step(s, _):
+                x, v = s
+                return (x + DT * v, v - DT * k * x), None
+            (x, v), _ = jax.lax.scan(step, (1.0, 0.0), length=steps)
+            return 0.5 * v * v + 0.5 * k * x * x
+        g = jax.jit(jax.grad(loss))
+        g(K).block_until_ready()
+        return jax.__version__, lambda: np.array([float(g(K).block_until_ready())])
+
+    return {"wengert-scan": lambda: wengert("scan"),
+            "wengert-scan-jit": lambda: wengert("jit"),
+            "wengert-loop": lambda: wengert("loop"),
+            "autograd-loop": autograd, "torch-loop": torch, "jax-scan-jit": jax}
+
+
+# --- the RNN -------------------------------------------------------------------------------
+def rnn_data():
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(HIDDEN, HIDDEN)) / np.sqrt(HIDDEN)
+    U = rng.normal(size=(HIDDEN, INPUTS)) / np.sqrt(INPUTS)
+    xs = rng.normal(size=(T, INPUTS, BATCH))
+    return W, U, xs
+
+
+def rnn_makers():
+    W, U, xs = rnn_data()
+    h0 = np.zeros((HIDDEN, BATCH))
+
+    def wengert(how):
+        import wengert as wg
+        import wengert.numpy as wnp
+
+        def scan_loss(W, U):
+            def step(h, x):
+                h = wnp.tanh(W @ h + U @ x)
+                return h, wnp.sum(h * h)
+            _, ys = wg.scan(step, h0, xs)
+            return wnp.sum(ys)
+
+        def loop_loss(W, U):
+            h, total = h0, 0.0
+            for x in xs:
+                h = wnp.tanh(W @ h + U @ x)
+                total = total + wnp.sum(h * h)
+            return total
+        if how == "loop":
+            g = wg.grad(loop_loss, argnums=(0, 1))
+        elif how == "jit":
+            g = wg.compile(wg.grad(scan_loss, argnums=(0, 1)), W, U)
+        else:
+            g = wg.grad(scan_loss, argnums=(0, 1))
+        return version("wengert"), lambda: list(g(W, U))
+
+    def autograd():
+        import autograd
+        import autograd.numpy as anp
+
+        def loss(W, U):
+            h, total = h0, 0.0
+            for x in xs:
+                h = anp.tanh(W @ h + U @ x)
+                total = total + anp.sum(h * h)
+            return total
+        g = autograd.grad(loss, argnum=(0, 1))
+        return version("autograd"), lambda: list(g(W, U))
+
+    def torch():
+        import torch
+        tx = torch.from_numpy(xs)
+        th0 = torch.from_numpy(h0)
+
+        def call():
+            tW = torch.tensor(W, requires_grad=True)
+            tU = torch.tensor(U, requires_grad=True)
+            h, total = th0, 0.0
+            for x in tx:
+                h = torch.tanh(tW @ h + tU @ x)
+                total = total + (h * h).sum()
+            return [g.numpy() for g in torch.autograd.grad(total, (tW, tU))]
+        return torch.__version__.split("+")[0], call
+
+    def jax():
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+
+        def loss(W, U):
+            def step(h, x):
+                h = jnp.tanh(W @ h + U @ x)
+                return h, jnp.sum(h * h)
+            _, ys = jax.lax.scan(step, h0, xs)
+            return jnp.sum(ys)
+        g = jax.jit(jax.grad(loss, argnums=(0, 1)))
+        jax.block_until_ready(g(W, U))
+        return jax.__version__, lambda: [np.asarray(a) for a in
+                                         jax.block_until_ready(g(W, U))]
+
+    return {"wengert-scan": lambda: wengert("scan"),
+            "wengert-scan-jit": lambda: wengert("jit"),
+            "wengert-loop": lambda: wengert("loop"),
+            "autograd-loop": autograd, "torch-loop": torch, "jax-scan-jit": jax}
+
+
+def compile_times(steps):
+    """Seconds to compile the oscillator's gradient once, as a scan and as a loop."""
+    import wengert as wg
+
+    def scan_loss(k):
+        (x, v), _ = wg.scan(lambda s, _: ((s[0] + DT * s[1], s[1] - DT * k * s[0]), None),
+                            (1.0, 0.0), length=steps)
+        return 0.5 * v * v + 0.5 * k * x * x
+
+    def loop_loss(k):
+        x, v = 1.0, 0.0
+        for _ in range(steps):
+            x, v = x + DT * v, v - DT * k * x
+        return 0.5 * v * v + 0.5 * k * x * x
+    for name, loss in (("scan", scan_loss), ("loop", loop_loss)):
+        t = time.perf_counter()
+        wg.compile(wg.grad(loss), K)
+        print(f"compile wg.grad of the oscillator's {name} ({steps} steps): "
+              f"{time.perf_counter() - t:.3f} s")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="3 short repeats")
+    ap.add_argument("--steps", type=int, default=STEPS, help="oscillator steps")
+    args = ap.parse_args(argv)
+    repeats, min_time = (3, 0.05) if args.quick else (9, 0.2)
+    compile_times(args.steps)
+    run_table(osc_makers(args.steps), f"gradient of an oscillator's energy after {args.steps} "
+              "Euler steps", "wengert-scan", repeats, min_time)
+    run_table(rnn_makers(), f"gradient of a tanh RNN, {T} steps, hidden {HIDDEN}, inputs "
+              f"{INPUTS}, batch {BATCH}", "wengert-scan", repeats, min_time)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
