@@ -41,22 +41,29 @@ T, HIDDEN, INPUTS, BATCH = 100, 64, 16, 32
 
 
 # --- the oscillator ----------------------------------------------------------------------
+def osc_losses(steps):
+    """The oscillator's energy as a function of k, written with wg.scan and as a loop."""
+    import wengert as wg
+
+    def scan_loss(k):
+        def step(s, _):
+            x, v = s
+            return (x + DT * v, v - DT * k * x), None
+        (x, v), _ = wg.scan(step, (1.0, 0.0), length=steps)
+        return 0.5 * v * v + 0.5 * k * x * x
+
+    def loop_loss(k):
+        x, v = 1.0, 0.0
+        for _ in range(steps):
+            x, v = x + DT * v, v - DT * k * x
+        return 0.5 * v * v + 0.5 * k * x * x
+    return scan_loss, loop_loss
+
+
 def osc_makers(steps):
     def wengert(how):
         import wengert as wg
-
-        def scan_loss(k):
-            def step(s, _):
-                x, v = s
-                return (x + DT * v, v - DT * k * x), None
-            (x, v), _ = wg.scan(step, (1.0, 0.0), length=steps)
-            return 0.5 * v * v + 0.5 * k * x * x
-
-        def loop_loss(k):
-            x, v = 1.0, 0.0
-            for _ in range(steps):
-                x, v = x + DT * v, v - DT * k * x
-            return 0.5 * v * v + 0.5 * k * x * x
+        scan_loss, loop_loss = osc_losses(steps)
         if how == "loop":
             g = wg.grad(loop_loss)
         elif how == "jit":
@@ -200,17 +207,7 @@ def rnn_makers():
 def compile_times(steps):
     """Seconds to compile the oscillator's gradient once, as a scan and as a loop."""
     import wengert as wg
-
-    def scan_loss(k):
-        (x, v), _ = wg.scan(lambda s, _: ((s[0] + DT * s[1], s[1] - DT * k * s[0]), None),
-                            (1.0, 0.0), length=steps)
-        return 0.5 * v * v + 0.5 * k * x * x
-
-    def loop_loss(k):
-        x, v = 1.0, 0.0
-        for _ in range(steps):
-            x, v = x + DT * v, v - DT * k * x
-        return 0.5 * v * v + 0.5 * k * x * x
+    scan_loss, loop_loss = osc_losses(steps)
     for name, loss in (("scan", scan_loss), ("loop", loop_loss)):
         t = time.perf_counter()
         g = wg.compile(wg.grad(loss), K)
