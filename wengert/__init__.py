@@ -44,5 +44,6 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "trace", "value", "select", "stop_gradient", "math", "numpy", "nn", "primitive", "Primitive", "REGISTRY", "Graph",
            "Node", "ShapeDtype", "options", "ConcretizationError", "compile", "draw",
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
-           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop", "scan", "fori_loop", "vmap",
+           "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop",
+           "scan", "fori_loop", "vmap",
            "custom_root", "linearize", "eval_shape", "custom_jvp", "custom_vjp"]

@@ -166,8 +166,8 @@ class Scan(Primitive):
         # result's tangent is zero)
         nc, outs = self.n_carry, self.body.outputs
         floats = [j for j, o in enumerate(outs) if o.dtype.kind in "fc"]
-        fc = sum(1 for j in floats if j < nc)
-        found = dict(zip(floats, out[nc:nc + fc] + out[nc + fc + len(outs) - nc:]))
+        fc, ny = sum(1 for j in floats if j < nc), len(outs) - nc
+        found = dict(zip(floats, out[nc:nc + fc] + out[nc + fc + ny:]))
         return [found[j] if j in found else np.zeros(self.layout.shapes[j])
                 for j in range(len(outs))]
 
@@ -326,9 +326,8 @@ class Scan(Primitive):
         prim = [g.input(_spec(n, (size,) if m else ()), n.name) for n, m in zip(ins, flags)]
         with recording(g):
             results = run(body, prim, flags, size)
-            outs = [g.lift(v) if m else broadcast_to(v, shape=(size,) + o.shape)
+            outs = [g.lift(v if m else broadcast_to(v, shape=(size,) + o.shape))
                     for (v, m), o in zip(results, body.outputs)]
-            outs = [g.lift(v) for v in outs]
         g.inputs, g.outputs = prim, outs
         return Scan(g, k0, self.n_carry, self.length, self.reverse, f"vmap {self.name[5:-1]}")
 
