@@ -36,7 +36,6 @@ from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .primitives.pack import Layout
-from .primitives.array import concatenate, reshape
 from .primitives.registry import Primitive, is_weak, shape_of, _innermost as innermost
 from .tree import flatten, unflatten
 
@@ -206,11 +205,8 @@ class Checkpoint(Primitive):
         from .vectorize import vmap
         batched_f = checkpoint(vmap(lambda *leaves: self.call(leaves),
                                     in_axes=tuple(0 if m else None for m in mapped)))
-        outs = batched_f(*args)
-        if len(self.layout) == 1:
-            return outs[0]
         size = shape_of(args[list(mapped).index(True)])[0]
-        return concatenate(*[reshape(o, shape=(size, -1)) for o in outs], axis=1)
+        return self.layout.pack_batch(batched_f(*args), size)
 
     def taylor(self, series, ans, order, **params):
         """The Taylor rule (`wengert.ad.taylor`): f expanded again."""

@@ -11,8 +11,8 @@ transformations (`wengert.ad.forward` and `wengert.ad.reverse` applied to it onc
 once per step):
 
 * JVP: a scan of the body's JVP, each tangent carried beside its value;
-* VJP: a scan that keeps the carry before each step (one carry per step is all reverse
-  mode stores), then a scan the other way of the body's VJP, which carries the
+* VJP: a scan that also keeps, at each step, the body's values its VJP reads (the
+  residuals), then a scan the other way of the rest of the body's VJP, which carries the
   cotangent of the carry and sums the cotangents of the values the body closes over;
 * vmap: a scan of the batched body;
 * Taylor mode: from the JVP (`wengert.ad.taylor.ByJVP`).
@@ -40,7 +40,7 @@ from .api import _check_fun, _leaf_names
 from .graph.active import current_graph, recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
-from .primitives.array import astype, concatenate, reshape, transpose
+from .primitives.array import astype, dtype_of, transpose
 from .primitives.pack import Layout
 from .primitives.registry import CONST, INPUT, Primitive, is_weak, shape_of
 from .primitives.shape import broadcast_to
@@ -80,6 +80,7 @@ class Scan(Primitive):
                          abstract_eval=lambda args, params: self.layout.aval(),
                          complex=True)
         self.body = body
+        self.loop_name = name       # (the derived loops' names build on it)
         self.n_consts, self.n_carry = n_consts, n_carry
         self.length, self.reverse = length, reverse
         outs = body.outputs
@@ -192,7 +193,7 @@ class Scan(Primitive):
         g.outputs = [g.lift(o) for o in outs[:nc] + [touts[j] for j in floats if j < nc] +
                      outs[nc:] + [touts[j] for j in floats if j >= nc]]
         return Scan(g, k0 + len(tconsts), nc + len(tcarry), self.length, self.reverse,
-                    f"jvp {self.name[5:-1]}")
+                    f"jvp {self.loop_name}")
 
     # --- VJP: a forward loop that keeps what the body's VJP reads, then that VJP scanned
     # the other way -----------------------------------------------------------------------
@@ -244,9 +245,10 @@ class Scan(Primitive):
                 [i for i in self._floats(range(k1, len(ins)), ins) if wanted[i]])
 
     def _split(self, wanted):
-        """(forward, backward): this loop keeping, as more ys, the body's values its VJP
-        reads (None if it reads none but the loop's arguments), and the loop of the
-        body's VJP, run the other way on them.
+        """The loops of the VJP (a `_Split`): ``forward``, this loop keeping as more ys
+        the body's values its VJP reads (None if it reads none but the loop's arguments);
+        ``backward``, the loop of the body's VJP run the other way on them; and
+        ``res_index``, which values of the VJP's trace those residuals are.
 
         The body's VJP is traced once into one graph: the body, then its reverse sweep.
         The residuals are the values of the first part that the second reads; each part
@@ -277,7 +279,7 @@ class Scan(Primitive):
         residuals = _read_before(results, boundary, given)
         split = _Split()
         split.res_index = tuple(n.index for n in residuals)
-        name = self.name[5:-1]
+        name = self.loop_name
         split.forward = None
         if residuals:
             split.forward = Scan(_cut(g, prim, values + residuals), k0, nc, self.length,
@@ -299,7 +301,7 @@ class Scan(Primitive):
         # loop's node reads in a symbolic sweep, must take cotangents for them)
         return self.derived("eager", lambda: Scan(
             split.forward.body, self.n_consts, self.n_carry, self.length, self.reverse,
-            split.forward.name[5:-1], base=self, res_index=split.res_index))
+            split.forward.loop_name, base=self, res_index=split.res_index))
 
     # --- vmap: the batched body scanned --------------------------------------------------
     def _batch_rule(self, args, mapped, node):
@@ -313,9 +315,7 @@ class Scan(Primitive):
         xs = [_swap01(a) if m else a for a, m in zip(args[k1:], mapped[k1:])]
         out = loop.layout.unpack(loop(*args[:k0], *carry, *xs))
         out = out[:self.n_carry] + [_swap01(y) for y in out[self.n_carry:]]
-        if len(out) == 1:
-            return out[0]
-        return concatenate(*[reshape(o, shape=(size, -1)) for o in out], axis=1)
+        return self.layout.pack_batch(out, size)
 
     def _batched_loop(self, mapped, size):
         from .vectorize import run
@@ -329,7 +329,7 @@ class Scan(Primitive):
             outs = [g.lift(v if m else broadcast_to(v, shape=(size,) + o.shape))
                     for (v, m), o in zip(results, body.outputs)]
         g.inputs, g.outputs = prim, outs
-        return Scan(g, k0, self.n_carry, self.length, self.reverse, f"vmap {self.name[5:-1]}")
+        return Scan(g, k0, self.n_carry, self.length, self.reverse, f"vmap {self.loop_name}")
 
 
 # --------------------------------------------------------------------------------------
@@ -417,14 +417,11 @@ def _cut(graph, inputs, outputs):
             continue
         need.add(n.index)
         todo.extend(n.args)
-    for i in sorted(need):
+    for i in sorted(need):          # (remake copies constants too)
         n = graph.nodes[i]
-        if n.op is CONST:
-            made[i] = new.const(n.value, is_weak(n))
-        elif n.op is INPUT:
+        if n.op is INPUT:
             raise AssertionError(f"scan: {n.label()} is needed but not given")
-        else:
-            made[i] = new.remake(n, [made[a.index] for a in n.args])
+        made[i] = new.remake(n, [made[a.index] for a in n.args])
     new.inputs = [made[n.index] for n in inputs]
     new.outputs = [made[n.index] for n in outputs]
     return new
@@ -466,8 +463,8 @@ def scan(f, init, xs=None, length=None, reverse=False):
 
     Inside a transformation (`grad`, `jvp`, `vmap`, `compile`, ...) f is traced once and
     the loop becomes one node of the graph, whatever its length: `compile` writes one
-    line for it, not one per step, and reverse mode stores the carry once per step, not
-    every intermediate value of the body.  Its derivatives are loops again, so every
+    line for it, not one per step, and reverse mode keeps, at each step, only the body's
+    values its derivative reads.  Its derivatives are loops again, so every
     order works.  On plain values, outside any transformation, the loop above runs as
     written.
 
@@ -600,8 +597,6 @@ def _plain_scan(f, init, x_leaves, x_tree, length, reverse):
             _same_carry(flatten(init), flatten(carry))
     if reverse:
         ys.reverse()
-    if not ys:
-        return carry, None
     leaves = [flatten(y) for y in ys]
     y_tree = leaves[0][1]
     if any(t != y_tree for _, t in leaves):
@@ -623,13 +618,13 @@ def _trace_body(f, init_leaves, carry_tree, x_leaves, x_tree):
     """The body's graph (inputs: captured values, carry, x; outputs: carry, y), the outer
     values it captured, the initial carry (cast where a weak number's type gave way) and
     the structure of y."""
-    specs = [ShapeDtype(shape_of(v), _dtype(v), weak=_weak(v)) for v in init_leaves]
+    specs = [ShapeDtype(shape_of(v), dtype_of(v), weak=_weak(v)) for v in init_leaves]
     for _ in range(2):
         g = Graph()
         g.captured, g.tracer = {}, "scan"
         carry = [g.input(s, name) for s, name in
                  zip(specs, _leaf_names("carry", len(specs)))]
-        xs = [g.input(ShapeDtype(shape_of(x)[1:], _dtype(x)), name) for x, name in
+        xs = [g.input(ShapeDtype(shape_of(x)[1:], dtype_of(x)), name) for x, name in
               zip(x_leaves, _leaf_names("x", len(x_leaves)))]
         with recording(g):
             new_carry, y = _pair(f(unflatten(carry_tree, carry), unflatten(x_tree, xs)))
@@ -650,7 +645,7 @@ def _trace_body(f, init_leaves, carry_tree, x_leaves, x_tree):
     g.outputs = [g.lift(o) for o in outs]
     if any(n.op.name == "copy" for n in g.nodes):         # (a derivative inside f)
         g = g.inline_copies()
-    init_leaves = [v if _dtype(v) == s.dtype else astype(v, dtype=s.dtype)
+    init_leaves = [v if dtype_of(v) == s.dtype else astype(v, dtype=s.dtype)
                    for v, s in zip(init_leaves, specs)]
     return g, [outer for outer, _ in captured], init_leaves, y_tree
 
@@ -687,13 +682,6 @@ def _carry_types(specs, outs, g):
         return None
     g.release()
     return again
-
-
-def _dtype(v):
-    if type(v) is Node:
-        return v.dtype
-    return np.result_type(v) if not isinstance(v, (int, float, complex)) or \
-        isinstance(v, bool) else np.dtype(type(v) if type(v) is not int else np.float64)
 
 
 def _weak(v):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.node import Node
-from .array import astype, dtype_of
+from .array import astype, concatenate, dtype_of, reshape
 from .registry import defprimitive, shape_of
 from .scalar import real_part
 
@@ -114,6 +114,13 @@ class Layout:
         for v, (a, b) in zip(values, self.spans):
             out[a:b] = np.ravel(v)
         return out
+
+    def pack_batch(self, values, size):
+        """Values with a leading batch axis of `size` (wg.vmap's), packed example by
+        example: the value of the batched node, ``size`` packs in a row."""
+        if len(self.shapes) == 1:
+            return values[0]
+        return concatenate(*[reshape(v, shape=(size, -1)) for v in values], axis=1)
 
     def unpack(self, packed):
         """The packed value (or its node) as the list of values."""
