@@ -135,7 +135,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
 # --------------------------------------------------------------------------------------
 def _trace_example(f, tree, leaves, names, specs) -> Graph:
     graph = Graph(optimize=False)   # (traced on every call: as cheaply as an eager call)
-    graph.captured = {}
+    graph.captured, graph.tracer = {}, "vmap"
     call = list(leaves)
     inputs = []
     for k, spec in specs:

@@ -221,7 +221,8 @@ class Graph:
         self.captured = None      # wg.vmap's trace of one example, or wg.scan's of its
         #                           body: {id: (value of an enclosing trace, the input
         #                           standing for it here)}
-        self.tracer = None        # which of those two traces it is, for error messages
+        self.tracer = None        # "vmap" or "scan": which of those traces it is, for
+        #                           the errors of a branch on a traced value
 
     # --- making nodes ---------------------------------------------------------------------
     def _new(self, op, args, params, shape, dtype, value, name=None):

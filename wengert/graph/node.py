@@ -119,7 +119,7 @@ class Node:
                     "decide it. " + (instead + "." if instead else
                                      "Write a value-dependent branch as "
                                      "wengert.numpy.where(cond, a, b) (or wg.select)."))
-            if self.graph.captured is not None:
+            if self.graph.tracer == "vmap":
                 raise ConcretizationError(
                     f"the value of traced variable {self.label()} was {what} while wg.vmap "
                     "traced one example, whose mapped arguments have no single value, so "
