@@ -17,6 +17,9 @@ Rows:
 * wengert-scan: ``wg.grad`` of the loss written with ``wg.scan`` (eager: the body is
   traced on each call and its compiled code found in a cache);
 * wengert-scan-jit: ``wg.compile(wg.grad(loss))``, compiled before timing;
+* wengert-scan-c (the oscillator only): the same with ``backend="c"``, each loop a C
+  loop (the RNN's body, two 64x64 matrix products, is no code to write element by
+  element);
 * wengert-loop: ``wg.grad`` of the same loss written as a Python loop (every step
   recorded on the tape);
 * autograd-loop, torch-loop: the Python loop under autograd and PyTorch eager;
@@ -66,6 +69,12 @@ def osc_makers(steps):
         scan_loss, loop_loss = osc_losses(steps)
         if how == "loop":
             g = wg.grad(loop_loss)
+        elif how == "c":
+            from wengert.codegen.c import CompilerNotFound
+            try:
+                g = wg.compile(wg.grad(scan_loss), K, backend="c")
+            except CompilerNotFound as e:       # (skipped, as a peer not installed)
+                raise ImportError(str(e)) from None
         elif how == "jit":
             g = wg.compile(wg.grad(scan_loss), K)
         else:
@@ -112,6 +121,7 @@ def osc_makers(steps):
 
     return {"wengert-scan": lambda: wengert("scan"),
             "wengert-scan-jit": lambda: wengert("jit"),
+            "wengert-scan-c": lambda: wengert("c"),
             "wengert-loop": lambda: wengert("loop"),
             "autograd-loop": autograd, "torch-loop": torch, "jax-scan-jit": jax}
 
@@ -207,14 +217,19 @@ def rnn_makers():
 def compile_times(steps):
     """Seconds to compile the oscillator's gradient once, as a scan and as a loop."""
     import wengert as wg
+    from wengert.codegen.c import CompilerNotFound
     scan_loss, loop_loss = osc_losses(steps)
-    for name, loss in (("scan", scan_loss), ("loop", loop_loss)):
+    for name, loss, backend in (("scan", scan_loss, "python"), ("scan", scan_loss, "c"),
+                                ("loop", loop_loss, "python")):
         t = time.perf_counter()
-        g = wg.compile(wg.grad(loss), K)
+        try:
+            g = wg.compile(wg.grad(loss), K, backend=backend)
+        except CompilerNotFound:
+            continue
         made = time.perf_counter() - t
         g(K)                # (a scan compiles its body's code when it first runs)
-        print(f"compile wg.grad of the oscillator's {name} ({steps} steps): {made:.3f} s, "
-              f"with the first call {time.perf_counter() - t:.3f} s")
+        print(f"compile wg.grad of the oscillator's {name} ({steps} steps, backend "
+              f"{backend}): {made:.3f} s, with the first call {time.perf_counter() - t:.3f} s")
 
 
 def main(argv=None):

@@ -2,11 +2,15 @@
 against central differences (first and second order) and against the unrolled loop and
 closed forms, every transformation (jvp, vjp, vmap, compile, Taylor mode, nesting), one
 node per loop whatever its length, and clear errors."""
+import os
+import shutil
+
 import numpy as np
 import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
+import wengert.scipy.special as wsp
 from fd import assert_close, check_complex_grads, check_grads, fd_derivative
 
 TIGHT = dict(rtol=1e-12, atol=1e-13)
@@ -268,3 +272,89 @@ def test_eager_gradient_runs_two_loops(monkeypatch):
     got = wg.grad(rnn_scan)(W0, H0, XS)
     assert [name.split()[0] for name in runs] == ["scan[keep", "scan[vjp"], runs
     assert_close(got, wg.grad(rnn_loop)(W0, H0, XS), **TIGHT)
+
+
+# --- C: each loop a C loop over a function of its body ---------------------------------------
+HAVE_CC = any(shutil.which(cc) for cc in (os.environ.get("CC") or "cc", "gcc", "clang"))
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler on this machine")
+
+
+def oscillator(k, steps=200):
+    def step(s, _):
+        x, v = s
+        return (x + 0.01 * v, v - 0.01 * k * x), x * v
+    (x, v), ys = wg.scan(step, (1.0, 0.0), length=steps)
+    return 0.5 * v * v + 0.5 * k * x * x + ys.sum()
+
+
+def nested_c(w, xs):
+    inner = lambda v, x: wg.scan(lambda c, xi: (wnp.sin(c * v + xi), c), 0.1, x)[0]
+    return wg.scan(lambda c, x: (c + inner(w * c, x), c * x), 0.2, xs)
+
+
+C_CASES = {
+    "rnn": (lambda W, xs: rnn_scan(W, H0, xs), (W0, XS)),
+    "rnn reversed": (lambda W, xs: rnn_scan(W, H0, xs, reverse=True), (W0, XS)),
+    "oscillator": (oscillator, (2.0,)),
+    "fori_loop reads i": (lambda x: wg.fori_loop(2, 9, lambda i, p: p * x + i / 7, x), (0.9,)),
+    "nested": (lambda w, xs: (nested_c(w, xs)[0] + nested_c(w, xs)[1].sum()),
+               (0.7, RNG.normal(size=(4, 3)))),
+    "pytrees": (lambda v, xs: wg.scan(lambda c, x: ((c[0] * v + x, wnp.sin(c[1]) + x[0]),
+                                                    {"a": c[0] * x, "b": c[1]}),
+                                      (np.zeros(3), 0.5), xs)[1]["a"].sum(), (1.1, XS)),
+    "counter compared": (lambda x: wg.fori_loop(0, 6, lambda i, p: wnp.where(i < 3, p * x,
+                                                                             p + x), x),
+                         (0.8,)),
+    "zero steps": (lambda w: wg.scan(lambda c, x: (c * w, x), w * w, np.zeros(0))[0], (1.5,)),
+    "vmapped": (lambda W, xs: wg.vmap(lambda x: rnn_scan(W, H0, x))(xs).sum(),
+                (W0, np.stack([XS, -XS]))),
+}
+
+
+@needs_cc
+@pytest.mark.parametrize("name", sorted(C_CASES))
+def test_c_loops_agree_with_eager(name):
+    """Values, gradients and Hessians compiled to C (loops as C loops) equal eager ones."""
+    f, args = C_CASES[name]
+    for fn in (f, wg.grad(f), wg.hessian(f)):
+        compiled = wg.compile(fn, *args, backend="c")
+        assert "for (long wg_i = 0;" in compiled.source
+        assert_close(compiled(*args), fn(*args), **TIGHT)
+
+
+@needs_cc
+def test_c_gradient_against_differences_at_random_points():
+    grad = wg.compile(wg.grad(oscillator), 2.0, backend="c")
+    for k in np.random.default_rng(5).uniform(0.5, 3.0, size=4):
+        assert_close(grad(k), fd_derivative(oscillator, k, 1e-5), rtol=1e-7)
+    grad2 = wg.compile(wg.grad(wg.grad(oscillator)), 2.0, backend="c")
+    assert_close(grad2(1.3), fd_derivative(wg.grad(oscillator), 1.3, 1e-5), rtol=1e-7)
+
+
+@needs_cc
+def test_c_code_is_one_loop_whatever_the_length():
+    sources = [wg.compile(wg.grad(lambda k: oscillator(k, n)), 2.0, backend="c").source
+               for n in (10, 10_000)]
+    assert len(sources[0].splitlines()) == len(sources[1].splitlines()) < 150
+    # fori_loop's counter is a table of numbers, not a statement per step
+    power = wg.compile(lambda x: wg.fori_loop(0, 5000, lambda i, p: p * 0.999 + i, x), 1.0,
+                       backend="c")
+    assert len(power.source.splitlines()) < 60
+    assert_close(power(1.0), wg.fori_loop(0, 5000, lambda i, p: p * 0.999 + i, 1.0), **TIGHT)
+
+
+@needs_cc
+@pytest.mark.parametrize("f, words", [
+    (lambda w: wg.scan(lambda c, x: (c + wnp.sort(x * w)[0], None), 0.0, XS)[0],
+     "(argsort), in the body of scan[<lambda>]: use backend='python'"),
+    (lambda w: wg.scan(lambda c, x: ((c[0] * w, c[1] + 1), None),
+                       (0.0, np.int64(0)), XS)[0][0],
+     "int64 (add), in the body of scan[<lambda>]: use backend='python'"),
+    (lambda w: wg.scan(lambda c, x: (c + wsp.digamma(x[0] * w + 3), None), 0.0,
+                       XS)[0],
+     "no spelling for SciPy's 'digamma'"),
+])
+def test_c_refuses_bodies_it_cannot_write(f, words):
+    with pytest.raises(ValueError) as info:
+        wg.compile(f, 1.0, backend="c")
+    assert words in str(info.value)

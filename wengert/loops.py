@@ -133,6 +133,12 @@ class Scan(Primitive):
             self._run = _compile_graph(body, "python")
         return self._run
 
+    def flat(self):
+        """This loop as a primitive on scalars, for code written element by element (the
+        C back-end, through `codegen.scalarize`): its arguments are the elements of the
+        loop's arguments in order, its value the elements of the loop's value, flat."""
+        return self.derived("flat", lambda: _Flat(self))
+
     def derived(self, key, make):
         """The loop `make()` builds for `key`, made once."""
         loop = self._derived.get(key)
@@ -387,6 +393,28 @@ class _Row:
 class _Split:
     """The loops of a VJP (`Scan._split`)."""
     __slots__ = ("forward", "backward", "res_index")
+
+
+class _Flat(Primitive):
+    """A `Scan` on the elements of its arguments (`Scan.flat`)."""
+
+    def __init__(self, scan):
+        super().__init__(f"loop[{scan.loop_name}]", self._impl, cost="call",
+                         abstract_eval=lambda args, params: ((scan.layout.size,),
+                                                             np.dtype(float)))
+        self.scan = scan
+        ins = scan.body.inputs
+        k1 = scan.n_consts + scan.n_carry
+        self.shapes = [n.shape for n in ins[:k1]] + [(scan.length,) + n.shape
+                                                      for n in ins[k1:]]
+
+    def _impl(self, *elements):
+        args, k = [], 0
+        for shape in self.shapes:
+            n = int(np.prod(shape, dtype=np.int64))
+            args.append(np.array(elements[k:k + n], dtype=float).reshape(shape))
+            k += n
+        return np.asarray(self.scan(*args), dtype=float).ravel()
 
 
 def _read_before(results, boundary, given):

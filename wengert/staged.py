@@ -455,7 +455,7 @@ class _Dispatcher:
                 scalar = None
         elif backend in ("float", "c"):
             try:
-                scalar = float_form(graph, 10 ** 7, 10 ** 6)
+                scalar = float_form(graph, 10 ** 7, 10 ** 6, loops=backend == "c")
             except NotScalar as e:
                 raise ValueError(f"compile(backend={backend!r}) needs a graph of float64 "
                                  "scalars or of arrays it can write element by element; "
@@ -731,8 +731,13 @@ def _code(d, language):
         if entry.flavour != "c":
             return entry.source
         # (a C entry's source is C: the Python text is written as backend="float" would,
-        # in a namespace of its own, for reading)
-        scalar = float_form(entry.graph, 10 ** 7, 10 ** 6)
+        # in a namespace of its own, for reading; with loops, which float code does not
+        # write, as the NumPy flavour would)
+        try:
+            scalar = float_form(entry.graph, 10 ** 7, 10 ** 6)
+        except NotScalar:
+            return py.function_source(d.fn_name, entry.params, entry.graph, py.NUMPY,
+                                      py.Namespace(), form=entry.form)
         return py.function_source(d.fn_name, entry.params, entry.graph, py.FLOAT,
                                   py.Namespace(), scalar, None, form=entry.form)
     if language == "c":

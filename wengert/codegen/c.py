@@ -9,6 +9,9 @@ with the inputs and outputs as flat arrays of doubles, in the order of the graph
 and outputs (arrays in C order).  A Python function around it checks and unpacks the
 arguments as the Python back-end does, fills ``in``, calls, and builds the result.
 
+A loop (`wg.scan`, kept as one node by ``scalarize(..., loops=True)``) is written as a C
+loop over a static function of its body; see `_looped`.
+
 C's arithmetic is IEEE's, as NumPy's is: ``log(-1)`` is nan and ``1/0`` is inf, with no
 exception and no warning.  The compiler is ``$CC``, else ``cc``, ``gcc`` or ``clang``;
 `CompilerNotFound` says what to do when there is none.
@@ -25,8 +28,11 @@ import tempfile
 
 import numpy as np
 
+from ..graph.graph import Graph, ShapeDtype
 from ..primitives import scalar as S, special as SP
 from ..primitives.nn import relu
+from ..primitives.pack import part
+from ..primitives.registry import CONST, INPUT
 from .emit import EmitError, Symbol, emit
 from .formats import Format
 from .names import C_RESERVED, Names
@@ -167,6 +173,10 @@ def function_source(scalar, name) -> str:
     """C source of a function ``void name(const double *in, double *out)`` computing the
     outputs of the scalar graph (a `Scalarized`) from its inputs.
 
+    A graph with loops (a scan, scalarised with ``loops=True``) gives a C loop for each,
+    over a static function of its body (see `_looped`), and the function returns an int:
+    0, or 1 if it could not allocate the loops' arrays.
+
     Example:
         >>> import wengert as wg
         >>> from wengert.codegen.scalarize import scalarize
@@ -184,22 +194,243 @@ def function_source(scalar, name) -> str:
         <BLANKLINE>
     """
     graph = scalar.graph
-    fmt = CFormat()
-    names = {n.index: Symbol("in", (k,)) for k, n in enumerate(graph.inputs)}
-    outs = [(Symbol("out", (k,)), o) for k, o in enumerate(graph.outputs)]
-    code = emit(graph, graph.inputs, outs, fmt, names=names, rewrite=False)  # see emit.py
-    body = []
-    for st in code.statements:
-        if st.temporary:
-            body.append(f"    const double {st.target} = {st.expr};")
-        else:
-            body.extend("    " + line for line in fmt.statement(fmt.symbol(st.target), st.expr))
-    helpers = [h for name, h in HELPERS.items() if any(name + "(" in line for line in body)]
+    definitions = _definitions(scalar, name, "")
+    text = "\n".join(definitions)
+    helpers = [h for h_name, h in HELPERS.items() if h_name + "(" in text]
+    includes = ["#include <math.h>"]
+    if scalar.loops:
+        includes += ["#include <stdlib.h>", "#include <string.h>"]
     return "\n".join([
         f"/* wengert: {len(graph.outputs)} outputs from {len(graph.inputs)} inputs */",
-        "#include <math.h>", "", *(helpers + [""] if helpers else []),
-        f"void {name}(const double *restrict in, double *restrict out)", "{", *body, "}",
-        ""])
+        *includes, "", *(helpers + [""] if helpers else []), *definitions])
+
+
+def _definitions(scalar, name, storage):
+    """The C functions for a scalar graph: its loops' bodies (and theirs), then its own
+    function `name` (``static`` where `storage` says so)."""
+    graph = scalar.graph
+    fmt = CFormat()
+    if not scalar.loops:
+        names = {n.index: Symbol("in", (k,)) for k, n in enumerate(graph.inputs)}
+        outs = [(Symbol("out", (k,)), o) for k, o in enumerate(graph.outputs)]
+        return [f"{storage}void {name}(const double *restrict in, double *restrict out)",
+                "{", *_statements(graph, graph.inputs, outs, names, fmt), "}", ""]
+    return _looped(scalar, name, storage, fmt)
+
+
+def _statements(graph, inputs, outs, names, fmt, indent="    "):
+    """Straight-line C for `outs` ((Symbol, node) pairs) of `graph`."""
+    code = emit(graph, inputs, outs, fmt, names=names, rewrite=False)  # see emit.py
+    lines = []
+    for st in code.statements:
+        if st.temporary:
+            lines.append(f"{indent}const double {st.target} = {st.expr};")
+        else:
+            lines.extend(indent + line for line in fmt.statement(fmt.symbol(st.target),
+                                                                  st.expr))
+    return lines
+
+
+def _looped(scalar, name, storage, fmt):
+    """The C functions of a scalar graph with loops: each loop's body as a static
+    function, then ``int name(in, out)``.
+
+    The graph is cut at its loops into segments of straight-line code: the first
+    computes the arguments of the first loop, then the loop runs, and so on; the last
+    computes the outputs.  Each loop's arguments and value are arrays (``wg_a1``,
+    ``wg_l1``: the value's elements, which ``part`` nodes read, are ``wg_l1[k]``); a value
+    computed in one segment and read in a later one is kept in ``wg_v``.  All of them are
+    one allocation, made when the function is called, since a loop's arrays can be too
+    large for the stack.  A run of arguments or outputs that is a run of some array's
+    elements (or of constants) is copied with one ``memcpy``."""
+    graph = scalar.graph
+    live = graph.live_nodes()
+    loops = [n for n in live if n.op in scalar.loops]
+    lines, body_of = [], {}
+    for n in loops:
+        if n.op not in body_of:
+            body_of[n.op] = f"{name}_loop{len(body_of) + 1}"
+            lines += _definitions(scalar.loops[n.op], body_of[n.op], "static ")
+    where = {n.index: ("in", k) for k, n in enumerate(graph.inputs)}
+    of_loop = {n.index: j for j, n in enumerate(loops, 1)}
+    for n in live:                                  # a loop's elements, as ``part`` reads
+        if n.op is part and n.args[0].index in of_loop:
+            where[n.index] = (f"wg_l{of_loop[n.args[0].index]}", n.params["start"])
+    # segment s computes loop s's arguments (the last: the outputs), from what is known
+    targets = [list(n.args) for n in loops] + [list(graph.outputs)]
+    segment, members = {}, []
+    for s, wanted in enumerate(targets):
+        mine, todo = [], list(wanted)
+        while todo:                         # (a loop, not recursion: graphs are deep)
+            n = todo.pop()
+            if n.index in segment or n.index in where or n.op is CONST:
+                continue
+            if n.op is INPUT:
+                raise EmitError(f"an input, {n.label()}, that is not the graph's")
+            segment[n.index] = s
+            mine.append(n)
+            todo.extend(n.args)
+        members.append(sorted(mine, key=lambda n: n.index))
+    kept = {}                                # node index -> its slot in wg_v
+    for s, (mine, wanted) in enumerate(zip(members, targets)):
+        for n in [a for m in mine for a in m.args] + wanted:
+            if segment.get(n.index, s) < s and n.index not in kept:
+                kept[n.index] = len(kept)
+    # the allocation: wg_v, then each loop's arguments, value, and body's in and out
+    arrays, size = [("wg_v", len(kept))], len(kept)
+    for j, n in enumerate(loops, 1):
+        body = scalar.loops[n.op].graph
+        small = len(body.inputs) + len(body.outputs) <= _ON_STACK
+        for array, count in ((f"wg_a{j}", len(n.args)), (f"wg_l{j}", n.shape[0]),
+                             (f"wg_io{j}", 0 if small else len(body.inputs)),
+                             (f"wg_res{j}", 0 if small else len(body.outputs))):
+            arrays.append((array, count))
+            size += count
+    code = [f"{storage}int {name}(const double *restrict in, double *restrict out)", "{",
+            f"    double *wg_mem = malloc({size + 1} * sizeof(double));",
+            "    if (!wg_mem) return 1;"]
+    offset = 0
+    for array, count in arrays:
+        if count:
+            code.append(f"    double *const {array} = " +
+                        (f"wg_mem + {offset};" if offset else "wg_mem;"))
+        offset += count
+    tables = []
+    for s, (mine, wanted) in enumerate(zip(members, targets)):
+        dest = f"wg_a{s + 1}" if s < len(loops) else "out"
+        code += ["    {", *_segment(graph, mine, s, wanted, dest, where, segment, kept,
+                                tables, fmt), "    }"]
+        for i in kept:          # later segments read this segment's kept values there
+            if segment[i] == s:
+                where[i] = ("wg_v", kept[i])
+        if s < len(loops):
+            n = loops[s]
+            code += _loop_block(n.op.scan, s + 1, body_of[n.op],
+                                bool(scalar.loops[n.op].loops))
+    code += ["    free(wg_mem);", "    return 0;", "}", ""]
+    return lines + tables + code
+
+
+def _segment(graph, mine, s, wanted, dest, where, segment, kept, tables, fmt):
+    """The statements of one segment: the nodes `mine`, the `wanted` values written to
+    ``dest[0], dest[1], ...``, and the values later segments read written to wg_v."""
+    new = Graph(optimize=False)
+    made, names, inputs = {}, {}, []
+
+    def node_of(a):
+        if a.index in made:
+            return made[a.index]
+        if a.op is CONST:
+            made[a.index] = new.remake(a, [])
+        else:                               # known before this segment: an input here
+            made[a.index] = new.input(ShapeDtype((), a.dtype), f"in{a.index}")
+            names[made[a.index].index] = Symbol(*_at(where[a.index]))
+            inputs.append(made[a.index])
+        return made[a.index]
+
+    for n in mine:
+        made[n.index] = new.remake(n, [node_of(a) for a in n.args])
+    outs, lines = [], []
+    runs = _runs([None if segment.get(n.index) == s else
+                  ("const", n.value) if n.op is CONST else where[n.index] for n in wanted])
+    for start, count, source in runs:
+        if source is None or count < (8 if source[0] == "const" else 2):
+            outs += [(Symbol(dest, (k,)), node_of(wanted[k]))
+                     for k in range(start, start + count)]
+        elif source[0] == "const":
+            table = f"wg_k{len(tables) + 1}"
+            values = ", ".join(fmt.number(wanted[k].value)
+                               for k in range(start, start + count))
+            tables.append(f"static const double {table}[{count}] = {{{values}}};")
+            lines += ["        " + c for c in _copy(dest, start, table, 0, count)]
+        else:
+            lines += ["        " + c for c in _copy(dest, start, *source, count)]
+    outs += [(Symbol("wg_v", (kept[i],)), made[i]) for i in sorted(kept)
+             if segment[i] == s]
+    return (_statements(new, inputs, outs, names, fmt, " " * 8) if outs else []) + lines
+
+
+def _at(place):
+    array, k = place
+    return array, (k,)
+
+
+def _runs(sources):
+    """`sources` (per element: None, ``("const", value)`` or ``(array, offset)``) in runs
+    ``(start, count, source of the first)`` of elements that one copy can move."""
+    runs = []
+    for k, src in enumerate(sources):
+        if runs and src is not None and runs[-1][2] is not None:
+            start, count, first = runs[-1]
+            if first[0] == "const" and src[0] == "const" or \
+                    src[0] == first[0] and src[1] == first[1] + count:
+                runs[-1] = (start, count + 1, first)
+                continue
+        runs.append((k, 1, src))
+    return runs
+
+
+def _copy(dst, a, src, b, n) -> list:
+    """C statements copying n doubles from ``src + b`` to ``dst + a`` (offsets: ints or
+    C text).  A few are copied one by one: a loop's carry so copied stays in registers,
+    where a memcpy keeps it in memory (twice the time per step)."""
+    if n > _ONE_BY_ONE:
+        at = lambda p, k: p if k == 0 else f"{p} + {k}"
+        return [f"memcpy({at(dst, a)}, {at(src, b)}, {n} * sizeof(double));"]
+
+    def at(p, k, i):
+        return f"{p}[{k + i}]" if type(k) is int else f"{p}[{k} + {i}]" if i else f"{p}[{k}]"
+    return [f"{at(dst, a, i)} = {at(src, b, i)};" for i in range(n)]
+
+
+_ONE_BY_ONE = 8
+
+
+def _row(start, row) -> str:
+    """C text of the offset of row ``wg_s`` of rows of `row` elements from `start`."""
+    step = "wg_s" if row == 1 else f"wg_s * {row}"
+    return f"{start} + {step}" if start else step
+
+
+#: A loop's body with up to this many inputs and outputs (scalars) has them in local
+#: arrays, larger ones in the allocation.
+_ON_STACK = 4096
+
+
+def _loop_block(scan, j, body, checked):
+    """The C of loop `j` (a `Scan`): its carry in the body's input array, a call of
+    `body` per step, the ys stored row by row, the final carry at the value's head."""
+    ins, outs = scan.body.inputs, scan.body.outputs
+    k0, k1 = scan.n_consts, scan.n_consts + scan.n_carry
+    size = lambda nodes: sum(n.size for n in nodes)
+    fixed, carried = size(ins[:k1]), size(outs[:scan.n_carry])     # (elements)
+    head = size(ins[:k0])
+    a, l, io, res = f"wg_a{j}", f"wg_l{j}", f"wg_io{j}", f"wg_res{j}"
+    call = f"{body}({io}, {res});"
+    if checked:                         # (a body with loops of its own allocates)
+        call = f"if ({body}({io}, {res})) {{ free(wg_mem); return 1; }}"
+    block = []
+    if size(ins) + size(outs) <= _ON_STACK:
+        # (local arrays, which the compiler can keep in registers once it has inlined
+        # the body: in the allocation, any store might change them)
+        block.append(f"double {io}[{max(size(ins), 1)}], {res}[{max(size(outs), 1)}];")
+    block += _copy(io, 0, a, 0, fixed)
+    step = [f"const long wg_s = {scan.length - 1} - wg_i;" if scan.reverse else
+            "const long wg_s = wg_i;"]
+    offset, source = fixed, fixed
+    for x in ins[k1:]:
+        step += _copy(io, offset, a, _row(source, x.size), x.size)
+        offset, source = offset + x.size, source + scan.length * x.size
+    step += [call] + _copy(io, head, res, 0, carried)
+    offset, target = carried, carried
+    for y in outs[scan.n_carry:]:
+        step += _copy(l, _row(target, y.size), res, offset, y.size)
+        offset, target = offset + y.size, target + scan.length * y.size
+    block += [f"for (long wg_i = 0; wg_i < {scan.length}; ++wg_i) {{",
+              *("    " + line for line in step), "}"]
+    block += _copy(l, 0, io, head, carried)
+    return [f"    /* {scan.name}: {scan.length} steps */", "    {",
+            *("        " + line for line in block), "    }"]
 
 
 # --------------------------------------------------------------------------------------
@@ -304,7 +535,7 @@ def source_of(d, entry) -> str:
         return entry.source
     from .scalarize import NotScalar, float_form
     try:
-        scalar = float_form(entry.graph, 10 ** 7, 10 ** 6)
+        scalar = float_form(entry.graph, 10 ** 7, 10 ** 6, loops=True)
     except NotScalar as e:
         raise ValueError("code('c'): C is written for graphs of float64 scalars or of "
                          f"arrays it can write element by element; this graph has {e}") \
@@ -320,6 +551,8 @@ def entry(d, key, graph, scalar, params, form):
     source = function_source(scalar, name)
     cfn = load(source, name)
     ns = d.ns
+    if scalar.loops:                        # it returns 1 where it could not allocate
+        cfn.restype = ctypes.c_int
     n_in, n_out = len(scalar.graph.inputs), len(scalar.graph.outputs)
     in_t = ns.bind(ctypes.c_double * max(n_in, 1), "in_t")
     out_t = ns.bind(ctypes.c_double * max(n_out, 1), "out_t")
@@ -344,6 +577,10 @@ def entry(d, key, graph, scalar, params, form):
             f"{out} = {out_t}()",
             f"{call}({buf}, {out})",
             f"{vals} = {out}[:]"]
+    if scalar.loops:
+        body[2] = (f"if {call}({buf}, {out}): raise "
+                   f"{ns.bind(MemoryError, 'MemoryError')}('the loops of {d.fn_name} could "
+                   "not allocate their arrays')")
     exprs, k = [], 0
     for shape, dtype in zip(scalar.out_shapes, scalar.out_dtypes):
         n = int(np.prod(shape, dtype=np.int64))

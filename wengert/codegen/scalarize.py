@@ -23,6 +23,7 @@ from ..errors import ConcretizationError
 from ..graph.graph import Graph, ShapeDtype
 from ..graph.node import Node
 from ..primitives import array as A
+from ..primitives.pack import part
 from ..primitives import scalar as S
 from ..primitives.registry import CONST, INPUT
 
@@ -35,21 +36,33 @@ MAX_NODES = 20_000
 class Scalarized:
     """A scalar graph for an array graph: ``graph.inputs`` / ``graph.outputs`` are the
     elements of the original inputs / outputs in order (each in C order), and
-    ``in_shapes`` / ``out_shapes`` their shapes."""
+    ``in_shapes`` / ``out_shapes`` their shapes.  ``loops`` maps each loop of the scalar
+    graph (a scan's `flat` primitive, see `scalar_form`'s ``loops``) to its body's
+    `Scalarized`."""
 
-    def __init__(self, graph, in_shapes, out_shapes, in_dtypes, out_dtypes):
+    def __init__(self, graph, in_shapes, out_shapes, in_dtypes, out_dtypes, loops=None):
         self.graph = graph
         self.in_shapes, self.out_shapes = in_shapes, out_shapes
         self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
+        self.loops = loops or {}
 
 
-def not_float(nodes):
+def not_float(nodes, counters=False, outputs=()):
     """The first of `nodes` whose dtype is neither float64 nor bool (None if there is
     none): float code (Python floats, C doubles) represents exactly those two as NumPy
     does.  A bool made by arithmetic counts too: NumPy's True + True is True, Python's 2
-    (a bool matmul or sum of products)."""
+    (a bool matmul or sum of products).
+
+    With ``counters``, an integer constant or input (a loop's counter, ``fori_loop``'s
+    ``i``) passes where it is none of the `outputs`: what reads it must pass in turn, so
+    it is read by float arithmetic, which NumPy too does after converting it to float64,
+    or compared (exact up to 2**53)."""
+    returned = {o.index for o in outputs}
     for n in nodes:
         if n.dtype == np.float64:
+            continue
+        if counters and n.dtype.kind in "iu" and (n.op is CONST or n.op is INPUT) and \
+                n.index not in returned:
             continue
         if n.dtype.kind != "b" or n.op.cost == "add" or n.op.cost == "mul":
             return n
@@ -90,8 +103,29 @@ def _extremum(which):
     return reduce
 
 
+def _astype(new, x, dtype):
+    # (exact conversions only; an integer is a float already in float code: see not_float)
+    dtype, kind = np.dtype(dtype), _kind(x)
+    if dtype == np.float64 and kind in "iuf":
+        return x
+    if dtype == np.float64 and kind == "b":
+        return np.frompyfunc(lambda b: new.apply(S.select, (b, 1.0, 0.0)), 1, 1)(x)
+    if dtype.kind == "b" and kind == "f":               # (nan is True, as NumPy's)
+        return np.frompyfunc(lambda v: new.apply(S.ne, (v, 0.0)), 1, 1)(x)
+    raise NotImplementedError(f"astype from {kind} to {dtype}")
+
+
+def _kind(x):
+    """The dtype kind of an array of nodes (or of a constant's value)."""
+    x = np.asarray(x)
+    if x.dtype != object:
+        return x.dtype.kind
+    return x.reshape(-1)[0].dtype.kind if x.size else "f"
+
+
 #: Structural primitives whose NumPy implementation cannot run on nodes, written for them.
 _OBJECT_IMPLS = {
+    A.astype: _astype,
     A.index_add: _index_add,
     A.amax: _extremum(S.maximum),
     A.amin: _extremum(S.minimum),
@@ -110,26 +144,33 @@ def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
         return None
 
 
-def float_form(graph, limit=LIMIT, max_nodes=MAX_NODES):
+def float_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
     """`scalar_form` of a graph float code can compute (Python floats, C doubles): its
-    values float64 or bool, and no bool made by arithmetic (`not_float`).  Raises
-    `NotScalar`, saying why, where there is none."""
-    odd = not_float(graph.live_nodes())
+    values float64 or bool, and no bool made by arithmetic (`not_float`; with ``loops``,
+    a loop's integer counter is allowed too).  Raises `NotScalar`, saying why, where
+    there is none."""
+    odd = not_float(graph.live_nodes(), counters=loops, outputs=graph.outputs)
     if odd is not None and odd.dtype.kind == "b":
         what = "sum" if odd.op.cost == "add" else "product"
         raise NotScalar(f"a {what} of truth values ({odd.op.name}: NumPy's True + True is "
                         "True, where float code's is 2)")
     if odd is not None:
         raise NotScalar(f"a value of dtype {odd.dtype} ({odd.op.name})")
-    return scalar_form(graph, limit, max_nodes)
+    return scalar_form(graph, limit, max_nodes, loops)
 
 
-def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES):
+def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
     """The scalar graph of `graph` (a `Scalarized`).  Raises `NotScalar` if it has more
     than `limit` array elements, would have more than `max_nodes` nodes, or has a
     primitive that cannot be written element by element.  (Many elements may give few
     nodes: most entries of a Hessian's forward sweeps are zeros, and simplification
     folds them away.)
+
+    With ``loops`` (code that can write a loop: C), a scan stays a loop: one node of
+    its `flat` primitive, whose arguments are the elements of the scan's and whose value
+    is a vector of the elements of the scan's value (each read by a ``part`` node), and
+    its body is scalarised in turn (``Scalarized.loops``).  Without, a scan has no
+    scalar form.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -151,6 +192,9 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES):
                         "written element by element")
     new = Graph(optimize=graph.optimize, ieee=graph.ieee)
     elems = {}                          # node index -> object array of scalar nodes
+    bodies = {}                         # flat loop primitive -> its body's Scalarized
+    if loops:
+        from ..loops import Scan        # (loops.py builds on the transformations)
     inputs = []
     for node in graph.inputs:
         arr = np.empty(node.shape, dtype=object)
@@ -200,6 +244,9 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES):
             if op is INPUT:                            # an input the graph was not given
                 raise NotScalar(f"an input, {node.label()}, that is not the graph's")
             args = [elems[a.index] for a in node.args]
+            if loops and isinstance(op, Scan):
+                elems[node.index] = _loop(new, op, args, node, bodies, limit, max_nodes)
+                continue
             try:
                 if elementwise(op):
                     params = node.params
@@ -229,4 +276,22 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES):
         outputs.extend(elems[o.index].reshape(-1).tolist())
     new.inputs, new.outputs = inputs, outputs
     return Scalarized(new, [n.shape for n in graph.inputs], [o.shape for o in graph.outputs],
-                      [n.dtype for n in graph.inputs], [o.dtype for o in graph.outputs])
+                      [n.dtype for n in graph.inputs], [o.dtype for o in graph.outputs],
+                      bodies)
+
+
+def _loop(new, scan, args, node, bodies, limit, max_nodes):
+    """The elements of a scan's value, as read from one node of its `flat` primitive in
+    the scalar graph `new`; its body's scalar form goes into `bodies`."""
+    flat = scan.flat()
+    if flat not in bodies:
+        try:
+            bodies[flat] = float_form(scan.body, limit, max_nodes, loops=True)
+        except NotScalar as e:
+            raise NotScalar(f"{e}, in the body of {scan.name}") from None
+    call = new.apply(flat, [e for a in args for e in a.reshape(-1).tolist()])
+    out = np.empty(node.shape, dtype=object)
+    flat_out = out.reshape(-1)
+    for k in range(flat_out.size):
+        flat_out[k] = new.apply(part, [call], {"start": k, "stop": k + 1, "shape": ()})
+    return out
