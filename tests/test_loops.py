@@ -274,6 +274,21 @@ def test_eager_gradient_runs_two_loops(monkeypatch):
     assert_close(got, wg.grad(rnn_loop)(W0, H0, XS), **TIGHT)
 
 
+
+def test_compiled_value_and_gradient_run_two_loops(monkeypatch):
+    """The loop that gives the value reads it from its gradient's forward loop (its twin,
+    which also keeps the residuals): compiled code runs each loop once."""
+    from wengert.loops import Scan
+    f = wg.compile(wg.value_and_grad(rnn_scan), W0, H0, XS)
+    runs = []
+    runner = Scan._runner
+    monkeypatch.setattr(Scan, "_runner", lambda self: runs.append(self.name) or
+                        runner(self))
+    value, grad = f(W0, H0, XS)
+    assert [name.split()[0] for name in runs] == ["scan[keep", "scan[vjp"], runs
+    assert_close(value, rnn_loop(W0, H0, XS), **TIGHT)
+    assert_close(grad, wg.grad(rnn_loop)(W0, H0, XS), **TIGHT)
+
 # --- C: each loop a C loop over a function of its body ---------------------------------------
 HAVE_CC = any(shutil.which(cc) for cc in (os.environ.get("CC") or "cc", "gcc", "clang"))
 needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler on this machine")

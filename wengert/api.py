@@ -970,7 +970,9 @@ def trace(f, *args, abstract=True):
     leaves that are not numbers or arrays (strings, objects) are held in its ``out_tree``
     as f returned them, and returned again when it is called.  The copies
     that nested transformations make of their arguments are inlined
-    (`Graph.inline_copies`): the graph computes exactly what was traced.
+    (`Graph.inline_copies`): the graph computes exactly what was traced.  A loop whose
+    gradient's forward loop runs on the same arguments is read from it
+    (`wengert.loops.merge_twins`).
 
     Example:
         >>> import wengert as wg
@@ -1012,7 +1014,10 @@ def trace(f, *args, abstract=True):
     graph.outputs = [graph.lift(x) for x in out_leaves]
     graph.in_tree, graph.out_tree = in_tree, out_tree
     if any(n.op.name == "copy" for n in graph.nodes):
-        return graph.inline_copies()
+        graph = graph.inline_copies()
+    if any(getattr(n.op, "extends", None) is not None for n in graph.nodes):
+        from .loops import merge_twins      # (loops.py builds on this module)
+        graph = merge_twins(graph)
     return graph
 
 

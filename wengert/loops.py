@@ -41,7 +41,7 @@ from .graph.active import current_graph, recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
 from .primitives.array import astype, dtype_of, transpose
-from .primitives.pack import Layout
+from .primitives.pack import Layout, part
 from .primitives.registry import CONST, INPUT, Primitive, is_weak, shape_of
 from .primitives.shape import broadcast_to
 from .tree import flatten, unflatten
@@ -90,7 +90,9 @@ class Scan(Primitive):
         self.vjp = self._vjp_rule
         self.batch = self._batch_rule
         self.asks_active = True
-        self.base = base            # a loop keeping residuals: the loop they are for,
+        self.extends = None         # the loop whose results are this one's first (see
+        # merge_twins), and for an eager gradient's loop keeping residuals,
+        self.base = base            # the loop they are for,
         self.res_index = res_index  # and which values of its VJP's trace they are
         self.n_res = len(res_index)     # (the last n_res ys)
         self._run = None            # the compiled body, made when first run
@@ -290,6 +292,7 @@ class Scan(Primitive):
         if residuals:
             split.forward = Scan(_cut(g, prim, values + residuals), k0, nc, self.length,
                                  self.reverse, f"keep {name}")
+            split.forward.extends = self
         split.backward = Scan(
             _cut(g, prim[:k0] + ct_carry + sums + residuals + prim[k1:] + ct_y, results),
             k0, len(ct_carry) + len(sums), self.length, not self.reverse, f"vjp {name}")
@@ -458,6 +461,62 @@ def _cut(graph, inputs, outputs):
 def _swap01(x):
     axes = (1, 0) + tuple(range(2, len(shape_of(x))))
     return transpose(x, axes=axes)
+
+
+def merge_twins(graph):
+    """`graph`, or a copy of it in which a loop whose VJP's forward loop runs on the same
+    arguments (its twin: the same results, then the residuals) reads its results from
+    the twin, so that a compiled gradient runs the forward loop once, not twice.  (The
+    VJP rule makes the twin after the loop was recorded, and a rule cannot change nodes
+    already made: a pass over the finished graph can.)
+
+    Example:
+        >>> import wengert as wg
+        >>> def f(w):
+        ...     c, ys = wg.scan(lambda c, x: (wg.math.sin(c * w), c), 1.0, length=3)
+        ...     return c + ys.sum()
+        >>> g = wg.trace(lambda w: wg.value_and_grad(f)(w), 2.0)
+        >>> sorted(n.op.name for n in g.live_nodes() if isinstance(n.op, Scan))
+        ['scan[keep <lambda>]', 'scan[vjp <lambda>]']
+    """
+    live = graph.live_nodes()
+    twins = {(n.op.extends, tuple(a.index for a in n.args)): n for n in live
+             if isinstance(n.op, Scan) and n.op.extends is not None}
+    if not twins:
+        return graph
+    merged = {}
+    for n in live:
+        twin = twins.get((n.op, tuple(a.index for a in n.args)))
+        if twin is not None and (len(n.op.layout) == 1 or
+                                 n.op.layout.dtype == twin.op.layout.dtype):
+            merged[n.index] = twin
+    if not merged:
+        return graph
+    new = Graph(optimize=graph.optimize, straight_line=graph.straight_line, ieee=graph.ieee)
+    made = {}
+    for node in graph.inputs:
+        v = node.value if node.value is not None else ShapeDtype(node.shape, node.dtype)
+        made[node.index] = new.input(v, node.name, weak=is_weak(node))
+    with recording(new):
+        for node in live:
+            if node.index in made:
+                continue
+            if node.op is CONST:
+                made[node.index] = new.const(node.value, is_weak(node))
+            elif node.index in merged:
+                twin = merged[node.index]
+                if twin.index not in made:      # (made here, before the loop's readers)
+                    made[twin.index] = new.remake(twin, [made[a.index] for a in twin.args])
+                layout, packed = node.op.layout, made[twin.index]
+                made[node.index] = (
+                    twin.op.layout.unpack(packed)[0] if len(layout) == 1 else
+                    part(packed, start=0, stop=layout.size, shape=(layout.size,)))
+            else:
+                made[node.index] = new.remake(node, [made[a.index] for a in node.args])
+    new.inputs = [made[n.index] for n in graph.inputs]
+    new.outputs = [made[n.index] for n in graph.outputs]
+    new.in_tree, new.out_tree = graph.in_tree, graph.out_tree
+    return new
 
 
 _SCANS = {}             # body digest and loop -> Scan: a loop traced again finds its own
