@@ -17,6 +17,7 @@ Rows:
 * wengert-scan: ``wg.grad`` of the loss written with ``wg.scan`` (eager: the body is
   traced on each call and its compiled code found in a cache);
 * wengert-scan-jit: ``wg.compile(wg.grad(loss))``, compiled before timing;
+* wengert-unroll8 (the oscillator only): the eager scan with ``unroll=8``;
 * wengert-scan-c (the oscillator only): the same with ``backend="c"``, each loop a C
   loop (the RNN's body, two 64x64 matrix products, is no code to write element by
   element);
@@ -48,11 +49,11 @@ def osc_losses(steps):
     """The oscillator's energy as a function of k, written with wg.scan and as a loop."""
     import wengert as wg
 
-    def scan_loss(k):
+    def scan_loss(k, unroll=1):
         def step(s, _):
             x, v = s
             return (x + DT * v, v - DT * k * x), None
-        (x, v), _ = wg.scan(step, (1.0, 0.0), length=steps)
+        (x, v), _ = wg.scan(step, (1.0, 0.0), length=steps, unroll=unroll)
         return 0.5 * v * v + 0.5 * k * x * x
 
     def loop_loss(k):
@@ -77,6 +78,8 @@ def osc_makers(steps):
                 raise ImportError(str(e)) from None
         elif how == "jit":
             g = wg.compile(wg.grad(scan_loss), K)
+        elif how == "unroll":
+            g = wg.grad(lambda k: scan_loss(k, unroll=8))
         else:
             g = wg.grad(scan_loss)
         return version("wengert"), lambda: np.array([g(K)])
@@ -122,6 +125,7 @@ def osc_makers(steps):
     return {"wengert-scan": lambda: wengert("scan"),
             "wengert-scan-jit": lambda: wengert("jit"),
             "wengert-scan-c": lambda: wengert("c"),
+            "wengert-unroll8": lambda: wengert("unroll"),
             "wengert-loop": lambda: wengert("loop"),
             "autograd-loop": autograd, "torch-loop": torch, "jax-scan-jit": jax}
 

@@ -289,6 +289,38 @@ def test_compiled_value_and_gradient_run_two_loops(monkeypatch):
     assert_close(value, rnn_loop(W0, H0, XS), **TIGHT)
     assert_close(grad, wg.grad(rnn_loop)(W0, H0, XS), **TIGHT)
 
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("unroll", [2, 3, 5, True])
+def test_unroll_takes_several_steps_per_step(unroll, reverse):
+    """unroll=k: the same values and derivatives (to rounding: sums of cotangents group
+    differently), k steps per traced step, the remainder after (before, reversed)."""
+    def f(w, xs, unroll=1):
+        step = lambda c, x: (wnp.sin(c * w + x[0]), {"a": c * x[1], "b": c})
+        c, ys = wg.scan(step, 0.3, xs, reverse=reverse, unroll=unroll)
+        return c + (ys["a"] * np.arange(len(xs))).sum() + ys["b"][3]
+    xs = RNG.normal(size=(11, 2))
+    assert_close(f(0.7, xs, unroll), f(0.7, xs), **TIGHT)
+    for argnums in (0, 1):
+        assert_close(wg.grad(f, argnums)(0.7, xs, unroll), wg.grad(f, argnums)(0.7, xs),
+                     **TIGHT)
+    assert_close(wg.hessian(f)(0.7, xs, unroll), wg.hessian(f)(0.7, xs), **TIGHT)
+    graph = wg.trace(lambda w: f(w, xs, unroll), 0.7)
+    steps = [n.op.length for n in graph.nodes if n.op.name.startswith("scan[")]
+    k = 11 if unroll is True else unroll
+    assert steps == ([11 // k, 11 % k] if 11 % k else [11 // k])
+    power = lambda x: wg.fori_loop(0, 7, lambda i, p: p * x, x)        # x ** 8
+    unrolled = lambda x: wg.fori_loop(0, 7, lambda i, p: p * x, x, unroll=unroll)
+    assert_close(wg.grad(unrolled)(1.5), wg.grad(power)(1.5), **TIGHT)
+    assert_close(wg.grad(unrolled)(1.5), 8 * 1.5 ** 7, **TIGHT)
+
+
+@pytest.mark.parametrize("unroll, error, words", [
+    (0, ValueError, "unroll must be >= 1"), (1.5, TypeError, "integer or a bool")])
+def test_unroll_errors(unroll, error, words):
+    with pytest.raises(error, match=words):
+        wg.grad(lambda w: wg.scan(lambda c, x: (c * w, None), 1.0, XS, unroll=unroll)[0])(1.0)
+
 # --- C: each loop a C loop over a function of its body ---------------------------------------
 HAVE_CC = any(shutil.which(cc) for cc in (os.environ.get("CC") or "cc", "gcc", "clang"))
 needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler on this machine")

@@ -536,7 +536,7 @@ def _loop_of(body, n_consts, n_carry, length, reverse, name):
 # --------------------------------------------------------------------------------------
 # the public functions
 # --------------------------------------------------------------------------------------
-def scan(f, init, xs=None, length=None, reverse=False):
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Loop ``carry, y = f(carry, x)`` over the leading axis of `xs`, as JAX's
     ``lax.scan``: returns the final carry and the ys stacked.
 
@@ -565,6 +565,10 @@ def scan(f, init, xs=None, length=None, reverse=False):
         length: the number of steps, needed where xs is None; where xs is given it must
             agree.
         reverse: run from the last element to the first.
+        unroll: how many steps each step of the traced loop takes (as JAX's): the body
+            is traced `unroll` times in a row, so the loop calls it `unroll` times less
+            often (a few more steps, the remainder, run as a loop of their own).  True
+            unrolls the whole loop into the graph, as a Python loop would be.
 
     Returns:
         ``(carry, ys)``: the last carry, and each leaf of y stacked along a new axis 0.
@@ -597,6 +601,10 @@ def scan(f, init, xs=None, length=None, reverse=False):
     traced = any(type(v) is Node for v in init_leaves + x_leaves)
     if length and not traced and current_graph() is None:
         return _plain_scan(f, init, x_leaves, x_tree, length, reverse)
+    unroll = _unroll(unroll, length)
+    if unroll > 1:
+        return _unrolled(f, unflatten(carry_tree, init_leaves), x_leaves, x_tree, length,
+                         reverse, unroll)
     name = getattr(f, "__name__", "f")
     body, captured, init_leaves, y_tree = _trace_body(f, init_leaves, carry_tree, x_leaves,
                                                       x_tree)
@@ -614,13 +622,14 @@ def scan(f, init, xs=None, length=None, reverse=False):
     return unflatten(carry_tree, out[:n_carry]), unflatten(y_tree, out[n_carry:n_out])
 
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``, as JAX's
     ``lax.fori_loop``: returns the last val.
 
     A `scan` over ``numpy.arange(lower, upper)``: inside a transformation the loop is one
     node of the graph, differentiable to any order.  `lower` and `upper` must be Python
     (or NumPy) integers, not traced values: the number of steps is part of the graph.
+    `unroll` is scan's (None: 1).
 
     Example:
         >>> import wengert as wg
@@ -644,7 +653,60 @@ def fori_loop(lower, upper, body_fun, init_val):
     def step(val, i):
         return body_fun(i, val), None
     step.__name__ = getattr(body_fun, "__name__", "body_fun")
-    return scan(step, init_val, np.arange(lower, max(lower, upper)))[0]
+    return scan(step, init_val, np.arange(lower, max(lower, upper)),
+                unroll=1 if unroll is None else unroll)[0]
+
+
+def _unroll(unroll, length):
+    """The number of steps per traced step: `unroll` checked, at most the length."""
+    if unroll is True or unroll is False:
+        return max(length, 1) if unroll else 1
+    try:
+        unroll = operator.index(unroll)
+    except TypeError:
+        raise TypeError(f"scan: unroll must be an integer or a bool, got "
+                        f"{type(unroll).__name__} {unroll!r:.40}") from None
+    if unroll < 1:
+        raise ValueError(f"scan: unroll must be >= 1, got {unroll}")
+    return min(unroll, max(length, 1))
+
+
+def _unrolled(f, init, x_leaves, x_tree, length, reverse, k):
+    """`scan` taking k steps of f per step: a scan of the k steps over the first
+    ``length // k * k`` elements (with `reverse`, the last), then a scan of f over the
+    remainder."""
+    import wengert.numpy as wnp
+    n, r = divmod(length, k)
+    if reverse:
+        main, rest = [x[r:] for x in x_leaves], [x[:r] for x in x_leaves]
+    else:
+        main, rest = [x[:n * k] for x in x_leaves], [x[n * k:] for x in x_leaves]
+    main = [wnp.reshape(x, (n, k) + tuple(shape_of(x)[1:])) for x in main]
+
+    def steps(carry, chunk):
+        chunk = flatten(chunk)[0]
+        ys = []
+        for i in (range(k - 1, -1, -1) if reverse else range(k)):
+            new, y = _pair(f(carry, unflatten(x_tree, [x[i] for x in chunk])))
+            _same_carry(flatten(carry), flatten(new))
+            carry = new
+            ys.append(y)
+        if reverse:
+            ys.reverse()
+        leaves = [flatten(y) for y in ys]
+        return carry, unflatten(leaves[0][1], [wnp.stack([ls[j] for ls, _ in leaves])
+                                               for j in range(len(leaves[0][0]))])
+    steps.__name__ = getattr(f, "__name__", "f")
+    carry, ys = scan(steps, init, unflatten(x_tree, main) if x_leaves else None,
+                     length=n, reverse=reverse)
+    y_leaves, y_tree = flatten(ys)
+    y_leaves = [wnp.reshape(y, (n * k,) + tuple(shape_of(y)[2:])) for y in y_leaves]
+    if r:
+        carry, more = scan(f, carry, unflatten(x_tree, rest) if x_leaves else None,
+                           length=r, reverse=reverse)
+        y_leaves = [wnp.concatenate([b, a] if reverse else [a, b])
+                    for a, b in zip(y_leaves, flatten(more)[0])]
+    return carry, unflatten(y_tree, y_leaves)
 
 
 def _length(x_leaves, length):
