@@ -71,8 +71,11 @@ def paired_ratio(times, name, base):
 
 
 def fmt_ratio(r):
-    """A ratio for a table: ``1.23x``, or ``n/a`` where there is none."""
-    return f"{r:.2f}x" if r is not None else "n/a"
+    """A ratio for a table: ``1.23x`` (three significant digits below 0.1: ``0.00192x``),
+    or ``n/a`` where there is none."""
+    if r is None:
+        return "n/a"
+    return f"{r:.2f}x" if r >= 0.1 else f"{r:.3g}x"
 
 
 def page_faults():
