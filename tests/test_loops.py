@@ -346,6 +346,8 @@ C_CASES = {
     "fori_loop reads i": (lambda x: wg.fori_loop(2, 9, lambda i, p: p * x + i / 7, x), (0.9,)),
     "nested": (lambda w, xs: (nested_c(w, xs)[0] + nested_c(w, xs)[1].sum()),
                (0.7, RNG.normal(size=(4, 3)))),
+    "nested fori_loops": (lambda w: wg.fori_loop(0, 10, lambda j, c: wg.fori_loop(
+        0, 12, lambda i, p: p * 0.9 + w * i / 12, c) + j * 0.01, w), (1.0,)),
     "pytrees": (lambda v, xs: wg.scan(lambda c, x: ((c[0] * v + x, wnp.sin(c[1]) + x[0]),
                                                     {"a": c[0] * x, "b": c[1]}),
                                       (np.zeros(3), 0.5), xs)[1]["a"].sum(), (1.1, XS)),

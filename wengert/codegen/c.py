@@ -280,10 +280,10 @@ def _looped(scalar, name, storage, fmt):
     arrays, size = [("wg_v", len(kept))], len(kept)
     for j, n in enumerate(loops, 1):
         body = scalar.loops[n.op].graph
-        small = len(body.inputs) + len(body.outputs) <= _ON_STACK
+        local = _local(n.op.scan)
         for array, count in ((f"wg_a{j}", len(n.args)), (f"wg_l{j}", n.shape[0]),
-                             (f"wg_io{j}", 0 if small else len(body.inputs)),
-                             (f"wg_res{j}", 0 if small else len(body.outputs))):
+                             (f"wg_io{j}", 0 if local else len(body.inputs)),
+                             (f"wg_res{j}", 0 if local else len(body.outputs))):
             arrays.append((array, count))
             size += count
     code = [f"{storage}int {name}(const double *restrict in, double *restrict out)", "{",
@@ -295,20 +295,21 @@ def _looped(scalar, name, storage, fmt):
             code.append(f"    double *const {array} = " +
                         (f"wg_mem + {offset};" if offset else "wg_mem;"))
         offset += count
-    tables = []
+    tables, steps = [], []
     for s, (mine, wanted) in enumerate(zip(members, targets)):
         dest = f"wg_a{s + 1}" if s < len(loops) else "out"
-        code += ["    {", *_segment(graph, mine, s, wanted, dest, where, segment, kept,
-                                tables, fmt), "    }"]
+        steps += ["    {", *_segment(graph, mine, s, wanted, dest, where, segment, kept,
+                                 tables, fmt), "    }"]
         for i in kept:          # later segments read this segment's kept values there
             if segment[i] == s:
                 where[i] = ("wg_v", kept[i])
         if s < len(loops):
             n = loops[s]
-            code += _loop_block(n.op.scan, s + 1, body_of[n.op],
-                                bool(scalar.loops[n.op].loops))
-    code += ["    free(wg_mem);", "    return 0;", "}", ""]
-    return lines + tables + code
+            steps += _loop_block(n.op.scan, s + 1, body_of[n.op],
+                                 bool(scalar.loops[n.op].loops))
+    # (the tables of constants inside the function: a body's function has its own)
+    return lines + code + ["    " + t for t in tables] + steps + [
+        "    free(wg_mem);", "    return 0;", "}", ""]
 
 
 def _segment(graph, mine, s, wanted, dest, where, segment, kept, tables, fmt):
@@ -392,8 +393,13 @@ def _row(start, row) -> str:
     return f"{start} + {step}" if start else step
 
 
-#: A loop's body with up to this many inputs and outputs (scalars) has them in local
-#: arrays, larger ones in the allocation.
+def _local(scan) -> bool:
+    """Whether a loop's body takes its inputs and outputs in local arrays (up to
+    `_ON_STACK` numbers in all), which the compiler can keep in registers once it has
+    inlined the body: in the allocation, any store might change them."""
+    return sum(n.size for n in scan.body.inputs + scan.body.outputs) <= _ON_STACK
+
+
 _ON_STACK = 4096
 
 
@@ -410,9 +416,7 @@ def _loop_block(scan, j, body, checked):
     if checked:                         # (a body with loops of its own allocates)
         call = f"if ({body}({io}, {res})) {{ free(wg_mem); return 1; }}"
     block = []
-    if size(ins) + size(outs) <= _ON_STACK:
-        # (local arrays, which the compiler can keep in registers once it has inlined
-        # the body: in the allocation, any store might change them)
+    if _local(scan):
         block.append(f"double {io}[{max(size(ins), 1)}], {res}[{max(size(outs), 1)}];")
     block += _copy(io, 0, a, 0, fixed)
     step = [f"const long wg_s = {scan.length - 1} - wg_i;" if scan.reverse else
