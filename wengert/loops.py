@@ -661,14 +661,19 @@ def _unroll(unroll, length):
     """The number of steps per traced step: `unroll` checked, at most the length."""
     if unroll is True or unroll is False:
         return max(length, 1) if unroll else 1
+    return min(_integer(unroll, "unroll", 1, "an integer or a bool"), max(length, 1))
+
+
+def _integer(value, name, least, what="an integer"):
+    """`value` as an int of at least `least`, or a clear error naming scan's `name`."""
     try:
-        unroll = operator.index(unroll)
+        value = operator.index(value)
     except TypeError:
-        raise TypeError(f"scan: unroll must be an integer or a bool, got "
-                        f"{type(unroll).__name__} {unroll!r:.40}") from None
-    if unroll < 1:
-        raise ValueError(f"scan: unroll must be >= 1, got {unroll}")
-    return min(unroll, max(length, 1))
+        raise TypeError(f"scan: {name} must be {what}, got {type(value).__name__} "
+                        f"{value!r:.40}") from None
+    if value < least:
+        raise ValueError(f"scan: {name} must be >= {least}, got {value}")
+    return value
 
 
 def _unrolled(f, init, x_leaves, x_tree, length, reverse, k):
@@ -712,13 +717,7 @@ def _unrolled(f, init, x_leaves, x_tree, length, reverse, k):
 def _length(x_leaves, length):
     """The number of steps, from the scanned arrays and `length`."""
     if length is not None:
-        try:
-            length = operator.index(length)
-        except TypeError:
-            raise TypeError(f"scan: length must be an integer, got "
-                            f"{type(length).__name__} {length!r:.40}") from None
-        if length < 0:
-            raise ValueError(f"scan: length must be >= 0, got {length}")
+        length = _integer(length, "length", 0)
     for k, x in enumerate(x_leaves):
         shape = shape_of(x)
         if not shape:
