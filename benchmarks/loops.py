@@ -55,13 +55,18 @@ def osc_losses(steps):
             return (x + DT * v, v - DT * k * x), None
         (x, v), _ = wg.scan(step, (1.0, 0.0), length=steps, unroll=unroll)
         return 0.5 * v * v + 0.5 * k * x * x
+    return scan_loss, osc_loop_loss(steps)
 
+
+def osc_loop_loss(steps):
+    """The oscillator's energy as a Python loop of plain arithmetic, which wengert and
+    autograd both trace."""
     def loop_loss(k):
         x, v = 1.0, 0.0
         for _ in range(steps):
             x, v = x + DT * v, v - DT * k * x
         return 0.5 * v * v + 0.5 * k * x * x
-    return scan_loss, loop_loss
+    return loop_loss
 
 
 def osc_makers(steps):
@@ -86,13 +91,7 @@ def osc_makers(steps):
 
     def autograd():
         import autograd
-
-        def loss(k):
-            x, v = 1.0, 0.0
-            for _ in range(steps):
-                x, v = x + DT * v, v - DT * k * x
-            return 0.5 * v * v + 0.5 * k * x * x
-        g = autograd.grad(loss)
+        g = autograd.grad(osc_loop_loss(steps))
         return version("autograd"), lambda: np.array([g(K)])
 
     def torch():
@@ -139,6 +138,18 @@ def rnn_data():
     return W, U, xs
 
 
+def rnn_loop_loss(xnp, h0, xs):
+    """The RNN's loss of (W, U) as a Python loop in the NumPy namespace `xnp` (wengert's
+    or autograd's)."""
+    def loss(W, U):
+        h, total = h0, 0.0
+        for x in xs:
+            h = xnp.tanh(W @ h + U @ x)
+            total = total + xnp.sum(h * h)
+        return total
+    return loss
+
+
 def rnn_makers():
     W, U, xs = rnn_data()
     h0 = np.zeros((HIDDEN, BATCH))
@@ -154,14 +165,8 @@ def rnn_makers():
             _, ys = wg.scan(step, h0, xs)
             return wnp.sum(ys)
 
-        def loop_loss(W, U):
-            h, total = h0, 0.0
-            for x in xs:
-                h = wnp.tanh(W @ h + U @ x)
-                total = total + wnp.sum(h * h)
-            return total
         if how == "loop":
-            g = wg.grad(loop_loss, argnums=(0, 1))
+            g = wg.grad(rnn_loop_loss(wnp, h0, xs), argnums=(0, 1))
         elif how == "jit":
             g = wg.compile(wg.grad(scan_loss, argnums=(0, 1)), W, U)
         else:
@@ -171,14 +176,7 @@ def rnn_makers():
     def autograd():
         import autograd
         import autograd.numpy as anp
-
-        def loss(W, U):
-            h, total = h0, 0.0
-            for x in xs:
-                h = anp.tanh(W @ h + U @ x)
-                total = total + anp.sum(h * h)
-            return total
-        g = autograd.grad(loss, argnum=(0, 1))
+        g = autograd.grad(rnn_loop_loss(anp, h0, xs), argnum=(0, 1))
         return version("autograd"), lambda: list(g(W, U))
 
     def torch():
