@@ -90,9 +90,9 @@ class Scan(Primitive):
         self.vjp = self._vjp_rule
         self.batch = self._batch_rule
         self.asks_active = True
-        self.extends = None         # the loop whose results are this one's first (see
-        # merge_twins), and for an eager gradient's loop keeping residuals,
-        self.base = base            # the loop they are for,
+        self.extends = None         # the loop whose results are this one's first
+        # (a VJP's forward loop; see merge_twins).  For an eager gradient's loop keeping
+        self.base = base            # residuals: the loop they are for,
         self.res_index = res_index  # and which values of its VJP's trace they are
         self.n_res = len(res_index)     # (the last n_res ys)
         self._run = None            # the compiled body, made when first run
@@ -492,31 +492,17 @@ def merge_twins(graph):
             merged[n.index] = twin
     if not merged:
         return graph
-    new = Graph(optimize=graph.optimize, straight_line=graph.straight_line, ieee=graph.ieee)
-    made = {}
-    for node in graph.inputs:
-        v = node.value if node.value is not None else ShapeDtype(node.shape, node.dtype)
-        made[node.index] = new.input(v, node.name, weak=is_weak(node))
-    with recording(new):
-        for node in live:
-            if node.index in made:
-                continue
-            if node.op is CONST:
-                made[node.index] = new.const(node.value, is_weak(node))
-            elif node.index in merged:
-                twin = merged[node.index]
-                if twin.index not in made:      # (made here, before the loop's readers)
-                    made[twin.index] = new.remake(twin, [made[a.index] for a in twin.args])
-                layout, packed = node.op.layout, made[twin.index]
-                made[node.index] = (
-                    twin.op.layout.unpack(packed)[0] if len(layout) == 1 else
-                    part(packed, start=0, stop=layout.size, shape=(layout.size,)))
-            else:
-                made[node.index] = new.remake(node, [made[a.index] for a in node.args])
-    new.inputs = [made[n.index] for n in graph.inputs]
-    new.outputs = [made[n.index] for n in graph.outputs]
-    new.in_tree, new.out_tree = graph.in_tree, graph.out_tree
-    return new
+
+    def read_from_twin(new, node, new_of):
+        twin = merged.get(node.index)
+        if twin is None:
+            return None
+        if twin.index not in new_of:        # (made here, before the loop's readers)
+            new_of[twin.index] = new.apply(twin.op, [new_of[a.index] for a in twin.args])
+        layout, packed = node.op.layout, new_of[twin.index]
+        return (twin.op.layout.unpack(packed)[0] if len(layout) == 1 else
+                part(packed, start=0, stop=layout.size, shape=(layout.size,)))
+    return graph.rebuilt(read_from_twin)
 
 
 _SCANS = {}             # body digest and loop -> Scan: a loop traced again finds its own

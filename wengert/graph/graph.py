@@ -713,6 +713,23 @@ class Graph:
         rebuilt through `apply` so that nodes which differed only through a copy are
         interned into one.  Copies matter only while derivatives are being taken (they keep
         nested perturbations apart); a finished graph is simpler without them."""
+        return self.rebuilt(lambda new, node, new_of:
+                            new_of[node.args[0].index] if node.op is _COPY else None)
+
+    def rebuilt(self, replace) -> "Graph":
+        """A new graph for the same outputs, each live node made again through `apply`,
+        save where ``replace(new, node, new_of)`` gives the node's stand-in in the new
+        graph `new` (``new_of`` maps old node indices to the new nodes made so far, and
+        `replace` may add to it).  The rewriting passes over a finished graph build on it.
+
+        Example:
+            >>> import wengert as wg
+            >>> g = wg.trace(lambda x: wg.math.sin(x) * 2.0, 1.0)
+            >>> twice = g.rebuilt(lambda new, node, new_of: wg.math.cos(new_of[0])
+            ...                   if node.op.name == "sin" else None)
+            >>> twice(0.0)
+            2.0
+        """
         new = Graph(optimize=self.optimize, straight_line=self.straight_line, ieee=self.ieee)
         new_of = {}
         for node in self.inputs:
@@ -723,14 +740,13 @@ class Graph:
                 continue
             if node.op is _CONST:
                 new_of[node.index] = new.const(node.value, is_weak(node))
-            elif node.op is _COPY:
-                new_of[node.index] = new_of[node.args[0].index]
-            elif node.op is _INPUT:
+                continue
+            if node.op is _INPUT:
                 raise ValueError(f"the outputs need input {node.label()}, which is not one "
                                  "of the graph's inputs")
-            else:
-                new_of[node.index] = new.apply(
-                    node.op, [new_of[a.index] for a in node.args], node.params)
+            found = replace(new, node, new_of)
+            new_of[node.index] = found if found is not None else new.apply(
+                node.op, [new_of[a.index] for a in node.args], node.params)
         new.inputs = [new_of[n.index] for n in self.inputs]
         new.outputs = [new_of[n.index] for n in self.outputs]
         new.in_tree, new.out_tree = self.in_tree, self.out_tree
