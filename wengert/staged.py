@@ -449,7 +449,7 @@ class _Dispatcher:
         params = list(zip(slot_names, specs))
         backend = self.backend
         scalar = None
-        if backend == "python":
+        if backend == "python" and may_be_faster(graph):
             scalar = scalarize(graph)
             if scalar is not None and not _faster(scalar, graph):
                 scalar = None
@@ -536,13 +536,26 @@ def _hold_constant_outputs(graph):
 
 def _faster(scalar, graph) -> bool:
     """Whether straight-line float code should beat NumPy calls on the arrays."""
-    ops = [n for n in graph.live_nodes() if n.args]
-    numpy_s = sum(_numpy_call_s(n) for n in ops) + \
-        sum(n.size for n in ops if not _view(n)) * NUMPY_ELEMENT_S
     elements = sum(n.size for n in graph.inputs) + sum(n.size for n in graph.outputs)
     float_s = sum(1 for n in scalar.graph.live_nodes() if n.args) * FLOAT_OP_S + \
         elements * FLOAT_ELEMENT_S
-    return float_s <= numpy_s
+    return float_s <= _numpy_s(graph)
+
+
+def may_be_faster(graph) -> bool:
+    """Whether float code could beat NumPy calls on the arrays, judged before the graph
+    is scalarised (which takes about a second where a matrix product of thousands of
+    elements would be written out): an elementwise operation on computed values costs
+    at least one float operation per element (one with a constant may fold away)."""
+    least = sum(n.size for n in graph.live_nodes() if n.args and n.op.elementwise and
+                all(a.op is not CONST for a in n.args)) * FLOAT_OP_S
+    return least <= _numpy_s(graph)
+
+
+def _numpy_s(graph):
+    ops = [n for n in graph.live_nodes() if n.args]
+    return sum(_numpy_call_s(n) for n in ops) + \
+        sum(n.size for n in ops if not _view(n)) * NUMPY_ELEMENT_S
 
 
 def _view(node) -> bool:
