@@ -17,8 +17,13 @@ from .scalar import real_part
 
 
 def _part_np(x, start, stop, shape):
-    out = np.asarray(x)[start:stop].reshape(shape)
-    return out[()] if shape == () else out.copy()
+    x = np.asarray(x)
+    out = x[start:stop].reshape(shape)
+    if shape == ():
+        return out[()]
+    # A view saves copying a large part (a loop's stacked residuals: megabytes), but keeps
+    # the whole pack alive as long as the part is: so only a quarter of the pack or more.
+    return out if 4 * out.size >= x.size else out.copy()
 
 
 def _place_np(x, start, size):
@@ -100,8 +105,11 @@ class Layout:
             return self.shapes[0], self.dtypes[0]
         return (self.size,), self.dtype
 
-    def pack(self, values):
-        """The values (arrays, numbers or traced values) as one packed value."""
+    def pack(self, values, out=None):
+        """The values (arrays, numbers or traced values) as one packed value.  `out`: the
+        array to pack them in, from `places`; a value that is its place there already is
+        not copied again.
+        """
         if len(self.shapes) == 1:
             return values[0]
         if any(type(v) is Node for v in values):      # symbolic: a sum of placed nodes
@@ -110,10 +118,33 @@ class Layout:
                 p = place(v, start=start, size=self.size)
                 total = p if total is None else total + p
             return total
-        out = np.empty(self.size, self.dtype)
+        if out is None:
+            out = np.empty(self.size, self.dtype)
         for v, (a, b) in zip(values, self.spans):
-            out[a:b] = np.ravel(v)
+            if type(v) is not np.ndarray or v.base is not out:
+                out[a:b] = np.ravel(v)
         return out
+
+    def places(self):
+        """An array to pack in, and each value's place in it: an array of the value's
+        shape to write it into (a view of the pack), or None where the value's dtype is
+        not the pack's.  A producer that writes its values there saves `pack` a copy.
+
+        Example:
+            >>> import numpy as np
+            >>> from wengert.primitives.pack import Layout
+            >>> layout = Layout([((2,), np.dtype(float)), ((), np.dtype(float))])
+            >>> out, (a, b) = layout.places()
+            >>> a[:] = [1.0, 2.0]
+            >>> layout.pack([a, 3.0], out)
+            array([1., 2., 3.])
+        """
+        if len(self.shapes) == 1:
+            out = np.empty(self.shapes[0], self.dtypes[0])
+            return out, [out]
+        out = np.empty(self.size, self.dtype)
+        return out, [out[a:b].reshape(shape) if dtype == self.dtype else None
+                     for (a, b), shape, dtype in zip(self.spans, self.shapes, self.dtypes)]
 
     def pack_batch(self, values, size):
         """Values with a leading batch axis of `size` (wg.vmap's), packed example by
