@@ -266,9 +266,9 @@ def test_eager_gradient_runs_two_loops(monkeypatch):
     sweep runs one loop (the body's VJP) after the forward one, not a second forward."""
     from wengert.loops import Scan
     runs = []
-    runner = Scan._runner               # (each run of a loop asks for its body's code)
-    monkeypatch.setattr(Scan, "_runner", lambda self: runs.append(self.name) or
-                        runner(self))
+    run = Scan.run
+    monkeypatch.setattr(Scan, "run", lambda self, args: runs.append(self.name) or
+                        run(self, args))
     got = wg.grad(rnn_scan)(W0, H0, XS)
     assert [name.split()[0] for name in runs] == ["scan[keep", "scan[vjp"], runs
     assert_close(got, wg.grad(rnn_loop)(W0, H0, XS), **TIGHT)
@@ -281,9 +281,9 @@ def test_compiled_value_and_gradient_run_two_loops(monkeypatch):
     from wengert.loops import Scan
     f = wg.compile(wg.value_and_grad(rnn_scan), W0, H0, XS)
     runs = []
-    runner = Scan._runner
-    monkeypatch.setattr(Scan, "_runner", lambda self: runs.append(self.name) or
-                        runner(self))
+    run = Scan.run
+    monkeypatch.setattr(Scan, "run", lambda self, args: runs.append(self.name) or
+                        run(self, args))
     value, grad = f(W0, H0, XS)
     assert [name.split()[0] for name in runs] == ["scan[keep", "scan[vjp"], runs
     assert_close(value, rnn_loop(W0, H0, XS), **TIGHT)
@@ -407,3 +407,76 @@ def test_c_refuses_bodies_it_cannot_write(f, words):
     with pytest.raises(ValueError) as info:
         wg.compile(f, 1.0, backend="c")
     assert words in str(info.value)
+
+
+# --- the default back-end: a small body's loop as one Python function on floats -------------
+FLOAT_CASES = dict({k: v for k, v in C_CASES.items() if k != "zero steps"}, **{
+    "bool and constant ys": (lambda w, xs: wg.scan(
+        lambda c, x: (c * w + x[1], (c > x[0], w * w, x)), 0.3, xs, reverse=True)[1][2].sum()
+        * w, (0.8, XS)),
+    "vector carry, empty y": (lambda w: wg.scan(
+        lambda c, _: (wnp.cos(c[::-1] * w), np.zeros(0)), np.arange(3.0), length=7)[0]
+        .sum(), (0.4,)),
+})
+
+
+def _runs_on_floats(monkeypatch, on):
+    """Counts the loops run on floats; with `on` False, every loop runs its NumPy code."""
+    from wengert.loops import Scan
+    runs = []
+    float_run = Scan._float_run
+    monkeypatch.setattr(Scan, "_float_run", lambda self, *a: runs.append(self.name) or
+                        float_run(self, *a))
+    if not on:
+        monkeypatch.setattr(Scan, "_on_floats", lambda self: None)
+    return runs
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_CASES))
+def test_float_loops_agree_with_numpy_loops(name, monkeypatch):
+    """Values, gradients and Hessians with each small loop run as one function on floats
+    equal those of the loop calling its body's NumPy code step by step."""
+    f, args = FLOAT_CASES[name]
+    fns = (f, wg.grad(f), wg.hessian(f))
+    runs = _runs_on_floats(monkeypatch, True)
+    on_floats = [fn(*args) for fn in fns]
+    assert runs, "no loop ran on floats"
+    monkeypatch.undo()
+    runs = _runs_on_floats(monkeypatch, False)
+    for fn, got in zip(fns, on_floats):
+        assert_close(got, fn(*args), **TIGHT)
+    assert not runs
+
+
+def test_float_loop_against_differences_at_random_points(monkeypatch):
+    runs = _runs_on_floats(monkeypatch, True)
+    for k in np.random.default_rng(5).uniform(0.5, 3.0, size=3):
+        check_grads(oscillator, k, order=2)
+    assert runs
+
+
+def test_float_loop_gives_numpys_nan_and_inf(monkeypatch):
+    """Where math raises (log of a negative, division by zero), the loop is run again by
+    NumPy, which gives nan and inf as eager NumPy code does."""
+    f = wg.compile(lambda w: wg.scan(lambda c, _: (c - w, (wnp.log(c), 1.0 / c)), 2.0,
+                                     length=4)[1], 1.0)
+    tried = _runs_on_floats(monkeypatch, True)
+    with np.errstate(all="ignore"):
+        logs, inverses = f(1.0)
+    assert tried
+    assert_close(logs, [np.log(2.0), 0.0, -np.inf, np.nan], **TIGHT)
+    assert_close(inverses, [0.5, 1.0, np.inf, -1.0], **TIGHT)
+
+
+def test_large_bodies_keep_numpy_calls():
+    """A body of matrix products is not written out element by element (which would take
+    seconds to find too large), neither by the loop nor by wg.compile."""
+    from wengert.loops import Scan
+    from wengert.staged import may_be_faster
+    W = RNG.normal(size=(64, 64)) / 8
+    f = lambda W: wg.scan(lambda h, x: (wnp.tanh(W @ h + x), None), np.zeros((64, 8)),
+                          np.ones((3, 64, 8)))[0].sum()
+    g = wg.trace(wg.grad(f), W)
+    loops = [n.op for n in g.nodes if isinstance(n.op, Scan)]
+    assert loops and not any(may_be_faster(loop.body) for loop in loops)
+    assert all(loop._on_floats() is None for loop in loops)

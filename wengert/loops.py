@@ -31,6 +31,7 @@ Example:
 """
 from __future__ import annotations
 
+import itertools
 import operator
 
 import numpy as np
@@ -96,6 +97,7 @@ class Scan(Primitive):
         self.res_index = res_index  # and which values of its VJP's trace they are
         self.n_res = len(res_index)     # (the last n_res ys)
         self._run = None            # the compiled body, made when first run
+        self._floats_run = False    # the loop on floats, or None: see _on_floats
         self._derived = {}          # the loops of its derivatives and batches, by kind
 
     # --- groups of the body's inputs and outputs --------------------------------------
@@ -109,22 +111,35 @@ class Scan(Primitive):
 
     # --- the value -------------------------------------------------------------------------
     def _impl(self, *args):
-        k0, k1 = self.n_consts, self.n_consts + self.n_carry
+        k1 = self.n_consts + self.n_carry
         args = [_as(v, n) for v, n in zip(args, self.body.inputs[:k1])] + list(args[k1:])
+        return self.run(args)
+
+    def run(self, args):
+        """The loop's value (packed: `layout`) from its arguments, each of its body
+        input's dtype: on Python floats where the body allows (`_on_floats`), else by one
+        call of the body's NumPy code per step.  The ys are written straight into the
+        packed value."""
+        nc = self.n_carry
+        out, places = self.layout.places()
+        ys = [np.empty((self.length,) + o.shape, o.dtype) if y is None else y
+              for y, o in zip(places[nc:], self.body.outputs[nc:])]
+        if self.length and self._on_floats() is not None:
+            values = self._float_run(args, ys)
+            if values is not None:
+                return self.layout.pack(values, out)
+        k0, k1 = self.n_consts, self.n_consts + nc
         consts, carry = args[:k0], args[k0:k1]
         rows = [_rows(x, n) for x, n in zip(args[k1:], self.body.inputs[k1:])]
-        ys = [np.empty((self.length,) + o.shape, o.dtype)
-              for o in self.body.outputs[self.n_carry:]]
         if self.length:
-            run = self._runner()
-            nc = self.n_carry
+            body = self._runner()
             steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
             for i in steps:
-                outs = run(*consts, *carry, *[r[i] for r in rows])
+                outs = body(*consts, *carry, *[r[i] for r in rows])
                 carry = outs[:nc]
                 for buf, y in zip(ys, outs[nc:]):
                     buf[i] = y
-        return self.layout.pack(list(carry) + ys)
+        return self.layout.pack(list(carry) + ys, out)
 
     def _runner(self):
         if self._run is None:
@@ -134,6 +149,62 @@ class Scan(Primitive):
             body.out_tree = flatten(tuple(range(len(body.outputs))))[1]
             self._run = _compile_graph(body, "python")
         return self._run
+
+    def _on_floats(self):
+        """The whole loop as one Python function on floats (`python.loop_source`), where
+        the body has a float form and it beats NumPy calls on the body's arrays; else
+        None.  Made when first asked."""
+        if self._floats_run is False:
+            from .codegen import python as py
+            from .codegen.scalarize import NotScalar, float_form
+            from .staged import _faster, may_be_faster
+            self._floats_run = None
+            if may_be_faster(self.body) and \
+                    not any(isinstance(n.op, Scan) for n in self.body.live_nodes()):
+                try:     # (loops=True: fori_loop's integer counter may be read as a float)
+                    scalar = float_form(self.body, loops=True)
+                except NotScalar:
+                    scalar = None
+                if scalar is not None and _faster(scalar, self.body):
+                    ns = py.Namespace()
+                    name = ns.names.own("loop")
+                    source = py.loop_source(name, scalar, self.n_consts, self.n_carry, ns)
+                    self._floats_run = py.make_function(source, name, ns)
+        return self._floats_run
+
+    def _float_run(self, args, ys):
+        """The loop's final carry and its ys, written into `ys` (`run`), by
+        `_on_floats`; None where math raised (``log(-1)``, ``1/0``), where NumPy gives
+        nan or inf."""
+        k1 = self.n_consts + self.n_carry
+        start = []
+        for v in args[:k1]:
+            start.extend(np.ravel(v).tolist() if type(v) is not float else (v,))
+        rows = []
+        for x, n in zip(args[k1:], self.body.inputs[k1:]):
+            if n.size:
+                x = np.asarray(x, n.dtype).reshape(self._steps(n))
+                rows.append(x[::-1].tolist() if self.reverse else x.tolist())
+        try:
+            carry, lists = self._floats_run(self.length, start, *rows)
+        except (ArithmeticError, ValueError):
+            return None
+        out, k = [], 0
+        for o in self.body.outputs[:self.n_carry]:
+            elements = carry[k:k + o.size]
+            k += o.size
+            out.append(np.array(elements, o.dtype).reshape(o.shape) if o.shape else
+                       float(elements[0]) if o.dtype == np.float64 else bool(elements[0]))
+        for buf, y, o in zip(ys, lists, self.body.outputs[self.n_carry:]):
+            if o.size:
+                buf = buf.reshape(self._steps(o))
+                (buf[::-1] if self.reverse else buf)[...] = y
+        return out + ys
+
+    def _steps(self, node):
+        """The shape of a scanned array or stacked y step by step as the float loop
+        reads or writes it: a list of elements, or of lists of several."""
+        return (self.length,) if node.size == 1 else (self.length, node.size)
 
     def flat(self):
         """This loop as a primitive on scalars, for code written element by element (the
@@ -724,11 +795,17 @@ def _length(x_leaves, length):
 
 def _plain_scan(f, init, x_leaves, x_tree, length, reverse):
     carry, ys = init, []
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        carry, y = _pair(f(carry, unflatten(x_tree, [x[i] for x in x_leaves])))
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    # (with nothing scanned, every step reads the same x: None, or an empty container)
+    xs = (unflatten(x_tree, [x[i] for x in x_leaves]) for i in steps) if x_leaves else \
+        itertools.repeat(unflatten(x_tree, []), length)
+    for x in xs:
+        carry, y = _pair(f(carry, x))
         ys.append(y)
         if len(ys) == 1:            # (the checks the traced loop makes, once)
             _same_carry(flatten(init), flatten(carry))
+    if all(y is None for y in ys):  # (the common case, with no stacking to do)
+        return carry, None
     if reverse:
         ys.reverse()
     leaves = [flatten(y) for y in ys]

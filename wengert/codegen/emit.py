@@ -80,12 +80,15 @@ class Statement:
 @dataclass
 class Code:
     """What the emitter decided: the statements in order, the names of the temporaries,
-    and the nodes of each part.  ``lines`` is the text in the chosen format."""
+    and the nodes of each part.  ``lines`` is the text in the chosen format.  The first
+    ``hoisted`` statements compute the parameter part alone (a loop writes them before
+    it: see `python.loop_source`)."""
     statements: list
     temporaries: list
     parameter_part: list
     input_part: list
     lines: list
+    hoisted: int = 0
 
     def __str__(self):
         return "\n".join(self.lines)
@@ -297,7 +300,9 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
                 return
             spill(longest)
 
+    hoisted = 0
     for part in (params, ins):
+        hoisted = len(statements)  # (the parameter part's, once the input part begins)
         tail = []                  # outputs that are leaves: assigned at the end of the part
         same_part = set(part)
         for i in part:
@@ -341,4 +346,4 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         target = st.target if isinstance(st.target, str) else fmt.symbol(st.target)
         lines.extend(fmt.statement(target, st.expr))
     return Code(statements, temporaries, [nodes[i] for i in params],
-                [nodes[i] for i in ins], lines)
+                [nodes[i] for i in ins], lines, hoisted)

@@ -21,6 +21,7 @@ Names come from `names.Names`: no user text reaches the source unsanitised.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -566,6 +567,97 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
         src.append(f"        return {fallback}({forward})")
     else:
         src.extend("    " + line for line in body)
+    return "\n".join(src) + "\n"
+
+
+def loop_source(fn_name, scalar, n_consts, n_carry, ns):
+    """The source of a Python function that runs a whole loop on Python floats: `scalar`
+    is the float form of a scan's body (inputs consts + carry + one step's xs, outputs
+    carry + ys, each array as its elements), written once inside a ``for``, so that a step
+    costs its arithmetic and no call.  What depends on the consts alone is computed
+    before the loop.
+
+    The function is ``fn_name(n, start, *rows)``: `start` the elements of the consts and
+    the initial carry, in order; `rows` one list per scanned array with elements, of its
+    elements step by step (an element, or a list of them where a step reads several);
+    ``n`` the number of steps, read where no array is scanned.  It returns a list of the
+    elements of the final carry, and a list of one list per y of its elements step by
+    step (as `rows`).  Math
+    raises where NumPy would give inf or nan, as in the float flavour.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.codegen.scalarize import scalar_form
+        >>> body = wg.trace(lambda w, c, x: (c * wg.math.exp(w) + x, c), 0.0, 0.0, 0.0)
+        >>> print(loop_source("run", scalar_form(body), 1, 1, Namespace()), end="")
+        def run(n, start, _rows0):
+            w, c = start
+            V0003 = _math.exp(w)
+            _ys0 = []
+            _y1 = _ys0.append
+            for x in _rows0:
+                V0005 = x+c*V0003
+                _y0 = c
+                c = V0005
+                _y1(_y0)
+            return [c], [_ys0]
+    """
+    names = ns.names.fork()
+    names.taken.update([fn_name, "n", "start"])
+    graph = scalar.graph
+    fmt = PythonFormat(FLOAT, ns)
+    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in scalar.in_shapes]
+    k1 = n_consts + n_carry
+    symbols = {n.index: Symbol(names.user(n.label())) for n in graph.inputs}
+    groups, k = [], 0                   # the symbols of each body input's elements
+    for size in sizes:
+        groups.append([symbols[n.index] for n in graph.inputs[k:k + size]])
+        k += size
+    carry = [s for g in groups[n_consts:k1] for s in g]
+    x_groups = [g for g in groups[k1:] if g]
+    n_carry_elements = len(carry)
+    # the carry's new values are assigned to its own names, last (emit orders them)
+    outs = list(zip(carry, graph.outputs[:n_carry_elements]))
+    y_groups, k = [], n_carry_elements
+    for shape in scalar.out_shapes[n_carry:]:
+        size = int(np.prod(shape, dtype=np.int64))
+        group = [Symbol(names.own("y")) for _ in range(size)]
+        outs.extend(zip(group, graph.outputs[k:k + size]))
+        y_groups.append(group)
+        k += size
+    # (what the consts alone give is the parameter part: computed before the loop)
+    stepped = graph.inputs[sum(sizes[:n_consts]):]
+    code = emit(graph, stepped, outs, fmt, names=symbols, reserved=names.taken,
+                rewrite=False)    # (rounds as the traced function: see emit.py)
+
+    def lines(statements, indent):
+        return [indent + line for st in statements for line in fmt.statement(
+            st.target if isinstance(st.target, str) else st.target.name, st.expr)]
+
+    def unpack(group):
+        return group[0].name if len(group) == 1 else \
+            "(" + ", ".join(s.name for s in group) + ")"
+
+    rows = [names.own("rows") for _ in x_groups]
+    start = [s.name for g in groups[:k1] for s in g]
+    src = [f"def {fn_name}(n, start{''.join(', ' + r for r in rows)}):"]
+    if start:
+        src.append(f"    {', '.join(start)}{',' if len(start) == 1 else ''} = start")
+    src.extend(lines(code.statements[:code.hoisted], "    "))
+    ys, appends = [names.own("ys") for _ in y_groups], [names.own("y") for _ in y_groups]
+    for y, a in zip(ys, appends):
+        src.append(f"    {y} = []")
+        src.append(f"    {a} = {y}.append")
+    if rows:
+        src.append(f"    for {', '.join(unpack(g) for g in x_groups)} in "
+                   f"{'zip(' + ', '.join(rows) + ')' if len(rows) > 1 else rows[0]}:")
+    else:
+        src.append(f"    for _ in {ns.fixed('_repeat', itertools.repeat)}(None, n):")
+    body = lines(code.statements[code.hoisted:], "        ")
+    for group, a in zip(y_groups, appends):
+        body.append(f"        {a}({unpack(group) if group else '()'})")
+    src.extend(body or ["        pass"])
+    src.append(f"    return [{', '.join(s.name for s in carry)}], [{', '.join(ys)}]")
     return "\n".join(src) + "\n"
 
 
