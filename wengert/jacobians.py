@@ -485,8 +485,12 @@ def format_costs(costs) -> str:
         eliminate      0     0     0     1     0     0     0      1
     """
     columns = list(next(iter(costs.values())))
-    lines = ["mode      " + "".join(f"{c:>6}" for c in columns[:-1]) + f"{columns[-1]:>7}"]
+    # (each column as wide as its widest count needs: a big graph's run to six digits)
+    widths = [max(6 if c != columns[-1] else 7,
+                  1 + max(len(str(counts[c])) for counts in costs.values()))
+              for c in columns]
+    lines = ["mode      " + "".join(f"{c:>{w}}" for c, w in zip(columns, widths))]
     for mode, counts in costs.items():
-        cells = [counts[c] for c in columns]
-        lines.append(f"{mode:<10}" + "".join(f"{v:>6}" for v in cells[:-1]) + f"{cells[-1]:>7}")
+        lines.append(f"{mode:<10}" + "".join(f"{counts[c]:>{w}}"
+                                             for c, w in zip(columns, widths)))
     return "\n".join(lines)
