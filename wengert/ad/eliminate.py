@@ -19,7 +19,8 @@ The strategies tried here:
 
 The Markowitz rule here eliminates first the vertex whose elimination needs the fewest
 multiplications that are not free (by 1, or of two constants: the graph simplifies and
-folds those), then the smallest in-degree × out-degree, then the earliest.
+folds those) plus the fewest new edges it can make, then the smallest in-degree ×
+out-degree, then the earliest.
 
 `choose` runs each strategy on cost tokens, labels that only record every multiplication
 and addition that is not free, and picks the cheapest; the run leaves a log of what it did
@@ -75,8 +76,9 @@ def eliminate_vertex(G: EdgeGraph, j):
 def eliminate(G: EdgeGraph, vertices, order="markowitz"):
     """Eliminate `vertices` from G in place, in ``"forward"`` (topological),
     ``"reverse"`` or ``"markowitz"`` order: first the vertex whose elimination costs the
-    fewest multiplications that are not free, then the smallest in-degree × out-degree,
-    then the earliest; the keys are kept current as eliminations change the neighbours.
+    fewest multiplications that are not free and new edges (`_key`), then the smallest
+    in-degree × out-degree, then the earliest; the keys are kept current as eliminations
+    change the neighbours.
 
     Example:
         >>> from wengert.ad.edges import EdgeGraph
@@ -106,9 +108,8 @@ def eliminate(G: EdgeGraph, vertices, order="markowitz"):
     counts = {v: _counts(G, v) for v in vertices}
 
     def entry(v):
-        pc, pv, sc, sv = counts[v]
         n = latest[v] = next(seq)
-        return ((pv * (sc + sv) + pc * sv, len(G.preds[v]) * len(G.succs[v])), rank[v], n, v)
+        return (_key(counts[v], len(G.preds[v]), len(G.succs[v])), rank[v], n, v)
 
     heap = [entry(v) for v in vertices]
     heapq.heapify(heap)
@@ -157,11 +158,21 @@ def _count(counts, side, k, d):
         counts[side + 1] += d
 
 
+def _key(counts, p, s):
+    """The Markowitz key of a vertex with in-degree p, out-degree s and `counts`
+    (`_counts`): (the multiplications its elimination costs that are not free, plus the
+    edges it can add, p·s - p - s; then p·s).  The edges count because a product of
+    constants is free but its edge is not: eliminating first every sum of a ladder (a, b
+    = f(a, b), a + b), each free, joined every later step to every earlier one, n² edges
+    where the rule with them has a few per vertex."""
+    pc, pv, sc, sv = counts
+    return pv * (sc + sv) + pc * sv + max(0, p * s - p - s), p * s
+
+
 def _markowitz(G, v):
-    """(multiplications that eliminating v costs, in-degree × out-degree), counted
-    afresh: the key `eliminate` keeps current edge by edge."""
-    pc, pv, sc, sv = _counts(G, v)
-    return pv * (sc + sv) + pc * sv, len(G.preds[v]) * len(G.succs[v])
+    """The key of v (`_key`), counted afresh: the key `eliminate` keeps current edge by
+    edge."""
+    return _key(_counts(G, v), len(G.preds[v]), len(G.succs[v]))
 
 
 def replay(G: EdgeGraph, log) -> EdgeGraph:
