@@ -582,8 +582,8 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
     elements step by step (an element, or a list of them where a step reads several);
     ``n`` the number of steps, read where no array is scanned.  It returns a list of the
     elements of the final carry, and a list of one list per y of its elements step by
-    step (as `rows`).  Math
-    raises where NumPy would give inf or nan, as in the float flavour.
+    step (as `rows`).  Math raises where NumPy would give inf or nan, as in the float
+    flavour.
 
     Example:
         >>> import wengert as wg
