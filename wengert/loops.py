@@ -3,7 +3,8 @@
 A Python loop in a traced function is recorded step by step: n steps of a body of b
 operations make n·b nodes, and `wg.compile` writes n·b lines.  ``scan(f, init, xs)``
 instead traces the body ``f(carry, x) -> (carry, y)`` once, into a graph of its own, and
-records the whole loop as one node of the enclosing graph.  Its value comes from a Python
+records the whole loop as one node of the enclosing graph.  Its value comes from one
+generated Python loop on floats where the body is small (`Scan.run`), else from a Python
 loop over the body compiled once (`wg.compile` of the body's graph).
 
 The node's derivative rules are scans again, made from the body's graph by graph-to-graph
@@ -156,16 +157,13 @@ class Scan(Primitive):
         None.  Made when first asked."""
         if self._floats_run is False:
             from .codegen import python as py
-            from .codegen.scalarize import NotScalar, float_form
-            from .staged import _faster, may_be_faster
+            from .staged import faster_float_form
             self._floats_run = None
-            if may_be_faster(self.body) and \
-                    not any(isinstance(n.op, Scan) for n in self.body.live_nodes()):
-                try:     # (loops=True: fori_loop's integer counter may be read as a float)
-                    scalar = float_form(self.body, loops=True)
-                except NotScalar:
-                    scalar = None
-                if scalar is not None and _faster(scalar, self.body):
+            # (a nested loop is not written in Python; loops=True: fori_loop's integer
+            # counter may be read as a float)
+            if not any(isinstance(n.op, Scan) for n in self.body.live_nodes()):
+                scalar = faster_float_form(self.body, loops=True)
+                if scalar is not None:
                     ns = py.Namespace()
                     name = ns.names.own("loop")
                     source = py.loop_source(name, scalar, self.n_consts, self.n_carry, ns)

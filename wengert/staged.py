@@ -29,7 +29,7 @@ import numpy as np
 from .api import _check_fun, trace
 from .codegen import python as py
 from .codegen.count import count_ops
-from .codegen.scalarize import NotScalar, float_form, not_float, scalarize
+from .codegen.scalarize import NotScalar, float_form, not_float
 
 # Rough costs on CPython: an arithmetic operation on floats, and a NumPy call on small
 # arrays plus its cost per element.  They decide between the float and NumPy flavours.
@@ -449,10 +449,8 @@ class _Dispatcher:
         params = list(zip(slot_names, specs))
         backend = self.backend
         scalar = None
-        if backend == "python" and may_be_faster(graph):
-            scalar = scalarize(graph)
-            if scalar is not None and not _faster(scalar, graph):
-                scalar = None
+        if backend == "python":
+            scalar = faster_float_form(graph)
         elif backend in ("float", "c"):
             try:
                 scalar = float_form(graph, 10 ** 7, 10 ** 6, loops=backend == "c")
@@ -540,6 +538,19 @@ def _faster(scalar, graph) -> bool:
     float_s = sum(1 for n in scalar.graph.live_nodes() if n.args) * FLOAT_OP_S + \
         elements * FLOAT_ELEMENT_S
     return float_s <= _numpy_s(graph)
+
+
+def faster_float_form(graph, loops=False):
+    """The float form of `graph` (`float_form`; with ``loops``, as there) where float
+    code should beat NumPy calls on its arrays, else None.  Judged twice: before
+    scalarising (`may_be_faster`) and after (`_faster`)."""
+    if not may_be_faster(graph):
+        return None
+    try:
+        scalar = float_form(graph, loops=loops)
+    except NotScalar:
+        return None
+    return scalar if _faster(scalar, graph) else None
 
 
 def may_be_faster(graph) -> bool:
