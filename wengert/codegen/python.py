@@ -542,8 +542,7 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
     outs = [(Symbol(names.own("r")), o) for o in target.outputs]
     code = emit(target, target.inputs, outs, fmt, names=symbols, reserved=names.taken,
                 rewrite=False)    # (rounds as the traced function: see emit.py)
-    body.extend(line for st in code.statements for line in fmt.statement(
-        st.target if isinstance(st.target, str) else st.target.name, st.expr))
+    body.extend(_lines(fmt, code.statements))
     exprs = [output_expr(o, s.name, flavour, ns) for s, o in outs]
     if scalar is not None:
         grouped, k = [], 0
@@ -630,10 +629,6 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
     code = emit(graph, stepped, outs, fmt, names=symbols, reserved=names.taken,
                 rewrite=False)    # (rounds as the traced function: see emit.py)
 
-    def lines(statements, indent):
-        return [indent + line for st in statements for line in fmt.statement(
-            st.target if isinstance(st.target, str) else st.target.name, st.expr)]
-
     def unpack(group):
         return group[0].name if len(group) == 1 else \
             "(" + ", ".join(s.name for s in group) + ")"
@@ -643,7 +638,7 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
     src = [f"def {fn_name}(n, start{''.join(', ' + r for r in rows)}):"]
     if start:
         src.append(f"    {', '.join(start)}{',' if len(start) == 1 else ''} = start")
-    src.extend(lines(code.statements[:code.hoisted], "    "))
+    src.extend(_lines(fmt, code.statements[:code.hoisted], "    "))
     ys, appends = [names.own("ys") for _ in y_groups], [names.own("y") for _ in y_groups]
     for y, a in zip(ys, appends):
         src.append(f"    {y} = []")
@@ -653,12 +648,18 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
                    f"{'zip(' + ', '.join(rows) + ')' if len(rows) > 1 else rows[0]}:")
     else:
         src.append(f"    for _ in {ns.fixed('_repeat', itertools.repeat)}(None, n):")
-    body = lines(code.statements[code.hoisted:], "        ")
+    body = _lines(fmt, code.statements[code.hoisted:], "        ")
     for group, a in zip(y_groups, appends):
         body.append(f"        {a}({unpack(group) if group else '()'})")
     src.extend(body or ["        pass"])
     src.append(f"    return [{', '.join(s.name for s in carry)}], [{', '.join(ys)}]")
     return "\n".join(src) + "\n"
+
+
+def _lines(fmt, statements, indent=""):
+    """The source lines of emitted statements (`emit.Statement`)."""
+    return [indent + line for st in statements for line in fmt.statement(
+        st.target if isinstance(st.target, str) else st.target.name, st.expr)]
 
 
 def make_function(source, fn_name, ns):
