@@ -8,7 +8,9 @@ import wengert.math as wm
 from fd import fd_derivative, fd_gradient, assert_close
 from wengert import Graph, ShapeDtype
 from wengert.graph.passes import optimize, cost
+from wengert.primitives import array as A
 from wengert.primitives import scalar as P
+from wengert.primitives import shape as S
 
 
 def ops_of(graph):
@@ -127,6 +129,31 @@ def test_simplification_keeps_shapes():
     assert y.shape == (3,) and y.op.name == "mul"
     z = x * np.zeros(3)
     assert z.op.name == "const" and z.shape == (3,)
+
+
+def test_broadcasting_by_hand_is_left_to_the_operation():
+    """The cotangent of a sum is spread to its operand's shape and then multiplied: the
+    product broadcasts anyway, so the copy is not made (the same numbers)."""
+    import wengert.numpy as wnp
+    g = wg.trace(wg.grad(lambda x: wnp.sum(x * x)), np.ones((4, 3)))
+    assert "broadcast_to" not in ops_of(g) and "reshape" not in ops_of(g)
+    x = np.random.default_rng(0).normal(size=(4, 3))
+    assert np.array_equal(g(x), 2 * x)
+
+
+def test_broadcasting_by_hand_stays_where_it_decides_the_result():
+    G = Graph()
+    x = G.input(ShapeDtype((3,), np.float32), "x")
+    strong = G.input(ShapeDtype((), np.float64), "s")          # np.float64(s): strong
+    weak = G.input(ShapeDtype((), np.float64, weak=True), "w")  # a Python float: weak
+    spread = lambda s: S.broadcast_to(A.reshape(s, shape=(1,)), shape=(3,))
+    y = x * spread(strong)                 # float64 either way: read as x * s
+    assert y.dtype == np.float64 and y.args[1] is strong
+    z = x * spread(weak)                   # x * w would be float32: an array of w stays
+    assert z.dtype == np.float64 and z.args[1] is not weak
+    v = G.input(ShapeDtype((2, 1), np.float64), "v")
+    assert (v * spread(strong)).shape == (2, 3)       # a shape that broadcasting decides
+    assert (v * S.broadcast_to(v, shape=(2, 3))).args[1].op is S.broadcast_to
 
 
 def test_optimize_switch_turns_interning_and_simplification_off():

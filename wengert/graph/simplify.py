@@ -36,7 +36,7 @@ import numpy as np
 from ..primitives import array as A
 from ..primitives import scalar as P
 from ..primitives import shape as S
-from ..primitives.registry import CONST
+from ..primitives.registry import CONST, weak_result
 
 
 def _is(n, v) -> bool:
@@ -321,11 +321,54 @@ def _index_add(g, args, params):
 
 _INTERESTING = frozenset({CONST, P.neg, A.index_add})    # what + and - look for
 
+
+# --- operands spread out by hand ------------------------------------------------------------
+# A reverse sweep spreads a reduction's cotangent back to its operand's shape (the VJP of
+# sum(x * x) is broadcast_to(g) * x, g a scalar reshaped to (1, 1) first), and an
+# elementwise operation broadcasts anyway: ``x * broadcast_to(g, x.shape) -> x * g`` saves
+# a copy of x's size and two calls, and the product is the same numbers.
+
+def _spread(n):
+    """What `n` spreads out, if it is broadcast_to, or a reshape that only puts unit axes
+    in front (which broadcasting does too); else None."""
+    if n.op is S.broadcast_to:
+        return n.args[0]
+    if n.op is A.reshape:
+        z = n.args[0]
+        k = len(n.shape) - len(z.shape)
+        if k >= 0 and n.shape[k:] == z.shape and all(d == 1 for d in n.shape[:k]):
+            return z
+    return None
+
+
+def _unspread(op, rule):
+    """`rule` (or none) for an elementwise `op`, tried after `_spread` operands are read
+    as what they spread, where the result keeps its shape, dtype and weakness."""
+    def simplify(g, args, params):
+        if any(a.op is S.broadcast_to or a.op is A.reshape for a in args):
+            aval, weak = op.abstract_eval(args, params), weak_result(op, args)
+            plain = list(args)
+            for k in range(len(plain)):
+                z = _spread(plain[k])
+                while z is not None:
+                    trial = plain[:k] + [z] + plain[k + 1:]
+                    if op.abstract_eval(trial, params) != aval or \
+                            weak_result(op, trial) != weak:
+                        break
+                    plain[k], z = z, _spread(z)
+            if any(p is not a for p, a in zip(plain, args)):
+                return g.apply(op, tuple(plain), params)
+        return None if rule is None else rule(g, args, params)
+    return simplify
+
+
 RULES = {
     P.add: _add, P.sub: _sub, P.mul: _mul, P.div: _div, P.neg: _neg, P.powi: _powi,
     P.select: _select, S.sum_to: _same_shape, S.broadcast_to: _same_shape,
     A.index_add: _index_add,
 }
+for _op in (P.add, P.sub, P.mul, P.div):
+    RULES[_op] = _unspread(_op, RULES[_op])
 
 for _op, _rule in RULES.items():
     _op.simplify = _rule
