@@ -189,6 +189,12 @@ class PythonFormat(Format):
             return f"{_atom(args[0])}[{self._index(params['index'])}]"
         if op is A.matmul:
             return f"({_atom(args[0])} @ {_atom(args[1])})"
+        if op is A.transpose and params["axes"]:
+            # (an array of one axis or more is an ndarray here: its method is a view, and
+            # half the cost of the primitive's implementation, which also takes floats)
+            axes = tuple(params["axes"])
+            return f"{_atom(args[0])}.T" if axes == (1, 0) else \
+                f"{_atom(args[0])}.transpose({axes!r})"
         if op is S.numpy_ufunc and getattr(np, params["ufunc"].__name__, None) is \
                 params["ufunc"]:
             return f"{self._np}.{params['ufunc'].__name__}({', '.join(args)})"
