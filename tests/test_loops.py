@@ -480,3 +480,31 @@ def test_large_bodies_keep_numpy_calls():
     loops = [n.op for n in g.nodes if isinstance(n.op, Scan)]
     assert loops and not any(may_be_faster(loop.body) for loop in loops)
     assert all(loop._on_floats() is None for loop in loops)
+
+
+def test_numpy_loop_keeps_numpys_nan_and_inf(monkeypatch):
+    """Run as NumPy code, a scalar carry stays a NumPy scalar: a constant carried on (the
+    float 0.0) divides to inf, not ZeroDivisionError, compiled and under a derivative."""
+    _runs_on_floats(monkeypatch, False)
+    f = lambda w: wg.scan(lambda c, _: (0.0 * w, (w / c, wnp.log(c - 0.5))), 1.0,
+                          length=3)[1]
+    with np.errstate(all="ignore"):
+        ratios, logs = wg.compile(f, 2.0)(2.0)
+        assert_close(ratios, [2.0, np.inf, np.inf], **TIGHT)
+        assert_close(logs, [np.log(0.5), np.nan, np.nan], **TIGHT)
+        # (0 * inf is nan: the cotangent 0 of the later ratios meets their partial 1/0)
+        unrolled = wg.grad(lambda w: w / 1.0 + 0.0 * (w / (0.0 * w)) + 0.0 * (w / (0.0 * w)))
+        assert_close(wg.grad(lambda w: f(w)[0][0])(2.0), unrolled(2.0), **TIGHT)
+
+
+def test_numpy_loop_computes_what_the_consts_give_once():
+    """The loop on NumPy values computes what depends only on the closed-over values (the
+    transpose of W in a recurrent layer's gradient) before its first step."""
+    from wengert.codegen.python import Namespace, array_loop_source
+    W, h, x = RNG.normal(size=(4, 4)), np.zeros((4, 2)), np.ones((4, 2))
+    body = wg.trace(lambda W, h, x: (wnp.tanh(W.T @ h + x), None), W, h, x)
+    src = array_loop_source("run", body, 1, 1, Namespace())
+    assert src.index("W.T") < src.index("for ")
+    f = lambda W: wg.scan(lambda h, x: (wnp.tanh(W.T @ h + x), None), h,
+                          np.ones((5, 4, 2)))[0].sum()
+    check_grads(f, W, order=2)

@@ -4,8 +4,8 @@ A Python loop in a traced function is recorded step by step: n steps of a body o
 operations make n·b nodes, and `wg.compile` writes n·b lines.  ``scan(f, init, xs)``
 instead traces the body ``f(carry, x) -> (carry, y)`` once, into a graph of its own, and
 records the whole loop as one node of the enclosing graph.  Its value comes from one
-generated Python loop on floats where the body is small (`Scan.run`), else from a Python
-loop over the body compiled once (`wg.compile` of the body's graph).
+generated Python loop (`Scan.run`): on floats where the body is small, else with the
+body's NumPy code inside the ``for``.
 
 The node's derivative rules are scans again, made from the body's graph by graph-to-graph
 transformations (`wengert.ad.forward` and `wengert.ad.reverse` applied to it once, not
@@ -59,7 +59,7 @@ class Scan(Primitive):
     the consts, the initial carry and the scanned arrays; its value is the final carry
     and the stacked ys, packed (`wengert.primitives.pack.Layout`).  Not in the registry:
     one is made per body graph, and kept (`_SCANS`) so that a loop traced again with the
-    same body finds its compiled body and derived loops.
+    same body finds its generated loops and derived loops.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -97,7 +97,7 @@ class Scan(Primitive):
         self.base = base            # residuals: the loop they are for,
         self.res_index = res_index  # and which values of its VJP's trace they are
         self.n_res = len(res_index)     # (the last n_res ys)
-        self._run = None            # the compiled body, made when first run
+        self._arrays_run = None     # the loop on NumPy values: see _on_arrays
         self._floats_run = False    # the loop on floats, or None: see _on_floats
         self._derived = {}          # the loops of its derivatives and batches, by kind
 
@@ -118,9 +118,9 @@ class Scan(Primitive):
 
     def run(self, args):
         """The loop's value (packed: `layout`) from its arguments, each of its body
-        input's dtype: on Python floats where the body allows (`_on_floats`), else by one
-        call of the body's NumPy code per step.  The ys are written straight into the
-        packed value."""
+        input's dtype: on Python floats where the body allows (`_on_floats`), else by the
+        body's NumPy code written inside one loop (`_on_arrays`).  The ys are written
+        straight into the packed value."""
         nc = self.n_carry
         out, places = self.layout.places()
         ys = [np.empty((self.length,) + o.shape, o.dtype) if y is None else y
@@ -130,26 +130,28 @@ class Scan(Primitive):
             if values is not None:
                 return self.layout.pack(values, out)
         k0, k1 = self.n_consts, self.n_consts + nc
-        consts, carry = args[:k0], args[k0:k1]
-        rows = [_rows(x, n) for x, n in zip(args[k1:], self.body.inputs[k1:])]
+        ins = self.body.inputs
+        carry = args[k0:k1]
         if self.length:
-            body = self._runner()
+            # (NumPy values throughout: a scalar is a NumPy scalar, which gives inf and nan
+            # where a float raises)
+            start = [np.asarray(v, n.dtype)[()] if not n.shape else np.asarray(v, n.dtype)
+                     for v, n in zip(args[:k1], ins)]
+            rows = [np.asarray(x, n.dtype) for x, n in zip(args[k1:], ins[k1:])]
             steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
-            for i in steps:
-                outs = body(*consts, *carry, *[r[i] for r in rows])
-                carry = outs[:nc]
-                for buf, y in zip(ys, outs[nc:]):
-                    buf[i] = y
+            carry = self._on_arrays()(steps, start, rows, ys)
         return self.layout.pack(list(carry) + ys, out)
 
-    def _runner(self):
-        if self._run is None:
-            from .staged import _compile_graph
-            body = self.body
-            body.in_tree = flatten(tuple(range(len(body.inputs))))[1]
-            body.out_tree = flatten(tuple(range(len(body.outputs))))[1]
-            self._run = _compile_graph(body, "python")
-        return self._run
+    def _on_arrays(self):
+        """The whole loop as one Python function on NumPy values
+        (`python.array_loop_source`), made when first asked."""
+        if self._arrays_run is None:
+            from .codegen import python as py
+            ns = py.Namespace()
+            name = ns.names.own("loop")
+            source = py.array_loop_source(name, self.body, self.n_consts, self.n_carry, ns)
+            self._arrays_run = py.make_function(source, name, ns)
+        return self._arrays_run
 
     def _on_floats(self):
         """The whole loop as one Python function on floats (`python.loop_source`), where
@@ -436,7 +438,7 @@ def _fit(x, like):
 
 
 def _as(v, node):
-    """Value `v` with `node`'s dtype, as the compiled body takes it."""
+    """Value `v` with `node`'s dtype, as the generated loops take it."""
     if type(v) is float and node.dtype == np.float64:
         return v
     a = np.asarray(v)
@@ -444,15 +446,6 @@ def _as(v, node):
         return v
     a = a.astype(node.dtype)
     return a[()] if not a.ndim else a
-
-
-def _rows(x, node):
-    """What step i reads of a scanned array: ``rows[i]``.  A float64 vector's elements are
-    read as Python floats, as the compiled body takes scalars."""
-    x = np.asarray(x)
-    if x.dtype != node.dtype:
-        x = x.astype(node.dtype)
-    return x.tolist() if x.ndim == 1 and x.dtype == np.float64 else x
 
 
 class _Row:

@@ -30,7 +30,7 @@ import numpy as np
 from ..graph.graph import F64
 from ..primitives import array as A
 from ..primitives import scalar as S
-from ..primitives.registry import CONST, is_weak
+from ..primitives.registry import CONST, INPUT, is_weak
 from ..tree import CUSTOM, HELD, LEAF, registered
 from .emit import Symbol, emit
 from .formats import Format
@@ -659,6 +659,75 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
         body.append(f"        {a}({unpack(group) if group else '()'})")
     src.extend(body or ["        pass"])
     src.append(f"    return [{', '.join(s.name for s in carry)}], [{', '.join(ys)}]")
+    return "\n".join(src) + "\n"
+
+
+def array_loop_source(fn_name, body, n_consts, n_carry, ns):
+    """The source of a Python function that runs a whole loop on NumPy values: the
+    statements of `body` (a scan's body graph: inputs consts + carry + one step's xs,
+    outputs carry + ys) written once inside a ``for``.  A step then costs its NumPy calls:
+    no call of a compiled body, no check of its arguments, and what depends on the consts
+    alone (``W.T`` of a recurrent layer's gradient) is computed once, before the loop.
+
+    The function is ``fn_name(steps, start, rows, ys)``: `steps` the step indices in the
+    order they run; `start` the consts and the initial carry (arrays, and NumPy scalars
+    for scalars: NumPy's conventions, inf and nan, as in the NumPy flavour); `rows` one
+    array per scanned input, read at ``rows[k][i]``; `ys` one array per y, written at
+    ``ys[k][i]``.  It returns the final carry, as a list.
+
+    Example:
+        >>> import wengert as wg
+        >>> body = wg.trace(lambda w, c, x: (c * wg.math.exp(w) + x, c), 0.0, 0.0, 0.0)
+        >>> print(array_loop_source("run", body, 1, 1, Namespace()), end="")
+        def run(steps, start, rows, ys):
+            w, c = start
+            _rows0, = rows
+            _ys0, = ys
+            V0003 = _np.exp(w)
+            for _i0 in steps:
+                x = _rows0[_i0]
+                V0005 = x+c*V0003
+                _y0 = c
+                c = V0005
+                _ys0[_i0] = _y0
+            return [float(c)]
+    """
+    names = ns.names.fork()
+    names.taken.update([fn_name, "steps", "start", "rows", "ys"])
+    fmt = PythonFormat(NUMPY, ns)
+    k1 = n_consts + n_carry
+    symbols = {n.index: Symbol(names.user(n.label())) for n in body.inputs}
+    start = [symbols[n.index].name for n in body.inputs[:k1]]
+    carry = [symbols[n.index] for n in body.inputs[n_consts:k1]]
+    xs = [symbols[n.index].name for n in body.inputs[k1:]]
+    ys = [Symbol(names.own("y")) for _ in body.outputs[n_carry:]]
+    # (the carry's new values are assigned to its own names, last: emit orders them)
+    outs = list(zip(carry + ys, body.outputs))
+    code = emit(body, body.inputs[n_consts:], outs, fmt, names=symbols,
+                reserved=names.taken, rewrite=False)   # (rounds as the traced function)
+    row_names, y_names = [names.own("rows") for _ in xs], [names.own("ys") for _ in ys]
+    i = names.own("i")
+
+    def unpack(items, whole):
+        return f"    {', '.join(items)}{',' if len(items) == 1 else ''} = {whole}"
+
+    src = [f"def {fn_name}(steps, start, rows, ys):"]
+    src += [unpack(v, w) for v, w in ((start, "start"), (row_names, "rows"),
+                                      (y_names, "ys")) if v]
+    src.extend(_lines(fmt, code.statements[:code.hoisted], "    "))
+    src.append(f"    for {i} in steps:")
+    loop = [f"        {x} = {r}[{i}]" for x, r in zip(xs, row_names)]
+    loop.extend(_lines(fmt, code.statements[code.hoisted:], "        "))
+    for c, o in zip(carry, body.outputs):
+        if o.shape == () and o.dtype == F64 and (o.op is CONST or o.op is not INPUT and
+                                                  not o.op.builtin):
+            # (a float's division by zero raises, NumPy's gives inf: a scalar carry stays
+            # a NumPy scalar where a constant or a user's primitive gives a float)
+            loop.append(f"        {c.name} = {fmt._np}.float64({c.name})")
+    loop.extend(f"        {b}[{i}] = {y.name}" for b, y in zip(y_names, ys))
+    src.extend(loop)
+    final = [output_expr(o, c.name, NUMPY, ns) for c, o in zip(carry, body.outputs)]
+    src.append(f"    return [{', '.join(final)}]")
     return "\n".join(src) + "\n"
 
 
