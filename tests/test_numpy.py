@@ -1826,11 +1826,16 @@ def test_convolve_correlate_and_interp_follow_numpy():
                     got, want = wg.vjp(f, a32, v32)[0], theirs(a32, v32, mode)
                     assert got.dtype == want.dtype and got.shape == want.shape
                     assert_close(got, want, rtol=1e-5, atol=1e-6)
-    # interp: the slope in x, the two neighbours' weights in fp; flat beyond the ends
+    # interp: the slope in x, the two neighbours' weights in fp; flat beyond the ends; at
+    # a sample point, the slope on its right (at the last, on its left), as JAX's
     xp, fp = numpy.array([0.0, 1.0, 3.0]), numpy.array([1.0, 5.0, -1.0])
     x = numpy.array([-1.0, 0.25, 2.0, 3.0, 4.0, numpy.nan])
     gx, gfp = wg.grad(lambda x, fp: np.nansum(np.interp(x, xp, fp)), argnums=(0, 1))(x, fp)
-    assert gx.tolist() == [0.0, 4.0, -3.0, 0.0, 0.0, 0.0]
+    assert gx.tolist() == [0.0, 4.0, -3.0, -3.0, 0.0, 0.0]
+    at_points = wg.vjp(lambda x: np.interp(x, xp, fp), xp.copy())
+    assert at_points[0].tolist() == fp.tolist()
+    assert at_points[1](numpy.ones(3))[0].tolist() == [4.0, -3.0, -3.0]
+    assert wg.jvp(lambda x: np.interp(x, xp, fp), (1.0,), (1.0,)) == (5.0, -3.0)
     assert gfp.tolist() == [0.75 + 1, 0.25 + 0.5, 0.5 + 1 + 1]
     f = wg.compile(lambda x, fp: np.interp(x, xp, fp, left=-7.0), x, fp)   # no value needed
     assert numpy.array_equal(f(x, fp), numpy.interp(x, xp, fp, left=-7.0), equal_nan=True)

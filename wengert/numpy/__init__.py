@@ -2161,8 +2161,13 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         alt = slope * (x_in - xj1) + fj1
         alt = where(logical_and(isnan(alt), equal(fj, fj1)), fj, alt)
         res = where(isnan(res), alt, res)
-        res = where(equal(x_in, xj), fj, res)
-        res = where(equal(x, xp[-1]), last, res)
+        # NumPy gives fp_j itself where x is xp_j (an infinite slope would make nan), and
+        # fp_-1 at xp_-1.  Written fp_j + slope*0, the value is that and the derivative in
+        # x the slope of the interval x is in (the one on its right; at xp_-1, on its
+        # left), as JAX's; a constant there would make it 0 at every sample point.
+        finite = where(isfinite(slope), slope, 0.0)
+        res = where(equal(x_in, xj), fj + finite * (x_in - xj), res)
+        res = where(equal(x, xp[-1]), last + finite * (x_in - xp[-1]), res)
         res = where(x < xp[0], left, where(x > xp[-1], right, res))
         return where(isnan(x), x, res)
 
