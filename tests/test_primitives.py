@@ -293,6 +293,19 @@ def test_domain_errors_follow_numpy():
         assert math.isnan(wg.grad(lambda x: wg.math.sqrt(x) * 0.5 + wg.math.log(x))(-1.0))
 
 
+def test_an_array_over_a_scalar_zero_follows_numpy():
+    """A partial redone in NumPy where a Python float raised keeps its array arguments as
+    they are: x / 0.0 on an array differentiates to inf, a zero sum normalised to nan."""
+    import wengert.numpy as wnp
+    with np.errstate(all="ignore"):
+        assert wg.grad(lambda x: wnp.sum(x / 0.0))(np.ones(3)).tolist() == [math.inf] * 3
+        assert np.isnan(wg.grad(lambda x: wnp.sum(x / wnp.sum(x)))(np.zeros(3))).all()
+        y, t = wg.jvp(lambda x: x / 0.0, (np.ones(3),), (np.arange(3.0),))
+        assert y.tolist() == [math.inf] * 3 and np.isnan(t[0]) and t[1:].tolist() == [math.inf] * 2
+        assert wg.grad(lambda x: wnp.sum(wnp.mean(x, axis=0)))(np.ones((0, 3))).shape == (0, 3)
+        assert wg.grad(lambda x, y: x / y, argnums=(0, 1))(1.0, 0.0) == (math.inf, -math.inf)
+
+
 def test_primitives_accept_numpy_arrays_elementwise():
     x = np.array([0.1, 0.5, 1.2])
     np.testing.assert_allclose(wg.math.sin(x), np.sin(x))

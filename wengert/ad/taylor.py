@@ -878,4 +878,4 @@ def _in_numpy(rule, xs, ans, order, params):
     back as Python scalars."""
     out = rule([[one_element(c) for c in x] for x in xs], one_element(ans), order,
                **params)
-    return [from_one_element(c) for c in out]
+    return [from_one_element(c, [*(c for x in xs for c in x), ans]) for c in out]

@@ -47,15 +47,21 @@ _uids = itertools.count()
 
 
 def one_element(v):
-    """A Python or NumPy scalar as an array of one element (None stays None), for redoing
-    a rule in NumPy where Python floats raised (1/0.0 at a pole): on arrays NumPy gives
-    inf or nan, with its warning, and every primitive hands back an array (on a NumPy
-    scalar it would hand back a Python float, which raises again)."""
-    return v if v is None else np.full(1, v, dtype=np.result_type(v, np.float64))
+    """A Python or NumPy scalar as an array of one element (None, and an array, stay as
+    they are), for redoing a rule in NumPy where Python floats raised (1/0.0 at a pole,
+    or an array divided by a scalar 0.0): on arrays NumPy gives inf or nan, with its
+    warning, and every primitive hands back an array (on a NumPy scalar it would hand
+    back a Python float, which raises again)."""
+    if v is None or type(v) is np.ndarray and v.ndim:
+        return v
+    return np.full(1, v, dtype=np.result_type(v, np.float64))
 
 
-def from_one_element(p):
-    """`one_element`'s result back as a Python scalar."""
+def from_one_element(p, values=()):
+    """`one_element`'s result back as a Python scalar, where all `values` (what the rule
+    was redone on) were scalars: else its one element broadcasts as the scalar did."""
+    if any(type(v) is np.ndarray and v.ndim for v in values):
+        return p
     return p[0].item() if isinstance(p, np.ndarray) and p.shape == (1,) else p
 
 
@@ -183,7 +189,8 @@ class Primitive:
         except ArithmeticError:
             # Python floats raise where NumPy gives inf or nan (1/0.0): redo it in NumPy,
             # and hand back a Python float like every other scalar value
-            p = from_one_element(rule(*map(one_element, xs), one_element(ans), **params))
+            p = from_one_element(rule(*map(one_element, xs), one_element(ans), **params),
+                                 (*xs, ans))
         if not self.builtin and p is not None:
             check_partial_shape(self, p, shape_of(ans), k)
         return p
