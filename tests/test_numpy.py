@@ -1176,6 +1176,14 @@ def test_reductions_take_numpys_arguments_in_numpys_order():
     assert value.dtype == numpy.float32
     with pytest.raises(ValueError, match="ddof and correction"):
         wg.grad(lambda v: np.var(v, ddof=1, correction=1))(x)
+    # ddof beyond the count: no negative variance, but NumPy's inf (and nan for a zero sum
+    # of squares), with its warning
+    w = numpy.array([[True, False, True], [True, True, True]])
+    for f in (lambda v: np.var(v, axis=0, ddof=3), lambda v: np.std(v, axis=0, ddof=3),
+              lambda v: np.var(v, axis=0, ddof=2, where=w)):
+        with pytest.warns(RuntimeWarning, match="Degrees of freedom"), \
+                numpy.errstate(all="ignore"):
+            assert numpy.array_equal(wg.vjp(f, x)[0], f(x), equal_nan=True)
     with pytest.raises(ValueError, match="initial"):
         wg.grad(lambda v: np.max(v, where=v > 0))(x)
 

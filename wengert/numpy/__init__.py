@@ -1083,9 +1083,13 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     a = _float_cast("var", a, dtype)
     axes = _norm_axis(axis, a.ndim, "var")
     d = a - (_mean(a, axes, keepdims=True, where=where) if mean is _NoValue else mean)
+    # (NumPy divides by no fewer than 0 degrees of freedom: ddof beyond the count gives
+    # inf, not a negative variance)
+    dof = _count(a, axes, keepdims, where) - ddof
+    _warn("Degrees of freedom <= 0 for slice", dof <= 0)
+    dof = builtins.max(dof, 0) if isinstance(dof, (int, float)) else maximum(dof, 0)
     # (summed in the dtype asked for, as NumPy's: a complex one gives a complex variance)
-    return (sum(_abs2(d), axes, dtype, keepdims=keepdims, where=where)
-            / (_count(a, axes, keepdims, where) - ddof))
+    return sum(_abs2(d), axes, dtype, keepdims=keepdims, where=where) / dof
 
 
 def _abs2(x):
