@@ -1927,7 +1927,15 @@ def test_cross_of_two_vectors_warns_as_numpy_2_does():
     ("np.correlate(x, x[0])", "object too deep"), ("np.vander(x)", "one-dimensional"),
     ("np.interp(x[0], [1.0, 2.0], x[1])", "same length"),
     ("np.interp(x[0], [1.0], x[1, :1], period=0)", "non-zero"),
-    ("np.cov(x[None])", "more than 2 dimensions")])
+    ("np.cov(x[None])", "more than 2 dimensions"),
+    # axes out of range or repeated (these once wrapped round, or were moved twice)
+    ("np.moveaxis(x, 0, 2)", "out of bounds"), ("np.moveaxis(x, [0, 1], [0, 0])", "repeated axis"),
+    ("np.roll(x, 1, axis=2)", "out of bounds"), ("np.roll(x, 1, axis=-3)", "out of bounds"),
+    ("np.gradient(x, axis=(1, 1))", "repeated axis"),
+    ("np.sum(x, axis=(0, 0))", "duplicate value|repeated axis"),
+    ("np.quantile(x, .5, axis=(0, 0))", "repeated axis"),
+    ("np.trace(x, axis1=1, axis2=1)", "axis1 and axis2 cannot be the same"),
+    ("np.trace(x, axis2=3)", "out of bounds")])
 def test_more_functions_raise_numpys_errors_on_traced_values(call, error):
     x = r(2, 4)
     for v in (x, None):                                    # NumPy's, then wengert's
@@ -1935,6 +1943,9 @@ def test_more_functions_raise_numpys_errors_on_traced_values(call, error):
             (lambda: wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t, "numpy": numpy})))(x))
         with pytest.raises((ValueError, numpy.exceptions.AxisError), match=error):
             run()
+    for ns in (numpy, np):                  # axis=True is no axis 1
+        with pytest.raises(TypeError, match="integer"):
+            wg.grad(lambda t: ns.sum(ns.sum(t, axis=True)))(x)
     for call, error in (("np.gradient(x, axis=0, edge_order=2)", "too small"),
                         ("np.gradient(x, edge_order=3)", "greater than 2")):
         for ns in (numpy, np):

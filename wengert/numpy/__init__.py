@@ -64,17 +64,27 @@ def _shape(x):
 
 
 def _norm_axis(axis, ndim, name):
-    """None, or a sorted tuple of non-negative axes (NumPy's AxisError if out of range)."""
-    if axis is None:
-        return None
+    """None, or a sorted tuple of non-negative axes (NumPy's errors: `_axes`)."""
+    return None if axis is None else tuple(sorted(_axes(axis, ndim, name)))
+
+
+def _axes(axis, ndim, name, argument="axis", repeats=False):
+    """`axis` (an int or a sequence of them) as non-negative axes in the order given, with
+    NumPy's errors: AxisError for one out of range, ValueError for one repeated (unless
+    `repeats`), TypeError for what is not an integer (``axis=True`` is no axis 1)."""
     axes = (axis,) if isinstance(axis, (int, _np.integer)) else tuple(axis)
     out = []
     for a in axes:
+        if isinstance(a, (bool, _np.bool_)) or not isinstance(a, (int, _np.integer)):
+            raise TypeError(f"{name}: {argument} must be an integer or a tuple of integers, "
+                            f"got {a!r}")
         if not -ndim <= a < ndim:
             raise _np.exceptions.AxisError(
                 f"{name}: axis {a} is out of bounds for an array of dimension {ndim}")
         out.append(int(a) % ndim)
-    return tuple(sorted(out))
+    if not repeats and len(set(out)) != len(out):
+        raise ValueError(f"{name}: repeated axis in `{argument}` argument")
+    return out
 
 
 def _one_axis(axis, ndim, name):
@@ -1751,8 +1761,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         if _shape(a) != _shape(w):
             if axis is None:
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
-            _norm_axis(axis, a.ndim, "average")            # (NumPy's AxisError)
-            axes = tuple(_norm_list(axis, a.ndim))
+            axes = tuple(_axes(axis, a.ndim, "average"))
             if tuple(_shape(w)) != tuple(a.shape[i] for i in axes):
                 raise ValueError("Shape of weights must be consistent with shape of a along "
                                  "specified axis.")
@@ -2804,18 +2813,14 @@ def swapaxes(a, axis1, axis2):
 @_numpy_unless_traced(_np.moveaxis)
 def moveaxis(a, source, destination):
     """NumPy's ``moveaxis``, differentiable."""
-    src, dst = _norm_list(source, a.ndim), _norm_list(destination, a.ndim)
+    src = _axes(source, a.ndim, "moveaxis", "source")
+    dst = _axes(destination, a.ndim, "moveaxis", "destination")
     if len(src) != len(dst):
         raise ValueError("moveaxis: source and destination need the same number of axes")
     order = [i for i in range(a.ndim) if i not in src]
     for d, s_ in sorted(zip(dst, src)):
         order.insert(d, s_)
     return A.transpose(a, axes=tuple(order))
-
-
-def _norm_list(axes, ndim):
-    axes = [axes] if isinstance(axes, (int, _np.integer)) else list(axes)
-    return [int(x) % ndim for x in axes]
 
 
 @_numpy_unless_traced(_np.squeeze)
@@ -3036,10 +3041,11 @@ def roll(a, shift, axis=None):
     """NumPy's ``roll``, differentiable."""
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), a.shape)
-    axes = (axis,) if isinstance(axis, (int, _np.integer)) else tuple(axis)
-    shifts = (shift,) * len(axes) if isinstance(shift, (int, _np.integer)) else tuple(shift)
-    return A.roll(a, shift=tuple(int(s) for s in shifts),
-                  axis=tuple(int(x) % a.ndim for x in axes))
+    axes = _axes(axis, a.ndim, "roll", repeats=True)    # (rolled twice: NumPy's too)
+    shifts, axes = _np.broadcast_arrays(_np.asarray(shift, dtype=_np.intp), axes)
+    if shifts.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    return A.roll(a, shift=tuple(shifts.tolist()), axis=tuple(axes.tolist()))
 
 
 @_numpy_unless_traced(_np.tile)
@@ -3217,8 +3223,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     if axis is None:
         axes = tuple(range(f.ndim))
     else:
-        _norm_axis(axis, f.ndim, "gradient")            # (NumPy's AxisError)
-        axes = tuple(_norm_list(axis, f.ndim))          # in the order given, as NumPy's
+        axes = tuple(_axes(axis, f.ndim, "gradient"))   # in the order given, as NumPy's
     if f.dtype.kind in "iub":
         f = astype(f, _np.float64)
     outs = []
@@ -4208,7 +4213,10 @@ if hasattr(_np, "matvec"):      # NumPy 2.2's gufuncs (axes= goes to NumPy's, as
 @_numpy_unless_traced(_np.diagonal)
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """NumPy's ``diagonal``, differentiable (the diagonal becomes the last axis)."""
-    x = moveaxis(a, (axis1, axis2), (-2, -1))
+    pair = _axes((axis1, axis2), a.ndim, "diagonal", repeats=True)
+    if pair[0] == pair[1]:
+        raise ValueError("diagonal: axis1 and axis2 cannot be the same")
+    x = moveaxis(a, pair, (-2, -1))
     n, m = x.shape[-2:]
     i = _np.arange(builtins.max(0, -offset), builtins.min(n, m - offset))
     return x[(Ellipsis, i, i + offset)]

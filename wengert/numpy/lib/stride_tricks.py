@@ -15,7 +15,7 @@ Example:
 """
 import numpy as _np
 
-from .. import _norm_list, _numpy_unless_traced, _stand_in, moveaxis, take
+from .. import _axes, _numpy_unless_traced, _stand_in, moveaxis, take
 from ..dispatch import rest_of as _rest_of
 
 _numpy = _np.lib.stride_tricks
@@ -48,7 +48,8 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
     # NumPy's checks and errors, on a stand-in of x's shape (a view of one zero: no memory)
     _numpy.sliding_window_view(_stand_in(x), window_shape, axis)
     window_shape = tuple(window_shape) if _np.iterable(window_shape) else (window_shape,)
-    axes = range(x.ndim) if axis is None else _norm_list(axis, x.ndim)
+    axes = range(x.ndim) if axis is None else _axes(axis, x.ndim, "sliding_window_view",
+                                                    repeats=True)
     # Each axis keeps its place, shortened to the windows' starts; the window's dimension
     # goes last.  (An axis windowed again is windowed in its starts, as NumPy's is.)
     for ax, w in zip(axes, window_shape):
