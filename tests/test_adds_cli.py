@@ -87,6 +87,23 @@ def test_only_count_and_draw_sessions_keep_their_requests():
     assert [label for label, *_ in kept.requests] == ["outcode(X) F", "outcode(Y) G"]
 
 
+def test_count_and_draw_leave_the_programs_out_files_alone(tmp_path):
+    """count runs the program twice (the second time as plain AD) and draw once more: the
+    file the program writes keeps what `run` wrote there."""
+    written = tmp_path / "side.txt"
+    program = tmp_path / "side.adds"
+    program.write_text(f'f := sin(x)*sin(x)*y; g := dfd(f, x);\nout "{written}";\n'
+                       f'outcode(x) f, g;\nshut "{written}";\n')
+    assert wengert("run", str(program)).returncode == 0
+    text = written.read_text()
+    assert "G := 2*(V0006*COS(X));" in text
+    for args in (["count", str(program)], ["draw", "-o", str(tmp_path / "p.dot"), str(program)]):
+        written.write_text(text + "% kept\n")
+        r = wengert(*args)
+        assert r.returncode == 0, r.stderr
+        assert written.read_text() == text + "% kept\n"
+
+
 def test_a_file_that_is_not_utf8_gets_a_located_error(tmp_path):
     bad = tmp_path / "nonutf.adds"
     bad.write_bytes(b"f := x\xff;\n")

@@ -89,11 +89,12 @@ def _run_adds(path=None) -> int:
 
 def _quiet_session(path, optimize):
     """The program run quietly, with interning and simplification on (what wengert emits)
-    or off (plain AD).  None after reporting a mistake."""
+    or off (plain AD), and without writing its `out` files (a second run, of plain AD,
+    would replace what the program wrote there).  None after reporting a mistake."""
     import io
     from .adds import AddsError, Session
     session = Session(stdout=io.StringIO(), stderr=io.StringIO(), optimize=optimize,
-                      keep_requests=True)
+                      keep_requests=True, write_files=False)
     try:
         session.run_file(path)
     except AddsError as e:

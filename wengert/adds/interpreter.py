@@ -12,6 +12,7 @@ nodes); arrays are declared by ``array`` or by a first assignment.
 """
 from __future__ import annotations
 
+import io
 import os
 import sys
 
@@ -56,8 +57,12 @@ class Session:
         F := V0002*V0004+V0006/(1+V0004);
     """
 
-    def __init__(self, stdout=None, stderr=None, optimize=True, keep_requests=False):
+    def __init__(self, stdout=None, stderr=None, optimize=True, keep_requests=False,
+                 write_files=True):
         self.optimize = optimize        # False: plain AD, for column b of `wengert count`
+        # False: `out "file"` writes to memory (`wengert count` and `draw` run a program
+        # only to look at its graphs, and must not replace the files it writes)
+        self.write_files = write_files
         # (label, graph, outputs, derived, inputs) per outcode/count statement, for
         # `wengert count` and `draw`; other sessions keep none (they would hold every graph
         # of a long interactive session alive)
@@ -262,7 +267,8 @@ class Session:
             name = _string(c[0])
             if name not in self.files:
                 try:
-                    self.files[name] = open(name, "w", encoding="utf-8")
+                    self.files[name] = open(name, "w", encoding="utf-8") \
+                        if self.write_files else io.StringIO()
                 except OSError as e:
                     raise AddsError(f"out: cannot write {name}: {e.strerror}") from None
             self.out = self.files[name]
