@@ -588,6 +588,25 @@ def test_wengert_count_matches_the_adds_output_and_the_emitted_code(example, tmp
                              for r in rows if r.startswith("  a:")]
 
 
+def test_table_2s_a_is_the_function_whatever_derivatives_are_asked(tmp_path):
+    """Column a counts the function differentiated (sin(x)*y: 1 mul, 1 call), not the
+    part of it that the derivatives asked for happen to reuse; and a derivative of a
+    derivative goes back to the same function."""
+    path = tmp_path / "a.adds"
+    path.write_text("f := sin(x)*y; g := dfd(f, x); h := dfd(g, x);\n"
+                    "count(x) g; count(x) f, g; count(x) h;\n")
+    status, table = _run("count", str(path))
+    assert status == 0
+    rows = table.splitlines()
+    for label in ("count(X) G", "count(X) F,G", "count(X) H"):
+        i = next(k for k, r in enumerate(rows) if r.startswith(label + " "))
+        assert _kinds(rows[i + 1].split("a:")[1].split(";")[0]) == {"mul": 1, "call": 1}, \
+            rows[i:i + 2]
+    path = os.path.join(EXAMPLES, "jacobian.adds")       # f, then its Jacobians JU, JD
+    rows = _run("count", path)[1].splitlines()
+    assert len({r.split()[2] for r in rows if r.startswith("count(")}) == 1
+
+
 _COUNT_WORDS = {"add": "ADDITIONS/SUBTRACTIONS", "mul": "MULTIPLICATIONS", "div": "DIVISIONS",
                 "call": "FUNCTION CALLS", "pow": "POWERS", "neg": "NEGATIONS"}
 

@@ -119,10 +119,10 @@ def count_program(path, out=None, jacobian=False) -> int:
         print(f"{path}: no outcode or count statement, so nothing to count", file=out)
         return 0
     rows = []
-    for (label, graph, outs, derived, _), (_, pgraph, pouts, _, _) in zip(emitted.requests,
-                                                                        plain.requests):
+    for (label, graph, outs, derived, _, function), (_, pgraph, pouts, *_) in zip(
+            emitted.requests, plain.requests):
         nodes, pnodes = [n for _, n in outs], [n for _, n in pouts]
-        rows.append((label, count_ops(graph, nodes, derived), count_ops(pgraph, pnodes),
+        rows.append((label, count_ops(graph, function, derived), count_ops(pgraph, pnodes),
                      count_ops(graph, nodes)))
     print("a: the function alone; b: function and derivatives by plain AD (no interning or "
           "simplification); c: what wengert emits", file=out)
@@ -130,7 +130,7 @@ def count_program(path, out=None, jacobian=False) -> int:
         print(line, file=out)
     if jacobian:
         from .jacobians import graph_jacobian_costs, format_costs
-        for label, graph, outs, _, xs in emitted.requests:
+        for label, graph, outs, _, xs, _ in emitted.requests:
             print(f"\nJacobian of {label}: operations by mode", file=out)
             if not xs:
                 print("  (no inputs named: nothing to differentiate)", file=out)
@@ -151,7 +151,7 @@ def draw_program(path, output=None, out=None) -> int:
     if session is None:
         return 1
     if session.requests:
-        _, graph, outs, derived, _ = session.requests[-1]
+        _, graph, outs, derived, *_ = session.requests[-1]
     else:
         graph, derived = session.graph, frozenset(session.derived)
         outs = [(name, n) for name, v in session.variables.items() for n in v.reshape(-1)]

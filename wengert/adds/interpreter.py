@@ -63,7 +63,7 @@ class Session:
         # False: `out "file"` writes to memory (`wengert count` and `draw` run a program
         # only to look at its graphs, and must not replace the files it writes)
         self.write_files = write_files
-        # (label, graph, outputs, derived, inputs) per outcode/count statement, for
+        # (label, graph, outputs, derived, inputs, function) per outcode/count statement, for
         # `wengert count` and `draw`; other sessions keep none (they would hold every graph
         # of a long interactive session alive)
         self.requests = [] if keep_requests else None
@@ -83,7 +83,9 @@ class Session:
     def clear(self) -> None:
         """Empty the graph and forget variables and operators (the ``clear`` statement)."""
         self.graph = self._new_graph()
-        self.derived = set()            # nodes made by derivative operators (dfd, err, ...)
+        # The nodes derivative operators (dfd, err, ...) made: index -> the indices of the
+        # function's nodes they are derivatives of (Table 2's a counts that function)
+        self.derived = {}
         self.variables = _Journaled(self._undo)   # name -> object array of nodes
         self.operators = _Journaled(self._undo)   # name -> derivatives.Operator
         self.symbols = _Journaled(self._undo)     # input node index -> Symbol (its name)
@@ -206,7 +208,7 @@ class Session:
                 dict.__setitem__(table, key, old)
         self.graph = graph
         graph.truncate(size)
-        self.derived = {i for i in self.derived if i < size}
+        self.derived = {i: f for i, f in self.derived.items() if i < size}
 
     def _write(self, lines) -> None:
         out = self.out if self.out is not None else self.stdout
@@ -382,7 +384,8 @@ class Session:
         if self.requests is not None:
             ins = ",".join(_ref_text(r) for r in inputs.children if r is not None)
             label = f"{kind}({ins}) " + ",".join(_ref_text(r) for r in outputs.children)
-            self.requests.append((label, self.graph, outs, frozenset(self.derived), list(xs)))
+            self.requests.append((label, self.graph, outs, frozenset(self.derived), list(xs),
+                                  self._function_of([n for _, n in outs])))
         fmt = self.format
         if kind == "count":
             tally = count_ops(self.graph, [n for _, n in outs])
@@ -421,7 +424,9 @@ class Session:
             new_of[i] = new.remake(node, [new_of[a.index] for a in node.args])
             if i in self.symbols:
                 symbols[new_of[i].index] = self.symbols[i]
-        self.derived = {new_of[i].index for i in new_of if i in self.derived}
+        self.derived = {new_of[i].index: frozenset(new_of[j].index for j in self.derived[i]
+                                                   if j in new_of)
+                        for i in new_of if i in self.derived}
         self.graph, self.symbols = new, symbols
         self.variables = _Journaled(self._undo, {
             name: T.build(v.shape, lambda i, v=v: new_of[v[i].index])
@@ -558,7 +563,19 @@ class Session:
             return self._special_values(name, values)
         finally:
             if name.startswith("DF") or name == "ERR":   # what they make is derived
-                self.derived.update(range(start, len(self.graph.nodes)))
+                function = frozenset(i for n in T.flat([values[0]])
+                                     for i in self.derived.get(n.index, (n.index,)))
+                self.derived.update(dict.fromkeys(range(start, len(self.graph.nodes)),
+                                                  function))
+
+    def _function_of(self, nodes):
+        """The function `nodes` compute, without derivatives: the nodes that are not
+        derived, and the function each derived one is a derivative of."""
+        picked = {}
+        for n in nodes:
+            for i in self.derived.get(n.index, (n.index,)):
+                picked.setdefault(i, self.graph.nodes[i])
+        return list(picked.values())
 
     def _special_values(self, name, values):
         if name == "VP":
