@@ -156,6 +156,9 @@ def test_standard_input_is_read_as_a_file_is():
         r = wengert_bytes(*args, stdin=b"f := x*x;\rg := f $ 1;\r")
         assert r.stderr.decode() == ("<stdin>:2:8: error: unexpected character '$'\n"
                                      "    g := f $ 1;\n           ^\n"), r.stderr
+        # a byte-order mark (some Windows editors write one) is no character of the program
+        r = wengert_bytes(*args, stdin=b"\xef\xbb\xbff := x*x;\r\noutcode(x) f;\r\n")
+        assert r.returncode == 0 and r.stdout == b"F := X*X;\n", r.stderr
 
 
 def test_repl_reports_an_unterminated_string_at_its_line_and_goes_on():

@@ -669,14 +669,15 @@ class _Source:
 def source_text(data: bytes) -> str:
     """The text of a program from its bytes, read the same way from a file and from
     standard input, so that positions and messages are the same: UTF-8, a byte that is
-    not UTF-8 becoming a lone surrogate (which the parser reports where it stands), and
-    each line end (``\\r\\n`` or a lone ``\\r``) a ``\\n``.
+    not UTF-8 becoming a lone surrogate (which the parser reports where it stands), each
+    line end (``\\r\\n`` or a lone ``\\r``) a ``\\n``, and a byte-order mark at the start
+    (which some Windows editors write) dropped.
 
     Example:
-        >>> source_text(b"f := x;\\r\\ng := y;\\rh := \\xe9;")
+        >>> source_text(b"\\xef\\xbb\\xbff := x;\\r\\ng := y;\\rh := \\xe9;")
         'f := x;\\ng := y;\\nh := \\udce9;'
     """
-    text = data.decode("utf-8", errors="surrogateescape")
+    text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
