@@ -305,6 +305,27 @@ def test_long_statements_stay_within_fortran_77s_nineteen_continuation_lines(tmp
     _check_with_gfortran(tmp_path, s, body, ["f", "g"])
 
 
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
+def test_fortran_names_longer_than_63_characters_are_cut(tmp_path):
+    """gfortran takes names of up to 63 characters; ADDS's may be longer.  Cut, they stay
+    apart from each other and from a name of 62 characters that ends as a cut one would."""
+    a, q = "a" * 80, "q" * 70
+    s, _ = run(f"operator {q}(1); f := {a}*x + sin({a}) + {'a' * 61}1; g := {q}(x);")
+    body = code(s, "outcode(x) f, g;", fortran=True)
+    assert f"{a.upper()[:10]}" in body and "(LONGER THAN 63 CHARACTERS)" in body
+    code_lines = [line for line in body.splitlines() if not line.startswith("C")]
+    joined = code_lines[0][6:] + "".join(
+        line[6:] if line.startswith("     &") else "\n" + line[6:] for line in code_lines[1:])
+    names = set(re.findall(r"[A-Z][A-Z0-9_]*", joined))
+    assert max(map(len, names)) == 63 and len({n for n in names if n.startswith("AAA")}) == 2
+    cut_a, cut_q = sorted(n for n in names if len(n) == 63)
+    source = ("      SUBROUTINE T(X, F, G,\n     & " + cut_a + ",\n     & " + "A" * 61 + "1)\n"
+              "      IMPLICIT DOUBLE PRECISION (A-Z)\n" + body + "\n      END\n")
+    (tmp_path / "t.f").write_text(source)
+    subprocess.run(["gfortran", "-std=legacy", "-c", str(tmp_path / "t.f")], check=True,
+                   capture_output=True, cwd=tmp_path)
+
+
 def test_fortran_cuts_never_pass_column_72():
     # A cut after a comma may not put the comma in column 73 (compilers drop it).
     s, _ = run("operator q(40); f := q(" + ",".join(["x"] * 40) + ");")

@@ -195,9 +195,22 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         taken.add(f"{base}{k}".upper())
         return f"{base}{k}"
 
+    def short(base) -> str:
+        k = 1
+        while f"{base[:fmt.max_name - len(str(k))]}{k}".upper() in taken:
+            k += 1
+        name = f"{base[:fmt.max_name - len(str(k))]}{k}"
+        taken.add(name.upper())
+        return name
+
     for base in sorted(b for b in used if b.upper() in fmt.reserved):
         renamed[base] = fresh(base)
         notes.append(f"{base} IS WRITTEN {renamed[base]} ({base} IS RESERVED)")
+    # (a name longer than the language allows, FORTRAN's 63 characters, is cut short)
+    for base in sorted(b for b in used if len(renamed.get(b, b)) > fmt.max_name):
+        renamed[base] = short(base)
+        notes.append(f"{base} IS WRITTEN {renamed[base]} (LONGER THAN {fmt.max_name} "
+                     "CHARACTERS)")
     variables = {renamed.get(b, b).upper() for b in used}
     seen = set()
     for op, name in functions.items():
@@ -209,6 +222,10 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         if why is not None:
             functions[op] = fresh(name)
             notes.append(f"OPERATOR {name} IS WRITTEN {functions[op]} ({name} {why})")
+        if len(functions[op]) > fmt.max_name:
+            notes.append(f"OPERATOR {name} IS WRITTEN {(new := short(name))} (LONGER THAN "
+                         f"{fmt.max_name} CHARACTERS)")
+            functions[op] = new
 
     def rename(sym) -> Symbol:
         return Symbol(renamed[sym.base], sym.index) if sym.base in renamed else sym

@@ -54,6 +54,7 @@ class Format:
     max_expression = 1000
     brackets = "[]"                 # around an array element's indices
     reserved = frozenset()          # names the format's code uses: user names are renamed
+    max_name = 10 ** 9              # the longest name the language takes (longer: cut)
     calls_by_name = False           # a user's primitive is written as a call of its name
     reserved_functions = frozenset()    # names such a call may not have
     language = "this format"        # in error messages
@@ -403,6 +404,7 @@ class FortranFormat(Format):
     reserved = frozenset(_FORTRAN_NAMES.values()) | _FORTRAN_TEMPLATE_CALLS
     calls_by_name = True
     reserved_functions = FORTRAN_INTRINSICS
+    max_name = 63                   # (Fortran 2003's limit, which gfortran keeps)
     language = "FORTRAN"
 
     def number(self, value) -> str:
