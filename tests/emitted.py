@@ -134,7 +134,7 @@ def statements(code, fortran):
         out = []
         for line in code.splitlines():
             line = line.split("%")[0].strip()
-            if line:
+            if line and not line.startswith("array "):      # (declarations)
                 assert line.endswith(";"), line
                 target, expr = line[:-1].split(":=")
                 out.append((target.strip(), expr.strip()))

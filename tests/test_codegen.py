@@ -421,7 +421,7 @@ def test_adds_text_renames_inputs_named_like_its_operators_and_keywords():
         return wm.sin(sin) * count + fort
     text = wg.compile(f, 0.5, 2.0, 3.0).code("adds")
     assert "% SIN IS WRITTEN SIN1 (SIN IS RESERVED)" in text and "COUNT1" in text
-    Session(stdout=io.StringIO()).execute(f"array y[1];\n{text}")
+    Session(stdout=io.StringIO()).execute(text)
     env = emitted.run(text, {("SIN1", ()): 0.5, ("COUNT1", ()): 2.0, ("FORT", ()): 3.0},
                       fortran=False)
     assert env[("Y", (1,))] == pytest.approx(f(0.5, 2.0, 3.0), rel=1e-15)
@@ -468,11 +468,17 @@ def test_adds_text_is_the_adds_language():
     f = lambda x, y: wm.atan2(x, y) * wm.cbrt(y) + wm.cotan(x) ** 3
     text = wg.compile(wg.grad(f, argnums=(0, 1)), 0.4, 1.3).code("adds")
     out = io.StringIO()
-    Session(stdout=out).execute(f"array y[2];\n{text}count(x, y_) y;")
+    Session(stdout=out).execute(f"{text}count(x, y_) y;")     # (its arrays declared)
     assert "FUNCTION CALLS" in out.getvalue()
     env = emitted.run(text, {("X", ()): 0.4, ("Y_", ()): 1.3}, fortran=False)
     numpy.testing.assert_allclose([env[("Y", (1,))], env[("Y", (2,))]],
                                   wg.grad(f, argnums=(0, 1))(0.4, 1.3), rtol=1e-14)
+    # array inputs are declared too, with their shapes
+    text = wg.compile(lambda x, w: (x * x) @ w, numpy.ones((2, 3)), numpy.ones(3)).code("adds")
+    assert text.startswith("array X[2,3];\narray W[3];\narray Y[2];\n")
+    out = io.StringIO()
+    Session(stdout=out).execute(f"{text}outcode(x, w) y;")
+    assert out.getvalue().count(":=") == 2
     for f, name in [(abs, "abs"), (lambda x: wm.maximum(x, 1.0), "maximum"),
                     (lambda x: wg.select(x > 0, x, 1.0), "gt"), (numpy.log1p, "log1p")]:
         with pytest.raises(EmitError, match=f"ADDS has no {name}"):
@@ -755,4 +761,4 @@ def test_text_formats_refuse_a_call_that_would_drop_a_parameter():
                                             "parameter k=3.0, and a call would lose it"):
             c.code(language)
     plain = wg.compile(lambda x: scaled(x) * 2, 1.0)      # (no parameter: a call is exact)
-    assert plain.code("adds").strip() == "Y[1] := SCALED(X)*2;"
+    assert plain.code("adds").strip() == "array Y[1];\nY[1] := SCALED(X)*2;"

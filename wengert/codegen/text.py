@@ -56,4 +56,15 @@ def source_of(entry, language) -> str:
     fmt = (_Safe(FortranFormat) if language == "fortran" else _Safe(AddsFormat))()
     code = emit(scalar.graph, scalar.graph.inputs, outs, fmt, names=symbols,
                 reserved=bases)
-    return "\n".join(code.lines) + "\n"
+    declared = []
+    if language == "adds":
+        # (ADDS reads an element only of an array declared: so that the text runs as it is)
+        shapes = {}
+        for sym in symbols.values():
+            if sym.index:
+                shapes[sym.name] = tuple(max(a, b) for a, b in
+                                         zip(shapes.get(sym.name, sym.index), sym.index))
+        shapes["Y"] = (len(outs),)
+        declared = [f"array {name}[{','.join(map(str, shape))}];"
+                    for name, shape in shapes.items() if shape[0]]
+    return "\n".join(declared + code.lines) + "\n"
