@@ -9,6 +9,7 @@ so an integer division truncates as Fortran would.
 """
 import math
 import re
+import sys
 
 FUNCTIONS = {
     "SQRT": math.sqrt, "CBRT": lambda x: math.copysign(abs(x) ** (1 / 3), x),
@@ -16,9 +17,16 @@ FUNCTIONS = {
     "TAN": math.tan, "COTAN": lambda x: 1 / math.tan(x), "ASIN": math.asin,
     "ACOS": math.acos, "ATAN": math.atan, "ATAN2": math.atan2, "SINH": math.sinh,
     "COSH": math.cosh, "TANH": math.tanh, "ABS": abs, "SIGN": lambda a, b: math.copysign(a, b),
+    # (FORTRAN's MERGE(a, b, condition), as the templates for what FORTRAN lacks use it)
+    "MERGE": lambda a, b, c: a if c else b, "HUGE": lambda x: sys.float_info.max,
 }
-TOKEN = re.compile(r"\s*(?:(?P<num>(\d+\.?\d*|\.\d+)([EeDd][+-]?\d+)?)|(?P<name>[A-Z][A-Z0-9_]*)"
-                   r"|(?P<op>\*\*|:=|[-+*/(),\[\]=]))")
+_RELATIONS = {".EQ.": lambda a, b: a == b, ".NE.": lambda a, b: a != b,
+              ".GT.": lambda a, b: a > b, ".GE.": lambda a, b: a >= b,
+              ".LT.": lambda a, b: a < b, ".LE.": lambda a, b: a <= b}
+# (a number's point is not the first of .OR. after it: 0.OR. is 0 and .OR.)
+TOKEN = re.compile(r"\s*(?:(?P<num>(\d+(?:\.(?![A-Z]{2,3}\.)\d*)?|\.\d+)([EeDd][+-]?\d+)?)"
+                   r"|(?P<name>[A-Z][A-Z0-9_]*)"
+                   r"|(?P<op>\*\*|:=|\.(?:EQ|NE|GT|GE|LT|LE|OR|AND)\.|[-+*/(),\[\]=]))")
 
 
 def _tokens(text):
@@ -83,12 +91,35 @@ class _Expr:
         return v
 
     def args(self, close):
-        out = [self.expr()]
+        out = [self.logical()]
         while self.peek() == ("op", ","):
             self.take()
-            out.append(self.expr())
+            out.append(self.logical())
         self.take(close)
         return out
+
+    def logical(self):
+        """An argument: an expression, or a condition (MERGE's third)."""
+        v = self.conjunction()
+        while self.peek() == ("op", ".OR."):
+            self.take()
+            w = self.conjunction()
+            v = v or w
+        return v
+
+    def conjunction(self):
+        v = self.relation()
+        while self.peek() == ("op", ".AND."):
+            self.take()
+            w = self.relation()
+            v = v and w
+        return v
+
+    def relation(self):
+        v = self.expr()
+        if self.peek()[1] in _RELATIONS:
+            return _RELATIONS[self.take()[1]](v, self.expr())
+        return v
 
     def atom(self):
         kind, value = self.take()

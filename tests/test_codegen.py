@@ -366,6 +366,27 @@ def test_fortran_log2_logaddexp_and_scipys_logistic_functions_are_within_two_ulp
 
 
 @needs_gfortran
+def test_fortran_cbrt_is_within_three_ulps(tmp_path):
+    # |x|**(1D0/3) alone was ~60 ulps off at 1e-300 (1D0/3 is not a third), its derivative
+    # 1/(3 cbrt(x)**2) ~120: one Newton step mends both (the derivative, two of cbrt's
+    # errors and two roundings, within 8); 0, -0.0, inf and nan are NumPy's
+    rng = numpy.random.default_rng(12)
+    xs = numpy.concatenate([rng.choice([-1, 1], 400) * 10 ** rng.uniform(-320, 308, 400),
+                            rng.uniform(-3, 3, 100), [0.0, -0.0, math.inf, -math.inf,
+                                                      math.nan, 5e-324, 8.0, -27.0]])
+    c = wg.compile(lambda x: (wm.cbrt(x), wg.grad(wm.cbrt)(x)), 0.5)
+    got = _fortran_rows(tmp_path, c.code("fortran"), ["X"], [[x] for x in xs], 2)
+    with numpy.errstate(all="ignore"):
+        want = numpy.array([c(x) for x in xs])          # (the value: NumPy's cbrt)
+    finite = numpy.isfinite(want) & (want != 0)
+    ulps = numpy.where(finite, abs(got - want) / numpy.spacing(abs(want)), 0).max(axis=0)
+    assert (ulps <= [3, 8]).all(), ulps
+    numpy.testing.assert_array_equal(got[~finite], want[~finite])
+    numpy.testing.assert_array_equal(numpy.signbit(got[want == 0]),
+                                     numpy.signbit(want[want == 0]))
+
+
+@needs_gfortran
 def test_fortran_gamma_functions(tmp_path):
     from wengert.scipy import special
     c = wg.compile(lambda x: (special.gamma(x), special.gammaln(x)), 1.5)
