@@ -2046,3 +2046,14 @@ def test_cond_of_singular_and_empty_matrices_is_numpys():
     import wengert.scipy.linalg as wsl
     for f in (wsl.sqrtm, lambda a: wsl.lu_factor(a)[0]):
         assert wg.grad(lambda a: np.sum(f(a)))(e).shape == (0, 0)
+
+
+def test_an_empty_index_list_selects_nothing_as_numpys():
+    # NumPy reads [] as no integers (np.array([]) would be floats, which index nothing)
+    a = r(2, 3, 4)
+    for index in (([],), (slice(None), []), (slice(None), [], slice(1, None))):
+        value, back = wg.vjp(lambda t: t[index], a)
+        assert value.shape == a[index].shape
+        assert numpy.array_equal(back(numpy.ones(value.shape))[0], numpy.zeros_like(a))
+    with pytest.raises(IndexError):
+        wg.vjp(lambda t: t[numpy.array([])], a)           # (as NumPy's)

@@ -420,7 +420,10 @@ def encode_index(index):
         if isinstance(i, slice):
             out.append(("slice", i.start, i.stop, i.step))
         elif isinstance(i, (list, np.ndarray)):
-            out.append(np.array(i))     # (a copy: the caller may change its array later)
+            a = np.array(i)             # (a copy: the caller may change its array later)
+            if type(i) is list and a.size == 0:
+                a = a.astype(np.intp)   # NumPy reads an empty list as no integers
+            out.append(a)
         else:
             out.append(i)
     return tuple(out)
