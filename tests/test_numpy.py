@@ -2057,3 +2057,14 @@ def test_an_empty_index_list_selects_nothing_as_numpys():
         assert numpy.array_equal(back(numpy.ones(value.shape))[0], numpy.zeros_like(a))
     with pytest.raises(IndexError):
         wg.vjp(lambda t: t[numpy.array([])], a)           # (as NumPy's)
+
+
+def test_median_of_an_empty_slice_is_nan_as_numpys():
+    a = r(2, 3, 4)
+    for kw in ({"axis": 1}, {"axis": 1, "keepdims": True}, {}):
+        with pytest.warns(RuntimeWarning, match="Mean of empty slice"), \
+                numpy.errstate(all="ignore"):
+            value, back = wg.vjp(lambda t: np.median(t[:, :0], **kw), a)
+            want = numpy.median(a[:, :0], **kw)
+        assert numpy.shape(value) == numpy.shape(want) and numpy.isnan(value).all()
+        assert not back(numpy.ones(numpy.shape(value)))[0].any()

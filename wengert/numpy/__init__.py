@@ -1831,6 +1831,10 @@ def _quantile(fname, a, q, axis, keepdims, method="linear", weak=False):
     n = x.shape[-1]
     s = sort(x, axis=-1)
     if fname == "median":
+        if n == 0:              # NumPy's: the mean of nothing, nan, with its warnings
+            _warn("Mean of empty slice", True, stacklevel=5)
+            out = sum(x, axis=-1) * _np.nan
+            return reshape(out, kept) if keepdims else reshape(out, x.shape[:-1])
         lo, hi = (n - 1) // 2, n // 2
         out = s[..., lo] if lo == hi else (s[..., lo] + s[..., hi]) / 2
         qshape = ()
