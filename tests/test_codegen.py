@@ -379,7 +379,8 @@ def test_fortran_cbrt_is_within_three_ulps(tmp_path):
     with numpy.errstate(all="ignore"):
         want = numpy.array([c(x) for x in xs])          # (the value: NumPy's cbrt)
     finite = numpy.isfinite(want) & (want != 0)
-    ulps = numpy.where(finite, abs(got - want) / numpy.spacing(abs(want)), 0).max(axis=0)
+    with numpy.errstate(invalid="ignore"):                 # (inf - inf where not finite)
+        ulps = numpy.where(finite, abs(got - want) / numpy.spacing(abs(want)), 0).max(axis=0)
     assert (ulps <= [3, 8]).all(), ulps
     numpy.testing.assert_array_equal(got[~finite], want[~finite])
     numpy.testing.assert_array_equal(numpy.signbit(got[want == 0]),
