@@ -100,19 +100,15 @@ class _Expr:
 
     def logical(self):
         """An argument: an expression, or a condition (MERGE's third)."""
-        v = self.conjunction()
-        while self.peek() == ("op", ".OR."):
-            self.take()
-            w = self.conjunction()
-            v = v or w
-        return v
+        return self.joined(".OR.", lambda: self.joined(".AND.", self.relation))
 
-    def conjunction(self):
-        v = self.relation()
-        while self.peek() == ("op", ".AND."):
+    def joined(self, word, part):
+        """parts joined by .OR. or .AND. (every part is evaluated, as Fortran may)."""
+        v = part()
+        while self.peek() == ("op", word):
             self.take()
-            w = self.relation()
-            v = v and w
+            w = part()
+            v = (v or w) if word == ".OR." else (v and w)
         return v
 
     def relation(self):
