@@ -189,13 +189,8 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
     renamed, notes = {}, []
 
     def fresh(base) -> str:
-        k = 1
-        while f"{base}{k}".upper() in taken:
-            k += 1
-        taken.add(f"{base}{k}".upper())
-        return f"{base}{k}"
-
-    def short(base) -> str:
+        """base with the first number that makes it a free name, cut to the language's
+        longest (FORTRAN's 63 characters: ADDS takes names of any length)."""
         k = 1
         while f"{base[:fmt.max_name - len(str(k))]}{k}".upper() in taken:
             k += 1
@@ -203,29 +198,23 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         taken.add(name.upper())
         return name
 
-    for base in sorted(b for b in used if b.upper() in fmt.reserved):
+    long = f"LONGER THAN {fmt.max_name} CHARACTERS"
+    for base in sorted(b for b in used if b.upper() in fmt.reserved or len(b) > fmt.max_name):
         renamed[base] = fresh(base)
-        notes.append(f"{base} IS WRITTEN {renamed[base]} ({base} IS RESERVED)")
-    # (a name longer than the language allows, FORTRAN's 63 characters, is cut short)
-    for base in sorted(b for b in used if len(renamed.get(b, b)) > fmt.max_name):
-        renamed[base] = short(base)
-        notes.append(f"{base} IS WRITTEN {renamed[base]} (LONGER THAN {fmt.max_name} "
-                     "CHARACTERS)")
+        why = f"{base} IS RESERVED" if base.upper() in fmt.reserved else long
+        notes.append(f"{base} IS WRITTEN {renamed[base]} ({why})")
     variables = {renamed.get(b, b).upper() for b in used}
     seen = set()
     for op, name in functions.items():
         key = name.upper()
-        why = ("IS RESERVED" if key in fmt.reserved_functions else
-               "IS ALSO A VARIABLE" if key in variables else
-               "NAMES ANOTHER OPERATOR TOO" if key in seen else None)
+        why = (f"{name} IS RESERVED" if key in fmt.reserved_functions else
+               f"{name} IS ALSO A VARIABLE" if key in variables else
+               f"{name} NAMES ANOTHER OPERATOR TOO" if key in seen else
+               long if len(name) > fmt.max_name else None)
         seen.add(key)
         if why is not None:
             functions[op] = fresh(name)
-            notes.append(f"OPERATOR {name} IS WRITTEN {functions[op]} ({name} {why})")
-        if len(functions[op]) > fmt.max_name:
-            notes.append(f"OPERATOR {name} IS WRITTEN {(new := short(name))} (LONGER THAN "
-                         f"{fmt.max_name} CHARACTERS)")
-            functions[op] = new
+            notes.append(f"OPERATOR {name} IS WRITTEN {functions[op]} ({why})")
 
     def rename(sym) -> Symbol:
         return Symbol(renamed[sym.base], sym.index) if sym.base in renamed else sym
