@@ -532,35 +532,38 @@ def _hold_constant_outputs(graph):
                                                        lambda v: type(v) is not Node)
 
 
-def _faster(scalar, graph) -> bool:
-    """Whether straight-line float code should beat NumPy calls on the arrays."""
+def _faster(scalar, graph, numpy_s) -> bool:
+    """Whether straight-line float code should beat NumPy calls on the arrays, which cost
+    `numpy_s` (`_numpy_s`)."""
     elements = sum(n.size for n in graph.inputs) + sum(n.size for n in graph.outputs)
     float_s = sum(1 for n in scalar.graph.live_nodes() if n.args) * FLOAT_OP_S + \
         elements * FLOAT_ELEMENT_S
-    return float_s <= _numpy_s(graph)
+    return float_s <= numpy_s
 
 
 def faster_float_form(graph, loops=False):
     """The float form of `graph` (`float_form`; with ``loops``, as there) where float
     code should beat NumPy calls on its arrays, else None.  Judged twice: before
     scalarising (`may_be_faster`) and after (`_faster`)."""
-    if not may_be_faster(graph):
+    numpy_s = _numpy_s(graph)
+    if not may_be_faster(graph, numpy_s):
         return None
     try:
         scalar = float_form(graph, loops=loops)
     except NotScalar:
         return None
-    return scalar if _faster(scalar, graph) else None
+    return scalar if _faster(scalar, graph, numpy_s) else None
 
 
-def may_be_faster(graph) -> bool:
-    """Whether float code could beat NumPy calls on the arrays, judged before the graph
-    is scalarised (which takes about a second where a matrix product of thousands of
-    elements would be written out): an elementwise operation on computed values costs
-    at least one float operation per element (one with a constant may fold away)."""
+def may_be_faster(graph, numpy_s=None) -> bool:
+    """Whether float code could beat NumPy calls on the arrays (that cost `numpy_s`, if
+    known), judged before the graph is scalarised (which takes about a second where a
+    matrix product of thousands of elements would be written out): an elementwise
+    operation on computed values costs at least one float operation per element (one
+    with a constant may fold away)."""
     least = sum(n.size for n in graph.live_nodes() if n.args and n.op.elementwise and
                 all(a.op is not CONST for a in n.args)) * FLOAT_OP_S
-    return least <= _numpy_s(graph)
+    return least <= (_numpy_s(graph) if numpy_s is None else numpy_s)
 
 
 def _numpy_s(graph):

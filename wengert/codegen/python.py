@@ -643,7 +643,7 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
     start = [s.name for g in groups[:k1] for s in g]
     src = [f"def {fn_name}(n, start{''.join(', ' + r for r in rows)}):"]
     if start:
-        src.append(f"    {', '.join(start)}{',' if len(start) == 1 else ''} = start")
+        src.append(_unpacked(start, "start"))
     src.extend(_lines(fmt, code.statements[:code.hoisted], "    "))
     ys, appends = [names.own("ys") for _ in y_groups], [names.own("y") for _ in y_groups]
     for y, a in zip(ys, appends):
@@ -708,12 +708,9 @@ def array_loop_source(fn_name, body, n_consts, n_carry, ns):
     row_names, y_names = [names.own("rows") for _ in xs], [names.own("ys") for _ in ys]
     i = names.own("i")
 
-    def unpack(items, whole):
-        return f"    {', '.join(items)}{',' if len(items) == 1 else ''} = {whole}"
-
     src = [f"def {fn_name}(steps, start, rows, ys):"]
-    src += [unpack(v, w) for v, w in ((start, "start"), (row_names, "rows"),
-                                      (y_names, "ys")) if v]
+    src += [_unpacked(v, w) for v, w in ((start, "start"), (row_names, "rows"),
+                                         (y_names, "ys")) if v]
     src.extend(_lines(fmt, code.statements[:code.hoisted], "    "))
     src.append(f"    for {i} in steps:")
     loop = [f"        {x} = {r}[{i}]" for x, r in zip(xs, row_names)]
@@ -729,6 +726,11 @@ def array_loop_source(fn_name, body, n_consts, n_carry, ns):
     final = [output_expr(o, c.name, NUMPY, ns) for c, o in zip(carry, body.outputs)]
     src.append(f"    return [{', '.join(final)}]")
     return "\n".join(src) + "\n"
+
+
+def _unpacked(names, whole):
+    """The line of a generated loop that unpacks the sequence `whole` into `names`."""
+    return f"    {', '.join(names)}{',' if len(names) == 1 else ''} = {whole}"
 
 
 def _lines(fmt, statements, indent=""):
