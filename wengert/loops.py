@@ -134,8 +134,8 @@ class Scan(Primitive):
         carry = args[k0:k1]
         if self.length:
             # (NumPy values throughout: a scalar is a NumPy scalar, which gives inf and nan
-            # where a float raises)
-            start = [np.asarray(v, n.dtype)[()] if not n.shape else np.asarray(v, n.dtype)
+            # where a float raises; `_impl` gave them their dtypes)
+            start = [np.asarray(v) if n.shape else np.asarray(v)[()]
                      for v, n in zip(args[:k1], ins)]
             rows = [np.asarray(x, n.dtype) for x, n in zip(args[k1:], ins[k1:])]
             steps = range(self.length - 1, -1, -1) if self.reverse else range(self.length)
