@@ -305,3 +305,27 @@ def test_whole_array_functions_on_duals_edge_cases():
         special.comb(d, 2)          # (not handed to SciPy, which reads a Dual as an object)
     # a Dual of traced values through np.sum, under grad: d/dx Σ x·x' with x' = x is 2x
     assert_close(wg.grad(lambda x: np.sum(Dual(x, x) * x).tangent)(X), 2 * X, rtol=1e-14)
+
+
+def test_dual_parts_are_checked_when_made():
+    # A string or a misshapen tangent used to be accepted and fail (or give the wrong
+    # shape) inside the first operation: the constructor says what is wrong instead.
+    with pytest.raises(TypeError, match="primal must be a real number.*not str"):
+        Dual("a", 1.0)
+    with pytest.raises(TypeError, match="tangent must be a real number.*not NoneType"):
+        Dual(1.0, None)
+    with pytest.raises(TypeError, match="tangent must be.*dtype <U1"):
+        Dual(np.ones(2), np.array(["a", "b"]))
+    with pytest.raises(TypeError, match="primal is complex.*wg.jvp"):
+        Dual(1j, 1.0)
+    with pytest.raises(ValueError, match=r"tangent of shape \(2,\).*primal of shape \(3,\)"):
+        Dual(np.ones(3), np.ones(2))
+    with pytest.raises(ValueError, match=r"tangent of shape \(3,\).*primal of shape \(\)"):
+        Dual(1.0, np.ones(3))              # a tangent larger than its value
+    # what is accepted: ints, NumPy scalars, lists (as arrays), broadcasting tangents
+    assert_close((Dual(3, 1) ** 2).tangent, 6.0)
+    assert_close((Dual(np.float32(2.0), 1.0) * 3).tangent, 3.0)
+    d = Dual([1.0, 2.0], [1.0, 0.0])
+    assert type(d.primal) is np.ndarray and d.primal.shape == (2,)
+    assert_close(np.sum(d * d).tangent, 2.0)
+    assert_close(np.sum(Dual(np.ones((2, 3)), np.ones(3)) * 2.0).tangent, 12.0)

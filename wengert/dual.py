@@ -33,6 +33,7 @@ import functools
 import numpy as np
 
 from .ad.forward import tangent as _tangent
+from .graph.node import Node
 from .primitives import scalar as _scalar
 from .primitives.array import dtype_of
 from .primitives.registry import NO_PARAMS, OVERLOADS, REGISTRY, shape_of
@@ -46,7 +47,13 @@ class Dual:
 
     Args:
         primal: the value: a float, a NumPy array, a traced value or another Dual.
-        tangent: its derivative along the chosen direction (default 0: a constant).
+        tangent: its derivative along the chosen direction (default 0: a constant), of
+            the primal's shape or one that broadcasts to it.  A list is read as an array.
+
+    Raises:
+        TypeError: a part that is not a real number, an array of them, a traced value
+            or a Dual (complex values: use `wg.jvp`).
+        ValueError: a tangent whose shape does not broadcast to the primal's.
 
     Example:
         >>> import wengert as wg, wengert.math as wm
@@ -74,6 +81,8 @@ class Dual:
     __slots__ = ("primal", "tangent")
 
     def __init__(self, primal, tangent=0.0):
+        if type(primal) is not float or type(tangent) is not float:
+            primal, tangent = _checked(primal, tangent)
         self.primal = primal
         self.tangent = tangent
 
@@ -95,7 +104,7 @@ class Dual:
 
     def __getitem__(self, index):
         # (the tangent broadcast to the primal's shape, as whole-array functions take it)
-        return Dual(self.primal[index], _tangent_like(self.tangent, self.primal)[index])
+        return _made(self.primal[index], _tangent_like(self.tangent, self.primal)[index])
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
@@ -112,6 +121,48 @@ class Dual:
         # np.sum(d), np.dot(d, W), np.linalg.solve(A, d): without this NumPy would take a
         # Dual for one object element and compute garbage (np.dot(d, W) a Dual per entry)
         return through(func, args, kwargs)
+
+
+def _made(primal, tangent) -> Dual:
+    """A Dual of parts an operation computed: the checks of `Dual` are already true."""
+    d = object.__new__(Dual)
+    d.primal = primal
+    d.tangent = tangent
+    return d
+
+
+def _checked(primal, tangent):
+    """A user's parts of a Dual, checked: real numbers, arrays of them, traced values or
+    Duals (a list becomes an array), and a tangent whose shape broadcasts to the primal's.
+    Caught here, a string or a misshapen tangent would otherwise fail deep inside the
+    first operation, or give a result of the wrong shape."""
+    parts = []
+    for part, what in ((primal, "primal"), (tangent, "tangent")):
+        if type(part) in (list, tuple):
+            part = np.asarray(part)
+        if type(part) is not Dual and not isinstance(part, Node):
+            kind = np.asarray(part).dtype.kind if isinstance(
+                part, (int, float, complex, np.ndarray, np.generic)) else None
+            if kind == "c":
+                raise TypeError(f"wg.Dual is for real numbers, and its {what} is complex; "
+                                "use wg.jvp, which takes complex values (docs/complex.md)")
+            if kind is None or kind not in "biuf":
+                raise TypeError(f"a Dual's {what} must be a real number, an array of them, "
+                                f"a traced value or a Dual, not {type(part).__name__}"
+                                + (f" of dtype {part.dtype}" if kind else ""))
+        parts.append(part)
+    primal, tangent = parts
+    p, t = shape_of(primal), shape_of(tangent)
+    if t != p:
+        try:
+            fits = np.broadcast_shapes(t, p) == p
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"a Dual's tangent of shape {t} does not fit its primal of "
+                             f"shape {p}: it must have the primal's shape, or one that "
+                             "broadcasts to it (a scalar: the same derivative everywhere)")
+    return primal, tangent
 
 
 def through(fn, args, kwargs=None):
@@ -157,7 +208,7 @@ def through(fn, args, kwargs=None):
                        [_tangent_like(leaves[k].tangent, leaves[k].primal) for k in at])
         outs, out_tree = flatten(out)
         touts = flatten(tout)[0]
-        return unflatten(out_tree, [Dual(o, t) if _floating(o) else o
+        return unflatten(out_tree, [_made(o, t) if _floating(o) else o
                                     for o, t in zip(outs, touts)])
     primals = [np.asarray(leaves[k].primal, float) if not _floating(leaves[k].primal)
                else leaves[k].primal for k in at]
@@ -170,7 +221,7 @@ def through(fn, args, kwargs=None):
         if _floating(o) and dtype_of(o).kind == "c":
             raise TypeError(f"wg.Dual is for real numbers, and {name} gave a complex "
                             "value; use wg.jvp, which takes complex values (docs/complex.md)")
-        res.append(Dual(o, t) if _floating(o) else o)
+        res.append(_made(o, t) if _floating(o) else o)
     return unflatten(out_tree, res)
 
 
@@ -211,7 +262,7 @@ def _tangent_like(t, primal):
     scalar tangent is the same derivative at every element).  Either may be a Dual
     (nested Duals): then its parts are made like the innermost primal."""
     if type(t) is Dual:
-        return Dual(_tangent_like(t.primal, primal), _tangent_like(t.tangent, primal))
+        return _made(_tangent_like(t.primal, primal), _tangent_like(t.tangent, primal))
     while type(primal) is Dual:
         primal = primal.primal
     if not _floating(primal):
@@ -251,7 +302,7 @@ def apply(op, args, params):
     t = _tangent(op, ts, xs, ans, params, shape)
     if t is None:                         # sign, or a Dual only in select's condition
         t = 0.0 if shape == () else np.zeros(shape)
-    return Dual(ans, t)
+    return _made(ans, t)
 
 
 OVERLOADS[Dual] = apply
