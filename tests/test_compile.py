@@ -604,6 +604,26 @@ def test_python_number_arguments_are_weak_in_traces_and_compiled_code(name):
         assert_close(got, eager, rtol=1e-6)
 
 
+@pytest.mark.parametrize("x", [X32, XI, numpy.arange(1, 4, dtype=numpy.int32)],
+                         ids=["float32", "int", "int32"])
+@pytest.mark.parametrize("y", [3.0, numpy.int64(3), numpy.int8(3), numpy.float32(3.0),
+                               numpy.float64(3.0), 3, 2.5], ids=repr)
+def test_an_integral_exponent_keeps_numpy_dtype(x, y):
+    # x ** y with an integral y is powi, whose n is a parameter: y's own dtype used to be
+    # lost (float32 ** np.int64(3) stayed float32, int ** 3.0 stayed an int)
+    want = numpy.result_type(x ** y)
+    f = lambda x: x ** y
+    assert wg.trace(f, x).outputs[0].dtype == want
+    got = wg.compile(f, x)(x)
+    assert _dtype(got) == want
+    assert_close(got, x ** y)
+    if x.dtype.kind == "f":
+        assert wg.vjp(f, x)[0].dtype == want
+        g = wg.grad(lambda x: np.sum(f(x)))(x)
+        assert g.dtype == x.dtype                   # a gradient has its argument's dtype
+        assert_close(g, float(y) * x.astype(numpy.float64) ** (float(y) - 1), rtol=1e-6)
+
+
 @pytest.mark.parametrize("name", ["float32 * Python float", "chain", "2 * s stays weak",
                                   "reduction", "NumPy float64 is strong"])
 def test_gradients_of_weakly_typed_functions_agree_and_are_right(name):

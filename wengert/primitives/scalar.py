@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from ..graph.node import Node
-from .registry import defprimitive, elementwise_aval, numpy_dtype
+from .registry import _WEAK_STAND_IN, defprimitive, elementwise_aval, is_weak, numpy_dtype
 
 _LN10 = math.log(10.0)
 
@@ -540,8 +540,27 @@ def power(x, y):
         if isinstance(y, (int, np.integer)) or (
                 isinstance(y, (float, np.floating)) and float(y).is_integer()
                 and -2 ** 31 < y < 2 ** 31):
+            if type(y) is not int:      # a float or NumPy scalar exponent has a dtype
+                x = _in_power_dtype(x, y)
             return powi(x, n=int(y))
     return pow(x, y)
+
+
+def _in_power_dtype(x, y):
+    """x, cast to the dtype NumPy gives ``x ** y``: `powi` takes y as a parameter, whose
+    dtype would otherwise be lost (float32 ** np.int64(3) is float64, int32 ** 3.0 is
+    float64).  A Python number or a Dual x is left as it is."""
+    if type(x) is Node:
+        xd = _WEAK_STAND_IN.get(x.dtype.kind, x.dtype) if is_weak(x) else x.dtype
+    elif isinstance(x, (np.ndarray, np.generic)):
+        xd = x.dtype
+    else:
+        return x
+    want = np.result_type(xd, 0.0 if type(y) is float else y.dtype)
+    if want == x.dtype:
+        return x
+    from .array import astype       # (array.py loads after this module)
+    return astype(x, dtype=want)
 
 
 # ---- Python operators on traced values ----------------------------------------------------
