@@ -53,6 +53,21 @@ def test_plain_values_stack_ys_as_jax_does():
     assert_close(ys[1]["twice"], [2.0, 4.0, 6.0], **TIGHT)
 
 
+def test_plain_values_stack_ys_in_the_traced_loops_dtype():
+    # The first y is the Python float 0.0, weak: it used to make the float32 stack float64
+    step = lambda c, x: (c + x, (c, 2 * c))
+    xs = np.arange(4, dtype=np.float32)
+    carry, ys = wg.scan(step, 0.0, xs)
+    traced = wg.compile(lambda xs: wg.scan(step, 0.0, xs))(xs)
+    for got, want in zip(ys, traced[1]):
+        assert got.dtype == want.dtype == np.float32
+        assert_close(got, want, **TIGHT)
+    assert_close(ys[0], [0.0, 0.0, 1.0, 3.0], **TIGHT)
+    # a NumPy float64 y is strong, as in NumPy: then the stack is float64
+    ys = wg.scan(lambda c, x: (c + x, c), np.float64(0.0), xs)[1]
+    assert ys.dtype == np.float64
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_first_and_second_order_against_differences(reverse):
     check_grads(lambda W, h0, xs: rnn_scan(W, h0, xs, reverse), W0, H0, XS, order=2)

@@ -804,9 +804,26 @@ def _plain_scan(f, init, x_leaves, x_tree, length, reverse):
     if any(t != y_tree for _, t in leaves):
         raise ValueError(f"scan: f returned y of structure {y_tree} at one step and "
                          f"{next(t for _, t in leaves if t != y_tree)} at another")
-    stacked = [np.stack([np.asarray(ls[k]) for ls, _ in leaves])
-               for k in range(len(leaves[0][0]))]
+    stacked = [_stacked([ls[k] for ls, _ in leaves]) for k in range(len(leaves[0][0]))]
     return carry, unflatten(y_tree, stacked)
+
+
+def _stacked(values):
+    """The values of one leaf of y stacked, with the dtype the traced loop gives them: a
+    Python number among them (the initial carry passed on as y, say) is weak and gives
+    way to the others' dtype, where np.asarray alone would make it float64, and with it
+    the whole stack."""
+    arrays = [np.asarray(v) for v in values]
+    strong = {a.dtype for a, v in zip(arrays, values) if type(v) not in _PYTHON_NUMBERS}
+    weak = {type(v): v for v in values if type(v) in _PYTHON_NUMBERS}
+    try:
+        dtype = np.result_type(*strong, *weak.values()) if strong and weak else None
+    except TypeError:            # (numbers among strings, say: np.stack's own outcome)
+        dtype = None
+    return np.stack(arrays, dtype=dtype)
+
+
+_PYTHON_NUMBERS = (bool, int, float, complex)
 
 
 def _pair(out):
