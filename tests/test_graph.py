@@ -779,3 +779,22 @@ def test_digest_names_what_a_graph_computes():
     assert wg.trace(lambda x: f(x, axis=1), x).digest() != digest
     assert wg.trace(f, x.astype(np.float32)).digest() != digest
     assert wg.trace(lambda x: f(x) + 0.0 * x[0], x).digest() != digest
+
+
+def test_a_graph_call_checks_its_arguments_dtypes():
+    g = wg.trace(lambda x: x * 2.0 + wm.sin(x), 1.0)
+    with pytest.raises(TypeError, match="input x has dtype float64, got a str"):
+        g("a")
+    with pytest.raises(TypeError, match="dtype <U1: a graph computes with numbers"):
+        g(np.array("a"))
+    with pytest.raises(TypeError, match="got a complex: trace it with a complex example"):
+        g(1j)              # (abs or a comparison in a real graph would silently mislead)
+    with pytest.raises(ValueError, match=r"input x has shape \(\), got .* shape \(2,\)"):
+        g(np.ones(2))
+    # an int8 value is cast to float64 first: sin(int8) alone would be float16
+    got = g(np.int8(3))
+    assert np.result_type(got) == np.float64
+    assert abs(got - (6.0 + np.sin(3.0))) < 1e-15
+    # a complex graph takes complex values
+    gc = wg.trace(lambda z: z * z, 1j)
+    assert gc(2 + 1j) == (2 + 1j) ** 2

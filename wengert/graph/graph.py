@@ -770,6 +770,9 @@ class Graph:
             if shape != node.shape:
                 raise ValueError(f"input {node.label()} has shape {node.shape}, "
                                  f"got a value of shape {shape}")
+            t = type(v)
+            if t is not float and t is not int and t is not bool:
+                v = _checked_input(node, v)
             values[node.index] = canonical(v)
         for node in self.live_nodes(outputs):
             i = node.index
@@ -797,6 +800,29 @@ class Graph:
                              f"{self.in_tree}, got {tree}")
         outs = self.evaluate(leaves)
         return unflatten(self.out_tree, outs) if self.out_tree is not None else outs
+
+
+def _checked_input(node, v):
+    """A value for input `node`, in the node's dtype where NumPy casts to it safely (an
+    int8 array for a float64 input: the operations then compute in the dtypes they were
+    traced with, not sin(int8)'s float16).  Refused: text (NumPy's error would come from
+    deep inside some operation), and a complex number for a real input (its real rules,
+    abs's sign or max's comparison, would silently give wrong values).  Traced values,
+    Duals and object arrays of them pass as they are."""
+    t = type(v)
+    numpy_value = isinstance(v, (np.ndarray, np.generic))
+    kind = ("c" if t is complex else "U" if t is str or t is bytes else
+            v.dtype.kind if numpy_value else None)
+    if kind is None or kind == "O":
+        return v
+    if kind in "biuf" or (kind == "c" and node.dtype.kind == "c"):
+        if numpy_value and v.dtype != node.dtype and np.can_cast(v.dtype, node.dtype):
+            return v.astype(node.dtype)
+        return v
+    what = f"a value of dtype {v.dtype}" if numpy_value else f"a {t.__name__}"
+    why = ("trace it with a complex example to evaluate it at complex points" if kind == "c"
+           else "a graph computes with numbers")
+    raise TypeError(f"input {node.label()} has dtype {node.dtype}, got {what}: {why}")
 
 
 def _intern_key(op, args, params):
