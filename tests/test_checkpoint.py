@@ -140,6 +140,11 @@ def test_checkpointed_loop_bad_arguments():
         wg.checkpointed_loop(euler, (1.0, 0.0), -1, 1.0, 0.0)
     with pytest.raises(ValueError, match="every must be >= 1"):
         wg.checkpointed_loop(euler, (1.0, 0.0), 5, 1.0, 0.0, every=0)
+    # a float count used to meet a bare operator.index TypeError
+    with pytest.raises(TypeError, match="checkpointed_loop: n must be an integer, got float"):
+        wg.checkpointed_loop(euler, (1.0, 0.0), 2.5, 1.0, 0.0)
+    with pytest.raises(TypeError, match="every must be an integer, got float 2.0"):
+        wg.checkpointed_loop(euler, (1.0, 0.0), 5, 1.0, 0.0, every=2.0)
 
 
 def peak_bytes(fn):

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 from contextlib import contextmanager
 
 import numpy as np
 
 from . import ad
 from .api import _Call
+from .errors import integer_argument
 from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
@@ -300,14 +300,10 @@ def checkpointed_loop(step, x, n, *args, every=None):
         >>> round(wg.grad(energy)(2.0), 6)       # 100 stored states, not 60,000 operations
         0.520303
     """
-    n = operator.index(n)
-    if n < 0:
-        raise ValueError(f"checkpointed_loop: n must be >= 0, got {n}")
+    n = integer_argument(n, "checkpointed_loop", "n", 0)
     if every is None:
         every = max(1, math.isqrt(n - 1) + 1) if n > 1 else 1
-    every = operator.index(every)
-    if every < 1:
-        raise ValueError(f"checkpointed_loop: every must be >= 1, got {every}")
+    every = integer_argument(every, "checkpointed_loop", "every", 1)
 
     def segment(m):
         def run(x, *args):

@@ -1,4 +1,5 @@
-"""Exceptions raised by wengert."""
+"""Exceptions raised by wengert, and the check of a count argument that several raise."""
+import operator
 
 
 class ConcretizationError(TypeError):
@@ -40,3 +41,26 @@ class GraphTooLarge(MemoryError):
     def __init__(self, max_nodes):
         super().__init__(f"the graph would exceed {max_nodes} nodes")
         self.max_nodes = max_nodes
+
+
+def integer_argument(value, who, name, least, what="an integer"):
+    """`value` as an int of at least `least`, or an error naming `who`'s argument `name`
+    (a float such as 2.5 steps, or None, would otherwise meet a bare range() TypeError).
+
+    Example:
+        >>> from wengert.errors import integer_argument
+        >>> integer_argument(3, "scan", "length", 0)
+        3
+        >>> integer_argument(2.5, "scan", "length", 0)
+        Traceback (most recent call last):
+        ...
+        TypeError: scan: length must be an integer, got float 2.5
+    """
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{who}: {name} must be {what}, got {type(value).__name__} "
+                        f"{value!r:.40}") from None
+    if value < least:
+        raise ValueError(f"{who}: {name} must be >= {least}, got {value}")
+    return value

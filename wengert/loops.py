@@ -39,6 +39,7 @@ import numpy as np
 
 from . import ad
 from .api import _check_fun, _leaf_names
+from .errors import integer_argument
 from .graph.active import current_graph, recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
@@ -709,19 +710,7 @@ def _unroll(unroll, length):
     """The number of steps per traced step: `unroll` checked, at most the length."""
     if unroll is True or unroll is False:
         return max(length, 1) if unroll else 1
-    return min(_integer(unroll, "unroll", 1, "an integer or a bool"), max(length, 1))
-
-
-def _integer(value, name, least, what="an integer"):
-    """`value` as an int of at least `least`, or a clear error naming scan's `name`."""
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"scan: {name} must be {what}, got {type(value).__name__} "
-                        f"{value!r:.40}") from None
-    if value < least:
-        raise ValueError(f"scan: {name} must be >= {least}, got {value}")
-    return value
+    return min(integer_argument(unroll, "scan", "unroll", 1, "an integer or a bool"), max(length, 1))
 
 
 def _unrolled(f, init, x_leaves, x_tree, length, reverse, k):
@@ -765,7 +754,7 @@ def _unrolled(f, init, x_leaves, x_tree, length, reverse, k):
 def _length(x_leaves, length):
     """The number of steps, from the scanned arrays and `length`."""
     if length is not None:
-        length = _integer(length, "length", 0)
+        length = integer_argument(length, "scan", "length", 0)
     for k, x in enumerate(x_leaves):
         shape = shape_of(x)
         if not shape:
