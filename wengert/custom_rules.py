@@ -32,7 +32,7 @@ from . import numpy as wnp
 from .graph.node import Node
 from .primitives.array import zeros_like
 from .primitives.pack import part
-from .primitives.registry import primitive, shape_of
+from .primitives.registry import broadcasts_to, primitive, shape_of
 from .tree import dict_keys, flatten, tree_map, unflatten
 
 __all__ = ["custom_jvp", "custom_vjp"]
@@ -296,11 +296,7 @@ def _fitted(t, ans, what):
     shape, want = tuple(shape_of(t)), tuple(shape_of(ans))
     if shape == want:
         return t
-    try:
-        fits = np.broadcast_shapes(shape, want) == want
-    except ValueError:
-        fits = False
-    if not fits:
+    if not broadcasts_to(shape, want):
         raise ValueError(f"{what} returned a tangent of shape {shape}, where f's result "
                          f"has shape {want}")
     return wnp.broadcast_to(t, want)

@@ -36,7 +36,7 @@ from .ad.forward import tangent as _tangent
 from .graph.node import Node
 from .primitives import scalar as _scalar
 from .primitives.array import dtype_of
-from .primitives.registry import NO_PARAMS, OVERLOADS, REGISTRY, shape_of
+from .primitives.registry import NO_PARAMS, OVERLOADS, REGISTRY, broadcasts_to, shape_of
 
 __all__ = ["Dual"]
 
@@ -153,15 +153,10 @@ def _checked(primal, tangent):
         parts.append(part)
     primal, tangent = parts
     p, t = shape_of(primal), shape_of(tangent)
-    if t != p:
-        try:
-            fits = np.broadcast_shapes(t, p) == p
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError(f"a Dual's tangent of shape {t} does not fit its primal of "
-                             f"shape {p}: it must have the primal's shape, or one that "
-                             "broadcasts to it (a scalar: the same derivative everywhere)")
+    if t != p and not broadcasts_to(t, p):
+        raise ValueError(f"a Dual's tangent of shape {t} does not fit its primal of "
+                         f"shape {p}: it must have the primal's shape, or one that "
+                         "broadcasts to it (a scalar: the same derivative everywhere)")
     return primal, tangent
 
 

@@ -39,6 +39,7 @@ from .graph.node import Node
 from .errors import ConcretizationError
 from .primitives import array as _A, nn as P
 from .primitives import special as _special
+from .primitives.registry import broadcasts_to
 from . import numpy as wnp
 
 __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "linear", "layer_norm", "batch_norm",
@@ -699,7 +700,7 @@ def _broadcast_weight(weight, input, who, name="weight"):
         return None
     weight = _weight_array(weight, who, name, "an array")
     xs, ws = tuple(wnp._shape(input)), tuple(weight.shape)
-    if not _broadcasts(ws, xs):
+    if not broadcasts_to(ws, xs):
         raise ValueError(f"{who}: {name} of shape {ws} does not broadcast to the input's "
                          f"shape {xs}")
     return weight
@@ -1170,7 +1171,7 @@ def _affine(y, weight, bias, shape, who):
         if p is None:
             continue
         ps = tuple(wnp._shape(p))
-        ok = ps == shape if shape is not None else _broadcasts(ps, ys)
+        ok = ps == shape if shape is not None else broadcasts_to(ps, ys)
         if not ok:
             want = shape if shape is not None else f"broadcasting to {ys}"
             raise ValueError(f"{who}: expected {name} of shape {want}, got {ps}")
@@ -1179,13 +1180,6 @@ def _affine(y, weight, bias, shape, who):
     if bias is not None:
         y = y + bias
     return y
-
-
-def _broadcasts(shape, to):
-    try:
-        return _np.broadcast_shapes(shape, to) == to
-    except ValueError:
-        return False
 
 
 def _normalise(x, axes, eps):

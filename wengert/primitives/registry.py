@@ -484,6 +484,15 @@ def shape_of(x) -> tuple:
     return np.shape(x)
 
 
+def broadcasts_to(shape, to) -> bool:
+    """Whether an array of `shape` broadcasts to `to` exactly (a tangent or weight that
+    may be given smaller than the value it belongs to)."""
+    try:
+        return np.broadcast_shapes(shape, to) == to
+    except ValueError:
+        return False
+
+
 # A built-in rule is tested; a user's rule (wg.primitive) is checked as it runs, since a
 # (co)tangent of the wrong shape would otherwise broadcast, or be indexed, into a
 # derivative that is silently wrong.
