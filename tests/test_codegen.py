@@ -784,3 +784,18 @@ def test_text_formats_refuse_a_call_that_would_drop_a_parameter():
             c.code(language)
     plain = wg.compile(lambda x: scaled(x) * 2, 1.0)      # (no parameter: a call is exact)
     assert plain.code("adds").strip() == "array Y[1];\nY[1] := SCALED(X)*2;"
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (0, False), (1, True),
+                                            ((0, 1), True)])
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.int8, numpy.float64])
+def test_a_sum_is_written_as_the_arrays_method_with_numpys_result(axis, keepdims, dtype):
+    # x.sum(...) skips np.sum's dispatch; its values and dtype must stay np.sum's (an
+    # int8 sum is int64)
+    x = (numpy.arange(12) % 5).reshape(3, 4).astype(dtype)
+    f = lambda x: wg.numpy.sum(x * x, axis=axis, keepdims=keepdims)
+    c = wg.compile(f, x, backend="numpy")
+    assert ".sum(" in c.source and "_sum" not in c.source
+    got, want = c(x), numpy.sum(x * x, axis=axis, keepdims=keepdims)
+    assert numpy.result_type(got) == want.dtype and numpy.shape(got) == want.shape
+    assert numpy.allclose(got, want, rtol=1e-6)

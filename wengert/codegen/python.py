@@ -141,8 +141,15 @@ class PythonFormat(Format):
         # x.reshape(...) where x is an array: np.reshape's dispatch costs ~2 us a call,
         # and a batched or differentiated graph reshapes often (a Python float has no
         # method: a scalar argument keeps the call)
-        if self.flavour == NUMPY and node.op is A.reshape and node.args[0].shape:
+        if self.flavour != NUMPY or not node.args or not node.args[0].shape:
+            return None
+        if node.op is A.reshape:
             return f"{_atom(args[0])}.reshape({tuple(node.params['shape'])!r})"
+        if node.op is A.sum:        # (np.sum's dispatch is ~2 us too: a loss in a loop)
+            axis, keep = node.params["axis"], node.params["keepdims"]
+            inside = ", ".join(([f"axis={axis!r}"] if axis is not None else []) +
+                               (["keepdims=True"] if keep else []))
+            return f"{_atom(args[0])}.sum({inside})"
         return None
 
     def statement(self, target, expr) -> list:
