@@ -710,7 +710,8 @@ def _unroll(unroll, length):
     """The number of steps per traced step: `unroll` checked, at most the length."""
     if unroll is True or unroll is False:
         return max(length, 1) if unroll else 1
-    return min(integer_argument(unroll, "scan", "unroll", 1, "an integer or a bool"), max(length, 1))
+    unroll = integer_argument(unroll, "scan", "unroll", 1, "an integer or a bool")
+    return min(unroll, max(length, 1))
 
 
 def _unrolled(f, init, x_leaves, x_tree, length, reverse, k):
