@@ -41,6 +41,13 @@ def band(l, u, n, *batch):
     return ab
 
 
+def hband(u, n, *batch, lower=False):
+    """SciPy's storage of a symmetric positive-definite banded matrix by one triangle."""
+    ab = r(*batch, u + 1, n)
+    ab[..., 0 if lower else u, :] = 3 * (u + 1) + np.abs(ab[..., 0 if lower else u, :])
+    return ab
+
+
 def spd(a):
     """A symmetric positive-definite matrix made from any square a (symmetric directions
     too: cholesky's and eigh's derivatives are the symmetric ones)."""
@@ -86,6 +93,14 @@ CASES = {
                                 [band(1, 2, 4, 2), r(4)]),
     "solve_banded batched b": (lambda la, ab, b: la.solve_banded((1, 1), ab, b),
                                [band(1, 1, 4, 2), r(3, 1, 4, 2)]),
+    "solveh_banded upper": (lambda la, ab, b: la.solveh_banded(ab, b), [hband(1, 5), r(5)]),
+    "solveh_banded lower, columns": (
+        lambda la, ab, b: la.solveh_banded(ab, b, lower=True), [hband(2, 5, lower=True),
+                                                                r(5, 2)]),
+    "solveh_banded wider than the matrix": (lambda la, ab, b: la.solveh_banded(ab, b),
+                                            [hband(3, 2), r(2)]),
+    "solveh_banded batched": (lambda la, ab, b: la.solveh_banded(ab, b, lower=True),
+                              [hband(1, 4, 2, lower=True), r(4)]),
     "cholesky": (lambda la, a: la.cholesky(spd(a)), [r(3, 3)]),
     "cholesky lower": (lambda la, a: la.cholesky(spd(a), lower=True), [r(4, 4)]),
     "cholesky batched": (lambda la, a: la.cholesky(spd(a)), [r(2, 3, 3)]),
@@ -306,6 +321,40 @@ def test_banded_solve_derivatives_are_the_dense_solves(l, u):
         for j in range(max(0, i - l), min(6, i + u + 1)):
             want[u + i - j, j] = full[i, j]
     assert_close(got, want, rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_symmetric_banded_solve_gradient_is_the_dense_ones_on_both_triangles(lower):
+    """An entry of the stored triangle stands for A[i, j] and A[j, i]: its gradient is the
+    dense gradient's entries at both; the diagonal's, its own."""
+    u, n = 2, 6
+    ab, b, c = hband(u, n, lower=lower), r(n), r(n)
+    A = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i, min(n, i + u + 1)):
+            A[i, j] = A[j, i] = ab[j - i, i] if lower else ab[u + i - j, j]
+    x = linalg.solveh_banded(ab, b, lower=lower)
+    assert_close(np.asarray(x), sl.solveh_banded(ab, b, lower=lower), rtol=1e-13)
+    got = wg.grad(lambda ab: wnp.dot(c, linalg.solveh_banded(ab, b, lower=lower)))(ab)
+    full = -np.outer(np.linalg.solve(A.T, c), np.linalg.solve(A, b))
+    want = np.zeros_like(ab)
+    for i in range(n):
+        for j in range(i, min(n, i + u + 1)):
+            g = full[i, j] + (full[j, i] if i != j else 0.0)
+            want[(j - i, i) if lower else (u + i - j, j)] = g
+    assert_close(got, want, rtol=1e-11, atol=1e-13)
+    traced = wg.compile(lambda ab, b: linalg.solveh_banded(ab, b, lower=lower), ab, b)
+    assert_close(traced(ab, b), x, rtol=1e-13)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_hermitian_banded_solve_equals_scipys(lower):
+    u, n = 1, 5
+    ab = hband(u, n, lower=lower) + 1j * r(u + 1, n)
+    b = r(n) + 1j * r(n)
+    want = sl.solveh_banded(ab, b, lower=lower)   # (the diagonal's imaginary part unread)
+    got = wg.vjp(lambda ab, b: linalg.solveh_banded(ab, b, lower=lower), ab, b)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)   # (complex: both parts)
 
 
 def test_lyapunov_solution_of_a_diagonal_system():

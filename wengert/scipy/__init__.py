@@ -1,7 +1,7 @@
 """SciPy's differentiable functions, as `autograd.scipy` has them: `wengert.scipy.special`
 (erf, gammaln, digamma, expit, logsumexp, ...), `wengert.scipy.stats` (norm, t,
 multivariate_normal, gamma, beta, poisson, dirichlet), `wengert.scipy.linalg`
-(solve_triangular, solve_banded, cholesky, cho_factor, cho_solve, expm, sqrtm,
+(solve_triangular, solve_banded, solveh_banded, cholesky, cho_factor, cho_solve, expm, sqrtm,
 solve_sylvester, solve_continuous_lyapunov, inv, det, solve, lu_factor, lu_solve, eigh,
 block_diag), for Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester
 equations, vibration modes (the generalized eigh(a, b)); `wengert.scipy.signal`

@@ -1,5 +1,5 @@
 """SciPy's `scipy.linalg`, differentiable: triangular and Cholesky solves for Gaussian
-processes, banded solves, the matrix exponential and square root, Sylvester and Lyapunov
+processes, banded solves (symmetric ones too), the matrix exponential and square root, Sylvester and Lyapunov
 equations, LU, eigh (the generalized problem A v = λ B v too), inv, det, solve and
 block_diag.
 
@@ -57,7 +57,7 @@ from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives import linalg as _L, scipy_linalg as _P
 from ..primitives.registry import float_dtype as _float_dtype
 
-__all__ = ["solve_triangular", "solve_banded", "cholesky", "cho_factor", "cho_solve", "expm",
+__all__ = ["solve_triangular", "solve_banded", "solveh_banded", "cholesky", "cho_factor", "cho_solve", "expm",
            "expm_frechet", "solve_sylvester", "solve_continuous_lyapunov", "inv", "det",
            "solve", "lu_factor", "lu_solve", "eigh", "eigvalsh", "block_diag", "sqrtm"]
 
@@ -240,6 +240,59 @@ def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_fi
                          f"l+u+1 ({l + u + 1}) does not equal ab.shape[-2] ({ab.shape[-2]})")
     _batches("solve_banded", (ab.shape, 2), (b.shape, 2 if b.ndim > 1 else 1))
     return _P.solve_banded(ab, b, l=l, u=u)
+
+
+@_scipy_unless_traced
+def solveh_banded(ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
+                  check_finite=True):
+    """x with A x = b, A a symmetric (Hermitian, if complex) positive-definite banded
+    matrix stored by one triangle, as SciPy stores it: upper form (the default)
+    ``ab[u + i - j, j] == A[i, j]`` for i <= j, lower form ``ab[i - j, j] == A[i, j]`` for
+    i >= j, u = ab.shape[-2] - 1 diagonals on each side.  b is one vector or a matrix of
+    right-hand sides; leading axes of ab and b are batches.
+
+    The band is mirrored into both triangles and solved by `solve_banded`, so the
+    derivatives are its (dx = A⁻¹(db − dA x), A never formed), with dA symmetric: an
+    entry of `ab` stands for two entries of A and gets both their derivatives.  The
+    diagonal's imaginary part is ignored, as LAPACK does.  On plain values this is
+    SciPy's function, which refuses a matrix that is not positive definite; on traced
+    values any nonsingular symmetric band is solved (no factorization checks it).
+
+    Example: a symmetric tridiagonal system by its upper form, whose derivative in b is
+    A⁻¹:
+
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import linalg
+        >>> ab = np.array([[0.0, 1.0, 1.0], [4.0, 4.0, 4.0]])
+        >>> A = np.diag([4.0] * 3) + np.diag([1.0] * 2, 1) + np.diag([1.0] * 2, -1)
+        >>> J = wg.jacfwd(lambda b: linalg.solveh_banded(ab, b))(np.ones(3))
+        >>> bool(np.allclose(J, np.linalg.inv(A)))
+        True
+    """
+    ab, b = _wnp.asarray(ab), _wnp.asarray(b)
+    if ab.ndim < 2:
+        raise ValueError(f"ab must have at least two axes (u + 1 rows of the matrix's "
+                         f"diagonals), got shape {ab.shape}")
+    u, n = ab.shape[-2] - 1, ab.shape[-1]
+    hermitian = _is_complex(ab)
+    diag = ab[..., 0 if lower else u, :]
+    if hermitian:
+        diag = _wnp.real(diag).astype(ab.dtype)
+
+    def mirrored(row, k):
+        # diagonal k of the other triangle: the stored one moved by k columns, and
+        # conjugated (Aᴴ = A), with zeros where it leaves the matrix
+        row = _wnp.conj(row) if hermitian else row
+        pad = [(0, 0)] * (row.ndim - 1)
+        return (_wnp.pad(row[..., k:], pad + [(0, k)]) if not lower else
+                _wnp.pad(row[..., :n - k], pad + [(k, 0)]))
+
+    stored = {k: ab[..., k if lower else u - k, :] for k in range(1, u + 1)}
+    other = {k: mirrored(stored[k], min(k, n)) for k in stored}
+    above = [(other if lower else stored)[k] for k in range(u, 0, -1)]
+    below = [(stored if lower else other)[k] for k in range(1, u + 1)]
+    full = _wnp.stack(above + [diag] + below, axis=-2)
+    return solve_banded((u, u), full, b)
 
 
 def _cholesky_input(a):
