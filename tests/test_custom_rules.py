@@ -404,3 +404,38 @@ def test_a_dual_goes_through_the_custom_rule():
     with pytest.raises(TypeError, match="has no forward-mode rule"):
         clip_gradient(wg.Dual(1.0, 5.0))
     assert clip_gradient(1.0) == 1.0                          # (plain values as before)
+
+
+@pytest.mark.parametrize("kind", ["jvp", "vjp"])
+def test_a_function_closing_over_a_traced_value_is_refused(kind):
+    # grad used to return a wrong number (3.0 for d(w·w)/dw = 6.0) or an internal node
+    def loss(w):
+        if kind == "jvp":
+            @wg.custom_jvp
+            def c(x):
+                return x * w
+            c.defjvp(lambda p, t: (c(p[0]), t[0] * w))
+        else:
+            @wg.custom_vjp
+            def c(x):
+                return x * w
+            c.defvjp(lambda x: (c(x), None), lambda r, g: (g * w,))
+        return c(w)
+    assert loss(3.0) == 9.0                  # nothing traced: f is called as it is
+    message = f"custom_{kind} function 'c' computes with a traced value .* closes over"
+    for run in (lambda: wg.grad(loss)(3.0), lambda: wg.vmap(loss)(np.arange(3.0)),
+                lambda: wg.compile(wg.grad(loss))(3.0)):
+        with pytest.raises(ValueError, match=message):
+            run()
+    if kind == "jvp":
+        with pytest.raises(ValueError, match=message):
+            wg.jvp(loss, (3.0,), (1.0,))
+
+    # passed as an argument, the same function differentiates: d(w·w)/dw = 2w
+    def fixed(w):
+        @wg.custom_jvp
+        def c(x, w):
+            return x * w
+        c.defjvp(lambda p, t: (c(*p), t[0] * p[1] + p[0] * t[1]))
+        return c(w, w)
+    assert abs(wg.grad(fixed)(3.0) - 6.0) < 1e-15

@@ -142,8 +142,18 @@ class _Custom:
         self._signature = inspect.signature(fun)
 
         def evaluate(*leaves, layout):
-            return layout.pack(fun(*layout.arguments(leaves)),
-                               f"{self.kind} function {self.__name__!r}")
+            out = fun(*layout.arguments(leaves))
+            if not any(type(v) is Node for v in leaves) and \
+                    any(type(x) is Node for x in flatten(out)[0]):
+                # f read a traced value it closes over: the primitive's value would be a
+                # node of the enclosing trace, and the rule would never see that value's
+                # derivative (grad gave a wrong number silently)
+                raise ValueError(
+                    f"{self.kind} function {self.__name__!r} computes with a traced value "
+                    "that is not one of its arguments (a variable it closes over); pass "
+                    "that value as an argument, so that its derivative goes through the "
+                    "rule")
+            return layout.pack(out, f"{self.kind} function {self.__name__!r}")
         # (named as f, or f_user where f's name is a built-in's, as wg.primitive does)
         evaluate.__name__ = getattr(fun, "__name__", "custom")
         self._prim = primitive(evaluate)
