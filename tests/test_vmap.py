@@ -573,3 +573,18 @@ def test_a_batching_rule_of_the_wrong_shape_is_refused():
         wg.vmap(lambda x: q(x) + x)(X)
     q.defbatch(lambda args, mapped, node: q(args[0]))          # the right rule
     np.testing.assert_array_equal(wg.vmap(lambda x: q(x) + x)(X), 3 * X)
+
+
+def test_an_empty_batch_of_packed_results():
+    # A loop's or a checkpoint's several results are packed; a batch of none used to meet
+    # NumPy's "cannot reshape array of size 0 into shape (0,newaxis)"
+    loop = lambda xs: wg.scan(lambda c, x: (c + x, c), 0.0, xs)
+    both = wg.checkpoint(lambda x: (wnp.sin(x), wnp.sum(x)))
+    for f, want in ((loop, [(0,), (0, 3)]), (both, [(0, 3), (0,)])):
+        for run in (wg.vmap(f), wg.compile(wg.vmap(f))):
+            got = run(np.zeros((0, 3)))
+            assert [np.shape(v) for v in got] == want
+        full = wg.vmap(f)(np.arange(6.0).reshape(2, 3))       # and a batch of two still
+        for k, x in enumerate(np.arange(6.0).reshape(2, 3)):
+            for a, b in zip(full, f(x)):
+                assert_close(a[k], b)

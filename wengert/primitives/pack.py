@@ -151,7 +151,9 @@ class Layout:
         example: the value of the batched node, ``size`` packs in a row."""
         if len(self.shapes) == 1:
             return values[0]
-        return concatenate(*[reshape(v, shape=(size, -1)) for v in values], axis=1)
+        # (each example's size spelled out: -1 is undefined in a batch of none)
+        return concatenate(*[reshape(v, shape=(size, b - a))
+                             for v, (a, b) in zip(values, self.spans)], axis=1)
 
     def unpack(self, packed):
         """The packed value (or its node) as the list of values."""
