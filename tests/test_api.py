@@ -892,3 +892,20 @@ def test_scalar_values_are_numbers_not_0d_arrays():
               lambda x: wnp.einsum("i,i,i->", x, x, x)):
         y, t = wg.jvp(f, (x,), (np.ones(4),))
         assert type(t) is float, (f, type(t))
+
+
+def test_integer_arguments_are_widened_under_compile_vmap_and_eval_shape_too():
+    # eager calls widened an int array to float64, traced ones (compile, vmap, eval_shape
+    # of a gradient) refused it as "a traced value of dtype int64"
+    f = lambda x: np.sum(x ** 3)
+    xs = np.arange(4)
+    want = 3.0 * xs.astype(float) ** 2
+    for got in (wg.grad(f)(xs), wg.compile(wg.grad(f))(xs),
+                wg.vmap(wg.grad(lambda x: x ** 3))(xs), wg.compile(wg.grad(f))(xs[2:3])):
+        assert got.dtype == np.float64
+        assert_close(got, want[:len(got)] if len(got) == 4 else want[2:3])
+    shape = wg.eval_shape(wg.grad(f), xs)
+    assert (shape.shape, shape.dtype) == ((4,), np.float64)
+    assert_close(wg.compile(wg.grad(lambda x: x ** 3))(np.int64(2)), 12.0)
+    with pytest.raises(TypeError, match="traced value of dtype bool"):
+        wg.compile(wg.grad(f))(np.array([True]))

@@ -97,6 +97,8 @@ def _primal_leaf(x, where, who):
     if t is float or (t is np.ndarray and x.dtype.kind in "fc"):
         return x
     if t is Node:
+        if x.dtype.kind in "iu":        # widened, as a plain int array is (under compile
+            return wnp.astype(x, np.float64)    # and vmap as in eager calls)
         if x.dtype.kind not in "fc":
             raise TypeError(f"{who}: {where} is a traced value of dtype {x.dtype}; "
                             "derivatives are taken with respect to floating-point values")
