@@ -321,6 +321,8 @@ def _describe(tree):
         return f"a dict with keys {sorted(tree)}"
     if isinstance(tree, (list, tuple)):
         return f"a {type(tree).__name__} of {len(tree)}"
+    if type(tree) is _Slot:         # (an output leaf, while out_axes is matched)
+        return "one array or number"
     return f"a {type(tree).__name__}"
 
 
