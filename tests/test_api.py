@@ -909,3 +909,12 @@ def test_integer_arguments_are_widened_under_compile_vmap_and_eval_shape_too():
     assert_close(wg.compile(wg.grad(lambda x: x ** 3))(np.int64(2)), 12.0)
     with pytest.raises(TypeError, match="traced value of dtype bool"):
         wg.compile(wg.grad(f))(np.array([True]))
+
+
+def test_hvp_of_a_function_of_two_arguments_says_how_to_wrap_it():
+    with pytest.raises(TypeError, match=r"hvp: f must take one argument.* takes 2: x, y"):
+        wg.hvp(lambda x, y: x * y)
+    # wrapped as the message says: H of x²y at (1, 2) is [[2y, 2x], [2x, 0]]
+    hv = wg.hvp(lambda p: p[0] * p[0] * p[1])((1.0, 2.0), (1.0, 0.0))
+    assert_close(hv, (4.0, 2.0))
+    assert_close(wg.hvp(lambda x, k=3: x ** k)(2.0, 1.0), 12.0)     # a default is fine

@@ -939,6 +939,17 @@ def hvp(f):
         12.0
     """
     _check_fun(f, "hvp")
+    try:
+        required = [p.name for p in inspect.signature(f).parameters.values()
+                    if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
+                                                           p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):     # (a builtin without a signature)
+        required = []
+    if len(required) > 1:
+        # (hvp_f(x, v) would hand f only x: Python's "missing argument" would not say why)
+        raise TypeError(f"hvp: f must take one argument, x (which may be a tuple or dict "
+                        f"of arrays), but it takes {len(required)}: {', '.join(required)}; "
+                        "wrap it, e.g. hvp(lambda p: f(*p))((x, y), (vx, vy))")
     g = grad(f)
 
     @functools.wraps(f)
