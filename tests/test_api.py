@@ -918,3 +918,13 @@ def test_hvp_of_a_function_of_two_arguments_says_how_to_wrap_it():
     hv = wg.hvp(lambda p: p[0] * p[0] * p[1])((1.0, 2.0), (1.0, 0.0))
     assert_close(hv, (4.0, 2.0))
     assert_close(wg.hvp(lambda x, k=3: x ** k)(2.0, 1.0), 12.0)     # a default is fine
+
+
+def test_eval_shape_inside_a_transformation_may_close_over_its_values():
+    # it asks shapes only, so no derivative is lost: it used to refuse the closure
+    def f(w):
+        spec = wg.eval_shape(lambda x: x * w, np.ones(2))
+        assert (spec.shape, spec.dtype) == ((2,), np.float64)
+        return w * 2
+    assert wg.grad(f)(3.0) == 2.0
+    assert_close(wg.vmap(f)(np.ones(3)), [2.0, 2.0, 2.0])

@@ -971,7 +971,7 @@ def hvp(f):
 # --------------------------------------------------------------------------------------
 # tracing
 # --------------------------------------------------------------------------------------
-def trace(f, *args, abstract=True):
+def trace(f, *args, abstract=True, _capture=False):
     """Record f's computational graph.
 
     With ``abstract=True`` (the default) the arguments only give shapes and dtypes (an
@@ -1000,6 +1000,8 @@ def trace(f, *args, abstract=True):
     """
     _check_fun(f, "trace")
     graph = Graph()
+    if _capture:            # (eval_shape: an enclosing trace's value f closes over becomes
+        graph.captured = {}     # one more input, as it would under vmap)
     leaves, in_tree = flatten(args)
     names = _param_names(f)
     labels = []
@@ -1063,7 +1065,9 @@ def eval_shape(f, *args, **kwargs):
         {'h': ShapeDtype(f64[128,256]), 'top': ShapeDtype(i64[128])}
     """
     _check_fun(f, "eval_shape")
-    graph = trace((lambda *a: f(*a, **kwargs)) if kwargs else f, *args)
+    # (values f closes over, a weight of an enclosing grad, are inputs too: only their
+    # shapes are asked, so no derivative is lost)
+    graph = trace((lambda *a: f(*a, **kwargs)) if kwargs else f, *args, _capture=True)
     leaves, tree = flatten(unflatten(graph.out_tree, graph.outputs))
     return unflatten(tree, [ShapeDtype(n.shape, n.dtype, weak=is_weak(n)) if type(n) is Node
                             else n for n in leaves])
