@@ -890,7 +890,10 @@ def test_float32_stays_float32_with_python_number_parameters():
     calls = [lambda x: stats.norm.logpdf(x), lambda x: stats.norm.logcdf(x, 1, 2),
              lambda x: stats.t.logpdf(x, 3), lambda x: stats.t.pdf(x, 100.0, scale=2),
              lambda x: stats.gamma.logpdf(x, 2.5), lambda x: stats.beta.logpdf(x, 2, 3.5),
-             lambda x: stats.multivariate_normal.logpdf(x, cov=np.eye(2, dtype=np.float32))]
+             lambda x: stats.multivariate_normal.logpdf(x, cov=np.eye(2, dtype=np.float32)),
+             # (poisson's count k, a Python number: NumPy made it a float64 scalar)
+             lambda mu: stats.poisson.logpmf(3.0, mu), lambda mu: stats.poisson.pmf(2, mu),
+             lambda mu: stats.poisson.cdf(2.5, mu, loc=0.0), lambda mu: stats.poisson.sf(1, mu)]
     for f in calls:
         assert wg.trace(f, x).outputs[0].dtype == np.float32
         assert wg.compile(f, x)(x).dtype == np.float32

@@ -376,9 +376,10 @@ class _Poisson(_Distribution):
     def logpmf(self, k, mu, loc=0):
         # a count: piecewise constant in k and loc (0 off the integers), so its derivative
         # is 0, as _tail's; xlogy(m, μ) - gammaln(m + 1) would give log μ - ψ(k + 1)
-        m = stop_gradient(k - loc)
+        count = k - loc
+        m = stop_gradient(count)
         outside = (m < 0) | (m > wnp.floor(m))      # (a nan count is neither)
-        m = wnp.where(outside, 0.0, m)
+        m = _count_for(count, wnp.where(outside, 0.0, m), mu)
         return _valid(mu >= 0, _density(outside, P.xlogy(m, mu) - P.gammaln(m + 1) - mu))
 
     @_method
@@ -399,10 +400,22 @@ class _Poisson(_Distribution):
         The count ⌊k - loc⌋ is piecewise constant: its derivative is 0 (stop_gradient),
         so the incomplete gamma function is only differentiated in μ: d/dμ of the cdf
         is -pmf(⌊k⌋, μ)."""
-        m = stop_gradient(wnp.floor(k - loc))
+        count = k - loc
+        m = stop_gradient(wnp.floor(count))
         outside = m < 0
-        inside = fn(wnp.where(outside, 0.0, m) + 1, mu)
+        inside = fn(_count_for(count, wnp.where(outside, 0.0, m), mu) + 1, mu)
         return _valid(mu >= 0, wnp.where(outside, below, inside))
+
+
+def _count_for(count, m, mu):
+    """m, computed by NumPy from the count k - loc, in μ's float dtype where that count is
+    a Python number: NumPy made it a float64 scalar, and SciPy's xlogy and incomplete
+    gamma functions pick their float64 loop for a Python float beside float32, so a
+    float32 μ's result would be float64 (NumPy 2 keeps float32 · 3.0 float32)."""
+    if type(count) not in (int, float):
+        return m
+    dtype = dtype_of(mu)
+    return _np.asarray(m, dtype if dtype.kind == "f" else _np.float64)[()]
 
 
 class _Dirichlet(_Density):
