@@ -1198,3 +1198,16 @@ def test_multigammaln_refuses_a_dimension_that_is_no_integer_and_derivatives_kee
         wg.grad(lambda a: special.multigammaln(a, 2.5))(3.0)    # (it took d = 2)
     x = np.array([0.3, 0.6], np.float32)
     assert {d.dtype for d in wg.derivatives(special.erf, 3)(x)} == {np.dtype(np.float32)}
+
+
+@pytest.mark.parametrize("a", [0.5, 1.0, 2.0, 5.0])
+def test_derivatives_in_x_at_infinity_are_their_limits(a):
+    # the gamma density in logs read ∞ - ∞ = nan at x = ∞ for a > 1; erfcx's 2x·erfcx(x)
+    # read ∞·0: both derivatives tend to 0
+    for f in (lambda x: special.gammainc(a, x), lambda x: special.gammaincc(a, x),
+              lambda x: stats.gamma.cdf(x, a), lambda x: stats.chi2.sf(x, 2 * a)):
+        assert wg.grad(f)(np.inf) == 0.0
+        assert_close(wg.grad(f)(3.0), (f(3.0 + 1e-6) - f(3.0 - 1e-6)) / 2e-6, rtol=1e-7)
+    assert wg.grad(special.erfcx)(np.inf) == 0.0
+    assert_close(wg.grad(special.erfcx)(a),
+                 (special.erfcx(a + 1e-6) - special.erfcx(a - 1e-6)) / 2e-6, rtol=1e-7)

@@ -564,7 +564,8 @@ ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x)))
 # cancellation (exp(-x²/2 - log Φ(x)) subtracted two numbers of size x²: at x = -1e8 it
 # gave 1.9e8 for 1e8)
 log_ndtr.defpartials(lambda x, ans: _SQRT_2_OVER_PI / erfcx(-_INV_SQRT2 * x))
-erfcx.defpartials(lambda x, ans: 2 * x * ans - _TWO_OVER_SQRT_PI)
+# (0 at x = ∞, its limit, where 2x·erfcx(x) reads ∞·0)
+erfcx.defpartials(lambda x, ans: select(eq(x, math.inf), 0.0, 2 * x * ans - _TWO_OVER_SQRT_PI))
 
 
 def _not_differentiable_in(name, argument, which="derivative"):
@@ -585,7 +586,8 @@ def _not_differentiable_in(name, argument, which="derivative"):
 # are primitives of their own, evaluated by series, continued fractions and Temme's
 # expansion (incomplete.py; SciPy has no such functions).
 def _gamma_density(a, x):
-    return exp(xlogy(a - 1, x) - x - gammaln(a))
+    # (0 at x = ∞, its limit: in logs, (a - 1) log x - x is ∞ - ∞ there for a > 1)
+    return select(eq(x, math.inf), 0.0, exp(xlogy(a - 1, x) - x - gammaln(a)))
 
 
 gammainc.defpartials(lambda a, x, ans: gammainc_da(a, x),
