@@ -376,10 +376,11 @@ class _Poisson(_Distribution):
     def logpmf(self, k, mu, loc=0):
         # a count: piecewise constant in k and loc (0 off the integers), so its derivative
         # is 0, as _tail's; xlogy(m, μ) - gammaln(m + 1) would give log μ - ψ(k + 1)
-        count = k - loc
-        m = stop_gradient(count)
+        # (a count that is a Python number in μ's dtype, `_like`: SciPy's xlogy beside a
+        # Python number computes a float32 μ in float64)
+        m = stop_gradient(_like(k - loc, mu))
         outside = (m < 0) | (m > wnp.floor(m))      # (a nan count is neither)
-        m = _count_for(count, wnp.where(outside, 0.0, m), mu)
+        m = _where(outside, _like(0.0, mu), m)
         return _valid(mu >= 0, _density(outside, P.xlogy(m, mu) - P.gammaln(m + 1) - mu))
 
     @_method
@@ -400,22 +401,12 @@ class _Poisson(_Distribution):
         The count ⌊k - loc⌋ is piecewise constant: its derivative is 0 (stop_gradient),
         so the incomplete gamma function is only differentiated in μ: d/dμ of the cdf
         is -pmf(⌊k⌋, μ)."""
-        count = k - loc
-        m = stop_gradient(wnp.floor(count))
+        # (a count that is a Python number in μ's dtype, as logpmf's: NumPy's floor would
+        # make it a float64 scalar, and the incomplete gamma function's result float64)
+        m = stop_gradient(wnp.floor(_like(k - loc, mu)))
         outside = m < 0
-        inside = fn(_count_for(count, wnp.where(outside, 0.0, m), mu) + 1, mu)
+        inside = fn(_where(outside, _like(0.0, mu), m) + 1, mu)
         return _valid(mu >= 0, wnp.where(outside, below, inside))
-
-
-def _count_for(count, m, mu):
-    """m, computed by NumPy from the count k - loc, in μ's float dtype where that count is
-    a Python number: NumPy made it a float64 scalar, and SciPy's xlogy and incomplete
-    gamma functions pick their float64 loop for a Python float beside float32, so a
-    float32 μ's result would be float64 (NumPy 2 keeps float32 · 3.0 float32)."""
-    if type(count) not in (int, float):
-        return m
-    dtype = dtype_of(mu)
-    return _np.asarray(m, dtype if dtype.kind == "f" else _np.float64)[()]
 
 
 class _Dirichlet(_Density):
