@@ -45,7 +45,7 @@ from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
 from .primitives.array import astype, dtype_of, transpose
 from .primitives.pack import Layout, part
-from .primitives.registry import CONST, INPUT, Primitive, is_weak, shape_of
+from .primitives.registry import CONST, INPUT, Primitive, is_weak, shape_of, _PYTHON_SCALARS
 from .primitives.shape import broadcast_to
 from .tree import flatten, unflatten
 
@@ -804,16 +804,13 @@ def _stacked(values):
     way to the others' dtype, where np.asarray alone would make it float64, and with it
     the whole stack."""
     arrays = [np.asarray(v) for v in values]
-    strong = {a.dtype for a, v in zip(arrays, values) if type(v) not in _PYTHON_NUMBERS}
-    weak = {type(v): v for v in values if type(v) in _PYTHON_NUMBERS}
+    strong = {a.dtype for a, v in zip(arrays, values) if type(v) not in _PYTHON_SCALARS}
+    weak = {type(v): v for v in values if type(v) in _PYTHON_SCALARS}
     try:
         dtype = np.result_type(*strong, *weak.values()) if strong and weak else None
     except TypeError:            # (numbers among strings, say: np.stack's own outcome)
         dtype = None
     return np.stack(arrays, dtype=dtype)
-
-
-_PYTHON_NUMBERS = (bool, int, float, complex)
 
 
 def _pair(out):
