@@ -9,7 +9,7 @@ with the inputs and outputs as flat arrays of doubles, in the order of the graph
 and outputs (arrays in C order).  A Python function around it checks and unpacks the
 arguments as the Python back-end does, fills ``in``, calls, and builds the result.
 
-A loop (`wg.scan`, kept as one node by ``scalarize(..., loops=True)``) is written as a C
+A loop (`wg.scan`, kept as one node by ``float_form(..., loops=True)``) is written as a C
 loop over a static function of its body; see `_looped`.
 
 C's arithmetic is IEEE's, as NumPy's is: ``log(-1)`` is nan and ``1/0`` is inf, with no

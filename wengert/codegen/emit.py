@@ -34,6 +34,7 @@ call of ABS reaches FORTRAN's intrinsic), like a variable, or like another opera
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -191,12 +192,11 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
     def fresh(base) -> str:
         """base with the first number that makes it a free name, cut to the language's
         longest (FORTRAN's 63 characters: ADDS takes names of any length)."""
-        k = 1
-        while f"{base[:fmt.max_name - len(str(k))]}{k}".upper() in taken:
-            k += 1
-        name = f"{base[:fmt.max_name - len(str(k))]}{k}"
-        taken.add(name.upper())
-        return name
+        for k in itertools.count(1):
+            name = f"{base[:fmt.max_name - len(str(k))]}{k}"
+            if name.upper() not in taken:
+                taken.add(name.upper())
+                return name
 
     long = f"LONGER THAN {fmt.max_name} CHARACTERS"
     for base in sorted(b for b in used if b.upper() in fmt.reserved or len(b) > fmt.max_name):
