@@ -148,10 +148,8 @@ class Scan(Primitive):
         (`python.array_loop_source`), made when first asked."""
         if self._arrays_run is None:
             from .codegen import python as py
-            ns = py.Namespace()
-            name = ns.names.own("loop")
-            source = py.array_loop_source(name, self.body, self.n_consts, self.n_carry, ns)
-            self._arrays_run = py.make_function(source, name, ns)
+            self._arrays_run = _generated(py.array_loop_source, self.body, self.n_consts,
+                                          self.n_carry)
         return self._arrays_run
 
     def _on_floats(self):
@@ -167,10 +165,8 @@ class Scan(Primitive):
             if not any(isinstance(n.op, Scan) for n in self.body.live_nodes()):
                 scalar = faster_float_form(self.body, loops=True)
                 if scalar is not None:
-                    ns = py.Namespace()
-                    name = ns.names.own("loop")
-                    source = py.loop_source(name, scalar, self.n_consts, self.n_carry, ns)
-                    self._floats_run = py.make_function(source, name, ns)
+                    self._floats_run = _generated(py.loop_source, scalar, self.n_consts,
+                                                  self.n_carry)
         return self._floats_run
 
     def _float_run(self, args, ys):
@@ -416,6 +412,15 @@ class Scan(Primitive):
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
+def _generated(source, body, n_consts, n_carry):
+    """The function whose text ``source(name, body, n_consts, n_carry, ns)`` writes (one of
+    `codegen.python`'s loop sources), made in a namespace of its own."""
+    from .codegen import python as py
+    ns = py.Namespace()
+    name = ns.names.own("loop")
+    return py.make_function(source(name, body, n_consts, n_carry, ns), name, ns)
+
+
 def _spec(node, batch=()):
     return ShapeDtype(batch + node.shape, node.dtype, weak=is_weak(node) and not batch)
 
