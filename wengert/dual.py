@@ -131,6 +131,12 @@ def _made(primal, tangent) -> Dual:
     return d
 
 
+def _not_real(what) -> TypeError:
+    """The error for a complex value met by a Dual (`what` says where)."""
+    return TypeError(f"wg.Dual is for real numbers, and {what}; use wg.jvp, which takes "
+                     "complex values (docs/complex.md)")
+
+
 def _checked(primal, tangent):
     """A user's parts of a Dual, checked: real numbers, arrays of them, traced values or
     Duals (a list becomes an array), and a tangent whose shape broadcasts to the primal's.
@@ -144,8 +150,7 @@ def _checked(primal, tangent):
             kind = np.asarray(part).dtype.kind if isinstance(
                 part, (int, float, complex, np.ndarray, np.generic)) else None
             if kind == "c":
-                raise TypeError(f"wg.Dual is for real numbers, and its {what} is complex; "
-                                "use wg.jvp, which takes complex values (docs/complex.md)")
+                raise _not_real(f"its {what} is complex")
             if kind is None or kind not in "biuf":
                 raise TypeError(f"a Dual's {what} must be a real number, an array of them, "
                                 f"a traced value or a Dual, not {type(part).__name__}"
@@ -214,8 +219,7 @@ def through(fn, args, kwargs=None):
     res = []
     for o, t in zip(outs, touts):
         if _floating(o) and dtype_of(o).kind == "c":
-            raise TypeError(f"wg.Dual is for real numbers, and {name} gave a complex "
-                            "value; use wg.jvp, which takes complex values (docs/complex.md)")
+            raise _not_real(f"{name} gave a complex value")
         res.append(_made(o, t) if _floating(o) else o)
     return unflatten(out_tree, res)
 
@@ -288,8 +292,7 @@ def apply(op, args, params):
     if type(ans) is not float and type(ans) is not Dual and dtype_of(ans).kind == "c":
         # (a Dual's tangent would need the sweeps' rule that a real value's tangent is
         # real: wg.jvp has it)
-        raise TypeError(f"wg.Dual is for real numbers, and {op.name} gave a complex value; "
-                        "use wg.jvp, which takes complex values (docs/complex.md)")
+        raise _not_real(f"{op.name} gave a complex value")
     if op.dtype_rule == "bool":
         return ans                        # a comparison: no derivative, a plain bool
     ts = [a.tangent if type(a) is Dual else None for a in args]
