@@ -798,3 +798,32 @@ def test_a_graph_call_checks_its_arguments_dtypes():
     # a complex graph takes complex values
     gc = wg.trace(lambda z: z * z, 1j)
     assert gc(2 + 1j) == (2 + 1j) ** 2
+
+
+def test_split_computes_the_known_part_once_and_keeps_the_rest():
+    import wengert.numpy as wnp
+    r = np.random.default_rng(3)
+    # outputs: one that depends on u alone, one on both, one on the known input alone
+    f = lambda u, x, y: (u * 2.0, wnp.sin(x) * u + wnp.exp(y).sum(axis=0) * x,
+                         wnp.cos(x) * y.sum())
+    u, x, y = r.normal(size=3), r.normal(size=3), r.normal(size=(2, 3))
+    g = wg.trace(f, u, x, y)
+    values, rest, residuals = g.split([g.inputs[0]], [x, y])
+    want = g(u, x, y)
+    assert values[0] is None and values[1] is None and residuals == []
+    np.testing.assert_allclose(values[2], want[2], rtol=1e-15)
+    for got, w in zip(rest.evaluate([u]), want):
+        np.testing.assert_allclose(got, w, rtol=1e-15)
+    assert not any(n.op.name in ("sin", "exp", "cos") for n in rest.live_nodes())
+    # only the outputs asked for
+    _, rest1, _ = g.split([g.inputs[0]], [x, y], g.outputs[:1])
+    assert len(rest1.outputs) == 1 and len(rest1.nodes) == 3      # u, 2.0 and u * 2.0
+    # known values that are traced stay inputs of the rest: derivatives flow through them
+    def through(x):
+        values, rest, residuals = g.split([g.inputs[0]], [x, y])
+        assert len(residuals) == 3 and rest.inputs[1].name == "r0"   # sin x, e^y x, output 2
+        return wnp.sum(rest.evaluate([u] + residuals)[1]) + wnp.sum(values[2])
+    expected = np.cos(x) * u + np.exp(y).sum(axis=0) - np.sin(x) * y.sum()
+    np.testing.assert_allclose(wg.grad(through)(x), expected, rtol=1e-13)
+    with pytest.raises(ValueError, match="split: 2 known inputs, got 1 values"):
+        g.split([g.inputs[0]], [x])

@@ -218,11 +218,11 @@ class Graph:
         self._users = []          # users of each node, derived on demand (users_of)
         self.complex = False      # whether it holds a complex value: the sweeps then
         #                           keep real values' derivatives real (docs/complex.md)
-        self.captured = None      # wg.vmap's trace of one example, or wg.scan's of its
-        #                           body: {id: (value of an enclosing trace, the input
-        #                           standing for it here)}
-        self.tracer = None        # "vmap" or "scan": which of those traces it is, for
-        #                           the errors of a branch on a traced value
+        self.captured = None      # wg.vmap's trace of one example, wg.scan's of its
+        #                           body, wg.linearize's of f: {id: (value of an enclosing
+        #                           trace, the input standing for it here)}
+        self.tracer = None        # "vmap", "scan" or "linearize": which of those traces
+        #                           it is, for the errors of a branch on a traced value
 
     # --- making nodes ---------------------------------------------------------------------
     def _new(self, op, args, params, shape, dtype, value, name=None):
@@ -348,8 +348,11 @@ class Graph:
         its derivative flows through)."""
         held = self.captured.get(id(x))
         if held is None:
-            inner = self.input(ShapeDtype(x.shape, x.dtype, weak=is_weak(x)),
-                               name=f"captured{len(self.captured)}")
+            # (linearize's trace is evaluated only where x is, so it may know x's value:
+            # f can then branch on it, as it could eagerly)
+            value = x.value if self.tracer == "linearize" else None
+            inner = self.input(ShapeDtype(x.shape, x.dtype) if value is None else value,
+                               name=f"captured{len(self.captured)}", weak=is_weak(x))
             held = self.captured[id(x)] = (x, inner)   # (x kept alive: its id stays its own)
         return held[1]
 
@@ -752,6 +755,72 @@ class Graph:
         new.in_tree, new.out_tree = self.in_tree, self.out_tree
         return new
 
+    def split(self, unknown, known_values, outputs=None):
+        """Partial evaluation: compute now what does not depend on the inputs `unknown`,
+        and return the rest as a graph of them.
+
+        The graph's other inputs take `known_values` (in the order of ``self.inputs``;
+        traced values of an enclosing trace record what is computed into it).  Returns
+        ``(values, rest, residuals)``: ``values[k]`` is output k's value where it does
+        not depend on `unknown`, else None; `rest` is a graph whose inputs are `unknown`
+        followed by one input per traced value it needs, ``residuals`` (plain values it
+        needs are its constants), and whose outputs are `outputs` (default: all of this
+        graph's).  So ``rest.evaluate(u + residuals)`` is ``self.evaluate(..., outputs)``
+        with `unknown` bound to u.
+        This is what `wg.linearize` does to the JVP traced at its point.
+
+        Example:
+            >>> import wengert as wg
+            >>> g = wg.trace(lambda t, x: wg.math.exp(x) * t, 1.0, 0.0)
+            >>> values, rest, residuals = g.split([g.inputs[0]], [1.0])
+            >>> print(rest)                     # exp(1.0) was computed
+            graph(t: f64[]):
+              %2: f64[] = mul(t, 2.718281828459045)
+              return %2
+            >>> values, residuals, rest.evaluate([2.0])
+            ([None], [], [5.43656365691809])
+        """
+        unknown_ids = {n.index for n in unknown}
+        known_inputs = [n for n in self.inputs if n.index not in unknown_ids]
+        if len(known_values) != len(known_inputs):
+            raise ValueError(f"split: {len(known_inputs)} known inputs, got "
+                             f"{len(known_values)} values")
+        depends = self._marked_up(unknown, len(self.nodes) - 1, floats_only=False)
+        env = {n.index: v for n, v in zip(known_inputs, known_values)}
+        outputs = self.outputs if outputs is None else outputs
+        live = self.live_nodes()
+        for node in live:                                  # the known part, computed now
+            if depends[node.index] or node.index in env:
+                continue
+            env[node.index] = self._value_of(node, env)
+        rest = Graph(optimize=self.optimize, straight_line=self.straight_line, ieee=self.ieee)
+        new_of = {n.index: rest.input(ShapeDtype(n.shape, n.dtype), n.name, weak=is_weak(n))
+                  for n in unknown}
+        residuals, held = [], []
+
+        def seen(node):             # a node as the rest sees it: known ones on first sight
+            got = new_of.get(node.index)
+            if got is None:
+                v = env[node.index]
+                if type(v) is Node:
+                    residuals.append(v)
+                    got = rest.input(ShapeDtype(node.shape, node.dtype), f"r{len(held)}",
+                                     weak=is_weak(node))
+                    held.append(got)
+                else:
+                    got = rest.const(v, is_weak(node))
+                new_of[node.index] = got
+            return got
+
+        for node in live if outputs is self.outputs else self.live_nodes(outputs):
+            if depends[node.index] and node.index not in new_of:
+                new_of[node.index] = rest.apply(node.op, [seen(a) for a in node.args],
+                                                node.params)
+        rest.outputs = [seen(o) for o in outputs]
+        rest.inputs = [new_of[n.index] for n in unknown] + held
+        values = [None if depends[o.index] else env[o.index] for o in self.outputs]
+        return values, rest, residuals
+
     # --- evaluating -------------------------------------------------------------------------
     def evaluate(self, input_values, outputs=None):
         """Values of `outputs` (default: the graph's outputs) when the graph's inputs take
@@ -775,22 +844,25 @@ class Graph:
                 v = _checked_input(node, v)
             values[node.index] = canonical(v)
         for node in self.live_nodes(outputs):
-            i = node.index
-            if i in values:
-                continue
-            if node.op is _CONST:
-                values[i] = node.value
-            elif node.op is _INPUT:
-                raise ValueError(f"the outputs need input {node.label()}, which is not one "
-                                 "of the graph's inputs")
-            else:
-                args = [values[a.index] for a in node.args]
-                v = values[i] = node.op(*args, **node.params)
-                if isinstance(v, (np.ndarray, np.generic)) and v.dtype != node.dtype:
-                    # (float64 scalar values are Python floats, which NumPy takes as weak;
-                    # a float32 scalar plus one of them stays a float32 scalar)
-                    values[i] = _strongly_typed(node.op, node.args, args, node.params, v)
+            if node.index not in values:
+                values[node.index] = self._value_of(node, values)
         return [values[o.index] for o in outputs]
+
+    @staticmethod
+    def _value_of(node, values):
+        """`node`'s value, given `values` (node index -> value) of its arguments."""
+        if node.op is _CONST:
+            return node.value
+        if node.op is _INPUT:
+            raise ValueError(f"the outputs need input {node.label()}, which is not one of "
+                             "the graph's inputs")
+        args = [values[a.index] for a in node.args]
+        v = node.op(*args, **node.params)
+        if isinstance(v, (np.ndarray, np.generic)) and v.dtype != node.dtype:
+            # (float64 scalar values are Python floats, which NumPy takes as weak; a
+            # float32 scalar plus one of them stays a float32 scalar)
+            return _strongly_typed(node.op, node.args, args, node.params, v)
+        return v
 
     def __call__(self, *args):
         from ..tree import flatten, unflatten
