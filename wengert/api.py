@@ -971,7 +971,7 @@ def hvp(f):
 # --------------------------------------------------------------------------------------
 # tracing
 # --------------------------------------------------------------------------------------
-def trace(f, *args, abstract=True, _capture=False):
+def trace(f, *args, abstract=True, _capture=None):
     """Record f's computational graph.
 
     With ``abstract=True`` (the default) the arguments only give shapes and dtypes (an
@@ -1000,8 +1000,10 @@ def trace(f, *args, abstract=True, _capture=False):
     """
     _check_fun(f, "trace")
     graph = Graph()
-    if _capture:            # (eval_shape: an enclosing trace's value f closes over becomes
-        graph.captured = {}     # one more input, as it would under vmap)
+    if _capture:            # ("eval_shape", "linearize": an enclosing trace's value that f
+        #                     closes over becomes one more input, after the arguments', as
+        #                     it would under vmap; graph.captured says whose)
+        graph.captured, graph.tracer = {}, _capture
     leaves, in_tree = flatten(args)
     names = _param_names(f)
     labels = []
@@ -1025,14 +1027,16 @@ def trace(f, *args, abstract=True, _capture=False):
         out = f(*unflatten(in_tree, inputs))
     out_leaves, out_tree = flatten(out)
     out_leaves, out_tree = hold_constants(out_tree, out_leaves, _held_constant)
-    graph.inputs = inputs
     graph.outputs = [graph.lift(x) for x in out_leaves]
+    captured = graph.captured
+    graph.inputs = inputs + [inner for _, inner in captured.values()] if _capture else inputs
     graph.in_tree, graph.out_tree = in_tree, out_tree
     if any(n.op.name == "copy" for n in graph.nodes):
         graph = graph.inline_copies()
     if any(getattr(n.op, "extends", None) is not None for n in graph.nodes):
         from .loops import merge_twins      # (loops.py builds on this module)
         graph = merge_twins(graph)
+    graph.captured = captured
     return graph
 
 
@@ -1067,7 +1071,8 @@ def eval_shape(f, *args, **kwargs):
     _check_fun(f, "eval_shape")
     # (values f closes over, a weight of an enclosing grad, are inputs too: only their
     # shapes are asked, so no derivative is lost)
-    graph = trace((lambda *a: f(*a, **kwargs)) if kwargs else f, *args, _capture=True)
+    graph = trace((lambda *a: f(*a, **kwargs)) if kwargs else f, *args,
+                  _capture="eval_shape")
     leaves, tree = flatten(unflatten(graph.out_tree, graph.outputs))
     return unflatten(tree, [ShapeDtype(n.shape, n.dtype, weak=is_weak(n)) if type(n) is Node
                             else n for n in leaves])

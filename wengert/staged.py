@@ -40,7 +40,7 @@ from .codegen.scalarize import NotScalar, float_form, not_float
 FLOAT_OP_S, NUMPY_CALL_S, NUMPY_ELEMENT_S = 30e-9, 2e-6, 0.5e-9
 NUMPY_VIEW_S, NUMPY_UFUNC_S, FLOAT_ELEMENT_S = 0.3e-6, 0.6e-6, 15e-9
 from .errors import ConcretizationError
-from .graph.active import ieee_arithmetic, options
+from .graph.active import current_graph, ieee_arithmetic, options
 from .graph.graph import Graph, ShapeDtype, aval, canonical, shape_dtype
 from .graph.node import Node
 from .primitives import array as A
@@ -803,9 +803,15 @@ def linearize(f, *primals):
     derivatives at the point are computed once, folded into compiled code (`compile` of
     the JVP, traced with the primals as constants), and each call of f_jvp runs only the
     linear map.  f_jvp takes tangents of the primals' shapes and dtypes and composes with
-    every transformation (it is linear: ``wg.jacfwd(f_jvp)`` is the Jacobian).  Where a
-    primal is itself a traced value (linearize inside ``wg.grad``), f_jvp is the JVP
-    recomputed at every call.
+    every transformation (it is linear: ``wg.jacfwd(f_jvp)`` is the Jacobian).
+
+    Inside another transformation (``wg.grad``, ``wg.vmap``, ``wg.scan``...) the point,
+    and any values f closes over, may be traced: the values and partials are then
+    computed once, in that transformation's trace, so derivatives flow through them
+    (through the weights of a Gauss-Newton product, say), and each f_jvp call evaluates
+    the linear rest, ``f_jvp.graph``, whose inputs are the tangents and then the
+    partials it needs.  f may branch on the point's value where it has one (an eager
+    ``wg.grad``).
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.numpy as wnp
@@ -821,6 +827,11 @@ def linearize(f, *primals):
           %8: f64[2] = mul([0.        , 0.84147098], %6)
           %9: f64[2] = add(%7, %8)
           return %9
+        >>> def gauss_newton(w):                # f closes over a traced weight
+        ...     _, f_jvp = wg.linearize(lambda x: wnp.tanh(w * x), np.array([0.5, 1.0]))
+        ...     return wnp.sum(f_jvp(np.ones(2)) ** 2)
+        >>> round(float(wg.grad(gauss_newton)(2.0)), 6)      # (as JAX's)
+        -0.426142
     """
     from .api import jvp
     _check_fun(f, "linearize")
@@ -834,13 +845,8 @@ def linearize(f, *primals):
             raise TypeError(f"f_jvp takes {n} tangent{'s' if n != 1 else ''}, one per "
                             f"primal of linearize, got {len(tangents)}")
 
-    if _traced(primals):
-        out = f(*primals)
-
-        def f_jvp(*tangents):
-            check(tangents)
-            return jvp(f, primals, tangents)[1]
-        return out, f_jvp
+    if current_graph() is not None:
+        return _linearize_in_trace(f, primals, check)
 
     out = jvp(f, primals, primals)[0]     # (f's value as jvp gives it; any tangents do)
     tangent_map = compile(lambda *t: jvp(f, primals, t)[1], *primals)
@@ -850,4 +856,28 @@ def linearize(f, *primals):
         return tangent_map(*tangents)
     f_jvp.graph = tangent_map.graph
     f_jvp.source = tangent_map.source
+    return out, f_jvp
+
+
+def _linearize_in_trace(f, primals, check):
+    """linearize inside an enclosing trace (a wg.grad, wg.vmap ...), where the primals or
+    values f closes over may be traced: the JVP is traced with those as inputs of its own
+    (their values known, so f may branch on them), split (`Graph.split`) into what does not
+    depend on the tangents, computed now and recorded into the enclosing trace, so that
+    derivatives flow through it, and the linear rest, which each f_jvp call evaluates."""
+    from .api import direction_leaves, jvp
+    graph = trace(lambda *t: jvp(f, primals, t), *primals, _capture="linearize")
+    out_tree, tangent_tree = graph.out_tree.children
+    n_out = out_tree.num_leaves
+    values, rest, residuals = graph.split(graph.inputs[:len(flatten(primals)[0])],
+                                          [outer for outer, _ in graph.captured.values()],
+                                          graph.outputs[n_out:])
+    out = unflatten(out_tree, values[:n_out])
+
+    def f_jvp(*tangents):
+        check(tangents)
+        leaves = [leaf for k, (p, t) in enumerate(zip(primals, tangents))
+                  for leaf in direction_leaves(p, t, f"primal {k}", "tangent", "f_jvp")]
+        return unflatten(tangent_tree, rest.evaluate(leaves + residuals))
+    f_jvp.graph = rest
     return out, f_jvp

@@ -127,6 +127,14 @@ class Node:
                         instead + ", which vmap batches." if instead else
                         "Write a value-dependent branch as wengert.numpy.where(cond, a, b) "
                         "(or wg.select), which vmap batches."))
+            if self.graph.tracer == "linearize":
+                raise ConcretizationError(
+                    f"the value of traced variable {self.label()} was {what} while "
+                    "wg.linearize traced f at a point that has no value here (inside "
+                    "wg.vmap, wg.scan or wg.compile), so Python cannot decide it. " + (
+                        instead + "." if instead else
+                        "Write a value-dependent branch as wengert.numpy.where(cond, a, b) "
+                        "(or wg.select)."))
             raise ConcretizationError(
                 f"the value of traced variable {self.label()} was {what} while tracing "
                 "without values (wg.trace / wg.compile), so Python cannot decide it. " + (
