@@ -1203,11 +1203,17 @@ def test_multigammaln_refuses_a_dimension_that_is_no_integer_and_derivatives_kee
 @pytest.mark.parametrize("a", [0.5, 1.0, 2.0, 5.0])
 def test_derivatives_in_x_at_infinity_are_their_limits(a):
     # the gamma density in logs read ∞ - ∞ = nan at x = ∞ for a > 1; erfcx's 2x·erfcx(x)
-    # read ∞·0: both derivatives tend to 0
+    # read ∞·0: both derivatives tend to 0, and so do the higher ones (which were nan: the
+    # zero cotangent of the branch not taken times the formula's derivative at ∞)
+    fd = lambda f, x: (f(x + 1e-5) - f(x - 1e-5)) / 2e-5
     for f in (lambda x: special.gammainc(a, x), lambda x: special.gammaincc(a, x),
-              lambda x: stats.gamma.cdf(x, a), lambda x: stats.chi2.sf(x, 2 * a)):
-        assert wg.grad(f)(np.inf) == 0.0
-        assert_close(wg.grad(f)(3.0), (f(3.0 + 1e-6) - f(3.0 - 1e-6)) / 2e-6, rtol=1e-7)
-    assert wg.grad(special.erfcx)(np.inf) == 0.0
-    assert_close(wg.grad(special.erfcx)(a),
-                 (special.erfcx(a + 1e-6) - special.erfcx(a - 1e-6)) / 2e-6, rtol=1e-7)
+              lambda x: stats.gamma.cdf(x, a), lambda x: stats.chi2.sf(x, 2 * a),
+              special.erfcx):
+        d1, d2, d3 = wg.grad(f), wg.grad(wg.grad(f)), wg.grad(wg.grad(wg.grad(f)))
+        assert [d(np.inf) for d in (d1, d2, d3)] == [0.0, 0.0, 0.0]
+        assert wg.hessian(f)(np.inf) == 0.0 and wg.jacfwd(wg.jacfwd(f))(np.inf) == 0.0
+        assert_close(d1(3.0), fd(f, 3.0), rtol=1e-7)
+        assert_close(d2(3.0), fd(d1, 3.0), rtol=1e-7)
+        assert_close(d3(3.0), fd(d2, 3.0), rtol=1e-6)
+    # the mixed derivative of P(a, x) in a and x at x = ∞ too
+    assert wg.grad(lambda a: wg.grad(lambda x: special.gammainc(a, x))(np.inf))(a) == 0.0

@@ -564,8 +564,17 @@ ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x)))
 # cancellation (exp(-x²/2 - log Φ(x)) subtracted two numbers of size x²: at x = -1e8 it
 # gave 1.9e8 for 1e8)
 log_ndtr.defpartials(lambda x, ans: _SQRT_2_OVER_PI / erfcx(-_INV_SQRT2 * x))
-# (0 at x = ∞, its limit, where 2x·erfcx(x) reads ∞·0)
-erfcx.defpartials(lambda x, ans: select(eq(x, math.inf), 0.0, 2 * x * ans - _TWO_OVER_SQRT_PI))
+def _limit_at_infinity(x, limit, formula):
+    """formula(x), or its `limit` where x = ∞ (where the formula reads ∞·0 or ∞ - ∞).
+    There the formula is evaluated at a finite stand-in: the select passes a zero cotangent
+    to the branch it does not take, and that times a derivative of the formula at ∞
+    (nan) would be nan, so every higher derivative at ∞ would be."""
+    at_infinity = eq(x, math.inf)
+    return select(at_infinity, limit, formula(select(at_infinity, 1.0, x)))
+
+
+erfcx.defpartials(lambda x, ans: _limit_at_infinity(
+    x, 0.0, lambda x: 2 * x * ans - _TWO_OVER_SQRT_PI))
 
 
 def _not_differentiable_in(name, argument, which="derivative"):
@@ -587,7 +596,7 @@ def _not_differentiable_in(name, argument, which="derivative"):
 # expansion (incomplete.py; SciPy has no such functions).
 def _gamma_density(a, x):
     # (0 at x = ∞, its limit: in logs, (a - 1) log x - x is ∞ - ∞ there for a > 1)
-    return select(eq(x, math.inf), 0.0, exp(xlogy(a - 1, x) - x - gammaln(a)))
+    return _limit_at_infinity(x, 0.0, lambda x: exp(xlogy(a - 1, x) - x - gammaln(a)))
 
 
 gammainc.defpartials(lambda a, x, ans: gammainc_da(a, x),
