@@ -33,7 +33,7 @@ def close(got, want, rtol=1e-12, atol=1e-12):
 # in2 the larger ('valid' swaps), equal shapes, two and three axes
 SHAPES = [((7,), (4,)), ((6,), (3,)), ((4,), (7,)), ((3,), (3,)), ((5, 6), (2, 3)),
           ((2, 3), (5, 6)), ((4, 4), (4, 4)), ((3, 4, 2), (2, 2, 2))]
-FUNCTIONS = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d"]
+FUNCTIONS = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d"]
 CASES = [(fn, sa, sb, mode) for fn in FUNCTIONS for sa, sb in SHAPES
          for mode in ("full", "same", "valid") if len(sa) == 2 or not fn.endswith("2d")]
 
@@ -50,7 +50,7 @@ def test_values_are_scipys_plain_and_traced(fn, sa, sb, mode):
         f = _call(fn, mode)
         for got in (wg.vjp(f, a, b)[0], wg.trace(f, a, b)(a, b)):
             assert got.shape == want.shape and got.dtype == want.dtype
-            if fn in ("convolve", "fftconvolve"):          # the same call of SciPy's
+            if fn in ("convolve", "fftconvolve", "oaconvolve"):   # the same call of SciPy's
                 np.testing.assert_array_equal(got, want)
             else:
                 close(got, want)
@@ -116,6 +116,8 @@ VMAP = {
     "shared signal, full": (lambda b: signal.convolve(_K, b), [r(4, 2)], False),
     "shared kernel, correlate2d": (lambda a: signal.correlate2d(a, np.ones((2, 2))),
                                    [r(4, 3, 3)], False),
+    "overlap-add, shared kernel": (lambda a: signal.oaconvolve(a, _K, "same"), [r(4, 6)],
+                                   False),
     "both batched": (lambda a, b: signal.convolve(a, b, "same"), [r(4, 5), r(4, 3)], True),
     # ('same' keeps in1's shape, and 'valid' of a batched smaller array has no cover: a
     # batched kernel with a shared signal is a loop there)
@@ -138,8 +140,9 @@ def test_vmap_matches_a_loop(name, loops):
     assert bool(loops) == looped, loops
 
 
-def test_compile_matches_eager():
-    f = lambda a, b: wnp.sum(signal.correlate(a, b, "same") ** 3)
+@pytest.mark.parametrize("fn", ["correlate", "oaconvolve"])
+def test_compile_matches_eager(fn):
+    f = lambda a, b: wnp.sum(getattr(signal, fn)(a, b, "same") ** 3)
     a, b = r(6), r(3)
     assert_close(wg.compile(f, a, b)(a + 1, b), f(a + 1, b), rtol=1e-12)
     g = wg.grad(f, argnums=(0, 1))
@@ -172,7 +175,9 @@ def test_every_primitive_is_exercised():
     (lambda a, b: signal.correlate2d(a, b, fillvalue=1.0), [r(3, 3), r(2, 2)],
      NotImplementedError, r"correlate2d\(..., fillvalue=1.0\) is not supported"),
     (lambda a, b: signal.fftconvolve(a, b, axes=1), [r(2, 3), r(1, 2)],
-     NotImplementedError, "over some of the axes .* use wg.vmap"),
+     NotImplementedError, "fftconvolve over some of the axes .* use wg.vmap"),
+    (lambda a, b: signal.oaconvolve(a, b, axes=(0,)), [r(2, 3), r(1, 2)],
+     NotImplementedError, "oaconvolve over some of the axes .* use wg.vmap"),
     (lambda a, b: signal.lfilter(b, [1.0], a), [r(5), r(2)], NotImplementedError,
      "scipy.signal.lfilter is not supported on traced values"),
 ])

@@ -11,8 +11,8 @@ an offset o (per axis), so with the cotangent ȳ put back at o in zeros (ȳ_full
 
 Both are convolutions again, so the rules differentiate to any order.  Complex arrays
 are holomorphic (their VJPs transpose without conjugating, docs/complex.md).  The value
-is SciPy's own, with the method (`'auto'`, `'direct'`, `'fft'`) it was asked for; the
-rules' convolutions use the same method.
+is SciPy's own, with the method (`'auto'`, `'direct'`, `'fft'`, or `'oa'`: SciPy's
+overlap-add `oaconvolve`) it was asked for; the rules' convolutions use the same method.
 """
 from __future__ import annotations
 
@@ -38,7 +38,10 @@ def window(sa, sb, mode):
 
 
 def _convolve_np(a, b, mode, method):
-    return scipy_module("signal").convolve(a, b, mode=mode, method=method)
+    signal = scipy_module("signal")
+    if method == "oa":
+        return signal.oaconvolve(a, b, mode=mode)
+    return signal.convolve(a, b, mode=mode, method=method)
 
 
 def _convolve_aval(args, params):

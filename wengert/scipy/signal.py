@@ -1,6 +1,6 @@
 """SciPy's convolutions (`scipy.signal`), differentiable: convolve, correlate, fftconvolve,
-convolve2d and correlate2d, for filters, deconvolution and signal models fitted by
-gradient.
+oaconvolve, convolve2d and correlate2d, for filters, deconvolution and signal models
+fitted by gradient.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records the primitive `wengert.primitives.signal.convolve`, whose
@@ -8,8 +8,8 @@ value is SciPy's own and whose rules are convolutions again, so the derivatives 
 arguments exist to any order, under `wg.vmap` and `wg.compile` too.  Complex arrays are
 holomorphic in what is convolved, and `correlate`'s conjugate of its second argument
 has the conjugate's derivative (docs/complex.md).  What is not covered on traced values
-(the boundaries 'wrap' and 'symm' of convolve2d, a nonzero fillvalue, fftconvolve over
-some of the axes, the other functions of scipy.signal) raises NotImplementedError naming
+(the boundaries 'wrap' and 'symm' of convolve2d, a nonzero fillvalue, fftconvolve or
+oaconvolve over some of the axes, the other functions of scipy.signal) raises NotImplementedError naming
 it, never a wrong number.
 
 Example: the derivative of a smoothed signal in the filter's taps is the signal itself,
@@ -32,7 +32,7 @@ from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives import signal as _P
 from .linalg import scipy_unless_traced
 
-__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d"]
+__all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d"]
 
 _scipy_unless_traced = scipy_unless_traced(_ss)
 
@@ -116,14 +116,40 @@ def fftconvolve(in1, in2, mode="full", axes=None):
         >>> wg.grad(lambda a: signal.fftconvolve(a, np.ones(2))[1])(np.array([1.0, 2.0]))
         array([1., 1.])
     """
+    return _convolve(*_all_axes("fftconvolve", in1, in2, mode, axes), mode, "fft")
+
+
+@_scipy_unless_traced
+def oaconvolve(in1, in2, mode="full", axes=None):
+    """The convolution by SciPy's overlap-add method: FFTs of blocks of the larger array,
+    fast when one array is much larger than the other (a long signal through a filter).
+    `convolve` in value, to rounding; its derivatives' convolutions are overlap-add too.
+    On traced values `axes` must be None or name every axis, as for `fftconvolve`.
+
+    Example: the gradient of a long filtered signal's energy in the filter's taps:
+
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import signal
+        >>> x = np.sin(np.arange(1000) / 10)
+        >>> g = wg.grad(lambda k: wg.numpy.sum(signal.oaconvolve(x, k) ** 2))(np.ones(3))
+        >>> np.allclose(g, wg.grad(lambda k: wg.numpy.sum(signal.convolve(x, k) ** 2))(
+        ...     np.ones(3)))
+        True
+    """
+    return _convolve(*_all_axes("oaconvolve", in1, in2, mode, axes), mode, "oa")
+
+
+def _all_axes(name, in1, in2, mode, axes):
+    """in1 and in2 checked (`_checked`), and `axes` (of fftconvolve, oaconvolve) None or
+    naming every axis: the primitive convolves over all of them."""
     in1, in2 = _checked(in1, in2, mode)
     if axes is not None and sorted(
             a % max(in1.ndim, 1) for a in ((axes,) if isinstance(axes, int) else axes)) \
             != list(range(in1.ndim)):
         raise NotImplementedError(
-            f"scipy.signal.fftconvolve over some of the axes (axes={axes!r} of "
-            f"{in1.ndim}) is not supported on traced values: use wg.vmap over the others")
-    return _convolve(in1, in2, mode, "fft")
+            f"scipy.signal.{name} over some of the axes (axes={axes!r} of {in1.ndim}) is "
+            "not supported on traced values: use wg.vmap over the others")
+    return in1, in2
 
 
 def _two_d(name, in1, in2, mode, boundary, fillvalue):
