@@ -154,8 +154,86 @@ def test_every_primitive_is_exercised():
     seen = set()
     for fn, sa, sb, mode in CASES:
         seen |= _ops_exercised(_call(fn, mode), [r(*sa), r(*sb)])
+    seen |= _ops_exercised(signal.lfilter, [r(2), np.array([1.0, 0.5]), r(5)])
     declared = {name for name in P.__all__ if name in REGISTRY}     # (not those it imports)
     assert declared and declared <= seen, declared - seen
+
+
+# ---- lfilter -----------------------------------------------------------------------------------
+def _stable(n, rng_=rng, complex_=False):
+    """A denominator whose poles are inside the unit circle, a₀ not 1 (SciPy normalises)."""
+    poles = 0.8 * rng_.uniform(-1, 1, n - 1)
+    if complex_:
+        poles = poles * np.exp(1j * rng_.uniform(0, np.pi, n - 1))
+    return 1.5 * np.poly(poles) if n > 1 else np.array([1.5])
+
+
+# (len b, len a, x's shape, axis): FIR (a of length 1), more poles than zeros, a filter
+# longer than the signal, several axes
+LFILTER = [(3, 3, (7,), -1), (1, 3, (6,), -1), (4, 1, (6,), 0), (2, 4, (3,), -1),
+           (3, 2, (2, 5), -1), (3, 2, (5, 2), 0), (2, 3, (2, 3, 4), 1)]
+
+
+@pytest.mark.parametrize("nb, na, shape, axis", LFILTER)
+def test_lfilter_values_are_scipys_and_derivatives_match_differences(nb, na, shape, axis):
+    f = lambda b, a, x: signal.lfilter(b, a, x, axis=axis)
+    b, a, x = r(nb), _stable(na), r(*shape)
+    want = ss.lfilter(b, a, x, axis=axis)
+    for got in (wg.vjp(f, b, a, x)[0], wg.trace(f, b, a, x)(b, a, x)):
+        np.testing.assert_array_equal(got, want)                    # the same call of SciPy's
+    check_grads(f, b, a, x, order=2)
+    bz, az, xz = z(nb), _stable(na, complex_=True), z(*shape)
+    np.testing.assert_array_equal(wg.vjp(f, bz, az, xz)[0], ss.lfilter(bz, az, xz, axis=axis))
+    check_complex_grads(f, bz, az, xz, order=2)
+
+
+def test_lfilter_closed_forms():
+    """One pole p: the impulse response is p^n, its derivative in p is n p^(n-1); the
+    Jacobian in the signal is the lower-triangular Toeplitz matrix of that response."""
+    n, p = np.arange(8), 0.6
+    impulse = np.eye(1, 8)[0]
+    response = lambda p: signal.lfilter([1.0], wnp.stack([1.0, -p]), impulse)
+    assert_close(response(p), p ** n, rtol=1e-15)
+    for jac in (wg.jacfwd, wg.jacrev):
+        assert_close(jac(response)(p), n * p ** np.maximum(n - 1, 0), rtol=1e-14)
+        assert_close(jac(lambda x: signal.lfilter([1.0], [1.0, -p], x))(np.zeros(8)),
+                     [[p ** (i - j) if i >= j else 0.0 for j in range(8)] for i in range(8)],
+                     rtol=1e-14)
+    assert_close(wg.grad(wg.grad(lambda p: response(p)[3]))(p), 6 * p, rtol=1e-13)
+    # the gain of the numerator: y is linear in b
+    x = r(8)
+    assert_close(wg.jacrev(lambda b: signal.lfilter(b, [1.0, -p], x))(np.array([2.0, 0.5])),
+                 np.stack([ss.lfilter([1.0], [1.0, -p], x),
+                           ss.lfilter([0.0, 1.0], [1.0, -p], x)], axis=1), rtol=1e-14)
+
+
+def test_lfilter_fits_a_filter_to_its_response_by_gauss_newton():
+    """The coefficients of a two-pole filter recovered from its response to noise."""
+    x = r(200)
+    b_true, a_true = np.array([0.5, 0.2]), np.array([1.0, -0.9, 0.4])
+    seen = ss.lfilter(b_true, a_true, x)
+    residual = lambda p: signal.lfilter(p[:2], wnp.concatenate([np.ones(1), p[2:]]), x) - seen
+    p = np.array([1.0, 0.0, 0.0, 0.0])
+    for _ in range(12):
+        J = wg.jacfwd(residual)(p)
+        p = p - np.linalg.lstsq(J, residual(p), rcond=None)[0]
+    assert_close(p, [0.5, 0.2, -0.9, 0.4], rtol=1e-10, atol=1e-12)
+
+
+def test_lfilter_under_vmap_and_compile(loops):
+    b, a, xs = r(3), _stable(3), r(4, 6)
+    f = lambda x: signal.lfilter(b, a, x)
+    assert_close(wg.vmap(f)(xs), ss.lfilter(b, a, xs), rtol=1e-14)
+    assert not loops                                # (signals batched: one call)
+    bs = r(4, 3)
+    got = wg.vmap(lambda b, x: signal.lfilter(b, a, x))(bs, xs)
+    assert_close(got, np.stack([ss.lfilter(bb, a, x) for bb, x in zip(bs, xs)]), rtol=1e-14)
+    g = wg.grad(lambda b, a, x: wnp.sum(signal.lfilter(b, a, x, axis=0) ** 3), argnums=(0, 1, 2))
+    for c, e in zip(wg.compile(g)(b, a, xs.T), g(b, a, xs.T)):
+        assert_close(c, e, rtol=1e-12)
+    # no samples: the derivatives are zeros
+    gb, gx = wg.grad(lambda b, x: wnp.sum(signal.lfilter(b, a, x)), argnums=(0, 1))(b, r(0))
+    assert gb.tolist() == [0.0] * 3 and gx.shape == (0,)
 
 
 # ---- errors and what is SciPy's ----------------------------------------------------------------
@@ -178,8 +256,18 @@ def test_every_primitive_is_exercised():
      NotImplementedError, "fftconvolve over some of the axes .* use wg.vmap"),
     (lambda a, b: signal.oaconvolve(a, b, axes=(0,)), [r(2, 3), r(1, 2)],
      NotImplementedError, "oaconvolve over some of the axes .* use wg.vmap"),
-    (lambda a, b: signal.lfilter(b, [1.0], a), [r(5), r(2)], NotImplementedError,
-     "scipy.signal.lfilter is not supported on traced values"),
+    (lambda a, b: signal.lfilter(b, [1.0], a, zi=np.zeros(1)), [r(5), r(2)],
+     NotImplementedError, r"lfilter\(..., zi=...\) is not supported on traced values"),
+    (lambda a, b: signal.lfilter(np.ones((2, 2)), b, a), [r(5), r(2)], ValueError,
+     r"Parameter b is not a non-empty 1d array, since b.shape=\(2, 2\)"),
+    (lambda a, b: signal.lfilter(b, [], a), [r(5), r(2)], ValueError,
+     r"Parameter a is not a non-empty 1d array, since a.shape=\(0,\)"),
+    (lambda a, b: signal.lfilter(b, [1.0], a, axis=1), [r(5), r(2)], ValueError,
+     r"selected axis is out of range: axis=1 of x of shape \(5,\)"),
+    (lambda a, b: signal.lfilter(b, [0.0, 1.0], a), [r(5), r(2)], ValueError,
+     r"a\[0\] == 0"),
+    (lambda a, b: signal.sosfilt(np.ones((1, 6)), a), [r(5), r(2)], NotImplementedError,
+     "scipy.signal.sosfilt is not supported on traced values"),
 ])
 def test_clear_errors_on_traced_values(call, args, error, match):
     with pytest.raises(error, match=match):

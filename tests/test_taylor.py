@@ -296,6 +296,8 @@ FROM_JVP = {
                                                   m[0]), _B, _V),
     "convolve": (lambda x: pytest.importorskip("wengert.scipy.signal").convolve(
         x, _wnp().sin(x), "same"), _x, _x[::-1]),
+    "lfilter": (lambda x: pytest.importorskip("wengert.scipy.signal").lfilter(
+        x[:2], _wnp().concatenate([np.ones(1), 0.3 * x[2:]]), _wnp().sin(x)), _x, _x[::-1]),
     "gen_eigh_values": (lambda m: _sl().eigh(m, _S)[0], _S + _B.T @ _B, _V),
     "gen_eigh_vectors": (lambda m: _wnp().abs(_sl().eigh(m, _S)[1]), _S + _B.T @ _B, _V),
     "svd_vh": (lambda m: _wnp().abs(_wnp().linalg.svd(m)[2]), _B, _V),

@@ -256,6 +256,15 @@ def _convolve(args, mapped, node):
     return node.op(a if ma else one(a, sa), b if mb else one(b, sb), **node.params)
 
 
+def _lfilter(args, mapped, node):
+    """lfilter(b, a, x) with only the signals batched: the filter runs along the last axis,
+    whatever the others are, so the batch axis in front is one more of them.  A batch of
+    filters (b or a batched): None, one call per example."""
+    if mapped[0] or mapped[1]:
+        return None
+    return node.op(*args, **node.params)
+
+
 def _swap_rows(args, mapped, node):
     """lu_swap_rows(x, piv): x's and piv's batch dimensions lined up (piv has one axis
     fewer than x)."""
@@ -520,6 +529,7 @@ def _declare():
         prim.defbatch(_solve_columns)
     SL.lu_swap_rows.defbatch(_swap_rows)
     SG.convolve.defbatch(_convolve)
+    SG.lfilter.defbatch(_lfilter)
     REGISTRY["tril"].defbatch(_matrices)
     for name in ("sum", "amax", "amin", "prod", "logsumexp", "cumsum", "cumprod", "flip",
                  "roll", "argsort", "argpartition", "softmax", "log_softmax", "rfft",

@@ -16,8 +16,10 @@ overlap-add `oaconvolve`) it was asked for; the rules' convolutions use the same
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .registry import defprimitive, float_dtype, shape_of
-from .array import flip, pad
+from .array import flip, pad, reshape
 from .special import scipy_module
 
 
@@ -78,4 +80,67 @@ def _(g, a, b, ans, mode, method):
             convolve(g, flip(a, axes=axes), mode="valid", method=method))
 
 
-__all__ = ["convolve", "window", "valid_covers"]
+# --------------------------------------------------------------------------------------
+# lfilter: a linear recursive (IIR) filter along the last axis
+# --------------------------------------------------------------------------------------
+# y = lfilter(b, a, x) solves a ∗ y = b ∗ x for n = 0..N-1, the convolutions causal and cut
+# to N samples, with nothing before sample 0 (SciPy's lfilter without zi).  Differentiated:
+#
+#     da ∗ y + a ∗ dy = db ∗ x + b ∗ dx,  so  dy = lfilter(b, a, dx) + lfilter(db, a, x)
+#                                                 - lfilter(da, a, y)
+#
+# (filters commute).  The filter is a lower-triangular Toeplitz matrix along the axis, so
+# its transpose is the same filter run backwards in time: x̄ = flip(lfilter(b, a, flip(ȳ))).
+# With w = flip(lfilter([1], a, flip(ȳ))), b̄_k = Σ_n w_n x_(n-k) and ā_k = -Σ_n w_n y_(n-k)
+# (summed over the other axes too): correlations at lags 0..len-1, one valid convolution.
+def _lfilter_np(b, a, x):
+    return scipy_module("signal").lfilter(b, a, x)
+
+
+lfilter = defprimitive(
+    "lfilter", _lfilter_np, cost="call",
+    abstract_eval=lambda args, params: (tuple(args[2].shape), float_dtype(*args)),
+    doc="lfilter(b, a, x): the linear filter a ∗ y = b ∗ x along x's last axis, from rest "
+        "(scipy.signal.lfilter without zi).")
+lfilter.complex = True
+
+
+@lfilter.defjvp
+def _(ts, b, a, x, ans):
+    db, da, dx = ts
+    terms = [lfilter(b, a, dx) if dx is not None else None,
+             lfilter(db, a, x) if db is not None else None,
+             -lfilter(da, a, ans) if da is not None else None]
+    terms = [t for t in terms if t is not None]
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
+
+
+def _backwards(c, a, v):
+    """The transpose of lfilter(c, a, ·) applied to v: the filter run from the end."""
+    last = (len(shape_of(v)) - 1,)
+    return flip(lfilter(c, a, flip(v, axes=last)), axes=last)
+
+
+def _lags(w, v, m):
+    """Σ_n w_n v_(n-k) over the last axis and the others, for k = 0..m-1: the valid
+    convolution of w, padded with m-1 zeros at its end, with v reversed on every axis."""
+    shape = shape_of(v)
+    if not shape[-1]:                               # (no samples: nothing to correlate)
+        return np.zeros(m, float_dtype(w, v))
+    axes = tuple(range(len(shape)))
+    widths = tuple((0, 0) for _ in shape[:-1]) + ((0, m - 1),)
+    out = convolve(pad(w, pad_width=widths), flip(v, axes=axes), mode="valid", method="auto")
+    return reshape(out, shape=(m,))
+
+
+@lfilter.defvjp
+def _(g, b, a, x, ans):
+    w = _backwards(np.ones(1, float_dtype(a)), a, g)
+    return (_lags(w, x, shape_of(b)[0]), -_lags(w, ans, shape_of(a)[0]),
+            _backwards(b, a, g))
+
+
+__all__ = ["convolve", "lfilter", "window", "valid_covers"]

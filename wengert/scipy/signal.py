@@ -1,16 +1,17 @@
-"""SciPy's convolutions (`scipy.signal`), differentiable: convolve, correlate, fftconvolve,
-oaconvolve, convolve2d and correlate2d, for filters, deconvolution and signal models
-fitted by gradient.
+"""SciPy's convolutions and linear filter (`scipy.signal`), differentiable: convolve,
+correlate, fftconvolve, oaconvolve, convolve2d, correlate2d and lfilter, for filters,
+deconvolution and signal models fitted by gradient.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
-On traced values it records the primitive `wengert.primitives.signal.convolve`, whose
-value is SciPy's own and whose rules are convolutions again, so the derivatives in both
-arguments exist to any order, under `wg.vmap` and `wg.compile` too.  Complex arrays are
-holomorphic in what is convolved, and `correlate`'s conjugate of its second argument
-has the conjugate's derivative (docs/complex.md).  What is not covered on traced values
-(the boundaries 'wrap' and 'symm' of convolve2d, a nonzero fillvalue, fftconvolve or
-oaconvolve over some of the axes, the other functions of scipy.signal) raises NotImplementedError naming
-it, never a wrong number.
+On traced values it records the primitive `wengert.primitives.signal.convolve` (or
+`.lfilter`), whose value is SciPy's own and whose rules are convolutions (filters) again,
+so the derivatives in every argument exist to any order, under `wg.vmap` and
+`wg.compile` too.  Complex arrays are holomorphic in what is convolved, and
+`correlate`'s conjugate of its second argument has the conjugate's derivative
+(docs/complex.md).  What is not covered on traced values (the boundaries 'wrap' and
+'symm' of convolve2d, a nonzero fillvalue, fftconvolve or oaconvolve over some of the
+axes, lfilter's initial conditions zi, the other functions of scipy.signal) raises
+NotImplementedError naming it, never a wrong number.
 
 Example: the derivative of a smoothed signal in the filter's taps is the signal itself,
 shifted:
@@ -32,7 +33,8 @@ from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives import signal as _P
 from .linalg import scipy_unless_traced
 
-__all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d"]
+__all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d",
+           "lfilter"]
 
 _scipy_unless_traced = scipy_unless_traced(_ss)
 
@@ -218,6 +220,40 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
             p <= q for p, q in zip(in1.shape, in2.shape)):
         return _wnp.conj(out)
     return out
+
+
+@_scipy_unless_traced
+def lfilter(b, a, x, axis=-1, zi=None):
+    """The linear recursive (IIR) filter a ∗ y = b ∗ x along `axis` of x, from rest:
+    a₀ y_n = Σ_k b_k x_(n-k) - Σ_(k≥1) a_k y_(n-k).  Differentiable in the numerator b,
+    the denominator a and the signal x, to any order: the derivatives are filters again
+    (in x, the same filter run backwards in time), so fitting a filter's coefficients to
+    a response, or a signal through a known filter, is a gradient away.  Initial
+    conditions (`zi`) are not supported on traced values.
+
+    Example: the impulse response of y_n = x_n + p y_(n-1) is p^n, whose derivative in
+    the pole p is n p^(n-1); over four samples at p = 1/2 they sum to 0 + 1 + 1 + 3/4:
+
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import signal
+        >>> impulse = np.array([1.0, 0.0, 0.0, 0.0])
+        >>> response = lambda p: signal.lfilter([1.0], wg.numpy.stack([1.0, -p]), impulse)
+        >>> wg.grad(lambda p: wg.numpy.sum(response(p)))(0.5)
+        2.75
+    """
+    if zi is not None:
+        raise NotImplementedError(
+            "scipy.signal.lfilter(..., zi=...) is not supported on traced values: only "
+            "the filter from rest is (zi=None)")
+    b, a, x = _wnp.asarray(b), _wnp.asarray(a), _wnp.asarray(x)
+    for name, c in (("b", b), ("a", a)):
+        if c.ndim != 1 or not c.shape[0]:
+            raise ValueError(f"Parameter {name} is not a non-empty 1d array, since "
+                             f"{name}.shape={c.shape}!")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"selected axis is out of range: axis={axis} of x of shape {x.shape}")
+    x = _wnp.moveaxis(x, axis, -1)
+    return _wnp.moveaxis(_P.lfilter(b, a, x), -1, axis)
 
 
 # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
