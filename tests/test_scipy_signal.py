@@ -236,6 +236,22 @@ def test_lfilter_under_vmap_and_compile(loops):
     assert gb.tolist() == [0.0] * 3 and gx.shape == (0,)
 
 
+@pytest.mark.parametrize("shape, axis", [((30,), -1), ((3, 20), -1), ((20, 2), 0)])
+def test_sosfilt_is_a_cascade_of_lfilters(shape, axis):
+    sos = ss.butter(4, 0.3, output="sos")
+    x = r(*shape)
+    f = lambda sos, x: signal.sosfilt(sos, x, axis=axis)
+    close(wg.vjp(f, sos, x)[0], ss.sosfilt(sos, x, axis=axis), rtol=1e-13, atol=1e-14)
+    # (the sections' leading denominators stay 1, as SciPy asks)
+    g = lambda num, den, x: f(wnp.concatenate([num, np.ones((2, 1)), den], axis=1), x)
+    check_grads(g, sos[:, :3], sos[:, 4:], x, order=2)
+    # the one-row form SciPy accepts
+    one = sos[0]
+    close(wg.vjp(lambda x: signal.sosfilt(one, x), x)[0], ss.sosfilt(one, x), rtol=1e-13,
+          atol=1e-14)
+    assert_close(wg.vmap(lambda x: signal.sosfilt(sos, x))(r(3, 10)).shape, (3, 10))
+
+
 # ---- errors and what is SciPy's ----------------------------------------------------------------
 @pytest.mark.parametrize("call, args, error, match", [
     (lambda a, b: signal.convolve(a, b, "middle"), [r(3), r(2)], ValueError,
@@ -266,8 +282,14 @@ def test_lfilter_under_vmap_and_compile(loops):
      r"selected axis is out of range: axis=1 of x of shape \(5,\)"),
     (lambda a, b: signal.lfilter(b, [0.0, 1.0], a), [r(5), r(2)], ValueError,
      r"a\[0\] == 0"),
-    (lambda a, b: signal.sosfilt(np.ones((1, 6)), a), [r(5), r(2)], NotImplementedError,
-     "scipy.signal.sosfilt is not supported on traced values"),
+    (lambda a, b: signal.sosfilt(np.ones((1, 6)), a, zi=np.zeros((1, 2))), [r(5), r(2)],
+     NotImplementedError, r"sosfilt\(..., zi=...\) is not supported on traced values"),
+    (lambda a, b: signal.sosfilt(np.ones((2, 5)), a), [r(5), r(2)], ValueError,
+     r"sos array must be shape \(n_sections, 6\), got \(2, 5\)"),
+    (lambda a, b: signal.sosfilt(2 * np.ones((1, 6)), a), [r(5), r(2)], ValueError,
+     r"sos\[:, 3\] should be all ones"),
+    (lambda a, b: signal.filtfilt(b, [1.0], a), [r(5), r(2)], NotImplementedError,
+     "scipy.signal.filtfilt is not supported on traced values"),
 ])
 def test_clear_errors_on_traced_values(call, args, error, match):
     with pytest.raises(error, match=match):

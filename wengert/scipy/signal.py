@@ -1,6 +1,6 @@
-"""SciPy's convolutions and linear filter (`scipy.signal`), differentiable: convolve,
-correlate, fftconvolve, oaconvolve, convolve2d, correlate2d and lfilter, for filters,
-deconvolution and signal models fitted by gradient.
+"""SciPy's convolutions and linear filters (`scipy.signal`), differentiable: convolve,
+correlate, fftconvolve, oaconvolve, convolve2d, correlate2d, lfilter and sosfilt, for
+filters, deconvolution and signal models fitted by gradient.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records the primitive `wengert.primitives.signal.convolve` (or
@@ -10,7 +10,7 @@ so the derivatives in every argument exist to any order, under `wg.vmap` and
 `correlate`'s conjugate of its second argument has the conjugate's derivative
 (docs/complex.md).  What is not covered on traced values (the boundaries 'wrap' and
 'symm' of convolve2d, a nonzero fillvalue, fftconvolve or oaconvolve over some of the
-axes, lfilter's initial conditions zi, the other functions of scipy.signal) raises
+axes, the filters' initial conditions zi, the other functions of scipy.signal) raises
 NotImplementedError naming it, never a wrong number.
 
 Example: the derivative of a smoothed signal in the filter's taps is the signal itself,
@@ -26,6 +26,7 @@ shifted:
 """
 from __future__ import annotations
 
+import numpy as _np
 import scipy.signal as _ss
 
 from .. import numpy as _wnp
@@ -34,7 +35,7 @@ from ..primitives import signal as _P
 from .linalg import scipy_unless_traced
 
 __all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d",
-           "lfilter"]
+           "lfilter", "sosfilt"]
 
 _scipy_unless_traced = scipy_unless_traced(_ss)
 
@@ -254,6 +255,39 @@ def lfilter(b, a, x, axis=-1, zi=None):
         raise ValueError(f"selected axis is out of range: axis={axis} of x of shape {x.shape}")
     x = _wnp.moveaxis(x, axis, -1)
     return _wnp.moveaxis(_P.lfilter(b, a, x), -1, axis)
+
+
+@_scipy_unless_traced
+def sosfilt(sos, x, axis=-1, zi=None):
+    """A filter in second-order sections (each row of `sos` the numerator b₀ b₁ b₂ and
+    denominator 1 a₁ a₂ of one section, as `scipy.signal.butter(..., output='sos')` makes
+    them), run as a cascade of `lfilter`s, from rest; differentiable in `sos` and x as
+    `lfilter` is.  Values agree with SciPy's to rounding.  Initial conditions (`zi`) are
+    not supported on traced values.
+
+    Example: a fourth-order Butterworth low-pass filter's response is linear in the
+    signal, so its Jacobian there is the filter itself, a lower-triangular matrix:
+
+        >>> import numpy as np, scipy.signal, wengert as wg
+        >>> from wengert.scipy import signal
+        >>> sos = scipy.signal.butter(4, 0.2, output="sos")
+        >>> J = wg.jacfwd(lambda x: signal.sosfilt(sos, x))(np.zeros(5))
+        >>> bool(np.allclose(J[:, 0], scipy.signal.sosfilt(sos, np.eye(5)[0]))), float(J[0, 1])
+        (True, 0.0)
+    """
+    if zi is not None:
+        raise NotImplementedError(
+            "scipy.signal.sosfilt(..., zi=...) is not supported on traced values: only "
+            "the filter from rest is (zi=None)")
+    sos = _wnp.atleast_2d(_wnp.asarray(sos))
+    if sos.ndim != 2 or sos.shape[1] != 6:
+        raise ValueError(f"sos array must be shape (n_sections, 6), got {sos.shape}")
+    leading = getattr(sos[:, 3], "value", sos[:, 3])   # (a traced sos's, where it has one)
+    if leading is not None and not (_np.asarray(leading) == 1).all():
+        raise ValueError("sos[:, 3] should be all ones")
+    for k in range(sos.shape[0]):
+        x = lfilter(sos[k, :3], sos[k, 3:], x, axis=axis)
+    return x
 
 
 # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
