@@ -329,3 +329,31 @@ def test_dual_parts_are_checked_when_made():
     assert type(d.primal) is np.ndarray and d.primal.shape == (2,)
     assert_close(np.sum(d * d).tangent, 2.0)
     assert_close(np.sum(Dual(np.ones((2, 3)), np.ones(3)) * 2.0).tangent, 12.0)
+
+
+def test_the_matmul_operator_between_duals():
+    r = np.random.default_rng(7)
+    a, da, b, db = (r.normal(size=(2, 3)), r.normal(size=(2, 3)), r.normal(size=(3, 2)),
+                    r.normal(size=(3, 2)))
+    y = Dual(a, da) @ Dual(b, db)                      # (it raised TypeError)
+    assert_close(y.primal, a @ b, rtol=1e-15)
+    assert_close(y.tangent, fd_derivative(lambda t: (a + t * da) @ (b + t * db), 0.0),
+                 rtol=1e-7)
+    for z in (Dual(a, da) @ b, a @ Dual(b, db)):       # with a plain array on either side
+        assert type(z) is Dual
+    with pytest.raises(ValueError, match="matmul"):  # (numbers: NumPy's refusal)
+        Dual(2.0, 1.0) @ Dual(3.0, 1.0)
+
+
+def test_object_arrays_of_duals_through_scipys_ufuncs():
+    special = pytest.importorskip("wengert.scipy.special")
+    import scipy.special as sc
+    xs = np.array([Dual(0.5, 1.0), Dual(1.0, 2.0)])
+    for f, df in ((special.erf, lambda x: 2 / np.sqrt(np.pi) * np.exp(-x * x)),
+                  (lambda x: special.gammainc(2.0, x), lambda x: x * np.exp(-x))):
+        ys = f(xs)                                   # (a raw TypeError: no object loop)
+        assert ys.dtype == object and ys.shape == (2,)
+        for y, x in zip(ys, xs):
+            assert_close(y.primal, f(x.primal), rtol=1e-15)
+            assert_close(y.tangent, df(x.primal) * x.tangent, rtol=1e-13)
+    assert_close(special.erf(np.array([1.0], dtype=object))[0], sc.erf(1.0))

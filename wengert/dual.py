@@ -344,6 +344,9 @@ def _install():
     Dual.__neg__ = lambda a: apply(P.neg, (a,), NO_PARAMS)
     Dual.__pos__ = lambda a: a
     Dual.__abs__ = lambda a: apply(P.abs, (a,), NO_PARAMS)
+    # (d @ array reaches np.matmul through the array's operator; d @ d needs one of its own)
+    Dual.__matmul__ = lambda a, b: np.matmul(a, b)
+    Dual.__rmatmul__ = lambda a, b: np.matmul(b, a)
     # NumPy object arrays of duals call a method named after the ufunc (np.sin -> d.sin()).
     for prim in REGISTRY.values():
         if isinstance(prim.impl, np.ufunc) and not hasattr(Dual, prim.impl.__name__):

@@ -54,6 +54,10 @@ def _ufunc(prim, scipy_fn, example):
     def fn(*args):
         if _traced(*args):
             return prim(*_wnp._arrays(args))
+        if any(type(a) is _np.ndarray and a.dtype == object for a in args):
+            # (object arrays, of Duals say: SciPy's ufuncs have no object loop, so one call
+            # per element, as NumPy's own ufuncs make on them)
+            return _np.frompyfunc(fn, len(args), 1)(*args)
         return scipy_fn(*args)
     fn.__name__ = fn.__qualname__ = prim.name
     fn.__doc__ = f"""{prim.__doc__}
