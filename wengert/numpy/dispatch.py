@@ -168,8 +168,10 @@ def _scipy_special(ufunc):
 def array_function(self, func, types, args, kwargs):
     import wengert.numpy as wnp
     module = func.__module__ or "numpy"
-    namespace = wnp._SUBMODULES.get(module.rpartition(".")[2], wnp)
-    ours = namespace.__dict__.get(func.__name__)
+    # (numpy's own namespace, or one of the submodules wengert mirrors; another module's
+    # function of the same name, numpy.emath.log say, is not numpy.log)
+    namespace = wnp if module == "numpy" else wnp._SUBMODULES.get(module.rpartition(".")[2])
+    ours = namespace.__dict__.get(func.__name__) if namespace is not None else None
     if ours is None or getattr(ours, "wengert_unsupported", False) or not callable(ours):
         raise NotImplementedError(
             f"{module}.{func.__name__} is not supported on traced values: wengert has no "
