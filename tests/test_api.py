@@ -378,6 +378,13 @@ def test_bad_input_raises_clear_errors():
         wg.jvp(sq, 1.0, 1.0)
     with pytest.raises(ValueError, match=r"shape \(\) but its tangent has shape \(2,\)"):
         wg.jvp(sq, (1.0,), (np.ones(2),))
+    # a complex tangent for a real primal (it was kept by some rules, dropped by others)
+    with pytest.raises(TypeError, match=r"jvp: primal 0 is real \(float64\) but its tangent "
+                                        r"is complex \(complex128\)"):
+        wg.jvp(wnp.abs, (1.0,), (1j,))
+    with pytest.raises(TypeError, match=r"taylor: the point is real .* direction is complex"):
+        wg.taylor(wnp.abs, 1.0, 1j, order=2)
+    assert wg.jvp(sq, (1.0 + 0j,), (1j,))[1] == 2j
     with pytest.raises(ValueError, match="structure"):
         wg.vjp(lambda x: (x, x), 1.0)[1](1.0)
     with pytest.raises(TypeError, match="str"):

@@ -137,9 +137,16 @@ def direction_leaves(point, direction, name, noun, who):
         raise ValueError(f"{who}: {name} has structure {p_tree} but its {noun} has {d_tree}")
     out = []
     for a, b in zip(p_leaves, d_leaves):
-        if aval(a)[0] != aval(b)[0]:
-            raise ValueError(f"{who}: {name} has shape {aval(a)[0]} but its {noun} has "
-                             f"shape {aval(b)[0]}")
+        (shape_a, dtype_a), (shape_b, dtype_b) = aval(a), aval(b)
+        if shape_a != shape_b:
+            raise ValueError(f"{who}: {name} has shape {shape_a} but its {noun} has "
+                             f"shape {shape_b}")
+        if dtype_b.kind == "c" and dtype_a.kind != "c":
+            # (a real value moves along real directions: the complex part would be kept by
+            # some rules and dropped by others)
+            raise TypeError(f"{who}: {name} is real ({dtype_a}) but its {noun} is complex "
+                            f"({dtype_b}): a real value moves along real directions (make "
+                            f"{name} complex to move it in the complex plane)")
         out.append(b if type(b) is Node else _primal_leaf(b, f"the {noun} of {name}", who))
     return out
 
