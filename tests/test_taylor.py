@@ -390,3 +390,7 @@ def test_bad_arguments():
         wg.taylor(lambda p: p[0], (1.0, 2.0), 1.0, order=2)
     with pytest.raises(ValueError, match="shape"):
         wg.taylor(lambda x: x, np.ones(2), np.ones(3), order=2)
+    # derivatives takes one variable; a pytree was read as a point with a scalar direction
+    with pytest.raises(TypeError, match="derivatives: x is a tuple; it takes a number or an "
+                                        "array"):
+        wg.derivatives(lambda p: p[0] * p[1], 2)((1.0, 2.0))

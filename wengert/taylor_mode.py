@@ -28,7 +28,7 @@ from .api import _Call, _check_fun, _param_names, direction_leaves
 from .graph.graph import aval
 from .primitives.registry import shape_of
 from .primitives.shape import broadcast_to
-from .tree import tree_map, unflatten
+from .tree import LEAF, flatten, tree_map, unflatten
 
 __all__ = ["taylor", "derivatives"]
 
@@ -135,6 +135,10 @@ def derivatives(f, order):
     order = _check_order(order, "derivatives")
 
     def derivatives_f(x):
+        if flatten(x)[1].kind != LEAF:
+            raise TypeError(f"derivatives: x is a {type(x).__name__}; it takes a number or an "
+                            "array (f of one variable, or elementwise); for a direction in a "
+                            "pytree use wg.taylor(f, x, direction, order)")
         # (a direction of x's precision: float32 in, float32 derivatives out)
         shape, dtype = aval(x)
         one = 1.0 if shape == () else np.ones(shape, dtype if dtype.kind in "fc" else None)
