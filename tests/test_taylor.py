@@ -394,3 +394,16 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match="derivatives: x is a tuple; it takes a number or an "
                                         "array"):
         wg.derivatives(lambda p: p[0] * p[1], 2)((1.0, 2.0))
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1.0, 1e200])
+def test_hypot_and_atan2_series_at_any_scale(scale):
+    """Both are homogeneous: hypot(kx, k) = k·hypot(x, 1), atan2(kx, k) = atan(x); their
+    recurrences squared the arguments, which overflowed (inf, nan) or underflowed (0)."""
+    x, order = 0.5, 5
+    want_atan = wg.taylor(wm.atan, x, 1.0, order=order)
+    got = wg.taylor(lambda x: wm.atan2(scale * x, scale), x, 1.0, order=order)
+    assert_close(got, want_atan, rtol=1e-13, atol=1e-15)      # (its x⁴ term is 0)
+    want_hypot = [c * scale for c in wg.taylor(lambda x: wm.sqrt(1 + x * x), x, 1.0, order)]
+    got = wg.taylor(lambda x: _wnp().hypot(scale * x, scale), x, 1.0, order=order)
+    np.testing.assert_allclose(got, want_hypot, rtol=1e-13, atol=1e-15 * scale)

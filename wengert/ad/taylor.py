@@ -237,8 +237,20 @@ def _atan(x, ans, order):
     return ode(x, ans, order, h=_shifted_square(x, order, 1, 1))
 
 
+def _unit_scaled(a, b):
+    """The series a and b divided by h = hypot(a_0, b_0), and h (None where some h is 0:
+    then a and b as they are).  atan2 and hypot are homogeneous, and their recurrences
+    square a and b, which overflow past 1e154 and underflow below 1e-154; scaled, the
+    squares are at most 1."""
+    h = P.hypot(a[0], b[0])
+    if type(h) is not Node and not np.all(h):
+        return a, b, None
+    return _scaled(1 / h, a), _scaled(1 / h, b), h
+
+
 def _atan2(a, b, ans, order):
-    """θ = atan2(a, b): θ'·(a² + b²) = b·a' − a·b'."""
+    """θ = atan2(a, b): θ'·(a² + b²) = b·a' − a·b' (a and b on the unit circle's scale)."""
+    a, b, _ = _unit_scaled(a, b)
     aa = cauchy(a, a, order, a[0] * a[0])
     bb = cauchy(b, b, order, b[0] * b[0])
     h = [_add(p, q) for p, q in zip(aa, bb)]
@@ -397,10 +409,14 @@ def _scaled(c, x):
 
 
 def _hypot(a, b, ans, order):
-    """y² = a² + b², so y'·y = (a² + b²)'/2 (the squares' own primal is not needed)."""
+    """y² = a² + b², so y'·y = (a² + b²)'/2 (the squares' own primal is not needed), for
+    a and b scaled by h = y_0, and then y = h·hypot(a/h, b/h)."""
+    a, b, h = _unit_scaled(a, b)
     s = [None] + [_add(p, q) for p, q in zip(cauchy(a, a, order, None)[1:],
                                               cauchy(b, b, order, None)[1:])]
-    return _sqrt(s, ans, order)
+    if h is None:
+        return _sqrt(s, ans, order)
+    return [ans] + _scaled(h, _sqrt(s, ans / h, order)[1:])
 
 
 RULES.update({
