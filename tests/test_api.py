@@ -966,6 +966,43 @@ def test_linearize_errors_in_a_trace():
             f_jvp((1.0,), np.ones(2))
         return wnp.sum(f_jvp(1.0, np.zeros(2)))
     assert wg.grad(f)(3.0) == 0.0                 # d/dx of Σ (1 · b) = 0
+    # kept past the transformation it was made in, it refuses (it returned a dead node)
+    kept = []
+    wg.grad(lambda w: kept.append(wg.linearize(lambda x: wnp.sin(w * x), np.ones(3))[1])
+            or w)(0.7)
+    with pytest.raises(ValueError, match="f_jvp: it was made inside a transformation that "
+                                         "has finished"):
+        kept[0](np.ones(3))
+    for point in (True, "x"):
+        with pytest.raises(TypeError, match="linearize: primal 0 is a"):
+            wg.grad(lambda w: wg.linearize(lambda x: x * w, point)[0])(1.0)
+
+
+def test_linearize_takes_the_point_by_value_and_keeps_weak_types():
+    f = lambda x: wnp.sin(x) * x
+    for n in (3, 50):                       # (small and large arrays compile differently)
+        x = np.linspace(0.1, 1.0, n)
+        want = (np.cos(x) * x + np.sin(x)) * 1.0
+        _, f_jvp = wg.linearize(f, x)
+        x[:] = 0.0                          # the caller reuses its buffer
+        for t in (np.ones(n), np.ones(n, np.float32)):      # (a new signature: traced again)
+            np.testing.assert_allclose(f_jvp(t), want, rtol=1e-6)
+        np.testing.assert_allclose(np.diag(wg.jacfwd(f_jvp)(np.ones(n))), want, rtol=1e-13)
+
+    def g(w):                               # in a trace, the point a plain array
+        x = np.array([0.5, 1.0, -0.3])
+        _, f_jvp = wg.linearize(lambda z: wnp.sin(z * w) * z, x)
+        x[:] = 0.0
+        return wnp.sum(f_jvp(np.ones(3)))
+    x = np.array([0.5, 1.0, -0.3])
+    closed = lambda w: np.sum(np.cos(x * w) * x * w + np.sin(x * w))
+    value, grad = wg.value_and_grad(g)(0.7)
+    assert value == pytest.approx(closed(0.7), rel=1e-13)
+    assert grad == pytest.approx(fd_derivative(closed, 0.7), rel=1e-7)
+    # a Python-number tangent is weak: a float32 function keeps float32, as under jvp
+    h = lambda x: x * np.ones(2, np.float32)
+    assert wg.compile(lambda w: wg.linearize(h, w)[1](1.0))(0.5).dtype == np.float32
+    assert wg.eval_shape(lambda w: wg.linearize(h, w)[1](1.0), 0.5).dtype == np.float32
 
 
 def test_linearize_errors():
@@ -975,7 +1012,8 @@ def test_linearize_errors():
                                         "linearize, got 1"):
         f_jvp(1.0)
     _, f_jvp = wg.linearize(lambda x: x * 2, np.ones(3))
-    with pytest.raises(ValueError, match=r"shape"):
+    with pytest.raises(ValueError, match=r"f_jvp: primal 0 has shape \(3,\) but its "
+                                         r"tangent has shape \(4,\)"):
         f_jvp(np.ones(4))
     with pytest.raises(TypeError, match="linearize needs the point"):
         wg.linearize(lambda x: x)

@@ -232,8 +232,9 @@ class _Call:
             x = x.value
         if not self.fresh:
             # A plain number differentiated inside another trace: a variable equal to a
-            # constant of that trace (not an input of it, which its caller never gives)
-            return g.copy(g.const(x, weak=weak))
+            # constant of that trace (not an input of it, which its caller never gives),
+            # the user's array taken by value (what is computed from it may be kept)
+            return g.copy(g.const(x, weak=weak, snapshot=True))
         return g.input(x, name, weak=weak)
 
     @property
@@ -1019,8 +1020,8 @@ def trace(f, *args, abstract=True, _capture=None):
         labels += _leaf_names(name, tree.num_leaves)
     inputs = []
     for x, lab in zip(leaves, labels):
-        if type(x) is Node:
-            x = x.value if x.value is not None else ShapeDtype(x.shape, x.dtype)
+        if type(x) is Node:         # (a weak number stays weak: it takes others' dtypes)
+            x = x.value if x.value is not None else ShapeDtype(x.shape, x.dtype, is_weak(x))
         if isinstance(x, (bool, np.bool_)) or not isinstance(
                 x, (int, float, complex, np.number, np.ndarray, ShapeDtype)):
             raise TypeError(f"trace: argument {lab!r} is a {type(x).__name__} ({x!r:.40}); "

@@ -40,7 +40,7 @@ from .codegen.scalarize import NotScalar, float_form, not_float
 FLOAT_OP_S, NUMPY_CALL_S, NUMPY_ELEMENT_S = 30e-9, 2e-6, 0.5e-9
 NUMPY_VIEW_S, NUMPY_UFUNC_S, FLOAT_ELEMENT_S = 0.3e-6, 0.6e-6, 15e-9
 from .errors import ConcretizationError
-from .graph.active import current_graph, ieee_arithmetic, options
+from .graph.active import current_graph, ieee_arithmetic, is_recording, options
 from .graph.graph import Graph, ShapeDtype, aval, canonical, shape_dtype
 from .graph.node import Node
 from .primitives import array as A
@@ -833,39 +833,49 @@ def linearize(f, *primals):
         >>> round(float(wg.grad(gauss_newton)(2.0)), 6)      # (as JAX's)
         -0.426142
     """
-    from .api import jvp
+    from .api import _primal_leaf, direction_leaves, jvp
     _check_fun(f, "linearize")
     if not primals:
         raise TypeError("linearize needs the point: wg.linearize(f, x, ...), one primal per "
                         "argument of f")
-    n = len(primals)
+    for k, p in enumerate(primals):
+        for leaf in flatten(p)[0]:
+            _primal_leaf(leaf, f"primal {k}", "linearize")     # (refuses bools, text ...)
+    # The point taken by value: f_jvp is the derivative there, whatever becomes of the
+    # caller's arrays (a tangent of a new dtype traces the map again, at the point).
+    primals = tuple(unflatten(tree, [x.copy() if type(x) is np.ndarray else x
+                                     for x in leaves])
+                    for leaves, tree in map(flatten, primals))
 
-    def check(tangents):
-        if len(tangents) != n:
-            raise TypeError(f"f_jvp takes {n} tangent{'s' if n != 1 else ''}, one per "
-                            f"primal of linearize, got {len(tangents)}")
+    def tangent_leaves(tangents):
+        if len(tangents) != len(primals):
+            raise TypeError(f"f_jvp takes {len(primals)} tangent"
+                            f"{'s' if len(primals) != 1 else ''}, one per primal of "
+                            f"linearize, got {len(tangents)}")
+        return [leaf for k, (p, t) in enumerate(zip(primals, tangents))
+                for leaf in direction_leaves(p, t, f"primal {k}", "tangent", "f_jvp")]
 
     if current_graph() is not None:
-        return _linearize_in_trace(f, primals, check)
+        return _linearize_in_trace(f, primals, tangent_leaves)
 
     out = jvp(f, primals, primals)[0]     # (f's value as jvp gives it; any tangents do)
     tangent_map = compile(lambda *t: jvp(f, primals, t)[1], *primals)
 
     def f_jvp(*tangents):
-        check(tangents)
+        tangent_leaves(tangents)
         return tangent_map(*tangents)
     f_jvp.graph = tangent_map.graph
     f_jvp.source = tangent_map.source
     return out, f_jvp
 
 
-def _linearize_in_trace(f, primals, check):
+def _linearize_in_trace(f, primals, tangent_leaves):
     """linearize inside an enclosing trace (a wg.grad, wg.vmap ...), where the primals or
     values f closes over may be traced: the JVP is traced with those as inputs of its own
     (their values known, so f may branch on them), split (`Graph.split`) into what does not
     depend on the tangents, computed now and recorded into the enclosing trace, so that
     derivatives flow through it, and the linear rest, which each f_jvp call evaluates."""
-    from .api import direction_leaves, jvp
+    from .api import jvp
     graph = trace(lambda *t: jvp(f, primals, t), *primals, _capture="linearize")
     out_tree, tangent_tree = graph.out_tree.children
     n_out = out_tree.num_leaves
@@ -875,9 +885,11 @@ def _linearize_in_trace(f, primals, check):
     out = unflatten(out_tree, values[:n_out])
 
     def f_jvp(*tangents):
-        check(tangents)
-        leaves = [leaf for k, (p, t) in enumerate(zip(primals, tangents))
-                  for leaf in direction_leaves(p, t, f"primal {k}", "tangent", "f_jvp")]
+        leaves = tangent_leaves(tangents)
+        if not all(is_recording(r.graph) for r in residuals):
+            raise ValueError("f_jvp: it was made inside a transformation that has finished, "
+                             "whose values it needs; call it before that transformation "
+                             "returns, or return what you need from it")
         return unflatten(tangent_tree, rest.evaluate(leaves + residuals))
     f_jvp.graph = rest
     return out, f_jvp
