@@ -18,6 +18,17 @@ def _type_str(shape, dtype) -> str:
     return f"{short}[{','.join(str(d) for d in shape)}]"
 
 
+# The traces that have no values of their own, by `Graph.tracer`: what was being traced
+# (for the error of a branch on a traced value), and what follows the advice.
+_TRACERS = {
+    "scan": ("wg.scan traced its body, which runs once for every step", ""),
+    "vmap": ("wg.vmap traced one example, whose mapped arguments have no single value",
+             ", which vmap batches"),
+    "linearize": ("wg.linearize traced f at a point that has no value here (inside wg.vmap, "
+                  "wg.scan or wg.compile)", ""),
+}
+
+
 class Node:
     """One operation in the graph; stands for its value in traced code.
 
@@ -112,29 +123,15 @@ class Node:
             elif indexing:
                 instead = ("Index with wengert.numpy.take_along_axis(x, i[None], axis=0)[0] "
                            "for x[i] (it takes traced indices)")
-            if self.graph.tracer == "scan":
-                raise ConcretizationError(
-                    f"the value of traced variable {self.label()} was {what} while wg.scan "
-                    "traced its body, which runs once for every step, so Python cannot "
-                    "decide it. " + (instead + "." if instead else
-                                     "Write a value-dependent branch as "
-                                     "wengert.numpy.where(cond, a, b) (or wg.select)."))
-            if self.graph.tracer == "vmap":
-                raise ConcretizationError(
-                    f"the value of traced variable {self.label()} was {what} while wg.vmap "
-                    "traced one example, whose mapped arguments have no single value, so "
-                    "Python cannot decide it. " + (
-                        instead + ", which vmap batches." if instead else
-                        "Write a value-dependent branch as wengert.numpy.where(cond, a, b) "
-                        "(or wg.select), which vmap batches."))
-            if self.graph.tracer == "linearize":
+            during = _TRACERS.get(self.graph.tracer)
+            if during is not None:
+                while_, batched = during
                 raise ConcretizationError(
                     f"the value of traced variable {self.label()} was {what} while "
-                    "wg.linearize traced f at a point that has no value here (inside "
-                    "wg.vmap, wg.scan or wg.compile), so Python cannot decide it. " + (
-                        instead + "." if instead else
+                    f"{while_}, so Python cannot decide it. " + (
+                        instead + batched + "." if instead else
                         "Write a value-dependent branch as wengert.numpy.where(cond, a, b) "
-                        "(or wg.select)."))
+                        "(or wg.select)" + batched + "."))
             raise ConcretizationError(
                 f"the value of traced variable {self.label()} was {what} while tracing "
                 "without values (wg.trace / wg.compile), so Python cannot decide it. " + (
