@@ -637,11 +637,13 @@ def swapaxes(x, a=-1, b=-2):
 
 matmul = _prim("matmul", np.matmul, cost="mul", dtype_rule="promote")
 matmul.defvjp(_matmul_vjp_a, _matmul_vjp_b)
-matmul.defjvp(lambda ts, a, b, ans: _sum_nonzero(
+matmul.defjvp(lambda ts, a, b, ans: sum_nonzero(
     [None if ts[0] is None else matmul(ts[0], b), None if ts[1] is None else matmul(a, ts[1])]))
 
 
-def _sum_nonzero(terms):
+def sum_nonzero(terms):
+    """The sum of the terms that are not None (a JVP's terms: None for an argument with no
+    tangent), or None if all are."""
     out = None
     for t in terms:
         if t is not None:
@@ -721,7 +723,7 @@ def _on_diagonals(g, once, s, sizes, subscripts):
 @einsum.defjvp
 def _(ts, *ops_and_ans, subscripts):
     ops = ops_and_ans[:-1]
-    return _sum_nonzero([
+    return sum_nonzero([
         None if t is None else einsum(*(ops[:i] + (t,) + ops[i + 1:]), subscripts=subscripts)
         for i, t in enumerate(ts)])
 

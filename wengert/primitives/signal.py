@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import defprimitive, float_dtype, shape_of
-from .array import flip, pad, reshape
+from .array import flip, pad, reshape, sum_nonzero
 from .special import scipy_module
 
 
@@ -62,10 +62,9 @@ convolve.complex = True
 
 @convolve.defjvp
 def _(ts, a, b, ans, mode, method):
-    terms = [convolve(ts[0], b, mode=mode, method=method) if ts[0] is not None else None,
-             convolve(a, ts[1], mode=mode, method=method) if ts[1] is not None else None]
-    terms = [t for t in terms if t is not None]
-    return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+    return sum_nonzero([
+        convolve(ts[0], b, mode=mode, method=method) if ts[0] is not None else None,
+        convolve(a, ts[1], mode=mode, method=method) if ts[1] is not None else None])
 
 
 @convolve.defvjp
@@ -108,14 +107,9 @@ lfilter.complex = True
 @lfilter.defjvp
 def _(ts, b, a, x, ans):
     db, da, dx = ts
-    terms = [lfilter(b, a, dx) if dx is not None else None,
-             lfilter(db, a, x) if db is not None else None,
-             -lfilter(da, a, ans) if da is not None else None]
-    terms = [t for t in terms if t is not None]
-    out = terms[0]
-    for t in terms[1:]:
-        out = out + t
-    return out
+    return sum_nonzero([lfilter(b, a, dx) if dx is not None else None,
+                         lfilter(db, a, x) if db is not None else None,
+                         -lfilter(da, a, ans) if da is not None else None])
 
 
 def _backwards(c, a, v):
