@@ -242,10 +242,7 @@ def lfilter(b, a, x, axis=-1, zi=None):
         >>> wg.grad(lambda p: wg.numpy.sum(response(p)))(0.5)
         2.75
     """
-    if zi is not None:
-        raise NotImplementedError(
-            "scipy.signal.lfilter(..., zi=...) is not supported on traced values: only "
-            "the filter from rest is (zi=None)")
+    _from_rest("lfilter", zi)
     b, a, x = _wnp.asarray(b), _wnp.asarray(a), _wnp.asarray(x)
     for name, c in (("b", b), ("a", a)):
         if c.ndim != 1 or not c.shape[0]:
@@ -275,19 +272,25 @@ def sosfilt(sos, x, axis=-1, zi=None):
         >>> bool(np.allclose(J[:, 0], scipy.signal.sosfilt(sos, np.eye(5)[0]))), float(J[0, 1])
         (True, 0.0)
     """
-    if zi is not None:
-        raise NotImplementedError(
-            "scipy.signal.sosfilt(..., zi=...) is not supported on traced values: only "
-            "the filter from rest is (zi=None)")
+    _from_rest("sosfilt", zi)
     sos = _wnp.atleast_2d(_wnp.asarray(sos))
     if sos.ndim != 2 or sos.shape[1] != 6:
         raise ValueError(f"sos array must be shape (n_sections, 6), got {sos.shape}")
-    leading = getattr(sos[:, 3], "value", sos[:, 3])   # (a traced sos's, where it has one)
+    leading = sos[:, 3]
+    leading = getattr(leading, "value", leading)       # (a traced sos's, where it has one)
     if leading is not None and not (_np.asarray(leading) == 1).all():
         raise ValueError("sos[:, 3] should be all ones")
     for k in range(sos.shape[0]):
         x = lfilter(sos[k, :3], sos[k, 3:], x, axis=axis)
     return x
+
+
+def _from_rest(name, zi):
+    """Refuse the initial conditions `zi` of filter `name` on traced values."""
+    if zi is not None:
+        raise NotImplementedError(
+            f"scipy.signal.{name}(..., zi=...) is not supported on traced values: only the "
+            "filter from rest is (zi=None)")
 
 
 # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
