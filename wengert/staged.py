@@ -841,11 +841,6 @@ def linearize(f, *primals):
     for k, p in enumerate(primals):
         for leaf in flatten(p)[0]:
             _primal_leaf(leaf, f"primal {k}", "linearize")     # (refuses bools, text ...)
-    # The point taken by value: f_jvp is the derivative there, whatever becomes of the
-    # caller's arrays (a tangent of a new dtype traces the map again, at the point).
-    primals = tuple(unflatten(tree, [x.copy() if type(x) is np.ndarray else x
-                                     for x in leaves])
-                    for leaves, tree in map(flatten, primals))
 
     def tangent_leaves(tangents):
         if len(tangents) != len(primals):
@@ -855,9 +850,14 @@ def linearize(f, *primals):
         return [leaf for k, (p, t) in enumerate(zip(primals, tangents))
                 for leaf in direction_leaves(p, t, f"primal {k}", "tangent", "f_jvp")]
 
-    if current_graph() is not None:
+    if current_graph() is not None:     # (where jvp takes plain primals by value itself)
         return _linearize_in_trace(f, primals, tangent_leaves)
 
+    # The point taken by value: f_jvp is the derivative there, whatever becomes of the
+    # caller's arrays (a tangent of a new dtype traces the map again, at the point).
+    primals = tuple(unflatten(tree, [x.copy() if type(x) is np.ndarray else x
+                                     for x in leaves])
+                    for leaves, tree in map(flatten, primals))
     out = jvp(f, primals, primals)[0]     # (f's value as jvp gives it; any tangents do)
     tangent_map = compile(lambda *t: jvp(f, primals, t)[1], *primals)
 

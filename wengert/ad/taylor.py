@@ -245,7 +245,8 @@ def _unit_scaled(a, b):
     h = P.hypot(a[0], b[0])
     if type(h) is not Node and not np.all(h):
         return a, b, None
-    return _scaled(1 / h, a), _scaled(1 / h, b), h
+    inverse = 1 / h
+    return _scaled(inverse, a), _scaled(inverse, b), h
 
 
 def _atan2(a, b, ans, order):

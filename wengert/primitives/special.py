@@ -564,6 +564,8 @@ ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x)))
 # cancellation (exp(-x²/2 - log Φ(x)) subtracted two numbers of size x²: at x = -1e8 it
 # gave 1.9e8 for 1e8)
 log_ndtr.defpartials(lambda x, ans: _SQRT_2_OVER_PI / erfcx(-_INV_SQRT2 * x))
+
+
 def _limit_at_infinity(x, limit, formula):
     """formula(x), or its `limit` where x = ∞ (where the formula reads ∞·0 or ∞ - ∞).
     There the formula is evaluated at a finite stand-in: the select passes a zero cotangent
