@@ -48,6 +48,19 @@ SPECIAL = {
     "ndtr": (special.ndtr, sc.ndtr, (lambda: uniform(-3, 3),)),
     "log_ndtr": (special.log_ndtr, sc.log_ndtr, (lambda: uniform(-8, 3),)),
     "erfcx": (special.erfcx, sc.erfcx, (lambda: uniform(-3, 8),)),
+    # erfcx's derivatives (wengert's own), on both sides of x = 1, where the recurrence
+    # turns from forward to backward
+    "erfcx_derivative1": (lambda x: P.erfcx_derivative(x, n=1),
+                          lambda x: P._erfcx_derivative_np(x, 1), (lambda: uniform(-3, 8),)),
+    "erfcx_derivative4": (lambda x: P.erfcx_derivative(x, n=4),
+                          lambda x: P._erfcx_derivative_np(x, 4), (lambda: uniform(-2, 4),)),
+    # log_ndtr's (wengert's own), on both sides of 0, where the forms change
+    "log_ndtr_derivative1": (lambda x: P.log_ndtr_derivative(x, n=1),
+                             lambda x: P._log_ndtr_derivative_np(x, 1),
+                             (lambda: uniform(-6, 3),)),
+    "log_ndtr_derivative3": (lambda x: P.log_ndtr_derivative(x, n=3),
+                             lambda x: P._log_ndtr_derivative_np(x, 3),
+                             (lambda: uniform(-4, 3),)),
     "xlogy": (special.xlogy, sc.xlogy, (lambda: uniform(-2, 2), lambda: uniform(0.2, 3))),
     "xlog1py": (special.xlog1py, sc.xlog1py,
                 (lambda: uniform(-2, 2), lambda: uniform(-0.8, 3))),
@@ -116,7 +129,9 @@ PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma",
               "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln", "i0", "i1",
               "i0e", "i1e", "iv2.5", "iv3", "ive2", "gammainc", "gammaincc", "betainc",
               "stdtr", "log1pmx", "gammainc_da", "betainc_da", "betainc_db", "j0", "j1",
-              "y0", "y1", "jv2.5", "jv-3", "jn2", "yv1.5", "erfcinv", "gammasgn"}
+              "y0", "y1", "jv2.5", "jv-3", "jn2", "yv1.5", "erfcinv", "gammasgn",
+              "erfcx_derivative1", "erfcx_derivative4", "log_ndtr_derivative1",
+              "log_ndtr_derivative3"}
 
 
 def _args(name):
@@ -1171,6 +1186,85 @@ def test_erfcx_and_its_derivatives():
     check_grads(special.erfcx, x[:5], order=2)
     d = wg.derivatives(special.erfcx, 3)(0.7)                # y'' = 2y + 2x·y'
     assert_close(d[2], 2 * d[0] + 2 * 0.7 * d[1], rtol=1e-13)
+
+
+def _erfcx_derivatives_exact(x, order):
+    """erfcx's derivatives 1..order by y⁽ᵏ⁺¹⁾ = 2x·y⁽ᵏ⁾ + 2k·y⁽ᵏ⁻¹⁾ in 400-digit arithmetic,
+    where its cancellation for large x costs nothing."""
+    import mpmath
+    with mpmath.workdps(400):
+        x = mpmath.mpf(x)
+        y = [mpmath.exp(x * x) * mpmath.erfc(x)]
+        y.append(2 * x * y[0] - 2 / mpmath.sqrt(mpmath.pi))
+        for k in range(1, order):
+            y.append(2 * x * y[k] + 2 * k * y[k - 1])
+        return [float(v) for v in y[1:]]
+
+
+@pytest.mark.parametrize("x", [-20.0, -2.5, -0.3, 0.0, 0.6, 0.999, 1.0, 1.7, 3.0, 10.0, 100.0,
+                               1e4, 1e6])
+def test_erfcx_derivatives_keep_their_digits_for_large_x(x):
+    # y' = 2x·y - 2/√π cancels for large x, and so did every derivative read from it: the
+    # first lost every digit at 1e8, the second was off by 2.4x at 1e4, the third by 5e-5
+    # at 100.  erfcx_derivative runs the recurrence backward there.
+    exact = _erfcx_derivatives_exact(x, 8)
+    rtol = 1e-14 if x >= 1 else 1e-13
+    assert_close(wg.derivatives(special.erfcx, 8)(x)[1:], exact, rtol=rtol, atol=0)
+    d = special.erfcx
+    for n in range(3):
+        d = wg.grad(d)
+        assert_close(d(x), exact[n], rtol=rtol, atol=0)
+    assert_close(wg.jacfwd(wg.jacrev(special.erfcx))(x), exact[1], rtol=rtol, atol=0)
+
+
+def test_erfcx_derivatives_far_out_against_the_asymptotic_series():
+    # at 1e8, (-1)ⁿ n!/(√π xⁿ⁺¹), the first term of the asymptotic series, is exact
+    big = 1e8
+    got = wg.derivatives(special.erfcx, 4)(big)[1:]
+    want = [(-1) ** n * math.factorial(n) / (math.sqrt(math.pi) * big ** (n + 1))
+            for n in range(1, 5)]
+    assert_close(got, want, rtol=1e-15, atol=0)
+    assert wg.grad(special.erfcx)(big) == pytest.approx(want[0], rel=1e-15)
+
+
+def test_erfcx_derivative_values_float32_and_infinities():
+    x = np.array([-np.inf, -3.0, 0.5, 1.0, 2.0, np.inf, np.nan], np.float32)
+    for n in (1, 2, 5):
+        got = P.erfcx_derivative(x, n=n)
+        assert got.dtype == np.float32
+        exact = [_erfcx_derivatives_exact(v, n)[-1] for v in x[1:5].astype(float)]
+        assert_close(got[1:5], exact, rtol=1e-6, atol=0)
+        # ±∞ as the limits (2e^(x²)'s derivatives at -∞, 0 at ∞), nan stays nan
+        assert got[0] == (-np.inf if n % 2 else np.inf) and got[5] == 0
+        assert np.isnan(got[6])
+    assert type(P.erfcx_derivative(2.0, n=3)) is type(P.erfcx(2.0))     # (as the others)
+
+
+@pytest.mark.parametrize("x", [-1e8, -1e4, -300.0, -30.0, -2.0, -0.3, 0.0, 0.5, 2.0])
+def test_log_ndtr_higher_derivatives_against_mpmath(x):
+    # below 0 the partial is -x - erfcx'(z)/(√2 erfcx(z)), z = -x/√2 (log Φ = log(erfcx(z)/2)
+    # - z²): through 1/erfcx(z) the third derivative lost 8 digits at -1e4, all at -1e8
+    import mpmath
+    with mpmath.workdps(120):
+        exact = [float(mpmath.diff(lambda t: mpmath.log(mpmath.ncdf(t)), mpmath.mpf(x), n))
+                 for n in range(1, 5)]
+    assert_close(wg.derivatives(special.log_ndtr, 4)(x)[1:4], exact[:3], rtol=2e-14, atol=0)
+    assert_close(wg.derivatives(special.log_ndtr, 4)(x)[4], exact[3], rtol=2e-12, atol=0)
+    d = special.log_ndtr
+    for n in range(3):
+        d = wg.grad(d)
+        assert_close(d(x), exact[n], rtol=2e-14, atol=0)
+
+
+def test_log_ndtr_derivatives_at_infinity_are_their_limits():
+    d, limits = special.log_ndtr, {-np.inf: [np.inf, -1.0, 0.0, 0.0], np.inf: [0.0] * 4}
+    for n in range(4):
+        d = wg.grad(d)
+        for x, limit in limits.items():
+            assert d(x) == limit[n]
+    assert wg.derivatives(special.log_ndtr, 4)(np.inf)[1:] == [0.0] * 4
+    # past x = 37 erfcx(-x/√2) overflows: the derivatives, which underflow, are 0, not nan
+    assert wg.derivatives(special.log_ndtr, 3)(40.0)[1:] == [0.0] * 3
 
 
 def test_logaddexp_logsumexp_arccosh_arcsinh_at_huge_arguments():

@@ -447,7 +447,7 @@ def _compose(x, y0, derivatives, order):
     """The series of f(x(t)) from f's derivatives at x_0 (``derivatives(i)`` is f⁽ⁱ⁾(x_0)):
     Σ_i f⁽ⁱ⁾(x_0)/i! · (x(t) − x_0)^i, for the functions whose derivatives are all known
     in closed form (gammaln, digamma and polygamma: polygammas of higher order; the
-    Bessel functions Iᵥ: Iᵥ₋ᵢ, ..., Iᵥ₊ᵢ)."""
+    Bessel functions Iᵥ: Iᵥ₋ᵢ, ..., Iᵥ₊ᵢ; erfcx: erfcx_derivative)."""
     d = [None] + list(x[1:])
     ys = [y0] + [None] * order
     power, factorial = d, 1.0
@@ -521,22 +521,16 @@ def _erf_like(x, ans, order, scale, half=False):
     return ode(x, ans, order, g=_scaled(scale, e))
 
 
-def _erfcx(x, ans, order):
-    """erfcx: y' = x'·(2x·y − 2/√π)."""
-    g = []
-
-    def grow(m, ys):
-        g.append(_sub(_times(2.0, _cauchy_term(x, ys, m)),
-                      SP._TWO_OVER_SQRT_PI if m == 0 else None))
-    return ode(x, ans, order, g=g, grow=grow)
+def _erfcx(x, ans, order, n=0):
+    """erfcx's n-th derivative, from erfcx's derivatives at x_0 (its equation
+    y' = x'·(2x·y − 2/√π) cancels for large x, as the partial's did)."""
+    return _compose(x, ans, lambda i: SP.erfcx_derivative(x[0], n=n + i), order)
 
 
-def _log_ndtr(x, ans, order):
-    """log Φ: y'·erfcx(−x/√2) = x'·√(2/π), as its partial (no underflow of Φ for x << 0,
-    and none of the cancellation of exp(−x²/2 − y), whose terms are of size x²)."""
-    z = _scaled(-SP._INV_SQRT2, x)
-    return ode(x, ans, order, g=_const(SP._SQRT_2_OVER_PI, order),
-               h=_erfcx(z, SP.erfcx(z[0]), order))
+def _log_ndtr(x, ans, order, n=0):
+    """log Φ's n-th derivative, from log Φ's derivatives at x_0 (its equation
+    y'·erfcx(−x/√2) = x'·√(2/π) cancels for x << 0, as the partial's did)."""
+    return _compose(x, ans, lambda i: SP.log_ndtr_derivative(x[0], n=n + i), order)
 
 
 def _xlogy(x, y, ans, order, log1p=False):
@@ -553,7 +547,9 @@ RULES.update({
     SP.erfc: lambda xs, ans, order: _erf_like(xs[0], ans, order, -SP._TWO_OVER_SQRT_PI),
     SP.ndtr: lambda xs, ans, order: _erf_like(xs[0], ans, order, SP._INV_SQRT_2PI, True),
     SP.log_ndtr: lambda xs, ans, order: _log_ndtr(xs[0], ans, order),
+    SP.log_ndtr_derivative: lambda xs, ans, order, n: _log_ndtr(xs[0], ans, order, n),
     SP.erfcx: lambda xs, ans, order: _erfcx(xs[0], ans, order),
+    SP.erfcx_derivative: lambda xs, ans, order, n: _erfcx(xs[0], ans, order, n),
     SP.erfinv: lambda xs, ans, order: _exp_ode(
         xs[0], ans, order, SP._SQRT_PI_OVER_TWO, lambda m, ys: _cauchy_term(ys, ys, m)),
     SP.gammaln: lambda xs, ans, order: _compose(xs[0], ans, _polygammas(xs[0][0], 0), order),
