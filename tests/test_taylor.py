@@ -123,6 +123,18 @@ def test_integer_powers_are_exact_at_zero():
     assert wg.derivatives(lambda x: x ** 2, order=0)(3.0) == [9.0]
 
 
+def test_negative_integer_powers_at_zero_are_infinite_as_the_derivatives_are():
+    # 1/x^n's series divided by x_0 = 0 and gave [inf, nan, nan, ...]; the derivatives of
+    # x^-n at 0+ are ±inf, the k-th with the sign of (-n)(-n-1)...(-n-k+1), as grad's
+    inf = math.inf
+    with np.errstate(divide="ignore"):         # (0 to a negative power: inf, as NumPy)
+        assert wg.derivatives(lambda x: x ** -2, 3)(0.0) == [inf, -inf, inf, -inf]
+        assert wg.grad(lambda x: x ** -2)(0.0) == -inf
+        got = wg.derivatives(lambda x: x ** -3, 2)(np.array([0.0, 2.0]))
+        assert [c.tolist() for c in got] == [[inf, 0.125], [-inf, -0.1875], [inf, 0.375]]
+        # along -2: the limits as t -> 0+ of the derivatives of (-2t)⁻¹ = -1/(2t)
+        assert wg.taylor(lambda x: x ** -1, 0.0, -2.0, order=3) == [inf, inf, -inf, inf]
+
 
 def test_real_powers_at_zero_are_their_series_or_infinite_not_nan():
     # the power recurrence divides by x_0: x^2.5 at 0 was [0, nan, nan, ...].  Along

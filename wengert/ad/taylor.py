@@ -146,12 +146,17 @@ def _sqrt(x, y0, order):
 def _power(x, y0, r, order):
     """x^r for a constant r: x·y' = r·y·x'  (needs x_0 ≠ 0; numbers with x_0 = 0 take
     `_power_at_zero`)."""
-    x0 = x[0]
-    if type(x0) is not Node and type(r) is not Node and np.any(np.equal(x0, 0)) and \
-            np.result_type(x0, r).kind == "f":
+    if _zero_on_numbers(x[0], r):
         return _power_at_zero(x, y0, r, order)
     g = []
     return ode(x, y0, order, g=g, h=x, grow=lambda m, ys: g.append(_prod(r, ys[m])))
+
+
+def _zero_on_numbers(x0, r):
+    """Whether some x_0 is 0, on numbers of a float type (not traced: a traced x_0 = 0
+    stays nan there, as no test on its value can be made)."""
+    return type(x0) is not Node and type(r) is not Node and bool(np.any(np.equal(x0, 0))) \
+        and np.result_type(x0, r, 1.0).kind == "f"
 
 
 def _power_at_zero(x, y0, r, order):
@@ -279,6 +284,8 @@ def _powi(x, ans, order, n):
     the power recurrence would divide by zero."""
     if n == 0:
         return _const(ans, order)
+    if n < 0 and _zero_on_numbers(x[0], n):        # (the division below would be by 0)
+        return _power_at_zero(x, ans, float(n), order)
     m = n if n >= 0 else -n
     result, base = None, x
     while True:
