@@ -123,6 +123,23 @@ def test_integer_powers_are_exact_at_zero():
     assert wg.derivatives(lambda x: x ** 2, order=0)(3.0) == [9.0]
 
 
+def test_powers_whose_value_underflows_keep_their_finite_derivatives():
+    # the recurrence scales every coefficient by x_0^r: where that was 0 (x^2.5 at 1e-300)
+    # every derivative was 0, though the second is 3.75e-150, as grad gives it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = wg.derivatives(lambda x: x ** 2.5, 3)(1e-300)
+        assert got == [0.0, 0.0, 3.75e-150, 1.875e150]
+        assert got[2] == wg.grad(wg.grad(lambda x: x ** 2.5))(1e-300)
+        assert wg.derivatives(lambda x: x ** 3.0, 4)(1e-200) == [0.0, 0.0, 6e-200, 6.0, 0.0]
+        x = np.array([1e-20, 2.0], np.float32)
+        got = wg.derivatives(lambda x: x ** 2.5, 3)(x)
+        want = wg.derivatives(lambda x: x ** 2.5, 3)(x.astype(float))
+        assert all(g.dtype == np.float32 for g in got)
+        assert got[0][0] == 0 and got[1][0] > 0       # (1e-50 underflows in float32)
+        assert_close(np.array(got[1:], float), want[1:], rtol=1e-6, atol=0)
+
+
 def test_negative_integer_powers_at_zero_are_infinite_as_the_derivatives_are():
     # 1/x^n's series divided by x_0 = 0 and gave [inf, nan, nan, ...]; the derivatives of
     # x^-n at 0+ are ±inf, the k-th with the sign of (-n)(-n-1)...(-n-k+1), as grad's

@@ -149,7 +149,32 @@ def _power(x, y0, r, order):
     if _zero_on_numbers(x[0], r):
         return _power_at_zero(x, y0, r, order)
     g = []
-    return ode(x, y0, order, g=g, h=x, grow=lambda m, ys: g.append(_prod(r, ys[m])))
+    ys = ode(x, y0, order, g=g, h=x, grow=lambda m, ys: g.append(_prod(r, ys[m])))
+    return _power_out_of_range(x, ys, r, order)
+
+
+def _power_out_of_range(x, ys, r, order):
+    """The recurrence scales every coefficient by y_0 = x_0^r, so where that under- or
+    overflows (x^2.5 at 1e-300 is 0) they all came out 0 or ±inf, though the higher
+    derivatives are finite (x^2.5's second there is 3.75e-150, as wg.grad gives it).
+    On numbers, such elements take the series composed from the derivatives
+    r(r-1)...(r-i+1)·x_0^(r-i) themselves."""
+    x0, y0 = x[0], ys[0]
+    if type(x0) is Node or type(r) is Node or np.result_type(x0, r, 1.0).kind != "f":
+        return ys
+    with np.errstate(all="ignore"):
+        lost = np.isfinite(x0) & np.not_equal(x0, 0) & (np.equal(y0, 0) | np.isinf(y0))
+        if not np.any(lost):
+            return ys
+
+        def derivative(i):
+            falling = np.prod([r - j for j in range(i)], axis=0)
+            return np.where(falling == 0, 0.0, falling * np.power(x0, r - i))
+        direct = _compose(x, y0, derivative, order)
+        out = [y if y is None else np.where(lost, d, y).astype(np.result_type(y))[()]
+               for d, y in zip(direct[1:], ys[1:])]
+    return [y0] + ([float(c) if c is not None else c for c in out] if type(x0) is float
+                   else out)
 
 
 def _zero_on_numbers(x0, r):
