@@ -184,6 +184,7 @@ def test_a_program_past_the_node_limit_is_stopped_and_undone(monkeypatch):
                                         "at most 50"):
         s.execute("g := a*b;")
     assert len(s.graph.nodes) <= 50 and "G" not in s.variables
+    assert len(s.graph.nodes) > nodes            # (c, d and e were kept)
     s.execute("clear; array a[2,2]; g := a*a;")                 # clear makes room again
     assert s.variables["G"].shape == (2, 2)
 

@@ -402,7 +402,7 @@ def test_reverse_mode_refuses_a_backward_solve_that_left_the_forward_one(which):
     # y' = s·A·y with eigenvalues -50 and -0.5: stable forward, e^(100) unstable backward,
     # and the adjoint re-solves y backward: grad gave 2.7e14 (LSODA) and a value 47% off
     # (odeint), silently (QA).  Forward mode is right, against the closed form.
-    from scipy.linalg import expm, expm_frechet
+    from scipy.linalg import expm_frechet
     from wengert.scipy.integrate import solve_ivp
     A = np.array([[-50.0, 0.0], [1.0, -0.5]])
     if which == "odeint":

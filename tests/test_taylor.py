@@ -13,7 +13,6 @@ import wengert as wg
 import wengert.math as wm
 from wengert.primitives import scalar as P
 from wengert import REGISTRY
-from wengert.ad.taylor import RULES
 from fd import assert_close
 
 ORDER = 10
