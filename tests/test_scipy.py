@@ -7,6 +7,7 @@ import functools
 import importlib
 import math
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -1188,17 +1189,37 @@ def test_erfcx_and_its_derivatives():
     assert_close(d[2], 2 * d[0] + 2 * 0.7 * d[1], rtol=1e-13)
 
 
+def _erfcx_series_exact(x, order):
+    """erfcx and its derivatives 1..order at x (mpmath numbers, in the caller's precision)
+    by y⁽ᵏ⁺¹⁾ = 2x·y⁽ᵏ⁾ + 2k·y⁽ᵏ⁻¹⁾, whose cancellation for large x enough digits absorb."""
+    import mpmath
+    y = [mpmath.exp(x * x) * mpmath.erfc(x)]
+    y.append(2 * x * y[0] - 2 / mpmath.sqrt(mpmath.pi))
+    for k in range(1, order):
+        y.append(2 * x * y[k] + 2 * k * y[k - 1])
+    return y
+
+
 def _erfcx_derivatives_exact(x, order):
-    """erfcx's derivatives 1..order by y⁽ᵏ⁺¹⁾ = 2x·y⁽ᵏ⁾ + 2k·y⁽ᵏ⁻¹⁾ in 400-digit arithmetic,
-    where its cancellation for large x costs nothing."""
+    """erfcx's derivatives 1..order, in 400-digit arithmetic."""
     import mpmath
     with mpmath.workdps(400):
-        x = mpmath.mpf(x)
-        y = [mpmath.exp(x * x) * mpmath.erfc(x)]
-        y.append(2 * x * y[0] - 2 / mpmath.sqrt(mpmath.pi))
-        for k in range(1, order):
-            y.append(2 * x * y[k] + 2 * k * y[k - 1])
-        return [float(v) for v in y[1:]]
+        return [float(v) for v in _erfcx_series_exact(mpmath.mpf(x), order)[1:]]
+
+
+def _log_ndtr_derivative_exact(x, n):
+    """log Φ's n-th derivative as that of log(erfcx(z)/2) - x²/2, z = -x/√2, in 700-digit
+    arithmetic (n! times the t^n coefficient of the logarithm of erfcx's series); for
+    x > 0 an independent check of wengert's form there (Φ's own series)."""
+    import mpmath
+    with mpmath.workdps(700):
+        z = -mpmath.mpf(x) / mpmath.sqrt(2)
+        c = [d * (-1 / mpmath.sqrt(2)) ** k / mpmath.factorial(k)
+             for k, d in enumerate(_erfcx_series_exact(z, n))]
+        logs = [None]
+        for k in range(1, n + 1):
+            logs.append((c[k] - sum(j * logs[j] * c[k - j] for j in range(1, k)) / k) / c[0])
+        return float(mpmath.factorial(n) * logs[n] - (1 if n == 2 else 0))
 
 
 @pytest.mark.parametrize("x", [-20.0, -2.5, -0.3, 0.0, 0.6, 0.999, 1.0, 1.7, 3.0, 10.0, 100.0,
@@ -1254,6 +1275,30 @@ def test_log_ndtr_higher_derivatives_against_mpmath(x):
     for n in range(3):
         d = wg.grad(d)
         assert_close(d(x), exact[n], rtol=2e-14, atol=0)
+
+
+def test_log_ndtr_high_derivatives_for_positive_x():
+    # for x >= 0 they were the series of √(2/π)/erfcx(-x/√2), which cancels as the order
+    # grows: the 30th at x = 8 came out 2.8e8 for -6.2e7; now log of Φ's own series
+    for x, n in ((8.0, 30), (5.0, 20), (2.0, 12), (37.0, 10), (0.0, 3)):
+        assert_close(P.log_ndtr_derivative(x, n=n), _log_ndtr_derivative_exact(x, n),
+                     rtol=1e-14, atol=0)
+    assert_close(wg.derivatives(special.log_ndtr, 30)(8.0)[30],
+                 P.log_ndtr_derivative(8.0, n=30), rtol=1e-15, atol=0)
+
+
+def test_derivative_primitives_refuse_bad_orders_and_complex_values_and_keep_quiet():
+    for prim in (P.erfcx_derivative, P.log_ndtr_derivative):
+        for n in (0, -1, 171, 2.0, True):
+            with pytest.raises(ValueError, match="order n must be an integer from 1 to 170"):
+                prim(1.0, n=n)
+        with pytest.raises(TypeError, match="expected real numbers"):
+            prim(1 + 1j, n=1)
+    with pytest.raises(ValueError, match="from 1 to 170, got 171"):
+        wg.derivatives(special.log_ndtr, 171)(0.5)
+    with warnings.catch_warnings():             # (erfcx(-9.5) = 2.4e39 is ∞ in float32)
+        warnings.simplefilter("error")
+        assert wg.grad(special.erfcx)(np.float32(-9.5)) == -np.inf
 
 
 def test_log_ndtr_derivatives_at_infinity_are_their_limits():
