@@ -252,6 +252,81 @@ def test_sosfilt_is_a_cascade_of_lfilters(shape, axis):
     assert_close(wg.vmap(lambda x: signal.sosfilt(sos, x))(r(3, 10)).shape, (3, 10))
 
 
+# (len b, len a, x's shape, axis, zi's shape): the state longer than the signal, zi
+# broadcast along another axis
+LFILTER_ZI = [(3, 3, (7,), -1, (2,)), (2, 4, (2,), -1, (3,)), (3, 2, (5, 2), 0, (2, 1)),
+              (1, 3, (2, 6), -1, (2, 2))]
+
+
+@pytest.mark.parametrize("nb, na, shape, axis, zi_shape", LFILTER_ZI)
+def test_lfilter_from_a_state_returns_scipys_output_and_state(nb, na, shape, axis, zi_shape):
+    b, a, x, zi = r(nb), 1.5 * _stable(na), r(*shape), r(*zi_shape)
+    f = lambda b, a, x, zi: signal.lfilter(b, a, x, axis=axis, zi=zi)
+    want = ss.lfilter(b, a, x, axis=axis, zi=zi)
+    for got in (wg.vjp(f, b, a, x, zi)[0], wg.trace(f, b, a, x, zi)(b, a, x, zi)):
+        close(got[0], want[0], rtol=1e-13, atol=1e-14)
+        close(got[1], want[1], rtol=1e-13, atol=1e-14)
+    check_grads(lambda *args: wnp.concatenate([v.ravel() for v in f(*args)]), b, a, x, zi,
+                order=2)
+
+
+def test_lfilter_zi_is_the_steady_state_of_a_step():
+    # from lfilter_zi(b, a) a unit step stays at its steady gain Σb/Σa from the start
+    b, a = r(3), _stable(3)
+    zi = signal.lfilter_zi(b, a)
+    close(wg.vjp(lambda b, a: signal.lfilter_zi(b, a), b, a)[0], ss.lfilter_zi(b, a),
+          rtol=1e-13, atol=1e-15)
+    step = lambda b, a: signal.lfilter(b, a, np.ones(6), zi=signal.lfilter_zi(b, a))[0]
+    close(wg.vjp(step, b, a)[0], np.full(6, b.sum() / a.sum()), rtol=1e-12, atol=1e-14)
+    # so its derivatives are those of the gain, at every sample
+    gain = lambda b, a: wnp.sum(b) / wnp.sum(a)
+    for i in range(2):
+        close(wg.jacrev(step, argnums=i)(b, a),
+              np.tile(wg.grad(gain, argnums=i)(b, a), (6, 1)), rtol=1e-10, atol=1e-12)
+    check_grads(lambda b, a: signal.lfilter_zi(b, a), b, a, order=2)
+    assert_close(zi, ss.lfilter_zi(b, a), rtol=1e-13)          # (plain values: SciPy's)
+
+
+@pytest.mark.parametrize("padtype, padlen, shape, axis", [
+    ("odd", None, (40,), -1), ("even", 7, (40,), -1), ("constant", None, (3, 25), -1),
+    (None, None, (20, 2), 0)])
+def test_filtfilt_is_scipys_and_differentiable_in_filter_and_signal(padtype, padlen, shape,
+                                                                     axis):
+    b, a = ss.butter(3, 0.25)
+    x = r(*shape)
+    f = lambda b, a, x: signal.filtfilt(b, a, x, axis=axis, padtype=padtype, padlen=padlen)
+    want = ss.filtfilt(b, a, x, axis=axis, padtype=padtype, padlen=padlen)
+    close(wg.vjp(f, b, a, x)[0], want, rtol=1e-12, atol=1e-13)
+    check_grads(f, b, a, x, order=2, rtol=1e-5, atol=1e-6)
+    # zero phase: a sinusoid well inside the pass band comes out unshifted, scaled by the
+    # square of the gain, and its derivative in x (linear) is the same filter
+    if shape == (40,):
+        t = np.arange(40)
+        wave = np.sin(2 * np.pi * t / 40)
+        J = wg.jacfwd(lambda x: f(b, a, x))(x)
+        close(J @ wave, f(b, a, wave), rtol=1e-12, atol=1e-13)
+        assert np.argmax(f(b, a, wave)[5:35]) == np.argmax(wave[5:35])
+
+
+def test_filtfilt_and_sosfilt_with_state_under_vmap_and_compile():
+    b, a = ss.butter(2, 0.3)
+    xs = r(3, 20)
+    close(wg.vmap(lambda x: signal.filtfilt(b, a, x))(xs), ss.filtfilt(b, a, xs),
+          rtol=1e-12, atol=1e-13)
+    g = wg.grad(lambda a, x: wnp.sum(signal.filtfilt(b, a, x) ** 2), argnums=(0, 1))
+    for c, e in zip(wg.compile(g)(a, xs[0]), g(a, xs[0])):
+        assert_close(c, e, rtol=1e-12)
+    sos, zi = ss.butter(4, 0.3, output="sos"), r(2, 2)
+    f = lambda sos, x, zi: signal.sosfilt(sos, x, zi=zi)
+    want = ss.sosfilt(sos, xs[0], zi=zi)
+    got = wg.vjp(f, sos, xs[0], zi)[0]
+    close(got[0], want[0], rtol=1e-13, atol=1e-14)
+    close(got[1], want[1], rtol=1e-13, atol=1e-14)
+    num = lambda n, d, x, zi: f(wnp.concatenate([n, np.ones((2, 1)), d], axis=1), x, zi)
+    check_grads(lambda *a: wnp.concatenate([v.ravel() for v in num(*a)]),
+                sos[:, :3], sos[:, 4:], xs[0], zi, order=2)
+
+
 # ---- errors and what is SciPy's ----------------------------------------------------------------
 @pytest.mark.parametrize("call, args, error, match", [
     (lambda a, b: signal.convolve(a, b, "middle"), [r(3), r(2)], ValueError,
@@ -272,8 +347,20 @@ def test_sosfilt_is_a_cascade_of_lfilters(shape, axis):
      NotImplementedError, "fftconvolve over some of the axes .* use wg.vmap"),
     (lambda a, b: signal.oaconvolve(a, b, axes=(0,)), [r(2, 3), r(1, 2)],
      NotImplementedError, "oaconvolve over some of the axes .* use wg.vmap"),
-    (lambda a, b: signal.lfilter(b, [1.0], a, zi=np.zeros(1)), [r(5), r(2)],
-     NotImplementedError, r"lfilter\(..., zi=...\) is not supported on traced values"),
+    (lambda a, b: signal.lfilter(b, [1.0], a, zi=np.zeros(2)), [r(5), r(2)],
+     ValueError, r"Unexpected shape for zi: expected \(1,\), found \(2,\)"),
+    (lambda a, b: signal.lfilter(b, [1.0], a, zi=np.zeros((1, 1))), [r(5), r(2)],
+     ValueError, r"Unexpected shape for zi: expected \(1,\), found \(1, 1\)"),
+    (lambda a, b: signal.lfilter_zi(b, [1.0]), [r(5), r(1)], ValueError,
+     "The length of `a` along the last axis must be at least 2"),
+    (lambda a, b: signal.lfilter_zi(b, [0.0, 0.0]), [r(5), r(2)], ValueError,
+     "There must be at least one nonzero `a` coefficient"),
+    (lambda a, b: signal.filtfilt(b, [1.0, 0.5], a), [r(5), r(2)], ValueError,
+     "The length of the input vector x must be greater than padlen, which is 6"),
+    (lambda a, b: signal.filtfilt(b, [1.0, 0.5], a, padtype="wrap"), [r(9), r(2)], ValueError,
+     "Unknown value 'wrap' given to padtype"),
+    (lambda a, b: signal.filtfilt(b, [1.0, 0.5], a, method="gust"), [r(9), r(2)],
+     NotImplementedError, r"filtfilt\(..., method='gust'\) is not supported"),
     (lambda a, b: signal.lfilter(np.ones((2, 2)), b, a), [r(5), r(2)], ValueError,
      r"Parameter b is not a non-empty 1d array, since b.shape=\(2, 2\)"),
     (lambda a, b: signal.lfilter(b, [], a), [r(5), r(2)], ValueError,
@@ -282,14 +369,14 @@ def test_sosfilt_is_a_cascade_of_lfilters(shape, axis):
      r"selected axis is out of range: axis=1 of x of shape \(5,\)"),
     (lambda a, b: signal.lfilter(b, [0.0, 1.0], a), [r(5), r(2)], ValueError,
      r"a\[0\] == 0"),
-    (lambda a, b: signal.sosfilt(np.ones((1, 6)), a, zi=np.zeros((1, 2))), [r(5), r(2)],
-     NotImplementedError, r"sosfilt\(..., zi=...\) is not supported on traced values"),
+    (lambda a, b: signal.sosfilt(np.ones((1, 6)), a, zi=np.zeros((2, 2))), [r(5), r(2)],
+     ValueError, r"zi must have shape \(1, 2\), got \(2, 2\)"),
     (lambda a, b: signal.sosfilt(np.ones((2, 5)), a), [r(5), r(2)], ValueError,
      r"sos array must be shape \(n_sections, 6\), got \(2, 5\)"),
     (lambda a, b: signal.sosfilt(2 * np.ones((1, 6)), a), [r(5), r(2)], ValueError,
      r"sos\[:, 3\] should be all ones"),
-    (lambda a, b: signal.filtfilt(b, [1.0], a), [r(5), r(2)], NotImplementedError,
-     "scipy.signal.filtfilt is not supported on traced values"),
+    (lambda a, b: signal.savgol_filter(a, 3, 1), [r(5), r(2)], NotImplementedError,
+     "scipy.signal.savgol_filter is not supported on traced values"),
 ])
 def test_clear_errors_on_traced_values(call, args, error, match):
     with pytest.raises(error, match=match):

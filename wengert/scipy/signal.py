@@ -1,6 +1,7 @@
 """SciPy's convolutions and linear filters (`scipy.signal`), differentiable: convolve,
-correlate, fftconvolve, oaconvolve, convolve2d, correlate2d, lfilter and sosfilt, for
-filters, deconvolution and signal models fitted by gradient.
+correlate, fftconvolve, oaconvolve, convolve2d, correlate2d, lfilter and sosfilt (from
+rest or from a state zi), lfilter_zi and filtfilt, for filters, deconvolution and signal
+models fitted by gradient.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records the primitive `wengert.primitives.signal.convolve` (or
@@ -10,7 +11,7 @@ so the derivatives in every argument exist to any order, under `wg.vmap` and
 `correlate`'s conjugate of its second argument has the conjugate's derivative
 (docs/complex.md).  What is not covered on traced values (the boundaries 'wrap' and
 'symm' of convolve2d, a nonzero fillvalue, fftconvolve or oaconvolve over some of the
-axes, the filters' initial conditions zi, the other functions of scipy.signal) raises
+axes, filtfilt's method 'gust', the other functions of scipy.signal) raises
 NotImplementedError naming it, never a wrong number.
 
 Example: the derivative of a smoothed signal in the filter's taps is the signal itself,
@@ -35,7 +36,7 @@ from ..primitives import signal as _P
 from .linalg import scipy_unless_traced
 
 __all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d",
-           "lfilter", "sosfilt"]
+           "lfilter", "lfilter_zi", "filtfilt", "sosfilt"]
 
 _scipy_unless_traced = scipy_unless_traced(_ss)
 
@@ -225,12 +226,17 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
 
 @_scipy_unless_traced
 def lfilter(b, a, x, axis=-1, zi=None):
-    """The linear recursive (IIR) filter a ∗ y = b ∗ x along `axis` of x, from rest:
+    """The linear recursive (IIR) filter a ∗ y = b ∗ x along `axis` of x:
     a₀ y_n = Σ_k b_k x_(n-k) - Σ_(k≥1) a_k y_(n-k).  Differentiable in the numerator b,
-    the denominator a and the signal x, to any order: the derivatives are filters again
-    (in x, the same filter run backwards in time), so fitting a filter's coefficients to
-    a response, or a signal through a known filter, is a gradient away.  Initial
-    conditions (`zi`) are not supported on traced values.
+    the denominator a, the signal x and the initial conditions zi, to any order: the
+    derivatives are filters again (in x, the same filter run backwards in time), so
+    fitting a filter's coefficients to a response, or a signal through a known filter,
+    is a gradient away.
+
+    With `zi` (the initial state of SciPy's direct form II, shape x's with `axis` of
+    length max(len(a), len(b)) - 1; see `lfilter_zi`) it returns (y, zf), zf the final
+    state, as SciPy's.  The response to zi is that of 1/a to a₀·zi as a signal, and zf
+    a sum of the last samples of x and y, so both are differentiable as y is.
 
     Example: the impulse response of y_n = x_n + p y_(n-1) is p^n, whose derivative in
     the pole p is n p^(n-1); over four samples at p = 1/2 they sum to 0 + 1 + 1 + 3/4:
@@ -242,7 +248,6 @@ def lfilter(b, a, x, axis=-1, zi=None):
         >>> wg.grad(lambda p: wg.numpy.sum(response(p)))(0.5)
         2.75
     """
-    _from_rest("lfilter", zi)
     b, a, x = _wnp.asarray(b), _wnp.asarray(a), _wnp.asarray(x)
     for name, c in (("b", b), ("a", a)):
         if c.ndim != 1 or not c.shape[0]:
@@ -251,16 +256,164 @@ def lfilter(b, a, x, axis=-1, zi=None):
     if not -x.ndim <= axis < x.ndim:
         raise ValueError(f"selected axis is out of range: axis={axis} of x of shape {x.shape}")
     x = _wnp.moveaxis(x, axis, -1)
-    return _wnp.moveaxis(_P.lfilter(b, a, x), -1, axis)
+    y = _P.lfilter(b, a, x)
+    if zi is None:
+        return _wnp.moveaxis(y, -1, axis)
+    m = max(a.shape[0], b.shape[0]) - 1
+    zi = _state(_wnp.asarray(zi), x, axis, m)
+    n = x.shape[-1]
+    if m:                       # the response to zi: 1/a applied to a₀·zi, then zeros
+        start = zi[..., :n] if m >= n else _wnp.concatenate(
+            [zi, _wnp.zeros(zi.shape[:-1] + (n - m,), dtype=zi.dtype)], axis=-1)
+        y = y + _P.lfilter(_wnp.ones(1, dtype=a.dtype), a, a[0] * start)
+    return _wnp.moveaxis(y, -1, axis), _wnp.moveaxis(_final_state(b, a, x, y, zi, m), -1, axis)
+
+
+def _state(zi, x, axis, m):
+    """zi with `axis` last, broadcast to x's other axes, after SciPy's check of its shape:
+    as x's with `axis` of length m, or 1 where x's is not."""
+    expected = list(x.shape[:-1])
+    expected.insert(axis % x.ndim, m)
+    if zi.ndim != x.ndim or any(z != e and z != 1 or (k == axis % x.ndim and z != e)
+                                for k, (z, e) in enumerate(zip(zi.shape, expected))):
+        raise ValueError(f"Unexpected shape for zi: expected {tuple(expected)}, found "
+                         f"{zi.shape}.")
+    zi = _wnp.moveaxis(zi, axis, -1)
+    return _wnp.broadcast_to(zi, x.shape[:-1] + (m,))
+
+
+def _final_state(b, a, x, y, zi, m):
+    """The filter's state after the last sample (SciPy's zf): in direct form II
+    transposed, with b and a divided by a₀ and padded to m + 1 terms, state i is
+    Σ_j (b_(i+1+j) x_(n-1-j) - a_(i+1+j) y_(n-1-j)) over the samples there are, and
+    zi_(i+n) where the signal is shorter than the state."""
+    n = x.shape[-1]
+    pad = lambda c: c / a[0] if c.shape[0] == m + 1 else _wnp.concatenate(   # noqa: E731
+        [c / a[0], _wnp.zeros(m + 1 - c.shape[0], dtype=c.dtype)])
+    bn, an = pad(b), pad(a)
+    xr, yr = _wnp.flip(x, -1), _wnp.flip(y, -1)
+    states = []
+    for i in range(m):
+        k = min(m - i, n)
+        state = _wnp.sum(bn[i + 1:i + 1 + k] * xr[..., :k] - an[i + 1:i + 1 + k] * yr[..., :k],
+                         axis=-1)
+        states.append(state + zi[..., i + n] if i + n < m else state)
+    if not states:
+        return _wnp.zeros(y.shape[:-1] + (0,), dtype=y.dtype)
+    return _wnp.stack(states, axis=-1)
+
+
+@_scipy_unless_traced
+def lfilter_zi(b, a):
+    """The initial state of `lfilter` in which its step response is at rest (the steady
+    state of a unit input), to be scaled by a signal's first sample: the solution of
+    (I - Aᵀ)z = b[1:] - a[1:]·b₀ with A the companion matrix of a, after b and a are
+    divided by a₀, as SciPy computes it.  Differentiable in b and a (through the solve).
+
+    Example: y_n = (1 - p) x_n + p y_(n-1) at rest under x = 1 (y = 1) keeps the state
+    y - (1 - p) x = p, whose derivative in p is 1:
+
+        >>> import wengert as wg
+        >>> from wengert.scipy import signal
+        >>> float(signal.lfilter_zi([0.5], [1.0, -0.5])[0])
+        0.5
+        >>> float(wg.grad(lambda p: signal.lfilter_zi(wg.numpy.stack([1 - p]),
+        ...                                            wg.numpy.stack([1.0, -p]))[0])(0.5))
+        1.0
+    """
+    b, a = _wnp.atleast_1d(_wnp.asarray(b)), _wnp.atleast_1d(_wnp.asarray(a))
+    for name, c in (("Numerator b", b), ("Denominator a", a)):
+        if c.ndim != 1:
+            raise ValueError(f"{name} must be 1-D.")
+    lead = getattr(a[0], "value", a[0])
+    while a.shape[0] > 1 and lead is not None and lead == 0.0:     # (SciPy's, by value)
+        a = a[1:]
+        lead = getattr(a[0], "value", a[0])
+    if lead is not None and lead == 0.0:
+        raise ValueError("There must be at least one nonzero `a` coefficient.")
+    b, a = b / a[0], a / a[0]
+    n = max(a.shape[0], b.shape[0])
+    b = _wnp.concatenate([b, _wnp.zeros(n - b.shape[0], dtype=b.dtype)])
+    a = _wnp.concatenate([a, _wnp.zeros(n - a.shape[0], dtype=a.dtype)])
+    if n == 1:                                  # (SciPy's error: a filter without state)
+        raise ValueError("The length of `a` along the last axis must be at least 2.")
+    # I - Aᵀ, A the companion matrix of a (first row -a[1:], ones below the diagonal):
+    # its first column is e₀ + a[1:], and -1 stands above the diagonal
+    first_column = _wnp.reshape(a[1:], (n - 1, 1)) * _np.eye(n - 1)[:1]
+    system = _np.eye(n - 1) - _np.eye(n - 1, k=1) + first_column
+    return _wnp.linalg.solve(system, b[1:] - a[1:] * b[0])
+
+
+@_scipy_unless_traced
+def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=None):
+    """The filter (b, a) applied forward and then backward along `axis`: zero phase, and
+    the square of the filter's gain, as SciPy's ``filtfilt``.  The signal is first
+    extended at both ends (`padtype` 'odd', 'even', 'constant' or None, `padlen`
+    samples, by default 3·max(len(a), len(b))), and each pass starts from `lfilter_zi`'s
+    steady state scaled by its first sample, so that the ends do not ring.
+    Differentiable in b, a and x, as `lfilter` is.  Only ``method='pad'`` (Gustafsson's
+    method is not implemented on traced values).
+
+    Example: a constant passes a filter of unit gain unchanged, and its derivative in
+    the signal sums to the gain, 1, over each output:
+
+        >>> import numpy as np, scipy.signal, wengert as wg
+        >>> from wengert.scipy import signal
+        >>> b, a = scipy.signal.butter(2, 0.3)
+        >>> np.round(signal.filtfilt(b, a, np.ones(12)), 12)[:3]
+        array([1., 1., 1.])
+        >>> J = wg.jacfwd(lambda x: signal.filtfilt(b, a, x))(np.ones(12))
+        >>> bool(np.allclose(J.sum(axis=1), 1.0))
+        True
+    """
+    if method not in ("pad", "gust"):
+        raise ValueError("method must be 'pad' or 'gust'.")
+    if method == "gust":
+        raise NotImplementedError("scipy.signal.filtfilt(..., method='gust') is not supported "
+                                  "on traced values: only method='pad' is")
+    b, a, x = _wnp.atleast_1d(_wnp.asarray(b)), _wnp.atleast_1d(_wnp.asarray(a)), \
+        _wnp.asarray(x)
+    if padtype not in ("even", "odd", "constant", None):
+        raise ValueError(f"Unknown value '{padtype}' given to padtype. padtype must be "
+                         "'even', 'odd', 'constant', or None.")
+    edge = 0 if padtype is None else (3 * max(a.shape[0], b.shape[0]) if padlen is None
+                                      else padlen)
+    x = _wnp.moveaxis(x, axis, -1)
+    if x.shape[-1] <= edge:
+        raise ValueError(f"The length of the input vector x must be greater than padlen, "
+                         f"which is {edge}.")
+    if edge > 0:
+        x = _extended(x, edge, padtype)
+    zi = lfilter_zi(b, a)
+    y, _ = lfilter(b, a, x, zi=zi * x[..., :1])
+    y, _ = lfilter(b, a, _wnp.flip(y, -1), zi=zi * y[..., -1:])
+    y = _wnp.flip(y, -1)
+    if edge > 0:
+        y = y[..., edge:-edge]
+    return _wnp.moveaxis(y, -1, axis)
+
+
+def _extended(x, n, padtype):
+    """x with n samples added at each end of its last axis: mirrored through the end
+    sample ('odd'), mirrored ('even') or the end sample repeated ('constant')."""
+    first, last = x[..., :1], x[..., -1:]
+    left, right = _wnp.flip(x[..., 1:n + 1], -1), _wnp.flip(x[..., -n - 1:-1], -1)
+    if padtype == "odd":
+        left, right = 2 * first - left, 2 * last - right
+    elif padtype == "constant":
+        left = _wnp.repeat(first, n, axis=-1)
+        right = _wnp.repeat(last, n, axis=-1)
+    return _wnp.concatenate([left, x, right], axis=-1)
 
 
 @_scipy_unless_traced
 def sosfilt(sos, x, axis=-1, zi=None):
     """A filter in second-order sections (each row of `sos` the numerator b₀ b₁ b₂ and
     denominator 1 a₁ a₂ of one section, as `scipy.signal.butter(..., output='sos')` makes
-    them), run as a cascade of `lfilter`s, from rest; differentiable in `sos` and x as
-    `lfilter` is.  Values agree with SciPy's to rounding.  Initial conditions (`zi`) are
-    not supported on traced values.
+    them), run as a cascade of `lfilter`s; differentiable in `sos`, x and `zi` as
+    `lfilter` is.  Values agree with SciPy's to rounding.  With `zi` (shape
+    (n_sections, ..., 2), x's shape with `axis` of length 2 after the first axis) it
+    returns (y, zf), as SciPy's.
 
     Example: a fourth-order Butterworth low-pass filter's response is linear in the
     signal, so its Jacobian there is the filter itself, a lower-triangular matrix:
@@ -272,7 +425,6 @@ def sosfilt(sos, x, axis=-1, zi=None):
         >>> bool(np.allclose(J[:, 0], scipy.signal.sosfilt(sos, np.eye(5)[0]))), float(J[0, 1])
         (True, 0.0)
     """
-    _from_rest("sosfilt", zi)
     sos = _wnp.atleast_2d(_wnp.asarray(sos))
     if sos.ndim != 2 or sos.shape[1] != 6:
         raise ValueError(f"sos array must be shape (n_sections, 6), got {sos.shape}")
@@ -280,17 +432,24 @@ def sosfilt(sos, x, axis=-1, zi=None):
     leading = getattr(leading, "value", leading)       # (a traced sos's, where it has one)
     if leading is not None and not (_np.asarray(leading) == 1).all():
         raise ValueError("sos[:, 3] should be all ones")
-    for k in range(sos.shape[0]):
-        x = lfilter(sos[k, :3], sos[k, 3:], x, axis=axis)
-    return x
-
-
-def _from_rest(name, zi):
-    """Refuse the initial conditions `zi` of filter `name` on traced values."""
-    if zi is not None:
-        raise NotImplementedError(
-            f"scipy.signal.{name}(..., zi=...) is not supported on traced values: only the "
-            "filter from rest is (zi=None)")
+    sections = sos.shape[0]
+    if zi is None:
+        for k in range(sections):
+            x = lfilter(sos[k, :3], sos[k, 3:], x, axis=axis)
+        return x
+    zi, x = _wnp.asarray(zi), _wnp.asarray(x)
+    expected = list(x.shape)
+    expected[axis] = 2
+    expected = (sections, *expected)
+    if zi.shape != expected:
+        raise ValueError(f"Invalid zi shape. With axis={axis!r}, an input with shape "
+                         f"{x.shape}, and an sos array with {sections} sections, zi must "
+                         f"have shape {expected}, got {zi.shape}.")
+    finals = []
+    for k in range(sections):
+        x, final = lfilter(sos[k, :3], sos[k, 3:], x, axis=axis, zi=zi[k])
+        finals.append(final)
+    return x, _wnp.stack(finals)
 
 
 # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
