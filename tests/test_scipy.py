@@ -79,6 +79,8 @@ SPECIAL = {
     "gammaincc": (lambda x: special.gammaincc(np.asarray(0.7, x.dtype), x),
                   lambda x: sc.gammaincc(np.asarray(0.7, x.dtype), x),
                   (lambda: uniform(0.1, 6),)),
+    "betaincc": (lambda x: special.betaincc(0.7, 2.5, x), lambda x: sc.betaincc(0.7, 2.5, x),
+                 (lambda: uniform(0.05, 0.95),)),
     "betainc": (lambda x: special.betainc(0.7, 2.5, x), lambda x: sc.betainc(0.7, 2.5, x),
                 (lambda: uniform(0.05, 0.95),)),
     "stdtr": (lambda x: special.stdtr(3.0, x), lambda x: sc.stdtr(3.0, x),
@@ -128,7 +130,7 @@ SPECIAL = {
 PRIMITIVES = {"erf", "erfc", "erfinv", "gammaln", "gammaln_negative", "digamma", "psi",
               "polygamma1", "polygamma3", "gamma", "rgamma", "expit", "logit", "ndtr",
               "log_ndtr", "xlogy", "xlog1py", "beta", "beta negative", "betaln", "i0", "i1",
-              "i0e", "i1e", "iv2.5", "iv3", "ive2", "gammainc", "gammaincc", "betainc",
+              "i0e", "i1e", "iv2.5", "iv3", "ive2", "gammainc", "gammaincc", "betainc", "betaincc",
               "stdtr", "log1pmx", "gammainc_da", "betainc_da", "betainc_db", "j0", "j1",
               "y0", "y1", "jv2.5", "jv-3", "jn2", "yv1.5", "erfcinv", "gammasgn",
               "erfcx_derivative1", "erfcx_derivative4", "log_ndtr_derivative1",
@@ -1275,6 +1277,28 @@ def test_log_ndtr_higher_derivatives_against_mpmath(x):
     for n in range(3):
         d = wg.grad(d)
         assert_close(d(x), exact[n], rtol=2e-14, atol=0)
+
+
+def test_beta_sf_and_t_log_tails_keep_their_digits():
+    # beta.sf was betainc(b, a, 1 - y), and 1 - 1e-20 is 1: sf(1e-20; 0.01, 2) was 1.0 for
+    # SciPy's 0.363, with an infinite derivative; now betaincc
+    for args in ((1e-20, 0.01, 2.0), (1e-12, 0.01, 2.0), (1e-6, 50.0, 3.0), (0.3, 2.0, 3.0),
+                 (0.999, 2.0, 3.0)):
+        value, slope = wg.value_and_grad(stats.beta.sf)(*args)
+        assert_close(value, st.beta.sf(*args), rtol=1e-14, atol=0)
+        assert_close(slope, -st.beta.pdf(*args), rtol=1e-12, atol=0)
+    assert_close(wg.grad(stats.beta.sf, argnums=(1, 2))(0.3, 2.0, 3.0),
+                 [-d for d in wg.grad(stats.beta.cdf, argnums=(1, 2))(0.3, 2.0, 3.0)],
+                 rtol=1e-13, atol=0)
+    # t.logcdf and logsf were log(cdf): logcdf(20, df=30) was 0 for -3.4e-19
+    for x, df in ((20.0, 30.0), (10.0, 30.0), (-3.0, 4.0), (0.0, 2.0), (2.5, 0.7)):
+        for f, ref, sign in ((stats.t.logcdf, st.t.logcdf, 1), (stats.t.logsf, st.t.logsf, -1)):
+            value, slope = wg.value_and_grad(f)(x, df)
+            assert_close(value, ref(x, df), rtol=1e-14, atol=0)
+            assert_close(slope, sign * st.t.pdf(x, df) / np.exp(ref(x, df)), rtol=1e-12,
+                         atol=0)
+    check_grads(lambda x: stats.t.logcdf(x, 3.0, 0.5, 2.0), np.array([-4.0, 0.3, 5.0]),
+                order=2)
 
 
 def test_log_ndtr_high_derivatives_for_positive_x():

@@ -346,6 +346,7 @@ FROM_JVP = {
     "gammainc": (lambda x: REGISTRY["gammainc"](2.5, x), abs(_x), _x[::-1]),
     "gammaincc": (lambda x: REGISTRY["gammaincc"](0.7, x), abs(_x), _x[::-1]),
     "betainc": (lambda x: REGISTRY["betainc"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),
+    "betaincc": (lambda x: REGISTRY["betaincc"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),
     "stdtr": (lambda x: REGISTRY["stdtr"](3.0, x), _x, _x[::-1]),
     "gammainc_da": (lambda x: REGISTRY["gammainc_da"](2.5, x), abs(_x), _x[::-1]),
     "betainc_da": (lambda x: REGISTRY["betainc_da"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),

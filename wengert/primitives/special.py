@@ -3,7 +3,7 @@
 beta (and betaln_da, their partial), log1pmx (log1p(x) - x, for t's density), expit,
 logit, ndtr, log_ndtr and erfcx (with log_ndtr_derivative and erfcx_derivative, their
 derivatives of every order), xlogy and xlog1py; the incomplete gamma and beta functions
-gammainc, gammaincc and betainc (with their partials in the shapes, gammainc_da,
+gammainc, gammaincc, betainc and betaincc (with their partials in the shapes, gammainc_da,
 betainc_da and betainc_db), and t's distribution function stdtr (in x); the modified
 Bessel functions i1, iv (fixed order v) and the scaled i0e, i1e, ive; and NumPy's i0 (for
 `wengert.numpy.i0`); the Bessel functions of the first and second kinds j0, j1, jv, y0,
@@ -568,6 +568,20 @@ betainc = _special("betainc", "betainc(a, b, x): I_x(a, b), the regularized inco
                    "function (scipy.special.betainc).")
 
 
+def _betaincc_np(a, b, x):
+    """SciPy's betaincc (1.11 on), or before it betainc(b, a, 1 - x), which loses the
+    digits of a small x in 1 - x."""
+    sc = scipy_special()
+    if hasattr(sc, "betaincc"):
+        return sc.betaincc(a, b, x)
+    return sc.betainc(b, a, 1 - np.asarray(x))
+
+
+betaincc = _special("betaincc", "betaincc(a, b, x): 1 - I_x(a, b), without the cancellation "
+                    "of the difference, nor the rounding of 1 - x in I_(1-x)(b, a) "
+                    "(scipy.special.betaincc).", impl=_betaincc_np, ufunc=False)
+
+
 _betainc_da_np, _betainc_db_np = _incomplete("betainc_da"), _incomplete("betainc_db")
 betainc_da = _special("betainc_da", "betainc_da(a, b, x): ∂I_x(a, b)/∂a, betainc's partial in "
                       "a, to about 1e-12 relative (incomplete.py).", impl=_betainc_da_np,
@@ -785,6 +799,9 @@ def _beta_density(a, b, x):
 betainc.defpartials(lambda a, b, x, ans: betainc_da(a, b, x),
                     lambda a, b, x, ans: betainc_db(a, b, x),
                     lambda a, b, x, ans: _beta_density(a, b, x))
+betaincc.defpartials(lambda a, b, x, ans: -betainc_da(a, b, x),
+                     lambda a, b, x, ans: -betainc_db(a, b, x),
+                     lambda a, b, x, ans: -_beta_density(a, b, x))
 # ∂/∂x of the partials in a and b: those of the density, with ψ(a + b) - ψ(a) =
 # -betaln_da(a, b) (no cancellation); a second derivative in the shapes is not written
 _twice = _not_differentiable_in("betainc", "its shapes a and b", "second derivative")

@@ -223,11 +223,21 @@ class _T(_Density):
 
     @_method
     def logcdf(self, x, df, loc=0, scale=1):
-        return wnp.log(self.cdf(x, df, loc, scale))
+        return _valid((df > 0) & (scale > 0), _log_stdtr(df, _standardize(x, loc, scale)))
 
     @_method
     def logsf(self, x, df, loc=0, scale=1):
-        return wnp.log(self.sf(x, df, loc, scale))
+        return _valid((df > 0) & (scale > 0), _log_stdtr(df, -_standardize(x, loc, scale)))
+
+
+def _log_stdtr(df, t):
+    """log of t's distribution function at t: log1p(-sf) where it is above 1/2, as the
+    log of a number next to 1 keeps only its rounding (logcdf(20, df=30) was 0 for
+    -3.4e-19), each form evaluated at a stand-in where the other is taken."""
+    upper = t > 0
+    lower_part = log(P.stdtr(df, _where(upper, 0.0, t)))
+    upper_part = P.log1p(-P.stdtr(df, -_where(upper, t, 0.0)))
+    return _where(upper, upper_part, lower_part)
 
 
 def _log_gamma_ratio_tail(z):
@@ -348,12 +358,13 @@ class _Beta(_Density):
 
     @staticmethod
     def _tail(x, a, b, loc, scale, upper):
-        """I_y(a, b), or 1 - I_y(a, b) = I_{1-y}(b, a) (no cancellation next to y = 1),
-        of the standardized y, 0 or 1 outside [0, 1]."""
+        """I_y(a, b), or 1 - I_y(a, b) by betaincc (no cancellation next to y = 1, and
+        none of the rounding of 1 - y in I_(1-y)(b, a), which read y = 1e-20 as 0 and gave
+        sf = 1 for 0.36), of the standardized y, 0 or 1 outside [0, 1]."""
         y = _standardize(x, loc, scale)
         below, above = y < 0, y > 1
         y = wnp.where(below | above, 0.5, y)      # (where the unused branch is finite)
-        inside = P.betainc(b, a, 1 - y) if upper else P.betainc(a, b, y)
+        inside = P.betaincc(a, b, y) if upper else P.betainc(a, b, y)
         low, high = (1.0, 0.0) if upper else (0.0, 1.0)
         return _valid((a > 0) & (b > 0) & (scale > 0),
                       wnp.where(below, low, wnp.where(above, high, inside)))
