@@ -479,7 +479,7 @@ def _compose(x, y0, derivatives, order):
     """The series of f(x(t)) from f's derivatives at x_0 (``derivatives(i)`` is f⁽ⁱ⁾(x_0)):
     Σ_i f⁽ⁱ⁾(x_0)/i! · (x(t) − x_0)^i, for the functions whose derivatives are all known
     in closed form (gammaln, digamma and polygamma: polygammas of higher order; the
-    Bessel functions Iᵥ: Iᵥ₋ᵢ, ..., Iᵥ₊ᵢ; erfcx: erfcx_derivative)."""
+    Bessel functions Iᵥ: Iᵥ₋ᵢ, ..., Iᵥ₊ᵢ; erfcx and log Φ: their derivative primitives)."""
     d = [None] + list(x[1:])
     ys = [y0] + [None] * order
     power, factorial = d, 1.0
@@ -496,7 +496,7 @@ def _compose(x, y0, derivatives, order):
 
 def _exp_ode(x, y0, order, scale, exponent):
     """y' = x'·scale·exp(s), where s_m = ``exponent(m, ys)`` may read y up to y_m
-    (erfinv: s = y²; log_ndtr: s = −x²/2 − y)."""
+    (erfinv: s = y²)."""
     s, e, g = [], [], []
 
     def grow(m, ys):
