@@ -263,8 +263,7 @@ def lfilter(b, a, x, axis=-1, zi=None):
     zi = _state(_wnp.asarray(zi), x, axis, m)
     n = x.shape[-1]
     if m:                       # the response to zi: 1/a applied to a₀·zi, then zeros
-        start = zi[..., :n] if m >= n else _wnp.concatenate(
-            [zi, _wnp.zeros(zi.shape[:-1] + (n - m,), dtype=zi.dtype)], axis=-1)
+        start = zi[..., :n] if m >= n else _zeros_after(zi, n)
         y = y + _P.lfilter(_wnp.ones(1, dtype=a.dtype), a, a[0] * start)
     return _wnp.moveaxis(y, -1, axis), _wnp.moveaxis(_final_state(b, a, x, y, zi, m), -1, axis)
 
@@ -288,9 +287,7 @@ def _final_state(b, a, x, y, zi, m):
     Σ_j (b_(i+1+j) x_(n-1-j) - a_(i+1+j) y_(n-1-j)) over the samples there are, and
     zi_(i+n) where the signal is shorter than the state."""
     n = x.shape[-1]
-    pad = lambda c: c / a[0] if c.shape[0] == m + 1 else _wnp.concatenate(   # noqa: E731
-        [c / a[0], _wnp.zeros(m + 1 - c.shape[0], dtype=c.dtype)])
-    bn, an = pad(b), pad(a)
+    bn, an = _zeros_after(b / a[0], m + 1), _zeros_after(a / a[0], m + 1)
     xr, yr = _wnp.flip(x, -1), _wnp.flip(y, -1)
     states = []
     for i in range(m):
@@ -301,6 +298,12 @@ def _final_state(b, a, x, y, zi, m):
     if not states:
         return _wnp.zeros(y.shape[:-1] + (0,), dtype=y.dtype)
     return _wnp.stack(states, axis=-1)
+
+
+def _zeros_after(c, length):
+    """c extended with zeros along its last axis to `length` samples."""
+    gap = length - c.shape[-1]
+    return _wnp.pad(c, [(0, 0)] * (c.ndim - 1) + [(0, gap)]) if gap else c
 
 
 @_scipy_unless_traced
@@ -333,8 +336,7 @@ def lfilter_zi(b, a):
         raise ValueError("There must be at least one nonzero `a` coefficient.")
     b, a = b / a[0], a / a[0]
     n = max(a.shape[0], b.shape[0])
-    b = _wnp.concatenate([b, _wnp.zeros(n - b.shape[0], dtype=b.dtype)])
-    a = _wnp.concatenate([a, _wnp.zeros(n - a.shape[0], dtype=a.dtype)])
+    b, a = _zeros_after(b, n), _zeros_after(a, n)
     if n == 1:                                  # (SciPy's error: a filter without state)
         raise ValueError("The length of `a` along the last axis must be at least 2.")
     # I - Aᵀ, A the companion matrix of a (first row -a[1:], ones below the diagonal):
