@@ -475,8 +475,7 @@ def _in_float(f):
             raise TypeError(f"{f.__name__[1:-3]}: expected real numbers, got dtype {x.dtype}")
         out = f(x.astype(np.float64).reshape(-1), n).reshape(x.shape)
         with np.errstate(over="ignore"):        # (to ±inf in float32, as SciPy's erfcx)
-            out = out.astype(np.result_type(x, 1.0), copy=False)
-        return out if out.ndim else out[()]
+            return _in_dtype(out, x)
     impl.__name__ = f.__name__
     return impl
 
@@ -717,15 +716,6 @@ beta.decomposition = lambda a, b: (_gamma_sign(a) * _gamma_sign(b) * _gamma_sign
 expit.defpartials(lambda x, ans: ans * expit(-x))
 logit.defpartials(lambda x, ans: 1 / (x * (1 - x)))
 ndtr.defpartials(lambda x, ans: _INV_SQRT_2PI * exp(-0.5 * (x * x)))
-def _limit_at_infinity(x, limit, formula):
-    """formula(x), or its `limit` where x = ∞ (where the formula reads ∞·0 or ∞ - ∞).
-    There the formula is evaluated at a finite stand-in: the select passes a zero cotangent
-    to the branch it does not take, and that times a derivative of the formula at ∞
-    (nan) would be nan, so every higher derivative at ∞ would be."""
-    at_infinity = eq(x, math.inf)
-    return select(at_infinity, limit, formula(select(at_infinity, 1.0, x)))
-
-
 erfcx.defpartials(lambda x, ans: erfcx_derivative(x, n=1))
 erfcx_derivative.defpartials(lambda x, ans, n: erfcx_derivative(x, n=n + 1))
 
@@ -744,6 +734,15 @@ def _not_differentiable_in(name, argument, which="derivative"):
             f"{name}: the {which} with respect to {argument} is not implemented{only}: hold "
             "it constant (a plain number, or wg.stop_gradient)")
     return partial
+
+
+def _limit_at_infinity(x, limit, formula):
+    """formula(x), or its `limit` where x = ∞ (where the formula reads ∞·0 or ∞ - ∞).
+    There the formula is evaluated at a finite stand-in: the select passes a zero cotangent
+    to the branch it does not take, and that times a derivative of the formula at ∞
+    (nan) would be nan, so every higher derivative at ∞ would be."""
+    at_infinity = eq(x, math.inf)
+    return select(at_infinity, limit, formula(select(at_infinity, 1.0, x)))
 
 
 # The incomplete functions' derivatives in x are their integrands, as densities:
