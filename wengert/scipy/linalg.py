@@ -1,7 +1,7 @@
 """SciPy's `scipy.linalg`, differentiable: triangular and Cholesky solves for Gaussian
-processes, banded solves (symmetric ones too), the matrix exponential and square root, Sylvester and Lyapunov
-equations, LU, eigh (the generalized problem A v = λ B v too), inv, det, solve and
-block_diag.
+processes, banded solves (symmetric ones too), the matrix exponential and square root,
+Sylvester and Lyapunov equations, LU, eigh (the generalized problem A v = λ B v too),
+inv, det, solve and block_diag.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records wengert primitives (`wengert.primitives.scipy_linalg`, whose
@@ -57,9 +57,10 @@ from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives import linalg as _L, scipy_linalg as _P
 from ..primitives.registry import float_dtype as _float_dtype
 
-__all__ = ["solve_triangular", "solve_banded", "solveh_banded", "cholesky", "cho_factor", "cho_solve", "expm",
-           "expm_frechet", "solve_sylvester", "solve_continuous_lyapunov", "inv", "det",
-           "solve", "lu_factor", "lu_solve", "eigh", "eigvalsh", "block_diag", "sqrtm"]
+__all__ = ["solve_triangular", "solve_banded", "solveh_banded", "cholesky", "cho_factor",
+           "cho_solve", "expm", "expm_frechet", "solve_sylvester", "solve_continuous_lyapunov",
+           "inv", "det", "solve", "lu_factor", "lu_solve", "eigh", "eigvalsh", "block_diag",
+           "sqrtm"]
 
 LinAlgError = _np.linalg.LinAlgError
 
