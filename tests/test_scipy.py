@@ -827,6 +827,82 @@ def test_invalid_parameters_give_nan_as_scipys():
         assert np.isfinite(wg.grad(lambda s: np.sum(stats.norm.logpdf(x, 0.0, s)))(1.5))
 
 
+def test_invalid_parameters_give_nan_derivatives_without_warnings():
+    # (the derivative was 0 where the value was nan, which reads as an optimum, and the
+    # values warned of log(-1) where SciPy's are silent)
+    x = np.array([-0.5, 0.25, 0.5, 2.0])
+    calls = [(d, m, lambda f, p: f(x, 0.1, p)) for d, m in
+             (("norm", "logpdf"), ("norm", "pdf"), ("norm", "cdf"), ("norm", "logsf"))]
+    calls += [("t", m, lambda f, p: f(x, 3.0, 0.0, p)) for m in ("logpdf", "cdf", "logcdf")]
+    calls += [(d, m, lambda f, p: f(x, p)) for d in ("t", "gamma", "chi2")
+              for m in ("logpdf", "pdf")]
+    calls += [("gamma", m, lambda f, p: f(x, p)) for m in ("cdf", "sf")]
+    calls += [("beta", m, lambda f, p: f(x / 2, 2.0, p)) for m in ("logpdf", "pdf", "sf")]
+    calls += [("poisson", m, lambda f, p: f(np.arange(4), p)) for m in ("logpmf", "pmf")]
+    for dist, method, call in calls:
+        ours = getattr(getattr(stats, dist), method)
+        for p in (-1.0, 0.0 if dist != "poisson" else -0.5, np.nan):
+            with warnings.catch_warnings():       # (eagerly traced: the forward pass)
+                warnings.simplefilter("error")
+                value, _ = wg.vjp(lambda p: call(ours, p), p)
+            assert np.isnan(value).all(), (dist, method, p)
+            with np.errstate(all="ignore"):     # (SciPy's own warns of 1/0 for scale 0)
+                assert np.isnan(call(getattr(getattr(st, dist), method), p)).all()
+                if not (dist == "t" and method != "logpdf"):       # (t.cdf in df refuses)
+                    assert np.isnan(wg.grad(lambda p: np.sum(call(ours, p)))(p)), (dist, method)
+                if dist != "poisson":
+                    g = wg.grad(lambda x: np.sum(call(lambda x_, *a: ours(x, *a), p)))(x)
+                    assert np.isnan(g).all(), (dist, method, p)
+    # valid entries beside invalid ones keep their values and derivatives exactly
+    scale = np.array([0.5, -1.0, 2.0, 0.0])
+    with np.errstate(all="ignore"):     # (the derivative's 1/0 at scale 0: NumPy's warning)
+        got = wg.grad(lambda s: np.sum(stats.norm.logpdf(x, 0.1, s)))(scale)
+    z = (x[[0, 2]] - 0.1) / scale[[0, 2]]
+    assert_close(got[[0, 2]], (z * z - 1) / scale[[0, 2]], rtol=1e-15, atol=0)
+    assert np.isnan(got[[1, 3]]).all()
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")    # (0**-1: NumPy's)
+def test_densities_at_the_edge_of_their_support():
+    # exp(logpdf) has the derivative pdf · d logpdf = 0 · inf = nan where logpdf is -inf
+    # at the edge of the support; there the density is a power, whose limits these are
+    for a, slope, curvature in ((1.0, -1.0, 1.0), (1.5, np.inf, None), (2.0, 1.0, -2.0),
+                                (3.0, 0.0, 1.0), (4.5, 0.0, 0.0)):
+        f = lambda x: stats.gamma.pdf(x, a, 0.5, 2.0)          # the edge is x = loc
+        assert f(0.5) == st.gamma.pdf(0.5, a, 0.5, 2.0)
+        assert wg.trace(f, 0.5)(0.5) == st.gamma.pdf(0.5, a, 0.5, 2.0)
+        # d/dx of y^(a-1) e^(-y)/(Γ(a) s) at y = 0, with y = (x - loc)/s
+        got = wg.grad(f)(0.5)
+        assert got == pytest.approx(slope / 4, rel=1e-14) if np.isfinite(slope) else got == slope
+        h = 1e-7                                            # the slope from the right
+        assert (f(0.5 + h) - f(0.5)) / h == pytest.approx(slope / 4, abs=1e-5) or slope == np.inf
+        assert wg.grad(stats.gamma.pdf, argnums=2)(0.5, a, 0.5, 2.0) == -got   # in loc
+        if curvature is not None:
+            assert wg.hessian(f)(0.5) == pytest.approx(curvature / 8, rel=1e-13, abs=1e-300)
+    assert wg.grad(stats.chi2.pdf)(0.0, 4.0) == pytest.approx(0.25, rel=1e-14)  # x/4 e^(-x/2)
+    # beta's two edges: 6y(1 - y) has slopes 6 and -6, 12y²(1 - y) 0 and -12
+    for a, b, slopes in ((2.0, 2.0, (6.0, -6.0)), (3.0, 2.0, (0.0, -12.0)),
+                         (1.0, 3.0, (-6.0, 0.0))):
+        for y, slope in zip((0.0, 1.0), slopes):
+            assert stats.beta.pdf(y, a, b) == st.beta.pdf(y, a, b)
+            assert wg.grad(stats.beta.pdf)(y, a, b) == pytest.approx(slope, rel=1e-14, abs=1e-15)
+            g = wg.grad(stats.beta.pdf, argnums=(1, 2))(y, a, b)     # the value is 0 or a
+            assert np.isfinite(g).all()                             # power of 1 near there
+    # poisson's pmf at μ = 0: μ^k e^(-μ)/k!, with slopes -1, 1, 0, 0 (0 for non-counts)
+    k = np.array([0.0, 1.0, 2.0, 5.0, 2.5])
+    assert_close(wg.trace(lambda m: stats.poisson.pmf(k, m), 0.0)(0.0), st.poisson.pmf(k, 0.0),
+                 rtol=0, atol=0)
+    slopes = [wg.grad(lambda m: stats.poisson.pmf(kk, m))(0.0) for kk in k]
+    assert slopes == [-1.0, 1.0, 0.0, 0.0, 0.0]
+    assert wg.hessian(lambda m: stats.poisson.pmf(2.0, m))(0.0) == pytest.approx(1.0, rel=1e-14)
+    # away from the edges the densities are exp(logpdf), to second order
+    check_grads(lambda x, a: stats.gamma.pdf(x, a, 0.1, 1.5), np.array([0.4, 2.0]),
+                np.array(2.5), order=2)
+    check_grads(lambda y, a: stats.beta.pdf(y, a, 1.5), np.array([0.2, 0.9]), np.array(2.5),
+                order=2)
+    check_grads(lambda m: stats.poisson.pmf(np.arange(4.0), m), np.array(0.7), order=2)
+
+
 def test_nan_points_stay_nan_and_infinite_ones_are_outside():
     with np.errstate(all="ignore"):      # (log 0, 0/0: SciPy's warnings too)
         x = np.array([np.nan, np.inf, -np.inf, 0.5])
@@ -956,6 +1032,30 @@ def test_multivariate_normal_argument_forms():
     assert_close(wg.grad(mvn.logpdf)(x, mean, cov), expected, rtol=1e-12, atol=1e-14)
     with pytest.raises(NotImplementedError, match="allow_singular"):
         wg.grad(lambda x: mvn.logpdf(x, mean, cov, allow_singular=True))(x)
+
+
+def test_multivariate_normal_refuses_what_scipy_refuses():
+    # (an indefinite cov gave numbers: slogdet's sign was dropped; SciPy raises)
+    mvn, x = stats.multivariate_normal, np.ones(2)
+    for cov in (np.array([[1.0, 2.0], [2.0, 1.0]]), np.ones((2, 2)), -np.eye(2)):
+        with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
+            wg.grad(lambda x: mvn.logpdf(x, np.zeros(2), cov))(x)
+        with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
+            wg.grad(lambda c: mvn.entropy(np.zeros(2), c))(cov)
+        with pytest.raises((np.linalg.LinAlgError, ValueError)):
+            st.multivariate_normal.logpdf(x, np.zeros(2), cov)
+    with pytest.raises(ValueError, match=r"points of shape \(1, 3\).* 2 components"):
+        wg.grad(lambda x: mvn.logpdf(x, np.zeros(2), np.eye(2)))(np.ones(3))
+    with pytest.raises(ValueError, match=r"points of shape \(4, 3\).* 2 components"):
+        wg.grad(lambda x: np.sum(mvn.logpdf(x, np.zeros(2), np.eye(2))))(np.ones((4, 3)))
+    # one variance, a Python number or float32, leaves float32 points float32
+    x32 = np.array([0.5, 1.0], np.float32)
+    for var in (2.0, np.float32(2.0)):
+        f = lambda x: mvn.logpdf(x, np.zeros(2, np.float32), var)
+        assert wg.trace(f, x32).outputs[0].dtype == np.float32
+        assert_close(wg.trace(f, x32)(x32), st.multivariate_normal.logpdf(x32, np.zeros(2), 2.0),
+                     rtol=1e-6, atol=0)
+        assert_close(wg.grad(f)(x32), -x32 / 2, rtol=1e-6, atol=0)
 
 
 def test_dirichlet_with_k_minus_one_components():

@@ -7,7 +7,7 @@ values it is a composition of `wengert.numpy` and `wengert.scipy.special`, diffe
 in every float argument (the point and the parameters), to any order; it computes in the
 arguments' dtype (float32 stays float32, where SciPy's stats give float64).  As SciPy's:
 outside the support a log-density is -inf, and for invalid parameters (a scale <= 0, a
-shape <= 0) every method gives nan.  The cdf and sf of t, gamma, chi2, beta and poisson
+shape <= 0) every method gives nan, without a warning (and a nan derivative).  The cdf and sf of t, gamma, chi2, beta and poisson
 are differentiable in x (poisson's in mu), loc and scale, and gamma's, chi2's and beta's
 once in their shapes too (through the incomplete gamma and beta functions' partials in
 their parameters); t's in df raise NotImplementedError.  Methods SciPy has and wengert
@@ -38,7 +38,7 @@ from ..primitives.array import dtype_of
 # (`log` is the primitive, not wengert.numpy's: of a Python number, such as the default
 # scale 1, it gives a Python float, weakly typed, which leaves float32 values float32)
 from ..primitives.scalar import log, stop_gradient
-from ..primitives.scipy_linalg import symmetrize
+from ..primitives.scipy_linalg import solve_triangular, symmetrize
 
 __all__ = ["norm", "t", "multivariate_normal", "gamma", "beta", "chi2", "poisson", "dirichlet"]
 
@@ -63,7 +63,10 @@ def _method(fn):
                     raise TypeError(f"scipy.stats.{self.name}.{fn.__name__} of a complex "
                                     f"value ({dtype_of(a)}) is not supported on traced values"
                                     ": distributions are of real numbers")
-            return fn(self, *args, **kwargs)
+            # (SciPy's methods give their nan, inf and 0 silently: log 0 at the edge of a
+            # support, log of an invalid scale, are values here, not mistakes to warn of)
+            with _np.errstate(all="ignore"):
+                return fn(self, *args, **kwargs)
         return getattr(self.scipy, fn.__name__)(*args, **kwargs)
     return wrapper
 
@@ -122,8 +125,14 @@ def _where(condition, a, b):
 
 
 def _valid(ok, value):
-    """`value` where the parameters are valid (`ok`), nan elsewhere, as SciPy gives."""
-    return _where(ok, value, math.nan)
+    """`value` where the parameters are valid (`ok`), nan elsewhere, as SciPy gives, with a
+    nan derivative there too: a function that is nan at every point near has none (a
+    select would send it 0).  Multiplied by 1 or nan in value's dtype, so valid entries
+    keep their value and derivative exactly."""
+    if not wnp._traced(ok) and _np.all(ok):
+        return value
+    dtype = _np.result_type(dtype_of(value), 1.0)
+    return value * wnp.where(ok, dtype.type(1), dtype.type(math.nan))
 
 
 def _like(c, x):
@@ -138,6 +147,18 @@ def _density(outside, value):
     """A log-density: -inf outside the support.  (`outside`, not "inside": a nan point is
     neither, and stays nan.)"""
     return wnp.where(outside, -math.inf, value)
+
+
+def _edge(edge, y, inner, power_form, log_form):
+    """A density that is a power of y at the edge of its support: exp(log_form(y))
+    inside, power_form(y) where `edge`.  There the log-density is -inf, and exp's
+    derivative, the density times the log-density's, would be 0 · inf = nan; the power's
+    own rule has the limit (gamma's pdf at 0 for a = 2 has slope 1, beta's at 0 for
+    a = 3 slope 0).  Each form is given y where it is taken and the point `inner`
+    elsewhere, so the unused one stays finite (its inf times the zero cotangent would be
+    nan too)."""
+    return _where(edge, power_form(_where(edge, y, inner)),
+                  wnp.exp(log_form(_where(edge, inner, y))))
 
 
 class _Norm(_Density):
@@ -281,6 +302,14 @@ class _Gamma(_Density):
             outside, P.xlogy(_like(a - 1, y), y) - y - P.gammaln(a) - log(scale)))
 
     @_method
+    def pdf(self, x, a, loc=0, scale=1):
+        # y^(a-1) e^(-y) / Γ(a) at the edge y = 0, exp(logpdf) elsewhere (see _edge)
+        y = _standardize(x, loc, scale)
+        return _valid((a > 0) & (scale > 0), _edge(
+            y == 0, y, 1.0, lambda y: y ** _like(a - 1, y) * wnp.exp(-y) * P.rgamma(a),
+            lambda y: self.logpdf(y, a)) / scale)
+
+    @_method
     def cdf(self, x, a, loc=0, scale=1):
         return self._tail(P.gammainc, 0.0, x, a, loc, scale)
 
@@ -318,6 +347,10 @@ class _Chi2(_Density):
         return gamma.logpdf(x, df / 2, loc, 2 * scale)
 
     @_method
+    def pdf(self, x, df, loc=0, scale=1):
+        return gamma.pdf(x, df / 2, loc, 2 * scale)
+
+    @_method
     def cdf(self, x, df, loc=0, scale=1):
         return gamma.cdf(x, df / 2, loc, 2 * scale)
 
@@ -347,6 +380,15 @@ class _Beta(_Density):
         return _valid((a > 0) & (b > 0) & (scale > 0), _density(
             outside, P.xlog1py(_like(b - 1, y), -y) + P.xlogy(_like(a - 1, y), y)
             - P.betaln(a, b) - log(scale)))
+
+    @_method
+    def pdf(self, x, a, b, loc=0, scale=1):
+        # y^(a-1) (1-y)^(b-1) / B(a, b) at the edges y = 0 and 1, exp(logpdf) between
+        y = _standardize(x, loc, scale)
+        return _valid((a > 0) & (b > 0) & (scale > 0), _edge(
+            (y == 0) | (y == 1), y, 0.5,
+            lambda y: y ** _like(a - 1, y) * (1 - y) ** _like(b - 1, y)
+            * wnp.exp(-P.betaln(a, b)), lambda y: self.logpdf(y, a, b)) / scale)
 
     @_method
     def cdf(self, x, a, b, loc=0, scale=1):
@@ -385,18 +427,27 @@ class _Poisson(_Distribution):
 
     @_method
     def logpmf(self, k, mu, loc=0):
-        # a count: piecewise constant in k and loc (0 off the integers), so its derivative
-        # is 0, as _tail's; xlogy(m, μ) - gammaln(m + 1) would give log μ - ψ(k + 1)
-        # (a count that is a Python number in μ's dtype, `_like`: SciPy's xlogy beside a
-        # Python number computes a float32 μ in float64)
-        m = stop_gradient(_like(k - loc, mu))
-        outside = (m < 0) | (m > wnp.floor(m))      # (a nan count is neither)
-        m = _where(outside, _like(0.0, mu), m)
+        m, outside = self._count(k, mu, loc)
         return _valid(mu >= 0, _density(outside, P.xlogy(m, mu) - P.gammaln(m + 1) - mu))
 
     @_method
     def pmf(self, k, mu, loc=0):
-        return wnp.exp(self.logpmf(k, mu, loc))
+        # μ^m e^(-μ) / m! at μ = 0, where logpmf is -inf for m > 0 (see _edge)
+        m, outside = self._count(k, mu, loc)
+        return _valid(mu >= 0, _where(outside, 0.0, _edge(
+            mu == 0, mu, 1.0, lambda mu: mu ** m * wnp.exp(-mu) * P.rgamma(m + 1),
+            lambda mu: P.xlogy(m, mu) - P.gammaln(m + 1) - mu)))
+
+    @staticmethod
+    def _count(k, mu, loc):
+        """The count m = k - loc (0 where it is outside: negative or no integer) and where
+        it is outside.  A count is piecewise constant in k and loc (0 off the integers),
+        so its derivative is 0, as _tail's; xlogy(m, μ) - gammaln(m + 1) would give
+        log μ - ψ(k + 1).  (It is a Python number in μ's dtype, `_like`: SciPy's xlogy
+        beside a Python number computes a float32 μ in float64.)"""
+        m = stop_gradient(_like(k - loc, mu))
+        outside = (m < 0) | (m > wnp.floor(m))      # (a nan count is neither)
+        return _where(outside, _like(0.0, mu), m), outside
 
     @_method
     def cdf(self, k, mu, loc=0):
@@ -456,9 +507,9 @@ class _MultivariateNormal(_Density):
     """The multivariate normal distribution N(mean, cov): ``pdf logpdf entropy``, with
     SciPy's conventions for the arguments (points along the last axis of x; cov a matrix,
     a vector of variances or one variance; mean 0 if None).  On traced values it is
-    written with `wengert.numpy.linalg`'s slogdet and solve (as autograd's), so the
-    derivative in cov is the symmetric one; cov must be positive definite
-    (``allow_singular`` is refused there).
+    written with cov's Cholesky factor, so the derivative in cov is the symmetric one;
+    cov must be positive definite (a LinAlgError says so; ``allow_singular`` is refused
+    there).
 
     Example:
         >>> import wengert as wg, numpy as np
@@ -471,22 +522,22 @@ class _MultivariateNormal(_Density):
     name = "multivariate_normal"
 
     @staticmethod
-    def _parameters(mean, cov, allow_singular):
+    def _parameters(mean, cov, allow_singular, x=0.0):
         if allow_singular:
             raise NotImplementedError("multivariate_normal(..., allow_singular=True) on "
                                       "traced values: the derivative needs a positive "
                                       "definite cov")
         if mean is None:
-            cov = wnp.asarray(cov)
-            dim = 1 if cov.ndim < 2 else cov.shape[0]
+            shape = wnp.asarray(cov).shape
+            dim = 1 if len(shape) < 2 else shape[0]
             mean = 0.0                  # (a Python number: float32 points stay float32)
         else:
             mean = wnp.asarray(mean)
             dim = mean.size
             mean = wnp.reshape(mean, (dim,))
-        cov = wnp.asarray(cov)
+        cov = wnp.asarray(_like(cov, x))      # (a Python number: in x's dtype)
         if cov.ndim == 0:
-            cov = cov * _np.eye(dim)
+            cov = cov * _np.eye(dim, dtype=_np.result_type(dtype_of(cov), 1.0))
         elif cov.ndim == 1:
             cov = wnp.diag(cov)
         if cov.shape != (dim, dim):
@@ -494,29 +545,45 @@ class _MultivariateNormal(_Density):
                              f"{dim} components")
         if cov.ndim == 2 and dim > 1:
             cov = symmetrize(cov, lower=True)   # SciPy reads the lower triangle (its eigh)
-        return dim, mean, cov
+        try:
+            factor = wnp.linalg.cholesky(cov)
+        except _np.linalg.LinAlgError:
+            raise _np.linalg.LinAlgError(
+                "multivariate_normal: cov must be symmetric positive definite on traced "
+                "values (its Cholesky factorization failed; allow_singular is not "
+                "supported there)") from None
+        return dim, mean, factor
+
+    @staticmethod
+    def _log_det(factor):
+        """log det cov, from its Cholesky factor L: 2 Σ log L_kk."""
+        return 2 * wnp.sum(wnp.log(wnp.diagonal(factor)))
 
     @_method
     def logpdf(self, x, mean=None, cov=1, allow_singular=False):
-        dim, mean, cov = self._parameters(mean, cov, allow_singular)
         x = wnp.asarray(x)
+        dim, mean, factor = self._parameters(mean, cov, allow_singular, x)
         if x.ndim == 0:
             x = wnp.reshape(x, (1,))
         elif x.ndim == 1:
-            x = wnp.reshape(x, (x.shape[0], 1) if dim == 1 else (1, dim))
+            x = wnp.reshape(x, (x.shape[0], 1) if dim == 1 else (1, x.shape[0]))
+        if x.shape[-1] != dim:
+            raise ValueError(f"multivariate_normal: points of shape {x.shape} (along the "
+                             f"last axis) for a mean of {dim} components")
         batch = x.shape[:-1]
         diff = wnp.reshape(x - mean, (-1, dim)).T                     # (dim, points)
-        maha = wnp.sum(diff * wnp.linalg.solve(cov, diff), axis=0)
+        # (x - μ)ᵀ cov⁻¹ (x - μ) = |L⁻¹(x - μ)|²: one triangular solve, no inverse
+        z = solve_triangular(factor, diff, trans=0, lower=True, unit_diagonal=False)
+        maha = wnp.sum(z * z, axis=0)
         # an infinite coordinate is infinitely far (the solve would give inf - inf = nan)
         maha = wnp.where(wnp.any(wnp.isinf(diff), axis=0), math.inf, maha)
-        logdet = wnp.linalg.slogdet(cov)[1]
-        out = -0.5 * (dim * _LOG_2PI + logdet + maha)
+        out = -0.5 * (dim * _LOG_2PI + self._log_det(factor) + maha)
         return wnp.squeeze(wnp.reshape(out, batch))      # (SciPy squeezes too)
 
     @_method
     def entropy(self, mean=None, cov=1):
-        dim, mean, cov = self._parameters(mean, cov, False)
-        return 0.5 * (dim * (1 + _LOG_2PI) + wnp.linalg.slogdet(cov)[1])
+        dim, mean, factor = self._parameters(mean, cov, False)
+        return 0.5 * (dim * (1 + _LOG_2PI) + self._log_det(factor))
 
 
 norm = _Norm()
