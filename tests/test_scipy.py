@@ -984,6 +984,8 @@ def test_float32_stays_float32_with_python_number_parameters():
     calls = [lambda x: stats.norm.logpdf(x), lambda x: stats.norm.logcdf(x, 1, 2),
              lambda x: stats.t.logpdf(x, 3), lambda x: stats.t.pdf(x, 100.0, scale=2),
              lambda x: stats.gamma.logpdf(x, 2.5), lambda x: stats.beta.logpdf(x, 2, 3.5),
+             lambda x: stats.gamma.pdf(x, 2.5), lambda x: stats.beta.pdf(x, 2, 3.5),
+             lambda x: stats.chi2.pdf(x, 3),
              lambda x: stats.multivariate_normal.logpdf(x, cov=np.eye(2, dtype=np.float32)),
              # (poisson's count k, a Python number: NumPy made it a float64 scalar)
              lambda mu: stats.poisson.logpmf(3.0, mu), lambda mu: stats.poisson.pmf(2, mu),

@@ -35,9 +35,10 @@ from ..dual import accepts_duals
 from ..numpy.dispatch import unsupported as _unsupported
 from ..primitives import special as P
 from ..primitives.array import dtype_of
-# (`log` is the primitive, not wengert.numpy's: of a Python number, such as the default
-# scale 1, it gives a Python float, weakly typed, which leaves float32 values float32)
-from ..primitives.scalar import log, stop_gradient
+# (`exp` and `log` are the primitives, not wengert.numpy's: of a Python number, such as
+# the default scale 1, they give a Python float, weakly typed, which leaves float32 values
+# float32)
+from ..primitives.scalar import exp, log, stop_gradient
 from ..primitives.scipy_linalg import solve_triangular, symmetrize
 
 __all__ = ["norm", "t", "multivariate_normal", "gamma", "beta", "chi2", "poisson", "dirichlet"]
@@ -388,7 +389,7 @@ class _Beta(_Density):
         return _valid((a > 0) & (b > 0) & (scale > 0), _edge(
             (y == 0) | (y == 1), y, 0.5,
             lambda y: y ** _like(a - 1, y) * (1 - y) ** _like(b - 1, y)
-            * wnp.exp(-P.betaln(a, b)), lambda y: self.logpdf(y, a, b)) / scale)
+            * exp(-P.betaln(a, b)), lambda y: self.logpdf(y, a, b)) / scale)
 
     @_method
     def cdf(self, x, a, b, loc=0, scale=1):
