@@ -308,6 +308,100 @@ def test_filtfilt_is_scipys_and_differentiable_in_filter_and_signal(padtype, pad
         assert np.argmax(f(b, a, wave)[5:35]) == np.argmax(wave[5:35])
 
 
+# (sos, padtype, padlen, x's shape, axis): an odd order (a section with b₂ = a₂ = 0, which
+# SciPy's default padlen discounts), a band pass, every padtype
+SOSFILTFILT = [(ss.butter(4, 0.2, output="sos"), "odd", None, (60,), -1),
+               (ss.butter(3, 0.3, "high", output="sos"), "even", None, (3, 40), -1),
+               (ss.cheby1(2, 1.0, [0.1, 0.4], "band", output="sos"), "constant", 12, (50, 2), 0),
+               (ss.butter(2, 0.25, output="sos"), None, None, (30,), -1)]
+
+
+@pytest.mark.parametrize("sos, padtype, padlen, shape, axis", SOSFILTFILT)
+def test_sosfiltfilt_is_scipys_and_differentiable_in_sections_and_signal(sos, padtype, padlen,
+                                                                        shape, axis):
+    x = r(*shape)
+    f = lambda num, den, x: signal.sosfiltfilt(
+        wnp.concatenate([num, np.ones((len(sos), 1)), den], axis=1), x, axis=axis,
+        padtype=padtype, padlen=padlen)
+    want = ss.sosfiltfilt(sos, x, axis=axis, padtype=padtype, padlen=padlen)
+    close(wg.vjp(f, sos[:, :3], sos[:, 4:], x)[0], want, rtol=1e-12, atol=1e-13)
+    close(wg.trace(lambda x: f(sos[:, :3], sos[:, 4:], x), x)(x), want, rtol=1e-12, atol=1e-13)
+    # in the signal it is linear: its Jacobian applied to a signal is the filter's output
+    if len(shape) == 1:
+        J = wg.jacfwd(lambda x: f(sos[:, :3], sos[:, 4:], x))(x)
+        wave = np.sin(2 * np.pi * np.arange(shape[0]) / 25)
+        close(J @ wave, ss.sosfiltfilt(sos, wave, padtype=padtype, padlen=padlen),
+              rtol=1e-11, atol=1e-12)
+    # (with SciPy's default padlen fixed: it counts the zeros of sos, which a finite
+    # difference in b₂ or a₂ would move by a jump)
+    zeros = min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum())
+    fixed = 3 * (2 * len(sos) + 1 - zeros) if padlen is None else padlen
+    g = lambda num, den, x: signal.sosfiltfilt(
+        wnp.concatenate([num, np.ones((len(sos), 1)), den], axis=1), x, axis=axis,
+        padtype=padtype, padlen=fixed)
+    check_grads(g, sos[:, :3], sos[:, 4:], x, order=2 if shape == (30,) else 1, rtol=1e-5,
+                atol=1e-6)
+
+
+def test_sosfilt_zi_is_the_steady_state_of_a_step():
+    sos = ss.cheby1(4, 0.5, 0.3, output="sos")
+    zi = wg.vjp(signal.sosfilt_zi, sos)[0]
+    close(zi, ss.sosfilt_zi(sos), rtol=1e-13, atol=1e-14)
+    y, zf = signal.sosfilt(sos, np.ones(6), zi=zi)      # at rest: the gain at 0 throughout
+    close(y, np.full(6, np.prod(sos[:, :3].sum(1) / sos[:, 3:].sum(1))), rtol=1e-12)
+    num = lambda n, d: signal.sosfilt_zi(wnp.concatenate([n, np.ones((2, 1)), d], axis=1))
+    check_grads(num, sos[:, :3], sos[:, 4:], order=2)
+
+
+def test_sosfiltfilt_default_padlen_needs_the_values_of_sos():
+    sos, x = ss.butter(2, 0.3, output="sos"), r(30)
+    with pytest.raises(wg.ConcretizationError, match="pass padlen"):
+        wg.trace(lambda s: signal.sosfiltfilt(s, x), sos)
+    got = wg.trace(lambda s: signal.sosfiltfilt(s, x, padlen=9), sos)(sos)
+    close(got, ss.sosfiltfilt(sos, x), rtol=1e-12, atol=1e-13)      # (SciPy's default, 9)
+
+
+SAVGOL = [(w, p, d, mode) for w, p in ((5, 2), (4, 2), (7, 3), (3, 0), (6, 1))
+          for d in (0, 1, 2) for mode in ("interp", "mirror", "nearest", "wrap", "constant")]
+
+
+@pytest.mark.parametrize("w, p, deriv, mode", SAVGOL)
+def test_savgol_filter_is_scipys_linear_map(w, p, deriv, mode):
+    # odd and even windows (which SciPy centres a sample to the left), every mode;
+    # linear in x, so the Jacobian is SciPy's filter applied to each unit signal
+    for n in (w, 11):
+        x = r(2, n)
+        f = lambda x: signal.savgol_filter(x, w, p, deriv=deriv, delta=0.5, axis=1, mode=mode,
+                                           cval=0.3)
+        want = ss.savgol_filter(x, w, p, deriv=deriv, delta=0.5, axis=1, mode=mode, cval=0.3)
+        close(wg.trace(f, x)(x), want, rtol=1e-13, atol=5e-14)
+        J = wg.jacfwd(lambda v: signal.savgol_filter(v, w, p, deriv=deriv, delta=0.5,
+                                                     mode=mode, cval=0.0))(x[0])
+        close(J, ss.savgol_filter(np.eye(n), w, p, deriv=deriv, delta=0.5, mode=mode,
+                                  cval=0.0).T, rtol=1e-12, atol=1e-13)
+
+
+def test_savgol_filter_in_cval_delta_and_float32():
+    x = r(9, 3)
+    f = lambda x, cval, delta: signal.savgol_filter(x, 5, 3, deriv=1, delta=delta, axis=0,
+                                                    mode="constant", cval=cval)
+    close(wg.vjp(f, x, 0.4, 0.2)[0],
+          ss.savgol_filter(x, 5, 3, deriv=1, delta=0.2, axis=0, mode="constant", cval=0.4),
+          rtol=1e-13, atol=1e-13)
+    check_grads(f, x, np.array(0.4), np.array(0.2), order=2)
+    # the derivative in delta: the k-th derivative filter scales as delta⁻ᵏ
+    g = wg.grad(lambda d: wnp.sum(signal.savgol_filter(x[:, 0], 5, 2, deriv=2, delta=d)))(0.5)
+    close(g, -2 / 0.5 * np.sum(ss.savgol_filter(x[:, 0], 5, 2, deriv=2, delta=0.5)),
+          rtol=1e-12)
+    x32 = x.astype(np.float32)
+    got = wg.vjp(lambda x: signal.savgol_filter(x, 5, 2, axis=0), x32)[0]
+    assert got.dtype == np.float32
+    close(got, ss.savgol_filter(x32, 5, 2, axis=0), rtol=1e-5, atol=1e-5)
+    ints = np.arange(12)                    # (SciPy's: integers are filtered as float64)
+    close(wg.vjp(lambda c: signal.savgol_filter(ints, 5, 2, mode="constant", cval=c), 0.0)[0],
+          ss.savgol_filter(ints, 5, 2, mode="constant"), rtol=1e-13, atol=1e-13)
+
+
 def test_filtfilt_and_sosfilt_with_state_under_vmap_and_compile():
     b, a = ss.butter(2, 0.3)
     xs = r(3, 20)
@@ -325,6 +419,13 @@ def test_filtfilt_and_sosfilt_with_state_under_vmap_and_compile():
     num = lambda n, d, x, zi: f(wnp.concatenate([n, np.ones((2, 1)), d], axis=1), x, zi)
     check_grads(lambda *a: wnp.concatenate([v.ravel() for v in num(*a)]),
                 sos[:, :3], sos[:, 4:], xs[0], zi, order=2)
+    # sosfiltfilt and savgol_filter batched and compiled
+    close(wg.vmap(lambda x: signal.sosfiltfilt(sos, x))(xs), ss.sosfiltfilt(sos, xs),
+          rtol=1e-12, atol=1e-13)
+    close(wg.vmap(lambda x: signal.savgol_filter(x, 5, 2))(xs), ss.savgol_filter(xs, 5, 2),
+          rtol=1e-12, atol=1e-13)
+    g = wg.grad(lambda x: wnp.sum(signal.sosfiltfilt(sos, x) ** 2))
+    close(wg.compile(g, xs[0])(xs[1]), g(xs[1]), rtol=1e-12, atol=1e-13)
 
 
 # ---- errors and what is SciPy's ----------------------------------------------------------------
@@ -375,8 +476,20 @@ def test_filtfilt_and_sosfilt_with_state_under_vmap_and_compile():
      r"sos array must be shape \(n_sections, 6\), got \(2, 5\)"),
     (lambda a, b: signal.sosfilt(2 * np.ones((1, 6)), a), [r(5), r(2)], ValueError,
      r"sos\[:, 3\] should be all ones"),
-    (lambda a, b: signal.savgol_filter(a, 3, 1), [r(5), r(2)], NotImplementedError,
-     "scipy.signal.savgol_filter is not supported on traced values"),
+    (lambda a, b: signal.medfilt(a, 3), [r(5), r(2)], NotImplementedError,
+     "scipy.signal.medfilt is not supported on traced values"),
+    (lambda a, b: signal.sosfiltfilt(ss.butter(2, 0.3, output="sos"), a), [r(9), r(2)],
+     ValueError, "The length of the input vector x must be greater than padlen, which is 9"),
+    (lambda a, b: signal.sosfiltfilt(np.ones((1, 6)), a, padtype="wrap"), [r(9), r(2)],
+     ValueError, "Unknown value 'wrap' given to padtype"),
+    (lambda a, b: signal.sosfilt_zi(wnp.stack([a, a])), [r(5), r(2)], ValueError,
+     r"sos array must be shape \(n_sections, 6\), got \(2, 5\)"),
+    (lambda a, b: signal.savgol_filter(a, 7, 2), [r(5), r(2)], ValueError,
+     "If mode is 'interp', window_length must be less than or equal to the size of x"),
+    (lambda a, b: signal.savgol_filter(a, 3, 3), [r(5), r(2)], ValueError,
+     "polyorder must be less than window_length"),
+    (lambda a, b: signal.savgol_filter(a, 3, 1, mode="reflect"), [r(5), r(2)], ValueError,
+     "mode must be 'mirror', 'constant', 'nearest' 'wrap' or 'interp'"),
 ])
 def test_clear_errors_on_traced_values(call, args, error, match):
     with pytest.raises(error, match=match):

@@ -1,7 +1,8 @@
 """SciPy's convolutions and linear filters (`scipy.signal`), differentiable: convolve,
 correlate, fftconvolve, oaconvolve, convolve2d, correlate2d, lfilter and sosfilt (from
-rest or from a state zi), lfilter_zi and filtfilt, for filters, deconvolution and signal
-models fitted by gradient.
+rest or from a state zi), lfilter_zi and sosfilt_zi, the zero-phase filtfilt and
+sosfiltfilt, and savgol_filter, for filters, deconvolution, smoothing and signal models
+fitted by gradient.
 
 On plain values each function *is* SciPy's (the same call, the same result and errors).
 On traced values it records the primitive `wengert.primitives.signal.convolve` (or
@@ -31,12 +32,14 @@ import numpy as _np
 import scipy.signal as _ss
 
 from .. import numpy as _wnp
+from ..errors import ConcretizationError
 from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives import signal as _P
 from .linalg import scipy_unless_traced
 
 __all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d",
-           "lfilter", "lfilter_zi", "filtfilt", "sosfilt"]
+           "lfilter", "lfilter_zi", "filtfilt", "sosfilt", "sosfilt_zi", "sosfiltfilt",
+           "savgol_filter"]
 
 _scipy_unless_traced = scipy_unless_traced(_ss)
 
@@ -373,22 +376,33 @@ def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=N
     if method == "gust":
         raise NotImplementedError("scipy.signal.filtfilt(..., method='gust') is not supported "
                                   "on traced values: only method='pad' is")
-    b, a, x = _wnp.atleast_1d(_wnp.asarray(b)), _wnp.atleast_1d(_wnp.asarray(a)), \
-        _wnp.asarray(x)
+    b, a = _wnp.atleast_1d(_wnp.asarray(b)), _wnp.atleast_1d(_wnp.asarray(a))
+    return _zero_phase(lambda x, zi: lfilter(b, a, x, zi=zi), lfilter_zi(b, a), x, axis,
+                       padtype, padlen, max(a.shape[0], b.shape[0]))
+
+
+def _zero_phase(run, zi, x, axis, padtype, padlen, ntaps):
+    """filtfilt's method 'pad': x extended at both ends of `axis` (by padlen samples, or
+    3·ntaps), filtered by ``run(x, state) -> (y, final state)`` forward from the steady
+    state zi scaled by its first sample, then backward from zi scaled by the last sample
+    of the result, and cut back to x's length.  zi's last axis is the state's."""
+    x = _wnp.asarray(x)
+    if x.ndim == 0:
+        raise ValueError("x must be at least 1-D")
     if padtype not in ("even", "odd", "constant", None):
         raise ValueError(f"Unknown value '{padtype}' given to padtype. padtype must be "
                          "'even', 'odd', 'constant', or None.")
-    edge = 0 if padtype is None else (3 * max(a.shape[0], b.shape[0]) if padlen is None
-                                      else padlen)
+    edge = 0 if padtype is None else (3 * ntaps if padlen is None else padlen)
     x = _wnp.moveaxis(x, axis, -1)
     if x.shape[-1] <= edge:
         raise ValueError(f"The length of the input vector x must be greater than padlen, "
                          f"which is {edge}.")
     if edge > 0:
         x = _extended(x, edge, padtype)
-    zi = lfilter_zi(b, a)
-    y, _ = lfilter(b, a, x, zi=zi * x[..., :1])
-    y, _ = lfilter(b, a, _wnp.flip(y, -1), zi=zi * y[..., -1:])
+    # (the state's axis last, after axes of length 1 for x's other axes)
+    zi = _wnp.reshape(zi, zi.shape[:-1] + (1,) * (x.ndim - 1) + zi.shape[-1:])
+    y, _ = run(x, zi * x[..., :1])
+    y, _ = run(_wnp.flip(y, -1), zi * y[..., -1:])
     y = _wnp.flip(y, -1)
     if edge > 0:
         y = y[..., edge:-edge]
@@ -427,13 +441,7 @@ def sosfilt(sos, x, axis=-1, zi=None):
         >>> bool(np.allclose(J[:, 0], scipy.signal.sosfilt(sos, np.eye(5)[0]))), float(J[0, 1])
         (True, 0.0)
     """
-    sos = _wnp.atleast_2d(_wnp.asarray(sos))
-    if sos.ndim != 2 or sos.shape[1] != 6:
-        raise ValueError(f"sos array must be shape (n_sections, 6), got {sos.shape}")
-    leading = sos[:, 3]
-    leading = getattr(leading, "value", leading)       # (a traced sos's, where it has one)
-    if leading is not None and not (_np.asarray(leading) == 1).all():
-        raise ValueError("sos[:, 3] should be all ones")
+    sos = _sections(sos)
     sections = sos.shape[0]
     if zi is None:
         for k in range(sections):
@@ -452,6 +460,155 @@ def sosfilt(sos, x, axis=-1, zi=None):
         x, final = lfilter(sos[k, :3], sos[k, 3:], x, axis=axis, zi=zi[k])
         finals.append(final)
     return x, _wnp.stack(finals)
+
+
+def _sections(sos):
+    """sos as an array of second-order sections, after SciPy's checks."""
+    sos = _wnp.atleast_2d(_wnp.asarray(sos))
+    if sos.ndim != 2 or sos.shape[1] != 6:
+        raise ValueError(f"sos array must be shape (n_sections, 6), got {sos.shape}")
+    leading = _known(sos[:, 3])
+    if leading is not None and not (_np.asarray(leading) == 1).all():
+        raise ValueError("sos[:, 3] should be all ones")
+    return sos
+
+
+def _known(x):
+    """x's value: itself if plain, a traced value's where it has one, else None."""
+    return getattr(x, "value", x)
+
+
+@_scipy_unless_traced
+def sosfilt_zi(sos):
+    """The initial state of `sosfilt` in which its step response is at rest, shape
+    (n_sections, 2), as SciPy's: each section's `lfilter_zi`, scaled by the gain at
+    frequency 0 (sum(b)/sum(a)) of the sections before it, whose steady output is its
+    input.  Differentiable in sos.
+
+    Example: a unit input through a filter at rest gives the constant response at once:
+
+        >>> import numpy as np, scipy.signal
+        >>> from wengert.scipy import signal
+        >>> sos = scipy.signal.butter(4, 0.2, output="sos")
+        >>> y, _ = signal.sosfilt(sos, np.ones(5), zi=signal.sosfilt_zi(sos))
+        >>> bool(np.allclose(y, 1.0))
+        True
+    """
+    sos = _sections(sos)
+    states, gain = [], 1.0
+    for k in range(sos.shape[0]):
+        b, a = sos[k, :3], sos[k, 3:]
+        states.append(gain * lfilter_zi(b, a))
+        gain = gain * (_wnp.sum(b) / _wnp.sum(a))
+    return _wnp.stack(states)
+
+
+@_scipy_unless_traced
+def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
+    """A filter in second-order sections applied forward and then backward along `axis`,
+    as SciPy's ``sosfiltfilt``: `filtfilt`'s zero phase and squared gain, with `sosfilt`'s
+    better-conditioned cascade.  Each pass starts from `sosfilt_zi`'s steady state scaled
+    by its first sample, after the signal is extended at both ends as `filtfilt` extends
+    it (by default by 3·(2·n_sections + 1) samples, less 3 for each section pair whose
+    zero and pole at the origin SciPy discounts, read from sos's values).
+    Differentiable in sos and x.
+
+    Example: a fourth-order low-pass filter leaves a constant unchanged, and the
+    derivative of each output in the signal sums to the gain, 1:
+
+        >>> import numpy as np, scipy.signal, wengert as wg
+        >>> from wengert.scipy import signal
+        >>> sos = scipy.signal.butter(4, 0.2, output="sos")
+        >>> J = wg.jacfwd(lambda x: signal.sosfiltfilt(sos, x))(np.ones(40))
+        >>> bool(np.allclose(J.sum(axis=1), 1.0))
+        True
+    """
+    sos = _sections(sos)
+    sections = sos.shape[0]
+    ntaps = 2 * sections + 1
+    if padlen is None and padtype is not None:
+        # (SciPy's default length reads sos's values: which b₂ and a₂ are 0)
+        values = _known(sos)
+        if values is None:
+            raise ConcretizationError(
+                "sosfiltfilt: the default padlen depends on the values of sos, which are "
+                "not known while tracing without values; pass padlen (SciPy's default is "
+                "3 * (2 * n_sections + 1 - min(#(sos[:, 2] == 0), #(sos[:, 5] == 0))))")
+        values = _np.asarray(values)
+        ntaps -= min(int((values[:, 2] == 0).sum()), int((values[:, 5] == 0).sum()))
+    return _zero_phase(lambda x, zi: sosfilt(sos, x, zi=zi), sosfilt_zi(sos), x, axis,
+                       padtype, padlen, ntaps)
+
+
+#: savgol_filter's modes other than 'interp', as numpy.pad's that extend a signal as
+#: scipy.ndimage extends it
+_SAVGOL_PADS = {"mirror": "reflect", "nearest": "edge", "wrap": "wrap", "constant": "constant"}
+
+
+@_scipy_unless_traced
+def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode="interp",
+                  cval=0.0):
+    """The Savitzky-Golay filter along `axis` of x, as SciPy's: each sample replaced by
+    the value (or `deriv`-th derivative, for samples `delta` apart) at it of the
+    polynomial of degree `polyorder` fitted by least squares to the `window_length`
+    samples around it.  It is linear in x: a convolution with SciPy's `savgol_coeffs`,
+    over x extended as `mode` says ('mirror', 'nearest', 'wrap', or 'constant' with
+    `cval`), or, for 'interp' (the default), over x itself with the first and last
+    window_length // 2 samples taken from the polynomial fitted to the first and last
+    windows.  Differentiable in x, in cval and in delta.
+
+    Example: the smoothed derivative of samples of t² is 2t, exactly (a quadratic fits
+    them), and the derivative of the output in the signal is the filter:
+
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.scipy import signal
+        >>> t = np.arange(1.0, 7.0)
+        >>> signal.savgol_filter(t ** 2, 5, 2, deriv=1).round(12).tolist()
+        [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+        >>> J = wg.jacfwd(lambda x: signal.savgol_filter(x, 5, 2))(t ** 2)
+        >>> bool(np.allclose(J @ t ** 2, t ** 2))
+        True
+    """
+    if mode not in ("mirror", "constant", "nearest", "interp", "wrap"):
+        raise ValueError("mode must be 'mirror', 'constant', 'nearest' 'wrap' or 'interp'.")
+    x = _wnp.asarray(x)
+    if x.dtype.kind not in "f":                 # (SciPy's: single or double precision)
+        x = x.astype(_np.float64)
+    if x.ndim == 0:
+        raise ValueError("x must be at least 1-D")
+    x = _wnp.moveaxis(x, axis, -1)
+    n, w = x.shape[-1], window_length
+    # SciPy's coefficients for delta = 1, scaled here: delta may be traced
+    kernel = _ss.savgol_coeffs(w, polyorder, deriv=deriv).astype(x.dtype)
+    scale = delta ** deriv if deriv else 1.0
+    shape = (1,) * (x.ndim - 1) + (w,)
+
+    def convolved(x):                   # valid mode: samples (w - 1) // 2 on to n - w // 2
+        return _convolve(x, _np.reshape(kernel, shape), "valid", "direct")
+
+    if mode == "interp":
+        if w > n:
+            raise ValueError("If mode is 'interp', window_length must be less than or equal "
+                             "to the size of x.")
+        half = w // 2
+        # The edges are the fitted polynomials' values: linear maps of the first and last
+        # windows, read off SciPy's own filter of the unit windows
+        edges = _ss.savgol_filter(_np.eye(w), w, polyorder, deriv=deriv, axis=-1,
+                                  mode="interp").astype(x.dtype)
+        y = _wnp.concatenate([x[..., :w] @ edges[:, :half],
+                              convolved(x)[..., half - (w - 1) // 2:],
+                              x[..., n - w:] @ edges[:, w - half:]], axis=-1)
+    else:
+        pads = [(0, 0)] * (x.ndim - 1) + [((w - 1) // 2, w // 2)]
+        if mode == "constant":
+            # (cval - 0 around x: the pad of zeros, plus cval where it is, so cval may be
+            # traced)
+            rim = _np.pad(_np.zeros(n, dtype=x.dtype), pads[-1], constant_values=1.0)
+            padded = _wnp.pad(x, pads) + cval * rim
+        else:
+            padded = _wnp.pad(x, pads, mode=_SAVGOL_PADS[mode])
+        y = convolved(padded)
+    return _wnp.moveaxis(y / scale if deriv else y, -1, axis)
 
 
 # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
