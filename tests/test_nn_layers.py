@@ -402,7 +402,7 @@ def test_batch_norm_running_statistics_as_pytorchs():
 def test_batch_norm_refuses_what_it_cannot_update():
     x = rng.normal(size=(4, 3))
     with pytest.raises(TypeError, match="updates running_mean in place, so it must be a "
-                                        "writeable NumPy array, got list"):
+                                        "writeable NumPy array of floats, got list"):
         nn.batch_norm(x, [0.0] * 3, numpy.ones(3), training=True)
     frozen = numpy.zeros(3)
     frozen.flags.writeable = False
@@ -411,7 +411,7 @@ def test_batch_norm_refuses_what_it_cannot_update():
     with pytest.raises(wg.ConcretizationError, match="pass running_mean=None and "
                                                      "running_var=None there"):
         wg.compile(lambda x: nn.batch_norm(x, numpy.zeros(3), numpy.ones(3), training=True))(x)
-    with pytest.raises(TypeError, match="must be a writeable NumPy array, got Node"):
+    with pytest.raises(TypeError, match="must be a writeable NumPy array of floats, got Node"):
         wg.grad(lambda m: np.sum(nn.batch_norm(x, m, numpy.ones(3), training=True)))(
             numpy.zeros(3))
 
@@ -635,6 +635,71 @@ def test_loss_errors(call, error):
     for run in (lambda: call(a), lambda: wg.grad(lambda t: np.sum(call(t)))(a)):
         with pytest.raises(ValueError, match=error):
             run()
+
+
+@pytest.mark.parametrize("call, error, kind", [
+    # (a tuple axis was cut to its first axis: softmax over (0, 1) summed to 3, not 1)
+    (lambda x: nn.softmax(x, axis=(0, 1)), r"softmax: axis must be one integer, got \(0, 1\)",
+     TypeError),
+    (lambda x: nn.log_softmax(x, None), "log_softmax: axis must be one integer, got None",
+     TypeError),
+    (lambda x: nn.batch_norm(x[None], training=True, axis=(1, 2)),
+     r"batch_norm: axis must be one integer, got \(1, 2\)", TypeError),
+    (lambda x: nn.layer_norm(x, 3.0), "normalized_shape must be an int or a tuple of ints",
+     TypeError),
+    (lambda x: nn.dropout(x, 0.5, mask=numpy.ones(2, bool)),
+     r"a mask of shape \(2,\) does not broadcast to x's shape \(2, 3\)", ValueError),
+    (lambda x: nn.cross_entropy(x, nn.softmax(x), ignore_index=None),
+     "cross_entropy: ignore_index must be an int", TypeError),
+    (lambda x: nn.nll_loss(x, numpy.array([0, 1]), ignore_index=1.5),
+     "nll_loss: ignore_index must be an int", TypeError),
+    (lambda x: nn.conv2d(x[None, None], numpy.ones((1, 1, 0, 3))),
+     r"kernels of shape \(1, 1, 0, 3\) have no taps", ValueError),
+    (lambda x: nn.max_unpool2d(x[None, None], numpy.zeros((1, 1, 2, 3), int), 2, 2, 3),
+     r"unpool to \(-2, 0\), which is empty", ValueError)])
+def test_audited_arguments_are_refused_by_name(call, error, kind):
+    x = rng.normal(size=(2, 3))
+    for run in (lambda: call(x), lambda: wg.grad(lambda t: np.sum(call(t)))(x)):
+        with pytest.raises(kind, match=error):
+            run()
+
+
+def test_audited_layers_take_what_pytorch_takes():
+    # a list of kernels, as the images may be
+    x, w = rng.normal(size=(1, 2, 4, 4)), rng.normal(size=(3, 2, 2, 2))
+    assert_close(nn.conv2d(x, w.tolist()), nn.conv2d(x, w), rtol=0, atol=0)
+    # one pooled image (C, H, W) with its indices unpools as a batch of one
+    y, where = nn.max_pool2d(x[0], 2, return_indices=True)
+    assert_close(nn.max_unpool2d(y, where, 2), nn.max_unpool2d(y[None], where[None], 2)[0],
+                 rtol=0, atol=0)
+    g = wg.grad(lambda y: np.sum(nn.max_unpool2d(y, where, 2) ** 2))(y)
+    assert_close(g, 2 * y, rtol=0, atol=0)
+    # booleans pad with False (-inf was True: the padded windows came out True)
+    b = numpy.zeros((1, 1, 2, 2), bool)
+    b[0, 0, 1, 1] = True
+    got = nn.max_pool2d(b, 2, stride=1, padding=1)
+    expected = nn.max_pool2d(b.astype(float), 2, stride=1, padding=1) > 0
+    assert got.dtype == bool and (got == expected).all() and not got.all()
+    # integer running statistics cannot take the update in place: refused by name
+    with pytest.raises(TypeError, match="writeable NumPy array of floats, got int64 array"):
+        nn.batch_norm(rng.normal(size=(4, 2)), numpy.zeros(2, int), numpy.ones(2, int),
+                      training=True)
+
+
+def test_binary_cross_entropy_at_subnormal_probabilities():
+    # the clamped log p (at -100) has derivative 0 in p; 1/p overflowed below 5.6e-309,
+    # and 0 * inf made the gradient nan.  d/dp of -(t·(-100) + (1 - t) log(1 - p)) is
+    # (1 - t)/(1 - p)
+    t = numpy.array([0.2, 0.2, 0.2])
+    p = numpy.array([1e-310, 1e-300, 1e-50])
+    loss = lambda p: nn.binary_cross_entropy(p, t, reduction="sum")
+    assert loss(p) == pytest.approx(3 * 0.2 * 100, rel=1e-15)
+    assert_close(wg.grad(loss)(p), (1 - t) / (1 - p), rtol=1e-15, atol=0)
+    q = numpy.array([1e-40, 0.3])          # above e^-100 the log itself: t/p - (1-t)/(1-p)
+    assert_close(wg.grad(lambda q: nn.binary_cross_entropy(q, t[:2], reduction="sum"))(q),
+                 -(t[:2] / q - (1 - t[:2]) / (1 - q)), rtol=1e-14, atol=0)
+    check_grads(lambda q: nn.binary_cross_entropy(q, t[:2], reduction="sum"),
+                numpy.array([0.01, 0.3]), order=2)
 
 
 def test_small_mlp_second_order():

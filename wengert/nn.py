@@ -169,6 +169,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> nn.conv2d(x, w, padding="same", dilation=2, groups=2).shape
         (1, 2, 5, 5)
     """
+    if type(weight) is not Node and type(weight) is not _np.ndarray:
+        weight = wnp.asarray(weight)        # (a list of kernels, as for the images)
     xs, ws = wnp._shape(x), wnp._shape(weight)
     _check_images(xs, "conv2d")
     if len(ws) != 4:
@@ -209,7 +211,8 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     array of the output's shape, the flat index into the (unpadded) H x W plane, which
     `max_unpool2d` reads; a window whose part in the image is all -inf names the first
     of those places (PyTorch's choice), though its derivative, of a maximum that no
-    finite change moves, may go to the padding, which drops it.
+    finite change moves, may go to the padding, which drops it; a window holding
+    several nans names its first (PyTorch's may name another).
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -230,7 +233,10 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     height, width = wnp._shape(x)[2:]                 # (the image's, before padding)
     if ph or pw or eh or ew:
         dtype = x.dtype if type(x) is Node else _np.asarray(x).dtype
-        low = _np.iinfo(dtype).min if dtype.kind in "iu" else -_np.inf
+        # (the padding never wins a window: the dtype's least value; False for booleans,
+        # where -inf would be True)
+        low = (_np.iinfo(dtype).min if dtype.kind in "iu" else False if dtype.kind == "b"
+               else -_np.inf)
         x = wnp.pad(x, ((0, 0), (0, 0), (ph, ph + eh), (pw, pw + ew)), constant_values=low)
     if d == (1, 1):             # (a CNN's plain pool: no dilation parameter in its graph)
         if not return_indices:
@@ -246,8 +252,9 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
 
 def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of `max_pool2d` as far as it goes, as PyTorch's ``F.max_unpool2d``:
-    each value of x goes to the place `indices` (max_pool2d's ``return_indices``) names
-    in its image plane, every other place is zero.  The output's height and width are
+    each value of x (images (N, C, H, W), or one, (C, H, W)) goes to the place `indices`
+    (max_pool2d's ``return_indices``) names in its image plane, every other place is
+    zero.  The output's height and width are
     ``(H_in - 1) * stride - 2 * padding + kernel_size`` unless `output_size` ((H, W), or
     a shape ending in them) says otherwise.  Linear in x: its derivative gathers the
     cotangent back from the same places.  Where windows overlap, two of them may name one
@@ -262,12 +269,17 @@ def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=No
         [[[[0.0, 5.0], [7.0, 0.0]]]]
     """
     who = "max_unpool2d"
+    if len(wnp._shape(x)) == 3 and len(wnp._shape(indices)) == 3:
+        # one image, (C, H, W), as PyTorch's takes it (with its indices): a batch of one
+        return max_unpool2d(wnp.expand_dims(x, 0), wnp.expand_dims(indices, 0), kernel_size,
+                            stride, padding, output_size)[0]
     k = _pair(kernel_size, "kernel_size", who)
     s = k if stride is None else _pair(stride, "stride", who)
     p = _pair(padding, "padding", who)
     xs, js = wnp._shape(x), wnp._shape(indices)
     if len(xs) != 4:
-        raise ValueError(f"{who}: expected pooled images of shape (N, C, H, W), got {xs}")
+        raise ValueError(f"{who}: expected pooled images of shape (N, C, H, W) or one of "
+                         f"shape (C, H, W), got {xs}")
     if tuple(js) != tuple(xs):
         raise ValueError(f"{who}: indices of shape {tuple(js)} do not match x of shape "
                          f"{tuple(xs)}: pass max_pool2d's, with return_indices=True")
@@ -277,6 +289,10 @@ def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=No
     n, c, ho, wo = xs
     if output_size is None:
         size = ((ho - 1) * s[0] - 2 * p[0] + k[0], (wo - 1) * s[1] - 2 * p[1] + k[1])
+        if min(size) < 1:
+            raise ValueError(f"{who}: pooled images of shape {tuple(xs)} with kernel {k}, "
+                             f"stride {s} and padding {p} unpool to {size}, which is empty: "
+                             "the padding is larger than max_pool2d's can have been")
     else:
         size = tuple(int(v) for v in tuple(output_size)[-2:])
         if len(size) != 2 or min(size) < 1:
@@ -446,6 +462,12 @@ class _DefaultIgnore(int):
 _IGNORE = _DefaultIgnore(-100)
 
 
+def _check_ignore_index(ignore_index, who):
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, _np.integer)):
+        raise TypeError(f"{who}: ignore_index must be an int (PyTorch's default is -100, "
+                        f"which no class is), got {ignore_index!r}")
+
+
 def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="mean",
                   label_smoothing=0.0):
     """Softmax cross-entropy, as PyTorch's ``F.cross_entropy``: ``-log_softmax(input)``
@@ -517,6 +539,7 @@ def cross_entropy(input, target, weight=None, ignore_index=_IGNORE, reduction="m
         >>> round(float(loss(z, y)), 4)                   # the mean over the two counted
         1.1269
     """
+    _check_ignore_index(ignore_index, "cross_entropy")
     input = _inexact(input)              # (integer scores: as log_softmax takes them)
     if weight is None and not label_smoothing and (reduction == "mean" or reduction == "sum"):
         shape = wnp._shape(input)
@@ -733,6 +756,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         0.389
     """
     who = "nll_loss"
+    _check_ignore_index(ignore_index, who)
     _check_reduction(reduction, who)
     log_probs, target, classes, _, each = _class_rows(input, target, who, soft=False)
     weight = _class_weight(weight, classes, input, who)
@@ -855,6 +879,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
+_EXP_MINUS_100 = float(_np.exp(-100.0))     # (binary_cross_entropy's clamp of log p)
+
+
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """Binary cross-entropy of probabilities, as PyTorch's ``F.binary_cross_entropy``:
     ``-w (t log p + (1 - t) log(1 - p))`` for probabilities p (``input``) and targets t
@@ -892,7 +919,9 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     # max(log p, -100) and max(log(1 - p), -100), the logarithm taken only where it is
     # finite, so that neither the value nor the derivative (0 * inf) of the other side
     # of the where is nan
-    inside = wnp.greater(input, 0.0)
+    # (log p is taken only above e^-100, where it is not clamped: below, the derivative
+    # 1/p of the clamped side would overflow, for a subnormal p, and 0 * inf is nan)
+    inside = wnp.greater(input, _EXP_MINUS_100)
     log_p = wnp.where(inside, wnp.maximum(wnp.log(wnp.where(inside, input, 1.0)), -100.0),
                       -100.0)
     inside = wnp.less(input, 1.0)
@@ -1208,7 +1237,12 @@ def layer_norm(x, normalized_shape=None, weight=None, bias=None, eps=1e-5, *, ax
     if normalized_shape is not None and axis is not None:
         raise ValueError("layer_norm: give normalized_shape or axis, not both")
     if normalized_shape is not None:
-        ns = (normalized_shape,) if isinstance(normalized_shape, (int, _np.integer))             else tuple(normalized_shape)
+        ns = (normalized_shape,) if isinstance(normalized_shape, (int, _np.integer)) \
+            else normalized_shape
+        if not isinstance(ns, (tuple, list)) or not all(
+                isinstance(d, (int, _np.integer)) and not isinstance(d, bool) for d in ns):
+            raise TypeError(f"layer_norm: normalized_shape must be an int or a tuple of ints "
+                            f"(the trailing dimensions of x), got {normalized_shape!r}")
         ns = tuple(int(d) for d in ns)
         if not ns or len(ns) > len(xs) or xs[len(xs) - len(ns):] != ns:
             raise ValueError(f"layer_norm: normalized_shape {ns} must be the trailing "
@@ -1282,9 +1316,12 @@ def _update_running(x, axes, running_mean, running_var, momentum):
     if running_mean is None and running_var is None:
         return
     for name, r in (("running_mean", running_mean), ("running_var", running_var)):
-        if r is not None and (type(r) is not _np.ndarray or not r.flags.writeable):
+        if r is not None and (type(r) is not _np.ndarray or not r.flags.writeable
+                              or r.dtype.kind not in "fc"):
+            what = (f"{r.dtype} array" if type(r) is _np.ndarray and r.flags.writeable
+                    else type(r).__name__)
             raise TypeError(f"batch_norm(training=True) updates {name} in place, so it "
-                            f"must be a writeable NumPy array, got {type(r).__name__}; pass "
+                            f"must be a writeable NumPy array of floats, got {what}; pass "
                             "None to leave the running statistics alone")
     values = x.value if type(x) is Node else _np.asarray(x)
     if values is None:
@@ -1342,6 +1379,14 @@ def dropout(x, rate, rng=None, *, mask=None):
         return wnp.multiply(x, _np.zeros(shape, dtype))
     scale = dtype.type(1.0 / (1.0 - rate))
     if mask is not None:
+        ms = tuple(wnp._shape(mask))
+        try:
+            fits = _np.broadcast_shapes(ms, shape) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"dropout: a mask of shape {ms} does not broadcast to x's "
+                             f"shape {shape}")
         return wnp.multiply(x, wnp.astype(mask, dtype) * scale)
     from .staged import staging
     if staging():

@@ -88,7 +88,11 @@ def _axes(axis, ndim, name, argument="axis", repeats=False):
 
 
 def _one_axis(axis, ndim, name):
-    return _norm_axis(axis, ndim, name)[0]
+    """One axis, made non-negative; a TypeError for a tuple (or None), which the caller
+    would otherwise cut to one of its axes, silently."""
+    if not isinstance(axis, (int, _np.integer)):
+        raise TypeError(f"{name}: axis must be one integer, got {axis!r}")
+    return _axes(axis, ndim, name)[0]
 
 
 # ---- NumPy's functions for plain values, ours for traced ones --------------------------------

@@ -46,6 +46,9 @@ def call(ufunc, op, method, inputs, kwargs):
     after the arrays over as keywords; ``out`` has been refused already.)"""
     import wengert.numpy as wnp
     name = FAST.get((ufunc.__name__, method))
+    if method == "accumulate" and type(kwargs.get("axis")) is tuple \
+            and len(kwargs["axis"]) == 1:
+        kwargs["axis"] = kwargs["axis"][0]      # (accumulate takes one axis, or a 1-tuple)
     if name is not None and len(inputs) == 1 and type(inputs[0]) is Node:
         kwargs.setdefault("axis", 0)
         a = inputs[0]

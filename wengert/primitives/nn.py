@@ -177,7 +177,8 @@ def conv_out_shape(x_shape, w_shape, stride, padding, dilation, groups):
     o, cg, kh, kw = w_shape
     (sh, sw), ((pt, pb), (pl, pr)), (dh, dw) = stride, padding, dilation
     span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    if cg * groups != c or o % groups or span_h > h + pt + pb or span_w > w + pl + pr:
+    if cg * groups != c or o % groups or span_h > h + pt + pb or span_w > w + pl + pr \
+            or kh < 1 or kw < 1:
         _misfit(tuple(x_shape), tuple(w_shape), padding, dilation, groups)
     return n, o, (h + pt + pb - span_h) // sh + 1, (w + pl + pr - span_w) // sw + 1
 
@@ -185,6 +186,9 @@ def conv_out_shape(x_shape, w_shape, stride, padding, dilation, groups):
 def _misfit(x_shape, w_shape, padding, dilation, groups):
     """Raise the error that says why these images and kernels do not fit."""
     c, (o, cg, kh, kw) = x_shape[1], w_shape
+    if kh < 1 or kw < 1:
+        raise ValueError(f"conv2d: kernels of shape {w_shape} have no taps: their height "
+                         f"and width must be >= 1")
     if c % groups or o % groups:
         raise ValueError(f"conv2d: groups={groups} must divide the {c} input channels of "
                          f"images of shape {x_shape} and the {o} output channels of "
