@@ -565,3 +565,148 @@ def test_least_squares_bounds_that_do_not_hold_leave_the_derivative_unconstraine
     assert_close(wg.jacfwd(fit)(DATA),
                  wg.jacfwd(lambda y: opt.least_squares(decay, [1.0, 1.0], args=(y,)).x)(DATA),
                  rtol=1e-5, atol=1e-7)
+
+
+# ---- from the audit of wengert.scipy.optimize --------------------------------------------
+def test_solves_with_plain_args_inside_an_outer_transformation():
+    # (the exact derivative handed to SciPy was swept into the outer graph, and the solve
+    # failed, blaming the function: "could not differentiate")
+    f = lambda s: s * opt.minimize(lambda x: wnp.sum((x - 1) ** 2 + x ** 4), np.zeros(2)).x.sum()
+    x = so.minimize(lambda x: np.sum((x - 1) ** 2 + x ** 4), np.zeros(2), tol=1e-12).x.sum()
+    assert wg.grad(f)(2.0) == pytest.approx(x, rel=1e-6)
+    assert wg.jvp(f, (2.0,), (1.0,))[1] == pytest.approx(x, rel=1e-6)
+    assert_close(wg.vmap(f)(np.array([1.0, 2.0])), [x, 2 * x], rtol=1e-6)
+    assert wg.compile(f, 2.0)(3.0) == pytest.approx(3 * x, rel=1e-6)
+    # a nested solve whose inner problem has no outer parameter: x(c) solves
+    # x - c + x³ = 0, the outer root c(t) solves x(c) = t, so dc/dt = 1 + 3t²
+    inner = lambda c: opt.minimize(lambda x, c: wnp.sum((x - c) ** 2 + 0.5 * x ** 4),
+                                   np.zeros(2), args=(c,)).x
+    t = np.array([1.0, 0.5])
+    J = wg.jacfwd(lambda t: opt.root(lambda c, t: inner(c) - t, np.ones(2), args=(t,)).x)(t)
+    assert_close(J, np.diag(1 + 3 * t ** 2), rtol=1e-5, atol=1e-7)
+    # the start of a solve gets no derivative, inside a transformation too
+    assert wg.grad(lambda x0: opt.root_scalar(lambda x: x ** 3 - 2, x0=x0).root)(1.0) == 0.0
+    for solve, root in ((lambda s: s * opt.newton(lambda x: x ** 3 - 2, 1.0), 2 ** (1 / 3)),
+                        (lambda s: s * opt.least_squares(lambda x: x ** 2 - 2,
+                                                         np.ones(1)).x[0], 2 ** 0.5)):
+        assert wg.grad(solve)(2.0) == pytest.approx(root, rel=1e-7)
+
+
+def test_root_scalar_passes_args_to_the_derivatives_you_give():
+    cube = lambda x, c: x ** 3 - c
+    assert opt.root_scalar(cube, args=(8.0,), x0=1.0, fprime=lambda x, c: 3 * x ** 2).root \
+        == pytest.approx(2.0, rel=1e-12)
+    assert opt.root_scalar(cube, args=(8.0,), x0=1.0, fprime=lambda x, c: 3 * x ** 2,
+                           fprime2=lambda x, c: 6 * x, method="halley").root \
+        == pytest.approx(2.0, rel=1e-12)
+    g = wg.grad(lambda c: opt.root_scalar(cube, args=(c,), x0=1.0,
+                                          fprime=lambda x, c: 3 * x ** 2).root)(8.0)
+    assert g == pytest.approx(1 / 12, rel=1e-10)               # d c^(1/3) / dc
+
+
+def test_unconverged_bracketing_and_newton_solves_warn():
+    # (disp=False: SciPy returns its last iterate without an error; the derivative at it
+    # was given without a word)
+    h = lambda x, c: x ** 3 + x - c
+    for solve in (lambda c: opt.brentq(h, 0, 5, args=(c,), maxiter=2, disp=False),
+                  lambda c: opt.newton(h, 10.0, args=(c,), maxiter=2, disp=False)):
+        with pytest.warns(RuntimeWarning, match="did not converge"):
+            wg.grad(solve)(3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = opt.brentq(h, 0, 5, args=(3.0,))
+        assert wg.grad(lambda c: opt.brentq(h, 0, 5, args=(c,)))(3.0) == \
+            pytest.approx(1 / (3 * x ** 2 + 1), rel=1e-10)
+
+
+def test_newton_full_output_of_an_array_is_scipys_named_tuple():
+    f = lambda x, c: x ** 2 - c
+    c = np.array([2.0, 3.0])
+    ours = opt.newton(f, np.ones(2), args=(c,), full_output=True)
+    theirs = so.newton(f, np.ones(2), args=(c,), full_output=True)
+    assert ours._fields == theirs._fields == ("root", "converged", "zero_der")
+    assert_close(ours.root, theirs.root, rtol=1e-14)
+    assert (ours.converged == theirs.converged).all()
+    J = wg.jacfwd(lambda c: opt.newton(f, np.ones(2), args=(c,), full_output=True).root)(c)
+    assert_close(J, np.diag(0.5 / np.sqrt(c)), rtol=1e-10)
+    root, info = opt.newton(lambda x: x ** 2 - 2, 1.0, full_output=True)    # a scalar's
+    assert root == pytest.approx(2 ** 0.5) and info.converged
+
+
+def test_curve_fit_omits_nans_on_request():
+    x = np.arange(6.0)
+    y = 1 + 2 * x + 0.1 * np.sin(x)
+    y[2] = np.nan
+    line = lambda x, a, b: a + b * x
+    for sigma in (None, np.linspace(0.5, 1.5, 6)):
+        assert_close(opt.curve_fit(line, x, y, sigma=sigma, nan_policy="omit")[0],
+                     so.curve_fit(line, x, y, sigma=sigma, nan_policy="omit")[0], rtol=1e-10)
+    # d popt / d y is the pseudo-inverse of the design matrix of the points kept, 0 for the
+    # point left out
+    J = wg.jacfwd(lambda y: opt.curve_fit(line, x, y, nan_policy="omit")[0])(y)
+    kept = np.delete(x, 2)
+    assert_close(np.delete(J, 2, axis=1), np.linalg.pinv(np.stack([np.ones(5), kept], 1)),
+                 rtol=1e-8, atol=1e-10)
+    assert (J[:, 2] == 0).all()
+
+
+def test_linprog_and_minimize_take_a_variable_fixed_by_a_traced_bound():
+    # (lb = ub = v became two dependent inequalities: a singular system)
+    J = wg.jacfwd(lambda v: opt.linprog([-1.0, -1.0], A_ub=[[1.0, 1.0]], b_ub=[3.0],
+                                        bounds=[(0, None), (v, v)]).x)(1.0)
+    assert_close(J, [-1.0, 1.0], rtol=1e-9, atol=1e-12)           # x = (3 - v, v)
+    # minimize's bounds may be traced: min (x - 3)² + 0.1 x₀x₁ with x₁ = v gives
+    # x₀ = 3 - 0.05 v; with x₀ ≤ v active, x₀ = v and x₁ = 3 - 0.05 v
+    f = lambda x: wnp.sum((x - 3.0) ** 2) + 0.1 * x[0] * x[1]
+    for method in ("L-BFGS-B", "SLSQP", "TNC", None):
+        J = wg.jacfwd(lambda v: opt.minimize(f, np.zeros(2), method=method,
+                                             bounds=[(0, None), (v, v)]).x)(1.0)
+        assert_close(J, [-0.05, 1.0], rtol=1e-6, atol=1e-8)
+        J = wg.jacfwd(lambda v: opt.minimize(f, np.zeros(2), method=method,
+                                             bounds=[(0, v), (0.0, 10.0)]).x)(1.0)
+        assert_close(J, [1.0, -0.05], rtol=1e-6, atol=1e-8)
+        J = wg.jacfwd(lambda v: opt.minimize(f, np.zeros(2), method=method,
+                                             bounds=[(0, v), (0.0, 10.0)]).x)(10.0)
+        assert_close(J, [0.0, 0.0], rtol=0, atol=1e-8)            # (not active)
+    assert_close(wg.vmap(lambda v: opt.minimize(f, np.zeros(2), method="L-BFGS-B",
+                                                bounds=[(0, v), (0, None)]).x)(
+        np.array([1.0, 2.0])), [[1.0, 2.95], [2.0, 2.9]], rtol=1e-6)
+    with pytest.warns(RuntimeWarning, match="cannot handle"):     # (ignored, as SciPy's)
+        g = wg.grad(lambda v: opt.minimize(f, np.zeros(2), method="BFGS",
+                                           bounds=[(0, v), (0, v)]).x.sum())(1.0)
+    assert g == 0.0
+
+
+def test_a_solve_that_stopped_short_warns_and_is_not_called_singular():
+    a = np.array([1.0, 2.0])
+    # maxiter=1: it warned, then called the regular Hessian 2 + 12x² singular
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        g = wg.grad(lambda a: opt.minimize(lambda x, a: wnp.sum((x - a) ** 2 + x ** 4),
+                                           np.zeros(2), args=(a,),
+                                           options={"maxiter": 1}).x.sum())(a)
+    assert np.isfinite(g).all()
+    # SciPy's own test passed (|g| < gtol for a tiny objective) far from the minimum: the
+    # derivative there was given without a word
+    tiny = lambda x, a: 1e-6 * (wnp.sum((x - a) ** 2) + wnp.sum(x ** 4))
+    with pytest.warns(RuntimeWarning, match="far from satisfying the condition"):
+        wg.jacfwd(lambda a: opt.minimize(tiny, np.zeros(2), args=(a,)).x)(a)
+
+
+def test_ways_out_of_an_undifferentiable_function_work():
+    import math
+    residual = lambda x: np.array([math.exp(float(x[0])) - 2.0])       # plain floats only
+    x, ier = opt.leastsq(residual, np.zeros(1), Dfun=False)
+    assert x[0] == pytest.approx(math.log(2), rel=1e-7) and ier in (1, 2, 3, 4)
+    for who, call, way in (
+            ("leastsq", lambda: opt.leastsq(residual, np.zeros(1)), "Dfun=False"),
+            ("newton", lambda: opt.newton(lambda x: math.exp(x) - 2.0, 0.0), "x1=")):
+        with pytest.raises(TypeError, match=f"{who}: wengert could not differentiate.*{way}"):
+            call()
+    sol = opt.root(residual, np.zeros(1), jac=False)
+    assert sol.x[0] == pytest.approx(math.log(2), rel=1e-7)
+    # col_deriv describes the user's Jacobian; wengert's is given in rows either way
+    f = lambda x: wnp.stack([x[0] + 2 * x[1] - 3.0, x[0] ** 2 - x[1]])
+    plain = opt.fsolve(f, np.array([0.5, 0.5]), full_output=True)
+    by_columns = opt.fsolve(f, np.array([0.5, 0.5]), col_deriv=1, full_output=True)
+    assert_close(by_columns[0], plain[0], rtol=1e-12)
+    assert by_columns[1]["nfev"] == plain[1]["nfev"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -209,6 +210,7 @@ class _Problem:
         self.linear = linear
         self._systems = {}        # (transposed, active) -> the Solution of J y = v
         self.check_regular = check_regular    # whether _dense refuses a degenerate J
+        self.stopped_short = False  # whether the last solve said it did not converge
 
     def solve_linear(self, x, leaves, v, transpose):
         """J⁻¹ v (J⁻ᵀ v if `transpose`), J = ∂F/∂x at (x, leaves), on values or traced."""
@@ -259,6 +261,10 @@ class _Problem:
         x, jac, *leaves = [a.value if type(a) is Node else a for a in (x, jac, *leaves)]
         if x is None or jac is None or any(a is None for a in leaves):
             return None                 # (traced without values: compile's)
+        if self.stopped_short:
+            # (no solution to test: the Newton step runs to the one the solver missed, and
+            # would read a regular J as a degenerate one; its front end has warned)
+            return None
         jac = np.asarray(jac, dtype=np.float64)
         with recording(None), np.errstate(all="ignore"):
             residual = np.asarray(self.condition(x, *leaves), dtype=np.float64)
@@ -266,9 +272,19 @@ class _Problem:
                 step = np.linalg.solve(jac, residual)
             except LinAlgError:
                 return ""
-            if not np.all(np.isfinite(step)) or not np.any(step) or \
-                    np.linalg.norm(step) > 0.1 * (1.0 + np.linalg.norm(x)):
-                return None     # (a solve that stopped short: its front end warns)
+            if not np.all(np.isfinite(step)) or not np.any(step):
+                return None
+            if np.linalg.norm(step) > 0.1 * (1.0 + np.linalg.norm(x)):
+                # a solve that stopped short though the solver's own test passed (say, a
+                # gradient tolerance met by a badly scaled objective)
+                warnings.warn(
+                    f"{self.who}: the computed solution is far from satisfying the "
+                    f"condition of {self.name} (a Newton step from it is "
+                    f"{np.linalg.norm(step):.1e} long), though the solver reported success; "
+                    "the derivatives of its solution assume it is one: tighten the "
+                    "solver's tolerance or scale the problem", RuntimeWarning,
+                    stacklevel=_caller_level())
+                return None
             # J(x - s)·s against J(x)·s = F(x): one forward sweep, not another J
             moved = np.asarray(jvp(lambda x: self.condition(x, *leaves), (x - step,),
                                    (step,))[1], dtype=np.float64)
@@ -278,6 +294,28 @@ class _Problem:
             return None
         return (f": over one Newton step s from the computed solution (|s| = "
                 f"{np.linalg.norm(step):.1e}), ∂F/∂x·s changes by {change:.0%} of itself")
+
+
+def _converged(result):
+    """Whether a solver's result says it converged: an OptimizeResult's `success`, a
+    RootResults' (or newton's) `converged`; True for anything else."""
+    for name in ("success", "converged"):
+        flag = getattr(result, name, None)
+        if flag is not None:
+            return bool(np.all(flag))
+    return True
+
+
+def _caller_level():
+    """The stack level of the first caller outside wengert, for a warning that points at
+    user code (the solve runs at a depth that depends on the transformations around it)."""
+    import os
+    import sys
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class _LinearSystem(_Problem):
@@ -381,6 +419,7 @@ class Solution(Primitive):
     def _impl(self, x0, *leaves):
         with recording(None):       # plain numbers: the solver records nothing
             x, self.result = self.problem.solve(np.asarray(x0, dtype=np.float64), leaves)
+        self.problem.stopped_short = not _converged(self.result)
         return np.asarray(x, dtype=np.float64).reshape(self.problem.n)
 
     def _abstract_eval(self, args, params):

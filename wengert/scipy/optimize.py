@@ -48,8 +48,9 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..graph.active import recording
 from ..graph.node import Node
-from ..implicit import (Solution, _LinearSolve, check_plain as _check_plain,
+from ..implicit import (Solution, _LinearSolve, _caller_level, check_plain as _check_plain,
                         closure_error as _closure_error, flat_out as _flat_out,
                         numeric_leaf as _numeric, plain_leaves as _plain_leaves,
                         solution as _solution, traced as _traced)
@@ -89,7 +90,11 @@ def _as_tuple(args):
 
 def _undifferentiable(who, name, what, e):
     way_out = {"root_scalar": "fprime=..., or a method that reads none (brentq)",
-               "curve_fit": "jac=..., or jac=False for SciPy's finite differences"}.get(
+               "curve_fit": "jac=..., or jac=False for SciPy's finite differences",
+               "root": "jac=..., or jac=False for SciPy's finite differences",
+               "fsolve": "fprime=..., or fprime=False for MINPACK's finite differences",
+               "leastsq": "Dfun=..., or Dfun=False for MINPACK's finite differences",
+               "newton": "fprime=..., or x1=... for the secant method"}.get(
         who, "jac=... (hess=...), or jac='2-point' for SciPy's finite differences")
     return TypeError(f"{who}: wengert could not differentiate {name} for the {what} the "
                      f"method uses ({type(e).__name__}: {e}); give it yourself: {way_out}")
@@ -155,7 +160,10 @@ class _Derivative:
     def __call__(self, *xs):
         if self.code is not None:
             return self.finish(self.code(*xs, self.leaves))
-        out = self.derivative(*xs, self.leaves)
+        # (plain numbers in, plain numbers out: inside an outer wg.grad, wg.vmap or
+        # wg.compile, whose graph would otherwise take the sweep's result as its own)
+        with recording(None):
+            out = self.derivative(*xs, self.leaves)
         self.calls += 1
         if self.calls == 1 or self.calls == HOT:
             self._compiled(xs, out)
@@ -256,15 +264,15 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     warns (RuntimeWarning): its derivatives assume ∇ₓfun = 0.
 
     With constraints (dicts, whose "args" may be traced too, `NonlinearConstraint`,
-    `LinearConstraint`) and bounds, the minimiser satisfies the KKT conditions instead,
-    ∇ₓfun = Σ νᵢ∇gᵢ with complementarity, and its derivative is theirs: a constraint that
-    holds keeps holding, one that does not is ignored, and which do is found at each
-    solve (so compiled code and vmap follow a change).  The multipliers ν are found by
-    least squares at SciPy's solution.  The derivative needs the constraints that hold to
-    have independent gradients and nonzero multipliers; where they do not, or where the
-    solution violates a constraint or is no KKT point, it warns.  A dict constraint with
-    no "jac" gets wengert's exact Jacobian where the method reads one (SLSQP,
-    trust-constr), and its fun gets x in x0's shape.
+    `LinearConstraint`) and bounds ((min, max) pairs may hold traced values), the minimiser
+    satisfies the KKT conditions instead, ∇ₓfun = Σ νᵢ∇gᵢ with complementarity, and its
+    derivative is theirs: a constraint that holds keeps holding, one that does not is
+    ignored, and which do is found at each solve (so compiled code and vmap follow a
+    change).  The multipliers ν are found by least squares at SciPy's solution.  The
+    derivative needs the constraints that hold to have independent gradients and nonzero
+    multipliers; where they do not, or where the solution violates a constraint or is no
+    KKT point, it warns.  A dict constraint with no "jac" gets wengert's exact Jacobian
+    where the method reads one (SLSQP, trust-constr), and its fun gets x in x0's shape.
 
     Args:
         fun: the objective, ``fun(x, *args) -> float``, written with `wengert.numpy`
@@ -315,8 +323,9 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
                   callback=callback, options=options)
     dict_args = [_as_tuple(c.get("args", ())) for c in _listed(constraints)
                  if isinstance(c, dict)]
+    bound_lists = _bound_lists(bounds) if bounds is not None else None
 
-    if not _traced(x0, args, dict_args):
+    if not _traced(x0, args, dict_args, bound_lists):
         shape = np.shape(x0)
         found = _minimize_plain(so, fun, np.asarray(x0, dtype=np.float64), shape, args, known,
                                 jac, hess, hessp, objective_pick, kwargs)
@@ -334,9 +343,22 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
                      bounds if known is None or known in _BOUND_METHODS else None,
                      x0, shape)
 
+    held = 0                # how many of the blocks, the last, are traced bounds
+    if _traced(bound_lists):
+        if known is None or known in _BOUND_METHODS:
+            roles = _bounds_as_blocks(*bound_lists)[1]
+            held = len(roles)
+        else:               # (a method that ignores bounds: SciPy warns, given values)
+            kwargs["bounds"] = [tuple(_value_of(v, "minimize", "a bound") for v in pair)
+                                for pair in zip(*bound_lists)]
+
     def solve_plain(x0, a, block_args):
+        options = kwargs
+        if held:            # (SciPy gets the traced bounds' values of this solve)
+            options = dict(kwargs, bounds=list(zip(*_plain_bounds(
+                math.prod(shape), roles, block_args[len(blocks) - held:]))))
         found = _minimize_plain(so, fun, x0, shape, a, known, jac, hess, hessp,
-                                objective_pick, kwargs, {b.source: ba for b, ba in zip(
+                                objective_pick, options, {b.source: ba for b, ba in zip(
                                     blocks, block_args) if b.source is not None})
         _warn_unless_converged(found, "minimize")
         return found.x, found
@@ -420,21 +442,11 @@ def _supplied(derivative, at, who, name, what):
 
 def _warn_unless_converged(found, who, ok=None):
     if not (found.success if ok is None else ok):
-        warnings.warn(f"{who}: the solver did not converge ({getattr(found, 'message', '')}); "
-                      "the derivatives of its solution assume it is one", RuntimeWarning,
+        # (SciPy's reason: an OptimizeResult's message, a RootResults' flag)
+        why = getattr(found, "message", None) or getattr(found, "flag", None)
+        warnings.warn(f"{who}: the solver did not converge" + (f" ({why})" if why else "")
+                      + "; the derivatives of its solution assume it is one", RuntimeWarning,
                       stacklevel=_caller_level())
-
-
-def _caller_level():
-    """The stack level of the first caller outside wengert (the solve runs at a depth that
-    depends on the transformation around it), for a warning that points at user code."""
-    import os
-    import sys
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _result(cls, found):
@@ -502,14 +514,22 @@ def _blocks(constraints, bounds, x0, shape):
             raise TypeError(f"minimize: constraint {k} is a {type(c).__name__}; SciPy's "
                             "are dicts, NonlinearConstraint and LinearConstraint")
     if bounds is not None:
-        if isinstance(bounds, so.Bounds):
-            lo, hi = bounds.lb, bounds.ub
-        else:                                   # minimize's (min, max) pair per element
-            lo, hi = zip(*bounds)
-            lo = [-np.inf if v is None else v for v in lo]
-            hi = [np.inf if v is None else v for v in hi]
-        out += _two_sided(lambda x: wnp.reshape(x, (-1,)), lo, hi, n, "bound")
+        lo, hi = _bound_lists(bounds)
+        if _traced(lo, hi):                     # (their values are the blocks' args)
+            out += _bounds_as_blocks(lo, hi)[0]
+        else:
+            out += _two_sided(lambda x: wnp.reshape(x, (-1,)), lo, hi, n, "bound")
     return out
+
+
+def _bound_lists(bounds):
+    """minimize's bounds (a `Bounds`, or a (min, max) pair per element, None for no
+    bound) as two lists (or arrays), ±inf for none."""
+    if isinstance(bounds, _scipy_optimize().Bounds):
+        return bounds.lb, bounds.ub
+    lo, hi = zip(*bounds)
+    return ([-np.inf if v is None else v for v in lo],
+            [np.inf if v is None else v for v in hi])
 
 
 def _listed(constraints):
@@ -1118,10 +1138,14 @@ def _lp_bounds(bounds, n):
 
 def _bound_groups(lo, hi):
     """Per-element bounds as (kind, values, variables, sign) groups: a variable whose
-    plain min and max are equal is fixed (an equality), each finite side of the others an
-    inequality, sign·(x − bound) ≥ 0.  A traced bound is kept (its value may change)."""
+    plain min and max are equal, or whose min and max are one traced value ((v, v)), is
+    fixed (an equality), each finite side of the others an inequality,
+    sign·(x − bound) ≥ 0.  Two traced bounds that are equal now are kept apart (their
+    values may part).  (As two inequalities, a fixed variable's were dependent: the
+    derivative's system was singular.)"""
     plain = lambda v: type(v) is not Node      # noqa: E731
-    fixed = [i for i, (a, b) in enumerate(zip(lo, hi)) if plain(a) and plain(b) and a == b]
+    fixed = [i for i, (a, b) in enumerate(zip(lo, hi))
+             if a is b and not plain(a) or plain(a) and plain(b) and a == b]
     free = [i for i in range(len(lo)) if i not in set(fixed)]
     out = []
     if fixed:
@@ -1143,10 +1167,11 @@ def _bounds_as_blocks(lo, hi):
         if type(v) is Node:
             # a traced bound may be infinite (no bound) at run time: its constraint then
             # reads 1, never holding, where x - inf would make ν·g a nan
-            fun = (lambda i, sign: lambda x, v: wnp.where(wnp.isinf(v), 1.0,
-                                                          sign * (x[i] - v)))(pick, sign)
+            fun = (lambda i, sign: lambda x, v: wnp.where(
+                wnp.isinf(v), 1.0, sign * (wnp.reshape(x, (-1,))[i] - v)))(pick, sign)
         else:
-            fun = (lambda i, sign: lambda x, v: sign * (x[i] - v))(np.asarray(pick), sign)
+            fun = (lambda i, sign: lambda x, v: sign * (wnp.reshape(x, (-1,))[i] - v))(
+                np.asarray(pick), sign)
         blocks.append(_Block(kind, fun, (v,), len(pick), f"bound {pick}"))
         roles.append((kind, sign, pick))
     return blocks, roles
@@ -1302,6 +1327,9 @@ def _root_plain(so, fun, x0, shape, args, method, jac, pick, kwargs):
                                                   *unflatten(tree, leaves))))(x)
         jac = _supplied(_Derivative(jacobian, leaves, key, lambda j: np.asarray(
             j, dtype=np.float64).reshape(m, -1)), (x0,), "root", name, "Jacobian")
+        if (kwargs["options"] or {}).get("col_deriv"):
+            # (col_deriv says how *your* Jacobian is laid out: wengert's is in rows)
+            kwargs = dict(kwargs, options=dict(kwargs["options"], col_deriv=0))
     elif callable(jac):
         user_jac = jac
 
@@ -1469,6 +1497,8 @@ def _bracketed(who, f, a, b, args, full_output, **options):
         def g(x):
             return float(_check_plain(f(x, *a_), who, name))
         found = getattr(so, who)(g, *bracket, full_output=True, **options)
+        if tree is not None and not found[1].converged:      # (disp=False: no error)
+            _warn_unless_converged(found[1], who, ok=False)
         return np.array([found[0]]), found[1]
 
     if not _traced(args):
@@ -1519,7 +1549,9 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
         def g(x):
             out = _check_plain(f(x, *a), "root_scalar", name)
             return tuple(float(v) for v in out) if pick else float(out)
-        d1, d2 = fprime, fprime2
+        # (SciPy calls fprime and fprime2 with args after x; g has them bound, so they
+        # need them bound too)
+        d1, d2 = ((lambda x, d=d: d(x, *a)) if callable(d) else d for d in (fprime, fprime2))
         if chosen in ("newton", "halley") and d1 is None:
             d1 = _derivative(f, a, 1, name, x0)
         if chosen == "halley" and d2 is None:
@@ -1591,13 +1623,21 @@ def newton(func, x0, fprime=None, args=(), tol=1.48e-08, maxiter=50, fprime2=Non
             d1 = _derivative(func, a, 1, name, start, "newton")
         found = so.newton(g, start, fprime=d1, tol=tol, maxiter=maxiter, fprime2=d2,
                           x1=x1, rtol=rtol, full_output=True, disp=disp)
-        return np.reshape(np.asarray(found[0], dtype=np.float64), -1), (
-            found[1] if shape == () else found)
+        # (SciPy's full output: (root, RootResults) for a scalar x0, one named tuple
+        # (root, converged, zero_der) for an array)
+        root, found = found[0], (found[1] if shape == () else found)
+        if tree is not None and not np.all(found.converged):    # (disp=False: no error)
+            _warn_unless_converged(found, "newton", ok=False)
+        return np.reshape(np.asarray(root, dtype=np.float64), -1), found
+
+    def output(root, found):
+        if not full_output:
+            return root
+        return (root, found) if shape == () else found._replace(root=root)
 
     if not _traced(x0, args):
         root, found = solve(np.asarray(x0, dtype=np.float64), None)
-        root = float(root[0]) if shape == () else root.reshape(shape)
-        return (root, found) if full_output else root
+        return output(float(root[0]) if shape == () else root.reshape(shape), found)
 
     def condition_of(_, tree):
         def condition(x, *leaves):
@@ -1606,7 +1646,7 @@ def newton(func, x0, fprime=None, args=(), tol=1.48e-08, maxiter=50, fprime2=Non
     # (x0, traced or not, is where the solve starts at run time: under vmap, each example's)
     x, prim, *_ = _solution("newton", name, x0, args, condition_of,
                             lambda _, tree: lambda z0, leaves: solve(z0, leaves, tree))
-    return (x, prim.result) if full_output else x
+    return output(x, prim.result)
 
 
 def _derivative(f, args, order, name, x0, who="root_scalar"):
@@ -1778,12 +1818,14 @@ def leastsq(func, x0, args=(), Dfun=None, full_output=False, col_deriv=False,
     and a differentiable fit.
 
     Without Dfun, MINPACK gets wengert's exact Jacobian (SciPy's would be finite
-    differences).  Where args holds a traced value, x is differentiable with respect to
-    it (the gradient of the sum of squares is zero at the fit: the Hessian, with exact
-    second derivatives, must be regular), and with ``full_output`` so are ``cov_x``,
-    (JᵀJ)⁻¹ of the exact Jacobian at the traced fit, and ``infodict["fvec"]``.  The
-    result is (x, ier), or (x, cov_x, infodict, mesg, ier), x one-dimensional, as SciPy's;
-    a fit that did not converge warns (RuntimeWarning) unless ``full_output``.
+    differences); ``Dfun=False`` asks for MINPACK's finite differences (a func of plain
+    floats, which wengert cannot differentiate).  Where args holds a traced value, x is
+    differentiable with respect to it (the gradient of the sum of squares is zero at the
+    fit: the Hessian, with exact second derivatives, must be regular), and with
+    ``full_output`` so are ``cov_x``, (JᵀJ)⁻¹ of the exact Jacobian at the traced fit, and
+    ``infodict["fvec"]``.  The result is (x, ier), or (x, cov_x, infodict, mesg, ier), x
+    one-dimensional, as SciPy's; a fit that did not converge warns (RuntimeWarning) unless
+    ``full_output``.
 
     Example (a decay rate from noisy data, and how it moves with one datum):
         >>> import numpy as np, wengert as wg
@@ -1809,6 +1851,8 @@ def leastsq(func, x0, args=(), Dfun=None, full_output=False, col_deriv=False,
         f, exact = _residuals(func, x0, shape, a, {}, name, "leastsq", Dfun is None)
         if Dfun is None:
             return so.leastsq(f, x0, Dfun=exact, full_output=True, **options)
+        if Dfun is False:                       # (MINPACK's finite differences)
+            return so.leastsq(f, x0, full_output=True, **options)
         return so.leastsq(f, x0, Dfun=lambda x: Dfun(x.reshape(shape), *a),
                           full_output=True, col_deriv=col_deriv, **options)
 
@@ -1881,6 +1925,35 @@ def _least_squares_plain(so, fun, x0, shape, args, kwargs, jac, name, options):
 # --------------------------------------------------------------------------------------
 # curve_fit
 # --------------------------------------------------------------------------------------
+def _without_nans(xdata, ydata, sigma):
+    """curve_fit's data without the points where x or y is nan (SciPy's nan_policy='omit'),
+    left out here, before the Jacobian and the traced residual are made, which would
+    otherwise see every point (SciPy drops them inside, from its own copy of the data)."""
+    def values(v, name):
+        v = v._concrete(f"read for curve_fit's nan_policy='omit' ({name})") \
+            if type(v) is Node else v
+        return np.asarray(v, dtype=np.float64)
+    arrays = (list, tuple, np.ndarray, Node)
+    x_ = values(xdata, "xdata") if isinstance(xdata, arrays) else None
+    y_ = values(ydata, "ydata")
+    has_nan = np.isnan(y_)
+    if x_ is not None:
+        has_nan = has_nan | np.isnan(x_).any(axis=tuple(range(x_.ndim - 1)))
+    if not has_nan.any():
+        return xdata, ydata, sigma
+    keep = ~has_nan
+    if x_ is not None:
+        xdata = wnp.asarray(xdata)[..., keep]
+    ydata = wnp.asarray(ydata)[keep]
+    if sigma is not None:
+        sigma = wnp.asarray(sigma)
+        if sigma.ndim == 1:
+            sigma = sigma[keep]
+        elif sigma.ndim == 2:
+            sigma = sigma[keep][:, keep]
+    return xdata, ydata, sigma
+
+
 def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_finite=None,
               bounds=(-np.inf, np.inf), method=None, jac=None, *, full_output=False,
               nan_policy=None, **kwargs):
@@ -1897,7 +1970,8 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
     traced fit as SciPy computes it, ``(JᵀJ)⁻¹`` scaled by the residual variance unless
     `absolute_sigma`: how the fit and its error bars move with each datum.  Where SciPy
     finds no covariance (inf), pcov is SciPy's, a constant.  A bound that holds at the
-    fit keeps holding (the KKT conditions, as `minimize`'s).
+    fit keeps holding (the KKT conditions, as `minimize`'s).  ``nan_policy='omit'`` leaves
+    out the points where x or y is nan (their derivative is 0), as SciPy does.
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.numpy as wnp
@@ -1917,6 +1991,8 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
     from ..api import jacfwd
     so = _scipy_optimize()
     name = _name(f)
+    if nan_policy == "omit":
+        xdata, ydata, sigma = _without_nans(xdata, ydata, sigma)
     if p0 is None:
         params = [p for p in inspect.signature(f).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
