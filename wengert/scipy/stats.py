@@ -2,18 +2,17 @@
 multivariate_normal, gamma, beta, chi2, poisson and dirichlet, as objects with SciPy's methods
 (``norm.logpdf(x, loc, scale)``).
 
-On plain values a method calls SciPy's own (same arguments, same result).  On traced
-values it is a composition of `wengert.numpy` and `wengert.scipy.special`, differentiable
-in every float argument (the point and the parameters), to any order; it computes in the
-arguments' dtype (float32 stays float32, where SciPy's stats give float64).  As SciPy's:
-outside the support a log-density is -inf, and for invalid parameters (a scale <= 0, a
-shape <= 0) every method gives nan, without a warning (and a nan derivative).  The cdf
-and sf of t, gamma, chi2, beta and poisson are differentiable in x (poisson's in mu), loc
-and scale, and gamma's, chi2's and beta's once in their shapes too (through the
-incomplete gamma and beta functions' partials in their parameters); t's in df raise
-NotImplementedError.  Methods SciPy has and wengert
-does not (ppf, rvs, ...) are SciPy's on plain values and raise NotImplementedError, naming
-themselves, on traced values.
+On plain values a method calls SciPy's own (same arguments, same result).  On traced values
+it is a composition of `wengert.numpy` and `wengert.scipy.special`, differentiable in every
+float argument (the point and the parameters), to any order; it computes in the arguments'
+dtype (float32 stays float32, where SciPy's stats give float64).  As SciPy's: outside the
+support a log-density is -inf, and for invalid parameters (a scale <= 0, a shape <= 0)
+every method gives nan, without a warning (and a nan derivative).  The cdf and sf of t,
+gamma, chi2, beta and poisson are differentiable in x (poisson's in mu), loc and scale, and
+gamma's, chi2's and beta's once in their shapes too (through the incomplete gamma and beta
+functions' partials in their parameters); t's in df raise NotImplementedError.  Methods
+SciPy has and wengert does not (ppf, rvs, ...) are SciPy's on plain values and raise
+NotImplementedError, naming themselves, on traced values.
 
 Example:
     >>> import wengert as wg
