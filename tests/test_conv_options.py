@@ -692,8 +692,12 @@ def test_max_unpool_errors():
         nn.max_unpool2d(y, numpy.asarray(where, float), 2)
     with pytest.raises(ValueError, match=r"index 15 lies outside the 3x3 output plane"):
         nn.max_unpool2d(y, numpy.full_like(where, 15), 2, output_size=(3, 3))
-    with pytest.raises(ValueError, match="pooled images of shape"):
-        nn.max_unpool2d(y[0], numpy.asarray(where)[0], 2)
+    with pytest.raises(ValueError, match=r"pooled images of shape \(N, C, H, W\) or one of "
+                                         r"shape \(C, H, W\), got \(2, 2\)"):
+        nn.max_unpool2d(y[0, 0], numpy.asarray(where)[0, 0], 2)
+    # (one image, (C, H, W), with its indices, is a batch of one, as PyTorch takes it)
+    assert_close(nn.max_unpool2d(y[0], numpy.asarray(where)[0], 2),
+                 nn.max_unpool2d(y, where, 2)[0], rtol=0, atol=0)
 
 
 # ---- errors -----------------------------------------------------------------------------------
