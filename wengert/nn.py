@@ -251,15 +251,14 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
 
 
 def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """The inverse of `max_pool2d` as far as it goes, as PyTorch's ``F.max_unpool2d``:
-    each value of x (images (N, C, H, W), or one, (C, H, W)) goes to the place `indices`
-    (max_pool2d's ``return_indices``) names in its image plane, every other place is
-    zero.  The output's height and width are
-    ``(H_in - 1) * stride - 2 * padding + kernel_size`` unless `output_size` ((H, W), or
-    a shape ending in them) says otherwise.  Linear in x: its derivative gathers the
-    cotangent back from the same places.  Where windows overlap, two of them may name one
-    place (they picked the same maximum, so their values agree): the first one's value
-    lands there, and only it gets the place's cotangent.
+    """The inverse of `max_pool2d` as far as it goes, as PyTorch's ``F.max_unpool2d``: each value
+    of x (images (N, C, H, W), or one, (C, H, W)) goes to the place `indices` (max_pool2d's
+    ``return_indices``) names in its image plane, every other place is zero.  The output's
+    height and width are ``(H_in - 1) * stride - 2 * padding + kernel_size`` unless
+    `output_size` ((H, W), or a shape ending in them) says otherwise.  Linear in x: its
+    derivative gathers the cotangent back from the same places.  Where windows overlap, two
+    of them may name one place (they picked the same maximum, so their values agree): the
+    first one's value lands there, and only it gets the place's cotangent.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
