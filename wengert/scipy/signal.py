@@ -309,6 +309,11 @@ def _zeros_after(c, length):
     return _wnp.pad(c, [(0, 0)] * (c.ndim - 1) + [(0, gap)]) if gap else c
 
 
+def _known(x):
+    """x's value: itself if plain, a traced value's where it has one, else None."""
+    return getattr(x, "value", x)
+
+
 @_scipy_unless_traced
 def lfilter_zi(b, a):
     """The initial state of `lfilter` in which its step response is at rest (the steady
@@ -331,10 +336,10 @@ def lfilter_zi(b, a):
     for name, c in (("Numerator b", b), ("Denominator a", a)):
         if c.ndim != 1:
             raise ValueError(f"{name} must be 1-D.")
-    lead = getattr(a[0], "value", a[0])
+    lead = _known(a[0])
     while a.shape[0] > 1 and lead is not None and lead == 0.0:     # (SciPy's, by value)
         a = a[1:]
-        lead = getattr(a[0], "value", a[0])
+        lead = _known(a[0])
     if lead is not None and lead == 0.0:
         raise ValueError("There must be at least one nonzero `a` coefficient.")
     b, a = b / a[0], a / a[0]
@@ -473,11 +478,6 @@ def _sections(sos):
     return sos
 
 
-def _known(x):
-    """x's value: itself if plain, a traced value's where it has one, else None."""
-    return getattr(x, "value", x)
-
-
 @_scipy_unless_traced
 def sosfilt_zi(sos):
     """The initial state of `sosfilt` in which its step response is at rest, shape
@@ -580,7 +580,6 @@ def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode
     n, w = x.shape[-1], window_length
     # SciPy's coefficients for delta = 1, scaled here: delta may be traced
     kernel = _ss.savgol_coeffs(w, polyorder, deriv=deriv).astype(x.dtype)
-    scale = delta ** deriv if deriv else 1.0
     shape = (1,) * (x.ndim - 1) + (w,)
 
     def convolved(x):                   # valid mode: samples (w - 1) // 2 on to n - w // 2
@@ -608,7 +607,9 @@ def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode
         else:
             padded = _wnp.pad(x, pads, mode=_SAVGOL_PADS[mode])
         y = convolved(padded)
-    return _wnp.moveaxis(y / scale if deriv else y, -1, axis)
+    if deriv:
+        y = y / delta ** deriv
+    return _wnp.moveaxis(y, -1, axis)
 
 
 # SciPy's other functions: SciPy's on plain values, a clear error on traced ones
