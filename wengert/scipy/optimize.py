@@ -346,7 +346,7 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     held = 0                # how many of the blocks, the last, are traced bounds
     if _traced(bound_lists):
         if known is None or known in _BOUND_METHODS:
-            roles = _bounds_as_blocks(*bound_lists)[1]
+            roles = _bound_roles(*bound_lists)      # (`_blocks` made their blocks)
             held = len(roles)
         else:               # (a method that ignores bounds: SciPy warns, given values)
             kwargs["bounds"] = [tuple(_value_of(v, "minimize", "a bound") for v in pair)
@@ -1161,7 +1161,7 @@ def _bounds_as_blocks(lo, hi):
     """Per-element bounds of a flat x (two lists: a float, ±inf for none, or a traced
     scalar each) as `_Block`s, whose args are the bounds (so traced ones carry
     derivatives), and the roles `_plain_bounds` reads them back by."""
-    blocks, roles = [], []
+    blocks = []
     for kind, side, pick, sign in _bound_groups(lo, hi):
         v = wnp.asarray([side[i] for i in pick])
         if type(v) is Node:
@@ -1173,8 +1173,13 @@ def _bounds_as_blocks(lo, hi):
             fun = (lambda i, sign: lambda x, v: sign * (wnp.reshape(x, (-1,))[i] - v))(
                 np.asarray(pick), sign)
         blocks.append(_Block(kind, fun, (v,), len(pick), f"bound {pick}"))
-        roles.append((kind, sign, pick))
-    return blocks, roles
+    return blocks, _bound_roles(lo, hi)
+
+
+def _bound_roles(lo, hi):
+    """The roles `_plain_bounds` reads the blocks of `_bounds_as_blocks` back by, one per
+    block: (kind, sign, variables)."""
+    return [(kind, sign, pick) for kind, _, pick, sign in _bound_groups(lo, hi)]
 
 
 def _plain_bounds(n, roles, block_args):
@@ -1930,9 +1935,8 @@ def _without_nans(xdata, ydata, sigma):
     left out here, before the Jacobian and the traced residual are made, which would
     otherwise see every point (SciPy drops them inside, from its own copy of the data)."""
     def values(v, name):
-        v = v._concrete(f"read for curve_fit's nan_policy='omit' ({name})") \
-            if type(v) is Node else v
-        return np.asarray(v, dtype=np.float64)
+        return np.asarray(wnp._value_of(v, f"read for curve_fit's nan_policy='omit' "
+                                           f"({name})"), dtype=np.float64)
     arrays = (list, tuple, np.ndarray, Node)
     x_ = values(xdata, "xdata") if isinstance(xdata, arrays) else None
     y_ = values(ydata, "ydata")
