@@ -102,6 +102,41 @@ def test_x0_of_any_shape():
     assert_close(t, target.sum(), rtol=1e-6)
 
 
+def test_callbacks_see_x_in_x0s_shape():
+    # fun gets x in x0's shape, so the callback must too (SciPy hands it the flat x), in
+    # each of SciPy's signatures: xk, intermediate_result (told apart by the name), and
+    # trust-constr's (xk, state); root's (x, f) and least_squares' likewise
+    target = np.arange(6.0).reshape(2, 3)
+    f = lambda x: wnp.sum((x - target) ** 2)
+    seen = []
+
+    def result_callback(intermediate_result):
+        seen.append(intermediate_result.x.shape)
+    opt.minimize(f, np.zeros((2, 3)), callback=lambda xk: seen.append(xk.shape))
+    opt.minimize(f, np.zeros((2, 3)), callback=result_callback)
+    opt.minimize(f, np.zeros((2, 3)), method="trust-constr",
+                 callback=lambda xk, state: seen.append(xk.shape))
+    opt.root(lambda x: x - target, np.zeros((2, 3)), method="krylov",
+             callback=lambda x, fx: seen.append(x.shape))
+    opt.least_squares(lambda x: wnp.ravel(x - target), np.zeros((2, 3)),
+                      callback=result_callback)
+    # ... on a traced solve too
+    wg.grad(lambda s: wnp.sum(opt.minimize(lambda x, s: wnp.sum((x - s * target) ** 2),
+                                           np.zeros((2, 3)), args=(s,),
+                                           callback=result_callback).x))(1.0)
+    assert len(seen) > 6 and set(seen) == {(2, 3)}
+
+
+@pytest.mark.parametrize("who", ["minimize", "root", "fsolve", "fixed_point", "newton",
+                                 "least_squares", "leastsq"])
+def test_a_pytree_x0_is_refused_in_words(who):
+    # (NumPy makes an object array of a dict, which SciPy reports as a float() TypeError)
+    with pytest.raises(TypeError, match=f"^{who}: x0 must be .*ravel_pytree"):
+        getattr(opt, who)(lambda p: p["a"] - 1.0, {"a": 0.0})
+    with pytest.raises(TypeError, match=f"^{who}: x0 must be"):
+        getattr(opt, who)(lambda x: x - 1.0, [0.0, [1.0, 2.0]])
+
+
 # ---- minimize: derivatives of the minimiser ---------------------------------------------
 @pytest.mark.parametrize("method", ["BFGS", "Newton-CG", "trust-exact", "L-BFGS-B"])
 def test_minimiser_jacobian_against_central_differences(method):

@@ -114,6 +114,9 @@ def test_fsolve_shapes_fprime_and_warnings():
     assert calls and set(calls) == {3.0}
     with pytest.warns(RuntimeWarning, match="not making good progress"):
         opt.fsolve(lambda x: x ** 2 + 1.0, 1.0)
+    # fsolve's errors name fsolve and its own argument (fprime), not root's
+    with pytest.raises(TypeError, match="^fsolve: wengert could not .* fprime=False"):
+        opt.fsolve(lambda x: [float(x[0]) - 1.0], [0.0])
 
 
 @pytest.mark.parametrize("tol", [1e-8, 1e-12])

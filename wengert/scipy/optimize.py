@@ -88,6 +88,41 @@ def _as_tuple(args):
     return args if isinstance(args, tuple) else (args,)       # (as SciPy takes it)
 
 
+def _check_start(x0, who):
+    """Refuse, in words, a starting point the solvers cannot take: a pytree of parameters
+    (NumPy would make an object array of it, which SciPy reports as a float() error)."""
+    try:
+        kind = wnp.asarray(x0).dtype.kind
+    except (TypeError, ValueError):            # (ragged lists)
+        kind = "O"
+    if kind not in "biufc":
+        raise TypeError(f"{who}: x0 must be a number or an array of numbers (of any shape), "
+                        f"not {type(x0).__name__}; for a pytree of parameters, flatten it "
+                        "with v, unravel = wg.tree.ravel_pytree(x0) and call unravel(x) "
+                        "inside your function")
+
+
+def _shaped_callback(callback, shape):
+    """The user's callback, seeing x in x0's shape as fun does (SciPy's methods pass the
+    flat x they iterate on), in whichever of SciPy's signatures it was written."""
+    if callback is None or len(shape) == 1:
+        return callback
+    try:
+        names = set(inspect.signature(callback).parameters)
+    except (TypeError, ValueError):            # (a builtin: SciPy passes it xk)
+        names = set()
+    if names == {"intermediate_result"}:        # (SciPy tells the signatures apart by name)
+        def shaped(intermediate_result):
+            seen = copy.copy(intermediate_result)
+            seen.x = np.reshape(seen.x, shape)
+            return callback(intermediate_result=seen)
+        return shaped
+
+    def shaped(xk, *rest):                     # (trust-constr passes a state, root an f)
+        return callback(np.reshape(xk, shape), *rest)
+    return shaped
+
+
 def _undifferentiable(who, name, what, e):
     way_out = {"root_scalar": "fprime=..., or a method that reads none (brentq)",
                "curve_fit": "jac=..., or jac=False for SciPy's finite differences",
@@ -312,6 +347,7 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         [0.6, 0.8]
     """
     so = _scipy_optimize()
+    _check_start(x0, "minimize")
     args = _as_tuple(args)
     linear = _LinearSolve(linear_solve, who="minimize")
     if method is None:                      # (SciPy's choice, which reads a gradient)
@@ -320,7 +356,7 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         known = method.lower() if isinstance(method, str) else None     # (or a callable)
     objective_pick = jac is True
     kwargs = dict(method=method, bounds=bounds, constraints=constraints, tol=tol,
-                  callback=callback, options=options)
+                  callback=_shaped_callback(callback, wnp.shape(x0)), options=options)
     dict_args = [_as_tuple(c.get("args", ())) for c in _listed(constraints)
                  if isinstance(c, dict)]
     bound_lists = _bound_lists(bounds) if bounds is not None else None
@@ -1227,9 +1263,15 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
         >>> print(round(wg.grad(bigger)(3.0), 6), round(x / (2 * x - 3.0), 6))  # closed form
         1.17082 1.17082
     """
+    return _root(fun, x0, args, method, jac, tol, callback, options, linear_solve, "root")
+
+
+def _root(fun, x0, args, method, jac, tol, callback, options, linear_solve, who):
+    """`root`, which reports as `who` (fsolve is root's hybr)."""
     so = _scipy_optimize()
+    _check_start(x0, who)
     args = _as_tuple(args)
-    linear = _LinearSolve(linear_solve, who="root")
+    linear = _LinearSolve(linear_solve, who=who)
     known = method.lower() if isinstance(method, str) else None
     pick = jac is True
 
@@ -1240,11 +1282,12 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     def solve_of(shape, tree, traced=False):
         def solve(x0, leaves):
             a = unflatten(tree, _plain_leaves(leaves)) if tree is not None else args
-            found = _root_plain(so, fun, x0.reshape(-1), shape, a, known, jac, pick,
-                                dict(method=method, tol=tol, callback=callback,
+            found = _root_plain(so, fun, x0.reshape(-1), shape, a, known, jac, pick, who,
+                                dict(method=method, tol=tol,
+                                     callback=_shaped_callback(callback, shape),
                                      options=options))
             if traced:
-                _warn_unless_converged(found, "root")
+                _warn_unless_converged(found, who)
             return found.x, found
         return solve
 
@@ -1260,13 +1303,13 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
         def condition(x, *leaves):
             out = system(x, unflatten(tree, leaves), shape)
             if out.shape != (n,):
-                raise ValueError(f"root: fun returned {out.shape[0]} equations for {n} "
+                raise ValueError(f"{who}: fun returned {out.shape[0]} equations for {n} "
                                  "unknowns; a differentiable root needs as many as unknowns")
             return out
         return condition
 
     x, prim, shape, tree, leaves = _solution(
-        "root", _name(fun), x0, args, condition_of,
+        who, _name(fun), x0, args, condition_of,
         lambda shape, tree: solve_of(shape, tree, True), linear)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
@@ -1298,7 +1341,7 @@ def fsolve(func, x0, args=(), fprime=None, full_output=0, col_deriv=0, xtol=1.49
     """
     options = dict(col_deriv=col_deriv, xtol=xtol, maxfev=maxfev, band=band, eps=epsfcn,
                    factor=factor, diag=diag)
-    found = root(func, x0, args=args, method="hybr", jac=fprime, options=options)
+    found = _root(func, x0, args, "hybr", fprime, None, None, options, "dense", "fsolve")
     x = wnp.reshape(found.x, (-1,))
     status = found.get("status")
     if full_output:
@@ -1312,26 +1355,26 @@ def fsolve(func, x0, args=(), fprime=None, full_output=0, col_deriv=0, xtol=1.49
     return x
 
 
-def _root_plain(so, fun, x0, shape, args, method, jac, pick, kwargs):
+def _root_plain(so, fun, x0, shape, args, method, jac, pick, who, kwargs):
     from ..api import jacfwd
     name = getattr(fun, "__name__", "fun")
 
     def f(x):
         out = fun(x.reshape(shape), *args)
-        _check_plain(out, "root", name)
+        _check_plain(out, who, name)
         if pick:                                # (F, its Jacobian): both flat as SciPy's
             return (np.reshape(np.asarray(out[0], dtype=np.float64), -1),
                     np.asarray(out[1], dtype=np.float64).reshape(-1, x.size))
         return np.reshape(np.asarray(out, dtype=np.float64), -1)
     m = f(x0).size if not pick else None
     if jac is None and method in _ROOT_JACOBIAN_METHODS:
-        leaves, tree, key = _kernel_args(args, "root", fun, shape)
+        leaves, tree, key = _kernel_args(args, who, fun, shape)
 
         def jacobian(x, leaves):
             return jacfwd(lambda x: _flat_out(fun(wnp.reshape(x, shape),
                                                   *unflatten(tree, leaves))))(x)
         jac = _supplied(_Derivative(jacobian, leaves, key, lambda j: np.asarray(
-            j, dtype=np.float64).reshape(m, -1)), (x0,), "root", name, "Jacobian")
+            j, dtype=np.float64).reshape(m, -1)), (x0,), who, name, "Jacobian")
         if (kwargs["options"] or {}).get("col_deriv"):
             # (col_deriv says how *your* Jacobian is laid out: wengert's is in rows)
             kwargs = dict(kwargs, options=dict(kwargs["options"], col_deriv=0))
@@ -1367,6 +1410,7 @@ def fixed_point(func, x0, args=(), xtol=1e-08, maxiter=500, method="del2", *,
         0.739085 -0.297474 -0.297474
     """
     so = _scipy_optimize()
+    _check_start(x0, "fixed_point")
     args = _as_tuple(args)
     linear = _LinearSolve(linear_solve, who="fixed_point")
     name = getattr(func, "__name__", "func")
@@ -1612,6 +1656,7 @@ def newton(func, x0, fprime=None, args=(), tol=1.48e-08, maxiter=50, fprime2=Non
         (array([1.3006, 1.0913, 0.8438]), array([1.3006, 1.0913, 0.8438]))
     """
     so = _scipy_optimize()
+    _check_start(x0, "newton")
     args = _as_tuple(args)
     name = _name(func)
     shape = tuple(x0.shape) if type(x0) is Node else np.shape(x0)
@@ -1757,6 +1802,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
         (2, 20)
     """
     so = _scipy_optimize()
+    _check_start(x0, "least_squares")
     args = _as_tuple(args)
     linear = _LinearSolve(linear_solve, who="least_squares")
     kwargs = {} if kwargs is None else dict(kwargs)
@@ -1764,7 +1810,8 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     options = dict(bounds=bounds, method=method, ftol=ftol, xtol=xtol, gtol=gtol,
                    x_scale=x_scale, loss=loss, f_scale=f_scale, diff_step=diff_step,
                    tr_solver=tr_solver, tr_options=tr_options, jac_sparsity=jac_sparsity,
-                   max_nfev=max_nfev, verbose=verbose, callback=callback)
+                   max_nfev=max_nfev, verbose=verbose,
+                   callback=_shaped_callback(callback, wnp.shape(x0)))
     if x_scale is None:
         del options["x_scale"]             # (SciPy's own default, which changed in 1.16)
 
@@ -1844,6 +1891,7 @@ def leastsq(func, x0, args=(), Dfun=None, full_output=False, col_deriv=False,
     """
     from ..api import jacfwd
     so = _scipy_optimize()
+    _check_start(x0, "leastsq")
     args = _as_tuple(args)
     name = _name(func)
     shape = tuple(x0.shape) if type(x0) is Node else np.shape(x0)
