@@ -283,14 +283,38 @@ def test_constraint_jacobian_given_is_used():
 
 
 # ---- what cannot be trusted is said -----------------------------------------------------
-def test_a_constraint_that_holds_with_a_zero_multiplier_warns():
-    # y on the sphere: the constraint holds, but pulls with no force (weakly active)
+def test_a_constraint_that_holds_with_a_zero_multiplier_warns_and_gives_one_side():
+    # y on the sphere: the constraint holds, but pulls with no force (weakly active).  The
+    # projection onto the ball is y inside and 0.7 y/|y| outside: the derivative is
+    # one-sided, and wengert gives that of the side where the constraint does not hold (its
+    # KKT system was singular there, and raised, although the warning promised a side)
     y = 0.7 * Y / np.linalg.norm(Y)
-    with pytest.warns(RuntimeWarning, match="weakly active"):
-        try:
-            wg.jacfwd(lambda y: project(y, 0.7).x)(y)
-        except np.linalg.LinAlgError:
-            pass                                      # (exactly singular: also said)
+    with pytest.warns(RuntimeWarning, match="constraint 0 .*weakly active.*does not hold"):
+        d = wg.jacfwd(lambda y: project(y, 0.7).x)(y)
+    assert_close(d, np.eye(3), atol=1e-6)
+    inside = fd_jacobian(lambda y: project(y, 0.7).x, 0.999 * y, 1e-6)    # (that side)
+    assert_close(d, inside, atol=1e-4)
+
+
+def test_weakly_active_bounds_and_lp_rows_give_one_side():
+    # x = clip(a, 0, 2) at a = (0, 2): each bound holds with a zero multiplier
+    clip = lambda a: opt.minimize(lambda x, a: wnp.sum((x - a) ** 2), [1.0, 1.0],  # noqa
+                                  args=(a,), bounds=[(0, None), (0, 2)]).x
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert_close(wg.jacfwd(clip)(np.array([0.0, 2.0])), np.eye(2), atol=1e-8)
+    said = " ".join(str(w.message) for w in caught)
+    assert "lower bound on x [0] holds" in said and "upper bound on x [1] holds" in said
+    # max x + 2y s.t. x <= b0, y <= b1, x + y <= b2 at b = (1, 1, 2): three rows hold at
+    # the vertex (1, 1), but the multipliers (0, 1, 1) leave row 0 weak.  Where it does
+    # not hold (b0 > b2 - b1), x = b2 - b1 and y = b1.
+    A = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    lp = lambda b: opt.linprog([-1.0, -2.0], A_ub=A, b_ub=b).x            # noqa: E731
+    b = np.array([1.0, 1.0, 2.0])
+    with pytest.warns(RuntimeWarning, match=r"A_ub row \[0\] holds.*weakly active"):
+        d = wg.jacfwd(lp)(b)
+    assert_close(d, [[0.0, -1.0, 1.0], [0.0, 1.0, 0.0]], atol=1e-10)
+    assert_close(d, fd_jacobian(lp, b + [1e-3, 0.0, 0.0], 1e-6), atol=1e-6)   # (that side)
 
 
 def stops_at_once(fun, x0, args=(), **ignored):         # a custom method, which lies

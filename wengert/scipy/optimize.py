@@ -513,11 +513,19 @@ class _Block:
     """Constraints of one kind on a minimiser: ``fun(x, *args) = 0`` ("eq") or ``≥ 0``
     ("ineq"), `m` values, fun written with wengert's functions and x in the unknown's
     shape; `args` (a dict constraint's "args") may hold traced values; `what` names it,
-    `source` is the dict's place in the constraints (None for the others)."""
+    `source` is the dict's place in the constraints (None for the others), and `index`
+    what its entries stand for (rows, or elements of x), by which warnings name them."""
 
-    def __init__(self, kind, fun, args, m, what, source=None):
+    def __init__(self, kind, fun, args, m, what, source=None, index=None):
         self.kind, self.fun, self.args, self.m, self.what = kind, fun, args, m, what
-        self.source = source
+        self.source, self.index = source, index
+
+    def named(self, mask):
+        """The entries `mask` picks, in words ("the lower bound on x [0, 2]")."""
+        at = np.flatnonzero(mask).tolist()
+        if self.index is not None:
+            return f"{self.what} {[self.index[i] for i in at]}"
+        return self.what if self.m == 1 else f"{self.what}, entries {at}"
 
 
 def _blocks(constraints, bounds, x0, shape):
@@ -541,11 +549,11 @@ def _blocks(constraints, bounds, x0, shape):
         elif isinstance(c, so.LinearConstraint):
             a = c.A.toarray() if hasattr(c.A, "toarray") else np.atleast_2d(c.A)
             out += _two_sided(lambda x, a=a: a @ wnp.reshape(x, (-1,)), c.lb, c.ub,
-                              a.shape[0], f"constraint {k} (linear)")
+                              a.shape[0], f"side of constraint {k} (linear), entries")
         elif isinstance(c, so.NonlinearConstraint):
             h = (lambda f: lambda x: _flat_out(f(x)))(c.fun)
             out += _two_sided(h, c.lb, c.ub, int(h(wnp.reshape(x0, shape)).shape[0]),
-                              f"constraint {k} (nonlinear)")
+                              f"side of constraint {k} (nonlinear), entries")
         else:
             raise TypeError(f"minimize: constraint {k} is a {type(c).__name__}; SciPy's "
                             "are dicts, NonlinearConstraint and LinearConstraint")
@@ -554,7 +562,7 @@ def _blocks(constraints, bounds, x0, shape):
         if _traced(lo, hi):                     # (their values are the blocks' args)
             out += _bounds_as_blocks(lo, hi)[0]
         else:
-            out += _two_sided(lambda x: wnp.reshape(x, (-1,)), lo, hi, n, "bound")
+            out += _two_sided(lambda x: wnp.reshape(x, (-1,)), lo, hi, n, "bound on x")
     return out
 
 
@@ -586,13 +594,13 @@ def _two_sided(h, lb, ub, m, what):
     upper = np.flatnonzero(~eq & np.isfinite(ub))
     eq = np.flatnonzero(eq)
     out = []
-    for kind, pick, fun in (("eq", eq, lambda x, i: h(x)[i] - lb[i]),
-                            ("ineq", lower, lambda x, i: h(x)[i] - lb[i]),
-                            ("ineq", upper, lambda x, i: ub[i] - h(x)[i])):
+    fixed = "fixed" if what.startswith("bound") else "lb = ub"
+    for kind, side, pick, fun in (("eq", fixed, eq, lambda x, i: h(x)[i] - lb[i]),
+                                  ("ineq", "lower", lower, lambda x, i: h(x)[i] - lb[i]),
+                                  ("ineq", "upper", upper, lambda x, i: ub[i] - h(x)[i])):
         if pick.size:
             out.append(_Block(kind, (lambda f, i: lambda x: f(x, i))(fun, pick), (),
-                              int(pick.size), f"{what} {pick.tolist()}"
-                              if what == "bound" else what))
+                              int(pick.size), f"the {side} {what}", index=pick.tolist()))
     return out
 
 
@@ -633,8 +641,11 @@ def _stationary(who, name, x0, args, objective, blocks, solve_plain, linear_solv
     The last, complementarity, keeps an inequality that holds on its boundary (g = 0 and
     ν > 0, so dg = 0) and leaves one that does not free (ν = 0, so dν = 0), without an
     active set fixed when the graph is built: compiled code stays right where another
-    set holds.  It needs strict complementarity (ν > 0 where g = 0); otherwise
-    ∂F/∂(x, ν) is singular.
+    set holds.  A weakly active inequality (g = 0 and ν = 0) would make ∂F/∂(x, ν)
+    singular; its row is ν = 0 instead, which gives the one-sided derivatives of the
+    side where it does not hold.  Which inequalities are weak is part of the solution:
+    flags w (1 for weak, from `_multipliers`), with the condition w(1 − w) = 0 (so
+    dw = 0) and ν ∘ (g (1 − w) + w) = 0 for the complementarity.
 
     `solve_plain(x0 flat, args, block args)` runs the solver on plain values and returns
     (x flat, its result); the multipliers are found from x (`_multipliers`).
@@ -653,11 +664,14 @@ def _stationary(who, name, x0, args, objective, blocks, solve_plain, linear_solv
             rows = [grad(lambda x: objective(wnp.reshape(x, shape), a))(x)]
             k = n
             for b, ba in zip(blocks, block_args):
-                nu = z[k:k + b.m]
+                nu, weak = z[k:k + b.m], z[k + m:k + m + b.m]
                 k += b.m
                 g, pull = vjp(lambda x: b.fun(wnp.reshape(x, shape), *ba), x)
                 rows[0] = rows[0] - pull(nu)[0]
-                rows.append(g if b.kind == "eq" else nu * g)
+                rows.append(g if b.kind == "eq" else nu * (g * (1.0 - weak) + weak))
+            if blocks:
+                weak = z[n + m:]
+                rows.append(weak * (1.0 - weak))
             return wnp.concatenate(rows) if blocks else wnp.reshape(rows[0], (-1,))
         return condition
 
@@ -668,11 +682,11 @@ def _stationary(who, name, x0, args, objective, blocks, solve_plain, linear_solv
             x = np.asarray(x, dtype=np.float64).reshape(-1)
             if not blocks:
                 return x, found
-            nu = _multipliers(who, objective, blocks, x, shape, a, block_args)
-            return np.concatenate([x, nu]), found
+            nu, weak = _multipliers(who, objective, blocks, x, shape, a, block_args)
+            return np.concatenate([x, nu, weak]), found
         return solve
 
-    z0 = wnp.concatenate([wnp.reshape(x0, (-1,)), np.zeros(m)]) if blocks else x0
+    z0 = wnp.concatenate([wnp.reshape(x0, (-1,)), np.zeros(2 * m)]) if blocks else x0
     # (with constraints, J is the KKT matrix: where it is nearly singular `_multipliers`
     # has said why, and x may still have a derivative where ν has none)
     z, prim, _, tree, leaves = _solution(who, name, z0, (args, tuple(b.args for b in blocks)),
@@ -688,7 +702,8 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
     the equalities and the inequalities within `_NEAR` of holding; zero for the others.
     Warns where x violates a constraint, where x is no KKT point (the solver stopped
     short, or a constraint that holds was missed), and where a constraint holds with a
-    zero multiplier (there the minimiser has one-sided derivatives)."""
+    zero multiplier (there the minimiser has one-sided derivatives).  Returns ν and the
+    flags of those weakly active inequalities (1.0, else 0.0)."""
     from ..api import grad, jacfwd
     so = _scipy_optimize()
     gradient = np.asarray(grad(lambda x: objective(wnp.reshape(x, shape), args))(x),
@@ -705,7 +720,7 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
         distance = value / np.maximum(np.linalg.norm(jac, axis=1), 1e-300)
         bad = np.abs(distance) > near if b.kind == "eq" else distance < -near
         if np.any(bad):
-            warnings.warn(f"{who}: the solution violates {b.what} (values "
+            warnings.warn(f"{who}: the solution violates {b.named(bad)} (values "
                           f"{value[bad][:4].tolist()}); the derivatives of the solution "
                           "assume it holds", RuntimeWarning, stacklevel=_caller_level())
         take = np.ones(b.m, bool) if b.kind == "eq" else distance <= near
@@ -757,15 +772,18 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
                       "linearly dependent (LICQ fails), so their multipliers are not unique "
                       "and ∂F/∂(x, ν) is singular or nearly; the derivatives of the solution "
                       "may be wrong", RuntimeWarning, stacklevel=_caller_level())
+    flags = np.zeros(k)
     for b, start, on in weak:
         zero = on & (nu[start:start + b.m] <= 1e-12 * (1.0 + np.linalg.norm(gradient)))
         if np.any(zero):
-            warnings.warn(f"{who}: {b.what} holds at the solution with a zero multiplier "
-                          "(weakly active): the minimiser's derivatives there are one-sided "
-                          "(these are those where it does not hold), and ∂F/∂(x, ν) singular "
-                          "or nearly", RuntimeWarning,
-                          stacklevel=_caller_level())
-    return nu
+            flags[start:start + b.m] = zero
+            nu[start:start + b.m][zero] = 0.0
+            verb = "holds" if zero.sum() == 1 else "hold"
+            warnings.warn(f"{who}: {b.named(zero)} {verb} at the solution with a zero "
+                          "multiplier (weakly active): the minimiser's derivatives there are "
+                          "one-sided, and these are those of the side where it does not hold",
+                          RuntimeWarning, stacklevel=_caller_level())
+    return nu, flags
 
 
 def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
@@ -902,7 +920,9 @@ def linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), met
     independent constraints hold as there are variables, each with a nonzero
     multiplier.  Where more hold (a degenerate vertex) or one holds with a zero
     multiplier (the optimum is not unique, or the derivative is one-sided) it warns
-    (RuntimeWarning), as `minimize` does.  An infeasible or unbounded problem raises
+    (RuntimeWarning), as `minimize` does; a one-sided derivative is that of the side
+    where the row does not hold, and where there is none (a whole edge is optimal) it
+    raises LinAlgError.  An infeasible or unbounded problem raises
     ValueError (there is no solution to differentiate).  A mixed-integer program
     (``integrality``) is solved only on plain values.
 
@@ -955,7 +975,8 @@ def linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), met
             fun = lambda x, A, b: b - A @ x         # (SciPy's slack)
         else:
             fun = lambda x, A, b: A @ x - b
-        blocks.append(_Block(kind, fun, (A, b), int(b.shape[0]), f"the rows of {rows}"))
+        blocks.append(_Block(kind, fun, (A, b), int(b.shape[0]), f"{rows} row",
+                             index=list(range(int(b.shape[0])))))
         roles.append(rows)
     bound_blocks, bound_roles = _bounds_as_blocks(*_lp_bounds(bounds, n))
     blocks += bound_blocks
@@ -1000,7 +1021,8 @@ def nnls(A, b, *, maxiter=None, **kwargs):
     there, and the others are the least-squares solution on their columns, so
     dx/db = (A_Fᵀ A_F)⁻¹ A_Fᵀ on those (F the free columns, which must be independent).
     An element at zero with a zero multiplier (it would leave zero for some small
-    changes, and not for others) warns, as `minimize` does.
+    changes, and not for others) warns, as `minimize` does, and has the derivative of
+    the side where it leaves zero.
 
     Example (unmixing: which of three spectra, in what amounts, make up a measurement):
         >>> import numpy as np, wengert as wg
@@ -1208,7 +1230,9 @@ def _bounds_as_blocks(lo, hi):
         else:
             fun = (lambda i, sign: lambda x, v: sign * (wnp.reshape(x, (-1,))[i] - v))(
                 np.asarray(pick), sign)
-        blocks.append(_Block(kind, fun, (v,), len(pick), f"bound {pick}"))
+        side = "fixed" if kind == "eq" else "lower" if sign > 0 else "upper"
+        blocks.append(_Block(kind, fun, (v,), len(pick), f"the {side} bound on x",
+                             index=list(pick)))
     return blocks, _bound_roles(lo, hi)
 
 
