@@ -127,6 +127,20 @@ def test_callbacks_see_x_in_x0s_shape():
     assert len(seen) > 6 and set(seen) == {(2, 3)}
 
 
+def test_jac_true_with_traced_args_traces_the_derivative_fun_returns_too():
+    # the solution's derivative needs fun's value traced; its derivative part comes along
+    target = np.array([1.0, -2.0])
+    good = lambda x, a: (wnp.sum((x - a * target) ** 2), 2 * (x - a * target))  # noqa: E731
+    assert_close(wg.grad(lambda a: wnp.sum(opt.minimize(good, np.zeros(2), args=(a,),
+                                                        jac=True).x))(1.5), target.sum())
+    numpy_only = lambda x, a: (wnp.sum((x - a) ** 2), 2 * (np.asarray(x) - a))  # noqa: E731
+    with pytest.raises(wg.ConcretizationError, match="^minimize: with jac=True .*leave jac"):
+        wg.grad(lambda a: opt.minimize(numpy_only, np.zeros(2), args=(a,), jac=True).x[0])(1.5)
+    cube = lambda x, a: (x ** 3 - a, np.diag(3 * np.asarray(x) ** 2))      # noqa: E731
+    with pytest.raises(wg.ConcretizationError, match="^root: with jac=True"):
+        wg.grad(lambda a: opt.root(cube, np.ones(2), args=(a,), jac=True).x[0])(2.0)
+
+
 @pytest.mark.parametrize("who", ["minimize", "root", "fsolve", "fixed_point", "newton",
                                  "least_squares", "leastsq"])
 def test_a_pytree_x0_is_refused_in_words(who):

@@ -48,6 +48,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..errors import ConcretizationError
 from ..graph.active import recording
 from ..graph.node import Node
 from ..implicit import (Solution, _LinearSolve, _caller_level, check_plain as _check_plain,
@@ -86,6 +87,25 @@ def _name(fun):
 
 def _as_tuple(args):
     return args if isinstance(args, tuple) else (args,)       # (as SciPy takes it)
+
+
+def _traced_first(fun, who, pick):
+    """fun, or with `pick` (jac=True: fun returns its value and its derivative) its value
+    alone, for tracing: the derivative part is traced too, so an error converting a
+    traced value to a number there says that it must be traceable, and what else works."""
+    if not pick:
+        return fun
+
+    def first(*a):
+        try:
+            return fun(*a)[0]
+        except ConcretizationError as e:
+            raise ConcretizationError(
+                f"{who}: with jac=True and traced args, fun is traced (the solution's "
+                "derivative needs that of its value), and so is the derivative it returns "
+                "beside the value; compute both with wengert's functions, or leave jac "
+                f"out for wengert's exact derivative. ({e})") from e
+    return first
 
 
 def _check_start(x0, who):
@@ -368,9 +388,10 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         found.x = found.x.reshape(shape)
         return found
 
+    traced_fun = _traced_first(fun, "minimize", objective_pick)
+
     def objective(x, a):
-        out = fun(x, *a)
-        return out[0] if objective_pick else out
+        return traced_fun(x, *a)
 
     x0 = wnp.asarray(x0)
     shape = tuple(x0.shape)
@@ -1298,10 +1319,10 @@ def _root(fun, x0, args, method, jac, tol, callback, options, linear_solve, who)
     linear = _LinearSolve(linear_solve, who=who)
     known = method.lower() if isinstance(method, str) else None
     pick = jac is True
+    traced_fun = _traced_first(fun, who, pick)
 
     def system(x, a, shape):
-        out = fun(wnp.reshape(x, shape), *a)
-        return _flat_out(out[0] if pick else out)
+        return _flat_out(traced_fun(wnp.reshape(x, shape), *a))
 
     def solve_of(shape, tree, traced=False):
         def solve(x0, leaves):
@@ -1337,8 +1358,7 @@ def _root(fun, x0, args, method, jac, tol, callback, options, linear_solve, who)
         lambda shape, tree: solve_of(shape, tree, True), linear)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
-    out = fun(x, *unflatten(tree, leaves))
-    found.fun = wnp.asarray(out[0] if pick else out)
+    found.fun = wnp.asarray(traced_fun(x, *unflatten(tree, leaves)))
     return found
 
 
@@ -1765,7 +1785,6 @@ def _value_of(v, who, name):
     """A number that gets no derivative (a bracket, a starting point) as a float."""
     if type(v) is Node:
         if v.value is None:
-            from ..errors import ConcretizationError
             raise ConcretizationError(f"{who}: {name} must be a known number (it is traced "
                                       "without a value here)")
         v = v.value
