@@ -2,6 +2,7 @@
 derivatives of solutions (implicit function theorem) against closed forms and central
 differences of the solve, to second order; composition with jacfwd, vmap and compile;
 clear errors."""
+import inspect
 import warnings
 
 import numpy as np
@@ -408,6 +409,12 @@ def test_least_squares_exact_jacobian_by_default():
     theirs = so.least_squares(decay, [1.0, 1.0], args=(DATA,), jac="2-point")
     ours = opt.least_squares(decay, [1.0, 1.0], args=(DATA,), jac="2-point")
     assert np.array_equal(ours.x, theirs.x)
+    if "workers" in inspect.signature(so.least_squares).parameters:      # (SciPy 1.16)
+        calls = []
+        spread = lambda f, xs: calls.append(1) or map(f, xs)            # noqa: E731
+        ours = opt.least_squares(decay, [1.0, 1.0], args=(DATA,), jac="2-point",
+                                 workers=spread)
+        assert calls and np.array_equal(ours.x, theirs.x)
 
 
 # ---- errors -----------------------------------------------------------------------------

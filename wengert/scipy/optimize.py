@@ -1813,15 +1813,15 @@ def _rho(loss, z):
 def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", ftol=1e-08,
                   xtol=1e-08, gtol=1e-08, x_scale=None, loss="linear", f_scale=1.0,
                   diff_step=None, tr_solver=None, tr_options=None, jac_sparsity=None,
-                  max_nfev=None, verbose=0, args=(), kwargs=None, callback=None, *,
-                  linear_solve="dense"):
+                  max_nfev=None, verbose=0, args=(), kwargs=None, callback=None,
+                  workers=None, *, linear_solve="dense"):
     """Nonlinear least squares, min ½ Σ ρ(fᵢ(x)²): SciPy's `scipy.optimize.least_squares`,
     with an exact Jacobian and a differentiable solution.
 
     The call and the result are SciPy's, except that ``jac=None`` (the default here) is
     wengert's exact Jacobian of the residuals (forward or reverse mode, whichever is
     cheaper for their shape), where SciPy's default is ``"2-point"`` finite differences,
-    which you can still ask for.  Where args (or kwargs) hold a traced value,
+    which you can still ask for (and spread over ``workers``, as SciPy does).  Where args (or kwargs) hold a traced value,
     ``result.x`` is differentiable with respect to it, through the condition that the
     cost's gradient is zero (with the exact second derivatives of the residuals, not the
     Gauss–Newton approximation); ``result.fun`` and ``result.cost`` are traced too.  Any
@@ -1857,6 +1857,8 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
                    callback=_shaped_callback(callback, wnp.shape(x0)))
     if x_scale is None:
         del options["x_scale"]             # (SciPy's own default, which changed in 1.16)
+    if workers is not None:                # (SciPy 1.16's; finite differences use them)
+        options["workers"] = workers
 
     def residuals(x, a, kw):
         return _flat_out(fun(x, *a, **kw))
