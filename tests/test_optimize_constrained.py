@@ -175,6 +175,29 @@ def test_an_equal_pair_of_bounds_fixes_an_element():
     assert_close(d[:2], wg.jacfwd(reduced)(th), rtol=1e-6, atol=1e-8)
 
 
+def test_bounds_broadcast_to_x0s_shape_plain_and_traced():
+    # a Bounds side broadcasts to x0's shape (SciPy's take one dimension: a 2-D side was
+    # refused), and a traced scalar side is every element's (its derivative reached x[0]
+    # alone, without a word)
+    target = np.array([[0.0, 1.0], [2.0, 3.0]])
+    fit = lambda lo: opt.minimize(lambda x: wnp.sum((x - target) ** 2),     # noqa: E731
+                                  np.zeros((2, 2)), bounds=so.Bounds(lo, np.inf)).x
+    lo = np.array([[1.5, -1.0], [-1.0, 3.5]])
+    assert_close(fit(lo), np.maximum(target, lo), atol=1e-6)
+    assert_close(wg.jacfwd(fit)(lo), fd_jacobian(fit, lo, 1e-4).reshape(2, 2, 2, 2), atol=1e-5)
+    assert_close(wg.jacfwd(fit)(2.5), (target < 2.5).astype(float), atol=1e-8)
+    row = np.array([2.5, 0.5])                                    # one bound per column
+    assert_close(wg.jacfwd(fit)(row), (target < row)[..., None] * np.eye(2), atol=1e-8)
+    with pytest.raises(ValueError, match=r"lb of shape \(3,\) .* x0's shape \(2, 2\)"):
+        fit(np.zeros(3))
+    # Bounds(v, v) with one traced v fixes the elements (as the pair (v, v) does)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = wg.jacfwd(lambda v: opt.minimize(lambda x: wnp.sum((x - 1.0) ** 2), np.zeros(2),
+                                             bounds=so.Bounds(v, v)).x)(np.array([0.0, 2.0]))
+    assert_close(d, np.eye(2), atol=1e-12)
+
+
 DATA_T = np.linspace(0.0, 2.0, 12)
 DATA = 3.0 * np.exp(-1.1 * DATA_T) + 0.05 * np.cos(5 * DATA_T)
 

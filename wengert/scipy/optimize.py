@@ -375,6 +375,7 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     else:
         known = method.lower() if isinstance(method, str) else None     # (or a callable)
     objective_pick = jac is True
+    bounds = _flat_bounds(bounds, wnp.shape(x0))
     kwargs = dict(method=method, bounds=bounds, constraints=constraints, tol=tol,
                   callback=_shaped_callback(callback, wnp.shape(x0)), options=options)
     dict_args = [_as_tuple(c.get("args", ())) for c in _listed(constraints)
@@ -542,10 +543,12 @@ class _Block:
         self.source, self.index = source, index
 
     def named(self, mask):
-        """The entries `mask` picks, in words ("the lower bound on x [0, 2]")."""
+        """The entries `mask` picks, in words ("the lower bounds on x [0, 2]": a `what`
+        with an index says where its plural has an s, as "the lower bound{s} on x")."""
         at = np.flatnonzero(mask).tolist()
         if self.index is not None:
-            return f"{self.what} {[self.index[i] for i in at]}"
+            s = "" if len(at) == 1 else "s"
+            return f"{self.what.format(s=s)} {[self.index[i] for i in at]}"
         return self.what if self.m == 1 else f"{self.what}, entries {at}"
 
 
@@ -570,11 +573,11 @@ def _blocks(constraints, bounds, x0, shape):
         elif isinstance(c, so.LinearConstraint):
             a = c.A.toarray() if hasattr(c.A, "toarray") else np.atleast_2d(c.A)
             out += _two_sided(lambda x, a=a: a @ wnp.reshape(x, (-1,)), c.lb, c.ub,
-                              a.shape[0], f"side of constraint {k} (linear), entries")
+                              a.shape[0], f"side of constraint {k} (linear), row{{s}}")
         elif isinstance(c, so.NonlinearConstraint):
             h = (lambda f: lambda x: _flat_out(f(x)))(c.fun)
             out += _two_sided(h, c.lb, c.ub, int(h(wnp.reshape(x0, shape)).shape[0]),
-                              f"side of constraint {k} (nonlinear), entries")
+                              f"side of constraint {k} (nonlinear), value{{s}}")
         else:
             raise TypeError(f"minimize: constraint {k} is a {type(c).__name__}; SciPy's "
                             "are dicts, NonlinearConstraint and LinearConstraint")
@@ -583,8 +586,32 @@ def _blocks(constraints, bounds, x0, shape):
         if _traced(lo, hi):                     # (their values are the blocks' args)
             out += _bounds_as_blocks(lo, hi)[0]
         else:
-            out += _two_sided(lambda x: wnp.reshape(x, (-1,)), lo, hi, n, "bound on x")
+            out += _two_sided(lambda x: wnp.reshape(x, (-1,)), lo, hi, n, "bound{s} on x")
     return out
+
+
+def _flat_bounds(bounds, shape):
+    """minimize's bounds for the flat x SciPy iterates on.  A `Bounds` whose lb and ub
+    broadcast to x0's shape is raveled (SciPy's own take one dimension); one with a
+    traced side becomes a (min, max) pair per element, as `_bound_lists` reads them (a
+    traced scalar bound is then every element's)."""
+    so = _scipy_optimize()
+    if not isinstance(bounds, so.Bounds):
+        return bounds
+    try:
+        lo, hi = (wnp.reshape(wnp.broadcast_to(v, shape), (-1,))
+                  for v in (bounds.lb, bounds.ub))
+    except ValueError:
+        raise ValueError(f"minimize: Bounds with lb of shape {wnp.shape(bounds.lb)} and ub "
+                         f"of shape {wnp.shape(bounds.ub)} do not broadcast to x0's shape "
+                         f"{tuple(shape)}") from None
+    if not _traced(lo, hi):
+        keep = np.broadcast_to(bounds.keep_feasible, shape).reshape(-1)
+        return so.Bounds(lo, hi, keep)
+    n = math.prod(shape)
+    lo = [lo[i] for i in range(n)]
+    hi = lo if bounds.ub is bounds.lb else [hi[i] for i in range(n)]   # (v, v): fixed
+    return list(zip(lo, hi))
 
 
 def _bound_lists(bounds):
@@ -799,7 +826,7 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
         if np.any(zero):
             flags[start:start + b.m] = zero
             nu[start:start + b.m][zero] = 0.0
-            verb = "holds" if zero.sum() == 1 else "hold"
+            verb = "holds" if zero.sum() == 1 or b.index is None else "hold"
             warnings.warn(f"{who}: {b.named(zero)} {verb} at the solution with a zero "
                           "multiplier (weakly active): the minimiser's derivatives there are "
                           "one-sided, and these are those of the side where it does not hold",
@@ -996,7 +1023,7 @@ def linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), met
             fun = lambda x, A, b: b - A @ x         # (SciPy's slack)
         else:
             fun = lambda x, A, b: A @ x - b
-        blocks.append(_Block(kind, fun, (A, b), int(b.shape[0]), f"{rows} row",
+        blocks.append(_Block(kind, fun, (A, b), int(b.shape[0]), f"{rows} row{{s}}",
                              index=list(range(int(b.shape[0])))))
         roles.append(rows)
     bound_blocks, bound_roles = _bounds_as_blocks(*_lp_bounds(bounds, n))
@@ -1252,7 +1279,7 @@ def _bounds_as_blocks(lo, hi):
             fun = (lambda i, sign: lambda x, v: sign * (wnp.reshape(x, (-1,))[i] - v))(
                 np.asarray(pick), sign)
         side = "fixed" if kind == "eq" else "lower" if sign > 0 else "upper"
-        blocks.append(_Block(kind, fun, (v,), len(pick), f"the {side} bound on x",
+        blocks.append(_Block(kind, fun, (v,), len(pick), f"the {side} bound{{s}} on x",
                              index=list(pick)))
     return blocks, _bound_roles(lo, hi)
 
