@@ -9,7 +9,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from fd import assert_close, check_grads, fd_jacobian
+from fd import assert_close, check_grads, fd_derivative, fd_jacobian
 
 so = pytest.importorskip("scipy.optimize")
 from wengert.scipy import optimize as opt  # noqa: E402
@@ -228,6 +228,29 @@ def test_curve_fit_with_a_bound_that_holds():
     d = wg.jacfwd(fit)(DATA)
     assert_close(d[1], np.zeros(DATA.size), atol=1e-10)
     assert_close(d[0], wg.jacfwd(alone)(DATA)[0], rtol=1e-6, atol=1e-9)
+
+
+def test_least_squares_and_curve_fit_bounds_may_be_traced():
+    # a bound that holds moves its parameter one for one, and the others as the fit with
+    # that parameter fixed there; checked against central differences of the solve
+    fit = lambda hi: opt.least_squares(decay, [2.0, 1.0], args=(DATA,),    # noqa: E731
+                                       bounds=([0.0, 0.0], [hi, 10.0]), xtol=1e-14,
+                                       ftol=1e-14, gtol=1e-14).x
+    d = wg.jacfwd(fit)(2.5)
+    assert_close(d, fd_derivative(fit, 2.5, 1e-5), rtol=1e-5, atol=1e-7)
+    assert_close(d[0], 1.0, atol=1e-9)
+    # a traced scalar side is every parameter's, and under vmap each solve gets its own
+    t = np.array([0.0, 1.0, 2.0])
+    clip = lambda lo: opt.least_squares(lambda x: x - t, np.full((3,), 5.0),  # noqa: E731
+                                        bounds=(lo, np.inf)).x
+    assert_close(wg.vmap(wg.jacfwd(clip))(np.array([0.5, 1.5])),
+                 [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]], atol=1e-6)
+    model = lambda x, a, k: a * wnp.exp(-k * x)                   # noqa: E731
+    curve = lambda hi: opt.curve_fit(model, DATA_T, DATA, p0=[2.0, 0.5],  # noqa: E731
+                                     bounds=([0.0, 0.0], [10.0, hi]))[0]
+    d = wg.jacfwd(curve)(0.9)
+    assert_close(d, fd_derivative(curve, 0.9, 1e-5), rtol=1e-4, atol=1e-6)
+    assert_close(d[1], 1.0, atol=1e-9)
 
 
 # ---- transformations: the active set is found at run time ------------------------------

@@ -590,7 +590,7 @@ def _blocks(constraints, bounds, x0, shape):
     return out
 
 
-def _flat_bounds(bounds, shape):
+def _flat_bounds(bounds, shape, who="minimize"):
     """minimize's bounds for the flat x SciPy iterates on.  A `Bounds` whose lb and ub
     broadcast to x0's shape is raveled (SciPy's own take one dimension); one with a
     traced side becomes a (min, max) pair per element, as `_bound_lists` reads them (a
@@ -602,7 +602,7 @@ def _flat_bounds(bounds, shape):
         lo, hi = (wnp.reshape(wnp.broadcast_to(v, shape), (-1,))
                   for v in (bounds.lb, bounds.ub))
     except ValueError:
-        raise ValueError(f"minimize: Bounds with lb of shape {wnp.shape(bounds.lb)} and ub "
+        raise ValueError(f"{who}: Bounds with lb of shape {wnp.shape(bounds.lb)} and ub "
                          f"of shape {wnp.shape(bounds.ub)} do not broadcast to x0's shape "
                          f"{tuple(shape)}") from None
     if not _traced(lo, hi):
@@ -1877,6 +1877,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     linear = _LinearSolve(linear_solve, who="least_squares")
     kwargs = {} if kwargs is None else dict(kwargs)
     name = getattr(fun, "__name__", "fun")
+    bounds, roles = _box(bounds, wnp.shape(x0), "least_squares")
     options = dict(bounds=bounds, method=method, ftol=ftol, xtol=xtol, gtol=gtol,
                    x_scale=x_scale, loss=loss, f_scale=f_scale, diff_step=diff_step,
                    tr_solver=tr_solver, tr_options=tr_options, jac_sparsity=jac_sparsity,
@@ -1890,7 +1891,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     def residuals(x, a, kw):
         return _flat_out(fun(x, *a, **kw))
 
-    if not _traced(x0, args, kwargs):
+    if not _traced(x0, args, kwargs, bounds):
         shape = np.shape(x0)
         found = _least_squares_plain(so, fun, np.reshape(np.asarray(x0, dtype=np.float64), -1),
                                      shape, args, kwargs, jac, name, options)
@@ -1908,13 +1909,16 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     x0 = wnp.asarray(x0)
     shape = tuple(x0.shape)
 
-    def solve_plain(x0, args, _):
-        found = _least_squares_plain(so, fun, x0, shape, *args, jac, name, options)
+    def solve_plain(x0, args, block_args):
+        held = options
+        if roles:               # (SciPy gets the traced bounds' values of this solve)
+            held = dict(options, bounds=_plain_bounds(x0.size, roles, block_args))
+        found = _least_squares_plain(so, fun, x0, shape, *args, jac, name, held)
         _warn_unless_converged(found, "least_squares")
         return found.x, found
 
     x, prim, (a, kw) = _stationary("least_squares", name, x0, (args, kwargs), cost,
-                                   _blocks((), _pairs(bounds, x0.size), x0, shape),
+                                   _blocks((), bounds, x0, shape),
                                    solve_plain, linear)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
@@ -1923,15 +1927,17 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     return found
 
 
-def _pairs(bounds, n):
-    """least_squares' (lb, ub) as minimize's Bounds, or None if unbounded."""
+def _box(bounds, shape, who):
+    """least_squares' and curve_fit's bounds ((lb, ub), or a `Bounds`) for the flat x:
+    (a plain `Bounds`, None) or, where a side is traced, (a (min, max) pair per
+    element, the roles by which `_plain_bounds` gives SciPy each solve's values)."""
     so = _scipy_optimize()
-    if isinstance(bounds, so.Bounds):
-        return bounds
-    lb, ub = bounds
-    if np.all(np.isneginf(lb)) and np.all(np.isposinf(ub)):
-        return None
-    return so.Bounds(np.broadcast_to(lb, (n,)), np.broadcast_to(ub, (n,)))
+    if not isinstance(bounds, so.Bounds):
+        bounds = so.Bounds(*(wnp.asarray(side) for side in bounds))   # (lists of traced)
+    flat = _flat_bounds(bounds, shape, who)
+    if isinstance(flat, so.Bounds):
+        return flat, None
+    return flat, _bound_roles(*_bound_lists(flat))
 
 
 def leastsq(func, x0, args=(), Dfun=None, full_output=False, col_deriv=False,
@@ -2126,10 +2132,11 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
     else:
         p0_given = p0
         n = int(np.size(wnp.asarray(p0)))
+    bounds, roles = _box(bounds, (n,), "curve_fit")
     options = dict(absolute_sigma=absolute_sigma, check_finite=check_finite, bounds=bounds,
                    method=method, nan_policy=nan_policy, **kwargs)
 
-    def solve_plain_fit(x, y, s, start):
+    def solve_plain_fit(x, y, s, start, held=None):
         def call(x, *p):
             return np.asarray(_check_plain(f(x, *p), "curve_fit", name), dtype=np.float64)
         # (f's parameters, which SciPy counts where p0 is None)
@@ -2149,9 +2156,9 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
             _supplied(d, (start_.reshape(-1),), "curve_fit", name, "Jacobian")
             use = lambda x, *p: d(np.asarray(p, dtype=np.float64))    # noqa: E731
         return so.curve_fit(call, x, y, p0=start, sigma=s, jac=use, full_output=True,
-                            **options)
+                            **(options if held is None else dict(options, bounds=held)))
 
-    if not _traced(xdata, ydata, sigma, p0):
+    if not _traced(xdata, ydata, sigma, p0, bounds):
         out = solve_plain_fit(xdata, ydata, sigma, p0)
         return out if full_output else out[:2]
     start = np.ones(n) if p0_given is None else p0_given
@@ -2166,15 +2173,16 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
             return solve_triangular(cholesky(s, lower=True), r, lower=True)
         return r / _flat_out(s)
 
-    def solve_plain(p_start, data, _):
-        out = solve_plain_fit(*data, p_start)
+    def solve_plain(p_start, data, block_args):
+        # (SciPy gets the traced bounds' values of this solve)
+        out = solve_plain_fit(*data, p_start, roles and _plain_bounds(n, roles, block_args))
         return out[0], out                  # (SciPy raises where it did not converge)
 
     start = wnp.asarray(start)
     popt, prim, (x, y, s) = _stationary(
         "curve_fit", name, start, (xdata, ydata, sigma),
         lambda p, data: 0.5 * wnp.sum(weighted(p, *data) ** 2),
-        _blocks((), _pairs(bounds, n), start, (n,)), solve_plain)
+        _blocks((), bounds, start, (n,)), solve_plain)
     found = prim.result
     if found is not None and not np.all(np.isfinite(found[1])):
         pcov = found[1]                          # (SciPy found none: inf, a constant)
