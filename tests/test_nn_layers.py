@@ -116,13 +116,18 @@ def test_kink_derivatives_follow_pytorch():
     assert wg.grad(lambda x: np.sum(nn.elu(x, 0.5)))(zero).tolist() == [0.5]
 
 
-def test_activations_trace_and_keep_float32():
-    x = rng.normal(size=(2, 3)).astype(numpy.float32)
+@pytest.mark.parametrize("dtype", [numpy.float32, numpy.float16])
+def test_activations_trace_and_keep_float32_and_float16(dtype):
+    # (float16: SciPy's expit and erf, under sigmoid, silu and gelu, return float64)
+    x = rng.normal(size=(2, 3)).astype(dtype)
     for name, (f, _, _) in ACTIVATIONS.items():
-        assert f(x).dtype == numpy.float32, name
+        assert f(x).dtype == dtype, name
+        assert wg.grad(lambda x: np.sum(f(x)))(x).dtype == dtype, name
         graph = wg.trace(f, x)
-        assert graph.outputs[0].dtype == numpy.float32, name
-        assert_close(graph(x), f(x), rtol=1e-6, atol=1e-7)
+        assert graph.outputs[0].dtype == dtype, name
+        tol = 1e-6 if dtype == numpy.float32 else 2e-3
+        assert_close(graph(x), f(x), rtol=tol, atol=tol)
+        assert_close(f(x), f(x.astype(numpy.float64)), rtol=tol, atol=tol)
 
 
 # ---- erf without SciPy (the exact gelu's) ------------------------------------------------------

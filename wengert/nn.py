@@ -969,6 +969,14 @@ def kl_div(input, target, reduction="mean", log_target=False):
 
 
 # ---- activations --------------------------------------------------------------------------------
+def _half_kept(y, x):
+    """y, a SciPy function of x, in x's dtype where x is float16: SciPy has no
+    half-precision loops and returns float64, where PyTorch and JAX keep float16."""
+    if wnp.result_type(x) == _np.float16:
+        return wnp.astype(y, _np.float16)
+    return y
+
+
 def sigmoid(x):
     """The logistic function ``1 / (1 + exp(-x))`` (``torch.sigmoid``,
     ``jax.nn.sigmoid``), computed without overflow: SciPy's ``expit`` (one primitive)
@@ -986,7 +994,7 @@ def sigmoid(x):
     if _HAVE_SCIPY and wnp.asarray(x).dtype.kind != "c":
         # SciPy's expit, one primitive (its gradient ~2.7x faster than the composition
         # below, and the C emitter and Taylor mode know it); SciPy is optional
-        return _special.expit(x)
+        return _half_kept(_special.expit(x), x)
     positive = wnp.greater_equal(x, 0)
     z = wnp.exp(wnp.where(positive, wnp.negative(x), x))   # exp(-|x|), with the derivative
     r = 1.0 / (1.0 + z)                                      # of each side at 0 (abs has 0)
@@ -1061,7 +1069,8 @@ def gelu(x, approximate=False):
         return 0.5 * wnp.multiply(x, 1.0 + wnp.tanh(inner))
     if approximate is False or approximate == "none":
         # the erf primitive: SciPy's erf where SciPy is installed, else wengert's own
-        return 0.5 * wnp.multiply(x, 1.0 + _special.erf(wnp.multiply(x, _SQRT_HALF)))
+        return 0.5 * wnp.multiply(x, 1.0 + _half_kept(_special.erf(wnp.multiply(
+            x, _SQRT_HALF)), x))
     raise ValueError(f"gelu: approximate must be False or True ('none' or 'tanh', as in "
                      f"PyTorch), got {approximate!r}")
 
