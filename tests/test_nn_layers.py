@@ -421,6 +421,16 @@ def test_batch_norm_refuses_what_it_cannot_update():
             numpy.zeros(3))
 
 
+
+def test_batch_norm_of_an_empty_batch_is_empty_as_pytorchs():
+    mean, var = numpy.zeros(3), numpy.ones(3)
+    y = nn.batch_norm(numpy.zeros((0, 3, 2)), mean, var, numpy.ones(3), numpy.ones(3),
+                      training=True)
+    assert y.shape == (0, 3, 2) and mean.tolist() == [0.0] * 3 and var.tolist() == [1.0] * 3
+    g = wg.grad(lambda x: np.sum(nn.batch_norm(x, training=True)))(numpy.zeros((0, 3)))
+    assert g.shape == (0, 3)
+
+
 @pytest.mark.parametrize("call, error, kind", [
     (lambda x: nn.layer_norm(x, (3, 5)),
      r"normalized_shape \(3, 5\) must be the trailing dimensions of x, got x of shape "

@@ -1272,7 +1272,8 @@ def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
     the batch and every other axis; ``running_mean`` and ``running_var``, if given (NumPy
     arrays of shape (C,)), are then updated in place as PyTorch updates them:
     ``(1 - momentum) * running + momentum * batch``, with the batch's *unbiased* variance
-    (their values only: no derivative flows into running statistics).  With
+    (their values only: no derivative flows into running statistics).  An empty batch
+    gives an empty result and leaves them alone, as PyTorch's does.  With
     ``training=False`` (PyTorch's default), by ``running_mean`` and ``running_var``,
     which must be given.
 
@@ -1302,11 +1303,14 @@ def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
                              f"(axis {axis} of x of shape {xs}), got {tuple(wnp._shape(p))}")
     if training:
         count = int(_np.prod([xs[a] for a in axes]))
-        if count <= 1:
+        if count == 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got x of shape {xs} (channel axis {axis})")
-        y = _normalise(x, axes, eps)
-        _update_running(x, axes, running_mean, running_var, momentum)
+        if count == 0:          # an empty batch: an empty result, the statistics as they
+            y = x               # were (PyTorch's; a mean of nothing would be nan)
+        else:
+            y = _normalise(x, axes, eps)
+            _update_running(x, axes, running_mean, running_var, momentum)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var must be given when "
