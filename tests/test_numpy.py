@@ -2045,6 +2045,16 @@ def test_cond_of_singular_and_empty_matrices_is_numpys():
         assert_close(g[1], wg.grad(lambda a: np.linalg.cond(a, p))(stack[1]), rtol=1e-12)
     assert np.linalg.cond(numpy.zeros((2, 2))) == numpy.linalg.cond(numpy.zeros((2, 2)))
     assert wg.vjp(np.linalg.cond, numpy.zeros((2, 2)))[0] == numpy.inf
+    # ... and under vmap and compile, which trace without values: the singular ones were
+    # found by their values, so there 0/0 came out nan and inv raised for the whole batch
+    batch = numpy.stack([numpy.eye(2), numpy.zeros((2, 2)), s, stack[1]])
+    for p in [None, 2, -2, "fro", 1, -1, numpy.inf, -numpy.inf]:
+        want = numpy.linalg.cond(batch, p)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")          # (NumPy's cond says nothing either)
+            assert_close(wg.vmap(lambda a: np.linalg.cond(a, p))(batch), want, rtol=1e-12)
+            compiled = wg.compile(lambda a: np.linalg.cond(a, p), batch[3])
+            assert_close([compiled(m) for m in batch], want, rtol=1e-12)
     e = numpy.zeros((0, 0))
     assert wg.vjp(lambda a: np.linalg.norm(a, 2), e)[0] == 0.0
     assert wg.vjp(np.linalg.pinv, e)[0].shape == (0, 0)

@@ -23,14 +23,14 @@ import numpy as _np
 
 import operator
 
-from ..graph.node import Node
 from ..primitives import linalg as L
 from ..primitives.registry import float_dtype, power_by_squaring, real_dtype
 from . import (_norm_axis, _one_axis, _numpy_unless_traced, _refuse, _shape, asarray, sqrt,
                sum, abs, amax, amin, moveaxis, reshape, swapaxes, matmul as _matmul,
                tensordot as _tensordot, diagonal as _diagonal, dot as _dot, where,
                zeros_like, conj as _conj, _conj_complex, _abs2, exp as _exp, real as _real,
-               imag as _imag, transpose as _transpose, cross as _cross, _value_of)
+               imag as _imag, transpose as _transpose, cross as _cross, _value_of,
+               isnan as _isnan, any as _any)
 from .dispatch import rest_of as _rest_of
 
 LinAlgError = _np.linalg.LinAlgError
@@ -778,33 +778,29 @@ def cond(x, p=None):
     if p is None or p == 2 or p == -2:
         s = L.svdvals(x)
         big, small = s[..., 0], s[..., -1]
-        with _np.errstate(divide="ignore", invalid="ignore"):
-            r = small / big if p == -2 else big / small
-        return _nan_to_inf(r, x)
+        if p == -2:
+            big, small = small, big
+        # big/small, inf where small is 0 (NumPy's: 0/0 too), without dividing by 0 in
+        # the graph (which vmap and compile run later, outside any errstate)
+        zero = small == 0
+        return where(zero, _np.inf, big / where(zero, 1.0, small))
     x = _matrix(x, "cond")
-    # NumPy's value at a singular matrix (of a stack) is inf, not inv's LinAlgError: where
-    # the values are known, those matrices are inverted as the identity and their
-    # condition number made inf (a constant: no derivative)
-    known = x.value if type(x) is Node else _np.asarray(x)
-    singular = None
-    if known is not None and x.shape[-1]:
-        with _np.errstate(all="ignore"):
-            singular = ~_np.isfinite(_np.linalg.cond(known, p)) & \
-                ~_np.isnan(known).any(axis=(-2, -1))
-        if singular.any():
-            x = where(singular[..., None, None], _np.eye(x.shape[-1], dtype=x.dtype), x)
-        else:
-            singular = None
-    r = norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
-    return r if singular is None else where(singular, _np.inf, r)
+    # NumPy's value at a singular matrix (of a stack) is inf, not inv's LinAlgError.  The
+    # singular ones are those whose LU has a zero pivot, where inv fails (slogdet's sign
+    # is 0, from the same LU): they are inverted as the identity and their condition
+    # number made inf (a constant: no derivative).  In the graph, not by the values, so
+    # that vmap and compile, which trace without values, do the same.
+    with _np.errstate(invalid="ignore"):       # (a nan in x: NumPy's cond says nothing)
+        singular = L.signdet(x) == 0
+    safe = where(singular[..., None, None], _np.eye(x.shape[-1], dtype=x.dtype), x)
+    r = norm(x, p, axis=(-2, -1)) * norm(inv(safe), p, axis=(-2, -1))
+    return _nan_to_inf(where(singular, _np.inf, r), x)
 
 
 def _nan_to_inf(r, x):
-    """NumPy's cond: a nan (0/0) is inf unless x itself holds a nan."""
-    known = r.value if type(r) is Node else r
-    if known is None or not _np.isnan(known).any():
-        return r
-    return where(_np.isnan(known) & ~_np.isnan(_value_of(x)).any(axis=(-2, -1)), _np.inf, r)
+    """NumPy's cond: a nan (0/0) is inf unless x itself holds a nan (in the graph)."""
+    with _np.errstate(invalid="ignore"):
+        return where(_isnan(r) & ~_any(_isnan(x), axis=(-2, -1)), _np.inf, r)
 
 
 @_numpy_unless_traced(_np.linalg.matrix_rank, any_argument=True)
