@@ -791,7 +791,8 @@ def cond(x, p=None):
     # number made inf (a constant: no derivative).  In the graph, not by the values, so
     # that vmap and compile, which trace without values, do the same.
     with _np.errstate(invalid="ignore"):       # (a nan in x: NumPy's cond says nothing)
-        singular = L.signdet(x) == 0
+        # (signdet is for real matrices: a complex one's det is 0 at a zero pivot too)
+        singular = (L.det(x) if x.dtype.kind == "c" else L.signdet(x)) == 0
     safe = where(singular[..., None, None], _np.eye(x.shape[-1], dtype=x.dtype), x)
     r = norm(x, p, axis=(-2, -1)) * norm(inv(safe), p, axis=(-2, -1))
     return _nan_to_inf(where(singular, _np.inf, r), x)
