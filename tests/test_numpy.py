@@ -2061,6 +2061,23 @@ def test_cond_of_singular_and_empty_matrices_is_numpys():
     assert wg.vjp(lambda a: np.linalg.matrix_rank(a) * 1.0, e)[0] == 0
     with pytest.raises(numpy.linalg.LinAlgError, match="cond is not defined on empty"):
         wg.vjp(np.linalg.cond, e)
+    # NumPy's max-of-absolute-values norms are 0 over an empty axis (amax's initial=0):
+    # they raised amax's error, and vector_norm over an empty axis a reshape error (QA)
+    for x, call in [(numpy.zeros(0), lambda x, m: m.norm(x, numpy.inf)),
+                    (numpy.zeros((0, 3)), lambda x, m: m.norm(x, numpy.inf)),
+                    (numpy.zeros((3, 0)), lambda x, m: m.norm(x, 1)),
+                    (numpy.zeros((0, 3)), lambda x, m: m.vector_norm(x, axis=-1)),
+                    (numpy.zeros((3, 0)), lambda x, m: m.vector_norm(x, axis=0, ord=1))]:
+        want = call(x, numpy.linalg)
+        got = wg.vjp(lambda x: call(x, np.linalg), x)[0]
+        assert numpy.shape(got) == want.shape and numpy.array_equal(got, want)
+    # ... as `initial` is the result of max and min over nothing
+    for axis, keepdims in [(0, False), (None, False), (1, True), ((0, 1), True)]:
+        x = numpy.zeros((0, 3), numpy.float32)
+        want = numpy.max(x, axis=axis, keepdims=keepdims, initial=0)
+        got = wg.vjp(lambda x: np.max(x, axis=axis, keepdims=keepdims, initial=0), x)[0]
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert numpy.array_equal(got, want)
     import wengert.scipy.linalg as wsl
     for f in (wsl.sqrtm, lambda a: wsl.lu_factor(a)[0]):
         assert wg.grad(lambda a: np.sum(f(a)))(e).shape == (0, 0)

@@ -1026,7 +1026,15 @@ def _reduce(fname, prim, a, axis, dtype, out, keepdims, initial, where):
                                      "'initial'")
                 fill = initial
             a = S.select(where, a, fill)
-    out = prim(a, axis=_norm_axis(axis, a.ndim, fname), keepdims=bool(keepdims))
+    axes = _norm_axis(axis, a.ndim, fname)
+    if initial is not _NoValue and _JOIN[prim][0] is None and 0 in [
+            a.shape[i] for i in (range(a.ndim) if axes is None else axes)]:
+        # max or min over nothing: `initial` alone (NumPy's; the primitive has no identity
+        # to start from, and a constant has no derivative, as nothing reached it)
+        shape = tuple(1 if axes is None or i in axes else d for i, d in enumerate(a.shape)
+                      if keepdims or not (axes is None or i in axes))
+        return _np.full(shape, initial, dtype=_np.result_type(a.dtype, initial))
+    out = prim(a, axis=axes, keepdims=bool(keepdims))
     return out if initial is _NoValue else join(out, initial)
 
 

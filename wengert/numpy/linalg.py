@@ -409,9 +409,15 @@ def norm(x, ord=None, axis=None, keepdims=False):
     raise ValueError("Improper number of dimensions to norm.")
 
 
+def _empty_max(x, axes):
+    """amax's `initial` where it reduces over nothing: 0, NumPy's norms' (their max of
+    absolute values is 0 over an empty axis, where their min raises)."""
+    return {"initial": 0} if 0 in [x.shape[a] for a in axes] else {}
+
+
 def _vector_norm(x, ord, axis, keepdims):
     if ord == _np.inf:
-        return amax(abs(x), axis=axis, keepdims=keepdims)
+        return amax(abs(x), axis=axis, keepdims=keepdims, **_empty_max(x, axis))
     if ord == -_np.inf:
         return amin(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
@@ -437,8 +443,9 @@ def _matrix_norm(x, ord, r, c, keepdims):
     if ord in (1, -1, _np.inf, -_np.inf):
         # 1: the largest column sum of |x|, inf: the largest row sum; -1, -inf the smallest
         inner, outer = (r, c) if ord in (1, -1) else (c, r)
-        pick = amax if ord > 0 else amin
-        out = pick(sum(abs(x), axis=inner, keepdims=True), axis=outer, keepdims=True)
+        sums = sum(abs(x), axis=inner, keepdims=True)
+        out = (amax(sums, axis=outer, keepdims=True, **_empty_max(sums, (outer,))) if ord > 0
+               else amin(sums, axis=outer, keepdims=True))
     elif ord in (2, -2, "nuc"):
         # the largest or smallest singular value or their sum, as NumPy computes them (the
         # derivative of a tie between largest or smallest ones is shared among them); a
@@ -741,7 +748,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     # the axes moved to the end and merged into one: a vector norm over one axis
     rest = [i for i in range(nd) if i not in axes]
     v = reshape(moveaxis(x, axes, tuple(range(nd - len(axes), nd))),
-                tuple(x.shape[i] for i in rest) + (-1,))
+                tuple(x.shape[i] for i in rest) + (int(_np.prod([x.shape[i] for i in axes])),))
     out = _vector_norm(v, ord, (v.ndim - 1,), False)
     if keepdims:
         out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
