@@ -642,6 +642,7 @@ def test_linalg_on_traced_values_takes_every_argument():
             continue
         for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
             assert numpy.shape(g) == numpy.shape(w), call
+            assert numpy.result_type(g) == numpy.result_type(w), call   # (lstsq's rank)
             assert_close(g, w, rtol=1e-12, atol=1e-12)
     # NumPy's own functions reach these through its dispatch, with every argument
     spd = args["a"]

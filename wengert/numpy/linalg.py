@@ -915,7 +915,7 @@ def lstsq(a, b, rcond=None):
     # a negative rcond means machine precision.  One svd gives x, the rank and s.
     inverse, keep = _pinv_of(usv, eps if rcond < 0 else rcond)
     x = _matmul(inverse, b)
-    rank = sum(keep.astype(_np.int64), axis=-1)
+    rank = sum(keep.astype(_np.int64), axis=-1).astype(_np.int32)    # (LAPACK's, NumPy's)
     # (the residuals' shape depends on the rank's value)
     known = _value_of(rank, "read by numpy.linalg.lstsq, whose residuals are empty unless "
                       "a has full column rank,")
