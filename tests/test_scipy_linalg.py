@@ -261,6 +261,11 @@ def test_float32_stays_float32():
         out, g = wg.value_and_grad(lambda a: wnp.sum(f(a)))(a)
         assert wg.vjp(f, a)[0].dtype == f(a).dtype == np.float32
         assert g.dtype == np.float32
+    # ... where SciPy keeps it: its det is in double precision for every input (the traced
+    # one kept float32 and complex64), while the gradient has the input's dtype
+    for b in (a, a.astype(np.complex64)):
+        assert np.result_type(wg.vjp(linalg.det, b)[0]) == sl.det(b).dtype
+    assert wg.grad(linalg.det)(a).dtype == np.float32
 
 
 # ---- closed forms ------------------------------------------------------------------------------

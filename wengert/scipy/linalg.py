@@ -656,7 +656,8 @@ def det(a, overwrite_a=False, check_finite=True):
     if a.shape[-1] != a.shape[-2]:
         raise ValueError(f"Last 2 dimensions of the array must be square but received "
                          f"shape {a.shape}.")
-    return _L.det(a)
+    # (SciPy's det is in double precision for every input, float32 and complex64 too)
+    return _L.det(a.astype(_np.complex128 if a.dtype.kind == "c" else _np.float64))
 
 
 @_scipy_unless_traced
