@@ -254,6 +254,19 @@ def test_eigh_vectors_are_scipys_including_their_signs():
             np.testing.assert_array_equal(w, ws)
 
 
+def test_lu_solve_takes_trans_as_a_letter_plain_and_traced():
+    # (documented, and read so on traced values; SciPy's own lu_solve takes numbers only)
+    a, b = well(3), r(3)
+    for letter, number in (("N", 0), ("T", 1), ("C", 2)):
+        want = sl.lu_solve(sl.lu_factor(a), b, trans=number)
+        for trans in (letter, number):
+            np.testing.assert_array_equal(linalg.lu_solve(linalg.lu_factor(a), b, trans), want)
+            got = wg.vjp(lambda b: linalg.lu_solve(linalg.lu_factor(a), b, trans=trans), b)[0]
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    with pytest.raises(ValueError):
+        linalg.lu_solve(linalg.lu_factor(a), b, trans="X")
+
+
 def test_float32_stays_float32():
     a = well(3).astype(np.float32)
     for f in (linalg.expm, linalg.sqrtm, lambda a: linalg.solve_triangular(a, a[0]),

@@ -45,6 +45,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 
 import numpy as _np
@@ -65,10 +66,11 @@ __all__ = ["solve_triangular", "solve_banded", "solveh_banded", "cholesky", "cho
 LinAlgError = _np.linalg.LinAlgError
 
 
-def scipy_unless_traced(module):
+def scipy_unless_traced(module, adapt=None):
     """A decorator: the function of the same name in SciPy's `module` on plain arguments
-    (called as the caller called it); the decorated `fn` when any argument, or an item of
-    a list or tuple argument, is traced.
+    (called as the caller called it, after `adapt`, if given, has edited the arguments,
+    a dict by name, in place); the decorated `fn` when any argument, or an item of a list
+    or tuple argument, is traced.
 
     Example:
         >>> @scipy_unless_traced(_sl)
@@ -79,12 +81,17 @@ def scipy_unless_traced(module):
     """
     def decorate(fn):
         scipy_fn = getattr(module, fn.__name__)
+        signature = inspect.signature(fn)
 
         @_accepts_duals
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if _traced(*args, *kwargs.values()):
                 return fn(*args, **kwargs)
+            if adapt is not None:
+                bound = signature.bind(*args, **kwargs)
+                adapt(bound.arguments)
+                args, kwargs = bound.args, bound.kwargs
             return scipy_fn(*args, **kwargs)
         return wrapper
     return decorate
@@ -752,11 +759,20 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     return _P.lu_factor(a), _P.lu_pivots(a)
 
 
-@_scipy_unless_traced
+def _trans_as_number(arguments):
+    """SciPy's lu_solve takes `trans` as 0, 1 or 2 only (its solve_triangular, and
+    wengert's lu_solve, the letters too)."""
+    if isinstance(arguments.get("trans"), str) and arguments["trans"] in _TRANS:
+        arguments["trans"] = _TRANS[arguments["trans"]]
+
+
+@scipy_unless_traced(_sl, adapt=_trans_as_number)
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """x with A x = b (Aᵀ x = b for ``trans=1`` or 'T', Aᴴ x = b for 2 or 'C', which is
     Aᵀ for a real A), from ``(lu, piv) = lu_factor(A)``: the pivots' interchanges and two
-    triangular solves.
+    triangular solves.  (SciPy's own takes the numbers only; this passes it a letter as
+    its number.)  A zero pivot (a singular A) raises LinAlgError on traced values, where
+    SciPy's gives infinities.
 
     Derivatives: those of the triangular solves (in b, and in lu's triangles, so through
     lu_factor in A: altogether the derivative of A⁻¹b).  Complex matrices too: holomorphic
