@@ -5,6 +5,7 @@ primitive is SciPy's own function); JVP and VJP against central finite differenc
 second order; closed forms; vmap against a loop; compile against eager; Taylor
 coefficients against nested JVPs; and the errors."""
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -693,6 +694,23 @@ def test_sqrtm_has_no_derivative_at_a_singular_matrix():
     # a nearly singular matrix still has one (large, but right)
     a = np.diag([4.0, 1e-6])
     assert_close(wg.grad(lambda a: linalg.sqrtm(a)[1, 1])(a)[1, 1], 0.5e3, rtol=1e-9)
+
+
+def test_a_singular_sylvester_or_lyapunov_equation_warns():
+    # A = diag(1, 2), B = -A: SciPy returns entries of 2e15 and the gradient came out 5e30,
+    # both without a word (sqrtm's derivative, the same equation, is refused)
+    a = np.diag([1.0, 2.0])
+    for call in (lambda a: linalg.solve_sylvester(a, -a, np.eye(2)),
+                 lambda a: linalg.solve_continuous_lyapunov(a - 1.5 * np.eye(2),   # ±0.5
+                                                            np.eye(2))):
+        with pytest.warns(RuntimeWarning, match="singular or nearly|sum is very close to"):
+            call(a)                              # SciPy's, on plain values (its Lyapunov's)
+        with pytest.warns(RuntimeWarning, match="singular or nearly"):
+            wg.grad(lambda a: wnp.sum(call(a)))(a)
+    with warnings.catch_warnings():                               # a regular one is quiet
+        warnings.simplefilter("error")
+        wg.grad(lambda a: wnp.sum(linalg.solve_sylvester(a, a, np.eye(2))))(a)
+        linalg.solve_continuous_lyapunov(-a, np.eye(2))
 
 
 def test_sqrtm_of_a_real_matrix_with_a_complex_root_is_refused():

@@ -47,6 +47,7 @@ is for real numbers: a complex graph is refused before they are reached.)
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -311,6 +312,8 @@ expm.defvjp(lambda g, a, ans: (frechet_expm(_T(a), g),))
 def _sylvester_np(a, b, q, derivative_of=None):
     if derivative_of is not None:
         _refuse_singular(a, b, derivative_of)
+    else:
+        warn_if_singular(a, b, "solve_sylvester")
     # One dtype for all three: SciPy (1.17) takes a real A's real Schur form, whose 2×2
     # blocks LAPACK's complex trsyl reads as triangular, and returns a wrong X when B or Q
     # is complex (scipy/scipy#26177; the fix proposed there promotes as here)
@@ -320,17 +323,36 @@ def _sylvester_np(a, b, q, derivative_of=None):
     return scipy_linalg().solve_sylvester(a, b, q)
 
 
-def _refuse_singular(a, b, who):
-    """The Sylvester equation AX + XB = Q is singular where an eigenvalue of A and one of -B
-    coincide; for the derivative of `who` (sqrtm: A = B = sqrtm(M)) that means the
-    derivative does not exist, and solving would give a wrong number without a word."""
-    if 0 in shape_of(a)[-1:] + shape_of(b)[-1:]:
-        return                                      # (an empty matrix: nothing to solve)
+def _singular(a, b):
+    """Whether the Sylvester equation AX + XB = Q is singular, or nearly (for any matrix of
+    a stack): an eigenvalue of A and one of -B coincide, to within n·√ε of the largest."""
+    if 0 in shape_of(a)[-1:] + shape_of(b)[-1:] or not (
+            np.isfinite(a).all() and np.isfinite(b).all()):
+        return False                    # (nothing to solve; non-finite: SciPy's to say)
     la, lb = np.linalg.eigvals(a), np.linalg.eigvals(b)
     gap = np.abs(la[..., :, None] + lb[..., None, :]).min(axis=(-2, -1))
     size = np.maximum(np.abs(la).max(axis=-1), np.abs(lb).max(axis=-1))
     n = max(shape_of(a)[-1], shape_of(b)[-1])
-    if np.any(gap <= n * np.sqrt(np.finfo(float_dtype(a)).eps) * size):
+    return bool(np.any(gap <= n * np.sqrt(np.finfo(float_dtype(a)).eps) * size))
+
+
+def warn_if_singular(a, b, who):
+    """A RuntimeWarning where `who`'s Sylvester equation is singular or nearly: its
+    solution is not unique, or does not exist, and SciPy returns large numbers without a
+    word (and so would the derivatives, which solve with the same matrices)."""
+    if _singular(a, b):
+        warnings.warn(f"{who}: the equation is singular or nearly (an eigenvalue of A is "
+                      "that of -B to within n·√ε of the largest; for a Lyapunov equation, "
+                      "two eigenvalues of A sum to about 0 with the second conjugated): "
+                      "its solution and derivatives are unreliable", RuntimeWarning,
+                      stacklevel=3)
+
+
+def _refuse_singular(a, b, who):
+    """The Sylvester equation AX + XB = Q is singular where an eigenvalue of A and one of -B
+    coincide; for the derivative of `who` (sqrtm: A = B = sqrtm(M)) that means the
+    derivative does not exist, and solving would give a wrong number without a word."""
+    if _singular(a, b):
         raise NotImplementedError(
             f"{who} has no derivative at a singular matrix: its derivative solves "
             "sqrtm(A)·dX + dX·sqrtm(A) = dA, which is singular there")

@@ -68,9 +68,9 @@ LinAlgError = _np.linalg.LinAlgError
 
 def scipy_unless_traced(module, adapt=None):
     """A decorator: the function of the same name in SciPy's `module` on plain arguments
-    (called as the caller called it, after `adapt`, if given, has edited the arguments,
-    a dict by name, in place); the decorated `fn` when any argument, or an item of a list
-    or tuple argument, is traced.
+    (called as the caller called it, after `adapt`, if given, has checked the arguments,
+    a dict by name, or edited them in place); the decorated `fn` when any argument, or an
+    item of a list or tuple argument, is traced.
 
     Example:
         >>> @scipy_unless_traced(_sl)
@@ -505,7 +505,16 @@ def sqrtm(A, disp=_np._NoValue, blocksize=_np._NoValue):
 
 
 # ---- Sylvester and Lyapunov equations ----------------------------------------------------------
-@_scipy_unless_traced
+def _warn_if_singular_sylvester(arguments):
+    """SciPy's solve_sylvester gives large numbers for a singular equation without a word:
+    wengert warns (on traced values its primitive does, for solve_continuous_lyapunov too,
+    whose SciPy function warns itself)."""
+    a, b = (_np.asarray(arguments[k]) for k in ("a", "b"))
+    if _is_square(a) and _is_square(b):
+        _P.warn_if_singular(a, b, "solve_sylvester")
+
+
+@scipy_unless_traced(_sl, adapt=_warn_if_singular_sylvester)
 def solve_sylvester(a, b, q):
     """X with AX + XB = Q, A n×n, B m×m, Q n×m (stacks broadcast), real or complex.
 
