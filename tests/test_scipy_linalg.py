@@ -777,6 +777,21 @@ def test_not_positive_definite_raises_linalgerror_on_traced_values():
         wg.grad(lambda b: wnp.sum(linalg.eigh(np.eye(2), b)[0]))(-np.eye(2))
 
 
+def test_check_finite_checks_traced_values_where_they_are_known():
+    # (inv of a nan matrix raised "Singular matrix", and solve with an inf gave [0, 1])
+    a = np.array([[1.0, np.inf], [0.0, 1.0]])
+    for call in (lambda a: linalg.solve(a, np.ones(2)), linalg.inv, linalg.det,
+                 lambda a: linalg.lu_solve((np.eye(2), np.array([0, 1], np.int32)), a[0]),
+                 lambda a: linalg.cho_solve((a, False), np.ones(2))):
+        with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+            call(a)                                             # SciPy's own
+        with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+            wg.vjp(call, a)
+    with np.errstate(invalid="ignore"):
+        got = wg.vjp(lambda a: linalg.det(a, check_finite=False), a)[0]    # as asked
+    assert np.isnan(got)
+
+
 def test_import_without_scipy_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy.linalg", None)
     with pytest.raises(ImportError, match=r"pip install 'wengert\[scipy\]'"):

@@ -53,6 +53,7 @@ import scipy.linalg as _sl
 
 from .. import numpy as _wnp
 from ..dual import accepts_duals as _accepts_duals
+from ..graph.node import Node as _Node
 from ..numpy import _traced
 from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives import linalg as _L, scipy_linalg as _P
@@ -87,6 +88,8 @@ def scipy_unless_traced(module, adapt=None):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if _traced(*args, *kwargs.values()):
+                if "check_finite" in signature.parameters:
+                    _check_finite(signature.bind(*args, **kwargs))
                 return fn(*args, **kwargs)
             if adapt is not None:
                 bound = signature.bind(*args, **kwargs)
@@ -95,6 +98,24 @@ def scipy_unless_traced(module, adapt=None):
             return scipy_fn(*args, **kwargs)
         return wrapper
     return decorate
+
+
+def _check_finite(bound):
+    """SciPy's check_finite (True by default) on traced arguments whose values are known
+    (an eager call: under wg.compile and wg.vmap there are none to check): a nan or an
+    inf raises its ValueError, where the traced solve went on to a wrong number."""
+    bound.apply_defaults()
+    if not bound.arguments["check_finite"]:
+        return
+    for name, v in bound.arguments.items():
+        if name == "lu_and_piv":
+            continue                            # (SciPy's lu_solve checks b alone)
+        for x in (v if isinstance(v, tuple) else (v,)):     # ((c, lower))
+            if type(x) is _Node:
+                x = x.value                     # (None where the trace has no values)
+            if isinstance(x, _np.ndarray) and x.dtype.kind in "fc" and \
+                    not _np.isfinite(x).all():
+                raise ValueError("array must not contain infs or NaNs")
 
 
 _scipy_unless_traced = scipy_unless_traced(_sl)
@@ -170,7 +191,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     cotangents b̄ = op(A)⁻ᵀ x̄, Ā = -b̄ xᵀ (op = id), -x b̄ᵀ (op = ᵀ) or -conj(x b̄ᵀ)
     (op = ᴴ) on the triangle read (the other triangle, and a unit diagonal, get zero).
     Holomorphic (complex-linear JVPs, for ``holomorphic=True``) but for 'C', which reads
-    conj(A).  `overwrite_b` and `check_finite` have no effect on traced values.
+    conj(A).  `overwrite_b` has no effect on traced values; `check_finite` checks their
+    numbers where they are known (eagerly).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -215,8 +237,9 @@ def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_fi
     Differentiable in ab and b to any order, without ever forming A: dx = A⁻¹(db - dA x),
     b̄ = A⁻ᵀ x̄ (a banded solve with Aᵀ's band) and ab̄ = -b̄ xᵀ read on the band.  Entries
     of ab outside the matrix (the corners SciPy ignores) have derivative 0.  Complex bands
-    are holomorphic (docs/complex.md).  `overwrite_*` and `check_finite` are SciPy's on
-    plain values; traced values are never overwritten.
+    are holomorphic (docs/complex.md).  `overwrite_*` are SciPy's on plain values;
+    traced values are never overwritten, and `check_finite` checks their numbers where
+    they are known (eagerly).
 
     Example: a tridiagonal system (l = u = 1) and the derivative of its solution in the
     right-hand side, A⁻¹:
