@@ -106,7 +106,15 @@ class _Layout:
                 [a for k, a in enumerate(args) if k not in self.nondiff])
 
     def __repr__(self):
-        return "..."
+        return "..."                    # (printed graphs: the arguments are the node's)
+
+    def digest_into(self, h):
+        """What a graph's digest reads of the layout: the differentiable arguments'
+        structure and the non-differentiable ones' values (the repr above says neither,
+        so a loop body with k = 2 was taken for the one with k = 3)."""
+        from .graph.graph import _digest_value
+        h.update(repr((self.tree, self.nondiff)).encode())
+        _digest_value(h, [self.fixed[k] for k in self.nondiff])
 
 
 def _leaves_like(ct, arg) -> list:

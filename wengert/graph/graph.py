@@ -143,8 +143,12 @@ def _const_key(value):
 
 def _digest_value(h, v):
     """Feed a constant or a parameter to the hash `h`: arrays by their bytes (their repr
-    elides the middle of a large one), anything else by its repr."""
-    if isinstance(v, (np.ndarray, np.generic)):
+    elides the middle of a large one), an object with a ``digest_into(h)`` method by what
+    it feeds (a parameter whose repr is short for printing), anything else by its repr."""
+    if hasattr(type(v), "digest_into"):
+        h.update(type(v).__name__.encode())
+        v.digest_into(h)
+    elif isinstance(v, (np.ndarray, np.generic)):
         a = np.ascontiguousarray(v)
         h.update(f"{a.dtype.str}{a.shape}".encode())
         h.update(a.tobytes() if a.dtype.kind != "O" else repr(a.tolist()).encode())
