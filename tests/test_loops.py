@@ -463,6 +463,22 @@ def test_float_loops_agree_with_numpy_loops(name, monkeypatch):
     assert not runs
 
 
+def test_bodies_that_sort_or_gather_by_the_counter_differentiate_the_first_time():
+    # making the loop's float form ran take_along_axis on arrays of nodes, whose IndexError
+    # escaped: the first grad raised, a second call (with no float form) gave the answer
+    x = np.array([1.0, 2.0, 3.0])
+    gathered = lambda x: wg.scan(                                             # noqa: E731
+        lambda v, i: (v + wnp.take_along_axis(x, i[None], axis=0)[0] ** 2, None),
+        0.0, np.arange(3))[0]
+    sorted_ = lambda c: wnp.sum(wg.scan(                                      # noqa: E731
+        lambda c, _: (wnp.sort(c) * 0.9 + 0.01, None), c, length=4)[0] * [1.0, 2.0, 3.0])
+    for f, at in ((gathered, x), (sorted_, np.array([0.3, -0.2, 0.5]))):
+        for transform in (wg.grad, wg.hessian, lambda f: wg.compile(wg.grad(f), at)):
+            check = transform(f)(at)                  # (a fresh loop: the first call)
+            assert np.all(np.isfinite(check))
+        check_grads(f, at, order=2)
+
+
 def test_float_loop_against_differences_at_random_points(monkeypatch):
     runs = _runs_on_floats(monkeypatch, True)
     for k in np.random.default_rng(5).uniform(0.5, 3.0, size=3):

@@ -259,10 +259,11 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
                     out = (impl(new, *vals, **node.params) if impl is not None
                            else op.impl(*vals, **node.params))
                 out = as_nodes(out, node)
-            except (TypeError, ValueError, AttributeError, ConcretizationError,
+            except (TypeError, ValueError, AttributeError, IndexError, ConcretizationError,
                     NotImplementedError):
                 # (AttributeError: a NumPy ufunc on nodes, which asks them for a method
-                # of its name: numpy_ufunc's, which float code has no spelling for)
+                # of its name: numpy_ufunc's, which float code has no spelling for;
+                # IndexError: take_along_axis and put_along_axis want integer arrays)
                 out = None
             if out is None:
                 raise NotScalar(f"{op.name}, a primitive that has no element-by-element "
