@@ -224,6 +224,23 @@ def test_float32_int_and_weak_carries():
     assert_close(wg.grad(counted)(1.2), fd_derivative(counted, 1.2), rtol=1e-8)
 
 
+def test_a_carry_that_changes_dtype_is_refused_on_plain_values_too():
+    # (the plain loop let float32 become float64, and an int64 counter a float, where the
+    # traced one, and JAX, refuse: code ran eagerly and failed under grad)
+    x = np.array([0.5, 0.25])
+    for run in (lambda: wg.scan(lambda c, x: (c * x, None), np.float32(1.0), x),
+                lambda: wg.fori_loop(0, 3, lambda i, v: v + 0.5, np.int64(0)),
+                lambda: wg.compile(lambda x: wg.scan(lambda c, x: (c * x, None),
+                                                     np.float32(1.0), x)[0], x)(x)):
+        with pytest.raises(TypeError, match="carry leaf 0 goes into f as .* comes out as"):
+            run()
+    # a weak Python number gives way either way, as in the traced loop
+    assert wg.scan(lambda c, x: (c * 2.0, None), np.float32(1.0), length=3)[0].dtype == \
+        np.float32
+    assert wg.scan(lambda c, x: (c + x, None), 0.0, x.astype(np.float32))[0].dtype == \
+        np.float32
+
+
 def test_complex_holomorphic():
     z = np.array([1 + 2j, 0.5 - 1j, -0.3j])
     f = lambda a: wg.scan(lambda c, x: (c * a + x, c * c), 0j, z)
@@ -335,6 +352,8 @@ def test_unroll_takes_several_steps_per_step(unroll, reverse):
 def test_unroll_errors(unroll, error, words):
     with pytest.raises(error, match=words):
         wg.grad(lambda w: wg.scan(lambda c, x: (c * w, None), 1.0, XS, unroll=unroll)[0])(1.0)
+    with pytest.raises(error, match=words):                   # (on plain values too)
+        wg.scan(lambda c, x: (c * 2.0, None), 1.0, XS, unroll=unroll)
 
 # --- C: each loop a C loop over a function of its body ---------------------------------------
 HAVE_CC = any(shutil.which(cc) for cc in (os.environ.get("CC") or "cc", "gcc", "clang"))

@@ -645,6 +645,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         1.45089
     """
     _check_fun(f, "scan")
+    return _scan(f, init, xs, length, reverse, unroll)
+
+
+def _scan(f, init, xs, length, reverse, unroll, who="scan", x_name="x"):
+    """`scan`, whose errors name `who` (fori_loop) and its x `x_name` (fori_loop's i)."""
     x_leaves, x_tree = flatten(xs)
     x_leaves = [x if type(x) is Node else np.asarray(x) for x in x_leaves]
     length = _length(x_leaves, length)
@@ -653,15 +658,15 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     init_leaves = [float(v) if type(v) is int else v for v in init_leaves]
     reverse = bool(reverse)
     traced = any(type(v) is Node for v in init_leaves + x_leaves)
+    unroll = _unroll(unroll, length)        # (checked on plain values too)
     if length and not traced and current_graph() is None:
         return _plain_scan(f, init, x_leaves, x_tree, length, reverse)
-    unroll = _unroll(unroll, length)
     if unroll > 1:
         return _unrolled(f, unflatten(carry_tree, init_leaves), x_leaves, x_tree, length,
                          reverse, unroll)
     name = getattr(f, "__name__", "f")
     body, captured, init_leaves, y_tree = _trace_body(f, init_leaves, carry_tree, x_leaves,
-                                                      x_tree)
+                                                      x_tree, who, x_name)
     n_carry = len(init_leaves)
     if not body.outputs:                        # nothing to compute
         body.release()
@@ -707,8 +712,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     def step(val, i):
         return body_fun(i, val), None
     step.__name__ = getattr(body_fun, "__name__", "body_fun")
-    return scan(step, init_val, np.arange(lower, max(lower, upper)),
-                unroll=1 if unroll is None else unroll)[0]
+    return _scan(step, init_val, np.arange(lower, max(lower, upper)), None, False,
+                 1 if unroll is None else unroll, "fori_loop", "i")[0]
 
 
 def _unroll(unroll, length):
@@ -790,6 +795,8 @@ def _plain_scan(f, init, x_leaves, x_tree, length, reverse):
         ys.append(y)
         if len(ys) == 1:            # (the checks the traced loop makes, once)
             _same_carry(flatten(init), flatten(carry))
+            for k, (a, b) in enumerate(zip(flatten(init)[0], flatten(carry)[0])):
+                _carry_type(k, dtype_of(a), _weak(a), dtype_of(b), _weak(b))
     if all(y is None for y in ys):  # (the common case, with no stacking to do)
         return carry, None
     if reverse:
@@ -825,18 +832,18 @@ def _pair(out):
     return out
 
 
-def _trace_body(f, init_leaves, carry_tree, x_leaves, x_tree):
+def _trace_body(f, init_leaves, carry_tree, x_leaves, x_tree, who="scan", x_name="x"):
     """The body's graph (inputs: captured values, carry, x; outputs: carry, y), the outer
     values it captured, the initial carry (cast where a weak number's type gave way) and
     the structure of y."""
     specs = [ShapeDtype(shape_of(v), dtype_of(v), weak=_weak(v)) for v in init_leaves]
     for _ in range(2):
         g = Graph()
-        g.captured, g.tracer = {}, "scan"
+        g.captured, g.tracer = {}, who
         carry = [g.input(s, name) for s, name in
                  zip(specs, _leaf_names("carry", len(specs)))]
         xs = [g.input(ShapeDtype(shape_of(x)[1:], dtype_of(x)), name) for x, name in
-              zip(x_leaves, _leaf_names("x", len(x_leaves)))]
+              zip(x_leaves, _leaf_names(x_name, len(x_leaves)))]
         with recording(g):
             new_carry, y = _pair(f(unflatten(carry_tree, carry), unflatten(x_tree, xs)))
             new_leaves, new_tree = flatten(new_carry)
@@ -881,18 +888,27 @@ def _carry_types(specs, outs, g):
     number) must take the type the body gives it."""
     again = list(specs)
     for k, (s, o) in enumerate(zip(specs, outs)):
-        if o.dtype == s.dtype:
-            continue
-        if s.weak and np.can_cast(s.dtype, o.dtype, "same_kind"):
+        if _carry_type(k, s.dtype, s.weak, o.dtype, is_weak(o)) == "takes":
             again[k] = ShapeDtype(s.shape, o.dtype)
-        elif not (is_weak(o) and np.can_cast(o.dtype, s.dtype, "same_kind")):
-            raise TypeError(f"scan: carry leaf {k} goes into f as {s.dtype} and comes out "
-                            f"as {o.dtype}; f must keep the carry's dtypes (cast the "
-                            "first carry, or the result, with astype)")
     if again == specs:
         return None
     g.release()
     return again
+
+
+def _carry_type(k, before, weak_before, after, weak_after):
+    """How carry leaf k's dtype goes through f: "same"; "takes" where a weak first carry
+    (a Python number) takes the type f gives it; or a TypeError where f changes it (a
+    weak result gives way to the carry's type, as in NumPy 2 and JAX)."""
+    if after == before:
+        return "same"
+    if weak_before and np.can_cast(before, after, "same_kind"):
+        return "takes"
+    if weak_after and np.can_cast(after, before, "same_kind"):
+        return "same"
+    raise TypeError(f"scan: carry leaf {k} goes into f as {before} and comes out as "
+                    f"{after}; f must keep the carry's dtypes (cast the first carry, or "
+                    "the result, with astype)")
 
 
 def _weak(v):

@@ -225,7 +225,7 @@ class Graph:
         self.captured = None      # wg.vmap's trace of one example, wg.scan's of its
         #                           body, wg.linearize's of f: {id: (value of an enclosing
         #                           trace, the input standing for it here)}
-        self.tracer = None        # "vmap", "scan" or "linearize": which of those traces
+        self.tracer = None        # "vmap", "scan", "fori_loop" or "linearize": which traces
         #                           it is, for the errors of a branch on a traced value
 
     # --- making nodes ---------------------------------------------------------------------

@@ -22,6 +22,7 @@ def _type_str(shape, dtype) -> str:
 # (for the error of a branch on a traced value), and what follows the advice.
 _TRACERS = {
     "scan": ("wg.scan traced its body, which runs once for every step", ""),
+    "fori_loop": ("wg.fori_loop traced its body, which runs once for every i", ""),
     "vmap": ("wg.vmap traced one example, whose mapped arguments have no single value",
              ", which vmap batches"),
     "linearize": ("wg.linearize traced f at a point that has no value here (inside wg.vmap, "
