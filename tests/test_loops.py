@@ -241,6 +241,15 @@ def test_a_carry_that_changes_dtype_is_refused_on_plain_values_too():
         np.float32
 
 
+def test_a_leaf_that_is_no_number_is_refused_in_words():
+    # (a traced loop raised NumPy's "data type 'tag' not understood")
+    for run in (lambda: wg.scan(lambda c, x: (c, None), (1.0, "tag"), np.ones(2)),
+                lambda: wg.grad(lambda a: wg.scan(lambda c, x: ((c[0] * a, c[1]), None),
+                                                  (1.0, "tag"), np.ones(2))[0][0])(2.0)):
+        with pytest.raises(TypeError, match="leaf 1 of init is a str .* numbers and arrays"):
+            run()
+
+
 def test_complex_holomorphic():
     z = np.array([1 + 2j, 0.5 - 1j, -0.3j])
     f = lambda a: wg.scan(lambda c, x: (c * a + x, c * c), 0j, z)

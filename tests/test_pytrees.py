@@ -98,6 +98,27 @@ def test_flatten_round_trip_equality_and_repr():
     assert doubled.second.shift == 6.0 and doubled.second.name == "n"
 
 
+def test_ordered_and_default_dicts_are_nodes_as_in_jax():
+    # (they were leaves: grad and vmap refused them, tree_map called f on the whole dict,
+    # and a scan carry of one crashed)
+    from collections import OrderedDict, defaultdict
+    od = OrderedDict([("w", np.array([1.0, 2.0])), ("b", 0.5)])
+    leaves, tree = flatten(od)
+    assert [np.size(x) for x in leaves] == [2, 1]          # (insertion order, as JAX's)
+    back = unflatten(tree, leaves)
+    assert type(back) is OrderedDict and list(back) == ["w", "b"]
+    g = wg.grad(lambda p: wnp.sum(p["w"]) * p["b"])(od)
+    assert type(g) is OrderedDict and list(g) == ["w", "b"]
+    assert_close(g["w"], [0.5, 0.5]) and g["b"] == pytest.approx(3.0)
+    dd = defaultdict(float, {"w": 1.0, "a": 2.0})
+    g = wg.grad(lambda p: p["w"] * p["a"] ** 2)(dd)
+    assert type(g) is defaultdict and g.default_factory is float and g == {"w": 4.0, "a": 4.0}
+    assert tree_map(lambda x: 2 * x, od)["b"] == 1.0
+    carry = wg.grad(lambda a: wg.scan(lambda c, x: (OrderedDict(w=c["w"] * a), None),
+                                      OrderedDict(w=1.0), np.ones(3))[0]["w"])(2.0)
+    assert carry == pytest.approx(12.0)
+
+
 def test_forward_mode_hessian_and_jvp_through_a_registered_class():
     f = lambda a: wnp.sum(wnp.sin(a.scale) * a.shift ** 2)
     a = Affine(rng.normal(size=3), 0.7, "s")

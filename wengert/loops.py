@@ -657,6 +657,12 @@ def _scan(f, init, xs, length, reverse, unroll, who="scan", x_name="x"):
     # (a Python int is a number to differentiate, as everywhere in wengert)
     init_leaves = [float(v) if type(v) is int else v for v in init_leaves]
     reverse = bool(reverse)
+    for what, leaves in (("init", init_leaves), ("xs", x_leaves)):
+        for k, v in enumerate(leaves):
+            if type(v) is not Node and np.asarray(v).dtype.kind not in "biufc":
+                raise TypeError(f"{who}: leaf {k} of {what} is a {type(v).__name__} "
+                                f"({v!r:.30}); a loop carries and scans numbers and arrays "
+                                "(a setting the body reads can be closed over)")
     traced = any(type(v) is Node for v in init_leaves + x_leaves)
     unroll = _unroll(unroll, length)        # (checked on plain values too)
     if length and not traced and current_graph() is None:

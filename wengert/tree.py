@@ -1,7 +1,8 @@
 """Pytrees: nested tuples, lists and dicts whose leaves are numbers, arrays or traced values.
 
-As in JAX, ``None`` is an empty subtree, dicts are flattened in sorted key order,
-namedtuples keep their type, and classes of your own join with `register_pytree_node`
+As in JAX, ``None`` is an empty subtree, dicts are flattened in sorted key order (an
+``OrderedDict`` in its own order), namedtuples keep their type, and
+classes of your own join with `register_pytree_node`
 (or `register_dataclass`, `register_pytree_node_class`).  Keys that do not compare with
 each other (``{1: x, "a": y}``) are ordered by kind first (numbers, then other types by
 type name), then by value within a kind, or by ``repr`` where even those do not compare
@@ -17,6 +18,8 @@ Example:
     {'a': [30.0], 'b': (10.0, 20.0)}
 """
 from __future__ import annotations
+
+import collections
 
 import numpy as np
 
@@ -189,6 +192,17 @@ def register_dataclass(cls, data_fields=None, meta_fields=None):
         return cls(**dict(zip(data_fields, children)), **dict(zip(meta_fields, meta)))
     register_pytree_node(cls, flatten_fn, unflatten_fn)
     return cls
+
+
+# The standard library's other dicts are nodes, as in JAX: an OrderedDict in its insertion
+# order (which its == compares), a defaultdict in sorted order with its default factory.
+register_pytree_node(
+    collections.OrderedDict, lambda d: (tuple(d.values()), tuple(d)),
+    lambda keys, values: collections.OrderedDict(zip(keys, values)))
+register_pytree_node(
+    collections.defaultdict,
+    lambda d: (tuple(d[k] for k in dict_keys(d)), (d.default_factory, tuple(dict_keys(d)))),
+    lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)))
 
 
 def flatten(tree):
