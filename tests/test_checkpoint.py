@@ -1,6 +1,7 @@
 """Checkpointing: the same derivatives (to 1e-12) in every mode and order, one node per
 checkpointed call, clear errors, the packing primitives, and less memory (tracemalloc)."""
 import gc
+import math
 import tracemalloc
 
 import numpy as np
@@ -90,6 +91,22 @@ def test_integer_arguments_are_held_fixed():
         return x
     plain = lambda x: power_loop.__wrapped__(x, 5)
     assert_close(wg.grad(lambda x: power_loop(x, 5))(0.4), wg.grad(plain)(0.4), **TIGHT)
+
+
+def test_static_argnums_hold_settings_as_jaxs():
+    # (a string argument raised "cannot use str 'sin' as a number in a traced computation")
+    act = wg.checkpoint(lambda x, kind: wm.tanh(x) if kind == "tanh" else wm.sin(x),
+                        static_argnums=1)
+    for kind, slope in (("sin", math.cos(0.3)), ("tanh", 1 - math.tanh(0.3) ** 2)):
+        assert_close(wg.grad(lambda x: act(x, kind))(0.3), slope, **TIGHT)
+    assert_close(wg.hessian(lambda x: act(x, "sin"))(0.3), -math.sin(0.3), **TIGHT)
+    assert act(0.3, "sin") == math.sin(0.3)                      # (plain values: f runs)
+    power = wg.checkpoint(lambda k, x: x ** k, static_argnums=(-2,))
+    assert_close(wg.grad(lambda x: power(3, x))(2.0), 12.0, **TIGHT)
+    with pytest.raises(TypeError, match="static arguments \\[1\\] must be hashable"):
+        wg.grad(lambda x: act(x, ["sin"]))(0.3)
+    with pytest.raises(TypeError, match="static_argnums must be an int or a tuple"):
+        wg.checkpoint(lambda x: x, static_argnums="x")
 
 
 def test_closing_over_a_traced_value_is_an_error():

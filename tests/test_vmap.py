@@ -354,6 +354,9 @@ def test_errors():
         wg.vmap(lambda x, mode="a": x)(x, mode="b")
     with pytest.raises(ValueError, match="does not match the structure"):
         wg.vmap(lambda p: p["a"], in_axes=({"b": 0},))({"a": x})
+    with pytest.raises(TypeError, match=r"got dict; for a single argument write "
+                                        r"in_axes=\(\{'a': 0\},\)"):   # (JAX's rule)
+        wg.vmap(lambda p: p["a"], in_axes={"a": 0})
     with pytest.raises(ValueError, match=r"out_axes \(0,\) .* output \(one array or number\)"):
         wg.vmap(lambda x: x * 2, out_axes=(0,))(x)       # (it named an internal class)
     with pytest.raises(TypeError):

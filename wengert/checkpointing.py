@@ -104,7 +104,8 @@ class Checkpoint(Primitive):
             for _, dtype in avals:
                 if dtype.kind not in "fc":
                     raise TypeError(f"{self.name}: a checkpointed function must return "
-                                    f"floats or float arrays, got a result of dtype {dtype}")
+                                    f"floats or float arrays, got a result of dtype {dtype} "
+                                    "(compute integer results, an argmax, outside it)")
             self.out_tree = tree
             self.layout = Layout(avals)
             self.dtype = self.layout.dtype
@@ -220,7 +221,7 @@ class Checkpoint(Primitive):
         return [ans] + [self.pack(row) for row in coefficients[1:]]
 
 
-def checkpoint(f):
+def checkpoint(f, *, static_argnums=()):
     """Mark f so that reverse mode recomputes its intermediates instead of keeping them.
 
     Called on traced values (inside `grad`, `vjp`, `jvp`, ...), the call of f becomes one
@@ -232,7 +233,9 @@ def checkpoint(f):
     f takes numbers, arrays or pytrees of them, by position or keyword, and returns the
     same; everything it computes with must come in through its arguments (a traced value
     it closes over raises ValueError).  Checkpointing changes no result: the derivatives
-    are the same.
+    are the same.  ``static_argnums`` (JAX's) names positional arguments that are
+    settings, not numbers (a string, a flag): they must be hashable, and each value of
+    them is a checkpoint of its own.
 
     Example:
         >>> import wengert as wg, wengert.math as wm
@@ -246,6 +249,8 @@ def checkpoint(f):
     """
     if not callable(f):
         raise TypeError(f"checkpoint expects a function, got {type(f).__name__} {f!r:.60}")
+    if static_argnums not in ((), None):
+        return _with_static(f, static_argnums)
     primitives = {}
 
     def by_position(args, kwargs):      # (keywords travel as one more pytree argument)
@@ -266,6 +271,39 @@ def checkpoint(f):
         outs = prim.unpack(prim(*leaves))
         return unflatten(prim.out_tree, outs)
 
+    return checkpointed
+
+
+def _with_static(f, static_argnums):
+    """checkpoint(f, static_argnums=...): a checkpoint of f with those arguments fixed,
+    one for each of their values."""
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in static):
+        raise TypeError(f"checkpoint: static_argnums must be an int or a tuple of ints, "
+                        f"got {static_argnums!r}")
+    by_value = {}
+
+    @functools.wraps(f)
+    def checkpointed(*args, **kwargs):
+        n = len(args)
+        if any(not -n <= i < n for i in static):
+            raise ValueError(f"checkpoint: static_argnums {static} for a call with {n} "
+                             "positional arguments")
+        fixed = {i % n: args[i] for i in static}
+        key = tuple(sorted(fixed.items()))
+        try:
+            inner = by_value.get(key)
+        except TypeError:
+            raise TypeError(f"checkpoint: the static arguments {list(fixed)} must be "
+                            f"hashable, got {[type(v).__name__ for v in fixed.values()]}") \
+                from None
+        if inner is None:
+            def f_of(*rest, **kw):
+                it = iter(rest)
+                return f(*[fixed[i] if i in fixed else next(it) for i in range(n)], **kw)
+            f_of.__name__ = getattr(f, "__name__", "f")
+            inner = by_value[key] = checkpoint(f_of)
+        return inner(*[a for i, a in enumerate(args) if i not in fixed], **kwargs)
     return checkpointed
 
 

@@ -81,6 +81,11 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
     """
     _check_fun(f, "vmap")
     _check_spec(in_axes, "in_axes")
+    if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple, list))):
+        # (JAX's rule: a dict, say, for one argument goes in a tuple, (in_axes,))
+        raise TypeError(f"vmap: in_axes must be an int, None, or a tuple or list with one "
+                        f"entry per positional argument, got {type(in_axes).__name__}; "
+                        f"for a single argument write in_axes=({in_axes!r:.40},)")
     _check_spec(out_axes, "out_axes")
     if axis_size is not None and (not isinstance(axis_size, (int, np.integer)) or
                                   isinstance(axis_size, bool) or axis_size < 0):
