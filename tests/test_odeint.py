@@ -442,3 +442,23 @@ def test_compiled_derived_systems_notice_a_global_that_changes_only_later_in_tim
             assert abs(d(kept)(0.7) - d(fresh)(0.7)) < 1e-9
         seen.add(round(float(wg.grad(kept)(0.7)), 3))
     assert len(seen) == 2
+
+
+# ---- from the integrate audit (2026-11-24) -------------------------------------------------------
+def test_tolerances_per_element_reach_the_derived_solves_as_one_number():
+    # (odepack refused the n-long arrays for the larger adjoint and tangent systems)
+    f = lambda y, t, k: [-k * y[0], k * y[0] - 0.5 * y[1]]                # noqa: E731
+    t = np.linspace(0.0, 2.0, 5)
+    tol = dict(atol=np.array([1e-10, 1e-12]), rtol=1e-10)
+    loss = lambda k: odeint(f, [1.0, 0.0], t, args=(k,), **tol)[-1, 1]     # noqa: E731
+    want = fd_jacobian(lambda k: odeint(f, [1.0, 0.0], t, args=(float(k[0]),), **tol)[-1, 1],
+                       np.array([0.7]), 1e-5)[0]
+    assert_close(wg.jacfwd(loss)(0.7), want, rtol=1e-6)
+    assert_close(wg.grad(loss)(0.7), want, rtol=1e-6)
+
+
+def test_a_failed_integration_raises_on_traced_values():
+    # SciPy warns ("Excess work done") and returns what it has: its jacfwd came out 2e-312
+    f = lambda y, t, k: -k * y                                           # noqa: E731
+    with pytest.raises(RuntimeError, match="odeint: the integration failed .*Excess work"):
+        wg.jacfwd(lambda k: odeint(f, [1.0], [0.0, 1e4], args=(k,), mxstep=5)[-1, 0])(0.7)

@@ -579,3 +579,84 @@ def test_a_zero_length_span_with_t_eval_under_a_derivative_reports_no_work():
     wg.jacfwd(lambda k: f(k, (0.0, 1.0)))(0.5)
     J = wg.jacfwd(lambda k: f(k, (1.0, 1.0)))(0.5)
     assert seen[0] > 0 and seen[1] == 0 and np.all(np.asarray(J) == 0.0)
+
+
+# ---- from the integrate audit (2026-11-24) -------------------------------------------------------
+def test_a_vectorized_fun_is_called_with_columns_on_traced_values_too():
+    # SciPy calls a vectorized fun with y of shape (n, k): a fun written so (y[0, :]) got a
+    # 1-D y under wg.grad and raised IndexError
+    def fun(t, y, k):
+        return wnp.stack([y[1, :], -k * y[0, :]])
+    for method in ("RK45", "BDF"):
+        solve = lambda k: solve_ivp(fun, (0.0, 1.0), [1.0, 0.0], method=method,  # noqa
+                                    vectorized=True, args=(k,), rtol=1e-10, atol=1e-12).y[0, -1]
+        assert_close(solve(2.0), math.cos(math.sqrt(2.0)), rtol=1e-7)
+        w = math.sqrt(2.0)
+        assert_close(wg.grad(solve)(2.0), -math.sin(w) / (2 * w), rtol=1e-6)   # d cos(√k)/dk
+
+
+def test_first_step_longer_than_the_way_to_an_event_or_a_time_of_sol():
+    # the solves to an event's time or to a time of sol(t) kept the user's first_step,
+    # which SciPy refuses where it is longer than the span
+    f = lambda t, y, k: -k * y                                           # noqa: E731
+
+    def ev(t, y, k):
+        return y[0] - 0.9
+    ev.terminal = True
+    opts = dict(first_step=1.0, rtol=1e-10, atol=1e-12)
+    hit = lambda k: solve_ivp(f, (0.0, 10.0), [1.0], args=(k,), events=ev,  # noqa: E731
+                              **opts).t_events[0][0]
+    assert_close(wg.grad(hit)(0.7), math.log(0.9) / 0.7 ** 2, rtol=1e-6)   # t = -ln 0.9 / k
+    at = lambda k: solve_ivp(f, (0.0, 10.0), [1.0], args=(k,), dense_output=True,  # noqa
+                             **opts).sol(0.05)[0]
+    assert_close(wg.grad(at)(0.7), -0.05 * math.exp(-0.035), rtol=1e-6)
+
+
+def test_reverse_mode_through_robertson_says_why_it_refuses():
+    # LSODA's backward re-solve of a stiff system went non-finite, and the next interval's
+    # solve started from it: SciPy's "y0 must be finite" came out, not the documented error
+    def rob(t, y, k1, k2, k3):
+        return wnp.stack([-k1 * y[0] + k3 * y[1] * y[2],
+                          k1 * y[0] - k2 * y[1] ** 2 - k3 * y[1] * y[2], k2 * y[1] ** 2])
+    out = lambda k1: solve_ivp(rob, (0.0, 100.0), [1.0, 0.0, 0.0], method="LSODA",  # noqa
+                               t_eval=[1.0, 10.0, 100.0], args=(k1, 3e7, 1e4), rtol=1e-9,
+                               atol=1e-13).y[0, -1]
+    assert np.isfinite(wg.jacfwd(out)(0.04))
+    with pytest.raises(RuntimeError, match="stiff or strongly damped.*Use forward mode"):
+        wg.grad(out)(0.04)
+
+
+def test_an_empty_state_and_an_event_that_never_happens_as_scipys():
+    f = lambda t, y, k: -k * y                                           # noqa: E731
+    loss = lambda k: wnp.sum(solve_ivp(f, (0.0, 1.0), np.zeros(0), args=(k,),  # noqa: E731
+                                       t_eval=[0.5]).y) + k
+    assert wg.grad(loss)(0.7) == 1.0                 # (reverse mode hit a zero-size max)
+
+    def never(t, y, k):
+        return y[0] + 5.0
+    got = {}
+
+    def first(k):
+        got["r"] = solve_ivp(f, (0.0, 1.0), [1.0, 2.0], args=(k,), events=[never])
+        return got["r"].y[0, -1]
+    wg.grad(first)(0.7)
+    want = scipy_integrate.solve_ivp(f, (0.0, 1.0), [1.0, 2.0], args=(0.7,), events=[never])
+    assert np.shape(got["r"].y_events[0]) == np.shape(want.y_events[0]) == (0,)
+
+
+def test_an_event_or_jac_closing_over_a_traced_value_is_refused_in_words():
+    f = lambda t, y, k: -k * y                                           # noqa: E731
+
+    def crossing(c, y0):
+        def ev(t, y, k):
+            return y[0] - c
+        ev.terminal = True
+        return solve_ivp(f, (0.0, 5.0), y0(c), events=ev, args=(0.7,)).t_events[0][0]
+    for y0 in (lambda c: [1.0], lambda c: wnp.stack([1.0 + 0.0 * c])):     # plain or traced
+        with pytest.raises(ValueError, match="event function ev computes with a traced "
+                                             "value .* pass that value in args"):
+            wg.grad(lambda c: crossing(c, y0))(0.3)
+    with pytest.raises(ValueError, match="jac .* computes with a traced value"):
+        wg.grad(lambda k: solve_ivp(f, (0.0, 1.0), wnp.stack([1.0 + 0.0 * k]), method="BDF",
+                                    args=(0.7,), jac=lambda t, y, a: -k * np.eye(1)).y[0, -1])(
+            0.7)

@@ -50,6 +50,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -74,6 +75,9 @@ _PLAIN_ONLY = ("Dfun", "col_deriv", "ml", "mu", "full_output")
 
 #: Options that are passed on to the solves of the rules' systems too (h0, a first step
 #: for the user's problem, is not).
+#: odeint's messages (its full_output's) where nothing went wrong: a solve, or none to do
+_ODEINT_DONE = ("Integration successful.", "Nothing was done; the integration time was 0.")
+
 _SHARED = ("rtol", "atol", "mxstep", "tcrit", "hmax", "hmin", "ixpr", "mxhnil", "mxordn",
            "mxords", "printmessg")
 
@@ -385,8 +389,12 @@ class _UserSystem(_System):
 
     compiled = False          # the solution itself is SciPy's call of func, as is
 
-    def __init__(self, func, shape, tree, leaf_avals, active, tfirst, who="odeint"):
+    def __init__(self, func, shape, tree, leaf_avals, active, tfirst, who="odeint",
+                 vectorized=False):
         self.func = func
+        # a vectorized fun (solve_ivp's) is always called as SciPy calls it: with y of
+        # shape (n, k), one column per state (k = 1 here)
+        self.columns = (1,) if vectorized else ()
         self.name = getattr(func, "__name__", "func")
         self.shape = shape
         self.n = math.prod(shape)
@@ -405,7 +413,7 @@ class _UserSystem(_System):
             raise _size_error(self.who, shape_of(out), self.shape + tuple(columns), self.n)
 
     def rhs(self, y, s, *leaves):
-        out = self.call(wnp.reshape(y, self.shape), s, leaves)
+        out = self.call(wnp.reshape(y, self.shape + self.columns), s, leaves)
         if type(out) is not Node:
             out = wnp.asarray(out)        # (a list [dx, dv] of traced values, as SciPy
             #                                users write it)
@@ -620,13 +628,11 @@ class Odeint(Primitive):
         self.stats = None             # (nfev, njev, nlu) of the last solve_ivp solve
 
     def _derived(self, system):
-        if self.method is None:
-            shared = {k: v for k, v in self.options.items() if k in _SHARED}
-        else:
-            # a tolerance per element of y has no counterpart for the elements of a
-            # derived state (adjoints, sensitivities): the smallest one serves them all
-            shared = {k: (float(np.min(v)) if k in ("rtol", "atol") else v)
-                      for k, v in self.options.items() if k in _IVP_SHARED}
+        # a tolerance per element of y has no counterpart for the elements of a derived
+        # state (adjoints, sensitivities): the smallest one serves them all
+        keep = _SHARED if self.method is None else _IVP_SHARED
+        shared = {k: (float(np.min(v)) if k in ("rtol", "atol") else v)
+                  for k, v in self.options.items() if k in keep}
         prim = Odeint(system, shared, self.method)
         prim.derived = True
         return prim
@@ -642,8 +648,26 @@ class Odeint(Primitive):
             # input); a backward solve of the adjoint stays within [t0, tN], where the
             # solution went, and its restart at each output time is its care there
             options = {k: v for k, v in options.items() if k != "tcrit"}
-        with recording(None):         # plain numbers: the right-hand side records nothing
-            return _scipy_odeint()(self.system.bind(leaves, y0, t[0]), y0, t, **options)
+        with recording(None), warnings.catch_warnings():
+            # (plain numbers: the right-hand side records nothing; a failure raises below
+            # with SciPy's message, not its warning too)
+            warnings.simplefilter("ignore", _scipy_integrate().ODEintWarning)
+            y, info = _scipy_odeint()(self.system.bind(leaves, y0, t[0]), y0, t,
+                                      full_output=True, **options)
+        if info["message"] not in _ODEINT_DONE:
+            # (SciPy warns and returns what it has, which has no derivative to speak of;
+            # a traced solve_ivp that fails raises too)
+            said = info["message"].strip()
+            if isinstance(self.system, _AdjointSystem):     # reverse mode's backward solve
+                raise RuntimeError(
+                    f"odeint: the reverse-mode derivative re-solves y backward in time, and "
+                    f"that solve failed ({said}): the system is stiff or strongly damped, "
+                    "which makes the backward solve unstable.  Use forward mode (wg.jacfwd, "
+                    "wg.jvp), which solves forward sensitivities")
+            raise RuntimeError(f"odeint: the integration failed ({said}), so its solution "
+                               "has no derivative: raise mxstep, loosen rtol and atol, or "
+                               "use solve_ivp's implicit methods")
+        return y
 
     # --- solve_ivp's solve -------------------------------------------------------------
     def _solve_ivp(self, y0, t, leaves):
@@ -681,6 +705,10 @@ class Odeint(Primitive):
             args = unflatten(self.system.tree, leaves)
             options["events"] = [_shaped_event(e, self.system.shape, args) for e in events]
         jac = options.pop("jac", None)
+        if options.get("first_step") is not None and t0 != tf:
+            # (the user's first step, for their span: a solve to an event's time or to a
+            # time of sol(t) may be shorter, where SciPy would refuse it)
+            options["first_step"] = min(options["first_step"], abs(tf - t0))
         y0 = np.asarray(y0, dtype=np.float64)
         with recording(None):         # plain numbers: the right-hand side records nothing
             f = self.system.bind(leaves, y0, t0)
@@ -789,6 +817,11 @@ class Odeint(Primitive):
             state = adjoint(wnp.concatenate([ys[i], a, b]), wnp.stack([t[i], t[i - 1]]),
                             *leaves)[1]
             backs.append(state[:n])
+            value = state.value if type(state) is Node else state
+            if value is not None and not np.all(np.isfinite(value)):
+                # (the next backward solve would start from it, and SciPy's refusal of a
+                # non-finite y0 would be the error)
+                self._backward_failed(t[i - 1], np.inf)
             a, b = state[n:2 * n], state[2 * n:]
             if i > 1:
                 a = a + g[i - 1]
@@ -808,6 +841,8 @@ class Odeint(Primitive):
         if any(v is None for v in values):
             return
         back = np.asarray(values[:-2], np.float64)
+        if not back.size:                           # (an empty state: nothing to leave)
+            return
         stored = np.asarray(values[-2], np.float64)[:len(back)]
         rtol = self.options.get("rtol", 1e-3)
         atol = np.asarray(self.options.get("atol", 1e-6), np.float64).reshape(-1)
@@ -817,9 +852,15 @@ class Odeint(Primitive):
         if np.all(worst <= _BACKWARD_DRIFT):
             return
         k = int(np.argmax(worst))
+        self._backward_failed(values[-1][k], worst[k])
+
+    def _backward_failed(self, time, worst):
+        """The error of `_check_backward`: the backward solve of y left the forward
+        solution at `time` by `worst` times the tolerance."""
+        time = time.value if type(time) is Node else time
         raise RuntimeError(
             f"{self.name}: the reverse-mode derivative re-solves y backward in time, and it "
-            f"left the forward solution at t = {float(values[-1][k]):.6g} by {worst[k]:.3g} "
+            f"left the forward solution at t = {float(time):.6g} by {worst:.3g} "
             "times the tolerance (atol + rtol·|y|): the system is stiff or strongly damped, "
             "which makes the backward solve unstable, and the gradient would be wrong.  Use "
             "forward mode (wg.jacfwd, wg.jvp), which solves forward sensitivities, or give "
@@ -1337,8 +1378,8 @@ def _primitive(func, shape, tree, avals, active, tfirst, options, method=None,
                own_times=False):
     def make():
         who = "odeint" if method is None else "solve_ivp"
-        return Odeint(_UserSystem(func, shape, tree, avals, active, tfirst, who), options,
-                      method, own_times)
+        return Odeint(_UserSystem(func, shape, tree, avals, active, tfirst, who,
+                                  bool(options.get("vectorized"))), options, method, own_times)
     try:
         key = (func, shape, tree, tuple((s, d.str) for s, d in avals), active, tfirst,
                tuple(sorted((k, _frozen(v)) for k, v in options.items())), method,
@@ -1450,6 +1491,8 @@ def _flat_jacobian(jac, shape, args=None):
 
     def flat_jac(s, y, *given):
         out = jac(s, y.reshape(shape), *(given if args is None else args))
+        if type(out) is Node:                       # (SciPy calls it on numbers)
+            raise _closure_error(f"jac {getattr(jac, '__name__', 'jac')}", "solve_ivp")
         return np.reshape(out, (n, n)) if isinstance(out, (np.ndarray, list)) else out
     return flat_jac
 
@@ -1794,9 +1837,15 @@ def _event_results(prim, times, found, y0, t0, numeric, shape):
                   *numeric)
         rows = {(j, k): ys[1 + i] for i, (_, j, k) in enumerate(every)}
     y_events = [wnp.reshape(wnp.stack([rows[(j, k)] for k in range(len(ts))]),
-                            (len(ts),) + shape) if ts else np.zeros((0,) + shape)
+                            (len(ts),) + shape) if ts else _no_events(shape)
                 for j, ts in enumerate(times)]
     return t_events, y_events
+
+
+def _no_events(shape):
+    """y_events of an event that never happened: SciPy's (0,) for a state of one
+    dimension, and (0,) + shape for another (as the plain solve reshapes SciPy's)."""
+    return np.zeros(0) if len(shape) == 1 else np.zeros((0,) + shape)
 
 
 def _terminal_time(times, found, span):
@@ -1870,7 +1919,7 @@ def _ivp_plain(fun, t_span, y0, method, t_eval, dense_output, events, vectorized
                              dense_output=dense_output, events=events,
                              vectorized=vectorized, args=args, **options)
     except (TypeError, ValueError):
-        _diagnose_ivp(fun, y0, t_span, args)
+        _diagnose_ivp(fun, y0, t_span, args, events, options.get("jac"))
         raise
     if found.sol is not None and isinstance(found.sol, si.OdeSolution):
         # SciPy's own object, which also takes a traced time (wg.grad in t alone)
@@ -1988,7 +2037,11 @@ def _shaped_event(event, shape, args=()):
     """A user's ``event(t, y, *args)`` on SciPy's flat state: y in `shape`, `args` bound
     (or, if none are given, SciPy's passed on), terminal and direction kept."""
     def g(t, y, *scipy_args):
-        return event(t, y.reshape(shape), *(args or scipy_args))
+        out = event(t, y.reshape(shape), *(args or scipy_args))
+        if type(out) is Node:                       # (SciPy calls it on numbers)
+            raise _closure_error(f"the event function {getattr(event, '__name__', 'event')}",
+                                 "solve_ivp")
+        return out
     for attr in ("terminal", "direction"):          # (how SciPy reads an event)
         if hasattr(event, attr):
             setattr(g, attr, getattr(event, attr))
@@ -2097,12 +2150,23 @@ class _ShapedSolution:
         return getattr(self.sol, name)
 
 
-def _diagnose_ivp(fun, y0, t_span, args):
-    """SciPy failed: say so clearly if fun closes over a traced value, or returns the
-    wrong number of derivatives (SciPy's message is a failed broadcast inside a step)."""
+def _diagnose_ivp(fun, y0, t_span, args, events=None, jac=None):
+    """SciPy failed: say so clearly if fun (or an event function, or jac) closes over a
+    traced value, or if fun returns the wrong number of derivatives (SciPy's message is
+    a failed broadcast inside a step)."""
     y0 = np.asarray(y0)
+    t0, args = float(t_span[0]), (() if args is None else args)
+    others = [("the event function ", e) for e in (
+        [] if events is None else [events] if callable(events) else events)]
+    for what, g in others + ([("jac ", jac)] if callable(jac) else []):
+        try:
+            out = g(t0, y0, *args)
+        except Exception:                       # noqa: BLE001  (SciPy's error stands)
+            continue
+        if any(type(x) is Node for x in flatten(out)[0]):
+            raise _closure_error(what + getattr(g, "__name__", "function"), "solve_ivp")
     try:
-        out = fun(float(t_span[0]), y0, *(() if args is None else args))
+        out = fun(t0, y0, *args)
     except Exception:
         return
     if any(type(x) is Node for x in flatten(out)[0]):
