@@ -444,7 +444,7 @@ def test_compiled_derived_systems_notice_a_global_that_changes_only_later_in_tim
     assert len(seen) == 2
 
 
-# ---- from the integrate audit (2026-11-24) -------------------------------------------------------
+# ---- from the integrate audit (2026-11-24) ------------------------------------------------------
 def test_tolerances_per_element_reach_the_derived_solves_as_one_number():
     # (odepack refused the n-long arrays for the larger adjoint and tangent systems)
     f = lambda y, t, k: [-k * y[0], k * y[0] - 0.5 * y[1]]                # noqa: E731

@@ -581,7 +581,7 @@ def test_a_zero_length_span_with_t_eval_under_a_derivative_reports_no_work():
     assert seen[0] > 0 and seen[1] == 0 and np.all(np.asarray(J) == 0.0)
 
 
-# ---- from the integrate audit (2026-11-24) -------------------------------------------------------
+# ---- from the integrate audit (2026-11-24) ------------------------------------------------------
 def test_a_vectorized_fun_is_called_with_columns_on_traced_values_too():
     # SciPy calls a vectorized fun with y of shape (n, k): a fun written so (y[0, :]) got a
     # 1-D y under wg.grad and raised IndexError

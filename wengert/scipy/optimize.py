@@ -1848,10 +1848,11 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     The call and the result are SciPy's, except that ``jac=None`` (the default here) is
     wengert's exact Jacobian of the residuals (forward or reverse mode, whichever is
     cheaper for their shape), where SciPy's default is ``"2-point"`` finite differences,
-    which you can still ask for (and spread over ``workers``, as SciPy does).  Where args (or kwargs) hold a traced value,
-    ``result.x`` is differentiable with respect to it, through the condition that the
-    cost's gradient is zero (with the exact second derivatives of the residuals, not the
-    Gauss–Newton approximation); ``result.fun`` and ``result.cost`` are traced too.  Any
+    which you can still ask for (and spread over ``workers``, as SciPy does).  Where args
+    (or kwargs) hold a traced value, ``result.x`` is differentiable with respect to it,
+    through the condition that the cost's gradient is zero (with the exact second
+    derivatives of the residuals, not the Gauss–Newton approximation); ``result.fun``
+    and ``result.cost`` are traced too.  Any
     of SciPy's losses works, and a callable one if written with `wengert.numpy`.  A bound
     that holds at the solution keeps holding (the KKT conditions, as `minimize`'s).
     ``linear_solve`` (keyword, wengert's) says how the derivative solves with the cost's
