@@ -111,8 +111,12 @@ def _traced_first(fun, who, pick):
 def _check_start(x0, who):
     """Refuse, in words, a starting point the solvers cannot take: a pytree of parameters
     (NumPy would make an object array of it, which SciPy reports as a float() error)."""
+    if type(x0) is Node:
+        return
     try:
-        kind = wnp.asarray(x0).dtype.kind
+        kind = np.asarray(x0).dtype.kind      # (plain values: no node recorded to ask)
+    except ConcretizationError:                # (a list of traced values)
+        return
     except (TypeError, ValueError):            # (ragged lists)
         kind = "O"
     if kind not in "biufc":
