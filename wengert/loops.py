@@ -800,8 +800,9 @@ def _plain_scan(f, init, x_leaves, x_tree, length, reverse):
         carry, y = _pair(f(carry, x))
         ys.append(y)
         if len(ys) == 1:            # (the checks the traced loop makes, once)
-            _same_carry(flatten(init), flatten(carry))
-            for k, (a, b) in enumerate(zip(flatten(init)[0], flatten(carry)[0])):
+            before, after = flatten(init), flatten(carry)
+            _same_carry(before, after)
+            for k, (a, b) in enumerate(zip(before[0], after[0])):
                 _carry_type(k, dtype_of(a), _weak(a), dtype_of(b), _weak(b))
     if all(y is None for y in ys):  # (the common case, with no stacking to do)
         return carry, None

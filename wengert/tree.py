@@ -1,13 +1,12 @@
 """Pytrees: nested tuples, lists and dicts whose leaves are numbers, arrays or traced values.
 
 As in JAX, ``None`` is an empty subtree, dicts are flattened in sorted key order (an
-``OrderedDict`` in its own order), namedtuples keep their type, and
-classes of your own join with `register_pytree_node`
-(or `register_dataclass`, `register_pytree_node_class`).  Keys that do not compare with
-each other (``{1: x, "a": y}``) are ordered by kind first (numbers, then other types by
-type name), then by value within a kind, or by ``repr`` where even those do not compare
-(`dict_keys`).  The order never depends on insertion order, so two dicts with the same
-keys flatten alike.
+``OrderedDict`` in its own order), namedtuples keep their type, and classes of your own
+join with `register_pytree_node` (or `register_dataclass`, `register_pytree_node_class`).
+Keys that do not compare with each other (``{1: x, "a": y}``) are ordered by kind first
+(numbers, then other types by type name), then by value within a kind, or by ``repr``
+where even those do not compare (`dict_keys`).  The order never depends on insertion
+order, so two dicts with the same keys flatten alike.
 
 Example:
     >>> from wengert.tree import flatten, unflatten
@@ -199,9 +198,13 @@ def register_dataclass(cls, data_fields=None, meta_fields=None):
 register_pytree_node(
     collections.OrderedDict, lambda d: (tuple(d.values()), tuple(d)),
     lambda keys, values: collections.OrderedDict(zip(keys, values)))
+def _defaultdict_children(d):
+    keys = tuple(dict_keys(d))
+    return tuple(d[k] for k in keys), (d.default_factory, keys)
+
+
 register_pytree_node(
-    collections.defaultdict,
-    lambda d: (tuple(d[k] for k in dict_keys(d)), (d.default_factory, tuple(dict_keys(d)))),
+    collections.defaultdict, _defaultdict_children,
     lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)))
 
 

@@ -73,11 +73,11 @@ DEFAULT_TOL = 1.49012e-8
 #: return things of the one system SciPy solves, not of the systems the rules solve.
 _PLAIN_ONLY = ("Dfun", "col_deriv", "ml", "mu", "full_output")
 
-#: Options that are passed on to the solves of the rules' systems too (h0, a first step
-#: for the user's problem, is not).
 #: odeint's messages (its full_output's) where nothing went wrong: a solve, or none to do
 _ODEINT_DONE = ("Integration successful.", "Nothing was done; the integration time was 0.")
 
+#: Options that are passed on to the solves of the rules' systems too (h0, a first step
+#: for the user's problem, is not).
 _SHARED = ("rtol", "atol", "mxstep", "tcrit", "hmax", "hmin", "ixpr", "mxhnil", "mxordn",
            "mxords", "printmessg")
 

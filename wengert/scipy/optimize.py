@@ -722,8 +722,8 @@ def _stationary(who, name, x0, args, objective, blocks, solve_plain, linear_solv
                 rows[0] = rows[0] - pull(nu)[0]
                 rows.append(g if b.kind == "eq" else nu * (g * (1.0 - weak) + weak))
             if blocks:
-                weak = z[n + m:]
-                rows.append(weak * (1.0 - weak))
+                flags = z[n + m:]                   # (each 0 or 1: dw = 0)
+                rows.append(flags * (1.0 - flags))
             return wnp.concatenate(rows) if blocks else wnp.reshape(rows[0], (-1,))
         return condition
 
