@@ -66,6 +66,22 @@ def test_c_functions_named_like_the_helpers_compile():
 
 
 @needs_cc
+def test_c_build_directory_goes_with_the_process(tmp_path):
+    # each process compiles into a private temporary directory; left behind, every run
+    # that used backend="c" would leave one in the temporary directory for good
+    import subprocess
+    import sys
+    code = ("import wengert as wg; from wengert.codegen import c\n"
+            "assert wg.compile(lambda x: x * x, 3.0, backend='c')(2.0) == 4.0\n"
+            "print(c._build_dir)")
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout.strip()
+    assert out.startswith(str(tmp_path)) and not os.path.exists(out)
+    assert os.listdir(tmp_path) == []
+
+
+@needs_cc
 def test_c_follows_ieee_like_numpy():
     c = wg.compile(lambda x: wm.log(x) + wm.sqrt(x) + 1 / x, 1.0, backend="c")
     assert math.isnan(c(-1.0)) and c(0.0) == math.inf or math.isnan(c(0.0))

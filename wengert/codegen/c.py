@@ -18,6 +18,7 @@ exception and no warning.  The compiler is ``$CC``, else ``cc``, ``gcc`` or ``cl
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import math
@@ -508,6 +509,9 @@ def library(source):
     cc = compiler()
     if _build_dir is None:
         _build_dir = tempfile.mkdtemp(prefix="wengert-c-")     # private to this user
+        # the libraries stay mapped once loaded, so the directory can go when the process
+        # does; left behind, every process that compiled C would leave one in /tmp
+        atexit.register(shutil.rmtree, _build_dir, ignore_errors=True)
     c_path = os.path.join(_build_dir, f"{digest}.c")
     so_path = os.path.join(_build_dir, f"{digest}.so")
     with open(c_path, "w") as f:
