@@ -324,6 +324,20 @@ def test_deep_chain_second_order_builds_and_sweeps_iteratively():
     assert d2 == pytest.approx(fd, rel=1e-5)
 
 
+def test_unoptimised_graph_interns_python_floats_alone():
+    # an eager loop's 0.9 is one constant, not one per step; operations stay unshared, and
+    # NumPy's float64 (strong), zeros and nan are not keyed by value
+    g = Graph(optimize=False)
+    x = g.input(1.0, "x")
+    y = x * 0.9
+    z = y * 0.9
+    assert y.args[1] is z.args[1] and (x * 0.9) is not y
+    assert g.const(np.float64(0.9)) is not y.args[1]
+    assert g.const(0.0) is not g.const(0.0) and np.signbit(g.const(-0.0).value)
+    assert g.const(float("nan")) is not g.const(float("nan"))
+    assert wg.grad(lambda t: (t * 0.9) * 0.9)(2.0) == pytest.approx(0.81, rel=1e-15)
+
+
 def test_truncate_forgets_nodes_and_their_intern_entries():
     g = Graph()
     x = g.input(ShapeDtype(), "x")

@@ -13,7 +13,8 @@ when it meets an operation:
 4. only then is a new node made, its value computed if its arguments have values.
 
 Steps 1-3 are switched off together by ``wg.options(optimize=False)`` (or
-``Graph(optimize=False)``) to count what plain AD would compute.
+``Graph(optimize=False)``) to count what plain AD would compute, except that Python floats
+stay interned (a constant computes nothing).
 
 Mark down (Algorithm 2) and mark up (Algorithm 3) select the nodes the outputs need and the
 nodes that depend on the inputs; every sweep in `wengert.ad` works on their intersection.
@@ -247,7 +248,7 @@ class Graph:
         2, though its value is kept as a Python float like every float64 scalar's.
         ``weak=False`` makes a Python number strong (a value computed from strong ones).
         With `snapshot`, a writeable array (a user's) is kept as a copy: see `_snapshot`."""
-        if type(value) is float and value and self.optimize and weak is not False:
+        if type(value) is float and value and weak is not False:
             node = self._consts.get(value)      # nonzero, non-nan floats: keyed by themselves
             if node is not None:
                 return node
@@ -262,6 +263,11 @@ class Graph:
         strong = weak is False and type(value) in _PYTHON_SCALARS
         if not self.optimize:
             node = self._new(_CONST, (), _NO_PARAMS, *aval(value), value)
+            if type(value) is float and value == value and value and not strong:
+                # even unoptimised, a Python float used again (the 0.9 of x = 0.9 * x + 1
+                # in a loop) is one node: a constant computes nothing, so sharing it
+                # changes no count, and an eager loop records half the nodes
+                self._consts[value] = node
         else:
             key = _const_key(value)
             if strong:
