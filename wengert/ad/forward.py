@@ -12,7 +12,7 @@ the tangents are plain numbers: the fast path when nothing will differentiate th
 from __future__ import annotations
 
 from ..primitives.registry import check_rule_shape, shape_of
-from ..primitives.scalar import real_part
+from ..primitives.scalar import kind_of, real_part
 from ..primitives.shape import broadcast_to
 from ..primitives.array import zeros_like
 
@@ -28,6 +28,8 @@ def tangent(op, ts, xs, ans, params, shape):
         t = op.jvp(ts, *xs, ans, **params)
         if t is not None and not op.builtin:
             check_rule_shape(op, t, shape)          # (a user's rule: checked as it runs)
+            if kind_of(ans) != "c":                 # (and a real result's tangent is real)
+                t = real_part(t)
         return t
     if op.linear and op.partials is None:
         # a linear primitive's JVP is the primitive itself, applied to the tangents

@@ -111,11 +111,14 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                              **params)
             else:
                 cts = op.vjp(g, *xs, ans, **params)
+            add = accumulate
             if not op.builtin:
                 cts = user_cotangents(op, args, cts)
+                add = _accumulate_real      # (a user's rule may give a real argument a
+                #                             complex cotangent: its real part, as always)
             for a, c in zip(args, cts):
                 if c is not None and active[a.index]:
-                    accumulate(adj, a, c)
+                    add(adj, a, c)
             continue
         if op.vjps is not None:                  # per argument: ask only the active ones
             for k, (a, vjp) in enumerate(zip(args, op.vjps)):
@@ -124,7 +127,9 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                     if c is not None:
                         if not op.builtin:
                             check_rule_shape(op, c, a.shape, k)
-                        accumulate(adj, a, c)
+                            _accumulate_real(adj, a, c)     # (see above)
+                        else:
+                            accumulate(adj, a, c)
             continue
         partials = op.partials
         if partials is None:

@@ -114,7 +114,7 @@ def pow_log(x, ans=None):
     if type(x) is Node and x.graph.straight_line:
         return log(x)
     x = select(eq(x, 0.0), 1.0, x)
-    if ans is not None and _kind(ans) == "c" and _kind(x) != "c":
+    if ans is not None and kind_of(ans) == "c" and kind_of(x) != "c":
         x = make_complex(x, 0.0)
     return log(x)
 
@@ -202,7 +202,7 @@ def _shift(c, s, z):
     where it is zero: NumPy's 1 - (2+0j) is -1+0j, on the other side of sqrt's cut from
     -1-0j, and so would be the derivative of arcsin at 2+0j (where arcsin's value is the
     one from above the cut)."""
-    if _kind(z) != "c":
+    if kind_of(z) != "c":
         return c + s * z
     return make_complex(c + s * real(z), s * imag(z))
 
@@ -211,7 +211,7 @@ def _sqrt_one_minus_square(x):
     """sqrt(1 - x²) as sqrt(1 - x)·sqrt(1 + x): on the principal branches of a complex
     x (Kahan's form, exact on the cuts with `_shift`), and for a real x without the
     rounding of x² near ±1 (at 1 - 1e-10, 1 - x² kept 6 digits)."""
-    if _kind(x) != "c":
+    if kind_of(x) != "c":
         return sqrt((1 - x) * (1 + x))
     return sqrt(_shift(1.0, -1.0, x)) * sqrt(_shift(1.0, 1.0, x))
 
@@ -220,7 +220,7 @@ def _asinh_partial(x, ans):
     """1/sqrt(x² + 1): for a real x by hypot, without overflow; for a complex one as
     arcsin's at ix (asinh(z) = -i asin(iz)), ix made from the parts, exactly: 1j·z loses
     the sign of a zero part."""
-    if _kind(x) != "c":
+    if kind_of(x) != "c":
         return 1 / hypot(x, 1.0)
     return 1 / _sqrt_one_minus_square(make_complex(-imag(x), real(x)))
 
@@ -332,7 +332,7 @@ trunc = _scalar("trunc", np.trunc, None, dtype_rule="promote",
 def _abs_partial(x, ans):
     # For complex z, |z|' is z̄/|z| (0 at 0): a real result takes the real part of its
     # tangent t, Re(z̄ t)/|z|, and hands z̄/|z| times its real cotangent back to z.
-    if _kind(x) != "c":
+    if kind_of(x) != "c":
         return sign(x)
     return conj(x) / select(eq(ans, 0.0), 1.0, ans)
 
@@ -472,7 +472,7 @@ conj = _scalar("conj", np.conjugate, None, None, linear=True, dtype_rule="promot
 # so Re and Im are the partials 1 and -i: Re(t) and Re(-i t) = Im(t) forward, and c and
 # -i c back to z, as in JAX and autograd.  conj is not complex-linear, so it has rules.
 real.defpartials(1.0)
-imag.defpartials(lambda x, ans: -1j if _kind(x) == "c" else None)     # (a real x: 0)
+imag.defpartials(lambda x, ans: -1j if kind_of(x) == "c" else None)     # (a real x: 0)
 conj.defjvp(lambda ts, x, ans: conj(ts[0]))
 conj.defvjp(lambda g, x, ans: (conj(g),))
 
@@ -495,7 +495,7 @@ make_complex = _scalar("complex", _complex_np, lambda re, im: complex(re, im), "
 make_complex.defpartials(1.0, lambda re, im, ans: 1j)
 
 
-def _kind(x):
+def kind_of(x):
     """The dtype kind of a node or a value: "c" for complex."""
     t = type(x)
     if t is float:
@@ -504,14 +504,14 @@ def _kind(x):
         return x.dtype.kind
     primal = getattr(x, "primal", None)         # a Dual (of Duals, in nested forward mode)
     if primal is not None:
-        return _kind(primal)
+        return kind_of(primal)
     return np.result_type(x).kind
 
 
 def real_part(v):
     """v's real part where v (a cotangent, a tangent: node or value) is complex, else v:
     how a derivative reaching a real value from a complex one is made real."""
-    if _kind(v) != "c":
+    if kind_of(v) != "c":
         return v
     if type(v) is Node:
         return real(v)
