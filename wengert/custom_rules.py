@@ -164,7 +164,7 @@ class _Custom:
             return layout.pack(out, f"{self.kind} function {self.__name__!r}")
         # (named as f, or f_user where f's name is a built-in's, as wg.primitive does)
         evaluate.__name__ = getattr(fun, "__name__", "custom")
-        self._prim = primitive(evaluate)
+        self._prim = primitive(evaluate, complex=True)     # (rules in JAX's convention)
 
     def _rules_missing(self):
         raise NotImplementedError
