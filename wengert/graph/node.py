@@ -151,7 +151,14 @@ class Node:
         return int(self._concrete("converted to int"))
 
     def __index__(self):
-        return int(self._concrete("used as an index"))
+        value = self._concrete("used as an index")
+        if self.dtype.kind not in "iu":
+            # (as NumPy's float64 and bool refuse it: a float length or index would be
+            # truncated, silently, with a zero derivative)
+            raise TypeError(f"traced value {self.label()} of dtype {self.dtype} cannot be "
+                            "interpreted as an integer (an index, a length, a count): "
+                            "only integer values can")
+        return int(value)
 
     def __float__(self):
         raise self._cut_off("float()")
