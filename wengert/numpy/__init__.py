@@ -366,7 +366,7 @@ arcsin, arccos, arctan, arctan2 = (_Ufunc(_np.arcsin, S.asin), _Ufunc(_np.arccos
                                    _Ufunc(_np.arctan, S.atan), _Ufunc(_np.arctan2, S.atan2))
 sinh, cosh, tanh = _Ufunc(_np.sinh, S.sinh), _Ufunc(_np.cosh, S.cosh), _Ufunc(_np.tanh, S.tanh)
 abs = absolute = _Ufunc(_np.absolute, S.abs)
-fabs = _Ufunc(_np.fabs, lambda x: S.abs(_real("fabs", x)))
+fabs = _real_ufunc(_np.fabs, S.abs)
 
 
 def _sign(x):
@@ -751,15 +751,6 @@ def _ldexp(x, n):
 
 
 ldexp = _real_ufunc(_np.ldexp, _ldexp)
-
-
-def _real(qualname, x):
-    """`x`, a real traced value (or array): NumPy's `qualname` ("angle", "ndarray.conj")
-    refuses a complex one by name, since the rules are for real numbers."""
-    if A.dtype_of(x).kind == "c":
-        raise NotImplementedError(f"numpy.{qualname} is not supported on complex traced "
-                                  "values")
-    return x
 
 
 def _conj_complex(x):
