@@ -307,3 +307,15 @@ def test_no_axes_is_the_array_itself():
     x = data((3, 4), "r")
     assert numpy.array_equal(traced(lambda f, x: f.fftn(x, axes=()), x),
                              numpy.fft.fftn(x, axes=()))
+
+
+def test_a_traced_float_is_no_length_or_index():
+    # (it was truncated: n = 6.7 ran as 6, with a zero derivative; NumPy refuses 6.7)
+    x = numpy.arange(4.0)
+    with pytest.raises(TypeError, match="dtype float64 cannot be interpreted as an integer"):
+        wg.grad(lambda n: wnp.sum(wnp.abs(wnp.fft.fft(x, n=n))))(6.7)
+    with pytest.raises(IndexError, match="only integers"):       # (NumPy's, for v[2.9])
+        wg.grad(lambda v, i: v[i] * i, argnums=(0, 1))(numpy.arange(5.0), 2.9)
+    # an integer one is a length, as NumPy's
+    g = wg.grad(lambda x, n: wnp.sum(wnp.abs(wnp.fft.fft(x, n=n)) ** 2))(x, numpy.int64(6))
+    numpy.testing.assert_allclose(g, 2 * 6 * x, rtol=1e-13, atol=1e-12)   # Parseval: 6·Σx²
