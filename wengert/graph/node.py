@@ -105,6 +105,19 @@ class Node:
     # --- Python's hash is identity: graphs key dicts and sets by node ------------------
     __hash__ = object.__hash__
 
+    # A traced value never changes, so a copy is the value itself.  (Python's deep copy
+    # would copy the graph with it: the copy's derivative was lost without a word.)
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"traced value {self.label()} cannot be pickled: it stands for a "
+                        "value being differentiated; pickle wg.value(x), the number, if "
+                        "that is what you mean")
+
     # --- reading the value --------------------------------------------------------------
     def _concrete(self, what):
         if self.value is None:
