@@ -236,8 +236,10 @@ log2.defpartials(lambda x, ans: (1 / _LN2) / x)
 
 
 def _hypot_partial(x, ans):
-    # x/ans; at x = y = 0 (ans = 0) the subgradient 0, as abs has (hypot(x, 0) = |x|)
-    return x / select(eq(ans, 0.0), 1.0, ans)
+    # x/ans; at x = y = 0 (ans = 0) the subgradient 0, as abs has (hypot(x, 0) = |x|), and
+    # so is its derivative there, as abs's is (x/1 would make the Hessian the identity)
+    at_zero = eq(ans, 0.0)
+    return select(at_zero, 0.0, x) / select(at_zero, 1.0, ans)
 
 
 hypot.defpartials(lambda x, y, ans: _hypot_partial(x, ans),
