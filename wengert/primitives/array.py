@@ -244,6 +244,8 @@ def _softmax_of(x, lse, axis, keepdims):
     """The softmax of x, the derivative of logsumexp: exp(x - m) / Σ exp(x - m) with m the
     maximum, not exp(x - lse), whose lse is rounded to its size (at x = [1e16, 1e16]
     that gave [1, 1] for [1/2, 1/2])."""
+    if 0 in x.shape:        # (nothing to weigh, and amax of nothing has no value)
+        return zeros_like(x)
     m = S.stop_gradient(amax(x, axis=axis, keepdims=True))
     e = S.exp(x - m)
     return e / sum(e, axis=axis, keepdims=True)
