@@ -80,6 +80,10 @@ def _ufuncs():
     table = {u.numpy: u.record for u in vars(wnp).values()
              if isinstance(u, wnp._Ufunc) and u.traced is not None}
     table[_np.matmul] = wnp.matmul
+    # (plain_array.clip(lo, hi) with a traced bound calls NumPy's internal clip ufunc)
+    clip = getattr(getattr(getattr(_np, "_core", None), "umath", None), "clip", None)
+    if isinstance(clip, _np.ufunc):
+        table[clip] = wnp.clip
     return table
 
 
@@ -276,9 +280,18 @@ def install():
         "nbytes": property(lambda x: x.size * x.dtype.itemsize),
     }
     # the methods that are wengert.numpy's functions of the same name and arguments
-    for name in ("sum mean prod max min var std cumsum argmax argmin all any clip round "
-                 "repeat diagonal trace argsort nonzero dot swapaxes squeeze ravel").split():
+    for name in ("sum mean prod max min var std cumsum cumprod argmax argmin all any clip "
+                 "round repeat diagonal trace argsort argpartition nonzero dot swapaxes "
+                 "squeeze ravel take searchsorted choose").split():
         methods[name] = getattr(wnp, name)
+    methods["compress"] = lambda x, condition, axis=None, out=None: wnp.compress(
+        condition, x, axis, out)                # (the method takes its arguments swapped)
+    for name, instead in (("partition", "x = wengert.numpy.partition(x, kth)"),
+                          ("put", "x = wengert.numpy.put(x, ind, v, inplace=False)"),
+                          ("fill", "x = wengert.numpy.full_like(x, value)"),
+                          ("resize", "x = wengert.numpy.resize(x, shape)")):
+        methods[name] = _refuse_method(name, ": it changes the array in place, which a "
+                                       f"traced value cannot be; write {instead}")
     # Python operators wengert has no rule for: NumPy's ufuncs, which refuse by name
     for op, ufunc in (("floordiv", "floor_divide"), ("mod", "remainder"),
                       ("divmod", "divmod"), ("lshift", "left_shift"),
