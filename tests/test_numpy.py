@@ -1341,8 +1341,24 @@ def test_traced_values_have_the_array_methods():
             wg.grad(lambda x: getattr(x, method)())(x)
     with pytest.raises(NotImplementedError, match=r"sort.*in place.*wengert\.numpy\.sort"):
         wg.grad(lambda x: x.sort())(x)
-    with pytest.raises(NotImplementedError, match=r"numpy\.ndarray\.cumprod"):
-        wg.grad(lambda x: x.cumprod().sum())(x)
+    with pytest.raises(NotImplementedError, match=r"numpy\.ndarray\.byteswap"):
+        wg.grad(lambda x: x.byteswap().sum())(x)
+    for method in ("partition", "put", "fill", "resize"):
+        with pytest.raises(NotImplementedError, match=rf"ndarray\.{method} .* in place"):
+            wg.grad(lambda x: getattr(x, method)(1))(x)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.cumprod(axis=1), lambda x: x.take([0, 2, 2], axis=1),
+    lambda x: x.compress([True, False, True], axis=0), lambda x: x.ravel().take(5),
+    lambda x: x[x[:, 0].argpartition(1)], lambda x: x * x[0].searchsorted(0.1),
+    lambda x: numpy.array([[0.0, 5.0], [-5.0, 0.2]]).clip(x[0, 0], x[1, 1]),
+    lambda x: (x[2, :3] > 0).astype(int).choose([x[0, :3], x[1, :3]])])
+def test_the_array_methods_numpy_code_calls_are_the_functions(call):
+    # (these raised "no derivative rule" though the functions have theirs)
+    x = r(3, 4)
+    assert_close(wg.vjp(call, x)[0], call(x), rtol=0)      # (on a plain x: NumPy's own)
+    check_grads(call, x, order=1)
 
 
 @pytest.mark.parametrize("op,name", [
@@ -2104,3 +2120,131 @@ def test_median_of_an_empty_slice_is_nan_as_numpys():
             want = numpy.median(a[:, :0], **kw)
         assert numpy.shape(value) == numpy.shape(want) and numpy.isnan(value).all()
         assert not back(numpy.ones(numpy.shape(value)))[0].any()
+
+
+def test_median_and_quantiles_along_an_axis_of_an_empty_array_are_empty():
+    # (reshape(..., -1) of a size-0 array raised)
+    e = numpy.zeros((2, 0))
+    for f in (lambda t: np.median(t, axis=0), lambda t: np.percentile(t, [10, 90], axis=0),
+              lambda t: np.quantile(t, 0.3, axis=0, keepdims=True)):
+        got = wg.vjp(f, e)[0]
+        with numpy.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = f(e)                         # (on a plain array: NumPy's own)
+        assert got.shape == want.shape and got.size == 0
+
+
+def test_logsumexp_over_an_empty_axis_has_a_zero_gradient():
+    e = numpy.zeros((2, 0))
+    assert numpy.array_equal(wg.vjp(lambda z: np.logsumexp(z, axis=1), e)[0], [-numpy.inf] * 2)
+    assert wg.grad(lambda z: np.sum(np.logsumexp(z, axis=1)))(e).shape == (2, 0)
+
+
+def test_deepcopy_of_a_traced_value_is_the_value():
+    # (the copy landed in a graph of its own: the gradient was 0, silently)
+    import copy
+    import pickle
+    x = r(3)
+
+    def loss(x):
+        state = copy.deepcopy({"w": x * 2.0, "name": "layer"})
+        return np.sum(copy.copy(state["w"]) ** 2)
+    assert_close(wg.grad(loss)(x), 8 * x, rtol=1e-15)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        wg.grad(lambda x: pickle.dumps(x) and x)(1.0)
+
+
+def test_vectorize_gives_numpys_output_dtype_on_traced_values():
+    # NumPy: otypes, else the first element's result; traced, both were ignored
+    x = numpy.array([-1.0, 2.5, 3.7])
+    clip0 = np.vectorize(lambda t: 0 if t < 0 else t)          # an int first: int output
+    value = wg.vjp(clip0, x)[0]
+    assert value.dtype == clip0(x).dtype and numpy.array_equal(value, clip0(x))
+    f32 = np.vectorize(lambda a: a * 2, otypes=[numpy.float32])
+    assert wg.vjp(f32, x)[0].dtype == numpy.float32 == f32(x).dtype
+    soft = np.vectorize(lambda t: t * t if t < 1 else 2.0 * t - 1.0)
+    assert wg.vjp(soft, x)[0].dtype == numpy.float64
+    check_grads(lambda t: soft(t), x, order=1)
+
+
+def test_var_with_where_ignores_what_the_mask_leaves_out():
+    # a masked-out inf or nan made the whole gradient nan
+    a = numpy.array([[1.0, numpy.inf, 2.0], [numpy.nan, 3.0, 4.0]])
+    m = numpy.array([[1, 0, 1], [0, 1, 1]], bool)
+    for fn, nan_fn in ((np.var, np.nanvar), (np.std, np.nanstd)):
+        assert_close(wg.vjp(lambda t: fn(t, axis=1, where=m), a)[0],
+                     numpy.var(a, axis=1, where=m) if fn is np.var else
+                     numpy.std(a, axis=1, where=m), rtol=1e-15)
+        g = wg.grad(lambda t: np.sum(fn(t, axis=1, where=m)))(a)
+        want = wg.grad(lambda t: np.sum(nan_fn(t, axis=1)))(numpy.where(m, a, numpy.nan))
+        assert_close(g, want, rtol=1e-15)
+    keep = numpy.array([[1, 0, 1, 1], [1, 1, 0, 1], [0, 1, 1, 1]], bool)
+    check_grads(lambda t: np.var(t, axis=0, where=keep), r(3, 4), order=2)
+
+
+def test_select_dot_inner_and_angle_give_numpys_dtypes():
+    x = r(4).astype(numpy.float32)
+    sel = lambda t: np.select([t > 0, t < -1], [t, 2.0], 1.5)      # noqa: E731
+    assert wg.vjp(sel, x)[0].dtype == numpy.select([x > 0, x < -1], [x, 2.0], 1.5).dtype
+    for f in ("dot", "inner"):                  # (a Python float is a float64 array there)
+        want = getattr(numpy, f)(x, 2.0)
+        got = wg.vjp(lambda t: getattr(np, f)(t, 2.0), x)[0]
+        assert got.dtype == want.dtype and numpy.array_equal(got, want)
+    for dt in (numpy.int8, numpy.int16, numpy.uint8, numpy.bool_, numpy.float16):
+        a = numpy.array([1, 0, 1], dt)
+        assert wg.trace(np.angle, a).outputs[0].dtype == numpy.angle(a).dtype
+
+
+def test_a_float16_mean_is_summed_in_float32_as_numpys():
+    for seed in range(40):
+        a = (numpy.random.default_rng(seed).normal(size=37) * 20).astype(numpy.float16)
+        for f in ("mean", "average", "var", "std"):
+            assert wg.vjp(getattr(np, f), a)[0] == getattr(numpy, f)(a), (f, seed)
+
+
+def test_radians_and_degrees_dispatch_from_numpy():
+    # NumPy's radians and degrees are ufuncs apart from deg2rad and rad2deg
+    x = r(3)
+    for f in (numpy.radians, numpy.degrees, numpy.deg2rad, numpy.rad2deg):
+        assert_close(wg.vjp(f, x)[0], f(x), rtol=0)
+        check_grads(f, x, order=1)
+
+
+def test_traced_keywords_numpys_dispatch_does_not_look_at():
+    # pad's constant_values, a reduction's initial, nan_to_num's nan: traced, with a plain
+    # first argument, NumPy made them plain arrays (ConcretizationError)
+    x = numpy.array([1.0, 2.0, 3.0])
+    cases = [(lambda c: np.sum(np.pad(x * c, 1, constant_values=c)), 8.0),
+             (lambda c: np.sum(np.pad(x, (1, 2), constant_values=c)), 3.0),
+             (lambda c: np.sum(x, initial=c), 1.0), (lambda c: np.max(x, initial=c), 0.0),
+             (lambda c: np.max(x, initial=2 * c), 2.0),
+             (lambda c: np.sum(np.nan_to_num(numpy.array([numpy.nan, 1.0]), nan=c)), 1.0),
+             (lambda c: np.sum(np.nan_to_num(x * c, nan=c)), 6.0)]
+    for f, slope in cases:
+        assert wg.grad(f)(1.7) == slope
+        check_grads(f, 1.7, order=1)
+    with pytest.raises(NotImplementedError, match="constant_values per axis"):
+        wg.grad(lambda c: np.sum(np.pad(x, 1, constant_values=np.stack([c, c]))))(1.0)
+
+
+def test_numpys_errors_for_wheres_and_pads_arguments():
+    x = r(3)
+    with pytest.raises(ValueError, match="either both or neither of x and y"):
+        wg.grad(lambda t: np.sum(np.where(t > 0, t)))(x)
+    for mode, kw in (("edge", "constant_values"), ("wrap", "reflect_type"),
+                     ("constant", "stat_length")):
+        with pytest.raises(ValueError, match=f"unsupported keyword arguments for mode '{mode}'"):
+            wg.grad(lambda t: np.sum(np.pad(t, 1, mode=mode, **{kw: 1})))(x)
+
+
+def test_tile_takes_a_traced_count():
+    x = r(3)
+    g = wg.grad(lambda t: np.sum(np.tile(t, np.sum(t > -10))))(x)     # count 3
+    assert_close(g, numpy.full(3, 3.0), rtol=0)
+
+
+def test_hypots_second_derivative_at_the_origin_is_abss():
+    # hypot(x, 0) = |x|: gradient 0 there and Hessian 0, not the identity
+    h = wg.hessian(lambda v: np.hypot(v[0], v[1]))(numpy.zeros(2))
+    assert numpy.array_equal(h, numpy.zeros((2, 2)))
+    check_grads(lambda v: np.hypot(v[0], v[1]), r(2), order=2)

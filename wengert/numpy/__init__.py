@@ -161,6 +161,10 @@ def _numpy_unless_traced(npfn, *, any_argument=False, array_likes="all"):
                             return fn(a, *args[1:], **kwargs)
                 elif _traced(*kwargs.values()):
                     return fn(**_keyword_arrays(kwargs))
+                if kwargs and _traced(*kwargs.values()):
+                    # a traced keyword NumPy's dispatch does not look at (sum's initial,
+                    # pad's constant_values): NumPy would make it a plain array
+                    return traced(*args, **kwargs)
                 return npfn(*args, **kwargs)
 
             def traced(*args, **kwargs):
@@ -435,8 +439,12 @@ def _angle_factor(x, numerator, denominator):
     return S.mul(x, numerator / denominator)
 
 
-deg2rad = radians = _real_ufunc(_np.deg2rad, lambda x: _angle_factor(x, pi, 180.0))
-rad2deg = degrees = _real_ufunc(_np.rad2deg, lambda x: _angle_factor(x, 180.0, pi))
+# (NumPy's radians and degrees are ufuncs of their own, not deg2rad's and rad2deg's other
+# names: each needs its own entry for numpy.radians(x) to dispatch)
+deg2rad = _real_ufunc(_np.deg2rad, lambda x: _angle_factor(x, pi, 180.0))
+radians = _real_ufunc(_np.radians, lambda x: _angle_factor(x, pi, 180.0))
+rad2deg = _real_ufunc(_np.rad2deg, lambda x: _angle_factor(x, 180.0, pi))
+degrees = _real_ufunc(_np.degrees, lambda x: _angle_factor(x, 180.0, pi))
 
 
 def _fmax_like(npufunc, compare):
@@ -819,6 +827,8 @@ def where(condition, x=None, y=None, /):
     through the branch selected.  With one argument, NumPy's index form (on the value)."""
     if x is None and y is None:
         return _np.where(_value_of(condition))
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
     return S.select(condition, x, y)
 
 
@@ -868,9 +878,12 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if dt.kind != "f":
         return x                            # integers and bools hold no nan or inf
     big = _np.finfo(dt)
-    hi = big.max if posinf is None else dt.type(posinf)
-    lo = big.min if neginf is None else dt.type(neginf)
-    replacement = S.select(S.ne(x, x), dt.type(nan), S.select(S.gt(x, 0), hi, lo))
+
+    def number(v):                          # (in x's dtype, as NumPy's; traced or not)
+        return astype(v, dt) if _traced(v) else dt.type(v)
+    hi = big.max if posinf is None else number(posinf)
+    lo = big.min if neginf is None else number(neginf)
+    replacement = S.select(S.ne(x, x), number(nan), S.select(S.gt(x, 0), hi, lo))
     return S.select(isfinite(x), x, replacement)
 
 
@@ -915,7 +928,7 @@ def angle(z, deg=False):
     if A.dtype_of(z).kind == "c":
         out = S.atan2(S.imag(z), S.real(z))
     else:
-        out = S.stop_gradient(S.atan2(0.0, z))
+        out = S.stop_gradient(S.atan2(0, z))     # (NumPy's dtype: int8 gives float16)
     return S.mul(out, 180 / pi) if deg else out     # (NumPy's a *= 180/pi)
 
 
@@ -1070,9 +1083,12 @@ def _count(a, axes, keepdims, where):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``mean``, differentiable."""
     _refuse("mean", out=out is not None)
-    a = _float_cast("mean", a, dtype)
+    half = dtype is None and A.dtype_of(a) == _np.float16
+    # (NumPy sums a float16 mean in float32 and rounds once at the end)
+    a = _float_cast("mean", a, _np.float32 if half else dtype)
     axes = _norm_axis(axis, a.ndim, "mean")
-    return sum(a, axes, keepdims=keepdims, where=where) / _count(a, axes, keepdims, where)
+    m = sum(a, axes, keepdims=keepdims, where=where) / _count(a, axes, keepdims, where)
+    return astype(m, _np.float16) if half else m
 
 
 _mean = mean            # (var and std have an argument called mean)
@@ -1095,7 +1111,13 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     ddof = _ddof(ddof, correction)
     a = _float_cast("var", a, dtype)
     axes = _norm_axis(axis, a.ndim, "var")
-    d = a - (_mean(a, axes, keepdims=True, where=where) if mean is _NoValue else mean)
+    # (a float16 variance's mean is summed in float16, as NumPy's, unlike a float16 mean)
+    half = _np.float16 if A.dtype_of(a) == _np.float16 else None
+    d = a - (_mean(a, axes, half, keepdims=True, where=where) if mean is _NoValue else mean)
+    if where is not True:
+        # (a masked-out inf or nan, the data where= leaves out, would make the whole
+        # gradient nan through d², whose cotangent there is 0 times 2d)
+        d = S.select(where, d, 0.0)
     # (NumPy divides by no fewer than 0 degrees of freedom: ddof beyond the count gives
     # inf, not a negative variance)
     dof = _count(a, axes, keepdims, where) - ddof
@@ -1800,7 +1822,9 @@ def _along_last(a, axis, fname):
     others = [i for i in range(a.ndim) if i not in axes]
     kept = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
     x = transpose(a, others + list(axes)) if others + list(axes) != list(range(a.ndim)) else a
-    return reshape(x, tuple(a.shape[i] for i in others) + (-1,)), kept
+    # (the merged length written out: -1 cannot be solved for where another axis is 0)
+    merged = _math.prod([a.shape[i] for i in axes])
+    return reshape(x, tuple(a.shape[i] for i in others) + (merged,)), kept
 
 
 _QUANTILE_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
@@ -3059,7 +3083,8 @@ def roll(a, shift, axis=None):
 def tile(A, reps):
     """NumPy's ``tile``, differentiable."""
     a = A                                   # (NumPy's name; the primitives are not used here)
-    reps = (reps,) if isinstance(reps, (int, _np.integer)) else tuple(reps)
+    # (a 0-d count, plain or traced, is one number: operator.index reads it, as NumPy's)
+    reps = (operator.index(reps),) if not len(_shape(reps)) else tuple(reps)
     nd = builtins.max(len(reps), a.ndim)
     shape = (1,) * (nd - a.ndim) + a.shape
     reps = (1,) * (nd - len(reps)) + reps
@@ -3098,6 +3123,13 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return a[(slice(None),) * ax + (indices,)]
 
 
+# the keywords each of NumPy's pad modes takes
+_PAD_KEYWORDS = {"constant": {"constant_values"}, "edge": set(), "wrap": set(),
+                 "reflect": {"reflect_type"}, "symmetric": {"reflect_type"},
+                 "linear_ramp": {"end_values"}, "empty": set(),
+                 **dict.fromkeys(("maximum", "mean", "median", "minimum"), {"stat_length"})}
+
+
 @_numpy_unless_traced(_np.pad)
 def pad(array, pad_width, mode="constant", **kwargs):
     """NumPy's ``pad``, differentiable in the array, in the modes 'constant', and 'edge',
@@ -3108,6 +3140,10 @@ def pad(array, pad_width, mode="constant", **kwargs):
                    _np.broadcast_to(_np.asarray(pad_width), (array.ndim, 2)))
     if not widths:                  # a 0-d array has no axis to pad: NumPy returns it
         return array
+    allowed = _PAD_KEYWORDS.get(mode)
+    if allowed is not None and set(kwargs) - allowed:       # (NumPy's error, NumPy's words)
+        raise ValueError(f"unsupported keyword arguments for mode {mode!r}: "
+                         f"{set(kwargs) - allowed}")
     if mode in ("edge", "reflect", "symmetric", "wrap"):
         if kwargs.pop("reflect_type", "even") != "even":
             raise NotImplementedError("numpy.pad: reflect_type='odd' is not supported on "
@@ -3126,6 +3162,13 @@ def pad(array, pad_width, mode="constant", **kwargs):
     constant_values = kwargs.pop("constant_values", 0)
     _refuse("pad", **{k: True for k in kwargs})
     out = A.pad(array, pad_width=widths)
+    if _traced(constant_values):
+        if len(_shape(constant_values)):
+            raise NotImplementedError("numpy.pad: constant_values per axis are not supported "
+                                      "when traced; give one traced number, or pad in steps")
+        # the border takes the constant (in the array's dtype, as NumPy's), differentiably
+        border = _np.pad(_np.zeros(array.shape, bool), widths, constant_values=True)
+        return S.select(border, astype(constant_values, A.dtype_of(array)), out)
     if _np.any(_np.asarray(constant_values) != 0):
         # the border: the constants around zeros of the array's dtype (float32 stays so)
         out = out + _np.pad(_np.zeros(array.shape, array.dtype), widths,
@@ -4069,7 +4112,7 @@ def dot(a, b, out=None):
     _refuse("dot", out=out is not None)
     na, nb = len(_shape(a)), len(_shape(b))
     if na == 0 or nb == 0:
-        return multiply(a, b)
+        return multiply(_strong(a), _strong(b))
     if na <= 2 and nb <= 2:
         return matmul(a, b)
     return tensordot(a, b, axes=([na - 1], [builtins.max(nb - 2, 0)]))
@@ -4146,8 +4189,14 @@ def outer(a, b, out=None):
 def inner(a, b, /):
     """NumPy's ``inner``, differentiable."""
     if len(_shape(a)) == 0 or len(_shape(b)) == 0:
-        return multiply(a, b)
+        return multiply(_strong(a), _strong(b))
     return tensordot(a, b, axes=([-1], [-1]))
+
+
+def _strong(x):
+    """A Python number as NumPy's functions that are not ufuncs take it: a 0-d array, of
+    a strong dtype (dot(float32 array, 2.0) is float64, as multiply's would not be)."""
+    return _np.asarray(x) if type(x) in (bool, int, float, complex) else x
 
 
 @_numpy_unless_traced(_np.vdot, any_argument=True)
@@ -4732,7 +4781,12 @@ def select(condlist, choicelist, default=0):
     result = default
     for c, v in zip(reversed(condlist), reversed(choicelist)):
         result = where(c, v, result)
-    return result
+    # NumPy's dtype, of all the choices and the default at once: the nested where would
+    # promote two Python numbers (weak, beside a float32 choice) to float64 on their own
+    dtype = _np.result_type(*[v if type(v) in (bool, int, float, complex) else
+                              A.dtype_of(v if type(v) is Node else _np.asarray(v))
+                              for v in (*choicelist, default)])
+    return result if A.dtype_of(asarray(result)) == dtype else astype(result, dtype)
 
 
 @_numpy_unless_traced(_np.piecewise, any_argument=True, array_likes="none")
@@ -4793,8 +4847,9 @@ class vectorize:
     (broadcast) arguments, differentiable on traced values.  As one `wg.vmap` (one trace
     of pyfunc, run on all elements at once) where pyfunc has no Python branch on its
     values; otherwise, as NumPy does it, one call per element (each a few nodes of the
-    graph).  Arguments named in `excluded` are passed as they are; `otypes` and `cache`
-    are NumPy's (plain values only); a `signature` is refused on traced values.
+    graph).  Arguments named in `excluded` are passed as they are; the output dtypes are
+    NumPy's (`otypes`, else those of the first element's results); `cache` is NumPy's
+    (plain values only); a `signature` is refused on traced values.
 
     Example:
         >>> import numpy, wengert as wg, wengert.numpy as np
@@ -4843,15 +4898,28 @@ class vectorize:
 
         from ..errors import ConcretizationError
         from ..vectorize import vmap
+        first = None
         try:
             out = vmap(one)(*flat)
         except ConcretizationError:     # (a branch on a value: NumPy's loop, element-wise)
             results = [one(*[f[i] for f in flat]) for i in builtins.range(n)]
-            out = tuple(stack(r) for r in zip(*results)) if type(results[0]) is tuple \
+            first = results[0]
+            out = tuple(stack(r) for r in zip(*results)) if type(first) is tuple \
                 else stack(results)
-        if type(out) is tuple:
-            return tuple(reshape(o, shape) for o in out)
-        return reshape(out, shape)
+        outs = out if type(out) is tuple else (out,)
+        # NumPy's output dtypes: otypes, else those of the first element's results (an int
+        # there makes the output int, as it does for plain values)
+        otypes = self._numpy.otypes
+        if otypes is not None:
+            dtypes = [_np.dtype(t) for t in otypes]
+        elif first is not None:
+            dtypes = [A.dtype_of(r if type(r) is Node else _np.asarray(r))
+                      for r in (first if type(first) is tuple else (first,))]
+        else:
+            dtypes = [A.dtype_of(o) for o in outs]
+        outs = tuple(reshape(o if A.dtype_of(o) == dt else astype(o, dt), shape)
+                     for o, dt in zip(outs, dtypes))
+        return outs if type(out) is tuple else outs[0]
 
 
 shape = _about_shape(_np.shape)
