@@ -8,7 +8,7 @@ import pytest
 
 import wengert as wg
 from wengert import REGISTRY
-from fd import fd_gradient, assert_close
+from fd import check_grads, fd_gradient, assert_close
 
 rng = np.random.default_rng(20261122)
 
@@ -224,6 +224,29 @@ def test_select_routes_derivatives():
     g = wg.trace(wg.grad(f, argnums=(0, 1)), 1.0, 2.0)
     assert g(1.0, 2.0) == (2.0, 0.0)
     assert g(3.0, 2.0) == (0.0, 3.0)
+
+
+def test_select_keeps_an_infinite_cotangent_out_of_the_branch_not_taken():
+    # (g · 0 made inf · 0 = nan there; JAX's select passes 0)
+    import wengert.numpy as wnp
+    with np.errstate(all="ignore"):
+        assert wg.grad(lambda x: wnp.sqrt(wg.select(x > 0, x, 0.0)))(0.0) == 0.0
+        g = wg.grad(lambda x: wnp.sum(wnp.sqrt(wnp.where(x > 0, x, 0.0))))(np.array([0.0, 4.0]))
+        assert np.array_equal(g, [0.0, 0.25])
+        # a mean over a fully masked-out column: nothing selected, nothing received
+        b = rng.normal(size=(2, 3))
+        keep = np.array([True, False, True])
+        g = wg.grad(lambda x: wnp.sum(wnp.mean(x, axis=0, where=keep)))(b)
+        assert np.array_equal(g, np.broadcast_to(np.where(keep, 0.5, 0.0), b.shape))
+    # broadcast branches and condition: each cotangent summed to its branch's shape, in
+    # symbolic sweeps too, and to second order
+    c = rng.normal(size=(3, 1)) > 0
+    f = lambda a, b: wnp.sum(wnp.where(c, a ** 3, b * a) ** 2)     # noqa: E731
+    a, b = rng.normal(size=4), rng.normal(size=())
+    check_grads(f, a, b, order=2)
+    grad = wg.grad(f, argnums=(0, 1))
+    for eager, compiled in zip(grad(a, b), wg.compile(grad)(a, b)):
+        assert_close(compiled, eager, rtol=1e-14, atol=0)
 
 
 def test_stop_gradient_has_zero_derivative():

@@ -73,10 +73,13 @@ def elementwise(op) -> bool:
     """Whether a primitive acts element by element: declared with partial derivatives and
     the broadcasting shape rule (the scalar primitives, relu, select), or a user's
     primitive declared with partials (which the rules of `wg.primitive` make elementwise)."""
-    if op.partials is None or op.jvp is not None or op.vjp is not None or \
-            op.vjps is not None:
+    if op.partials is None:
         return False
-    return op.elementwise or not op.builtin
+    if op.builtin:
+        # (a built-in's VJP of its own, select's, changes how it is differentiated, not
+        # what it computes)
+        return op.elementwise
+    return op.jvp is None and op.vjp is None and op.vjps is None
 
 
 def _filled(shape, node):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..graph.node import Node
 from .registry import _WEAK_STAND_IN, defprimitive, elementwise_aval, is_weak, numpy_dtype
+from .shape import sum_to
 
 _LN10 = math.log(10.0)
 
@@ -376,6 +377,21 @@ select.elementwise = True                   # (its own shape rule only adds the 
 select.defpartials(None,
                    lambda c, a, b, ans: indicator(c, ans),
                    lambda c, a, b, ans: indicator(c, ans, False))
+
+
+# Reverse mode selects the cotangent rather than multiplying it by the partial: an inf or
+# nan cotangent then leaves the branch not taken at 0 (sqrt(where(x > 0, x, 0)) at x = 0,
+# a mean over a masked-out slice), as JAX's does, where inf * 0 would make it nan.
+def _select_vjp(taken):
+    def vjp(g, c, a, b, ans):
+        x = a if taken else b
+        ct = select(c, g, 0.0) if taken else select(c, 0.0, g)
+        shape = np.shape(x)
+        return ct if shape == np.shape(ct) else sum_to(ct, shape=shape)
+    return vjp
+
+
+select.defvjp(None, _select_vjp(True), _select_vjp(False))
 
 
 # ---- a float's representation: floor_divide, spacing, nextafter, modf, frexp ---------------
