@@ -851,8 +851,12 @@ def test_invalid_parameters_give_nan_derivatives_without_warnings():
                 if not (dist == "t" and method != "logpdf"):       # (t.cdf in df refuses)
                     assert np.isnan(wg.grad(lambda p: np.sum(call(ours, p)))(p)), (dist, method)
                 if dist != "poisson":
+                    # (outside the support the density is a constant, its x not read: the
+                    # select that puts it there sends the branch not taken nothing, as JAX's)
                     g = wg.grad(lambda x: np.sum(call(lambda x_, *a: ours(x, *a), p)))(x)
-                    assert np.isnan(g).all(), (dist, method, p)
+                    support = {"gamma": x > 0, "chi2": x > 0, "beta": (x > 0) & (x < 2)}
+                    inside = support.get(dist, np.ones(x.shape, bool))
+                    assert np.isnan(g[inside]).all(), (dist, method, p)
     # valid entries beside invalid ones keep their values and derivatives exactly
     scale = np.array([0.5, -1.0, 2.0, 0.0])
     with np.errstate(all="ignore"):     # (the derivative's 1/0 at scale 0: NumPy's warning)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..graph.node import Node
 from .registry import _WEAK_STAND_IN, defprimitive, elementwise_aval, is_weak, numpy_dtype
-from .shape import sum_to
+from . import shape as _shape
 
 _LN10 = math.log(10.0)
 
@@ -387,7 +387,7 @@ def _select_vjp(taken):
         x = a if taken else b
         ct = select(c, g, 0.0) if taken else select(c, 0.0, g)
         shape = np.shape(x)
-        return ct if shape == np.shape(ct) else sum_to(ct, shape=shape)
+        return ct if shape == np.shape(ct) else _shape.sum_to(ct, shape=shape)
     return vjp
 
 

@@ -212,8 +212,9 @@ class _T(_Density):
     @_method
     def logpdf(self, x, df, loc=0, scale=1):
         z = _standardize(x, loc, scale)
-        # at ν = inf it is the normal density
-        finite = df < math.inf
+        # at ν = inf it is the normal density (a nan ν is not inf: its nan reaches the
+        # derivative through the t branch, where the normal one has no ν to carry it)
+        finite = df != math.inf
         nu = _where(finite, df, 1.0)
         z2 = z * z
         u = z2 / nu
