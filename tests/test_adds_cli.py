@@ -229,3 +229,79 @@ def test_plain_and_simplifying_sessions_read_the_same_indices(index, accepted):
     s = Session(stdout=io.StringIO(), optimize=False)
     s.execute("array a[1]; f := a[x-x+1]*(y-y);")
     assert s.variables["F"][()].args[1].op.name == "sub"
+
+
+# --- wengert count's column a: the function alone --------------------------------------------
+def _column_a(program):
+    """Column a of `wengert count` for the last outcode/count statement of `program`."""
+    from wengert.codegen.count import count_ops
+    s = Session(stdout=io.StringIO(), keep_requests=True)
+    s.execute(program)
+    _, graph, _, derived, _, function = s.requests[-1]
+    return {k: n for k, n in count_ops(graph, function, derived).items() if n}
+
+
+@pytest.mark.parametrize("derivative, program, by_hand", [
+    # the user's nodes were first made, and interned, by the derivative before them
+    ("f := x*x; g := dfd(f, x);", "h := 2*x + sin(x); count(x) h;",
+     {"add": 1, "mul": 1, "call": 1}),
+    ("g := dfd(sin(x), x);", "f := cos(x) + 1; count(x) f;", {"add": 1, "call": 1}),
+    ("f := sin(x)*y; g := dfd(f, x);", "h := cos(x)*y + 1; count(x) h;",
+     {"add": 1, "mul": 1, "call": 1}),
+    # simplification gives back the node dfd made (x+x is 2*x), or its constant (6)
+    ("g := dfd(x*x*sin(y), x);", "h := x + x; count(x) h;", {"mul": 1}),
+    ("g := dfd(3*x*x, x); outcode(x) g;", "h := 6*y + 1; count(y) h;", {"add": 1, "mul": 1}),
+    ("g := dfu(vec(sin(x), cos(y)), vec(x, y));", "h := vec(cos(x), sin(y))*vec(1, 2); "
+     "count(x) h;", {"add": 1, "mul": 1, "call": 2}),
+])
+def test_count_column_a_is_the_users_function_whatever_a_derivative_made_first(
+        derivative, program, by_hand):
+    # Column a counted h (or f) as derivative code: 1 call of 1 add, 1 mul, 1 call, and
+    # none at all of cos(x) + 1.  It is what the program without the derivative gives.
+    assert _column_a(derivative + program) == by_hand == _column_a(program)
+
+
+@pytest.mark.parametrize("program", [
+    "g := dfd(sin(x), x); k := g*1; count(x) k;",             # k is g itself
+    "g := dfd(sin(x), x); m := -g; k := -m; count(x) k;",      # -(-g) is g
+    "g := dfd(sin(x), x); k := vec(g, g)[2]; count(x) k;",
+])
+def test_a_derivative_reached_through_a_derivative_stays_one(program):
+    # The node is g's, and g is the derivative of sin(x): column a is sin(x), 1 call
+    assert _column_a(program) == {"call": 1}
+
+
+def test_a_failing_statement_leaves_the_derivative_marks_as_they_were(tmp_path):
+    s = Session(stdout=io.StringIO(), keep_requests=True)
+    s.execute("g := dfd(sin(x), x);")
+    marks = dict(s.derived)
+    cos = s.variables["G"][()]
+    assert cos.index in marks                   # cos(x), made by dfd
+    with pytest.raises(AddsError, match=r"\+: the operands must have the same type"):
+        s.execute("f := cos(x) + vec(1, 2);")   # reaches cos(x), then fails
+    assert dict(s.derived) == marks
+    s.execute("f := cos(x) + 1;")
+    assert cos.index not in s.derived
+    # a failing `in` is undone whole, with the `clear` or `free` it ran
+    s.execute("h := dfd(sin(x)*x, x);")
+    marks = dict(s.derived)
+    assert marks
+    for undone in ("clear; g := dfd(sin(y), y); k := cos(y);", "free;"):
+        (tmp_path / "inner.adds").write_text(f"{undone} f := y + vec(1, 2);")
+        with pytest.raises(AddsError):
+            s.execute(f'in "{tmp_path / "inner.adds"}";')
+        assert dict(s.derived) == marks
+
+
+def test_draw_fills_only_what_derivatives_alone_need(tmp_path):
+    from wengert.cli import draw_program
+    program = tmp_path / "p.adds"
+    program.write_text("g := dfd(x*sin(x), x);\nf := cos(x) + 1;\ncount(x) f, g;\n")
+    assert draw_program(str(program), str(tmp_path / "p.dot"), io.StringIO()) == 0
+    lines = (tmp_path / "p.dot").read_text().splitlines()
+    # g = sin(x) + x*cos(x): cos(x) is f's too, and drawn as the function's; x*cos(x) and
+    # the sum are g's alone
+    [cos] = [line for line in lines if 'label="cos"' in line]
+    assert "filled" not in cos
+    assert sum("filled" in line for line in lines if 'label="×"' in line) == 1
+    assert sum("filled" in line for line in lines if 'label="+"' in line) == 1

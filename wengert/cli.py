@@ -205,8 +205,8 @@ def main(argv=None) -> int:
     draw = sub.add_parser("draw", help="draw the graph of an ADDS program (Graphviz)",
                           description="Draw the computational graph of FILE's last "
                                       "outcode/count statement (or of all its variables): "
-                                      "operations as nodes, the flow as arrows, nodes made "
-                                      "by derivative operators filled, beside the function.")
+                                      "operations as nodes, the flow as arrows, the nodes "
+                                      "only derivatives need filled, beside the function.")
     draw.add_argument("file", metavar="FILE.adds")
     draw.add_argument("-o", "--output", metavar="OUT",
                       help="the picture: .svg (default FILE.svg), .png, .pdf or .dot")

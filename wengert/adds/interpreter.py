@@ -83,9 +83,12 @@ class Session:
     def clear(self) -> None:
         """Empty the graph and forget variables and operators (the ``clear`` statement)."""
         self.graph = self._new_graph()
-        # The nodes derivative operators (dfd, err, ...) made: index -> the indices of the
-        # function's nodes they are derivatives of (Table 2's a counts that function)
-        self.derived = {}
+        # The nodes derivative operators (dfd, err, ...) made and the user's own statements
+        # do not need: index -> the indices of the function's nodes they are derivatives of
+        # (Table 2's a counts that function).  Journaled: a statement that reaches such a
+        # node takes it out (see `_own`), and undoing the statement puts it back.
+        self.derived = _Journaled(self._undo)
+        self._clean = bytearray()       # node index -> 1: no derived node in its cone
         self.variables = _Journaled(self._undo)   # name -> object array of nodes
         self.operators = _Journaled(self._undo)   # name -> derivatives.Operator
         self.symbols = _Journaled(self._undo)     # input node index -> Symbol (its name)
@@ -194,12 +197,13 @@ class Session:
     def _started(self):
         """What `_rollback` needs to undo the statement about to run."""
         return (len(self._undo), self.graph, len(self.graph.nodes), self.variables,
-                self.operators, self.symbols)
+                self.operators, self.symbols, self.derived)
 
     def _rollback(self, started):
         """Undo everything done since `_started` gave `started`."""
         undo = self._undo
-        mark, graph, size, self.variables, self.operators, self.symbols = started
+        mark, graph, size, self.variables, self.operators, self.symbols, self.derived = \
+            started
         while len(undo) > mark:
             table, key, old = undo.pop()
             if old is _ABSENT:
@@ -208,7 +212,10 @@ class Session:
                 dict.__setitem__(table, key, old)
         self.graph = graph
         graph.truncate(size)
-        self.derived = {i: f for i, f in self.derived.items() if i < size}
+        # (the marks of nodes made since are not journaled: they go with the nodes)
+        for i in [i for i in self.derived if i >= size]:
+            dict.__delitem__(self.derived, i)
+        self._clean = bytearray()       # (what it knew may rest on marks taken out since)
 
     def _write(self, lines) -> None:
         out = self.out if self.out is not None else self.stdout
@@ -424,9 +431,10 @@ class Session:
             new_of[i] = new.remake(node, [new_of[a.index] for a in node.args])
             if i in self.symbols:
                 symbols[new_of[i].index] = self.symbols[i]
-        self.derived = {new_of[i].index: frozenset(new_of[j].index for j in self.derived[i]
-                                                   if j in new_of)
-                        for i in new_of if i in self.derived}
+        self.derived = _Journaled(self._undo, {
+            new_of[i].index: frozenset(new_of[j].index for j in self.derived[i] if j in new_of)
+            for i in new_of if i in self.derived})
+        self._clean = bytearray()
         self.graph, self.symbols = new, symbols
         self.variables = _Journaled(self._undo, {
             name: T.build(v.shape, lambda i, v=v: new_of[v[i].index])
@@ -465,7 +473,12 @@ class Session:
                 # (`wengert count`'s column b), so a[x-x+1] is a[1] there as in `run`.
                 graph.optimize = self.optimize or in_index
                 try:
-                    self._done[id(t)] = self._value(t)
+                    # (looked at before _value takes the operands' values out of _done)
+                    operands = self._operands(t) if self.derived else None
+                    start = len(graph.nodes)
+                    result = self._done[id(t)] = self._value(t)
+                    if operands is not None:
+                        self._own(result, operands, start)
                 except AddsError as e:
                     raise _located(e, t, self._where)
             return self._done.pop(id(tree))
@@ -474,6 +487,81 @@ class Session:
             raise
         finally:
             graph.optimize = self.optimize
+
+    def _operands(self, tree):
+        """The values of the operands of an operation the user wrote (``a*b``, ``sin(a)``,
+        ``vec(a, b)``, ``h(a)``, a number: none), or None for a variable (whose nodes are
+        whatever its value is) and for the derivative operators (what they make is
+        derived)."""
+        kind, c = tree.data, tree.children
+        if kind == "ref" or (kind == "call" and c[0] in _DIFFERENTIATING):
+            return None
+        if kind == "call":
+            c = c[2:]
+        elif kind == "indexed":
+            c = c[:1]
+        done = self._done
+        return [done[id(a)] for a in c if type(a) is Tree]
+
+    def _own(self, result, operands, start):
+        """Take out of `derived` the nodes that an operation of the user's own, made from
+        `start` on, reached: the user's statement needs them, so they are the function's,
+        not a derivative's, in ``wengert count``'s column a and in ``wengert draw``.  By
+        interning, ``h := 2*x`` after ``g := dfd(x*x, x)`` is the node dfd made.
+
+        Only if no operand needs a derived node: ``g*1`` is g itself and ``-(-g)`` too,
+        and they stay derivatives.  The nodes looked at are those the result reaches
+        through derived nodes and nodes the operation made (simplification may give back
+        a node a derivative made, as ``x+x`` gives ``2*x``), not through the older nodes
+        that are not derived: those are the operands' and already what they are."""
+        derived = self.derived
+        if result.ndim == 0:        # (most often a new node of older operands: nothing to do)
+            n = result[()]
+            i = n.index
+            if i not in derived and (i < start or all(
+                    a.index < start and a.index not in derived for a in n.args)):
+                return
+        found, seen = [], set()
+        stack = T.flat([result])
+        while stack:
+            n = stack.pop()
+            i = n.index
+            if i in seen:
+                continue
+            seen.add(i)
+            if i in derived:
+                found.append(i)
+            elif i < start:
+                continue
+            stack.extend(n.args)
+        if found and all(self._is_clean(n) for n in T.flat(operands)):
+            for i in found:
+                del derived[i]              # (journaled: undone if the statement fails)
+
+    def _is_clean(self, node) -> bool:
+        """Whether neither `node` nor any node it needs is derived.  By an explicit stack;
+        what is found clean is remembered (marks are only ever taken out of `derived`
+        between rollbacks, so a clean node stays clean)."""
+        derived, known = self.derived, self._clean
+        if len(known) < len(self.graph.nodes):
+            known.extend(bytes(len(self.graph.nodes) - len(known)))
+        stack = [node]
+        while stack:
+            n = stack[-1]
+            if known[n.index]:
+                stack.pop()
+                continue
+            if n.index in derived:
+                return False
+            pending = [a for a in n.args if not known[a.index]]
+            if not pending:
+                known[n.index] = 1
+                stack.pop()
+            elif any(a.index in derived for a in pending):
+                return False
+            else:
+                stack.extend(pending)
+        return True
 
     def _value(self, tree):
         kind, c = tree.data, tree.children
@@ -600,7 +688,8 @@ def _names_variables(tree) -> bool:
     """Whether an expression is written as variables: a name, an indexed one (``a[2]``),
     or ``vec``/``tp`` of such (or a number, which `derivatives` refuses as a constant).
     Any other expression makes new nodes, and a function defined before cannot depend on
-    them: differentiating with respect to ``2*x`` gave 0 without a word.  (By an explicit stack: the depth of `tree` does not matter.)"""
+    them: differentiating with respect to ``2*x`` gave 0 without a word.  (By an explicit
+    stack: the depth of `tree` does not matter.)"""
     stack = [tree]
     while stack:
         t = stack.pop()
