@@ -305,3 +305,44 @@ def test_draw_fills_only_what_derivatives_alone_need(tmp_path):
     assert "filled" not in cos
     assert sum("filled" in line for line in lines if 'label="×"' in line) == 1
     assert sum("filled" in line for line in lines if 'label="+"' in line) == 1
+
+
+# --- wengert count reads a program as run does ------------------------------------------------
+def _count_columns(tmp_path, program):
+    """{column: {kind: n}} of `wengert count`'s table for a one-statement program."""
+    from wengert.cli import count_program
+    path = tmp_path / "p.adds"
+    path.write_text(program)
+    out = io.StringIO()
+    assert count_program(str(path), out) == 0
+    kinds = out.getvalue().splitlines()[-1].strip()
+    columns = {}
+    for part in kinds.split(";  "):
+        column, _, counts = part.partition(": ")
+        columns[column] = {} if counts == "none" else {
+            k: int(n) for n, k in (c.split() for c in counts.split(", "))}
+    return columns
+
+
+@pytest.mark.parametrize("program, direct, b_by_hand", [
+    # an index, a matrix power and a scalar power that only simplification shows to be
+    # the integer constant 2 (3): count failed on the first two, and counted the third
+    # as pow (and x - x + 3) in column b, as multiplications in column c
+    ("array a[3]; n := x - x + 2; b := a[n]*y; count(y) b;",
+     "array a[3]; b := a[2]*y; count(y) b;", {"mul": 1}),
+    ("array m[2,2]; n := 0*x + 2; f := m**n; count(m) f;",
+     "array m[2,2]; f := m**2; count(m) f;", {"add": 4, "mul": 8}),
+    ("n := x - x + 3; f := y**n; count(y) f;", "f := y**3; count(y) f;", {"mul": 2}),
+])
+def test_count_reads_integer_constants_as_run_does(tmp_path, program, direct, b_by_hand):
+    counted = _count_columns(tmp_path, program)
+    assert counted == _count_columns(tmp_path, direct)
+    assert counted["b"] == b_by_hand
+
+
+def test_count_does_not_emit_the_plain_run(tmp_path):
+    # In `run`, 0*(x*1e999) is 0 and F := Y; the plain run kept the constant inf, which
+    # outcode cannot write, and count failed with "outcode: the code would contain ..."
+    program = "f := y + 0*(x*1e999); outcode(y) f;"
+    assert wengert("run", "-", stdin=program).stdout == "F := Y;\n"
+    assert _count_columns(tmp_path, program) == {"a": {}, "b": {"add": 1, "mul": 2}, "c": {}}

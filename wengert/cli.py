@@ -90,11 +90,14 @@ def _run_adds(path=None) -> int:
 def _quiet_session(path, optimize):
     """The program run quietly, with interning and simplification on (what wengert emits)
     or off (plain AD), and without writing its `out` files (a second run, of plain AD,
-    would replace what the program wrote there).  None after reporting a mistake."""
+    would replace what the program wrote there).  None after reporting a mistake.  The
+    plain run emits no code: it only keeps each outcode/count statement's graph (the
+    code, never read, could hold what the emitter refuses, a constant inf, say, that
+    simplification removes in `run`)."""
     import io
     from .adds import AddsError, Session
     session = Session(stdout=io.StringIO(), stderr=io.StringIO(), optimize=optimize,
-                      keep_requests=True, write_files=False)
+                      keep_requests=True, write_files=False, emit=optimize)
     try:
         session.run_file(path)
     except AddsError as e:

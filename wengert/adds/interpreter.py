@@ -46,7 +46,8 @@ class Session:
     Output (``outcode``, ``count``, ``write``) goes to `stdout` unless an ``out`` statement
     redirects it; ``on echo`` echoes statements to `stderr`.  With ``keep_requests=True``
     the session keeps each ``outcode``/``count`` statement's graph and outputs in
-    `requests` (what ``wengert count`` and ``wengert draw`` read).
+    `requests` (what ``wengert count`` and ``wengert draw`` read); with ``emit=False`` as
+    well, those statements only keep their request and write nothing.
 
     Example (seed 002's Example 1):
         >>> s = Session()
@@ -58,7 +59,7 @@ class Session:
     """
 
     def __init__(self, stdout=None, stderr=None, optimize=True, keep_requests=False,
-                 write_files=True):
+                 write_files=True, emit=True):
         self.optimize = optimize        # False: plain AD, for column b of `wengert count`
         # False: `out "file"` writes to memory (`wengert count` and `draw` run a program
         # only to look at its graphs, and must not replace the files it writes)
@@ -67,6 +68,10 @@ class Session:
         # `wengert count` and `draw`; other sessions keep none (they would hold every graph
         # of a long interactive session alive)
         self.requests = [] if keep_requests else None
+        # False: outcode and count write nothing (the plain AD run of `wengert count`, whose
+        # text nobody reads: what the emitter would refuse there, a constant inf, say, is
+        # often what simplification removes in `run`, which must not make count fail)
+        self.emit = emit
         self._done = {}                 # id(subexpression) -> its value, see `value`
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
@@ -393,6 +398,8 @@ class Session:
             label = f"{kind}({ins}) " + ",".join(_ref_text(r) for r in outputs.children)
             self.requests.append((label, self.graph, outs, frozenset(self.derived), list(xs),
                                   self._function_of([n for _, n in outs])))
+        if not self.emit:
+            return
         fmt = self.format
         if kind == "count":
             tally = count_ops(self.graph, [n for _, n in outs])
@@ -575,6 +582,8 @@ class Session:
             return T.neg(self.value(c[0]))
         if kind == "indexed":
             return T.index(self.value(c[0]), self._indices(c[1]), "the value")
+        if kind == "pow":
+            return T.power(self.value(c[0]), self.value(c[1]), self._constant_integer)
         return _BINARY[kind](self.value(c[0]), self.value(c[1]))
 
     def _variable(self, ref, read=False):
@@ -596,12 +605,37 @@ class Session:
     def _indices(self, index) -> tuple:
         out = []
         for e in index.children:
-            n = T.constant_integer(self.value(e))
+            n = self._constant_integer(self.value(e))
             if n is None:
                 raise _located(AddsError("an index must be an integer constant"), e,
                                self._where)
             out.append(n)
         return tuple(out)
+
+    def _constant_integer(self, value):
+        """The integer constant a scalar value is, if it is one, as `run` reads it.
+
+        A session without simplification (column b of ``wengert count``) has no constant
+        where a variable's value simplifies to one: after ``n := x - x + 2``, N is an add
+        node.  Its cone is then built again in a graph that simplifies, as ``run`` built
+        it (the same rules, applied in the same order: arguments first), to see whether it
+        comes to a constant.  So ``a[n]`` and ``m**n`` are read there as ``run`` reads them,
+        and ``x**n`` is multiplications in both.  (Only for a node with no value, in such
+        a session: a session that simplifies has made its constants already.)"""
+        n = T.constant_integer(value)
+        if n is not None or self.optimize or value.ndim != 0:
+            return n
+        node = value[()]
+        scratch = Graph(optimize=True, straight_line=True, ieee=self.graph.ieee)
+        copy = {}
+        for m in self.graph.live_nodes([node]):         # (in creation order: no recursion)
+            if m.is_const:
+                copy[m.index] = scratch.const(m.value)
+            elif not m.args:
+                copy[m.index] = scratch.input(ShapeDtype(m.shape, m.dtype), m.name)
+            else:
+                copy[m.index] = scratch.apply(m.op, [copy[a.index] for a in m.args], m.params)
+        return T.constant_integer(T.scalar(copy[node.index]))
 
     def _call(self, tree):
         name, index, *args = tree.children

@@ -197,10 +197,12 @@ def constant_integer(value):
     return int(v) if float(v).is_integer() else None
 
 
-def power(a, b):
+def power(a, b, integer=constant_integer):
     """``a ** b``: a scalar to a scalar power, or a square matrix to a positive integer
     power.  A constant integer exponent is computed by multiplications (repeated squaring),
-    as ADDS decomposes it; any other exponent is the ``pow`` function.
+    as ADDS decomposes it; any other exponent is the ``pow`` function.  `integer` tells
+    which integer constant `b` is, if any (a session without simplification sees more
+    than `constant_integer` does: see `Session._constant_integer`).
 
     Example:
         >>> import wengert as wg
@@ -209,7 +211,7 @@ def power(a, b):
         >>> [n.op.name for n in g.live_nodes([power(x, scalar(g.const(4.0)))[()]])]
         ['input', 'mul', 'mul']
     """
-    n = constant_integer(b)
+    n = integer(b)
     if a.ndim == 0 and b.ndim == 0:
         x = a[()]
         if n is None:
