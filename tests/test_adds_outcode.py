@@ -532,3 +532,61 @@ def test_fortran_statement_words_are_names_like_any_other(tmp_path):
     x = env[("X", ())]
     np.testing.assert_allclose(_compile_and_run(tmp_path, source),
                                [x * x, x * x + 1, (x * x + 3) * (x * x * x)], rtol=1e-12)
+
+
+# --- FORTRAN templates that write an argument more than once -------------------------------
+def _fortran_lines(body):
+    """Each statement of fixed-form text joined from its lines, and its continuation
+    lines' count."""
+    out = []
+    for line in body.splitlines():
+        if line.startswith("     &"):
+            text, n = out[-1]
+            out[-1] = (text + line[6:], n + 1)
+        elif not line.startswith("C"):
+            out.append((line[6:], 0))
+    return out
+
+
+def test_fortran_cbrt_writes_an_expression_argument_once():
+    # FORTRAN's cbrt writes x 8 times: cbrt(sin(x)*y + exp(z)) was one statement with 8
+    # SINs, 8 multiplications and 8 additions, where count says 1 of each
+    s, _ = run("f := cbrt(sin(x)*y + exp(z));")
+    counted = code(s, "count(x) f;")
+    body = code(s, "outcode(x) f;", fortran=True)
+    joined = "\n".join(text for text, _ in _fortran_lines(body))
+    assert "FUNCTION CALLS 3," in counted and "MULTIPLICATIONS 1," in counted
+    assert joined.count("SIN(") == 1 and joined.count("EXP(") == 1
+    assert len(re.findall(r"(?<![*(D])[*](?![*])", joined.replace("**", "^"))) == 1
+    env = {("X", ()): 0.3, ("Y", ()): -2.5, ("Z", ()): 0.1}
+    expected = np.cbrt(np.sin(0.3) * -2.5 + np.exp(0.1))
+    assert emitted.run(body, env, fortran=True)[("F", ())] == pytest.approx(expected, 1e-14)
+
+
+@pytest.mark.parametrize("name, arity", [
+    ("cbrt", 1), ("sign", 1), ("log1p", 1), ("expm1", 1), ("log2", 1), ("round", 1),
+    ("floor", 1), ("ceil", 1), ("maximum", 2), ("logaddexp", 2), ("cotan", 1)])
+def test_fortran_templates_get_a_temporary_for_an_expression_they_repeat(name, arity):
+    import wengert as wg
+    from wengert.codegen.emit import Symbol, emit
+    from wengert.primitives import scalar as P
+    g = wg.Graph()
+    x, y = g.input(wg.ShapeDtype(), "X"), g.input(wg.ShapeDtype(), "Y")
+    arg = P.add(P.mul(P.sin(x), y), 1.0)
+    out = getattr(P, name)(*([arg, P.cos(y)] if arity == 2 else [arg]))
+    body = str(emit(g, [x, y], [(Symbol("F"), out)], FortranFormat()))
+    # whatever the template, sin(x)*y + 1 and cos(y) are computed once
+    assert body.count("SIN(") == 1 and body.count("COS(") == (arity == 2)
+    # and only where a template writes an argument twice is it given a temporary
+    temporaries = re.findall(r"^ {6}(V\d+) =", body, re.M)
+    assert len(temporaries) == (0 if name == "cotan" else arity), body
+
+
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="gfortran is not installed")
+def test_fortran_cbrt_of_a_long_sum_keeps_to_nineteen_continuation_lines(tmp_path):
+    # cbrt of a 40-term sum was one statement of 32 continuation lines
+    terms = "+".join(f"x{i}*y{i}" for i in range(1, 41))
+    s, _ = run(f"f := cbrt({terms});")
+    body = code(s, "outcode(x1) f;", fortran=True)
+    assert max(n for _, n in _fortran_lines(body)) <= 19
+    _check_with_gfortran(tmp_path, s, body, ["f"])

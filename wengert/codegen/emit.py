@@ -23,7 +23,10 @@ traced from.  Then the schedule follows ADDS's output part:
 Rendering is one loop over the nodes in creation order, each node's text built from its
 arguments' texts: there is no recursion over the graph's depth.  An inlined expression that
 would grow past the format's `max_expression` characters is given a temporary instead, so
-no statement grows without bound (Fortran 77 allows 19 continuation lines).
+no statement grows without bound (Fortran 77 allows 19 continuation lines), and so is one
+that the format's text of its user writes more than once (`Format.repeated_arguments`:
+FORTRAN's cbrt), which would be computed that often.  (A call with very many arguments,
+each a name, cannot be cut: it is the one statement that may grow past the bound.)
 
 Temporaries are named ``<prefix><index>`` with a prefix that no user name (input, output or
 any name passed as ``reserved``) can be confused with: ``V`` unless a user name looks like
@@ -297,10 +300,18 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         return fmt.apply(op, call_args, node.params), ATOM
 
     def bound(node):
-        """Spill the longest inlined arguments while the node's text would be too long."""
-        args = [a.index for a in node.args]
-        while sum(len(text[a][0]) for a in args) > fmt.max_expression:
-            longest = max((a for a in args if a in inlined), key=lambda a: len(text[a][0]),
+        """Give a temporary to each inlined argument that the format's text of the node
+        writes more than once (FORTRAN's cbrt: 8 times): it would be computed that often,
+        which `count` does not count, and its text written that often.  Then spill the
+        longest inlined arguments while the node's text would be too long (an argument
+        written twice counting twice)."""
+        times = fmt.repeated_arguments(node)
+        for k in times:
+            if node.args[k].index in inlined:
+                spill(node.args[k].index)
+        args = [(a.index, times.get(k, 1)) for k, a in enumerate(node.args)]
+        while sum(len(text[a][0]) * n for a, n in args) > fmt.max_expression:
+            longest = max((a for a, _ in args if a in inlined), key=lambda a: len(text[a][0]),
                           default=None)
             if longest is None:
                 return

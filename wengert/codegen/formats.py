@@ -21,7 +21,10 @@ A format is a small class with these members (subclass `Format` and override):
   (Python's NumPy code keeps a weakly typed scalar weak so);
 * ``statement(target, expr)``: the lines assigning an expression to a name;
 * ``comment(text)``: the lines of a comment;
-* ``max_expression``: how long an inlined expression may grow before it gets a temporary.
+* ``max_expression``: how long an inlined expression may grow before it gets a temporary;
+* ``repeated_arguments(node)``: ``{position: times}`` for the arguments that the text of
+  `node` writes more than once (FORTRAN's cbrt writes its argument 8 times): the emitter
+  gives such an argument a temporary unless its text is a name or a number.
 
 Here are `AddsFormat` (the input language: ``F := ...;``) and `FortranFormat` (FORTRAN 77
 fixed form, what ADDS wrote after ``on fort;``); `python.PythonFormat` and `c.CFormat` are
@@ -101,6 +104,12 @@ class Format:
         `apply` would (None: as they do): a faster method of its first argument in
         NumPy code, logic for arithmetic on truth values in FORTRAN."""
         return None
+
+    def repeated_arguments(self, node) -> dict:
+        """``{position: times}`` for the arguments of `node` whose text appears more than
+        once in its text (a template of the format's own).  Default: none, each argument
+        is written once."""
+        return {}
 
     def cast(self, node, arg):
         """The name of a function that the text of argument `arg` is wrapped in where
@@ -455,6 +464,17 @@ class FortranFormat(Format):
         raise EmitError(f"FORTRAN has no {op.name}, and this text does not write it with the "
                         "functions it has (see FortranFormat): write it with those in the "
                         "function, or take the \"python\" or \"c\" text")
+
+    def repeated_arguments(self, node) -> dict:
+        # The templates write x as often as they need it (cbrt 8 times, round 4): an
+        # expression there would be computed that often, past what `count` says, and grow
+        # the statement past FORTRAN 77's 19 continuation lines.  Marks stand for the
+        # arguments in a trial text (the templates are pure functions of their texts).
+        if node.op not in _FORTRAN_TEMPLATES and node.op is not P.round:
+            return {}
+        marks = [f"@{k}@" for k in range(len(node.args))]
+        text = self.apply(node.op, marks, node.params)
+        return {k: text.count(m) for k, m in enumerate(marks) if text.count(m) > 1}
 
     def method(self, node, args):
         # NumPy's sum of truth values is their OR and their product their AND (True +
