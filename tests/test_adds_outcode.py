@@ -590,3 +590,17 @@ def test_fortran_cbrt_of_a_long_sum_keeps_to_nineteen_continuation_lines(tmp_pat
     body = code(s, "outcode(x1) f;", fortran=True)
     assert max(n for _, n in _fortran_lines(body)) <= 19
     _check_with_gfortran(tmp_path, s, body, ["f"])
+
+
+def test_a_constant_among_the_inputs_changes_nothing_that_is_hoisted():
+    # a[1] := 3 made the interned constant 3 an input of outcode(a): b*3 "depended" on it
+    # and was no longer hoisted (F := A[2]+3*B)
+    program = "array a[2]; f := b*3 + a[2]; outcode(a) f;"
+    for text in (program, program.replace("f :=", "a[1] := 3; f :=")):
+        _, out = run(text)
+        hoisted, last = out.splitlines()
+        temporary, expression = hoisted[:-1].split(" := ")
+        assert "B" in expression and "A" not in expression     # the parameter part first
+        assert last.startswith("F := ") and temporary in last
+        env = {("A", (2,)): 0.7, ("B", ()): -1.3}
+        assert emitted.run(out, env)[("F", ())] == pytest.approx(-1.3 * 3 + 0.7, 1e-15)

@@ -385,7 +385,11 @@ class Session:
         return node
 
     def _outcode(self, kind, inputs, outputs):
-        xs = T.flat([self._variable(r) for r in inputs.children if r is not None])
+        # (a constant among the inputs, as a[1] after a[1] := 3, is no input: mark up from
+        # it made every node that uses a 3 depend on the inputs, and kept b*3 from being
+        # hoisted)
+        xs = [n for n in T.flat([self._variable(r) for r in inputs.children if r is not None])
+              if not n.is_const]
         outs = []
         for r in outputs.children:
             name, index = r.children
