@@ -285,3 +285,18 @@ def test_a_wrong_declaration_is_pointed_at(program, column, message):
     e, s = error(program)
     assert e.column == column and message in e.message
     assert "SIN" not in s.operators and "H" not in s.operators
+
+
+@pytest.mark.parametrize("program, ref, message", [
+    ("f := x;\ng := vec(x, y);\noutcode(x)\n   g[3];", "g[3]", "index 3 of G is out of range"),
+    ("f := x;\ncount(x)\n   f[1];", "f[1]", "F has type []: 1 indices are too many"),
+    ("array a[2];\ncount(\n  a[0]) a;", "a[0]", "index 0 of A is out of range 1..2"),
+    ("f := x;\noutcode(x) f,\n  q;", "q", "undefined name Q"),
+])
+def test_a_mistake_in_an_outcode_or_count_reference_is_pointed_at(program, ref, message):
+    # the caret was under the keyword, lines before the reference that is wrong
+    e, _ = error(program)
+    at = program.index(ref)
+    line = program.count("\n", 0, at) + 1
+    column = at - (program.rfind("\n", 0, at) + 1) + 1
+    assert message in e.message and (e.line, e.column) == (line, column)

@@ -388,13 +388,21 @@ class Session:
         # (a constant among the inputs, as a[1] after a[1] := 3, is no input: mark up from
         # it made every node that uses a 3 depend on the inputs, and kept b*3 from being
         # hoisted)
-        xs = [n for n in T.flat([self._variable(r) for r in inputs.children if r is not None])
+        def variable(r):
+            """The value of reference r, a mistake in it pointed at where it is written
+            (the statement's start is the keyword, maybe lines before)."""
+            try:
+                return self._variable(r)
+            except AddsError as e:
+                raise _located(e, r, self._where)
+
+        xs = [n for n in T.flat([variable(r) for r in inputs.children if r is not None])
               if not n.is_const]
         outs = []
         for r in outputs.children:
             name, index = r.children
+            value = variable(r)
             at = self._indices(index) if index is not None else ()
-            value = self._variable(r)
             for i in np.ndindex(*value.shape):
                 outs.append((Symbol(name, at + tuple(j + 1 for j in i)), value[i]))
         if self.requests is not None:
