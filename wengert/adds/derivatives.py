@@ -169,9 +169,11 @@ def _variables(x):
                         "values (the same value appears twice)")
     for n in xs:
         if n.is_const:
+            # (not "or an expression of variables": expressions are refused, see
+            # interpreter._names_variables)
             raise AddsError(f"cannot differentiate with respect to the constant "
                             f"{n.value!r}: the variable of differentiation must be a "
-                            "variable or an expression of variables")
+                            "variable")
     return xs
 
 
