@@ -80,11 +80,12 @@ def check_room(graph, need, what):
         >>> check_room(wg.Graph(max_nodes=10), 16, "*: the product of [2,2] by [2,2]")
         Traceback (most recent call last):
         ...
-        wengert.adds.errors.AddsError: error: *: the product of [2,2] by [2,2] would make up to 16 nodes; the program may have at most 10
+        wengert.adds.errors.AddsError: error: *: the product of [2,2] by [2,2] would make up to 16 nodes; the program may have at most 10 (it has 0 already)
     """
     if len(graph.nodes) + need > graph.max_nodes:
+        # (what the graph holds already: "up to 15 nodes; at most 60" read as nonsense)
         raise AddsError(f"{what} would make up to {need} nodes; the program may have at most "
-                        f"{graph.max_nodes}")
+                        f"{graph.max_nodes} (it has {len(graph.nodes)} already)")
 
 
 def scalar(node) -> np.ndarray:
