@@ -346,3 +346,16 @@ def test_count_does_not_emit_the_plain_run(tmp_path):
     program = "f := y + 0*(x*1e999); outcode(y) f;"
     assert wengert("run", "-", stdin=program).stdout == "F := Y;\n"
     assert _count_columns(tmp_path, program) == {"a": {}, "b": {"add": 1, "mul": 2}, "c": {}}
+
+
+def test_repl_runs_the_statements_around_a_syntax_error_on_its_line():
+    # the syntax error dropped the whole line: f := 1 never ran, and the next line said
+    # "undefined name F"
+    r = wengert("repl", stdin="f := 1; g := x +* 2; h := 3;\noutcode() f, h;\n")
+    assert r.returncode == 0 and r.stdout == "F := 1;\nH := 3;\n", r.stderr
+    [message, _, caret] = r.stderr.splitlines()
+    assert message.startswith("<stdin>:1:17: error: unexpected '*'")
+    assert caret.index("^") - 4 == "f := 1; g := x +* 2;".index("*")
+    # a file or a piped program still runs nothing after a syntax error anywhere
+    r = wengert("run", "-", stdin="f := 1; outcode() f; g := x +* 2;\n")
+    assert r.returncode == 1 and r.stdout == ""

@@ -106,10 +106,12 @@ class Session:
                 on_error=None) -> None:
         """Parse `text` and run its statements in order.  The first failing statement
         raises `AddsError` (with its position) after being undone; those before it stay
-        done.  With `on_error` (the REPL), a failing statement's error is passed to it
-        instead and the statements after it still run.  `directory` is where ``in`` looks
-        for relative file names (default: the current directory)."""
-        self._run(_Source(statements(text, filename), text, filename, directory), on_error)
+        done, and a syntax error anywhere means that none ran.  With `on_error` (the
+        REPL), a failing statement's error is passed to it instead, a syntax error's too,
+        and the statements around it still run.  `directory` is where ``in`` looks for
+        relative file names (default: the current directory)."""
+        self._run(_Source(statements(text, filename, errors=on_error is not None), text,
+                          filename, directory), on_error)
 
     def run_file(self, path: str) -> None:
         """Run the program in the file `path` (``in`` statements in it are relative to its

@@ -22,7 +22,7 @@ statement of the same form.  Every other statement (declarations, ``outcode``, .
 every statement with a mistake in it is parsed by lark itself, so messages are lark's.
 
 The whole text is checked before anything runs (`statements`), so a syntax error anywhere
-means that nothing ran; a statement's tree is made when it is about to run (`build`), so a
+means that nothing ran (but in the REPL, which runs the statements around it); a statement's tree is made when it is about to run (`build`), so a
 long program never holds all of its trees at once.
 """
 from __future__ import annotations
@@ -175,41 +175,61 @@ def parse(text: str, filename: str = "<input>") -> list:
     return [build(s) for s in statements(text, filename)]
 
 
-def statements(text: str, filename: str = "<input>") -> list:
+def statements(text: str, filename: str = "<input>", errors: bool = False) -> list:
     """The statements of a program, syntax checked but not yet made into trees: give
     each to `build` (in order, as each is about to run).  Raises `AddsError` at the first
-    syntax error."""
+    syntax error; with `errors`, a statement with a syntax error is its `AddsError`
+    instead, which `build` raises, and the others are read as usual (the REPL runs the
+    statements of a line around a bad one, as it does around one that fails to run).
+
+    Example:
+        >>> [type(s).__name__ for s in statements("f := 1; g := +*; h := 3;", errors=True)]
+        ['tuple', 'AddsError', 'tuple']
+    """
     out = []
-    for kinds, values, positions, stop in _scan(text):
-        if kinds[0] == "comment":
-            if stop is not None:
-                pos = positions[0]
-                out.append(Tree("comment_stmt", [Token("COMMENT", values[0], pos)], pos,
-                                pos + len(values[0])))
-                continue
-        elif kinds[0] == "N" and values[0].upper() not in KEYWORDS and stop is not None:
-            template = _TEMPLATES.get(kinds)
-            if template is not None:
-                out.append((template, values, positions))
-                continue
-            tree = _lark(text, positions[0], stop + 1, filename)[0]
-            if len(kinds) > _LONGEST_FORM:
-                out.append(tree)
-                continue
-            if len(_TEMPLATES) >= _MAX_TEMPLATES:
-                _TEMPLATES.clear()
-            template = _TEMPLATES[kinds] = _Template(tree, positions)
-            out.append((template, values, positions))   # (smaller than the tree)
+    for statement in _scan(text):
+        if not errors:
+            _statement(out, text, filename, *statement)
             continue
-        out.extend(_lark(text, positions[0], len(text) if stop is None else stop + 1,
-                         filename))
+        try:
+            _statement(out, text, filename, *statement)
+        except AddsError as e:
+            out.append(e)
     return out
 
 
+def _statement(out, text, filename, kinds, values, positions, stop):
+    """Append to `out` the statement of one piece `_scan` cut (lark parses the rest of
+    the text as one piece where the text ends before a ';')."""
+    if kinds[0] == "comment":
+        if stop is not None:
+            pos = positions[0]
+            out.append(Tree("comment_stmt", [Token("COMMENT", values[0], pos)], pos,
+                            pos + len(values[0])))
+            return
+    elif kinds[0] == "N" and values[0].upper() not in KEYWORDS and stop is not None:
+        template = _TEMPLATES.get(kinds)
+        if template is not None:
+            out.append((template, values, positions))
+            return
+        tree = _lark(text, positions[0], stop + 1, filename)[0]
+        if len(kinds) > _LONGEST_FORM:
+            out.append(tree)
+            return
+        if len(_TEMPLATES) >= _MAX_TEMPLATES:
+            _TEMPLATES.clear()
+        template = _TEMPLATES[kinds] = _Template(tree, positions)
+        out.append((template, values, positions))   # (smaller than the tree)
+        return
+    out.extend(_lark(text, positions[0], len(text) if stop is None else stop + 1, filename))
+
+
 def build(statement) -> Tree:
-    """The tree of one of the `statements`."""
+    """The tree of one of the `statements` (raising the syntax error that one is)."""
     if type(statement) is Tree:
         return statement
+    if type(statement) is AddsError:
+        raise statement
     template, values, positions = statement
     return template.make(values, positions)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import AddsError
 from .interpreter import source_text
 from .parser import COMMENT_STATEMENT
 
@@ -136,10 +135,9 @@ def repl(session, stdin=None, interactive=None) -> int:
             text, buffer = "\n" * (first_line - 1) + buffer, ""
             def report(error):
                 print(error, file=session.stderr)
-            try:      # only a failing statement is lost, not the others on its line
-                session.execute(text, "<stdin>", on_error=report)
-            except AddsError as e:             # a syntax error: nothing of it ran
-                report(e)
+            # Only a failing statement is lost, not the others on its line, even if it is
+            # a syntax error (the whole line was dropped with one): `report` gets them all.
+            session.execute(text, "<stdin>", on_error=report)
         if buffer.strip():
             print("error: the input ended in the middle of a statement (a ';' is missing?)",
                   file=session.stderr)
