@@ -190,11 +190,29 @@ def test_output_that_cannot_be_written_is_a_clean_error():
     assert e.message == "shut: cannot write /dev/full: No space left on device"
 
 
-def test_a_byte_that_is_not_utf8_cannot_be_written_to_a_strict_stream():
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")     # (errors="strict")
-    e = pytest.raises(AddsError, Session(stdout=out).execute, 'write "caf\udce9";').value
-    assert e.message == ("cannot write byte 0xE9, which is not UTF-8 text, to standard "
-                         "output") and e.located
+def test_a_byte_that_is_not_utf8_is_an_error_wherever_it_is(tmp_path):
+    # In a string it was written to standard output as it was (and to an `out` file not
+    # at all, with a message showing "caf\udce9"); in a remark it was no error at all.
+    # The docs say: an error at its position, and nothing runs.
+    for program in (b'f := 1; write "ok"; write "caf\xe9";\n',
+                    b'f := 1; write "ok";\n% caf\xe9\n',
+                    b'f := 1; write "ok"; comment caf\xe9;\n'):
+        (tmp_path / "p.adds").write_bytes(program)
+        at = program.index(b"\xe9")
+        line = program.count(b"\n", 0, at) + 1
+        column = at - (program.rfind(b"\n", 0, at) + 1) + 1
+        r = wengert_bytes("run", str(tmp_path / "p.adds"))
+        assert r.returncode == 1 and r.stdout == b"", r.stderr
+        message, source, caret = r.stderr.decode().splitlines()
+        assert message == (f"{tmp_path / 'p.adds'}:{line}:{column}: error: byte 0xE9 is not "
+                           "UTF-8 text")
+        assert "?" in source and caret.index("^") == source.index("?")   # under the byte
+
+
+def test_a_character_a_stream_cannot_encode_is_a_clean_error():
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    e = pytest.raises(AddsError, Session(stdout=out).execute, 'write "caf\u00e9";').value
+    assert e.message == "cannot write 'é' to standard output" and e.located
 
 
 def test_draw_names_the_signal_that_killed_dot(tmp_path, monkeypatch, capsys):

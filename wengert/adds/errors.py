@@ -7,8 +7,11 @@ innermost construct that failed; code that raises does not need to know it.
 from __future__ import annotations
 
 
-# characters that break a line on a terminal or in str.splitlines, but not in ADDS
-_BLANKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+# characters that break a line on a terminal or in str.splitlines, but not in ADDS; and
+# the bytes that are not UTF-8 (lone surrogates, which standard error writes as 6
+# characters, "\udce9", so that the caret stood under the wrong one), shown as "?"
+_BLANKS = str.maketrans({**dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "),
+                         **dict.fromkeys(map(chr, range(0xDC80, 0xDD00)), "?")})
 
 
 class AddsError(Exception):
@@ -51,7 +54,8 @@ class AddsError(Exception):
         head = f"{self.filename}:{self.line}:{self.column}: error: {self.message}"
         # Lines end at \n alone, as positions count them (str.splitlines also ends one at
         # \f, \v, \x85, U+2028, ..., so it showed a line other than the one named); those
-        # characters are shown as blanks, so the caret stays under its column.
+        # characters are shown as blanks, and bytes that are not UTF-8 as "?", so the
+        # caret stays under its column.
         lines = (self.source or "").split("\n")
         if not 1 <= self.line <= len(lines):
             return head

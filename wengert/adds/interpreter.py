@@ -233,11 +233,9 @@ class Session:
             raise                   # (the reader went away: the command ends quietly)
         except OSError as e:        # a full disk, say: a clean message, not an internal error
             raise AddsError(f"cannot write {self._out_name(out)}: {e.strerror}") from None
-        except UnicodeEncodeError as e:     # a byte of the input that is not UTF-8
-            bad = e.object[e.start]
-            what = (f"byte 0x{ord(bad) - 0xdc00:02X}, which is not UTF-8 text,"
-                    if "\udc80" <= bad <= "\udcff" else repr(bad))
-            raise AddsError(f"cannot write {what} to {self._out_name(out)}") from None
+        except UnicodeEncodeError as e:     # (a stream that is not UTF-8: the program is)
+            raise AddsError(f"cannot write {e.object[e.start]!r} to {self._out_name(out)}"
+                            ) from None
 
     def _out_name(self, out) -> str:
         """The name of an output stream in a message."""

@@ -22,8 +22,9 @@ statement of the same form.  Every other statement (declarations, ``outcode``, .
 every statement with a mistake in it is parsed by lark itself, so messages are lark's.
 
 The whole text is checked before anything runs (`statements`), so a syntax error anywhere
-means that nothing ran (but in the REPL, which runs the statements around it); a statement's tree is made when it is about to run (`build`), so a
-long program never holds all of its trees at once.
+(or a byte that is not UTF-8, even in a remark) means that nothing ran, but in the REPL,
+which runs the statements around it; a statement's tree is made when it is about to run
+(`build`), so a long program never holds all of its trees at once.
 """
 from __future__ import annotations
 
@@ -187,14 +188,27 @@ def statements(text: str, filename: str = "<input>", errors: bool = False) -> li
         ['tuple', 'AddsError', 'tuple']
     """
     out = []
+    # A byte that is not UTF-8 (a lone surrogate: see interpreter.source_text) is an
+    # error wherever it is, in a string or a remark too, not only where it is a token:
+    # in a string, `write` wrote it to standard output as it was, and to an `out` file
+    # not at all.  It is the mistake of the statement it is in (or before).
+    bad = _NOT_UTF8.search(text)
     for statement in _scan(text):
-        if not errors:
-            _statement(out, text, filename, *statement)
-            continue
+        stop = statement[3]
         try:
+            if bad is not None and bad.start() <= (len(text) if stop is None else stop):
+                at, bad = bad.start(), _NOT_UTF8.search(text, bad.end())
+                raise _not_utf8(text, at, filename)
             _statement(out, text, filename, *statement)
         except AddsError as e:
+            if not errors:
+                raise
             out.append(e)
+    if bad is not None:                         # (in a remark after the last statement)
+        e = _not_utf8(text, bad.start(), filename)
+        if not errors:
+            raise e
+        out.append(e)
     return out
 
 
@@ -386,14 +400,23 @@ def _describe(token) -> str:
     return repr(str(token))
 
 
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
+def _not_utf8(text, pos, filename) -> AddsError:
+    """The error for the byte that is not UTF-8 at offset `pos` of `text`."""
+    return AddsError(f"byte 0x{ord(text[pos]) - 0xdc00:02X} is not UTF-8 text").at(
+        filename, text, *position(text, pos))
+
+
 def _syntax_error(e, text, offset, filename) -> AddsError:
     """`AddsError` for lark's error in the piece of `text` from `offset` on."""
     if isinstance(e, lark.exceptions.UnexpectedCharacters):
         pos = offset + e.pos_in_stream
         char = text[pos]
         if "\udc80" <= char <= "\udcff":          # an undecodable byte (surrogateescape)
-            msg = f"byte 0x{ord(char) - 0xdc00:02X} is not UTF-8 text"
-        elif char == '"':                         # (a closed string is a token)
+            return _not_utf8(text, pos, filename)
+        if char == '"':                         # (a closed string is a token)
             msg = "this string is not closed by a '\"' on its line"
         else:
             msg = f"unexpected character {char!r}"
