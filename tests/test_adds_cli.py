@@ -377,3 +377,44 @@ def test_repl_runs_the_statements_around_a_syntax_error_on_its_line():
     # a file or a piped program still runs nothing after a syntax error anywhere
     r = wengert("run", "-", stdin="f := 1; outcode() f; g := x +* 2;\n")
     assert r.returncode == 1 and r.stdout == ""
+
+
+def test_ctrl_c_during_run_is_one_line_and_status_130(tmp_path):
+    # It was a Python traceback from wherever the program was
+    import signal
+    import time
+    program = tmp_path / "slow.adds"
+    program.write_text('write "started";\narray a[120,120];\nb := a*a;\n')   # (seconds)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, "-m", "wengert", "run", str(program)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout.readline() == "started\n"      # (running the program, then)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 130 and err == "wengert: interrupted\n" and out == ""
+
+
+def test_ctrl_c_in_the_repl_undoes_the_statement_and_goes_on(monkeypatch):
+    from wengert.adds.repl import repl
+    s = Session(stdout=io.StringIO(), stderr=io.StringIO())
+    assign = s._assign
+
+    def slow(ref, expr):                    # (Ctrl-C while a := ... runs, half done)
+        if ref.children[0] == "A":
+            s.value(expr)                   # (sin(f) made, then the interrupt)
+            raise KeyboardInterrupt
+        return assign(ref, expr)
+    monkeypatch.setattr(s, "_assign", slow)
+    s.execute("f := x*x;")
+    nodes = len(s.graph.nodes)
+    assert repl(s, io.StringIO("a := sin(f); b := 2;\ng := f + 1;\noutcode(x) g;\n")) == 0
+    assert s.stderr.getvalue().startswith("interrupted: the statement running was undone")
+    assert "A" not in s.variables and "B" not in s.variables
+    assert len(s.graph.nodes) == nodes + 2          # sin(f) undone; f + 1 and its 1 made
+    reference = Session(stdout=io.StringIO())
+    reference.execute("f := x*x; g := f + 1; outcode(x) g;")
+    assert s.stdout.getvalue() == reference.stdout.getvalue()

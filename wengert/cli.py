@@ -232,11 +232,20 @@ def main(argv=None) -> int:
 def entry() -> int:
     """Console entry point: `main`, quiet when the reader of a pipe goes away (`| head`),
     and a clean message (exit status 1) when standard output cannot be written (a full
-    disk): Python would report it at exit as an ignored exception, with status 120."""
+    disk): Python would report it at exit as an ignored exception, with status 120.
+    Ctrl-C ends a command with one line and status 130 (128 + SIGINT, as shells report
+    a command a signal ended), not a traceback from wherever the program was."""
     status = None
     try:
         status = main()
         sys.stdout.flush()
+    except KeyboardInterrupt:
+        try:
+            sys.stdout.flush()          # (what was written before stays written)
+        except OSError:
+            _drop_stdout()
+        print("wengert: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         _drop_stdout()
         return 1

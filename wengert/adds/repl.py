@@ -137,7 +137,11 @@ def repl(session, stdin=None, interactive=None) -> int:
                 print(error, file=session.stderr)
             # Only a failing statement is lost, not the others on its line, even if it is
             # a syntax error (the whole line was dropped with one): `report` gets them all.
-            session.execute(text, "<stdin>", on_error=report)
+            try:
+                session.execute(text, "<stdin>", on_error=report)
+            except KeyboardInterrupt:          # Ctrl-C stops a statement that takes long
+                print("interrupted: the statement running was undone, and the rest of its "
+                      "line did not run", file=session.stderr)
         if buffer.strip():
             print("error: the input ended in the middle of a statement (a ';' is missing?)",
                   file=session.stderr)
