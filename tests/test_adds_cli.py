@@ -123,10 +123,18 @@ def test_draw_reports_what_dot_and_the_file_system_refuse(tmp_path, monkeypatch,
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     program = str(ROOT / "examples" / "powell.adds")
-    assert draw_program(program, str(tmp_path / "p.xyz")) == 1
+    assert draw_program(program, str(tmp_path / "p.png")) == 1
     assert capsys.readouterr().err == (f'wengert draw: dot failed: Format: "xyz" not '
                                        f'recognized; -o {tmp_path}/p.dot writes the graph '
                                        "as DOT text without running dot\n")
+    # a format that is not one -o names: said in a line, not dot's list of ~50 formats
+    assert draw_program(program, str(tmp_path / "p.xyz")) == 1
+    assert capsys.readouterr().err == (f"wengert draw: dot cannot write {tmp_path}/p.xyz (a "
+                                       ".xyz file); -o takes FILE.svg, FILE.png, FILE.pdf or "
+                                       "FILE.dot (the DOT text, which needs no dot)\n")
+    # -o '' meant FILE.svg, silently
+    assert draw_program(program, "") == 1 and "-o needs a file name" in capsys.readouterr().err
+    assert not (ROOT / "examples" / "powell.svg").exists()
     assert draw_program(program, str(tmp_path / "no-such-dir" / "p.dot")) == 1
     assert capsys.readouterr().err == (f"wengert draw: cannot write {tmp_path}/no-such-dir/p.dot:"
                                        " No such file or directory\n")

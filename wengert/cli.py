@@ -150,6 +150,10 @@ def draw_program(path, output=None, out=None) -> int:
     import os
     from .codegen import draw
     out = out or sys.stdout
+    if output is not None and not output.strip():   # (-o '' silently meant FILE.svg)
+        print("wengert draw: -o needs a file name (FILE.svg, FILE.png, FILE.pdf or "
+              "FILE.dot)", file=sys.stderr)
+        return 1
     session = _quiet_session(path, True)    # (what wengert emits is what is drawn)
     if session is None:
         return 1
@@ -167,6 +171,13 @@ def draw_program(path, output=None, out=None) -> int:
         print(f"wengert draw: {e}", file=sys.stderr)
         return 1
     except draw.DrawError as e:             # dot refused or crashed: the text needs no dot
+        ext = os.path.splitext(output)[1].lower()
+        if ext not in (".svg", ".png", ".pdf", ""):
+            # (most likely a format dot does not know: its message lists all ~50 it does)
+            print(f"wengert draw: dot cannot write {output} (a {ext or 'file'} file); "
+                  "-o takes FILE.svg, FILE.png, FILE.pdf or FILE.dot (the DOT text, which "
+                  "needs no dot)", file=sys.stderr)
+            return 1
         print(f"wengert draw: {str(e).rstrip('.')}; -o {os.path.splitext(output)[0]}.dot "
               "writes the graph as DOT text without running dot", file=sys.stderr)
         return 1
