@@ -347,3 +347,17 @@ def test_a_hundred_thousand_statements_and_ten_thousand_terms():
         want = math.cos(want)
     assert values(s, "f", {("X", ()): 0.25}) == pytest.approx(want * sum(range(10000)),
                                                                rel=1e-9)
+
+
+def test_free_drops_what_outcode_and_count_added_to_the_graph():
+    # (docs/adds.md: the rewriting pass adds its nodes to the session's graph; a long
+    # interactive session gets them back with free)
+    s = Session(stdout=io.StringIO())
+    s.execute("f := x*(3*y) + 2*(x*y); g := dfd(f, x); h := f*g + sin(f); free;")
+    before = len(s.graph.nodes)
+    s.execute("outcode(x) f; count(x) h; outcode(y) g, h;")
+    grown = len(s.graph.nodes)
+    s.execute("outcode(x) f; count(x) h; outcode(y) g, h;")   # the same again: nothing
+    assert len(s.graph.nodes) == grown > before
+    s.execute("free;")
+    assert len(s.graph.nodes) == before
