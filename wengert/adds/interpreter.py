@@ -385,9 +385,6 @@ class Session:
         return node
 
     def _outcode(self, kind, inputs, outputs):
-        # (a constant among the inputs, as a[1] after a[1] := 3, is no input: mark up from
-        # it made every node that uses a 3 depend on the inputs, and kept b*3 from being
-        # hoisted)
         def variable(r):
             """The value of reference r, a mistake in it pointed at where it is written
             (the statement's start is the keyword, maybe lines before)."""
@@ -396,6 +393,9 @@ class Session:
             except AddsError as e:
                 raise _located(e, r, self._where)
 
+        # (a constant among the inputs, as a[1] after a[1] := 3, is no input: mark up from
+        # it made every node that uses a 3 depend on the inputs, and kept b*3 from being
+        # hoisted)
         xs = [n for n in T.flat([variable(r) for r in inputs.children if r is not None])
               if not n.is_const]
         outs = []
