@@ -31,6 +31,7 @@ Example:
 """
 from __future__ import annotations
 
+import math
 import string
 
 import numpy as np
@@ -200,7 +201,8 @@ def _stacked_pair(args, mapped, node):
         return A.reshape(out, shape=(size,) + node.shape)
     if ma and not mb and rb == 2:
         # shared weights: the batch and a's rows are all rows of one product
-        out = node.op(A.reshape(a, shape=(-1, sa[-1])), b)
+        # (the row count written out: -1 cannot be solved for when a row is empty)
+        out = node.op(A.reshape(a, shape=(math.prod(sa[:-1]), sa[-1])), b)
         return A.reshape(out, shape=(size,) + node.shape)
     out = node.op(lift_rank(a, ma, rank), lift_rank(b, mb, rank))
     return A.reshape(out, shape=(size,) + node.shape)
