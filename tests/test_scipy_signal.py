@@ -509,3 +509,84 @@ def test_plain_values_and_the_rest_of_scipy_signal_are_scipys():
     assert_close(fftconv, wg.grad(lambda a: wnp.sum(signal.convolve(a, b) ** 2))(a))
     with pytest.raises(AttributeError):
         signal.not_a_function
+
+
+def test_lfilter_takes_a_number_for_b_or_a_as_scipys():
+    # the FIR idiom lfilter(taps, 1.0, x) and a one-pole smoother raised on traced values
+    x, taps = r(30), r(4)
+    close(wg.vjp(lambda t: signal.lfilter(t, 1.0, x), taps)[0], ss.lfilter(taps, 1.0, x))
+    check_grads(lambda t, x: signal.lfilter(t, 1.0, x), taps, x, order=2)
+    check_grads(lambda p: signal.lfilter(1 - p, wnp.stack([1.0, -p]), x), 0.6, order=2)
+    close(wg.vjp(lambda p: signal.lfilter(1 - p, wnp.stack([1.0, -p]), x), 0.6)[0],
+          ss.lfilter(0.4, [1.0, -0.6], x))
+
+
+@pytest.mark.parametrize("name", ["fftconvolve", "oaconvolve"])
+def test_fft_convolutions_check_axes_as_scipy(name):
+    # (an axis out of range was taken modulo the rank: a full convolution, silently)
+    x1, x2 = r(6), r(3)
+    m1, m2 = r(4, 5), r(2, 3)
+    for a, b, axes in ((x1, x2, 5), (x1, x2, -2), (m1, m2, (0, 3)), (x1, x2, []),
+                       (m1, m2, (0, 0, 1))):
+        with pytest.raises(ValueError) as want:
+            getattr(ss, name)(a, b, axes=axes)
+        with pytest.raises(ValueError, match=str(want.value)):
+            wg.vjp(lambda a: getattr(signal, name)(a, b, axes=axes), a)
+    close(wg.vjp(lambda a: getattr(signal, name)(a, x2, axes=np.int64(0)), x1)[0],
+          getattr(ss, name)(x1, x2, axes=0))
+
+
+def test_empty_convolutions_give_scipys_empty_result():
+    for name in ("fftconvolve", "oaconvolve"):
+        got = wg.vjp(lambda x: getattr(signal, name)(x, np.ones(3)), np.zeros(0))[0]
+        assert got.shape == getattr(ss, name)(np.zeros(0), np.ones(3)).shape == (0,)
+
+
+def test_sos_leading_ones_are_constants():
+    # their gradient was large, so a step along it left SciPy's domain; compiled, a value
+    # other than 1 was normalised where SciPy raises: now nan
+    sos, x = ss.butter(3, 0.3, output="sos"), r(12)
+    g = wg.grad(lambda s: wnp.sum(signal.sosfilt(s, x) ** 2))(sos)
+    assert np.array_equal(g[:, 3], np.zeros(len(sos))) and np.abs(g[:, [0, 4]]).max() > 0
+    bad = sos.copy()
+    bad[0, 3] = 2.0
+    with pytest.raises(ValueError, match="sos\\[:, 3\\] should be all ones"):
+        wg.vjp(lambda s: signal.sosfilt(s, x), bad)
+    assert np.isnan(wg.compile(lambda s: signal.sosfilt(s, x))(bad)).all()
+    close(wg.compile(lambda s: signal.sosfilt(s, x))(sos), ss.sosfilt(sos, x))
+
+
+def test_filter_states_and_savgol_keep_scipys_dtypes():
+    b, a = ss.butter(2, 0.2)
+    b32, a32 = b.astype(np.float32), a.astype(np.float32)
+    for f in (lambda b: signal.lfilter_zi(b, a32),
+              lambda b: signal.filtfilt(b, a32, np.ones(20, np.float32))):
+        assert wg.vjp(f, b32)[0].dtype == np.float32
+    x16 = r(9).astype(np.float16)
+    assert wg.vjp(lambda x: signal.savgol_filter(x, 5, 2), x16)[0].dtype == \
+        ss.savgol_filter(x16, 5, 2).dtype == np.float64
+
+
+def test_two_d_boundaries_are_checked_as_scipys():
+    a, k = r(5, 6), r(2, 3)
+    for name in ("convolve2d", "correlate2d"):
+        ours, theirs = getattr(signal, name), getattr(ss, name)
+        for kw in ({"boundary": "wrap"}, {"boundary": "symm"}, {"fillvalue": 2.0},
+                   {"fillvalue": [0.0]}):
+            close(wg.vjp(lambda a: ours(a, k, "valid", **kw), a)[0], theirs(a, k, "valid", **kw))
+        with pytest.raises(ValueError, match="Acceptable boundary flags"):
+            wg.vjp(lambda a: ours(a, k, boundary="bogus"), a)
+        with pytest.raises(ValueError, match="must be scalar or an array with one element"):
+            wg.vjp(lambda a: ours(a, k, fillvalue=[1.0, 2.0]), a)
+        with pytest.raises(NotImplementedError, match="fillvalue"):
+            wg.grad(lambda c: wnp.sum(ours(a, k, fillvalue=c)))(0.0)
+
+
+def test_a_window_of_one_differentiates_in_every_mode():
+    # (vmap's matmul of an empty row reshaped with -1, which NumPy cannot solve for)
+    for n in (5, 12):
+        x = r(n)
+        assert np.array_equal(wg.jacrev(lambda x: signal.savgol_filter(x, 1, 0))(x),
+                              np.eye(n))
+    out = wg.vmap(lambda x: x[:1] @ np.zeros((1, 0)))(np.ones((8, 8)))
+    assert out.shape == (8, 0)

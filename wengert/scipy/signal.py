@@ -28,6 +28,8 @@ shifted:
 """
 from __future__ import annotations
 
+import operator as _operator
+
 import numpy as _np
 import scipy.signal as _ss
 
@@ -68,6 +70,13 @@ def _flipped_conj(x):
 def _convolve(in1, in2, mode, method):
     if in1.ndim == 0:                       # (SciPy's too: two numbers are multiplied)
         return in1 * in2
+    if 0 in in1.shape or 0 in in2.shape:
+        # nothing to convolve, so no derivative: SciPy's empty result (fftconvolve's and
+        # oaconvolve's np.array([]); SciPy's convolve by FFT itself fails on it)
+        dtype = _np.result_type(_wnp.result_type(in1), _wnp.result_type(in2))
+        plain = _np.zeros(in1.shape, dtype), _np.zeros(in2.shape, dtype)
+        return _ss.fftconvolve(*plain, mode) if method in ("fft", "oa") else \
+            _ss.convolve(*plain, mode, method="direct")
     return _P.convolve(in1, in2, mode=mode, method=method)
 
 
@@ -150,9 +159,19 @@ def _all_axes(name, in1, in2, mode, axes):
     """in1 and in2 checked (`_checked`), and `axes` (of fftconvolve, oaconvolve) None or
     naming every axis: the primitive convolves over all of them."""
     in1, in2 = _checked(in1, in2, mode)
-    if axes is not None and sorted(
-            a % max(in1.ndim, 1) for a in ((axes,) if isinstance(axes, int) else axes)) \
-            != list(range(in1.ndim)):
+    if axes is None:
+        return in1, in2
+    listed = [_operator.index(a) for a in axes] if _np.ndim(axes) else \
+        [_operator.index(axes)]
+    # (SciPy's checks and words, before what traced values do not support)
+    if not listed:
+        raise ValueError("when provided, axes cannot be empty")
+    if any(not -in1.ndim <= a < in1.ndim for a in listed):
+        raise ValueError("axes exceeds dimensionality of input")
+    listed = [a % in1.ndim for a in listed]
+    if len(set(listed)) != len(listed):
+        raise ValueError("all axes must be unique")
+    if sorted(listed) != list(range(in1.ndim)):
         raise NotImplementedError(
             f"scipy.signal.{name} over some of the axes (axes={axes!r} of {in1.ndim}) is "
             "not supported on traced values: use wg.vmap over the others")
@@ -166,12 +185,20 @@ def _two_d(name, in1, in2, mode, boundary, fillvalue):
     if in1.ndim != 2:
         raise ValueError(f"{name} inputs must both be 2-D arrays, got shapes {in1.shape} "
                          f"and {in2.shape}")
+    if boundary not in ("fill", "pad", "circular", "wrap", "symmetric", "symm"):
+        raise ValueError("Acceptable boundary flags are 'fill', 'circular' (or 'wrap'), and "
+                         "'symmetric' (or 'symm').")
+    if _wnp.size(fillvalue) != 1:
+        raise ValueError("`fillvalue` must be scalar or an array with one element.")
+    if mode == "valid":             # (the boundary is never read: SciPy's any of them)
+        return in1, in2
     if boundary not in ("fill", "pad"):
         raise NotImplementedError(
             f"scipy.signal.{name}(..., boundary={boundary!r}) is not supported on traced "
             "values: only boundary='fill' with fillvalue=0 is (pad in1 with wengert.numpy."
             "pad(..., mode='wrap' or 'symmetric') and use mode='valid')")
-    if _wnp.asarray(fillvalue).ndim or fillvalue != 0:
+    # (a traced fill would need its derivative, the border's, even where it is 0)
+    if _wnp._traced(fillvalue) or _np.ravel(fillvalue)[0] != 0:
         raise NotImplementedError(
             f"scipy.signal.{name}(..., fillvalue={fillvalue!r}) is not supported on "
             "traced values: only fillvalue=0 is")
@@ -182,7 +209,8 @@ def _two_d(name, in1, in2, mode, boundary, fillvalue):
 def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     """The 2-D convolution of in1 and in2, `convolve(in1, in2, mode)` for 2-D arrays, with
     SciPy's direct method.  On traced values the boundary is the zero fill (SciPy's
-    default); 'wrap', 'symm' and a nonzero fillvalue are refused by name.
+    default); 'wrap', 'symm' and a nonzero fillvalue are refused by name, but for
+    mode='valid', which never reads the boundary.
 
     Example: a 3×3 box blur's gradient in the image counts the windows each pixel is in:
 
@@ -251,7 +279,8 @@ def lfilter(b, a, x, axis=-1, zi=None):
         >>> wg.grad(lambda p: wg.numpy.sum(response(p)))(0.5)
         2.75
     """
-    b, a, x = _wnp.asarray(b), _wnp.asarray(a), _wnp.asarray(x)
+    # (a number for b or a, lfilter(taps, 1.0, x): one coefficient, as SciPy's atleast_1d)
+    b, a, x = _wnp.atleast_1d(b), _wnp.atleast_1d(a), _wnp.asarray(x)
     for name, c in (("b", b), ("a", a)):
         if c.ndim != 1 or not c.shape[0]:
             raise ValueError(f"Parameter {name} is not a non-empty 1d array, since "
@@ -349,8 +378,10 @@ def lfilter_zi(b, a):
         raise ValueError("The length of `a` along the last axis must be at least 2.")
     # I - Aᵀ, A the companion matrix of a (first row -a[1:], ones below the diagonal):
     # its first column is e₀ + a[1:], and -1 stands above the diagonal
-    first_column = _wnp.reshape(a[1:], (n - 1, 1)) * _np.eye(n - 1)[:1]
-    system = _np.eye(n - 1) - _np.eye(n - 1, k=1) + first_column
+    # (in the coefficients' dtype: float32 ones give a float32 state, as SciPy's)
+    eye = _np.eye(n - 1, dtype=_np.result_type(_wnp.result_type(a), 1.0))
+    first_column = _wnp.reshape(a[1:], (n - 1, 1)) * eye[:1]
+    system = eye - _np.eye(n - 1, k=1, dtype=eye.dtype) + first_column
     return _wnp.linalg.solve(system, b[1:] - a[1:] * b[0])
 
 
@@ -475,7 +506,12 @@ def _sections(sos):
     leading = _known(sos[:, 3])
     if leading is not None and not (_np.asarray(leading) == 1).all():
         raise ValueError("sos[:, 3] should be all ones")
-    return sos
+    # The leading 1s are constants: the filter is SciPy's only where they are 1, so they
+    # have no derivative (one along them would step out of that).  Not known while
+    # tracing without values, a value other than 1 gives nan, not a normalised filter.
+    dtype = _np.result_type(_wnp.result_type(sos), 1.0)
+    ones = _wnp.where(sos[:, 3:4] == 1, dtype.type(1), dtype.type(_np.nan))
+    return _wnp.concatenate([sos[:, :3], _wnp.stop_gradient(ones), sos[:, 4:]], axis=1)
 
 
 @_scipy_unless_traced
@@ -572,7 +608,7 @@ def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode
     if mode not in ("mirror", "constant", "nearest", "interp", "wrap"):
         raise ValueError("mode must be 'mirror', 'constant', 'nearest' 'wrap' or 'interp'.")
     x = _wnp.asarray(x)
-    if x.dtype.kind not in "f":                 # (SciPy's: single or double precision)
+    if x.dtype not in (_np.float32, _np.float64):   # (SciPy's: single or double precision)
         x = x.astype(_np.float64)
     if x.ndim == 0:
         raise ValueError("x must be at least 1-D")
