@@ -723,3 +723,46 @@ def test_an_index_update_with_a_traced_scalar_in_float_code():
     h = 1e-6
     fd = [(loss(x + h * e) - loss(x - h * e)) / (2 * h) for e in numpy.eye(4)]
     assert_close(g(x), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_arrays_with_an_equal_dtype_of_another_identity_run_the_same_code():
+    # unpickled arrays, ctypes buffers and dtypes with metadata failed the guard's identity
+    # test forever after ("a bug in wengert"), and so did every plain call after one
+    import ctypes
+    import pickle
+    f = lambda x: np.sum(x * x)                                         # noqa: E731
+    odd = [pickle.loads(pickle.dumps(numpy.arange(3.0))),
+           numpy.ctypeslib.as_array((ctypes.c_double * 3)(0.0, 1.0, 2.0)),
+           numpy.arange(3.0).astype(numpy.dtype(numpy.float64, metadata={"unit": "m"}))]
+    for first in (numpy.arange(3.0), odd[0]):
+        c = wg.compile(f)
+        for x in [first] + odd + [numpy.arange(3.0)]:
+            assert c(x) == 5.0
+
+
+def test_array_subclasses_are_refused_by_name():
+    # (the guard tested their type only, and float code read a whole np.matrix as one
+    # number: sum(x * x) of three elements gave [5 6 9])
+    c = wg.compile(lambda x: np.sum(x * x))
+    for x in (numpy.asmatrix(numpy.arange(3.0)), numpy.ma.masked_array(numpy.arange(3.0))):
+        with pytest.raises(TypeError, match="plain NumPy arrays, not (matrix|MaskedArray)"):
+            c(x)
+    assert c(numpy.arange(3.0)) == 5.0
+
+
+def test_true_division_of_integers_stays_a_float_when_simplified():
+    # (x / 1 was simplified to the int x: later products wrapped around)
+    n = numpy.int64(5)
+    g = lambda a: (a / 1) * 3_000_000_000 * 3_000_000_000                 # noqa: E731
+    for f in (lambda a: a / 1, g, lambda a: np.mean(np.stack([a]))):
+        got, want = wg.compile(f)(n), f(n)
+        assert numpy.result_type(got) == numpy.result_type(want) == numpy.float64
+        assert got == want
+
+
+def test_python_complex_arguments_follow_numpy_at_zero():
+    # (Python's complex arithmetic raised ZeroDivisionError where NumPy gives inf+nanj)
+    with numpy.errstate(all="ignore"):
+        got = wg.compile(lambda z: 1.0 / z)(0j)
+        want = 1.0 / numpy.complex128(0j)
+    assert numpy.isinf(got.real) and numpy.isnan(got.imag) and numpy.isnan(want.imag)

@@ -552,6 +552,8 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
             symbols[node.index] = Symbol(leaf.name)
             if leaf.kind is float:      # NumPy's scalars give inf and nan where floats raise
                 body.append(f"{leaf.name} = {fmt._np}.float64({leaf.name})")
+            elif leaf.kind is complex:  # (and complex ones where Python's complex does)
+                body.append(f"{leaf.name} = {fmt._np}.complex128({leaf.name})")
     outs = [(Symbol(names.own("r")), o) for o in target.outputs]
     code = emit(target, target.inputs, outs, fmt, names=symbols, reserved=names.taken,
                 rewrite=False)    # (rounds as the traced function: see emit.py)

@@ -50,7 +50,8 @@ def _is(n, v) -> bool:
 
 def _keeps(x, op, args, params) -> bool:
     """Whether `x` has the shape and dtype of ``op(*args)``, so it can stand for it."""
-    if all(a.shape == () for a in args) and x.shape == ():
+    if all(a.shape == () for a in args) and x.shape == () and x.dtype.kind in "fc":
+        # (floats of one dtype stay it; integers do not: x / 1 of an int is a float)
         if all(a.dtype == x.dtype for a in args):
             return True
     return op.abstract_eval(args, params) == (x.shape, x.dtype)
