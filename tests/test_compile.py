@@ -766,3 +766,13 @@ def test_python_complex_arguments_follow_numpy_at_zero():
         got = wg.compile(lambda z: 1.0 / z)(0j)
         want = 1.0 / numpy.complex128(0j)
     assert numpy.isinf(got.real) and numpy.isnan(got.imag) and numpy.isnan(want.imag)
+
+
+def test_a_compiled_graph_checks_its_arguments_structure():
+    # (a dict of other keys was bound to the inputs in sorted-key order, silently)
+    g = wg.trace(lambda p, x: p["w"] * x + p["b"], {"w": 2.0, "b": 1.0}, 3.0)
+    c = wg.compile(g)
+    assert c({"w": 2.0, "b": 1.0}, 3.0) == g({"w": 2.0, "b": 1.0}, 3.0) == 7.0
+    for p in ({"a": 2.0, "w": 1.0}, (2.0, 1.0)):
+        with pytest.raises(ValueError, match="structure it was traced with"):
+            c(p, 3.0)

@@ -436,7 +436,12 @@ class _Dispatcher:
 
     def trace(self, layout, canon, specs, optimize=True):
         if isinstance(self.f, Graph):
-            got = [aval(x) for x in flatten(canon)[0]]
+            leaves, tree = flatten(tuple(canon))
+            if self.f.in_tree is not None and tree != self.f.in_tree:
+                # (the leaves would be bound by position: other keys, silently)
+                raise ValueError(f"a compiled graph takes arguments of the structure it "
+                                 f"was traced with, {self.f.in_tree}; got {tree}")
+            got = [aval(x) for x in leaves]
             want = [(n.shape, n.dtype) for n in self.f.inputs]
             if got != want:
                 show = lambda avals: ", ".join(f"{d}{list(s)}" for s, d in avals)
