@@ -740,6 +740,7 @@ def test_arrays_with_an_equal_dtype_of_another_identity_run_the_same_code():
             assert c(x) == 5.0
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_array_subclasses_are_refused_by_name():
     # (the guard tested their type only, and float code read a whole np.matrix as one
     # number: sum(x * x) of three elements gave [5 6 9])
