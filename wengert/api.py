@@ -27,7 +27,6 @@ from .ad.batched import all_at_once
 from .graph.active import is_recording, recording, current_graph, optimizing
 from .graph.graph import F64, Graph, ShapeDtype, aval, number, shape_dtype
 from .primitives.registry import is_weak
-from .primitives.scalar import real_part
 from .graph.node import Node
 from .errors import ConcretizationError
 from .tree import flatten, hold_constants, unflatten, _LEAF_DEF as _LEAF
@@ -574,9 +573,6 @@ def vjp(f, *primals, has_aux=False):
                              "abstractly) and is no longer being traced")
         cts = [c if type(c) is Node else _primal_leaf(c, "the cotangent", "pullback")
                for c in cts]
-        # a real output's cotangent counts by its real part (docs/complex.md), also where
-        # no value in the graph is complex and the sweep would not take it
-        cts = [c if o.dtype.kind == "c" else real_part(c) for c, o in zip(cts, out_nodes)]
         res = ad.reverse(plan, call.inputs, out_nodes, cts, symbolic, active=active)
         res = call.cotangents(res)
         return tuple(call.split(res))

@@ -86,7 +86,9 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
     accumulate = _accumulate_real if plan and plan[0].graph.complex else _accumulate
     for o, ct in zip(outputs, cotangents):
         if ct is not None and o.index < len(active) and active[o.index]:
-            accumulate(adj, o, ct)
+            # (a real output's cotangent counts by its real part, docs/complex.md, also in
+            # a graph with no complex value, where a pullback may still be given one)
+            _accumulate_real(adj, o, ct)
     for node in reversed(plan):
         g = adj[node.index]
         if g is None:
@@ -111,25 +113,23 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
                              **params)
             else:
                 cts = op.vjp(g, *xs, ans, **params)
-            add = accumulate
+            # (a user's rule may give a real argument a complex cotangent: its real part)
+            add = accumulate if op.builtin else _accumulate_real
             if not op.builtin:
                 cts = user_cotangents(op, args, cts)
-                add = _accumulate_real      # (a user's rule may give a real argument a
-                #                             complex cotangent: its real part, as always)
             for a, c in zip(args, cts):
                 if c is not None and active[a.index]:
                     add(adj, a, c)
             continue
         if op.vjps is not None:                  # per argument: ask only the active ones
+            add = accumulate if op.builtin else _accumulate_real
             for k, (a, vjp) in enumerate(zip(args, op.vjps)):
                 if vjp is not None and active[a.index]:
                     c = vjp(g, *xs, ans, **params)
                     if c is not None:
                         if not op.builtin:
                             check_rule_shape(op, c, a.shape, k)
-                            _accumulate_real(adj, a, c)     # (see above)
-                        else:
-                            accumulate(adj, a, c)
+                        add(adj, a, c)
             continue
         partials = op.partials
         if partials is None:
