@@ -159,12 +159,11 @@ def _numpy_unless_traced(npfn, *, any_argument=False, array_likes="all"):
                         a = _array_like(a)
                         if type(a) is Node:
                             return fn(a, *args[1:], **kwargs)
-                elif _traced(*kwargs.values()):
-                    return fn(**_keyword_arrays(kwargs))
                 if kwargs and _traced(*kwargs.values()):
-                    # a traced keyword NumPy's dispatch does not look at (sum's initial,
-                    # pad's constant_values): NumPy would make it a plain array
-                    return traced(*args, **kwargs)
+                    # a traced keyword: every argument given by keyword, or one NumPy's
+                    # dispatch does not look at (sum's initial, pad's constant_values),
+                    # which NumPy would make a plain array
+                    return traced(*args, **_keyword_arrays(kwargs))
                 return npfn(*args, **kwargs)
 
             def traced(*args, **kwargs):
