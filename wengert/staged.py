@@ -76,11 +76,11 @@ def _leaf(x):
     if t is np.ndarray:
         if x.shape == () and x.dtype == np.float64:
             return x[()]
-        dtype = _CANONICAL_DTYPES.get(x.dtype)
-        if dtype is not None and x.dtype is not dtype:
+        own = np.dtype(x.dtype.char)            # (NumPy's own object for the type)
+        if x.dtype is not own and x.dtype == own:
             # an equal dtype that is not NumPy's own object (an unpickled array's, a
             # ctypes buffer's, one with metadata): the guard tells dtypes by identity
-            x = x.view(dtype)
+            x = x.view(own)
     elif isinstance(x, np.ndarray):
         # a subclass (np.matrix, a masked array): its operators and its mask are not
         # an ndarray's, which is all compiled code knows
@@ -88,13 +88,6 @@ def _leaf(x):
                         "np.asarray(x) (a masked array's mask would be dropped: fill it, "
                         "or pass the mask as an argument of its own)")
     return canonical(x)
-
-
-# NumPy's own dtype objects, by equality: ==, and so a dict, ignores byte-order spelling and
-# metadata, which the identity the guard tests does not
-_CANONICAL_DTYPES = {np.dtype(t): np.dtype(t) for t in (
-    np.float64, np.float32, np.float16, np.complex128, np.complex64, np.int64, np.int32,
-    np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8, np.bool_)}
 
 
 def _kind(x):
