@@ -198,6 +198,8 @@ def register_dataclass(cls, data_fields=None, meta_fields=None):
 register_pytree_node(
     collections.OrderedDict, lambda d: (tuple(d.values()), tuple(d)),
     lambda keys, values: collections.OrderedDict(zip(keys, values)))
+
+
 def _defaultdict_children(d):
     keys = tuple(dict_keys(d))
     return tuple(d[k] for k in keys), (d.default_factory, keys)
