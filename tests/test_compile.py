@@ -193,6 +193,38 @@ def test_ints_and_numpy_scalars_are_floats():
     assert len(c.cache) == 2
 
 
+def test_ints_0d_arrays_and_numpy_bools_skip_the_slow_path(monkeypatch):
+    """A leaf argument that the trace makes canonical (an int, a 0-d float64 array, a
+    NumPy bool) is converted and the code called again, without binding the call to f's
+    signature and looking it up (the slow path); static arguments and defaults are not
+    converted, and a call on traced values still reaches f with its own arguments."""
+    from wengert import staged
+    bound = []
+    bind = staged._Params.bind
+    monkeypatch.setattr(staged._Params, "bind",
+                        lambda self, *a, **k: bound.append(1) or bind(self, *a, **k))
+
+    def f(x, flag, n=3, *, k=2.0):
+        return wg.select(flag, wm.sin(x) * n * k, x ** n)
+    c = wg.compile(f, static_argnums=2)
+    want = f(0.5, True)
+    assert c(0.5, True) == want and len(bound) == 1
+    for x in (0.5, numpy.array(0.5), numpy.float64(0.5)):
+        for flag in (True, numpy.True_, 1):
+            got = c(x, flag, k=2)
+            assert got == pytest.approx(want) and type(got) is float
+    assert (c(0.5, False, 3), c(0.5, False, 2)) == (0.125, 0.25)     # static: an int
+    # one trace per canonical signature: k left out; with k given, (x, flag) of types
+    # (float, bool), (np.float64, bool), (float, float) and (np.float64, float); and n=2
+    assert len(c.cache) == 6
+    c(0.5, True, k=1.0)                     # (float, bool) with k given made current
+    n = len(bound)
+    assert c(1, numpy.True_, k=1) == pytest.approx(f(1.0, True, k=1.0)) and len(bound) == n
+    # inside a transformation the call reaches f as it was made: `i` stays an int index
+    g = wg.compile(lambda v, i: v[i] * v[i])
+    assert wg.grad(lambda v: g(v, 1))(numpy.arange(3.0)).tolist() == [0.0, 2.0, 0.0]
+
+
 @pytest.mark.parametrize("backend", ["python", "numpy"])
 def test_a_0d_result_is_a_number_of_its_dtype(backend):
     """docs/compile.md: a 0-d result is a Python float (bool) at float64 (bool), a NumPy
