@@ -291,6 +291,21 @@ def test_a_nan_static_value_matches_any_nan_of_its_type():
     assert len(traces) == 1
     c(1.0, numpy.float32("nan")), c(1.0, (float("nan"),)), c(1.0, (float("nan"),))
     assert len(traces) == 3 and len(c.cache) == 3
+    c(1.0, complex(math.nan, 1.0)), c(1.0, complex(math.nan, 1.0))       # part by part
+    assert len(traces) == 4 and c(1.0, complex(math.nan, 2.0)) and len(traces) == 5
+
+
+def test_a_negative_zero_static_value_is_not_a_positive_zero():
+    c = wg.compile(lambda x, s: x / s, static_argnums=1)
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        for s in (0.0, -0.0, numpy.float32(-0.0), complex(1.0, -0.0), 0.0, -0.0):
+            want, got = numpy.divide(2.0, s), c(2.0, s)
+            assert got == want
+            for part in (numpy.real, numpy.imag):
+                assert numpy.signbit(part(got)) == numpy.signbit(part(want))
+        assert len(c.cache) == 4
+        t = wg.compile(lambda x, s: x / s[0], static_argnums=1)
+        assert t(1.0, (0.0,)) == numpy.inf and t(1.0, (-0.0,)) == -numpy.inf
 
 
 def test_alternating_signatures_neither_retrace_nor_go_wrong():

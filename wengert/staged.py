@@ -698,7 +698,8 @@ def compile(f, *example_args, static_argnums=(), static_argnames=(), backend="py
         static_argnums: positions of arguments that are settings rather than data (ints,
             strings, flags): their values are baked into the code, and a call with other
             values compiles again.  They must be hashable; they match by type as well as
-            value (``True``, ``1`` and ``1.0`` compile apart; any nan matches a nan).
+            value (``True``, ``1`` and ``1.0`` compile apart; any nan matches a nan;
+            ``-0.0`` and ``0.0`` compile apart).
         static_argnames: the same, by parameter name (keyword-only parameters too).
         backend: ``"python"`` (default) writes straight-line Python on floats when the
             graph is small and of float64 scalars or small arrays, and NumPy code

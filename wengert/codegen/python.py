@@ -288,13 +288,21 @@ def static_key(value):
     would match nothing, not even itself, and compile again on every call."""
     if isinstance(value, tuple):
         return (type(value), tuple(static_key(v) for v in value))
+    if isinstance(value, (complex, np.complexfloating)):      # each part as a float is
+        return (type(value), static_key(float(value.real)), static_key(float(value.imag)))
     if _nan(value):
         return (type(value), "nan")
+    if _zero(value):            # -0.0 == 0.0, yet 1/x or copysign tells them apart
+        return (type(value), value, math.copysign(1.0, value))
     return (type(value), value)
 
 
 def _nan(value) -> bool:
     return isinstance(value, (float, np.floating)) and value != value
+
+
+def _zero(value) -> bool:
+    return isinstance(value, (float, np.floating)) and value == 0
 
 
 _PLAIN_TYPES = {int: "int", float: "float", str: "str"}
@@ -308,7 +316,7 @@ def _static_test(var, value, ns) -> str:
     if value is None or type(value) is bool:      # singletons: identity is the key
         return f"{var} is not {value!r}"
     k = ns.bind(value, "static")
-    if isinstance(value, tuple) or _nan(value):
+    if isinstance(value, (tuple, complex, np.complexfloating)) or _nan(value) or _zero(value):
         key = ns.bind(static_key(value), "key")
         return f"({var} is not {k} and {ns.fixed('_static_key', static_key)}({var}) != {key})"
     t = _PLAIN_TYPES.get(type(value)) or ns.bind(type(value), "type")
