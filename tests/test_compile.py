@@ -11,6 +11,7 @@ import pytest
 import wengert as wg
 import wengert.math as wm
 import wengert.numpy as np
+from wengert.codegen import c as wg_c
 from wengert.tree import flatten
 from fd import assert_close
 from test_numpy import CASES, SMOOTH_SECOND_ORDER_SKIP
@@ -240,6 +241,20 @@ def test_a_0d_result_is_a_number_of_its_dtype(backend):
     assert type(wg.compile(np.argmax, backend=backend)(numpy.ones(3))) is numpy.int64
     grad = wg.compile(wg.grad(lambda x: np.sin(x) * 2), backend=backend)
     assert type(grad(numpy.array(1.0))) is float and grad(numpy.array(1.0)) == 2 * math.cos(1)
+
+
+@pytest.mark.parametrize("backend", ["python", "float", "numpy", "c"])
+def test_reductions_of_empty_arrays_keep_their_dtype(backend):
+    # written element by element, an empty sum is no element at all: NumPy's int 0
+    f = lambda x: (np.sum(x), np.prod(x), x.sum(axis=0), np.all(x > 0))
+    x = numpy.zeros((0, 2))
+    try:
+        got = wg.compile(f, backend=backend)(x)
+    except wg_c.CompilerNotFound:
+        pytest.skip("no C compiler")
+    for g, want in zip(got, f(x)):
+        assert numpy.asarray(g).dtype == numpy.asarray(want).dtype
+        assert numpy.array_equal(g, want)
 
 
 def test_static_arguments_are_baked_in_and_retraced():

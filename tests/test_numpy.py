@@ -1324,6 +1324,24 @@ def test_ufunc_methods_on_traced_values():
         wg.grad(lambda x: np.maximum.at(x, [0], 1.0))(x)
 
 
+@pytest.mark.parametrize("shape", [(0,), (0, 2), (2, 0)])
+def test_all_and_any_of_an_empty_array_are_numpys(shape):
+    # (as the extremum of the truth values, which an empty array has none of)
+    x = numpy.zeros(shape)
+    for axis in (None, 0, -1):
+        for keepdims in (False, True):
+            for name in ("all", "any"):
+                got = []
+
+                def f(x):
+                    got.append(getattr(np, name)(x > 0, axis, keepdims=keepdims))
+                    return np.sum(x)
+                wg.grad(f)(x)
+                want = getattr(numpy, name)(x > 0, axis, keepdims=keepdims)
+                assert numpy.shape(got[0]) == want.shape
+                assert numpy.array_equal(got[0], want)
+
+
 def test_traced_values_have_the_array_methods():
     x = r(3, 4)
 

@@ -233,7 +233,8 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
                 # does with a scalar it was given, stores the array itself)
                 v = flat[k] = v[()]
             if type(v) is not Node:
-                flat[k] = new.const(v.item() if isinstance(v, np.generic) else v)
+                # (of the node's dtype: an empty sum of object arrays is the int 0)
+                flat[k] = new.const(np.asarray(v).astype(node.dtype, copy=False).item())
         return result
 
     with np.errstate(all="ignore"):

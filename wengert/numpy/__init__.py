@@ -1286,14 +1286,24 @@ def argmin(a, axis=None, out=None, *, keepdims=False):
 def all(a, axis=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``all``: a bool without derivative (the minimum of the truth values)."""
     _refuse("all", out=out is not None, where=where is not True)
-    return min(_truth(a), axis, keepdims=keepdims)
+    return _logical_reduction(_np.all, min, a, axis, keepdims)
 
 
 @_numpy_unless_traced(_np.any)
 def any(a, axis=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``any``: a bool without derivative (the maximum of the truth values)."""
     _refuse("any", out=out is not None, where=where is not True)
-    return max(_truth(a), axis, keepdims=keepdims)
+    return _logical_reduction(_np.any, max, a, axis, keepdims)
+
+
+def _logical_reduction(numpy_f, extremum, a, axis, keepdims):
+    """`all` / `any` as the `extremum` of the truth values; of an empty array (which has
+    no extremum, but an identity: True for all, False for any) as NumPy's of a constant."""
+    truth = _truth(a)
+    shape = A.shape_of(truth)
+    if 0 in shape:
+        return numpy_f(_np.zeros(shape, bool), axis, keepdims=keepdims)
+    return extremum(truth, axis, keepdims=keepdims)
 
 
 @_numpy_unless_traced(_np.nonzero)
