@@ -7,6 +7,7 @@ import math
 import os
 import re
 import shutil
+from pathlib import Path
 
 import numpy
 import pytest
@@ -616,7 +617,7 @@ def test_wengert_count_matches_the_adds_output_and_the_emitted_code(example, tmp
     outcode = [i for i, r in enumerate(rows) if r.startswith("outcode")][-1]
     c_kinds = _kinds(rows[outcode + 1].split("c:")[1])
     # the code the program emits, in the input format, read operation by operation
-    program = open(path).read().replace("on fort;", "")
+    program = Path(path).read_text().replace("on fort;", "")
     with open(tmp_path / "p.adds", "w") as f:
         f.write(program)
     _, out = _run("run", str(tmp_path / "p.adds"))
