@@ -1,6 +1,8 @@
 """wengert.scipy.signal: SciPy's values, derivatives against central differences (second
 order, real and complex), closed forms, vmap, compile and clear errors (Taylor mode:
 tests/test_taylor.py)."""
+import re
+
 import numpy as np
 import pytest
 import scipy.signal as ss
@@ -540,6 +542,43 @@ def test_empty_convolutions_give_scipys_empty_result():
     for name in ("fftconvolve", "oaconvolve"):
         got = wg.vjp(lambda x: getattr(signal, name)(x, np.ones(3)), np.zeros(0))[0]
         assert got.shape == getattr(ss, name)(np.zeros(0), np.ones(3)).shape == (0,)
+
+
+@pytest.mark.parametrize("name", ["convolve2d", "correlate2d"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("shapes", [((0, 3), (2, 2)), ((2, 3), (0, 2)), ((0, 0), (2, 2)),
+                                    ((3, 3), (2, 0)), ((0, 3), (0, 2))])
+def test_2d_convolutions_of_empty_arrays_are_scipys(name, mode, shapes):
+    # zeros whatever the values, of the shape SciPy gives (it can be (1, 4) for (0, 3)
+    # and (2, 2)), or SciPy's error; the gradient flows only through the other terms
+    a, b = (np.ones(s) for s in shapes)
+    try:
+        want = getattr(ss, name)(a, b, mode)
+    except ValueError as e:
+        with pytest.raises(ValueError, match=re.escape(str(e))):
+            wg.vjp(lambda x, y: getattr(signal, name)(x, y, mode), a, b)
+        return
+    got = []
+    grads = wg.grad(lambda x, y: wnp.sum(got.append(getattr(signal, name)(x, y, mode)) or
+                                         got[-1]) + wnp.sum(x * y[:1, :1] if y.size else x),
+                    argnums=(0, 1))(a, b)
+    assert got[0].shape == want.shape and got[0].dtype == want.dtype
+    assert np.array_equal(got[0], want)
+    assert grads[0].shape == a.shape and grads[1].shape == b.shape
+
+
+@pytest.mark.parametrize("mode", ["mirror", "constant", "nearest", "wrap", "interp"])
+def test_savgol_of_an_empty_array_is_empty(mode):
+    for shape, axis in (((0,), -1), ((3, 0), -1), ((0, 3), 0), ((0, 6), -1)):
+        x = np.zeros(shape, np.float32)
+        if mode == "interp" and shape[axis] < 5:
+            with pytest.raises(ValueError, match="window_length must be less than"):
+                wg.vjp(lambda x: signal.savgol_filter(x, 5, 2, mode=mode, axis=axis), x)
+            continue
+        y, back = wg.vjp(lambda x: signal.savgol_filter(x, 5, 2, mode=mode, axis=axis), x)
+        assert y.shape == shape and y.dtype == np.float32 and back(y)[0].shape == shape
+        if mode != "interp" or shape != (0, 6):   # (SciPy's LAPACK call fails on (0, 6))
+            assert ss.savgol_filter(x, 5, 2, mode=mode, axis=axis).shape == shape
 
 
 def test_sos_leading_ones_are_constants():

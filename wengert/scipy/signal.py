@@ -205,6 +205,15 @@ def _two_d(name, in1, in2, mode, boundary, fillvalue):
     return in1, in2
 
 
+def _empty_2d(scipy_f, in1, in2, mode):
+    """SciPy's result where in1 or in2 is empty (None where neither is): zeros, whatever
+    the values, of a shape SciPy's direct method gives (it can be (1, 4) for (0, 3) and
+    (2, 2)), so SciPy's own call on zeros says which, or raises as it would."""
+    if in1.size and in2.size:
+        return None
+    return scipy_f(_np.zeros(in1.shape, in1.dtype), _np.zeros(in2.shape, in2.dtype), mode)
+
+
 @_scipy_unless_traced
 def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     """The 2-D convolution of in1 and in2, `convolve(in1, in2, mode)` for 2-D arrays, with
@@ -224,7 +233,8 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
                [1., 2., 2., 1.]])
     """
     in1, in2 = _two_d("convolve2d", in1, in2, mode, boundary, fillvalue)
-    return _convolve(in1, in2, mode, "direct")
+    empty = _empty_2d(_ss.convolve2d, in1, in2, mode)
+    return empty if empty is not None else _convolve(in1, in2, mode, "direct")
 
 
 @_scipy_unless_traced
@@ -243,6 +253,9 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
                [3., 4.]])
     """
     in1, in2 = _two_d("correlate2d", in1, in2, mode, boundary, fillvalue)
+    empty = _empty_2d(_ss.correlate2d, in1, in2, mode)
+    if empty is not None:
+        return empty
     kernel = _flipped_conj(in2)
     if mode == "same":
         full = _convolve(in1, kernel, "full", "direct")
@@ -614,6 +627,11 @@ def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode
         raise ValueError("x must be at least 1-D")
     x = _wnp.moveaxis(x, axis, -1)
     n, w = x.shape[-1], window_length
+    if mode == "interp" and w > n:
+        raise ValueError("If mode is 'interp', window_length must be less than or equal "
+                         "to the size of x.")
+    if x.size == 0:                     # (nothing to filter, no edges to extend)
+        return _wnp.moveaxis(x * 0.0, -1, axis)
     # SciPy's coefficients for delta = 1, scaled here: delta may be traced
     kernel = _ss.savgol_coeffs(w, polyorder, deriv=deriv).astype(x.dtype)
     shape = (1,) * (x.ndim - 1) + (w,)
@@ -622,9 +640,6 @@ def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode
         return _convolve(x, _np.reshape(kernel, shape), "valid", "direct")
 
     if mode == "interp":
-        if w > n:
-            raise ValueError("If mode is 'interp', window_length must be less than or equal "
-                             "to the size of x.")
         half = w // 2
         # The edges are the fitted polynomials' values: linear maps of the first and last
         # windows, read off SciPy's own filter of the unit windows
