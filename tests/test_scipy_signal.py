@@ -353,6 +353,10 @@ def test_sosfilt_zi_is_the_steady_state_of_a_step():
     close(y, np.full(6, np.prod(sos[:, :3].sum(1) / sos[:, 3:].sum(1))), rtol=1e-12)
     num = lambda n, d: signal.sosfilt_zi(wnp.concatenate([n, np.ones((2, 1)), d], axis=1))
     check_grads(num, sos[:, :3], sos[:, 4:], order=2)
+    # SciPy's sosfilt_zi takes any leading coefficient, as each section's a[0]
+    scaled = sos * np.array([[1.0], [2.5]])
+    close(wg.vjp(signal.sosfilt_zi, scaled)[0], ss.sosfilt_zi(scaled), rtol=1e-13)
+    check_grads(signal.sosfilt_zi, scaled, order=2)
 
 
 def test_sosfiltfilt_default_padlen_needs_the_values_of_sos():
@@ -485,7 +489,7 @@ def test_filtfilt_and_sosfilt_with_state_under_vmap_and_compile():
     (lambda a, b: signal.sosfiltfilt(np.ones((1, 6)), a, padtype="wrap"), [r(9), r(2)],
      ValueError, "Unknown value 'wrap' given to padtype"),
     (lambda a, b: signal.sosfilt_zi(wnp.stack([a, a])), [r(5), r(2)], ValueError,
-     r"sos array must be shape \(n_sections, 6\), got \(2, 5\)"),
+     r"sos must be shape \(n_sections, 6\), got \(2, 5\)"),
     (lambda a, b: signal.savgol_filter(a, 7, 2), [r(5), r(2)], ValueError,
      "If mode is 'interp', window_length must be less than or equal to the size of x"),
     (lambda a, b: signal.savgol_filter(a, 3, 3), [r(5), r(2)], ValueError,

@@ -543,7 +543,11 @@ def sosfilt_zi(sos):
         >>> bool(np.allclose(y, 1.0))
         True
     """
-    sos = _sections(sos)
+    # (SciPy's checks, which are not sosfilt's: a 1-D sos is refused, and a leading
+    # coefficient other than 1 is a section's a[0], which lfilter_zi divides by)
+    sos = _wnp.asarray(sos)
+    if sos.ndim != 2 or sos.shape[1] != 6:
+        raise ValueError(f"sos must be shape (n_sections, 6), got {sos.shape}")
     states, gain = [], 1.0
     for k in range(sos.shape[0]):
         b, a = sos[k, :3], sos[k, 3:]
