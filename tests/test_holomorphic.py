@@ -98,12 +98,21 @@ def test_several_arguments_aux_and_dtypes():
 
 def test_holomorphic_true_needs_complex_inputs_and_outputs():
     with pytest.raises(TypeError, match=r"grad\(holomorphic=True\) needs complex arguments, "
-                                        r"but argument 'z' has dtype float64"):
+                                        r"but argument 'z' is a Python float"):
         wg.grad(lambda z: z ** 2, holomorphic=True)(1.0)
-    with pytest.raises(TypeError, match="argument 'w' has dtype float32"):
+    with pytest.raises(TypeError, match="argument 'w' is of dtype float32"):
         wg.grad(lambda z, w: z * w, argnums=(0, 1), holomorphic=True)(1j, np.float32(2.0))
-    with pytest.raises(TypeError, match="argument 'z_1' has dtype float64"):
+    with pytest.raises(TypeError, match="argument 'z_1' is a Python float"):
         wg.jacrev(lambda z: z[0] * z[1], holomorphic=True)([1j, 2.0])
+    # what the caller gave, not what it is traced as (an int as float64)
+    with pytest.raises(TypeError, match="argument 'z' is a Python int"):
+        wg.grad(lambda z: z ** 2, holomorphic=True)(1)
+    with pytest.raises(TypeError, match="argument 'z' is of dtype int64"):
+        wg.jacfwd(lambda z: z ** 2, holomorphic=True)(np.arange(3))
+    calls = []
+    with pytest.raises(TypeError, match="needs complex arguments"):      # before f runs
+        wg.grad(lambda z: calls.append(z) or z, holomorphic=True)(1.0)
+    assert not calls
     with pytest.raises(TypeError, match=r"needs a function with a complex result, but it "
                                         r"returned a float64 value"):
         wg.grad(wnp.abs, holomorphic=True)(1j)

@@ -451,9 +451,9 @@ def value_and_grad(f, argnums=0, has_aux=False, *, holomorphic=False,
         idx = resolved.get(len(args))
         if idx is None:
             idx = resolved[len(args)] = _resolve_argnums(nums, len(args), who)
-        call = _Call(f, args, kwargs, idx, who, names)
         if holomorphic:
-            _complex_inputs(call, idx, names, who)
+            _complex_inputs(args, idx, names, who)
+        call = _Call(f, args, kwargs, idx, who, names)
         out, aux = _split_aux(call.out, has_aux, who)
         if type(out) is not Node or out.shape != () or out.dtype.kind != "f" or holomorphic:
             _as_scalar_output(out, who, holomorphic)
@@ -727,11 +727,12 @@ def _recorded(f, argnums, who, holomorphic=None, has_aux=False):
             if names is None:
                 names = _param_names(f)
             idx = _resolve_argnums(nums, len(args), who)
+            if holomorphic:
+                _complex_inputs(args, idx, names, who)
             call = _Call(f, args, kwargs, idx, who, names)
             out, aux = _split_aux(call.out, has_aux, who)
             out_nodes, out_tree = call.output_nodes(out, who)
             if holomorphic:
-                _complex_inputs(call, idx, names, who)
                 _complex_outputs(out_nodes, who)
             else:
                 _real_jacobian(call.inputs, out_nodes, who, holomorphic is not None)
@@ -760,19 +761,23 @@ def _real_jacobian(inputs, outputs, who, offers_holomorphic=False):
                     "imaginary parts separate real arguments or outputs (np.real, np.imag)")
 
 
-def _complex_inputs(call, argnums, names, who):
+def _complex_inputs(args, argnums, names, who):
     """With holomorphic=True every differentiated argument must be complex: refuse a real
-    (or int) one, naming it and its dtype."""
-    inputs = iter(call.inputs)
-    for i, tree in zip(argnums, call.in_trees):
+    (or int) one, naming it and what the caller gave (a Python int, an array's dtype)."""
+    for i in argnums:
+        leaves, _ = flatten(args[i])
         name = names[i] if i < len(names) else f"arg{i}"
-        for label in _leaf_names(name, tree.num_leaves):
-            x = next(inputs)
-            if x.dtype.kind != "c":
+        for x, label in zip(leaves, _leaf_names(name, len(leaves))):
+            if type(x) in (int, float, bool):
+                real, given = True, f"a Python {type(x).__name__}"
+            else:       # (what is neither a number nor an array, _Call refuses)
+                dtype = getattr(x, "dtype", None)
+                real, given = isinstance(dtype, np.dtype) and dtype.kind != "c", f"of dtype {dtype}"
+            if real:
                 raise TypeError(
                     f"{who}(holomorphic=True) needs complex arguments, but argument "
-                    f"{label!r} has dtype {x.dtype}: pass it as a complex value "
-                    "(x + 0j), or differentiate without holomorphic=True")
+                    f"{label!r} is {given}: pass it as a complex value (x + 0j), or "
+                    "differentiate without holomorphic=True")
 
 
 def _complex_outputs(outputs, who):
