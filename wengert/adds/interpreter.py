@@ -118,11 +118,11 @@ class Session:
         directory).
 
         Example:
-            >>> import tempfile, os
+            >>> import tempfile, pathlib
             >>> with tempfile.TemporaryDirectory() as d:
-            ...     p = os.path.join(d, "f.adds")
-            ...     _ = open(p, "w").write("y := x*x; count(x) y;")
-            ...     Session().run_file(p)
+            ...     p = pathlib.Path(d, "f.adds")
+            ...     _ = p.write_text("y := x*x; count(x) y;")
+            ...     Session().run_file(str(p))
             % COUNT: ADDITIONS/SUBTRACTIONS 0, MULTIPLICATIONS 1, DIVISIONS 0, FUNCTION CALLS 0, POWERS 0
         """
         self._run(_open(path), None)
