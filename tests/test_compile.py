@@ -291,6 +291,10 @@ def test_static_values_match_by_type_as_well_as_value():
                    static_argnums=1)
     assert t(1.0, (True, "a")) == 2.0 and t(1.0, (1, "a")) == 3.0 and len(t.cache) == 2
     assert t(1.0, (True, "a")) == 2.0 and len(t.cache) == 2
+    fs = wg.compile(lambda x, s: x * 2 if any(e is True for e in s) else x * 3,
+                    static_argnums=1)
+    assert [fs(1.0, frozenset({1})), fs(1.0, frozenset({True}))] == [3.0, 2.0]
+    assert len(fs.cache) == 2                                     # ({1} == {True})
     with pytest.raises(TypeError, match="static argument 's' .tuple. must be hashable"):
         t(1.0, (True, ["a"]))
 

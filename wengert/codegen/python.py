@@ -282,12 +282,15 @@ class CallForm:
 
 def static_key(value):
     """What a static value is matched by, in the cache key and in the guard alike: its type
-    and its value, and for a tuple its elements' too.  Equality alone is too weak:
-    ``True == 1 == 1.0``, yet code traced for one can be wrong for another (``n is True``,
-    ``type(n)(...)``, a float's dtype).  A nan matches any nan of its type: by ``==`` it
-    would match nothing, not even itself, and compile again on every call."""
+    and its value, and for a tuple or a frozenset its elements' too.  Equality alone is
+    too weak: ``True == 1 == 1.0``, yet code traced for one can be wrong for another
+    (``n is True``, ``type(n)(...)``, a float's dtype).  A nan matches any nan of its
+    type: by ``==`` it would match nothing, not even itself, and compile again on every
+    call.  ``-0.0`` does not match ``0.0``: ``1 / s`` tells them apart."""
     if isinstance(value, tuple):
         return (type(value), tuple(static_key(v) for v in value))
+    if isinstance(value, frozenset):             # ({1} == {True}, as 1 == True)
+        return (type(value), frozenset(static_key(v) for v in value))
     if isinstance(value, (complex, np.complexfloating)):      # each part as a float is
         return (type(value), static_key(float(value.real)), static_key(float(value.imag)))
     if _nan(value):
@@ -316,7 +319,8 @@ def _static_test(var, value, ns) -> str:
     if value is None or type(value) is bool:      # singletons: identity is the key
         return f"{var} is not {value!r}"
     k = ns.bind(value, "static")
-    if isinstance(value, (tuple, complex, np.complexfloating)) or _nan(value) or _zero(value):
+    if (isinstance(value, (tuple, frozenset, complex, np.complexfloating)) or _nan(value)
+            or _zero(value)):
         key = ns.bind(static_key(value), "key")
         return f"({var} is not {k} and {ns.fixed('_static_key', static_key)}({var}) != {key})"
     t = _PLAIN_TYPES.get(type(value)) or ns.bind(type(value), "type")
