@@ -513,6 +513,25 @@ def test_text_or_objects_made_from_traced_values_are_refused_clearly():
         wg.compile(lambda x: (x, Box([1.0, x])), 1.0)
     assert wg.grad(lambda x: (x * x, f"loss={x * x}"), has_aux=True)(3.0) == (6.0, "loss=9.0")
 
+    class Slotted:
+        __slots__ = ("v",)
+
+        def __init__(self, v):
+            self.v = v
+    for make, holds in ((lambda x: {x * 2.0}, "set holding a traced value .an element"),
+                        (lambda x: frozenset([x]), "frozenset holding"),
+                        (lambda x: numpy.array([x, 1.0], dtype=object), "ndarray holding"),
+                        (lambda x: ValueError(x), "ValueError holding"),
+                        (lambda x: Slotted(x), "Slotted holding a traced value .attribute 'v'")):
+        with pytest.raises(TypeError, match=holds):
+            wg.compile(make)(1.0)
+    with pytest.raises(wg.ConcretizationError, match="made from a traced value"):
+        wg.compile(lambda x: str(x).encode())(1.0)
+    with pytest.raises(wg.ConcretizationError, match=r"format\(x, '.2f'\) of traced variable x"):
+        wg.compile(lambda x: format(x, ".2f"))(1.0)
+    assert format(wg.grad(lambda x: (x, format(x, ".2f")), has_aux=True)(3.0)[1]) == "3.00"
+    assert wg.compile(lambda x: (x, {1.0, "a"}, numpy.array(["a"], dtype=object)))(2.0)[0] == 2.0
+
 
 def _count_misses(c):
     """Count the calls of a compiled function that leave its generated code for the slow

@@ -772,7 +772,8 @@ def _complex_inputs(args, argnums, names, who):
                 real, given = True, f"a Python {type(x).__name__}"
             else:       # (what is neither a number nor an array, _Call refuses)
                 dtype = getattr(x, "dtype", None)
-                real, given = isinstance(dtype, np.dtype) and dtype.kind != "c", f"of dtype {dtype}"
+                real = isinstance(dtype, np.dtype) and dtype.kind != "c"
+                given = f"of dtype {dtype}"
             if real:
                 raise TypeError(
                     f"{who}(holomorphic=True) needs complex arguments, but argument "
@@ -1108,9 +1109,11 @@ def _held_constant(x) -> bool:
             return False
     elif isinstance(x, (int, float, complex)):
         return False                # (complex: refused with its own message by lift)
+    if isinstance(x, (bytes, bytearray)):
+        x = x.decode("latin-1")         # (str(x).encode() is text made from x too)
     if isinstance(x, str) and _TRACED_TEXT.search(x):
         raise ConcretizationError(
-            f"the function returned the str {x!r:.60}, made from a traced value: while "
+            f"the function returned the text {x!r:.60}, made from a traced value: while "
             "tracing (wg.trace / wg.compile) a traced value has no value to show, and the "
             "text would be returned as it was at trace time. Return the value itself "
             "and format it after the call")
@@ -1126,12 +1129,23 @@ def _held_constant(x) -> bool:
 
 
 def _traced_inside(x):
-    """Where an object's attributes hold a traced value (one level down, and one more into
-    lists, tuples and dicts there), or None."""
+    """Where an object holds a traced value, or None: among its elements (a set, an
+    object array, an exception's arguments) or attributes (one level down, and one more
+    into lists, tuples and dicts there)."""
+    if isinstance(x, BaseException):
+        x = x.args
+    if isinstance(x, np.ndarray):
+        x = x.reshape(-1)[:1000]
+    if isinstance(x, (set, frozenset, tuple, np.ndarray)):
+        return "an element" if any(type(e) is Node for e in list(x)[:1000]) else None
     try:
-        attrs = vars(x)
+        attrs = dict(vars(x))
     except TypeError:
-        return None
+        attrs = {}
+    for cls in type(x).__mro__:         # (__slots__ attributes are not in vars)
+        for name in getattr(cls, "__slots__", ()):
+            if hasattr(x, name) and name not in attrs:
+                attrs[name] = getattr(x, name)
     for name, v in list(attrs.items())[:1000]:
         vs = list(v.values()) if type(v) is dict else v if type(v) in (list, tuple) else (v,)
         if any(type(e) is Node for e in vs[:1000]):

@@ -99,7 +99,14 @@ class Node:
         return f"<Node {self.label()}: {_type_str(self.shape, self.dtype)} {self.op.name}{val}>"
 
     def __format__(self, spec):
-        # f"{x:.3f}" in eager code prints the number; an abstract node prints itself.
+        # f"{x:.3f}" in eager code prints the number; an abstract node prints itself, but
+        # has no number to format to a spec (".3f" of its text was NumPy's ValueError)
+        if self.value is None and spec:
+            raise ConcretizationError(
+                f"format(x, {spec!r}) of traced variable {self.label()} while tracing "
+                "without values (wg.trace / wg.compile): it has no number yet. Format the "
+                "result after the call, or call the function eagerly (wg.grad(f)(x)), "
+                "where traced values have their numbers")
         return format(repr(self) if self.value is None else self.value, spec)
 
     # --- Python's hash is identity: graphs key dicts and sets by node ------------------
