@@ -823,6 +823,15 @@ def test_arrays_with_an_equal_dtype_of_another_identity_run_the_same_code():
         c = wg.compile(f)
         for x in [first] + odd + [numpy.arange(3.0)]:
             assert c(x) == 5.0
+    # big-endian dtypes, of which NumPy makes a new object per array, have no object of
+    # NumPy's own to be made: the first seen stands for all
+    big = [numpy.arange(3.0).astype(">f8"), numpy.arange(3.0).astype(">f8"),
+           numpy.frombuffer(numpy.arange(3.0).byteswap().tobytes(), ">f8")]
+    assert big[0].dtype is not big[1].dtype
+    c = wg.compile(lambda x: x * 2.0)
+    for x in big + big:
+        assert c(x).tolist() == [0.0, 2.0, 4.0]
+    assert len(c.cache) == 1
 
 
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")

@@ -77,10 +77,15 @@ def _leaf(x):
         if x.shape == () and x.dtype == np.float64:
             return x[()]
         own = np.dtype(x.dtype.char)            # (NumPy's own object for the type)
-        if x.dtype is not own and x.dtype == own:
+        if x.dtype is not own:
             # an equal dtype that is not NumPy's own object (an unpickled array's, a
-            # ctypes buffer's, one with metadata): the guard tells dtypes by identity
-            x = x.view(own)
+            # ctypes buffer's, one with metadata), or one NumPy has no own object for
+            # (big-endian '>f8' is a new object per array): the guard tells dtypes by
+            # identity, so equal dtypes are made one object
+            if x.dtype != own:
+                own = _DTYPES.setdefault(x.dtype, x.dtype)
+            if x.dtype is not own:
+                x = x.view(own)
     elif isinstance(x, np.ndarray):
         # a subclass (np.matrix, a masked array): its operators and its mask are not
         # an ndarray's, which is all compiled code knows
@@ -101,6 +106,9 @@ def _quiet_leaf(x):
         return _leaf(x)
     except (TypeError, ValueError, OverflowError):
         return x
+
+
+_DTYPES = {}        # the one object `_leaf` gives arrays of each dtype NumPy has none for
 
 
 def _kind(x):
