@@ -813,6 +813,37 @@ def test_vmap_of_per_example_losses_is_the_loop(name):
                  rtol=1e-12, atol=1e-15)
 
 
+# (two examples of (2, 3) logits, -inf where a class is masked out)
+MASKED = numpy.array([[[2.0, -numpy.inf, 0.5], [1.0, 3.0, -numpy.inf]],
+                      [[0.0, 1.0, -numpy.inf], [-numpy.inf, 0.0, 0.0]]])
+MASKED_LABELS = numpy.array([[0, 1], [1, 2]])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_vmap_of_the_fused_cross_entropy_with_masked_logits_is_finite(reduction):
+    # the defaults under vmap take the fused primitive, batched through its decomposition:
+    # that once multiplied log_softmax by one_hot, -inf * 0 = nan
+    f = lambda z, y: nn.cross_entropy(z, y, reduction=reduction)
+    loop = numpy.stack([f(z, y) for z, y in zip(MASKED, MASKED_LABELS)])
+    assert numpy.isfinite(loop).all()
+    assert_close(wg.vmap(f)(MASKED, MASKED_LABELS), loop, rtol=1e-14, atol=0)
+    g = wg.vmap(wg.grad(f))(MASKED, MASKED_LABELS)
+    assert_close(g, numpy.stack([wg.grad(f)(z, y) for z, y in zip(MASKED, MASKED_LABELS)]),
+                 rtol=1e-14, atol=1e-16)
+    # Taylor mode expands the same decomposition: coefficients as the general path's
+    v = numpy.array([[1.0, 0.0, -1.0], [0.5, 0.0, 0.0]])
+    z, y = MASKED[0], MASKED_LABELS[0]
+    fused = wg.taylor(lambda z: f(z, y), z, v, order=2)
+    general = wg.taylor(lambda z: nn.cross_entropy(z, y, ignore_index=-100,
+                                                   reduction=reduction), z, v, order=2)
+    assert numpy.isfinite(numpy.asarray(fused, dtype=float)).all()
+    assert_close(fused, general, rtol=1e-13, atol=1e-16)
+    if torch is not None:
+        want = [F.cross_entropy(T(z), T(y), reduction=reduction).item()
+                for z, y in zip(MASKED, MASKED_LABELS)]
+        assert_close(wg.vmap(f)(MASKED, MASKED_LABELS), want, rtol=1e-14, atol=0)
+
+
 # ---- errors ---------------------------------------------------------------------------------
 Z = rng.normal(size=(3, 4))
 Y = numpy.array([0, 3, 1])

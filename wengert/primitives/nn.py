@@ -571,10 +571,13 @@ def _cross_entropy_np(logits, labels):
 
 
 def _cross_entropy_decomposition(logits, labels):
+    # (wg.vmap and Taylor mode evaluate this.)  Each row's entry is picked by its label, not
+    # summed from a product with one_hot: a masked logit (-inf) times its 0 would be nan,
+    # and one_hot's float64 would make a float32 loss float64.
     n, c = shape_of(logits)
-    picked = A.sum(log_softmax(logits, axis=1) * one_hot(labels, classes=c),
-                   axis=None, keepdims=False)
-    return -picked / n
+    picked = A.take_along_axis(log_softmax(logits, axis=1), A.reshape(labels, shape=(n, 1)),
+                               axis=1)
+    return -A.sum(picked, axis=None, keepdims=False) / n
 
 
 def _cross_entropy_grad_np(logits, labels):
