@@ -844,6 +844,18 @@ def test_vmap_of_the_fused_cross_entropy_with_masked_logits_is_finite(reduction)
         assert_close(wg.vmap(f)(MASKED, MASKED_LABELS), want, rtol=1e-14, atol=0)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_vmap_of_the_fused_cross_entropy_keeps_float32(reduction):
+    # its decomposition once took a product with one_hot, whose float64 promoted the loss
+    z = rng.normal(size=(3, 4, 5)).astype(numpy.float32)
+    y = rng.integers(0, 5, size=(3, 4))
+    f = lambda z, y: nn.cross_entropy(z, y, reduction=reduction)
+    got = wg.vmap(f)(z, y)
+    assert got.dtype == numpy.float32
+    assert_close(got, [f(a, b) for a, b in zip(z, y)], rtol=1e-6, atol=0)
+    assert wg.compile(wg.vmap(f), z, y)(z, y).dtype == numpy.float32
+
+
 # ---- errors ---------------------------------------------------------------------------------
 Z = rng.normal(size=(3, 4))
 Y = numpy.array([0, 3, 1])
