@@ -321,6 +321,30 @@ def test_per_example_gradients_of_shared_grouped_weights(loops):
     assert not loops, loops
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)])
+def test_vmap_of_conv2d_over_no_examples_is_empty(groups, in_axes):
+    """jax.vmap's (and the loop's) empty results: a kernel per example once made zero
+    groups, and a per-example weight gradient reshaped an empty array with -1."""
+    xs, ws = numpy.zeros((0, 2, 4, 5, 5)), numpy.zeros((0, 6, 4 // groups, 3, 3))
+    args = [xs if in_axes[0] == 0 else xs[:1].sum(0) + 1.0,
+            ws if in_axes[1] == 0 else ws[:1].sum(0) + 1.0]
+    conv = lambda x, w: nn.conv2d(x, w, padding=1, groups=groups)
+    assert wg.vmap(conv, in_axes=in_axes)(*args).shape == (0, 2, 6, 5, 5)
+    loss = lambda x, w: np.sum(np.sin(conv(x, w)))
+    assert wg.vmap(wg.grad(loss, argnums=0), in_axes=in_axes)(*args).shape == (0, 2, 4, 5, 5)
+    assert wg.vmap(wg.grad(loss, argnums=1), in_axes=in_axes)(*args).shape == \
+        (0, 6, 4 // groups, 3, 3)
+
+
+def test_conv2d_weight_gradient_of_no_kernels_or_no_images():
+    x, w = rng.normal(size=(2, 2, 4, 4)), numpy.zeros((0, 2, 3, 3))
+    assert wg.grad(lambda w: np.sum(nn.conv2d(x, w)))(w).shape == (0, 2, 3, 3)
+    got = wg.grad(lambda w: np.sum(nn.conv2d(numpy.zeros((0, 2, 4, 4)), w)))(
+        numpy.ones((4, 2, 3, 3)))
+    assert_close(got, numpy.zeros((4, 2, 3, 3)), rtol=0, atol=0)
+
+
 # ---- pools ------------------------------------------------------------------------------------
 POOLS = [((2, 3), None, 0), ((3, 2), (1, 2), (1, 0)), (3, (2, 1), 1), ((1, 2), 1, (0, 1))]
 
@@ -698,6 +722,22 @@ def test_max_unpool_errors():
     # (one image, (C, H, W), with its indices, is a batch of one, as PyTorch takes it)
     assert_close(nn.max_unpool2d(y[0], numpy.asarray(where)[0], 2),
                  nn.max_unpool2d(y, where, 2)[0], rtol=0, atol=0)
+
+
+def test_max_unpool_of_no_images_is_empty_as_in_torch():
+    y, where = nn.max_pool2d(numpy.zeros((0, 2, 4, 4)), 2, return_indices=True)
+    assert nn.max_unpool2d(y, where, 2).shape == (0, 2, 4, 4)
+    assert wg.grad(lambda y: np.sum(nn.max_unpool2d(y, where, 2)))(y).shape == (0, 2, 2, 2)
+    f = lambda y, i: nn.max_unpool2d(y, i, 2)
+    ys, idx = numpy.zeros((0, 1, 1, 2, 2)), numpy.zeros((0, 1, 1, 2, 2), int)
+    assert wg.vmap(f)(ys, idx).shape == (0, 1, 1, 4, 4)
+    assert wg.vmap(wg.grad(lambda y, i: np.sum(f(y, i) ** 2)))(ys, idx).shape == ys.shape
+    try:
+        import torch
+    except ImportError:
+        return
+    ty, ti = torch.nn.functional.max_pool2d(torch.zeros(0, 2, 4, 4), 2, return_indices=True)
+    assert tuple(torch.nn.functional.max_unpool2d(ty, ti, 2).shape) == (0, 2, 4, 4)
 
 
 # ---- errors -----------------------------------------------------------------------------------

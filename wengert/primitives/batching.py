@@ -353,6 +353,12 @@ def _batch_major(y, groups, size, axis):
     return A.reshape(y, shape=(size,) + s[:axis] + (o,) + s[axis + 1:])
 
 
+def _no_examples(node):
+    """The result for a batch of no examples, where a kernel per example would make
+    zero groups (and zero output channels to split back into examples)."""
+    return np.zeros((0,) + tuple(node.shape), node.dtype)
+
+
 def _conv2d(args, mapped, node):
     """A kernel per example: with batched images, B·G groups over the batch in the
     channels; with shared images, every example's kernels are more output channels of
@@ -360,6 +366,8 @@ def _conv2d(args, mapped, node):
     if not mapped[1]:
         return _fold_into_n(args, mapped, node)
     size, params = _size(args, mapped), dict(node.params)
+    if size == 0:
+        return _no_examples(node)
     x, w = args
     groups = params["groups"]
     if not mapped[0]:
@@ -378,6 +386,8 @@ def _conv2d_input_grad(args, mapped, node):
     if not mapped[1]:
         return _fold_into_n(args, mapped, node)
     size, params = _size(args, mapped), dict(node.params)
+    if size == 0:
+        return _no_examples(node)
     g, w = batched(args[0], mapped[0], size), args[1]
     n, c, h, wd = params["x_shape"]
     o = node.args[1].shape[0]
@@ -393,6 +403,8 @@ def _conv2d_weight_grad(args, mapped, node):
     grouped convolution, the batch in the channels (B·G groups), or, with shared images,
     in the output channels (G groups)."""
     size, params = _size(args, mapped), dict(node.params)
+    if size == 0:
+        return _no_examples(node)
     o, cg, kh, kw = params["w_shape"]
     groups = params["groups"]
     params["w_shape"] = (size * o, cg, kh, kw)

@@ -161,12 +161,16 @@ def _conv2d_weight_grad_np(x, g, stride, padding, dilation, groups, w_shape):
     cols = _saved_columns.take(x, (kh, kw, stride, padding, dilation))
     if cols is None:
         cols, _ = _im2col(x, kh, kw, stride, padding, dilation)
-    gm = np.asarray(g).transpose(1, 0, 2, 3).reshape(o, -1)        # (O, N*Ho*Wo)
+    # (sizes written out: -1 cannot be solved for when there are no images or no kernels,
+    # as in the folded form of a vmap over no examples)
+    n, _, ho, wo = np.shape(g)
+    pixels = n * ho * wo
+    gm = np.asarray(g).transpose(1, 0, 2, 3).reshape(o, pixels)
     if groups == 1:
         return (gm @ cols.T).reshape(w_shape)
     k = cg * kh * kw
-    return np.matmul(gm.reshape(groups, o // groups, -1),
-                     cols.reshape(groups, k, -1).transpose(0, 2, 1)).reshape(w_shape)
+    return np.matmul(gm.reshape(groups, o // groups, pixels),
+                     cols.reshape(groups, k, pixels).transpose(0, 2, 1)).reshape(w_shape)
 
 
 def conv_out_shape(x_shape, w_shape, stride, padding, dilation, groups):
@@ -413,8 +417,11 @@ def _winners(idx):
 
 
 def _planes(x, idx):
+    # (each plane's size written out: -1 cannot be solved for when there are no images)
+    x, idx = np.asarray(x), np.asarray(idx)
     n, c = idx.shape[:2]
-    return np.asarray(x).reshape(n, c, -1), np.asarray(idx).reshape(n, c, -1)
+    return (x.reshape(n, c, x.shape[2] * x.shape[3]),
+            idx.reshape(n, c, idx.shape[2] * idx.shape[3]))
 
 
 def _unpool_np(x, idx, size):
