@@ -724,6 +724,34 @@ def test_max_unpool_errors():
                  nn.max_unpool2d(y, where, 2)[0], rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("bad", [-1, 28])
+@pytest.mark.parametrize("how", ["eager", "vmap", "compile", "compiled_grad", "vmap_grad",
+                                 "compiled_linear_grad"])
+def test_max_unpool_refuses_indices_outside_the_plane_under_every_trace(how, bad):
+    """Pooling a 6x5 image and forgetting output_size names places outside the 6x4 plane;
+    a negative index was read from the plane's end, silently, where a trace had no values
+    to check."""
+    x = rng.normal(size=(3, 2, 4, 6, 5))
+    y, where = (numpy.stack(a) for a in zip(*[nn.max_pool2d(e, 2, return_indices=True)
+                                             for e in x]))
+    where = numpy.array(where)
+    where[1, 0, 2, 1, 1] = bad
+    f = lambda y, i: nn.max_unpool2d(y, i, 2, output_size=(6, 4))  # noqa: E731
+    g = wg.grad(lambda y, i: np.sum(f(y, i) ** 2))
+    # (linear: its compiled gradient is the gather alone, without the unpooling's check)
+    c = rng.normal(size=(2, 4, 6, 4))
+    linear = wg.grad(lambda y, i: np.sum(f(y, i) * c))
+    runs = {"eager": lambda: f(y[1], where[1]),
+            "compiled_linear_grad": lambda: wg.compile(linear, y[0], where[0])(y[1], where[1]),
+            "vmap": lambda: wg.vmap(f)(y, where),
+            "compile": lambda: wg.compile(f, y[0], where[0])(y[1], where[1]),
+            "compiled_grad": lambda: wg.compile(g, y[0], where[0])(y[1], where[1]),
+            "vmap_grad": lambda: wg.vmap(g)(y, where)}
+    with pytest.raises(ValueError, match=rf"max_unpool2d: index {bad} lies outside the 6x4 "
+                                         r"output plane: indices must be in \[0, 24\)"):
+        runs[how]()
+
+
 def test_max_unpool_of_no_images_is_empty_as_in_torch():
     y, where = nn.max_pool2d(numpy.zeros((0, 2, 4, 4)), 2, return_indices=True)
     assert nn.max_unpool2d(y, where, 2).shape == (0, 2, 4, 4)

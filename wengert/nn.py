@@ -260,12 +260,21 @@ def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=No
     of them may name one place (they picked the same maximum, so their values agree): the
     first one's value lands there, and only it gets the place's cotangent.
 
+    An index outside the output plane (negative, or at least its height times width) is a
+    ``ValueError`` naming it and the plane, never read from the plane's end: eagerly, and,
+    in a function traced without the indices' values (``wg.compile``, ``wg.vmap``), when
+    it runs.
+
     Example:
-        >>> import numpy as np, wengert.nn as nn
+        >>> import numpy as np, wengert as wg, wengert.nn as nn
         >>> x = np.array([[[[1.0, 5.0], [7.0, 2.0]]]])
         >>> y, where = nn.max_pool2d(x, (1, 2), return_indices=True)
         >>> nn.max_unpool2d(y, where, (1, 2)).tolist()
         [[[[0.0, 5.0], [7.0, 0.0]]]]
+        >>> unpool = wg.compile(lambda y, i: nn.max_unpool2d(y, i, (1, 2)), y, where)
+        >>> unpool(y, where - 2)                  # (-1 would be read from the end in NumPy)
+        Traceback (most recent call last):
+        ValueError: max_unpool2d: index -1 lies outside the 2x2 output plane: indices must ...
     """
     who = "max_unpool2d"
     if len(wnp._shape(x)) == 3 and len(wnp._shape(indices)) == 3:
@@ -297,13 +306,8 @@ def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=No
         if len(size) != 2 or min(size) < 1:
             raise ValueError(f"{who}: output_size must end in a height and a width >= 1, "
                              f"got {output_size!r}")
-    plane = size[0] * size[1]
-    known = indices.value if type(indices) is Node else _np.asarray(indices)
-    if known is not None and known.size and (known.min() < 0 or known.max() >= plane):
-        bad = int(known.min() if known.min() < 0 else known.max())
-        raise ValueError(f"{who}: index {bad} lies outside the {size[0]}x{size[1]} output "
-                         f"plane: indices must be in [0, {plane}) (output_size sets the "
-                         "plane)")
+    # (the primitive checks the indices' range wherever their values are: eagerly here, and
+    # when a function traced without them runs)
     return P.max_unpool(x, indices, size=size)
 
 

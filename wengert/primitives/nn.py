@@ -424,8 +424,24 @@ def _planes(x, idx):
             idx.reshape(n, c, idx.shape[2] * idx.shape[3]))
 
 
+def check_places(idx, size):
+    """Refuse indices that name no place of a `size` (height, width) plane.  NumPy would
+    read a negative one from the plane's end and fail on a large one with a bare
+    IndexError; this runs wherever the values are (eagerly, and when a function traced
+    without them by wg.compile or wg.vmap runs), one pass over the indices."""
+    idx = np.asarray(idx)
+    plane = size[0] * size[1]
+    if not (idx.size and labels_outside(idx, plane)):
+        return
+    low = np.minimum.reduce(idx, axis=None)
+    bad = int(low if low < 0 else np.maximum.reduce(idx, axis=None))
+    raise ValueError(f"max_unpool2d: index {bad} lies outside the {size[0]}x{size[1]} output "
+                     f"plane: indices must be in [0, {plane}) (output_size sets the plane)")
+
+
 def _unpool_np(x, idx, size):
     """(N, C) + size zeros, with x's values at the flat places idx names in each plane."""
+    check_places(idx, size)
     x, idx = _planes(x, idx)
     n, c, _ = idx.shape
     plane = size[0] * size[1]
@@ -439,6 +455,8 @@ def _unpool_np(x, idx, size):
 def _unpool_gather_np(g, idx):
     """The transpose of the unpooling: g at the places idx names, where that entry's
     value landed (zero for one that another entry overwrote)."""
+    # (a compiled gradient may run this without the unpooling that would have checked)
+    check_places(idx, np.shape(g)[2:])
     g, flat = _planes(g, idx)
     return np.where(_winners(flat), np.take_along_axis(g, flat, axis=2), 0).reshape(
         np.shape(idx))
