@@ -384,6 +384,44 @@ def test_log_softmax_and_cross_entropy_keep_their_digits_under_a_large_offset(dt
     assert_close(h, -(numpy.diag(p) - numpy.outer(p, p)), rtol=1e-6, atol=1e-9)
 
 
+def test_a_row_holding_plus_inf_is_nan_throughout_as_in_torch_and_jax():
+    # the shift was 0 for a +inf maximum: inf/inf = nan at the +inf, finite/inf = 0 beside
+    # it, a nan easy to lose behind a mask; PyTorch, JAX and SciPy give a whole nan row
+    x = numpy.array([[numpy.inf, 0.0, 1.0], [0.0, 1.0, 2.0], [numpy.inf, numpy.inf, 0.0]])
+    labels, c = numpy.array([1, 2, 0]), rng.normal(size=(3, 3))
+    finite = x[1] - numpy.log(numpy.exp(x[1]).sum())
+    p = numpy.exp(finite)
+    with numpy.errstate(invalid="ignore"):
+        for f, want in ((nn.log_softmax, finite), (nn.softmax, p)):
+            got = f(x, axis=1)
+            assert numpy.isnan(got[[0, 2]]).all()
+            assert_close(got[1], want, rtol=1e-15, atol=0)
+            assert numpy.isnan(f(x.T, axis=0)[:, [0, 2]]).all()
+        # the derivatives: nan rows where the value is, the rest untouched
+        grads = {"log_softmax": wg.grad(lambda z: np.sum(nn.log_softmax(z, axis=1) * c))(x),
+                 "softmax": wg.grad(lambda z: np.sum(nn.softmax(z, axis=1) * c))(x)}
+        assert_close(grads["log_softmax"][1], c[1] - p * c[1].sum(), rtol=1e-14, atol=1e-15)
+        assert_close(grads["softmax"][1], p * (c[1] - (p * c[1]).sum()), rtol=1e-14,
+                     atol=1e-15)
+        assert numpy.isnan(nn.cross_entropy(x, labels))
+        grads["cross_entropy"] = wg.grad(lambda z: nn.cross_entropy(z, labels))(x)
+        want = p.copy()
+        want[labels[1]] -= 1
+        assert_close(grads["cross_entropy"][1], want / 3, rtol=1e-14, atol=1e-16)
+        for g in grads.values():
+            assert numpy.isnan(g[[0, 2]]).all()
+        try:
+            import torch
+        except ImportError:
+            return
+        F = torch.nn.functional
+        t = torch.tensor(x)
+        assert_close(nn.softmax(x, axis=1), F.softmax(t, 1).numpy(), rtol=1e-15, atol=0)
+        numpy.testing.assert_array_equal(numpy.isnan(nn.log_softmax(x, axis=1)),
+                                         numpy.isnan(F.log_softmax(t, 1).numpy()))
+        assert numpy.isnan(F.cross_entropy(t, torch.tensor(labels)).item())
+
+
 def test_what_a_forward_pass_saved_is_not_taken_after_its_input_changed_in_place():
     # a logged loss, then the logits (a parameter) updated in place, then a compiled
     # gradient, whose forward pass does not run: it took the old softmax (QA: row 0

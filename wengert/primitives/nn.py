@@ -18,6 +18,7 @@ argument, so their derivatives are each other: second derivatives come for free.
 """
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 
@@ -500,11 +501,23 @@ relu.defpartials(lambda x, ans: S.ge(x, 0.0))
 # its definition (each primitive keeps that definition as its `decomposition`), and its
 # gradient is the textbook (softmax - onehot) / N, one exponential, instead of a sweep
 # back through max, exp, sum, log and indexing.
+def _shift(x, axis):
+    """The maximum over `axis` (kept), the shift that keeps exp(x - m) from overflowing,
+    except 0 for an all -inf row.  Unlike logsumexp's `_finite_max`, a +inf maximum stays:
+    inf - inf makes the whole row nan, as softmax, log_softmax and the cross-entropy give
+    it in PyTorch, JAX and SciPy (a shift of 0 gave nan only at the +inf, 0 elsewhere).
+    One reduction tells whether every maximum is finite, the usual case."""
+    m = np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
+    if not math.isfinite(np.add.reduce(m, axis=None)):
+        m = np.where(m == -np.inf, 0.0, m)
+    return m
+
+
 def _log_softmax_np(x, axis):
     # (x - m) - log s, not x - (m + log s): logits that share a large offset (1e5 in
     # float32, 1e16 in float64) would lose to it every digit of the difference
     x = np.asarray(x)
-    shifted = np.subtract(x, A._finite_max(x, (axis,)))
+    shifted = np.subtract(x, _shift(x, (axis,)))
     sums = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
     with np.errstate(divide="ignore"):      # an all -inf row: log(0) = -inf
         return shifted - np.log(sums)
@@ -517,7 +530,7 @@ def _log_softmax_decomposition(x, axis):
 
 def _softmax_np(x, axis):
     x = np.asarray(x)
-    e, sums = A._shifted_exp(x, A._finite_max(x, (axis,)), (axis,))
+    e, sums = A._shifted_exp(x, _shift(x, (axis,)), (axis,))
     e /= sums
     return e
 
@@ -581,7 +594,7 @@ def _cross_entropy_np(logits, labels):
     logits = np.asarray(logits)
     n = logits.shape[0]
     # mean(lse - picked), with lse = m + log(sum(exp(logits - m))) summed term by term
-    m = A._finite_max(logits, (1,))
+    m = _shift(logits, (1,))
     e, sums = A._shifted_exp(logits, m, (1,))
     # (m - picked row by row: logits that share a large offset cancel exactly there)
     total = np.add.reduce(np.log(sums), axis=None) + \
