@@ -2,6 +2,8 @@
 through vmap against central differences (to second order), per-example gradients against
 a loop of gradients, closures over traced values, in_axes / out_axes and the errors."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -361,6 +363,31 @@ def test_errors():
         wg.vmap(lambda x: x * 2, out_axes=(0,))(x)       # (it named an internal class)
     with pytest.raises(TypeError):
         wg.vmap(3)
+
+
+def test_a_keyword_setting_is_refused_with_how_to_pass_it():
+    # keyword arguments are always mapped (as in JAX); the error blamed an "in_axes 0" the
+    # caller never wrote, and told nothing of functools.partial or in_axes None
+    xs, w = np.ones((3, 2, 4, 5, 5)), np.ones((3, 4, 3, 3))
+    conv = wg.vmap(nn.conv2d, in_axes=(0, None))
+    hint = (r"keyword arguments are always mapped over axis 0, as in JAX: to pass 'padding' "
+            r"to f as it is, close over it \(functools.partial\(f, padding=\.\.\.\), or a "
+            r"lambda\) or pass it positionally with in_axes None")
+    with pytest.raises(ValueError, match=r"vmap: keyword argument 'padding' of shape \(\) "
+                                         r"has no axis 0 to map over; " + hint):
+        conv(xs, w, padding=1)
+    with pytest.raises(ValueError, match=r"keyword argument 'padding_0' of shape \(\) .*"
+                                         + hint):
+        conv(xs, w, padding=(1, 2))
+    with pytest.raises(ValueError, match=r"'bias' of shape \(4,\) has 4 along axis 0; "
+                                         + hint.replace("padding", "bias")):
+        conv(xs, w, bias=np.ones(4))
+    # and the ways it names work
+    want = np.stack([nn.conv2d(x, w, padding=1) for x in xs])
+    assert_close(wg.vmap(functools.partial(nn.conv2d, padding=1), in_axes=(0, None))(xs, w),
+                 want, rtol=0, atol=0)
+    assert_close(wg.vmap(nn.conv2d, in_axes=(0, None, None, None, None))(xs, w, None, 1, 1),
+                 want, rtol=0, atol=0)
 
 
 def test_user_primitive_without_rule_is_looped(loops):

@@ -107,6 +107,10 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
                 continue
             shape = _mapped_shape(x, name, k >= positional)
             if not -len(shape) <= axis < len(shape):
+                if k >= positional:         # (the user wrote no in_axes for it)
+                    raise ValueError(f"vmap: keyword argument {name!r} of shape {shape} has "
+                                     f"no axis 0 to map over"
+                                     + _keyword_hint(kwargs, k - positional))
                 raise ValueError(f"vmap: in_axes {axis} for argument {name!r} of shape "
                                  f"{shape}, which has {len(shape)} axes")
             axis %= len(shape)
@@ -119,7 +123,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
                 raise ValueError(
                     f"vmap: the mapped axes have different lengths: argument {first[0]!r} "
                     f"of shape {first[1]} has {size} along axis {first[2]}, argument "
-                    f"{name!r} of shape {shape} has {shape[axis]} along axis {axis}")
+                    f"{name!r} of shape {shape} has {shape[axis]} along axis {axis}"
+                    + (_keyword_hint(kwargs, k - positional) if k >= positional else ""))
             specs.append((k, ShapeDtype(shape[:axis] + shape[axis + 1:], _dtype(x))))
             values.append(x if axis == 0 else _to_front(x, axis))
         if size is None:
@@ -339,6 +344,19 @@ def _labels(names, args, kwargs):
     for key in sorted(kwargs):
         labels += _leaf_names(key, len(flatten(kwargs[key])[0]))
     return labels
+
+
+def _keyword_hint(kwargs, leaf):
+    """Why keyword argument leaf number `leaf` (in flatten's order) was mapped, and how to
+    pass it as it is: a setting such as conv2d's padding=1 is the usual case."""
+    for key in sorted(kwargs):
+        n = len(flatten(kwargs[key])[0])
+        if leaf < n:
+            break
+        leaf -= n
+    return (f"; keyword arguments are always mapped over axis 0, as in JAX: to pass {key!r} "
+            f"to f as it is, close over it (functools.partial(f, {key}=...), or a lambda) or "
+            f"pass it positionally with in_axes None")
 
 
 def _mapped_shape(x, name, keyword):
