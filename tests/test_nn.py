@@ -330,15 +330,51 @@ def test_cross_entropy_gradient_reuses_the_forward_softmax_and_only_that():
     from wengert.primitives.nn import _saved_softmax, cross_entropy_grad
     logits = rng.normal(size=(5, 4))
     fresh = cross_entropy_grad(logits, LABELS)             # nothing saved: recomputed
-    nn.cross_entropy(logits, LABELS)
+    NN.cross_entropy(logits, LABELS)        # the primitive, as a recording or compiled call
     assert _saved_softmax.entry is not None
     assert_close(cross_entropy_grad(logits, LABELS), fresh, rtol=1e-15, atol=0)
     assert _saved_softmax.entry is None                  # taken over, not shared
-    nn.cross_entropy(logits, LABELS)
+    NN.cross_entropy(logits, LABELS)                       # (the primitive always keeps)
     other = logits.copy()                                  # equal values, other array
     assert_close(cross_entropy_grad(other, LABELS), fresh, rtol=1e-15, atol=0)
     del logits, other
     assert _saved_softmax.entry is None                  # forgotten with its logits
+
+
+def test_an_evaluation_only_cross_entropy_keeps_nothing_and_gradients_still_reuse(
+        monkeypatch):
+    # an eager loss outside any gradient kept its softmax and a copy of its logits alive
+    # (two more arrays of the logits' size, ~15% of the call) for a gradient that could
+    # not come; a recorded or compiled forward pass still hands its softmax on
+    from wengert.primitives.nn import _saved_softmax
+    logits = rng.normal(size=(6, 4))
+    labels = numpy.array([0, 3, 1, 2, 2, 0])
+    assert_close(nn.cross_entropy(logits, labels), R_cross_entropy(logits, labels),
+                 rtol=1e-15, atol=0)
+    assert _saved_softmax.entry is None
+    nn.cross_entropy(logits.astype(numpy.float32), labels, reduction="sum")
+    assert _saved_softmax.entry is None
+    taken, take = [], _saved_softmax.take
+
+    def spy(source, key=None):
+        found = take(source, key)
+        taken.append(found is not None)
+        return found
+    monkeypatch.setattr(_saved_softmax, "take", spy)
+    loss = lambda z: nn.cross_entropy(z, labels)            # noqa: E731
+    p = numpy.exp(logits) / numpy.exp(logits).sum(axis=1, keepdims=True)
+    want = (p - numpy.eye(4)[labels]) / 6
+    assert_close(wg.grad(loss)(logits), want, rtol=1e-14, atol=1e-16)
+    assert_close(wg.compile(wg.value_and_grad(loss), logits)(logits)[1], want, rtol=1e-14,
+                 atol=1e-16)
+    assert_close(wg.compile(wg.grad(loss), logits)(logits), want, rtol=1e-14, atol=1e-16)
+    # eager, compiled value_and_grad: taken; compiled grad: no forward pass ran to keep it
+    assert taken == [True, True, False]
+
+
+def R_cross_entropy(z, y):
+    lse = numpy.log(numpy.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1)) + z.max(axis=1)
+    return (lse - z[numpy.arange(len(y)), y]).mean()
 
 
 def test_conv2d_weight_gradient_reuses_the_columns_of_a_recorded_forward_pass():
@@ -423,7 +459,7 @@ def test_a_row_holding_plus_inf_is_nan_throughout_as_in_torch_and_jax():
 
 
 def test_what_a_forward_pass_saved_is_not_taken_after_its_input_changed_in_place():
-    # a logged loss, then the logits (a parameter) updated in place, then a compiled
+    # a logged (compiled) loss, then the logits (a parameter) updated in place, then a compiled
     # gradient, whose forward pass does not run: it took the old softmax (QA: row 0
     # [-0.177, 0.056, 0.121] where it is [-0.139, 0.030, 0.109]).  Likewise conv2d's
     # columns of the images kept by an input gradient, then the next batch written
@@ -432,7 +468,7 @@ def test_what_a_forward_pass_saved_is_not_taken_after_its_input_changed_in_place
     p = rng.normal(size=(4, 3))
     loss = lambda s: nn.cross_entropy(s, y)              # noqa: E731
     compiled = wg.compile(wg.grad(loss), p)
-    nn.cross_entropy(p, y)
+    wg.compile(loss, p)(p)              # (a compiled loss keeps its softmax, keyed by p)
     p -= 0.5 * rng.normal(size=p.shape)
     assert_close(compiled(p), wg.grad(loss)(p.copy()), rtol=1e-14, atol=0)
 

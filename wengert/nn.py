@@ -563,6 +563,10 @@ def _fused_cross_entropy(logits, labels, n, reduction):
                                  reduction, 0.0, (0,))
     if type(logits) is Node:              # (an eager gradient's loss: straight to the graph)
         loss = logits.graph.apply(P.cross_entropy, (logits, labels))
+    elif type(labels) is _np.ndarray and type(logits) is _np.ndarray:
+        # no gradient in the logits can follow (a compiled one runs the primitive itself),
+        # so nothing is kept for one
+        loss = P.cross_entropy_value(logits, labels)
     else:
         loss = P.cross_entropy(logits, labels)
     return loss * n if reduction == "sum" else loss

@@ -590,7 +590,9 @@ def _rows(n):
     return rows
 
 
-def _cross_entropy_np(logits, labels):
+def _cross_entropy_np(logits, labels, keep=True):
+    """The fused loss; `keep`: save the softmax for the gradient that usually follows (the
+    primitive always does, recorded or compiled; `cross_entropy_value` does not)."""
     logits = np.asarray(logits)
     n = logits.shape[0]
     # mean(lse - picked), with lse = m + log(sum(exp(logits - m))) summed term by term
@@ -599,13 +601,29 @@ def _cross_entropy_np(logits, labels):
     # (m - picked row by row: logits that share a large offset cancel exactly there)
     total = np.add.reduce(np.log(sums), axis=None) + \
         np.add.reduce(m[:, 0] - logits[_rows(n), labels])
-    e /= sums
-    _saved_softmax.keep(logits, e)              # for the gradient that usually follows
+    if keep:
+        e /= sums
+        _saved_softmax.keep(logits, e)
     loss = total / n
     # float32 logits give a float32 loss, as the abstract value says (and PyTorch gives)
     return float(loss) if loss.dtype == np.float64 else loss
 
 
+
+
+def cross_entropy_value(logits, labels):
+    """The fused cross-entropy of plain arrays where no gradient can follow (an eager call
+    outside any recording): the primitive's value, without keeping its softmax and a copy
+    of the logits alive for a gradient that will not come.
+
+    Example:
+        >>> import numpy as np
+        >>> round(cross_entropy_value(np.zeros((2, 4)), np.array([0, 3])), 6)
+        1.386294
+        >>> _saved_softmax.entry is None
+        True
+    """
+    return _cross_entropy_np(logits, labels, keep=False)
 
 
 def _cross_entropy_decomposition(logits, labels):
