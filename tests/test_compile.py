@@ -391,6 +391,12 @@ def test_pytrees_in_and_out():
     same(out, f(*args))
     j = wg.compile(wg.jacfwd(lambda p: {"s": p.x + p.y, "p": p.x * p.y}), Point(2.0, 3.0))
     assert j(Point(2.0, 3.0)) == {"s": Point(1.0, 1.0), "p": Point(3.0, 2.0)}
+    # a result nested deeper than Python's parser takes as one literal (200 levels)
+    deep = 2.0
+    for i in range(300):
+        deep = (deep, None) if i % 2 else [deep]
+    got = wg.compile(lambda x, t: (t, x * 3.0, "tag"))(1.0, deep)
+    assert got == (deep, 3.0, "tag")
 
 
 def test_domain_errors_follow_numpy_as_eager_does():

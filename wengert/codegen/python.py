@@ -31,7 +31,7 @@ from ..graph.graph import F64
 from ..primitives import array as A
 from ..primitives import scalar as S
 from ..primitives.registry import CONST, INPUT, is_weak
-from ..tree import CUSTOM, HELD, LEAF, registered
+from ..tree import CUSTOM, HELD, LEAF, registered, unflatten
 from .emit import Symbol, emit
 from .formats import Format
 from .names import Names
@@ -441,6 +441,10 @@ def build_tree(tree, exprs, ns) -> str:
         >>> build_tree(flatten({"a": (1.0, 2.0), "b": None})[1], ["u", "v"], Namespace())
         "{'a': (u, v), 'b': None}"
     """
+    if _depth(tree) > 50:
+        # (a literal nested that deep is past what Python's parser takes: 200 levels)
+        return (f"{ns.fixed('_unflatten', unflatten)}({ns.bind(tree, 'tree')}, "
+                f"[{', '.join(exprs)}])")
     exprs = iter(exprs)
 
     def build(t):
@@ -465,6 +469,16 @@ def build_tree(tree, exprs, ns) -> str:
         return tup
 
     return build(tree)
+
+
+def _depth(tree) -> int:
+    """How deeply a pytree nests (a work list: no recursion over it)."""
+    deepest, todo = 0, [(tree, 0)]
+    while todo:
+        t, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((c, d + 1) for c in t.children)
+    return deepest
 
 
 def output_expr(node, expr, flavour, ns) -> str:
