@@ -436,3 +436,62 @@ def test_hypot_and_atan2_series_at_any_scale(scale):
     want_hypot = [c * scale for c in wg.taylor(lambda x: wm.sqrt(1 + x * x), x, 1.0, order)]
     got = wg.taylor(lambda x: _wnp().hypot(scale * x, scale), x, 1.0, order=order)
     np.testing.assert_allclose(got, want_hypot, rtol=1e-13, atol=1e-15 * scale)
+
+
+def _sinc_power_coefficients(s, order):
+    """The t^j coefficients, j = 0..order, of sinc(t)^s = (sin t / t)^s, by mpmath."""
+    import mpmath as mp
+    with mp.workdps(40):
+        return [float(c) for c in mp.taylor(lambda u: mp.sinc(u) ** s, 0, order)]
+
+
+@pytest.mark.parametrize("p, r", [(2, 0.5), (4, 0.25), (4, 0.75), (3, 1 / 3), (2, 1.5),
+                                  (3, 2 / 3), (2, 0.25), (2, -0.5), (6, 0.5)])
+@pytest.mark.parametrize("order", [3, 5, 8])
+def test_powers_of_a_series_that_starts_late_are_exact_or_nan(p, r, order):
+    # (sin t)^p, raised to r, is t^s·sinc(t)^s for s = p·r.  Its coefficient k is sinc^s's
+    # k − s where s is a whole number, which reads sin^p's coefficients up to p + k − s:
+    # past `order` for r < 1, where the truncated series does not know them.  Those
+    # were filled with 0, and came out finite and wrong ((sin² t)^0.5's t³ was 0, not
+    # -1/6); they are nan now, as in JAX's jet.  A fractional s has the limits of the
+    # derivatives as t -> 0+: 0 below s, ±inf above it.
+    with np.errstate(divide="ignore"):         # (0 to a negative power: inf, as NumPy)
+        got = wg.taylor(lambda x: (wm.sin(x) ** p) ** r, 0.0, 1.0, order=order)
+    s = p * r
+    assert got[0] == 0.0 if s > 0 else got[0] == math.inf
+    for k in range(1, order + 1):
+        if p > order:                  # (sin t)^p is 0 up to the order: its p is unknown
+            if k < (order + 1) * r:
+                assert got[k] == 0.0, (k, got)
+            else:
+                assert math.isnan(got[k]), (k, got)
+        elif s == round(s) and s >= 0:
+            if k >= s and k > order + p * (r - 1):
+                assert math.isnan(got[k]), (k, got)
+            else:
+                want = 0.0 if k < s else _sinc_power_coefficients(s, order)[k - round(s)]
+                assert got[k] == pytest.approx(want, rel=1e-12, abs=1e-15), (k, got)
+        else:
+            falling = math.prod(s - j for j in range(k))
+            assert got[k] == (0.0 if k < s else math.copysign(math.inf, falling)), (k, got)
+
+
+def test_powers_at_zero_of_a_series_that_is_zero_up_to_the_order():
+    # x(t) = O(t^(order+1)): x^r = O(t^((order+1)·r)) whatever x's later terms are, and
+    # nothing is known past that (the coefficients were all 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = wg.taylor(lambda x: (wm.sin(x) ** 5) ** 0.75, 0.0, 1.0, order=4)
+    assert got[:4] == [0.0, 0.0, 0.0, 0.0] and math.isnan(got[4])
+    got = wg.taylor(lambda x: (x ** 6 + x ** 7) ** 0.5, 0.0, 1.0, order=4)
+    assert got[:3] == [0.0, 0.0, 0.0] and all(math.isnan(c) for c in got[3:])
+    # a polynomial in the input's line is known whole: t² at order 3 is [0, 0, 1, None]
+    # (as x*x's t³ coefficient is no product of nonzero ones), so (t²)^0.5 = t exactly
+    assert wg.taylor(lambda x: (x * x) ** 0.5, 0.0, 1.0, order=3) == [0.0, 1.0, 0.0, 0.0]
+    assert wg.taylor(lambda x: (x ** 4) ** 0.25, 0.0, 2.0, order=5) == [0.0, 2.0] + [0.0] * 4
+    # the other elements of an array keep their series
+    x = np.array([0.0, 0.5])
+    got = wg.taylor(lambda x: (wm.sin(x) ** 2) ** 0.5, x, np.ones(2), order=3)
+    away = wg.taylor(lambda x: (wm.sin(x) ** 2) ** 0.5, 0.5, 1.0, order=3)
+    assert [c[1] for c in got] == away and math.isnan(got[3][0])
+    assert [c[0] for c in got[:3]] == [0.0, 1.0, 0.0]

@@ -192,13 +192,24 @@ def _power_at_zero(x, y0, r, order):
     ((t²)^1.5 is t³); otherwise the coefficients are 0 below order s and, above it, the
     limits as t -> 0+ of the derivatives, ±inf (of x^2.5 at 0 along 1: 0, 0, 0, inf,
     -inf), with the sign of s(s-1)...(s-k+1)·W(0)^r (nan if W(0) < 0 for a fractional
-    r, as x^r itself)."""
+    r, as x^r itself).
+
+    The shifted series' coefficient k is W^r's k − s, which reads x up to p + k − s: past
+    `order` when r < 1, where a truncated series does not know x ((sin t)²'s t⁴ term
+    changes (sin² t)^0.5's t³ one).  Such coefficients are nan, as where no p is found
+    up to `order` (x = O(t^(order+1))) and k >= (order+1)·r.  Only where x's last
+    coefficient is structurally zero (None) is x the polynomial it holds, whole (a
+    power of the input's line: t² at order 3 is [0, 0, 1, None]), and the rest 0."""
     zero = np.equal(x[0], 0)
     r = np.asarray(r, dtype=float)
+    whole_x = x[order] is None                      # x(t) is exactly what it holds
     with np.errstate(all="ignore"):
         regular = _power([np.where(zero, 1.0, x[0])] + x[1:], y0, r, order)  # (the others)
         xs = [0.0 if c is None else c for c in x[1:]]               # x_1 ... x_order
-        at_zero = [0.0] * order                     # the coefficients 1 ... order there
+        # where x is 0 up to `order`: 0 (x^r of x = 0, or x^0 = 1) if that is all of x,
+        # else 0 only below t^((order+1)·r), where any x = O(t^(order+1)) puts it
+        at_zero = [np.where(whole_x | (r == 0) | (k < (order + 1) * r), 0.0, np.nan)
+                   for k in range(1, order + 1)]
         left = zero                                 # zero elements whose p is not yet found
         for p in range(1, order + 1):
             here = left & np.not_equal(xs[p - 1], 0)
@@ -217,6 +228,9 @@ def _power_at_zero(x, y0, r, order):
                 for n in range(k + 1):              # w_(k-s) where s = n
                     shifted = np.where(s == n, 0.0 if w[k - n] is None else w[k - n],
                                        shifted)
+                # (W^r's coefficient k − s moves with W's, so x's p + k − s, unless r = 0)
+                known = whole_x | (r == 0) | (k - s <= order - p)
+                shifted = np.where(known, shifted, np.nan)
                 at_zero[k - 1] = np.where(here, np.where(whole, shifted, limit),
                                           at_zero[k - 1])
         dtype = np.result_type(x[0], r.dtype.type(1) if r.ndim else float(r), 1.0)
