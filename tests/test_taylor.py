@@ -495,3 +495,25 @@ def test_powers_at_zero_of_a_series_that_is_zero_up_to_the_order():
     away = wg.taylor(lambda x: (wm.sin(x) ** 2) ** 0.5, 0.5, 1.0, order=3)
     assert [c[1] for c in got] == away and math.isnan(got[3][0])
     assert [c[0] for c in got[:3]] == [0.0, 1.0, 0.0]
+
+
+def test_atan2_and_hypot_series_on_arrays_and_in_graphs():
+    # their rules scale by 1/hypot(a_0, b_0), an array or a node there, which the shortcut
+    # for 1·a compared with 1 for its truth value: a ValueError on arrays, and a
+    # ConcretizationError under wg.trace and wg.compile even for one number
+    wnp = _wnp()
+    x = np.array([0.5, -1.0, 2.0])
+    fs = (lambda y: wnp.arctan2(y, 2.0 - y), lambda y: wnp.hypot(y, 2.0 - y))
+    for f in fs:
+        got = wg.taylor(f, x, np.ones(3), order=3)
+        for k in range(3):
+            assert_close([c[k] for c in got], wg.taylor(f, x[k], 1.0, order=3), rtol=1e-14,
+                         atol=1e-15)
+        # (the scalar series are checked against sympy above)
+        traced = wg.trace(lambda s: wg.taylor(f, s, 1.0, order=3), 0.5)
+        assert_close(traced(-1.0), wg.taylor(f, -1.0, 1.0, order=3), rtol=1e-14)
+        second = wg.compile(lambda s: wg.taylor(f, s, 1.0, order=2)[2])
+        assert_close(second(0.5), wg.taylor(f, 0.5, 1.0, order=2)[2], rtol=1e-14)
+        # d/dx of the t² coefficient is 3 times the t³ one
+        grad = wg.grad(lambda y: wnp.sum(wg.taylor(f, y, np.ones(3), order=2)[2]))(x)
+        assert_close(grad, 3 * got[3], rtol=1e-12)

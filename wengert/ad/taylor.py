@@ -59,10 +59,11 @@ def _sub(total, term):
 
 
 def _times(c, a):
-    """c·a for a number c; None stays None, 1·a is a."""
+    """c·a; None stays None, and 1·a is a for a Python number c (c may be an array or a
+    node, such as atan2's and hypot's 1/h, whose == has no truth value)."""
     if a is None:
         return None
-    return a if c == 1 else c * a
+    return a if (type(c) is float or type(c) is int) and c == 1 else c * a
 
 
 def _prod(a, b, prod=operator.mul, params=None):
