@@ -345,6 +345,29 @@ def test_the_matmul_operator_between_duals():
         Dual(2.0, 1.0) @ Dual(3.0, 1.0)
 
 
+def test_matmul_with_a_scalar_or_broadcast_tangent():
+    # matmul's JVP got the tangent as given, and a scalar one (the default: the same
+    # derivative everywhere) has no core dimension: W @ Dual(x, 1.0) raised, and a tangent
+    # of a broadcast shape gave a tangent of the wrong shape
+    r = np.random.default_rng(8)
+    w, x = r.normal(size=(2, 3)), r.normal(size=3)
+    along = lambda f, v: fd_derivative(lambda t: f(t * v), 0.0)
+    for y, f, v in ((w @ Dual(x, 1.0), lambda d: w @ (x + d), np.ones(3)),
+                    (np.matmul(w, Dual(x, 0.5)), lambda d: w @ (x + d), np.full(3, 0.5)),
+                    (Dual(w, np.arange(3.0)) @ x, lambda d: (w + d) @ x,
+                     np.broadcast_to(np.arange(3.0), (2, 3))),
+                    (Dual(w, 2.0) @ Dual(x, 1.0),
+                     lambda d: (w + 2 * d[:6].reshape(2, 3)) @ (x + d[6:]), np.ones(9))):
+        assert y.tangent.shape == y.primal.shape == (2,)
+        assert_close(y.primal, w @ x, rtol=1e-15)
+        assert_close(y.tangent, along(f, v), rtol=1e-7)
+    nested = w @ Dual(Dual(x, 1.0), 1.0)                 # (linear: no second derivative)
+    assert_close(nested.tangent.primal, w @ np.ones(3), rtol=1e-15)
+    assert_close(nested.tangent.tangent, np.zeros(2), atol=0)
+    with pytest.raises(ValueError, match="matmul: shapes \\(3, 2\\) and \\(3,\\)"):
+        Dual(w.T, 1.0) @ x
+
+
 def test_object_arrays_of_duals_through_scipys_ufuncs():
     special = pytest.importorskip("wengert.scipy.special")
     import scipy.special as sc

@@ -111,7 +111,10 @@ class Dual:
             if ufunc is np.power:
                 return _scalar.power(*inputs)      # integer exponents exactly, as x ** n
             prim = _ufunc_primitives().get(ufunc)
-            if prim is not None:
+            # (a gufunc, matmul, goes as whole-array functions do: its JVP, unlike an
+            # elementwise one, needs each tangent of its primal's shape, and a scalar
+            # tangent, the documented default, does not broadcast through core dimensions)
+            if prim is not None and ufunc.signature is None:
                 return apply(prim, inputs, NO_PARAMS)
         # np.add.reduce(d), np.sin(d, where=m), a ufunc with no primitive: as traced
         return through(ufunc if method == "__call__" else getattr(ufunc, method),
