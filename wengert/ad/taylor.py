@@ -430,18 +430,23 @@ def _atanh(x, ans, order):
 
 
 def _logaddexp(a, b, ans, order):
-    """y = log(e^a + e^b): y' = a'·p + b'·q with the shares p = e^(a−y), q = e^(b−y)
-    (p + q = 1), and p' = (a' − y')·p, q' = (b' − y')·q, solved a coefficient at a time.
-    The shares are at most 1, so nothing overflows, and nothing cancels: the log of the
-    sum of exp series did, where a's coefficients were large (log(e^(e^x) + 1) at 10)."""
+    """y = log(e^a + e^b): y' = a'·p + b'·q with the shares p = e^(a−y) = σ(a − b) and
+    q = 1 − p, and p' = (a' − b')·p·q = −q', solved a coefficient at a time.  The shares
+    are at most 1, so nothing overflows, and nothing cancels: the log of the sum of exp
+    series did, where a's coefficients were large (log(e^(e^x) + 1) at 10), and so did
+    p' = (a' − y')·p where a dominates and y' is a' but for p·q (logaddexp(x, 0)'s t²
+    coefficient was 0 at 50, for 9.6e-23)."""
     # (1/(1 + e^(b−a)) without overflow, not e^(a−y), whose y is rounded to its size)
     p, q = [P.logaddexp_share(a[0], b[0])], [P.logaddexp_share(a[0], b[0], first=False)]
+    gap = [None] + [_sub(x, y) for x, y in zip(a[1:], b[1:])]
+    both = []                                       # the series of p·q
     ys = [ans]
     for m in range(order):
         ys.append(_solve(m, _add(_derivative_term(m, a, p), _derivative_term(m, b, q)),
                          ys, None))
-        _grow_share(m, p, a, ys)
-        _grow_share(m, q, b, ys)
+        both.append(_cauchy_term(p, q, m))
+        p.append(_solve(m, _derivative_term(m, gap, both), p, None))
+        q.append(None if p[-1] is None else -p[-1])
     return ys
 
 
@@ -730,16 +735,30 @@ def _einsum(xs, ans, order, subscripts):
 def _logsumexp(x, ans, order, axis, keepdims):
     """logsumexp as `_logaddexp` does it: y' = Σ x'·p along the axes, with the shares
     p = e^(x−y) (the softmax) and p' = (x' − y')·p; y's coefficients are held with the
-    reduced axes kept, to meet x's."""
+    reduced axes kept, to meet x's.  Where one element dominates, its x' − y' would
+    cancel (y' is its x' but for the small shares of the others): so the series are taken
+    relative to that element's, c, as y = c + w with w' = Σ (x' − c')·p, and the
+    dominant element's x' − c' is exactly 0, its p' = −w'·p."""
     kept = ans if keepdims else A._unreduce(ans, x[0], axis, False)
-    p, yk, ys = [P.exp(x[0] - kept)], [kept], [ans]
+    if 0 in shape_of(x[0]):                  # (nothing to weigh, and no largest element)
+        c = [None] * (order + 1)
+        p = [P.exp(x[0] - kept)]
+    else:
+        top = P.eq(x[0], A.amax(x[0], axis=axis, keepdims=True))
+        weight = P.select(top, 1.0, 0.0)
+        weight = weight / A.sum(weight, axis=axis, keepdims=True)   # (ties: their mean)
+        c = [None] + [None if xk is None else A.sum(weight * xk, axis=axis, keepdims=True)
+                      for xk in x[1:]]
+        p = [A._softmax_of(x[0], kept, axis, True)]
+    z = [None] + [_sub(xk, ck) for xk, ck in zip(x[1:], c[1:])]
+    w, ys = [None], [ans]
     for m in range(order):
-        term = _derivative_term(m, x, p)
-        y = None if term is None else A.sum(term, axis=axis, keepdims=True) / (m + 1.0)
-        yk.append(y)
+        term = _derivative_term(m, z, p)
+        w.append(None if term is None else A.sum(term, axis=axis, keepdims=True) / (m + 1.0))
+        y = _add(c[m + 1], w[m + 1])
         ys.append(y if y is None or keepdims else
                   A.reshape(y, shape=A._reduced_shape(shape_of(x[0]), axis)))
-        _grow_share(m, p, x, yk)
+        _grow_share(m, p, z, w)
     return ys
 
 
