@@ -561,3 +561,16 @@ def test_logsumexp_series_at_ties_and_along_axes():
         assert_close(series[3], d(d(d(f)))(x) / 6, rtol=1e-10, atol=1e-13)
     got = wg.taylor(lambda x: wss.logsumexp(x * np.array([1.0, 1.0])), 0.5, 1.0, order=3)
     assert_close(got, [0.5 + math.log(2), 1.0, 0.0, 0.0], rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("x0", [-15.0, 0.3, 20.0, 40.0, -400.0])
+def test_tanh_series_keep_their_relative_accuracy_for_large_arguments(x0):
+    # the first coefficient was 1 − tanh², which cancels: rel. error 1.7e-4 at -15, and
+    # 0 (every coefficient after it too) at 20, for 1.7e-17
+    import mpmath as mp
+    with mp.workdps(60):
+        want = [float(c) for c in mp.taylor(mp.tanh, mp.mpf(x0), 5)]
+    got = wg.taylor(wm.tanh, x0, 1.0, order=5)
+    for k in range(6):
+        assert got[k] == pytest.approx(want[k], rel=1e-13, abs=1e-300), (k, got, want)
+    assert_close(wg.derivatives(wm.tanh, 2)(np.array([x0, 0.0]))[2][1], 0.0, atol=0)
