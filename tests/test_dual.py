@@ -380,3 +380,18 @@ def test_object_arrays_of_duals_through_scipys_ufuncs():
             assert_close(y.primal, f(x.primal), rtol=1e-15)
             assert_close(y.tangent, df(x.primal) * x.tangent, rtol=1e-13)
     assert_close(special.erf(np.array([1.0], dtype=object))[0], sc.erf(1.0))
+
+
+def test_a_constant_dual_exponent_is_a_constant():
+    # Dual(2.0) is documented as a constant, but its tangent 0.0 was multiplied by the
+    # exponent's partial, log(x)·x^y, nan at x < 0: Dual(-8, 1) ** Dual(2.0) had a nan
+    # tangent where Dual(-8, 1) ** 2.0 has -16
+    for x0, y in ((-8.0, Dual(2.0)), (-8.0, Dual(2.0, 0)), (3.0, Dual(2.5)),
+                  (-1.5, Dual(3.0))):
+        d = Dual(x0, 1.0) ** y
+        assert_close(d.tangent, fd_derivative(lambda x: x ** y.primal, x0), rtol=1e-8)
+    with np.errstate(divide="ignore"):
+        same(Dual(0.0) ** Dual(0.5), 0.0, 0.0)          # (0 along 0: no nan)
+    # a moving exponent keeps its partial
+    d = Dual(2.0) ** Dual(3.0, 1.0)
+    assert_close(d.tangent, fd_derivative(lambda y: 2.0 ** y, 3.0), rtol=1e-8)

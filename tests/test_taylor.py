@@ -574,3 +574,26 @@ def test_tanh_series_keep_their_relative_accuracy_for_large_arguments(x0):
     for k in range(6):
         assert got[k] == pytest.approx(want[k], rel=1e-13, abs=1e-300), (k, got, want)
     assert_close(wg.derivatives(wm.tanh, 2)(np.array([x0, 0.0]))[2][1], 0.0, atol=0)
+
+
+def test_a_traced_exponent_the_direction_does_not_move_is_a_constant_one():
+    # x**y with y an input but 0 along the direction went through exp(y·log x): nan at
+    # x = 0 and below, where jvp and hessian of the same function are finite
+    f = lambda p: p[0] ** p[1]
+    inf = math.inf
+    for x0, y0, want in ((0.0, 2.0, [0.0, 0.0, 1.0, 0.0]),             # t²
+                         (0.0, 2.5, [0.0, 0.0, 0.0, inf]),              # (limits at 0+)
+                         (-2.0, 3.0, [-8.0, 12.0, -6.0, 1.0]),          # (t − 2)³
+                         (0.5, 1.5, [0.5 ** 1.5, 1.5 * 0.5 ** 0.5,
+                                     0.375 * 0.5 ** -0.5, -0.0625 * 0.5 ** -1.5])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = wg.taylor(f, (x0, y0), (1.0, 0.0), order=3)
+        assert_close(got, want, rtol=1e-14, atol=0)
+    # the first two agree with jvp and the Hessian, as they did not
+    assert wg.jvp(lambda x, y: x ** y, (0.0, 2.0), (1.0, 0.0))[1] == 0.0
+    assert wg.hessian(lambda p: p[0] ** p[1])(np.array([0.0, 2.0]))[0, 0] == 2.0
+    # a direction that moves the exponent still goes through exp(y·log x)
+    got = wg.taylor(f, (2.0, 3.0), (0.0, 1.0), order=3)
+    assert_close(got, [8.0 * math.log(2) ** k / math.factorial(k) for k in range(4)],
+                 rtol=1e-14)

@@ -298,7 +298,11 @@ def apply(op, args, params):
         raise _not_real(f"{op.name} gave a complex value")
     if op.dtype_rule == "bool":
         return ans                        # a comparison: no derivative, a plain bool
-    ts = [a.tangent if type(a) is Dual else None for a in args]
+    # (a tangent of a Python 0, as a constant Dual(2.0) has, is a structural zero, as in
+    # JAX: else its partial multiplies it, and pow's log(x) at x < 0 made a nan of 0)
+    ts = [None if type(a) is not Dual else
+          None if (type(a.tangent) is float or type(a.tangent) is int) and a.tangent == 0
+          else a.tangent for a in args]
     shape = shape_of(ans)
     t = _tangent(op, ts, xs, ans, params, shape)
     if t is None:                         # sign, or a Dual only in select's condition

@@ -349,8 +349,11 @@ def _powi(x, ans, order, n):
 
 
 def _pow(x, y, ans, order):
-    """x^y: a power rule for a constant exponent; exp(y·log x) when y varies."""
-    if all(c is None for c in y[1:]):
+    """x^y: a power rule for a constant exponent; exp(y·log x) when y varies.  On numbers
+    an exponent whose coefficients are all 0 (a traced one the direction does not move)
+    is constant too: exp(y·log x) would be nan at x = 0 (and x < 0), where jvp and
+    hessian, with their structural zeros, are finite."""
+    if all(c is None or (type(c) is not Node and not np.any(c)) for c in y[1:]):
         return _power(x, ans, y[0], order)
     lx = _log(x, P.pow_log(x[0]), order)
     return _exp(cauchy(y, lx, order, y[0] * lx[0]), ans, order)
