@@ -597,3 +597,53 @@ def test_a_traced_exponent_the_direction_does_not_move_is_a_constant_one():
     got = wg.taylor(f, (2.0, 3.0), (0.0, 1.0), order=3)
     assert_close(got, [8.0 * math.log(2) ** k / math.factorial(k) for k in range(4)],
                  rtol=1e-14)
+
+
+def test_sqrt_at_a_zero_of_its_argument_is_the_power_one_half():
+    # sqrt's recurrence divides by its value: sqrt(x·x) at 0 was [0, nan, nan, nan], where
+    # (x·x)**0.5 gave |t|'s series, and sqrt at 0 along 0 was nan, where x**0.5 gave 0
+    inf, nan = math.inf, math.nan
+    cases = [(lambda x: x * x, 1.0, 3, [0.0, 1.0, 0.0, 0.0]),            # |t|
+             (lambda x: x, 0.0, 3, [0.0, 0.0, 0.0, 0.0]),                  # 0
+             (lambda x: x, 2.0, 3, [0.0, inf, -inf, inf]),                 # √2·√t, t -> 0+
+             (lambda x: wm.sin(x) ** 2, 1.0, 5, [0.0, 1.0, 0.0, -1 / 6, 0.0, nan])]
+    for g, v, order, want in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = wg.taylor(lambda x: wm.sqrt(g(x)), 0.0, v, order=order)
+            power = wg.taylor(lambda x: g(x) ** 0.5, 0.0, v, order=order)
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+        np.testing.assert_array_equal(got, power)
+    x = np.array([0.0, 0.25])
+    got = wg.taylor(wm.sqrt, x, np.array([0.0, 1.0]), order=3)
+    assert [c[0] for c in got] == [0.0] * 4
+    assert_close([c[1] for c in got], [0.5, 1.0, -1.0, 2.0], rtol=1e-15, atol=0)  # √(1/4+t)
+
+
+def test_hypot_and_norm_at_zero():
+    # hypot's recurrence divides by its value: at a = b = 0 it was nan; it is homogeneous,
+    # t^p·hypot(A(t), B(t)), so every coefficient is known there
+    import mpmath as mp
+    wnp = _wnp()
+    with mp.workdps(40):
+        inner = [float(c) for c in mp.taylor(lambda u: mp.sqrt(mp.sinc(u) ** 4 + u ** 2),
+                                             0, 3)]
+    got = wg.taylor(lambda x: wnp.hypot(wm.sin(x) ** 2, x ** 3), 0.0, 1.0, order=5)
+    assert_close(got, [0.0, 0.0] + inner, rtol=1e-14, atol=1e-16)    # t²·√(sinc⁴ t + t²)
+    for order in (1, 2, 4):
+        got = wg.taylor(lambda x: wnp.hypot(x, -2 * x), 0.0, -1.0, order=order)
+        assert got == [0.0, math.sqrt(5)] + [0.0] * (order - 1)   # |t|·√5 for t > 0
+    x = np.array([0.0, 0.0, 3.0])
+    got = wg.taylor(lambda x: wnp.hypot(x, 2 * x + np.array([0.0, 1.0, 0.0])), x, np.ones(3),
+                    order=3)
+    away = wg.taylor(lambda x: wnp.hypot(x, 2 * x + 1.0), 0.0, 1.0, order=3)
+    assert_close([c[0] for c in got], [0.0, math.sqrt(5), 0.0, 0.0], rtol=1e-15, atol=0)
+    assert_close([c[1] for c in got], away, rtol=1e-15)
+    assert_close([c[2] for c in got], [3 * math.sqrt(5), math.sqrt(5), 0.0, 0.0], rtol=1e-15,
+                 atol=1e-15)
+    # the norm is sqrt(Σ x²): x·x's t³ coefficient is known to be 0 from order 3 on;
+    # at order 2 its series could go on with any t³, which the t² coefficient reads
+    got = wg.taylor(np.linalg.norm, np.zeros(3), np.ones(3), order=3)
+    assert_close(got, [0.0, math.sqrt(3), 0.0, 0.0], rtol=1e-15, atol=0)
+    got = wg.taylor(np.linalg.norm, np.zeros(3), np.ones(3), order=2)
+    assert got[:2] == [0.0, pytest.approx(math.sqrt(3), rel=1e-15)] and math.isnan(got[2])

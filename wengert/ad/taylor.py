@@ -144,6 +144,14 @@ def _sqrt(x, y0, order):
     return ode(x, y0, order, g=_const(0.5, order), h=h, grow=lambda m, ys: h.append(ys[m]))
 
 
+def _sqrt_rule(x, y0, order):
+    """sqrt: as x^0.5 where some x_0 are 0 on numbers (`_power_at_zero`: `_sqrt`'s
+    recurrence divides by y_0 = 0, and sqrt(x·x) was nan where (x·x)^0.5 is not)."""
+    if _zero_on_numbers(x[0], 0.5):
+        return _power_at_zero(x, y0, 0.5, order)
+    return _sqrt(x, y0, order)
+
+
 def _power(x, y0, r, order):
     """x^r for a constant r: x·y' = r·y·x'  (needs x_0 ≠ 0; numbers with x_0 = 0 take
     `_power_at_zero`)."""
@@ -394,7 +402,7 @@ RULES.update({
     P.exp: lambda xs, ans, order: _exp(xs[0], ans, order),
     P.log: lambda xs, ans, order: _log(xs[0], ans, order),
     P.log10: lambda xs, ans, order: _log(xs[0], ans, order, 1 / _LN10),
-    P.sqrt: lambda xs, ans, order: _sqrt(xs[0], ans, order),
+    P.sqrt: lambda xs, ans, order: _sqrt_rule(xs[0], ans, order),
     P.cbrt: lambda xs, ans, order: _power(xs[0], ans, 1 / 3, order),
     P.sin: lambda xs, ans, order: _sin_cos(xs[0], ans, P.cos(xs[0][0]), order, -1)[0],
     P.cos: lambda xs, ans, order: _sin_cos(xs[0], P.sin(xs[0][0]), ans, order, -1)[1],
@@ -475,11 +483,42 @@ def _hypot(a, b, ans, order):
     """y² = a² + b², so y'·y = (a² + b²)'/2 (the squares' own primal is not needed), for
     a and b scaled by h = y_0, and then y = h·hypot(a/h, b/h)."""
     a, b, h = _unit_scaled(a, b)
+    if h is None:
+        return _hypot_at_zero(a, b, ans, order)
     s = [None] + [_add(p, q) for p, q in zip(cauchy(a, a, order, None)[1:],
                                               cauchy(b, b, order, None)[1:])]
-    if h is None:
-        return _sqrt(s, ans, order)
     return [ans] + _scaled(h, _sqrt(s, ans / h, order)[1:])
+
+
+def _hypot_at_zero(a, b, ans, order):
+    """hypot where some a_0 = b_0 = 0, on numbers (its recurrence divides by y_0 = 0).
+    hypot is homogeneous: with p the order of the first coefficient where a or b is not
+    0, hypot(a(t), b(t)) = t^p·hypot(A(t), B(t)) for A(t) = a_p + a_(p+1) t + ..., whose
+    coefficient k − p reads A up to k − p, a up to k: every coefficient is known, unlike
+    sqrt(a² + b²)'s, and a and b that are 0 up to the order give 0 (as sqrt(a·a) at 0
+    along 1 is t)."""
+    zero = np.equal(ans, 0)
+    with np.errstate(all="ignore"):
+        one = [np.where(zero, 1.0, a[0])] + a[1:]           # (the other elements)
+        out = _hypot(one, b, P.hypot(one[0], b[0]), order)[1:]
+        out = [np.where(zero, 0.0, 0.0 if c is None else c) for c in out]
+        aa = [0.0 if c is None else c for c in a[1:]]       # a_1 ... a_order
+        bb = [0.0 if c is None else c for c in b[1:]]
+        left = zero
+        for p in range(1, order + 1):
+            here = left & (np.not_equal(aa[p - 1], 0) | np.not_equal(bb[p - 1], 0))
+            if not np.any(here):
+                continue
+            left = left & ~here
+            lead_a, lead_b = np.where(here, aa[p - 1], 1.0), np.where(here, bb[p - 1], 0.0)
+            shifted = _hypot([lead_a] + aa[p:], [lead_b] + bb[p:], P.hypot(lead_a, lead_b),
+                             order - p)
+            for k in range(p, order + 1):
+                c = shifted[k - p]
+                out[k - 1] = np.where(here, 0.0 if c is None else c, out[k - 1])
+        dtype = np.result_type(ans, 1.0)
+        out = [c.astype(dtype)[()] for c in out]
+    return [ans] + ([float(c) for c in out] if type(ans) is float else out)
 
 
 RULES.update({
