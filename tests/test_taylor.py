@@ -647,3 +647,27 @@ def test_hypot_and_norm_at_zero():
     assert_close(got, [0.0, math.sqrt(3), 0.0, 0.0], rtol=1e-15, atol=0)
     got = wg.taylor(np.linalg.norm, np.zeros(3), np.ones(3), order=2)
     assert got[:2] == [0.0, pytest.approx(math.sqrt(3), rel=1e-15)] and math.isnan(got[2])
+
+
+@pytest.mark.parametrize("f, r, x0, order", [
+    (lambda x: x ** -3, -3, 1e-120, 3), (wm.cbrt, R(1, 3), 1e-300, 4),
+    (wm.cbrt, R(1, 3), -1e-300, 4), (lambda x: x ** 2.5, R(5, 2), 1e-300, 4),
+    (lambda x: x ** -2.5, R(-5, 2), 1e-100, 3), (lambda x: x ** -3, -3, 1e120, 3),
+    (lambda x: x ** -3, -3, -1e-120, 3)])
+def test_power_coefficients_past_the_floats_are_infinite_not_nan(f, r, x0, order):
+    # where a coefficient overflowed, the recurrence's next ones were inf − inf = nan (and
+    # 1/x³'s series divided by x³ = 0 at 1e-120); the coefficients are binom(r, k)·x0^(r-k)
+    import mpmath as mp
+    with mp.workdps(50):
+        x = mp.mpf(x0)
+        sign = -1 if x < 0 else 1                # (cbrt of a negative: -cbrt(-x))
+        want = [float(sign * (-1) ** k * mp.binomial(r, k) * (sign * x) ** (r - k))
+                if sign < 0 else float(mp.binomial(r, k) * x ** (r - k))
+                for k in range(order + 1)]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        got = wg.taylor(f, x0, 1.0, order=order)
+        arr = wg.taylor(f, np.array([x0, 1.0]), np.ones(2), order=order)
+    for k in range(order + 1):
+        assert got[k] == pytest.approx(want[k], rel=1e-13, abs=0), (k, got, want)
+        assert arr[k][0] == got[k]
+    assert arr[1][1] == pytest.approx(float(r))

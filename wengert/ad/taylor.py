@@ -166,21 +166,36 @@ def _power_out_of_range(x, ys, r, order):
     """The recurrence scales every coefficient by y_0 = x_0^r, so where that under- or
     overflows (x^2.5 at 1e-300 is 0) they all came out 0 or ±inf, though the higher
     derivatives are finite (x^2.5's second there is 3.75e-150, as wg.grad gives it).
-    On numbers, such elements take the series composed from the derivatives
-    r(r-1)...(r-i+1)·x_0^(r-i) themselves."""
+    Where a coefficient overflows, the recurrence's next ones are inf − inf, nan for
+    ±inf (cbrt at 1e-300).  On numbers, such elements take the series composed from the
+    derivatives r(r-1)...(r-i+1)·x_0^(r-i) themselves."""
     x0, y0 = x[0], ys[0]
     if type(x0) is Node or type(r) is Node or np.result_type(x0, r, 1.0).kind != "f":
         return ys
     with np.errstate(all="ignore"):
-        lost = np.isfinite(x0) & np.not_equal(x0, 0) & (np.equal(y0, 0) | np.isinf(y0))
+        fine = np.isfinite(x0) & np.not_equal(x0, 0) & ~np.isnan(y0)
+        scaled = fine & (np.equal(y0, 0) | np.isinf(y0))   # (all its coefficients lost)
+        lost = scaled
+        for c in ys[1:]:
+            if c is not None:
+                lost = lost | (fine & ~np.isfinite(c))
         if not np.any(lost):
             return ys
 
+        # (at x_0 < 0, where x^r is real (cbrt, a whole r), x^(r-i) = ±|x_0|^(r-i), with
+        # the sign of x^r, flipped for an odd i)
+        negative = np.less(x0, 0)
+        sign = np.copysign(1.0, y0)
+
         def derivative(i):
             falling = np.prod([r - j for j in range(i)], axis=0)
-            return np.where(falling == 0, 0.0, falling * np.power(x0, r - i))
+            power = np.power(np.abs(x0), r - i) * np.where(negative, sign * (-1.0) ** i, 1.0)
+            return np.where(falling == 0, 0.0, falling * power)
         direct = _compose(x, y0, derivative, order)
-        out = [y if y is None else np.where(lost, d, y).astype(np.result_type(y))[()]
+        # (elsewhere the finite coefficients are the recurrence's, more accurate than
+        # x_0^(r-i), whose r - i is rounded: cbrt's 1/3)
+        out = [y if y is None else
+               np.where(scaled | (lost & ~np.isfinite(y)), d, y).astype(np.result_type(y))[()]
                for d, y in zip(direct[1:], ys[1:])]
     return [y0] + ([float(c) if c is not None else c for c in out] if type(x0) is float
                    else out)
@@ -352,7 +367,9 @@ def _powi(x, ans, order, n):
             break
         base = cauchy(base, base, order, base[0] * base[0])
     if n < 0:
-        return _div(_const(1.0, order), result, ans, order)
+        # (where x^|n| under- or overflows, the division is by 0 or inf)
+        return _power_out_of_range(x, _div(_const(1.0, order), result, ans, order),
+                                   float(n), order)
     return [ans] + result[1:]
 
 
