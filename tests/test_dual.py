@@ -395,3 +395,78 @@ def test_a_constant_dual_exponent_is_a_constant():
     # a moving exponent keeps its partial
     d = Dual(2.0) ** Dual(3.0, 1.0)
     assert_close(d.tangent, fd_derivative(lambda y: 2.0 ** y, 3.0), rtol=1e-8)
+
+
+def test_remainder_floor_divide_divmod_and_round_operators():
+    # %, //, divmod and round raised TypeError (np.remainder(d, 1) worked): NumPy's
+    # semantics, the remainder with the divisor's sign, floor and round piecewise constant
+    for x, y in ((2.4, 1.0), (-7.3, 2.0), (7.3, -2.0), (5.3, 0.7)):    # (off the jumps)
+        for d, f in ((Dual(x, 1.0) % y, lambda t: np.remainder(x + t, y)),
+                     (x % Dual(y, 1.0), lambda t: np.remainder(x, y + t)),
+                     (Dual(x, 1.0) // y, lambda t: np.floor_divide(x + t, y)),
+                     (x // Dual(y, 1.0), lambda t: np.floor_divide(x, y + t)),
+                     (divmod(Dual(x, 1.0), y)[1], lambda t: divmod(x + t, y)[1]),
+                     (divmod(x, Dual(y, 1.0))[0], lambda t: divmod(x, y + t)[0]),
+                     (round(Dual(x, 1.0)), lambda t: np.round(x + t)),
+                     (round(Dual(x, 1.0), 1), lambda t: np.round(x + t, 1)),
+                     (math.floor(Dual(x, 1.0)), lambda t: np.floor(x + t)),
+                     (math.ceil(Dual(x, 1.0)), lambda t: np.ceil(x + t)),
+                     (math.trunc(Dual(x, 1.0)), lambda t: np.trunc(x + t))):
+            assert type(d) is Dual and d.primal == f(0.0)
+            assert_close(d.tangent, fd_derivative(f, 0.0, h=1e-7), rtol=1e-6, atol=1e-9)
+    assert round(Dual(2.5, 1.0)).primal == 2.0                  # (half to even, as NumPy)
+    d = Dual(np.array([2.5, -3.25]), np.array([1.0, 2.0]))
+    same_arrays = lambda a, b: np.testing.assert_array_equal(a, b)
+    same_arrays((d % 1.0).primal, [0.5, 0.75])
+    same_arrays((d % 1.0).tangent, [1.0, 2.0])
+    same_arrays((d // 1.0).tangent, [0.0, 0.0])
+    same_arrays(round(d).primal, [2.0, -3.0])
+
+
+def test_array_methods_of_an_array_dual():
+    # .sum(), .T, .reshape and len() were missing (traced values have them)
+    r = np.random.default_rng(9)
+    x, v = r.normal(size=(2, 3)), r.normal(size=(2, 3))
+    d = Dual(x, v)
+    for got, f in ((d.sum(), np.sum), (d.sum(axis=1), lambda a: a.sum(axis=1)),
+                   (d.sum(axis=0, keepdims=True), lambda a: a.sum(axis=0, keepdims=True)),
+                   (d.T, lambda a: a.T), (d.reshape(3, 2), lambda a: a.reshape(3, 2)),
+                   (d.reshape((6,)), lambda a: a.reshape(6))):
+        assert_close(got.primal, f(x), rtol=1e-15)
+        assert_close(got.tangent, fd_derivative(lambda t: f(x + t * v), 0.0), rtol=1e-7)
+    assert len(d) == 2 and d.ndim == 2 and len(Dual(x, 1.0).T) == 3
+    assert Dual(np.ones(3), 1.0).sum().tangent == 3.0            # (a scalar tangent)
+    with pytest.raises(TypeError, match="len\\(\\) of a Dual of shape \\(\\)"):
+        len(Dual(1.0, 1.0))
+
+
+def test_object_arrays_of_duals_through_any_numpy_ufunc():
+    # np.floor of an object array raised "float() of a Dual", np.rint and np.deg2rad
+    # "no callable rint method": an element now goes as an array Dual does
+    arr = np.array([Dual(1.3, 1.0), Dual(-2.6, 2.0)])
+    x, v = np.array([1.3, -2.6]), np.array([1.0, 2.0])
+    for ufunc in (np.floor, np.ceil, np.trunc, np.rint, np.deg2rad, np.rad2deg, np.exp2,
+                  np.square, np.reciprocal):
+        out = ufunc(arr)
+        assert all(type(e) is Dual for e in out), ufunc
+        assert_close([e.primal for e in out], ufunc(x), rtol=1e-15)
+        assert_close([e.tangent for e in out], fd_derivative(lambda t: ufunc(x + t * v), 0.0,
+                                                             h=1e-7), rtol=1e-6, atol=1e-9)
+
+
+def test_a_function_that_does_not_take_duals_names_itself():
+    # SciPy's logsumexp read an array Dual as one object and failed far inside ('truth value
+    # of an array'); the conversion now says which function made it, and what to use
+    import scipy.special as sc
+    from wengert.scipy import special as wss
+    d = Dual(np.array([1.0, 2.0]), 1.0)
+    with pytest.raises(TypeError, match="scipy.special.*logsumexp converts a Dual of shape "
+                                        "\\(2,\\) to a NumPy array.*wengert.scipy.special"):
+        sc.logsumexp(d)
+    got = wss.logsumexp(d)
+    assert_close(got.tangent, fd_derivative(lambda t: sc.logsumexp(d.primal + t), 0.0))
+    with pytest.raises(TypeError, match="numpy.*sum converts a Dual of shape"):
+        np.sum([d, d])                  # (a list of array Duals: np.stack them first)
+    assert np.sum(np.stack([d, d])).tangent == 4.0
+    arr = np.array([Dual(1.0, 1.0), Dual(2.0, 1.0)])      # (scalar Duals: object arrays)
+    assert arr.dtype == object and np.sum(arr).tangent == 2.0

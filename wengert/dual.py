@@ -102,6 +102,52 @@ class Dual:
         raise TypeError("float() of a Dual would drop its tangent: use d.primal for the "
                         "value, and wengert.math's functions (not the math module's) on Duals")
 
+    def __len__(self):
+        if self.shape == ():
+            raise TypeError("len() of a Dual of shape (), as of a number")
+        return self.shape[0]
+
+    @property
+    def ndim(self) -> int:
+        """The primal's number of axes."""
+        return len(self.shape)
+
+    @property
+    def T(self) -> "Dual":
+        """The transpose, as an array's ``.T``."""
+        return np.transpose(self)
+
+    def sum(self, axis=None, keepdims=False):
+        """``np.sum(d, axis, keepdims=...)``, as an array's ``.sum()``.
+
+        Example:
+            >>> import numpy as np, wengert as wg
+            >>> wg.Dual(np.array([1.0, 2.0]), 1.0).sum()
+            Dual(3.0, 2.0)
+        """
+        return np.sum(self, axis=axis, keepdims=keepdims)
+
+    def reshape(self, *shape):
+        """``np.reshape(d, shape)``, as an array's ``.reshape(2, 3)`` or
+        ``.reshape((2, 3))``."""
+        return np.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def __array__(self, dtype=None, copy=None):
+        # A scalar Dual is one object of an object array (np.array([d1, d2])).  An array
+        # Dual would be hidden whole in a 0-d object array, where comparisons and sums
+        # fail far from here (SciPy's logsumexp: 'truth value of an array'): say which
+        # function took it, and what takes Duals.
+        if self.shape != ():
+            where = _foreign_caller()
+            raise TypeError(
+                f"{where + ' ' if where else ''}converts a Dual of shape {self.shape} to a "
+                "NumPy array, which holds it as one object and does not differentiate it: "
+                "use a function that takes Duals (NumPy's own, wengert.numpy's, "
+                "wengert.scipy's: wengert.scipy.special.logsumexp for SciPy's) or wg.jvp")
+        out = np.empty((), dtype=object)
+        out[()] = self
+        return out
+
     def __getitem__(self, index):
         # (the tangent broadcast to the primal's shape, as whole-array functions take it)
         return _made(self.primal[index], _tangent_like(self.tangent, self.primal)[index])
@@ -124,6 +170,27 @@ class Dual:
         # np.sum(d), np.dot(d, W), np.linalg.solve(A, d): without this NumPy would take a
         # Dual for one object element and compute garbage (np.dot(d, W) a Dual per entry)
         return through(func, args, kwargs)
+
+
+def _foreign_caller():
+    """``module.function`` of the outermost call, in the first package outside wengert up
+    the stack, that reached `Dual.__array__` (scipy.special's logsumexp, not the helper
+    of SciPy's that converted its argument; NumPy's sum for np.sum([d1, d2])); None if
+    there is none."""
+    import sys
+    frames, f = [], sys._getframe(2)
+    while f is not None:
+        frames.append(f)
+        f = f.f_back
+    package = lambda f: f.f_globals.get("__name__", "").split(".")[0]
+    for i, f in enumerate(frames):
+        top = package(f)
+        if top != "wengert":
+            while i + 1 < len(frames) and package(frames[i + 1]) == top:
+                i += 1
+            name = frames[i].f_code.co_name
+            return f"{frames[i].f_globals.get('__name__', '?')}.{name}"
+    return None
 
 
 def _made(primal, tangent) -> Dual:
@@ -354,14 +421,29 @@ def _install():
     # (d @ array reaches np.matmul through the array's operator; d @ d needs one of its own)
     Dual.__matmul__ = lambda a, b: np.matmul(a, b)
     Dual.__rmatmul__ = lambda a, b: np.matmul(b, a)
-    # NumPy object arrays of duals call a method named after the ufunc (np.sin -> d.sin()).
-    for prim in REGISTRY.values():
-        if isinstance(prim.impl, np.ufunc) and not hasattr(Dual, prim.impl.__name__):
-            nin = prim.impl.nin
-            method = ((lambda p: lambda a: apply(p, (a,), NO_PARAMS)) if nin == 1 else
-                      (lambda p: lambda a, b: apply(p, (a, b), NO_PARAMS)))(prim)
-            method.__name__ = prim.impl.__name__
-            setattr(Dual, method.__name__, method)
+    # % and // as NumPy's remainder and floor_divide (the sign of the divisor), divmod as
+    # both; floor, ceil, trunc and round (Python's round(d) and NumPy's object loops of
+    # np.floor ... call these) as NumPy's, half to even, with a zero tangent
+    for name, prim in (("mod", P.remainder), ("floordiv", P.floor_divide)):
+        method, reflected = binary(prim)
+        setattr(Dual, f"__{name}__", method)
+        setattr(Dual, f"__r{name}__", reflected)
+    Dual.__divmod__ = lambda a, b: (a // b, a % b)
+    Dual.__rdivmod__ = lambda a, b: (b // a, b % a)
+    for name, prim in (("floor", P.floor), ("ceil", P.ceil), ("trunc", P.trunc)):
+        setattr(Dual, f"__{name}__", (lambda p: lambda a: apply(p, (a,), NO_PARAMS))(prim))
+    Dual.__round__ = lambda a, ndigits=None: apply(
+        P.round, (a,), {"decimals": 0 if ndigits is None else ndigits})
+    # NumPy object arrays of duals call a method named after the ufunc (np.sin -> d.sin()):
+    # one for every ufunc of NumPy's and of the SciPy ones wengert differentiates, each the
+    # ufunc itself, so an element goes as an array Dual does (`__array_ufunc__`)
+    ufuncs = {u.__name__: u for u in vars(np).values() if isinstance(u, np.ufunc)}
+    ufuncs.update((u.__name__, u) for u in _ufunc_primitives())
+    for name, ufunc in ufuncs.items():
+        if not hasattr(Dual, name):
+            method = (lambda u: lambda *a: u(*a))(ufunc)
+            method.__name__ = name
+            setattr(Dual, name, method)
 
 
 _install()
