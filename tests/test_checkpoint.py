@@ -109,6 +109,30 @@ def test_static_argnums_hold_settings_as_jaxs():
         wg.checkpoint(lambda x: x, static_argnums="x")
 
 
+def test_static_argnums_with_another_argument_count_each_call_as_written():
+    # (the cache was keyed by the static values alone: a call with one more positional
+    # argument ran with the first call's count, dropping it (value of the default, zero
+    # derivative), and one with fewer raised a bare StopIteration)
+    def layer(x, act, scale=1.0):
+        return (wm.tanh(x) if act == "tanh" else wm.sin(x)) * scale
+    for calls in (((0.5, "tanh"), (0.5, "tanh", 3.0)), ((0.5, "sin", 3.0), (0.5, "sin"))):
+        ck = wg.checkpoint(layer, static_argnums=(1,))
+        for x, act, *scale in calls:
+            plain = lambda x: layer(x, act, *scale)
+            assert ck(x, act, *scale) == plain(x)
+            assert_close(wg.grad(lambda x: ck(x, act, *scale))(x),
+                         fd_derivative(plain, x), rtol=1e-8)
+            if scale:
+                assert_close(wg.grad(lambda s: ck(x, act, s))(scale[0]),
+                             fd_derivative(lambda s: layer(x, act, s), scale[0]), rtol=1e-8)
+            assert_close(wg.grad(lambda x: ck(x, act, scale=2.0))(x),
+                         fd_derivative(lambda x: layer(x, act, scale=2.0), x), rtol=1e-8)
+    # (a negative index names another argument for another count)
+    last = wg.checkpoint(lambda *a: a[-1] ** 2 if a[-2] == "sq" else a[-1], static_argnums=-2)
+    assert_close(wg.grad(lambda x: last("sq", x))(3.0), 6.0, **TIGHT)
+    assert_close(wg.grad(lambda x: last(x, "sq", 3.0))(1.0), 0.0, **TIGHT)
+
+
 def test_closing_over_a_traced_value_is_an_error():
     def f(w):
         return wg.checkpoint(lambda x: x * w)(1.0 + w)

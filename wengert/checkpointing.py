@@ -290,7 +290,9 @@ def _with_static(f, static_argnums):
             raise ValueError(f"checkpoint: static_argnums {static} for a call with {n} "
                              "positional arguments")
         fixed = {i % n: args[i] for i in static}
-        key = tuple(sorted(fixed.items()))
+        # (f_of places the other arguments around the fixed ones for a call of n positional
+        # arguments: a call laid out otherwise, by count or keywords, needs its own f_of)
+        key = (n, tuple(sorted(kwargs)), tuple(sorted(fixed.items())))
         try:
             inner = by_value.get(key)
         except TypeError:
