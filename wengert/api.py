@@ -179,7 +179,7 @@ def _as_0d(v):
 class _Call:
     """A function called on input nodes: the graph, the inputs, what came out."""
 
-    def __init__(self, f, args, kwargs, argnums, who, names):
+    def __init__(self, f, args, kwargs, argnums, who, names, forward_only=False):
         graph = current_graph()
         self.fresh = graph is None
         if self.fresh:
@@ -189,6 +189,7 @@ class _Call:
             # (as wg.options says), since the derivative nodes it adds are swept again.
             graph = Graph(optimize=False)
             graph.nested_optimize = optimizing()
+            graph.forward_only = forward_only
         else:
             graph.optimize = graph.nested_optimize
         self.graph = graph
@@ -621,7 +622,8 @@ def _jvp(f, primals, tangents, who, names=None, has_aux=False):
     for i, (p, t) in enumerate(zip(primals, tangents)):
         primal, tangent = names or (f"primal {i}", "tangent")
         t_leaves += direction_leaves(p, t, primal, tangent, who)
-    call = _Call(f, tuple(primals), {}, range(len(primals)), who, _param_names(f))
+    call = _Call(f, tuple(primals), {}, range(len(primals)), who, _param_names(f),
+                 forward_only=True)
     out, aux = _split_aux(call.out, has_aux, who)
     out_nodes, out_tree = call.output_nodes(out, who)
     plan = call.graph.between(call.inputs, out_nodes)
@@ -708,14 +710,15 @@ def _assemble(pieces, out_shape, in_shape, axis):
     return wnp.reshape(wnp.stack(pieces, axis=axis), out_shape + in_shape)
 
 
-def _recorded(f, argnums, who, holomorphic=None, has_aux=False):
+def _recorded(f, argnums, who, holomorphic=None, has_aux=False, forward_only=False):
     """The front every Jacobian function shares, as a decorator for
     ``finish(call, out_nodes, out_tree, single)``: the new function records f's call, hands
     it to `finish`, and releases an eager graph of its own once finish has the result.
     `holomorphic`: True if the inputs and outputs must be complex, False if they must be
     real (the message says holomorphic=True would take complex ones), None for a function
     without that option (real ones only).  With `has_aux`, f returns ``(output, aux)`` and
-    the new function ``(result, aux)``."""
+    the new function ``(result, aux)``.  `forward_only`: `finish` sweeps forward only
+    (`Graph.forward_only`)."""
     _check_fun(f, who)
     nums, single = _check_argnums(argnums, who)
     names = None
@@ -729,7 +732,7 @@ def _recorded(f, argnums, who, holomorphic=None, has_aux=False):
             idx = _resolve_argnums(nums, len(args), who)
             if holomorphic:
                 _complex_inputs(args, idx, names, who)
-            call = _Call(f, args, kwargs, idx, who, names)
+            call = _Call(f, args, kwargs, idx, who, names, forward_only)
             out, aux = _split_aux(call.out, has_aux, who)
             out_nodes, out_tree = call.output_nodes(out, who)
             if holomorphic:
@@ -790,7 +793,7 @@ def _complex_outputs(outputs, who):
 
 def _jacobian(f, argnums, who, mode, holomorphic=False, has_aux=False):
     """jacfwd / jacrev (see them), with `who` naming the caller in error messages."""
-    @_recorded(f, argnums, who, holomorphic, has_aux)
+    @_recorded(f, argnums, who, holomorphic, has_aux, forward_only=mode == "fwd")
     def jac_f(call, out_nodes, out_tree, single):
         return jacobian_by_sweeps(call, out_nodes, out_tree, single, mode)
 

@@ -169,14 +169,14 @@ class Checkpoint(Primitive):
         return next(iter(graphs), None)
 
     @contextmanager
-    def _again(self, xs, which, direction):
+    def _again(self, xs, which, direction, forward_only=False):
         """Record f of the arguments `which` again; yield the call, its output nodes and
-        the plan of a sweep along `direction` (tangents or a cotangent).  A fresh graph is
-        released afterwards."""
+        the plan of a sweep along `direction` (tangents or a cotangent; `forward_only`
+        for tangents).  A fresh graph is released afterwards."""
         graph = self._graph_of(list(xs) + list(direction))
         with recording(graph):
             call = _Call(self._restricted(xs, which), tuple(xs[i] for i in which), {},
-                         range(len(which)), self.name, [])
+                         range(len(which)), self.name, [], forward_only)
             outs, _ = call.output_nodes(call.out, self.name)
             yield call, outs, call.graph.between(call.inputs, outs)
         if graph is None:
@@ -185,7 +185,7 @@ class Checkpoint(Primitive):
     def _jvp_rule(self, ts, *args, **params):
         xs = args[:-1]
         which = [i for i, t in enumerate(ts) if t is not None]
-        with self._again(xs, which, ts) as (call, outs, plan):
+        with self._again(xs, which, ts, forward_only=True) as (call, outs, plan):
             touts = ad.forward(plan, call.inputs, [ts[i] for i in which], outs, call.symbolic)
             touts = [call.zeros(o) if t is None else t for t, o in zip(touts, outs)]
         return self.pack(touts)

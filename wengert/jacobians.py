@@ -199,7 +199,7 @@ def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
     """
     _check_mode(mode, "jacobian")
 
-    @_recorded(f, argnums, "jacobian", holomorphic)
+    @_recorded(f, argnums, "jacobian", holomorphic, forward_only=mode == "fwd")
     def jac_f(call, out_nodes, out_tree, single):
         arrays = not _scalar_graph(call.inputs, out_nodes)
         how = mode

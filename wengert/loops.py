@@ -680,7 +680,9 @@ def _scan(f, init, xs, length, reverse, unroll, who="scan", x_name="x"):
     loop = _loop_of(body, len(captured), n_carry, length, reverse, name)
     args = (*captured, *init_leaves, *x_leaves)
     nodes = [v for v in args if type(v) is Node]
-    if nodes and all(v.value is not None for v in nodes):
+    graph = current_graph()
+    if nodes and all(v.value is not None for v in nodes) and \
+            not (graph is not None and graph.forward_only):
         loop = loop.keeping_residuals()         # an eager trace: keep what a sweep reads
     out = loop.layout.unpack(loop(*args))
     n_out = len(body.outputs)

@@ -60,7 +60,8 @@ def expand(f, primals, series, order, who="taylor"):
         >>> coefs                                       # (3 + t)² = 9 + 6t + t²
         [[9.0], [6.0], [1.0]]
     """
-    call = _Call(f, tuple(primals), {}, range(len(primals)), who, _param_names(f))
+    call = _Call(f, tuple(primals), {}, range(len(primals)), who, _param_names(f),
+                 forward_only=True)
     out_nodes, out_tree = call.output_nodes(call.out, who)
     plan = call.graph.between(call.inputs, out_nodes)
     if call.graph.complex:

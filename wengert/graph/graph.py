@@ -228,6 +228,10 @@ class Graph:
         #                           trace, the input standing for it here)}
         self.tracer = None        # "vmap", "scan", "fori_loop" or "linearize": which traces
         #                           it is, for the errors of a branch on a traced value
+        self.forward_only = False  # an eager jvp's, jacfwd's or Taylor expansion's graph:
+        #                           no reverse sweep will read the values kept for one (a
+        #                           reverse transformation nested in it sweeps
+        #                           symbolically), so a loop need not keep its residuals
 
     # --- making nodes ---------------------------------------------------------------------
     def _new(self, op, args, params, shape, dtype, value, name=None):
