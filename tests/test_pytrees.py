@@ -1,6 +1,7 @@
 """Classes of one's own as pytree nodes (wengert.tree.register_pytree_node, register_dataclass,
 register_pytree_node_class): through grad, jacfwd, hessian, vmap, compile and checkpoint,
 against the same computation on plain dicts and against central differences."""
+import collections
 import dataclasses
 
 import numpy as np
@@ -86,7 +87,7 @@ def test_gradient_of_dataclass_parameters_is_the_dicts_gradient_in_the_same_clas
 def test_flatten_round_trip_equality_and_repr():
     a = Affine(np.ones(2), 0.5, "first")
     leaves, tree = flatten({"a": a, "p": Pair(1.0, [2.0, 3.0])})
-    assert len(leaves) == 5 and repr(tree) == "{'a': Affine(*, *), 'p': Pair(*, [*, *])}"
+    assert len(leaves) == 5 and repr(tree) == "{'a': Affine['first'](*, *), 'p': Pair(*, [*, *])}"
     back = unflatten(tree, [10.0 * np.asarray(x) for x in leaves])
     assert isinstance(back["a"], Affine) and back["a"].name == "first"
     assert float(back["p"].second[1]) == 30.0
@@ -117,6 +118,22 @@ def test_ordered_and_default_dicts_are_nodes_as_in_jax():
     carry = wg.grad(lambda a: wg.scan(lambda c, x: (OrderedDict(w=c["w"] * a), None),
                                       OrderedDict(w=1.0), np.ones(3))[0]["w"])(2.0)
     assert carry == pytest.approx(12.0)
+
+
+def test_a_structure_error_shows_the_auxiliary_data_that_changed():
+    # (both structures printed as "Layer(*, *)" and "OrderedDict(*, *)": the error could
+    # not say what differed)
+    def step(layer, x):
+        return Layer(layer.w * x, layer.b, act="relu"), None
+    with pytest.raises(TypeError, match=r"given, Layer\[\('tanh',\)\]\(\*, \*\); it "
+                       r"returned Layer\[\('relu',\)\]\(\*, \*\)"):
+        wg.grad(lambda k: wg.scan(step, Layer(k, 1.0), np.ones(3))[0].w)(1.0)
+
+    def reorder(c, x):
+        return collections.OrderedDict([("b", c["b"]), ("a", c["a"] + x)]), None
+    with pytest.raises(TypeError, match=r"OrderedDict\[\('a', 'b'\)\]\(\*, \*\); it returned "
+                       r"OrderedDict\[\('b', 'a'\)\]"):
+        wg.scan(reorder, collections.OrderedDict([("a", 0.0), ("b", 1.0)]), np.ones(3))
 
 
 def test_forward_mode_hessian_and_jvp_through_a_registered_class():

@@ -77,7 +77,12 @@ class TreeDef:
         if self.kind == "namedtuple":
             return f"{self.meta.__name__}(" + ", ".join(inner) + ")"
         if self.kind == CUSTOM:
-            return f"{self.meta[0].__name__}(" + ", ".join(inner) + ")"
+            # (the auxiliary data shown, as JAX does: two structures that differ only in
+            # it, a dataclass's static field or an OrderedDict's key order, must not print
+            # alike in the error that tells them apart)
+            cls, aux = self.meta
+            shown = "" if aux is None else f"[{aux!r:.60}]"
+            return f"{cls.__name__}{shown}(" + ", ".join(inner) + ")"
         return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
 
 
