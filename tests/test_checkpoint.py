@@ -141,10 +141,36 @@ def test_closing_over_a_traced_value_is_an_error():
 
 
 def test_results_must_be_floats():
-    with pytest.raises(TypeError, match="must return floats"):
-        wg.grad(lambda x: wg.checkpoint(lambda y: (y, 3))(x)[0])(1.0)
+    with pytest.raises(TypeError, match="must return floats or float arrays, got results "
+                                        "of dtype bool"):
+        wg.grad(lambda x: x * wg.checkpoint(lambda y: (y > 0.5, y < 0.0))(x)[0])(1.0)
     with pytest.raises(TypeError, match="must return a result"):
         wg.grad(lambda x: x + len(wg.checkpoint(lambda y: ())(x)))(1.0)
+
+
+def test_integer_results_ride_along_without_a_derivative():
+    # (a step counter in checkpointed_loop's state, which its docs allow, was refused:
+    # "a checkpointed function must return floats")
+    def step(state, k):
+        x, i = state
+        return x + 0.1 * wm.sin(k * x) * i, i + 1
+
+    def final(k, loop):
+        return loop(step, (1.0, 0), 7, k)
+    x, i = final(0.8, wg.checkpointed_loop)
+    assert (x, i) == final(0.8, _plain_loop) and i == 7
+    f = lambda k: final(k, wg.checkpointed_loop)[0]
+    plain = lambda k: final(k, _plain_loop)[0]
+    assert_close(wg.grad(f)(0.8), fd_derivative(plain, 0.8), rtol=1e-8)
+    assert_close(wg.hessian(f)(0.8), fd_derivative(wg.grad(plain), 0.8), rtol=1e-7)
+    assert_close(wg.jvp(f, (0.8,), (1.0,))[1], wg.grad(plain)(0.8), **TIGHT)
+    assert_close(wg.taylor(f, 0.8, 1.0, order=3), wg.taylor(plain, 0.8, 1.0, order=3),
+                 **TIGHT)
+    assert_close(wg.vmap(wg.grad(f))(np.array([0.8, 0.9])),
+                 [wg.grad(plain)(0.8), wg.grad(plain)(0.9)], **TIGHT)
+    assert_close(wg.compile(wg.grad(f), 0.8)(0.8), wg.grad(plain)(0.8), **TIGHT)
+    (_, i), (_, di) = wg.jvp(lambda k: final(k, wg.checkpointed_loop), (0.8,), (1.0,))
+    assert i == 7 and di == 0.0
 
 
 # ---- the loop helper ---------------------------------------------------------------------------

@@ -295,6 +295,20 @@ def test_zero_steps():
     (lambda: wg.grad(lambda w: wg.scan(lambda c, x: (c * w if c > 0 else c, None), 1.0,
                                        np.ones(3))[0])(1.0),
      wg.ConcretizationError, "wg.scan traced its body"),
+    # (NumPy's "all input arrays must have the same shape", naming neither scan nor y)
+    (lambda: wg.scan(lambda c, x: (c + 1.0, np.ones(int(c) + 1)), 0.0, length=3),
+     ValueError, "y leaf 0 has shape (1,) at step 0 and (2,) at step 1"),
+    (lambda: wg.scan(lambda c, x: (c + 1.0, (x, np.ones(1 + (c > 1)))), 0.0, np.ones(4),
+                     reverse=True), ValueError, "y leaf 1 has shape (1,) at step 0 and (2,) "
+                                                "at step 2"),
+    # (the eager loop's packed node, "node %4 has shape (13,)")
+    (lambda: wg.jacobian(lambda a: wg.scan(lambda c, x: (c * wnp.sin(a * x), c), 0.5,
+                                           np.arange(3.0))[0], mode="eliminate")(0.7),
+     NotImplementedError, "a loop (the wg.scan or wg.fori_loop of <lambda>) is one node"),
+    (lambda: wg.jacobian_graph(lambda a: wg.fori_loop(0, 3, lambda i, c: c * a, a), 0.7),
+     NotImplementedError, "Use mode='rev' or 'fwd'"),
+    (lambda: wg.jacobian(lambda a: wg.checkpoint(wnp.sin)(a), mode="eliminate")(0.7),
+     NotImplementedError, "a checkpointed call (checkpoint[sin]) is one node"),
 ])
 def test_clear_errors(call, error, words):
     with pytest.raises(error) as info:

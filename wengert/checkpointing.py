@@ -101,11 +101,14 @@ class Checkpoint(Primitive):
             if not avals:
                 raise TypeError(f"{self.name}: a checkpointed function must return a "
                                 f"result to differentiate, got {tree}")
-            for _, dtype in avals:
-                if dtype.kind not in "fc":
-                    raise TypeError(f"{self.name}: a checkpointed function must return "
-                                    f"floats or float arrays, got a result of dtype {dtype} "
-                                    "(compute integer results, an argmax, outside it)")
+            # (integer and bool results, a step counter beside the state, ride along
+            # without derivatives, as a scan's carry does; one float is what makes a
+            # checkpoint worth its node)
+            if not any(dtype.kind in "fc" for _, dtype in avals):
+                raise TypeError(f"{self.name}: a checkpointed function must return floats "
+                                f"or float arrays, got results of dtype "
+                                f"{', '.join(sorted({d.name for _, d in avals}))} (compute "
+                                "integer results, an argmax, outside it)")
             self.out_tree = tree
             self.layout = Layout(avals)
             self.dtype = self.layout.dtype
@@ -231,8 +234,9 @@ def checkpoint(f, *, static_argnums=()):
     Called on plain values, f just runs.
 
     f takes numbers, arrays or pytrees of them, by position or keyword, and returns the
-    same; everything it computes with must come in through its arguments (a traced value
-    it closes over raises ValueError).  Checkpointing changes no result: the derivatives
+    same, at least one of them a float (integer results, a counter, come out without a
+    derivative); everything it computes with must come in through its arguments (a traced
+    value it closes over raises ValueError).  Checkpointing changes no result: the derivatives
     are the same.  ``static_argnums`` (JAX's) names positional arguments that are
     settings, not numbers (a string, a flag): they must be hashable, and each value of
     them is a checkpoint of its own.
@@ -319,7 +323,8 @@ def checkpointed_loop(step, x, n, *args, every=None):
     every step, at the price of about one more forward pass.
 
     Args:
-        step: the loop body, ``step(x, *args) -> new x`` (x a number, array or pytree).
+        step: the loop body, ``step(x, *args) -> new x`` (x a number, array or pytree;
+            integer leaves, a step counter, are carried without a derivative).
         x: the initial state.
         n: the number of steps.
         *args: values every step reads (parameters to differentiate, for example); pass

@@ -815,8 +815,25 @@ def _plain_scan(f, init, x_leaves, x_tree, length, reverse):
     if any(t != y_tree for _, t in leaves):
         raise ValueError(f"scan: f returned y of structure {y_tree} at one step and "
                          f"{next(t for _, t in leaves if t != y_tree)} at another")
-    stacked = [_stacked([ls[k] for ls, _ in leaves]) for k in range(len(leaves[0][0]))]
+    stacked = [_stacked_leaf([ls[k] for ls, _ in leaves], k, reverse)
+               for k in range(len(leaves[0][0]))]
     return carry, unflatten(y_tree, stacked)
+
+
+def _stacked_leaf(values, k, reverse):
+    """`_stacked` of y leaf k, whose values are in xs's order; a leaf whose shape changes
+    from step to step is refused naming both (NumPy's own error names neither)."""
+    try:
+        return _stacked(values)
+    except ValueError:
+        shapes = [np.shape(v) for v in values]
+        calls = shapes[::-1] if reverse else shapes         # (in the order f made them)
+        step = next((i for i, s in enumerate(calls) if s != calls[0]), None)
+        if step is None:
+            raise
+        raise ValueError(f"scan: y leaf {k} has shape {calls[0]} at step 0 and "
+                         f"{calls[step]} at step {step}; f must return ys of the same "
+                         "shapes at every step, to be stacked") from None
 
 
 def _stacked(values):

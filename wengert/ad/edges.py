@@ -222,6 +222,26 @@ def _is_zero(c) -> bool:
     return getattr(c, "op", None) is CONST and c.shape == () and c.value == 0
 
 
+def _refuse_call(op):
+    """Refuse a loop or a checkpointed call in the user's words: its node's value (a
+    packed array the user never wrote) would otherwise be what the error names."""
+    from ..checkpointing import Checkpoint
+    from ..loops import Scan
+    if isinstance(op, Scan):
+        # (an eager gradient's loop is its residual-keeping twin: name the user's body)
+        name = (op.base if op.base is not None else op).loop_name
+        what = (f"a loop (the wg.scan or wg.fori_loop of {name}) is one node of the "
+                "graph, not expanded into its steps")
+        other = "write the loop as a Python loop"
+    elif isinstance(op, Checkpoint):
+        what = f"a checkpointed call ({op.name}) is one node of the graph, not expanded"
+        other = "call the function without wg.checkpoint"
+    else:
+        return
+    raise NotImplementedError(f"elimination works on scalar code, operation by operation, "
+                              f"and {what}. Use mode='rev' or 'fwd' (or {other})")
+
+
 def linearize(graph, inputs, outputs) -> EdgeGraph:
     """The edge-partial view of `graph` between `inputs` and `outputs` (lists of nodes).
 
@@ -256,6 +276,8 @@ def linearize(graph, inputs, outputs) -> EdgeGraph:
         G.add_vertex(x.index, x.index)
     is_vertex = set(G.rank)
     for node in plan:
+        if node.op.cost == "call":
+            _refuse_call(node.op)
         if node.shape != ():
             raise NotImplementedError(
                 f"elimination works on scalar graphs; node {node.label()} has shape "
