@@ -224,6 +224,47 @@ def test_float32_int_and_weak_carries():
     assert_close(wg.grad(counted)(1.2), fd_derivative(counted, 1.2), rtol=1e-8)
 
 
+def _lcg(w, seed=np.uint64(42), length=6):
+    """A float carry beside a uint64 random state (a 64-bit LCG, wrapping) and an int64
+    hash of it, some of whose bit patterns are float64 nans and subnormals."""
+    def step(c, _):
+        x, s = c
+        s = s * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+        h = s.astype(np.int64) if isinstance(s, wg.Node) else np.int64(s.view(np.int64))
+        return (x * w + 1.0, s), (h, x)
+    return wg.scan(step, (1.0, seed), length=length)
+
+
+def test_64_bit_integer_carries_and_ys_stay_exact():
+    # (they were packed as float64 values, rounded above 2**53: a traced loop's state
+    # differed from the plain loop's in its last 10 bits)
+    with np.errstate(over="ignore"):
+        (x, s), (h, xs) = _lcg(0.9)
+        assert s > 2 ** 53 and (h < 0).any() and (np.abs(h) > 2 ** 53).all()
+        for traced in (wg.compile(_lcg, 0.9)(0.9), wg.jvp(_lcg, (0.9,), (1.0,))[0]):
+            (_, s2), (h2, _) = traced
+            assert s2 == s and s2.dtype == np.uint64 and np.array_equal(h2, h)
+            assert h2.dtype == np.int64
+        # an eager gradient's loop keeps its residuals in the same pack
+        seen = []
+
+        def f(w):
+            (x, s), (h, xs) = _lcg(w)
+            seen.append((wg.value(s), wg.value(h)))
+            return x + xs.sum()
+        assert_close(wg.grad(f)(0.9), fd_derivative(lambda w: f(w), 0.9), rtol=1e-8)
+        assert seen[0][0] == s and np.array_equal(seen[0][1], h)
+        # batched: each example's pack holds its own state's bits
+        seeds = np.array([42, 2 ** 64 - 3], np.uint64)
+        (_, sb), (hb, _) = wg.vmap(lambda w, seed: _lcg(w, seed))(np.array([0.9, 1.1]), seeds)
+        for k in range(2):
+            (_, sk), (hk, _) = _lcg(0.9, seeds[k])
+            assert sb[k] == sk and np.array_equal(hb[k], hk)
+        # beside a complex carry the pack is complex: the bits ride as real parts
+        (_, sc), (hc, _) = wg.compile(_lcg, 0.9 + 0.1j)(0.9 + 0.1j)
+        assert sc == s and np.array_equal(hc, h)
+
+
 def test_a_carry_that_changes_dtype_is_refused_on_plain_values_too():
     # (the plain loop let float32 become float64, and an int64 counter a float, where the
     # traced one, and JAX, refuse: code ran eagerly and failed under grad)

@@ -573,6 +573,7 @@ def _declare():
     REGISTRY["index_set"].defbatch(_index_set)
     REGISTRY["cross_entropy_grad"].defbatch(_cross_entropy_grad)
     REGISTRY["part"].defbatch(_part)
+    REGISTRY["bitcast"].defbatch(_same_call)
     REGISTRY["place"].defbatch(_place)
     A.searchsorted.defbatch(_searchsorted)
 

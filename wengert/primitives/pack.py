@@ -56,6 +56,30 @@ place = defprimitive(
         array([0., 7., 0.])
     """)
 
+def _bitcast_np(x, dtype):
+    a = np.asarray(x)
+    out = (a if a.flags.c_contiguous else a.copy()).view(dtype)
+    return out[()] if out.ndim == 0 else out
+
+
+# (a 64-bit integer above 2**53 has no float64 of its value, so a pack of floats holds
+# its bits instead: packing only copies, and the bits come back unchanged)
+bitcast = defprimitive(
+    "bitcast", _bitcast_np, cost=None,
+    abstract_eval=lambda args, params: (args[0].shape, np.dtype(params["dtype"])),
+    doc="""bitcast(x, dtype=d): x's bits read as dtype d, of the same item size (NumPy's
+    ``x.view(d)``): how `Layout` packs 64-bit integers among float64 values.  Integer
+    bits carry no derivative.
+
+    Example:
+        >>> import numpy as np
+        >>> from wengert.primitives.pack import bitcast
+        >>> big = np.uint64(2**64 - 1)
+        >>> bitcast(bitcast(big, dtype="float64"), dtype="uint64") == big
+        True
+    """)
+bitcast.defpartials(None)
+
 part.defjvp(lambda ts, x, ans, start, stop, shape:
             part(ts[0], start=start, stop=stop, shape=shape))
 part.defvjp(lambda g, x, ans, start, stop, shape:
@@ -73,7 +97,8 @@ class Layout:
 
     One value is its own pack.  Several are raveled end to end in their common dtype;
     integer and boolean values ride along as floats (exact below 2**53) and `unpack`
-    gives each its own dtype back.
+    gives each its own dtype back.  64-bit integers ride along as their bits (`bitcast`;
+    in a complex pack, as real parts), exact beyond 2**53 (a loop's hash or random state).
 
     Example:
         >>> import numpy as np
@@ -95,6 +120,9 @@ class Layout:
         self.size = start
         dtype = np.result_type(*self.dtypes)
         self.dtype = dtype if dtype.kind in "fc" or len(self.dtypes) == 1 else np.dtype(float)
+        # (a complex128 pack holds them as the real parts: a copy keeps the bits)
+        self.bits = [len(self.dtypes) > 1 and self.dtype in (np.float64, np.complex128) and
+                     d.kind in "iu" and d.itemsize == 8 for d in self.dtypes]
 
     def __len__(self):
         return len(self.shapes)
@@ -114,16 +142,25 @@ class Layout:
             return values[0]
         if any(type(v) is Node for v in values):      # symbolic: a sum of placed nodes
             total = None
-            for v, (start, _) in zip(values, self.spans):
-                p = place(v, start=start, size=self.size)
+            for k, (v, (start, _)) in enumerate(zip(values, self.spans)):
+                p = place(self._as_bits(k, v), start=start, size=self.size)
                 total = p if total is None else total + p
             return total
         if out is None:
             out = np.empty(self.size, self.dtype)
-        for v, (a, b) in zip(values, self.spans):
-            if type(v) is not np.ndarray or v.base is not out:
+        for k, (v, (a, b)) in enumerate(zip(values, self.spans)):
+            if self.bits[k]:
+                out[a:b] = np.asarray(v, self.dtypes[k]).ravel().view(np.float64)
+            elif type(v) is not np.ndarray or v.base is not out:
                 out[a:b] = np.ravel(v)
         return out
+
+    def _as_bits(self, k, v):
+        """Value k as the pack holds it: a 64-bit integer's bits as float64 (a zero
+        derivative given as floats is its bits already)."""
+        if self.bits[k] and dtype_of(v).kind in "iu":
+            return bitcast(astype(v, dtype=self.dtypes[k]), dtype="float64")
+        return v
 
     def places(self):
         """An array to pack in, and each value's place in it: an array of the value's
@@ -152,16 +189,23 @@ class Layout:
         if len(self.shapes) == 1:
             return values[0]
         # (each example's size spelled out: -1 is undefined in a batch of none)
-        return concatenate(*[reshape(v, shape=(size, b - a))
-                             for v, (a, b) in zip(values, self.spans)], axis=1)
+        return concatenate(*[reshape(self._as_bits(k, v), shape=(size, b - a))
+                             for k, (v, (a, b)) in enumerate(zip(values, self.spans))],
+                           axis=1)
 
     def unpack(self, packed):
         """The packed value (or its node) as the list of values."""
         if len(self.shapes) == 1:
             return [packed]
         values = []
-        for (a, b), shape, dtype in zip(self.spans, self.shapes, self.dtypes):
+        for (a, b), shape, dtype, bits in zip(self.spans, self.shapes, self.dtypes,
+                                              self.bits):
             v = part(packed, start=a, stop=b, shape=shape)
+            if bits:
+                if self.dtype.kind == "c":
+                    v = real_part(v)
+                values.append(bitcast(v, dtype=dtype.name))
+                continue
             if dtype.kind != "c" and self.dtype.kind == "c":     # a real value, complex pack
                 v = real_part(v)
             values.append(v if dtype_of(v) == dtype else astype(v, dtype=dtype))
