@@ -276,3 +276,96 @@ def test_every_mode_on_array_pytrees_against_central_differences(mode):
             x = (a, b)[k]
             fd = fd_jacobian(g, x, 1e-6).reshape(J[key][k].shape)
             assert_close(J[key][k], fd, rtol=1e-7, atol=1e-9)
+
+
+def _broyden_array(x):
+    z = wnp.zeros(1)
+    return (3 - 2 * x) * x - wnp.concatenate([z, x[:-1]]) - 2 * wnp.concatenate([x[1:], z]) + 1
+
+
+def test_pattern_memory_follows_the_entries_not_n_squared():
+    # each input element's set was a Python int bitset as wide as its number, so the
+    # input array alone held n²/2 bits and every array node copied such sets: 223 MB
+    # here, 5 GB at n = 10^5.  Sets of their own members take a few MB.
+    import tracemalloc
+    n = 20_000
+    g = wg.trace(_broyden_array, np.full(n, 0.5))
+    tracemalloc.start()
+    try:
+        rows = sparsity(g, g.inputs, g.outputs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rows[:2] == [[0, 1], [0, 1, 2]] and rows[-1] == [n - 2, n - 1]
+    assert sum(map(len, rows)) == 3 * n - 2
+    assert peak < 60e6, peak
+
+
+def test_a_long_sum_and_a_deep_chain_unite_sets_without_copying_or_recursion():
+    # a running sum of n terms, or a chain of n steps, unites sets lazily: copying them
+    # at every step cost n² (a sum of 20,000 products took 30 s), and the union is taken
+    # by a walk, not by recursion over a chain 300,000 deep
+    from wengert.ad.sparse import _Deps
+    n = 300_000
+    d = _Deps(frozenset((0,)))
+    for k in range(1, n):
+        d = d + _Deps(frozenset((k % 7,))) * 2.0
+    assert d.members() == frozenset(range(7))
+    x = [0.5] * 2000
+    g = wg.trace(lambda x: sum(x[i] * x[i + 1] for i in range(len(x) - 1)), x)
+    assert sparsity(g, g.inputs, g.outputs) == [list(range(2000))]
+
+
+def _dense_nonzeros(f, x):
+    J = np.asarray(wg.jacfwd(f)(x)).reshape(-1, x.size)
+    return [np.flatnonzero(row).tolist() for row in J]
+
+
+def _lap(x):
+    return wnp.concatenate([x[:1], x[:-2] - 2 * x[1:-1] + x[2:], x[-1:]])
+
+
+KEEP_SPARSE = {
+    # a JAX-style boundary row, x.at[i].set(v)
+    "index_set": lambda x: _lap(x).at[0].set(x[0] - 1.0),
+    "index_set into constants": lambda x: wnp.at(np.zeros(x.shape))[1:].set(x[:-1] * x[1:]),
+    "astype": lambda x: _lap(x.astype(np.float32)).astype(np.float64),
+    "conj": lambda x: wnp.conj(_lap(x)),
+    # diag's off-diagonal is an exact zero: a product with it is no dependence
+    "diag matmul": lambda x: wnp.diag(x) @ _lap(x),
+    "take_along_axis": lambda x: wnp.take_along_axis(x, np.arange(x.size)[::-1], axis=0)
+    * x,
+    "cumprod": lambda x: wnp.cumprod(x.reshape(-1, 2), axis=1).ravel(),
+    # (a maximum depends on every element it compares, though only one has a derivative)
+    "max along an axis": lambda x: wnp.max(x.reshape(-1, 2), axis=1),
+    "min along an axis": lambda x: wnp.min(x.reshape(-1, 2) ** 2, axis=1),
+}
+COMPARED = {"max along an axis", "min along an axis"}
+
+
+@pytest.mark.parametrize("name", list(KEEP_SPARSE))
+def test_patterns_stay_sparse_through_casts_sets_gathers_and_structural_zeros(name):
+    # these ops were taken to mix every element of their arguments (or met diag's zeros as
+    # unknown constants), so the pattern went dense: 2,000 sweeps instead of 3
+    f = KEEP_SPARSE[name]
+    x = np.linspace(0.3, 1.7, 12)
+    g = wg.trace(f, x, abstract=False)
+    rows = sparsity(g, g.inputs, g.outputs)
+    if name in COMPARED:
+        assert rows == [[k, k + 1] for k in range(0, x.size, 2)]
+    else:
+        assert rows == _dense_nonzeros(f, x)
+    got = wg.sparse_jacobian(f)(x).toarray()
+    assert_close(got, np.asarray(wg.jacfwd(f)(x)).reshape(got.shape))
+
+
+def test_a_laplacian_with_a_boundary_row_needs_three_sweeps():
+    n = 2000
+    f = KEEP_SPARSE["index_set"]
+    for abstract in (False, True):
+        g = wg.trace(f, np.linspace(0, 1, n), abstract=abstract)
+        rows = sparsity(g, g.inputs, g.outputs)
+        assert sum(map(len, rows)) == 3 * n - 4
+        assert max(fewest_sweeps(rows, n)[1]) + 1 == 3
+    g = wg.trace(KEEP_SPARSE["diag matmul"], np.linspace(0, 1, 50))     # zeros without
+    assert max(map(len, sparsity(g, g.inputs, g.outputs))) == 3         # values: known too

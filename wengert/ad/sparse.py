@@ -11,17 +11,16 @@ fewer sweeps is used.
 
 The pattern is structural: an entry is nonzero when some path of edges with declared
 partials joins the input to the output.  It is found in one pass over the graph, each node
-carrying the set of input elements it depends on as the bits of a Python integer (an
-object array of them for an array-valued node).
+carrying the set of input elements it depends on (`_Deps`: an object array of them for an
+array-valued node), united lazily, so that the cost follows the graph and the pattern's
+entries.
 """
 from __future__ import annotations
-
-import functools
-import operator
 
 import numpy as np
 
 from ..primitives.registry import REGISTRY
+from ..primitives.array import decode_index
 from . import forward, reverse
 from .batched import all_at_once
 
@@ -29,39 +28,40 @@ from .batched import all_at_once
 # --------------------------------------------------------------------------------------
 # the pattern
 # --------------------------------------------------------------------------------------
-def _bits(b: int) -> list:
-    """The positions of the set bits of b, lowest first."""
-    out = []
-    while b:
-        low = b & -b
-        out.append(low.bit_length() - 1)
-        b ^= low
-    return out
-
-
-def _shaped(d, shape):
-    """Dependence sets d broadcast to `shape` (an object array, or an int for a scalar)."""
-    if shape == ():
-        return d if type(d) is int else functools.reduce(operator.or_, np.ravel(d), 0)
-    return np.broadcast_to(np.asarray(d, dtype=object), shape)
-
-
 class _Deps:
-    """The set of input elements a value depends on (the bits of an int), as a number that
-    NumPy can move, sum and multiply: every arithmetic operation unites the sets, and a
-    product with an exact zero is zero.  A structural primitive's own implementation run
-    on arrays of these gives its pattern exactly."""
-    __slots__ = ("bits",)
+    """The set of input elements a value depends on, as a number that NumPy can move, sum
+    and multiply: every arithmetic operation unites the sets, and a product with an exact
+    zero is zero.  A structural primitive's own implementation run on arrays of these
+    gives its pattern exactly.
 
-    def __init__(self, bits):
-        self.bits = bits
+    A set is either a leaf, a frozenset of input element numbers, or the union of `parts`
+    (other `_Deps`), taken only when `members` asks.  Uniting is then O(1) where copying
+    sets would make a sum of n terms, or a chain of n steps that each adds a term, cost
+    n² (Python int bitsets, used before, cost n² bits even for a tridiagonal pattern: each
+    set was as wide as the largest input number in it)."""
+    __slots__ = ("s", "parts")
+
+    def __init__(self, s, parts=None):
+        self.s = s
+        self.parts = parts
+
+    def empty(self):
+        return self.s is not None and not self.s
 
     def _join(self, other):
-        return _Deps(self.bits | other.bits) if type(other) is _Deps else self
+        if type(other) is not _Deps or other is self:
+            return self
+        s = other.s
+        if s is not None and not s:
+            return self
+        s = self.s
+        if s is not None and not s:
+            return other
+        return _Deps(None, (self, other))
 
     def __mul__(self, other):
         if type(other) is _Deps:
-            return _Deps(self.bits | other.bits)
+            return self._join(other)
         return 0 if other == 0 else self
 
     __add__ = __radd__ = __sub__ = __rsub__ = __truediv__ = __rtruediv__ = _join
@@ -72,36 +72,149 @@ class _Deps:
 
     __pos__ = __neg__
 
+    def members(self) -> frozenset:
+        """The set, computed from the parts once (by a walk, not by recursion: a chain of a
+        million steps is a million deep) and kept."""
+        if self.s is None:
+            leaves, seen, stack = [], set(), [self]
+            while stack:
+                e = stack.pop()
+                if e in seen:                       # (hashed by identity)
+                    continue
+                seen.add(e)
+                if e.s is not None:
+                    leaves.append(e.s)
+                else:
+                    stack.extend(e.parts)
+            self.s = frozenset().union(*leaves)
+            self.parts = None
+        return self.s
+
+
+NONE = _Deps(frozenset())
+_join = np.frompyfunc(_Deps._join, 2, 1)             # element by element, broadcasting
+_is_empty = np.frompyfunc(_Deps.empty, 1, 1)
+
+
+def _united(deps):
+    """The union of a list of `_Deps`."""
+    deps = [e for e in deps if not e.empty()]
+    if not deps:
+        return NONE
+    return deps[0] if len(deps) == 1 else _Deps(None, tuple(deps))
+
+
+def _all(d):
+    """The union of every set of d (one `_Deps`, or an object array of them)."""
+    return d if type(d) is _Deps else _united(np.ravel(d).tolist())
+
+
+def _as_array(d):
+    """d as an object array (one `_Deps` as a 0-d one)."""
+    if type(d) is _Deps:
+        out = np.empty((), dtype=object)
+        out[()] = d
+        return out
+    return d
+
+
+def _shaped(d, shape):
+    """Dependence sets d broadcast to `shape` (an object array, or a `_Deps` for a
+    scalar)."""
+    if shape == ():
+        return _all(d)
+    return np.broadcast_to(_as_array(d), shape)
+
+
+def _index_set_deps(x, v, index):
+    # (index_set's implementation copies x in x's dtype: a float x could not hold the sets
+    # of a v that depends on the inputs)
+    out = np.array(x, dtype=object)
+    out[decode_index(index)] = v
+    return out
+
+
+def _put_along_deps(g, idx, axis, shape):
+    # (put_along_axis's implementation starts from a float array; adding at every place
+    # named covers both its put and its add)
+    out = np.zeros(shape, dtype=object)
+    g = np.broadcast_to(g, np.broadcast_shapes(np.shape(g), np.shape(idx)))
+    grid = list(np.indices(g.shape, sparse=True))
+    grid[axis] = np.broadcast_to(idx, g.shape)
+    np.add.at(out, tuple(grid), g)
+    return out
+
+
+def _extremum_deps(x, axis, keepdims):
+    # a maximum or minimum depends on every element it compares: the pattern of a sum
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
 
 #: Structural primitives whose implementation only moves, sums and multiplies elements,
 #: so that running it on `_Deps` gives their pattern.  Any other structural primitive is
 #: taken to mix all the elements of its arguments.
-BY_EVALUATION = frozenset({"reshape", "transpose", "sum", "prod", "cumsum", "getitem",
-                           "index_add", "concatenate", "flip", "roll", "pad", "tril",
-                           "matmul", "einsum", "broadcast_to", "sum_to"})
+BY_EVALUATION = frozenset({"reshape", "transpose", "sum", "prod", "cumsum", "cumprod",
+                           "getitem", "index_add", "index_set", "take_along_axis",
+                           "put_along_axis", "concatenate", "flip", "roll", "pad", "tril",
+                           "matmul", "einsum", "broadcast_to", "sum_to", "amax", "amin"})
+
+#: Stand-ins run instead of the implementation, for the primitives of `BY_EVALUATION`
+#: whose implementation cannot hold `_Deps` (or compares them).
+STAND_INS = {"index_set": _index_set_deps, "put_along_axis": _put_along_deps,
+             "amax": _extremum_deps, "amin": _extremum_deps}
+
+#: Structural primitives that map each element to one element of their first argument
+#: (a cast, a conjugate): the pattern of that argument, and its known zeros.
+ELEMENTWISE = frozenset({"astype", "conj"})
+
+_deps_of = np.frompyfunc(lambda e: e if type(e) is _Deps else NONE, 1, 1)
+_zero_of = np.frompyfunc(lambda e: type(e) is not _Deps and e == 0, 1, 1)
 
 
-def _evaluated(node, dep):
-    """The dependence sets of a structural node from its implementation, or None when the
-    implementation does not take `_Deps`."""
+def _stand_in(a, d, zeros):
+    """Argument a (dependence sets d) for a structural primitive: where its set is empty,
+    the element is a constant, given as its value when the graph holds one, as 0 when it
+    is known to be an exact zero (a structural zero: `diag`'s off-diagonal; a product with
+    it is then zero, not a dependence), else as an unknown constant."""
+    if a.shape == ():
+        if not d.empty():
+            return d
+        if a.value is not None:
+            return a.value
+        return 0 if zeros is not None else d
+    empty = np.asarray(_is_empty(d), dtype=bool)
+    if not empty.any():
+        return d
+    out = np.array(d, dtype=object)
+    if a.value is not None:
+        known = np.broadcast_to(np.asarray(a.value), a.shape).astype(object)
+        out[empty] = known[empty]
+    elif zeros is not None:
+        out[empty & zeros] = 0
+    return out
+
+
+def _evaluated(node, dep, zeros, run):
+    """The dependence sets of a structural node from `run` (its implementation or stand-in)
+    and the mask of its elements known to be exact zeros (None if none is), or None when
+    `run` does not take `_Deps`."""
     args = []
     for a in node.args:
         d = dep.get(a.index)
         if d is not None:
-            args.append(_Deps(d) if a.shape == () else
-                        np.frompyfunc(_Deps, 1, 1)(np.asarray(d, dtype=object)))
+            args.append(_stand_in(a, d, zeros.get(a.index)))
         elif a.value is not None:
             args.append(a.value)                    # its zeros are known
         else:
-            args.append(_Deps(0) if a.shape == () else np.full(a.shape, _Deps(0)))
+            args.append(NONE if a.shape == () else np.full(a.shape, NONE))
     try:
-        out = np.asarray(node.op.impl(*args, **node.params), dtype=object)
+        out = np.asarray(run(*args, **node.params), dtype=object)
     except Exception:                               # anything it cannot do with _Deps
         return None
     if out.shape != node.shape:
         return None
-    bits = np.frompyfunc(lambda e: e.bits if type(e) is _Deps else 0, 1, 1)(out)
-    return int(bits) if node.shape == () else bits
+    zero = np.asarray(_zero_of(out), dtype=bool)
+    return _deps_of(out), (zero if zero.any() else None)
 
 
 def sparsity(graph, inputs, outputs) -> list[list[int]]:
@@ -113,7 +226,10 @@ def sparsity(graph, inputs, outputs) -> list[list[int]]:
     structural primitives of `BY_EVALUATION` (reshapes, indexing, sums, products, matmul,
     ...) are run on sets of input elements, so they map elements exactly as they move,
     sum or multiply them; any other structural primitive is taken to mix all elements of
-    its arguments (a safe overestimate).
+    its arguments (a safe overestimate).  An element such a primitive gives as an exact 0
+    (a structural zero) stays known as one, so that a product with it is zero too.  The
+    work and memory follow the graph and the pattern's entries, not the number of inputs
+    squared.
 
     Example:
         >>> import wengert as wg
@@ -123,30 +239,41 @@ def sparsity(graph, inputs, outputs) -> list[list[int]]:
         [[0, 1], [2], []]
     """
     dep = {}
+    zeros = {}              # node index -> mask of the elements known to be exact zeros
     offset = 0
     for x in inputs:
         if x.shape == ():
-            dep[x.index] = 1 << offset
+            dep[x.index] = _Deps(frozenset((offset,)))
         else:
-            dep[x.index] = np.array([1 << (offset + k) for k in range(x.size)],
-                                    dtype=object).reshape(x.shape)
+            sets = np.empty(x.size, dtype=object)
+            sets[:] = [_Deps(frozenset((offset + k,))) for k in range(x.size)]
+            dep[x.index] = sets.reshape(x.shape)
         offset += x.size
     for node in graph.between(inputs, outputs):
         op = node.op
         found = [(k, dep[a.index]) for k, a in enumerate(node.args) if a.index in dep]
         d = None
         if op.jvp is None and op.partials is not None:        # elementwise
-            d = 0
-            for k, dk in found:
-                if op.partials[k] is not None:
-                    d = d | dk
+            parts = [dk for k, dk in found if op.partials[k] is not None]
+            d = NONE if not parts else parts[0]
+            for dk in parts[1:]:
+                d = d._join(dk) if type(d) is _Deps and type(dk) is _Deps else \
+                    _join(_as_array(d), _as_array(dk))
             d = _shaped(d, node.shape)
+        elif op.name in ELEMENTWISE and REGISTRY.get(op.name) is op and found \
+                and found[0][0] == 0:
+            d = _shaped(found[0][1], node.shape)
+            if node.args[0].index in zeros and node.args[0].shape == node.shape:
+                zeros[node.index] = zeros[node.args[0].index]
         elif op.name in BY_EVALUATION and REGISTRY.get(op.name) is op:
-            d = _evaluated(node, dep)
+            got = _evaluated(node, dep, zeros, STAND_INS.get(op.name, op.impl))
+            if got is not None:
+                d, zero = got
+                if zero is not None:
+                    zeros[node.index] = zero
+                d = d if node.shape != () else d[()] if type(d) is np.ndarray else d
         if d is None:
-            every = functools.reduce(operator.or_,
-                                     (_shaped(dk, ()) for _, dk in found), 0)
-            d = _shaped(every, node.shape)
+            d = _shaped(_united([_all(dk) for _, dk in found]), node.shape)
         dep[node.index] = d
     rows = []
     for o in outputs:
@@ -154,8 +281,8 @@ def sparsity(graph, inputs, outputs) -> list[list[int]]:
         if d is None:               # independent of the inputs: a row of no entries for
             rows.extend([] for _ in range(o.size))      # each of its elements
             continue
-        for b in (np.ravel(d) if o.shape != () else (d,)):
-            rows.append(_bits(int(b)))
+        for e in (np.ravel(d).tolist() if o.shape != () else (d,)):
+            rows.append(sorted(e.members()))
     return rows
 
 
