@@ -212,8 +212,14 @@ class Tally:
         {'mul': 1, 'add': 1}
     """
 
-    def __init__(self):
+    def __init__(self, limit=None, work_limit=None):
         self.counts = {"mul": 0, "add": 0}
+        #: past this many operations, the count raises `OverBudget` (None: no limit)
+        self.limit = limit
+        self.spent = 0
+        #: the same for products and sums of tokens, free ones included (`work`)
+        self.work_limit = work_limit
+        self.work = 0
         self.one = _Token(_ONE, self)
         self.const = _Token(_CONST, self)
         self.var = _Token(_VAR, self)
@@ -221,6 +227,21 @@ class Tally:
     def token(self, label):
         """The token of a label: 1, another constant, or a value known only at run time."""
         return (self.one, self.const, self.var)[kind(label)]
+
+    def spend(self, what):
+        self.counts[what] += 1
+        self.spent += 1
+        if self.limit is not None and self.spent > self.limit:
+            raise OverBudget
+
+    def step(self):
+        self.work += 1
+        if self.work_limit is not None and self.work > self.work_limit:
+            raise OverBudget
+
+
+class OverBudget(Exception):
+    """A strategy run on cost tokens has spent more than its `Tally`'s limit."""
 
 
 _ONE, _CONST, _VAR = 0, 1, 2
@@ -250,6 +271,7 @@ class _Token:
         self.tally = tally
 
     def __mul__(self, other):
+        self.tally.step()
         if type(other) is not _Token:
             other = self.tally.token(other)
         if self.kind == _ONE:
@@ -258,7 +280,7 @@ class _Token:
             return self
         if self.kind != _VAR and other.kind != _VAR:
             return self.tally.const
-        self.tally.counts["mul"] += 1
+        self.tally.spend("mul")
         return self.tally.var
 
     def __add__(self, other):
@@ -266,7 +288,7 @@ class _Token:
             other = self.tally.token(other)
         if self.kind != _VAR and other.kind != _VAR:
             return self.tally.const
-        self.tally.counts["add"] += 1
+        self.tally.spend("add")
         return self.tally.var
 
     __rmul__ = __mul__
@@ -312,11 +334,20 @@ def _post_dominators(G):
     return doms
 
 
-def estimate(G: EdgeGraph, strategies=None, doms=None, logs=None) -> dict:
+def estimate(G: EdgeGraph, strategies=None, doms=None, logs=None, budget=False) -> dict:
     """The multiplications and additions each strategy would spend accumulating G's
     Jacobian (the partials themselves cost the same for every strategy and are not
     counted).  Returns ``{strategy: {"mul": m, "add": a}}``; `logs`, if a dict, receives
     each strategy's log for `replay`.
+
+    With ``budget=True`` a strategy is abandoned, and left out of the result, as soon as
+    it has spent more than `NEAR` times the cheapest so far plus `SLACK` (the bound within
+    which `eliminated_entries` builds candidates): it can neither win nor be built.  Or
+    as soon as it has multiplied more than `WORK_NEAR` times as many labels as the one
+    that multiplied fewest, plus `WORK_SLACK`, free products (by 1) included: on a
+    gradient, forward order joins every input to every partial sum, n² products by 1 (free,
+    so its count ties with reverse order's n) where the others make n; running it, and
+    building it for real, made elimination quadratic.
 
     Example:
         >>> import wengert as wg
@@ -333,20 +364,31 @@ def estimate(G: EdgeGraph, strategies=None, doms=None, logs=None) -> dict:
                              f"{', '.join(STRATEGIES)}")
     doms = doms or _post_dominators(G)
     out = {}
+    limit = work_limit = None
+    least_work = None
     for name in strategies or STRATEGIES:
-        tally = Tally()
+        tally = Tally(limit, work_limit)
         T = G.map_labels(tally.token)
         T.log = []
-        STRATEGIES[name](T, doms)
+        try:
+            STRATEGIES[name](T, doms)
+        except OverBudget:
+            continue
         out[name] = dict(tally.counts)
         if logs is not None:
             logs[name] = T.log
+        if budget:
+            cheapest = min(sum(c.values()) for c in out.values())
+            limit = NEAR * cheapest + SLACK
+            least_work = tally.work if least_work is None else min(least_work, tally.work)
+            work_limit = WORK_NEAR * least_work + WORK_SLACK
     return out
 
 
 def choose(G: EdgeGraph, doms=None, logs=None):
-    """(name of the cheapest strategy, the estimates of all of them)."""
-    est = estimate(G, doms=doms, logs=logs)
+    """(name of the cheapest strategy, the estimates of the strategies within `NEAR`
+    times its cost plus `SLACK`: `estimate` abandons the others part way)."""
+    est = estimate(G, doms=doms, logs=logs, budget=True)
     best = min(est, key=lambda s: sum(est[s].values()))    # first of equals: preference
     return best, est
 
@@ -361,8 +403,8 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     `graph` (or floats): the Jacobian is a graph.  Then the strategies that the token
     count puts close to the best are all built for real, and the one whose entries need
     the fewest operations is kept: only the real graph sees what interning and
-    simplification save (a product that already exists, a sign that cancels); forward
-    and reverse order always are, and the sweeps too when they are small.  Operations
+    simplification save (a product that already exists, a sign that cancels); the
+    sweeps (forward and reverse mode) are built too when they are small.  Operations
     are counted in the code the emitter writes, after its rewriting, up to
     `REWRITE_BUDGET` nodes, and as built past it.  The others stay behind as dead nodes
     no output needs.
@@ -385,9 +427,11 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
         return replay(G.map_labels(_value), logs[best]).jacobian_entries()
     names = [best]
     if est is not None:
+        # (forward and reverse order too are built only within the bound: their token
+        # count past it is what made a gradient's elimination quadratic.  The sweeps
+        # below, built whenever small, keep elimination no dearer than fwd and rev.)
         bound = NEAR * sum(est[best].values()) + SLACK
-        names += [s for s in est if s not in names
-                  and (s in SWEEPS or sum(est[s].values()) <= bound)]
+        names += [s for s in est if s not in names and sum(est[s].values()) <= bound]
     candidates = [lambda name=name: replay(G, logs[name]).jacobian_entries()
                   for name in names]
     plan = len(graph.between(inputs, outputs))
@@ -404,11 +448,17 @@ def eliminated_entries(graph, inputs, outputs, symbolic=True, strategy=None):
     return found[1]
 
 
-#: Which strategies are built for real: forward and reverse order always (interning can
-#: make either much cheaper than its token count: reverse order on Broyden's function
-#: reuses the function's own 2*x), the others when their token count is within NEAR
-#: times the best one's, plus SLACK operations.
+#: Which strategies are built for real: those whose token count is within NEAR times the
+#: best one's, plus SLACK operations (interning can make one cheaper than its token
+#: count: reverse order on Broyden's function reuses the function's own 2*x).  `choose`
+#: abandons the others part way: they are not built, and not even counted to the end.
 NEAR, SLACK = 1.25, 4
+
+#: `estimate` with a budget abandons a strategy that multiplies more than WORK_NEAR times
+#: as many labels as the one that multiplied fewest, plus WORK_SLACK: forward order on a
+#: gradient, whose n² products are free (by 1) and so tie on the count, but take n² time
+#: to run and to build.  (The sweeps, below, still bound what elimination costs.)
+WORK_NEAR, WORK_SLACK = 4, 10_000
 
 #: Forward and reverse order, carried out direction by direction, are forward and reverse
 #: sweeps.  A sweep multiplies each argument's partial separately where elimination first
