@@ -579,3 +579,17 @@ def test_a_gradient_is_eliminated_in_linear_work(monkeypatch):
 def _gradient_graph(f, n):
     g = wg.trace(f, [0.5] * n)
     return linearize(g, g.inputs, g.outputs)
+
+
+def test_jacobian_graph_takes_array_code_by_default():
+    # the default was mode="eliminate", which refuses array code, though the docs say a
+    # graph with arrays is differentiated by sweeps; "auto" eliminates scalar code (the
+    # same graph as before) and sweeps arrays
+    import wengert.numpy as wnp
+    x = np.array([0.3, -1.2, 2.0])
+    want = np.diag(np.cos(x))
+    assert_close(wg.jacobian_graph(wnp.sin, x)(x), want)
+    assert_close(wg.jacobian_graph(wg.trace(wnp.sin, x))(x)[0][0], want)
+    f = lambda a, b: (a * wm.sin(b), wm.exp(a * b))
+    assert str(wg.jacobian_graph(f, 1.0, 2.0, argnums=(0, 1))) == \
+        str(wg.jacobian_graph(f, 1.0, 2.0, argnums=(0, 1), mode="eliminate"))

@@ -309,8 +309,7 @@ def sparse_hessian(f, argnums=0, *, holomorphic=False):
 # --------------------------------------------------------------------------------------
 # the Jacobian as a graph, and what it costs
 # --------------------------------------------------------------------------------------
-def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True,
-                   holomorphic=False):
+def jacobian_graph(f, *args, argnums=0, mode="auto", abstract=True, holomorphic=False):
     """The Jacobian of f at arguments like `args`, as a `Graph` whose outputs are its
     entries (traced with abstract values unless ``abstract=False``): the derivative code
     a back-end emits, counts (`count_ops`) or evaluates (call the graph).
@@ -319,6 +318,9 @@ def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True,
     result is the dense Jacobian of all its outputs with respect to all its inputs, a
     tuple of rows; the given graph is not changed.  ``holomorphic=True``: the complex
     derivatives of a holomorphic f of complex arguments, as in `jacobian`.
+
+    `mode` is as in `jacobian`: ``"auto"`` (the default) eliminates on scalar code and
+    sweeps array code, ``"eliminate"`` takes scalar code only.
 
     Example:
         >>> import wengert as wg
@@ -331,6 +333,11 @@ def jacobian_graph(f, *args, argnums=0, mode="eliminate", abstract=True,
           return %2, %4
         >>> g(2.0, 0.0)
         (0.0, 2.0)
+        >>> import numpy as np, wengert.numpy as wnp
+        >>> jg = wg.jacobian_graph(wnp.sin, np.zeros(2))      # array code: by sweeps
+        >>> jg(np.array([0.0, np.pi])).round(12) + 0.0
+        array([[ 1.,  0.],
+               [ 0., -1.]])
     """
     _check_mode(mode, "jacobian_graph")
     if not isinstance(f, Graph):
