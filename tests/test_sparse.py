@@ -369,3 +369,33 @@ def test_a_laplacian_with_a_boundary_row_needs_three_sweeps():
         assert max(fewest_sweeps(rows, n)[1]) + 1 == 3
     g = wg.trace(KEEP_SPARSE["diag matmul"], np.linspace(0, 1, 50))     # zeros without
     assert max(map(len, sparsity(g, g.inputs, g.outputs))) == 3         # values: known too
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev", "eliminate", "sparse", "auto"])
+def test_jacobian_has_aux_as_jacfwd(mode):
+    # jacobian took no has_aux, though jacfwd and jacrev do and the docs present it as the
+    # entry point in jacfwd's layout
+    def f(x, y):
+        return (x * wm.sin(y), x * y), {"value": x * y, "tag": "kept"}
+
+    J, aux = wg.jacobian(f, argnums=(0, 1), mode=mode, has_aux=True)(0.7, 1.3)
+    J0, aux0 = wg.jacfwd(f, argnums=(0, 1), has_aux=True)(0.7, 1.3)
+    assert_close(np.array(J), np.array(J0))
+    assert aux == aux0 == {"value": 0.7 * 1.3, "tag": "kept"}
+    x = np.array([0.5, -1.0, 2.0])
+    J, aux = wg.jacobian(lambda x: (wnp.sin(x) * x[0], wnp.sum(x)), mode=mode if
+                         mode != "eliminate" else "auto", has_aux=True)(x)
+    assert_close(J, np.diag(np.cos(x) * x[0]) + np.outer(np.sin(x), [1, 0, 0]))
+    assert aux == pytest.approx(1.5)
+
+
+def test_sparse_jacobian_and_hessian_have_aux():
+    x = list(np.random.default_rng(5).uniform(-1, 1, 8))
+    J, aux = wg.sparse_jacobian(lambda x: (broyden(x), len(x)), has_aux=True)(x)
+    assert_close(J.toarray(), np.array(wg.jacfwd(broyden)(x)))
+    assert aux == 8
+    H, aux = wg.sparse_hessian(lambda x: (rosenbrock(x), [rosenbrock(x), 1]),
+                               has_aux=True)(x)
+    assert_close(H.toarray(), np.array(wg.hessian(rosenbrock)(x)))
+    assert aux == [pytest.approx(rosenbrock(x)), 1]
+    assert type(wg.sparse_hessian(rosenbrock)(x)).__name__ == "csr_matrix"

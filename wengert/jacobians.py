@@ -161,7 +161,7 @@ def _layout(call, coords, out_nodes, out_tree, single):
     return unflatten(out_tree, leaves)
 
 
-def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
+def jacobian(f, argnums=0, mode="auto", *, has_aux=False, holomorphic=False):
     """The Jacobian of f, by the method `mode`; same result layout as `wg.jacfwd`.
 
     Args:
@@ -174,6 +174,8 @@ def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
             (computing numbers: the mode with fewer sweeps; building a graph, inside
             another transformation: elimination on scalar graphs, whose entries never
             cost more operations than the better sweep's).
+        has_aux: f returns ``(output, aux)``; the new function returns ``(jacobian,
+            aux)``, aux as f gave it (not differentiated), as in `wg.jacfwd`.
         holomorphic: complex inputs and outputs, and the complex derivatives of a
             holomorphic f, as `wg.jacfwd` and `wg.jacrev` give them, by any mode.  (A
             real value computed from complex ones on the way, such as ``real(z)``, has a
@@ -196,10 +198,12 @@ def jacobian(f, argnums=0, mode="auto", *, holomorphic=False):
         >>> J = wg.jacobian(f, argnums=(0, 1), mode="eliminate", holomorphic=True)(1j, 2 + 0j)
         >>> J == wg.jacfwd(f, argnums=(0, 1), holomorphic=True)(1j, 2 + 0j)
         True
+        >>> wg.jacobian(lambda x: (x * x, {"half": x / 2}), has_aux=True)(3.0)
+        (6.0, {'half': 1.5})
     """
     _check_mode(mode, "jacobian")
 
-    @_recorded(f, argnums, "jacobian", holomorphic, forward_only=mode == "fwd")
+    @_recorded(f, argnums, "jacobian", holomorphic, has_aux, forward_only=mode == "fwd")
     def jac_f(call, out_nodes, out_tree, single):
         arrays = not _scalar_graph(call.inputs, out_nodes)
         how = mode
@@ -227,7 +231,8 @@ def _scipy_sparse():
     return scipy.sparse
 
 
-def sparse_jacobian(f, argnums=0, *, holomorphic=False, _who="sparse_jacobian"):
+def sparse_jacobian(f, argnums=0, *, has_aux=False, holomorphic=False,
+                    _who="sparse_jacobian"):
     """The Jacobian of f as a ``scipy.sparse.csr_matrix``: the sparsity pattern is read off
     the graph, columns (or rows) are grouped by greedy colouring, and one forward (or
     reverse) sweep per group computes it.  Rows are f's output elements and columns the
@@ -235,7 +240,8 @@ def sparse_jacobian(f, argnums=0, *, holomorphic=False, _who="sparse_jacobian"):
     stores the structural pattern (an entry that happens to be zero stays stored).
     With ``holomorphic=True``, of a holomorphic f of complex arguments with complex
     results: a complex matrix of the derivatives ∂f_i/∂z_j, as `wg.jacfwd` gives them.
-    Needs SciPy (``pip install 'wengert[sparse]'``).
+    With ``has_aux=True``, f returns ``(output, aux)`` and the new function ``(matrix,
+    aux)``, as `wg.jacfwd`.  Needs SciPy (``pip install 'wengert[sparse]'``).
 
     Example (the Broyden tridiagonal function: 3 sweeps whatever n is):
         >>> import wengert as wg
@@ -251,10 +257,14 @@ def sparse_jacobian(f, argnums=0, *, holomorphic=False, _who="sparse_jacobian"):
         >>> Jz = wg.sparse_jacobian(broyden, holomorphic=True)([0.5j] * 6)
         >>> Jz.toarray()[1]                         # ∂f_1/∂z_1 = 3 - 4z_1
         array([-1.+0.j,  3.-2.j, -2.+0.j,  0.+0.j,  0.+0.j,  0.+0.j])
+        >>> J, r = wg.sparse_jacobian(lambda x: (broyden(x), sum(broyden(x))), has_aux=True)(
+        ...     [0.5] * 6)
+        >>> J.nnz, r
+        (16, 4.5)
     """
     sp = _scipy_sparse()
 
-    @_recorded(f, argnums, _who, holomorphic)
+    @_recorded(f, argnums, _who, holomorphic, has_aux)
     def sparse_f(call, out_nodes, out_tree, single):
         if call.symbolic:
             raise NotImplementedError(
@@ -271,12 +281,14 @@ def sparse_jacobian(f, argnums=0, *, holomorphic=False, _who="sparse_jacobian"):
     return sparse_f
 
 
-def sparse_hessian(f, argnums=0, *, holomorphic=False):
+def sparse_hessian(f, argnums=0, *, has_aux=False, holomorphic=False):
     """The Hessian of a scalar function as a ``scipy.sparse.csr_matrix``: the sparse
     Jacobian of its gradient, so each colour costs one forward sweep over the gradient's
     graph (a Hessian-vector product).  With ``holomorphic=True``, of a holomorphic f of
     complex arguments with a complex result: the second complex derivatives
-    ∂²f/∂z_i∂z_j, as `wg.hessian(f, holomorphic=True)` gives them.  Needs SciPy.
+    ∂²f/∂z_i∂z_j, as `wg.hessian(f, holomorphic=True)` gives them.  With
+    ``has_aux=True``, f returns ``(value, aux)`` and the new function ``(matrix, aux)``, as
+    `wg.hessian`.  Needs SciPy.
 
     Example (extended Rosenbrock: a block-diagonal Hessian, 2 sweeps whatever n is):
         >>> import wengert as wg
@@ -293,17 +305,23 @@ def sparse_hessian(f, argnums=0, *, holomorphic=False):
         >>> H.toarray()[:2, :2]                     # [[1200z₀² - 400z₁ + 2, -400z₀], ...]
         array([[-1198.-400.j,     0.-400.j],
                [    0.-400.j,   200.  +0.j]])
+        >>> H, value = wg.sparse_hessian(lambda x: (rosenbrock(x),) * 2, has_aux=True)(
+        ...     [1.0] * 4)
+        >>> H.shape, value
+        ((4, 4), 0.0)
     """
     from .api import value_and_grad
     # (value_and_grad rather than grad, so that errors name sparse_hessian)
-    value_and_gradient = value_and_grad(f, argnums, holomorphic=holomorphic,
+    value_and_gradient = value_and_grad(f, argnums, has_aux, holomorphic=holomorphic,
                                         _who="sparse_hessian")
 
     @functools.wraps(f)
     def gradient(*args, **kwargs):
-        return value_and_gradient(*args, **kwargs)[1]
+        value, g = value_and_gradient(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
 
-    return sparse_jacobian(gradient, argnums, holomorphic=holomorphic, _who="sparse_hessian")
+    return sparse_jacobian(gradient, argnums, has_aux=has_aux, holomorphic=holomorphic,
+                           _who="sparse_hessian")
 
 
 # --------------------------------------------------------------------------------------
