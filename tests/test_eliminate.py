@@ -593,3 +593,9 @@ def test_jacobian_graph_takes_array_code_by_default():
     f = lambda a, b: (a * wm.sin(b), wm.exp(a * b))
     assert str(wg.jacobian_graph(f, 1.0, 2.0, argnums=(0, 1))) == \
         str(wg.jacobian_graph(f, 1.0, 2.0, argnums=(0, 1), mode="eliminate"))
+
+
+def test_format_costs_of_nothing_says_so():
+    # a bare StopIteration before (next() of no rows)
+    with pytest.raises(ValueError, match="no costs to format"):
+        wg.format_costs({})

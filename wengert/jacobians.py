@@ -508,7 +508,16 @@ def format_costs(costs) -> str:
         fwd            0     0     0     1     0     0     0      1
         rev            0     0     0     1     0     0     0      1
         eliminate      0     0     0     1     0     0     0      1
+        >>> wg.format_costs({})
+        Traceback (most recent call last):
+            ...
+        ValueError: format_costs: no costs to format (give it what jacobian_costs returns)
     """
+    if not costs:
+        # (the columns come from the first row: without one, next() raised a bare
+        # StopIteration, which says nothing and ends a generator that calls this silently)
+        raise ValueError("format_costs: no costs to format (give it what jacobian_costs "
+                         "returns)")
     columns = list(next(iter(costs.values())))
     # (each column as wide as its widest count needs: a big graph's run to six digits)
     widths = [max(6 if c != columns[-1] else 7,
