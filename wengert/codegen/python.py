@@ -319,9 +319,9 @@ def _static_test(var, value, ns) -> str:
     if value is None or type(value) is bool:      # singletons: identity is the key
         return f"{var} is not {value!r}"
     k = ns.bind(value, "static")
-    if (isinstance(value, (tuple, frozenset, complex, np.complexfloating)) or _nan(value)
-            or _zero(value)):
-        key = ns.bind(static_key(value), "key")
+    key = static_key(value)
+    if key != (type(value), value):     # (a key of its own: a tuple's, a nan's, a zero's)
+        key = ns.bind(key, "key")
         return f"({var} is not {k} and {ns.fixed('_static_key', static_key)}({var}) != {key})"
     t = _PLAIN_TYPES.get(type(value)) or ns.bind(type(value), "type")
     return f"({var} is not {k} and (type({var}) is not {t} or {var} != {k}))"
