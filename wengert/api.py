@@ -15,6 +15,7 @@ graph), then runs a sweep of `wengert.ad` over the nodes between inputs and outp
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import inspect
 import re
@@ -1138,9 +1139,10 @@ def _traced_inside(x):
     if isinstance(x, BaseException):
         x = x.args
     if isinstance(x, np.ndarray):
-        x = x.reshape(-1)[:1000]
+        x = x.reshape(-1)
     if isinstance(x, (set, frozenset, tuple, np.ndarray)):
-        return "an element" if any(type(e) is Node for e in list(x)[:1000]) else None
+        held = any(type(e) is Node for e in itertools.islice(x, 1000))
+        return "an element" if held else None
     try:
         attrs = dict(vars(x))
     except TypeError:
