@@ -535,6 +535,16 @@ def _payload(marker):
             f"); open({str(marker)!r}, 'w') #\" */ ]; {{ }}")
 
 
+def test_user_names_stay_unique_when_the_user_takes_a_suffix_first():
+    from wengert.codegen.names import Names
+    n = Names()
+    texts = ["x", "x_2", "x", "x", "x-1", "x", "a" * 40, "a" * 33, "for"]
+    names = [n.user(t) for t in texts]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z][0-9A-Za-z_]*", m) for m in names)
+    assert all(m not in n.reserved for m in names)
+
+
 @pytest.mark.parametrize("backend", ["python", "numpy",
                                      pytest.param("c", marks=needs_cc)])
 def test_user_text_cannot_inject_code(tmp_path, backend):

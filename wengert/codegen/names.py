@@ -41,16 +41,20 @@ class Names:
         self.reserved = reserved
         self.taken = set()
         self._counts = {}
+        self._suffixes = {}     # base -> the last suffix tried (a pytree 1000 deep has 1000
+        #                         labels alike in their first 32 characters: no rescans)
 
     def user(self, text) -> str:
         # Leading underscores are stripped, so user names never look like the code's own.
         base = re.sub(r"[^0-9A-Za-z_]+", "_", str(text)).strip("_")[:32].rstrip("_") or "v"
         if base[0].isdigit() or base in self.reserved:
             base = "v_" + base
-        name, k = base, 0
+        k = self._suffixes.get(base, 0)
+        name = f"{base}_{k}" if k else base
         while name in self.taken or name in self.reserved:
             k += 1
             name = f"{base}_{k}"
+        self._suffixes[base] = k
         self.taken.add(name)
         return name
 
