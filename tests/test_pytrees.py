@@ -202,3 +202,54 @@ def test_clear_errors():
         wg.grad(lambda p: p.w)(Plain(1.0))
     with pytest.raises(TypeError, match="register its class with wengert.tree"):
         wg.compile(lambda x: Plain(x * 2), 1.0)(1.0)
+
+
+def _chain(depth, leaf, extra):
+    """A pytree nested `depth` deep: (((leaf, extra), extra), ...) with a dict and a
+    registered class on the way, as a linked list of tuples would be."""
+    t = leaf
+    for i in range(depth):
+        t = (t, extra) if i % 3 else ({"next": t, "w": extra} if i % 2 else Pair(t, extra))
+    return t
+
+
+def _walk(t):
+    """The sum of squares of the `extra` leaves and the sum of the innermost leaf of a
+    `_chain`, by a loop."""
+    s = 0.0
+    while isinstance(t, (tuple, dict, Pair)):
+        if isinstance(t, dict):
+            t, e = t["next"], t["w"]
+        elif isinstance(t, Pair):
+            t, e = t.first, t.second
+        else:
+            t, e = t
+        s = s + wnp.sum(e * e)
+    return s + wnp.sum(t)
+
+
+def test_a_pytree_nested_thousands_deep_flattens_and_differentiates_without_recursion():
+    depth = 2000                        # (the recursive walks stopped near 450)
+    leaf, extra = rng.normal(size=3), rng.normal(size=2)
+    t = _chain(depth, leaf, extra)
+    leaves, tree = flatten(t)
+    assert len(leaves) == tree.num_leaves == depth + 1
+    assert tree == flatten(_chain(depth, leaf, extra))[1]
+    assert hash(tree) == hash(flatten(_chain(depth, leaf, extra))[1])
+    assert tree != flatten(_chain(depth - 1, leaf, extra))[1]
+    assert tree != flatten(_chain(depth, (leaf,), extra))[1]     # differs at the bottom
+    assert repr(tree).count("*") == depth + 1
+    back = unflatten(tree, leaves)
+    assert flatten(back)[1] == tree and _walk(back) == _walk(t)
+    doubled = tree_map(lambda v: 2 * v, t)
+    assert_close(_walk(doubled), 4 * (_walk(t) - np.sum(leaf)) + 2 * np.sum(leaf))
+    # the gradient is 2·extra at every level and ones at the bottom
+    g = wg.grad(_walk)(t)
+    g_leaves = flatten(g)[0]
+    assert flatten(g)[1] == tree
+    assert_close(g_leaves[0], np.ones(3))
+    assert all(np.allclose(v, 2 * extra) for v in g_leaves[1:])
+    assert_close(wg.compile(_walk)(t), _walk(t))
+    out = wg.compile(lambda t: tree_map(lambda v: v + 1.0, t))(t)
+    assert flatten(out)[1] == tree and all(
+        np.allclose(a, b + 1.0) for a, b in zip(flatten(out)[0], leaves))

@@ -28,9 +28,14 @@ CUSTOM = "custom"
 
 
 class TreeDef:
-    """The structure of a pytree without its leaves."""
+    """The structure of a pytree without its leaves.
 
-    __slots__ = ("kind", "meta", "children", "_num_leaves", "flat")
+    Its walks (==, hash, repr, `num_leaves`) are loops over an explicit stack, as are
+    `flatten` and `unflatten`: a pytree nested thousands deep (a linked list of tuples)
+    works like any other.
+    """
+
+    __slots__ = ("kind", "meta", "children", "_num_leaves", "flat", "_hash")
 
     def __init__(self, kind, meta, children, flat=False):
         self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple",
@@ -40,36 +45,61 @@ class TreeDef:
         self.children = children
         self._num_leaves = len(children) if flat else None
         self.flat = flat            # a tuple or list of leaves only (the common tree)
+        self._hash = None
 
     def __eq__(self, other):
-        if not (isinstance(other, TreeDef) and self.kind == other.kind):
+        if self is other:
+            return True
+        if not isinstance(other, TreeDef):
             return False
-        if self.kind == HELD:
-            return _same_value(self.meta, other.meta)
-        if self.kind == CUSTOM:     # (auxiliary data compares as held values do)
-            return self.meta[0] is other.meta[0] and \
-                _same_value(self.meta[1], other.meta[1]) and self.children == other.children
-        return self.meta == other.meta and self.children == other.children
+        if self.flat and other.flat:            # (the common tree: no walk)
+            return self.kind == other.kind and len(self.children) == len(other.children)
+        pairs = [(self, other)]
+        while pairs:
+            a, b = pairs.pop()
+            if a is b:
+                continue
+            if a.kind != b.kind or len(a.children) != len(b.children):
+                return False
+            if a.kind == HELD:
+                if not _same_value(a.meta, b.meta):
+                    return False
+            elif a.kind == CUSTOM:      # (auxiliary data compares as held values do)
+                if not (a.meta[0] is b.meta[0] and _same_value(a.meta[1], b.meta[1])):
+                    return False
+            elif a.meta != b.meta:
+                return False
+            pairs.extend(zip(a.children, b.children))
+        return True
 
     def __hash__(self):
-        return hash((self.kind, self.children))
+        if self._hash is None:
+            for d in _bottom_up(self, "_hash"):
+                d._hash = hash((d.kind, tuple(c._hash for c in d.children)))
+        return self._hash
 
     @property
     def num_leaves(self) -> int:
-        n = self._num_leaves
-        if n is None:
-            n = self._num_leaves = 1 if self.kind == LEAF else sum(
-                c.num_leaves for c in self.children)
-        return n
+        if self._num_leaves is None:
+            for d in _bottom_up(self, "_num_leaves"):
+                d._num_leaves = 1 if d.kind == LEAF else sum(
+                    c._num_leaves for c in d.children)
+        return self._num_leaves
 
     def __repr__(self):
+        shown = {}
+        for d in _bottom_up(self):
+            shown[id(d)] = d._repr([shown[id(c)] for c in d.children])
+        return shown[id(self)]
+
+    def _repr(self, inner):
+        """This node's text, given its children's."""
         if self.kind == LEAF:
             return "*"
         if self.kind == "none":
             return "None"
         if self.kind == HELD:
             return f"{self.meta!r:.40}"
-        inner = [repr(c) for c in self.children]
         if self.kind == "dict":
             return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.meta, inner)) + "}"
         if self.kind == "list":
@@ -84,6 +114,20 @@ class TreeDef:
             shown = "" if aux is None else f"[{aux!r:.60}]"
             return f"{cls.__name__}{shown}(" + ", ".join(inner) + ")"
         return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+
+
+def _bottom_up(root, cached=None):
+    """The nodes under `root` (itself included), each after all of its children, by a loop:
+    the order a value computed from the children's is filled in.  With `cached`, the name
+    of a slot, subtrees whose slot is already filled are skipped."""
+    order, todo = [], [root]
+    while todo:
+        d = todo.pop()
+        order.append(d)
+        todo.extend(c for c in d.children
+                    if cached is None or getattr(c, cached) is None)
+    order.reverse()         # (each node was listed before its children: reversed, after)
+    return order
 
 
 _LEAF_DEF = TreeDef(LEAF, None, ())
@@ -221,32 +265,63 @@ def flatten(tree):
     return leaves, _flatten(tree, leaves)
 
 
-def _flatten(x, leaves):
-    if x is None:
-        return TreeDef("none", None, ())
+_NONE_DEF = TreeDef("none", None, ())
+
+
+def _node(x):
+    """(kind, meta, children) of a pytree node, None for a leaf."""
     t = type(x)
     if t is tuple or t is list:
-        children = []
-        flat = True
-        for c in x:                 # (leaves inline: a list of arrays is the common tree)
-            if c is None or type(c) in _NODES or isinstance(c, tuple):
-                children.append(_flatten(c, leaves))
-                flat = False
-            else:
-                leaves.append(c)
-                children.append(_LEAF_DEF)
-        return TreeDef(t.__name__, None, tuple(children), flat)
+        return t.__name__, None, x
     if t is dict:
         keys = dict_keys(x)
-        return TreeDef("dict", tuple(keys), tuple(_flatten(x[k], leaves) for k in keys))
+        return "dict", tuple(keys), [x[k] for k in keys]
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return TreeDef("namedtuple", t, tuple(_flatten(c, leaves) for c in x))
+        return "namedtuple", t, x
     rule = _REGISTERED.get(t)
     if rule is not None:
         children, aux = rule[0](x)
-        return TreeDef(CUSTOM, (t, aux), tuple(_flatten(c, leaves) for c in children))
-    leaves.append(x)
-    return _LEAF_DEF
+        return CUSTOM, (t, aux), children
+    return None
+
+
+def _flatten(x, leaves):
+    # A loop over a stack of the nodes being walked, each [kind, meta, iterator over its
+    # children, their TreeDefs so far, whether all are leaves so far]: no recursion,
+    # whatever the nesting depth.
+    node = None if x is None else _node(x)
+    if node is None:
+        if x is None:
+            return _NONE_DEF
+        leaves.append(x)
+        return _LEAF_DEF
+    stack = [[node[0], node[1], iter(node[2]), [], True]]
+    while True:
+        top = stack[-1]
+        defs = top[3]
+        for c in top[2]:
+            if c is None:
+                defs.append(_NONE_DEF)
+                top[4] = False
+            elif type(c) in _NODES or isinstance(c, tuple):
+                node = _node(c)
+                if node is not None:
+                    top[4] = False
+                    stack.append([node[0], node[1], iter(node[2]), [], True])
+                    break
+                leaves.append(c)        # (a tuple subclass of no registered kind)
+                defs.append(_LEAF_DEF)
+            else:                       # (leaves inline: a list of arrays is the common tree)
+                leaves.append(c)
+                defs.append(_LEAF_DEF)
+        else:
+            stack.pop()
+            kind = top[0]
+            d = TreeDef(kind, top[1], tuple(defs),
+                        top[4] and (kind == "tuple" or kind == "list"))
+            if not stack:
+                return d
+            stack[-1][3].append(d)
 
 
 def dict_keys(d) -> list:
@@ -311,19 +386,41 @@ def _next_leaf(it):
     return leaf
 
 
-def _build(d, it):
+def _build(d, it, make=None):
+    # A loop over a stack of [TreeDef, iterator over its children, their values so far],
+    # as _flatten's.  make(d, children) builds a node (default: its value).
+    make = make or _make
     if d.kind == LEAF:
         return _next_leaf(it)
+    stack = [(d, iter(d.children), [])]
+    while True:
+        d, rest, values = stack[-1]
+        for c in rest:
+            if c is _LEAF_DEF or c.kind == LEAF:        # (leaves inline)
+                values.append(_next_leaf(it))
+            elif c.children:
+                stack.append((c, iter(c.children), []))
+                break
+            else:
+                values.append(make(c, ()))
+        else:
+            stack.pop()
+            value = make(d, values)
+            if not stack:
+                return value
+            stack[-1][2].append(value)
+
+
+def _make(d, children):
+    """The value of node `d` (not a leaf) given its children's values."""
     if d.kind == "none":
         return None
     if d.kind == HELD:
         return d.meta
-    children = [_next_leaf(it) if c is _LEAF_DEF else _build(c, it)   # (leaves inline)
-                for c in d.children]
     if d.kind == "tuple":
         return tuple(children)
     if d.kind == "list":
-        return children
+        return list(children)
     if d.kind == "dict":
         return dict(zip(d.meta, children))
     if d.kind == CUSTOM:
@@ -347,21 +444,19 @@ def hold_constants(treedef, leaves, is_constant):
     """
     if not any(is_constant(x) for x in leaves):
         return list(leaves), treedef
-    it = iter(leaves)
-    kept = []
-
-    def hold(d):                    # (recursion over the pytree's nesting, as flatten's)
-        if d.kind == LEAF:
-            x = next(it)
-            if is_constant(x):
-                return TreeDef(HELD, x, ())
+    kept, marks = [], []
+    for x in leaves:                # (each leaf marks its place: itself, or held)
+        if is_constant(x):
+            marks.append(TreeDef(HELD, x, ()))
+        else:
             kept.append(x)
-            return d
-        if not d.children:
-            return d
-        return TreeDef(d.kind, d.meta, tuple(hold(c) for c in d.children))
+            marks.append(_LEAF_DEF)
+    return kept, _build(treedef, iter(marks), _rebuild)
 
-    return kept, hold(treedef)
+
+def _rebuild(d, children):
+    """Node `d` with these children (TreeDefs): `hold_constants`'s maker for `_build`."""
+    return TreeDef(d.kind, d.meta, tuple(children)) if children else d
 
 
 def _same_value(a, b) -> bool:
