@@ -103,6 +103,36 @@ def test_x0_of_any_shape():
     assert_close(t, target.sum(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("who", ["minimize", "root", "least_squares", "leastsq", "fsolve"])
+def test_a_number_x0_is_one_element_as_scipy_takes_it(who):
+    # (SciPy code indexes x: fun gets x of shape (1,), and the solution has it)
+    equation = lambda x, c: x[0] ** 3 - c                               # noqa: E731
+    solve = {"minimize": lambda c: opt.minimize(lambda x, c: equation(x, c) ** 2, 1.0,
+                                                args=(c,), tol=1e-14).x,
+             "root": lambda c: opt.root(equation, 1.0, args=(c,)).x,
+             "least_squares": lambda c: opt.least_squares(equation, 1.0, args=(c,)).x,
+             "leastsq": lambda c: opt.leastsq(equation, 1.0, args=(c,))[0],
+             "fsolve": lambda c: opt.fsolve(equation, 1.0, args=(c,))}[who]
+    x = solve(2.0)
+    assert np.shape(x) == (1,)
+    assert_close(x, [2 ** (1 / 3)], rtol=1e-6)
+    d = wg.jacfwd(solve)(2.0)
+    assert np.shape(d) == (1,)
+    assert_close(d, fd_jacobian(solve, 2.0, 1e-5)[..., 0], rtol=1e-5)
+
+
+def test_a_number_x0_takes_bounds_and_p0_as_scipy_does():
+    # (a `Bounds` holds its sides 1-d; curve_fit's p0 may be a number)
+    found = opt.least_squares(lambda x: x ** 3 - 2, 0.5, bounds=(0.0, 1.0))
+    assert_close(found.x, so.least_squares(lambda x: x ** 3 - 2, 0.5, bounds=(0.0, 1.0)).x)
+    top = lambda u: opt.minimize(lambda x: (x[0] - 2) ** 2, 0.5,           # noqa: E731
+                                 bounds=so.Bounds(0.0, u)).x[0]
+    assert top(1.5) == pytest.approx(1.5) and wg.grad(top)(1.5) == pytest.approx(1.0)
+    t = np.arange(1.0, 4.0)
+    slope = lambda s: opt.curve_fit(lambda x, a: a * x, t, s * t ** 1.1, p0=1.0)[0][0]  # noqa
+    assert wg.grad(slope)(2.0) == pytest.approx(fd_jacobian(slope, 2.0, 1e-6), rel=1e-6)
+
+
 def test_callbacks_see_x_in_x0s_shape():
     # fun gets x in x0's shape, so the callback must too (SciPy hands it the flat x), in
     # each of SciPy's signatures: xk, intermediate_result (told apart by the name), and

@@ -126,6 +126,15 @@ def _check_start(x0, who):
                         "inside your function")
 
 
+def _one_dimensional_if_scalar(x0):
+    """x0, a number made a one-element array: SciPy's minimize, root, least_squares,
+    leastsq and fsolve take x0 at least one-dimensional, so fun gets ``x[0]`` and
+    ``result.x`` has shape (1,) (code written for SciPy indexes x)."""
+    if type(x0) is Node:
+        return wnp.reshape(x0, (1,)) if x0.shape == () else x0
+    return np.reshape(x0, (1,)) if np.ndim(x0) == 0 else x0
+
+
 def _shaped_callback(callback, shape):
     """The user's callback, seeing x in x0's shape as fun does (SciPy's methods pass the
     flat x they iterate on), in whichever of SciPy's signatures it was written."""
@@ -313,7 +322,8 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
       Newton-CG, trust-ncg, trust-krylov and trust-constr; the Hessian for dogleg and
       trust-exact), where SciPy would take finite differences.  ``jac="2-point"`` (or
       False) asks for SciPy's finite differences, a callable or ``jac=True`` for yours.
-    * x0 may have any shape; fun gets x in that shape and ``result.x`` has it.
+    * x0 may have any shape; fun gets x in that shape and ``result.x`` has it (a number
+      is a one-element array, as SciPy's).
 
     Where args holds a traced value, ``result.x`` is differentiable with respect to it:
     the minimiser satisfies ∇ₓfun(x*, θ) = 0, so dx*/dθ = -H⁻¹ ∂(∇ₓfun)/∂θ, H the
@@ -372,6 +382,7 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     """
     so = _scipy_optimize()
     _check_start(x0, "minimize")
+    x0 = _one_dimensional_if_scalar(x0)
     args = _as_tuple(args)
     linear = _LinearSolve(linear_solve, who="minimize")
     if method is None:                      # (SciPy's choice, which reads a gradient)
@@ -1346,6 +1357,7 @@ def _root(fun, x0, args, method, jac, tol, callback, options, linear_solve, who)
     """`root`, which reports as `who` (fsolve is root's hybr)."""
     so = _scipy_optimize()
     _check_start(x0, who)
+    x0 = _one_dimensional_if_scalar(x0)
     args = _as_tuple(args)
     linear = _LinearSolve(linear_solve, who=who)
     known = method.lower() if isinstance(method, str) else None
@@ -1878,6 +1890,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     """
     so = _scipy_optimize()
     _check_start(x0, "least_squares")
+    x0 = _one_dimensional_if_scalar(x0)
     args = _as_tuple(args)
     linear = _LinearSolve(linear_solve, who="least_squares")
     kwargs = {} if kwargs is None else dict(kwargs)
@@ -1975,6 +1988,7 @@ def leastsq(func, x0, args=(), Dfun=None, full_output=False, col_deriv=False,
     from ..api import jacfwd
     so = _scipy_optimize()
     _check_start(x0, "leastsq")
+    x0 = _one_dimensional_if_scalar(x0)
     args = _as_tuple(args)
     name = _name(func)
     shape = tuple(x0.shape) if type(x0) is Node else np.shape(x0)
@@ -2183,7 +2197,7 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
         out = solve_plain_fit(*data, p_start, roles and _plain_bounds(n, roles, block_args))
         return out[0], out                  # (SciPy raises where it did not converge)
 
-    start = wnp.asarray(start)
+    start = wnp.reshape(wnp.asarray(start), (n,))     # (SciPy's p0 is at least 1-d)
     popt, prim, (x, y, s) = _stationary(
         "curve_fit", name, start, (xdata, ydata, sigma),
         lambda p, data: 0.5 * wnp.sum(weighted(p, *data) ** 2),
