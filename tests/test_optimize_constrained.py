@@ -198,6 +198,21 @@ def test_bounds_broadcast_to_x0s_shape_plain_and_traced():
     assert_close(d, np.eye(2), atol=1e-12)
 
 
+@pytest.mark.parametrize("method", [None, "SLSQP"])
+def test_one_pair_of_bounds_is_every_elements_as_scipy_broadcasts_it(method):
+    # (the traced solve bounded x[0] alone: x[1] sat on the bound with derivative 0)
+    target = np.array([2.0, 0.5, 3.0])
+    fit = lambda top: opt.minimize(lambda x: wnp.sum((x - target) ** 2),     # noqa: E731
+                                   np.zeros(3), bounds=[(0.0, top)], method=method).x
+    theirs = so.minimize(lambda x: np.sum((x - target) ** 2), np.zeros(3),
+                         bounds=[(0.0, 1.0)], method=method).x
+    assert_close(fit(1.0), theirs, atol=1e-6)
+    assert_close(wg.jacfwd(fit)(1.0), fd_jacobian(fit, 1.0, 1e-4)[..., 0], atol=1e-6)
+    assert_close(wg.jacfwd(fit)(1.0), [1.0, 0.0, 1.0], atol=1e-8)
+    with pytest.raises(ValueError, match=r"2 \(min, max\) bounds for x0 of shape \(3,\)"):
+        opt.minimize(lambda x: wnp.sum(x ** 2), np.zeros(3), bounds=[(0, 1)] * 2)
+
+
 DATA_T = np.linspace(0.0, 2.0, 12)
 DATA = 3.0 * np.exp(-1.1 * DATA_T) + 0.05 * np.cos(5 * DATA_T)
 

@@ -390,7 +390,7 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     else:
         known = method.lower() if isinstance(method, str) else None     # (or a callable)
     objective_pick = jac is True
-    bounds = _flat_bounds(bounds, wnp.shape(x0))
+    bounds = _pair_per_element(_flat_bounds(bounds, wnp.shape(x0)), wnp.shape(x0))
     kwargs = dict(method=method, bounds=bounds, constraints=constraints, tol=tol,
                   callback=_shaped_callback(callback, wnp.shape(x0)), options=options)
     dict_args = [_as_tuple(c.get("args", ())) for c in _listed(constraints)
@@ -627,6 +627,22 @@ def _flat_bounds(bounds, shape, who="minimize"):
     lo = [lo[i] for i in range(n)]
     hi = lo if bounds.ub is bounds.lb else [hi[i] for i in range(n)]   # (v, v): fixed
     return list(zip(lo, hi))
+
+
+def _pair_per_element(bounds, shape, who="minimize"):
+    """minimize's bounds as one (min, max) pair per element of the flat x where they are
+    pairs: one pair is every element's, as SciPy broadcasts it (the traced solve's KKT
+    conditions need each element's, or the others would go unconstrained)."""
+    if bounds is None or isinstance(bounds, _scipy_optimize().Bounds):
+        return bounds
+    pairs, n = list(bounds), math.prod(shape)
+    if len(pairs) == 1:
+        pairs = pairs * n
+    if len(pairs) != n:
+        raise ValueError(f"{who}: {len(pairs)} (min, max) bounds for x0 of shape "
+                         f"{tuple(shape)} ({n} elements); give one pair per element, or "
+                         "one for all")
+    return pairs
 
 
 def _bound_lists(bounds):
