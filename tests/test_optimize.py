@@ -93,6 +93,17 @@ def test_user_hessian_and_callable_jacobian_are_used_as_given():
     assert_close(found.x, np.zeros(3), atol=1e-8)
 
 
+def test_a_hessian_you_give_for_an_x0_of_any_shape_is_taken_in_x0s_shape():
+    # (x of shape (2, 2) makes a natural Hessian (2, 2, 2, 2); SciPy refused it)
+    target = np.arange(4.0).reshape(2, 2)
+    f = lambda x, a: wnp.sum((x - a * target) ** 2) + wnp.sum(x ** 4)   # noqa: E731
+    solve = lambda a: opt.minimize(f, np.zeros((2, 2)), args=(a,), method="trust-exact",  # noqa
+                                   tol=1e-10, hess=lambda x, a: wg.hessian(f)(x, a)).x
+    assert_close(solve(1.0), opt.minimize(f, np.zeros((2, 2)), args=(1.0,),
+                                          method="trust-exact").x, atol=1e-7)
+    assert_close(wg.jacfwd(solve)(1.0), fd_jacobian(solve, 1.0, 1e-5)[..., 0], atol=1e-6)
+
+
 def test_x0_of_any_shape():
     target = np.arange(6.0).reshape(2, 3)
     found = opt.minimize(lambda x: wnp.sum((x - target) ** 2), np.zeros((2, 3)))

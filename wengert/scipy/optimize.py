@@ -490,7 +490,10 @@ def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kw
         user_hess = hess
 
         def hess(x):                            # noqa: F811
-            return user_hess(x.reshape(shape), *args)
+            h = user_hess(x.reshape(shape), *args)
+            # (x in x0's shape makes a natural Hessian x.shape * 2: SciPy's is (n, n); a
+            # sparse matrix or a LinearOperator is passed on as it is)
+            return np.reshape(h, (x.size, x.size)) if np.ndim(h) > 2 else h
     elif callable(hessp):
         user_hessp = hessp
 
