@@ -166,6 +166,16 @@ def test_plain_values_are_scipys_call():
     assert_close(got.x, want.x, rtol=0, atol=0)
 
 
+def test_an_empty_block_of_rows_is_no_constraint():
+    # (SciPy takes A_ub of shape (0, n); the traced solve failed in a reshape of size 0)
+    c = np.array([-1.0, -2.0])
+    box = lambda u: linprog(c, A_ub=np.zeros((0, 2)), b_ub=np.zeros(0),        # noqa: E731
+                            bounds=(0, u)).x
+    theirs = so.linprog(c, A_ub=np.zeros((0, 2)), b_ub=np.zeros(0), bounds=(0, 1.5)).x
+    assert_close(box(1.5), theirs)
+    assert_close(wg.jacfwd(box)(1.5), fd_jacobian(box, 1.5, 1e-4)[..., 0], atol=1e-8)
+
+
 def test_infeasible_and_unbounded_problems_raise():
     with pytest.raises(ValueError, match="infeasible.*no solution to differentiate"):
         wg.grad(lambda b: linprog([1.0], A_ub=[[1.0]], b_ub=b).fun)(np.array([-1.0]))

@@ -384,6 +384,16 @@ def stops_at_once(fun, x0, args=(), **ignored):         # a custom method, which
 
 
 @pytest.mark.filterwarnings("ignore:.*no KKT point")
+def test_a_constraint_of_no_values_is_none():
+    # (a dict constraint may return an empty array, as SciPy's SLSQP takes it)
+    fit = lambda a: opt.minimize(lambda x, a: wnp.sum((x - a) ** 2), np.zeros(2),  # noqa: E731
+                                 args=(a,), constraints={"type": "ineq",
+                                                         "fun": lambda x: x[:0]}).x
+    a = np.array([1.0, -2.0])
+    assert_close(fit(a), a, atol=1e-6)
+    assert_close(wg.jacfwd(fit)(a), fd_jacobian(fit, a, 1e-4), atol=1e-6)
+
+
 def test_a_violated_constraint_warns():
     with pytest.warns(RuntimeWarning, match="violates constraint 0"):
         wg.jacfwd(lambda y: opt.minimize(

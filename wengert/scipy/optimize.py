@@ -798,7 +798,7 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
         def g(x, b=b, ba=ba):
             return b.fun(wnp.reshape(x, shape), *ba)
         value = np.asarray(g(x), dtype=np.float64).reshape(-1)
-        jac = np.asarray(jacfwd(g)(x), dtype=np.float64).reshape(b.m, -1)
+        jac = np.asarray(jacfwd(g)(x), dtype=np.float64).reshape(b.m, x.size)
         distance = value / np.maximum(np.linalg.norm(jac, axis=1), 1e-300)
         bad = np.abs(distance) > near if b.kind == "eq" else distance < -near
         if np.any(bad):
