@@ -485,6 +485,19 @@ def test_undifferentiable_function_says_how_to_go_on():
     assert_close(opt.minimize(opaque, np.ones(2), jac="2-point").x, np.zeros(2), atol=1e-6)
 
 
+def test_an_objective_that_returns_a_vector_is_named_as_such():
+    # (it was reported as a function wengert could not differentiate, with the advice to
+    # give jac: the objective itself is wrong)
+    with pytest.raises(ValueError, match=r"returned a value of shape \(2,\); the objective "
+                                         "must return a number"):
+        opt.minimize(lambda x: x ** 2, np.ones(2))
+    with pytest.raises(ValueError, match="must return a number"):
+        wg.grad(lambda a: opt.minimize(lambda x, a: x - a, np.ones(2), args=(a,),
+                                       method="Nelder-Mead").x[0])(1.0)
+    # (SciPy takes one value in an array, and so does this)
+    assert_close(opt.minimize(lambda x: (x - 2) ** 2, np.ones(1)).x, [2.0], atol=1e-6)
+
+
 def test_root_needs_a_square_system_for_derivatives():
     with pytest.raises(ValueError, match="3 equations for 2 unknowns"):
         wg.grad(lambda c: opt.root(lambda x, c: [x[0] - c, x[1], x[0] * x[1]], np.zeros(2),

@@ -453,7 +453,11 @@ def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kw
     name = getattr(fun, "__name__", "fun")
     f = _flat_function(fun, shape, args, "minimize", pick)
     x0 = x0.reshape(-1)
-    f(x0)                                   # (fun's own errors first, and a closure check)
+    value = f(x0)                           # (fun's own errors first, and a closure check)
+    if np.size(value) != 1:                 # (not a failure to differentiate: say so first)
+        raise ValueError(f"minimize: {name} returned a value of shape {np.shape(value)}; "
+                         "the objective must return a number (for a vector of residuals, "
+                         "least_squares minimises their squares)")
     call = _flat_function(fun, shape, args, "minimize")     # (as the user wrote it)
     leaves, tree, key = _kernel_args(args, "minimize", fun, shape)
 
