@@ -431,6 +431,21 @@ def test_least_squares_sensitivities_against_central_differences(loss):
     assert_close(wg.jacfwd(fit)(DATA), reference, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("loss", ["soft_l1", "huber", "cauchy"])
+def test_least_squares_in_the_scale_of_a_robust_loss(loss):
+    # (f_scale, where an outlier stops counting, is a hyperparameter one tunes; traced, it
+    # was converted to a float and raised)
+    y = DATA.copy()
+    y[3] += 1.0
+    fit = lambda s: opt.least_squares(decay, [1.0, 1.0], args=(y,), loss=loss,   # noqa: E731
+                                      f_scale=s, ftol=1e-15, xtol=1e-15, gtol=1e-15).x
+    reference = fd_jacobian(lambda s: polished_fit(y, loss, s), 0.1, 1e-5)[..., 0]
+    assert_close(wg.jacfwd(fit)(0.1), reference, rtol=1e-6, atol=1e-8)
+    cost = lambda s: opt.least_squares(decay, [1.0, 1.0], args=(y,), loss=loss,  # noqa: E731
+                                       f_scale=s).cost
+    assert wg.grad(cost)(0.1) == pytest.approx(fd_jacobian(cost, 0.1, 1e-5), rel=1e-6)
+
+
 def test_least_squares_linear_model_closed_form_and_kwargs():
     # a linear model's fit is the pseudo-inverse: dx*/dy = A⁺
     resid = lambda x, y, scale=1.0: scale * (A @ x - y)   # noqa: E731

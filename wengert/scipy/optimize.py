@@ -1888,11 +1888,11 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     wengert's exact Jacobian of the residuals (forward or reverse mode, whichever is
     cheaper for their shape), where SciPy's default is ``"2-point"`` finite differences,
     which you can still ask for (and spread over ``workers``, as SciPy does).  Where args
-    (or kwargs) hold a traced value, ``result.x`` is differentiable with respect to it,
-    through the condition that the cost's gradient is zero (with the exact second
-    derivatives of the residuals, not the Gauss–Newton approximation); ``result.fun``
-    and ``result.cost`` are traced too.  Any
-    of SciPy's losses works, and a callable one if written with `wengert.numpy`.  A bound
+    (or kwargs, or f_scale) hold a traced value, ``result.x`` is differentiable with
+    respect to it, through the condition that the cost's gradient is zero (with the exact
+    second derivatives of the residuals, not the Gauss–Newton approximation);
+    ``result.fun`` and ``result.cost`` are traced too.  Any of SciPy's losses works, and
+    a callable one if written with `wengert.numpy`.  A bound
     that holds at the solution keeps holding (the KKT conditions, as `minimize`'s).
     ``linear_solve`` (keyword, wengert's) says how the derivative solves with the cost's
     Hessian: "dense" (the default), "cg" (matrix-free, for many parameters; "gmres" with
@@ -1932,7 +1932,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     def residuals(x, a, kw):
         return _flat_out(fun(x, *a, **kw))
 
-    if not _traced(x0, args, kwargs, bounds):
+    if not _traced(x0, args, kwargs, bounds, f_scale):
         shape = np.shape(x0)
         found = _least_squares_plain(so, fun, np.reshape(np.asarray(x0, dtype=np.float64), -1),
                                      shape, args, kwargs, jac, name, options)
@@ -1941,30 +1941,30 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", fto
     if not (callable(loss) or loss in ("linear", "soft_l1", "huber", "cauchy", "arctan")):
         raise ValueError(f"least_squares: loss must be one of 'linear', 'soft_l1', 'huber', "
                          f"'cauchy', 'arctan' or a callable, got {loss!r}")
-    scale2 = float(f_scale) ** 2
 
-    def cost(x, args):
-        r = residuals(x, *args)
-        return 0.5 * scale2 * wnp.sum(_rho(loss, r * r / scale2))
+    def cost(x, args):          # (f_scale is a parameter too: the robust loss's scale)
+        a, kw, scale = args
+        r = residuals(x, a, kw)
+        return 0.5 * scale ** 2 * wnp.sum(_rho(loss, r * r / scale ** 2))
 
     x0 = wnp.asarray(x0)
     shape = tuple(x0.shape)
 
     def solve_plain(x0, args, block_args):
-        held = options
+        a, kw, scale = args
+        held = dict(options, f_scale=float(scale))
         if roles:               # (SciPy gets the traced bounds' values of this solve)
-            held = dict(options, bounds=_plain_bounds(x0.size, roles, block_args))
-        found = _least_squares_plain(so, fun, x0, shape, *args, jac, name, held)
+            held["bounds"] = _plain_bounds(x0.size, roles, block_args)
+        found = _least_squares_plain(so, fun, x0, shape, a, kw, jac, name, held)
         _warn_unless_converged(found, "least_squares")
         return found.x, found
 
-    x, prim, (a, kw) = _stationary("least_squares", name, x0, (args, kwargs), cost,
-                                   _blocks((), bounds, x0, shape),
-                                   solve_plain, linear)
+    x, prim, a = _stationary("least_squares", name, x0, (args, kwargs, f_scale), cost,
+                             _blocks((), bounds, x0, shape), solve_plain, linear)
     found = _result(so.OptimizeResult, prim.result)
     found.x = x
-    found.fun = residuals(x, a, kw)
-    found.cost = cost(x, (a, kw))
+    found.fun = residuals(x, *a[:2])
+    found.cost = cost(x, a)
     return found
 
 
