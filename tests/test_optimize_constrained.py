@@ -383,7 +383,6 @@ def stops_at_once(fun, x0, args=(), **ignored):         # a custom method, which
                              success=True, nit=0)
 
 
-@pytest.mark.filterwarnings("ignore:.*no KKT point")
 def test_a_constraint_of_no_values_is_none():
     # (a dict constraint may return an empty array, as SciPy's SLSQP takes it)
     fit = lambda a: opt.minimize(lambda x, a: wnp.sum((x - a) ** 2), np.zeros(2),  # noqa: E731
@@ -394,6 +393,7 @@ def test_a_constraint_of_no_values_is_none():
     assert_close(wg.jacfwd(fit)(a), fd_jacobian(fit, a, 1e-4), atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:.*no KKT point")
 def test_a_violated_constraint_warns():
     with pytest.warns(RuntimeWarning, match="violates constraint 0"):
         wg.jacfwd(lambda y: opt.minimize(
