@@ -332,6 +332,31 @@ def test_trust_constr_gets_exact_constraint_hessians():
     assert_close(found.x, reference.x, atol=1e-8)
 
 
+def test_a_nonlinear_constraints_own_hessian_gets_x_in_x0s_shape():
+    # fun and jac get x in x0's shape; hess did not (it got SciPy's flat x, and its
+    # natural x.shape * 2 result was refused)
+    seen = []
+
+    def disc(x):
+        return wnp.array([1.0 - x[0, 0] ** 2 - 2 * x[1, 1] ** 2 - x[0, 1] ** 2 - x[1, 0] ** 2])
+
+    def hess(x, v):
+        seen.append(np.shape(x))
+        return wg.hessian(lambda x: v @ disc(x))(x)
+    target = np.array([[2.0, 1.0], [0.5, -1.0]])
+    f = lambda x: wnp.sum((x - target) ** 2)                      # noqa: E731
+    c = so.NonlinearConstraint(disc, 0.0, np.inf, jac=wg.jacfwd(disc), hess=hess)
+    found = opt.minimize(f, np.full((2, 2), 0.1), method="trust-constr", constraints=c,
+                         options={"initial_barrier_parameter": 1e-4, "gtol": 1e-10})
+    flat = lambda x: disc(np.reshape(x, (2, 2)))                   # noqa: E731
+    reference = so.minimize(lambda x: f(x.reshape(2, 2)), np.full(4, 0.1), method="SLSQP",
+                            constraints={"type": "ineq", "fun": flat},
+                            options={"ftol": 1e-12})
+    assert seen and set(seen) == {(2, 2)}
+    assert found.x.shape == (2, 2)
+    assert_close(found.x.ravel(), reference.x, atol=1e-7)
+
+
 def test_constraint_jacobian_given_is_used():
     calls = []
 

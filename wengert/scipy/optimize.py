@@ -494,10 +494,7 @@ def _minimize_plain(so, fun, x0, shape, args, method, jac, hess, hessp, pick, kw
         user_hess = hess
 
         def hess(x):                            # noqa: F811
-            h = user_hess(x.reshape(shape), *args)
-            # (x in x0's shape makes a natural Hessian x.shape * 2: SciPy's is (n, n); a
-            # sparse matrix or a LinearOperator is passed on as it is)
-            return np.reshape(h, (x.size, x.size)) if np.ndim(h) > 2 else h
+            return _flat_hessian(user_hess(x.reshape(shape), *args), x.size)
     elif callable(hessp):
         user_hessp = hessp
 
@@ -872,6 +869,13 @@ def _multipliers(who, objective, blocks, x, shape, args, block_args):
     return nu, flags
 
 
+def _flat_hessian(h, n):
+    """A Hessian a user's function gave for x in x0's shape, as SciPy takes it on the flat
+    x: a natural one, of shape x.shape * 2, reshaped to (n, n); a sparse matrix or a
+    LinearOperator passed on as it is."""
+    return np.reshape(h, (n, n)) if np.ndim(h) > 2 else h
+
+
 def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
     """The constraints as SciPy calls them, on a flat x: the user's functions get x in
     x0's shape and are checked for traced values they close over, a dict's args are
@@ -905,6 +909,9 @@ def _constraints_for_scipy(constraints, x0, shape, method, dict_args=None):
             if callable(jac):
                 c.jac = lambda x, jac=jac: np.asarray(jac(x.reshape(shape)),
                                                       dtype=np.float64).reshape(-1, x.size)
+            if callable(c.hess):            # (x in x0's shape, as fun and jac get it)
+                c.hess = lambda x, v, hess=c.hess: _flat_hessian(hess(x.reshape(shape), v),
+                                                                 x.size)
         out.append(c)
     return out
 
