@@ -286,6 +286,11 @@ def err(f, x, eps):
     compute f from x (the nodes between x and f, x excluded; negations are exact and left
     out) and ∂f/∂v_i is v_i's adjoint.  The type of f.
 
+    It is the standard deviation of Σ_i ∂f/∂v_i · v_i · δ_i for roundings δ_i uniform in
+    [-eps, eps]: an absolute error, in f's units, with eps the unit roundoff (2**-53 in
+    double precision).  Inputs, constants and the nodes that do not depend on x are
+    taken as exact (docs/adds.md, "The rounding-error estimate").
+
     Example:
         >>> import wengert as wg
         >>> from wengert.adds.types import scalar
