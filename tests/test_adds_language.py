@@ -145,6 +145,47 @@ def test_err_weights_each_operation_by_its_adjoint():
     assert s.variables["E"].shape == (2,)
 
 
+def test_err_counts_a_shared_node_once_with_its_whole_adjoint():
+    """u = x*y reaches f = u*u + sin(u) along three edges: one term, adjoint 2u + cos u."""
+    s, _ = run("u := x*y; f := u*u + sin(u); e := err(f, vec(x, y), 1);")
+    x, y = 0.8, -1.7
+    u = x * y
+    terms = [(2 * u + math.cos(u)) * u, u * u, math.sin(u), u * u + math.sin(u)]
+    expected = math.sqrt(sum(t * t for t in terms) / 3)
+    assert values(s, "e", {("X", ()): x, ("Y", ()): y}) == pytest.approx(expected, rel=1e-14)
+
+
+def test_err_of_what_simplification_removed_is_zero():
+    s, _ = run("e1 := err(x-x, x, 1); e2 := err((x+y)-(y+x), vec(x, y), 1); "
+               "e3 := err(sqrt(x)/y, vec(x, y), 1);")
+    env = {("X", ()): 2.0, ("Y", ()): 3.0}
+    assert values(s, "e1", env) == 0 and values(s, "e2", env) == 0
+    r = math.sqrt(2.0)       # sqrt(x) with adjoint 1/y, then the quotient with adjoint 1
+    assert values(s, "e3", env) == pytest.approx(math.sqrt(2 * (r / 3) ** 2 / 3), rel=1e-14)
+
+
+def test_err_is_the_size_of_the_error_mpmath_measures():
+    """A sum of 100 numbers of [0, 1) left to right: the estimate is the root mean square
+    of the partial sums (each with adjoint 1) times eps/sqrt(3); the error measured against
+    mpmath's exact sum is of its size (a random walk: about half of it on average)."""
+    mpmath = pytest.importorskip("mpmath")
+    n, eps = 100, 2.0 ** -53
+    s, _ = run(f"array x[{n}]; f := {'+'.join(f'x[{i}]' for i in range(1, n + 1))}; "
+               "e := err(f, x, eps);")
+    rng = np.random.default_rng(3)
+    ratios = []
+    for _ in range(40):
+        xs = rng.uniform(0, 1, n)
+        env = {("X", (i + 1,)): float(v) for i, v in enumerate(xs)}
+        env[("EPS", ())] = eps
+        partial = np.cumsum(xs)[1:]
+        estimate = values(s, "e", env)
+        assert estimate == pytest.approx(math.sqrt(np.sum(partial ** 2) / 3) * eps, rel=1e-12)
+        exact = mpmath.fsum(mpmath.mpf(float(v)) for v in xs)
+        ratios.append(float(abs(mpmath.mpf(float(values(s, "f", env))) - exact)) / estimate)
+    assert 0.2 < np.mean(ratios) < 1.5 and max(ratios) < 4
+
+
 def test_operator_declaration_application_and_indexing():
     s, _ = run("operator f[2,5](4); array x[3]; y := f(t, x); r := f[1](t, x); "
                "z := f[2,5](x, t);")
