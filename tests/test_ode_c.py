@@ -362,6 +362,37 @@ def test_per_example_sweeps_are_one_batched_sweep(in_axes):
             assert_close(got[b], want, rtol=1e-6, atol=1e-8)
 
 
+def test_a_large_batch_is_the_one_examples_code_in_a_loop():
+    """vmap over a thousand examples: C runs one example's right-hand side (and its
+    adjoint's) in a loop over them, rather than straight-line code a thousand times as long
+    (which took half a minute to compile, and past C_MAX_OPERATIONS was refused).  A rate
+    the examples share gets the sum of their cotangents."""
+    rng = np.random.default_rng(5)
+    batch = P * (1.0 + 0.2 * rng.random((1000, 4)))
+    shared = np.array([0.3])
+
+    def forced(t, y, p, c):
+        return lotka_volterra(t, y, p) + c[0] * wnp.sin(t)
+
+    def loss(p, c):
+        sol = solve_ivp(forced, (0.0, 2.0), Y0, t_eval=[1.0, 2.0], args=(p, c),
+                        backend="c", rtol=1e-10, atol=1e-12)
+        return wnp.sum(sol.y ** 2)
+    grads = wg.vmap(wg.grad(loss, argnums=(0, 1)), in_axes=(0, None))(batch, shared)
+    total = wg.grad(lambda b, c: wnp.sum(wg.vmap(loss, in_axes=(0, None))(b, c)),
+                    argnums=(0, 1))(batch, shared)
+    assert_close(total[0], grads[0], rtol=1e-6, atol=1e-8)
+    assert_close(total[1], np.sum(grads[1], axis=0), rtol=1e-6, atol=1e-8)
+    for b in (0, 999):
+        assert_close(grads[0][b], fd_jacobian(lambda p: loss(p, shared), batch[b], 1e-5),
+                     rtol=1e-5, atol=1e-7)
+        assert_close(grads[1][b], fd_jacobian(lambda c: loss(batch[b], c), shared, 1e-5),
+                     rtol=1e-5, atol=1e-7)
+    # forward mode: the tangent system's batch is a loop too
+    assert_close(wg.vmap(wg.jacfwd(loss), in_axes=(0, None))(batch[:4], shared),
+                 grads[0][:4], rtol=1e-6, atol=1e-8)
+
+
 # --- compiled code and its inputs --------------------------------------------------------------
 RATE = [0.5]
 

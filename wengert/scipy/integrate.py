@@ -313,19 +313,26 @@ class _System:
             made = solvers[(method, events)] = (generation, self._write_c(method, events))
         return made[1]
 
+    def c_batch(self):
+        """(the system of one copy, `wengert.codegen.rk.Batch`) where this system is
+        copies of one (a batch, or its adjoint), whose C is then that one's in a loop;
+        else None."""
+        return None
+
     def _write_c(self, method, events):
         from ..codegen.rk import Solver
-        odd = [d for _, d in self.leaf_avals if d.kind not in "fb"]
+        one, batch = self.c_batch() or (self, None)
+        odd = [d for _, d in one.leaf_avals if d.kind not in "fb"]
         if odd:
             raise TypeError(f"solve_ivp(backend='c'): args hold a value of dtype {odd[0]}; "
                             "C code reads real numbers (pass floats, or use "
                             "backend='scipy')")
         # (C computes in double: a float32 argument is read as the float64 it converts to)
         avals = [ShapeDtype(shape, np.float64 if dtype.kind == "f" else dtype)
-                 for shape, dtype in self.leaf_avals]
-        rhs = _scalarized(self.rhs, avals, self.n, self.name)
+                 for shape, dtype in one.leaf_avals]
+        rhs = _scalarized(one.rhs, avals, one.n, self.name)
         if not events:
-            return Solver(rhs, method)
+            return Solver(rhs, method, batch=batch)
 
         def values(y, s, *leaves):
             return wnp.stack([self.event(e, y, s, leaves) for e in events])
@@ -507,6 +514,31 @@ class _AdjointSystem(_System):
 
     def root_point(self, state, leaves):
         return self.base.root_point(state[:self.base.n], leaves)
+
+    def c_batch(self):
+        """The adjoint of a batch is a batch of the adjoints, but for the cotangents of
+        the arguments the examples share, which are sums over them."""
+        batched = self.base
+        if not isinstance(batched, _BatchedSystem):
+            return None
+        one = batched.__dict__.get("_adjoint_one")
+        if one is None:
+            one = batched._adjoint_one = _AdjointSystem(batched.base)
+        size, m = batched.size, batched.base.n
+        state_at, state_step = [], []
+        for part in range(2):                           # y, then a
+            state_at += [part * size * m + i for i in range(m)]
+            state_step += [m] * m
+        start = 2 * size * m
+        for k, whole in zip(self.active, self.sizes):
+            own = math.prod(batched.base.leaf_avals[k][0])
+            state_at += range(start, start + own)
+            state_step += [own if batched.mapped[k] else 0] * own
+            start += whole
+        leaf_at, leaf_step = batched.leaf_layout(self.n + 1)
+        batch = _c_batch(size, state_at + [self.n] + leaf_at, state_step + [0] + leaf_step,
+                         state_at, state_step, self.n, batched)
+        return one, batch
 
 
 class _TangentSystem(_System):
@@ -1086,6 +1118,31 @@ class _BatchedSystem(_System):
     def pattern(self):
         m = self.block
         return self.matrix(np.ones((self.n // m, m, m)))
+
+    def leaf_layout(self, start):
+        """Where one example's leaves are in the batch's flat leaves placed at `start`:
+        (positions of example 0, strides between examples: 0 where they share it)."""
+        at, step = [], []
+        for (shape, _), m in zip(self.base.leaf_avals, self.mapped):
+            own = math.prod(shape)
+            at += range(start, start + own)
+            step += [own if m else 0] * own
+            start += own * (self.size if m else 1)
+        return at, step
+
+    def c_batch(self):
+        size, m = self.size, self.base.n
+        state_at, state_step = list(range(m)), [m] * m
+        leaf_at, leaf_step = self.leaf_layout(self.n + 1)
+        return self.base, _c_batch(size, state_at + [self.n] + leaf_at,
+                                   state_step + [0] + leaf_step, state_at, state_step,
+                                   self.n, self)
+
+
+def _c_batch(size, in_at, in_step, out_at, out_step, n, batched):
+    from ..codegen.rk import Batch
+    leaves = sum(math.prod(shape) for shape, _ in batched.leaf_avals)
+    return Batch(size, in_at, in_step, out_at, out_step, n, leaves)
 
 
 class _BatchedOdeint(Odeint):
