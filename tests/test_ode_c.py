@@ -362,6 +362,25 @@ def test_per_example_sweeps_are_one_batched_sweep(in_axes):
             assert_close(got[b], want, rtol=1e-6, atol=1e-8)
 
 
+def test_first_step_longer_than_the_way_to_an_event_or_a_time_of_sol():
+    """The solves to an event's time and to a time of sol(t) are shorter than t_span: the
+    user's first_step is taken up to them (in C it was refused as exceeding bounds), and a
+    first_step longer than t_span itself is SciPy's error, traced or not."""
+    def hit_09(t, y, k):
+        return y[0] - 0.9
+    hit_09.terminal = True
+    opts = dict(first_step=1.0, rtol=1e-10, atol=1e-12, backend="c")
+    hit = lambda k: solve_ivp(decay, (0.0, 10.0), [1.0], args=(k,), events=hit_09,  # noqa
+                              **opts).t_events[0][0]
+    assert_close(wg.grad(hit)(0.7), np.log(0.9) / 0.7 ** 2, rtol=1e-6)   # t = -ln 0.9 / k
+    at = lambda k: solve_ivp(decay, (0.0, 10.0), [1.0], args=(k,), dense_output=True,  # noqa
+                             **opts).sol(0.05)[0]
+    assert_close(wg.grad(at)(0.7), -0.05 * np.exp(-0.035), rtol=1e-6)
+    with pytest.raises(ValueError, match="`first_step` exceeds bounds"):
+        wg.grad(lambda k: solve_ivp(decay, (0.0, 1.0), [1.0], args=(k,), t_eval=[1.0],
+                                    first_step=2.0, backend="c").y[0, 0])(0.5)
+
+
 def test_a_large_batch_is_the_one_examples_code_in_a_loop():
     """vmap over a thousand examples: C runs one example's right-hand side (and its
     adjoint's) in a loop over them, rather than straight-line code a thousand times as long

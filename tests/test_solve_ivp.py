@@ -612,6 +612,18 @@ def test_first_step_longer_than_the_way_to_an_event_or_a_time_of_sol():
     assert_close(wg.grad(at)(0.7), -0.05 * math.exp(-0.035), rtol=1e-6)
 
 
+def test_first_step_is_checked_against_t_span_on_traced_values_too():
+    # traced, a first_step longer than t_span was taken up to it silently, where SciPy
+    # (and the plain call) refuses it
+    f = lambda t, y, k: -k * y                                           # noqa: E731
+    for first, message in ((2.0, "exceeds bounds"), (-1.0, "must be positive")):
+        with pytest.raises(ValueError, match=message):
+            scipy_integrate.solve_ivp(f, (0.0, 1.0), [1.0], args=(0.5,), first_step=first)
+        with pytest.raises(ValueError, match=message):
+            wg.grad(lambda k: solve_ivp(f, (0.0, 1.0), [1.0], args=(k,), t_eval=[1.0],
+                                        first_step=first).y[0, 0])(0.5)
+
+
 def test_reverse_mode_through_robertson_says_why_it_refuses():
     # LSODA's backward re-solve of a stiff system went non-finite, and the next interval's
     # solve started from it: SciPy's "y0 must be finite" came out, not the documented error

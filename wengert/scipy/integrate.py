@@ -726,8 +726,14 @@ class Odeint(Primitive):
         the exact Jacobian for an implicit method (see `jacobian`) and the user's `events`
         (functions of (t, y, *args)); a failure raises."""
         options = dict(self.options)
+        if options.get("first_step") is not None and t0 != tf:
+            # (the user's first step, for their span, checked by the front-end: a solve to
+            # an event's time or to a time of sol(t) may be shorter, where SciPy would
+            # refuse it)
+            options["first_step"] = min(options["first_step"], abs(tf - t0))
         if options.pop("backend", "scipy") == "c" and t0 != tf and self.system.n:
-            found = self.solve_c(y0, t0, tf, leaves, t_eval, events=events)
+            found = self.solve_c(y0, t0, tf, leaves, t_eval, events=events,
+                                 first=options.get("first_step"))
             if found.status < 0:
                 raise RuntimeError(f"solve_ivp: the solver failed for {self.system.name} "
                                    f"from t = {t0:g} to {tf:g}: {found.message}")
@@ -737,10 +743,6 @@ class Odeint(Primitive):
             args = unflatten(self.system.tree, leaves)
             options["events"] = [_shaped_event(e, self.system.shape, args) for e in events]
         jac = options.pop("jac", None)
-        if options.get("first_step") is not None and t0 != tf:
-            # (the user's first step, for their span: a solve to an event's time or to a
-            # time of sol(t) may be shorter, where SciPy would refuse it)
-            options["first_step"] = min(options["first_step"], abs(tf - t0))
         y0 = np.asarray(y0, dtype=np.float64)
         with recording(None):         # plain numbers: the right-hand side records nothing
             f = self.system.bind(leaves, y0, t0)
@@ -764,20 +766,18 @@ class Odeint(Primitive):
         self.stats = (found.nfev, found.njev, found.nlu)
         return found
 
-    def solve_c(self, y0, t0, tf, leaves, t_eval, dense=False, events=()):
+    def solve_c(self, y0, t0, tf, leaves, t_eval, dense=False, events=(), first=None):
         """The solve of `solve` by the C loop (solve_ivp's backend="c", for RK23, RK45 and
         DOP853: SciPy's steps, see `wengert.codegen.rk`), locating the user's `events`;
-        a failure is reported in the result's status, as SciPy reports it."""
+        a failure is reported in the result's status, as SciPy reports it.  `first`: the
+        first step, if not the options'."""
         options = self.options
         if not np.all(np.isfinite(y0)):
             raise ValueError("All components of the initial state `y0` must be finite.")
         rtol, atol = self.c_tolerances()
-        first = options.get("first_step")
-        if first is not None:          # (SciPy's checks and messages)
-            if first <= 0:
-                raise ValueError("`first_step` must be positive.")
-            if first > abs(tf - t0):
-                raise ValueError("`first_step` exceeds bounds.")
+        if first is None:
+            first = options.get("first_step")
+        _check_first_step(first, t0, tf)
         events = tuple(events)
         limits = _event_limits(events) if events else None
         solver = self.system.c_solver(self.method, leaves, y0, (t0, tf), events)
@@ -1675,6 +1675,8 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
         raise ValueError(f"solve_ivp: t_span must be two times (t0, tf), got shape "
                          f"{tuple(span.shape)}")
     t0, tf = wnp.reshape(span[0], (1,)), wnp.reshape(span[1], (1,))
+    if _value(span) is not None:        # (the rules' solves take it up to their spans)
+        _check_first_step(options.get("first_step"), *map(float, _value(span)))
     numeric, tree, avals, active = _arguments(*flatten(args))
     _calls[0] += 1
     prim = _primitive(fun, shape, tree, avals, active, True, options, method,
@@ -1783,6 +1785,15 @@ def _small_rtol(rtol, stacklevel):
                       stacklevel=stacklevel)
         return np.maximum(rtol, 100 * eps)
     return rtol
+
+
+def _check_first_step(first, t0, tf):
+    """SciPy's checks of first_step for the span (t0, tf), with its messages."""
+    if first is not None:
+        if first <= 0:
+            raise ValueError("`first_step` must be positive.")
+        if first > abs(tf - t0):
+            raise ValueError("`first_step` exceeds bounds.")
 
 
 def _c_tolerances(rtol, atol, n):
