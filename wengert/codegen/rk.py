@@ -828,30 +828,47 @@ class Batch:
         self.out_at, self.out_step = np.asarray(out_at, int), np.asarray(out_step, int)
 
     def source(self, one, name) -> str:
-        """C of ``void name(in, out)``: the copies' `one(in, out)` in a loop."""
-        def table(name, values):
-            return f"static const long {name}[] = {{{', '.join(map(str, values))}}};"
+        """C of ``void name(in, out)``: the copies' `one(in, out)` in a loop, each run of
+        consecutive numbers copied by one memcpy."""
         m, k = len(self.in_at), len(self.out_at)
-        return "\n".join([
-            f"/* {self.size} copies of {one}: inputs and outputs by (start, stride) */",
-            table(f"{name}_IN_AT", self.in_at), table(f"{name}_IN_STEP", self.in_step),
-            table(f"{name}_OUT_AT", self.out_at), table(f"{name}_OUT_STEP", self.out_step),
-            f"void {name}(const double *restrict in, double *restrict out)",
-            "{",
-            f"    double one_in[{m}], one_out[{k}];",
-            f"    for (long i = 0; i < {k}; i++)",
-            f"        if (!{name}_OUT_STEP[i]) out[{name}_OUT_AT[i]] = 0.0;",
-            f"    for (long b = 0; b < {self.size}; b++) {{",
-            f"        for (long j = 0; j < {m}; j++)",
-            f"            one_in[j] = in[{name}_IN_AT[j] + b * {name}_IN_STEP[j]];",
-            f"        {one}(one_in, one_out);",
-            f"        for (long i = 0; i < {k}; i++) {{",
-            f"            if ({name}_OUT_STEP[i]) "
-            f"out[{name}_OUT_AT[i] + b * {name}_OUT_STEP[i]] = one_out[i];",
-            f"            else out[{name}_OUT_AT[i]] += one_out[i];",
-            "        }",
-            "    }",
-            "}", ""])
+        lines = [f"/* {self.size} copies of {one}: inputs and outputs by (start, stride) */",
+                 "#include <string.h>",
+                 f"void {name}(const double *restrict in, double *restrict out)", "{",
+                 f"    double one_in[{m}];"]
+        outs = _runs(self.out_at, self.out_step)
+        direct = len(outs) == 1 and outs[0][3] == k and outs[0][:3] == (0, 0, k)
+        if not direct:
+            lines += [f"    double one_out[{k}];"]
+        lines += [f"    memset(out + {at}, 0, {length} * sizeof(double));"
+                  for _, at, step, length in outs if step == 0]
+        lines += [f"    for (long b = 0; b < {self.size}; b++) {{"]
+        lines += [f"        memcpy(one_in + {j}, in + {at} + b * {step}, "
+                  f"{length} * sizeof(double));"
+                  for j, at, step, length in _runs(self.in_at, self.in_step)]
+        if direct:              # (the copies' outputs side by side: written in place)
+            lines += [f"        {one}(one_in, out + b * {k});"]
+        else:
+            lines += [f"        {one}(one_in, one_out);"]
+            for j, at, step, length in outs:
+                if step:
+                    lines += [f"        memcpy(out + {at} + b * {step}, one_out + {j}, "
+                              f"{length} * sizeof(double));"]
+                else:
+                    lines += [f"        for (int i = 0; i < {length}; i++) "
+                              f"out[{at} + i] += one_out[{j} + i];"]
+        return "\n".join(lines + ["    }", "}", ""])
+
+
+def _runs(at, step):
+    """(first index, start, stride, length) of each run of consecutive positions with one
+    stride in the tables (at, step)."""
+    runs = []
+    for j, (a, s) in enumerate(zip(at.tolist(), step.tolist())):
+        if runs and runs[-1][2] == s and runs[-1][1] + runs[-1][3] == a:
+            runs[-1][3] += 1
+        else:
+            runs.append([j, a, s, 1])
+    return [tuple(r) for r in runs]
 
 
 class _Found:
