@@ -620,3 +620,22 @@ def test_an_empty_batch_of_packed_results():
         for k, x in enumerate(np.arange(6.0).reshape(2, 3)):
             for a, b in zip(full, f(x)):
                 assert_close(a[k], b)
+
+
+def test_dict_axes_follow_flattens_order_for_ordered_and_mixed_key_dicts():
+    # in_axes of an OrderedDict were matched in sorted key order while its leaves come in
+    # insertion order (a silently wrong batch), and keys that do not compare raised
+    import collections
+    r = np.random.default_rng(5)
+    b, a = r.normal(size=(3, 2)), r.normal(size=2)
+    d = collections.OrderedDict([("b", b), ("a", a)])
+    axes = collections.OrderedDict([("b", 0), ("a", None)])
+    got = wg.vmap(lambda d: wnp.sin(d["b"]) * d["a"], in_axes=(axes,))(d)
+    assert_close(got, np.stack([np.sin(row) * a for row in b]))
+    mixed = {1: b, "a": a}
+    got = wg.vmap(lambda d: d[1] * d["a"], in_axes=({1: 0, "a": None},))(mixed)
+    assert_close(got, b * a)
+    out = wg.vmap(lambda x: collections.OrderedDict([("z", x), ("y", 2 * x)]),
+                  out_axes=collections.OrderedDict([("z", 0), ("y", 1)]))(b)
+    assert out["z"].shape == (3, 2) and out["y"].shape == (2, 3)
+    assert_close(out["y"], 2 * b.T)
