@@ -93,6 +93,11 @@ CASES = {
     "cumulative_prod": (lambda x: np.cumulative_prod(x, axis=0, include_initial=True),
                         [pos(3, 2)]),
     "cumulative_prod 1d": (lambda x: np.cumulative_prod(x) ** 2, [r(4)]),
+    "r_": (lambda x, y: np.r_[x, 2.0, y ** 2, 0:3, -1:1:3j] * x[0], [r(3), r(2)]),
+    "r_ of matrices": (lambda x, y: np.r_[x, y * x[:1]] ** 2, [r(2, 3), r(1, 3)]),
+    "r_ directive": (lambda x, y: np.sin(np.r_["0,2,0", x, x * y]), [r(3), r(3)]),
+    "r_ directive axis": (lambda x, y: np.r_["-1,3,-2", x, y] ** 2, [r(2, 3), r(2, 3)]),
+    "c_": (lambda x, y: np.c_[x, x * y, np.outer(x, y)] ** 2, [r(3), r(3)]),
 }
 
 if hasattr(numpy, "row_stack"):
@@ -124,6 +129,17 @@ def _same(got, want, exact=True):
         numpy.testing.assert_array_equal(got, want)
     else:
         numpy.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+
+
+def test_r_and_c_keep_numpys_dtypes_and_refuse_the_matrix_directive():
+    # (a Python float joins float32 items without raising their precision, as in NumPy)
+    x = r(3).astype(numpy.float32)
+    _same(wg.vjp(lambda x: np.r_[x, 1.0, 0:2], x)[0], numpy.r_[x, 1.0, 0:2])
+    _same(wg.vjp(lambda x: np.c_[x, x], x)[0], numpy.c_[x, x])
+    with pytest.raises(NotImplementedError, match="numpy.matrix"):
+        wg.grad(lambda x: np.sum(np.r_["r", x, x]))(x)
+    with pytest.raises(ValueError, match="first entry"):
+        wg.grad(lambda x: np.sum(np.r_[x, "0", x]))(x)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
