@@ -253,3 +253,26 @@ def test_a_pytree_nested_thousands_deep_flattens_and_differentiates_without_recu
     out = wg.compile(lambda t: tree_map(lambda v: v + 1.0, t))(t)
     assert flatten(out)[1] == tree and all(
         np.allclose(a, b + 1.0) for a, b in zip(flatten(out)[0], leaves))
+
+
+def test_jax_tree_names_map_leaves_structure_reduce_all():
+    # `import wengert as jax` then jax.tree.map(...), JAX's newer spelling of tree_util
+    jax = wg
+    params = {"w": np.array([0.5, -1.0]), "b": (0.3, None)}
+    assert jax.tree.leaves(params) == wg.tree.tree_leaves(params)
+    assert jax.tree.structure(params) == wg.tree.tree_structure({"b": (0, None), "w": 0})
+    leaves, treedef = jax.tree.flatten(params)
+    assert jax.tree.unflatten(treedef, leaves)["b"] == (0.3, None)
+    assert jax.tree.all({"a": True, "b": [1]}) and not jax.tree.all([True, 0])
+    assert jax.tree.reduce(max, [3, (1, 7)]) == 7
+
+    def loss(p):
+        squares = jax.tree.map(lambda v: wnp.sum(v ** 2), p)
+        return jax.tree.reduce(lambda a, b: a + b, squares, 0.0) * p["b"][0]
+
+    g = wg.grad(loss)(params)
+    leaves, unravel = ravel_pytree(params)
+    want = fd_jacobian(lambda v: loss(unravel(v)), leaves, 1e-6)
+    assert_close(ravel_pytree(g)[0], want)
+    step = jax.tree.map(lambda p, g: p - 0.1 * g, params, g)
+    assert step["b"][1] is None and step["w"].shape == (2,)

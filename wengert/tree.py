@@ -18,6 +18,7 @@ Example:
 """
 from __future__ import annotations
 
+import builtins
 import collections
 
 import numpy as np
@@ -524,6 +525,43 @@ def tree_structure(tree) -> TreeDef:
         True
     """
     return flatten(tree)[1]
+
+
+_NO_INITIAL = object()
+
+
+def tree_reduce(function, tree, initializer=_NO_INITIAL):
+    """The leaves of a pytree folded from the left by ``function(total, leaf)``, as
+    Python's ``functools.reduce`` (``initializer`` first, where given).
+
+    Example:
+        >>> tree_reduce(lambda a, b: a + b, {"w": [1.0, 2.0], "b": 0.5})
+        3.5
+    """
+    import functools
+    leaves = flatten(tree)[0]
+    if initializer is _NO_INITIAL:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree) -> bool:
+    """Whether every leaf of a pytree is true (an empty pytree's are).
+
+    Example:
+        >>> tree_all({"a": True, "b": [1, 2]}), tree_all([True, (0,)])
+        (True, False)
+    """
+    return builtins.all(flatten(tree)[0])
+
+
+# and JAX's newer spelling, jax.tree.map, ..., so that `import wengert as jax` reads
+# `jax.tree.map(f, params)` (flatten and unflatten above are jax.tree's names already)
+map = tree_map
+leaves = tree_leaves
+structure = tree_structure
+reduce = tree_reduce
+all = tree_all          # (so tree_all above calls builtins.all)
 
 
 def ravel_pytree(tree):
