@@ -1267,6 +1267,24 @@ def test_out_on_traced_values_names_the_function_and_argument(call):
         wg.grad(lambda x: np.sum(eval(call, ns, {"x": x})))(r(2, 3))
 
 
+def test_augmented_assignment_into_a_numpy_array_says_to_make_a_new_one():
+    # acc = np.zeros(n); acc += x: a JAX habit (JAX's arrays make += a new array), but
+    # NumPy's arrays are written in place, which a traced x cannot be
+    def f(x):
+        acc = np.zeros(3)
+        acc += x
+        return np.sum(acc)
+    with pytest.raises(NotImplementedError, match=r"write `a = a \+ x`"):
+        wg.grad(f)(r(3))
+
+    def g(x):
+        acc = np.zeros(3)
+        acc = acc + x           # (the spelling the error gives)
+        return np.sum(acc ** 2)
+    x = r(3)
+    assert_close(wg.grad(g)(x), fd_jacobian(g, x, 1e-6), rtol=1e-8)
+
+
 class _Names(dict):
     """The names of a module, for eval."""
     def __init__(self, module):

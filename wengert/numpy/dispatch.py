@@ -92,6 +92,13 @@ _AT_METHODS = {"add": "add", "subtract": "subtract", "multiply": "multiply",
                "divide": "divide", "power": "power", "minimum": "min", "maximum": "max"}
 
 
+# the augmented assignments that call a ufunc with out= their left side
+_INPLACE = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/=",
+            "true_divide": "/=", "floor_divide": "//=", "power": "**=", "remainder": "%=",
+            "matmul": "@=", "bitwise_and": "&=", "bitwise_or": "|=", "bitwise_xor": "^=",
+            "left_shift": "<<=", "right_shift": ">>="}
+
+
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs:         # `array @ x`, numpy.sin(x): the usual
         fn = _UFUNCS.get(ufunc)
@@ -117,9 +124,17 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         raise NotImplementedError(
             f"numpy.{name} changes its first argument in place, which a traced value cannot "
             f"be: compute a new array instead, {instead}")
-    if kwargs.get("out") is not None:
+    out = kwargs.get("out")
+    if out is not None:
+        hint = ""
+        op = _INPLACE.get(ufunc.__name__)
+        if op and type(out) is tuple and len(out) == 1 and inputs and out[0] is inputs[0]:
+            # what `a += x` calls for a NumPy array a (say a = np.zeros(n), a JAX habit,
+            # where arrays cannot be written and += makes a new one)
+            hint = (f"; `a {op} x` on a NumPy array `a` writes into it so: write "
+                    f"`a = a {op[:-1]} x`, which makes a new array")
         raise NotImplementedError(f"numpy.{name}(..., out=...) cannot write a traced value "
-                                  "into an array")
+                                  "into an array" + hint)
     fn = _UFUNCS.get(ufunc)
     if fn is not None and method != "__call__":
         from .ufunc_methods import call
