@@ -1285,6 +1285,55 @@ def test_augmented_assignment_into_a_numpy_array_says_to_make_a_new_one():
     assert_close(wg.grad(g)(x), fd_jacobian(g, x, 1e-6), rtol=1e-8)
 
 
+# x[index] with integers traced without values (a compiled function's argument, here), as
+# NumPy's x[index] with their values: a traced x takes one index array, or scalar indices,
+# among slices, None and Ellipsis (and plain integers, with scalar ones)
+GATHERS = {
+    "i": lambda i: (i,), "0, i": lambda i: (0, i), ":, i": lambda i: (slice(None), i),
+    "..., i": lambda i: (Ellipsis, i), "i, :, i": lambda i: (i, slice(None), i),
+    "None, :, -i": lambda i: (None, slice(None), -i),
+    "0, -i, 1:": lambda i: (0, -i, slice(1, None)),
+    "array": lambda i: (slice(None), numpy.array([[0, 1], [1, 1]]) + i),
+    "array last": lambda i: (Ellipsis, numpy.array([2, 0]) - i),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATHERS))
+def test_traced_integer_indices_without_values_gather(name):
+    index = GATHERS[name]
+    x = r(2, 3, 4)
+    get = lambda x, i: x[index(i)] ** 2                                     # noqa: E731
+    fast = wg.compile(get, x, numpy.int64(0))
+    for i in (0, 1):
+        numpy.testing.assert_array_equal(fast(x, numpy.int64(i)), x[index(i)] ** 2)
+        check_grads(lambda x: fast(x, numpy.int64(i)), x, order=2)
+        g = wg.compile(wg.grad(lambda x, i: np.sum(get(x, i) ** 2)), x, numpy.int64(0))
+        assert_close(g(x, numpy.int64(i)), wg.grad(lambda x: np.sum(get(x, i) ** 2))(x),
+                     rtol=1e-14)
+    # and batched: one index per example
+    xs, ids = r(3, 2, 3, 4), numpy.array([1, 0, 1])
+    assert_close(wg.vmap(get)(xs, ids), [x[index(i)] ** 2 for x, i in zip(xs, ids)],
+                 rtol=1e-15)
+
+
+def test_a_loop_counter_indexes_traced_arrays_and_take_gathers_from_numpys():
+    x = r(4)
+    cubes = lambda x: wg.fori_loop(0, 4, lambda i, s: s + x[3 - i] ** 3 * i, 0.0)  # noqa: E731
+    assert_close(cubes(x), builtins_sum(x[3 - i] ** 3 * i for i in range(4)), rtol=1e-14)
+    check_grads(cubes, x, order=2)
+    table = r(4, 2)
+    rows = wg.compile(lambda w, i: np.take(table, i, axis=0) @ w, r(2), numpy.int64(0))
+    for i in range(4):
+        assert_close(rows(numpy.ones(2), numpy.int64(i)), table[i].sum(), rtol=1e-14)
+    # NumPy's placement of an index array with an integer apart from it, and two index
+    # arrays together, are refused by name; so is a float (a Python int compiled)
+    for call in ("x[0, :, i]", "x[i, i]"):
+        with pytest.raises(wg.ConcretizationError, match=r"np\.take|numpy\.take"):
+            wg.compile(lambda x, i: eval(call), r(2, 3, 4), numpy.array([0, 1]))
+    with pytest.raises(wg.ConcretizationError, match="numpy.int64"):
+        wg.compile(lambda x, i: x[i], r(3), 1)
+
+
 class _Names(dict):
     """The names of a module, for eval."""
     def __init__(self, module):

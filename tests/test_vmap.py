@@ -568,14 +568,23 @@ def test_jacobians_through_an_fft_times_a_python_int():
                                        rtol=1e-14, atol=1e-14)
 
 
-def test_a_traced_index_names_the_gather_that_takes_it():
-    """-log_softmax(z)[y] per example: y mapped is a traced index, refused with the
-    advice to use take_along_axis, whose per-example values and gradients are the
-    loop's."""
+def test_a_traced_index_is_a_gather_and_a_numpy_table_names_take():
+    """-log_softmax(z)[y] per example: y mapped is a traced index, a gather (as in JAX),
+    whose per-example values and gradients are the loop's and take_along_axis's; a NumPy
+    array indexed by it cannot dispatch, and the error names np.take, which gathers."""
     rng = np.random.default_rng(1)
     logits, labels = rng.normal(size=(4, 3)), np.array([0, 2, 1, 2])
-    with pytest.raises(wg.ConcretizationError, match=r"used as an index .*take_along_axis"):
-        wg.vmap(lambda z, y: -nn.log_softmax(z)[y])(logits, labels)
+    indexed = lambda z, y: -nn.log_softmax(z)[y]                            # noqa: E731
+    np.testing.assert_allclose(wg.vmap(indexed)(logits, labels),
+                               [indexed(z, y) for z, y in zip(logits, labels)], rtol=1e-14)
+    np.testing.assert_allclose(wg.vmap(wg.grad(indexed))(logits, labels),
+                               [wg.grad(indexed)(z, y) for z, y in zip(logits, labels)],
+                               rtol=1e-14)
+    table = rng.normal(size=(3, 2))
+    with pytest.raises(wg.ConcretizationError, match=r"wengert\.numpy\.take\(table, i"):
+        wg.vmap(lambda y: table[y])(labels)
+    np.testing.assert_array_equal(wg.vmap(lambda y: wnp.take(table, y, axis=0))(labels),
+                                  table[labels])
 
     # a write at a traced index: the select that does it, not take_along_axis
     xs = np.arange(6.0).reshape(2, 3)

@@ -141,12 +141,28 @@ class Node:
                 instead = ("A boolean mask selects as many elements as its values say, "
                            "so x[mask] has no shape before they are known: keep the shape "
                            "with wengert.numpy.where(mask, x, 0) (then sum, say)")
+            elif indexing and self.dtype.kind not in "iu":
+                # (a Python int argument of wg.compile is traced as a weak float)
+                instead = (f"It is a {self.dtype} value, and an index must be an integer: "
+                           "pass an integer as a NumPy integer (numpy.int64(i)), not a "
+                           "Python int, which is traced as a float, or mark it static")
             elif indexing:
-                instead = ("Index with wengert.numpy.take_along_axis(x, i[None], axis=0)[0] "
-                           "for x[i] (it takes traced indices)")
+                # (what x[i] takes is in wengert.numpy._getitem_gathered)
+                instead = ("A traced x takes traced integer indices, x[i] or x[:, i] (one "
+                           "index array, or scalar indices with slices): index in such "
+                           "steps, or with wengert.numpy.take(x, i, axis=k), which takes "
+                           "them")
+            elif what == "read as a NumPy array" and self.dtype.kind in "iu":
+                # (table[i] on a NumPy table: NumPy's indexing converts i, with no dispatch)
+                instead = ("If it indexes a NumPy array, table[i], write "
+                           "wengert.numpy.take(table, i, axis=0), which takes traced "
+                           "indices; if it decides a branch, write it as "
+                           "wengert.numpy.where(cond, a, b) (or wg.select)")
             during = _TRACERS.get(self.graph.tracer)
             if during is not None:
                 while_, batched = during
+                if indexing and self.dtype.kind not in "iub":
+                    batched = ""        # (an integer is what is missing, not a batch rule)
                 raise ConcretizationError(
                     f"the value of traced variable {self.label()} was {what} while "
                     f"{while_}, so Python cannot decide it. " + (

@@ -3113,23 +3113,82 @@ def repeat(a, repeats, axis=None):
     return a[(slice(None),) * ax + (idx,)]
 
 
-@_numpy_unless_traced(_np.take)
+@_numpy_unless_traced(_np.take, any_argument=True)
 def take(a, indices, axis=None, out=None, mode="raise"):
     """NumPy's ``take`` (elements at integer `indices` along `axis`, of the flattened array
-    without one), differentiable in `a`: integer-array indexing."""
+    without one), differentiable in `a`: integer-array indexing.  The indices may be traced
+    without values (a loop's counter, a batch of them under `wg.vmap`, an argument of
+    `wg.compile`): then it is a gather, as in JAX.
+
+    Example:
+        >>> import numpy, wengert as wg, wengert.numpy as np
+        >>> table = numpy.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> wg.vmap(lambda i: np.take(table, i, axis=0))(numpy.array([2, 0])).tolist()
+        [[5.0, 6.0], [1.0, 2.0]]
+    """
     _refuse("take", out=out is not None)
-    indices = _np.asarray(_value_of(indices, "used as indices"))
+    a = asarray(a)
+    if type(indices) is not Node or indices.value is not None:
+        indices = _np.asarray(_value_of(indices, "used as indices"))
+    elif indices.dtype.kind not in "iu":
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
     if axis is None:
         a, axis = ravel(a), 0
     ax = _one_axis(axis, a.ndim, "take")
     n = a.shape[ax]
+    traced = type(indices) is Node
     if mode == "wrap":
-        indices = _np.mod(indices, n)
+        indices = mod(indices, n) if traced else _np.mod(indices, n)
     elif mode == "clip":
-        indices = _np.clip(indices, 0, n - 1)
+        indices = clip(indices, 0, n - 1) if traced else _np.clip(indices, 0, n - 1)
     elif mode != "raise":
         raise ValueError("clipmode must be one of 'clip', 'raise', or 'wrap'")
+    if traced:
+        return _gather(a, indices, ax)
     return a[(slice(None),) * ax + (indices,)]
+
+
+def _gather(a, indices, ax):
+    """NumPy's ``take(a, indices, axis=ax)`` for integer `indices` traced without values,
+    as `take_along_axis`, which records them: one index per slice of `a` along `ax`."""
+    rest = tuple(a.shape[:ax]) + tuple(a.shape[ax + 1:])
+    k = tuple(indices.shape)
+    flat = reshape(indices, (int(_np.prod(k)),) + (1,) * len(rest))
+    out = reshape(take_along_axis(moveaxis(a, ax, 0), flat, axis=0), k + rest)
+    if ax and k:        # (the indices' axes where `ax` was)
+        out = moveaxis(out, tuple(range(len(k))), tuple(range(ax, ax + len(k))))
+    return out
+
+
+def _getitem_gathered(x, index):
+    """x[index] where entries of `index` are integers traced without values (`gathered`):
+    the other entries index first, each traced one becomes a `take` along its axis.  NumPy
+    places the result of several index arrays, or of one with integers, by rules of its
+    own, so a traced entry is taken with basic entries (slices, None, ...) and, where all
+    traced ones are scalars, with integers; else its value is asked for (the error)."""
+    traced = [i for i in index if type(i) is Node]
+    scalars = builtins.all(i.shape == () for i in traced)
+    for i in index:
+        plain_int = isinstance(i, (int, _np.integer)) and not isinstance(i, bool)
+        if not (type(i) is Node or i is None or i is Ellipsis or isinstance(i, slice)
+                or (plain_int and scalars)) or (len(traced) > 1 and not scalars):
+            return x[tuple(t._concrete("used as an index") if type(t) is Node else t
+                           for t in index)]
+    consumed = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
+    basic, taken, axis = [], [], 0
+    for i in index:
+        if i is Ellipsis:
+            axis += x.ndim - consumed
+        elif type(i) is Node:
+            taken.append((axis, i))
+            i = slice(None)
+        if i is None or isinstance(i, slice):
+            axis += 1
+        basic.append(i)
+    out = x[tuple(basic)]
+    for axis, i in reversed(taken):     # (the last first: the earlier axes stay where they are)
+        out = take(out, i, axis=axis)
+    return out
 
 
 # the keywords each of NumPy's pad modes takes

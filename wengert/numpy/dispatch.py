@@ -53,8 +53,14 @@ def rest_of(npmodule, namespace):
 def _getitem(x, index):
     if not isinstance(index, tuple):
         index = (index,)
-    # a traced index (integers, masks) has no derivative: its value is what matters
-    index = tuple(i._concrete("used as an index") if type(i) is Node else i for i in index)
+    if any(type(i) is Node for i in index):
+        # a traced index (integers, masks) has no derivative: its value is what matters;
+        # integers traced without one (a loop's counter, under vmap or compile) gather
+        if any(type(i) is Node and i.value is None and i.dtype.kind in "iu" for i in index):
+            import wengert.numpy as wnp
+            return wnp._getitem_gathered(x, index)
+        index = tuple(i._concrete("used as an index") if type(i) is Node else i
+                      for i in index)
     return A.getitem(x, index=A.encode_index(index if len(index) != 1 else index[0]))
 
 
