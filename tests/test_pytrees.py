@@ -276,3 +276,26 @@ def test_jax_tree_names_map_leaves_structure_reduce_all():
     assert_close(ravel_pytree(g)[0], want)
     step = jax.tree.map(lambda p, g: p - 0.1 * g, params, g)
     assert step["b"][1] is None and step["w"].shape == (2,)
+
+
+def test_is_leaf_keeps_nones_and_whole_subtrees_as_jax_does():
+    from wengert.tree import tree_leaves, tree_structure, tree_reduce, tree_all
+    tree = {"a": (1.0, 2.0), "b": [None, 3.0], "c": Pair(4.0, None)}
+    assert tree_leaves(tree) == [1.0, 2.0, 3.0, 4.0]
+    assert tree_leaves(tree, is_leaf=lambda x: x is None) == [1.0, 2.0, None, 3.0, 4.0, None]
+    pairs = tree_leaves(tree, is_leaf=lambda x: isinstance(x, (tuple, Pair)))
+    assert pairs[0] == (1.0, 2.0) and pairs[1] == 3.0 and isinstance(pairs[2], Pair)
+    assert tree_leaves(tree, is_leaf=lambda x: x is tree) == [tree]
+    filled = tree_map(lambda v: -1.0 if v is None else v, tree, is_leaf=lambda x: x is None)
+    assert tree_leaves(filled) == [1.0, 2.0, -1.0, 3.0, 4.0, -1.0]
+    assert tree_structure(tree, is_leaf=lambda x: x is None) != tree_structure(tree)
+    assert tree_reduce(lambda n, v: n + 1, tree, 0, is_leaf=lambda x: isinstance(x, tuple)) == 3
+    assert tree_all(tree, is_leaf=lambda x: x is None) is False      # (None is falsy)
+    # a tuple kept whole goes to fn whole; rebuilt in the same structure
+    swapped = tree_map(lambda v: v[::-1] if isinstance(v, tuple) else v, tree,
+                       is_leaf=lambda x: isinstance(x, tuple))
+    assert swapped["a"] == (2.0, 1.0) and swapped["b"] == [None, 3.0]
+    # and gradients of the result are unchanged by how the tree was walked
+    g = wg.grad(lambda t: t["a"][0] * t["a"][1] + t["b"][1])(
+        tree_map(lambda v: v, {"a": (1.0, 2.0), "b": [None, 3.0]}, is_leaf=lambda x: x is None))
+    assert g == {"a": (2.0, 1.0), "b": [None, 1.0]}

@@ -260,10 +260,12 @@ register_pytree_node(
     lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)))
 
 
-def flatten(tree):
-    """(list of leaves, TreeDef) of a pytree."""
+def flatten(tree, is_leaf=None):
+    """(list of leaves, TreeDef) of a pytree.  ``is_leaf(subtree)``, where given, makes a
+    subtree it is true for one leaf (JAX's ``is_leaf``: ``lambda x: x is None`` keeps
+    Nones, ``lambda x: isinstance(x, tuple)`` keeps pairs whole)."""
     leaves = []
-    return leaves, _flatten(tree, leaves)
+    return leaves, _flatten(tree, leaves, is_leaf)
 
 
 _NONE_DEF = TreeDef("none", None, ())
@@ -286,39 +288,41 @@ def _node(x):
     return None
 
 
-def _flatten(x, leaves):
+def _flatten(x, leaves, is_leaf=None):
     # A loop over a stack of the nodes being walked, each [kind, meta, iterator over its
     # children, their TreeDefs so far, whether all are leaves so far]: no recursion,
-    # whatever the nesting depth.
-    node = None if x is None else _node(x)
+    # whatever the nesting depth.  (is_leaf is asked only of None and of nodes: whatever
+    # else it says, any other value is a leaf already.)
+    node = None if x is None or (is_leaf is not None and is_leaf(x)) else _node(x)
     if node is None:
-        if x is None:
+        if x is None and (is_leaf is None or not is_leaf(x)):
             return _NONE_DEF
         leaves.append(x)
         return _LEAF_DEF
     stack = [[node[0], node[1], iter(node[2]), [], True]]
+    leaf = leaves.append
     while True:
         top = stack[-1]
-        defs = top[3]
+        add = top[3].append
         for c in top[2]:
-            if c is None:
-                defs.append(_NONE_DEF)
+            if c is None and (is_leaf is None or not is_leaf(c)):
+                add(_NONE_DEF)
                 top[4] = False
             elif type(c) in _NODES or isinstance(c, tuple):
-                node = _node(c)
+                node = _node(c) if is_leaf is None or not is_leaf(c) else None
                 if node is not None:
                     top[4] = False
                     stack.append([node[0], node[1], iter(node[2]), [], True])
                     break
-                leaves.append(c)        # (a tuple subclass of no registered kind)
-                defs.append(_LEAF_DEF)
+                leaf(c)                 # (a tuple subclass of no registered kind, or
+                add(_LEAF_DEF)          # a subtree is_leaf keeps whole)
             else:                       # (leaves inline: a list of arrays is the common tree)
-                leaves.append(c)
-                defs.append(_LEAF_DEF)
+                leaf(c)
+                add(_LEAF_DEF)
         else:
             stack.pop()
             kind = top[0]
-            d = TreeDef(kind, top[1], tuple(defs),
+            d = TreeDef(kind, top[1], tuple(top[3]),
                         top[4] and (kind == "tuple" or kind == "list"))
             if not stack:
                 return d
@@ -473,12 +477,21 @@ def _same_value(a, b) -> bool:
         return False
 
 
-def tree_map(fn, tree, *rest):
-    """Apply fn leaf by leaf to one pytree, or to several of the same structure."""
-    leaves, d = flatten(tree)
+def tree_map(fn, tree, *rest, is_leaf=None):
+    """Apply fn leaf by leaf to one pytree, or to several of the same structure;
+    ``is_leaf`` as `flatten`'s.
+
+    Example:
+        >>> tree_map(lambda a, b: a * b, {"w": [1.0, 2.0], "b": 3.0}, {"w": [4.0, 5.0], "b": 6.0})
+        {'b': 18.0, 'w': [4.0, 10.0]}
+        >>> tree_map(lambda v: 0.0 if v is None else 2 * v, [1.0, None],
+        ...          is_leaf=lambda v: v is None)
+        [2.0, 0.0]
+    """
+    leaves, d = flatten(tree, is_leaf)
     others = []
     for r in rest:
-        rl, rd = flatten(r)
+        rl, rd = flatten(r, is_leaf)
         if rd != d:
             raise ValueError(f"pytree structures differ: {d} and {rd}")
         others.append(rl)
@@ -486,14 +499,14 @@ def tree_map(fn, tree, *rest):
 
 
 # JAX's names (jax.tree_util), so that code written for JAX reads the same
-def tree_flatten(tree):
+def tree_flatten(tree, is_leaf=None):
     """JAX's name for `flatten`: (list of leaves, TreeDef).
 
     Example:
         >>> tree_flatten({"w": [1.0, 2.0], "b": 0.5})[0]
         [0.5, 1.0, 2.0]
     """
-    return flatten(tree)
+    return flatten(tree, is_leaf)
 
 
 def tree_unflatten(treedef, leaves):
@@ -507,30 +520,32 @@ def tree_unflatten(treedef, leaves):
     return unflatten(treedef, leaves)
 
 
-def tree_leaves(tree) -> list:
-    """The leaves of a pytree, in flattening order.
+def tree_leaves(tree, is_leaf=None) -> list:
+    """The leaves of a pytree, in flattening order; ``is_leaf`` as `flatten`'s.
 
     Example:
         >>> tree_leaves(({"a": 1.0}, [2.0, None, 3.0]))
         [1.0, 2.0, 3.0]
+        >>> tree_leaves(({"a": 1.0}, [2.0, None, 3.0]), is_leaf=lambda x: x is None)
+        [1.0, 2.0, None, 3.0]
     """
-    return flatten(tree)[0]
+    return flatten(tree, is_leaf)[0]
 
 
-def tree_structure(tree) -> TreeDef:
+def tree_structure(tree, is_leaf=None) -> TreeDef:
     """The structure of a pytree without its leaves (a `TreeDef`, comparable with ==).
 
     Example:
         >>> tree_structure({"a": 1.0, "b": (2.0, 3.0)}) == tree_structure({"b": (0, 0), "a": 0})
         True
     """
-    return flatten(tree)[1]
+    return flatten(tree, is_leaf)[1]
 
 
 _NO_INITIAL = object()
 
 
-def tree_reduce(function, tree, initializer=_NO_INITIAL):
+def tree_reduce(function, tree, initializer=_NO_INITIAL, is_leaf=None):
     """The leaves of a pytree folded from the left by ``function(total, leaf)``, as
     Python's ``functools.reduce`` (``initializer`` first, where given).
 
@@ -539,20 +554,20 @@ def tree_reduce(function, tree, initializer=_NO_INITIAL):
         3.5
     """
     import functools
-    leaves = flatten(tree)[0]
+    leaves = flatten(tree, is_leaf)[0]
     if initializer is _NO_INITIAL:
         return functools.reduce(function, leaves)
     return functools.reduce(function, leaves, initializer)
 
 
-def tree_all(tree) -> bool:
+def tree_all(tree, *, is_leaf=None) -> bool:
     """Whether every leaf of a pytree is true (an empty pytree's are).
 
     Example:
         >>> tree_all({"a": True, "b": [1, 2]}), tree_all([True, (0,)])
         (True, False)
     """
-    return builtins.all(flatten(tree)[0])
+    return builtins.all(flatten(tree, is_leaf)[0])
 
 
 # and JAX's newer spelling, jax.tree.map, ..., so that `import wengert as jax` reads
