@@ -6,7 +6,7 @@ import pytest
 
 import wengert as wg
 import wengert.numpy as wnp
-from fd import check_grads
+from fd import check_grads, fd_derivative, fd_jacobian
 
 rng = np.random.default_rng(20261123)
 
@@ -217,3 +217,83 @@ def test_vmap_batches_set_in_one_operation(shape, index, vshape, mapped, monkeyp
                   else wnp.at(x)[index].set(v), in_axes=in_axes)(*args)
     np.testing.assert_array_equal(got, np.stack(want))
     assert not calls
+
+
+# x.at[...] with integers traced without values ("T": a compiled argument here; a loop's
+# counter or a vmapped label alike): (shape of x, index, the integers' values)
+TRACED = [
+    ((5,), ("T",), (2,)),
+    ((5,), ("T",), (-1,)),
+    ((4, 3), ("T", slice(None)), (2,)),
+    ((4, 3), (slice(None), "T"), (-2,)),
+    ((4, 3), (Ellipsis, "T"), (1,)),
+    ((4, 3), ("T", 1), (3,)),
+    ((4, 3), ("T", "T"), (2, -1)),
+    ((3, 4, 2), (slice(1, 3), "T", None, 1), (0,)),
+]
+TRACED_IDS = [f"{shape}-{index!r}-{ints}"[:60] for shape, index, ints in TRACED]
+
+
+def _filled(index, ints):
+    it = iter(ints)
+    return tuple(next(it) if i == "T" else i for i in index)
+
+
+@pytest.mark.parametrize("shape, index, ints", TRACED, ids=TRACED_IDS)
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_integers_traced_without_values_index_an_update(shape, index, ints, op):
+    x = rng.uniform(0.5, 2.0, size=shape)
+    concrete = _filled(index, ints)
+    v = rng.uniform(0.5, 2.0, size=x[concrete].shape)
+    ints = [np.int64(i) for i in ints]
+
+    def f(x, v, *ii):
+        return update(x, _filled(index, ii), op, v)
+    compiled = wg.compile(f)
+    np.testing.assert_allclose(compiled(x, v, *ints), reference(x, concrete, v, op),
+                               rtol=1e-14)
+    other = tuple(np.int64(0) for _ in ints)      # (the same code: the index is traced)
+    np.testing.assert_allclose(compiled(x, v, *other),
+                               reference(x, _filled(index, (0,) * len(ints)), v, op),
+                               rtol=1e-14)
+    # the derivatives: of the compiled update against central differences of its values
+    w = rng.normal(size=shape)
+    loss = wg.compile(lambda x, v, *ii: wnp.sum(wnp.sin(f(x, v, *ii) * w)))
+    gx, gv = wg.compile(wg.grad(lambda x, v, *ii: wnp.sum(wnp.sin(f(x, v, *ii) * w)),
+                                argnums=(0, 1)))(x, v, *ints)
+    np.testing.assert_allclose(
+        gx, fd_jacobian(lambda x: loss(x, v, *ints), x, 1e-6).reshape(shape),
+        rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        gv, fd_jacobian(lambda v: loss(x, v, *ints), v, 1e-6).reshape(np.shape(v)),
+        rtol=1e-6, atol=1e-8)
+    assert np.shape(gv) == np.shape(v)
+
+
+def test_a_traced_loop_counter_and_a_vmapped_label_index_updates():
+    def fill(w):                    # JAX's most common loop: fill an array in place
+        return wg.fori_loop(0, 5, lambda i, a: wnp.at(a)[i].set(w * i ** 2), np.zeros(5))
+    loss = lambda w: wnp.sum(wnp.sin(fill(w)))                      # noqa: E731
+    w = 0.37
+    np.testing.assert_allclose(wg.compile(fill)(w), w * np.arange(5.0) ** 2, rtol=1e-15)
+    np.testing.assert_allclose(wg.compile(wg.grad(loss))(w), fd_derivative(loss, w),
+                               rtol=1e-7)
+    labels = np.array([3, 0, 2, 3])
+    one_hot = wg.vmap(lambda y: wnp.at(wnp.zeros(4))[y].set(1.0))(labels)
+    np.testing.assert_array_equal(one_hot, np.eye(4)[labels])
+    z = rng.normal(size=(4, 4))
+    bumped = wg.vmap(lambda z, y: z.at[y].add(-1.0))
+    np.testing.assert_allclose(bumped(z, labels), z - np.eye(4)[labels], rtol=1e-15)
+    g = wg.grad(lambda z: wnp.sum(bumped(z, labels) ** 3))(z)
+    np.testing.assert_allclose(g, 3 * (z - np.eye(4)[labels]) ** 2, rtol=1e-13)
+
+
+def test_a_traced_index_out_of_bounds_raises_where_it_is_read_and_drops_a_set():
+    add = wg.compile(lambda x, i: x.at[i].add(1.0))
+    with pytest.raises(IndexError):
+        add(np.ones(3), np.int64(3))
+    # set reads nothing: the update is dropped, as JAX drops it
+    assert wg.compile(lambda x, i: x.at[i].set(0.0))(np.ones(3), np.int64(7)).tolist() == \
+        [1.0, 1.0, 1.0]
+    with pytest.raises(wg.ConcretizationError, match=r"x\.at\[i\], x\.at\[:, i\]"):
+        wg.vmap(lambda i: wnp.at(wnp.zeros(4))[i].set(1.0))(np.array([[0, 2], [1, 3]]))

@@ -132,10 +132,13 @@ class Node:
             instead = None
             indexing = "index" in what or "indices" in what
             if "update" in what:
-                # a write: take_along_axis (a read) does not apply
-                instead = ("Write an update at a traced index i as a select: for a "
-                           "vector x, x.at[i].set(v) is "
-                           "wengert.numpy.where(wengert.numpy.arange(len(x)) == i, v, x)")
+                # a write: take_along_axis (a read) does not apply.  (What x.at[...]
+                # takes traced is in wengert.numpy.updates.IndexUpdate._picked.)
+                instead = ("x.at[...] takes traced scalar integers among slices (x.at[i], "
+                           "x.at[:, i]); for an index array, update in such steps, or "
+                           "write the update as a select: for a vector x, x.at[idx].set(v) "
+                           "is wengert.numpy.where(wengert.numpy.isin(wengert.numpy.arange("
+                           "len(x)), idx), v, x)")
             elif indexing and self.dtype.kind == "b":
                 # a mask selects a number of elements its values decide: no fixed shape
                 instead = ("A boolean mask selects as many elements as its values say, "

@@ -11,6 +11,8 @@ shape; where an index array names an element more than once, ``add``, ``multiply
 another in index order (``min`` and ``max`` reduce the values in pairs, which computes
 the same in fewer steps), while ``set`` keeps one of the values (the one NumPy's
 assignment keeps).  Indices follow NumPy's: an index out of bounds raises IndexError.
+Scalar integers traced without values (a loop's counter, a label under vmap) index an
+update too: it is then a select along their axes (`IndexUpdate._update_picked`).
 """
 from __future__ import annotations
 
@@ -65,7 +67,7 @@ class IndexUpdate:
         ([1.0, 3.0], [0.0, 2.0, 0.0], [10.0, 2.0, 30.0])
     """
 
-    __slots__ = ("x", "index")
+    __slots__ = ("x", "index", "picks")
 
     def __init__(self, x, index):
         import wengert.numpy as wnp
@@ -73,25 +75,64 @@ class IndexUpdate:
             x = wnp.asarray(x)
         if not isinstance(index, tuple):
             index = (index,)
+        self.x = x
+        self.picks = None
+        if any(type(i) is Node and i.value is None for i in index):
+            index = self._picked(index)
         # a traced index (integers, a mask) carries no derivative: its value is what matters
         index = tuple(i._concrete("used as the index of an x.at[...] update")
                       if type(i) is Node else i for i in index)
-        self.x = x
         self.index = A.encode_index(index)
+
+    def _picked(self, index):
+        """`index` with its integers traced without values (a loop's counter, a batch of
+        them under vmap, an argument of compile) made full slices, each remembered in
+        `picks` with its axis in ``x[index]``: the update is then a select along those
+        axes (`_update_picked`).  Only scalar ones among basic entries, where NumPy's
+        placement is plain; other indices are left for the error."""
+        plain = all(type(i) is Node and i.value is None and i.shape == ()
+                    and i.dtype.kind in "iu" or i is None or i is Ellipsis
+                    or isinstance(i, slice) or (isinstance(i, (int, _np.integer))
+                                                and not isinstance(i, bool))
+                    for i in index)
+        if not plain:
+            return index
+        consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+        picks, basic, axis = [], [], 0
+        for i in index:
+            if i is Ellipsis:
+                axis += self.x.ndim - consumed
+            elif type(i) is Node:
+                picks.append((axis, i))
+                i = slice(None)
+            if i is None or isinstance(i, slice):
+                axis += 1
+            basic.append(i)
+        self.picks = tuple(picks)
+        return tuple(basic)
 
     def get(self, **hints):
         """``x[index]``."""
         _check_hints("get", hints)
-        return A.getitem(self.x, index=self.index)
+        out = A.getitem(self.x, index=self.index)
+        if self.picks is not None:
+            import wengert.numpy as wnp
+            for axis, i in reversed(self.picks):    # (the last first: the others stay put)
+                out = wnp.take(out, i, axis=axis)
+        return out
 
     def set(self, values, **hints):
         """x with ``x[index] = values``."""
         _check_hints("set", hints)
+        if self.picks is not None:
+            return self._update_picked(lambda a, b: b, values)
         return A.index_set(self.x, self._values(values), index=self.index)
 
     def add(self, values, **hints):
         """x with ``x[index] += values``, every repeated index adding its value."""
         _check_hints("add", hints)
+        if self.picks is not None:
+            return self._update_picked(lambda a, b: a + b, values)
         import wengert.numpy as wnp
         x, v = self.x, self._values(values)
         target = A.index_shape(A.shape_of(x), self.index)
@@ -151,6 +192,8 @@ class IndexUpdate:
         than once updated once per time it is named, in index order.  Where op is
         maximum or minimum (`pairwise`), the values named together are reduced in pairs
         instead, which gives the same result in log2 of the repeats rounds."""
+        if self.picks is not None:
+            return self._update_picked(op, values)
         import wengert.numpy as wnp
         x, index, v = self.x, self.index, self._values(values)
         shape = A.shape_of(x)
@@ -174,6 +217,30 @@ class IndexUpdate:
                                   A.getitem(flat_v, index=A.encode_index((pos,)))),
                             index=where)
         return wnp.reshape(y, shape)
+
+
+    def _update_picked(self, op, values):
+        """x with x[index] replaced by op(x[index], values), the index holding integers
+        traced without values (`picks`): the basic part of the index names a region of
+        x, and within it the picked positions are chosen by a select, ``arange(n) == i``
+        along each picked axis.  Each position is named once, so every method is one
+        update.  A picked index out of bounds selects nothing: the update is dropped, as
+        JAX drops it (x[index] itself, `get`, raises IndexError where it runs)."""
+        import wengert.numpy as wnp
+        x = self.x
+        region = A.getitem(x, index=self.index)
+        picked = self.get()
+        new = wnp.broadcast_to(op(picked, self._values(values)), A.shape_of(picked))
+        shape = A.shape_of(region)
+        mask = None
+        for axis, i in self.picks:
+            n = shape[axis]
+            hit = wnp.arange(n) == wnp.where(i < 0, i + n, i)      # (NumPy's i = -1 too)
+            hit = wnp.reshape(hit, tuple(n if k == axis else 1 for k in range(len(shape))))
+            mask = hit if mask is None else wnp.logical_and(mask, hit)
+        placed = wnp.expand_dims(wnp.astype(new, A.dtype_of(x)),
+                                 tuple(axis for axis, _ in self.picks))
+        return A.index_set(x, wnp.where(mask, placed, region), index=self.index)
 
 
 def _pairwise(op, flat_t, flat_v):
