@@ -45,6 +45,24 @@ def test_missing_semicolon_and_bad_character():
     assert (e.line, e.column) == (2, 7)
 
 
+@pytest.mark.parametrize("literal, kind", [("1e999", "above"), ("2.5D+400", "above"),
+                                           ("1d-999", "below"), ("0.0001e-321", "below")])
+def test_a_number_a_double_cannot_hold_is_refused_where_it_is_written(literal, kind):
+    # (1e999 was read as inf, and 1d-999 as 0, without a word)
+    e, _ = error(f"f := x;\ng := 2 + {literal}*x;\n")
+    assert (e.line, e.column) == (2, 10)
+    assert f"the number {literal} is out of the range of double precision ({kind}" in e.message
+    assert float(literal.upper().replace("D", "E")) in (0.0, np.inf)
+
+
+def test_numbers_at_the_edges_of_double_precision_are_kept():
+    s = Session(stdout=io.StringIO(), stderr=io.StringIO())
+    s.execute("a := 4.9e-324 + 0.0e0 + 0d0 + 000.000;\nb := 1.7976931348623157e308;\n",
+              "prog.adds")
+    assert s.variables["A"][()].value == 5e-324
+    assert s.variables["B"][()].value == np.finfo(float).max
+
+
 def test_type_error_points_at_the_expression():
     e, _ = error("array a[2], b[3];\nc := a + b;")
     assert (e.line, e.column) == (2, 6)

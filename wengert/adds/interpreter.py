@@ -585,7 +585,15 @@ class Session:
     def _value(self, tree):
         kind, c = tree.data, tree.children
         if kind == "number":
-            return T.scalar(self.graph.const(_number(c[0])))
+            value = _number(c[0])
+            mantissa = str(c[0]).upper().replace("D", "E").split("E")[0]
+            if np.isinf(value) or (value == 0 and mantissa.strip("0.")):
+                # (a double cannot hold it: FORTRAN refuses such a constant too)
+                raise _located(AddsError(
+                    f"the number {c[0]} is out of the range of double precision "
+                    f"({'above 1.8e308' if value else 'below 4.9e-324, it would be 0'})"),
+                    c[0], self._where)
+            return T.scalar(self.graph.const(value))
         if kind == "ref":
             return self._variable(tree, read=True)
         if kind == "call":
