@@ -17,6 +17,7 @@ from .primitives import array as _array, linalg as _linalg, nn as _nn  # noqa: F
 from .primitives import special as _special  # noqa: F401  (SciPy imported when first used)
 from .primitives import scipy_linalg as _scipy_linalg  # noqa: F401  (likewise)
 from .primitives import fft as _fft  # noqa: F401
+from .primitives import sparse as _sparse  # noqa: F401  (scipy.sparse matrices: SciPy's own)
 from .graph import simplify as _simplify  # noqa: F401
 from .primitives.registry import REGISTRY, Primitive, primitive
 from .primitives.scalar import select, stop_gradient

@@ -161,6 +161,12 @@ def _digest_value(h, v):
         h.update(f"{type(v).__name__}:{v!r}".encode())
 
 
+def _is_sparse(x) -> bool:
+    """Whether `x` is a scipy.sparse matrix (never where scipy.sparse was not imported)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(x)
+
+
 def _params_key(params):
     if not params:
         return ()
@@ -354,6 +360,11 @@ class Graph:
         if isinstance(x, (str, bytes)) or x is None:
             raise TypeError(f"cannot use {type(x).__name__} {x!r} as a number in a traced "
                             "computation")
+        if type(x) is not np.ndarray and _is_sparse(x):
+            # (NumPy would hold it as an opaque object, and x * A compute nonsense)
+            raise TypeError(f"a scipy.sparse {type(x).__name__} cannot be a constant of a "
+                            "traced computation: multiply it by traced values (A @ x), or "
+                            "use A.toarray()")
         return self.const(x, snapshot=True)
 
     def _capture(self, x) -> Node:
@@ -394,6 +405,10 @@ class Graph:
                                   a.copy() if a.flags.writeable else a)  # see _snapshot
                 if c is None:
                     overload = _OVERLOADS.get(type(a))
+                    if overload is None and type(a) is not np.ndarray and _is_sparse(a):
+                        # a constant scipy.sparse matrix: its product with a traced
+                        # value is a primitive of its own, anything else is refused
+                        from ..scipy.sparse import operand as overload
                     if overload is not None:        # a traced value met a wg.Dual
                         return overload(op, args, params)
                     c = self.lift(a)

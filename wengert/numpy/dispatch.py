@@ -215,10 +215,19 @@ def _array(self, dtype=None, copy=None):
         # An integer or bool array has no derivative to lose: an index or a mask that
         # NumPy reads (``plain[np.floor(x).astype(int)]``) is its value, as in indexing.
         return _np.asarray(self._concrete("read as a NumPy array"), dtype=dtype)
-    _refuse_array(self)
+    return _refuse_array(self)
 
 
 def _refuse_array(self):
+    import sys
+    if "scipy.sparse" in sys.modules:
+        # scipy.sparse's `A @ x` reads x with numpy.asanyarray: its caller decides
+        # whether this is that product (then the object array SciPy hands on to x) or
+        # another sparse operation, refused by name (wengert.scipy.sparse)
+        from ..scipy.sparse import conversion
+        found = conversion(self, sys._getframe(2))
+        if found is not None:
+            return found
     raise self._to_array_error()
 
 
