@@ -150,8 +150,9 @@ def conversion(node, frame):
                 if name == "__init__" else f"{type(this).__name__}.{name}")
         if name in _OPERATORS:
             what += f" (A {_OPERATORS[name]} x, elementwise)"
-    else:
-        what = f"{_module(outer)}.{name}"
+    else:                                   # (scipy.sparse.diags, not ._construct's)
+        public = getattr(sys.modules.get(_module(outer).rpartition("._")[0]), name, None)
+        what = f"{_module(outer).rpartition('._')[0] if public else _module(outer)}.{name}"
     instead = ("wengert.scipy.sparse.linalg.spsolve(A, b)" if "linalg" in _module(outer)
                else "A.toarray() for an elementwise operation, and wengert.numpy (for "
                "example wengert.numpy.zeros((m, n)).at[rows, cols].add(values)) for a "

@@ -18,7 +18,6 @@ Example:
 """
 from __future__ import annotations
 
-import numpy as np
 
 from ...graph.node import Node
 from ...primitives import sparse as P
