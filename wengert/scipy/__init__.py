@@ -9,7 +9,8 @@ equations, vibration modes (the generalized eigh(a, b)); `wengert.scipy.signal`
 `wengert.scipy.integrate` (solve_ivp and odeint: ODE solutions differentiated by the
 adjoint method, docs/odes.md); and `wengert.scipy.optimize` (minimize, root, root_scalar, brentq,
 fixed_point, least_squares, curve_fit: solvers given exact derivatives, and solutions differentiated
-by the implicit function theorem, docs/optimize.md).
+by the implicit function theorem, docs/optimize.md); and `wengert.scipy.sparse` (a constant
+scipy.sparse matrix times traced arrays, ``A @ x``, and ``sparse.linalg.spsolve``).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`,
