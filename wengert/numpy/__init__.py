@@ -3174,18 +3174,8 @@ def _getitem_gathered(x, index):
                 or (plain_int and scalars)) or (len(traced) > 1 and not scalars):
             return x[tuple(t._concrete("used as an index") if type(t) is Node else t
                            for t in index)]
-    consumed = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
-    basic, taken, axis = [], [], 0
-    for i in index:
-        if i is Ellipsis:
-            axis += x.ndim - consumed
-        elif type(i) is Node:
-            taken.append((axis, i))
-            i = slice(None)
-        if i is None or isinstance(i, slice):
-            axis += 1
-        basic.append(i)
-    out = x[tuple(basic)]
+    basic, taken = A.split_traced(index, x.ndim, lambda i: type(i) is Node)
+    out = x[basic]
     for axis, i in reversed(taken):     # (the last first: the earlier axes stay where they are)
         out = take(out, i, axis=axis)
     return out

@@ -97,19 +97,9 @@ class IndexUpdate:
                     for i in index)
         if not plain:
             return index
-        consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
-        picks, basic, axis = [], [], 0
-        for i in index:
-            if i is Ellipsis:
-                axis += self.x.ndim - consumed
-            elif type(i) is Node:
-                picks.append((axis, i))
-                i = slice(None)
-            if i is None or isinstance(i, slice):
-                axis += 1
-            basic.append(i)
+        basic, picks = A.split_traced(index, self.x.ndim, lambda i: type(i) is Node)
         self.picks = tuple(picks)
-        return tuple(basic)
+        return basic
 
     def get(self, **hints):
         """``x[index]``."""

@@ -468,6 +468,32 @@ def index_shape(shape, index):
     return stand_in[decode_index(index)].shape
 
 
+def split_traced(index, ndim, traced):
+    """``(basic, picks)`` for an index of an array of `ndim` dimensions: `index` with each
+    entry for which ``traced(entry)`` holds made a full slice, and ``[(axis, entry)]`` for
+    those, the axis of ``x[basic]`` each indexes (None adds an axis, a slice keeps one,
+    an integer takes one away, ... stands for the rest).  How ``x[i]`` and ``x.at[i]`` take
+    integers traced without values: the basic part indexes, the traced ones select along
+    their axes.
+
+    Example:
+        >>> split_traced((1, "i", None, Ellipsis), 4, lambda e: e == "i")
+        ((1, slice(None, None, None), None, Ellipsis), [(0, 'i')])
+    """
+    consumed = len([i for i in index if i is not None and i is not Ellipsis])  # (sum is ours)
+    basic, picks, axis = [], [], 0
+    for i in index:
+        if i is Ellipsis:
+            axis += ndim - consumed
+        elif traced(i):
+            picks.append((axis, i))
+            i = slice(None)
+        if i is None or isinstance(i, slice):
+            axis += 1
+        basic.append(i)
+    return tuple(basic), picks
+
+
 def may_repeat(index) -> bool:
     """Whether an (encoded) index can name an element more than once: only an integer
     array can (basic indexing and boolean masks name each element at most once)."""
