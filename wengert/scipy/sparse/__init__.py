@@ -15,10 +15,15 @@ SciPy's shape and dtype.  How the operators get here:
   a NumPy array anywhere else; only in that one SciPy function does it give the object
   array (`conversion`), a refusal path that costs nothing when nothing is refused.
 
-Anything else that would put a traced value into a sparse matrix (a matrix built from
-traced entries, ``A.multiply(x)``, a sparse array's elementwise ``A * x``, ``x + A``)
-raises an error naming the operation and what to write instead: a sparse result with
-traced entries has no rules here, and NumPy would take it for an opaque object.
+A matrix whose entries are traced, on a constant pattern (a stiffness matrix K(k) of a
+conductivity field k), is built with this module's `csr_array`, `csc_array` and
+`coo_array` (SciPy's names and signatures): with traced data they give a `SparseArray`,
+whose products and solves (`linalg.spsolve`) differentiate in the entries and in the dense
+operand (wengert/scipy/sparse/_traced.py).  SciPy's own constructors given traced data,
+and anything else that would put a traced value into a SciPy sparse matrix
+(``A.multiply(x)``, a sparse array's elementwise ``A * x``, ``x + A``), raise an error
+naming the operation and what to write instead: NumPy would take a traced value there for
+an opaque object.
 
 Example:
     >>> import numpy as np, scipy.sparse as sp, wengert as wg, wengert.numpy as wnp
@@ -36,8 +41,9 @@ import numpy as np
 from ...graph.node import Node
 from ...primitives import sparse as P
 from ...primitives.array import transpose
+from ._traced import SparseArray, csr_array, csc_array, coo_array
 
-__all__ = ["linalg"]
+__all__ = ["linalg", "SparseArray", "csr_array", "csc_array", "coo_array"]
 
 
 def issparse(x) -> bool:
@@ -154,9 +160,10 @@ def conversion(node, frame):
         public = getattr(sys.modules.get(_module(outer).rpartition("._")[0]), name, None)
         what = f"{_module(outer).rpartition('._')[0] if public else _module(outer)}.{name}"
     instead = ("wengert.scipy.sparse.linalg.spsolve(A, b)" if "linalg" in _module(outer)
-               else "A.toarray() for an elementwise operation, and wengert.numpy (for "
-               "example wengert.numpy.zeros((m, n)).at[rows, cols].add(values)) for a "
-               "matrix whose entries are traced")
+               else "A.toarray() for an elementwise operation, and "
+               "wengert.scipy.sparse.csr_array((data, indices, indptr), shape=...) or "
+               "coo_array((data, (row, col)), shape=...) for a matrix whose entries are "
+               "traced")
     raise NotImplementedError(
         f"{what} on traced value {node.label()} is not supported: {_SUPPORTED}. "
         f"Use {instead}.")

@@ -4,9 +4,10 @@
 `sparse_solve` (wengert.primitives.sparse): x = A⁻¹ b is linear in b, with the JVP
 A⁻¹ db and the VJP b̄ = A⁻ᵀ x̄, solves with the LU factors of the first (SciPy's
 SuperLU), to any order, under `wg.vmap` (the batch as more right-hand sides) and
-`wg.compile`.  On plain values it *is* SciPy's spsolve.  A traced A (a matrix built from
-traced entries) is refused with an error that says what to do: see
-`wengert.scipy.sparse`.
+`wg.compile`.  On plain values it *is* SciPy's spsolve.  A matrix with traced entries, a
+`wengert.scipy.sparse.SparseArray` (``csr_array((data, indices, indptr))`` with traced
+data), records one `sparse_data_solve`, differentiable in the entries too (the adjoint
+method: datā_k = -b̄[row_k]·x[col_k] with b̄ = A⁻ᵀ x̄).
 
 Example:
     >>> import numpy as np, scipy.sparse as sp, wengert as wg
@@ -22,6 +23,7 @@ from __future__ import annotations
 from ...graph.node import Node
 from ...primitives import sparse as P
 from . import issparse, _kind
+from ._traced import SparseArray
 
 __all__ = ["spsolve"]
 
@@ -44,11 +46,15 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True):
         >>> bool(np.allclose(J, np.linalg.inv(A.toarray())))
         True
     """
+    if isinstance(A, SparseArray):
+        return _solve_traced(A, b, permc_spec)
     if _traced(A):
         raise NotImplementedError(
-            "spsolve with a traced matrix A is not supported: wengert differentiates "
-            "spsolve(A, b) in b for a constant scipy.sparse A. For a matrix whose entries "
-            "are traced use a dense solve, wengert.numpy.linalg.solve(A, b)")
+            "spsolve with a traced dense matrix A is not supported: wengert differentiates "
+            "spsolve(A, b) for a scipy.sparse A and for a sparse matrix with traced entries "
+            "built by wengert.scipy.sparse.csr_array((data, indices, indptr)) or "
+            "coo_array((data, (row, col))). For a dense traced matrix use "
+            "wengert.numpy.linalg.solve(A, b)")
     if not _traced(b):
         from scipy.sparse.linalg import spsolve as scipy_spsolve
         return scipy_spsolve(A, b, permc_spec=permc_spec, use_umfpack=use_umfpack)
@@ -65,3 +71,23 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True):
         b = b.reshape(n)                    # (SciPy's: one column is a vector)
     return P.sparse_solve(b, matrix=P.held(A), transpose=False,
                           permc_spec="COLAMD" if permc_spec is None else permc_spec)
+
+
+def _solve_traced(A, b, permc_spec):
+    """spsolve for a sparse matrix with traced entries (b traced or not)."""
+    import numpy as np
+    if issparse(b) or isinstance(b, SparseArray):
+        raise NotImplementedError("spsolve with a sparse right-hand side and a matrix with "
+                                  "traced entries is not supported: give b as a dense array")
+    if not _traced(b):
+        b = np.asarray(b)
+    m, n = A.shape
+    if m != n:
+        raise ValueError(f"spsolve: the matrix must be square, got shape {A.shape}")
+    if b.ndim not in (1, 2) or b.shape[0] != n:
+        raise ValueError(f"spsolve: the matrix of shape {A.shape} and the right-hand side of "
+                         f"shape {b.shape} do not match")
+    if b.ndim == 2 and b.shape[1] == 1:
+        b = b.reshape(n)
+    return P.sparse_data_solve(A.data, b, pattern=A.pattern, transpose=A.transposed,
+                               permc_spec="COLAMD" if permc_spec is None else permc_spec)
