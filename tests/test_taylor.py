@@ -305,6 +305,12 @@ def _sl():
 
 
 # primitive -> (function through it, point, direction)
+def _traced_sparse(data):
+    sparse = pytest.importorskip("wengert.scipy.sparse")
+    # (CSC: on plain values, in central differences, SciPy's spsolve takes it silently)
+    return sparse.csc_array((data, np.array([0, 1, 0, 1]), np.array([0, 2, 4])), shape=(2, 2))
+
+
 FROM_JVP = {
     "prod": (lambda x: _wnp().prod(x), _x, _x[::-1]),
     "cumprod": (lambda x: _wnp().cumprod(x), _x, _x[::-1]),
@@ -330,6 +336,10 @@ FROM_JVP = {
     "gen_eigh_vectors": (lambda m: _wnp().abs(_sl().eigh(m, _S)[1]), _S + _B.T @ _B, _V),
     "svd_vh": (lambda m: _wnp().abs(_wnp().linalg.svd(m)[2]), _B, _V),
     "cofactor": (lambda m: REGISTRY["cofactor"](m), _B, _V),
+    # a 2x2 sparse matrix whose four entries are traced, times and solving for sin(x[:2])
+    "sparse_data_matmul": (lambda x: _traced_sparse(x) @ _wnp().sin(x[:2]), _x, _x[::-1]),
+    "sparse_data_solve": (lambda x: pytest.importorskip("wengert.scipy.sparse.linalg").spsolve(
+        _traced_sparse(x + np.array([3.0, 0.0, 0.0, 3.0])), _wnp().sin(x[:2])), _x, _x[::-1]),
     "cofactor_derivative": (lambda m: REGISTRY["cofactor_derivative"](m, _V.T + m), _B, _V),
     "logabsdet": (lambda m: REGISTRY["logabsdet"](m), _B, _V),
     "i0e": (lambda x: REGISTRY["i0e"](x), _x, _x[::-1]),
