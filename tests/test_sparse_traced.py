@@ -12,7 +12,7 @@ import wengert as wg  # noqa: E402
 import wengert.numpy as wnp  # noqa: E402
 from wengert.scipy.sparse import SparseArray, coo_array, csc_array, csr_array  # noqa: E402
 from wengert.scipy.sparse.linalg import spsolve  # noqa: E402
-from fd import assert_close, check_grads, fd_jacobian  # noqa: E402
+from fd import assert_close, check_complex_grads, check_grads, fd_jacobian  # noqa: E402
 
 rng = np.random.default_rng(11)
 # (central differences call f on plain values, where spsolve is SciPy's, which warns that a
@@ -246,6 +246,18 @@ def test_a_gradient_factorises_once(monkeypatch):
     wg.grad(lambda d: wnp.sum(spsolve(coo_array((d, (row, col)), shape=(n, n)),
                                       np.ones(n)) ** 2))(data)
     assert len(calls) == 1                       # the adjoint solve reuses the factors
+
+
+@pytest.mark.parametrize("case", ["complex data", "complex operand", "both"])
+def test_complex_entries_and_operands_follow_jax_and_autograd(case):
+    n = 4
+    row, col = random_pattern(n, n)
+    data = well_posed(row, col, n) + (1j * rng.normal(size=row.size) if case != "complex "
+                                      "operand" else 0)
+    x = rng.normal(size=n) + (1j * rng.normal(size=n) if case != "complex data" else 0)
+    A = lambda d: coo_array((d, (row, col)), shape=(n, n))
+    check_complex_grads(lambda d, x: wnp.sin(A(d) @ x), data, x)
+    check_complex_grads(lambda d, x: spsolve(A(d), x), data, x)
 
 
 # ---- a 1-D Poisson problem with a conductivity field -------------------------------------
