@@ -288,12 +288,14 @@ def test_a_traced_loop_counter_and_a_vmapped_label_index_updates():
     np.testing.assert_allclose(g, 3 * (z - np.eye(4)[labels]) ** 2, rtol=1e-13)
 
 
-def test_a_traced_index_out_of_bounds_raises_where_it_is_read_and_drops_a_set():
-    add = wg.compile(lambda x, i: x.at[i].add(1.0))
-    with pytest.raises(IndexError):
-        add(np.ones(3), np.int64(3))
-    # set reads nothing: the update is dropped, as JAX drops it
-    assert wg.compile(lambda x, i: x.at[i].set(0.0))(np.ones(3), np.int64(7)).tolist() == \
-        [1.0, 1.0, 1.0]
+def test_a_traced_index_out_of_bounds_raises_as_numpy_does():
+    # (set, which reads nothing at the index, dropped the update, as JAX does)
+    for op in sorted(OPS):
+        f = wg.compile(lambda x, i: update(x, i, op, 1.0))
+        with pytest.raises(IndexError):
+            f(np.ones(3), np.int64(3))
+        with pytest.raises(IndexError):
+            f(np.ones(3), np.int64(-4))
+        assert f(np.ones(3), np.int64(-3)).tolist() == reference(np.ones(3), -3, 1.0, op).tolist()
     with pytest.raises(wg.ConcretizationError, match=r"x\.at\[i\], x\.at\[:, i\]"):
         wg.vmap(lambda i: wnp.at(wnp.zeros(4))[i].set(1.0))(np.array([[0, 2], [1, 3]]))

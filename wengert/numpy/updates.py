@@ -214,8 +214,8 @@ class IndexUpdate:
         traced without values (`picks`): the basic part of the index names a region of
         x, and within it the picked positions are chosen by a select, ``arange(n) == i``
         along each picked axis.  Each position is named once, so every method is one
-        update.  A picked index out of bounds selects nothing: the update is dropped, as
-        JAX drops it (x[index] itself, `get`, raises IndexError where it runs)."""
+        update.  A picked index out of bounds raises IndexError where the update runs, as
+        NumPy's does (JAX drops such an update)."""
         import wengert.numpy as wnp
         x = self.x
         region = A.getitem(x, index=self.index)
@@ -225,7 +225,9 @@ class IndexUpdate:
         mask = None
         for axis, i in self.picks:
             n = shape[axis]
-            hit = wnp.arange(n) == wnp.where(i < 0, i + n, i)      # (NumPy's i = -1 too)
+            # (i read from arange(n): NumPy's i = -1 is n - 1, and i out of bounds raises
+            # IndexError where the update runs, as NumPy's assignment does)
+            hit = wnp.arange(n) == wnp.take(wnp.arange(n), i)
             hit = wnp.reshape(hit, tuple(n if k == axis else 1 for k in range(len(shape))))
             mask = hit if mask is None else wnp.logical_and(mask, hit)
         placed = wnp.expand_dims(wnp.astype(new, A.dtype_of(x)),
