@@ -1074,7 +1074,7 @@ class _BatchedSystem(_System):
 
     def __init__(self, base, size, mapped):
         self.base, self.size, self.mapped = base, size, mapped
-        self.name = f"{size}×{base.name}"
+        self.name = f"{base.name} (a batch of {size})"
         self.n = size * base.n
         self.leaf_avals = tuple(((size,) + tuple(shape), dtype) if m else (shape, dtype)
                                 for (shape, dtype), m in zip(base.leaf_avals, mapped))
