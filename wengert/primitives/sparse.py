@@ -132,6 +132,27 @@ def held(matrix) -> SparseMatrix:
     return found
 
 
+def check_operand(kind, matrix_shape, shape, left):
+    """Refuse a dense operand of `shape` that a sparse matrix (`kind`, say "scipy.sparse
+    csr_array", of `matrix_shape`) cannot multiply, ``A @ x`` (``x @ A`` unless `left`),
+    naming both shapes as SciPy's messages do.
+
+    Example:
+        >>> check_operand("A", (2, 3), (3,), left=True)
+        >>> check_operand("A", (2, 3), (2,), left=True)
+        Traceback (most recent call last):
+        ValueError: matmul: dimension mismatch, A of shape (2, 3) and an operand of shape (2,)
+    """
+    if len(shape) not in (1, 2):
+        raise ValueError(f"matmul of {kind} and an operand of shape {shape}: a sparse "
+                         "matrix multiplies dense vectors and matrices (one or two "
+                         "dimensions)")
+    m, n = matrix_shape
+    if (shape[0] if left else shape[-1]) != (n if left else m):
+        raise ValueError(f"matmul: dimension mismatch, {kind} of shape {(m, n)} and an "
+                         f"operand of shape {shape}")
+
+
 def _rows(params):
     shape = params["matrix"].shape
     return shape[1] if params["transpose"] else shape[0]

@@ -113,15 +113,7 @@ def product(matrix, x, left=True):
         raise NotImplementedError(
             f"a {len(matrix.shape)}-D {_kind(matrix)} times a traced value: wengert "
             "multiplies by two-dimensional sparse matrices only")
-    if len(shape) not in (1, 2):
-        raise ValueError(f"matmul of a {_kind(matrix)} and a traced value of shape {shape}: "
-                         "SciPy multiplies a sparse matrix by dense vectors and matrices "
-                         "(one or two dimensions)")
-    m, n = matrix.shape
-    inner = shape[0] if left else shape[-1]
-    if inner != (n if left else m):
-        raise ValueError(f"matmul: dimension mismatch, {_kind(matrix)} of shape {(m, n)} and "
-                         f"a traced value of shape {shape}")
+    P.check_operand(f"a {_kind(matrix)}", matrix.shape, shape, left)
     a = P.held(matrix)
     if left:
         return P.sparse_matmul(x, matrix=a, transpose=False)

@@ -257,15 +257,7 @@ def _product(a, x, left):
     if _issparse(x) or isinstance(x, SparseArray):
         _refuse("a product of two sparse matrices (a sparse result with traced entries)")
     shape = tuple(_shape(x))
-    if len(shape) not in (1, 2):
-        raise ValueError(f"matmul of a sparse matrix and an operand of shape {shape}: a "
-                         "sparse matrix multiplies dense vectors and matrices (one or two "
-                         "dimensions)")
-    m, n = a.shape
-    inner = shape[0] if left else shape[-1]
-    if inner != (n if left else m):
-        raise ValueError(f"matmul: dimension mismatch, a sparse matrix of shape {(m, n)} and "
-                         f"an operand of shape {shape}")
+    P.check_operand("a sparse matrix", a.shape, shape, left)
     t = a.transposed
     if left:
         return P.sparse_data_matmul(a.data, x, pattern=a.pattern, transpose=t)
