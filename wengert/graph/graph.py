@@ -30,7 +30,7 @@ import numpy as np
 from ..primitives.registry import CONST as _CONST, INPUT as _INPUT, COPY as _COPY
 from ..primitives.registry import NO_PARAMS as _NO_PARAMS, OVERLOADS as _OVERLOADS
 from ..primitives.registry import shape_of as _shape_of, _canonical_scalar, is_weak
-from ..primitives.registry import weak_result, _PYTHON_SCALARS
+from ..primitives.registry import weak_result, _PYTHON_SCALARS, issparse as _is_sparse
 from .active import ieee_arithmetic, is_recording, optimizing
 from .node import Node, _type_str
 from ..errors import GraphTooLarge
@@ -159,12 +159,6 @@ def _digest_value(h, v):
             _digest_value(h, x)
     else:
         h.update(f"{type(v).__name__}:{v!r}".encode())
-
-
-def _is_sparse(x) -> bool:
-    """Whether `x` is a scipy.sparse matrix (never where scipy.sparse was not imported)."""
-    sparse = sys.modules.get("scipy.sparse")
-    return sparse is not None and sparse.issparse(x)
 
 
 def _params_key(params):

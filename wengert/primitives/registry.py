@@ -20,6 +20,7 @@ derivative can be differentiated again.
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 
@@ -35,6 +36,19 @@ NO_PARAMS: dict = {}
 #: implementation style): when an argument of a primitive has such a type, the primitive
 #: returns ``OVERLOADS[type](prim, args, params)``.  `wg.Dual` registers itself here.
 OVERLOADS: dict = {}
+
+
+def issparse(x) -> bool:
+    """Whether `x` is a scipy.sparse matrix or array, another kind of value a primitive can
+    meet (wengert.scipy.sparse takes it).  False, without importing SciPy, where
+    scipy.sparse was never imported: then nothing can be one.
+
+    Example:
+        >>> issparse(np.eye(2))
+        False
+    """
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(x)
 
 #: Cost classes: the columns of seed 002's operation counts (additions and subtractions,
 #: multiplications, divisions, function calls, powers), plus negations and comparisons,

@@ -107,18 +107,33 @@ class SparseMatrix:
         """op(A)⁻¹ b on a NumPy array, by SuperLU factors of A made once."""
         if b.dtype == object:
             raise NotImplementedError("a scipy.sparse solve has no element-by-element form")
-        from scipy.sparse import linalg as spla
         dtype = float_dtype(self.dtype, b.dtype)
         lu = self._lu.get((permc_spec, dtype))
         if lu is None:
-            try:
-                lu = spla.splu(self.matrix.tocsc().astype(dtype), permc_spec=permc_spec)
-            except RuntimeError:         # exactly singular: SciPy's spsolve warns, gives nan
-                a = self.matrix.T if transpose else self.matrix
-                return np.asarray(spla.spsolve(a.tocsc(), b, permc_spec=permc_spec))
-            self._lu[(permc_spec, dtype)] = lu
-        return lu.solve(np.asarray(b, dtype=np.result_type(dtype, b.dtype)),
-                        trans="T" if transpose else "N")
+            lu = _factors(self.matrix.tocsc().astype(dtype), permc_spec)
+            if lu is not None:
+                self._lu[(permc_spec, dtype)] = lu
+        return _solved(lu, self.matrix, b, dtype, transpose, permc_spec)
+
+
+def _factors(csc, permc_spec):
+    """SuperLU factors of a CSC matrix, or None where it is exactly singular."""
+    from scipy.sparse import linalg as spla
+    try:
+        return spla.splu(csc, permc_spec=permc_spec)
+    except RuntimeError:
+        return None
+
+
+def _solved(lu, a, b, dtype, transpose, permc_spec):
+    """op(A)⁻¹ b by A's factors `lu`; where A is exactly singular (no factors), SciPy's
+    spsolve of `a`, which warns and gives nan, as SciPy's own call would."""
+    if lu is None:
+        from scipy.sparse import linalg as spla
+        return np.asarray(spla.spsolve((a.T if transpose else a).tocsc(), b,
+                                       permc_spec=permc_spec))
+    return lu.solve(np.asarray(b, dtype=np.result_type(dtype, b.dtype)),
+                    trans="T" if transpose else "N")
 
 
 _HELD = weakref.WeakValueDictionary()
@@ -154,7 +169,9 @@ def check_operand(kind, matrix_shape, shape, left):
 
 
 def _rows(params):
-    shape = params["matrix"].shape
+    """The rows of op(A): of the constant matrix (`sparse_matmul`, `sparse_solve`) or of
+    the pattern (`sparse_data_matmul`, `sparse_data_solve`)."""
+    shape = (params["matrix"] if "matrix" in params else params["pattern"]).shape
     return shape[1] if params["transpose"] else shape[0]
 
 
@@ -197,8 +214,7 @@ def _columns(args, mapped, node):
     cols = reshape(transpose(x, axes=(1, 0) + rest), shape=(shape[1], math.prod(
         shape[:1] + shape[2:])))
     out = node.op(cols, **node.params)
-    rows = _data_rows(node.params) if "pattern" in node.params else _rows(node.params)
-    out = reshape(out, shape=(rows, shape[0]) + shape[2:])
+    out = reshape(out, shape=(_rows(node.params), shape[0]) + shape[2:])
     return transpose(out, axes=(1, 0) + rest)
 
 
@@ -264,7 +280,6 @@ class Pattern:
         """op(A)⁻¹ b on NumPy arrays, by SuperLU; the factors of the same data are reused."""
         if b.dtype == object or data.dtype == object:
             raise NotImplementedError("a sparse solve has no element-by-element form")
-        from scipy.sparse import linalg as spla
         dtype = float_dtype(data.dtype, b.dtype)
         lu = None
         for d, t, p, factors in self._lu:
@@ -272,16 +287,13 @@ class Pattern:
             if t == dtype and p == permc_spec and d.shape == data.shape and \
                     np.array_equal(d, data):
                 lu = factors
+        a = None
         if lu is None:
             a = self.matrix(data.astype(dtype), "csc")
-            try:
-                lu = spla.splu(a, permc_spec=permc_spec)
-            except RuntimeError:         # exactly singular: SciPy's spsolve warns, gives nan
-                return np.asarray(spla.spsolve(a.T if transpose else a, b,
-                                               permc_spec=permc_spec))
-            self._lu = self._lu[-1:] + [(data.copy(), dtype, permc_spec, lu)]
-        return lu.solve(np.asarray(b, dtype=np.result_type(dtype, b.dtype)),
-                        trans="T" if transpose else "N")
+            lu = _factors(a, permc_spec)
+            if lu is not None:
+                self._lu = self._lu[-1:] + [(data.copy(), dtype, permc_spec, lu)]
+        return _solved(lu, a, b, dtype, transpose, permc_spec)
 
     def stacked(self, size):
         """The pattern of the block-diagonal matrix of `size` copies (a vmapped batch of
@@ -323,19 +335,14 @@ def _data_cotangent(ct, data):
     return real_part(ct) if np.dtype(data.dtype).kind != "c" else ct
 
 
-def _data_rows(params):
-    shape = params["pattern"].shape
-    return shape[1] if params["transpose"] else shape[0]
-
-
 def _data_matmul_aval(args, params):
     data, x = args
-    return (_data_rows(params),) + x.shape[1:], np.result_type(data.dtype, x.dtype)
+    return (_rows(params),) + x.shape[1:], np.result_type(data.dtype, x.dtype)
 
 
 def _data_solve_aval(args, params):
     data, b = args
-    return (_data_rows(params),) + b.shape[1:], float_dtype(data.dtype, b.dtype)
+    return (_rows(params),) + b.shape[1:], float_dtype(data.dtype, b.dtype)
 
 
 sparse_data_matmul = defprimitive(
@@ -402,7 +409,7 @@ def _data_batch(args, mapped, node):
     flat = reshape(x, shape=(size * xshape[1],) + tuple(xshape[2:]))
     out = node.op(reshape(data, shape=(size * shape_of(data)[1],)), flat,
                   **{**params, "pattern": params["pattern"].stacked(size)})
-    return reshape(out, shape=(size, _data_rows(params)) + tuple(xshape[2:]))
+    return reshape(out, shape=(size, _rows(params)) + tuple(xshape[2:]))
 
 
 class _Shared:

@@ -38,19 +38,12 @@ import sys
 
 import numpy as np
 
-from ...graph.node import Node
 from ...primitives import sparse as P
+from ...primitives.registry import issparse, shape_of
 from ...primitives.array import transpose
 from ._traced import SparseArray, csr_array, csc_array, coo_array
 
 __all__ = ["linalg", "SparseArray", "csr_array", "csc_array", "coo_array"]
-
-
-def issparse(x) -> bool:
-    """Whether `x` is a scipy.sparse matrix or array (False, without importing SciPy,
-    where scipy.sparse was never imported: then nothing can be one)."""
-    sparse = sys.modules.get("scipy.sparse")
-    return sparse is not None and sparse.issparse(x)
 
 
 def _is_array(matrix) -> bool:
@@ -92,10 +85,6 @@ def operand(op, args, params):
     raise NotImplementedError(
         f"{what} is not supported: {_SUPPORTED}. For an elementwise operation use the "
         "dense matrix, A.toarray(), whose result is dense and differentiable.")
-
-
-def shape_of(x):
-    return x.shape if type(x) is Node else np.shape(x)
 
 
 def product(matrix, x, left=True):

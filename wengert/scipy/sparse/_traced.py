@@ -20,17 +20,13 @@ from ...graph.node import Node
 from ...primitives import array as A
 from ...primitives import scalar as S
 from ...primitives import sparse as P
-from ...primitives.registry import OVERLOADS
+from ...primitives.registry import OVERLOADS, issparse as _issparse, shape_of as _shape
 
 __all__ = ["SparseArray", "csr_array", "csc_array", "coo_array"]
 
 
 def _traced(x) -> bool:
     return type(x) is Node
-
-
-def _shape(x):
-    return x.shape if type(x) is Node else np.shape(x)
 
 
 _SUPPORTED = ("a sparse matrix with traced entries supports A @ x, x @ A and A.dot(x) with "
@@ -194,11 +190,6 @@ class SparseArray:
 
     def __getitem__(self, index):
         _refuse("indexing a sparse matrix with traced entries (A[i, j])")
-
-
-def _issparse(x) -> bool:
-    from . import issparse
-    return issparse(x)
 
 
 def _scalar(s) -> bool:
