@@ -529,12 +529,9 @@ class _AdjointSystem(_System):
         for part in range(2):                           # y, then a
             state_at += [part * size * m + i for i in range(m)]
             state_step += [m] * m
-        start = 2 * size * m
-        for k, whole in zip(self.active, self.sizes):
-            own = math.prod(batched.base.leaf_avals[k][0])
-            state_at += range(start, start + own)
-            state_step += [own if batched.mapped[k] else 0] * own
-            start += whole
+        cot_at, cot_step = batched.leaf_layout(2 * size * m, self.active)   # the cotangents
+        state_at += cot_at
+        state_step += cot_step
         leaf_at, leaf_step = batched.leaf_layout(self.n + 1)
         batch = _c_batch(size, state_at + [self.n] + leaf_at, state_step + [0] + leaf_step,
                          state_at, state_step, self.n, batched)
@@ -1119,12 +1116,13 @@ class _BatchedSystem(_System):
         m = self.block
         return self.matrix(np.ones((self.n // m, m, m)))
 
-    def leaf_layout(self, start):
+    def leaf_layout(self, start, which=None):
         """Where one example's leaves are in the batch's flat leaves placed at `start`:
-        (positions of example 0, strides between examples: 0 where they share it)."""
+        (positions of example 0, strides between examples: 0 where they share it).  With
+        `which`, of those leaves alone, one after the other (the adjoint's cotangents)."""
         at, step = [], []
-        for (shape, _), m in zip(self.base.leaf_avals, self.mapped):
-            own = math.prod(shape)
+        for k in range(len(self.mapped)) if which is None else which:
+            own, m = math.prod(self.base.leaf_avals[k][0]), self.mapped[k]
             at += range(start, start + own)
             step += [own if m else 0] * own
             start += own * (self.size if m else 1)
