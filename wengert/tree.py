@@ -356,6 +356,18 @@ def dict_keys(d) -> list:
     return keys
 
 
+def key_order(d) -> list:
+    """The keys of a dict (or OrderedDict, defaultdict) in the order `flatten` walks its
+    values: an OrderedDict's own, `dict_keys`' for any other.
+
+    Example:
+        >>> import collections
+        >>> key_order({"b": 1, "a": 2}), key_order(collections.OrderedDict(b=1, a=2))
+        (['a', 'b'], ['b', 'a'])
+    """
+    return list(d) if isinstance(d, collections.OrderedDict) else dict_keys(d)
+
+
 def _key_kind(k):
     """The group of a dict key in `dict_keys`: numbers together (1 < 1.5 < 2 whatever
     their types), anything else by its type's name."""

@@ -24,7 +24,6 @@ arguments (`ConcretizationError` says so): write such a branch with `wengert.num
 """
 from __future__ import annotations
 
-import collections
 import functools
 
 import numpy as np
@@ -37,7 +36,7 @@ from .primitives import array as A
 from .primitives import batching  # noqa: F401  (declares the rules)
 from .primitives.batching import batched
 from .primitives.registry import CONST, INPUT, shape_of
-from .tree import dict_keys, flatten, hold_constants, registered, unflatten
+from .tree import dict_keys, flatten, hold_constants, key_order, registered, unflatten
 
 __all__ = ["vmap"]
 
@@ -306,9 +305,7 @@ def _prefix_axes(spec, tree, what, where):
     if spec is None or isinstance(spec, (int, np.integer)):
         return [(leaf, None if spec is None else int(spec)) for leaf in flatten(tree)[0]]
     if isinstance(spec, dict) and isinstance(tree, dict) and set(spec) == set(tree):
-        # (in the order flatten walks tree, which the leaves' axes must follow: an
-        # OrderedDict's own, dict_keys' for any other dict, whose keys may not compare)
-        keys = list(tree) if isinstance(tree, collections.OrderedDict) else dict_keys(tree)
+        keys = key_order(tree)      # (the order of tree's leaves, which the axes follow)
     elif isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple)) \
             and len(spec) == len(tree):
         keys = range(len(spec))
