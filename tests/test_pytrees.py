@@ -299,3 +299,157 @@ def test_is_leaf_keeps_nones_and_whole_subtrees_as_jax_does():
     g = wg.grad(lambda t: t["a"][0] * t["a"][1] + t["b"][1])(
         tree_map(lambda v: v, {"a": (1.0, 2.0), "b": [None, 3.0]}, is_leaf=lambda x: x is None))
     assert g == {"a": (2.0, 1.0), "b": [None, 1.0]}
+
+
+# ---- tree_map over trees the first is a prefix of; key paths -----------------------------------
+Point = collections.namedtuple("Point", "x y")
+
+
+def _mixed_tree():
+    """One of every kind of node, with keys of several kinds, and a None."""
+    return {"b": [1.0, (2.0, None, 3.0)], "a": collections.OrderedDict(z=4.0, y=5.0),
+            "p": Point(6.0, 7.0), "d": collections.defaultdict(list, {2: 8.0, 1: 9.0}),
+            "layer": Layer(np.ones(2), 10.0), "aff": Affine(11.0, 12.0, "n"), "n": None}
+
+
+def test_tree_map_hands_fn_the_subtree_of_each_leaf_of_the_first_tree():
+    from wengert.tree import tree_structure
+    scales = {"w": 2.0, "b": 10.0}
+    grads = {"w": [1.0, (2.0, 3.0)], "b": {"u": 4.0}}
+    out = tree_map(lambda s, g: tree_map(lambda v: s * v, g), scales, grads)
+    assert out == {"w": [2.0, (4.0, 6.0)], "b": {"u": 40.0}}
+    # the prefix's leaves meet whole subtrees, Nones and registered classes included
+    seen = tree_map(lambda a, b: b, [1.0, 2.0, 3.0], [None, Point(1.0, 2.0), Layer(1.0, 2.0)])
+    assert seen[0] is None and seen[1] == Point(1.0, 2.0) and isinstance(seen[2], Layer)
+    # the same structure still maps leaf by leaf; TreeDef.flatten_up_to is the walk itself
+    assert tree_map(lambda a, b: a - b, [3.0, (2.0,)], [1.0, (1.0,)]) == [2.0, (1.0,)]
+    assert tree_structure([0, (0, 0)]).flatten_up_to([[1], ({"a": 2}, None)]) == \
+        [[1], {"a": 2}, None]
+    # through a gradient: one learning rate per layer for trees of parameters
+    params = {"l1": [np.ones(2), 0.5], "l2": [np.full(2, 2.0), -1.0]}
+
+    def loss(p):
+        return wnp.sum(p["l1"][0] * p["l2"][0]) + p["l1"][1] * p["l2"][1]
+    g = wg.grad(loss)(params)
+    rates = {"l1": 0.1, "l2": 0.01}
+    stepped = tree_map(lambda r, ps, gs: tree_map(lambda p, d: p - r * d, ps, gs),
+                       rates, params, g)
+    assert_close(stepped["l1"][0], 1.0 - 0.1 * 2.0)
+    assert_close(stepped["l2"][1], -1.0 - 0.01 * 0.5)
+
+
+@pytest.mark.parametrize("first, other, where, says", [
+    ([1, 2], [3, 4, 5], "at the root", "a list of 2 and tree 2 has a list of 3"),
+    ({"a": 1}, {"b": 1}, "at the root", "a dict with keys ('a',) and tree 2 has a dict with "
+                                        "keys ('b',)"),
+    ((1, 2), [1, 2], "at the root", "a tuple of 2 and tree 2 has a list of 2"),
+    ([None, 1], [2, 1], "at [0]", "None and tree 2 has a leaf"),
+    ({"a": [Point(1, 2)]}, {"a": [(1, 2)]}, "at ['a'][0]", "a Point (namedtuple) of 2"),
+    ([Affine(1, 2, "u")], [Affine(1, 2, "v")], "at [0]", "a Affine of 2 ['u']"),
+    ([1, (2, 3)], [1, 2], "at [1]", "a tuple of 2 and tree 2 has a leaf"),
+])
+def test_tree_map_names_where_the_trees_part(first, other, where, says):
+    with pytest.raises(ValueError) as e:
+        tree_map(lambda a, b: a, first, other)
+    msg = str(e.value)
+    assert msg.startswith("tree_map: tree 2 does not have the structure of the first tree")
+    assert where in msg and says in msg
+
+
+def test_key_paths_of_every_kind_of_node():
+    from wengert.tree import (DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey, keystr,
+                              tree_flatten_with_path, tree_leaves)
+    tree = _mixed_tree()
+    pairs, treedef = tree_flatten_with_path(tree)
+    assert [leaf for _, leaf in pairs] == tree_leaves(tree)
+    assert treedef == flatten(tree)[1]
+    paths = {keystr(p): leaf for p, leaf in pairs}
+    assert paths["['b'][1][2]"] == 3.0               # the None's place is kept in the index
+    assert paths["['a']['z']"] == 4.0 and list(paths).index("['a']['z']") == 0
+    assert paths["['d'][1]"] == 9.0                  # a defaultdict in sorted key order
+    assert paths["['p'].y"] == 7.0 and paths["['layer'].b"] == 10.0
+    assert paths["['aff'][<flat index 1>]"] == 12.0
+    path = next(p for p, _ in pairs if keystr(p) == "['b'][0]")
+    assert path == (DictKey("b"), SequenceKey(0)) and hash(path) == hash(
+        (DictKey("b"), SequenceKey(0)))
+    assert repr(path) == "(DictKey(key='b'), SequenceKey(idx=0))"
+    assert keystr(path, simple=True, separator="/") == "b/0"
+    assert GetAttrKey("w") != DictKey("w") and FlattenedIndexKey(0) != SequenceKey(0)
+    # is_leaf keeps subtrees whole, and Nones, as flatten does
+    kept = tree_flatten_with_path([1.0, None, (2.0, 3.0)],
+                                  is_leaf=lambda x: x is None or type(x) is tuple)[0]
+    assert [(keystr(p), v) for p, v in kept] == [("[0]", 1.0), ("[1]", None),
+                                                 ("[2]", (2.0, 3.0))]
+
+
+def test_key_paths_agree_with_jax():
+    jtu = pytest.importorskip("jax.tree_util")
+    from wengert.tree import keystr, tree_flatten_with_path
+    tree = {"b": [1.0, (2.0, None, 3.0)], "a": collections.OrderedDict(z=4.0, y=5.0),
+            "p": Point(6.0, 7.0), "d": collections.defaultdict(list, {2: 8.0, 1: 9.0})}
+    ours = [(keystr(p), v) for p, v in tree_flatten_with_path(tree)[0]]
+    theirs = [(jtu.keystr(p), v) for p, v in jtu.tree_flatten_with_path(tree)[0]]
+    assert ours == theirs
+    ours = [keystr(p, simple=True, separator="/") for p, _ in tree_flatten_with_path(tree)[0]]
+    assert ours == [jtu.keystr(p, simple=True, separator="/")
+                    for p, _ in jtu.tree_flatten_with_path(tree)[0]]
+
+
+def test_tree_map_with_path_masks_weight_decay_by_name():
+    from wengert.tree import keystr, tree_map_with_path
+    params = {"dense": {"w": np.full(3, 2.0), "bias": np.ones(3)}, "scale": 4.0}
+
+    def loss(p):
+        return wnp.sum(p["dense"]["w"] ** 2) + wnp.sum(p["dense"]["bias"]) * p["scale"]
+    g = wg.grad(loss)(params)
+    decayed = tree_map_with_path(
+        lambda path, p, d: p - 0.1 * d - (0.0 if "bias" in keystr(path) else 0.01 * p),
+        params, g)
+    assert_close(decayed["dense"]["w"], 2.0 - 0.1 * 4.0 - 0.02)
+    assert_close(decayed["dense"]["bias"], 1.0 - 0.1 * 4.0)
+    assert_close(decayed["scale"], 4.0 - 0.1 * 3.0 - 0.04)
+    with pytest.raises(ValueError, match="tree_map_with_path: tree 2 .* at \\['dense'\\]"):
+        tree_map_with_path(lambda path, a, b: a, params, {"dense": 1.0, "scale": 2.0})
+
+
+def test_register_pytree_with_keys_names_its_children():
+    from wengert.tree import (GetAttrKey, keystr, register_pytree_with_keys,
+                              tree_flatten_with_path)
+
+    class Conv:
+        def __init__(self, kernel, bias):
+            self.kernel, self.bias = kernel, bias
+    register_pytree_with_keys(
+        Conv, lambda c: (((GetAttrKey("kernel"), c.kernel), (GetAttrKey("bias"), c.bias)), None),
+        lambda aux, children: Conv(*children))
+    c = Conv(np.array([1.0, 2.0]), 0.5)
+    assert [keystr(p) for p, _ in tree_flatten_with_path({"c": c})[0]] == \
+        ["['c'].kernel", "['c'].bias"]
+    g = wg.grad(lambda c: wnp.sum(c.kernel) * c.bias)(c)
+    assert isinstance(g, Conv) and g.bias == 3.0
+    assert_close(g.kernel, np.full(2, 0.5))
+
+
+def test_paths_and_prefixes_of_a_tree_nested_thousands_deep():
+    from wengert.tree import tree_flatten_with_path, tree_structure
+    deep = 1.0
+    for i in range(5000):
+        deep = (deep, float(i))
+    pairs, _ = tree_flatten_with_path(deep)
+    assert len(pairs) == 5001 and len(pairs[0][0]) == 5000
+    # a prefix (5000 pairs whose innermost is a leaf) of a tree one level deeper
+    deeper = ([1.0, 2.0], 0.0)
+    prefix = 1.0
+    for i in range(4999):
+        deeper, prefix = (deeper, 0.0), (prefix, 0.0)
+    prefix = (prefix, 0.0)
+    assert tree_structure(prefix).flatten_up_to(deeper)[0] == [1.0, 2.0]
+
+
+def test_wengert_tree_util_is_jax_tree_util_by_name():
+    import wengert.tree_util as tu
+    assert wg.tree_util is tu and wg.tree.map_with_path is tu.tree_map_with_path
+    assert tu.tree_map(lambda x: x + 1, {"a": 1}) == {"a": 2}
+    jtu = pytest.importorskip("jax.tree_util")
+    missing = [n for n in tu.__all__ if not hasattr(jtu, n)]
+    assert missing == []

@@ -38,6 +38,7 @@ from .loops import scan, fori_loop
 from .vectorize import vmap
 from .implicit import custom_root
 from .custom_rules import custom_jvp, custom_vjp
+from . import tree, tree_util  # noqa: F401  (JAX's jax.tree and jax.tree_util)
 
 __version__ = "0.1.0"
 

@@ -87,6 +87,16 @@ class TreeDef:
                     c._num_leaves for c in d.children)
         return self._num_leaves
 
+    def flatten_up_to(self, tree) -> list:
+        """The subtrees of `tree` where this structure has its leaves, in order: this
+        structure must be `tree`'s or a prefix of it (JAX's ``flatten_up_to``).
+
+        Example:
+            >>> flatten([1.0, 2.0])[1].flatten_up_to([(3.0, 4.0), {"a": 5.0}])
+            [(3.0, 4.0), {'a': 5.0}]
+        """
+        return _up_to(self, tree, "flatten_up_to", "the tree", "the TreeDef")
+
     def __repr__(self):
         shown = {}
         for d in _bottom_up(self):
@@ -134,6 +144,7 @@ def _bottom_up(root, cached=None):
 _LEAF_DEF = TreeDef(LEAF, None, ())
 _NODES = {tuple, list, dict}        # the types flatten walks into: registered classes join
 _REGISTERED = {}                    # class -> (flatten_fn, unflatten_fn)
+_KEYS = {}                          # class -> fn(obj): the keys of its children, for paths
 
 
 def register_pytree_node(cls, flatten_fn, unflatten_fn):
@@ -240,7 +251,32 @@ def register_dataclass(cls, data_fields=None, meta_fields=None):
     def unflatten_fn(meta, children):
         return cls(**dict(zip(data_fields, children)), **dict(zip(meta_fields, meta)))
     register_pytree_node(cls, flatten_fn, unflatten_fn)
+    _KEYS[cls] = lambda x: [GetAttrKey(n) for n in data_fields]
     return cls
+
+
+def register_pytree_with_keys(cls, flatten_with_keys, unflatten_fn, flatten_fn=None):
+    """`register_pytree_node` with a key for each child, which `tree_flatten_with_path`
+    puts in the children's paths (JAX's ``register_pytree_with_keys``):
+    ``flatten_with_keys(obj)`` gives ``(((key, child), ...), aux_data)``.  `flatten_fn`,
+    where given, gives ``(children, aux_data)`` faster, for everything that needs no keys.
+
+    Example:
+        >>> class Layer:
+        ...     def __init__(self, w, b):
+        ...         self.w, self.b = w, b
+        >>> register_pytree_with_keys(
+        ...     Layer, lambda x: (((GetAttrKey("w"), x.w), (GetAttrKey("b"), x.b)), None),
+        ...     lambda aux, children: Layer(*children))
+        >>> [keystr(path) for path, _ in tree_flatten_with_path([Layer(1.0, 2.0)])[0]]
+        ['[0].w', '[0].b']
+    """
+    if flatten_fn is None:
+        def flatten_fn(x):
+            pairs, aux = flatten_with_keys(x)
+            return tuple(child for _, child in pairs), aux
+    register_pytree_node(cls, flatten_fn, unflatten_fn)
+    _KEYS[cls] = lambda x: [key for key, _ in flatten_with_keys(x)[0]]
 
 
 # The standard library's other dicts are nodes, as in JAX: an OrderedDict in its insertion
@@ -248,6 +284,7 @@ def register_dataclass(cls, data_fields=None, meta_fields=None):
 register_pytree_node(
     collections.OrderedDict, lambda d: (tuple(d.values()), tuple(d)),
     lambda keys, values: collections.OrderedDict(zip(keys, values)))
+_KEYS[collections.OrderedDict] = lambda d: [DictKey(k) for k in d]
 
 
 def _defaultdict_children(d):
@@ -258,6 +295,7 @@ def _defaultdict_children(d):
 register_pytree_node(
     collections.defaultdict, _defaultdict_children,
     lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)))
+_KEYS[collections.defaultdict] = lambda d: [DictKey(k) for k in dict_keys(d)]
 
 
 def flatten(tree, is_leaf=None):
@@ -490,8 +528,12 @@ def _same_value(a, b) -> bool:
 
 
 def tree_map(fn, tree, *rest, is_leaf=None):
-    """Apply fn leaf by leaf to one pytree, or to several of the same structure;
-    ``is_leaf`` as `flatten`'s.
+    """Apply fn leaf by leaf to one pytree, or to several; ``is_leaf`` as `flatten`'s.
+
+    Each of the other trees has the first's structure, or the first's structure is a
+    prefix of it: where the first tree has a leaf, the other has a whole subtree, and
+    `fn` gets that subtree (as in JAX).  Where they do not fit, the ValueError names the
+    key path where they part.
 
     Example:
         >>> tree_map(lambda a, b: a * b, {"w": [1.0, 2.0], "b": 3.0}, {"w": [4.0, 5.0], "b": 6.0})
@@ -499,15 +541,241 @@ def tree_map(fn, tree, *rest, is_leaf=None):
         >>> tree_map(lambda v: 0.0 if v is None else 2 * v, [1.0, None],
         ...          is_leaf=lambda v: v is None)
         [2.0, 0.0]
+        >>> tree_map(lambda scale, xs: [scale * x for x in xs], [2.0, 10.0], [[1.0, 2.0], [3.0]])
+        [[2.0, 4.0], [30.0]]
     """
     leaves, d = flatten(tree, is_leaf)
     others = []
-    for r in rest:
+    for i, r in enumerate(rest, 2):
         rl, rd = flatten(r, is_leaf)
-        if rd != d:
-            raise ValueError(f"pytree structures differ: {d} and {rd}")
-        others.append(rl)
+        others.append(rl if rd == d else _up_to(d, r, "tree_map", f"tree {i}"))
     return unflatten(d, [fn(*xs) for xs in zip(leaves, *others)])
+
+
+def _up_to(treedef, tree, who, name, first="the first tree"):
+    """The subtrees of `tree` at the leaves of `treedef`, in order, where `treedef` is a
+    prefix of tree's structure (`TreeDef.flatten_up_to`).  A loop over a stack, as
+    `_flatten`.  The error says where the two part, and how: `name` is `tree`'s name in
+    it, `first` the name of the tree `treedef` came from."""
+    out = []
+    stack = [(treedef, tree, ())]
+    while stack:
+        d, x, path = stack.pop()
+        if d.kind == LEAF:
+            out.append(x)
+            continue
+        node = None if x is None else _node(x)
+        if d.kind == "none" or d.kind == HELD:
+            if x is None if d.kind == "none" else _same_value(x, d.meta):
+                continue
+        elif node is not None and node[0] == d.kind and len(node[2]) == len(d.children) \
+                and _same_meta(d, node[1]):
+            keys = _child_keys(x, node)
+            for k in range(len(d.children) - 1, -1, -1):
+                stack.append((d.children[k], node[2][k], path + (keys[k],)))
+            continue
+        at = keystr(path) or "the root"
+        raise ValueError(f"{who}: {name} does not have the structure of {first}, nor one "
+                         f"that it is a prefix of: at {at}, {first} has {_described(d)} "
+                         f"and {name} has {_described(_flatten(x, []))}")
+    return out
+
+
+def _same_meta(d, meta):
+    """Whether a node of `tree` with `meta` fits TreeDef `d` of its kind (`_up_to`)."""
+    if d.kind == CUSTOM:
+        return d.meta[0] is meta[0] and _same_value(d.meta[1], meta[1])
+    if d.kind == "dict":
+        return d.meta == meta
+    return d.meta is meta                       # (None for tuples and lists)
+
+
+def _described(d) -> str:
+    """A TreeDef's top in words, for errors: "a list of 3", "a dict with keys ('a',)"."""
+    if d.kind == LEAF:
+        return "a leaf"
+    if d.kind == "none":
+        return "None"
+    if d.kind == HELD:
+        return f"the constant {d.meta!r:.40}"
+    n = len(d.children)
+    if d.kind == "dict":
+        return f"a dict with keys {d.meta!r:.60}"
+    if d.kind == "namedtuple":
+        return f"a {d.meta.__name__} (namedtuple) of {n}"
+    if d.kind == CUSTOM:
+        cls, aux = d.meta
+        return f"a {cls.__name__} of {n}" + ("" if aux is None else f" [{aux!r:.60}]")
+    return f"a {d.kind} of {n}"
+
+
+# ---- key paths: where a leaf sits (JAX's jax.tree_util key paths) ------------------------------
+class _Key:
+    """One step of a key path (`tree_flatten_with_path`): compares and hashes by value."""
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._value() == other._value()
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._value()))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.__slots__[0]}={self._value()!r})"
+
+    def _value(self):
+        return getattr(self, self.__slots__[0])
+
+
+class SequenceKey(_Key):
+    """An item of a tuple or list by its index: ``[0]``.
+
+    Example:
+        >>> str(SequenceKey(2)), SequenceKey(2).idx
+        ('[2]', 2)
+    """
+    __slots__ = ("idx",)
+
+    def __init__(self, idx):
+        self.idx = idx
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+class DictKey(_Key):
+    """A value of a dict (OrderedDict, defaultdict) by its key: ``['w']``.
+
+    Example:
+        >>> str(DictKey("w")), DictKey("w").key
+        ("['w']", 'w')
+    """
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+class GetAttrKey(_Key):
+    """A field of a namedtuple or a registered dataclass by its name: ``.w``.
+
+    Example:
+        >>> str(GetAttrKey("w")), GetAttrKey("w").name
+        ('.w', 'w')
+    """
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+class FlattenedIndexKey(_Key):
+    """A child of a class registered without keys, by its place among the children.
+
+    Example:
+        >>> str(FlattenedIndexKey(1))
+        '[<flat index 1>]'
+    """
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def _child_keys(x, node):
+    """The keys of the children of pytree node `x` (``node = _node(x)``), in order."""
+    kind, meta, children = node
+    if kind == "dict":
+        return [DictKey(k) for k in meta]
+    if kind == "namedtuple":
+        return [GetAttrKey(n) for n in meta._fields]
+    if kind == CUSTOM:
+        keys = _KEYS.get(meta[0])
+        if keys is not None:
+            return list(keys(x))
+        return [FlattenedIndexKey(i) for i in range(len(children))]
+    return [SequenceKey(i) for i in range(len(children))]
+
+
+def keystr(path, *, simple=False, separator="") -> str:
+    """A key path as text: ``"['b'][1].w"``; with ``simple=True`` only the keys themselves
+    (``"b/1/w"`` with ``separator="/"``), as JAX's ``keystr``.
+
+    Example:
+        >>> path = (DictKey("b"), SequenceKey(1), GetAttrKey("w"))
+        >>> keystr(path), keystr(path, simple=True, separator="/")
+        ("['b'][1].w", 'b/1/w')
+    """
+    if simple:
+        return separator.join(str(k._value()) if isinstance(k, _Key) else str(k)
+                              for k in path)
+    return separator.join(str(k) for k in path)
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """``([(key path, leaf), ...], TreeDef)``: `flatten`'s leaves, each with the keys that
+    lead to it from the root (`SequenceKey`, `DictKey`, `GetAttrKey`, `FlattenedIndexKey`),
+    as JAX's function of the same name.
+
+    Example:
+        >>> pairs, _ = tree_flatten_with_path({"w": [1.0, 2.0], "b": 0.5})
+        >>> [(keystr(path), leaf) for path, leaf in pairs]
+        [("['b']", 0.5), ("['w'][0]", 1.0), ("['w'][1]", 2.0)]
+    """
+    leaves, treedef = flatten(tree, is_leaf)
+    paths = []
+    stack = [(tree, ())]            # (the walk flatten makes, with each subtree's path)
+    while stack:
+        x, path = stack.pop()
+        if x is None:
+            if is_leaf is not None and is_leaf(x):
+                paths.append(path)
+            continue
+        node = _node(x)
+        if node is None or (is_leaf is not None and is_leaf(x)):
+            paths.append(path)
+            continue
+        keys, children = _child_keys(x, node), list(node[2])
+        for k in range(len(children) - 1, -1, -1):
+            stack.append((children[k], path + (keys[k],)))
+    return list(zip(paths, leaves)), treedef
+
+
+def tree_leaves_with_path(tree, is_leaf=None) -> list:
+    """``[(key path, leaf), ...]``: `tree_flatten_with_path` without the structure.
+
+    Example:
+        >>> [keystr(p) for p, _ in tree_leaves_with_path([1.0, None, (2.0,)])]
+        ['[0]', '[2][0]']
+    """
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(fn, tree, *rest, is_leaf=None):
+    """`tree_map` with each leaf's key path as fn's first argument: ``fn(path, leaf,
+    *others)``, to treat leaves by where they are (JAX's function of the same name).
+
+    Example:
+        >>> params = {"w": [1.0, 2.0], "bias": 3.0}
+        >>> tree_map_with_path(lambda path, p: p if "bias" in keystr(path) else 0.9 * p,
+        ...                    params)
+        {'bias': 3.0, 'w': [0.9, 1.8]}
+    """
+    pairs, d = tree_flatten_with_path(tree, is_leaf)
+    others = []
+    for i, r in enumerate(rest, 2):
+        rl, rd = flatten(r, is_leaf)
+        others.append(rl if rd == d else _up_to(d, r, "tree_map_with_path", f"tree {i}"))
+    return unflatten(d, [fn(path, leaf, *xs) for (path, leaf), *xs in zip(pairs, *others)])
 
 
 # JAX's names (jax.tree_util), so that code written for JAX reads the same
@@ -586,6 +854,9 @@ def tree_all(tree, *, is_leaf=None) -> bool:
 # `jax.tree.map(f, params)` (flatten and unflatten above are jax.tree's names already)
 map = tree_map
 leaves = tree_leaves
+map_with_path = tree_map_with_path
+leaves_with_path = tree_leaves_with_path
+flatten_with_path = tree_flatten_with_path
 structure = tree_structure
 reduce = tree_reduce
 all = tree_all          # (so tree_all above calls builtins.all)
