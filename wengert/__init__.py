@@ -39,6 +39,7 @@ from .vectorize import vmap
 from .implicit import custom_root
 from .custom_rules import custom_jvp, custom_vjp
 from . import tree, tree_util  # noqa: F401  (JAX's jax.tree and jax.tree_util)
+from . import lax  # noqa: F401  (JAX's jax.lax)
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,416 @@
+"""wengert.lax, JAX's jax.lax on wengert's graph: control flow with known and unknown
+predicates, dynamic slicing by JAX's index rules, and the elementwise and structural
+functions, against NumPy references written here, central differences to second order,
+and JAX itself where it is installed."""
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert import lax
+from wengert.errors import ConcretizationError
+from fd import assert_close, check_grads
+
+rng = np.random.default_rng(2026)
+
+
+# ---- control flow ------------------------------------------------------------------------------
+def test_cond_runs_one_branch_eagerly_and_selects_when_traced_without_values():
+    ran = []
+
+    def f(x):
+        return lax.cond(x > 0, lambda x: ran.append("t") or x ** 3,
+                        lambda x: ran.append("f") or wnp.sin(x), x)
+    assert wg.grad(f)(2.0) == 12.0 and ran == ["t"]
+    assert_close(wg.grad(f)(-1.0), np.cos(-1.0))
+    assert ran == ["t", "f"]
+    ran.clear()
+    g = wg.compile(wg.grad(f), 1.0)                 # traced without values: both, selected
+    assert sorted(ran) == ["f", "t"]
+    assert_close(g(2.0), 12.0)
+    assert_close(g(-1.0), np.cos(-1.0))
+    xs = np.array([-1.5, 0.5, 2.0])
+    assert_close(wg.vmap(wg.grad(f))(xs), np.where(xs > 0, 3 * xs ** 2, np.cos(xs)))
+    check_grads(lambda x: wg.vmap(f)(x), np.array([-0.7, 0.4, 1.3]))
+
+
+def test_cond_with_several_operands_and_pytree_results():
+    def f(a, b):
+        out = lax.cond(a > b, lambda a, b: {"m": a, "d": a - b},
+                       lambda a, b: {"m": b, "d": b - a}, a, b)
+        return out["m"] * out["d"]
+    for a, b in [(3.0, 1.0), (1.0, 3.0)]:
+        big, small = max(a, b), min(a, b)
+        want = [2 * big - small, -big] if a > b else [-big, 2 * big - small]
+        assert_close(wg.grad(f, argnums=(0, 1))(a, b), want)
+        assert_close(wg.compile(wg.grad(f, argnums=(0, 1)), 0.0, 0.0)(a, b), want)
+
+
+def test_cond_errors_name_what_does_not_match():
+    with pytest.raises(TypeError, match="cond: pred must be a scalar, got shape \\(2,\\)"):
+        lax.cond(np.array([True, False]), lambda: 1.0, lambda: 2.0)
+    with pytest.raises(TypeError, match="return shapes \\(2,\\) and \\(3,\\)"):
+        wg.compile(lambda x: lax.cond(x > 0, lambda: wnp.ones(2) * x,
+                                      lambda: wnp.ones(3) * x), 1.0)
+    with pytest.raises(TypeError, match="different structures"):
+        wg.compile(lambda x: lax.cond(x > 0, lambda: (x, x), lambda: x), 1.0)
+
+
+def test_switch_clamps_its_index_as_jax_does():
+    branches = [lambda x: x, lambda x: x ** 2, lambda x: x ** 3]
+    f = lambda i, x: lax.switch(i, branches, x)
+    for i, want in [(-4, 1.0), (0, 1.0), (1, 6.0), (2, 27.0), (9, 27.0)]:
+        assert wg.grad(f, argnums=1)(i, 3.0) == want
+        assert_close(wg.compile(wg.grad(f, argnums=1), 0, 1.0)(i, 3.0), want)
+    assert_close(wg.vmap(f, in_axes=(0, None))(np.array([0, 1, 2, 5]), 2.0), [2, 4, 8, 8])
+    with pytest.raises(ValueError, match="branches is empty"):
+        lax.switch(0, [], 1.0)
+
+
+def test_while_loop_is_a_differentiable_python_loop_eagerly():
+    def newton_sqrt(a):       # x <- (x + a/x)/2 until converged: sqrt(a), d/da = 1/(2 sqrt a)
+        def body(s):
+            x, k = s
+            return (x + a / x) / 2.0, k + 1
+        return lax.while_loop(lambda s: (abs(s[0] * s[0] - a) > 1e-12 * a) & (s[1] < 50),
+                              body, (a, 0))[0]
+    assert_close(newton_sqrt(2.0), np.sqrt(2.0), rtol=1e-12)
+    assert_close(wg.grad(newton_sqrt)(2.0), 0.5 / np.sqrt(2.0), rtol=1e-8)
+    assert_close(wg.grad(wg.grad(newton_sqrt))(2.0), -0.25 * 2.0 ** -1.5, rtol=1e-6)
+    with pytest.raises(ConcretizationError, match="while_loop: cond_fun's result is traced "
+                                                  "without a value"):
+        wg.compile(newton_sqrt, 2.0)
+
+
+def test_map_with_and_without_batches_is_the_stack_of_f():
+    xs = rng.normal(size=(7, 3))
+    f = lambda row: wnp.sin(row) @ row
+    want = np.array([np.sin(r) @ r for r in xs])
+    for batch in (None, 1, 3, 7, 10):
+        assert_close(lax.map(f, xs, batch_size=batch), want, rtol=1e-13)
+    check_grads(lambda x: lax.map(f, x, batch_size=3), xs)
+    tree = lax.map(lambda d: {"s": d["a"] + d["b"]}, {"a": np.ones(4), "b": np.arange(4.0)})
+    assert_close(tree["s"], 1 + np.arange(4.0))
+
+
+def test_associative_scan_is_the_inclusive_scan_along_any_axis():
+    x = rng.uniform(0.5, 1.5, size=(4, 5))
+    assert_close(lax.associative_scan(wnp.add, x), np.cumsum(x, 0))
+    assert_close(lax.associative_scan(wnp.multiply, x, axis=1), np.cumprod(x, 1))
+    assert_close(lax.associative_scan(wnp.add, x, reverse=True),
+                 np.cumsum(x[::-1], 0)[::-1])
+    pair = lax.associative_scan(lambda a, b: (a[0] + b[0], wnp.maximum(a[1], b[1])), (x, -x))
+    assert_close(pair[0], np.cumsum(x, 0))
+    assert_close(pair[1], np.maximum.accumulate(-x))
+    check_grads(lambda x: lax.associative_scan(wnp.multiply, x, axis=1), x)
+
+
+def test_select_n_and_stop_gradient():
+    which = np.array([0, 2, 1, 2])
+    cases = [np.zeros(4), np.ones(4), np.full(4, 2.0)]
+    assert lax.select_n(which, *cases).tolist() == [0.0, 2.0, 1.0, 2.0]
+    assert lax.select_n(np.array([True, False]), np.zeros(2), np.ones(2)).tolist() == [1, 0]
+    assert wg.grad(lambda x: x * lax.stop_gradient(x))(3.0) == 3.0
+
+
+# ---- dynamic slicing ---------------------------------------------------------------------------
+def _placed(start, n, k):
+    """JAX's start: a negative one from the end, then clamped to fit."""
+    start = start + n if start < 0 else start
+    return min(max(start, 0), n - k)
+
+
+STARTS = [(0, 0), (2, 1), (-1, -2), (9, 0), (-9, 7), (3, -1)]
+
+
+@pytest.mark.parametrize("starts", STARTS)
+def test_dynamic_slice_places_its_starts_as_jax_does_known_or_traced(starts):
+    x = rng.normal(size=(5, 6))
+    sizes = (2, 3)
+    a, b = (_placed(s, n, k) for s, n, k in zip(starts, x.shape, sizes))
+    want = x[a:a + 2, b:b + 3]
+    assert_close(lax.dynamic_slice(x, starts, sizes), want)
+    # traced without values: a loop's counter, vmap's index, a compiled argument
+    i64 = np.int64
+    traced = wg.compile(lambda x, i, j: lax.dynamic_slice(x, (i, j), sizes), x, i64(0), i64(0))
+    starts = tuple(i64(s) for s in starts)
+    assert_close(traced(x, *starts), want)
+    assert_close(wg.vmap(lambda i: lax.dynamic_slice(x, (i, starts[1]), sizes))(
+        np.array([starts[0], 0])), np.stack([want, x[0:2, b:b + 3]]))
+    check_grads(lambda x: lax.dynamic_slice(x, starts, sizes), x)
+    check_grads(lambda x: traced(x, *starts), x)
+
+
+@pytest.mark.parametrize("starts", STARTS)
+def test_dynamic_update_slice_known_or_traced_and_its_derivatives(starts):
+    x, u = rng.normal(size=(5, 6)), rng.normal(size=(2, 3))
+    a, b = (_placed(s, n, k) for s, n, k in zip(starts, x.shape, u.shape))
+    want = x.copy()
+    want[a:a + 2, b:b + 3] = u
+    assert_close(lax.dynamic_update_slice(x, u, starts), want)
+    traced = wg.compile(lambda x, u, i, j: lax.dynamic_update_slice(x, u, (i, j)), x, u,
+                        np.int64(0), np.int64(0))
+    starts = tuple(np.int64(s) for s in starts)
+    assert_close(traced(x, u, *starts), want)
+    check_grads(lambda x, u: lax.dynamic_update_slice(x, u, starts), x, u)
+    check_grads(lambda x, u: traced(x, u, *starts), x, u)
+
+
+def test_a_loop_writes_rows_at_its_counter():
+    """JAX's common loop: fill an array a slice at a time with the counter as the start."""
+    def fill(w):
+        def body(i, acc):
+            return lax.dynamic_update_index_in_dim(acc, wnp.sin(w * i), i, 0)
+        return lax.fori_loop(0, 4, body, wnp.zeros((4, 3)))
+    w = np.array([0.3, -0.2, 0.5])
+    assert_close(fill(w), np.sin(np.outer(np.arange(4), w)))
+    assert_close(wg.compile(fill, w)(w), np.sin(np.outer(np.arange(4), w)))
+    check_grads(fill, w)
+
+
+def test_in_dim_forms_and_their_errors():
+    x = np.arange(12.0).reshape(3, 4)
+    assert lax.dynamic_slice_in_dim(x, -2, 2, axis=1).tolist() == x[:, 2:].tolist()
+    assert lax.dynamic_index_in_dim(x, 5, axis=0, keepdims=False).tolist() == x[2].tolist()
+    got = lax.dynamic_update_slice_in_dim(x, np.zeros((3, 1)), 1, 1)
+    assert got[:, 1].tolist() == [0, 0, 0] and got[:, 2].tolist() == x[:, 2].tolist()
+    assert lax.dynamic_update_index_in_dim(x, np.ones(4), -1, 0)[2].tolist() == [1] * 4
+    with pytest.raises(TypeError, match="a slice of size 5 does not fit in an axis of 4"):
+        lax.dynamic_slice(x, (0, 0), (1, 5))
+    with pytest.raises(TypeError, match="takes 2 start indices and sizes, got 1 and 2"):
+        lax.dynamic_slice(x, (0,), (1, 1))
+    with pytest.raises(TypeError, match="start indices must be integers, got float64; "
+                                        "wg.compile takes a Python int argument as a weak"):
+        wg.compile(lambda x, s: lax.dynamic_slice(x, (s, 0), (1, 1)), x, 1)
+    with pytest.raises(TypeError, match="start indices must be integers, got float64$"):
+        wg.compile(lambda x, s: lax.dynamic_slice(x, (s, 0), (1, 1)), x, np.float64(1))
+
+
+# ---- structure -----------------------------------------------------------------------------
+def _pad_reference(x, value, config):
+    """lax.pad written out for 1-D and 2-D: interior first, then edges (a negative crops)."""
+    out = x
+    for axis, (lo, hi, inner) in enumerate(config):
+        out = np.moveaxis(out, axis, 0)
+        n = out.shape[0]
+        spread = np.full((n + max(n - 1, 0) * inner,) + out.shape[1:], value)
+        spread[::inner + 1] = out
+        parts = [np.full((max(lo, 0),) + out.shape[1:], value), spread,
+                 np.full((max(hi, 0),) + out.shape[1:], value)]
+        grown = np.concatenate(parts)
+        grown = grown[-min(lo, 0):len(grown) + min(hi, 0)]
+        out = np.moveaxis(grown, 0, axis)
+    return out
+
+
+@pytest.mark.parametrize("config", [[(1, 2, 0), (0, 0, 1)], [(-1, 1, 2), (2, -2, 0)],
+                                    [(0, 0, 0), (-1, -1, 1)]])
+def test_pad_with_interior_and_negative_edges(config):
+    x = rng.normal(size=(3, 4))
+    assert_close(lax.pad(x, -7.0, config), _pad_reference(x, -7.0, config))
+    check_grads(lambda x: lax.pad(x, 0.0, config), x)
+    # a traced padding value: its derivative counts the padded places
+    n_pad = lax.pad(np.zeros((3, 4)), 1.0, config).sum()
+    assert_close(wg.grad(lambda v: wnp.sum(lax.pad(x, v, config)))(2.0), n_pad)
+
+
+def test_structural_functions_against_numpy():
+    x = rng.normal(size=(2, 3, 4))
+    assert lax.reshape(x, (4, 6), dimensions=(2, 0, 1)).tolist() == \
+        x.transpose(2, 0, 1).reshape(4, 6).tolist()
+    assert lax.broadcast_in_dim(x[:, 0, :], (2, 5, 4), (0, 2)).shape == (2, 5, 4)
+    assert_close(lax.broadcast_in_dim(x[:, 0, :], (2, 5, 4), (0, 2))[:, 3, :], x[:, 0, :])
+    assert lax.broadcast(x, (3,)).shape == (3, 2, 3, 4)
+    assert lax.collapse(x, 0, 2).shape == (6, 4)
+    assert_close(lax.rev(x, (0, 2)), x[::-1, :, ::-1])
+    assert_close(lax.slice(x, (0, 1, 0), (2, 3, 4), (1, 1, 2)), x[0:2, 1:3, 0:4:2])
+    assert_close(lax.slice_in_dim(x, 1, 3, axis=-1), x[..., 1:3])
+    assert_close(lax.index_in_dim(x, -1, axis=1, keepdims=False), x[:, -1])
+    assert_close(lax.squeeze(x[:1], (0,)), x[0])
+    assert lax.expand_dims(x, (0, 4)).shape == (1, 2, 3, 4, 1)
+    assert [p.shape for p in lax.split(x, (1, 3), axis=2)] == [(2, 3, 1), (2, 3, 3)]
+    assert_close(lax.concatenate([x, x], 1), np.concatenate([x, x], 1))
+    assert lax.iota(np.int32, 3).dtype == np.int32
+    assert lax.broadcasted_iota(int, (2, 3), 0).tolist() == [[0, 0, 0], [1, 1, 1]]
+    assert lax.full_like(x, 2.0, shape=(2,)).tolist() == [2.0, 2.0]
+    assert lax.convert_element_type(np.array([1.7, -1.7]), np.int32).tolist() == [1, -1]
+    check_grads(lambda x: lax.broadcast_in_dim(x, (3, 2, 4), (1, 2)), x[:, 0, :])
+    with pytest.raises(TypeError, match="broadcast_dimensions"):
+        lax.broadcast_in_dim(x[0], (3, 4), (1, 0))
+
+
+def test_reductions_scans_and_sorting():
+    x = rng.normal(size=(3, 5))
+    assert_close(lax.reduce_sum(x, (1,)), x.sum(1))
+    assert_close(lax.reduce_max(x, (0, 1)), x.max())
+    assert lax.reduce_and(x > -10, (0,)).all() and not lax.reduce_or(x > 10, (0, 1))
+    assert lax.argmax(x, 1, np.int32).tolist() == np.argmax(x, 1).tolist()
+    assert lax.argmin(x, 0, np.int64).dtype == np.int64
+    assert_close(lax.cumsum(x, axis=1, reverse=True), np.cumsum(x[:, ::-1], 1)[:, ::-1])
+    assert_close(lax.cummax(x, axis=1), np.maximum.accumulate(x, 1))
+    assert_close(lax.cumlogsumexp(x, axis=1), np.logaddexp.accumulate(x, 1))
+    for name in ("cumsum", "cumprod", "cumlogsumexp", "reduce_prod"):
+        fn = getattr(lax, name)
+        check_grads((lambda x: fn(x, (1,))) if name == "reduce_prod" else
+                    (lambda x: fn(x, axis=1, reverse=True)), x)
+    keys, vals = lax.sort((x[0], x[1]))
+    order = np.argsort(x[0], kind="stable")
+    assert_close(keys, x[0][order])
+    assert_close(vals, x[1][order])
+    assert_close(lax.sort_key_val(x[0], x[2])[1], x[2][order])
+    assert_close(lax.sort(x, dimension=0), np.sort(x, 0))
+    vals, idx = lax.top_k(x, 2)
+    assert idx.dtype == np.int32 and idx.tolist() == np.argsort(-x, 1)[:, :2].tolist()
+    assert_close(vals, np.take_along_axis(x, idx, 1))
+    check_grads(lambda x: lax.top_k(x, 3)[0], x)
+    check_grads(lambda x: lax.sort((x[0], x[1] * x[2]))[1], x)
+
+
+# ---- products --------------------------------------------------------------------------
+def test_dot_general_is_numpys_contraction():
+    a, b = rng.normal(size=(4, 2, 3, 5)), rng.normal(size=(4, 5, 3, 6))
+    got = lax.dot_general(a, b, (((2, 3), (2, 1)), ((0,), (0,))))
+    assert_close(got, np.einsum("bijk,bkjl->bil", a, b))
+    assert_close(lax.dot(a[0, 0], b[0, :, 0]), a[0, 0] @ b[0, :, 0])
+    assert_close(lax.batch_matmul(a[:, 0], b[:, :, 0]), a[:, 0] @ b[:, :, 0])
+    check_grads(lambda a, b: lax.dot_general(a, b, (((2, 3), (2, 1)), ((0,), (0,)))), a, b)
+    with pytest.raises(TypeError, match="must pair"):
+        lax.dot_general(a, b, (((2,), (2, 1)), ((0,), (0,))))
+
+
+def _conv_reference(x, k, strides, pads, dilation, groups):
+    """A direct loop: every output pixel as a sum over its window."""
+    x = np.pad(x, [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in pads])
+    x = x[:, :, -min(pads[0][0], 0) or None:x.shape[2] + min(pads[0][1], 0) or None,
+          -min(pads[1][0], 0) or None:x.shape[3] + min(pads[1][1], 0) or None]
+    n, c, h, w = x.shape
+    o, cg, kh, kw = k.shape
+    sh, sw = strides
+    dh, dw = dilation
+    ho, wo = (h - (kh - 1) * dh - 1) // sh + 1, (w - (kw - 1) * dw - 1) // sw + 1
+    out = np.zeros((n, o, ho, wo))
+    for q in range(o):
+        g = q // (o // groups)
+        for i in range(ho):
+            for j in range(wo):
+                win = x[:, g * cg:(g + 1) * cg, i * sh:i * sh + (kh - 1) * dh + 1:dh,
+                        j * sw:j * sw + (kw - 1) * dw + 1:dw]
+                out[:, q, i, j] = np.sum(win * k[q], axis=(1, 2, 3))
+    return out
+
+
+def _same(n, k, s, d, lower=False):
+    span = (k - 1) * d + 1
+    total = max((-(-n // s) - 1) * s + span - n, 0)
+    small = total // 2
+    return (total - small, small) if lower else (small, total - small)
+
+
+@pytest.mark.parametrize("strides, padding, dilation, groups", [
+    ((1, 1), "VALID", (1, 1), 1), ((1, 1), "SAME", (1, 1), 1), ((2, 2), "SAME", (1, 1), 1),
+    ((2, 1), "SAME_LOWER", (1, 1), 2), ((1, 2), ((2, 0), (1, -1)), (2, 1), 1),
+    ((1, 1), "SAME", (2, 2), 2)])
+def test_conv_general_dilated_against_a_direct_loop(strides, padding, dilation, groups):
+    x = rng.normal(size=(2, 4, 7, 6))
+    k = rng.normal(size=(4, 4 // groups, 3, 2))
+    if isinstance(padding, str):
+        pads = [(0, 0)] * 2 if padding == "VALID" else \
+            [_same(n, kk, s, d, padding == "SAME_LOWER")
+             for n, kk, s, d in zip((7, 6), (3, 2), strides, dilation)]
+    else:
+        pads = list(padding)
+    got = lax.conv_general_dilated(x, k, strides, padding, rhs_dilation=dilation,
+                                   feature_group_count=groups)
+    assert_close(got, _conv_reference(x, k, strides, pads, dilation, groups), rtol=1e-10)
+    check_grads(lambda x, k: lax.conv_general_dilated(
+        x, k, strides, padding, rhs_dilation=dilation, feature_group_count=groups),
+        x[:1], k, order=1)
+
+
+def test_conv_refuses_what_it_does_not_do_by_name():
+    x, k = np.ones((1, 1, 4, 4)), np.ones((1, 1, 2, 2))
+    with pytest.raises(NotImplementedError, match="lhs_dilation"):
+        lax.conv_general_dilated(x, k, (1, 1), "VALID", lhs_dilation=(2, 2))
+    with pytest.raises(NotImplementedError, match="dimension_numbers"):
+        lax.conv_general_dilated(x, k, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO",
+                                                                             "NHWC"))
+    with pytest.raises(ValueError, match="padding 'FULL'"):
+        lax.conv(x, k, (1, 1), "FULL")
+
+
+# ---- elementwise -----------------------------------------------------------------------
+SMOOTH = ["exp", "log", "sin", "tanh", "logistic", "rsqrt", "erf", "erfc", "erf_inv", "lgamma",
+          "digamma", "sqrt", "cbrt", "expm1", "log1p", "reciprocal", "square", "atan", "asinh"]
+
+
+@pytest.mark.parametrize("name", SMOOTH)
+def test_smooth_elementwise_functions_to_second_order(name):
+    x = rng.uniform(0.2, 0.8, size=4)
+    check_grads(getattr(lax, name), x)
+
+
+def test_elementwise_values_and_integer_rules():
+    x = np.array([-2.5, -0.5, 0.5, 1.5, 2.5])
+    assert lax.round(x).tolist() == [-3.0, -1.0, 1.0, 2.0, 3.0]
+    assert lax.round(x, 1).tolist() == [-2.0, -0.0, 0.0, 2.0, 2.0]
+    assert lax.div(np.array([7, -7, 7, -7]), np.array([2, 2, -2, -2])).tolist() == \
+        [3, -3, -3, 3]
+    assert lax.rem(np.array([7, -7]), np.array([3, 3])).tolist() == [1, -1]
+    assert_close(lax.clamp(-1.0, x, 1.0), np.clip(x, -1, 1))
+    assert lax.integer_pow(np.array([2.0, 3.0]), 3).tolist() == [8.0, 27.0]
+    check_grads(lambda x: lax.integer_pow(x, 3) + lax.clamp(0.1, x, 0.6) + lax.atan2(x, 1 + x),
+                np.array([0.2, 0.45, 0.9]))
+    assert_close(wg.grad(lambda a: lax.igamma(a, 1.5))(2.0),
+                 (lax.igamma(2.0 + 1e-6, 1.5) - lax.igamma(2.0 - 1e-6, 1.5)) / 2e-6,
+                 rtol=1e-6)
+    with pytest.raises(ValueError, match="rounding_method"):
+        lax.round(x, 3)
+
+
+def test_a_name_jax_lax_has_and_wengert_lax_does_not_is_an_attribute_error():
+    assert wg.lax is lax
+    assert not hasattr(lax, "psum")
+    with pytest.raises(AttributeError, match="wengert.lax has no 'scatter'.*x.at\\[index\\]"):
+        lax.scatter
+
+
+# ---- the same values as JAX's --------------------------------------------------------------
+def _jax_cases():
+    x = rng.normal(size=(3, 4))
+    pos = rng.uniform(0.1, 0.9, size=(3, 4))
+    return [
+        ("logistic", (x,)), ("rsqrt", (pos,)), ("erf_inv", (pos,)), ("lgamma", (pos,)),
+        ("digamma", (pos,)), ("round", (x * 3,)), ("clamp", (-0.5, x, 0.5)),
+        ("integer_pow", (x, 3)), ("cumlogsumexp", (x,)), ("cummax", (x,)),
+        ("dynamic_slice", (x, (-1, 5), (2, 2))),
+        ("dynamic_update_slice", (x, np.ones((2, 2)), (2, -7))),
+        ("pad", (x, 0.5, [(-1, 2, 1), (1, 0, 2)])),
+        ("dot_general", (x, pos, (((1,), (1,)), ((), ())))),
+        ("broadcast_in_dim", (x[0], (2, 4, 3), (1,))),
+        ("igamma", (pos + 1, pos)), ("div", (np.array([7, -7]), np.array([2, 2]))),
+        ("rem", (np.array([7.5, -7.5]), np.array([2.0, 2.0]))),
+    ]
+
+
+def test_values_agree_with_jax_lax():
+    jlax = pytest.importorskip("jax.lax")
+    import jax
+    was = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        for name, args in _jax_cases():
+            ours = getattr(lax, name)(*args)
+            theirs = getattr(jlax, name)(*args)
+            assert np.allclose(ours, np.asarray(theirs), rtol=1e-12, atol=1e-12), name
+        for i in (-5, 0, 2, 9):
+            assert lax.switch(i, [lambda: 0, lambda: 1, lambda: 2]) == \
+                jlax.switch(i, [lambda: 0, lambda: 1, lambda: 2])
+        x = rng.normal(size=(2, 3, 7, 6))
+        k = rng.normal(size=(4, 3, 3, 2))
+        for pad in ("SAME", "SAME_LOWER", "VALID"):
+            assert_close(lax.conv_general_dilated(x, k, (2, 1), pad, rhs_dilation=(1, 2)),
+                         np.asarray(jlax.conv_general_dilated(x, k, (2, 1), pad,
+                                                              rhs_dilation=(1, 2))),
+                         rtol=1e-10)
+    finally:
+        jax.config.update("jax_enable_x64", was)

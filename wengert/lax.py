@@ -1,0 +1,1153 @@
+"""JAX's ``jax.lax`` on wengert's graph, so that code written with it ports by its imports
+(``import wengert as jax`` makes ``jax.lax.cond(...)`` this module's).
+
+What it holds, by kind:
+
+* **control flow**: `cond`, `switch`, `while_loop`, `fori_loop`, `scan`, `map`,
+  `associative_scan`.  Where the predicate or index has a value (an eager `grad`, `jacfwd`,
+  `hessian`), only the branch taken runs, as a Python ``if`` would.  Traced without values
+  (`wg.compile`, `wg.vmap`) every branch is traced and the results are selected, which is
+  what ``jax.lax.cond`` does under ``vmap``: the derivative flows through the branch taken.
+  `while_loop` runs eagerly only: its number of steps is not known before it runs (JAX
+  cannot reverse-differentiate it at all; here it is a Python loop, differentiable).
+* **dynamic slicing**: `dynamic_slice`, `dynamic_update_slice` and their ``_in_dim`` and
+  ``index`` forms, with JAX's index rules (a negative start counts from the end, and a
+  start is clamped so that the slice fits).  A start traced without a value (a loop's
+  counter) becomes a gather (or a masked select for an update).
+* **elementwise functions and structure**: ``lax.exp``, ``lax.logistic``, ``lax.rsqrt``,
+  ``lax.integer_pow``, ``lax.clamp``, ``lax.dot_general``, ``lax.reduce_sum``,
+  ``lax.conv_general_dilated`` (2-D) and the rest of their kind, written with
+  `wengert.numpy`, so every derivative rule is that function's.
+
+A name of ``jax.lax`` that is not here (collectives, ``gather``/``scatter`` with dimension
+numbers, ``reduce_window``, random bit generators) raises an AttributeError that says so.
+
+Example:
+    >>> import wengert as wg
+    >>> from wengert import lax
+    >>> def f(x):
+    ...     return lax.cond(x > 0, lambda x: x ** 2, lambda x: -x, x)
+    >>> wg.grad(f)(3.0), wg.grad(f)(-3.0)
+    (6.0, -1.0)
+    >>> wg.compile(wg.grad(f), 1.0)(-2.0)        # traced without values: both, selected
+    -1.0
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+import math as _math
+import operator as _operator
+
+import numpy as _np
+
+from . import numpy as _wnp
+from .errors import ConcretizationError
+from .graph.node import Node
+from .loops import fori_loop, scan
+from .primitives.registry import is_weak
+from .primitives.scalar import select, stop_gradient
+from .tree import flatten as _flatten, tree_map as _tree_map, unflatten as _unflatten
+
+__all__ = [
+    # control flow
+    "cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan",
+    "select", "select_n", "stop_gradient",
+    # dynamic slicing
+    "dynamic_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim", "dynamic_update_slice",
+    "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
+    # static slicing and structure
+    "slice", "slice_in_dim", "index_in_dim", "reshape", "transpose", "squeeze", "expand_dims",
+    "broadcast", "broadcast_in_dim", "concatenate", "pad", "rev", "collapse", "split",
+    "full", "full_like", "iota", "broadcasted_iota", "convert_element_type",
+    # reductions, scans, sorting
+    "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
+    "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
+    "sort", "sort_key_val", "top_k",
+    # products
+    "dot", "dot_general", "batch_matmul", "conv", "conv_general_dilated",
+    # elementwise
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "cbrt",
+    "ceil", "clamp", "conj", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc",
+    "exp", "exp2", "expm1", "floor", "ge", "gt", "igamma", "igammac", "imag", "integer_pow",
+    "is_finite", "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min", "mul", "ne",
+    "neg", "nextafter", "polygamma", "pow", "real", "reciprocal", "rem", "round", "rsqrt",
+    "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh", "zeta",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+]
+
+
+def _value(x):
+    """x's value where it is known: a plain value, or a value traced with its value (an
+    eager transformation); None for a value traced without one (compile, vmap)."""
+    return x.value if type(x) is Node else x
+
+
+# ---- control flow ------------------------------------------------------------------------------
+def cond(pred, true_fun, false_fun, *operands):
+    """``true_fun(*operands)`` if `pred` else ``false_fun(*operands)``, as ``jax.lax.cond``.
+
+    `pred` is a scalar (bool or number).  Where its value is known, only the branch taken
+    runs; traced without one (`wg.compile`, `wg.vmap`), both run and their results (of
+    one structure and shapes) are selected leaf by leaf with `select`.
+
+    Example:
+        >>> import wengert as wg
+        >>> relu = lambda x: cond(x > 0, lambda x: x, lambda x: 0.0 * x, x)
+        >>> wg.grad(relu)(2.0), wg.vmap(relu)(__import__("numpy").array([-1.0, 2.0])).tolist()
+        (1.0, [-0.0, 2.0])
+    """
+    _check_scalar(pred, "cond", "pred")
+    known = _value(pred)
+    if known is not None:
+        return true_fun(*operands) if bool(known) else false_fun(*operands)
+    return _selected(pred, true_fun(*operands), false_fun(*operands), "cond", "true_fun",
+                     "false_fun")
+
+
+def switch(index, branches, *operands):
+    """``branches[index](*operands)``, as ``jax.lax.switch``: `index` (a scalar integer) is
+    clamped to ``[0, len(branches) - 1]``.  Traced without a value, every branch runs and
+    the results are selected, as in `cond`.
+
+    Example:
+        >>> import wengert as wg
+        >>> f = lambda i, x: switch(i, [lambda x: x, lambda x: x ** 2, lambda x: x ** 3], x)
+        >>> wg.grad(f, argnums=1)(1, 3.0), wg.grad(f, argnums=1)(7, 3.0)
+        (6.0, 27.0)
+    """
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: branches is empty; it needs at least one function")
+    _check_scalar(index, "switch", "index")
+    last = len(branches) - 1
+    known = _value(index)
+    if known is not None:
+        at = _operator.index(_np.asarray(known).item())
+        return branches[_builtins.min(_builtins.max(at, 0), last)](*operands)
+    results = [b(*operands) for b in branches]
+    at = _wnp.clip(index, 0, last)
+    out = results[0]
+    for k in range(1, len(results)):
+        out = _selected(at == k, results[k], out, "switch", f"branches[{k}]",
+                        "branches[0]" if k == 1 else "the branches before it")
+    return out
+
+
+def _selected(pred, on_true, on_false, who, true_name, false_name):
+    """`on_true` where pred holds, else `on_false`, leaf by leaf, for a pred traced without
+    a value: the two must have one structure and shapes, as JAX requires."""
+    (a, da), (b, db) = _flatten(on_true), _flatten(on_false)
+    if da != db:
+        raise TypeError(f"{who}: {true_name} and {false_name} return different structures, "
+                        f"{da} and {db}; traced without a value, both run and one result "
+                        "is selected, so they must match")
+    out = []
+    for k, (x, y) in enumerate(zip(a, b)):
+        sx, sy = _wnp.shape(x), _wnp.shape(y)
+        if sx != sy:
+            raise TypeError(f"{who}: {true_name} and {false_name} return shapes {sx} and "
+                            f"{sy} (leaf {k}); traced without a value, both run and one "
+                            "result is selected, so they must match")
+        out.append(select(pred, x, y))
+    return _unflatten(da, out)
+
+
+def _check_scalar(x, who, name):
+    shape = _wnp.shape(x)
+    if shape != ():
+        raise TypeError(f"{who}: {name} must be a scalar, got shape {shape}")
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """``val = init_val; while cond_fun(val): val = body_fun(val)``, as ``jax.lax.while_loop``.
+
+    It runs as a Python loop, so it needs the values of ``cond_fun``'s results: under an
+    eager `grad`, `jvp` or `hessian` it is differentiable (JAX's is not in reverse mode).
+    Traced without values (`wg.compile`, `wg.vmap`) it raises ConcretizationError: a
+    number of steps fixed in advance is a `fori_loop` or `scan`.
+
+    Example:
+        >>> import wengert as wg
+        >>> def halve_until_small(x):        # x / 2**k for the first k that gets below 1
+        ...     return while_loop(lambda v: v >= 1.0, lambda v: v / 2.0, x)
+        >>> halve_until_small(10.0), wg.grad(halve_until_small)(10.0)
+        (0.625, 0.0625)
+    """
+    val = init_val
+    while True:
+        go = cond_fun(val)
+        _check_scalar(go, "while_loop", "cond_fun's result")
+        known = _value(go)
+        if known is None:
+            raise ConcretizationError(
+                "while_loop: cond_fun's result is traced without a value (wg.compile, "
+                "wg.vmap), so the number of steps is not known; run the loop eagerly, or "
+                "write a fixed number of steps with wengert.lax.fori_loop or scan (and "
+                "select to stop early)")
+        if not bool(known):
+            return val
+        val = body_fun(val)
+
+
+def map(f, xs, *, batch_size=None):  # noqa: A001  (jax.lax.map: shadows the builtin here)
+    """``stack([f(x) for x in xs])`` over the leading axis of the pytree `xs`, as
+    ``jax.lax.map``: a `scan` without a carry.  With `batch_size`, `f` is mapped with
+    `wg.vmap` over batches of that many (the remainder in one batch of its own).
+
+    Example:
+        >>> import numpy as np
+        >>> map(lambda row: row @ row, np.arange(6.0).reshape(3, 2)).tolist()
+        [1.0, 13.0, 41.0]
+    """
+    if batch_size is None:
+        return scan(lambda carry, x: (carry, f(x)), None, xs)[1]
+    from .vectorize import vmap
+    batch_size = _operator.index(batch_size)
+    leaves, tree = _flatten(xs)
+    if not leaves:
+        raise ValueError("map: xs has no arrays to map over")
+    n = _wnp.shape(leaves[0])[0]
+    whole, rest = divmod(n, batch_size)
+    parts = []
+    if whole:
+        batched = _unflatten(tree, [_wnp.reshape(x[:whole * batch_size],
+                                                 (whole, batch_size) + _wnp.shape(x)[1:])
+                                    for x in leaves])
+        ys = scan(lambda carry, x: (carry, vmap(f)(x)), None, batched)[1]
+        parts.append(_tree_map(lambda y: _wnp.reshape(y, (whole * batch_size,)
+                                                      + _wnp.shape(y)[2:]), ys))
+    if rest:
+        parts.append(vmap(f)(_unflatten(tree, [x[whole * batch_size:] for x in leaves])))
+    if len(parts) == 1:
+        return parts[0]
+    return _tree_map(lambda a, b: _wnp.concatenate([a, b]), parts[0], parts[1])
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """The inclusive scan of `elems` (a pytree of arrays) along `axis` with the associative
+    ``fn(a, b)``, as ``jax.lax.associative_scan``: ``out[i] = fn(out[i-1], elems[i])``.
+    It runs sequentially, as one `scan` (JAX's runs in log depth on accelerators; on a
+    CPU one pass is the least work), so it is differentiable to any order.
+
+    Example:
+        >>> import numpy as np
+        >>> associative_scan(lambda a, b: a * b, np.array([1.0, 2.0, 3.0, 4.0])).tolist()
+        [1.0, 2.0, 6.0, 24.0]
+    """
+    leaves, tree = _flatten(elems)
+    if not leaves:
+        return elems
+    moved = [_wnp.moveaxis(x, axis, 0) for x in leaves]
+    if reverse:
+        moved = [_wnp.flip(x, 0) for x in moved]
+    first = _unflatten(tree, [x[0] for x in moved])
+
+    def step(carry, x):
+        out = fn(carry, x)
+        return out, out
+    _, rest = scan(step, first, _unflatten(tree, [x[1:] for x in moved]))
+    outs = [_wnp.concatenate([_wnp.expand_dims(a, 0), b])
+            for a, b in zip(_flatten(first)[0], _flatten(rest)[0])]
+    if reverse:
+        outs = [_wnp.flip(x, 0) for x in outs]
+    return _unflatten(tree, [_wnp.moveaxis(x, 0, axis) for x in outs])
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise, as ``jax.lax.select_n``: `which` is boolean (two
+    cases: False picks the first) or an integer array in ``range(len(cases))``.
+
+    Example:
+        >>> import numpy as np
+        >>> select_n(np.array([0, 2, 1]), np.zeros(3), np.ones(3), np.full(3, 2.0)).tolist()
+        [0.0, 2.0, 1.0]
+    """
+    if not cases:
+        raise ValueError("select_n: it needs at least one case")
+    out = cases[0]
+    for k in range(1, len(cases)):
+        out = select(which == k if k > 1 or _wnp.result_type(which) != _np.bool_
+                     else which, cases[k], out)
+    return out
+
+
+# ---- dynamic slicing ---------------------------------------------------------------------------
+def _starts(operand, start_indices, sizes, who):
+    """Each axis' start, as JAX places it: a negative one counts from the end, and it is
+    clamped so that ``sizes`` elements fit.  Plain ints where the starts have values,
+    traced integers where they do not."""
+    shape = _wnp.shape(operand)
+    start_indices = list(start_indices)
+    if len(start_indices) != len(shape) or len(sizes) != len(shape):
+        raise TypeError(f"{who}: operand of shape {shape} takes {len(shape)} start indices "
+                        f"and sizes, got {len(start_indices)} and {len(sizes)}")
+    out = []
+    for s, n, k in zip(start_indices, shape, sizes):
+        if not 0 <= k <= n:
+            raise TypeError(f"{who}: a slice of size {k} does not fit in an axis of {n} "
+                            f"(operand shape {shape}, sizes {tuple(sizes)})")
+        known = _value(s)
+        if known is not None:
+            i = _operator.index(_np.asarray(known).item())
+            out.append(_builtins.min(_builtins.max(i + n if i < 0 else i, 0), n - k))
+        else:
+            if _wnp.result_type(s).kind not in "iu":
+                hint = ("; wg.compile takes a Python int argument as a weak float (see "
+                        "docs/compile.md): pass it as a NumPy integer (numpy.int64(i)) or "
+                        "mark it static") if is_weak(s) else ""
+                raise TypeError(f"{who}: start indices must be integers, got "
+                                f"{_wnp.result_type(s)}{hint}")
+            out.append(_wnp.clip(select(s < 0, s + n, s), 0, n - k))
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """``operand[s0:s0+k0, s1:s1+k1, ...]`` with starts that may be traced (a loop's
+    counter), as ``jax.lax.dynamic_slice``; starts are placed as JAX places them (negative
+    from the end, clamped to fit).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> x = np.arange(10.0)
+        >>> dynamic_slice(x, (8,), (3,)).tolist()          # clamped: starts at 7
+        [7.0, 8.0, 9.0]
+        >>> wg.fori_loop(0, 3, lambda i, s: s + dynamic_slice(x, (2 * i,), (2,)), np.zeros(2))
+        array([6., 9.])
+    """
+    sizes = tuple(_operator.index(k) for k in slice_sizes)
+    starts = _starts(operand, start_indices, sizes, "dynamic_slice")
+    index = tuple(_np.s_[s:s + k] if type(s) is int else _np.s_[:]
+                  for s, k in zip(starts, sizes))
+    out = operand[index] if index else operand
+    for axis, (s, k) in enumerate(zip(starts, sizes)):
+        if type(s) is not int:            # (traced: a gather of the k from s on)
+            out = _wnp.take(out, s + _np.arange(k), axis=axis)
+    return out
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    """`operand` with the block at `start_indices` replaced by `update`, as
+    ``jax.lax.dynamic_update_slice`` (starts placed as JAX does); differentiable in both.
+    With traced starts it is a select of `update` gathered into place.
+
+    Example:
+        >>> import numpy as np
+        >>> dynamic_update_slice(np.zeros(5), np.ones(2), (4,)).tolist()    # clamped to 3
+        [0.0, 0.0, 0.0, 1.0, 1.0]
+    """
+    shape = _wnp.shape(operand)
+    sizes = _wnp.shape(update)
+    if len(sizes) != len(shape):
+        raise TypeError(f"dynamic_update_slice: update of shape {sizes} and operand of shape "
+                        f"{shape} must have the same number of axes")
+    starts = _starts(operand, start_indices, sizes, "dynamic_update_slice")
+    update = _wnp.astype(update, _wnp.result_type(operand)) \
+        if _wnp.result_type(update) != _wnp.result_type(operand) else update
+    if all(type(s) is int for s in starts):
+        return _wnp.at(operand)[tuple(_np.s_[s:s + k] for s, k in zip(starts, sizes))].set(
+            update)
+    # Traced starts: each position of operand takes update's element at (position - start)
+    # where that lies in the block, gathered along each axis, and keeps its own elsewhere.
+    inside = True
+    placed = update
+    for axis, (s, n, k) in enumerate(zip(starts, shape, sizes)):
+        pos = _np.arange(n)
+        offset = pos - s
+        placed = _wnp.take(placed, _wnp.clip(offset, 0, _builtins.max(k - 1, 0)), axis=axis)
+        here = (offset >= 0) & (offset < k)
+        inside = inside & _wnp.reshape(here, (n,) + (1,) * (len(shape) - axis - 1))
+    return _wnp.where(inside, placed, operand)
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    """`dynamic_slice` along one axis.
+
+    Example:
+        >>> import numpy as np
+        >>> dynamic_slice_in_dim(np.arange(10.0), -3, 2).tolist()     # from the end
+        [7.0, 8.0]
+    """
+    shape = _wnp.shape(operand)
+    axis = _axis(axis, len(shape), "dynamic_slice_in_dim")
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    """The slice at `index` along `axis` (kept as an axis of 1 unless ``keepdims=False``).
+
+    Example:
+        >>> import numpy as np
+        >>> dynamic_index_in_dim(np.arange(6.0).reshape(2, 3), 1, axis=1, keepdims=False)
+        array([1., 4.])
+    """
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else _wnp.squeeze(out, _axis(axis, _wnp.ndim(operand), "index"))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    """`dynamic_update_slice` along one axis.
+
+    Example:
+        >>> import numpy as np
+        >>> dynamic_update_slice_in_dim(np.zeros((2, 3)), np.ones((2, 1)), 2, 1).tolist()
+        [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
+    """
+    n = _wnp.ndim(operand)
+    axis = _axis(axis, n, "dynamic_update_slice_in_dim")
+    starts = [0] * n
+    starts[axis] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    """The slice at `index` along `axis` replaced by `update` (with or without that axis).
+
+    Example:
+        >>> import numpy as np
+        >>> dynamic_update_index_in_dim(np.zeros((2, 2)), np.ones(2), 0, 0).tolist()
+        [[1.0, 1.0], [0.0, 0.0]]
+    """
+    n = _wnp.ndim(operand)
+    axis = _axis(axis, n, "dynamic_update_index_in_dim")
+    if _wnp.ndim(update) == n - 1:
+        update = _wnp.expand_dims(update, axis)
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
+
+
+def _axis(axis, ndim, who):
+    axis = _operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{who}: axis {axis} is out of range for {ndim} axes")
+    return axis % ndim
+
+
+# ---- static slicing and structure -------------------------------------------------------------
+def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001
+    """``operand[start:limit:stride, ...]`` axis by axis, as ``jax.lax.slice``.
+
+    Example:
+        >>> import numpy as np
+        >>> slice(np.arange(10.0), (1,), (8,), (3,)).tolist()
+        [1.0, 4.0, 7.0]
+    """
+    strides = strides or (1,) * len(start_indices)
+    return operand[tuple(_np.s_[a:b:s] for a, b, s in zip(start_indices, limit_indices,
+                                                            strides))]
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    """`slice` along one axis.
+
+    Example:
+        >>> import numpy as np
+        >>> slice_in_dim(np.arange(6.0).reshape(2, 3), 1, 3, axis=1).tolist()
+        [[1.0, 2.0], [4.0, 5.0]]
+    """
+    axis = _axis(axis, _wnp.ndim(operand), "slice_in_dim")
+    return operand[(_np.s_[:],) * axis + (_np.s_[start_index:limit_index:stride],)]
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    """The slice at the (plain) `index` along `axis`.
+
+    Example:
+        >>> import numpy as np
+        >>> index_in_dim(np.arange(6.0).reshape(2, 3), -1, axis=1).tolist()
+        [[2.0], [5.0]]
+    """
+    axis = _axis(axis, _wnp.ndim(operand), "index_in_dim")
+    n = _wnp.shape(operand)[axis]
+    index = _operator.index(index)
+    if not -n <= index < n:
+        raise IndexError(f"index_in_dim: index {index} is out of bounds for an axis of {n}")
+    out = operand[(_np.s_[:],) * axis + (_np.s_[index % n:index % n + 1],)]
+    return out if keepdims else _wnp.squeeze(out, axis)
+
+
+def reshape(operand, new_sizes, dimensions=None):
+    """`operand` transposed by `dimensions` (where given), then reshaped, as
+    ``jax.lax.reshape``.
+
+    Example:
+        >>> import numpy as np
+        >>> reshape(np.arange(6.0).reshape(2, 3), (3, 2), dimensions=(1, 0)).tolist()
+        [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    """
+    if dimensions is not None:
+        operand = _wnp.transpose(operand, tuple(dimensions))
+    return _wnp.reshape(operand, tuple(new_sizes))
+
+
+def transpose(operand, permutation):
+    """`operand`'s axes in the order `permutation`.
+
+    Example:
+        >>> import numpy as np
+        >>> transpose(np.zeros((2, 3, 4)), (2, 0, 1)).shape
+        (4, 2, 3)
+    """
+    return _wnp.transpose(operand, tuple(permutation))
+
+
+def squeeze(array, dimensions):
+    """`array` without the axes of length 1 in `dimensions`.
+
+    Example:
+        >>> import numpy as np
+        >>> squeeze(np.zeros((1, 3, 1)), (0, 2)).shape
+        (3,)
+    """
+    return _wnp.squeeze(array, tuple(dimensions))
+
+
+def expand_dims(array, dimensions):
+    """`array` with new axes of length 1 at `dimensions`.
+
+    Example:
+        >>> import numpy as np
+        >>> expand_dims(np.zeros(3), (0, 2)).shape
+        (1, 3, 1)
+    """
+    return _wnp.expand_dims(array, tuple(dimensions))
+
+
+def broadcast(operand, sizes):
+    """`operand` repeated over new leading axes of `sizes`.
+
+    Example:
+        >>> import numpy as np
+        >>> broadcast(np.ones(3), (2,)).shape
+        (2, 3)
+    """
+    return _wnp.broadcast_to(operand, tuple(sizes) + tuple(_wnp.shape(operand)))
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """`operand` broadcast to `shape`, its axis k becoming axis
+    ``broadcast_dimensions[k]``, as ``jax.lax.broadcast_in_dim``.
+
+    Example:
+        >>> import numpy as np
+        >>> broadcast_in_dim(np.array([1.0, 2.0]), (2, 3), (0,)).tolist()
+        [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]
+    """
+    shape = tuple(shape)
+    dims = tuple(broadcast_dimensions)
+    old = _wnp.shape(operand)
+    if len(dims) != len(old) or list(dims) != sorted(dims):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {dims} must name one "
+                        f"increasing axis of {shape} for each axis of {old}")
+    placed = [1] * len(shape)
+    for d, n in zip(dims, old):
+        placed[d] = n
+    return _wnp.broadcast_to(_wnp.reshape(operand, tuple(placed)), shape)
+
+
+def concatenate(operands, dimension):
+    """`operands` joined along axis `dimension`.
+
+    Example:
+        >>> import numpy as np
+        >>> concatenate([np.zeros(2), np.ones(1)], 0).tolist()
+        [0.0, 0.0, 1.0]
+    """
+    return _wnp.concatenate(list(operands), axis=dimension)
+
+
+def pad(operand, padding_value, padding_config):
+    """`operand` padded with `padding_value`: ``(low, high, interior)`` per axis, as
+    ``jax.lax.pad`` (interior: that many between neighbours; a negative low or high crops).
+
+    Example:
+        >>> import numpy as np
+        >>> pad(np.array([1.0, 2.0, 3.0]), 0.0, [(1, -1, 1)]).tolist()
+        [0.0, 1.0, 0.0, 2.0, 0.0]
+    """
+    shape = _wnp.shape(operand)
+    config = [tuple(_operator.index(v) for v in c) for c in padding_config]
+    if len(config) != len(shape) or any(len(c) != 3 or c[2] < 0 for c in config):
+        raise ValueError(f"pad: padding_config must hold one (low, high, interior) per axis "
+                         f"of {shape}, with interior >= 0; got {padding_config}")
+    # the interior and the positive edges first, into a filled array; then the crops
+    low = [_builtins.max(lo, 0) for lo, _, _ in config]
+    grown = [lo + n + (n - 1) * inner * (n > 0) + _builtins.max(hi, 0)
+             for lo, n, (_, hi, inner) in zip(low, shape, config)]
+    dtype = _wnp.result_type(operand)
+    out = _wnp.full(tuple(grown), padding_value, dtype=dtype) if type(padding_value) \
+        is not Node else _wnp.broadcast_to(_wnp.astype(padding_value, dtype), tuple(grown))
+    out = _wnp.at(out)[tuple(_np.s_[lo:lo + (n - 1) * (inner + 1) + 1:inner + 1]
+                             for lo, n, (_, _, inner) in zip(low, shape, config))].set(operand)
+    crop = tuple(_np.s_[-_builtins.min(lo, 0):g + _builtins.min(hi, 0)]
+                 for g, (lo, hi, _) in zip(grown, config))
+    return out[crop]
+
+
+def rev(operand, dimensions):
+    """`operand` reversed along `dimensions`.
+
+    Example:
+        >>> import numpy as np
+        >>> rev(np.arange(3.0), (0,)).tolist()
+        [2.0, 1.0, 0.0]
+    """
+    return _wnp.flip(operand, tuple(dimensions)) if tuple(dimensions) else operand
+
+
+def collapse(operand, start_dimension, stop_dimension=None):
+    """Axes ``start_dimension`` up to `stop_dimension` merged into one.
+
+    Example:
+        >>> import numpy as np
+        >>> collapse(np.zeros((2, 3, 4)), 1).shape
+        (2, 12)
+    """
+    shape = _wnp.shape(operand)
+    stop = len(shape) if stop_dimension is None else stop_dimension
+    return _wnp.reshape(operand, shape[:start_dimension]
+                        + (_math.prod(shape[start_dimension:stop]),) + shape[stop:])
+
+
+def split(operand, sizes, axis=0):
+    """`operand` cut along `axis` into pieces of `sizes`.
+
+    Example:
+        >>> import numpy as np
+        >>> [p.tolist() for p in split(np.arange(5.0), (2, 3))]
+        [[0.0, 1.0], [2.0, 3.0, 4.0]]
+    """
+    bounds = _np.cumsum(list(sizes))[:-1].tolist()
+    return _wnp.split(operand, bounds, axis=axis)
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of `shape` filled with `fill_value`.
+
+    Example:
+        >>> full((2,), 3.0).tolist()
+        [3.0, 3.0]
+    """
+    if type(fill_value) is Node:
+        return _wnp.broadcast_to(fill_value if dtype is None else
+                                 _wnp.astype(fill_value, dtype), tuple(shape))
+    return _np.full(shape, fill_value, dtype)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like `x` (its shape and dtype, unless given) filled with `fill_value`.
+
+    Example:
+        >>> import numpy as np
+        >>> full_like(np.zeros(2, np.float32), 1.0).dtype
+        dtype('float32')
+    """
+    return full(_wnp.shape(x) if shape is None else shape, fill_value,
+                _wnp.result_type(x) if dtype is None else dtype)
+
+
+def iota(dtype, size):
+    """``0, 1, ..., size - 1`` in `dtype`.
+
+    Example:
+        >>> iota(int, 3).tolist()
+        [0, 1, 2]
+    """
+    return _np.arange(size, dtype=dtype)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """Each element's index along `dimension`, in an array of `shape`.
+
+    Example:
+        >>> broadcasted_iota(int, (2, 3), 1).tolist()
+        [[0, 1, 2], [0, 1, 2]]
+    """
+    shape = tuple(shape)
+    placed = [1] * len(shape)
+    placed[dimension] = shape[dimension]
+    return _np.broadcast_to(_np.arange(shape[dimension], dtype=dtype).reshape(placed), shape)
+
+
+def convert_element_type(operand, new_dtype):
+    """`operand` in `new_dtype` (a float to an integer rounds toward zero, as a cast).
+
+    Example:
+        >>> convert_element_type(2.7, int)
+        array(2)
+    """
+    return _wnp.astype(_wnp.asarray(operand), new_dtype)
+
+
+# ---- reductions, scans, sorting ---------------------------------------------------------------
+def _reducer(fn, name, example, result):
+    def reduce(operand, axes):
+        return fn(operand, axis=tuple(axes))
+    reduce.__name__ = reduce.__qualname__ = name
+    reduce.__doc__ = f"""`operand` reduced over `axes` ({fn.__name__}), as ``jax.lax.{name}``.
+
+    Example:
+        >>> import numpy as np
+        >>> {name}({example}, (1,)).tolist()
+        {result}
+    """
+    return reduce
+
+
+_M = "np.array([[1.0, 2.0], [3.0, 4.0]])"
+reduce_sum = _reducer(_wnp.sum, "reduce_sum", _M, "[3.0, 7.0]")
+reduce_prod = _reducer(_wnp.prod, "reduce_prod", _M, "[2.0, 12.0]")
+reduce_max = _reducer(_wnp.max, "reduce_max", _M, "[2.0, 4.0]")
+reduce_min = _reducer(_wnp.min, "reduce_min", _M, "[1.0, 3.0]")
+reduce_and = _reducer(_wnp.all, "reduce_and", _M + " > 1.5", "[False, True]")
+reduce_or = _reducer(_wnp.any, "reduce_or", _M + " > 1.5", "[True, True]")
+
+
+def argmax(operand, axis, index_dtype):
+    """The index of the largest element along `axis`, in `index_dtype`.
+
+    Example:
+        >>> import numpy as np
+        >>> argmax(np.array([1.0, 3.0, 2.0]), 0, np.int32)
+        array(1, dtype=int32)
+    """
+    return _np.asarray(_wnp.argmax(operand, axis=axis)).astype(index_dtype)
+
+
+def argmin(operand, axis, index_dtype):
+    """The index of the smallest element along `axis`, in `index_dtype`.
+
+    Example:
+        >>> import numpy as np
+        >>> argmin(np.array([1.0, 3.0, 0.5]), 0, np.int32)
+        array(2, dtype=int32)
+    """
+    return _np.asarray(_wnp.argmin(operand, axis=axis)).astype(index_dtype)
+
+
+def _cumulative(fn, name, result):
+    def cumulative(operand, axis=0, reverse=False):
+        if reverse:
+            return _wnp.flip(fn(_wnp.flip(operand, axis), axis=axis), axis)
+        return fn(operand, axis=axis)
+    cumulative.__name__ = cumulative.__qualname__ = name
+    cumulative.__doc__ = f"""The running {name[3:]} of `operand` along `axis` (from the end
+    with ``reverse=True``), as ``jax.lax.{name}``.
+
+    Example:
+        >>> import numpy as np
+        >>> {name}(np.array([1.0, 3.0, 2.0])).round(4).tolist()
+        {result}
+    """
+    return cumulative
+
+
+cumsum = _cumulative(_wnp.cumsum, "cumsum", "[1.0, 4.0, 6.0]")
+cumprod = _cumulative(_wnp.cumprod, "cumprod", "[1.0, 3.0, 6.0]")
+cummax = _cumulative(_wnp.maximum.accumulate, "cummax", "[1.0, 3.0, 3.0]")
+cummin = _cumulative(_wnp.minimum.accumulate, "cummin", "[1.0, 1.0, 1.0]")
+cumlogsumexp = _cumulative(_wnp.logaddexp.accumulate, "cumlogsumexp",
+                           "[1.0, 3.1269, 3.4076]")
+
+
+def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+    """`operand` sorted along `dimension`, as ``jax.lax.sort``; a tuple of operands is
+    sorted together by its first `num_keys` (lexicographically), and a tuple is returned.
+
+    Example:
+        >>> import numpy as np
+        >>> keys, vals = sort((np.array([2.0, 1.0, 3.0]), np.array([20.0, 10.0, 30.0])))
+        >>> vals.tolist()
+        [10.0, 20.0, 30.0]
+    """
+    if not isinstance(operand, (tuple, list)):
+        return _wnp.sort(operand, axis=dimension)
+    operands = list(operand)
+    if not 1 <= num_keys <= len(operands):
+        raise ValueError(f"sort: num_keys must be in 1..{len(operands)}, got {num_keys}")
+    keys = [_np.moveaxis(_np.asarray(_plain(k, "sort")), dimension, -1)
+            for k in operands[:num_keys]]
+    order = _np.lexsort(keys[::-1], axis=-1)
+    order = _np.moveaxis(order, -1, dimension)
+    return tuple(_wnp.take_along_axis(x, order, axis=dimension) for x in operands)
+
+
+def _plain(x, who):
+    """x's value for an order (sorting, top_k): the order is piecewise constant, so only
+    the values matter, and they must be known."""
+    known = _value(x)
+    if known is None:
+        raise ConcretizationError(f"{who}: sorting by keys traced without values is not "
+                                  "supported here; sort one operand, or run it eagerly")
+    return known
+
+
+def sort_key_val(keys, values, dimension=-1, is_stable=True):
+    """`keys` sorted along `dimension` and `values` in the same order.
+
+    Example:
+        >>> import numpy as np
+        >>> sort_key_val(np.array([2.0, 1.0]), np.array([5.0, 7.0]))[1].tolist()
+        [7.0, 5.0]
+    """
+    return sort((keys, values), dimension, is_stable, 1)
+
+
+def top_k(operand, k):
+    """The `k` largest elements along the last axis, largest first, and their indices,
+    as ``jax.lax.top_k``; differentiable in the values (the cotangent goes to the
+    elements picked).
+
+    Example:
+        >>> import numpy as np
+        >>> vals, idx = top_k(np.array([1.0, 4.0, 2.0, 3.0]), 2)
+        >>> vals.tolist(), idx.tolist()
+        ([4.0, 3.0], [1, 3])
+    """
+    k = _operator.index(k)
+    n = _wnp.shape(operand)[-1]
+    if not 0 <= k <= n:
+        raise ValueError(f"top_k: k={k} is outside 0..{n} (the last axis of "
+                         f"{_wnp.shape(operand)})")
+    order = _np.argsort(-_np.asarray(_plain(operand, "top_k")), axis=-1, kind="stable")
+    idx = order[..., :k].astype(_np.int32)
+    return _wnp.take_along_axis(operand, idx, axis=-1), idx
+
+
+# ---- products ---------------------------------------------------------------------------------
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """The product of vectors and matrices (``lhs @ rhs`` for 1-D and 2-D operands).
+
+    Example:
+        >>> import numpy as np
+        >>> dot(np.ones((2, 3)), np.ones(3)).tolist()
+        [3.0, 3.0]
+    """
+    out = _wnp.dot(lhs, rhs)
+    return out if preferred_element_type is None else _wnp.astype(out, preferred_element_type)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """The general contraction of ``jax.lax.dot_general``: ``dimension_numbers`` is
+    ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``; the result's axes
+    are the batch axes, then lhs's free axes, then rhs's.  One `einsum`.
+
+    Example:
+        >>> import numpy as np
+        >>> a, b = np.ones((5, 2, 3)), np.ones((5, 3, 4))
+        >>> dot_general(a, b, (((2,), (1,)), ((0,), (0,)))).shape      # a batched matmul
+        (5, 2, 4)
+    """
+    (lc, rc), (lb, rb) = dimension_numbers
+    lc, rc, lb, rb = (tuple(_operator.index(d) for d in ds) for ds in (lc, rc, lb, rb))
+    nl, nr = _wnp.ndim(lhs), _wnp.ndim(rhs)
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(f"dot_general: dimension_numbers {dimension_numbers} must pair "
+                        "each contracting and batch axis of lhs with one of rhs")
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    ls = [None] * nl
+    rs = [None] * nr
+    for a, b in list(zip(lb, rb)) + list(zip(lc, rc)):
+        ls[a] = rs[b] = next(letters)
+    ls = [c or next(letters) for c in ls]
+    rs = [c or next(letters) for c in rs]
+    out = [ls[a] for a in lb] + [c for k, c in enumerate(ls) if k not in lb and k not in lc] \
+        + [c for k, c in enumerate(rs) if k not in rb and k not in rc]
+    result = _wnp.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", lhs, rhs)
+    if preferred_element_type is not None:
+        result = _wnp.astype(result, preferred_element_type)
+    return result
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """``lhs @ rhs`` over leading batch axes.
+
+    Example:
+        >>> import numpy as np
+        >>> batch_matmul(np.ones((4, 2, 3)), np.ones((4, 3, 1))).shape
+        (4, 2, 1)
+    """
+    return _wnp.matmul(lhs, rhs)
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
+                         batch_group_count=1, precision=None, preferred_element_type=None):
+    """A 2-D convolution as ``jax.lax.conv_general_dilated``, in its default layout:
+    lhs ``(N, C, H, W)``, rhs ``(O, C/groups, kh, kw)``, out ``(N, O, Ho, Wo)``.
+    `padding` is ``"VALID"``, ``"SAME"``, ``"SAME_LOWER"`` or ``((lo, hi), (lo, hi))``;
+    `rhs_dilation` spreads the kernel.  It is `wengert.nn.conv2d` (cross-correlation, as
+    JAX's): other layouts, `lhs_dilation` (a transposed convolution) and
+    `batch_group_count` are refused by name.
+
+    Example:
+        >>> import numpy as np
+        >>> conv_general_dilated(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), (1, 1),
+        ...                      "SAME")[0, 0].tolist()[0]
+        [4.0, 6.0, 6.0, 4.0]
+    """
+    from . import nn
+    if dimension_numbers is not None and tuple(_builtins.map(str, dimension_numbers)) != \
+            ("NCHW", "OIHW", "NCHW"):
+        raise NotImplementedError(f"conv_general_dilated: dimension_numbers "
+                                  f"{dimension_numbers} is not supported: only the default "
+                                  "layout, NCHW images and OIHW kernels (transpose to it)")
+    if lhs_dilation is not None and tuple(lhs_dilation) != (1, 1):
+        raise NotImplementedError("conv_general_dilated: lhs_dilation (a transposed "
+                                  "convolution) is not supported")
+    if batch_group_count != 1:
+        raise NotImplementedError("conv_general_dilated: batch_group_count is not supported")
+    if _wnp.ndim(lhs) != 4 or _wnp.ndim(rhs) != 4:
+        raise NotImplementedError(f"conv_general_dilated: only 2-D convolutions (4-D lhs and "
+                                  f"rhs) are supported, got shapes {_wnp.shape(lhs)} and "
+                                  f"{_wnp.shape(rhs)}")
+    strides = tuple(window_strides)
+    dilation = (1, 1) if rhs_dilation is None else tuple(rhs_dilation)
+    if isinstance(padding, str):
+        pads = []
+        for n, k, s, d in zip(_wnp.shape(lhs)[2:], _wnp.shape(rhs)[2:], strides, dilation):
+            span = (k - 1) * d + 1
+            if padding.upper() == "VALID":
+                pads.append((0, 0))
+                continue
+            if padding.upper() not in ("SAME", "SAME_LOWER"):
+                raise ValueError(f"conv_general_dilated: padding {padding!r} is not one of "
+                                 "'VALID', 'SAME', 'SAME_LOWER' or pairs")
+            total = _builtins.max((-(-n // s) - 1) * s + span - n, 0)
+            small = total // 2
+            pads.append((small, total - small) if padding.upper() == "SAME"
+                        else (total - small, small))
+    else:
+        pads = [tuple(p) for p in padding]
+    if any(lo or hi for lo, hi in pads):
+        lhs = pad(lhs, 0.0, [(0, 0, 0), (0, 0, 0)] + [(lo, hi, 0) for lo, hi in pads])
+    out = nn.conv2d(lhs, rhs, stride=strides, dilation=dilation, groups=feature_group_count)
+    return out if preferred_element_type is None else _wnp.astype(out, preferred_element_type)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """`conv_general_dilated` without dilations, as ``jax.lax.conv``.
+
+    Example:
+        >>> import numpy as np
+        >>> conv(np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2)), (1, 1), "VALID").shape
+        (1, 1, 2, 2)
+    """
+    return conv_general_dilated(lhs, rhs, window_strides, padding,
+                                preferred_element_type=preferred_element_type)
+
+
+# ---- elementwise ------------------------------------------------------------------------------
+def _special(name):
+    import wengert.scipy.special as special
+    return getattr(special, name)
+
+
+abs = _wnp.abs  # noqa: A001
+acos, acosh, asin, asinh = _wnp.arccos, _wnp.arccosh, _wnp.arcsin, _wnp.arcsinh
+atan, atan2, atanh = _wnp.arctan, _wnp.arctan2, _wnp.arctanh
+add, sub, mul, neg = _wnp.add, _wnp.subtract, _wnp.multiply, _wnp.negative
+cbrt, ceil, floor, conj = _wnp.cbrt, _wnp.ceil, _wnp.floor, _wnp.conj
+cos, cosh, sin, sinh, tan, tanh = _wnp.cos, _wnp.cosh, _wnp.sin, _wnp.sinh, _wnp.tan, _wnp.tanh
+exp, exp2, expm1, log, log1p = _wnp.exp, _wnp.exp2, _wnp.expm1, _wnp.log, _wnp.log1p
+eq, ne, lt, le, gt, ge = (_wnp.equal, _wnp.not_equal, _wnp.less, _wnp.less_equal,
+                          _wnp.greater, _wnp.greater_equal)
+max, min = _wnp.maximum, _wnp.minimum  # noqa: A001
+imag, real, sign, sqrt, square = _wnp.imag, _wnp.real, _wnp.sign, _wnp.sqrt, _wnp.square
+is_finite, nextafter, pow = _wnp.isfinite, _wnp.nextafter, _wnp.power  # noqa: A001
+bitwise_and, bitwise_or, bitwise_xor = _wnp.bitwise_and, _wnp.bitwise_or, _wnp.bitwise_xor
+bitwise_not = _wnp.invert
+rem = _wnp.fmod                 # (C's remainder: the sign of x, as lax.rem)
+
+
+def div(x, y):
+    """``x / y``; for integers rounded toward zero, as ``jax.lax.div`` (not floor).
+
+    Example:
+        >>> import numpy as np
+        >>> div(np.array([7, -7]), np.array([2, 2])).tolist(), float(div(7.0, 2.0))
+        ([3, -3], 3.5)
+    """
+    if _wnp.result_type(x, y).kind in "iu":
+        q = _wnp.floor_divide(_wnp.abs(x), _wnp.abs(y))
+        return _wnp.where((_wnp.sign(x) * _wnp.sign(y)) < 0, -q, q)
+    return _wnp.true_divide(x, y)
+
+
+def clamp(min, x, max):  # noqa: A002  (jax.lax.clamp's own argument names and order)
+    """`x` clipped to ``[min, max]``: note the order, as ``jax.lax.clamp``.
+
+    Example:
+        >>> import numpy as np
+        >>> clamp(0.0, np.array([-1.0, 0.5, 2.0]), 1.0).tolist()
+        [0.0, 0.5, 1.0]
+    """
+    return _wnp.clip(x, min, max)
+
+
+def integer_pow(x, y):
+    """``x ** y`` for a Python integer `y`.
+
+    Example:
+        >>> integer_pow(2.0, 3)
+        8.0
+    """
+    return _wnp.power(x, _operator.index(y)) if type(x) is Node else x ** _operator.index(y)
+
+
+def logistic(x):
+    """``1 / (1 + exp(-x))``, the logistic sigmoid.
+
+    Example:
+        >>> float(logistic(0.0))
+        0.5
+    """
+    return _special("expit")(x)
+
+
+def rsqrt(x):
+    """``1 / sqrt(x)``.
+
+    Example:
+        >>> float(rsqrt(4.0))
+        0.5
+    """
+    return 1.0 / _wnp.sqrt(x)
+
+
+def reciprocal(x):
+    """``1 / x``.
+
+    Example:
+        >>> float(reciprocal(4.0))
+        0.25
+    """
+    return 1.0 / x
+
+
+def round(x, rounding_method=0):  # noqa: A001
+    """`x` rounded to an integer value: halves away from zero (``rounding_method=0``, JAX's
+    default) or to even (``1``; NumPy's).  Its derivative is 0, as floor's.
+
+    Example:
+        >>> import numpy as np
+        >>> round(np.array([0.5, 1.5, -2.5])).tolist(), round(np.array([0.5, 1.5]), 1).tolist()
+        ([1.0, 2.0, -3.0], [0.0, 2.0])
+    """
+    method = int(rounding_method)
+    if method == 1:
+        return _wnp.round(x)
+    if method != 0:
+        raise ValueError(f"round: rounding_method must be 0 (away from zero) or 1 (to even), "
+                         f"got {rounding_method!r}")
+    return _wnp.sign(x) * _wnp.floor(_wnp.abs(x) + 0.5)
+
+
+def erf(x):
+    """The error function.
+
+    Example:
+        >>> float(erf(0.0))
+        0.0
+    """
+    return _special("erf")(x)
+
+
+def erfc(x):
+    """``1 - erf(x)``, accurate for large x.
+
+    Example:
+        >>> float(erfc(0.0))
+        1.0
+    """
+    return _special("erfc")(x)
+
+
+def erf_inv(x):
+    """The inverse of `erf`.
+
+    Example:
+        >>> float(erf_inv(0.0))
+        0.0
+    """
+    return _special("erfinv")(x)
+
+
+def lgamma(x):
+    """``log |Γ(x)|``.
+
+    Example:
+        >>> float(lgamma(1.0))
+        0.0
+    """
+    return _special("gammaln")(x)
+
+
+def digamma(x):
+    """The derivative of `lgamma`.
+
+    Example:
+        >>> print(f"{float(digamma(1.0)):.6f}")            # -γ
+        -0.577216
+    """
+    return _special("digamma")(x)
+
+
+def polygamma(m, x):
+    """The m-th derivative of `digamma`.
+
+    Example:
+        >>> print(f"{float(polygamma(1, 1.0)):.6f}")       # π²/6
+        1.644934
+    """
+    return _special("polygamma")(m, x)
+
+
+def zeta(x, q):
+    """The Hurwitz zeta function ζ(x, q).
+
+    Example:
+        >>> print(f"{float(zeta(2.0, 1.0)):.6f}")
+        1.644934
+    """
+    return _special("zeta")(x, q)
+
+
+def igamma(a, x):
+    """The regularised lower incomplete gamma function P(a, x).
+
+    Example:
+        >>> print(f"{float(igamma(1.0, 1.0)):.6f}")        # 1 - 1/e
+        0.632121
+    """
+    return _special("gammainc")(a, x)
+
+
+def igammac(a, x):
+    """The regularised upper incomplete gamma function Q(a, x) = 1 - P(a, x).
+
+    Example:
+        >>> print(f"{float(igammac(1.0, 1.0)):.6f}")       # 1/e
+        0.367879
+    """
+    return _special("gammaincc")(a, x)
+
+
+_NOT_HERE = {
+    "gather": "use x[index], wengert.numpy.take or take_along_axis",
+    "scatter": "use x.at[index].set(v) (wengert.numpy.at for NumPy arrays)",
+    "scatter_add": "use x.at[index].add(v)",
+    "reduce_window": "use wengert.nn.max_pool2d / avg_pool2d, or slices",
+    "reduce": "use reduce_sum, reduce_max, ... or wengert.numpy's reductions",
+    "custom_root": "use wengert.custom_root",
+    "psum": "collectives across devices are not offered (one CPU process)",
+}
+
+
+def __getattr__(name):
+    # (a name of jax.lax that is not here: an AttributeError that says so, hasattr works)
+    hint = _NOT_HERE.get(name)
+    raise AttributeError(f"wengert.lax has no {name!r}: JAX's jax.lax.{name} is not offered"
+                         + (f"; {hint}" if hint else "") + " (see docs/jax.md)")
