@@ -877,3 +877,22 @@ def test_a_compiled_graph_checks_its_arguments_structure():
     for p in ({"a": 2.0, "w": 1.0}, (2.0, 1.0)):
         with pytest.raises(ValueError, match="structure it was traced with"):
             c(p, 3.0)
+
+
+def test_jit_is_compile_under_jaxs_name_and_keywords():
+    import functools
+
+    @wg.jit
+    def f(x):
+        return wg.math.sin(x) * x
+    assert f(2.0) == wg.compile(lambda x: wg.math.sin(x) * x)(2.0)
+    power = functools.partial(wg.jit, static_argnums=1)(lambda x, n: x ** n)
+    assert power(2.0, 3) == 8.0 and power(2.0, 2) == 4.0
+    g = wg.jit(wg.grad(lambda x, n=2: x ** n), static_argnames="n", donate_argnums=0,
+               backend="cpu")
+    assert g(3.0, n=3) == 27.0
+    assert wg.jit(static_argnums=(1,))(lambda x, n: x * n)(2.0, 5) == 10.0
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['foo'\\]"):
+        wg.jit(lambda x: x, foo=1)
+    with pytest.raises(ValueError, match="backend 'gpu' is not available"):
+        wg.jit(lambda x: x, backend="gpu")

@@ -30,7 +30,7 @@ from .api import (grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp, 
 from .jacobians import (jacobian, sparse_jacobian, sparse_hessian, jacobian_graph,
                         jacobian_costs, format_costs)
 from .errors import ConcretizationError
-from .staged import compile, linearize  # noqa: A001  (wg.compile, as jax.jit: shadows the builtin here only)
+from .staged import compile, jit, linearize  # noqa: A001  (wg.compile, as jax.jit: shadows the builtin here only)
 from .codegen.draw import draw
 from .taylor_mode import taylor, derivatives
 from .checkpointing import checkpoint, checkpointed_loop
@@ -49,4 +49,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
            "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop",
            "scan", "fori_loop", "vmap",
-           "custom_root", "linearize", "eval_shape", "custom_jvp", "custom_vjp"]
+           "custom_root", "linearize", "jit", "eval_shape", "custom_jvp", "custom_vjp"]

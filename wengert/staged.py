@@ -883,6 +883,41 @@ def _example(node):
     return np.zeros(node.shape, node.dtype)
 
 
+_JIT_HINTS = ("donate_argnums", "donate_argnames", "in_shardings", "out_shardings", "device",
+              "inline", "keep_unused", "abstracted_axes", "compiler_options")
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None, **hints):
+    """JAX's ``jax.jit``: `compile` under JAX's name and keywords, so that
+    ``import wengert as jax`` programs run unchanged (as a call, a decorator, or through
+    ``functools.partial(jax.jit, static_argnums=...)``).
+
+    `static_argnums` and `static_argnames` are `compile`'s.  JAX's hints that change no
+    result on one CPU (``donate_argnums``, shardings, ``device``, ``inline``, ...) are
+    accepted and ignored; JAX's ``backend`` may only be ``"cpu"`` (use `compile` for
+    wengert's code generators).
+
+    Example:
+        >>> import wengert as wg
+        >>> @wg.jit
+        ... def f(x):
+        ...     return wg.math.sin(x) * x
+        >>> round(f(2.0), 6), round(wg.jit(wg.grad(f), donate_argnums=0)(2.0), 6)
+        (1.818595, 0.077004)
+    """
+    unknown = sorted(set(hints) - set(_JIT_HINTS))
+    if unknown:
+        raise TypeError(f"jit() got unexpected keyword arguments {unknown}; it takes "
+                        "static_argnums, static_argnames and JAX's hints "
+                        f"{', '.join(_JIT_HINTS)}")
+    if backend not in (None, "cpu"):
+        raise ValueError(f"jit: backend {backend!r} is not available; wengert runs on the "
+                         "CPU (wg.compile(f, backend='c') generates C)")
+    if fun is None:                 # @jit(static_argnums=...) as a decorator factory
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames)
+    return compile(fun, static_argnums=static_argnums, static_argnames=static_argnames)
+
+
 def linearize(f, *primals):
     """f's value at `primals` and its derivative there as a function of the direction, as
     JAX's ``linearize``: ``(f(*primals), f_jvp)`` with ``f_jvp(*tangents)`` equal to
