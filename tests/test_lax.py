@@ -263,6 +263,14 @@ def test_reductions_scans_and_sorting():
     assert idx.dtype == np.int32 and idx.tolist() == np.argsort(-x, 1)[:, :2].tolist()
     assert_close(vals, np.take_along_axis(x, idx, 1))
     check_grads(lambda x: lax.top_k(x, 3)[0], x)
+    # traced without values (compile): the orders are graph nodes too
+    compiled = wg.compile(lambda x: (lax.top_k(x, 2), lax.sort((x[0], x[1])),
+                                     lax.argmax(x, 1, np.int32)), x)
+    (cv, ci), (ck, cs), am = compiled(x)
+    assert_close(cv, vals)
+    assert ci.tolist() == idx.tolist() and am.tolist() == np.argmax(x, 1).tolist()
+    assert_close(ck, x[0][order])
+    assert_close(cs, x[1][order])
     check_grads(lambda x: lax.sort((x[0], x[1] * x[2]))[1], x)
 
 

@@ -713,7 +713,7 @@ def argmax(operand, axis, index_dtype):
         >>> argmax(np.array([1.0, 3.0, 2.0]), 0, np.int32)
         array(1, dtype=int32)
     """
-    return _np.asarray(_wnp.argmax(operand, axis=axis)).astype(index_dtype)
+    return _wnp.astype(_wnp.argmax(operand, axis=axis), index_dtype)
 
 
 def argmin(operand, axis, index_dtype):
@@ -724,7 +724,7 @@ def argmin(operand, axis, index_dtype):
         >>> argmin(np.array([1.0, 3.0, 0.5]), 0, np.int32)
         array(2, dtype=int32)
     """
-    return _np.asarray(_wnp.argmin(operand, axis=axis)).astype(index_dtype)
+    return _wnp.astype(_wnp.argmin(operand, axis=axis), index_dtype)
 
 
 def _cumulative(fn, name, result):
@@ -767,21 +767,11 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     operands = list(operand)
     if not 1 <= num_keys <= len(operands):
         raise ValueError(f"sort: num_keys must be in 1..{len(operands)}, got {num_keys}")
-    keys = [_np.moveaxis(_np.asarray(_plain(k, "sort")), dimension, -1)
-            for k in operands[:num_keys]]
-    order = _np.lexsort(keys[::-1], axis=-1)
-    order = _np.moveaxis(order, -1, dimension)
+    # (the order is piecewise constant in the keys: it carries no derivative, and the
+    # operands are gathered by it, so they do)
+    keys = [_wnp.moveaxis(k, dimension, -1) for k in operands[:num_keys]]
+    order = _wnp.moveaxis(_wnp.lexsort(tuple(keys[::-1]), axis=-1), -1, dimension)
     return tuple(_wnp.take_along_axis(x, order, axis=dimension) for x in operands)
-
-
-def _plain(x, who):
-    """x's value for an order (sorting, top_k): the order is piecewise constant, so only
-    the values matter, and they must be known."""
-    known = _value(x)
-    if known is None:
-        raise ConcretizationError(f"{who}: sorting by keys traced without values is not "
-                                  "supported here; sort one operand, or run it eagerly")
-    return known
 
 
 def sort_key_val(keys, values, dimension=-1, is_stable=True):
@@ -811,8 +801,7 @@ def top_k(operand, k):
     if not 0 <= k <= n:
         raise ValueError(f"top_k: k={k} is outside 0..{n} (the last axis of "
                          f"{_wnp.shape(operand)})")
-    order = _np.argsort(-_np.asarray(_plain(operand, "top_k")), axis=-1, kind="stable")
-    idx = order[..., :k].astype(_np.int32)
+    idx = _wnp.astype(_wnp.argsort(-operand, axis=-1, kind="stable")[..., :k], _np.int32)
     return _wnp.take_along_axis(operand, idx, axis=-1), idx
 
 
