@@ -896,3 +896,29 @@ def test_jit_is_compile_under_jaxs_name_and_keywords():
         wg.jit(lambda x: x, foo=1)
     with pytest.raises(ValueError, match="backend 'gpu' is not available"):
         wg.jit(lambda x: x, backend="gpu")
+
+
+def test_compiled_numpy_code_frees_each_temporary_after_its_last_use():
+    """The backward part of a compiled gradient lets the forward activations and the
+    cotangents go as it uses them: the peak holds the activations, the gradient and a
+    few cotangents, not every cotangent as well."""
+    import tracemalloc
+    rng = numpy.random.default_rng(3)
+    layers, width, batch = 6, 64, 128
+    params = [rng.normal(size=(width, width)) / 8.0 for _ in range(layers)]
+    x = rng.normal(size=(batch, width))
+
+    def loss(ws, x):
+        for w in ws:
+            x = np.tanh(x @ w)
+        return np.sum(x ** 2)
+    g = wg.compile(wg.grad(loss), params, x)
+    assert "del " in g.source
+    assert_close(g(params, x), wg.grad(loss)(params, x), rtol=1e-12, atol=1e-12)
+    tracemalloc.start()
+    g(params, x)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    activation, gradient = batch * width * 8, layers * width * width * 8
+    # every activation and every cotangent kept would be gradient + 2 * layers * activation
+    assert peak < gradient + (layers + 3) * activation

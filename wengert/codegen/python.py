@@ -583,8 +583,11 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
     outs = [(Symbol(names.own("r")), o) for o in target.outputs]
     code = emit(target, target.inputs, outs, fmt, names=symbols, reserved=names.taken,
                 rewrite=False)    # (rounds as the traced function: see emit.py)
-    body.extend(_lines(fmt, code.statements))
     exprs = [output_expr(o, s.name, flavour, ns) for s, o in outs]
+    if flavour == NUMPY:
+        body.extend(_freeing(fmt, code, exprs))
+    else:                               # (floats: nothing worth freeing)
+        body.extend(_lines(fmt, code.statements))
     if scalar is not None:
         grouped, k = [], 0
         for shape, dtype in zip(scalar.out_shapes, scalar.out_dtypes):
@@ -772,6 +775,33 @@ def _lines(fmt, statements, indent=""):
     """The source lines of emitted statements (`emit.Statement`)."""
     return [indent + line for st in statements for line in fmt.statement(
         st.target if isinstance(st.target, str) else st.target.name, st.expr)]
+
+
+def _freeing(fmt, code, returned):
+    """The lines of NumPy code's statements, each temporary deleted after the statement
+    that reads it last: a gradient's backward part then lets each forward array go once
+    it has been used for the last time, as an eager sweep does, rather than holding every
+    one until the function returns (a deep network's compiled gradient peaks at about
+    half the memory)."""
+    temporaries = [t for t in code.temporaries if isinstance(t, str)]
+    if not temporaries:
+        return _lines(fmt, code.statements)
+    name = re.compile(r"\b(?:" + "|".join(map(re.escape, temporaries)) + r")\b")
+    last = {}
+    for k, st in enumerate(code.statements):
+        for t in name.findall(st.expr):
+            last[t] = k
+    kept = set(name.findall(" ".join(returned)))    # (read by the return: never freed)
+    freed = {}
+    for t, k in last.items():
+        if t not in kept:
+            freed.setdefault(k, []).append(t)
+    lines = []
+    for k, st in enumerate(code.statements):
+        lines.extend(_lines(fmt, [st]))
+        if k in freed and k < len(code.statements) - 1:    # (the return frees the rest)
+            lines.append("del " + ", ".join(sorted(freed[k])))
+    return lines
 
 
 def make_function(source, fn_name, ns):
