@@ -1088,3 +1088,31 @@ def test_eval_shape_inside_a_transformation_may_close_over_its_values():
         return w * 2
     assert wg.grad(f)(3.0) == 2.0
     assert_close(wg.vmap(f)(np.ones(3)), [2.0, 2.0, 2.0])
+
+
+def test_an_eager_gradient_lets_each_forward_value_go_once_its_rule_has_run():
+    """The sweep releases a node's value after the node's own rule: the rules that run
+    later belong to earlier nodes and cannot read it.  A probe at the start of the chain,
+    whose rule runs last, finds the late activation already freed."""
+    import weakref
+    late = {}
+    seen = []
+    probe = wg.primitive(lambda x: x * 1.0, name="probe_release")
+    probe.defvjp(lambda g, x, ans: seen.append(late["ref"]() is None) or g)
+
+    def f(x):
+        z = wnp.tanh(probe(x) * 3.0)          # tanh's rule reads z: it goes after that
+        late["ref"] = weakref.ref(z.value)
+        return wnp.sum(z * z)
+    x = np.linspace(0.1, 0.9, 1000)
+    g = wg.grad(f)(x)
+    assert seen == [True]
+    assert_close(g, 6 * np.tanh(3 * x) * (1 - np.tanh(3 * x) ** 2))
+    # a pullback may be called again: nothing is let go
+    seen.clear()
+    out, back = wg.vjp(f, x)
+    back(1.0)
+    assert seen == [False]
+    # has_aux: the auxiliary values stay readable
+    g, aux = wg.grad(lambda x: (f(x), wnp.tanh(x) * 2.0), has_aux=True)(x)
+    assert_close(aux, np.tanh(x) * 2.0)

@@ -278,6 +278,18 @@ class _Call:
         plan = self.graph.between(self.inputs, outputs)
         return plan, ad.active_indices(plan, self.inputs)
 
+    def kept(self, out, aux):
+        """For a sweep that runs once: the indices of the nodes whose values the call
+        reads after it (`out`, aux's nodes), the others being let go as it passes them
+        (`wengert.ad.reverse`'s ``release``); None where nothing may go (a graph still
+        recorded into)."""
+        if not self.fresh or self.symbolic:
+            return None
+        kept = {out.index}
+        if aux is not None:
+            kept.update(x.index for x in flatten(aux)[0] if type(x) is Node)
+        return kept
+
     def done(self):
         """The call's results are out: an eager graph of its own is released at once (its
         nodes would otherwise wait for the cycle collector, with their values)."""
@@ -467,7 +479,8 @@ def value_and_grad(f, argnums=0, has_aux=False, *, holomorphic=False,
             out_node.dtype.type(1.0)
         if out_node.shape != ():                    # an array of size 1
             seed = np.ones(out_node.shape, type(seed))
-        grads = ad.reverse(plan, call.inputs, [out_node], [seed], symbolic, active=active)
+        grads = ad.reverse(plan, call.inputs, [out_node], [seed], symbolic, active=active,
+                           release=call.kept(out_node, aux))
         grads = call.cotangents(grads)
         per_arg = call.split(grads)
         result = per_arg[0] if single else tuple(per_arg)

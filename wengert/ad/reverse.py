@@ -64,7 +64,8 @@ def _accumulate_real(adj, node, contribution):
     _accumulate(adj, node, contribution)
 
 
-def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=None):
+def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=None,
+            release=None):
     """Adjoints of `inputs` given cotangents of `outputs` (None = zero).
 
     Args:
@@ -76,6 +77,12 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
             (index -> adjoint) as the sweep reaches it: ∂outputs/∂v for intermediate
             values v, which rounding-error estimates (ADDS's ``err``) need.
         active: `active_indices(plan, inputs)`, if the caller has it already.
+        release: for a numeric sweep that runs once (an eager gradient), the indices of
+            the nodes whose values the caller still reads (the outputs, auxiliary
+            results); every other node's value is let go as soon as its own rule has
+            run, since only rules of nodes made before it run after, and none of them
+            reads it.  The arrays of the forward pass then go as the sweep passes them,
+            as the cotangents do.
 
     Returns:
         One adjoint per input, None where it is zero.
@@ -107,6 +114,8 @@ def reverse(plan, inputs, outputs, cotangents, symbolic, adjoints=None, active=N
             xs = [args[0].value] if len(args) == 1 else [args[0].value, args[1].value] \
                 if len(args) == 2 else [a.value for a in args]
             ans = node.value
+            if release is not None and node.index not in release:
+                node.value = None
         if op.vjp is not None:
             if op.asks_active:              # (a loop: cotangents cost a sweep of their own)
                 cts = op.vjp(g, *xs, ans, active=tuple(active[a.index] for a in args),
