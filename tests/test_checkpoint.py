@@ -288,3 +288,24 @@ def test_keyword_arguments():
     # d/dx = s sech²(sx) + 0.5, d/ds = x sech²(sx)
     sech2 = 1 / np.cosh(1.0) ** 2
     assert_close(got, (2.0 * sech2 + 0.5, 0.5 * sech2), rtol=1e-14)
+
+
+def test_compiled_checkpointed_loop_keeps_about_sqrt_n_states():
+    """Compiled, the forward part calls each segment as one function and keeps only its
+    output; the backward part records each segment again and deletes its arrays once
+    used, so the peak holds O(√n) states, not n (nor 2n as before)."""
+    import wengert.numpy as wnp
+    x = np.linspace(0.0, 1.0, 2000)
+    step = lambda x: x + 0.01 * wnp.sin(x)
+    n = 100
+    checkpointed = wg.compile(wg.grad(lambda x: wnp.sum(wg.checkpointed_loop(step, x, n))), x)
+    plain = wg.compile(wg.grad(lambda x: wnp.sum(_plain_loop(step, x, n))), x)
+    peaks = []
+    for g in (checkpointed, plain):
+        g(x)
+        tracemalloc.start()
+        got = g(x)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert_close(got, wg.grad(lambda x: wnp.sum(_plain_loop(step, x, n)))(x), rtol=1e-12)
+    assert peaks[0] < 4 * math.isqrt(n) * x.nbytes < peaks[1]

@@ -320,9 +320,10 @@ def checkpointed_loop(step, x, n, *args, every=None):
     reverse mode keeps only the state at the start of each segment and, when the sweep
     comes back to a segment, recomputes it and takes its derivative.  For n steps that is
     O(√n) stored states and one segment recorded at a time, instead of every operation of
-    every step, at the price of about one more forward pass.  That is an eager gradient's
-    saving: a gradient compiled by `wg.compile` records each segment's derivative into
-    its graph, the whole loop unrolled (in compiled code, checkpoint a `wg.scan` body).
+    every step, at the price of about one more forward pass.  A gradient compiled by
+    `wg.compile` saves as much (its forward part calls each segment whole, its backward
+    part recomputes a segment and frees its arrays once used), but its code is the loop
+    unrolled: to keep a compiled loop a loop, checkpoint a `wg.scan` body.
 
     Args:
         step: the loop body, ``step(x, *args) -> new x`` (x a number, array or pytree;
