@@ -777,21 +777,24 @@ def _lines(fmt, statements, indent=""):
         st.target if isinstance(st.target, str) else st.target.name, st.expr)]
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
 def _freeing(fmt, code, returned):
     """The lines of NumPy code's statements, each temporary deleted after the statement
     that reads it last: a gradient's backward part then lets each forward array go once
     it has been used for the last time, as an eager sweep does, rather than holding every
     one until the function returns (a deep network's compiled gradient peaks at about
     half the memory)."""
-    temporaries = [t for t in code.temporaries if isinstance(t, str)]
+    temporaries = {t for t in code.temporaries if isinstance(t, str)}
     if not temporaries:
         return _lines(fmt, code.statements)
-    name = re.compile(r"\b(?:" + "|".join(map(re.escape, temporaries)) + r")\b")
     last = {}
     for k, st in enumerate(code.statements):
-        for t in name.findall(st.expr):
-            last[t] = k
-    kept = set(name.findall(" ".join(returned)))    # (read by the return: never freed)
+        for t in _NAME.findall(st.expr):        # (a name per token: linear in the text)
+            if t in temporaries:
+                last[t] = k
+    kept = set(_NAME.findall(" ".join(returned)))   # (read by the return: never freed)
     freed = {}
     for t, k in last.items():
         if t not in kept:
