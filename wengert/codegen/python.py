@@ -777,7 +777,7 @@ def _lines(fmt, statements, indent=""):
         st.target if isinstance(st.target, str) else st.target.name, st.expr)]
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")     # (a word of an expression)
 
 
 def _freeing(fmt, code, returned):
@@ -791,10 +791,10 @@ def _freeing(fmt, code, returned):
         return _lines(fmt, code.statements)
     last = {}
     for k, st in enumerate(code.statements):
-        for t in _NAME.findall(st.expr):        # (a name per token: linear in the text)
+        for t in _TOKEN.findall(st.expr):       # (a name per token: linear in the text)
             if t in temporaries:
                 last[t] = k
-    kept = set(_NAME.findall(" ".join(returned)))   # (read by the return: never freed)
+    kept = set(_TOKEN.findall(" ".join(returned)))  # (read by the return: never freed)
     freed = {}
     for t, k in last.items():
         if t not in kept:
