@@ -63,8 +63,11 @@ from ..primitives.special import INSTALL_HINT
 from ..graph.graph import ShapeDtype, aval
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
+from .quadrature import (cumulative_trapezoid, fixed_quad, quad, quad_vec, romb, simpson,
+                         trapezoid)
 
-__all__ = ["odeint", "solve_ivp"]
+__all__ = ["odeint", "solve_ivp", "quad", "quad_vec", "fixed_quad", "romb", "simpson",
+           "trapezoid", "cumulative_trapezoid"]
 
 #: LSODA's default tolerances (SciPy's odeint, when rtol and atol are None).
 DEFAULT_TOL = 1.49012e-8
