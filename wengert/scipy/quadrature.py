@@ -138,6 +138,7 @@ class _Integrand:
     n = 0
     key = None
     root = None
+    digest = None       # the user's function's `Graph.digest`, traced for this integral
 
     def h(self, x, *leaves):
         raise NotImplementedError
@@ -169,15 +170,25 @@ class _Integrand:
                 key = None
         d = _Derivative(lambda x, leaves: self.h(x, *leaves), leaves, key, finish,
                         source=lambda x, leaves: root.h(x, *leaves[:root.n]))
+        if root.digest is not None:
+            # (the user's function was traced for this integral already: its graph's
+            # digest is the one kept code is checked against, with no second trace)
+            d._digest = lambda xs: root.digest
         if key is not None and key not in _KERNELS:
             # (a smooth integrand takes quad 21 calls, fewer than HOT: the eager calls of
-            # earlier integrals count, so that a fit's hundredth gradient is compiled)
+            # earlier integrals count, so that a fit's tenth gradient runs compiled code)
             d.calls = min(_EAGER.get(key, 0), HOT - 1)
-            _EAGER[key] = d.calls + 21
-            _EAGER.move_to_end(key)
-            if len(_EAGER) > 256:
-                _EAGER.popitem(last=False)
         return d
+
+
+def _counted(f):
+    """After an integral: keep the count of eager calls of a derivative integrand `f` (a
+    `_Derivative`; see `_Integrand.plain`)."""
+    if getattr(f, "key", None) is not None and f.code is None:
+        _EAGER[f.key] = f.calls
+        _EAGER.move_to_end(f.key)
+        if len(_EAGER) > 256:
+            _EAGER.popitem(last=False)
 
 
 #: Eager calls of a derivative integrand so far, by its key (see `_Integrand.plain`).
@@ -196,7 +207,10 @@ class _UserIntegrand(_Integrand):
         self.who = who
         self.name = _name(func)
         try:
-            self.key = (who, func, tree, m)
+            # (by its code, not the function object: an integrand written inline is a new
+            # lambda at each call; compiled code is kept only while its traced graph,
+            # constants included, is the same, see `_Derivative`)
+            self.key = (who, getattr(func, "__code__", func), tree, m)
             hash(self.key)
         except TypeError:
             self.key = None
@@ -237,7 +251,8 @@ class _GraphIntegrand(_Integrand):
         self.name = name
         self.n = n
         self.m = graph.outputs[0].shape[0]
-        self.key = ("graph", graph.digest())
+        self.digest = graph.digest()
+        self.key = ("graph", self.digest)
 
     def h(self, x, *leaves):
         return self.graph.evaluate([x, *leaves])[0]
@@ -366,12 +381,14 @@ class Quad(Primitive):
             if self.routine == "quad_vec":
                 f = self.integrand.plain(leaves, scalar=False)
                 out = si.quad_vec(f, a, b, points=points, full_output=True, **self.options)
+                _counted(f)
                 values, err = np.reshape(out[0], m), float(out[1])
                 failed = [out[2].message] if out[2].status != 0 and self.role else []
             elif m == 1:
                 f = self.integrand.plain(leaves, scalar=True)
                 out = si.quad(f, a, b, full_output=1, points=points, weight=self.weight,
                               wvar=wvar, **self.options)
+                _counted(f)
                 values, err = np.array([out[0]]), float(out[1])
                 failed = [out[3]] if len(out) > 3 else []
             else:
@@ -414,9 +431,11 @@ class Quad(Primitive):
             if v is None:
                 v = seen[x] = f(x)
             return v
-        return [si.quad(lambda x, i=i: at(x)[i], a, b, full_output=1, points=points,
-                        weight=self.weight, wvar=wvar, **self.options)
-                for i in range(self.integrand.m)]
+        out = [si.quad(lambda x, i=i: at(x)[i], a, b, full_output=1, points=points,
+                       weight=self.weight, wvar=wvar, **self.options)
+               for i in range(self.integrand.m)]
+        _counted(f)
+        return out
 
     # --- the rules: Leibniz ----------------------------------------------------------
     def derived(self, integrand, role, weight=None):
@@ -616,7 +635,10 @@ def _integrand(who, func, args, x_probe):
                                  "Python branch on x, say), which wengert needs to follow "
                                  "such a value")
         shape = tuple(np.shape(out))
-    return _UserIntegrand(func, tree, len(numeric), math.prod(shape), who), numeric, shape
+    integrand = _UserIntegrand(func, tree, len(numeric), math.prod(shape), who)
+    if graph is not None:
+        integrand.digest = graph.digest()
+    return integrand, numeric, shape
 
 
 def _limit(x, who, name):
