@@ -37,6 +37,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections import OrderedDict
@@ -866,6 +867,14 @@ def _recording(*trees):
     return _traced(*trees) or current_graph() is not None
 
 
+@functools.lru_cache(maxsize=32)
+def _legendre(n):
+    """Gauss–Legendre nodes and weights (an eigenproblem: kept, as SciPy keeps them)."""
+    from scipy.special import roots_legendre
+    x, w = roots_legendre(n)
+    return np.real(x), w
+
+
 def fixed_quad(func, a, b, args=(), n=5):
     """∫_a^b func(x, *args) dx by n-point Gauss–Legendre quadrature: SciPy's
     `scipy.integrate.fixed_quad`, the same call and result ``(value, None)``.
@@ -888,14 +897,13 @@ def fixed_quad(func, a, b, args=(), n=5):
     si = _scipy_integrate()
     if not _recording(a, b, args):
         return si.fixed_quad(func, a, b, args, n)
-    from scipy.special import roots_legendre
-    x, w = roots_legendre(n)
+    x, w = _legendre(n)
     for v in (a, b):
         v = _value(v)
         if v is not None and np.isinf(v):
             raise ValueError("Gaussian quadrature is only available for finite limits.")
     a, b = wnp.asarray(a), wnp.asarray(b)
-    y = (b - a) * (np.real(x) + 1) / 2.0 + a
+    y = (b - a) * (x + 1) / 2.0 + a
     return (b - a) / 2.0 * wnp.sum(w * func(y, *args), axis=-1), None
 
 
