@@ -7,9 +7,11 @@ block_diag), for Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sy
 equations, vibration modes (the generalized eigh(a, b)); `wengert.scipy.signal`
 (convolve, correlate, fftconvolve, convolve2d, correlate2d); and
 `wengert.scipy.integrate` (solve_ivp and odeint: ODE solutions differentiated by the
-adjoint method, docs/odes.md); and `wengert.scipy.optimize` (minimize, root, root_scalar, brentq,
-fixed_point, least_squares, curve_fit: solvers given exact derivatives, and solutions differentiated
-by the implicit function theorem, docs/optimize.md); and `wengert.scipy.sparse` (a constant
+adjoint method, docs/odes.md; quad, quad_vec and the fixed rules: integrals differentiated
+in their limits and parameters by the Leibniz rule, docs/scipy.md); and
+`wengert.scipy.optimize` (minimize, root, root_scalar, brentq, fixed_point, least_squares,
+curve_fit: solvers given exact derivatives, and solutions differentiated by the implicit
+function theorem, docs/optimize.md); and `wengert.scipy.sparse` (a constant
 scipy.sparse matrix times traced arrays, ``A @ x``, and ``sparse.linalg.spsolve``).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same

@@ -1,5 +1,7 @@
 """Differentiable ODE solutions: `solve_ivp` and `odeint`, SciPy's
-`scipy.integrate.solve_ivp` and `scipy.integrate.odeint` with derivatives.
+`scipy.integrate.solve_ivp` and `scipy.integrate.odeint` with derivatives.  (The
+quadrature of this module, `quad`, `quad_vec`, `fixed_quad`, `romb`, `simpson`,
+`trapezoid` and `cumulative_trapezoid`, is `wengert.scipy.quadrature`'s, re-exported.)
 
 On plain values each is SciPy's (the same call, the same numbers; solve_ivp's implicit
 methods get wengert's exact ∂f/∂y where SciPy would take finite differences).  On traced
