@@ -56,9 +56,9 @@ from .. import numpy as wnp
 __all__ = ["quad", "quad_vec", "fixed_quad", "romb", "simpson", "trapezoid",
            "cumulative_trapezoid", "Quad"]
 
-#: The weights of quad whose weight function reads only x and wvar: cos(ωx) and sin(ωx),
-#: whose derivative in ω is the other one times ∓x, and the Cauchy principal value's
-#: 1/(x - c).
+#: quad's Fourier weights cos(ωx) and sin(ωx): they read x and ω alone, and their
+#: derivative in ω is the other one times ∓x, a weight QUADPACK has (so ω may be traced).
+#: The Cauchy weight 1/(x - c) reads x and c alone too (so the limits may be traced).
 _FOURIER = ("cos", "sin")
 #: QAWS's algebraic-logarithmic weights (x - a)^α (b - x)^β [log ...]: they read the
 #: limits, and their derivatives in α and β need weights QUADPACK does not have
@@ -553,7 +553,7 @@ def _watched(func):
     return watched
 
 
-def _plain_first(call, func, traced, *rest):
+def _plain_first(call, func, traced):
     """``call(func)`` (SciPy's function) where nothing is traced; None where func turns
     out to close over a traced value, which the caller then integrates as traced."""
     if traced:
