@@ -18,6 +18,7 @@ from .primitives import special as _special  # noqa: F401  (SciPy imported when 
 from .primitives import scipy_linalg as _scipy_linalg  # noqa: F401  (likewise)
 from .primitives import fft as _fft  # noqa: F401
 from .primitives import sparse as _sparse  # noqa: F401  (scipy.sparse matrices: SciPy's own)
+from .primitives import random as _random  # noqa: F401  (draws from keys)
 from .graph import simplify as _simplify  # noqa: F401
 from .primitives.registry import REGISTRY, Primitive, primitive
 from .primitives.scalar import select, stop_gradient
@@ -40,6 +41,7 @@ from .implicit import custom_root
 from .custom_rules import custom_jvp, custom_vjp
 from . import tree, tree_util  # noqa: F401  (JAX's jax.tree and jax.tree_util)
 from . import lax  # noqa: F401  (JAX's jax.lax)
+from . import random  # noqa: F401  (JAX's jax.random)
 
 __version__ = "0.1.0"
 
