@@ -276,7 +276,8 @@ def test_every_differentiable_builtin_primitive_has_a_taylor_rule():
             if type(rule) is ByJVP:
                 assert p in FROM_JVP_CHECKED or p.dtype_rule == "bool" \
                     or all(x is None for x in (p.partials or [1])) \
-                    or p.name in NOT_SMOOTH, f"{name}: a rule from its JVP, not tested here"
+                    or p.name in NOT_SMOOTH or p.name in FIRST_ORDER, \
+                    f"{name}: a rule from its JVP, not tested here"
 
 
 def _nested(f, x, v, k):
@@ -361,6 +362,9 @@ FROM_JVP = {
     "gammainc_da": (lambda x: REGISTRY["gammainc_da"](2.5, x), abs(_x), _x[::-1]),
     "betainc_da": (lambda x: REGISTRY["betainc_da"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),
     "betainc_db": (lambda x: REGISTRY["betainc_db"](2.0, 3.5, x), abs(_x) / 2, _x[::-1] / 4),
+    # the truncated normal's quantile function (wengert.random), in both bounds at once
+    "truncated_normal_ppf": (lambda x: REGISTRY["truncated_normal_ppf"](
+        np.array([0.1, 0.4, 0.7, 0.95]), x - 1.0, x + 0.5), _x, _x[::-1]),
     # (not a primitive: an einsum of three operands expands through the JVP too)
     "einsum of three": (lambda m: _wnp().einsum("ij,jk,kl->il", m, m, _wnp().sin(m)), _B, _V),
 }
@@ -368,6 +372,9 @@ FROM_JVP_CHECKED = {REGISTRY[n] for n in FROM_JVP if n in REGISTRY}
 # not smooth, or no derivative at all where they are: their series stops at their JVP
 NOT_SMOOTH = {"nextafter", "spacing", "floor", "ceil", "trunc", "round", "floor_divide",
               "eigvals", "eigvecs"}     # (and complex: Taylor mode is for real numbers)
+# a first derivative only: a gamma draw's second derivative in its shape would need
+# gammainc_da's in a, which is not written (tests/test_random.py checks that it says so)
+FIRST_ORDER = {"random_loggamma"}
 
 
 @pytest.mark.parametrize("name", sorted(FROM_JVP))

@@ -186,17 +186,19 @@ def PRNGKey(seed):
         (array([0, 0], dtype=uint32), array([0, 7], dtype=uint32))
     """
     if type(seed) is _Node:
-        if seed.dtype.kind not in "iu" or seed.shape != ():
+        # (a float too: wg.jit traces a Python int argument as a float; its integer part)
+        if seed.dtype.kind not in "iuf" or seed.shape != ():
             raise TypeError(f"PRNGKey: the seed must be an integer scalar, got a {seed.dtype} "
                             f"value of shape {seed.shape}")
         return _R.random_key(seed)
-    if isinstance(seed, bool) or _np.ndim(seed) != 0 or _np.asarray(seed).dtype.kind not in "iu":
-        if _np.ndim(seed) != 0:
-            raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
-                            f"{_np.shape(seed)}: use wg.vmap for a batch of seeds")
-        raise TypeError(f"PRNGKey: the seed must be an integer, got {seed!r}")
-    if isinstance(seed, int) and not -2 ** 63 <= seed < 2 ** 64:
+    if isinstance(seed, int) and not isinstance(seed, bool) and \
+            not -2 ** 63 <= seed < 2 ** 64:
         raise OverflowError(f"PRNGKey: the seed {seed} does not fit in 64 bits")
+    if _np.ndim(seed) != 0:
+        raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
+                        f"{_np.shape(seed)}: use wg.vmap for a batch of seeds")
+    if isinstance(seed, bool) or _np.asarray(seed).dtype.kind not in "iu":
+        raise TypeError(f"PRNGKey: the seed must be an integer, got {seed!r}")
     return _R.random_key(_np.asarray(seed))
 
 
@@ -237,7 +239,8 @@ def fold_in(key, data):
     """The key derived from `key` and an integer `data` (a step number, a worker's index):
     ``fold_in(key, i)`` for i = 0, 1, ... are independent keys, so a loop can make one per
     step without carrying a key along.  `data` may be traced (a loop counter); it is
-    taken modulo 2**64 (JAX takes it as a uint32).
+    taken modulo 2**64 (JAX takes it as a uint32), and a float is cut to its integer part,
+    as JAX does (`wg.jit` traces a Python int argument as a float).
 
     Example:
         >>> a, b = fold_in(PRNGKey(0), 1), fold_in(PRNGKey(0), 2)
@@ -246,17 +249,18 @@ def fold_in(key, data):
     """
     key = _check_key(key, "fold_in")
     if type(data) is _Node:
-        if data.dtype.kind not in "iu" or data.shape != ():
+        if data.dtype.kind not in "iuf" or data.shape != ():
             raise TypeError(f"fold_in: data must be an integer scalar, got a {data.dtype} "
                             f"value of shape {data.shape}")
         return _R.random_fold_in(key, data)
     if _np.ndim(data) != 0:
         raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
                         f"{_np.shape(data)}: use wg.vmap for a batch")
-    if isinstance(data, bool) or _np.asarray(data).dtype.kind not in "iu":
-        raise TypeError(f"fold_in: data must be an integer, got {data!r}")
-    if isinstance(data, int) and not -2 ** 63 <= data < 2 ** 64:
+    if isinstance(data, int) and not isinstance(data, bool) and \
+            not -2 ** 63 <= data < 2 ** 64:
         raise OverflowError(f"fold_in: data {data} does not fit in 64 bits")
+    if isinstance(data, bool) or _np.asarray(data).dtype.kind not in "iuf":
+        raise TypeError(f"fold_in: data must be an integer, got {data!r}")
     return _R.random_fold_in(key, _np.asarray(data))
 
 
@@ -463,10 +467,14 @@ def loggamma(key, a, shape=None, dtype=None):
         >>> float(wg.grad(lambda a: loggamma(PRNGKey(0), a))(2.0)) > 0
         True
     """
-    key = _check_key(key, "loggamma")
-    dtype = _float_dtype(dtype, "loggamma")
-    shape = _default_shape("loggamma", shape, a=a)
-    a = _as_float(a, dtype, "loggamma", "a")
+    return _loggamma(key, a, shape, dtype, "loggamma")
+
+
+def _loggamma(key, a, shape, dtype, name):
+    key = _check_key(key, name)
+    dtype = _float_dtype(dtype, name)
+    shape = _default_shape(name, shape, a=a)
+    a = _as_float(a, dtype, name, "a")
     return _R.random_loggamma(key, a, shape=shape, dtype=dtype)
 
 
@@ -484,7 +492,7 @@ def gamma(key, a, shape=None, dtype=None):
         >>> bool(abs(g - 1) < 0.02)
         True
     """
-    return _wnp.exp(loggamma(key, a, shape, dtype))
+    return _wnp.exp(_loggamma(key, a, shape, dtype, "gamma"))
 
 
 def chisquare(key, df, shape=None, dtype=None):
@@ -495,7 +503,7 @@ def chisquare(key, df, shape=None, dtype=None):
         >>> bool(abs(x.mean() - 4) < 0.1)
         True
     """
-    return 2.0 * gamma(key, _half(df), shape, dtype)
+    return 2.0 * _wnp.exp(_loggamma(key, _half(df), shape, dtype, "chisquare"))
 
 
 def _half(x):
@@ -516,7 +524,7 @@ def beta(key, a, b, shape=None, dtype=None):
     dtype = _float_dtype(dtype, "beta")
     shape = _default_shape("beta", shape, a=a, b=b)
     ka, kb = split(key)
-    la, lb = loggamma(ka, a, shape, dtype), loggamma(kb, b, shape, dtype)
+    la, lb = _loggamma(ka, a, shape, dtype, "beta"), _loggamma(kb, b, shape, dtype, "beta")
     return _wnp.exp(la - _wnp.logaddexp(la, lb))
 
 
@@ -551,7 +559,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
             raise ValueError(f"dirichlet: alpha's batch shape {own[:-1]} (its shape {own} "
                              f"without the last axis) does not broadcast to the shape "
                              f"argument {shape}")
-    return nn.softmax(loggamma(key, alpha, shape + own[-1:], dtype), axis=-1)
+    return nn.softmax(_loggamma(key, alpha, shape + own[-1:], dtype, "dirichlet"), axis=-1)
 
 
 def exponential(key, shape=(), dtype=None):

@@ -268,11 +268,18 @@ def _batch(key, shape):
 
 
 # ---- keys ------------------------------------------------------------------------------------
+def _as_words(x):
+    """Integers as uint64 words, negative ones in two's complement; floats (a Python int
+    that wg.jit traced as a float) by their integer part."""
+    x = np.asarray(x)
+    if x.dtype.kind == "u":
+        return x.astype(np.uint64)
+    return x.astype(np.int64).view(np.uint64)
+
+
 def _key_np(seed):
-    # a seed's 64 bits, as JAX's PRNGKey takes them: negative seeds in two's complement
-    seed = np.asarray(seed)
-    return as_keys(seed.astype(np.int64).view(np.uint64) if seed.dtype.kind == "i" else
-                   seed.astype(np.uint64))
+    # a seed's 64 bits, as JAX's PRNGKey takes them (high word first)
+    return as_keys(_as_words(seed))
 
 
 def _split_np(key, shape):
@@ -283,9 +290,7 @@ def _split_np(key, shape):
 
 def _fold_in_np(key, data):
     key = np.asarray(key, np.uint32)
-    data = np.asarray(data)
-    data = data.astype(np.int64).view(np.uint64) if data.dtype.kind == "i" else \
-        data.astype(np.uint64)
+    data = _as_words(data)
     k = key64(key)
     k, data = np.broadcast_arrays(k, data)
     return as_keys(philox(1, data, FOLD_IN, 0, k, 0)[0])

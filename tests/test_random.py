@@ -1,0 +1,720 @@
+"""wengert.random, JAX's jax.random: keys, the bit engine, every distribution's law and
+shape, determinism eagerly, compiled and vmapped, derivatives, and errors.
+
+Statistical checks use fixed keys, so they are deterministic: their thresholds are loose
+(a p-value above 1e-3, a moment within several standard errors) but fail on a wrong law.
+"""
+import math
+
+import numpy as np
+import pytest
+from scipy import special as sc, stats
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert import random as jr
+from wengert.primitives import random as R
+
+from fd import assert_close
+
+KEY = jr.PRNGKey(42)
+F64, U32 = np.dtype(np.float64), np.dtype(np.uint32)
+
+
+# ---- the bit engine ------------------------------------------------------------------------------
+def test_philox_is_numpys_bit_for_bit():
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        key = rng.integers(0, 2 ** 63, size=2, dtype=np.uint64)
+        ctr = rng.integers(0, 2 ** 63, size=4, dtype=np.uint64)
+        ref = np.random.Philox(key=key, counter=ctr).random_raw(8)
+        blocks = [R.philox(ctr[0] + np.uint64(b), ctr[1], ctr[2], ctr[3], key[0], key[1])
+                  for b in (1, 2)]
+        assert np.array_equal(np.concatenate([np.array(b) for b in blocks]), ref)
+
+
+def test_vectorised_streams_equal_the_c_streams():
+    keys = jr.split(KEY, 7)
+    for count in (1, 5, R._VECTORISE_BELOW - 1):           # vectorised across keys
+        fast = R.streams(keys, count)
+        one_by_one = np.stack([R.streams(k[None], count)[0] for k in keys])    # C
+        assert np.array_equal(fast, one_by_one)
+        at = R.words_at(R.key64(keys)[:, None], np.arange(count)[None, :])
+        assert np.array_equal(at, fast)
+
+
+def test_uniform_words_are_exact_in_their_dtype():
+    top = np.array([2 ** 64 - 1], np.uint64)
+    for dtype in (np.float16, np.float32, np.float64):
+        assert R.uniform_from(top, np.dtype(dtype))[0] < 1
+        assert 0 < R.uniform_from(np.zeros(1, np.uint64), np.dtype(dtype), True)[0]
+        assert R.uniform_from(top, np.dtype(dtype), True)[0] < 1
+    u = jr.uniform(KEY, (100000,), dtype=np.float32)
+    assert u.dtype == np.float32 and u.max() < 1 and u.min() >= 0
+
+
+# ---- keys -------------------------------------------------------------------------------------------
+def test_prngkey_holds_the_seeds_bits_as_jax_does():
+    assert jr.PRNGKey(0).tolist() == [0, 0] and jr.PRNGKey(7).tolist() == [0, 7]
+    assert jr.PRNGKey(2 ** 40 + 3).tolist() == [256, 3]
+    assert jr.PRNGKey(-1).tolist() == [2 ** 32 - 1] * 2
+    assert jr.PRNGKey(np.uint32(5)).tolist() == [0, 5]
+    assert jr.key(3).dtype == U32 and np.array_equal(jr.key(3), jr.PRNGKey(3))
+    k = jr.PRNGKey(3)
+    assert jr.key_data(k) is k and jr.wrap_key_data(k) is k and jr.clone(k) is k
+
+
+def test_prngkey_is_jaxs(jax_random):
+    for seed in (0, 7, 2 ** 40 + 3, -1, 12345):
+        assert np.array_equal(jr.PRNGKey(seed), np.asarray(jax_random.PRNGKey(seed)))
+
+
+def test_split_and_fold_in():
+    k = jr.PRNGKey(0)
+    assert jr.split(k).shape == (2, 2) and jr.split(k, 5).shape == (5, 2)
+    assert jr.split(k, (2, 3)).shape == (2, 3, 2) and jr.split(k, 0).shape == (0, 2)
+    assert np.array_equal(jr.split(k, (2, 3)).reshape(6, 2), jr.split(k, 6))
+    many = jr.split(k, 1000)
+    assert len({tuple(x) for x in many.tolist()}) == 1000
+    assert not any((x == k).all() for x in many)
+    folded = np.stack([jr.fold_in(k, i) for i in range(100)])
+    assert len({tuple(x) for x in folded.tolist()}) == 100
+    assert np.array_equal(jr.fold_in(k, 3), jr.fold_in(k, np.int64(3)))
+    assert not np.array_equal(jr.fold_in(k, 0), jr.split(k, 1)[0])     # other domains
+    # a traced counter, as in a training loop's fold_in(key, step)
+    step = wg.jit(lambda key, i: jr.normal(jr.fold_in(key, i), (3,)))
+    for i in (0, 5):
+        assert np.array_equal(step(k, i), jr.normal(jr.fold_in(k, i), (3,)))
+
+
+# ---- determinism: eagerly, compiled, vmapped --------------------------------------------------------
+A3 = np.array([0.3, 1.0, 4.0])
+DRAWS = {
+    "normal": lambda k: jr.normal(k, (5,)),
+    "normal32": lambda k: jr.normal(k, (3,), np.float32),
+    "complex": lambda k: jr.normal(k, (3,), np.complex128),
+    "uniform": lambda k: jr.uniform(k, (2, 3), minval=-1.0, maxval=np.array([1.0, 2.0, 3.0])),
+    "bernoulli": lambda k: jr.bernoulli(k, np.array([0.2, 0.5, 0.9])),
+    "categorical": lambda k: jr.categorical(k, np.log(np.array([[0.2, 0.8], [0.5, 0.5]]))),
+    "categorical_noreplace": lambda k: jr.categorical(k, np.zeros(6), shape=(3,),
+                                                      replace=False),
+    "randint": lambda k: jr.randint(k, (6,), -3, 9),
+    "choice": lambda k: jr.choice(k, 7, (4,)),
+    "choice_noreplace": lambda k: jr.choice(k, 7, (4,), replace=False),
+    "choice_p": lambda k: jr.choice(k, np.arange(4.0), (5,), p=np.array([0.1, 0.2, 0.3, 0.4])),
+    "choice_p_noreplace": lambda k: jr.choice(k, 4, (2,), replace=False,
+                                              p=np.array([0.1, 0.2, 0.3, 0.4])),
+    "permutation": lambda k: jr.permutation(k, 6),
+    "permutation_array": lambda k: jr.permutation(k, np.arange(8.0).reshape(4, 2)),
+    "permutation_independent": lambda k: jr.permutation(k, np.arange(8.0).reshape(4, 2),
+                                                        axis=1, independent=True),
+    "truncated_normal": lambda k: jr.truncated_normal(k, np.array([-1.0, 2.0, -5.0]), 3.0),
+    "multivariate_normal": lambda k: jr.multivariate_normal(
+        k, np.ones(2), np.array([[2.0, 0.3], [0.3, 1.0]]), (3,)),
+    "gamma": lambda k: jr.gamma(k, A3),
+    "loggamma": lambda k: jr.loggamma(k, np.array([1e-3, 0.5, 20.0])),
+    "beta": lambda k: jr.beta(k, A3, 2.0),
+    "dirichlet": lambda k: jr.dirichlet(k, A3, (2,)),
+    "exponential": lambda k: jr.exponential(k, (3,)),
+    "laplace": lambda k: jr.laplace(k, (3,)),
+    "logistic": lambda k: jr.logistic(k, (3,)),
+    "gumbel": lambda k: jr.gumbel(k, (3,)),
+    "cauchy": lambda k: jr.cauchy(k, (3,)),
+    "poisson": lambda k: jr.poisson(k, np.array([0.5, 3.0, 15.0, 1e4])),
+    "t": lambda k: jr.t(k, A3),
+    "rademacher": lambda k: jr.rademacher(k, (4,)),
+    "orthogonal": lambda k: jr.orthogonal(k, 3),
+    "bits": lambda k: jr.bits(k, (3,), np.uint32),
+    "chisquare": lambda k: jr.chisquare(k, A3),
+    "f": lambda k: jr.f(k, 3.0, 5.0, (2,)),
+    "lognormal": lambda k: jr.lognormal(k, 0.5, (3,)),
+    "pareto": lambda k: jr.pareto(k, 2.0, (3,)),
+    "weibull_min": lambda k: jr.weibull_min(k, 2.0, 1.5, (3,)),
+    "rayleigh": lambda k: jr.rayleigh(k, 2.0, (3,)),
+    "maxwell": lambda k: jr.maxwell(k, (3,)),
+    "geometric": lambda k: jr.geometric(k, 0.3, (3,)),
+    "split": lambda k: jr.split(k, 3),
+    "fold_in": lambda k: jr.fold_in(k, 7),
+}
+
+
+def _equal(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_same_key_same_draw_eager_compiled_vmapped(name):
+    draw = DRAWS[name]
+    first = draw(KEY)
+    assert _equal(draw(KEY), first)
+    assert not _equal(draw(jr.PRNGKey(43)), first)
+    compiled = wg.jit(draw)
+    assert _equal(compiled(KEY), first)
+    other = jr.PRNGKey(7)
+    assert _equal(compiled(other), draw(other))            # not a constant of the trace
+    keys = jr.split(KEY, 4)
+    assert _equal(wg.vmap(draw)(keys), np.stack([draw(k) for k in keys]))
+    assert _equal(wg.jit(wg.vmap(draw))(keys), np.stack([draw(k) for k in keys]))
+
+
+def test_vmap_runs_a_batch_of_keys_without_a_loop(loops):
+    keys = jr.split(KEY, 8)
+    for name in ("normal", "gamma", "poisson", "randint", "split", "fold_in", "uniform"):
+        wg.vmap(DRAWS[name])(keys)
+    assert not loops
+    # and over a parameter with one key: each example as it would be drawn alone
+    a = np.array([0.2, 1.0, 7.0])
+    got = wg.vmap(lambda a: jr.gamma(KEY, a, (2,)))(a)
+    assert _equal(got, np.stack([jr.gamma(KEY, x, (2,)) for x in a]))
+    got = wg.vmap(lambda i: jr.fold_in(KEY, i))(np.arange(5))
+    assert _equal(got, np.stack([jr.fold_in(KEY, i) for i in range(5)]))
+    nested = wg.vmap(wg.vmap(lambda k: jr.normal(k, (2,))))(jr.split(KEY, (2, 3)))
+    assert _equal(nested, np.array([[jr.normal(k, (2,)) for k in row]
+                                    for row in jr.split(KEY, (2, 3))]))
+    assert not loops
+
+
+def test_large_draws_per_key_under_vmap_take_the_c_streams():
+    keys = jr.split(KEY, 3)
+    got = wg.vmap(lambda k: jr.normal(k, (200,)))(keys)
+    assert _equal(got, np.stack([jr.normal(k, (200,)) for k in keys]))
+
+
+# ---- independence ---------------------------------------------------------------------------------
+def test_split_and_fold_in_streams_are_uncorrelated():
+    n = 20000
+    bound = 4 / math.sqrt(n)                       # four standard errors
+    k1, k2 = jr.split(KEY)
+    pairs = [(jr.normal(k1, (n,)), jr.normal(k2, (n,))),
+             (jr.normal(KEY, (n,)), jr.normal(k1, (n,))),               # parent, child
+             (jr.normal(jr.fold_in(KEY, 0), (n,)), jr.normal(jr.fold_in(KEY, 1), (n,))),
+             (jr.normal(jr.PRNGKey(0), (n,)), jr.normal(jr.PRNGKey(1), (n,))),
+             (jr.uniform(k1, (n,)), jr.normal(k2, (n,)))]
+    for a, b in pairs:
+        assert abs(np.corrcoef(a, b)[0, 1]) < bound
+    # many keys, one number each: the numbers of consecutive keys are unrelated
+    firsts = wg.vmap(lambda k: jr.uniform(k))(jr.split(KEY, n))
+    assert abs(np.corrcoef(firsts[:-1], firsts[1:])[0, 1]) < bound
+    assert stats.kstest(firsts, "uniform").pvalue > 1e-3
+    # and jointly uniform: a chi-square test on a 10 x 10 grid of pairs
+    u1, u2 = jr.uniform(k1, (n,)), jr.uniform(k2, (n,))
+    counts = np.histogram2d(u1, u2, bins=10, range=[[0, 1], [0, 1]])[0].ravel()
+    assert stats.chisquare(counts).pvalue > 1e-3
+    # lag correlations within one stream
+    z = jr.normal(KEY, (n,))
+    for lag in (1, 2, 3, 4):
+        assert abs(np.corrcoef(z[:-lag], z[lag:])[0, 1]) < bound
+
+
+# ---- laws ----------------------------------------------------------------------------------------
+N = 20000
+CONTINUOUS = {
+    "normal": (lambda k: jr.normal(k, (N,)), stats.norm()),
+    "uniform": (lambda k: jr.uniform(k, (N,), minval=-2.0, maxval=3.0),
+                stats.uniform(-2, 5)),
+    "truncated_normal": (lambda k: jr.truncated_normal(k, -0.5, 2.0, (N,)),
+                         stats.truncnorm(-0.5, 2.0)),
+    "truncated_far_tail": (lambda k: jr.truncated_normal(k, 10.0, 11.0, (N,)),
+                           stats.truncnorm(10.0, 11.0)),
+    "truncated_left_tail": (lambda k: jr.truncated_normal(k, -np.inf, -8.0, (N,)),
+                            stats.truncnorm(-np.inf, -8.0)),
+    "gamma_small": (lambda k: jr.gamma(k, 0.2, (N,)), stats.gamma(0.2)),
+    "gamma_one": (lambda k: jr.gamma(k, 1.0, (N,)), stats.gamma(1.0)),
+    "gamma_large": (lambda k: jr.gamma(k, 50.0, (N,)), stats.gamma(50.0)),
+    "beta": (lambda k: jr.beta(k, 0.5, 3.0, (N,)), stats.beta(0.5, 3.0)),
+    "exponential": (lambda k: jr.exponential(k, (N,)), stats.expon()),
+    "laplace": (lambda k: jr.laplace(k, (N,)), stats.laplace()),
+    "logistic": (lambda k: jr.logistic(k, (N,)), stats.logistic()),
+    "gumbel": (lambda k: jr.gumbel(k, (N,)), stats.gumbel_r()),
+    "cauchy": (lambda k: jr.cauchy(k, (N,)), stats.cauchy()),
+    "t": (lambda k: jr.t(k, 3.0, (N,)), stats.t(3.0)),
+    "chisquare": (lambda k: jr.chisquare(k, 3.0, (N,)), stats.chi2(3.0)),
+    "f": (lambda k: jr.f(k, 4.0, 7.0, (N,)), stats.f(4.0, 7.0)),
+    "lognormal": (lambda k: jr.lognormal(k, 0.7, (N,)), stats.lognorm(0.7)),
+    "pareto": (lambda k: jr.pareto(k, 2.5, (N,)), stats.pareto(2.5)),
+    "weibull_min": (lambda k: jr.weibull_min(k, 2.0, 1.7, (N,)),
+                    stats.weibull_min(1.7, scale=2.0)),
+    "rayleigh": (lambda k: jr.rayleigh(k, 1.5, (N,)), stats.rayleigh(scale=1.5)),
+    "maxwell": (lambda k: jr.maxwell(k, (N,)), stats.maxwell()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTINUOUS))
+def test_continuous_laws_by_kolmogorov_smirnov(name):
+    draw, law = CONTINUOUS[name]
+    for seed in (1, 2):
+        x = np.asarray(draw(jr.PRNGKey(seed)))
+        assert np.all(np.isfinite(x))
+        assert stats.kstest(x, law.cdf).pvalue > 1e-3
+
+
+def _chi_square_pvalue(x, pmf, support):
+    observed = np.array([np.sum(x == s) for s in support] + [np.sum(~np.isin(x, support))])
+    expected = np.array([pmf(s) for s in support] + [0.0]) * len(x)
+    expected[-1] = len(x) - expected[:-1].sum()
+    keep = expected > 5                            # (pooling nothing: the tail is tiny)
+    return stats.chisquare(observed[keep], expected[keep] * observed[keep].sum()
+                           / expected[keep].sum()).pvalue
+
+
+def test_discrete_laws_by_chi_square():
+    k = jr.PRNGKey(5)
+    for lam in (0.7, 6.0, 12.0, 80.0):            # inversion below 10, PTRS above
+        x = jr.poisson(k, lam, (N,))
+        support = np.arange(int(lam + 8 * math.sqrt(lam) + 10))
+        assert _chi_square_pvalue(x, stats.poisson(lam).pmf, support) > 1e-3, lam
+    x = jr.poisson(k, 1e6, (N,))
+    assert abs(x.mean() - 1e6) < 5 * 1e3 / math.sqrt(N) and abs(x.std() / 1e3 - 1) < 0.03
+    x = jr.geometric(k, 0.3, (N,))
+    assert _chi_square_pvalue(x, stats.geom(0.3).pmf, np.arange(1, 30)) > 1e-3
+    x = jr.randint(k, (N,), -3, 4)
+    assert _chi_square_pvalue(x, lambda s: 1 / 7, np.arange(-3, 4)) > 1e-3
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    x = jr.categorical(k, np.log(p), shape=(N,))
+    assert _chi_square_pvalue(x, lambda s: p[s], np.arange(4)) > 1e-3
+    x = jr.choice(k, 4, (N,), p=p)
+    assert _chi_square_pvalue(x, lambda s: p[s], np.arange(4)) > 1e-3
+    x = jr.bernoulli(k, 0.3, (N,))
+    assert abs(x.mean() - 0.3) < 4 * math.sqrt(0.21 / N)
+    x = jr.rademacher(k, (N,))
+    assert abs(x.mean()) < 4 / math.sqrt(N)
+
+
+def test_draws_without_replacement_and_permutations():
+    k = jr.PRNGKey(9)
+    for i in range(20):
+        kk = jr.fold_in(k, i)
+        assert sorted(jr.permutation(kk, 10).tolist()) == list(range(10))
+        assert len(set(jr.choice(kk, 10, (10,), replace=False).tolist())) == 10
+        assert len(set(jr.categorical(kk, np.zeros(8), shape=(5,), replace=False).tolist())) \
+            == 5
+        drawn = jr.choice(kk, 5, (3,), replace=False, p=np.array([0.0, 0.1, 0.2, 0.3, 0.4]))
+        assert len(set(drawn.tolist())) == 3 and 0 not in drawn.tolist()
+    # the first element of a permutation is uniform
+    firsts = wg.vmap(lambda kk: jr.permutation(kk, 5)[0])(jr.split(k, 5000))
+    assert _chi_square_pvalue(firsts, lambda s: 0.2, np.arange(5)) > 1e-3
+    x = np.arange(12.0).reshape(3, 4)
+    p = jr.permutation(k, x, axis=1, independent=True)
+    assert np.array_equal(np.sort(p, axis=1), x)
+
+
+def test_moments_of_the_multivariate_ones():
+    k = jr.PRNGKey(11)
+    cov = np.array([[2.0, 0.6, 0.0], [0.6, 1.0, -0.3], [0.0, -0.3, 0.5]])
+    mean = np.array([1.0, -2.0, 0.5])
+    for method in ("cholesky", "eigh", "svd"):
+        x = jr.multivariate_normal(k, mean, cov, (N,), method=method)
+        assert_close(x.mean(0), mean, atol=0.05)
+        assert_close(np.cov(x.T), cov, atol=0.06)
+    alpha = np.array([0.5, 1.0, 3.0])
+    x = jr.dirichlet(k, alpha, (N,))
+    a0 = alpha.sum()
+    assert_close(x.sum(-1), 1.0, rtol=1e-12)
+    assert_close(x.mean(0), alpha / a0, atol=0.01)
+    assert_close(x.var(0), alpha * (a0 - alpha) / (a0 ** 2 * (a0 + 1)), rtol=0.06)
+    small = jr.dirichlet(k, np.full(3, 1e-3), (100,))             # log space: no 0/0
+    assert np.all(np.isfinite(small)) and np.allclose(small.sum(-1), 1.0)
+    q = jr.orthogonal(k, 4, (500,))
+    assert_close(q @ np.swapaxes(q, -1, -2), np.broadcast_to(np.eye(4), (500, 4, 4)),
+                 atol=1e-12)
+    dets = np.linalg.det(q)
+    assert abs(np.mean(dets > 0) - 0.5) < 0.1                      # both components
+    assert abs(np.mean(q[:, 0, 0])) < 0.05                         # no sign bias
+    assert jr.orthogonal(k, 3, m=2).shape == (3, 2) and jr.orthogonal(k, 2, m=3).shape == (2, 3)
+    stiefel = jr.orthogonal(k, 2, m=3)
+    assert_close(stiefel @ stiefel.T, np.eye(2), atol=1e-12)
+
+
+# ---- shapes and dtypes, against JAX ------------------------------------------------------------------
+SHAPES = {
+    "normal": lambda r, k: r.normal(k, (2, 3)),
+    "normal_int_shape": lambda r, k: r.normal(k, 3),
+    "normal_f32": lambda r, k: r.normal(k, (2,), np.float32),
+    "normal_complex": lambda r, k: r.normal(k, (2,), np.complex128),
+    "uniform": lambda r, k: r.uniform(k, (2, 3), minval=np.zeros(3)),
+    "uniform_f32": lambda r, k: r.uniform(k, (2,), np.float32, 0.5, 2.0),
+    "bernoulli": lambda r, k: r.bernoulli(k, np.full(3, 0.5)),
+    "bernoulli_shape": lambda r, k: r.bernoulli(k, np.full(3, 0.5), (2, 3)),
+    "categorical": lambda r, k: r.categorical(k, np.zeros((4, 5))),
+    "categorical_axis": lambda r, k: r.categorical(k, np.zeros((4, 5)), axis=0),
+    "categorical_shape": lambda r, k: r.categorical(k, np.zeros((4, 5)), shape=(2, 4)),
+    "randint": lambda r, k: r.randint(k, (3,), 0, 10),
+    "randint_i32": lambda r, k: r.randint(k, (3,), 0, 10, np.int32),
+    "randint_u8": lambda r, k: r.randint(k, (3,), 0, 300, np.uint8),
+    "choice": lambda r, k: r.choice(k, 5, (3,)),
+    "choice_array_axis": lambda r, k: r.choice(k, np.arange(12.0).reshape(3, 4), (2,), axis=1),
+    "permutation": lambda r, k: r.permutation(k, 5),
+    "permutation_array": lambda r, k: r.permutation(k, np.arange(6.0).reshape(3, 2)),
+    "truncated_normal": lambda r, k: r.truncated_normal(k, np.zeros(3) - 1, 1.0),
+    "truncated_normal_f32": lambda r, k: r.truncated_normal(k, -1.0, 1.0, (2,), np.float32),
+    "multivariate_normal": lambda r, k: r.multivariate_normal(k, np.zeros(2), np.eye(2), (3,)),
+    "multivariate_normal_batch": lambda r, k: r.multivariate_normal(k, np.zeros((4, 2)),
+                                                                    np.eye(2)),
+    "gamma": lambda r, k: r.gamma(k, np.ones(3)),
+    "gamma_shape": lambda r, k: r.gamma(k, np.ones(3), (2, 3)),
+    "gamma_f32": lambda r, k: r.gamma(k, 2.0, (2,), np.float32),
+    "loggamma": lambda r, k: r.loggamma(k, np.ones(3)),
+    "beta": lambda r, k: r.beta(k, np.ones(3), 2.0),
+    "dirichlet": lambda r, k: r.dirichlet(k, np.ones((4, 3)), (2, 4)),
+    "exponential_f32": lambda r, k: r.exponential(k, (2,), np.float32),
+    "laplace": lambda r, k: r.laplace(k, (2,)),
+    "logistic": lambda r, k: r.logistic(k, (2,)),
+    "gumbel": lambda r, k: r.gumbel(k, (2,)),
+    "cauchy": lambda r, k: r.cauchy(k, (2,)),
+    "poisson": lambda r, k: r.poisson(k, 3.0, (3,)),
+    "poisson_i32": lambda r, k: r.poisson(k, 3.0, (3,), np.int32),
+    "t": lambda r, k: r.t(k, np.ones(3)),
+    "rademacher": lambda r, k: r.rademacher(k, (3,)),
+    "rademacher_f32": lambda r, k: r.rademacher(k, (3,), np.float32),
+    "orthogonal": lambda r, k: r.orthogonal(k, 3, (2,)),
+    "orthogonal_m": lambda r, k: r.orthogonal(k, 3, m=2),
+    "bits": lambda r, k: r.bits(k, (2,)),
+    "bits_u8": lambda r, k: r.bits(k, (2,), np.uint8),
+    "chisquare": lambda r, k: r.chisquare(k, 2.0, (2,)),
+    "f": lambda r, k: r.f(k, 2.0, 3.0, (2,)),
+    "lognormal": lambda r, k: r.lognormal(k, 1.0, (2,)),
+    "pareto": lambda r, k: r.pareto(k, 2.0, (2,)),
+    "weibull_min": lambda r, k: r.weibull_min(k, 1.0, 2.0, (2,)),
+    "rayleigh": lambda r, k: r.rayleigh(k, 1.0, (2,)),
+    "maxwell": lambda r, k: r.maxwell(k, (2,)),
+    "geometric": lambda r, k: r.geometric(k, 0.5, (2,)),
+    "split": lambda r, k: r.split(k, (2, 3)),
+    "fold_in": lambda r, k: r.fold_in(k, 3),
+}
+
+
+@pytest.fixture(scope="module")
+def jax_random():
+    jax = pytest.importorskip("jax")
+    was = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)      # wengert's defaults are JAX's with x64
+    yield jax.random
+    jax.config.update("jax_enable_x64", was)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_shapes_and_dtypes_are_jaxs(name, jax_random):
+    import jax
+    ours = np.asarray(SHAPES[name](jr, jr.PRNGKey(0)))
+    # (JAX's abstractly: compiling each draw would take seconds)
+    theirs = jax.eval_shape(lambda k: SHAPES[name](jax_random, k), jax_random.PRNGKey(0))
+    assert (ours.shape, ours.dtype) == (theirs.shape, theirs.dtype)
+
+
+def test_values_at_jaxs_edges():
+    k = jr.PRNGKey(0)
+    assert jr.bernoulli(k, 1.5, (5,)).all() and not jr.bernoulli(k, -0.5, (5,)).any()
+    assert not jr.bernoulli(k, np.nan, (5,)).any()
+    g = jr.gamma(k, np.array([0.0, -1.0, np.nan, np.inf, 1e-300]))
+    assert g[0] == 0 and np.isnan(g[1]) and np.isnan(g[2]) and g[3] == np.inf and g[4] == 0
+    assert jr.poisson(k, np.array([-1.0, np.nan, 0.0])).tolist() == [-1, -1, 0]
+    assert jr.poisson(k, 1e30, dtype=np.int32) == np.iinfo(np.int32).max
+    assert jr.randint(k, (3,), 5, 2).tolist() == [5, 5, 5]
+    r = jr.randint(k, (2000,), 250, 1000, np.uint8)          # clipped to [250, 255]
+    assert r.min() == 250 and r.max() == 255
+    r = jr.randint(k, (10,), -2 ** 63, 2 ** 63, np.int64)     # the whole range
+    assert r.dtype == np.int64 and len(set(r.tolist())) == 10
+    assert jr.truncated_normal(k, 1.0, -1.0, (3,)).tolist() == [-1.0] * 3   # (JAX's too)
+    x = jr.truncated_normal(k, 10.0, 11.0, (1000,))
+    assert x.min() > 10 and x.max() < 11 and len(set(x.tolist())) == 1000
+    assert jr.choice(k, 3, (0,)).shape == (0,)
+
+
+# ---- derivatives ------------------------------------------------------------------------------------
+def _fd(f, x, h=1e-6):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+def test_reparameterised_derivatives_against_central_differences():
+    """With the key fixed a draw is a smooth function of its parameters: central
+    differences of the draw itself are the reference."""
+    k = jr.PRNGKey(3)
+    cases = {
+        "normal": lambda s: jnp_sum(1.0 + s * jr.normal(k, (4,))),
+        "uniform_min": lambda a: jnp_sum(jr.uniform(k, (4,), minval=a, maxval=3.0)),
+        "uniform_max": lambda b: jnp_sum(jr.uniform(k, (4,), minval=-1.0, maxval=b)),
+        "truncated_lower": lambda a: jnp_sum(jr.truncated_normal(k, a, 1.5, (4,)) ** 2),
+        "truncated_upper": lambda b: jnp_sum(jr.truncated_normal(k, -0.5, b, (4,)) ** 2),
+        "truncated_tail": lambda a: jnp_sum(jr.truncated_normal(k, a, a + 1.0, (4,))),
+        "truncated_left_tail": lambda b: jnp_sum(jr.truncated_normal(k, -np.inf, b, (4,))),
+        "truncated_mirrored": lambda a: jnp_sum(jr.truncated_normal(k, a, np.inf, (4,))),
+        "lognormal": lambda s: jnp_sum(jr.lognormal(k, s, (4,))),
+        "pareto": lambda b: jnp_sum(jr.pareto(k, b, (4,))),
+        "weibull_scale": lambda s: jnp_sum(jr.weibull_min(k, s, 1.5, (4,))),
+        "weibull_concentration": lambda c: jnp_sum(jr.weibull_min(k, 2.0, c, (4,))),
+        "rayleigh": lambda s: jnp_sum(jr.rayleigh(k, s, (4,))),
+        "mvn_mean": lambda m: jnp_sum(jr.multivariate_normal(
+            k, wnp.stack([m, 2 * m]), np.array([[2.0, 0.5], [0.5, 1.0]]), (3,)) ** 2),
+        "choice_array": lambda s: jnp_sum(jr.choice(k, s * np.arange(1.0, 5.0), (6,)) ** 2),
+        "permutation_array": lambda s: jnp_sum(jr.permutation(k, s * np.arange(1.0, 5.0))
+                                               * np.arange(4.0)),
+    }
+    points = {"truncated_tail": (0.3, 6.0, -7.0), "truncated_left_tail": (-9.0, -1.0, 2.0),
+              "truncated_mirrored": (-1.0, 0.5, 9.0)}
+    for name, f in cases.items():
+        for x in points.get(name, (0.7, 1.3)):
+            got = wg.grad(f)(x)
+            assert_close(got, _fd(f, x), rtol=1e-6, atol=1e-8)
+            assert_close(wg.jit(wg.grad(f))(x), got, rtol=1e-12, atol=0)
+            _, tangent = wg.jvp(f, (x,), (1.0,))
+            assert_close(tangent, got, rtol=1e-12, atol=1e-14)
+
+
+def jnp_sum(x):
+    return wnp.sum(x)
+
+
+def test_multivariate_normal_is_differentiable_in_the_covariance():
+    k = jr.PRNGKey(4)
+    base = np.array([[2.0, 0.5], [0.5, 1.0]])
+    e = np.array([[0.3, 0.1], [0.1, -0.2]])
+    for method in ("cholesky", "eigh"):
+        f = lambda c: wnp.sum(jr.multivariate_normal(k, np.zeros(2), c, (5,),
+                                                     method=method) ** 3)
+        g = wg.grad(f)(base)
+        assert_close(np.sum(g * e), _fd(lambda s: f(base + s * e), 0.0), rtol=1e-6)
+
+
+def test_truncated_normal_second_derivatives():
+    k = jr.PRNGKey(8)
+    f = lambda a: wnp.sum(jr.truncated_normal(k, a, 2.0 * a + 1.0, (3,)))
+    for a in (-0.8, 0.4):
+        assert_close(wg.grad(wg.grad(f))(a), _fd(wg.grad(f), a, 1e-5), rtol=1e-6)
+
+
+def _inverse_cdf_derivative(a, z):
+    """dz/da at fixed u = P(a, z), from central differences of SciPy's inverse."""
+    u, h = sc.gammainc(a, z), 1e-6 * a
+    return (sc.gammaincinv(a + h, u) - sc.gammaincinv(a - h, u)) / (2 * h)
+
+
+def test_gamma_implicit_gradient():
+    k = jr.PRNGKey(6)
+    for a in (0.05, 0.5, 1.0, 3.7, 250.0):
+        alpha = np.full(8, a)
+        z = jr.gamma(k, alpha)
+        g = wg.grad(lambda x: wnp.sum(jr.gamma(k, x)))(alpha)
+        assert_close(g, _inverse_cdf_derivative(alpha, z), rtol=1e-6, atol=1e-12)
+        assert_close(wg.jit(wg.grad(lambda x: wnp.sum(jr.gamma(k, x))))(alpha), g, rtol=1e-12)
+    # a shape broadcast over the draws: its derivative sums theirs
+    g = wg.grad(lambda a: wnp.sum(jr.gamma(k, a, (6,))))(2.0)
+    assert_close(g, np.sum(_inverse_cdf_derivative(2.0, jr.gamma(k, 2.0, (6,)))), rtol=1e-6)
+
+
+def test_gamma_gradient_is_jaxs(jax_random):
+    import jax
+    k = jr.PRNGKey(6)
+    alpha = np.array([0.01, 0.3, 1.0, 2.5, 30.0, 1e4])
+    z = jr.gamma(k, alpha)
+    ours = wg.grad(lambda x: wnp.sum(jr.gamma(k, x)))(alpha)
+    assert_close(ours, np.asarray(jax.lax.random_gamma_grad(alpha, z)), rtol=1e-10)
+
+
+def test_loggamma_gradient_where_the_draws_underflow():
+    """a = 1e-3: the draws are below 1e-60, some below 1e-324 (0 as numbers); their
+    logarithms have the derivative of log z = (log u + log Γ(a+1))/a, the distribution
+    function near 0, exact to O(z)."""
+    k = jr.PRNGKey(2)
+    a = np.full(6, 1e-3)
+    lz = jr.loggamma(k, a)
+    assert np.any(lz < -745) and np.all(np.isfinite(lz))      # (some underflow as numbers)
+    log_u = a * lz - sc.gammaln(a + 1)              # (to O(z), which is below 1e-300 here)
+    ref = _fd(lambda s: (log_u + sc.gammaln(s + 1)) / s, a, 1e-9)
+    assert_close(wg.grad(lambda x: wnp.sum(jr.loggamma(k, x)))(a), ref, rtol=1e-6)
+    # and across the switch to that series (z = 1e-6): against SciPy's inverse
+    a = np.full(64, 0.05)
+    z = jr.gamma(k, a)
+    assert np.any(z < 1e-6) and np.any(z > 1e-6)
+    g = wg.grad(lambda x: wnp.sum(jr.loggamma(k, x)))(a)
+    assert_close(g * z, _inverse_cdf_derivative(a, z), rtol=1e-6, atol=1e-300)
+
+
+def test_gamma_family_gradients_are_unbiased():
+    """The pathwise derivatives average to the derivative of the expectation."""
+    k = jr.PRNGKey(12)
+    n = 40000
+    mean_grad = lambda f, x: float(wg.grad(lambda s: wnp.mean(f(s)))(x))
+    assert abs(mean_grad(lambda a: jr.gamma(k, a, (n,)), 2.0) - 1.0) < 0.02
+    assert abs(mean_grad(lambda a: jr.beta(k, a, 3.0, (n,)), 2.0) - 3 / 25) < 0.01
+    assert abs(mean_grad(lambda b: jr.beta(k, 2.0, b, (n,)), 3.0) + 2 / 25) < 0.01
+    alpha = np.array([1.0, 2.0, 3.0])
+    g = wg.grad(lambda a: wnp.mean(jr.dirichlet(k, a, (n,))[:, 0]))(alpha)
+    assert_close(g, [5 / 36, -1 / 36, -1 / 36], atol=0.01)       # d (a0/Σa) / da
+    df = 10.0
+    assert abs(mean_grad(lambda d: jr.t(k, d, (n,)) ** 2, df) + 2 / (df - 2) ** 2) < 0.01
+    assert abs(mean_grad(lambda d: jr.chisquare(k, d, (n,)), 3.0) - 1.0) < 0.02
+
+
+def test_gamma_second_derivative_in_the_shape_says_it_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="second derivative"):
+        wg.grad(wg.grad(lambda a: jr.gamma(KEY, a)))(2.0)
+
+
+def test_discrete_draws_have_zero_derivative_in_their_probabilities():
+    k = jr.PRNGKey(1)
+    p = np.array([0.2, 0.3, 0.5])
+    cases = [
+        # (the draw has none; the factor p has its own)
+        (lambda p: wnp.sum(jr.bernoulli(k, p).astype(float) * p), p,
+         jr.bernoulli(k, p).astype(float)),
+        (lambda l: jr.categorical(k, l).astype(float), np.log(p), np.zeros(3)),
+        (lambda p: jr.choice(k, 3, (4,), p=p).astype(float).sum(), p, np.zeros(3)),
+        (lambda lam: jr.poisson(k, lam, (3,)).astype(float).sum(), 3.0, 0.0),
+        (lambda p: jr.geometric(k, p, (3,)).astype(float).sum(), 0.4, 0.0),
+    ]
+    for f, x, want in cases:
+        assert_close(wg.grad(f)(x), want, rtol=0, atol=0)
+        assert_close(wg.jit(wg.grad(f))(x), want, rtol=0, atol=0)
+
+
+# ---- transformations together: the porting patterns ---------------------------------------------
+def test_compiled_gradient_of_a_loss_drawing_from_a_key_argument_is_the_eager_one():
+    x = np.random.default_rng(0).normal(size=(16, 3))
+
+    def elbo(params, key):          # a VAE-style reparameterised loss with dropout
+        k_eps, k_drop = jr.split(key)
+        mu, log_sigma = x @ params["w"], params["s"]
+        z = mu + wnp.exp(log_sigma) * jr.normal(k_eps, mu.shape)
+        keep = jr.bernoulli(k_drop, 0.8, z.shape)
+        z = wnp.where(keep, z / 0.8, 0.0)
+        kl = 0.5 * wnp.sum(mu ** 2 + wnp.exp(2 * log_sigma) - 2 * log_sigma - 1)
+        return wnp.mean((z - 1.0) ** 2) + kl / 100
+
+    params = {"w": np.array([0.3, -0.2, 0.1]), "s": -0.5}
+    step = wg.jit(wg.grad(elbo))
+    for seed in range(3):
+        key = jr.PRNGKey(seed)
+        eager = wg.grad(elbo)(params, key)
+        compiled = step(params, key)
+        assert_close(compiled["w"], eager["w"], rtol=1e-12, atol=0)
+        assert_close(compiled["s"], eager["s"], rtol=1e-12, atol=0)
+    # per-key gradients under vmap equal the eager gradients one key at a time
+    keys = jr.split(jr.PRNGKey(9), 4)
+    per = wg.vmap(wg.grad(elbo), in_axes=(None, 0))(params, keys)
+    for i, key in enumerate(keys):
+        assert_close(per["s"][i], wg.grad(elbo)(params, key)["s"], rtol=1e-12, atol=0)
+    # and the draws are nodes evaluated at run time, not constants of the trace
+    graph = wg.trace(wg.grad(elbo), params, wg.ShapeDtype((2,), np.uint32))
+    assert any(n.op.name == "random_draw" for n in graph.nodes)
+
+
+def test_a_training_loop_with_fold_in_under_jit():
+    def loss(w, key, step):
+        noise = jr.normal(jr.fold_in(key, step), (8,))
+        return wnp.sum((w - noise) ** 2)
+    grad = wg.jit(wg.grad(loss))
+    w, key = np.zeros(8), jr.PRNGKey(0)
+    for step in range(3):
+        assert_close(grad(w, key, step), wg.grad(loss)(w, key, step), rtol=0, atol=0)
+
+
+def test_a_seed_may_be_traced():
+    f = wg.jit(lambda seed: jr.normal(jr.PRNGKey(seed), (2,)))
+    assert _equal(f(5), jr.normal(jr.PRNGKey(5), (2,)))
+    assert _equal(wg.vmap(lambda s: jr.PRNGKey(s))(np.arange(3)),
+                  np.stack([jr.PRNGKey(s) for s in range(3)]))
+
+
+# ---- errors ----------------------------------------------------------------------------------------
+def test_keys_are_checked():
+    with pytest.raises(TypeError, match="uint32 array of shape \\(2,\\).*float64"):
+        jr.normal(np.zeros(2))
+    with pytest.raises(TypeError, match="int32"):
+        jr.normal(np.zeros(2, np.int32))
+    with pytest.raises(TypeError, match="shape \\(3,\\)"):
+        jr.normal(np.zeros(3, np.uint32))
+    with pytest.raises(ValueError, match="single key.*\\(4, 2\\).*vmap"):
+        jr.uniform(jr.split(KEY, 4))
+    with pytest.raises(TypeError, match="integer"):
+        jr.PRNGKey(1.5)
+    with pytest.raises(TypeError, match="scalar seed"):
+        jr.PRNGKey(np.arange(2))
+    with pytest.raises(OverflowError):
+        jr.PRNGKey(2 ** 64)
+    with pytest.raises(TypeError, match="integer"):
+        jr.fold_in(KEY, "1")
+    assert np.array_equal(jr.fold_in(KEY, 1.5), jr.fold_in(KEY, 1))     # (as JAX's)
+    with pytest.raises(TypeError, match="scalar"):
+        jr.fold_in(KEY, np.arange(2))
+    with pytest.raises(ValueError, match="impl"):
+        jr.key(0, impl="threefry2x32")
+    with pytest.raises(TypeError, match="uint32"):
+        jr.wrap_key_data(np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="negative"):
+        jr.split(KEY, -1)
+
+
+def test_shapes_that_do_not_broadcast_name_both_shapes():
+    cases = [
+        (lambda: jr.uniform(KEY, (2,), minval=np.zeros(3)), "minval of shape \\(3,\\).*\\(2,\\)"),
+        (lambda: jr.bernoulli(KEY, np.full(3, 0.5), (2,)), "p of shape \\(3,\\).*\\(2,\\)"),
+        (lambda: jr.gamma(KEY, np.ones(3), (2,)), "a of shape \\(3,\\).*\\(2,\\)"),
+        (lambda: jr.truncated_normal(KEY, np.zeros(3), 1.0, (2,)),
+         "lower of shape \\(3,\\).*\\(2,\\)"),
+        (lambda: jr.beta(KEY, np.ones(2), np.ones(3)), "\\(2,\\).*\\(3,\\)"),
+        (lambda: jr.randint(KEY, (2,), np.zeros(3, int), 5), "minval of shape \\(3,\\)"),
+        (lambda: jr.categorical(KEY, np.zeros((4, 5)), shape=(3,)), "\\(4,\\).*\\(3,\\)"),
+        (lambda: jr.dirichlet(KEY, np.ones((4, 3)), (2, 3)), "\\(4,\\).*\\(2, 3\\)"),
+        (lambda: jr.multivariate_normal(KEY, np.zeros(3), np.eye(2)), "n=3.*\\(2, 2\\)"),
+        (lambda: jr.multivariate_normal(KEY, np.zeros((4, 2)), np.eye(2), (3,)),
+         "\\(4,\\).*\\(3,\\)"),
+        (lambda: jr.poisson(KEY, np.ones(3), (2,)), "lam of shape \\(3,\\)"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
+def test_dtypes_and_arguments_are_checked_as_jax_does():
+    with pytest.raises(ValueError, match="dtype argument to `normal` must be a float or "
+                                         "complex dtype, got int32"):
+        jr.normal(KEY, (2,), np.int32)
+    for name in ("uniform", "exponential", "gamma", "truncated_normal", "cauchy"):
+        with pytest.raises(ValueError, match=f"`{name}` must be a float dtype"):
+            DTYPE_CALLS[name](np.int32)
+    with pytest.raises(ValueError, match="`uniform` must be a float dtype"):
+        jr.uniform(KEY, (2,), np.complex128)
+    with pytest.raises(TypeError, match="randint only accepts integer dtypes"):
+        jr.randint(KEY, (2,), 0, 5, np.float32)
+    with pytest.raises(TypeError, match="poisson: dtype must be an integer"):
+        jr.poisson(KEY, 2.0, dtype=np.float64)
+    with pytest.raises(ValueError, match="unsigned"):
+        jr.bits(KEY, (2,), np.int32)
+    with pytest.raises(TypeError, match="floating dtype"):
+        jr.bernoulli(KEY, 1)
+    with pytest.raises(ValueError, match="larger sample"):
+        jr.choice(KEY, 3, (5,), replace=False)
+    with pytest.raises(ValueError, match="p has shape \\(4,\\)"):
+        jr.choice(KEY, 3, (2,), p=np.ones(4) / 4)
+    with pytest.raises(ValueError, match="greater than 0"):
+        jr.choice(KEY, 0, (2,))
+    with pytest.raises(ValueError, match="replace=False"):
+        jr.categorical(KEY, np.zeros(3), shape=(5,), replace=False)
+    with pytest.raises(ValueError, match="alpha.ndim >= 1"):
+        jr.dirichlet(KEY, 1.0)
+    with pytest.raises(TypeError, match="at least one-dimensional"):
+        jr.permutation(KEY, np.array(3.0))
+    with pytest.raises(ValueError, match="method"):
+        jr.multivariate_normal(KEY, np.zeros(2), np.eye(2), method="qr")
+    with pytest.raises(AttributeError, match="binomial.*bernoulli"):
+        jr.binomial
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        jr.nonsense
+
+
+DTYPE_CALLS = {
+    "uniform": lambda d: jr.uniform(KEY, (2,), d),
+    "exponential": lambda d: jr.exponential(KEY, (2,), d),
+    "gamma": lambda d: jr.gamma(KEY, 1.0, (2,), d),
+    "truncated_normal": lambda d: jr.truncated_normal(KEY, -1.0, 1.0, (2,), d),
+    "cauchy": lambda d: jr.cauchy(KEY, (2,), d),
+}
+
+
+def test_import_wengert_as_jax_reads_jax_random():
+    import wengert as jax
+    key = jax.random.PRNGKey(0)
+    key, sub = jax.random.split(key)
+    eps = jax.random.normal(sub, (3,))
+    assert eps.shape == (3,) and jax.random is jr
