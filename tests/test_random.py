@@ -34,8 +34,9 @@ def test_philox_is_numpys_bit_for_bit():
 
 
 def test_vectorised_streams_equal_the_c_streams():
-    keys = jr.split(KEY, 7)
-    for count in (1, 5, R._VECTORISE_BELOW - 1):           # vectorised across keys
+    keys = jr.split(KEY, 80)
+    for count in (1, 5, 40):
+        assert R._vectorise(len(keys), count)                # vectorised across keys
         fast = R.streams(keys, count)
         one_by_one = np.stack([R.streams(k[None], count)[0] for k in keys])    # C
         assert np.array_equal(fast, one_by_one)
@@ -159,9 +160,11 @@ def test_same_key_same_draw_eager_compiled_vmapped(name):
 
 
 def test_vmap_runs_a_batch_of_keys_without_a_loop(loops):
-    keys = jr.split(KEY, 8)
-    for name in ("normal", "gamma", "poisson", "randint", "split", "fold_in", "uniform"):
-        wg.vmap(DRAWS[name])(keys)
+    keys = jr.split(KEY, 64)                 # (enough keys for philox across them)
+    for name in ("normal", "gamma", "loggamma", "poisson", "randint", "split", "fold_in",
+                 "uniform", "bits", "complex"):
+        got = wg.vmap(DRAWS[name])(keys)
+        assert _equal(got, np.stack([DRAWS[name](k) for k in keys])), name
     assert not loops
     # and over a parameter with one key: each example as it would be drawn alone
     a = np.array([0.2, 1.0, 7.0])
@@ -177,6 +180,7 @@ def test_vmap_runs_a_batch_of_keys_without_a_loop(loops):
 
 def test_large_draws_per_key_under_vmap_take_the_c_streams():
     keys = jr.split(KEY, 3)
+    assert not R._vectorise(3, 200)
     got = wg.vmap(lambda k: jr.normal(k, (200,)))(keys)
     assert _equal(got, np.stack([jr.normal(k, (200,)) for k in keys]))
 
