@@ -21,7 +21,7 @@ KEY = jr.PRNGKey(42)
 F64, U32 = np.dtype(np.float64), np.dtype(np.uint32)
 
 
-# ---- the bit engine ------------------------------------------------------------------------------
+# ---- the bit engine -------------------------------------------------------------------------
 def test_philox_is_numpys_bit_for_bit():
     rng = np.random.default_rng(0)
     for _ in range(5):
@@ -54,7 +54,7 @@ def test_uniform_words_are_exact_in_their_dtype():
     assert u.dtype == np.float32 and u.max() < 1 and u.min() >= 0
 
 
-# ---- keys -------------------------------------------------------------------------------------------
+# ---- keys -----------------------------------------------------------------------------------
 def test_prngkey_holds_the_seeds_bits_as_jax_does():
     assert jr.PRNGKey(0).tolist() == [0, 0] and jr.PRNGKey(7).tolist() == [0, 7]
     assert jr.PRNGKey(2 ** 40 + 3).tolist() == [256, 3]
@@ -88,7 +88,7 @@ def test_split_and_fold_in():
         assert np.array_equal(step(k, i), jr.normal(jr.fold_in(k, i), (3,)))
 
 
-# ---- determinism: eagerly, compiled, vmapped --------------------------------------------------------
+# ---- determinism: eagerly, compiled, vmapped ------------------------------------------------
 A3 = np.array([0.3, 1.0, 4.0])
 DRAWS = {
     "normal": lambda k: jr.normal(k, (5,)),
@@ -185,7 +185,7 @@ def test_large_draws_per_key_under_vmap_take_the_c_streams():
     assert _equal(got, np.stack([jr.normal(k, (200,)) for k in keys]))
 
 
-# ---- independence ---------------------------------------------------------------------------------
+# ---- independence ---------------------------------------------------------------------------
 def test_split_and_fold_in_streams_are_uncorrelated():
     n = 20000
     bound = 4 / math.sqrt(n)                       # four standard errors
@@ -211,7 +211,7 @@ def test_split_and_fold_in_streams_are_uncorrelated():
         assert abs(np.corrcoef(z[:-lag], z[lag:])[0, 1]) < bound
 
 
-# ---- laws ----------------------------------------------------------------------------------------
+# ---- laws -----------------------------------------------------------------------------------
 N = 20000
 CONTINUOUS = {
     "normal": (lambda k: jr.normal(k, (N,)), stats.norm()),
@@ -330,7 +330,7 @@ def test_moments_of_the_multivariate_ones():
     assert_close(stiefel @ stiefel.T, np.eye(2), atol=1e-12)
 
 
-# ---- shapes and dtypes, against JAX ------------------------------------------------------------------
+# ---- shapes and dtypes, against JAX ---------------------------------------------------------
 SHAPES = {
     "normal": lambda r, k: r.normal(k, (2, 3)),
     "normal_int_shape": lambda r, k: r.normal(k, 3),
@@ -406,6 +406,16 @@ def test_shapes_and_dtypes_are_jaxs(name, jax_random):
     assert (ours.shape, ours.dtype) == (theirs.shape, theirs.dtype)
 
 
+def test_a_draw_of_shape_nothing_has_a_shape_and_a_dtype():
+    """As JAX's 0-d arrays have (a Python float would not)."""
+    k = jr.PRNGKey(0)
+    for x in (jr.normal(k), jr.uniform(k), jr.bernoulli(k), jr.gamma(k, 2.0),
+              jr.truncated_normal(k, -1.0, 1.0), jr.rademacher(k), jr.randint(k, (), 0, 3),
+              jr.poisson(k, 2.0), jr.categorical(k, np.zeros(3)), jr.exponential(k),
+              jr.loggamma(k, 0.5), jr.t(k, 3.0), jr.choice(k, 4)):
+        assert x.shape == () and isinstance(x, np.generic), type(x)
+
+
 def test_values_at_jaxs_edges():
     k = jr.PRNGKey(0)
     assert jr.bernoulli(k, 1.5, (5,)).all() and not jr.bernoulli(k, -0.5, (5,)).any()
@@ -425,7 +435,7 @@ def test_values_at_jaxs_edges():
     assert jr.choice(k, 3, (0,)).shape == (0,)
 
 
-# ---- derivatives ------------------------------------------------------------------------------------
+# ---- derivatives ----------------------------------------------------------------------------
 def _fd(f, x, h=1e-6):
     return (f(x + h) - f(x - h)) / (2 * h)
 
@@ -620,7 +630,7 @@ def test_a_seed_may_be_traced():
                   np.stack([jr.PRNGKey(s) for s in range(3)]))
 
 
-# ---- errors ----------------------------------------------------------------------------------------
+# ---- errors ---------------------------------------------------------------------------------
 def test_keys_are_checked():
     with pytest.raises(TypeError, match="uint32 array of shape \\(2,\\).*float64"):
         jr.normal(np.zeros(2))

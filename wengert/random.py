@@ -307,9 +307,22 @@ def _check_key_array(keys, name):
     return keys
 
 
-# ---- continuous draws ----------------------------------------------------------------------------
+# ---- continuous draws -----------------------------------------------------------------------
 def _draw(key, dist, shape, dtype):
-    return _R.random_draw(key, dist=dist, shape=shape, dtype=dtype)
+    return _numpy_scalar(_R.random_draw(key, dist=dist, shape=shape, dtype=dtype))
+
+
+def _numpy_scalar(x):
+    """A draw of shape () as a NumPy scalar (as JAX's is a 0-d array, with a shape and a
+    dtype): a primitive evaluated on values hands back Python's float or bool."""
+    t = type(x)
+    if t is float:
+        return _np.float64(x)
+    if t is bool:
+        return _np.bool_(x)
+    if t is _np.ndarray and not x.ndim:
+        return x[()]
+    return x
 
 
 def normal(key, shape=(), dtype=None):
@@ -386,7 +399,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     lo = _as_float(lower, _F64, "truncated_normal", "lower")
     hi = _as_float(upper, _F64, "truncated_normal", "upper")
     z = _R.truncated_normal_ppf(_draw(key, "uniform", shape, _F64), lo, hi)
-    return _cast(_broadcast(z, shape), dtype)
+    return _numpy_scalar(_cast(_broadcast(z, shape), dtype))
 
 
 def _cast(x, dtype):
@@ -475,7 +488,7 @@ def _loggamma(key, a, shape, dtype, name):
     dtype = _float_dtype(dtype, name)
     shape = _default_shape(name, shape, a=a)
     a = _as_float(a, dtype, name, "a")
-    return _R.random_loggamma(key, a, shape=shape, dtype=dtype)
+    return _numpy_scalar(_R.random_loggamma(key, a, shape=shape, dtype=dtype))
 
 
 def gamma(key, a, shape=None, dtype=None):
@@ -783,7 +796,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
         raise TypeError(f"bernoulli: the probability p must have a floating dtype, got "
                         f"{_dtype_of(p)}")
     shape = _default_shape("bernoulli", shape, p=p)
-    return _draw(key, "uniform", shape, _F64) < _stop_gradient(p)
+    return _numpy_scalar(_draw(key, "uniform", shape, _F64) < _stop_gradient(p))
 
 
 def rademacher(key, shape=(), dtype=None):
@@ -799,7 +812,7 @@ def rademacher(key, shape=(), dtype=None):
     if dtype.kind not in "iuf":
         raise ValueError(f"rademacher: dtype must be an integer or float dtype, got {dtype}")
     heads = _draw(key, "uniform", _shape(shape, "rademacher"), _F64) < 0.5
-    return _cast(_wnp.where(heads, 1, -1), dtype)
+    return _numpy_scalar(_cast(_wnp.where(heads, 1, -1), dtype))
 
 
 def randint(key, shape, minval, maxval, dtype=None):
@@ -1017,7 +1030,8 @@ def bits(key, shape=(), dtype=None):
 # ---- what is not here ---------------------------------------------------------------------------
 _NOT_OFFERED = {
     "binomial": "draw bernoulli(key, p, shape + (n,)).sum(-1) for a small n",
-    "multinomial": "draw categorical(key, logits, shape=(n,) + batch) and count with a one-hot sum",
+    "multinomial": "draw categorical(key, logits, shape=(n,) + batch) and count the draws "
+                   "with a one-hot sum",
     "ball": "normalise normal(key, shape + (d,)) and scale by uniform(...) ** (1/d)",
     "generalized_normal": "not offered",
     "double_sided_maxwell": "maxwell(key, shape) * rademacher(key2, shape) * scale + loc",

@@ -328,7 +328,7 @@ def _key_shape(args, params, extra=()):
 
 
 random_key = defprimitive(
-    "random_key", _key_np, cost="call", foldable=True,
+    "random_key", _key_np, cost="call",
     abstract_eval=lambda args, params: (tuple(args[0].shape) + (2,), np.dtype(np.uint32)),
     doc="random_key(seed): the key (uint32[2]) of an integer seed: its high and low 32 bits.")
 random_split = defprimitive(
@@ -405,7 +405,7 @@ random_integers = defprimitive(
     doc="random_integers(key, lo, hi, shape=s, dtype=t): integers in [lo, hi), uniform.")
 
 
-# ---- gamma: Marsaglia and Tsang, element by element ----------------------------------------------
+# ---- gamma: Marsaglia and Tsang, element by element -----------------------------------------
 def _mt_round(words, d, c):
     """One round of Marsaglia and Tsang's method for Gamma(α) (α >= 1, d = α - 1/3,
     c = 1/√(9d)) per element, from three words each: (log of the candidate, accepted)."""
@@ -658,7 +658,7 @@ truncated_normal_ppf = defprimitive(
 truncated_normal_ppf.defpartials(_partial_u, _partial_lower, _partial_upper)
 
 
-# ---- batching: the batch joins the key array's batch dimensions ------------------------------------
+# ---- batching: the batch joins the key array's batch dimensions -----------------------------
 def _keyed(args, mapped, node):
     """random_draw, random_integers, random_loggamma, random_poisson, random_split: the
     batch of keys (a shared key broadcast to it) is the key array's leading batch
