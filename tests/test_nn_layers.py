@@ -498,6 +498,28 @@ def test_dropout_with_a_mask_given_and_compiled():
     assert wg.compile(lambda x: nn.dropout(x, 0.0, drawn), x)(x).shape == x.shape  # (none)
 
 
+def test_dropout_with_a_key():
+    """A wengert.random key: drawn from on every call of compiled code, and a mask per
+    example under vmap over keys."""
+    from wengert import random
+    x = rng.normal(size=(5, 4))
+    key = random.PRNGKey(3)
+    keep = random.bernoulli(key, 0.7, x.shape)
+    assert_close(nn.dropout(x, 0.3, key), x * keep / 0.7, rtol=1e-15, atol=0)
+    loss = lambda x, key: np.sum(nn.dropout(x, 0.3, key) ** 2)     # noqa: E731
+    step = wg.jit(wg.grad(loss))
+    for seed in range(3):
+        k = random.PRNGKey(seed)
+        assert_close(step(x, k), wg.grad(loss)(x, k), rtol=1e-14, atol=0)
+        assert_close(step(x, k), 2 * x * random.bernoulli(k, 0.7, x.shape) / 0.49,
+                     rtol=1e-14, atol=0)
+    keys = random.split(key, 5)
+    masks = wg.vmap(lambda row, k: nn.dropout(row, 0.3, k))(x, keys)
+    assert_close(masks, numpy.stack([nn.dropout(r, 0.3, k) for r, k in zip(x, keys)]),
+                 rtol=0, atol=0)
+    assert nn.dropout(x.astype(numpy.float32), 0.5, key).dtype == numpy.float32
+
+
 def test_dropout_errors():
     with pytest.raises(TypeError, match="rng must be a numpy.random.Generator.*int"):
         nn.dropout(numpy.ones(3), 0.5, 0)

@@ -1361,17 +1361,18 @@ def _update_running(x, axes, running_mean, running_var, momentum):
 def dropout(x, rate, rng=None, *, mask=None):
     """Dropout (PyTorch's ``F.dropout`` in training mode, with ``rate`` its ``p``): each
     element zeroed with probability ``rate`` and the rest scaled by ``1/(1 - rate)``, the
-    mask drawn from the ``numpy.random.Generator`` `rng`, or given as ``mask`` (True, or
-    1, where an element is kept; broadcast against x).  The mask is a constant, so the
-    derivative is ``mask / (1 - rate)``.  ``rate=0`` returns x itself (evaluation mode);
-    ``rate=1`` zeros.
+    mask drawn from `rng`, a ``numpy.random.Generator`` or a `wengert.random` key, or
+    given as ``mask`` (True, or 1, where an element is kept; broadcast against x).  The
+    mask is a constant, so the derivative is ``mask / (1 - rate)``.  ``rate=0`` returns x
+    itself (evaluation mode); ``rate=1`` zeros.
 
-    Under ``wg.compile`` a mask drawn from `rng` would be drawn once, when traced, and
-    every call would reuse it, so that is refused with a ValueError: draw the mask
-    outside and pass it in as an argument (``mask=``), as ``jax.random`` takes a key.
-    Under ``wg.vmap`` the function is traced on one example, so one mask, of one
-    example's shape, is shared by the whole batch (as one key in ``jax.vmap``): draw the
-    batch's mask outside, or call dropout on the batch.
+    A key is what to use under the transformations, as in JAX: under ``wg.compile`` the
+    mask is drawn from the key argument on every call, and under ``wg.vmap`` over keys
+    (``split(key, n)``) each example gets a mask of its own.  A mask drawn from a NumPy
+    generator under ``wg.compile`` would be drawn once, when traced, and every call would
+    reuse it, so that is refused with a ValueError (pass a key, or the mask as an
+    argument with ``mask=``); under ``wg.vmap`` the function is traced on one example, so
+    one mask from a generator, of one example's shape, is shared by the whole batch.
 
     Example:
         >>> import numpy as np, wengert as wg, wengert.nn as nn
@@ -1382,13 +1383,21 @@ def dropout(x, rate, rng=None, *, mask=None):
         ...                   np.ones(4), np.ones(4, bool))
         >>> step(np.ones(4), np.array([True, False, True, True])).tolist()
         [2.0, 0.0, 2.0, 2.0]
+        >>> from wengert import random
+        >>> keys = random.split(random.PRNGKey(0), 3)        # a mask per example
+        >>> wg.jit(wg.vmap(lambda x, k: nn.dropout(x, 0.5, k)))(np.ones((3, 4)), keys)
+        array([[2., 2., 0., 2.],
+               [2., 2., 2., 0.],
+               [0., 0., 2., 0.]])
     """
     if (rng is None) == (mask is None):
         raise TypeError("dropout: give either rng (a numpy.random.Generator) or mask, "
                         f"not {'both' if mask is not None else 'neither'}")
-    if rng is not None and not isinstance(rng, _np.random.Generator):
+    key = rng is not None and _is_key(rng)
+    if rng is not None and not key and not isinstance(rng, _np.random.Generator):
         raise TypeError(f"dropout: rng must be a numpy.random.Generator (e.g. "
-                        f"numpy.random.default_rng(seed)), got {type(rng).__name__}")
+                        f"numpy.random.default_rng(seed)) or a wengert.random key, got "
+                        f"{type(rng).__name__}")
     rate = float(rate)
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"dropout: rate must lie in [0, 1], got {rate}")
@@ -1408,11 +1417,23 @@ def dropout(x, rate, rng=None, *, mask=None):
             raise ValueError(f"dropout: a mask of shape {ms} does not broadcast to x's "
                              f"shape {shape}")
         return wnp.multiply(x, wnp.astype(mask, dtype) * scale)
+    if key:
+        from . import random
+        keep = random.bernoulli(rng, 1.0 - rate, shape)
+        return wnp.multiply(x, wnp.astype(keep, dtype) * scale)
     from .staged import staging
     if staging():
         raise ValueError("dropout: under wg.compile a mask drawn from rng is drawn once, "
-                         "when traced, and every call would reuse it; draw it outside "
+                         "when traced, and every call would reuse it; pass a "
+                         "wengert.random key as rng instead (an argument of the compiled "
+                         "function, drawn from on every call), or draw the mask outside "
                          "and pass it in: nn.dropout(x, rate, mask=keep) with keep = "
                          "rng.random(x.shape) >= rate an argument of the compiled "
                          "function")
     return wnp.multiply(x, (rng.random(shape) >= rate).astype(dtype) * scale)
+
+
+def _is_key(rng):
+    """Whether `rng` is a wengert.random key (uint32, shape (2,)), traced or not."""
+    return getattr(rng, "dtype", None) == _np.uint32 and tuple(getattr(rng, "shape", ())) \
+        == (2,)
