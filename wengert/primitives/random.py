@@ -267,10 +267,13 @@ def normal_from(words, n):
     t -= 0.5
     t *= math.pi
     np.tan(t, out=t)                        # (at u₂ = 0, tan(-π/2) is -1.6e16: finite)
-    radius /= 1.0 + t * t
+    tt = t * t
+    radius /= tt + 1.0
+    t *= 2.0
+    np.subtract(1.0, tt, out=tt)
     out = np.empty(words.shape, f64)
-    np.multiply(radius, 1.0 - t * t, out=out[..., 0])
-    np.multiply(radius, 2.0 * t, out=out[..., 1])
+    np.multiply(radius, tt, out=out[..., 0])          # r cos θ
+    np.multiply(radius, t, out=out[..., 1])           # r sin θ
     return out.reshape(out.shape[:-2] + (-1,))[..., :n]
 
 
