@@ -636,6 +636,8 @@ def test_keys_are_checked():
         jr.normal(np.zeros(2))
     with pytest.raises(TypeError, match="int32"):
         jr.normal(np.zeros(2, np.int32))
+    with pytest.raises(TypeError, match="a key has no derivative.*argnums"):
+        wg.grad(lambda k: jr.normal(k))(KEY)
     with pytest.raises(TypeError, match="shape \\(3,\\)"):
         jr.normal(np.zeros(3, np.uint32))
     with pytest.raises(ValueError, match="single key.*\\(4, 2\\).*vmap"):

@@ -79,9 +79,15 @@ def _check_key(key, name):
         key = _np.asarray(key)
     shape, dtype = tuple(key.shape), key.dtype
     if dtype != _U32:
+        hint = ""
+        if type(key) is _Node and dtype.kind == "f" and shape == (2,):
+            # (wg.grad differentiates integer arguments as numbers: a key it was asked to
+            # differentiate arrives as floats)
+            hint = ("; a key has no derivative: differentiate with respect to the other "
+                    "arguments (argnums)")
         raise TypeError(f"{name}: a key is a uint32 array of shape (2,), as PRNGKey(seed), "
                         f"key(seed) and split(key) give; got a {dtype} array of shape "
-                        f"{shape}")
+                        f"{shape}{hint}")
     if shape != (2,):
         if shape[-1:] == (2,):
             raise ValueError(f"{name} takes a single key, of shape (2,), but was given a "
