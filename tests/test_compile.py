@@ -922,3 +922,14 @@ def test_compiled_numpy_code_frees_each_temporary_after_its_last_use():
     activation, gradient = batch * width * 8, layers * width * width * 8
     # every activation and every cotangent kept would be gradient + 2 * layers * activation
     assert peak < gradient + (layers + 3) * activation
+
+
+def test_a_method_call_on_a_compound_operand_is_parenthesised():
+    """``(v*v).sum(axis=1)``, not ``v*v.sum(axis=1)``: the temporaries' name scan once
+    shadowed the pattern that tells a single name from an expression."""
+    x = numpy.arange(9.0).reshape(3, 3) / 10
+    f = lambda x: np.sum(np.linalg.inv(x + numpy.eye(3)) ** 2, axis=1)     # noqa: E731
+    g = wg.compile(f, x)
+    assert_close(g(x), f(x), rtol=1e-12, atol=0)
+    h = lambda x: np.reshape(np.linalg.inv(x + numpy.eye(3)) * 2.0, (9,))  # noqa: E731
+    assert_close(wg.compile(h, x)(x), h(x), rtol=1e-12, atol=0)
