@@ -354,8 +354,10 @@ def _draw_np(key, dist, shape, dtype):
     elif dist == "bits":
         per_word = 1 if dtype.itemsize == 8 else 2
         out = _bits_from(streams(keys, -(-n // per_word)), n, dtype)
-    else:
+    elif dist in ("uniform", "open"):
         out = uniform_from(streams(keys, n), dtype, open_interval=dist == "open")
+    else:
+        raise ValueError(f"random_draw: dist must be one of {DISTS}, got {dist!r}")
     return _scalar_out(out.reshape(batch + tuple(shape)))
 
 
