@@ -1,8 +1,8 @@
 """Random draws from keys (wengert.random) against jax.random, PyTorch and NumPy by hand.
 
-    python benchmarks/random.py            # 9 repeats
-    python benchmarks/random.py --quick    # 3 short repeats
-    python benchmarks/random.py --json out.json
+    python benchmarks/random_draws.py            # 9 repeats
+    python benchmarks/random_draws.py --quick    # 3 short repeats
+    python benchmarks/random_draws.py --json out.json
 
 Three tables, single-threaded, each call drawing afresh (from a key where the library has
 keys):
@@ -26,24 +26,16 @@ accuracy, not against each other: table 1 against the closed form of the expecta
 gradient, table 3 against d E[x]/da = 1, table 2 for its shape and (wengert's) against
 the loop.  Ratios are paired within each repeat (see timing.py).
 """
-import os
+import argparse
+import json
+import math
 import sys
+from importlib.metadata import version
 
-# This file's name is the standard library's `random`, which NumPy, PyTorch and JAX
-# import: its folder goes to the end of the search path, so that they find theirs (and
-# this script still finds timing.py and single_thread.py).
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE] + [_HERE]
+import single_thread  # noqa: F401  (pins the thread pools: before numpy)
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-from importlib.metadata import version  # noqa: E402
-
-import single_thread  # noqa: F401,E402  (pins the thread pools: before numpy)
-import numpy as np  # noqa: E402
-
-from timing import paired_ratio, run_table  # noqa: E402
+from timing import paired_ratio, run_table
 
 N = 100_000
 MU, LOG_S = 0.3, math.log(0.8)
