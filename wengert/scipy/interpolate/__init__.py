@@ -34,9 +34,10 @@ from ...numpy import _traced
 from ...numpy.dispatch import rest_of as _rest_of
 from ._ppoly import (PPoly, CubicHermiteSpline, CubicSpline, PchipInterpolator,
                      Akima1DInterpolator, pchip_interpolate)
+from ._bspline import BSpline, make_interp_spline
 
 __all__ = ["PPoly", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
-           "Akima1DInterpolator", "pchip_interpolate"]
+           "Akima1DInterpolator", "pchip_interpolate", "BSpline", "make_interp_spline"]
 
 _other_functions = _rest_of(_si, globals())
 
