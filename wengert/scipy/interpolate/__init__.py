@@ -35,9 +35,11 @@ from ...numpy.dispatch import rest_of as _rest_of
 from ._ppoly import (PPoly, CubicHermiteSpline, CubicSpline, PchipInterpolator,
                      Akima1DInterpolator, pchip_interpolate)
 from ._bspline import BSpline, make_interp_spline
+from ._interp1d import interp1d
 
 __all__ = ["PPoly", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
-           "Akima1DInterpolator", "pchip_interpolate", "BSpline", "make_interp_spline"]
+           "Akima1DInterpolator", "pchip_interpolate", "BSpline", "make_interp_spline",
+           "interp1d"]
 
 _other_functions = _rest_of(_si, globals())
 
