@@ -36,10 +36,11 @@ from ._ppoly import (PPoly, CubicHermiteSpline, CubicSpline, PchipInterpolator,
                      Akima1DInterpolator, pchip_interpolate)
 from ._bspline import BSpline, make_interp_spline
 from ._interp1d import interp1d
+from ._rgi import RegularGridInterpolator, interpn
 
 __all__ = ["PPoly", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
            "Akima1DInterpolator", "pchip_interpolate", "BSpline", "make_interp_spline",
-           "interp1d"]
+           "interp1d", "RegularGridInterpolator", "interpn"]
 
 _other_functions = _rest_of(_si, globals())
 
