@@ -12,7 +12,10 @@ in their limits and parameters by the Leibniz rule, docs/scipy.md); and
 `wengert.scipy.optimize` (minimize, root, root_scalar, brentq, fixed_point, least_squares,
 curve_fit: solvers given exact derivatives, and solutions differentiated by the implicit
 function theorem, docs/optimize.md); and `wengert.scipy.sparse` (a constant
-scipy.sparse matrix times traced arrays, ``A @ x``, and ``sparse.linalg.spsolve``).
+scipy.sparse matrix times traced arrays, ``A @ x``, and ``sparse.linalg.spsolve``); and
+`wengert.scipy.interpolate` (CubicSpline, PchipInterpolator, Akima1DInterpolator, interp1d,
+make_interp_spline, RegularGridInterpolator, interpn: interpolants differentiable in the
+query points, the data values and the knots).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`,
@@ -38,13 +41,14 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 
 from . import special  # noqa: E402
 
-__all__ = ["special", "stats", "linalg", "signal", "integrate", "optimize", "sparse"]
+__all__ = ["special", "stats", "linalg", "signal", "integrate", "optimize", "sparse",
+           "interpolate"]
 
 
 def __getattr__(name):
     # stats, linalg and integrate on first use: scipy.stats takes ~0.9 s to import, which
     # code that needs only the special functions should not pay (the others less, but some)
-    if name in ("stats", "linalg", "signal", "integrate", "optimize", "sparse"):
+    if name in ("stats", "linalg", "signal", "integrate", "optimize", "sparse", "interpolate"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
