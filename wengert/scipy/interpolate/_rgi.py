@@ -248,6 +248,9 @@ class RegularGridInterpolator:
             _check_degree(self._grid, method)
         ndim = len(self._grid)
         xi = _coordinates(xi, ndim)
+        if xi.ndim == 0:
+            raise ValueError(f"The requested sample points xi are one number; give points of "
+                             f"shape (..., {ndim}) (SciPy raises IndexError)")
         if xi.shape[-1] != ndim:
             raise ValueError(f"The requested sample points xi have dimension {xi.shape[-1]} "
                              f"but this RegularGridInterpolator has dimension {ndim}")
