@@ -194,7 +194,7 @@ def test_ppoly_traced_coefficients_and_scipys_other_methods():
         wg.grad(lambda c: wnp.sum(I.PPoly(c, x).roots()))(c[:, :, 0])
 
 
-# ---- B-splines --------------------------------------------------------------------------------------
+# ---- B-splines ----------------------------------------------------------------------------------
 MIS = [(k, bc) for k in range(6) for bc in (None,)] + \
     [(3, "natural"), (3, "clamped"), (3, ([(1, 0.5)], [(2, -1.0)])),
      (5, ([(1, 0.0), (2, 0.5)], [(1, 1.0), (2, 0.0)])),
@@ -245,7 +245,7 @@ def test_make_interp_spline_with_given_knots_and_bspline_methods():
                np.ones(5))
 
 
-# ---- interp1d -----------------------------------------------------------------------------------------
+# ---- interp1d -----------------------------------------------------------------------------------
 KINDS = ["linear", "nearest", "nearest-up", "previous", "next", "zero", "slinear",
          "quadratic", "cubic", 5]
 FILLS = [dict(), dict(bounds_error=False), dict(bounds_error=False, fill_value=(-1.0, 2.0)),
@@ -292,7 +292,7 @@ def test_interp1d_bounds_and_fill_values():
         wg.grad(lambda y: I.interp1d(x, y, bounds_error=True, fill_value="extrapolate")(1.0))(y)
 
 
-# ---- RegularGridInterpolator ---------------------------------------------------------------------------
+# ---- RegularGridInterpolator --------------------------------------------------------------------
 RGI = ["linear", "nearest", "slinear", "cubic", "quintic", "cubic_legacy", "slinear_legacy"]
 
 
@@ -420,7 +420,7 @@ def test_nearest_kinds_differentiate_in_y_only():
     assert np.array_equal(jv.sum(axis=(1, 2)), np.ones(3)) and set(jv.ravel()) == {0.0, 1.0}
 
 
-# ---- closed forms ----------------------------------------------------------------------------------
+# ---- closed forms -------------------------------------------------------------------------------
 def test_a_cubic_is_reproduced_exactly():
     x = knots(6)
     cubic = lambda t: 0.3 * t ** 3 - t ** 2 + 2 * t - 1
@@ -466,7 +466,8 @@ def test_linear_interpolation_derivatives_are_hat_functions():
     s = (y[i + 1] - y[i]) / (x[i + 1] - x[i])
     g = wg.grad(lambda x: I.interp1d(x, y)(t))(x)
     want = np.zeros(6)
-    want[i], want[i + 1] = s * (t - x[i + 1]) / (x[i + 1] - x[i]), -s * (t - x[i]) / (x[i + 1] - x[i])
+    h = x[i + 1] - x[i]
+    want[i], want[i + 1] = s * (t - x[i + 1]) / h, -s * (t - x[i]) / h
     assert_close(g, want, rtol=1e-12, atol=1e-14)
 
 
@@ -520,7 +521,7 @@ def test_least_squares_fit_of_spline_values():
     assert_close(y, np.linalg.lstsq(B, data, rcond=None)[0], rtol=1e-9, atol=1e-10)
 
 
-# ---- vmap and compile -------------------------------------------------------------------------------
+# ---- vmap and compile ---------------------------------------------------------------------------
 BATCHED = {
     "cubic spline": lambda x, y, q: I.CubicSpline(x, y)(q),
     "pchip": lambda x, y, q: I.PchipInterpolator(x, y)(q),
@@ -597,7 +598,7 @@ def test_compiled_grid_gradients_and_out_of_bounds_nan():
     assert np.isnan(out[1]) and np.isfinite(out[[0, 2, 3]]).all()
 
 
-# ---- errors ------------------------------------------------------------------------------------------
+# ---- errors -------------------------------------------------------------------------------------
 X5, Y5 = np.arange(5.0), np.arange(5.0) ** 2
 # (the call, the error and its words on traced values, SciPy's error on plain ones: None
 # where SciPy's call works on plain values)
