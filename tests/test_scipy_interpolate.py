@@ -654,6 +654,28 @@ def test_clear_errors(i):
             call(Y5)
 
 
+def test_attributes_of_plain_interpolants_are_scipys_read_and_written():
+    """Set on an interpolant built from plain values, an attribute is set on SciPy's
+    object, so plain calls (SciPy's) and traced ones (wengert's) both see it."""
+    x, y = X5, Y5
+    cs = I.CubicSpline(x, y)
+    cs.extrapolate = False
+    assert cs._scipy.extrapolate is False and np.isnan(cs(5.5))
+    assert np.isnan(traced_value(cs, np.array(5.5)))
+    f = I.interp1d(x, y, bounds_error=False)
+    f.fill_value = (-1.0, 100.0)
+    assert f(-1.0) == -1.0 and f(9.0) == 100.0
+    close(traced_value(f, np.array([-1.0, 9.0])), [-1.0, 100.0])
+    g = I.RegularGridInterpolator((x,), y, bounds_error=False)
+    g.fill_value = None                                     # extrapolate
+    close(traced_value(g, np.array([[5.5]])), g([[5.5]]))
+    assert g([[5.5]])[0] == 26.5 and np.array_equal(g.grid[0], x)       # 16 + 1.5 * 7
+    b = I.make_interp_spline(x, y)
+    b.extrapolate = False
+    assert np.isnan(b(6.0)) and np.isnan(traced_value(b, np.array(6.0)))
+    assert np.array_equal(b.tck[0], b._scipy.t)
+
+
 def test_plain_values_are_scipys_objects_and_the_rest_of_scipy_interpolate():
     x, y = X5, Y5
     assert np.array_equal(I.CubicSpline(x, y).solve(3.0), si.CubicSpline(x, y).solve(3.0))

@@ -88,7 +88,7 @@ def _wrap_classmethod(name):
     return classmethod(method)
 
 
-class BSpline:
+class BSpline(_core.ScipyBacked):
     """A spline of degree k in the B-spline basis, as SciPy's ``BSpline(t, c, k,
     extrapolate=True, axis=0)``: Σ_i c[i] B_(i,k)(x) on the knots t.  Built from plain
     values it *is* SciPy's (every method, SciPy's numbers); from traced t or c it is
@@ -107,6 +107,9 @@ class BSpline:
         >>> g.tolist()
         [0.25, 0.625, 0.125, 0.0]
     """
+
+    _scipy_class = _si.BSpline
+    _supported = "__call__, derivative, antiderivative and integrate"
 
     def __init__(self, t, c, k, extrapolate=True, axis=0):
         if not _traced(t, c):
@@ -141,12 +144,15 @@ class BSpline:
         self._set(t, c, k, extrapolate, axis)
 
     def _set(self, t, c, k, extrapolate, axis, scipy=None):
-        self._scipy, self._t, self._c, self.k = scipy, t, c, k
+        self._scipy = scipy
+        if scipy is not None:           # (its attributes are SciPy's: ScipyBacked)
+            return
+        self._t, self._c, self.k = t, c, k
         self.extrapolate = extrapolate if extrapolate == "periodic" else bool(extrapolate)
         self.axis = axis
 
     def _adopt(self, obj):
-        self._set(obj.t, obj.c, obj.k, obj.extrapolate, obj.axis, scipy=obj)
+        self._set(None, None, None, None, None, scipy=obj)
 
     @classmethod
     def _from_scipy(cls, obj):
@@ -181,33 +187,20 @@ class BSpline:
     @property
     def t(self):
         """The knots."""
-        return self._t
+        return self._scipy.t if self._scipy is not None else self._t
 
     @property
     def c(self):
         """The coefficients, the interpolation axis first."""
-        return self._c
+        return self._scipy.c if self._scipy is not None else self._c
 
     @property
     def tck(self):
         """(t, c, k)."""
-        return self._t, self._c, self.k
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        scipy = self.__dict__.get("_scipy")
-        if scipy is not None:
-            return getattr(scipy, name)
-        if hasattr(_si.BSpline, name):
-            raise NotImplementedError(
-                f"scipy.interpolate.BSpline.{name} is not supported on a spline built from "
-                "traced values: wengert differentiates __call__, derivative, antiderivative "
-                f"and integrate (build it from plain values to use SciPy's {name})")
-        raise AttributeError(f"'BSpline' object has no attribute {name!r}")
+        return self.t, self.c, self.k
 
     def _n(self):
-        return self._t.shape[0] - self.k - 1
+        return self.t.shape[0] - self.k - 1
 
     @_accepts_duals
     def __call__(self, x, nu=0, extrapolate=None):
@@ -231,7 +224,7 @@ class BSpline:
         if extrapolate is None:
             extrapolate = self.extrapolate
         xq, shape = _core.flat_queries(x)
-        out = _core.bspline_evaluate(self._t, self._c[:self._n()], self.k, xq, nu, extrapolate)
+        out = _core.bspline_evaluate(self.t, self.c[:self._n()], self.k, xq, nu, extrapolate)
         return _core.placed(out, shape, self.axis)
 
     def derivative(self, nu=1):
@@ -248,7 +241,7 @@ class BSpline:
             return self._from_scipy(self._scipy.derivative(nu))
         if nu < 0:
             return self.antiderivative(-nu)
-        t, c, k = _splder(self._t, _padded(self._c, self._t.shape[0]), self.k, nu)
+        t, c, k = _splder(self.t, _padded(self.c, self.t.shape[0]), self.k, nu)
         return self.construct_fast(t, c, k, self.extrapolate, self.axis)
 
     def antiderivative(self, nu=1):
@@ -265,7 +258,7 @@ class BSpline:
             return self._from_scipy(self._scipy.antiderivative(nu))
         if nu < 0:
             return self.derivative(-nu)
-        t, c, k = _splantider(self._t, _padded(self._c, self._t.shape[0]), self.k, nu)
+        t, c, k = _splantider(self.t, _padded(self.c, self.t.shape[0]), self.k, nu)
         extrapolate = False if self.extrapolate == "periodic" else self.extrapolate
         return self.construct_fast(t, c, k, extrapolate, self.axis)
 
@@ -294,11 +287,12 @@ class BSpline:
         sign = _wnp.where(b < a, -1.0, 1.0)
         lo, hi = _wnp.minimum(a, b), _wnp.maximum(a, b)
         k, n = self.k, self._n()
-        start, end = self._t[k], self._t[n]
+        t = self.t
+        start, end = t[k], t[n]
         if extrapolate != "periodic" and not extrapolate:
             lo = _wnp.minimum(_wnp.maximum(lo, start), end)
             hi = _wnp.minimum(_wnp.maximum(hi, start), end)
-        ta, ca, ka = _splantider(self._t, _padded(self._c, self._t.shape[0]), k, 1)
+        ta, ca, ka = _splantider(t, _padded(self.c, t.shape[0]), k, 1)
         ca = ca[:ta.shape[0] - ka - 1]
 
         def F(*points):                             # the antiderivative at the points

@@ -48,6 +48,38 @@ def checked_finite(x, message):
         raise ValueError(message)
 
 
+class ScipyBacked:
+    """The base of the interpolants: an interpolant built from plain values holds SciPy's
+    own object in ``_scipy`` and *is* it for every public attribute, read or written
+    (``s.extrapolate = False``, ``rgi.fill_value = None`` change SciPy's, as they would
+    there), and every method this class does not define (``roots``, ``solve``, ...).
+    Built from traced values it holds its own state; SciPy's other methods then raise
+    NotImplementedError naming themselves."""
+    _scipy = None
+    _scipy_class = None
+    _supported = "__call__"
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        scipy = self.__dict__.get("_scipy")
+        if scipy is not None:
+            return getattr(scipy, name)
+        if hasattr(self._scipy_class, name):
+            raise NotImplementedError(
+                f"scipy.interpolate.{type(self).__name__}.{name} is not supported on an "
+                f"interpolant built from traced values: wengert differentiates "
+                f"{self._supported} (build it from plain values to use SciPy's {name})")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        scipy = self.__dict__.get("_scipy")
+        if scipy is not None and not name.startswith("_"):
+            setattr(scipy, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+
 def flat_queries(xq):
     """The queries as a 1-D float64 array, and their shape (SciPy evaluates at
     ``ascontiguousarray(x.ravel(), dtype=float64)``)."""

@@ -40,7 +40,7 @@ def _fill(value, shape, name):
     return _wnp.ravel(value)
 
 
-class interp1d:
+class interp1d(_core.ScipyBacked):
     """SciPy's legacy ``interp1d(x, y, kind='linear', axis=-1, copy=True,
     bounds_error=None, fill_value=nan, assume_sorted=False)``, differentiable: kinds
     'linear', 'nearest', 'nearest-up', 'previous', 'next', and the splines 'zero',
@@ -68,15 +68,13 @@ class interp1d:
         array([0.  , 0.75, 0.25, 0.  ])
     """
 
+    _scipy_class = _si.interp1d
+
     def __init__(self, x, y, kind="linear", axis=-1, copy=True, bounds_error=None,
                  fill_value=_np.nan, assume_sorted=False):
-        self._scipy = None
         if not _traced(x, y, fill_value):
             self._scipy = _si.interp1d(x, y, kind, axis, copy, bounds_error, fill_value,
                                        assume_sorted)
-            self.x, self.y = self._scipy.x, self._scipy.y
-            self.axis, self.bounds_error = self._scipy.axis, self._scipy.bounds_error
-            self._kind = kind
             return
         if kind in _SPLINE_ORDERS:
             order, kind = _SPLINE_ORDERS[kind], "spline"
@@ -86,26 +84,26 @@ class interp1d:
             raise NotImplementedError(f"{kind} is unsupported: Use fitpack routines for "
                                       "other types.")
         x, y = _wnp.asarray(x), _wnp.asarray(y)
-        if not assume_sorted:
-            x, y = self._sorted(x, y, axis)
         if x.ndim != 1:
             raise ValueError("the x array must have exactly one dimension.")
         if y.ndim == 0:
             raise ValueError("the y array must have at least one dimension.")
-        if y.dtype.kind not in "fc":
-            y = _wnp.astype(y, _np.float64)
-        if x.dtype.kind not in "fc":
-            x = _wnp.astype(x, _np.float64)
         self.axis = axis % y.ndim
         if x.shape[0] != y.shape[self.axis]:
             raise ValueError(f"x and y arrays must be equal in length along interpolation "
                              f"axis: x has shape {tuple(x.shape)}, y {tuple(y.shape)} "
                              f"(axis {axis})")
-        self.x, self.y, self._kind = x, y, kind
+        if not assume_sorted:
+            x, y = _sorted(x, y, self.axis)
+        if y.dtype.kind not in "fc":
+            y = _wnp.astype(y, _np.float64)
+        if x.dtype.kind not in "fc":
+            x = _wnp.astype(x, _np.float64)
+        self.x, self.y, self.bounds_error = x, y, bounds_error
+        self._kind, self._spline = kind, None
         self._trailing = tuple(y.shape[:self.axis]) + tuple(y.shape[self.axis + 1:])
         yt = _wnp.moveaxis(y, self.axis, 0)
         self._y = _wnp.reshape(yt, (yt.shape[0], -1))     # (n, rest), as SciPy's _y
-        self.bounds_error = bounds_error
         minval = 1
         if kind == "spline":
             minval = order + 1
@@ -121,20 +119,15 @@ class interp1d:
                 (_wnp.take(y, 0, self.axis), nan)
         if x.shape[0] < minval:
             raise ValueError(f"x and y arrays must have at least {minval} entries")
-        self._set_fill(fill_value)
+        self.fill_value = fill_value
 
-    def _sorted(self, x, y, axis):
-        """x and y in the order of increasing x (a stable sort, SciPy's mergesort)."""
-        v = _core.known(x)
-        if v is not None:
-            order = _np.argsort(v, kind="mergesort")
-            if _np.all(order == _np.arange(order.size)):
-                return x, y
-        else:
-            order = _wnp.argsort(x)            # (traced without numbers: recorded)
-        return _wnp.take(x, order), _wnp.take(y, order, axis=axis)
+    @property
+    def fill_value(self):
+        """The fill value, as given (settable, as SciPy's)."""
+        return self._scipy.fill_value if self._scipy is not None else self._fill_value
 
-    def _set_fill(self, fill_value):
+    @fill_value.setter
+    def fill_value(self, fill_value):
         if _extrapolating(fill_value):
             if self.bounds_error:
                 raise ValueError("Cannot extrapolate and raise at the same time.")
@@ -152,11 +145,6 @@ class interp1d:
                 self.bounds_error = True
         self._fill_value = fill_value
 
-    @property
-    def fill_value(self):
-        """The fill value, as given."""
-        return self._scipy.fill_value if self._scipy is not None else self._fill_value
-
     @_accepts_duals
     def __call__(self, x):
         """The interpolant at x: shape of y with the interpolation axis replaced by x's
@@ -169,93 +157,94 @@ class interp1d:
             >>> round(float(wg.grad(f)(1.0)), 12)
             1.5
         """
-        if self._scipy is not None:
-            if not _traced(x):
-                return self._scipy(x)
-            self._adopt_traced()
+        if self._scipy is not None and not _traced(x):
+            return self._scipy(x)
+        state = self if self._scipy is None else _State(self._scipy)
         xq, shape = _core.flat_queries(x)
-        out = self._evaluate(xq)
-        out = _wnp.reshape(out, shape + self._trailing)
-        if self.axis and shape != ():
-            nx, ny = len(shape), len(self._trailing)
-            order = list(range(nx, nx + self.axis)) + list(range(nx)) + \
-                list(range(nx + self.axis, nx + ny))
+        out = _evaluate(state, xq)
+        out = _wnp.reshape(out, shape + state._trailing)
+        if state.axis and shape != ():
+            nx, ny = len(shape), len(state._trailing)
+            order = list(range(nx, nx + state.axis)) + list(range(nx)) + \
+                list(range(nx + state.axis, nx + ny))
             out = _wnp.transpose(out, order)
         return out
 
-    def _adopt_traced(self):
-        """Read SciPy's interp1d (built from plain values) once, for traced queries: its
-        sorted x and y, kind, spline and fill values."""
-        sp = self._scipy
-        self.x, self.y = sp.x, sp.y
-        self._y = sp._y
-        self._trailing = tuple(sp._y_extra_shape)
-        kind = sp._kind
-        self._kind = kind
-        if kind == "spline":
-            from ._bspline import BSpline
+
+class _State:
+    """What a call at traced points reads, from SciPy's interp1d (built from plain
+    values): its sorted x, y as (n, rest), kind, spline and fill values, under the names
+    a traced-built interp1d keeps them.  (SciPy 1.17's private attributes.)"""
+
+    def __init__(self, sp):
+        from ._bspline import BSpline
+        self.x, self.axis, self.bounds_error = sp.x, sp.axis, sp.bounds_error
+        self._y, self._trailing = sp._y, tuple(sp._y_extra_shape)
+        self._kind, self._spline = sp._kind, None
+        if sp._kind == "spline":
             self._spline = BSpline._from_scipy(sp._spline)
             if sp._call is type(sp)._call_nan_spline:
                 self._kind = "nan"
-        elif kind in ("nearest", "nearest-up"):
-            self._kind = "nearest-up" if sp._side == "right" else "nearest"
         self._extrapolate = sp._extrapolate
-        if not self._extrapolate:
+        if not sp._extrapolate:
             self._below, self._above = sp._fill_value_below, sp._fill_value_above
-        self.bounds_error = sp.bounds_error
 
-    def _evaluate(self, xq):
-        x, y, n = self.x, self._y, self.x.shape[0]
-        kind = self._kind
-        if kind == "linear":
-            # SciPy's _call_linear: the interval on the left of x[i] for xq == x[i]
-            hi = _wnp.clip(_wnp.searchsorted(x, xq), 1, n - 1)
-            lo = hi - 1
-            x_lo, x_hi = _wnp.take(x, lo), _wnp.take(x, hi)
-            y_lo, y_hi = _wnp.take(y, lo, axis=0), _wnp.take(y, hi, axis=0)
-            slope = (y_hi - y_lo) / (x_hi - x_lo)[:, None]
-            out = slope * (xq - x_lo)[:, None] + y_lo
-        elif kind in ("nearest", "nearest-up"):
-            halfway = x / 2.0
-            halfway = halfway[1:] + halfway[:-1]
-            side = "left" if kind == "nearest" else "right"
-            i = _wnp.clip(_wnp.searchsorted(halfway, xq, side=side), 0, n - 1)
-            out = _wnp.take(y, i, axis=0)
-        elif kind in ("previous", "next"):
-            if kind == "previous":
-                shifted, side, shift = _wnp.nextafter(x, -_np.inf), "left", 0
-            else:
-                shifted, side, shift = _wnp.nextafter(x, _np.inf), "right", 1
-            i = _wnp.clip(_wnp.searchsorted(shifted, xq, side=side), 1 - shift, n - shift)
-            out = _wnp.take(y, i + shift - 1, axis=0)
-        elif kind == "spline":
-            out = self._spline(xq)
-        else:                       # ('nan': SciPy's spline of data holding a nan)
-            out = self._spline(xq) * _np.nan
-        if self._extrapolate:
-            return out
-        below, above = xq < x[0], xq > x[n - 1]
-        xv = _core.known(xq)
-        if self.bounds_error and xv is not None:
-            bv, av = _core.known(below), _core.known(above)
-            x0, x1 = _core.known(x[0]), _core.known(x[n - 1])
-            if bv is not None and bv.any():
-                raise ValueError(f"A value ({xv[_np.argmax(bv)]}) in x_new is below the "
-                                 f"interpolation range's minimum value ({x0}).")
-            if av is not None and av.any():
-                raise ValueError(f"A value ({xv[_np.argmax(av)]}) in x_new is above the "
-                                 f"interpolation range's maximum value ({x1}).")
-        if self.bounds_error:
-            # (no numbers to check: a query out of range is nan, not an extrapolation)
-            nan = _np.nan
-            return _wnp.where(_wnp.logical_or(below, above)[:, None], nan, out)
-        out = _wnp.where(below[:, None], self._below, out)
-        return _wnp.where(above[:, None], self._above, out)
 
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        scipy = self.__dict__.get("_scipy")
-        if scipy is not None:
-            return getattr(scipy, name)
-        raise AttributeError(f"'interp1d' object has no attribute {name!r}")
+def _sorted(x, y, axis):
+    """x and y in the order of increasing x (a stable sort, SciPy's mergesort)."""
+    v = _core.known(x)
+    if v is not None:
+        order = _np.argsort(v, kind="mergesort")
+        if _np.all(order == _np.arange(order.size)):
+            return x, y
+    else:
+        order = _wnp.argsort(x)            # (traced without numbers: recorded)
+    return _wnp.take(x, order), _wnp.take(y, order, axis=axis)
+
+
+def _evaluate(state, xq):
+    """The interpolant at the 1-D queries: (queries, rest), SciPy's _evaluate."""
+    x, y, n = state.x, state._y, state.x.shape[0]
+    kind = state._kind
+    if kind == "linear":
+        # SciPy's _call_linear: the interval on the left of x[i] for xq == x[i]
+        hi = _wnp.clip(_wnp.searchsorted(x, xq), 1, n - 1)
+        lo = hi - 1
+        x_lo, x_hi = _wnp.take(x, lo), _wnp.take(x, hi)
+        y_lo, y_hi = _wnp.take(y, lo, axis=0), _wnp.take(y, hi, axis=0)
+        slope = (y_hi - y_lo) / (x_hi - x_lo)[:, None]
+        out = slope * (xq - x_lo)[:, None] + y_lo
+    elif kind in ("nearest", "nearest-up"):
+        halfway = x / 2.0
+        halfway = halfway[1:] + halfway[:-1]
+        side = "left" if kind == "nearest" else "right"
+        i = _wnp.clip(_wnp.searchsorted(halfway, xq, side=side), 0, n - 1)
+        out = _wnp.take(y, i, axis=0)
+    elif kind in ("previous", "next"):
+        if kind == "previous":
+            shifted, side, shift = _wnp.nextafter(x, -_np.inf), "left", 0
+        else:
+            shifted, side, shift = _wnp.nextafter(x, _np.inf), "right", 1
+        i = _wnp.clip(_wnp.searchsorted(shifted, xq, side=side), 1 - shift, n - shift)
+        out = _wnp.take(y, i + shift - 1, axis=0)
+    elif kind == "spline":
+        out = state._spline(xq)
+    else:                       # ('nan': SciPy's spline of data holding a nan)
+        out = state._spline(xq) * _np.nan
+    if state._extrapolate:
+        return out
+    below, above = xq < x[0], xq > x[n - 1]
+    bv, av = _core.known(below), _core.known(above)
+    if state.bounds_error and bv is not None and av is not None:
+        xv, x0, x1 = _core.known(xq), _core.known(x[0]), _core.known(x[n - 1])
+        if bv.any():
+            raise ValueError(f"A value ({xv[_np.argmax(bv)]}) in x_new is below the "
+                             f"interpolation range's minimum value ({x0}).")
+        if av.any():
+            raise ValueError(f"A value ({xv[_np.argmax(av)]}) in x_new is above the "
+                             f"interpolation range's maximum value ({x1}).")
+    if state.bounds_error:
+        # (no numbers to check: a query out of range is nan, not an extrapolation)
+        return _wnp.where(_wnp.logical_or(below, above)[:, None], _np.nan, out)
+    out = _wnp.where(below[:, None], state._below, out)
+    return _wnp.where(above[:, None], state._above, out)

@@ -24,14 +24,7 @@ __all__ = ["PPoly", "CubicHermiteSpline", "CubicSpline", "PchipInterpolator",
            "Akima1DInterpolator", "pchip_interpolate"]
 
 
-def _unsupported(cls, name):
-    return NotImplementedError(
-        f"scipy.interpolate.{cls.__name__}.{name} is not supported on an interpolant built "
-        f"from traced values: wengert differentiates __call__, derivative, antiderivative "
-        f"and integrate (build it from plain values to use SciPy's {name})")
-
-
-class PPoly:
+class PPoly(_core.ScipyBacked):
     """A piecewise polynomial in the power basis, as SciPy's ``PPoly(c, x, extrapolate,
     axis)``: on [x[i], x[i+1]] (the last interval closed) it is
     ``Σ_m c[m, i] (xp - x[i])^(k-m)``.  Built from plain values it *is* SciPy's (every
@@ -56,6 +49,7 @@ class PPoly:
                [0. , 1. ]])
     """
     _scipy_class = _si.PPoly
+    _supported = "__call__, derivative, antiderivative and integrate"
 
     def __init__(self, c, x, extrapolate=None, axis=0):
         if not _traced(c, x):
@@ -89,15 +83,18 @@ class PPoly:
 
     # ---- state: SciPy's object (plain values), or the traced coefficients ---------------------
     def _set(self, c, x, extrapolate, axis, scipy=None):
+        self._scipy = scipy
+        if scipy is not None:           # (its attributes are SciPy's: ScipyBacked)
+            return
         if extrapolate is None:
             extrapolate = True
         elif extrapolate != "periodic":
             extrapolate = bool(extrapolate)
-        self._scipy, self._c, self._x = scipy, c, x
+        self._c, self._x = c, x
         self.extrapolate, self.axis = extrapolate, axis
 
     def _adopt(self, obj):
-        self._set(obj.c, obj.x, obj.extrapolate, obj.axis, scipy=obj)
+        self._set(None, None, None, None, scipy=obj)
 
     def _new(self, c, x, extrapolate, axis, scipy=None):
         new = object.__new__(type(self))
@@ -128,23 +125,12 @@ class PPoly:
     @property
     def c(self):
         """The coefficients, shape (k+1, m, ...): c[j, i] multiplies (x - x[i])^(k-j)."""
-        return self._c
+        return self._scipy.c if self._scipy is not None else self._c
 
     @property
     def x(self):
         """The breakpoints, shape (m+1,)."""
-        return self._x
-
-    def __getattr__(self, name):
-        # SciPy's other methods (roots, solve, extend, ...): SciPy's own on plain values
-        if name.startswith("_"):
-            raise AttributeError(name)
-        scipy = self.__dict__.get("_scipy")
-        if scipy is not None:
-            return getattr(scipy, name)
-        if hasattr(self._scipy_class, name):
-            raise _unsupported(type(self), name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self._scipy.x if self._scipy is not None else self._x
 
     # ---- evaluation ----------------------------------------------------------------------------
     @_accepts_duals
@@ -170,7 +156,7 @@ class PPoly:
         if extrapolate is None:
             extrapolate = self.extrapolate
         xq, shape = _core.flat_queries(x)
-        out = _core.ppoly_evaluate(self._c, self._x, xq, nu, extrapolate)
+        out = _core.ppoly_evaluate(self.c, self.x, xq, nu, extrapolate)
         return _core.placed(out, shape, self.axis)
 
     def derivative(self, nu=1):
@@ -185,12 +171,11 @@ class PPoly:
             6.0
         """
         if self._scipy is not None:
-            obj = self._scipy.derivative(nu)
-            return self._new(obj.c, obj.x, obj.extrapolate, obj.axis, obj)
+            return self._new(None, None, None, None, self._scipy.derivative(nu))
         if nu < 0:
             return self.antiderivative(-nu)
-        c = _core.ppoly_derivative_coefficients(self._c, nu)
-        return self._new(c, self._x, self.extrapolate, self.axis)
+        c = _core.ppoly_derivative_coefficients(self.c, nu)
+        return self._new(c, self.x, self.extrapolate, self.axis)
 
     def antiderivative(self, nu=1):
         """The piecewise polynomial of the nu-th antiderivative: continuous, with its
@@ -205,13 +190,12 @@ class PPoly:
             4.0
         """
         if self._scipy is not None:
-            obj = self._scipy.antiderivative(nu)
-            return self._new(obj.c, obj.x, obj.extrapolate, obj.axis, obj)
+            return self._new(None, None, None, None, self._scipy.antiderivative(nu))
         if nu <= 0:
             return self.derivative(-nu)
-        c = _core.ppoly_antiderivative(self._c, self._x, nu)
+        c = _core.ppoly_antiderivative(self.c, self.x, nu)
         extrapolate = False if self.extrapolate == "periodic" else self.extrapolate
-        return self._new(c, self._x, extrapolate, self.axis)
+        return self._new(c, self.x, extrapolate, self.axis)
 
     @_accepts_duals
     def integrate(self, a, b, extrapolate=None):
@@ -239,8 +223,8 @@ class PPoly:
                              f"and {b.shape}")
         sign = _wnp.where(b < a, -1.0, 1.0)
         lo, hi = _wnp.minimum(a, b), _wnp.maximum(a, b)
-        c = _core.ppoly_antiderivative(self._c, self._x, 1)
-        x = self._x
+        x = self.x
+        c = _core.ppoly_antiderivative(self.c, x, 1)
 
         def F(*points, extrapolate=True):          # the antiderivative at the points
             return _core.ppoly_evaluate(c, x, _wnp.stack(points), 0, extrapolate)

@@ -133,7 +133,7 @@ def _coordinates(xi, ndim):
     return xi
 
 
-class RegularGridInterpolator:
+class RegularGridInterpolator(_core.ScipyBacked):
     """Interpolation on a rectilinear grid in N dimensions, as SciPy's
     ``RegularGridInterpolator(points, values, method='linear', bounds_error=True,
     fill_value=nan)``: methods 'linear', 'nearest', and the tensor-product splines
@@ -164,16 +164,14 @@ class RegularGridInterpolator:
                [0.   , 0.   ]])
     """
 
+    _scipy_class = _si.RegularGridInterpolator
+
     def __init__(self, points, values, method="linear", bounds_error=True,
                  fill_value=_np.nan, *, solver=None, solver_args=None):
-        self._scipy = None
         if not _traced(points, values, fill_value):
-            sp = _si.RegularGridInterpolator(points, values, method, bounds_error, fill_value,
-                                             solver=solver, solver_args=solver_args)
-            self._scipy = sp
-            self.method, self.bounds_error, self.fill_value = sp.method, sp.bounds_error, \
-                sp.fill_value
-            self._grid, self._values = sp._grid, sp._values
+            self._scipy = _si.RegularGridInterpolator(points, values, method, bounds_error,
+                                                      fill_value, solver=solver,
+                                                      solver_args=solver_args)
             return
         if method not in _METHODS:
             raise ValueError(f"Method '{method}' is not defined")
@@ -202,12 +200,18 @@ class RegularGridInterpolator:
     @property
     def grid(self):
         """The grid points of each axis (increasing)."""
-        return self._grid
+        return self._scipy.grid if self._scipy is not None else self._grid
 
     @property
     def values(self):
         """The values on the grid (axes given descending flipped)."""
-        return self._values
+        return self._scipy.values if self._scipy is not None else self._values
+
+    def _data(self):
+        """The grid (increasing) and the values, SciPy's own where it holds them."""
+        if self._scipy is not None:
+            return self._scipy._grid, self._scipy._values
+        return self._grid, self._values
 
     def _spline(self, method):
         """(knots, coefficients, degree) of the tensor-product spline for `method`."""
@@ -218,7 +222,7 @@ class RegularGridInterpolator:
             return tuple(spl.t), spl.c, k
         cache = self.__dict__.setdefault("_splines", {})
         if k not in cache:
-            cache[k] = _spline_coefficients(self._grid, self._values, k)
+            cache[k] = _spline_coefficients(*self._data(), k)
         return cache[k] + (k,)
 
     @_accepts_duals
@@ -244,9 +248,10 @@ class RegularGridInterpolator:
         if nu is not None and method not in _NDBSPL:
             raise ValueError(f"Can only compute derivatives for methods {set(_NDBSPL)}, got "
                              f"method = {method!r}.")
+        grid, values = self._data()
         if method != self.method and method in _DEGREES:
-            _check_degree(self._grid, method)
-        ndim = len(self._grid)
+            _check_degree(grid, method)
+        ndim = len(grid)
         xi = _coordinates(xi, ndim)
         if xi.ndim == 0:
             raise ValueError(f"The requested sample points xi are one number; give points of "
@@ -260,14 +265,14 @@ class RegularGridInterpolator:
             xi = _wnp.astype(xi, _np.float64)
         coords = [xi[:, d] for d in range(ndim)]
         out_of_bounds = None
-        for d, (x, p) in enumerate(zip(coords, self._grid)):
+        for d, (x, p) in enumerate(zip(coords, grid)):
             o = _core.outside(x, p[0], p[-1])
             out_of_bounds = o if out_of_bounds is None else _wnp.logical_or(out_of_bounds, o)
             v = _core.known(o)
             if self.bounds_error and v is not None and v.any():
                 raise ValueError(f"One of the requested xi is out of bounds in dimension {d}")
         if method in ("linear", "nearest"):
-            result = self._piecewise_linear(coords, method)
+            result = _piecewise_linear(grid, values, coords, method)
         else:
             knots, c, k = self._spline(method)
             if nu is None:
@@ -291,32 +296,26 @@ class RegularGridInterpolator:
         elif fill is not None:
             result = _wnp.where(out_of_bounds[:, None], fill, result)
         result = _core.with_nan(result, _wnp.any(_wnp.isnan(xi), axis=-1))
-        return _wnp.reshape(result, shape[:-1] + tuple(self._values.shape[ndim:]))
+        return _wnp.reshape(result, shape[:-1] + tuple(values.shape[ndim:]))
 
-    def _piecewise_linear(self, coords, method):
-        indices, weights = [], []
-        for x, p in zip(coords, self._grid):
-            n = p.shape[0]
-            # SciPy's find_indices: the cell [p_i, p_(i+1)] with p_i < x <= p_(i+1), the
-            # end cells extended; the distance into it, normalised
-            i = _wnp.clip(_wnp.searchsorted(p, x) - 1, 0, n - 2)
-            lo = _wnp.take(p, i)
-            s = (x - lo) / (_wnp.take(p, i + 1) - lo)
-            if method == "linear":
-                indices.append([i, i + 1])
-                weights.append([1.0 - s, s])
-            else:
-                indices.append([_wnp.where(s <= 0.5, i, i + 1)])
-                weights.append([_np.ones(x.shape)])
-        return _tensor_sum(self._values, indices, weights)
 
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        scipy = self.__dict__.get("_scipy")
-        if scipy is not None:
-            return getattr(scipy, name)
-        raise AttributeError(f"'RegularGridInterpolator' object has no attribute {name!r}")
+def _piecewise_linear(grid, values, coords, method):
+    """'linear' and 'nearest': the cell's corners and their weights along each axis."""
+    indices, weights = [], []
+    for x, p in zip(coords, grid):
+        n = p.shape[0]
+        # SciPy's find_indices: the cell [p_i, p_(i+1)] with p_i < x <= p_(i+1), the
+        # end cells extended; the distance into it, normalised
+        i = _wnp.clip(_wnp.searchsorted(p, x) - 1, 0, n - 2)
+        lo = _wnp.take(p, i)
+        s = (x - lo) / (_wnp.take(p, i + 1) - lo)
+        if method == "linear":
+            indices.append([i, i + 1])
+            weights.append([1.0 - s, s])
+        else:
+            indices.append([_wnp.where(s <= 0.5, i, i + 1)])
+            weights.append([_np.ones(x.shape)])
+    return _tensor_sum(values, indices, weights)
 
 
 def _refuse_on_traced(method):
