@@ -14,9 +14,10 @@ Three problems, one table each, single-threaded, float64; each loss is
   (JAX has none): SciPy's algorithm step for step, the slopes from the same tridiagonal
   system by ``jax.lax.linalg.tridiagonal_solve``, the interval by ``jnp.searchsorted``,
   Horner's rule; central differences through SciPy's CubicSpline (2n spline builds and
-  evaluations); and SciPy's loss alone, without a gradient, for scale.  PyTorch and
-  autograd have no banded or tridiagonal solve (a dense one would be O(n³)): their rows
-  say so.
+  evaluations); autograd, the same spline in autograd.numpy with autograd's
+  ``solve_banded`` (differentiable in its right-hand side, which is all the gradient in y
+  needs); and SciPy's loss alone, without a gradient, for scale.  PyTorch has no banded or tridiagonal solve (a dense one would be
+  O(n³)): its row says so.
 * **grid**: ``RegularGridInterpolator((a, b), values)`` linear on a uniform 200 x 200
   grid at m = 100,000 points, gradient in the 40,000 values.  wengert eager and
   compiled; JAX's ``jax.scipy.interpolate.RegularGridInterpolator`` under ``jax.jit``;
@@ -144,9 +145,33 @@ def spline_makers(x, y, q, target):
                    f"(torch.linalg.solve of the dense {n} x {n} system is O(n³))")
 
     def autograd_():
-        import autograd  # noqa: F401
-        raise Skip(f"autograd {version('autograd')} has no banded or tridiagonal solve "
-                   "(autograd.scipy.linalg has solve_triangular only)")
+        import autograd
+        import autograd.numpy as anp
+        from autograd.scipy.linalg import solve_banded
+        # the same spline (autograd differentiates solve_banded in its right-hand side,
+        # which is all the gradient in y needs), built at each call as wengert's is
+
+        def loss(y):
+            dx = np.diff(x)
+            d0, dn = x[2] - x[0], x[-1] - x[-3]
+            ab = np.stack([np.r_[0.0, d0, dx[:-1]],
+                           np.r_[dx[1], 2 * (dx[:-1] + dx[1:]), dx[-2]],
+                           np.r_[dx[1:], dn, 0.0]])
+            slope = anp.diff(y) / dx
+            b = anp.concatenate([
+                (((dx[0] + 2 * d0) * dx[1] * slope[0] + dx[0] ** 2 * slope[1]) / d0)[None],
+                3 * (dx[1:] * slope[:-1] + dx[:-1] * slope[1:]),
+                ((dx[-1] ** 2 * slope[-2] + (2 * dn + dx[-1]) * dx[-2] * slope[-1])
+                 / dn)[None]])
+            s = solve_banded((1, 1), ab, b)
+            t = (s[:-1] + s[1:] - 2 * slope) / dx
+            c0, c1, c2, c3 = t / dx, (slope - s[:-1]) / dx - t, s[:-1], y[:-1]
+            i = np.clip(np.searchsorted(x, q, side="right") - 1, 0, n - 2)
+            d = q - x[i]
+            v = ((c0[i] * d + c1[i]) * d + c2[i]) * d + c3[i]
+            return anp.sum((v - target) ** 2)
+        g = autograd.grad(loss)
+        return version("autograd"), lambda: g(y)
 
     return {"wengert": wengert, "wengert-jit": lambda: wengert(jit=True),
             "wengert-jit*": lambda: wengert(arguments=True), "jax-jit": jax_jit,
