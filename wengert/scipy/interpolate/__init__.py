@@ -56,7 +56,9 @@ def _refusing(cls):
                 f"wengert differentiates {', '.join(__all__)} (docs/scipy.md, "
                 "'Interpolation')")
         cls.__init__(self, *args, **kwargs)
-    return type(cls.__name__, (cls,), {"__init__": __init__, "__module__": __name__,
+    # (SciPy's module and docstring: help() shows SciPy's, and doctest does not run
+    # SciPy's examples as this module's)
+    return type(cls.__name__, (cls,), {"__init__": __init__, "__module__": cls.__module__,
                                        "__doc__": cls.__doc__})
 
 
