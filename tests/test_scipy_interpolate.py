@@ -188,6 +188,12 @@ def test_ppoly_traced_coefficients_and_scipys_other_methods():
     close(traced_value(lambda c: I.PPoly(c, x)(q), c), want(q), rtol=1e-12)
     close(traced_value(lambda c: I.PPoly(np.moveaxis(c, 2, 0), x, axis=1)(q), c),
           si.PPoly(np.moveaxis(c, 2, 0), x, axis=1)(q), rtol=1e-12)
+    # a repeated breakpoint (an empty interval, which SciPy takes) and decreasing ones
+    xr, cr = np.array([0.0, 1.0, 1.0, 2.0]), rng.normal(size=(2, 3))
+    qr = np.array([0.5, 1.0, 1.5, 2.0])
+    close(traced_value(lambda c: I.PPoly(c, xr)(qr), cr), si.PPoly(cr, xr)(qr), rtol=1e-13)
+    with pytest.raises(NotImplementedError, match="decreasing breakpoints"):
+        traced_value(lambda c: I.PPoly(c, xr[::-1])(qr), cr)
     plain = I.PPoly(c[:, :, 0], x)
     assert np.array_equal(plain.roots(), si.PPoly(c[:, :, 0], x).roots())   # SciPy's
     with pytest.raises(NotImplementedError, match="PPoly.roots is not supported"):

@@ -19,9 +19,10 @@ import numpy as _np
 from ... import numpy as _wnp
 from ...graph.node import Node as _Node
 from ...numpy import _traced
+from .. import linalg as _linalg
 
-__all__ = ["traced", "known", "ppoly_evaluate", "ppoly_antiderivative", "bspline_basis",
-           "bspline_evaluate", "collocation_solve"]
+__all__ = ["traced", "known", "ScipyBacked", "ppoly_evaluate", "ppoly_antiderivative",
+           "bspline_interval", "bspline_basis", "bspline_evaluate", "collocation_solve"]
 
 traced = _traced
 
@@ -259,15 +260,13 @@ def collocation_solve(t, k, sites, intervals, orders, rhs):
     `sites` is a list of arrays (rows in order), `orders` the derivative order of each,
     and `intervals` the interval of every row as plain integers, which fix where each
     row's k + 1 entries sit in the band: the band's layout is plain, its numbers traced."""
-    from .. import linalg
     nt = rhs.shape[0]
-    xs = _wnp.concatenate([_wnp.atleast_1d(s) for s in sites])
     rows = []
     start = 0
     for s, order in zip(sites, orders):
-        size = _wnp.atleast_1d(s).shape[0]
-        pieces = bspline_basis(t, k, xs[start:start + size], intervals[start:start + size],
-                               order)
+        s = _wnp.atleast_1d(s)
+        size = s.shape[0]
+        pieces = bspline_basis(t, k, s, intervals[start:start + size], order)
         rows.append(_wnp.stack(pieces, axis=-1))
         start += size
     entries = _wnp.concatenate([_wnp.zeros((1,))] + [_wnp.ravel(r) for r in rows])
@@ -280,4 +279,4 @@ def collocation_solve(t, k, sites, intervals, orders, rhs):
     layout = _np.zeros((2 * k + 1, nt), dtype=_np.intp)
     layout[k + i - j, j] = _np.arange(1, nt * (k + 1) + 1)
     ab = entries[layout]
-    return linalg.solve_banded((k, k), ab, rhs)
+    return _linalg.solve_banded((k, k), ab, rhs)

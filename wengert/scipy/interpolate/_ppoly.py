@@ -34,7 +34,7 @@ class PPoly(_core.ScipyBacked):
     Calls, `derivative`, `antiderivative` and `integrate` work on traced values; SciPy's
     other methods (`roots`, `solve`, `extend`, ...) are there on an interpolant built from
     plain values and raise NotImplementedError on one built from traced values.  On traced
-    values the breakpoints must increase (SciPy's also takes decreasing ones).
+    values the breakpoints must not decrease (SciPy's also takes decreasing ones).
 
     Example: the polynomial 1 + 2 (x - 0) on [0, 1] and 3 + 2 (x - 1) on [1, 2]; its
     derivative in the coefficients at x = 1.5 is (0.5, 1) on the second piece:
@@ -72,9 +72,13 @@ class PPoly(_core.ScipyBacked):
         if c.shape[1] != x.shape[0] - 1:
             raise ValueError(f"number of coefficients != len(x)-1: c has shape {c.shape} "
                              f"(intervals along axis 1), x {x.shape}")
-        _core.checked_increasing(
-            x, "`x` must be strictly increasing on traced values (SciPy's PPoly also takes "
-               "decreasing breakpoints: reverse x and the intervals of c)")
+        v = _core.known(x)
+        if v is not None and _np.any(_np.diff(v) < 0):
+            if _np.all(_np.diff(v) <= 0):
+                raise NotImplementedError(
+                    "PPoly with decreasing breakpoints is not supported on traced values: "
+                    "reverse x and the intervals of c")
+            raise ValueError("`x` must be strictly increasing or decreasing.")
         if c.dtype.kind not in "fc":
             c = _wnp.astype(c, _np.float64)
         elif c.dtype not in (_np.float64, _np.complex128):
