@@ -16,8 +16,8 @@ Three problems, one table each, single-threaded, float64; each loss is
   Horner's rule; central differences through SciPy's CubicSpline (2n spline builds and
   evaluations); autograd, the same spline in autograd.numpy with autograd's
   ``solve_banded`` (differentiable in its right-hand side, which is all the gradient in y
-  needs); and SciPy's loss alone, without a gradient, for scale.  PyTorch has no banded or tridiagonal solve (a dense one would be
-  O(n³)): its row says so.
+  needs); and SciPy's loss alone, without a gradient, for scale.  PyTorch has no banded
+  or tridiagonal solve (a dense one would be O(n³)): its row says so.
 * **grid**: ``RegularGridInterpolator((a, b), values)`` linear on a uniform 200 x 200
   grid at m = 100,000 points, gradient in the 40,000 values.  wengert eager and
   compiled; JAX's ``jax.scipy.interpolate.RegularGridInterpolator`` under ``jax.jit``;
