@@ -1409,11 +1409,7 @@ def dropout(x, rate, rng=None, *, mask=None):
     scale = dtype.type(1.0 / (1.0 - rate))
     if mask is not None:
         ms = tuple(wnp._shape(mask))
-        try:
-            fits = _np.broadcast_shapes(ms, shape) == shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if not broadcasts_to(ms, shape):
             raise ValueError(f"dropout: a mask of shape {ms} does not broadcast to x's "
                              f"shape {shape}")
         return wnp.multiply(x, wnp.astype(mask, dtype) * scale)

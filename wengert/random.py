@@ -49,7 +49,7 @@ import numpy as _np
 from . import numpy as _wnp
 from .graph.node import Node as _Node
 from .primitives import random as _R
-from .primitives.registry import shape_of as _shape_of
+from .primitives.registry import broadcasts_to, shape_of as _shape_of
 from .primitives.scalar import stop_gradient as _stop_gradient
 
 __all__ = [
@@ -145,11 +145,7 @@ def _check_shape(name, shape, **params):
     both shapes where one does not."""
     for what, x in params.items():
         own = tuple(_shape_of(x))
-        try:
-            fits = _np.broadcast_shapes(shape, own) == shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if not broadcasts_to(own, shape):
             raise ValueError(f"{name}: {what} of shape {own} does not broadcast to the shape "
                              f"argument {shape}; give a shape that it broadcasts to, or "
                              f"shape=None for the parameters' own")
@@ -453,11 +449,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         shape = _shape(shape, "multivariate_normal")
         for what, own in (("mean's batch shape", ms[:-1]), ("cov's batch shape", cs[:-2])):
-            try:
-                fits = _np.broadcast_shapes(shape, own) == shape
-            except ValueError:
-                fits = False
-            if not fits:
+            if not broadcasts_to(own, shape):
                 raise ValueError(f"multivariate_normal: {what} {own} does not broadcast to "
                                  f"the shape argument {shape}")
     if method == "cholesky":
@@ -570,11 +562,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
         shape = own[:-1]
     else:
         shape = _shape(shape, "dirichlet")
-        try:
-            fits = _np.broadcast_shapes(shape, own[:-1]) == shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if not broadcasts_to(own[:-1], shape):
             raise ValueError(f"dirichlet: alpha's batch shape {own[:-1]} (its shape {own} "
                              f"without the last axis) does not broadcast to the shape "
                              f"argument {shape}")
@@ -904,11 +892,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     axis %= len(own)
     batch = own[:axis] + own[axis + 1:]
     shape = batch if shape is None else _shape(shape, "categorical")
-    try:
-        fits = _np.broadcast_shapes(shape, batch) == shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not broadcasts_to(batch, shape):
         raise ValueError(f"categorical: logits of shape {own} without axis {axis} have shape "
                          f"{batch}, which does not broadcast to the shape argument {shape}")
     prefix = shape[:len(shape) - len(batch)]
