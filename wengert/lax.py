@@ -44,7 +44,7 @@ from . import numpy as _wnp
 from .errors import ConcretizationError
 from .graph.node import Node
 from .loops import fori_loop, scan
-from .primitives.registry import is_weak
+from .primitives.registry import is_weak, known_value as _value
 from .primitives.scalar import select, stop_gradient
 from .tree import flatten as _flatten, tree_map as _tree_map, unflatten as _unflatten
 
@@ -74,12 +74,6 @@ __all__ = [
     "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh", "zeta",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
 ]
-
-
-def _value(x):
-    """x's value where it is known: a plain value, or a value traced with its value (an
-    eager transformation); None for a value traced without one (compile, vmap)."""
-    return x.value if type(x) is Node else x
 
 
 # ---- control flow ------------------------------------------------------------------------------

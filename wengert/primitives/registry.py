@@ -498,6 +498,18 @@ def shape_of(x) -> tuple:
     return np.shape(x)
 
 
+def known_value(x):
+    """x's value where it is known: a plain value as it is, a traced value's own (an eager
+    transformation records values); None for a value traced without one (`wg.compile`,
+    `wg.vmap`), where a front-end must build nodes rather than read numbers.
+
+    Example:
+        >>> known_value(2.0)
+        2.0
+    """
+    return x.value if type(x) is Node else x
+
+
 def broadcasts_to(shape, to) -> bool:
     """Whether an array of `shape` broadcasts to `to` exactly (a tangent or weight that
     may be given smaller than the value it belongs to)."""

@@ -60,7 +60,7 @@ import numpy as np
 from ..checkpointing import Checkpoint
 from ..graph.active import recording
 from ..graph.node import Node
-from ..primitives.registry import Primitive, shape_of
+from ..primitives.registry import Primitive, known_value as _value, shape_of
 from ..primitives.special import INSTALL_HINT
 from ..graph.graph import ShapeDtype, aval
 from ..tree import flatten, hold_constants, unflatten
@@ -1947,11 +1947,6 @@ def _args_tuple(args):
 def _float_times(t):
     t = wnp.asarray(t)
     return t if t.dtype.kind == "f" else wnp.astype(t, np.float64)
-
-
-def _value(x):
-    """The plain value of x, None under tracing without values."""
-    return x.value if type(x) is Node else x
 
 
 def _check_t_eval(span, t_eval):

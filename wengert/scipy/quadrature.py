@@ -48,7 +48,7 @@ from ..graph.active import current_graph, recording
 from ..graph.graph import ShapeDtype
 from ..graph.node import Node
 from ..implicit import _caller_level
-from ..primitives.registry import Primitive, shape_of
+from ..primitives.registry import Primitive, known_value as _value, shape_of
 from ..primitives.special import INSTALL_HINT
 from ..tree import flatten, hold_constants, unflatten
 from .. import numpy as wnp
@@ -81,12 +81,6 @@ class _ClosesOver(Exception):
 
 def _traced(*trees):
     return any(type(v) is Node for t in trees for v in flatten(t)[0])
-
-
-def _value(x):
-    """x's value: a plain one as it is, a traced one's (None under tracing without
-    values)."""
-    return x.value if type(x) is Node else x
 
 
 def _name(func):
