@@ -52,14 +52,14 @@ import numpy as np
 import scipy
 import scipy.interpolate as si
 
-from timing import fmt_ratio, paired_ratio, time_interleaved
+from timing import Skip, peer_table
 
 TOLERANCE = {"fd-scipy": 1e-5}          # central differences: truncation and rounding
 RTOL = 1e-9
+# how peer_table checks the rows: SciPy's plain loss is a time, not a gradient
+CHECKS = dict(tolerance=RTOL, tolerances=TOLERANCE, unchecked=("scipy-value",),
+              unit="ms/call")
 
-
-class Skip(Exception):
-    """A row that cannot compute this gradient; the message says why."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,61 +267,6 @@ def grid_makers(grid, values, points, target, method):
 
 # ---------------------------------------------------------------------------------------
 
-def differs(got, want):
-    """The largest difference relative to the largest entry of `want`."""
-    got, want = np.asarray(got), np.asarray(want)
-    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-300))
-
-
-def run_problem(name, title, makers, repeats, min_time):
-    fns, versions, notes, skipped = {}, {}, {}, {}
-    for row, make in makers.items():
-        try:
-            made = make()
-        except ImportError:
-            skipped[row] = "not installed"
-            continue
-        except Skip as e:
-            skipped[row] = str(e)
-            continue
-        versions[row], fns[row] = made[:2]
-        notes[row] = made[2] if len(made) > 2 else ""
-    results = {row: fn() for row, fn in fns.items()}
-    want = results["wengert"]
-    errors = {}
-    for row, got in results.items():
-        if row in ("wengert", "scipy-value"):
-            continue
-        errors[row] = differs(got, want)
-        if errors[row] > TOLERANCE.get(row, RTOL):
-            print(f"WARNING: {name}: {row}'s gradient differs from wengert's by "
-                  f"{errors[row]:.1e} (relative to its largest entry)")
-    times = time_interleaved(fns, repeats, min_time)
-    repeat_times = {row: t[0] for row, t in times.items()}
-    print(f"\n{title}, median of {repeats} repeats")
-    print(f"{'name':<12} {'version':<14} {'ms/call':>10} {'vs wengert':>11}  check")
-    rows = []
-    for row in makers:
-        if row in skipped:
-            print(f"{row:<12} skipped: {skipped[row]}")
-            rows.append({"name": row, "skipped": skipped[row]})
-            continue
-        ms = float(np.median(times[row][0])) * 1e3
-        ratio = paired_ratio(repeat_times, row, "wengert")
-        check = "the reference" if row == "wengert" else \
-            "-" if row not in errors else f"differs by {errors[row]:.1e}"
-        print(f"{row:<12} {versions[row]:<14} {ms:>10.2f} {fmt_ratio(ratio):>11}  {check}"
-              + (f"; {notes[row]}" if notes[row] else ""))
-        rows.append({"name": row, "version": versions[row], "ms_per_call": ms,
-                     "vs_wengert": ratio, "difference": errors.get(row), "note": notes[row]})
-    ran = [r for r in rows if "ms_per_call" in r and r["name"] != "wengert"]
-    base = next(r for r in rows if r["name"] == "wengert")
-    print(f"{name}: wengert {base['ms_per_call']:.2f} ms/grad; "
-          + ", ".join(f"{r['name']} {fmt_ratio(r['vs_wengert'])}" for r in ran)
-          + " (time / wengert's, lower is faster)")
-    return {"title": title, "rows": rows}
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -335,17 +280,17 @@ def main(argv=None):
     csize, mc = (20, 2_000) if args.quick else (60, 10_000)
 
     print(f"Python {platform.python_version()}, single-threaded, float64")
-    report = {"spline": run_problem(
+    report = {"spline": peer_table(
         "spline", f"CubicSpline(x, y), n = {n} knots, m = {m} queries, gradient in y",
-        spline_makers(*spline_data(n, m)), repeats, min_time)}
-    report["grid"] = run_problem(
+        spline_makers(*spline_data(n, m)), repeats, min_time, **CHECKS)}
+    report["grid"] = peer_table(
         "grid", f"RegularGridInterpolator linear, {size} x {size} grid, m = {mg} points, "
         f"gradient in the {size * size} values",
-        grid_makers(*grid_data(size, mg), "linear"), repeats, min_time)
-    report["grid-cubic"] = run_problem(
+        grid_makers(*grid_data(size, mg), "linear"), repeats, min_time, **CHECKS)
+    report["grid-cubic"] = peer_table(
         "grid-cubic", f"RegularGridInterpolator cubic, {csize} x {csize} grid, m = {mc} "
         f"points, gradient in the {csize * csize} values",
-        grid_makers(*grid_data(csize, mc), "cubic"), repeats, min_time)
+        grid_makers(*grid_data(csize, mc), "cubic"), repeats, min_time, **CHECKS)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "interpolate", "python": platform.python_version(),

@@ -40,15 +40,12 @@ import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 import scipy.sparse as sp
 
-from timing import fmt_ratio, paired_ratio, time_interleaved
+from timing import Skip, peer_table
 
 RTOL = 1e-8
 STEPS, DT = 50, 0.1
 KS = 8           # conductivity fields the calls cycle through (see `cycling`)
 
-
-class Skip(Exception):
-    """A peer that cannot compute this gradient; the message says why."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,71 +231,6 @@ def conductivity_makers(indices, indptr, perm, ks, f, target):
 
 # ---------------------------------------------------------------------------------------
 
-def differs(got, want):
-    """The largest normwise relative difference over the parts of a gradient."""
-    return max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))
-                     / max(float(np.max(np.abs(b))), 1e-300)) for a, b in zip(got, want))
-
-
-def run_problem(name, title, makers, repeats, min_time):
-    fns, versions, notes, skipped = {}, {}, {}, {}
-    for row, make in makers.items():
-        try:
-            made = make()
-        except ImportError:
-            skipped[row] = "not installed"
-            continue
-        except Skip as e:
-            skipped[row] = str(e)
-            continue
-        except Exception as e:                        # a peer that fails to build
-            skipped[row] = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}"
-            continue
-        versions[row], fns[row] = made[:2]
-        notes[row] = made[2] if len(made) > 2 else ""
-    results = {}
-    for row in list(fns):
-        try:
-            results[row] = fns[row]()
-        except Exception as e:                        # a gradient that cannot run
-            skipped[row] = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}"
-            del fns[row]
-    want = results["wengert"]
-    errors = {}
-    for row, got in results.items():
-        if row == "wengert":
-            continue
-        errors[row] = differs(got, want)
-        if errors[row] > RTOL:
-            print(f"WARNING: {name}: {row}'s gradient differs from wengert's by "
-                  f"{errors[row]:.1e} (relative, normwise)")
-    times = time_interleaved(fns, repeats, min_time)
-    repeat_times = {row: t[0] for row, t in times.items()}
-    print(f"\n{title}, median of {repeats} repeats")
-    print(f"{'name':<12} {'version':<14} {'ms/grad':>9} {'vs wengert':>11}  check")
-    rows = []
-    for row in makers:
-        if row in skipped:
-            print(f"{row:<12} skipped: {skipped[row]}")
-            rows.append({"name": row, "skipped": skipped[row]})
-            continue
-        samples = times[row][0]
-        ms = float(np.median(samples)) * 1e3
-        ratio = paired_ratio(repeat_times, row, "wengert")
-        check = "the reference" if row == "wengert" else f"differs by {errors[row]:.1e}"
-        print(f"{row:<12} {versions[row]:<14} {ms:>9.2f} {fmt_ratio(ratio):>11}  {check}"
-              + (f"; {notes[row]}" if notes[row] else ""))
-        rows.append({"name": row, "version": versions[row], "ms_per_grad": ms,
-                     "vs_wengert": ratio, "difference": errors.get(row, 0.0),
-                     "note": notes[row]})
-    ran = [r for r in rows if "ms_per_grad" in r and r["name"] != "wengert"]
-    base = next(r for r in rows if r["name"] == "wengert")
-    print(f"{name}: wengert {base['ms_per_grad']:.1f} ms/grad; "
-          + ", ".join(f"{r['name']} {fmt_ratio(r['vs_wengert'])}" for r in ran)
-          + " (time / wengert's, lower is faster)")
-    return {"title": title, "rows": rows}
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="n = 10^4, 3 short repeats")
@@ -309,14 +241,14 @@ def main(argv=None):
 
     print(f"Python {platform.python_version()}, single-threaded, float64")
     lap, u0, k, target = heat_data(m)
-    report = {"heat": run_problem(
+    report = {"heat": peer_table(
         "heat", f"heat equation, {STEPS} explicit steps through the 2-D Laplacian, "
         f"n = {m}x{m} = {m * m}, gradient in u_0 and k",
-        heat_makers(lap, u0, k, target), repeats, min_time)}
-    report["conductivity"] = run_problem(
+        heat_makers(lap, u0, k, target), repeats, min_time, RTOL)}
+    report["conductivity"] = peer_table(
         "conductivity", f"conductivity fit through spsolve(K(k), f), K tridiagonal with "
         f"traced entries, n = {n}, gradient in the {n + 1} conductivities",
-        conductivity_makers(*conductivity_data(n)), repeats, min_time)
+        conductivity_makers(*conductivity_data(n)), repeats, min_time, RTOL)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "sparse", "python": platform.python_version(),

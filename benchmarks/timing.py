@@ -133,6 +133,91 @@ def run_table(makers, title, base, repeats, min_time, unit="ms/call", check=None
     return reference
 
 
+class Skip(Exception):
+    """Raised by a `peer_table` maker: a peer that cannot compute this problem; the
+    message says why."""
+
+
+def relative_error(got, want):
+    """The largest difference relative to the largest entry of `want`, normwise, over the
+    parts of a gradient (a list or tuple of arrays) or over one array."""
+    import numpy as np
+    parts = zip(got, want) if isinstance(want, (list, tuple)) else [(got, want)]
+    return max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))
+                     / max(float(np.max(np.abs(np.asarray(b)))), 1e-300)) for a, b in parts)
+
+
+def peer_table(name, title, makers, repeats, min_time, tolerance, tolerances=None,
+               unchecked=(), unit="ms/grad"):
+    """Build, check, time and print one problem's table against its "wengert" row, and
+    return it for --json as ``{"title", "rows"}``.
+
+    Each maker returns (version, zero-argument call) or (version, call, note); one that
+    raises ImportError (not installed), `Skip` (cannot compute this) or fails otherwise
+    is listed as skipped with the reason, as is a call that fails.  Every result but
+    those of `unchecked` rows is compared with wengert's (`relative_error`), with a
+    WARNING above `tolerances.get(row, tolerance)`.  The last line sums the table up as
+    ratios to wengert's time (lower is faster)."""
+    import numpy as np
+    tolerances = tolerances or {}
+    fns, versions, notes, skipped = {}, {}, {}, {}
+    for row, make in makers.items():
+        try:
+            made = make()
+        except ImportError:
+            skipped[row] = "not installed"
+            continue
+        except Skip as e:
+            skipped[row] = str(e)
+            continue
+        except Exception as e:                        # a peer that fails to build
+            skipped[row] = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}"
+            continue
+        versions[row], fns[row] = made[:2]
+        notes[row] = made[2] if len(made) > 2 else ""
+    results = {}
+    for row in list(fns):
+        try:
+            results[row] = fns[row]()
+        except Exception as e:                        # a gradient that cannot run
+            skipped[row] = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}"
+            del fns[row]
+    want = results["wengert"]
+    errors = {}
+    for row, got in results.items():
+        if row == "wengert" or row in unchecked:
+            continue
+        errors[row] = relative_error(got, want)
+        if errors[row] > tolerances.get(row, tolerance):
+            print(f"WARNING: {name}: {row}'s result differs from wengert's by "
+                  f"{errors[row]:.1e} (relative to its largest entry)")
+    times = time_interleaved(fns, repeats, min_time)
+    repeat_times = {row: t[0] for row, t in times.items()}
+    key = unit.replace("/", "_per_")                  # ms/grad -> ms_per_grad
+    print(f"\n{title}, median of {repeats} repeats")
+    print(f"{'name':<12} {'version':<14} {unit:>10} {'vs wengert':>11}  check")
+    rows = []
+    for row in makers:
+        if row in skipped:
+            print(f"{row:<12} skipped: {skipped[row]}")
+            rows.append({"name": row, "skipped": skipped[row]})
+            continue
+        ms = float(np.median(times[row][0])) * 1e3
+        ratio = paired_ratio(repeat_times, row, "wengert")
+        check = "the reference" if row == "wengert" else \
+            "-" if row not in errors else f"differs by {errors[row]:.1e}"
+        print(f"{row:<12} {versions[row]:<14} {ms:>10.2f} {fmt_ratio(ratio):>11}  {check}"
+              + (f"; {notes[row]}" if notes[row] else ""))
+        rows.append({"name": row, "version": versions[row], key: ms, "vs_wengert": ratio,
+                     "difference": errors.get(row), "note": notes[row]})
+    ran = [r for r in rows if key in r and r["name"] != "wengert"]
+    base = next(r for r in rows if r["name"] == "wengert")
+    print(f"{name}: wengert {base[key]:.2f} {unit}; "
+          + ", ".join(f"{r['name']} {fmt_ratio(r['vs_wengert'])}" for r in ran)
+          + " (time / wengert's, lower is faster)")
+    return {"title": title, "rows": rows}
+
+
 def relative_difference(reference_name, tolerance, skip=()):
     """A `run_table` check for results that agree only to a solver's tolerance: each
     row's largest difference from `reference_name`'s, relative to its largest entry, as
