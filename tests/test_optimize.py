@@ -14,6 +14,7 @@ from fd import assert_close, check_grads, fd_jacobian
 
 so = pytest.importorskip("scipy.optimize")
 from wengert.scipy import optimize as opt  # noqa: E402
+from wengert.scipy import _derivatives  # noqa: E402
 
 RNG = np.random.default_rng(7)
 A = RNG.normal(size=(5, 3))
@@ -537,11 +538,11 @@ def rosen(x):
 
 
 def test_a_hot_derivative_is_compiled_and_reused_by_the_next_solve():
-    opt._KERNELS.clear()
+    _derivatives._KERNELS.clear()
     x0 = np.where(np.arange(6) % 2 == 0, -1.2, 1.0)
     first = opt.minimize(rosen, x0, method="BFGS")
-    assert first.njev > opt.HOT
-    codes = [c for _, c in opt._KERNELS.values() if c is not False]
+    assert first.njev > _derivatives.HOT
+    codes = [c for _, c in _derivatives._KERNELS.values() if c is not False]
     assert len(codes) == 1 and "def " in codes[0].source
     second = opt.minimize(rosen, x0, method="BFGS")       # from the cache, checked first
     # (the compiled gradient's rounding differs from the eager sweep's in the last bits)
@@ -596,7 +597,7 @@ def test_scipy_calls_the_users_function_at_every_point():
             calls.append(1)
         return rosen(x)
     found = opt.minimize(logged, np.array([-1.2, 1.0, -1.2, 1.0]), method="BFGS")
-    assert found.nfev > opt.HOT and len(calls) == found.nfev + 1   # (+1: the first check)
+    assert found.nfev > _derivatives.HOT and len(calls) == found.nfev + 1   # (+1: the first check)
 
 
 # ---- curve_fit --------------------------------------------------------------------------

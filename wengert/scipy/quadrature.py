@@ -19,7 +19,7 @@ whose integral is another `Quad` node, of the *derivative integrand* (`wg.jvp` o
 routine with the same tolerances, points and weight.  Its rules are the Leibniz rule
 again, so `wg.hessian` and every higher derivative work the same way, one level down.
 SciPy calls a derivative integrand as code made by `wg.compile` once it has been asked for
-often (`wengert.scipy.optimize`'s `_Derivative`, which keeps the code across calls).
+often (`wengert.scipy._derivatives`, which keeps the code across calls).
 
 A function that closes over a traced value (``lambda x: wnp.exp(-k * x)`` with k traced)
 is traced once without values, and the values it closes over become arguments of the
@@ -151,7 +151,7 @@ class _Integrand:
         """``x -> h(x, *leaves)`` on plain numbers, as SciPy calls it: a float if
         `scalar`, else a float64 vector of m.  Eager at first, compiled by `wg.compile`
         once called often (counted over the calls of quad that integrate it)."""
-        from .optimize import HOT, _Derivative, _KERNELS
+        from ._derivatives import HOT, _Derivative, _KERNELS
         root, m = self.root or self, self.m
         finish = (lambda v: float(np.reshape(v, -1)[0])) if scalar else \
             (lambda v: np.asarray(v, dtype=np.float64).reshape(m))
