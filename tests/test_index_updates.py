@@ -37,6 +37,10 @@ CASES = [
     ((4, 3), (np.array([0, 2, 0]), np.array([1, 1, 1])), (3,)),   # a repeated element
     ((4, 3), (np.array([[3], [0]]), slice(0, 2)), (2, 1, 2)),
     ((3, 4, 2), (slice(None), np.array([0, 3, 3]), 1), (3, 3)),   # repeats, a slice first
+    # rows, and elements by a multi-index, repeated and negative (added up by bincount)
+    ((5, 3), np.array([4, -1, 0, 4]), (3,)),
+    ((3, 4, 2), (np.array([0, -3, 0]), np.array([1, 3, 1])), (3, 1)),
+    ((4, 3, 2), (np.array([[0], [-1]]), np.array([[1, 2, 1]])), (2, 3, 2)),
 ]
 IDS = [f"{shape}-{index!r}"[:60] for shape, index, _ in CASES]
 
@@ -299,3 +303,24 @@ def test_a_traced_index_out_of_bounds_raises_as_numpy_does():
         assert f(np.ones(3), np.int64(-3)).tolist() == reference(np.ones(3), -3, 1.0, op).tolist()
     with pytest.raises(wg.ConcretizationError, match=r"x\.at\[i\], x\.at\[:, i\]"):
         wg.vmap(lambda i: wnp.at(wnp.zeros(4))[i].set(1.0))(np.array([[0, 2], [1, 3]]))
+
+
+def test_an_index_array_out_of_bounds_raises_as_numpy_does_when_adding_rows():
+    # x.at[rows].add(v) on a table is added up by bincount, whose bounds check is its own
+    def added(index, v):
+        return wg.grad(lambda x: wnp.sum(x.at[index].add(v) ** 2))(np.zeros((3, 2)))
+
+    for rows in ([0, 3], [0, -4]):
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size 3"):
+            added(np.array(rows), np.ones((2, 2)))
+    with pytest.raises(IndexError, match="out of bounds for axis 1 with size 2"):
+        added((np.array([0, 1]), np.array([0, 2])), 1.0)
+    np.testing.assert_array_equal(added(np.array([0, -1, 0]), np.ones((3, 2))),
+                                  [[4, 4], [0, 0], [2, 2]])
+
+
+def test_rows_added_up_keep_the_cotangents_precision():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    g = wg.grad(lambda x: wnp.sum(x[np.array([0, 2, 0, -1])] ** 2))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 2 * x * np.array([[2], [0], [2]]), rtol=1e-6)

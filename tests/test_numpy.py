@@ -120,6 +120,8 @@ CASES = {
     "basic slices": (lambda x: x[1:, ::-2] * x[0, None, :2], [r(3, 4)]),
     "integer arrays": (lambda x: x[numpy.array([0, 2, 2]), 1:] * 2, [r(3, 4)]),
     "repeated index accumulates": (lambda x: x[[0, 0, 1, 0]], [r(3)]),
+    "repeated rows accumulate": (lambda x: x[[0, -1, 0]].sum(0)
+                                 * x[numpy.array([[2], [0]]), [1, 0]], [r(3, 2, 2)]),
     "boolean mask": (lambda x: x[numpy.array([True, False, True])], [r(3, 2)]),
     "ellipsis": (lambda x: x[..., 1] + x[:, numpy.newaxis, 0, 1], [r(2, 3, 4)]),
     "index updates": (lambda x, v: np.at(x)[1:, 0].set(v) * np.at(x)[numpy.array([0, 2, 0])].max(v[0]),
