@@ -446,6 +446,19 @@ def test_paths_and_prefixes_of_a_tree_nested_thousands_deep():
     assert tree_structure(prefix).flatten_up_to(deeper)[0] == [1.0, 2.0]
 
 
+def test_vmap_in_axes_as_deep_as_its_tree_thousands_deep():
+    # in_axes is matched to the arguments with a stack, not recursion
+    x = np.arange(6.0).reshape(2, 3)
+    tree, axes = (x, x[0]), (1, None)
+    for _ in range(5000):
+        tree, axes = [tree], [axes]
+    out = wg.vmap(lambda t: t, in_axes=(axes,))(tree)
+    for _ in range(5000):
+        out = out[0]
+    np.testing.assert_array_equal(out[0], x.T)
+    np.testing.assert_array_equal(out[1], np.broadcast_to(x[0], (3, 3)))
+
+
 def test_wengert_tree_util_is_jax_tree_util_by_name():
     import wengert.tree_util as tu
     assert wg.tree_util is tu and wg.tree.map_with_path is tu.tree_map_with_path

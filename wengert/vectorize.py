@@ -301,28 +301,33 @@ def _in_axes(spec, args, positional, total):
 
 def _prefix_axes(spec, tree, what, where):
     """``(leaf, axis)`` for each leaf of `tree`, `spec` being a pytree prefix of it whose
-    leaves are axes (or None)."""
-    if spec is None or isinstance(spec, (int, np.integer)):
-        return [(leaf, None if spec is None else int(spec)) for leaf in flatten(tree)[0]]
-    if isinstance(spec, dict) and isinstance(tree, dict) and set(spec) == set(tree):
-        keys = key_order(tree)      # (the order of tree's leaves, which the axes follow)
-    elif isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple)) \
-            and len(spec) == len(tree):
-        keys = range(len(spec))
-    elif type(spec) is type(tree) and registered(type(tree)) is not None:
-        # (a registered class: its children, an instance of it holding axes in its data)
-        split = registered(type(tree))[0]
-        spec, tree = list(split(spec)[0]), list(split(tree)[0])
-        if len(spec) != len(tree):
-            raise ValueError(f"vmap: {what} has {len(spec)} children where {where} has "
-                             f"{len(tree)}")
-        keys = range(len(spec))
-    else:
-        raise ValueError(f"vmap: {what} {spec!r} does not match the structure of {where} "
-                         f"({_describe(tree)})")
+    leaves are axes (or None).  (A stack of pairs still to match, not recursion: an
+    in_axes as deep as its tree is fine.)"""
     out = []
-    for key in keys:
-        out += _prefix_axes(spec[key], tree[key], what, where)
+    todo = [(spec, tree)]
+    while todo:
+        spec, tree = todo.pop()
+        if spec is None or isinstance(spec, (int, np.integer)):
+            axis = None if spec is None else int(spec)
+            out += [(leaf, axis) for leaf in flatten(tree)[0]]
+            continue
+        if isinstance(spec, dict) and isinstance(tree, dict) and set(spec) == set(tree):
+            keys = key_order(tree)  # (the order of tree's leaves, which the axes follow)
+        elif isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple)) \
+                and len(spec) == len(tree):
+            keys = range(len(spec))
+        elif type(spec) is type(tree) and registered(type(tree)) is not None:
+            # (a registered class: its children, an instance of it holding axes in its data)
+            split = registered(type(tree))[0]
+            spec, tree = list(split(spec)[0]), list(split(tree)[0])
+            if len(spec) != len(tree):
+                raise ValueError(f"vmap: {what} has {len(spec)} children where {where} has "
+                                 f"{len(tree)}")
+            keys = range(len(spec))
+        else:
+            raise ValueError(f"vmap: {what} {spec!r} does not match the structure of {where} "
+                             f"({_describe(tree)})")
+        todo += [(spec[key], tree[key]) for key in reversed(keys)]     # (first on top)
     return out
 
 
