@@ -306,6 +306,10 @@ CASES = {
                + np.interp(x * 3, [-1.0, 0.0, 2.0], fp[:3], left=fp[3], right=-fp[4])
                + np.interp(x, [0.5, 1.5, 2.0], fp[2:], period=1.3),
                [numpy.array([-3.0, -1.0, 0.05, 0.3, 1.2, 1.75, 2.5]), r(5)]),
+    # (the sample points where they move: increasing, and away from every x)
+    "interp in xp": (lambda x, z: np.interp(x, np.cumsum(np.exp(z)) - 2.5,
+                                            numpy.array([1.0, -2.0, 0.5, 3.0, 2.0])),
+                     [numpy.array([-3.0, -1.1, 0.05, 0.3, 1.2, 2.9]), 0.1 * r(5)]),
     "kron": (lambda a, b: np.kron(a, b) + np.kron(b, a).T, [r(2, 3), r(3, 2)]),
     "kron vector": (lambda a, b: np.kron(a, b), [r(2, 3), r(3)]),
     "cross": (lambda a, b, c: np.cross(a, b) + np.cross(c, a, axisa=0, axisc=0).T
@@ -1959,6 +1963,17 @@ def test_convolve_correlate_and_interp_follow_numpy():
     assert gfp.tolist() == [0.75 + 1, 0.25 + 0.5, 0.5 + 1 + 1]
     f = wg.compile(lambda x, fp: np.interp(x, xp, fp, left=-7.0), x, fp)   # no value needed
     assert numpy.array_equal(f(x, fp), numpy.interp(x, xp, fp, left=-7.0), equal_nan=True)
+    # in xp, the closed form: f = fp_j + Δf (x - xp_j) / Δxp moves with both neighbours
+    xp = numpy.array([0.0, 1.0, 3.0, 4.5])
+    fp = numpy.array([1.0, 5.0, -1.0, 2.0])
+    x = numpy.array([0.25, 2.0, 4.0])
+    dxp = wg.jacobian(lambda xp: np.interp(x, xp, fp))(xp)
+    want = numpy.zeros((3, 4))
+    for i, j in enumerate((0, 1, 2)):
+        df, dx = fp[j + 1] - fp[j], xp[j + 1] - xp[j]
+        want[i, j] = df * (x[i] - xp[j + 1]) / dx ** 2
+        want[i, j + 1] = -df * (x[i] - xp[j]) / dx ** 2
+    assert_close(dxp, want, rtol=1e-14)
     # cov's derivative: d Σ cov(x)_ij / dx = 0 for centred sums; d var = 2(x - mean)/(n - 1)
     v = r(5)
     assert_close(wg.grad(lambda v: np.cov(v))(v), 2 * (v - v.mean()) / 4, rtol=1e-13)
@@ -1970,6 +1985,37 @@ def test_convolve_correlate_and_interp_follow_numpy():
     for call in ("np.interp(x, [0.0, 1.0], x)", "np.vander(x, -1)"):
         with pytest.raises(ValueError):
             wg.grad(lambda t: np.sum(eval(call, {"np": np, "x": t})))(r(3))
+
+
+@pytest.mark.parametrize("rows, n, m", [(6, 8, 3), (4, 20, 40)])   # (both ways of searching)
+def test_searchsorted_and_interp_under_vmap_over_the_sorted_arrays(rows, n, m):
+    a = numpy.sort(r(rows, n), axis=1)
+    a[1, 2:5] = a[1, 2]                                     # ties
+    v = r(rows, m)
+    v[1, 0] = a[1, 2]
+    nan_a, nan_v = a.copy(), v.copy()
+    nan_a[2, -2:], nan_v[2, 0] = numpy.nan, numpy.nan       # (NaN sorts last)
+    for side in ("left", "right"):
+        search = wg.vmap(lambda a, v: np.searchsorted(a, v, side=side))
+        for a_, v_ in ((a, v), (nan_a, nan_v), ((a * 10).astype(int), (v * 10).astype(int))):
+            want = numpy.stack([numpy.searchsorted(a_[b], v_[b], side=side)
+                                for b in range(rows)])
+            assert numpy.array_equal(search(a_, v_), want)
+            assert numpy.array_equal(wg.compile(search, a_, v_)(a_, v_), want)
+        shared = wg.vmap(lambda a: np.searchsorted(a, v[0], side=side))(a)
+        assert numpy.array_equal(shared, [numpy.searchsorted(row, v[0], side=side)
+                                          for row in a])
+    # interp with a batch of sample points: values, and the derivative in them
+    x = r(m)
+    f = lambda xp, fp: np.interp(x, xp, fp)
+    fp = r(rows, n)
+    assert_close(wg.vmap(f)(a, fp), [numpy.interp(x, a[b], fp[b]) for b in range(rows)],
+                 rtol=1e-14)
+    a = numpy.sort(r(rows, n), axis=1)          # (distinct points)
+    per_row = wg.vmap(wg.grad(lambda xp, fp: np.sum(f(xp, fp) ** 2)))(a, fp)
+    for b in (0, rows - 1):
+        assert_close(per_row[b], wg.grad(lambda xp: np.sum(f(xp, fp[b]) ** 2))(a[b]),
+                     rtol=1e-13)
 
 
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():

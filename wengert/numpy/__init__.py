@@ -2149,17 +2149,29 @@ def convolve(a, v, mode="full"):
 @_numpy_unless_traced(_np.interp, any_argument=True)
 def interp(x, xp, fp, left=None, right=None, period=None):
     """NumPy's ``interp`` (piecewise linear, float64 or for a complex fp complex128),
-    differentiable in `x` (the slope) and in `fp` (the weights of the two neighbours); `xp`
-    is data.  The interval of each x is found by comparisons, so no value is needed (it
-    works under ``wg.compile``)."""
-    if _traced(xp) or _traced(period):
-        raise NotImplementedError("numpy.interp with traced xp or period is not supported: "
-                                  "only x, fp, left and right carry a derivative")
-    xp = _np.asarray(xp, _np.float64)
-    fp, x = asarray(fp), asarray(x)
-    if A.dtype_of(x).kind == "c":
-        raise TypeError(f"Cannot cast array data from dtype('{A.dtype_of(x)}') to "
-                        "dtype('float64') according to the rule 'safe'")
+    differentiable in `x` (the slope), in `fp` (the weights of the two neighbours) and in
+    `xp` (where the two neighbours sit).  The interval of each x is found by a recorded
+    binary search, so no value is needed (it works under ``wg.compile``, and under
+    ``wg.vmap`` over the sample points).  A traced `period` is refused, and so is a period
+    with traced `xp` (the points are sorted by value first).
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> float(wnp.interp(1.5, [1.0, 2.0], [10.0, 20.0]))
+        15.0
+        >>> [float(d) for d in wg.grad(lambda xp: wnp.interp(1.5, xp, wnp.array([10.0, 20.0])))(
+        ...     wnp.array([1.0, 2.0]))]
+        [-5.0, -5.0]
+    """
+    if _traced(period) or (period is not None and _traced(xp)):
+        raise NotImplementedError("numpy.interp with a traced period, or a period and traced "
+                                  "xp, is not supported: xp is sorted by its values")
+    xp, fp, x = asarray(xp), asarray(fp), asarray(x)
+    for name, a in (("x", x), ("xp", xp)):
+        if A.dtype_of(a).kind == "c":
+            raise TypeError(f"Cannot cast array data from dtype('{A.dtype_of(a)}') to "
+                            f"dtype('float64') according to the rule 'safe' ({name})")
+    xp = astype(xp, _np.float64)
     if A.dtype_of(fp).kind == "c":
         # NumPy interpolates the real and imaginary parts apart, each as a real fp
         def part(f):
@@ -2171,11 +2183,11 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             raise TypeError("must be real number, not complex")
     fp = astype(fp, _np.float64)
     x = astype(x, _np.float64)
-    if xp.ndim != 1 or len(_shape(fp)) != 1:
+    if len(_shape(xp)) != 1 or len(_shape(fp)) != 1:
         raise ValueError("Data points must be 1D sequences")
-    if xp.shape[0] != _shape(fp)[0]:
+    if _shape(xp)[0] != _shape(fp)[0]:
         raise ValueError("fp and xp are not of the same length")
-    if xp.shape[0] == 0:
+    if _shape(xp)[0] == 0:
         raise ValueError("array of sample points is empty")
     if period is not None:
         if period == 0:
@@ -2188,7 +2200,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         xp, fp = xp[order], fp[order]
         xp = _np.concatenate((xp[-1:] - period, xp, xp[0:1] + period))
         fp = concatenate((fp[-1:], fp, fp[0:1]))
-    n = xp.shape[0]
+    n = _shape(xp)[0]
     first, last = fp[0], fp[n - 1]
     left = first if left is None else left
     right = last if right is None else right
@@ -2200,7 +2212,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         inside = logical_and(x >= xp[0], x <= xp[-1])
         x_in = where(inside, x, xp[0])
         # the interval [xp_j, xp_j+1) holding x: j + 1 points are <= x
-        j = sum(S.le(xp, expand_dims(x_in, -1)), -1) - 1
+        j = searchsorted(xp, x_in, side="right") - 1
         j = S.minimum(S.maximum(j, 0), n - 2)
         shape = _shape(j)
         j = reshape(j, (-1,))

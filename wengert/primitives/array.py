@@ -595,10 +595,34 @@ argsort.defpartials(None)
 argpartition = _prim("argpartition",
                      lambda x, kth, axis: np.argpartition(x, kth, axis=axis), cost="cmp")
 argpartition.defpartials(None)
+def _searchsorted(a, v, side):
+    """np.searchsorted of `v` in the sorted 1-D `a`, or, for a 2-D `a` (a batch of sorted
+    arrays, under vmap), of each ``v[b]`` in its row ``a[b]``."""
+    if np.ndim(a) == 1:
+        return np.searchsorted(a, v, side=side)
+    a, v = np.asarray(a), np.asarray(v)
+    rows, n = a.shape
+    if not rows:
+        return np.zeros(v.shape, np.intp)
+    if v.size >= 32 * rows or a.dtype.kind != "f" or v.dtype.kind not in "fiub" \
+            or np.isnan(a).any() or np.isnan(v).any():
+        # One search per row where each has many values (the calls cost little beside
+        # them, and a real search is twice as fast as the complex one below), or where the
+        # keys below would not hold (NaN sorts last in a row but not within a complex
+        # key, integers past 2**53 are not exact)
+        return np.stack([np.searchsorted(a[b], v[b], side=side) for b in range(rows)])
+    # Many rows of few values: one search for all, the key row + i·value ordering the rows
+    # one after the other, each by its values (complex numbers order by real part, then
+    # imaginary), so row b's values fall among row b's numbers only.  float64 holds both
+    # parts exactly.  (Four times faster than a loop for 10^4 rows of 10.)
+    at = np.arange(rows, dtype=np.float64).reshape((rows,) + (1,) * (v.ndim - 1))
+    found = np.searchsorted((at.reshape(rows, 1) + 1j * a).ravel(), at + 1j * v, side=side)
+    return found - (at * n).astype(np.intp)
+
+
 # positions in a sorted 1-D array: integers without derivative, recorded (as a comparison
 # is), so they trace without values; NumPy's binary search, not n·m comparisons
-searchsorted = _prim("searchsorted", lambda a, v, side: np.searchsorted(a, v, side=side),
-                     cost="cmp", complex=True)
+searchsorted = _prim("searchsorted", _searchsorted, cost="cmp", complex=True)
 searchsorted.defpartials(None, None)
 take_along_axis = _prim("take_along_axis", _take_along, cost=None)
 put_along_axis = _prim("put_along_axis", _put_along_add, cost=None)

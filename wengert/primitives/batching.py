@@ -517,10 +517,11 @@ def _place(args, mapped, node):
 
 def _searchsorted(args, mapped, node):
     """searchsorted: values to look up may have any shape, so a batch of them is one call;
-    a batch of sorted arrays is not covered (one call per example)."""
+    a batch of sorted arrays (2-D) searches each example's values in its own row."""
+    a, v = args
     if mapped[0]:
-        return None
-    return A.searchsorted(args[0], args[1], **node.params)
+        v = batched(v, mapped[1], _size(args, mapped))
+    return A.searchsorted(a, v, **node.params)
 
 
 # --------------------------------------------------------------------------------------
