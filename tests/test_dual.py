@@ -470,3 +470,14 @@ def test_a_function_that_does_not_take_duals_names_itself():
     assert np.sum(np.stack([d, d])).tangent == 4.0
     arr = np.array([Dual(1.0, 1.0), Dual(2.0, 1.0)])      # (scalar Duals: object arrays)
     assert arr.dtype == object and np.sum(arr).tangent == 2.0
+
+
+def test_importing_wengert_leaves_scipy_unimported():
+    # SciPy is optional, and scipy.special's import is costly (about 0.1-0.2 s): Dual's methods
+    # for SciPy's ufuncs are found when first used (test above), not made at import
+    import subprocess
+    import sys
+    code = "import sys, wengert; print(sorted(m for m in sys.modules if m.startswith('scipy')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

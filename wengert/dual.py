@@ -435,15 +435,30 @@ def _install():
     Dual.__round__ = lambda a, ndigits=None: apply(
         P.round, (a,), {"decimals": 0 if ndigits is None else ndigits})
     # NumPy object arrays of duals call a method named after the ufunc (np.sin -> d.sin()):
-    # one for every ufunc of NumPy's and of the SciPy ones wengert differentiates, each the
-    # ufunc itself, so an element goes as an array Dual does (`__array_ufunc__`)
-    ufuncs = {u.__name__: u for u in vars(np).values() if isinstance(u, np.ufunc)}
-    ufuncs.update((u.__name__, u) for u in _ufunc_primitives())
-    for name, ufunc in ufuncs.items():
-        if not hasattr(Dual, name):
-            method = (lambda u: lambda *a: u(*a))(ufunc)
-            method.__name__ = name
-            setattr(Dual, name, method)
+    # one for every ufunc of NumPy's, each the ufunc itself, so an element goes as an array
+    # Dual does (`__array_ufunc__`); the SciPy ones wengert differentiates are found when
+    # first asked for (`_scipy_method`), so that importing wengert does not import SciPy
+    for name, ufunc in vars(np).items():
+        if isinstance(ufunc, np.ufunc) and not hasattr(Dual, ufunc.__name__):
+            setattr(Dual, ufunc.__name__, _method(ufunc))
+    Dual.__getattr__ = _scipy_method
+
+
+def _method(ufunc):
+    method = lambda *a: ufunc(*a)       # noqa: E731  (d.erf() is erf(d))
+    method.__name__ = ufunc.__name__
+    return method
+
+
+def _scipy_method(d, name):
+    """``d.erf``, for NumPy's object loops of a SciPy ufunc wengert differentiates: set on
+    the class when first asked for (only a name not found otherwise comes here)."""
+    if not name.startswith("_"):
+        for ufunc in _ufunc_primitives():
+            if ufunc.__name__ == name:
+                setattr(Dual, name, _method(ufunc))
+                return getattr(d, name)
+    raise AttributeError(f"'Dual' object has no attribute {name!r}")
 
 
 _install()
