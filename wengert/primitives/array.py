@@ -580,10 +580,13 @@ def _put_along_add(g, idx, axis, shape):
     hits = np.zeros(shape, dtype=bool)
     np.put_along_axis(hits, idx, True, axis=axis)
     if np.count_nonzero(hits) != np.size(g):
-        out[...] = 0
         g = np.broadcast_to(g, np.broadcast_shapes(np.shape(g), np.shape(idx)))
         grid = list(np.indices(g.shape, sparse=True))
         grid[axis] = np.broadcast_to(idx, g.shape)
+        added = _add_rows(g, tuple(grid), shape)    # (bincount; None for one axis)
+        if added is not None:
+            return added
+        out[...] = 0
         np.add.at(out, tuple(grid), g)
     return out
 
