@@ -514,10 +514,32 @@ def test_an_objective_that_returns_a_vector_is_named_as_such():
     assert_close(opt.minimize(lambda x: (x - 2) ** 2, np.ones(1)).x, [2.0], atol=1e-6)
 
 
-def test_root_needs_a_square_system_for_derivatives():
-    with pytest.raises(ValueError, match="3 equations for 2 unknowns"):
+def test_root_needs_a_square_system_for_derivatives_except_lm():
+    with pytest.raises(TypeError, match="mismatch between the input and output shape"):
         wg.grad(lambda c: opt.root(lambda x, c: [x[0] - c, x[1], x[0] * x[1]], np.zeros(2),
-                                   args=(c,), method="lm").x[0])(1.0)
+                                   args=(c,), method="hybr").x[0])(1.0)
+
+
+def test_root_lm_with_more_equations_than_unknowns_is_a_least_squares_point():
+    # lm is MINPACK's least squares: with A x = b(a) overdetermined, x* = (AᵀA)⁻¹Aᵀ b(a)
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(5, 2))
+    b = lambda a: wnp.array([1.0, a, a * a, 2.0, wnp.sin(a)])
+    db = np.array([0.0, 1.0, 2 * 0.7, 0.0, np.cos(0.7)])
+    fit = lambda a: opt.root(lambda x, a: A @ x - b(a), np.zeros(2), args=(a,), method="lm").x
+    pinv = np.linalg.solve(A.T @ A, A.T)
+    assert_close(fit(0.7), pinv @ b(0.7), rtol=1e-8)
+    assert_close(wg.jacobian(fit)(0.7), pinv @ db, rtol=1e-8)
+    # nonlinear, with a residual left at the point (so F's second derivatives count): as
+    # least_squares' derivative, and central differences of the fit to the solver's
+    # accuracy
+    def F(x, a):
+        return wnp.array([x[0] ** 2 - a, x[0] * x[1] - 1, x[1] - a * x[0],
+                          wnp.exp(-x[0]) - 0.3 * a])
+    fit = lambda a: opt.root(F, np.ones(2), args=(a,), method="lm", tol=1e-14).x
+    want = wg.jacobian(lambda a: opt.least_squares(F, np.ones(2), args=(a,)).x)(1.3)
+    assert_close(wg.jacobian(fit)(1.3), want, rtol=1e-8)
+    assert_close(wg.jacobian(fit)(1.3), fd_jacobian(fit, 1.3, 1e-4)[:, 0], rtol=1e-3)
 
 
 def test_complex_values_are_refused():

@@ -1253,7 +1253,9 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     your Jacobian), and that x0 may have any shape (fun gets x and returns F in it).
     Where args holds a traced value, ``result.x`` is differentiable with respect to it:
     dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ at the root, which must be a regular one; ``result.fun`` is
-    F there, traced too.  A solve that did not converge warns (RuntimeWarning).
+    F there, traced too.  With more equations than unknowns, method lm (SciPy's takes
+    them) finds a least-squares point, differentiable as `least_squares`' is: through
+    the condition that the gradient of ½|F|² is zero.  A solve that did not converge warns (RuntimeWarning).
     ``linear_solve`` (keyword, wengert's) says how that derivative solves with ∂F/∂x, as
     `wg.custom_root`'s: "dense" (the default), "gmres" (matrix-free, for a large x),
     "cg" (a symmetric positive definite ∂F/∂x) or a function.
@@ -1310,10 +1312,18 @@ def _root(fun, x0, args, method, jac, tol, callback, options, linear_solve, who)
         n = math.prod(shape)
 
         def condition(x, *leaves):
-            out = system(x, unflatten(tree, leaves), shape)
+            a = unflatten(tree, leaves)
+            out = system(x, a, shape)
             if out.shape != (n,):
+                if known == "lm" and out.shape[0] > n:
+                    # lm (MINPACK's leastsq) takes more equations than unknowns and finds
+                    # a least-squares point: where the gradient of ½|F|² is zero
+                    from ..api import grad
+                    return grad(lambda y: 0.5 * wnp.sum(system(y, a, shape) ** 2))(x)
                 raise ValueError(f"{who}: fun returned {out.shape[0]} equations for {n} "
-                                 "unknowns; a differentiable root needs as many as unknowns")
+                                 "unknowns; a differentiable root needs as many as unknowns"
+                                 + (" (method='lm' takes more, as a least-squares problem)"
+                                    if out.shape[0] > n else ""))
             return out
         return condition
 
