@@ -186,6 +186,278 @@ def test_in_dim_forms_and_their_errors():
         wg.compile(lambda x, s: lax.dynamic_slice(x, (s, 0), (1, 1)), x, np.float64(1))
 
 
+# ---- gather and scatter with dimension numbers ---------------------------------------------
+def _window_start(idx, G, n, index_map, obatch, ibatch):
+    """XLA's start of the window for batch position G: the index vector on the mapped
+    axes, the batch position on the batching axes, 0 elsewhere."""
+    start = [0] * n
+    for k, d in enumerate(index_map):
+        start[d] = int(idx[G][k])
+    for d, b in zip(obatch, ibatch):
+        start[d] = G[b]
+    return start
+
+
+def _gather_reference(x, idx, dn, sizes, mode=None, fill=np.nan):
+    """XLA's Gather written out element by element (the definition, for small arrays)."""
+    offset, collapsed, index_map, obatch, ibatch = dn
+    n = x.ndim
+    window = [d for d in range(n) if d not in collapsed and d not in obatch]
+    rank = idx.ndim - 1 + len(offset)
+    batch_pos = [p for p in range(rank) if p not in offset]
+    out_shape = [0] * rank
+    for p, b in zip(batch_pos, idx.shape[:-1]):
+        out_shape[p] = b
+    for p, d in zip(offset, window):
+        out_shape[p] = sizes[d]
+    out = np.empty(out_shape)
+    for o in np.ndindex(*out_shape):
+        start = _window_start(idx, tuple(o[p] for p in batch_pos), n, index_map, obatch, ibatch)
+        fits = all(0 <= start[d] <= x.shape[d] - sizes[d] for d in range(n))
+        if mode == "fill" and not fits:
+            out[o] = fill
+            continue
+        start = [min(max(s, 0), x.shape[d] - sizes[d]) for d, s in enumerate(start)]
+        where = list(start)
+        for p, d in zip(offset, window):
+            where[d] += o[p]
+        out[o] = x[tuple(where)]
+    return out
+
+
+def _scatter_reference(x, idx, u, dn, combine, mode=None):
+    """XLA's Scatter written out: update elements in row-major order, each combined into
+    its place; a window that does not fit is dropped (or, with "clip", moved to fit)."""
+    window_pos, inserted, index_map, obatch, ibatch = dn
+    n = x.ndim
+    window = [d for d in range(n) if d not in inserted and d not in obatch]
+    scatter_pos = [p for p in range(u.ndim) if p not in window_pos]
+    sizes = [1] * n
+    for p, d in zip(window_pos, window):
+        sizes[d] = u.shape[p]
+    out = x.copy()
+    for e in np.ndindex(*u.shape):
+        start = _window_start(idx, tuple(e[p] for p in scatter_pos), n, index_map, obatch,
+                              ibatch)
+        if not all(0 <= start[d] <= x.shape[d] - sizes[d] for d in range(n)):
+            if mode != "clip":
+                continue
+            start = [min(max(s, 0), x.shape[d] - sizes[d]) for d, s in enumerate(start)]
+        where = list(start)
+        for p, d in zip(window_pos, window):
+            where[d] += e[p]
+        out[tuple(where)] = combine(out[tuple(where)], u[e])
+    return out
+
+
+def _gd(*a):
+    return lax.GatherDimensionNumbers(*a)
+
+
+def _sd(*a):
+    return lax.ScatterDimensionNumbers(*a)
+
+
+# (dimension numbers, slice sizes, index shape and range) on an operand of shape (4, 5, 3)
+GATHERS = [
+    (_gd((1, 2), (0,), (0,)), (1, 5, 3), (6, 1), (-2, 6)),                 # rows by index
+    (_gd((1,), (0, 1), (0, 1)), (1, 1, 2), (7, 2), (-1, 6)),               # 2-D points
+    (_gd((0, 2), (1,), (1, 2)), (2, 1, 2), (3, 2, 2), (-1, 6)),            # windows, batch 3x2
+    (_gd((2,), (1,), (1,), (0,), (1,)), (1, 1, 3), (2, 4, 1), (0, 5)),     # batched axes
+    (_gd((), (0, 1, 2), (2, 0, 1)), (1, 1, 1), (5, 3), (-1, 6)),           # elements
+]
+
+
+@pytest.mark.parametrize("dn, sizes, ishape, irange", GATHERS)
+def test_gather_is_xlas_gather_known_or_traced_indices(dn, sizes, ishape, irange):
+    x = rng.normal(size=(4, 5, 3))
+    idx = rng.integers(*irange, size=ishape)
+    for mode in (None, "clip", "fill", lax.GatherScatterMode.PROMISE_IN_BOUNDS):
+        want = _gather_reference(x, idx, dn, sizes, "fill" if mode == "fill" else None)
+        got = lax.gather(x, idx, dn, sizes, mode=mode)
+        np.testing.assert_allclose(got, want, rtol=0, atol=0)
+        traced = wg.compile(lambda x, i: lax.gather(x, i, dn, sizes, mode=mode), x, idx)
+        np.testing.assert_allclose(traced(x, idx), want, rtol=0, atol=0)
+    assert_close(lax.gather(x, idx, dn, sizes, mode="fill", fill_value=-3.0),
+                 _gather_reference(x, idx, dn, sizes, "fill", -3.0))
+    f = lambda x: lax.gather(x, idx, dn, sizes, mode="fill", fill_value=0.0)
+    check_grads(f, x)
+    check_grads(lambda x: traced(x, idx), x)
+
+
+def test_gather_under_vmap_and_its_fill_for_integers():
+    x = rng.normal(size=(6, 3))
+    dn = _gd((1,), (0,), (0,))
+    idx = np.array([[[4]], [[0]], [[9]]])              # one row an example; 9 does not fit
+    got = wg.vmap(lambda i: lax.gather(x, i, dn, (1, 3), mode="fill"))(idx)
+    assert_close(got[:2], np.stack([x[4:5], x[0:1]]))
+    assert np.isnan(got[2]).all()
+    xs = rng.normal(size=(3, 6, 3))                    # and operands batched with them
+    got = wg.vmap(lambda x, i: lax.gather(x, i, dn, (1, 3)))(xs, idx)
+    assert_close(got, np.stack([xs[0, 4:5], xs[1, 0:1], xs[2, 5:6]]))   # (9: clipped)
+    check_grads(lambda xs: wg.vmap(lambda x, i: lax.gather(x, i, dn, (1, 3)))(xs, idx), xs)
+    ints = lax.gather(np.arange(4), np.array([[3]]), _gd((1,), (), (0,)), (2,), mode="fill")
+    assert ints.tolist() == [[np.iinfo(np.int64).min] * 2]
+    unsigned = lax.gather(np.arange(4, dtype=np.uint8), np.array([[-1]]),
+                          _gd((1,), (), (0,)), (1,), mode="fill")
+    assert unsigned.tolist() == [[255]]
+
+
+SCATTERS = [  # (dimension numbers, index shape and range, updates' shape) into (4, 5, 3)
+    (_sd((1, 2), (0,), (0,)), (6, 1), (-2, 6), (6, 5, 3)),
+    (_sd((1,), (0, 1), (0, 1)), (9, 2), (-1, 4), (9, 2)),        # windows of 2 along axis 2
+    (_sd((0, 2), (1,), (1, 2)), (3, 2, 2), (-1, 4), (2, 3, 2, 2)),
+    (_sd((2,), (1,), (1,), (0,), (1,)), (3, 4, 1), (0, 5), (3, 4, 3)),
+    (_sd((), (0, 1, 2), (2, 0, 1)), (12, 3), (0, 3), (12,)),      # many repeats
+]
+COMBINES = {"scatter_add": np.add, "scatter_mul": np.multiply, "scatter_min": np.minimum,
+            "scatter_max": np.maximum, "scatter": lambda a, b: b,
+            "scatter_sub": np.subtract}
+
+
+@pytest.mark.parametrize("name", sorted(COMBINES))
+@pytest.mark.parametrize("dn, ishape, irange, ushape", SCATTERS)
+def test_scatters_are_xlas_scatter_known_or_traced_indices(name, dn, ishape, irange, ushape):
+    x, u = rng.normal(size=(4, 5, 3)), rng.normal(size=ushape)
+    idx = rng.integers(*irange, size=ishape)
+    fn = getattr(lax, name)
+    for mode in (None, "drop", "clip", "promise_in_bounds"):
+        want = _scatter_reference(x, idx, u, dn, COMBINES[name], mode)
+        got = fn(x, idx, u, dn, mode=mode)
+        assert_close(got, want, rtol=1e-12, atol=1e-12)
+        traced = wg.compile(lambda x, i, u: fn(x, i, u, dn, mode=mode), x, idx, u)
+        assert_close(traced(x, idx, u), want, rtol=1e-12, atol=1e-12)
+    check_grads(lambda x, u: fn(x, idx, u, dn), x, u)
+    check_grads(lambda x, u: traced(x, idx, u), x, u)
+
+
+def test_scatter_under_vmap_over_indices_operands_and_updates():
+    dn = _sd((), (0,), (0,))
+    idx = np.array([[[0], [3]], [[2], [2]], [[4], [7]]])     # 7: dropped
+    xs, us = rng.normal(size=(3, 5)), rng.normal(size=(3, 2))
+    for name in sorted(COMBINES):
+        fn = getattr(lax, name)
+        got = wg.vmap(lambda x, i, u: fn(x, i, u, dn))(xs, idx, us)
+        want = np.stack([_scatter_reference(x, i, u, dn, COMBINES[name])
+                         for x, i, u in zip(xs, idx, us)])
+        assert_close(got, want, rtol=1e-12, atol=1e-12)
+        check_grads(lambda xs, us: wg.vmap(lambda x, i, u: fn(x, i, u, dn))(xs, idx, us),
+                    xs, us)
+
+
+def test_scatter_min_and_max_share_the_derivative_among_ties():
+    dn = _sd((), (0,), (0,))
+    idx = np.array([[1], [1], [2], [1]])
+    x = np.array([0.0, 1.0, 2.0])
+    u = np.array([1.0, 0.5, 2.0, 1.0])
+    # element 1: the operand's 1.0 and updates 0 and 3 tie at the maximum, a third each;
+    # element 2: the operand and update 2 tie, a half each; element 0 is the operand's
+    for fn in (lax.scatter_max, lax.scatter_min):
+        g = wg.grad(lambda x, u: wnp.sum(fn(x, idx, u, dn) * np.array([1.0, 3.0, 4.0])),
+                    argnums=(0, 1))
+        gx, gu = g(x, u)
+        if fn is lax.scatter_max:
+            assert_close(gx, [1.0, 1.0, 2.0])
+            assert_close(gu, [1.0, 0.0, 2.0, 1.0])
+        else:      # the least at element 1 is update 1's 0.5 alone
+            assert_close(gx, [1.0, 0.0, 2.0])
+            assert_close(gu, [0.0, 3.0, 2.0, 0.0])
+        gt = wg.compile(g, x, u)(x, u)           # (the same with traced indices)
+        assert_close(gt[0], gx)
+        assert_close(gt[1], gu)
+        # the value is exact, not a rounded mean of the tied numbers
+        assert fn(np.full(2, 0.1), np.array([[0], [0]]), np.full(2, 0.1), dn).tolist() == \
+            [0.1, 0.1]
+
+
+def test_scatter_apply_and_index_take():
+    dn = _sd((), (0,), (0,))
+    x = rng.uniform(0.5, 1.5, size=5)
+    idx = np.array([[1], [1], [3], [8]])
+    want = x.copy()
+    want[1], want[3] = np.sin(np.sin(x[1])), np.sin(x[3])    # named twice: applied twice
+    f = lambda x, i: lax.scatter_apply(x, i, wnp.sin, dn, update_shape=(4,))
+    assert_close(f(x, idx), want, rtol=1e-14)
+    assert_close(wg.compile(f, x, idx)(x, idx), want, rtol=1e-14)
+    check_grads(lambda x: f(x, idx), x)
+    src = rng.normal(size=(3, 4, 2))
+    rows, cols = np.array([4, -1, 0]), np.array([-5, 9, 3])
+    assert_close(lax.index_take(src, (rows, cols), (0, 1)), src[rows % 3, cols % 4])
+    assert_close(lax.index_take(src, (cols,), (1,)), src[:, cols % 4].transpose(1, 0, 2))
+    check_grads(lambda s: lax.index_take(s, (rows, cols), (0, 1)), src)
+
+
+def test_gather_and_scatter_errors_name_their_arguments():
+    x = np.zeros((4, 5))
+    dn = _gd((1,), (0,), (0,))
+    with pytest.raises(ValueError, match=r"slice_sizes \(1, 6\) must give one size"):
+        lax.gather(x, np.zeros((2, 1), int), dn, (1, 6))
+    with pytest.raises(ValueError, match=r"slice_sizes \(2, 5\) must be 1 on the collapsed"):
+        lax.gather(x, np.zeros((2, 1), int), dn, (2, 5))
+    with pytest.raises(ValueError, match=r"start_indices of shape \(2, 2\) hold index "
+                                         r"vectors of 2, but start_index_map \(0,\)"):
+        lax.gather(x, np.zeros((2, 2), int), dn, (1, 5))
+    with pytest.raises(TypeError, match="start_indices must be integers, got float64"):
+        lax.gather(x, np.zeros((2, 1)), dn, (1, 5))
+    with pytest.raises(TypeError, match="must be a GatherDimensionNumbers"):
+        lax.gather(x, np.zeros((2, 1), int), ((1,), (0,), (0,)), (1, 5))
+    with pytest.raises(ValueError, match="offset_dims"):
+        lax.gather(x, np.zeros((2, 1), int), _gd((0, 1), (0,), (0,)), (1, 5))
+    with pytest.raises(ValueError, match="Unknown gather mode 'wrap'"):
+        lax.gather(x, np.zeros((2, 1), int), dn, (1, 5), mode="wrap")
+    sdn = _sd((1,), (0,), (0,))
+    with pytest.raises(ValueError, match=r"updates of shape \(3, 5\) do not fit.*"
+                                         r"scatter_indices, \(2,\)"):
+        lax.scatter_add(x, np.zeros((2, 1), int), np.zeros((3, 5)), sdn)
+    with pytest.raises(ValueError, match=r"updates of shape \(2, 6\) do not fit"):
+        lax.scatter_add(x, np.zeros((2, 1), int), np.zeros((2, 6)), sdn)
+    with pytest.raises(TypeError, match="must be a ScatterDimensionNumbers"):
+        lax.scatter(x, np.zeros((2, 1), int), np.zeros((2, 5)), dn)
+    with pytest.raises(ValueError, match=r"index_take: idxs must be 1-D arrays of one length"):
+        lax.index_take(x, (np.zeros(2, int), np.zeros(3, int)), (0, 1))
+
+
+def test_gather_and_scatters_agree_with_jax():
+    jlax = pytest.importorskip("jax.lax")
+    import jax
+    was = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        x = rng.normal(size=(4, 5, 3))
+        for dn, sizes, ishape, irange in GATHERS:
+            idx = rng.integers(*irange, size=ishape)
+            for mode in (None, "clip", "fill", "promise_in_bounds"):
+                theirs = jlax.gather(x, idx, jlax.GatherDimensionNumbers(*dn), sizes,
+                                     mode=mode)
+                np.testing.assert_array_equal(lax.gather(x, idx, dn, sizes, mode=mode),
+                                              np.asarray(theirs))
+        for dn, ishape, irange, ushape in SCATTERS:
+            idx, u = rng.integers(*irange, size=ishape), rng.normal(size=ushape)
+            for name in ("scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
+                         "scatter_max"):
+                for mode in (None, "clip", "drop"):
+                    theirs = getattr(jlax, name)(x, idx, u, jlax.ScatterDimensionNumbers(*dn),
+                                                 mode=mode)
+                    assert_close(getattr(lax, name)(x, idx, u, dn, mode=mode),
+                                 np.asarray(theirs), rtol=1e-12, atol=1e-12)
+        # the tie rule of scatter_max's derivative, and scatter's with repeated indices
+        dn = _sd((), (0,), (0,))
+        idx, x1, u1 = np.array([[1], [1], [2], [1]]), np.array([0.0, 1.0, 2.0]), \
+            np.array([1.0, 0.5, 2.0, 1.0])
+        for name in ("scatter_max", "scatter_min", "scatter_add", "scatter"):
+            loss = lambda mod, fn: lambda x, u: (fn(x, idx, u, dn) *
+                                                 mod.asarray([1.0, 3.0, 4.0])).sum()
+            ours = wg.grad(loss(wnp, getattr(lax, name)), argnums=(0, 1))(x1, u1)
+            theirs = jax.grad(loss(jax.numpy, getattr(jlax, name)), argnums=(0, 1))(x1, u1)
+            for a, b in zip(ours, theirs):
+                assert_close(a, np.asarray(b), rtol=1e-14)
+        src, rows, cols = rng.normal(size=(3, 4, 2)), np.array([4, -1, 0]), np.array([-5, 9, 3])
+        assert_close(lax.index_take(src, (rows, cols), (0, 1)),
+                     np.asarray(jlax.index_take(src, (rows, cols), (0, 1))))
+    finally:
+        jax.config.update("jax_enable_x64", was)
+
+
 # ---- structure -----------------------------------------------------------------------------
 def _pad_reference(x, value, config):
     """lax.pad written out for 1-D and 2-D: interior first, then edges (a negative crops)."""

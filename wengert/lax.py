@@ -35,8 +35,10 @@ Example:
 from __future__ import annotations
 
 import builtins as _builtins
+import enum as _enum
 import math as _math
 import operator as _operator
+from typing import NamedTuple as _NamedTuple
 
 import numpy as _np
 
@@ -44,6 +46,7 @@ from . import numpy as _wnp
 from .errors import ConcretizationError
 from .graph.node import Node
 from .loops import fori_loop, scan
+from .primitives import array as _A
 from .primitives.registry import is_weak, known_value as _value
 from .primitives.scalar import select, stop_gradient
 from .tree import flatten as _flatten, tree_map as _tree_map, unflatten as _unflatten
@@ -417,6 +420,527 @@ def _axis(axis, ndim, who):
     if not -ndim <= axis < ndim:
         raise ValueError(f"{who}: axis {axis} is out of range for {ndim} axes")
     return axis % ndim
+
+
+# ---- gather and scatter with dimension numbers -------------------------------------------------
+class GatherDimensionNumbers(_NamedTuple):
+    """How the axes of `gather`'s operand, start indices and result relate, as
+    ``jax.lax.GatherDimensionNumbers`` (XLA's, with the index vector always the last axis
+    of the start indices).
+
+    * offset_dims: the result's axes that run over a slice (increasing);
+    * collapsed_slice_dims: operand axes of slice size 1 that the result drops;
+    * start_index_map: the operand axis each entry of an index vector starts;
+    * operand_batching_dims, start_indices_batching_dims: operand axes (slice size 1) that
+      run along these axes of the start indices, as a batch.
+
+    Example:
+        >>> dn = GatherDimensionNumbers((1,), (0,), (0,))    # rows of a matrix by index
+        >>> dn.offset_dims, dn.collapsed_slice_dims, dn.operand_batching_dims
+        ((1,), (0,), ())
+    """
+    offset_dims: tuple
+    collapsed_slice_dims: tuple
+    start_index_map: tuple
+    operand_batching_dims: tuple = ()
+    start_indices_batching_dims: tuple = ()
+
+
+class ScatterDimensionNumbers(_NamedTuple):
+    """How the axes of `scatter`'s operand, indices and updates relate, as
+    ``jax.lax.ScatterDimensionNumbers`` (the mirror of `GatherDimensionNumbers`; the
+    index vector is the last axis of the indices).
+
+    * update_window_dims: the axes of the updates that run over a window (increasing);
+    * inserted_window_dims: operand axes of window size 1 that the updates lack;
+    * scatter_dims_to_operand_dims: the operand axis each entry of an index vector starts;
+    * operand_batching_dims, scatter_indices_batching_dims: operand axes that run along
+      these axes of the indices (and of the updates), as a batch.
+
+    Example:
+        >>> ScatterDimensionNumbers((), (0,), (0,)).inserted_window_dims
+        (0,)
+    """
+    update_window_dims: tuple
+    inserted_window_dims: tuple
+    scatter_dims_to_operand_dims: tuple
+    operand_batching_dims: tuple = ()
+    scatter_indices_batching_dims: tuple = ()
+
+
+class GatherScatterMode(_enum.Enum):
+    """What `gather` and the scatters do with a window that does not fit in the operand,
+    as ``jax.lax.GatherScatterMode``: ``CLIP`` moves its start so that it fits;
+    ``FILL_OR_DROP`` gives a gathered window of ``fill_value`` and drops a scattered one;
+    ``PROMISE_IN_BOUNDS`` promises it does not happen (what happens then is XLA's: a
+    gather clips, a scatter drops).  The strings ``"clip"``, ``"fill"``, ``"drop"`` and
+    ``"promise_in_bounds"`` name them too.
+
+    Example:
+        >>> GatherScatterMode.from_any("drop")
+        <GatherScatterMode.FILL_OR_DROP: 2>
+    """
+    CLIP = 1
+    FILL_OR_DROP = 2
+    PROMISE_IN_BOUNDS = 3
+
+    @staticmethod
+    def from_any(s):
+        """The mode `s` names (a mode, one of the strings, or None: ``FILL_OR_DROP``, as
+        JAX's ``from_any``; `gather` and the scatters read their own ``mode=None``)."""
+        if isinstance(s, GatherScatterMode):
+            return s
+        if s is None:
+            return GatherScatterMode.FILL_OR_DROP
+        named = {"clip": GatherScatterMode.CLIP, "fill": GatherScatterMode.FILL_OR_DROP,
+                 "drop": GatherScatterMode.FILL_OR_DROP,
+                 "promise_in_bounds": GatherScatterMode.PROMISE_IN_BOUNDS}
+        if isinstance(s, str) and s in named:
+            return named[s]
+        raise ValueError(f"Unknown gather mode {s!r}: a GatherScatterMode or one of "
+                         "'clip', 'fill', 'drop', 'promise_in_bounds'")
+
+
+def _clips(mode, scatter):
+    """Whether a window that does not fit is moved to fit (else filled or dropped).
+    ``mode=None`` and PROMISE_IN_BOUNDS are XLA's own handling, which JAX's results show:
+    a gather clips and a scatter drops."""
+    if mode is None:
+        return not scatter
+    mode = GatherScatterMode.from_any(mode)
+    if mode is GatherScatterMode.PROMISE_IN_BOUNDS:
+        return not scatter
+    return mode is GatherScatterMode.CLIP
+
+
+def _dims(ds, who, name):
+    try:
+        return tuple(_operator.index(d) for d in ds)
+    except TypeError:
+        raise TypeError(f"{who}: {name} must be a sequence of integers, got {ds!r}") from None
+
+
+def _check_axes(axes, n, who, name, increasing=True):
+    if any(not 0 <= a < n for a in axes) or len(set(axes)) != len(axes) or \
+            (increasing and list(axes) != sorted(axes)):
+        raise ValueError(f"{who}: {name} {axes} must be distinct"
+                         + (", increasing" if increasing else "")
+                         + f" axes in range({n})")
+
+
+def _index_array(indices, who, name):
+    """The indices as an integer array: plain where they have a value, traced where not."""
+    known = _value(indices)
+    if known is not None:
+        indices = _np.asarray(known)
+    if _wnp.result_type(indices).kind not in "iu":
+        raise TypeError(f"{who}: {name} must be integers, got {_wnp.result_type(indices)}")
+    if _wnp.ndim(indices) == 0:
+        raise TypeError(f"{who}: {name} must have at least one axis (the index vectors "
+                        "are its last), got a scalar")
+    return indices
+
+
+def _window_places(shape, sizes, indices, index_map, operand_batching, indices_batching,
+                   rank, batch_positions, window_positions, window_dims, clip):
+    """The flat position in an operand of `shape` of every element of a gather's result
+    (a scatter's updates), an integer array broadcasting to that result of `rank` axes, and
+    where its window fits (None: everywhere).
+
+    The result's axes `batch_positions` run along the indices' batch axes, its
+    `window_positions` over the window's axes `window_dims` of the operand (of `sizes`).
+    A window's start: the index vector's entries on the axes of `index_map`, the batch
+    position on `operand_batching`, 0 elsewhere; a start that does not let the window fit
+    is moved to fit (clipped), and where not `clip`, marked in the mask too."""
+    batch_shape = _wnp.shape(indices)[:-1]
+    indices = _wnp.astype(indices, _np.int64)       # (strides times an int32 can overflow)
+    strides = [_math.prod(shape[d + 1:]) for d in range(len(shape))]
+    flat = _np.zeros((1,) * rank, _np.int64)
+    fits = None
+    for k, d in enumerate(index_map):
+        placed = [1] * rank
+        for b, p in zip(batch_shape, batch_positions):
+            placed[p] = b
+        start = _wnp.reshape(indices[..., k], tuple(placed))
+        last = shape[d] - sizes[d]
+        if not clip:
+            inside = (start >= 0) & (start <= last)
+            fits = inside if fits is None else fits & inside
+        flat = flat + _wnp.clip(start, 0, last) * strides[d]
+    for d, b in zip(operand_batching, indices_batching):
+        placed = [1] * rank
+        placed[batch_positions[b]] = batch_shape[b]
+        flat = flat + _np.arange(batch_shape[b]).reshape(placed) * strides[d]
+    for p, d in zip(window_positions, window_dims):
+        placed = [1] * rank
+        placed[p] = sizes[d]
+        flat = flat + _np.arange(sizes[d]).reshape(placed) * strides[d]
+    return flat, fits
+
+
+def _fill(fill_value, dtype):
+    """JAX's default fill: NaN for inexact types, the most negative integer for signed ones,
+    the largest for unsigned ones, True for booleans."""
+    if fill_value is not None:
+        return fill_value
+    dtype = _np.dtype(dtype)
+    if dtype.kind in "fc":
+        return _np.nan
+    if dtype.kind == "b":
+        return True
+    return _np.iinfo(dtype).min if dtype.kind == "i" else _np.iinfo(dtype).max
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_indices=False,
+           indices_are_sorted=False, mode=None, fill_value=None):
+    """Slices of `operand` at `start_indices`, arranged by `dimension_numbers` (a
+    `GatherDimensionNumbers`), as ``jax.lax.gather`` (XLA's Gather).
+
+    Each index vector (the last axis of `start_indices`) starts a slice of `slice_sizes`;
+    the result's ``offset_dims`` run over the slice, its other axes over the indices'
+    batch axes.  A slice that does not fit is handled by `mode` (see `GatherScatterMode`):
+    by default it is clipped to fit, as JAX's is; ``"fill"`` gives `fill_value` (NaN for
+    floats) instead.  Negative indices do not count from the end.
+
+    It is one gather from the flattened operand at positions computed in NumPy, so it is
+    differentiable in `operand` (the cotangent adds into the places read); start indices
+    traced without values (`wg.compile`, `wg.vmap`) are computed on the graph instead.
+    The hints `unique_indices` and `indices_are_sorted` change nothing.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.arange(12.0).reshape(3, 4)
+        >>> dn = GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+        ...                             start_index_map=(0,))
+        >>> gather(x, np.array([[2], [0]]), dn, (1, 4)).tolist()        # rows 2 and 0
+        [[8.0, 9.0, 10.0, 11.0], [0.0, 1.0, 2.0, 3.0]]
+        >>> gather(x[0], np.array([[3]]), GatherDimensionNumbers((1,), (), (0,)), (2,),
+        ...        mode="fill").tolist()           # x[0, 3:5] does not fit
+        [[nan, nan]]
+    """
+    who = "gather"
+    if not isinstance(dimension_numbers, GatherDimensionNumbers):
+        raise TypeError(f"{who}: dimension_numbers must be a GatherDimensionNumbers, got "
+                        f"{type(dimension_numbers).__name__}")
+    shape = tuple(_wnp.shape(operand))
+    indices = _index_array(start_indices, who, "start_indices")
+    ishape = tuple(_wnp.shape(indices))
+    offset, collapsed, index_map, obatch, ibatch = (
+        _dims(d, who, name) for d, name in zip(dimension_numbers, dimension_numbers._fields))
+    sizes = _dims(slice_sizes, who, "slice_sizes")
+    n = len(shape)
+    if len(sizes) != n or any(not 0 <= k <= m for k, m in zip(sizes, shape)):
+        raise ValueError(f"{who}: slice_sizes {sizes} must give one size in 0..n for each "
+                         f"axis of the operand of shape {shape}")
+    _check_axes(collapsed, n, who, "collapsed_slice_dims")
+    _check_axes(obatch, n, who, "operand_batching_dims")
+    _check_axes(index_map, n, who, "start_index_map", increasing=False)
+    _check_axes(ibatch, len(ishape) - 1, who, "start_indices_batching_dims", increasing=False)
+    if set(collapsed) & set(obatch) or set(index_map) & set(obatch):
+        raise ValueError(f"{who}: operand_batching_dims {obatch} must not be among "
+                         f"collapsed_slice_dims {collapsed} or start_index_map {index_map}")
+    if any(sizes[d] != 1 for d in collapsed + obatch):
+        raise ValueError(f"{who}: slice_sizes {sizes} must be 1 on the collapsed and "
+                         f"batching axes {collapsed + obatch}")
+    if ishape[-1] != len(index_map):
+        raise ValueError(f"{who}: start_indices of shape {ishape} hold index vectors of "
+                         f"{ishape[-1]}, but start_index_map {index_map} names {len(index_map)}"
+                         " axes")
+    if len(obatch) != len(ibatch) or any(shape[d] != ishape[b] for d, b in zip(obatch, ibatch)):
+        raise ValueError(f"{who}: operand_batching_dims {obatch} of the operand of shape "
+                         f"{shape} must pair with start_indices_batching_dims {ibatch} of "
+                         f"start_indices of shape {ishape}, axis by axis of one size")
+    window = [d for d in range(n) if d not in collapsed and d not in obatch]
+    rank = len(ishape) - 1 + len(offset)
+    _check_axes(offset, rank, who, "offset_dims")
+    if len(window) != len(offset):
+        raise ValueError(f"{who}: offset_dims {offset} must name one result axis for each "
+                         f"operand axis not collapsed or batched, {tuple(window)}")
+    batch_positions = [p for p in range(rank) if p not in offset]
+    clip = _clips(mode, scatter=False)
+    flat, fits = _window_places(shape, sizes, indices, index_map, obatch, ibatch, rank,
+                                batch_positions, offset, window, clip)
+    out_shape = [0] * rank
+    for p, b in zip(batch_positions, ishape[:-1]):
+        out_shape[p] = b
+    for p, d in zip(offset, window):
+        out_shape[p] = sizes[d]
+    flat = _wnp.broadcast_to(flat, tuple(out_shape))
+    if _math.prod(shape) == 0:          # (nothing to read: only empty slices fit)
+        return _wnp.zeros(tuple(out_shape), _wnp.result_type(operand))
+    out = _wnp.take(_wnp.reshape(operand, (-1,)), flat)
+    if fits is None or (type(fits) is not Node and fits.all()):
+        return out
+    dtype = _wnp.result_type(operand)
+    return _wnp.where(fits, out, _np.asarray(_fill(fill_value, dtype), dtype))
+
+
+def index_take(src, idxs, axes):
+    """``src[i0, i1, ...]`` on `axes`, the k-th result the element (or the slice over the
+    other axes) at ``idxs[0][k]``, ``idxs[1][k]``, ..., as ``jax.lax.index_take``: each
+    index is taken modulo its axis' length (so -1 is the last).
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.arange(12.0).reshape(3, 4)
+        >>> index_take(x, (np.array([2, -1]), np.array([1, 5])), (0, 1)).tolist()
+        [9.0, 9.0]
+    """
+    axes = _dims(axes, "index_take", "axes")
+    idxs = list(idxs)
+    shape = tuple(_wnp.shape(src))
+    _check_axes(axes, len(shape), "index_take", "axes", increasing=False)
+    if len(idxs) != len(axes):
+        raise ValueError(f"index_take: one index array for each of the axes {axes}, got "
+                         f"{len(idxs)}")
+    lengths = {tuple(_wnp.shape(i)) for i in idxs}
+    if len(lengths) > 1 or any(len(s) != 1 for s in lengths):
+        raise ValueError(f"index_take: idxs must be 1-D arrays of one length, got shapes "
+                         f"{sorted(lengths)}")
+    vectors = _wnp.stack([_wnp.mod(_index_array(i, "index_take", "idxs"), shape[a])
+                          for i, a in zip(idxs, axes)], axis=-1) if idxs else \
+        _np.zeros((0, 0), _np.int64)
+    rest = [d for d in range(len(shape)) if d not in axes]
+    dn = GatherDimensionNumbers(offset_dims=tuple(range(1, 1 + len(rest))),
+                                collapsed_slice_dims=tuple(sorted(axes)), start_index_map=axes)
+    return gather(src, vectors, dn, tuple(1 if d in axes else shape[d]
+                                          for d in range(len(shape))))
+
+
+def _scatter_sum(values, flat, n):
+    """Zeros of length n with each of `values` added at its `flat` position (repeats add)."""
+    if type(flat) is not Node:
+        return _wnp.at(_wnp.zeros(n, _wnp.result_type(values)))[flat].add(values)
+    out = _A.put_along_axis(values, flat, axis=0, shape=(n,))
+    dtype = _wnp.result_type(values)
+    return out if _wnp.result_type(out) == dtype else _wnp.astype(out, dtype)
+
+
+def _segments(op, flat, keep, values, n):
+    """For positions named by `flat` traced without values: (op folded over the values that
+    name each position, in their order, where named; whether each position is named).
+    The values are sorted by position (stably), folded within runs of one position by a
+    segmented scan in log2 rounds (each value combined with the one 2^r before it if that
+    names the same position), and the last of each run, now its fold, written."""
+    m = _wnp.shape(flat)[0]
+    key = flat if keep is None else _wnp.where(keep, flat, n)     # (n: a slot for dropped)
+    order = _wnp.argsort(key, kind="stable")
+    key, v = _wnp.take(key, order), _wnp.take(values, order)
+    shift = 1
+    while shift < m:
+        same = key[shift:] == key[:-shift]
+        v = _wnp.concatenate([v[:shift], _wnp.where(same, op(v[:-shift], v[shift:]),
+                                                    v[shift:])])
+        shift *= 2
+    last = _wnp.concatenate([key[1:] != key[:-1], _np.ones(_builtins.min(m, 1), bool)])
+    slot = _wnp.where(last, key, n)
+    folded = _scatter_sum(_wnp.where(last, v, _np.zeros((), _wnp.result_type(v))), slot,
+                          n + 1)[:n]
+    named = _scatter_sum(_wnp.where(last & (key < n), 1.0, 0.0), slot, n + 1)[:n] > 0.5
+    return folded, named
+
+
+_COMBINE = {"add": _wnp.add, "mul": _wnp.multiply, "min": _wnp.minimum,
+            "max": _wnp.maximum, "set": lambda a, b: b}
+
+
+def _scatter(operand, indices, updates, dimension_numbers, mode, how, who, update_shape=None):
+    """The scatters: `operand` with the windows of `updates` combined into it by `how`
+    ("add", "mul", "min", "max", "set", or a function of one array: scatter_apply)."""
+    if not isinstance(dimension_numbers, ScatterDimensionNumbers):
+        raise TypeError(f"{who}: dimension_numbers must be a ScatterDimensionNumbers, got "
+                        f"{type(dimension_numbers).__name__}")
+    shape = tuple(_wnp.shape(operand))
+    dtype = _wnp.result_type(operand)
+    indices = _index_array(indices, who, "scatter_indices")
+    ishape = tuple(_wnp.shape(indices))
+    ushape = tuple(update_shape) if update_shape is not None else tuple(_wnp.shape(updates))
+    window_pos, inserted, index_map, obatch, ibatch = (
+        _dims(d, who, name) for d, name in zip(dimension_numbers, dimension_numbers._fields))
+    n = len(shape)
+    _check_axes(inserted, n, who, "inserted_window_dims")
+    _check_axes(obatch, n, who, "operand_batching_dims")
+    _check_axes(index_map, n, who, "scatter_dims_to_operand_dims", increasing=False)
+    _check_axes(ibatch, len(ishape) - 1, who, "scatter_indices_batching_dims",
+                increasing=False)
+    _check_axes(window_pos, len(ushape), who, "update_window_dims")
+    if set(inserted) & set(obatch) or set(index_map) & set(obatch):
+        raise ValueError(f"{who}: operand_batching_dims {obatch} must not be among "
+                         f"inserted_window_dims {inserted} or scatter_dims_to_operand_dims "
+                         f"{index_map}")
+    if ishape[-1] != len(index_map):
+        raise ValueError(f"{who}: scatter_indices of shape {ishape} hold index vectors of "
+                         f"{ishape[-1]}, but scatter_dims_to_operand_dims {index_map} names "
+                         f"{len(index_map)} axes")
+    if len(obatch) != len(ibatch) or any(shape[d] != ishape[b] for d, b in zip(obatch, ibatch)):
+        raise ValueError(f"{who}: operand_batching_dims {obatch} of the operand of shape "
+                         f"{shape} must pair with scatter_indices_batching_dims {ibatch} of "
+                         f"scatter_indices of shape {ishape}, axis by axis of one size")
+    window = [d for d in range(n) if d not in inserted and d not in obatch]
+    scatter_pos = [p for p in range(len(ushape)) if p not in window_pos]
+    if len(window) != len(window_pos) or \
+            tuple(ushape[p] for p in scatter_pos) != ishape[:-1] or \
+            any(ushape[p] > shape[d] for p, d in zip(window_pos, window)):
+        raise ValueError(f"{who}: updates of shape {ushape} do not fit: with "
+                         f"update_window_dims {window_pos}, their other axes must be the "
+                         f"batch axes of scatter_indices, {ishape[:-1]}, and their windows "
+                         f"no larger than the operand's axes {tuple(window)} of {shape}")
+    sizes = [1] * n
+    for p, d in zip(window_pos, window):
+        sizes[d] = ushape[p]
+    flat, fits = _window_places(shape, sizes, indices, index_map, obatch, ibatch,
+                                len(ushape), scatter_pos, window_pos, window,
+                                _clips(mode, scatter=True))
+    flat = _wnp.reshape(_wnp.broadcast_to(flat, ushape), (-1,))
+    keep = None if fits is None else _wnp.reshape(_wnp.broadcast_to(fits, ushape), (-1,))
+    x = _wnp.reshape(operand, (-1,))
+    size = _math.prod(shape)
+    if callable(how):
+        values = None
+    else:
+        values = _wnp.reshape(updates, (-1,))
+        if _wnp.result_type(values) != dtype:
+            values = _wnp.astype(values, dtype)
+    if type(flat) is not Node:          # the positions are known: NumPy's index updates
+        if keep is not None:
+            flat = flat[keep]
+            values = None if values is None else values[keep]
+        out = _known_scatter(x, flat, values, how, dtype)
+    else:
+        out = _traced_scatter(x, flat, keep, values, how, dtype, size)
+    return _wnp.reshape(out, shape)
+
+
+def _known_scatter(x, flat, values, how, dtype):
+    target = _wnp.at(x)[flat]
+    if callable(how):
+        return target.apply(how)
+    if how in ("min", "max"):
+        best = getattr(_wnp.at(stop_gradient(x))[flat], how)(stop_gradient(values))
+        return _ties_shared(x, flat, None, values, best, dtype)
+    return {"add": target.add, "mul": target.multiply, "set": target.set}[how](values)
+
+
+def _traced_scatter(x, flat, keep, values, how, dtype, size):
+    if callable(how):
+        # each position takes how as often as it is named: a count traced without a value,
+        # so as many rounds as there are updates, each applying how where it is still due
+        ones = _np.ones(_wnp.shape(flat), _np.float64)
+        times = _scatter_sum(ones if keep is None else _wnp.where(keep, ones, 0.0),
+                             _wnp.where(keep, flat, 0) if keep is not None else flat, size)
+        for r in range(_wnp.shape(flat)[0]):
+            x = _wnp.where(times > r + 0.5, how(x), x)
+        return x
+    if how == "add":
+        if keep is not None:
+            values = _wnp.where(keep, values, _np.zeros((), dtype))
+            flat = _wnp.where(keep, flat, 0)
+        return x + _scatter_sum(values, flat, size)
+    op = _COMBINE[how]
+    if how in ("min", "max"):
+        folded, named = _segments(op, flat, keep, stop_gradient(values), size)
+        best = _wnp.where(named, op(stop_gradient(x), folded), stop_gradient(x))
+        return _ties_shared(x, flat, keep, values, best, dtype)
+    folded, named = _segments(op, flat, keep, values, size)
+    return _wnp.where(named, op(x, folded), x)
+
+
+def _ties_shared(x, flat, keep, values, best, dtype):
+    """scatter_min/max: `best` (their values, computed without derivative), with JAX's
+    derivative: each result's tangent is the mean of the tangents of the operand element
+    and the updates that equal it (the winners; all of them at a tie)."""
+    if _np.dtype(dtype).kind not in "fc":
+        return best
+    size = _wnp.shape(x)[0]
+    if type(flat) is Node and keep is not None:
+        flat = _wnp.where(keep, flat, 0)
+    won = values == _wnp.take(best, flat)
+    if keep is not None:
+        won = won & keep
+    zero = _np.zeros((), dtype)
+    kept = x == best
+    count = _wnp.where(kept, 1.0, 0.0) + _scatter_sum(_wnp.where(won, 1.0, 0.0), flat, size)
+    share = (_wnp.where(kept, x, zero) + _scatter_sum(_wnp.where(won, values, zero), flat,
+                                                      size)) / _wnp.maximum(count, 1.0)
+    # (the value is best's, exactly: the mean of equal numbers can round away from them)
+    return best + (share - stop_gradient(share))
+
+
+def _scatter_doc(name, how, result):
+    def scatter_fn(operand, scatter_indices, updates, dimension_numbers, *,
+                   indices_are_sorted=False, unique_indices=False, mode=None):
+        return _scatter(operand, scatter_indices, updates, dimension_numbers, mode, how, name)
+    scatter_fn.__name__ = scatter_fn.__qualname__ = name
+    scatter_fn.__doc__ = f"""`operand` with `updates` {_SCATTER_VERB[how]} at
+    `scatter_indices`, as ``jax.lax.{name}`` (XLA's Scatter): `dimension_numbers` (a
+    `ScatterDimensionNumbers`) says which axes of `updates` are windows and where each
+    goes.  A window that does not fit in `operand` is dropped (``mode=None`` or
+    ``"drop"``, JAX's default) or moved to fit (``"clip"``).  {_SCATTER_REPEATS[how]}
+    Differentiable in `operand` and `updates`; indices traced without values work too.
+
+    Example:
+        >>> import numpy as np
+        >>> dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+        ...                              scatter_dims_to_operand_dims=(0,))
+        >>> {name}(np.full(4, 2.0), np.array([[1], [1], [3], [7]]),
+        ...        np.array([3.0, 5.0, -1.0, 9.0]), dn).tolist()    # (index 7: dropped)
+        {result}
+    """
+    return scatter_fn
+
+
+_SCATTER_VERB = {"add": "added", "mul": "multiplied in", "min": "combined by minimum",
+                 "max": "combined by maximum", "set": "written"}
+_SCATTER_REPEATS = {
+    "add": "Repeated indices add every update.",
+    "mul": "Repeated indices multiply by every update.",
+    "min": "Repeated indices take the least; the derivative goes to the operand element and "
+           "updates equal to the result, shared equally among them at a tie (as JAX's).",
+    "max": "Repeated indices take the greatest; the derivative goes to the operand element "
+           "and updates equal to the result, shared equally among them at a tie (as "
+           "JAX's).",
+    "set": "Of repeated indices the last update is kept (JAX leaves it unspecified; "
+           "NumPy's assignment keeps the last), and it alone has a derivative.",
+}
+scatter_add = _scatter_doc("scatter_add", "add", "[2.0, 10.0, 2.0, 1.0]")
+scatter_mul = _scatter_doc("scatter_mul", "mul", "[2.0, 30.0, 2.0, -2.0]")
+scatter_min = _scatter_doc("scatter_min", "min", "[2.0, 2.0, 2.0, -1.0]")
+scatter_max = _scatter_doc("scatter_max", "max", "[2.0, 5.0, 2.0, 2.0]")
+scatter = _scatter_doc("scatter", "set", "[2.0, 5.0, 2.0, -1.0]")
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    """`scatter_add` of ``-updates``, as ``jax.lax.scatter_sub``.
+
+    Example:
+        >>> import numpy as np
+        >>> dn = ScatterDimensionNumbers((), (0,), (0,))
+        >>> scatter_sub(np.zeros(3), np.array([[0], [0]]), np.array([1.0, 2.0]), dn).tolist()
+        [-3.0, 0.0, 0.0]
+    """
+    return _scatter(operand, scatter_indices, _wnp.negative(updates), dimension_numbers,
+                    mode, "add", "scatter_sub")
+
+
+def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
+                  indices_are_sorted=False, unique_indices=False, mode=None):
+    """`operand` with ``func`` applied to the elements that windows of `update_shape` at
+    `scatter_indices` name, as ``jax.lax.scatter_apply`` (`func` acts elementwise; an
+    element named k times takes it k times, as JAX's).  Traced without values, the indices
+    cost one application of `func` to the whole operand per update element.
+
+    Example:
+        >>> import numpy as np
+        >>> dn = ScatterDimensionNumbers((), (0,), (0,))
+        >>> scatter_apply(np.arange(1.0, 5.0), np.array([[1], [1], [3]]), lambda v: 10 * v,
+        ...               dn, update_shape=(3,)).tolist()
+        [1.0, 200.0, 3.0, 40.0]
+    """
+    if not callable(func):
+        raise TypeError(f"scatter_apply: func must be a function of one array, got {func!r}")
+    return _scatter(operand, scatter_indices, None, dimension_numbers, mode, func,
+                    "scatter_apply", update_shape=tuple(update_shape))
 
 
 # ---- static slicing and structure -------------------------------------------------------------
