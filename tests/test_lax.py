@@ -546,6 +546,135 @@ def test_reductions_scans_and_sorting():
     check_grads(lambda x: lax.sort((x[0], x[1] * x[2]))[1], x)
 
 
+# ---- reduce and reduce_window --------------------------------------------------------------
+def _reduce_window_reference(x, init, fold, dims, strides, pads, base, spread):
+    """XLA's ReduceWindow written out: each window's elements of the dilated operand (holes
+    and padding take no part) folded into init, result by result."""
+    dilated_index = {}                # a position of the dilated operand -> x's element
+    for e in np.ndindex(*x.shape):
+        dilated_index[tuple(i * b for i, b in zip(e, base))] = e
+    dilated = [(m - 1) * b + 1 for m, b in zip(x.shape, base)]
+    out_shape = [max((m + lo + hi - ((k - 1) * d + 1)) // s + 1, 0)
+                 for m, (lo, hi), k, d, s in zip(dilated, pads, dims, spread, strides)]
+    out = np.empty(out_shape)
+    for o in np.ndindex(*out_shape):
+        acc = init
+        for w in np.ndindex(*dims):
+            at = tuple(i * s + j * d - lo for i, s, j, d, (lo, _) in
+                       zip(o, strides, w, spread, pads))
+            if at in dilated_index:
+                acc = fold(acc, x[dilated_index[at]])
+        out[o] = acc
+    return out
+
+
+WINDOWS = [  # window, strides, padding, base dilation, window dilation
+    ((2, 3), (1, 1), "VALID", None, None),
+    ((3, 2), (2, 1), "SAME", None, None),
+    ((2, 2), (1, 2), "SAME_LOWER", (2, 1), (1, 2)),
+    ((2, 3), (3, 1), ((1, 2), (-1, 0)), (1, 3), (2, 1)),
+    ((1, 1), (1, 1), ((0, 0), (0, 0)), None, None),
+]
+MONOIDS = [(lax.add, np.add, 0.0), (lax.max, np.maximum, -np.inf),
+           (lax.min, np.minimum, np.inf), (lax.mul, np.multiply, 1.0),
+           (lax.add, np.add, 1.5), (lax.max, np.maximum, 0.0)]
+
+
+@pytest.mark.parametrize("window, strides, padding, base, spread", WINDOWS)
+def test_reduce_window_is_xlas_reduce_window(window, strides, padding, base, spread):
+    x = rng.normal(size=(5, 7))
+    ones = (1, 1)
+    dilated = [(m - 1) * b + 1 for m, b in zip(x.shape, base or ones)]
+    spans = [(k - 1) * d + 1 for k, d in zip(window, spread or ones)]
+    pads = lax.padtype_to_pads(dilated, spans, strides, padding) \
+        if isinstance(padding, str) else padding
+    for comp, fold, init in MONOIDS:
+        want = _reduce_window_reference(x, init, fold, window, strides, pads, base or ones,
+                                        spread or ones)
+        got = lax.reduce_window(x, init, comp, window, strides, padding, base, spread)
+        assert_close(got, want, rtol=1e-13, atol=1e-13)
+        assert got.shape == lax.reduce_window_shape_tuple(x.shape, window, strides, pads,
+                                                          base, spread)
+        f = lambda x: lax.reduce_window(x, init, comp, window, strides, padding, base, spread)
+        check_grads(f, x)
+    traced = wg.compile(f, x)                       # (the last: max with init 0)
+    assert_close(traced(x), f(x))
+    xs = rng.normal(size=(3, 5, 7))
+    assert_close(wg.vmap(f)(xs), np.stack([f(x) for x in xs]))
+
+
+def test_reduce_window_max_passes_the_cotangent_to_each_windows_largest():
+    x = np.array([[1.0, 7.0, 2.0], [3.0, 7.0, 5.0], [0.0, 4.0, 6.0]])
+    g = wg.grad(lambda x: wnp.sum(lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1),
+                                                    "VALID")))(x)
+    # the top windows hold the 7s at (0, 1) and (1, 1), a tie that goes to (0, 1), first
+    # in row-major order; the bottom ones hold only the 7 at (1, 1)
+    assert g.tolist() == [[0.0, 2.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 0.0]]
+    # an average pool: each element's count of windows over the window's size
+    x = rng.normal(size=(4, 4))
+    avg = lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (2, 2), "VALID") / 4.0
+    assert_close(avg(x), x.reshape(2, 2, 2, 2).mean(axis=(1, 3)))
+    assert_close(wg.grad(lambda x: wnp.sum(avg(x)))(x), np.full((4, 4), 0.25))
+
+
+def test_reduce_with_a_monoid_and_what_is_refused():
+    x = rng.normal(size=(3, 4))
+    assert_close(lax.reduce(x, 0.0, lax.add, (0,)), x.sum(0))
+    assert_close(lax.reduce(x, 1.0, wnp.multiply, (0, 1)), x.prod())
+    assert_close(lax.reduce(x, -np.inf, np.maximum, (1,)), x.max(1))
+    assert_close(lax.reduce(x, 0.5, lax.min, (1,)), np.minimum(x.min(1), 0.5))
+    assert_close(lax.reduce(x, 2.0, lax.add, (0,)), x.sum(0) + 2.0)      # init: once
+    import operator
+    assert_close(lax.reduce((x,), (0.0,), operator.add, (1,))[0], x.sum(1))
+    check_grads(lambda x: lax.reduce(x, 1.0, lax.mul, (1,)), x)
+    check_grads(lambda x: lax.reduce(x, 0.0, lax.max, (0,)), x)
+    with pytest.raises(NotImplementedError, match="computation '<lambda>' is not supported: "
+                                                  "only the monoids lax.add, lax.mul"):
+        lax.reduce(x, 0.0, lambda a, b: a + b, (0,))
+    with pytest.raises(NotImplementedError, match="reduce_window: computation"):
+        lax.reduce_window(x, 0.0, wnp.logaddexp, (2, 2), (1, 1), "VALID")
+    with pytest.raises(NotImplementedError, match="only one operand is supported"):
+        lax.reduce((x, x), (0.0, 0.0), lax.add, (0,))
+    with pytest.raises(ValueError, match=r"window_strides \(1,\) must hold one positive "
+                                         r"integer for each axis of the operand of shape "
+                                         r"\(3, 4\)"):
+        lax.reduce_window(x, 0.0, lax.add, (2, 2), (1,), "VALID")
+    with pytest.raises(ValueError, match="padding 'FULL' is not one of"):
+        lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "FULL")
+    with pytest.raises(ValueError, match="one \\(low, high\\) pair for each axis"):
+        lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), [(1, 1)])
+
+
+def test_reduce_window_and_reduce_agree_with_jax():
+    jlax = pytest.importorskip("jax.lax")
+    import jax
+    was = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        x = rng.normal(size=(5, 7))
+        for comp, jcomp, init in [(lax.add, jlax.add, 0.0), (lax.max, jlax.max, -np.inf),
+                                  (lax.min, jlax.min, np.inf), (lax.mul, jlax.mul, 1.0),
+                                  (lax.add, jlax.add, 1.5), (lax.max, jlax.max, 0.0)]:
+            for window, strides, padding, base, spread in WINDOWS:
+                theirs = jlax.reduce_window(x, init, jcomp, window, strides, padding, base,
+                                            spread)
+                assert_close(lax.reduce_window(x, init, comp, window, strides, padding, base,
+                                               spread), np.asarray(theirs), rtol=1e-13)
+            # JAX's own functions are recognised too
+            assert_close(lax.reduce(x, init, jcomp, (1,)),
+                         np.asarray(jlax.reduce(x, init, jcomp, (1,))), rtol=1e-13)
+        for shape, window, strides in [((5, 6), (3, 2), (2, 1)), ((7,), (4,), (3,))]:
+            for padding in ("SAME", "SAME_LOWER", "VALID", "same"):
+                assert lax.padtype_to_pads(shape, window, strides, padding) == \
+                    [tuple(p) for p in jlax.padtype_to_pads(shape, window, strides, padding)]
+        assert lax.reduce_window_shape_tuple((7, 6), (3, 2), (2, 2), ((1, 1), (0, 0)),
+                                             (2, 1), (1, 2)) == \
+            tuple(jlax.reduce_window_shape_tuple((7, 6), (3, 2), (2, 2), ((1, 1), (0, 0)),
+                                                 (2, 1), (1, 2)))
+    finally:
+        jax.config.update("jax_enable_x64", was)
+
+
 # ---- products --------------------------------------------------------------------------
 def test_dot_general_is_numpys_contraction():
     a, b = rng.normal(size=(4, 2, 3, 5)), rng.normal(size=(4, 5, 3, 6))

@@ -1323,6 +1323,213 @@ def top_k(operand, k):
     return _wnp.take_along_axis(operand, idx, axis=-1), idx
 
 
+# ---- reductions with a computation, windows -----------------------------------------------------
+# The computations `reduce` and `reduce_window` recognise: JAX's monoids, each by the names
+# a program may hand over (lax's, jax.numpy's and NumPy's functions, the operator module's).
+_MONOID_NAMES = {"add": "add", "mul": "mul", "multiply": "mul", "max": "max",
+                 "maximum": "max", "min": "min", "minimum": "min"}
+
+
+def _monoid(computation, who):
+    """(name, the elementwise combination, the reduction over axes) of a recognised
+    computation; else NotImplementedError naming what is."""
+    table = {"add": (_wnp.add, _wnp.sum), "mul": (_wnp.multiply, _wnp.prod),
+             "max": (_wnp.maximum, _wnp.max), "min": (_wnp.minimum, _wnp.min)}
+    known = {_wnp.add: "add", _operator.add: "add", _np.add: "add",
+             _wnp.multiply: "mul", _operator.mul: "mul", _np.multiply: "mul",
+             _wnp.maximum: "max", _np.maximum: "max", _wnp.minimum: "min", _np.minimum: "min"}
+    try:
+        name = known.get(computation)
+    except TypeError:                       # (an unhashable callable)
+        name = None
+    module = getattr(computation, "__module__", None) or ""
+    if name is None and module.split(".")[0] == "jax":      # JAX's own lax.add, jnp.maximum
+        name = _MONOID_NAMES.get(getattr(computation, "__name__", ""))
+    if name is None:
+        raise NotImplementedError(
+            f"{who}: computation {getattr(computation, '__name__', computation)!r} is not "
+            "supported: only the monoids lax.add, lax.mul, lax.max and lax.min (or "
+            "jax.numpy's / NumPy's add, multiply, maximum, minimum, operator.add and "
+            "operator.mul)")
+    return (name,) + table[name]
+
+
+def _identity(name, dtype):
+    """The identity of a monoid in `dtype`: combining it changes nothing."""
+    dtype = _np.dtype(dtype)
+    if name in ("add", "mul"):
+        return 0 if name == "add" else 1
+    if dtype.kind in "fc":
+        return -_np.inf if name == "max" else _np.inf
+    if dtype.kind == "b":
+        return name == "min"
+    return _np.iinfo(dtype).min if name == "max" else _np.iinfo(dtype).max
+
+
+def _with_init(combine, name, init, result, dtype):
+    """``combine(init, result)``, as XLA folds the initial value in once, skipped where
+    init is the monoid's identity (the result is the same)."""
+    known = _value(init)
+    if known is not None and _np.shape(known) == () and \
+            _np.asarray(known, dtype) == _identity(name, dtype):
+        return result
+    if type(init) is not Node:
+        init = _np.asarray(init, dtype)
+    return combine(init, result)
+
+
+def _single(operand, init, who):
+    """The one array of a pytree of operands (and its initial value), and how to put the
+    result back: several operands take a computation on tuples, which is not offered."""
+    leaves, tree = _flatten(operand)
+    inits, init_tree = _flatten(init)
+    if len(leaves) != 1 or len(inits) != 1:
+        raise NotImplementedError(f"{who}: only one operand is supported (several, with a "
+                                  f"computation on tuples, are not); got {len(leaves)} "
+                                  f"operands and {len(inits)} initial values")
+    if _wnp.shape(inits[0]) != ():
+        raise TypeError(f"{who}: init_value must be a scalar, got shape "
+                        f"{_wnp.shape(inits[0])}")
+    return leaves[0], inits[0], lambda out: _unflatten(tree, [out])
+
+
+def reduce(operands, init_values, computation, dimensions):  # noqa: A001
+    """`operands` reduced over the axes `dimensions` by `computation` starting from
+    `init_values`, as ``jax.lax.reduce``, for the monoids `computation` may be:
+    ``lax.add``, ``lax.mul``, ``lax.max``, ``lax.min`` (``reduce_sum`` and its kind).
+    One operand (an array, or a pytree of one).
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.array([[1.0, 5.0], [3.0, 2.0]])
+        >>> reduce(x, -np.inf, max, (0,)).tolist(), float(reduce(x, 0.0, add, (0, 1)))
+        ([3.0, 5.0], 11.0)
+    """
+    operand, init, put_back = _single(operands, init_values, "reduce")
+    name, combine, reducer = _monoid(computation, "reduce")
+    dims = _dims(dimensions, "reduce", "dimensions")
+    _check_axes(dims, _wnp.ndim(operand), "reduce", "dimensions", increasing=False)
+    dtype = _wnp.result_type(operand)
+    out = reducer(operand, axis=dims) if dims else operand
+    return put_back(_with_init(combine, name, init, out, dtype))
+
+
+def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+    """The ``(low, high)`` padding of each axis that `padding` (``"VALID"``, ``"SAME"`` or
+    ``"SAME_LOWER"``) means for windows of `window_shape` moved by `window_strides` over
+    `in_shape`, as ``jax.lax.padtype_to_pads``: SAME pads so that there are
+    ``ceil(n / stride)`` windows, the odd one more at the end (SAME_LOWER: at the start).
+
+    Example:
+        >>> padtype_to_pads((5, 6), (3, 2), (2, 1), "SAME")
+        [(1, 1), (0, 1)]
+    """
+    kind = padding.upper() if isinstance(padding, str) else padding
+    if kind not in ("VALID", "SAME", "SAME_LOWER"):
+        raise ValueError(f"padding {padding!r} is not one of 'VALID', 'SAME', 'SAME_LOWER' "
+                         "(or a sequence of (low, high) pairs)")
+    if not len(in_shape) == len(window_shape) == len(window_strides):
+        raise ValueError(f"padtype_to_pads: in_shape {tuple(in_shape)}, window_shape "
+                         f"{tuple(window_shape)} and window_strides {tuple(window_strides)} "
+                         "need one entry per axis")
+    if kind == "VALID":
+        return [(0, 0)] * len(in_shape)
+    pads = []
+    for n, k, s in zip(in_shape, window_shape, window_strides):
+        total = _builtins.max((-(-int(n) // int(s)) - 1) * int(s) + int(k) - int(n), 0)
+        small = total // 2
+        pads.append((small, total - small) if kind == "SAME" else (total - small, small))
+    return pads
+
+
+def _window_settings(shape, window_dimensions, window_strides, padding, base_dilation,
+                     window_dilation, who):
+    n = len(shape)
+    dims = _dims(window_dimensions, who, "window_dimensions")
+    strides = (1,) * n if window_strides is None else _dims(window_strides, who,
+                                                            "window_strides")
+    base = (1,) * n if base_dilation is None else _dims(base_dilation, who, "base_dilation")
+    spread = (1,) * n if window_dilation is None else _dims(window_dilation, who,
+                                                            "window_dilation")
+    for name, v in (("window_dimensions", dims), ("window_strides", strides),
+                    ("base_dilation", base), ("window_dilation", spread)):
+        if len(v) != n or any(k < 1 for k in v):
+            raise ValueError(f"{who}: {name} {v} must hold one positive integer for each "
+                             f"axis of the operand of shape {tuple(shape)}")
+    dilated = [(m - 1) * b + 1 if m else 0 for m, b in zip(shape, base)]
+    spans = [(k - 1) * d + 1 for k, d in zip(dims, spread)]
+    if isinstance(padding, str):
+        pads = padtype_to_pads(dilated, spans, strides, padding)
+    else:
+        pads = [tuple(_operator.index(v) for v in p) for p in padding]
+        if len(pads) != n or any(len(p) != 2 for p in pads):
+            raise ValueError(f"{who}: padding {padding!r} must be 'VALID', 'SAME', "
+                             f"'SAME_LOWER' or one (low, high) pair for each axis of the "
+                             f"operand of shape {tuple(shape)}")
+    out = tuple(_builtins.max((m + lo + hi - k) // s + 1, 0)
+                for m, (lo, hi), k, s in zip(dilated, pads, spans, strides))
+    return dims, strides, base, spread, pads, out
+
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+    """The shape `reduce_window` gives (padding: ``(low, high)`` pairs), as
+    ``jax.lax.reduce_window_shape_tuple``.
+
+    Example:
+        >>> reduce_window_shape_tuple((7, 6), (3, 2), (2, 2), ((1, 1), (0, 0)))
+        (4, 3)
+    """
+    return _window_settings(tuple(operand_shape), window_dimensions, window_strides,
+                            padding, base_dilation, window_dilation,
+                            "reduce_window_shape_tuple")[-1]
+
+
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
+                  padding="VALID", base_dilation=None, window_dilation=None):
+    """`computation` over each window of `operand`, as ``jax.lax.reduce_window`` (XLA's
+    ReduceWindow): windows of `window_dimensions`, moved by `window_strides`, their taps
+    `window_dilation` apart, over `operand` padded by `padding` (``"VALID"``, ``"SAME"``,
+    ``"SAME_LOWER"`` or ``(low, high)`` pairs) and spread by `base_dilation`.  The padding
+    and the holes take no part (as XLA's), and `init_value` is folded into each result once.
+    `computation` is ``lax.add``, ``lax.mul``, ``lax.max`` or ``lax.min`` (sum, product,
+    max and min pooling).
+
+    It is one slice of the padded operand for each place in a window (the product of
+    `window_dimensions`, not of the result), combined elementwise, so its derivatives are
+    those of the slices and of `computation`: a window's max passes its cotangent to its
+    largest element (to the first of them at a tie, in row-major order).
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        >>> reduce_window(x, -np.inf, max, (2, 2), (1, 1), "VALID").tolist()
+        [[5.0, 6.0]]
+        >>> reduce_window(x, 0.0, add, (1, 2), (1, 2), "SAME").tolist()
+        [[3.0, 3.0], [9.0, 6.0]]
+    """
+    who = "reduce_window"
+    operand, init, put_back = _single(operand, init_value, who)
+    name, combine, _ = _monoid(computation, who)
+    shape = tuple(_wnp.shape(operand))
+    dtype = _wnp.result_type(operand)
+    dims, strides, base, spread, pads, out_shape = _window_settings(
+        shape, window_dimensions, window_strides, padding, base_dilation, window_dilation,
+        who)
+    if 0 in out_shape:
+        return put_back(full(out_shape, init, dtype))
+    # (the padding and holes are the monoid's identity, so that they take no part)
+    fill = _np.asarray(_identity(name, dtype), dtype)
+    if any(lo or hi for lo, hi in pads) or any(b > 1 for b in base):
+        operand = pad(operand, fill, [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)])
+    acc = None
+    for offsets in _np.ndindex(*dims):
+        piece = operand[tuple(_np.s_[o * d:o * d + (m - 1) * s + 1:s]
+                              for o, d, m, s in zip(offsets, spread, out_shape, strides))]
+        acc = piece if acc is None else combine(acc, piece)
+    return put_back(_with_init(combine, name, init, acc, dtype))
+
+
 # ---- products ---------------------------------------------------------------------------------
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """The product of vectors and matrices (``lhs @ rhs`` for 1-D and 2-D operands).
