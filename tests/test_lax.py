@@ -738,13 +738,105 @@ def test_conv_general_dilated_against_a_direct_loop(strides, padding, dilation, 
 
 def test_conv_refuses_what_it_does_not_do_by_name():
     x, k = np.ones((1, 1, 4, 4)), np.ones((1, 1, 2, 2))
-    with pytest.raises(NotImplementedError, match="lhs_dilation"):
-        lax.conv_general_dilated(x, k, (1, 1), "VALID", lhs_dilation=(2, 2))
-    with pytest.raises(NotImplementedError, match="dimension_numbers"):
+    with pytest.raises(ValueError, match="padding 'SAME' with lhs_dilation \\(2, 2\\) is not "
+                                         "defined"):
+        lax.conv_general_dilated(x, k, (1, 1), "SAME", lhs_dilation=(2, 2))
+    with pytest.raises(TypeError, match="must name N and C in lhs and out"):
         lax.conv_general_dilated(x, k, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO",
-                                                                             "NHWC"))
+                                                                             "NHWX"))
     with pytest.raises(ValueError, match="padding 'FULL'"):
         lax.conv(x, k, (1, 1), "FULL")
+    with pytest.raises(NotImplementedError, match="only 1-D and 2-D convolutions"):
+        lax.conv(np.ones((1, 1, 3, 3, 3)), np.ones((1, 1, 2, 2, 2)), (1, 1, 1), "VALID")
+    with pytest.raises(NotImplementedError, match="batch_group_count"):
+        lax.conv_general_dilated(x, k, (1, 1), "VALID", batch_group_count=2)
+    with pytest.raises(ValueError, match="window_strides \\(1,\\) must hold one positive"):
+        lax.conv(x, k, (1,), "VALID")
+
+
+def _dilated(x, spread):
+    """x (N, C, *spatial) with spread - 1 zeros between neighbours on each spatial axis."""
+    out = x
+    for axis, d in enumerate(spread, start=2):
+        n = out.shape[axis]
+        shape = list(out.shape)
+        shape[axis] = (n - 1) * d + 1
+        grown = np.zeros(shape)
+        grown[(slice(None),) * axis + (slice(None, None, d),)] = out
+        out = grown
+    return out
+
+
+def test_conv_layouts_lhs_dilation_and_1d_against_the_direct_loop():
+    x, k = rng.normal(size=(2, 3, 5, 4)), rng.normal(size=(4, 3, 3, 2))
+    pads = ((2, 1), (0, -1))
+    want = _conv_reference(_dilated(x, (2, 1)), k, (1, 2), pads, (1, 2), 1)
+    got = lax.conv_general_dilated(x, k, (1, 2), pads, lhs_dilation=(2, 1),
+                                   rhs_dilation=(1, 2))
+    assert_close(got, want, rtol=1e-10)
+    assert_close(lax.conv_with_general_padding(x, k, (1, 2), pads, (2, 1), (1, 2)), want,
+                 rtol=1e-10)
+    # the same in TensorFlow's layout, and with the output's axes in yet another order
+    nhwc = lax.conv_general_dilated(x.transpose(0, 2, 3, 1), k.transpose(2, 3, 1, 0), (1, 2),
+                                    pads, (2, 1), (1, 2), ("NHWC", "HWIO", "NHWC"))
+    assert_close(nhwc, want.transpose(0, 2, 3, 1), rtol=1e-10)
+    cnwh = lax.conv_general_dilated(x, k, (1, 2), pads, (2, 1), (1, 2),
+                                    ("NCHW", "OIHW", "CNWH"))
+    assert_close(cnwh, want.transpose(1, 0, 3, 2), rtol=1e-10)
+    assert lax.conv_dimension_numbers(x.shape, k.shape, ("NCHW", "OIHW", "CNWH")) == \
+        lax.ConvDimensionNumbers((0, 1, 2, 3), (0, 1, 2, 3), (1, 0, 3, 2))
+    check_grads(lambda x, k: lax.conv_general_dilated(
+        x, k, (1, 2), pads, (2, 1), (1, 2), ("NCHW", "OIHW", "CNWH")), x[:1, :, :3], k)
+    # 1-D: the 2-D loop on a height of one
+    x1, k1 = rng.normal(size=(2, 3, 9)), rng.normal(size=(4, 3, 3))
+    want = _conv_reference(x1[:, :, None], k1[:, :, None], (1, 2), ((0, 0), (2, 2)), (1, 2),
+                           1)[:, :, 0]
+    assert_close(lax.conv_general_dilated(x1, k1, (2,), "SAME", rhs_dilation=(2,)), want,
+                 rtol=1e-10)
+    check_grads(lambda x, k: lax.conv(x, k, (2,), "SAME"), x1, k1)
+
+
+@pytest.mark.parametrize("strides, padding", [((1, 1), "VALID"), ((2, 2), "VALID"),
+                                              ((3, 2), "VALID"), ((2, 1), [(1, 0), (0, 2)])])
+def test_conv_transpose_is_the_derivative_of_a_forward_convolution(strides, padding):
+    """With transpose_kernel=True, conv_transpose is the pullback of the forward convolution
+    with that kernel (for windows at least as large as the strides, where VALID's output
+    is the forward input's size); with pairs given as the forward padding
+    (use_consistent_padding=True) too."""
+    y, k = rng.normal(size=(2, 3, 4, 3)), rng.normal(size=(3, 5, 3, 3))   # O=3, I=5
+    pairs = not isinstance(padding, str)
+    size = [(n - 1) * s + kk - (lo + hi if pairs else 0)
+            for n, s, kk, (lo, hi) in zip(y.shape[2:], strides, k.shape[2:],
+                                          padding if pairs else [(0, 0)] * 2)]
+    forward = lambda x: lax.conv_general_dilated(x, k, strides, padding)
+    pullback = wg.vjp(forward, np.zeros((2, 5) + tuple(size)))[1]
+    got = lax.conv_transpose(y, k, strides, padding, dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                             transpose_kernel=True, use_consistent_padding=pairs)
+    assert_close(got, pullback(y)[0], rtol=1e-10)
+    check_grads(lambda y, k: lax.conv_transpose(y, k, strides, padding,
+                                                dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                                                transpose_kernel=True), y[:1, :, :2], k)
+
+
+def test_conv_transpose_in_tensorflows_layout_and_patches():
+    x, k = rng.normal(size=(2, 3, 3, 4)), rng.normal(size=(3, 2, 4, 5))     # NHWC, HWIO
+    same = lax.conv_transpose(x, k, (2, 2), "SAME")
+    assert same.shape == (2, 6, 6, 5)
+    ref = lax.conv_transpose(x.transpose(0, 3, 1, 2), k.transpose(3, 2, 0, 1), (2, 2), "SAME",
+                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    assert_close(same, ref.transpose(0, 2, 3, 1), rtol=1e-12)
+    assert lax.conv_transpose(x[..., 0, :], k[:, 0], (3,), "VALID").shape == (2, 9, 5)
+    xs = rng.normal(size=(3, 1, 3, 3, 4))
+    assert_close(wg.vmap(lambda x: lax.conv_transpose(x, k, (2, 2), "SAME"))(xs),
+                 np.stack([lax.conv_transpose(x, k, (2, 2), "SAME") for x in xs]))
+    # patches: every window, channel first, then its places in row-major order
+    img = rng.normal(size=(2, 3, 5, 4))
+    patches = lax.conv_general_dilated_patches(img, (2, 3), (1, 1), "VALID")
+    assert patches.shape == (2, 3 * 6, 4, 2)
+    want = np.stack([img[:, :, i:i + 4, j:j + 2] for i in range(2) for j in range(3)], axis=2)
+    assert_close(patches, want.reshape(2, 18, 4, 2))
+    check_grads(lambda im: lax.conv_general_dilated_patches(im, (2, 2), (2, 1), "SAME"),
+                img[:1])
 
 
 # ---- elementwise -----------------------------------------------------------------------
@@ -779,8 +871,56 @@ def test_elementwise_values_and_integer_rules():
 def test_a_name_jax_lax_has_and_wengert_lax_does_not_is_an_attribute_error():
     assert wg.lax is lax
     assert not hasattr(lax, "psum")
-    with pytest.raises(AttributeError, match="wengert.lax has no 'scatter'.*x.at\\[index\\]"):
-        lax.scatter
+    with pytest.raises(AttributeError, match="wengert.lax has no 'custom_root'.*use "
+                                             "wengert.custom_root"):
+        lax.custom_root
+    for name in lax.__all__:                 # (this module's own: each has an example)
+        obj = getattr(lax, name)
+        if getattr(obj, "__module__", None) == "wengert.lax":
+            assert ">>>" in (obj.__doc__ or ""), name
+
+
+def test_the_small_names_ports_reach_for():
+    x = rng.normal(size=(2, 3))
+    for p in (None, "highest", "float32", lax.Precision.HIGH, ("default", "high")):
+        assert_close(lax.dot(x, x.T, precision=p), x @ x.T)
+    with pytest.raises(ValueError, match="dot_general: precision 'best' is not a Precision"):
+        lax.dot_general(x, x, (((1,), (1,)), ((), ())), precision="best")
+    assert lax.Precision("tensorfloat32") is lax.Precision.HIGH
+    assert lax.round(np.array([0.5, 2.5]), lax.RoundingMethod.TO_NEAREST_EVEN).tolist() == \
+        [0.0, 2.0]
+    assert lax.broadcast_shapes((2, 1), (3,), ()) == (2, 3)
+    with pytest.raises(ValueError, match=r"broadcast_shapes: the shapes \(2,\), \(3,\) do not"):
+        lax.broadcast_shapes((2,), (3,))
+    assert lax.broadcast_to_rank(x, 4).shape == (1, 1, 2, 3)
+    assert_close(lax.stack([x, 2 * x], axis=2), np.stack([x, 2 * x], axis=2))
+    parts = lax.unstack(x, axis=1)
+    assert len(parts) == 3 and all(np.array_equal(p, x[:, k]) for k, p in enumerate(parts))
+    assert_close(lax.tile(x, (2, 3)), np.tile(x, (2, 3)))
+    with pytest.raises(ValueError, match=r"tile: reps \(2,\) must give one count for each"):
+        lax.tile(x, (2,))
+    check_grads(lambda x: lax.tile(lax.stack(lax.unstack(x, 1), 0), (1, 2)), x)
+    assert lax.empty((2, 2), np.float32).dtype == np.float32
+    assert lax.optimization_barrier(x) is x
+    check_grads(lambda a, b: wnp.abs(lax.complex(a, b)) ** 2, x, x[::-1])
+    assert lax.reduce_xor(np.array([[1, 2], [3, 4]]), (1,)).tolist() == [3, 7]
+    big = np.array([-8, 8, -8, 1], np.int32)
+    by = np.array([1, 33, 40, -1], np.int32)
+    # JAX's rules: a shift by the width or more, or a negative one, is 0 (-1 for a negative
+    # x shifted arithmetically)
+    assert lax.shift_left(np.array([1, 1, 3, 1], np.int32), by).tolist() == [2, 0, 0, 0]
+    assert lax.shift_right_arithmetic(big, by).tolist() == [-4, 0, -1, 0]
+    assert lax.shift_right_logical(big, by).tolist() == [(2 ** 32 - 8) >> 1, 0, 0, 0]
+    with pytest.raises(TypeError, match="shift_left: x and y must be integers"):
+        lax.shift_left(1.0, 2)
+    pos = rng.uniform(0.2, 0.8, size=3)
+    import scipy.special as sp
+    assert_close(lax.bessel_i0e(pos), sp.i0e(pos), rtol=1e-12)
+    assert_close(lax.bessel_i1e(-pos), sp.i1e(-pos), rtol=1e-12)
+    assert_close(lax.betainc(1 + pos, 2 + pos, pos), sp.betainc(1 + pos, 2 + pos, pos),
+                 rtol=1e-12)
+    check_grads(lambda x: lax.bessel_i0e(x) + lax.bessel_i1e(x), pos)
+    check_grads(lambda a, b, x: lax.betainc(a, b, x), 1 + pos, 2 + pos, pos, order=1)
 
 
 # ---- the same values as JAX's --------------------------------------------------------------
@@ -797,6 +937,14 @@ def _jax_cases():
         ("dot_general", (x, pos, (((1,), (1,)), ((), ())))),
         ("broadcast_in_dim", (x[0], (2, 4, 3), (1,))),
         ("igamma", (pos + 1, pos)), ("div", (np.array([7, -7]), np.array([2, 2]))),
+        ("bessel_i0e", (x,)), ("bessel_i1e", (x,)), ("betainc", (pos + 1, pos + 2, pos)),
+        ("tile", (x, (2, 1))), ("stack", ([x, pos], 1)), ("complex", (x, pos)),
+        ("shift_right_logical", (np.array([-8, 8, 5], np.int32),
+                                 np.array([3, 33, -1], np.int32))),
+        ("shift_right_arithmetic", (np.array([-8, 8, -5], np.int32),
+                                    np.array([3, 33, -1], np.int32))),
+        ("shift_left", (np.array([-8, 8, 5], np.int32), np.array([3, 33, -1], np.int32))),
+        ("broadcast_to_rank", (x, 4)), ("reduce_xor", (np.array([[1, 6], [3, 4]]), (0,))),
         ("rem", (np.array([7.5, -7.5]), np.array([2.0, 2.0]))),
     ]
 
@@ -821,5 +969,46 @@ def test_values_agree_with_jax_lax():
                          np.asarray(jlax.conv_general_dilated(x, k, (2, 1), pad,
                                                               rhs_dilation=(1, 2))),
                          rtol=1e-10)
+    finally:
+        jax.config.update("jax_enable_x64", was)
+
+
+def test_convolutions_agree_with_jax_in_every_layout():
+    jlax = pytest.importorskip("jax.lax")
+    import jax
+    was = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        layouts = [(None, (2, 3, 7, 6), (4, 3, 3, 2)),
+                   (("NHWC", "HWIO", "NHWC"), (2, 7, 6, 3), (3, 2, 3, 4)),
+                   (("NWHC", "OHWI", "CNHW"), (2, 6, 7, 3), (4, 3, 2, 3)),
+                   (("NWC", "WIO", "NWC"), (2, 9, 3), (3, 3, 4))]
+        for dn, xs, ks in layouts:
+            x, k = rng.normal(size=xs), rng.normal(size=ks)
+            n = len(xs) - 2
+            assert lax.conv_dimension_numbers(xs, ks, dn) == \
+                tuple(tuple(s) for s in jlax.conv_dimension_numbers(xs, ks, dn))
+            for padding, spread_in in [("SAME", None), ("SAME_LOWER", None), ("VALID", None),
+                                       ([(1, -1), (2, 0)][:n], (2, 1)[:n])]:
+                args = (x, k, (2, 1)[:n], padding, spread_in, (1, 2)[:n], dn)
+                assert_close(lax.conv_general_dilated(*args),
+                             np.asarray(jlax.conv_general_dilated(*args)), rtol=1e-10)
+            tn = dn or ("NCHW", "OIHW", "NCHW")     # (conv_transpose's own default: NHWC)
+            spec = lax.conv_dimension_numbers(xs, ks, tn).rhs_spec
+            for padding in ("SAME", "VALID", [(1, 2), (0, 1)][:n]):
+                for strides, spread in [((2, 3)[:n], None), ((2, 2)[:n], (2, 1)[:n])]:
+                    for flip in (False, True):
+                        kk = np.swapaxes(k, spec[0], spec[1]) if flip else k
+                        for consistent in (False, True):
+                            args = (x, kk, strides, padding, spread, tn, flip)
+                            assert_close(
+                                lax.conv_transpose(*args, use_consistent_padding=consistent),
+                                np.asarray(jlax.conv_transpose(
+                                    *args, use_consistent_padding=consistent)), rtol=1e-10)
+            if n == 2:
+                for padding, spread_in in (("SAME", None), (((1, 0), (2, -1)), (1, 2))):
+                    args = (x, (3, 2), (2, 1), padding, spread_in, (2, 1), dn)
+                    assert_close(lax.conv_general_dilated_patches(*args),
+                                 np.asarray(jlax.conv_general_dilated_patches(*args)))
     finally:
         jax.config.update("jax_enable_x64", was)

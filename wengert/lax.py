@@ -14,13 +14,23 @@ What it holds, by kind:
   ``index`` forms, with JAX's index rules (a negative start counts from the end, and a
   start is clamped so that the slice fits).  A start traced without a value (a loop's
   counter) becomes a gather (or a masked select for an update).
+* **gather and scatter** with XLA's dimension numbers: `gather`, `scatter`,
+  `scatter_add`, ``scatter_sub``/``mul``/``min``/``max``, `scatter_apply`, `index_take`,
+  with JAX's handling of windows that do not fit (`GatherScatterMode`: by default a
+  gather clips and a scatter drops).  Each is one gather from the flattened operand, or
+  one index update of it, at positions computed in NumPy where the indices have values
+  and on the graph where they have none; the derivatives are those rules'.
+* **windows and reductions**: `reduce_window` (max, sum, min and product pooling with
+  padding and dilations) and `reduce`, for the monoids `add`, `mul`, `max`, `min`.
 * **elementwise functions and structure**: ``lax.exp``, ``lax.logistic``, ``lax.rsqrt``,
   ``lax.integer_pow``, ``lax.clamp``, ``lax.dot_general``, ``lax.reduce_sum``,
-  ``lax.conv_general_dilated`` (2-D) and the rest of their kind, written with
-  `wengert.numpy`, so every derivative rule is that function's.
+  ``lax.conv_general_dilated`` (1-D and 2-D, any layout), ``lax.conv_transpose`` and the
+  rest of their kind, written with `wengert.numpy`, so every derivative rule is that
+  function's.  ``precision=`` is accepted (a `Precision`) and ignored.
 
-A name of ``jax.lax`` that is not here (collectives, ``gather``/``scatter`` with dimension
-numbers, ``reduce_window``, random bit generators) raises an AttributeError that says so.
+A name of ``jax.lax`` that is not here (collectives, ``custom_root`` and
+``custom_linear_solve``, random bit generators) raises an AttributeError that says so
+and what to use.
 
 Example:
     >>> import wengert as wg
@@ -58,16 +68,25 @@ __all__ = [
     # dynamic slicing
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim", "dynamic_update_slice",
     "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
+    # gather and scatter
+    "gather", "GatherDimensionNumbers", "GatherScatterMode", "index_take", "scatter",
+    "scatter_add", "scatter_sub", "scatter_mul", "scatter_min", "scatter_max",
+    "scatter_apply", "ScatterDimensionNumbers",
     # static slicing and structure
     "slice", "slice_in_dim", "index_in_dim", "reshape", "transpose", "squeeze", "expand_dims",
     "broadcast", "broadcast_in_dim", "concatenate", "pad", "rev", "collapse", "split",
     "full", "full_like", "iota", "broadcasted_iota", "convert_element_type",
+    "broadcast_shapes", "broadcast_to_rank", "stack", "unstack", "tile", "empty",
+    "optimization_barrier",
     # reductions, scans, sorting
     "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
+    "reduce_xor", "reduce", "reduce_window", "reduce_window_shape_tuple", "padtype_to_pads",
     "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
     "sort", "sort_key_val", "top_k",
     # products
     "dot", "dot_general", "batch_matmul", "conv", "conv_general_dilated",
+    "conv_with_general_padding", "conv_transpose", "conv_general_dilated_patches",
+    "conv_dimension_numbers", "ConvDimensionNumbers", "DotDimensionNumbers", "Precision",
     # elementwise
     "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "cbrt",
     "ceil", "clamp", "conj", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc",
@@ -75,7 +94,9 @@ __all__ = [
     "is_finite", "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min", "mul", "ne",
     "neg", "nextafter", "polygamma", "pow", "real", "reciprocal", "rem", "round", "rsqrt",
     "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh", "zeta",
+    "bessel_i0e", "bessel_i1e", "betainc", "complex", "RoundingMethod",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "shift_left", "shift_right_arithmetic", "shift_right_logical",
 ]
 
 
@@ -1530,6 +1551,18 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     return put_back(_with_init(combine, name, init, acc, dtype))
 
 
+def _precision(precision, who):
+    """JAX's `precision` argument, checked and ignored: None, a `Precision` or its name,
+    or a pair of them (one for each operand)."""
+    for p in precision if isinstance(precision, (tuple, list)) else (precision,):
+        if p is not None and not isinstance(p, Precision):
+            try:
+                Precision(p)
+            except ValueError:
+                raise ValueError(f"{who}: precision {precision!r} is not a Precision, one of "
+                                 "its names, or a pair of them") from None
+
+
 # ---- products ---------------------------------------------------------------------------------
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """The product of vectors and matrices (``lhs @ rhs`` for 1-D and 2-D operands).
@@ -1539,6 +1572,7 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
         >>> dot(np.ones((2, 3)), np.ones(3)).tolist()
         [3.0, 3.0]
     """
+    _precision(precision, "dot")
     out = _wnp.dot(lhs, rhs)
     return out if preferred_element_type is None else _wnp.astype(out, preferred_element_type)
 
@@ -1554,6 +1588,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         >>> dot_general(a, b, (((2,), (1,)), ((0,), (0,)))).shape      # a batched matmul
         (5, 2, 4)
     """
+    _precision(precision, "dot_general")
     (lc, rc), (lb, rb) = dimension_numbers
     lc, rc, lb, rb = (tuple(_operator.index(d) for d in ds) for ds in (lc, rc, lb, rb))
     nl, nr = _wnp.ndim(lhs), _wnp.ndim(rhs)
@@ -1583,61 +1618,140 @@ def batch_matmul(lhs, rhs, precision=None):
         >>> batch_matmul(np.ones((4, 2, 3)), np.ones((4, 3, 1))).shape
         (4, 2, 1)
     """
+    _precision(precision, "batch_matmul")
     return _wnp.matmul(lhs, rhs)
+
+
+class ConvDimensionNumbers(_NamedTuple):
+    """Where a convolution's axes are, as ``jax.lax.ConvDimensionNumbers``: each spec
+    lists axis numbers, batch (or out-feature) first, then feature (in-feature), then the
+    spatial axes in the order they pair up.  `conv_dimension_numbers` makes one from
+    strings such as ``("NHWC", "HWIO", "NHWC")``.
+
+    Example:
+        >>> ConvDimensionNumbers((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3)).lhs_spec
+        (0, 1, 2, 3)
+    """
+    lhs_spec: tuple
+    rhs_spec: tuple
+    out_spec: tuple
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
+    """`dimension_numbers` (None, a `ConvDimensionNumbers`, or three strings such as
+    ``("NHWC", "HWIO", "NHWC")``) as a `ConvDimensionNumbers` for operands of these
+    shapes, as ``jax.lax.conv_dimension_numbers``.  None is ``("NCHW", "OIHW", "NCHW")``
+    (in as many spatial axes as there are); in strings, N and C name lhs's and out's batch
+    and feature axes, O and I rhs's, and the other letters pair spatial axes up, in the
+    order rhs lists them.
+
+    Example:
+        >>> conv_dimension_numbers((8, 32, 32, 3), (5, 5, 3, 16), ("NHWC", "HWIO", "NHWC"))
+        ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))
+    """
+    n = len(lhs_shape)
+    if len(rhs_shape) != n or n < 2:
+        raise TypeError(f"conv: lhs and rhs must have one number of axes (at least 2), got "
+                        f"shapes {tuple(lhs_shape)} and {tuple(rhs_shape)}")
+    if dimension_numbers is None:
+        return ConvDimensionNumbers(*(tuple(range(n)),) * 3)
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return ConvDimensionNumbers(*(tuple(_operator.index(a) for a in s)
+                                      for s in dimension_numbers))
+    specs = tuple(dimension_numbers)
+    if len(specs) != 3 or not all(isinstance(s, str) and len(s) == n for s in specs):
+        raise TypeError(f"conv: dimension_numbers must be None, a ConvDimensionNumbers or "
+                        f"three strings of {n} letters (such as ('NCHW', 'OIHW', 'NCHW')), "
+                        f"got {dimension_numbers!r}")
+    lhs, rhs, out = specs
+    spatial = [c for c in rhs if c not in "OI"]
+    if sorted(rhs) != sorted("OI" + "".join(spatial)) or len(set(rhs)) != n or any(
+            sorted(s) != sorted("NC" + "".join(spatial)) for s in (lhs, out)):
+        raise TypeError(f"conv: dimension_numbers {dimension_numbers!r} must name N and C "
+                        "in lhs and out, O and I in rhs, and the same spatial letters, once "
+                        "each, in all three")
+    return ConvDimensionNumbers(*(tuple(s.index(c) for c in first + "".join(spatial))
+                                  for s, first in ((lhs, "NC"), (rhs, "OI"), (out, "NC"))))
+
+
+def _conv_canonical(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, groups, who):
+    """A convolution of lhs (N, C, *spatial) and rhs (O, C/groups, *spatial) to
+    (N, O, *spatial): `wengert.nn.conv2d`, with lhs dilation as an interior padding (the
+    holes are zeros), and 1-D as 2-D with an axis of one."""
+    from . import nn
+    k = _wnp.ndim(lhs) - 2
+    if k not in (1, 2):
+        raise NotImplementedError(f"{who}: only 1-D and 2-D convolutions are supported, got "
+                                  f"{k} spatial axes (shapes {_wnp.shape(lhs)} and "
+                                  f"{_wnp.shape(rhs)})")
+    config = [(lo, hi, d - 1) for (lo, hi), d in zip(pads, lhs_dilation)]
+    if any(any(c) for c in config):        # (negative edges crop, after the holes: XLA's)
+        lhs = pad(lhs, _np.zeros((), _wnp.result_type(lhs)), [(0, 0, 0)] * 2 + config)
+    if k == 1:
+        lhs, rhs = _wnp.expand_dims(lhs, 2), _wnp.expand_dims(rhs, 2)
+        strides, rhs_dilation = (1,) + tuple(strides), (1,) + tuple(rhs_dilation)
+    out = nn.conv2d(lhs, rhs, stride=tuple(strides), dilation=tuple(rhs_dilation),
+                    groups=groups)
+    return _wnp.squeeze(out, 2) if k == 1 else out
+
+
+def _spatial(v, k, who, name, default=1):
+    v = (default,) * k if v is None else _dims(v, who, name)
+    if len(v) != k or any(d < 1 for d in v):
+        raise ValueError(f"{who}: {name} {v} must hold one positive integer for each of "
+                         f"the {k} spatial axes")
+    return v
 
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
                          batch_group_count=1, precision=None, preferred_element_type=None):
-    """A 2-D convolution as ``jax.lax.conv_general_dilated``, in its default layout:
-    lhs ``(N, C, H, W)``, rhs ``(O, C/groups, kh, kw)``, out ``(N, O, Ho, Wo)``.
-    `padding` is ``"VALID"``, ``"SAME"``, ``"SAME_LOWER"`` or ``((lo, hi), (lo, hi))``;
-    `rhs_dilation` spreads the kernel.  It is `wengert.nn.conv2d` (cross-correlation, as
-    JAX's): other layouts, `lhs_dilation` (a transposed convolution) and
-    `batch_group_count` are refused by name.
+    """A 1-D or 2-D convolution, as ``jax.lax.conv_general_dilated`` (XLA's Conv,
+    cross-correlation as in deep learning): `dimension_numbers` says where the axes are
+    (see `conv_dimension_numbers`; by default lhs ``(N, C, H, W)``, rhs
+    ``(O, C/groups, kh, kw)``, out ``(N, O, Ho, Wo)``).  `padding` is ``"VALID"``,
+    ``"SAME"``, ``"SAME_LOWER"`` or ``(low, high)`` pairs (negative ones crop);
+    `lhs_dilation` spreads the input (a transposed convolution: see `conv_transpose`),
+    `rhs_dilation` the kernel.  It is `wengert.nn.conv2d`, whose derivatives are
+    convolutions again.  `batch_group_count` is refused by name; `precision` is ignored.
 
     Example:
         >>> import numpy as np
         >>> conv_general_dilated(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), (1, 1),
         ...                      "SAME")[0, 0].tolist()[0]
         [4.0, 6.0, 6.0, 4.0]
+        >>> conv_general_dilated(np.ones((1, 4, 4, 2)), np.ones((3, 3, 2, 5)), (1, 1), "SAME",
+        ...                      dimension_numbers=("NHWC", "HWIO", "NHWC")).shape
+        (1, 4, 4, 5)
     """
-    from . import nn
-    if dimension_numbers is not None and tuple(_builtins.map(str, dimension_numbers)) != \
-            ("NCHW", "OIHW", "NCHW"):
-        raise NotImplementedError(f"conv_general_dilated: dimension_numbers "
-                                  f"{dimension_numbers} is not supported: only the default "
-                                  "layout, NCHW images and OIHW kernels (transpose to it)")
-    if lhs_dilation is not None and tuple(lhs_dilation) != (1, 1):
-        raise NotImplementedError("conv_general_dilated: lhs_dilation (a transposed "
-                                  "convolution) is not supported")
+    _precision(precision, "conv_general_dilated")
+    who = "conv_general_dilated"
     if batch_group_count != 1:
-        raise NotImplementedError("conv_general_dilated: batch_group_count is not supported")
-    if _wnp.ndim(lhs) != 4 or _wnp.ndim(rhs) != 4:
-        raise NotImplementedError(f"conv_general_dilated: only 2-D convolutions (4-D lhs and "
-                                  f"rhs) are supported, got shapes {_wnp.shape(lhs)} and "
-                                  f"{_wnp.shape(rhs)}")
-    strides = tuple(window_strides)
-    dilation = (1, 1) if rhs_dilation is None else tuple(rhs_dilation)
+        raise NotImplementedError(f"{who}: batch_group_count is not supported")
+    dn = conv_dimension_numbers(_wnp.shape(lhs), _wnp.shape(rhs), dimension_numbers)
+    lhs = _wnp.transpose(lhs, dn.lhs_spec)
+    rhs = _wnp.transpose(rhs, dn.rhs_spec)
+    k = _wnp.ndim(lhs) - 2
+    strides = _spatial(window_strides, k, who, "window_strides")
+    spread_in = _spatial(lhs_dilation, k, who, "lhs_dilation")
+    spread = _spatial(rhs_dilation, k, who, "rhs_dilation")
     if isinstance(padding, str):
-        pads = []
-        for n, k, s, d in zip(_wnp.shape(lhs)[2:], _wnp.shape(rhs)[2:], strides, dilation):
-            span = (k - 1) * d + 1
-            if padding.upper() == "VALID":
-                pads.append((0, 0))
-                continue
-            if padding.upper() not in ("SAME", "SAME_LOWER"):
-                raise ValueError(f"conv_general_dilated: padding {padding!r} is not one of "
-                                 "'VALID', 'SAME', 'SAME_LOWER' or pairs")
-            total = _builtins.max((-(-n // s) - 1) * s + span - n, 0)
-            small = total // 2
-            pads.append((small, total - small) if padding.upper() == "SAME"
-                        else (total - small, small))
+        if any(d > 1 for d in spread_in):
+            raise ValueError(f"{who}: padding {padding!r} with lhs_dilation {spread_in} is "
+                             "not defined (as in JAX): give (low, high) pairs, or use "
+                             "conv_transpose")
+        dilated = [(n - 1) * d + 1 if n else 0
+                   for n, d in zip(_wnp.shape(lhs)[2:], spread_in)]
+        spans = [(n - 1) * d + 1 for n, d in zip(_wnp.shape(rhs)[2:], spread)]
+        pads = padtype_to_pads(dilated, spans, strides, padding)
     else:
-        pads = [tuple(p) for p in padding]
-    if any(lo or hi for lo, hi in pads):
-        lhs = pad(lhs, 0.0, [(0, 0, 0), (0, 0, 0)] + [(lo, hi, 0) for lo, hi in pads])
-    out = nn.conv2d(lhs, rhs, stride=strides, dilation=dilation, groups=feature_group_count)
+        pads = [tuple(_operator.index(v) for v in p) for p in padding]
+        if len(pads) != k or any(len(p) != 2 for p in pads):
+            raise ValueError(f"{who}: padding {padding!r} must be a string or one (low, "
+                             f"high) pair for each of the {k} spatial axes")
+    out = _conv_canonical(lhs, rhs, strides, pads, spread_in, spread, feature_group_count,
+                          who)
+    out = _wnp.transpose(out, tuple(_np.argsort(dn.out_spec)))
     return out if preferred_element_type is None else _wnp.astype(out, preferred_element_type)
 
 
@@ -1649,8 +1763,122 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
         >>> conv(np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2)), (1, 1), "VALID").shape
         (1, 1, 2, 2)
     """
+    _precision(precision, "conv")
     return conv_general_dilated(lhs, rhs, window_strides, padding,
                                 preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=None, preferred_element_type=None):
+    """`conv_general_dilated` in the default layout with both dilations, as
+    ``jax.lax.conv_with_general_padding``.
+
+    Example:
+        >>> import numpy as np
+        >>> conv_with_general_padding(np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2)), (1, 1),
+        ...                           ((1, 1), (0, 0)), (2, 1), None).shape
+        (1, 1, 6, 2)
+    """
+    _precision(precision, "conv_with_general_padding")
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation,
+                                rhs_dilation, preferred_element_type=preferred_element_type)
+
+
+def _transpose_pads(span, stride, padding):
+    """The padding of a transposed convolution whose forward convolution has `padding`
+    ("SAME" or "VALID"): the input spread by the stride is padded so that the output is
+    ``n * stride`` long (SAME) or ``n * stride + max(span - stride, 0)`` (VALID), the
+    larger half before where the total is odd and the stride allows it."""
+    if padding == "SAME":
+        total = span + stride - 2
+        before = span - 1 if stride > span - 1 else -(-total // 2)
+    else:
+        total = span + stride - 2 + _builtins.max(span - stride, 0)
+        before = span - 1
+    return before, total - before
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
+    """A transposed ("fractionally strided") convolution, as ``jax.lax.conv_transpose``:
+    the input spread `strides` apart, then convolved with stride 1.  The default layout is
+    TensorFlow's, ``("NHWC", "HWIO", "NHWC")`` (``"NHC"``... in 1-D).  `padding` ``"SAME"``
+    makes the output `strides` times the input, ``"VALID"`` as large as the convolution
+    it transposes takes; pairs are the transposed convolution's own padding, unless
+    ``use_consistent_padding=True``, when they are the forward convolution's (PyTorch's
+    meaning).  ``transpose_kernel=True`` flips the kernel and swaps its I and O axes, which
+    makes this the derivative of a forward convolution with that kernel (Keras's
+    Conv2DTranspose).
+
+    Example:
+        >>> import numpy as np
+        >>> conv_transpose(np.ones((1, 3, 3, 1)), np.ones((2, 2, 1, 1)), (2, 2),
+        ...                "SAME").shape
+        (1, 6, 6, 1)
+    """
+    _precision(precision, "conv_transpose")
+    who = "conv_transpose"
+    k = _wnp.ndim(lhs) - 2
+    if dimension_numbers is None:
+        if not 1 <= k <= 2:
+            raise NotImplementedError(f"{who}: only 1-D and 2-D convolutions are supported, "
+                                      f"got lhs of shape {_wnp.shape(lhs)}")
+        space = "HW"[:k]
+        dimension_numbers = ("N" + space + "C", space + "IO", "N" + space + "C")
+    dn = conv_dimension_numbers(_wnp.shape(lhs), _wnp.shape(rhs), dimension_numbers)
+    strides = _spatial(strides, k, who, "strides")
+    spread = _spatial(rhs_dilation, k, who, "rhs_dilation")
+    sizes = [_wnp.shape(rhs)[a] for a in dn.rhs_spec[2:]]
+    spans = [(n - 1) * d + 1 for n, d in zip(sizes, spread)]
+    if isinstance(padding, str):
+        kind = padding.upper()
+        if kind not in ("SAME", "VALID"):
+            raise ValueError(f"{who}: padding {padding!r} is not one of 'SAME', 'VALID' or "
+                             "(low, high) pairs")
+        pads = [_transpose_pads(n, s, kind) for n, s in zip(spans, strides)]
+    else:
+        pads = [tuple(_operator.index(v) for v in p) for p in padding]
+        if len(pads) != k or any(len(p) != 2 for p in pads):
+            raise ValueError(f"{who}: padding {padding!r} must be 'SAME', 'VALID' or one "
+                             f"(low, high) pair for each of the {k} spatial axes")
+        if use_consistent_padding:   # (the forward convolution's padding, transposed)
+            pads = [(n - 1 - lo, n - 1 - hi) for n, (lo, hi) in zip(spans, pads)]
+    if transpose_kernel:
+        rhs = _wnp.swapaxes(_wnp.flip(rhs, dn.rhs_spec[2:]), dn.rhs_spec[0], dn.rhs_spec[1])
+    return conv_general_dilated(lhs, rhs, (1,) * k, pads, lhs_dilation=strides,
+                                rhs_dilation=spread, dimension_numbers=dn,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                 lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                                 precision=None, preferred_element_type=None):
+    """The patches `conv_general_dilated` would multiply with a kernel of spatial shape
+    `filter_shape`, as ``jax.lax.conv_general_dilated_patches``: the output's feature axis
+    holds each patch flattened, channel first, then the spatial axes in rhs's order.  A
+    convolution with an identity kernel, so its derivative is a convolution too.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.arange(9.0).reshape(1, 1, 3, 3)
+        >>> conv_general_dilated_patches(x, (2, 2), (1, 1), "VALID")[0, :, 0, 0].tolist()
+        [0.0, 1.0, 3.0, 4.0]
+    """
+    _precision(precision, "conv_general_dilated_patches")
+    filter_shape = _dims(filter_shape, "conv_general_dilated_patches", "filter_shape")
+    k = len(filter_shape)
+    dn = conv_dimension_numbers(_wnp.shape(lhs), (1, 1) + filter_shape, dimension_numbers)
+    channels = _wnp.shape(lhs)[dn.lhs_spec[1]]
+    size = _math.prod(filter_shape)
+    eye = _np.eye(channels * size, dtype=_wnp.result_type(lhs))
+    kernel = eye.reshape((channels * size, channels) + filter_shape)   # (O, I, *spatial)
+    rhs = _np.transpose(kernel, _np.argsort(dn.rhs_spec))               # in rhs's layout
+    if _wnp.ndim(lhs) != k + 2:
+        raise TypeError(f"conv_general_dilated_patches: filter_shape {filter_shape} needs "
+                        f"an lhs of {k + 2} axes, got shape {_wnp.shape(lhs)}")
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation,
+                                rhs_dilation, dn, preferred_element_type=preferred_element_type)
 
 
 # ---- elementwise ------------------------------------------------------------------------------
@@ -1849,14 +2077,247 @@ def igammac(a, x):
     return _special("gammaincc")(a, x)
 
 
+# ---- names JAX programs reach for: options, structure, bits, special functions -----------------
+class Precision(_enum.Enum):
+    """The precision of a product or convolution on an accelerator, as
+    ``jax.lax.Precision``: accepted wherever JAX takes ``precision=`` and ignored (NumPy
+    multiplies in the operands' own precision).  Its names and JAX's strings
+    (``"highest"``, ``"float32"``, ...) both make one.
+
+    Example:
+        >>> Precision("highest"), Precision("bfloat16")
+        (<Precision.HIGHEST: 2>, <Precision.DEFAULT: 0>)
+    """
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        aliases = {"default": cls.DEFAULT, "fastest": cls.DEFAULT, "bfloat16": cls.DEFAULT,
+                   "high": cls.HIGH, "tensorfloat32": cls.HIGH, "highest": cls.HIGHEST,
+                   "float32": cls.HIGHEST}
+        if not isinstance(value, str):          # (another library's member: its name)
+            value = getattr(value, "name", None)
+        return aliases.get(value.lower()) if isinstance(value, str) else None
+
+
+class RoundingMethod(_enum.IntEnum):
+    """`round`'s methods, as ``jax.lax.RoundingMethod``.
+
+    Example:
+        >>> round(2.5, RoundingMethod.TO_NEAREST_EVEN)
+        np.float64(2.0)
+    """
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+#: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``: `dot_general`'s
+#: dimension numbers, a plain tuple as in JAX (whose DotDimensionNumbers is this type).
+DotDimensionNumbers = tuple
+
+
+def broadcast_shapes(*shapes):
+    """The shape that arrays of `shapes` broadcast to, as ``jax.lax.broadcast_shapes``.
+
+    Example:
+        >>> broadcast_shapes((2, 1), (3,))
+        (2, 3)
+    """
+    try:
+        return tuple(_np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        shown = ", ".join(_builtins.map(str, shapes))
+        raise ValueError(f"broadcast_shapes: the shapes {shown} do not broadcast "
+                         "together") from None
+
+
+def broadcast_to_rank(x, rank):
+    """`x` with leading axes of length 1 up to `rank` axes.
+
+    Example:
+        >>> import numpy as np
+        >>> broadcast_to_rank(np.ones(3), 3).shape
+        (1, 1, 3)
+    """
+    n = _wnp.ndim(x)
+    return x if n >= rank else _wnp.reshape(x, (1,) * (rank - n) + tuple(_wnp.shape(x)))
+
+
+def stack(operands, axis=0):
+    """`operands` (of one shape) joined along a new axis, as ``jax.lax.stack``.
+
+    Example:
+        >>> import numpy as np
+        >>> stack([np.ones(2), np.zeros(2)], axis=1).tolist()
+        [[1.0, 0.0], [1.0, 0.0]]
+    """
+    return _wnp.stack(list(operands), axis=axis)
+
+
+def unstack(x, axis=0):
+    """The slices of `x` along `axis`, as a tuple (``jax.lax.unstack``).
+
+    Example:
+        >>> import numpy as np
+        >>> [p.tolist() for p in unstack(np.arange(4.0).reshape(2, 2), axis=1)]
+        [[0.0, 2.0], [1.0, 3.0]]
+    """
+    axis = _axis(axis, _wnp.ndim(x), "unstack")
+    return tuple(_wnp.take(x, i, axis=axis) for i in range(_wnp.shape(x)[axis]))
+
+
+def tile(operand, reps):
+    """`operand` repeated `reps[k]` times along each axis k, as ``jax.lax.tile`` (one rep
+    for each axis).
+
+    Example:
+        >>> import numpy as np
+        >>> tile(np.arange(2.0), (3,)).tolist()
+        [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    """
+    reps = _dims(reps, "tile", "reps")
+    if len(reps) != _wnp.ndim(operand):
+        raise ValueError(f"tile: reps {reps} must give one count for each axis of the operand "
+                         f"of shape {_wnp.shape(operand)}")
+    return _wnp.tile(operand, reps)
+
+
+def empty(shape, dtype):
+    """An array of `shape` and `dtype` (zeros, as JAX's).
+
+    Example:
+        >>> empty((2,), "float32").tolist()
+        [0.0, 0.0]
+    """
+    return _np.zeros(tuple(shape), dtype)
+
+
+def optimization_barrier(operand):
+    """`operand` itself: JAX's barrier to the compiler's reordering, which has nothing to
+    order here.
+
+    Example:
+        >>> optimization_barrier(3.0)
+        3.0
+    """
+    return operand
+
+
+def complex(x, y):  # noqa: A001  (jax.lax.complex)
+    """``x + 1j * y`` from real parts, differentiable in both.
+
+    Example:
+        >>> complex(1.0, 2.0)
+        np.complex128(1+2j)
+    """
+    return _wnp.add(x, _wnp.multiply(1j, y))
+
+
+def _bits(x, y, who):
+    dtype = _wnp.result_type(x, y)
+    if dtype.kind not in "iu":
+        raise TypeError(f"{who}: x and y must be integers, got {dtype}")
+    return dtype, 8 * dtype.itemsize
+
+
+def shift_left(x, y):
+    """``x << y``; a shift by the width of the type or more (or a negative one) gives 0, as
+    ``jax.lax.shift_left`` (NumPy's is undefined there).
+
+    Example:
+        >>> import numpy as np
+        >>> shift_left(np.array([1, 1], np.int32), np.array([3, 40], np.int32)).tolist()
+        [8, 0]
+    """
+    dtype, bits = _bits(x, y, "shift_left")
+    inside = (y >= 0) & (y < bits)
+    return _wnp.where(inside, _wnp.left_shift(x, _wnp.where(inside, y, 0)),
+                      _np.zeros((), dtype))
+
+
+def shift_right_arithmetic(x, y):
+    """``x >> y`` keeping the sign; a shift by the width or more (or a negative one) gives
+    0 or -1, as ``jax.lax.shift_right_arithmetic``.
+
+    Example:
+        >>> import numpy as np
+        >>> x, y = np.array([-8, -8], np.int32), np.array([1, 40], np.int32)
+        >>> shift_right_arithmetic(x, y).tolist()
+        [-4, -1]
+    """
+    dtype, bits = _bits(x, y, "shift_right_arithmetic")
+    # (a shift out of range, negative ones too as XLA reads them unsigned, fills with the
+    # sign: a shift by bits - 1 does that)
+    inside = (y >= 0) & (y < bits)
+    return _wnp.right_shift(x, _wnp.where(inside, y, bits - 1))
+
+
+def shift_right_logical(x, y):
+    """``x >> y`` filling with zeros (a signed x read as unsigned bits); a shift by the
+    width or more gives 0, as ``jax.lax.shift_right_logical``.
+
+    Example:
+        >>> import numpy as np
+        >>> x, y = np.array([-8, 8], np.int32), np.array([28, 1], np.int32)
+        >>> shift_right_logical(x, y).tolist()
+        [15, 4]
+    """
+    dtype, bits = _bits(x, y, "shift_right_logical")
+    unsigned = _np.dtype(f"uint{bits}")
+    inside = (y >= 0) & (y < bits)
+    shifted = _wnp.right_shift(_wnp.astype(x, unsigned),
+                               _wnp.astype(_wnp.where(inside, y, 0), unsigned))
+    return _wnp.where(inside, _wnp.astype(shifted, dtype), _np.zeros((), dtype))
+
+
+reduce_xor = _reducer(_wnp.bitwise_xor.reduce, "reduce_xor", "np.array([[1, 2], [3, 4]])",
+                      "[3, 7]")
+
+
+def bessel_i0e(x):
+    """``exp(-|x|) I0(x)``, the exponentially scaled modified Bessel function of order 0.
+
+    Example:
+        >>> print(f"{float(bessel_i0e(1.0)):.6f}")
+        0.465760
+    """
+    return _special("i0e")(x)
+
+
+def bessel_i1e(x):
+    """``exp(-|x|) I1(x)``, the exponentially scaled modified Bessel function of order 1.
+
+    Example:
+        >>> print(f"{float(bessel_i1e(1.0)):.6f}")
+        0.207910
+    """
+    return _special("i1e")(x)
+
+
+def betainc(a, b, x):
+    """The regularised incomplete beta function I_x(a, b), differentiable in a, b and x.
+
+    Example:
+        >>> print(f"{float(betainc(2.0, 3.0, 0.5)):.6f}")
+        0.687500
+    """
+    return _special("betainc")(a, b, x)
+
+
 _NOT_HERE = {
-    "gather": "use x[index], wengert.numpy.take or take_along_axis",
-    "scatter": "use x.at[index].set(v) (wengert.numpy.at for NumPy arrays)",
-    "scatter_add": "use x.at[index].add(v)",
-    "reduce_window": "use wengert.nn.max_pool2d / avg_pool2d, or slices",
-    "reduce": "use reduce_sum, reduce_max, ... or wengert.numpy's reductions",
-    "custom_root": "use wengert.custom_root",
+    "custom_root": "use wengert.custom_root, a decorator whose condition takes the "
+                   "parameters as arguments (JAX's f closes over them, and a derivative "
+                   "through a closure is lost)",
+    "custom_linear_solve": "solve with wengert.custom_root (the condition matvec(x) - b), or "
+                           "differentiate the solver itself",
+    "fft": "use wengert.numpy.fft",
+    "rng_bit_generator": "use wengert.random",
+    "rng_uniform": "use wengert.random",
     "psum": "collectives across devices are not offered (one CPU process)",
+    "pmean": "collectives across devices are not offered (one CPU process)",
+    "all_gather": "collectives across devices are not offered (one CPU process)",
 }
 
 
