@@ -829,6 +829,9 @@ def test_conv_transpose_in_tensorflows_layout_and_patches():
     xs = rng.normal(size=(3, 1, 3, 3, 4))
     assert_close(wg.vmap(lambda x: lax.conv_transpose(x, k, (2, 2), "SAME"))(xs),
                  np.stack([lax.conv_transpose(x, k, (2, 2), "SAME") for x in xs]))
+    up = lambda x, k: lax.conv_transpose(x, k, (2, 1), "VALID")
+    assert_close(wg.compile(up, x, k)(x, k), up(x, k))
+    check_grads(up, x[:1, :2, :2], k)
     # patches: every window, channel first, then its places in row-major order
     img = rng.normal(size=(2, 3, 5, 4))
     patches = lax.conv_general_dilated_patches(img, (2, 3), (1, 1), "VALID")
