@@ -560,9 +560,103 @@ def test_gamma_family_gradients_are_unbiased():
     assert abs(mean_grad(lambda d: jr.chisquare(k, d, (n,)), 3.0) - 1.0) < 0.02
 
 
-def test_gamma_second_derivative_in_the_shape_says_it_is_not_implemented():
-    with pytest.raises(NotImplementedError, match="second derivative"):
-        wg.grad(wg.grad(lambda a: jr.gamma(KEY, a)))(2.0)
+def _second_along_the_quantile(a, z, h):
+    """d²z/da² at fixed u = P(a, z): Richardson's extrapolation of second differences of
+    SciPy's inverse (steps h and h/2), independent of wengert's derivatives."""
+    u = sc.gammainc(a, z)
+    second = lambda h: (sc.gammaincinv(a + h, u) - 2 * z + sc.gammaincinv(a - h, u)) / h ** 2
+    return (4 * second(h / 2) - second(h)) / 3
+
+
+def _gamma_grads(key, draw=lambda k, a: jr.gamma(k, a)):
+    first = lambda a: wg.grad(lambda x: wnp.sum(draw(key, x)))(a)
+    return first, lambda a: wg.grad(lambda x: wnp.sum(first(x)))(a)
+
+
+def test_gamma_second_derivative_in_the_shape():
+    """The derivative of the implicit derivative: d²z/da² along z(a) = P⁻¹(a, u), the
+    path the first derivative differentiates (not the sampler's own path)."""
+    k = jr.PRNGKey(6)
+    first, second = _gamma_grads(k)
+    for a in (0.05, 0.5, 1.0, 3.7, 25.0, 250.0):
+        alpha = np.full(8, a)
+        z = jr.gamma(k, alpha)
+        got = second(alpha)
+        # (an absolute part: for large a, d²z/da² is 1e-4 beside z's 250, whose last
+        # digits in SciPy's inverse are amplified by the differences)
+        assert_close(got, _second_along_the_quantile(alpha, z, 1e-3 * a), rtol=2e-6,
+                     atol=1e-9)
+        # central differences of the first derivative, along the same path
+        u, h = sc.gammainc(alpha, z), 1e-5 * a
+        along = lambda s: R.loggamma_grad(s, np.log(sc.gammaincinv(s, u))) * \
+            sc.gammaincinv(s, u)
+        assert_close(got, _fd(along, alpha, h), rtol=1e-6, atol=1e-9)
+        # forward over reverse, compiled, and the Hessian agree
+        assert_close(wg.jacfwd(first)(alpha).diagonal(), got, rtol=1e-12, atol=0)
+        assert_close(wg.jit(second)(alpha), got, rtol=1e-12, atol=0)
+    assert_close(wg.hessian(lambda x: wnp.sum(jr.gamma(k, x)))(alpha), np.diag(got),
+                 rtol=1e-12, atol=0)
+
+
+def test_gamma_second_derivative_is_jaxs(jax_random):
+    """JAX differentiates its random_gamma_grad(a, z) forward (not in reverse: its
+    jax.grad(jax.grad(...)) of a gamma draw raises): along the path, its tangent at
+    (1, dz/da) is d²z/da²."""
+    import jax
+    k = jr.PRNGKey(6)
+    first, second = _gamma_grads(k)
+    alpha = np.array([0.01, 0.3, 1.0, 2.5, 30.0, 1e3])
+    z = jr.gamma(k, alpha)
+    dz = np.asarray(jax.lax.random_gamma_grad(alpha, z))
+    _, theirs = jax.jvp(jax.lax.random_gamma_grad, (alpha, z), (np.ones_like(alpha), dz))
+    assert_close(second(alpha), np.asarray(theirs), rtol=1e-8, atol=0)
+    theirs = jax.jacfwd(jax.grad(lambda a: jax_random.gamma(jax_random.PRNGKey(0), a)))(2.0)
+    assert np.isfinite(theirs)                  # (JAX's own draw: forward over reverse)
+
+
+def test_loggamma_second_derivative_where_the_draws_underflow():
+    """a = 1e-3: log z = (log u + log Γ(a+1))/a to O(z), z < 1e-60 here; and across the
+    switch to the small-z series (z = 1e-6) at a = 0.05, against SciPy's inverse."""
+    k = jr.PRNGKey(2)
+    a = np.full(6, 1e-3)
+    lz = jr.loggamma(k, a)
+    log_u = a * lz - sc.gammaln(a + 1)
+    path = lambda s: (log_u + sc.gammaln(s + 1)) / s
+    h = 1e-6
+    ref = (path(a + h) - 2 * path(a) + path(a - h)) / h ** 2
+    _, second = _gamma_grads(k, jr.loggamma)
+    assert_close(second(a), ref, rtol=1e-5)
+    a = np.full(64, 0.05)
+    z = jr.gamma(k, a)
+    assert np.any(z < 1e-6) and np.any(z > 1e-6)
+    _, second = _gamma_grads(k)
+    assert_close(second(a), _second_along_the_quantile(a, z, 1e-4), rtol=1e-5, atol=1e-300)
+
+
+def test_gamma_third_derivative_in_the_shape_says_it_is_not_implemented():
+    f = lambda a: jr.gamma(KEY, a)
+    assert np.isfinite(wg.grad(wg.grad(f))(2.0))
+    with pytest.raises(NotImplementedError, match="third derivative"):
+        wg.grad(wg.grad(wg.grad(f)))(2.0)
+
+
+def test_gammainc_second_partial_in_the_shape_is_mpmaths():
+    """The kernel under the second derivative, ∂²P/∂a², in each of its regions (series,
+    continued fraction, Temme's expansion for a >= 20 near x = a) and at their seams."""
+    mp = pytest.importorskip("mpmath")
+    from wengert.primitives.incomplete import gammainc_daa
+    mp.mp.dps = 60
+    points = [(a, a * r if a >= 1 else 3 * r)
+              for a in (1e-3, 0.05, 0.3, 1.0, 2.5, 19.0, 20.0, 60.0, 3000.0)
+              for r in (1e-6, 0.3, 0.69, 0.71, 0.999, 1.0, 1.001, 1.29, 1.31, 3.0, 10.0)]
+    a, x = np.array(points).T
+    got = gammainc_daa(a, x)
+    for (ai, xi), g in zip(points, got):
+        # (Q's side above x = a: P's derivatives there are below P's own rounding)
+        f = (lambda s: -mp.gammainc(s, xi, mp.inf, regularized=True)) if xi > ai else \
+            (lambda s: mp.gammainc(s, 0, xi, regularized=True))
+        assert_close(g, float(mp.diff(f, mp.mpf(ai), 2)), rtol=2e-11, atol=0)
+    assert np.isnan(gammainc_daa(-1.0, 1.0)) and gammainc_daa(2.0, 0.0) == 0
 
 
 def test_discrete_draws_have_zero_derivative_in_their_probabilities():

@@ -18,7 +18,8 @@ distributions as JAX's, not the same values.
 **Derivatives.**  Parameters that JAX reparameterises are differentiable, with the key
 fixed: ``normal(key) * sigma + mu``; `uniform`'s ``minval`` and ``maxval``;
 `truncated_normal`'s bounds; `gamma`'s and `loggamma`'s shape ``a`` by JAX's implicit
-reparameterisation gradient, and so `beta`, `dirichlet`, `t`, `chisquare` and `f`;
+reparameterisation gradient, to second order, and so `beta`, `dirichlet`, `t`,
+`chisquare` and `f`;
 `multivariate_normal`'s mean and covariance; the scale parameters of `weibull_min`,
 `pareto`, `rayleigh` and `lognormal`.  Discrete draws (`bernoulli`, `categorical`,
 `randint`, `choice`'s indices, `permutation`'s order, `poisson`, `geometric`) have a
@@ -470,12 +471,17 @@ def loggamma(key, a, shape=None, dtype=None):
     Tsang's method (for a < 1, Gamma(a + 1) times U^(1/a), in logs).  Differentiable in
     `a` by JAX's implicit reparameterisation gradient: with u = P(a, z) held fixed (P the
     distribution function), dz/da = -(∂P/∂a)/(∂P/∂z), computed without SciPy's help for
-    ∂P/∂a (wengert.primitives.incomplete), so the derivative needs SciPy; a second
-    derivative in `a` is not implemented.  a <= 0 gives -inf (a = 0) or nan, as JAX.
+    ∂P/∂a (wengert.primitives.incomplete), so the derivative needs SciPy.  Its own
+    derivative, the second in `a`, is the derivative along that path (z moving with a
+    at fixed P), as JAX's forward derivative of its gradient is; a third derivative is
+    not implemented.  a <= 0 gives -inf (a = 0) or nan, as JAX.
 
     Example:
         >>> import wengert as wg
         >>> float(wg.grad(lambda a: loggamma(PRNGKey(0), a))(2.0)) > 0
+        True
+        >>> f = lambda a: loggamma(PRNGKey(0), a)
+        >>> bool(abs(wg.grad(wg.grad(f))(2.0) - wg.jacfwd(wg.grad(f))(2.0)) < 1e-12)
         True
     """
     return _loggamma(key, a, shape, dtype, "loggamma")

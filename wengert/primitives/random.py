@@ -32,15 +32,21 @@ The primitives, each with a value computed in NumPy from the key when the graph 
     random_loggamma(key, a, shape=, dtype=)       log of a Gamma(a, 1) draw
     random_poisson(key, lam, shape=, dtype=)      Poisson(lam) counts
 
-and one elementwise function of a uniform draw, `truncated_normal_ppf(u, lower, upper)`,
-the quantile function of the normal distribution truncated to [lower, upper].
+and elementwise functions: `truncated_normal_ppf(u, lower, upper)`, the quantile function
+of the normal distribution truncated to [lower, upper], at a uniform draw; and
+`loggamma_grad(a, log_z)` with its partial `loggamma_grad_da`, the derivative of a gamma
+draw below.
 
 Derivatives.  A key has none (it is integers).  A draw that is a smooth function of its
 parameters for a fixed key is differentiable in them, as JAX reparameterises: uniform
 and normal draws are transformed by ordinary primitives; `truncated_normal_ppf` has
 partials in its bounds; `random_loggamma` has JAX's implicit reparameterisation gradient
 in its shape a: with the draw z and u = P(a, z) held fixed (P the regularised incomplete
-gamma function, the distribution function), dz/da = -(∂P/∂a)(a, z) / (∂P/∂z)(a, z).
+gamma function, the distribution function), dz/da = -(∂P/∂a)(a, z) / (∂P/∂z)(a, z)
+(`loggamma_grad`, in logs).  That derivative is differentiable in turn, along the same
+path (z moving with a at fixed u, as JAX's forward derivative of its random_gamma_grad
+does): its partials in a, by ∂²P/∂a² (`incomplete.gammainc_daa`), and in log z, by the
+density's logarithmic derivatives; a third derivative raises NotImplementedError.
 Integer draws have no derivative (JAX: a zero one).
 
 Batching.  Every keyed primitive takes a key array of any shape K + (2,) and draws
@@ -468,29 +474,93 @@ def _loggamma_np(key, a, shape, dtype):
 
 # Where the draw z is below this, ∂P/∂a and the density both underflow or lose digits:
 # there P(a, z) = z^a/Γ(a+1)·(1 - a z/(a+1) + O(z²)), whose derivative in a at fixed P
-# gives d log z/da = (ψ(a+1) - log z + z/(a+1)²) / (a (1 - z/(a+1))), to O(z²).
+# gives d log z/da = (ψ(a+1) - log z + r/(a+1)) / (a (1 - r)), r = z/(a+1), to O(z²).
 _SMALL_LOG_Z = math.log(1e-6)
 
 
-def _loggamma_partial(key, a, ans, shape, dtype):
-    """d log z / da at fixed P(a, z) = u: -(∂P/∂a) / (z · ∂P/∂z), the density written in
-    logs (z·∂P/∂z = exp(a log z - z - log Γ(a))); the small-z series below 1e-6."""
-    small = S.lt(ans, _SMALL_LOG_Z)
-    log_z = S.select(small, 0.0, ans)          # (a stand-in where the series is used)
-    z = S.exp(log_z)
-    general = -SP.gammainc_da(a, z) / S.exp(a * log_z - z - SP.gammaln(a))
-    z_small = S.exp(S.select(small, ans, _SMALL_LOG_Z))
-    ratio = z_small / (a + 1.0)
-    series = (SP.digamma(a + 1.0) - ans + ratio / (a + 1.0)) / (a * (1.0 - ratio))
+def _small_z_series(a, log_z):
+    """The series' numerator and denominator, and r (arrays; log_z below _SMALL_LOG_Z)."""
+    r = np.exp(log_z) / (a + 1.0)
+    return SP.scipy_module("special").digamma(a + 1.0) - log_z + r / (a + 1.0), \
+        a * (1.0 - r), r
+
+
+def _split_small(a, log_z):
+    a, log_z = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(log_z, np.float64))
+    small = log_z < _SMALL_LOG_Z
+    # (stand-ins where the other formula is used: no warnings from either)
+    return a, small, np.where(small, _SMALL_LOG_Z, log_z), np.where(small, log_z,
+                                                                    _SMALL_LOG_Z)
+
+
+def _loggamma_grad_np(a, log_z):
+    """d log z/da at fixed P(a, z) = u: -(∂P/∂a)/(z·∂P/∂z), the density written in logs
+    (z·∂P/∂z = exp(a log z - z - log Γ(a))); the small-z series below 1e-6."""
+    from .incomplete import gammainc_da
+    sc = SP.scipy_module("special")
+    with np.errstate(all="ignore"):
+        a, small, w, w_small = _split_small(a, log_z)
+        z = np.exp(w)
+        general = -gammainc_da(a, z) / np.exp(a * w - z - sc.gammaln(a))
+        num, den, _ = _small_z_series(a, w_small)
+        return _scalar_out(np.where(small, num / den, general))
+
+
+def _loggamma_grad_da_np(a, log_z):
+    """∂/∂a of `loggamma_grad` at fixed log z: for g = -P_a/G (G = z·∂P/∂z, whose
+    logarithmic derivative in a is log z - ψ(a)), ∂g/∂a = -P_aa/G - g (log z - ψ(a));
+    below z = 1e-6, the series' derivative."""
+    from .incomplete import gammainc_daa
+    sc = SP.scipy_module("special")
+    with np.errstate(all="ignore"):
+        g = _loggamma_grad_np(a, log_z)
+        a, small, w, w_small = _split_small(a, log_z)
+        z = np.exp(w)
+        general = -gammainc_daa(a, z) / np.exp(a * w - z - sc.gammaln(a)) \
+            - g * (w - sc.digamma(a))
+        num, den, r = _small_z_series(a, w_small)
+        series = (sc.polygamma(1, a + 1.0) - 2.0 * r / (a + 1.0) ** 2
+                  - g * ((1.0 - r) + a * r / (a + 1.0))) / den
+        return _scalar_out(np.where(small, series, general))
+
+
+loggamma_grad = defprimitive(
+    "loggamma_grad", _loggamma_grad_np, cost="call",
+    doc="loggamma_grad(a, log_z): d log z/da for a Gamma(a) draw z at fixed P(a, z), JAX's "
+        "implicit reparameterisation (P the regularised incomplete gamma function).")
+loggamma_grad_da = defprimitive(
+    "loggamma_grad_da", _loggamma_grad_da_np, cost="call",
+    doc="loggamma_grad_da(a, log_z): the partial of loggamma_grad in a, at fixed log_z "
+        "(by ∂²P/∂a², incomplete.gammainc_daa).")
+
+
+def _loggamma_grad_dw(a, w, ans):
+    """∂/∂ log z of `loggamma_grad`: -(log z - ψ(a)) - g (a - z), from G's logarithmic
+    derivatives (∂P_a/∂ log z = G (log z - ψ(a)), ∂ log G/∂ log z = a - z); below z =
+    1e-6, the series' own derivative, which has no cancellation where log z is large and
+    negative."""
+    small = S.lt(w, _SMALL_LOG_Z)
+    w_general = S.select(small, 0.0, w)
+    general = -(w_general - SP.digamma(a)) - ans * (a - S.exp(w_general))
+    r = S.exp(S.select(small, w, _SMALL_LOG_Z)) / (a + 1.0)
+    series = (r / (a + 1.0) - 1.0) / (a * (1.0 - r)) + ans * r / (1.0 - r)
     return S.select(small, series, general)
 
 
+def _third_derivative(*args, **params):
+    raise NotImplementedError(
+        "gamma: the third derivative of a gamma draw with respect to its shape a is not "
+        "implemented (the first two are): hold a constant (wg.stop_gradient) at that order")
+
+
+loggamma_grad.defpartials(lambda a, w, ans: loggamma_grad_da(a, w), _loggamma_grad_dw)
+loggamma_grad_da.defpartials(_third_derivative, _third_derivative)
 random_loggamma = defprimitive(
     "random_loggamma", _loggamma_np, cost="call",
     abstract_eval=lambda args, params: (_key_shape(args, params), np.dtype(params["dtype"])),
     doc="random_loggamma(key, a, shape=s, dtype=t): log of Gamma(a, 1) draws (Marsaglia and "
         "Tsang's method, log-space for a < 1), differentiable in a (implicitly).")
-random_loggamma.defpartials(None, _loggamma_partial)
+random_loggamma.defpartials(None, lambda key, a, ans, shape, dtype: loggamma_grad(a, ans))
 
 
 # ---- poisson ------------------------------------------------------------------------------------
@@ -588,6 +658,9 @@ random_poisson = defprimitive(
     abstract_eval=lambda args, params: (_key_shape(args, params), np.dtype(params["dtype"])),
     doc="random_poisson(key, lam, shape=s, dtype=t): Poisson counts (inversion for lam < 10, "
         "Hörmann's PTRS above); -1 where lam is negative, nan or infinite.")
+
+
+
 for _p in (random_key, random_split, random_fold_in, random_draw):
     _p.defpartials(*[None] * (2 if _p is random_fold_in else 1))
 random_integers.defpartials(None, None, None)
@@ -693,3 +766,5 @@ random_key.defbatch(lambda args, mapped, node: node.op(args[0]))
 # (declared here: batching.py gives elementwise primitives their rule when it is imported,
 # which is before this module defines this one)
 truncated_normal_ppf.defbatch(_elementwise)
+loggamma_grad.defbatch(_elementwise)
+loggamma_grad_da.defbatch(_elementwise)
