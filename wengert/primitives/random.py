@@ -31,6 +31,7 @@ The primitives, each with a value computed in NumPy from the key when the graph 
     random_integers(key, lo, hi, shape=, dtype=)  integers in [lo, hi)
     random_loggamma(key, a, shape=, dtype=)       log of a Gamma(a, 1) draw
     random_poisson(key, lam, shape=, dtype=)      Poisson(lam) counts
+    random_binomial(key, n, p, shape=, dtype=)    Binomial(n, p) counts (floats)
 
 and elementwise functions: `truncated_normal_ppf(u, lower, upper)`, the quantile function
 of the normal distribution truncated to [lower, upper], at a uniform draw; and
@@ -660,11 +661,153 @@ random_poisson = defprimitive(
         "Hörmann's PTRS above); -1 where lam is negative, nan or infinite.")
 
 
+# ---- binomial -----------------------------------------------------------------------------------
+def _stirling_error(x):
+    """log x! - ((x + 1/2) log x - x + log(2π)/2), for float arrays of integers x >= 1: the
+    table below 128 (the difference loses ~1e-13 there, of a value above 6e-4), Stirling's
+    series above (its next term is below 1e-18)."""
+    small = x < 128
+    xs = np.where(small, x, 1.0)
+    table = _LOG_FACTORIALS[xs.astype(np.intp)] - (xs + 0.5) * np.log(xs) + xs \
+        - 0.5 * math.log(2 * math.pi)
+    xl = np.where(small, 128.0, x)
+    series = 1 / (12 * xl) - 1 / (360 * xl ** 3) + 1 / (1260 * xl ** 5)
+    return np.where(small, table, series)
+
+
+def _deviance(x, mean):
+    """x log(x/mean) + mean - x >= 0 without its cancellation near x = mean, where it is
+    (x - mean)²/(2 mean) + ...: with v = (x - mean)/(x + mean), (x - mean) v + 2x Σⱼ
+    v^(2j+1)/(2j+1), j >= 1, for |v| < 0.1 (ten terms: below 1e-20 after)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = (x - mean) / (x + mean)
+        near = np.abs(v) < 0.1
+        vv = np.where(near, v, 0.0)
+        v2, power, tail = vv * vv, vv, np.zeros_like(vv)
+        for j in range(1, 11):
+            power = power * v2
+            tail += power / (2 * j + 1)
+        far = x * np.log(x / mean) + mean - x
+    return np.where(near, (x - mean) * vv + 2 * x * tail, far)
+
+
+def _log_binomial_pmf(k, n, q):
+    """log of the Binomial(n, q) probability of k (0 < k < n, floats), by Loader's
+    "saddle point" form (2000): log n!/(k!(n-k)!) q^k (1-q)^(n-k) as Stirling errors and
+    deviances, none of which is large, so that it keeps its digits for n in the billions,
+    where log n! - log k! - log (n-k)! would lose them."""
+    return (_stirling_error(n) - _stirling_error(k) - _stirling_error(n - k)
+            - _deviance(k, n * q) - _deviance(n - k, n * (1.0 - q))
+            + 0.5 * np.log(n / (2 * math.pi * k * (n - k))))
+
+
+_BTRS_FROM = 10.0       # n·q below: inversion, one uniform each; from here: BTRS
+
+
+def _binomial_inversion(u, n, q):
+    """The smallest k with P(K <= k) >= u, K ~ Binomial(n, q), q <= 1/2, n·q < 10: a walk
+    up the distribution function of each element, all at once, dropping those that
+    have arrived (a few dozen steps at most; where the remaining mass is below rounding,
+    the walk stops)."""
+    k = np.zeros(n.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        odds = q / (1.0 - q)
+        p = np.exp(n * np.log1p(-q))        # P(K = 0): above e^-14 for n·q < 10, q <= 1/2
+    cdf = p.copy()
+    todo = np.nonzero((u > cdf) & (n > 0))[0]
+    while len(todo):
+        k[todo] += 1.0
+        p[todo] *= (n[todo] - k[todo] + 1.0) / k[todo] * odds[todo]
+        cdf[todo] += p[todo]
+        todo = todo[(u[todo] > cdf[todo]) & (k[todo] < n[todo])
+                    & (p[todo] > 1e-17 * cdf[todo])]
+    return k
+
+
+def _btrs_round(u, v, n, q):
+    """One round of Hörmann's transformed rejection with squeeze for the binomial (BTRS,
+    1993), n·q >= 10, q <= 1/2: (candidate, accepted)."""
+    spq = np.sqrt(n * q * (1.0 - q))
+    b = 1.15 + 2.53 * spq
+    a = -0.0873 + 0.0248 * b + 0.01 * q
+    c = n * q + 0.5
+    vr = 0.92 - 4.2 / b
+    alpha = (2.83 + 5.1 / b) * spq
+    mode = np.floor((n + 1.0) * q)
+    u = u - 0.5
+    us = 0.5 - np.abs(u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.floor((2.0 * a / us + b) * u + c)
+        quick = (us >= 0.07) & (v <= vr)
+        inside = (k >= 0) & (k <= n)
+        # (k = 0 and k = n are far in the tails for n·q >= 10: their exact logarithms)
+        kk = np.where(inside & (k > 0) & (k < n), k, np.maximum(mode, 1.0))
+        log_pmf = np.where(k == 0, n * np.log1p(-q), np.where(
+            k == n, n * np.log(q), _log_binomial_pmf(kk, n, q)))
+        accept = quick | inside & (np.log(v * alpha / (a / (us * us) + b))
+                                   <= log_pmf - _log_binomial_pmf(mode, n, q))
+    return k, accept
+
+
+def _binomial_np(key, n, p, shape, dtype):
+    keys, batch, m = _batch(key, shape)
+    full = batch + tuple(shape)
+    n = np.broadcast_to(np.asarray(n, np.float64), full).reshape(-1)
+    p = np.broadcast_to(np.asarray(p, np.float64), full).reshape(-1)
+    k64 = np.repeat(key64(keys), m)
+    with np.errstate(invalid="ignore"):
+        invalid = ~((n >= 0) & (p >= 0) & (p <= 1))          # (nan included)
+        n = np.floor(n)                     # a fractional count: its integer part, as JAX
+        flip = p > 0.5                      # the failures, K' = n - K ~ Binomial(n, 1 - p)
+        q = np.where(invalid, 0.0, np.where(flip, 1.0 - p, p))
+        finite = ~invalid & (n < np.inf)
+        small = finite & (n * q < _BTRS_FROM)
+        large = finite & ~small
+    out = np.zeros(n.shape)
+    if n.size:
+        f64 = np.dtype(np.float64)
+        words = streams(keys, 2 * m).reshape(-1, 2)           # two words per element
+        u = uniform_from(words[:, 0], f64, open_interval=True)
+        v = uniform_from(words[:, 1], f64, open_interval=True)
+        if small.any():
+            out[small] = _binomial_inversion(u[small], n[small], q[small])
+        todo = np.nonzero(large)[0]
+        position = 2 * (np.arange(n.size) % max(m, 1)).astype(np.uint64)
+        for r in range(1, _MAX_ROUNDS + 1):
+            if not len(todo):
+                break
+            if r > 1:       # redraws: stream r, the element's own positions
+                u[todo] = uniform_from(words_at(k64[todo], position[todo], stream=r), f64,
+                                       open_interval=True)
+                v[todo] = uniform_from(words_at(k64[todo], position[todo] + np.uint64(1),
+                                                stream=r), f64, open_interval=True)
+            k, ok = _btrs_round(u[todo], v[todo], n[todo], q[todo])
+            out[todo[ok]] = k[ok]
+            todo = todo[~ok]
+        else:
+            raise RuntimeError(f"random_binomial: no acceptance in {_MAX_ROUNDS} rounds")
+    with np.errstate(invalid="ignore"):
+        out = np.where(flip, n - out, out)
+        # n = inf: inf successes, unless there can be none (p = 0); JAX's nan for a count
+        # that is negative or nan and for p outside [0, 1] or nan
+        out = np.where(n == np.inf, np.where(p > 0, np.inf, 0.0), out)
+    out = np.where(invalid, np.nan, out)
+    return _scalar_out(out.reshape(full).astype(dtype))
+
+
+random_binomial = defprimitive(
+    "random_binomial", _binomial_np, cost="call",
+    abstract_eval=lambda args, params: (_key_shape(args, params), np.dtype(params["dtype"])),
+    doc="random_binomial(key, n, p, shape=s, dtype=t): Binomial(n, p) counts as floats "
+        "(inversion for n·min(p, 1-p) < 10, Hörmann's BTRS above); nan where n < 0 or p is "
+        "outside [0, 1].")
+
 
 for _p in (random_key, random_split, random_fold_in, random_draw):
     _p.defpartials(*[None] * (2 if _p is random_fold_in else 1))
 random_integers.defpartials(None, None, None)
 random_poisson.defpartials(None, None)
+random_binomial.defpartials(None, None, None)
 
 
 # ---- the truncated normal's quantile function -------------------------------------------------
@@ -759,7 +902,8 @@ def _fold_in_batch(args, mapped, node):
     return node.op(key, lift_rank(data, md, rank))
 
 
-for _p in (random_draw, random_integers, random_loggamma, random_poisson, random_split):
+for _p in (random_draw, random_integers, random_loggamma, random_poisson, random_binomial,
+           random_split):
     _p.defbatch(_keyed)
 random_fold_in.defbatch(_fold_in_batch)
 random_key.defbatch(lambda args, mapped, node: node.op(args[0]))
