@@ -17,15 +17,18 @@ distributions as JAX's, not the same values.
 
 **Derivatives.**  Parameters that JAX reparameterises are differentiable, with the key
 fixed: ``normal(key) * sigma + mu``; `uniform`'s ``minval`` and ``maxval``;
-`truncated_normal`'s bounds; `gamma`'s and `loggamma`'s shape ``a`` by JAX's implicit
-reparameterisation gradient, to second order, and so `beta`, `dirichlet`, `t`,
-`chisquare` and `f`;
-`multivariate_normal`'s mean and covariance; the scale parameters of `weibull_min`,
-`pareto`, `rayleigh` and `lognormal`.  Discrete draws (`bernoulli`, `categorical`,
-`randint`, `choice`'s indices, `permutation`'s order, `poisson`, `geometric`) have a
-zero derivative with respect to their probabilities, rates or logits, as in JAX (a
-``stop_gradient``); `choice` and `permutation` of an array are differentiable in the
-array's entries.  A key has no derivative.
+`truncated_normal`'s bounds; `triangular`'s three parameters (by its quantile
+function); `gamma`'s and `loggamma`'s shape ``a`` by JAX's implicit reparameterisation
+gradient, to second order, and so `beta`, `dirichlet`, `t`, `chisquare`, `f`, and the
+``p`` of `generalized_normal` and `ball`; `multivariate_normal`'s mean and covariance;
+`double_sided_maxwell`'s location and scale; `wald`'s mean (as JAX's, the derivative of
+the draw, which jumps with the choice between two roots: its average is not that of
+the mean); the scale parameters of `weibull_min`, `pareto`, `rayleigh` and
+`lognormal`.  Discrete draws (`bernoulli`, `categorical`, `randint`, `choice`'s
+indices, `permutation`'s order, `poisson`, `geometric`, `binomial`, `multinomial`) have
+a zero derivative with respect to their probabilities, counts, rates or logits, as in
+JAX (a ``stop_gradient``); `choice` and `permutation` of an array are differentiable in
+the array's entries.  A key has no derivative.
 
 Example:
     >>> import wengert as wg, wengert.numpy as wnp
@@ -55,13 +58,14 @@ from .primitives.scalar import stop_gradient as _stop_gradient
 
 __all__ = [
     # keys
-    "PRNGKey", "key", "split", "fold_in", "key_data", "wrap_key_data", "clone",
+    "PRNGKey", "key", "split", "fold_in", "key_data", "wrap_key_data", "clone", "key_impl",
     # draws
     "normal", "uniform", "bernoulli", "categorical", "randint", "choice", "permutation",
     "truncated_normal", "multivariate_normal", "gamma", "loggamma", "beta", "dirichlet",
     "exponential", "laplace", "logistic", "gumbel", "poisson", "t", "cauchy", "rademacher",
     "orthogonal", "bits", "chisquare", "f", "lognormal", "pareto", "weibull_min",
-    "rayleigh", "maxwell", "geometric",
+    "rayleigh", "maxwell", "geometric", "binomial", "multinomial", "triangular", "wald",
+    "generalized_normal", "double_sided_maxwell", "ball",
 ]
 
 _F64 = _np.dtype(_np.float64)
@@ -207,8 +211,8 @@ def PRNGKey(seed):
 
 def key(seed, *, impl=None):
     """A key from an integer seed: the same as `PRNGKey` (JAX's ``key`` makes a typed key;
-    wengert's keys are all raw uint32 arrays).  ``impl`` must be None: there is one
-    implementation, Philox.
+    wengert's keys are all raw uint32 arrays).  ``impl`` must be None or wengert's one
+    implementation, ``"philox4x64"`` (see `key_impl`).
 
     Example:
         >>> key(0)
@@ -218,10 +222,13 @@ def key(seed, *, impl=None):
     return PRNGKey(seed)
 
 
+_IMPL = "philox4x64"          # the name `key_impl` gives wengert's one implementation
+
+
 def _check_impl(impl, name):
-    if impl is not None:
+    if impl is not None and impl != _IMPL:
         raise ValueError(f"{name}: impl={impl!r} is not offered: wengert's keys have one "
-                         "implementation (Philox4x64, from NumPy), so leave impl=None")
+                         f"implementation ({_IMPL!r}, NumPy's Philox), so leave impl=None")
 
 
 def split(key, num=2):
@@ -299,6 +306,19 @@ def clone(key):
         array([0, 1], dtype=uint32)
     """
     return _check_key_array(key, "clone")
+
+
+def key_impl(keys):
+    """The name of the implementation behind a key array: ``"philox4x64"``, wengert's
+    only one (JAX answers ``"threefry2x32"`` for its default keys).  `impl` arguments
+    accept this name, or None.
+
+    Example:
+        >>> key_impl(PRNGKey(0)), key_impl(split(PRNGKey(0), 3))
+        ('philox4x64', 'philox4x64')
+    """
+    _check_key_array(keys, "key_impl")
+    return _IMPL
 
 
 def _check_key_array(keys, name):
@@ -752,6 +772,161 @@ def maxwell(key, shape=(), dtype=None):
     return _wnp.sqrt(_wnp.sum(z * z, axis=-1))
 
 
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """Double-sided Maxwell draws, density ∝ z² exp(-z²/2) for z = (x - loc)/scale: a
+    Maxwell draw with a random sign, scaled and shifted (the two from keys split from
+    `key`); differentiable in loc and scale.  As in JAX, `shape` is put in front of the
+    shape of loc and scale broadcast together: the result has ``shape + that``.
+
+    Example:
+        >>> import numpy as np
+        >>> x = double_sided_maxwell(PRNGKey(0), 1.0, 2.0, (20000,))
+        >>> bool(abs(x.mean() - 1) < 0.05), bool(abs(x.var() - 12) < 0.4)   # var 3·scale²
+        (True, True)
+        >>> double_sided_maxwell(PRNGKey(0), np.zeros(3), 1.0, (2,)).shape
+        (2, 3)
+    """
+    key = _check_key(key, "double_sided_maxwell")
+    dtype = _float_dtype(dtype, "double_sided_maxwell")
+    own = _default_shape("double_sided_maxwell", None, loc=loc, scale=scale)
+    shape = _shape(shape, "double_sided_maxwell") + tuple(own)
+    k_size, k_sign = split(key)
+    size = maxwell(k_size, shape, dtype) * rademacher(k_sign, shape, dtype)
+    return size * _as_float(scale, dtype, "double_sided_maxwell", "scale") + \
+        _as_float(loc, dtype, "double_sided_maxwell", "loc")
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    """Triangular draws on [left, right] with the peak of the density at `mode`, by the
+    quantile function at a uniform draw u: ``left + √(u (right - left)(mode - left))``
+    below u = (mode - left)/(right - left), ``right - √((1 - u)(right - left)(right -
+    mode))`` above; so differentiable in all three, as in JAX.  They must satisfy left <=
+    mode <= right, left < right (not checked: they may be traced).  `shape` defaults to
+    their shapes broadcast together.
+
+    Example:
+        >>> import wengert as wg
+        >>> x = triangular(PRNGKey(0), 0.0, 1.0, 4.0, (20000,))
+        >>> bool(x.min() >= 0 and x.max() <= 4), bool(abs(x.mean() - 5 / 3) < 0.03)
+        (True, True)
+        >>> g = wg.grad(lambda c: triangular(PRNGKey(0), 0.0, c, 4.0, (20000,)).mean())(1.0)
+        >>> bool(abs(g - 1 / 3) < 0.02)                 # d E[x]/d mode = 1/3
+        True
+    """
+    key = _check_key(key, "triangular")
+    dtype = _float_dtype(dtype, "triangular")
+    shape = _default_shape("triangular", shape, left=left, mode=mode, right=right)
+    a = _as_float(left, dtype, "triangular", "left")
+    c = _as_float(mode, dtype, "triangular", "mode")
+    b = _as_float(right, dtype, "triangular", "right")
+    u = _draw(key, "uniform", shape, dtype)
+    width = b - a
+    below = u * width < c - a               # u < F(mode), without dividing by the width
+    # Each side's radicand is replaced by 1 where that side is not taken: at mode = left
+    # (or right) the other side's is 0, and its infinite derivative times the zero
+    # cotangent the select passes it would be nan.
+    rising = a + _wnp.sqrt(_wnp.where(below, u * width * (c - a), 1.0))
+    falling = b - _wnp.sqrt(_wnp.where(below, 1.0, (1.0 - u) * width * (b - c)))
+    return _numpy_scalar(_broadcast(_wnp.where(below, rising, falling), shape))
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian) draws of the given mean and shape parameter 1, by Michael,
+    Schucany and Haas's transformation (1976): with y = z², z standard normal, the
+    smaller root x of the quadratic it gives, or mean²/x with probability x/(mean + x)
+    (z and that choice from keys split from `key`).  x is computed as ``mean/(1 + t +
+    √(t(2 + t)))``, t = mean·y/2, which is the usual formula without its cancellation for
+    large mean·y.  Differentiable in mean, as in JAX: the derivative of the draw at a
+    fixed key, which jumps where the choice between x and mean²/x changes with the mean,
+    so its average is not d E[x]/d mean = 1 (it is about 1.24 at mean 2, in JAX too).  A
+    mean that is not positive and finite gives nan.  `shape` defaults to mean's.
+
+    Example:
+        >>> x = wald(PRNGKey(0), 2.0, (20000,))
+        >>> bool(abs(x.mean() - 2) < 0.1), bool(abs(x.var() / 8 - 1) < 0.15)   # var mean³
+        (True, True)
+    """
+    key = _check_key(key, "wald")
+    dtype = _float_dtype(dtype, "wald")
+    shape = _default_shape("wald", shape, mean=mean)
+    mu = _as_float(mean, dtype, "wald", "mean")
+    valid = (mu > 0) & (mu < _np.inf)
+    mu = _wnp.where(valid, mu, 1.0)         # (a stand-in where the result is nan)
+    k_normal, k_choice = split(key)
+    z = normal(k_normal, shape, dtype)
+    t = mu * (z * z) / 2
+    root = mu / (1.0 + t + _wnp.sqrt(t * (2.0 + t)))
+    u = _draw(k_choice, "uniform", shape, dtype)
+    x = _wnp.where(u * (mu + root) <= mu, root, mu * mu / root)
+    return _numpy_scalar(_broadcast(_wnp.where(valid, x, _np.nan), shape))
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Draws of the generalized normal distribution, density ∝ exp(-|x|^p) (p = 2: a normal
+    of variance 1/2; p = 1: Laplace): a random sign times G^(1/p), G ~ Gamma(1/p) (from
+    keys split from `key`), formed as exp(log G / p) so that a large p, whose G
+    underflows, keeps its digits.  Differentiable in p, through gamma's implicit
+    derivative, as in JAX.  p > 0, a number or an array that broadcasts to `shape`; p <=
+    0 gives nan.
+
+    Example:
+        >>> import wengert as wg
+        >>> x = generalized_normal(PRNGKey(0), 2.0, (20000,))
+        >>> bool(abs(x.var() - 0.5) < 0.02)
+        True
+        >>> float(wg.grad(lambda p: generalized_normal(PRNGKey(0), p) ** 2)(1.5)) != 0
+        True
+    """
+    key = _check_key(key, "generalized_normal")
+    dtype = _float_dtype(dtype, "generalized_normal")
+    shape = _shape(shape, "generalized_normal")
+    _check_shape("generalized_normal", shape, p=p)
+    p = _as_float(p, dtype, "generalized_normal", "p")
+    return _generalized_normal(key, p, shape, dtype, "generalized_normal")
+
+
+def _generalized_normal(key, p, shape, dtype, name):
+    k_size, k_sign = split(key)
+    valid = p > 0
+    p = _wnp.where(valid, p, 1.0)           # (no 1/0 where p is 0: nan there below)
+    log_g = _loggamma(k_size, 1.0 / p, shape, dtype, name)
+    x = rademacher(k_sign, shape, dtype) * _wnp.exp(log_g / p)
+    return _numpy_scalar(_wnp.where(valid, x, _np.nan))
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Points uniform in the unit ball of the p-norm in d dimensions, shape ``shape +
+    (d,)``: g/(Σ|gᵢ|^p + e)^(1/p) for d generalized normal draws g (`generalized_normal`)
+    and an exponential e, by Barthe, Guédon, Mendelson and Naor (2005).  d is a concrete
+    int; p > 0 a number, differentiable (through gamma's implicit derivative), as in
+    JAX.
+
+    Example:
+        >>> import numpy as np
+        >>> x = ball(PRNGKey(0), 3, shape=(20000,))
+        >>> x.shape, bool(np.linalg.norm(x, axis=-1).max() <= 1)
+        ((20000, 3), True)
+        >>> r = np.linalg.norm(x, axis=-1)              # P(r <= 1/2) = (1/2)^3
+        >>> bool(abs(np.mean(r <= 0.5) - 0.125) < 0.01)
+        True
+    """
+    key = _check_key(key, "ball")
+    dtype = _float_dtype(dtype, "ball")
+    d = _concrete_int(d, "ball", "d")
+    if d is None or d < 0:
+        raise ValueError(f"ball: d, the dimension, must be a non-negative int, got {d!r}")
+    shape = _shape(shape, "ball")
+    if tuple(_shape_of(p)) != ():
+        raise ValueError(f"ball: p must be a number (one norm for every point), got an "
+                         f"array of shape {tuple(_shape_of(p))}")
+    p = _as_float(p, dtype, "ball", "p")
+    k_g, k_e = split(key)
+    g = _generalized_normal(k_g, p, shape + (d,), dtype, "ball")
+    e = exponential(k_e, shape, dtype)
+    radius = (_wnp.sum(_wnp.abs(g) ** p, axis=-1) + e) ** (1.0 / p)
+    return g / radius[..., None]
+
+
 def orthogonal(key, n, shape=(), dtype=None, m=None):
     """Orthogonal n×n matrices, uniform (Haar) on the orthogonal group, or with ``m``, n×m
     matrices with orthonormal columns (m <= n) or rows (m > n): Q of the QR factorisation
@@ -871,6 +1046,88 @@ def geometric(key, p, shape=None, dtype=None):
     p = _stop_gradient(_as_float(p, _F64, "geometric", "p"))
     u = _draw(key, "open", shape, _F64)
     return _cast(_wnp.maximum(_wnp.ceil(_wnp.log(u) / _wnp.log1p(-p)), 1.0), dtype)
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial(n, p) counts, the number of successes in n trials of probability p, as
+    floats (float64 by default), as JAX's: inversion of the distribution function where
+    n·min(p, 1 - p) < 10, Hörmann's transformed rejection (BTRS) above; each count a
+    function of its own parameters and position.  A fractional n is taken at its integer
+    part; n = inf gives inf (0 for p = 0); n < 0, p outside [0, 1] or nan give nan, as in
+    JAX.  `shape` defaults to n's and p's broadcast together.  No derivative in n or p
+    (JAX: zero).
+
+    Example:
+        >>> x = binomial(PRNGKey(0), 20, 0.3, (20000,))
+        >>> x.dtype, bool(abs(x.mean() - 6) < 0.05), bool(abs(x.var() - 4.2) < 0.15)
+        (dtype('float64'), True, True)
+    """
+    key = _check_key(key, "binomial")
+    dtype = _float_dtype(dtype, "binomial")
+    shape = _default_shape("binomial", shape, n=n, p=p)
+    n = _stop_gradient(_as_float(n, _F64, "binomial", "n"))
+    p = _stop_gradient(_as_float(p, _F64, "binomial", "p"))
+    return _numpy_scalar(_R.random_binomial(key, n, p, shape=shape, dtype=dtype))
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Multinomial counts of n trials over the outcomes along p's last axis (floats, as
+    JAX's), p normalised by its sum.  The result has shape ``p.shape``, or ``shape +
+    p.shape[-1:]`` (`shape` is the batch shape, which p's without its last axis and n's
+    must broadcast to, as JAX documents; JAX 0.10's code reads it as the whole shape).
+
+    The counts are split down a binary tree over the outcomes: a node's count goes to its
+    left half by a binomial draw with the left half's share of the node's probability,
+    the rest to the right, one vectorised `binomial` per level, so log₂ of the number of
+    outcomes draws (JAX draws one binomial per outcome in turn; ``unroll``, its loop's
+    unrolling, is accepted and has no use here).  No derivative in n or p (JAX: zero).
+
+    Example:
+        >>> import numpy as np
+        >>> x = multinomial(PRNGKey(0), 10, np.array([0.2, 0.3, 0.5]), shape=(20000,))
+        >>> x.shape, bool((x.sum(-1) == 10).all())
+        ((20000, 3), True)
+        >>> bool(np.allclose(x.mean(0), [2, 3, 5], atol=0.05))
+        True
+    """
+    key = _check_key(key, "multinomial")
+    dtype = _float_dtype(dtype, "multinomial")
+    if not isinstance(unroll, (bool, int, _np.integer)):
+        raise TypeError(f"multinomial: unroll must be an int or a bool, got {unroll!r}")
+    p = _stop_gradient(_as_float(p, _F64, "multinomial", "p"))
+    n = _stop_gradient(_as_float(n, _F64, "multinomial", "n"))
+    own = tuple(_shape_of(p))
+    if not own:
+        raise ValueError("multinomial: p must have at least one axis (the outcomes, last)")
+    if shape is None:
+        shape = own[:-1]
+    else:
+        shape = _shape(shape, "multinomial")
+        if not broadcasts_to(own[:-1], shape):
+            raise ValueError(f"multinomial: p's batch shape {own[:-1]} (its shape {own} "
+                             f"without the outcomes' axis) does not broadcast to the shape "
+                             f"argument {shape}")
+    if not broadcasts_to(tuple(_shape_of(n)), shape):
+        raise ValueError(f"multinomial: n of shape {tuple(_shape_of(n))} does not broadcast "
+                         f"to the batch shape {shape}")
+    outcomes = own[-1]
+    levels = max(outcomes - 1, 0).bit_length()
+    width = 1 << levels                     # outcomes padded with zeros to a power of two
+    probs = _wnp.broadcast_to(p, shape + (outcomes,))
+    if width > outcomes:
+        probs = _wnp.concatenate([probs, _np.zeros(shape + (width - outcomes,))], axis=-1)
+    counts = _wnp.broadcast_to(n, shape)[..., None]
+    keys = split(key, levels)
+    for level in range(levels):
+        nodes = 1 << level
+        halves = _wnp.sum(_wnp.reshape(probs, shape + (nodes, 2, width // (2 * nodes))),
+                          axis=-1)
+        total = halves[..., 0] + halves[..., 1]
+        share = halves[..., 0] / _wnp.where(total > 0, total, 1.0)
+        left = binomial(keys[level], counts, _wnp.clip(share, 0.0, 1.0))
+        counts = _wnp.reshape(_wnp.stack([left, counts - left], axis=-1),
+                              shape + (2 * nodes,))
+    return _numpy_scalar(_cast(counts[..., :outcomes], dtype))
 
 
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
@@ -1025,18 +1282,12 @@ def bits(key, shape=(), dtype=None):
 
 # ---- what is not here ---------------------------------------------------------------------------
 _NOT_OFFERED = {
-    "binomial": "draw bernoulli(key, p, shape + (n,)).sum(-1) for a small n",
-    "multinomial": "draw categorical(key, logits, shape=(n,) + batch) and count the draws "
-                   "with a one-hot sum",
-    "ball": "normalise normal(key, shape + (d,)) and scale by uniform(...) ** (1/d)",
-    "generalized_normal": "not offered",
-    "double_sided_maxwell": "maxwell(key, shape) * rademacher(key2, shape) * scale + loc",
-    "triangular": "not offered",
-    "wald": "not offered",
     "KeyArray": "keys are uint32 arrays of shape (2,)",
     "PRNGKeyArray": "keys are uint32 arrays of shape (2,)",
-    "key_impl": "wengert has one key implementation (Philox4x64)",
-    "default_prng_impl": "wengert has one key implementation (Philox4x64)",
+    "key_dtype": "wengert has no typed keys, so no key dtype: a key is a uint32 array of "
+                 "shape (..., 2), as JAX's raw keys are (for which JAX's "
+                 "issubdtype(key.dtype, key_dtype) is False too)",
+    "default_prng_impl": "wengert has one key implementation, key_impl(key) names it",
 }
 
 
