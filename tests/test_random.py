@@ -696,6 +696,14 @@ def test_gamma_second_derivative_in_the_shape():
                  rtol=1e-12, atol=0)
 
 
+def test_gamma_second_derivative_under_vmap_is_per_key(loops):
+    keys = jr.split(KEY, 40)
+    second = lambda key: _gamma_grads(key)[1](np.array([0.3, 2.0, 40.0]))
+    got = wg.vmap(second)(keys)
+    assert_close(got, np.stack([second(key) for key in keys]), rtol=1e-12, atol=0)
+    assert not loops
+
+
 def test_gamma_second_derivative_is_jaxs(jax_random):
     """JAX differentiates its random_gamma_grad(a, z) forward (not in reverse: its
     jax.grad(jax.grad(...)) of a gamma draw raises): along the path, its tangent at
@@ -733,9 +741,13 @@ def test_loggamma_second_derivative_where_the_draws_underflow():
 
 def test_gamma_third_derivative_in_the_shape_says_it_is_not_implemented():
     f = lambda a: jr.gamma(KEY, a)
-    assert np.isfinite(wg.grad(wg.grad(f))(2.0))
+    second = wg.grad(wg.grad(f))(2.0)
+    # Taylor mode to order 2 (its rule from the JVP): the second coefficient is half of it
+    assert_close(wg.taylor(f, 2.0, 1.0, order=2)[2], second / 2, rtol=1e-12, atol=0)
     with pytest.raises(NotImplementedError, match="third derivative"):
         wg.grad(wg.grad(wg.grad(f)))(2.0)
+    with pytest.raises(NotImplementedError, match="third derivative"):
+        wg.taylor(f, 2.0, 1.0, order=3)
 
 
 def test_gammainc_second_partial_in_the_shape_is_mpmaths():
@@ -778,7 +790,7 @@ def test_discrete_draws_have_zero_derivative_in_their_probabilities():
         assert_close(wg.jit(wg.grad(f))(x), want, rtol=0, atol=0)
 
 
-# ---- the draws added after JAX's ``binomial`` ... ``ball``: derivatives -----------------------------
+# ---- binomial, multinomial, triangular, wald, generalized_normal, ...: derivatives -----------
 def test_transformed_draws_against_central_differences():
     """triangular, wald and double_sided_maxwell are smooth functions of uniform and normal
     draws: central differences at the same key are the reference, to second order."""

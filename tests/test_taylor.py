@@ -372,9 +372,11 @@ FROM_JVP_CHECKED = {REGISTRY[n] for n in FROM_JVP if n in REGISTRY}
 # not smooth, or no derivative at all where they are: their series stops at their JVP
 NOT_SMOOTH = {"nextafter", "spacing", "floor", "ceil", "trunc", "round", "floor_divide",
               "eigvals", "eigvecs"}     # (and complex: Taylor mode is for real numbers)
-# a first derivative only: a gamma draw's second derivative in its shape would need
-# gammainc_da's in a, which is not written (tests/test_random.py checks that it says so)
-FIRST_ORDER = {"random_loggamma"}
+# derivatives to a limited order, so no series to order 4: a gamma draw in its shape has
+# two (its implicit derivative loggamma_grad, one, and that one's partial in a, none: a
+# third derivative would need ∂³P/∂a³); tests/test_random.py checks their orders and
+# that the next one says it is not implemented
+FIRST_ORDER = {"random_loggamma", "loggamma_grad", "loggamma_grad_da"}
 
 
 @pytest.mark.parametrize("name", sorted(FROM_JVP))
