@@ -602,6 +602,19 @@ def test_incomplete_gamma_in_its_shape_against_mpmath():
         assert_close(wg.grad(wg.grad(special.gammainc), argnums=1)(ai, xi),
                      fd_derivative(lambda t: wg.grad(special.gammainc)(ai, t), xi),
                      rtol=1e-6, atol=1e-10)
+    # the second derivative in a, in each region of the kernel (series, continued
+    # fraction, Temme's expansion for large a near x), against mpmath; the third raises
+    import mpmath
+    second = wg.grad(wg.grad(special.gammainc))
+    for ai, xi in ((2.7, 1.9), (0.6, 4.0), (150.0, 140.0), (150.0, 170.0)):
+        with mpmath.workdps(30):
+            want = float(mpmath.diff(lambda s: mpmath.gammainc(s, 0, xi, regularized=True),
+                                     ai, 2))
+        assert_close(second(ai, xi), want, rtol=1e-10, atol=1e-14)
+    assert_close(wg.hessian(lambda a: stats.gamma.sf(1.9, a))(2.7), -second(2.7, 1.9),
+                 rtol=1e-14)
+    with pytest.raises(NotImplementedError, match="third derivative with respect to a"):
+        wg.grad(second)(2.7, 1.9)
     # the distributions' shapes: gamma's a, chi2's df = 2a (P(df/2, x/2))
     check_grads(lambda a: stats.gamma.cdf(1.3, a, 0.1, 2.0), 1.7, order=1)
     check_grads(lambda k: stats.chi2.sf(2.5, k), 3.0, order=1)
@@ -723,11 +736,12 @@ def test_cdfs_refuse_a_derivative_in_a_shape_naming_it():
     cases = [(lambda d: stats.t.cdf(0.5, d), "stdtr"),
              (wg.grad(lambda a: stats.beta.cdf(0.3, a, 2.0)), "betainc"),
              (wg.grad(lambda b: special.betainc(1.0, b, 0.5)), "betainc"),
-             (wg.grad(lambda a: special.gammainc(a, 1.0)), "gammainc"),
-             (wg.grad(lambda k: stats.chi2.cdf(1.0, k)), "gammainc")]
+             # (gammainc's second derivative in a is written, its third is not)
+             (wg.grad(wg.grad(lambda a: special.gammainc(a, 1.0))), "gammainc"),
+             (wg.grad(wg.grad(lambda k: stats.chi2.cdf(1.0, k))), "gammainc")]
     for f, who in cases:
-        with pytest.raises(NotImplementedError, match=who + r": the (second )?derivative with "
-                                                            r"respect to"):
+        with pytest.raises(NotImplementedError, match=who + r": the ((second|third) )?"
+                                                            r"derivative with respect to"):
             wg.grad(f)(2.0)
         with pytest.raises(NotImplementedError, match=who):
             wg.jvp(f, (2.0,), (1.0,))

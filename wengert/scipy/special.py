@@ -164,10 +164,12 @@ gammainc = _ufunc(_P.gammainc, _sc.gammainc, """\
         True
         >>> round(wg.grad(special.gammainc)(2.0, 1.0), 10)   # in a (gammainc_da)
         -0.2761960457
-        >>> wg.grad(wg.grad(special.gammainc))(2.0, 1.0)     # twice in a: not written
+        >>> round(wg.grad(wg.grad(special.gammainc))(2.0, 1.0), 10)   # twice (gammainc_daa)
+        0.2051188223
+        >>> wg.grad(wg.grad(wg.grad(special.gammainc)))(2.0, 1.0)     # thrice: not written
         Traceback (most recent call last):
         ...
-        NotImplementedError: gammainc: the second derivative with respect to a (the shape) is not implemented: hold it constant (a plain number, or wg.stop_gradient)""")
+        NotImplementedError: gammainc: the third derivative with respect to a (the shape) is not implemented: hold it constant (a plain number, or wg.stop_gradient)""")
 gammaincc = _ufunc(_P.gammaincc, _sc.gammaincc, """\
         >>> import math
         >>> wg.grad(special.gammaincc, argnums=1)(1.0, 0.5) == -math.exp(-0.5)  # e^-x
