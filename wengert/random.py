@@ -836,15 +836,24 @@ def wald(key, mean, shape=None, dtype=None):
     smaller root x of the quadratic it gives, or mean²/x with probability x/(mean + x)
     (z and that choice from keys split from `key`).  x is computed as ``mean/(1 + t +
     √(t(2 + t)))``, t = mean·y/2, which is the usual formula without its cancellation for
-    large mean·y.  Differentiable in mean, as in JAX: the derivative of the draw at a
-    fixed key, which jumps where the choice between x and mean²/x changes with the mean,
-    so its average is not d E[x]/d mean = 1 (it is about 1.24 at mean 2, in JAX too).  A
-    mean that is not positive and finite gives nan.  `shape` defaults to mean's.
+    large mean·y.  Differentiable in mean by the implicit reparameterisation gradient
+    (as gamma's): with u = F(x; mean) held fixed (F the distribution function),
+    dx/dmean = -(∂F/∂mean)/f(x) = (2/mean²) e^(2/mean) Φ(-b) / f(x), b = (x/mean + 1)/√x,
+    whose average over draws is d E[x]/d mean = 1, and which differentiates again along
+    the same path.  (JAX differentiates the transformation instead: at a fixed key the
+    draw jumps where the choice between x and mean²/x changes with the mean, so the
+    average of its derivative is not 1: about 1.24 at mean 2.  The draws are the same
+    process; the derivatives differ.)  A mean that is not positive and finite gives nan.
+    `shape` defaults to mean's.
 
     Example:
         >>> x = wald(PRNGKey(0), 2.0, (20000,))
         >>> bool(abs(x.mean() - 2) < 0.1), bool(abs(x.var() / 8 - 1) < 0.15)   # var mean³
         (True, True)
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> g = wg.grad(lambda m: wnp.mean(wald(PRNGKey(0), m, (20000,))))(2.0)
+        >>> bool(abs(g - 1) < 0.05)                         # d E[x]/d mean = 1
+        True
     """
     key = _check_key(key, "wald")
     dtype = _float_dtype(dtype, "wald")
@@ -858,6 +867,9 @@ def wald(key, mean, shape=None, dtype=None):
     root = mu / (1.0 + t + _wnp.sqrt(t * (2.0 + t)))
     u = _draw(k_choice, "uniform", shape, dtype)
     x = _wnp.where(u * (mu + root) <= mu, root, mu * mu / root)
+    # the draw's derivative in the mean: the implicit one (see the docstring), not that of
+    # the transformation above, which jumps where the choice of root changes
+    x = _R.wald_reparam(mu, _stop_gradient(x))
     return _numpy_scalar(_broadcast(_wnp.where(valid, x, _np.nan), shape))
 
 

@@ -34,9 +34,10 @@ The primitives, each with a value computed in NumPy from the key when the graph 
     random_binomial(key, n, p, shape=, dtype=)    Binomial(n, p) counts (floats)
 
 and elementwise functions: `truncated_normal_ppf(u, lower, upper)`, the quantile function
-of the normal distribution truncated to [lower, upper], at a uniform draw; and
+of the normal distribution truncated to [lower, upper], at a uniform draw;
 `loggamma_grad(a, log_z)` with its partial `loggamma_grad_da`, the derivative of a gamma
-draw below.
+draw below; and `wald_reparam(mean, x)`, a Wald draw x with its implicit derivative in
+the mean.
 
 Derivatives.  A key has none (it is integers).  A draw that is a smooth function of its
 parameters for a fixed key is differentiable in them, as JAX reparameterises: uniform
@@ -879,6 +880,29 @@ truncated_normal_ppf = defprimitive(
 truncated_normal_ppf.defpartials(_partial_u, _partial_lower, _partial_upper)
 
 
+def _wald_dx_dmu(mu, x, ans):
+    """dx/dμ of a Wald draw x (shape parameter 1) at a fixed value of its distribution
+    function F = Φ(a) + e^(2/μ) Φ(-b), a = (x/μ - 1)/√x, b = (x/μ + 1)/√x:
+    -(∂F/∂μ)/f(x).  In ∂F/∂μ the two terms in φ cancel (e^(2/μ) φ(b) = φ(a)), leaving
+    (2/μ²) e^(2/μ) Φ(-b); with the density f, in logs, so that e^(2/μ) for a small mean
+    does not overflow.  Of `ans` (the draw as the primitive returns it), so that its own
+    derivative follows x moving with μ."""
+    x = ans
+    b = (x / mu + 1.0) / S.sqrt(x)
+    log_f = -0.5 * math.log(2 * math.pi) - 1.5 * S.log(x) - (x - mu) ** 2 / (2.0 * mu * mu * x)
+    return S.exp(math.log(2.0) - 2.0 * S.log(mu) + 2.0 / mu + SP.log_ndtr(-b) - log_f)
+
+
+wald_reparam = defprimitive(
+    "wald_reparam", lambda mu, x: _scalar_out(np.array(np.broadcast_to(
+        x, np.broadcast_shapes(np.shape(mu), np.shape(x))))),
+    cost="call",
+    doc="wald_reparam(mean, x): the Wald draw x itself, whose derivative in the mean is the "
+        "implicit one, at a fixed value of the distribution function (x has none: it is "
+        "the draw).")
+wald_reparam.defpartials(_wald_dx_dmu, None)
+
+
 # ---- batching: the batch joins the key array's batch dimensions -----------------------------
 def _keyed(args, mapped, node):
     """random_draw, random_integers, random_loggamma, random_poisson, random_split: the
@@ -910,5 +934,6 @@ random_key.defbatch(lambda args, mapped, node: node.op(args[0]))
 # (declared here: batching.py gives elementwise primitives their rule when it is imported,
 # which is before this module defines this one)
 truncated_normal_ppf.defbatch(_elementwise)
+wald_reparam.defbatch(_elementwise)
 loggamma_grad.defbatch(_elementwise)
 loggamma_grad_da.defbatch(_elementwise)
