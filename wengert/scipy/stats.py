@@ -144,6 +144,20 @@ def _like(c, x):
     return c
 
 
+def _count(k, loc, like, low=0, high=None):
+    """The count m = k - loc (`low` where it is outside: below `low`, above `high`, or no
+    integer) and where it is outside.  A count is piecewise constant in k and loc (0 off
+    the integers), so its derivative is 0, as poisson's _tail's; xlogy(m, μ) - gammaln(m + 1)
+    would give log μ - ψ(k + 1).  (It is a Python number in `like`'s dtype, `_like`:
+    SciPy's xlogy beside a Python number computes a float32 μ in float64.)  The stand-in
+    `low` keeps the unused log-pmf finite, whose inf times the zero cotangent would be nan."""
+    m = stop_gradient(_like(k - loc, like))
+    outside = (m < low) | (m > wnp.floor(m))      # (a nan count is neither)
+    if high is not None:
+        outside = outside | (m > high)
+    return _where(outside, _like(float(low), like), m), outside
+
+
 def _density(outside, value):
     """A log-density: -inf outside the support.  (`outside`, not "inside": a nan point is
     neither, and stays nan.)"""
@@ -429,27 +443,16 @@ class _Poisson(_Distribution):
 
     @_method
     def logpmf(self, k, mu, loc=0):
-        m, outside = self._count(k, mu, loc)
+        m, outside = _count(k, loc, mu)
         return _valid(mu >= 0, _density(outside, P.xlogy(m, mu) - P.gammaln(m + 1) - mu))
 
     @_method
     def pmf(self, k, mu, loc=0):
         # μ^m e^(-μ) / m! at μ = 0, where logpmf is -inf for m > 0 (see _edge)
-        m, outside = self._count(k, mu, loc)
+        m, outside = _count(k, loc, mu)
         return _valid(mu >= 0, _where(outside, 0.0, _edge(
             mu == 0, mu, 1.0, lambda mu: mu ** m * wnp.exp(-mu) * P.rgamma(m + 1),
             lambda mu: P.xlogy(m, mu) - P.gammaln(m + 1) - mu)))
-
-    @staticmethod
-    def _count(k, mu, loc):
-        """The count m = k - loc (0 where it is outside: negative or no integer) and where
-        it is outside.  A count is piecewise constant in k and loc (0 off the integers),
-        so its derivative is 0, as _tail's; xlogy(m, μ) - gammaln(m + 1) would give
-        log μ - ψ(k + 1).  (It is a Python number in μ's dtype, `_like`: SciPy's xlogy
-        beside a Python number computes a float32 μ in float64.)"""
-        m = stop_gradient(_like(k - loc, mu))
-        outside = (m < 0) | (m > wnp.floor(m))      # (a nan count is neither)
-        return _where(outside, _like(0.0, mu), m), outside
 
     @_method
     def cdf(self, k, mu, loc=0):
