@@ -605,8 +605,8 @@ def _pmf_with_edge(edge, p, outside, power_form, log_form):
 
 
 def _integral(n):
-    """Whether n is a whole number, as SciPy's ``_isintegral`` (not inf, not nan)."""
-    return wnp.mod(n, 1) == 0
+    """Whether n is a whole number, as SciPy's ``_isintegral`` (inf is one, nan not)."""
+    return n == wnp.floor(n)
 
 
 class _Bernoulli(_Distribution):
@@ -648,7 +648,8 @@ class _Bernoulli(_Distribution):
             1.0
         """
         m, outside = _count(k, loc, p, high=1)
-        return _valid((p >= 0) & (p <= 1), _where(outside, 0.0, wnp.where(m == 1, p, 1 - p)))
+        value = wnp.where(m == 1, p, wnp.where(m == 0, 1 - p, math.nan))   # (a nan count)
+        return _valid((p >= 0) & (p <= 1), _where(outside, 0.0, value))
 
     @_method
     def cdf(self, k, p, loc=0):
@@ -676,7 +677,7 @@ class _Bernoulli(_Distribution):
         """
         q = stop_gradient(q)
         value = wnp.where(q <= 1 - stop_gradient(p), 0.0, 1.0)
-        value = wnp.where(q == 0, -1.0, value)
+        value = wnp.where(q == 0, -1.0, wnp.where(q == 1, 1.0, value))
         value = wnp.where((q >= 0) & (q <= 1), value, math.nan)
         return _valid((p >= 0) & (p <= 1), value + loc)
 
@@ -949,11 +950,12 @@ class _Multinomial(_Distribution):
         return _valid(~bad, _where(outside, 0.0, value))
 
 
-def _quantile(q, ok, lower, upper, inner):
+def _quantile(q, loc, ok, lower, upper, inner):
     """A ppf by SciPy's conventions: `lower` and `upper` (the ends of the support) at q = 0
-    and 1, nan outside [0, 1] and for invalid parameters (`ok` false), and inner(q) between,
-    given q in (0, 1) only (1/2 elsewhere, where it might be infinite: its inf times the
-    zero cotangent would be nan)."""
+    and 1, nan outside [0, 1] and for invalid parameters (`ok` false, or a nan loc), and
+    inner(q) between, given q in (0, 1) only (1/2 elsewhere, where it might be infinite:
+    its inf times the zero cotangent would be nan)."""
+    ok = ok & (loc == loc)
     interior = (q > 0) & (q < 1)
     value = wnp.where(q == 0, lower, wnp.where(q == 1, upper, inner(_where(interior, q, 0.5))))
     return _valid(ok, wnp.where(interior | (q == 0) | (q == 1), value, math.nan))
@@ -1079,7 +1081,7 @@ class _Cauchy(_Density):
             >>> wg.grad(cauchy.ppf)(0.5) == math.pi             # 1/pdf(0)
             True
         """
-        return _quantile(q, scale > 0, -math.inf, math.inf,
+        return _quantile(q, loc, scale > 0, -math.inf, math.inf,
                          lambda q: loc + scale * _cauchy_ppf(q))
 
     @_method
@@ -1091,7 +1093,7 @@ class _Cauchy(_Density):
             >>> round(float(cauchy.isf(0.25)), 15)
             1.0
         """
-        return _quantile(q, scale > 0, math.inf, -math.inf,
+        return _quantile(q, loc, scale > 0, math.inf, -math.inf,
                          lambda q: loc - scale * _cauchy_ppf(q))
 
 
@@ -1191,7 +1193,15 @@ class _Expon(_Density):
             >>> wg.grad(expon.ppf)(0.5)                      # scale/(1 - q)
             2.0
         """
-        return _quantile(q, scale > 0, loc, math.inf, lambda q: loc - scale * wnp.log1p(-q))
+        return _quantile(q, loc, scale > 0, loc, math.inf,
+                         lambda q: loc - scale * wnp.log1p(-q))
+
+
+def _reciprocal(b):
+    try:
+        return 1 / b
+    except ZeroDivisionError:       # (a Python 0: invalid, so nan from every method, as
+        return math.inf             # SciPy's; not an exception)
 
 
 class _Gennorm(_Density):
@@ -1229,7 +1239,7 @@ class _Gennorm(_Density):
         """
         z = _standardize(x, loc, scale)
         return _valid((beta > 0) & (scale > 0),
-                      log(beta) - _LOG_2 - P.gammaln(1 / beta) - self._power(z, beta)
+                      log(beta) - _LOG_2 - P.gammaln(_reciprocal(beta)) - self._power(z, beta)
                       - log(scale))
 
     @_method
@@ -1247,9 +1257,9 @@ class _Gennorm(_Density):
         z = _standardize(x, loc, scale)
         zero = z == 0
         zs = _where(zero, 1.0, z)
-        half = 0.5 * P.gammaincc(_like(1 / beta, zs), self._power(zs, beta))
+        half = 0.5 * P.gammaincc(_like(_reciprocal(beta), zs), self._power(zs, beta))
         tails = _where(zs > 0, 1 - half, half)
-        density = beta / (2 * P.gamma(1 / beta))
+        density = beta / (2 * P.gamma(_reciprocal(beta)))
         return _valid((beta > 0) & (scale > 0),
                       _where(zero, 0.5 + density * _where(zero, z, 0.0), tails))
 
@@ -1362,7 +1372,7 @@ class _GumbelR(_Gumbel):
             >>> wg.grad(gumbel_r.ppf)(math.exp(-1)) == math.e   # -1/(q log q)
             True
         """
-        return _quantile(q, scale > 0, -math.inf, math.inf,
+        return _quantile(q, loc, scale > 0, -math.inf, math.inf,
                          lambda q: loc - scale * wnp.log(-wnp.log(q)))
 
 
@@ -1451,7 +1461,7 @@ class _GumbelL(_Gumbel):
             >>> round(wg.grad(gumbel_l.ppf)(1 - math.exp(-1)), 12) == round(math.e, 12)
             True
         """
-        return _quantile(q, scale > 0, -math.inf, math.inf,
+        return _quantile(q, loc, scale > 0, -math.inf, math.inf,
                          lambda q: loc + scale * wnp.log(-wnp.log1p(-q)))
 
 
@@ -1512,8 +1522,9 @@ class _Logistic(_Density):
 
     @_method
     def logpdf(self, x, loc=0, scale=1):
-        """-z - 2 log(1 + e^-z) - log scale, with logaddexp (no overflow for z << 0, and
-        smooth at 0, where -|z| - 2 log1p(e^-|z|) has abs's kink in its parts).
+        """-z - 2 log(1 + e^-z) - log scale, as z - 2 log1p(e^z) for z <= 0 (no overflow,
+        and each half analytic: -|z| - 2 log1p(e^-|z|) has abs's kink in its parts, so a
+        second derivative of 0 at z = 0).
 
         Example:
             >>> import wengert as wg
@@ -1522,7 +1533,9 @@ class _Logistic(_Density):
             -0.5
         """
         z = _standardize(x, loc, scale)
-        return _valid(scale > 0, -z - 2 * wnp.logaddexp(0.0, -z) - log(scale))
+        return _valid(scale > 0, _halves(z, lambda z: z - 2 * wnp.log1p(wnp.exp(z)),
+                                         lambda z: -z - 2 * wnp.log1p(wnp.exp(-z)))
+                      - log(scale))
 
     @_method
     def cdf(self, x, loc=0, scale=1):
@@ -1558,7 +1571,8 @@ class _Logistic(_Density):
             >>> wg.grad(logistic.ppf)(0.5)                   # 1/(q(1 - q))
             4.0
         """
-        return _quantile(q, scale > 0, -math.inf, math.inf, lambda q: loc + scale * P.logit(q))
+        return _quantile(q, loc, scale > 0, -math.inf, math.inf,
+                         lambda q: loc + scale * P.logit(q))
 
     @_method
     def isf(self, q, loc=0, scale=1):
@@ -1570,7 +1584,8 @@ class _Logistic(_Density):
             >>> wg.grad(logistic.isf)(0.5)
             -4.0
         """
-        return _quantile(q, scale > 0, math.inf, -math.inf, lambda q: loc - scale * P.logit(q))
+        return _quantile(q, loc, scale > 0, math.inf, -math.inf,
+                         lambda q: loc - scale * P.logit(q))
 
 
 class _Pareto(_Density):
@@ -1670,7 +1685,7 @@ class _Pareto(_Density):
             >>> wg.grad(pareto.ppf)(0.75, 2.0)               # (1 - q)^(-1/b - 1)/b
             4.0
         """
-        return _quantile(q, (b > 0) & (scale > 0), loc + scale, math.inf,
+        return _quantile(q, loc, (b > 0) & (scale > 0), loc + scale, math.inf,
                          lambda q: loc + scale * wnp.exp(-wnp.log1p(-q) / b))
 
 
@@ -1729,6 +1744,7 @@ class _Truncnorm(_Density):
             0.797884560803
         """
         z = _standardize(x, loc, scale)
+        a, b = _like(a, z), _like(b, z)       # (SciPy's ufuncs: Python numbers in z's dtype)
         outside = (z < a) | (z > b)
         zs = _where(outside, _inner_point(a, b), z)
         return _valid((a < b) & (scale > 0), _density(
@@ -1739,6 +1755,7 @@ class _Truncnorm(_Density):
         logs.  At the end where it is 0 (z = a for the cdf) it is pdf·(z - a), whose
         derivative is the density (exp of the log mass, -inf there, would give 0·inf)."""
         z = _standardize(x, loc, scale)
+        a, b = _like(a, z), _like(b, z)
         start = b if upper else a                    # where the part is empty
         empty = (z >= b) if upper else (z <= a)
         full = (z <= a) if upper else (z >= b)
@@ -1747,6 +1764,11 @@ class _Truncnorm(_Density):
         total = _log_gauss_mass(a, b)
         log_part = (_log_gauss_mass(zi, b) if upper else _log_gauss_mass(a, zi)) - total
         if log_form:
+            # above 1/2, log1p(-the other part): log_part's sum of the log masses less the
+            # total keeps only the total's rounding there (1e-6 relative at logcdf = -5e-10)
+            other = (_log_gauss_mass(a, zi) if upper else _log_gauss_mass(zi, b)) - total
+            high = log_part > -_LOG_2
+            log_part = _where(high, _log1mexp(_where(high, other, -1.0)), log_part)
             value = wnp.where(inside, log_part, wnp.where(full, 0.0, -math.inf))
         else:
             edge = (z == start) & wnp.isfinite(start)
@@ -1829,8 +1851,9 @@ class _Uniform(_Density):
             [-inf, 0.0, 0.0, -inf]
         """
         z = _standardize(x, loc, scale)
-        # (0·z: a nan point is nan, as SciPy's; inf is outside)
-        return _valid(scale > 0, _density((z < 0) | (z > 1), 0 * z - log(scale)))
+        # (a nan point is nan, as SciPy's; inf is outside)
+        inside = wnp.where(wnp.isnan(z), math.nan, _like(-log(scale), z))
+        return _valid(scale > 0, _density((z < 0) | (z > 1), inside))
 
     @_method
     def cdf(self, x, loc=0, scale=1):
@@ -1855,7 +1878,7 @@ class _Uniform(_Density):
             >>> wg.grad(uniform.ppf, argnums=2)(0.25, 1.0, 2.0)
             0.25
         """
-        return _quantile(q, scale > 0, loc, loc + scale, lambda q: loc + q * scale)
+        return _quantile(q, loc, scale > 0, loc, loc + scale, lambda q: loc + q * scale)
 
 
 class _Vonmises(_Density):
@@ -1885,14 +1908,17 @@ class _Vonmises(_Density):
             -2.0
         """
         z = _standardize(x, loc, scale)
+        kappa = _like(kappa, z)
         s = wnp.sin(z / 2)
         # log(e^-κ I₀(κ)): i0e's derivative at κ = 0 is the mean of its one-sided slopes
         # (it has |κ| in it), 0, where this side's is -1; below 1, log I₀(κ) - κ, smooth
         small = kappa < 1
         ks, kl = _where(small, kappa, 0.5), _where(small, 2.0, kappa)
         log_i0e = _where(small, wnp.log(P.i0(ks)) - ks, wnp.log(P.i0e(kl)))
-        return _valid((kappa >= 0) & (scale > 0),
-                      -2 * kappa * (s * s) - _LOG_2PI - log_i0e - log(scale))
+        # (nan at an infinite point, as SciPy's cos(inf): said outright, as κ = 0 times the
+        # nan would be simplified to 0)
+        value = wnp.where(wnp.isfinite(z), -2 * kappa * (s * s), math.nan)
+        return _valid((kappa >= 0) & (scale > 0), value - _LOG_2PI - log_i0e - log(scale))
 
 
 class _Wrapcauchy(_Density):
@@ -1921,6 +1947,7 @@ class _Wrapcauchy(_Density):
             2.666666666667
         """
         z = _standardize(x, loc, scale)
+        c = _like(c, z)
         outside = (z < 0) | (z > 2 * math.pi)
         s = wnp.sin(wnp.where(outside, 1.0, z) / 2)
         d = (1 - c) * (1 - c) + 4 * c * (s * s)
