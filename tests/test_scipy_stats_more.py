@@ -160,7 +160,8 @@ def test_tails_keep_their_digits():
     # wrapcauchy for c next to 1 and z next to 0: 1 + c² - 2c cos z cancels
     for c, z in ((0.999, 0.0), (0.999, 1e-3), (1 - 1e-9, 0.5)):
         c_, z_ = mpmath.mpf(c), mpmath.mpf(z)
-        exact = mpmath.log((1 - c_ ** 2) / (2 * mpmath.pi * (1 + c_ ** 2 - 2 * c_ * mpmath.cos(z_))))
+        exact = mpmath.log((1 - c_ ** 2)
+                           / (2 * mpmath.pi * (1 + c_ ** 2 - 2 * c_ * mpmath.cos(z_))))
         assert wg.trace(lambda z: stats.wrapcauchy.logpdf(z, c), z)(z) == \
             pytest.approx(float(exact), rel=1e-14)
 

@@ -1,6 +1,7 @@
 """SciPy's differentiable functions, as `autograd.scipy` has them: `wengert.scipy.special`
 (erf, gammaln, digamma, expit, logsumexp, ...), `wengert.scipy.stats` (norm, t,
-multivariate_normal, gamma, beta, poisson, dirichlet), `wengert.scipy.linalg`
+multivariate_normal, gamma, beta, poisson, dirichlet, and the rest of `jax.scipy.stats`:
+truncnorm, binom, expon, cauchy, ..., sem, rankdata, mode, gaussian_kde), `wengert.scipy.linalg`
 (solve_triangular, solve_banded, solveh_banded, cholesky, cho_factor, cho_solve, expm, sqrtm,
 solve_sylvester, solve_continuous_lyapunov, inv, det, solve, lu_factor, lu_solve, eigh,
 block_diag), for Gaussian processes, linear ODEs and Lie groups, Lyapunov and Sylvester

@@ -1,6 +1,11 @@
 """SciPy's `scipy.stats` distributions that autograd differentiates: norm, t,
-multivariate_normal, gamma, beta, chi2, poisson and dirichlet, as objects with SciPy's methods
-(``norm.logpdf(x, loc, scale)``).
+multivariate_normal, gamma, beta, chi2, poisson and dirichlet, and those JAX's
+`jax.scipy.stats` adds: bernoulli, binom, betabinom, geom, nbinom, multinomial, cauchy,
+expon, gennorm, gumbel_l, gumbel_r, laplace, logistic, pareto, truncnorm, uniform, vonmises
+and wrapcauchy, as objects with SciPy's methods (``norm.logpdf(x, loc, scale)``); and the
+functions sem (differentiable), rankdata and mode (no derivative: ranks and counts), and
+the class gaussian_kde (differentiable in the points, the dataset, the weights and the
+bandwidth).
 
 On plain values a method calls SciPy's own (same arguments, same result).  On traced values
 it is a composition of `wengert.numpy` and `wengert.scipy.special`, differentiable in every
@@ -10,9 +15,12 @@ support a log-density is -inf, and for invalid parameters (a scale <= 0, a shape
 every method gives nan, without a warning (and a nan derivative).  The cdf and sf of t,
 gamma, chi2, beta and poisson are differentiable in x (poisson's in mu), loc and scale, and
 gamma's, chi2's and beta's once in their shapes too (through the incomplete gamma and beta
-functions' partials in their parameters); t's in df raise NotImplementedError.  Methods
-SciPy has and wengert does not (ppf, rvs, ...) are SciPy's on plain values and raise
-NotImplementedError, naming themselves, on traced values.
+functions' partials in their parameters); t's in df raise NotImplementedError.  The
+discrete distributions differentiate in their real parameters (p, a and b, nbinom's n);
+counts (k, x, binom's n) are constants.  Each of JAX's distributions has at least JAX's
+methods (ppf and isf where JAX has them).  Methods SciPy has and wengert does not (ppf of
+norm, rvs, ...) are SciPy's on plain values and raise NotImplementedError, naming
+themselves, on traced values.
 
 Example:
     >>> import wengert as wg
