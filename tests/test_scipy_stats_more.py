@@ -669,6 +669,8 @@ def test_gaussian_kde_refuses_what_scipy_refuses():
         wg.grad(lambda x: np.sum(stats.gaussian_kde(data).logpdf(x)))(np.ones((3, 2)))
     with pytest.raises(np.linalg.LinAlgError, match="singular"):
         wg.grad(lambda d: np.sum(stats.gaussian_kde(d).pdf(np.zeros(2))))(np.ones((2, 5)))
+    with pytest.raises(ValueError, match=r"shape \(2, 2, 2\).* \(d, n\)"):
+        wg.grad(lambda d: np.sum(stats.gaussian_kde(d).pdf(0.0)))(np.ones((2, 2, 2)))
     with pytest.raises(ValueError, match="multiple elements"):
         wg.grad(lambda d: np.sum(stats.gaussian_kde(d).pdf(0.0)))(np.ones(1))
     with pytest.raises(ValueError, match="3 weights for 10 points"):

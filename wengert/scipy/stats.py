@@ -2191,6 +2191,9 @@ class gaussian_kde:
         self.dataset = wnp.atleast_2d(wnp.asarray(dataset))
         if not self.dataset.size > 1:
             raise ValueError("gaussian_kde: the dataset should have multiple elements")
+        if self.dataset.ndim != 2:
+            raise ValueError(f"gaussian_kde: the dataset has shape {self.dataset.shape}: it "
+                             "should be (d, n), n points of d dimensions, or (n,)")
         self.d, self.n = self.dataset.shape
         if weights is not None:
             w = wnp.atleast_1d(wnp.asarray(weights))
