@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 import threading
 import types
+import weakref
 
 import numpy as np
 
@@ -351,6 +352,9 @@ class _Dispatcher:
         self.ns.fixed("_miss", self.miss)
         self.ns.fixed("_next", self.miss)       # see `use`
         self._local = _Local()
+        self.start_code = None      # the code that sends every call to `miss` (`_start`)
+        self.rerouted = False       # that code is in place (`reroute`): `use` swaps again
+        _DISPATCHERS.add(self)
 
     # --- signatures ------------------------------------------------------------------------
     def signature(self, layout, values, defaulted):
@@ -390,6 +394,8 @@ class _Dispatcher:
     # --- the slow path ---------------------------------------------------------------------
     def miss(self, *args, **kwargs):
         """Called by the generated guard when the arguments differ from the traced ones."""
+        if _DEBUG.on:
+            return self.debug_call(args, kwargs)
         local = self._local
         if local.original is None:
             made = self.canonical_call(args, kwargs)
@@ -468,8 +474,9 @@ class _Dispatcher:
         (about 17 us).  Any state halfway through a swap is still right: every entry's
         code checks its own arguments."""
         before = self.function.entry
-        if entry is before:
+        if entry is before and not self.rerouted:
             return
+        self.rerouted = False
         self.target.__code__ = entry.code
         # The guard passes the arguments on as the slow path takes them (`miss_call`);
         # an entry's function takes them so unless a keyword-only parameter was renamed.
@@ -478,6 +485,41 @@ class _Dispatcher:
         fn = self.function
         fn.source, fn.graph = entry.source, entry.graph
         fn.entry = entry
+
+    # --- JAX's debugging flags ------------------------------------------------------------
+    def reroute(self):
+        """Send every call to `miss` (while a debugging flag is set, see `set_debugging`),
+        until `use` puts an entry's code back."""
+        if self.start_code is not None:
+            self.target.__code__ = self.start_code
+            self.rerouted = True
+
+    def debug_call(self, args, kwargs):
+        """A call while `set_debugging` has a flag set: f itself (disable_jit), or the
+        compiled code with its result checked for nan or inf (debug_nans, debug_infs)."""
+        if _DEBUG.disable_jit or _traced((args, kwargs)):
+            return self.f(*args, **kwargs)
+        layout, values, defaulted = self.params.bind(args, kwargs)
+        key, canon, specs = self.signature(layout, values, defaulted)
+        entry = self.cache.get(key)
+        if entry is None:
+            entry = self.cache[key] = self.build(key, layout, canon, specs)
+        out = self.run(entry, canon)
+        bad = _non_finite(out, _DEBUG.nans, _DEBUG.infs)
+        if bad:
+            # Run f eagerly with NumPy raising where an operation makes a nan or inf, as
+            # JAX re-runs op by op to name the operation; compiled float code may have made
+            # it in Python arithmetic (inf - inf), which raises nothing.
+            raising = {"invalid": "raise"} if _DEBUG.nans else {}
+            if _DEBUG.infs:
+                raising.update(over="raise", divide="raise")
+            with np.errstate(**raising):
+                self.f(*args, **kwargs)
+            raise FloatingPointError(f"{bad} in the result of the compiled function "
+                                     f"{self.fn_name!r} (jax_debug_nans / jax_debug_infs); "
+                                     "its inputs hold it already, or it was made in code "
+                                     "NumPy does not watch")
+        return out
 
     # --- tracing and code generation ---------------------------------------------------------
     def traced_function(self, layout, canon, specs):
@@ -589,6 +631,65 @@ class _Lazy:
                                      form=self.form)
             self.function = py.make_function(src, name, ns)
         return self.function(*args, **kwargs)
+
+
+class _Debugging:
+    """JAX's debugging flags, as `wengert.jax_compat.config` sets them: process-wide,
+    since they act through the code of compiled functions, which every thread shares."""
+    disable_jit = False         # compiled functions call f itself
+    nans = False                # compiled results are checked for nan
+    infs = False                # ... and for inf
+    on = False                  # any of them
+
+
+_DEBUG = _Debugging()
+_DISPATCHERS = weakref.WeakSet()    # every compiled function's dispatcher, for `reroute`
+
+
+def set_debugging(*, disable_jit=None, nans=None, infs=None):
+    """Set JAX's flags ``jax_disable_jit``, ``jax_debug_nans``, ``jax_debug_infs`` for
+    compiled functions (None: unchanged): while one is set, every call of a compiled
+    function takes the slow path, which runs f itself (disable_jit) or checks the
+    result (a ``FloatingPointError`` for a nan or inf in it).  Returns the flags before.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.staged import set_debugging
+        >>> f = wg.jit(lambda x: x - x)
+        >>> before = set_debugging(nans=True)
+        >>> f(float("inf"))
+        Traceback (most recent call last):
+        ...
+        FloatingPointError: nan in the result of the compiled function ...
+        >>> _ = set_debugging(**before)
+        >>> f(1.0)
+        0.0
+    """
+    before = {"disable_jit": _DEBUG.disable_jit, "nans": _DEBUG.nans, "infs": _DEBUG.infs}
+    if disable_jit is not None:
+        _DEBUG.disable_jit = bool(disable_jit)
+    if nans is not None:
+        _DEBUG.nans = bool(nans)
+    if infs is not None:
+        _DEBUG.infs = bool(infs)
+    _DEBUG.on = _DEBUG.disable_jit or _DEBUG.nans or _DEBUG.infs
+    for d in list(_DISPATCHERS):
+        d.reroute()         # (back to `miss` either way: on, it debugs; off, `use` swaps)
+    return before
+
+
+def _non_finite(out, nans, infs):
+    """'nan' or 'inf' where a leaf of `out` holds one (and that is watched), else ''."""
+    for leaf in flatten(out)[0]:
+        if isinstance(leaf, (float, complex, np.ndarray, np.number)):
+            a = np.asarray(leaf)
+            if a.dtype.kind not in "fc":
+                continue
+            if nans and np.isnan(a).any():
+                return "nan"
+            if infs and np.isinf(a).any():
+                return "inf"
+    return ""
 
 
 _STAGING = threading.local()
@@ -779,6 +880,7 @@ def _start(d, f, examples):
     src = f"def {d.fn_name}({form.head}):\n    return _miss({form.miss_call})\n"
     target = d.target = types.FunctionType(py.make_function(src, d.fn_name, d.ns).__code__,
                                            d.ns.globals, d.fn_name)
+    d.start_code = target.__code__
     fn = target if params.direct else _binder(d, target)
     fn.__defaults__, fn.__kwdefaults__ = params.defaults()
     d.function = fn
@@ -792,6 +894,8 @@ def _start(d, f, examples):
         layout, values, defaulted = params.bind(examples, {}, "example arguments")
         key, canon, specs = d.signature(layout, values, defaulted)
         d.use(d.cache.setdefault(key, d.build(key, layout, canon, specs)))
+    if _DEBUG.on:
+        d.reroute()
 
 
 def _binder(d, target):
