@@ -42,6 +42,14 @@ from .custom_rules import custom_jvp, custom_vjp
 from . import tree, tree_util  # noqa: F401  (JAX's jax.tree and jax.tree_util)
 from . import lax  # noqa: F401  (JAX's jax.lax)
 from . import random  # noqa: F401  (JAX's jax.random)
+from .checkpointing import remat, checkpoint_policies
+from .jax_compat import (config, enable_x64, disable_jit, debug_nans, debug_infs, devices,
+                         local_devices, device_count, local_device_count, default_backend,
+                         process_index, process_count, device_put, device_get,
+                         block_until_ready, Array, ShapeDtypeStruct, float0, custom_gradient,
+                         linear_transpose, closure_convert, make_jaxpr, pmap, pure_callback,
+                         named_call, named_scope, ensure_compile_time_eval)
+from . import dtypes, debug  # noqa: F401  (JAX's jax.dtypes and jax.debug)
 
 __version__ = "0.1.0"
 
@@ -51,4 +59,11 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "jacobian", "sparse_jacobian", "sparse_hessian", "jacobian_graph", "jacobian_costs",
            "format_costs", "Dual", "taylor", "derivatives", "checkpoint", "checkpointed_loop",
            "scan", "fori_loop", "vmap",
-           "custom_root", "linearize", "jit", "eval_shape", "custom_jvp", "custom_vjp"]
+           "custom_root", "linearize", "jit", "eval_shape", "custom_jvp", "custom_vjp",
+           # JAX's top-level names (wengert.jax_compat)
+           "remat", "checkpoint_policies", "enable_x64", "disable_jit", "debug_nans",
+           "debug_infs", "devices", "local_devices", "device_count", "local_device_count",
+           "default_backend", "process_index", "process_count", "device_put", "device_get",
+           "block_until_ready", "Array", "ShapeDtypeStruct", "custom_gradient",
+           "linear_transpose", "closure_convert", "make_jaxpr", "pmap", "pure_callback",
+           "named_call", "named_scope", "ensure_compile_time_eval", "dtypes", "debug"]

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from contextlib import contextmanager
 
@@ -224,7 +225,7 @@ class Checkpoint(Primitive):
         return [ans] + [self.pack(row) for row in coefficients[1:]]
 
 
-def checkpoint(f, *, static_argnums=()):
+def checkpoint(f, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=()):
     """Mark f so that reverse mode recomputes its intermediates instead of keeping them.
 
     Called on traced values (inside `grad`, `vjp`, `jvp`, ...), the call of f becomes one
@@ -239,7 +240,15 @@ def checkpoint(f, *, static_argnums=()):
     value it closes over raises ValueError).  Checkpointing changes no result: the derivatives
     are the same.  ``static_argnums`` (JAX's) names positional arguments that are
     settings, not numbers (a string, a flag): they must be hashable, and each value of
-    them is a checkpoint of its own.
+    them is a checkpoint of its own; ``static_argnames`` names them (keyword-only
+    parameters too).  ``jax.remat`` is the same function (``wg.remat``).
+
+    JAX's ``policy`` says which intermediates to keep rather than recompute: wengert keeps
+    none (f's arguments only; ``checkpoint_policies.nothing_saveable``), whatever the
+    policy, except ``checkpoint_policies.everything_saveable``, which keeps all of them
+    and so returns f unchanged.  Derivatives are the same under every policy.
+    ``prevent_cse`` is accepted and changes nothing: a checkpoint is one node, which
+    interning does not merge with what its derivative recomputes.
 
     Example:
         >>> import wengert as wg, wengert.math as wm
@@ -253,6 +262,15 @@ def checkpoint(f, *, static_argnums=()):
     """
     if not callable(f):
         raise TypeError(f"checkpoint expects a function, got {type(f).__name__} {f!r:.60}")
+    if not isinstance(prevent_cse, (bool, tuple, list)):
+        raise TypeError(f"checkpoint: prevent_cse must be a bool, got {prevent_cse!r}")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint: policy must be one of jax.checkpoint_policies (a "
+                        f"function), got {type(policy).__name__}")
+    if policy is checkpoint_policies.everything_saveable:
+        return f
+    if static_argnames not in ((), None):
+        return _with_static(f, static_argnums or (), static_argnames)
     if static_argnums not in ((), None):
         return _with_static(f, static_argnums)
     primitives = {}
@@ -278,13 +296,32 @@ def checkpoint(f, *, static_argnums=()):
     return checkpointed
 
 
-def _with_static(f, static_argnums):
+def _named_positions(f, names):
+    """The positions of the parameters of f that `names` names and that can be passed by
+    position, so such an argument is static either way."""
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):         # (a builtin without a signature: by keyword)
+        params = []
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return tuple(positional.index(n) for n in names if n in positional)
+
+
+def _with_static(f, static_argnums, static_argnames=()):
     """checkpoint(f, static_argnums=...): a checkpoint of f with those arguments fixed,
-    one for each of their values."""
+    one for each of their values (and those of the keyword arguments static_argnames
+    names)."""
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in static):
         raise TypeError(f"checkpoint: static_argnums must be an int or a tuple of ints, "
                         f"got {static_argnums!r}")
+    static_names = (static_argnames,) if isinstance(static_argnames, str) else \
+        tuple(static_argnames or ())
+    if not all(isinstance(k, str) for k in static_names):
+        raise TypeError(f"checkpoint: static_argnames must be a str or a tuple of str, got "
+                        f"{static_argnames!r}")
+    named = _named_positions(f, static_names)     # (may come by keyword instead)
     by_value = {}
 
     @functools.wraps(f)
@@ -293,10 +330,12 @@ def _with_static(f, static_argnums):
         if any(not -n <= i < n for i in static):
             raise ValueError(f"checkpoint: static_argnums {static} for a call with {n} "
                              "positional arguments")
-        fixed = {i % n: args[i] for i in static}
+        fixed = {i % n: args[i] for i in static + tuple(i for i in named if i < n)}
+        fixed_kw = {k: kwargs.pop(k) for k in static_names if k in kwargs}
         # (f_of places the other arguments around the fixed ones for a call of n positional
         # arguments: a call laid out otherwise, by count or keywords, needs its own f_of)
-        key = (n, tuple(sorted(kwargs)), tuple(sorted(fixed.items())))
+        key = (n, tuple(sorted(kwargs)), tuple(sorted(fixed.items())),
+               tuple(sorted(fixed_kw.items())))
         try:
             inner = by_value.get(key)
         except TypeError:
@@ -306,7 +345,8 @@ def _with_static(f, static_argnums):
         if inner is None:
             def f_of(*rest, **kw):
                 it = iter(rest)
-                return f(*[fixed[i] if i in fixed else next(it) for i in range(n)], **kw)
+                return f(*[fixed[i] if i in fixed else next(it) for i in range(n)], **kw,
+                         **fixed_kw)
             f_of.__name__ = getattr(f, "__name__", "f")
             inner = by_value[key] = checkpoint(f_of)
         return inner(*[a for i, a in enumerate(args) if i not in fixed], **kwargs)
@@ -365,3 +405,68 @@ def checkpointed_loop(step, x, n, *args, every=None):
     if n % every:
         x = segment(n % every)(x, *args)
     return x
+
+
+def _policy(name, saves):
+    """One of JAX's checkpoint policies, by name: ``(primitive, *avals, **params) -> bool``,
+    whether to keep that operation's result; `saves` says it keeps every result."""
+    def policy(prim, *avals, **params):
+        return saves
+    policy.__name__ = policy.__qualname__ = name
+    policy.__doc__ = f"JAX's ``checkpoint_policies.{name}`` (see `checkpoint_policies`)."
+    return policy
+
+
+def _policy_maker(name):
+    """One of JAX's policies that are made from names or other policies."""
+    def make(*args, **kwargs):
+        return _policy(name, False)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = f"JAX's ``checkpoint_policies.{name}(...)`` (see `checkpoint_policies`)."
+    return make
+
+
+class checkpoint_policies:
+    """JAX's ``jax.checkpoint_policies``, by name, for ``checkpoint(f, policy=...)``.
+
+    wengert's checkpoint keeps no intermediate of f (JAX's ``nothing_saveable``), so every
+    policy but ``everything_saveable`` (which makes ``checkpoint(f)`` f itself) computes
+    the same derivatives with the least memory: the policies that save products
+    (``dots_saveable``, ...) or named values (``save_only_these_names(...)``, ...) are
+    accepted, not followed.
+
+    Example:
+        >>> import wengert as wg, wengert.numpy as wnp
+        >>> f = lambda x: wnp.sin(wnp.sin(x))
+        >>> for policy in (wg.checkpoint_policies.dots_saveable,
+        ...                wg.checkpoint_policies.save_only_these_names("h")):
+        ...     print(round(wg.grad(wg.remat(f, policy=policy))(1.0), 6))
+        0.360039
+        0.360039
+        >>> wg.checkpoint(f, policy=wg.checkpoint_policies.everything_saveable) is f
+        True
+    """
+
+    everything_saveable = staticmethod(_policy("everything_saveable", True))
+    nothing_saveable = staticmethod(_policy("nothing_saveable", False))
+    dots_saveable = staticmethod(_policy("dots_saveable", False))
+    checkpoint_dots = dots_saveable
+    dots_with_no_batch_dims_saveable = staticmethod(
+        _policy("dots_with_no_batch_dims_saveable", False))
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+    save_only_these_names = staticmethod(_policy_maker("save_only_these_names"))
+    save_any_names_but_these = staticmethod(_policy_maker("save_any_names_but_these"))
+    save_anything_except_these_names = staticmethod(
+        _policy_maker("save_anything_except_these_names"))
+    save_from_both_policies = staticmethod(_policy_maker("save_from_both_policies"))
+    save_and_offload_only_these_names = staticmethod(
+        _policy_maker("save_and_offload_only_these_names"))
+    offload_dot_with_no_batch_dims = staticmethod(
+        _policy_maker("offload_dot_with_no_batch_dims"))
+
+    def __init__(self):
+        raise TypeError("checkpoint_policies is a namespace of policies: use its "
+                        "attributes, checkpoint_policies.nothing_saveable, ...")
+
+
+remat = checkpoint

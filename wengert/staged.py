@@ -655,15 +655,15 @@ def set_debugging(*, disable_jit=None, nans=None, infs=None):
     Example:
         >>> import wengert as wg
         >>> from wengert.staged import set_debugging
-        >>> f = wg.jit(lambda x: x - x)
+        >>> f = wg.jit(lambda x, y: x - y)
         >>> before = set_debugging(nans=True)
-        >>> f(float("inf"))
+        >>> f(float("inf"), float("inf"))
         Traceback (most recent call last):
         ...
         FloatingPointError: nan in the result of the compiled function ...
         >>> _ = set_debugging(**before)
-        >>> f(1.0)
-        0.0
+        >>> f(float("inf"), float("inf"))
+        nan
     """
     before = {"disable_jit": _DEBUG.disable_jit, "nans": _DEBUG.nans, "infs": _DEBUG.infs}
     if disable_jit is not None:

@@ -63,10 +63,38 @@ class ShapeDtype:
 
     __slots__ = ("shape", "dtype", "weak")
 
-    def __init__(self, shape=(), dtype=np.float64, weak=False):
+    def __init__(self, shape=(), dtype=np.float64, weak=False, *, weak_type=None,
+                 sharding=None):
+        # (JAX's ShapeDtypeStruct(shape, dtype, weak_type=, sharding=) is this class)
+        if sharding is not None:
+            raise ValueError("ShapeDtype: sharding is not available; wengert runs on the CPU")
+        if isinstance(shape, (int, np.integer)):
+            raise TypeError(f"ShapeDtype: the shape must be a tuple of ints, got {shape!r} "
+                            f"(write ({shape},))")
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
-        self.weak = bool(weak)
+        self.weak = bool(weak if weak_type is None else weak_type)
+
+    @property
+    def weak_type(self):
+        """JAX's name for `weak`."""
+        return self.weak
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other):
+        if type(other) is not ShapeDtype:
+            return NotImplemented
+        return (self.shape, self.dtype, self.weak) == (other.shape, other.dtype, other.weak)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak))
 
     def __repr__(self):
         weak = ", weak" if self.weak else ""
