@@ -41,10 +41,15 @@ from .primitives import array as _A, nn as P
 from .primitives import special as _special
 from .primitives.registry import broadcasts_to
 from . import numpy as wnp
+from . import initializers  # noqa: F401  (JAX's jax.nn.initializers)
 
 __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "linear", "layer_norm", "batch_norm",
            "dropout", "relu", "leaky_relu", "elu", "gelu", "silu", "sigmoid", "log_sigmoid",
            "softplus", "softmax", "log_softmax", "one_hot", "cross_entropy", "nll_loss",
+           "relu6", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "celu", "selu",
+           "soft_sign", "mish", "squareplus", "sparse_plus", "sparse_sigmoid", "log1mexp",
+           "glu", "identity", "swish", "tanh", "logsumexp", "logmeanexp", "standardize",
+           "dot_product_attention", "initializers",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
            "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"]
 
@@ -370,28 +375,56 @@ def _one_axis(x, axis, who):
     return wnp._one_axis(axis, len(wnp._shape(x)), who)
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x)`` along an axis, computed stably; one primitive, whose VJP is
-    ``g - softmax * sum(g)``.
+    ``g - softmax * sum(g)``.  ``where`` (JAX's): a mask broadcast against x; the
+    elements where it is False take no part, and are -inf in the result.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> round(float(np.exp(nn.log_softmax(np.array([1.0, 2.0]))).sum()), 12)
         1.0
+        >>> nn.log_softmax(np.array([1.0, 5.0, 1.0]), where=np.array([True, False, True]))
+        array([-0.69314718,        -inf, -0.69314718])
     """
-    return P.log_softmax(_inexact(x), axis=_one_axis(x, axis, "log_softmax"))
+    axis = _one_axis(x, axis, "log_softmax")
+    if where is None:
+        return P.log_softmax(_inexact(x), axis=axis)
+    x, where = _masked(x, where, "log_softmax")
+    return wnp.where(where, P.log_softmax(x, axis=axis), -_np.inf)
 
 
-def softmax(x, axis=-1):
+def softmax(x, axis=-1, where=None):
     """``exp(x) / sum(exp(x))`` along an axis, computed stably; one primitive, whose VJP
-    is ``s * (g - sum(s * g))``.
+    is ``s * (g - sum(s * g))``.  ``where`` (JAX's): a mask broadcast against x; the
+    elements where it is False take no part, and are 0 in the result.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> nn.softmax(np.array([0.0, 0.0])).tolist()
         [0.5, 0.5]
+        >>> nn.softmax(np.array([0.0, 9.0, 0.0]), where=np.array([True, False, True]))
+        array([0.5, 0. , 0.5])
     """
-    return P.softmax(_inexact(x), axis=_one_axis(x, axis, "softmax"))
+    axis = _one_axis(x, axis, "softmax")
+    if where is None:
+        return P.softmax(_inexact(x), axis=axis)
+    x, where = _masked(x, where, "softmax")
+    return wnp.where(where, P.softmax(x, axis=axis), 0.0)
+
+
+def _masked(x, where, who):
+    """x with the elements a mask leaves out made the most negative float (so exp gives
+    them 0, and a row left out whole stays finite), and the mask as x's shape."""
+    x = _inexact(x)
+    shape = tuple(wnp._shape(x))
+    mask = wnp.broadcast_to(wnp.asarray(where, dtype=bool), shape) \
+        if broadcasts_to(tuple(wnp._shape(where)), shape) else None
+    if mask is None:
+        raise ValueError(f"{who}: a where of shape {tuple(wnp._shape(where))} does not "
+                         f"broadcast to x's shape {shape}")
+    lowest = _np.finfo(wnp.result_type(x)).min
+    return wnp.where(mask, x, lowest), mask
 
 
 def _inexact(x):
@@ -403,15 +436,33 @@ def _inexact(x):
     return wnp._as_numpy_computes(_np.exp, x) if x.dtype.kind in "iu" else x
 
 
-def one_hot(labels, classes):
+def one_hot(labels, classes, *, dtype=None, axis=-1):
     """Integer labels as rows of 0.0 and 1.0: ``one_hot(y, C)[..., j] == (y == j)``.
-    Labels are data, so nothing flows back through them.
+    Labels are data, so nothing flows back through them.  JAX's keywords: ``dtype`` of
+    the result (float64 by default), ``axis`` where the new axis of classes goes (the
+    last by default).  A label outside ``[0, classes)`` is an error, as in PyTorch (JAX
+    gives it a row of zeros).
 
     Example:
         >>> import numpy as np, wengert.nn as nn
         >>> nn.one_hot(np.array([2, 0]), 3).tolist()
         [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+        >>> nn.one_hot(np.array([2, 0]), 3, dtype=np.int32, axis=0).tolist()
+        [[0, 1], [0, 0], [1, 0]]
     """
+    rows = _one_hot(labels, classes)
+    if dtype is not None and _np.dtype(dtype) != _np.float64:
+        rows = wnp.astype(rows, _np.dtype(dtype))
+    if axis != -1:
+        ndim = len(wnp._shape(rows))
+        if not isinstance(axis, (int, _np.integer)) or not -ndim <= axis < ndim:
+            raise ValueError(f"one_hot: axis {axis!r} is out of range for a result of "
+                             f"{ndim} dimensions")
+        rows = wnp.moveaxis(rows, -1, int(axis))
+    return rows
+
+
+def _one_hot(labels, classes):
     if isinstance(classes, bool) or not isinstance(classes, (int, _np.integer)):
         raise TypeError(f"one_hot: classes must be an int, the number of classes, got "
                         f"{classes!r}")
@@ -1107,6 +1158,415 @@ def leaky_relu(x, negative_slope=0.01):
         [-0.02, 3.0]
     """
     return wnp.where(wnp.greater(x, 0), x, wnp.multiply(x, negative_slope))
+
+
+# ---- jax.nn's other activations -----------------------------------------------------------
+# Written with wengert.numpy, so derivatives of every order come from its rules.  Where a
+# function has a kink, its derivative there is JAX's (checked against jax.nn in the tests).
+
+def relu6(x):
+    """``min(max(x, 0), 6)`` (``jax.nn.relu6``, ``F.relu6``); derivative 0 at both kinks,
+    0 and 6, as JAX's.
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.nn as nn
+        >>> nn.relu6(np.array([-1.0, 3.0, 9.0])).tolist()
+        [0.0, 3.0, 6.0]
+        >>> wg.grad(nn.relu6)(0.0), wg.grad(nn.relu6)(6.0)
+        (0.0, 0.0)
+    """
+    inside = wnp.logical_and(wnp.greater(x, 0), wnp.less(x, 6))
+    return wnp.where(wnp.greater_equal(x, 6), 6.0, wnp.where(inside, x, 0.0))
+
+
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6`` (``jax.nn.hard_sigmoid``): derivative 0 at -3 and 3, as JAX's.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.hard_sigmoid(np.array([-4.0, 0.0, 1.5, 4.0])).tolist()
+        [0.0, 0.5, 0.75, 1.0]
+    """
+    return relu6(wnp.add(x, 3.0)) / 6.0
+
+
+def hard_silu(x):
+    """``x * hard_sigmoid(x)`` (``jax.nn.hard_silu``, also ``hard_swish``).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.hard_silu(np.array([-4.0, 1.5, 4.0])).tolist()
+        [-0.0, 1.125, 4.0]
+    """
+    return wnp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def hard_tanh(x):
+    """``x`` clipped to [-1, 1] (``jax.nn.hard_tanh``); derivative 1 at -1 and 1, as JAX's.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.hard_tanh(np.array([-3.0, 0.5, 2.0])).tolist()
+        [-1.0, 0.5, 1.0]
+    """
+    return wnp.where(wnp.greater(x, 1), 1.0, wnp.where(wnp.less(x, -1), -1.0, x))
+
+
+def celu(x, alpha=1.0):
+    """``x`` for x > 0 and ``alpha (exp(x / alpha) - 1)`` elsewhere (``jax.nn.celu``,
+    ``F.celu``); derivative 1 at 0.  Large x never reach the exponential.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.celu(np.array([-1000.0, 0.0, 2.0]), alpha=2.0).tolist()
+        [-2.0, 0.0, 2.0]
+    """
+    positive = wnp.greater(x, 0)
+    return wnp.where(positive, x, alpha * wnp.expm1(wnp.where(positive, 0.0, x) / alpha))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x):
+    """``scale * elu(x, alpha)`` with the self-normalising constants (``jax.nn.selu``,
+    ``F.selu``): alpha = 1.67326..., scale = 1.05070...
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.selu(np.array([-1000.0, 1.0])).round(6).tolist()
+        [-1.758099, 1.050701]
+    """
+    return _SELU_SCALE * elu(x, _SELU_ALPHA)
+
+
+def soft_sign(x):
+    """``x / (|x| + 1)`` (``jax.nn.soft_sign``, ``F.softsign``).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.soft_sign(np.array([-3.0, 0.0, 1.0])).tolist()
+        [-0.75, 0.0, 0.5]
+    """
+    return x / (wnp.abs(x) + 1.0)
+
+
+def mish(x):
+    """``x tanh(softplus(x))`` (``jax.nn.mish``, ``F.mish``), finite for every x.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.mish(np.array([-1000.0, 0.0, 1.0])).round(6).tolist()
+        [-0.0, 0.0, 0.865098]
+    """
+    return wnp.multiply(x, wnp.tanh(softplus(x)))
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x² + b)) / 2`` (``jax.nn.squareplus``), computed as ``b / (2 (sqrt(x² +
+    b) - x))`` for negative x, where the sum would cancel (it is then accurate in
+    relative terms far into the left tail), and with ``hypot``, so x² does not overflow.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.squareplus(np.array([-1e10, 0.0, 1.0])).tolist()
+        [1e-10, 1.0, 1.618033988749895]
+    """
+    if type(b) is not Node and _np.any(_np.asarray(b) <= 0):
+        raise ValueError(f"squareplus: b must be positive, got {b}")
+    # (a Python number stays one, weakly typed, so float32 x stays float32)
+    root = wnp.hypot(x, b ** 0.5 if isinstance(b, (int, float)) else wnp.sqrt(b))
+    return wnp.where(wnp.greater_equal(x, 0), (x + root) / 2.0, b / (2.0 * (root - x)))
+
+
+def sparse_plus(x):
+    """``0`` for x <= -1, ``(x + 1)² / 4`` between, ``x`` for x >= 1 (``jax.nn.sparse_plus``),
+    a softplus with a derivative that is exactly 0 and 1 outside [-1, 1].
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.sparse_plus(np.array([-2.0, 0.0, 3.0])).tolist()
+        [0.0, 0.25, 3.0]
+    """
+    return wnp.where(wnp.less_equal(x, -1), 0.0,
+                     wnp.where(wnp.greater_equal(x, 1), x, (x + 1.0) ** 2 / 4.0))
+
+
+def sparse_sigmoid(x):
+    """``(x + 1) / 2`` clipped to [0, 1] (``jax.nn.sparse_sigmoid``), sparse_plus's
+    derivative.  At -1 and 1 its derivative is 1/4, half of 1/2 inside, as JAX's (its
+    clip shares a tie's derivative between the two sides).
+
+    Example:
+        >>> import numpy as np, wengert as wg, wengert.nn as nn
+        >>> nn.sparse_sigmoid(np.array([-2.0, 0.0, 3.0])).tolist()
+        [0.0, 0.5, 1.0]
+        >>> wg.grad(nn.sparse_sigmoid)(1.0)
+        0.25
+    """
+    from .primitives.scalar import stop_gradient
+    t = (x + 1.0) / 2.0
+    at_bound = wnp.logical_or(wnp.equal(x, -1), wnp.equal(x, 1))
+    inside = wnp.where(at_bound, 0.5 * t + 0.5 * stop_gradient(t), t)
+    return wnp.where(wnp.greater(x, 1), 1.0, wnp.where(wnp.less(x, -1), 0.0, inside))
+
+
+def log1mexp(x):
+    """``log(1 - exp(-x))`` for x > 0 (``jax.nn.log1mexp``): ``log(-expm1(-x))`` up to
+    log 2 and ``log1p(-exp(-x))`` above, each where it keeps its accuracy (Mächler's
+    rule); -inf at 0 and nan below, as JAX's.  Each branch sees only inputs it is finite
+    for, so neither puts a nan into the other's derivative.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.log1mexp(np.array([1e-20, 1.0, 50.0])).tolist()
+        [-46.051701859880914, -0.45867514538708193, -1.9287498479639178e-22]
+    """
+    big = wnp.greater(x, _LN2)
+    far = wnp.log1p(-wnp.exp(wnp.negative(wnp.where(big, x, 1.0))))
+    near = wnp.log(wnp.negative(wnp.expm1(wnp.negative(wnp.where(big, 0.5, x)))))
+    return wnp.where(big, far, near)
+
+
+_LN2 = 0.6931471805599453
+
+
+def glu(x, axis=-1):
+    """The gated linear unit (``jax.nn.glu``, ``F.glu``): x split in two halves ``a, b``
+    along `axis`, ``a * sigmoid(b)``.  The axis must have an even length.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.glu(np.array([1.0, 2.0, 0.0, 100.0])).tolist()
+        [0.5, 2.0]
+    """
+    shape = tuple(wnp._shape(x))
+    axis = _one_axis(x, axis, "glu")
+    if shape[axis] % 2:
+        raise ValueError(f"glu: the axis of length {shape[axis]} cannot be split in two "
+                         "halves (its length must be even)")
+    a, b = wnp.split(x, 2, axis=axis)
+    return wnp.multiply(a, sigmoid(b))
+
+
+def identity(x):
+    """x itself, as an array (``jax.nn.identity``): the activation of a linear layer.
+
+    Example:
+        >>> import wengert.nn as nn
+        >>> nn.identity([1.0, 2.0])
+        array([1., 2.])
+    """
+    return x if type(x) is Node else wnp.asarray(x)
+
+
+def swish(x):
+    """``x * sigmoid(x)``, `silu` under JAX's other name (``jax.nn.swish``).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.swish(np.array([0.0, 2.0])).round(6).tolist()
+        [0.0, 1.761594]
+    """
+    return silu(x)
+
+
+def tanh(x):
+    """The hyperbolic tangent, ``wengert.numpy.tanh`` (``jax.nn.tanh``).
+
+    Example:
+        >>> import wengert.nn as nn
+        >>> round(float(nn.tanh(0.5)), 6)
+        0.462117
+    """
+    return wnp.tanh(x)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """``log(sum(b * exp(a)))`` over `axis`, computed stably (``jax.nn.logsumexp``,
+    which is ``jax.scipy.special.logsumexp``): `b` scales the terms, ``return_sign=True``
+    gives ``(log|s|, sign(s))`` for a sum that may be negative, and ``where`` (a mask
+    broadcast against a) leaves elements out; a sum with nothing in it is -inf.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> float(nn.logsumexp(np.array([1000.0, 1000.0])))        # 1000 + log 2
+        1000.6931471805599
+        >>> float(nn.logsumexp(np.array([0.0, 50.0]), where=np.array([True, False])))
+        0.0
+    """
+    from .scipy import special
+    if where is not None:
+        a, mask = _masked(a, where, "logsumexp")
+        b = wnp.where(mask, 1.0 if b is None else b, 0.0)   # (so left-out terms add 0)
+    return special.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """``log(mean(exp(x)))`` over `axis`, computed stably (``jax.nn.logmeanexp``): the
+    `logsumexp` less the log of the number of terms (those ``where`` keeps).
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> float(nn.logmeanexp(np.array([1000.0, 1000.0])))
+        1000.0
+    """
+    x = _inexact(x)
+    shape, dtype = tuple(wnp._shape(x)), wnp.result_type(x)
+    if where is None:
+        count = _np.ones(shape, dtype)
+    else:
+        x, mask = _masked(x, where, "logmeanexp")
+        count = wnp.astype(mask, dtype)
+    total = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    return total - wnp.log(wnp.sum(count, axis=axis, keepdims=keepdims))
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
+                algorithm="fast"):
+    """``(x - mean) / sqrt(variance + epsilon)`` over `axis` (``jax.nn.standardize``):
+    the mean and variance of x there unless given, of the elements ``where`` keeps (the
+    result has every element).  ``algorithm="fast"`` (JAX's default) takes the variance
+    as ``mean(x²) - mean(x)²``, which cancels where the mean is large against the
+    spread; ``"stable"`` as ``mean((x - mean)²)``.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> nn.standardize(np.array([1.0, 2.0, 3.0]), epsilon=0.0).round(6).tolist()
+        [-1.224745, 0.0, 1.224745]
+    """
+    if algorithm not in ("fast", "stable"):
+        raise ValueError(f"standardize: algorithm must be 'fast' or 'stable', got "
+                         f"{algorithm!r}")
+    x = _inexact(x)
+    kw = {} if where is None else {"where": where}
+    if mean is None:
+        mean = wnp.mean(x, axis=axis, keepdims=True, **kw)
+    if variance is None:
+        if algorithm == "fast":
+            variance = wnp.mean(wnp.square(x), axis=axis, keepdims=True, **kw) - \
+                wnp.square(mean)
+        else:
+            variance = wnp.mean(wnp.square(x - mean), axis=axis, keepdims=True, **kw)
+    return (x - mean) / wnp.sqrt(variance + epsilon)
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal=False, query_seq_lengths=None,
+                          key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None, return_residual=False):
+    """Scaled dot-product attention (``jax.nn.dot_product_attention``, its plain "xla"
+    form): for each head, ``softmax(q kᵀ * scale + bias) v``, scale ``1/√H`` unless
+    given.
+
+    Shapes, as JAX's: query ``(B, T, N, H)``, key and value ``(B, S, K, H)`` (or all
+    without B), with N a multiple of K (grouped-query attention: query head ``n`` uses
+    key head ``n // (N // K)``).  ``bias`` and ``mask`` (True where a query may attend
+    to a key) broadcast to ``(B, N, T, S)``; ``is_causal`` lets query t attend keys
+    s <= t; ``query_seq_lengths`` and ``key_value_seq_lengths`` (one int per batch) mask
+    padding, and padded queries give zeros; ``local_window_size`` ``(left, right)`` (or
+    one int for both) keeps keys ``t - left <= s <= t + right``.  Masked logits are a
+    large negative number, as in JAX, so a query that may attend to nothing averages
+    all values.  ``return_residual=True`` also returns the logsumexp of each query's
+    logits, shape ``(B, T, N)``.  ``implementation`` may be None or ``"xla"``.
+
+    Example:
+        >>> import numpy as np, wengert.nn as nn
+        >>> q = np.zeros((1, 2, 1, 4)); k = np.zeros((1, 3, 1, 4))
+        >>> v = np.arange(3.0).reshape(1, 3, 1, 1) * np.ones(4)
+        >>> nn.dot_product_attention(q, k, v)[0, :, 0, 0].tolist()   # uniform weights
+        [1.0, 1.0]
+        >>> nn.dot_product_attention(q, k, v, is_causal=True)[0, :, 0, 0].tolist()
+        [0.0, 0.5]
+    """
+    who = "dot_product_attention"
+    if implementation not in (None, "xla"):
+        raise ValueError(f"{who}: implementation {implementation!r} is not available; "
+                         "wengert computes attention as JAX's 'xla' does (None or 'xla')")
+    q_shape, k_shape, v_shape = (tuple(wnp._shape(a)) for a in (query, key, value))
+    if len(q_shape) not in (3, 4) or len(k_shape) != len(q_shape):
+        raise ValueError(f"{who}: query, key and value must all be (B, T|S, N|K, H) or "
+                         f"all (T|S, N|K, H), got shapes {q_shape}, {k_shape}, {v_shape}")
+    if v_shape != k_shape:
+        raise ValueError(f"{who}: value must have key's shape {k_shape}, got {v_shape}")
+    unbatched = len(q_shape) == 3
+    if unbatched:
+        query, key, value = (wnp.expand_dims(a, 0) for a in (query, key, value))
+        q_shape, k_shape = (1,) + q_shape, (1,) + k_shape
+    B, T, N, H = q_shape
+    _, S, K, Hk = k_shape
+    if k_shape[0] != B or Hk != H:
+        raise ValueError(f"{who}: key's batch and head dimension must be query's ({B}, "
+                         f"{H}), got shape {k_shape[0:1] + k_shape[3:]}")
+    if K == 0 or N % K:
+        raise ValueError(f"{who}: the number of query heads ({N}) must be a multiple of "
+                         f"the number of key heads ({K})")
+    G = N // K
+    scale = 1.0 / _np.sqrt(H) if scale is None else scale
+    q = wnp.reshape(query, (B, T, K, G, H))
+    logits = wnp.reshape(wnp.einsum("btkgh,bskh->bkgts", q, key), (B, N, T, S)) * scale
+    if bias is not None:
+        bias = _attention_operand(bias, (B, N, T, S), unbatched, "bias", who)
+        logits = logits + bias
+    keep = _attention_mask(mask, (B, N, T, S), unbatched, is_causal, query_seq_lengths,
+                           key_value_seq_lengths, local_window_size, who)
+    if keep is not None:
+        dtype = wnp.result_type(logits)
+        large = _np.finfo(_np.float32 if dtype.itemsize >= 4 else dtype).max
+        logits = wnp.where(keep, logits, dtype.type(-0.7 * large))
+    weights = softmax(logits, axis=-1)
+    out = wnp.einsum("bkgts,bskh->btkgh", wnp.reshape(weights, (B, K, G, T, S)), value)
+    out = wnp.reshape(out, (B, T, N, H))
+    if query_seq_lengths is not None:
+        real = _np.arange(T)[None, :] < wnp.reshape(query_seq_lengths, (B, 1))
+        out = wnp.where(wnp.reshape(real, (B, T, 1, 1)), out, 0.0)
+    if unbatched:
+        out = out[0]
+    if not return_residual:
+        return out
+    residual = wnp.moveaxis(logsumexp(logits, axis=-1), 1, 2)        # (B, T, N)
+    return out, residual[0] if unbatched else residual
+
+
+def _attention_operand(a, shape, unbatched, name, who):
+    a_shape = tuple(wnp._shape(a))
+    if unbatched and len(a_shape) == 3:
+        a = wnp.expand_dims(a, 0)
+        a_shape = (1,) + a_shape
+    if len(a_shape) != 4 or not broadcasts_to(a_shape, shape):
+        raise ValueError(f"{who}: {name} of shape {a_shape} does not broadcast to (B, N, T, "
+                         f"S) = {shape}")
+    return a
+
+
+def _attention_mask(mask, shape, unbatched, is_causal, q_lengths, kv_lengths, window, who):
+    """The (B|1, N|1, T, S) mask of what each query may attend to, or None for all."""
+    B, N, T, S = shape
+    keep = None
+
+    def both(m):
+        return m if keep is None else wnp.logical_and(keep, m)
+    if mask is not None:
+        mask = _attention_operand(mask, shape, unbatched, "mask", who)
+        if wnp.result_type(mask) != _np.bool_:
+            raise TypeError(f"{who}: mask must be boolean (True where a query attends); "
+                            "pass an additive mask as bias")
+        keep = mask
+    t, s = _np.arange(T)[:, None], _np.arange(S)[None, :]
+    if is_causal:
+        keep = both((s <= t)[None, None])
+    if window is not None:
+        left, right = (window, window) if isinstance(window, (int, _np.integer)) else window
+        keep = both(((s >= t - left) & (s <= t + right))[None, None])
+    if q_lengths is not None:
+        keep = both(wnp.reshape(t[None] < wnp.reshape(q_lengths, (B, 1, 1)), (B, 1, T, 1)))
+    if kv_lengths is not None:
+        keep = both(wnp.reshape(s[None] < wnp.reshape(kv_lengths, (B, 1, 1)), (B, 1, 1, S)))
+    return keep
 
 
 # ---- layers -------------------------------------------------------------------------------------
