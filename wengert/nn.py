@@ -1279,8 +1279,11 @@ def squareplus(x, b=4):
     if type(b) is not Node and _np.any(_np.asarray(b) <= 0):
         raise ValueError(f"squareplus: b must be positive, got {b}")
     # (a Python number stays one, weakly typed, so float32 x stays float32)
-    root = wnp.hypot(x, b ** 0.5 if isinstance(b, (int, float)) else wnp.sqrt(b))
-    return wnp.where(wnp.greater_equal(x, 0), (x + root) / 2.0, b / (2.0 * (root - x)))
+    sqrt_b = b ** 0.5 if isinstance(b, (int, float)) else wnp.sqrt(b)
+    right = wnp.greater_equal(x, 0)
+    left_x = wnp.where(right, -1.0, x)      # (each side sees only inputs it is finite for)
+    left = b / (2.0 * (wnp.hypot(left_x, sqrt_b) - left_x))
+    return wnp.where(right, (x + wnp.hypot(x, sqrt_b)) / 2.0, left)
 
 
 def sparse_plus(x):

@@ -508,7 +508,10 @@ def _shift(x, axis):
     it in PyTorch, JAX and SciPy (a shift of 0 gave nan only at the +inf, 0 elsewhere).
     One reduction tells whether every maximum is finite, the usual case."""
     m = np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
-    if not math.isfinite(np.add.reduce(m, axis=None)):
+    with np.errstate(over="ignore"):    # (finite maxima near the float limit may add up
+        #                                 to inf: then the slow test below finds them finite)
+        total = np.add.reduce(m, axis=None)
+    if not math.isfinite(total):
         m = np.where(m == -np.inf, 0.0, m)
     return m
 
