@@ -8,7 +8,6 @@ import wengert.numpy as wnp
 from wengert.errors import ConcretizationError
 
 
-
 # ---- config and the debugging flags ----------------------------------------------------
 def test_config_update_and_reads():
     wg.config.update("jax_enable_x64", True)

@@ -274,7 +274,8 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=_DEFAULT):
 def delta_orthogonal(scale=1.0, column_axis=-1, dtype=_DEFAULT):
     """JAX's ``initializers.delta_orthogonal``, for convolution kernels of 3 to 5
     dimensions (spatial axes first, then in and out channels, in <= out): zeros but at
-    the centre of the window (index (size - 1) // 2 on each axis), an orthogonal (in, out) matrix times `scale`.
+    the centre of the window (index (size - 1) // 2 on each axis), an orthogonal
+    (in, out) matrix times `scale`.
 
     Example:
         >>> import numpy as np, wengert as jax

@@ -5,7 +5,10 @@
   count_include_pad and divisor_override), linear; images are NCHW, kernels OIHW, as in
   PyTorch;
 * activations: relu, sigmoid, log_sigmoid, softplus, silu, gelu, elu, leaky_relu,
-  softmax, log_softmax;
+  softmax, log_softmax (``where=``), and jax.nn's others (relu6, hard_sigmoid,
+  hard_silu, hard_tanh, celu, selu, soft_sign, mish, squareplus, sparse_plus,
+  sparse_sigmoid, log1mexp, glu, swish, tanh, identity), logsumexp, logmeanexp,
+  standardize, dot_product_attention; ``initializers`` (jax.nn.initializers);
 * normalisation and regularisation: layer_norm, batch_norm (training mode: batch
   statistics), dropout (an explicit ``numpy.random.Generator``);
 * losses: cross_entropy, nll_loss, binary_cross_entropy_with_logits,
