@@ -414,11 +414,7 @@ class _Dispatcher:
         if _traced((args, kwargs)):
             # inside another transformation: trace through f itself, so it differentiates
             return self.f(*args, **kwargs)
-        layout, values, defaulted = self.params.bind(args, kwargs)
-        key, canon, specs = self.signature(layout, values, defaulted)
-        entry = self.cache.get(key)
-        if entry is None:
-            entry = self.cache[key] = self.build(key, layout, canon, specs)
+        entry, canon = self.entry_for(args, kwargs)
         self.use(entry)
         if local.retry:
             raise AssertionError("compile: the guard of the generated code rejects the "
@@ -486,6 +482,16 @@ class _Dispatcher:
         fn.source, fn.graph = entry.source, entry.graph
         fn.entry = entry
 
+    def entry_for(self, args, kwargs):
+        """(the compiled entry for these arguments' signature, built if it is new, and the
+        arguments as it takes them)."""
+        layout, values, defaulted = self.params.bind(args, kwargs)
+        key, canon, specs = self.signature(layout, values, defaulted)
+        entry = self.cache.get(key)
+        if entry is None:
+            entry = self.cache[key] = self.build(key, layout, canon, specs)
+        return entry, canon
+
     # --- JAX's debugging flags ------------------------------------------------------------
     def reroute(self):
         """Send every call to `miss` (while a debugging flag is set, see `set_debugging`),
@@ -499,12 +505,7 @@ class _Dispatcher:
         compiled code with its result checked for nan or inf (debug_nans, debug_infs)."""
         if _DEBUG.disable_jit or _traced((args, kwargs)):
             return self.f(*args, **kwargs)
-        layout, values, defaulted = self.params.bind(args, kwargs)
-        key, canon, specs = self.signature(layout, values, defaulted)
-        entry = self.cache.get(key)
-        if entry is None:
-            entry = self.cache[key] = self.build(key, layout, canon, specs)
-        out = self.run(entry, canon)
+        out = self.run(*self.entry_for(args, kwargs))
         bad = _non_finite(out, _DEBUG.nans, _DEBUG.infs)
         if bad:
             # Run f eagerly with NumPy raising where an operation makes a nan or inf, as

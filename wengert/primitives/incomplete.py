@@ -318,6 +318,13 @@ def gammainc_da(a, x):
         >>> print(abs(gammainc_da(2.0, 1.0) - fd) < 1e-9)
         True
     """
+    return _by_region(a, x, _temme, _series, _cf)
+
+
+def _by_region(a, x, temme_method, series_method, cf_method):
+    """A partial of P(a, x) in a, by the region each point is in: Temme's expansion for
+    large a near x, the power series of P below, the continued fraction of Q above; nan
+    outside the domain and 0 where P does not depend on a (x = 0, x = inf, a = inf)."""
     shape, dtype, (a, x) = _prepare(a, x)
     out = np.full(a.shape, np.nan)
     with np.errstate(all="ignore"):
@@ -328,7 +335,8 @@ def gammainc_da(a, x):
         temme = work & (a >= _A_BIG) & (np.abs(x - a) <= _TEMME_MU * a)
         lower = work & ~temme & np.where(a < _A_BIG, x < a + 1.0, x < a)
         upper = work & ~temme & ~lower
-        for mask, method in ((temme, _temme), (lower, _series), (upper, _cf)):
+        for mask, method in ((temme, temme_method), (lower, series_method),
+                             (upper, cf_method)):
             if mask.any():
                 out[mask] = method(a[mask], x[mask])
     return out.reshape(shape).astype(dtype, copy=False)[()]
@@ -460,20 +468,7 @@ def gammainc_daa(a, x):
         >>> print(abs(gammainc_daa(2.0, 1.0) - fd) < 1e-8)
         True
     """
-    shape, dtype, (a, x) = _prepare(a, x)
-    out = np.full(a.shape, np.nan)
-    with np.errstate(all="ignore"):
-        ok = (a > 0) & (x >= 0)
-        out[ok & ((x == 0) | (x == np.inf) | (a == np.inf))] = 0.0
-        out[(a == np.inf) & (x == np.inf)] = np.nan
-        work = ok & (x > 0) & np.isfinite(x) & np.isfinite(a)
-        temme = work & (a >= _A_BIG) & (np.abs(x - a) <= _TEMME_MU * a)
-        lower = work & ~temme & np.where(a < _A_BIG, x < a + 1.0, x < a)
-        upper = work & ~temme & ~lower
-        for mask, method in ((temme, _temme_daa), (lower, _series_daa), (upper, _cf_daa)):
-            if mask.any():
-                out[mask] = method(a[mask], x[mask])
-    return out.reshape(shape).astype(dtype, copy=False)[()]
+    return _by_region(a, x, _temme_daa, _series_daa, _cf_daa)
 
 # --------------------------------------------------------------------------- betainc
 # Write I_z(p, q) = P/K with the prefactor and the continued fraction
