@@ -619,6 +619,36 @@ def _ptrs_round(u, v, lam):
     return k, accept
 
 
+def _by_rejection(out, keys, k64, per_key, small, large, params, inversion, one_round, name,
+                  open_interval=False):
+    """Fill `out` with counts drawn from two uniforms per element (u, v): where `small`,
+    by ``inversion(u, *params)``; where `large`, by rounds of ``one_round(u, v, *params)``
+    -> (counts, accepted), each element rejected drawing again from stream r at its own
+    positions, so that it gets what it would get alone (vmap over keys needs no loop).
+    (Poisson's PTRS and binomial's BTRS; `params` are arrays of out's size.)"""
+    f64 = np.dtype(np.float64)
+    words = streams(keys, 2 * per_key).reshape(-1, 2)       # two words per element
+    u = uniform_from(words[:, 0], f64, open_interval)
+    v = uniform_from(words[:, 1], f64, open_interval)
+    if small.any():
+        out[small] = inversion(u[small], *[p[small] for p in params])
+    todo = np.nonzero(large)[0]
+    position = 2 * (np.arange(out.size) % max(per_key, 1)).astype(np.uint64)
+    for r in range(1, _MAX_ROUNDS + 1):
+        if not len(todo):
+            break
+        if r > 1:       # redraws: stream r, the element's own positions
+            u[todo] = uniform_from(words_at(k64[todo], position[todo], stream=r), f64,
+                                   open_interval)
+            v[todo] = uniform_from(words_at(k64[todo], position[todo] + np.uint64(1),
+                                            stream=r), f64, open_interval)
+        k, ok = one_round(u[todo], v[todo], *[p[todo] for p in params])
+        out[todo[ok]] = k[ok]
+        todo = todo[~ok]
+    else:
+        raise RuntimeError(f"{name}: no acceptance in {_MAX_ROUNDS} rounds")
+
+
 def _poisson_np(key, lam, shape, dtype):
     keys, batch, n = _batch(key, shape)
     full = batch + tuple(shape)
@@ -626,28 +656,10 @@ def _poisson_np(key, lam, shape, dtype):
     k64 = np.repeat(key64(keys), n)
     out = np.full(lam.shape, -1.0)          # a rate < 0, nan or inf: -1 (JAX: -1 for < 0)
     if lam.size:
-        f64 = np.dtype(np.float64)
         small = (lam >= 0) & (lam < _PTRS_FROM)
         large = (lam >= _PTRS_FROM) & (lam < np.inf)
-        words = streams(keys, 2 * n).reshape(-1, 2)         # two words per element
-        u = uniform_from(words[:, 0], f64)
-        v = uniform_from(words[:, 1], f64)
-        if small.any():
-            out[small] = _poisson_inversion(u[small], lam[small])
-        todo = np.nonzero(large)[0]
-        position = 2 * (np.arange(lam.size) % max(n, 1)).astype(np.uint64)
-        for r in range(1, _MAX_ROUNDS + 1):
-            if not len(todo):
-                break
-            if r > 1:       # redraws: stream r, the element's own positions
-                u[todo] = uniform_from(words_at(k64[todo], position[todo], stream=r), f64)
-                v[todo] = uniform_from(words_at(k64[todo], position[todo] + np.uint64(1),
-                                                stream=r), f64)
-            k, ok = _ptrs_round(u[todo], v[todo], lam[todo])
-            out[todo[ok]] = k[ok]
-            todo = todo[~ok]
-        else:
-            raise RuntimeError(f"random_poisson: no acceptance in {_MAX_ROUNDS} rounds")
+        _by_rejection(out, keys, k64, n, small, large, (lam,), _poisson_inversion,
+                      _ptrs_round, "random_poisson")
     info = np.iinfo(dtype)
     big = out >= float(info.max)            # (a count past the dtype: its maximum)
     out = np.where(big, 0.0, np.maximum(out, info.min)).astype(dtype)
@@ -766,27 +778,8 @@ def _binomial_np(key, n, p, shape, dtype):
         large = finite & ~small
     out = np.zeros(n.shape)
     if n.size:
-        f64 = np.dtype(np.float64)
-        words = streams(keys, 2 * m).reshape(-1, 2)           # two words per element
-        u = uniform_from(words[:, 0], f64, open_interval=True)
-        v = uniform_from(words[:, 1], f64, open_interval=True)
-        if small.any():
-            out[small] = _binomial_inversion(u[small], n[small], q[small])
-        todo = np.nonzero(large)[0]
-        position = 2 * (np.arange(n.size) % max(m, 1)).astype(np.uint64)
-        for r in range(1, _MAX_ROUNDS + 1):
-            if not len(todo):
-                break
-            if r > 1:       # redraws: stream r, the element's own positions
-                u[todo] = uniform_from(words_at(k64[todo], position[todo], stream=r), f64,
-                                       open_interval=True)
-                v[todo] = uniform_from(words_at(k64[todo], position[todo] + np.uint64(1),
-                                                stream=r), f64, open_interval=True)
-            k, ok = _btrs_round(u[todo], v[todo], n[todo], q[todo])
-            out[todo[ok]] = k[ok]
-            todo = todo[~ok]
-        else:
-            raise RuntimeError(f"random_binomial: no acceptance in {_MAX_ROUNDS} rounds")
+        _by_rejection(out, keys, k64, m, small, large, (n, q), _binomial_inversion,
+                      _btrs_round, "random_binomial", open_interval=True)
     with np.errstate(invalid="ignore"):
         out = np.where(flip, n - out, out)
         # n = inf: inf successes, unless there can be none (p = 0); JAX's nan for a count
