@@ -65,7 +65,7 @@ from importlib.metadata import version
 import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 
-from timing import relative_difference, run_table
+from timing import central_differences, relative_difference, run_table
 
 N_ROSEN = 100
 GTOL = 1e-6
@@ -202,14 +202,7 @@ def make_bilevel_fd(Xt, yt, Xv, yv, log_lam):
         z = Xv @ w
         return np.mean(np.logaddexp(0.0, z) - yv * z)
 
-    def grad(h=1e-5):
-        out = np.empty(FEATURES)
-        for j in range(FEATURES):
-            e = np.zeros(FEATURES)
-            e[j] = h
-            out[j] = (validation(log_lam + e) - validation(log_lam - e)) / (2 * h)
-        return out
-    return version("numpy"), grad
+    return version("numpy"), lambda: central_differences(validation, log_lam, 1e-5)
 
 
 def make_bilevel_jaxopt(Xt, yt, Xv, yv, log_lam):
@@ -285,14 +278,8 @@ def make_portfolio_numpy(cov, mu):
 
 
 def make_portfolio_fd(cov, mu, h=1e-6):
-    def jac():
-        cols = []
-        for j in range(ASSETS):
-            e = np.zeros(ASSETS)
-            e[j] = h
-            cols.append((slsqp_portfolio(cov, mu + e) - slsqp_portfolio(cov, mu - e)) / (2 * h))
-        return np.stack(cols, axis=1)
-    return version("scipy"), jac
+    return version("scipy"), lambda: central_differences(
+        lambda m: slsqp_portfolio(cov, m), mu, h)
 
 
 def make_portfolio_jaxopt(cov, mu):
@@ -348,15 +335,8 @@ def make_lp_numpy(c, A, b):
 def make_lp_fd(c, A, b, h=1e-6):
     from scipy.optimize import linprog
 
-    def jac():
-        cols = []
-        for j in range(RESOURCES):
-            e = np.zeros(RESOURCES)
-            e[j] = h
-            cols.append((linprog(c, A_ub=A, b_ub=b + e).x - linprog(c, A_ub=A, b_ub=b - e).x)
-                        / (2 * h))
-        return np.stack(cols, axis=1)
-    return version("scipy"), jac
+    return version("scipy"), lambda: central_differences(
+        lambda rhs: linprog(c, A_ub=A, b_ub=rhs).x, b, h)
 
 
 def make_lp_cvxpylayers(c, A, b):

@@ -138,6 +138,18 @@ class Skip(Exception):
     message says why."""
 
 
+def central_differences(f, x, h):
+    """The Jacobian of f at the 1-D array x by central differences, one column (last axis)
+    per element of x: the "fd" row of a benchmark (2 len(x) calls of f)."""
+    import numpy as np
+    cols = []
+    for k in range(len(x)):
+        e = np.zeros(len(x))
+        e[k] = h
+        cols.append((f(x + e) - f(x - e)) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
 def relative_error(got, want):
     """The largest difference relative to the largest entry of `want`, normwise, over the
     parts of a gradient (a list or tuple of arrays) or over one array."""
