@@ -2002,6 +2002,11 @@ def test_searchsorted_and_interp_under_vmap_over_the_sorted_arrays(rows, n, m):
                                 for b in range(rows)])
             assert numpy.array_equal(search(a_, v_), want)
             assert numpy.array_equal(wg.compile(search, a_, v_)(a_, v_), want)
+        nested = wg.vmap(wg.vmap(lambda a, v: np.searchsorted(a, v, side=side)))
+        a3, v3 = a.reshape(2, rows // 2, n), v.reshape(2, rows // 2, m)   # (vmap of vmap)
+        assert numpy.array_equal(nested(a3, v3), [[numpy.searchsorted(r, u, side=side)
+                                                   for r, u in zip(ra, rv)]
+                                                  for ra, rv in zip(a3, v3)])
         shared = wg.vmap(lambda a: np.searchsorted(a, v[0], side=side))(a)
         assert numpy.array_equal(shared, [numpy.searchsorted(row, v[0], side=side)
                                           for row in a])

@@ -598,12 +598,21 @@ argsort.defpartials(None)
 argpartition = _prim("argpartition",
                      lambda x, kth, axis: np.argpartition(x, kth, axis=axis), cost="cmp")
 argpartition.defpartials(None)
+
+
 def _searchsorted(a, v, side):
-    """np.searchsorted of `v` in the sorted 1-D `a`, or, for a 2-D `a` (a batch of sorted
-    arrays, under vmap), of each ``v[b]`` in its row ``a[b]``."""
+    """np.searchsorted of `v` in the sorted 1-D `a`, or, for an `a` of more axes (a batch
+    of sorted arrays, under vmap, nested or not), of each ``v[b]`` in its row ``a[b]``, b
+    running over a's leading axes."""
     if np.ndim(a) == 1:
         return np.searchsorted(a, v, side=side)
     a, v = np.asarray(a), np.asarray(v)
+    if a.ndim > 2:          # (vmap of vmap: the batch axes as one)
+        batch = a.shape[:-1]
+        rows = math.prod(batch)
+        found = _searchsorted(a.reshape(rows, a.shape[-1]),
+                              v.reshape((rows,) + v.shape[len(batch):]), side)
+        return found.reshape(v.shape)
     rows, n = a.shape
     if not rows:
         return np.zeros(v.shape, np.intp)
