@@ -445,10 +445,10 @@ def _index_add(g, index, shape):
         out = _add_rows(g, index, shape)
         if out is not None:
             return out
-        out = np.zeros(shape, dtype=float_dtype(g))
+    out = np.zeros(shape, dtype=float_dtype(g))
+    if repeats:
         np.add.at(out, index, g)
     else:
-        out = np.zeros(shape, dtype=float_dtype(g))
         out[index] += g                 # basic indexing and masks never do: far faster
     return out
 
