@@ -125,8 +125,8 @@ def spline_makers(x, y, q, target):
 
         def loss(y):
             return np.sum((si.CubicSpline(x, y)(q) - target) ** 2)
-
-        return scipy.__version__, lambda: central_differences(loss, y, h), f"{2 * n} SciPy spline builds and evaluations"
+        return (scipy.__version__, lambda: central_differences(loss, y, h),
+                f"{2 * n} SciPy spline builds and evaluations")
 
     def scipy_value():
         return scipy.__version__, lambda: np.sum((si.CubicSpline(x, y)(q) - target) ** 2), \

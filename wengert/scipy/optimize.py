@@ -1255,7 +1255,8 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     dx*/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ at the root, which must be a regular one; ``result.fun`` is
     F there, traced too.  With more equations than unknowns, method lm (SciPy's takes
     them) finds a least-squares point, differentiable as `least_squares`' is: through
-    the condition that the gradient of ½|F|² is zero.  A solve that did not converge warns (RuntimeWarning).
+    the condition that the gradient of ½|F|² is zero.  A solve that did not converge
+    warns (RuntimeWarning).
     ``linear_solve`` (keyword, wengert's) says how that derivative solves with ∂F/∂x, as
     `wg.custom_root`'s: "dense" (the default), "gmres" (matrix-free, for a large x),
     "cg" (a symmetric positive definite ∂F/∂x) or a function.
