@@ -214,6 +214,10 @@ class _Problem:
 
     def solve_linear(self, x, leaves, v, transpose):
         """J⁻¹ v (J⁻ᵀ v if `transpose`), J = ∂F/∂x at (x, leaves), on values or traced."""
+        if transpose and self.linear.no_transpose:
+            # (raised where the reverse sweep is traced, not where its solve would run:
+            # under compile that is before the compiled function is ever called)
+            raise TypeError(self.linear.no_transpose)
         if self.linear.method == "dense":
             return self._dense(x, leaves, v, transpose)
         # a node of its own: the iteration runs when the node is evaluated, and the
@@ -585,12 +589,21 @@ class LinearSolveError(LinAlgError):
 class _LinearSolve:
     """How a problem's rules solve J y = v: `method` "dense", "cg", "gmres" or
     "linear_solve" (`function`, the user's), with the iterative ones' options.  Checked
-    where `custom_root` is called, not at the first derivative."""
+    where `custom_root` is called, not at the first derivative.
+
+    With a function, `transpose` may name another for the transposed systems Jᵀ y = v
+    (``lax.custom_linear_solve``'s transpose_solve; by default the function serves
+    both), and `no_transpose` say why there is none: a reverse sweep then raises a
+    TypeError with that message."""
 
     def __init__(self, method="dense", tol=None, maxiter=None, restart=None,
-                 who="custom_root"):
+                 who="custom_root", transpose=None, no_transpose=None):
         self.who = who
         self.function = None
+        if (transpose is not None or no_transpose) and not callable(method):
+            raise ValueError(f"{who}: a transposed solve goes with a linear_solve function")
+        self.transpose_function = transpose
+        self.no_transpose = no_transpose
         if callable(method):
             self.function, method = method, "linear_solve"
         elif not (isinstance(method, str) and method in LINEAR_SOLVES):
@@ -625,9 +638,15 @@ class _LinearSolve:
                  f"{system}, J = ∂F/∂x at the solution, by "
                  f"{'the linear_solve function' if self.function else self.method}")
         if self.function is not None:
-            def flat_matvec(y):         # (a library may hand over a column, or a list)
+            def flat_matvec(y):
+                if type(y) is Node:     # (a function that differentiates matvec: JAX's
+                    return matvec(wnp.reshape(y, b.shape))     # jacobian(g) of a solve)
+                # (a library may hand over a column, or a list)
                 return matvec(np.asarray(y, dtype=np.float64).reshape(b.shape))
-            y = np.asarray(self.function(flat_matvec, b), dtype=np.float64)
+            function = self.function
+            if transposed and self.transpose_function is not None:
+                function = self.transpose_function
+            y = np.asarray(function(flat_matvec, b), dtype=np.float64)
             if y.size != b.size:
                 raise ValueError(f"{where}, which returned {y.size} numbers for a system "
                                  f"of {b.size}")
