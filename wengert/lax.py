@@ -28,9 +28,13 @@ What it holds, by kind:
   rest of their kind, written with `wengert.numpy`, so every derivative rule is that
   function's.  ``precision=`` is accepted (a `Precision`) and ignored.
 
-A name of ``jax.lax`` that is not here (collectives, ``custom_root`` and
-``custom_linear_solve``, random bit generators) raises an AttributeError that says so
-and what to use.
+* **solves with implicit derivatives**: `custom_root` and `custom_linear_solve`, whose
+  solvers run on numbers and whose derivatives are the implicit function theorem's
+  (`wengert.custom_root`, given the traced values f or matvec closes over by
+  `wengert.closure_convert`).
+
+A name of ``jax.lax`` that is not here (collectives, random bit generators) raises an
+AttributeError that says so and what to use.
 
 Example:
     >>> import wengert as wg
@@ -54,6 +58,7 @@ import numpy as _np
 
 from . import numpy as _wnp
 from .errors import ConcretizationError
+from .graph.active import current_graph as _current_graph
 from .graph.node import Node
 from .loops import fori_loop, scan
 from .primitives import array as _A
@@ -65,6 +70,8 @@ __all__ = [
     # control flow
     "cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan",
     "select", "select_n", "stop_gradient",
+    # solves with implicit derivatives
+    "custom_root", "custom_linear_solve",
     # dynamic slicing
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim", "dynamic_update_slice",
     "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
@@ -287,6 +294,283 @@ def select_n(which, *cases):
         out = select(which == k if k > 1 or _wnp.result_type(which) != _np.bool_
                      else which, cases[k], out)
     return out
+
+
+# ---- solves with implicit derivatives ----------------------------------------------------------
+class _Unknown:
+    """The structure and shapes of a solve's unknown (a pytree of arrays), and the way
+    between such a pytree and the flat float vector that wengert's `Solution` solves for.
+    `who` and `what` (the argument the unknown is shaped like) name the errors."""
+
+    def __init__(self, example, who, what):
+        leaves, self.tree = _flatten(example)
+        self.who, self.what = who, what
+        if not leaves:
+            raise TypeError(f"{who}: {what} holds no arrays")
+        for x in leaves:
+            if not (type(x) is Node or isinstance(x, (int, float, _np.number, _np.ndarray))
+                    and _np.asarray(x).dtype.kind in "biuf"):
+                raise TypeError(f"{who}: the leaves of {what} must be real numbers or arrays, "
+                                f"got {x!r:.60}")
+        self.shapes = [tuple(_wnp.shape(x)) for x in leaves]
+        self.sizes = [_math.prod(s) for s in self.shapes]
+
+    def check(self, tree, what):
+        """`tree` itself, once it is found to have the unknown's structure and shapes."""
+        leaves, found = _flatten(tree)
+        if found != self.tree:
+            raise TypeError(f"{self.who}: {what} must have the structure of {self.what}, "
+                            f"{self.tree}, got {found}")
+        shapes = [tuple(_wnp.shape(x)) for x in leaves]
+        if shapes != self.shapes:
+            raise ValueError(f"{self.who}: {what} must have the shapes of {self.what}, "
+                             f"{self.shapes}, got {shapes}")
+        return tree
+
+    def flat(self, tree, what):
+        """The leaves of `tree` (shaped like the unknown) as one float64 vector."""
+        parts = [_wnp.ravel(x) for x in _flatten(self.check(tree, what))[0]]
+        v = parts[0] if len(parts) == 1 else _wnp.concatenate(parts)
+        return v if _wnp.result_type(v) == _np.float64 else _wnp.astype(v, _np.float64)
+
+    def unflat(self, v):
+        """The vector `v` as a pytree shaped like the unknown."""
+        if len(self.shapes) == 1:
+            return _unflatten(self.tree, [_wnp.reshape(v, self.shapes[0])])
+        bounds = _np.cumsum([0] + self.sizes).tolist()
+        return _unflatten(self.tree, [_wnp.reshape(v[a:b], s) for s, a, b
+                                      in zip(self.shapes, bounds, bounds[1:])])
+
+
+def _values(tree, who, what):
+    """`tree` with each traced leaf replaced by its value.  What a solve returns is not
+    differentiated (its derivatives are the implicit function theorem's), so a solve may
+    compute with traced values it closes over (a factorisation of the matrix, say)."""
+    def value(x):
+        if type(x) is not Node:
+            return x
+        if x.value is None:
+            raise ValueError(
+                f"{who}: {what} computes with a traced value that it closes over, and that "
+                "has no value here (wg.compile, wg.jit or wg.vmap trace without values, and "
+                "the solve runs on numbers when the traced function is called); compute "
+                "that value inside the solve, or take the solve out of the compiled function")
+        return x.value
+    return _tree_map(value, tree)
+
+
+def _with_aux(found, has_aux, who, name):
+    """(solution, aux) of what `name` returned: aux only with has_aux."""
+    if not has_aux:
+        return found, None
+    if not (isinstance(found, (tuple, list)) and len(found) == 2):
+        raise TypeError(f"{who}: with has_aux=True, {name} must return (solution, aux), got "
+                        f"{found!r:.60}")
+    return found[0], found[1]
+
+
+def _solved(who, name, unknown, x0, params, condition, run, linear, has_aux):
+    """The result of a traced solve: one `wengert.implicit.Solution` node for the flat
+    unknown (its derivatives by the implicit function theorem), shaped like the unknown,
+    and with has_aux the aux of the solve that made it."""
+    from .implicit import solution
+    v, prim = solution(who, name, x0, tuple(params), lambda shape, tree: condition,
+                       lambda shape, tree: run, linear)[:2]
+    out = unknown.unflat(v)
+    if not has_aux:
+        return out
+    if type(v) is Node and v.value is None:
+        raise ValueError(f"{who}: with has_aux=True the solve runs where it is called, but "
+                         "here it is traced without values (wg.compile, wg.jit or wg.vmap), "
+                         "and its aux is not known until the traced function runs; call it "
+                         "with has_aux=False there")
+    return out, prim.result
+
+
+def _linear(unknown, solve, who, name, has_aux=False):
+    """A linear solve of JAX's kind, ``solve(g, y)`` on pytrees shaped like the unknown, as
+    the function ``(matvec, b) -> y`` on flat vectors that `wengert.implicit` asks for.
+    With has_aux, solve returns ``(y, aux)``, and a derivative's solve has no use for aux."""
+    def flat_solve(matvec, b):
+        def g(y):
+            return unknown.unflat(matvec(unknown.flat(y, f"the argument of {name}'s g")))
+        y = _with_aux(solve(g, unknown.unflat(b)), has_aux, who, name)[0]
+        return unknown.flat(_values(y, who, name), f"the solution {name} returned")
+    return flat_solve
+
+
+def _check_functions(who, **functions):
+    for name, f in functions.items():
+        if not callable(f):
+            raise TypeError(f"{who}: {name} must be a function, got {f!r:.60}")
+
+
+def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
+    """A root x of ``f(x) = 0``, found by ``solve(f, initial_guess)``, and differentiable
+    with respect to the traced values f closes over, as ``jax.lax.custom_root``.
+
+    solve runs on numbers and is not differentiated (a loop of Newton steps, a library):
+    the derivative comes from the implicit function theorem, ``ẋ = -J⁻¹ (∂f/∂θ θ̇)`` with
+    J = ∂f/∂x at the root, and ``tangent_solve(g, y)`` does the solving with J: g is the
+    linear map of f's derivative at the root, and it returns the z with ``g(z) = y``
+    (``lambda g, y: y / g(1.0)`` for a scalar x; ``lambda g, y: jnp.linalg.solve(
+    jax.jacobian(g)(y), y)`` for a small vector).  A reverse sweep hands tangent_solve
+    the transposed map, g(z) = Jᵀ z, and so needs one that solves with the g it is given
+    (JAX transposes tangent_solve instead, which also admits one that ignores g).
+    initial_guess gets no derivative.  This is `wengert.custom_root` (which takes the
+    parameters as arguments) with f's traced values made arguments by `closure_convert`.
+
+    solve and tangent_solve may compute with traced values they close over: they get
+    those values, as numbers.  Traced without values (`wg.compile`, `wg.jit`, `wg.vmap`)
+    the solves run only when the traced function is called, where such a value is not
+    known, and it is refused (f, which is traced, may close over anything).
+
+    Args:
+        f: ``f(x)``, of x shaped like initial_guess (a pytree of arrays), returning that
+            structure and those shapes.
+        initial_guess: where solve starts.
+        solve: ``solve(f, initial_guess)``, the root, shaped like initial_guess (with
+            has_aux, ``(root, aux)``).
+        tangent_solve: ``tangent_solve(g, y)``, the z with ``g(z) = y``.
+        has_aux: whether solve returns ``(root, aux)``; aux is returned as it is, not
+            differentiated (where traced without values, say under `wg.jit`, it is not
+            known, and is refused).
+
+    Returns:
+        The root (float64 arrays where anything is traced), or ``(root, aux)``.
+
+    Raises TypeError or ValueError where f's value, the root or tangent_solve's solution
+    (each checked where it is made) is not shaped like initial_guess.
+
+    Example:
+        >>> import wengert as jax, wengert.numpy as jnp
+        >>> def newton(f, x):
+        ...     for _ in range(30):
+        ...         x = x - f(x) / jax.grad(f)(x)
+        ...     return x
+        >>> def cube_root(a):                   # x³ = a, so dx/da = 1 / (3 x²)
+        ...     return jax.lax.custom_root(lambda x: x ** 3 - a, 1.0, newton,
+        ...                                lambda g, y: y / g(1.0))
+        >>> print(f"{float(cube_root(8.0)):.12f}", jax.grad(cube_root)(8.0), 1 / 12)
+        2.000000000000 0.08333333333333333 0.08333333333333333
+    """
+    who = "lax.custom_root"
+    _check_functions(who, f=f, solve=solve, tangent_solve=tangent_solve)
+    x = _Unknown(initial_guess, who, "initial_guess")
+    name = getattr(solve, "__name__", "solve")
+    if _current_graph() is None and not any(type(v) is Node
+                                            for v in _flatten(initial_guess)[0]):
+        # (nothing is traced, so nothing can be closed over: solve is the answer)
+        found, aux = _with_aux(solve(lambda y: x.check(f(y), "the value of f"),
+                                     initial_guess), has_aux, who, name)
+        x.check(found, f"the root {name} returned")
+        return (found, aux) if has_aux else found
+    from .implicit import _LinearSolve
+    from .jax_compat import closure_convert
+    x0 = x.flat(initial_guess, "initial_guess")
+    f_of, consts = closure_convert(f, x.unflat(x0))
+
+    def condition(v, *consts):
+        return x.flat(f_of(x.unflat(v), *consts), "the value of f")
+
+    def run(v0, consts):
+        found, aux = _with_aux(
+            solve(lambda y: x.check(f_of(y, *consts), "the value of f"), x.unflat(v0)),
+            has_aux, who, name)
+        return x.flat(_values(found, who, name), f"the root {name} returned"), \
+            _values(aux, who, name)
+    linear = _LinearSolve(_linear(x, tangent_solve, who, "tangent_solve"), who=who)
+    return _solved(who, name, x, x0, consts, condition, run, linear, has_aux)
+
+
+def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
+                        has_aux=False):
+    """The x with ``matvec(x) = b``, found by ``solve(matvec, b)``, and differentiable with
+    respect to b and to the traced values matvec closes over, as
+    ``jax.lax.custom_linear_solve``.
+
+    solve runs on numbers and is not differentiated.  The derivatives are the implicit
+    function theorem's for ``A x - b = 0``: ``ẋ = A⁻¹ (ḃ - Ȧ x)`` by `solve`, and
+    ``b̄ = A⁻ᵀ x̄``, ``θ̄ = -(∂(A x)/∂θ)ᵀ b̄`` by ``transpose_solve(vecmat, x̄)``, vecmat
+    the transposed map ``y -> Aᵀ y`` (found by reverse mode).  This is
+    `wengert.custom_root` with the condition ``matvec(x) - b``, matvec's traced values made
+    arguments by `closure_convert`.
+
+    solve and transpose_solve may compute with traced values they close over (a
+    factorisation of A, as in JAX's examples): they get those values, as numbers.
+    Traced without values (`wg.compile`, `wg.jit`, `wg.vmap`) the solves run only when
+    the traced function is called, where such a value is not known, and it is refused:
+    there, solve from matvec and vecmat alone.
+
+    Args:
+        matvec: the linear map ``x -> A x``, of pytrees shaped like b.
+        b: the right-hand side, a pytree of arrays.
+        solve: ``solve(matvec, b)``, the x with ``matvec(x) = b`` (with has_aux,
+            ``(x, aux)``).
+        transpose_solve: ``transpose_solve(vecmat, c)``, the y with ``vecmat(y) = c``
+            (with has_aux, ``(y, aux)``, as solve): needed by reverse mode (`grad`,
+            `vjp`, `jacrev`), which raises a TypeError without it, unless `symmetric`.
+        symmetric: whether A is symmetric, so that solve serves as transpose_solve.
+        has_aux: whether solve returns ``(x, aux)``; aux is returned as it is, not
+            differentiated (where traced without values, it is refused).
+
+    Returns:
+        x (float64 arrays where anything is traced), or ``(x, aux)``.
+
+    Raises TypeError or ValueError where matvec's value or a solve's solution (each
+    checked where it is made) is not shaped like b.
+
+    Example:
+        >>> import numpy as np, wengert as jax, wengert.numpy as jnp
+        >>> def linear_solve(A, b):
+        ...     return jax.lax.custom_linear_solve(
+        ...         lambda x: A @ x, b, lambda mv, b: jnp.linalg.solve(A, b),
+        ...         lambda vm, c: jnp.linalg.solve(A.T, c))
+        >>> A, b = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])
+        >>> linear_solve(A, b).tolist()
+        [0.2, 0.6]
+        >>> jax.grad(lambda b: linear_solve(A, b)[0])(b).tolist()     # row 0 of A⁻¹
+        [0.6, -0.2]
+    """
+    who = "lax.custom_linear_solve"
+    _check_functions(who, matvec=matvec, solve=solve)
+    if transpose_solve is not None:
+        _check_functions(who, transpose_solve=transpose_solve)
+    rhs = _Unknown(b, who, "b")
+    name = getattr(solve, "__name__", "solve")
+    if _current_graph() is None and not any(type(v) is Node for v in _flatten(b)[0]):
+        found, aux = _with_aux(solve(lambda v: rhs.check(matvec(v), "the value of matvec"),
+                                     b), has_aux, who, name)
+        rhs.check(found, f"the solution {name} returned")
+        return (found, aux) if has_aux else found
+    from .implicit import _LinearSolve
+    from .jax_compat import closure_convert
+    b_flat = rhs.flat(b, "b")
+    matvec_of, consts = closure_convert(matvec, rhs.unflat(b_flat))
+
+    def condition(v, b_flat, *consts):
+        return rhs.flat(matvec_of(rhs.unflat(v), *consts), "the value of matvec") - b_flat
+
+    def run(v0, leaves):
+        b_flat, consts = leaves[0], leaves[1:]
+        found, aux = _with_aux(
+            solve(lambda v: rhs.check(matvec_of(v, *consts), "the value of matvec"),
+                  rhs.unflat(b_flat)), has_aux, who, name)
+        return rhs.flat(_values(found, who, name), f"the solution {name} returned"), \
+            _values(aux, who, name)
+    if transpose_solve is None and symmetric:
+        transpose_solve = solve
+    if transpose_solve is None:
+        transposed = dict(no_transpose=(
+            f"{who}: reverse mode (grad, vjp, jacrev) solves with the transpose of matvec, "
+            "which needs transpose_solve= (a solve of vecmat(y) = c), or symmetric=True if "
+            "matvec is symmetric; forward mode (jvp, jacfwd) needs only solve"))
+    else:
+        transposed = dict(transpose=_linear(rhs, transpose_solve, who, "transpose_solve",
+                                            has_aux))
+    linear = _LinearSolve(_linear(rhs, solve, who, name, has_aux), who=who, **transposed)
+    return _solved(who, name, rhs, _np.zeros(b_flat.shape[0]), (b_flat, *consts),
+                   condition, run, linear, has_aux)
 
 
 # ---- dynamic slicing ---------------------------------------------------------------------------
@@ -2307,11 +2591,6 @@ def betainc(a, b, x):
 
 
 _NOT_HERE = {
-    "custom_root": "use wengert.custom_root, a decorator whose condition takes the "
-                   "parameters as arguments (JAX's f closes over them, and a derivative "
-                   "through a closure is lost)",
-    "custom_linear_solve": "solve with wengert.custom_root (the condition matvec(x) - b), or "
-                           "differentiate the solver itself",
     "fft": "use wengert.numpy.fft",
     "rng_bit_generator": "use wengert.random",
     "rng_uniform": "use wengert.random",
