@@ -395,3 +395,20 @@ def test_values_and_derivatives_agree_with_jax():
                 assert_near(g, np.asarray(w), rtol=1e-10, atol=1e-12)
     finally:
         jax.config.update("jax_enable_x64", was)
+
+
+def test_a_root_in_each_step_of_a_scan():
+    def chained(a):             # c <- cbrt(c x + a) over xs, one root a step
+        step = lambda c, x: (cube_root(c * x + a), c)                    # noqa: E731
+        return lax.scan(step, 1.0, np.array([1.0, 2.0, 3.0]))[0]
+
+    def by_numpy(a):
+        c = 1.0
+        for x in (1.0, 2.0, 3.0):
+            c = np.cbrt(c * x + a)
+        return c
+    a = rng.uniform(1.0, 5.0)
+    assert_near(chained(a), by_numpy(a), rtol=1e-14)
+    fd = (by_numpy(a + 1e-6) - by_numpy(a - 1e-6)) / 2e-6
+    assert_near(wg.grad(chained)(a), fd, rtol=1e-8)
+    assert_near(wg.jit(wg.grad(chained))(a), wg.grad(chained)(a), rtol=1e-14)

@@ -71,7 +71,8 @@ def custom_root(condition, linear_solve="dense", *, tol=None, maxiter=None,
     compiled library), and its result is differentiable with respect to params by the
     implicit function theorem (see the module's doc): ``dx/dθ = -(∂F/∂x)⁻¹ ∂F/∂θ`` with
     F = condition, at any order.  The derivative with respect to x0 is zero.  This is
-    jaxopt's ``custom_root`` decorator; JAX's ``lax.custom_root`` takes the same idea.
+    jaxopt's ``custom_root`` decorator; JAX's ``lax.custom_root``, whose f closes over
+    the parameters, is `wengert.lax.custom_root`, built on the same `Solution` node.
 
     The derivative's rules solve with J = ∂F/∂x at the solution, as `linear_solve` says:
 

@@ -30,8 +30,8 @@ What it holds, by kind:
 
 * **solves with implicit derivatives**: `custom_root` and `custom_linear_solve`, whose
   solvers run on numbers and whose derivatives are the implicit function theorem's
-  (`wengert.custom_root`, given the traced values f or matvec closes over by
-  `wengert.closure_convert`).
+  (`wengert.custom_root`'s `Solution` node, whose arguments are the traced values f or
+  matvec closes over, found by `wengert.closure_convert`).
 
 A name of ``jax.lax`` that is not here (collectives, random bit generators) raises an
 AttributeError that says so and what to use.
@@ -417,8 +417,9 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     jax.jacobian(g)(y), y)`` for a small vector).  A reverse sweep hands tangent_solve
     the transposed map, g(z) = Jᵀ z, and so needs one that solves with the g it is given
     (JAX transposes tangent_solve instead, which also admits one that ignores g).
-    initial_guess gets no derivative.  This is `wengert.custom_root` (which takes the
-    parameters as arguments) with f's traced values made arguments by `closure_convert`.
+    initial_guess gets no derivative.  The solve is one `Solution` node of
+    `wengert.custom_root` (which takes the parameters as arguments), the traced values f
+    closes over made its arguments by `closure_convert`.
 
     solve and tangent_solve may compute with traced values they close over: they get
     those values, as numbers.  Traced without values (`wg.compile`, `wg.jit`, `wg.vmap`)
@@ -492,9 +493,9 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     solve runs on numbers and is not differentiated.  The derivatives are the implicit
     function theorem's for ``A x - b = 0``: ``ẋ = A⁻¹ (ḃ - Ȧ x)`` by `solve`, and
     ``b̄ = A⁻ᵀ x̄``, ``θ̄ = -(∂(A x)/∂θ)ᵀ b̄`` by ``transpose_solve(vecmat, x̄)``, vecmat
-    the transposed map ``y -> Aᵀ y`` (found by reverse mode).  This is
-    `wengert.custom_root` with the condition ``matvec(x) - b``, matvec's traced values made
-    arguments by `closure_convert`.
+    the transposed map ``y -> Aᵀ y`` (found by reverse mode).  The solve is one
+    `Solution` node of `wengert.custom_root` with the condition ``matvec(x) - b``, the
+    traced values matvec closes over made its arguments by `closure_convert`.
 
     solve and transpose_solve may compute with traced values they close over (a
     factorisation of A, as in JAX's examples): they get those values, as numbers.
