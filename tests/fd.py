@@ -32,7 +32,11 @@ def fd_jacobian(f, x, h):
     return np.stack(cols, axis=-1)
 
 
-def assert_close(a, b, rtol=1e-6, atol=1e-6):
+def assert_close(a, b, rtol=1e-6, atol=None):
+    """a equals b within rtol (relative) or atol (absolute, for entries near zero; by
+    default the smaller of rtol and 1e-6, so that a tight rtol is a tight check)."""
+    if atol is None:
+        atol = min(rtol, 1e-6)
     np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
                                rtol=rtol, atol=atol)
 
