@@ -399,6 +399,21 @@ def _linear(unknown, solve, who, name, has_aux=False):
     return flat_solve
 
 
+def _untraced(start):
+    """Whether a solve from `start` has nothing traced to differentiate: no graph is being
+    built, so its function closes over no traced value, and `start` holds none."""
+    return _current_graph() is None and not any(type(v) is Node for v in _flatten(start)[0])
+
+
+def _solve_untraced(unknown, solve, f, start, has_aux, name, value_of, result):
+    """`solve(f, start)`, nothing being traced: the answer itself, with f's values and
+    the solution checked against the unknown's structure and shapes."""
+    found, aux = _with_aux(solve(lambda y: unknown.check(f(y), value_of), start), has_aux,
+                           unknown.who, name)
+    unknown.check(found, result)
+    return (found, aux) if has_aux else found
+
+
 def _check_functions(who, **functions):
     for name, f in functions.items():
         if not callable(f):
@@ -459,13 +474,9 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     _check_functions(who, f=f, solve=solve, tangent_solve=tangent_solve)
     x = _Unknown(initial_guess, who, "initial_guess")
     name = getattr(solve, "__name__", "solve")
-    if _current_graph() is None and not any(type(v) is Node
-                                            for v in _flatten(initial_guess)[0]):
-        # (nothing is traced, so nothing can be closed over: solve is the answer)
-        found, aux = _with_aux(solve(lambda y: x.check(f(y), "the value of f"),
-                                     initial_guess), has_aux, who, name)
-        x.check(found, f"the root {name} returned")
-        return (found, aux) if has_aux else found
+    if _untraced(initial_guess):
+        return _solve_untraced(x, solve, f, initial_guess, has_aux, name, "the value of f",
+                               f"the root {name} returned")
     from .implicit import _LinearSolve
     from .jax_compat import closure_convert
     x0 = x.flat(initial_guess, "initial_guess")
@@ -539,11 +550,9 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
         _check_functions(who, transpose_solve=transpose_solve)
     rhs = _Unknown(b, who, "b")
     name = getattr(solve, "__name__", "solve")
-    if _current_graph() is None and not any(type(v) is Node for v in _flatten(b)[0]):
-        found, aux = _with_aux(solve(lambda v: rhs.check(matvec(v), "the value of matvec"),
-                                     b), has_aux, who, name)
-        rhs.check(found, f"the solution {name} returned")
-        return (found, aux) if has_aux else found
+    if _untraced(b):
+        return _solve_untraced(rhs, solve, matvec, b, has_aux, name, "the value of matvec",
+                               f"the solution {name} returned")
     from .implicit import _LinearSolve
     from .jax_compat import closure_convert
     b_flat = rhs.flat(b, "b")
