@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from . import numpy as wnp
+from .graph.active import recording
 from .graph.node import Node
 from .primitives.array import zeros_like
 from .primitives.pack import part
@@ -150,9 +151,16 @@ class _Custom:
         self._signature = inspect.signature(fun)
 
         def evaluate(*leaves, layout):
-            out = fun(*layout.arguments(leaves))
-            if not any(type(v) is Node for v in leaves) and \
-                    any(type(x) is Node for x in flatten(out)[0]):
+            plain = not any(type(v) is Node for v in leaves)
+            if plain:
+                # on plain numbers f records nothing in the trace that applies the
+                # primitive: a transformation f runs (jax.vjp in JAX's fixed_point) would
+                # else return that trace's nodes, and the primitive's value be a node
+                with recording(None):
+                    out = fun(*layout.arguments(leaves))
+            else:
+                out = fun(*layout.arguments(leaves))
+            if plain and any(type(x) is Node for x in flatten(out)[0]):
                 # f read a traced value it closes over: the primitive's value would be a
                 # node of the enclosing trace, and the rule would never see that value's
                 # derivative (grad gave a wrong number silently)
