@@ -21,7 +21,7 @@ from .primitives import sparse as _sparse  # noqa: F401  (scipy.sparse matrices:
 from .primitives import random as _random  # noqa: F401  (draws from keys)
 from .graph import simplify as _simplify  # noqa: F401
 from .primitives.registry import REGISTRY, Primitive, primitive
-from .primitives.scalar import select, stop_gradient
+from .primitives.scalar import select
 from .dual import Dual
 from . import math
 from . import numpy  # noqa: F401  (also gives traced values their array methods)
@@ -41,6 +41,7 @@ from .implicit import custom_root
 from .custom_rules import custom_jvp, custom_vjp
 from . import tree, tree_util  # noqa: F401  (JAX's jax.tree and jax.tree_util)
 from . import lax  # noqa: F401  (JAX's jax.lax)
+from .lax import stop_gradient     # (pytrees too, as JAX's)
 from . import random  # noqa: F401  (JAX's jax.random)
 from .checkpointing import remat, checkpoint_policies
 from .jax_compat import (config, enable_x64, disable_jit, debug_nans, debug_infs, devices,

@@ -63,7 +63,8 @@ from .graph.node import Node
 from .loops import fori_loop, scan
 from .primitives import array as _A
 from .primitives.registry import is_weak, known_value as _value
-from .primitives.scalar import select, stop_gradient
+from .primitives import scalar as _S
+from .primitives.scalar import select
 from .tree import flatten as _flatten, tree_map as _tree_map, unflatten as _unflatten
 
 __all__ = [
@@ -181,6 +182,21 @@ def _check_scalar(x, who, name):
     shape = _wnp.shape(x)
     if shape != ():
         raise TypeError(f"{who}: {name} must be a scalar, got shape {shape}")
+
+
+def stop_gradient(x):
+    """x, as a constant for differentiation (its derivative is zero), as
+    ``jax.lax.stop_gradient``: x an array or number, or a pytree of them (each leaf is
+    stopped).
+
+    Example:
+        >>> import wengert as wg
+        >>> def f(p):                        # d/da (stop(a) · a) · b = stop(a) · b
+        ...     return stop_gradient(p)["a"] * p["a"] * p["b"]
+        >>> wg.grad(f)({"a": 2.0, "b": 3.0})
+        {'a': 6.0, 'b': 4.0}
+    """
+    return _tree_map(_S.stop_gradient, x)
 
 
 def while_loop(cond_fun, body_fun, init_val):
@@ -1131,7 +1147,7 @@ def _known_scatter(x, flat, values, how, dtype):
     if callable(how):
         return target.apply(how)
     if how in ("min", "max"):
-        best = getattr(_wnp.at(stop_gradient(x))[flat], how)(stop_gradient(values))
+        best = getattr(_wnp.at(_S.stop_gradient(x))[flat], how)(_S.stop_gradient(values))
         return _ties_shared(x, flat, None, values, best, dtype)
     return {"add": target.add, "mul": target.multiply, "set": target.set}[how](values)
 
@@ -1153,8 +1169,8 @@ def _traced_scatter(x, flat, keep, values, how, dtype, size):
         return x + _scatter_sum(values, flat, size)
     op = _COMBINE[how]
     if how in ("min", "max"):
-        folded, named = _segments(op, flat, keep, stop_gradient(values), size)
-        best = _wnp.where(named, op(stop_gradient(x), folded), stop_gradient(x))
+        folded, named = _segments(op, flat, keep, _S.stop_gradient(values), size)
+        best = _wnp.where(named, op(_S.stop_gradient(x), folded), _S.stop_gradient(x))
         return _ties_shared(x, flat, keep, values, best, dtype)
     folded, named = _segments(op, flat, keep, values, size)
     return _wnp.where(named, op(x, folded), x)
@@ -1178,7 +1194,7 @@ def _ties_shared(x, flat, keep, values, best, dtype):
     share = (_wnp.where(kept, x, zero) + _scatter_sum(_wnp.where(won, values, zero), flat,
                                                       size)) / _wnp.maximum(count, 1.0)
     # (the value is best's, exactly: the mean of equal numbers can round away from them)
-    return best + (share - stop_gradient(share))
+    return best + (share - _S.stop_gradient(share))
 
 
 def _scatter_doc(name, how, result):

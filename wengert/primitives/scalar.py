@@ -309,7 +309,15 @@ select = _scalar(
         (1.0, 0.0)
     """)
 
-stop_gradient = _scalar("stop_gradient", lambda x: x, lambda x: x, None, linear=True,
+def _stopped(x):
+    if isinstance(x, (tuple, list, dict)):
+        # (the identity would hand the container back, its traced values not stopped)
+        raise TypeError(f"stop_gradient of a {type(x).__name__}: this is the primitive, "
+                        "of one array; wg.stop_gradient (wengert.lax's) takes pytrees")
+    return x
+
+
+stop_gradient = _scalar("stop_gradient", _stopped, lambda x: x, None, linear=True,
                         dtype_rule="promote", doc="""stop_gradient(x): x, as a constant for
     differentiation (its derivative is zero).
 
