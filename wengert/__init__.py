@@ -51,6 +51,7 @@ from .jax_compat import (config, enable_x64, disable_jit, debug_nans, debug_infs
                          linear_transpose, closure_convert, make_jaxpr, pmap, pure_callback,
                          named_call, named_scope, ensure_compile_time_eval)
 from . import dtypes, debug  # noqa: F401  (JAX's jax.dtypes and jax.debug)
+from . import ad_checkpoint, test_util  # noqa: F401  (JAX's jax.ad_checkpoint, test_util)
 
 __version__ = "0.1.0"
 
@@ -67,4 +68,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "default_backend", "process_index", "process_count", "device_put", "device_get",
            "block_until_ready", "Array", "ShapeDtypeStruct", "custom_gradient",
            "linear_transpose", "closure_convert", "make_jaxpr", "pmap", "pure_callback",
-           "named_call", "named_scope", "ensure_compile_time_eval", "dtypes", "debug"]
+           "named_call", "named_scope", "ensure_compile_time_eval", "dtypes", "debug",
+           "ad_checkpoint", "test_util"]
