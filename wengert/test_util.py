@@ -49,14 +49,22 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
         if "fwd" in modes:
             _check_jvp(fun, point, rng, eps, atol, rtol, f"JVP of {what}")
             if k > 1:
-                todo.append((lambda p, t, fun=fun: jvp(fun, p, t), (point, point), k - 1,
-                             f"JVP of {what}"))
+                # (the JVP along a random direction, not along the point itself, which
+                # may be zero)
+                leaves, tree = _floats(point, "an argument")
+                direction = unflatten(tree, _random_like(leaves, rng))
+                todo.append((lambda p, t, fun=fun: jvp(fun, p, t), (point, direction),
+                             k - 1, f"JVP of {what}"))
         if "rev" in modes:
             _check_vjp(fun, point, rng, eps, atol, rtol, f"VJP of {what}")
             if k > 1:
-                def f_vjp(*p, fun=fun):
-                    out, pullback = vjp(fun, *p)
-                    return pullback(out)
+                # (the pullback of a random cotangent, fixed: not of f's value, which may
+                # be zero)
+                out_leaves, out_tree = _floats(fun(*point), "f's result")
+                ct = unflatten(out_tree, _random_like(out_leaves, rng))
+
+                def f_vjp(*p, fun=fun, ct=ct):
+                    return vjp(fun, *p)[1](ct)
                 todo.append((f_vjp, point, k - 1, f"VJP of {what}"))
 
 
