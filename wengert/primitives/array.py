@@ -573,22 +573,34 @@ def _take_along(x, idx, axis):
 
 
 def _put_along_add(g, idx, axis, shape):
-    out = np.zeros(shape, dtype=float_dtype(g))
-    np.put_along_axis(out, idx, g, axis=axis)
-    # a permutation (sort's, partition's) puts each element once, so plain put suffices;
-    # an index repeated in a lane (numpy.take_along_axis's, interp's) must add
-    hits = np.zeros(shape, dtype=bool)
-    np.put_along_axis(hits, idx, True, axis=axis)
-    if np.count_nonzero(hits) != np.size(g):
-        g = np.broadcast_to(g, np.broadcast_shapes(np.shape(g), np.shape(idx)))
+    """Zeros of `shape` with g added at idx along `axis`: a permutation (sort's,
+    partition's) puts each element once, an index repeated in a lane (numpy.take_along_axis's,
+    interp's) adds.  For real floats, one bincount of the flat positions does both in one
+    pass (a put, then a check for repeats, then np.add.at took six times as long)."""
+    g, idx = np.asarray(g), np.asarray(idx)
+    if g.dtype.kind != "f":
+        out = np.zeros(shape, dtype=float_dtype(g))
+        g = np.broadcast_to(g, np.broadcast_shapes(g.shape, idx.shape))
         grid = list(np.indices(g.shape, sparse=True))
         grid[axis] = np.broadcast_to(idx, g.shape)
-        added = _add_rows(g, tuple(grid), shape)    # (bincount; None for one axis)
-        if added is not None:
-            return added
-        out[...] = 0
         np.add.at(out, tuple(grid), g)
-    return out
+        return out
+    n = shape[axis]
+    if idx.size and idx.min() < 0:          # (from the end, as take_along_axis reads it)
+        idx = np.where(idx < 0, idx + n, idx)
+    # the flat position of each element: idx along the axis, the place in the others
+    stride = math.prod(shape[axis + 1:])
+    flat = idx * stride if stride != 1 else idx
+    for d, size in enumerate(shape):
+        if d != axis and size != 1:
+            place = np.arange(size) * math.prod(shape[d + 1:])
+            flat = flat + place.reshape((size,) + (1,) * (len(shape) - d - 1))
+    if g.shape != flat.shape:
+        # (only then: bincount copies a read-only broadcast view, slowly)
+        full = np.broadcast_shapes(g.shape, flat.shape)
+        g, flat = np.broadcast_to(g, full), np.broadcast_to(flat, full)
+    out = np.bincount(flat.ravel(), g.ravel(), minlength=math.prod(shape))
+    return out.reshape(shape).astype(g.dtype, copy=False)
 
 
 argsort = _prim("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
