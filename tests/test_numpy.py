@@ -2023,6 +2023,64 @@ def test_searchsorted_and_interp_under_vmap_over_the_sorted_arrays(rows, n, m):
                      rtol=1e-13)
 
 
+@pytest.mark.parametrize("dtype", [numpy.float64, numpy.float32, numpy.complex128])
+def test_put_along_axis_adds_where_an_index_repeats(dtype):
+    # take_along_axis's transpose: np.add.at's sums (one bincount for real floats), in
+    # every axis, with indices from the end, broadcast ones, and permutations
+    gen = numpy.random.default_rng(43)
+    for shape, ishape, axis in [((5,), (9,), 0), ((3, 4), (3, 7), 1), ((3, 4), (6, 4), 0),
+                                ((3, 4), (1, 4), 0), ((2, 3, 4), (2, 5, 4), 1),
+                                ((2, 3, 4), (2, 3, 6), 2)]:
+        idx = gen.integers(-shape[axis], shape[axis], ishape)
+        gshape = numpy.broadcast_shapes(ishape, tuple(1 if d == axis else s
+                                                      for d, s in enumerate(shape)))
+        g = (gen.normal(size=gshape) * 10).astype(dtype)
+        want = numpy.zeros(shape, dtype)
+        grid = list(numpy.indices(gshape, sparse=True))
+        grid[axis] = numpy.broadcast_to(idx, gshape)
+        numpy.add.at(want, tuple(grid), g)
+        got = A.put_along_axis(g, idx, axis=axis, shape=shape)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert_close(got.real, want.real, rtol=1e-6, atol=1e-5)
+        assert_close(got.imag, want.imag, rtol=1e-6, atol=1e-5)
+        order = numpy.argsort(gen.random(shape), axis=axis)         # (each place once)
+        g = gen.normal(size=shape).astype(dtype)
+        got = A.put_along_axis(g, order, axis=axis, shape=shape)
+        assert numpy.array_equal(numpy.take_along_axis(got, order, axis), g)
+
+def test_searchsorted_puts_values_in_order_only_where_that_pays():
+    # (NumPy's binary search is several times faster on values in order, and so are its
+    # interp's: many random values among many points are sorted first, nothing else)
+    gen = numpy.random.default_rng(41)
+    a = numpy.sort(gen.random(500))
+    v = gen.random(5000)
+    assert numpy.array_equal(A._lookup_order(v, a.size), numpy.argsort(v))
+    # too few values or points, values in order already, not floats, or so many values
+    # that the sort costs what it saves: as they are
+    for v_, n in ((v[:100], 500), (v, 10), (numpy.sort(v), 500), ((v * 10).astype(int), 500),
+                  (gen.random(1 << 18), 500)):
+        assert A._lookup_order(v_, n) is None
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_with_values_put_in_order_is_numpys(side):
+    gen = numpy.random.default_rng(42)
+    a = numpy.sort(numpy.round(gen.random(500), 2))       # (repeated points)
+    v = numpy.concatenate([gen.random(6000) * 1.2 - 0.1, a[::7],
+                           [numpy.nan, numpy.inf, -numpy.inf, -0.0]])
+    gen.shuffle(v)
+    for a_, v_ in ((a, v), (a, v.reshape(-1, 2)), (numpy.append(a, [numpy.nan] * 2), v),
+                   ((a * 100).astype(int), v * 100), (a, numpy.sort(v))):
+        assert numpy.array_equal(A.searchsorted(a_, v_, side=side),
+                                 numpy.searchsorted(a_, v_, side=side))
+    # rows, with the values shared by every row (a broadcast view) and each its own
+    rows = numpy.sort(gen.random((3, 500)), axis=1)
+    for vs in (numpy.broadcast_to(v[:5000], (3, 5000)), gen.random((3, 5000))):
+        assert numpy.array_equal(A.searchsorted(rows, vs, side=side),
+                                 [numpy.searchsorted(rows[b], vs[b], side=side)
+                                  for b in range(3)])
+
+
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():
     x = numpy.array([1.0, numpy.nan, 2.0, numpy.nan])
     y = numpy.array([0.0, 3.0, numpy.nan, numpy.nan])
