@@ -365,6 +365,11 @@ FROM_JVP = {
     # the truncated normal's quantile function (wengert.random), in both bounds at once
     "truncated_normal_ppf": (lambda x: REGISTRY["truncated_normal_ppf"](
         np.array([0.1, 0.4, 0.7, 0.95]), x - 1.0, x + 0.5), _x, _x[::-1]),
+    # numpy.interp in all of x, xp, fp and both ends at once: queries below, between and
+    # above the sample points (increasing: a cumulative sum of exponentials), none at one
+    "interp": (lambda z: _wnp().interp(np.array([-1.5, -0.2, 0.9, 1.2, 1.6, 2.5]) + 0.1 * z[1],
+                                       _wnp().cumsum(_wnp().exp(z)) - 1.0, _wnp().sin(z),
+                                       z[0] * z[2], z[3]), _x, _x[::-1]),
     # (not a primitive: an einsum of three operands expands through the JVP too)
     "einsum of three": (lambda m: _wnp().einsum("ij,jk,kl->il", m, m, _wnp().sin(m)), _B, _V),
 }

@@ -2149,19 +2149,28 @@ def convolve(a, v, mode="full"):
 @_numpy_unless_traced(_np.interp, any_argument=True)
 def interp(x, xp, fp, left=None, right=None, period=None):
     """NumPy's ``interp`` (piecewise linear, float64 or for a complex fp complex128),
-    differentiable in `x` (the slope), in `fp` (the weights of the two neighbours) and in
-    `xp` (where the two neighbours sit).  The interval of each x is found by a recorded
-    binary search, so no value is needed (it works under ``wg.compile``, and under
-    ``wg.vmap`` over the sample points).  A traced `period` is refused, and so is a period
-    with traced `xp` (the points are sorted by value first).
+    differentiable in `x` (the slope), in `fp` (the weights of the two neighbours), in
+    `xp` (where the two neighbours sit) and in `left` and `right`.  It is one primitive,
+    whose value is NumPy's own and whose rules find the interval of each x by a binary
+    search, so no value is needed (it works under ``wg.compile``, and under ``wg.vmap``
+    over x, the sample points and the ends).  At a sample point the derivative in x is the
+    slope on its right (at the last one, on its left), as JAX's; outside [xp_0, xp_-1]
+    it is 0, and a nan x has none (nor has a repeated last point a slope).  A complex `fp`
+    is two real interpolations, and a `period` maps x and xp into one period first; a
+    traced `period` is refused, and so is a period with traced `xp` (the points are
+    sorted by value first).
 
     Example:
         >>> import wengert as wg, wengert.numpy as wnp
-        >>> float(wnp.interp(1.5, [1.0, 2.0], [10.0, 20.0]))
+        >>> xp, fp = wnp.array([1.0, 2.0, 4.0]), wnp.array([10.0, 20.0, 0.0])
+        >>> float(wnp.interp(1.5, xp, fp))
         15.0
-        >>> [float(d) for d in wg.grad(lambda xp: wnp.interp(1.5, xp, wnp.array([10.0, 20.0])))(
-        ...     wnp.array([1.0, 2.0]))]
-        [-5.0, -5.0]
+        >>> wg.grad(lambda x: wnp.interp(x, xp, fp))(3.0)          # the slope
+        -10.0
+        >>> wg.grad(lambda fp: wnp.interp(3.0, xp, fp))(fp).tolist()  # the two weights
+        [0.0, 0.5, 0.5]
+        >>> wg.grad(lambda xp: wnp.interp(1.5, xp, fp))(xp).tolist()  # where they sit
+        [-5.0, -5.0, 0.0]
     """
     if _traced(period) or (period is not None and _traced(xp)):
         raise NotImplementedError("numpy.interp with a traced period, or a period and traced "
@@ -2202,39 +2211,13 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         fp = concatenate((fp[-1:], fp, fp[0:1]))
     n = _shape(xp)[0]
     first, last = fp[0], fp[n - 1]
-    left = first if left is None else left
-    right = last if right is None else right
-    with _np.errstate(all="ignore"):
-        if n == 1:
-            return where(isnan(x), x, where(x < xp[0], left, where(x > xp[0], right, first)))
-        # the arithmetic on x within [xp_0, xp_-1] only (outside, and for nan, the result
-        # is chosen below: an inf or nan there would make the derivatives nan)
-        inside = logical_and(x >= xp[0], x <= xp[-1])
-        x_in = where(inside, x, xp[0])
-        # the interval [xp_j, xp_j+1) holding x: j + 1 points are <= x
-        j = searchsorted(xp, x_in, side="right") - 1
-        j = S.minimum(S.maximum(j, 0), n - 2)
-        shape = _shape(j)
-        j = reshape(j, (-1,))
-        at = lambda table, k: reshape(A.take_along_axis(table, k, axis=0), shape)
-        xj, xj1 = at(xp, j), at(xp, j + 1)
-        fj, fj1 = at(fp, j), at(fp, j + 1)
-        slope = (fj1 - fj) / (xj1 - xj)
-        res = slope * (x_in - xj) + fj
-        # NumPy's fallbacks where that is nan (infinite values): from the right end, and
-        # the common value of a flat interval
-        alt = slope * (x_in - xj1) + fj1
-        alt = where(logical_and(isnan(alt), equal(fj, fj1)), fj, alt)
-        res = where(isnan(res), alt, res)
-        # NumPy gives fp_j itself where x is xp_j (an infinite slope would make nan), and
-        # fp_-1 at xp_-1.  Written fp_j + slope*0, the value is that and the derivative in
-        # x the slope of the interval x is in (the one on its right; at xp_-1, on its
-        # left), as JAX's; a constant there would make it 0 at every sample point.
-        finite = where(isfinite(slope), slope, 0.0)
-        res = where(equal(x_in, xj), fj + finite * (x_in - xj), res)
-        res = where(equal(x, xp[-1]), last + finite * (x_in - xp[-1]), res)
-        res = where(x < xp[0], left, where(x > xp[-1], right, res))
-        return where(isnan(x), x, res)
+    left = first if left is None else astype(left, _np.float64) if _traced(left) else \
+        float(left)
+    right = last if right is None else astype(right, _np.float64) if _traced(right) else \
+        float(right)
+    if n == 1:          # (no interval: a step at xp_0, where NumPy gives nan x fp_0 too)
+        return where(x < xp[0], left, where(x > xp[0], right, first))
+    return A.interp(x, xp, fp, left, right)
 
 
 # ---- searching, counting and sets: integer and bool results, and histograms -----------------

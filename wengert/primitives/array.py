@@ -569,6 +569,8 @@ index_set.defvjp(_index_set_vjp)
 
 
 def _take_along(x, idx, axis):
+    if np.ndim(x) == 1:             # (indexing: NumPy's take_along_axis costs ~10 us more)
+        return np.asarray(x)[idx]
     return np.take_along_axis(x, idx, axis=axis)
 
 
@@ -626,6 +628,17 @@ def _lookup_order(v, n):
     if (flat[1:] >= flat[:-1]).all():       # (in order already)
         return None
     return np.argsort(flat)
+
+
+def _in_order(f, v, order):
+    """f(v) for an elementwise lookup f, computed on v in `order` (None: as it is)."""
+    if order is None:
+        return f(v)
+    flat = np.ravel(v)
+    found = f(flat[order])
+    out = np.empty(flat.shape, found.dtype)
+    out[order] = found
+    return out.reshape(np.shape(v))
 
 
 def _rows_order(v, k, n):
@@ -701,6 +714,181 @@ put_along_axis.defjvp(lambda ts, g, idx, ans, axis, shape: put_along_axis(
     ts[0], idx, axis=axis, shape=shape))
 put_along_axis.defvjp(lambda gg, g, idx, ans, axis, shape: (
     take_along_axis(gg, idx, axis=axis), None))
+
+# ---- piecewise-linear interpolation ------------------------------------------------------------
+# numpy.interp is one primitive: its value is NumPy's own, and its rules are linear maps
+# read off the interval [xp_j, xp_j+1] of each x, found by one binary search per rule.
+# Inside [xp_0, xp_-1], y = fp_j + w (fp_j+1 - fp_j) with w = (x - xp_j) / (xp_j+1 - xp_j),
+# so with s the interval's slope
+#     dy = s dx + lerp(dfp) - s lerp(dxp),    lerp(t) = (1 - w) t_j + w t_j+1,
+# and below xp_0 (above xp_-1) dy = dleft (dright); nan x has none.  At a sample point x
+# is in the interval on its right (at xp_-1 the last one, on its left), as JAX's; where
+# xp_-2 = xp_-1 the last interval is a point, and x = xp_-1 gets fp_-1 (w = 1, s = 0).
+# Written with primitives, the rules are graphs when traced: differentiable again.
+#
+# Under vmap over the sample points, xp and fp have leading axes, a batch of sets: x then
+# has the same leading axes (x[b] is looked up in xp[b] and fp[b]), and left and right
+# are of that batch's shape (or shared).
+def _interp_np(x, xp, fp, left, right):
+    """numpy.interp(x, xp, fp, left, right); for xp and fp of more axes, of each row."""
+    if np.ndim(xp) == 1:
+        # (each value is NumPy's, computed from its x alone, in whatever order)
+        return _in_order(lambda u: np.interp(u, xp, fp, left, right), x,
+                         _lookup_order(x, np.size(xp)))
+    xp, fp = np.broadcast_arrays(xp, fp)
+    batch, n = xp.shape[:-1], xp.shape[-1]
+    left, right = np.broadcast_to(left, batch), np.broadcast_to(right, batch)
+    order = _rows_order(x, len(batch), n)
+    out = np.empty(np.shape(x))
+    for b in np.ndindex(batch):     # (NumPy's interp takes one set of sample points)
+        row = np.asarray(x)[b]
+        out[b] = _in_order(lambda u: np.interp(u, xp[b], fp[b], left[b], right[b]), row,
+                           order(row))
+    return out
+
+
+def _rows(xp):
+    """The number of batch axes in front of the sample points."""
+    return ndim_of(xp) - 1
+
+
+def _per_query(v, xp, x):
+    """A value per set of sample points (a number, or one per row), shaped to broadcast
+    against x."""
+    k = _rows(xp)
+    if not shape_of(v):
+        return v
+    return reshape(v, shape=tuple(shape_of(x)[:k]) + (1,) * (ndim_of(x) - k))
+
+
+def _at(table, j):
+    """table_j, gathered along the last axis of `table` (a row per batch entry)."""
+    k = ndim_of(table) - 1
+    shape = tuple(shape_of(j))
+    if len(shape) == k + 1:
+        return take_along_axis(table, j, axis=k)
+    flat = reshape(j, shape=shape[:k] + (-1,))
+    return reshape(take_along_axis(table, flat, axis=k), shape=shape)
+
+
+class _Interval:
+    """Where each x falls among the sample points, the one search interp's rules share:
+    j, the interval [xp_j, xp_j+1] (0 to n-2), and the mask inside (xp_0 <= x <= xp_-1,
+    so not nan); and, asked for, the masks below and above, w, x's place in its interval
+    (0 at xp_j, 1 at xp_j+1), and s, the interval's slope."""
+
+    def __init__(self, x, xp):
+        self.x, self.xp = x, xp
+        n = shape_of(xp)[-1]
+        self.first = _per_query(getitem(xp, index=(Ellipsis, 0)), xp, x)
+        self.last = _per_query(getitem(xp, index=(Ellipsis, n - 1)), xp, x)
+        self.inside = S.minimum(S.ge(x, self.first), S.le(x, self.last))
+        # (side right: at a sample point, the interval on its right; clipped, the last
+        # point's is the last interval, and outside and nan ones get one, masked)
+        self.j = S.minimum(S.maximum(searchsorted(xp, x, side="right") - 1, 0), n - 2)
+        self.width = getitem(xp, index=(Ellipsis, ("slice", 1, None, None))) - \
+            getitem(xp, index=(Ellipsis, ("slice", None, -1, None)))
+
+    def below(self):
+        return S.lt(self.x, self.first)
+
+    def above(self):
+        return S.gt(self.x, self.last)
+
+    def place(self):
+        """w = (x - xp_j) / (xp_j+1 - xp_j), x held inside (the others are masked; an
+        inf or nan there would make nan of the masked products' derivatives)."""
+        xj = _at(self.xp, self.j)
+        width = _at(self.width, self.j)
+        point = S.eq(width, 0.0)
+        x = S.select(self.inside, self.x, xj)
+        return S.select(point, 1.0, (x - xj) / S.select(point, 1.0, width))
+
+    def slope(self, fp):
+        """s = (fp_j+1 - fp_j) / (xp_j+1 - xp_j), 0 where the interval is a point."""
+        rise = getitem(fp, index=(Ellipsis, ("slice", 1, None, None))) - \
+            getitem(fp, index=(Ellipsis, ("slice", None, -1, None)))
+        point = S.eq(self.width, 0.0)
+        return _at(S.select(point, 0.0, rise / S.select(point, 1.0, self.width)), self.j)
+
+
+def _lerp(t, j, w):
+    """(1 - w) t_j + w t_j+1: the tangent of the two neighbours' values."""
+    tj = _at(t, j)
+    return tj + w * (_at(t, j + 1) - tj)
+
+
+def _lerp_transpose(c, j, w, shape):
+    """`_lerp`'s transpose: c (1 - w) added at j, c w at j + 1 (one bincount)."""
+    k = len(shape) - 1
+    flat = lambda v: v if ndim_of(v) == k + 1 else reshape(v, shape=tuple(shape[:k]) + (-1,))
+    cw = c * w
+    return put_along_axis(concatenate(flat(c - cw), flat(cw), axis=k),
+                          concatenate(flat(j), flat(j + 1), axis=k), axis=k, shape=shape)
+
+
+def _end_cotangent(c, end, xp):
+    """The cotangent of `left` or `right`: c summed over each set's queries (all of them
+    for an end that every set shares)."""
+    k = _rows(xp)
+    if not shape_of(end):
+        return sum(c, axis=None, keepdims=False)
+    axes = tuple(range(k, ndim_of(c)))
+    return sum(c, axis=axes, keepdims=False) if axes else c
+
+
+def _interp_jvp(ts, x, xp, fp, left, right, ans):
+    tx, txp, tfp, tleft, tright = ts
+    at = _Interval(x, xp)
+    inner = []
+    if tx is not None or txp is not None:
+        s = at.slope(fp)
+    if tfp is not None or txp is not None:
+        w = at.place()
+    if tx is not None:
+        inner.append(s * tx)
+    if tfp is not None:
+        inner.append(_lerp(tfp, at.j, w))
+    if txp is not None:
+        inner.append(-s * _lerp(txp, at.j, w))
+    out = sum_nonzero(inner)
+    out = 0.0 if out is None else S.select(at.inside, out, 0.0)
+    if tleft is not None:
+        out = S.select(at.below(), _per_query(tleft, xp, x), out)
+    if tright is not None:
+        out = S.select(at.above(), _per_query(tright, xp, x), out)
+    return broadcast_to(out, shape=shape_of(ans)) if shape_of(out) != shape_of(ans) else out
+
+
+def _interp_vjp(g, x, xp, fp, left, right, ans, active):
+    at = _Interval(x, xp)
+    inner = S.select(at.inside, g, 0.0)
+    xbar = xpbar = fpbar = lbar = rbar = None
+    if active[0] or active[1]:
+        # (masked after the product: the slope of the interval a nan or outside x is
+        # clipped to may be nan, where fp holds an inf or nan that x never reaches)
+        gs = S.select(at.inside, g * at.slope(fp), 0.0)
+        xbar = gs if active[0] else None
+    if active[1] or active[2]:
+        w = at.place()
+        if active[1]:
+            xpbar = _lerp_transpose(-gs, at.j, w, shape_of(xp))
+        if active[2]:
+            fpbar = _lerp_transpose(inner, at.j, w, shape_of(fp))
+    if active[3]:
+        lbar = _end_cotangent(S.select(at.below(), g, 0.0), left, xp)
+    if active[4]:
+        rbar = _end_cotangent(S.select(at.above(), g, 0.0), right, xp)
+    return xbar, xpbar, fpbar, lbar, rbar
+
+
+interp = _prim("interp", _interp_np, cost="call",
+               abstract_eval=lambda args, params: (args[0].shape, np.dtype(np.float64)),
+               doc="interp(x, xp, fp, left, right): numpy.interp, for float64 x, "
+                   "increasing 1-D xp and fp (or rows of them, under vmap) and scalar ends.")
+interp.defjvp(_interp_jvp)
+interp.defvjp(_interp_vjp)
+interp.asks_active = True
 
 # ---- joining and moving ------------------------------------------------------------------------
 

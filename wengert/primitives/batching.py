@@ -524,6 +524,29 @@ def _searchsorted(args, mapped, node):
     return A.searchsorted(a, v, **node.params)
 
 
+def _interp(args, mapped, node):
+    """interp: a batch of queries alone is one call (x may have any shape); a batch of
+    sample points or ends makes every example's x, xp and fp rows of one call (the
+    primitive takes rows: NumPy's interp once per row), its ends one per row unless
+    shared by all."""
+    x, xp, fp, left, right = args
+    rows = tuple(node.args[1].shape[:-1])       # (rows already, under vmap of vmap)
+    if not any(mapped[1:]) and not rows:
+        return A.interp(*args)
+    size = _size(args, mapped)
+
+    def end(v, m):
+        if not m:
+            return batched(v, False, size) if shape_of(v) else v
+        if shape_of(v)[1:] != rows:             # (one per example, shared by its rows)
+            v = broadcast_to(A.reshape(v, shape=(size,) + (1,) * len(rows)),
+                             shape=(size,) + rows)
+        return v
+    return A.interp(batched(x, mapped[0], size), batched(xp, mapped[1], size),
+                    batched(fp, mapped[2], size), end(left, mapped[3]),
+                    end(right, mapped[4]))
+
+
 # --------------------------------------------------------------------------------------
 # who has which rule
 # --------------------------------------------------------------------------------------
@@ -577,6 +600,7 @@ def _declare():
     REGISTRY["bitcast"].defbatch(_same_call)
     REGISTRY["place"].defbatch(_place)
     A.searchsorted.defbatch(_searchsorted)
+    A.interp.defbatch(_interp)
 
 
 _declare()
