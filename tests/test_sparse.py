@@ -336,6 +336,10 @@ KEEP_SPARSE = {
     "take_along_axis": lambda x: wnp.take_along_axis(x, np.arange(x.size)[::-1], axis=0)
     * x,
     "cumprod": lambda x: wnp.cumprod(x.reshape(-1, 2), axis=1).ravel(),
+    # interp: each value its own x's; in fp, its two neighbours' where x and xp are known
+    "interp in x": lambda x: wnp.interp(2 * x, [0.0, 1.0, 2.5, 3.5], [1.0, -1.0, 2.0, 0.0]) * x,
+    "interp in fp": lambda x: wnp.interp(np.linspace(-0.5, 10.5, 12), np.arange(1.0, 13.0),
+                                         x ** 2, right=x[3]),
     # (a maximum depends on every element it compares, though only one has a derivative)
     "max along an axis": lambda x: wnp.max(x.reshape(-1, 2), axis=1),
     "min along an axis": lambda x: wnp.min(x.reshape(-1, 2) ** 2, axis=1),

@@ -145,6 +145,23 @@ def _put_along_deps(g, idx, axis, shape):
     return out
 
 
+def _interp_deps(x, xp, fp, left, right):
+    # Where x and xp are known (values), each value depends on the two neighbours of its
+    # interval in fp, or on the end it is beyond; else on its own x, the ends, and all of
+    # xp and fp.  (Every element a set: the numbers here are not interp's values.)
+    if np.ndim(xp) != 1:
+        raise NotImplementedError("rows of sample points: taken to mix them all")
+    x, xp, fp = np.asarray(x), np.asarray(xp), np.asarray(fp, dtype=object)
+    none = np.full(x.shape, NONE, dtype=object)
+    if x.dtype != object and xp.dtype != object:
+        j = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, xp.size - 2)
+        return none + np.where(x < xp[0], left, np.where(x > xp[-1], right,
+                                                          fp[j] + fp[j + 1]))
+    every = _united([e for e in np.concatenate([np.ravel(xp), fp]).tolist()
+                     if type(e) is _Deps])
+    return none + x + every + left + right
+
+
 def _extremum_deps(x, axis, keepdims):
     # a maximum or minimum depends on every element it compares: the pattern of a sum
     return np.sum(x, axis=axis, keepdims=keepdims)
@@ -156,12 +173,13 @@ def _extremum_deps(x, axis, keepdims):
 BY_EVALUATION = frozenset({"reshape", "transpose", "sum", "prod", "cumsum", "cumprod",
                            "getitem", "index_add", "index_set", "take_along_axis",
                            "put_along_axis", "concatenate", "flip", "roll", "pad", "tril",
-                           "matmul", "einsum", "broadcast_to", "sum_to", "amax", "amin"})
+                           "matmul", "einsum", "broadcast_to", "sum_to", "amax", "amin",
+                           "interp"})
 
 #: Stand-ins run instead of the implementation, for the primitives of `BY_EVALUATION`
 #: whose implementation cannot hold `_Deps` (or compares them).
 STAND_INS = {"index_set": _index_set_deps, "put_along_axis": _put_along_deps,
-             "amax": _extremum_deps, "amin": _extremum_deps}
+             "amax": _extremum_deps, "amin": _extremum_deps, "interp": _interp_deps}
 
 #: Structural primitives that map each element to one element of their first argument
 #: (a cast, a conjugate): the pattern of that argument, and its known zeros.
