@@ -237,21 +237,40 @@ def test_vmap_over_each_argument_and_nested():
         assert gl[i] != 0
 
 
-def test_vmap_with_many_queries_shared_by_every_set():
+def test_vmap_with_many_queries_shared_by_every_set(monkeypatch):
     # the queries are put in order once for all the sets (a broadcast view), each set's
     # values still NumPy's
     xp = numpy.sort(rng.random((3, 200)), axis=1)
     fp = rng.normal(size=(3, 200))
     x = numpy.concatenate([rng.random(5000), [nan, 0.5, -inf]])
+    sorts = []
+    argsort = numpy.argsort
+    monkeypatch.setattr(numpy, "argsort", lambda a, *args, **kw: (
+        sorts.append(numpy.shape(a)), argsort(a, *args, **kw))[1])
     got = wg.vmap(lambda xp, fp: np.interp(x, xp, fp))(xp, fp)
     assert numpy.array_equal(got, [numpy.interp(x, xp[b], fp[b]) for b in range(3)],
                              equal_nan=True)
     g = wg.vmap(wg.grad(lambda xp, fp: np.nansum(np.interp(x, xp, fp) ** 2), argnums=(0, 1)))(
         xp, fp)
+    # (once for the values, once for the rules' search: not once a set)
+    assert sorts == [x.shape] * 3
+    monkeypatch.undo()
     one = wg.grad(lambda xp, fp: np.nansum(np.interp(x, xp, fp) ** 2), argnums=(0, 1))(
         xp[2], fp[2])
     assert_close(g[0][2], one[0], rtol=1e-12, atol=1e-12)
     assert_close(g[1][2], one[1], rtol=1e-12, atol=1e-12)
+    # differentiated through the batch (the primitive on rows): in the shared queries,
+    # the sum of every set's derivative, forward and reverse
+    x = away_from(xp.ravel(), x[5:40], by=2e-5)
+    batch = lambda x, xp, fp: wg.vmap(lambda xp, fp: np.interp(x, xp, fp))(xp, fp)
+    gx = wg.grad(lambda x: np.sum(batch(x, xp, fp) ** 2))(x)
+    want = sum(wg.grad(lambda x: np.sum(np.interp(x, xp[b], fp[b]) ** 2))(x) for b in range(3))
+    assert_close(gx, want, rtol=1e-12, atol=1e-12)
+    v = rng.normal(size=x.shape)
+    tangent = wg.jvp(lambda x: batch(x, xp, fp), (x,), (v,))[1]
+    assert_close(tangent, [wg.jvp(lambda x: np.interp(x, xp[b], fp[b]), (x,), (v,))[1]
+                           for b in range(3)], rtol=1e-13, atol=1e-15)
+    check_grads(batch, x, xp, fp)
 
 
 def test_compiled_gradients_are_the_eager_ones():

@@ -2073,12 +2073,20 @@ def test_searchsorted_with_values_put_in_order_is_numpys(side):
                    ((a * 100).astype(int), v * 100), (a, numpy.sort(v))):
         assert numpy.array_equal(A.searchsorted(a_, v_, side=side),
                                  numpy.searchsorted(a_, v_, side=side))
-    # rows, with the values shared by every row (a broadcast view) and each its own
+    # rows, with the values shared by every row (a broadcast view, or an axis of size 1)
+    # and each its own
     rows = numpy.sort(gen.random((3, 500)), axis=1)
-    for vs in (numpy.broadcast_to(v[:5000], (3, 5000)), gen.random((3, 5000))):
-        assert numpy.array_equal(A.searchsorted(rows, vs, side=side),
-                                 [numpy.searchsorted(rows[b], vs[b], side=side)
-                                  for b in range(3)])
+    for vs in (numpy.broadcast_to(v[:5000], (3, 5000)), v[None, :5000], gen.random((3, 5000))):
+        want = [numpy.searchsorted(rows[b], vs[b % len(vs)], side=side) for b in range(3)]
+        assert numpy.array_equal(A.searchsorted(rows, vs, side=side), want)
+    # under vmap: values shared by every row, and sorted arrays shared by an outer batch
+    search = lambda a, u: np.searchsorted(a, u, side=side)
+    assert numpy.array_equal(wg.vmap(search, in_axes=(0, None))(rows, v[:5000]),
+                             [numpy.searchsorted(r, v[:5000], side=side) for r in rows])
+    u = gen.random((2, 3, 4))
+    nested = wg.vmap(wg.vmap(search), in_axes=(None, 0))(rows[:, :6], u)
+    assert numpy.array_equal(nested, [[numpy.searchsorted(rows[j, :6], u[i, j], side=side)
+                                       for j in range(3)] for i in range(2)])
 
 
 def test_fmax_fmin_nan_to_num_and_remainder_derivatives_follow_numpy():

@@ -671,10 +671,13 @@ def _search(a, v, side, order=False):
 def _searchsorted(a, v, side):
     """np.searchsorted of `v` in the sorted 1-D `a`, or, for an `a` of more axes (a batch
     of sorted arrays, under vmap, nested or not), of each ``v[b]`` in its row ``a[b]``, b
-    running over a's leading axes."""
+    running over a's leading axes (v's may be 1: the same values for every row)."""
     if np.ndim(a) == 1:
         return _search(a, v, side)
-    a, v = np.asarray(a), np.asarray(v)
+    a = np.asarray(a)
+    # (values shared by every row come with batch axes of size 1: as a broadcast view,
+    # `_rows_order` sorts them once)
+    v = np.broadcast_to(v, a.shape[:-1] + np.shape(v)[a.ndim - 1:])
     if a.ndim > 2:          # (vmap of vmap: the batch axes as one)
         batch = a.shape[:-1]
         rows = math.prod(batch)
@@ -703,7 +706,16 @@ def _searchsorted(a, v, side):
 
 # positions in a sorted 1-D array: integers without derivative, recorded (as a comparison
 # is), so they trace without values; NumPy's binary search, not n·m comparisons
-searchsorted = _prim("searchsorted", _searchsorted, cost="cmp", complex=True)
+def _searchsorted_aval(args, params):
+    # (from the shapes: running the search on the arguments' values, where they have
+    # them, would search them all to learn a shape)
+    a, v = args
+    k = len(a.shape) - 1
+    return np.broadcast_shapes(v.shape[:k], a.shape[:-1]) + v.shape[k:], np.dtype(np.intp)
+
+
+searchsorted = _prim("searchsorted", _searchsorted, cost="cmp", complex=True,
+                     abstract_eval=_searchsorted_aval)
 searchsorted.defpartials(None, None)
 take_along_axis = _prim("take_along_axis", _take_along, cost=None)
 put_along_axis = _prim("put_along_axis", _put_along_add, cost=None)
@@ -727,8 +739,8 @@ put_along_axis.defvjp(lambda gg, g, idx, ans, axis, shape: (
 # Written with primitives, the rules are graphs when traced: differentiable again.
 #
 # Under vmap over the sample points, xp and fp have leading axes, a batch of sets: x then
-# has the same leading axes (x[b] is looked up in xp[b] and fp[b]), and left and right
-# are of that batch's shape (or shared).
+# has the same leading axes (x[b] is looked up in xp[b] and fp[b]; or axes of size 1, the
+# same queries for every set), and left and right are of that batch's shape (or shared).
 def _interp_np(x, xp, fp, left, right):
     """numpy.interp(x, xp, fp, left, right); for xp and fp of more axes, of each row."""
     if np.ndim(xp) == 1:
@@ -737,11 +749,12 @@ def _interp_np(x, xp, fp, left, right):
                          _lookup_order(x, np.size(xp)))
     xp, fp = np.broadcast_arrays(xp, fp)
     batch, n = xp.shape[:-1], xp.shape[-1]
+    x = np.broadcast_to(x, batch + np.shape(x)[len(batch):])
     left, right = np.broadcast_to(left, batch), np.broadcast_to(right, batch)
     order = _rows_order(x, len(batch), n)
-    out = np.empty(np.shape(x))
+    out = np.empty(x.shape)
     for b in np.ndindex(batch):     # (NumPy's interp takes one set of sample points)
-        row = np.asarray(x)[b]
+        row = x[b]
         out[b] = _in_order(lambda u: np.interp(u, xp[b], fp[b], left[b], right[b]), row,
                            order(row))
     return out
@@ -758,7 +771,7 @@ def _per_query(v, xp, x):
     k = _rows(xp)
     if not shape_of(v):
         return v
-    return reshape(v, shape=tuple(shape_of(x)[:k]) + (1,) * (ndim_of(x) - k))
+    return reshape(v, shape=tuple(shape_of(xp)[:k]) + (1,) * (ndim_of(x) - k))
 
 
 def _at(table, j):
@@ -868,7 +881,8 @@ def _interp_vjp(g, x, xp, fp, left, right, ans, active):
         # (masked after the product: the slope of the interval a nan or outside x is
         # clipped to may be nan, where fp holds an inf or nan that x never reaches)
         gs = S.select(at.inside, g * at.slope(fp), 0.0)
-        xbar = gs if active[0] else None
+        if active[0]:       # (summed over the sets where they share x)
+            xbar = gs if shape_of(gs) == shape_of(x) else sum_to(gs, shape=shape_of(x))
     if active[1] or active[2]:
         w = at.place()
         if active[1]:
@@ -882,8 +896,13 @@ def _interp_vjp(g, x, xp, fp, left, right, ans, active):
     return xbar, xpbar, fpbar, lbar, rbar
 
 
-interp = _prim("interp", _interp_np, cost="call",
-               abstract_eval=lambda args, params: (args[0].shape, np.dtype(np.float64)),
+def _interp_aval(args, params):
+    x, xp = args[0], args[1]
+    k = len(xp.shape) - 1
+    return np.broadcast_shapes(x.shape[:k], xp.shape[:-1]) + x.shape[k:], np.dtype(np.float64)
+
+
+interp = _prim("interp", _interp_np, cost="call", abstract_eval=_interp_aval,
                doc="interp(x, xp, fp, left, right): numpy.interp, for float64 x, "
                    "increasing 1-D xp and fp (or rows of them, under vmap) and scalar ends.")
 interp.defjvp(_interp_jvp)

@@ -516,11 +516,16 @@ def _place(args, mapped, node):
 
 
 def _searchsorted(args, mapped, node):
-    """searchsorted: values to look up may have any shape, so a batch of them is one call;
-    a batch of sorted arrays (2-D) searches each example's values in its own row."""
+    """searchsorted: values to look up may have any shape, so a batch of them in one
+    sorted array is one call; a batch of sorted arrays (rows) searches each example's
+    values in its own row, values shared by every example given once (a leading axis of
+    size 1: the primitive puts them in order once for all rows)."""
     a, v = args
-    if mapped[0]:
-        v = batched(v, mapped[1], _size(args, mapped))
+    if not mapped[0] and len(node.args[0].shape) == 1:
+        return A.searchsorted(a, v, **node.params)
+    a = batched(a, mapped[0], _size(args, mapped))      # (rows of rows: vmap of vmap)
+    if not mapped[1]:
+        v = A.reshape(v, shape=(1,) + tuple(shape_of(v)))
     return A.searchsorted(a, v, **node.params)
 
 
@@ -528,7 +533,7 @@ def _interp(args, mapped, node):
     """interp: a batch of queries alone is one call (x may have any shape); a batch of
     sample points or ends makes every example's x, xp and fp rows of one call (the
     primitive takes rows: NumPy's interp once per row), its ends one per row unless
-    shared by all."""
+    shared by all, and its queries too."""
     x, xp, fp, left, right = args
     rows = tuple(node.args[1].shape[:-1])       # (rows already, under vmap of vmap)
     if not any(mapped[1:]) and not rows:
@@ -542,9 +547,11 @@ def _interp(args, mapped, node):
             v = broadcast_to(A.reshape(v, shape=(size,) + (1,) * len(rows)),
                              shape=(size,) + rows)
         return v
-    return A.interp(batched(x, mapped[0], size), batched(xp, mapped[1], size),
-                    batched(fp, mapped[2], size), end(left, mapped[3]),
-                    end(right, mapped[4]))
+    # (queries shared by every example: given once, a leading axis of size 1, which the
+    # primitive puts in order once for all rows)
+    x = x if mapped[0] else A.reshape(x, shape=(1,) + tuple(shape_of(x)))
+    return A.interp(x, batched(xp, mapped[1], size), batched(fp, mapped[2], size),
+                    end(left, mapped[3]), end(right, mapped[4]))
 
 
 # --------------------------------------------------------------------------------------
