@@ -14,9 +14,11 @@ Two problems, one table each, single-threaded, float64:
   with ``np.add.at``, as one would.
 * **interp**: ``sum(interp(x, xp, fp)**2)`` with 1000 sample points and 10,000 queries,
   gradient in fp and in x; then the same under ``vmap`` over 100 sets of sample points
-  (each its own xp and fp; gradient in both), where the interval of each query is one
-  NumPy search per set.  PyTorch has no interp and autograd's has no derivative (their
-  rows say so), so the second table is wengert's and JAX's.
+  (each its own xp and fp; gradient in both), where the values are one NumPy interp per
+  set and the queries, shared by every set, are put in order once.  wengert's interp is
+  one primitive: NumPy's interp for the value, and for the gradient one binary search
+  and a few gathers, products and a bincount.  PyTorch has no interp and autograd's has
+  no derivative (their rows say so), so the second table is wengert's and JAX's.
 
 Every gradient is checked against wengert's eager one before timing (1e-9, relative to
 its largest entry).  Timing as in timing.py: warm-up, repeats interleaved across the
