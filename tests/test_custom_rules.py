@@ -451,6 +451,26 @@ def test_a_function_closing_over_a_traced_value_is_refused(kind):
         with pytest.raises(ValueError, match=message):
             wg.jvp(loss, (3.0,), (1.0,))
 
+    # so is one whose arguments are all constants: a straight-through round of w·2 gave
+    # round's derivative, 0, where the rule says 2 (f itself was called, the rule skipped)
+    def through_constant(w):
+        if kind == "jvp":
+            @wg.custom_jvp
+            def c(x):
+                return wnp.round(w * x)
+            c.defjvps(lambda t, ans, x: w * t)
+        else:
+            @wg.custom_vjp
+            def c(x):
+                return wnp.round(w * x)
+            c.defvjp(lambda x: (c(x), None), lambda r, g: (g * w,))
+        return c(2.0)
+    assert through_constant(1.3) == 3.0
+    for run in (lambda: wg.grad(through_constant)(1.3),
+                lambda: wg.vmap(through_constant)(np.arange(3.0))):
+        with pytest.raises(ValueError, match=message):
+            run()
+
     # passed as an argument, the same function differentiates: d(w·w)/dw = 2w
     def fixed(w):
         @wg.custom_jvp

@@ -160,19 +160,26 @@ class _Custom:
                     out = fun(*layout.arguments(leaves))
             else:
                 out = fun(*layout.arguments(leaves))
-            if plain and any(type(x) is Node for x in flatten(out)[0]):
-                # f read a traced value it closes over: the primitive's value would be a
+            if plain:
+                # (f read a traced value it closes over: the primitive's value would be a
                 # node of the enclosing trace, and the rule would never see that value's
-                # derivative (grad gave a wrong number silently)
-                raise ValueError(
-                    f"{self.kind} function {self.__name__!r} computes with a traced value "
-                    "that is not one of its arguments (a variable it closes over); pass "
-                    "that value as an argument, so that its derivative goes through the "
-                    "rule")
+                # derivative; grad gave a wrong number silently)
+                self._check_no_closure(out)
             return layout.pack(out, f"{self.kind} function {self.__name__!r}")
         # (named as f, or f_user where f's name is a built-in's, as wg.primitive does)
         evaluate.__name__ = getattr(fun, "__name__", "custom")
         self._prim = primitive(evaluate, complex=True)     # (rules in JAX's convention)
+
+    def _check_no_closure(self, out):
+        """Refuse f's result `out`, computed from arguments none of which is traced, if it
+        is traced all the same: f closes over a traced value, whose derivative would come
+        from f's own code and not from the rule (JAX refuses it too)."""
+        if any(type(x) is Node for x in flatten(out)[0]):
+            raise ValueError(
+                f"{self.kind} function {self.__name__!r} computes with a traced value "
+                "that is not one of its arguments (a variable it closes over); pass "
+                "that value as an argument, so that its derivative goes through the "
+                "rule")
 
     def _rules_missing(self):
         raise NotImplementedError
@@ -202,7 +209,9 @@ class _Custom:
                 # (a Dual is forward mode too: through a trace, so that the rule is the
                 # one used, where the function itself would be differentiated)
                 return through(self, args)
-            return self.fun(*args)
+            out = self.fun(*args)
+            self._check_no_closure(out)     # (the rule bypassed: as in the primitive's)
+            return out
         return layout.unpack(self._prim(*leaves, layout=layout))
 
 
@@ -309,6 +318,17 @@ class custom_jvp(_Custom):
                                  *shares)
 
         self.defjvp(rule)
+
+    def _check_no_closure(self, out):
+        """Refuse f's result `out`, computed from arguments none of which is traced, if it
+        is traced all the same: f closes over a traced value, whose derivative would come
+        from f's own code and not from the rule (JAX refuses it too)."""
+        if any(type(x) is Node for x in flatten(out)[0]):
+            raise ValueError(
+                f"{self.kind} function {self.__name__!r} computes with a traced value "
+                "that is not one of its arguments (a variable it closes over); pass "
+                "that value as an argument, so that its derivative goes through the "
+                "rule")
 
     def _rules_missing(self):
         if self.jvp is None:
@@ -432,6 +452,17 @@ class custom_vjp(_Custom):
 
         self._prim.defvjp(cotangents)
         self._prim.defjvp(no_forward_mode)
+
+    def _check_no_closure(self, out):
+        """Refuse f's result `out`, computed from arguments none of which is traced, if it
+        is traced all the same: f closes over a traced value, whose derivative would come
+        from f's own code and not from the rule (JAX refuses it too)."""
+        if any(type(x) is Node for x in flatten(out)[0]):
+            raise ValueError(
+                f"{self.kind} function {self.__name__!r} computes with a traced value "
+                "that is not one of its arguments (a variable it closes over); pass "
+                "that value as an argument, so that its derivative goes through the "
+                "rule")
 
     def _rules_missing(self):
         if self.fwd is None:
