@@ -52,7 +52,64 @@ from .tree import flatten, unflatten
 __all__ = ["scan", "fori_loop"]
 
 
-class Scan(Primitive):
+class Loop(Primitive):
+    """What the primitives of loops (`Scan`, `While`) share: a body graph whose inputs
+    are ``consts + carry + ...`` and whose outputs are ``carry + ...``, and the loops
+    derived from it (JVPs, batches), each made once."""
+
+    def __init__(self, name, body, n_consts, n_carry, loop_name, layout):
+        super().__init__(name, self._impl, cost="call",
+                         abstract_eval=lambda args, params: self.layout.aval(),
+                         complex=True)
+        self.body = body
+        self.loop_name = loop_name  # (the derived loops' names build on it)
+        self.n_consts, self.n_carry = n_consts, n_carry
+        self.layout = layout
+        self._derived = {}          # the loops of its derivatives and batches, by kind
+
+    @property
+    def _carry(self):
+        return range(self.n_consts, self.n_consts + self.n_carry)
+
+    def _floats(self, indices, nodes):
+        """Those of `indices` whose node (of `nodes`) can carry a derivative."""
+        return [i for i in indices if nodes[i].dtype.kind in "fc"]
+
+    def derived(self, key, make):
+        """The loop `make()` builds for `key`, made once."""
+        loop = self._derived.get(key)
+        if loop is None:
+            loop = self._derived[key] = make()
+        return loop
+
+    def _jvp_body(self, given):
+        """The body of the loop of this one's JVP, for tangents `given` (a flag per
+        argument): inputs ``consts + tconsts + carry + tcarry + xs + txs``, outputs ``carry
+        + tcarry + ys + tys``, with a tangent for each float carry, and for each const and
+        x given one; and how many tconsts and tcarry it takes."""
+        body, ins = self.body, self.body.inputs
+        k0, k1 = self.n_consts, self.n_consts + self.n_carry
+        g = Graph()
+        prim = [g.input(_spec(n), n.name) for n in ins]
+        tan = [None] * len(ins)
+        tconsts, tcarry, txs = [], [], []
+        for i, n in enumerate(ins):
+            if given[i] or k0 <= i < k1 and n.dtype.kind in "fc":
+                tan[i] = g.input(_spec(n), f"d{n.name}")
+                (tconsts if i < k0 else tcarry if i < k1 else txs).append(tan[i])
+        nc = self.n_carry
+        with recording(g):
+            outs = [g.lift(o) for o in body.evaluate(prim)]
+            touts = ad.forward(g.between(prim, outs), prim, tan, outs, True)
+            touts = [_fit(t, o) for t, o in zip(touts, body.outputs)]
+        floats = [j for j, o in enumerate(body.outputs) if o.dtype.kind in "fc"]
+        g.inputs = prim[:k0] + tconsts + prim[k0:k1] + tcarry + prim[k1:] + txs
+        g.outputs = [g.lift(o) for o in outs[:nc] + [touts[j] for j in floats if j < nc] +
+                     outs[nc:] + [touts[j] for j in floats if j >= nc]]
+        return g, len(tconsts), len(tcarry)
+
+
+class Scan(Loop):
     """The primitive of one loop: a body graph run `length` times.
 
     The body's inputs are ``consts + carry + x`` (values every step reads, the carry, one
@@ -79,16 +136,11 @@ class Scan(Primitive):
 
     def __init__(self, body, n_consts, n_carry, length, reverse, name, base=None,
                  res_index=()):
-        super().__init__(f"scan[{name}]", self._impl, cost="call",
-                         abstract_eval=lambda args, params: self.layout.aval(),
-                         complex=True)
-        self.body = body
-        self.loop_name = name       # (the derived loops' names build on it)
-        self.n_consts, self.n_carry = n_consts, n_carry
-        self.length, self.reverse = length, reverse
         outs = body.outputs
-        self.layout = Layout([(o.shape, o.dtype) for o in outs[:n_carry]] +
-                             [((length,) + o.shape, o.dtype) for o in outs[n_carry:]])
+        super().__init__(f"scan[{name}]", body, n_consts, n_carry, name, Layout(
+            [(o.shape, o.dtype) for o in outs[:n_carry]] +
+            [((length,) + o.shape, o.dtype) for o in outs[n_carry:]]))
+        self.length, self.reverse = length, reverse
         self.jvp = self._jvp_rule
         self.vjp = self._vjp_rule
         self.batch = self._batch_rule
@@ -100,16 +152,6 @@ class Scan(Primitive):
         self.n_res = len(res_index)     # (the last n_res ys)
         self._arrays_run = None     # the loop on NumPy values: see _on_arrays
         self._floats_run = False    # the loop on floats, or None: see _on_floats
-        self._derived = {}          # the loops of its derivatives and batches, by kind
-
-    # --- groups of the body's inputs and outputs --------------------------------------
-    @property
-    def _carry(self):
-        return range(self.n_consts, self.n_consts + self.n_carry)
-
-    def _floats(self, indices, nodes):
-        """Those of `indices` whose node (of `nodes`) can carry a derivative."""
-        return [i for i in indices if nodes[i].dtype.kind in "fc"]
 
     # --- the value -------------------------------------------------------------------------
     def _impl(self, *args):
@@ -209,13 +251,6 @@ class Scan(Primitive):
         loop's arguments in order, its value the elements of the loop's value, flat."""
         return self.derived("flat", lambda: _Flat(self))
 
-    def derived(self, key, make):
-        """The loop `make()` builds for `key`, made once."""
-        loop = self._derived.get(key)
-        if loop is None:
-            loop = self._derived[key] = make()
-        return loop
-
     # --- JVP: the body's JVP scanned, tangents carried beside values ----------------------
     def _jvp_rule(self, ts, *args, **params):
         args, ans = args[:-1], args[-1]
@@ -249,27 +284,9 @@ class Scan(Primitive):
                 for j in range(len(outs))]
 
     def _jvp_loop(self, given):
-        body, ins = self.body, self.body.inputs
-        k0, k1 = self.n_consts, self.n_consts + self.n_carry
-        g = Graph()
-        prim = [g.input(_spec(n), n.name) for n in ins]
-        tan = [None] * len(ins)
-        tconsts, tcarry, txs = [], [], []
-        for i, n in enumerate(ins):
-            if given[i] or k0 <= i < k1 and n.dtype.kind in "fc":
-                tan[i] = g.input(_spec(n), f"d{n.name}")
-                (tconsts if i < k0 else tcarry if i < k1 else txs).append(tan[i])
-        nc = self.n_carry
-        with recording(g):
-            outs = [g.lift(o) for o in body.evaluate(prim)]
-            touts = ad.forward(g.between(prim, outs), prim, tan, outs, True)
-            touts = [_fit(t, o) for t, o in zip(touts, body.outputs)]
-        floats = [j for j, o in enumerate(body.outputs) if o.dtype.kind in "fc"]
-        g.inputs = prim[:k0] + tconsts + prim[k0:k1] + tcarry + prim[k1:] + txs
-        g.outputs = [g.lift(o) for o in outs[:nc] + [touts[j] for j in floats if j < nc] +
-                     outs[nc:] + [touts[j] for j in floats if j >= nc]]
-        return Scan(g, k0 + len(tconsts), nc + len(tcarry), self.length, self.reverse,
-                    f"jvp {self.loop_name}")
+        g, n_tconsts, n_tcarry = self._jvp_body(given)
+        return Scan(g, self.n_consts + n_tconsts, self.n_carry + n_tcarry, self.length,
+                    self.reverse, f"jvp {self.loop_name}")
 
     # --- VJP: a forward loop that keeps what the body's VJP reads, then that VJP scanned
     # the other way -----------------------------------------------------------------------

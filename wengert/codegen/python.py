@@ -700,7 +700,7 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
     return "\n".join(src) + "\n"
 
 
-def array_loop_source(fn_name, body, n_consts, n_carry, ns):
+def array_loop_source(fn_name, body, n_consts, n_carry, ns, until=False):
     """The source of a Python function that runs a whole loop on NumPy values: the
     statements of `body` (a scan's body graph: inputs consts + carry + one step's xs,
     outputs carry + ys) written once inside a ``for``.  A step then costs its NumPy calls:
@@ -712,6 +712,10 @@ def array_loop_source(fn_name, body, n_consts, n_carry, ns):
     for scalars: NumPy's conventions, inf and nan, as in the NumPy flavour); `rows` one
     array per scanned input, read at ``rows[k][i]``; `ys` one array per y, written at
     ``ys[k][i]``.  It returns the final carry, as a list.
+
+    With ``until`` (a while loop's body: no xs, and one y, whether to go on), the function
+    is ``fn_name(go, start)``: ``while go:`` runs the body, whose y is the next `go`.  It
+    returns the final carry and the number of steps taken (what a gradient needs).
 
     Example:
         >>> import wengert as wg
@@ -746,11 +750,17 @@ def array_loop_source(fn_name, body, n_consts, n_carry, ns):
     row_names, y_names = [names.own("rows") for _ in xs], [names.own("ys") for _ in ys]
     i = names.own("i")
 
-    src = [f"def {fn_name}(steps, start, rows, ys):"]
-    src += [_unpacked(v, w) for v, w in ((start, "start"), (row_names, "rows"),
-                                         (y_names, "ys")) if v]
-    src.extend(_lines(fmt, code.statements[:code.hoisted], "    "))
-    src.append(f"    for {i} in steps:")
+    if until:
+        go = names.own("go")
+        src = [f"def {fn_name}({go}, start):", _unpacked(start, "start")]
+        src.extend(_lines(fmt, code.statements[:code.hoisted], "    "))
+        src += [f"    {i} = 0", f"    while {go}:"]
+    else:
+        src = [f"def {fn_name}(steps, start, rows, ys):"]
+        src += [_unpacked(v, w) for v, w in ((start, "start"), (row_names, "rows"),
+                                             (y_names, "ys")) if v]
+        src.extend(_lines(fmt, code.statements[:code.hoisted], "    "))
+        src.append(f"    for {i} in steps:")
     loop = [f"        {x} = {r}[{i}]" for x, r in zip(xs, row_names)]
     loop.extend(_lines(fmt, code.statements[code.hoisted:], "        "))
     for c, o in zip(carry, body.outputs):
@@ -759,10 +769,13 @@ def array_loop_source(fn_name, body, n_consts, n_carry, ns):
             # (a float's division by zero raises, NumPy's gives inf: a scalar carry stays
             # a NumPy scalar where a constant or a user's primitive gives a float)
             loop.append(f"        {c.name} = {fmt._np}.float64({c.name})")
-    loop.extend(f"        {b}[{i}] = {y.name}" for b, y in zip(y_names, ys))
+    if until:
+        loop += [f"        {go} = {ys[0].name}", f"        {i} += 1"]
+    else:
+        loop.extend(f"        {b}[{i}] = {y.name}" for b, y in zip(y_names, ys))
     src.extend(loop)
     final = [output_expr(o, c.name, NUMPY, ns) for c, o in zip(carry, body.outputs)]
-    src.append(f"    return [{', '.join(final)}]")
+    src.append(f"    return [{', '.join(final)}]" + (f", {i}" if until else ""))
     return "\n".join(src) + "\n"
 
 
