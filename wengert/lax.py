@@ -57,7 +57,6 @@ from typing import NamedTuple as _NamedTuple
 import numpy as _np
 
 from . import numpy as _wnp
-from .errors import ConcretizationError
 from .graph.active import current_graph as _current_graph
 from .graph.node import Node
 from .loops import fori_loop, scan
@@ -220,11 +219,8 @@ def while_loop(cond_fun, body_fun, init_val):
         _check_scalar(go, "while_loop", "cond_fun's result")
         known = _value(go)
         if known is None:
-            raise ConcretizationError(
-                "while_loop: cond_fun's result is traced without a value (wg.compile, "
-                "wg.vmap), so the number of steps is not known; run the loop eagerly, or "
-                "write a fixed number of steps with wengert.lax.fori_loop or scan (and "
-                "select to stop early)")
+            from .loops import traced_while_loop
+            return traced_while_loop(cond_fun, body_fun, val, go)
         if not bool(known):
             return val
         val = body_fun(val)

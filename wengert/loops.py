@@ -426,6 +426,181 @@ class Scan(Loop):
         return Scan(g, k0, self.n_carry, self.length, self.reverse, f"vmap {self.loop_name}")
 
 
+class While(Loop):
+    """The primitive of one while loop: a step graph run while its predicate holds.
+
+    The step is body_fun then cond_fun of what it gives: its inputs are ``consts +
+    carry``, its outputs the new carry and whether to go on.  So the loop tests one
+    value per step, and its JVP and batches are steps of the same kind.  The node's
+    arguments are the consts, the first carry and cond_fun of it; its value is the last
+    carry, packed (`Layout`).  Not in the registry: one is made per step graph (`_LOOPS`).
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.lax import while_loop
+        >>> halve = lambda x: while_loop(lambda v: v >= 1.0, lambda v: v / 2.0, x)
+        >>> print(wg.compile(halve, 10.0).graph)
+        graph(x: f64[]):
+          %2: bool[] = ge(x, 1.0)
+          %3: f64[] = while[<lambda>](x, %2)
+          return %3
+        >>> print(wg.compile(halve, 10.0).graph.outputs[0].op.body)
+        graph(carry: f64[]):
+          %2: f64[] = div(carry, 2.0)
+          %4: bool[] = ge(%2, 1.0)
+          return %2, %4
+    """
+
+    def __init__(self, body, n_consts, n_carry, name):
+        super().__init__(f"while[{name}]", body, n_consts, n_carry, name,
+                         Layout([(o.shape, o.dtype) for o in body.outputs[:n_carry]]))
+        self.jvp = self._jvp_rule
+        self.vjp = self._vjp_rule
+        self.asks_active = True
+        self.batch = self._batch_rule
+        self._run = None            # the generated loop (array_loop_source's while form)
+
+    def _impl(self, *args):
+        return self.layout.pack(self.run(args)[0])
+
+    def run(self, args):
+        """The last carry (a list) and the number of steps taken, from the loop's
+        arguments."""
+        if any(type(v) is np.ndarray and v.dtype == object for v in args):
+            # (code written element by element, the C back-end's: a loop whose number of
+            # steps is a value has no such form here)
+            raise NotImplementedError(f"{self.name} is not written element by element")
+        if self._run is None:
+            from .codegen import python as py
+            self._run = _generated(
+                lambda *a: py.array_loop_source(*a, until=True), self.body, self.n_consts,
+                self.n_carry)
+        k1 = self.n_consts + self.n_carry
+        start = []
+        for v, n in zip(args, self.body.inputs):
+            a = np.asarray(v, n.dtype)
+            start.append(a if n.shape else a[()])
+        return self._run(bool(args[k1]), start)
+
+    # --- JVP: the step's JVP looped, tangents carried beside values, the same test -------
+    def _jvp_rule(self, ts, *args, **params):
+        args = args[:-1]
+        ins, outs = self.body.inputs, self.body.outputs
+        k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
+        given = tuple(t is not None for t in ts[:k1])
+        loop = self.derived(("jvp", given), lambda: self._jvp_loop(given))
+        tconsts = [_fit(ts[i], ins[i]) for i in range(k0) if given[i]]
+        tcarry = [_fit(ts[i], ins[i]) for i in self._floats(self._carry, ins)]
+        out = loop.layout.unpack(loop(*args[:k0], *tconsts, *args[k0:k1], *tcarry,
+                                      args[k1]))
+        found = dict(zip(self._floats(range(nc), outs), out[nc:]))
+        return self.layout.pack([found[j] if j in found else np.zeros(self.layout.shapes[j])
+                                 for j in range(nc)])
+
+    def _jvp_loop(self, given):
+        g, n_tconsts, n_tcarry = self._jvp_body(given)
+        return While(g, self.n_consts + n_tconsts, self.n_carry + n_tcarry,
+                     f"jvp {self.loop_name}")
+
+    # --- VJP: only where the number of steps is known -----------------------------------
+    def _vjp_rule(self, g, *args, active=None, **params):
+        """Where the arguments have values (an eager sweep: vmap's loop inside wg.grad,
+        say), the loop is a scan of as many steps as it takes, and that scan's VJP is
+        this one's; without values, the number of steps is unknown and the graph of a
+        reverse sweep cannot be built (JAX refuses it too)."""
+        args, ans = args[:-1], args[-1]
+        values = [v.value if type(v) is Node else v for v in args]
+        if any(v is None for v in values):
+            raise ValueError(
+                f"while_loop: reverse-mode differentiation (grad, vjp, jacrev) of the "
+                f"while_loop of {self.loop_name} traced without values (wg.compile, wg.jit, "
+                "wg.vmap) is not possible: its number of steps is not known when the graph "
+                "is built (JAX refuses it too). Forward mode (jvp, jacfwd) works; for "
+                "reverse mode differentiate eagerly (wg.grad outside wg.jit), write a fixed "
+                "number of steps with wengert.lax.fori_loop or wg.scan, or give a solver's "
+                "result its implicit derivative with wg.custom_root")
+        steps = self.run(values)[1]
+        k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
+        loop = self.derived(("scan", steps), lambda: Scan(
+            _cut(self.body, self.body.inputs, self.body.outputs[:nc]), k0, nc, steps,
+            False, self.loop_name))
+        wanted = None if active is None else active[:k1]
+        return loop._vjp_rule(g, *args[:k1], ans, active=wanted) + (None,)
+
+    # --- vmap: the batched step looped while any example goes on ------------------------
+    def _batch_rule(self, args, mapped, node):
+        import wengert.numpy as wnp
+        size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
+        k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
+        ins = self.body.inputs
+        flags, lanes = self._varying(mapped)
+        key = ("vmap", tuple(flags), lanes, size)
+        loop = self.derived(key, lambda: self._batched_loop(flags, lanes, size))
+        carry = [broadcast_to(a, shape=(size,) + ins[i].shape) if f and not m else a
+                 for i, (a, m, f) in enumerate(zip(args[k0:k1], mapped[k0:k1],
+                                                   flags[k0:]), k0)]
+        go = args[k1]
+        if lanes:                   # each example its own test: a flag per lane carried
+            going = go if mapped[k1] else broadcast_to(go, shape=(size,))
+            out = loop(*args[:k0], *carry, going, wnp.any(going))
+        else:                       # one test for every example: the plain loop
+            out = loop(*args[:k0], *carry, go)
+        out = loop.layout.unpack(out)[:nc]
+        out = [v if f else broadcast_to(v, shape=(size,) + o.shape)
+               for v, f, o in zip(out, flags[k0:], self.body.outputs)]
+        return self.layout.pack_batch(out, size)
+
+    def _varying(self, mapped):
+        """Which of the body's inputs vary over the batch, and whether the test does
+        (then each example stops at its own step, and every carry varies).  Else: the
+        consts mapped, the carry given mapped and any the step makes from one that varies
+        (a fixed point, as JAX's): a counter stays one number, and a loop of a number of
+        steps that does not depend on the batch stays a plain loop."""
+        ins, outs = self.body.inputs, self.body.outputs
+        k0, nc = self.n_consts, self.n_carry
+        flags = [bool(m) for m in mapped[:k0 + nc]]
+        while True:
+            marked = self.body.mark_up([n for n, f in zip(ins, flags) if f],
+                                       floats_only=False)
+            new = flags[:k0] + [f or outs[j].index in marked
+                                for j, f in enumerate(flags[k0:])]
+            if new == flags:
+                break
+            flags = new
+        lanes = mapped[k0 + nc] or outs[nc].index in marked
+        if lanes:       # (each example stops at its own step: every carry is its own)
+            flags[k0:] = [True] * nc
+        return flags, lanes
+
+    def _batched_loop(self, flags, lanes, size):
+        """The loop of the batched step (`flags`: which inputs vary).  With `lanes`, a loop
+        that goes on while any example does, each example's carry kept as it was
+        (selected) once its own test has failed, as JAX's while_loop under vmap: each
+        example's value is that of its own loop."""
+        import wengert.numpy as wnp
+        from .vectorize import run
+        body, ins = self.body, self.body.inputs
+        k0, nc = self.n_consts, self.n_carry
+        g = Graph()
+        prim = [g.input(_spec(n, (size,) if f else ()), n.name) for n, f in zip(ins, flags)]
+        going = g.input(ShapeDtype((size,), np.dtype(bool)), "going") if lanes else None
+        with recording(g):
+            results = run(body, prim, flags, size)
+            # (a carry that varies may come out of a step that made it the same for all)
+            outs = [v if m or not f else broadcast_to(v, shape=(size,) + o.shape)
+                    for (v, m), f, o in zip(results, flags[k0:] + [lanes], body.outputs)]
+            if lanes:
+                outs[:nc] = [wnp.where(wnp.reshape(going, (size,) + (1,) * len(o.shape)),
+                                       v, old) if f else v
+                             for v, old, f, o in zip(outs, prim[k0:], flags[k0:],
+                                                     body.outputs)]
+                go = wnp.logical_and(going, outs[nc])
+                outs[nc:] = [go, wnp.any(go)]
+                prim.append(going)
+        g.inputs, g.outputs = prim, [g.lift(o) for o in outs]
+        return While(g, k0, len(prim) - k0, f"vmap {self.loop_name}")
+
+
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
@@ -590,17 +765,18 @@ def merge_twins(graph):
     return graph.rebuilt(read_from_twin)
 
 
-_SCANS = {}             # body digest and loop -> Scan: a loop traced again finds its own
-_SCANS_KEPT = 512
+_LOOPS = {}             # kind, body digest and loop -> Scan or While: a loop traced again
+_LOOPS_KEPT = 512       # finds its own (its generated code and derived loops)
 
 
-def _loop_of(body, n_consts, n_carry, length, reverse, name):
-    key = (body.digest(), n_consts, n_carry, length, reverse, name)
-    loop = _SCANS.get(key)
+def _loop_of(kind, body, *params):
+    """``kind(body, *params)``, the one made before for an equal body and params."""
+    key = (kind, body.digest(), *params)
+    loop = _LOOPS.get(key)
     if loop is None:
-        if len(_SCANS) >= _SCANS_KEPT:
-            del _SCANS[next(iter(_SCANS))]
-        loop = _SCANS[key] = Scan(body, n_consts, n_carry, length, reverse, name)
+        if len(_LOOPS) >= _LOOPS_KEPT:
+            del _LOOPS[next(iter(_LOOPS))]
+        loop = _LOOPS[key] = kind(body, *params)
     return loop
 
 
@@ -674,12 +850,8 @@ def _scan(f, init, xs, length, reverse, unroll, who="scan", x_name="x"):
     # (a Python int is a number to differentiate, as everywhere in wengert)
     init_leaves = [float(v) if type(v) is int else v for v in init_leaves]
     reverse = bool(reverse)
-    for what, leaves in (("init", init_leaves), ("xs", x_leaves)):
-        for k, v in enumerate(leaves):
-            if type(v) is not Node and np.asarray(v).dtype.kind not in "biufc":
-                raise TypeError(f"{who}: leaf {k} of {what} is a {type(v).__name__} "
-                                f"({v!r:.30}); a loop carries and scans numbers and arrays "
-                                "(a setting the body reads can be closed over)")
+    _check_leaves(who, "init", init_leaves)
+    _check_leaves(who, "xs", x_leaves)
     traced = any(type(v) is Node for v in init_leaves + x_leaves)
     unroll = _unroll(unroll, length)        # (checked on plain values too)
     if length and not traced and current_graph() is None:
@@ -694,7 +866,7 @@ def _scan(f, init, xs, length, reverse, unroll, who="scan", x_name="x"):
     if not body.outputs:                        # nothing to compute
         body.release()
         return unflatten(carry_tree, []), unflatten(y_tree, [])
-    loop = _loop_of(body, len(captured), n_carry, length, reverse, name)
+    loop = _loop_of(Scan, body, len(captured), n_carry, length, reverse, name)
     args = (*captured, *init_leaves, *x_leaves)
     nodes = [v for v in args if type(v) is Node]
     graph = current_graph()
@@ -704,6 +876,35 @@ def _scan(f, init, xs, length, reverse, unroll, who="scan", x_name="x"):
     out = loop.layout.unpack(loop(*args))
     n_out = len(body.outputs)
     return unflatten(carry_tree, out[:n_carry]), unflatten(y_tree, out[n_carry:n_out])
+
+
+def traced_while_loop(cond_fun, body_fun, init_val, go):
+    """`wengert.lax.while_loop` where ``go = cond_fun(init_val)`` is traced without a
+    value: cond_fun and body_fun traced once each, as one step, and the loop recorded as
+    one `While` node.  The carry follows scan's rules (a Python int is a float)."""
+    init_leaves, carry_tree = flatten(init_val)
+    init_leaves = [float(v) if type(v) is int else v for v in init_leaves]
+    _check_leaves("while_loop", "init_val", init_leaves)
+    if not init_leaves:     # (nothing changes: the loop ends at once, or never)
+        return init_val
+
+    def step(carry, _):
+        new = body_fun(carry)
+        return new, _truth(cond_fun(new))
+    step.__name__ = getattr(body_fun, "__name__", "body_fun")
+    body, captured, init_leaves, _ = _trace_body(step, init_leaves, carry_tree, [],
+                                                 flatten(None)[1], "while_loop")
+    loop = _loop_of(While, body, len(captured), len(init_leaves), step.__name__)
+    out = loop.layout.unpack(loop(*captured, *init_leaves, _truth(go)))
+    return unflatten(carry_tree, out)
+
+
+def _truth(go):
+    """cond_fun's result as the bool the loop tests."""
+    if shape_of(go) != ():
+        raise TypeError(f"while_loop: cond_fun must return a scalar, got shape "
+                        f"{shape_of(go)}")
+    return go if dtype_of(go) == np.bool_ else astype(go, dtype=np.bool_)
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
@@ -739,6 +940,15 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     step.__name__ = getattr(body_fun, "__name__", "body_fun")
     return _scan(step, init_val, np.arange(lower, max(lower, upper)), None, False,
                  1 if unroll is None else unroll, "fori_loop", "i")[0]
+
+
+def _check_leaves(who, what, leaves):
+    """Refuse a leaf of a loop's carry or xs that is not a number or an array."""
+    for k, v in enumerate(leaves):
+        if type(v) is not Node and np.asarray(v).dtype.kind not in "biufc":
+            raise TypeError(f"{who}: leaf {k} of {what} is a {type(v).__name__} "
+                            f"({v!r:.30}); a loop carries and scans numbers and arrays "
+                            "(a setting the body reads can be closed over)")
 
 
 def _unroll(unroll, length):
