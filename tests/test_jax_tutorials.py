@@ -760,3 +760,17 @@ def test_ad_checkpoint_names_and_the_residuals_it_cannot_print():
     assert wg.ad_checkpoint.checkpoint is wg.checkpoint
     with pytest.raises(NotImplementedError, match="saved residuals"):
         wg.ad_checkpoint.print_saved_residuals(lambda x: x * x, 1.0)
+
+
+def test_fixed_point_under_jit_and_vmap():
+    # (the tutorial's jit(vmap(newton_sqrt)): the while_loop is one node, run until every
+    # example has converged; its gradient is the custom rule's, whose own while_loop
+    # is run forward, so it is compiled and batched too)
+    def program(jax, jnp):
+        newton_sqrt = fixed_point_program(jax, jnp)
+        a = jnp.array([3., 4., 5., 0.5])
+        return (jax.jit(jax.vmap(newton_sqrt))(a), jax.jit(jax.vmap(jax.grad(newton_sqrt)))(a))
+    roots, grads = agree(program, rtol=1e-9)
+    a = np.array([3., 4., 5., 0.5])
+    assert_close(roots, np.sqrt(a), rtol=1e-9)
+    assert_close(grads, 0.5 / np.sqrt(a), rtol=1e-6)

@@ -201,10 +201,21 @@ def stop_gradient(x):
 def while_loop(cond_fun, body_fun, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, as ``jax.lax.while_loop``.
 
-    It runs as a Python loop, so it needs the values of ``cond_fun``'s results: under an
-    eager `grad`, `jvp` or `hessian` it is differentiable (JAX's is not in reverse mode).
-    Traced without values (`wg.compile`, `wg.vmap`) it raises ConcretizationError: a
-    number of steps fixed in advance is a `fori_loop` or `scan`.
+    Where ``cond_fun``'s result has a value (plain values, an eager `grad`, `jvp` or
+    `hessian`) it runs as this Python loop, so it is differentiable in every mode (JAX's
+    is not in reverse mode).  Traced without values (`wg.compile`, `wg.jit`, `wg.vmap`)
+    cond_fun and body_fun are traced once each and the loop is one node of the graph
+    (`wengert.loops.While`), run by one generated loop; the carry follows `scan`'s rules
+    (a Python int in it is a float).  There:
+
+    * forward mode (`jvp`, `jacfwd`, to any order) is a while loop carrying tangents;
+    * `vmap` runs until every example's cond_fun fails, each example's carry kept as it
+      was once its own has (JAX's semantics): each gets the value of its own loop;
+    * reverse mode (`grad`, `vjp`, `jacrev`) raises ValueError, as JAX does: the number
+      of steps is not known when the graph is built.  Differentiate eagerly, write a
+      fixed number of steps (`fori_loop`, `scan`), or give a solver's result its
+      implicit derivative (`custom_root`).  (On values, inside an eager `grad`, the
+      node's VJP is that of a scan of the steps it took.)
 
     Example:
         >>> import wengert as wg
@@ -212,6 +223,11 @@ def while_loop(cond_fun, body_fun, init_val):
         ...     return while_loop(lambda v: v >= 1.0, lambda v: v / 2.0, x)
         >>> halve_until_small(10.0), wg.grad(halve_until_small)(10.0)
         (0.625, 0.0625)
+        >>> import numpy as np
+        >>> wg.jit(wg.vmap(halve_until_small))(np.array([10.0, 3.0, 0.5]))
+        array([0.625, 0.75 , 0.5  ])
+        >>> wg.jit(wg.vmap(wg.jacfwd(halve_until_small)))(np.array([10.0, 3.0, 0.5]))
+        array([0.0625, 0.25  , 1.    ])
     """
     val = init_val
     while True:
