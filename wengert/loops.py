@@ -1,4 +1,6 @@
-"""Loops as one node of the graph: `scan` and `fori_loop`.
+"""Loops as one node of the graph: `scan` and `fori_loop`, and `wengert.lax.while_loop`
+traced without values (`While`, at the end: its JVP and batches are while loops built by
+the same machinery, and its VJP, where it has values, is a scan's).
 
 A Python loop in a traced function is recorded step by step: n steps of a body of b
 operations make n·b nodes, and `wg.compile` writes n·b lines.  ``scan(f, init, xs)``

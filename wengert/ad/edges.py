@@ -226,12 +226,12 @@ def _refuse_call(op):
     """Refuse a loop or a checkpointed call in the user's words: its node's value (a
     packed array the user never wrote) would otherwise be what the error names."""
     from ..checkpointing import Checkpoint
-    from ..loops import Scan
-    if isinstance(op, Scan):
+    from ..loops import Loop
+    if isinstance(op, Loop):
         # (an eager gradient's loop is its residual-keeping twin: name the user's body)
-        name = (op.base if op.base is not None else op).loop_name
-        what = (f"a loop (the wg.scan or wg.fori_loop of {name}) is one node of the "
-                "graph, not expanded into its steps")
+        name = (getattr(op, "base", None) or op).loop_name
+        what = (f"a loop (the wg.scan, wg.fori_loop or while_loop of {name}) is one node "
+                "of the graph, not expanded into its steps")
         other = "write the loop as a Python loop"
     elif isinstance(op, Checkpoint):
         what = f"a checkpointed call ({op.name}) is one node of the graph, not expanded"
