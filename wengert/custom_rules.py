@@ -319,17 +319,6 @@ class custom_jvp(_Custom):
 
         self.defjvp(rule)
 
-    def _check_no_closure(self, out):
-        """Refuse f's result `out`, computed from arguments none of which is traced, if it
-        is traced all the same: f closes over a traced value, whose derivative would come
-        from f's own code and not from the rule (JAX refuses it too)."""
-        if any(type(x) is Node for x in flatten(out)[0]):
-            raise ValueError(
-                f"{self.kind} function {self.__name__!r} computes with a traced value "
-                "that is not one of its arguments (a variable it closes over); pass "
-                "that value as an argument, so that its derivative goes through the "
-                "rule")
-
     def _rules_missing(self):
         if self.jvp is None:
             raise TypeError(f"custom_jvp function {self.__name__!r} has no rule: declare "
@@ -452,17 +441,6 @@ class custom_vjp(_Custom):
 
         self._prim.defvjp(cotangents)
         self._prim.defjvp(no_forward_mode)
-
-    def _check_no_closure(self, out):
-        """Refuse f's result `out`, computed from arguments none of which is traced, if it
-        is traced all the same: f closes over a traced value, whose derivative would come
-        from f's own code and not from the rule (JAX refuses it too)."""
-        if any(type(x) is Node for x in flatten(out)[0]):
-            raise ValueError(
-                f"{self.kind} function {self.__name__!r} computes with a traced value "
-                "that is not one of its arguments (a variable it closes over); pass "
-                "that value as an argument, so that its derivative goes through the "
-                "rule")
 
     def _rules_missing(self):
         if self.fwd is None:
