@@ -479,3 +479,18 @@ def test_a_function_closing_over_a_traced_value_is_refused(kind):
         c.defjvp(lambda p, t: (c(*p), t[0] * p[1] + p[0] * t[1]))
         return c(w, w)
     assert abs(wg.grad(fixed)(3.0) - 6.0) < 1e-15
+
+
+def test_shapes_found_on_stand_ins_raise_no_warnings():
+    # under wg.compile a user's primitive is run on zeros to learn its result's shape;
+    # 1/0 there warned the user of a division they never made
+    import warnings
+
+    @wg.primitive
+    def reciprocal(x):
+        return 1.0 / x
+    reciprocal.defpartials(lambda x, ans: -ans * ans)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = wg.compile(lambda x: reciprocal(x) * 2.0, np.ones(3))
+        assert np.array_equal(f(np.full(3, 4.0)), np.full(3, 0.5))
