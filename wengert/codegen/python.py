@@ -613,7 +613,7 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
     return "\n".join(src) + "\n"
 
 
-def loop_source(fn_name, scalar, n_consts, n_carry, ns):
+def loop_source(fn_name, scalar, n_consts, n_carry, ns, until=False):
     """The source of a Python function that runs a whole loop on Python floats: `scalar`
     is the float form of a scan's body (inputs consts + carry + one step's xs, outputs
     carry + ys, each array as its elements), written once inside a ``for``, so that a step
@@ -627,6 +627,11 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
     elements of the final carry, and a list of one list per y of its elements step by
     step (as `rows`).  Math raises where NumPy would give inf or nan, as in the float
     flavour.
+
+    With ``until`` (a while loop's step: no xs, and one y, whether to go on), the function
+    is ``fn_name(go, start)``, as `array_loop_source`'s: ``while go:`` runs the step,
+    whose y is the next `go`, and it returns the elements of the final carry and the
+    number of steps taken.
 
     Example:
         >>> import wengert as wg
@@ -679,10 +684,21 @@ def loop_source(fn_name, scalar, n_consts, n_carry, ns):
 
     rows = [names.own("rows") for _ in x_groups]
     start = [s.name for g in groups[:k1] for s in g]
-    src = [f"def {fn_name}(n, start{''.join(', ' + r for r in rows)}):"]
+    go = names.own("go") if until else None
+    src = [f"def {fn_name}({go}, start):" if until else
+           f"def {fn_name}(n, start{''.join(', ' + r for r in rows)}):"]
     if start:
         src.append(_unpacked(start, "start"))
     src.extend(_lines(fmt, code.statements[:code.hoisted], "    "))
+    if until:
+        i = names.own("i")
+        src += [f"    {i} = 0", f"    while {go}:"]
+        src.extend(_lines(fmt, code.statements[code.hoisted:], "        "))
+        # (the test is a y of its own, as in array_loop_source: one that the consts alone
+        # give is computed before the loop, and must not replace the first test)
+        src += [f"        {go} = {y_groups[0][0].name}", f"        {i} += 1"]
+        src.append(f"    return [{', '.join(s.name for s in carry)}], {i}")
+        return "\n".join(src) + "\n"
     ys, appends = [names.own("ys") for _ in y_groups], [names.own("y") for _ in y_groups]
     for y, a in zip(ys, appends):
         src.append(f"    {y} = []")
