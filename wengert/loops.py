@@ -56,8 +56,11 @@ __all__ = ["scan", "fori_loop"]
 
 class Loop(Primitive):
     """What the primitives of loops (`Scan`, `While`) share: a body graph whose inputs
-    are ``consts + carry + ...`` and whose outputs are ``carry + ...``, and the loops
-    derived from it (JVPs, batches), each made once."""
+    are ``consts + carry + ...`` and whose outputs are ``carry + ...``, the generated
+    Python loops that run it (on floats where the body is small, else on NumPy values),
+    and the loops derived from it (JVPs, batches), each made once."""
+
+    until = False       # (a while loop's body: its one y is whether to go on)
 
     def __init__(self, name, body, n_consts, n_carry, loop_name, layout):
         super().__init__(name, self._impl, cost="call",
@@ -68,6 +71,8 @@ class Loop(Primitive):
         self.n_consts, self.n_carry = n_consts, n_carry
         self.layout = layout
         self._derived = {}          # the loops of its derivatives and batches, by kind
+        self._arrays_run = None     # the loop on NumPy values: see _on_arrays
+        self._floats_run = False    # the loop on floats, or None: see _on_floats
 
     @property
     def _carry(self):
@@ -76,6 +81,63 @@ class Loop(Primitive):
     def _floats(self, indices, nodes):
         """Those of `indices` whose node (of `nodes`) can carry a derivative."""
         return [i for i in indices if nodes[i].dtype.kind in "fc"]
+
+    def _on_arrays(self):
+        """The whole loop as one Python function on NumPy values
+        (`python.array_loop_source`), made when first asked."""
+        if self._arrays_run is None:
+            from .codegen import python as py
+            self._arrays_run = _generated(py.array_loop_source, self.body, self.n_consts,
+                                          self.n_carry, self.until)
+        return self._arrays_run
+
+    def _on_floats(self):
+        """The whole loop as one Python function on floats (`python.loop_source`), where
+        the body has a float form and it beats NumPy calls on the body's arrays; else
+        None.  Made when first asked."""
+        if self._floats_run is False:
+            from .codegen import python as py
+            from .staged import faster_float_form
+            self._floats_run = None
+            # (a nested loop is not written in Python; loops=True: fori_loop's integer
+            # counter may be read as a float)
+            if not any(isinstance(n.op, Loop) for n in self.body.live_nodes()):
+                scalar = faster_float_form(self.body, loops=True)
+                if scalar is not None:
+                    self._floats_run = _generated(py.loop_source, scalar, self.n_consts,
+                                                  self.n_carry, self.until)
+        return self._floats_run
+
+    def _elements(self, args):
+        """The elements of the consts and the first carry among `args`, as the float
+        loop takes them (`start`)."""
+        start = []
+        for v, n in zip(args[:self.n_consts + self.n_carry], self.body.inputs):
+            if n.shape:
+                start.extend(np.ravel(v).tolist())
+            else:           # (a NumPy scalar's conversion: np.ravel costs a microsecond)
+                start.append(float(v) if n.dtype == np.float64 else
+                             bool(v) if n.dtype.kind == "b" else int(v))
+        return start
+
+    def _floats_call(self, *run_args):
+        """`_on_floats`'s loop run on `run_args`, or None where math raised (``log(-1)``,
+        ``1/0``): NumPy gives nan or inf there, so the loop is run again on NumPy values."""
+        try:
+            return self._floats_run(*run_args)
+        except (ArithmeticError, ValueError):
+            return None
+
+    def _carry_of(self, elements):
+        """The carry's values from the float loop's list of their elements: arrays, and
+        Python floats and bools for scalars (as the loop on NumPy values gives)."""
+        out, k = [], 0
+        for o in self.body.outputs[:self.n_carry]:
+            piece = elements[k:k + o.size]
+            k += o.size
+            out.append(np.array(piece, o.dtype).reshape(o.shape) if o.shape else
+                       float(piece[0]) if o.dtype == np.float64 else bool(piece[0]))
+        return out
 
     def derived(self, key, make):
         """The loop `make()` builds for `key`, made once."""
@@ -152,8 +214,6 @@ class Scan(Loop):
         self.base = base            # residuals: the loop they are for,
         self.res_index = res_index  # and which values of its VJP's trace they are
         self.n_res = len(res_index)     # (the last n_res ys)
-        self._arrays_run = None     # the loop on NumPy values: see _on_arrays
-        self._floats_run = False    # the loop on floats, or None: see _on_floats
 
     # --- the value -------------------------------------------------------------------------
     def _impl(self, *args):
@@ -187,60 +247,25 @@ class Scan(Loop):
             carry = self._on_arrays()(steps, start, rows, ys)
         return self.layout.pack(list(carry) + ys, out)
 
-    def _on_arrays(self):
-        """The whole loop as one Python function on NumPy values
-        (`python.array_loop_source`), made when first asked."""
-        if self._arrays_run is None:
-            from .codegen import python as py
-            self._arrays_run = _generated(py.array_loop_source, self.body, self.n_consts,
-                                          self.n_carry)
-        return self._arrays_run
-
-    def _on_floats(self):
-        """The whole loop as one Python function on floats (`python.loop_source`), where
-        the body has a float form and it beats NumPy calls on the body's arrays; else
-        None.  Made when first asked."""
-        if self._floats_run is False:
-            from .codegen import python as py
-            from .staged import faster_float_form
-            self._floats_run = None
-            # (a nested loop is not written in Python; loops=True: fori_loop's integer
-            # counter may be read as a float)
-            if not any(isinstance(n.op, Scan) for n in self.body.live_nodes()):
-                scalar = faster_float_form(self.body, loops=True)
-                if scalar is not None:
-                    self._floats_run = _generated(py.loop_source, scalar, self.n_consts,
-                                                  self.n_carry)
-        return self._floats_run
-
     def _float_run(self, args, ys):
         """The loop's final carry and its ys, written into `ys` (`run`), by
         `_on_floats`; None where math raised (``log(-1)``, ``1/0``), where NumPy gives
         nan or inf."""
         k1 = self.n_consts + self.n_carry
-        start = []
-        for v in args[:k1]:
-            start.extend(np.ravel(v).tolist() if type(v) is not float else (v,))
         rows = []
         for x, n in zip(args[k1:], self.body.inputs[k1:]):
             if n.size:
                 x = np.asarray(x, n.dtype).reshape(self._steps(n))
                 rows.append(x[::-1].tolist() if self.reverse else x.tolist())
-        try:
-            carry, lists = self._floats_run(self.length, start, *rows)
-        except (ArithmeticError, ValueError):
+        run = self._floats_call(self.length, self._elements(args), *rows)
+        if run is None:
             return None
-        out, k = [], 0
-        for o in self.body.outputs[:self.n_carry]:
-            elements = carry[k:k + o.size]
-            k += o.size
-            out.append(np.array(elements, o.dtype).reshape(o.shape) if o.shape else
-                       float(elements[0]) if o.dtype == np.float64 else bool(elements[0]))
+        carry, lists = run
         for buf, y, o in zip(ys, lists, self.body.outputs[self.n_carry:]):
             if o.size:
                 buf = buf.reshape(self._steps(o))
                 (buf[::-1] if self.reverse else buf)[...] = y
-        return out + ys
+        return self._carry_of(carry) + ys
 
     def _steps(self, node):
         """The shape of a scanned array or stacked y step by step as the float loop
@@ -437,6 +462,10 @@ class While(Loop):
     arguments are the consts, the first carry and cond_fun of it; its value is the last
     carry, packed (`Layout`).  Not in the registry: one is made per step graph (`_LOOPS`).
 
+    Its value comes from one generated Python ``while`` loop, as a scan's does: on floats
+    where the step is small (a scalar Newton iteration, and its JVP), else with the
+    step's NumPy code inside the loop.
+
     Example:
         >>> import wengert as wg
         >>> from wengert.lax import while_loop
@@ -453,6 +482,8 @@ class While(Loop):
           return %2, %4
     """
 
+    until = True
+
     def __init__(self, body, n_consts, n_carry, name):
         super().__init__(f"while[{name}]", body, n_consts, n_carry, name,
                          Layout([(o.shape, o.dtype) for o in body.outputs[:n_carry]]))
@@ -460,29 +491,34 @@ class While(Loop):
         self.vjp = self._vjp_rule
         self.asks_active = True
         self.batch = self._batch_rule
-        self._run = None            # the generated loop (array_loop_source's while form)
 
     def _impl(self, *args):
         return self.layout.pack(self.run(args)[0])
 
     def run(self, args):
         """The last carry (a list) and the number of steps taken, from the loop's
-        arguments."""
+        arguments: on Python floats where the step allows (`_on_floats`), else by the
+        step's NumPy code written inside one loop (`_on_arrays`)."""
         if any(type(v) is np.ndarray and v.dtype == object for v in args):
             # (code written element by element, the C back-end's: a loop whose number of
             # steps is a value has no such form here)
             raise NotImplementedError(f"{self.name} is not written element by element")
-        if self._run is None:
-            from .codegen import python as py
-            self._run = _generated(
-                lambda *a: py.array_loop_source(*a, until=True), self.body, self.n_consts,
-                self.n_carry)
         k1 = self.n_consts + self.n_carry
+        go = bool(args[k1])
+        if self._on_floats() is not None:
+            done = self._float_run(go, args)
+            if done is not None:
+                return done
         start = []
         for v, n in zip(args, self.body.inputs):
             a = np.asarray(v, n.dtype)
             start.append(a if n.shape else a[()])
-        return self._run(bool(args[k1]), start)
+        return self._on_arrays()(go, start)
+
+    def _float_run(self, go, args):
+        """`run` by `_on_floats`; None where math raised, where NumPy gives nan or inf."""
+        done = self._floats_call(go, self._elements(args))
+        return None if done is None else (self._carry_of(done[0]), done[1])
 
     # --- JVP: the step's JVP looped, tangents carried beside values, the same test -------
     def _jvp_rule(self, ts, *args, **params):
@@ -606,13 +642,13 @@ class While(Loop):
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
-def _generated(source, body, n_consts, n_carry):
-    """The function whose text ``source(name, body, n_consts, n_carry, ns)`` writes (one of
-    `codegen.python`'s loop sources), made in a namespace of its own."""
+def _generated(source, body, n_consts, n_carry, until=False):
+    """The function whose text ``source(name, body, n_consts, n_carry, ns, until)`` writes
+    (one of `codegen.python`'s loop sources), made in a namespace of its own."""
     from .codegen import python as py
     ns = py.Namespace()
     name = ns.names.own("loop")
-    return py.make_function(source(name, body, n_consts, n_carry, ns), name, ns)
+    return py.make_function(source(name, body, n_consts, n_carry, ns, until), name, ns)
 
 
 def _spec(node, batch=()):
