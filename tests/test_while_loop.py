@@ -252,3 +252,94 @@ def test_agrees_with_jax_under_jit_and_vmap():
     out, tangent = wg.jit(lambda x: wg.jvp(lambda x: halve(x)[0], (x,), (1.0,)))(100.0)
     jout, jtangent = rjax.jit(lambda x: rjax.jvp(lambda x: jhalve(x)[0], (x,), (1.0,)))(100.0)
     assert (out, tangent) == (float(jout), float(jtangent))
+
+
+# --- a small scalar step runs as one while loop on Python floats, as Scan's body does -------
+def _runs_on_floats(monkeypatch, on):
+    """The names of the While loops run on floats; with `on` False, every While runs its
+    NumPy code (the array form)."""
+    runs = []
+    float_run = While._float_run
+    monkeypatch.setattr(While, "_float_run", lambda self, *a: runs.append(self.name) or
+                        float_run(self, *a))
+    if not on:
+        monkeypatch.setattr(While, "_on_floats", lambda self: None)
+    return runs
+
+
+def _bits(values, dtype=None):
+    """Each value as (dtype, shape, bytes): equal only where the values are identical
+    (with `dtype`, converted to it first: the eager loop carries a Python int as an int)."""
+    return [(np.asarray(v, dtype).dtype, np.shape(v), np.asarray(v, dtype).tobytes())
+            for v in (values if isinstance(values, tuple) else (values,))]
+
+
+FLOAT_WHILES = {     # the loop, where to run it, the derivative of its first result
+    "newton_sqrt": (newton_sqrt, [2.0, 0.3, 1e6, 1e-8], lambda a: 0.5 / np.sqrt(a)),
+    "halve": (halve, [0.5, 3.0, 1e3, 0.25], lambda x: halve(x)[0] / x),
+    "bisect": (bisect, [2.0, 27.0, 0.5], lambda c: 0.0),     # (selects of constants)
+    "vector carry": (lambda x: lax.while_loop(
+        lambda v: v[0] < 10.0, lambda v: v * wnp.array([1.5, 0.5]) + wnp.sin(v[::-1]),
+        wnp.stack([x, -x]))[1], [0.7, 2.0], None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_WHILES))
+def test_scalar_loops_run_on_floats_with_the_array_forms_bits(name, monkeypatch):
+    """Jitted and compiled, a small step's loop runs on floats, and gives bit for bit the
+    values of the same loop on NumPy values and of the eager loop; so does its JVP (a
+    scalar loop in turn), checked against the array form and by differences."""
+    f, xs, df = FLOAT_WHILES[name]
+    first = lambda x: f(x)[0] if isinstance(f(x), tuple) else f(x)     # noqa: E731
+    fns = [wg.jit(f), wg.compile(f, xs[0]), wg.jit(wg.jacfwd(first))]
+    runs = _runs_on_floats(monkeypatch, True)
+    on_floats = [[_bits(fn(x)) for x in xs] for fn in fns]
+    assert any(not r.startswith("while[jvp") for r in runs), runs
+    assert any(r.startswith("while[jvp") for r in runs), runs
+    monkeypatch.undo()
+    runs = _runs_on_floats(monkeypatch, False)
+    on_arrays = [[_bits(fn(x)) for x in xs] for fn in fns]
+    assert not runs
+    assert on_floats == on_arrays
+    assert on_floats[0] == on_floats[1] == [_bits(f(x), float) for x in xs]    # eager's
+    for x, ((_, _, d),) in zip(xs, on_floats[2]):
+        want = fd_derivative(first, x) if df is None else df(x)
+        assert_close(np.frombuffer(d)[0], want, rtol=1e-6 if df is None else 1e-12)
+
+
+def test_jvp_of_newton_on_floats_is_the_closed_form(monkeypatch):
+    runs = _runs_on_floats(monkeypatch, True)
+    d = wg.jit(wg.jacfwd(newton_sqrt))
+    for a in [0.3, 2.0, 1e6]:
+        assert_close(d(a), 0.5 / np.sqrt(a), rtol=1e-12)
+    dd = wg.jit(wg.jacfwd(wg.jacfwd(newton_sqrt)))
+    assert_close(dd(2.0), -0.25 * 2.0 ** -1.5, rtol=1e-10)
+    assert sum(r.startswith("while[jvp jvp") for r in runs) == 1, runs
+
+
+def test_large_and_batched_loops_keep_numpy_code(monkeypatch):
+    """A loop over 10,000 lanes is not written out element by element: it runs its NumPy
+    code, and gives each lane's own loop's value."""
+    a = np.linspace(0.1, 1e4, 10_000)
+    runs = _runs_on_floats(monkeypatch, True)
+    v = wg.jit(wg.vmap(newton_sqrt))
+    got = v(a)
+    assert not runs
+    (node,) = whiles(wg.trace(wg.vmap(newton_sqrt), a))
+    assert node.op._on_floats() is None
+    assert_close(got[::997], [newton_sqrt(x) for x in a[::997]], **TIGHT)
+
+
+def test_float_loop_gives_numpys_nan_where_math_raises(monkeypatch):
+    """log of a negative raises in math: the loop is run again on NumPy values, which give
+    nan as the eager loop does (and its number of steps is the same)."""
+    def f(x):
+        return lax.while_loop(lambda s: s[0] > -5.0,
+                              lambda s: (wnp.log(s[0]) - 1.0, s[1] + 1.0), (x, 0.0))
+    runs = _runs_on_floats(monkeypatch, True)
+    with np.errstate(all="ignore"):
+        got = wg.jit(f)(0.5)
+        want = f(0.5)
+    assert runs
+    assert np.isnan(got[0]) and got[1] == 2.0
+    assert _bits(got) == _bits(want)
