@@ -572,15 +572,17 @@ FLOAT_CASES = dict({k: v for k, v in C_CASES.items() if k != "zero steps"}, **{
 })
 
 
-def _runs_on_floats(monkeypatch, on):
-    """Counts the loops run on floats; with `on` False, every loop runs its NumPy code."""
+def _runs_on_floats(monkeypatch, on, kind=None):
+    """The names of the loops (Scans, or of `kind`: While) run on floats; with `on`
+    False, every such loop runs its NumPy code."""
     from wengert.loops import Scan
+    kind = kind or Scan
     runs = []
-    float_run = Scan._float_run
-    monkeypatch.setattr(Scan, "_float_run", lambda self, *a: runs.append(self.name) or
+    float_run = kind._float_run
+    monkeypatch.setattr(kind, "_float_run", lambda self, *a: runs.append(self.name) or
                         float_run(self, *a))
     if not on:
-        monkeypatch.setattr(Scan, "_on_floats", lambda self: None)
+        monkeypatch.setattr(kind, "_on_floats", lambda self: None)
     return runs
 
 

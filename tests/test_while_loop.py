@@ -9,6 +9,7 @@ import pytest
 import wengert as wg
 import wengert.numpy as wnp
 from fd import assert_close, fd_derivative, fd_jacobian
+from test_loops import _runs_on_floats as runs_on_floats
 from wengert import lax
 from wengert.loops import While
 
@@ -256,15 +257,8 @@ def test_agrees_with_jax_under_jit_and_vmap():
 
 # --- a small scalar step runs as one while loop on Python floats, as Scan's body does -------
 def _runs_on_floats(monkeypatch, on):
-    """The names of the While loops run on floats; with `on` False, every While runs its
-    NumPy code (the array form)."""
-    runs = []
-    float_run = While._float_run
-    monkeypatch.setattr(While, "_float_run", lambda self, *a: runs.append(self.name) or
-                        float_run(self, *a))
-    if not on:
-        monkeypatch.setattr(While, "_on_floats", lambda self: None)
-    return runs
+    """The While loops run on floats (test_loops' counter of Scan's)."""
+    return runs_on_floats(monkeypatch, on, While)
 
 
 def _bits(values, dtype=None):
