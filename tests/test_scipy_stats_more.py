@@ -167,32 +167,25 @@ def test_tails_keep_their_digits():
 
 
 # ---- quantiles ---------------------------------------------------------------------------
-QUANTILES = {
-    "cauchy.ppf": (lambda q, loc, s: stats.cauchy.ppf(q, loc, s),
-                   lambda q, loc, s: st.cauchy.ppf(q, loc, s)),
-    "cauchy.isf": (lambda q, loc, s: stats.cauchy.isf(q, loc, s),
-                   lambda q, loc, s: st.cauchy.isf(q, loc, s)),
-    "expon.ppf": (lambda q, loc, s: stats.expon.ppf(q, loc, s),
-                  lambda q, loc, s: st.expon.ppf(q, loc, s)),
-    "gumbel_r.ppf": (lambda q, loc, s: stats.gumbel_r.ppf(q, loc, s),
-                     lambda q, loc, s: st.gumbel_r.ppf(q, loc, s)),
-    "gumbel_l.ppf": (lambda q, loc, s: stats.gumbel_l.ppf(q, loc, s),
-                     lambda q, loc, s: st.gumbel_l.ppf(q, loc, s)),
-    "logistic.ppf": (lambda q, loc, s: stats.logistic.ppf(q, loc, s),
-                     lambda q, loc, s: st.logistic.ppf(q, loc, s)),
-    "logistic.isf": (lambda q, loc, s: stats.logistic.isf(q, loc, s),
-                     lambda q, loc, s: st.logistic.isf(q, loc, s)),
-    "pareto.ppf": (lambda q, loc, s: stats.pareto.ppf(q, 2.5, loc, s),
-                   lambda q, loc, s: st.pareto.ppf(q, 2.5, loc, s)),
-    "uniform.ppf": (lambda q, loc, s: stats.uniform.ppf(q, loc, s),
-                    lambda q, loc, s: st.uniform.ppf(q, loc, s)),
-}
+# "distribution.method" -> its shape parameters, before loc and scale
+QUANTILES = {"cauchy.ppf": (), "cauchy.isf": (), "expon.ppf": (), "gumbel_r.ppf": (),
+             "gumbel_l.ppf": (), "logistic.ppf": (), "logistic.isf": (), "pareto.ppf": (2.5,),
+             "uniform.ppf": ()}
+
+
+def quantile(module, name):
+    """QUANTILES[name] of `module` (wengert's stats or SciPy's), as f(q, loc, scale)."""
+    dist, method = name.split(".")
+    fn, shape = getattr(getattr(module, dist), method), QUANTILES[name]
+    return lambda q, loc, s: fn(q, *shape, loc, s)
+
+
 EDGE_Q = np.array([-0.5, 0.0, 1e-300, 1e-10, 0.25, 0.5, 0.75, 1 - 1e-10, 1.0, 1.5, np.nan])
 
 
 @pytest.mark.parametrize("name", sorted(QUANTILES))
 def test_quantiles_equal_scipys_and_differentiate(name):
-    f, ref = QUANTILES[name]
+    f, ref = quantile(stats, name), quantile(st, name)
     q, loc, s = u(0.05, 0.95), one(-1, 1), one(0.5, 2)
     assert_close(wg.trace(f, q, loc, s)(q, loc, s), ref(q, loc, s), rtol=1e-13, atol=1e-15)
     check_grads(f, q, loc, s, order=2, rtol=1e-5, atol=1e-7)
