@@ -180,7 +180,7 @@ class Scan(Loop):
     slice of each scanned array) and its outputs ``carry + y``.  The node's arguments are
     the consts, the initial carry and the scanned arrays; its value is the final carry
     and the stacked ys, packed (`wengert.primitives.pack.Layout`).  Not in the registry:
-    one is made per body graph, and kept (`_SCANS`) so that a loop traced again with the
+    one is made per body graph, and kept (`_LOOPS`) so that a loop traced again with the
     same body finds its generated loops and derived loops.
 
     Example:
