@@ -466,3 +466,149 @@ def test_wengert_tree_util_is_jax_tree_util_by_name():
     jtu = pytest.importorskip("jax.tree_util")
     missing = [n for n in tu.__all__ if not hasattr(jtu, n)]
     assert missing == []
+
+
+# ---- the rest of jax.tree_util, against JAX's own answers ---------------------------------------
+def _jax_and_ours():
+    jax = pytest.importorskip("jax")
+    import wengert.tree as ours
+    return jax, ours
+
+
+def test_treedef_methods_match_jax():
+    jax, ours = _jax_and_ours()
+    for tree in ({"a": 1, "b": (2, 3)}, [1, None, (2,)], (), 1.0):
+        mine, theirs = ours.structure(tree), jax.tree.structure(tree)
+        assert mine.num_nodes == theirs.num_nodes
+        assert [str(c) for c in mine.children()] == \
+            [str(c).replace("PyTreeDef(", "")[:-1] for c in theirs.children()]
+        leaves = list(range(mine.num_leaves))
+        assert mine.unflatten(leaves) == theirs.unflatten(leaves)
+        data = mine.node_data()
+        assert (data is None) == (theirs.node_data() is None)
+        if data is not None:
+            assert data[0] is theirs.node_data()[0]
+            assert data[1] == theirs.node_data()[1]
+    layer = ours.structure(Layer(1.0, 2.0))
+    assert layer.num_nodes == 3 and layer.node_data() == (Layer, ("tanh",))
+    inner = ours.structure((0, 0))
+    composed = ours.structure({"a": 0, "b": [0, 0]}).compose(inner)
+    assert composed == ours.structure({"a": (0, 0), "b": [(0, 0), (0, 0)]})
+    assert composed.num_leaves == 6
+    with pytest.raises(TypeError, match="compose takes a TreeDef"):
+        inner.compose((0, 0))
+
+
+def test_transpose_broadcast_and_reductions_match_jax():
+    jax, ours = _jax_and_ours()
+    per_example = [{"w": 1.0, "b": (2.0, 3.0)}, {"w": 4.0, "b": (5.0, 6.0)}]
+    outer, inner = ours.structure([0, 0]), ours.structure(per_example[0])
+    got = ours.transpose(outer, inner, per_example)
+    want = jax.tree.transpose(jax.tree.structure([0, 0]), jax.tree.structure(per_example[0]),
+                              per_example)
+    assert got == want == {"w": [1.0, 4.0], "b": ([2.0, 5.0], [3.0, 6.0])}
+    assert ours.transpose(outer, None, per_example) == got
+    assert ours.transpose(got and ours.structure({"w": 0, "b": (0, 0)}), outer, got) == \
+        per_example
+    with pytest.raises(ValueError):
+        ours.transpose(outer, ours.structure((0, 0, 0)), [(1, 2), (3, 4)])
+    prefix, full = [1, {"a": 2}], [(3, 4), {"a": [5, None, 6]}]
+    assert ours.broadcast(prefix, full) == jax.tree.broadcast(prefix, full)
+    values = [float(v) for v in rng.normal(size=11)]
+    order = []
+    total = ours.reduce_associative(lambda a, b: order.append(1) or a + b, values)
+    assert total == pytest.approx(sum(values), rel=1e-14) and len(order) == 10
+    assert ours.reduce_associative(max, {"x": 3, "y": (7, 5)}) == \
+        jax.tree.reduce_associative(max, {"x": 3, "y": (7, 5)})
+    assert ours.reduce_associative(max, [], identity=0) == 0
+    with pytest.raises(TypeError, match="needs identity"):
+        ours.reduce_associative(max, [])
+
+
+def test_one_level_and_predicates_match_jax():
+    jax, ours = _jax_and_ours()
+    jtu = jax.tree_util
+    for tree in ({"a": 1, "b": (2, 3)}, [1, (2,)], None, collections.OrderedDict(z=1, a=2)):
+        (children, aux), (their_children, their_aux) = (ours.flatten_one_level(tree),
+                                                        jtu.flatten_one_level(tree))
+        assert list(children) == list(their_children) and aux == their_aux
+        assert [(str(k), v) for k, v in ours.flatten_one_level_with_keys(tree)[0]] == \
+            [(str(k), v) for k, v in jtu.flatten_one_level_with_keys(tree)[0]]
+    with pytest.raises(ValueError, match="a leaf .int. has no children"):
+        ours.flatten_one_level(1)
+    for items in ([1, 2.0, "a"], [1, (2,)], [None], []):
+        assert ours.all_leaves(items) == jtu.all_leaves(items)
+    assert ours.all_leaves([(1,)], is_leaf=lambda x: isinstance(x, tuple))
+    for typ in (tuple, dict, float, np.ndarray, type(None), collections.OrderedDict):
+        assert ours.is_tree_node(typ) == jtu.is_tree_node(typ), typ
+    assert ours.is_tree_node(Layer)         # (registered here, not with JAX)
+    a, b = ours.structure([0]), ours.structure({"k": 0})
+    assert ours.treedef_tuple([a, b]) == ours.structure(([0], {"k": 0}))
+    assert ours.treedef_children(ours.treedef_tuple([a, b])) == [a, b]
+    assert ours.treedef_is_leaf(ours.structure(1.0)) and not ours.treedef_is_leaf(a)
+
+
+def test_partial_is_a_pytree_through_transformations():
+    from wengert.tree_util import Partial
+    w = rng.normal(size=3)
+    model = Partial(lambda w, x, scale=1.0: scale * wnp.tanh(w @ x), w, scale=2.0)
+    x = rng.normal(size=3)
+    assert flatten(model)[0][0] is w and flatten(model)[0][1] == 2.0
+    apply = lambda m, x: m(x)
+    assert_close(wg.jit(apply)(model, x), model(x), rtol=1e-15)
+    g = wg.grad(apply)(model, x)
+    assert isinstance(g, Partial) and g.func is model.func
+    want = 2.0 * (1 - np.tanh(w @ x) ** 2) * x
+    assert_close(g.args[0], want, rtol=1e-12)
+    assert_close(g.keywords["scale"], np.tanh(w @ x), rtol=1e-12)
+    out = wg.vmap(apply, in_axes=(None, 0))(model, np.stack([x, -x]))
+    assert_close(out, [model(x), model(-x)], rtol=1e-14)
+
+
+def test_register_static_and_static_fields():
+    from wengert.tree import register_static, static
+
+    @register_static
+    class Mode:
+        def __init__(self, name):
+            self.name = name
+
+        def __eq__(self, other):
+            return type(other) is Mode and other.name == self.name
+
+        def __hash__(self):
+            return hash(self.name)
+
+    f = lambda x, mode: wnp.sin(x) if mode.name == "sin" else wnp.cos(x)
+    assert flatten((1.0, Mode("sin")))[0] == [1.0]
+    assert_close(wg.grad(f)(0.3, Mode("sin")), np.cos(0.3), rtol=1e-15)
+    assert_close(wg.jit(f)(0.3, Mode("cos")), np.cos(0.3), rtol=1e-15)
+
+    @register_dataclass
+    @dataclasses.dataclass
+    class Op:
+        x: float
+        kind: str = static(default="add", metadata={"doc": "which"})
+    assert flatten(Op(2.0))[0] == [2.0]
+    assert dataclasses.fields(Op)[1].metadata == {"doc": "which", "static": True}
+    assert wg.grad(lambda o: o.x ** 2)(Op(3.0, "mul")) == Op(6.0, "mul")
+
+
+def test_register_pytree_with_keys_class_paths():
+    from wengert.tree import (register_pytree_with_keys_class, GetAttrKey, keystr,
+                              tree_flatten_with_path)
+
+    @register_pytree_with_keys_class
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+        def tree_flatten_with_keys(self):
+            return ((GetAttrKey("a"), self.a), (GetAttrKey("b"), self.b)), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+    paths = [keystr(p) for p, _ in tree_flatten_with_path({"p": Pair(1.0, 2.0)})[0]]
+    assert paths == ["['p'].a", "['p'].b"]
+    assert wg.grad(lambda p: p.a * p.b)(Pair(2.0, 5.0)).b == 2.0

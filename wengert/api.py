@@ -1038,7 +1038,7 @@ def trace(f, *args, abstract=True, _capture=None):
     leaves, in_tree = flatten(args)
     names = _param_names(f)
     labels = []
-    for k, tree in enumerate(in_tree.children):
+    for k, tree in enumerate(in_tree.subtrees):
         name = names[k] if k < len(names) else f"arg{k}"
         labels += _leaf_names(name, tree.num_leaves)
     inputs = []

@@ -413,7 +413,7 @@ def jacobian_costs(f, *args, argnums=0, modes=None, abstract=True, holomorphic=F
         _check_fun(f, "jacobian_costs")
         nums, _ = _check_argnums(argnums, "jacobian_costs")
         g = trace(f, *args, abstract=abstract)
-        sizes = [tree.num_leaves for tree in g.in_tree.children]
+        sizes = [tree.num_leaves for tree in g.in_tree.subtrees]
         starts = np.cumsum([0] + sizes)
         inputs = [g.inputs[k] for i in _resolve_argnums(nums, len(args), "jacobian_costs")
                   for k in range(starts[i], starts[i + 1])]

@@ -138,7 +138,7 @@ class _Params:
     def __init__(self, f, ns, fn_name):
         P = inspect.Parameter
         if isinstance(f, Graph):
-            n = len(f.in_tree.children) if f.in_tree is not None else 0
+            n = len(f.in_tree.subtrees) if f.in_tree is not None else 0
             sig = inspect.Signature([P(f"arg{i}", P.POSITIONAL_OR_KEYWORD) for i in range(n)])
         else:
             sig = _signature(f)
@@ -1107,7 +1107,7 @@ def _linearize_in_trace(f, primals, tangent_leaves):
     derivatives flow through it, and the linear rest, which each f_jvp call evaluates."""
     from .api import jvp
     graph = trace(lambda *t: jvp(f, primals, t), *primals, _capture="linearize")
-    out_tree, tangent_tree = graph.out_tree.children
+    out_tree, tangent_tree = graph.out_tree.subtrees
     n_out = out_tree.num_leaves
     values, rest, residuals = graph.split(graph.inputs[:len(flatten(primals)[0])],
                                           [outer for outer, _ in graph.captured.values()],

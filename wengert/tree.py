@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
 
 import numpy as np
 
@@ -36,14 +37,14 @@ class TreeDef:
     works like any other.
     """
 
-    __slots__ = ("kind", "meta", "children", "_num_leaves", "flat", "_hash")
+    __slots__ = ("kind", "meta", "subtrees", "_num_leaves", "flat", "_hash")
 
     def __init__(self, kind, meta, children, flat=False):
         self.kind = kind            # LEAF, "none", "tuple", "list", "dict", "namedtuple",
         #                             CUSTOM, or HELD (a value held in the structure, no leaf)
         self.meta = meta            # dict keys, the namedtuple type, HELD's value, or
         #                             CUSTOM's (class, auxiliary data)
-        self.children = children
+        self.subtrees = children
         self._num_leaves = len(children) if flat else None
         self.flat = flat            # a tuple or list of leaves only (the common tree)
         self._hash = None
@@ -54,13 +55,13 @@ class TreeDef:
         if not isinstance(other, TreeDef):
             return False
         if self.flat and other.flat:            # (the common tree: no walk)
-            return self.kind == other.kind and len(self.children) == len(other.children)
+            return self.kind == other.kind and len(self.subtrees) == len(other.subtrees)
         pairs = [(self, other)]
         while pairs:
             a, b = pairs.pop()
             if a is b:
                 continue
-            if a.kind != b.kind or len(a.children) != len(b.children):
+            if a.kind != b.kind or len(a.subtrees) != len(b.subtrees):
                 return False
             if a.kind == HELD:
                 if not _same_value(a.meta, b.meta):
@@ -70,13 +71,13 @@ class TreeDef:
                     return False
             elif a.meta != b.meta:
                 return False
-            pairs.extend(zip(a.children, b.children))
+            pairs.extend(zip(a.subtrees, b.subtrees))
         return True
 
     def __hash__(self):
         if self._hash is None:
             for d in _bottom_up(self, "_hash"):
-                d._hash = hash((d.kind, tuple(c._hash for c in d.children)))
+                d._hash = hash((d.kind, tuple(c._hash for c in d.subtrees)))
         return self._hash
 
     @property
@@ -84,7 +85,7 @@ class TreeDef:
         if self._num_leaves is None:
             for d in _bottom_up(self, "_num_leaves"):
                 d._num_leaves = 1 if d.kind == LEAF else sum(
-                    c._num_leaves for c in d.children)
+                    c._num_leaves for c in d.subtrees)
         return self._num_leaves
 
     def flatten_up_to(self, tree) -> list:
@@ -97,10 +98,71 @@ class TreeDef:
         """
         return _up_to(self, tree, "flatten_up_to", "the tree", "the TreeDef")
 
+    # JAX's PyTreeDef methods
+    def children(self) -> list:
+        """The structures of the root's children, in order (JAX's ``children()``).
+
+        Example:
+            >>> flatten({"a": 1.0, "b": (2.0, 3.0)})[1].children()
+            [*, (*, *)]
+        """
+        return list(self.subtrees)
+
+    @property
+    def num_nodes(self) -> int:
+        """The nodes of the structure, its leaves and itself included (JAX's).
+
+        Example:
+            >>> flatten({"a": 1.0, "b": (2.0, 3.0)})[1].num_nodes
+            5
+        """
+        return len(_bottom_up(self))
+
+    def unflatten(self, leaves):
+        """The pytree of this structure with `leaves` (JAX's ``treedef.unflatten``).
+
+        Example:
+            >>> flatten({"a": 1.0, "b": (2.0, 3.0)})[1].unflatten([4, 5, 6])
+            {'a': 4, 'b': (5, 6)}
+        """
+        return unflatten(self, leaves)
+
+    def node_data(self):
+        """``(type, auxiliary data)`` of the root node, None for a leaf (JAX's): a dict's
+        keys, a registered class's aux_data, None for a tuple or a list.
+
+        Example:
+            >>> flatten({"a": 1.0, "b": 2.0})[1].node_data()
+            (<class 'dict'>, ['a', 'b'])
+        """
+        if self.kind == LEAF:
+            return None
+        if self.kind == "dict":
+            return dict, list(self.meta)
+        if self.kind == CUSTOM:
+            return self.meta
+        if self.kind == HELD:
+            return type(self.meta), self.meta
+        types = {"none": type(None), "tuple": tuple, "list": list}
+        return (types[self.kind], None) if self.kind in types else (self.meta, None)
+
+    def compose(self, inner):
+        """This structure with each of its leaves replaced by the structure `inner` (JAX's
+        ``outer.compose(inner)``).
+
+        Example:
+            >>> flatten([1, 2])[1].compose(flatten((0, 0))[1])
+            [(*, *), (*, *)]
+        """
+        if not isinstance(inner, TreeDef):
+            raise TypeError(f"compose takes a TreeDef, got {type(inner).__name__}")
+        return inner if self.kind == LEAF else _build(self, iter([inner] * self.num_leaves),
+                                                      _rebuild)
+
     def __repr__(self):
         shown = {}
         for d in _bottom_up(self):
-            shown[id(d)] = d._repr([shown[id(c)] for c in d.children])
+            shown[id(d)] = d._repr([shown[id(c)] for c in d.subtrees])
         return shown[id(self)]
 
     def _repr(self, inner):
@@ -135,7 +197,7 @@ def _bottom_up(root, cached=None):
     while todo:
         d = todo.pop()
         order.append(d)
-        todo.extend(c for c in d.children
+        todo.extend(c for c in d.subtrees
                     if cached is None or getattr(c, cached) is None)
     order.reverse()         # (each node was listed before its children: reversed, after)
     return order
@@ -419,7 +481,7 @@ def unflatten(treedef, leaves):
     """The pytree of structure `treedef` with the given leaves."""
     if treedef.flat:                        # a list or tuple of leaves: no walk
         leaves = list(leaves)
-        n = len(treedef.children)
+        n = len(treedef.subtrees)
         if len(leaves) != n:
             raise ValueError(f"too {'many' if len(leaves) > n else 'few'} leaves for the "
                              "tree structure")
@@ -447,14 +509,14 @@ def _build(d, it, make=None):
     make = make or _make
     if d.kind == LEAF:
         return _next_leaf(it)
-    stack = [(d, iter(d.children), [])]
+    stack = [(d, iter(d.subtrees), [])]
     while True:
         d, rest, values = stack[-1]
         for c in rest:
             if c is _LEAF_DEF or c.kind == LEAF:        # (leaves inline)
                 values.append(_next_leaf(it))
-            elif c.children:
-                stack.append((c, iter(c.children), []))
+            elif c.subtrees:
+                stack.append((c, iter(c.subtrees), []))
                 break
             else:
                 values.append(make(c, ()))
@@ -568,11 +630,11 @@ def _up_to(treedef, tree, who, name, first="the first tree"):
         if d.kind == "none" or d.kind == HELD:
             if x is None if d.kind == "none" else _same_value(x, d.meta):
                 continue
-        elif node is not None and node[0] == d.kind and len(node[2]) == len(d.children) \
+        elif node is not None and node[0] == d.kind and len(node[2]) == len(d.subtrees) \
                 and _same_meta(d, node[1]):
             keys = _child_keys(x, node)
-            for k in range(len(d.children) - 1, -1, -1):
-                stack.append((d.children[k], node[2][k], path + (keys[k],)))
+            for k in range(len(d.subtrees) - 1, -1, -1):
+                stack.append((d.subtrees[k], node[2][k], path + (keys[k],)))
             continue
         at = keystr(path) or "the root"
         raise ValueError(f"{who}: {name} does not have the structure of {first}, nor one "
@@ -598,7 +660,7 @@ def _described(d) -> str:
         return "None"
     if d.kind == HELD:
         return f"the constant {d.meta!r:.40}"
-    n = len(d.children)
+    n = len(d.subtrees)
     if d.kind == "dict":
         return f"a dict with keys {d.meta!r:.60}"
     if d.kind == "namedtuple":
@@ -833,7 +895,6 @@ def tree_reduce(function, tree, initializer=_NO_INITIAL, is_leaf=None):
         >>> tree_reduce(lambda a, b: a + b, {"w": [1.0, 2.0], "b": 0.5})
         3.5
     """
-    import functools
     leaves = flatten(tree, is_leaf)[0]
     if initializer is _NO_INITIAL:
         return functools.reduce(function, leaves)
@@ -850,6 +911,223 @@ def tree_all(tree, *, is_leaf=None) -> bool:
     return builtins.all(flatten(tree, is_leaf)[0])
 
 
+def tree_reduce_associative(operation, tree, *, identity=_NO_INITIAL, is_leaf=None):
+    """The leaves of a pytree combined pairwise by an associative ``operation(a, b)``, in a
+    balanced tree of calls (depth log n, not n), as JAX's function of the same name; an
+    empty pytree gives `identity`.
+
+    Example:
+        >>> tree_reduce_associative(lambda a, b: a + b, {"w": [1.0, 2.0], "b": 0.5})
+        3.5
+    """
+    values = flatten(tree, is_leaf)[0]
+    if not values:
+        if identity is _NO_INITIAL:
+            raise TypeError("tree_reduce_associative of a pytree with no leaves needs "
+                            "identity=")
+        return identity
+    while len(values) > 1:      # (one level of pairs at a time: a loop, no recursion)
+        pairs = [operation(a, b) for a, b in zip(values[0::2], values[1::2])]
+        values = pairs + values[len(pairs) * 2:]
+    return values[0]
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """A pytree of structure outer-of-inner turned into inner-of-outer, as JAX's: a list of
+    pairs into a pair of lists, per-example dicts into a dict of per-example values.
+    `inner_treedef` None takes the structure of the first inner subtree.
+
+    Example:
+        >>> outer, inner = tree_structure([0, 0]), tree_structure((0, 0))
+        >>> tree_transpose(outer, inner, [(1, 2), (3, 4)])
+        ([1, 3], [2, 4])
+    """
+    subtrees = outer_treedef.flatten_up_to(pytree_to_transpose)
+    if inner_treedef is None:
+        inner_treedef = tree_structure(subtrees[0]) if subtrees else _LEAF_DEF
+    rows = [inner_treedef.flatten_up_to(s) for s in subtrees]
+    columns = [outer_treedef.unflatten([row[j] for row in rows])
+               for j in range(inner_treedef.num_leaves)]
+    return inner_treedef.unflatten(columns)
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """`prefix_tree` with each leaf repeated over the subtree of `full_tree` at its place
+    (JAX's): the result has `full_tree`'s structure.
+
+    Example:
+        >>> tree_broadcast([1, {"a": 2}], [(3, 4), {"a": [5, 6]}])
+        [(1, 1), {'a': [2, 2]}]
+    """
+    values, prefix = flatten(prefix_tree, is_leaf)
+    subtrees = _up_to(prefix, full_tree, "tree_broadcast", "full_tree", "prefix_tree")
+    return prefix.unflatten([tree_map(lambda _, v=v: v, sub, is_leaf=is_leaf)
+                             for v, sub in zip(values, subtrees)])
+
+
+def all_leaves(iterable, is_leaf=None) -> bool:
+    """Whether every item of `iterable` is a leaf (not a tuple, list, dict, None or
+    registered node; ``is_leaf(x)`` true makes x one), as JAX's.
+
+    Example:
+        >>> all_leaves([1.0, "a"]), all_leaves([1.0, (2.0,)])
+        (True, False)
+    """
+    return builtins.all((is_leaf is not None and is_leaf(x)) or
+                        (x is not None and _node(x) is None) for x in iterable)
+
+
+def is_tree_node(typ) -> bool:
+    """Whether instances of the type `typ` are pytree nodes (JAX's).
+
+    Example:
+        >>> is_tree_node(tuple), is_tree_node(float)
+        (True, False)
+    """
+    return typ in _NODES or typ is type(None) or (
+        isinstance(typ, type) and issubclass(typ, tuple) and hasattr(typ, "_fields"))
+
+
+def flatten_one_level(tree):
+    """``(children, auxiliary data)`` of the root node of a pytree, one level down only
+    (JAX's); a leaf raises ValueError.
+
+    Example:
+        >>> flatten_one_level({"a": 1.0, "b": (2.0, 3.0)})
+        ((1.0, (2.0, 3.0)), ('a', 'b'))
+    """
+    if tree is None:
+        return (), None
+    node = _node(tree)
+    if node is None:
+        raise ValueError(f"flatten_one_level: a leaf ({type(tree).__name__}) has no "
+                         "children")
+    kind, meta, children = node
+    if kind not in ("tuple", "list"):       # (a tuple or list is its own children, as JAX's)
+        children = tuple(children)
+    return children, (meta[1] if kind == CUSTOM else meta if kind == "dict" else None)
+
+
+def flatten_one_level_with_keys(tree):
+    """`flatten_one_level` with each child's key: ``(((key, child), ...), aux)`` (JAX's).
+
+    Example:
+        >>> flatten_one_level_with_keys([1.0, 2.0])[0]
+        ((SequenceKey(idx=0), 1.0), (SequenceKey(idx=1), 2.0))
+    """
+    children, aux = flatten_one_level(tree)
+    keys = _child_keys(tree, _node(tree)) if children else []
+    return tuple(zip(keys, children)), aux
+
+
+def treedef_children(treedef) -> list:
+    """JAX's name for ``treedef.children()``.
+
+    Example:
+        >>> treedef_children(tree_structure((1.0, [2.0])))
+        [*, [*]]
+    """
+    return treedef.children()
+
+
+def treedef_is_leaf(treedef) -> bool:
+    """Whether a structure is a single leaf (JAX's).
+
+    Example:
+        >>> treedef_is_leaf(tree_structure(1.0)), treedef_is_leaf(tree_structure([1.0]))
+        (True, False)
+    """
+    return treedef.kind == LEAF
+
+
+def treedef_tuple(treedefs):
+    """The structure of a tuple of pytrees of the given structures (JAX's).
+
+    Example:
+        >>> treedef_tuple([tree_structure([0]), tree_structure(0)])
+        ([*], *)
+    """
+    return TreeDef("tuple", None, tuple(treedefs))
+
+
+def register_static(cls):
+    """A class decorator: instances of `cls` are pytree nodes with no leaves, kept whole in
+    the structure (so `jit` and the transformations pass them through as constants, as
+    JAX's ``register_static``); they must compare with ``==`` and hash.
+
+    Example:
+        >>> import wengert as wg
+        >>> @register_static
+        ... class Scale:
+        ...     def __init__(self, k): self.k = k
+        ...     def __eq__(self, other): return type(other) is Scale and other.k == self.k
+        ...     def __hash__(self): return hash(self.k)
+        >>> wg.grad(lambda x, s: s.k * x)(1.0, Scale(3.0))
+        3.0
+    """
+    register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
+    return cls
+
+
+def register_pytree_with_keys_class(cls):
+    """A class decorator: `cls` a pytree node by its methods ``tree_flatten_with_keys(self)``
+    -> ``(((key, child), ...), aux_data)`` and classmethod ``tree_unflatten(aux_data,
+    children)`` (and ``tree_flatten``, where it has one), as JAX's.
+
+    Example:
+        >>> @register_pytree_with_keys_class
+        ... class Pair:
+        ...     def __init__(self, a, b): self.a, self.b = a, b
+        ...     def tree_flatten_with_keys(self):
+        ...         return ((GetAttrKey("a"), self.a), (GetAttrKey("b"), self.b)), None
+        ...     @classmethod
+        ...     def tree_unflatten(cls, aux, children): return cls(*children)
+        >>> [keystr(p) for p, _ in tree_flatten_with_path(Pair(1.0, 2.0))[0]]
+        ['.a', '.b']
+    """
+    flatten_fn = getattr(cls, "tree_flatten", None)
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              None if flatten_fn is None else (lambda x: x.tree_flatten()))
+    return cls
+
+
+class Partial(functools.partial):
+    """``functools.partial`` as a pytree (JAX's ``jax.tree_util.Partial``): its arguments
+    are children, so traced values bound in it are leaves, and the function is kept in
+    the structure; so it can be passed to and returned from `jit`, `grad` and `vmap`.
+
+    Example:
+        >>> import wengert as wg
+        >>> scale = Partial(lambda k, x: k * x, 2.0)
+        >>> tree_leaves(scale), wg.jit(lambda f, x: f(x))(scale, 3.0)
+        ([2.0], 6.0)
+    """
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, children: Partial(func, *children[0], **children[1]))
+
+
+def static(**kwargs):
+    """A dataclass field that `register_dataclass` takes as auxiliary data, not a child:
+    ``dataclasses.field(**kwargs)`` with ``metadata={"static": True}`` (JAX's
+    ``jax.tree.static``).
+
+    Example:
+        >>> import dataclasses
+        >>> @register_dataclass
+        ... @dataclasses.dataclass
+        ... class Op:
+        ...     x: float
+        ...     name: str = static(default="add")
+        >>> tree_leaves(Op(1.0))
+        [1.0]
+    """
+    import dataclasses
+    metadata = dict(kwargs.pop("metadata", None) or {}, static=True)
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
 # and JAX's newer spelling, jax.tree.map, ..., so that `import wengert as jax` reads
 # `jax.tree.map(f, params)` (flatten and unflatten above are jax.tree's names already)
 map = tree_map
@@ -860,6 +1138,9 @@ flatten_with_path = tree_flatten_with_path
 structure = tree_structure
 reduce = tree_reduce
 all = tree_all          # (so tree_all above calls builtins.all)
+transpose = tree_transpose
+broadcast = tree_broadcast
+reduce_associative = tree_reduce_associative
 
 
 def ravel_pytree(tree):

@@ -404,7 +404,7 @@ def prologue(params, names, ns, miss, indent="    ", form=None):
             if t.kind == "none":
                 leaf_checks.append(f"{var} is not None")
                 continue
-            n = len(t.children)
+            n = len(t.subtrees)
             if t.kind == "dict":
                 keys = [repr(k) if type(k) in (str, int) else ns.bind(k, "key")
                         for k in t.meta]
@@ -428,7 +428,7 @@ def prologue(params, names, ns, miss, indent="    ", form=None):
                 subs = [names.user(f"{var}_{i}") for i in range(n)]
                 if n:
                     lines.append(f"{indent}{', '.join(subs)}{',' if n == 1 else ''} = {items}")
-            todo[:0] = list(zip(subs, t.children))
+            todo[:0] = list(zip(subs, t.subtrees))
     check(leaf_checks)
     return lines, leaves
 
@@ -454,7 +454,7 @@ def build_tree(tree, exprs, ns) -> str:
             return "None"
         if t.kind == HELD:          # a value that is no number, as it was at trace time
             return repr(t.meta) if _literal(t.meta) else ns.bind(t.meta, "const")
-        parts = [build(c) for c in t.children]    # recursion over the pytree's nesting
+        parts = [build(c) for c in t.subtrees]    # recursion over the pytree's nesting
         if t.kind == "dict":
             return "{" + ", ".join(f"{ns.bind(k, 'key') if type(k) not in (str, int) else repr(k)}: {p}"
                                    for k, p in zip(t.meta, parts)) + "}"
@@ -477,7 +477,7 @@ def _depth(tree) -> int:
     while todo:
         t, d = todo.pop()
         deepest = max(deepest, d)
-        todo.extend((c, d + 1) for c in t.children)
+        todo.extend((c, d + 1) for c in t.subtrees)
     return deepest
 
 
@@ -539,7 +539,7 @@ def function_source(fn_name, params, graph, flavour, ns, scalar=None, fallback=N
     Example:
         >>> import wengert as wg
         >>> g = wg.trace(lambda x: x * x, np.ones(2))
-        >>> print(function_source("square", [("x", ("tree", g.in_tree.children[0],
+        >>> print(function_source("square", [("x", ("tree", g.in_tree.subtrees[0],
         ...       [(np.ndarray, (2,), np.dtype(np.float64))]))], g, NUMPY, Namespace()))
         def square(x):
             if type(x) is not _ndarray or x.shape != (2,) or x.dtype is not _dtype0:
