@@ -206,7 +206,7 @@ def test_clear_errors():
         bicgstab(A, b, maxiter=0)
     with pytest.raises(ValueError, match="solve_method must be"):
         gmres(A, b, solve_method="fast")
-    with pytest.raises(ValueError, match=r"x0 must be shaped like b"):
+    with pytest.raises(ValueError, match=r"x0 must have the shapes of b, \[\(7,\)\], got \[\(3,\)\]"):
         cg(A, b, x0=np.ones(3))
     with pytest.raises(ValueError, match=r"M must be a square matrix of the unknowns' size 7"):
         cg(A, b, M=np.eye(3))

@@ -223,20 +223,22 @@ def _krylov(name, A, b, x0, rtol, tol, atol, maxiter, M, callback, options):
 
     def solver(transposed, warn):
         def solve(mv, rhs):
-            shape = _Vectors(rhs)
-            n = shape.size
-            op = sla.LinearOperator((n, n), dtype=np.float64,
-                                    matvec=lambda v: shape.flat(mv(shape.tree(v))))
-            start = None if x0 is None else shape.flat(shape.like(x0, "x0"))
-            x, info = method(op, shape.flat(rhs), x0=start, rtol=rtol, atol=atol,
-                             maxiter=maxiter, M=_preconditioner(M, shape, transposed),
+            # (SciPy solves for one flat vector: lax's _Unknown goes between it and b's
+            # pytree, on numbers here)
+            shape = lax._Unknown(rhs, name, "b")
+            n = sum(shape.sizes)
+            op = sla.LinearOperator((n, n), dtype=np.float64, matvec=lambda v: shape.flat(
+                mv(shape.unflat(v)), "the value of A"))
+            start = None if x0 is None else shape.flat(_numbers(x0, "x0"), "x0")
+            x, info = method(op, shape.flat(rhs, "b"), x0=start, rtol=rtol, atol=atol,
+                             maxiter=maxiter, M=_preconditioner(M, shape, n, transposed),
                              callback=callback, **options)
             if warn and info:
                 what = (f"did not reach rtol={rtol:g} (atol={atol:g}) in {info} iterations"
                         if info > 0 else f"broke down (SciPy's info {info})")
                 warnings.warn(f"{name}: the solve {what}; its last iterate is returned",
                               RuntimeWarning, stacklevel=2)
-            return shape.tree(x), info
+            return shape.unflat(x), info
         return solve
     if lax._untraced((b, x0)) and not _traced(A):
         return lax.custom_linear_solve(matvec, b, solver(False, False), has_aux=True)
@@ -309,41 +311,7 @@ def _numbers(tree, name):
     return tree_map(value, tree)
 
 
-class _Vectors:
-    """Between pytrees shaped like `example` and the flat float64 vectors SciPy solves for."""
-
-    def __init__(self, example):
-        import numpy as np
-        from ...tree import flatten
-        leaves, self.structure = flatten(example)
-        self.shapes = [np.shape(x) for x in leaves]
-        self.bounds = np.cumsum([0] + [int(np.prod(s)) for s in self.shapes]).tolist()
-        self.size = self.bounds[-1]
-
-    def flat(self, tree):
-        import numpy as np
-        from ...tree import flatten
-        leaves = flatten(tree)[0]
-        return np.concatenate([np.ravel(np.asarray(x, dtype=np.float64)) for x in leaves])
-
-    def tree(self, v):
-        from ...tree import unflatten
-        return unflatten(self.structure, [v[a:b].reshape(s) for s, a, b in
-                                          zip(self.shapes, self.bounds, self.bounds[1:])])
-
-    def like(self, tree, what):
-        """`tree`'s numbers, checked to be shaped like the example."""
-        import numpy as np
-        from ...tree import flatten
-        tree = _numbers(tree, what)
-        leaves, structure = flatten(tree)
-        if structure != self.structure or [np.shape(x) for x in leaves] != self.shapes:
-            raise ValueError(f"{what} must be shaped like b, {self.shapes}, got "
-                             f"{[np.shape(x) for x in leaves]}")
-        return tree
-
-
-def _preconditioner(M, shape, transposed):
+def _preconditioner(M, shape, n, transposed):
     """M as SciPy takes it: a matrix (transposed for the transposed systems), or an operator
     applying a function M to pytrees shaped like b."""
     import numpy as np
@@ -351,12 +319,10 @@ def _preconditioner(M, shape, transposed):
     if M is None or isinstance(M, sla.LinearOperator):
         return M
     if callable(M):
-        n = shape.size
-        return sla.LinearOperator(
-            (n, n), dtype=np.float64,
-            matvec=lambda v: shape.flat(_numbers(M(shape.tree(v)), "what M returns")))
+        return sla.LinearOperator((n, n), dtype=np.float64, matvec=lambda v: shape.flat(
+            _numbers(M(shape.unflat(v)), "what M returns"), "the value of M"))
     M = M if issparse(M) else np.asarray(_numbers(M, "M"))
-    if M.shape != (shape.size, shape.size):
-        raise ValueError(f"M must be a square matrix of the unknowns' size {shape.size}, got "
-                         f"shape {M.shape}")
+    if M.shape != (n, n):
+        raise ValueError(f"M must be a square matrix of the unknowns' size {n}, got shape "
+                         f"{M.shape}")
     return M.T if transposed else M
