@@ -187,11 +187,6 @@ def test_reverse_mode_of_a_traced_loop_is_refused_clearly():
     assert_close(wg.grad(newton_sqrt)(2.0), 0.5 / np.sqrt(2.0), rtol=1e-8)
 
 
-def test_c_backend_refuses_with_the_usual_error():
-    with pytest.raises(ValueError, match=r"while\[body\].*use backend='python'"):
-        wg.compile(newton_sqrt, 2.0, backend="c")
-
-
 def test_cond_fun_must_return_a_scalar():
     with pytest.raises(TypeError, match="while_loop: cond_fun's result must be a scalar"):
         wg.jit(lambda x: lax.while_loop(lambda v: v < 1.0, lambda v: v * 2.0, x))(

@@ -139,6 +139,12 @@ class Loop(Primitive):
                        float(piece[0]) if o.dtype == np.float64 else bool(piece[0]))
         return out
 
+    def flat(self):
+        """This loop as a primitive on scalars, for code written element by element (the
+        C back-end, through `codegen.scalarize`): its arguments are the elements of the
+        loop's arguments in order, its value the elements of the loop's value, flat."""
+        return self.derived("flat", lambda: _Flat(self))
+
     def derived(self, key, make):
         """The loop `make()` builds for `key`, made once."""
         loop = self._derived.get(key)
@@ -271,12 +277,6 @@ class Scan(Loop):
         """The shape of a scanned array or stacked y step by step as the float loop
         reads or writes it: a list of elements, or of lists of several."""
         return (self.length,) if node.size == 1 else (self.length, node.size)
-
-    def flat(self):
-        """This loop as a primitive on scalars, for code written element by element (the
-        C back-end, through `codegen.scalarize`): its arguments are the elements of the
-        loop's arguments in order, its value the elements of the loop's value, flat."""
-        return self.derived("flat", lambda: _Flat(self))
 
     # --- JVP: the body's JVP scanned, tangents carried beside values ----------------------
     def _jvp_rule(self, ts, *args, **params):
@@ -697,17 +697,18 @@ class _Split:
 
 
 class _Flat(Primitive):
-    """A `Scan` on the elements of its arguments (`Scan.flat`)."""
+    """A `Scan` or a `While` on the elements of its arguments (`Loop.flat`)."""
 
-    def __init__(self, scan):
-        super().__init__(f"loop[{scan.loop_name}]", self._impl, cost="call",
-                         abstract_eval=lambda args, params: ((scan.layout.size,),
+    def __init__(self, loop):
+        super().__init__(f"loop[{loop.loop_name}]", self._impl, cost="call",
+                         abstract_eval=lambda args, params: ((loop.layout.size,),
                                                              np.dtype(float)))
-        self.scan = scan
-        ins = scan.body.inputs
-        k1 = scan.n_consts + scan.n_carry
-        self.shapes = [n.shape for n in ins[:k1]] + [(scan.length,) + n.shape
-                                                      for n in ins[k1:]]
+        self.loop = loop
+        ins = loop.body.inputs
+        k1 = loop.n_consts + loop.n_carry
+        # (after the consts and the carry: a scan's scanned arrays, a while loop's test)
+        self.shapes = [n.shape for n in ins[:k1]] + ([()] if loop.until else [
+            (loop.length,) + n.shape for n in ins[k1:]])
 
     def _impl(self, *elements):
         args, k = [], 0
@@ -715,7 +716,7 @@ class _Flat(Primitive):
             n = int(np.prod(shape, dtype=np.int64))
             args.append(np.array(elements[k:k + n], dtype=float).reshape(shape))
             k += n
-        return np.asarray(self.scan(*args), dtype=float).ravel()
+        return np.asarray(self.loop(*args), dtype=float).ravel()
 
 
 def _read_before(results, boundary, given):

@@ -9,8 +9,9 @@ with the inputs and outputs as flat arrays of doubles, in the order of the graph
 and outputs (arrays in C order).  A Python function around it checks and unpacks the
 arguments as the Python back-end does, fills ``in``, calls, and builds the result.
 
-A loop (`wg.scan`, kept as one node by ``float_form(..., loops=True)``) is written as a C
-loop over a static function of its body; see `_looped`.
+A loop (`wg.scan`, `wengert.lax.while_loop`, kept as one node by ``float_form(...,
+loops=True)``) is written as a C ``for`` or ``while`` loop over a static function of its
+body; see `_looped`.
 
 C's arithmetic is IEEE's, as NumPy's is: ``log(-1)`` is nan and ``1/0`` is inf, with no
 exception and no warning.  The compiler is ``$CC``, else ``cc``, ``gcc`` or ``clang``;
@@ -174,9 +175,9 @@ def function_source(scalar, name) -> str:
     """C source of a function ``void name(const double *in, double *out)`` computing the
     outputs of the scalar graph (a `Scalarized`) from its inputs.
 
-    A graph with loops (a scan, scalarised with ``loops=True``) gives a C loop for each,
-    over a static function of its body (see `_looped`), and the function returns an int:
-    0, or 1 if it could not allocate the loops' arrays.
+    A graph with loops (scans and while loops, scalarised with ``loops=True``) gives a C
+    loop for each, over a static function of its body (see `_looped`), and the function
+    returns an int: 0, or 1 if it could not allocate the loops' arrays.
 
     Example:
         >>> import wengert as wg
@@ -281,7 +282,7 @@ def _looped(scalar, name, storage, fmt):
     arrays, size = [("wg_v", len(kept))], len(kept)
     for j, n in enumerate(loops, 1):
         body = scalar.loops[n.op].graph
-        local = _local(n.op.scan)
+        local = _local(n.op.loop)
         for array, count in ((f"wg_a{j}", len(n.args)), (f"wg_l{j}", n.shape[0]),
                              (f"wg_io{j}", 0 if local else len(body.inputs)),
                              (f"wg_res{j}", 0 if local else len(body.outputs))):
@@ -306,7 +307,7 @@ def _looped(scalar, name, storage, fmt):
                 where[i] = ("wg_v", kept[i])
         if s < len(loops):
             n = loops[s]
-            steps += _loop_block(n.op.scan, s + 1, body_of[n.op],
+            steps += _loop_block(n.op.loop, s + 1, body_of[n.op],
                                  bool(scalar.loops[n.op].loops))
     # (the tables of constants inside the function: a body's function has its own)
     return lines + code + ["    " + t for t in tables] + steps + [
@@ -394,48 +395,71 @@ def _row(start, row) -> str:
     return f"{start} + {step}" if start else step
 
 
-def _local(scan) -> bool:
+def _local(loop) -> bool:
     """Whether a loop's body takes its inputs and outputs in local arrays (up to
     `_ON_STACK` numbers in all), which the compiler can keep in registers once it has
     inlined the body: in the allocation, any store might change them."""
-    return sum(n.size for n in scan.body.inputs + scan.body.outputs) <= _ON_STACK
+    return _size(loop.body.inputs + loop.body.outputs) <= _ON_STACK
 
 
 _ON_STACK = 4096
 
 
-def _loop_block(scan, j, body, checked):
-    """The C of loop `j` (a `Scan`): its carry in the body's input array, a call of
-    `body` per step, the ys stored row by row, the final carry at the value's head."""
-    ins, outs = scan.body.inputs, scan.body.outputs
-    k0, k1 = scan.n_consts, scan.n_consts + scan.n_carry
-    size = lambda nodes: sum(n.size for n in nodes)
-    fixed, carried = size(ins[:k1]), size(outs[:scan.n_carry])     # (elements)
-    head = size(ins[:k0])
+def _loop_block(loop, j, body, checked):
+    """The C of loop `j` (a `Scan` or a `While`): its carry in the body's input array, a
+    call of `body` per step, the final carry at the value's head.  A scan's steps are a
+    ``for`` (`_scan_steps`); a while loop's a ``while`` on its test, which the body gives
+    after the new carry, as the Python float form's ``while go:`` (`python.loop_source`)."""
+    ins, outs = loop.body.inputs, loop.body.outputs
+    fixed = _size(ins[:loop.n_consts + loop.n_carry])       # (elements)
+    head, carried = _size(ins[:loop.n_consts]), _size(outs[:loop.n_carry])
     a, l, io, res = f"wg_a{j}", f"wg_l{j}", f"wg_io{j}", f"wg_res{j}"
     call = f"{body}({io}, {res});"
     if checked:                         # (a body with loops of its own allocates)
         call = f"if ({body}({io}, {res})) {{ free(wg_mem); return 1; }}"
+    step = [call] + _copy(io, head, res, 0, carried)        # (the new carry read next)
+    if loop.until:
+        title = "while its test holds"
+        steps = [f"int wg_go = {a}[{fixed}] != 0.0;", "while (wg_go) {",
+                 *_indented(step + [f"wg_go = {res}[{carried}] != 0.0;"]), "}"]
+    else:
+        title = f"{loop.length} steps"
+        steps = _scan_steps(loop, a, l, io, res, step)
     block = []
-    if _local(scan):
-        block.append(f"double {io}[{max(size(ins), 1)}], {res}[{max(size(outs), 1)}];")
-    block += _copy(io, 0, a, 0, fixed)
-    step = [f"const long wg_s = {scan.length - 1} - wg_i;" if scan.reverse else
-            "const long wg_s = wg_i;"]
-    offset, source = fixed, fixed
+    if _local(loop):
+        block.append(f"double {io}[{max(_size(ins), 1)}], {res}[{max(_size(outs), 1)}];")
+    block += _copy(io, 0, a, 0, fixed) + steps + _copy(l, 0, io, head, carried)
+    return [f"    /* {loop.name}: {title} */", "    {", *_indented(block, 2), "    }"]
+
+
+def _scan_steps(scan, a, l, io, res, step):
+    """The ``for`` of a scan's steps (`_loop_block`): each copies its rows of the xs
+    (after the consts and the first carry in ``a``) to the body's inputs after the carry,
+    runs `step`, and stores the ys (after the final carry in ``l``) row by row."""
+    ins, outs = scan.body.inputs, scan.body.outputs
+    k1, nc = scan.n_consts + scan.n_carry, scan.n_carry
+    first = [f"const long wg_s = {scan.length - 1} - wg_i;" if scan.reverse else
+             "const long wg_s = wg_i;"]
+    offset = source = _size(ins[:k1])
     for x in ins[k1:]:
-        step += _copy(io, offset, a, _row(source, x.size), x.size)
+        first += _copy(io, offset, a, _row(source, x.size), x.size)
         offset, source = offset + x.size, source + scan.length * x.size
-    step += [call] + _copy(io, head, res, 0, carried)
-    offset, target = carried, carried
-    for y in outs[scan.n_carry:]:
-        step += _copy(l, _row(target, y.size), res, offset, y.size)
+    last = []
+    offset = target = _size(outs[:nc])
+    for y in outs[nc:]:
+        last += _copy(l, _row(target, y.size), res, offset, y.size)
         offset, target = offset + y.size, target + scan.length * y.size
-    block += [f"for (long wg_i = 0; wg_i < {scan.length}; ++wg_i) {{",
-              *("    " + line for line in step), "}"]
-    block += _copy(l, 0, io, head, carried)
-    return [f"    /* {scan.name}: {scan.length} steps */", "    {",
-            *("        " + line for line in block), "    }"]
+    return [f"for (long wg_i = 0; wg_i < {scan.length}; ++wg_i) {{",
+            *_indented(first + step + last), "}"]
+
+
+def _size(nodes):
+    """The number of elements of `nodes`' values."""
+    return sum(n.size for n in nodes)
+
+
+def _indented(lines, levels=1):
+    return ["    " * levels + line for line in lines]
 
 
 # --------------------------------------------------------------------------------------

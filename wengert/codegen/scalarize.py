@@ -37,8 +37,8 @@ class Scalarized:
     """A scalar graph for an array graph: ``graph.inputs`` / ``graph.outputs`` are the
     elements of the original inputs / outputs in order (each in C order), and
     ``in_shapes`` / ``out_shapes`` their shapes.  ``loops`` maps each loop of the scalar
-    graph (a scan's `flat` primitive, see `scalar_form`'s ``loops``) to its body's
-    `Scalarized`."""
+    graph (a scan's or a while loop's `flat` primitive, see `scalar_form`'s ``loops``) to
+    its body's `Scalarized`."""
 
     def __init__(self, graph, in_shapes, out_shapes, in_dtypes, out_dtypes, loops=None):
         self.graph = graph
@@ -152,14 +152,30 @@ def float_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
     values float64 or bool, and no bool made by arithmetic (`not_float`; with ``loops``,
     a loop's integer counter is allowed too).  Raises `NotScalar`, saying why, where
     there is none."""
-    odd = not_float(graph.live_nodes(), counters=loops, outputs=graph.outputs)
+    live = graph.live_nodes()
+    if loops:
+        from ..loops import Loop
+        for n in live:
+            # (the bodies first: an integer carry made there comes out of the loop packed
+            # as its bits, and the ``bitcast`` that unpacks them would name nothing the
+            # user wrote)
+            if isinstance(n.op, Loop):
+                _check_float(n.op.body.live_nodes(), True, n.op.body.outputs,
+                             f", in the body of {n.op.name}")
+    _check_float(live, loops, graph.outputs)
+    return scalar_form(graph, limit, max_nodes, loops)
+
+
+def _check_float(nodes, counters, outputs, where=""):
+    """Raise `NotScalar` naming the first of `nodes` float code cannot compute
+    (`not_float`), and `where` it is."""
+    odd = not_float(nodes, counters, outputs)
     if odd is not None and odd.dtype.kind == "b":
         what = "sum" if odd.op.cost == "add" else "product"
         raise NotScalar(f"a {what} of truth values ({odd.op.name}: NumPy's True + True is "
-                        "True, where float code's is 2)")
+                        f"True, where float code's is 2){where}")
     if odd is not None:
-        raise NotScalar(f"a value of dtype {odd.dtype} ({odd.op.name})")
-    return scalar_form(graph, limit, max_nodes, loops)
+        raise NotScalar(f"a value of dtype {odd.dtype} ({odd.op.name}){where}")
 
 
 def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
@@ -169,11 +185,11 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
     nodes: most entries of a Hessian's forward sweeps are zeros, and simplification
     folds them away.)
 
-    With ``loops`` (code that can write a loop: C), a scan stays a loop: one node of
-    its `flat` primitive, whose arguments are the elements of the scan's and whose value
-    is a vector of the elements of the scan's value (each read by a ``part`` node), and
-    its body is scalarised in turn (``Scalarized.loops``).  Without, a scan has no
-    scalar form.
+    With ``loops`` (code that can write a loop: C), a loop (a scan, a while loop) stays
+    a loop: one node of its `flat` primitive, whose arguments are the elements of the
+    loop's and whose value is a vector of the elements of the loop's value (each read by
+    a ``part`` node), and its body is scalarised in turn (``Scalarized.loops``).
+    Without, a loop has no scalar form.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -197,7 +213,7 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
     elems = {}                          # node index -> object array of scalar nodes
     bodies = {}                         # flat loop primitive -> its body's Scalarized
     if loops:
-        from ..loops import Scan        # (loops.py builds on the transformations)
+        from ..loops import Loop        # (loops.py builds on the transformations)
     inputs = []
     for node in graph.inputs:
         arr = np.empty(node.shape, dtype=object)
@@ -248,7 +264,7 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
             if op is INPUT:                            # an input the graph was not given
                 raise NotScalar(f"an input, {node.label()}, that is not the graph's")
             args = [elems[a.index] for a in node.args]
-            if loops and isinstance(op, Scan):
+            if loops and isinstance(op, Loop):
                 elems[node.index] = _loop(new, op, args, node, bodies, limit, max_nodes)
                 continue
             try:
@@ -285,15 +301,16 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
                       bodies)
 
 
-def _loop(new, scan, args, node, bodies, limit, max_nodes):
-    """The elements of a scan's value, as read from one node of its `flat` primitive in
-    the scalar graph `new`; its body's scalar form goes into `bodies`."""
-    flat = scan.flat()
+def _loop(new, loop, args, node, bodies, limit, max_nodes):
+    """The elements of a loop's value (a `Scan`'s or a `While`'s), as read from one node
+    of its `flat` primitive in the scalar graph `new`; its body's scalar form goes into
+    `bodies`."""
+    flat = loop.flat()
     if flat not in bodies:
         try:
-            bodies[flat] = float_form(scan.body, limit, max_nodes, loops=True)
+            bodies[flat] = float_form(loop.body, limit, max_nodes, loops=True)
         except NotScalar as e:
-            raise NotScalar(f"{e}, in the body of {scan.name}") from None
+            raise NotScalar(f"{e}, in the body of {loop.name}") from None
     call = new.apply(flat, [e for a in args for e in a.reshape(-1).tolist()])
     out = np.empty(node.shape, dtype=object)
     flat_out = out.reshape(-1)
