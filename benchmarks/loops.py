@@ -1,4 +1,5 @@
-"""Gradients through loops: wg.scan against a Python loop and against the peers.
+"""Gradients through loops: wg.scan against a Python loop and against the peers; and a
+while loop compiled, to Python and to C, against JAX.
 
     python benchmarks/loops.py            # 9 repeats
     python benchmarks/loops.py --quick    # 3 short repeats
@@ -29,6 +30,17 @@ Rows:
 Every gradient is checked against wengert-scan's first.  Before the tables, the time to
 compile each wengert variant once, and to make its first call, is printed: compiling
 the Python loop unrolls it.
+
+Then a while loop: Newton's square root of 1e6 with ``lax.while_loop`` (x <- (x + a/x)/2
+from x = a until x² is a to 1e-12: 14 steps), its value and its ``jacfwd`` (a while
+loop carrying the tangent), each call in microseconds:
+
+* wengert-eager: the loop on values (while_loop is a Python loop there);
+* wengert-jit: ``wg.compile(f)``, the loop on Python floats (`Loop._on_floats`);
+* wengert-numpy: ``wg.compile(f, backend="numpy")`` with the loop's step as NumPy code
+  (its float form switched off for the call), as a step too large for floats runs;
+* wengert-c: ``wg.compile(f, backend="c")``, the loop a C ``while``;
+* jax-jit: ``jax.jit(f)`` of the same loop with ``jax.lax.while_loop``.
 """
 import argparse
 import sys
@@ -216,6 +228,65 @@ def rnn_makers():
             "autograd-loop": autograd, "torch-loop": torch, "jax-scan-jit": jax}
 
 
+# --- Newton's square root: a while loop --------------------------------------------------
+NEWTON_A = 1e6
+
+
+def newton_sqrt(xnp, lax, a):
+    """sqrt(a) by Newton's iteration from x = a, in the NumPy namespace `xnp` and the lax
+    `lax` (wengert's or JAX's); at most 50 steps."""
+    def body(s):
+        x, k = s
+        return (x + a / x) / 2.0, k + 1
+    return lax.while_loop(lambda s: (xnp.abs(s[0] * s[0] - a) > 1e-12 * a) & (s[1] < 50),
+                          body, (a, 0))[0]
+
+
+def newton_makers(derivative):
+    """The rows of the while loop's table: its value, or with `derivative` its jacfwd."""
+    def wengert(backend):
+        import wengert as wg
+        import wengert.numpy as wnp
+        from wengert import lax
+        from wengert.codegen.c import CompilerNotFound
+        from wengert.loops import While
+        f = lambda a: newton_sqrt(wnp, lax, a)      # noqa: E731
+        f = wg.jacfwd(f) if derivative else f
+        if backend == "eager":
+            return version("wengert"), lambda: np.array([f(NEWTON_A)])
+        try:
+            g = wg.compile(f, NEWTON_A, backend=backend)
+        except CompilerNotFound as e:       # (skipped, as a peer not installed)
+            raise ImportError(str(e)) from None
+        if backend != "numpy":
+            return version("wengert"), lambda: np.array([g(NEWTON_A)])
+        # (the loop's float form off for the call: the loop object is shared with the
+        # wengert-jit row's, which keeps it)
+        loop = next(n.op for n in g.graph.live_nodes() if isinstance(n.op, While))
+
+        def on_numpy():
+            kept, loop._floats_run = loop._floats_run, None
+            try:
+                return np.array([g(NEWTON_A)])
+            finally:
+                loop._floats_run = kept
+        return version("wengert"), on_numpy
+
+    def jax():
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        f = lambda a: newton_sqrt(jnp, jax.lax, a)      # noqa: E731
+        g = jax.jit(jax.jacfwd(f) if derivative else f)
+        g(NEWTON_A).block_until_ready()
+        return jax.__version__, lambda: np.array([float(g(NEWTON_A).block_until_ready())])
+
+    return {"wengert-eager": lambda: wengert("eager"),
+            "wengert-jit": lambda: wengert("python"),
+            "wengert-numpy": lambda: wengert("numpy"),
+            "wengert-c": lambda: wengert("c"), "jax-jit": jax}
+
+
 def compile_times(steps):
     """Seconds to compile the oscillator's gradient once, as a scan and as a loop."""
     import wengert as wg
@@ -245,6 +316,10 @@ def main(argv=None):
               "Euler steps", "wengert-scan", repeats, min_time)
     run_table(rnn_makers(), f"gradient of a tanh RNN, {T} steps, hidden {HIDDEN}, inputs "
               f"{INPUTS}, batch {BATCH}", "wengert-scan", repeats, min_time)
+    for derivative in (False, True):
+        run_table(newton_makers(derivative), f"{'jacfwd of ' if derivative else ''}Newton's "
+                  f"square root of {NEWTON_A:g} by while_loop", "wengert-jit", repeats,
+                  min_time, unit="us/call")
     return 0
 
 

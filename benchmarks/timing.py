@@ -253,16 +253,16 @@ def relative_difference(reference_name, tolerance, skip=()):
 
 
 def print_table(times, versions, title, base, repeats, unit="ms/call", notes=None):
-    """Print `time_interleaved`'s times as a table: each row's median milliseconds and its
-    time against `base`'s, paired within each repeat; `notes` (name -> text), if given,
-    in a last column."""
+    """Print `time_interleaved`'s times as a table: each row's median milliseconds (or
+    microseconds, where `unit` starts with "us") and its time against `base`'s, paired
+    within each repeat; `notes` (name -> text), if given, in a last column."""
     width = max(16, *(len(name) + 1 for name in times))
     print(f"\n{title}, median of {repeats} repeats")
     print(f"{'name':<{width}} {'version':<12} {unit:>9} {'vs ' + base:>16}"
           + ("  check" if notes else ""))
     repeat_times = {k: v[0] for k, v in times.items()}
     for name, (samples, _, _) in times.items():
-        ms = sorted(samples)[len(samples) // 2] * 1e3
+        ms = sorted(samples)[len(samples) // 2] * (1e6 if unit.startswith("us") else 1e3)
         ratio = fmt_ratio(paired_ratio(repeat_times, name, base))
         print(f"{name:<{width}} {versions[name]:<12} {ms:>9.3f} {ratio:>16}"
               + (f"  {notes[name]}" if notes else ""))
