@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import wengert as wg
-import wengert.numpy as wnp
 from fd import assert_close, fd_derivative, fd_jacobian
 from test_loops import HAVE_CC
-from test_while_loop import bisect, halve, newton_sqrt, whiles
+from test_while_loop import (FLOAT_WHILES, bisect, fixed_point, halve, jax_newton_sqrt,
+                             log_steps, nested, newton_sqrt, power_iteration, roots,
+                             shrink, whiles)
 from wengert import lax
 
 pytestmark = pytest.mark.skipif(not HAVE_CC, reason="no C compiler on this machine")
@@ -27,19 +28,6 @@ def c_compiled(f, *args):
     return compiled
 
 
-def power_iteration(x):
-    """The largest eigenvalue of x·A, iterating a vector until it settles (a pytree carry
-    with an array in it)."""
-    A = np.array([[2.0, 1.0], [1.0, 3.0]]) * x
-
-    def body(s):
-        v = A @ s["v"]
-        return {"v": v / wnp.sqrt(v @ v), "lam": s["v"] @ v, "old": s["lam"]}
-    s = lax.while_loop(lambda s: abs(s["lam"] - s["old"]) > 1e-12, body,
-                       {"v": np.array([1.0, 0.0]), "lam": 1.0, "old": 0.0})
-    return s["lam"]
-
-
 def counted_growth(x):
     """x grows by a step that reads the counter until it passes 10: the value and the
     number of steps (a Python int in the first carry is a float counter, as in scan)."""
@@ -47,23 +35,12 @@ def counted_growth(x):
                           lambda s: (s[0] * 1.5 + 0.1 * s[1], s[1] + 1), (x, 0))
 
 
-def fixed_point(x, w):
-    """v <- tanh(w v)/2 + x until it settles."""
-    def body(s):
-        v, _ = s
-        return wnp.tanh(w @ v) / 2.0 + x, v
-    return lax.while_loop(lambda s: wnp.max(wnp.abs(s[0] - s[1])) > 1e-13, body,
-                          (x, x + 1.0))[0]
-
-
 CASES = {       # the function, the example it is compiled at, where it is run
     "newton": (newton_sqrt, 2.0, [2.0, 0.3, 1e6, 1e-8]),
     "steps depend on x": (halve, 5.0, [3.0, 1e3, 1e5, 1.0]),
     "no step": (halve, 5.0, [0.25, 0.5, -7.0]),
     "bisection": (bisect, 2.0, [2.0, 27.0, 0.5]),
-    "vector carry": (lambda x: lax.while_loop(
-        lambda v: v[0] < 10.0, lambda v: v * wnp.array([1.5, 0.5]) + wnp.sin(v[::-1]),
-        wnp.stack([x, -x])), 0.7, [0.7, 2.0, 11.0]),
+    "vector carry": (FLOAT_WHILES["vector carry"][0], 0.7, [0.7, 2.0, 11.0]),
     "pytree with an array": (power_iteration, 1.5, [1.5, 0.2, 7.0]),
     "float and counter": (counted_growth, 1.0, [1.0, 0.01, 9.9, 10.0]),
 }
@@ -98,11 +75,8 @@ def test_c_source_is_one_loop_with_a_function_for_the_step():
 
 def test_nan_where_numpy_gives_nan():
     """C's log of a negative is nan, as NumPy's: the loop goes on as the eager one does."""
-    def f(x):
-        return lax.while_loop(lambda s: s[0] > -5.0,
-                              lambda s: (wnp.log(s[0]) - 1.0, s[1] + 1.0), (x, 0.0))
     with np.errstate(all="ignore"):
-        got, want = c_compiled(f, 0.5)(0.5), f(0.5)
+        got, want = c_compiled(log_steps, 0.5)(0.5), log_steps(0.5)
     assert np.isnan(got[0]) and np.isnan(want[0]) and got[1] == want[1] == 2.0
 
 
@@ -155,26 +129,6 @@ def test_jacfwd_of_a_vector_loop_with_closed_over_weights():
 
 
 # --- nesting and vmap --------------------------------------------------------------------------
-def shrink(a):
-    """A fori_loop (a scan) in each step of a while loop."""
-    return lax.while_loop(lambda v: v > a,
-                          lambda v: wg.fori_loop(0, 3, lambda i, u: u * 0.9, v), 10.0)
-
-
-def roots(a):
-    """A while loop in each step of a scan."""
-    return wg.scan(lambda c, x: (c + newton_sqrt(x * a), None), 0.0,
-                   np.array([1.0, 2.0, 3.0]))[0]
-
-
-def nested(x):
-    """A while loop in each step of a while loop."""
-    def body(s):
-        v, k = s
-        return halve(v * 10.0)[0], k + 1
-    return lax.while_loop(lambda s: s[1] < 3.0 + 0.0 * s[0], body, (x, 0.0))[0]
-
-
 NESTED = {
     "scan in while": (shrink, 1.0, [1.0, 0.05, 20.0]),
     "while in scan": (roots, 2.0, [2.0, 0.7]),
@@ -202,7 +156,7 @@ def test_jacfwd_of_a_while_loop_inside_a_scan():
         assert_close(d(a), fd_derivative(roots, a), rtol=1e-6)
 
 
-# --- refusals ------------------------------------------------------------------------------------
+# --- refusals ---------------------------------------------------------------------------------
 def test_reverse_mode_is_refused_as_under_the_python_back_end():
     message = (r"while_loop: reverse-mode differentiation .* number of steps is not known "
                r".*fori_loop or wg.scan.*wg.custom_root")
@@ -221,18 +175,9 @@ def test_an_integer_carry_is_refused_naming_the_body():
     assert wg.compile(f, 3.0)(3.0) == (0.75, 2)          # (the Python back-end's loop)
 
 
-# --- real JAX --------------------------------------------------------------------------------------
+# --- real JAX -------------------------------------------------------------------------------
 def test_agrees_with_jax_jit():
-    rjax = pytest.importorskip("jax")
-    rjax.config.update("jax_enable_x64", True)
-    jnp = rjax.numpy
-
-    def jnewton(a):
-        def body(s):
-            x, k = s
-            return (x + a / x) / 2.0, k + 1
-        return rjax.lax.while_loop(lambda s: (jnp.abs(s[0] * s[0] - a) > 1e-12 * a) &
-                                   (s[1] < 50), body, (a, 0))[0]
+    rjax, jnewton = jax_newton_sqrt()
     value, d = c_compiled(newton_sqrt, 2.0), c_compiled(wg.jacfwd(newton_sqrt), 2.0)
     jvalue, jd = rjax.jit(jnewton), rjax.jit(rjax.jacfwd(jnewton))
     for a in [0.01, 2.0, 9.0, 1e6]:

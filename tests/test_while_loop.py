@@ -76,15 +76,21 @@ def test_the_body_is_traced_once_and_its_closure_becomes_arguments():
     assert [a.label() for a in node.args[:2]] == ["w", "x"]
 
 
+def power_iteration(x):
+    """The largest eigenvalue of x·A, iterating a vector until the eigenvalue settles (a
+    pytree carry with an array in it)."""
+    A = np.array([[2.0, 1.0], [1.0, 3.0]]) * x
+
+    def body(s):
+        v = A @ s["v"]
+        return {"v": v / wnp.sqrt(v @ v), "lam": s["v"] @ v, "old": s["lam"]}
+    s = lax.while_loop(lambda s: abs(s["lam"] - s["old"]) > 1e-12, body,
+                       {"v": np.array([1.0, 0.0]), "lam": 1.0, "old": 0.0})
+    return s["lam"]
+
+
 def test_pytree_and_array_carries():
-    def f(x):                          # power iteration until the eigenvalue settles
-        A = np.array([[2.0, 1.0], [1.0, 3.0]]) * x
-        def body(s):
-            v = A @ s["v"]
-            return {"v": v / wnp.sqrt(v @ v), "lam": s["v"] @ v, "old": s["lam"]}
-        s = lax.while_loop(lambda s: abs(s["lam"] - s["old"]) > 1e-12, body,
-                           {"v": np.array([1.0, 0.0]), "lam": 1.0, "old": 0.0})
-        return s["lam"]
+    f = power_iteration
     want = np.linalg.eigvalsh(np.array([[2.0, 1.0], [1.0, 3.0]]))[-1]
     assert_close(f(1.5), 1.5 * want, rtol=1e-10)
     assert_close(wg.jit(f)(1.5), f(1.5), **TIGHT)
@@ -115,13 +121,17 @@ def test_forward_over_forward_gives_the_second_derivative():
                  [2.0, 0.25, -1 / 64, 1 / 512], rtol=1e-8)
 
 
+def fixed_point(x, w):
+    """v <- tanh(w v)/2 + x until it settles: the fixed point."""
+    def body(s):
+        v, _ = s
+        return wnp.tanh(w @ v) / 2.0 + x, v
+    return lax.while_loop(lambda s: wnp.max(wnp.abs(s[0] - s[1])) > 1e-13, body,
+                          (x, x + 1.0))[0]
+
+
 def test_jacfwd_of_an_array_loop_with_closed_over_weights():
-    def f(x, w):                       # v <- tanh(w v)/2 + x until it settles: the fixed point
-        def body(s):
-            v, _ = s
-            return wnp.tanh(w @ v) / 2.0 + x, v
-        return lax.while_loop(lambda s: wnp.max(wnp.abs(s[0] - s[1])) > 1e-13, body,
-                              (x, x + 1.0))[0]
+    f = fixed_point
     rng = np.random.default_rng(3)
     x, w = rng.normal(size=3), rng.normal(size=(3, 3)) * 0.5
     jx, jw = wg.compile(wg.jacfwd(f, argnums=(0, 1)), x, w)(x, w)
@@ -194,32 +204,40 @@ def test_cond_fun_must_return_a_scalar():
 
 
 # --- nesting -----------------------------------------------------------------------------------
+def roots(a):
+    """A while loop in each step of a scan."""
+    return wg.scan(lambda c, x: (c + newton_sqrt(x * a), None), 0.0,
+                   np.array([1.0, 2.0, 3.0]))[0]
+
+
+def shrink(a):
+    """A fori_loop (a scan) in each step of a while loop."""
+    return lax.while_loop(lambda v: v > a,
+                          lambda v: wg.fori_loop(0, 3, lambda i, u: u * 0.9, v), 10.0)
+
+
+def nested(x):
+    """A while loop in each step of a while loop."""
+    def body(s):
+        v, k = s
+        return halve(v * 10.0)[0], k + 1
+    return lax.while_loop(lambda s: s[1] < 3.0 + 0.0 * s[0], body, (x, 0.0))[0]
+
+
 def test_while_inside_scan_and_scan_inside_while():
-    def roots(a):                      # a while loop per step of a scan
-        return wg.scan(lambda c, x: (c + newton_sqrt(x * a), None), 0.0,
-                       np.array([1.0, 2.0, 3.0]))[0]
     want = np.sqrt(2.0 * np.array([1.0, 2.0, 3.0]))
     assert_close(wg.jit(roots)(2.0), want.sum(), rtol=1e-12)
     assert_close(wg.jit(wg.jacfwd(roots))(2.0), (want / 4.0).sum(), rtol=1e-9)
-
-    def shrink(a):                     # a fori_loop (a scan) per step of a while loop
-        return lax.while_loop(lambda v: v > a,
-                              lambda v: wg.fori_loop(0, 3, lambda i, u: u * 0.9, v), 10.0)
     assert_close(wg.jit(shrink)(1.0), shrink(1.0), **TIGHT)
     assert_close(wg.jit(shrink)(1.0), 10.0 * 0.9 ** 24, **TIGHT)
-
-    def nested(x):                     # a while loop in a while loop
-        def body(s):
-            v, k = s
-            return halve(v * 10.0)[0], k + 1
-        return lax.while_loop(lambda s: s[1] < 3.0 + 0.0 * s[0], body, (x, 0.0))[0]
     assert_close(wg.jit(nested)(7.0), nested(7.0), **TIGHT)
     assert_close(wg.jit(wg.vmap(nested))(np.array([7.0, 0.3])), [nested(7.0), nested(0.3)],
                  **TIGHT)
 
 
 # --- real JAX ----------------------------------------------------------------------------------
-def test_agrees_with_jax_under_jit_and_vmap():
+def jax_newton_sqrt():
+    """JAX (float64), and newton_sqrt written with it; skips where JAX is missing."""
     rjax = pytest.importorskip("jax")
     rjax.config.update("jax_enable_x64", True)
     jnp = rjax.numpy
@@ -230,7 +248,11 @@ def test_agrees_with_jax_under_jit_and_vmap():
             return (x + a / x) / 2.0, k + 1
         return rjax.lax.while_loop(lambda s: (jnp.abs(s[0] * s[0] - a) > 1e-12 * a) &
                                    (s[1] < 50), body, (a, 0))[0]
+    return rjax, jnewton
 
+
+def test_agrees_with_jax_under_jit_and_vmap():
+    rjax, jnewton = jax_newton_sqrt()
     a = np.array([0.01, 2.0, 9.0, 1e6])
     want = rjax.jit(rjax.vmap(jnewton))(a)
     assert_close(wg.jit(wg.vmap(newton_sqrt))(a), np.asarray(want), **TIGHT)
@@ -319,12 +341,16 @@ def test_large_and_batched_loops_keep_numpy_code(monkeypatch):
     assert_close(got[::997], [newton_sqrt(x) for x in a[::997]], **TIGHT)
 
 
+def log_steps(x):
+    """x <- log(x) - 1 while x > -5, and the count: from 0.5, the second log's is nan."""
+    return lax.while_loop(lambda s: s[0] > -5.0,
+                          lambda s: (wnp.log(s[0]) - 1.0, s[1] + 1.0), (x, 0.0))
+
+
 def test_float_loop_gives_numpys_nan_where_math_raises(monkeypatch):
     """log of a negative raises in math: the loop is run again on NumPy values, which give
     nan as the eager loop does (and its number of steps is the same)."""
-    def f(x):
-        return lax.while_loop(lambda s: s[0] > -5.0,
-                              lambda s: (wnp.log(s[0]) - 1.0, s[1] + 1.0), (x, 0.0))
+    f = log_steps
     runs = _runs_on_floats(monkeypatch, True)
     with np.errstate(all="ignore"):
         got = wg.jit(f)(0.5)
