@@ -205,8 +205,9 @@ def while_loop(cond_fun, body_fun, init_val):
     `hessian`) it runs as this Python loop, so it is differentiable in every mode (JAX's
     is not in reverse mode).  Traced without values (`wg.compile`, `wg.jit`, `wg.vmap`)
     cond_fun and body_fun are traced once each and the loop is one node of the graph
-    (`wengert.loops.While`), run by one generated loop; the carry follows `scan`'s rules
-    (a Python int in it is a float).  There:
+    (`wengert.loops.While`), run by one generated loop (a C ``while`` under
+    ``wg.compile(..., backend="c")``); the carry follows `scan`'s rules (a Python int in
+    it is a float).  There:
 
     * forward mode (`jvp`, `jacfwd`, to any order) is a while loop carrying tangents;
     * `vmap` runs until every example's cond_fun fails, each example's carry kept as it

@@ -464,7 +464,8 @@ class While(Loop):
 
     Its value comes from one generated Python ``while`` loop, as a scan's does: on floats
     where the step is small (a scalar Newton iteration, and its JVP), else with the
-    step's NumPy code inside the loop.
+    step's NumPy code inside the loop.  ``wg.compile(..., backend="c")`` writes it as a C
+    ``while`` over a function of its step (`Loop.flat`, `wengert.codegen.c`).
 
     Example:
         >>> import wengert as wg
