@@ -501,8 +501,9 @@ class While(Loop):
         arguments: on Python floats where the step allows (`_on_floats`), else by the
         step's NumPy code written inside one loop (`_on_arrays`)."""
         if any(type(v) is np.ndarray and v.dtype == object for v in args):
-            # (code written element by element, the C back-end's: a loop whose number of
-            # steps is a value has no such form here)
+            # (code written element by element with no loops, Python's float form: a loop
+            # whose number of steps is a value cannot be unrolled there; C keeps the loop,
+            # see `Loop.flat`)
             raise NotImplementedError(f"{self.name} is not written element by element")
         k1 = self.n_consts + self.n_carry
         go = bool(args[k1])
