@@ -297,3 +297,27 @@ def test_taylor_series_are_nested_jvps():
     assert_close(series[2], d(d(f))(z) / 2, rtol=1e-10, atol=1e-12)
     assert_close(series[3], d(d(d(f)))(z) / 6, rtol=1e-10, atol=1e-12)
     assert numpy.any(numpy.abs(series[2]) > 1e-3)      # (a second derivative to check)
+
+
+def test_value_and_gradient_sort_the_queries_once(monkeypatch):
+    """The gradient's search reuses the order the value's lookup made for the same array,
+    and an order kept for an array changed in place since is found out, not reused."""
+    xp, fp = sample_points(300)
+    x = rng.random(6000) * xp[-1]
+    sorts = []
+    argsort = numpy.argsort
+    monkeypatch.setattr(numpy, "argsort", lambda a, *args, **kw: (
+        sorts.append(numpy.shape(a)), argsort(a, *args, **kw))[1])
+    f = lambda fp, x: np.sum(np.interp(x, xp, fp) ** 2)
+    g = wg.grad(f, argnums=(0, 1))(fp, x)
+    assert sorts == [x.shape]
+    monkeypatch.undo()
+    want = fd_jacobian(lambda fp: numpy.sum(numpy.interp(x, xp, fp) ** 2), fp, 1e-6)
+    assert_close(g[0], want, rtol=1e-6)
+    from wengert.primitives.array import _lookup_order
+    order = _lookup_order(x, xp.size)
+    assert _lookup_order(x, xp.size) is order       # (the same array: the same order)
+    rng.shuffle(x)                                  # (changed in place)
+    again = _lookup_order(x, xp.size)
+    assert again is not order and numpy.all(numpy.diff(x[again]) >= 0)
+    assert numpy.array_equal(np.interp(x, xp, fp), numpy.interp(x, xp, fp))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import string
+import weakref
 
 import numpy as np
 
@@ -627,9 +628,21 @@ def _lookup_order(v, n):
     if not 128 <= n or not 4096 <= v.size <= 1 << 17 or v.dtype.kind != "f":
         return None
     flat = v.ravel()
+    last, order = _LAST_ORDER
+    if last is not None and last() is v and order.size == flat.size:
+        # (the same array again: interp's value, then its gradient's search.  Any order
+        # that sorts v serves, so checking it does costs a gather, not a second argsort)
+        ordered = flat[order]
+        if (ordered[1:] >= ordered[:-1]).all():
+            return order
     if (flat[1:] >= flat[:-1]).all():       # (in order already)
         return None
-    return np.argsort(flat)
+    order = np.argsort(flat)
+    _LAST_ORDER[:] = weakref.ref(v), order
+    return order
+
+
+_LAST_ORDER = [None, None]      # (a weak reference to the last values sorted, their order)
 
 
 def _in_order(f, v, order):
