@@ -873,7 +873,7 @@ def test_elementwise_values_and_integer_rules():
 
 def test_a_name_jax_lax_has_and_wengert_lax_does_not_is_an_attribute_error():
     assert wg.lax is lax
-    assert not hasattr(lax, "psum")
+    assert not hasattr(lax, "all_to_all")
     with pytest.raises(AttributeError, match="wengert.lax has no 'rng_uniform'.*use "
                                              "wengert.random"):
         lax.rng_uniform

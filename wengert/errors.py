@@ -43,6 +43,24 @@ class GraphTooLarge(MemoryError):
         self.max_nodes = max_nodes
 
 
+class NoValue(Exception):
+    """Raised by the implementation of an operation whose value is not a function of its
+    arguments alone: a collective such as ``psum``, whose value depends on the other
+    examples of the `wg.vmap` that binds its axis name.  `Graph.apply` catches it and
+    makes the node abstract (a shape and a dtype, no value), even where its arguments have
+    values; the vmap then computes it from the whole batch.  Seen outside a trace, it says
+    where the operation belongs.
+
+    Example:
+        >>> import wengert as wg
+        >>> from wengert.primitives.collective import psum
+        >>> psum(1.0, axis_name="i")
+        Traceback (most recent call last):
+        ...
+        wengert.errors.NoValue: psum over axis 'i' has a value only inside the function ...
+    """
+
+
 def integer_argument(value, who, name, least, what="an integer"):
     """`value` as an int of at least `least`, or an error naming `who`'s argument `name`
     (a float such as 2.5 steps, or None, would otherwise meet a bare range() TypeError).

@@ -661,15 +661,19 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
          devices=None, backend=None, axis_size=None, donate_argnums=(), **hints):
     """JAX's ``jax.pmap`` on one device: `fun` mapped over the leading axis of its
     arguments, which is `vmap` with JAX's pmap arguments, on any number of examples
-    (JAX needs one device per example).  ``axis_name`` is accepted; collectives
-    (``lax.psum``, ...) are not offered.  ``static_broadcasted_argnums`` are passed
-    whole to every example.  It runs as `vmap` does, eagerly; wrap it in `jit` to
-    compile it.
+    (JAX needs one device per example).  ``axis_name`` names the mapped axis for the
+    collectives in `fun` (``lax.psum``, ``lax.pmean``, ``lax.all_gather``, ...), as in
+    JAX: ``lax.pmean(grads, "batch")`` averages the examples' gradients.
+    ``static_broadcasted_argnums`` are passed whole to every example.  It runs as `vmap`
+    does, eagerly; wrap it in `jit` to compile it.
 
     Example:
         >>> import numpy as np, wengert as jax
         >>> jax.pmap(lambda x, s: x * s, static_broadcasted_argnums=1)(np.arange(3.0), 2.0)
         array([0., 2., 4.])
+        >>> jax.pmap(lambda x: x - jax.lax.pmean(x, "batch"), axis_name="batch")(
+        ...     np.arange(3.0))
+        array([-1.,  0.,  1.])
     """
     from .api import _check_fun
     from .vectorize import vmap
@@ -683,7 +687,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     @functools.wraps(fun)
     def mapped(*args, **kwargs):
         if not static:
-            return vmap(fun, in_axes, out_axes, axis_size)(*args, **kwargs)
+            return vmap(fun, in_axes, out_axes, axis_size, axis_name)(*args, **kwargs)
         n = len(args)
         fixed = {i % n: args[i] for i in static}
         axes = in_axes
@@ -693,7 +697,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         def f(*rest, **kw):
             it = iter(rest)
             return fun(*[fixed[i] if i in fixed else next(it) for i in range(n)], **kw)
-        return vmap(f, axes, out_axes, axis_size)(
+        return vmap(f, axes, out_axes, axis_size, axis_name)(
             *[a for i, a in enumerate(args) if i not in fixed], **kwargs)
     return mapped
 

@@ -33,7 +33,11 @@ What it holds, by kind:
   (`wengert.custom_root`'s `Solution` node, whose arguments are the traced values f or
   matvec closes over, found by `wengert.closure_convert`).
 
-A name of ``jax.lax`` that is not here (collectives, random bit generators) raises an
+* **collectives** over the examples of ``wg.vmap(f, axis_name=...)`` or ``wg.pmap``:
+  `psum`, `pmean`, `pmax`, `pmin`, `all_gather`, `psum_scatter`, `ppermute`,
+  `axis_index`, `axis_size` (`wengert.collectives`).
+
+A name of ``jax.lax`` that is not here (``all_to_all``, random bit generators) raises an
 AttributeError that says so and what to use.
 
 Example:
@@ -59,6 +63,8 @@ import numpy as _np
 from . import numpy as _wnp
 from .graph.active import current_graph as _current_graph
 from .graph.node import Node
+from .collectives import (all_gather, axis_index, axis_size, pmax, pmean, pmin, ppermute,
+                          psum, psum_scatter)
 from .loops import fori_loop, scan
 from .primitives import array as _A
 from .primitives.registry import is_weak, known_value as _value
@@ -104,6 +110,9 @@ __all__ = [
     "bessel_i0e", "bessel_i1e", "betainc", "complex", "RoundingMethod",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    # collectives, inside wg.vmap or wg.pmap with axis_name (wengert.collectives)
+    "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index",
+    "axis_size",
 ]
 
 
@@ -2633,9 +2642,6 @@ _NOT_HERE = {
     "fft": "use wengert.numpy.fft",
     "rng_bit_generator": "use wengert.random",
     "rng_uniform": "use wengert.random",
-    "psum": "collectives across devices are not offered (one CPU process)",
-    "pmean": "collectives across devices are not offered (one CPU process)",
-    "all_gather": "collectives across devices are not offered (one CPU process)",
 }
 
 

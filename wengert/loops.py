@@ -46,6 +46,7 @@ from .graph.active import current_graph, recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
 from .primitives.array import astype, dtype_of, transpose
+from .primitives.collective import resolving
 from .primitives.pack import Layout, part
 from .primitives.registry import CONST, INPUT, Primitive, is_weak, shape_of, _PYTHON_SCALARS
 from .primitives.shape import broadcast_to
@@ -71,8 +72,19 @@ class Loop(Primitive):
         self.n_consts, self.n_carry = n_consts, n_carry
         self.layout = layout
         self._derived = {}          # the loops of its derivatives and batches, by kind
+        self._axis_names = None     # see axis_names
         self._arrays_run = None     # the loop on NumPy values: see _on_arrays
         self._floats_run = False    # the loop on floats, or None: see _on_floats
+
+    @property
+    def axis_names(self) -> frozenset:
+        """The axis names of the collectives in the body (``lax.psum(x, "i")`` in a scan
+        inside ``wg.vmap(..., axis_name="i")``): the vmap binding one batches the loop
+        even where none of its arguments varies, since the body's value does."""
+        if self._axis_names is None:
+            from .primitives.collective import axis_names
+            self._axis_names = axis_names(self.body)
+        return self._axis_names
 
     @property
     def _carry(self):
@@ -429,8 +441,9 @@ class Scan(Loop):
         size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
         k0, k1 = self.n_consts, self.n_consts + self.n_carry
         ins = self.body.inputs
-        key = ("vmap", tuple(mapped[:k0]), tuple(mapped[k1:]), size)
-        loop = self.derived(key, lambda: self._batched_loop(mapped, size))
+        name = resolving()
+        key = ("vmap", tuple(mapped[:k0]), tuple(mapped[k1:]), size, name)
+        loop = self.derived(key, lambda: self._batched_loop(mapped, size, name))
         carry = [a if m else broadcast_to(a, shape=(size,) + ins[i].shape)
                  for i, (a, m) in enumerate(zip(args[k0:k1], mapped[k0:k1]), k0)]
         xs = [_swap01(a) if m else a for a, m in zip(args[k1:], mapped[k1:])]
@@ -438,7 +451,7 @@ class Scan(Loop):
         out = out[:self.n_carry] + [_swap01(y) for y in out[self.n_carry:]]
         return self.layout.pack_batch(out, size)
 
-    def _batched_loop(self, mapped, size):
+    def _batched_loop(self, mapped, size, name):
         from .vectorize import run
         body, ins = self.body, self.body.inputs
         k0, k1 = self.n_consts, self.n_consts + self.n_carry
@@ -446,7 +459,7 @@ class Scan(Loop):
         g = Graph()
         prim = [g.input(_spec(n, (size,) if m else ()), n.name) for n, m in zip(ins, flags)]
         with recording(g):
-            results = run(body, prim, flags, size)
+            results = run(body, prim, flags, size, name)
             outs = [g.lift(v if m else broadcast_to(v, shape=(size,) + o.shape))
                     for (v, m), o in zip(results, body.outputs)]
         g.inputs, g.outputs = prim, outs
@@ -573,9 +586,10 @@ class While(Loop):
         size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
         k0, k1, nc = self.n_consts, self.n_consts + self.n_carry, self.n_carry
         ins = self.body.inputs
-        flags, lanes = self._varying(mapped)
-        key = ("vmap", tuple(flags), lanes, size)
-        loop = self.derived(key, lambda: self._batched_loop(flags, lanes, size))
+        name = resolving()
+        flags, lanes = self._varying(mapped, name)
+        key = ("vmap", tuple(flags), lanes, size, name)
+        loop = self.derived(key, lambda: self._batched_loop(flags, lanes, size, name))
         carry = [broadcast_to(a, shape=(size,) + ins[i].shape) if f and not m else a
                  for i, (a, m, f) in enumerate(zip(args[k0:k1], mapped[k0:k1],
                                                    flags[k0:]), k0)]
@@ -590,7 +604,7 @@ class While(Loop):
                for v, f, o in zip(out, flags[k0:], self.body.outputs)]
         return self.layout.pack_batch(out, size)
 
-    def _varying(self, mapped):
+    def _varying(self, mapped, name=None):
         """Which of the body's inputs vary over the batch, and whether the test does
         (then each example stops at its own step, and every carry varies).  Else: the
         consts mapped, the carry given mapped and any the step makes from one that varies
@@ -607,12 +621,14 @@ class While(Loop):
             if new == flags:
                 break
             flags = new
-        lanes = mapped[k0 + nc] or outs[nc].index in marked
+        lanes = mapped[k0 + nc] or outs[nc].index in marked or name in self.axis_names
+        # (a collective over the vmap's own axis may make any value differ from one
+        # example to the next: axis_index, ppermute)
         if lanes:       # (each example stops at its own step: every carry is its own)
             flags[k0:] = [True] * nc
         return flags, lanes
 
-    def _batched_loop(self, flags, lanes, size):
+    def _batched_loop(self, flags, lanes, size, name):
         """The loop of the batched step (`flags`: which inputs vary).  With `lanes`, a loop
         that goes on while any example does, each example's carry kept as it was
         (selected) once its own test has failed, as JAX's while_loop under vmap: each
@@ -625,7 +641,7 @@ class While(Loop):
         prim = [g.input(_spec(n, (size,) if f else ()), n.name) for n, f in zip(ins, flags)]
         going = g.input(ShapeDtype((size,), np.dtype(bool)), "going") if lanes else None
         with recording(g):
-            results = run(body, prim, flags, size)
+            results = run(body, prim, flags, size, name)
             # (a carry that varies may come out of a step that made it the same for all)
             outs = [v if m or not f else broadcast_to(v, shape=(size,) + o.shape)
                     for (v, m), f, o in zip(results, flags[k0:] + [lanes], body.outputs)]

@@ -29,19 +29,21 @@ import functools
 import numpy as np
 
 from .api import _check_fun, _leaf_names, _param_names
-from .graph.active import recording
+from .errors import NoValue
+from .graph.active import current_graph, recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
 from .primitives import array as A
 from .primitives import batching  # noqa: F401  (declares the rules)
 from .primitives.batching import batched
+from .primitives.collective import binding, resolving_axis
 from .primitives.registry import CONST, INPUT, shape_of
 from .tree import dict_keys, flatten, hold_constants, key_order, registered, unflatten
 
 __all__ = ["vmap"]
 
 
-def vmap(f, in_axes=0, out_axes=0, axis_size=None):
+def vmap(f, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
     """Vectorise f over a batch axis: ``vmap(f)(xs)`` equals ``stack([f(x) for x in xs])``.
 
     Args:
@@ -55,6 +57,11 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
             be the same for every example) or a pytree prefix of the output.
         axis_size: the number of examples, needed only where no argument is mapped (as
             in JAX); where some are, they must have that many.
+        axis_name: a name (any hashable but a tuple or list) for the batch axis, which
+            the collectives in f take: ``wengert.lax.psum(x, axis_name)`` is the sum of x
+            over the examples, and pmean, pmax, pmin, all_gather, psum_scatter,
+            ppermute, axis_index and axis_size are there too (docs/vmap.md). Nested
+            vmaps bind a name each, and a collective can name any of them.
 
     Returns:
         The batched function. Every argument mapped must have the same length along its
@@ -78,6 +85,11 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
                [-3.19850004, -3.83820005]])
         >>> wg.vmap(lambda x: wnp.sum(x), in_axes=1)(xs)  # map over columns
         array([ 9., 12.])
+        >>> from wengert import lax
+        >>> wg.vmap(lambda x: x - lax.pmean(x, "batch"), axis_name="batch")(xs)  # centred
+        array([[-2., -2.],
+               [ 0.,  0.],
+               [ 2.,  2.]])
     """
     _check_fun(f, "vmap")
     _check_spec(in_axes, "in_axes")
@@ -89,7 +101,11 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
     _check_spec(out_axes, "out_axes")
     if axis_size is not None and (not isinstance(axis_size, (int, np.integer)) or
                                   isinstance(axis_size, bool) or axis_size < 0):
-        raise TypeError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}")
+        raise TypeError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}"
+                        + ("; JAX's fourth positional argument is axis_name, wengert's "
+                           "axis_size: pass axis_name= by keyword"
+                           if isinstance(axis_size, str) else ""))
+    _check_axis_name(axis_name, "vmap")
     params = _param_names(f)        # (once: a signature costs tens of microseconds)
 
     @functools.wraps(f)
@@ -131,10 +147,11 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
             raise ValueError("vmap: no argument is mapped (in_axes is None for all of "
                              "them); say which axis of which argument is the batch, or "
                              "how many examples there are with axis_size=")
-        graph = _trace_example(f, tree, leaves, names, specs)
+        with binding(axis_name, size):
+            graph = _trace_example(f, tree, leaves, names, specs)
         captured = [outer for outer, _ in graph.captured.values()]
         results = run(graph, values + captured, [True] * len(values) + [False] * len(captured),
-                      size)
+                      size, axis_name)
         return _place_outputs(graph, results, out_axes, size)
 
     return vmapped
@@ -174,30 +191,61 @@ def _held(x) -> bool:
 # --------------------------------------------------------------------------------------
 # step 2: the graph evaluated on a batch
 # --------------------------------------------------------------------------------------
-def run(graph, values, mapped, size):
+def run(graph, values, mapped, size, axis_name=None):
     """Evaluate `graph` with its inputs bound to `values`, those with ``mapped[k]`` carrying
     a batch of `size` examples on axis 0: ``[(value, mapped)]`` for each output.  Values
-    may be arrays or traced values (the batched operations are then recorded)."""
+    may be arrays or traced values (the batched operations are then recorded).
+
+    Collectives over `axis_name` (the vmap's own) are computed from the whole batch by
+    their primitive's ``resolve``; those over other names are batched like any operation,
+    for the enclosing vmap that binds their name (wengert.primitives.collective)."""
+    with resolving_axis(axis_name):
+        return _run(graph, values, mapped, size, axis_name)
+
+
+def _run(graph, values, mapped, size, axis_name):
     env = {}
     for node, v, m in zip(graph.inputs, values, mapped):
         env[node.index] = (v, m)
     for node in graph.live_nodes(graph.outputs):
         if node.index in env:
             continue
-        if node.op is CONST or (node.op is INPUT and node.value is not None):
+        op = node.op
+        if op is CONST or (op is INPUT and node.value is not None):
             # (an input with a value: a transformation inside f made it of a shared
             # argument, a number known when f was traced)
             env[node.index] = (node.value, False)
             continue
-        if node.op is INPUT:
+        if op is INPUT:
             raise AssertionError(f"vmap: input {node.label()} is not bound")
         args = [env[a.index][0] for a in node.args]
         flags = [env[a.index][1] for a in node.args]
-        if any(flags):
+        if op.resolve is not None and axis_name is not None and \
+                node.params["axis_name"] == axis_name:
+            env[node.index] = op.resolve(args, flags, node, size)
+        elif any(flags):
             env[node.index] = (apply_batched(node, args, flags, size), True)
+        elif axis_name is not None and axis_name in getattr(op, "axis_names", ()):
+            # a loop whose body holds a collective over this vmap's axis: its value differs
+            # from one example to the next though its arguments do not
+            args = [batched(a, False, size) for a in args]
+            env[node.index] = (apply_batched(node, args, [True] * len(args), size), True)
         else:
-            env[node.index] = (node.op(*args, **node.params), False)
+            env[node.index] = (_shared(node, args), False)
     return [env[o.index] for o in graph.outputs]
+
+
+def _shared(node, args):
+    """`node`'s operation on arguments shared by every example: done once, as traced.  A
+    collective over the name of an enclosing vmap has no value yet: it is recorded into
+    the enclosing trace, whose vmap computes it."""
+    try:
+        return node.op(*args, **node.params)
+    except NoValue:
+        graph = current_graph()
+        if graph is None:
+            raise
+        return graph.apply(node.op, args, node.params)
 
 
 def apply_batched(node, args, mapped, size):
@@ -276,6 +324,20 @@ class _Slot:
 # --------------------------------------------------------------------------------------
 # in_axes and out_axes
 # --------------------------------------------------------------------------------------
+def _check_axis_name(name, who):
+    """An axis name is any hashable but a tuple or list, which collectives read as several
+    names."""
+    if isinstance(name, (tuple, list)):
+        raise TypeError(f"{who}: axis_name names one axis, got the {type(name).__name__} "
+                        f"{name!r}; a tuple of names is for collectives, over several "
+                        "nested vmaps at once")
+    try:
+        hash(name)
+    except TypeError:
+        raise TypeError(f"{who}: axis_name must be hashable (a string, usually), got a "
+                        f"{type(name).__name__}") from None
+
+
 def _check_spec(spec, what):
     leaves, _ = flatten(spec)
     for a in leaves:

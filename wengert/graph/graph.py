@@ -33,7 +33,7 @@ from ..primitives.registry import shape_of as _shape_of, _canonical_scalar, is_w
 from ..primitives.registry import weak_result, _PYTHON_SCALARS, issparse as _is_sparse
 from .active import ieee_arithmetic, is_recording, optimizing
 from .node import Node, _type_str
-from ..errors import GraphTooLarge
+from ..errors import GraphTooLarge, NoValue
 
 F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)
@@ -448,9 +448,13 @@ class Graph:
             # IEEE's corners (x/x -> 1 would make 0/0 one, x*0 -> 0 would make inf*0 zero),
             # and a constant is no unknown number that a rule must guess about.
             if all_const and op.foldable:
-                value = op.evaluate(values, params)
-                return self.const(value, None if type(value) is np.ndarray else
-                                  weak_result(op, nodes))
+                try:
+                    value = op.evaluate(values, params)
+                except NoValue:     # (a loop whose body holds a collective: no constant)
+                    pass
+                else:
+                    return self.const(value, None if type(value) is np.ndarray else
+                                      weak_result(op, nodes))
             if op.simplify is not None:
                 found = op.simplify(self, nodes, params)
                 if found is not None:
@@ -475,14 +479,20 @@ class Graph:
                 value = None
                 break
         else:
-            if values and type(values[0]) is np.ndarray:
-                # Array values straight to the implementation: node values are never
-                # floats for the fast path, nor wg.Duals (those are caught above).
-                value = op.impl(*values, **params)
-                if type(value) is not np.ndarray:
-                    value = _canonical_scalar(value)
-            else:
-                value = op.evaluate(values, params)
+            try:
+                if values and type(values[0]) is np.ndarray:
+                    # Array values straight to the implementation: node values are never
+                    # floats for the fast path, nor wg.Duals (those are caught above).
+                    value = op.impl(*values, **params)
+                    if type(value) is not np.ndarray:
+                        value = _canonical_scalar(value)
+                else:
+                    value = op.evaluate(values, params)
+            except NoValue:
+                # a collective (or a loop holding one): its value depends on the other
+                # examples of a vmap, which computes it; here it is abstract
+                value = None
+                shape, dtype = op.abstract_eval(nodes, params)
             if type(value) is np.ndarray:
                 shape, dtype = value.shape, value.dtype
                 if dtype is not F64 and op.elementwise:
@@ -495,7 +505,7 @@ class Graph:
                     value = number(value)       # (a rule's 0-d array: scalars are numbers)
             elif type(value) is float:
                 shape, dtype = (), F64
-            else:
+            elif value is not None:
                 if op.elementwise and isinstance(value, np.generic):   # (a float32 scalar)
                     value = _strongly_typed(op, nodes, values, params, value)
                 shape, dtype = aval(value)

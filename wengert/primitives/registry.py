@@ -127,6 +127,10 @@ class Primitive:
         self.batch = None                   # batch(args, mapped, node) -> the batched
         #                                     result, for wg.vmap (wengert.primitives.
         #                                     batching); None: one call per example
+        self.resolve = None                 # a collective's value across the examples of
+        #                                     the vmap binding its axis name: resolve(args,
+        #                                     mapped, node, size) -> (value, mapped)
+        #                                     (wengert.primitives.collective)
         self.simplify = None                # simplify(graph, args, params) -> node or None
         self.decomposition = None           # the same function written with other
         #                                     primitives, for a primitive fused for speed:
