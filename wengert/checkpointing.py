@@ -36,6 +36,7 @@ from .errors import integer_argument
 from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
+from .primitives.collective import axis_names, resolving
 from .primitives.pack import Layout
 from .primitives.registry import Primitive, is_weak, shape_of, _innermost as innermost
 from .tree import flatten, unflatten
@@ -83,6 +84,7 @@ class Checkpoint(Primitive):
         self.strong = frozenset(i for i, s in enumerate(strong) if s)
         self.out_tree = None
         self.layout = None           # where each output leaf sits in the node's value
+        self.axis_names = frozenset()   # those of f's collectives (see _abstract_eval)
         self.jvp = self._jvp_rule
         self.vjp = self._vjp_rule
         self.batch = self._batch_rule
@@ -147,6 +149,8 @@ class Checkpoint(Primitive):
                            weak=is_weak(a)) for a in args]
             with recording(g):
                 self.call(ins)
+            # (f inside wg.vmap(..., axis_name=...), its collectives: the vmap batches it)
+            self.axis_names = axis_names(g)
             g.release()
         return self.layout.aval()
 
@@ -208,8 +212,10 @@ class Checkpoint(Primitive):
         """wg.vmap: one checkpoint of f batched (not one per example), its results packed
         example by example in this primitive's layout."""
         from .vectorize import vmap
+        # (the vmap's axis name bound again: f's collectives over it are computed there)
         batched_f = checkpoint(vmap(lambda *leaves: self.call(leaves),
-                                    in_axes=tuple(0 if m else None for m in mapped)))
+                                    in_axes=tuple(0 if m else None for m in mapped),
+                                    axis_name=resolving()))
         size = shape_of(args[list(mapped).index(True)])[0]
         return self.layout.pack_batch(batched_f(*args), size)
 

@@ -84,10 +84,13 @@ def _no_groups(groups, who):
                                   "group")
 
 
-def _record(op, x, **params):
-    """The collective `op` of x, recorded into the trace the vmap binding its name runs
-    (an enclosing trace's value x, closed over by f, is taken as an input of it)."""
-    return current_graph().apply(op, (x,), params)
+def _record(op, *args, **params):
+    """The collective `op` of `args`, recorded into the trace the vmap binding its name
+    runs (an enclosing trace's value, closed over by f, is taken as an input of it).
+    (No graph records where a function runs on plain numbers inside the trace, a
+    checkpointed one: `NoValue` then says that its value is not known there.)"""
+    graph = current_graph()
+    return op(*args, **params) if graph is None else graph.apply(op, args, params)
 
 
 def _array(x, who):
@@ -355,7 +358,7 @@ def axis_index(axis_name):
     names, sizes = _axes(axis_name, "axis_index")
     out = None
     for name, size in zip(names, sizes):
-        here = current_graph().apply(P.axis_index, (), {"axis_name": name})
+        here = _record(P.axis_index, axis_name=name)
         out = here if out is None else out * np.int32(size) + here
     return np.int32(0) if out is None else out
 

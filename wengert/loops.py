@@ -41,7 +41,7 @@ import numpy as np
 
 from . import ad
 from .api import _check_fun, _leaf_names
-from .errors import integer_argument
+from .errors import NoValue, integer_argument
 from .graph.active import current_graph, recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
@@ -85,6 +85,14 @@ class Loop(Primitive):
             from .primitives.collective import axis_names
             self._axis_names = axis_names(self.body)
         return self._axis_names
+
+    def _valued(self):
+        """A loop whose body holds a collective has no value of its own, whatever its
+        arguments: the vmap binding the collective's name computes it (`NoValue`)."""
+        if self.axis_names:
+            raise NoValue(f"{self.name} holds a collective over "
+                          f"{', '.join(repr(n) for n in sorted(self.axis_names, key=str))}: "
+                          "it has a value only inside the function that wg.vmap maps")
 
     @property
     def _carry(self):
@@ -235,6 +243,7 @@ class Scan(Loop):
 
     # --- the value -------------------------------------------------------------------------
     def _impl(self, *args):
+        self._valued()
         k1 = self.n_consts + self.n_carry
         args = [_as(v, n) for v, n in zip(args, self.body.inputs[:k1])] + list(args[k1:])
         return self.run(args)
@@ -507,6 +516,7 @@ class While(Loop):
         self.batch = self._batch_rule
 
     def _impl(self, *args):
+        self._valued()
         return self.layout.pack(self.run(args)[0])
 
     def run(self, args):

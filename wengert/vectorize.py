@@ -29,14 +29,13 @@ import functools
 import numpy as np
 
 from .api import _check_fun, _leaf_names, _param_names
-from .errors import NoValue
-from .graph.active import current_graph, recording
+from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
 from .primitives import array as A
 from .primitives import batching  # noqa: F401  (declares the rules)
 from .primitives.batching import batched
-from .primitives.collective import binding, resolving_axis
+from .primitives.collective import binding, resolving_axes
 from .primitives.registry import CONST, INPUT, shape_of
 from .tree import dict_keys, flatten, hold_constants, key_order, registered, unflatten
 
@@ -147,8 +146,11 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
             raise ValueError("vmap: no argument is mapped (in_axes is None for all of "
                              "them); say which axis of which argument is the batch, or "
                              "how many examples there are with axis_size=")
-        with binding(axis_name, size):
+        if axis_name is None:
             graph = _trace_example(f, tree, leaves, names, specs)
+        else:
+            with binding(axis_name, size):
+                graph = _trace_example(f, tree, leaves, names, specs)
         captured = [outer for outer, _ in graph.captured.values()]
         results = run(graph, values + captured, [True] * len(values) + [False] * len(captured),
                       size, axis_name)
@@ -199,8 +201,12 @@ def run(graph, values, mapped, size, axis_name=None):
     Collectives over `axis_name` (the vmap's own) are computed from the whole batch by
     their primitive's ``resolve``; those over other names are batched like any operation,
     for the enclosing vmap that binds their name (wengert.primitives.collective)."""
-    with resolving_axis(axis_name):
+    resolving = resolving_axes()
+    resolving.append(axis_name)     # (for the rules that batch a loop's body: see resolving)
+    try:
         return _run(graph, values, mapped, size, axis_name)
+    finally:
+        resolving.pop()
 
 
 def _run(graph, values, mapped, size, axis_name):
@@ -231,21 +237,10 @@ def _run(graph, values, mapped, size, axis_name):
             args = [batched(a, False, size) for a in args]
             env[node.index] = (apply_batched(node, args, [True] * len(args), size), True)
         else:
-            env[node.index] = (_shared(node, args), False)
+            # (done once, as traced; a collective over an enclosing vmap's name has no
+            # value yet, and Primitive.__call__ records it into the enclosing trace)
+            env[node.index] = (op(*args, **node.params), False)
     return [env[o.index] for o in graph.outputs]
-
-
-def _shared(node, args):
-    """`node`'s operation on arguments shared by every example: done once, as traced.  A
-    collective over the name of an enclosing vmap has no value yet: it is recorded into
-    the enclosing trace, whose vmap computes it."""
-    try:
-        return node.op(*args, **node.params)
-    except NoValue:
-        graph = current_graph()
-        if graph is None:
-            raise
-        return graph.apply(node.op, args, node.params)
 
 
 def apply_batched(node, args, mapped, size):

@@ -42,14 +42,14 @@ import threading
 import numpy as np
 
 from ..errors import NoValue
-from ..graph.active import current_graph
 from . import array as A
 from . import scalar as S
 from .registry import REGISTRY, Primitive, shape_of
 from .shape import broadcast_to
 
 __all__ = ["Collective", "psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-           "axis_index", "axis_names", "binding", "bound", "resolving"]
+           "axis_index", "axis_names", "binding", "bound", "bound_names", "resolving",
+           "resolving_axes"]
 
 
 # --------------------------------------------------------------------------------------
@@ -97,20 +97,10 @@ def bound_names() -> list:
     return [n for n, _ in _axes.bound]
 
 
-class resolving_axis:
-    """`vectorize.run` resolves the collectives over `name` for the block (None: none)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        _axes.resolving.append(self.name)
-
-    def __exit__(self, *exc):
-        _axes.resolving.pop()
-        return False
+def resolving_axes() -> list:
+    """The stack `vectorize.run` pushes its axis name on (None too: a vmap without one
+    resolves nothing) while it runs."""
+    return _axes.resolving
 
 
 def resolving():
@@ -125,7 +115,7 @@ class Collective(Primitive):
     no value of its own; the vmap that binds the name computes it (``resolve``).
 
     Called where none of its arguments is traced (a rule's constant cotangent), it is
-    recorded into the graph being traced, where a plain primitive would be evaluated.
+    recorded into the graph being traced (`Primitive.__call__` does so on `NoValue`).
     """
 
     def __init__(self, name, resolve, aval, *, linear):
@@ -138,15 +128,6 @@ class Collective(Primitive):
         self.builtin = True
         self.resolve = resolve
         REGISTRY[name] = self
-
-    def __call__(self, *args, **params):
-        try:
-            return super().__call__(*args, **params)
-        except NoValue:
-            graph = current_graph()
-            if graph is None:
-                raise
-            return graph.apply(self, args, params)
 
 
 def axis_names(graph) -> frozenset:

@@ -24,6 +24,7 @@ import sys
 
 import numpy as np
 
+from ..errors import NoValue
 from ..graph.active import _state as _active
 from ..graph.node import Node
 
@@ -165,10 +166,19 @@ class Primitive:
                 arrays = False
         if graph is not None:
             return graph.apply(self, args, params)
-        if arrays and args:                 # (an eager sweep's rules call primitives so)
-            out = self.impl(*args, **params)
-            return out if type(out) is np.ndarray else _canonical_scalar(out)
-        return self.evaluate(args, params)
+        try:
+            if arrays and args:             # (an eager sweep's rules call primitives so)
+                out = self.impl(*args, **params)
+                return out if type(out) is np.ndarray else _canonical_scalar(out)
+            return self.evaluate(args, params)
+        except NoValue:
+            # a collective (or a loop holding one) of values that are not traced: its value
+            # depends on the other examples of a vmap, which computes it from the graph
+            # being traced (a rule's constant cotangent, a scan over constants)
+            stack = _active.stack
+            if not stack or stack[-1] is None:
+                raise
+            return stack[-1].apply(self, args, params)
 
     def evaluate(self, values, params=NO_PARAMS):
         """The value of the operation on concrete values.
