@@ -1,0 +1,564 @@
+"""Collectives under wg.vmap(axis_name=...) and wg.pmap: each one's values against a NumPy
+closed form over the batch and against JAX; derivatives of the batched function against
+central differences (to second order for the linear ones), per-example derivatives inside
+the vmap against JAX's (psum's transpose is psum); data-parallel training with pmean,
+batch norm, nested names, loops, compile, and the errors."""
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from wengert import lax
+
+from fd import assert_close, check_grads
+
+RNG = np.random.default_rng(20240611)
+B = 4                   # examples in a batch (none of the examples' own lengths)
+
+
+def _jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def _both(case):
+    """The case run with wengert and with JAX: the same code, given (vmap module, lax,
+    numpy)."""
+    jax = _jax()
+    import jax.numpy as jnp
+    return case(wg, lax, wnp), case(jax, jax.lax, jnp)
+
+
+def _same(ours, theirs, rtol=1e-12):
+    leaves, tree = wg.tree_util.tree_flatten(ours)
+    ref, ref_tree = wg.tree_util.tree_flatten(theirs)
+    assert len(leaves) == len(ref), (tree, ref_tree)
+    for a, b in zip(leaves, ref):
+        assert np.shape(a) == np.shape(b)
+        assert_close(a, np.asarray(b), rtol=rtol, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# values: name -> (per-example f of (lax, np), batch arguments, in_axes, NumPy closed form
+# of the whole batch's result, with the batch on axis 0)
+# --------------------------------------------------------------------------------------
+X = RNG.normal(size=(B, 3))
+M = RNG.normal(size=(B, 2, 3))
+S = RNG.normal(size=(B, B, 2))            # an axis with one entry per example
+T = RNG.normal(size=(B, 2 * B))           # ... with two per example
+W = RNG.normal(size=3)                    # shared by every example
+RING = [(k, (k + 1) % B) for k in range(B)]
+PAIRS = [(0, 2), (2, 0), (1, 3), (3, 1)]
+
+
+def _every(v):
+    """A value that is the same for every example, as vmap returns it."""
+    return np.broadcast_to(v, (B,) + np.shape(v))
+
+
+VALUES = {
+    "psum": (lambda l, n: lambda x: l.psum(x, "i"), (X,), 0, lambda x: _every(x.sum(0))),
+    "pmean": (lambda l, n: lambda x: l.pmean(x, "i"), (X,), 0, lambda x: _every(x.mean(0))),
+    "pmax": (lambda l, n: lambda x: l.pmax(x, "i"), (X,), 0, lambda x: _every(x.max(0))),
+    "pmin": (lambda l, n: lambda x: l.pmin(x, "i"), (M,), 0, lambda x: _every(x.min(0))),
+    "psum_shared": (lambda l, n: lambda x, w: x * l.psum(w, "i"), (X, W), (0, None),
+                    lambda x, w: x * (B * w)),
+    "pmean_of_expression": (lambda l, n: lambda x: n.sin(x) / l.pmean(x * x, "i"), (X,), 0,
+                            lambda x: np.sin(x) / (x * x).mean(0)),
+    "centred": (lambda l, n: lambda x: x - l.pmean(x, "i"), (M,), 0,
+                lambda x: x - x.mean(0)),
+    "all_gather": (lambda l, n: lambda x: l.all_gather(x, "i"), (X,), 0, lambda x: _every(x)),
+    "all_gather_axis1": (lambda l, n: lambda x: l.all_gather(x, "i", axis=1), (M,), 0,
+                         lambda x: _every(np.moveaxis(x, 0, 1))),
+    "all_gather_axis_last": (lambda l, n: lambda x: l.all_gather(x, "i", axis=-1), (M,), 0,
+                             lambda x: _every(np.moveaxis(x, 0, -1))),
+    "all_gather_tiled": (lambda l, n: lambda x: l.all_gather(x, "i", tiled=True), (M,), 0,
+                         lambda x: _every(np.concatenate(list(x), axis=0))),
+    "all_gather_tiled_axis1": (lambda l, n: lambda x: l.all_gather(x, "i", axis=1, tiled=True),
+                               (M,), 0, lambda x: _every(np.concatenate(list(x), axis=1))),
+    "psum_scatter": (lambda l, n: lambda x: l.psum_scatter(x, "i"), (S,), 0,
+                     lambda x: x.sum(0)),
+    "psum_scatter_dim1": (lambda l, n: lambda x: l.psum_scatter(x, "i", scatter_dimension=1),
+                          (np.moveaxis(S, 1, 2),), 0,
+                          lambda x: np.moveaxis(x.sum(0), 1, 0)),
+    "psum_scatter_tiled": (lambda l, n: lambda x: l.psum_scatter(x, "i", tiled=True), (T,), 0,
+                           lambda x: x.sum(0).reshape(B, 2)),
+    "ppermute_ring": (lambda l, n: lambda x: l.ppermute(x, "i", RING), (M,), 0,
+                      lambda x: np.roll(x, 1, axis=0)),
+    "ppermute_pairs": (lambda l, n: lambda x: l.ppermute(x, "i", PAIRS), (X,), 0,
+                       lambda x: x[[2, 3, 0, 1]]),
+    "axis_index": (lambda l, n: lambda x: x * l.axis_index("i"), (X,), 0,
+                   lambda x: x * np.arange(B)[:, None]),
+    "axis_size": (lambda l, n: lambda x: x / l.axis_size("i"), (X,), 0, lambda x: x / B),
+    "psum_of_a_number": (lambda l, n: lambda x: x * l.psum(1, "i"), (X,), 0, lambda x: x * B),
+    "pytree": (lambda l, n: lambda x: l.psum({"a": x, "b": (2 * x, 1.0)}, "i"), (X,), 0,
+               lambda x: {"a": _every(x.sum(0)), "b": (_every(2 * x.sum(0)), _every(B * 1.0))}),
+    "empty_tuple_of_names": (lambda l, n: lambda x: l.psum(x, ()), (X,), 0, lambda x: x),
+    "in_axes_1": (lambda l, n: lambda x: l.pmax(x, "i") - x, (X.T,), 1,
+                  lambda x: x.T.max(0) - x.T),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_values_against_numpy(name, loops):
+    make, args, in_axes, closed = VALUES[name]
+    out = wg.vmap(make(lax, wnp), in_axes=in_axes, axis_name="i")(*args)
+    _same(out, closed(*args))
+    assert not loops, loops         # (every collective computed from the whole batch)
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_values_against_jax(name):
+    make, args, in_axes, _ = VALUES[name]
+    _same(*_both(lambda J, l, n: J.vmap(make(l, n), in_axes=in_axes, axis_name="i")(*args)))
+
+
+def test_dtypes_follow_jax():
+    ints = np.arange(B, dtype=np.int32)
+    f = wg.vmap(lambda x: (lax.psum(x, "i"), lax.pmax(x, "i"), lax.all_gather(x, "i"),
+                           lax.axis_index("i")), axis_name="i")
+    assert [v.dtype for v in f(ints)] == [np.int32] * 4
+    f32 = wg.vmap(lambda x: (lax.psum(x, "i"), lax.pmean(x, "i"), lax.pmax(x, "i")),
+                  axis_name="i")(X.astype(np.float32))
+    assert [v.dtype for v in f32] == [np.float32] * 3
+
+
+def test_a_number_is_summed_at_once():
+    """As in JAX, psum of a number inside the vmap is a number: usable in Python."""
+    seen = []
+
+    def f(x):
+        seen.append((lax.psum(1, "i"), lax.pmean(2.0, "i"), lax.axis_size("i")))
+        return x
+    wg.vmap(f, axis_name="i")(X)
+    assert seen == [(B, 2.0, B)]
+
+
+# --------------------------------------------------------------------------------------
+# derivatives of the batched function against central differences
+# --------------------------------------------------------------------------------------
+SMOOTH = ["psum", "pmean", "pmean_of_expression", "centred", "all_gather",
+          "all_gather_axis1", "all_gather_tiled_axis1", "psum_scatter", "psum_scatter_dim1",
+          "psum_scatter_tiled", "ppermute_ring", "ppermute_pairs", "axis_index", "psum_shared"]
+
+
+@pytest.mark.parametrize("name", SMOOTH)
+def test_derivatives_of_the_batch_to_second_order(name):
+    """jvp against central differences along a random direction, vjp by the dot-product
+    test, then both again for the pullback (second order)."""
+    make, args, in_axes, _ = VALUES[name]
+    f = wg.vmap(make(lax, wnp), in_axes=in_axes, axis_name="i")
+    check_grads(lambda *a: f(*a), *args, order=2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["pmax", "pmin", "in_axes_1"])
+def test_extremum_derivatives(name):
+    """At random points (no ties) first order against central differences; the
+    derivative is the winning example's tangent, which differentiates again to zero."""
+    make, args, in_axes, _ = VALUES[name]
+    f = wg.vmap(make(lax, wnp), in_axes=in_axes, axis_name="i")
+    check_grads(f, *args, order=2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["pmax", "pmin"])
+def test_extremum_rules_inside_are_those_of_max_over_the_gathered_batch(name):
+    """Inside the vmap pmax's own rules are used (outside, the vmap has computed it as a
+    max over the batch axis, which is differentiated): they must be those of the max of
+    all_gather(x), whose rules are amax's and all_gather's.  At random points and at
+    ties (shared equally), first and second order, forward and reverse; and the
+    gradient inside is the gradient of the sum over the examples (psum's transpose)."""
+    op = getattr(lax, name)
+    reduce = wnp.max if name == "pmax" else wnp.min
+    per = lambda p: lambda x: wnp.sum(wnp.sin(x) * p(x ** 2 + x))
+    ours, ref = per(lambda v: op(v, "i")), per(lambda v: reduce(lax.all_gather(v, "i"), 0))
+    ties = np.array([[1.0, 3.0, 0.5], [3.0, 3.0, 0.5], [3.0, -0.2, 0.5], [1.0, -0.2, 0.5]])
+    ties = (np.sqrt(1 + 4 * ties) - 1) / 2          # (x² + x takes those values)
+    tangents = RNG.normal(size=X.shape)
+    for xs in (X, ties):
+        for t in (wg.grad, wg.hessian, lambda g: wg.jacfwd(wg.grad(g)),
+                  lambda g: wg.jacrev(wg.jacfwd(g))):
+            assert_close(wg.vmap(t(ours), axis_name="i")(xs),
+                         wg.vmap(t(ref), axis_name="i")(xs), rtol=1e-13, atol=1e-13)
+        tangent = lambda f: lambda x, t: wg.jvp(f, (x,), (t,))[1]
+        assert_close(wg.vmap(tangent(ours), axis_name="i")(xs, tangents),
+                     wg.vmap(tangent(ref), axis_name="i")(xs, tangents), rtol=1e-13)
+    inside = wg.vmap(wg.grad(ours), axis_name="i")(X)
+    total = lambda xs: float(np.sum(wg.vmap(ours, axis_name="i")(xs)))
+    fd = np.zeros_like(X)
+    for k in np.ndindex(X.shape):
+        e = np.zeros_like(X)
+        e[k] = 1e-6
+        fd[k] = (total(X + e) - total(X - e)) / 2e-6
+    assert_close(inside, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_extremum_ties_shared_as_numpy_max():
+    """pmax's derivative shares ties equally, as max over the batch axis does (JAX has no
+    rule for pmax; its jnp.max shares ties so too)."""
+    xs = np.array([[1.0, 3.0], [3.0, 3.0], [3.0, -1.0]])
+    batched = lambda xs: wg.vmap(lambda x: lax.pmax(x, "i"), axis_name="i")(xs)[0].sum()
+    whole = lambda xs: wnp.max(xs, axis=0).sum()
+    assert_close(wg.grad(batched)(xs), wg.grad(whole)(xs), rtol=1e-15)
+    assert_close(wg.grad(batched)(xs), [[0, 0.5], [0.5, 0.5], [0.5, 0]], rtol=1e-15)
+    t = np.array([[1.0, 10.0], [100.0, 1000.0], [1e4, 1e5]])
+    _, tan = wg.jvp(lambda xs: wg.vmap(lambda x: lax.pmin(x, "i"), axis_name="i")(xs),
+                    (xs,), (t,))
+    assert_close(tan, np.broadcast_to([1.0, 1e5], (3, 2)), rtol=1e-15)
+    jax = _jax()
+    assert_close(wg.grad(batched)(xs), jax.grad(lambda xs: jax.numpy.max(xs, 0).sum())(xs))
+
+
+# --------------------------------------------------------------------------------------
+# per-example derivatives inside the vmap: JAX's numbers
+# --------------------------------------------------------------------------------------
+def test_the_cases_of_jax():
+    xs = np.arange(1.0, 4.0)
+    assert wg.vmap(wg.grad(lambda x: lax.psum(x, "i")), axis_name="i")(xs).tolist() == \
+        [3.0, 3.0, 3.0]
+    assert wg.vmap(wg.grad(lambda x: lax.psum(x ** 2, "i")), axis_name="i")(xs).tolist() == \
+        [6.0, 12.0, 18.0]
+    assert wg.vmap(wg.grad(lambda x: x * lax.pmean(x, "i")), axis_name="i")(xs).tolist() == \
+        [4.0, 4.0, 4.0]
+    assert wg.grad(lambda xs: wg.vmap(lambda x: x * lax.pmean(x, "i"), axis_name="i")(xs)
+                   .sum())(xs).tolist() == [4.0, 4.0, 4.0]
+
+
+PER_EXAMPLE = {
+    "psum_cubed": lambda l, n: lambda x: n.sum(l.psum(x ** 3, "i")),
+    "pmean_product": lambda l, n: lambda x: n.sum(n.sin(x) * l.pmean(x * x, "i")),
+    "all_gather": lambda l, n: lambda x: n.sum(l.all_gather(x, "i") *
+                                               n.arange(1.0, B * 3 + 1).reshape(B, 3)),
+    "ppermute": lambda l, n: lambda x: n.sum(n.cos(l.ppermute(x, "i", RING)) * x),
+    "psum_scatter": lambda l, n: lambda x: n.sum(l.psum_scatter(
+        n.outer(n.arange(1.0, B + 1), x), "i") ** 2),
+    "axis_index": lambda l, n: lambda x: n.sum(x ** 2 * l.axis_index("i") +
+                                               l.pmean(x, "i")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_EXAMPLE))
+def test_grad_inside_equals_the_gradient_of_the_sum(name):
+    """With psum's transpose psum, vmap(grad(f)) is the gradient of the sum over the
+    examples of f: against central differences of that sum, and against JAX."""
+    f = PER_EXAMPLE[name](lax, wnp)
+    inside = wg.vmap(wg.grad(f), axis_name="i")(X)
+    total = lambda xs: float(np.sum(wg.vmap(f, axis_name="i")(xs)))
+    fd = np.zeros_like(X)
+    for k in np.ndindex(X.shape):
+        e = np.zeros_like(X)
+        e[k] = 1e-6
+        fd[k] = (total(X + e) - total(X - e)) / 2e-6
+    assert_close(inside, fd, rtol=1e-6, atol=1e-6)
+    _same(*_both(lambda J, l, n: J.vmap(J.grad(PER_EXAMPLE[name](l, n)), axis_name="i")(X)),
+          rtol=1e-10)
+    # second order inside: the rules of the rules
+    _same(*_both(lambda J, l, n: J.vmap(J.hessian(PER_EXAMPLE[name](l, n)),
+                                        axis_name="i")(X)), rtol=1e-10)
+
+
+@pytest.mark.parametrize("transform", ["hessian", "jacfwd", "jacrev"])
+def test_second_order_and_jacobians_inside_against_jax(transform):
+    def case(J, l, n):
+        f = lambda x: n.sin(x) * l.psum(x[0] * x ** 2, "i") + l.pmean(x ** 3, "i")
+        if transform == "hessian":
+            g = lambda x: n.sum(f(x))
+        else:
+            g = f
+        return J.vmap(getattr(J, transform)(g), axis_name="i")(X)
+    _same(*_both(case), rtol=1e-10)
+
+
+def test_jvp_inside_against_jax():
+    def case(J, l, n):
+        f = lambda x, t: J.jvp(lambda x: n.tanh(x) * l.pmean(x, "i"), (x,), (t,))
+        return J.vmap(f, axis_name="i")(X, M[:, 0])
+    _same(*_both(case), rtol=1e-12)
+
+
+def test_second_order_outside_against_jax():
+    def case(J, l, n):
+        g = lambda xs: (J.vmap(lambda x: x ** 2 * l.pmean(x ** 2, "i"), axis_name="i")(xs)
+                        * n.arange(1.0, B + 1)).sum()
+        return J.hessian(g)(X[:, 0]), J.jacrev(J.grad(g))(X[:, 0])
+    _same(*_both(case), rtol=1e-10)
+
+
+def test_a_closed_over_traced_value():
+    """An enclosing trace's value f closes over (the weights) becomes an input of the
+    vmap's trace, and its collectives' derivatives flow to it."""
+    def loss(w):
+        per = wg.vmap(lambda x: wnp.sum(x * lax.psum(w * x, "i")) + lax.pmax(w[0] * x[0], "i")
+                      + wnp.sum(lax.psum(w, "i")), axis_name="i")(X)
+        return wnp.sum(per ** 2)
+    check_grads(loss, W, order=2, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------
+# programs: data-parallel training, batch norm
+# --------------------------------------------------------------------------------------
+def _mlp(params, x):
+    (w1, b1), (w2, b2) = params
+    return wnp.tanh(x @ w1 + b1) @ w2 + b2
+
+
+def _loss(params, x, y):
+    return wnp.mean((_mlp(params, x) - y) ** 2)
+
+
+def _params(rng):
+    return [(rng.normal(size=(3, 5)), rng.normal(size=5)), (rng.normal(size=(5, 2)),
+                                                           rng.normal(size=2))]
+
+
+def test_data_parallel_training_step_is_the_full_batch_step():
+    """pmap over shards, the gradients averaged with pmean: the full batch's gradient,
+    and one SGD step from it, as on one device."""
+    rng = np.random.default_rng(1)
+    params = _params(rng)
+    x, y = rng.normal(size=(12, 3)), rng.normal(size=(12, 2))
+    shards = 4
+    xs, ys = x.reshape(shards, 3, 3), y.reshape(shards, 3, 2)
+
+    def step(params, x, y):
+        grads = lax.pmean(wg.grad(_loss)(params, x, y), axis_name="batch")
+        return wg.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), grads
+
+    new, grads = wg.pmap(step, axis_name="batch", in_axes=(None, 0, 0))(params, xs, ys)
+    full = wg.grad(_loss)(params, x, y)
+    for g, f in zip(wg.tree_util.tree_leaves(grads), wg.tree_util.tree_leaves(full)):
+        for k in range(shards):                 # (each device holds the same average)
+            assert_close(g[k], f, rtol=1e-12)
+    for p, q, f in zip(wg.tree_util.tree_leaves(new), wg.tree_util.tree_leaves(params),
+                       wg.tree_util.tree_leaves(full)):
+        assert_close(p[0], q - 0.1 * f, rtol=1e-12)
+    # compiled, the same
+    compiled = wg.jit(wg.pmap(step, axis_name="batch", in_axes=(None, 0, 0)))
+    _same(compiled(params, xs, ys), (new, grads))
+    _same(compiled(params, xs + 1.0, ys), wg.pmap(step, axis_name="batch",
+                                                  in_axes=(None, 0, 0))(params, xs + 1.0, ys))
+    # and JAX's vmap with the same axis name (pmap there needs a device per shard)
+    jax = _jax()
+
+    def jax_step(params, x, y):
+        def loss(params, x, y):
+            (w1, b1), (w2, b2) = params
+            return jax.numpy.mean((jax.numpy.tanh(x @ w1 + b1) @ w2 + b2 - y) ** 2)
+        return jax.lax.pmean(jax.grad(loss)(params, x, y), axis_name="batch")
+    _same(grads, jax.vmap(jax_step, in_axes=(None, 0, 0), axis_name="batch")(params, xs, ys))
+
+
+def _batch_norm_one(x, gamma, beta):
+    mean = lax.pmean(x, "batch")
+    var = lax.pmean((x - mean) ** 2, "batch")
+    return gamma * (x - mean) / wnp.sqrt(var + 1e-5) + beta
+
+
+def _batch_norm_whole(xs, gamma, beta):
+    mean = wnp.mean(xs, axis=0)
+    var = wnp.mean((xs - mean) ** 2, axis=0)
+    return gamma * (xs - mean) / wnp.sqrt(var + 1e-5) + beta
+
+
+def test_batch_norm_by_pmean():
+    gamma, beta = RNG.normal(size=3), RNG.normal(size=3)
+    bn = wg.vmap(_batch_norm_one, in_axes=(0, None, None), axis_name="batch")
+    assert_close(bn(X, gamma, beta), _batch_norm_whole(X, gamma, beta), rtol=1e-12)
+    weights = RNG.normal(size=(B, 3))
+    loss = lambda f: lambda xs, g, b: wnp.sum(wnp.tanh(f(xs, g, b)) * weights)
+    for k in range(3):
+        assert_close(wg.grad(loss(bn), k)(X, gamma, beta),
+                     wg.grad(loss(_batch_norm_whole), k)(X, gamma, beta), rtol=1e-10)
+    check_grads(lambda xs: bn(xs, gamma, beta), X, order=2, rtol=1e-5)
+    # with psum and axis_size, and under jit, the same
+    by_sums = wg.jit(wg.vmap(lambda x: (x - lax.psum(x, "b") / lax.axis_size("b")),
+                             axis_name="b"))
+    assert_close(by_sums(X), X - X.mean(0), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# nested names, shadowing, loops, compile
+# --------------------------------------------------------------------------------------
+Y = RNG.normal(size=(2, 3, 4))      # two outer examples ("i") of three inner ones ("j")
+
+
+def _nested(J, l, n):
+    def one(x):
+        return (l.psum(x, "i"), l.pmean(x, ("i", "j")), l.axis_index(("i", "j")),
+                l.pmax(x, ("j", "i")), x * l.pmean(x, "i") + l.psum(x ** 2, "j"),
+                l.axis_size(("i", "j")))
+    return J.vmap(J.vmap(one, axis_name="j"), axis_name="i")(Y)
+
+
+def test_nested_names_against_numpy_and_jax():
+    ours = _nested(wg, lax, wnp)
+    assert_close(ours[0], np.broadcast_to(Y.sum(0), Y.shape), rtol=1e-12)
+    assert_close(ours[1], np.broadcast_to(Y.mean((0, 1)), Y.shape), rtol=1e-12)
+    assert ours[2].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert_close(ours[3], np.broadcast_to(Y.max((0, 1)), Y.shape), rtol=1e-15)
+    assert_close(ours[4], Y * Y.mean(0) + (Y ** 2).sum(1, keepdims=True), rtol=1e-12)
+    _same(ours, _both(_nested)[1])
+
+
+def test_nested_gathers_and_permutations_over_two_names():
+    """Positions over a tuple of names: the first name's most significant (as JAX's
+    shard_map over a 2x3 mesh gives them)."""
+    both = lambda f: wg.vmap(wg.vmap(f, axis_name="j"), axis_name="i")
+    z = np.arange(6.0).reshape(2, 3)
+    assert both(lambda x: lax.all_gather(x, ("i", "j")))(z)[1, 2].tolist() == \
+        [0, 1, 2, 3, 4, 5]
+    assert both(lambda x: lax.all_gather(x, ("j", "i")))(z)[0, 0].tolist() == \
+        [0, 3, 1, 4, 2, 5]
+    ring6 = [(k, (k + 1) % 6) for k in range(6)]
+    assert both(lambda x: lax.ppermute(x, ("i", "j"), ring6))(z).tolist() == \
+        [[5, 0, 1], [2, 3, 4]]
+    blocks = np.arange(36.0).reshape(2, 3, 6)
+    assert both(lambda x: lax.psum_scatter(x, ("i", "j"), tiled=True))(blocks)[..., 0] \
+        .tolist() == [[90, 96, 102], [108, 114, 120]]
+    f = both(lambda x: wnp.sin(lax.ppermute(x, ("i", "j"), ring6)) *
+             lax.all_gather(x, ("i", "j"))[5 - lax.axis_index(("i", "j"))])
+    check_grads(f, z + 0.5, order=2, rtol=1e-5)
+
+
+def test_nested_derivatives():
+    f = wg.vmap(wg.vmap(lambda x: wnp.sin(x) * lax.pmean(x, "i") + lax.psum(x * x, "j"),
+                        axis_name="j"), axis_name="i")
+    check_grads(f, Y, order=2, rtol=1e-5)
+    # the outer name inside the inner vmap, differentiated inside both (the rules of
+    # all_gather and psum_scatter over "i" batched by the vmap of "j")
+    def case(J, l, n):
+        g = lambda x: n.sum(n.sin(x) * l.pmean(x, "i") + l.psum(x * x, "j")) + \
+            n.sum(l.all_gather(x, "i")[1] * x) + n.sum(l.psum_scatter(x, "i", tiled=True) ** 2)
+        return J.vmap(J.vmap(J.grad(g), axis_name="j"), axis_name="i")(Y)
+    _same(*_both(case), rtol=1e-10)
+
+
+def test_an_inner_vmap_without_a_name_and_shadowing():
+    z = np.arange(6.0).reshape(2, 3)
+    inner = wg.vmap(wg.vmap(lambda x: lax.psum(x, "i")), axis_name="i")(z)
+    assert inner.tolist() == [[3, 5, 7], [3, 5, 7]]
+    shadow = wg.vmap(wg.vmap(lambda x: lax.psum(x, "i"), axis_name="i"), axis_name="i")(z)
+    assert shadow.tolist() == [[3, 3, 3], [12, 12, 12]]     # (the innermost binding's)
+
+
+def test_loops_inside():
+    def case(J, l, n):
+        def per(xs):
+            return l.scan(lambda c, x: (c * l.pmean(x, "i") + x, c + l.psum(x, "i")), 1.0, xs)
+        return J.vmap(per, axis_name="i")(X), J.grad(
+            lambda xs: J.vmap(lambda r: per(r)[0], axis_name="i")(xs).sum())(X)
+    _same(*_both(case), rtol=1e-12)
+    f = wg.vmap(lambda xs: lax.scan(lambda c, x: (wnp.sin(c) * lax.pmean(x, "i") + x, c),
+                                    0.5, xs)[0], axis_name="i")
+    check_grads(f, X, order=2, rtol=1e-5)
+    # a scan over constants, a fori_loop and a while_loop (its test reads a collective)
+    xs = np.arange(1.0, 4.0)
+    consts = wg.vmap(lambda x: x + lax.scan(lambda c, z: (c + z * lax.axis_index("i"), c),
+                                            0.0, np.arange(3.0))[0], axis_name="i")(xs)
+    assert consts.tolist() == [1.0, 5.0, 9.0]
+    fori = wg.vmap(lambda x: lax.fori_loop(0, 3, lambda k, c: c + lax.psum(x, "i"), x),
+                   axis_name="i")(xs)
+    assert fori.tolist() == [19.0, 20.0, 21.0]
+    loop = wg.vmap(lambda x: lax.while_loop(
+        lambda c: c < 10.0, lambda c: c + lax.pmean(x, "i") + lax.axis_index("i"), 0.0),
+        axis_name="i")(xs)
+    assert loop.tolist() == [10.0, 12.0, 12.0]
+
+
+def test_compile_and_jit():
+    f = wg.vmap(lambda x: x * lax.pmean(x, "i") + lax.all_gather(x, "i")[0], axis_name="i")
+    compiled = wg.compile(f, X)
+    for xs in (X, 2 * X + 1):
+        assert_close(compiled(xs), f(xs), rtol=1e-14)
+    g = wg.jit(wg.grad(lambda xs: wnp.sum(f(xs) ** 2)))
+    assert_close(g(X), wg.grad(lambda xs: wnp.sum(f(xs) ** 2))(X), rtol=1e-12)
+    # a jitted function inside the vmap
+    h = wg.vmap(wg.jit(lambda x: x * lax.psum(x, "i")), axis_name="i")
+    assert_close(h(X), X * X.sum(0), rtol=1e-14)
+    assert "psum" not in str(compiled.graph)        # (computed: no collective is left)
+
+
+def test_checkpoint_inside():
+    f = lambda x: wnp.sin(x) * lax.pmean(x ** 2, "i")
+    plain = wg.grad(lambda xs: wnp.sum(wg.vmap(f, axis_name="i")(xs)))(X)
+    saved = wg.grad(lambda xs: wnp.sum(wg.vmap(wg.checkpoint(f), axis_name="i")(xs)))(X)
+    assert_close(saved, plain, rtol=1e-14)
+    assert_close(wg.vmap(wg.grad(lambda x: wnp.sum(wg.checkpoint(f)(x))), axis_name="i")(X),
+                 plain, rtol=1e-14)
+
+
+def test_pmap_passes_the_name():
+    f = wg.pmap(lambda x, s: s * (x - lax.pmean(x, "d")), axis_name="d",
+                static_broadcasted_argnums=1)
+    assert_close(f(X, 2.0), 2.0 * (X - X.mean(0)), rtol=1e-14)
+    jax = _jax()
+    one = np.ones((1, 3))                       # (one CPU: JAX's pmap takes one example)
+    _same(wg.pmap(lambda x: lax.psum(x, "d"), axis_name="d")(one),
+          jax.pmap(lambda x: jax.lax.psum(x, "d"), axis_name="d")(one))
+
+
+# --------------------------------------------------------------------------------------
+# errors
+# --------------------------------------------------------------------------------------
+def test_an_unbound_name_is_a_name_error():
+    with pytest.raises(NameError, match="unbound axis name 'i'.*pass axis_name='i' to the "
+                                        "vmap or pmap"):
+        lax.psum(1.0, "i")
+    with pytest.raises(NameError, match="unbound axis name 'j'.*the names bound here: 'i'"):
+        wg.vmap(lambda x: lax.pmean(x, "j"), axis_name="i")(X)
+    with pytest.raises(NameError, match="unbound axis name 'i'"):
+        wg.vmap(lambda x: lax.axis_index("i"))(X)
+    with pytest.raises(NameError, match="all_gather over 'i'"):
+        wg.jit(lambda x: lax.all_gather(x, "i"))(X)
+
+
+def test_bad_permutations():
+    f = lambda perm: wg.vmap(lambda x: lax.ppermute(x, "i", perm), axis_name="i")(X)
+    with pytest.raises(ValueError, match="source 0 more than once"):
+        f([(0, 1), (0, 2)])
+    with pytest.raises(ValueError, match="destination 1 more than once"):
+        f([(0, 1), (2, 1)])
+    with pytest.raises(ValueError, match=r"pair \(0, 4\) of perm is out of range: axis 'i' "
+                                         r"has 4 examples"):
+        f([(0, 4)])
+    with pytest.raises(ValueError, match="pairs of ints"):
+        f([(0, 1, 2)])
+    with pytest.raises(ValueError, match="pairs of ints"):
+        f([(0.0, 1)])
+
+
+def test_a_partial_permutation_gives_zeros():
+    """As JAX documents it (its vmap refuses one; pmap and shard_map give zeros)."""
+    out = wg.vmap(lambda x: lax.ppermute(x, "i", [(0, 1), (3, 0)]), axis_name="i")(X)
+    assert_close(out, np.stack([X[3], X[0], 0 * X[0], 0 * X[0]]), rtol=0)
+    check_grads(wg.vmap(lambda x: lax.ppermute(x, "i", [(0, 1), (3, 0)]), axis_name="i"),
+                X, order=1)
+
+
+def test_shape_errors():
+    with pytest.raises(ValueError, match=r"all_gather: axis 3 is out of range for an "
+                                         r"argument with 2 dimensions \(from -3 to 2\)"):
+        wg.vmap(lambda x: lax.all_gather(x, "i", axis=3), axis_name="i")(M)
+    with pytest.raises(ValueError, match="tiled=True.*out of range for an argument with 0 "
+                                         "dimensions"):
+        wg.vmap(lambda x: lax.all_gather(x[0], "i", tiled=True), axis_name="i")(X)
+    with pytest.raises(ValueError, match=r"psum_scatter: x of shape \(3,\) has 3 entries "
+                                         r"along its scatter_dimension 0, for 4 examples"):
+        wg.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(X)
+    with pytest.raises(ValueError, match="a multiple of the number of examples"):
+        wg.vmap(lambda x: lax.psum_scatter(x, "i", tiled=True), axis_name="i")(X)
+    with pytest.raises(NotImplementedError, match="axis_index_groups"):
+        wg.vmap(lambda x: lax.psum(x, "i", axis_index_groups=[[0, 1], [2, 3]]),
+                axis_name="i")(X)
+
+
+def test_bad_axis_names():
+    with pytest.raises(TypeError, match="axis_name names one axis, got the tuple"):
+        wg.vmap(lambda x: x, axis_name=("i", "j"))
+    with pytest.raises(TypeError, match="hashable"):
+        wg.vmap(lambda x: x, axis_name={"i": 0})
+    with pytest.raises(TypeError, match="JAX's fourth positional argument is axis_name"):
+        wg.vmap(lambda x: x, 0, 0, "i")
+    with pytest.raises(TypeError, match="psum: takes numbers and arrays"):
+        wg.vmap(lambda x: lax.psum("text", "i"), axis_name="i")(X)
