@@ -477,6 +477,10 @@ def test_compile_and_jit():
     h = wg.vmap(wg.jit(lambda x: x * lax.psum(x, "i")), axis_name="i")
     assert_close(h(X), X * X.sum(0), rtol=1e-14)
     assert "psum" not in str(compiled.graph)        # (computed: no collective is left)
+    # a jitted function of constants inside the vmap: traced through, not run compiled
+    k = wg.jit(lambda c: lax.pmax(c, "i") * lax.axis_index("i"))
+    assert_close(wg.vmap(lambda x: x + k(np.ones(2)), axis_name="i")(X[:, 0]),
+                 np.repeat(X[:, :1] + np.arange(B)[:, None], 2, axis=1), rtol=1e-15)
 
 
 def test_checkpoint_inside():
@@ -511,6 +515,16 @@ def test_an_unbound_name_is_a_name_error():
         wg.vmap(lambda x: lax.axis_index("i"))(X)
     with pytest.raises(NameError, match="all_gather over 'i'"):
         wg.jit(lambda x: lax.all_gather(x, "i"))(X)
+
+
+def test_a_custom_rule_function_holding_a_collective_is_refused_clearly():
+    @wg.custom_vjp
+    def f(x):
+        return wnp.sin(x) * lax.psum(x, "i")
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (g * lax.psum(wnp.cos(x), "i"),))
+    with pytest.raises(NameError, match="while the wg.vmap with axis_name='i' computes its "
+                                        "batch.*custom_vjp.*pass its result in"):
+        wg.vmap(f, axis_name="i")(X)
 
 
 def test_bad_permutations():

@@ -69,6 +69,15 @@ def _axes(axis_name, who):
 
 
 def _unbound(name, who):
+    if name in P.resolving_axes():
+        # the vmap binding it has traced its function and is computing the batch: an
+        # operation that runs a function of one example again does so now
+        return (f"unbound axis name {name!r}: {who} over {name!r} is called while the "
+                f"wg.vmap with axis_name={name!r} computes its batch, by an operation "
+                "that runs a function of one example again (a wg.custom_jvp or "
+                "wg.custom_vjp function, a callback): collectives inside those are not "
+                "offered; compute the collective outside the function and pass its "
+                "result in as an argument")
     names = P.bound_names()
     here = (f" (the names bound here: {', '.join(repr(n) for n in names)})" if names
             else " (no vmap binds a name here)")

@@ -45,6 +45,7 @@ from .graph.active import current_graph, ieee_arithmetic, is_recording, options
 from .graph.graph import Graph, ShapeDtype, aval, canonical, shape_dtype
 from .graph.node import Node
 from .primitives import array as A
+from .primitives.collective import bound_names
 from .primitives.registry import CONST
 from .tree import LEAF, flatten, hold_constants, unflatten
 
@@ -792,8 +793,12 @@ def _abstract(x):
 
 
 def _traced(args) -> bool:
+    """Whether a compiled function must trace through f instead of running its code: some
+    argument is traced (another transformation is recording), or a vmap with an axis name
+    is tracing its function, where f may hold a collective over its examples, which only
+    that vmap can compute."""
     leaves, _ = flatten(args)
-    return any(type(v) is Node for v in leaves)
+    return any(type(v) is Node for v in leaves) or bool(bound_names())
 
 
 def compile(f, *example_args, static_argnums=(), static_argnames=(), backend="python"):
