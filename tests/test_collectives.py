@@ -466,6 +466,30 @@ def test_loops_inside():
     assert loop.tolist() == [10.0, 12.0, 12.0]
 
 
+def test_while_and_fori_loops_inside_against_jax():
+    """A collective in a while loop's test and body (each example then stops at its own
+    step), a ppermute in a fori_loop's carry; jvp, jacfwd and grad through them."""
+    ring = [(0, 1), (1, 2), (2, 0)]
+    xs, t = np.arange(1.0, 4.0), np.array([1.0, 2.0, -1.0])
+
+    def case(J, l, n):
+        test = J.vmap(lambda x: l.while_loop(lambda c: l.psum(c, "i") < 30.0,
+                                             lambda c: c + x + l.axis_index("i"), x),
+                      axis_name="i")(xs)
+        counted = J.vmap(lambda x: l.while_loop(
+            lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] + l.pmean(c[1] * x, "i")), (0, x)),
+            axis_name="i")(xs)
+        tangent = J.jvp(J.vmap(lambda x: l.while_loop(
+            lambda c: c[0] < 3, lambda c: (c[0] + 1, n.sin(c[1]) * l.pmean(c[1] * x, "i")),
+            (0, x))[1], axis_name="i"), (xs,), (t,))
+        fori = J.vmap(lambda x: l.fori_loop(
+            0, 3, lambda k, c: n.sin(c) * l.pmean(x, "i") + l.ppermute(c, "i", ring), x),
+            axis_name="i")
+        return test, counted, tangent, fori(xs), J.jacfwd(fori)(xs), \
+            J.grad(lambda xs: fori(xs).sum())(xs)
+    _same(*_both(case), rtol=1e-12)
+
+
 def test_compile_and_jit():
     f = wg.vmap(lambda x: x * lax.pmean(x, "i") + lax.all_gather(x, "i")[0], axis_name="i")
     compiled = wg.compile(f, X)

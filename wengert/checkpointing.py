@@ -36,7 +36,7 @@ from .errors import integer_argument
 from .graph.active import recording
 from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
-from .primitives.collective import axis_names, resolving
+from .primitives.collective import axis_names as collective_names, resolving
 from .primitives.pack import Layout
 from .primitives.registry import Primitive, is_weak, shape_of, _innermost as innermost
 from .tree import flatten, unflatten
@@ -150,7 +150,7 @@ class Checkpoint(Primitive):
             with recording(g):
                 self.call(ins)
             # (f inside wg.vmap(..., axis_name=...), its collectives: the vmap batches it)
-            self.axis_names = axis_names(g)
+            self.axis_names = collective_names(g)
             g.release()
         return self.layout.aval()
 

@@ -46,7 +46,7 @@ from .graph.active import current_graph, recording
 from .graph.graph import Graph, ShapeDtype
 from .graph.node import Node
 from .primitives.array import astype, dtype_of, transpose
-from .primitives.collective import resolving
+from .primitives.collective import axis_names as collective_names, resolving
 from .primitives.pack import Layout, part
 from .primitives.registry import CONST, INPUT, Primitive, is_weak, shape_of, _PYTHON_SCALARS
 from .primitives.shape import broadcast_to
@@ -82,8 +82,7 @@ class Loop(Primitive):
         inside ``wg.vmap(..., axis_name="i")``): the vmap binding one batches the loop
         even where none of its arguments varies, since the body's value does."""
         if self._axis_names is None:
-            from .primitives.collective import axis_names
-            self._axis_names = axis_names(self.body)
+            self._axis_names = collective_names(self.body)
         return self._axis_names
 
     def _valued(self):
@@ -631,9 +630,9 @@ class While(Loop):
             if new == flags:
                 break
             flags = new
-        lanes = mapped[k0 + nc] or outs[nc].index in marked or name in self.axis_names
         # (a collective over the vmap's own axis may make any value differ from one
-        # example to the next: axis_index, ppermute)
+        # example to the next, even from shared ones: axis_index, ppermute)
+        lanes = mapped[k0 + nc] or outs[nc].index in marked or name in self.axis_names
         if lanes:       # (each example stops at its own step: every carry is its own)
             flags[k0:] = [True] * nc
         return flags, lanes

@@ -21,6 +21,12 @@ one example holds f's gradient graph, which is then batched like any other.
 
 As with `wg.trace`, Python control flow in f cannot depend on the values of mapped
 arguments (`ConcretizationError` says so): write such a branch with `wengert.numpy.where`.
+
+``wg.vmap(f, axis_name="i")`` binds a name for the collectives in f (``lax.psum(x, "i")``,
+`wengert.collectives`) while it traces f; each is a node without a value, which step 2
+computes from the whole batch (its primitive's ``resolve``: a psum of a batch sums axis
+0).  A collective over another name is batched like any primitive, for the enclosing
+vmap that binds that name.
 """
 from __future__ import annotations
 
@@ -232,8 +238,9 @@ def _run(graph, values, mapped, size, axis_name):
         elif any(flags):
             env[node.index] = (apply_batched(node, args, flags, size), True)
         elif axis_name is not None and axis_name in getattr(op, "axis_names", ()):
-            # a loop whose body holds a collective over this vmap's axis: its value differs
-            # from one example to the next though its arguments do not
+            # a loop (or checkpoint) whose function holds a collective over this vmap's
+            # axis: its value differs from one example to the next though its arguments
+            # do not
             args = [batched(a, False, size) for a in args]
             env[node.index] = (apply_batched(node, args, [True] * len(args), size), True)
         else:
