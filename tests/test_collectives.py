@@ -115,6 +115,22 @@ def test_values_against_jax(name):
     _same(*_both(lambda J, l, n: J.vmap(make(l, n), in_axes=in_axes, axis_name="i")(*args)))
 
 
+def test_shared_arguments_and_no_mapped_argument_against_jax():
+    """Collectives of an argument every example shares (in_axes None: a NumPy array in
+    f), and a vmap with no mapped argument (axis_size), with gradients."""
+    def case(J, l, n):
+        w = np.arange(8.0).reshape(4, 2)
+        f = J.vmap(lambda x, w: (l.all_gather(w, "i", axis=1), l.all_gather(w, "i", tiled=True),
+                                 l.psum_scatter(w, "i"), l.ppermute(w, "i", RING),
+                                 l.pmax(w, "i"), l.axis_index("i") * x),
+                   in_axes=(0, None), axis_name="i")
+        g = J.vmap(lambda w: (l.psum(w, "i"), l.axis_index("i") + w[0, 0]), in_axes=None,
+                   axis_size=3, axis_name="i")
+        return f(X[:, 0], w), g(w), J.grad(lambda w: sum(n.sum(v ** 2)
+                                                         for v in f(X[:, 0], w)[:5]))(w)
+    _same(*_both(case))
+
+
 def test_dtypes_follow_jax():
     ints = np.arange(B, dtype=np.int32)
     f = wg.vmap(lambda x: (lax.psum(x, "i"), lax.pmax(x, "i"), lax.all_gather(x, "i"),
