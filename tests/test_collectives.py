@@ -210,6 +210,22 @@ def test_extremum_rules_inside_are_those_of_max_over_the_gathered_batch(name):
     assert_close(inside, fd, rtol=1e-6, atol=1e-6)
 
 
+def test_taylor_mode_inside():
+    """wg.taylor inside the vmap (pmax's and pmin's series from their JVP) against the
+    same series of max over the gathered batch, and against wg.taylor of the batched
+    function: forward mode is the same inside and outside."""
+    tangents = RNG.normal(size=X.shape)
+    inside = lambda f: wg.vmap(lambda x, v: wg.taylor(f, x, v, order=4), axis_name="i")
+    per = lambda p: lambda x: wnp.sin(x) * p(x ** 2 + x)
+    for op, reduce in ((lax.pmax, wnp.max), (lax.pmin, wnp.min)):
+        _same(inside(per(lambda u: op(u, "i")))(X, tangents),
+              inside(per(lambda u: reduce(lax.all_gather(u, "i"), 0)))(X, tangents))
+    f = lambda x: wnp.sin(x) * lax.psum(x ** 2, "i") + lax.all_gather(x, "i")[1] ** 3 + \
+        lax.ppermute(x, "i", RING) * lax.pmean(wnp.exp(x), "i") + lax.pmax(x, "i") ** 2
+    _same(inside(f)(X, tangents), wg.taylor(wg.vmap(f, axis_name="i"), X, tangents, order=4),
+          rtol=1e-12)
+
+
 def test_extremum_ties_shared_as_numpy_max():
     """pmax's derivative shares ties equally, as max over the batch axis does (JAX has no
     rule for pmax; its jnp.max shares ties so too)."""

@@ -66,7 +66,13 @@ _axes = _Axes()
 
 class binding:
     """Bind `name` to a vmap axis of `size` examples for the block: wg.vmap, while it traces
-    the function of one example.  (None binds nothing.)"""
+    the function of one example.  (None binds nothing.)
+
+    Example:
+        >>> with binding("i", 4):
+        ...     bound("i")
+        4
+    """
 
     __slots__ = ("name", "size")
 
@@ -85,7 +91,15 @@ class binding:
 
 def bound(name):
     """The number of examples of the innermost vmap binding `name`, or None where none
-    does."""
+    does.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> bound("i") is None
+        True
+        >>> wg.vmap(lambda x: x + bound("i"), axis_name="i")(np.zeros(3))
+        array([3., 3., 3.])
+    """
     for n, size in reversed(_axes.bound):
         if n == name:
             return size
@@ -93,20 +107,39 @@ def bound(name):
 
 
 def bound_names() -> list:
-    """The names bound now, innermost last."""
+    """The names bound now, innermost last.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> seen = []
+        >>> _ = wg.vmap(wg.vmap(lambda x: seen.append(bound_names()) or x, axis_name="j"),
+        ...             axis_name="i")(np.zeros((2, 3)))
+        >>> seen
+        [['i', 'j']]
+    """
     return [n for n, _ in _axes.bound]
 
 
 def resolving_axes() -> list:
     """The stack `vectorize.run` pushes its axis name on (None too: a vmap without one
-    resolves nothing) while it runs."""
+    resolves nothing) while it runs.
+
+    Example:
+        >>> resolving_axes()
+        []
+    """
     return _axes.resolving
 
 
 def resolving():
     """The axis name whose collectives the innermost `vectorize.run` in progress resolves
     (None: none), for the batching rules that batch a graph of their own with it (a
-    loop's body)."""
+    loop's body).
+
+    Example:
+        >>> resolving() is None             # (no vmap is computing a batch)
+        True
+    """
     return _axes.resolving[-1] if _axes.resolving else None
 
 
@@ -116,6 +149,14 @@ class Collective(Primitive):
 
     Called where none of its arguments is traced (a rule's constant cotangent), it is
     recorded into the graph being traced (`Primitive.__call__` does so on `NoValue`).
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.Graph()
+        >>> x = g.input(wg.ShapeDtype((2,)), "x")
+        >>> y = all_gather(x, axis_name="i", axis=0, tiled=False, size=3)
+        >>> y.shape, y.value is None           # (three examples' x; no value of its own)
+        ((3, 2), True)
     """
 
     def __init__(self, name, resolve, aval, *, linear):
@@ -132,7 +173,16 @@ class Collective(Primitive):
 
 def axis_names(graph) -> frozenset:
     """The axis names the collectives of `graph` use, those of the loops in it included
-    (a loop's body is a graph of its own: `Loop.axis_names`)."""
+    (a loop's body is a graph of its own: `Loop.axis_names`).
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.Graph()
+        >>> x = g.input(wg.ShapeDtype(), "x")
+        >>> y = psum(pmax(x, axis_name="j"), axis_name="i")
+        >>> sorted(axis_names(g))
+        ['i', 'j']
+    """
     names = set()
     for n in graph.nodes:
         if type(n.op) is Collective:
