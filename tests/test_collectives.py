@@ -201,13 +201,7 @@ def test_extremum_rules_inside_are_those_of_max_over_the_gathered_batch(name):
         assert_close(wg.vmap(tangent(ours), axis_name="i")(xs, tangents),
                      wg.vmap(tangent(ref), axis_name="i")(xs, tangents), rtol=1e-13)
     inside = wg.vmap(wg.grad(ours), axis_name="i")(X)
-    total = lambda xs: float(np.sum(wg.vmap(ours, axis_name="i")(xs)))
-    fd = np.zeros_like(X)
-    for k in np.ndindex(X.shape):
-        e = np.zeros_like(X)
-        e[k] = 1e-6
-        fd[k] = (total(X + e) - total(X - e)) / 2e-6
-    assert_close(inside, fd, rtol=1e-6, atol=1e-6)
+    assert_close(inside, _differences_of_the_sum(ours, X), rtol=1e-6, atol=1e-6)
 
 
 def test_taylor_mode_inside():
@@ -270,19 +264,25 @@ PER_EXAMPLE = {
 }
 
 
+def _differences_of_the_sum(f, xs, h=1e-6):
+    """Central differences of the sum over the examples of vmap(f) (axis "i") in each
+    entry of the batch xs."""
+    total = lambda xs: float(np.sum(wg.vmap(f, axis_name="i")(xs)))
+    fd = np.zeros_like(xs)
+    for k in np.ndindex(xs.shape):
+        e = np.zeros_like(xs)
+        e[k] = h
+        fd[k] = (total(xs + e) - total(xs - e)) / (2 * h)
+    return fd
+
+
 @pytest.mark.parametrize("name", sorted(PER_EXAMPLE))
 def test_grad_inside_equals_the_gradient_of_the_sum(name):
     """With psum's transpose psum, vmap(grad(f)) is the gradient of the sum over the
     examples of f: against central differences of that sum, and against JAX."""
     f = PER_EXAMPLE[name](lax, wnp)
     inside = wg.vmap(wg.grad(f), axis_name="i")(X)
-    total = lambda xs: float(np.sum(wg.vmap(f, axis_name="i")(xs)))
-    fd = np.zeros_like(X)
-    for k in np.ndindex(X.shape):
-        e = np.zeros_like(X)
-        e[k] = 1e-6
-        fd[k] = (total(X + e) - total(X - e)) / 2e-6
-    assert_close(inside, fd, rtol=1e-6, atol=1e-6)
+    assert_close(inside, _differences_of_the_sum(f, X), rtol=1e-6, atol=1e-6)
     _same(*_both(lambda J, l, n: J.vmap(J.grad(PER_EXAMPLE[name](l, n)), axis_name="i")(X)),
           rtol=1e-10)
     # second order inside: the rules of the rules
