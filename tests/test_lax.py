@@ -2,6 +2,8 @@
 predicates, dynamic slicing by JAX's index rules, and the elementwise and structural
 functions, against NumPy references written here, central differences to second order,
 and JAX itself where it is installed."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -368,6 +370,23 @@ def test_scatter_min_and_max_share_the_derivative_among_ties():
         # the value is exact, not a rounded mean of the tied numbers
         assert fn(np.full(2, 0.1), np.array([[0], [0]]), np.full(2, 0.1), dn).tolist() == \
             [0.1, 0.1]
+
+
+def test_scatter_max_into_minus_inf_leaves_unreached_elements_minus_inf():
+    # a segment maximum starts from -inf: an element no update reaches stays -inf (the
+    # tie share once computed -inf - -inf there, nan), with derivative 0, known indices
+    # and traced alike, and no NumPy warning
+    dn = _sd((), (0,), (0,))
+    idx = np.array([[0], [0], [2]])
+    for fn, start in ((lax.scatter_max, -np.inf), (lax.scatter_min, np.inf)):
+        f = lambda u, i: fn(wnp.full(4, start), i, u, dn)
+        u = np.array([2.0, 2.0, start])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for g in (f, wg.compile(f, u, idx)):
+                assert g(u, idx).tolist() == [2.0, start, start, start]
+                gu = wg.grad(lambda u: wnp.sum(g(u, idx) * np.arange(1.0, 5.0)))(u)
+                assert gu.tolist() == [0.5, 0.5, 0.0]
 
 
 def test_scatter_apply_and_index_take():

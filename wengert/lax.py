@@ -1201,20 +1201,24 @@ def _traced_scatter(x, flat, keep, values, how, dtype, size):
 def _ties_shared(x, flat, keep, values, best, dtype):
     """scatter_min/max: `best` (their values, computed without derivative), with JAX's
     derivative: each result's tangent is the mean of the tangents of the operand element
-    and the updates that equal it (the winners; all of them at a tie)."""
+    and the updates that equal it (the winners; all of them at a tie).  An infinite result
+    (an operand of -inf that no update reached, as segment_max starts from) has derivative
+    0: its winners are left out of the share, whose value would be inf - inf, nan."""
     if _np.dtype(dtype).kind not in "fc":
         return best
     size = _wnp.shape(x)[0]
     if type(flat) is Node and keep is not None:
         flat = _wnp.where(keep, flat, 0)
+    finite = _wnp.isfinite(_S.stop_gradient(best))
     won = values == _wnp.take(best, flat)
     if keep is not None:
         won = won & keep
     zero = _np.zeros((), dtype)
     kept = x == best
     count = _wnp.where(kept, 1.0, 0.0) + _scatter_sum(_wnp.where(won, 1.0, 0.0), flat, size)
-    share = (_wnp.where(kept, x, zero) + _scatter_sum(_wnp.where(won, values, zero), flat,
-                                                      size)) / _wnp.maximum(count, 1.0)
+    shared = _wnp.where(kept & finite, x, zero) + _scatter_sum(
+        _wnp.where(won & _wnp.take(finite, flat), values, zero), flat, size)
+    share = shared / _wnp.maximum(count, 1.0)
     # (the value is best's, exactly: the mean of equal numbers can round away from them)
     return best + (share - _S.stop_gradient(share))
 
