@@ -52,7 +52,7 @@ from .jax_compat import (config, enable_x64, disable_jit, debug_nans, debug_infs
                          named_call, named_scope, ensure_compile_time_eval)
 from . import dtypes, debug  # noqa: F401  (JAX's jax.dtypes and jax.debug)
 from . import ad_checkpoint, test_util  # noqa: F401  (JAX's jax.ad_checkpoint, test_util)
-from . import ops  # noqa: F401  (JAX's jax.ops: segment reductions)
+from . import ops, image  # noqa: F401  (JAX's jax.ops and jax.image)
 
 __version__ = "0.1.0"
 
@@ -70,4 +70,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "block_until_ready", "Array", "ShapeDtypeStruct", "custom_gradient",
            "linear_transpose", "closure_convert", "make_jaxpr", "pmap", "pure_callback",
            "named_call", "named_scope", "ensure_compile_time_eval", "dtypes", "debug",
-           "ad_checkpoint", "test_util", "ops"]
+           "ad_checkpoint", "test_util", "ops", "image"]
