@@ -17,7 +17,7 @@ downsampling (scale < 1) with ``antialias=True`` the kernel is widened by 1/scal
 is 1 and the kernel interpolates.
 
 The resampling is separable: along each resized axis it is a matrix of weights, (out,
-in), built from the kernel, applied to the image by ``tensordot``.  So the derivatives
+in), built from the kernel, applied to the image by a matrix product.  So the derivatives
 with respect to the image are the transposed matrices', those with respect to
 `scale_and_translate`'s scale and translation come through the weights (built on the
 graph where they are traced), and everything works under `wg.vmap` and `wg.compile`.
@@ -39,6 +39,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import math
 import operator
 
 import numpy as np
@@ -326,8 +327,20 @@ def _resample(image, shape, dims, scales, translations, method, antialias):
         w = _weights(wnp.shape(image)[d], shape[d], s, t, method, antialias)
         if wnp.result_type(w) != real:
             w = wnp.astype(w, real)
-        image = wnp.moveaxis(wnp.tensordot(w, image, axes=([1], [d])), 0, d)
+        image = _along(image, w, d)
     return image
+
+
+def _along(image, w, axis):
+    """`image` with its `axis` (of size m) replaced by ``w @`` it, for the (n, m) matrix
+    w: one matrix product of the image's other axes, flattened, by w's transpose.  (A
+    tensordot is an einsum of two operands, which NumPy runs without BLAS: its
+    derivative took 30 times as long.)"""
+    moved = wnp.moveaxis(image, axis, -1)
+    rest = tuple(wnp.shape(moved))[:-1]
+    n, m = wnp.shape(w)
+    rows = wnp.reshape(moved, (math.prod(rest), m)) @ wnp.transpose(w)
+    return wnp.moveaxis(wnp.reshape(rows, rest + (n,)), -1, axis)
 
 
 # ---- arguments ---------------------------------------------------------------------------------
