@@ -270,6 +270,9 @@ def test_errors_name_what_is_wrong():
         image.resize(x, (5, 4), 1)
     with pytest.raises(TypeError, match="shape must be a sequence of ints"):
         image.resize(x, (5.0, 4), "linear")
+    with pytest.raises(TypeError, match="shape is traced .* mark it static"):
+        wg.jit(image.resize, static_argnums=2)(x, (2, 2), "linear")
+    assert wg.jit(image.resize, static_argnums=(1, 2))(x, (2, 2), "linear").shape == (2, 2)
     with pytest.raises(ValueError, match="negative size"):
         image.resize(x, (-1, 4), "linear")
     with pytest.raises(ValueError, match=r"axis 0 of the image of shape \(0, 4\) is empty"):

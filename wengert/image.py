@@ -349,6 +349,11 @@ def _image(image):
 
 
 def _shape(who, shape, old):
+    if any(type(n) is Node for n in np.ravel(np.asarray(shape, dtype=object))):
+        raise TypeError(f"{who}: shape is traced (an argument of wg.jit or wg.compile, or "
+                        "computed from one), but it is the result's shape, which must be "
+                        "known when tracing: mark it static (static_argnums, "
+                        "static_argnames), as JAX requires")
     try:
         shape = tuple(operator.index(n) for n in shape)
     except TypeError:
