@@ -229,8 +229,8 @@ def scale_and_translate(image, shape, spatial_dims, scale, translation, method="
 
 # ---- the weights -------------------------------------------------------------------------------
 # A sum of weights below this is taken as none (the output 0): 1000 float32 epsilons, the
-# cutoff JAX's results show (its PyTorch-cubic samples just inside the padded border
-# change from 0 to the edge value there).
+# cutoff JAX's results show (a PyTorch-cubic sample moved out past the repeated edge
+# pixels turns from the edge value to 0 where its weights' sum falls below it).
 _TINY = 1000 * float(np.finfo(np.float32).eps)
 
 

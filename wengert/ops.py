@@ -168,8 +168,8 @@ def _segment(how, data, segment_ids, num_segments, bucket_size, mode):
     traced = ids is None
     if not traced:
         ids = np.asarray(ids)
-    id_shape, id_dtype = tuple(wnp.shape(segment_ids if traced else ids)), \
-        np.dtype(wnp.result_type(segment_ids if traced else ids))
+    known = segment_ids if traced else ids
+    id_shape, id_dtype = tuple(wnp.shape(known)), np.dtype(wnp.result_type(known))
     if id_dtype.kind not in "iu":
         raise TypeError(f"{who}: segment_ids must be integers, got {id_dtype}")
     if len(shape) == 0 or id_shape != shape[:1]:
