@@ -580,7 +580,8 @@ def _declare():
                  "roll", "argsort", "argpartition", "softmax", "log_softmax", "rfft",
                  "irfft"):
         REGISTRY[name].defbatch(_axis_param("axes" if name == "flip" else "axis"))
-    REGISTRY["fftn"].defbatch(_axis_param("axes"))
+    for name in ("fftn", "trig_transform"):
+        REGISTRY[name].defbatch(_axis_param("axes"))
     for name in ("argmax", "argmin"):
         REGISTRY[name].defbatch(_arg_reduction)
     for name in ("logsumexp_scaled", "logsumexp_sign"):

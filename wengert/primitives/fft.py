@@ -28,6 +28,7 @@ import numpy as np
 from .registry import defprimitive, float_dtype, real_dtype, shape_of
 from .array import dtype_of, getitem, pad
 from . import scalar as S
+from .special import scipy_module
 
 # The norm whose inverse transform scales by what the forward one of `norm` does.
 OPPOSITE = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
@@ -127,3 +128,96 @@ def _(g, x, ans, n, axis, norm):
     # sweep would not take the real part itself
     return (xbar if dtype_of(x).kind == "c" else S.real_part(xbar),)
 
+
+
+# ---- SciPy's real trigonometric transforms: DCT and DST of types 1 to 4 ----------------------
+# One primitive for scipy.fft's dctn and dstn, whose value is SciPy's own.  The inverse
+# transforms need none of their own: SciPy's idct of a type is its dct of the inverse type
+# under the opposite norm, bit for bit (wengert.scipy.fft maps them).
+#
+# Along one axis the transform is s · diag(l) A diag(r), with A SciPy's unnormalised
+# matrix of its type, s the norm's scale (the same for types 2 and 3 of one length) and l,
+# r the scalings `orthogonalize` puts on the first or last entries.  From SciPy's
+# definitions (N points):
+#     DCT-I    A_kn = c_n cos(πkn/(N-1)),        c = 1 at n = 0 and N-1, 2 elsewhere
+#     DCT-II   A_kn = 2 cos(πk(2n+1)/2N)
+#     DCT-III  A_kn = c_n cos(π(2k+1)n/2N),      c = 1 at n = 0, 2 elsewhere
+#     DCT-IV   A_kn = 2 cos(π(2k+1)(2n+1)/4N)
+#     DST-I    A_kn = 2 sin(π(k+1)(n+1)/(N+1))
+#     DST-II   A_kn = 2 sin(π(k+1)(2n+1)/2N)
+#     DST-III  A_kn = c_n sin(π(2k+1)(n+1)/2N),  c = 1 at n = N-1, 2 elsewhere
+#     DST-IV   A_kn = 2 sin(π(2k+1)(2n+1)/4N)
+# so Aᵀ = diag(p) A' diag(q) with A' the matrix of the type `_TRANSPOSED` names: DCT-IV,
+# DST-I and DST-IV are symmetric; DCT-IIᵀ is DCT-III with the first entry of its input
+# doubled, DCT-IIIᵀ DCT-II with the first entry of its result halved (DST: the last);
+# DCT-Iᵀ = diag(d) DCT-I diag(1/d), d = ½ at both ends.  Orthogonalized (l, r: 1/√2 and
+# √2 at those same ends), l·q = r' and p·r = l' make the transpose exactly the
+# transposed type, orthogonalized, under the same norm.  A transform of several axes is
+# the product of one such matrix per axis, and so is its transpose.
+
+#: (kind, type) -> (the transposed type, p's (first, last), q's (first, last))
+_TRANSPOSED = {
+    ("dct", 1): (1, (0.5, 0.5), (2.0, 2.0)), ("dct", 2): (3, (1.0, 1.0), (2.0, 1.0)),
+    ("dct", 3): (2, (0.5, 1.0), (1.0, 1.0)), ("dct", 4): (4, (1.0, 1.0), (1.0, 1.0)),
+    ("dst", 1): (1, (1.0, 1.0), (1.0, 1.0)), ("dst", 2): (3, (1.0, 1.0), (1.0, 2.0)),
+    ("dst", 3): (2, (1.0, 0.5), (1.0, 1.0)), ("dst", 4): (4, (1.0, 1.0), (1.0, 1.0)),
+}
+
+_TRIG_DTYPES: dict = {}
+
+
+def _trig_dtype(dtype):
+    """scipy.fft's result dtype for an input of `dtype` (float16 gives float32, ints
+    float64, complex64 stays): asked of SciPy once per dtype, on two zeros."""
+    if dtype not in _TRIG_DTYPES:
+        _TRIG_DTYPES[dtype] = scipy_module("fft").dct(np.zeros(2, dtype)).dtype
+    return _TRIG_DTYPES[dtype]
+
+
+def _trig_np(x, kind, type, s, axes, norm, orthogonalize, workers):
+    transform = getattr(scipy_module("fft"), kind + "n")
+    return transform(x, type=type, s=s, axes=axes, norm=norm, orthogonalize=orthogonalize,
+                     workers=workers)
+
+
+trig_transform = defprimitive(
+    "trig_transform", _trig_np, linear=True, complex=True,
+    abstract_eval=lambda args, params: (_shape_with(args[0].shape, params["axes"], params["s"]),
+                                        _trig_dtype(args[0].dtype)),
+    doc="trig_transform(x, kind='dct' or 'dst', type=1..4, s=lengths, axes=axes, "
+        "norm='backward', orthogonalize=False, workers=None): scipy.fft's dctn or dstn, x "
+        "cropped or zero-padded to the lengths s along the distinct axes.")
+
+
+def _edge_weights(g, n, axis, first, last):
+    """1 along `axis` of length n but `first` on the first entry and `last` on the last
+    (their product where n = 1), shaped to broadcast against g, in g's real dtype; None
+    where all are 1."""
+    if first == 1 and last == 1:
+        return None
+    w = np.ones(n, dtype=_real_dtype(dtype_of(g)))
+    w[0] *= first
+    w[-1] *= last
+    shape = [1] * len(shape_of(g))
+    shape[axis] = n
+    return w.reshape(shape)
+
+
+def _scaled(g, axes, ends):
+    for ax, (first, last) in zip(axes, ends):
+        w = _edge_weights(g, shape_of(g)[ax], ax, first, last)
+        if w is not None:
+            g = g * w
+    return g
+
+
+@trig_transform.defvjp
+def _(g, x, ans, kind, type, s, axes, norm, orthogonalize, workers):
+    transposed, p, q = _TRANSPOSED[kind, type]
+    if not orthogonalize:
+        g = _scaled(g, axes, [q] * len(axes))
+    xbar = trig_transform(g, kind=kind, type=transposed, s=s, axes=axes, norm=norm,
+                          orthogonalize=orthogonalize, workers=workers)
+    if not orthogonalize:
+        xbar = _scaled(xbar, axes, [p] * len(axes))
+    return (_resize(xbar, axes, [shape_of(x)[ax] for ax in axes]),)

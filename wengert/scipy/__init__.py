@@ -43,13 +43,13 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 from . import special  # noqa: E402
 
 __all__ = ["special", "stats", "linalg", "signal", "integrate", "optimize", "sparse",
-           "interpolate"]
+           "interpolate", "fft", "ndimage", "cluster"]
 
 
 def __getattr__(name):
     # stats, linalg and integrate on first use: scipy.stats takes ~0.9 s to import, which
     # code that needs only the special functions should not pay (the others less, but some)
-    if name in ("stats", "linalg", "signal", "integrate", "optimize", "sparse", "interpolate"):
+    if name in __all__[1:]:
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
