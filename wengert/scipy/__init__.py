@@ -16,12 +16,15 @@ function theorem, docs/optimize.md); and `wengert.scipy.sparse` (a constant
 scipy.sparse matrix times traced arrays, ``A @ x``, and ``sparse.linalg.spsolve``); and
 `wengert.scipy.interpolate` (CubicSpline, PchipInterpolator, Akima1DInterpolator, interp1d,
 make_interp_spline, RegularGridInterpolator, interpn: interpolants differentiable in the
-query points, the data values and the knots).
+query points, the data values and the knots); and `wengert.scipy.fft` (dct, idct, dctn,
+idctn, dst, idst, dstn, idstn, of all four types), `wengert.scipy.ndimage`
+(map_coordinates: warping, differentiable in the image and the coordinates) and
+`wengert.scipy.cluster.vq` (vq).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`,
-`wengert.primitives.scipy_linalg`, `wengert.primitives.signal`) or compositions of
-`wengert.numpy`, differentiable to any order.  SciPy is an optional dependency:
+`wengert.primitives.scipy_linalg`, `wengert.primitives.signal`, `wengert.primitives.fft`)
+or compositions of `wengert.numpy`, differentiable to any order.  SciPy is an optional dependency:
 ``pip install 'wengert[scipy]'``.
 
 Example:

@@ -91,7 +91,8 @@ def map_coordinates(input, coordinates, output=None, order=_UNSET, mode=_UNSET, 
 
         >>> import numpy as np, wengert as wg
         >>> from wengert.scipy import ndimage
-        >>> wg.grad(lambda im: ndimage.map_coordinates(im, [[0.25], [0.5]], 1)[0])(np.zeros((2, 2)))
+        >>> sample = lambda im: ndimage.map_coordinates(im, [[0.25], [0.5]], 1)[0]
+        >>> wg.grad(sample)(np.zeros((2, 2)))
         array([[0.375, 0.375],
                [0.125, 0.125]])
     """

@@ -48,7 +48,8 @@ def vq(obs, code_book, check_finite=True):
     Example:
         >>> import numpy as np, wengert as wg
         >>> from wengert.scipy.cluster.vq import vq
-        >>> wg.grad(lambda o: vq(o, np.array([[0.0, 0.0], [10.0, 0.0]]))[1][0])(np.array([[3.0, 4.0]]))
+        >>> book = np.array([[0.0, 0.0], [10.0, 0.0]])
+        >>> wg.grad(lambda o: vq(o, book)[1][0])(np.array([[3.0, 4.0]]))
         array([[0.6, 0.8]])
     """
     obs, code_book = _wnp.asarray(obs), _wnp.asarray(code_book)
