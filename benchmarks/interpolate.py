@@ -41,7 +41,6 @@ if it differs.  Timing as in timing.py: warm-up, repeats interleaved across the 
 medians, ratios to wengert eager paired within each repeat.
 """
 import argparse
-import json
 import platform
 import sys
 import time
@@ -52,7 +51,7 @@ import numpy as np
 import scipy
 import scipy.interpolate as si
 
-from timing import Skip, central_differences, peer_table
+from timing import Skip, central_differences, peer_table, write_report
 
 TOLERANCE = {"fd-scipy": 1e-5}          # central differences: truncation and rounding
 RTOL = 1e-9
@@ -285,11 +284,7 @@ def main(argv=None):
         f"points, gradient in the {csize * csize} values",
         grid_makers(*grid_data(csize, mc), "cubic"), repeats, min_time, **CHECKS)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"benchmark": "interpolate", "python": platform.python_version(),
-                       "platform": platform.platform(), "quick": args.quick,
-                       "problems": report}, f, indent=2)
-        print(f"wrote {args.json}")
+        write_report(args.json, "interpolate", args.quick, report)
     return 0
 
 

@@ -22,7 +22,6 @@ Every gradient is checked against wengert's before timing (timing.peer_table), a
 as timing.py does: warm-up, interleaved repeats, medians, ratios paired per repeat.
 """
 import argparse
-import json
 import platform
 import sys
 
@@ -32,7 +31,7 @@ import scipy
 import scipy.fft as sf
 import scipy.ndimage as snd
 
-from timing import Skip, peer_table
+from timing import Skip, peer_table, write_report
 
 CHECKS = dict(tolerance=1e-9, unchecked=("scipy-value",))
 
@@ -143,11 +142,7 @@ def main(argv=None):
                            f"m = {m} points, gradient in image and coordinates",
                            warp_makers(image, m), repeats, min_time, **CHECKS)}
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"benchmark": "scipy_fft_ndimage", "python": platform.python_version(),
-                       "platform": platform.platform(), "quick": args.quick,
-                       "problems": report}, f, indent=2)
-        print(f"wrote {args.json}")
+        write_report(args.json, "scipy_fft_ndimage", args.quick, report)
     return 0
 
 

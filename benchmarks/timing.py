@@ -230,6 +230,18 @@ def peer_table(name, title, makers, repeats, min_time, tolerance, tolerances=Non
     return {"title": title, "rows": rows}
 
 
+def write_report(path, benchmark, quick, problems):
+    """Write a peer-table benchmark's --json file: its name, the Python and the platform,
+    whether it was a --quick run, and `problems` (name -> `peer_table`'s table)."""
+    import json
+    import platform
+    with open(path, "w") as f:
+        json.dump({"benchmark": benchmark, "python": platform.python_version(),
+                   "platform": platform.platform(), "quick": quick, "problems": problems},
+                  f, indent=2)
+    print(f"wrote {path}")
+
+
 def relative_difference(reference_name, tolerance, skip=()):
     """A `run_table` check for results that agree only to a solver's tolerance: each
     row's largest difference from `reference_name`'s, relative to its largest entry, as
