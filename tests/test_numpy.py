@@ -2452,3 +2452,22 @@ def test_hypots_second_derivative_at_the_origin_is_abss():
     h = wg.hessian(lambda v: np.hypot(v[0], v[1]))(numpy.zeros(2))
     assert numpy.array_equal(h, numpy.zeros((2, 2)))
     check_grads(lambda v: np.hypot(v[0], v[1]), r(2), order=2)
+
+
+@pytest.mark.parametrize("spec,shapes", [
+    ("ij,jk->ik", [(70, 60), (60, 50)]),            # 210,000 multiply-adds: BLAS's
+    ("bhwc,oh->bowc", [(2, 40, 30, 3), (20, 40)]),   # 144,000: BLAS's, a tensordot
+    ("ij,jk->ik", [(5, 4), (4, 3)]),                # NumPy's own loop
+])
+def test_einsum_through_blas_or_not_gives_numpys_values_and_derivatives(spec, shapes):
+    r = numpy.random.default_rng(3)
+    a, b = (r.normal(size=s) for s in shapes)
+    assert A._worth_blas((a, b), spec) == (shapes[0] != (5, 4))
+    want = numpy.einsum(spec, a, b)
+    assert_close(wg.jit(lambda a, b: np.einsum(spec, a, b))(a, b), want, rtol=1e-12)
+    c = r.normal(size=want.shape)
+    ga, gb = wg.grad(lambda a, b: np.sum(np.einsum(spec, a, b) * c), argnums=(0, 1))(a, b)
+    ins, out = spec.split("->")
+    sa, sb = ins.split(",")
+    assert_close(ga, numpy.einsum(f"{out},{sb}->{sa}", c, b), rtol=1e-12)
+    assert_close(gb, numpy.einsum(f"{out},{sa}->{sb}", c, a), rtol=1e-12)
