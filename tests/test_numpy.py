@@ -163,6 +163,11 @@ CASES = {
                         np.linalg.eigh(a + a.T)[1] ** 2), [r(3, 3)]),
     "eigh upper": (lambda a: (np.linalg.eigvalsh(a + a.T, UPLO="U"),
                               np.linalg.eigh(a + a.T, UPLO="U")[1] ** 2), [r(3, 3)]),
+    # (the vector of the largest eigenvalue alone, whose rule needs only that one simple:
+    # v vᵀ's other three are 0, as a rotation matrix's quaternion matrix's repeat)
+    "top eigenvector": (lambda a, v: (L.top_eigvecsh(np.swapaxes(a, -1, -2) @ a) ** 2,
+                                      L.top_eigvecsh(v[:, None] * v[None, :]) ** 2),
+                        [r(2, 4, 4), r(4)]),
     # NumPy's other arguments: cholesky's upper, norm's orders and axes, named results
     "cholesky upper": (lambda a: np.linalg.cholesky(a @ a.T + 3 * numpy.eye(3), upper=True)
                        - np.linalg.cholesky(a @ a.T + 3 * numpy.eye(3)).T, [r(3, 3)]),

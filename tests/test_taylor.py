@@ -328,6 +328,7 @@ FROM_JVP = {
     "lu_factor": (lambda m: _sl().lu_factor(m)[0], _B, _V),
     "eigh_values": (lambda m: _sl().eigh(m)[0], _S, _V),
     "eigh_vectors": (lambda m: _wnp().abs(_sl().eigh(m)[1]), _S, _V),
+    "top_eigvecsh": (lambda m: _wnp().abs(REGISTRY["top_eigvecsh"](m)), _S, _V),
     "solve_banded": (lambda m: _sl().solve_banded((1, 1), m + 9.0 * np.eye(3)[1][:, None],
                                                   m[0]), _B, _V),
     "convolve": (lambda x: pytest.importorskip("wengert.scipy.signal").convolve(

@@ -565,7 +565,7 @@ def _declare():
                  "logabsdet", "signdet", "logdet", "cholesky", "eigvalsh", "eigvecsh",
                  "eigvals", "eigvecs", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r", "expm",
                  "sqrtm", "lu_factor", "lu_pivots", "symmetrize", "eigh_values",
-                 "eigh_vectors"):
+                 "eigh_vectors", "top_eigvecsh"):
         REGISTRY[name].defbatch(_same_call)
     for prim in (SL.solve_sylvester, SL.gen_eigh_values, SL.gen_eigh_vectors,
                  L.cofactor_derivative):

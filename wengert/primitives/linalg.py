@@ -513,6 +513,60 @@ eigvecsh.defjvp(lambda ts, a, ans, **tri: matmul(ans, _F(eigvalsh(a, **tri)) * m
     _H(ans), matmul(_herm(ts[0]), ans))))
 
 
+# ---- the eigenvector of the largest eigenvalue ---------------------------------------------
+# top_eigvecsh(a): the last column of numpy.linalg.eigh(a)'s eigenvectors (a real symmetric
+# a, its lower triangle read; LAPACK's sign), for quaternions: a rotation's from its matrix
+# and the mean of rotations.  eigvecsh's rule divides by the difference of every pair of
+# eigenvalues, so it fails where the others repeat, as they do there (a rotation matrix's
+# quaternion matrix has eigenvalues 3, -1, -1, -1).  The top vector's needs only its own
+# eigenvalue λ to be simple: from A v = λ v and vᵀv = 1,
+#     (λI - A) dv = (I - vvᵀ) dA v,  vᵀdv = 0   =>   dv = (I - vvᵀ) B⁻¹ (I - vvᵀ) dA v,
+# B = λI - A + |λ| vvᵀ (symmetric; invertible when λ is simple and not 0; B v = |λ| v, so
+# B⁻¹ keeps v's complement; |λ|, the matrix's scale, keeps B as well conditioned as the
+# gap allows).  Its transpose: Ā = sym(u vᵀ), u = (I - vvᵀ) B⁻¹ (I - vvᵀ) v̄.  As eigh's,
+# the derivatives are the symmetric ones, whichever triangle is read.
+def _top_eigvecsh_np(a):
+    return np.linalg.eigh(a)[1][..., -1]
+
+
+top_eigvecsh = _lin("top_eigvecsh", _top_eigvecsh_np,
+                    lambda args, params: (args[0].shape[:-1], float_dtype(args[0].dtype)))
+
+
+def _top_solve(a, v, y):
+    """(I - vvᵀ) B⁻¹ (I - vvᵀ) y for columns y, B = λI - A + |λ| vvᵀ (see above), A read
+    from a's lower triangle; a warning where λ is (nearly) repeated."""
+    _warn_if_top_repeated(a)
+    n = shape_of(a)[-1]
+    full = tril(a, k=0) + _T(tril(a, k=-1))
+    col = _col(v)
+    lam = matmul(_T(col), matmul(full, col))                  # (..., 1, 1): vᵀAv
+    b = lam * _eye(n, a) - full + S.abs(lam) * matmul(col, _T(col))
+    project = lambda x: x - col * matmul(_T(col), x)
+    return project(solve(b, project(y)))
+
+
+def _warn_if_top_repeated(a):
+    v = getattr(a, "value", a)
+    if v is None or np.shape(v)[-1] < 2 or np.size(v) == 0:
+        return
+    w = np.linalg.eigvalsh(np.asarray(v))
+    scale = np.max(np.abs(w), axis=-1)
+    gap = (w[..., -1] - w[..., -2]) / np.where(scale > 0, scale, 1.0)
+    if np.min(gap) < NEARLY_REPEATED:
+        warnings.warn(
+            "linalg: the largest eigenvalue is repeated or nearly so: the eigenvector "
+            "that belongs to it is not determined by the matrix, and its derivative "
+            "divides by the gap (a mean of rotations that has no unique answer)",
+            RuntimeWarning, stacklevel=4)
+
+
+top_eigvecsh.defjvp(lambda ts, a, ans: _uncol(_top_solve(a, ans, matmul(
+    _herm(ts[0]), _col(ans)))))
+top_eigvecsh.defvjp(lambda g, a, ans: (_herm(matmul(_top_solve(a, ans, _col(g)),
+                                                    _T(_col(ans)))),))
+
+
 # ---- eigenvalues and eigenvectors of a general matrix --------------------------------------
 # Two primitives, as eigh is: eigvals(a), numpy.linalg.eigvals's values, and eigvecs(a),
 # numpy.linalg.eig's vectors.  Both are complex whatever a is (JAX's dtypes: NumPy's
