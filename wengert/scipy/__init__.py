@@ -18,8 +18,10 @@ scipy.sparse matrix times traced arrays, ``A @ x``, and ``sparse.linalg.spsolve`
 make_interp_spline, RegularGridInterpolator, interpn: interpolants differentiable in the
 query points, the data values and the knots); and `wengert.scipy.fft` (dct, idct, dctn,
 idctn, dst, idst, dstn, idstn, of all four types), `wengert.scipy.ndimage`
-(map_coordinates: warping, differentiable in the image and the coordinates) and
-`wengert.scipy.cluster.vq` (vq).
+(map_coordinates: warping, differentiable in the image and the coordinates),
+`wengert.scipy.cluster.vq` (vq) and `wengert.scipy.spatial.transform` (Rotation and Slerp:
+rotations differentiable through every constructor, conversion and apply, for fitting
+poses).
 
 A front-end only: on plain values each function *is* SciPy's (the same call, the same
 result); on traced values it records wengert's primitives (`wengert.primitives.special`,
@@ -46,7 +48,7 @@ _scipy_special()        # the ImportError that says how to install SciPy, if it 
 from . import special  # noqa: E402
 
 __all__ = ["special", "stats", "linalg", "signal", "integrate", "optimize", "sparse",
-           "interpolate", "fft", "ndimage", "cluster"]
+           "interpolate", "fft", "ndimage", "cluster", "spatial"]
 
 
 def __getattr__(name):
