@@ -29,7 +29,7 @@ Example: the gradient of an angle of Euler angles, through a matrix:
     ...                                 ).as_euler("ZYX")[0]
     >>> wg.grad(yaw_of)(np.array([0.3, 0.2, 0.1])).round(12) + 0.0     # (no -0.0)
     array([1., 0., 0.])
-    >>> key = Rotation.from_euler("z", [0.0, 90.0], degrees=True)
+    >>> key = Rotation.from_euler("z", [[0.0], [90.0]], degrees=True)
     >>> Slerp([0.0, 1.0], key)(0.5).as_euler("xyz", degrees=True).round(12)
     array([ 0.,  0., 45.])
 """

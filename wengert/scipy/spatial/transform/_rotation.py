@@ -654,7 +654,7 @@ class Rotation:
         is no one mean, and the derivative warns (RuntimeWarning).
 
         Example:
-            >>> r = Rotation.from_euler("z", [-10.0, 30.0], degrees=True)
+            >>> r = Rotation.from_euler("z", [[-10.0], [30.0]], degrees=True)
             >>> r.mean().as_rotvec(degrees=True).round(9)
             array([ 0.,  0., 10.])
             >>> r.mean(weights=[1.0, 0.0]).as_rotvec(degrees=True).round(9)

@@ -29,7 +29,7 @@ class Slerp:
 
     Example:
         >>> import numpy as np, wengert as wg
-        >>> keys = Rotation.from_euler("z", [0.0, 90.0, 180.0], degrees=True)
+        >>> keys = Rotation.from_euler("z", [[0.0], [90.0], [180.0]], degrees=True)
         >>> slerp = Slerp([0.0, 1.0, 3.0], keys)
         >>> slerp([0.5, 2.0]).as_rotvec(degrees=True).round(9)
         array([[  0.,   0.,  45.],
