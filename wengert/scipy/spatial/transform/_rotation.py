@@ -118,8 +118,8 @@ def _canonical_sign(q):
 
 
 def _w_nonnegative(q):
-    """q with w ≥ 0 (q and -q are the same rotation), as SciPy's as_rotvec and as_mrp
-    take it (w = 0 is left as it is)."""
+    """q with w ≥ 0 (q and -q are the same rotation), as SciPy's as_mrp takes it (w = 0
+    is left as it is; as_rotvec takes the canonical sign)."""
     return q * _wnp.where(q[..., 3] < 0, -1.0, 1.0)[..., None]
 
 
@@ -524,7 +524,7 @@ class Rotation:
         """The rotation vectors (..., 3): the axis times the angle, in [0, π] (radians,
         or degrees).  Smooth through the identity (a series there); at an angle of π the
         vector jumps to its negative, and the derivative is the one on the side SciPy
-        takes (w ≥ 0).
+        takes (the canonical quaternion's, w ≥ 0).
 
         Example:
             >>> import numpy as np, wengert as wg
@@ -536,7 +536,7 @@ class Rotation:
                    [0., 2., 0., 0.],
                    [0., 0., 2., 0.]])
         """
-        q = _w_nonnegative(self._quat)
+        q = self._quat * _canonical_sign(self._quat)[..., None]
         xyz, w = q[..., :3], q[..., 3]
         n2 = _wnp.sum(xyz * xyz, axis=-1)
         small = n2 < _ATAN_SERIES_BELOW * w * w
@@ -650,8 +650,10 @@ class Rotation:
         """The mean rotation (Markley's: the quaternion that maximises the weighted sum of
         squared dot products, the top eigenvector of Σ wᵢ qᵢqᵢᵀ), over all rotations or
         the stack's `axis` (an int or a tuple).  `weights` (non-negative) has the stack's
-        shape.  Its sign is LAPACK's, as SciPy's; where the top eigenvalue repeats there
-        is no one mean, and the derivative warns (RuntimeWarning).
+        shape.  Its sign is LAPACK's eigenvector's, as SciPy's (which sums the matrix in
+        another order: a rare mean's rounding differs enough to flip it).  Where the top
+        eigenvalue repeats there is no one mean, and the derivative warns
+        (RuntimeWarning).
 
         Example:
             >>> r = Rotation.from_euler("z", [[-10.0], [30.0]], degrees=True)
