@@ -479,6 +479,19 @@ def test_slerp_passes_through_jit_and_vmap():
     assert isinstance(g, Slerp) and isinstance(g.rotations, Rotation)
 
 
+def test_taylor_coefficients_through_the_series_and_the_eigenvector():
+    """wg.derivatives through from_rotvec's and as_rotvec's series at the identity (sin(t/2)
+    and 2 atan(t)) and through from_matrix's eigenvector (a round trip: t itself)."""
+    z = lambda t: 0.0 * t
+    f = lambda t: Rotation.from_rotvec(wnp.stack([z(t), z(t), t])).as_quat()[2]
+    same(wg.derivatives(f, order=4)(0.0), [0.0, 0.5, 0.0, -0.125, 0.0])
+    g = lambda t: Rotation.from_quat(wnp.stack([t, z(t), z(t), 1.0 + z(t)])).as_rotvec()[0]
+    same(wg.derivatives(g, order=4)(0.0), [0.0, 2.0, 0.0, -4.0, 0.0])
+    h = lambda t: Rotation.from_matrix(Rotation.from_rotvec(
+        wnp.stack([t, 0.2 + z(t), 0.1 + z(t)])).as_matrix()).as_rotvec()[0]
+    same(wg.derivatives(h, order=3)(0.3), [0.3, 1.0, 0.0, 0.0], 1e-12)
+
+
 def test_traced_scalars_in_lists():
     f = lambda a: Rotation.from_quat([a, 0.0, 0.0, 1.0]).as_rotvec()[0]
     same(wg.grad(f)(0.0), 2.0)

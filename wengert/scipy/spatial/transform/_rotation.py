@@ -226,7 +226,7 @@ def _generator(rng, random_state):
         if rng is not None:
             raise ValueError("pass `rng` or `random_state` (SciPy's older name), not both")
         # SciPy's legacy meaning: a seed is a RandomState's
-        if random_state is None or isinstance(random_state, numbers.Integral):
+        if isinstance(random_state, numbers.Integral):
             return _np.random.RandomState(random_state)
         return random_state
     if isinstance(rng, (_np.random.Generator, _np.random.RandomState)):
