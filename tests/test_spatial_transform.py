@@ -501,7 +501,8 @@ def test_traced_scalars_in_lists():
 
 # ---- errors -------------------------------------------------------------------------------
 def test_errors_are_scipys_and_name_what_is_wrong():
-    with pytest.raises(ValueError, match=r"Expected `quat` to have shape \(\.\.\., 4\), got \(3,\)"):
+    with pytest.raises(ValueError,
+                       match=r"Expected `quat` to have shape \(\.\.\., 4\), got \(3,\)"):
         Rotation.from_quat([1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="Found zero norm quaternions in `quat`."):
         Rotation.from_quat(np.zeros((2, 4)))
