@@ -100,7 +100,6 @@ def _solve_traced(A, b, permc_spec):
 # the implicit function theorem's for A x - b = 0, ẋ = A⁻¹ (ḃ - Ȧ x) and b̄ = A⁻ᵀ x̄, each one
 # more solve by the same method, so they are as accurate as the solution, whatever the
 # iterations did on the way to it (nothing is differentiated through them).
-_SYMMETRIC = {"cg": True, "gmres": False, "bicgstab": False}
 
 
 def cg(A, b, x0=None, *, rtol=None, atol=0.0, maxiter=None, M=None, callback=None, tol=None):
@@ -250,8 +249,9 @@ def _krylov(name, A, b, x0, rtol, tol, atol, maxiter, M, callback, options):
     def solve(transposed):
         run = solver(transposed, True)
         return lambda mv, rhs: run(mv, rhs)[0]
-    x = lax.custom_linear_solve(matvec, b, solve(False), transpose_solve=solve(True),
-                                symmetric=_SYMMETRIC[name])
+    # (a transpose_solve for every method: a matrix M is transposed with A, which for
+    # cg's symmetric A and M changes nothing)
+    x = lax.custom_linear_solve(matvec, b, solve(False), transpose_solve=solve(True))
     return x, None
 
 
