@@ -25,9 +25,8 @@ Run on demand (this is not part of the test suite):
 """
 
 import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
-from timing import fmt_ratio, paired_ratio, time_interleaved  # (this directory)
+from timing import fmt_ratio, paired_ratio, parser, schedule, time_interleaved  # (this directory)
 
-import argparse
 import json
 import platform
 import statistics
@@ -103,11 +102,9 @@ IMPLS = {
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    ap = parser(__doc__, "fewer, shorter repeats")
     args = ap.parse_args(argv)
-    repeats, min_time = (3, 0.05) if args.quick else (7, 0.2)
+    repeats, min_time = schedule(args)
 
     # Build everything and check gradients before timing anything.
     results, fns = {}, {}

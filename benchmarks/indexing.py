@@ -25,7 +25,6 @@ its largest entry).  Timing as in timing.py: warm-up, repeats interleaved across
 rows, medians, ratios to wengert eager paired within each repeat.  Peers come with
 ``pip install -e '.[bench]'``.
 """
-import argparse
 import platform
 import sys
 from importlib.metadata import version
@@ -33,7 +32,7 @@ from importlib.metadata import version
 import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 
-from timing import Skip, peer_table
+from timing import Skip, parser, peer_table, schedule
 
 
 def embedding_data(rows, width, n):
@@ -150,10 +149,9 @@ def batched_interp_makers(xp, fp, x):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller problems, 3 short repeats")
+    ap = parser(__doc__, "smaller problems, 3 short repeats", json=False)
     args = ap.parse_args(argv)
-    repeats, min_time = (3, 0.05) if args.quick else (7, 0.2)
+    repeats, min_time = schedule(args)
     rows, width, n = (200, 16, 2_000) if args.quick else (1_000, 64, 10_000)
     knots, m, sets = (200, 2_000, 20) if args.quick else (1_000, 10_000, 100)
     print(f"Python {platform.python_version()}, single-threaded, float64")

@@ -40,7 +40,6 @@ the largest entry: 1e-9 for the peers, 1e-5 for central differences), with a WAR
 if it differs.  Timing as in timing.py: warm-up, repeats interleaved across the rows,
 medians, ratios to wengert eager paired within each repeat.
 """
-import argparse
 import platform
 import sys
 import time
@@ -51,7 +50,7 @@ import numpy as np
 import scipy
 import scipy.interpolate as si
 
-from timing import Skip, central_differences, peer_table, write_report
+from timing import Skip, central_differences, parser, peer_table, schedule, write_report
 
 TOLERANCE = {"fd-scipy": 1e-5}          # central differences: truncation and rounding
 RTOL = 1e-9
@@ -260,13 +259,10 @@ def grid_makers(grid, values, points, target, method):
 # ---------------------------------------------------------------------------------------
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="smaller problems (n = 200, m = 2,000; 60 x 60 and 20 x 20 grids), "
-                         "3 short repeats")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    ap = parser(__doc__, "smaller problems (n = 200, m = 2,000; 60 x 60 and 20 x 20 grids), "
+                      "3 short repeats")
     args = ap.parse_args(argv)
-    repeats, min_time = (3, 0.05) if args.quick else (7, 0.2)
+    repeats, min_time = schedule(args)
     n, m = (200, 2_000) if args.quick else (1_000, 10_000)
     size, mg = (60, 10_000) if args.quick else (200, 100_000)
     csize, mc = (20, 2_000) if args.quick else (60, 10_000)

@@ -19,14 +19,13 @@ Run on demand (not part of the test suite):
 
 import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
 
-import argparse
 import json
 import platform
 import sys
 
 import numpy
 
-from timing import fmt_ratio, paired_ratio, time_interleaved
+from timing import fmt_ratio, paired_ratio, parser, schedule, time_interleaved
 
 RTOL = 1e-8
 
@@ -122,12 +121,10 @@ def run(kind, n, repeats, min_time):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
+    ap = parser(__doc__, "fewer, shorter repeats")
     ap.add_argument("--n", type=int, default=100, help="matrix size (default 100)")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
     args = ap.parse_args(argv)
-    repeats, min_time = (3, 0.05) if args.quick else (7, 0.2)
+    repeats, min_time = schedule(args)
     print(f"Python {platform.python_version()}, single-threaded")
     report = {kind: run(kind, args.n, repeats, min_time) for kind in ("eigh", "svd")}
     if args.json:

@@ -21,7 +21,6 @@ Two problems, single-threaded, float64:
 Every gradient is checked against wengert's before timing (timing.peer_table), and timed
 as timing.py does: warm-up, interleaved repeats, medians, ratios paired per repeat.
 """
-import argparse
 import platform
 import sys
 
@@ -31,7 +30,7 @@ import scipy
 import scipy.fft as sf
 import scipy.ndimage as snd
 
-from timing import Skip, peer_table, write_report
+from timing import Skip, parser, peer_table, schedule, write_report
 
 CHECKS = dict(tolerance=1e-9, unchecked=("scipy-value",))
 
@@ -124,13 +123,10 @@ def warp_makers(size, m):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="smaller problems (a 128 x 128 DCT, a 64 x 64 image at 4,096 "
-                         "points), 3 short repeats")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    ap = parser(__doc__, "smaller problems (a 128 x 128 DCT, a 64 x 64 image at 4,096 "
+                      "points), 3 short repeats")
     args = ap.parse_args(argv)
-    repeats, min_time = (3, 0.05) if args.quick else (7, 0.2)
+    repeats, min_time = schedule(args)
     size = 128 if args.quick else 512
     image, m = (64, 4_096) if args.quick else (256, 65_536)
     print(f"Python {platform.python_version()}, single-threaded, float64")

@@ -28,7 +28,6 @@ largest difference at most 1e-8 times the largest entry of wengert's), with a WA
 if it differs.  Timing as in timing.py: warm-up, repeats interleaved across the rows,
 medians, ratios to wengert paired within each repeat.
 """
-import argparse
 import itertools
 import json
 import platform
@@ -40,7 +39,7 @@ import single_thread  # noqa: F401  (pins the thread pools: before numpy)
 import numpy as np
 import scipy.sparse as sp
 
-from timing import Skip, peer_table
+from timing import Skip, parser, peer_table, schedule
 
 RTOL = 1e-8
 STEPS, DT = 50, 0.1
@@ -232,11 +231,9 @@ def conductivity_makers(indices, indptr, perm, ks, f, target):
 # ---------------------------------------------------------------------------------------
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="n = 10^4, 3 short repeats")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    ap = parser(__doc__, "n = 10^4, 3 short repeats")
     args = ap.parse_args(argv)
-    repeats, min_time = (3, 0.05) if args.quick else (7, 0.2)
+    repeats, min_time = schedule(args)
     m, n = (100, 10_000) if args.quick else (316, 100_000)
 
     print(f"Python {platform.python_version()}, single-threaded, float64")

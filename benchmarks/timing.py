@@ -5,9 +5,27 @@ implementations by the ratio within each repeat.
 Also the two things a run's allocator state needs: the page faults it took, and a way to
 keep glibc from returning freed memory to the OS after every call (see README.md).
 """
+import argparse
 import math
 import statistics
 import time
+
+
+def parser(doc, quick_help, json=True):
+    """The command line every benchmark takes: its docstring's first line as the
+    description, ``--quick`` (what it shrinks, `quick_help`) and, with `json`,
+    ``--json PATH``; a benchmark adds its own options to it."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    if json:
+        ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    return ap
+
+
+def schedule(args):
+    """(repeats, min_time) for a run: 7 repeats of at least 0.2 s each, or with --quick
+    3 of 0.05 s."""
+    return (3, 0.05) if args.quick else (7, 0.2)
 
 
 def calibrate(fn, min_time):
