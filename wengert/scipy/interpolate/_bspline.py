@@ -384,7 +384,7 @@ def make_interp_spline(x, y, k=3, t=None, bc_type=None, axis=0, check_finite=Tru
         >>> from wengert.scipy import interpolate
         >>> x = np.arange(6.0)
         >>> g = wg.grad(lambda y: interpolate.make_interp_spline(x, y, k=3)(2.0))(x ** 2)
-        >>> g.round(12).tolist()
+        >>> (g.round(12) + 0.0).tolist()  # + 0.0: no signed zeros
         [0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
     """
     if not _traced(x, y, t, bc_type):
