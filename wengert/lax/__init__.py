@@ -60,17 +60,17 @@ from typing import NamedTuple as _NamedTuple
 
 import numpy as _np
 
-from . import numpy as _wnp
-from .graph.active import current_graph as _current_graph
-from .graph.node import Node
-from .collectives import (all_gather, axis_index, axis_size, pmax, pmean, pmin, ppermute,
+from .. import numpy as _wnp
+from ..graph.active import current_graph as _current_graph
+from ..graph.node import Node
+from ..collectives import (all_gather, axis_index, axis_size, pmax, pmean, pmin, ppermute,
                           psum, psum_scatter)
-from .loops import fori_loop, scan
-from .primitives import array as _A
-from .primitives.registry import is_weak, known_value as _value
-from .primitives import scalar as _S
-from .primitives.scalar import select
-from .tree import flatten as _flatten, tree_map as _tree_map, unflatten as _unflatten
+from ..loops import fori_loop, scan
+from ..primitives import array as _A
+from ..primitives.registry import is_weak, known_value as _value
+from ..primitives import scalar as _S
+from ..primitives.scalar import select
+from ..tree import flatten as _flatten, tree_map as _tree_map, unflatten as _unflatten
 
 __all__ = [
     # control flow
@@ -245,7 +245,7 @@ def while_loop(cond_fun, body_fun, init_val):
         _check_scalar(go, "while_loop", "cond_fun's result")
         known = _value(go)
         if known is None:
-            from .loops import traced_while_loop
+            from ..loops import traced_while_loop
             return traced_while_loop(cond_fun, body_fun, val, go)
         if not bool(known):
             return val
@@ -264,7 +264,7 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (jax.lax.map: shadows the bui
     """
     if batch_size is None:
         return scan(lambda carry, x: (carry, f(x)), None, xs)[1]
-    from .vectorize import vmap
+    from ..vectorize import vmap
     batch_size = _operator.index(batch_size)
     leaves, tree = _flatten(xs)
     if not leaves:
@@ -411,7 +411,7 @@ def _solved(who, name, unknown, x0, params, condition, run, linear, has_aux):
     """The result of a traced solve: one `wengert.implicit.Solution` node for the flat
     unknown (its derivatives by the implicit function theorem), shaped like the unknown,
     and with has_aux the aux of the solve that made it."""
-    from .implicit import solution
+    from ..implicit import solution
     v, prim = solution(who, name, x0, tuple(params), lambda shape, tree: condition,
                        lambda shape, tree: run, linear)[:2]
     out = unknown.unflat(v)
@@ -515,8 +515,8 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     if _untraced(initial_guess):
         return _solve_untraced(x, solve, f, initial_guess, has_aux, name, "the value of f",
                                f"the root {name} returned")
-    from .implicit import _LinearSolve
-    from .jax_compat import closure_convert
+    from ..implicit import _LinearSolve
+    from ..jax_compat import closure_convert
     x0 = x.flat(initial_guess, "initial_guess")
     f_of, consts = closure_convert(f, x.unflat(x0))
 
@@ -591,8 +591,8 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     if _untraced(b):
         return _solve_untraced(rhs, solve, matvec, b, has_aux, name, "the value of matvec",
                                f"the solution {name} returned")
-    from .implicit import _LinearSolve
-    from .jax_compat import closure_convert
+    from ..implicit import _LinearSolve
+    from ..jax_compat import closure_convert
     b_flat = rhs.flat(b, "b")
     matvec_of, consts = closure_convert(matvec, rhs.unflat(b_flat))
 
@@ -2014,7 +2014,7 @@ def _conv_canonical(lhs, rhs, strides, pads, lhs_dilation, rhs_dilation, groups,
     """A convolution of lhs (N, C, *spatial) and rhs (O, C/groups, *spatial) to
     (N, O, *spatial): `wengert.nn.conv2d`, with lhs dilation as an interior padding (the
     holes are zeros), and 1-D as 2-D with an axis of one."""
-    from . import nn
+    from .. import nn
     k = _wnp.ndim(lhs) - 2
     if k not in (1, 2):
         raise NotImplementedError(f"{who}: only 1-D and 2-D convolutions are supported, got "
