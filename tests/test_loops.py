@@ -117,6 +117,46 @@ def test_fori_loop_reads_its_index():
     assert wg.fori_loop(5, 2, lambda i, c: c + 1.0, 2.0) == 2.0
 
 
+def _horner(lo, n):
+    """The polynomial in x that ``fori_loop(lo, n, lambda i, c: c * x + i, 1.0)`` is."""
+    c = np.poly1d([1.0])
+    for i in range(lo, n):
+        c = c * np.poly1d([1.0, 0.0]) + i
+    return c
+
+
+@pytest.mark.parametrize("bounds", [(0, 4), (2, 7), (5, 5), (6, 2)])
+def test_fori_loop_bounds_traced_without_values(bounds):
+    # bounds that are arguments of wg.jit: a while_loop counting i, as JAX lowers it
+    lo, n = bounds
+    f = lambda x, lo, n: wg.fori_loop(lo, n, lambda i, c: c * x + i, 1.0)
+    x = 0.7
+    p = _horner(lo, n)
+    for lo_, n_ in [(lo, n), (np.int64(lo), np.int32(n))]:  # Python ints: weak floats
+        assert_close(wg.jit(f)(x, lo_, n_), p(x), **TIGHT)
+    assert_close(wg.jit(wg.jacfwd(f))(x, lo, n), p.deriv()(x), **TIGHT)
+    assert_close(wg.jit(wg.jacfwd(wg.jacfwd(f)))(x, lo, n), p.deriv(2)(x), **TIGHT)
+    assert_close(wg.jit(wg.jacfwd(f))(x, lo, n), fd_derivative(p, x), rtol=1e-8, atol=1e-10)
+    # each example of a vmap over the bounds runs its own number of steps
+    xs, ns = np.array([0.3, 0.7, 1.1]), np.array([0, 3, 6])
+    assert_close(wg.jit(wg.vmap(f, in_axes=(0, None, 0)))(xs, 0, ns),
+                 [_horner(0, k)(a) for a, k in zip(xs, ns)], **TIGHT)
+    with pytest.raises(ValueError, match="reverse-mode"):
+        wg.jit(wg.grad(f))(x, lo, n)
+
+
+def test_fori_loop_traced_bounds_against_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    body = lambda x: (lambda i, c: c * x + i * i)
+    ours = wg.jit(lambda x, n: wg.fori_loop(1, n, body(x), x))
+    theirs = jax.jit(lambda x, n: jax.lax.fori_loop(1, n, body(x), x))
+    for n in (1, 2, 5):
+        assert_close(ours(0.9, n), float(theirs(0.9, n)), **TIGHT)
+        assert_close(wg.jit(wg.jacfwd(lambda x, n: wg.fori_loop(1, n, body(x), x)))(0.9, n),
+                     float(jax.jacfwd(lambda x: theirs(x, n))(0.9)), **TIGHT)
+
+
 def test_closed_over_values_differentiate():
     """Weights the body closes over (a traced value of the enclosing grad) become the
     loop's arguments, so their derivatives flow; a global array stays a constant."""
@@ -331,8 +371,12 @@ def test_zero_steps():
     (lambda: wg.scan(lambda c, x: (c, None), 0.0, length=2.5), TypeError, "integer"),
     (lambda: wg.scan(3, 0.0, np.ones(3)), TypeError, "function"),
     (lambda: wg.grad(lambda w: wg.fori_loop(0, w, lambda i, c: c, 1.0))(1.0),
-     TypeError, "known when the loop is traced"),
-    (lambda: wg.fori_loop(0, 2.5, lambda i, c: c, 1.0), TypeError, "integers"),
+     TypeError, "upper must be an integer, got float"),
+    (lambda: wg.fori_loop(0, 2.5, lambda i, c: c, 1.0), TypeError, "must be an integer"),
+    (lambda: wg.jit(lambda n: wg.fori_loop(0, n, lambda i, c: c, 1.0))(np.ones(2)),
+     TypeError, "upper must be an integer scalar, got a traced float64 of shape (2,)"),
+    (lambda: wg.jit(lambda n: wg.fori_loop(n, 3, lambda i, c: c, 1.0))(np.float64(1)),
+     TypeError, "lower must be an integer scalar"),
     (lambda: wg.grad(lambda w: wg.scan(lambda c, x: (c * w if c > 0 else c, None), 1.0,
                                        np.ones(3))[0])(1.0),
      wg.ConcretizationError, "wg.scan traced its body"),

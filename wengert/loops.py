@@ -48,7 +48,8 @@ from .graph.node import Node
 from .primitives.array import astype, dtype_of, transpose
 from .primitives.collective import axis_names as collective_names, resolving
 from .primitives.pack import Layout, part
-from .primitives.registry import CONST, INPUT, Primitive, is_weak, shape_of, _PYTHON_SCALARS
+from .primitives.registry import (CONST, INPUT, Primitive, is_weak, known_value, shape_of,
+                                  _PYTHON_SCALARS)
 from .primitives.shape import broadcast_to
 from .tree import flatten, unflatten
 
@@ -977,10 +978,12 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``, as JAX's
     ``lax.fori_loop``: returns the last val.
 
-    A `scan` over ``numpy.arange(lower, upper)``: inside a transformation the loop is one
-    node of the graph, differentiable to any order.  `lower` and `upper` must be Python
-    (or NumPy) integers, not traced values: the number of steps is part of the graph.
-    `unroll` is scan's (None: 1).
+    With `lower` and `upper` integers (or values known when the loop is traced), a `scan`
+    over ``numpy.arange(lower, upper)``: inside a transformation the loop is one node of
+    the graph, differentiable to any order.  A bound traced without a value (an argument
+    of `wg.jit` or `wg.compile`) makes it a `wengert.lax.while_loop` counting i, as in
+    JAX: differentiable in forward mode, and reverse mode raises ValueError (the number
+    of steps is not known when the graph is built).  `unroll` is scan's (None: 1).
 
     Example:
         >>> import wengert as wg
@@ -990,22 +993,52 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         (32.0, 80.0)
     """
     _check_fun(body_fun, "fori_loop")
+    lower, upper = _bound(lower, "lower"), _bound(upper, "upper")
     if type(lower) is Node or type(upper) is Node:
-        raise TypeError("fori_loop: lower and upper must be integers known when the loop "
-                        "is traced, not traced values: the number of steps is part of the "
-                        "graph")
-    try:
-        lower, upper = operator.index(lower), operator.index(upper)
-    except TypeError:
-        raise TypeError(f"fori_loop: lower and upper must be integers known when the loop "
-                        f"is traced, got {type(lower).__name__} and "
-                        f"{type(upper).__name__}") from None
+        return _counted_while(lower, upper, body_fun, init_val)
 
     def step(val, i):
         return body_fun(i, val), None
     step.__name__ = getattr(body_fun, "__name__", "body_fun")
     return _scan(step, init_val, np.arange(lower, max(lower, upper)), None, False,
                  1 if unroll is None else unroll, "fori_loop", "i")[0]
+
+
+def _bound(n, name):
+    """fori_loop's `lower` or `upper` as a Python int, or as a traced integer scalar when
+    its value is not known (a `wg.jit` argument)."""
+    if type(n) is Node:
+        known = known_value(n)
+        if known is None:
+            if shape_of(n) == () and dtype_of(n).kind in "iu":
+                return n
+            if shape_of(n) == () and is_weak(n):
+                # a Python int argument of wg.jit, which traces it as a weak float
+                return astype(n, dtype=np.int64)
+            raise TypeError(f"fori_loop: {name} must be an integer scalar, got a traced "
+                            f"{dtype_of(n)} of shape {shape_of(n)}")
+        n = known
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(f"fori_loop: {name} must be an integer, got "
+                        f"{type(n).__name__}") from None
+
+
+def _counted_while(lower, upper, body_fun, init_val):
+    """fori_loop with a bound traced without a value: a `while_loop` counting i from
+    lower to upper, as JAX lowers it, so it has while_loop's derivatives (forward mode
+    only where nothing has a value)."""
+    from .lax import while_loop
+    i = lower if type(lower) is Node else np.int64(lower)
+
+    def more(carry):
+        return carry[0] < upper
+
+    def step(carry):
+        return carry[0] + 1, body_fun(carry[0], carry[1])
+    step.__name__ = getattr(body_fun, "__name__", "body_fun")
+    return while_loop(more, step, (i, init_val))[1]
 
 
 def _check_leaves(who, what, leaves):
