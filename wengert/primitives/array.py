@@ -501,9 +501,20 @@ def _index_set(x, v, index):
     return out
 
 
+_FULL = ("slice", None, None, None)     # ``:``, encoded
+
+
 def index_shape(shape, index):
     """The shape of ``x[index]`` for an x of `shape` (`index` encoded), without an array
     of that size."""
+    rows = index[0] if index else None
+    if type(rows) is np.ndarray and rows.dtype.kind in "iu" and shape and \
+            all(type(i) is tuple and i == _FULL for i in index[1:]) and len(index) <= len(shape):
+        # x[rows] of a table (a gather's, an embedding's): without indexing a stand-in,
+        # which costs as much as the gather; out of bounds, the stand-in says so, as NumPy
+        n = shape[0]
+        if not rows.size or -n <= rows.min() and rows.max() < n:
+            return rows.shape + tuple(shape[1:])
     stand_in = np.broadcast_to(np.zeros((), dtype=np.int8), shape)
     return stand_in[decode_index(index)].shape
 
