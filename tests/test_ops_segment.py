@@ -161,6 +161,49 @@ def test_max_and_min_share_the_derivative_among_ties_as_jax(jax):
                  [0.0, 0.5, 0.5, 0.0, 2.0, 0.0, 0.0, 3.0])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_tie_sharing_maps_are_each_others_transpose(dtype):
+    # segment_max's JVP (the mean over each result's winners) and VJP (each winner's
+    # share) are primitives of their own: <spread(g), t> = <g, mean(t)>, ties and
+    # dropped ids included, their own derivatives (second order) through each other
+    from wengert.primitives.segment import segment_extremum, winners_mean, winners_spread
+    data = rng.integers(0, 3, size=(30, 2)).astype(dtype)      # many ties
+    ids = rng.integers(-2, 7, size=30)
+    best = segment_extremum(data, ids, n=6, how="max")
+    t, g = rng.normal(size=data.shape).astype(dtype), rng.normal(size=best.shape).astype(dtype)
+    mean, spread = winners_mean(t, data, ids, best), winners_spread(g, data, ids, best)
+    assert mean.dtype == spread.dtype == dtype
+    assert_close(np.vdot(spread, t), np.vdot(g, mean), rtol=1e-5 if dtype == np.float32
+                 else 1e-12)
+    # each result's mean is over the rows of its segment that attain it
+    for k in range(6):
+        won = (ids == k)[:, None] & (data == best[k])
+        want = np.where(won.any(0), (t * won).sum(0) / np.maximum(won.sum(0), 1), 0.0)
+        assert_close(mean[k], want, rtol=1e-5)
+    # second order: the Hessian of a smooth function of segment_max, against differences
+    data = rng.normal(size=(12, 2))
+    ids = np.array([0, 1, 2, 0, 1, 2, 3, 3, 0, -1, 2, 1])
+    f = lambda d: wnp.sum(wnp.sin(ops.segment_max(d, ids, 4)) ** 2)
+    check_grads(f, data, order=2)
+
+
+def test_vmap_with_one_ids_for_the_batch_folds_the_batch_into_the_rows():
+    xs = rng.normal(size=(5, 9, 2))
+    ids = np.array([0, 3, 1, 1, 0, 2, 3, -1, 9])          # segment 4 empty (inf)
+    loss = lambda x: wnp.sum(ops.segment_min(x, ids, 5)[:4] ** 2)
+    assert_close(wg.vmap(lambda x: ops.segment_min(x, ids, 5))(xs),
+                 np.stack([reference("min", x, ids, 5) for x in xs]), rtol=1e-13, atol=0)
+    assert_close(wg.vmap(wg.grad(loss))(xs), np.stack([wg.grad(loss)(x) for x in xs]),
+                 rtol=1e-13)
+    tangents = rng.normal(size=xs.shape)
+    batched = wg.vmap(lambda x, t: wg.jvp(loss, (x,), (t,))[1])(xs, tangents)
+    assert_close(batched, [wg.jvp(loss, (x,), (t,))[1] for x, t in zip(xs, tangents)],
+                 rtol=1e-12)
+    # the whole gradient is a handful of primitives, not a loop per example
+    graph = wg.trace(wg.vmap(wg.grad(loss)), xs)
+    assert len(graph.nodes) < 40
+
+
 def test_empty_segments_and_infinite_results_have_derivative_zero_without_warnings():
     data = np.array([[1.0, -np.inf], [2.0, -np.inf]])
     ids = np.array([0, 0])

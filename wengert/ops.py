@@ -20,11 +20,11 @@ Derivatives:
   it, shared equally at a tie, as JAX's do.  An infinite result (an empty segment's -inf)
   has derivative 0.
 
-With `segment_ids` known (a NumPy array, or a traced value that has one: eager
-transformations) the work is planned in NumPy once: a sum is one index-add, the others a
-pairwise reduction of the rows sorted by segment.  Ids traced without values (arguments
-of `wg.compile`, batched under `wg.vmap`) go through `wengert.lax`'s scatters, which
-compute the positions on the graph.
+`segment_max` and `segment_min` are one primitive (`wengert.primitives.segment`), ids
+known or traced.  With `segment_ids` known (a NumPy array, or a traced value that has one:
+eager transformations) a sum is one index-add, a product a pairwise reduction of the rows
+sorted by segment.  Ids traced without values (arguments of `wg.compile`, batched under
+`wg.vmap`) go through `wengert.lax`'s scatters, which compute the positions on the graph.
 
 Example:
     >>> import numpy as np, wengert as wg
@@ -48,6 +48,7 @@ from .errors import integer_argument
 from .graph.node import Node
 from .numpy.updates import _ranks
 from .primitives.registry import known_value
+from .primitives.segment import segment_extremum
 
 __all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
 
@@ -189,6 +190,12 @@ def _segment(how, data, segment_ids, num_segments, bucket_size, mode):
     start = np.full((), _identity(how, dtype), dtype)
     if 0 in out_shape:
         return wnp.full(out_shape, start)     # (no segments: nothing to scatter into)
+    if how in ("max", "min"):
+        # one primitive, whose derivative shares a result among its winners as JAX's does
+        ids = segment_ids if traced else ids.astype(np.int64)
+        if clip:
+            ids = wnp.clip(ids, 0, max(n - 1, 0))
+        return segment_extremum(data, ids, n=n, how=how)
     if traced:
         # positions computed on the graph: wengert.lax's scatters, by JAX's definition
         dn = lax.ScatterDimensionNumbers(update_window_dims=tuple(range(1, len(shape))),
@@ -205,28 +212,8 @@ def _segment(how, data, segment_ids, num_segments, bucket_size, mode):
         data, ids = data[rows], ids[rows]
     if how == "sum":
         return wnp.at(wnp.zeros(out_shape, dtype))[ids].add(data)
-    op = {"prod": wnp.multiply, "max": wnp.maximum, "min": wnp.minimum}[how]
-    if how == "prod":
-        named, folded = _fold(op, start, ids, data)
-        return wnp.at(wnp.full(out_shape, start))[named].set(folded)
-    named, folded = _fold(op, start, ids, lax.stop_gradient(data))
-    best = wnp.at(wnp.full(out_shape, start))[named].set(folded)
-    # (plain data has no derivative to share)
-    return _ties_shared(best, data, ids) if dtype.kind == "f" and type(data) is Node \
-        else best
-
-
-def _ties_shared(best, data, ids):
-    """`best`, the segments' maxima (minima) computed without derivative, with JAX's
-    derivative: the mean of the derivatives of the rows that attain it (all of them at a
-    tie), carried by ``share - stop_gradient(share)``, whose value is 0.  An infinite
-    result shares nothing (its share would be inf - inf, nan): its derivative is 0."""
-    at_row = wnp.take(best, ids, axis=0)
-    counted = (data == at_row) & wnp.isfinite(at_row)
-    zeros = wnp.zeros(wnp.shape(best), wnp.result_type(best))
-    count = wnp.at(zeros)[ids].add(wnp.where(counted, 1.0, 0.0))
-    share = wnp.at(zeros)[ids].add(wnp.where(counted, data, 0.0)) / wnp.maximum(count, 1.0)
-    return best + (share - lax.stop_gradient(share))
+    named, folded = _fold(wnp.multiply, start, ids, data)
+    return wnp.at(wnp.full(out_shape, start))[named].set(folded)
 
 
 def _fold(op, identity, ids, rows):

@@ -37,7 +37,7 @@ import string
 import numpy as np
 
 from . import array as A, linalg as L, nn as N, scalar as S
-from . import scipy_linalg as SL, signal as SG
+from . import scipy_linalg as SL, segment as SEG, signal as SG
 from .registry import REGISTRY, shape_of
 from .shape import broadcast_to, sum_to
 
@@ -477,6 +477,31 @@ def _index_add(args, mapped, node):
     return A.index_add(g, index=(_ALL,) + tuple(index), shape=(size,) + node.shape)
 
 
+def _swap01(x):
+    rank = len(shape_of(x))
+    return A.transpose(x, axes=(1, 0) + tuple(range(2, rank)))
+
+
+def _segment_rows_first(args, mapped, node):
+    """segment_extremum and its derivative maps, with one ids for the whole batch: the
+    batch becomes an inner axis (rows first), which they reduce elementwise over."""
+    at = 1 if node.op is SEG.segment_extremum else 2        # (where ids is)
+    if mapped[at]:
+        return None                     # (ids per example: one call each)
+    size = _size(args, mapped)
+    lined = []
+    for k, (a, m) in enumerate(zip(args, mapped)):
+        if k == at:
+            lined.append(a)
+        elif m:
+            lined.append(_swap01(a))
+        else:
+            shape = shape_of(a)
+            a = A.reshape(a, shape=shape[:1] + (1,) + shape[1:])
+            lined.append(broadcast_to(a, shape=shape[:1] + (size,) + shape[1:]))
+    return _swap01(node.op(*lined, **node.params))
+
+
 def _index_set(args, mapped, node):
     """x[index] = v on every example: x's batch axis is written where getitem reads it,
     so v is lined up with x[index] as that batch sees it (its batch axis where
@@ -608,6 +633,8 @@ def _declare():
     REGISTRY["bitcast"].defbatch(_same_call)
     REGISTRY["place"].defbatch(_place)
     A.searchsorted.defbatch(_searchsorted)
+    for prim in (SEG.segment_extremum, SEG.winners_mean, SEG.winners_spread):
+        prim.defbatch(_segment_rows_first)
     A.interp.defbatch(_interp)
 
 
