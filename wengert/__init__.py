@@ -49,10 +49,11 @@ from .jax_compat import (config, enable_x64, disable_jit, debug_nans, debug_infs
                          process_index, process_count, device_put, device_get,
                          block_until_ready, Array, ShapeDtypeStruct, float0, custom_gradient,
                          linear_transpose, closure_convert, make_jaxpr, pmap, pure_callback,
-                         named_call, named_scope, ensure_compile_time_eval)
+                         named_call, named_scope, ensure_compile_time_eval, typeof)
 from . import dtypes, debug  # noqa: F401  (JAX's jax.dtypes and jax.debug)
 from . import ad_checkpoint, test_util  # noqa: F401  (JAX's jax.ad_checkpoint, test_util)
 from . import ops, image  # noqa: F401  (JAX's jax.ops and jax.image)
+from . import experimental, flatten_util  # noqa: F401  (jax.experimental.ode / .jet)
 
 __version__ = "0.1.0"
 
@@ -70,4 +71,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "block_until_ready", "Array", "ShapeDtypeStruct", "custom_gradient",
            "linear_transpose", "closure_convert", "make_jaxpr", "pmap", "pure_callback",
            "named_call", "named_scope", "ensure_compile_time_eval", "dtypes", "debug",
-           "ad_checkpoint", "test_util", "ops", "image"]
+           "ad_checkpoint", "test_util", "ops", "image", "typeof", "experimental",
+           "flatten_util"]

@@ -7,7 +7,7 @@ with NumPy arrays, so that ``import wengert as jax`` programs run from their fir
   `default_backend`, `process_index`, `process_count`, `device_put`, `device_get`,
   `block_until_ready` (one CPU: placing is copying, waiting is nothing);
 * types: `Array` (for ``isinstance`` and hints), `ShapeDtypeStruct` (wengert's
-  `ShapeDtype`), `float0`;
+  `ShapeDtype`), `float0`, `typeof`;
 * transformations under JAX's names: `custom_gradient`, `linear_transpose`,
   `closure_convert`, `make_jaxpr`, `pmap`, `pure_callback`, `named_call`, `named_scope`,
   `ensure_compile_time_eval` (`remat` and `checkpoint_policies` are in
@@ -41,7 +41,7 @@ __all__ = ["config", "enable_x64", "disable_jit", "debug_nans", "debug_infs", "D
            "default_backend", "process_index", "process_count", "device_put", "device_get",
            "block_until_ready", "Array", "ShapeDtypeStruct", "float0", "custom_gradient",
            "linear_transpose", "closure_convert", "make_jaxpr", "pmap", "pure_callback",
-           "named_call", "named_scope", "ensure_compile_time_eval"]
+           "named_call", "named_scope", "ensure_compile_time_eval", "typeof"]
 
 
 # ---- settings ------------------------------------------------------------------------------
@@ -842,6 +842,31 @@ def _declared(result_shape_dtypes):
     if not avals:
         raise TypeError("pure_callback: the callback must return at least one array")
     return tree, avals
+
+
+def typeof(x):
+    """JAX's ``jax.typeof``: the abstract value of `x` (an array, a number or a traced
+    value), as a `ShapeDtypeStruct` (wengert's `ShapeDtype`): its shape, its dtype, and
+    whether it is weakly typed (a Python number, whose dtype gives way to the other
+    operand's).
+
+    Example:
+        >>> import numpy as np, wengert as jax
+        >>> jax.typeof(np.ones((2, 3), np.float32)), jax.typeof(2.0)
+        (ShapeDtype(f32[2,3]), ShapeDtype(f64[], weak))
+        >>> f = jax.jit(lambda x: print("traced as", jax.typeof(x)) or 2.0 * x)
+        >>> f(np.ones(3))
+        traced as ShapeDtype(f64[3])
+        array([2., 2., 2.])
+    """
+    if type(x) is Node:
+        return ShapeDtype(x.shape, x.dtype, weak=is_weak(x))
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return ShapeDtype((), np.asarray(x).dtype, weak=True)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapeDtype(np.shape(x), x.dtype)
+    raise TypeError(f"typeof: expected an array, a number or a traced value, got "
+                    f"{type(x).__name__} (for a pytree: wengert.tree.tree_map(typeof, x))")
 
 
 def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
