@@ -214,6 +214,35 @@ def _largest_positive(q):
     return q * _wnp.where(picked < 0, -1.0, 1.0)
 
 
+def _least_turn(a, b):
+    """The quaternion of the rotation of least angle carrying b onto a's direction: the
+    half-way quaternion (b × a, |a||b| + a·b), normalised, smooth but at opposite vectors,
+    where it is a half-turn about b × e, e the axis of b's smallest component (SciPy's)."""
+    cross = _wnp.cross(b, a)
+    w = _wnp.sqrt(_wnp.sum(a * a) * _wnp.sum(b * b)) + _wnp.sum(a * b)
+    kb = _known(b)
+    if kb is not None and _known(a) is not None and \
+            _known(w) <= 1e-12 * _np.sqrt(_np.sum(_known(a) ** 2) * _np.sum(kb ** 2)):
+        # opposite: the half-way quaternion is 0; its derivative has no limit here either
+        e = _np.eye(3)[int(_np.argmin(_np.abs(kb)))]
+        axis = _np.cross(kb, e)
+        return _np.concatenate([axis / _np.linalg.norm(axis), [0.0]])
+    q = _wnp.concatenate([cross, _wnp.reshape(w, (1,))])
+    return q / _wnp.sqrt(_wnp.sum(q * q))
+
+
+def _turn_about(axis, c, a, w):
+    """The quaternion of the turn about `axis` that best carries the vectors c onto a, in
+    the weights w: it maximises Σ wᵢ aᵢ·R(θ)cᵢ = A cos θ + S sin θ + const, at
+    θ = atan2(S, A)."""
+    n = axis / _wnp.sqrt(_wnp.sum(axis * axis))
+    along_a, along_c = _wnp.sum(a * n, axis=-1), _wnp.sum(c * n, axis=-1)
+    A = _wnp.sum(w * (_wnp.sum(a * c, axis=-1) - along_a * along_c))
+    S = _wnp.sum(w * _wnp.sum(a * _wnp.cross(n, c), axis=-1))
+    half = _wnp.arctan2(S, A) / 2
+    return _wnp.concatenate([_wnp.sin(half) * n, _wnp.reshape(_wnp.cos(half), (1,))])
+
+
 def _broadcast_batch(first, second, message):
     try:
         return _np.broadcast_shapes(first, second)
@@ -419,6 +448,97 @@ class Rotation:
             # about the axes carried along, so it acts first
             q = e if q is None else (_compose(e, q) if extrinsic else _compose(q, e))
         return cls._of(q)
+
+    @classmethod
+    def align_vectors(cls, a, b, weights=None, return_sensitivity=False):
+        """The rotation C that best carries the vectors b onto the vectors a (N, 3): the
+        one minimising Σ wᵢ |aᵢ - C bᵢ|², as SciPy's ``Rotation.align_vectors`` (Wahba's
+        problem, Kabsch's for point sets), with its results ``(rotation, rssd)`` or, with
+        `return_sensitivity`, ``(rotation, rssd, sensitivity)``: rssd is √(Σ wᵢ |aᵢ -
+        C bᵢ|²) and sensitivity the 3×3 covariance of the rotation's error.
+
+        * N > 1: the top eigenvector of Bar-Itzhack's 4×4 matrix of B = Σ wᵢ aᵢ bᵢᵀ,
+          as `from_matrix` finds the rotation nearest a matrix; differentiable in a, b and
+          the weights wherever the rotation is unique (all aᵢ on one line, or all bᵢ,
+          is not: SciPy's warning, and no derivative there).
+        * One pair (or one infinite weight among them): the rotation of least angle
+          carrying b onto a's direction (a half-turn for opposite vectors, about SciPy's
+          axis); with an infinite weight the others then choose the turn about a.
+        * At most one weight may be infinite; none negative.
+
+        Example:
+            >>> import numpy as np, wengert as wg
+            >>> turn = Rotation.from_euler("z", 30, degrees=True)
+            >>> b = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
+            >>> found, rssd = Rotation.align_vectors(turn.apply(b), b)
+            >>> found.as_euler("xyz", degrees=True).round(9) + 0.0, round(rssd, 9)
+            (array([ 0.,  0., 30.]), 0.0)
+            >>> def yaw(a):                          # the fitted angle, as a function of a
+            ...     return Rotation.align_vectors(a, b)[0].as_rotvec()[2]
+            >>> wg.grad(yaw)(turn.apply(b)).shape
+            (3, 3)
+        """
+        a, b = _floats(a), _floats(b)
+        if a.ndim == 1:
+            a = _wnp.reshape(a, (1,) + a.shape)
+        if b.ndim == 1:
+            b = _wnp.reshape(b, (1,) + b.shape)
+        if a.shape != b.shape:
+            raise ValueError(f"Expected inputs `a` and `b` to have same shapes, got "
+                             f"{a.shape} and {b.shape} respectively.")
+        if a.ndim != 2 or a.shape[1] != 3:
+            raise ValueError(f"Expected inputs `a` and `b` to have shape (3,) or (N, 3), got "
+                             f"{a.shape}.")
+        n = a.shape[0]
+        if n == 0:
+            raise ValueError("Expected at least one pair of vectors, got none.")
+        w = _np.ones(n) if weights is None else _floats(weights)
+        if w.ndim == 0:
+            w = _wnp.reshape(w, (1,))
+        if w.shape != (n,):
+            raise ValueError(f"Expected `weights` to have number of values equal to number "
+                             f"of input vectors, got {w.shape[0] if w.ndim else 1} values "
+                             f"and {n} vectors.")
+        known = _known(w)
+        infinite = _np.zeros(n, bool) if known is None else _np.isinf(known)
+        if known is not None and (known < 0).any():
+            raise ValueError("`weights` may not contain negative values")
+        if infinite.sum() > 1:
+            raise ValueError("Only one infinite weight is allowed")
+        if return_sensitivity and (n == 1 or infinite.any()):
+            raise ValueError("Cannot return sensitivity matrix with an infinite weight or "
+                             "one vector pair")
+        if n == 1 or infinite.any():
+            k = int(_np.flatnonzero(infinite)[0]) if infinite.any() else 0
+            q = _least_turn(a[k], b[k])
+            finite = _wnp.where(infinite, 0.0, w)
+            if n > 1:
+                q = _compose(_turn_about(a[k], cls._of(q).apply(b), a, finite), q)
+            found = cls._of(q)
+            if infinite.any():
+                w = finite
+        else:
+            B = _wnp.matmul(_wnp.swapaxes(w[:, None] * a, 0, 1), b)
+            found = cls._of(_largest_positive(_top_eigvecsh(_quaternion_matrix(B))))
+            known_b = _known(B)
+            if known_b is not None:
+                sv = _np.linalg.svd(known_b, compute_uv=False)
+                if sv[1] + sv[2] < 1e-16 * sv[0]:
+                    warnings.warn("Optimal rotation is not uniquely or poorly defined for "
+                                  "the given sets of vectors.", UserWarning, stacklevel=2)
+        miss = a - found.apply(b)
+        rssd = _sqrt_or_zero(_wnp.sum(w * _wnp.sum(miss * miss, axis=-1)))
+        if not return_sensitivity:
+            return found, rssd
+        # From the singular values s of B with the sign of det B on the smallest (those of
+        # the symmetric Cᵀ B): κ = Σ sᵢsⱼ = ((tr CᵀB)² - |B|²)/2, ζ = Π(sᵢ + sⱼ) =
+        # tr(CᵀB) κ - det B; the sensitivity is mean(w) (κ I + B Bᵀ) / ζ (SciPy's).
+        fit = _wnp.sum(found.as_matrix() * B)
+        kappa = (fit * fit - _wnp.sum(B * B)) / 2
+        zeta = fit * kappa - _wnp.linalg.det(B)
+        sensitivity = _wnp.mean(w) / zeta * (kappa * _np.eye(3) + _wnp.matmul(
+            B, _wnp.swapaxes(B, 0, 1)))
+        return found, rssd, sensitivity
 
     @classmethod
     def identity(cls, num=None, *, shape=None):
@@ -836,5 +956,5 @@ def _not_offered(name):
     return staticmethod(method)
 
 
-for _name in ("align_vectors", "reduce", "create_group", "from_davenport", "as_davenport"):
+for _name in ("reduce", "create_group", "from_davenport", "as_davenport"):
     setattr(Rotation, _name, _not_offered(_name))
