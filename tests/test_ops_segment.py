@@ -278,3 +278,17 @@ def test_num_segments_ids_and_errors():
     static = wg.jit(ops.segment_sum, static_argnums=2)
     assert static(data, np.array([0, 0, 1, 1, 2]), 3).tolist() == [1.0, 5.0, 4.0]
     assert segment("sum")(data + 1j, np.zeros(5, int)).tolist() == [10 + 5j]
+
+
+def test_taylor_mode_through_segment_max_is_nested_forward_modes():
+    # piecewise linear in data: each Taylor coefficient goes through the winners' mean
+    data = rng.normal(size=(9, 2))
+    ids = np.array([0, 1, 0, 2, 1, 0, 2, 2, 1])
+    direction = rng.normal(size=data.shape)
+    f = lambda d: wnp.sum(wnp.sin(ops.segment_max(d ** 2, ids, 3)))
+    coefficients = wg.taylor(f, data, direction, order=3)
+    g = lambda t: f(data + t * direction)
+    d1 = lambda t: wg.jvp(g, (t,), (1.0,))[1]
+    d2 = lambda t: wg.jvp(d1, (t,), (1.0,))[1]
+    d3 = wg.jvp(d2, (0.0,), (1.0,))[1]
+    assert_close(coefficients, [g(0.0), d1(0.0), d2(0.0) / 2, d3 / 6], rtol=1e-12)

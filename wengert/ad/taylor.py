@@ -34,7 +34,7 @@ import numpy as np
 
 from ..primitives import scalar as P
 from ..primitives import array as A, linalg as L, nn as NN, special as SP
-from ..primitives import scipy_linalg as SL
+from ..primitives import scipy_linalg as SL, segment as SEG
 from ..graph.graph import Graph, Node, ShapeDtype, aval
 from ..primitives.registry import CONST, from_one_element, one_element, shape_of
 from .forward import tangent
@@ -853,7 +853,7 @@ RULES.update({
 # piecewise linear in their differentiable argument
 for _op in (NN.relu, NN.max_pool2d, NN.pool_scatter, NN.pool_gather, NN.max_unpool,
             NN.unpool_gather, A.amax, A.amin, A.take_along_axis, A.put_along_axis,
-            SL.lu_swap_rows):
+            SL.lu_swap_rows, SEG.segment_extremum, SEG.winners_mean, SEG.winners_spread):
     RULES[_op] = each_coefficient(_op)
 
 
