@@ -1763,7 +1763,9 @@ def test_more_functions_give_numpys_values_and_dtypes(dtype):
         got = wg.vjp(f, *args)[0]
         for g, w in zip(wg.tree.flatten(got)[0], wg.tree.flatten(want)[0]):
             assert numpy.asarray(g).dtype == numpy.asarray(w).dtype, name
-            if name == "sinc":        # (a series near 0, for its derivatives: an ulp off)
+            # (sinc: a series near 0, for its derivatives; float_power: NumPy's power of a
+            # broadcast operand rounds apart from a whole array's with AVX-512: an ulp off)
+            if name in ("sinc", "float_power"):
                 numpy.testing.assert_array_max_ulp(g, w, maxulp=2)
             else:
                 numpy.testing.assert_array_equal(g, w, err_msg=name)

@@ -259,7 +259,9 @@ def test_bounds_that_do_not_hold_leave_the_derivative_unconstrained():
 def test_vmap_solves_one_problem_per_example():
     thetas = THETA + 0.1 * RNG.normal(size=(4, 3))
     batched = wg.vmap(lambda th: argmin(th))(thetas)
-    assert_close(batched, np.stack([argmin(th) for th in thetas]), rtol=1e-9, atol=1e-12)
+    # (batched arithmetic may round apart from one example's, and the iterations then
+    # stop at another point within the solver's tolerance: 1e-7 apart, not 1e-9)
+    assert_close(batched, np.stack([argmin(th) for th in thetas]), rtol=1e-6, atol=1e-10)
     per_example = wg.vmap(wg.jacfwd(lambda th: argmin(th)))(thetas)
     assert_close(per_example[2], wg.jacfwd(argmin)(thetas[2]), rtol=1e-8, atol=1e-10)
 

@@ -681,15 +681,17 @@ def test_what_has_no_derivative_is_refused_by_name():
 
 
 def test_sqrtm_has_no_derivative_at_a_singular_matrix():
+    # (SciPy warns "may not have a square root" where its own error estimate exceeds
+    # 1000 eps, which depends on the machine's rounding: allowed, not required)
     for a in (np.diag([4.0, 0.0]), np.outer([1.0, 2.0, 2.0], [1.0, 2.0, 2.0])):
-        with pytest.warns(sl.LinAlgWarning):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sl.LinAlgWarning)
             value = wg.vjp(linalg.sqrtm, a)[0]              # the value exists
-        assert_close(value @ value, a, atol=1e-7)
-        with pytest.raises(NotImplementedError, match="sqrtm has no derivative at a singular"):
-            with pytest.warns(sl.LinAlgWarning):
+            assert_close(value @ value, a, atol=1e-7)
+            with pytest.raises(NotImplementedError,
+                               match="sqrtm has no derivative at a singular"):
                 wg.grad(lambda a: wnp.sum(linalg.sqrtm(a)))(a)
-        with pytest.raises(NotImplementedError, match="sqrtm"):
-            with pytest.warns(sl.LinAlgWarning):
+            with pytest.raises(NotImplementedError, match="sqrtm"):
                 wg.jvp(linalg.sqrtm, (a,), (np.eye(len(a)),))
     # a nearly singular matrix still has one (large, but right)
     a = np.diag([4.0, 1e-6])
