@@ -562,6 +562,7 @@ def test_align_vectors_is_scipys():
     for case in _alignment_cases():
         theirs, their_rssd = SR.align_vectors(*case)
         ours, rssd = Rotation.align_vectors(*case)
+        assert type(rssd) is float
         same(ours.as_quat(), theirs.as_quat())            # the sign too
         # (SciPy's rssd, √(Σw(|a|²+|b|²) - 2Σs), keeps √ε of cancellation at an exact
         # fit, 6e-8 where the distances give 2e-15)

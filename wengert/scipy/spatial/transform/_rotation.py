@@ -528,6 +528,8 @@ class Rotation:
                                   "the given sets of vectors.", UserWarning, stacklevel=2)
         miss = a - found.apply(b)
         rssd = _sqrt_or_zero(_wnp.sum(w * _wnp.sum(miss * miss, axis=-1)))
+        if type(rssd) is not _Node:
+            rssd = float(rssd)                  # (SciPy's is a float)
         if not return_sensitivity:
             return found, rssd
         # From the singular values s of B with the sign of det B on the smallest (those of
