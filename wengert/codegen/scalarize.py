@@ -263,6 +263,8 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
                 continue
             if op is INPUT:                            # an input the graph was not given
                 raise NotScalar(f"an input, {node.label()}, that is not the graph's")
+            if getattr(op, "draws", False):            # (lax.rng_uniform: not a constant)
+                raise NotScalar(f"{op.name}, which draws new numbers at every run")
             args = [elems[a.index] for a in node.args]
             if loops and isinstance(op, Loop):
                 elems[node.index] = _loop(new, op, args, node, bodies, limit, max_nodes)
