@@ -2642,10 +2642,862 @@ def betainc(a, b, x):
     return _special("betainc")(a, b, x)
 
 
+# ---- bits, ragged products, approximate top-k, unshared convolutions, gamma gradients, bits ---
+# (JAX 0.10's remaining jax.lax names, written with wengert.numpy as the rest of this module:
+# each derivative is that of its composition, and traced integers stay on the graph.)
+__all__ += [
+    "clz", "population_count", "mulhi", "bitcast_convert_type", "reduce_precision",
+    "broadcast_like", "shape_as_value", "ragged_dot", "ragged_dot_general",
+    "RaggedDotDimensionNumbers", "approx_max_k", "approx_min_k", "conv_general_dilated_local",
+    "conv_shape_tuple", "conv_general_shape_tuple", "conv_transpose_shape_tuple",
+    "conv_general_permutations", "igamma_grad_a", "random_gamma_grad", "rng_uniform",
+    "rng_bit_generator", "RandomAlgorithm",
+]
+
+
+def _integer_dtype(who, **operands):
+    """The one integer dtype of `operands` (bools and floats refused): Python ints take the
+    others' dtype, as JAX's weakly typed ones do; arrays of two dtypes are refused, as
+    ``jax.lax`` refuses them."""
+    strong, weak = [], False
+    for name, x in operands.items():
+        dtype = _wnp.result_type(x)
+        if dtype.kind not in "iu":
+            raise TypeError(f"{who}: {name} must be an array of integers, got {dtype}")
+        if type(x) is int or (type(x) is Node and is_weak(x)):
+            weak = True
+        elif all(d != dtype for _, d in strong):
+            strong.append((name, dtype))
+    if len(strong) > 1:
+        (a, da), (b, db) = strong[:2]
+        raise TypeError(f"{who}: {a} and {b} must have one dtype, got {da} and {db}")
+    return strong[0][1] if strong else _np.dtype(_np.int64) if weak else None
+
+
+def _unsigned(dtype):
+    return _np.dtype(f"uint{8 * dtype.itemsize}")
+
+
+def _as(x, dtype):
+    """x in `dtype`: a Python int as an array of it, anything else cast (bits kept)."""
+    return _np.asarray(x, dtype) if type(x) is int else _wnp.astype(x, dtype)
+
+
+def clz(x):
+    """The number of leading zero bits of each element of the integer array `x` in its own
+    width, in x's dtype, as ``jax.lax.clz`` (a negative number has none; 0 has them all).
+
+    Example:
+        >>> import numpy as np
+        >>> clz(np.array([0, 1, 255, -1], np.int16)).tolist()
+        [16, 15, 8, 0]
+    """
+    dtype = _integer_dtype("clz", x=x)
+    width, unsigned = 8 * dtype.itemsize, _unsigned(dtype)
+    u = _as(x, unsigned)
+    length = _np.zeros((), dtype)             # the bit length, found by halving the width
+    step = width // 2
+    while step:
+        high = _wnp.right_shift(u, unsigned.type(step))
+        has = _wnp.not_equal(high, unsigned.type(0))
+        u = _wnp.where(has, high, u)
+        length = length + _wnp.where(has, dtype.type(step), dtype.type(0))
+        step //= 2
+    length = length + _wnp.astype(_wnp.not_equal(u, unsigned.type(0)), dtype)
+    return _wnp.astype(dtype.type(width) - length, dtype)
+
+
+def population_count(x):
+    """The number of bits set in each element of the integer array `x` (a negative number's
+    two's complement bits), in x's dtype, as ``jax.lax.population_count``.
+
+    Example:
+        >>> import numpy as np
+        >>> population_count(np.array([0, 7, -1, -128], np.int8)).tolist()
+        [0, 3, 8, 1]
+    """
+    dtype = _integer_dtype("population_count", x=x)
+    width, unsigned = 8 * dtype.itemsize, _unsigned(dtype)
+    word = unsigned.type
+    u = _as(x, unsigned)
+    ones = int("01" * (width // 2), 2)              # 0101...: the bits counted in pairs,
+    twos = int("0011" * (width // 4), 2) if width > 8 else 0x33     # nibbles, then bytes
+    u = u - _wnp.bitwise_and(_wnp.right_shift(u, word(1)), word(ones))
+    u = _wnp.bitwise_and(u, word(twos)) + \
+        _wnp.bitwise_and(_wnp.right_shift(u, word(2)), word(twos))
+    u = _wnp.bitwise_and(u + _wnp.right_shift(u, word(4)), word(int("00001111" * (width // 8),
+                                                                    2)))
+    shift = 8
+    while shift < width:                        # the bytes' counts added into the lowest
+        u = u + _wnp.right_shift(u, word(shift))
+        shift *= 2
+    return _wnp.astype(_wnp.bitwise_and(u, word(0xFF)), dtype)
+
+
+def _high_words(a, b):
+    """The high 64 bits of the 128-bit products of uint64 a and b, from 32-bit halves."""
+    low, half = _np.uint64(0xFFFFFFFF), _np.uint64(32)
+    a_hi, a_lo = _wnp.right_shift(a, half), _wnp.bitwise_and(a, low)
+    b_hi, b_lo = _wnp.right_shift(b, half), _wnp.bitwise_and(b, low)
+    lh, hl = a_lo * b_hi, a_hi * b_lo
+    carry = _wnp.right_shift(a_lo * b_lo, half) + _wnp.bitwise_and(lh, low) + \
+        _wnp.bitwise_and(hl, low)
+    return a_hi * b_hi + _wnp.right_shift(lh, half) + _wnp.right_shift(hl, half) + \
+        _wnp.right_shift(carry, half)
+
+
+def mulhi(x, y, /):
+    """The high half of the double-width product ``x * y`` of integers (signed or
+    unsigned, of one dtype), as ``jax.lax.mulhi``: ``(x * y) >> bits`` without overflow,
+    for 64-bit integers too.
+
+    Example:
+        >>> import numpy as np
+        >>> mulhi(np.array([-5, 2 ** 30], np.int32), np.array([7, 8], np.int32)).tolist()
+        [-1, 2]
+    """
+    dtype = _integer_dtype("mulhi", x=x, y=y)
+    x, y = _as(x, dtype), _as(y, dtype)
+    width = 8 * dtype.itemsize
+    if width < 64:                              # the whole product fits in 64 bits
+        wide = _np.dtype(_np.int64 if dtype.kind == "i" else _np.uint64)
+        product = _wnp.multiply(_wnp.astype(x, wide), _wnp.astype(y, wide))
+        return _wnp.astype(_wnp.right_shift(product, wide.type(width)), dtype)
+    shape = _np.broadcast_shapes(tuple(_wnp.shape(x)), tuple(_wnp.shape(y)))
+    if not shape:           # (NumPy warns of wrapping on scalars, never on arrays)
+        return _wnp.reshape(mulhi(_wnp.reshape(x, (1,)), _wnp.reshape(y, (1,))), ())
+    u64 = _np.dtype(_np.uint64)
+    xu, yu = _wnp.astype(x, u64), _wnp.astype(y, u64)
+    high = _high_words(xu, yu)
+    if dtype.kind == "u":
+        return high
+    # two's complement: x = xu - 2^64 [x < 0], so the signed high word subtracts y (and x)
+    zero = _np.uint64(0)
+    high = high - _wnp.where(_wnp.less(x, 0), yu, zero) - _wnp.where(_wnp.less(y, 0), xu, zero)
+    return _wnp.astype(high, dtype)
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """`operand`'s bits read as `new_dtype`, as ``jax.lax.bitcast_convert_type`` (and
+    NumPy's ``view``, in this machine's little-endian order): to a narrower type each
+    element becomes a new last axis of ``old_bits // new_bits`` elements, the lowest bits
+    first; to a wider one the last axis, of ``new_bits // old_bits`` elements, becomes one
+    element.  Bools and complex numbers only to their own dtype, as in JAX.  The bits
+    carry no derivative (JAX: zero, even to the same dtype).
+
+    Example:
+        >>> import numpy as np
+        >>> bitcast_convert_type(np.float32(1.0), np.uint8).tolist()
+        [0, 0, 128, 63]
+        >>> bitcast_convert_type(np.array([0, 0, 128, 63], np.uint8), np.float32)
+        np.float32(1.0)
+    """
+    from ..primitives.pack import bitcast
+    who = "bitcast_convert_type"
+    old, new = _wnp.result_type(operand), _np.dtype(new_dtype)
+    x = _S.stop_gradient(operand)
+    if old == new:
+        return _wnp.asarray(x) if type(x) is not Node else x
+    if old.kind in "bc" or new.kind in "bc":
+        raise TypeError(f"{who}: bool and complex values are converted only to their own "
+                        f"dtype, as in JAX; got {old} to {new} (NumPy's view does more)")
+    if old.kind not in "iuf" or new.kind not in "iuf":
+        raise TypeError(f"{who}: operand and new_dtype must be integer or float types, got "
+                        f"{old} and {new}")
+    if old.itemsize == new.itemsize:
+        return bitcast(x, dtype=new.name)
+    shape, wide, narrow = tuple(_wnp.shape(operand)), _unsigned(old), _unsigned(new)
+    if old != wide:
+        x = bitcast(x, dtype=wide.name)
+    if new.itemsize < old.itemsize:
+        step = 8 * new.itemsize
+        mask = wide.type((1 << step) - 1)
+        x = _wnp.stack([_wnp.astype(_wnp.bitwise_and(_wnp.right_shift(x, wide.type(step * k)),
+                                                      mask), narrow)
+                        for k in range(old.itemsize // new.itemsize)], axis=-1)
+    else:
+        count = new.itemsize // old.itemsize
+        if shape[-1:] != (count,):
+            raise ValueError(f"{who}: {new} is made of {count} {old} elements along the "
+                             f"operand's last axis, which must have {count} elements; got "
+                             f"shape {shape}")
+        step = 8 * old.itemsize
+        parts = [_wnp.left_shift(_wnp.astype(x[..., k], narrow), narrow.type(step * k))
+                 for k in range(count)]
+        x = parts[0]
+        for part in parts[1:]:
+            x = _wnp.bitwise_or(x, part)
+    return x if new == narrow else bitcast(x, dtype=new.name)
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """`operand` rounded to the nearest number with `exponent_bits` exponent bits and
+    `mantissa_bits` mantissa bits (ties to even; too large gives ±inf, at or below the
+    short format's smallest normal number ±0; NaN stays), in its own dtype, as
+    ``jax.lax.reduce_precision``: ``(5, 10)`` simulates float16 (without its subnormals),
+    ``(8, 7)`` bfloat16.  Differentiable as JAX makes it: the tangent and the cotangent
+    are rounded the same way (`wengert.primitives.bits`).
+
+    Example:
+        >>> import numpy as np
+        >>> reduce_precision(np.array([1 / 3, 1e-6, 7e4]), 5, 10).tolist()
+        [0.333251953125, 0.0, inf]
+    """
+    from ..primitives.bits import reduce_precision as rounded
+    who = "reduce_precision"
+    try:
+        e, m = _operator.index(exponent_bits), _operator.index(mantissa_bits)
+    except TypeError:
+        raise TypeError(f"{who}: exponent_bits and mantissa_bits must be integers, got "
+                        f"{exponent_bits!r} and {mantissa_bits!r}") from None
+    if e < 1 or m < 0:
+        raise ValueError(f"{who}: exponent_bits must be positive and mantissa_bits "
+                         f"non-negative, got {e} and {m}")
+    dtype = _wnp.result_type(operand)
+    if dtype.kind != "f":
+        raise TypeError(f"{who}: operand must be a float array, got {dtype}")
+    return rounded(operand, exponent_bits=e, mantissa_bits=m)
+
+
+def broadcast_like(arr, like_arr):
+    """`arr` broadcast to the shape of `like_arr` (NumPy's rules), keeping its own dtype,
+    as ``jax.lax.broadcast_like``.
+
+    Example:
+        >>> import numpy as np
+        >>> broadcast_like(np.array([1, 2, 3]), np.zeros((2, 3))).tolist()
+        [[1, 2, 3], [1, 2, 3]]
+    """
+    shape, to = tuple(_wnp.shape(arr)), tuple(_wnp.shape(like_arr))
+    try:
+        if _np.broadcast_shapes(shape, to) != to:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"broadcast_like: arr of shape {shape} does not broadcast to "
+                         f"like_arr's shape {to}") from None
+    return _wnp.broadcast_to(arr, to)
+
+
+def shape_as_value(shape):
+    """A shape as an int32 array, as ``jax.lax.shape_as_value`` (int32 with x64 too).
+
+    Example:
+        >>> shape_as_value((2, 3)).tolist()
+        [2, 3]
+    """
+    return _np.array(_dims(shape, "shape_as_value", "shape"), dtype=_np.int32)
+
+
+class _RaggedFields(_NamedTuple):
+    dot_dimension_numbers: tuple
+    lhs_ragged_dimensions: tuple
+    rhs_group_dimensions: tuple
+
+
+class RaggedDotDimensionNumbers(_RaggedFields):
+    """`ragged_dot_general`'s dimension numbers, as ``jax.lax.RaggedDotDimensionNumbers``:
+    ``dot_dimension_numbers`` as `dot_general`'s, ``((lhs_contracting, rhs_contracting),
+    (lhs_batch, rhs_batch))``; ``lhs_ragged_dimensions``, the one lhs axis cut into
+    groups; ``rhs_group_dimensions``, rhs's axis of one slice per group (one where the
+    ragged axis is a free axis of lhs, none otherwise).  Lists are kept as tuples.
+
+    Example:
+        >>> RaggedDotDimensionNumbers((([1], [1]), ([], [])), [0], [0]).lhs_ragged_dimensions
+        (0,)
+    """
+    __slots__ = ()
+
+    def __new__(cls, dot_dimension_numbers, lhs_ragged_dimensions, rhs_group_dimensions):
+        who = "RaggedDotDimensionNumbers"
+        try:
+            (lc, rc), (lb, rb) = dot_dimension_numbers
+        except (TypeError, ValueError):
+            raise TypeError(f"{who}: dot_dimension_numbers must be ((lhs_contracting, "
+                            f"rhs_contracting), (lhs_batch, rhs_batch)), got "
+                            f"{dot_dimension_numbers!r}") from None
+        dims = tuple(tuple(_dims(d, who, "dot_dimension_numbers") for d in pair)
+                     for pair in ((lc, rc), (lb, rb)))
+        return super().__new__(cls, dims, _dims(lhs_ragged_dimensions, who,
+                                                "lhs_ragged_dimensions"),
+                               _dims(rhs_group_dimensions, who, "rhs_group_dimensions"))
+
+
+def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
+               group_offset=None, out_sharding=None):
+    """The grouped matrix product of a mixture of experts, as ``jax.lax.ragged_dot``: the
+    rows of `lhs` (m, k) fall in consecutive groups of ``group_sizes`` (g,) rows, and
+    group j's rows are multiplied by ``rhs[j]`` (rhs: (g, k, n)); rows after the last
+    group are 0.  Differentiable in lhs and rhs.  `ragged_dot_general` with
+    ``RaggedDotDimensionNumbers((([1], [1]), ([], [])), [0], [0])``.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.arange(1.0, 5.0).reshape(4, 1)         # 4 tokens, 1 feature
+        >>> experts = np.array([1.0, 10.0]).reshape(2, 1, 1)
+        >>> ragged_dot(x, experts, np.array([1, 2])).ravel().tolist()
+        [1.0, 20.0, 30.0, 0.0]
+    """
+    who = "ragged_dot"
+    shapes = tuple(_wnp.shape(lhs)), tuple(_wnp.shape(rhs)), tuple(_wnp.shape(group_sizes))
+    if tuple(_builtins.map(len, shapes)) != (2, 3, 1):
+        raise TypeError(f"{who}: lhs (m, k), rhs (g, k, n) and group_sizes (g,) must have 2, "
+                        f"3 and 1 axes, got shapes {shapes[0]}, {shapes[1]} and {shapes[2]}")
+    dn = RaggedDotDimensionNumbers((([1], [1]), ([], [])), [0], [0])
+    return ragged_dot_general(lhs, rhs, group_sizes, dn, precision, preferred_element_type,
+                              group_offset, out_sharding)
+
+
+def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision=None,
+                       preferred_element_type=None, group_offset=None, out_sharding=None):
+    """`dot_general` with one axis of `lhs` cut into consecutive groups of
+    ``group_sizes`` elements (`RaggedDotDimensionNumbers` says which), as
+    ``jax.lax.ragged_dot_general``, in JAX's three modes:
+
+    1. the ragged axis is a free axis of lhs: each group meets its own slice of rhs along
+       rhs's group axis (``[b, m, k] x [g, b, k, n] -> [b, m, n]``); elements in no group
+       give 0;
+    2. it is a contracting axis: each group is contracted apart, and the result has the
+       groups in front (``[b, m, k] x [b, k, n] -> [g, b, m, n]``);
+    3. it is a batch axis: the result is `dot_general`'s.
+
+    ``group_sizes`` is (g,), or has in front the sizes of lhs's batch axes and of its
+    free (mode 1) or contracting (mode 2) axes before the ragged one, for sizes that
+    differ along them.  Where the sizes have values the groups are slices, each one
+    product; traced without values (`wg.jit`), a mask picks them.  Differentiable in lhs
+    and rhs; negative sizes with values are refused.  ``group_offset`` is refused (as on
+    JAX's CPU); ``precision`` and ``out_sharding`` are ignored.
+
+    Example:
+        >>> import numpy as np
+        >>> dn = RaggedDotDimensionNumbers((([1], [0]), ([], [])), [1], [])  # mode 2
+        >>> a, b = np.arange(6.0).reshape(1, 6), np.ones((6, 1))
+        >>> ragged_dot_general(a, b, np.array([2, 4]), dn).ravel().tolist()  # 0+1, 2+...+5
+        [1.0, 14.0]
+    """
+    who = "ragged_dot_general"
+    _precision(precision, who)
+    if group_offset is not None:
+        raise NotImplementedError(f"{who}: group_offset is not supported (JAX's CPU "
+                                  "implementation refuses it too)")
+    dn = ragged_dot_dimension_numbers
+    if not isinstance(dn, RaggedDotDimensionNumbers):
+        try:
+            dn = RaggedDotDimensionNumbers(*dn)
+        except TypeError:
+            raise TypeError(f"{who}: ragged_dot_dimension_numbers must be a "
+                            f"RaggedDotDimensionNumbers, got {dn!r}") from None
+    (lc, rc), (lb, rb) = dn.dot_dimension_numbers
+    ls, rs = tuple(_wnp.shape(lhs)), tuple(_wnp.shape(rhs))
+    _check_dot_axes(who, ls, rs, lc, rc, lb, rb)
+    if len(dn.lhs_ragged_dimensions) != 1:
+        raise TypeError(f"{who}: lhs must have exactly one ragged dimension, got "
+                        f"{dn.lhs_ragged_dimensions}")
+    ragged = dn.lhs_ragged_dimensions[0]
+    if not 0 <= ragged < len(ls):
+        raise TypeError(f"{who}: the lhs ragged dimension {ragged} is not an axis of lhs "
+                        f"of shape {ls}")
+    free = [d for d in range(len(ls)) if d not in lc and d not in lb]
+    mode = 1 if ragged in free else 2 if ragged in lc else 3
+    groups = dn.rhs_group_dimensions
+    if mode == 1 and (len(groups) != 1 or not 0 <= groups[0] < len(rs)
+                      or groups[0] in rc or groups[0] in rb):
+        raise TypeError(f"{who}: a ragged free axis of lhs needs exactly one group axis of "
+                        f"rhs (not contracting, not batch), got rhs_group_dimensions "
+                        f"{groups} for rhs of shape {rs}")
+    if mode != 1 and groups:
+        raise TypeError(f"{who}: a ragged {'contracting' if mode == 2 else 'batch'} axis "
+                        f"takes no rhs group dimension, got {groups}")
+    gdtype, gshape = _wnp.result_type(group_sizes), tuple(_wnp.shape(group_sizes))
+    if gdtype.kind not in "iu":
+        raise TypeError(f"{who}: group_sizes must be integers, got {gdtype}")
+    if not gshape:
+        raise TypeError(f"{who}: group_sizes must have at least one axis, got a scalar")
+    g = gshape[-1]
+    if mode == 1 and rs[groups[0]] != g:
+        raise TypeError(f"{who}: rhs's group axis {groups[0]} has {rs[groups[0]]} slices "
+                        f"for {g} groups (rhs of shape {rs}, group_sizes of shape {gshape})")
+    before = free if mode == 1 else list(lc) if mode == 2 else list(lb)
+    prefix = ([] if mode == 3 else list(lb)) + before[:before.index(ragged)]
+    expected = tuple(ls[d] for d in prefix) + (g,)
+    if len(gshape) != 1 and gshape != expected:
+        raise TypeError(f"{who}: group_sizes must have shape {expected} or ({g},) for lhs "
+                        f"of shape {ls}, got {gshape}")
+    known = _value(group_sizes)
+    if known is not None and _np.any(_np.asarray(known) < 0):
+        raise ValueError(f"{who}: group_sizes must not be negative, got {known}")
+    dot = ((lc, rc), (lb, rb))
+    if mode == 3:
+        out = dot_general(lhs, rhs, dot)
+    elif known is not None and len(gshape) == 1:
+        out = _ragged_slices(lhs, rhs, _np.asarray(known), dot, ragged, mode, groups, free)
+    else:
+        out = _ragged_masked(lhs, rhs, group_sizes, dot, ragged, mode, groups, free, prefix)
+    if preferred_element_type is not None:
+        out = _wnp.astype(out, preferred_element_type)
+    return out
+
+
+def _check_dot_axes(who, ls, rs, lc, rc, lb, rb):
+    for axes, n, side in ((lc + lb, len(ls), "lhs"), (rc + rb, len(rs), "rhs")):
+        if any(not 0 <= a < n for a in axes) or len(set(axes)) != len(axes):
+            raise TypeError(f"{who}: the contracting and batch axes {axes} of {side} must "
+                            f"be distinct axes of its {n}")
+    if len(lc) != len(rc) or len(lb) != len(rb) or any(
+            ls[a] != rs[b] for a, b in zip(lc + lb, rc + rb)):
+        raise TypeError(f"{who}: contracting and batch axes {lc + lb} of lhs and "
+                        f"{rc + rb} of rhs must pair up with equal sizes, got shapes "
+                        f"{ls} and {rs}")
+
+
+def _ragged_slices(lhs, rhs, sizes, dot, ragged, mode, groups, free):
+    """A ragged product whose groups are known slices: one `dot_general` for each."""
+    (lc, rc), (lb, rb) = dot
+    n = _wnp.shape(lhs)[ragged]
+    ends = _np.minimum(_np.cumsum(sizes), n).tolist()
+    starts = [0] + ends[:-1]
+    dtype = _wnp.result_type(lhs, rhs)
+    if mode == 2:
+        rr = rc[lc.index(ragged)]
+        shape = _dot_shape(lhs, rhs, dot)
+        return _wnp.stack([dot_general(slice_in_dim(lhs, s, e, axis=ragged),
+                                       slice_in_dim(rhs, s, e, axis=rr), dot)
+                           if e > s else _np.zeros(shape, dtype)
+                           for s, e in zip(starts, ends)])
+    gd = groups[0]
+    down = lambda ds: tuple(d - (d > gd) for d in ds)       # noqa: E731 (rhs without gd)
+    dot = ((lc, down(rc)), (lb, down(rb)))
+    axis = len(lb) + free.index(ragged)                     # the ragged axis in the result
+    pieces = [dot_general(slice_in_dim(lhs, s, e, axis=ragged), _wnp.take(rhs, j, axis=gd),
+                          dot) for j, (s, e) in enumerate(zip(starts, ends)) if e > s]
+    done = ends[-1] if ends else 0
+    if done < n:
+        shape = list(_dot_shape(slice_in_dim(lhs, 0, 0, axis=ragged),
+                                _wnp.take(rhs, 0, axis=gd), dot))
+        shape[axis] = n - done
+        pieces.append(_np.zeros(shape, dtype))
+    return pieces[0] if len(pieces) == 1 else _wnp.concatenate(pieces, axis=axis)
+
+
+def _dot_shape(lhs, rhs, dot):
+    """The shape `dot_general(lhs, rhs, dot)` has."""
+    (lc, rc), (lb, rb) = dot
+    ls, rs = _wnp.shape(lhs), _wnp.shape(rhs)
+    return tuple(ls[d] for d in lb) + tuple(
+        s for d, s in enumerate(ls) if d not in lc and d not in lb) + tuple(
+        s for d, s in enumerate(rs) if d not in rc and d not in rb)
+
+
+def _ragged_masked(lhs, rhs, group_sizes, dot, ragged, mode, groups, free, prefix):
+    """A ragged product by a mask of which group each element of the ragged axis is in
+    (``prefix`` axes, that axis, the groups), contracted with lhs and rhs in one einsum:
+    for group sizes traced without values."""
+    (lc, rc), (lb, rb) = dot
+    ls, rs = _wnp.shape(lhs), _wnp.shape(rhs)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    lhs_k = [next(letters) for _ in ls]
+    rhs_k = [None] * len(rs)
+    for a, b in zip(lc + lb, rc + rb):
+        rhs_k[b] = lhs_k[a]
+    group = next(letters)
+    if mode == 1:
+        rhs_k[groups[0]] = group
+    rhs_k = [k or next(letters) for k in rhs_k]
+    sizes = _wnp.astype(group_sizes, _np.int64)
+    ends = _wnp.cumsum(sizes, axis=-1)
+    place = _np.arange(ls[ragged]).reshape(-1, 1)
+    inside = _wnp.logical_and(_wnp.less_equal(_wnp.expand_dims(ends - sizes, -2), place),
+                              _wnp.less(place, _wnp.expand_dims(ends, -2)))
+    mask = _wnp.astype(inside, _wnp.result_type(lhs, rhs))
+    mask_k = ([lhs_k[d] for d in prefix] if _wnp.ndim(group_sizes) > 1 else []) + \
+        [lhs_k[ragged], group]
+    out_k = ([group] if mode == 2 else []) + [lhs_k[d] for d in lb] + \
+        [lhs_k[d] for d in free] + [k for d, k in enumerate(rhs_k)
+                                    if d not in rc and d not in rb and k != group]
+    spec = f"{''.join(lhs_k)},{''.join(rhs_k)},{''.join(mask_k)}->{''.join(out_k)}"
+    return _wnp.einsum(spec, lhs, rhs, mask)
+
+
+def _approx_k(operand, k, reduction_dimension, aggregate_to_topk, largest, who):
+    shape = tuple(_wnp.shape(operand))
+    if not shape:
+        raise TypeError(f"{who}: operand must have at least one axis, got a scalar")
+    dtype = _wnp.result_type(operand)
+    if dtype.kind != "f":
+        raise TypeError(f"{who}: operand must be a float array, got {dtype}")
+    axis = _axis(reduction_dimension, len(shape), who)
+    k = _operator.index(k)
+    if not 0 < k <= shape[axis]:
+        raise ValueError(f"{who}: k={k} is outside 1..{shape[axis]} (axis {axis} of "
+                         f"shape {shape})")
+    key = _wnp.negative(operand) if largest else operand
+    if k == 1 and aggregate_to_topk:
+        # (JAX reduces for k = 1, and there the last of tied elements wins: the first of
+        # the reversed axis, numbered from the end)
+        first = slice_in_dim(_wnp.argsort(rev(key, (axis,)), axis=axis, kind="stable"), 0, 1,
+                             axis=axis)
+        order = _wnp.astype(shape[axis] - 1 - first, _np.int32)
+    else:
+        order = _wnp.argsort(key, axis=axis, kind="stable")
+        if aggregate_to_topk:
+            order = slice_in_dim(order, 0, k, axis=axis)
+        order = _wnp.astype(order, _np.int32)
+    return _wnp.take_along_axis(operand, order, axis=axis), order
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The `k` largest elements along `reduction_dimension`, largest first, and their
+    indices (int32), as ``jax.lax.approx_max_k``, computed exactly, as JAX does on a CPU
+    (`recall_target` and `reduction_input_size_override` change nothing).  Ties go in
+    index order (``-0.0`` ties with ``0.0``), but for ``k=1`` the last of them, as JAX's;
+    NaN counts as the smallest (JAX's place for it depends on where it is); with
+    ``aggregate_to_topk=False`` the whole axis comes back sorted, as "at least k"
+    approximate results.  Differentiable in the operand: the cotangent goes to the
+    elements picked, as in `top_k`.
+
+    Example:
+        >>> import numpy as np
+        >>> vals, idx = approx_max_k(np.array([[1.0, 4.0, 2.0, 4.0]]), 2)
+        >>> vals.tolist(), idx.tolist()
+        ([[4.0, 4.0]], [[1, 3]])
+    """
+    return _approx_k(operand, k, reduction_dimension, aggregate_to_topk, True,
+                     "approx_max_k")
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The `k` smallest elements along `reduction_dimension`, smallest first, and their
+    indices (int32), as ``jax.lax.approx_min_k``: `approx_max_k`'s order reversed (NaN
+    counts as the largest), exact as on JAX's CPU, differentiable in the operand.
+
+    Example:
+        >>> import numpy as np
+        >>> vals, idx = approx_min_k(np.array([[3.0, 1.0], [0.0, 2.0]]), 1,
+        ...                          reduction_dimension=0)
+        >>> vals.tolist(), idx.tolist()
+        ([[0.0, 1.0]], [[1, 0]])
+    """
+    return _approx_k(operand, k, reduction_dimension, aggregate_to_topk, False,
+                     "approx_min_k")
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """A locally connected ("unshared") convolution, as
+    ``jax.lax.conv_general_dilated_local``: each output position has a kernel of its own.
+    `rhs`'s spatial axes are the output's positions, and its I axis holds the input
+    channels times the window (`filter_shape`, in rhs's spatial order), channel first, as
+    `conv_general_dilated_patches` lays a patch out; O is the output's features.  The
+    patches contracted with rhs at each position (one einsum), so it differentiates in
+    both; 1-D and 2-D, any layout, as `conv_general_dilated`.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.arange(4.0).reshape(1, 1, 4)                # (N, C, W): 0, 1, 2, 3
+        >>> w = np.array([[[1.0, 1.0, 0.0], [1.0, -1.0, 1.0]]])  # (O, I, W): a column each
+        >>> conv_general_dilated_local(x, w, (1,), "VALID", (2,)).tolist()
+        [[[1.0, -1.0, 3.0]]]
+    """
+    who = "conv_general_dilated_local"
+    _precision(precision, who)
+    ls, rs = tuple(_wnp.shape(lhs)), tuple(_wnp.shape(rhs))
+    dn = conv_dimension_numbers(ls, rs, dimension_numbers)
+    filter_shape = _dims(filter_shape, who, "filter_shape")
+    if len(filter_shape) != len(ls) - 2:
+        raise ValueError(f"{who}: filter_shape {filter_shape} must give one size for each "
+                         f"of the {len(ls) - 2} spatial axes of lhs of shape {ls}")
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dn)
+    ps = tuple(_wnp.shape(patches))
+    want = [None] * len(rs)
+    for a, b in zip(dn.rhs_spec[1:], dn.out_spec[1:]):
+        want[a] = ps[b]
+    want[dn.rhs_spec[0]] = rs[dn.rhs_spec[0]]
+    if tuple(want) != rs:
+        raise ValueError(f"{who}: rhs must have shape {tuple(want)} (I = channels times the "
+                         f"window {filter_shape}, one kernel for each output position), for "
+                         f"lhs of shape {ls}; got {rs}")
+    space = "xyzuvw"[:len(ls) - 2]
+    p_k, r_k, o_k = [None] * len(ps), [None] * len(rs), [None] * len(ps)
+    for spec, keys, first in ((dn.out_spec, p_k, "ni"), (dn.rhs_spec, r_k, "oi"),
+                              (dn.out_spec, o_k, "no")):
+        for a, key in zip(spec, first + space):
+            keys[a] = key
+    return _wnp.einsum(f"{''.join(p_k)},{''.join(r_k)}->{''.join(o_k)}", patches, rhs)
+
+
+def _canonical_shapes(lhs_shape, rhs_shape, dimension_numbers, who):
+    lhs_shape, rhs_shape = (_dims(s, who, n) for s, n in ((lhs_shape, "lhs_shape"),
+                                                            (rhs_shape, "rhs_shape")))
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    return (tuple(lhs_shape[a] for a in dn.lhs_spec), tuple(rhs_shape[a] for a in dn.rhs_spec),
+            dn.out_spec)
+
+
+def _in_layout(shape, spec):
+    """A shape in (batch, feature, spatial...) order placed in the layout `spec` gives."""
+    out = [0] * len(shape)
+    for s, a in zip(shape, spec):
+        out[a] = s
+    return tuple(out)
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+    """The shape of a convolution's output for lhs ``(N, C, ...)`` and rhs ``(O, I, ...)``
+    (no dilation), `pads` ``(low, high)`` pairs or a padding string, as
+    ``jax.lax.conv_shape_tuple``.
+
+    Example:
+        >>> conv_shape_tuple((2, 3, 10, 10), (4, 3, 3, 3), (1, 2), [(1, 1), (0, 0)])
+        (2, 4, 10, 4)
+    """
+    who = "conv_shape_tuple"
+    lhs_shape, rhs_shape = _dims(lhs_shape, who, "lhs_shape"), _dims(rhs_shape, who,
+                                                                     "rhs_shape")
+    k = len(lhs_shape) - 2
+    if len(rhs_shape) != k + 2 or k < 0:
+        raise TypeError(f"{who}: lhs and rhs must have one number of axes (at least 2), got "
+                        f"shapes {lhs_shape} and {rhs_shape}")
+    strides = _spatial(strides, k, who, "strides")
+    if isinstance(pads, str):
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+    pads = [tuple(_dims(p, who, "pads")) for p in pads]
+    if len(pads) != k or any(len(p) != 2 for p in pads):
+        raise ValueError(f"{who}: pads {pads} must be one (low, high) pair for each of the "
+                         f"{k} spatial axes")
+    padded = [n + lo + hi for n, (lo, hi) in zip(lhs_shape[2:], pads)]
+    if any(n < 0 for n in padded):
+        raise ValueError(f"{who}: negative pads {pads} remove more than lhs's spatial "
+                         f"sizes {lhs_shape[2:]}")
+    groups = _operator.index(batch_group_count)
+    if groups < 1 or lhs_shape[0] % groups:
+        raise ValueError(f"{who}: batch_group_count {groups} must divide lhs's batch "
+                         f"{lhs_shape[0]}")
+    space = tuple(_builtins.max(0, (n - w) // s + 1)
+                  for n, w, s in zip(padded, rhs_shape[2:], strides))
+    return (lhs_shape[0] // groups, rhs_shape[0]) + space
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                             dimension_numbers):
+    """The shape of `conv_general_dilated`'s output (no dilation) in the layout of
+    `dimension_numbers` (as `conv_dimension_numbers` reads them), as
+    ``jax.lax.conv_general_shape_tuple``.
+
+    Example:
+        >>> conv_general_shape_tuple((2, 10, 10, 3), (3, 3, 3, 4), (1, 2), "SAME",
+        ...                          ("NHWC", "HWIO", "NHWC"))
+        (2, 10, 5, 4)
+    """
+    lhs, rhs, out_spec = _canonical_shapes(lhs_shape, rhs_shape, dimension_numbers,
+                                           "conv_general_shape_tuple")
+    return _in_layout(conv_shape_tuple(lhs, rhs, window_strides, padding), out_spec)
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                               dimension_numbers):
+    """The shape of `conv_transpose`'s output (no dilation; `padding` ``"SAME"``,
+    ``"VALID"`` or the transposed convolution's ``(low, high)`` pairs), as
+    ``jax.lax.conv_transpose_shape_tuple``.
+
+    Example:
+        >>> conv_transpose_shape_tuple((2, 10, 10, 3), (3, 3, 3, 4), (2, 2), "VALID",
+        ...                            ("NHWC", "HWIO", "NHWC"))
+        (2, 21, 21, 4)
+    """
+    who = "conv_transpose_shape_tuple"
+    lhs, rhs, out_spec = _canonical_shapes(lhs_shape, rhs_shape, dimension_numbers, who)
+    k = len(lhs) - 2
+    strides = _spatial(window_strides, k, who, "window_strides")
+    if isinstance(padding, str):
+        kind = padding.upper()
+        if kind not in ("SAME", "VALID"):
+            raise ValueError(f"{who}: padding {padding!r} is not one of 'SAME', 'VALID' or "
+                             "(low, high) pairs")
+        padding = [_transpose_pads(w, s, kind) for w, s in zip(rhs[2:], strides)]
+    pads = [tuple(_dims(p, who, "padding")) for p in padding]
+    if len(pads) != k or any(len(p) != 2 for p in pads):
+        raise ValueError(f"{who}: padding {padding!r} must be 'SAME', 'VALID' or one (low, "
+                         f"high) pair for each of the {k} spatial axes")
+    space = tuple((n - 1) * s + lo + hi - w + 2
+                  for n, w, s, (lo, hi) in zip(lhs[2:], rhs[2:], strides, pads))
+    return _in_layout((lhs[0], rhs[0]) + space, out_spec)
+
+
+def conv_general_permutations(dimension_numbers):
+    """The axis permutations ``(lhs, rhs, out)`` that put a convolution's operands and
+    output in (batch, feature, spatial...) order, from `dimension_numbers` strings (or a
+    `ConvDimensionNumbers`), as ``jax.lax.conv_general_permutations``.
+
+    Example:
+        >>> conv_general_permutations(("NHWC", "HWIO", "NHWC"))
+        ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    """
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return tuple(tuple(s) for s in dimension_numbers)
+    if not (isinstance(dimension_numbers, (tuple, list)) and len(dimension_numbers) == 3
+            and all(isinstance(s, str) for s in dimension_numbers)):
+        raise TypeError(f"conv_general_permutations: dimension_numbers must be three strings "
+                        f"such as ('NCHW', 'OIHW', 'NCHW'), got {dimension_numbers!r}")
+    n = len(dimension_numbers[0])
+    return tuple(conv_dimension_numbers((1,) * n, (1,) * n, dimension_numbers))
+
+
+def _float_operands(who, **operands):
+    for name, x in operands.items():
+        dtype = _wnp.result_type(x)
+        if dtype.kind != "f":
+            raise TypeError(f"{who}: {name} must be a float array, got {dtype}")
+    return _wnp.result_type(*operands.values())
+
+
+def igamma_grad_a(a, x):
+    """∂P(a, x)/∂a, the derivative of the regularised incomplete gamma function `igamma`
+    in its shape a, as ``jax.lax.igamma_grad_a``: wengert.scipy.special.gammainc's own
+    partial (to a relative 1.5e-13), differentiable once more in a and in x (JAX's is
+    not differentiable).  x = 0 and x = inf give 0, the limits (JAX: nan at inf); a <= 0
+    and x < 0 give nan.
+
+    Example:
+        >>> print(f"{float(igamma_grad_a(1.0, 1.0)):.6f}")       # d/da P(a, 1) at a = 1
+        -0.431730
+    """
+    from ..primitives.special import gammainc_da
+    dtype = _float_operands("igamma_grad_a", a=a, x=x)
+    return _wnp.astype(gammainc_da(a, x), dtype)
+
+
+def random_gamma_grad(a, x):
+    """The derivative in `a` of a Gamma(a, 1) draw `x` at a fixed value of its distribution
+    function, ``-(∂P/∂a) / (∂P/∂x)``, JAX's implicit reparameterisation gradient, as
+    ``jax.lax.random_gamma_grad`` (what `wengert.random.gamma` differentiates by).
+    Differentiable once in a and x (JAX: forward mode only).  x = 0 gives 0; x < 0,
+    x = inf and a <= 0 give nan, as JAX.
+
+    Example:
+        >>> print(f"{float(random_gamma_grad(1.0, 1.0)):.6f}")
+        1.173563
+    """
+    from ..primitives.random import loggamma_grad
+    dtype = _float_operands("random_gamma_grad", a=a, x=x)
+    positive = _wnp.greater(x, 0)
+    safe = _wnp.where(positive, x, 1.0)            # (log and its derivative stay finite)
+    dx = safe * loggamma_grad(a, _wnp.log(safe))   # d log x/da, times x
+    out = _wnp.where(positive, dx, _wnp.where(_wnp.equal(x, 0), 0.0, _np.nan))
+    return _wnp.astype(out, dtype)
+
+
+class RandomAlgorithm(_enum.IntEnum):
+    """`rng_bit_generator`'s algorithms, as ``jax.lax.RandomAlgorithm`` (JAX's members and
+    their names make one too).  All three draw from wengert's one generator here,
+    Philox4x64 (`wengert.random`).
+
+    Example:
+        >>> RandomAlgorithm("RNG_PHILOX")
+        <RandomAlgorithm.RNG_PHILOX: 2>
+    """
+    RNG_DEFAULT = 0
+    RNG_THREE_FRY = 1
+    RNG_PHILOX = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        name = value if isinstance(value, str) else getattr(value, "name", None)
+        return cls.__members__.get(name) if isinstance(name, str) else None
+
+
+def rng_bit_generator(key, shape, dtype=_np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT, *,
+                      out_sharding=None):
+    """``(new_key, bits)``: random unsigned integers of `shape` and `dtype` read off
+    `key`, and the key to draw from next, as ``jax.lax.rng_bit_generator`` (XLA's
+    RngBitGenerator): a pure function of the key, ``uint32`` of shape (4,) or ``uint64``
+    of shape (2,) as in JAX; the new key has the same form.  The key's first 64 bits pick
+    a stream and the rest count along it (the new key counts one further), each step's
+    bits drawn from ``wengert.random.fold_in`` of the two, so the numbers differ from
+    JAX's (Philox4x64, not XLA's generators; every `algorithm` is this one).  Integers
+    carry no derivative.
+
+    Example:
+        >>> import numpy as np
+        >>> key = np.zeros(4, np.uint32)
+        >>> key2, bits = rng_bit_generator(key, (3,), np.uint8)
+        >>> key2.tolist(), bits.shape, bits.dtype
+        ([0, 0, 1, 0], (3,), dtype('uint8'))
+        >>> bool((rng_bit_generator(key, (3,), np.uint8)[1] == bits).all())   # a function
+        True
+    """
+    from .. import random
+    who = "rng_bit_generator"
+    kdtype, kshape = _wnp.result_type(key), tuple(_wnp.shape(key))
+    if (kdtype, kshape) not in ((_np.dtype(_np.uint32), (4,)), (_np.dtype(_np.uint64), (2,))):
+        raise TypeError(f"{who}: key must be uint32 of shape (4,) or uint64 of shape (2,), "
+                        f"got {kdtype} of shape {kshape}")
+    dtype = _np.dtype(dtype)
+    if dtype.kind != "u":
+        raise TypeError(f"{who}: dtype must be an unsigned integer type, got {dtype}")
+    RandomAlgorithm(algorithm)
+    u32, u64 = _np.dtype(_np.uint32), _np.dtype(_np.uint64)
+    low, half = _np.uint64(0xFFFFFFFF), _np.uint64(32)
+
+    def words(v):                   # a uint64 as its (low, high) uint32 words
+        return (_wnp.astype(_wnp.bitwise_and(v, low), u32),
+                _wnp.astype(_wnp.right_shift(v, half), u32))
+
+    if kdtype == u32:
+        stream = _wnp.stack([key[0], key[1]])
+        count = _wnp.bitwise_or(_wnp.astype(key[2], u64),
+                                _wnp.left_shift(_wnp.astype(key[3], u64), half))
+    else:
+        stream, count = _wnp.stack(words(key[0])), key[1]
+    bits = random.bits(random.fold_in(stream, count), _dims(shape, who, "shape"), dtype)
+    count = _wnp.reshape(_wnp.reshape(count, (1,)) + _np.uint64(1), ())    # (wraps quietly)
+    new_key = _wnp.stack([key[0], key[1], *words(count)]) if kdtype == u32 else \
+        _wnp.stack([key[0], count])
+    return new_key, bits
+
+
+def rng_uniform(a, b, shape):
+    """Numbers of `shape` drawn uniformly from ``[a, b)``, new ones at every call, as
+    ``jax.lax.rng_uniform`` (XLA's RngUniform, a generator that keeps state): `a` and `b`
+    are scalars of one float or integer dtype, which the result has.  Each call draws
+    again, eagerly and in compiled code (`wg.jit`: each call of the compiled function),
+    from one generator seeded when wengert is imported (the numbers differ from JAX's);
+    under `wg.vmap` with shared `a` and `b` every example gets the same draw, as in JAX.
+    For draws that a key reproduces, use `wengert.random`.  Float draws are
+    differentiable in a and b (those of ``a + (b - a) u``; JAX: not differentiable).
+
+    Example:
+        >>> import numpy as np
+        >>> x = rng_uniform(np.float32(-1.0), np.float32(1.0), (1000,))
+        >>> x.dtype, bool((x >= -1).all() and (x < 1).all()), bool((x != x[::-1]).any())
+        (dtype('float32'), True, True)
+    """
+    from ..primitives.bits import rng_uniform as draw
+    who = "rng_uniform"
+    shape = _dims(shape, who, "shape")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{who}: shape {shape} has a negative dimension")
+    if _wnp.ndim(a) or _wnp.ndim(b):
+        raise ValueError(f"{who}: a and b must be scalars, got shapes {_wnp.shape(a)} and "
+                         f"{_wnp.shape(b)}")
+    da, db = _wnp.result_type(a), _wnp.result_type(b)
+    if da != db or da.kind not in "iuf":
+        raise TypeError(f"{who}: a and b must have one float or integer dtype, got {da} and "
+                        f"{db}")
+    if da.kind in "iu":
+        lo, hi = _value(a), _value(b)
+        if lo is not None and hi is not None and not lo < hi:
+            raise ValueError(f"{who}: integer draws need a < b, got {lo} and {hi}")
+    graph = _current_graph()
+    if graph is not None and type(a) is not Node and type(b) is not Node:
+        a = graph.const(_np.asarray(a)[()])     # (a node: drawn when the graph runs)
+    return draw(a, b, shape=shape)
+
+
 _NOT_HERE = {
     "fft": "use wengert.numpy.fft",
-    "rng_bit_generator": "use wengert.random",
-    "rng_uniform": "use wengert.random",
 }
 
 
