@@ -1168,8 +1168,8 @@ def test_dtypes_and_arguments_are_checked_as_jax_does():
         jr.permutation(KEY, np.array(3.0))
     with pytest.raises(ValueError, match="method"):
         jr.multivariate_normal(KEY, np.zeros(2), np.eye(2), method="qr")
-    with pytest.raises(AttributeError, match="key_dtype.*no typed keys"):
-        jr.key_dtype
+    with pytest.raises(AttributeError, match="default_prng_impl.*one key implementation"):
+        jr.default_prng_impl
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         jr.nonsense
 

@@ -3,9 +3,10 @@ with it ports by its imports (``import wengert as jax`` makes ``jax.random.norma
 this module's).
 
 A **key** is a NumPy ``uint32`` array of shape (2,), JAX's raw key: ``PRNGKey(seed)`` and
-``key(seed)`` both make one (wengert has no key dtype, so `key_data` and `wrap_key_data`
-hand the array through).  A key is spent by drawing from it; `split` and `fold_in` derive
-new keys whose streams are independent of it and of each other.  The same key always gives
+``key(seed)`` both make one (wengert has no typed keys, so `key_data` and `wrap_key_data`
+hand the array through, and `key_dtype` is uint32).  A key is spent by drawing from it;
+`split` and `fold_in` derive new keys whose streams are independent of it and of each
+other.  The same key always gives
 the same numbers: eagerly, under `wg.compile`/`wg.jit` (where a key argument is traced
 without a value and each draw is a node of the graph, computed from the key every time the
 compiled code runs) and under `wg.vmap` (a batch of keys is drawn from at once, and each
@@ -59,6 +60,7 @@ from .primitives.scalar import stop_gradient as _stop_gradient
 __all__ = [
     # keys
     "PRNGKey", "key", "split", "fold_in", "key_data", "wrap_key_data", "clone", "key_impl",
+    "key_dtype",
     # draws
     "normal", "uniform", "bernoulli", "categorical", "randint", "choice", "permutation",
     "truncated_normal", "multivariate_normal", "gamma", "loggamma", "beta", "dirichlet",
@@ -319,6 +321,21 @@ def key_impl(keys):
     """
     _check_key_array(keys, "key_impl")
     return _IMPL
+
+
+def key_dtype(impl_spec=None):
+    """The dtype of wengert's keys: ``uint32``, since a key is a raw uint32 array of shape
+    (..., 2) (JAX's ``key_dtype`` gives the dtype of its typed keys, such as
+    ``key<fry>``, which wengert does not have).  So ``issubdtype(key.dtype, key_dtype())``
+    holds for every key here; `impl_spec` must be None or ``"philox4x64"`` (see
+    `key_impl`).
+
+    Example:
+        >>> key_dtype(), PRNGKey(0).dtype == key_dtype()
+        (dtype('uint32'), True)
+    """
+    _check_impl(impl_spec, "key_dtype")
+    return _U32
 
 
 def _check_key_array(keys, name):
@@ -1296,9 +1313,6 @@ def bits(key, shape=(), dtype=None):
 _NOT_OFFERED = {
     "KeyArray": "keys are uint32 arrays of shape (2,)",
     "PRNGKeyArray": "keys are uint32 arrays of shape (2,)",
-    "key_dtype": "wengert has no typed keys, so no key dtype: a key is a uint32 array of "
-                 "shape (..., 2), as JAX's raw keys are (for which JAX's "
-                 "issubdtype(key.dtype, key_dtype) is False too)",
     "default_prng_impl": "wengert has one key implementation, key_impl(key) names it",
 }
 
