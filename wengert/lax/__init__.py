@@ -37,7 +37,14 @@ What it holds, by kind:
   `psum`, `pmean`, `pmax`, `pmin`, `all_gather`, `psum_scatter`, `ppermute`,
   `axis_index`, `axis_size` (`wengert.collectives`).
 
-A name of ``jax.lax`` that is not here (``all_to_all``, random bit generators) raises an
+* **the rest of JAX's names**, in the last section: the bits of integers and floats
+  (`clz`, `population_count`, `mulhi`, `bitcast_convert_type`, `reduce_precision`),
+  grouped products (`ragged_dot`, `ragged_dot_general`), `approx_max_k` and
+  `approx_min_k`, unshared convolutions (`conv_general_dilated_local`) and the shape
+  helpers of convolutions, the gamma gradients (`igamma_grad_a`, `random_gamma_grad`) and
+  the bit generators (`rng_bit_generator`, `rng_uniform`).
+
+A name of ``jax.lax`` that is not here (``all_to_all``, the sharding names) raises an
 AttributeError that says so and what to use.
 
 Example:
@@ -2694,7 +2701,7 @@ def clz(x):
     """
     dtype = _integer_dtype("clz", x=x)
     width, unsigned = 8 * dtype.itemsize, _unsigned(dtype)
-    u = _as(x, unsigned)
+    u = _wnp.astype(_as(x, dtype), unsigned)
     length = _np.zeros((), dtype)             # the bit length, found by halving the width
     step = width // 2
     while step:
@@ -2719,7 +2726,7 @@ def population_count(x):
     dtype = _integer_dtype("population_count", x=x)
     width, unsigned = 8 * dtype.itemsize, _unsigned(dtype)
     word = unsigned.type
-    u = _as(x, unsigned)
+    u = _wnp.astype(_as(x, dtype), unsigned)
     ones = int("01" * (width // 2), 2)              # 0101...: the bits counted in pairs,
     twos = int("0011" * (width // 4), 2) if width > 8 else 0x33     # nibbles, then bytes
     u = u - _wnp.bitwise_and(_wnp.right_shift(u, word(1)), word(ones))
@@ -3058,11 +3065,11 @@ def _ragged_slices(lhs, rhs, sizes, dot, ragged, mode, groups, free):
     dtype = _wnp.result_type(lhs, rhs)
     if mode == 2:
         rr = rc[lc.index(ragged)]
-        shape = _dot_shape(lhs, rhs, dot)
-        return _wnp.stack([dot_general(slice_in_dim(lhs, s, e, axis=ragged),
-                                       slice_in_dim(rhs, s, e, axis=rr), dot)
-                           if e > s else _np.zeros(shape, dtype)
-                           for s, e in zip(starts, ends)])
+        shape = _dot_shape(_wnp.shape(lhs), _wnp.shape(rhs), dot)
+        parts = [dot_general(slice_in_dim(lhs, s, e, axis=ragged),
+                             slice_in_dim(rhs, s, e, axis=rr), dot)
+                 if e > s else _np.zeros(shape, dtype) for s, e in zip(starts, ends)]
+        return _wnp.stack(parts) if parts else _np.zeros((0,) + shape, dtype)
     gd = groups[0]
     down = lambda ds: tuple(d - (d > gd) for d in ds)       # noqa: E731 (rhs without gd)
     dot = ((lc, down(rc)), (lb, down(rb)))
@@ -3070,18 +3077,17 @@ def _ragged_slices(lhs, rhs, sizes, dot, ragged, mode, groups, free):
     pieces = [dot_general(slice_in_dim(lhs, s, e, axis=ragged), _wnp.take(rhs, j, axis=gd),
                           dot) for j, (s, e) in enumerate(zip(starts, ends)) if e > s]
     done = ends[-1] if ends else 0
-    if done < n:
-        shape = list(_dot_shape(slice_in_dim(lhs, 0, 0, axis=ragged),
-                                _wnp.take(rhs, 0, axis=gd), dot))
+    if done < n or not pieces:              # (rows after the last group: zeros)
+        rs = tuple(_wnp.shape(rhs))
+        shape = list(_dot_shape(_wnp.shape(lhs), rs[:gd] + rs[gd + 1:], dot))
         shape[axis] = n - done
         pieces.append(_np.zeros(shape, dtype))
     return pieces[0] if len(pieces) == 1 else _wnp.concatenate(pieces, axis=axis)
 
 
-def _dot_shape(lhs, rhs, dot):
-    """The shape `dot_general(lhs, rhs, dot)` has."""
+def _dot_shape(ls, rs, dot):
+    """The shape `dot_general` gives operands of shapes ls and rs."""
     (lc, rc), (lb, rb) = dot
-    ls, rs = _wnp.shape(lhs), _wnp.shape(rhs)
     return tuple(ls[d] for d in lb) + tuple(
         s for d, s in enumerate(ls) if d not in lc and d not in lb) + tuple(
         s for d, s in enumerate(rs) if d not in rc and d not in rb)
@@ -3438,6 +3444,9 @@ def rng_bit_generator(key, shape, dtype=_np.uint32, algorithm=RandomAlgorithm.RN
     if dtype.kind != "u":
         raise TypeError(f"{who}: dtype must be an unsigned integer type, got {dtype}")
     RandomAlgorithm(algorithm)
+    shape = _dims(shape, who, "shape")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{who}: shape {shape} has a negative dimension")
     u32, u64 = _np.dtype(_np.uint32), _np.dtype(_np.uint64)
     low, half = _np.uint64(0xFFFFFFFF), _np.uint64(32)
 
@@ -3451,7 +3460,7 @@ def rng_bit_generator(key, shape, dtype=_np.uint32, algorithm=RandomAlgorithm.RN
                                 _wnp.left_shift(_wnp.astype(key[3], u64), half))
     else:
         stream, count = _wnp.stack(words(key[0])), key[1]
-    bits = random.bits(random.fold_in(stream, count), _dims(shape, who, "shape"), dtype)
+    bits = random.bits(random.fold_in(stream, count), shape, dtype)
     count = _wnp.reshape(_wnp.reshape(count, (1,)) + _np.uint64(1), ())    # (wraps quietly)
     new_key = _wnp.stack([key[0], key[1], *words(count)]) if kdtype == u32 else \
         _wnp.stack([key[0], count])
