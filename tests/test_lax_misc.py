@@ -338,7 +338,7 @@ def test_ragged_dot_errors_name_what_is_wrong():
         lax.ragged_dot_general(lhs, rhs, sizes, "rows")
 
 
-# ---- approximate top-k (exact here, as on JAX's CPU) ---------------------------------------------
+# ---- approximate top-k (exact here, as on JAX's CPU) -------------------------------------------
 def test_approx_max_k_and_min_k_are_jaxs(jax):
     x = rng.normal(size=(5, 9))
     x[0, 3] = x[0, 5] = x[0].max() + 1                       # a tie at the top
@@ -526,7 +526,7 @@ def test_conv_shape_helper_errors():
                                        ("NWC", "WIO", "NWC"))
 
 
-# ---- the gamma function's gradients --------------------------------------------------------------
+# ---- the gamma function's gradients ------------------------------------------------------------
 def test_igamma_grad_a_and_random_gamma_grad_are_jaxs(jax):
     a = rng.uniform(0.05, 30.0, size=40)
     x = rng.gamma(a) + 1e-6
