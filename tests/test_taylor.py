@@ -388,8 +388,10 @@ NOT_SMOOTH = {"nextafter", "spacing", "floor", "ceil", "trunc", "round", "floor_
 FIRST_ORDER = {"random_loggamma", "loggamma_grad", "loggamma_grad_da", "gammainc_daa"}
 # a draw held at its value while its derivative follows the implicit path (x moving with
 # the mean at a fixed value of its distribution function): no function of its arguments
-# to take differences of; tests/test_random.py checks its series against mpmath
-HELD = {"wald_reparam"}
+# to take differences of; tests/test_random.py checks its series against mpmath.  So is
+# lax.rng_uniform's draw, new numbers at each evaluation (affine in a and b for the numbers
+# drawn; tests/test_lax_misc.py checks its partials)
+HELD = {"wald_reparam", "rng_uniform"}
 # collectives: their series run across a vmap's examples, so tests/test_collectives.py
 # checks pmax's and pmin's (from their JVP) against those of amax of the gathered batch
 ACROSS_EXAMPLES = {"pmax", "pmin"}
