@@ -419,8 +419,10 @@ def _lu_of(a):
 lu_factor = _prim("lu_factor", lambda a: _lu_of(a)[0], _same_aval,
                   "lu_factor(a): L and U of P·A = L·U packed in one square matrix (L's unit "
                   "diagonal left out), as scipy.linalg.lu_factor's first result.")
+# (min(m, n) interchanges: a rectangular matrix's too, which wengert.lax.linalg.lu takes)
 lu_pivots = _prim("lu_pivots", lambda a: _lu_of(a)[1],
-                  lambda args, params: (args[0].shape[:-1], np.dtype(np.int32)),
+                  lambda args, params: (args[0].shape[:-2] + (min(args[0].shape[-2:]),),
+                                        np.dtype(np.int32)),
                   "lu_pivots(a): the row interchanges of lu_factor (row i was swapped with "
                   "row piv[i]), scipy.linalg.lu_factor's second result; no derivative.")
 lu_pivots.cost = "cmp"
