@@ -379,7 +379,8 @@ FROM_JVP = {
 FROM_JVP_CHECKED = {REGISTRY[n] for n in FROM_JVP if n in REGISTRY}
 # not smooth, or no derivative at all where they are: their series stops at their JVP
 NOT_SMOOTH = {"nextafter", "spacing", "floor", "ceil", "trunc", "round", "floor_divide",
-              "eigvals", "eigvecs"}     # (and complex: Taylor mode is for real numbers)
+              "eigvals", "eigvecs",     # (and complex: Taylor mode is for real numbers)
+              "schur_t", "schur_q"}     # (no derivative, as JAX's schur: the rule raises)
 # derivatives to a limited order, so no series to order 4: a gamma draw in its shape has
 # two (its implicit derivative loggamma_grad, one, and that one's partial in a, none: a
 # third derivative would need ∂³P/∂a³), and so has gammainc in its shape (gammainc_da,
