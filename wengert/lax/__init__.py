@@ -37,6 +37,10 @@ What it holds, by kind:
   `psum`, `pmean`, `pmax`, `pmin`, `all_gather`, `psum_scatter`, `ppermute`,
   `axis_index`, `axis_size` (`wengert.collectives`).
 
+* **Fourier transforms and linear algebra**: `fft` with `FftType` (`wengert.lax._fft`,
+  over `wengert.numpy.fft`), and the module `linalg`, JAX's ``jax.lax.linalg``
+  (`wengert.lax.linalg`: cholesky, eigh, qr, svd, lu, triangular_solve, ...).
+
 * **the rest of JAX's names**, in the last section: the bits of integers and floats
   (`clz`, `population_count`, `mulhi`, `bitcast_convert_type`, `reduce_precision`),
   grouped products (`ragged_dot`, `ragged_dot_general`), `approx_max_k` and
@@ -78,6 +82,8 @@ from ..primitives.registry import is_weak, known_value as _value
 from ..primitives import scalar as _S
 from ..primitives.scalar import select
 from ..tree import flatten as _flatten, tree_map as _tree_map, unflatten as _unflatten
+from . import linalg  # (jax.lax.linalg)
+from ._fft import FftType, fft
 
 __all__ = [
     # control flow
@@ -120,6 +126,8 @@ __all__ = [
     # collectives, inside wg.vmap or wg.pmap with axis_name (wengert.collectives)
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index",
     "axis_size",
+    # Fourier transforms, and the module linalg (jax.lax.linalg)
+    "fft", "FftType", "linalg",
 ]
 
 
@@ -3505,9 +3513,7 @@ def rng_uniform(a, b, shape):
     return draw(a, b, shape=shape)
 
 
-_NOT_HERE = {
-    "fft": "use wengert.numpy.fft",
-}
+_NOT_HERE = {}     # (name -> what to use instead, for a name of jax.lax not offered)
 
 
 def __getattr__(name):
