@@ -9,10 +9,10 @@ over, to any order, under `wg.vmap` and `wg.compile`.  What JAX computes in LAPA
 forms and wengert had no primitive for (hessenberg, tridiagonal, householder_product,
 ormqr, the extra columns of a tall matrix's complete Q) is written here with Householder
 reflectors made as LAPACK makes them (its sign and scaling conventions, so the values are
-LAPACK's to rounding) and their compact WY form, and so differentiates too.  qdwh is the QDWH iteration written with
-qr, cholesky and triangular solves.  Only ``schur`` has no derivative (nor has JAX's), and
-two small primitives of `wengert.primitives.lax_linalg` give Schur's factors and a pivoted
-QR's column order.
+LAPACK's to rounding) and their compact WY form, and so differentiates too.  qdwh is the
+QDWH iteration written with qr, cholesky and triangular solves.  Only ``schur`` has no
+derivative (nor has JAX's), and two small primitives of `wengert.primitives.lax_linalg`
+give Schur's factors and a pivoted QR's column order.
 
 Batches: every function maps over leading axes (``[..., m, n]``), cholesky_update too
 (JAX's takes one matrix), and their batch dimensions broadcast (JAX asks for equal ones);
@@ -292,7 +292,8 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
         >>> w, vl, vr = eig(a)
         >>> w.tolist()
         [(2+0j), (3+0j)]
-        >>> bool(np.allclose(a @ vr, vr * w)), bool(np.allclose(vl.conj().T @ a, w[:, None] * vl.conj().T))
+        >>> left = vl.conj().T                          # rows: left eigenvectors
+        >>> bool(np.allclose(a @ vr, vr * w)), bool(np.allclose(left @ a, w[:, None] * left))
         (True, True)
         >>> wg.grad(lambda a: wg.numpy.real(eig(a)[0][1]))(a).round(6).tolist()  # u vᵀ/uᵀv
         [[0.0, 0.0], [1.0, 1.0]]
