@@ -568,6 +568,32 @@ def test_gradients_under_jit_and_vmap():
     close(wg.vmap(wg.grad(loss))(a), g)
 
 
+def _jax_program(jax, jnp, theta, x):
+    """A program written for JAX, calling jax.lax.linalg and jax.lax.fft: run as it is
+    with JAX and with `import wengert as jax`."""
+    la = jax.lax.linalg
+    k = jnp.exp(-(x[:, None] - x[None, :]) ** 2 * jnp.exp(theta[0])) + 0.5 * jnp.eye(x.shape[0])
+    c = la.cholesky(k)
+    alpha = la.triangular_solve(c, jnp.sin(x)[:, None], left_side=True, lower=True)
+    v, w = la.eigh(k)
+    q, r = la.qr(k[:, :3] * theta[1])
+    spectrum = jax.lax.fft(alpha[:, 0] * theta[1], jax.lax.FftType.RFFT, (x.shape[0],))
+    lu, _, perm = la.lu(k * theta[1])
+    return (jnp.sum(alpha ** 2) + jnp.sum(jnp.log(w)) + jnp.sum(jnp.abs(jnp.diagonal(r)))
+            + jnp.sum(jnp.abs(spectrum) ** 2) + jnp.sum(jnp.log(jnp.abs(jnp.diagonal(lu))))
+            + jnp.sum(v[:, -1] ** 2) * theta[0] + jnp.sum(q[:, 0] ** 2) + perm[0] * 0.0)
+
+
+def test_a_jax_program_runs_unchanged_with_jaxs_values_and_gradients(jax64):
+    import jax.numpy as jjnp
+    theta, x = np.array([0.3, 1.7]), np.linspace(-1.0, 1.0, 6)
+    want = jax64.jit(jax64.value_and_grad(lambda t: _jax_program(jax64, jjnp, t, x)))(theta)
+    got = wg.value_and_grad(_jax_program, argnums=2)(wg, wnp, theta, x)
+    close(got[0], want[0])
+    close(got[1], want[1])
+    close(wg.jit(wg.grad(lambda t: _jax_program(wg, wnp, t, x)))(theta), want[1])
+
+
 # ---- errors -----------------------------------------------------------------------------------
 def test_errors_name_the_function_the_argument_and_the_shapes():
     sq = np.eye(3)
