@@ -746,8 +746,8 @@ def householder_product(a, taus):
     diagonal, taus ``[..., k]``, k <= n; the result has a's shape.  Given geqrf's packed
     QR (`ormqr`'s example) it is the QR decomposition's Q.
 
-    The reflectors are applied one after another with wengert.numpy, so it differentiates
-    in a and taus (JAX's does not), to any order.
+    Computed as I - Y T Yᴴ (the compact WY form, T by its recurrence) with wengert.numpy,
+    so it differentiates in a and taus (JAX's does not), to any order.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -781,8 +781,8 @@ def ormqr(a, taus, c, *, left=True, transpose=False):
     left, ``left=False`` c ``[..., p, m]`` from the right; ``transpose=True`` uses Qᴴ (Qᵀ of
     a real Q).
 
-    The reflectors are applied one after another with wengert.numpy, so it differentiates
-    in a, taus and c (JAX's does not).
+    Computed with Q = I - Y T Yᴴ (the compact WY form) as three matrix products with
+    wengert.numpy, so it differentiates in a, taus and c (JAX's does not).
 
     Example: Q of a QR decomposition from its packed form (LAPACK's geqrf, here SciPy's),
     and Q times a matrix:
