@@ -601,6 +601,15 @@ def test_rng_uniform_draws_anew_at_every_call_eager_and_compiled():
     # shared bounds under vmap: the same draw for each example, as JAX's
     batch = wg.vmap(lambda t: t + lax.rng_uniform(0.0, 1.0, (3,)))(np.zeros(2))
     assert np.array_equal(batch[0], batch[1])
+    # bounds per example: one draw, each example's row within its own bounds
+    lows = np.array([0.0, 10.0, -5.0])
+    for f in (wg.vmap(lambda lo: lax.rng_uniform(lo, lo + 1.0, (400,))),
+              wg.jit(wg.vmap(lambda lo: lax.rng_uniform(lo, lo + 1.0, (400,))))):
+        rows = f(lows)
+        assert rows.shape == (3, 400) and not np.array_equal(rows[0], rows[1] - 10.0)
+        assert ((rows >= lows[:, None]) & (rows < lows[:, None] + 1)).all()
+    counts = wg.vmap(lambda lo: lax.rng_uniform(lo, np.int64(5), (300,)))(np.array([0, 4]))
+    assert set(counts[0].tolist()) == {0, 1, 2, 3, 4} and set(counts[1].tolist()) == {4}
 
 
 def test_rng_uniform_differentiates_as_a_plus_b_minus_a_times_u():

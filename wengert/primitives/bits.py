@@ -36,7 +36,8 @@ import threading
 
 import numpy as np
 
-from .registry import defprimitive
+from .array import reshape
+from .registry import defprimitive, shape_of
 
 
 def _reduce_precision_np(x, exponent_bits, mantissa_bits):
@@ -112,3 +113,16 @@ rng_uniform = defprimitive(
 rng_uniform.draws = True       # (codegen.scalarize leaves it to run, not to evaluate now)
 rng_uniform.defpartials(lambda a, b, ans, shape: (b - ans) / (b - a),
                         lambda a, b, ans, shape: (ans - a) / (b - a))
+
+
+def _rng_uniform_batch(args, mapped, node):
+    """Bounds per example: one draw of the whole batch, each example's row between its
+    own bounds (a and b given a trailing axis of 1 per drawn axis, to broadcast)."""
+    size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
+    drawn = tuple(node.params["shape"])
+    lined = [reshape(x, shape=(size,) + (1,) * len(drawn)) if m else x
+             for x, m in zip(args, mapped)]
+    return node.op(*lined, shape=(size,) + drawn)
+
+
+rng_uniform.defbatch(_rng_uniform_batch)
