@@ -51,6 +51,25 @@ T = RNG.normal(size=(B, 2 * B))           # ... with two per example
 W = RNG.normal(size=3)                    # shared by every example
 RING = [(k, (k + 1) % B) for k in range(B)]
 PAIRS = [(0, 2), (2, 0), (1, 3), (3, 1)]
+RNG2 = np.random.default_rng(20250101)   # (the arrays above kept as they were drawn)
+A0 = RNG2.normal(size=(B, B, 3))          # all_to_all: one entry per example on axis 0
+A1 = RNG2.normal(size=(B, 3, B))          # ... on axis 1
+AT0 = RNG2.normal(size=(B, 2 * B, 6))     # ... two per example on axis 0 (tiled)
+AT1 = RNG2.normal(size=(B, 3, 2 * B))     # ... on axis 1
+SHUFFLE = [2, 0, 3, 1]                    # example i receives example SHUFFLE[i]'s value
+
+
+def _all_to_all(split, concat):
+    """all_to_all's closed form over the batch: example p stacks every example's entry p
+    along split, at concat."""
+    return lambda x: np.stack([np.moveaxis(np.take(x, p, axis=1 + split), 0, concat)
+                               for p in range(len(x))])
+
+
+def _all_to_all_tiled(split, concat):
+    """... example p joins every example's p-th block along split, along concat."""
+    return lambda x: np.stack([np.concatenate([np.split(q, len(x), axis=split)[p] for q in x],
+                                              axis=concat) for p in range(len(x))])
 
 
 def _every(v):
@@ -98,6 +117,19 @@ VALUES = {
     "empty_tuple_of_names": (lambda l, n: lambda x: l.psum(x, ()), (X,), 0, lambda x: x),
     "in_axes_1": (lambda l, n: lambda x: l.pmax(x, "i") - x, (X.T,), 1,
                   lambda x: x.T.max(0) - x.T),
+    **{f"all_to_all_{s}_{c}": ((lambda s, c: lambda l, n: lambda x: l.all_to_all(
+        x, "i", s, c))(s, c), ((A0, A1)[s],), 0, _all_to_all(s, c))
+       for s in (0, 1) for c in (0, 1)},
+    **{f"all_to_all_tiled_{s}_{c}": ((lambda s, c: lambda l, n: lambda x: l.all_to_all(
+        x, "i", s, c, tiled=True))(s, c), ((AT0, AT1)[s],), 0, _all_to_all_tiled(s, c))
+       for s in (0, 1) for c in (0, 1)},
+    "pswapaxes": (lambda l, n: lambda x: l.pswapaxes(x, "i", 0), (A0,), 0, _all_to_all(0, 0)),
+    "pswapaxes_axis1": (lambda l, n: lambda x: l.pswapaxes(x, "i", 1), (A1,), 0,
+                        _all_to_all(1, 1)),
+    "pshuffle": (lambda l, n: lambda x: l.pshuffle(x, "i", SHUFFLE), (M,), 0,
+                 lambda x: x[SHUFFLE]),
+    "pbroadcast": (lambda l, n: lambda x: l.pbroadcast(x, "i", 2), (M,), 0,
+                   lambda x: _every(x[2])),
 }
 
 
@@ -131,6 +163,20 @@ def test_shared_arguments_and_no_mapped_argument_against_jax():
     _same(*_both(case))
 
 
+def test_all_to_all_of_a_shared_argument():
+    """Each example sends its own part of the one array they share: against NumPy, and
+    against JAX given that array as every example's (its vmap of the shared array gives
+    a wrong shape, (4, 4, 3, 4, 3), in JAX 0.10)."""
+    w = RNG2.normal(size=(B, 3))
+    ours = wg.vmap(lambda x, w: x * lax.all_to_all(w, "i", 0, 0), in_axes=(0, None),
+                   axis_name="i")
+    assert_close(ours(X, w), np.broadcast_to((X * w)[:, None], (B, B, 3)), rtol=1e-15)
+    jax = _jax()
+    theirs = jax.vmap(lambda x, w: x * jax.lax.all_to_all(w, "i", 0, 0), axis_name="i")
+    _same(ours(X, w), theirs(X, np.broadcast_to(w, (B, B, 3))))
+    check_grads(ours, X, w, order=2, rtol=1e-5)
+
+
 def test_dtypes_follow_jax():
     ints = np.arange(B, dtype=np.int32)
     f = wg.vmap(lambda x: (lax.psum(x, "i"), lax.pmax(x, "i"), lax.all_gather(x, "i"),
@@ -157,7 +203,9 @@ def test_a_number_is_summed_at_once():
 # --------------------------------------------------------------------------------------
 SMOOTH = ["psum", "pmean", "pmean_of_expression", "centred", "all_gather",
           "all_gather_axis1", "all_gather_tiled_axis1", "psum_scatter", "psum_scatter_dim1",
-          "psum_scatter_tiled", "ppermute_ring", "ppermute_pairs", "axis_index", "psum_shared"]
+          "psum_scatter_tiled", "ppermute_ring", "ppermute_pairs", "axis_index", "psum_shared",
+          "all_to_all_0_1", "all_to_all_1_0", "all_to_all_tiled_0_1", "all_to_all_tiled_1_1",
+          "pswapaxes_axis1", "pshuffle", "pbroadcast"]
 
 
 @pytest.mark.parametrize("name", SMOOTH)
@@ -261,6 +309,7 @@ PER_EXAMPLE = {
         n.outer(n.arange(1.0, B + 1), x), "i") ** 2),
     "axis_index": lambda l, n: lambda x: n.sum(x ** 2 * l.axis_index("i") +
                                                l.pmean(x, "i")),
+    "pshuffle": lambda l, n: lambda x: n.sum(n.sin(l.pshuffle(x, "i", SHUFFLE)) * x),
 }
 
 
@@ -559,6 +608,294 @@ def test_pmap_passes_the_name():
 
 
 # --------------------------------------------------------------------------------------
+# all_to_all, pswapaxes, pbroadcast: derivatives inside the vmap
+# --------------------------------------------------------------------------------------
+def _all_to_all_by_gather(x, split, concat, tiled):
+    """all_to_all of one example written with all_gather and a gather at the example's
+    position: an independent formula, whose rules are all_gather's and take's."""
+    every = lax.all_gather(x, "i")                      # (B, x's shape), in example order
+    if tiled:
+        shape = every.shape
+        every = wnp.reshape(every, shape[:1 + split] + (B, shape[1 + split] // B) +
+                            shape[2 + split:])
+    mine = wnp.moveaxis(wnp.take(every, lax.axis_index("i"), axis=1 + split), 0, concat)
+    if not tiled:
+        return mine
+    shape = mine.shape
+    return wnp.reshape(mine, shape[:concat] + (B * shape[concat + 1],) + shape[concat + 2:])
+
+
+A2A_CASES = [(0, 0, False), (0, 1, False), (1, 0, False), (1, 1, False), (0, 0, True),
+             (0, 1, True), (1, 0, True), (1, 1, True)]
+
+
+def _a2a_input(n, x, split, tiled):
+    """An array of one example with B (tiled: 2B) entries on axis `split`, built from x."""
+    a = n.outer(n.arange(1.0, (2 if tiled else 1) * B + 1), x)
+    return a if split == 0 else a.T
+
+
+@pytest.mark.parametrize("split, concat, tiled", A2A_CASES)
+def test_all_to_all_rules_inside_are_those_of_the_gathered_batch(split, concat, tiled):
+    """all_to_all's own rules (its transpose all_to_all with the axes swapped, applied to
+    tangents as a linear map) against those of the same exchange written with all_gather
+    and take, to second order, forward and reverse; the gradient inside is the gradient
+    of the sum over the examples (central differences)."""
+    per = lambda a2a: lambda x: wnp.sum(wnp.sin(a2a(_a2a_input(wnp, x, split, tiled))) ** 2)
+    ours = per(lambda a: lax.all_to_all(a, "i", split, concat, tiled=tiled))
+    ref = per(lambda a: _all_to_all_by_gather(a, split, concat, tiled))
+    for t in (wg.grad, wg.hessian, lambda g: wg.jacfwd(wg.grad(g)),
+              lambda g: wg.jacrev(wg.jacfwd(g))):
+        assert_close(wg.vmap(t(ours), axis_name="i")(X), wg.vmap(t(ref), axis_name="i")(X),
+                     rtol=1e-12, atol=1e-12)
+    tangent = lambda f: lambda x, t: wg.jvp(f, (x,), (t,))[1]
+    assert_close(wg.vmap(tangent(ours), axis_name="i")(X, M[:, 0]),
+                 wg.vmap(tangent(ref), axis_name="i")(X, M[:, 0]), rtol=1e-12)
+    assert_close(wg.vmap(wg.grad(ours), axis_name="i")(X), _differences_of_the_sum(ours, X),
+                 rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("split, concat, tiled", A2A_CASES)
+def test_all_to_all_derivatives_against_jax(split, concat, tiled):
+    """Where JAX 0.10 differentiates all_to_all under vmap: reverse mode inside for the
+    exchanges that keep the axis in place (split == concat) or are tiled (its transpose
+    of the others raises a cotangent shape error, and its forward mode under vmap fails
+    for all), and grad through the vmap for every one."""
+    f = lambda n, l: lambda x: l.all_to_all(_a2a_input(n, x, split, tiled), "i", split,
+                                            concat, tiled=tiled)
+    _same(*_both(lambda J, l, n: J.grad(lambda xs: n.sum(n.sin(J.vmap(
+        f(n, l), axis_name="i")(xs)) * n.arange(1.0, B + 1)[:, None, None]))(X)), rtol=1e-12)
+    if split == concat or tiled:
+        _same(*_both(lambda J, l, n: (
+            J.vmap(J.grad(lambda x: n.sum(n.sin(f(n, l)(x)) ** 2)), axis_name="i")(X),
+            J.vmap(J.jacrev(lambda x: n.sin(f(n, l)(x))), axis_name="i")(X))), rtol=1e-12)
+
+
+def test_nested_all_to_all_and_pbroadcast_over_two_names():
+    """Over a tuple of names the examples of both vmaps exchange parts, positions counted
+    with the first name's most significant: values against JAX, derivatives against
+    central differences to second order."""
+    z = RNG2.normal(size=(2, 3, 6, 2))
+
+    def case(J, l, n):
+        both = lambda f: J.vmap(J.vmap(f, axis_name="j"), axis_name="i")
+        return (both(lambda x: l.all_to_all(x, ("i", "j"), 0, 1))(z),
+                both(lambda x: l.all_to_all(x, ("j", "i"), 0, 0))(z),
+                both(lambda x: l.all_to_all(x, ("i", "j"), 0, 1, tiled=True))(z))
+    _same(*_both(case))
+    flat = z.reshape(6, 6, 2)
+    assert_close(case(wg, lax, wnp)[0].reshape(6, 2, 6), _all_to_all(0, 1)(flat), rtol=0)
+    both = lambda f: wg.vmap(wg.vmap(f, axis_name="j"), axis_name="i")
+    check_grads(both(lambda x: wnp.sin(lax.all_to_all(x, ("i", "j"), 0, 1)).T *
+                     lax.pbroadcast(x, ("i", "j"), 4)), z, order=2, rtol=1e-5)
+    assert_close(both(lambda x: lax.pbroadcast(x, ("i", "j"), 4))(z),
+                 np.broadcast_to(flat[4], z.shape), rtol=0)
+    assert_close(both(lambda x: lax.pshuffle(x, ("i", "j"), [5, 4, 3, 2, 1, 0]))(z),
+                 flat[::-1].reshape(z.shape), rtol=0)
+
+
+def test_pbroadcast_is_the_psum_of_the_masked_value():
+    """JAX's definition, psum(where(axis_index == source, x, 0)), written out: values and
+    derivatives inside the vmap to second order; JAX's grad inside for scalars (its
+    vmap of pbroadcast's derivatives fails for arrays and through the vmap)."""
+    ours = lambda x: wnp.sum(wnp.sin(lax.pbroadcast(x, "i", 2)) * x)
+    ref = lambda x: wnp.sum(wnp.sin(lax.psum(wnp.where(lax.axis_index("i") == 2, x, 0.0),
+                                             "i")) * x)
+    for t in (lambda g: g, wg.grad, wg.hessian, lambda g: wg.jacfwd(wg.grad(g))):
+        assert_close(wg.vmap(t(ours), axis_name="i")(X), wg.vmap(t(ref), axis_name="i")(X),
+                     rtol=1e-13, atol=1e-13)
+    assert_close(wg.vmap(wg.grad(ours), axis_name="i")(X), _differences_of_the_sum(ours, X),
+                 rtol=1e-6, atol=1e-6)
+    _same(*_both(lambda J, l, n: J.vmap(J.grad(lambda x: n.sin(l.pbroadcast(x, "i", 2)) * x),
+                                        axis_name="i")(X[:, 0])), rtol=1e-13)
+
+
+# --------------------------------------------------------------------------------------
+# axis_index_groups
+# --------------------------------------------------------------------------------------
+GROUPS = [[0, 2], [3, 1]]       # (not in order: a member's position is its place in its group)
+
+
+def _in_groups(per_group, groups=GROUPS):
+    """A closed form over the batch: example e's value is per_group(its group's values
+    stacked in the group's order, e's position in the group)."""
+    def closed(x):
+        out = []
+        for e in range(len(x)):
+            g = next(g for g in groups if e in g)
+            out.append(per_group(np.asarray(x)[list(g)], g.index(e)))
+        return np.stack(out)
+    return closed
+
+
+# name -> (source of f of one example, with l = lax, n = numpy, N = the axis name(s), G =
+# the groups; the batch argument; closed form; what JAX's pmap differentiates: 0 nothing,
+# 1 grad, 2 grad and second order; all_to_all's transpose with split_axis != concat_axis
+# raises a cotangent shape error in JAX 0.10)
+GROUPED = {
+    "psum": ("lambda x: l.psum(x, N, axis_index_groups=G)", X,
+             _in_groups(lambda xs, p: xs.sum(0)), 2),
+    "pmean": ("lambda x: l.pmean(x * x, N, axis_index_groups=G)", X,
+              _in_groups(lambda xs, p: (xs * xs).mean(0)), 2),
+    "pmax": ("lambda x: l.pmax(x, N, axis_index_groups=G)", X,
+             _in_groups(lambda xs, p: xs.max(0)), 0),
+    "pmin": ("lambda x: l.pmin(x, N, axis_index_groups=G)", M,
+             _in_groups(lambda xs, p: xs.min(0)), 0),
+    "all_gather": ("lambda x: l.all_gather(x, N, axis_index_groups=G)", X,
+                   _in_groups(lambda xs, p: xs), 2),
+    "all_gather_axis1": ("lambda x: l.all_gather(x, N, axis_index_groups=G, axis=1)", M,
+                         _in_groups(lambda xs, p: np.moveaxis(xs, 0, 1)), 2),
+    "all_gather_tiled": ("lambda x: l.all_gather(x, N, axis_index_groups=G, tiled=True)", X,
+                         _in_groups(lambda xs, p: np.concatenate(list(xs))), 2),
+    "psum_scatter": ("lambda x: l.psum_scatter(x, N, axis_index_groups=G)", M,
+                     _in_groups(lambda xs, p: xs.sum(0)[p]), 2),
+    "psum_scatter_tiled": ("lambda x: l.psum_scatter(x, N, axis_index_groups=G, tiled=True)",
+                           T, _in_groups(lambda xs, p: xs.sum(0).reshape(2, B)[p]), 2),
+    "all_to_all": ("lambda x: l.all_to_all(x, N, 0, 1, axis_index_groups=G)", M,
+                   _in_groups(lambda xs, p: np.moveaxis(xs[:, p], 0, 1)), 0),   # (see below)
+    "all_to_all_tiled": ("lambda x: l.all_to_all(x, N, 1, 0, axis_index_groups=G, "
+                         "tiled=True)", AT1[:, :, :4],
+                         _in_groups(lambda xs, p: np.concatenate(list(xs[:, :, 2 * p:2 * p + 2]))),
+                         1),
+    "pswapaxes": ("lambda x: l.pswapaxes(x, N, 0, axis_index_groups=G)", M,
+                  _in_groups(lambda xs, p: xs[:, p]), 1),
+    "psum_of_a_number": ("lambda x: x * l.psum(1, N, axis_index_groups=G)", X,
+                         lambda x: 2 * x, 2),
+    "one_group_reversed": ("lambda x: l.all_gather(x, N, axis_index_groups=[[3, 2, 1, 0]])",
+                           X, lambda x: _every(x[::-1]), 2),
+    "groups_of_one": ("lambda x: l.psum(x, N, axis_index_groups=[[2], [0], [3], [1]]) ** 2",
+                      X, lambda x: x ** 2, 2),
+}
+
+
+def _grouped(name, n=wnp, names="i"):
+    return eval(GROUPED[name][0], {"l": lax, "n": n, "N": names, "G": GROUPS})
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED))
+def test_groups_against_numpy(name, loops):
+    """JAX's vmap refuses axis_index_groups; the meaning is pmap's (below, against JAX's
+    pmap on four devices): the collective within each example's group."""
+    _, x, closed, _ = GROUPED[name]
+    assert_close(wg.vmap(_grouped(name), axis_name="i")(x), closed(x), rtol=1e-14, atol=1e-14)
+    assert not loops, loops
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED))
+def test_groups_over_two_names(name):
+    """Groups over a tuple of names count positions over all their examples (the first
+    name's most significant): the same closed form on the nested batch."""
+    _, x, closed, _ = GROUPED[name]
+    nested = wg.vmap(wg.vmap(_grouped(name, names=("i", "j")), axis_name="j"), axis_name="i")
+    out = nested(x.reshape((2, 2) + x.shape[1:]))
+    assert_close(out.reshape((B,) + out.shape[2:]), closed(x), rtol=1e-14, atol=1e-14)
+    check_grads(nested, x.reshape((2, 2) + x.shape[1:]), order=2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED))
+def test_group_derivatives(name):
+    """Of the batched function against central differences, to second order; inside the
+    vmap, the gradient of the sum over the examples (each group's transposes are its
+    collectives again, within the groups)."""
+    _, x, _, _ = GROUPED[name]
+    f = wg.vmap(_grouped(name), axis_name="i")
+    check_grads(f, x, order=2, rtol=1e-5)
+    per = lambda x: wnp.sum(wnp.sin(_grouped(name)(x)))
+    assert_close(wg.vmap(wg.grad(per), axis_name="i")(x), _differences_of_the_sum(per, x),
+                 rtol=1e-6, atol=1e-6)
+
+
+_PMAP = r"""
+import json, os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+os.environ["JAX_PLATFORMS"] = "cpu"
+import numpy as np, jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+cases, groups = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+inputs, out = np.load(sys.argv[3]), {}
+for name, (source, order) in cases.items():
+    f = eval(source, {"l": jax.lax, "n": jnp, "N": "i", "G": groups})
+    x = inputs[name]
+    out[name] = jax.pmap(f, axis_name="i")(x)
+    per = lambda x: jnp.sum(jnp.sin(f(x)))
+    if order >= 1:
+        out[name + "/grad"] = jax.pmap(jax.grad(per), axis_name="i")(x)
+        out[name + "/outside"] = jax.grad(lambda xs: jnp.sum(jnp.cos(jax.pmap(
+            f, axis_name="i")(xs))))(x)
+    if order >= 2:
+        out[name + "/hessian"] = jax.pmap(jax.hessian(per), axis_name="i")(x)
+np.savez(sys.argv[4], **out)
+"""
+
+
+def test_groups_against_jax_pmap_on_four_devices(tmp_path):
+    """JAX's pmap computes axis_index_groups on devices: four CPU devices forced in a
+    fresh process (XLA's flag must be set before JAX starts).  Values, per-example
+    gradients and Hessians, and gradients through the map, where JAX has them (it
+    differentiates neither pmax nor all_to_all's forward mode)."""
+    _jax()
+    import json
+    import subprocess
+    import sys
+    np.savez(tmp_path / "in.npz", **{k: v[1] for k, v in GROUPED.items()})
+    cases = {k: (v[0], v[3]) for k, v in GROUPED.items()}
+    run = subprocess.run([sys.executable, "-c", _PMAP, json.dumps(cases), json.dumps(GROUPS),
+                          str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    theirs = np.load(tmp_path / "out.npz")
+    for name, (_, x, _, order) in GROUPED.items():
+        f = _grouped(name)
+        per = lambda x: wnp.sum(wnp.sin(f(x)))
+        _same(wg.vmap(f, axis_name="i")(x), theirs[name])
+        if order >= 1:
+            _same(wg.vmap(wg.grad(per), axis_name="i")(x), theirs[name + "/grad"])
+            _same(wg.grad(lambda xs: wnp.sum(wnp.cos(wg.vmap(f, axis_name="i")(xs))))(x),
+                  theirs[name + "/outside"])
+        if order >= 2:
+            _same(wg.vmap(wg.hessian(per), axis_name="i")(x), theirs[name + "/hessian"])
+
+
+def test_groups_with_shared_arguments_and_dtypes():
+    """A shared argument's group collective (the same for each member), a closed-over
+    traced value, and dtypes as without groups."""
+    w = RNG2.normal(size=3)
+    f = wg.vmap(lambda x, w: (x * lax.psum(w, "i", axis_index_groups=GROUPS),
+                              lax.all_gather(w, "i", axis_index_groups=GROUPS),
+                              lax.psum_scatter(wnp.outer(np.arange(1.0, 3.0), w), "i",
+                                               axis_index_groups=GROUPS),
+                              lax.all_to_all(wnp.outer(np.arange(1.0, 3.0), w), "i", 0, 0,
+                                             axis_index_groups=GROUPS)),
+                in_axes=(0, None), axis_name="i")
+    out = f(X, w)
+    assert_close(out[0], X * 2 * w, rtol=1e-15)
+    assert_close(out[1], np.broadcast_to(w, (B, 2, 3)), rtol=0)
+    position = np.array([0, 1, 1, 0])              # (each example's place in its group)
+    assert_close(out[2], 2 * (position[:, None] + 1) * w, rtol=1e-15)
+    assert_close(out[3], (position[:, None, None] + 1) * np.broadcast_to(w, (B, 2, 3)),
+                 rtol=1e-15)
+    check_grads(lambda w: f(X, w), w, order=2, rtol=1e-5)
+    ints = np.arange(B * 2, dtype=np.int32).reshape(B, 2)
+    got = wg.vmap(lambda x: (lax.psum(x, "i", axis_index_groups=GROUPS),
+                             lax.all_to_all(x, "i", 0, 0, axis_index_groups=GROUPS),
+                             lax.pmax(x, "i", axis_index_groups=GROUPS)), axis_name="i")(ints)
+    assert [v.dtype for v in got] == [np.int32] * 3
+    assert got[0].tolist() == [[4, 6], [8, 10], [4, 6], [8, 10]]
+
+
+def test_compile_new_collectives_and_groups():
+    f = wg.vmap(lambda x: wnp.sin(lax.all_to_all(x, "i", 0, 1)).T * lax.pbroadcast(x, "i", 1)
+                + lax.pshuffle(x, "i", SHUFFLE) ** 2
+                + lax.psum(x, "i", axis_index_groups=GROUPS), axis_name="i")
+    compiled = wg.compile(f, A0)
+    for a in (A0, 2 * A0 - 1):
+        assert_close(compiled(a), f(a), rtol=1e-14)
+    assert "all_to_all" not in str(compiled.graph)
+    loss = lambda a: wnp.sum(f(a) ** 2)
+    assert_close(wg.jit(wg.grad(loss))(A0), wg.grad(loss)(A0), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
 # errors
 # --------------------------------------------------------------------------------------
 def test_an_unbound_name_is_a_name_error():
@@ -618,9 +955,72 @@ def test_shape_errors():
         wg.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(X)
     with pytest.raises(ValueError, match="a multiple of the number of examples"):
         wg.vmap(lambda x: lax.psum_scatter(x, "i", tiled=True), axis_name="i")(X)
-    with pytest.raises(NotImplementedError, match="axis_index_groups"):
-        wg.vmap(lambda x: lax.psum(x, "i", axis_index_groups=[[0, 1], [2, 3]]),
-                axis_name="i")(X)
+    with pytest.raises(ValueError, match=r"all_to_all: x of shape \(3,\) has 3 entries along "
+                                         r"its split_axis 0, for 4 examples of axis 'i'"):
+        wg.vmap(lambda x: lax.all_to_all(x, "i", 0, 0), axis_name="i")(X)
+    with pytest.raises(ValueError, match=r"all_to_all: x of shape \(2, 3\) has 3 entries .*"
+                                         r"for 2 examples in each group of axis_index_groups"
+                                         r".*tiled=True"):
+        wg.vmap(lambda x: lax.all_to_all(x, "i", 1, 0, axis_index_groups=GROUPS, tiled=True),
+                axis_name="i")(M)
+    with pytest.raises(ValueError, match=r"all_to_all: concat_axis 2 is out of range for an "
+                                         r"argument with 2 dimensions \(from -2 to 1\)"):
+        wg.vmap(lambda x: lax.all_to_all(x, "i", 0, 2), axis_name="i")(A0)
+    with pytest.raises(ValueError, match=r"pswapaxes: x of shape \(4, 3\) has 3 entries along "
+                                         r"its axis 1"):
+        wg.vmap(lambda x: lax.pswapaxes(x, "i", 1), axis_name="i")(A0)
+    with pytest.raises(ValueError, match=r"pswapaxes: axis -3 is out of range"):
+        wg.vmap(lambda x: lax.pswapaxes(x, "i", -3), axis_name="i")(A0)
+
+
+def test_bad_groups():
+    f = lambda groups, op=lax.psum: wg.vmap(
+        lambda x: op(x, "i", axis_index_groups=groups), axis_name="i")(X)
+    with pytest.raises(ValueError, match=r"psum: axis_index_groups leaves out positions 2, 3: "
+                                         r"the groups must cover every example of axis 'i' "
+                                         r"\(0 to 3\)"):
+        f([[0, 1]])
+    with pytest.raises(ValueError, match=r"pmean: the groups of axis_index_groups must all be "
+                                         r"of one size, got groups of 1 and 3 examples"):
+        f([[0, 1, 2], [3]], lax.pmean)
+    with pytest.raises(ValueError, match="pmax: axis_index_groups names position 1 twice"):
+        f([[0, 1], [1, 2]], lax.pmax)
+    with pytest.raises(ValueError, match="all_gather: axis_index_groups names position 4, out "
+                                         "of range: axis 'i' has 4 examples"):
+        f([[0, 4], [1, 2]], lax.all_gather)
+    with pytest.raises(ValueError, match="at least one example"):
+        f([[0, 1, 2, 3], []])
+    with pytest.raises(TypeError, match="psum: axis_index_groups must be a list of groups, "
+                                        "each a list of example positions"):
+        f([[0.0, 1], [2, 3]])
+    with pytest.raises(TypeError, match="a list of groups"):
+        f([0, 1, 2, 3])
+    with pytest.raises(ValueError, match=r"psum_scatter: x of shape \(3,\) has 3 entries .*for "
+                                         r"2 examples in each group"):
+        f(GROUPS, lax.psum_scatter)
+    with pytest.raises(ValueError, match="leaves out positions 4, 5"):
+        wg.vmap(wg.vmap(lambda x: lax.psum(x, ("i", "j"), axis_index_groups=[[0, 1], [2, 3]]),
+                        axis_name="j"), axis_name="i")(Y)
+    # (one group of every example in order is the collective without groups)
+    assert_close(f([[0, 1, 2, 3]]), _every(X.sum(0)), rtol=1e-15)
+
+
+def test_bad_shuffles_and_sources():
+    with pytest.raises(ValueError, match=r"pshuffle: perm must list every example's position "
+                                         r"\(0 to 3 for the 4 examples of axis 'i'\) once"):
+        wg.vmap(lambda x: lax.pshuffle(x, "i", [0, 1, 2]), axis_name="i")(X)
+    with pytest.raises(ValueError, match="pshuffle: perm must list"):
+        wg.vmap(lambda x: lax.pshuffle(x, "i", [0, 1, 1, 2]), axis_name="i")(X)
+    with pytest.raises(ValueError, match="pshuffle: perm must list"):
+        wg.vmap(lambda x: lax.pshuffle(x, "i", 3), axis_name="i")(X)
+    with pytest.raises(ValueError, match=r"pbroadcast: source must be an example's position, "
+                                         r"an int from 0 to 3 \(axis 'i' has 4 examples\), "
+                                         r"got 4"):
+        wg.vmap(lambda x: lax.pbroadcast(x, "i", 4), axis_name="i")(X)
+    with pytest.raises(ValueError, match="pbroadcast: source must be"):
+        wg.vmap(lambda x: lax.pbroadcast(x, "i", 1.0), axis_name="i")(X)
+    with pytest.raises(NameError, match="unbound axis name 'j': all_to_all over 'j'"):
+        wg.vmap(lambda x: lax.all_to_all(x, "j", 0, 0), axis_name="i")(A0)
 
 
 def test_bad_axis_names():

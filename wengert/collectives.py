@@ -15,13 +15,20 @@ The names are JAX's (``wengert.lax`` exports them):
   examples, the same for every example;
 * `all_gather`: every example's value, stacked (or joined, ``tiled=True``) along a new
   axis; `psum_scatter`: the psum, each example keeping its own slice;
+* `all_to_all`: example k receives every example's k-th slice along one axis, stacked
+  (or joined) along another; `pswapaxes`: the same with one axis for both;
 * `ppermute`: each example receives another's value, by a permutation of the examples;
+  `pshuffle`: the same, the permutation given as each example's source; `pbroadcast`:
+  one example's value, for every example;
 * `axis_index`: the example's position; `axis_size`: the number of examples.
 
 `axis_name` is one name, or a tuple of names (nested vmaps: the collective runs over all
 of their examples, the first name's position most significant).  `x` may be a pytree.
 A name that no enclosing vmap binds raises NameError, as in JAX.  ``axis_index_groups``
-(collectives over groups of devices) is not offered.
+(psum, pmean, pmax, pmin, all_gather, psum_scatter, all_to_all, pswapaxes) splits the
+examples into groups of one size, a list of lists of their positions covering each
+example once, and the collective runs within each example's group, positions counting
+in the group's order: what ``jax.pmap`` does on devices (JAX's vmap refuses groups).
 
 Example:
     >>> import numpy as np, wengert as wg
@@ -45,8 +52,8 @@ from .primitives.array import reshape as _reshape
 from .primitives.registry import shape_of
 from .tree import tree_map
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-           "axis_index", "axis_size"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
+           "pswapaxes", "ppermute", "pshuffle", "pbroadcast", "axis_index", "axis_size"]
 
 
 # --------------------------------------------------------------------------------------
@@ -86,11 +93,77 @@ def _unbound(name, who):
             f"axis_name={name!r} to the vmap or pmap whose examples it is over")
 
 
-def _no_groups(groups, who):
-    if groups is not None:
-        raise NotImplementedError(f"{who}: axis_index_groups (a collective within groups "
-                                  "of devices) is not offered; one vmap's examples are one "
-                                  "group")
+def _groups(groups, names, n, who):
+    """`axis_index_groups` checked and made a tuple of tuples of positions: groups of one
+    size, covering the n examples once each.  None for None, and for one group of every
+    example in order (the collective without groups)."""
+    if groups is None:
+        return None
+    try:
+        rows = [list(g) for g in groups]
+    except TypeError:
+        rows = None
+    if rows is None or any(not isinstance(e, (int, np.integer)) or isinstance(e, bool)
+                           for row in rows for e in row):
+        raise TypeError(f"{who}: axis_index_groups must be a list of groups, each a list of "
+                        f"example positions (ints), got {groups!r:.80}")
+    if not rows or not all(rows):
+        raise ValueError(f"{who}: axis_index_groups must be groups of at least one example, "
+                         f"got {groups!r:.80}")
+    lengths = sorted({len(row) for row in rows})
+    if len(lengths) > 1:
+        raise ValueError(f"{who}: the groups of axis_index_groups must all be of one size, "
+                         f"got groups of {' and '.join(map(str, lengths))} examples")
+    seen = set()
+    for e in (int(e) for row in rows for e in row):
+        if not 0 <= e < n:
+            raise ValueError(f"{who}: axis_index_groups names position {e}, out of range: "
+                             f"{_named(names)} has {n} examples, numbered 0 to {n - 1}")
+        if e in seen:
+            raise ValueError(f"{who}: axis_index_groups names position {e} twice; each "
+                             "example belongs to exactly one group")
+        seen.add(e)
+    if len(seen) != n:
+        missing = sorted(set(range(n)) - seen)
+        raise ValueError(f"{who}: axis_index_groups leaves out position"
+                         f"{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(map(str, missing[:5]))}{', ...' if len(missing) > 5 else ''}"
+                         f": the groups must cover every example of {_named(names)} "
+                         f"(0 to {n - 1})")
+    groups = tuple(tuple(int(e) for e in row) for row in rows)
+    return None if groups == (tuple(range(n)),) else groups
+
+
+def _members(groups, n):
+    """The number of examples each collective runs over: a group's, or all n."""
+    return n if groups is None else len(groups[0])
+
+
+def _with(groups):
+    """The primitive's ``groups`` parameter, present only where there are groups."""
+    return {} if groups is None else {"groups": groups}
+
+
+def _over_groups(leaf, names, sizes, groups, op, **params):
+    """The collective `op` (with `params`) over several names, within `groups` (None: one
+    group of all), positions counting over all the names: every example's value gathered,
+    the example's own group taken out of it, and the collective computed there."""
+    import wengert.numpy as wnp
+    n = math.prod(sizes)
+    groups = groups or (tuple(range(n)),)
+    group_of, position = np.empty(n, np.intp), np.empty(n, np.intp)
+    for k, g in enumerate(groups):
+        group_of[list(g)] = k
+        position[list(g)] = np.arange(len(g))
+    gathered = all_gather(leaf, names)              # (every example's, in position order)
+    order = [e for g in groups for e in g]
+    shape = tuple(shape_of(leaf))
+    by_group = wnp.reshape(wnp.take(gathered, np.array(order), axis=0),
+                           (len(groups), len(groups[0])) + shape)
+    me = axis_index(names)
+    value, per_example = P.within_group(op, wnp.take(by_group, wnp.take(group_of, me),
+                                                     axis=0), **params)
+    return wnp.take(value, wnp.take(position, me), axis=0) if per_example else value
 
 
 def _record(op, *args, **params):
@@ -132,6 +205,10 @@ def psum(x, axis_name, *, axis_index_groups=None):
     sum over all their examples); x a pytree.  A value that is no traced one (a number:
     ``psum(1, "i")``) gives its sum at once, the number of examples times it.
 
+    ``axis_index_groups`` (JAX's) splits the examples into groups, a list of lists of
+    their positions, of one size, covering each example once: each example then gets the
+    sum over its own group.
+
     Its transpose is psum, as in JAX: inside the vmap, ``grad`` of ``psum(x, "i")`` is the
     number of examples (each example's output depends on every example's x).
 
@@ -141,14 +218,22 @@ def psum(x, axis_name, *, axis_index_groups=None):
         array([0.25, 0.75])
         >>> wg.vmap(lambda x: psum(1, "i"), axis_name="i")(np.zeros(3))
         array([3, 3, 3])
+        >>> pairs = [[0, 2], [1, 3]]
+        >>> wg.vmap(lambda x: psum(x, "i", axis_index_groups=pairs), axis_name="i")(
+        ...     np.array([1.0, 2.0, 10.0, 20.0]))
+        array([11., 22., 11., 22.])
     """
     names, sizes = _axes(axis_name, "psum")
-    _no_groups(axis_index_groups, "psum")
-    n = math.prod(sizes)
+    groups = _groups(axis_index_groups, names, math.prod(sizes), "psum")
+    m = _members(groups, math.prod(sizes))
 
     def one(leaf):
         if type(leaf) is not Node:
-            return _array(leaf, "psum") * n
+            return _array(leaf, "psum") * m
+        if groups is not None:
+            if len(names) != 1:
+                return _over_groups(leaf, names, sizes, groups, P.psum)
+            return _record(P.psum, leaf, axis_name=names[0], groups=groups)
         for name in names:
             leaf = _record(P.psum, leaf, axis_name=name)
         return leaf
@@ -158,7 +243,8 @@ def psum(x, axis_name, *, axis_index_groups=None):
 def pmean(x, axis_name, *, axis_index_groups=None):
     """The mean of x over the examples of the vmap named `axis_name`, as
     ``jax.lax.pmean``: ``psum(x, axis_name) / axis_size(axis_name)``, so its transpose is
-    pmean.  `axis_name` may be a tuple of names, x a pytree.
+    pmean.  `axis_name` may be a tuple of names, x a pytree; with ``axis_index_groups``
+    the mean over each example's group (see `psum`).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -167,19 +253,23 @@ def pmean(x, axis_name, *, axis_index_groups=None):
         array([-2., -1.,  3.])
     """
     names, sizes = _axes(axis_name, "pmean")
-    _no_groups(axis_index_groups, "pmean")
-    n = math.prod(sizes)
-    return tree_map(lambda s: s / n, psum(x, names))
+    groups = _groups(axis_index_groups, names, math.prod(sizes), "pmean")
+    m = _members(groups, math.prod(sizes))
+    return tree_map(lambda s: s / m, psum(x, names, axis_index_groups=groups))
 
 
 def _extremum(op, who, what):
     def collective(x, axis_name, *, axis_index_groups=None):
-        names, _ = _axes(axis_name, who)
-        _no_groups(axis_index_groups, who)
+        names, sizes = _axes(axis_name, who)
+        groups = _groups(axis_index_groups, names, math.prod(sizes), who)
 
         def one(leaf):
             if type(leaf) is not Node:
                 return _array(leaf, who)
+            if groups is not None:
+                if len(names) != 1:
+                    return _over_groups(leaf, names, sizes, groups, op)
+                return _record(op, leaf, axis_name=names[0], groups=groups)
             for name in names:
                 leaf = _record(op, leaf, axis_name=name)
             return leaf
@@ -187,7 +277,7 @@ def _extremum(op, who, what):
     collective.__name__ = collective.__qualname__ = who
     collective.__doc__ = f"""The {what} x over the examples of the vmap named `axis_name`, as
     ``jax.lax.{who}``: the same for every example.  `axis_name` may be a tuple of names, x
-    a pytree.
+    a pytree; with ``axis_index_groups`` the {what} over each example's group (see `psum`).
 
     Its derivative is the tangent of the examples that attain it, shared equally among
     ties (as ``numpy.{'max' if who == 'pmax' else 'min'}`` over the batch axis
@@ -212,8 +302,9 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     """Every example's x, for every example, as ``jax.lax.all_gather``: stacked along a
     new axis `axis` (of as many entries as examples), or with ``tiled=True`` joined along
     x's own axis `axis`.  `axis_name` may be a tuple of names (the examples of nested
-    vmaps, the first name's position most significant); x a pytree.  Its transpose is
-    `psum_scatter`.
+    vmaps, the first name's position most significant); x a pytree.  With
+    ``axis_index_groups`` (see `psum`) the values of the example's own group, in the
+    group's order.  Its transpose is `psum_scatter`.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -225,8 +316,9 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
         array([1., 2., 3., 4.])
     """
     names, sizes = _axes(axis_name, "all_gather")
-    _no_groups(axis_index_groups, "all_gather")
     n = math.prod(sizes)
+    groups = _groups(axis_index_groups, names, n, "all_gather")
+    m = _members(groups, n)
 
     def one(leaf):
         if type(leaf) is not Node:
@@ -236,8 +328,14 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
                   "axis" if not tiled else "axis (tiled=True: one of x's own)",
                   0 if tiled else 1)
         if type(leaf) is not Node:      # (the same for every example: known now)
-            copies = [np.asarray(leaf)] * n
+            copies = [np.asarray(leaf)] * m
             return np.concatenate(copies, axis=a) if tiled else np.stack(copies, axis=a)
+        if groups is not None:
+            if len(names) != 1:
+                return _over_groups(leaf, names, sizes, groups, P.all_gather, axis=a,
+                                    tiled=bool(tiled), size=m)
+            return _record(P.all_gather, leaf, axis_name=names[0], axis=a,
+                           tiled=bool(tiled), size=m, groups=groups)
         # the last name's examples gathered first: the first name's position is then
         # the most significant (example (i, j) of vmaps of I and J at i * J + j)
         for name, size in reversed(list(zip(names, sizes))):
@@ -254,8 +352,9 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
     """The psum of x, each example keeping its own part of it along `scatter_dimension`,
     as ``jax.lax.psum_scatter``: example k gets entry k of that axis (which must have as
     many entries as there are examples), or with ``tiled=True`` the k-th of as many equal
-    blocks.  The transpose of `all_gather`.  `axis_name` may be a tuple of names; x a
-    pytree.
+    blocks.  With ``axis_index_groups`` (see `psum`) the psum over the example's group,
+    k its position in the group.  The transpose of `all_gather`.  `axis_name` may be a
+    tuple of names; x a pytree.
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -264,23 +363,27 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
         array([11., 22.])
     """
     names, sizes = _axes(axis_name, "psum_scatter")
-    _no_groups(axis_index_groups, "psum_scatter")
     n = math.prod(sizes)
+    groups = _groups(axis_index_groups, names, n, "psum_scatter")
+    m = _members(groups, n)
 
     def one(leaf):
         if type(leaf) is not Node:
             leaf = _array(leaf, "psum_scatter")
         shape = tuple(shape_of(leaf))
         d = _axis(scatter_dimension, len(shape), "psum_scatter", "scatter_dimension", 0)
-        if (shape[d] % n if tiled else shape[d] != n):
+        if (shape[d] % m if tiled else shape[d] != m):
             raise ValueError(
                 f"psum_scatter: x of shape {shape} has {shape[d]} entries along its "
-                f"scatter_dimension {d}, for {n} examples of {_named(names)}: they must be "
-                + ("a multiple of the number of examples (tiled=True)" if tiled else
-                   "as many as the examples (or, with tiled=True, a multiple of them)"))
+                f"scatter_dimension {d}, for {m} examples {_over(names, groups)}: they must "
+                + ("be a multiple of the number of examples (tiled=True)" if tiled else
+                   "be as many as the examples (or, with tiled=True, a multiple of them)"))
         if len(names) == 1:
             return _record(P.psum_scatter, leaf, axis_name=names[0], scatter_dimension=d,
-                           tiled=bool(tiled), size=n)
+                           tiled=bool(tiled), size=m, **_with(groups))
+        if groups is not None:
+            return _over_groups(leaf, names, sizes, groups, P.psum_scatter,
+                                scatter_dimension=d, tiled=bool(tiled), size=m)
         # several names: the psum, then each example's part by its position
         import wengert.numpy as wnp
         total = psum(leaf, names)
@@ -292,6 +395,83 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
 
 def _named(names):
     return f"axis {names[0]!r}" if len(names) == 1 else f"axes {names!r}"
+
+
+def _over(names, groups):
+    """Which examples a collective runs over, for an error message."""
+    return (f"of {_named(names)}" if groups is None else
+            f"in each group of axis_index_groups over {_named(names)}")
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
+               tiled=False):
+    """Each example sends the k-th part of x to example k, as ``jax.lax.all_to_all``: x's
+    axis `split_axis` has one entry per example, and example k's result holds every
+    example's entry k of it, stacked in the examples' order along a new axis at
+    `concat_axis` (of the result, whose shape is x's with `split_axis` taken out and
+    that axis put in).  With ``tiled=True`` `split_axis` is cut into as many equal
+    blocks as examples and example k's result joins every example's k-th block along
+    x's own axis `concat_axis` (a shape with `split_axis` divided and `concat_axis`
+    multiplied by the number of examples).  A batch of matrices sharded by rows becomes
+    one sharded by columns.
+
+    With ``axis_index_groups`` (see `psum`) the exchange runs within each group, k an
+    example's position in its group.  `axis_name` may be a tuple of names (positions
+    then count over all their examples, the first name's most significant); x a pytree.
+    Its transpose is all_to_all with `split_axis` and `concat_axis` swapped.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> xs = np.array([[1.0, 2.0], [3.0, 4.0]])      # example k holds row k
+        >>> wg.vmap(lambda x: all_to_all(x, "i", 0, 0), axis_name="i")(xs)
+        array([[1., 3.],
+               [2., 4.]])
+    """
+    return _all_to_all(x, axis_name, split_axis, concat_axis, axis_index_groups, tiled,
+                       "all_to_all", ("split_axis", "concat_axis"))
+
+
+def _all_to_all(x, axis_name, split_axis, concat_axis, axis_index_groups, tiled, who, what):
+    names, sizes = _axes(axis_name, who)
+    n = math.prod(sizes)
+    groups = _groups(axis_index_groups, names, n, who)
+    m = _members(groups, n)
+
+    def one(leaf):
+        if type(leaf) is not Node:
+            leaf = _array(leaf, who)
+        shape = tuple(shape_of(leaf))
+        s = _axis(split_axis, len(shape), who, what[0], 0)
+        c = _axis(concat_axis, len(shape), who, what[1], 0)
+        if (shape[s] % m if tiled else shape[s] != m):
+            raise ValueError(
+                f"{who}: x of shape {shape} has {shape[s]} entries along its {what[0]} {s}, "
+                f"for {m} examples {_over(names, groups)}: they must "
+                + ("be a multiple of the number of examples (tiled=True)" if tiled else
+                   "be as many as the examples (or, with tiled=True, a multiple of them)"))
+        params = dict(split_axis=s, concat_axis=c, tiled=bool(tiled), size=m)
+        if len(names) == 1:
+            return _record(P.all_to_all, leaf, axis_name=names[0], **params, **_with(groups))
+        return _over_groups(leaf, names, sizes, groups, P.all_to_all, **params)
+    return tree_map(one, x)
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """The vmap's axis and x's axis `axis` (of one entry per example) swapped, as
+    ``jax.lax.pswapaxes``: ``all_to_all(x, axis_name, axis, axis)``, so that example k's
+    result holds entry k of every example's x along `axis`, in the examples' order.  Its
+    own transpose.  `axis_index_groups`, a tuple `axis_name` and pytrees as in
+    `all_to_all`.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> xs = np.arange(6.0).reshape(2, 3, 1)[:, :2]   # two examples of shape (2, 1)
+        >>> wg.vmap(lambda x: pswapaxes(x, "i", 0), axis_name="i")(xs)[:, :, 0]
+        array([[0., 3.],
+               [1., 4.]])
+    """
+    return _all_to_all(x, axis_name, axis, axis, axis_index_groups, False, "pswapaxes",
+                       ("axis", "axis"))
 
 
 def ppermute(x, axis_name, perm):
@@ -349,6 +529,57 @@ def _checked_perm(perm, n, names):
             raise ValueError(f"ppermute: perm names {what} {twice[0]} more than once; "
                              f"each example may be the {what} of at most one pair")
     return pairs
+
+
+def pshuffle(x, axis_name, perm):
+    """Example i receives example ``perm[i]``'s x, as ``jax.lax.pshuffle``: `perm` lists
+    every example's position once (a permutation), and the result is `ppermute` with the
+    pairs ``(perm[i], i)``, whose transpose is the inverse permutation.  `axis_name` may
+    be a tuple of names; x a pytree.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> wg.vmap(lambda x: pshuffle(x, "i", [2, 0, 1]), axis_name="i")(np.array([1.0, 2.0, 3.0]))
+        array([3., 1., 2.])
+    """
+    names, sizes = _axes(axis_name, "pshuffle")
+    n = math.prod(sizes)
+    try:
+        sources = [int(p) if isinstance(p, (int, np.integer)) and not isinstance(p, bool)
+                   else None for p in perm]
+    except TypeError:
+        sources = [None]
+    if None in sources or sorted(sources) != list(range(n)):
+        raise ValueError(f"pshuffle: perm must list every example's position (0 to {n - 1} "
+                         f"for the {n} examples of {_named(names)}) once, got {perm!r:.80}")
+    return ppermute(x, names, [(s, i) for i, s in enumerate(sources)])
+
+
+def pbroadcast(x, axis_name, source):
+    """Example `source`'s x, for every example, as ``jax.lax.pbroadcast``: the psum of x
+    where the example is `source` and zeros elsewhere, computed as that example's entry
+    of `all_gather`, whose transpose gives the whole cotangent's psum to `source` and
+    zeros to the others.  `axis_name` may be a tuple of names (`source` a position over
+    all of them, the first name's most significant); x a pytree.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> wg.vmap(lambda x: pbroadcast(x, "i", 1), axis_name="i")(np.array([1.0, 2.0, 3.0]))
+        array([2., 2., 2.])
+    """
+    names, sizes = _axes(axis_name, "pbroadcast")
+    n = math.prod(sizes)
+    if not isinstance(source, (int, np.integer)) or isinstance(source, bool) or \
+            not 0 <= source < n:
+        raise ValueError(f"pbroadcast: source must be an example's position, an int from 0 "
+                         f"to {n - 1} ({_named(names)} has {n} examples), got {source!r:.40}")
+
+    def one(leaf):
+        if type(leaf) is not Node:
+            return _array(leaf, "pbroadcast")
+        import wengert.numpy as wnp
+        return wnp.take(all_gather(leaf, names), int(source), axis=0)
+    return tree_map(one, x)
 
 
 # --------------------------------------------------------------------------------------

@@ -74,8 +74,8 @@ import numpy as _np
 from .. import numpy as _wnp
 from ..graph.active import current_graph as _current_graph
 from ..graph.node import Node
-from ..collectives import (all_gather, axis_index, axis_size, pmax, pmean, pmin, ppermute,
-                          psum, psum_scatter)
+from ..collectives import (all_gather, all_to_all, axis_index, axis_size, pbroadcast, pmax,
+                          pmean, pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 from ..loops import fori_loop, scan
 from ..primitives import array as _A
 from ..primitives.registry import is_weak, known_value as _value
