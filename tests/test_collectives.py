@@ -4,6 +4,8 @@ central differences (to second order for the linear ones), per-example derivativ
 the vmap against JAX's (psum's transpose is psum); data-parallel training with pmean,
 batch norm, nested names, loops, compile, and the errors."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ import wengert as wg
 import wengert.numpy as wnp
 from wengert import lax
 
-from fd import assert_close, check_grads
+from fd import assert_close, check_grads, fd_jacobian
 
 RNG = np.random.default_rng(20240611)
 B = 4                   # examples in a batch (none of the examples' own lengths)
@@ -883,6 +885,125 @@ def test_groups_with_shared_arguments_and_dtypes():
     assert got[0].tolist() == [[4, 6], [8, 10], [4, 6], [8, 10]]
 
 
+# --------------------------------------------------------------------------------------
+# collectives inside custom_jvp and custom_vjp functions
+# --------------------------------------------------------------------------------------
+def _custom(kind, J, l, n, names="i"):
+    """f(x) = sin(x) * psum(x) with a rule of its own that holds collectives too."""
+    if kind == "vjp":
+        @J.custom_vjp
+        def f(x):
+            return n.sin(x) * l.psum(x, names)
+        f.defvjp(lambda x: (f(x), x), lambda x, g: (
+            n.cos(x) * g * l.psum(x, names) + l.psum(n.sin(x) * g, names),))
+        return f
+
+    @J.custom_jvp
+    def f(x):
+        return n.sin(x) * l.psum(x, names)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), n.cos(x) * t * l.psum(x, names) + n.sin(x) * l.psum(t, names)
+    return f
+
+
+@pytest.mark.parametrize("kind", ["jvp", "vjp"])
+def test_custom_rules_holding_collectives_against_jax(kind):
+    """As in JAX, f and its rule may call collectives over the vmap's name: the call is
+    batched as one (its rule that of the batched function), so values, gradients through
+    the vmap and per-example gradients inside it are JAX's."""
+    def case(J, l, n):
+        f = _custom(kind, J, l, n)
+        batched = J.vmap(f, axis_name="i")
+        out = [batched(X),
+               J.grad(lambda xs: n.sum(batched(xs) * n.cos(xs)))(X),
+               J.vmap(J.grad(lambda x: n.sum(f(x) ** 2)), axis_name="i")(X),
+               J.jacrev(lambda xs: batched(xs)[1])(X)]
+        if kind == "jvp":
+            out += [J.jvp(batched, (X,), (M[:, 0],)),
+                    J.vmap(J.hessian(lambda x: n.sum(f(x) ** 2)), axis_name="i")(X),
+                    J.jacfwd(J.grad(lambda xs: n.sum(batched(xs) ** 2)))(X)]
+        return out
+    _same(*_both(case), rtol=1e-11)
+    f = wg.vmap(_custom(kind, wg, lax, wnp), axis_name="i")
+    assert_close(f(X), np.sin(X) * X.sum(0), rtol=1e-14)
+    # the rule is used, and it is right: against central differences, to second order
+    # (its rule is written with differentiable functions)
+    if kind == "jvp":
+        check_grads(f, X, order=2, rtol=1e-5)
+    else:                           # (reverse mode only: the gradient, then its Jacobian)
+        loss = lambda xs: wnp.sum(wnp.cos(f(xs)))
+        assert_close(wg.grad(loss)(X), fd_jacobian(loss, X, 1e-6).reshape(X.shape),
+                     rtol=1e-6, atol=1e-6)
+        assert_close(wg.jacrev(wg.grad(loss))(X),
+                     fd_jacobian(wg.grad(loss), X, 1e-6).reshape(X.shape * 2),
+                     rtol=1e-5, atol=1e-5)
+
+
+def test_a_rule_of_its_own_is_kept_when_batched():
+    """The batched call differentiates by the rule, not by f's body: a custom_vjp that
+    averages the gradients over the examples (the data-parallel step's pmean, written in
+    the rule alone) gives that average, inside the vmap as JAX does, and through it (where
+    JAX 0.10 raises "unbound axis name": it transposes the rule outside the vmap)."""
+    def synced_of(J, l):
+        @J.custom_vjp
+        def synced(x):
+            return x
+        synced.defvjp(lambda x: (x, None), lambda _, g: (l.pmean(g, "i"),))
+        return synced
+    inside = lambda J, l, n: J.vmap(J.grad(lambda x: n.sum(n.sin(synced_of(J, l)(x)) * x)),
+                                    axis_name="i")(X)
+    _same(*_both(inside), rtol=1e-13)
+    expected = (np.cos(X) * X).mean(0) + np.sin(X)      # (the rule's mean, and x's own)
+    assert_close(inside(wg, lax, wnp), expected, rtol=1e-13)
+    synced = synced_of(wg, lax)
+    outside = wg.grad(lambda xs: wnp.sum(wg.vmap(lambda x: wnp.sin(synced(x)),
+                                                 axis_name="i")(xs) * xs))(X)
+    assert_close(outside, expected, rtol=1e-13)
+
+
+def test_custom_rules_with_collectives_nested_shared_and_compiled():
+    """Collectives over an outer and an inner name in one custom function; a call whose
+    argument every example shares (a closed-over weight, in_axes None); nondiff_argnums;
+    and wg.compile of the batched function."""
+    def nested(J, l, n):
+        f = _custom("jvp", J, l, n, names=("i", "j"))
+        g = lambda x: f(x) * l.pmean(x, "j")
+        both = J.vmap(J.vmap(g, axis_name="j"), axis_name="i")
+        return both(Y), J.grad(lambda y: n.sum(n.sin(both(y))))(Y)
+    _same(*_both(nested), rtol=1e-12)
+
+    # (JAX leaves a call of shared arguments unbatched, and its rule's psum then raises
+    # "unbound axis name": there the weight is given to every example, mapped)
+    ours = lambda w: wnp.sum(wg.vmap(lambda x, w: x * _custom("vjp", wg, lax, wnp)(w),
+                                     in_axes=(0, None), axis_name="i")(X, w) ** 2)
+    jax = _jax()
+    jnp = jax.numpy
+    theirs = lambda w: jnp.sum(jax.vmap(lambda x, w: x * _custom("vjp", jax, jax.lax, jnp)(w),
+                                        axis_name="i")(X, jnp.broadcast_to(w, X.shape)) ** 2)
+    _same((ours(W), wg.grad(ours)(W)), (theirs(W), jax.grad(theirs)(W)), rtol=1e-12)
+    assert_close(wg.grad(ours)(W), fd_jacobian(ours, W, 1e-6), rtol=1e-6)
+
+    # (JAX 0.10 raises "unbound axis name" for the rule's psum with nondiff_argnums)
+    @functools.partial(wg.custom_vjp, nondiff_argnums=(1,))
+    def scaled(x, k):
+        return k * lax.psum(x, "i")
+    scaled.defvjp(lambda x, k: (scaled(x, k), None), lambda k, _, g: (k * lax.psum(g, "i"),))
+    batched = wg.vmap(lambda x: wnp.sin(scaled(x, 3.0)), axis_name="i")
+    assert_close(batched(X), _every(np.sin(3 * X.sum(0))), rtol=1e-14)
+    loss = lambda xs: wnp.sum(batched(xs))
+    assert_close(wg.grad(loss)(X), _every(3 * B * np.cos(3 * X.sum(0))), rtol=1e-13)
+    assert_close(wg.grad(loss)(X), fd_jacobian(loss, X, 1e-6).reshape(X.shape), rtol=1e-6)
+
+    f = wg.vmap(_custom("vjp", wg, lax, wnp), axis_name="i")
+    compiled = wg.compile(f, X)
+    assert_close(compiled(2 * X), f(2 * X), rtol=1e-14)
+    g = wg.jit(wg.grad(lambda xs: wnp.sum(f(xs) ** 2)))
+    assert_close(g(X), wg.grad(lambda xs: wnp.sum(f(xs) ** 2))(X), rtol=1e-12)
+
+
 def test_compile_new_collectives_and_groups():
     f = wg.vmap(lambda x: wnp.sin(lax.all_to_all(x, "i", 0, 1)).T * lax.pbroadcast(x, "i", 1)
                 + lax.pshuffle(x, "i", SHUFFLE) ** 2
@@ -910,13 +1031,14 @@ def test_an_unbound_name_is_a_name_error():
         wg.jit(lambda x: lax.all_gather(x, "i"))(X)
 
 
-def test_a_custom_rule_function_holding_a_collective_is_refused_clearly():
-    @wg.custom_vjp
-    def f(x):
-        return wnp.sin(x) * lax.psum(x, "i")
-    f.defvjp(lambda x: (f(x), x), lambda x, g: (g * lax.psum(wnp.cos(x), "i"),))
+def test_a_callback_holding_a_collective_is_refused_clearly():
+    """A callback runs a function of one example on numbers while the vmap computes its
+    batch, where no collective can be computed (custom_jvp and custom_vjp functions are
+    batched as one call instead, above)."""
+    f = lambda x: wg.pure_callback(lambda v: lax.psum(v, "i"), wg.ShapeDtype((3,)), x,
+                                   vmap_method="sequential")
     with pytest.raises(NameError, match="while the wg.vmap with axis_name='i' computes its "
-                                        "batch.*custom_vjp.*pass its result in"):
+                                        "batch.*callback.*pass its result in"):
         wg.vmap(f, axis_name="i")(X)
 
 

@@ -29,6 +29,8 @@ A name that no enclosing vmap binds raises NameError, as in JAX.  ``axis_index_g
 examples into groups of one size, a list of lists of their positions covering each
 example once, and the collective runs within each example's group, positions counting
 in the group's order: what ``jax.pmap`` does on devices (JAX's vmap refuses groups).
+f may call the collectives inside a `wg.custom_jvp` or `wg.custom_vjp` function or its
+rules, as in JAX (`wengert.custom_rules` batches such a call as one).
 
 Example:
     >>> import numpy as np, wengert as wg
@@ -81,10 +83,10 @@ def _unbound(name, who):
         # operation that runs a function of one example again does so now
         return (f"unbound axis name {name!r}: {who} over {name!r} is called while the "
                 f"wg.vmap with axis_name={name!r} computes its batch, by an operation "
-                "that runs a function of one example again (a wg.custom_jvp or "
-                "wg.custom_vjp function, a callback): collectives inside those are not "
-                "offered; compute the collective outside the function and pass its "
-                "result in as an argument")
+                "that runs a function of one example again on numbers (a callback, "
+                "wg.pure_callback's with vmap_method='sequential'): collectives inside "
+                "those are not offered; compute the collective outside the function and "
+                "pass its result in as an argument")
     names = P.bound_names()
     here = (f" (the names bound here: {', '.join(repr(n) for n in names)})" if names
             else " (no vmap binds a name here)")

@@ -19,6 +19,15 @@ transpose of that linear map (the VJP of the rule along the tangents), as JAX do
 reverse sweep to give ``f_bwd`` its residuals (the forward sweep keeps only f's
 arguments and result, as for every primitive).  Rules written with wengert's functions
 (wengert.numpy) differentiate again, to any order.
+
+Inside ``wg.vmap(..., axis_name="i")`` f and its rules may hold collectives over "i"
+(``lax.psum(x, "i")``), as in JAX.  The call's node has no batching rule of its own, so a
+vmap calls it once per example, where "i" means nothing; so where f or a rule holds a
+collective over the name of the vmap batching the call (found by tracing them once on the
+call's shapes, `_Custom._probe`), the batched call is the same primitive with a `_Batched`
+layout, whose value and rules are f's and the rules' own under ``vmap(...,
+axis_name="i")``, as JAX batches a custom_jvp_call: the collectives are computed over the
+batch, and the rules stay the rules of the batched function.
 """
 from __future__ import annotations
 
@@ -29,9 +38,11 @@ import math
 import numpy as np
 
 from . import numpy as wnp
-from .graph.active import recording
+from .graph.active import current_graph, recording
+from .graph.graph import Graph, ShapeDtype, aval
 from .graph.node import Node
 from .primitives.array import zeros_like
+from .primitives.collective import axis_names as collective_names, bound_names, resolving
 from .primitives.pack import part
 from .primitives.registry import broadcasts_to, primitive, shape_of
 from .tree import dict_keys, flatten, tree_map, unflatten
@@ -118,6 +129,29 @@ class _Layout:
         _digest_value(h, [self.fixed[k] for k in self.nondiff])
 
 
+class _Batched:
+    """The layout of a call batched by a vmap whose axis name the collectives of f (or of
+    its rules) use: the primitive's value is ``vmap(one call, in_axes, axis_name)`` of
+    the leaves, `inner` the layout of one example's call (see the module)."""
+
+    __slots__ = ("inner", "in_axes", "axis_name", "aval")
+
+    def __init__(self, inner, in_axes, axis_name, aval):
+        self.inner, self.in_axes, self.axis_name, self.aval = inner, in_axes, axis_name, aval
+
+    def map(self, fn, in_axes):
+        """`fn` of one example mapped over the batch, with the axis name bound."""
+        from .vectorize import vmap
+        return vmap(fn, in_axes=in_axes, axis_name=self.axis_name)
+
+    def __repr__(self):
+        return f"vmap[{self.axis_name!r}]"
+
+    def digest_into(self, h):
+        h.update(repr((self.in_axes, self.axis_name)).encode())
+        self.inner.digest_into(h)
+
+
 def _leaves_like(ct, arg) -> list:
     """A cotangent's leaves in the layout of its argument's, None where the cotangent (or
     a subtree of it) is None: JAX's bwd may say "zero" for any part."""
@@ -152,6 +186,13 @@ class _Custom:
 
         def evaluate(*leaves, layout):
             plain = not any(type(v) is Node for v in leaves)
+            if type(layout) is _Batched:
+                one = layout.map(lambda *ls: evaluate(*ls, layout=layout.inner),
+                                 layout.in_axes)
+                if not plain:
+                    return one(*leaves)
+                with recording(None):   # (a collective over an enclosing name: NoValue)
+                    return one(*leaves)
             if plain:
                 # on plain numbers f records nothing in the trace that applies the
                 # primitive: a transformation f runs (jax.vjp in JAX's fixed_point) would
@@ -169,6 +210,50 @@ class _Custom:
         # (named as f, or f_user where f's name is a built-in's, as wg.primitive does)
         evaluate.__name__ = getattr(fun, "__name__", "custom")
         self._prim = primitive(evaluate, complex=True)     # (rules in JAX's convention)
+        self._prim.axis_names = frozenset()     # (those of f's and its rules' collectives)
+        self._probed = set()
+        by_example = self._prim._abstract_eval
+
+        def abstract_eval(args, params):
+            layout = params["layout"]
+            return layout.aval if type(layout) is _Batched else by_example(args, params)
+        self._prim._abstract_eval = abstract_eval
+        self._prim.defbatch(self._batch)
+
+    def _batch(self, args, mapped, node):
+        """wg.vmap's rule: where f or its rules hold a collective over the vmap's axis
+        name, the call batched as one call (`_Batched`); else None, one call per example
+        as for any primitive without a rule."""
+        name = resolving()
+        if name is None or name not in self._prim.axis_names:
+            return None
+        size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
+        layout = _Batched(node.params["layout"], tuple(0 if m else None for m in mapped),
+                          name, ((size,) + tuple(node.shape), node.dtype))
+        return self._prim(*args, layout=layout)
+
+    def _probe(self, layout, leaves):
+        """Inside the trace of a vmap that binds axis names, learn the names that the
+        collectives of f and its rules use (`_batch` reads them): trace them once on the
+        leaves' shapes.  An error there is left for the call itself to raise."""
+        key = (tuple(bound_names()), tuple(aval(x) for x in leaves))
+        if key in self._probed:
+            return
+        self._probed.add(key)           # (first: a rule that calls f probes no further)
+        g = Graph()
+        ins = [g.input(ShapeDtype(*aval(x))) for x in leaves]
+        with recording(g):
+            for part_of in self._parts(layout, ins, g):
+                try:
+                    part_of()
+                except Exception:       # (the probe only looks; the call reports errors)
+                    break
+        self._prim.axis_names = self._prim.axis_names | collective_names(g)
+        g.release()
+
+    def _parts(self, layout, ins, graph):
+        """What `_probe` traces, one part after the other: f, then its rules."""
+        return [lambda: self.fun(*layout.arguments(ins))]
 
     def _check_no_closure(self, out):
         """Refuse f's result `out`, computed from arguments none of which is traced, if it
@@ -203,6 +288,14 @@ class _Custom:
                             "nondiff_argnums holds a traced value, whose derivative would "
                             "be lost; leave it out of nondiff_argnums")
         leaves, layout.tree = flatten(diff)
+        if bound_names() and any(type(x) is Node for x in leaves):
+            self._probe(layout, leaves)
+            graph = current_graph()
+            if graph is not None and not self._prim.axis_names.isdisjoint(bound_names()):
+                # recorded into the named vmap's trace, as a collective is, even where
+                # every traced leaf is an enclosing trace's (a shared weight): the vmap
+                # computes it
+                return layout.unpack(graph.apply(self._prim, leaves, {"layout": layout}))
         if not any(type(x) is Node for x in leaves):
             from .dual import Dual, through
             if any(type(x) is Dual for x in leaves):
@@ -254,6 +347,11 @@ class custom_jvp(_Custom):
         what = f"the rule of {self.__name__!r}"
 
         def tangent_out(ts, leaves, ans, layout):
+            if type(layout) is _Batched:        # (the rule of each example, mapped)
+                axes = list(layout.in_axes)
+                return layout.map(lambda ts, leaves, ans: tangent_out(
+                    ts, leaves, ans, layout.inner), (axes, axes, 0))(list(ts), list(leaves),
+                                                                     ans)
             fixed, primals = layout.split(layout.arguments(leaves))
             tangents = layout.split(layout.arguments(ts))[1]
             return _fitted(layout.pack(rule(*fixed, tuple(primals), tuple(tangents))[1],
@@ -318,6 +416,13 @@ class custom_jvp(_Custom):
                                  *shares)
 
         self.defjvp(rule)
+
+    def _parts(self, layout, ins, graph):
+        def rule():
+            tangents = [graph.input(ShapeDtype(x.shape, x.dtype)) for x in ins]
+            fixed, primals = layout.split(layout.arguments(ins))
+            self.jvp(*fixed, tuple(primals), tuple(layout.split(layout.arguments(tangents))[1]))
+        return super()._parts(layout, ins, graph) + [rule]
 
     def _rules_missing(self):
         if self.jvp is None:
@@ -414,6 +519,14 @@ class custom_vjp(_Custom):
         name = self.__name__
 
         def cotangents(g, *args, layout):       # (args: the leaves, then the result)
+            if type(layout) is _Batched:
+                # the rule of each example, mapped; a shared leaf's cotangent is the sum
+                # of every example's
+                axes = list(layout.in_axes)
+                cts = layout.map(lambda g, leaves: list(cotangents(
+                    g, *leaves, None, layout=layout.inner)), (0, axes))(g, list(args[:-1]))
+                return tuple(c if c is None or a == 0 else wnp.sum(c, axis=0)
+                             for c, a in zip(cts, axes))
             args = layout.arguments(args[:-1])
             fixed, diff = layout.split(args)
             found = fwd(*args)
@@ -441,6 +554,14 @@ class custom_vjp(_Custom):
 
         self._prim.defvjp(cotangents)
         self._prim.defjvp(no_forward_mode)
+
+    def _parts(self, layout, ins, graph):
+        def rule():
+            args = layout.arguments(ins)
+            out, residuals = self.fwd(*args)
+            g = tree_map(lambda o: graph.input(ShapeDtype(*aval(o))), out)
+            self.bwd(*layout.split(args)[0], residuals, g)
+        return super()._parts(layout, ins, graph) + [rule]
 
     def _rules_missing(self):
         if self.fwd is None:
