@@ -467,10 +467,11 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
 
     Example:
         >>> import numpy as np, wengert as wg
-        >>> xs = np.arange(6.0).reshape(2, 3, 1)[:, :2]   # two examples of shape (2, 1)
-        >>> wg.vmap(lambda x: pswapaxes(x, "i", 0), axis_name="i")(xs)[:, :, 0]
-        array([[0., 3.],
-               [1., 4.]])
+        >>> xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+        >>> wg.vmap(lambda x: pswapaxes(x, "i", 0), axis_name="i")(xs)
+        array([[1., 4., 7.],
+               [2., 5., 8.],
+               [3., 6., 9.]])
     """
     return _all_to_all(x, axis_name, axis, axis, axis_index_groups, False, "pswapaxes",
                        ("axis", "axis"))
@@ -541,7 +542,8 @@ def pshuffle(x, axis_name, perm):
 
     Example:
         >>> import numpy as np, wengert as wg
-        >>> wg.vmap(lambda x: pshuffle(x, "i", [2, 0, 1]), axis_name="i")(np.array([1.0, 2.0, 3.0]))
+        >>> xs = np.array([1.0, 2.0, 3.0])
+        >>> wg.vmap(lambda x: pshuffle(x, "i", [2, 0, 1]), axis_name="i")(xs)
         array([3., 1., 2.])
     """
     names, sizes = _axes(axis_name, "pshuffle")

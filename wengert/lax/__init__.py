@@ -35,7 +35,8 @@ What it holds, by kind:
 
 * **collectives** over the examples of ``wg.vmap(f, axis_name=...)`` or ``wg.pmap``:
   `psum`, `pmean`, `pmax`, `pmin`, `all_gather`, `psum_scatter`, `ppermute`,
-  `axis_index`, `axis_size` (`wengert.collectives`).
+  `axis_index`, `axis_size`, `all_to_all`, `pswapaxes`, `pshuffle`, `pbroadcast`
+  (`wengert.collectives`).
 
 * **Fourier transforms and linear algebra**: `fft` with `FftType` (`wengert.lax._fft`,
   over `wengert.numpy.fft`), and the module `linalg`, JAX's ``jax.lax.linalg``
@@ -48,7 +49,7 @@ What it holds, by kind:
   helpers of convolutions, the gamma gradients (`igamma_grad_a`, `random_gamma_grad`) and
   the bit generators (`rng_bit_generator`, `rng_uniform`).
 
-A name of ``jax.lax`` that is not here (``all_to_all``, the sharding names) raises an
+A name of ``jax.lax`` that is not here (``ragged_all_to_all``, the sharding names) raises an
 AttributeError that says so and what to use.
 
 Example:
@@ -125,7 +126,7 @@ __all__ = [
     "shift_left", "shift_right_arithmetic", "shift_right_logical",
     # collectives, inside wg.vmap or wg.pmap with axis_name (wengert.collectives)
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index",
-    "axis_size",
+    "axis_size", "all_to_all", "pswapaxes", "pshuffle", "pbroadcast",
     # Fourier transforms, and the module linalg (jax.lax.linalg)
     "fft", "FftType", "linalg",
 ]
