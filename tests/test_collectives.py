@@ -1004,6 +1004,26 @@ def test_custom_rules_with_collectives_nested_shared_and_compiled():
     assert_close(g(X), wg.grad(lambda xs: wnp.sum(f(xs) ** 2))(X), rtol=1e-12)
 
 
+def test_an_inner_vmap_batches_all_to_all_and_groups():
+    """A vmap without a name inside batches all_to_all (its axes one place right) for the
+    outer vmap to compute, against JAX; groups so too, against one outer vmap per inner
+    example."""
+    z = RNG2.normal(size=(B, 2, B, 3))
+
+    def case(J, l, n):
+        f = lambda x: n.sin(l.all_to_all(x, "i", 0, 1)) * l.all_to_all(x, "i", 0, 0,
+                                                                        tiled=True).T
+        g = J.vmap(J.vmap(f), axis_name="i")
+        return g(z), J.grad(lambda z: n.sum(g(z) ** 2))(z)
+    _same(*_both(case), rtol=1e-13)
+    f = lambda x: lax.psum_scatter(x, "i", axis_index_groups=GROUPS, tiled=True) + \
+        lax.all_to_all(x, "i", 0, 0, axis_index_groups=GROUPS)[:2]
+    y = z[:, :, :2, 0]
+    assert_close(wg.vmap(wg.vmap(f), axis_name="i")(y),
+                 np.stack([wg.vmap(f, axis_name="i")(y[:, k]) for k in range(2)], axis=1),
+                 rtol=1e-15)
+
+
 def test_compile_new_collectives_and_groups():
     f = wg.vmap(lambda x: wnp.sin(lax.all_to_all(x, "i", 0, 1)).T * lax.pbroadcast(x, "i", 1)
                 + lax.pshuffle(x, "i", SHUFFLE) ** 2
