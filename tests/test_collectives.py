@@ -1024,6 +1024,21 @@ def test_an_inner_vmap_batches_all_to_all_and_groups():
                  rtol=1e-15)
 
 
+@pytest.mark.parametrize("kind", ["jvp", "vjp"])
+def test_custom_rules_with_collectives_in_a_scan(kind):
+    """In a scan's body: the loop batched by the vmap holds the call batched, whose
+    collectives it computes itself (the loop then holds none over the vmap's name)."""
+    xs = RNG2.normal(size=(B, 5))
+
+    def case(J, l, n):
+        f = _custom(kind, J, l, n)
+        per = lambda xs: l.scan(lambda c, x: (n.sin(c) + f(x * c), c), 0.5, xs)[0]
+        batched = J.vmap(per, axis_name="i")
+        return (batched(xs), J.grad(lambda z: n.sum(batched(z) ** 2))(xs),
+                J.vmap(J.grad(per), axis_name="i")(xs))
+    _same(*_both(case), rtol=1e-12)
+
+
 def test_compile_new_collectives_and_groups():
     f = wg.vmap(lambda x: wnp.sin(lax.all_to_all(x, "i", 0, 1)).T * lax.pbroadcast(x, "i", 1)
                 + lax.pshuffle(x, "i", SHUFFLE) ** 2

@@ -24,8 +24,8 @@ Inside ``wg.vmap(..., axis_name="i")`` f and its rules may hold collectives over
 (``lax.psum(x, "i")``), as in JAX.  The call's node has no batching rule of its own, so a
 vmap calls it once per example, where "i" means nothing; so where f or a rule holds a
 collective over the name of the vmap batching the call (found by tracing them once on the
-call's shapes, `_Custom._probe`), the batched call is the same primitive with a `_Batched`
-layout, whose value and rules are f's and the rules' own under ``vmap(...,
+call's shapes, `_Custom._probe`, and kept in the call's layout, which `held_axis_names`
+reads), the batched call is the same primitive with a `_Batched` layout, whose value and rules are f's and the rules' own under ``vmap(...,
 axis_name="i")``, as JAX batches a custom_jvp_call: the collectives are computed over the
 batch, and the rules stay the rules of the batched function.
 """
@@ -58,12 +58,13 @@ class _Layout:
     """How a call's leaves and its non-differentiable arguments make f's arguments again:
     a primitive parameter, compared by identity (no two calls are merged by interning)."""
 
-    __slots__ = ("tree", "fixed", "nondiff", "out_tree", "out_avals")
+    __slots__ = ("tree", "fixed", "nondiff", "out_tree", "out_avals", "axis_names")
 
     def __init__(self, tree, fixed, nondiff):
         self.tree, self.fixed, self.nondiff = tree, fixed, nondiff
         self.out_tree = None        # f's result's structure (ONE_LEAF: not a container),
         self.out_avals = None       # None until f first returns; its leaves' (shape, dtype)
+        self.axis_names = frozenset()   # those of the collectives f and its rules hold
 
     def pack(self, out, what="f"):
         """f's result (or a tangent of it) as the primitive's value: itself if it is one
@@ -139,6 +140,11 @@ class _Batched:
     def __init__(self, inner, in_axes, axis_name, aval):
         self.inner, self.in_axes, self.axis_name, self.aval = inner, in_axes, axis_name, aval
 
+    @property
+    def axis_names(self):
+        """Those of the collectives still to be computed: not the vmap's own."""
+        return self.inner.axis_names - {self.axis_name}
+
     def map(self, fn, in_axes):
         """`fn` of one example mapped over the batch, with the axis name bound."""
         from .vectorize import vmap
@@ -210,8 +216,9 @@ class _Custom:
         # (named as f, or f_user where f's name is a built-in's, as wg.primitive does)
         evaluate.__name__ = getattr(fun, "__name__", "custom")
         self._prim = primitive(evaluate, complex=True)     # (rules in JAX's convention)
-        self._prim.axis_names = frozenset()     # (those of f's and its rules' collectives)
-        self._probed = set()
+        # (the axis names of the collectives in f and its rules, per call: its layout's)
+        self._prim.axis_names_of = lambda node: node.params["layout"].axis_names
+        self._probed = {}
         by_example = self._prim._abstract_eval
 
         def abstract_eval(args, params):
@@ -225,7 +232,7 @@ class _Custom:
         name, the call batched as one call (`_Batched`); else None, one call per example
         as for any primitive without a rule."""
         name = resolving()
-        if name is None or name not in self._prim.axis_names:
+        if name is None or name not in node.params["layout"].axis_names:
             return None
         size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
         layout = _Batched(node.params["layout"], tuple(0 if m else None for m in mapped),
@@ -233,13 +240,13 @@ class _Custom:
         return self._prim(*args, layout=layout)
 
     def _probe(self, layout, leaves):
-        """Inside the trace of a vmap that binds axis names, learn the names that the
-        collectives of f and its rules use (`_batch` reads them): trace them once on the
-        leaves' shapes.  An error there is left for the call itself to raise."""
+        """Inside the trace of a vmap that binds axis names, the names that the
+        collectives of f and its rules use (`_batch` reads them): found by tracing them
+        once on the leaves' shapes.  An error there is left for the call itself to raise."""
         key = (tuple(bound_names()), tuple(aval(x) for x in leaves))
         if key in self._probed:
-            return
-        self._probed.add(key)           # (first: a rule that calls f probes no further)
+            return self._probed[key]
+        self._probed[key] = frozenset()     # (first: a rule that calls f probes no further)
         g = Graph()
         ins = [g.input(ShapeDtype(*aval(x))) for x in leaves]
         with recording(g):
@@ -248,8 +255,9 @@ class _Custom:
                     part_of()
                 except Exception:       # (the probe only looks; the call reports errors)
                     break
-        self._prim.axis_names = self._prim.axis_names | collective_names(g)
+        names = self._probed[key] = collective_names(g)
         g.release()
+        return names
 
     def _parts(self, layout, ins, graph):
         """What `_probe` traces, one part after the other: f, then its rules."""
@@ -289,9 +297,9 @@ class _Custom:
                             "be lost; leave it out of nondiff_argnums")
         leaves, layout.tree = flatten(diff)
         if bound_names() and any(type(x) is Node for x in leaves):
-            self._probe(layout, leaves)
+            layout.axis_names = self._probe(layout, leaves)
             graph = current_graph()
-            if graph is not None and not self._prim.axis_names.isdisjoint(bound_names()):
+            if graph is not None and not layout.axis_names.isdisjoint(bound_names()):
                 # recorded into the named vmap's trace, as a collective is, even where
                 # every traced leaf is an enclosing trace's (a shared weight): the vmap
                 # computes it

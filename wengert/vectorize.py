@@ -41,7 +41,7 @@ from .graph.node import Node
 from .primitives import array as A
 from .primitives import batching  # noqa: F401  (declares the rules)
 from .primitives.batching import batched
-from .primitives.collective import binding, resolving_axes
+from .primitives.collective import binding, held_axis_names, resolving_axes
 from .primitives.registry import CONST, INPUT, shape_of
 from .tree import dict_keys, flatten, hold_constants, key_order, registered, unflatten
 
@@ -237,7 +237,7 @@ def _run(graph, values, mapped, size, axis_name):
             env[node.index] = op.resolve(args, flags, node, size)
         elif any(flags):
             env[node.index] = (apply_batched(node, args, flags, size), True)
-        elif axis_name is not None and axis_name in getattr(op, "axis_names", ()):
+        elif axis_name is not None and axis_name in held_axis_names(node):
             # a loop (or checkpoint) whose function holds a collective over this vmap's
             # axis: its value differs from one example to the next though its arguments
             # do not

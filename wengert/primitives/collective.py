@@ -54,6 +54,7 @@ from .shape import broadcast_to
 
 __all__ = ["Collective", "psum", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
            "ppermute", "axis_index", "axis_names", "binding", "bound", "bound_names",
+           "held_axis_names",
            "resolving", "resolving_axes", "within_group"]
 
 
@@ -194,10 +195,27 @@ def axis_names(graph) -> frozenset:
             if "axis_name" in n.params:
                 names.add(n.params["axis_name"])
         else:
-            inner = getattr(n.op, "axis_names", None)
-            if inner:
-                names |= inner
+            names |= held_axis_names(n)
     return frozenset(names)
+
+
+def held_axis_names(node) -> frozenset:
+    """The axis names of the collectives that `node`'s operation holds inside it (a loop's
+    body, a checkpointed function): its primitive's ``axis_names``, or, where they differ
+    from one call to the next (a custom_jvp function, batched by one vmap or not), its
+    ``axis_names_of(node)``.
+
+    Example:
+        >>> import wengert as wg
+        >>> g = wg.Graph()
+        >>> x = g.input(wg.ShapeDtype(), "x")
+        >>> held_axis_names(psum(x, axis_name="i"))       # (a collective is no holder)
+        frozenset()
+    """
+    of = getattr(node.op, "axis_names_of", None)
+    if of is not None:
+        return of(node)
+    return getattr(node.op, "axis_names", None) or frozenset()
 
 
 def _same(args, params):
