@@ -21,13 +21,14 @@ arguments and result, as for every primitive).  Rules written with wengert's fun
 (wengert.numpy) differentiate again, to any order.
 
 Inside ``wg.vmap(..., axis_name="i")`` f and its rules may hold collectives over "i"
-(``lax.psum(x, "i")``), as in JAX.  The call's node has no batching rule of its own, so a
-vmap calls it once per example, where "i" means nothing; so where f or a rule holds a
-collective over the name of the vmap batching the call (found by tracing them once on the
-call's shapes, `_Custom._probe`, and kept in the call's layout, which `held_axis_names`
-reads), the batched call is the same primitive with a `_Batched` layout, whose value and rules are f's and the rules' own under ``vmap(...,
-axis_name="i")``, as JAX batches a custom_jvp_call: the collectives are computed over the
-batch, and the rules stay the rules of the batched function.
+(``lax.psum(x, "i")``), as in JAX.  A call with no batching rule of its own would be
+called once per example, where "i" means nothing; so where f or a rule holds a collective
+over the name of the vmap batching the call (found by tracing them once on the call's
+shapes, `_Custom._probe`, and kept in the call's layout, which `held_axis_names` reads),
+the batched call is the same primitive with a `_Batched` layout, whose value and rules are
+f's and the rules' own under ``vmap(..., axis_name="i")``, as JAX batches a
+custom_jvp_call: the collectives are computed over the batch, and the rules stay the
+rules of the batched function.
 """
 from __future__ import annotations
 
