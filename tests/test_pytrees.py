@@ -162,6 +162,22 @@ def test_compile_takes_and_returns_registered_classes_and_retraces_on_new_aux():
     assert compiled(swapped, x)[0].act == "relu"
 
 
+def test_a_registered_namedtuple_flattens_by_its_own_rule_as_in_jax():
+    # (JAX's optimizers register their state, a namedtuple, so that only its first field
+    # holds leaves; the registration comes before the namedtuple rule there and here)
+    Tagged = collections.namedtuple("Tagged", "value tag")
+    register_pytree_node(Tagged, lambda t: ((t.value,), t.tag),
+                         lambda tag, children: Tagged(children[0], tag))
+    leaves, tree = flatten(Tagged(np.ones(2), "a"))
+    assert len(leaves) == 1 and unflatten(tree, [np.zeros(2)]).tag == "a"
+    g = wg.compile(wg.grad(lambda t: wnp.sum(t.value ** 2)))(Tagged(np.ones(2), "a"))
+    assert type(g) is Tagged and g.tag == "a" and g.value.tolist() == [2.0, 2.0]
+    jax = pytest.importorskip("jax")
+    jax.tree_util.register_pytree_node(Tagged, lambda t: ((t.value,), t.tag),
+                                       lambda tag, children: Tagged(children[0], tag))
+    assert len(jax.tree.leaves(Tagged(np.ones(2), "a"))) == 1
+
+
 def test_vmap_over_a_field_with_an_instance_as_in_axes():
     xs = rng.normal(size=(4, 3))
     a = Affine(rng.normal(size=(4, 3)), 2.0, "batch")

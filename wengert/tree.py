@@ -379,12 +379,12 @@ def _node(x):
     if t is dict:
         keys = dict_keys(x)
         return "dict", tuple(keys), [x[k] for k in keys]
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return "namedtuple", t, x
-    rule = _REGISTERED.get(t)
-    if rule is not None:
+    rule = _REGISTERED.get(t)       # (first: a registered namedtuple flattens by its own
+    if rule is not None:            # rule, as in JAX, e.g. optimizers.OptimizerState)
         children, aux = rule[0](x)
         return CUSTOM, (t, aux), children
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return "namedtuple", t, x
     return None
 
 
