@@ -122,6 +122,12 @@ def test_glu_logsumexp_logmeanexp_standardize_match_jax(jax):
                {"mean": 0.5, "variance": 2.0}, {"epsilon": 0.1, "axis": None}):
         np.testing.assert_allclose(nn.standardize(x, **kw), jax.nn.standardize(x, **kw),
                                    rtol=1e-9, atol=1e-12)
+    # "fast" cancels below 0 (mean(x²) - mean² = -2 here, whose sqrt with epsilon 1e-5
+    # would be nan): made 0, as JAX's clip makes it
+    far = 1e8 + np.array([1.0, 2.0, 1.0, 0.0, 2.0, 2.0])
+    assert np.mean(far ** 2) - np.mean(far) ** 2 < -1e-5
+    np.testing.assert_allclose(nn.standardize(far), jax.nn.standardize(far), rtol=1e-12)
+    assert np.isfinite(wg.grad(lambda a: wnp.sum(nn.standardize(a) * far))(far)).all()
     with pytest.raises(ValueError, match="even"):
         nn.glu(np.ones(3))
     with pytest.raises(ValueError, match="algorithm"):

@@ -1438,7 +1438,8 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
     the mean and variance of x there unless given, of the elements ``where`` keeps (the
     result has every element).  ``algorithm="fast"`` (JAX's default) takes the variance
     as ``mean(x²) - mean(x)²``, which cancels where the mean is large against the
-    spread; ``"stable"`` as ``mean((x - mean)²)``.
+    spread (and is made 0 where it cancels below 0, as JAX's); ``"stable"`` as
+    ``mean((x - mean)²)``.
 
     Example:
         >>> import numpy as np, wengert.nn as nn
@@ -1454,8 +1455,9 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
         mean = wnp.mean(x, axis=axis, keepdims=True, **kw)
     if variance is None:
         if algorithm == "fast":
-            variance = wnp.mean(wnp.square(x), axis=axis, keepdims=True, **kw) - \
-                wnp.square(mean)
+            # (cancellation may leave it below 0: made 0, as JAX's clip does)
+            variance = wnp.maximum(wnp.mean(wnp.square(x), axis=axis, keepdims=True, **kw)
+                                   - wnp.square(mean), 0.0)
         else:
             variance = wnp.mean(wnp.square(x - mean), axis=axis, keepdims=True, **kw)
     return (x - mean) / wnp.sqrt(variance + epsilon)
