@@ -54,6 +54,7 @@ from . import dtypes, debug  # noqa: F401  (JAX's jax.dtypes and jax.debug)
 from . import ad_checkpoint, test_util  # noqa: F401  (JAX's jax.ad_checkpoint, test_util)
 from . import ops, image  # noqa: F401  (JAX's jax.ops and jax.image)
 from . import experimental, flatten_util  # noqa: F401  (jax.experimental.ode / .jet)
+from . import example_libraries  # noqa: F401  (JAX's jax.example_libraries: stax, optimizers)
 
 __version__ = "0.1.0"
 
@@ -72,4 +73,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "linear_transpose", "closure_convert", "make_jaxpr", "pmap", "pure_callback",
            "named_call", "named_scope", "ensure_compile_time_eval", "dtypes", "debug",
            "ad_checkpoint", "test_util", "ops", "image", "typeof", "experimental",
-           "flatten_util"]
+           "flatten_util", "example_libraries"]
