@@ -22,6 +22,41 @@ def test_digits_cnn_reaches_97_percent(capsys):
     assert "epoch 25/25" in out and "test accuracy" in out
 
 
+def test_stax_digits_trains_to_97_percent(capsys):
+    pytest.importorskip("sklearn")
+    example = load("stax_digits")
+    acc = example.main()
+    assert acc >= 0.97, acc
+    out = capsys.readouterr().out
+    assert "Epoch 12 in" in out and "Test set accuracy" in out
+    # the gradient the training stood on, against central differences: a few entries of
+    # each layer's weights, on a batch, at initial weights with biases well away from 0
+    # (the initial conv bias, about 1e-6, is the pre-activation of every blank patch, so a
+    # difference of 1e-6 would step across ReLU's kink)
+    import numpy as np
+    import wengert as wg
+    from wengert.tree import flatten, unflatten
+    images, labels = example.digits()[:2]
+    batch = (images[:32], labels[:32])
+    _, params = example.init_random_params(wg.random.PRNGKey(1), (-1, 8, 8, 1))
+    leaves, tree = flatten(params)
+    rng = np.random.default_rng(0)
+    leaves = [rng.normal(scale=0.1, size=v.shape) if k % 2 else v for k, v in enumerate(leaves)]
+    params = unflatten(tree, leaves)
+    grads = flatten(wg.grad(example.loss)(params, batch))[0]
+    eps = 1e-6
+    for k, leaf in enumerate(leaves):
+        for _ in range(3):
+            i = tuple(int(rng.integers(n)) for n in leaf.shape)
+            moved = []
+            for sign in (1, -1):
+                bumped = [v.copy() for v in leaves]
+                bumped[k][i] += sign * eps
+                moved.append(example.loss(unflatten(tree, bumped), batch))
+            fd = (moved[0] - moved[1]) / (2 * eps)
+            assert abs(grads[k][i] - fd) < 1e-7 + 1e-6 * abs(fd), (k, i, grads[k][i], fd)
+
+
 def test_impedance_fit_recovers_the_circuit(capsys):
     example = load("impedance_fit")
     fitted = example.main()
