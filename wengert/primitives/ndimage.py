@@ -1,0 +1,121 @@
+"""The valid cross-correlation, the one primitive under `wengert.scipy.ndimage`'s filters.
+
+correlate_valid(p, w) is y_i = Σ_k w_k p_(i+k) over every axis (p and w have the same
+number of axes, w no longer than p on any): the filter's output where the kernel lies
+wholly inside p.  A filter with a boundary mode is this primitive applied to the input
+padded as the mode says (wengert.scipy.ndimage builds the padding from gathers and
+concatenations, whose transposes fold the edges' cotangents back).  Bilinear, so
+
+    JVP:  dy = correlate_valid(dp, w) + correlate_valid(p, dw)
+    VJP:  p̄ = correlate_valid(ȳ padded with K − 1 zeros on each side, w flipped)
+          w̄ = correlate_valid(p, ȳ)                    (ȳ as the kernel: K results)
+
+Both are the primitive again, so the rules differentiate to any order.  Complex values
+are holomorphic (the VJP transposes without conjugating, docs/complex.md).
+
+The value is SciPy's own arithmetic: `scipy.ndimage.correlate1d` (a kernel along one
+axis) or `scipy.ndimage.correlate` on p, cut to the valid part, so a filter of a padded
+array is SciPy's filter to the last bit.  A result smaller than the kernel (the kernel's
+cotangent) is summed window by window instead.  It is one primitive rather than a sum of
+K shifted slices (its `decomposition`, the reference for its rules and Taylor mode's
+route) because that sum costs K array operations forward and about 3K back.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .array import encode_index, flip, getitem, pad, reshape, sum_nonzero
+from .registry import defprimitive, shape_of
+from .special import scipy_module
+
+
+def valid_shape(sp, sw):
+    return tuple(a - b + 1 for a, b in zip(sp, sw))
+
+
+def _correlate_valid_np(p, w):
+    p, w = np.asarray(p), np.asarray(w)
+    dtype = np.result_type(p.dtype, w.dtype, np.float64)
+    p = p.astype(dtype, copy=False)
+    out_shape = valid_shape(p.shape, w.shape)
+    if p.ndim == 0:
+        return p * w
+    if not math.prod(out_shape) or not w.size:
+        return np.zeros(out_shape, dtype)
+    if math.prod(out_shape) < w.size:
+        # few results from a long kernel (the kernel's cotangent): one sum per result
+        out = np.empty(out_shape, dtype)
+        for j in np.ndindex(*out_shape):
+            out[j] = np.sum(p[tuple(slice(a, a + n) for a, n in zip(j, w.shape))] * w)
+        return out
+    ndimage = scipy_module("ndimage")
+    w = np.conj(w)                  # (SciPy's correlate conjugates complex weights)
+    long = [a for a, k in enumerate(w.shape) if k > 1]
+    if len(long) <= 1:
+        axis = long[0] if long else 0
+        full = ndimage.correlate1d(p, w.reshape(-1), axis=axis, mode="constant")
+    else:
+        full = ndimage.correlate(p, w, mode="constant")
+    # (SciPy centres a kernel of length K on its element K // 2)
+    return full[tuple(slice(k // 2, k // 2 + n) for k, n in zip(w.shape, out_shape))]
+
+
+def _correlate_valid_aval(args, params):
+    sp, sw = args[0].shape, args[1].shape
+    if len(sp) != len(sw) or any(a < b for a, b in zip(sp, sw)):
+        raise ValueError(f"correlate_valid: a kernel of shape {sw} does not fit in an array "
+                         f"of shape {sp}")
+    return valid_shape(sp, sw), np.result_type(args[0].dtype, args[1].dtype, np.float64)
+
+
+correlate_valid = defprimitive(
+    "correlate_valid", _correlate_valid_np, cost="call", abstract_eval=_correlate_valid_aval,
+    doc="correlate_valid(p, w): y_i = Σ_k w_k p_(i+k), the kernel w wholly inside p "
+        "(shape p.shape − w.shape + 1; the filters of wengert.scipy.ndimage).")
+correlate_valid.complex = True
+
+
+@correlate_valid.defjvp
+def _(ts, p, w, ans):
+    return sum_nonzero([correlate_valid(ts[0], w) if ts[0] is not None else None,
+                        correlate_valid(p, ts[1]) if ts[1] is not None else None])
+
+
+def _p_cotangent(g, p, w, ans):
+    sw = shape_of(w)
+    axes = tuple(range(len(sw)))
+    return correlate_valid(pad(g, pad_width=tuple((k - 1, k - 1) for k in sw)),
+                           flip(w, axes=axes))
+
+
+correlate_valid.defvjp(_p_cotangent, lambda g, p, w, ans: correlate_valid(p, g))
+
+
+def _decomposition(p, w):
+    """Σ_k w_k p[k : k + n], one shifted slice per tap: the primitive's definition."""
+    sw = shape_of(w)
+    out_shape = valid_shape(shape_of(p), sw)
+    total = None
+    for k in np.ndindex(*sw):
+        window = getitem(p, index=encode_index(tuple(slice(a, a + n)
+                                                     for a, n in zip(k, out_shape))))
+        term = getitem(w, index=k) * window
+        total = term if total is None else total + term
+    return total
+
+
+correlate_valid.decomposition = _decomposition
+
+
+def _batched(args, mapped, node):
+    """A batch of arrays with one kernel: the batch axis is one more axis to correlate
+    along, the kernel's of length one.  A batch of kernels: None (one call per example)."""
+    (p, w), (_, mw) = args, mapped
+    if mw:
+        return None
+    return correlate_valid(p, reshape(w, shape=(1,) + tuple(shape_of(w))))
+
+
+correlate_valid.defbatch(_batched)
