@@ -569,12 +569,10 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
     modes = _per_axis(name, "mode", mode, len(axes))
     origins = _per_axis(name, "origin", origin, len(axes))
     dtype = _output_dtype(name, x.dtype, output, x.dtype.kind == "c")
-    done = False
     for ax, n, md, org in zip(axes, sizes, modes, origins):
         if _real(name, "size", n) > 1:           # (SciPy's: a size of 2.5 is 2)
-            x = _uniform1d(name, x, int(n), ax, dtype, md, cval, org)
-            done = True
-    return x if done else _cast(_wnp.asarray(x), dtype)
+            x = _uniform1d(name, x, int(n), ax, _between_passes(dtype), md, cval, org)
+    return _cast(_wnp.asarray(x), dtype)
 
 
 def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0):
@@ -770,6 +768,13 @@ def _cast(y, dtype):
     return y.astype(dtype)
 
 
+def _between_passes(dtype):
+    """The dtype a filter of several passes writes each pass in: the output's, but for
+    bool a byte, as SciPy's C cast stores the truncated value's low byte in the bool
+    array (2 stays 2 for the next pass to read)."""
+    return _np.dtype(_np.uint8) if dtype.kind == "b" else dtype
+
+
 def _sum_terms(terms, x, dtype):
     """Terms added up in the output's dtype, as SciPy's generic_laplace does (the input,
     cast, when there are none)."""
@@ -811,12 +816,13 @@ def _edge_filter(name, input, axis, output, mode, cval, smoothing):
     ax = _axis(name, axis, x.ndim)
     modes = _per_axis(name, "mode", mode, x.ndim)
     dtype = _output_dtype(name, x.dtype, output, x.dtype.kind == "c")
-    out = _filter1d(name, x, _np.array([-1.0, 0.0, 1.0]), ax, dtype, modes[ax], cval, 0)
+    between = _between_passes(dtype)
+    out = _filter1d(name, x, _np.array([-1.0, 0.0, 1.0]), ax, between, modes[ax], cval, 0)
     for other in range(x.ndim):
         if other != ax:
-            out = _filter1d(name, out, _np.array(smoothing), other, dtype, modes[other],
+            out = _filter1d(name, out, _np.array(smoothing), other, between, modes[other],
                             cval, 0)
-    return out
+    return _cast(out, dtype)
 
 
 # ---- Gaussians --------------------------------------------------------------------------
@@ -829,15 +835,13 @@ def _gaussian_filter(name, input, sigma, order, output, mode, cval, truncate, ra
     modes = _per_axis(name, "mode", mode, n)
     radii = _per_axis(name, "radius", radius, n) if radius is not None else [None] * n
     dtype = _output_dtype(name, x.dtype, output, x.dtype.kind == "c")
-    done = False
     for ax, s, q, md, r in zip(axes, sigmas, orders, modes, radii):
         known = s.value if type(s) is _Node else s
         if known is not None and not _real(name, "sigma", known) > 1e-15:
             continue                    # (SciPy leaves an axis of sigma ~ 0 alone)
         weights = _gaussian_weights(name, s, q, truncate, r)
-        x = _filter1d(name, x, weights, ax, dtype, md, cval, 0)
-        done = True
-    return x if done else _cast(_wnp.asarray(x), dtype)
+        x = _filter1d(name, x, weights, ax, _between_passes(dtype), md, cval, 0)
+    return _cast(_wnp.asarray(x), dtype)
 
 
 def _gaussian_sum(name, input, sigma, output, mode, cval, axes, kwargs, order):
