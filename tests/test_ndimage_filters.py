@@ -610,3 +610,11 @@ def test_bad_arguments_raise_scipys_errors():
         traced(lambda c: ndimage.shift(numpy.array(1.0), 0.5, order=1, cval=c), 0.0)
     with pytest.raises(wg.ConcretizationError, match="needs sigma's value.*pass radius="):
         wg.jit(lambda x, s: ndimage.gaussian_filter(x, s))(x, 1.5)
+
+
+def test_the_rest_of_scipy_ndimage_is_scipys_on_plain_values_and_refused_when_traced():
+    x = rng.normal(size=(5, 6))
+    assert numpy.array_equal(ndimage.median_filter(x, 3), snd.median_filter(x, 3))
+    with pytest.raises(NotImplementedError, match="scipy.ndimage.median_filter is not "
+                                                  "supported on traced values"):
+        wg.grad(lambda x: wnp.sum(ndimage.median_filter(x, 3)))(x)

@@ -25,6 +25,9 @@ On plain values each *is* SciPy's.  On traced values each is written with
   here each mode means what it means in SciPy, so a JAX program that relies on JAX's
   reading passes the 'grid-' name.  `shift` and `zoom` are map_coordinates on a grid.
 
+The rest of scipy.ndimage (`median_filter`, `label`, `rotate`, ...) is SciPy's on plain
+values and raises NotImplementedError naming itself on traced values.
+
 Example: a Gaussian blur, and its derivative in the blur's width:
 
     >>> import numpy as np, wengert as wg
@@ -61,6 +64,7 @@ from .. import numpy as _wnp
 from ..errors import ConcretizationError as _ConcretizationError
 from ..graph.node import Node as _Node
 from ..numpy import _traced
+from ..numpy.dispatch import rest_of as _rest_of
 
 __all__ = ["map_coordinates", "correlate1d", "convolve1d", "correlate", "convolve",
            "gaussian_filter1d", "gaussian_filter", "gaussian_laplace",
@@ -1179,3 +1183,8 @@ def _resampled(name, x, coordinates, output, order, mode, cval):
     shape = _np.broadcast_shapes(*[_np.shape(c) for c in coordinates])
     grid = _wnp.stack([_wnp.broadcast_to(c, shape) for c in coordinates])
     return _traced_map_coordinates(x, grid, dtype, order, mode, cval)
+
+
+# the rest of scipy.ndimage (median_filter, label, rotate, ...): SciPy's on plain values,
+# a NotImplementedError that names it on traced ones
+__getattr__ = _rest_of(_nd, globals())
