@@ -18,7 +18,9 @@ axis) or `scipy.ndimage.correlate` on p, cut to the valid part, so a filter of a
 array is SciPy's filter to the last bit.  A result smaller than the kernel (the kernel's
 cotangent) is summed window by window instead.  It is one primitive rather than a sum of
 K shifted slices (its `decomposition`, the reference for its rules and Taylor mode's
-route) because that sum costs K array operations forward and about 3K back.
+route) because that sum costs K array operations forward and about 3K back: a 512 × 512
+Gaussian blur (17 taps per axis) took 61 ms for the value and 124 ms for a gradient that
+way, 15 and 33 ms with the primitive (benchmarks/ndimage_filters.py).
 """
 from __future__ import annotations
 
