@@ -1,6 +1,6 @@
 """A Gaussian blur's value and gradient: wengert.scipy.ndimage.gaussian_filter against
-SciPy's value, JAX's composition of the same filter, and wengert's own sum of shifted
-slices (the valid correlation without its primitive).
+SciPy's value, JAX's composition of the same filter, and wengert's own compositions of
+the valid correlation without its primitive (shifted slices, a tensordot of windows).
 
     python benchmarks/ndimage_filters.py                      # 7 repeats, 512 x 512
     python benchmarks/ndimage_filters.py --quick              # 3 short repeats, 128 x 128
@@ -12,14 +12,15 @@ One problem, single-threaded, float64: ``sum((gaussian_filter(x, 2) - target)**2
 * **value**: the blurred image.  wengert on a traced x (``wg.vjp``'s forward pass: the
   padding gathers and two ``correlate_valid`` primitives, evaluated by SciPy's
   ``correlate1d``); "slices", the same padding with each valid correlation written as a
-  sum of 17 shifted slices (the primitive's decomposition); JAX under ``jax.jit``: the
-  image padded by ``jnp.pad(mode='symmetric')`` (SciPy's 'reflect') and convolved along
-  each axis by ``jax.scipy.signal.convolve`` in 'valid' mode; SciPy's
+  sum of 17 shifted slices (the primitive's decomposition); "windows", each one
+  ``tensordot`` of wengert's ``sliding_window_view`` with the weights; JAX under
+  ``jax.jit``: the image padded by ``jnp.pad(mode='symmetric')`` (SciPy's 'reflect') and
+  convolved along each axis by ``jax.scipy.signal.convolve`` in 'valid' mode; SciPy's
   ``gaussian_filter`` on plain values.
 * **grad**: the gradient of the loss in x: wengert eager (``wg.grad``) and compiled
-  (``wg.jit``), the slices, JAX's ``jax.jit(jax.grad)`` of its composition, and SciPy's
-  loss alone (no gradient).  PyTorch has no symmetric ('reflect' in SciPy's sense)
-  padding, so it is not compared.
+  (``wg.jit``), the slices and the windows, JAX's ``jax.jit(jax.grad)`` of its
+  composition, and SciPy's loss alone (no gradient).  PyTorch has no symmetric
+  ('reflect' in SciPy's sense) padding, so it is not compared.
 
 Every result is checked against wengert's before timing (timing.peer_table), and timed as
 timing.py does: warm-up, interleaved repeats, medians, ratios paired per repeat.
@@ -60,6 +61,20 @@ def sliced(x):
     return x
 
 
+def windowed(x):
+    """The same with each valid correlation one tensordot of wengert's
+    sliding_window_view (a gather of the 17 windows) with the weights."""
+    import wengert.numpy as wnp
+    from wengert.numpy.lib.stride_tricks import sliding_window_view
+    from wengert.scipy.ndimage import _pad
+    w = kernel()
+    r = len(w) // 2
+    for axis in (0, 1):
+        windows = sliding_window_view(_pad(x, axis, r, r, "reflect", 0.0), len(w), axis=axis)
+        x = wnp.tensordot(windows, w, axes=([2], [0]))
+    return x
+
+
 def jax_blur():
     import jax
     jax.config.update("jax_enable_x64", True)
@@ -79,12 +94,14 @@ def value_makers(size):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(size, size))
 
-    def wengert(slices=False):
+    def wengert(slices=False, windows=False):
         import wengert as wg
         from wengert.scipy import ndimage
-        f = sliced if slices else (lambda x: ndimage.gaussian_filter(x, SIGMA))
+        f = sliced if slices else windowed if windows else \
+            (lambda x: ndimage.gaussian_filter(x, SIGMA))
         return wg.__version__, lambda: wg.vjp(f, x)[0], \
-            "sum of 17 slices per axis" if slices else "traced x, eager"
+            "sum of 17 slices per axis" if slices else \
+            "tensordot of sliding windows" if windows else "traced x, eager"
 
     def jax_jit():
         jax, _, blur = jax_blur()
@@ -94,22 +111,24 @@ def value_makers(size):
     def scipy_value():
         return scipy.__version__, lambda: snd.gaussian_filter(x, SIGMA), "plain x"
 
-    return {"wengert": wengert, "slices": lambda: wengert(slices=True), "jax-jit": jax_jit,
-            "scipy": scipy_value}
+    return {"wengert": wengert, "slices": lambda: wengert(slices=True),
+            "windows": lambda: wengert(windows=True), "jax-jit": jax_jit, "scipy": scipy_value}
 
 
 def grad_makers(size):
     rng = np.random.default_rng(1)
     x, target = rng.normal(size=(size, size)), rng.normal(size=(size, size))
 
-    def wengert(jit=False, slices=False):
+    def wengert(jit=False, slices=False, windows=False):
         import wengert as wg
         import wengert.numpy as wnp
         from wengert.scipy import ndimage
-        blur = sliced if slices else (lambda x: ndimage.gaussian_filter(x, SIGMA))
+        blur = sliced if slices else windowed if windows else \
+            (lambda x: ndimage.gaussian_filter(x, SIGMA))
         grad = wg.grad(lambda x: wnp.sum((blur(x) - target) ** 2))
         grad = wg.jit(grad) if jit else grad
-        return wg.__version__, lambda: grad(x), "sum of 17 slices per axis" if slices else ""
+        return wg.__version__, lambda: grad(x), "sum of 17 slices per axis" if slices else \
+            "tensordot of sliding windows" if windows else ""
 
     def jax_jit():
         jax, jnp, blur = jax_blur()
@@ -125,7 +144,8 @@ def grad_makers(size):
             "the loss alone, no gradient"
 
     return {"wengert": wengert, "wengert-jit": lambda: wengert(jit=True),
-            "slices": lambda: wengert(slices=True), "jax-jit": jax_jit, "torch": torch_,
+            "slices": lambda: wengert(slices=True), "windows": lambda: wengert(windows=True),
+            "jax-jit": jax_jit, "torch": torch_,
             "scipy-value": scipy_value}
 
 
