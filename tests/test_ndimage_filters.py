@@ -610,6 +610,10 @@ def test_bad_arguments_raise_scipys_errors():
         traced(lambda c: ndimage.shift(numpy.array(1.0), 0.5, order=1, cval=c), 0.0)
     with pytest.raises(wg.ConcretizationError, match="needs sigma's value.*pass radius="):
         wg.jit(lambda x, s: ndimage.gaussian_filter(x, s))(x, 1.5)
+    with pytest.raises(ZeroDivisionError, match="sigma is 0"):       # (a traced sigma too)
+        wg.grad(lambda s: wnp.sum(ndimage.gaussian_filter1d(x, s)))(0.0)
+    with pytest.raises(TypeError, match="each of axes must be an integer, got 1.0"):
+        traced_call(ndimage.uniform_filter, 3, axes=1.0)
 
 
 def test_the_rest_of_scipy_ndimage_is_scipys_on_plain_values_and_refused_when_traced():

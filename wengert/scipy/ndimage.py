@@ -65,6 +65,7 @@ from ..errors import ConcretizationError as _ConcretizationError
 from ..graph.node import Node as _Node
 from ..numpy import _traced
 from ..numpy.dispatch import rest_of as _rest_of
+from ..primitives.ndimage import correlate_valid as _correlate_valid
 
 __all__ = ["map_coordinates", "correlate1d", "convolve1d", "correlate", "convolve",
            "gaussian_filter1d", "gaussian_filter", "gaussian_laplace",
@@ -720,11 +721,6 @@ def _correlated(name, x, w, shape, origins, modes, cval, output, convolution):
     return _cast(_correlate_valid(p, w), dtype)
 
 
-def _correlate_valid(p, w):
-    from ..primitives.ndimage import correlate_valid
-    return correlate_valid(p, w)
-
-
 def _pad(x, ax, before, after, mode, cval):
     """x extended by `before` and `after` samples along axis `ax` as the boundary mode
     says: constants concatenated, or a gather of x's own samples at indices computed
@@ -895,8 +891,8 @@ def _gaussian_weights(name, sigma, order, truncate, radius):
                             f"shape {sigma.shape}")
         if sigma.dtype.kind not in "biuf":
             raise TypeError(f"{name}: sigma must be a real number, not {sigma.dtype}")
+    known = sigma.value if type(sigma) is _Node else sigma
     if radius is None:
-        known = sigma.value if type(sigma) is _Node else sigma
         if known is None:
             raise _ConcretizationError(
                 f"{name}: the kernel's radius, int(truncate * sigma + 0.5), needs sigma's "
@@ -915,7 +911,7 @@ def _gaussian_weights(name, sigma, order, truncate, radius):
     if radius < 0:
         raise ValueError(f"{name}: Radius must be a nonnegative integer: the kernel's "
                          f"radius int(truncate * sigma + 0.5) or radius is {radius}")
-    if not _traced(sigma) and _real(name, "sigma", sigma) == 0:
+    if known is not None and _real(name, "sigma", known) == 0:
         raise ZeroDivisionError(f"{name}: sigma is 0: a Gaussian of width 0 has no kernel "
                                 "(gaussian_filter leaves such an axis alone)")
     x = _np.arange(-radius, radius + 1, dtype=_np.float64)
@@ -981,7 +977,7 @@ def _axes(name, axes, ndim):
     """SciPy's axes: None (all), an integer, or distinct integers, each within ndim."""
     if axes is None:
         return tuple(range(ndim))
-    items = [axes] if isinstance(axes, (int, _np.integer)) else list(axes)
+    items = list(axes) if _np.iterable(axes) else [axes]
     out = []
     for a in items:
         a = _integer(name, "each of axes", a)
