@@ -489,7 +489,8 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axe
 
         >>> import numpy as np, wengert as wg
         >>> from wengert.scipy import ndimage
-        >>> blob = np.exp(-(np.arange(-3.0, 4.0) ** 2)[:, None] / 4 - (np.arange(-3.0, 4.0) ** 2) / 4)
+        >>> r2 = np.arange(-3.0, 4.0) ** 2
+        >>> blob = np.exp(-r2[:, None] / 4 - r2 / 4)
         >>> log = ndimage.gaussian_laplace(blob, 1.0)
         >>> np.unravel_index(log.argmin(), log.shape)
         (np.int64(3), np.int64(3))
