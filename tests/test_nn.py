@@ -8,6 +8,7 @@ import wengert.nn as nn
 import wengert.numpy as np
 from wengert import REGISTRY
 from wengert.primitives import nn as NN
+from wengert.primitives import ndimage as _ndimage  # noqa: F401  (its fused primitive)
 from fd import check_grads, assert_close
 from test_numpy import _ops_exercised
 
@@ -185,6 +186,9 @@ FUSED = {
                    (2, 4))],
     # log1p(x) - x on both sides of its series' bounds ±1/2
     "log1pmx": [(lambda prim, x: prim(x * x / 8 - 0.6), (8,))],
+    # scipy.ndimage's filters: the valid correlation of p = x[:6] with the kernel x[6:, :2]
+    "correlate_valid": [(lambda prim, x: prim(x[:6], x[6:, :2]), (9, 4)),
+                        (lambda prim, x: prim(x[:, :2], x[:2, 2:]), (5, 3))],
 }
 
 
