@@ -48,7 +48,7 @@ from .errors import integer_argument
 from .graph.node import Node
 from .numpy.updates import _ranks
 from .primitives.registry import known_value
-from .primitives.segment import segment_extremum
+from .primitives.segment import identity as extremum_identity, segment_extremum
 
 __all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
 
@@ -257,12 +257,7 @@ def _identity(how, dtype):
         return 0
     if how == "prod":
         return 1
-    if dtype.kind == "b":
-        return how == "min"
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return info.min if how == "max" else info.max
-    return -np.inf if how == "max" else np.inf
+    return extremum_identity(how, dtype)
 
 
 def _num_segments(who, num_segments, ids):

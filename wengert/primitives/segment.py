@@ -35,7 +35,7 @@ import numpy as np
 from .registry import defprimitive, float_dtype
 
 
-def _identity(how, dtype):
+def identity(how, dtype):
     """What a segment no row names holds: the identity of max (min) in `dtype`."""
     if dtype.kind == "b":
         return how == "min"
@@ -59,7 +59,7 @@ def _positions(ids, n, inner):
 def _segment_extremum_np(data, ids, n, how):
     data = np.asarray(data)
     inner = math.prod(data.shape[1:])
-    out = np.full(n * inner, _identity(how, data.dtype), data.dtype)
+    out = np.full(n * inner, identity(how, data.dtype), data.dtype)
     flat, rows = _positions(ids, n, inner)
     values = (data if rows is None else data[rows]).reshape(-1)
     with np.errstate(invalid="ignore"):     # (np.maximum passes a nan on silently; .at warns)
