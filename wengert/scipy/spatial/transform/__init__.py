@@ -33,16 +33,18 @@ Example: the gradient of an angle of Euler angles, through a matrix:
     >>> Slerp([0.0, 1.0], key)(0.5).as_euler("xyz", degrees=True).round(12)
     array([ 0.,  0., 45.])
 """
+from ._rigid_transform import RigidTransform
 from ._rotation import Rotation
 from ._slerp import Slerp
 
-__all__ = ["Rotation", "Slerp"]
+__all__ = ["RigidTransform", "Rotation", "Slerp"]
 
 
 def __getattr__(name):
     import scipy.spatial.transform as _st
     if hasattr(_st, name):
         raise AttributeError(
-            f"wengert.scipy.spatial.transform has Rotation and Slerp; {name} is not offered "
+            f"wengert.scipy.spatial.transform has Rotation, Slerp and RigidTransform; {name} "
+            f"is not offered "
             f"(use scipy.spatial.transform.{name} on plain values)")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
