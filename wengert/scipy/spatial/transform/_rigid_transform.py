@@ -14,7 +14,10 @@ rotation out without an eigenproblem.  The choices where a formula is singular:
   SciPy takes;
 * the rotation handed out (`rotation`, `as_components`, `as_dual_quat`) has SciPy's sign,
   that of `Rotation.from_matrix` (the largest component positive), a piecewise constant
-  factor, so the derivative is that of the quaternion held times it.
+  factor, so the derivative is that of the quaternion held times it.  Where two
+  components tie in magnitude (a half-turn about a diagonal, the cube's rotations) the
+  first of x, y, z, w is made positive; SciPy's choice there is made by the rounding of
+  the matrix it holds, and may be the other (the same rotation).
 """
 from __future__ import annotations
 
