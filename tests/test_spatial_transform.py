@@ -639,3 +639,136 @@ def test_slerp_errors_are_scipys():
         slerp([[0.5]])
     with pytest.raises(TypeError, match="must be a `Rotation`"):
         Slerp([0.0, 1.0], SR.random(2, rng=0))
+
+
+# ---- Davenport angles ----------------------------------------------------------------------
+def _davenport_axes(angle, seed):
+    """Three axes, the second orthogonal to the others, the third the first turned about
+    the second by `angle`, each of a random length (they are normalised)."""
+    r = np.random.default_rng(seed)
+    n1 = r.normal(size=3)
+    n1 /= np.linalg.norm(n1)
+    n2 = np.cross(n1, r.normal(size=3))
+    n2 /= np.linalg.norm(n2)
+    n3 = SR.from_rotvec(n2 * angle).apply(n1)
+    return np.array([n1, n2, n3]) * r.uniform(0.5, 2.0, size=(3, 1))
+
+
+def _wrapped(a, b, tol):
+    """a = b as angles (the first and third may land on -π or π by rounding)."""
+    d = np.angle(np.exp(1j * (np.asarray(a) - np.asarray(b))))
+    np.testing.assert_allclose(d, 0, atol=tol)
+
+
+@pytest.mark.parametrize("angle", [0.3, -0.3, 1.7, -1.7, PI / 2, -PI / 2, 0.0, PI, 3.0])
+def test_davenport_angles_are_scipys(angle):
+    """Both orders, random rotations, axes at any angle between the first and third: the
+    middle angle's interval depends on it ([θ, θ + π] or its negative)."""
+    axes = _davenport_axes(angle, 7)
+    q = quats(50)
+    for order in ("e", "extrinsic", "i", "intrinsic"):
+        ours = Rotation.from_quat(q).as_davenport(axes, order)
+        theirs = SR.from_quat(q).as_davenport(axes, order)
+        _wrapped(ours, theirs, 1e-12)
+        same(ours[:, 1], theirs[:, 1])
+        _wrapped(traced_value(lambda q: Rotation.from_quat(q).as_davenport(axes, order), q),
+                 theirs, 1e-12)
+        same(Rotation.from_quat(q).as_davenport(axes, order, degrees=True)[:, 1],
+             theirs[:, 1] * 180 / PI, 1e-10)
+        same(Rotation.from_davenport(axes, order, theirs).as_quat(),
+             SR.from_davenport(axes, order, theirs).as_quat())
+        same(Rotation.from_davenport(axes, order, theirs * 180 / PI, degrees=True).as_quat(),
+             SR.from_davenport(axes, order, theirs * 180 / PI, degrees=True).as_quat())
+        same(traced_value(lambda a, n: Rotation.from_davenport(n, order, a).as_quat(),
+                          theirs, axes), SR.from_davenport(axes, order, theirs).as_quat())
+
+
+def test_davenport_shapes_and_fewer_axes_are_scipys():
+    axes = _davenport_axes(1.1, 3)
+    for n_axes, angles in ((1, 0.7), (1, [0.7]), (1, [[0.7], [0.2]]), (2, [0.7, -0.4]),
+                           (2, rng.normal(size=(4, 2))), (3, rng.normal(size=(2, 3, 3)))):
+        ax = axes[0] if n_axes == 1 and np.ndim(angles) == 0 else axes[:n_axes]
+        for order in "ei":
+            ours, theirs = Rotation.from_davenport(ax, order, angles), \
+                SR.from_davenport(ax, order, angles)
+            assert ours.shape == theirs.shape
+            same(ours.as_quat(), theirs.as_quat())
+    stacked = np.broadcast_to(axes, (4, 3, 3))        # a stack of axes, one per rotation
+    angles = rng.normal(size=(4, 3))
+    same(Rotation.from_davenport(stacked, "e", angles).as_quat(),
+         SR.from_davenport(stacked, "e", angles).as_quat())
+    same(Rotation.from_davenport(axes, "e", angles).as_davenport(stacked, "e"),
+         SR.from_davenport(axes, "e", angles).as_davenport(axes, "e"))
+
+
+@pytest.mark.parametrize("seq", SEQS[:12])
+def test_davenport_at_gimbal_lock_is_scipys_with_its_warning(seq):
+    """About the coordinate axes, Davenport's angles are Euler's, the lock included (the
+    third angle 0, SciPy's warning); near lock both are ill-conditioned (an error of
+    rounding over the distance to it)."""
+    axes = np.eye(3)[[_SEQ.index(c) for c in seq]]
+    proper = seq[0] == seq[2]
+    for order, end, off, (a, c) in itertools.product(
+            "ei", [0.0, PI] if proper else [PI / 2, -PI / 2], [0.0, 5e-8, 2e-7, 1e-5],
+            [(0.3, 0.2), (3.0, 3.1), (-PI, PI)]):
+        middle = end + off if end <= 0 else end - off
+        r = SR.from_davenport(axes, order, [a, middle, c])
+        with warnings.catch_warnings(record=True) as ours_w:
+            warnings.simplefilter("always")
+            ours = Rotation.from_quat(r.as_quat()).as_davenport(axes, order)
+        with warnings.catch_warnings(record=True) as theirs_w:
+            warnings.simplefilter("always")
+            theirs = r.as_davenport(axes, order)
+        _wrapped(ours, theirs, 1e-9)
+        assert [str(w.message) for w in ours_w] == [str(w.message) for w in theirs_w]
+        euler = seq if order == "e" else seq.upper()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _wrapped(ours, Rotation.from_quat(r.as_quat()).as_euler(euler), 1e-9)
+
+
+_SEQ = "xyz"
+
+
+def test_davenport_derivatives():
+    """In the angles, the quaternions and the axes: the axes moved as they may move, turned
+    together (by exp(ω)) and stretched (they are normalised), staying orthogonal."""
+    base = _davenport_axes(1.1, 5)
+    axes = lambda omega, lengths: wnp.matmul(base * lengths[:, None],
+                                             wnp.swapaxes(Rotation.from_rotvec(omega)
+                                                          .as_matrix(), 0, 1))
+    omega, lengths = np.array([0.1, -0.2, 0.3]), np.array([1.0, 2.0, 0.5])
+    for order in "ei":
+        check_grads(lambda a, w, s: Rotation.from_davenport(axes(w, s), order, a).as_quat(),
+                    rng.uniform(-3, 3, size=(3, 3)), omega, lengths, order=2)
+        check_grads(lambda q, w, s: Rotation.from_quat(q).as_davenport(axes(w, s), order),
+                    quats(3), omega, lengths, order=2)
+    # at gimbal lock: finite, the third angle's and the middle's 0 (as as_euler's)
+    locked = Rotation.from_davenport(base, "e", [0.3, 1.1, 0.2])   # (the interval: [1.1 - π, 1.1])
+    jac = wg.jacfwd(lambda q: Rotation.from_quat(q).as_davenport(
+        base, "e", suppress_warnings=True))(locked.as_quat())
+    assert np.all(np.isfinite(jac)) and np.all(jac[1:] == 0)
+
+
+def test_davenport_errors_are_scipys():
+    axes = np.eye(3)
+    for args, match in (
+            (([[1, 0, 0], [1, 1, 0], [0, 0, 1.0]], "e", [1, 2, 3]), "must be orthogonal"),
+            (([[1, 0, 0], [0, 1, 0], [0, 1, 1.0]], "e", [1, 2, 3]), "must be orthogonal"),
+            (([[1, 0, 0], [1e-6, 1, 0], [0, 0, 1.0]], "e", [1, 2, 3]), "must be orthogonal"),
+            ((axes, "x", [1, 2, 3]), "order should be 'e'/'extrinsic' for extrinsic"),
+            ((axes, "e", [1, 2]), "got 2 angles and 3 axes"),
+            ((np.eye(4)[:, :3], "e", [1, 2, 3, 4]), "Expected up to 3 axes, got 4"),
+            (([1.0, 0, 0], "e", [1.0, 2.0]), "got 2 angles and 1 axes")):
+        with pytest.raises(ValueError, match=match):
+            Rotation.from_davenport(*args)
+        with pytest.raises(ValueError):
+            SR.from_davenport(*args)
+    Rotation.from_davenport([[1, 0, 0], [1e-7, 1, 0], [0, 0, 1.0]], "e", [1, 2, 3])   # in tol
+    for args, match in (((axes[:2], "e"), "Expected 3 axes, got 2"),
+                        ((axes, "x"), "order should be"),
+                        (([[1, 0, 0], [1, 1, 0], [1, 0, 0.0]], "e"), "must be orthogonal")):
+        with pytest.raises(ValueError, match=match):
+            Rotation.identity().as_davenport(*args)
+        with pytest.raises(ValueError):
+            SR.identity().as_davenport(*args)
