@@ -539,8 +539,6 @@ def test_errors_are_scipys_and_name_what_is_wrong():
         Rotation.identity()[0]
     with pytest.raises(TypeError, match="Single rotation has no len"):
         len(Rotation.identity())
-    with pytest.raises(NotImplementedError, match="Rotation.reduce is not offered"):
-        Rotation.reduce(Rotation.identity())
     with pytest.raises(AttributeError, match="rotation is not offered"):
         __import__("wengert.scipy.spatial.transform", fromlist=["_"]).rotation
 
@@ -772,3 +770,72 @@ def test_davenport_errors_are_scipys():
             Rotation.identity().as_davenport(*args)
         with pytest.raises(ValueError):
             SR.identity().as_davenport(*args)
+
+
+# ---- reduce and create_group ---------------------------------------------------------------
+GROUPS = ["I", "O", "T", "D1", "D3", "C1", "C4"]
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_create_group_is_scipys(group):
+    for axis in ("Z", "x", "Y"):
+        same(Rotation.create_group(group, axis).as_quat(),
+             SR.create_group(group, axis).as_quat())
+
+
+def test_reduce_is_scipys():
+    """One side given: SciPy's rotation and indices.  Both: pairs tie in angle (that of
+    l p r is that of p r l), so the angle is SciPy's and the rotation the pair's chosen
+    (the first, to 1e-12), which SciPy's rounding may not pick."""
+    q = quats(40)
+    ours, theirs = Rotation.from_quat(q), SR.from_quat(q)
+    for name in ("I", "O", "D3", "C4"):
+        g, sg = Rotation.create_group(name), SR.create_group(name)
+        for kwargs, skwargs in (({"left": g}, {"left": sg}), ({"right": g}, {"right": sg})):
+            got, want = ours.reduce(**kwargs, return_indices=True), \
+                theirs.reduce(**skwargs, return_indices=True)
+            same(got[0].as_quat(), want[0].as_quat())
+            for a, b in zip(got[1:], want[1:]):
+                assert (a is None and b is None) or np.array_equal(a, b)
+            same(traced_value(lambda q: Rotation.from_quat(q).reduce(**kwargs).as_quat(), q),
+                 want[0].as_quat())
+            got, want = ours[3].reduce(**kwargs, return_indices=True), \
+                theirs[3].reduce(**skwargs, return_indices=True)
+            assert got[0].single and [np.shape(k) for k in got[1:] if k is not None] == [(1,)]
+            same(got[0].as_quat(), want[0].as_quat())
+    for left, right in (("I", "T"), ("O", "O"), ("C4", "C3"), ("D2", "C4")):
+        g, h = Rotation.create_group(left), Rotation.create_group(right)
+        got, i, j = ours.reduce(g, h, return_indices=True)
+        want = theirs.reduce(SR.create_group(left), SR.create_group(right))
+        same(got.magnitude(), want.magnitude())
+        same(got.as_quat(), (g[i] * ours * h[j]).as_quat())
+        all_angles = np.stack([[(g[a] * ours * h[b]).magnitude() for b in range(len(h))]
+                               for a in range(len(g))])
+        same(got.magnitude(), all_angles.min(axis=(0, 1)))
+    assert ours.reduce().approx_equal(ours).all() and ours.reduce(return_indices=True)[1:] == (
+        None, None)
+
+
+def test_reduce_derivatives_and_compile():
+    g, h = Rotation.create_group("O"), Rotation.create_group("C3")
+    q = quats(5)
+    check_grads(lambda q: Rotation.from_quat(q).reduce(left=g).as_quat(), q, order=2)
+    check_grads(lambda q: Rotation.from_quat(q).reduce(g, h).as_matrix(), q, order=2)
+    check_grads(lambda q, l: Rotation.from_quat(q).reduce(left=Rotation.from_quat(l))
+                .as_quat(), q, g.as_quat() + 0.01 * rng.normal(size=(24, 4)), order=1)
+    f = lambda q: Rotation.from_quat(q).reduce(g, h).as_quat()
+    same(wg.compile(f, q)(q), f(q))
+    same(wg.vmap(f)(q), f(q))
+
+
+def test_reduce_and_create_group_errors_are_scipys():
+    for group, axis, error, match in (("X", "Z", ValueError, "must be one of 'I', 'O', 'T'"),
+                                      ("C0", "Z", ValueError, "Group order must be positive"),
+                                      ("C3", "w", ValueError, "`axis` must be one of"),
+                                      (3, "Z", ValueError, "must be a string")):
+        with pytest.raises(error, match=match):
+            Rotation.create_group(group, axis)
+        with pytest.raises(error):
+            SR.create_group(group, axis)
+    with pytest.raises(TypeError, match="must be Rotation instances"):
+        Rotation.random(3, rng=0).reduce(left=np.eye(3))

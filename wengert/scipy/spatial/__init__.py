@@ -1,7 +1,7 @@
 """SciPy's `scipy.spatial`, the part that fits poses: `wengert.scipy.spatial.transform`
-(`Rotation` and `Slerp`), differentiable in every constructor's argument, every
-conversion and `apply`, under `wg.vmap` and `wg.compile` too (docs/scipy.md,
-"Rotations").
+(`Rotation`, `Slerp`, `RotationSpline` and `RigidTransform`), differentiable in every
+constructor's argument, every conversion and `apply`, under `wg.vmap` and `wg.compile`
+too (docs/scipy.md, "Rotations").
 
 SciPy's other names here (`KDTree`, `distance`, `ConvexHull`, ...) are SciPy's own: they
 work on plain values, and a traced value handed to them raises the ConcretizationError that

@@ -3,11 +3,12 @@
 fitting orientations and poses by gradient descent through rotations.
 
 `Rotation` holds unit quaternions (x, y, z, w) and takes SciPy's constructors
-(`from_quat`, `from_matrix`, `from_rotvec`, `from_euler`, `from_mrp`, `identity`,
-`random`, `concatenate`), conversions (`as_quat`, `as_matrix`, `as_rotvec`, `as_euler`,
-`as_mrp`), `apply`, `inv`, `magnitude`, `mean`, composition ``p * q``, powers, indexing
-and `approx_equal`, for single rotations and stacks of any leading shape, with SciPy's
-values (its quaternion signs and Euler angle ranges included) and its errors.  Every one
+(`from_quat`, `from_matrix`, `from_rotvec`, `from_euler`, `from_davenport`, `from_mrp`,
+`identity`, `random`, `concatenate`, `create_group`), conversions (`as_quat`, `as_matrix`,
+`as_rotvec`, `as_euler`, `as_davenport`, `as_mrp`), `apply`, `inv`, `magnitude`, `mean`,
+`reduce`, composition ``p * q``, powers, indexing and `approx_equal`, for single
+rotations and stacks of any leading shape, with SciPy's values (its quaternion signs and
+Euler angle ranges included) and its errors.  Every one
 is written with `wengert.numpy` operations, so derivatives flow through all of them to
 any order, under `wg.vmap`, `wg.jit` and `wg.compile`; a Rotation is a pytree (its
 quaternions are the leaf), so it passes into and out of those transformations.

@@ -845,6 +845,72 @@ class Rotation:
                           stacklevel=2)
         return angles * (180 / _np.pi) if degrees else angles
 
+    def reduce(self, left=None, right=None, return_indices=False):
+        """The rotations reduced by the rotation groups `left` and `right` (stacks of
+        rotations; None is the identity): q = l * p * r with l from `left` and r from
+        `right` chosen for the smallest angle (the largest |w|), as SciPy's.  Where pairs
+        tie (to 1e-12 in |w|) the first in the order (l, r) is taken: with both sides
+        given they always do (the angle of l p r is that of p r l), and SciPy's choice
+        among them is made by its rounding, so its q may be another of the same angle.
+        With `return_indices`, also the
+        indices of the l and r chosen (None for a side not given; arrays of one for a
+        single rotation, as SciPy's).  The choice is an integer, without derivative; q
+        differentiates in p, left and right through the products.
+
+        Example:
+            >>> import numpy as np
+            >>> square = Rotation.create_group("C4")            # quarter-turns about z
+            >>> turn = Rotation.from_euler("z", 100, degrees=True)
+            >>> reduced, l, r = turn.reduce(left=square, return_indices=True)
+            >>> reduced.as_euler("xyz", degrees=True).round(9) + 0.0, l, r
+            (array([ 0.,  0., 10.]), array([3]), None)
+        """
+        for side in (left, right):
+            if side is not None and not isinstance(side, Rotation):
+                raise TypeError(f"`left` and `right` must be Rotation instances, got "
+                                f"{type(side).__name__}")
+        p = self._quat
+        batch = tuple(p.shape[:-1])
+        flat = _wnp.reshape(p, (-1, 4))                             # (N, 4)
+        ls = None if left is None else _wnp.reshape(left._quat, (-1, 4))
+        rs = None if right is None else _wnp.reshape(right._quat, (-1, 4))
+        # |w| of l ⊗ p ⊗ r for every p, l, r, (N, L, R), a side not given the identity
+        one = _np.array([[0.0, 0.0, 0.0, 1.0]])
+        ls_, rs_ = (one if ls is None else ls), (one if rs is None else rs)
+        lp = _compose(ls_[None, :, :], flat[:, None, :])
+        w = lp[..., None, 3] * rs_[:, 3] - _wnp.sum(lp[..., None, :3] * rs_[:, :3], axis=-1)
+        w = _wnp.reshape(_wnp.abs(w), (w.shape[0], -1))
+        # the first pair within 1e-12 of the largest: pairs tie exactly whenever both
+        # sides are given (the angle of l p r is that of p r l), and SciPy's choice among
+        # them is its rounding's
+        n_right = rs_.shape[0]
+        best = _wnp.argmax(w >= _wnp.max(w, axis=-1, keepdims=True) - 1e-12, axis=-1)
+        i, j = best // n_right, best % n_right
+        q = flat
+        if ls is not None:
+            q = _compose(_wnp.take(ls, i, axis=0), q)
+        if rs is not None:
+            q = _compose(q, _wnp.take(rs, j, axis=0))
+        reduced = Rotation._of(_wnp.reshape(q, batch + (4,)))
+        if not return_indices:
+            return reduced
+        index = lambda k: _wnp.reshape(k, batch if batch else (1,))
+        return (reduced, None if ls is None else index(i), None if rs is None else index(j))
+
+    @classmethod
+    def create_group(cls, group, axis="Z"):
+        """A rotation group's elements (SciPy's, in its order and signs; constants, so
+        they are SciPy's own): 'I' (icosahedral, 60), 'O' (octahedral, 24), 'T'
+        (tetrahedral, 12), 'Dn' (dihedral, 2n) and 'Cn' (cyclic, n) about `axis` ('X',
+        'Y' or 'Z', either case).  SciPy's errors for other names.
+
+        Example:
+            >>> len(Rotation.create_group("O")), len(Rotation.create_group("D3", axis="x"))
+            (24, 6)
+        """
+        import scipy.spatial.transform as _st
+        return cls._of(_np.asarray(_st.Rotation.create_group(group, axis).as_quat()))
+
     # ---- operations --------------------------------------------------------------------
     def apply(self, vectors, inverse=False):
         """The rotations applied to vectors (..., 3) (or their inverses, with `inverse`),
@@ -1063,25 +1129,3 @@ def _batch_shape(num, shape, name):
         raise TypeError(f"{name}: `num` must be an int or None, got {num!r} (a stack of "
                         "several dimensions is `shape=`)")
     return (int(num),)
-
-
-def _not_offered(name):
-    def method(*args, **kwargs):
-        raise NotImplementedError(
-            f"Rotation.{name} is not offered by wengert.scipy.spatial.transform (SciPy's "
-            f"scipy.spatial.transform.Rotation.{name} works on plain values; see "
-            "docs/scipy.md, 'Rotations', for what is differentiable)")
-    method.__name__ = name
-    method.__doc__ = f"""Not offered: raises NotImplementedError (SciPy's {name} is not here).
-
-        Example:
-            >>> Rotation.{name}()
-            Traceback (most recent call last):
-              ...
-            NotImplementedError: Rotation.{name} is not offered by ...
-        """
-    return staticmethod(method)
-
-
-for _name in ("reduce", "create_group"):
-    setattr(Rotation, _name, _not_offered(_name))
