@@ -310,6 +310,27 @@ def test_exp_coords_through_the_identity(angle):
         same(second, np.cross(phi, rho))
 
 
+def twist(e):
+    """The 4×4 twist [[φ]×, ρ; 0, 0] of exponential coordinates (φ, ρ)."""
+    out = np.zeros((4, 4))
+    out[:3, :3] = np.cross(np.eye(3), e[:3])           # [φ]×
+    out[:3, 3] = e[3:]
+    return out
+
+
+@pytest.mark.parametrize("scale", [0.0, 1e-9, 0.3, 1.0, 2.5])
+def test_exp_coords_are_the_matrix_exponential(scale):
+    """from_exp_coords(ξ) is expm of its twist (SciPy's expm, to rounding), and its
+    derivative along the line tξ is twist(ξ) · exp(tξ)."""
+    from scipy.linalg import expm
+    e = _e() * scale
+    same(RigidTransform.from_exp_coords(e).as_matrix(), expm(twist(e)), 1e-12)
+    for t in (0.0, 0.7):
+        line = lambda t: RigidTransform.from_exp_coords(t * e).as_matrix()
+        same(wg.jacfwd(line)(t), twist(e) @ expm(t * twist(e)), 1e-12)
+        same(wg.jacfwd(wg.jacfwd(line))(t), twist(e) @ twist(e) @ expm(t * twist(e)), 1e-11)
+
+
 # ---- RigidTransform: pytrees and transformations -------------------------------------------
 def test_a_pose_pipeline_under_jit_vmap_grad_and_compile():
     """Points seen by a camera: world points moved by the inverse of a pose exp(ξ) base,
@@ -478,12 +499,12 @@ def test_rotation_spline_rates_are_the_derivatives_in_time():
     """Order 1 is the body's angular rate of order 0 (q̇ = ½ q ⊗ (ω, 0)), order 2 the
     derivative of order 1: checked by differentiating in the query time, inside the
     intervals and at the keys (where both are continuous: left and right limits agree)."""
-    ours, _, _, t = spline_pair(5, 11)
+    ours, theirs, _, t = spline_pair(5, 11)
     for s in np.r_[rng.uniform(t[0], t[-1], size=4), t[1:-1]]:
         q_dot = wg.jacfwd(lambda s: ours(s).as_quat())(s)
-        omega = ours(s, 1)
+        omega = theirs(s, 1)                                        # SciPy's rates
         same(q_dot, 0.5 * _compose(ours(s).as_quat(), np.r_[omega, 0.0]), 1e-11)
-        same(wg.jacfwd(lambda s: ours(s, 1))(s), ours(s, 2), 1e-10)
+        same(wg.jacfwd(lambda s: ours(s, 1))(s), theirs(s, 2), 1e-10)
     for key in t[1:-1]:
         for order in (1, 2):
             same(ours(key - 1e-9, order), ours(key + 1e-9, order), 1e-6)
