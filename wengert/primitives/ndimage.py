@@ -1,4 +1,5 @@
-"""The valid cross-correlation, the one primitive under `wengert.scipy.ndimage`'s filters.
+"""The primitives under `wengert.scipy.ndimage`: the valid cross-correlation of its
+filters, and the B-spline weights of its interpolation at orders 2 to 5.
 
 correlate_valid(p, w) is y_i = Σ_k w_k p_(i+k) over every axis (p and w have the same
 number of axes, w no longer than p on any): the filter's output where the kernel lies
@@ -22,6 +23,21 @@ route) because that sum costs K array operations forward and about 3K back: a 51
 Gaussian blur (17 taps per axis) took 27 ms for the value and 70 ms for a gradient that
 way (46 and 206 ms as a tensordot of sliding windows), 7.6 and 14 ms with the primitive
 (benchmarks/ndimage_filters.py).
+
+bspline_weights(u, degree=k, derivative=d) is the d-th derivative in u of the k + 1
+weights with which a B-spline of degree k reads its coefficients around a point whose
+fractional position is u (map_coordinates at orders 2 to 5), stacked on a new first axis.
+Its derivative is the same primitive with d + 1 (a B-spline's derivative is a difference
+of B-splines of one degree less), so the rules are one line each and go to any order:
+
+    JVP:  dw = du · bspline_weights(u, degree=k, derivative=d + 1)
+    VJP:  ū = Σ_j ḡ_j · bspline_weights(u, degree=k, derivative=d + 1)_j
+
+Its decomposition is the Cox–de Boor recursion written with the graph's operations (about
+35 of them at degree 3, 75 at degree 5, per axis; Taylor mode's route).  As one primitive
+the gradient of a cubic warp of a 256 × 256 image at 65,536 points in image and
+coordinates took 44 ms instead of 59 (degree 5: 80 instead of 115), and the graph holds
+one node per axis instead of the recursion's dozens (benchmarks/scipy_fft_ndimage.py).
 """
 from __future__ import annotations
 
@@ -29,7 +45,8 @@ import math
 
 import numpy as np
 
-from .array import encode_index, flip, getitem, pad, reshape, sum_nonzero
+from .array import (concatenate, encode_index, flip, getitem, pad, reshape, sum, sum_nonzero,
+                    transpose)
 from .registry import defprimitive, shape_of
 from .special import scipy_module
 
@@ -122,3 +139,75 @@ def _batched(args, mapped, node):
 
 
 correlate_valid.defbatch(_batched)
+
+
+# ---- B-spline weights: what map_coordinates reads at orders 2 to 5 ----------------------
+def cox_de_boor(u, order):
+    """The order + 1 weights of the uniform B-spline of degree `order` on the order + 1
+    coefficients around a point whose fractional part past the first one's knot is u in
+    [0, 1), first coefficient first: the Cox–de Boor recursion b_d(u + i) = ((u + i)
+    b_(d−1)(u + i) + (d + 1 − u − i) b_(d−1)(u + i − 1)) / d, sums of products of
+    nonnegative numbers, so each weight is good to a few ulps.  u may be a number, a
+    Fraction, an array or a node."""
+    b = [1]                             # b[i] = b_d(u + i), i = 0, ..., d
+    for d in range(1, order + 1):
+        grown = []
+        for i in range(d + 1):
+            rising = (u + i) * b[i] if i < d else None
+            falling = (d + 1 - i - u) * b[i - 1] if i else None
+            term = rising if falling is None else falling if rising is None else \
+                rising + falling
+            grown.append(term / d)
+        b = grown
+    return b[::-1]
+
+
+def _bspline_weights_np(u, degree, derivative):
+    u = np.asarray(u, dtype=np.float64)
+    if derivative > degree:
+        return np.zeros((degree + 1,) + u.shape)
+    w = np.stack([np.broadcast_to(np.asarray(b, dtype=np.float64), u.shape)
+                  for b in cox_de_boor(u, degree - derivative)])
+    for _ in range(derivative):
+        # B_k' = B_(k−1)(x) − B_(k−1)(x − 1): weight j's slope is the lower degree's
+        # weight j − 1 minus its weight j (zero beyond its ends)
+        edge = np.zeros((1,) + u.shape)
+        w = np.concatenate([edge, w]) - np.concatenate([w, edge])
+    return w
+
+
+def _bspline_weights_aval(args, params):
+    return (params["degree"] + 1,) + tuple(args[0].shape), np.dtype(np.float64)
+
+
+bspline_weights = defprimitive(
+    "bspline_weights", _bspline_weights_np, cost="call", abstract_eval=_bspline_weights_aval,
+    doc="bspline_weights(u, degree=k, derivative=d): the d-th derivative in u of the k + 1 "
+        "weights of a degree-k B-spline at fractional position u, stacked on a new first "
+        "axis (map_coordinates at orders 2 to 5).")
+bspline_weights.defjvp(lambda ts, u, ans, degree, derivative: ts[0] * bspline_weights(
+    u, degree=degree, derivative=derivative + 1))
+bspline_weights.defvjp(lambda g, u, ans, degree, derivative: (sum(g * bspline_weights(
+    u, degree=degree, derivative=derivative + 1), axis=(0,), keepdims=False),))
+bspline_weights.defbatch(lambda args, mapped, node: transpose(
+    bspline_weights(args[0], **node.params),
+    axes=(1, 0) + tuple(range(2, len(node.shape) + 1))))
+
+
+def _bspline_decomposition(u, degree, derivative):
+    """The recursion written with the graph's operations (Taylor mode's route, and the
+    reference for the rules)."""
+    shape = (1,) + tuple(shape_of(u))
+    if derivative > degree:
+        rows = [reshape(u * 0.0, shape=shape)] * (degree + 1)
+        return rows[0] if degree == 0 else concatenate(*rows, axis=0)
+    rows = [reshape(u * 0.0 + b if isinstance(b, int) else b, shape=shape)
+            for b in cox_de_boor(u, degree - derivative)]
+    w = rows[0] if len(rows) == 1 else concatenate(*rows, axis=0)
+    for _ in range(derivative):
+        edge = reshape(u * 0.0, shape=shape)
+        w = concatenate(edge, w, axis=0) - concatenate(w, edge, axis=0)
+    return w
+
+
+bspline_weights.decomposition = _bspline_decomposition
