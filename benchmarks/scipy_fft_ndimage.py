@@ -5,7 +5,7 @@ wengert.scipy.ndimage.map_coordinates against JAX, PyTorch and SciPy's value alo
     python benchmarks/scipy_fft_ndimage.py --quick              # 3 short repeats, smaller
     python benchmarks/scipy_fft_ndimage.py --json results.json  # also write JSON
 
-Two problems, single-threaded, float64:
+Three problems, single-threaded, float64:
 
 * **dct**: ``sum(w * dctn(x, norm='ortho')**2)`` for a 512 x 512 image x, gradient in x
   (a DCT-III of the weighted coefficients: the primitive's transpose).  wengert eager
@@ -17,6 +17,13 @@ Two problems, single-threaded, float64:
   ``jax.scipy.ndimage.map_coordinates`` under ``jax.jit``; PyTorch's ``grid_sample``
   (bilinear, ``align_corners=True``, ``padding_mode='border'``: the same interpolant, the
   coordinates scaled to [-1, 1]), eager; SciPy's loss alone.
+* **warp3**: the same at order 3, SciPy's default (its cubic B-spline: the image
+  prefiltered into the spline's coefficients, 16 of them read per point).  wengert eager
+  and compiled, and eager with the B-spline weights composed of wengert.numpy operations
+  (the Cox-de Boor recursion, the primitive bspline_weights's decomposition) rather than
+  the primitive; JAX's map_coordinates has orders 0 and 1 only, and PyTorch's
+  ``grid_sample(mode='bicubic')`` is Keys' cubic convolution, another interpolant (both
+  rows say so); SciPy's loss alone (its prefilter and interpolation).
 
 Every gradient is checked against wengert's before timing (timing.peer_table), and timed
 as timing.py does: warm-up, interleaved repeats, medians, ratios paired per repeat.
@@ -67,21 +74,47 @@ def dct_makers(size):
             "torch": torch_, "scipy-value": scipy_value}
 
 
-def warp_makers(size, m):
+def warp_makers(size, m, order=1):
     rng = np.random.default_rng(1)
     image = rng.normal(size=(size, size))
     coords = rng.uniform(-3, size + 2, size=(2, m))
     target = rng.normal(size=m)
 
-    def wengert(jit=False):
+    def wengert(jit=False, composed=False):
         import wengert as wg
         import wengert.numpy as wnp
         from wengert.scipy import ndimage
         grad = wg.grad(lambda im, c: wnp.sum(
-            (ndimage.map_coordinates(im, c, order=1, mode="nearest") - target) ** 2),
+            (ndimage.map_coordinates(im, c, order=order, mode="nearest") - target) ** 2),
             argnums=(0, 1))
         grad = wg.jit(grad) if jit else grad
-        return wg.__version__, lambda: list(grad(image, coords))
+        if not composed:
+            return wg.__version__, lambda: list(grad(image, coords))
+        import wengert.scipy.ndimage as module
+        from wengert.primitives.ndimage import bspline_weights
+
+        def call():
+            module._bspline_weights = bspline_weights.decomposition
+            try:
+                return list(grad(image, coords))
+            finally:
+                module._bspline_weights = bspline_weights
+        return wg.__version__, call, "the weights composed, not the primitive"
+
+    if order > 1:
+        def no_jax():
+            import jax
+            raise Skip(f"jax {jax.__version__}'s map_coordinates has orders 0 and 1 only")
+
+        def no_torch():
+            import torch
+            raise Skip(f"torch {torch.__version__}'s grid_sample 'bicubic' is Keys' cubic "
+                       "convolution, not a B-spline")
+        return {"wengert": wengert, "wengert-jit": lambda: wengert(jit=True),
+                "wg-composed": lambda: wengert(composed=True), "jax-jit": no_jax,
+                "torch": no_torch, "scipy-value": lambda: (scipy.__version__, lambda: np.sum(
+                    (snd.map_coordinates(image, coords, order=order, mode="nearest")
+                     - target) ** 2), "the loss alone, no gradient")}
 
     def jax_jit():
         import jax
@@ -136,7 +169,11 @@ def main(argv=None):
                           min_time, **CHECKS),
         "warp": peer_table("warp", f"map_coordinates order 1 of a {image} x {image} image at "
                            f"m = {m} points, gradient in image and coordinates",
-                           warp_makers(image, m), repeats, min_time, **CHECKS)}
+                           warp_makers(image, m), repeats, min_time, **CHECKS),
+        "warp3": peer_table("warp3", f"map_coordinates order 3 (cubic B-spline) of a {image} "
+                            f"x {image} image at m = {m} points, gradient in image and "
+                            "coordinates", warp_makers(image, m, order=3), repeats, min_time,
+                            **CHECKS)}
     if args.json:
         write_report(args.json, "scipy_fft_ndimage", args.quick, report)
     return 0
