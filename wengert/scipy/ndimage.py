@@ -78,6 +78,7 @@ from ..numpy.dispatch import rest_of as _rest_of
 from ..primitives.ndimage import (bspline_weights as _bspline_weights,
                                   correlate_valid as _correlate_valid,
                                   cox_de_boor as _cox_de_boor)
+from .linalg import solve_banded as _solve_banded
 
 __all__ = ["map_coordinates", "correlate1d", "convolve1d", "correlate", "convolve",
            "gaussian_filter1d", "gaussian_filter", "gaussian_laplace",
@@ -454,12 +455,11 @@ def _spline_filtered(x, order, axis, mode):
     if n <= _SHORT_LINE:
         m = _short_filter(n, order, boundary)
         return _wnp.moveaxis(_wnp.tensordot(m, x, axes=([1], [axis])), 0, axis)
-    from .linalg import solve_banded
     ab, correction = _spline_band(n, order, boundary)
     lines = _wnp.moveaxis(x, axis, 0)
     shape = lines.shape
     rest = int(_np.prod(shape[1:]))
-    c = solve_banded((order // 2, order // 2), ab, _wnp.reshape(lines, (n, rest)))
+    c = _solve_banded((order // 2, order // 2), ab, _wnp.reshape(lines, (n, rest)))
     if correction is not None:          # (the corners of the periodic system)
         columns, h = correction
         c = c - _wnp.matmul(h, _wnp.take(c, columns, axis=0))
@@ -506,8 +506,8 @@ def _spline_band(n, order, boundary):
     unit = _np.zeros((n, len(r)))
     unit[r, _np.arange(len(r))] = 1.0
     band_inverse_r = _sl_solve_banded((half, half), ab, unit)
-    k = _np.linalg.inv(_np.eye(len(r)) + e @ band_inverse_r[columns])
-    h = band_inverse_r @ k @ e
+    capacitance = _np.linalg.inv(_np.eye(len(r)) + e @ band_inverse_r[columns])
+    h = band_inverse_r @ capacitance @ e
     h.flags.writeable = False
     return ab, (_np.array(columns), h)
 
