@@ -189,6 +189,10 @@ FUSED = {
     # scipy.ndimage's filters: the valid correlation of p = x[:6] with the kernel x[6:, :2]
     "correlate_valid": [(lambda prim, x: prim(x[:6], x[6:, :2]), (9, 4)),
                         (lambda prim, x: prim(x[:, :2], x[:2, 2:]), (5, 3))],
+    # map_coordinates' B-spline weights at fractional positions u in (0, 1)
+    "bspline_weights": [(lambda prim, x, k=k, d=d: prim(0.5 + 0.05 * x, degree=k,
+                                                        derivative=d), (6,))
+                        for k, d in [(3, 0), (2, 1), (5, 0), (4, 2)]],
 }
 
 
