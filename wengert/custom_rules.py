@@ -190,6 +190,9 @@ class _Custom:
         self.fun = fun
         self.nondiff_argnums = tuple(sorted(set(nondiff_argnums)))
         self._signature = inspect.signature(fun)
+        # (a function with a batching rule of its own, a custom_vmap one: under vmap the
+        # call is f's batch, as in JAX, not f called once per example)
+        self._batches_itself = getattr(fun, "batches_itself", False)
 
         def evaluate(*leaves, layout):
             plain = not any(type(v) is Node for v in leaves)
@@ -233,7 +236,8 @@ class _Custom:
         name, the call batched as one call (`_Batched`); else None, one call per example
         as for any primitive without a rule."""
         name = resolving()
-        if name is None or name not in node.params["layout"].axis_names:
+        if not self._batches_itself and (name is None or
+                                         name not in node.params["layout"].axis_names):
             return None
         size = next(shape_of(a)[0] for a, m in zip(args, mapped) if m)
         layout = _Batched(node.params["layout"], tuple(0 if m else None for m in mapped),
@@ -277,6 +281,14 @@ class _Custom:
 
     def _rules_missing(self):
         raise NotImplementedError
+
+    def __getattr__(self, name):
+        # (attributes of the decorated function, as JAX forwards them: a custom_vjp over a
+        # custom_vmap function declares the vmap rule as f.def_vmap)
+        fun = self.__dict__.get("fun")
+        if fun is None or name.startswith("__"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(fun, name)
 
     def __call__(self, *args, **kwargs):
         self._rules_missing()

@@ -27,6 +27,10 @@ _TRACERS = {
              ", which vmap batches"),
     "linearize": ("wg.linearize traced f at a point that has no value here (inside wg.vmap, "
                   "wg.scan or wg.compile)", ""),
+    "shard_map": ("shard_map traced f, whose arguments sharded over a mesh axis have no "
+                  "single value (in JAX they vary from device to device)", ""),
+    "custom_vmap": ("custom_vmap traced f for the shapes of its result (as JAX traces it)",
+                    ""),
 }
 
 
