@@ -55,6 +55,11 @@ from . import ad_checkpoint, test_util  # noqa: F401  (JAX's jax.ad_checkpoint, 
 from . import ops, image  # noqa: F401  (JAX's jax.ops and jax.image)
 from . import experimental, flatten_util  # noqa: F401  (jax.experimental.ode / .jet)
 from . import example_libraries  # noqa: F401  (JAX's jax.example_libraries: stax, optimizers)
+from . import sharding, custom_batching  # noqa: F401  (JAX's jax.sharding, jax.custom_batching)
+from .sharding import (shard_map, make_mesh, P, NamedSharding, set_mesh, reshard,
+                       make_array_from_callback, make_array_from_single_device_arrays,
+                       make_array_from_process_local_data)
+from .jax_compat import Device
 
 __version__ = "0.1.0"
 
@@ -73,4 +78,10 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian"
            "linear_transpose", "closure_convert", "make_jaxpr", "pmap", "pure_callback",
            "named_call", "named_scope", "ensure_compile_time_eval", "dtypes", "debug",
            "ad_checkpoint", "test_util", "ops", "image", "typeof", "experimental",
-           "flatten_util", "example_libraries"]
+           "flatten_util", "example_libraries",
+           # JAX's sharding on the one device, and custom batching (wengert.sharding,
+           # wengert.custom_batching)
+           "sharding", "custom_batching", "shard_map", "make_mesh", "P", "NamedSharding",
+           "set_mesh", "reshard", "make_array_from_callback",
+           "make_array_from_single_device_arrays", "make_array_from_process_local_data",
+           "Device"]

@@ -55,7 +55,8 @@ from .primitives.registry import shape_of
 from .tree import tree_map
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-           "pswapaxes", "ppermute", "pshuffle", "pbroadcast", "axis_index", "axis_size"]
+           "pswapaxes", "ppermute", "pshuffle", "pbroadcast", "axis_index", "axis_size",
+           "pcast"]
 
 
 # --------------------------------------------------------------------------------------
@@ -91,7 +92,8 @@ def _unbound(name, who):
     here = (f" (the names bound here: {', '.join(repr(n) for n in names)})" if names
             else " (no vmap binds a name here)")
     return (f"unbound axis name {name!r}: {who} over {name!r} must be called inside a "
-            f"function that wg.vmap or wg.pmap maps with axis_name={name!r}{here}; pass "
+            f"function that wg.vmap or wg.pmap maps with axis_name={name!r}, or that "
+            f"shard_map runs on a mesh with an axis {name!r}{here}; pass "
             f"axis_name={name!r} to the vmap or pmap whose examples it is over")
 
 
@@ -617,3 +619,32 @@ def axis_size(axis_name):
         array([1., 2.])
     """
     return math.prod(_axes(axis_name, "axis_size")[1])
+
+
+# --------------------------------------------------------------------------------------
+# types
+# --------------------------------------------------------------------------------------
+def pcast(x, axis_name, *, to):
+    """x itself, as JAX's ``jax.lax.pcast(x, axis_name, to="varying")`` (``pvary``, which
+    JAX 0.10 removed): JAX's ``shard_map`` types each value as varying along some mesh
+    axes or not, and this cast marks a value that is the same on every device as varying,
+    where JAX's type checks ask for it (a loop carry, say).  wengert finds which values
+    vary from what computes them, so the cast changes nothing.  The axis names must be
+    bound (by `wengert.sharding.shard_map`, or a vmap with ``axis_name``); JAX's other
+    casts (``to="reduced"``, ``"unreduced"``) are a NotImplementedError.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> wg.vmap(lambda x: x + pcast(1.0, "i", to="varying"), axis_name="i")(np.zeros(2))
+        array([1., 1.])
+    """
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"pcast: axis_name must be a name or a tuple of names, got "
+                        f"{axis_name!r}")
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError(f"pcast: to must be 'varying', 'reduced' or 'unreduced', got {to!r}")
+    _axes(axis_name, "pcast")
+    if to != "varying":
+        raise NotImplementedError(f"pcast: to={to!r} (JAX's reduced and unreduced types of "
+                                  "shard_map) is not offered; to='varying' is")
+    return x

@@ -370,18 +370,24 @@ def process_count():
     return 1
 
 
-def _check_device(device, who):
-    if device is None or device is _CPU or device == "cpu":
+def _check_device(device, who, x=None):
+    if device is None or device is _CPU or isinstance(device, str) and device == "cpu":
         return
-    raise TypeError(f"{who}: device must be None or one of jax.devices() (the CPU), got "
-                    f"{device!r:.60}; there are no shardings")
+    if not isinstance(device, str):
+        from .sharding import check_shardings
+        check_shardings(device, x, who, allow_device=True)
+        return
+    raise TypeError(f"{who}: device must be None, one of jax.devices() (the CPU) or a "
+                    f"sharding of it (jax.sharding.NamedSharding, ...), got {device!r:.60}")
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """JAX's ``jax.device_put``: x (a pytree) as arrays on the CPU.  A NumPy array is
     copied (unless ``may_alias=True`` or ``donate=True``), as JAX copies it to the
     device: writing into the original afterwards does not change the result.  Numbers
-    become 0-d arrays; traced values pass as they are.  `device` may be None or the CPU.
+    become 0-d arrays; traced values pass as they are.  `device` may be None, the CPU, or
+    a sharding (`wengert.sharding.NamedSharding`, a `PartitionSpec` with a mesh set, or
+    a pytree of them for x's leaves), which is checked and puts x on the one device.
 
     Example:
         >>> import numpy as np, wengert as jax
@@ -390,9 +396,12 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         >>> x[0] = 5.0
         >>> y, jax.device_put(1.5)
         (array([1., 1.]), array(1.5))
+        >>> mesh = jax.make_mesh((1,), ("data",))
+        >>> jax.device_put(x, jax.NamedSharding(mesh, jax.P("data")))
+        array([5., 1.])
     """
-    _check_device(device, "device_put")
-    _check_device(src, "device_put")
+    _check_device(device, "device_put", x)
+    _check_device(src, "device_put", x)
     keep = bool(donate) or may_alias is True
 
     def put(leaf):

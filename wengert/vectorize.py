@@ -168,9 +168,9 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
 # --------------------------------------------------------------------------------------
 # step 1: one example's graph
 # --------------------------------------------------------------------------------------
-def _trace_example(f, tree, leaves, names, specs) -> Graph:
+def _trace_example(f, tree, leaves, names, specs, tracer="vmap") -> Graph:
     graph = Graph(optimize=False)   # (traced on every call: as cheaply as an eager call)
-    graph.captured, graph.tracer = {}, "vmap"
+    graph.captured, graph.tracer = {}, tracer   # (shard_map's trace says its own name)
     call = list(leaves)
     inputs = []
     for k, spec in specs:

@@ -33,10 +33,10 @@ What it holds, by kind:
   (`wengert.custom_root`'s `Solution` node, whose arguments are the traced values f or
   matvec closes over, found by `wengert.closure_convert`).
 
-* **collectives** over the examples of ``wg.vmap(f, axis_name=...)`` or ``wg.pmap``:
-  `psum`, `pmean`, `pmax`, `pmin`, `all_gather`, `psum_scatter`, `ppermute`,
-  `axis_index`, `axis_size`, `all_to_all`, `pswapaxes`, `pshuffle`, `pbroadcast`
-  (`wengert.collectives`).
+* **collectives** over the examples of ``wg.vmap(f, axis_name=...)`` or ``wg.pmap``, or
+  over the mesh axes of ``shard_map`` (`wengert.sharding`): `psum`, `pmean`, `pmax`,
+  `pmin`, `all_gather`, `psum_scatter`, `ppermute`, `axis_index`, `axis_size`,
+  `all_to_all`, `pswapaxes`, `pshuffle`, `pbroadcast`, `pcast` (`wengert.collectives`).
 
 * **Fourier transforms and linear algebra**: `fft` with `FftType` (`wengert.lax._fft`,
   over `wengert.numpy.fft`), and the module `linalg`, JAX's ``jax.lax.linalg``
@@ -49,8 +49,9 @@ What it holds, by kind:
   helpers of convolutions, the gamma gradients (`igamma_grad_a`, `random_gamma_grad`) and
   the bit generators (`rng_bit_generator`, `rng_uniform`).
 
-A name of ``jax.lax`` that is not here (``ragged_all_to_all``, the sharding names) raises an
-AttributeError that says so and what to use.
+``with_sharding_constraint`` (`wengert.sharding`) checks its shardings and returns its
+argument: on one device nothing moves.  A name of ``jax.lax`` that is not here
+(``ragged_all_to_all``, the primitives ``*_p``) raises an AttributeError that says so.
 
 Example:
     >>> import wengert as wg
@@ -75,8 +76,9 @@ import numpy as _np
 from .. import numpy as _wnp
 from ..graph.active import current_graph as _current_graph
 from ..graph.node import Node
-from ..collectives import (all_gather, all_to_all, axis_index, axis_size, pbroadcast, pmax,
-                          pmean, pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes)
+from ..collectives import (all_gather, all_to_all, axis_index, axis_size, pbroadcast, pcast,
+                          pmax, pmean, pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes)
+from ..sharding import with_sharding_constraint
 from ..loops import fori_loop, scan
 from ..primitives import array as _A
 from ..primitives.registry import is_weak, known_value as _value
@@ -126,7 +128,9 @@ __all__ = [
     "shift_left", "shift_right_arithmetic", "shift_right_logical",
     # collectives, inside wg.vmap or wg.pmap with axis_name (wengert.collectives)
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index",
-    "axis_size", "all_to_all", "pswapaxes", "pshuffle", "pbroadcast",
+    "axis_size", "all_to_all", "pswapaxes", "pshuffle", "pbroadcast", "pcast",
+    # shardings, on one device: the value itself (wengert.sharding)
+    "with_sharding_constraint",
     # Fourier transforms, and the module linalg (jax.lax.linalg)
     "fft", "FftType", "linalg",
 ]
