@@ -117,8 +117,11 @@ def test_array_isinstance_and_shape_dtype_struct():
     assert wg.eval_shape(lambda a: a.T, s) == wg.ShapeDtypeStruct((3, 2), np.float32)
     assert wg.eval_shape(lambda a: a.T, s) != wg.ShapeDtypeStruct((3, 2), np.float64)
     assert wg.compile(lambda a: a * 2, s)(np.ones((2, 3), np.float32)).dtype == np.float32
-    with pytest.raises(ValueError, match="sharding"):
-        wg.ShapeDtypeStruct((2,), float, sharding="x")
+    with pytest.raises(TypeError, match="ShapeDtype: expected a Sharding"):
+        wg.ShapeDtypeStruct((2,), float, sharding="x")     # (the one device's are taken:
+    mesh = wg.make_mesh((1,), ("x",))                      #  tests/test_sharding.py)
+    assert wg.ShapeDtypeStruct((2,), float, sharding=wg.NamedSharding(
+        mesh, wg.P("x"))).sharding.spec == wg.P("x")
     assert wg.dtypes.canonicalize_dtype(np.int32) == np.int32
     assert wg.dtypes.float0.itemsize == 0 and wg.float0 is wg.dtypes.float0
 

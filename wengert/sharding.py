@@ -21,9 +21,7 @@ what JAX computes on one CPU, with its code unchanged:
 * `shard_map`: f on the whole arrays, each of the mesh's axis names bound for the
   collectives as an axis of size 1 (a `wg.vmap` of one example per axis), so
   ``psum`` is the identity, ``axis_index`` is 0, ``all_gather`` adds an axis of 1, and
-  derivatives, `jit` and `vmap` go through it; out_specs are checked as JAX's
-  ``check_vma`` checks them (an output that varies along an axis its spec does not name
-  is refused);
+  derivatives, `jit` and `vmap` go through it;
 * `with_sharding_constraint`, `reshard`, `auto_axes`, `explicit_axes`, and
   ``device_put(x, sharding)``, `make_array_from_callback`, ... : the value itself.
 
@@ -61,6 +59,7 @@ __all__ = ["AxisType", "PartitionSpec", "P", "Mesh", "AbstractMesh", "Sharding",
            "NamedSharding", "SingleDeviceSharding", "make_single_device_sharding",
            "make_mesh", "set_mesh", "use_mesh", "get_mesh", "get_abstract_mesh",
            "use_abstract_mesh", "shard_map", "with_sharding_constraint", "reshard",
+           "check_shardings", "check_sharding_leaves",
            "auto_axes", "explicit_axes", "make_array_from_callback",
            "make_array_from_single_device_arrays", "make_array_from_process_local_data"]
 
@@ -748,6 +747,25 @@ def check_shardings(shardings, x, who, allow_device=False):
                          f"of the value ({e})") from None
 
 
+def check_sharding_leaves(shardings, who):
+    """`shardings` a sharding, a PartitionSpec, None, or a pytree of them (``jit``'s
+    ``in_shardings`` and ``out_shardings``, checked before the arguments are known).
+
+    Example:
+        >>> check_sharding_leaves((P("data"), None), "jit: in_shardings")
+        >>> check_sharding_leaves("data", "jit: in_shardings")
+        Traceback (most recent call last):
+        ...
+        TypeError: jit: in_shardings must hold shardings or PartitionSpecs (or None), got 'data'
+    """
+    leaves = [shardings] if _is_sharding(shardings) else \
+        flatten(shardings, is_leaf=_is_sharding)[0]
+    for s in leaves:
+        if not _is_sharding(s):
+            raise TypeError(f"{who} must hold shardings or PartitionSpecs (or None), got "
+                            f"{s!r:.60}")
+
+
 def with_sharding_constraint(x, shardings):
     """x itself, as JAX's ``jax.lax.with_sharding_constraint`` is on one device: the
     shardings (one, or a pytree of them for x's leaves: `NamedSharding`, `PartitionSpec`
@@ -787,12 +805,7 @@ def _decorator(f, who, **shardings):
             return f(*args, **kwargs)
         return wrapped
     for name, s in shardings.items():
-        if s is not None and not _is_sharding(s):
-            flatten(s)                  # (a pytree of shardings: its leaves are checked)
-            for leaf in flatten(s)[0]:
-                if not _is_sharding(leaf):
-                    raise TypeError(f"{who}: {name} must hold shardings or PartitionSpecs, "
-                                    f"got {leaf!r:.60}")
+        check_sharding_leaves(s, f"{who}: {name}")
     return wrap if f is None else wrap(f)
 
 
@@ -993,19 +1006,18 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             context (`set_mesh`).
         axis_names: the mesh axes f is manual over (default: all); only those are bound
             for the collectives, and the specs may name only those.
-        check_vma: as JAX's, whether to refuse an output that varies along a mesh axis its
-            out_spec does not name: varying are the arguments along the axes their specs
-            name, ``axis_index``, and what is computed from them, until a ``psum``,
-            ``pmean``, ``pmax``, ``pmin`` or ``all_gather`` over the axis (wengert takes
-            all_gather's result as the same on every device, which it is; JAX 0.10 takes
-            it as varying).  False takes such an output as it is.  ``check_rep`` is its
-            older name.
+        check_vma: JAX's check that an output is the same on every device along the
+            axes its out_spec does not name, by a type of each value (varying along some
+            axes or not).  On one device every output is the same on every device, so
+            wengert takes it as it is: accepted, with no effect (JAX's check refuses some
+            programs on one device too, where it cannot prove the replication: they run
+            here).  ``check_rep`` is its older name.
 
     Raises:
         ValueError: a mesh axis of size other than 1 (the message says how to emulate
             more devices with `wg.pmap`), specs that name axes the mesh has not (or twice),
-            that are longer than their values' ranks or do not match the arguments'
-            structure, and outputs that vary along an axis their out_specs do not name.
+            that are longer than their values' ranks or do not match the arguments' (the
+            output's) structure.
 
     Example:
         >>> import numpy as np, wengert as jax
@@ -1013,17 +1025,19 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
         >>> def normalise(x):
         ...     return x / jax.lax.psum(x.sum(), "data"), jax.lax.axis_index("data")
         >>> f = jax.shard_map(normalise, mesh=mesh, in_specs=P("data"),
-        ...                   out_specs=(P("data"), P()), check_vma=False)
+        ...                   out_specs=(P("data"), P()))
         >>> f(np.array([1.0, 3.0]))
         (array([0.25, 0.75]), np.int32(0))
         >>> jax.grad(lambda x: f(x)[0][0])(np.array([1.0, 3.0]))
         array([ 0.1875, -0.0625])
     """
-    if check_rep is not None:
-        check_vma = check_rep
+    for what, flag in (("check_vma", check_vma), ("check_rep", check_rep)):
+        if flag is not None and not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"shard_map: {what} must be True or False, got {flag!r:.40}")
     if f is None:
         return lambda f: shard_map(f, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
-                                   axis_names=axis_names, check_vma=check_vma)
+                                   axis_names=axis_names, check_vma=check_vma,
+                                   check_rep=check_rep)
     if not callable(f):
         raise TypeError(f"shard_map expects a function, got {type(f).__name__}")
     name = getattr(f, "__name__", "f")
@@ -1061,7 +1075,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
         per_leaf = [] if not leaves else _specs_of(specs, tuple(args), "in_specs", who, True)
         in_named = [_named_axes(s, x, mesh, manual, "in_specs", who)
                     for s, x in zip(per_leaf, leaves)]
-        return _run(f, tree, leaves, in_named, out_specs, mesh, manual, check_vma, who)
+        return _run(f, tree, leaves, in_named, out_specs, mesh, manual, who)
     return sharded
 
 
@@ -1074,12 +1088,13 @@ def _manual(axis_names, mesh, who):
     return tuple(n for n in mesh.axis_names if n in names)
 
 
-def _run(f, tree, leaves, in_named, out_specs, mesh, manual, check, who):
+def _run(f, tree, leaves, in_named, out_specs, mesh, manual, who):
     """f on the whole arguments, inside one vmap of one example per manual mesh axis
     (outermost first), binding the axis's name: each argument leaf gets a leading axis
     of 1 for each axis its spec names (the vmap of that axis maps it; the others pass it
     as it is, the same on every device), and each output one for each axis its out_spec
-    names, which is then taken off."""
+    names, which is then taken off.  (An output whose out_spec does not name an axis is
+    the one device's: with one device along each axis, it is replicated.)"""
     from .primitives.array import reshape
     info = {}
 
@@ -1090,12 +1105,10 @@ def _run(f, tree, leaves, in_named, out_specs, mesh, manual, check, who):
         info["tree"] = out_tree
         info["named"] = [_named_axes(s, o, mesh, manual, "out_specs", who)
                          for s, o in zip(per_leaf, outs)]
-        info["specs"] = per_leaf
         return outs
     fn = innermost
     for level in reversed(range(len(manual))):
-        fn = _level(fn, manual[level], [manual[level] in n for n in in_named], info, check,
-                    who)
+        fn = _level(fn, manual[level], [manual[level] in n for n in in_named], info)
     ready = [reshape(x, shape=(1,) * len(n) + tuple(shape_of(x))) if n else x
              for x, n in zip(leaves, in_named)]
     outs = fn(*ready)
@@ -1104,7 +1117,7 @@ def _run(f, tree, leaves, in_named, out_specs, mesh, manual, check, who):
     return unflatten(info["tree"], outs)
 
 
-def _level(inner, name, mapped, info, check, who):
+def _level(inner, name, mapped, info):
     """`inner` (leaves -> output leaves) mapped over the mesh axis `name`, of one device:
     the leaves with ``mapped[k]`` carry it as their leading axis."""
     from .primitives.array import getitem
@@ -1129,23 +1142,10 @@ def _level(inner, name, mapped, info, check, who):
         for j, (v, m) in enumerate(results):
             if name in info["named"][j]:
                 outs.append(batched(v, m, 1))
-            elif m and check:
-                raise ValueError(_varying(who, info, j, name))
             else:
                 outs.append(getitem(v, index=(0,)) if m else v)
         return outs
     return level
-
-
-def _varying(who, info, j, name):
-    spec = info["specs"][j]
-    where = f"output {j}" if len(info["specs"]) > 1 else "the output"
-    return (f"{who}: out_specs gives {where} {spec!r}, which does not name mesh axis "
-            f"{name!r}, so it must be the same on every device along {name!r}; but it varies "
-            f"along {name!r} (it is computed from an argument whose in_spec names {name!r}, "
-            f"or from axis_index, with no psum, pmean or all_gather over {name!r} since). "
-            f"Name {name!r} in its out_spec to join the shards, reduce it over {name!r} (lax."
-            f"psum, lax.pmean), or pass check_vma=False to take it as it is, as in JAX")
 
 
 def _dtype(x):

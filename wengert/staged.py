@@ -1003,8 +1003,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None, **hint
     ``functools.partial(jax.jit, static_argnums=...)``).
 
     `static_argnums` and `static_argnames` are `compile`'s.  JAX's hints that change no
-    result on one CPU (``donate_argnums``, shardings, ``device``, ``inline``, ...) are
-    accepted and ignored; JAX's ``backend`` may only be ``"cpu"`` (use `compile` for
+    result on one CPU (``donate_argnums``, ``device``, ``inline``, ...) are accepted and
+    ignored, and so are ``in_shardings`` and ``out_shardings`` (`wengert.sharding`'s
+    shardings or PartitionSpecs, checked to be such: there is one device); JAX's ``backend`` may only be ``"cpu"`` (use `compile` for
     wengert's code generators).
 
     Example:
@@ -1023,6 +1024,10 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None, **hint
     if backend not in (None, "cpu"):
         raise ValueError(f"jit: backend {backend!r} is not available; wengert runs on the "
                          "CPU (wg.compile(f, backend='c') generates C)")
+    for key in ("in_shardings", "out_shardings"):
+        if hints.get(key) is not None:  # (the one device's: wengert.sharding; checked)
+            from .sharding import check_sharding_leaves
+            check_sharding_leaves(hints[key], f"jit: {key}")
     if fun is None:                 # @jit(static_argnums=...) as a decorator factory
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames)
     return compile(fun, static_argnums=static_argnums, static_argnames=static_argnames)

@@ -61,13 +61,16 @@ class ShapeDtype:
         float32
     """
 
-    __slots__ = ("shape", "dtype", "weak")
+    __slots__ = ("shape", "dtype", "weak", "sharding")
 
     def __init__(self, shape=(), dtype=np.float64, weak=False, *, weak_type=None,
                  sharding=None):
-        # (JAX's ShapeDtypeStruct(shape, dtype, weak_type=, sharding=) is this class)
+        # (JAX's ShapeDtypeStruct(shape, dtype, weak_type=, sharding=) is this class; a
+        # sharding is the one device's, wengert.sharding, kept as it is given)
         if sharding is not None:
-            raise ValueError("ShapeDtype: sharding is not available; wengert runs on the CPU")
+            from ..sharding import check_shardings
+            check_shardings(sharding, _Shaped(shape), "ShapeDtype")
+        self.sharding = sharding
         if isinstance(shape, (int, np.integer)):
             raise TypeError(f"ShapeDtype: the shape must be a tuple of ints, got {shape!r} "
                             f"(write ({shape},))")
@@ -99,6 +102,15 @@ class ShapeDtype:
     def __repr__(self):
         weak = ", weak" if self.weak else ""
         return f"ShapeDtype({_type_str(self.shape, self.dtype)}{weak})"
+
+
+class _Shaped:
+    """Something of a shape, for a sharding's check against it."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = tuple(shape) if not isinstance(shape, (int, np.integer)) else (shape,)
 
 
 def shape_dtype(value) -> ShapeDtype:
