@@ -1005,8 +1005,8 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), backend=None, **hint
     `static_argnums` and `static_argnames` are `compile`'s.  JAX's hints that change no
     result on one CPU (``donate_argnums``, ``device``, ``inline``, ...) are accepted and
     ignored, and so are ``in_shardings`` and ``out_shardings`` (`wengert.sharding`'s
-    shardings or PartitionSpecs, checked to be such: there is one device); JAX's ``backend`` may only be ``"cpu"`` (use `compile` for
-    wengert's code generators).
+    shardings or PartitionSpecs, checked to be such: there is one device); JAX's
+    ``backend`` may only be ``"cpu"`` (use `compile` for wengert's code generators).
 
     Example:
         >>> import wengert as wg
