@@ -160,8 +160,14 @@ def test_refusals_of_element_by_element_code_say_why():
     for language in ("fortran", "adds", "c"):
         with pytest.raises(ValueError, match="inv, a primitive that has no element-by-"):
             inv.code(language)
+    either = lambda x, y: ((x < y) + (x < 2 * y)) * 1.0      # NumPy's True + True is True
     with pytest.raises(ValueError, match="sum of truth values"):
-        wg.compile(lambda x, y: ((x < y) + (x < 2 * y)) * 1.0, 0.3, 0.7).code("c")
+        wg.compile(either, 0.3, 0.7, backend="float")
+    if HAVE_CC:                         # (C's bools are typed: the sum is its ||)
+        c = wg.compile(either, 0.3, 0.7, backend="c")
+        assert "||" in c.source
+        for x, y in [(0.3, 0.7), (0.3, 0.2), (0.3, 0.1), (numpy.nan, 1.0)]:
+            assert c(x, y) == either(numpy.float64(x), numpy.float64(y))
     with pytest.raises(ValueError, match="dtype float32"):
         wg.compile(lambda x: x * 2, numpy.ones(2, numpy.float32), backend="float")
     large = wg.compile(lambda x: wg.numpy.sum(wg.numpy.sin(x)),

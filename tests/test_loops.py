@@ -591,10 +591,12 @@ def test_c_code_is_one_loop_whatever_the_length():
 @needs_cc
 @pytest.mark.parametrize("f, words", [
     (lambda w: wg.scan(lambda c, x: (c + wnp.sort(x * w)[0], None), 0.0, XS)[0],
-     "(argsort), in the body of scan[<lambda>]: use backend='python'"),
+     "argsort, a primitive that has no element-by-element form, in the body of "
+     "scan[<lambda>]: use backend='python'"),
     (lambda w: wg.scan(lambda c, x: ((c[0] * w, c[1] + 1), None),
-                       (0.0, np.int64(0)), XS)[0][0],
-     "int64 (add), in the body of scan[<lambda>]: use backend='python'"),
+                       (0.0, np.int32(0)), XS)[0][0],             # (int64: test_c_integers)
+     "int32 (add) (C computes float64, int64 and bool values), in the body of "
+     "scan[<lambda>]: use backend='python'"),
     (lambda w: wg.scan(lambda c, x: (c + wsp.digamma(x[0] * w + 3), None), 0.0,
                        XS)[0],
      "no spelling for SciPy's 'digamma'"),

@@ -3,7 +3,8 @@
 (loops whose number of steps depends on the input, that run no step, vector and pytree
 carries, a counter beside the value), its JVPs (while loops in turn) against closed
 forms, central differences, the Python back-end and JAX, nesting with scan and vmap, and
-the clear refusals: reverse mode, an integer carry."""
+the clear refusals: reverse mode, an integer carry narrower than int64 (int64 ones are
+tests/test_c_integers.py's)."""
 import numpy as np
 import pytest
 
@@ -165,14 +166,20 @@ def test_reverse_mode_is_refused_as_under_the_python_back_end():
             wg.compile(transform(newton_sqrt), 2.0, backend="c")
 
 
-def test_an_integer_carry_is_refused_naming_the_body():
-    def f(x):                          # np.int64: an integer, where a Python int is a float
+def test_an_int64_carry_is_computed_and_a_narrower_one_refused_naming_the_body():
+    def f(x, zero):                   # np.int64: an integer, where a Python int is a float
         return lax.while_loop(lambda s: s[0] >= 1.0, lambda s: (s[0] / 2.0, s[1] + 1),
-                              (x, np.int64(0)))
-    with pytest.raises(ValueError, match=r"dtype int64 \(add\), in the body of "
+                              (x, zero))
+    c = wg.compile(f, 3.0, np.int64(0), backend="c")
+    assert "int64_t" in c.source
+    for x in (3.0, 0.5, 1e300):
+        got, want = c(x, np.int64(0)), wg.compile(f)(x, np.int64(0))
+        assert got == want and type(got[1]) is type(want[1]) is np.int64
+    with pytest.raises(ValueError, match=r"dtype int32 \(add\) \(C computes float64, int64 "
+                                         r"and bool values\), in the body of "
                                          r"while\[<lambda>\]: use backend='python'"):
-        wg.compile(f, 3.0, backend="c")
-    assert wg.compile(f, 3.0)(3.0) == (0.75, 2)          # (the Python back-end's loop)
+        wg.compile(f, 3.0, np.int32(0), backend="c")
+    assert wg.compile(f, 3.0, np.int32(0))(3.0, np.int32(0)) == (0.75, 2)   # (Python's)
 
 
 # --- real JAX -------------------------------------------------------------------------------

@@ -725,7 +725,9 @@ class _Split:
 
 
 class _Flat(Primitive):
-    """A `Scan` or a `While` on the elements of its arguments (`Loop.flat`)."""
+    """A `Scan` or a `While` on the elements of its arguments (`Loop.flat`).  Its value
+    is float64, as the C back-end holds it: an int64 as its bits, a bool as 0 or 1 (as
+    `Layout` packs them among floats)."""
 
     def __init__(self, loop):
         super().__init__(f"loop[{loop.loop_name}]", self._impl, cost="call",
@@ -737,14 +739,17 @@ class _Flat(Primitive):
         # (after the consts and the carry: a scan's scanned arrays, a while loop's test)
         self.shapes = [n.shape for n in ins[:k1]] + ([()] if loop.until else [
             (loop.length,) + n.shape for n in ins[k1:]])
+        self.dtypes = [n.dtype for n in ins[:k1]] + ([np.dtype(bool)] if loop.until else [
+            n.dtype for n in ins[k1:]])
 
     def _impl(self, *elements):
         args, k = [], 0
-        for shape in self.shapes:
+        for shape, dtype in zip(self.shapes, self.dtypes):
             n = int(np.prod(shape, dtype=np.int64))
-            args.append(np.array(elements[k:k + n], dtype=float).reshape(shape))
+            args.append(np.array(elements[k:k + n], dtype=dtype).reshape(shape))
             k += n
-        return np.asarray(self.loop(*args), dtype=float).ravel()
+        value = np.asarray(self.loop(*args)).ravel()
+        return value.view(np.float64) if value.dtype == np.int64 else value.astype(float)
 
 
 def _read_before(results, boundary, given):

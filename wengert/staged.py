@@ -585,10 +585,12 @@ class _Dispatcher:
         if backend == "python":
             scalar = faster_float_form(graph)
         elif backend in ("float", "c"):
+            c = backend == "c"
             try:
-                scalar = float_form(graph, 10 ** 7, 10 ** 6, loops=backend == "c")
+                scalar = float_form(graph, 10 ** 7, 10 ** 6, loops=c, integers=c)
             except NotScalar as e:
-                raise ValueError(f"compile(backend={backend!r}) needs a graph of float64 "
+                held = "float64, int64 and bool" if c else "float64"
+                raise ValueError(f"compile(backend={backend!r}) needs a graph of {held} "
                                  "scalars or of arrays it can write element by element; "
                                  f"this one has {e}: use backend='python'") from None
         if backend == "c":

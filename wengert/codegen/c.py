@@ -9,6 +9,15 @@ with the inputs and outputs as flat arrays of doubles, in the order of the graph
 and outputs (arrays in C order).  A Python function around it checks and unpacks the
 arguments as the Python back-end does, fills ``in``, calls, and builds the result.
 
+Values are typed as NumPy types them: a float64 is a ``double``, an int64 an ``int64_t``
+and a bool an ``int`` (0 or 1), and integer arithmetic is NumPy's (`INTEGER_HELPERS`:
+wrap-around, floor division and remainder with NumPy's signs and its zero for a division
+by zero).  Every array the code keeps numbers in (``in``, ``out``, a loop's carry and
+values) is an array of doubles, in which an int64 is held as its bits (``wg_f64``,
+``wg_i64``: a ``memcpy``, one register move) as a loop's value holds it among floats
+(`wengert.primitives.pack.Layout`): copies between them, one by one or by ``memcpy``, move
+bits unchanged, and one layout serves every value.
+
 A loop (`wg.scan`, `wengert.lax.while_loop`, kept as one node by ``float_form(...,
 loops=True)``) is written as a C ``for`` or ``while`` loop over a static function of its
 body; see `_looped`.
@@ -25,15 +34,17 @@ import hashlib
 import math
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..graph.graph import Graph, ShapeDtype
-from ..primitives import scalar as S, special as SP
+from ..primitives import array as A, scalar as S, special as SP
 from ..primitives.nn import relu
-from ..primitives.pack import part
+from ..primitives.pack import bitcast, part
 from ..primitives.registry import CONST, INPUT
 from .emit import EmitError, Symbol, emit
 from .formats import Format
@@ -117,9 +128,99 @@ static double wg_logaddexp2(double x, double y)
 }
 
 
+# int64 arithmetic as NumPy's: on uint64_t, where C's wraps (a signed overflow is
+# undefined behaviour in C), and back by memcpy, which is defined for every bit pattern
+# (a conversion of a uint64_t above INT64_MAX to int64_t is the compiler's choice); the
+# division by zero NumPy gives 0 for (with a warning) is 0, and INT64_MIN // -1 wraps,
+# where C's division traps.  (stdint.h and string.h come in with them.)
+INTEGER_HELPERS = {
+    "wg_i64": "static int64_t wg_i64(double x) { int64_t i; memcpy(&i, &x, sizeof i); "
+              "return i; }",
+    "wg_f64": "static double wg_f64(int64_t i) { double x; memcpy(&x, &i, sizeof x); "
+              "return x; }",
+    "wg_wrap": "static int64_t wg_wrap(uint64_t u) { int64_t i; memcpy(&i, &u, sizeof i); "
+               "return i; }",
+    "wg_iadd": "static int64_t wg_iadd(int64_t x, int64_t y) "
+               "{ return wg_wrap((uint64_t)x + (uint64_t)y); }",
+    "wg_isub": "static int64_t wg_isub(int64_t x, int64_t y) "
+               "{ return wg_wrap((uint64_t)x - (uint64_t)y); }",
+    "wg_imul": "static int64_t wg_imul(int64_t x, int64_t y) "
+               "{ return wg_wrap((uint64_t)x * (uint64_t)y); }",
+    "wg_ineg": "static int64_t wg_ineg(int64_t x) { return wg_wrap(-(uint64_t)x); }",
+    "wg_iabs": "static int64_t wg_iabs(int64_t x) { return x < 0 ? wg_ineg(x) : x; }",
+    "wg_isign": "static int64_t wg_isign(int64_t x) { return (x > 0) - (x < 0); }",
+    "wg_imax": "static int64_t wg_imax(int64_t x, int64_t y) { return x > y ? x : y; }",
+    "wg_imin": "static int64_t wg_imin(int64_t x, int64_t y) { return x < y ? x : y; }",
+    "wg_ipow": """\
+static int64_t wg_ipow(int64_t x, int64_t n)
+{
+    uint64_t r = 1, b = (uint64_t)x;
+    for (; n > 0; n >>= 1) {
+        if (n & 1) r *= b;
+        b *= b;
+    }
+    return wg_wrap(r);
+}""",
+    "wg_ifloordiv": """\
+static int64_t wg_ifloordiv(int64_t x, int64_t y)
+{
+    if (y == 0) return 0;
+    if (y == -1) return wg_ineg(x);
+    int64_t q = x / y;
+    return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;
+}""",
+    "wg_iremainder": """\
+static int64_t wg_iremainder(int64_t x, int64_t y)
+{
+    if (y == 0 || y == -1) return 0;
+    int64_t r = x % y;
+    return (r != 0 && (r < 0) != (y < 0)) ? r + y : r;
+}""",
+    "wg_ifmod": "static int64_t wg_ifmod(int64_t x, int64_t y) "
+                "{ return (y == 0 || y == -1) ? 0 : x % y; }",
+    # (NumPy's astype: toward zero; nan, inf and values out of range give INT64_MIN, as
+    # on x86-64, where C's conversion would be undefined)
+    "wg_itrunc": "static int64_t wg_itrunc(double x) { return (x >= -9223372036854775808.0 "
+                 "&& x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; }",
+}
+
+_INTEGER = {S.add: "wg_iadd", S.sub: "wg_isub", S.mul: "wg_imul", S.neg: "wg_ineg",
+            S.abs: "wg_iabs", S.sign: "wg_isign", S.maximum: "wg_imax", S.minimum: "wg_imin",
+            S.floor_divide: "wg_ifloordiv", S.remainder: "wg_iremainder",
+            S.fmod: "wg_ifmod"}
+# (NumPy's True + True is True: a bool's arithmetic is logic)
+_BOOLEAN = {S.add: "({0} || {1})", S.mul: "({0} && {1})", S.maximum: "({0} || {1})",
+            S.minimum: "({0} && {1})", S.abs: "({0})"}
+_LOGICAL = {np.logical_and: "({0} && {1})", np.logical_or: "({0} || {1})",
+            np.logical_xor: "(!({0}) != !({1}))", np.logical_not: "(!({0}))",
+            np.bitwise_and: "({0} & {1})", np.bitwise_or: "({0} | {1})",
+            np.bitwise_xor: "({0} ^ {1})", np.invert: "(~{0})"}
+_AS_LOGIC = {np.bitwise_and: np.logical_and, np.bitwise_or: np.logical_or,
+             np.bitwise_xor: np.logical_xor, np.invert: np.logical_not}
+
+
+@dataclass(frozen=True)
+class Bits(Symbol):
+    """An int64 read from an array of doubles, which holds it as its bits: ``in[3]`` is
+    written ``wg_i64(in[3])``."""
+
+
+def _slot(array, k, dtype) -> Symbol:
+    """The symbol of element k of one of the code's arrays of doubles, holding a value of
+    `dtype` (the emitter reads an output back by its symbol too)."""
+    return Bits(array, (k,)) if dtype == np.int64 else Symbol(array, (k,))
+
+
+def _ctype(node) -> str:
+    """The C type of a temporary holding node's value."""
+    return "int64_t" if node.dtype == np.int64 else "int" if node.dtype.kind == "b" else \
+        "double"
+
+
 class CFormat(Format):
-    """C99 on doubles: ``in[3]``, ``out[0]``, ``pow(x, 3)``; temporaries are declared
-    where they are assigned (`function_source` writes ``const double``).
+    """C99: ``in[3]``, ``out[0]``, ``pow(x, 3)``; temporaries are declared where they are
+    assigned (`function_source` writes ``const double``, or ``const int64_t`` and ``const
+    int`` for int64 and bool values), integer arithmetic is `INTEGER_HELPERS`'.
 
     Example:
         >>> import wengert as wg
@@ -134,20 +235,46 @@ class CFormat(Format):
     max_expression = 2000
 
     def cast(self, node, arg):
-        # a comparison is a C int: a quotient of two would be integer division
-        return "(double)" if node.op is S.div and arg.dtype.kind == "b" else None
+        # a bool or an integer is a C int or int64_t: a quotient of two would be integer
+        # division, where NumPy's true_divide is a float's
+        return "(double)" if node.op is S.div and arg.dtype.kind in "biu" else None
 
     def symbol(self, sym) -> str:
-        return f"{sym.name}[{sym.index[0]}]" if sym.index else sym.name
+        text = f"{sym.name}[{sym.index[0]}]" if sym.index else sym.name
+        return f"wg_i64({text})" if isinstance(sym, Bits) else text
 
     def number(self, value) -> str:
+        if isinstance(value, (bool, np.bool_)):
+            return "1" if value else "0"
+        if isinstance(value, (int, np.integer)) and -2 ** 63 <= value < 2 ** 63:
+            # (-9223372036854775808 would be the negation of a literal too large for
+            # int64_t)
+            return "(-9223372036854775807-1)" if value == -2 ** 63 else str(int(value))
         value = float(value)
         if math.isnan(value):
+            if struct.unpack("<q", struct.pack("<d", abs(value)))[0] != _QUIET_NAN:
+                raise EmitError("the C back-end writes a constant nan as NAN, and this one "
+                                "has other bits (an int64's, as a loop holds it): compile "
+                                "with the Python back-end")
             return "NAN"
         if math.isinf(value):
             return "INFINITY" if value > 0 else "-INFINITY"
         text = repr(value)
         return text if any(c in text for c in ".en") else text + ".0"
+
+    def method(self, node, args):
+        op, dtype = node.op, node.dtype
+        if op is A.astype:
+            return _conversion(node, args[0])
+        if op is bitcast:
+            return f"wg_i64({args[0]})" if dtype == np.int64 else f"wg_f64({args[0]})"
+        if op is S.numpy_ufunc:
+            return _logical(node, args)
+        if dtype == np.int64:
+            return _integer(node, args)
+        if dtype.kind == "b" and op in _BOOLEAN:
+            return _BOOLEAN[op].format(*args)
+        return None
 
     def apply(self, op, args, params) -> str:
         if op in _TEMPLATES:
@@ -169,6 +296,60 @@ class CFormat(Format):
 
     def comment(self, text) -> list:
         return ["/* " + line.replace("*/", "* /") + " */" for line in text.splitlines()]
+
+
+_QUIET_NAN = 0x7FF8000000000000
+
+
+def _integer(node, args):
+    """The C of a node whose value is int64 (None where the format's templates write it:
+    select and stop_gradient); `EmitError` for what it does not write."""
+    op = node.op
+    if op in _INTEGER:
+        return f"{_INTEGER[op]}({','.join(args)})"
+    if op is S.powi and node.params["n"] >= 0:
+        return f"wg_ipow({args[0]},{node.params['n']})"
+    if op in (S.floor, S.ceil, S.trunc) or op is S.round and \
+            (node.params.get("decimals") or 0) >= 0:
+        return f"({args[0]})"               # (an integer rounds to itself)
+    if op is S.select or op is S.stop_gradient:
+        return None
+    raise EmitError(f"the C back-end writes no {op.name} of int64 values: it writes their "
+                    "+, -, *, //, %, fmod, abs, sign, maximum, minimum, powers with a fixed "
+                    "exponent, comparisons and conversions; convert to float64 (astype) or "
+                    "compile with the Python back-end")
+
+
+def _logical(node, args):
+    """The C of NumPy's logical and bitwise ufuncs on bools and int64 values; `EmitError`
+    for its other ufuncs."""
+    ufunc = node.params["ufunc"]
+    if node.dtype.kind == "b":
+        ufunc = _AS_LOGIC.get(ufunc, ufunc)         # (~True is False: not ~1)
+    elif node.dtype == np.int64 and ufunc in _AS_LOGIC:
+        # (a bool argument may be a double in the code: 0.0 or 1.0)
+        args = [a if n.dtype == np.int64 else f"((int64_t)({a}))"
+                for a, n in zip(args, node.args)]
+    else:
+        ufunc = None
+    if ufunc not in _LOGICAL:
+        name = getattr(node.params["ufunc"], "__name__", "?")
+        raise EmitError(f"the C back-end has no spelling for NumPy's {name} of "
+                        f"{', '.join(str(a.dtype) for a in node.args)} values: it writes "
+                        "the logical and bitwise ufuncs (and, or, xor, not) of bool and "
+                        "int64 values; compile with the Python back-end")
+    return _LOGICAL[ufunc].format(*args)
+
+
+def _conversion(node, arg):
+    """The C of ``astype`` as `scalarize` leaves it: to int64 (from float64 toward zero,
+    from bool or a narrower integer as it is) or to float64 (from int64 or bool)."""
+    src, dst = node.args[0].dtype, node.dtype
+    if dst == np.int64:
+        return f"wg_itrunc({arg})" if src == np.float64 else f"((int64_t)({arg}))"
+    if dst == np.float64 and (src == np.int64 or src.kind == "b"):
+        return f"((double)({arg}))"
+    raise EmitError(f"the C back-end writes no conversion from {src} to {dst}")
 
 
 def function_source(scalar, name) -> str:
@@ -198,10 +379,22 @@ def function_source(scalar, name) -> str:
     graph = scalar.graph
     definitions = _definitions(scalar, name, "")
     text = "\n".join(definitions)
-    helpers = [h for h_name, h in HELPERS.items() if h_name + "(" in text]
+    used = [h for h_name, h in INTEGER_HELPERS.items() if h_name + "(" in text]
+    # (integer helpers call others: wg_iabs wg_ineg, wg_ineg wg_wrap)
+    more = "\n".join(used)
+    while True:
+        used = [h for h_name, h in INTEGER_HELPERS.items() if h_name + "(" in text + more]
+        if "\n".join(used) == more:
+            break
+        more = "\n".join(used)
+    helpers = used + [h for h_name, h in HELPERS.items() if h_name + "(" in text]
     includes = ["#include <math.h>"]
     if scalar.loops:
         includes += ["#include <stdlib.h>", "#include <string.h>"]
+    elif used:
+        includes += ["#include <string.h>"]
+    if used or "int64_t" in text:
+        includes += ["#include <stdint.h>"]
     return "\n".join([
         f"/* wengert: {len(graph.outputs)} outputs from {len(graph.inputs)} inputs */",
         *includes, "", *(helpers + [""] if helpers else []), *definitions])
@@ -213,8 +406,8 @@ def _definitions(scalar, name, storage):
     graph = scalar.graph
     fmt = CFormat()
     if not scalar.loops:
-        names = {n.index: Symbol("in", (k,)) for k, n in enumerate(graph.inputs)}
-        outs = [(Symbol("out", (k,)), o) for k, o in enumerate(graph.outputs)]
+        names = {n.index: _slot("in", k, n.dtype) for k, n in enumerate(graph.inputs)}
+        outs = [(_slot("out", k, o.dtype), o) for k, o in enumerate(graph.outputs)]
         return [f"{storage}void {name}(const double *restrict in, double *restrict out)",
                 "{", *_statements(graph, graph.inputs, outs, names, fmt), "}", ""]
     return _looped(scalar, name, storage, fmt)
@@ -226,10 +419,11 @@ def _statements(graph, inputs, outs, names, fmt, indent="    "):
     lines = []
     for st in code.statements:
         if st.temporary:
-            lines.append(f"{indent}const double {st.target} = {st.expr};")
-        else:
-            lines.extend(indent + line for line in fmt.statement(fmt.symbol(st.target),
-                                                                  st.expr))
+            lines.append(f"{indent}const {_ctype(st.node)} {st.target} = {st.expr};")
+        else:           # (into an array of doubles: an int64 as its bits)
+            expr = f"wg_f64({st.expr})" if st.node.dtype == np.int64 else st.expr
+            target = fmt.symbol(Symbol(st.target.name, st.target.index))
+            lines.extend(indent + line for line in fmt.statement(target, expr))
     return lines
 
 
@@ -327,45 +521,49 @@ def _segment(graph, mine, s, wanted, dest, where, segment, kept, tables, fmt):
             made[a.index] = new.remake(a, [])
         else:                               # known before this segment: an input here
             made[a.index] = new.input(ShapeDtype((), a.dtype), f"in{a.index}")
-            names[made[a.index].index] = Symbol(*_at(where[a.index]))
+            names[made[a.index].index] = _slot(*where[a.index], a.dtype)
             inputs.append(made[a.index])
         return made[a.index]
 
     for n in mine:
         made[n.index] = new.remake(n, [node_of(a) for a in n.args])
     outs, lines = [], []
+    # (a run of int64 constants is a table of int64_t, copied as bits)
     runs = _runs([None if segment.get(n.index) == s else
-                  ("const", n.value) if n.op is CONST else where[n.index] for n in wanted])
+                  (_CONST_OF[n.dtype == np.int64], n.value) if n.op is CONST else
+                  where[n.index] for n in wanted])
     for start, count, source in runs:
-        if source is None or count < (8 if source[0] == "const" else 2):
-            outs += [(Symbol(dest, (k,)), node_of(wanted[k]))
+        if source is None or count < (8 if source[0] in _CONSTS else 2):
+            outs += [(_slot(dest, k, wanted[k].dtype), node_of(wanted[k]))
                      for k in range(start, start + count)]
-        elif source[0] == "const":
+        elif source[0] in _CONSTS:
             table = f"wg_k{len(tables) + 1}"
             values = ", ".join(fmt.number(wanted[k].value)
                                for k in range(start, start + count))
-            tables.append(f"static const double {table}[{count}] = {{{values}}};")
-            lines += ["        " + c for c in _copy(dest, start, table, 0, count)]
+            ctype = "int64_t" if source[0] == "iconst" else "double"
+            tables.append(f"static const {ctype} {table}[{count}] = {{{values}}};")
+            lines += ["        " + c for c in _copy(dest, start, table, 0, count,
+                                                    source[0] == "iconst")]
         else:
             lines += ["        " + c for c in _copy(dest, start, *source, count)]
-    outs += [(Symbol("wg_v", (kept[i],)), made[i]) for i in sorted(kept)
+    outs += [(_slot("wg_v", kept[i], made[i].dtype), made[i]) for i in sorted(kept)
              if segment[i] == s]
     return (_statements(new, inputs, outs, names, fmt, " " * 8) if outs else []) + lines
 
 
-def _at(place):
-    array, k = place
-    return array, (k,)
+_CONST_OF = {False: "const", True: "iconst"}
+_CONSTS = frozenset(_CONST_OF.values())
 
 
 def _runs(sources):
-    """`sources` (per element: None, ``("const", value)`` or ``(array, offset)``) in runs
-    ``(start, count, source of the first)`` of elements that one copy can move."""
+    """`sources` (per element: None, ``("const", value)``, ``("iconst", value)`` for an
+    int64, or ``(array, offset)``) in runs ``(start, count, source of the first)`` of
+    elements that one copy can move."""
     runs = []
     for k, src in enumerate(sources):
         if runs and src is not None and runs[-1][2] is not None:
             start, count, first = runs[-1]
-            if first[0] == "const" and src[0] == "const" or \
+            if first[0] in _CONSTS and src[0] == first[0] or \
                     src[0] == first[0] and src[1] == first[1] + count:
                 runs[-1] = (start, count + 1, first)
                 continue
@@ -373,11 +571,12 @@ def _runs(sources):
     return runs
 
 
-def _copy(dst, a, src, b, n) -> list:
+def _copy(dst, a, src, b, n, bits=False) -> list:
     """C statements copying n doubles from ``src + b`` to ``dst + a`` (offsets: ints or
     C text).  A few are copied one by one: a loop's carry so copied stays in registers,
-    where a memcpy keeps it in memory (twice the time per step)."""
-    if n > _ONE_BY_ONE:
+    where a memcpy keeps it in memory (twice the time per step).  With `bits`, `src` is
+    of int64_t, whose bits a memcpy moves."""
+    if n > _ONE_BY_ONE or bits:
         at = lambda p, k: p if k == 0 else f"{p} + {k}"
         return [f"memcpy({at(dst, a)}, {at(src, b)}, {n} * sizeof(double));"]
 
@@ -569,12 +768,21 @@ def source_of(d, entry) -> str:
         return entry.source
     from .scalarize import NotScalar, float_form
     try:
-        scalar = float_form(entry.graph, 10 ** 7, 10 ** 6, loops=True)
+        scalar = float_form(entry.graph, 10 ** 7, 10 ** 6, loops=True, integers=True)
     except NotScalar as e:
-        raise ValueError("code('c'): C is written for graphs of float64 scalars or of "
-                         f"arrays it can write element by element; this graph has {e}") \
-            from None
+        raise ValueError("code('c'): C is written for graphs of float64, int64 and bool "
+                         "scalars or of arrays it can write element by element; this graph "
+                         f"has {e}") from None
     return function_source(scalar, c_name(d.fn_name))
+
+
+_PACK_INT, _UNPACK_DOUBLE = struct.Struct("<q").pack, struct.Struct("<d").unpack
+_PACK_DOUBLE, _UNPACK_INT = struct.Struct("<d").pack, struct.Struct("<q").unpack
+
+
+def _int64_of_bits(x):
+    """The int64 whose bits the double x holds (a NumPy int64, as NumPy's 0-d results)."""
+    return np.int64(_UNPACK_INT(_PACK_DOUBLE(x))[0])
 
 
 def entry(d, key, graph, scalar, params, form):
@@ -595,15 +803,21 @@ def entry(d, key, graph, scalar, params, form):
     names.taken.update([d.fn_name] + [n for n, _ in params])
     lines, leaves = py.prologue(params, names, ns, "_miss", form=form)
     pieces, scalars = [], []                 # runs of scalars become list displays
+    # (an int64 goes in as its bits: see the module's doc)
+    as_double = ns.bind(_UNPACK_DOUBLE, "as_double")
+    int_bits = ns.bind(_PACK_INT, "int_bits")
+    f64 = ns.bind(np.dtype(np.float64), "dtype")
     for leaf in leaves + [None]:
         if leaf is not None and leaf.kind is not np.ndarray:
-            scalars.append(leaf.name)
+            scalars.append(f"{as_double}({int_bits}({leaf.name}))[0]"
+                           if leaf.dtype == np.int64 else leaf.name)
             continue
         if scalars:
             pieces.append(f"[{', '.join(scalars)}]")
             scalars = []
         if leaf is not None:
-            pieces.append(f"{leaf.name}.ravel().tolist()")
+            pieces.append(f"{leaf.name}.ravel().view({f64}).tolist()"
+                          if leaf.dtype == np.int64 else f"{leaf.name}.ravel().tolist()")
     buf, out, vals = names.own("in"), names.own("out"), names.own("v")
     values = (pieces[0][1:-1] if len(pieces) == 1 and pieces[0][0] == "["
               else f"*({' + '.join(pieces)})" if pieces else "")
@@ -620,7 +834,12 @@ def entry(d, key, graph, scalar, params, form):
         n = int(np.prod(shape, dtype=np.int64))
         if shape:
             arr = f"{ns.fixed('_np', np)}.array({vals}[{k}:{k + n}], {ns.bind(dtype, 'dtype')})"
+            if dtype == np.int64:
+                arr = (f"{ns.fixed('_np', np)}.array({vals}[{k}:{k + n}], {f64})"
+                       f".view({ns.bind(dtype, 'dtype')})")
             exprs.append(arr if len(shape) == 1 else f"{arr}.reshape({shape!r})")
+        elif dtype == np.int64:
+            exprs.append(f"{ns.bind(_int64_of_bits, 'int64_of_bits')}({vals}[{k}])")
         else:
             exprs.append(f"bool({vals}[{k}])" if dtype.kind == "b" else f"{vals}[{k}]")
         k += n

@@ -75,10 +75,12 @@ class Symbol:
 @dataclass
 class Statement:
     """One emitted assignment: `target` (a temporary's name or a user's Symbol), the
-    expression text, and whether the target is a new temporary."""
+    expression text, whether the target is a new temporary, and the node whose value it
+    is (a typed language declares a temporary, or stores a value, by its dtype)."""
     target: object
     expr: str
     temporary: bool
+    node: object = None
 
 
 @dataclass
@@ -248,13 +250,13 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
     inlined = set()               # nodes whose text is an expression not yet assigned
     statements, temporaries = [], []
 
-    def assign(target, expr, temporary):
-        statements.append(Statement(target, expr, temporary))
+    def assign(target, expr, temporary, node):
+        statements.append(Statement(target, expr, temporary, node))
 
     def spill(i):
         """Give node i (inlined so far) a temporary, assigned now."""
         name = temp(i)
-        assign(name, text[i][0], True)
+        assign(name, text[i][0], True, nodes[i])
         temporaries.append(name)
         text[i] = (name, ATOM)
         inlined.discard(i)
@@ -326,7 +328,7 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
             node = nodes[i]
             if not node.args:      # constants and inputs are written where they are used
                 text[i] = leaf_text(node)
-                tail.extend((sym, text[i][0]) for sym in outs_of.get(i, ()))
+                tail.extend((sym, text[i][0], node) for sym in outs_of.get(i, ()))
                 continue
             bound(node)
             text[i] = render(node)
@@ -334,18 +336,18 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
             single = uses.get(i, 0) == 1
             if syms and i not in late_nodes:
                 # F := expression; later uses read F, other outputs of the node copy it
-                assign(syms[0], text[i][0], False)
+                assign(syms[0], text[i][0], False, node)
                 text[i] = (fmt.symbol(syms[0]), ATOM)
                 for sym in syms[1:]:
-                    assign(sym, text[i][0], False)
+                    assign(sym, text[i][0], False, node)
             elif single and not syms and user.get(i) in same_part and i not in late_nodes:
                 inlined.add(i)                                # used once, in its own part
             else:
                 spill(i)
                 for sym in syms:
-                    assign(sym, text[i][0], False)
-        for sym, s in tail:
-            assign(sym, s, False)
+                    assign(sym, text[i][0], False, node)
+        for sym, s, node in tail:
+            assign(sym, s, False, node)
     # A late output may overwrite an input that a later one still reads, as in a swap
     # (X := Y; Y := X): such an input is copied to a temporary before the first of them.
     targets = [fmt.symbol(sym) for sym, _ in last]
@@ -354,7 +356,7 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
             spill(node.index)
     for sym, node in last:
         if text[node.index][0] != fmt.symbol(sym):        # (X := X would change nothing)
-            assign(sym, text[node.index][0], False)
+            assign(sym, text[node.index][0], False, node)
 
     lines = []
     for note in notes:

@@ -14,6 +14,10 @@ array node becomes a NumPy object array of scalar nodes of a new graph, built th
 * A primitive that cannot be written so (linear algebra, convolutions, a sort, a max whose
   comparison would need a value) makes `scalarize` return None: the graph stays an array
   graph for the NumPy back-end.
+
+Float code (Python floats) holds float64 values and bools; C (``integers=True``) holds
+int64 values as what they are too, so conversions and a loop's integer values stay nodes
+of the scalar graph (`astype`, `bitcast`) for it to write.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from ..errors import ConcretizationError
 from ..graph.graph import Graph, ShapeDtype
 from ..graph.node import Node
 from ..primitives import array as A
-from ..primitives.pack import part
+from ..primitives.pack import bitcast, part
 from ..primitives import scalar as S
 from ..primitives.registry import CONST, INPUT
 
@@ -47,7 +51,7 @@ class Scalarized:
         self.loops = loops or {}
 
 
-def not_float(nodes, counters=False, outputs=()):
+def not_float(nodes, counters=False, outputs=(), integers=False):
     """The first of `nodes` whose dtype is neither float64 nor bool (None if there is
     none): float code (Python floats, C doubles) represents exactly those two as NumPy
     does.  A bool made by arithmetic counts too: NumPy's True + True is True, Python's 2
@@ -56,10 +60,15 @@ def not_float(nodes, counters=False, outputs=()):
     With ``counters``, an integer constant or input (a loop's counter, ``fori_loop``'s
     ``i``) passes where it is none of the `outputs`: what reads it must pass in turn, so
     it is read by float arithmetic, which NumPy too does after converting it to float64,
-    or compared (exact up to 2**53)."""
+    or compared (exact up to 2**53).
+
+    With ``integers`` (typed code: C), int64 values pass wherever they are, and so does
+    a bool made by arithmetic, which C writes as NumPy computes it (``||``, ``&&``)."""
     returned = {o.index for o in outputs}
     for n in nodes:
         if n.dtype == np.float64:
+            continue
+        if integers and (n.dtype == np.int64 or n.dtype.kind == "b"):
             continue
         if counters and n.dtype.kind in "iu" and (n.op is CONST or n.op is INPUT) and \
                 n.index not in returned:
@@ -109,6 +118,8 @@ def _extremum(which):
 def _astype(new, x, dtype):
     # (exact conversions only; an integer is a float already in float code: see not_float)
     dtype, kind = np.dtype(dtype), _kind(x)
+    if _dtype(x) == dtype:
+        return x
     if dtype == np.float64 and kind in "iuf":
         return x
     if dtype == np.float64 and kind == "b":
@@ -118,12 +129,48 @@ def _astype(new, x, dtype):
     raise NotImplementedError(f"astype from {kind} to {dtype}")
 
 
-def _kind(x):
-    """The dtype kind of an array of nodes (or of a constant's value)."""
+def _typed_astype(new, x, dtype):
+    """astype in typed code (C): a conversion to or from int64 is an ``astype`` node of
+    each element (truncation toward zero from float64, as NumPy's; 0 or 1 from bool), an
+    int64's truth ``x != 0``; the rest as in float code (`_astype`)."""
+    dtype, src = np.dtype(dtype), _dtype(x)
+    if src == dtype:
+        return x
+    # (a narrower integer, a counter of not_float's, is an exact double in C)
+    narrow = src.kind in "iu" and src.itemsize < 8
+    if dtype == np.int64 and (src == np.float64 or src.kind == "b" or narrow) or \
+            src == np.int64 and dtype == np.float64:
+        return np.frompyfunc(lambda v: new.apply(A.astype, (v,), {"dtype": dtype}), 1, 1)(x)
+    if src == np.int64 and dtype.kind == "b":
+        return np.frompyfunc(lambda v: new.apply(S.ne, (v, 0)), 1, 1)(x)
+    if src == np.int64 or dtype.kind in "iu":
+        raise NotImplementedError(f"astype from {src} to {dtype}")
+    return _astype(new, x, dtype)
+
+
+def _bitcast(new, x, dtype):
+    """bitcast in typed code (C), element by element: how a loop's value holds an int64
+    among floats (`Layout`).  A bitcast of a bitcast is the value it began as."""
+    dtype = np.dtype(dtype)
+
+    def one(v):
+        if v.op is bitcast and v.args[0].dtype == dtype:
+            return v.args[0]
+        return new.apply(bitcast, (v,), {"dtype": dtype.name})
+    return np.frompyfunc(one, 1, 1)(x)
+
+
+def _dtype(x):
+    """The dtype of an array of nodes (or of a constant's value)."""
     x = np.asarray(x)
     if x.dtype != object:
-        return x.dtype.kind
-    return x.reshape(-1)[0].dtype.kind if x.size else "f"
+        return x.dtype
+    return x.reshape(-1)[0].dtype if x.size else np.dtype(float)
+
+
+def _kind(x):
+    """The dtype kind of an array of nodes (or of a constant's value)."""
+    return _dtype(x).kind
 
 
 #: Structural primitives whose NumPy implementation cannot run on nodes, written for them.
@@ -133,6 +180,10 @@ _OBJECT_IMPLS = {
     A.amax: _extremum(S.maximum),
     A.amin: _extremum(S.minimum),
 }
+
+
+#: ... and those of typed code (C), which holds int64 values as they are.
+_TYPED_IMPLS = {**_OBJECT_IMPLS, A.astype: _typed_astype, bitcast: _bitcast}
 
 
 class NotScalar(ValueError):
@@ -147,11 +198,12 @@ def scalarize(graph, limit=LIMIT, max_nodes=MAX_NODES):
         return None
 
 
-def float_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
+def float_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False, integers=False):
     """`scalar_form` of a graph float code can compute (Python floats, C doubles): its
     values float64 or bool, and no bool made by arithmetic (`not_float`; with ``loops``,
-    a loop's integer counter is allowed too).  Raises `NotScalar`, saying why, where
-    there is none."""
+    a loop's integer counter is allowed too; with ``integers``, for typed code (C),
+    int64 values and bool arithmetic too).  Raises `NotScalar`, saying why, where there
+    is none."""
     live = graph.live_nodes()
     if loops:
         from ..loops import Loop
@@ -161,24 +213,25 @@ def float_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
             # user wrote)
             if isinstance(n.op, Loop):
                 _check_float(n.op.body.live_nodes(), True, n.op.body.outputs,
-                             f", in the body of {n.op.name}")
-    _check_float(live, loops, graph.outputs)
-    return scalar_form(graph, limit, max_nodes, loops)
+                             f", in the body of {n.op.name}", integers)
+    _check_float(live, loops, graph.outputs, "", integers)
+    return scalar_form(graph, limit, max_nodes, loops, integers)
 
 
-def _check_float(nodes, counters, outputs, where=""):
+def _check_float(nodes, counters, outputs, where="", integers=False):
     """Raise `NotScalar` naming the first of `nodes` float code cannot compute
     (`not_float`), and `where` it is."""
-    odd = not_float(nodes, counters, outputs)
+    odd = not_float(nodes, counters, outputs, integers)
     if odd is not None and odd.dtype.kind == "b":
         what = "sum" if odd.op.cost == "add" else "product"
         raise NotScalar(f"a {what} of truth values ({odd.op.name}: NumPy's True + True is "
                         f"True, where float code's is 2){where}")
     if odd is not None:
-        raise NotScalar(f"a value of dtype {odd.dtype} ({odd.op.name}){where}")
+        held = " (C computes float64, int64 and bool values)" if integers else ""
+        raise NotScalar(f"a value of dtype {odd.dtype} ({odd.op.name}){held}{where}")
 
 
-def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
+def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False, integers=False):
     """The scalar graph of `graph` (a `Scalarized`).  Raises `NotScalar` if it has more
     than `limit` array elements, would have more than `max_nodes` nodes, or has a
     primitive that cannot be written element by element.  (Many elements may give few
@@ -212,6 +265,7 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
     new = Graph(optimize=graph.optimize, ieee=graph.ieee)
     elems = {}                          # node index -> object array of scalar nodes
     bodies = {}                         # flat loop primitive -> its body's Scalarized
+    impls = _TYPED_IMPLS if integers else _OBJECT_IMPLS
     if loops:
         from ..loops import Loop        # (loops.py builds on the transformations)
     inputs = []
@@ -251,6 +305,10 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
             if type(v) is not Node:
                 # (of the node's dtype: an empty sum of object arrays is the int 0)
                 flat[k] = new.const(np.asarray(v).astype(node.dtype, copy=False).item())
+            elif integers and v.dtype != node.dtype:
+                of = ", ".join(str(a.dtype) for a in node.args)
+                raise NotScalar(f"{node.op.name} of {of} values, whose elements written one "
+                                f"by one would be {v.dtype} where NumPy's are {node.dtype}")
         return result
 
     with np.errstate(all="ignore"):
@@ -267,7 +325,8 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
                 raise NotScalar(f"{op.name}, which draws new numbers at every run")
             args = [elems[a.index] for a in node.args]
             if loops and isinstance(op, Loop):
-                elems[node.index] = _loop(new, op, args, node, bodies, limit, max_nodes)
+                elems[node.index] = _loop(new, op, args, node, bodies, limit, max_nodes,
+                                          integers)
                 continue
             try:
                 if elementwise(op):
@@ -277,10 +336,12 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
                 else:
                     # constants go in as their values (an index array must stay one)
                     vals = [a.value if a.op is CONST else e for a, e in zip(node.args, args)]
-                    impl = _OBJECT_IMPLS.get(op)
+                    impl = impls.get(op)
                     out = (impl(new, *vals, **node.params) if impl is not None
                            else op.impl(*vals, **node.params))
                 out = as_nodes(out, node)
+            except NotScalar:
+                raise
             except (TypeError, ValueError, AttributeError, IndexError, ConcretizationError,
                     NotImplementedError):
                 # (AttributeError: a NumPy ufunc on nodes, which asks them for a method
@@ -303,19 +364,27 @@ def scalar_form(graph, limit=LIMIT, max_nodes=MAX_NODES, loops=False):
                       bodies)
 
 
-def _loop(new, loop, args, node, bodies, limit, max_nodes):
+def _loop(new, loop, args, node, bodies, limit, max_nodes, integers=False):
     """The elements of a loop's value (a `Scan`'s or a `While`'s), as read from one node
     of its `flat` primitive in the scalar graph `new`; its body's scalar form goes into
-    `bodies`."""
+    `bodies`.  (With ``integers``, a loop whose whole value is one int64 or bool value
+    has its elements read back in that dtype: the flat value holds an int64 as its bits,
+    a bool as 0.0 or 1.0, as `Layout` packs them among floats.)"""
     flat = loop.flat()
     if flat not in bodies:
         try:
-            bodies[flat] = float_form(loop.body, limit, max_nodes, loops=True)
+            bodies[flat] = float_form(loop.body, limit, max_nodes, loops=True,
+                                      integers=integers)
         except NotScalar as e:
             raise NotScalar(f"{e}, in the body of {loop.name}") from None
     call = new.apply(flat, [e for a in args for e in a.reshape(-1).tolist()])
     out = np.empty(node.shape, dtype=object)
     flat_out = out.reshape(-1)
     for k in range(flat_out.size):
-        flat_out[k] = new.apply(part, [call], {"start": k, "stop": k + 1, "shape": ()})
+        element = new.apply(part, [call], {"start": k, "stop": k + 1, "shape": ()})
+        if integers and node.dtype == np.int64:
+            element = new.apply(bitcast, [element], {"dtype": "int64"})
+        elif integers and node.dtype.kind == "b":
+            element = new.apply(S.ne, [element, 0.0])
+        flat_out[k] = element
     return out
