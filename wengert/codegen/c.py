@@ -63,6 +63,7 @@ _FUNCTIONS = {S.sqrt: "sqrt", S.cbrt: "cbrt", S.exp: "exp", S.log: "log", S.log1
               S.abs: "fabs", S.sign: "wg_sign", S.maximum: "wg_max", S.minimum: "wg_min",
               S.asinh: "asinh", S.acosh: "acosh", S.atanh: "atanh", S.exp2: "exp2",
               S.log2: "log2", S.hypot: "hypot", S.fmod: "fmod", S.remainder: "wg_remainder",
+              S.floor_divide: "wg_floor_divide",
               S.logaddexp: "wg_logaddexp", S.logaddexp2: "wg_logaddexp2", relu: "wg_relu",
               S.floor: "floor", S.ceil: "ceil", S.trunc: "trunc",
               SP.erf: "erf", SP.erfc: "erfc", SP.gammaln: "wg_lgamma", SP.gamma: "tgamma",
@@ -91,6 +92,18 @@ static double wg_remainder(double x, double y)
     if (y == 0.0 || m != m) return m;
     if (m == 0.0) return copysign(0.0, y);
     return (m < 0) != (y < 0) ? m + y : m;
+}""",
+    # (NumPy's npy_divmod: the quotient of x - fmod(x, y), floored by the remainder's sign
+    # and snapped to the nearest integer; 0 with the sign of x / y)
+    "wg_floor_divide": """\
+static double wg_floor_divide(double x, double y)
+{
+    if (y == 0.0) return x / y;
+    double m = fmod(x, y), q = (x - m) / y;
+    if (m != 0.0 && (y < 0) != (m < 0)) q -= 1.0;
+    if (q == 0.0) return copysign(0.0, x / y);
+    double f = floor(q);
+    return q - f > 0.5 ? f + 1.0 : f;
 }""",
     "wg_logaddexp": """\
 static double wg_logaddexp(double x, double y)
@@ -197,6 +210,7 @@ _LOGICAL = {np.logical_and: "({0} && {1})", np.logical_or: "({0} || {1})",
             np.bitwise_xor: "({0} ^ {1})", np.invert: "(~{0})"}
 _AS_LOGIC = {np.bitwise_and: np.logical_and, np.bitwise_or: np.logical_or,
              np.bitwise_xor: np.logical_xor, np.invert: np.logical_not}
+_INFIX = {S.add: "+", S.sub: "-", S.mul: "*", S.div: "/", S.neg: "-"}
 
 
 @dataclass(frozen=True)
@@ -269,12 +283,46 @@ class CFormat(Format):
         if op is bitcast:
             return f"wg_i64({args[0]})" if dtype == np.int64 else f"wg_f64({args[0]})"
         if op is S.numpy_ufunc:
-            return _logical(node, args)
+            return self._ufunc(node, args)
         if dtype == np.int64:
-            return _integer(node, args)
+            return _integer(op, node.params, args)
         if dtype.kind == "b" and op in _BOOLEAN:
             return _BOOLEAN[op].format(*args)
         return None
+
+    def _ufunc(self, node, args):
+        """The C of ``numpy_ufunc``, NumPy's ufunc on integers and bools (how
+        wengert.numpy records ``i // j``, ``maximum(i, j)``, ``sin(i)`` of int64 values):
+        as the primitive of the same ufunc, an integer's (`_integer`), a bool's logic, or
+        a float's of its arguments as doubles, which is how NumPy computes it."""
+        ufunc, dtype = node.params["ufunc"], node.dtype
+        prim = _ufunc_primitives().get(ufunc)
+        if ufunc is np.positive:
+            return f"({args[0]})"
+        if ufunc is np.square and dtype == np.int64:
+            return f"wg_ipow({args[0]},2)"
+        if dtype.kind == "b" and ufunc in _LOGICAL:
+            return _LOGICAL[_AS_LOGIC.get(ufunc, ufunc)].format(*args)   # (~True is False)
+        if dtype.kind == "b" and prim in _TEMPLATES:                      # (comparisons)
+            return _TEMPLATES[prim].format(*args)
+        if dtype == np.int64 and ufunc in _LOGICAL:
+            # (a bool argument may be a double in the code: 0.0 or 1.0)
+            return _LOGICAL[ufunc].format(*[a if n.dtype == np.int64 else f"((int64_t)({a}))"
+                                            for a, n in zip(args, node.args)])
+        if dtype == np.int64 and prim is not None:
+            return _integer(prim, {}, args)
+        if dtype == np.float64 and prim is not None:
+            doubles = [f"((double)({a}))" for a in args]
+            if prim in _INFIX:
+                return f"({_INFIX[prim].join(doubles)})" if len(doubles) == 2 else \
+                    f"(-{doubles[0]})"
+            return self.apply(prim, doubles, {})
+        name = getattr(ufunc, "__name__", "?")
+        raise EmitError(f"the C back-end has no spelling for NumPy's {name} of "
+                        f"{', '.join(str(a.dtype) for a in node.args)} values: of NumPy's "
+                        "ufuncs on integers it writes the arithmetic, logic and math "
+                        "functions of int64 values and bools; compile with the Python "
+                        "back-end")
 
     def apply(self, op, args, params) -> str:
         if op in _TEMPLATES:
@@ -301,44 +349,35 @@ class CFormat(Format):
 _QUIET_NAN = 0x7FF8000000000000
 
 
-def _integer(node, args):
-    """The C of a node whose value is int64 (None where the format's templates write it:
-    select and stop_gradient); `EmitError` for what it does not write."""
-    op = node.op
+def _integer(op, params, args):
+    """The C of primitive `op` giving an int64 (None where the format's templates write
+    it: select and stop_gradient); `EmitError` for what it does not write."""
     if op in _INTEGER:
         return f"{_INTEGER[op]}({','.join(args)})"
-    if op is S.powi and node.params["n"] >= 0:
-        return f"wg_ipow({args[0]},{node.params['n']})"
+    if op is S.powi and params["n"] >= 0:
+        return f"wg_ipow({args[0]},{params['n']})"
     if op in (S.floor, S.ceil, S.trunc) or op is S.round and \
-            (node.params.get("decimals") or 0) >= 0:
+            (params.get("decimals") or 0) >= 0:
         return f"({args[0]})"               # (an integer rounds to itself)
     if op is S.select or op is S.stop_gradient:
         return None
     raise EmitError(f"the C back-end writes no {op.name} of int64 values: it writes their "
                     "+, -, *, //, %, fmod, abs, sign, maximum, minimum, powers with a fixed "
-                    "exponent, comparisons and conversions; convert to float64 (astype) or "
-                    "compile with the Python back-end")
+                    "exponent, comparisons, logic and conversions; convert to float64 "
+                    "(astype) or compile with the Python back-end")
 
 
-def _logical(node, args):
-    """The C of NumPy's logical and bitwise ufuncs on bools and int64 values; `EmitError`
-    for its other ufuncs."""
-    ufunc = node.params["ufunc"]
-    if node.dtype.kind == "b":
-        ufunc = _AS_LOGIC.get(ufunc, ufunc)         # (~True is False: not ~1)
-    elif node.dtype == np.int64 and ufunc in _AS_LOGIC:
-        # (a bool argument may be a double in the code: 0.0 or 1.0)
-        args = [a if n.dtype == np.int64 else f"((int64_t)({a}))"
-                for a, n in zip(args, node.args)]
-    else:
-        ufunc = None
-    if ufunc not in _LOGICAL:
-        name = getattr(node.params["ufunc"], "__name__", "?")
-        raise EmitError(f"the C back-end has no spelling for NumPy's {name} of "
-                        f"{', '.join(str(a.dtype) for a in node.args)} values: it writes "
-                        "the logical and bitwise ufuncs (and, or, xor, not) of bool and "
-                        "int64 values; compile with the Python back-end")
-    return _LOGICAL[ufunc].format(*args)
+_UFUNCS = {}
+
+
+def _ufunc_primitives():
+    """{NumPy ufunc: the scalar primitive that computes it}, made when first asked."""
+    if not _UFUNCS:
+        from ..primitives.registry import Primitive
+        _UFUNCS.update({op.impl: op for op in vars(S).values()
+                        if isinstance(op, Primitive) and isinstance(op.impl, np.ufunc)})
+        _UFUNCS.update({np.fmax: S.maximum, np.fmin: S.minimum})     # (no nan in an int)
+    return _UFUNCS
 
 
 def _conversion(node, arg):

@@ -182,8 +182,16 @@ _OBJECT_IMPLS = {
 }
 
 
+def _ufunc(new, *xs, ufunc):
+    """numpy_ufunc (NumPy's ufunc on integers and bools: ``i // j``, ``maximum(i, j)``),
+    element by element, for typed code (C) to write as the ufunc computes it."""
+    return np.frompyfunc(lambda *a: new.apply(S.numpy_ufunc, a, {"ufunc": ufunc}),
+                         len(xs), 1)(*xs)
+
+
 #: ... and those of typed code (C), which holds int64 values as they are.
-_TYPED_IMPLS = {**_OBJECT_IMPLS, A.astype: _typed_astype, bitcast: _bitcast}
+_TYPED_IMPLS = {**_OBJECT_IMPLS, A.astype: _typed_astype, bitcast: _bitcast,
+                S.numpy_ufunc: _ufunc}
 
 
 class NotScalar(ValueError):
