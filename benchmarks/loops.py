@@ -41,6 +41,12 @@ loop carrying the tangent), each call in microseconds:
   (its float form switched off for the call), as a step too large for floats runs;
 * wengert-c: ``wg.compile(f, backend="c")``, the loop a C ``while``;
 * jax-jit: ``jax.jit(f)`` of the same loop with ``jax.lax.while_loop``.
+
+Last a counted loop whose number of steps is an argument: exp(0.5) by 1,000 terms of its
+series with ``lax.fori_loop(0, n, ...)``, n a traced int64 (a while loop counting i, the
+term divided by i + 1 at step i), its value and its ``jacfwd`` in x, with the same rows
+but wengert-numpy (the counter, an int64 carry, keeps the step off Python floats: the
+wengert-jit row is the step's NumPy code already).
 """
 import argparse
 import sys
@@ -287,6 +293,48 @@ def newton_makers(derivative):
             "wengert-c": lambda: wengert("c"), "jax-jit": jax}
 
 
+# --- a counted loop with a traced number of steps --------------------------------------
+SERIES_X, SERIES_N = 0.5, 1000
+
+
+def series(lax, x, n):
+    """exp(x) by n terms of its series, with `lax` wengert's or JAX's."""
+    # (the first carry of x's type: JAX's loop wants the type the body gives it)
+    return lax.fori_loop(0, n, lambda i, c: (c[0] + c[1], c[1] * x / (i + 1)),
+                         (0.0 * x, 1.0 + 0.0 * x))[0]
+
+
+def counted_makers(derivative):
+    """The rows of the counted loop's table: its value, or with `derivative` its jacfwd."""
+    n = np.int64(SERIES_N)
+
+    def wengert(backend):
+        import wengert as wg
+        from wengert import lax
+        from wengert.codegen.c import CompilerNotFound
+        f = lambda x, n: series(lax, x, n)      # noqa: E731
+        f = wg.jacfwd(f) if derivative else f
+        if backend == "eager":
+            return version("wengert"), lambda: np.array([f(SERIES_X, SERIES_N)])
+        try:
+            g = wg.compile(f, SERIES_X, n, backend=backend)
+        except CompilerNotFound as e:
+            raise ImportError(str(e)) from None
+        return version("wengert"), lambda: np.array([g(SERIES_X, n)])
+
+    def jax():
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        f = lambda x, n: series(jax.lax, x, n)      # noqa: E731
+        g = jax.jit(jax.jacfwd(f) if derivative else f)
+        g(SERIES_X, n).block_until_ready()
+        return jax.__version__, lambda: np.array([float(g(SERIES_X, n).block_until_ready())])
+
+    return {"wengert-eager": lambda: wengert("eager"),
+            "wengert-jit": lambda: wengert("python"),
+            "wengert-c": lambda: wengert("c"), "jax-jit": jax}
+
+
 def compile_times(steps):
     """Seconds to compile the oscillator's gradient once, as a scan and as a loop."""
     import wengert as wg
@@ -320,6 +368,10 @@ def main(argv=None):
         run_table(newton_makers(derivative), f"{'jacfwd of ' if derivative else ''}Newton's "
                   f"square root of {NEWTON_A:g} by while_loop", "wengert-jit", repeats,
                   min_time, unit="us/call")
+    for derivative in (False, True):
+        run_table(counted_makers(derivative), f"{'jacfwd of ' if derivative else ''}exp("
+                  f"{SERIES_X}) by {SERIES_N} terms, fori_loop to a traced n", "wengert-jit",
+                  repeats, min_time, unit="us/call")
     return 0
 
 
