@@ -266,6 +266,13 @@ def test_vmap_of_a_counted_loop_in_c():
     xs = np.array([0.5, 2.0, -1.0])
     for n in (0, 4, 9):
         assert np.array_equal(batched(xs, I(n)), [horner_plain(x, n) for x in xs])
+    # each example its own number of steps: the loop goes on while any does
+    ns = np.array([0, 3, 7, -2, 12], dtype=np.int64)
+    per_n = c_compiled(wg.vmap(horner, in_axes=(None, 0)), 2.0, ns)
+    d = c_compiled(wg.jacfwd(wg.vmap(horner, in_axes=(None, 0))), 2.0, ns)
+    assert np.array_equal(per_n(1.5, ns), [horner_plain(1.5, n) for n in ns])
+    assert_close(d(1.5, ns), [fd_derivative(lambda t: horner_plain(t, n), 1.5) for n in ns],
+                 rtol=1e-8)
 
 
 # --- loops carrying integers ----------------------------------------------------------------
