@@ -418,25 +418,31 @@ def function_source(scalar, name) -> str:
     graph = scalar.graph
     definitions = _definitions(scalar, name, "")
     text = "\n".join(definitions)
-    used = [h for h_name, h in INTEGER_HELPERS.items() if h_name + "(" in text]
-    # (integer helpers call others: wg_iabs wg_ineg, wg_ineg wg_wrap)
-    more = "\n".join(used)
-    while True:
-        used = [h for h_name, h in INTEGER_HELPERS.items() if h_name + "(" in text + more]
-        if "\n".join(used) == more:
-            break
-        more = "\n".join(used)
-    helpers = used + [h for h_name, h in HELPERS.items() if h_name + "(" in text]
+    helpers = _integer_helpers(text) + [h for h_name, h in HELPERS.items()
+                                        if h_name + "(" in text]
+    everything = "\n".join(helpers + [text])
     includes = ["#include <math.h>"]
     if scalar.loops:
         includes += ["#include <stdlib.h>", "#include <string.h>"]
-    elif used:
+    elif "memcpy(" in everything:
         includes += ["#include <string.h>"]
-    if used or "int64_t" in text:
+    if "int64_t" in everything:
         includes += ["#include <stdint.h>"]
     return "\n".join([
         f"/* wengert: {len(graph.outputs)} outputs from {len(graph.inputs)} inputs */",
         *includes, "", *(helpers + [""] if helpers else []), *definitions])
+
+
+def _integer_helpers(text):
+    """The integer helpers `text` calls and those they call in turn (wg_iabs calls
+    wg_ineg, which calls wg_wrap), in the table's order, which defines each before use."""
+    names, calls = set(), text
+    while True:
+        found = {h for h in INTEGER_HELPERS if h + "(" in calls} - names
+        if not found:
+            return [code for h, code in INTEGER_HELPERS.items() if h in names]
+        names |= found
+        calls = "\n".join(INTEGER_HELPERS[h] for h in found)
 
 
 def _definitions(scalar, name, storage):

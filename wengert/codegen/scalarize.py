@@ -154,7 +154,7 @@ def _bitcast(new, x, dtype):
     dtype = np.dtype(dtype)
 
     def one(v):
-        if v.op is bitcast and v.args[0].dtype == dtype:
+        if type(v) is Node and v.op is bitcast and v.args[0].dtype == dtype:
             return v.args[0]
         return new.apply(bitcast, (v,), {"dtype": dtype.name})
     return np.frompyfunc(one, 1, 1)(x)
