@@ -243,6 +243,18 @@ def _turn_about(axis, c, a, w):
     return _wnp.concatenate([_wnp.sin(half) * n, _wnp.reshape(_wnp.cos(half), (1,))])
 
 
+def _locked_angles(angles, locked, degrees, suppress_warnings):
+    """`as_euler`'s and `as_davenport`'s angles, in degrees if asked, after SciPy's warning
+    where any of them is at gimbal lock (`locked`, where its numbers are known)."""
+    known = _known(locked)
+    if known is not None and _np.any(known) and not suppress_warnings:
+        # (stacklevel 3: the user's call of as_euler or as_davenport)
+        warnings.warn("Gimbal lock detected. Setting third angle to zero since it is "
+                      "not possible to uniquely determine all angles.", UserWarning,
+                      stacklevel=3)
+    return angles * (180 / _np.pi) if degrees else angles
+
+
 def _broadcast_batch(first, second, message):
     try:
         return _np.broadcast_shapes(first, second)
@@ -786,12 +798,7 @@ class Rotation:
             # reverse order: their third angle is the extrinsic first
             angles, locked = _extrinsic_angles(q, *axes[::-1], third_zero=False)
             angles = angles[..., ::-1]
-        known = _known(locked)
-        if known is not None and _np.any(known) and not suppress_warnings:
-            warnings.warn("Gimbal lock detected. Setting third angle to zero since it is "
-                          "not possible to uniquely determine all angles.", UserWarning,
-                          stacklevel=2)
-        return angles * (180 / _np.pi) if degrees else angles
+        return _locked_angles(angles, locked, degrees, suppress_warnings)
 
     def as_davenport(self, axes, order, degrees=False, *, suppress_warnings=False):
         """Davenport angles (..., 3) about the 3 `axes` (..., 3, 3) (consecutive ones
@@ -838,12 +845,7 @@ class Rotation:
                              angles[..., 2]], axis=-1)
         if not extrinsic:
             angles = angles[..., ::-1]
-        known = _known(locked)
-        if known is not None and _np.any(known) and not suppress_warnings:
-            warnings.warn("Gimbal lock detected. Setting third angle to zero since it is "
-                          "not possible to uniquely determine all angles.", UserWarning,
-                          stacklevel=2)
-        return angles * (180 / _np.pi) if degrees else angles
+        return _locked_angles(angles, locked, degrees, suppress_warnings)
 
     def reduce(self, left=None, right=None, return_indices=False):
         """The rotations reduced by the rotation groups `left` and `right` (stacks of
