@@ -7,7 +7,6 @@ arguments; derivatives against central differences to second order at random poi
 the singular ones (exponential coordinates at and near the identity, near a half-turn);
 SciPy's spline rates to rounding, the rates and accelerations as the derivatives in time of
 the rotations and rates; pytrees through jit, vmap, grad and compile; and the errors."""
-import itertools
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ import wengert.numpy as wnp
 from wengert.scipy.spatial.transform import RigidTransform, Rotation, RotationSpline
 from wengert.scipy.spatial.transform._rotation import _compose
 from fd import check_grads
+from test_spatial_transform import cube     # (the 24 rotations of a cube)
 
 rng = np.random.default_rng(20260615)
 PI = np.pi
@@ -44,17 +44,6 @@ def ours_of(q, t):
 def pair(q, t):
     """Ours and SciPy's transform of the same quaternions and translations."""
     return ours_of(q, t), ST.from_components(t, SR.from_quat(q))
-
-
-def cube():
-    out = []
-    for perm in itertools.permutations(range(3)):
-        for signs in itertools.product([1.0, -1.0], repeat=3):
-            m = np.zeros((3, 3))
-            m[range(3), perm] = signs
-            if np.linalg.det(m) > 0:
-                out.append(m)
-    return np.array(out)
 
 
 def homogeneous(block):
