@@ -376,12 +376,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
             leaf = _array(leaf, "psum_scatter")
         shape = tuple(shape_of(leaf))
         d = _axis(scatter_dimension, len(shape), "psum_scatter", "scatter_dimension", 0)
-        if (shape[d] % m if tiled else shape[d] != m):
-            raise ValueError(
-                f"psum_scatter: x of shape {shape} has {shape[d]} entries along its "
-                f"scatter_dimension {d}, for {m} examples {_over(names, groups)}: they must "
-                + ("be a multiple of the number of examples (tiled=True)" if tiled else
-                   "be as many as the examples (or, with tiled=True, a multiple of them)"))
+        _check_split(shape, d, m, tiled, "psum_scatter", "scatter_dimension", names, groups)
         if len(names) == 1:
             return _record(P.psum_scatter, leaf, axis_name=names[0], scatter_dimension=d,
                            tiled=bool(tiled), size=m, **_with(groups))
@@ -399,6 +394,18 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
 
 def _named(names):
     return f"axis {names[0]!r}" if len(names) == 1 else f"axes {names!r}"
+
+
+def _check_split(shape, axis, m, tiled, who, what, names, groups):
+    """Refuse an axis that cannot be split among the m examples: it must have m entries,
+    or with `tiled` a multiple of m (psum_scatter's scatter_dimension, all_to_all's
+    split_axis)."""
+    if (shape[axis] % m if tiled else shape[axis] != m):
+        raise ValueError(
+            f"{who}: x of shape {shape} has {shape[axis]} entries along its {what} {axis}, "
+            f"for {m} examples {_over(names, groups)}: they must "
+            + ("be a multiple of the number of examples (tiled=True)" if tiled else
+               "be as many as the examples (or, with tiled=True, a multiple of them)"))
 
 
 def _over(names, groups):
@@ -447,12 +454,7 @@ def _all_to_all(x, axis_name, split_axis, concat_axis, axis_index_groups, tiled,
         shape = tuple(shape_of(leaf))
         s = _axis(split_axis, len(shape), who, what[0], 0)
         c = _axis(concat_axis, len(shape), who, what[1], 0)
-        if (shape[s] % m if tiled else shape[s] != m):
-            raise ValueError(
-                f"{who}: x of shape {shape} has {shape[s]} entries along its {what[0]} {s}, "
-                f"for {m} examples {_over(names, groups)}: they must "
-                + ("be a multiple of the number of examples (tiled=True)" if tiled else
-                   "be as many as the examples (or, with tiled=True, a multiple of them)"))
+        _check_split(shape, s, m, tiled, who, what[0], names, groups)
         params = dict(split_axis=s, concat_axis=c, tiled=bool(tiled), size=m)
         if len(names) == 1:
             return _record(P.all_to_all, leaf, axis_name=names[0], **params, **_with(groups))
