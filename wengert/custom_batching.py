@@ -57,6 +57,13 @@ from .tree import flatten, unflatten
 __all__ = ["custom_vmap", "sequential_vmap"]
 
 
+def _array_like(x) -> bool:
+    """Whether x may be an argument or a result of a custom_vmap function: a traced value,
+    a number or a NumPy array (anything else is closed over, not passed)."""
+    return type(x) is Node or isinstance(x, (bool, int, float, complex, np.ndarray,
+                                             np.generic))
+
+
 def _dtype(x):
     if type(x) is Node:
         return x.dtype
@@ -330,8 +337,7 @@ class custom_vmap:
             args = bound.args
         leaves, tree = flatten(args)
         for x in leaves:
-            if type(x) is not Node and not isinstance(x, (bool, int, float, complex,
-                                                          np.ndarray, np.generic)):
+            if not _array_like(x):
                 raise TypeError(f"custom_vmap function {name!r}: its arguments must be "
                                 f"arrays or numbers (or pytrees of them), got a "
                                 f"{type(x).__name__} ({x!r:.40}); close over it instead")
@@ -362,8 +368,7 @@ class custom_vmap:
                 raise ValueError(_closure(name))
             outs, out_tree = flatten(out)
             for o in outs:
-                if type(o) is not Node and not isinstance(o, (bool, int, float, complex,
-                                                              np.ndarray, np.generic)):
+                if not _array_like(o):
                     raise TypeError(f"custom_vmap function {name!r} returned a "
                                     f"{type(o).__name__}; it must return arrays or numbers "
                                     "(or a pytree of them)")
