@@ -3518,11 +3518,7 @@ def rng_uniform(a, b, shape):
     return draw(a, b, shape=shape)
 
 
-_NOT_HERE = {}     # (name -> what to use instead, for a name of jax.lax not offered)
-
-
 def __getattr__(name):
     # (a name of jax.lax that is not here: an AttributeError that says so, hasattr works)
-    hint = _NOT_HERE.get(name)
     raise AttributeError(f"wengert.lax has no {name!r}: JAX's jax.lax.{name} is not offered"
-                         + (f"; {hint}" if hint else "") + " (see docs/jax.md)")
+                         " (see docs/jax.md)")
