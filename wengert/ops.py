@@ -154,8 +154,8 @@ def segment_min(data, segment_ids, num_segments=None, indices_are_sorted=False,
 
 
 # ---- one implementation ------------------------------------------------------------------------
-_LAX_SCATTER = {"sum": lax.scatter_add, "prod": lax.scatter_mul, "max": lax.scatter_max,
-                "min": lax.scatter_min}
+# (max and min are the segment_extremum primitive, ids known or traced)
+_LAX_SCATTER = {"sum": lax.scatter_add, "prod": lax.scatter_mul}
 
 
 def _segment(how, data, segment_ids, num_segments, bucket_size, mode):
@@ -212,16 +212,16 @@ def _segment(how, data, segment_ids, num_segments, bucket_size, mode):
         data, ids = data[rows], ids[rows]
     if how == "sum":
         return wnp.at(wnp.zeros(out_shape, dtype))[ids].add(data)
-    named, folded = _fold(wnp.multiply, start, ids, data)
+    named, folded = _fold_products(start, ids, data)
     return wnp.at(wnp.full(out_shape, start))[named].set(folded)
 
 
-def _fold(op, identity, ids, rows):
-    """(each id named, ascending, and op folded over the rows with that id): the rows
+def _fold_products(one, ids, rows):
+    """(each id named, ascending, and the product of the rows with that id): the rows
     sorted by id (stably), then neighbours in one segment combined in pairs, level by
     level, log2 of the largest segment's size levels (a hub of a graph named 10,000 times
-    takes 14, not 10,000).  A row left without a neighbour is combined with `identity`,
-    which leaves it as it is, derivative and all."""
+    takes 14, not 10,000).  A row left without a neighbour is multiplied by `one`, which
+    leaves it as it is, derivative and all."""
     order = np.argsort(ids, kind="stable")
     named = ids[order]
     w = rows[order]
@@ -235,8 +235,8 @@ def _fold(op, identity, ids, rows):
         partner = w[right]
         if alone.any():
             alone = alone.reshape((-1,) + (1,) * (wnp.ndim(w) - 1))
-            partner = wnp.where(alone, identity, partner)
-        w = op(w[left], partner)
+            partner = wnp.where(alone, one, partner)
+        w = w[left] * partner
         named = named[left]
 
 
