@@ -239,6 +239,15 @@ def test_a_0d_result_is_a_number_of_its_dtype(backend):
     assert type(wg.compile(lambda x: np.sum(x * 1j), backend=backend)(numpy.ones(3))) \
         is numpy.complex128
     assert type(wg.compile(np.argmax, backend=backend)(numpy.ones(3))) is numpy.int64
+    # NumPy code holds these as 0-d arrays: where of scalars, a constant made by asarray
+    for f, kind, want in [(lambda x: np.where(x > 0, 1, 2), numpy.int64, 1),
+                          (lambda x: np.where(x > 0, 2, 1) * 3, numpy.int64, 6),
+                          (lambda x: np.asarray(3), numpy.int64, 3),
+                          (lambda x: np.where(x < 0, numpy.float32(1), numpy.float32(2)),
+                           numpy.float32, 2.0),
+                          (lambda x: np.asarray(x + 2j), numpy.complex128, 1 + 2j)]:
+        got = wg.compile(f, 1.0, backend=backend)(1.0)
+        assert type(got) is kind and got == want
     grad = wg.compile(wg.grad(lambda x: np.sin(x) * 2), backend=backend)
     assert type(grad(numpy.array(1.0))) is float and grad(numpy.array(1.0)) == 2 * math.cos(1)
 

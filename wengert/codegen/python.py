@@ -482,15 +482,19 @@ def _depth(tree) -> int:
 
 
 def output_expr(node, expr, flavour, ns) -> str:
-    """What the function returns for one output: Python floats and bools for scalars (as
-    eager evaluation gives), a fresh array for an array constant."""
-    if node.op is CONST and isinstance(node.value, np.ndarray):
-        return f"{expr}.copy()"
+    """What the function returns for one output: Python floats and bools for float64 and
+    bool scalars (as eager evaluation gives), NumPy scalars for the others, and a fresh
+    array for an array constant.  NumPy code may hold a scalar as a 0-d array (``where``
+    of scalars, a constant made by ``asarray``): ``[()]`` makes it a NumPy scalar, and
+    leaves one as it is."""
     if flavour == NUMPY and node.shape == ():
         if node.dtype == F64:
             return f"float({expr})"
         if node.dtype.kind == "b":
             return f"bool({expr})"
+        return f"{expr}[()]"
+    if node.op is CONST and isinstance(node.value, np.ndarray):
+        return f"{expr}.copy()"
     return expr
 
 
