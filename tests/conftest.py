@@ -1,12 +1,14 @@
 import os
 import sys
 
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # The suite runs in one worker per core (pytest-xdist, pyproject's addopts); a BLAS
-    # that also started a thread per core in each worker would oversubscribe the cores.
-    # (Read when NumPy loads, which is after this: nothing imports it before conftest.)
-    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(_var, "1")
+# The suite runs in one worker per core (pytest-xdist, pyproject's addopts); a BLAS that
+# also started a thread per core in each worker would oversubscribe the cores.  In one
+# process (-n 0) the tests' matrices are too small to gain from threads, and NumPy's,
+# SciPy's and PyTorch's pools spinning against each other made a 20 x 20 solve take 10-30
+# ms on a loaded machine, so they are single-threaded there too.  (Read when NumPy loads,
+# which is after this: nothing imports it before conftest.)
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 # the tests import their helper module `fd` by name
 sys.path.insert(0, os.path.dirname(__file__))
