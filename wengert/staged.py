@@ -581,22 +581,28 @@ class _Dispatcher:
         form, slot_names = self.params.form(layout, names)
         params = list(zip(slot_names, specs))
         backend = self.backend
-        scalar = None
+        scalar = entry = refused = None
+        if backend == "c":              # large arrays as C loops (codegen.cloops)
+            from .codegen import cloops
+            entry, refused = cloops.entry_or_reason(self, key, graph, params, form)
         if backend == "python":
             scalar = faster_float_form(graph)
-        elif backend in ("float", "c"):
+        elif backend in ("float", "c") and entry is None:
             c = backend == "c"
             try:
+                if refused:
+                    cloops.refuse_large(graph, refused)
                 scalar = float_form(graph, 10 ** 7, 10 ** 6, loops=c, integers=c)
             except NotScalar as e:
                 held = "float64, int64 and bool" if c else "float64"
+                why = f", and as loops it has {refused}" if refused else ""
                 raise ValueError(f"compile(backend={backend!r}) needs a graph of {held} "
                                  "scalars or of arrays it can write element by element; "
-                                 f"this one has {e}: use backend='python'") from None
-        if backend == "c":
+                                 f"this one has {e}{why}: use backend='python'") from None
+        if entry is None and backend == "c":
             from .codegen import c
             entry = c.entry(self, key, graph, scalar, params, form)
-        else:
+        elif entry is None:
             flavour = py.FLOAT if scalar is not None else py.NUMPY
             fallback = None
             if flavour == py.FLOAT:
@@ -959,6 +965,9 @@ def _code(d, language):
     if language == "python":
         if entry.flavour != "c":
             return entry.source
+        if getattr(entry, "looped", False):         # (C loops: the NumPy code of them)
+            return py.function_source(d.fn_name, entry.params, entry.graph, py.NUMPY,
+                                      py.Namespace(), form=entry.form)
         # (a C entry's source is C: the Python text is written as backend="float" would,
         # in a namespace of its own, for reading; with loops, which float code does not
         # write, as the NumPy flavour would)

@@ -757,9 +757,9 @@ def load(source, name):
     return fn
 
 
-def library(source):
-    """The shared library compiled from C source, once per source in a process (a
-    `ctypes.CDLL`: its functions are attributes).
+def library(source, flags=()):
+    """The shared library compiled from C source, once per source (and extra compiler
+    `flags`) in a process (a `ctypes.CDLL`: its functions are attributes).
 
     Example:
         >>> try:
@@ -770,7 +770,7 @@ def library(source):
         42
     """
     global _build_dir
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    digest = hashlib.sha256("\n".join([*flags, source]).encode()).hexdigest()[:20]
     lib = _loaded.get(digest)
     if lib is not None:
         return lib
@@ -786,8 +786,9 @@ def library(source):
         f.write(source)
     # (-ffp-contract=off: no fused a*b+c, which rounds once where NumPy rounds twice;
     # clang fuses by default)
-    result = subprocess.run([cc, "-O2", "-std=c99", "-ffp-contract=off", "-shared", "-fPIC",
-                             "-o", so_path, c_path, "-lm"], capture_output=True, text=True)
+    result = subprocess.run([cc, "-O2", *flags, "-std=c99", "-ffp-contract=off", "-shared",
+                             "-fPIC", "-o", so_path, c_path, "-lm"], capture_output=True,
+                            text=True)
     if result.returncode != 0:
         raise RuntimeError(f"the C compiler ({cc}) failed on the generated code:\n"
                            f"{result.stderr[-2000:]}")

@@ -1,0 +1,1021 @@
+"""Array graphs as C loops: the loop mode of ``wg.compile(f, ..., backend="c")``.
+
+Written element by element (`scalarize`), C code grows with the arrays: a Rosenbrock
+gradient of 1000 elements is 124 KB of C that takes seconds to compile.  Here an array
+stays an array, and the C is a few loops over it whatever its size:
+
+* **elementwise** nodes of one shape (with NumPy's broadcasting of their arguments,
+  scalars and constants) are *fused*: one loop nest computes each element through the
+  whole chain in registers, and stores only the values something else reads (an output,
+  a view, a reduction in another loop, a matrix product);
+* **views** (basic slicing with steps, reshape, transpose, broadcast_to, flip) are no
+  code: an element of a view is an element of the buffer it views, at an offset plus
+  strides, found by NumPy itself on a stand-in array (`_view`);
+* **reductions** (sum, prod, max, min over any axes, and ``sum_to`` of broadcasting)
+  accumulate in the loop of their argument;
+* **concatenate**, **pad** with zeros and **index_add** of a basic slice into zeros (a
+  reverse sweep's ``x[1:]``) write their parts into regions of one buffer, from the
+  loops that compute the parts where there are such loops;
+* **matmul** of 1-D and 2-D arrays is a plain ``i, k, j`` loop nest.
+
+The schedule is a list of steps (a fused loop nest or a matrix product) in the order of
+the graph.  A node joins the last loop of its shape when everything it reads is ready
+before that loop, and otherwise starts a new one: fusion never reorders a value before
+what it depends on (a softmax's ``x - max(x)`` reads the max after its loop).
+
+Each loop's body is a small graph of scalars written by the one emitter with `c.CFormat`
+(so NumPy's conventions of sign, maximum, remainder, integer arithmetic are the scalar
+back-end's), its reads and writes being array elements.  The function takes pointers to
+the arguments' data (C-contiguous), to non-uniform constants, and to the results, which
+Python allocates; temporaries are ``malloc``'d before the first step that writes them and
+freed after the last that reads them.  What it cannot write raises `NotLooped`, naming
+the primitive.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import types
+
+import numpy as np
+
+from ..graph.graph import Graph, ShapeDtype
+from ..primitives import array as A, scalar as S
+from ..primitives.registry import CONST, INPUT
+from ..primitives.shape import broadcast_to, sum_to
+from . import c as C
+from . import python as py
+from .emit import EmitError, Symbol, emit
+from .names import C_RESERVED, Names
+from .scalarize import elementwise
+
+
+class NotLooped(ValueError):
+    """A graph the loop mode does not write; the message says what it has."""
+
+
+#: Loop mode is chosen where the live arrays hold more elements than this in all
+#: (measured, see docs/compile.md: above it, scalarised C takes longer to compile than
+#: loops, and runs no faster).
+LOOP_ELEMENTS = 100
+
+_CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t",
+           np.dtype(np.bool_): "unsigned char"}
+_LOCAL_CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t",
+                 np.dtype(np.bool_): "int"}
+# (flags: no fused a*b+c, which rounds once where NumPy rounds twice; math functions that
+# need not set errno, which lets sqrt be an instruction and its loop vectorise)
+FLAGS = ("-O3", "-fno-math-errno")
+
+#: A view of a loop's value is computed again where it is read (not stored and read
+#: back) where that takes at most this many operations per element.
+RECOMPUTE = 32
+
+_REDUCE = {A.sum: S.add, sum_to: S.add, A.prod: S.mul, A.amax: S.maximum,
+           A.amin: S.minimum}
+_INDEX = "ijk"          # loop indices, then i3, i4, ...
+
+
+def wanted(graph) -> bool:
+    """Whether ``backend="c"`` should write `graph` as loops: it holds more than
+    `LOOP_ELEMENTS` array elements (constants aside) and no loop primitive (a scan's
+    body is written element by element).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> wanted(wg.trace(lambda x: (x * x).sum(), np.ones(3)))
+        False
+        >>> wanted(wg.trace(lambda x: (x * x).sum(), np.ones(10_000)))
+        True
+    """
+    from ..loops import Loop
+    live = graph.live_nodes()
+    if any(isinstance(n.op, Loop) for n in live):
+        return False
+    return sum(n.size for n in live if n.op is not CONST and n.shape) > LOOP_ELEMENTS
+
+
+class _Buffer:
+    """Memory holding a node's elements in C order: an argument's (``role`` "in"), a
+    constant's ("const"), a result's ("out"), a temporary's ("temp")."""
+
+    def __init__(self, name, dtype, size, role):
+        self.name, self.dtype, self.size, self.role = name, np.dtype(dtype), size, role
+        self.zeroed = False         # filled with zeros before its first write
+
+
+class _At:
+    """Where a node's elements are: element ``j`` (a multi-index of the node's shape) is
+    ``buffer[offset + sum(strides * j)]``."""
+
+    def __init__(self, buffer, offset, strides):
+        self.buffer, self.offset, self.strides = buffer, offset, tuple(strides)
+
+
+def _contiguous(buffer, shape):
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step if d != 1 else 0)
+        step *= d
+    return _At(buffer, 0, reversed(strides))
+
+
+class _Group:
+    """One loop nest over `shape`: its `members` (elementwise nodes) computed per element,
+    its `sinks` (reductions) accumulated, its `stores` ``(node, _At over shape, plus0)``
+    written (plus0: as ``0.0 + v``, index_add's sum into zeros)."""
+
+    def __init__(self, index, shape):
+        self.index, self.shape = index, tuple(shape)
+        self.members, self.sinks, self.stores = [], [], []
+
+
+class _Product:
+    """A matrix product step."""
+
+    def __init__(self, index, node):
+        self.index, self.node = index, node
+
+
+def _is_elementwise(op) -> bool:
+    return op is A.astype or op is S.numpy_ufunc or elementwise(op)
+
+
+def _uniform(value):
+    """The one value of a constant array whose elements are all the same bits, else
+    None."""
+    flat = np.ascontiguousarray(value).reshape(-1)
+    if flat.size == 0:
+        return None
+    bits = flat.view(np.uint8).reshape(flat.size, -1)
+    return flat[0].item() if (bits == bits[0]).all() else None
+
+
+_VIEWS = {A.getitem: lambda x, index: x[A.decode_index(index)],
+          A.reshape: lambda x, shape: np.reshape(x, shape),
+          A.transpose: lambda x, axes: x.transpose(axes),
+          broadcast_to: lambda x, shape: np.broadcast_to(x, shape),
+          A.flip: lambda x, axes: np.flip(x, axis=axes)}
+
+
+def _view(fn, at, shape, params):
+    """The `_At` of a view (`fn` of `_VIEWS`) of elements at `at` of this shape, or None
+    where NumPy would copy (a reshape of a transpose).  NumPy finds it: the view is taken
+    of a stand-in of the buffer, bytes of int8 that are never read, whose offset and
+    strides are then the elements'."""
+    space = np.empty(max(at.buffer.size, 1), np.int8)
+    x = np.lib.stride_tricks.as_strided(space[at.offset:], shape, at.strides)
+    with np.errstate(all="ignore"):
+        r = fn(x, **params)
+    if type(r) is not np.ndarray or (r.size and not np.may_share_memory(r, space)):
+        return None
+    offset = r.__array_interface__["data"][0] - space.__array_interface__["data"][0]
+    return _At(at.buffer, offset if r.size else 0, r.strides if r.size else (0,) * r.ndim)
+
+
+class _Plan:
+    """The steps and buffers of a graph's loops (see the module doc)."""
+
+    def __init__(self, graph, names):
+        self.graph, self.names = graph, names
+        self.steps = []
+        self.at = {}            # node index -> _At: elements in memory
+        self.scalar = {}        # node index -> C text of a scalar (a parameter, a local)
+        self.literal = {}       # node index -> a number (a scalar or uniform constant)
+        self.group_of = {}      # node index -> the _Group computing it
+        self.virtual = {}       # node index -> (member, index map): a view of a member
+        self.cost = {}          # member index -> nodes computed to compute it again
+        self.ready = {}         # node index -> the step after which it can be read
+        self.last = {}          # shape -> the last group of that shape
+        self.buffers, self.locals = [], []
+        self.out_slot = {}
+        for k, o in enumerate(graph.outputs):
+            self.out_slot.setdefault(o.index, k)
+        self.outs = [None] * len(graph.outputs)
+        users = {}
+        for n in graph.live_nodes():
+            for a in n.args:
+                users.setdefault(a.index, []).append(n)
+        self.users = users
+        for n in graph.inputs:
+            self._input(n)
+        for n in graph.live_nodes():
+            if n.op is not INPUT:
+                self._node(n)
+        self._results()
+
+    # ---- values ------------------------------------------------------------------------
+    def _buffer(self, node, role="temp", stem=None):
+        """A new buffer for node's elements: the result's, if node is one."""
+        if role == "temp" and node.index in self.out_slot and \
+                self.outs[self.out_slot[node.index]] is None:
+            k = self.out_slot[node.index]
+            role, stem = "out", f"out{k}"
+        buf = _Buffer(self.names.user(stem or f"t{node.index}"), node.dtype, node.size,
+                      role)
+        if role == "out":
+            self.outs[self.out_slot[node.index]] = buf
+        self.buffers.append(buf)
+        return buf
+
+    def _input(self, n):
+        _check_dtype(n)
+        self.ready[n.index] = -1
+        name = self.names.user(n.label())
+        if n.shape:
+            self.at[n.index] = _contiguous(_Buffer(name, n.dtype, n.size, "in"), n.shape)
+            self.buffers.append(self.at[n.index].buffer)
+        else:
+            self.scalar[n.index] = name
+            self.locals.append((name, n, "in"))
+
+    def _const(self, n):
+        self.ready[n.index] = -1
+        value = n.value if n.shape else np.asarray(n.value)
+        one = _uniform(value) if n.shape else value.item()
+        if one is not None:
+            self.literal[n.index] = one
+            return
+        buf = self._buffer(n, "const", f"k{n.index}")
+        buf.value = np.ascontiguousarray(value)
+        self.at[n.index] = _contiguous(buf, n.shape)
+
+    def readable(self, a):
+        """Make a's value readable outside its loop (stored, if it is computed in one)."""
+        if a.index in self.at or a.index in self.scalar or a.index in self.literal:
+            return
+        g = self.group_of[a.index]
+        if a.shape == ():
+            name = self.names.user(f"s{a.index}")
+            self.locals.append((name, a, "local"))
+            self.scalar[a.index] = name
+            g.stores.append((a, name, False))
+        else:
+            buf = self._buffer(a)
+            self.at[a.index] = _contiguous(buf, a.shape)
+            g.stores.append((a, self.at[a.index], False))
+
+    def _in_memory(self, a):
+        """a's `_At`, storing a (or a copy of a's elements) where they are not in memory."""
+        if a.index not in self.at and a.index in self.virtual:
+            base, (c, K) = self.virtual[a.index]
+            mem = self._in_memory(base)
+            strides = np.asarray(mem.strides, np.int64)
+            self.at[a.index] = _At(mem.buffer, mem.offset + int(strides @ c),
+                                   [int(s) for s in strides @ K])
+        if a.index not in self.at and a.index in self.group_of:
+            self.readable(a)
+        if a.index not in self.at:          # (a scalar, a literal: copied to memory)
+            buf = self._buffer(a)
+            at = _contiguous(buf, a.shape)
+            self._join([a], a.shape).stores.append((a, at, False))
+            self.at[a.index] = at
+        return self.at[a.index]
+
+    # ---- steps ---------------------------------------------------------------------------
+    def _join(self, args, shape):
+        """The loop over `shape` that a node reading `args` (or a store of them) joins:
+        the latest of the loops computing its arguments, or else the last loop of that
+        shape, where everything else it reads is ready before that loop; else a new one.
+        (Only those: a value is ready after its loop, so a loop later than these would
+        not be the last of its shape.)"""
+        shape = tuple(shape)
+        bases = [self.virtual[a.index][0] if a.index in self.virtual else a for a in args]
+        found = {self.group_of[b.index] for b in bases if b.index in self.group_of}
+        candidates = [g for g in found if g.shape == shape]
+        if shape in self.last:
+            candidates.append(self.last[shape])
+        for g in sorted(candidates, key=lambda g: -g.index):
+            if all(self.group_of.get(a.index) is g or self.ready[a.index] < g.index
+                   for a in args):
+                break
+        else:
+            g = _Group(len(self.steps), shape)
+            self.steps.append(g)
+            self.last[shape] = g
+        for a in args:              # read outside the loop that computes it: stored
+            if a.index in self.group_of and self.group_of[a.index] is not g:
+                self.readable(a)
+        return g
+
+    def _node(self, n):
+        op = n.op
+        _check_dtype(n)
+        if op is CONST:
+            return self._const(n)
+        if _is_elementwise(op):
+            g = self._join(n.args, n.shape)
+            g.members.append(n)
+            self.group_of[n.index] = g
+            self.ready[n.index] = g.index
+            cost = 1
+            for a in n.args:
+                base = self.virtual[a.index][0] if a.index in self.virtual else a
+                if base.index in self.group_of and base.index in self.cost:
+                    cost += self.cost[base.index]
+            self.cost[n.index] = min(cost, RECOMPUTE + 1)
+            return
+        if op in _VIEWS:
+            return self._view(n)
+        if op in _REDUCE:
+            return self._reduce(n)
+        if op in (A.concatenate, A.pad, A.index_add):
+            return self._fill(n)
+        if op is A.matmul:
+            return self._product(n)
+        raise NotLooped(f"{op.name}, a primitive the loops do not write")
+
+    def _view(self, n):
+        x = n.args[0]
+        self.ready[n.index] = self.ready[x.index]
+        if x.index in self.literal:             # (every element is the one value)
+            self.literal[n.index] = self.literal[x.index]
+            return
+        if x.shape == () and x.index not in self.at:
+            self.readable(x)
+            self.scalar[n.index] = self.scalar[x.index]
+            return
+        params = dict(n.params)
+        if n.op is A.getitem and any(isinstance(i, np.ndarray) for i in params["index"]):
+            raise NotLooped(f"{n.op.name} with an index array (a gather), which the loops "
+                            "do not write")
+        if n.shape and (x.index in self.virtual or x.index in self.group_of and
+                        x.index not in self.at):
+            # a view of a loop's member: its elements computed again where they are read,
+            # if that is cheap, rather than stored and read back
+            base, to_x = self.virtual.get(x.index) or (x, _bmap(x.shape, x.shape))
+            rel = _view(_VIEWS[n.op], _contiguous(_Buffer("", x.dtype, x.size, "temp"),
+                                                  x.shape), x.shape, params)
+            to_n = _decode(rel, x.shape, n.shape) if rel is not None else None
+            if to_n is not None and self.cost[base.index] <= RECOMPUTE:
+                self.virtual[n.index] = (base, _then(to_x, to_n))
+                self.ready[n.index] = self.group_of[base.index].index - 1
+                return
+        at = _view(_VIEWS[n.op], self._in_memory(x), x.shape, params)
+        if at is None:                  # (NumPy would copy: view a contiguous copy)
+            buf = self._buffer(x, stem=f"c{x.index}")
+            copy = _contiguous(buf, x.shape)
+            self._join([x], x.shape).stores.append((x, copy, False))
+            at = _view(_VIEWS[n.op], copy, x.shape, params)
+            self.ready[n.index] = self.steps[-1].index
+        self.at[n.index] = at
+
+    def _reduce(self, n):
+        x = n.args[0]
+        if n.op is sum_to:
+            lead = x.ndim - len(n.shape)
+            kept = (1,) * lead + tuple(n.shape)
+        else:
+            kept = A._kept_shape(x.shape, n.params["axis"])
+        g = self._join([x], x.shape)
+        g.sinks.append((n, kept))
+        self.ready[n.index] = g.index
+        if n.shape:
+            self.at[n.index] = _contiguous(self._buffer(n), n.shape)
+        else:
+            name = self.names.user(f"s{n.index}")
+            self.locals.append((name, n, "local"))
+            self.scalar[n.index] = name
+
+    def _fill(self, n):
+        """concatenate, pad and index_add: the parts written into regions of n's buffer,
+        by the loops that compute them where there are such loops, else by copies."""
+        params, op = n.params, n.op
+        if op is A.index_add and (any(isinstance(i, np.ndarray) for i in params["index"])
+                                  or n.dtype != n.args[0].dtype):
+            raise NotLooped("index_add at an index array (a scatter), which the loops do "
+                            "not write")
+        buf = self._buffer(n)
+        whole = _contiguous(buf, n.shape)
+        if op is A.concatenate:
+            axis, start, regions = params["axis"], 0, []
+            for part in n.args:
+                stop = start + part.shape[axis]
+                regions.append((slice(None),) * axis + (slice(start, stop),))
+                start = stop
+        elif op is A.pad:
+            regions = [tuple(slice(lo, lo + d) for (lo, _), d
+                             in zip(params["pad_width"], n.args[0].shape))]
+            buf.zeroed = True
+        else:
+            regions = [A.decode_index(params["index"])]
+            buf.zeroed = True
+        plus0 = op is A.index_add and n.dtype.kind == "f"
+        ready = -1
+        for part, region in zip(n.args, regions):
+            at = _view(lambda x, r: x[r], whole, n.shape, {"r": region})
+            shape = _region_shape(n.shape, region)
+            g = self.group_of.get(part.index)
+            if g is None or part.shape != shape:
+                g = self._join([part], shape)
+            g.stores.append((part, at, plus0))
+            ready = max(ready, g.index)
+        self.at[n.index] = whole
+        self.ready[n.index] = ready
+
+    def _product(self, n):
+        a, b = n.args
+        if a.ndim > 2 or b.ndim > 2 or n.dtype != np.float64 or a.dtype != np.float64 or \
+                b.dtype != np.float64:
+            raise NotLooped("matmul of more than two dimensions or not of float64 values, "
+                            "which the loops do not write")
+        self._in_memory(a)
+        self._in_memory(b)
+        step = _Product(len(self.steps), n)
+        self.steps.append(step)
+        self.ready[n.index] = step.index
+        if n.shape:
+            self.at[n.index] = _contiguous(self._buffer(n), n.shape)
+        else:
+            name = self.names.user(f"s{n.index}")
+            self.locals.append((name, n, "local"))
+            self.scalar[n.index] = name
+
+    def _results(self):
+        """Results not yet written where they go: stored by their loops, or copied."""
+        self.res = []                           # (slot, node) of scalar results
+        for k, o in enumerate(self.graph.outputs):
+            if o.shape == ():
+                self.res.append((k, o))
+                if o.index in self.group_of:
+                    self.readable(o)
+                continue
+            if self.outs[k] is not None:
+                continue
+            if o.index in self.group_of and o.index not in self.at and \
+                    self.out_slot[o.index] == k:
+                self.readable(o)                # (its buffer is this result)
+                continue
+            buf = _Buffer(self.names.user(f"out{k}"), o.dtype, o.size, "out")
+            self.outs[k] = buf
+            self.buffers.append(buf)
+            self._join([o], o.shape).stores.append((o, _contiguous(buf, o.shape), False))
+
+
+def _decode(at, shape, vshape):
+    """The index map ``(c, K)`` of a view (`at`, of shape `vshape`) of a C-contiguous
+    array of `shape` (element j of the view is the array's ``c + K @ j``), or None where
+    the view is no such map (a reshape that merges dims)."""
+    cs = np.ones(len(shape), np.int64)
+    for d in range(len(shape) - 2, -1, -1):
+        cs[d] = cs[d + 1] * shape[d + 1]
+    size = math.prod(shape)
+    if not size or not math.prod(vshape) or not 0 <= at.offset < size:
+        return None
+    c = np.array(np.unravel_index(at.offset, shape), np.int64).reshape(len(shape))
+    K = np.zeros((len(shape), len(vshape)), np.int64)
+    for e, (s, n) in enumerate(zip(at.strides, vshape)):
+        if n == 1 or s == 0:
+            continue
+        for d in range(len(shape)):
+            if shape[d] > 1 and s % cs[d] == 0 and abs(s // cs[d]) < shape[d]:
+                K[d, e] = s // cs[d]
+                break
+        else:
+            return None
+    span = np.array([n - 1 for n in vshape], np.int64)
+    lo = c + np.minimum(K, 0) @ span
+    hi = c + np.maximum(K, 0) @ span
+    strides_ok = all(int(cs @ K[:, e]) == s for e, (s, n) in
+                     enumerate(zip(at.strides, vshape)) if n != 1)
+    if (lo < 0).any() or (hi >= np.array(shape)).any() or not strides_ok:
+        return None
+    return c, K
+
+
+def _region_shape(shape, region):
+    return np.broadcast_to(np.zeros((), np.int8), shape)[region].shape
+
+
+def _check_dtype(n):
+    if n.dtype not in _CTYPES:
+        raise NotLooped(f"a value of dtype {n.dtype} ({n.op.name}): the loops compute "
+                        "float64, int64 and bool values")
+
+
+# ---- C text -----------------------------------------------------------------------------
+def _broadcast(at, shape, full):
+    """at's strides (over `shape`) as strides over the dims of `full`, which `shape`
+    broadcasts to: 0 along a dim it is repeated in."""
+    lead = len(full) - len(shape)
+    out = []
+    for d, n in enumerate(full):
+        k = d - lead
+        out.append(0 if k < 0 or shape[k] != n or n == 1 else at.strides[k])
+    return out
+
+
+def _collapse(shape, accesses):
+    """Merge neighbouring dims that every access (a list of strides) walks as one, and
+    drop dims of one element: ``(sizes, accesses)`` over the remaining dims."""
+    dims = [(n, [s[d] for s in accesses]) for d, n in enumerate(shape) if n != 1]
+    merged = []
+    for n, strides in dims:
+        if merged:
+            m, outer = merged[-1]
+            if all(o == s * n for o, s in zip(outer, strides)):
+                merged[-1] = (m * n, strides)
+                continue
+        merged.append((n, strides))
+    sizes = [n for n, _ in merged]
+    return sizes, [[st[k] for _, st in merged] for k in range(len(accesses))]
+
+
+def _index_text(offset, strides, indices):
+    terms = [(idx if s == 1 else f"{s}*{idx}") for s, idx in zip(strides, indices) if s]
+    if offset:
+        terms.append(str(offset))
+    text = " + ".join(terms) or "0"
+    return text.replace("+ -", "- ")
+
+
+def _scalar_of(g, node, args):
+    """A scalar node of node's operation on `args` (nodes of the loop body `g`)."""
+    if node.op is A.astype and node.dtype.kind == "b":
+        zero = g.const(0 if args[0].dtype == np.int64 else 0.0)
+        return g.remake(types.SimpleNamespace(op=S.ne, params={}, shape=(), dtype=node.dtype,
+                                              value=None), [args[0], zero])
+    if node.op is A.astype and (node.dtype.kind not in "fib" or
+                                args[0].dtype.kind not in "fib"):
+        raise NotLooped(f"astype from {args[0].dtype} to {node.dtype}")
+    return g.remake(types.SimpleNamespace(op=node.op, params=node.params, shape=(),
+                                          dtype=node.dtype, value=None), args)
+
+
+def _bmap(shape, full):
+    """The index map of an array of `shape` read broadcast to `full`: ``(c, K)``, element
+    ``j`` of `full` being element ``c + K @ j`` of the array."""
+    lead = len(full) - len(shape)
+    K = np.zeros((len(shape), len(full)), np.int64)
+    for k, n in enumerate(shape):
+        if n == full[k + lead] and n != 1:
+            K[k, k + lead] = 1
+    return np.zeros(len(shape), np.int64), K
+
+
+def _key(a, at):
+    """A cache key of a's element at index map `at` (a dim of one element is at 0)."""
+    c, K = at
+    ones = [d for d, n in enumerate(a.shape) if n == 1]
+    if ones:
+        c, K = c.copy(), K.copy()
+        c[ones], K[ones] = 0, 0
+    return a.index, c.tobytes(), K.tobytes()
+
+
+def _then(first, then):
+    """The index map of `first` after `then`: element j is ``first``'s element of
+    ``then``'s element of j."""
+    (c1, K1), (c2, K2) = first, then
+    return c1 + K1 @ c2, K1 @ K2
+
+
+class _Body:
+    """The statements of one loop nest: a graph of scalars whose inputs are reads of
+    array elements (and scalars), emitted by `emit` with `c.CFormat`."""
+
+    def __init__(self, plan, group):
+        self.plan, self.group = plan, group
+        self.g = Graph(optimize=False)
+        self.reads = {}             # key -> (input node, _At or C text, strides)
+        self.values = {}            # (node index, index map) -> scalar node
+        self.accesses = []          # _At's strides over the group's dims, in order
+
+    def value(self, a, at=None):
+        """The scalar node of a's element at index map `at` of the loop's index (default:
+        a broadcast to the loop's shape).  A member of this loop read there is its
+        node; a value in memory written before this loop is read; a member of a loop
+        read elsewhere (through a view) is computed again there (`recompute`)."""
+        plan, group = self.plan, self.group
+        at = _bmap(a.shape, group.shape) if at is None else at
+        key = _key(a, at)
+        if key in self.values:
+            return self.values[key]
+        if a.index in plan.literal:
+            v = self.g.const(plan.literal[a.index])
+        elif a.index in plan.scalar:
+            v = self.read(plan.scalar[a.index], a.dtype)
+        elif a.index in plan.virtual:
+            base, view = plan.virtual[a.index]
+            v = self.value(base, _then(view, at))
+        elif a.index in plan.at and plan.ready[a.index] < group.index:
+            mem = plan.at[a.index]
+            strides = np.asarray(mem.strides, np.int64)
+            v = self.read(mem, a.dtype, [int(s) for s in strides @ at[1]],
+                          mem.offset + int(strides @ at[0]))
+        else:
+            v = self.recompute(a, at)
+        self.values[key] = v
+        return v
+
+    def recompute(self, m, at):
+        """m's element at index map `at`, m being a member of a loop (this one, or one
+        read through a view): m and the members of its loop it is computed from, those
+        not computed here at that map yet, in the graph's order (`_Plan.cost` bounds
+        how many there are where the map is not this loop's own)."""
+        home = self.plan.group_of[m.index]
+        cone, todo = {}, [m]
+        while todo:
+            n = todo.pop()
+            if n.index not in cone:
+                cone[n.index] = n
+                todo += [a for a in n.args if self.plan.group_of.get(a.index) is home and
+                         _key(a, at) not in self.values]
+        for i in sorted(cone)[:-1]:
+            n = cone[i]
+            self.values[_key(n, at)] = self._computed(n, home, at)
+        return self._computed(m, home, at)
+
+    def _computed(self, n, home, at):
+        return _scalar_of(self.g, n, [self.value(a, _then(_bmap(a.shape, home.shape), at))
+                                      for a in n.args])
+
+    def read(self, where, dtype, strides=None, offset=0):
+        """An input of the body: a scalar's C text, or an element of memory at `offset`
+        plus `strides` (over the loop's dims) times its index."""
+        key = where if strides is None else (where.buffer.name, offset, tuple(strides))
+        if key not in self.reads:
+            node = self.g.input(ShapeDtype((), dtype), f"r{len(self.reads)}")
+            if strides is not None:
+                self.accesses.append(strides)
+                where = _At(where.buffer, offset, strides)
+            self.reads[key] = (node, where, strides)
+        return self.reads[key][0]
+
+
+def _group_lines(plan, group, fmt, uses):
+    """The C of one loop nest (a block), and the buffers it reads and writes into
+    `uses`."""
+    body = _Body(plan, group)
+    g = body.g
+    for m in group.members:
+        body.value(m)
+    targets = []                    # (target: _At strides or C text, node)
+    for node, target, plus0 in group.stores:
+        v = body.value(node)
+        if plus0:
+            v = g.remake(types.SimpleNamespace(op=S.add, params={}, shape=(),
+                                               dtype=node.dtype, value=None),
+                         [v, g.const(0.0)])
+        if isinstance(target, str):
+            targets.append((target, None, v))
+        else:
+            strides = _broadcast(target, group.shape, group.shape)
+            body.accesses.append(strides)
+            targets.append((target, strides, v))
+    inits = []
+    for r, kept in group.sinks:
+        x = r.args[0]
+        v = body.value(x)
+        if x.dtype != r.dtype:
+            v = _scalar_of(g, types.SimpleNamespace(op=A.astype, dtype=r.dtype, params={
+                "dtype": r.dtype}), [v])
+        if r.shape:
+            at = plan.at[r.index]
+            strides = [0 if k == 1 else s for k, s in zip(
+                kept, _broadcast(_contiguous(at.buffer, kept), kept, kept))]
+            acc = body.read(at, r.dtype, strides)
+            targets.append((at, strides, None))
+        else:
+            acc = body.read(plan.scalar[r.index], r.dtype)
+            targets.append((plan.scalar[r.index], None, None))
+        op = _REDUCE[r.op]
+        new = g.remake(types.SimpleNamespace(op=op, params={}, shape=(), dtype=r.dtype,
+                                             value=None), [acc, v])
+        targets[-1] = targets[-1][:2] + (new,)
+        inits.append((r, _identity(r)))
+    if not targets:                 # (its values are all computed again where read)
+        return []
+    sizes, strides = _collapse(group.shape, body.accesses)
+    index = [_INDEX[d] if d < len(_INDEX) else f"i{d}" for d in range(len(sizes))]
+    by_strides = dict(zip(map(tuple, body.accesses), strides))
+
+    def text(at, st):
+        return Symbol(at.buffer.name, (_index_text(at.offset, by_strides[tuple(st)], index),))
+
+    names, ins = {}, []
+    for node, where, st in body.reads.values():
+        names[node.index] = Symbol(where) if st is None else text(where, st)
+        ins.append(node)
+        if st is not None:
+            uses.setdefault(where.buffer.name, set()).add("read")
+    outs = []
+    for target, st, v in targets:
+        outs.append((Symbol(target) if st is None else text(target, st), v))
+        if st is not None:
+            uses.setdefault(target.buffer.name, set()).add("write")
+    g.inputs, g.outputs = ins, [v for _, v in outs]
+    try:
+        code = emit(g, ins, outs, fmt, names=names, rewrite=False)
+    except EmitError as e:
+        raise NotLooped(str(e)) from None
+    statements = []
+    for st in code.statements:
+        if st.temporary:
+            statements.append(f"const {_LOCAL_CTYPES[st.node.dtype]} {st.target} = "
+                              f"{st.expr};")
+        else:
+            statements.append(f"{fmt.symbol(st.target)} = {st.expr};")
+    lines = [f"/* {_describe(group)} */", "{"]
+    for r, init in inits:
+        if r.shape:
+            name = plan.at[r.index].buffer.name
+            lines.append(f"    for (long i = 0; i < {r.size}; ++i) {name}[i] = "
+                         f"{fmt.number(init)};")
+        else:
+            lines.append(f"    {plan.scalar[r.index]} = {fmt.number(init)};")
+    depth = len(sizes)
+    for d, (n, idx) in enumerate(zip(sizes, index)):
+        lines.append("    " * (d + 1) + f"for (long {idx} = 0; {idx} < {n}; ++{idx})" +
+                     (" {" if d == depth - 1 else ""))
+    lines += ["    " * (depth + 1) + s for s in statements]
+    if depth:
+        lines.append("    " * depth + "}")
+    lines.append("}")
+    return lines
+
+
+def _identity(r):
+    """The value a reduction starts from."""
+    op, dtype = r.op, r.dtype
+    if op in (A.sum, sum_to):
+        return False if dtype.kind == "b" else 0 if dtype.kind == "i" else 0.0
+    if op is A.prod:
+        return True if dtype.kind == "b" else 1 if dtype.kind == "i" else 1.0
+    big = {"b": True, "i": 2 ** 63 - 1, "f": math.inf}[dtype.kind]
+    small = {"b": False, "i": -2 ** 63, "f": -math.inf}[dtype.kind]
+    return small if op is A.amax else big
+
+
+def _describe(group) -> str:
+    """A comment naming what a loop computes: its nodes, as the graph prints them."""
+    shape = "x".join(map(str, group.shape)) or "scalar"
+    what = [f"%{m.index} {m.op.name}" for m in group.members]
+    what += [f"%{r.index} {r.op.name}" for r, _ in group.sinks]
+    computed = {m.index for m in group.members}
+    stored = [f"%{n.index}" for n, _, _ in group.stores if n.index not in computed]
+    if stored and not what:
+        what = ["copy " + ", ".join(stored)]
+    text = ", ".join(what)
+    if len(text) > 70:
+        text = text[:67].rsplit(",", 1)[0] + ", ..."
+    return f"{shape}: {text}"
+
+
+def _product_lines(plan, step, fmt, uses):
+    """The C of a matrix product (a block): ``C[i,j] += A[i,k] * B[k,j]`` with ``j``
+    innermost, so that rows of B and C are walked in order; a vector is a matrix of one
+    row (A) or one column (B)."""
+    n = step.node
+    a, b = n.args
+    at_a, at_b = plan.at[a.index], plan.at[b.index]
+    m = a.shape[0] if a.ndim == 2 else 1
+    p = a.shape[-1]
+    cols = b.shape[1] if b.ndim == 2 else 1
+    ia = ["i", "k"] if a.ndim == 2 else ["k"]
+    ib = ["k", "j"] if b.ndim == 2 else ["k"]
+    a_ik = f"{at_a.buffer.name}[{_index_text(at_a.offset, at_a.strides, ia)}]"
+    b_kj = f"{at_b.buffer.name}[{_index_text(at_b.offset, at_b.strides, ib)}]"
+    uses.setdefault(at_a.buffer.name, set()).add("read")
+    uses.setdefault(at_b.buffer.name, set()).add("read")
+    lines = [f"/* %{n.index} matmul: {'x'.join(map(str, a.shape))} @ "
+             f"{'x'.join(map(str, b.shape))} */", "{"]
+    if n.shape:
+        out = plan.at[n.index].buffer.name
+        uses.setdefault(out, set()).add("write")
+        c_ij = f"{out}[{_index_text(0, [cols if a.ndim == 2 else 0, 1], ['i', 'j'])}]" \
+            if b.ndim == 2 else f"{out}[i]"
+        lines.append(f"    for (long i = 0; i < {n.size}; ++i) {out}[i] = 0.0;")
+    else:
+        c_ij = plan.scalar[n.index]
+        lines.append(f"    {c_ij} = 0.0;")
+    tmp = plan.product_name
+    inner = [f"const double {tmp} = {a_ik};"]
+    if b.ndim == 2:
+        inner += [f"for (long j = 0; j < {cols}; ++j)",
+                  f"    {c_ij} = {c_ij} + {tmp}*{b_kj};"]
+    else:
+        inner += [f"{c_ij} = {c_ij} + {tmp}*{b_kj};"]
+    loops = ([f"for (long i = 0; i < {m}; ++i)"] if a.ndim == 2 else []) + \
+        [f"for (long k = 0; k < {p}; ++k) {{"]
+    for d, line in enumerate(loops):
+        lines.append("    " * (d + 1) + line)
+    lines += ["    " * (len(loops) + 1) + line for line in inner]
+    lines += ["    " * len(loops) + "}", "}"]
+    return lines
+
+
+def _names(graph) -> Names:
+    """Names for the C function's variables: user names that are no C word, helper,
+    function or loop index of the code."""
+    taken = set(C_RESERVED) | set(C.HELPERS) | set(C.INTEGER_HELPERS) | set(_INDEX) | {
+        f"i{d}" for d in range(len(_INDEX), 64)} | set(C._FUNCTIONS.values()) | {
+        "int64_t", "uint64_t", "malloc", "free", "memset", "memcpy", "res", "restrict",
+        "NULL", "INT64_MIN", "INT64_MAX", "nearbyint", "copysign", "isinf", "isnan"}
+    return Names(frozenset(taken))
+
+
+def function_source(graph, name):
+    """``(source, plan)``: the C of ``int name(inputs..., outputs...)`` computing `graph`
+    with loops over its arrays (see the module doc), and the `_Plan` that says what the
+    parameters are.  Raises `NotLooped` for what it cannot write.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> g = wg.trace(lambda x: wg.numpy.sum(wg.numpy.sin(x) * 2.0), np.ones(1000))
+        >>> print(function_source(g, "wg_f")[0][-250:])
+        int wg_f(const double *restrict x, double *restrict res)
+        {
+            double s3;
+            /* 1000: %1 sin, %2 mul, %3 sum */
+            {
+                s3 = 0.0;
+                for (long i = 0; i < 1000; ++i) {
+                    s3 = s3+sin(x[i])*2.0;
+                }
+            }
+            res[0] = s3;
+            return 0;
+        }
+        <BLANKLINE>
+    """
+    names = _names(graph)
+    plan = _Plan(graph, names)
+    plan.product_name = names.user("a_ik")
+    fmt = C.CFormat()
+    blocks, uses = [], []
+    for step in plan.steps:
+        used = {}
+        if isinstance(step, _Group):
+            blocks.append(_group_lines(plan, step, fmt, used))
+        else:
+            blocks.append(_product_lines(plan, step, fmt, used))
+        uses.append(used)
+    params = []
+    in_nodes = {n.index for n in graph.inputs}
+    for n in graph.inputs:
+        if n.shape:
+            buf = plan.at[n.index].buffer
+            params.append(f"const {_CTYPES[buf.dtype]} *restrict {buf.name}")
+        else:
+            params.append(f"{_LOCAL_CTYPES[n.dtype]} {plan.scalar[n.index]}")
+    consts = [b for b in plan.buffers if b.role == "const"]
+    params += [f"const {_CTYPES[b.dtype]} *restrict {b.name}" for b in consts]
+    params += [f"{_CTYPES[b.dtype]} *restrict {b.name}" for b in plan.outs if b is not None]
+    if plan.res:
+        params.append("double *restrict res")
+    body = []
+    locals_ = [(nm, n) for nm, n, role in plan.locals if role == "local"]
+    for nm, n in locals_:
+        body.append(f"    {_LOCAL_CTYPES[n.dtype]} {nm};")
+    for b in plan.outs:
+        if b is not None and b.zeroed:
+            body.append(f"    memset({b.name}, 0, {b.size} * sizeof *{b.name});")
+    # the temporaries: regions of one workspace, which the caller keeps between calls
+    # (allocating megabytes afresh at every call costs a page fault per 4 KB)
+    temps = [b for b in plan.buffers if b.role == "temp"]
+    work, offset = names.user("work"), 0
+    for b in temps:
+        body.append(f"    {_CTYPES[b.dtype]} *restrict {b.name} = "
+                    f"({_CTYPES[b.dtype]} *)({work} + {offset});")
+        offset += -(-max(b.size, 1) * b.dtype.itemsize // 64) * 64
+    plan.workspace = offset
+    if temps:
+        params.append(f"unsigned char *restrict {work}")
+    first = {b.name: min((k for k, u in enumerate(uses) if b.name in u), default=0)
+             for b in temps if b.zeroed}
+    for k, block in enumerate(blocks):
+        body += [f"    memset({b.name}, 0, {b.size} * sizeof *{b.name});"
+                 for b in temps if b.zeroed and first[b.name] == k]
+        body += ["    " + line for line in block]
+    for slot, o in plan.res:
+        body.append(f"    res[{slot}] = {_result_text(plan, o, fmt)};")
+    definition = [f"void {name}({', '.join(params) or 'void'})", "{", *body, "}", ""]
+    text = "\n".join(definition)
+    helpers = C._integer_helpers(text) + [h for h_name, h in C.HELPERS.items()
+                                          if h_name + "(" in text]
+    includes = ["#include <math.h>", "#include <string.h>", "#include <stdint.h>"]
+    head = f"/* wengert: {len(graph.outputs)} results from {len(in_nodes)} arguments, " \
+        "in loops */"
+    source = "\n".join([head, *includes, "", *(helpers + [""] if helpers else []),
+                        *definition])
+    return source, plan
+
+
+def _result_text(plan, o, fmt):
+    """The C text of a scalar result, as a double (an int64 as its bits)."""
+    if o.index in plan.literal:
+        text = fmt.number(plan.literal[o.index])
+    elif o.index in plan.scalar:
+        text = plan.scalar[o.index]
+    else:
+        at = plan.at[o.index]
+        text = f"{at.buffer.name}[{at.offset}]"
+    return f"wg_f64({text})" if o.dtype == np.int64 else text
+
+
+_ARG_TYPES = {np.dtype(np.float64): ctypes.c_double, np.dtype(np.int64): ctypes.c_int64,
+              np.dtype(np.bool_): ctypes.c_int}
+
+
+def entry(d, key, graph, params, form):
+    """An entry of a compiled function (see `wengert.staged`) that runs `graph` as C
+    loops; `form` is the `CallForm` of its Python glue.  The glue checks the arguments,
+    makes arrays C-contiguous, allocates the results and passes pointers to all of them
+    (a read-only array's address the slow way: ``from_buffer`` wants a writable one)."""
+    from ..staged import Entry
+    name = C.c_name(d.fn_name)
+    source, plan = function_source(graph, name)
+    cfn = C.library(source, FLAGS)[name]
+    cfn.restype = None
+    ns = d.ns
+    np_ = ns.fixed("_np", np)
+    names = ns.names.fork()
+    names.taken.update([d.fn_name] + [n for n, _ in params])
+    lines, leaves = py.prologue(params, names, ns, "_miss", form=form)
+    ref, cb = ns.bind(ctypes.byref, "byref"), ns.bind(ctypes.c_char.from_buffer, "buffer")
+    argtypes, args, body = [], [], []
+
+    def pointer(var):
+        p = names.own("p")
+        body.extend(["try:", f"    {p} = {ref}({cb}({var}))",
+                     "except TypeError:         # (a read-only array)",
+                     f"    {p} = {var}.ctypes.data"])
+        return p
+
+    for leaf, n in zip(leaves, graph.inputs):
+        if n.shape:
+            body.append(f"{leaf.name} = {np_}.ascontiguousarray({leaf.name})")
+            args.append(pointer(leaf.name))
+            argtypes.append(ctypes.c_void_p)
+        else:
+            args.append(leaf.name if n.dtype == np.float64 else f"int({leaf.name})")
+            argtypes.append(_ARG_TYPES[n.dtype])
+    for b in plan.buffers:
+        if b.role == "const":
+            arr = np.array(b.value, order="C")          # (ours: writable, kept alive)
+            args.append(ns.bind(ctypes.c_void_p(arr.ctypes.data), "kp"))
+            ns.bind(arr, "k")
+            argtypes.append(ctypes.c_void_p)
+    results = []
+    for k, (b, o) in enumerate(zip(plan.outs, graph.outputs)):
+        if b is None:
+            results.append(None)
+            continue
+        r = names.own("r")
+        body.append(f"{r} = {np_}.empty({o.shape!r}, {ns.bind(o.dtype, 'dtype')})")
+        args.append(f"{ref}({cb}({r}))")
+        argtypes.append(ctypes.c_void_p)
+        results.append(r)
+    if plan.workspace:
+        # (a free list: a call takes a workspace and gives it back, so calls in several
+        # threads, which ctypes lets run at once, never share one)
+        pool, w = ns.bind([], "workspaces"), names.own("w")
+        body.append(f"{w} = {pool}.pop() if {pool} else {np_}.empty({plan.workspace}, "
+                    f"{ns.bind(np.dtype(np.uint8), 'dtype')})")
+        args.append(f"{ref}({cb}({w}))")
+        argtypes.append(ctypes.c_void_p)
+    if plan.res:
+        res = names.own("res")
+        body.append(f"{res} = {ns.bind(ctypes.c_double * len(graph.outputs), 'res_t')}()")
+        args.append(f"{ref}({res})")
+        argtypes.append(ctypes.c_void_p)
+        for slot, o in plan.res:
+            value = f"{res}[{slot}]"
+            results[slot] = (f"bool({value})" if o.dtype.kind == "b" else
+                             f"{ns.bind(C._int64_of_bits, 'int64_of_bits')}({value})"
+                             if o.dtype == np.int64 else value)
+    cfn.argtypes = argtypes
+    call = ns.bind(cfn, "cfunction")
+    body.append(f"{call}({', '.join(args)})")
+    if plan.workspace:
+        body.append(f"{pool}.append({w})")
+    body.append(f"return {py.build_tree(graph.out_tree, results, ns)}")
+    glue = "\n".join([f"def {d.fn_name}({form.head}):", *lines,
+                      *("    " + b for b in body)]) + "\n"
+    function = py.make_function(glue, d.fn_name, ns)
+    e = Entry(key, graph, graph, "c", source, function, params)
+    e.glue, e.looped = glue, True
+    return e
+
+
+def entry_or_reason(d, key, graph, params, form):
+    """``(entry, None)`` where `graph` is written as loops (`wanted`), ``(None, why)``
+    where it would be but they cannot write it, ``(None, None)`` where it is not."""
+    if not wanted(graph):
+        return None, None
+    try:
+        return entry(d, key, graph, params, form), None
+    except NotLooped as e:
+        return None, str(e)
+
+
+def refuse_large(graph, why):
+    """Raise `NotScalar` for a graph the loops refused (`why`) whose arrays are too large
+    to write element by element in reasonable time (more than `scalarize.LIMIT`
+    elements: the C compiler alone would take minutes); a smaller one is scalarised."""
+    from .scalarize import LIMIT, NotScalar
+    elements = sum(n.size for n in graph.live_nodes() if n.op is not CONST)
+    if elements > LIMIT:
+        raise NotScalar(f"arrays of {elements:,} elements in all, more than the {LIMIT:,} "
+                        "it writes element by element")
