@@ -151,7 +151,13 @@ def _uniform(value):
     return flat[0].item() if (bits == bits[0]).all() else None
 
 
-_VIEWS = {A.getitem: lambda x, index: x[A.decode_index(index)],
+def _getitem_view(x, index):
+    index = A.decode_index(index)
+    # (with an Ellipsis, x[1, 2] is a 0-d view rather than a NumPy scalar)
+    return x[index if any(i is Ellipsis for i in index) else index + (Ellipsis,)]
+
+
+_VIEWS = {A.getitem: _getitem_view,
           A.reshape: lambda x, shape: np.reshape(x, shape),
           A.transpose: lambda x, axes: x.transpose(axes),
           broadcast_to: lambda x, shape: np.broadcast_to(x, shape),
@@ -522,7 +528,8 @@ def _collapse(shape, accesses):
 
 
 def _index_text(offset, strides, indices):
-    terms = [(idx if s == 1 else f"{s}*{idx}") for s, idx in zip(strides, indices) if s]
+    terms = [(idx if s == 1 else f"-{idx}" if s == -1 else f"{s}*{idx}")
+             for s, idx in zip(strides, indices) if s]
     if offset:
         terms.append(str(offset))
     text = " + ".join(terms) or "0"
@@ -593,12 +600,14 @@ class _Body:
             return self.values[key]
         if a.index in plan.literal:
             v = self.g.const(plan.literal[a.index])
-        elif a.index in plan.scalar:
-            v = self.read(plan.scalar[a.index], a.dtype)
         elif a.index in plan.virtual:
             base, view = plan.virtual[a.index]
             v = self.value(base, _then(view, at))
-        elif a.index in plan.at and plan.ready[a.index] < group.index:
+        elif a.index in plan.group_of and plan.ready[a.index] >= group.index:
+            v = self.recompute(a, at)       # (computed in this loop, or one after it)
+        elif a.index in plan.scalar:
+            v = self.read(plan.scalar[a.index], a.dtype)
+        elif a.index in plan.at:
             mem = plan.at[a.index]
             strides = np.asarray(mem.strides, np.int64)
             v = self.read(mem, a.dtype, [int(s) for s in strides @ at[1]],
@@ -862,8 +871,6 @@ def function_source(graph, name):
     consts = [b for b in plan.buffers if b.role == "const"]
     params += [f"const {_CTYPES[b.dtype]} *restrict {b.name}" for b in consts]
     params += [f"{_CTYPES[b.dtype]} *restrict {b.name}" for b in plan.outs if b is not None]
-    if plan.res:
-        params.append("double *restrict res")
     body = []
     locals_ = [(nm, n) for nm, n, role in plan.locals if role == "local"]
     for nm, n in locals_:
@@ -882,6 +889,8 @@ def function_source(graph, name):
     plan.workspace = offset
     if temps:
         params.append(f"unsigned char *restrict {work}")
+    if plan.res:
+        params.append("double *restrict res")
     first = {b.name: min((k for k, u in enumerate(uses) if b.name in u), default=0)
              for b in temps if b.zeroed}
     for k, block in enumerate(blocks):

@@ -1,0 +1,320 @@
+"""Array graphs as C loops (``wg.compile(..., backend="c")``, `wengert.codegen.cloops`):
+every primitive the loops write and every way they fuse, against the NumPy back-end and
+eager evaluation: bit for bit for + - * /, comparisons and where (which C computes as
+NumPy does), within a few ulps for libm's functions, within rounding for sums and matrix
+products (whose order differs).  Gradients and Hessians are checked against eager
+derivatives and central differences; what the loops do not write falls back to
+scalarised C or is refused by name.
+
+Small arrays are scalarised unless told otherwise, so most tests set the threshold of
+loop mode to 0 (the `loops` fixture)."""
+import threading
+
+import numpy as np
+import pytest
+
+import wengert as wg
+import wengert.numpy as wnp
+from fd import assert_close, fd_jacobian
+from test_loops import HAVE_CC
+from wengert.codegen import cloops
+
+pytestmark = pytest.mark.skipif(not HAVE_CC, reason="no C compiler on this machine")
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture
+def loops(monkeypatch):
+    """Loop mode for arrays of any size."""
+    monkeypatch.setattr(cloops, "LOOP_ELEMENTS", 0)
+
+
+def looped(f, *args):
+    """f compiled to C loops (checked: not scalarised)."""
+    c = wg.compile(f, *args, backend="c")
+    c(*args)
+    assert getattr(c.entry, "looped", False), c.entry.flavour
+    return c
+
+
+def numpy_compiled(f, *args):
+    return wg.compile(f, *args, backend="numpy")(*args)
+
+
+def same(a, b):
+    """Equal bit for bit where they are numbers (nan equal to nan, -0.0 to -0.0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
+    if a.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+    np.testing.assert_array_equal(a, b)
+
+
+def ulps(a, b, n=4):
+    np.testing.assert_array_max_ulp(np.asarray(a), np.asarray(b), maxulp=n)
+
+
+def rosen(x):
+    return wnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def heat(u):
+    """A Laplacian residual on the interior of a grid, squared and summed."""
+    r = 4 * u[1:-1, 1:-1] - u[2:, 1:-1] - u[:-2, 1:-1] - u[1:-1, 2:] - u[1:-1, :-2]
+    return wnp.sum(r ** 2)
+
+
+# ---- elementwise, broadcasting, fusion -------------------------------------------------
+def test_arithmetic_with_broadcasting_is_numpy_bit_for_bit(loops):
+    def f(x, y, s):
+        a = (x * y - s) / (y + 2.0)
+        return a, -a + x, x * 3.0 - y[None, :] / s, wnp.where(x > y, a, x - s)
+    args = (RNG.normal(size=(5, 6)), RNG.normal(size=6), 0.7)
+    got = looped(f, *args)(*args)
+    for g, e, n in zip(got, f(*args), numpy_compiled(f, *args)):
+        same(g, e)
+        same(g, n)
+
+
+def test_one_loop_computes_a_chain_and_stores_only_what_is_read(loops):
+    c = looped(lambda x: wnp.sum(wnp.exp(-x * x) * 2.0 + x), RNG.normal(size=50))
+    assert c.source.count("for (") == 1
+    assert "*restrict t" not in c.source        # no temporary array at all
+
+
+def test_numpy_conventions_of_c_functions(loops):
+    x = np.array([-2.5, -1.0, -0.0, 0.0, 0.5, 3.0, np.nan, np.inf, -np.inf])
+    y = np.array([1.5, -0.0, 2.0, -3.0, np.nan, 0.5, 1.0, 2.0, -1.0])
+
+    def f(x, y):
+        return (wnp.sign(x), wnp.maximum(x, y), wnp.minimum(x, y), wnp.remainder(x, y),
+                wnp.floor_divide(x, y), wnp.abs(x), x < y, x == y, x != y, x >= y)
+    got = looped(f, x, y)(x, y)
+    with np.errstate(all="ignore"):
+        expected = f(x, y)
+    for g, e in zip(got, expected):
+        same(g, e)
+
+
+def test_math_functions_within_ulps(loops):
+    x = RNG.uniform(0.1, 3.0, size=200)
+    fs = [wnp.exp, wnp.log, wnp.sin, wnp.cos, wnp.tanh, wnp.sqrt, wnp.log1p, wnp.expm1,
+          wnp.arctan, wnp.cbrt, lambda v: v ** 3, lambda v: v ** 0.5, lambda v: v ** -2]
+    c = looped(lambda x: [f(x) for f in fs], x)
+    for f, g in zip(fs, c(x)):
+        ulps(g, f(x))
+
+
+def test_int64_and_bool_arrays(loops):
+    i = RNG.integers(-50, 50, size=40)
+    j = RNG.integers(1, 9, size=40)
+    x = RNG.normal(size=40)
+
+    def f(i, j, x):
+        m = (i > 0) & (x < 0.5)
+        return (i // j, i % j, i * j - 3, wnp.where(m, i, j), wnp.sum(m), m, ~m,
+                i.astype(np.float64) * x, (x * 10).astype(np.int64), wnp.sum(i * j))
+    got = looped(f, i, j, x)(i, j, x)
+    for g, e in zip(got, f(i, j, x)):
+        same(g, e)
+
+
+def test_scalar_arguments_and_results(loops):
+    def f(x, s, k):
+        return wnp.sum(x * s) + 1.0, x * s + k, wnp.max(x) > s
+    x = RNG.normal(size=20)
+    c = looped(f, x, 0.5, np.int64(3))
+    v, a, b = c(x, 0.5, np.int64(3))
+    assert type(v) is float and type(b) is bool
+    assert_close(v, float(np.sum(x * 0.5)) + 1.0, rtol=1e-14)
+    same(a, x * 0.5 + 3)
+    assert b == bool(x.max() > 0.5)
+
+
+# ---- views and data movement -------------------------------------------------------------
+def test_strided_and_negative_slices(loops):
+    def f(x, m):
+        return (x[::-2] * 2.0, x[1:-1:3] + x[2::3][:x[1:-1:3].shape[0]], m[::-1, 1::2] * 3.0,
+                m[2, ::-1] + 1.0, m[:, 3] - m[1, 2], wnp.flip(m, 0) + m)
+    args = (RNG.normal(size=31), RNG.normal(size=(6, 7)))
+    got = looped(f, *args)(*args)
+    for g, e in zip(got, f(*args)):
+        same(g, e)
+
+
+def test_reshape_transpose_broadcast(loops):
+    def f(x, v):
+        y = x.T * v                                    # transpose, broadcast
+        z = wnp.reshape(x, (4, 6)) + 1.0               # reshape of a contiguous array
+        w = wnp.reshape(x.T, (24,)) * 2.0              # reshape of a transpose: a copy
+        b = wnp.broadcast_to(v[None, :], (4, 6)) - y
+        return y, z, w, b, wnp.swapaxes(x[None], 0, 2) * 1.5
+    x, v = RNG.normal(size=(6, 4)), RNG.normal(size=6)
+    got = looped(f, x, v)(x, v)
+    for g, e in zip(got, f(x, v)):
+        same(g, e)
+
+
+def test_concatenate_pad_index_add(loops):
+    def f(x, y):
+        return (wnp.concatenate([x * 2.0, y, x[:3]]), wnp.pad(x * y[:x.shape[0]], (2, 3)),
+                wnp.stack([x, -x]) + 1.0)
+    x, y = RNG.normal(size=10), RNG.normal(size=12)
+    got = looped(f, x, y)(x, y)
+    for g, e in zip(got, f(x, y)):
+        same(g, e)
+    g = wg.grad(lambda m: wnp.sum(m[1:, ::2] ** 2) + wnp.sum(wnp.sin(m[:-1, 1:])))
+    m = RNG.normal(size=(5, 6))
+    ulps(looped(g, m)(m), g(m))
+
+
+def test_results_that_are_arguments_views_constants_or_repeated(loops):
+    k = RNG.normal(size=7)
+
+    def f(x):
+        y = x * 2.0
+        return x, x[::-1], y, y, k, np.zeros(3) + 0.0 * x[:3], wnp.ones(4)
+    x = RNG.normal(size=7)
+    c = looped(f, x)
+    got = c(x)
+    for g, e in zip(got, f(x)):
+        same(g, e)
+    assert got[2] is not got[3]
+    got[2][0] = 99.0                   # (results are the caller's arrays)
+    assert c(x)[2][0] == 2 * x[0]
+
+
+def test_non_contiguous_and_read_only_arguments(loops):
+    c = looped(lambda x: x * 2.0 + 1.0, np.ones(6))
+    base = RNG.normal(size=12)
+    same(c(base[::2]), base[::2] * 2.0 + 1.0)
+    ro = base[:6].copy()
+    ro.flags.writeable = False
+    same(c(ro), ro * 2.0 + 1.0)
+
+
+# ---- reductions ----------------------------------------------------------------------------
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 2), (1, 2), (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions_over_every_axis(loops, axis, keepdims):
+    x = RNG.uniform(0.5, 1.5, size=(3, 4, 5))
+    x[1, 2, 3] = np.nan if axis == (0, 1) else x[1, 2, 3]
+
+    def f(x):
+        return (wnp.sum(x, axis, keepdims=keepdims), wnp.max(x, axis, keepdims=keepdims),
+                wnp.min(x, axis, keepdims=keepdims), wnp.prod(x, axis, keepdims=keepdims),
+                wnp.mean(x * 2.0, axis, keepdims=keepdims))
+    got = looped(f, x)(x)
+    for g, e in zip(got, f(x)):
+        assert np.shape(g) == np.shape(e)
+        np.testing.assert_allclose(g, e, rtol=1e-14)
+
+
+def test_sum_to_of_broadcasting(loops):
+    g = wg.grad(lambda b, x: wnp.sum(wnp.tanh(x + b) * x), argnums=0)
+    b, x = RNG.normal(size=(1, 5)), RNG.normal(size=(4, 3, 5))
+    np.testing.assert_allclose(looped(g, b, x)(b, x), g(b, x), rtol=1e-13)
+
+
+def test_softmax_reads_its_max_after_the_loop(loops):
+    def softmax(x):
+        e = wnp.exp(x - wnp.max(x, axis=1, keepdims=True))
+        return e / wnp.sum(e, axis=1, keepdims=True)
+    x = RNG.normal(size=(4, 9))
+    np.testing.assert_allclose(looped(softmax, x)(x), softmax(x), rtol=1e-14)
+
+
+# ---- matrix products -------------------------------------------------------------------------
+def test_matmul_of_vectors_and_matrices(loops):
+    a, b = RNG.normal(size=(4, 6)), RNG.normal(size=(6, 3))
+    u, v = RNG.normal(size=6), RNG.normal(size=4)
+
+    def f(a, b, u, v):
+        return a @ b, u @ b, a @ u, u @ u, a.T @ v, (a @ b).T @ v
+    got = looped(f, a, b, u, v)(a, b, u, v)
+    for g, e in zip(got, f(a, b, u, v)):
+        np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-14)
+
+
+# ---- derivatives -------------------------------------------------------------------------------
+def mlp_loss(params, x, y):
+    (w1, b1), (w2, b2) = params
+    h = wnp.tanh(x @ w1 + b1)
+    return wnp.mean((h @ w2 + b2 - y) ** 2)
+
+
+@pytest.mark.parametrize("name", ["rosen", "heat", "mlp"])
+def test_gradients_against_eager_and_central_differences(loops, name):
+    if name == "rosen":
+        f, args = rosen, (RNG.uniform(-1, 1, size=30),)
+    elif name == "heat":
+        f, args = heat, (RNG.normal(size=(7, 9)),)
+    else:
+        params = ((RNG.normal(size=(3, 5)), RNG.normal(size=5)),
+                  (RNG.normal(size=(5, 2)), RNG.normal(size=2)))
+        x, y = RNG.normal(size=(6, 3)), RNG.normal(size=(6, 2))
+        f = lambda w1: mlp_loss(((w1, params[0][1]), params[1]), x, y)     # noqa: E731
+        args = (params[0][0],)
+    g = wg.grad(f)
+    got = looped(g, *args)(*args)
+    np.testing.assert_allclose(got, g(*args), rtol=1e-12, atol=1e-13)
+    fd = fd_jacobian(lambda v: float(f(v)), args[0], 1e-6).reshape(args[0].shape)
+    assert_close(got, fd, rtol=1e-6, atol=1e-6)
+    if name == "rosen":              # the gradient's sums are none: bit for bit
+        same(got, numpy_compiled(g, *args))
+
+
+def test_second_derivatives(loops):
+    def f(x):
+        return wnp.sum(wnp.sin(x[1:] * x[:-1])) + wnp.sum(wnp.exp(-x ** 2))
+    x, v = RNG.normal(size=8), RNG.normal(size=8)
+    h = wg.hessian(f)
+    np.testing.assert_allclose(looped(h, x)(x), h(x), rtol=1e-12, atol=1e-13)
+    hvp = lambda x, v: wg.jvp(wg.grad(f), (x,), (v,))[1]                  # noqa: E731
+    got = looped(hvp, x, v)(x, v)
+    np.testing.assert_allclose(got, h(x) @ v, rtol=1e-12, atol=1e-13)
+    fd = (np.asarray(wg.grad(f)(x + 1e-6 * v)) - np.asarray(wg.grad(f)(x - 1e-6 * v))) / 2e-6
+    assert_close(got, fd, rtol=1e-6, atol=1e-6)
+
+
+# ---- choice, fallbacks, refusals -----------------------------------------------------------
+def test_large_arrays_are_loops_and_small_ones_scalarised():
+    small = wg.compile(wg.grad(rosen), np.ones(5), backend="c")
+    assert not getattr(small.entry, "looped", False) and "in[0]" in small.source
+    n = 200_000                  # scalarised, it would be refused or take minutes
+    x = RNG.uniform(-1, 1, size=n)
+    big = wg.compile(wg.grad(rosen), x, backend="c")
+    assert big.entry.looped and len(big.source) < 2000
+    same(big(x), numpy_compiled(wg.grad(rosen), x))
+    assert big.count()["mul"] > n                      # counted as the NumPy code's
+    assert "def " in big.code("python")
+
+
+def test_what_loops_do_not_write_is_scalarised_or_refused_by_name(loops):
+    gather = lambda x: x[np.array([2, 0, 1])] * 2.0                       # noqa: E731
+    x = RNG.normal(size=4)
+    c = wg.compile(gather, x, backend="c")
+    assert not getattr(c.entry, "looped", False)
+    same(c(x), gather(x))
+    with pytest.raises(ValueError, match="sort"):
+        wg.compile(lambda x: wnp.sort(x) * 2.0, np.ones(300_000), backend="c")
+
+
+def test_calls_in_threads_do_not_share_temporaries():
+    f = lambda x: (x[1:] * x[:-1]) @ (wnp.exp(x[::-1])[1:] + 1.0)           # noqa: E731
+    x0 = RNG.normal(size=4000)
+    c = looped(f, x0)
+    xs = [RNG.normal(size=4000) for _ in range(8)]
+    expected = [f(x) for x in xs]
+    out = [None] * len(xs)
+
+    def run(k):
+        for _ in range(50):
+            out[k] = c(xs[k])
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
