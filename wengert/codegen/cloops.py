@@ -718,14 +718,19 @@ def _group_lines(plan, group, fmt, uses):
         code = emit(g, ins, outs, fmt, names=names, rewrite=False)
     except EmitError as e:
         raise NotLooped(str(e)) from None
-    statements = []
-    for st in code.statements:
+    statements, sts = [], code.statements
+    for k, st in enumerate(sts):
         if st.temporary:
             statements.append(f"const {_LOCAL_CTYPES[st.node.dtype]} {st.target} = "
                               f"{st.expr};")
+        elif k and sts[k - 1].temporary and st.expr == sts[k - 1].target and \
+                sum(st.expr in other.expr for other in sts) == 1:
+            # (an accumulator, which the emitter assigns last as it reads it: ``s = s +
+            # v`` without the temporary that held ``s + v``)
+            statements[-1] = f"{fmt.symbol(st.target)} = {sts[k - 1].expr};"
         else:
             statements.append(f"{fmt.symbol(st.target)} = {st.expr};")
-    lines = [f"/* {_describe(group)} */", "{"]
+    lines = [f"/* {_describe(group, targets)} */", "{"]
     for r, init in inits:
         if r.shape:
             name = plan.at[r.index].buffer.name
@@ -756,8 +761,9 @@ def _identity(r):
     return small if op is A.amax else big
 
 
-def _describe(group) -> str:
-    """A comment naming what a loop computes: its nodes, as the graph prints them."""
+def _describe(group, targets) -> str:
+    """A comment saying what a loop computes (its nodes, as the graph prints them) and
+    which arrays or scalars it writes."""
     shape = "x".join(map(str, group.shape)) or "scalar"
     what = [f"%{m.index} {m.op.name}" for m in group.members]
     what += [f"%{r.index} {r.op.name}" for r, _ in group.sinks]
@@ -766,9 +772,14 @@ def _describe(group) -> str:
     if stored and not what:
         what = ["copy " + ", ".join(stored)]
     text = ", ".join(what)
-    if len(text) > 70:
-        text = text[:67].rsplit(",", 1)[0] + ", ..."
-    return f"{shape}: {text}"
+    if len(text) > 60:
+        text = text[:57].rsplit(",", 1)[0] + ", ..."
+    written = []
+    for target, _, _ in targets:
+        name = target if isinstance(target, str) else target.buffer.name
+        if name not in written:
+            written.append(name)
+    return f"{shape}: {text} -> {', '.join(written)}"
 
 
 def _product_lines(plan, step, fmt, uses):
@@ -832,19 +843,19 @@ def function_source(graph, name):
     Example:
         >>> import numpy as np, wengert as wg
         >>> g = wg.trace(lambda x: wg.numpy.sum(wg.numpy.sin(x) * 2.0), np.ones(1000))
-        >>> print(function_source(g, "wg_f")[0][-250:])
-        int wg_f(const double *restrict x, double *restrict res)
+        >>> source = function_source(g, "wg_f")[0]
+        >>> print(source[source.index("void"):])
+        void wg_f(const double *restrict x, double *restrict res)
         {
-            double s3;
-            /* 1000: %1 sin, %2 mul, %3 sum */
+            double s4;
+            /* 1000: %1 sin, %3 mul, %4 sum -> s4 */
             {
-                s3 = 0.0;
+                s4 = 0.0;
                 for (long i = 0; i < 1000; ++i) {
-                    s3 = s3+sin(x[i])*2.0;
+                    s4 = s4+sin(x[i])*2.0;
                 }
             }
-            res[0] = s3;
-            return 0;
+            res[0] = s4;
         }
         <BLANKLINE>
     """

@@ -1,0 +1,129 @@
+"""Array gradients compiled to fused C loops (``wg.compile(..., backend="c")``) against
+wengert's NumPy code, eager wengert, JAX jit, PyTorch and a C loop fused by hand.
+
+    python benchmarks/c_loops.py                      # 7 repeats: n = 1e3, 1e5, 1e6; 512 x 512
+    python benchmarks/c_loops.py --quick              # 3 short repeats, smaller sizes
+    python benchmarks/c_loops.py --keep-memory        # glibc keeps freed memory: no page faults
+    python benchmarks/c_loops.py --json results.json  # also write JSON
+
+Two problems, single-threaded, float64, the gradient only:
+
+* **rosen**: ``sum(100*(x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2)``, elementwise work on
+  shifted slices whose reverse sweep adds two scatters of the same array;
+* **heat**: ``sum((4 u[1:-1,1:-1] - u[2:,1:-1] - u[:-2,1:-1] - u[1:-1,2:] -
+  u[1:-1,:-2])**2)``, the squared residual of a 5-point Laplacian on a square grid.
+
+Rows: ``wengert`` is ``wg.compile(wg.grad(f), x, backend="c")`` (C loops, the reference
+of the check); ``wg-numpy`` the same compiled with ``backend="numpy"`` (one NumPy call per
+operation); ``wg-eager`` ``wg.grad(f)`` itself; ``jax-jit`` ``jax.jit(jax.grad(f))`` (x64,
+``block_until_ready``); ``torch`` ``torch.autograd.grad`` on float64 tensors; ``c-hand``
+(rosen) the gradient written as one C loop by hand, compiled with the same flags.  Every
+row allocates its result at each call.
+
+Every gradient is checked against wengert's before timing (timing.peer_table), and timed as
+timing.py does: warm-up, interleaved repeats, medians, ratios paired per repeat.
+"""
+import platform
+import sys
+
+import single_thread  # noqa: F401  (pins the thread pools: before numpy, torch, jax)
+import numpy as np
+
+from timing import keep_memory, parser, peer_table, schedule, write_report
+
+HAND_ROSEN = """\
+void rosen_grad(const double *restrict x, double *restrict g, long n)
+{
+    g[0] = -400.0 * x[0] * (x[1] - x[0] * x[0]) - 2.0 * (1.0 - x[0]);
+    for (long i = 1; i < n - 1; ++i) {
+        const double a = x[i], p = x[i - 1];
+        g[i] = 200.0 * (a - p * p) - 400.0 * a * (x[i + 1] - a * a) - 2.0 * (1.0 - a);
+    }
+    g[n - 1] = 200.0 * (x[n - 1] - x[n - 2] * x[n - 2]);
+}
+"""
+
+
+def rosen(np_):
+    return lambda x: np_.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def heat(np_):
+    return lambda u: np_.sum((4 * u[1:-1, 1:-1] - u[2:, 1:-1] - u[:-2, 1:-1]
+                              - u[1:-1, 2:] - u[1:-1, :-2]) ** 2)
+
+
+def makers(problem, x):
+    def wengert(backend=None):
+        import wengert as wg
+        import wengert.numpy as wnp
+        grad = wg.grad(problem(wnp))
+        if backend is not None:
+            grad = wg.compile(grad, x, backend=backend)
+        return wg.__version__, lambda: grad(x)
+
+    def jax_jit():
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        grad = jax.jit(jax.grad(problem(jnp)))
+        return jax.__version__, lambda: np.asarray(jax.block_until_ready(grad(x)))
+
+    def torch_():
+        import torch
+        torch.set_num_threads(1)
+        f = problem(torch)
+
+        def grad():
+            t = torch.tensor(x, requires_grad=True)
+            return torch.autograd.grad(f(t), t)[0].numpy()
+        return torch.__version__, grad
+
+    def hand():
+        import ctypes
+        from wengert.codegen import c, cloops
+        fn = c.library(HAND_ROSEN, cloops.FLAGS).rosen_grad
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+        ref, buf = ctypes.byref, ctypes.c_char.from_buffer
+
+        def grad():
+            g = np.empty_like(x)
+            fn(ref(buf(x)), ref(buf(g)), len(x))
+            return g
+        return "gcc", grad, "one loop written by hand"
+
+    rows = {"wengert": lambda: wengert("c"), "wg-numpy": lambda: wengert("numpy"),
+            "wg-eager": wengert, "jax-jit": jax_jit, "torch": torch_}
+    if problem is rosen:
+        rows["c-hand"] = hand
+    return rows
+
+
+def main(argv=None):
+    ap = parser(__doc__, "n = 1e3 and 1e5, a 128 x 128 grid, 3 short repeats")
+    ap.add_argument("--keep-memory", action="store_true",
+                    help="keep glibc from returning freed memory (no page faults)")
+    args = ap.parse_args(argv)
+    repeats, min_time = schedule(args)
+    kept = keep_memory() if args.keep_memory else False
+    print(f"Python {platform.python_version()}, single-threaded, float64"
+          + (", glibc keeps freed memory" if kept else ""))
+    rng = np.random.default_rng(0)
+    report = {}
+    for n in (1_000, 100_000) if args.quick else (1_000, 100_000, 1_000_000):
+        x = rng.uniform(-1, 1, size=n)
+        report[f"rosen-{n}"] = peer_table(
+            f"rosen-{n}", f"gradient of the Rosenbrock function, n = {n:,}",
+            makers(rosen, x), repeats, min_time, tolerance=1e-12)
+    side = 128 if args.quick else 512
+    u = rng.normal(size=(side, side))
+    report[f"heat-{side}"] = peer_table(
+        f"heat-{side}", f"gradient of a squared 5-point Laplacian residual, {side} x {side}",
+        makers(heat, u), repeats, min_time, tolerance=1e-12)
+    if args.json:
+        write_report(args.json, "c_loops", args.quick, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
