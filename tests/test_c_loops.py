@@ -167,6 +167,8 @@ def test_concatenate_pad_index_add(loops):
     g = wg.grad(lambda m: wnp.sum(m[1:, ::2] ** 2) + wnp.sum(wnp.sin(m[:-1, 1:])))
     m = RNG.normal(size=(5, 6))
     ulps(looped(g, m)(m), g(m))
+    g = wg.grad(lambda x: x[3] * x[5] + wnp.sum(x ** 3))     # scatters of single elements
+    same(looped(g, x)(x), g(x))
 
 
 def test_results_that_are_arguments_views_constants_or_repeated(loops):

@@ -152,7 +152,10 @@ def _uniform(value):
 
 
 def _getitem_view(x, index):
-    index = A.decode_index(index)
+    return _region(x, A.decode_index(index))
+
+
+def _region(x, index):
     # (with an Ellipsis, x[1, 2] is a 0-d view rather than a NumPy scalar)
     return x[index if any(i is Ellipsis for i in index) else index + (Ellipsis,)]
 
@@ -409,7 +412,7 @@ class _Plan:
         plus0 = op is A.index_add and n.dtype.kind == "f"
         ready = -1
         for part, region in zip(n.args, regions):
-            at = _view(lambda x, r: x[r], whole, n.shape, {"r": region})
+            at = _view(_region, whole, n.shape, {"index": tuple(region)})
             shape = _region_shape(n.shape, region)
             g = self.group_of.get(part.index)
             if g is None or part.shape != shape:
