@@ -10,7 +10,10 @@ stays an array, and the C is a few loops over it whatever its size:
   a view, a reduction in another loop, a matrix product);
 * **views** (basic slicing with steps, reshape, transpose, broadcast_to, flip) are no
   code: an element of a view is an element of the buffer it views, at an offset plus
-  strides, found by NumPy itself on a stand-in array (`_view`);
+  strides, found by NumPy itself on a stand-in array (`_view`).  A view of a value a
+  loop computes is computed again where it is read (`_Body.recompute`), where that is
+  cheap (`RECOMPUTE`), rather than stored and read back: the reverse sweep of
+  ``x[1:] - x[:-1]**2`` then needs no stored array at all;
 * **reductions** (sum, prod, max, min over any axes, and ``sum_to`` of broadcasting)
   accumulate in the loop of their argument;
 * **concatenate**, **pad** with zeros and **index_add** of a basic slice into zeros (a
@@ -26,10 +29,10 @@ what it depends on (a softmax's ``x - max(x)`` reads the max after its loop).
 Each loop's body is a small graph of scalars written by the one emitter with `c.CFormat`
 (so NumPy's conventions of sign, maximum, remainder, integer arithmetic are the scalar
 back-end's), its reads and writes being array elements.  The function takes pointers to
-the arguments' data (C-contiguous), to non-uniform constants, and to the results, which
-Python allocates; temporaries are ``malloc``'d before the first step that writes them and
-freed after the last that reads them.  What it cannot write raises `NotLooped`, naming
-the primitive.
+the arguments' data (C-contiguous), to non-uniform constants, to the results, which
+Python allocates, and to a workspace holding the temporary arrays, which the compiled
+function keeps between calls.  What it cannot write raises `NotLooped`, naming the
+primitive.
 """
 from __future__ import annotations
 
@@ -941,7 +944,7 @@ _ARG_TYPES = {np.dtype(np.float64): ctypes.c_double, np.dtype(np.int64): ctypes.
               np.dtype(np.bool_): ctypes.c_int}
 
 
-def entry(d, key, graph, params, form):
+def _entry(d, key, graph, params, form):
     """An entry of a compiled function (see `wengert.staged`) that runs `graph` as C
     loops; `form` is the `CallForm` of its Python glue.  The glue checks the arguments,
     makes arrays C-contiguous, allocates the results and passes pointers to all of them
@@ -1024,11 +1027,23 @@ def entry(d, key, graph, params, form):
 
 def entry_or_reason(d, key, graph, params, form):
     """``(entry, None)`` where `graph` is written as loops (`wanted`), ``(None, why)``
-    where it would be but they cannot write it, ``(None, None)`` where it is not."""
+    where it would be but they cannot write it, ``(None, None)`` where it is not: how
+    `wg.compile` (`wengert.staged`) builds an entry of ``backend="c"``.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> try:
+        ...     c = wg.compile(lambda x: x * 2.0, np.ones(1000), backend="c")
+        ...     looped = c.entry.looped
+        ... except wg.codegen.c.CompilerNotFound:
+        ...     looped = True
+        >>> looped
+        True
+    """
     if not wanted(graph):
         return None, None
     try:
-        return entry(d, key, graph, params, form), None
+        return _entry(d, key, graph, params, form), None
     except NotLooped as e:
         return None, str(e)
 
@@ -1036,7 +1051,16 @@ def entry_or_reason(d, key, graph, params, form):
 def refuse_large(graph, why):
     """Raise `NotScalar` for a graph the loops refused (`why`) whose arrays are too large
     to write element by element in reasonable time (more than `scalarize.LIMIT`
-    elements: the C compiler alone would take minutes); a smaller one is scalarised."""
+    elements: the C compiler alone would take minutes); a smaller one is scalarised.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> refuse_large(wg.trace(lambda x: x * 2.0, np.ones(10)), "cumsum")   # small
+        >>> refuse_large(wg.trace(lambda x: x * 2.0, np.ones(10 ** 6)), "cumsum")
+        Traceback (most recent call last):
+          ...
+        wengert.codegen.scalarize.NotScalar: arrays of 2,000,000 elements in all, ...
+    """
     from .scalarize import LIMIT, NotScalar
     elements = sum(n.size for n in graph.live_nodes() if n.op is not CONST)
     if elements > LIMIT:
