@@ -10,6 +10,15 @@ import sys
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+# JAX, where it is installed, is what many tests compare against, and wengert computes in
+# float64: JAX runs with 64-bit types for the whole session, whatever ran before.  JAX
+# reads this variable when it is first imported, so conftest need not import it (JAX is
+# optional and slow to import), and the processes that tests start inherit it.  Set, not
+# defaulted: the tests' float64 tolerances hold for nothing else.
+os.environ["JAX_ENABLE_X64"] = "1"
+if sys.modules.get("jax") is not None:     # imported before conftest, it read the variable
+    sys.modules["jax"].config.update("jax_enable_x64", True)
+
 # the tests import their helper module `fd` by name
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -29,3 +38,9 @@ def loops(monkeypatch):
         return real(node, args, mapped, size)
     monkeypatch.setattr(vectorize, "_one_per_example", spy)
     return seen
+
+
+@pytest.fixture(scope="session")
+def jax():
+    """JAX, in float64 (JAX_ENABLE_X64 above), or a skip where it is not installed."""
+    return pytest.importorskip("jax")
