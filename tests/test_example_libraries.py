@@ -17,13 +17,6 @@ from fd import assert_close, check_grads
 
 
 @pytest.fixture(scope="module")
-def jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
-@pytest.fixture(scope="module")
 def jstax(jax):
     from jax.example_libraries import stax as jstax
     return jstax

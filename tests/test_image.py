@@ -85,13 +85,6 @@ def reference_resize(x, shape, method, antialias=True):
                      [0.0] * len(dims), method, antialias)
 
 
-@pytest.fixture(scope="module")
-def jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
 SHAPES = [((7,), (13,)), ((13,), (5,)), ((6, 5), (11, 3)), ((4, 5, 6), (9, 2, 6)),
           ((2, 9, 8, 3), (2, 4, 17, 3)), ((8,), (1,)), ((1,), (4,)), ((3, 4), (3, 4))]
 

@@ -15,13 +15,6 @@ from fd import assert_close, check_grads
 rng = np.random.default_rng(11)
 
 
-@pytest.fixture(scope="module")
-def jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
 # ---- ode ------------------------------------------------------------------------------------
 def lotka(y, t, a, b):
     prey, pred = y["prey"], y["pred"]

@@ -63,22 +63,9 @@ def close_trees(got, want, **tol):
 
 
 @pytest.fixture
-def jl():
-    """jax.lax.linalg with 64-bit floats (restored afterwards)."""
-    jax = pytest.importorskip("jax")
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield jax.lax.linalg
-    jax.config.update("jax_enable_x64", was)
-
-
-@pytest.fixture
-def jax64():
-    jax = pytest.importorskip("jax")
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield jax
-    jax.config.update("jax_enable_x64", was)
+def jl(jax):
+    """jax.lax.linalg (conftest's JAX, in float64)."""
+    return jax.lax.linalg
 
 
 # ---- values against JAX's ----------------------------------------------------------------------
@@ -304,7 +291,7 @@ def test_enums_and_names_ports_reach_for():
 
 
 # ---- derivatives -------------------------------------------------------------------------------
-def test_cholesky_derivatives(jax64):
+def test_cholesky_derivatives(jax):
     a = hpd(r(3, 3)) + 0.3 * r(3, 3)              # not symmetric: the symmetrized one is read
     check_grads(L.cholesky, a)
     lower = np.tril(hpd(r(3, 3))) + np.triu(r(3, 3), 1)
@@ -320,11 +307,11 @@ def test_cholesky_derivatives(jax64):
     t = t + np.swapaxes(t, -1, -2)
     for sym in (True, False):
         f = lambda a: L.cholesky(a, symmetrize_input=sym)
-        jf = lambda a: jax64.lax.linalg.cholesky(a, symmetrize_input=sym)
-        close(wg.jvp(f, (s,), (t,))[1], jax64.jvp(jf, (s,), (t,))[1])
+        jf = lambda a: jax.lax.linalg.cholesky(a, symmetrize_input=sym)
+        close(wg.jvp(f, (s,), (t,))[1], jax.jvp(jf, (s,), (t,))[1])
 
 
-def test_eigh_derivatives(jax64):
+def test_eigh_derivatives(jax):
     def invariants(out):
         v, w = out                                 # w, and the projectors v_k v_kᴴ
         return w, wnp.einsum("...ik,...jk->...kij", v, wnp.conj(v))
@@ -334,43 +321,43 @@ def test_eigh_derivatives(jax64):
     check_complex_grads(lambda a: invariants(L.eigh(a)), z(2, 3, 3))
     s, t = hpd(r(4, 4)), r(4, 4)
     t = t + t.T
-    want = jax64.jvp(lambda a: jax64.lax.linalg.eigh(a)[1], (s,), (t,))[1]
+    want = jax.jvp(lambda a: jax.lax.linalg.eigh(a)[1], (s,), (t,))[1]
     close(wg.jvp(lambda a: L.eigh(a)[1], (s,), (t,))[1], want)
 
 
-def test_eig_derivatives(jax64):
+def test_eig_derivatives(jax):
     a = r(4, 4)
     check_grads(lambda a: wnp.real(L.eig(a)[0]) + wnp.imag(L.eig(a)[0]) ** 2, a)
     check_grads(lambda a: [wnp.abs(v) ** 2 for v in L.eig(a)[1:]], a, order=1)
     # a complex matrix's eigenvectors are unique (unit, largest component real): directly
     check_complex_grads(lambda a: L.eig(a), z(3, 3), order=1)
     t = r(4, 4)
-    want = jax64.jvp(lambda a: jax64.lax.linalg.eig(a, compute_left_eigenvectors=False,
-                                                    compute_right_eigenvectors=False)[0],
-                     (a,), (t,))[1]
+    want = jax.jvp(lambda a: jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
+                                                  compute_right_eigenvectors=False)[0],
+                   (a,), (t,))[1]
     close(wg.jvp(lambda a: L.eig(a, compute_left_eigenvectors=False)[0], (a,), (t,))[1], want)
 
 
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
-def test_lu_derivatives(shape, jax64):
+def test_lu_derivatives(shape, jax):
     a = r(*shape)
     check_grads(lambda a: L.lu(a)[0], a)
     check_complex_grads(lambda a: L.lu(a)[0], z(2, *shape), order=1)
     t = r(*shape)
     close(wg.jvp(lambda a: L.lu(a)[0], (a,), (t,))[1],
-          jax64.jvp(lambda a: jax64.lax.linalg.lu(a)[0], (a,), (t,))[1])
+          jax.jvp(lambda a: jax.lax.linalg.lu(a)[0], (a,), (t,))[1])
 
 
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
 @pytest.mark.parametrize("full", [True, False])
-def test_qr_derivatives(shape, full, jax64):
+def test_qr_derivatives(shape, full, jax):
     a = r(*shape)
     f = lambda a: L.qr(a, full_matrices=full)
     check_grads(f, a)
     check_complex_grads(f, z(*shape), order=1)
     t = r(2, *shape)
     a = r(2, *shape)
-    want = jax64.jvp(lambda a: jax64.lax.linalg.qr(a, full_matrices=full), (a,), (t,))[1]
+    want = jax.jvp(lambda a: jax.lax.linalg.qr(a, full_matrices=full), (a,), (t,))[1]
     close_trees(wg.jvp(f, (a,), (t,))[1], [np.asarray(w) for w in want])
     g = lambda a: L.qr(a, full_matrices=full, pivoting=True)[:2]
     check_grads(g, a, order=1)
@@ -380,25 +367,25 @@ def test_qr_derivatives(shape, full, jax64):
         # agree with wengert's (check_grads above)
         return
     # (JAX's pivoted JVP takes one matrix: its rule's solves refuse a batch)
-    want = jax64.jvp(lambda a: jax64.lax.linalg.qr(a, full_matrices=full, pivoting=True)[:2],
-                     (a[0],), (t[0],))[1]
+    want = jax.jvp(lambda a: jax.lax.linalg.qr(a, full_matrices=full, pivoting=True)[:2],
+                   (a[0],), (t[0],))[1]
     close_trees(wg.jvp(g, (a[0],), (t[0],))[1], [np.asarray(w) for w in want])
 
 
-def test_svd_derivatives(jax64):
+def test_svd_derivatives(jax):
     a = r(2, 5, 3)
     check_grads(lambda a: L.svd(a, compute_uv=False), a)
     reduced = lambda a: L.svd(a, full_matrices=False)
     check_grads(lambda a: (lambda u, s, vh: (u * s[..., None, :]) @ vh)(*reduced(a)), a)
     check_complex_grads(lambda a: L.svd(a, compute_uv=False), z(3, 4))
     t = r(2, 5, 3)
-    want = jax64.jvp(lambda a: jax64.lax.linalg.svd(a, compute_uv=False), (a,), (t,))[1]
+    want = jax.jvp(lambda a: jax.lax.linalg.svd(a, compute_uv=False), (a,), (t,))[1]
     close(wg.jvp(lambda a: L.svd(a, compute_uv=False), (a,), (t,))[1], want)
     # u, s, vh of the reduced decomposition: JAX's JVP, once the signs are lined up
     u, s, vh = reduced(a)
     du, ds, dvh = wg.jvp(reduced, (a,), (t,))[1]
-    (ju, js, jvh), (jdu, jds, jdvh) = jax64.jvp(
-        lambda a: jax64.lax.linalg.svd(a, full_matrices=False), (a,), (t,))
+    (ju, js, jvh), (jdu, jds, jdvh) = jax.jvp(
+        lambda a: jax.lax.linalg.svd(a, full_matrices=False), (a,), (t,))
     sign = np.sign(np.sum(u * np.asarray(ju), axis=-2))[..., None, :]
     close(du, np.asarray(jdu) * sign)
     close(ds, jds)
@@ -411,7 +398,7 @@ FLAGS = [dict(left_side=ls, lower=lo, transpose_a=tr, conjugate_a=cj, unit_diago
 
 
 @pytest.mark.parametrize("flags", FLAGS, ids=lambda f: "-".join(k for k, v in f.items() if v))
-def test_triangular_solve_every_flag(flags, jl, jax64):
+def test_triangular_solve_every_flag(flags, jl, jax):
     a, b = well(z(2, 3, 3)), z(2, 3, 2) if flags["left_side"] else z(2, 2, 3)
     f = lambda a, b: L.triangular_solve(a, b, **flags)
     want = np.asarray(jl.triangular_solve(a, b, **flags))
@@ -421,16 +408,16 @@ def test_triangular_solve_every_flag(flags, jl, jax64):
     ra, rb = a.real, b.real
     check_grads(f, ra, rb, order=2 if flags["lower"] and flags["left_side"] else 1)
     ta, tb = z(2, 3, 3), z(*b.shape)
-    want = jax64.jvp(lambda a, b: jl.triangular_solve(a, b, **flags), (a, b), (ta, tb))[1]
+    want = jax.jvp(lambda a, b: jl.triangular_solve(a, b, **flags), (a, b), (ta, tb))[1]
     close(wg.jvp(f, (a, b), (ta, tb))[1], want)
 
 
-def test_tridiagonal_solve_derivatives(jl, jax64):
+def test_tridiagonal_solve_derivatives(jl, jax):
     dl, d, du, b = r(2, 5), r(2, 5) + 6, r(2, 5), r(2, 5, 2)
     check_grads(L.tridiagonal_solve, dl, d, du, b)
     check_complex_grads(L.tridiagonal_solve, z(4), z(4) + 6, z(4), z(4, 1), order=1)
     ts = (r(2, 5), r(2, 5), r(2, 5), r(2, 5, 2))
-    want = jax64.jvp(jl.tridiagonal_solve, (dl, d, du, b), ts)[1]
+    want = jax.jvp(jl.tridiagonal_solve, (dl, d, du, b), ts)[1]
     close(wg.jvp(L.tridiagonal_solve, (dl, d, du, b), ts)[1], want)
     # dl[0] and du[m-1] are not read
     close(wg.grad(lambda dl: wnp.sum(L.tridiagonal_solve(dl, d[0], du[0], b[0])))(dl[0])[0],
@@ -487,12 +474,12 @@ def test_products_and_updates_derivatives():
         close(got, want, rtol=1e-8, atol=1e-10)
 
 
-def test_qdwh_derivatives(jax64):
+def test_qdwh_derivatives(jax):
     x = r(5, 3)
     check_grads(lambda x: L.qdwh(x)[:2], x, order=1)
     check_complex_grads(lambda x: L.qdwh(x)[:2], z(3, 3), order=1)
     t = r(5, 3)
-    want = jax64.jvp(lambda x: jax64.lax.linalg.qdwh(x)[:2], (x,), (t,))[1]
+    want = jax.jvp(lambda x: jax.lax.linalg.qdwh(x)[:2], (x,), (t,))[1]
     close_trees(wg.jvp(lambda x: L.qdwh(x)[:2], (x,), (t,))[1], [np.asarray(w) for w in want],
                 rtol=1e-8, atol=1e-10)
     # reverse mode (JAX's refuses), eager and compiled (the masked steps), agree
@@ -584,10 +571,10 @@ def _jax_program(jax, jnp, theta, x):
             + jnp.sum(v[:, -1] ** 2) * theta[0] + jnp.sum(q[:, 0] ** 2) + perm[0] * 0.0)
 
 
-def test_a_jax_program_runs_unchanged_with_jaxs_values_and_gradients(jax64):
+def test_a_jax_program_runs_unchanged_with_jaxs_values_and_gradients(jax):
     import jax.numpy as jjnp
     theta, x = np.array([0.3, 1.7]), np.linspace(-1.0, 1.0, 6)
-    want = jax64.jit(jax64.value_and_grad(lambda t: _jax_program(jax64, jjnp, t, x)))(theta)
+    want = jax.jit(jax.value_and_grad(lambda t: _jax_program(jax, jjnp, t, x)))(theta)
     got = wg.value_and_grad(_jax_program, argnums=2)(wg, wnp, theta, x)
     close(got[0], want[0])
     close(got[1], want[1])
@@ -683,9 +670,9 @@ def _fft_input(typ, lengths, kind, batch=(2,)):
 
 
 @pytest.mark.parametrize("typ,lengths,kind", FFTS)
-def test_fft_is_jaxs(typ, lengths, kind, jax64):
+def test_fft_is_jaxs(typ, lengths, kind, jax):
     x = _fft_input(typ, lengths, kind)
-    want = np.asarray(jax64.lax.fft(x, typ, lengths))
+    want = np.asarray(jax.lax.fft(x, typ, lengths))
     for got in (lax.fft(x, typ, lengths), traced(lambda x: lax.fft(x, typ, lengths), x),
                 lax.fft(x, lax.FftType[typ.upper()], list(lengths))):
         assert got.dtype == want.dtype and got.shape == want.shape
@@ -697,20 +684,20 @@ def test_fft_is_jaxs(typ, lengths, kind, jax64):
         check_grads(lambda x: wnp.real(f(x)) + wnp.imag(f(x)) ** 2, x)
     # JAX's VJP of a real loss of the transform
     loss = lambda fft, x: (lambda y: (y.real ** 2).sum() + (y.imag * y.real).sum())(fft(x))
-    want = jax64.grad(lambda x: loss(lambda x: jax64.lax.fft(x, typ, lengths), x))(x)
+    want = jax.grad(lambda x: loss(lambda x: jax.lax.fft(x, typ, lengths), x))(x)
     close(wg.grad(lambda x: loss(f, x))(x), want)
 
 
-def test_fft_dtypes_under_jit_and_vmap(jax64):
+def test_fft_dtypes_under_jit_and_vmap(jax):
     x32 = r(2, 4).astype(np.float32)
     for typ in ("fft", "rfft"):
-        want = jax64.lax.fft(x32, typ, (4,))
+        want = jax.lax.fft(x32, typ, (4,))
         got = lax.fft(x32, typ, (4,))
         assert got.dtype == want.dtype == np.complex64
     spectrum = np.fft.rfft(x32).astype(np.complex64)
     assert lax.fft(spectrum, "irfft", (4,)).dtype == np.float32
     ints = np.arange(4)
-    close(lax.fft(ints, "fft", (4,)), jax64.lax.fft(ints, "fft", (4,)))
+    close(lax.fft(ints, "fft", (4,)), jax.lax.fft(ints, "fft", (4,)))
     x = r(3, 2, 4)
     f = lambda x: lax.fft(x, lax.FftType.RFFT, (2, 4))
     close(wg.vmap(f)(x), np.fft.rfftn(x, axes=(1, 2)))

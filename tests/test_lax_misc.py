@@ -20,16 +20,6 @@ rng = np.random.default_rng(20260701)
 INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 
 
-@pytest.fixture
-def jax():
-    """JAX with float64 (wengert's default), put back as it was afterwards."""
-    jax = pytest.importorskip("jax")
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield jax
-    jax.config.update("jax_enable_x64", was)
-
-
 def _random_ints(dtype, size):
     info = np.iinfo(dtype)
     x = rng.integers(info.min, info.max, size=size, dtype=dtype, endpoint=True)

@@ -12,13 +12,6 @@ from wengert import random as jr
 from fd import check_grads
 
 
-@pytest.fixture(scope="module")
-def jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
 RNG = np.random.default_rng(1234)
 # random points, each kink of the functions below, and large magnitudes
 KINKS = np.array([-6.0, -3.0, -1.0, 0.0, 1.0, 3.0, 6.0])

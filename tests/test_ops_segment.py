@@ -44,13 +44,6 @@ def segment(how):
     return getattr(ops, f"segment_{how}")
 
 
-@pytest.fixture(scope="module")
-def jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
 CASES = [  # (data shape, id range, num_segments)
     ((7,), (0, 3), None),
     ((9, 3), (-2, 6), 5),          # ids out of range both ways: dropped

@@ -487,12 +487,8 @@ SHAPES = {
 
 
 @pytest.fixture(scope="module")
-def jax_random():
-    jax = pytest.importorskip("jax")
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)      # wengert's defaults are JAX's with x64
-    yield jax.random
-    jax.config.update("jax_enable_x64", was)
+def jax_random(jax):
+    return jax.random       # (in float64, as conftest runs JAX: wengert's defaults are those)
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
