@@ -20,9 +20,7 @@ B = 4                   # examples in a batch (none of the examples' own lengths
 
 
 def _jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
+    return pytest.importorskip("jax")      # (in float64, as tests/conftest.py runs it)
 
 
 def _both(case):

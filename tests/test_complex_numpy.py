@@ -409,11 +409,9 @@ def _gram_in(xp, x):
     return x @ xp.conj(xp.swapaxes(x, -1, -2)) + xp.eye(x.shape[-2])
 
 
-def test_eig_eigenvector_gradients_are_jaxs_where_they_do_not_depend_on_the_phases():
+def test_eig_eigenvector_gradients_are_jaxs_where_they_do_not_depend_on_the_phases(jax):
     # (JAX takes eigenvectors' derivatives on request, with a phase of its own choosing:
     # |V|³ does not see it)
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     weights = np.arange(9.0).reshape(3, 3)
     jax_eig = lambda x: jax.lax.linalg.eig(x, compute_left_eigenvectors=False,
                                            enable_eigvec_derivs=True)[1]
@@ -424,9 +422,7 @@ def test_eig_eigenvector_gradients_are_jaxs_where_they_do_not_depend_on_the_phas
 
 
 @pytest.mark.parametrize("name", sorted(JAX_CASES))
-def test_factorization_gradients_of_complex_matrices_are_jaxs(name):
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_factorization_gradients_of_complex_matrices_are_jaxs(name, jax):
     f = JAX_CASES[name]
     x = points(3, 3) if name in ("cholesky", "eigh", "qr", "eigvals") else points(3, 2)
     got = wg.grad(lambda x: f(wnp, x))(x)

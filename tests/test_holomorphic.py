@@ -172,9 +172,7 @@ JAX_FUNCTIONS = {
 
 
 @pytest.mark.parametrize("name", sorted(JAX_FUNCTIONS))
-def test_holomorphic_derivatives_are_jaxs(name):
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_holomorphic_derivatives_are_jaxs(name, jax):
     make, _ = JAX_FUNCTIONS[name]
     f, jf = make(wnp), make(jax.numpy)
     z = complex(points(1)[0])

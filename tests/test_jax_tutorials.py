@@ -19,8 +19,7 @@ from wengert.test_util import check_grads
 
 from fd import assert_close
 
-rjax = pytest.importorskip("jax")
-rjax.config.update("jax_enable_x64", True)
+rjax = pytest.importorskip("jax")                  # (in float64: tests/conftest.py)
 rjnp = rjax.numpy
 pytest.importorskip("jax.ad_checkpoint")           # (an attribute once imported)
 

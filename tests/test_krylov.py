@@ -83,9 +83,7 @@ def test_pytree_right_hand_side_with_a_function():
 
 
 @pytest.mark.parametrize("name", SOLVERS)
-def test_matches_jax(name):
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_matches_jax(name, jax):
     import jax.scipy.sparse.linalg as jsla
     A, b = matrix(name), rng.normal(size=N)
     ours = SOLVERS[name](A, b, tol=1e-12)[0]

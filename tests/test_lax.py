@@ -436,45 +436,39 @@ def test_gather_and_scatter_errors_name_their_arguments():
         lax.index_take(x, (np.zeros(2, int), np.zeros(3, int)), (0, 1))
 
 
-def test_gather_and_scatters_agree_with_jax():
-    jlax = pytest.importorskip("jax.lax")
-    import jax
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        x = rng.normal(size=(4, 5, 3))
-        for dn, sizes, ishape, irange in GATHERS:
-            idx = rng.integers(*irange, size=ishape)
-            for mode in (None, "clip", "fill", "promise_in_bounds"):
-                theirs = jlax.gather(x, idx, jlax.GatherDimensionNumbers(*dn), sizes,
-                                     mode=mode)
-                np.testing.assert_array_equal(lax.gather(x, idx, dn, sizes, mode=mode),
-                                              np.asarray(theirs))
-        for dn, ishape, irange, ushape in SCATTERS:
-            idx, u = rng.integers(*irange, size=ishape), rng.normal(size=ushape)
-            for name in ("scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
-                         "scatter_max"):
-                for mode in (None, "clip", "drop"):
-                    theirs = getattr(jlax, name)(x, idx, u, jlax.ScatterDimensionNumbers(*dn),
-                                                 mode=mode)
-                    assert_close(getattr(lax, name)(x, idx, u, dn, mode=mode),
-                                 np.asarray(theirs), rtol=1e-12, atol=1e-12)
-        # the tie rule of scatter_max's derivative, and scatter's with repeated indices
-        dn = _sd((), (0,), (0,))
-        idx, x1, u1 = np.array([[1], [1], [2], [1]]), np.array([0.0, 1.0, 2.0]), \
-            np.array([1.0, 0.5, 2.0, 1.0])
-        for name in ("scatter_max", "scatter_min", "scatter_add", "scatter"):
-            loss = lambda mod, fn: lambda x, u: (fn(x, idx, u, dn) *
-                                                 mod.asarray([1.0, 3.0, 4.0])).sum()
-            ours = wg.grad(loss(wnp, getattr(lax, name)), argnums=(0, 1))(x1, u1)
-            theirs = jax.grad(loss(jax.numpy, getattr(jlax, name)), argnums=(0, 1))(x1, u1)
-            for a, b in zip(ours, theirs):
-                assert_close(a, np.asarray(b), rtol=1e-14)
-        src, rows, cols = rng.normal(size=(3, 4, 2)), np.array([4, -1, 0]), np.array([-5, 9, 3])
-        assert_close(lax.index_take(src, (rows, cols), (0, 1)),
-                     np.asarray(jlax.index_take(src, (rows, cols), (0, 1))))
-    finally:
-        jax.config.update("jax_enable_x64", was)
+def test_gather_and_scatters_agree_with_jax(jax):
+    jlax = jax.lax
+    x = rng.normal(size=(4, 5, 3))
+    for dn, sizes, ishape, irange in GATHERS:
+        idx = rng.integers(*irange, size=ishape)
+        for mode in (None, "clip", "fill", "promise_in_bounds"):
+            theirs = jlax.gather(x, idx, jlax.GatherDimensionNumbers(*dn), sizes,
+                                 mode=mode)
+            np.testing.assert_array_equal(lax.gather(x, idx, dn, sizes, mode=mode),
+                                          np.asarray(theirs))
+    for dn, ishape, irange, ushape in SCATTERS:
+        idx, u = rng.integers(*irange, size=ishape), rng.normal(size=ushape)
+        for name in ("scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
+                     "scatter_max"):
+            for mode in (None, "clip", "drop"):
+                theirs = getattr(jlax, name)(x, idx, u, jlax.ScatterDimensionNumbers(*dn),
+                                             mode=mode)
+                assert_close(getattr(lax, name)(x, idx, u, dn, mode=mode),
+                             np.asarray(theirs), rtol=1e-12, atol=1e-12)
+    # the tie rule of scatter_max's derivative, and scatter's with repeated indices
+    dn = _sd((), (0,), (0,))
+    idx, x1, u1 = np.array([[1], [1], [2], [1]]), np.array([0.0, 1.0, 2.0]), \
+        np.array([1.0, 0.5, 2.0, 1.0])
+    for name in ("scatter_max", "scatter_min", "scatter_add", "scatter"):
+        loss = lambda mod, fn: lambda x, u: (fn(x, idx, u, dn) *
+                                             mod.asarray([1.0, 3.0, 4.0])).sum()
+        ours = wg.grad(loss(wnp, getattr(lax, name)), argnums=(0, 1))(x1, u1)
+        theirs = jax.grad(loss(jax.numpy, getattr(jlax, name)), argnums=(0, 1))(x1, u1)
+        for a, b in zip(ours, theirs):
+            assert_close(a, np.asarray(b), rtol=1e-14)
+    src, rows, cols = rng.normal(size=(3, 4, 2)), np.array([4, -1, 0]), np.array([-5, 9, 3])
+    assert_close(lax.index_take(src, (rows, cols), (0, 1)),
+                 np.asarray(jlax.index_take(src, (rows, cols), (0, 1))))
 
 
 # ---- structure -----------------------------------------------------------------------------
@@ -664,34 +658,28 @@ def test_reduce_with_a_monoid_and_what_is_refused():
         lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), [(1, 1)])
 
 
-def test_reduce_window_and_reduce_agree_with_jax():
-    jlax = pytest.importorskip("jax.lax")
-    import jax
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        x = rng.normal(size=(5, 7))
-        for comp, jcomp, init in [(lax.add, jlax.add, 0.0), (lax.max, jlax.max, -np.inf),
-                                  (lax.min, jlax.min, np.inf), (lax.mul, jlax.mul, 1.0),
-                                  (lax.add, jlax.add, 1.5), (lax.max, jlax.max, 0.0)]:
-            for window, strides, padding, base, spread in WINDOWS:
-                theirs = jlax.reduce_window(x, init, jcomp, window, strides, padding, base,
-                                            spread)
-                assert_close(lax.reduce_window(x, init, comp, window, strides, padding, base,
-                                               spread), np.asarray(theirs), rtol=1e-13)
-            # JAX's own functions are recognised too
-            assert_close(lax.reduce(x, init, jcomp, (1,)),
-                         np.asarray(jlax.reduce(x, init, jcomp, (1,))), rtol=1e-13)
-        for shape, window, strides in [((5, 6), (3, 2), (2, 1)), ((7,), (4,), (3,))]:
-            for padding in ("SAME", "SAME_LOWER", "VALID", "same"):
-                assert lax.padtype_to_pads(shape, window, strides, padding) == \
-                    [tuple(p) for p in jlax.padtype_to_pads(shape, window, strides, padding)]
-        assert lax.reduce_window_shape_tuple((7, 6), (3, 2), (2, 2), ((1, 1), (0, 0)),
-                                             (2, 1), (1, 2)) == \
-            tuple(jlax.reduce_window_shape_tuple((7, 6), (3, 2), (2, 2), ((1, 1), (0, 0)),
-                                                 (2, 1), (1, 2)))
-    finally:
-        jax.config.update("jax_enable_x64", was)
+def test_reduce_window_and_reduce_agree_with_jax(jax):
+    jlax = jax.lax
+    x = rng.normal(size=(5, 7))
+    for comp, jcomp, init in [(lax.add, jlax.add, 0.0), (lax.max, jlax.max, -np.inf),
+                              (lax.min, jlax.min, np.inf), (lax.mul, jlax.mul, 1.0),
+                              (lax.add, jlax.add, 1.5), (lax.max, jlax.max, 0.0)]:
+        for window, strides, padding, base, spread in WINDOWS:
+            theirs = jlax.reduce_window(x, init, jcomp, window, strides, padding, base,
+                                        spread)
+            assert_close(lax.reduce_window(x, init, comp, window, strides, padding, base,
+                                           spread), np.asarray(theirs), rtol=1e-13)
+        # JAX's own functions are recognised too
+        assert_close(lax.reduce(x, init, jcomp, (1,)),
+                     np.asarray(jlax.reduce(x, init, jcomp, (1,))), rtol=1e-13)
+    for shape, window, strides in [((5, 6), (3, 2), (2, 1)), ((7,), (4,), (3,))]:
+        for padding in ("SAME", "SAME_LOWER", "VALID", "same"):
+            assert lax.padtype_to_pads(shape, window, strides, padding) == \
+                [tuple(p) for p in jlax.padtype_to_pads(shape, window, strides, padding)]
+    assert lax.reduce_window_shape_tuple((7, 6), (3, 2), (2, 2), ((1, 1), (0, 0)),
+                                         (2, 1), (1, 2)) == \
+        tuple(jlax.reduce_window_shape_tuple((7, 6), (3, 2), (2, 2), ((1, 1), (0, 0)),
+                                             (2, 1), (1, 2)))
 
 
 # ---- products --------------------------------------------------------------------------
@@ -971,66 +959,54 @@ def _jax_cases():
     ]
 
 
-def test_values_agree_with_jax_lax():
-    jlax = pytest.importorskip("jax.lax")
-    import jax
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        for name, args in _jax_cases():
-            ours = getattr(lax, name)(*args)
-            theirs = getattr(jlax, name)(*args)
-            assert np.allclose(ours, np.asarray(theirs), rtol=1e-12, atol=1e-12), name
-        for i in (-5, 0, 2, 9):
-            assert lax.switch(i, [lambda: 0, lambda: 1, lambda: 2]) == \
-                jlax.switch(i, [lambda: 0, lambda: 1, lambda: 2])
-        x = rng.normal(size=(2, 3, 7, 6))
-        k = rng.normal(size=(4, 3, 3, 2))
-        for pad in ("SAME", "SAME_LOWER", "VALID"):
-            assert_close(lax.conv_general_dilated(x, k, (2, 1), pad, rhs_dilation=(1, 2)),
-                         np.asarray(jlax.conv_general_dilated(x, k, (2, 1), pad,
-                                                              rhs_dilation=(1, 2))),
-                         rtol=1e-10)
-    finally:
-        jax.config.update("jax_enable_x64", was)
+def test_values_agree_with_jax_lax(jax):
+    jlax = jax.lax
+    for name, args in _jax_cases():
+        ours = getattr(lax, name)(*args)
+        theirs = getattr(jlax, name)(*args)
+        assert np.allclose(ours, np.asarray(theirs), rtol=1e-12, atol=1e-12), name
+    for i in (-5, 0, 2, 9):
+        assert lax.switch(i, [lambda: 0, lambda: 1, lambda: 2]) == \
+            jlax.switch(i, [lambda: 0, lambda: 1, lambda: 2])
+    x = rng.normal(size=(2, 3, 7, 6))
+    k = rng.normal(size=(4, 3, 3, 2))
+    for pad in ("SAME", "SAME_LOWER", "VALID"):
+        assert_close(lax.conv_general_dilated(x, k, (2, 1), pad, rhs_dilation=(1, 2)),
+                     np.asarray(jlax.conv_general_dilated(x, k, (2, 1), pad,
+                                                          rhs_dilation=(1, 2))),
+                     rtol=1e-10)
 
 
-def test_convolutions_agree_with_jax_in_every_layout():
-    jlax = pytest.importorskip("jax.lax")
-    import jax
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        layouts = [(None, (2, 3, 7, 6), (4, 3, 3, 2)),
-                   (("NHWC", "HWIO", "NHWC"), (2, 7, 6, 3), (3, 2, 3, 4)),
-                   (("NWHC", "OHWI", "CNHW"), (2, 6, 7, 3), (4, 3, 2, 3)),
-                   (("NWC", "WIO", "NWC"), (2, 9, 3), (3, 3, 4))]
-        for dn, xs, ks in layouts:
-            x, k = rng.normal(size=xs), rng.normal(size=ks)
-            n = len(xs) - 2
-            assert lax.conv_dimension_numbers(xs, ks, dn) == \
-                tuple(tuple(s) for s in jlax.conv_dimension_numbers(xs, ks, dn))
-            for padding, spread_in in [("SAME", None), ("SAME_LOWER", None), ("VALID", None),
-                                       ([(1, -1), (2, 0)][:n], (2, 1)[:n])]:
-                args = (x, k, (2, 1)[:n], padding, spread_in, (1, 2)[:n], dn)
-                assert_close(lax.conv_general_dilated(*args),
-                             np.asarray(jlax.conv_general_dilated(*args)), rtol=1e-10)
-            tn = dn or ("NCHW", "OIHW", "NCHW")     # (conv_transpose's own default: NHWC)
-            spec = lax.conv_dimension_numbers(xs, ks, tn).rhs_spec
-            for padding in ("SAME", "VALID", [(1, 2), (0, 1)][:n]):
-                for strides, spread in [((2, 3)[:n], None), ((2, 2)[:n], (2, 1)[:n])]:
-                    for flip in (False, True):
-                        kk = np.swapaxes(k, spec[0], spec[1]) if flip else k
-                        for consistent in (False, True):
-                            args = (x, kk, strides, padding, spread, tn, flip)
-                            assert_close(
-                                lax.conv_transpose(*args, use_consistent_padding=consistent),
-                                np.asarray(jlax.conv_transpose(
-                                    *args, use_consistent_padding=consistent)), rtol=1e-10)
-            if n == 2:
-                for padding, spread_in in (("SAME", None), (((1, 0), (2, -1)), (1, 2))):
-                    args = (x, (3, 2), (2, 1), padding, spread_in, (2, 1), dn)
-                    assert_close(lax.conv_general_dilated_patches(*args),
-                                 np.asarray(jlax.conv_general_dilated_patches(*args)))
-    finally:
-        jax.config.update("jax_enable_x64", was)
+def test_convolutions_agree_with_jax_in_every_layout(jax):
+    jlax = jax.lax
+    layouts = [(None, (2, 3, 7, 6), (4, 3, 3, 2)),
+               (("NHWC", "HWIO", "NHWC"), (2, 7, 6, 3), (3, 2, 3, 4)),
+               (("NWHC", "OHWI", "CNHW"), (2, 6, 7, 3), (4, 3, 2, 3)),
+               (("NWC", "WIO", "NWC"), (2, 9, 3), (3, 3, 4))]
+    for dn, xs, ks in layouts:
+        x, k = rng.normal(size=xs), rng.normal(size=ks)
+        n = len(xs) - 2
+        assert lax.conv_dimension_numbers(xs, ks, dn) == \
+            tuple(tuple(s) for s in jlax.conv_dimension_numbers(xs, ks, dn))
+        for padding, spread_in in [("SAME", None), ("SAME_LOWER", None), ("VALID", None),
+                                   ([(1, -1), (2, 0)][:n], (2, 1)[:n])]:
+            args = (x, k, (2, 1)[:n], padding, spread_in, (1, 2)[:n], dn)
+            assert_close(lax.conv_general_dilated(*args),
+                         np.asarray(jlax.conv_general_dilated(*args)), rtol=1e-10)
+        tn = dn or ("NCHW", "OIHW", "NCHW")     # (conv_transpose's own default: NHWC)
+        spec = lax.conv_dimension_numbers(xs, ks, tn).rhs_spec
+        for padding in ("SAME", "VALID", [(1, 2), (0, 1)][:n]):
+            for strides, spread in [((2, 3)[:n], None), ((2, 2)[:n], (2, 1)[:n])]:
+                for flip in (False, True):
+                    kk = np.swapaxes(k, spec[0], spec[1]) if flip else k
+                    for consistent in (False, True):
+                        args = (x, kk, strides, padding, spread, tn, flip)
+                        assert_close(
+                            lax.conv_transpose(*args, use_consistent_padding=consistent),
+                            np.asarray(jlax.conv_transpose(
+                                *args, use_consistent_padding=consistent)), rtol=1e-10)
+        if n == 2:
+            for padding, spread_in in (("SAME", None), (((1, 0), (2, -1)), (1, 2))):
+                args = (x, (3, 2), (2, 1), padding, spread_in, (2, 1), dn)
+                assert_close(lax.conv_general_dilated_patches(*args),
+                             np.asarray(jlax.conv_general_dilated_patches(*args)))

@@ -145,9 +145,7 @@ def test_fori_loop_bounds_traced_without_values(bounds):
         wg.jit(wg.grad(f))(x, lo, n)
 
 
-def test_fori_loop_traced_bounds_against_jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_fori_loop_traced_bounds_against_jax(jax):
     body = lambda x: (lambda i, c: c * x + i * i)
     ours = wg.jit(lambda x, n: wg.fori_loop(1, n, body(x), x))
     theirs = jax.jit(lambda x, n: jax.lax.fori_loop(1, n, body(x), x))

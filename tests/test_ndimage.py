@@ -96,9 +96,7 @@ def test_plain_calls_are_scipys_own_and_jax_positional_calls_work():
 
 # ---- JAX's values and derivatives --------------------------------------------------------------
 @pytest.mark.parametrize("jax_mode", sorted(JAX_MODES))
-def test_values_and_derivatives_match_jax(jax_mode):
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_values_and_derivatives_match_jax(jax_mode, jax):
     import jax.numpy as jnp
     import jax.scipy.ndimage as jnd
     mode = JAX_MODES[jax_mode]

@@ -461,11 +461,9 @@ def test_taylor_series_through_a_filter():
 
 
 # ---- JAX's convolutions ----------------------------------------------------------------------
-def test_values_and_derivatives_match_jax_convolutions():
+def test_values_and_derivatives_match_jax_convolutions(jax):
     """JAX has no ndimage filters; its jax.scipy.signal.convolve and correlate in 'same'
     mode are ndimage's with mode='constant', cval=0 for kernels of odd length."""
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
     import jax.scipy.signal as jsig
     for shape, wshape in [((11,), (3,)), ((7, 9), (3, 5)), ((5, 4, 6), (3, 1, 3))]:

@@ -56,9 +56,7 @@ def test_distances_against_central_differences():
     check_grads(lambda o, b: vq(o, b)[1], obs[:, 0], book[:, 0], order=2)
 
 
-def test_values_and_gradients_match_jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_values_and_gradients_match_jax(jax):
     import jax.numpy as jnp
     import jax.scipy.cluster.vq as jvq
     obs, book = rng.normal(size=(30, 2)), rng.normal(size=(5, 2))

@@ -140,9 +140,7 @@ def test_complex_input_is_holomorphic():
 
 
 # ---- JAX's type 2 -------------------------------------------------------------------------
-def test_values_and_gradients_match_jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_values_and_gradients_match_jax(jax):
     import jax.numpy as jnp
     import jax.scipy.fft as jfft
     x = rng.normal(size=(4, 6))

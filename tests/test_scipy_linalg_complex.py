@@ -325,9 +325,7 @@ HOLOMORPHIC = {
 
 
 @pytest.mark.parametrize("name", sorted(HOLOMORPHIC))
-def test_holomorphic_jacobians_are_jaxs(name):
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_holomorphic_jacobians_are_jaxs(name, jax):
     import jax.scipy.linalg as jl
     f, x = HOLOMORPHIC[name]
     want = np.asarray(jax.jacfwd(lambda x: f(jl, x), holomorphic=True)(jax.numpy.asarray(x)))
@@ -337,9 +335,7 @@ def test_holomorphic_jacobians_are_jaxs(name):
         close(got, want, rtol=1e-9, atol=1e-11)
 
 
-def test_holomorphic_second_derivatives_are_jaxs():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_holomorphic_second_derivatives_are_jaxs(jax):
     import jax.scipy.linalg as jl
     a = 0.5 * z(3, 3)
     f = lambda m, a: m.expm(a)[0, 1] * m.det(a)

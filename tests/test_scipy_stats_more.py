@@ -212,9 +212,7 @@ def test_quantiles_invert_the_distribution_functions():
 
 # ---- against JAX -------------------------------------------------------------------------
 @pytest.mark.parametrize("dist,method", CONTINUOUS_CASES)
-def test_continuous_values_and_gradients_equal_jaxs(dist, method):
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_continuous_values_and_gradients_equal_jaxs(dist, method, jax):
     import jax.scipy.stats as js
     jf = getattr(getattr(js, dist), method, None)
     if jf is None:

@@ -30,9 +30,7 @@ X = RNG.normal(size=(4, 3))
 
 
 def _jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
+    return pytest.importorskip("jax")      # (in float64, as tests/conftest.py runs it)
 
 
 def _same(ours, theirs, rtol=1e-12):

@@ -234,8 +234,7 @@ def test_slerp_is_scipys():
 
 # ---- against JAX -------------------------------------------------------------------------
 def _jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+    jax = pytest.importorskip("jax")      # (in float64, as tests/conftest.py runs it)
     from jax.scipy.spatial.transform import Rotation as JR, Slerp as JSlerp
     return jax, JR, JSlerp
 

@@ -237,9 +237,9 @@ def test_while_inside_scan_and_scan_inside_while():
 
 # --- real JAX ----------------------------------------------------------------------------------
 def jax_newton_sqrt():
-    """JAX (float64), and newton_sqrt written with it; skips where JAX is missing."""
+    """JAX (float64: tests/conftest.py), and newton_sqrt written with it; skips where JAX
+    is missing."""
     rjax = pytest.importorskip("jax")
-    rjax.config.update("jax_enable_x64", True)
     jnp = rjax.numpy
 
     def jnewton(a):
