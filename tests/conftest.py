@@ -16,7 +16,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 # optional and slow to import), and the processes that tests start inherit it.  Set, not
 # defaulted: the tests' float64 tolerances hold for nothing else.
 os.environ["JAX_ENABLE_X64"] = "1"
-if sys.modules.get("jax") is not None:     # imported before conftest, it read the variable
+if sys.modules.get("jax") is not None:     # imported before conftest: too early to read it
     sys.modules["jax"].config.update("jax_enable_x64", True)
 
 # the tests import their helper module `fd` by name
