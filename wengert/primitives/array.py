@@ -602,6 +602,9 @@ def _put_along_add(g, idx, axis, shape):
         np.add.at(out, tuple(grid), g)
         return out
     n = shape[axis]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        # (as take_along_axis would raise: a flat position would land in another lane)
+        _checked_index(idx, n)
     if idx.size and idx.min() < 0:          # (from the end, as take_along_axis reads it)
         idx = np.where(idx < 0, idx + n, idx)
     # the flat position of each element: idx along the axis, the place in the others
@@ -752,6 +755,59 @@ put_along_axis.defjvp(lambda ts, g, idx, ans, axis, shape: put_along_axis(
     ts[0], idx, axis=axis, shape=shape))
 put_along_axis.defvjp(lambda gg, g, idx, ans, axis, shape: (
     take_along_axis(gg, idx, axis=axis), None))
+
+
+# ---- a gather element by element -----------------------------------------------------------
+# How `wengert.codegen.scalarize` writes take_along_axis with a traced index for C, where
+# each element is a scalar: every index is checked against its axis once (checked_index,
+# which a scatter's comparisons read too), then each element of the result is picked from
+# its lane of the operand by it (pick), which C writes as a read of an array.  Both are
+# elementwise, so vmap and the graph's folding take them as they take the others.
+def _checked_index(i, size):
+    i = np.asarray(i)
+    bad = (i < -size) | (i >= size)
+    if bad.any():
+        # (NumPy's words, but for an axis it cannot name: the gather's may be a transposed
+        # view of the user's)
+        raise IndexError(f"index {i[bad].flat[0]} is out of bounds for an axis of size "
+                         f"{size}")
+    out = np.where(i < 0, i + size, i)
+    return out if out.ndim else out[()]
+
+
+# (not folded: a constant index out of bounds raises when the code runs, as NumPy's would)
+checked_index = defprimitive(
+    "checked_index", _checked_index, cost="cmp", foldable=False,
+    abstract_eval=lambda args, params: (args[0].shape, np.dtype(np.int64)),
+    doc="""checked_index(i, size=n): the index i of an axis of length n counted from its
+    start (i + n for a negative i, as NumPy reads it); an IndexError where it is outside
+    [-n, n).
+
+    Example:
+        >>> from wengert.primitives.array import checked_index
+        >>> int(checked_index(-1, size=4)), int(checked_index(2, size=4))
+        (3, 2)
+    """)
+checked_index.elementwise = True
+checked_index.defpartials(None)
+
+
+def _pick_aval(args, params):
+    return (np.broadcast_shapes(*[a.shape for a in args]),
+            np.result_type(*[a.dtype for a in args[1:]]))
+
+
+pick = defprimitive(
+    "pick", lambda w, *lane: np.choose(w, lane), cost=None, abstract_eval=_pick_aval,
+    doc="""pick(w, e0, e1, ...): e_w, the element at index w (from 0, as `checked_index`
+    gives it) of the ones that follow: NumPy's choose.
+
+    Example:
+        >>> from wengert.primitives.array import pick
+        >>> float(pick(2, 10.0, 11.0, 12.0))
+        12.0
+    """)
+pick.elementwise = True
 
 # ---- piecewise-linear interpolation ------------------------------------------------------------
 # numpy.interp is one primitive: its value is NumPy's own, and its rules are linear maps
