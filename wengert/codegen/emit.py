@@ -332,6 +332,10 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
                 continue
             bound(node)
             text[i] = render(node)
+            # (what that text reads that is no node's value, a C table of a gather's
+            # elements, is assigned first)
+            for target, expr in fmt.declarations():
+                assign(target, expr, True, node)
             syms = outs_of.get(i, [])
             single = uses.get(i, 0) == 1
             if syms and i not in late_nodes:

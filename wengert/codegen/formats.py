@@ -22,6 +22,8 @@ A format is a small class with these members (subclass `Format` and override):
 * ``statement(target, expr)``: the lines assigning an expression to a name;
 * ``comment(text)``: the lines of a comment;
 * ``max_expression``: how long an inlined expression may grow before it gets a temporary;
+* ``declarations()``: temporaries the text just given by ``method`` reads that are no
+  node's value (C's table of a gather's elements), which the emitter assigns first;
 * ``repeated_arguments(node)``: ``{position: times}`` for the arguments that the text of
   `node` writes more than once (FORTRAN's cbrt writes its argument 8 times): the emitter
   gives such an argument a temporary unless its text is a name or a number.
@@ -104,6 +106,13 @@ class Format:
         `apply` would (None: as they do): a faster method of its first argument in
         NumPy code, logic for arithmetic on truth values in FORTRAN."""
         return None
+
+    def declarations(self) -> list:
+        """``(target, expression)`` pairs of the temporaries that the text just given by
+        `method` reads and that are no node's value (C's table of the elements a gather
+        picks from): the emitter assigns them before that text is used, and the format
+        forgets them.  Default: none."""
+        return []
 
     def repeated_arguments(self, node) -> dict:
         """``{position: times}`` for the arguments of `node` whose text appears more than
@@ -464,6 +473,13 @@ class FortranFormat(Format):
         raise EmitError(f"FORTRAN has no {op.name}, and this text does not write it with the "
                         "functions it has (see FortranFormat): write it with those in the "
                         "function, or take the \"python\" or \"c\" text")
+
+    def declarations(self) -> list:
+        """``(target, expression)`` pairs of the temporaries that the text just given by
+        `method` reads and that are no node's value (C's table of the elements a gather
+        picks from): the emitter assigns them before that text is used, and the format
+        forgets them.  Default: none."""
+        return []
 
     def repeated_arguments(self, node) -> dict:
         # The templates write x as often as they need it (cbrt 8 times, round 4): an
