@@ -33,6 +33,7 @@ import ctypes
 import hashlib
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -195,6 +196,16 @@ static int64_t wg_iremainder(int64_t x, int64_t y)
     # on x86-64, where C's conversion would be undefined)
     "wg_itrunc": "static int64_t wg_itrunc(double x) { return (x >= -9223372036854775808.0 "
                  "&& x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; }",
+    # (a gather's index, counted from the start as NumPy reads it; one out of bounds is
+    # noted, the first only, for the function to return 2 and Python to raise NumPy's
+    # IndexError, and 0 stands in for it, so that no read leaves the array)
+    "wg_index": """\
+static int64_t wg_index(int64_t i, int64_t n, int64_t *bad)
+{
+    if (i < 0 ? i >= -n : i < n) return i < 0 ? i + n : i;
+    if (!bad[0]) { bad[0] = 1; bad[1] = i; bad[2] = n; }
+    return 0;
+}""",
 }
 
 _INTEGER = {S.add: "wg_iadd", S.sub: "wg_isub", S.mul: "wg_imul", S.neg: "wg_ineg",
@@ -248,6 +259,21 @@ class CFormat(Format):
     power = None
     max_expression = 2000
 
+    def __init__(self):
+        self._tables = {}           # (C type, static, elements' texts) -> table, per block
+        self._pending = []          # tables the last text reads, not yet declared
+        self._made = 0              # tables named in the function (wg_t1, wg_t2, ...)
+        self._on_stack = 0          # numbers in its tables of computed elements
+
+    def block(self):
+        """Start a block of statements (a function's, or a segment's of one with loops):
+        the tables of the blocks before are out of scope here."""
+        self._tables = {}
+
+    def declarations(self) -> list:
+        pending, self._pending = self._pending, []
+        return pending
+
     def cast(self, node, arg):
         # a bool or an integer is a C int or int64_t: a quotient of two would be integer
         # division, where NumPy's true_divide is a float's
@@ -278,6 +304,10 @@ class CFormat(Format):
 
     def method(self, node, args):
         op, dtype = node.op, node.dtype
+        if op is A.checked_index:
+            return f"wg_index({args[0]},{node.params['size']},wg_bad)"
+        if op is A.pick:
+            return self._pick(node, args)
         if op is A.astype:
             return _conversion(node, args[0])
         if op is bitcast:
@@ -289,6 +319,35 @@ class CFormat(Format):
         if dtype.kind == "b" and op in _BOOLEAN:
             return _BOOLEAN[op].format(*args)
         return None
+
+    def _pick(self, node, args):
+        """The C of ``pick`` (a gather's element at a traced index, `scalarize`): a read
+        of the array its elements are in, where they are a run of one array's elements
+        at equal steps (an argument's, a loop body's input's: ``in[3+4*i]``); else a read
+        of a table of them, declared once per block (`declarations`), ``static`` where
+        they are constants."""
+        at, lane = args[0], args[1:]
+        at = at if _atomic(at) else f"({at})"
+        run = _run_of(lane)
+        if run is not None:
+            array, start, step, bits = run
+            offset = at if step == 1 else f"{step}*{at}"
+            text = f"{array}[{start}+{offset}]" if start else f"{array}[{offset}]"
+            return f"wg_i64({text})" if bits else text
+        static = all(a.op is CONST for a in node.args[1:])
+        key = (_ctype(node), static, tuple(lane))
+        if key not in self._tables:
+            if not static:
+                self._on_stack += len(lane)
+                if self._on_stack > _TABLES_ON_STACK:
+                    raise EmitError(f"the C back-end gathers from arrays of computed values "
+                                    f"it keeps on the stack, up to {_TABLES_ON_STACK:,} "
+                                    "numbers in a function, and this one needs more: "
+                                    "compile with the Python back-end")
+            self._made += 1
+            self._tables[key] = table = Table(f"wg_t{self._made}", len(lane), static)
+            self._pending.append((table, "{" + ", ".join(lane) + "}"))
+        return f"{self._tables[key]}[{at}]"
 
     def _ufunc(self, node, args):
         """The C of ``numpy_ufunc``, NumPy's ufunc on integers and bools (how
@@ -347,6 +406,59 @@ class CFormat(Format):
 
 
 _QUIET_NAN = 0x7FF8000000000000
+
+#: The most numbers a function keeps in its tables of computed elements to gather from
+#: (512 KiB of doubles: a thread's stack has megabytes).
+_TABLES_ON_STACK = 65536
+
+
+class Table(str):
+    """The name of a C table of a gather's elements (`CFormat._pick`), as the target of
+    its declaration: with its length, and whether it is ``static`` (of constants)."""
+
+    def __new__(cls, name, size, static):
+        table = super().__new__(cls, name)
+        table.size, table.static = size, static
+        return table
+
+
+_ELEMENT = re.compile(r"(wg_i64\()?([A-Za-z_]\w*)\[(\d+)\](\))?")
+
+
+def _run_of(texts):
+    """``(array, start, step, bits)`` where `texts` are the C of the elements of one
+    array at ``start``, ``start + step``, ... (``in[3]``, ``in[7]``, ...; `bits`: each
+    read as ``wg_i64(in[3])``), else None."""
+    found = [_ELEMENT.fullmatch(t) for t in texts]
+    if not all(found):
+        return None
+    names = {(m[2], bool(m[1]), bool(m[4])) for m in found}
+    if len(names) != 1:
+        return None
+    array, bits, closed = names.pop()
+    if bits != closed:
+        return None
+    at = [int(m[3]) for m in found]
+    step = at[1] - at[0] if len(at) > 1 else 1
+    if step <= 0 or any(b - a != step for a, b in zip(at, at[1:])):
+        return None
+    return array, at[0], step, bits
+
+
+def _atomic(text) -> bool:
+    """Whether C text needs no parentheses as an operand: a name, an array element or
+    a call."""
+    if re.fullmatch(r"[\w\[\]]+", text):
+        return True
+    head = re.match(r"\w+\(", text)
+    if not head or not text.endswith(")"):
+        return False
+    depth = 0
+    for k in range(head.end() - 1, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[k], 0)
+        if depth == 0:
+            return k == len(text) - 1
+    return False
 
 
 def _integer(op, params, args):
@@ -453,17 +565,53 @@ def _definitions(scalar, name, storage):
     if not scalar.loops:
         names = {n.index: _slot("in", k, n.dtype) for k, n in enumerate(graph.inputs)}
         outs = [(_slot("out", k, o.dtype), o) for k, o in enumerate(graph.outputs)]
-        return [f"{storage}void {name}(const double *restrict in, double *restrict out)",
-                "{", *_statements(graph, graph.inputs, outs, names, fmt), "}", ""]
+        code = _statements(graph, graph.inputs, outs, names, fmt)
+        if not checks_indices(scalar):
+            return [f"{storage}void {name}(const double *restrict in, double *restrict out)",
+                    "{", *code, "}", ""]
+        return [f"{storage}int {name}({_PARAMETERS}{_BAD})", "{", *code,
+                "    return wg_bad[0] ? 2 : 0;", "}", ""]
     return _looped(scalar, name, storage, fmt)
 
 
+_PARAMETERS = "const double *restrict in, double *restrict out"
+_BAD = ", int64_t *restrict wg_bad"
+
+
+def checks_indices(scalar) -> bool:
+    """Whether the code of a `Scalarized` (its loops' bodies included) checks a traced
+    index (``checked_index``): its functions then take ``int64_t *wg_bad``, where the
+    first index out of bounds is noted (``{1, index, length}``), and return 2 when there
+    is one.
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> from wengert.codegen.scalarize import float_form
+        >>> g = wg.trace(lambda x, i: x[i], np.ones(3), np.int64(0))
+        >>> checks_indices(float_form(g, integers=True))
+        True
+    """
+    todo = [scalar]
+    while todo:
+        s = todo.pop()
+        if any(n.op is A.checked_index for n in s.graph.live_nodes()):
+            return True
+        todo.extend(s.loops.values())
+    return False
+
+
 def _statements(graph, inputs, outs, names, fmt, indent="    "):
-    """Straight-line C for `outs` ((Symbol, node) pairs) of `graph`."""
+    """Straight-line C for `outs` ((Symbol, node) pairs) of `graph`, a block of its
+    own."""
+    fmt.block()
     code = emit(graph, inputs, outs, fmt, names=names, rewrite=False)  # see emit.py
     lines = []
     for st in code.statements:
-        if st.temporary:
+        if isinstance(st.target, Table):
+            static = "static " if st.target.static else ""
+            lines.append(f"{indent}{static}const {_ctype(st.node)} {st.target}"
+                         f"[{st.target.size}] = {st.expr};")
+        elif st.temporary:
             lines.append(f"{indent}const {_ctype(st.node)} {st.target} = {st.expr};")
         else:           # (into an array of doubles: an int64 as its bits)
             expr = f"wg_f64({st.expr})" if st.node.dtype == np.int64 else st.expr
@@ -527,7 +675,8 @@ def _looped(scalar, name, storage, fmt):
                              (f"wg_res{j}", 0 if local else len(body.outputs))):
             arrays.append((array, count))
             size += count
-    code = [f"{storage}int {name}(const double *restrict in, double *restrict out)", "{",
+    checks = checks_indices(scalar)
+    code = [f"{storage}int {name}({_PARAMETERS}{_BAD if checks else ''})", "{",
             f"    double *wg_mem = malloc({size + 1} * sizeof(double));",
             "    if (!wg_mem) return 1;"]
     offset = 0
@@ -541,13 +690,17 @@ def _looped(scalar, name, storage, fmt):
         dest = f"wg_a{s + 1}" if s < len(loops) else "out"
         steps += ["    {", *_segment(graph, mine, s, wanted, dest, where, segment, kept,
                                  tables, fmt), "    }"]
+        if any(m.op is A.checked_index for m in mine):
+            # (an index out of bounds: stop here, before a loop runs on what it read)
+            steps.append("    if (wg_bad[0]) { free(wg_mem); return 2; }")
         for i in kept:          # later segments read this segment's kept values there
             if segment[i] == s:
                 where[i] = ("wg_v", kept[i])
         if s < len(loops):
             n = loops[s]
-            steps += _loop_block(n.op.loop, s + 1, body_of[n.op],
-                                 bool(scalar.loops[n.op].loops))
+            body = scalar.loops[n.op]
+            steps += _loop_block(n.op.loop, s + 1, body_of[n.op], bool(body.loops),
+                                 checks_indices(body))
     # (the tables of constants inside the function: a body's function has its own)
     return lines + code + ["    " + t for t in tables] + steps + [
         "    free(wg_mem);", "    return 0;", "}", ""]
@@ -649,18 +802,22 @@ def _local(loop) -> bool:
 _ON_STACK = 4096
 
 
-def _loop_block(loop, j, body, checked):
+def _loop_block(loop, j, body, allocates, checks=False):
     """The C of loop `j` (a `Scan` or a `While`): its carry in the body's input array, a
     call of `body` per step, the final carry at the value's head.  A scan's steps are a
     ``for`` (`_scan_steps`); a while loop's a ``while`` on its test, which the body gives
-    after the new carry, as the Python float form's ``while go:`` (`python.loop_source`)."""
+    after the new carry, as the Python float form's ``while go:`` (`python.loop_source`).
+    A body that `allocates` (has loops of its own) returns 1 where it could not, one that
+    `checks` indices (`checks_indices`) 2 where one is out of bounds: the loop stops
+    there, and the function returns the same."""
     ins, outs = loop.body.inputs, loop.body.outputs
     fixed = _size(ins[:loop.n_consts + loop.n_carry])       # (elements)
     head, carried = _size(ins[:loop.n_consts]), _size(outs[:loop.n_carry])
     a, l, io, res = f"wg_a{j}", f"wg_l{j}", f"wg_io{j}", f"wg_res{j}"
-    call = f"{body}({io}, {res});"
-    if checked:                         # (a body with loops of its own allocates)
-        call = f"if ({body}({io}, {res})) {{ free(wg_mem); return 1; }}"
+    call = f"{body}({io}, {res}{', wg_bad' if checks else ''})"
+    code = "wg_bad[0] ? 2 : 1" if allocates and checks else "1" if allocates else "2"
+    call = f"if ({call}) {{ free(wg_mem); return {code}; }}" if allocates or checks \
+        else call + ";"
     step = [call] + _copy(io, head, res, 0, carried)        # (the new carry read next)
     if loop.until:
         title = "while its test holds"
@@ -805,7 +962,10 @@ def c_name(fn_name) -> str:
     return "wg_" + Names(C_RESERVED | _HELPER_STEMS).user(fn_name)
 
 
-_HELPER_STEMS = frozenset(name[len("wg_"):] for name in HELPERS)
+# (and of the integer helpers, and of the parameter wg_bad: a function named index would
+# be wg_index, the helper's name)
+_HELPER_STEMS = frozenset([name[len("wg_"):] for name in {**HELPERS, **INTEGER_HELPERS}]
+                          + ["bad"])
 
 
 def source_of(d, entry) -> str:
@@ -831,6 +991,16 @@ def _int64_of_bits(x):
     return np.int64(_UNPACK_INT(_PACK_DOUBLE(x))[0])
 
 
+def _failed(bad, fn_name):
+    """Raise what a C function that returned an error says: an IndexError for the index
+    it noted in `bad` (`checks_indices`), as NumPy's, else the MemoryError of loops that
+    could not allocate."""
+    if bad[0]:
+        raise IndexError(f"index {bad[1]} is out of bounds for an axis of size {bad[2]} (in "
+                         f"the C code of {fn_name}, which checks each index it computes)")
+    raise MemoryError(f"the loops of {fn_name} could not allocate their arrays")
+
+
 def entry(d, key, graph, scalar, params, form):
     """An entry of a compiled function (see `wengert.staged`) that runs C; `form` is the
     `CallForm` of its Python glue (its head mirrors the compiled function's signature)."""
@@ -839,8 +1009,11 @@ def entry(d, key, graph, scalar, params, form):
     source = function_source(scalar, name)
     cfn = load(source, name)
     ns = d.ns
-    if scalar.loops:                        # it returns 1 where it could not allocate
-        cfn.restype = ctypes.c_int
+    checks = checks_indices(scalar)
+    if scalar.loops or checks:      # it returns 1 where it could not allocate, 2 where an
+        cfn.restype = ctypes.c_int  # index was out of bounds
+    if checks:
+        cfn.argtypes = cfn.argtypes[:2] + [ctypes.POINTER(ctypes.c_int64)]
     n_in, n_out = len(scalar.graph.inputs), len(scalar.graph.outputs)
     in_t = ns.bind(ctypes.c_double * max(n_in, 1), "in_t")
     out_t = ns.bind(ctypes.c_double * max(n_out, 1), "out_t")
@@ -871,7 +1044,12 @@ def entry(d, key, graph, scalar, params, form):
             f"{out} = {out_t}()",
             f"{call}({buf}, {out})",
             f"{vals} = {out}[:]"]
-    if scalar.loops:
+    if checks:
+        bad = names.own("bad")
+        body[1:3] = [f"{out}, {bad} = {out_t}(), {ns.bind(ctypes.c_int64 * 3, 'bad_t')}()",
+                     f"if {call}({buf}, {out}, {bad}): "
+                     f"{ns.bind(_failed, 'failed')}({bad}, {d.fn_name!r})"]
+    elif scalar.loops:
         body[2] = (f"if {call}({buf}, {out}): raise "
                    f"{ns.bind(MemoryError, 'MemoryError')}('the loops of {d.fn_name} could "
                    "not allocate their arrays')")

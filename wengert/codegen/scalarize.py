@@ -189,9 +189,117 @@ def _ufunc(new, *xs, ufunc):
                          len(xs), 1)(*xs)
 
 
+def _as_nodes(new, x):
+    """x as an object array of nodes of `new` (a constant's value: one constant each)."""
+    x = np.asarray(x)
+    if x.dtype == object:
+        return x
+    out = np.empty(x.shape, dtype=object)
+    flat = out.reshape(-1)
+    for k, v in enumerate(x.reshape(-1).tolist()):
+        flat[k] = new.const(v)
+    return out
+
+
+def _index(new, i, size):
+    """Index node i of an axis of `size`, counted from the start and checked
+    (`checked_index`); a constant in range is its own number."""
+    if i.op is CONST and -size <= int(i.value) < size:
+        v = int(i.value)
+        return new.const(np.int64(v + size if v < 0 else v))
+    return new.apply(A.checked_index, (i,), {"size": size})
+
+
+def _pick(new, w, lane):
+    """The element at index node w (from `_index`) of the nodes `lane`."""
+    if w.op is CONST:
+        return lane[int(w.value)]
+    if all(e.op is CONST and e.dtype.kind in "iu" and e.value == k
+           for k, e in enumerate(lane)):
+        return w            # (the positions themselves: how x.at[i].set(v) finds i)
+    return new.apply(A.pick, (w, *lane))
+
+
+def _traced_index(idx):
+    """Whether an index array holds nodes, and is of int64 ones (NumPy's own code takes
+    a constant one; an index of another dtype has no element-by-element form)."""
+    idx = np.asarray(idx)
+    if idx.dtype != object:
+        return False
+    if _dtype(idx) != np.int64:
+        raise NotImplementedError(f"an index of dtype {_dtype(idx)}")
+    return True
+
+
+def _take_along(new, x, idx, axis):
+    """take_along_axis in typed code (C) with a traced index: each element of the result
+    a `pick` of its lane of x at its index, checked once (`_index`).  NumPy's rules: an
+    x of one axis takes an index of any shape; else x and the index broadcast against
+    each other on every axis but `axis`."""
+    if not _traced_index(idx):
+        return A.take_along_axis.impl(x, idx, axis=axis)
+    x, idx = _as_nodes(new, x), np.asarray(idx)
+    axis %= x.ndim
+    n = x.shape[axis]
+    if n == 0:
+        raise NotImplementedError("a gather from an empty axis")
+    if x.ndim == 1:
+        out, lane = np.empty(idx.shape, dtype=object), list(x)
+        for p in np.ndindex(*idx.shape):
+            out[p] = _pick(new, _index(new, idx[p], n), lane)
+        return out
+    if idx.ndim != x.ndim:
+        raise NotImplementedError("an index of another number of axes")
+    around = lambda s: s[:axis] + (1,) + s[axis + 1:]
+    common = np.broadcast_shapes(around(x.shape), around(idx.shape))
+    shape = common[:axis] + (idx.shape[axis],) + common[axis + 1:]
+    x = np.broadcast_to(x, common[:axis] + (n,) + common[axis + 1:])
+    idx = np.broadcast_to(idx, shape)
+    out = np.empty(shape, dtype=object)
+    for p in np.ndindex(*shape):
+        lane = list(x[p[:axis] + (slice(None),) + p[axis + 1:]])
+        out[p] = _pick(new, _index(new, idx[p], n), lane)
+    return out
+
+
+def _put_along(new, g, idx, axis, shape):
+    """put_along_axis (zeros of `shape` with g added at idx along `axis`, the transpose of
+    a gather) in typed code (C), for a traced or a constant index: each element of g is
+    added to each element of its lane, where the index equals that element's position
+    (``select(eq(w, j), g, 0.0)``: C has no array to add into).  In the order of the
+    primitive's bincount, so sums of repeated indices round alike."""
+    if _dtype(g) != np.float64:
+        raise NotImplementedError(f"a scatter of {_dtype(g)} values")
+    g, idx = _as_nodes(new, g), _as_nodes(new, idx)
+    if _dtype(idx) != np.int64:
+        raise NotImplementedError(f"an index of dtype {_dtype(idx)}")
+    axis %= len(shape)
+    n = shape[axis]
+    if len(shape) == 1:
+        extent = np.broadcast_shapes(g.shape, idx.shape)
+    else:
+        # (the primitive adds a place along each other axis of more than one element)
+        places = tuple(1 if d == axis or s == 1 else s for d, s in enumerate(shape))
+        extent = np.broadcast_shapes(g.shape, idx.shape, places)
+        if len(extent) != len(shape):
+            raise NotImplementedError("an index of another number of axes")
+    g, idx = np.broadcast_to(g, extent), np.broadcast_to(idx, extent)
+    out = _filled(shape, new.const(0.0))
+    for p in np.ndindex(*extent):
+        at = [0] if len(shape) == 1 else [0 if s == 1 else p[d] for d, s in enumerate(shape)]
+        w = _index(new, idx[p], n)
+        for j in ([int(w.value)] if w.op is CONST else range(n)):
+            at[axis] = j
+            term = g[p] if w.op is CONST else \
+                new.apply(S.select, (new.apply(S.eq, (w, j)), g[p], 0.0))
+            out[tuple(at)] = new.apply(S.add, (out[tuple(at)], term))
+    return out
+
+
 #: ... and those of typed code (C), which holds int64 values as they are.
 _TYPED_IMPLS = {**_OBJECT_IMPLS, A.astype: _typed_astype, bitcast: _bitcast,
-                S.numpy_ufunc: _ufunc}
+                S.numpy_ufunc: _ufunc, A.take_along_axis: _take_along,
+                A.put_along_axis: _put_along}
 
 
 class NotScalar(ValueError):
