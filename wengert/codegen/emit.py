@@ -311,13 +311,21 @@ def emit(graph, inputs, outputs, fmt, names=None, reserved=(), rewrite=True) -> 
         for k in times:
             if node.args[k].index in inlined:
                 spill(node.args[k].index)
-        args = [(a.index, times.get(k, 1)) for k, a in enumerate(node.args)]
-        while sum(len(text[a][0]) * n for a, n in args) > fmt.max_expression:
-            longest = max((a for a, _ in args if a in inlined), key=lambda a: len(text[a][0]),
-                          default=None)
-            if longest is None:
+        weight = {}                 # argument -> times its text is written
+        for k, a in enumerate(node.args):
+            weight[a.index] = weight.get(a.index, 0) + times.get(k, 1)
+        total = sum(len(text[a][0]) * n for a, n in weight.items())
+        if total <= fmt.max_expression:
+            return
+        # (longest first, the first of equals first; spilling one leaves the others'
+        # lengths as they are, so one sort orders them all: a gather's table may have
+        # thousands of inlined elements)
+        for a in sorted((a for a in weight if a in inlined), key=lambda a: -len(text[a][0])):
+            if total <= fmt.max_expression:
                 return
-            spill(longest)
+            before = len(text[a][0])
+            spill(a)
+            total -= (before - len(text[a][0])) * weight[a]
 
     hoisted = 0
     for part in (params, ins):
