@@ -173,22 +173,6 @@ def _kind(x):
     return _dtype(x).kind
 
 
-#: Structural primitives whose NumPy implementation cannot run on nodes, written for them.
-_OBJECT_IMPLS = {
-    A.astype: _astype,
-    A.index_add: _index_add,
-    A.amax: _extremum(S.maximum),
-    A.amin: _extremum(S.minimum),
-}
-
-
-def _ufunc(new, *xs, ufunc):
-    """numpy_ufunc (NumPy's ufunc on integers and bools: ``i // j``, ``maximum(i, j)``),
-    element by element, for typed code (C) to write as the ufunc computes it."""
-    return np.frompyfunc(lambda *a: new.apply(S.numpy_ufunc, a, {"ufunc": ufunc}),
-                         len(xs), 1)(*xs)
-
-
 def _as_nodes(new, x):
     """x as an object array of nodes of `new` (a constant's value: one constant each)."""
     x = np.asarray(x)
@@ -199,6 +183,31 @@ def _as_nodes(new, x):
     for k, v in enumerate(x.reshape(-1).tolist()):
         flat[k] = new.const(v)
     return out
+
+
+def _index_set(new, x, v, index):
+    # (into a constant x as an array of nodes: NumPy's assignment into its values would
+    # cast the nodes to their dtype; nodes of another dtype are what it would cast)
+    if np.asarray(v).dtype == object and _dtype(v) != _dtype(x):
+        raise NotImplementedError(f"{_dtype(v)} values set in an array of {_dtype(x)}")
+    return A.index_set.impl(_as_nodes(new, x), v, index=index)
+
+
+#: Structural primitives whose NumPy implementation cannot run on nodes, written for them.
+_OBJECT_IMPLS = {
+    A.astype: _astype,
+    A.index_add: _index_add,
+    A.index_set: _index_set,
+    A.amax: _extremum(S.maximum),
+    A.amin: _extremum(S.minimum),
+}
+
+
+def _ufunc(new, *xs, ufunc):
+    """numpy_ufunc (NumPy's ufunc on integers and bools: ``i // j``, ``maximum(i, j)``),
+    element by element, for typed code (C) to write as the ufunc computes it."""
+    return np.frompyfunc(lambda *a: new.apply(S.numpy_ufunc, a, {"ufunc": ufunc}),
+                         len(xs), 1)(*xs)
 
 
 def _index(new, i, size):
