@@ -198,12 +198,20 @@ static int64_t wg_iremainder(int64_t x, int64_t y)
                  "&& x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; }",
     # (a gather's index, counted from the start as NumPy reads it; one out of bounds is
     # noted, the first only, for the function to return 2 and Python to raise NumPy's
-    # IndexError, and 0 stands in for it, so that no read leaves the array)
+    # IndexError, and 0 stands in for it, so that no read leaves the array.  The noting
+    # is a function of its own: inlined at each of hundreds of indices, its stores made
+    # GCC's out-of-SSA pass take a minute on 300 of them)
+    "wg_bad_index": """\
+static void wg_bad_index(int64_t i, int64_t n, int64_t *bad)
+{
+    if (!bad[0]) { bad[0] = 1; bad[1] = i; bad[2] = n; }
+}""",
     "wg_index": """\
 static int64_t wg_index(int64_t i, int64_t n, int64_t *bad)
 {
-    if (i < 0 ? i >= -n : i < n) return i < 0 ? i + n : i;
-    if (!bad[0]) { bad[0] = 1; bad[1] = i; bad[2] = n; }
+    const int64_t j = i < 0 ? i + n : i;
+    if ((uint64_t)j < (uint64_t)n) return j;
+    wg_bad_index(i, n, bad);
     return 0;
 }""",
 }
@@ -308,6 +316,8 @@ class CFormat(Format):
             return f"wg_index({args[0]},{node.params['size']},wg_bad)"
         if op is A.pick:
             return self._pick(node, args)
+        if op is A.scatter_sum:
+            return self._scatter_sum(node, args)
         if op is A.astype:
             return _conversion(node, args[0])
         if op is bitcast:
@@ -335,19 +345,37 @@ class CFormat(Format):
             text = f"{array}[{start}+{offset}]" if start else f"{array}[{offset}]"
             return f"wg_i64({text})" if bits else text
         static = all(a.op is CONST for a in node.args[1:])
-        key = (_ctype(node), static, tuple(lane))
-        if key not in self._tables:
-            if not static:
-                self._on_stack += len(lane)
-                if self._on_stack > _TABLES_ON_STACK:
-                    raise EmitError(f"the C back-end gathers from arrays of computed values "
-                                    f"it keeps on the stack, up to {_TABLES_ON_STACK:,} "
-                                    "numbers in a function, and this one needs more: "
-                                    "compile with the Python back-end")
-            self._made += 1
-            self._tables[key] = table = Table(f"wg_t{self._made}", len(lane), static)
+        table = self._table((_ctype(node), static, tuple(lane)), len(lane), static)
+        if table is not None:
             self._pending.append((table, "{" + ", ".join(lane) + "}"))
-        return f"{self._tables[key]}[{at}]"
+        return f"{self._tables[(_ctype(node), static, tuple(lane))]}[{at}]"
+
+    def _scatter_sum(self, node, args):
+        """The C of ``scatter_sum`` (an element of a scatter-add's lane, `scalarize`): a
+        read of a table of zeros that each value is added into at its index, declared
+        once per block for the elements of the lane."""
+        size, m = node.params["size"], len(args) // 2
+        key = ("scatter", size, tuple(args))
+        table = self._table(key, size, False)
+        if table is not None:
+            table.adds = list(zip(args[:m], args[m:]))
+            self._pending.append((table, "{0}"))
+        return f"{self._tables[key]}[{node.params['at']}]"
+
+    def _table(self, key, size, static):
+        """A new `Table` for `key` in this block, None where it has one already."""
+        if key in self._tables:
+            return None
+        if not static:
+            self._on_stack += size
+            if self._on_stack > _TABLES_ON_STACK:
+                raise EmitError(f"the C back-end gathers from arrays of computed values (and "
+                                "adds a scatter's into one) on the stack, up to "
+                                f"{_TABLES_ON_STACK:,} numbers in a function, and this one "
+                                "needs more: compile with the Python back-end")
+        self._made += 1
+        self._tables[key] = table = Table(f"wg_t{self._made}", size, static)
+        return table
 
     def _ufunc(self, node, args):
         """The C of ``numpy_ufunc``, NumPy's ufunc on integers and bools (how
@@ -414,11 +442,12 @@ _TABLES_ON_STACK = 65536
 
 class Table(str):
     """The name of a C table of a gather's elements (`CFormat._pick`), as the target of
-    its declaration: with its length, and whether it is ``static`` (of constants)."""
+    its declaration: with its length, whether it is ``static`` (of constants), and for a
+    scatter's (`CFormat._scatter_sum`) the ``(index, value)`` texts added into it."""
 
     def __new__(cls, name, size, static):
         table = super().__new__(cls, name)
-        table.size, table.static = size, static
+        table.size, table.static, table.adds = size, static, None
         return table
 
 
@@ -607,7 +636,10 @@ def _statements(graph, inputs, outs, names, fmt, indent="    "):
     code = emit(graph, inputs, outs, fmt, names=names, rewrite=False)  # see emit.py
     lines = []
     for st in code.statements:
-        if isinstance(st.target, Table):
+        if isinstance(st.target, Table) and st.target.adds is not None:
+            lines.append(f"{indent}double {st.target}[{st.target.size}] = {st.expr};")
+            lines += [f"{indent}{st.target}[{w}] += {g};" for w, g in st.target.adds]
+        elif isinstance(st.target, Table):
             static = "static " if st.target.static else ""
             lines.append(f"{indent}{static}const {_ctype(st.node)} {st.target}"
                          f"[{st.target.size}] = {st.expr};")

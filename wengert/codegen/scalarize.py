@@ -272,11 +272,10 @@ def _take_along(new, x, idx, axis):
 
 
 def _put_along(new, g, idx, axis, shape):
-    """put_along_axis (zeros of `shape` with g added at idx along `axis`, the transpose of
-    a gather) in typed code (C), for a traced or a constant index: each element of g is
-    added to each element of its lane, where the index equals that element's position
-    (``select(eq(w, j), g, 0.0)``: C has no array to add into).  In the order of the
-    primitive's bincount, so sums of repeated indices round alike."""
+    """put_along_axis (zeros of `shape` with g added at idx along `axis`: the transpose
+    of a gather) in typed code (C), for a traced or a constant index: each element of a
+    lane the `scatter_sum` of the values put in that lane at its position, in the order
+    of the primitive's bincount, so that sums at a repeated index round alike."""
     if _dtype(g) != np.float64:
         raise NotImplementedError(f"a scatter of {_dtype(g)} values")
     g, idx = _as_nodes(new, g), _as_nodes(new, idx)
@@ -293,15 +292,24 @@ def _put_along(new, g, idx, axis, shape):
         if len(extent) != len(shape):
             raise NotImplementedError("an index of another number of axes")
     g, idx = np.broadcast_to(g, extent), np.broadcast_to(idx, extent)
-    out = _filled(shape, new.const(0.0))
+    lanes = {}                  # the lane's place on the other axes -> (indices, values)
     for p in np.ndindex(*extent):
-        at = [0] if len(shape) == 1 else [0 if s == 1 else p[d] for d, s in enumerate(shape)]
-        w = _index(new, idx[p], n)
-        for j in ([int(w.value)] if w.op is CONST else range(n)):
-            at[axis] = j
-            term = g[p] if w.op is CONST else \
-                new.apply(S.select, (new.apply(S.eq, (w, j)), g[p], 0.0))
-            out[tuple(at)] = new.apply(S.add, (out[tuple(at)], term))
+        at = () if len(shape) == 1 else \
+            tuple(0 if s == 1 else p[d] for d, s in enumerate(shape) if d != axis)
+        ws, gs = lanes.setdefault(at, ([], []))
+        ws.append(_index(new, idx[p], n))
+        gs.append(g[p])
+    out = _filled(shape, new.const(0.0))
+    for at, (ws, gs) in lanes.items():
+        for j in range(n):
+            if all(w.op is CONST for w in ws):
+                total = new.const(0.0)
+                for w, v in zip(ws, gs):
+                    if int(w.value) == j:
+                        total = new.apply(S.add, (total, v))
+            else:
+                total = new.apply(A.scatter_sum, (*ws, *gs), {"at": j, "size": n})
+            out[at[:axis] + (j,) + at[axis:]] = total
     return out
 
 
