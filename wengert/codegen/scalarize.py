@@ -275,10 +275,11 @@ def _put_along(new, g, idx, axis, shape):
     """put_along_axis (zeros of `shape` with g added at idx along `axis`: the transpose
     of a gather) in typed code (C), for a traced or a constant index: each element of a
     lane the `scatter_sum` of the values put in that lane at its position, in the order
-    of the primitive's bincount, so that sums at a repeated index round alike."""
-    if _dtype(g) != np.float64:
-        raise NotImplementedError(f"a scatter of {_dtype(g)} values")
+    of the primitive's bincount (or add.at's, for int64 and bool values), so that sums at
+    a repeated index round alike."""
     g, idx = _as_nodes(new, g), _as_nodes(new, idx)
+    # (int64 and bool values add into the primitive's float64 zeros as floats)
+    g = _typed_astype(new, g, np.float64)
     if _dtype(idx) != np.int64:
         raise NotImplementedError(f"an index of dtype {_dtype(idx)}")
     axis %= len(shape)

@@ -821,8 +821,9 @@ def _scatter_sum(*args, at, size):
 
 
 def _scatter_sum_aval(args, params):
+    # (added into float64 zeros, as put_along_axis adds integers and bools)
     return (np.broadcast_shapes(*[a.shape for a in args]),
-            np.result_type(*[a.dtype for a in args[len(args) // 2:]]))
+            np.result_type(np.float64, *[a.dtype for a in args[len(args) // 2:]]))
 
 
 scatter_sum = defprimitive(
