@@ -22,6 +22,14 @@ A loop (`wg.scan`, `wengert.lax.while_loop`, kept as one node by ``float_form(..
 loops=True)``) is written as a C ``for`` or ``while`` loop over a static function of its
 body; see `_looped`.
 
+A gather at a traced index (``x[i]``, ``take``, a dynamic slice: take_along_axis, which
+`scalarize` writes as ``checked_index`` and ``pick`` nodes) reads the array the operand's
+elements are in, ``in[3+i]``, or a table of them (`CFormat._pick`); a scatter-add (its
+transpose, put_along_axis: ``scatter_sum`` nodes) adds into a table of zeros.  Each index
+is checked (``wg_index``), and the functions then take a third argument,
+``int64_t *wg_bad``, where the first index out of bounds is noted, and return 2 (see
+`checks_indices`): Python raises NumPy's IndexError.
+
 C's arithmetic is IEEE's, as NumPy's is: ``log(-1)`` is nan and ``1/0`` is inf, with no
 exception and no warning.  The compiler is ``$CC``, else ``cc``, ``gcc`` or ``clang``;
 `CompilerNotFound` says what to do when there is none.
