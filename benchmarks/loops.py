@@ -47,6 +47,11 @@ series with ``lax.fori_loop(0, n, ...)``, n a traced int64 (a while loop countin
 term divided by i + 1 at step i), its value and its ``jacfwd`` in x, with the same rows
 but wengert-numpy (the counter, an int64 carry, keeps the step off Python floats: the
 wengert-jit row is the step's NumPy code already).
+
+And a loop that reads an array at its counter: c <- 0.9 c + sin(x[i]) over an x of 1,000
+elements (``fori_loop`` with static bounds: a scan), its value and its gradient in x, each
+call in microseconds: wengert-jit and wengert-c (the gather a read of x at the checked
+index, its transpose an addition into x's cotangent at it), and jax-jit.
 """
 import argparse
 import sys
@@ -335,6 +340,45 @@ def counted_makers(derivative):
             "wengert-c": lambda: wengert("c"), "jax-jit": jax}
 
 
+# --- a loop that reads an array at its counter -------------------------------------------
+GATHER_N = 1000
+
+
+def gathered(xnp, lax, x):
+    """c <- 0.9 c + sin(x[i]) for i over x, with `xnp` and `lax` wengert's or JAX's: a
+    loop that reads an array at its counter, JAX's common pattern."""
+    return lax.fori_loop(0, x.shape[0], lambda i, c: 0.9 * c + xnp.sin(x[i]), 0.0 * x[0])
+
+
+def gather_makers(derivative):
+    """The rows of the gathering loop's table: its value, or with `derivative` its grad."""
+    x = np.random.default_rng(0).normal(size=GATHER_N)
+
+    def wengert(backend):
+        import wengert as wg
+        import wengert.numpy as wnp
+        from wengert import lax
+        from wengert.codegen.c import CompilerNotFound
+        f = lambda x: gathered(wnp, lax, wnp.asarray(x))      # noqa: E731
+        f = wg.grad(f) if derivative else f
+        try:
+            g = wg.compile(f, x, backend=backend)
+        except CompilerNotFound as e:
+            raise ImportError(str(e)) from None
+        return version("wengert"), lambda: np.atleast_1d(g(x))
+
+    def jax():
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        f = lambda x: gathered(jax.numpy, jax.lax, x)      # noqa: E731
+        g = jax.jit(jax.grad(f) if derivative else f)
+        g(x).block_until_ready()
+        return jax.__version__, lambda: np.atleast_1d(np.asarray(g(x).block_until_ready()))
+
+    return {"wengert-jit": lambda: wengert("python"), "wengert-c": lambda: wengert("c"),
+            "jax-jit": jax}
+
+
 def compile_times(steps):
     """Seconds to compile the oscillator's gradient once, as a scan and as a loop."""
     import wengert as wg
@@ -372,6 +416,10 @@ def main(argv=None):
         run_table(counted_makers(derivative), f"{'jacfwd of ' if derivative else ''}exp("
                   f"{SERIES_X}) by {SERIES_N} terms, fori_loop to a traced n", "wengert-jit",
                   repeats, min_time, unit="us/call")
+    for derivative in (False, True):
+        run_table(gather_makers(derivative), f"{'grad of ' if derivative else ''}a loop "
+                  f"reading x[i] at its counter, {GATHER_N} steps", "wengert-jit", repeats,
+                  min_time, unit="us/call")
     return 0
 
 
