@@ -278,6 +278,18 @@ def test_an_index_out_of_bounds_before_a_loop_stops_the_function_there():
     assert c(np.full(3, 2.0), I(-3)) == 16.0
 
 
+def test_a_gather_from_a_loops_results_and_under_vmap():
+    x = rng.normal(size=5)
+    ys = lambda x, i: wg.scan(lambda c, xk: (c + xk, c * xk), 0.0, x)[1][i]  # noqa: E731
+    c, _ = check(ys, x, np.array([4, 0, -2]))
+    assert "wg_l1[" in c.source                 # (read where the loop left its ys)
+    X, idx = rng.normal(size=(3, 5)), np.array([0, -1, 3])
+    for f in (wg.vmap(lambda x, i: x[i] * 2.0),
+              wg.vmap(lambda x, i: wg.fori_loop(0, 3, lambda k, c: c + x[(i + k) % 5], 0.0)),
+              wg.vmap(wg.grad(lambda x, i: wnp.sin(x[i]) * x[i - 1]))):
+        check(f, X, idx)
+
+
 def test_what_c_still_refuses_says_so():
     with pytest.raises(ValueError, match="dtype int32"):
         wg.compile(lambda x, i: x[i], np.ones(3), np.int32(1), backend="c")

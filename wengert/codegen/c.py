@@ -451,7 +451,13 @@ _TABLES_ON_STACK = 65536
 class Table(str):
     """The name of a C table of a gather's elements (`CFormat._pick`), as the target of
     its declaration: with its length, whether it is ``static`` (of constants), and for a
-    scatter's (`CFormat._scatter_sum`) the ``(index, value)`` texts added into it."""
+    scatter's (`CFormat._scatter_sum`) the ``(index, value)`` texts added into it.
+
+    Example:
+        >>> t = Table("wg_t1", 4, True)
+        >>> t, t.size, t.static, t.adds
+        ('wg_t1', 4, True, None)
+    """
 
     def __new__(cls, name, size, static):
         table = super().__new__(cls, name)
