@@ -474,13 +474,6 @@ class FortranFormat(Format):
                         "functions it has (see FortranFormat): write it with those in the "
                         "function, or take the \"python\" or \"c\" text")
 
-    def declarations(self) -> list:
-        """``(target, expression)`` pairs of the temporaries that the text just given by
-        `method` reads and that are no node's value (C's table of the elements a gather
-        picks from): the emitter assigns them before that text is used, and the format
-        forgets them.  Default: none."""
-        return []
-
     def repeated_arguments(self, node) -> dict:
         # The templates write x as often as they need it (cbrt 8 times, round 4): an
         # expression there would be computed that often, past what `count` says, and grow
