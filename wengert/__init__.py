@@ -14,6 +14,7 @@ from .graph.active import options
 from .graph.node import Node
 from .primitives import scalar as _scalar, shape as _shape, pack as _pack  # noqa: F401
 from .primitives import array as _array, linalg as _linalg, nn as _nn  # noqa: F401
+from .primitives import elements as _elements  # noqa: F401  (C's gathers, element by element)
 from .primitives import special as _special  # noqa: F401  (SciPy imported when first used)
 from .primitives import scipy_linalg as _scipy_linalg  # noqa: F401  (likewise)
 from .primitives import fft as _fft  # noqa: F401

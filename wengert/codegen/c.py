@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph.graph import Graph, ShapeDtype
-from ..primitives import array as A, scalar as S, special as SP
+from ..primitives import array as A, elements as E, scalar as S, special as SP
 from ..primitives.nn import relu
 from ..primitives.pack import bitcast, part
 from ..primitives.registry import CONST, INPUT
@@ -320,11 +320,11 @@ class CFormat(Format):
 
     def method(self, node, args):
         op, dtype = node.op, node.dtype
-        if op is A.checked_index:
+        if op is E.checked_index:
             return f"wg_index({args[0]},{node.params['size']},wg_bad)"
-        if op is A.pick:
+        if op is E.pick:
             return self._pick(node, args)
-        if op is A.scatter_sum:
+        if op is E.scatter_sum:
             return self._scatter_sum(node, args)
         if op is A.astype:
             return _conversion(node, args[0])
@@ -637,7 +637,7 @@ def checks_indices(scalar) -> bool:
     todo = [scalar]
     while todo:
         s = todo.pop()
-        if any(n.op is A.checked_index for n in s.graph.live_nodes()):
+        if any(n.op is E.checked_index for n in s.graph.live_nodes()):
             return True
         todo.extend(s.loops.values())
     return False
@@ -736,7 +736,7 @@ def _looped(scalar, name, storage, fmt):
         dest = f"wg_a{s + 1}" if s < len(loops) else "out"
         steps += ["    {", *_segment(graph, mine, s, wanted, dest, where, segment, kept,
                                  tables, fmt), "    }"]
-        if any(m.op is A.checked_index for m in mine):
+        if any(m.op is E.checked_index for m in mine):
             # (an index out of bounds: stop here, before a loop runs on what it read)
             steps.append("    if (wg_bad[0]) { free(wg_mem); return 2; }")
         for i in kept:          # later segments read this segment's kept values there

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ConcretizationError
 from ..graph.graph import Graph, ShapeDtype
 from ..graph.node import Node
-from ..primitives import array as A
+from ..primitives import array as A, elements as E
 from ..primitives.pack import bitcast, part
 from ..primitives import scalar as S
 from ..primitives.registry import CONST, INPUT
@@ -216,7 +216,7 @@ def _index(new, i, size):
     if i.op is CONST and -size <= int(i.value) < size:
         v = int(i.value)
         return new.const(np.int64(v + size if v < 0 else v))
-    return new.apply(A.checked_index, (i,), {"size": size})
+    return new.apply(E.checked_index, (i,), {"size": size})
 
 
 def _pick(new, w, lane):
@@ -226,7 +226,7 @@ def _pick(new, w, lane):
     if all(e.op is CONST and e.dtype.kind in "iu" and e.value == k
            for k, e in enumerate(lane)):
         return w            # (the positions themselves: how x.at[i].set(v) finds i)
-    return new.apply(A.pick, (w, *lane))
+    return new.apply(E.pick, (w, *lane))
 
 
 def _traced_index(idx):
@@ -309,7 +309,7 @@ def _put_along(new, g, idx, axis, shape):
                     if int(w.value) == j:
                         total = new.apply(S.add, (total, v))
             else:
-                total = new.apply(A.scatter_sum, (*ws, *gs), {"at": j, "size": n})
+                total = new.apply(E.scatter_sum, (*ws, *gs), {"at": j, "size": n})
             out[at[:axis] + (j,) + at[axis:]] = total
     return out
 
