@@ -37,6 +37,7 @@ primitive.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import types
 
@@ -69,6 +70,10 @@ _LOCAL_CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t",
 # (flags: no fused a*b+c, which rounds once where NumPy rounds twice; math functions that
 # need not set errno, which lets sqrt be an instruction and its loop vectorise)
 FLAGS = ("-O3", "-fno-math-errno")
+
+#: A loop reading padded values in place is split into boxes, at most this many (else
+#: they are filled in memory, as where their regions are no boxes).
+MAX_BOXES = 64
 
 #: A view of a loop's value is computed again where it is read (not stored and read
 #: back) where that takes at most this many operations per element.
@@ -133,11 +138,50 @@ class _Group:
         self.members, self.sinks, self.stores = [], [], []
 
 
+class _TooManyBoxes(Exception):
+    """A loop would be split into more than `MAX_BOXES` boxes."""
+
+
 class _Product:
     """A matrix product step."""
 
     def __init__(self, index, node):
         self.index, self.node = index, node
+
+
+class _Piece:
+    """An argument `part` of a pad, concatenate or index_add `n`, placed in `region` (a
+    basic index) of n.  Where the region is a box, `box` is its ``(lo, hi)`` along each
+    dim of n, and `inverse` the index map from n's index to part's; else both are None.
+    plus0: its elements are ``v + 0.0`` (index_add's sum into zeros)."""
+
+    def __init__(self, n, part, region, plus0):
+        self.part, self.region, self.plus0 = part, region, plus0
+        shape = _region_shape(n.shape, region)
+        self.size = math.prod(shape)
+        self.box = self.inverse = None
+        if not self.size:
+            self.box = [(0, 0)] * n.ndim
+            return
+        at = _view(_region, _contiguous(_Buffer("", n.dtype, n.size, "temp"), n.shape),
+                   n.shape, {"index": tuple(region)})
+        to_part = _decode(at, n.shape, shape) if at is not None else None
+        if to_part is None or (abs(to_part[1]) > 1).any():
+            return                          # (steps: no box)
+        c, K = to_part
+        box, ck, Kk = [], np.zeros(len(shape), np.int64), np.zeros((len(shape), n.ndim),
+                                                                 np.int64)
+        for d in range(n.ndim):
+            e = np.flatnonzero(K[d])
+            if e.size:
+                (e,), s = e, K[d, e[0]]
+                box.append((c[d], c[d] + shape[e]) if s > 0 else (c[d] - shape[e] + 1,
+                                                                  c[d] + 1))
+                ck[e], Kk[e, d] = -c[d] * s, s
+            else:
+                box.append((c[d], c[d] + 1))
+        self.box = [(int(lo), int(hi)) for lo, hi in box]
+        self.inverse = _then(_bmap(part.shape, shape), (ck, Kk))
 
 
 def _is_elementwise(op) -> bool:
@@ -188,14 +232,16 @@ def _view(fn, at, shape, params):
 class _Plan:
     """The steps and buffers of a graph's loops (see the module doc)."""
 
-    def __init__(self, graph, names):
-        self.graph, self.names = graph, names
+    def __init__(self, graph, names, in_place=True):
+        self.graph, self.names, self.in_place = graph, names, in_place
         self.steps = []
         self.at = {}            # node index -> _At: elements in memory
         self.scalar = {}        # node index -> C text of a scalar (a parameter, a local)
         self.literal = {}       # node index -> a number (a scalar or uniform constant)
         self.group_of = {}      # node index -> the _Group computing it
         self.virtual = {}       # node index -> (member, index map): a view of a member
+        self.padded = {}        # node index -> [_Piece]: a pad, concatenate, index_add
+        self.touches = set()    # values that read a padded one (recomputing them does)
         self.cost = {}          # member index -> nodes computed to compute it again
         self.ready = {}         # node index -> the step after which it can be read
         self.last = {}          # shape -> the last group of that shape
@@ -269,6 +315,8 @@ class _Plan:
 
     def _in_memory(self, a):
         """a's `_At`, storing a (or a copy of a's elements) where they are not in memory."""
+        if a.index not in self.at and a.index in self.padded:
+            self._store_parts(a, self.padded[a.index])
         if a.index not in self.at and a.index in self.virtual:
             base, (c, K) = self.virtual[a.index]
             mem = self._in_memory(base)
@@ -323,8 +371,11 @@ class _Plan:
             cost = 1
             for a in n.args:
                 base = self.virtual[a.index][0] if a.index in self.virtual else a
-                if base.index in self.group_of and base.index in self.cost:
+                if base.index in self.cost and (base.index in self.group_of or
+                                                base.index in self.padded):
                     cost += self.cost[base.index]
+                if base.index in self.padded or base.index in self.touches:
+                    self.touches.add(n.index)
             self.cost[n.index] = min(cost, RECOMPUTE + 1)
             return
         if op in _VIEWS:
@@ -351,19 +402,28 @@ class _Plan:
         if n.op is A.getitem and any(isinstance(i, np.ndarray) for i in params["index"]):
             raise NotLooped(f"{n.op.name} with an index array (a gather), which the loops "
                             "do not write")
-        if n.shape and (x.index in self.virtual or x.index in self.group_of and
-                        x.index not in self.at):
-            # a view of a loop's member: its elements computed again where they are read,
-            # if that is cheap, rather than stored and read back
+        if n.shape and (x.index in self.virtual or x.index in self.padded or
+                        x.index in self.group_of and x.index not in self.at):
+            # a view of a loop's member or of a padded value: its elements computed again
+            # where they are read, if that is cheap, rather than stored and read back
             base, to_x = self.virtual.get(x.index) or (x, _bmap(x.shape, x.shape))
             rel = _view(_VIEWS[n.op], _contiguous(_Buffer("", x.dtype, x.size, "temp"),
                                                   x.shape), x.shape, params)
             to_n = _decode(rel, x.shape, n.shape) if rel is not None else None
-            if to_n is not None and self.cost[base.index] <= RECOMPUTE:
+            touches = base.index in self.padded or base.index in self.touches
+            # (a padded value is read in loops split where its regions begin and end,
+            # which takes each of its dims to follow one dim of the loop at most)
+            if to_n is not None and self.cost[base.index] <= RECOMPUTE and \
+                    not (touches and (np.count_nonzero(to_n[1], axis=1) > 1).any()):
                 self.virtual[n.index] = (base, _then(to_x, to_n))
-                self.ready[n.index] = self.group_of[base.index].index - 1
+                self.ready[n.index] = self.ready[base.index] if base.index in \
+                    self.padded else self.group_of[base.index].index - 1
+                if touches:
+                    self.touches.add(n.index)
                 return
         at = _view(_VIEWS[n.op], self._in_memory(x), x.shape, params)
+        base = self.virtual[x.index][0] if x.index in self.virtual else x
+        self.ready[n.index] = max(self.ready[n.index], self.ready[base.index])
         if at is None:                  # (NumPy would copy: view a contiguous copy)
             buf = self._buffer(x, stem=f"c{x.index}")
             copy = _contiguous(buf, x.shape)
@@ -390,15 +450,14 @@ class _Plan:
             self.scalar[n.index] = name
 
     def _fill(self, n):
-        """concatenate, pad and index_add: the parts written into regions of n's buffer,
-        by the loops that compute them where there are such loops, else by copies."""
+        """concatenate, pad and index_add: `_Piece`s of n, each an argument placed in a
+        region.  Where the regions are boxes (slices of step 1, 0-d or empty) n is read in
+        place (`_Body.pieces`), else its buffer is filled (`_store_parts`)."""
         params, op = n.params, n.op
         if op is A.index_add and (any(isinstance(i, np.ndarray) for i in params["index"])
                                   or n.dtype != n.args[0].dtype):
             raise NotLooped("index_add at an index array (a scatter), which the loops do "
                             "not write")
-        buf = self._buffer(n)
-        whole = _contiguous(buf, n.shape)
         if op is A.concatenate:
             axis, start, regions = params["axis"], 0, []
             for part in n.args:
@@ -408,19 +467,42 @@ class _Plan:
         elif op is A.pad:
             regions = [tuple(slice(lo, lo + d) for (lo, _), d
                              in zip(params["pad_width"], n.args[0].shape))]
-            buf.zeroed = True
         else:
             regions = [A.decode_index(params["index"])]
-            buf.zeroed = True
         plus0 = op is A.index_add and n.dtype.kind == "f"
-        ready = -1
-        for part, region in zip(n.args, regions):
-            at = _view(_region, whole, n.shape, {"index": tuple(region)})
-            shape = _region_shape(n.shape, region)
+        pieces = [_Piece(n, part, region, plus0) for part, region in zip(n.args, regions)]
+        if not (self.in_place and n.shape and all(p.box is not None for p in pieces)):
+            return self._store_parts(n, pieces)
+        self.padded[n.index] = pieces = [p for p in pieces if p.size]
+        ready, cost = -1, 0
+        for p in pieces:
+            base = self.virtual[p.part.index][0] if p.part.index in self.virtual else p.part
+            if base.index in self.group_of and base.index not in self.at:
+                # (read elsewhere than its loop: computed again there, where that is cheap)
+                if self.cost[base.index] > RECOMPUTE:
+                    self._in_memory(p.part)
+                else:
+                    cost = max(cost, self.cost[base.index])
+            elif base.index in self.padded:
+                cost = max(cost, self.cost[base.index])
+            ready = max(ready, self.ready[p.part.index])
+        self.ready[n.index], self.cost[n.index] = ready, cost
+
+    def _store_parts(self, n, pieces):
+        """n's buffer, zeroed where the pieces do not cover it, with each piece written
+        into its region by the loop computing it (or one copying it)."""
+        buf = self._buffer(n)
+        whole = _contiguous(buf, n.shape)
+        buf.zeroed = n.op is not A.concatenate
+        ready = self.ready.get(n.index, -1)
+        for p in pieces:
+            part = p.part
+            at = _view(_region, whole, n.shape, {"index": tuple(p.region)})
+            shape = _region_shape(n.shape, p.region)
             g = self.group_of.get(part.index)
             if g is None or part.shape != shape:
                 g = self._join([part], shape)
-            g.stores.append((part, at, plus0))
+            g.stores.append((part, at, p.plus0))
             ready = max(ready, g.index)
         self.at[n.index] = whole
         self.ready[n.index] = ready
@@ -493,6 +575,14 @@ def _decode(at, shape, vshape):
     if (lo < 0).any() or (hi >= np.array(shape)).any() or not strides_ok:
         return None
     return c, K
+
+
+def _interval(c, t, lo, hi):
+    """``(first, stop)``: the integers i with ``lo <= c + t*i < hi`` (t nonzero)."""
+    if t > 0:
+        return -((c - lo) // t), -((c - hi) // t)
+    first, stop = _interval(-c, -t, 1 - hi, 1 - lo)     # (-(c + t*i) in (-hi, -lo])
+    return first, stop
 
 
 def _region_shape(shape, region):
@@ -585,14 +675,23 @@ def _then(first, then):
 
 class _Body:
     """The statements of one loop nest: a graph of scalars whose inputs are reads of
-    array elements (and scalars), emitted by `emit` with `c.CFormat`."""
+    array elements (and scalars), emitted by `emit` with `c.CFormat`.
 
-    def __init__(self, plan, group):
-        self.plan, self.group = plan, group
+    The nest runs over `box`, a ``(lo, hi)`` range of each of the group's dims: all of
+    them, or a part where each padded value it reads is either inside one region or
+    outside all (`pieces`).  Without a box, it is a survey: reading padded values notes
+    where their regions begin and end (`cuts`, per dim), which split the group's loops
+    into boxes."""
+
+    def __init__(self, plan, group, box=None):
+        self.plan, self.group, self.box = plan, group, box
         self.g = Graph(optimize=False)
         self.reads = {}             # key -> (input node, _At or C text, strides)
         self.values = {}            # (node index, index map) -> scalar node
         self.accesses = []          # _At's strides over the group's dims, in order
+        self.lo = np.array([lo for lo, _ in box] if box else [0] * len(group.shape),
+                           np.int64)
+        self.cuts = [set() for _ in group.shape]
 
     def value(self, a, at=None):
         """The scalar node of a's element at index map `at` of the loop's index (default:
@@ -609,6 +708,8 @@ class _Body:
         elif a.index in plan.virtual:
             base, view = plan.virtual[a.index]
             v = self.value(base, _then(view, at))
+        elif a.index in plan.padded:
+            v = self.pieces(a, at)
         elif a.index in plan.group_of and plan.ready[a.index] >= group.index:
             v = self.recompute(a, at)       # (computed in this loop, or one after it)
         elif a.index in plan.scalar:
@@ -645,9 +746,49 @@ class _Body:
         return _scalar_of(self.g, n, [self.value(a, _then(_bmap(a.shape, home.shape), at))
                                       for a in n.args])
 
+    def pieces(self, a, at):
+        """The element at index map `at` of a padded value `a` (`_Plan.padded`): the
+        element of the piece whose region holds it, else 0.  All elements of the box are
+        in the same region, as the loops are split where regions begin and end: the
+        box's first element says which.  (A survey notes those cuts, reads every piece
+        for theirs, and returns a stand-in.)"""
+        c0, K0 = at
+        zero = self.g.const(np.zeros((), a.dtype).item())
+        for p in self.plan.padded[a.index]:
+            if self.box is None:
+                for d, (lo, hi) in enumerate(p.box):
+                    if lo == 0 and hi == a.shape[d] or not K0[d].any():
+                        continue
+                    (loop,), = np.nonzero(K0[d])        # (one: `_Plan._view` sees to it)
+                    first, stop = _interval(int(c0[d]), int(K0[d, loop]), lo, hi)
+                    self.cuts[loop].update(
+                        i for i in (first, stop) if 0 < i < self.group.shape[loop])
+                self.value(p.part, _then(p.inverse, at))
+                continue
+            j = c0 + K0 @ self.lo
+            if all(lo <= i < hi for i, (lo, hi) in zip(j, p.box)):
+                v = self.value(p.part, _then(p.inverse, at))
+                if p.plus0:
+                    v = self.g.remake(types.SimpleNamespace(
+                        op=S.add, params={}, shape=(), dtype=a.dtype, value=None), [v, zero])
+                return v
+        return zero
+
+    def boxes(self):
+        """The boxes the survey's cuts split the group's loops into, in C order."""
+        edges = [sorted({0, n} | cuts) for n, cuts in zip(self.group.shape, self.cuts)]
+        return list(itertools.product(*[list(zip(e, e[1:])) for e in edges]))
+
+    def shift(self, offset, strides):
+        """An offset of the group's index moved to the box's first element."""
+        return int(offset + np.asarray(strides, np.int64) @ self.lo) if len(strides) \
+            else int(offset)
+
     def read(self, where, dtype, strides=None, offset=0):
         """An input of the body: a scalar's C text, or an element of memory at `offset`
         plus `strides` (over the loop's dims) times its index."""
+        if strides is not None:
+            offset = self.shift(offset, strides)
         key = where if strides is None else (where.buffer.name, offset, tuple(strides))
         if key not in self.reads:
             node = self.g.input(ShapeDtype((), dtype), f"r{len(self.reads)}")
@@ -660,12 +801,42 @@ class _Body:
 
 def _group_lines(plan, group, fmt, uses):
     """The C of one loop nest (a block), and the buffers it reads and writes into
-    `uses`."""
-    body = _Body(plan, group)
-    g = body.g
+    `uses`: the accumulators set to their first values, then the loops over each box of
+    the group's index (one box, all of it, unless it reads padded values in place)."""
+    if not group.stores and not group.sinks:
+        return []                   # (its values are all computed again where read)
+    survey = _Body(plan, group)
+    _targets(survey)
+    boxes = survey.boxes()
+    if len(boxes) > MAX_BOXES:
+        raise _TooManyBoxes()
+    lines = [f"/* {_describe(plan, group)} */", "{"]
+    for r, _ in group.sinks:
+        init = fmt.number(_identity(r))
+        if r.shape:
+            name = plan.at[r.index].buffer.name
+            lines.append(f"    for (long i = 0; i < {r.size}; ++i) {name}[i] = {init};")
+        else:
+            lines.append(f"    {plan.scalar[r.index]} = {init};")
+    for box in boxes:
+        if all(hi > lo for lo, hi in box):
+            body = _Body(plan, group, box)
+            nest = _nest_lines(body, _targets(body), fmt, uses)
+            if len(boxes) > 1:          # (each in a block: its temporaries are its own)
+                nest = ["/* [" + ", ".join(f"{lo}:{hi}" for lo, hi in box) + "] */", "{",
+                        *["    " + line for line in nest], "}"]
+            lines += ["    " + line for line in nest]
+    lines.append("}")
+    return lines
+
+
+def _targets(body):
+    """The body's values, and ``(target, strides, value)`` of what the loop writes: a
+    store's array element (or a scalar's C text, without strides), an accumulator's."""
+    plan, group, g = body.plan, body.group, body.g
     for m in group.members:
         body.value(m)
-    targets = []                    # (target: _At strides or C text, node)
+    targets = []
     for node, target, plus0 in group.stores:
         v = body.value(node)
         if plus0:
@@ -677,8 +848,8 @@ def _group_lines(plan, group, fmt, uses):
         else:
             strides = _broadcast(target, group.shape, group.shape)
             body.accesses.append(strides)
-            targets.append((target, strides, v))
-    inits = []
+            at = _At(target.buffer, body.shift(target.offset, strides), strides)
+            targets.append((at, strides, v))
     for r, kept in group.sinks:
         x = r.args[0]
         v = body.value(x)
@@ -690,18 +861,22 @@ def _group_lines(plan, group, fmt, uses):
             strides = [0 if k == 1 else s for k, s in zip(
                 kept, _broadcast(_contiguous(at.buffer, kept), kept, kept))]
             acc = body.read(at, r.dtype, strides)
-            targets.append((at, strides, None))
+            target = (_At(at.buffer, body.shift(at.offset, strides), strides), strides)
         else:
             acc = body.read(plan.scalar[r.index], r.dtype)
-            targets.append((plan.scalar[r.index], None, None))
+            target = (plan.scalar[r.index], None)
         op = _REDUCE[r.op]
         new = g.remake(types.SimpleNamespace(op=op, params={}, shape=(), dtype=r.dtype,
                                              value=None), [acc, v])
-        targets[-1] = targets[-1][:2] + (new,)
-        inits.append((r, _identity(r)))
-    if not targets:                 # (its values are all computed again where read)
-        return []
-    sizes, strides = _collapse(group.shape, body.accesses)
+        targets.append(target + (new,))
+    return targets
+
+
+def _nest_lines(body, targets, fmt, uses):
+    """The C of the loop nest of `body` over its box, writing `targets`."""
+    g = body.g
+    shape = [hi - lo for lo, hi in body.box]
+    sizes, strides = _collapse(shape, body.accesses)
     index = [_INDEX[d] if d < len(_INDEX) else f"i{d}" for d in range(len(sizes))]
     by_strides = dict(zip(map(tuple, body.accesses), strides))
 
@@ -736,22 +911,14 @@ def _group_lines(plan, group, fmt, uses):
             statements[-1] = f"{fmt.symbol(st.target)} = {sts[k - 1].expr};"
         else:
             statements.append(f"{fmt.symbol(st.target)} = {st.expr};")
-    lines = [f"/* {_describe(group, targets)} */", "{"]
-    for r, init in inits:
-        if r.shape:
-            name = plan.at[r.index].buffer.name
-            lines.append(f"    for (long i = 0; i < {r.size}; ++i) {name}[i] = "
-                         f"{fmt.number(init)};")
-        else:
-            lines.append(f"    {plan.scalar[r.index]} = {fmt.number(init)};")
+    lines = []
     depth = len(sizes)
     for d, (n, idx) in enumerate(zip(sizes, index)):
-        lines.append("    " * (d + 1) + f"for (long {idx} = 0; {idx} < {n}; ++{idx})" +
+        lines.append("    " * d + f"for (long {idx} = 0; {idx} < {n}; ++{idx})" +
                      (" {" if d == depth - 1 else ""))
-    lines += ["    " * (depth + 1) + s for s in statements]
+    lines += ["    " * depth + s for s in statements]
     if depth:
-        lines.append("    " * depth + "}")
-    lines.append("}")
+        lines.append("    " * (depth - 1) + "}")
     return lines
 
 
@@ -767,7 +934,7 @@ def _identity(r):
     return small if op is A.amax else big
 
 
-def _describe(group, targets) -> str:
+def _describe(plan, group) -> str:
     """A comment saying what a loop computes (its nodes, as the graph prints them) and
     which arrays or scalars it writes."""
     shape = "x".join(map(str, group.shape)) or "scalar"
@@ -781,7 +948,9 @@ def _describe(group, targets) -> str:
     if len(text) > 60:
         text = text[:57].rsplit(",", 1)[0] + ", ..."
     written = []
-    for target, _, _ in targets:
+    targets = [t for _, t, _ in group.stores] + [
+        plan.at[r.index] if r.shape else plan.scalar[r.index] for r, _ in group.sinks]
+    for target in targets:
         name = target if isinstance(target, str) else target.buffer.name
         if name not in written:
             written.append(name)
@@ -865,8 +1034,15 @@ def function_source(graph, name):
         }
         <BLANKLINE>
     """
+    try:
+        return _source(graph, name, in_place=True)
+    except _TooManyBoxes:
+        return _source(graph, name, in_place=False)
+
+
+def _source(graph, name, in_place):
     names = _names(graph)
-    plan = _Plan(graph, names)
+    plan = _Plan(graph, names, in_place)
     plan.product_name = names.user("a_ik")
     fmt = C.CFormat()
     blocks, uses = [], []
