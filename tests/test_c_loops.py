@@ -171,6 +171,104 @@ def test_concatenate_pad_index_add(loops):
     same(looped(g, x)(x), g(x))
 
 
+def test_heat_gradient_is_one_split_loop_without_temporaries(loops):
+    u = RNG.normal(size=(40, 50))
+    g = wg.grad(heat)
+    c = looped(g, u)
+    assert "memset" not in c.source and "*restrict t" not in c.source
+    assert c.source.count("/* 40x50:") == 1          # one loop nest, split into boxes
+    same(c(u), numpy_compiled(g, u))
+    same(c(u), g(u))
+
+
+def test_pads_and_scatters_read_in_place_are_numpy_bit_for_bit(loops):
+    def f(x, y):
+        a = wnp.pad(x * 2.0, ((1, 2), (0, 3)))                     # pad with zeros
+        b = wg.vjp(lambda v: v[1:-1, 2:], x)[1](y)[0]              # index_add of a slice
+        c = wg.vjp(lambda v: v[::-1, 1], x)[1](x[:, 0])[0]         # reversed, 0-d dim
+        d = wnp.concatenate([x[:, :2] - 1.0, x * y[0, 0], -x[:, 3:]], axis=1)
+        return (a[1:-2, :-3] + b - c, a.T * 3.0, wnp.sum(a, axis=0), d + b[:, :1],
+                wnp.exp(a)[::2, ::-3])
+    x, y = RNG.normal(size=(6, 7)), RNG.normal(size=(4, 5))
+    c = looped(f, x, y)
+    assert "memset" not in c.source
+    for got, e, n in zip(c(x, y), f(x, y), numpy_compiled(f, x, y)):
+        same(got, e)
+        same(got, n)
+
+
+def test_signed_zeros_of_pads_and_scatters(loops):
+    """index_add adds into zeros (-0.0 becomes 0.0, as NumPy's ``zeros + v``); pad and
+    concatenate copy (-0.0 stays)."""
+    x = np.array([[-0.0, 0.0, -1.0], [2.0, -0.0, -0.0]])
+
+    def f(x):
+        scatter = wg.vjp(lambda v: v[:, 1:], np.zeros((2, 4)))[1](x)[0]
+        return (scatter, wnp.pad(x, 1), wnp.concatenate([x, -x]), scatter * 1.0,
+                wnp.pad(x, 1) * 1.0, scatter + wnp.pad(x, ((0, 0), (1, 0))))
+    for got, e, n in zip(looped(f, x)(x), f(x), numpy_compiled(f, x)):
+        same(got, e)
+        same(got, n)
+
+
+def test_empty_regions_and_stepped_regions(loops):
+    def f(x):
+        empty = wnp.concatenate([x[:0] * 2.0, x + 1.0, x[3:3]])          # empty parts
+        padded = wnp.pad(x, (0, 0)) + wnp.pad(x[:4], (0, 6)) * 2.0
+        stepped = wg.vjp(lambda v: v[1::3], x)[1](x[:3] * 2.0)[0]      # filled in memory
+        strided = wnp.pad(x * 3.0, (5, 2))[::2] - 1.0                  # a strided read
+        return empty, padded, stepped + x, strided, wnp.pad(x, (2, 1))[::-1] * x[0]
+    x = RNG.normal(size=10)
+    c = looped(f, x)
+    for got, e, n in zip(c(x), f(x), numpy_compiled(f, x)):
+        same(got, e)
+        same(got, n)
+
+
+def test_padded_values_read_elsewhere_are_filled_in_memory(loops):
+    def f(x, m):
+        p = wnp.pad(x * 2.0, (1, 1))
+        return p, p @ m, wnp.reshape(p, (3, 4)) * 2.0, wnp.reshape(wnp.pad(x, (2, 2)) + x[0],
+                                                                 (2, 7)) - 1.0
+    x, m = RNG.normal(size=10), RNG.normal(size=(12, 3))
+    got = looped(f, x, m)(x, m)
+    for g, e in zip(got, f(x, m)):
+        np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-15)
+    for g, e in zip(got[:1] + got[2:], f(x, m)[:1] + f(x, m)[2:]):
+        same(g, e)
+
+
+def test_too_many_boxes_fill_memory_instead(loops, monkeypatch):
+    monkeypatch.setattr(cloops, "MAX_BOXES", 2)
+    u = RNG.normal(size=(9, 8))
+    g = wg.grad(heat)
+    c = looped(g, u)
+    assert "memset" in c.source
+    same(c(u), numpy_compiled(g, u))
+
+
+def stencil3(u):
+    """A 7-point Laplacian residual on a 3-D grid, squared and summed."""
+    r = (6 * u[1:-1, 1:-1, 1:-1] - u[2:, 1:-1, 1:-1] - u[:-2, 1:-1, 1:-1]
+         - u[1:-1, 2:, 1:-1] - u[1:-1, :-2, 1:-1] - u[1:-1, 1:-1, 2:] - u[1:-1, 1:-1, :-2])
+    return wnp.sum(wnp.tanh(r) ** 2)
+
+
+@pytest.mark.parametrize("f, shape", [(heat, (6, 8)), (stencil3, (5, 6, 4)),
+                                      (lambda x: wnp.sum(wnp.pad(x, (3, 1))[2:] *
+                                                         wnp.pad(x, (1, 3))[:-2] ** 3), (9,)),
+                                      (lambda x: wnp.sum(wnp.sin(x[::2, 1:]) * x[1::2, :-1]),
+                                       (6, 5))])
+def test_gradients_of_stencils_against_central_differences(loops, f, shape):
+    g = wg.grad(f)
+    for _ in range(2):
+        x = RNG.uniform(-1.5, 1.5, size=shape)
+        got = looped(g, x)(x)
+        np.testing.assert_allclose(got, numpy_compiled(g, x), rtol=1e-12, atol=1e-14)
+        fd = fd_jacobian(lambda v: float(f(v)), x, 1e-6).reshape(shape)
+        assert_close(got, fd, rtol=1e-6, atol=1e-6)
+
+
 def test_results_that_are_arguments_views_constants_or_repeated(loops):
     k = RNG.normal(size=7)
 
