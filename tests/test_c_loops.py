@@ -8,6 +8,7 @@ scalarised C or is refused by name.
 
 Small arrays are scalarised unless told otherwise, so most tests set the threshold of
 loop mode to 0 (the `loops` fixture)."""
+import math
 import threading
 
 import numpy as np
@@ -309,6 +310,58 @@ def test_reductions_over_every_axis(loops, axis, keepdims):
     for g, e in zip(got, f(x)):
         assert np.shape(g) == np.shape(e)
         np.testing.assert_allclose(g, e, rtol=1e-14)
+
+
+def spread(shape):
+    """Values of magnitudes from 1e-5 to 1e5 and both signs: sums that round often."""
+    return RNG.normal(size=shape) * 10.0 ** RNG.uniform(-5, 5, size=shape)
+
+
+@pytest.mark.parametrize("n", [8, 9, 127, 128, 129, 1000, 8193, 100_003])
+def test_full_sums_of_contiguous_arrays_are_numpy_bit_for_bit(loops, n):
+    x, y = spread(n), spread(n)
+
+    def f(x, y):
+        return wnp.sum(x * y - 1.0), wnp.sum(x), wnp.mean(wnp.reshape(x, (1, n)) * 2.0)
+    for got, e in zip(looped(f, x, y)(x, y), f(x, y)):
+        assert got == e
+
+
+@pytest.mark.parametrize("shape", [(3, 8), (5, 131), (2, 3, 1000)])
+def test_sums_along_the_last_axis_and_over_the_first_are_numpy_bit_for_bit(loops, shape):
+    x = spread(shape)
+
+    def f(x):
+        return (wnp.sum(x * 3.0, axis=-1), wnp.sum(x, axis=-1, keepdims=True),
+                wnp.sum(x - 1.0, axis=0))
+    for got, e in zip(looped(f, x)(x), f(x)):
+        same(got, e)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 2), (1, 2), (0, 1)])
+def test_other_sums_within_their_error_bound(loops, axis):
+    """Elsewhere the loops add runs along the innermost loop pairwise and runs in order:
+    the error is at most (runs + log2(run) + 8) * eps * sum(|x|), as NumPy's own bound
+    for such sums."""
+    x = spread((40, 3, 300))[:, :, ::-1][:, :, 1:]        # (not contiguous: no one run)
+    axes = (0, 1, 2) if axis is None else np.atleast_1d(axis)
+    terms = np.moveaxis(x * 1.5, axes, range(-len(axes), 0))
+    terms = terms.reshape(-1, math.prod(terms.shape[-len(axes):]))
+    exact = np.array([math.fsum(t) for t in terms])
+    eps = np.finfo(float).eps
+    for keepdims in (False, True):
+        f = lambda x: wnp.sum(x * 1.5, axis, keepdims=keepdims)              # noqa: E731
+        got = np.ravel(looped(f, x)(x))
+        bound = (x.size // 299 + 64) * eps * np.sum(np.abs(terms), axis=1)
+        assert np.all(np.abs(got - exact) <= bound)
+
+
+def test_sums_of_calls_add_in_order_and_sums_of_few_terms_too(loops):
+    x = spread(1000)
+    c = looped(lambda x: (wnp.sum(wnp.exp(x * 1e-5)), wnp.sum(x[:7] * 2.0)), x)
+    assert "pairwise" not in c.source
+    c = looped(lambda x: wnp.sum(x * x), x)
+    assert "pairwise" in c.source
 
 
 def test_sum_to_of_broadcasting(loops):

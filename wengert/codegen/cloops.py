@@ -39,6 +39,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import math
+import re
 import types
 
 import numpy as np
@@ -844,12 +845,12 @@ def _targets(body):
                                                dtype=node.dtype, value=None),
                          [v, g.const(0.0)])
         if isinstance(target, str):
-            targets.append((target, None, v))
+            targets.append((target, None, v, None))
         else:
             strides = _broadcast(target, group.shape, group.shape)
             body.accesses.append(strides)
             at = _At(target.buffer, body.shift(target.offset, strides), strides)
-            targets.append((at, strides, v))
+            targets.append((at, strides, v, None))
     for r, kept in group.sinks:
         x = r.args[0]
         v = body.value(x)
@@ -868,13 +869,15 @@ def _targets(body):
         op = _REDUCE[r.op]
         new = g.remake(types.SimpleNamespace(op=op, params={}, shape=(), dtype=r.dtype,
                                              value=None), [acc, v])
-        targets.append(target + (new,))
+        targets.append(target + (new, r))
     return targets
 
 
 def _nest_lines(body, targets, fmt, uses):
-    """The C of the loop nest of `body` over its box, writing `targets`."""
-    g = body.g
+    """The C of the loop nest of `body` over its box, writing `targets`.  Float sums
+    along the innermost loop (its whole extent, 8 elements or more) add in NumPy's
+    pairwise order (`_pairwise_lines`); other reductions add in the loops' order."""
+    g, plan = body.g, body.plan
     shape = [hi - lo for lo, hi in body.box]
     sizes, strides = _collapse(shape, body.accesses)
     index = [_INDEX[d] if d < len(_INDEX) else f"i{d}" for d in range(len(sizes))]
@@ -889,12 +892,43 @@ def _nest_lines(body, targets, fmt, uses):
         ins.append(node)
         if st is not None:
             uses.setdefault(where.buffer.name, set()).add("read")
-    outs = []
-    for target, st, v in targets:
+    outs, pairwise = [], []
+    for target, st, v, r in targets:
         outs.append((Symbol(target) if st is None else text(target, st), v))
         if st is not None:
             uses.setdefault(target.buffer.name, set()).add("write")
+        if r is not None and r.op in (A.sum, sum_to) and r.dtype.kind == "f" and \
+                sizes and sizes[-1] >= 8 and (st is None or by_strides[tuple(st)][-1] == 0):
+            pairwise.append(len(outs) - 1)
     g.inputs, g.outputs = ins, [v for _, v in outs]
+    depth = len(sizes)
+    lines = []
+    statements = _statements(g, ins, outs, names, fmt)
+    if pairwise and any(name not in _INSTRUCTIONS for text in statements
+                        for name in re.findall(r"\b([A-Za-z_]\w*)\(", text)):
+        # (a libm function called per element, as exp: in lanes the loop ran 1.5 times
+        # slower than in order (gcc 12), so it adds in order)
+        pairwise = []
+    for d, (n, idx) in enumerate(zip(sizes[:-1] if pairwise else sizes, index)):
+        lines.append("    " * d + f"for (long {idx} = 0; {idx} < {n}; ++{idx})" +
+                     (" {" if d == depth - 1 else ""))
+    if not pairwise:
+        lines += ["    " * depth + s for s in statements]
+    else:
+        if depth > 1:
+            lines[-1] += " {"
+        inner = _pairwise_lines(plan, g, ins, outs, names, fmt, pairwise, index[-1],
+                                sizes[-1])
+        lines += ["    " * (depth - 1) + s for s in inner]
+    if depth > 1 and pairwise:
+        lines.append("    " * (depth - 2) + "}")
+    elif depth and not pairwise:
+        lines.append("    " * (depth - 1) + "}")
+    return lines
+
+
+def _statements(g, ins, outs, names, fmt):
+    """The C statements computing `outs` (``(Symbol, node)``) of the body graph `g`."""
     try:
         code = emit(g, ins, outs, fmt, names=names, rewrite=False)
     except EmitError as e:
@@ -911,15 +945,92 @@ def _nest_lines(body, targets, fmt, uses):
             statements[-1] = f"{fmt.symbol(st.target)} = {sts[k - 1].expr};"
         else:
             statements.append(f"{fmt.symbol(st.target)} = {st.expr};")
-    lines = []
-    depth = len(sizes)
-    for d, (n, idx) in enumerate(zip(sizes, index)):
-        lines.append("    " * d + f"for (long {idx} = 0; {idx} < {n}; ++{idx})" +
-                     (" {" if d == depth - 1 else ""))
-    lines += ["    " * depth + s for s in statements]
-    if depth:
-        lines.append("    " * (depth - 1) + "}")
-    return lines
+    return statements
+
+
+#: functions the C compiler makes instructions (``pow(x, 2)`` a product)
+_INSTRUCTIONS = {"pow", "sqrt", "fabs", "copysign", "fmin", "fmax", "floor", "ceil", "trunc",
+                 "nearbyint"}
+
+#: NumPy's pairwise summation: runs of at most this many elements are summed in 8 lanes
+#: (numpy/_core/src/umath/loops_utils.h.src, PW_BLOCKSIZE), longer ones split in two
+PW_BLOCK = 128
+
+
+def _pairwise_lines(plan, g, ins, outs, names, fmt, pairwise, j, n):
+    """The innermost loop (index `j`, `n` elements, n >= 8) of a nest whose sums
+    `pairwise` (positions in `outs`) are along it, in NumPy's order: the run [0, n) is
+    split in halves (the first a multiple of 8 elements) down to runs of at most
+    `PW_BLOCK`; a run's elements go to 8 lanes in turn, added as ``((l0 + l1) + (l2 +
+    l3)) + ((l4 + l5) + (l6 + l7))``, then the last ``len % 8`` one by one; halves are
+    added when both are done.  An explicit stack walks the halves (the code of the
+    body appears twice, in lanes and one by one).  The accumulator then adds the run's
+    sum, so a sum along the last axis, or of a loop that is one run, is NumPy's ``0.0 +
+    pairwise(run)`` bit for bit.  Lanes of 8 also let the compiler vectorise the sums
+    without reassociating them."""
+    v = plan.pw_names
+    accs = [outs[k] for k in pairwise]
+    lane = {k: f"{v['lane']}{m}" for m, k in enumerate(pairwise)}
+    part = {k: f"{v['sum']}{m}" for m, k in enumerate(pairwise)}
+
+    def body(symbol):
+        names2, outs2 = dict(names), list(outs)
+        for k in pairwise:
+            target, node = outs[k]
+            acc = node.args[0]
+            names2[acc.index] = outs2[k] = symbol(k)
+            outs2[k] = (symbol(k), node)
+        return _statements(g, ins, outs2, names2, fmt)
+
+    in_lanes = body(lambda k: Symbol(lane[k], (f"{j} - {v['jb']}",)))
+    one_by_one = body(lambda k: Symbol(part[k]))
+    lo, ln, side, top, f = v["lo"], v["len"], v["side"], v["top"], v["f"]
+    left, right = v["left"], v["right"]
+    decl = [f"double {left}{m}[64], {right}{m}[64], {part[k]};"
+            for m, k in enumerate(pairwise)]
+    pairs = [f"{part[k]} = (({lane[k]}[0] + {lane[k]}[1]) + ({lane[k]}[2] + {lane[k]}[3])) "
+             f"+ (({lane[k]}[4] + {lane[k]}[5]) + ({lane[k]}[6] + {lane[k]}[7]));"
+             for k in pairwise]
+    return [
+        "/* sums along it in NumPy's pairwise order */",
+        f"long {lo}[64], {ln}[64];",
+        f"int {side}[64], {top} = 1;",
+        *decl,
+        f"{lo}[0] = 0, {ln}[0] = {n}, {side}[0] = 0;",
+        "for (;;) {",
+        f"    const int {f} = {top} - 1;",
+        f"    if ({ln}[{f}] > {PW_BLOCK}) {{",
+        f"        if ({side}[{f}] < 2) {{          /* the first half, then the second */",
+        f"            const long h = {ln}[{f}] / 2 - {ln}[{f}] / 2 % 8;",
+        f"            {lo}[{top}] = {side}[{f}] ? {lo}[{f}] + h : {lo}[{f}];",
+        f"            {ln}[{top}] = {side}[{f}] ? {ln}[{f}] - h : h;",
+        f"            {side}[{top}] = 0, ++{side}[{f}], ++{top};",
+        "            continue;",
+        "        }",
+        *[f"        {part[k]} = {left}{m}[{f}] + {right}{m}[{f}];"
+          for m, k in enumerate(pairwise)],
+        "    } else {",
+        *[f"        double {lane[k]}[8] = {{-0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0}};"
+          for k in pairwise],
+        f"        const long {v['stop']} = {lo}[{f}] + {ln}[{f}] - {ln}[{f}] % 8;",
+        f"        for (long {v['jb']} = {lo}[{f}]; {v['jb']} < {v['stop']}; "
+        f"{v['jb']} += 8)",
+        f"            for (long {j} = {v['jb']}; {j} < {v['jb']} + 8; ++{j}) {{",
+        *["                " + s for s in in_lanes],
+        "            }",
+        *["        " + s for s in pairs],
+        f"        for (long {j} = {v['stop']}; {j} < {lo}[{f}] + {ln}[{f}]; ++{j}) {{",
+        *["            " + s for s in one_by_one],
+        "        }",
+        "    }",
+        f"    if (--{top} == 0)",
+        "        break;",
+        *[f"    if ({side}[{top} - 1] == 1) {left}{m}[{top} - 1] = {part[k]}; "
+          f"else {right}{m}[{top} - 1] = {part[k]};" for m, k in enumerate(pairwise)],
+        "}",
+        *[f"{fmt.symbol(t)} = {fmt.symbol(t)} + {part[k]};"
+          for k, (t, _) in zip(pairwise, accs)],
+    ]
 
 
 def _identity(r):
@@ -1044,6 +1155,8 @@ def _source(graph, name, in_place):
     names = _names(graph)
     plan = _Plan(graph, names, in_place)
     plan.product_name = names.user("a_ik")
+    plan.pw_names = {k: names.user("pw_" + k) for k in (
+        "lo", "len", "side", "top", "f", "left", "right", "sum", "lane", "stop", "jb")}
     fmt = C.CFormat()
     blocks, uses = [], []
     for step in plan.steps:
