@@ -15,10 +15,16 @@ stays an array, and the C is a few loops over it whatever its size:
   cheap (`RECOMPUTE`), rather than stored and read back: the reverse sweep of
   ``x[1:] - x[:-1]**2`` then needs no stored array at all;
 * **reductions** (sum, prod, max, min over any axes, and ``sum_to`` of broadcasting)
-  accumulate in the loop of their argument;
+  accumulate in the loop of their argument; float sums along the innermost loop add in
+  NumPy's pairwise order (`_pairwise_lines`);
 * **concatenate**, **pad** with zeros and **index_add** of a basic slice into zeros (a
-  reverse sweep's ``x[1:]``) write their parts into regions of one buffer, from the
-  loops that compute the parts where there are such loops;
+  reverse sweep's ``x[1:]``) are read in place: an element is its piece's element where
+  a region holds it, else 0 (`_Body.pieces`), the loops reading them split into boxes
+  where their regions begin and end, so that no box tests where it is.  The reverse
+  sweep of a stencil is then one loop with no zeroed array.  Where a region has steps,
+  or the value is read other than elementwise (a matrix product, a reshape that splits
+  its dims), its parts are written into regions of a zeroed buffer instead
+  (`_Plan._store_parts`);
 * **matmul** of 1-D and 2-D arrays is a plain ``i, k, j`` loop nest.
 
 The schedule is a list of steps (a fused loop nest or a matrix product) in the order of
