@@ -390,6 +390,52 @@ def test_matmul_of_vectors_and_matrices(loops):
         np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-14)
 
 
+def no_scipy_blas(monkeypatch):
+    """SciPy's BLAS as if SciPy were not installed."""
+    import sys
+    monkeypatch.setitem(sys.modules, "scipy.linalg.cython_blas", None)   # (ImportError)
+    monkeypatch.setattr(cloops, "_DGEMM", {})
+
+
+@pytest.mark.parametrize("shape", [(40, 50, 30), (1, 300, 20), (64, 1, 70), (30, 200, 1)])
+def test_matrix_products_call_blas_with_each_transpose_flag(loops, shape):
+    if cloops.dgemm_address() is None:
+        pytest.skip("no SciPy BLAS")
+    m, k, n = shape
+    a, b = RNG.normal(size=(m, k)), RNG.normal(size=(k, n))
+    at, bt = a.T.copy(), b.T.copy()
+
+    def f(a, b, at, bt):      # (the transposes are views with swapped strides: no copy)
+        return a @ b, at.T @ b, a @ bt.T, at.T @ bt.T, (at.T @ b) * 2.0 + 1.0
+    args = (a, b, at, bt)
+    c = looped(f, *args)
+    assert c.source.count("wg_gemm(wg_dgemm") == 5 and "for (long k" not in c.source
+    for got, want in zip(c(*args), numpy_compiled(f, *args)):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
+
+
+def test_small_products_and_products_of_vectors_stay_loops(loops):
+    a, b, u = RNG.normal(size=(8, 8)), RNG.normal(size=(8, 8)), RNG.normal(size=300)
+    c = looped(lambda a, b, u: (a @ b, u @ u), a, b, u)
+    assert "wg_gemm" not in c.source and "for (long k" in c.source
+    # (a broadcast operand is no matrix BLAS reads: loops too)
+    f = lambda a, v: a @ wnp.broadcast_to(v[:, None], (40, 40))             # noqa: E731
+    a, v = RNG.normal(size=(40, 40)), RNG.normal(size=40)
+    c = looped(f, a, v)
+    assert "wg_gemm(wg_dgemm" not in c.source
+    np.testing.assert_allclose(c(a, v), f(a, v), rtol=1e-13)
+
+
+def test_matrix_products_without_scipy_are_loops(loops, monkeypatch):
+    no_scipy_blas(monkeypatch)
+    assert cloops.dgemm_address() is None
+    a, b = RNG.normal(size=(30, 40)), RNG.normal(size=(30, 20))
+    f = lambda a, b: a.T @ b                                                # noqa: E731
+    c = looped(f, a, b)
+    assert "wg_gemm" not in c.source
+    np.testing.assert_allclose(c(a, b), f(a, b), rtol=1e-13)
+
+
 # ---- derivatives -------------------------------------------------------------------------------
 def mlp_loss(params, x, y):
     (w1, b1), (w2, b2) = params

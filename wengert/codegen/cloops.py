@@ -25,7 +25,11 @@ stays an array, and the C is a few loops over it whatever its size:
   or the value is read other than elementwise (a matrix product, a reshape that splits
   its dims), its parts are written into regions of a zeroed buffer instead
   (`_Plan._store_parts`);
-* **matmul** of 1-D and 2-D arrays is a plain ``i, k, j`` loop nest.
+* **matmul** of two matrices calls BLAS's ``dgemm`` where it does enough work to gain
+  (`BLAS_WORK` multiply-adds) and SciPy is there to lend its BLAS (`dgemm_address`):
+  the C function takes the pointer as an argument, so it links to nothing.  A transposed
+  operand is passed with its ``'T'`` flag, not copied.  Other products (of vectors, small,
+  without SciPy, of operands BLAS cannot read in place) are a plain ``i, k, j`` loop nest.
 
 The schedule is a list of steps (a fused loop nest or a matrix product) in the order of
 the graph.  A node joins the last loop of its shape when everything it reads is ready
@@ -81,6 +85,11 @@ FLAGS = ("-O3", "-fno-math-errno")
 #: A loop reading padded values in place is split into boxes, at most this many (else
 #: they are filled in memory, as where their regions are no boxes).
 MAX_BOXES = 64
+
+#: A product of matrices calls BLAS (where SciPy lends it) from this many multiply-adds
+#: ``m*k*n`` on (measured, see docs/compile.md: BLAS was 2x faster at 16x16x16, 5x at
+#: 128^3; below about 14^3, the loops were as fast or faster, with no call).
+BLAS_WORK = 4096
 
 #: A view of a loop's value is computed again where it is read (not stored and read
 #: back) where that takes at most this many operations per element.
@@ -150,10 +159,66 @@ class _TooManyBoxes(Exception):
 
 
 class _Product:
-    """A matrix product step."""
+    """A matrix product step; `gemm`: its operands' ``(flag, leading dimension)`` as
+    BLAS reads them (`_gemm_operand`), where it calls BLAS, else None."""
 
-    def __init__(self, index, node):
-        self.index, self.node = index, node
+    def __init__(self, index, node, gemm=None):
+        self.index, self.node, self.gemm = index, node, gemm
+
+
+_DGEMM = {}
+
+
+def dgemm_address():
+    """The address of SciPy's ``dgemm`` (`scipy.linalg.cython_blas`, the Fortran BLAS
+    interface: arguments by reference, matrices column-major, ``int`` sizes), or None
+    without SciPy (or with one whose dgemm takes other than ``int`` sizes).  Looked up
+    once.
+
+    Example:
+        >>> address = dgemm_address()
+        >>> address is None or address > 0
+        True
+    """
+    if "address" not in _DGEMM:
+        _DGEMM["address"] = _capsule_address()
+    return _DGEMM["address"]
+
+
+def _capsule_address():
+    try:
+        from scipy.linalg.cython_blas import __pyx_capi__ as capi
+        capsule = capi["dgemm"]
+    except (ImportError, KeyError, AttributeError):
+        return None
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    # (the signature Cython writes as the capsule's name: the sizes must be C ints, as
+    # the generated call passes them)
+    if not name or not name.replace(b" ", b"").startswith(b"void(char*,char*,int*,int*,int*,"):
+        return None
+    return api.PyCapsule_GetPointer(capsule, name) or None
+
+
+def _gemm_operand(at, shape):
+    """``(flag, ld)``: how column-major BLAS reads a matrix at `at` of `shape` (r, c) in
+    place, as its transpose (flag ``'N'``: rows of stride ld, elements of stride 1) or as
+    itself (``'T'``: columns of stride ld); None where it cannot (broadcast, reversed or
+    stepped in both dims)."""
+    (r, c), (sr, sc) = shape, at.strides
+    if sc == 1 or c == 1:
+        ld = sr if r > 1 else max(c, 1)
+        if ld >= max(c, 1):
+            return "N", ld
+    if sr == 1 or r == 1:
+        ld = sc if c > 1 else max(r, 1)
+        if ld >= max(r, 1):
+            return "T", ld
+    return None
 
 
 class _Piece:
@@ -253,6 +318,7 @@ class _Plan:
         self.ready = {}         # node index -> the step after which it can be read
         self.last = {}          # shape -> the last group of that shape
         self.buffers, self.locals = [], []
+        self.blas = False       # whether a product calls BLAS (the function takes dgemm)
         self.out_slot = {}
         for k, o in enumerate(graph.outputs):
             self.out_slot.setdefault(o.index, k)
@@ -520,9 +586,14 @@ class _Plan:
                 b.dtype != np.float64:
             raise NotLooped("matmul of more than two dimensions or not of float64 values, "
                             "which the loops do not write")
-        self._in_memory(a)
-        self._in_memory(b)
+        at_a, at_b = self._in_memory(a), self._in_memory(b)
         step = _Product(len(self.steps), n)
+        if a.ndim == b.ndim == 2 and math.prod(a.shape) * b.shape[1] >= BLAS_WORK and \
+                max(n.shape + a.shape) < 2 ** 31 and dgemm_address() is not None:
+            gemm = (_gemm_operand(at_a, a.shape), _gemm_operand(at_b, b.shape))
+            if None not in gemm and max(ld for _, ld in gemm) < 2 ** 31:
+                step.gemm = gemm
+                self.blas = True
         self.steps.append(step)
         self.ready[n.index] = step.index
         if n.shape:
@@ -1074,13 +1145,29 @@ def _describe(plan, group) -> str:
     return f"{shape}: {text} -> {', '.join(written)}"
 
 
+#: The C of a call of BLAS's dgemm (through the pointer the function is given), which
+#: reads its arguments by reference.  (The casts: dgemm's pointers are not const.)
+GEMM_HELPER = """\
+typedef void wg_dgemm_t(char *, char *, int *, int *, int *, double *, double *, int *,
+                        double *, int *, double *, double *, int *);
+static void wg_gemm(wg_dgemm_t *dgemm, char ta, char tb, int m, int n, int k,
+                    const double *a, int lda, const double *b, int ldb, double *c, int ldc)
+{
+    double one = 1.0, zero = 0.0;
+    dgemm(&ta, &tb, &m, &n, &k, &one, (double *)a, &lda, (double *)b, &ldb, &zero, c,
+          &ldc);
+}"""
+
+
 def _product_lines(plan, step, fmt, uses):
-    """The C of a matrix product (a block): ``C[i,j] += A[i,k] * B[k,j]`` with ``j``
-    innermost, so that rows of B and C are walked in order; a vector is a matrix of one
-    row (A) or one column (B)."""
+    """The C of a matrix product (a block): BLAS's, or ``C[i,j] += A[i,k] * B[k,j]`` with
+    ``j`` innermost, so that rows of B and C are walked in order; a vector is a matrix of
+    one row (A) or one column (B)."""
     n = step.node
     a, b = n.args
     at_a, at_b = plan.at[a.index], plan.at[b.index]
+    if step.gemm is not None:
+        return _gemm_lines(plan, step, uses)
     m = a.shape[0] if a.ndim == 2 else 1
     p = a.shape[-1]
     cols = b.shape[1] if b.ndim == 2 else 1
@@ -1117,13 +1204,36 @@ def _product_lines(plan, step, fmt, uses):
     return lines
 
 
+def _gemm_lines(plan, step, uses):
+    """The C of a product of matrices by BLAS.  Row-major ``C = A B`` is, read
+    column-major, ``C^T = B^T A^T``: dgemm is given B first, then A, each with its flag
+    (`_gemm_operand`), and writes C^T, column-major with leading dimension n, which is C
+    in C order."""
+    node = step.node
+    a, b = node.args
+    (m, k), n = a.shape, b.shape[1]
+    (flag_a, ld_a), (flag_b, ld_b) = step.gemm
+    at_a, at_b = plan.at[a.index], plan.at[b.index]
+    out = plan.at[node.index].buffer.name
+    for name, use in ((at_a.buffer.name, "read"), (at_b.buffer.name, "read"),
+                      (out, "write")):
+        uses.setdefault(name, set()).add(use)
+
+    def pointer(at):
+        return at.buffer.name + (f" + {at.offset}" if at.offset else "")
+    return [f"/* %{node.index} matmul: {m}x{k} @ {k}x{n}, by BLAS */",
+            f"wg_gemm(wg_dgemm, '{flag_b}', '{flag_a}', {n}, {m}, {k}, {pointer(at_b)}, "
+            f"{ld_b}, {pointer(at_a)}, {ld_a}, {out}, {max(n, 1)});"]
+
+
 def _names(graph) -> Names:
     """Names for the C function's variables: user names that are no C word, helper,
     function or loop index of the code."""
     taken = set(C_RESERVED) | set(C.HELPERS) | set(C.INTEGER_HELPERS) | set(_INDEX) | {
         f"i{d}" for d in range(len(_INDEX), 64)} | set(C._FUNCTIONS.values()) | {
         "int64_t", "uint64_t", "malloc", "free", "memset", "memcpy", "res", "restrict",
-        "NULL", "INT64_MIN", "INT64_MAX", "nearbyint", "copysign", "isinf", "isnan"}
+        "NULL", "INT64_MIN", "INT64_MAX", "nearbyint", "copysign", "isinf", "isnan",
+        "wg_gemm", "wg_dgemm", "wg_dgemm_t"}
     return Names(frozenset(taken))
 
 
@@ -1203,6 +1313,8 @@ def _source(graph, name, in_place):
         params.append(f"unsigned char *restrict {work}")
     if plan.res:
         params.append("double *restrict res")
+    if plan.blas:
+        params.append("wg_dgemm_t *wg_dgemm")
     first = {b.name: min((k for k, u in enumerate(uses) if b.name in u), default=0)
              for b in temps if b.zeroed}
     for k, block in enumerate(blocks):
@@ -1215,6 +1327,8 @@ def _source(graph, name, in_place):
     text = "\n".join(definition)
     helpers = C._integer_helpers(text) + [h for h_name, h in C.HELPERS.items()
                                           if h_name + "(" in text]
+    if plan.blas:
+        helpers.append(GEMM_HELPER)
     includes = ["#include <math.h>", "#include <string.h>", "#include <stdint.h>"]
     head = f"/* wengert: {len(graph.outputs)} results from {len(in_nodes)} arguments, " \
         "in loops */"
@@ -1306,6 +1420,9 @@ def _entry(d, key, graph, params, form):
             results[slot] = (f"bool({value})" if o.dtype.kind == "b" else
                              f"{ns.bind(C._int64_of_bits, 'int64_of_bits')}({value})"
                              if o.dtype == np.int64 else value)
+    if plan.blas:
+        args.append(ns.bind(ctypes.c_void_p(dgemm_address()), "dgemm"))
+        argtypes.append(ctypes.c_void_p)
     cfn.argtypes = argtypes
     call = ns.bind(cfn, "cfunction")
     body.append(f"{call}({', '.join(args)})")
