@@ -423,7 +423,7 @@ def test_small_products_and_products_of_vectors_stay_loops(loops):
     a, v = RNG.normal(size=(40, 40)), RNG.normal(size=40)
     c = looped(f, a, v)
     assert "wg_gemm(wg_dgemm" not in c.source
-    np.testing.assert_allclose(c(a, v), f(a, v), rtol=1e-13)
+    np.testing.assert_allclose(c(a, v), f(a, v), rtol=1e-13, atol=1e-13 * np.abs(f(a, v)).max())
 
 
 def test_matrix_products_without_scipy_are_loops(loops, monkeypatch):
@@ -433,7 +433,7 @@ def test_matrix_products_without_scipy_are_loops(loops, monkeypatch):
     f = lambda a, b: a.T @ b                                                # noqa: E731
     c = looped(f, a, b)
     assert "wg_gemm" not in c.source
-    np.testing.assert_allclose(c(a, b), f(a, b), rtol=1e-13)
+    np.testing.assert_allclose(c(a, b), f(a, b), rtol=1e-13, atol=1e-13 * np.abs(f(a, b)).max())
 
 
 # ---- derivatives -------------------------------------------------------------------------------
@@ -462,6 +462,76 @@ def test_gradients_against_eager_and_central_differences(loops, name):
     assert_close(got, fd, rtol=1e-6, atol=1e-6)
     if name == "rosen":              # the gradient's sums are none: bit for bit
         same(got, numpy_compiled(g, *args))
+
+
+def classifier(sizes, batch, seed=3):
+    rng = np.random.default_rng(seed)
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        params += [rng.normal(scale=fan_in ** -0.5, size=(fan_in, fan_out)),
+                   rng.normal(scale=0.1, size=fan_out)]
+    return params, rng.normal(size=(batch, sizes[0])), rng.integers(0, sizes[-1], size=batch)
+
+
+def ce_loss(params, x, y):
+    """benchmarks/arrays.py's MLP: tanh layers, the fused softmax cross-entropy."""
+    h = x
+    for i in range(0, len(params), 2):
+        h = h @ params[i] + params[i + 1]
+        h = wnp.tanh(h) if i + 2 < len(params) else h
+    return wg.nn.cross_entropy(h, y)
+
+
+@pytest.mark.parametrize("batch", [1, 24])
+def test_mlp_cross_entropy_gradient_with_blas(loops, batch):
+    params, x, y = classifier((30, 20, 20, 5), batch)
+    g = wg.value_and_grad(ce_loss)
+    c = looped(g, params, x, y)
+    blas = cloops.dgemm_address() is not None and batch > 1
+    assert ("wg_gemm(wg_dgemm" in c.source) == blas
+    (value, got), (v0, want) = c(params, x, y), g(params, x, y)
+    np.testing.assert_allclose(value, v0, rtol=1e-13)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    for k in (0, 2, 5):            # central differences at a few entries of a few params
+        p = params[k]
+        for j in RNG.choice(p.size, 3, replace=False):
+            def at(t):
+                q = list(params)
+                q[k] = p.copy().reshape(-1)
+                q[k][j] += t
+                q[k] = q[k].reshape(p.shape)
+                return float(ce_loss(q, x, y))
+            fd = (at(1e-6) - at(-1e-6)) / 2e-6
+            assert_close(got[k].reshape(-1)[j], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_cross_entropy_labels_are_checked_as_by_the_numpy_code(loops):
+    params, x, y = classifier((30, 20, 5), 12)
+    c = looped(wg.grad(ce_loss), params, x, y)
+    python = wg.compile(wg.grad(ce_loss), params, x, y, backend="python")
+    assert c.entry.looped and "checked_labels" in c.entry.glue
+    for bad in (5, -1, -100):
+        z = y.copy()
+        z[3] = bad
+        with pytest.raises(ValueError, match="labels must lie in range") as eager:
+            python(params, x, z)
+        with pytest.raises(ValueError) as compiled:
+            c(params, x, z)
+        assert str(compiled.value) == str(eager.value)
+
+
+def test_cross_entropy_of_extreme_rows(loops):
+    z = RNG.normal(size=(6, 30))
+    z[1] = -np.inf                 # (no class: nan, as NumPy gives)
+    z[2, 4] = np.inf
+    z[3, :5] = 1e300
+    y = np.array([0, 1, 4, 0, 29, 7])
+    g = lambda z, y: wg.grad(wg.nn.cross_entropy)(z, y)                     # noqa: E731
+    with np.errstate(all="ignore"):
+        want = numpy_compiled(g, z, y)
+        got = looped(g, z, y)(z, y)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-16, equal_nan=True)
 
 
 def test_second_derivatives(loops):

@@ -31,6 +31,12 @@ stays an array, and the C is a few loops over it whatever its size:
   operand is passed with its ``'T'`` flag, not copied.  Other products (of vectors, small,
   without SciPy, of operands BLAS cannot read in place) are a plain ``i, k, j`` loop nest.
 
+The fused softmax cross-entropy of ``wengert.nn`` and its gradient are first written
+with what the loops write (`_unfused`): a max, exp, sum and log over rows, the label's
+entry picked by comparing it with each class.  Its labels, checked in range where a
+trace had not their values (``checked_labels``), are checked by the Python glue before
+the call, as NumPy would, with the same error.
+
 The schedule is a list of steps (a fused loop nest or a matrix product) in the order of
 the graph.  A node joins the last loop of its shape when everything it reads is ready
 before that loop, and otherwise starts a new one: fusion never reorders a value before
@@ -55,7 +61,7 @@ import types
 import numpy as np
 
 from ..graph.graph import Graph, ShapeDtype
-from ..primitives import array as A, scalar as S
+from ..primitives import array as A, nn as NN, scalar as S
 from ..primitives.registry import CONST, INPUT
 from ..primitives.shape import broadcast_to, sum_to
 from . import c as C
@@ -318,6 +324,7 @@ class _Plan:
         self.ready = {}         # node index -> the step after which it can be read
         self.last = {}          # shape -> the last group of that shape
         self.buffers, self.locals = [], []
+        self.checks = []        # (argument position, params) of labels the glue checks
         self.blas = False       # whether a product calls BLAS (the function takes dgemm)
         self.out_slot = {}
         for k, o in enumerate(graph.outputs):
@@ -459,6 +466,8 @@ class _Plan:
             return self._fill(n)
         if op is A.matmul:
             return self._product(n)
+        if op is NN.checked_labels:
+            return self._checked(n)
         raise NotLooped(f"{op.name}, a primitive the loops do not write")
 
     def _view(self, n):
@@ -602,6 +611,21 @@ class _Plan:
             name = self.names.user(f"s{n.index}")
             self.locals.append((name, n, "local"))
             self.scalar[n.index] = name
+
+    def _checked(self, n):
+        """Labels checked in range: the argument itself, checked by the glue before the
+        call (where it is one: a computed one would need its values first)."""
+        x = n.args[0]
+        if x.op is not INPUT:
+            raise NotLooped("checked_labels of computed labels, which the loops do not "
+                            "check")
+        k = next(k for k, i in enumerate(self.graph.inputs) if i is x)   # (== is a node's)
+        self.checks.append((k, dict(n.params)))
+        self.ready[n.index] = -1
+        if x.index in self.at:
+            self.at[n.index] = self.at[x.index]
+        else:
+            self.scalar[n.index] = self.scalar[x.index]
 
     def _results(self):
         """Results not yet written where they go: stored by their loops, or copied."""
@@ -1226,6 +1250,38 @@ def _gemm_lines(plan, step, uses):
             f"{ld_b}, {pointer(at_a)}, {ld_a}, {out}, {max(n, 1)});"]
 
 
+def _unfused(graph):
+    """`graph` with the fused cross-entropy of (n, C) logits and n labels and its gradient
+    written with primitives the loops write, as `wengert.primitives.nn` computes them:
+    the row's max m (0 for a row of -inf), ``e = exp(x - m)``, its sum s; the loss
+    ``(sum(log(s)) + sum(m - x[label])) / n``, the gradient ``(e/s - onehot) / n``, with
+    the one-hot a comparison of the label with each class (which the gradient reads as
+    ``p - 1.0`` where it holds, as NumPy subtracts 1.0 there)."""
+    from .. import numpy as wnp
+    fused = (NN.cross_entropy, NN.cross_entropy_grad)
+    if not any(n.op in fused for n in graph.live_nodes()):
+        return graph
+
+    def unfuse(new, node, new_of):
+        if node.op not in fused:
+            return None
+        x, labels = (new_of[a.index] for a in node.args)
+        n, classes = node.args[0].shape
+        if x.dtype != np.float64:
+            return None
+        m = wnp.max(x, axis=1, keepdims=True)
+        m = wnp.where(m == -math.inf, 0.0, m)
+        e = wnp.exp(x - m)
+        s = wnp.sum(e, axis=1, keepdims=True)
+        hit = wnp.reshape(labels, (n, 1)) == np.arange(classes, dtype=labels.dtype)
+        if node.op is NN.cross_entropy_grad:
+            p = e / s
+            return wnp.where(hit, p - 1.0, p) / float(n)
+        picked = wnp.sum(wnp.where(hit, x, 0.0), axis=1)
+        return (wnp.sum(wnp.log(s)) + wnp.sum(m[:, 0] - picked)) / float(n)
+    return graph.rebuilt(unfuse)
+
+
 def _names(graph) -> Names:
     """Names for the C function's variables: user names that are no C word, helper,
     function or loop index of the code."""
@@ -1268,6 +1324,7 @@ def function_source(graph, name):
 
 
 def _source(graph, name, in_place):
+    graph = _unfused(graph)
     names = _names(graph)
     plan = _Plan(graph, names, in_place)
     plan.product_name = names.user("a_ik")
@@ -1378,6 +1435,9 @@ def _entry(d, key, graph, params, form):
                      f"    {p} = {var}.ctypes.data"])
         return p
 
+    for k, params in plan.checks:      # (labels in range, or NumPy's error: see _checked)
+        check = ns.bind(NN.checked_labels.impl, "checked_labels")
+        body.append(f"{check}({leaves[k].name}, **{ns.bind(params, 'params')})")
     for leaf, n in zip(leaves, graph.inputs):
         if n.shape:
             body.append(f"{leaf.name} = {np_}.ascontiguousarray({leaf.name})")
