@@ -2,23 +2,28 @@
 wengert's NumPy code, eager wengert, JAX jit, PyTorch and a C loop fused by hand.
 
     python benchmarks/c_loops.py                      # 7 repeats: n = 1e3, 1e5, 1e6; 512 x 512
+    python benchmarks/c_loops.py --only mlp           # one problem (rosen, heat or mlp)
     python benchmarks/c_loops.py --quick              # 3 short repeats, smaller sizes
     python benchmarks/c_loops.py --keep-memory        # glibc keeps freed memory: no page faults
     python benchmarks/c_loops.py --json results.json  # also write JSON
 
-Two problems, single-threaded, float64, the gradient only:
+Three problems, single-threaded, float64, the gradient only:
 
 * **rosen**: ``sum(100*(x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2)``, elementwise work on
   shifted slices whose reverse sweep adds two scatters of the same array;
 * **heat**: ``sum((4 u[1:-1,1:-1] - u[2:,1:-1] - u[:-2,1:-1] - u[1:-1,2:] -
-  u[1:-1,:-2])**2)``, the squared residual of a 5-point Laplacian on a square grid.
+  u[1:-1,:-2])**2)``, the squared residual of a 5-point Laplacian on a square grid;
+* **mlp**: benchmarks/arrays.py's 784-256-256-10 tanh MLP, batch 128, mean softmax
+  cross-entropy: matrix products (BLAS's dgemm from the C), tanh and a softmax over rows.
 
 Rows: ``wengert`` is ``wg.compile(wg.grad(f), x, backend="c")`` (C loops, the reference
 of the check); ``wg-numpy`` the same compiled with ``backend="numpy"`` (one NumPy call per
 operation); ``wg-eager`` ``wg.grad(f)`` itself; ``jax-jit`` ``jax.jit(jax.grad(f))`` (x64,
 ``block_until_ready``); ``torch`` ``torch.autograd.grad`` on float64 tensors; ``c-hand``
 (rosen) the gradient written as one C loop by hand, compiled with the same flags.  Every
-row allocates its result at each call.
+row allocates its result at each call.  For the MLP, ``wg-python`` is ``backend="python"``
+(NumPy calls, what the docs advised for products before) and ``numpy-hand`` arrays.py's
+gradient written by hand in NumPy; its JAX and PyTorch rows are arrays.py's.
 
 Every gradient is checked against wengert's before timing (timing.peer_table), and timed as
 timing.py does: warm-up, interleaved repeats, medians, ratios paired per repeat.
@@ -99,10 +104,40 @@ def makers(problem, x):
     return rows
 
 
+def mlp_makers():
+    """The MLP gradient of arrays.py (its parameters a list of arrays, its labels int64)."""
+    import arrays
+    data = arrays.mlp_data()
+    params, x, y = data
+
+    def wengert(backend=None):
+        import wengert as wg
+        import wengert.nn as nn
+        import wengert.numpy as wnp
+        grad = wg.grad(lambda p, x, y: nn.cross_entropy(arrays.mlp_logits(p, x, wnp.tanh),
+                                                         y))
+        if backend is not None:
+            grad = wg.compile(grad, params, x, y, backend=backend)
+        return wg.__version__, lambda: grad(params, x, y)
+
+    def peer(make):
+        def made():
+            version, grad, to_numpy = make("mlp", data)
+            return version, lambda: to_numpy(grad())
+        return made
+
+    return {"wengert": lambda: wengert("c"), "wg-python": lambda: wengert("python"),
+            "wg-eager": wengert, "jax-jit": peer(arrays.make_jax),
+            "torch": peer(arrays.make_torch),
+            "numpy-hand": lambda: ("numpy " + np.__version__,
+                                   lambda: arrays.mlp_grad_numpy(params, x, y))}
+
+
 def main(argv=None):
     ap = parser(__doc__, "n = 1e3 and 1e5, a 128 x 128 grid, 3 short repeats")
     ap.add_argument("--keep-memory", action="store_true",
                     help="keep glibc from returning freed memory (no page faults)")
+    ap.add_argument("--only", choices=("rosen", "heat", "mlp"), help="one problem")
     args = ap.parse_args(argv)
     repeats, min_time = schedule(args)
     kept = keep_memory() if args.keep_memory else False
@@ -110,16 +145,22 @@ def main(argv=None):
           + (", glibc keeps freed memory" if kept else ""))
     rng = np.random.default_rng(0)
     report = {}
-    for n in (1_000, 100_000) if args.quick else (1_000, 100_000, 1_000_000):
+    sizes = (1_000, 100_000) if args.quick else (1_000, 100_000, 1_000_000)
+    for n in sizes if args.only in (None, "rosen") else ():
         x = rng.uniform(-1, 1, size=n)
         report[f"rosen-{n}"] = peer_table(
             f"rosen-{n}", f"gradient of the Rosenbrock function, n = {n:,}",
             makers(rosen, x), repeats, min_time, tolerance=1e-12)
     side = 128 if args.quick else 512
-    u = rng.normal(size=(side, side))
-    report[f"heat-{side}"] = peer_table(
-        f"heat-{side}", f"gradient of a squared 5-point Laplacian residual, {side} x {side}",
-        makers(heat, u), repeats, min_time, tolerance=1e-12)
+    if args.only in (None, "heat"):
+        u = rng.normal(size=(side, side))
+        report[f"heat-{side}"] = peer_table(
+            f"heat-{side}", "gradient of a squared 5-point Laplacian residual, "
+            f"{side} x {side}", makers(heat, u), repeats, min_time, tolerance=1e-12)
+    if args.only in (None, "mlp"):
+        report["mlp"] = peer_table(
+            "mlp", "gradient of a 784-256-256-10 tanh MLP's cross-entropy, batch 128",
+            mlp_makers(), repeats, min_time, tolerance=1e-10)
     if args.json:
         write_report(args.json, "c_loops", args.quick, report)
     return 0

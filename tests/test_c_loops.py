@@ -107,6 +107,16 @@ def test_math_functions_within_ulps(loops):
         ulps(g, f(x))
 
 
+def test_tanh_vectorises_through_libmvec_where_glibc_has_it(loops):
+    x = np.concatenate([RNG.normal(scale=3.0, size=1000), [0.0, -0.0, np.inf, -np.inf,
+                                                           np.nan, 1e-300, -25.0]])
+    c = looped(wnp.tanh, x)
+    assert ("__simd__" in c.source) == cloops._libmvec("tanh")
+    got = c(x)
+    ulps(got, np.tanh(x), 2)
+    same(np.signbit(got), np.signbit(np.tanh(x)))
+
+
 def test_int64_and_bool_arrays(loops):
     i = RNG.integers(-50, 50, size=40)
     j = RNG.integers(1, 9, size=40)
