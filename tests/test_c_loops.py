@@ -446,6 +446,78 @@ def test_matrix_products_without_scipy_are_loops(loops, monkeypatch):
     np.testing.assert_allclose(c(a, b), f(a, b), rtol=1e-13, atol=1e-13 * np.abs(f(a, b)).max())
 
 
+# ---- gathers and scatter-adds at index arrays ------------------------------------------
+IDX = np.array([3, -1, 3, 0, 5, 3, -6])             # (repeated, negative)
+
+
+def gather_cases():
+    table, cols = RNG.normal(size=(6, 5)), np.array([[0, -2], [4, 4]])
+    along = RNG.integers(-5, 5, size=(6, 3))
+    return {
+        "x[idx]": (lambda x: x[IDX] * 2.0, (table,)),
+        "x[:, idx]": (lambda x: x[:, cols] + 1.0, (table,)),
+        "x[i] traced": (lambda x, i: x[i] * x[i], (table[:, 0].copy(), IDX)),
+        "take axis 0": (lambda x, i: wnp.take(x, i, axis=0) - 1.0, (table, IDX)),
+        "take_along_axis": (lambda x, i: wnp.take_along_axis(x, i, axis=1) ** 2,
+                            (table, along)),
+        "int64 rows": (lambda x, i: x[i], (RNG.integers(-9, 9, size=(6, 3)), IDX)),
+    }
+
+
+@pytest.mark.parametrize("case", list(gather_cases()))
+def test_gathers_and_their_scatter_add_gradients_are_numpy_bit_for_bit(loops, case):
+    f, args = gather_cases()[case]
+    c = looped(f, *args)
+    assert "wg_index(" in c.source
+    same(c(*args), numpy_compiled(f, *args))
+    if args[0].dtype != np.float64:
+        return
+    g = wg.grad(lambda x, *rest: wnp.sum(wnp.sin(f(x, *rest))))
+    got = looped(g, *args)
+    assert "scatter-add" in got.source
+    same(got(*args), numpy_compiled(g, *args))       # (repeats added in NumPy's order)
+    fd = fd_jacobian(lambda v: float(np.sum(np.sin(f(v, *args[1:])))), args[0], 1e-6)
+    assert_close(got(*args), fd.reshape(args[0].shape), rtol=1e-6, atol=1e-7)
+
+
+def test_many_repeats_sum_in_numpys_order(loops):
+    v = RNG.normal(size=5000) * 10.0 ** RNG.integers(-8, 8, size=5000)
+    i = RNG.integers(-3, 3, size=5000)              # (each of 6 places about 800 times)
+
+    def put(v, i):                      # (put_along_axis: take_along_axis's transpose)
+        return wg.vjp(lambda x: wnp.take_along_axis(x, i, axis=0), np.zeros(6))[1](v)[0]
+    c = looped(put, v, i)
+    same(c(v, i), numpy_compiled(put, v, i))
+    want = np.zeros(6)
+    np.add.at(want, i, v)
+    same(c(v, i), want)
+
+
+@pytest.mark.parametrize("bad", [6, -7, 100])
+def test_indices_out_of_bounds_raise_indexerror(loops, bad):
+    x, i = RNG.normal(size=(6, 5)), IDX.copy()
+    i[4] = bad
+    words = f"index {bad} is out of bounds for an axis of size 6"
+    gather = looped(lambda x, i: wnp.take(x, i, axis=0) * 2.0, x, IDX)
+    with pytest.raises(IndexError, match=words):
+        gather(x, i)
+    w = RNG.normal(size=(7, 5))        # (a gradient that is a scatter alone)
+    scatter = looped(wg.grad(lambda x, i: wnp.sum(wnp.take(x, i, axis=0) * w)), x, IDX)
+    assert "gather" not in scatter.source
+    with pytest.raises(IndexError, match=words):
+        scatter(x, i)
+    same(scatter(x, IDX), numpy_compiled(
+        wg.grad(lambda x, i: wnp.sum(wnp.take(x, i, axis=0) * w)), x, IDX))
+
+
+def test_large_embedding_gradients_are_loops_not_refused():
+    table, i = RNG.normal(size=(2000, 128)), RNG.integers(-2000, 2000, size=512)
+    f = wg.grad(lambda t, i: wnp.sum((t[i] * 2.0 - 1.0) ** 2))
+    c = wg.compile(f, table, i, backend="c")      # (512 000 elements: scalarised, refused)
+    assert c.entry.looped and len(c.source) < 5000
+    same(c(table, i), numpy_compiled(f, table, i))
+
+
 # ---- derivatives -------------------------------------------------------------------------------
 def mlp_loss(params, x, y):
     (w1, b1), (w2, b2) = params
@@ -571,8 +643,8 @@ def test_large_arrays_are_loops_and_small_ones_scalarised():
 
 
 def test_what_loops_do_not_write_is_scalarised_or_refused_by_name(loops):
-    gather = lambda x: x[np.array([2, 0, 1])] * 2.0                       # noqa: E731
-    x = RNG.normal(size=4)
+    gather = lambda x: x[np.array([2, 0, 1]), np.array([1, 1, 0])] * 2.0  # noqa: E731
+    x = RNG.normal(size=(4, 3))
     c = wg.compile(gather, x, backend="c")
     assert not getattr(c.entry, "looped", False)
     same(c(x), gather(x))

@@ -25,6 +25,13 @@ stays an array, and the C is a few loops over it whatever its size:
   or the value is read other than elementwise (a matrix product, a reshape that splits
   its dims), its parts are written into regions of a zeroed buffer instead
   (`_Plan._store_parts`);
+* **gathers** (``x[idx]`` with one integer index array, ``take_along_axis``) and their
+  transposes, **scatter-adds** (``index_add`` at such an index, ``put_along_axis``), are
+  a loop over the gathered elements reading through the index array (a constant one is
+  a constant buffer) with NumPy's semantics (`_Indexed`): an index counts from the end
+  where negative, and one out of bounds is noted (``wg_index``) for the glue to raise
+  c's IndexError; a scatter adds in the order of the index's elements into zeros, as
+  NumPy's ``bincount`` and ``np.add.at`` do, so repeated indices sum to its bits;
 * **matmul** of two matrices calls BLAS's ``dgemm`` where it does enough work to gain
   (`BLAS_WORK` multiply-adds) and SciPy is there to lend its BLAS (`dgemm_address`):
   the C function takes the pointer as an argument, so it links to nothing.  A transposed
@@ -158,6 +165,21 @@ class _Group:
     def __init__(self, index, shape):
         self.index, self.shape = index, tuple(shape)
         self.members, self.sinks, self.stores = [], [], []
+
+
+class _Indexed:
+    """A gather or scatter-add step: a loop over `shape` (the gathered elements) whose
+    element j is element ``pos(j)`` of `target` (`_At`, the gather's source, the
+    scatter's zeroed result): along `axis` the index read at `index` (a `_At` with
+    strides over the loop's dims, or an int), wrapped and checked; along each other
+    dim d, the loop's dim ``dims[d]`` (None: 0).  `value`: the scatter's ``(_At,
+    strides over the loop)`` of what it adds, None for a gather, which writes `out`."""
+
+    def __init__(self, index, node, shape, target, axis, dims, where, value=None,
+                 out=None):
+        self.index, self.node, self.shape = index, node, tuple(shape)
+        self.target, self.axis, self.dims, self.where = target, axis, dims, where
+        self.value, self.out = value, out
 
 
 class _TooManyBoxes(Exception):
@@ -325,6 +347,7 @@ class _Plan:
         self.last = {}          # shape -> the last group of that shape
         self.buffers, self.locals = [], []
         self.checks = []        # (argument position, params) of labels the glue checks
+        self.bounds = False     # whether indices are checked (the function takes wg_bad)
         self.blas = False       # whether a product calls BLAS (the function takes dgemm)
         self.out_slot = {}
         for k, o in enumerate(graph.outputs):
@@ -458,6 +481,10 @@ class _Plan:
                     self.touches.add(n.index)
             self.cost[n.index] = min(cost, RECOMPUTE + 1)
             return
+        if op is A.getitem and any(isinstance(i, np.ndarray) for i in n.params["index"]):
+            return self._indexed(n)
+        if op in (A.take_along_axis, A.put_along_axis):
+            return self._indexed(n)
         if op in _VIEWS:
             return self._view(n)
         if op in _REDUCE:
@@ -536,10 +563,10 @@ class _Plan:
         region.  Where the regions are boxes (slices of step 1, 0-d or empty) n is read in
         place (`_Body.pieces`), else its buffer is filled (`_store_parts`)."""
         params, op = n.params, n.op
-        if op is A.index_add and (any(isinstance(i, np.ndarray) for i in params["index"])
-                                  or n.dtype != n.args[0].dtype):
-            raise NotLooped("index_add at an index array (a scatter), which the loops do "
-                            "not write")
+        if op is A.index_add and any(isinstance(i, np.ndarray) for i in params["index"]):
+            return self._indexed(n)
+        if op is A.index_add and n.dtype != n.args[0].dtype:
+            raise NotLooped("index_add into another dtype, which the loops do not write")
         if op is A.concatenate:
             axis, start, regions = params["axis"], 0, []
             for part in n.args:
@@ -611,6 +638,75 @@ class _Plan:
             name = self.names.user(f"s{n.index}")
             self.locals.append((name, n, "local"))
             self.scalar[n.index] = name
+
+    def _indexed(self, n):
+        """A gather or scatter-add step (`_Indexed`), its index array read where it is
+        (a constant one of the index made a constant buffer)."""
+        op = n.op
+        if op in (A.getitem, A.index_add):
+            index = A.decode_index(n.params["index"])
+            arrays = [k for k, i in enumerate(index) if isinstance(i, np.ndarray)]
+            full = slice(None)
+            if len(arrays) != 1 or any(not isinstance(i, np.ndarray) and i != full
+                                       for i in index):
+                raise NotLooped(f"{op.name} at an index other than one integer array and "
+                                "whole slices, which the loops do not write")
+            (axis,), idx = arrays, index[arrays[0]]
+            if idx.dtype.kind not in "iu":
+                raise NotLooped(f"{op.name} at a boolean mask, which the loops do not write")
+            x_shape = n.args[0].shape if op is A.getitem else n.shape
+            shape = n.shape if op is A.getitem else n.args[0].shape
+            dims = [d if d < axis else d + idx.ndim - 1 if d > axis else None
+                    for d in range(len(x_shape))]
+            if idx.size and (idx == idx.flat[0]).all():
+                where = int(idx.flat[0])            # (one index: a number)
+            else:
+                buf = _Buffer(self.names.user(f"k{n.index}"), np.int64, idx.size, "const")
+                buf.value = np.ascontiguousarray(idx, np.int64)
+                self.buffers.append(buf)
+                at = _contiguous(buf, idx.shape)
+                where = _At(buf, 0, [0] * axis + list(at.strides) +
+                            [0] * (len(shape) - axis - idx.ndim))
+            values = n.args[:1] if op is A.index_add else []
+        else:
+            axis = n.params["axis"]
+            if op is A.take_along_axis:
+                (x, i), shape, x_shape, values = n.args, n.shape, n.args[0].shape, []
+            else:
+                (g, i), x_shape, values = n.args, n.shape, n.args[:1]
+                shape = np.broadcast_shapes(g.shape, i.shape)
+            if i.dtype != np.int64 or len(x_shape) != len(shape):
+                raise NotLooped(f"{op.name} of other than int64 indices of its array's "
+                                "dims, which the loops do not write")
+            dims = [None if d == axis else d for d in range(len(x_shape))]
+            if i.index in self.literal:
+                where = int(self.literal[i.index])
+            else:
+                at = self._in_memory(i)
+                where = _At(at.buffer, at.offset, _broadcast(at, i.shape, shape))
+        if n.dtype != np.float64 and op in (A.index_add, A.put_along_axis):
+            raise NotLooped(f"{op.name} of {n.dtype} values, which the loops do not write")
+        dims = [e if e is not None and x_shape[d] != 1 else None
+                for d, e in enumerate(dims)]
+        self.bounds = True
+        ready = self.ready[i.index] if op in (A.take_along_axis, A.put_along_axis) else -1
+        if values:
+            v = values[0]
+            at_v = self._in_memory(v)
+            value = (at_v, _broadcast(at_v, v.shape, shape))
+            buf = self._buffer(n)
+            buf.zeroed = True
+            target = _contiguous(buf, n.shape)
+            step = _Indexed(len(self.steps), n, shape, target, axis, dims, where, value)
+            ready = max(ready, self.ready[v.index])
+        else:
+            x = n.args[0]
+            target = self._in_memory(x)
+            out = _contiguous(self._buffer(n), n.shape)
+            step = _Indexed(len(self.steps), n, shape, target, axis, dims, where, out=out)
+        self.steps.append(step)
+        self.at[n.index] = _contiguous(step.target.buffer, n.shape) if values else step.out
+        self.ready[n.index] = step.index
 
     def _checked(self, n):
         """Labels checked in range: the argument itself, checked by the glue before the
@@ -1262,6 +1358,56 @@ def _product_lines(plan, step, fmt, uses):
     return lines
 
 
+def _indexed_lines(plan, step, uses):
+    """The C of a gather or scatter-add (`_Indexed`): a loop nest over the gathered
+    elements in C order (a scatter's adds in the order of its index's elements, as
+    NumPy's), each index wrapped and checked by ``wg_index``."""
+    n, target, shape = step.node, step.target, step.shape
+    idx = [_INDEX[d] if d < len(_INDEX) else f"i{d}" for d in range(len(shape))]
+    strides = [0] * len(shape)
+    for d, e in enumerate(step.dims):
+        if e is not None:
+            strides[e] += target.strides[d]
+    size = (n.args[0].shape if n.op in (A.getitem, A.take_along_axis) else n.shape)[
+        step.axis]
+    if isinstance(step.where, int):
+        i_text = str(step.where)
+    else:
+        w = step.where
+        i_text = f"{w.buffer.name}[{_index_text(w.offset, w.strides, idx)}]"
+        uses.setdefault(w.buffer.name, set()).add("read")
+    picked = f"wg_index({i_text}, {size}, wg_bad)"
+    stride = target.strides[step.axis]
+    pos = _index_text(target.offset, strides, idx)
+    pos = (picked if stride == 1 else f"{stride}*{picked}") + ("" if pos == "0" else
+                                                               f" + {pos}")
+    kind = "gather" if step.value is None else "scatter-add"
+    lines = [f"/* %{n.index} {n.op.name}: {kind} of {'x'.join(map(str, shape)) or 'one'} "
+             "*/", "{"]
+    if step.value is None:
+        uses.setdefault(target.buffer.name, set()).add("read")
+        out = step.out.buffer.name
+        uses.setdefault(out, set()).add("write")
+        body = [f"{out}[{_index_text(0, _contiguous(step.out.buffer, shape).strides, idx)}]"
+                f" = {target.buffer.name}[{pos}];"]
+    else:
+        at_v, st_v = step.value
+        uses.setdefault(target.buffer.name, set()).add("write")
+        uses.setdefault(at_v.buffer.name, set()).add("read")
+        t = target.buffer.name
+        body = [f"const int64_t wg_at = {pos};",
+                f"{t}[wg_at] = {t}[wg_at] + "
+                f"{at_v.buffer.name}[{_index_text(at_v.offset, st_v, idx)}];"]
+    for d, (size_d, i) in enumerate(zip(shape, idx)):
+        lines.append("    " * (d + 1) + f"for (long {i} = 0; {i} < {size_d}; ++{i})")
+    lines[-1] += " {"
+    lines += ["    " * (len(shape) + 1) + b for b in body]
+    lines += ["    " * len(shape) + "}", "}"]
+    if not shape:                       # (a 0-d scatter: no loop)
+        lines = lines[:2] + ["    {"] + ["        " + b for b in body] + ["    }", "}"]
+    return lines
+
+
 def _gemm_lines(plan, step, uses):
     """The C of a product of matrices by BLAS.  Row-major ``C = A B`` is, read
     column-major, ``C^T = B^T A^T``: dgemm is given B first, then A, each with its flag
@@ -1323,7 +1469,7 @@ def _names(graph) -> Names:
         f"i{d}" for d in range(len(_INDEX), 64)} | set(C._FUNCTIONS.values()) | {
         "int64_t", "uint64_t", "malloc", "free", "memset", "memcpy", "res", "restrict",
         "NULL", "INT64_MIN", "INT64_MAX", "nearbyint", "copysign", "isinf", "isnan",
-        "wg_gemm", "wg_dgemm", "wg_dgemm_t"}
+        "wg_gemm", "wg_dgemm", "wg_dgemm_t", "wg_bad", "wg_at"}
     return Names(frozenset(taken))
 
 
@@ -1370,6 +1516,8 @@ def _source(graph, name, in_place):
         used = {}
         if isinstance(step, _Group):
             blocks.append(_group_lines(plan, step, fmt, used))
+        elif isinstance(step, _Indexed):
+            blocks.append(_indexed_lines(plan, step, used))
         else:
             blocks.append(_product_lines(plan, step, fmt, used))
         uses.append(used)
@@ -1406,6 +1554,8 @@ def _source(graph, name, in_place):
         params.append("double *restrict res")
     if plan.blas:
         params.append("wg_dgemm_t *wg_dgemm")
+    if plan.bounds:
+        params.append("int64_t *restrict wg_bad")
     first = {b.name: min((k for k, u in enumerate(uses) if b.name in u), default=0)
              for b in temps if b.zeroed}
     for k, block in enumerate(blocks):
@@ -1414,10 +1564,14 @@ def _source(graph, name, in_place):
         body += ["    " + line for line in block]
     for slot, o in plan.res:
         body.append(f"    res[{slot}] = {_result_text(plan, o, fmt)};")
-    definition = [f"void {name}({', '.join(params) or 'void'})", "{", *body, "}", ""]
+    if plan.bounds:             # (2: an index was out of bounds, noted in wg_bad)
+        body.append("    return wg_bad[0] ? 2 : 0;")
+    kind = "int" if plan.bounds else "void"
+    definition = [f"{kind} {name}({', '.join(params) or 'void'})", "{", *body, "}", ""]
     text = "\n".join(definition)
     helpers = C._integer_helpers(text) + [h for h_name, h in C.HELPERS.items()
-                                          if h_name + "(" in text]
+                                          if h_name + "(" in text or plan.bounds and
+                                          h_name == "wg_bad_index"]
     if plan.blas:
         helpers.append(GEMM_HELPER)
     includes = ["#include <math.h>", "#include <string.h>", "#include <stdint.h>"]
@@ -1455,7 +1609,7 @@ def _entry(d, key, graph, params, form):
     name = C.c_name(d.fn_name)
     source, plan = function_source(graph, name)
     cfn = C.library(source, FLAGS)[name]
-    cfn.restype = None
+    cfn.restype = ctypes.c_int if plan.bounds else None
     ns = d.ns
     np_ = ns.fixed("_np", np)
     names = ns.names.fork()
@@ -1519,9 +1673,18 @@ def _entry(d, key, graph, params, form):
     if plan.blas:
         args.append(ns.bind(ctypes.c_void_p(dgemm_address()), "dgemm"))
         argtypes.append(ctypes.c_void_p)
+    if plan.bounds:             # (where the C notes an index out of bounds: c's IndexError)
+        bad = names.own("bad")
+        body.append(f"{bad} = {ns.bind(ctypes.c_int64 * 3, 'bad_t')}()")
+        args.append(bad)
+        argtypes.append(ctypes.POINTER(ctypes.c_int64))
     cfn.argtypes = argtypes
     call = ns.bind(cfn, "cfunction")
-    body.append(f"{call}({', '.join(args)})")
+    if plan.bounds:
+        body.append(f"if {call}({', '.join(args)}): "
+                    f"{ns.bind(C._failed, 'failed')}({bad}, {d.fn_name!r})")
+    else:
+        body.append(f"{call}({', '.join(args)})")
     if plan.workspace:
         body.append(f"{pool}.append({w})")
     body.append(f"return {py.build_tree(graph.out_tree, results, ns)}")
