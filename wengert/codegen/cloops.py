@@ -689,7 +689,6 @@ class _Plan:
         dims = [e if e is not None and x_shape[d] != 1 else None
                 for d, e in enumerate(dims)]
         self.bounds = True
-        ready = self.ready[i.index] if op in (A.take_along_axis, A.put_along_axis) else -1
         if values:
             v = values[0]
             at_v = self._in_memory(v)
@@ -698,7 +697,6 @@ class _Plan:
             buf.zeroed = True
             target = _contiguous(buf, n.shape)
             step = _Indexed(len(self.steps), n, shape, target, axis, dims, where, value)
-            ready = max(ready, self.ready[v.index])
         else:
             x = n.args[0]
             target = self._in_memory(x)
