@@ -1,8 +1,9 @@
 """Array graphs as C loops (``wg.compile(..., backend="c")``, `wengert.codegen.cloops`):
 every primitive the loops write and every way they fuse, against the NumPy back-end and
 eager evaluation: bit for bit for + - * /, comparisons and where (which C computes as
-NumPy does), within a few ulps for libm's functions, within rounding for sums and matrix
-products (whose order differs).  Gradients and Hessians are checked against eager
+NumPy does), gathers and scatter-adds at index arrays (repeats added in NumPy's order),
+within a few ulps for libm's functions, within rounding for sums and matrix products
+(whose order differs; BLAS's, SciPy's, and the loops without it).  Gradients and Hessians are checked against eager
 derivatives and central differences; what the loops do not write falls back to
 scalarised C or is refused by name.
 
