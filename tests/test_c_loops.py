@@ -3,9 +3,9 @@ every primitive the loops write and every way they fuse, against the NumPy back-
 eager evaluation: bit for bit for + - * /, comparisons and where (which C computes as
 NumPy does), gathers and scatter-adds at index arrays (repeats added in NumPy's order),
 within a few ulps for libm's functions, within rounding for sums and matrix products
-(whose order differs; BLAS's, SciPy's, and the loops without it).  Gradients and Hessians are checked against eager
-derivatives and central differences; what the loops do not write falls back to
-scalarised C or is refused by name.
+(whose order differs; BLAS's, SciPy's, and the loops without it).  Gradients and Hessians
+are checked against eager derivatives and central differences; what the loops do not
+write falls back to scalarised C or is refused by name.
 
 Small arrays are scalarised unless told otherwise, so most tests set the threshold of
 loop mode to 0 (the `loops` fixture)."""

@@ -219,17 +219,19 @@ def _capsule_address():
         capsule = capi["dgemm"]
     except (ImportError, KeyError, AttributeError):
         return None
+    # (prototypes of our own: setting the argtypes of ctypes.pythonapi's functions would
+    # change them for every other user in the process)
     api = ctypes.pythonapi
-    api.PyCapsule_GetName.restype = ctypes.c_char_p
-    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    name = api.PyCapsule_GetName(capsule)
+    get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
+        ("PyCapsule_GetName", api))
+    get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", api))
+    name = get_name(capsule)
     # (the signature Cython writes as the capsule's name: the sizes must be C ints, as
     # the generated call passes them)
     if not name or not name.replace(b" ", b"").startswith(b"void(char*,char*,int*,int*,int*,"):
         return None
-    return api.PyCapsule_GetPointer(capsule, name) or None
+    return get_pointer(capsule, name) or None
 
 
 def _gemm_operand(at, shape):
@@ -551,12 +553,7 @@ class _Plan:
         g = self._join([x], x.shape)
         g.sinks.append((n, kept))
         self.ready[n.index] = g.index
-        if n.shape:
-            self.at[n.index] = _contiguous(self._buffer(n), n.shape)
-        else:
-            name = self.names.user(f"s{n.index}")
-            self.locals.append((name, n, "local"))
-            self.scalar[n.index] = name
+        self._result_of_step(n)
 
     def _fill(self, n):
         """concatenate, pad and index_add: `_Piece`s of n, each an argument placed in a
@@ -616,6 +613,16 @@ class _Plan:
         self.at[n.index] = whole
         self.ready[n.index] = ready
 
+    def _result_of_step(self, n):
+        """Where a reduction or a product puts n: an array in a buffer of its own, a
+        scalar in a local variable of the function."""
+        if n.shape:
+            self.at[n.index] = _contiguous(self._buffer(n), n.shape)
+        else:
+            name = self.names.user(f"s{n.index}")
+            self.locals.append((name, n, "local"))
+            self.scalar[n.index] = name
+
     def _product(self, n):
         a, b = n.args
         if a.ndim > 2 or b.ndim > 2 or n.dtype != np.float64 or a.dtype != np.float64 or \
@@ -632,12 +639,7 @@ class _Plan:
                 self.blas = True
         self.steps.append(step)
         self.ready[n.index] = step.index
-        if n.shape:
-            self.at[n.index] = _contiguous(self._buffer(n), n.shape)
-        else:
-            name = self.names.user(f"s{n.index}")
-            self.locals.append((name, n, "local"))
-            self.scalar[n.index] = name
+        self._result_of_step(n)
 
     def _indexed(self, n):
         """A gather or scatter-add step (`_Indexed`), its index array read where it is
