@@ -130,3 +130,54 @@ def test_tuned_penalties_beat_one_shared_penalty(capsys):
     assert abs(result["implicit"] - result["differences"]) < 1e-6 * (1 + abs(result["implicit"]))
     out = capsys.readouterr().out
     assert "penalties tuned by gradient" in out and "step  60" in out
+
+
+def test_heat_inverse_maps_the_conductivity(capsys):
+    pytest.importorskip("scipy")
+    from wengert.codegen import c
+    try:
+        c.compiler()
+    except c.CompilerNotFound:
+        pytest.skip("no C compiler: the example is about its C loops")
+    example = load("heat_inverse")
+    result = example.main()
+    assert result["backend"] == "c" and result["agreement"] < 1e-10, result
+    assert result["error"] < 0.03 and result["first_guess_error"] > 0.25, result
+    out = capsys.readouterr().out
+    assert "backend='python'" in out and "eager value_and_grad" in out
+    assert "alpha = 1.0: " in out and "relative error of k" in out
+    # the gradient the fit stood on, at a rough field away from the first guess (where k
+    # = 1 makes every face's mean the same): the C loops against the NumPy code, and
+    # against central differences along a random direction
+    import numpy as np
+    import wengert as wg
+    u0, observed = example.experiments(seed=1)
+    rng = np.random.default_rng(2)
+    log_k = 0.3 * rng.normal(size=(example.N, example.N))
+    args = (log_k, u0, observed, 0.1)
+    value, grad = wg.compile(wg.value_and_grad(example.loss), *args, backend="c")(*args)
+    want = wg.compile(wg.value_and_grad(example.loss), *args, backend="python")(*args)
+    assert example.disagreement((value, grad), want) < 1e-10
+    direction, eps = rng.normal(size=log_k.shape), 1e-6
+    moved = [example.loss(log_k + s * eps * direction, *args[1:]) for s in (1, -1)]
+    fd = (moved[0] - moved[1]) / (2 * eps)
+    assert abs(np.sum(grad * direction) - fd) < 1e-6 * abs(fd), (np.sum(grad * direction), fd)
+
+
+def test_heat_inverse_runs_the_numpy_code_without_a_compiler(monkeypatch, capsys):
+    pytest.importorskip("scipy")
+    import numpy as np
+    import wengert as wg
+    from wengert.codegen import c
+
+    def missing(*args, **kwargs):
+        raise c.CompilerNotFound("backend='c' needs a C compiler, and none was found")
+    # (library too: it compiles a source once per process, and main may have compiled it)
+    monkeypatch.setattr(c, "compiler", missing)
+    monkeypatch.setattr(c, "library", missing)
+    example = load("heat_inverse")
+    u0, observed = example.experiments()
+    args = (np.zeros((example.N, example.N)), u0, observed, 1.0)
+    gradient, backend, _ = example.compiled_gradient(*args)
+    assert backend == "python" and "no C compiler found" in capsys.readouterr().out
+    assert example.disagreement(gradient(*args), wg.value_and_grad(example.loss)(*args)) < 1e-10
