@@ -92,8 +92,11 @@ _CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t",
 _LOCAL_CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t",
                  np.dtype(np.bool_): "int"}
 # (flags: no fused a*b+c, which rounds once where NumPy rounds twice; math functions that
-# need not set errno, which lets sqrt be an instruction and its loop vectorise)
-FLAGS = ("-O3", "-fno-math-errno")
+# need not set errno, which lets sqrt be an instruction and its loop vectorise; no
+# predictive commoning, gcc's reuse of loads across iterations: on the boxes of a long
+# stencil's gradient it took a quarter of gcc's time, and the loops, bound by memory, ran
+# no faster with it (examples/heat_inverse.py, benchmarks/c_loops.py; clang ignores it)
+FLAGS = ("-O3", "-fno-math-errno", "-fno-predictive-commoning")
 
 #: A loop reading padded values in place is split into boxes, at most this many (else
 #: they are filled in memory, as where their regions are no boxes).
