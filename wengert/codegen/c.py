@@ -41,11 +41,13 @@ import ctypes
 import hashlib
 import math
 import os
+import platform
 import re
 import shutil
 import struct
 import subprocess
 import tempfile
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -964,6 +966,11 @@ def library(source, flags=()):
     """The shared library compiled from C source, once per source (and extra compiler
     `flags`) in a process (a `ctypes.CDLL`: its functions are attributes).
 
+    Where the environment variable ``WENGERT_CACHE_DIR`` names a directory, the library
+    is also kept there, under a hash of the source, the compiler's command, the compiler
+    (its path and ``--version``) and the machine, and later processes load it from there
+    instead of compiling (`_cached`, `_keep`).
+
     Example:
         >>> try:
         ...     lib = library("int answer(void) { return 42; }")
@@ -978,6 +985,14 @@ def library(source, flags=()):
     if lib is not None:
         return lib
     cc = compiler()
+    # (-ffp-contract=off: no fused a*b+c, which rounds once where NumPy rounds twice;
+    # clang fuses by default)
+    options = ["-O2", *flags, "-std=c99", "-ffp-contract=off", "-shared", "-fPIC"]
+    cached = _cache_path(cc, options, source)
+    lib = _cached(cached) if cached else None
+    if lib is not None:
+        _loaded[digest] = lib
+        return lib
     if _build_dir is None:
         _build_dir = tempfile.mkdtemp(prefix="wengert-c-")     # private to this user
         # the libraries stay mapped once loaded, so the directory can go when the process
@@ -987,16 +1002,84 @@ def library(source, flags=()):
     so_path = os.path.join(_build_dir, f"{digest}.so")
     with open(c_path, "w") as f:
         f.write(source)
-    # (-ffp-contract=off: no fused a*b+c, which rounds once where NumPy rounds twice;
-    # clang fuses by default)
-    result = subprocess.run([cc, "-O2", *flags, "-std=c99", "-ffp-contract=off", "-shared",
-                             "-fPIC", "-o", so_path, c_path, "-lm"], capture_output=True,
-                            text=True)
+    result = subprocess.run([cc, *options, "-o", so_path, c_path, "-lm"],
+                            capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"the C compiler ({cc}) failed on the generated code:\n"
                            f"{result.stderr[-2000:]}")
     lib = _loaded[digest] = ctypes.CDLL(so_path)
+    if cached:
+        _keep(so_path, cached)
     return lib
+
+
+# --------------------------------------------------------------------------------------
+# the persistent cache (opt-in: WENGERT_CACHE_DIR)
+# --------------------------------------------------------------------------------------
+CACHE_VARIABLE = "WENGERT_CACHE_DIR"
+_identities = {}            # compiler path -> its --version output
+_unwritable = set()         # cache directories already warned about
+
+
+def _cache_path(cc, options, source):
+    """The file a library compiled by `cc` with `options` from `source` is kept in, in
+    the directory ``$WENGERT_CACHE_DIR`` names; None where it names none.  The key holds
+    all that makes the library what it is: the source, the options (``-lm`` and the
+    paths aside, which are always the same or do not matter), the compiler's path and
+    its ``--version`` (an upgraded compiler writes another library), and the machine
+    and system (a directory shared between hosts)."""
+    directory = os.environ.get(CACHE_VARIABLE)
+    if not directory:
+        return None
+    if cc not in _identities:
+        try:
+            _identities[cc] = subprocess.run([cc, "--version"], capture_output=True,
+                                             text=True).stdout
+        except OSError:
+            _identities[cc] = ""
+    key = "\0".join([cc, _identities[cc], platform.machine(), platform.system(),
+                     *options, source])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    return os.path.join(os.path.expanduser(directory), f"wg-{digest}.so")
+
+
+def _cached(path):
+    """The library kept at `path`, or None where there is none or it does not load (a
+    corrupt or foreign file: it is compiled again, and the new library replaces it)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        return ctypes.CDLL(path)
+    except OSError:
+        return None
+
+
+def _keep(so_path, path):
+    """Copy the library at `so_path` to `path` in the cache, atomically: into a new file
+    of the same directory, then renamed over `path`, so that a process reading it sees a
+    whole library, and of two processes writing it the last one's (the same) stays.  A
+    library already loaded from `path` keeps its mapping: a rename does not change the
+    file it mapped.  A directory that cannot be written warns once, and the library is
+    used without the cache."""
+    directory = os.path.dirname(path)
+    temporary = None
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".wg-", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as out, open(so_path, "rb") as f:
+            shutil.copyfileobj(f, out)
+        os.replace(temporary, path)
+    except OSError as e:
+        if temporary is not None:
+            try:
+                os.remove(temporary)
+            except OSError:
+                pass
+        if directory not in _unwritable:
+            _unwritable.add(directory)
+            warnings.warn(f"{CACHE_VARIABLE}={directory!r}: cannot keep compiled C there "
+                          f"({e}); compiling without the cache", RuntimeWarning,
+                          stacklevel=3)
 
 
 # --------------------------------------------------------------------------------------
