@@ -21,11 +21,13 @@ and eager `wg.value_and_grad`, on the same inputs, and checks that the three agr
 (relative 1e-10).  Without a C compiler it says so and runs the NumPy code, a few times
 slower per gradient.
 
-Compiling costs about 3 s (gcc's time on some 90 KB of loops, whatever the grid's
-size), and each gradient here saves about 8 ms against the NumPy code: this fit's 150
-gradients save 1.2 s.  The C code pays for itself from about 400 gradients, sooner on
+Compiling costs about 2 s (gcc's time on some 90 KB of loops, whatever the grid's
+size), and each gradient here saves about 9 ms against the NumPy code: this fit's 150
+gradients save 1.4 s.  The C code pays for itself from about 250 gradients, sooner on
 finer grids or with more experiments (the saving per gradient grows with the arrays,
-the compile time does not: at 256 x 256, 23 ms against 66).
+the compile time does not: at 256 x 256, 23 ms against 66), and at once where
+WENGERT_CACHE_DIR names a directory that keeps the compiled library: a later run loads
+it in 0.1 s (docs/compile.md).
 
     python examples/heat_inverse.py
 """
