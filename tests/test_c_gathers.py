@@ -286,7 +286,9 @@ def test_a_gather_from_a_loops_results_and_under_vmap():
     X, idx = rng.normal(size=(3, 5)), np.array([0, -1, 3])
     for f in (wg.vmap(lambda x, i: x[i] * 2.0),
               wg.vmap(lambda x, i: wg.fori_loop(0, 3, lambda k, c: c + x[(i + k) % 5], 0.0)),
-              wg.vmap(wg.grad(lambda x, i: wnp.sin(x[i]) * x[i - 1]))):
+              # (a square, not sin: check is bit for bit, and the loops' vector cos
+              # may differ from NumPy's in the last bits)
+              wg.vmap(wg.grad(lambda x, i: x[i] * x[i] * x[i - 1]))):
         check(f, X, idx)
 
 

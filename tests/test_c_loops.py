@@ -81,7 +81,8 @@ def test_arithmetic_with_broadcasting_is_numpy_bit_for_bit(loops):
 
 def test_one_loop_computes_a_chain_and_stores_only_what_is_read(loops):
     c = looped(lambda x: wnp.sum(wnp.exp(-x * x) * 2.0 + x), RNG.normal(size=50))
-    assert c.source.count("for (") == 1
+    # (with libmvec's exp the sum is pairwise: the loop over its runs of 8 and the rest)
+    assert c.source.count("for (") == (4 if "pairwise" in c.source else 1)
     assert "*restrict t" not in c.source        # no temporary array at all
 
 
@@ -369,8 +370,11 @@ def test_other_sums_within_their_error_bound(loops, axis):
 
 def test_sums_of_calls_add_in_order_and_sums_of_few_terms_too(loops):
     x = spread(1000)
-    c = looped(lambda x: (wnp.sum(wnp.exp(x * 1e-5)), wnp.sum(x[:7] * 2.0)), x)
+    # (asinh: a scalar libm call; libmvec's are in lanes, where their loop vectorises)
+    c = looped(lambda x: (wnp.sum(wnp.arcsinh(x * 1e-5)), wnp.sum(x[:7] * 2.0)), x)
     assert "pairwise" not in c.source
+    c = looped(lambda x: wnp.sum(wnp.exp(x * 1e-5)), x)
+    assert ("pairwise" in c.source) == cloops._libmvec("exp")
     c = looped(lambda x: wnp.sum(x * x), x)
     assert "pairwise" in c.source
 

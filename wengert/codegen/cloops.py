@@ -1104,10 +1104,12 @@ def _nest_lines(body, targets, fmt, uses):
     depth = len(sizes)
     lines = []
     statements = _statements(g, ins, outs, names, fmt)
-    if pairwise and any(name not in _INSTRUCTIONS for text in statements
+    if pairwise and any(name not in _INSTRUCTIONS and not _vectorised(name)
+                        for text in statements
                         for name in re.findall(r"\b([A-Za-z_]\w*)\(", text)):
-        # (a libm function called per element, as exp: in lanes the loop ran 1.5 times
-        # slower than in order (gcc 12), so it adds in order)
+        # (a scalar libm function called per element: in lanes the loop ran 1.5 times
+        # slower than in order (gcc 12), so it adds in order.  libmvec's functions are
+        # called in lanes only where the sum is: in order, the loop would not vectorise)
         pairwise = []
     for d, (n, idx) in enumerate(zip(sizes[:-1] if pairwise else sizes, index)):
         lines.append("    " * d + f"for (long {idx} = 0; {idx} < {n}; ++{idx})" +
@@ -1293,6 +1295,11 @@ def _simd_declaration(name):
     # -lm's linker script links libmvec as needed)
     arguments = ", ".join(["double"] * SIMD_FUNCTIONS.get(name, 1))
     return f'__attribute__((__simd__("notinbranch"))) extern double {name}({arguments});'
+
+
+def _vectorised(name):
+    """Whether loops call libmvec's `name` (see `SIMD_FUNCTIONS`)."""
+    return name in SIMD_FUNCTIONS and _libmvec(name)
 
 
 def _libmvec(name):
@@ -1600,7 +1607,7 @@ def _source(graph, name, in_place):
         helpers.append(GEMM_HELPER)
     includes = ["#include <math.h>", "#include <string.h>", "#include <stdint.h>"]
     includes += [_simd_declaration(f) for f in SIMD_FUNCTIONS
-                 if re.search(rf"\b{f}\(", text) and _libmvec(f)]
+                 if re.search(rf"\b{f}\(", text) and _vectorised(f)]
     head = f"/* wengert: {len(graph.outputs)} results from {len(in_nodes)} arguments, " \
         "in loops */"
     source = "\n".join([head, *includes, "", *(helpers + [""] if helpers else []),
