@@ -119,6 +119,79 @@ def test_tanh_vectorises_through_libmvec_where_glibc_has_it(loops):
     same(np.signbit(got), np.signbit(np.tanh(x)))
 
 
+def _wide_arguments(name):
+    """Random values over wide ranges, tiny, subnormal and special ones (and huge ones
+    for the trigonometric functions)."""
+    n = 4000
+    sign = np.where(RNG.random(n) < 0.5, -1.0, 1.0)
+    parts = [RNG.uniform(-10, 10, n), RNG.uniform(-1, 1, n), RNG.uniform(-750, 750, n),
+             sign * 10.0 ** RNG.uniform(-300, 300, n), sign * 10.0 ** RNG.uniform(-20, -3, n),
+             sign * RNG.uniform(0, 2.2e-308, n), 1 + RNG.normal(scale=1e-3, size=n),
+             [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1.0, -1.0]]
+    if name in ("sin", "cos", "tan"):
+        parts.append(np.arange(1, n + 1) * (np.pi / 2) + RNG.normal(scale=1e-6, size=n))
+    return np.concatenate(parts)
+
+
+UNARY = {"exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+         "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+         "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+         "cosh": np.cosh, "tanh": np.tanh, "acosh": np.arccosh, "atanh": np.arctanh,
+         "cbrt": np.cbrt}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_libmvec_functions_within_3_ulps_of_numpy(loops, name):
+    if not cloops._libmvec(name):
+        pytest.skip(f"no libmvec {name} here")
+    x = _wide_arguments(name)
+    f = getattr(wnp, UNARY[name].__name__)
+    c = looped(f, x)
+    assert "__simd__" in c.source
+    got = c(x)
+    with np.errstate(all="ignore"):
+        want = UNARY[name](x)
+    same(np.isnan(got), np.isnan(want))
+    ulps(got, want, 3)              # (inf only where NumPy's is, the same inf)
+    zero = want == 0
+    same(np.signbit(got[zero]), np.signbit(want[zero]))
+
+
+@pytest.mark.parametrize("name", ["pow", "atan2", "hypot"])
+def test_libmvec_functions_of_two_arguments_within_3_ulps(loops, name):
+    if not cloops._libmvec(name):
+        pytest.skip(f"no libmvec {name} here")
+    n = 4000
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, 1.0, -1.0, 0.5, 2.0])
+    a, b = (v.ravel() for v in np.meshgrid(special, special))
+    x = np.concatenate([10.0 ** RNG.uniform(-10, 10, n), -RNG.uniform(0, 20, n),
+                        1 + RNG.normal(scale=1e-8, size=n), RNG.uniform(0, 2.2e-308, n), a])
+    y = np.concatenate([RNG.uniform(-30, 30, n), RNG.integers(-50, 50, n).astype(float),
+                        RNG.uniform(-1e6, 1e6, n), RNG.uniform(-2, 2, n), b])
+    f = {"pow": lambda x, y: x ** y, "atan2": wnp.arctan2, "hypot": wnp.hypot}[name]
+    c = looped(f, x, y)
+    assert "__simd__" in c.source
+    got = c(x, y)
+    with np.errstate(all="ignore"):
+        want = {"pow": np.power, "atan2": np.arctan2, "hypot": np.hypot}[name](x, y)
+    same(np.isnan(got), np.isnan(want))
+    ulps(got, want, 3)
+    zero = want == 0
+    same(np.signbit(got[zero]), np.signbit(want[zero]))
+
+
+def test_erf_vectorises_within_3_ulps_of_scipy(loops):
+    special = pytest.importorskip("scipy.special")
+    from wengert.scipy import special as wsp
+    if not cloops._libmvec("erf"):
+        pytest.skip("no libmvec erf here")
+    x = _wide_arguments("erf")
+    c = looped(wsp.erf, x)
+    got = c(x)
+    same(np.isnan(got), np.isnan(special.erf(x)))
+    ulps(got, special.erf(x), 3)
+
+
 def test_int64_and_bool_arrays(loops):
     i = RNG.integers(-50, 50, size=40)
     j = RNG.integers(1, 9, size=40)
