@@ -681,6 +681,9 @@ def test_cross_entropy_labels_are_checked_as_by_the_numpy_code(loops):
         with pytest.raises(ValueError) as compiled:
             c(params, x, z)
         assert str(compiled.value) == str(eager.value)
+    # the entry keeps its own parameters beside the checks' (their loop variable once
+    # replaced them, and code("python") then failed)
+    assert "def " in c.code("python")
 
 
 def test_cross_entropy_of_extreme_rows(loops):

@@ -1658,9 +1658,9 @@ def _entry(d, key, graph, params, form):
                      f"    {p} = {var}.ctypes.data"])
         return p
 
-    for k, params in plan.checks:      # (labels in range, or NumPy's error: see _checked)
+    for k, check_params in plan.checks:    # (labels in range, or NumPy's error: _checked)
         check = ns.bind(NN.checked_labels.impl, "checked_labels")
-        body.append(f"{check}({leaves[k].name}, **{ns.bind(params, 'params')})")
+        body.append(f"{check}({leaves[k].name}, **{ns.bind(check_params, 'params')})")
     for leaf, n in zip(leaves, graph.inputs):
         if n.shape:
             body.append(f"{leaf.name} = {np_}.ascontiguousarray({leaf.name})")
