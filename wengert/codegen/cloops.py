@@ -185,6 +185,30 @@ class _Indexed:
         self.value, self.out = value, out
 
 
+class _Window:
+    """A convolution or pooling step (`_window_lines`): `node`, one of `_WINDOWS`, its
+    arguments at `ats` (`_At`s); a convolution's scratch buffer `cols` for one image's
+    windows, and whether its products call BLAS (`blas`)."""
+
+    def __init__(self, index, node):
+        self.index, self.node = index, node
+        self.ats, self.cols, self.blas = [], None, False
+
+
+_CONVS = (NN.conv2d, NN.conv2d_input_grad, NN.conv2d_weight_grad)
+_WINDOWS = _CONVS + (NN.max_pool2d, NN.pool_scatter, NN.pool_gather, NN.pool_argmax)
+
+
+def _conv_shapes(n):
+    """The images', kernels' and outputs' shapes of a convolution primitive's node."""
+    op, (a, b) = n.op, n.args
+    if op is NN.conv2d:
+        return a.shape, b.shape, n.shape
+    if op is NN.conv2d_input_grad:
+        return n.shape, b.shape, a.shape
+    return a.shape, n.shape, b.shape
+
+
 class _TooManyBoxes(Exception):
     """A loop would be split into more than `MAX_BOXES` boxes."""
 
@@ -500,6 +524,8 @@ class _Plan:
             return self._product(n)
         if op is NN.checked_labels:
             return self._checked(n)
+        if op in _WINDOWS:
+            return self._window(n)
         raise NotLooped(f"{op.name}, a primitive the loops do not write")
 
     def _view(self, n):
@@ -725,6 +751,48 @@ class _Plan:
             self.at[n.index] = self.at[x.index]
         else:
             self.scalar[n.index] = self.scalar[x.index]
+
+    def _dense(self, a):
+        """a's `_At`, C-contiguous: a copy of a's elements where they are not (a view with
+        steps, a transpose), made by a loop."""
+        at = self._in_memory(a)
+        dense = _contiguous(at.buffer, a.shape).strides
+        if all(s == e for s, e, d in zip(at.strides, dense, a.shape) if d != 1):
+            return at
+        copy = _contiguous(self._buffer(a, stem=f"c{a.index}"), a.shape)
+        self._join([a], a.shape).stores.append((a, copy, False))
+        return copy
+
+    def _window(self, n):
+        """A convolution or pooling step (`_Window`): its arguments read where they are
+        (a convolution's kernels and cotangent made C-contiguous, as its products read
+        them), its result in a buffer of its own."""
+        op = n.op
+        if any(v.dtype != np.float64 for v in n.args) or \
+                n.dtype != (np.int64 if op is NN.pool_argmax else np.float64):
+            raise NotLooped(f"{op.name} of other than float64 values, which the loops do not "
+                            "write")
+        step = _Window(len(self.steps), n)
+        if op in _CONVS:
+            x_shape, w_shape, g_shape = _conv_shapes(n)
+            o, cg, kh, kw = w_shape
+            og, k, p = o // n.params["groups"], cg * kh * kw, g_shape[2] * g_shape[3]
+            dense = {NN.conv2d: (False, True), NN.conv2d_input_grad: (True, True),
+                     NN.conv2d_weight_grad: (False, True)}[op]
+            step.ats = [self._dense(a) if d else self._in_memory(a)
+                        for a, d in zip(n.args, dense)]
+            # one image's windows, a row per channel and tap (im2col)
+            step.cols = _Buffer(self.names.user(f"cols{n.index}"), np.float64,
+                                x_shape[1] * kh * kw * p, "temp")
+            self.buffers.append(step.cols)
+            step.blas = og * k * p >= BLAS_WORK and max(og, k, p) < 2 ** 31 and \
+                dgemm_address() is not None
+            self.blas = self.blas or step.blas
+        else:
+            step.ats = [self._in_memory(a) for a in n.args]
+        self.steps.append(step)
+        self.ready[n.index] = step.index
+        self._result_of_step(n)
 
     def _results(self):
         """Results not yet written where they go: stored by their loops, or copied."""
@@ -1336,11 +1404,16 @@ GEMM_HELPER = """\
 typedef void wg_dgemm_t(char *, char *, int *, int *, int *, double *, double *, int *,
                         double *, int *, double *, double *, int *);
 static void wg_gemm(wg_dgemm_t *dgemm, char ta, char tb, int m, int n, int k,
-                    const double *a, int lda, const double *b, int ldb, double *c, int ldc)
+                    const double *a, int lda, const double *b, int ldb, double beta,
+                    double *c, int ldc)
 {
-    double one = 1.0, zero = 0.0;
-    dgemm(&ta, &tb, &m, &n, &k, &one, (double *)a, &lda, (double *)b, &ldb, &zero, c,
+    double one = 1.0;
+    dgemm(&ta, &tb, &m, &n, &k, &one, (double *)a, &lda, (double *)b, &ldb, &beta, c,
           &ldc);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx"))
+        __asm__ volatile ("vzeroupper");
+#endif
 }"""
 
 
@@ -1458,7 +1531,240 @@ def _gemm_lines(plan, step, uses):
         return at.buffer.name + (f" + {at.offset}" if at.offset else "")
     return [f"/* %{node.index} matmul: {m}x{k} @ {k}x{n}, by BLAS */",
             f"wg_gemm(wg_dgemm, '{flag_b}', '{flag_a}', {n}, {m}, {k}, {pointer(at_b)}, "
-            f"{ld_b}, {pointer(at_a)}, {ld_a}, {out}, {max(n, 1)});"]
+            f"{ld_b}, {pointer(at_a)}, {ld_a}, 0.0, {out}, {max(n, 1)});"]
+
+
+# ---- convolutions and pooling -------------------------------------------------------------
+#: the C names of the window steps' own variables (loop indices, pointers, values)
+_WINDOW_NAMES = ("wg_n", "wg_g", "wg_c", "wg_i", "wg_j", "wg_p", "wg_q", "wg_h", "wg_v",
+                 "wg_r", "wg_u", "wg_s", "wg_t", "wg_k", "wg_m", "wg_e", "wg_w", "wg_x",
+                 "wg_o", "wg_tap", "wg_to", "wg_ti", "wg_tj", "wg_top", "wg_left")
+
+
+def _window_lines(plan, step, uses):
+    """The C of a convolution or pooling step (a block)."""
+    n = step.node
+    for at in step.ats:
+        uses.setdefault(at.buffer.name, set()).add("read")
+    uses.setdefault(plan.at[n.index].buffer.name, set()).add("write")
+    if step.cols is not None:
+        uses.setdefault(step.cols.name, set()).add("write")
+        return _conv_lines(plan, step)
+    return _pool_lines(plan, step)
+
+
+def _lin(terms, const=0):
+    """C text of ``sum(c * v) + const`` over ``(c, v)`` terms."""
+    return _index_text(const, [c for c, _ in terms], [v for _, v in terms])
+
+
+def _conv_lines(plan, step):
+    """A convolution primitive, image by image: the image's windows copied into `cols`,
+    a row per channel and tap (im2col; zeros where a window reaches into the padding),
+    then a product per group, BLAS's or loops; an input gradient computes the rows
+    first and adds each into its window's place (col2im)."""
+    n = step.node
+    op, geo = n.op, n.params
+    (sh, sw), ((top, _), (left, _)), (dh, dw) = geo["stride"], geo["padding"], \
+        geo["dilation"]
+    groups = geo["groups"]
+    (images, c, h, w), (o, cg, kh, kw), (_, _, ho, wo) = _conv_shapes(n)
+    og, k, p = o // groups, cg * kh * kw, ho * wo
+    out = plan.at[n.index]
+    if op is NN.conv2d:
+        (at_x, at_w), at_y = step.ats, out
+    elif op is NN.conv2d_input_grad:
+        (at_y, at_w), at_x = step.ats, out
+    else:
+        (at_x, at_y), at_w = step.ats, out
+    cols, xb = step.cols.name, at_x.buffer.name
+
+    def ptr(buffer, offset):
+        return f"{buffer.name} + {offset}" if offset != "0" else buffer.name
+    # (the window's tap at row wg_h, column wg_v of the image: inside it, or padding)
+    inside = ["wg_h >= 0" if top else "", f"wg_h < {h}" if (ho - 1) * sh + (kh - 1) * dh
+              - top >= h else "", "wg_v >= 0" if left else "",
+              f"wg_v < {w}" if (wo - 1) * sw + (kw - 1) * dw - left >= w else ""]
+    inside = " && ".join(t for t in inside if t)
+    x_index = _index_text(at_x.offset, at_x.strides, ["wg_n", "wg_c", "wg_h", "wg_v"])
+    if op is NN.conv2d_input_grad:
+        copy = f"{xb}[{x_index}] = {xb}[{x_index}] + wg_r[wg_p*{wo} + wg_q];"
+        copy = [f"if ({inside})", "    " + copy] if inside else [copy]
+    else:
+        x = f"{xb}[{x_index}]"
+        copy = [f"wg_r[wg_p*{wo} + wg_q] = " + (f"{inside} ? {x} : 0.0;" if inside else
+                                                 f"{x};")]
+    windows = [
+        f"for (long wg_c = 0; wg_c < {c}; ++wg_c)",
+        f"    for (long wg_i = 0; wg_i < {kh}; ++wg_i)",
+        f"        for (long wg_j = 0; wg_j < {kw}; ++wg_j) {{",
+        f"            double *restrict wg_r = {cols} + ((wg_c*{kh} + wg_i)*{kw} + wg_j)*{p};",
+        f"            for (long wg_p = 0; wg_p < {ho}; ++wg_p) {{",
+        f"                const long wg_h = {_lin([(sh, 'wg_p'), (dh, 'wg_i')], -top)};",
+        f"                for (long wg_q = 0; wg_q < {wo}; ++wg_q) {{",
+        f"                    const long wg_v = {_lin([(sw, 'wg_q'), (dw, 'wg_j')], -left)};",
+        *["                    " + line for line in copy],
+        "                }", "            }", "        }"]
+    # each group's product, of blocks (pointer, row stride, column stride) of one image
+    y_n = _lin([(at_y.strides[0], "wg_n"), (og * p, "wg_g")], at_y.offset)
+    w_g = _lin([(og * k, "wg_g")], at_w.offset)
+    cols_g = _lin([(k * p, "wg_g")])
+    if op is NN.conv2d:                         # y = w cols
+        product = _block_product((og, p, k), (ptr(at_w.buffer, w_g), k, 1), (ptr(step.cols, cols_g),
+                                 p, 1), (ptr(at_y.buffer, y_n), p), False, step.blas)
+    elif op is NN.conv2d_input_grad:            # cols = w^T g
+        product = _block_product((k, p, og), (ptr(at_w.buffer, w_g), 1, k), (ptr(at_y.buffer, y_n), p, 1),
+                                 (ptr(step.cols, cols_g), p), False, step.blas)
+    else:                                       # w += g cols^T
+        product = _block_product((og, k, p), (ptr(at_y.buffer, y_n), p, 1), (ptr(step.cols, cols_g),
+                                 1, p), (ptr(at_w.buffer, w_g), k), True, step.blas)
+    product = [f"for (long wg_g = 0; wg_g < {groups}; ++wg_g) {{",
+               *["    " + line for line in product], "}"]
+    body = product + windows if op is NN.conv2d_input_grad else windows + product
+    what = {NN.conv2d: "y", NN.conv2d_input_grad: "the images' cotangent",
+            NN.conv2d_weight_grad: "the kernels' cotangent"}[op]
+    lines = [f"/* %{n.index} {op.name}: {images} images {c}x{h}x{w}, {o} kernels "
+             f"{cg}x{kh}x{kw}, {groups} group{'s' * (groups > 1)} -> {ho}x{wo}; {what}, "
+             f"{'by BLAS' if step.blas else 'by loops'} */", "{"]
+    if op is not NN.conv2d:                     # (sums into it)
+        lines.append(f"    memset({out.buffer.name}, 0, {n.size} * sizeof(double));")
+    lines.append(f"    for (long wg_n = 0; wg_n < {images}; ++wg_n) {{")
+    lines += ["        " + line for line in body]
+    return lines + ["    }", "}"]
+
+
+def _block_product(sizes, a, b, c, accumulate, blas):
+    """C lines of ``C = A B`` (``C += A B`` where `accumulate`) of blocks of sizes ``(m,
+    n, k)``: A and B ``(pointer, row stride, column stride)``, C ``(pointer, row
+    stride)`` with columns of stride 1.  BLAS's dgemm, or loops: with B's rows of stride 1,
+    ``C[u, t] += A[u, s] B[s, t]`` with t innermost, else a dot product per element."""
+    m, n, k = sizes
+    if blas:
+        # (row-major C = A B is column-major C^T = B^T A^T: B first)
+        (fa, lda), (fb, ldb) = (_gemm_operand(types.SimpleNamespace(strides=op[1:]), shape)
+                                for op, shape in ((a, (m, k)), (b, (k, n))))
+        return [f"wg_gemm(wg_dgemm, '{fb}', '{fa}', {n}, {m}, {k}, {b[0]}, {ldb}, {a[0]}, "
+                f"{lda}, {'1.0' if accumulate else '0.0'}, {c[0]}, {c[1]});"]
+    a_us = f"({a[0]})[{_lin([(a[1], 'wg_u'), (a[2], 'wg_s')])}]"
+    b_st = f"({b[0]})[{_lin([(b[1], 'wg_s'), (b[2], 'wg_t')])}]"
+    c_row = f"({c[0]}) + {_lin([(c[1], 'wg_u')])}"
+    if b[2] == 1:
+        return [f"for (long wg_u = 0; wg_u < {m}; ++wg_u) {{",
+                f"    double *restrict wg_o = {c_row};",
+                *([] if accumulate else
+                  [f"    for (long wg_t = 0; wg_t < {n}; ++wg_t) wg_o[wg_t] = 0.0;"]),
+                f"    for (long wg_s = 0; wg_s < {k}; ++wg_s) {{",
+                f"        const double wg_e = {a_us};",
+                f"        for (long wg_t = 0; wg_t < {n}; ++wg_t)",
+                f"            wg_o[wg_t] = wg_o[wg_t] + wg_e*{b_st};",
+                "    }", "}"]
+    return [f"for (long wg_u = 0; wg_u < {m}; ++wg_u) {{",
+            f"    double *restrict wg_o = {c_row};",
+            f"    for (long wg_t = 0; wg_t < {n}; ++wg_t) {{",
+            f"        double wg_e = {'wg_o[wg_t]' if accumulate else '0.0'};",
+            f"        for (long wg_s = 0; wg_s < {k}; ++wg_s)",
+            f"            wg_e = wg_e + {a_us}*{b_st};",
+            "        wg_o[wg_t] = wg_e;", "    }", "}"]
+
+
+def _pool_lines(plan, step):
+    """A pooling primitive: a loop over the windows (N, C, Ho, Wo), each reading its taps
+    through a table of their offsets, in the order of `wengert.primitives.nn`'s corner
+    views (row by row): the maximum as NumPy's ``maximum`` folds them; the first tap
+    holding it (its value, or a nan where it is nan: `_first_hits`) for the gradients."""
+    n = step.node
+    op, geo = n.op, n.params
+    (kh, kw), (sh, sw) = geo["kernel"], geo["stride"]
+    dh, dw = geo.get("dilation", (1, 1))
+    taps = [(i * dh, j * dw) for i in range(kh) for j in range(kw)]
+    x = n.args[1] if op in (NN.pool_scatter, NN.pool_gather) else n.args[0]
+    at_x = step.ats[1] if op in (NN.pool_scatter, NN.pool_gather) else step.ats[0]
+    out = plan.at[n.index]
+    images, channels, ho, wo = x.shape[:2] + (n.shape if op in (
+        NN.max_pool2d, NN.pool_gather, NN.pool_argmax) else n.args[0].shape)[2:]
+    loop = ["wg_n", "wg_c", "wg_p", "wg_q"]
+
+    def window(at, strides=None):
+        """The element of the window's first tap in an array of x's shape at `at`."""
+        s = at.strides if strides is None else strides
+        return _lin([(s[0], "wg_n"), (s[1], "wg_c"), (s[2] * sh, "wg_p"),
+                     (s[3] * sw, "wg_q")], at.offset)
+
+    def table(name, at):
+        offsets = ", ".join(str(i * at.strides[2] + j * at.strides[3]) for i, j in taps)
+        return f"static const long {name}[{len(taps)}] = {{{offsets}}};"
+
+    def at_window(at):                  # (an array of the windows' shape: one element)
+        return f"{at.buffer.name}[{_index_text(at.offset, at.strides, loop)}]"
+    xb = at_x.buffer.name
+    head, body = [table("wg_tap", at_x)], [f"const double *wg_x = {xb} + {window(at_x)};"]
+
+    def first(condition=""):
+        """The first tap holding the maximum wg_m (a nan where it is nan; one search for
+        each case ran twice as fast as one testing both)."""
+        lines = ["long wg_w = -1;"]
+        for case, hit in (("if (wg_m == wg_m)", "wg_e == wg_m"), ("else", "wg_e != wg_e")):
+            test = f"{condition} && {hit}" if condition else hit
+            lines += [case, f"    for (long wg_k = 0; wg_k < {len(taps)}; ++wg_k) {{",
+                      "        const double wg_e = wg_x[wg_tap[wg_k]];",
+                      f"        if ({test}) {{", "            wg_w = wg_k;",
+                      "            break;", "        }", "    }"]
+        return lines
+    maximum = ["double wg_m = wg_x[0];",
+               f"for (long wg_k = 1; wg_k < {len(taps)}; ++wg_k)",
+               "    wg_m = wg_max(wg_m, wg_x[wg_tap[wg_k]]);"]
+    descending = False
+    if op is NN.max_pool2d:
+        body += maximum + [f"{at_window(out)} = wg_m;"]
+    elif op is NN.pool_argmax:
+        ph, pw = geo["pad"]
+        width, height = geo["width"], geo["height"]
+        head += [f"static const long wg_ti[{len(taps)}] = {{{', '.join(str(i) for i, _ in taps)}}};",
+                 f"static const long wg_tj[{len(taps)}] = {{{', '.join(str(j) for _, j in taps)}}};"]
+        body += maximum + [
+            f"const long wg_top = {_lin([(sh, 'wg_p')], -ph)}, "
+            f"wg_left = {_lin([(sw, 'wg_q')], -pw)};"]
+        # (PyTorch's indices count no tap in the padding)
+        allowed = (f"wg_top + wg_ti[wg_k] >= 0 && wg_top + wg_ti[wg_k] < {height} && "
+                   f"wg_left + wg_tj[wg_k] >= 0 && wg_left + wg_tj[wg_k] < {width}")
+        allowed = f"({allowed})"
+        body += first(allowed) + [
+            f"{at_window(out)} = wg_w < 0 ? 0 : (wg_top + wg_ti[wg_w])*{width} + "
+            "wg_left + wg_tj[wg_w];"]
+    elif op is NN.pool_gather:
+        at_t = step.ats[0]
+        head.append(table("wg_to", at_t))
+        body += [f"const double wg_m = {at_window(step.ats[2])};", *first(),
+                 f"{at_window(out)} = wg_w < 0 ? 0.0 : 0.0 + "
+                 f"{at_t.buffer.name}[{window(at_t)} + wg_to[wg_w]];"]
+    else:                               # pool_scatter
+        at_g, at_y = step.ats[0], step.ats[2]
+        head.append(table("wg_to", out))
+        o = f"{out.buffer.name}[{window(out)} + wg_to[wg_k]]"
+        body += [f"const double wg_m = {at_window(at_y)}, wg_s = {at_window(at_g)};",
+                 *first()]
+        if sh > (kh - 1) * dh and sw > (kw - 1) * dw:
+            # windows apart: each tap gets (hit) * g, a 0 of g's sign elsewhere, as the
+            # NumPy code's product of the hits and g
+            body += [f"for (long wg_k = 0; wg_k < {len(taps)}; ++wg_k)",
+                     f"    {o} = (wg_k == wg_w ? 1.0 : 0.0)*wg_s;"]
+        else:
+            # overlapping windows add into a place; from the last window to the first,
+            # which adds each place's shares in the NumPy code's order (by corner)
+            o = o.replace("wg_k", "wg_w")
+            body += ["if (wg_w >= 0)", f"    {o} = {o} + wg_s;"]
+            descending = True
+        head.insert(0, f"memset({out.buffer.name}, 0, {out.buffer.size} * sizeof(double));")
+    sizes = [images, channels, ho, wo]
+    lines = [f"/* %{n.index} {op.name}: {kh}x{kw} windows, stride {sh}x{sw}"
+             + (f", dilation {dh}x{dw}" if (dh, dw) != (1, 1) else "")
+             + f", {'x'.join(map(str, sizes))} */", "{", *["    " + h_ for h_ in head]]
+    for d, (size, idx) in enumerate(zip(sizes, loop)):
+        step_ = (f"long {idx} = {size - 1}; {idx} >= 0; --{idx}" if descending and d >= 2
+                 else f"long {idx} = 0; {idx} < {size}; ++{idx}")
+        lines.append("    " * (d + 1) + f"for ({step_})" + (" {" if d == 3 else ""))
+    lines += ["    " * 5 + line for line in body]
+    return lines + ["    " * 4 + "}", "}"]
 
 
 def _unfused(graph):
@@ -1500,7 +1806,7 @@ def _names(graph) -> Names:
         f"i{d}" for d in range(len(_INDEX), 64)} | set(C._FUNCTIONS.values()) | {
         "int64_t", "uint64_t", "malloc", "free", "memset", "memcpy", "res", "restrict",
         "NULL", "INT64_MIN", "INT64_MAX", "nearbyint", "copysign", "isinf", "isnan",
-        "wg_gemm", "wg_dgemm", "wg_dgemm_t", "wg_bad", "wg_at"}
+        "wg_gemm", "wg_dgemm", "wg_dgemm_t", "wg_bad", "wg_at"} | set(_WINDOW_NAMES)
     return Names(frozenset(taken))
 
 
@@ -1551,6 +1857,8 @@ def _source(graph, name, in_place):
             blocks.append(_group_lines(plan, step, fmt, used))
         elif isinstance(step, _Indexed):
             blocks.append(_indexed_lines(plan, step, used))
+        elif isinstance(step, _Window):
+            blocks.append(_window_lines(plan, step, used))
         else:
             blocks.append(_product_lines(plan, step, fmt, used))
         uses.append(used)
