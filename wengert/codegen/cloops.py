@@ -107,6 +107,12 @@ MAX_BOXES = 64
 #: 128^3; below about 14^3, the loops were as fast or faster, with no call).
 BLAS_WORK = 4096
 
+#: A convolution's product of one image's windows and one group's kernels calls BLAS from
+#: this many multiply-adds on (measured on a convolution's value and gradients: BLAS was
+#: 1.3 times faster at 900, 3.5 at 4608 (the CNN of benchmarks/arrays.py), 5 at 1.2e6; the
+#: loops as fast at about 300).
+CONV_BLAS_WORK = 512
+
 #: A view of a loop's value is computed again where it is read (not stored and read
 #: back) where that takes at most this many operations per element.
 RECOMPUTE = 32
@@ -785,7 +791,7 @@ class _Plan:
             step.cols = _Buffer(self.names.user(f"cols{n.index}"), np.float64,
                                 x_shape[1] * kh * kw * p, "temp")
             self.buffers.append(step.cols)
-            step.blas = og * k * p >= BLAS_WORK and max(og, k, p) < 2 ** 31 and \
+            step.blas = og * k * p >= CONV_BLAS_WORK and max(og, k, p) < 2 ** 31 and \
                 dgemm_address() is not None
             self.blas = self.blas or step.blas
         else:
@@ -1754,7 +1760,12 @@ def _pool_lines(plan, step):
             o = o.replace("wg_k", "wg_w")
             body += ["if (wg_w >= 0)", f"    {o} = {o} + wg_s;"]
             descending = True
-        head.insert(0, f"memset({out.buffer.name}, 0, {out.buffer.size} * sizeof(double));")
+        covered = all({q * st + t * d for q in range(m) for t in range(k)} == set(range(size))
+                      for m, st, k, d, size in zip((ho, wo), (sh, sw), (kh, kw), (dh, dw),
+                                                   x.shape[2:]))
+        if descending or not covered:       # (places no window writes: zeros)
+            head.insert(0, f"memset({out.buffer.name}, 0, {out.buffer.size} * "
+                        "sizeof(double));")
     sizes = [images, channels, ho, wo]
     lines = [f"/* %{n.index} {op.name}: {kh}x{kw} windows, stride {sh}x{sw}"
              + (f", dilation {dh}x{dw}" if (dh, dw) != (1, 1) else "")
@@ -1962,7 +1973,7 @@ def _entry(d, key, graph, params, form):
     def pointer(var):
         p = names.own("p")
         body.extend(["try:", f"    {p} = {ref}({cb}({var}))",
-                     "except TypeError:         # (a read-only array)",
+                     "except (TypeError, ValueError):     # (a read-only or empty array)",
                      f"    {p} = {var}.ctypes.data"])
         return p
 
@@ -1990,7 +2001,7 @@ def _entry(d, key, graph, params, form):
             continue
         r = names.own("r")
         body.append(f"{r} = {np_}.empty({o.shape!r}, {ns.bind(o.dtype, 'dtype')})")
-        args.append(f"{ref}({cb}({r}))")
+        args.append(pointer(r) if not o.size else f"{ref}({cb}({r}))")
         argtypes.append(ctypes.c_void_p)
         results.append(r)
     if plan.workspace:
