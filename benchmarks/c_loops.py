@@ -2,12 +2,12 @@
 wengert's NumPy code, eager wengert, JAX jit, PyTorch and a C loop fused by hand.
 
     python benchmarks/c_loops.py                      # 7 repeats: n = 1e3, 1e5, 1e6; 512 x 512
-    python benchmarks/c_loops.py --only mlp           # one problem (rosen, heat or mlp)
+    python benchmarks/c_loops.py --only mlp           # one problem (rosen, heat, mlp or cnn)
     python benchmarks/c_loops.py --quick              # 3 short repeats, smaller sizes
     python benchmarks/c_loops.py --keep-memory        # glibc keeps freed memory: no page faults
     python benchmarks/c_loops.py --json results.json  # also write JSON
 
-Three problems, single-threaded, float64, the gradient only:
+Four problems, single-threaded, float64, the gradient only:
 
 * **rosen**: ``sum(100*(x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2)``, elementwise work on
   shifted slices whose reverse sweep adds two scatters of the same array;
@@ -15,6 +15,10 @@ Three problems, single-threaded, float64, the gradient only:
   u[1:-1,:-2])**2)``, the squared residual of a 5-point Laplacian on a square grid;
 * **mlp**: benchmarks/arrays.py's 784-256-256-10 tanh MLP, batch 128, mean softmax
   cross-entropy: matrix products (BLAS's dgemm from the C), tanh and a softmax over rows.
+* **cnn**: benchmarks/arrays.py's CNN (64 one-channel 8x8 images, a 3x3 convolution to 8
+  channels with padding 1 and bias, ReLU, 2x2 max-pool, dense to 10, cross-entropy), and
+  **cnn-large**, the same layers on 32 images of 16 channels 16x16, convolved to 32
+  channels: convolutions (im2col and dgemm per image), pooling and its gradient.
 
 Rows: ``wengert`` is ``wg.compile(wg.grad(f), x, backend="c")`` (C loops, the reference
 of the check); ``wg-numpy`` the same compiled with ``backend="numpy"`` (one NumPy call per
@@ -23,7 +27,8 @@ operation); ``wg-eager`` ``wg.grad(f)`` itself; ``jax-jit`` ``jax.jit(jax.grad(f
 (rosen) the gradient written as one C loop by hand, compiled with the same flags.  Every
 row allocates its result at each call.  For the MLP, ``wg-python`` is ``backend="python"``
 (NumPy calls, what the docs advised for products before) and ``numpy-hand`` arrays.py's
-gradient written by hand in NumPy; its JAX and PyTorch rows are arrays.py's.
+gradient written by hand in NumPy; its JAX and PyTorch rows are arrays.py's, and so are
+the CNNs' (``numpy-hand`` their im2col gradient by hand).
 
 Every gradient is checked against wengert's before timing (timing.peer_table), and timed as
 timing.py does: warm-up, interleaved repeats, medians, ratios paired per repeat.
@@ -133,11 +138,56 @@ def mlp_makers():
                                    lambda: arrays.mlp_grad_numpy(params, x, y))}
 
 
+def cnn_data(images, channels, side, kernels, seed=1):
+    """Parameters, images and labels of arrays.py's CNN with these sizes (3x3 kernels,
+    2x2 pooling, 10 classes)."""
+    rng = np.random.default_rng(seed)
+    pooled = kernels * (side // 2) ** 2
+    params = [rng.normal(scale=(2 / (9 * channels)) ** 0.5, size=(kernels, channels, 3, 3)),
+              rng.normal(scale=0.1, size=kernels),
+              rng.normal(scale=pooled ** -0.5, size=(pooled, 10)),
+              rng.normal(scale=0.1, size=10)]
+    x = rng.normal(size=(images, channels, side, side))
+    return params, x, rng.integers(0, 10, size=images)
+
+
+def cnn_makers(data):
+    """arrays.py's CNN gradient on `data` (its parameters a list of arrays)."""
+    import arrays
+    params, x, y = data
+
+    def wengert(backend=None):
+        import wengert as wg
+        import wengert.nn as nn
+        import wengert.numpy as wnp
+
+        def loss(params, x, y):
+            k, kb, w, b = params
+            h = nn.max_pool2d(nn.relu(nn.conv2d(x, k, kb, padding=1)), 2)
+            return nn.cross_entropy(wnp.reshape(h, (h.shape[0], -1)) @ w + b, y)
+        grad = wg.grad(loss)
+        if backend is not None:
+            grad = wg.compile(grad, params, x, y, backend=backend)
+        return wg.__version__, lambda: grad(params, x, y)
+
+    def peer(make):
+        def made():
+            version, grad, to_numpy = make("cnn", data)
+            return version, lambda: to_numpy(grad())
+        return made
+
+    return {"wengert": lambda: wengert("c"), "wg-numpy": lambda: wengert("numpy"),
+            "wg-eager": wengert, "jax-jit": peer(arrays.make_jax),
+            "torch": peer(arrays.make_torch),
+            "numpy-hand": lambda: ("numpy " + np.__version__,
+                                   lambda: arrays.cnn_grad_numpy(params, x, y))}
+
+
 def main(argv=None):
     ap = parser(__doc__, "n = 1e3 and 1e5, a 128 x 128 grid, 3 short repeats")
     ap.add_argument("--keep-memory", action="store_true",
                     help="keep glibc from returning freed memory (no page faults)")
-    ap.add_argument("--only", choices=("rosen", "heat", "mlp"), help="one problem")
+    ap.add_argument("--only", choices=("rosen", "heat", "mlp", "cnn"), help="one problem")
     args = ap.parse_args(argv)
     repeats, min_time = schedule(args)
     kept = keep_memory() if args.keep_memory else False
@@ -161,6 +211,15 @@ def main(argv=None):
         report["mlp"] = peer_table(
             "mlp", "gradient of a 784-256-256-10 tanh MLP's cross-entropy, batch 128",
             mlp_makers(), repeats, min_time, tolerance=1e-10)
+    if args.only in (None, "cnn"):
+        import arrays
+        report["cnn"] = peer_table(
+            "cnn", "gradient of arrays.py's CNN: 64 images 1x8x8, 3x3 conv to 8 channels, "
+            "ReLU, 2x2 max-pool, dense to 10", cnn_makers(arrays.cnn_data()), repeats,
+            min_time, tolerance=1e-10)
+        report["cnn-large"] = peer_table(
+            "cnn-large", "the same CNN on 32 images 16x16x16, 3x3 conv to 32 channels",
+            cnn_makers(cnn_data(32, 16, 16, 32)), repeats, min_time, tolerance=1e-10)
     if args.json:
         write_report(args.json, "c_loops", args.quick, report)
     return 0

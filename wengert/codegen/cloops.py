@@ -1416,10 +1416,6 @@ static void wg_gemm(wg_dgemm_t *dgemm, char ta, char tb, int m, int n, int k,
     double one = 1.0;
     dgemm(&ta, &tb, &m, &n, &k, &one, (double *)a, &lda, (double *)b, &ldb, &beta, c,
           &ldc);
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx"))
-        __asm__ volatile ("vzeroupper");
-#endif
 }"""
 
 
