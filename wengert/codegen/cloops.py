@@ -36,7 +36,20 @@ stays an array, and the C is a few loops over it whatever its size:
   (`BLAS_WORK` multiply-adds) and SciPy is there to lend its BLAS (`dgemm_address`):
   the C function takes the pointer as an argument, so it links to nothing.  A transposed
   operand is passed with its ``'T'`` flag, not copied.  Other products (of vectors, small,
-  without SciPy, of operands BLAS cannot read in place) are a plain ``i, k, j`` loop nest.
+  without SciPy, of operands BLAS cannot read in place) are a plain ``i, k, j`` loop nest;
+* **convolutions** (``conv2d`` with any stride, padding, dilation and groups, and its two
+  gradients) go image by image (`_conv_lines`): the image's windows are copied into a
+  scratch buffer, a row per channel and tap, zeros where a window reaches into the
+  padding (im2col), and multiplied by the kernels, a product per group, BLAS's where it
+  does `CONV_BLAS_WORK` multiply-adds, else loops; an input gradient computes the rows,
+  then adds each into its window's place.  Their sums add in another order than the
+  NumPy code's, so they differ from it by rounding;
+* **max pooling** and its derivatives' primitives (``pool_scatter``, ``pool_gather``,
+  ``pool_argmax``) are a loop over the windows reading their taps through a table of
+  offsets (`_pool_lines`): the maximum folds them as NumPy's ``maximum`` does, and a
+  window's cotangent goes to its first maximum (or first nan), as
+  ``wengert.primitives.nn._first_hits`` finds it, overlapping windows adding from the
+  last window back, which is the NumPy code's order: NumPy's bits.
 
 The fused softmax cross-entropy of ``wengert.nn`` and its gradient are first written
 with what the loops write (`_unfused`): a max, exp, sum and log over rows, the label's
@@ -44,10 +57,11 @@ entry picked by comparing it with each class.  Its labels, checked in range wher
 trace had not their values (``checked_labels``), are checked by the Python glue before
 the call, as NumPy would, with the same error.
 
-The schedule is a list of steps (a fused loop nest or a matrix product) in the order of
-the graph.  A node joins the last loop of its shape when everything it reads is ready
-before that loop, and otherwise starts a new one: fusion never reorders a value before
-what it depends on (a softmax's ``x - max(x)`` reads the max after its loop).
+The schedule is a list of steps (a fused loop nest, a matrix product, a gather or
+scatter, a convolution or pooling) in the order of the graph.  A node joins the last
+loop of its shape when everything it reads is ready before that loop, and otherwise
+starts a new one: fusion never reorders a value before what it depends on (a softmax's
+``x - max(x)`` reads the max after its loop).
 
 Each loop's body is a small graph of scalars written by the one emitter with `c.CFormat`
 (so NumPy's conventions of sign, maximum, remainder, integer arithmetic are the scalar
@@ -1607,19 +1621,20 @@ def _conv_lines(plan, step):
         f"                    const long wg_v = {_lin([(sw, 'wg_q'), (dw, 'wg_j')], -left)};",
         *["                    " + line for line in copy],
         "                }", "            }", "        }"]
-    # each group's product, of blocks (pointer, row stride, column stride) of one image
-    y_n = _lin([(at_y.strides[0], "wg_n"), (og * p, "wg_g")], at_y.offset)
-    w_g = _lin([(og * k, "wg_g")], at_w.offset)
-    cols_g = _lin([(k * p, "wg_g")])
+    # each group's product, of blocks of one image: group wg_g's kernels (og, k), its
+    # rows of windows (k, p) and its outputs (og, p)
+    w_g = ptr(at_w.buffer, _lin([(og * k, "wg_g")], at_w.offset))
+    cols_g = ptr(step.cols, _lin([(k * p, "wg_g")]))
+    y_ng = ptr(at_y.buffer, _lin([(at_y.strides[0], "wg_n"), (og * p, "wg_g")], at_y.offset))
     if op is NN.conv2d:                         # y = w cols
-        product = _block_product((og, p, k), (ptr(at_w.buffer, w_g), k, 1), (ptr(step.cols, cols_g),
-                                 p, 1), (ptr(at_y.buffer, y_n), p), False, step.blas)
-    elif op is NN.conv2d_input_grad:            # cols = w^T g
-        product = _block_product((k, p, og), (ptr(at_w.buffer, w_g), 1, k), (ptr(at_y.buffer, y_n), p, 1),
-                                 (ptr(step.cols, cols_g), p), False, step.blas)
-    else:                                       # w += g cols^T
-        product = _block_product((og, k, p), (ptr(at_y.buffer, y_n), p, 1), (ptr(step.cols, cols_g),
-                                 1, p), (ptr(at_w.buffer, w_g), k), True, step.blas)
+        product = _block_product((og, p, k), (w_g, k, 1), (cols_g, p, 1), (y_ng, p), False,
+                                 step.blas)
+    elif op is NN.conv2d_input_grad:            # cols = w^T y
+        product = _block_product((k, p, og), (w_g, 1, k), (y_ng, p, 1), (cols_g, p), False,
+                                 step.blas)
+    else:                                       # w += y cols^T
+        product = _block_product((og, k, p), (y_ng, p, 1), (cols_g, 1, p), (w_g, k), True,
+                                 step.blas)
     product = [f"for (long wg_g = 0; wg_g < {groups}; ++wg_g) {{",
                *["    " + line for line in product], "}"]
     body = product + windows if op is NN.conv2d_input_grad else windows + product
@@ -1686,9 +1701,9 @@ def _pool_lines(plan, step):
         NN.max_pool2d, NN.pool_gather, NN.pool_argmax) else n.args[0].shape)[2:]
     loop = ["wg_n", "wg_c", "wg_p", "wg_q"]
 
-    def window(at, strides=None):
+    def window(at):
         """The element of the window's first tap in an array of x's shape at `at`."""
-        s = at.strides if strides is None else strides
+        s = at.strides
         return _lin([(s[0], "wg_n"), (s[1], "wg_c"), (s[2] * sh, "wg_p"),
                      (s[3] * sw, "wg_q")], at.offset)
 
@@ -1721,8 +1736,8 @@ def _pool_lines(plan, step):
     elif op is NN.pool_argmax:
         ph, pw = geo["pad"]
         width, height = geo["width"], geo["height"]
-        head += [f"static const long wg_ti[{len(taps)}] = {{{', '.join(str(i) for i, _ in taps)}}};",
-                 f"static const long wg_tj[{len(taps)}] = {{{', '.join(str(j) for _, j in taps)}}};"]
+        for name, ts in (("wg_ti", [i for i, _ in taps]), ("wg_tj", [j for _, j in taps])):
+            head.append(f"static const long {name}[{len(taps)}] = {{{', '.join(map(str, ts))}}};")
         body += maximum + [
             f"const long wg_top = {_lin([(sh, 'wg_p')], -ph)}, "
             f"wg_left = {_lin([(sw, 'wg_q')], -pw)};"]
@@ -1733,7 +1748,7 @@ def _pool_lines(plan, step):
         body += first(allowed) + [
             f"{at_window(out)} = wg_w < 0 ? 0 : (wg_top + wg_ti[wg_w])*{width} + "
             "wg_left + wg_tj[wg_w];"]
-    elif op is NN.pool_gather:
+    elif op is NN.pool_gather:          # (0.0 + t: the NumPy code's sum into zeros)
         at_t = step.ats[0]
         head.append(table("wg_to", at_t))
         body += [f"const double wg_m = {at_window(step.ats[2])};", *first(),
