@@ -832,3 +832,64 @@ def test_a_sum_is_written_as_the_arrays_method_with_numpys_result(axis, keepdims
     got, want = c(x), numpy.sum(x * x, axis=axis, keepdims=keepdims)
     assert numpy.result_type(got) == want.dtype and numpy.shape(got) == want.shape
     assert numpy.allclose(got, want, rtol=1e-6)
+
+
+# ---- long straight-line C in parts -------------------------------------------------------
+def _long(x, y):
+    """~3,000 nodes of + - * / and a sine (C's and NumPy's agree bit for bit on the
+    arithmetic), reading far back into the chain."""
+    first, acc = x, y
+    for k in range(600):
+        acc = acc * 0.999 + x / (1.5 + k) - first * 1e-4
+        x = x - acc * 1e-3
+    return acc + wm.sin(first), x * y
+
+
+def _long_loss(x, y):
+    a, b = _long(x, y)
+    return a * b
+
+
+@needs_cc
+def test_long_straight_line_c_is_cut_into_parts_that_agree(monkeypatch):
+    c = wg.compile(_long, 0.3, 0.7, backend="c")
+    assert "_part2(" in c.source and "noinline" in c.source
+    assert c(0.3, 0.7) == wg.compile(_long, 0.3, 0.7)(0.3, 0.7)
+    g = wg.compile(wg.grad(_long_loss, argnums=(0, 1)), 0.3, 0.7, backend="c")
+    expected = wg.grad(_long_loss, argnums=(0, 1))(0.3, 0.7)
+    same(g(0.3, 0.7), expected, rtol=1e-12)
+    # in one function, as before: the same numbers
+    monkeypatch.setattr(C, "PART_NODES", 10 ** 9)
+    one = wg.compile(wg.grad(_long_loss, argnums=(0, 1)), 0.3, 0.7, backend="c")
+    assert "_part" not in one.source
+    assert one(0.3, 0.7) == g(0.3, 0.7)
+
+
+@needs_cc
+def test_parts_pass_int64_and_bool_values_and_their_kept_values_off_the_stack(monkeypatch):
+    monkeypatch.setattr(C, "PART_NODES", 3)
+    monkeypatch.setattr(C, "_ON_STACK", 2)          # (wg_v allocated: the malloc path)
+
+    def f(x, i):
+        j = i * 3 + 1
+        b = x > 0.5
+        return wg.numpy.where(b, x * j, x - j), j * i, b, x, 2.0
+
+    args = (numpy.linspace(0, 1, 7), numpy.int64(5))
+    c = wg.compile(f, *args, backend="c")
+    assert "malloc(" in c.source and "_part3(" in c.source
+    got, want = c(*args), f(*args)
+    for g_, w in zip(got, want):
+        numpy.testing.assert_array_equal(g_, w)
+        assert numpy.asarray(g_).dtype == numpy.asarray(w).dtype
+
+
+@needs_cc
+def test_parts_still_raise_numpys_index_error(monkeypatch):
+    monkeypatch.setattr(C, "PART_NODES", 2)
+    f = wg.compile(lambda x, i: x[i] * 2.0 + x[0] * x[1] - x[2], numpy.ones(4), numpy.int64(0),
+                   backend="c")
+    assert "_part2(" in f.source
+    assert f(numpy.arange(4.0), numpy.int64(-1)) == 6.0 + 0.0 * 1.0 - 2.0
+    with pytest.raises(IndexError, match="index 4 is out of bounds for an axis of size 4"):
+        f(numpy.arange(4.0), numpy.int64(4))
