@@ -83,6 +83,8 @@ import numpy as np
 
 from ..graph.graph import Graph, ShapeDtype
 from ..primitives import array as A, nn as NN, scalar as S
+from ..loops import Loop
+from ..primitives.pack import bitcast, part
 from ..primitives.registry import CONST, INPUT
 from ..primitives.shape import broadcast_to, sum_to
 from . import c as C
@@ -102,7 +104,7 @@ class NotLooped(ValueError):
 LOOP_ELEMENTS = 100
 
 _CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t",
-           np.dtype(np.bool_): "unsigned char"}
+           np.dtype(np.bool_): "unsigned char", np.dtype(np.uint8): "unsigned char"}
 _LOCAL_CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t",
                  np.dtype(np.bool_): "int"}
 # (flags: no fused a*b+c, which rounds once where NumPy rounds twice; math functions that
@@ -148,10 +150,7 @@ def wanted(graph) -> bool:
         >>> wanted(wg.trace(lambda x: (x * x).sum(), np.ones(10_000)))
         True
     """
-    from ..loops import Loop
     live = graph.live_nodes()
-    if any(isinstance(n.op, Loop) for n in live):
-        return False
     return sum(n.size for n in live if n.op is not CONST and n.shape) > LOOP_ELEMENTS
 
 
@@ -227,6 +226,18 @@ def _conv_shapes(n):
     if op is NN.conv2d_input_grad:
         return n.shape, b.shape, a.shape
     return a.shape, n.shape, b.shape
+
+
+class _Looped:
+    """A loop step (`_loop_lines`): `node`, a scan or while loop, its body the C function
+    `body` (`plan`: the body's `_Plan`), called once per step.  `args`: `_At`s of the
+    node's arguments (C-contiguous; a while loop's test aside, `go`, C text); `carry`:
+    two buffers per carry, which the steps write in turn; `ys`: a scan's stacked ys;
+    `work`: the body's workspace; `consts`: the outer buffers of the body's constants;
+    `cur`, `nxt`, `step`: names of the C variables of the loop."""
+
+    def __init__(self, index, node):
+        self.index, self.node = index, node
 
 
 class _TooManyBoxes(Exception):
@@ -381,9 +392,14 @@ def _view(fn, at, shape, params):
 class _Plan:
     """The steps and buffers of a graph's loops (see the module doc)."""
 
-    def __init__(self, graph, names, in_place=True):
+    def __init__(self, graph, names, in_place=True, name="wg_f", pointers=False):
         self.graph, self.names, self.in_place = graph, names, in_place
+        # (pointers: a loop's body, whose scalar inputs and results are in memory too)
+        self.name, self.pointers = name, pointers
         self.steps = []
+        self.pieces = {}        # loop node index -> [_At]: its results, in memory
+        self.retyped = {}       # ``part`` of a loop's int64 or bool piece -> (_At, dtype)
+        self.bodies = []        # C functions of the loops' bodies (theirs first)
         self.at = {}            # node index -> _At: elements in memory
         self.scalar = {}        # node index -> C text of a scalar (a parameter, a local)
         self.literal = {}       # node index -> a number (a scalar or uniform constant)
@@ -515,6 +531,21 @@ class _Plan:
         _check_dtype(n)
         if op is CONST:
             return self._const(n)
+        if any(a.index in self.retyped for a in n.args):
+            at, dtype = self.retyped[n.args[0].index]
+            if op not in (bitcast, A.astype) or n.dtype != dtype:
+                raise NotLooped(f"{op.name} of a loop's packed {dtype} values, which the "
+                                "loops do not write")
+            self.at[n.index], self.ready[n.index] = at, self.ready[n.args[0].index]
+            return
+        if op is not part and any(a.index in self.pieces and a.index not in self.at
+                                  for a in n.args):
+            raise NotLooped(f"{op.name} of a loop's packed results, which the loops do not "
+                            "write")
+        if isinstance(op, Loop):
+            return self._loop(n)
+        if op is part and n.args[0].index in self.pieces:
+            return self._piece(n)
         if _is_elementwise(op):
             g = self._join(n.args, n.shape)
             g.members.append(n)
@@ -814,10 +845,107 @@ class _Plan:
         self.ready[n.index] = step.index
         self._result_of_step(n)
 
+    def _loop(self, n):
+        """A loop step (`_Looped`): its body a C function written as this graph is
+        (`_functions`, with scalars in memory), called per step on the arguments where
+        they are (a copy of those that are not C-contiguous).  The carry lives in two
+        buffers that the steps write in turn, the first reading the initial carry where
+        it is; a scan's step reads its rows of the xs in place and writes its ys'
+        rows in place.  The results are those buffers (`pieces`, read by ``part``)."""
+        op, names = n.op, self.names
+        body, k0, nc = op.body, op.n_consts, op.n_carry
+        k1 = k0 + nc
+        for a, b in zip(n.args[:k1], body.inputs):
+            if a.dtype != b.dtype or a.shape != b.shape:
+                raise NotLooped(f"{op.name} of {a.dtype}{list(a.shape)} for its body's "
+                                f"{b.dtype}{list(b.shape)}, which the loops do not convert")
+        step = _Looped(len(self.steps), n)
+        step.args = [self._dense(a) for a in n.args[:k1]]
+        if op.until:
+            go = n.args[k1]
+            if go.index in self.group_of:
+                self.readable(go)
+            step.go = C.CFormat().number(self.literal[go.index]) \
+                if go.index in self.literal else self.scalar.get(go.index)
+            if step.go is None:
+                at = self._in_memory(go)
+                step.go = f"{at.buffer.name}[{at.offset}]"
+        else:
+            step.args += [self._dense(a) for a in n.args[k1:]]
+        step.body_name = names.user(f"{self.name}_loop")
+        step.body, step.plan = _functions(body, step.body_name, True)
+        sub = step.plan
+        if sub.checks:
+            raise NotLooped("labels checked inside a loop's body, which the loops do not "
+                            "check")
+        self.bodies += sub.bodies + [step.body]
+        self.blas, self.bounds = self.blas or sub.blas, self.bounds or sub.bounds
+        step.consts = {}
+        for b in sub.buffers:       # (the body's constants: arguments of this function)
+            if b.role == "const":
+                mine = _Buffer(names.user(b.name), b.dtype, b.size, "const")
+                mine.value = b.value
+                self.buffers.append(mine)
+                step.consts[b.name] = mine
+        step.work = None
+        if sub.workspace:
+            step.work = _Buffer(names.user(f"w{n.index}"), np.uint8, sub.workspace, "temp")
+            self.buffers.append(step.work)
+        outs = body.outputs
+        step.carry = []
+        for k, o in enumerate(outs[:nc]):
+            pair = [_Buffer(names.user(f"c{n.index}_{k}{ab}"), o.dtype, o.size, "temp")
+                    for ab in "ab"]
+            self.buffers += pair
+            step.carry.append(pair)
+        step.cur = [names.user(f"cur{k}") for k in range(nc)]
+        step.nxt = [names.user(f"nxt{k}") for k in range(nc)]
+        step.step, step.row = names.user("step"), names.user("row")
+        if op.until:
+            step.ys = [_Buffer(names.user(f"go{n.index}"), np.bool_, 1, "temp")]
+            step.go_now = names.user("go")
+            last = [a for a, b in step.carry]
+        else:
+            step.ys = [_Buffer(names.user(f"y{n.index}_{k}"), o.dtype, op.length * o.size,
+                               "temp") for k, o in enumerate(outs[nc:])]
+            # (after n steps, the carry is in the buffer the last step wrote: the first
+            # is written by steps 0, 2, 4, ...; none, and it is copied to the first)
+            last = [a if op.length % 2 or not op.length else b for a, b in step.carry]
+        self.buffers += step.ys
+        pieces = last + ([] if op.until else step.ys)
+        self.pieces[n.index] = [_contiguous(b, shape) for b, shape in
+                                zip(pieces, op.layout.shapes)]
+        if len(pieces) == 1:
+            self.at[n.index] = self.pieces[n.index][0]
+        self.steps.append(step)
+        self.ready[n.index] = step.index
+
+    def _piece(self, n):
+        """A ``part`` of a loop's value: one of its results, in memory; one of int64 or
+        bool values, which the pack holds as float64, read by the bitcast or astype
+        after it (`retyped`)."""
+        loop = n.args[0]
+        layout = loop.op.layout
+        span = (n.params["start"], n.params["stop"])
+        if span not in layout.spans:
+            raise NotLooped("part of a loop's packed results across them, which the loops "
+                            "do not write")
+        k = layout.spans.index(span)
+        at = _contiguous(self.pieces[loop.index][k].buffer, n.shape)
+        self.ready[n.index] = self.ready[loop.index]
+        if layout.dtypes[k] == n.dtype:
+            self.at[n.index] = at
+        else:
+            self.retyped[n.index] = (at, layout.dtypes[k])
+
     def _results(self):
         """Results not yet written where they go: stored by their loops, or copied."""
         self.res = []                           # (slot, node) of scalar results
         for k, o in enumerate(self.graph.outputs):
+            if o.shape == () and self.pointers and self.outs[k] is None:
+                # (a body's scalar result: written to memory, `_source`)
+                self.outs[k] = _Buffer(self.names.user(f"out{k}"), o.dtype, 1, "out")
+                self.buffers.append(self.outs[k])
             if o.shape == ():
                 self.res.append((k, o))
                 if o.index in self.group_of:
@@ -1550,6 +1678,64 @@ def _gemm_lines(plan, step, uses):
             f"{ld_b}, {pointer(at_a)}, {ld_a}, 0.0, {out}, {max(n, 1)});"]
 
 
+def _loop_lines(plan, step, uses):
+    """The C of a loop step (`_Looped`, a block): the body's function called per step,
+    reading the carry at ``cur`` and writing it at ``nxt``, which then change places; a
+    scan's step reads its rows of the xs and writes its rows of the ys where they are.
+    A body that checks indices returns 2 where one is out of bounds, and so does this
+    function, at once."""
+    n, op, sub = step.node, step.node.op, step.plan
+    ins, outs = op.body.inputs, op.body.outputs
+    k0, nc = op.n_consts, op.n_carry
+    k1, row = k0 + nc, step.row
+
+    def pointer(at):
+        return at.buffer.name + (f" + {at.offset}" if at.offset else "")
+
+    for at in step.args:
+        uses.setdefault(at.buffer.name, set()).add("read")
+    for b in [b for pair in step.carry for b in pair] + step.ys:
+        uses.setdefault(b.name, set()).add("write")
+    args = []
+    for kind, k in sub.params:
+        if kind == "in":
+            args.append(pointer(step.args[k]) if k < k0 else step.cur[k - k0] if k < k1
+                        else f"{pointer(step.args[k])} + {row} * {ins[k].size}")
+        elif kind == "const":
+            args.append(step.consts[k.name].name)
+        elif kind == "out":
+            args.append(step.nxt[k] if k < nc else step.ys[0].name if op.until else
+                        f"{step.ys[k - nc].name} + {row} * {outs[k].size}")
+        else:
+            args.append({"work": step.work and step.work.name, "dgemm": "wg_dgemm",
+                         "bad": "wg_bad"}[kind])
+    call = f"{step.body_name}({', '.join(args)})"
+    call = f"if ({call}) return 2;" if sub.bounds else call + ";"
+    lines, swap = [], []
+    for k, (a, b) in enumerate(step.carry):
+        t = _CTYPES[a.dtype]
+        lines += [f"const {t} *{step.cur[k]} = {pointer(step.args[k0 + k])};",
+                  f"{t} *{step.nxt[k]} = {a.name};"]
+        swap.append(f"{step.cur[k]} = {step.nxt[k]}; "
+                    f"{step.nxt[k]} = {step.nxt[k]} == {a.name} ? {b.name} : {a.name};")
+    copy = [f"if ({cur} != {a.name}) memcpy({a.name}, {cur}, {a.size} * sizeof *{a.name});"
+            for cur, (a, _) in zip(step.cur, step.carry)]
+    name = op.name.replace("*/", "* /")
+    if op.until:
+        go = step.go_now
+        title = "while its test holds"
+        lines += [f"int {go} = {step.go};", f"while ({go}) {{",
+                  *C._indented([call, f"{go} = {step.ys[0].name}[0];"] + swap), "}"] + copy
+    else:
+        title, length = f"{op.length} steps", op.length
+        first = f"{length - 1} - {step.step}" if op.reverse else step.step
+        lines += [f"for (long {step.step} = 0; {step.step} < {length}; ++{step.step}) {{",
+                  f"    const long {row} = {first};", *C._indented([call] + swap), "}"]
+        lines += copy if not length else []
+    return [f"/* %{n.index} {name}: {title}, a call of {step.body_name} each */", "{",
+            *C._indented(lines), "}"]
+
+
 # ---- convolutions and pooling -------------------------------------------------------------
 #: the C names of the window steps' own variables (loop indices, pointers, values)
 _WINDOW_NAMES = ("wg_n", "wg_g", "wg_c", "wg_i", "wg_j", "wg_p", "wg_q", "wg_h", "wg_v",
@@ -1858,16 +2044,38 @@ def function_source(graph, name):
         }
         <BLANKLINE>
     """
+    definition, plan = _functions(graph, name)
+    text = "\n".join(plan.bodies + [definition])
+    helpers = C._integer_helpers(text) + [h for h_name, h in C.HELPERS.items()
+                                          if h_name + "(" in text or plan.bounds and
+                                          h_name == "wg_bad_index"]
+    if plan.blas:
+        helpers.append(GEMM_HELPER)
+    includes = ["#include <math.h>", "#include <string.h>", "#include <stdint.h>"]
+    includes += [_simd_declaration(f) for f in SIMD_FUNCTIONS
+                 if re.search(rf"\b{f}\(", text) and _vectorised(f)]
+    head = f"/* wengert: {len(graph.outputs)} results from {len(graph.inputs)} " \
+        "arguments, in loops */"
+    source = "\n".join([head, *includes, "", *(helpers + [""] if helpers else []), text])
+    return source, plan
+
+
+def _functions(graph, name, pointers=False):
+    """``(definition, plan)``: the C function `name` computing `graph` (`_source`), its
+    loops' bodies' functions in ``plan.bodies``.  With `pointers`, a loop's body: a
+    static function whose scalar arguments and results are in memory, as its arrays
+    are, and whose parameters ``plan.params`` lists."""
     try:
-        return _source(graph, name, in_place=True)
+        return _source(graph, name, True, pointers)
     except _TooManyBoxes:
-        return _source(graph, name, in_place=False)
+        return _source(graph, name, False, pointers)
 
 
-def _source(graph, name, in_place):
+def _source(graph, name, in_place, pointers=False):
     graph = _unfused(graph)
     names = _names(graph)
-    plan = _Plan(graph, names, in_place)
+    names.taken.add(name)
+    plan = _Plan(graph, names, in_place, name, pointers)
     plan.product_name = names.user("a_ik")
     plan.pw_names = {k: names.user("pw_" + k) for k in (
         "lo", "len", "side", "top", "f", "left", "right", "sum", "lane", "stop", "jb")}
@@ -1881,21 +2089,29 @@ def _source(graph, name, in_place):
             blocks.append(_indexed_lines(plan, step, used))
         elif isinstance(step, _Window):
             blocks.append(_window_lines(plan, step, used))
+        elif isinstance(step, _Looped):
+            blocks.append(_loop_lines(plan, step, used))
         else:
             blocks.append(_product_lines(plan, step, fmt, used))
         uses.append(used)
-    params = []
-    in_nodes = {n.index for n in graph.inputs}
-    for n in graph.inputs:
+    params, plan.params, body = [], [], []
+    for k, n in enumerate(graph.inputs):
+        plan.params.append(("in", k))
         if n.shape:
             buf = plan.at[n.index].buffer
             params.append(f"const {_CTYPES[buf.dtype]} *restrict {buf.name}")
+        elif pointers:          # (a body's scalar is read from memory, once)
+            p = names.user(plan.scalar[n.index] + "_p")
+            params.append(f"const {_CTYPES[n.dtype]} *restrict {p}")
+            body.append(f"    const {_LOCAL_CTYPES[n.dtype]} {plan.scalar[n.index]} = "
+                        f"{p}[0];")
         else:
             params.append(f"{_LOCAL_CTYPES[n.dtype]} {plan.scalar[n.index]}")
     consts = [b for b in plan.buffers if b.role == "const"]
     params += [f"const {_CTYPES[b.dtype]} *restrict {b.name}" for b in consts]
+    plan.params += [("const", b) for b in consts]
     params += [f"{_CTYPES[b.dtype]} *restrict {b.name}" for b in plan.outs if b is not None]
-    body = []
+    plan.params += [("out", k) for k, b in enumerate(plan.outs) if b is not None]
     locals_ = [(nm, n) for nm, n, role in plan.locals if role == "local"]
     for nm, n in locals_:
         body.append(f"    {_LOCAL_CTYPES[n.dtype]} {nm};")
@@ -1913,12 +2129,15 @@ def _source(graph, name, in_place):
     plan.workspace = offset
     if temps:
         params.append(f"unsigned char *restrict {work}")
-    if plan.res:
+        plan.params.append(("work", None))
+    if plan.res and not pointers:
         params.append("double *restrict res")
     if plan.blas:
         params.append("wg_dgemm_t *wg_dgemm")
+        plan.params.append(("dgemm", None))
     if plan.bounds:
         params.append("int64_t *restrict wg_bad")
+        plan.params.append(("bad", None))
     first = {b.name: min((k for k, u in enumerate(uses) if b.name in u), default=0)
              for b in temps if b.zeroed}
     for k, block in enumerate(blocks):
@@ -1926,29 +2145,23 @@ def _source(graph, name, in_place):
                  for b in temps if b.zeroed and first[b.name] == k]
         body += ["    " + line for line in block]
     for slot, o in plan.res:
-        body.append(f"    res[{slot}] = {_result_text(plan, o, fmt)};")
+        if pointers:
+            text = _result_text(plan, o, fmt, bits=False)
+            body.append(f"    {plan.outs[slot].name}[0] = {text};")
+        else:
+            body.append(f"    res[{slot}] = {_result_text(plan, o, fmt)};")
     if plan.bounds:             # (2: an index was out of bounds, noted in wg_bad)
         body.append("    return wg_bad[0] ? 2 : 0;")
     kind = "int" if plan.bounds else "void"
-    definition = [f"{kind} {name}({', '.join(params) or 'void'})", "{", *body, "}", ""]
-    text = "\n".join(definition)
-    helpers = C._integer_helpers(text) + [h for h_name, h in C.HELPERS.items()
-                                          if h_name + "(" in text or plan.bounds and
-                                          h_name == "wg_bad_index"]
-    if plan.blas:
-        helpers.append(GEMM_HELPER)
-    includes = ["#include <math.h>", "#include <string.h>", "#include <stdint.h>"]
-    includes += [_simd_declaration(f) for f in SIMD_FUNCTIONS
-                 if re.search(rf"\b{f}\(", text) and _vectorised(f)]
-    head = f"/* wengert: {len(graph.outputs)} results from {len(in_nodes)} arguments, " \
-        "in loops */"
-    source = "\n".join([head, *includes, "", *(helpers + [""] if helpers else []),
-                        *definition])
-    return source, plan
+    static = "static " if pointers else ""
+    definition = [f"{static}{kind} {name}({', '.join(params) or 'void'})", "{", *body, "}",
+                  ""]
+    return "\n".join(definition), plan
 
 
-def _result_text(plan, o, fmt):
-    """The C text of a scalar result, as a double (an int64 as its bits)."""
+def _result_text(plan, o, fmt, bits=True):
+    """The C text of a scalar result, as a double (an int64 as its bits, unless not
+    `bits`)."""
     if o.index in plan.literal:
         text = fmt.number(plan.literal[o.index])
     elif o.index in plan.scalar:
@@ -1956,7 +2169,7 @@ def _result_text(plan, o, fmt):
     else:
         at = plan.at[o.index]
         text = f"{at.buffer.name}[{at.offset}]"
-    return f"wg_f64({text})" if o.dtype == np.int64 else text
+    return f"wg_f64({text})" if o.dtype == np.int64 and bits else text
 
 
 _ARG_TYPES = {np.dtype(np.float64): ctypes.c_double, np.dtype(np.int64): ctypes.c_int64,
