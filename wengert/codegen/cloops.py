@@ -84,7 +84,7 @@ import numpy as np
 from ..graph.graph import Graph, ShapeDtype
 from ..primitives import array as A, nn as NN, scalar as S
 from ..loops import Loop
-from ..primitives.pack import bitcast, part
+from ..primitives.pack import bitcast, part, place
 from ..primitives.registry import CONST, INPUT
 from ..primitives.shape import broadcast_to, sum_to
 from . import c as C
@@ -140,8 +140,10 @@ _INDEX = "ijk"          # loop indices, then i3, i4, ...
 
 def wanted(graph) -> bool:
     """Whether ``backend="c"`` should write `graph` as loops: it holds more than
-    `LOOP_ELEMENTS` array elements (constants aside) and no loop primitive (a scan's
-    body is written element by element).
+    `LOOP_ELEMENTS` array elements (constants aside), a loop's body counting its own
+    times its steps (a while loop's once): a body's arrays written element by element
+    are copied and computed at every step, and loops ran faster even at 8 elements a
+    step (docs/compile.md).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -149,9 +151,19 @@ def wanted(graph) -> bool:
         False
         >>> wanted(wg.trace(lambda x: (x * x).sum(), np.ones(10_000)))
         True
+        >>> wanted(wg.trace(lambda x: wg.scan(lambda c, _: (c * 2.0, None), x,
+        ...                                    length=50)[0], np.ones(3)))
+        True
     """
-    live = graph.live_nodes()
-    return sum(n.size for n in live if n.op is not CONST and n.shape) > LOOP_ELEMENTS
+    total, todo = 0, [(graph, 1)]
+    while todo:                 # (over the nesting of loops, not the graph's depth)
+        g, times = todo.pop()
+        for n in g.live_nodes():
+            if n.op is not CONST and n.shape:
+                total += n.size * times
+            if isinstance(n.op, Loop):
+                todo.append((n.op.body, times * getattr(n.op, "length", 1)))
+    return total > LOOP_ELEMENTS
 
 
 class _Buffer:
@@ -371,7 +383,8 @@ _VIEWS = {A.getitem: _getitem_view,
           A.reshape: lambda x, shape: np.reshape(x, shape),
           A.transpose: lambda x, axes: x.transpose(axes),
           broadcast_to: lambda x, shape: np.broadcast_to(x, shape),
-          A.flip: lambda x, axes: np.flip(x, axis=axes)}
+          A.flip: lambda x, axes: np.flip(x, axis=axes),
+          part: lambda x, start, stop, shape: np.reshape(x, -1)[start:stop].reshape(shape)}
 
 
 def _view(fn, at, shape, params):
@@ -397,7 +410,7 @@ class _Plan:
         # (pointers: a loop's body, whose scalar inputs and results are in memory too)
         self.name, self.pointers = name, pointers
         self.steps = []
-        self.pieces = {}        # loop node index -> [_At]: its results, in memory
+        self.pieces = {}        # loop node (or part) -> [(start, stop, _Buffer, dtype)]
         self.retyped = {}       # ``part`` of a loop's int64 or bool piece -> (_At, dtype)
         self.bodies = []        # C functions of the loops' bodies (theirs first)
         self.at = {}            # node index -> _At: elements in memory
@@ -573,6 +586,8 @@ class _Plan:
             return self._fill(n)
         if op is A.matmul:
             return self._product(n)
+        if op is place:
+            return self._place(n)
         if op is NN.checked_labels:
             return self._checked(n)
         if op in _WINDOWS:
@@ -646,8 +661,8 @@ class _Plan:
             raise NotLooped("index_add into another dtype, which the loops do not write")
         if op is A.concatenate:
             axis, start, regions = params["axis"], 0, []
-            for part in n.args:
-                stop = start + part.shape[axis]
+            for arg in n.args:
+                stop = start + arg.shape[axis]
                 regions.append((slice(None),) * axis + (slice(start, stop),))
                 start = stop
         elif op is A.pad:
@@ -692,6 +707,20 @@ class _Plan:
             ready = max(ready, g.index)
         self.at[n.index] = whole
         self.ready[n.index] = ready
+
+    def _place(self, n):
+        """``place`` (a loop's packed cotangent): a zeroed buffer, its argument's
+        elements written at its start by the loop computing them (or one copying them)."""
+        x = n.args[0]
+        buf = self._buffer(n)
+        buf.zeroed = True
+        g = self.group_of.get(x.index)
+        if g is None:
+            g = self._join([x], x.shape)
+        strides = _contiguous(buf, x.shape).strides
+        g.stores.append((x, _At(buf, n.params["start"], strides), False))
+        self.at[n.index] = _contiguous(buf, n.shape)
+        self.ready[n.index] = max(g.index, self.ready.get(x.index, -1))
 
     def _result_of_step(self, n):
         """Where a reduction or a product puts n: an array in a buffer of its own, a
@@ -912,31 +941,39 @@ class _Plan:
             # is written by steps 0, 2, 4, ...; none, and it is copied to the first)
             last = [a if op.length % 2 or not op.length else b for a, b in step.carry]
         self.buffers += step.ys
-        pieces = last + ([] if op.until else step.ys)
-        self.pieces[n.index] = [_contiguous(b, shape) for b, shape in
-                                zip(pieces, op.layout.shapes)]
+        buffers = last + ([] if op.until else step.ys)
+        self.pieces[n.index] = pieces = []
+        for b, (lo, hi), dtype in zip(buffers, op.layout.spans, op.layout.dtypes):
+            pieces.append((lo, hi, b, dtype))
         if len(pieces) == 1:
-            self.at[n.index] = self.pieces[n.index][0]
+            self.at[n.index] = _contiguous(buffers[0], n.shape)
+        step.index = len(self.steps)        # (after the copies of its arguments)
         self.steps.append(step)
         self.ready[n.index] = step.index
 
     def _piece(self, n):
-        """A ``part`` of a loop's value: one of its results, in memory; one of int64 or
-        bool values, which the pack holds as float64, read by the bitcast or astype
-        after it (`retyped`)."""
-        loop = n.args[0]
-        layout = loop.op.layout
-        span = (n.params["start"], n.params["stop"])
-        if span not in layout.spans:
-            raise NotLooped("part of a loop's packed results across them, which the loops "
-                            "do not write")
-        k = layout.spans.index(span)
-        at = _contiguous(self.pieces[loop.index][k].buffer, n.shape)
-        self.ready[n.index] = self.ready[loop.index]
-        if layout.dtypes[k] == n.dtype:
-            self.at[n.index] = at
+        """A ``part`` of a loop's value (or of a part of it): one of its results, in
+        memory, or several, whose parts are read in turn; one of int64 or bool values,
+        which the pack holds as float64, is read by the bitcast or astype after it
+        (`retyped`)."""
+        x = n.args[0]
+        start, stop = n.params["start"], n.params["stop"]
+        inside = [p for p in self.pieces[x.index] if start <= p[0] and p[1] <= stop and
+                  (p[0] < p[1] or start == stop)]
+        exact = [p for p in inside if p[:2] == (start, stop)]
+        self.ready[n.index] = self.ready[x.index]
+        if exact and (len(inside) == 1 or start == stop):
+            _, _, buf, dtype = exact[0]
+            at = _contiguous(buf, n.shape)
+            if dtype == n.dtype:
+                self.at[n.index] = at
+            else:
+                self.retyped[n.index] = (at, dtype)
+        elif sum(hi - lo for lo, hi, _, _ in inside) == stop - start:
+            self.pieces[n.index] = [(lo - start, hi - start, b, d) for lo, hi, b, d in inside]
         else:
-            self.retyped[n.index] = (at, layout.dtypes[k])
+            raise NotLooped("part of a loop's packed results across them, which the "
+                            "loops do not write")
 
     def _results(self):
         """Results not yet written where they go: stored by their loops, or copied."""
