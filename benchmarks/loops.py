@@ -19,9 +19,9 @@ Rows:
   traced on each call and its compiled code found in a cache);
 * wengert-scan-jit: ``wg.compile(wg.grad(loss))``, compiled before timing;
 * wengert-unroll8 (the oscillator only): the eager scan with ``unroll=8``;
-* wengert-scan-c (the oscillator only): the same with ``backend="c"``, each loop a C
-  loop (the RNN's body, two 64x64 matrix products, is no code to write element by
-  element);
+* wengert-scan-c: the same with ``backend="c"``, each loop a C loop: the oscillator's
+  body scalarised, the RNN's in loop mode (a function of two BLAS products called per
+  step, `wengert.codegen.cloops`);
 * wengert-loop: ``wg.grad`` of the same loss written as a Python loop (every step
   recorded on the tape);
 * autograd-loop, torch-loop: the Python loop under autograd and PyTorch eager;
@@ -52,6 +52,11 @@ And a loop that reads an array at its counter: c <- 0.9 c + sin(x[i]) over an x 
 elements (``fori_loop`` with static bounds: a scan), its value and its gradient in x, each
 call in microseconds: wengert-jit and wengert-c (the gather a read of x at the checked
 index, its transpose an addition into x's cotangent at it), and jax-jit.
+
+Last the gradient, in the initial condition, of 100 explicit steps of the heat equation
+on a 128x128 grid in ``fori_loop`` (a stencil, its edges kept at zero by ``pad``), in ms:
+wengert-jit (``wg.compile``: NumPy code per step), wengert-c (loop mode: each step a call
+of the step's fused loops) and jax-jit.
 """
 import argparse
 import sys
@@ -190,6 +195,12 @@ def rnn_makers():
 
         if how == "loop":
             g = wg.grad(rnn_loop_loss(wnp, h0, xs), argnums=(0, 1))
+        elif how == "c":
+            from wengert.codegen.c import CompilerNotFound
+            try:
+                g = wg.compile(wg.grad(scan_loss, argnums=(0, 1)), W, U, backend="c")
+            except CompilerNotFound as e:       # (skipped, as a peer not installed)
+                raise ImportError(str(e)) from None
         elif how == "jit":
             g = wg.compile(wg.grad(scan_loss, argnums=(0, 1)), W, U)
         else:
@@ -235,6 +246,7 @@ def rnn_makers():
 
     return {"wengert-scan": lambda: wengert("scan"),
             "wengert-scan-jit": lambda: wengert("jit"),
+            "wengert-scan-c": lambda: wengert("c"),
             "wengert-loop": lambda: wengert("loop"),
             "autograd-loop": autograd, "torch-loop": torch, "jax-scan-jit": jax}
 
@@ -379,6 +391,47 @@ def gather_makers(derivative):
             "jax-jit": jax}
 
 
+# --- time stepping of the heat equation ---------------------------------------------------
+HEAT_N, HEAT_STEPS, HEAT_NU = 128, 100, 0.2
+
+
+def heat_loss(xnp, lax, u0):
+    """The sum of squares of u after HEAT_STEPS explicit steps of the heat equation on a
+    HEAT_N x HEAT_N grid, zero on its edges, from u0, with `xnp` and `lax` wengert's or
+    JAX's: a PDE's time stepping in ``fori_loop``."""
+    def step(i, u):
+        lap = u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4.0 * u[1:-1, 1:-1]
+        return xnp.pad(u[1:-1, 1:-1] + HEAT_NU * lap, 1)
+    u = lax.fori_loop(0, HEAT_STEPS, step, u0)
+    return xnp.sum(u * u)
+
+
+def heat_makers():
+    """The rows of the heat equation's table: the gradient in the initial condition."""
+    u0 = np.random.default_rng(0).normal(size=(HEAT_N, HEAT_N))
+
+    def wengert(backend):
+        import wengert as wg
+        import wengert.numpy as wnp
+        from wengert import lax
+        from wengert.codegen.c import CompilerNotFound
+        try:
+            g = wg.compile(wg.grad(lambda u: heat_loss(wnp, lax, u)), u0, backend=backend)
+        except CompilerNotFound as e:
+            raise ImportError(str(e)) from None
+        return version("wengert"), lambda: g(u0)
+
+    def jax():
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        g = jax.jit(jax.grad(lambda u: heat_loss(jax.numpy, jax.lax, u)))
+        g(u0).block_until_ready()
+        return jax.__version__, lambda: np.asarray(g(u0).block_until_ready())
+
+    return {"wengert-jit": lambda: wengert("python"), "wengert-c": lambda: wengert("c"),
+            "jax-jit": jax}
+
+
 def compile_times(steps):
     """Seconds to compile the oscillator's gradient once, as a scan and as a loop."""
     import wengert as wg
@@ -420,6 +473,8 @@ def main(argv=None):
         run_table(gather_makers(derivative), f"{'grad of ' if derivative else ''}a loop "
                   f"reading x[i] at its counter, {GATHER_N} steps", "wengert-jit", repeats,
                   min_time, unit="us/call")
+    run_table(heat_makers(), f"grad of {HEAT_STEPS} explicit heat steps on {HEAT_N}x{HEAT_N} "
+              "in fori_loop, in the initial condition", "wengert-jit", repeats, min_time)
     return 0
 
 

@@ -168,3 +168,36 @@ def test_loop_mode_counts_a_body_times_its_steps():
     assert not cloops.wanted(wg.trace(one_step, x))
     assert cloops.wanted(wg.trace(many, x))
     assert looped(many, x)(x)[0] == 2.0 ** 40
+
+
+# ---- a carry plus a scatter, updated in place -----------------------------------------------
+def test_the_gradient_of_a_gather_in_a_loop_updates_its_cotangent_in_place(loops):
+    f = lambda x: lax.fori_loop(0, x.shape[0], lambda i, c: c * wnp.sin(x[i]),  # noqa: E731
+                                1.0)
+    x = RNG.normal(size=30)
+    c = looped(wg.grad(f), x)
+    assert "updated where" in c.source                       # (no add of the whole carry)
+    same(c(x), numpy_compiled(wg.grad(f), x))
+
+
+@pytest.mark.parametrize("scatter", ["index_add", "put_along_axis"])
+def test_an_update_in_place_is_numpys_bits_with_repeats_nan_and_signed_zeros(loops, scatter):
+    from wengert.primitives.array import index_add, put_along_axis
+    idx = np.array([2, -1, 2, 0, 2])                  # (repeated, negative)
+
+    def scattered(v):
+        if scatter == "index_add":
+            return index_add(v, index=(idx,), shape=(6,))
+        return put_along_axis(v, idx, axis=0, shape=(6,))
+
+    f = lambda c0, vs: wg.scan(lambda c, v: (c + scattered(v), None), c0, vs)[0]  # noqa
+    c0 = np.array([-0.0, 0.0, -0.0, np.nan, 1.5, -0.0])
+    vs = RNG.normal(size=(4, 5))
+    vs[1, :] = [-0.0, 0.0, 0.0, -0.0, -0.0]
+    vs[2, 1] = -vs[3, 1]
+    c = looped(f, c0, vs)
+    assert "updated where" in c.source
+    for v in (vs, vs[:1], -vs):
+        same(c(c0, v), f(c0, v))
+        same(c(c0, v), numpy_compiled(f, c0, v))
+    same(c(c0, vs[:0]), c0)                             # (no step: -0.0 as it was)

@@ -141,9 +141,10 @@ _INDEX = "ijk"          # loop indices, then i3, i4, ...
 def wanted(graph) -> bool:
     """Whether ``backend="c"`` should write `graph` as loops: it holds more than
     `LOOP_ELEMENTS` array elements (constants aside), a loop's body counting its own
-    times its steps (a while loop's once): a body's arrays written element by element
-    are copied and computed at every step, and loops ran faster even at 8 elements a
-    step (docs/compile.md).
+    times its steps (a while loop's once), and the loop's results not again.  Loops of
+    scalars only stay scalarised up to `scalarize.LIMIT` elements.  Measured
+    (docs/compile.md): a body of arrays ran faster as loops even at 8 elements a step,
+    one of scalars 1.7 times slower (scalarised, its carry stays in registers).
 
     Example:
         >>> import numpy as np, wengert as wg
@@ -155,14 +156,23 @@ def wanted(graph) -> bool:
         ...                                    length=50)[0], np.ones(3)))
         True
     """
-    total, todo = 0, [(graph, 1)]
+    total, todo, in_bodies, loops = 0, [(graph, 1)], 0, False
     while todo:                 # (over the nesting of loops, not the graph's depth)
         g, times = todo.pop()
+        packed = set()          # (a loop's results and their parts: counted in its body)
         for n in g.live_nodes():
-            if n.op is not CONST and n.shape:
-                total += n.size * times
             if isinstance(n.op, Loop):
                 todo.append((n.op.body, times * getattr(n.op, "length", 1)))
+                packed.add(n.index)
+                loops = True
+            elif n.op is part and n.args[0].index in packed:
+                packed.add(n.index)
+            elif n.op is not CONST and n.shape:
+                total += n.size * times
+                in_bodies += g is not graph
+    if loops and not in_bodies:     # (loops of scalars: scalarised, where they can be)
+        from .scalarize import LIMIT
+        return sum(n.size for n in graph.live_nodes() if n.op is not CONST) > LIMIT
     return total > LOOP_ELEMENTS
 
 
@@ -173,6 +183,7 @@ class _Buffer:
     def __init__(self, name, dtype, size, role):
         self.name, self.dtype, self.size, self.role = name, np.dtype(dtype), size, role
         self.zeroed = False         # filled with zeros before its first write
+        self.kept = False           # zero when the function is first called, and after
 
 
 class _At:
@@ -207,13 +218,15 @@ class _Indexed:
     scatter's zeroed result): along `axis` the index read at `index` (a `_At` with
     strides over the loop's dims, or an int), wrapped and checked; along each other
     dim d, the loop's dim ``dims[d]`` (None: 0).  `value`: the scatter's ``(_At,
-    strides over the loop)`` of what it adds, None for a gather, which writes `out`."""
+    strides over the loop)`` of what it adds, None for a gather, which writes `out`,
+    and for an update in place, which adds `apply` (the scatter's) into `target`."""
 
     def __init__(self, index, node, shape, target, axis, dims, where, value=None,
                  out=None):
         self.index, self.node, self.shape = index, node, tuple(shape)
         self.target, self.axis, self.dims, self.where = target, axis, dims, where
         self.value, self.out = value, out
+        self.apply = None       # an update in place (`_Plan._update`): the scratch's _At
 
 
 class _Window:
@@ -405,10 +418,16 @@ def _view(fn, at, shape, params):
 class _Plan:
     """The steps and buffers of a graph's loops (see the module doc)."""
 
-    def __init__(self, graph, names, in_place=True, name="wg_f", pointers=False):
+    def __init__(self, graph, names, in_place=True, name="wg_f", pointers=False,
+                 updates=()):
         self.graph, self.names, self.in_place = graph, names, in_place
         # (pointers: a loop's body, whose scalar inputs and results are in memory too)
         self.name, self.pointers = name, pointers
+        # a body's carries updated in place (`_updates`): input node index -> result k,
+        # and their scatters' node indices
+        self.updated = {graph.inputs[i].index: k for i, k in updates}
+        self.kept = {a.index for i, k in updates for a in graph.outputs[k].args
+                     if a is not graph.inputs[i]}
         self.steps = []
         self.pieces = {}        # loop node (or part) -> [(start, stop, _Buffer, dtype)]
         self.retyped = {}       # ``part`` of a loop's int64 or bool piece -> (_At, dtype)
@@ -462,7 +481,8 @@ class _Plan:
         self.ready[n.index] = -1
         name = self.names.user(n.label())
         if n.shape:
-            self.at[n.index] = _contiguous(_Buffer(name, n.dtype, n.size, "in"), n.shape)
+            role = "inout" if n.index in self.updated else "in"
+            self.at[n.index] = _contiguous(_Buffer(name, n.dtype, n.size, role), n.shape)
             self.buffers.append(self.at[n.index].buffer)
         else:
             self.scalar[n.index] = name
@@ -557,6 +577,8 @@ class _Plan:
                             "write")
         if isinstance(op, Loop):
             return self._loop(n)
+        if op is S.add and any(a.index in self.updated for a in n.args):
+            return self._update(n)
         if op is part and n.args[0].index in self.pieces:
             return self._piece(n)
         if _is_elementwise(op):
@@ -805,7 +827,8 @@ class _Plan:
             at_v = self._in_memory(v)
             value = (at_v, _broadcast(at_v, v.shape, shape))
             buf = self._buffer(n)
-            buf.zeroed = True
+            # (a scatter into an updated carry's scratch, which its update leaves zero)
+            buf.zeroed, buf.kept = n.index not in self.kept, n.index in self.kept
             target = _contiguous(buf, n.shape)
             step = _Indexed(len(self.steps), n, shape, target, axis, dims, where, value)
         else:
@@ -815,6 +838,22 @@ class _Plan:
             step = _Indexed(len(self.steps), n, shape, target, axis, dims, where, out=out)
         self.steps.append(step)
         self.at[n.index] = _contiguous(step.target.buffer, n.shape) if values else step.out
+        self.ready[n.index] = step.index
+
+    def _update(self, n):
+        """A carry plus a scatter-add, updated in place (`_updates`): each element the
+        scatter wrote (in its scratch, zeros elsewhere) is added to the carry, once,
+        and zeroed in the scratch again; a repeated index adds that 0.0, which leaves
+        the carry as it is, since it holds no -0.0.  NumPy's bits, in the scatter's
+        count of elements, not the carry's."""
+        x = next(a for a in n.args if a.index in self.updated)
+        s = next(a for a in n.args if a is not x)
+        scatter = self.steps[self.ready[s.index]]
+        step = _Indexed(len(self.steps), n, scatter.shape, self.at[x.index], scatter.axis,
+                        scatter.dims, scatter.where)
+        step.apply = scatter.target
+        self.steps.append(step)
+        self.at[n.index] = self.at[x.index]
         self.ready[n.index] = step.index
 
     def _checked(self, n):
@@ -902,7 +941,10 @@ class _Plan:
         else:
             step.args += [self._dense(a) for a in n.args[k1:]]
         step.body_name = names.user(f"{self.name}_loop")
-        step.body, step.plan = _functions(body, step.body_name, True)
+        # (a scan of no step gives its first carry as it is, -0.0 too: see _updates)
+        step.updates = _updates(op) if not op.until and op.length else []
+        step.body, step.plan = _functions(body, step.body_name, True, step.updates)
+        step.updated = {i - k0 for i, _ in step.updates}
         sub = step.plan
         if sub.checks:
             raise NotLooped("labels checked inside a loop's body, which the loops do not "
@@ -921,27 +963,31 @@ class _Plan:
             step.work = _Buffer(names.user(f"w{n.index}"), np.uint8, sub.workspace, "temp")
             self.buffers.append(step.work)
         outs = body.outputs
-        step.carry = []
+        # (after n steps, the carry is in the buffer the last step wrote: the first is
+        # written by steps 0, 2, 4, ...; a while loop's, and a scan's of no step, is
+        # copied to the first)
+        second = not op.until and op.length and op.length % 2 == 0
+        step.carry, buffers = [], []
         for k, o in enumerate(outs[:nc]):
-            pair = [_Buffer(names.user(f"c{n.index}_{k}{ab}"), o.dtype, o.size, "temp")
-                    for ab in "ab"]
-            self.buffers += pair
-            step.carry.append(pair)
+            last = self._result_buffer(n, k, f"c{n.index}_{k}")
+            buffers.append(last)
+            if k in step.updated:           # (one buffer, updated in place)
+                step.carry.append([last, None])
+                continue
+            other = _Buffer(names.user(f"c{n.index}_{k}t"), o.dtype, o.size, "temp")
+            self.buffers.append(other)
+            step.carry.append([other, last] if second else [last, other])
         step.cur = [names.user(f"cur{k}") for k in range(nc)]
         step.nxt = [names.user(f"nxt{k}") for k in range(nc)]
         step.step, step.row = names.user("step"), names.user("row")
         if op.until:
             step.ys = [_Buffer(names.user(f"go{n.index}"), np.bool_, 1, "temp")]
+            self.buffers += step.ys
             step.go_now = names.user("go")
-            last = [a for a, b in step.carry]
         else:
-            step.ys = [_Buffer(names.user(f"y{n.index}_{k}"), o.dtype, op.length * o.size,
-                               "temp") for k, o in enumerate(outs[nc:])]
-            # (after n steps, the carry is in the buffer the last step wrote: the first
-            # is written by steps 0, 2, 4, ...; none, and it is copied to the first)
-            last = [a if op.length % 2 or not op.length else b for a, b in step.carry]
-        self.buffers += step.ys
-        buffers = last + ([] if op.until else step.ys)
+            step.ys = [self._result_buffer(n, nc + k, f"y{n.index}_{k}")
+                       for k in range(len(outs) - nc)]
+            buffers += step.ys
         self.pieces[n.index] = pieces = []
         for b, (lo, hi), dtype in zip(buffers, op.layout.spans, op.layout.dtypes):
             pieces.append((lo, hi, b, dtype))
@@ -950,6 +996,22 @@ class _Plan:
         step.index = len(self.steps)        # (after the copies of its arguments)
         self.steps.append(step)
         self.ready[n.index] = step.index
+
+    def _result_buffer(self, n, k, stem):
+        """A buffer for result k of loop n: the graph's result's, where it is one (the
+        loop writes it in place), else a temporary."""
+        layout = n.op.layout
+        readers = [n] if len(layout) == 1 else [
+            u for u in self.users.get(n.index, []) if u.op is part and
+            (u.params["start"], u.params["stop"]) == layout.spans[k] and
+            u.dtype == layout.dtypes[k]]
+        for u in readers:
+            if u.index in self.out_slot and self.outs[self.out_slot[u.index]] is None:
+                return self._buffer(u)
+        buf = _Buffer(self.names.user(stem), layout.dtypes[k],
+                      math.prod(layout.shapes[k]), "temp")
+        self.buffers.append(buf)
+        return buf
 
     def _piece(self, n):
         """A ``part`` of a loop's value (or of a part of it): one of its results, in
@@ -979,6 +1041,8 @@ class _Plan:
         """Results not yet written where they go: stored by their loops, or copied."""
         self.res = []                           # (slot, node) of scalar results
         for k, o in enumerate(self.graph.outputs):
+            if k in self.updated.values():      # (the carry's own buffer, updated)
+                continue
             if o.shape == () and self.pointers and self.outs[k] is None:
                 # (a body's scalar result: written to memory, `_source`)
                 self.outs[k] = _Buffer(self.names.user(f"out{k}"), o.dtype, 1, "out")
@@ -1669,7 +1733,15 @@ def _indexed_lines(plan, step, uses):
     kind = "gather" if step.value is None else "scatter-add"
     lines = [f"/* %{n.index} {n.op.name}: {kind} of {'x'.join(map(str, shape)) or 'one'} "
              "*/", "{"]
-    if step.value is None:
+    if step.apply is not None:
+        t, x = step.apply.buffer.name, target.buffer.name
+        kind = "update in place"
+        lines[0] = f"/* %{n.index} add: {x} updated where {t} was scattered into */"
+        uses.setdefault(t, set()).add("write")
+        uses.setdefault(x, set()).add("write")
+        body = [f"const int64_t wg_at = {pos};", f"{x}[wg_at] = {x}[wg_at] + {t}[wg_at];",
+                f"{t}[wg_at] = 0.0;"]
+    elif step.value is None:
         uses.setdefault(target.buffer.name, set()).add("read")
         out = step.out.buffer.name
         uses.setdefault(out, set()).add("write")
@@ -1715,6 +1787,48 @@ def _gemm_lines(plan, step, uses):
             f"{ld_b}, {pointer(at_a)}, {ld_a}, 0.0, {out}, {max(n, 1)});"]
 
 
+def _updates(loop):
+    """``(input position, result k)`` of each carry of a scan's body that it can update
+    in place: result k is carry k plus a scatter-add into zeros (``put_along_axis``,
+    ``index_add`` at an index array: the gradient of ``x[i]`` in a loop, added into
+    x's cotangent), and nothing else reads the carry, the scatter or the sum.
+
+    Each step's sum ``carry + scatter`` is then the carry with the scattered elements
+    added, and the others as they are, which is NumPy's ``x + 0.0`` but for -0.0: the
+    first carry is written as ``x + 0.0`` before the first step, and no step gives a
+    -0.0 (a sum is -0.0 only of two, and a scatter's elements are ``0.0 + ...``).
+
+    Example:
+        >>> import numpy as np, wengert as wg
+        >>> f = lambda x: wg.fori_loop(0, 3, lambda i, c: c * wg.numpy.sin(x[i]), 1.0)
+        >>> g = wg.trace(wg.grad(f), np.ones(3))
+        >>> [_updates(n.op) for n in g.live_nodes() if isinstance(n.op, Loop)]
+        [[], [(2, 1)]]
+    """
+    body = loop.body
+    users = {}
+    for n in body.live_nodes():
+        for a in n.args:
+            users.setdefault(a.index, []).append(n)
+    for o in body.outputs:
+        users.setdefault(o.index, []).append(None)
+    found = []
+    for k in range(loop.n_carry):
+        x, o = body.inputs[loop.n_consts + k], body.outputs[k]
+        if o.op is not S.add or x.dtype != np.float64 or not any(a is x for a in o.args):
+            continue
+        scatter = next(a for a in o.args if a is not x)
+        if scatter.op is A.index_add:
+            ok = any(isinstance(i, np.ndarray) for i in scatter.params["index"])
+        else:
+            ok = scatter.op is A.put_along_axis
+        if ok and scatter.shape == x.shape and all(
+                [u is o for u in users.get(i, [])] == [True]
+                for i in (x.index, scatter.index)) and users[o.index] == [None]:
+            found.append((loop.n_consts + k, k))
+    return found
+
+
 def _loop_lines(plan, step, uses):
     """The C of a loop step (`_Looped`, a block): the body's function called per step,
     reading the carry at ``cur`` and writing it at ``nxt``, which then change places; a
@@ -1731,13 +1845,15 @@ def _loop_lines(plan, step, uses):
 
     for at in step.args:
         uses.setdefault(at.buffer.name, set()).add("read")
-    for b in [b for pair in step.carry for b in pair] + step.ys:
+    for b in [b for pair in step.carry for b in pair if b is not None] + step.ys:
         uses.setdefault(b.name, set()).add("write")
     args = []
     for kind, k in sub.params:
         if kind == "in":
-            args.append(pointer(step.args[k]) if k < k0 else step.cur[k - k0] if k < k1
-                        else f"{pointer(step.args[k])} + {row} * {ins[k].size}")
+            args.append(pointer(step.args[k]) if k < k0 else
+                        step.carry[k - k0][0].name if k - k0 in step.updated else
+                        step.cur[k - k0] if k < k1 else
+                        f"{pointer(step.args[k])} + {row} * {ins[k].size}")
         elif kind == "const":
             args.append(step.consts[k.name].name)
         elif kind == "out":
@@ -1749,14 +1865,21 @@ def _loop_lines(plan, step, uses):
     call = f"{step.body_name}({', '.join(args)})"
     call = f"if ({call}) return 2;" if sub.bounds else call + ";"
     lines, swap = [], []
+    if any(b.kept for b in sub.buffers):        # (its scratch, zero from the first step)
+        lines.append(f"memset({step.work.name}, 0, {sub.workspace});")
     for k, (a, b) in enumerate(step.carry):
         t = _CTYPES[a.dtype]
+        if b is None:
+            # (updated in place: a carry plus 0.0, as each step gives it, holds no -0.0)
+            lines.append(f"for (long i = 0; i < {a.size}; ++i) {a.name}[i] = "
+                         f"{pointer(step.args[k0 + k])}[i] + 0.0;")
+            continue
         lines += [f"const {t} *{step.cur[k]} = {pointer(step.args[k0 + k])};",
                   f"{t} *{step.nxt[k]} = {a.name};"]
         swap.append(f"{step.cur[k]} = {step.nxt[k]}; "
                     f"{step.nxt[k]} = {step.nxt[k]} == {a.name} ? {b.name} : {a.name};")
     copy = [f"if ({cur} != {a.name}) memcpy({a.name}, {cur}, {a.size} * sizeof *{a.name});"
-            for cur, (a, _) in zip(step.cur, step.carry)]
+            for cur, (a, b) in zip(step.cur, step.carry) if b is not None]
     name = op.name.replace("*/", "* /")
     if op.until:
         go = step.go_now
@@ -2097,22 +2220,23 @@ def function_source(graph, name):
     return source, plan
 
 
-def _functions(graph, name, pointers=False):
+def _functions(graph, name, pointers=False, updates=()):
     """``(definition, plan)``: the C function `name` computing `graph` (`_source`), its
     loops' bodies' functions in ``plan.bodies``.  With `pointers`, a loop's body: a
     static function whose scalar arguments and results are in memory, as its arrays
-    are, and whose parameters ``plan.params`` lists."""
+    are, and whose parameters ``plan.params`` lists; its carries `updates` (`_updates`)
+    are updated in place."""
     try:
-        return _source(graph, name, True, pointers)
+        return _source(graph, name, True, pointers, updates)
     except _TooManyBoxes:
-        return _source(graph, name, False, pointers)
+        return _source(graph, name, False, pointers, updates)
 
 
-def _source(graph, name, in_place, pointers=False):
+def _source(graph, name, in_place, pointers=False, updates=()):
     graph = _unfused(graph)
     names = _names(graph)
     names.taken.add(name)
-    plan = _Plan(graph, names, in_place, name, pointers)
+    plan = _Plan(graph, names, in_place, name, pointers, updates)
     plan.product_name = names.user("a_ik")
     plan.pw_names = {k: names.user("pw_" + k) for k in (
         "lo", "len", "side", "top", "f", "left", "right", "sum", "lane", "stop", "jb")}
@@ -2136,7 +2260,8 @@ def _source(graph, name, in_place, pointers=False):
         plan.params.append(("in", k))
         if n.shape:
             buf = plan.at[n.index].buffer
-            params.append(f"const {_CTYPES[buf.dtype]} *restrict {buf.name}")
+            const = "const " if buf.role == "in" else ""
+            params.append(f"{const}{_CTYPES[buf.dtype]} *restrict {buf.name}")
         elif pointers:          # (a body's scalar is read from memory, once)
             p = names.user(plan.scalar[n.index] + "_p")
             params.append(f"const {_CTYPES[n.dtype]} *restrict {p}")
