@@ -49,7 +49,15 @@ stays an array, and the C is a few loops over it whatever its size:
   offsets (`_pool_lines`): the maximum folds them as NumPy's ``maximum`` does, and a
   window's cotangent goes to its first maximum (or first nan), as
   ``wengert.primitives.nn._first_hits`` finds it, overlapping windows adding from the
-  last window back, which is the NumPy code's order: NumPy's bits.
+  last window back, which is the NumPy code's order: NumPy's bits;
+* **loops** (``wg.scan``, ``fori_loop``, ``while_loop``, their derivatives' loops) are
+  a C loop calling, per step, a static function written from the body by this same
+  code (`_functions` with ``pointers``: its scalars in memory too; a loop in a body is
+  a function of its own).  The carry lives in two buffers the steps write in turn,
+  their pointers swapped; a scan's step reads its rows of the xs and writes its rows of
+  the ys in place; a carry plus a scatter-add (the gradient of ``x[i]`` in a loop) is
+  updated in place at the scattered elements (`_updates`), NumPy's bits (`_Looped`,
+  `_loop_lines`).  A body's index out of bounds stops the loop, and the glue raises.
 
 The fused softmax cross-entropy of ``wengert.nn`` and its gradient are first written
 with what the loops write (`_unfused`): a max, exp, sum and log over rows, the label's
