@@ -1,8 +1,9 @@
 """The persistent cache of compiled C (``WENGERT_CACHE_DIR``, `wengert.codegen.c.library`):
 a library compiled once is loaded by later processes (here: the process's own cache
-cleared) instead of compiled; the key changes with the source and the flags; a corrupt
-file is compiled again and replaced; a directory that cannot be written warns and
-compiles; two processes compiling at once both get a library, and the file stays whole."""
+cleared) instead of compiled; the key changes with the source and the flags (so with the
+x86-64 level the loops are compiled for); a corrupt file is compiled again and replaced;
+a directory that cannot be written warns and compiles; two processes compiling at once
+both get a library, and the file stays whole."""
 import os
 import subprocess
 import sys
@@ -131,3 +132,24 @@ def test_a_compiled_gradient_loads_from_the_cache(cache, compiles, monkeypatch):
     again = wg.compile(wg.grad(f), x, backend="c")
     assert len(compiles) == n                       # nothing compiled
     np.testing.assert_array_equal(again(x), first(x))
+
+
+def test_the_key_holds_the_target_of_the_loops(cache, compiles, monkeypatch):
+    # A library compiled for AVX-512 must never be loaded where the processor lacks it:
+    # there the probe chooses another level, whose flags make another key.
+    from wengert.codegen import cloops
+    if cloops.target() == cloops.BASELINE:
+        pytest.skip("this machine runs no wider level")
+
+    def f(x):
+        return wnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    x = np.linspace(-1.0, 1.0, 500)
+    wide = wg.compile(wg.grad(f), x, backend="c")
+    n, kept = len(compiles), libraries(cache)
+    monkeypatch.setattr(C, "_loaded", {})                   # another process, on a machine
+    monkeypatch.setattr(cloops, "_RUNS", dict.fromkeys(cloops.LEVELS, False))  # of SSE2
+    baseline = wg.compile(wg.grad(f), x, backend="c")
+    assert len(compiles) > n and set(kept) < set(libraries(cache))    # compiled again
+    assert any("-march" in " ".join(command) for command in compiles[:n])
+    assert not any("-march" in " ".join(command) for command in compiles[n:])
+    np.testing.assert_array_equal(baseline(x), wide(x))

@@ -84,6 +84,8 @@ from __future__ import annotations
 import ctypes
 import itertools
 import math
+import os
+import platform
 import re
 import types
 
@@ -121,6 +123,73 @@ _LOCAL_CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t",
 # stencil's gradient it took a quarter of gcc's time, and the loops, bound by memory, ran
 # no faster with it (examples/heat_inverse.py, benchmarks/c_loops.py; clang ignores it)
 FLAGS = ("-O3", "-fno-math-errno", "-fno-predictive-commoning")
+
+#: The x86-64 levels the loops are compiled for where the machine runs them (`target`),
+#: widest first, with their flags: vectors of 8 doubles (AVX-512) or 4 (AVX2), and
+#: libmvec's 8- and 4-lane functions, against SSE2's 2 without them.  On an AVX-512 VM
+#: (gcc 12) 8 lanes ran the loops of benchmarks/c_loops.py 1.2 to 2.6 times faster,
+#: 4 lanes 1.2 to 2 times, and compiled as fast.  The FMA these levels allow stays off
+#: (-ffp-contract=off): + - * / still round as NumPy's.
+LEVELS = {"x86-64-v4": ("-march=x86-64-v4", "-mprefer-vector-width=512"),
+          "x86-64-v3": ("-march=x86-64-v3",)}
+
+#: The level of SSE2 alone, which every x86-64 runs: the loops' flags are then `FLAGS`.
+BASELINE = "x86-64"
+
+#: The environment variable naming the widest level the loops may be compiled for:
+#: ``x86-64`` turns the wider ones off, ``x86-64-v3`` keeps AVX2 but not AVX-512.
+TARGET_VARIABLE = "WENGERT_C_TARGET"
+
+_RUNS = {}              # level -> whether this machine runs it and the compiler writes it
+
+
+def target() -> str:
+    """The x86-64 level the loops are compiled for: the widest of `LEVELS` that the
+    machine runs, that the compiler writes, and that ``$WENGERT_C_TARGET`` allows (all
+    where it is unset), else `BASELINE`.  The flags are in the key of the persistent
+    cache, so a library built for one level is never loaded where another is chosen.
+
+    Example:
+        >>> target() in ("x86-64-v4", "x86-64-v3", "x86-64")
+        True
+    """
+    widest = os.environ.get(TARGET_VARIABLE) or next(iter(LEVELS))
+    if widest != BASELINE and widest not in LEVELS:
+        raise ValueError(f"{TARGET_VARIABLE}={widest!r}: the loops are compiled for one "
+                         f"of {', '.join([*LEVELS, BASELINE])}")
+    levels = list(LEVELS)
+    allowed = levels[levels.index(widest):] if widest in LEVELS else []
+    return next((level for level in allowed if _runs(level)), BASELINE)
+
+
+def flags() -> tuple:
+    """The compiler flags of the loops: `FLAGS` and those of the `target` level.
+
+    Example:
+        >>> flags()[:len(FLAGS)] == FLAGS
+        True
+    """
+    return FLAGS + LEVELS.get(target(), ())
+
+
+def _runs(level):
+    """Whether this machine's processor and system run code of x86-64 `level`, and the
+    compiler writes it: probed once per level.  The processor is asked by code compiled
+    for the baseline (``__builtin_cpu_supports``, GCC 12 or Clang 16 on), never by code
+    of the level, which would stop the process where it does not run."""
+    if level not in _RUNS:
+        probe = "\n".join(["int wg_runs(void)", "{", "    __builtin_cpu_init();",
+                           f'    return __builtin_cpu_supports("{level}");', "}", ""])
+        try:
+            runs = platform.machine().lower() in ("x86_64", "amd64") and \
+                C.library(probe, FLAGS).wg_runs() != 0
+            if runs:    # (compiled, not called: does the compiler take the level's flags?)
+                C.library(probe, FLAGS + LEVELS[level])
+        except Exception:           # (no compiler, an older one, another processor)
+            runs = False
+        _RUNS[level] = runs
+    return _RUNS[level]
+
 
 #: A loop reading padded values in place is split into boxes, at most this many (else
 #: they are filled in memory, as where their regions are no boxes).
@@ -1455,12 +1524,24 @@ def _nest_lines(body, targets, fmt, uses):
 
 
 def _statements(g, ins, outs, names, fmt):
-    """The C statements computing `outs` (``(Symbol, node)``) of the body graph `g`."""
+    """The C statements computing `outs` (``(Symbol, node)``) of the body graph `g`.
+
+    An array element that only a select's arm reads is read first, into a local: in
+    ``c ? a[k] : b`` the compiler reads ``a[k]`` only where c holds, which it vectorises
+    with masked loads, and GCC 12.2 permuted those wrongly (GCC PR 114375: a 5 x 6
+    ``where`` compiled for AVX-512 read zeros).  Read unconditionally, the arm is a value
+    and the select a blend, also at SSE2, which has no masked loads."""
+    names, statements = dict(names), []
+    for node in _conditional_reads(g, ins, [node for _, node in outs], names):
+        local = Symbol(f"_r{node.index}")       # (no user name begins with _: `Names`)
+        statements.append(f"const {_LOCAL_CTYPES[node.dtype]} {local.name} = "
+                          f"{fmt.symbol(names[node.index])};")
+        names[node.index] = local
     try:
         code = emit(g, ins, outs, fmt, names=names, rewrite=False)
     except EmitError as e:
         raise NotLooped(str(e)) from None
-    statements, sts = [], code.statements
+    sts = code.statements
     for k, st in enumerate(sts):
         if st.temporary:
             statements.append(f"const {_LOCAL_CTYPES[st.node.dtype]} {st.target} = "
@@ -1473,6 +1554,22 @@ def _statements(g, ins, outs, names, fmt):
         else:
             statements.append(f"{fmt.symbol(st.target)} = {st.expr};")
     return statements
+
+
+def _conditional_reads(g, ins, outputs, names):
+    """The inputs of body graph `g` that are array elements (``names``' symbols with an
+    index) and that `outputs` need only through a select's second or third argument."""
+    if not any(n.op is S.select for n in g.live_nodes(outputs)):
+        return []
+    live = g.mark_down(outputs)
+    always = {n.index for n in outputs}
+    for i in sorted(live, reverse=True):        # (users before their arguments)
+        if i in always:
+            node = g.nodes[i]
+            args = node.args[:1] if node.op is S.select else node.args
+            always.update(a.index for a in args)
+    return [n for n in ins if n.index in live and n.index not in always
+            and names[n.index].index]
 
 
 #: functions the C compiler makes instructions (``pow(x, 2)`` a product)
@@ -1616,8 +1713,9 @@ _LIBMVEC = {}
 
 
 def _simd_declaration(name):
-    # (GCC then calls glibc's vector variant, as _ZGVbN2v_tanh, in a vectorised loop;
-    # -lm's linker script links libmvec as needed)
+    # (GCC then calls glibc's vector variant of the target's width in a vectorised loop,
+    # as _ZGVbN2v_tanh, _ZGVdN4v_tanh (AVX2) or _ZGVeN8v_tanh (AVX-512); -lm's linker
+    # script links libmvec as needed)
     arguments = ", ".join(["double"] * SIMD_FUNCTIONS.get(name, 1))
     return f'__attribute__((__simd__("notinbranch"))) extern double {name}({arguments});'
 
@@ -1629,8 +1727,9 @@ def _vectorised(name):
 
 def _libmvec(name):
     """Whether a loop calling `name` vectorised through libmvec compiles, loads and
-    computes it (GCC and glibc 2.35 or later): probed once per function."""
-    if name not in _LIBMVEC:
+    computes it (GCC and glibc 2.35 or later): probed once per function and `flags`."""
+    key = name, flags()             # (a function may have 2 lanes and not 8)
+    if key not in _LIBMVEC:
         binary = SIMD_FUNCTIONS.get(name, 1) == 2
         call = f"{name}(x[i], x[64 + i])" if binary else f"{name}(x[i])"
         probe = "\n".join([
@@ -1646,13 +1745,13 @@ def _libmvec(name):
             f = getattr(np, _NUMPY_NAMES.get(name, name))
             expected = f(x[:64], x[64:]) if binary else f(x[:64])
         try:
-            fn = C.library(probe, FLAGS).wg_probe
+            fn = C.library(probe, key[1]).wg_probe
             fn.argtypes, fn.restype = [ctypes.c_void_p] * 2, None
             fn(x.ctypes.data, y.ctypes.data)
-            _LIBMVEC[name] = bool(np.allclose(y, expected, rtol=1e-14))
+            _LIBMVEC[key] = bool(np.allclose(y, expected, rtol=1e-14))
         except Exception:           # (no compiler, no libmvec, no such variant, ...)
-            _LIBMVEC[name] = False
-    return _LIBMVEC[name]
+            _LIBMVEC[key] = False
+    return _LIBMVEC[key]
 
 
 #: The C of a call of BLAS's dgemm (through the pointer the function is given), which
@@ -2354,7 +2453,7 @@ def _entry(d, key, graph, params, form):
     from ..staged import Entry
     name = C.c_name(d.fn_name)
     source, plan = function_source(graph, name)
-    cfn = C.library(source, FLAGS)[name]
+    cfn = C.library(source, flags())[name]
     cfn.restype = ctypes.c_int if plan.bounds else None
     ns = d.ns
     np_ = ns.fixed("_np", np)
