@@ -2,17 +2,20 @@
 wengert's NumPy code, eager wengert, JAX jit, PyTorch and a C loop fused by hand.
 
     python benchmarks/c_loops.py                      # 7 repeats: n = 1e3, 1e5, 1e6; 512 x 512
-    python benchmarks/c_loops.py --only mlp           # one problem (rosen, heat, mlp or cnn)
+    python benchmarks/c_loops.py --only mlp           # one problem (rosen, heat, libm, mlp, cnn)
+    WENGERT_C_TARGET=x86-64 python benchmarks/c_loops.py   # the loops without AVX2, AVX-512
     python benchmarks/c_loops.py --quick              # 3 short repeats, smaller sizes
     python benchmarks/c_loops.py --keep-memory        # glibc keeps freed memory: no page faults
     python benchmarks/c_loops.py --json results.json  # also write JSON
 
-Four problems, single-threaded, float64, the gradient only:
+Five problems, single-threaded, float64, the gradient only:
 
 * **rosen**: ``sum(100*(x[1:] - x[:-1]**2)**2 + (1 - x[:-1])**2)``, elementwise work on
   shifted slices whose reverse sweep adds two scatters of the same array;
 * **heat**: ``sum((4 u[1:-1,1:-1] - u[2:,1:-1] - u[:-2,1:-1] - u[1:-1,2:] -
   u[1:-1,:-2])**2)``, the squared residual of a 5-point Laplacian on a square grid;
+* **libm**: ``sum(tanh(x) * log(1 + exp(x)))``, 1e6 elements, whose gradient calls exp,
+  log and tanh per element (loops call glibc's libmvec, in vectors as wide as the loops');
 * **mlp**: benchmarks/arrays.py's 784-256-256-10 tanh MLP, batch 128, mean softmax
   cross-entropy: matrix products (BLAS's dgemm from the C), tanh and a softmax over rows.
 * **cnn**: benchmarks/arrays.py's CNN (64 one-channel 8x8 images, a 3x3 convolution to 8
@@ -63,6 +66,10 @@ def heat(np_):
                               - u[1:-1, 2:] - u[1:-1, :-2]) ** 2)
 
 
+def libm(np_):
+    return lambda x: np_.sum(np_.tanh(x) * np_.log(1 + np_.exp(x)))
+
+
 def makers(problem, x):
     def wengert(backend=None):
         import wengert as wg
@@ -92,7 +99,7 @@ def makers(problem, x):
     def hand():
         import ctypes
         from wengert.codegen import c, cloops
-        fn = c.library(HAND_ROSEN, cloops.FLAGS).rosen_grad
+        fn = c.library(HAND_ROSEN, cloops.flags()).rosen_grad
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
         ref, buf = ctypes.byref, ctypes.c_char.from_buffer
 
@@ -187,12 +194,14 @@ def main(argv=None):
     ap = parser(__doc__, "n = 1e3 and 1e5, a 128 x 128 grid, 3 short repeats")
     ap.add_argument("--keep-memory", action="store_true",
                     help="keep glibc from returning freed memory (no page faults)")
-    ap.add_argument("--only", choices=("rosen", "heat", "mlp", "cnn"), help="one problem")
+    ap.add_argument("--only", choices=("rosen", "heat", "libm", "mlp", "cnn"),
+                    help="one problem")
     args = ap.parse_args(argv)
     repeats, min_time = schedule(args)
     kept = keep_memory() if args.keep_memory else False
-    print(f"Python {platform.python_version()}, single-threaded, float64"
-          + (", glibc keeps freed memory" if kept else ""))
+    from wengert.codegen import cloops
+    print(f"Python {platform.python_version()}, single-threaded, float64, C loops for "
+          f"{cloops.target()}" + (", glibc keeps freed memory" if kept else ""))
     rng = np.random.default_rng(0)
     report = {}
     sizes = (1_000, 100_000) if args.quick else (1_000, 100_000, 1_000_000)
@@ -207,6 +216,12 @@ def main(argv=None):
         report[f"heat-{side}"] = peer_table(
             f"heat-{side}", "gradient of a squared 5-point Laplacian residual, "
             f"{side} x {side}", makers(heat, u), repeats, min_time, tolerance=1e-12)
+    if args.only in (None, "libm"):
+        n = 100_000 if args.quick else 1_000_000
+        x = rng.normal(scale=3.0, size=n)
+        report[f"libm-{n}"] = peer_table(
+            f"libm-{n}", f"gradient of sum(tanh(x) * log(1 + exp(x))), n = {n:,}",
+            makers(libm, x), repeats, min_time, tolerance=1e-12)
     if args.only in (None, "mlp"):
         report["mlp"] = peer_table(
             "mlp", "gradient of a 784-256-256-10 tanh MLP's cross-entropy, batch 128",
