@@ -4,6 +4,7 @@ wengert's NumPy code, eager wengert, JAX jit, PyTorch and a C loop fused by hand
     python benchmarks/c_loops.py                      # 7 repeats: n = 1e3, 1e5, 1e6; 512 x 512
     python benchmarks/c_loops.py --only mlp           # one problem (rosen, heat, libm, mlp, cnn)
     WENGERT_C_TARGET=x86-64 python benchmarks/c_loops.py   # the loops without AVX2, AVX-512
+    python benchmarks/c_loops.py --targets            # the loops at each x86-64 level, paired
     python benchmarks/c_loops.py --quick              # 3 short repeats, smaller sizes
     python benchmarks/c_loops.py --keep-memory        # glibc keeps freed memory: no page faults
     python benchmarks/c_loops.py --json results.json  # also write JSON
@@ -33,9 +34,15 @@ row allocates its result at each call.  For the MLP, ``wg-python`` is ``backend=
 gradient written by hand in NumPy; its JAX and PyTorch rows are arrays.py's, and so are
 the CNNs' (``numpy-hand`` their im2col gradient by hand).
 
+With ``--targets`` the rows are the C loops alone, compiled for each x86-64 level the
+machine runs (`wengert.codegen.cloops.LEVELS`, and the baseline's SSE2), the widest as
+the ``wengert`` row: one process, repeats interleaved, so a change of load cancels out
+of the ratios (the MLP, whose time is BLAS's, is left out).
+
 Every gradient is checked against wengert's before timing (timing.peer_table), and timed as
 timing.py does: warm-up, interleaved repeats, medians, ratios paired per repeat.
 """
+import os
 import platform
 import sys
 
@@ -114,6 +121,34 @@ def makers(problem, x):
     if problem is rosen:
         rows["c-hand"] = hand
     return rows
+
+
+def target_makers(problem, x):
+    """--targets: ``wg.compile(wg.grad(f), x, backend="c")`` at this machine's target (the
+    "wengert" row) and at each other x86-64 level, compiled with WENGERT_C_TARGET naming
+    it (skipped where the machine does not run it)."""
+    from timing import Skip
+    from wengert.codegen import cloops
+    widest = cloops.target()
+
+    def compiled(level):
+        def make():
+            import wengert as wg
+            import wengert.numpy as wnp
+            before = os.environ.get(cloops.TARGET_VARIABLE)
+            os.environ[cloops.TARGET_VARIABLE] = level
+            try:
+                if cloops.target() != level:
+                    raise Skip(f"this machine does not run {level}")
+                grad = wg.compile(wg.grad(problem(wnp)), x, backend="c")
+            finally:
+                os.environ.pop(cloops.TARGET_VARIABLE)
+                if before is not None:
+                    os.environ[cloops.TARGET_VARIABLE] = before
+            return level, lambda: grad(x)
+        return make
+    levels = [level for level in [*cloops.LEVELS, cloops.BASELINE] if level != widest]
+    return {"wengert": compiled(widest), **{level: compiled(level) for level in levels}}
 
 
 def mlp_makers():
@@ -196,7 +231,10 @@ def main(argv=None):
                     help="keep glibc from returning freed memory (no page faults)")
     ap.add_argument("--only", choices=("rosen", "heat", "libm", "mlp", "cnn"),
                     help="one problem")
+    ap.add_argument("--targets", action="store_true",
+                    help="the C loops alone, at each x86-64 level this machine runs")
     args = ap.parse_args(argv)
+    rows = target_makers if args.targets else makers
     repeats, min_time = schedule(args)
     kept = keep_memory() if args.keep_memory else False
     from wengert.codegen import cloops
@@ -209,20 +247,20 @@ def main(argv=None):
         x = rng.uniform(-1, 1, size=n)
         report[f"rosen-{n}"] = peer_table(
             f"rosen-{n}", f"gradient of the Rosenbrock function, n = {n:,}",
-            makers(rosen, x), repeats, min_time, tolerance=1e-12)
+            rows(rosen, x), repeats, min_time, tolerance=1e-12)
     side = 128 if args.quick else 512
     if args.only in (None, "heat"):
         u = rng.normal(size=(side, side))
         report[f"heat-{side}"] = peer_table(
             f"heat-{side}", "gradient of a squared 5-point Laplacian residual, "
-            f"{side} x {side}", makers(heat, u), repeats, min_time, tolerance=1e-12)
+            f"{side} x {side}", rows(heat, u), repeats, min_time, tolerance=1e-12)
     if args.only in (None, "libm"):
         n = 100_000 if args.quick else 1_000_000
         x = rng.normal(scale=3.0, size=n)
         report[f"libm-{n}"] = peer_table(
             f"libm-{n}", f"gradient of sum(tanh(x) * log(1 + exp(x))), n = {n:,}",
-            makers(libm, x), repeats, min_time, tolerance=1e-12)
-    if args.only in (None, "mlp"):
+            rows(libm, x), repeats, min_time, tolerance=1e-12)
+    if args.only in (None, "mlp") and not args.targets:
         report["mlp"] = peer_table(
             "mlp", "gradient of a 784-256-256-10 tanh MLP's cross-entropy, batch 128",
             mlp_makers(), repeats, min_time, tolerance=1e-10)
