@@ -167,17 +167,20 @@ def mlp_makers():
             grad = wg.compile(grad, params, x, y, backend=backend)
         return wg.__version__, lambda: grad(params, x, y)
 
-    def peer(make):
-        def made():
-            version, grad, to_numpy = make("mlp", data)
-            return version, lambda: to_numpy(grad())
-        return made
-
     return {"wengert": lambda: wengert("c"), "wg-python": lambda: wengert("python"),
-            "wg-eager": wengert, "jax-jit": peer(arrays.make_jax),
-            "torch": peer(arrays.make_torch),
+            "wg-eager": wengert, "jax-jit": _peer(arrays.make_jax, "mlp", data),
+            "torch": _peer(arrays.make_torch, "mlp", data),
             "numpy-hand": lambda: ("numpy " + np.__version__,
                                    lambda: arrays.mlp_grad_numpy(params, x, y))}
+
+
+def _peer(make, work, data):
+    """The row of a peer arrays.py times on `work` ("mlp" or "cnn"), its gradient made
+    NumPy arrays for the check."""
+    def made():
+        version, grad, to_numpy = make(work, data)
+        return version, lambda: to_numpy(grad())
+    return made
 
 
 def cnn_data(images, channels, side, kernels, seed=1):
@@ -212,15 +215,9 @@ def cnn_makers(data):
             grad = wg.compile(grad, params, x, y, backend=backend)
         return wg.__version__, lambda: grad(params, x, y)
 
-    def peer(make):
-        def made():
-            version, grad, to_numpy = make("cnn", data)
-            return version, lambda: to_numpy(grad())
-        return made
-
     return {"wengert": lambda: wengert("c"), "wg-numpy": lambda: wengert("numpy"),
-            "wg-eager": wengert, "jax-jit": peer(arrays.make_jax),
-            "torch": peer(arrays.make_torch),
+            "wg-eager": wengert, "jax-jit": _peer(arrays.make_jax, "cnn", data),
+            "torch": _peer(arrays.make_torch, "cnn", data),
             "numpy-hand": lambda: ("numpy " + np.__version__,
                                    lambda: arrays.cnn_grad_numpy(params, x, y))}
 

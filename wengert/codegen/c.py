@@ -682,19 +682,7 @@ def _in_parts(scalar, name, storage, fmt):
     head = f"{_PARAMETERS}, double *restrict wg_v{_BAD if checks else ''}"
     lines, calls = [], []
     for s, run in enumerate(runs):
-        new, made, names, inputs = Graph(optimize=False), {}, {}, []
-
-        def node_of(a):
-            if a.index not in made:
-                if a.op is CONST:
-                    made[a.index] = new.remake(a, [])
-                else:                   # (made before this part: an input here)
-                    made[a.index] = new.input(ShapeDtype((), a.dtype), f"in{a.index}")
-                    names[made[a.index].index] = _slot(*where[a.index], a.dtype)
-                    inputs.append(made[a.index])
-            return made[a.index]
-        for n in run:
-            made[n.index] = new.remake(n, [node_of(a) for a in n.args])
+        new, made, names, inputs, node_of = _subgraph(run, where)
         last = s == len(runs) - 1        # (the last writes the outputs made before it)
         outs = [(_slot("out", k, o.dtype), node_of(o)) for k, o in enumerate(graph.outputs)
                 if part_of.get(o.index) == s or last and o.index not in part_of]
@@ -847,25 +835,33 @@ def _looped(scalar, name, storage, fmt):
         "    free(wg_mem);", "    return 0;", "}", ""]
 
 
+def _subgraph(nodes, where):
+    """`nodes` (in the graph's order) remade in a graph of their own, whose straight-line
+    C is one segment or part of a function: a value made before them is an input there,
+    read at ``where[its index]`` (an array and an offset).  Returns that graph, ``made``
+    (index -> new node), the inputs' symbols, the inputs, and ``node_of``, which remakes
+    one more node read (a constant, or a value made before) on demand."""
+    new, made, names, inputs = Graph(optimize=False), {}, {}, []
+
+    def node_of(a):
+        if a.index not in made:
+            if a.op is CONST:
+                made[a.index] = new.remake(a, [])
+            else:                               # (known before: an input here)
+                made[a.index] = new.input(ShapeDtype((), a.dtype), f"in{a.index}")
+                names[made[a.index].index] = _slot(*where[a.index], a.dtype)
+                inputs.append(made[a.index])
+        return made[a.index]
+
+    for n in nodes:
+        made[n.index] = new.remake(n, [node_of(a) for a in n.args])
+    return new, made, names, inputs, node_of
+
+
 def _segment(graph, mine, s, wanted, dest, where, segment, kept, tables, fmt):
     """The statements of one segment: the nodes `mine`, the `wanted` values written to
     ``dest[0], dest[1], ...``, and the values later segments read written to wg_v."""
-    new = Graph(optimize=False)
-    made, names, inputs = {}, {}, []
-
-    def node_of(a):
-        if a.index in made:
-            return made[a.index]
-        if a.op is CONST:
-            made[a.index] = new.remake(a, [])
-        else:                               # known before this segment: an input here
-            made[a.index] = new.input(ShapeDtype((), a.dtype), f"in{a.index}")
-            names[made[a.index].index] = _slot(*where[a.index], a.dtype)
-            inputs.append(made[a.index])
-        return made[a.index]
-
-    for n in mine:
-        made[n.index] = new.remake(n, [node_of(a) for a in n.args])
+    new, made, names, inputs, node_of = _subgraph(mine, where)
     outs, lines = [], []
     # (a run of int64 constants is a table of int64_t, copied as bits)
     runs = _runs([None if segment.get(n.index) == s else
