@@ -151,36 +151,40 @@ def target_makers(problem, x):
     return {"wengert": compiled(widest), **{level: compiled(level) for level in levels}}
 
 
-def mlp_makers():
-    """The MLP gradient of arrays.py (its parameters a list of arrays, its labels int64)."""
+def network_makers(work, data, other):
+    """arrays.py's MLP (`work` "mlp") or CNN ("cnn") gradient on `data` (parameters a list
+    of arrays, images, int64 labels): rows C loops, ``backend=other``, eager, the peers
+    arrays.py times, and its gradient by hand."""
     import arrays
-    data = arrays.mlp_data()
     params, x, y = data
 
     def wengert(backend=None):
         import wengert as wg
         import wengert.nn as nn
         import wengert.numpy as wnp
-        grad = wg.grad(lambda p, x, y: nn.cross_entropy(arrays.mlp_logits(p, x, wnp.tanh),
-                                                         y))
+
+        def loss(params, x, y):
+            if work == "mlp":
+                return nn.cross_entropy(arrays.mlp_logits(params, x, wnp.tanh), y)
+            k, kb, w, b = params
+            h = nn.max_pool2d(nn.relu(nn.conv2d(x, k, kb, padding=1)), 2)
+            return nn.cross_entropy(wnp.reshape(h, (h.shape[0], -1)) @ w + b, y)
+        grad = wg.grad(loss)
         if backend is not None:
             grad = wg.compile(grad, params, x, y, backend=backend)
         return wg.__version__, lambda: grad(params, x, y)
 
-    return {"wengert": lambda: wengert("c"), "wg-python": lambda: wengert("python"),
-            "wg-eager": wengert, "jax-jit": _peer(arrays.make_jax, "mlp", data),
-            "torch": _peer(arrays.make_torch, "mlp", data),
-            "numpy-hand": lambda: ("numpy " + np.__version__,
-                                   lambda: arrays.mlp_grad_numpy(params, x, y))}
+    def peer(make):
+        def made():
+            version, grad, to_numpy = make(work, data)
+            return version, lambda: to_numpy(grad())
+        return made
 
-
-def _peer(make, work, data):
-    """The row of a peer arrays.py times on `work` ("mlp" or "cnn"), its gradient made
-    NumPy arrays for the check."""
-    def made():
-        version, grad, to_numpy = make(work, data)
-        return version, lambda: to_numpy(grad())
-    return made
+    hand = {"mlp": arrays.mlp_grad_numpy, "cnn": arrays.cnn_grad_numpy}[work]
+    return {"wengert": lambda: wengert("c"), f"wg-{other}": lambda: wengert(other),
+            "wg-eager": wengert, "jax-jit": peer(arrays.make_jax),
+            "torch": peer(arrays.make_torch),
+            "numpy-hand": lambda: ("numpy " + np.__version__, lambda: hand(params, x, y))}
 
 
 def cnn_data(images, channels, side, kernels, seed=1):
@@ -194,32 +198,6 @@ def cnn_data(images, channels, side, kernels, seed=1):
               rng.normal(scale=0.1, size=10)]
     x = rng.normal(size=(images, channels, side, side))
     return params, x, rng.integers(0, 10, size=images)
-
-
-def cnn_makers(data):
-    """arrays.py's CNN gradient on `data` (its parameters a list of arrays)."""
-    import arrays
-    params, x, y = data
-
-    def wengert(backend=None):
-        import wengert as wg
-        import wengert.nn as nn
-        import wengert.numpy as wnp
-
-        def loss(params, x, y):
-            k, kb, w, b = params
-            h = nn.max_pool2d(nn.relu(nn.conv2d(x, k, kb, padding=1)), 2)
-            return nn.cross_entropy(wnp.reshape(h, (h.shape[0], -1)) @ w + b, y)
-        grad = wg.grad(loss)
-        if backend is not None:
-            grad = wg.compile(grad, params, x, y, backend=backend)
-        return wg.__version__, lambda: grad(params, x, y)
-
-    return {"wengert": lambda: wengert("c"), "wg-numpy": lambda: wengert("numpy"),
-            "wg-eager": wengert, "jax-jit": _peer(arrays.make_jax, "cnn", data),
-            "torch": _peer(arrays.make_torch, "cnn", data),
-            "numpy-hand": lambda: ("numpy " + np.__version__,
-                                   lambda: arrays.cnn_grad_numpy(params, x, y))}
 
 
 def main(argv=None):
@@ -257,19 +235,22 @@ def main(argv=None):
         report[f"libm-{n}"] = peer_table(
             f"libm-{n}", f"gradient of sum(tanh(x) * log(1 + exp(x))), n = {n:,}",
             rows(libm, x), repeats, min_time, tolerance=1e-12)
+    import arrays                       # (this directory's)
     if args.only in (None, "mlp") and not args.targets:
         report["mlp"] = peer_table(
             "mlp", "gradient of a 784-256-256-10 tanh MLP's cross-entropy, batch 128",
-            mlp_makers(), repeats, min_time, tolerance=1e-10)
-    if args.only in (None, "cnn"):
-        import arrays
+            network_makers("mlp", arrays.mlp_data(), "python"), repeats, min_time,
+            tolerance=1e-10)
+    if args.only in (None, "cnn") and not args.targets:
         report["cnn"] = peer_table(
             "cnn", "gradient of arrays.py's CNN: 64 images 1x8x8, 3x3 conv to 8 channels, "
-            "ReLU, 2x2 max-pool, dense to 10", cnn_makers(arrays.cnn_data()), repeats,
-            min_time, tolerance=1e-10)
+            "ReLU, 2x2 max-pool, dense to 10",
+            network_makers("cnn", arrays.cnn_data(), "numpy"), repeats, min_time,
+            tolerance=1e-10)
         report["cnn-large"] = peer_table(
             "cnn-large", "the same CNN on 32 images 16x16x16, 3x3 conv to 32 channels",
-            cnn_makers(cnn_data(32, 16, 16, 32)), repeats, min_time, tolerance=1e-10)
+            network_makers("cnn", cnn_data(32, 16, 16, 32), "numpy"), repeats, min_time,
+            tolerance=1e-10)
     if args.json:
         write_report(args.json, "c_loops", args.quick, report)
     return 0
