@@ -201,3 +201,22 @@ def test_an_update_in_place_is_numpys_bits_with_repeats_nan_and_signed_zeros(loo
         same(c(c0, v), f(c0, v))
         same(c(c0, v), numpy_compiled(f, c0, v))
     same(c(c0, vs[:0]), c0)                             # (no step: -0.0 as it was)
+
+
+def _ema_of_columns(x):
+    """A scan of scalars over the columns of x one after another (x.T flattened: computed,
+    not an argument), the sum of its ys."""
+    return wnp.sum(wg.scan(lambda c, r: (c * 0.9 + r, wnp.tanh(c * r)), 0.0,
+                           wnp.reshape(x.T, (-1,)))[1])
+
+
+def test_a_loop_of_scalars_over_many_computed_elements_is_written_as_loops():
+    # scalarised, the 3,000 elements of x.T would each be a statement of one function
+    # (25 s for gcc); as loops it compiles at once.  Over a few, it stays scalarised.
+    grad = wg.grad(_ema_of_columns)
+    for shape, as_loops in (((300, 10), True), ((3, 10), False)):
+        x = RNG.normal(size=shape)
+        c = wg.compile(grad, x, backend="c")
+        assert getattr(c.entry, "looped", False) == as_loops, shape
+        close(c(x), grad(x), numpy_compiled(grad, x))
+    close(c(x), fd_jacobian(_ema_of_columns, x, 1e-6).reshape(x.shape), rtol=1e-6)
