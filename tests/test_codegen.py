@@ -893,3 +893,17 @@ def test_parts_still_raise_numpys_index_error(monkeypatch):
     assert f(numpy.arange(4.0), numpy.int64(-1)) == 6.0 + 0.0 * 1.0 - 2.0
     with pytest.raises(IndexError, match="index 4 is out of bounds for an axis of size 4"):
         f(numpy.arange(4.0), numpy.int64(4))
+
+
+@needs_cc
+def test_c_refuses_too_much_element_by_element_code_for_what_the_loops_refuse(monkeypatch):
+    # (cumsum: no loop form, so scalarised; past LARGEST characters, refused before gcc
+    # runs, since its time grows faster than the code)
+    monkeypatch.setattr(C, "LARGEST", 2000)
+    x = numpy.linspace(0.0, 1.0, 300)
+    with pytest.raises(ValueError, match=r"KB of C written element by element, more than "
+                       r"the 2 KB .* as loops it has cumsum"):
+        wg.compile(lambda x: wg.numpy.cumsum(x) * 2.0, x, backend="c")
+    # a scalar program is not limited: nothing else would write it
+    c = wg.compile(_long, 0.3, 0.7, backend="c")
+    assert len(c.source) > 2000 and c(0.3, 0.7) == _long(0.3, 0.7)

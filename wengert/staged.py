@@ -593,16 +593,17 @@ class _Dispatcher:
                 if refused:
                     cloops.refuse_large(graph, refused)
                 scalar = float_form(graph, 10 ** 7, 10 ** 6, loops=c, integers=c)
+                if c:
+                    from .codegen import c as C
+                    entry = C.entry(self, key, graph, scalar, params, form,
+                                    C.LARGEST if refused else None)
             except NotScalar as e:
                 held = "float64, int64 and bool" if c else "float64"
                 why = f", and as loops it has {refused}" if refused else ""
                 raise ValueError(f"compile(backend={backend!r}) needs a graph of {held} "
                                  "scalars or of arrays it can write element by element; "
                                  f"this one has {e}{why}: use backend='python'") from None
-        if entry is None and backend == "c":
-            from .codegen import c
-            entry = c.entry(self, key, graph, scalar, params, form)
-        elif entry is None:
+        if entry is None:
             flavour = py.FLOAT if scalar is not None else py.NUMPY
             fallback = None
             if flavour == py.FLOAT:
