@@ -455,6 +455,20 @@ def test_results_that_are_arguments_views_constants_or_repeated(loops):
     assert c(x)[2][0] == 2 * x[0]
 
 
+def test_a_broadcast_scalar_result_is_read_after_its_copy_is_written(loops):
+    # A scalar computed early, viewed as (1,) and broadcast to a result: the copy of it
+    # to memory is a loop of its own, made late; the result's store once joined an
+    # earlier loop of its shape and read that memory before it was written (garbage).
+    # Found by tools/fuzz.py (the gradient of a sum beside a loop's results).
+    def f(x, y):
+        s = wnp.sum(y) * 2.0
+        return x * s + 1.0, wnp.broadcast_to(wnp.reshape(s, (1,)), (3,))
+    c = looped(f, np.zeros(3), np.zeros(3))   # (so its workspace holds no good value)
+    x, y = RNG.normal(size=3), RNG.normal(size=3)
+    for g, e in zip(c(x, y), f(x, y)):
+        same(g, e)
+
+
 def test_non_contiguous_and_read_only_arguments(loops):
     c = looped(lambda x: x * 2.0 + 1.0, np.ones(6))
     base = RNG.normal(size=12)

@@ -627,8 +627,12 @@ class _Plan:
         if a.index not in self.at:          # (a scalar, a literal: copied to memory)
             buf = self._buffer(a)
             at = _contiguous(buf, a.shape)
-            self._join([a], a.shape).stores.append((a, at, False))
+            g = self._join([a], a.shape)
+            g.stores.append((a, at, False))
             self.at[a.index] = at
+            # its memory is written by that loop: what reads it there comes after (a
+            # scalar is ready before, but a view of it reads these elements)
+            self.ready[a.index] = max(self.ready.get(a.index, -1), g.index)
         return self.at[a.index]
 
     # ---- steps ---------------------------------------------------------------------------
