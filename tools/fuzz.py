@@ -405,7 +405,8 @@ def check_compile(prog, f, args, rng, backends=("python", "numpy", "c"), limit=1
                 old = signal.signal(signal.SIGALRM, _alarm)
                 signal.alarm(limit)
             try:
-                got = wg.compile(fun, *args, backend=backend)(*args)
+                compiled = wg.compile(fun, *args, backend=backend)
+                got = compiled(*args)
             except _Timeout:
                 raise Mismatch(f"compile c {name}: more than {limit} s") from None
             except ValueError as e:
@@ -418,7 +419,13 @@ def check_compile(prog, f, args, rng, backends=("python", "numpy", "c"), limit=1
                     signal.alarm(0)
                     signal.signal(signal.SIGALRM, old)
                     cloops.LOOP_ELEMENTS = loop_elements
-            if backend != "c" and name == "value" and finite(want):
+            # Bit for bit where NumPy computes both.  Scalarised code (flavour "float", and
+            # loops' bodies of small arrays in either flavour) calls math's functions,
+            # whose tanh or sin can differ from NumPy's in the last bit, and sums in
+            # order: within rounding of NumPy's.
+            loops = any(w in prog.source() for w in ("scan(", "fori_loop(", "while_loop("))
+            if compiled.entry.flavour == "numpy" and not loops and name == "value" and \
+                    finite(want):
                 identical(got, want, f"compile {backend} {name}")
             else:
                 close(got, want, 1e-9, f"compile {backend} {name}", atol=1e-12)
