@@ -82,6 +82,18 @@ def test_off_by_default(monkeypatch, compiles):
     assert C.library(source("off")).answer() == 42
 
 
+def test_a_build_directory_removed_while_running_is_made_again(monkeypatch):
+    # (a long-running process whose /tmp/wengert-c-* a cleaner removed: every compile
+    # after failed with FileNotFoundError; found by tools/fuzz.py)
+    import shutil
+    monkeypatch.delenv("WENGERT_CACHE_DIR", raising=False)
+    monkeypatch.setattr(C, "_loaded", {})
+    monkeypatch.setattr(C, "_build_dir", None)
+    assert C.library(source("gone 1")).answer() == 42
+    shutil.rmtree(C._build_dir)
+    assert C.library(source("gone 2")).answer() == 42
+
+
 def test_a_corrupt_file_is_compiled_again_and_replaced(cache, compiles, monkeypatch):
     C.library(source("corrupt"))
     (name,) = libraries(cache)

@@ -1082,7 +1082,9 @@ def library(source, flags=()):
     if lib is not None:
         _loaded[digest] = lib
         return lib
-    if _build_dir is None:
+    if _build_dir is None or not os.path.isdir(_build_dir):
+        # (made again where it went away while the process ran: a cleaner of /tmp, or
+        # another process's clean-up, removed it, and every compile after would fail)
         _build_dir = tempfile.mkdtemp(prefix="wengert-c-")     # private to this user
         # the libraries stay mapped once loaded, so the directory can go when the process
         # does; left behind, every process that compiled C would leave one in /tmp
