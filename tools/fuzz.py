@@ -365,12 +365,13 @@ def check_hess(prog, f, args, rng):
 
 
 def check_vmap(prog, f, args, rng):
-    """vmap(grad f) over a batch of some of x, y, z against a loop of grad f."""
+    """vmap(grad f) over a batch of some of x, y, z, i against a loop of grad f."""
     batch = 3
-    mapped = [k for k in range(3) if rng.random() < 0.6] or [0]
+    mapped = [k for k in range(4) if rng.random() < 0.6] or [0]
     xs = list(args)
-    for k in mapped:
-        xs[k] = rng.normal(size=(batch,) + np.shape(args[k]))
+    for k in mapped:                # (i, the int that indexes `a[i % n]`, mapped too)
+        xs[k] = (rng.integers(0, 1000, size=batch) if k == 3 else
+                 rng.normal(size=(batch,) + np.shape(args[k])))
     axes = tuple(0 if k in mapped else None for k in range(len(args)))
     gf = wg.grad(f, argnums=(0, 1, 2))
     got = wg.vmap(gf, in_axes=axes)(*xs)
