@@ -609,7 +609,7 @@ def _definitions(scalar, name, storage):
     function `name` (``static`` where `storage` says so)."""
     graph = scalar.graph
     fmt = CFormat()
-    if not scalar.loops and _parts(scalar):
+    if _long(scalar):
         return _in_parts(scalar, name, storage, fmt)
     if not scalar.loops:
         names = {n.index: _slot("in", k, n.dtype) for k, n in enumerate(graph.inputs)}
@@ -634,14 +634,17 @@ _BAD = ", int64_t *restrict wg_bad"
 PART_NODES = 1000
 
 
+def _long(scalar) -> bool:
+    """Whether a `Scalarized` is straight-line code (no loops) of more than `PART_NODES`
+    operations, written in parts (`_in_parts`): its function then returns an int."""
+    return not scalar.loops and sum(n.op is not INPUT and n.op is not CONST
+                                    for n in scalar.graph.live_nodes()) > PART_NODES
+
+
 def _parts(scalar) -> list:
-    """The nodes of a `Scalarized` without loops, in runs of `PART_NODES` for
-    `_in_parts` (in the graph's order, so each reads only what earlier runs made); an
-    empty list where it is short enough for one function."""
+    """The operations of a `_long` `Scalarized` in runs of `PART_NODES` for `_in_parts`,
+    each reading only what it or earlier runs make."""
     graph = scalar.graph
-    live = graph.live_nodes()
-    if sum(n.op is not INPUT and n.op is not CONST for n in live) <= PART_NODES:
-        return []
     # Each output's cone in turn, depth first (a loop, not recursion: graphs are deep):
     # what an output needs is made just before it, so a run shares few values with the
     # next (in the graph's order, a gradient's forward values would all be made first
@@ -1242,7 +1245,7 @@ def entry(d, key, graph, scalar, params, form, largest=None):
     cfn = load(source, name)
     ns = d.ns
     checks = checks_indices(scalar)
-    allocates = bool(scalar.loops or _parts(scalar))
+    allocates = bool(scalar.loops) or _long(scalar)
     if allocates or checks:         # it returns 1 where it could not allocate, 2 where an
         cfn.restype = ctypes.c_int  # index was out of bounds
     if checks:

@@ -248,10 +248,10 @@ def wanted(graph) -> bool:
     """
     total, todo, in_bodies, loops = 0, [(graph, 1)], 0, False
     computed = 0                # (elements computed outside the loops, inputs aside)
-    plumbing = set()
     while todo:                 # (over the nesting of loops, not the graph's depth)
         g, times = todo.pop()
         packed = set()          # (a loop's results and their parts: counted in its body)
+        plumbing = set()        # (node indices are the graph's own, as packed's)
         for n in g.live_nodes():
             if isinstance(n.op, Loop):
                 todo.append((n.op.body, times * getattr(n.op, "length", 1)))
